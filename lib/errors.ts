@@ -1,0 +1,174 @@
+/**
+ * The error taxonomy of varve. Every error a user can cause or meet is one of these: it has a
+ * stable `name`, a `kind`, says whether retrying the same call can help (`retryable`), and its
+ * message says what was wrong and what to do. `cause` is forwarded when one error wraps another.
+ */
+
+export type ErrorKind =
+  | 'invalid-argument'
+  | 'not-found'
+  | 'already-exists'
+  | 'conflict'
+  | 'precondition'
+  | 'expired'
+  | 'corrupt'
+  | 'unavailable'
+  | 'injected';
+
+/** Base class of every varve error. */
+export class VarveError extends Error {
+  readonly kind: ErrorKind;
+  readonly retryable: boolean;
+  constructor(message: string, opts: { kind?: ErrorKind; retryable?: boolean; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = new.target.name;
+    this.kind = opts.kind ?? 'invalid-argument';
+    this.retryable = opts.retryable ?? false;
+  }
+}
+
+/** A user supplied something malformed: an option, a name, a flag, a value. */
+export class InvalidArgumentError extends VarveError {
+  constructor(message: string, opts: { cause?: unknown } = {}) {
+    super(message, { kind: 'invalid-argument', ...opts });
+  }
+}
+
+/** A schema text or JSON that cannot be parsed or is inconsistent (duplicate column, bad key, …). */
+export class SchemaError extends VarveError {
+  constructor(message: string, readonly field?: string, opts: { cause?: unknown } = {}) {
+    super(message, { kind: 'invalid-argument', ...opts });
+  }
+}
+
+/** An unknown table option or a value of the wrong type; names the option and what is allowed. */
+export class OptionError extends VarveError {
+  constructor(message: string, readonly option: string) {
+    super(message, { kind: 'invalid-argument' });
+  }
+}
+
+/** A record that does not fit the table's schema; carries the 1-based input line and the field. */
+export class RecordValidationError extends VarveError {
+  constructor(message: string, readonly line?: number, readonly field?: string) {
+    super(message, { kind: 'invalid-argument' });
+  }
+}
+
+/** A record's data does not match the schema it is read with (type or column mismatch). */
+export class SchemaMismatchError extends VarveError {
+  constructor(message: string, readonly field?: string) {
+    super(message, { kind: 'invalid-argument' });
+  }
+}
+
+/** An object that does not exist in the store. */
+export class ObjectNotFoundError extends VarveError {
+  constructor(readonly key: string, opts: { cause?: unknown } = {}) {
+    super(`object not found: ${key}`, { kind: 'not-found', ...opts });
+  }
+}
+
+/** A conditional write lost: the key already exists (put-if-absent) or its etag moved (put-if-match). */
+export class PreconditionFailedError extends VarveError {
+  constructor(readonly key: string, opts: { cause?: unknown } = {}) {
+    super(`precondition failed on ${key}: another writer changed it first`, { kind: 'precondition', ...opts });
+  }
+}
+
+/** S3 answered 409 ConditionalRequestConflict: a concurrent operation was in flight; retry as is. */
+export class ConditionalRequestConflictError extends VarveError {
+  constructor(readonly key: string, opts: { cause?: unknown } = {}) {
+    super(`concurrent conditional request on ${key}; retry`, { kind: 'conflict', retryable: true, ...opts });
+  }
+}
+
+/** The object store failed in a way that may heal (throttling, network, 5xx). */
+export class StoreUnavailableError extends VarveError {
+  constructor(message: string, opts: { cause?: unknown } = {}) {
+    super(message, { kind: 'unavailable', retryable: true, ...opts });
+  }
+}
+
+/** A key that is not a safe relative path inside the store root. */
+export class InvalidKeyError extends InvalidArgumentError {}
+
+/** A commit that truly conflicts with what another commit did (not a lost race): re-plan, never retry blindly. */
+export class CommitConflictError extends VarveError {
+  constructor(message: string, readonly details: { snapshotId?: number; files?: string[] } = {}) {
+    super(message, { kind: 'conflict', retryable: false });
+  }
+}
+
+/** A commit that kept losing the race for the next snapshot id until its retry budget ran out. */
+export class CommitRetriesExhaustedError extends VarveError {
+  constructor(message: string, opts: { cause?: unknown } = {}) {
+    super(message, { kind: 'conflict', retryable: true, ...opts });
+  }
+}
+
+/** A snapshot id, timestamp or tag that does not resolve; names the available range. */
+export class SnapshotNotFoundError extends VarveError {
+  constructor(message: string, readonly available?: { earliest: number; latest: number }) {
+    super(message, { kind: 'not-found' });
+  }
+}
+
+/**
+ * A position whose snapshots have expired: the changes in `lostRange` (from inclusive, to exclusive)
+ * can no longer be read. Raised instead of silently skipping ahead.
+ */
+export class SnapshotExpiredError extends VarveError {
+  constructor(message: string, readonly lostRange: { from: number; to: number }) {
+    super(message, { kind: 'expired' });
+  }
+}
+
+/** A table name that does not exist in the catalog. */
+export class TableNotFoundError extends VarveError {
+  constructor(readonly table: string) {
+    super(`table ${table} does not exist; list tables with \`varve tables\` or create it with \`varve create\``, {
+      kind: 'not-found',
+    });
+  }
+}
+
+/** A table that already exists where a new one was asked for. */
+export class TableAlreadyExistsError extends VarveError {
+  constructor(readonly table: string) {
+    super(`table ${table} already exists; drop it first or pick another name`, { kind: 'already-exists' });
+  }
+}
+
+/** A tag name that does not exist, or one that already exists on create. */
+export class TagError extends VarveError {
+  constructor(message: string, kind: ErrorKind = 'not-found') {
+    super(message, { kind });
+  }
+}
+
+/** Metadata that cannot be parsed or is inconsistent with itself. */
+export class CorruptMetadataError extends VarveError {
+  constructor(message: string, opts: { cause?: unknown } = {}) {
+    super(message, { kind: 'corrupt', ...opts });
+  }
+}
+
+/** A writer refused because a bucket has more sorted runs than `num-sorted-run.stop-trigger`. */
+export class WriteStallError extends VarveError {
+  constructor(message: string) {
+    super(message, { kind: 'unavailable', retryable: true });
+  }
+}
+
+/** A fault injected by a test store; never raised in production. */
+export class InjectedFaultError extends VarveError {
+  constructor(message: string, opts: { retryable?: boolean } = {}) {
+    super(message, { kind: 'injected', retryable: opts.retryable ?? false });
+  }
+}
+
+/** True when `e` is a varve error that says retrying the same call can succeed. */
+export function isRetryable(e: unknown): boolean {
+  return e instanceof VarveError && e.retryable;
+}

@@ -1,0 +1,77 @@
+/**
+ * The one storage interface of varve. Keys are relative, '/'-separated paths under the store's
+ * root (e.g. `db.db/orders/snapshot/snapshot-3`). Nothing above lib/store knows which store it
+ * talks to: a local folder, S3, or memory.
+ */
+
+/** Listing entry. `lastModified` is epoch milliseconds. */
+export interface ObjectInfo {
+  key: string;
+  size: number;
+  lastModified: number;
+}
+
+/** An object's bytes and its opaque etag (pass it back unchanged to `putIfMatch`). */
+export interface StoredObject {
+  body: Uint8Array;
+  etag: string;
+  lastModified: number;
+}
+
+export interface ObjectStore {
+  /** Human-readable location of the root, e.g. `file:///tmp/wh` or `s3://bucket/prefix`. */
+  readonly uri: string;
+
+  /** Reads a whole object. Throws `ObjectNotFoundError` when the key does not exist. */
+  get(key: string): Promise<StoredObject>;
+
+  /** Reads bytes [start, end) of an object (for Parquet footers). Throws `ObjectNotFoundError`. */
+  getRange(key: string, start: number, end: number): Promise<Uint8Array>;
+
+  /** Size, etag and mtime of an object, or undefined when it does not exist. */
+  head(key: string): Promise<(ObjectInfo & { etag: string }) | undefined>;
+
+  /** Writes an object unconditionally (last writer wins). Returns the new etag. */
+  put(key: string, body: Uint8Array): Promise<{ etag: string }>;
+
+  /**
+   * Creates an object only if the key does not exist, atomically; a reader never sees a partial
+   * object. Returns the etag, or `undefined` when the key already existed (the race was lost).
+   * Throws `ConditionalRequestConflictError` (retryable) when the store reports a concurrent
+   * conditional request (S3 409).
+   */
+  putIfAbsent(key: string, body: Uint8Array): Promise<{ etag: string } | undefined>;
+
+  /**
+   * Replaces an object only if its current etag equals `etag` (compare-and-swap). Returns the new
+   * etag, or `undefined` when the etag no longer matches. Throws `ObjectNotFoundError` when the key
+   * does not exist, `ConditionalRequestConflictError` on S3 409.
+   */
+  putIfMatch(key: string, body: Uint8Array, etag: string): Promise<{ etag: string } | undefined>;
+
+  /** Lists every object whose key starts with `prefix`, in key order, paging internally. */
+  list(prefix: string): AsyncIterable<ObjectInfo>;
+
+  /** Deletes an object; deleting a missing key is not an error. */
+  delete(key: string): Promise<void>;
+}
+
+/** Collects `store.list(prefix)` into an array. */
+export async function listAll(store: ObjectStore, prefix: string): Promise<ObjectInfo[]> {
+  const out: ObjectInfo[] = [];
+  for await (const o of store.list(prefix)) out.push(o);
+  return out;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** UTF-8 bytes of a string. */
+export function utf8(text: string): Uint8Array {
+  return encoder.encode(text);
+}
+
+/** A string from UTF-8 bytes. */
+export function fromUtf8(bytes: Uint8Array): string {
+  return decoder.decode(bytes);
+}
