@@ -1,0 +1,126 @@
+/**
+ * Measures the LSM core on 1M rows: a write buffer's sort + merge (BIGINT key, INT, DOUBLE,
+ * STRING, nullable STRING), with and without spilling, and a merge-read of 1M keys over 5
+ * overlapping sorted runs (deduplicate and aggregation). Prints timings; asserts nothing.
+ *   npx tsx bench/mergetree.ts [rows]
+ */
+import * as arrow from 'apache-arrow';
+import { physicalArrowSchema, tableArrowSchema } from '../lib/format/arrow-schema';
+import { mergeConfig, type MergeConfig } from '../lib/mergetree/merge-config';
+import { mergeEngineFor } from '../lib/mergetree/merge-function';
+import { mergeSortedRuns, type RunInput } from '../lib/mergetree/sort-merge-reader';
+import { WriteBuffer } from '../lib/mergetree/write-buffer';
+import type { TableSchema } from '../lib/schema/types';
+
+const N = Number(process.argv[2] ?? 1_000_000);
+const encoder = new TextEncoder();
+
+const schema: TableSchema = {
+  version: 1,
+  id: 0,
+  fields: [
+    { id: 1, name: 'id', type: { root: 'BIGINT', nullable: false } },
+    { id: 2, name: 'qty', type: { root: 'INT', nullable: true } },
+    { id: 3, name: 'price', type: { root: 'DOUBLE', nullable: true } },
+    { id: 4, name: 'name', type: { root: 'STRING', nullable: true } },
+    { id: 5, name: 'note', type: { root: 'STRING', nullable: true } },
+  ],
+  highestFieldId: 5,
+  partitionKeys: [],
+  primaryKeys: ['id'],
+  options: {},
+  timeMillis: 0,
+};
+
+let state = 42;
+function random(): number {
+  state = (state + 0x6d2b79f5) >>> 0;
+  let t = Math.imul(state ^ (state >>> 15), state | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+
+function utf8(values: (string | null)[]): arrow.Data {
+  const n = values.length;
+  const parts = values.map((v) => encoder.encode(v ?? ''));
+  const offsets = new Int32Array(n + 1);
+  for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i] + parts[i].length;
+  const bytes = new Uint8Array(offsets[n]);
+  parts.forEach((p, i) => bytes.set(p, offsets[i]));
+  const validity = new Uint8Array((n + 7) >> 3);
+  let nulls = 0;
+  values.forEach((v, i) => (v === null ? nulls++ : (validity[i >> 3] |= 1 << (i & 7))));
+  return arrow.makeData({ type: new arrow.Utf8(), length: n, nullCount: nulls, nullBitmap: nulls ? validity : undefined, valueOffsets: offsets, data: bytes });
+}
+
+/** n rows with keys from `key(i)`, optionally with system columns (sequence i + seqFrom, kind +I). */
+function makeTable(n: number, key: (i: number) => bigint, system?: { seqFrom: number }): arrow.Table {
+  const ids = new BigInt64Array(n), qty = new Int32Array(n), price = new Float64Array(n);
+  const names: string[] = new Array(n), notes: (string | null)[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    ids[i] = key(i);
+    qty[i] = Math.floor(random() * 1000);
+    price[i] = Math.round(random() * 1e6) / 100;
+    names[i] = `customer-${Math.floor(random() * 1e6)}`;
+    notes[i] = random() < 0.3 ? null : `note ${i}`;
+  }
+  const children = [
+    arrow.makeData({ type: new arrow.Int64(), length: n, nullCount: 0, data: ids }),
+    arrow.makeData({ type: new arrow.Int32(), length: n, nullCount: 0, data: qty }),
+    arrow.makeData({ type: new arrow.Float64(), length: n, nullCount: 0, data: price }),
+    utf8(names),
+    utf8(notes),
+  ];
+  let s = tableArrowSchema(schema);
+  if (system) {
+    const seq = new BigInt64Array(n);
+    for (let i = 0; i < n; i++) seq[i] = BigInt(system.seqFrom + i);
+    children.push(arrow.makeData({ type: new arrow.Int64(), length: n, nullCount: 0, data: seq }));
+    children.push(arrow.makeData({ type: new arrow.Int8(), length: n, nullCount: 0, data: new Int8Array(n) }));
+    s = physicalArrowSchema(schema);
+  }
+  const data = arrow.makeData({ type: new arrow.Struct(s.fields), length: n, nullCount: 0, children });
+  return new arrow.Table(s, new arrow.RecordBatch(s, data));
+}
+
+function time<T>(label: string, f: () => T): T {
+  const t0 = performance.now();
+  const out = f();
+  console.log(`${label.padEnd(64)} ${(performance.now() - t0).toFixed(0).padStart(6)} ms`);
+  return out;
+}
+
+function benchWriteBuffer(label: string, merge: MergeConfig, writeBufferSize: number, spillable: boolean): void {
+  // Keys from 0.8·N distinct values in random order: about 1 in 5 rows updates an earlier key.
+  const input = makeTable(N, () => BigInt(Math.floor(random() * N * 0.8)) * 2654435761n - 10n ** 12n);
+  const buffer = new WriteBuffer({ schema, merge, writeBufferSize, spillable });
+  time(`write buffer ${label}: addTable ${N} rows`, () => buffer.addTable(input));
+  const out = time(`write buffer ${label}: flush (sort + merge${spillable ? ' + spilled runs' : ''})`, () => buffer.flush());
+  console.log(`  -> ${out.rowCount} records from ${out.inputCount} rows`);
+}
+
+function benchMergeRead(label: string, merge: MergeConfig): void {
+  // 5 runs over 1M keys: every run holds a random 30% of the keys, so runs overlap heavily.
+  const keys = N;
+  const runs: RunInput[] = [];
+  let seq = 0;
+  for (let r = 0; r < 5; r++) {
+    const picked: bigint[] = [];
+    for (let k = 0; k < keys; k++) if (random() < 0.3) picked.push(BigInt(k) * 3n - 1000n);
+    runs.push({ table: makeTable(picked.length, (i) => picked[i], { seqFrom: 0 }), sequenceBase: seq });
+    seq += picked.length;
+  }
+  const total = runs.reduce((n, r) => n + r.table.numRows, 0);
+  const out = time(`merge-read ${label}: ${total} rows in 5 runs`, () =>
+    mergeSortedRuns(runs, { schema, keyColumns: ['id'], engine: mergeEngineFor(merge), dropDeletes: true }),
+  );
+  console.log(`  -> ${out.numRows} keys`);
+}
+
+console.log(`node ${process.version}, ${N} rows`);
+benchWriteBuffer('deduplicate', mergeConfig(), 1 << 30, false);
+benchWriteBuffer('deduplicate, spilling at 16 MB', mergeConfig(), 16 << 20, true);
+benchWriteBuffer('aggregation (sum, max)', mergeConfig({ engine: 'aggregation', aggregateFunctions: { qty: 'sum', price: 'max' } }), 1 << 30, false);
+benchMergeRead('deduplicate', mergeConfig());
+benchMergeRead('aggregation (sum, max)', mergeConfig({ engine: 'aggregation', aggregateFunctions: { qty: 'sum', price: 'max' } }));
+benchMergeRead('partial-update', mergeConfig({ engine: 'partial-update' }));

@@ -1,0 +1,1 @@
+export const handler = async (): Promise<never> => { throw new Error('handler not wired yet'); };

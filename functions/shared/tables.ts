@@ -1,0 +1,44 @@
+/**
+ * Opening tables in a function: through the catalog the environment names (the DynamoDB catalog
+ * on AWS), kept for a minute in a warm container so that consecutive invocations skip the catalog
+ * and schema reads, and with one manifest cache per table for the container's lifetime
+ * (manifests are immutable, so each invocation reads only those written since the last one).
+ */
+import { openCatalog } from '../../lib/catalog/open-catalog';
+import { LruManifestCache } from '../../lib/manifest/manifest-file';
+import type { Table } from '../../lib/table/table';
+import { requireEnv, type Env } from './env';
+
+/** How long a warm container keeps an opened table; a schema change is picked up after this. */
+const TABLE_CACHE_MS = 60_000;
+
+const opened = new Map<string, { table: Promise<Table>; at: number }>();
+const manifestCaches = new Map<string, LruManifestCache>();
+
+function cacheKey(env: Env, name: string): string {
+  return JSON.stringify([env.VARVE_WAREHOUSE, env.VARVE_CATALOG_TABLE ?? '', name]);
+}
+
+/** Opens `name` (default VARVE_TABLE) in the warehouse VARVE_WAREHOUSE, through openCatalog. */
+export async function openTable(env: Env, who: string, name?: string): Promise<Table> {
+  const { VARVE_WAREHOUSE: warehouse } = requireEnv(env, ['VARVE_WAREHOUSE'], who);
+  const tableName = name ?? requireEnv(env, ['VARVE_TABLE'], who).VARVE_TABLE;
+  const key = cacheKey(env, tableName);
+  const hit = opened.get(key);
+  if (hit && Date.now() - hit.at < TABLE_CACHE_MS) return hit.table;
+  const table = openCatalog(warehouse, env).getTable(tableName);
+  opened.set(key, { table, at: Date.now() });
+  // A failed open is not cached: the next invocation tries again.
+  table.catch(() => {
+    if (opened.get(key)?.table === table) opened.delete(key);
+  });
+  return table;
+}
+
+/** The container-lifetime manifest cache of a table. */
+export function manifestCacheOf(table: Table): LruManifestCache {
+  const key = `${table.store.uri}\u0000${table.path}`;
+  let cache = manifestCaches.get(key);
+  if (!cache) manifestCaches.set(key, (cache = new LruManifestCache(500_000)));
+  return cache;
+}

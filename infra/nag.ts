@@ -1,0 +1,122 @@
+/**
+ * cdk-nag (v3, AwsSolutions pack) acknowledgments for what varve's constructs do on purpose,
+ * each with its reason. cdk-nag v3 acknowledges one finding at a time through CDK's
+ * `Validations.of(construct).acknowledge()`; this aspect finds the exact findings varve causes
+ * and nothing else, so a wildcard that varve did not write still fails the check.
+ */
+import { Aspects, CfnResource, Stack, Validations, type IAspect } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { CfnPolicy } from 'aws-cdk-lib/aws-iam';
+import { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import type { CfnBucket } from 'aws-cdk-lib/aws-s3';
+import type { Construct, IConstruct } from 'constructs';
+import { StreamConsumer } from './stream-consumer';
+import { VarveTable } from './table';
+import { Warehouse } from './warehouse';
+
+const PACK = 'AwsSolutions::AwsSolutions';
+
+const BASIC_EXECUTION = 'Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole';
+
+const REASONS = {
+  basicExecution:
+    'AWSLambdaBasicExecutionRole grants only logs:CreateLogGroup, CreateLogStream and PutLogEvents, which every function needs to log; an inline copy would be the same policy under another name.',
+  xray: 'X-Ray PutTraceSegments and PutTelemetryRecords support no resource-level permissions, so Resource "*" is the only form; tracing is active on every varve function.',
+  objects: (path: string) =>
+    `Object access limited to the key prefix ${path}: the table's (or the consumer's) own files, which get generated unique names, so no narrower resource exists. Bucket listing carries an s3:prefix condition for the same prefix.`,
+  runtime:
+    'varve pins Node.js 22 (esbuild target node22; the AWS SDK v3 requires Node >= 22 from 2027); moving to a newer runtime is a deliberate, tested upgrade rather than a default.',
+  rejects:
+    'The rejects queue is itself a terminal queue: ingest puts invalid records there with their reasons for operators to inspect; nothing consumes it, so a DLQ behind it would never receive a message.',
+  notifications:
+    "CDK's own BucketNotificationsHandler (it turns on EventBridge notifications for the warehouse bucket) uses the managed basic execution role for its logs.",
+};
+
+/** True when the construct lies inside a varve construct. */
+function isVarve(node: IConstruct): boolean {
+  return node.node.scopes.some((s) => s instanceof Warehouse || s instanceof VarveTable || s instanceof StreamConsumer);
+}
+
+/** The Fn::GetAtt logical id of a bucket ARN and the literal key pattern joined after it. */
+function objectResource(resource: unknown): { logicalId: string; suffix: string } | undefined {
+  const join = (resource as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join'];
+  if (!join || join[0] !== '' || join[1].length !== 2) return undefined;
+  const [arn, suffix] = join[1];
+  const getAtt = (arn as { 'Fn::GetAtt'?: [string, string] })['Fn::GetAtt'];
+  if (!getAtt || getAtt[1] !== 'Arn' || typeof suffix !== 'string') return undefined;
+  return { logicalId: getAtt[0], suffix };
+}
+
+/**
+ * Acknowledges the cdk-nag AwsSolutions findings that varve's design causes. Add it next to the
+ * nag pack: `Aspects.of(app).add(new VarveNagAcknowledgments())`.
+ *
+ * {@link addVarveNagChecks} does both.
+ *
+ * @example
+ * const app = new App();
+ * new VarveExampleStack(app, 'VarveExample');
+ * Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+ * Aspects.of(app).add(new VarveNagAcknowledgments());
+ */
+export class VarveNagAcknowledgments implements IAspect {
+  /** Acknowledges the findings of one construct, if varve made it. */
+  visit(node: IConstruct): void {
+    if (!(node instanceof CfnResource)) return;
+    if (node.node.path.includes('/BucketNotificationsHandler') && node.cfnResourceType === 'AWS::IAM::Role') {
+      // The handler is a stack-level singleton; it exists here because a Warehouse asked for it.
+      if (Stack.of(node).node.findAll().some((c) => c instanceof Warehouse)) {
+        this.ack(node, `IAM4[${BASIC_EXECUTION}]`, REASONS.notifications);
+      }
+      return;
+    }
+    if (!isVarve(node)) return;
+    if (node instanceof CfnFunction) this.ack(node, 'L1', REASONS.runtime);
+    if (node.cfnResourceType === 'AWS::IAM::Role' && node.node.path.endsWith('/ServiceRole/Resource')) {
+      this.ack(node, `IAM4[${BASIC_EXECUTION}]`, REASONS.basicExecution);
+    }
+    if (node.cfnResourceType === 'AWS::SQS::Queue' && node.node.path.endsWith('/RejectsQueue/Resource')) {
+      this.ack(node, 'SQS3', REASONS.rejects);
+    }
+    if (node instanceof CfnPolicy) this.policy(node);
+  }
+
+  /** IAM5 for X-Ray's `*` and for object patterns under a warehouse prefix; nothing else. */
+  private policy(policy: CfnPolicy): void {
+    const stack = Stack.of(policy);
+    const warehouses = new Map<string, string>();
+    for (const c of stack.node.findAll()) {
+      if (c instanceof Warehouse) {
+        warehouses.set(stack.resolve((c.bucket.node.defaultChild as CfnBucket).logicalId) as string, c.prefix);
+      }
+    }
+    const doc = stack.resolve(policy.policyDocument) as { Statement: { Action: string | string[]; Resource: unknown }[] };
+    for (const statement of doc.Statement) {
+      const actions = ([] as string[]).concat(statement.Action);
+      for (const resource of ([] as unknown[]).concat(statement.Resource)) {
+        if (resource === '*' && actions.every((a) => a.startsWith('xray:'))) {
+          this.ack(policy, 'IAM5[Resource::*]', REASONS.xray);
+          continue;
+        }
+        const object = objectResource(resource);
+        const prefix = object && warehouses.get(object.logicalId);
+        if (object && prefix !== undefined && object.suffix.startsWith(`/${prefix}/`) && object.suffix.endsWith('*')) {
+          this.ack(policy, `IAM5[Resource::<${object.logicalId}.Arn>${object.suffix}]`, REASONS.objects(object.suffix.slice(1)));
+        }
+      }
+    }
+  }
+
+  private ack(node: IConstruct, finding: string, reason: string): void {
+    Validations.of(node).acknowledge({ id: `${PACK}-${finding}`, reason });
+  }
+}
+
+/**
+ * Runs cdk-nag's AwsSolutions pack over `app` with varve's acknowledgments: synth stops on any
+ * other finding. (cdk-nag v3 is a policy-validation plugin, not an aspect.)
+ */
+export function addVarveNagChecks(app: Construct, opts: { verbose?: boolean } = {}): void {
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: opts.verbose ?? false }));
+  Aspects.of(app).add(new VarveNagAcknowledgments());
+}

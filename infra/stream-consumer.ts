@@ -1,0 +1,177 @@
+/**
+ * A streaming consumer of a varve table on AWS: a serialised discovery function that plans the
+ * splits of new snapshots into a FIFO queue (one message group per partition and bucket), and
+ * reader functions on that queue that hand each split's rows to a sink.
+ */
+import { Duration } from 'aws-cdk-lib';
+import { Rule, Schedule, type IEventBus } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import type { IGrantable } from 'aws-cdk-lib/aws-iam';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { IQueue, Queue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { InvalidArgumentError } from '../lib/errors';
+import { createVarveFunction, handlerEntry } from './lambda';
+import { createQueueWithDlq } from './queues';
+import { grantObjectPattern } from './table-access';
+import { NAME, type VarveTable } from './table';
+
+/** Where a consumer's rows go. */
+export type StreamSink =
+  /** Your own handler (built with `createStreamHandler` from lib/stream/handler). */
+  | { readonly kind: 'function'; readonly entry: string; readonly handler?: string }
+  /** Another varve table in the same warehouse; rows keep their row kinds. */
+  | { readonly kind: 'table'; readonly target: VarveTable }
+  /** Events on an EventBridge bus. @default bus: the warehouse's bus */
+  | { readonly kind: 'eventbridge'; readonly bus?: IEventBus };
+
+/** Options of a {@link StreamConsumer}. */
+export interface StreamConsumerProps {
+  /** The table whose changes are streamed. */
+  readonly table: VarveTable;
+  /** Names the consumer file `consumer/consumer-<id>`; letters, digits, '_' or '-'. */
+  readonly consumerId: string;
+  /** Where the rows go. */
+  readonly sink: StreamSink;
+  /** Reader timeout; the split queue's visibility timeout is 6× this. @default 5 minutes */
+  readonly readTimeout?: Duration;
+  /** @default 1769 (one full vCPU) */
+  readonly readMemorySize?: number;
+  /** Cap on concurrent readers (2–1000); without it, one per active bucket. @default no cap */
+  readonly maxConcurrency?: number;
+  /** Backstop discovery schedule; commits also trigger discovery at once. @default 1 minute */
+  readonly discoverEvery?: Duration;
+}
+
+const DISCOVER_TIMEOUT = Duration.minutes(2);
+
+/** The detail-type of the event the commit function puts after each commit. */
+export const SNAPSHOT_COMMITTED = 'Snapshot Committed';
+
+/**
+ * Streams a varve table's changes to a sink, one FIFO message group per bucket so that per-key
+ * order holds end to end.
+ *
+ * Discovery runs with reserved concurrency 1 (one planner per table and consumer), once a minute
+ * and right after every `Snapshot Committed` event of its table. Readers consume the split queue
+ * in batches of 10 and report partial-batch failures, so a failed split and the splits behind it
+ * in its group are redelivered in order.
+ *
+ * @example
+ * new StreamConsumer(this, 'OrdersAudit', {
+ *   table: orders,
+ *   consumerId: 'orders-audit',
+ *   sink: { kind: 'function', entry: path.join(dir, 'audit-sink.ts') },
+ * });
+ */
+export class StreamConsumer extends Construct {
+  /** The table whose changes are streamed. */
+  readonly table: VarveTable;
+  /** The consumer id (`consumer/consumer-<id>`). */
+  readonly consumerId: string;
+  /** Split messages; group = partition and bucket, dedup id = consumer, snapshot, partition, bucket. */
+  readonly splitQueue: Queue;
+  /** Every dead-letter queue of the consumer. */
+  readonly deadLetterQueues: IQueue[];
+  /** The serialised planner (reserved concurrency 1). */
+  readonly discoverFunction: NodejsFunction;
+  /** The split reader that feeds the sink. */
+  readonly readFunction: NodejsFunction;
+
+  constructor(scope: Construct, id: string, props: StreamConsumerProps) {
+    super(scope, id);
+    if (!NAME.test(props.consumerId)) {
+      throw new InvalidArgumentError(
+        `consumer id '${props.consumerId}' is not allowed: use letters, digits, '_' or '-' only`,
+      );
+    }
+    const { table } = props;
+    this.table = table;
+    this.consumerId = props.consumerId;
+    const readTimeout = props.readTimeout ?? Duration.minutes(5);
+    const consumerEnv = { ...table.baseEnvironment, VARVE_CONSUMER_ID: props.consumerId };
+
+    // Many groups (one per bucket): high-throughput FIFO, with deduplication per group.
+    const split = createQueueWithDlq(this, 'SplitQueue', { fifo: true, highThroughput: true, consumerTimeout: readTimeout });
+    this.splitQueue = split.queue;
+    this.deadLetterQueues = [split.deadLetterQueue];
+
+    this.discoverFunction = createVarveFunction(this, 'Discover', {
+      entry: handlerEntry('discover'),
+      description: `varve discovery for ${table.name} consumer ${props.consumerId}`,
+      timeout: DISCOVER_TIMEOUT,
+      memorySize: 1024,
+      // Serialised per table and consumer: two planners would race on the consumer file.
+      reservedConcurrentExecutions: 1,
+      environment: { ...consumerEnv, VARVE_SPLIT_QUEUE_URL: this.splitQueue.queueUrl },
+    });
+    table.grantRead(this.discoverFunction);
+    this.grantConsumerFile(this.discoverFunction, ['s3:PutObject', 's3:DeleteObject']);
+    this.splitQueue.grantSendMessages(this.discoverFunction);
+    // Invocations throttled by the reservation wait in Lambda's async queue; a stale one adds
+    // nothing (each run plans up to the latest snapshot), so they are dropped after 5 minutes.
+    this.discoverFunction.configureAsyncInvoke({ maxEventAge: Duration.minutes(5), retryAttempts: 2 });
+    new Rule(this, 'DiscoverSchedule', {
+      description: `varve discovery backstop for ${table.name} / ${props.consumerId}`,
+      schedule: Schedule.rate(props.discoverEvery ?? Duration.minutes(1)),
+      targets: [new LambdaFunction(this.discoverFunction, { retryAttempts: 2 })],
+    });
+    // beyond the schedule's one-minute floor: discovery right after each commit of the table.
+    new Rule(this, 'DiscoverOnCommit', {
+      description: `varve discovery on commit of ${table.name} / ${props.consumerId}`,
+      eventBus: table.warehouse.eventBus,
+      eventPattern: { source: ['varve'], detailType: [SNAPSHOT_COMMITTED], detail: { table: [table.name] } },
+      targets: [new LambdaFunction(this.discoverFunction, { retryAttempts: 2 })],
+    });
+
+    const sink = props.sink;
+    this.readFunction = createVarveFunction(this, 'Read', {
+      entry: sink.kind === 'function' ? sink.entry : handlerEntry('read'),
+      handler: sink.kind === 'function' ? sink.handler : undefined,
+      description: `varve split reader for ${table.name} consumer ${props.consumerId}`,
+      timeout: readTimeout,
+      memorySize: props.readMemorySize ?? 1769,
+      environment: { ...consumerEnv, ...this.sinkEnvironment(sink) },
+    });
+    table.grantRead(this.readFunction);
+    // Readers record per-bucket progress next to the consumer file; discovery folds it in.
+    this.grantConsumerFile(this.readFunction, ['s3:PutObject']);
+    if (sink.kind === 'table') sink.target.grantWrite(this.readFunction);
+    if (sink.kind === 'eventbridge') (sink.bus ?? table.warehouse.eventBus).grantPutEventsTo(this.readFunction);
+    this.readFunction.addEventSource(
+      new SqsEventSource(this.splitQueue, {
+        batchSize: 10, // the FIFO maximum; no batching window on FIFO
+        maxConcurrency: props.maxConcurrency,
+        reportBatchItemFailures: true,
+      }),
+    );
+  }
+
+  /** `VARVE_SINK` for the built-in sinks; a table sink also gets where its target's commits go. */
+  private sinkEnvironment(sink: StreamSink): Record<string, string> {
+    if (sink.kind === 'function') return {};
+    if (sink.kind === 'eventbridge') {
+      return { VARVE_SINK: `eventbridge:${(sink.bus ?? this.table.warehouse.eventBus).eventBusName}` };
+    }
+    if (sink.target.warehouse !== this.table.warehouse) {
+      throw new InvalidArgumentError(
+        `table sink ${sink.target.name} lives in another warehouse than ${this.table.name}: a table sink must be a table of the same Warehouse construct`,
+      );
+    }
+    const target = Object.fromEntries(
+      Object.entries(sink.target.writerEnvironment()).map(([k, v]) => [k.replace(/^VARVE_/, 'VARVE_SINK_'), v]),
+    );
+    return { VARVE_SINK: `table:${sink.target.name}`, ...target };
+  }
+
+  /** Object access to `consumer/consumer-<id>` and the files beside it that share its name. */
+  private grantConsumerFile(grantee: IGrantable, actions: ('s3:PutObject' | 's3:DeleteObject')[]): void {
+    grantObjectPattern(
+      grantee,
+      this.table.warehouse.bucket,
+      `${this.table.tablePrefix}/consumer/consumer-${this.consumerId}*`,
+      actions,
+    );
+  }
+}

@@ -1,0 +1,315 @@
+/**
+ * One varve table on AWS: its ingestion paths (an SQS queue and an S3 inbox), the group-commit
+ * FIFO queue, the compaction FIFO queue grouped by bucket, scheduled expiry, and a function for
+ * each with least-privilege access to the table's own key prefix.
+ */
+import { Duration, Size } from 'aws-cdk-lib';
+import { Match, Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import type { IGrantable } from 'aws-cdk-lib/aws-iam';
+import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { Queue, QueueEncryption, type IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { InvalidArgumentError } from '../lib/errors';
+import { createVarveFunction, handlerEntry } from './lambda';
+import { createQueueWithDlq } from './queues';
+import { grantListUnder, grantObjects } from './table-access';
+import type { Warehouse } from './warehouse';
+
+/** `queue`: writers send file lists to the commit FIFO queue (group commit); `direct`: writers commit themselves. */
+export type CommitMode = 'direct' | 'queue';
+
+/** The Powertools service name of every varve function; metrics carry it as the `service` dimension. */
+export const VARVE_SERVICE_NAME = 'varve';
+
+/** The CloudWatch namespace of varve's custom metrics. */
+export const VARVE_METRICS_NAMESPACE = 'Varve';
+
+/** How records reach the ingest function. */
+export interface IngestOptions {
+  /** Messages per invocation from the ingest queue, 1–100. @default 100 */
+  readonly batchSize?: number;
+  /** How long the event source gathers a batch; required above 10 messages. @default 2 seconds */
+  readonly maxBatchingWindow?: Duration;
+  /** Cap on concurrent ingest invocations from the queue (2–1000). @default no cap */
+  readonly maxConcurrency?: number;
+  /** @default 1769 (one full vCPU) */
+  readonly memorySize?: number;
+}
+
+/** Sizing of the compaction function. */
+export interface CompactionOptions {
+  /** @default 3008 */
+  readonly memorySize?: number;
+  /** /tmp for spilling merge runs. @default 2 GiB */
+  readonly ephemeralStorageSize?: Size;
+  /** Cap on concurrent compactions (2–1000); each bucket is serialised anyway. @default no cap */
+  readonly maxConcurrency?: number;
+}
+
+/** Options of a {@link VarveTable}. */
+export interface VarveTableProps {
+  /** The warehouse the table lives in. */
+  readonly warehouse: Warehouse;
+  /** Database name (letters, digits, '_' or '-'). */
+  readonly database: string;
+  /** Table name (letters, digits, '_' or '-'). */
+  readonly table: string;
+  /** @default 'queue' */
+  readonly commitMode?: CommitMode;
+  /** Batching and sizing of ingestion. */
+  readonly ingest?: IngestOptions;
+  /** Sizing of compaction. */
+  readonly compaction?: CompactionOptions;
+  /** How often snapshot expiry runs. @default 15 minutes */
+  readonly expireEvery?: Duration;
+}
+
+/** Database, table and consumer names become key segments and `db.table` names: keep them plain. */
+export const NAME = /^[A-Za-z0-9_-]+$/;
+
+const INGEST_TIMEOUT = Duration.seconds(60);
+const COMMIT_TIMEOUT = Duration.seconds(60);
+// A compaction job is one bucket's bounded unit of work; it must fit this budget.
+const COMPACT_TIMEOUT = Duration.minutes(15);
+const EXPIRE_TIMEOUT = Duration.minutes(5);
+
+/**
+ * A varve table's ingestion, commit, compaction and expiry on Lambda + SQS.
+ *
+ * Records arrive as messages on {@link ingestQueue} or as files under the table's inbox prefix
+ * (S3 → EventBridge → ingest). In `queue` mode the ingest function writes level-0 files and sends
+ * their list to the commit FIFO queue (one message group per table), where the commit function
+ * folds many into one snapshot; in `direct` mode ingest commits itself. Compaction jobs go to a
+ * FIFO queue grouped by bucket, so one bucket never compacts twice at once.
+ *
+ * @example
+ * const warehouse = new Warehouse(this, 'Warehouse');
+ * const orders = new VarveTable(this, 'Orders', {
+ *   warehouse, database: 'shop', table: 'orders', commitMode: 'queue',
+ *   ingest: { batchSize: 100, maxBatchingWindow: Duration.seconds(2) },
+ * });
+ */
+export class VarveTable extends Construct {
+  /** The warehouse the table lives in. */
+  readonly warehouse: Warehouse;
+  /** Database name. */
+  readonly database: string;
+  /** Table name. */
+  readonly table: string;
+  /** `database.table`. */
+  readonly name: string;
+  /** How writers commit. */
+  readonly commitMode: CommitMode;
+  /** Key prefix of the table's files: `<prefix>/<database>.db/<table>`. */
+  readonly tablePrefix: string;
+  /** Key prefix watched for files to ingest: `<prefix>/inbox/<database>/<table>/`. */
+  readonly inboxPrefix: string;
+  /** Environment every function of this table (and its consumers) gets. */
+  readonly baseEnvironment: Readonly<Record<string, string>>;
+
+  /** Standard queue of record batches to ingest. */
+  readonly ingestQueue: Queue;
+  /** Where records go that failed validation, with their reasons; read by operators. */
+  readonly rejectsQueue: Queue;
+  /** Group-commit FIFO queue (queue mode only). */
+  readonly commitQueue?: Queue;
+  /** Compaction jobs, one message group per bucket. */
+  readonly compactQueue: Queue;
+  /** Every dead-letter queue of the table. */
+  readonly deadLetterQueues: IQueue[];
+
+  /** Validates records, writes level-0 files, and hands them to the commit queue (or commits). */
+  readonly ingestFunction: NodejsFunction;
+  /** Folds queued file lists into snapshots (queue mode only). */
+  readonly commitFunction?: NodejsFunction;
+  /** Runs one compaction job of one bucket per invocation. */
+  readonly compactFunction: NodejsFunction;
+  /** Expires snapshots on a schedule. */
+  readonly expireFunction: NodejsFunction;
+
+  constructor(scope: Construct, id: string, props: VarveTableProps) {
+    super(scope, id);
+    for (const [what, value] of [['database', props.database], ['table', props.table]] as const) {
+      if (!NAME.test(value)) {
+        throw new InvalidArgumentError(`${what} name '${value}' is not allowed: use letters, digits, '_' or '-' only`);
+      }
+    }
+    const ingest = props.ingest ?? {};
+    const batchSize = ingest.batchSize ?? 100;
+    if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100) {
+      throw new InvalidArgumentError(`ingest.batchSize ${batchSize} is out of range: use an integer from 1 to 100`);
+    }
+    const { warehouse } = props;
+    this.warehouse = warehouse;
+    this.database = props.database;
+    this.table = props.table;
+    this.name = `${props.database}.${props.table}`;
+    this.commitMode = props.commitMode ?? 'queue';
+    this.tablePrefix = warehouse.tablePrefix(props.database, props.table);
+    this.inboxPrefix = warehouse.inboxPrefix(props.database, props.table);
+    this.baseEnvironment = {
+      VARVE_WAREHOUSE: warehouse.uri,
+      VARVE_CATALOG_TABLE: warehouse.catalog.tableName,
+      VARVE_TABLE: this.name,
+      POWERTOOLS_SERVICE_NAME: VARVE_SERVICE_NAME,
+      POWERTOOLS_METRICS_NAMESPACE: VARVE_METRICS_NAMESPACE,
+    };
+
+    const ingestQ = createQueueWithDlq(this, 'IngestQueue', { fifo: false, consumerTimeout: INGEST_TIMEOUT });
+    this.ingestQueue = ingestQ.queue;
+    this.rejectsQueue = new Queue(this, 'RejectsQueue', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    const compactQ = createQueueWithDlq(this, 'CompactQueue', {
+      fifo: true,
+      highThroughput: true,
+      consumerTimeout: COMPACT_TIMEOUT,
+    });
+    this.compactQueue = compactQ.queue;
+    this.deadLetterQueues = [ingestQ.deadLetterQueue, compactQ.deadLetterQueue];
+
+    if (this.commitMode === 'queue') {
+      // One message group per table: commits of a table are serialised and folded in order.
+      const commitQ = createQueueWithDlq(this, 'CommitQueue', { fifo: true, consumerTimeout: COMMIT_TIMEOUT });
+      this.commitQueue = commitQ.queue;
+      this.deadLetterQueues.push(commitQ.deadLetterQueue);
+    }
+
+    // Ingest: the queue path and the S3 inbox path.
+    this.ingestFunction = createVarveFunction(this, 'Ingest', {
+      entry: handlerEntry('ingest'),
+      description: `varve ingest for ${this.name}`,
+      timeout: INGEST_TIMEOUT,
+      memorySize: ingest.memorySize ?? 1769,
+      environment: { ...this.baseEnvironment, ...this.writerEnvironment(), VARVE_REJECTS_QUEUE_URL: this.rejectsQueue.queueUrl },
+    });
+    this.grantWrite(this.ingestFunction);
+    grantObjects(this.ingestFunction, warehouse.bucket, this.inboxPrefix.replace(/\/$/, ''), ['s3:GetObject']);
+    this.rejectsQueue.grantSendMessages(this.ingestFunction);
+    this.ingestFunction.addEventSource(
+      new SqsEventSource(this.ingestQueue, {
+        batchSize,
+        maxBatchingWindow: ingest.maxBatchingWindow ?? Duration.seconds(2),
+        maxConcurrency: ingest.maxConcurrency,
+        reportBatchItemFailures: true,
+      }),
+    );
+    // S3 sends its EventBridge notifications to the account's default bus, whatever bus varve uses.
+    warehouse.bucket.enableEventBridgeNotification();
+    // An inbox event that ingest keeps failing on (async invoke: 2 retries) ends in the ingest DLQ.
+    this.ingestFunction.configureAsyncInvoke({ onFailure: new SqsDestination(ingestQ.deadLetterQueue), retryAttempts: 2 });
+    new Rule(this, 'InboxRule', {
+      description: `files dropped under ${this.inboxPrefix} → varve ingest`,
+      eventPattern: {
+        source: ['aws.s3'],
+        detailType: ['Object Created'],
+        detail: { bucket: { name: [warehouse.bucket.bucketName] }, object: { key: Match.prefix(this.inboxPrefix) } },
+      },
+      targets: [new LambdaFunction(this.ingestFunction, { deadLetterQueue: ingestQ.deadLetterQueue, retryAttempts: 8 })],
+    });
+
+    if (this.commitQueue) {
+      this.commitFunction = createVarveFunction(this, 'Commit', {
+        entry: handlerEntry('commit'),
+        description: `varve group commit for ${this.name}`,
+        timeout: COMMIT_TIMEOUT,
+        environment: {
+          ...this.baseEnvironment,
+          VARVE_COMPACT_QUEUE_URL: this.compactQueue.queueUrl,
+          VARVE_EVENT_BUS_NAME: warehouse.eventBus.eventBusName,
+        },
+      });
+      this.grantCommit(this.commitFunction);
+      this.commitFunction.addEventSource(
+        new SqsEventSource(this.commitQueue, { batchSize: 10, reportBatchItemFailures: true }),
+      );
+    }
+
+    this.compactFunction = createVarveFunction(this, 'Compact', {
+      entry: handlerEntry('compact'),
+      description: `varve compaction for ${this.name}`,
+      timeout: COMPACT_TIMEOUT,
+      memorySize: props.compaction?.memorySize ?? 3008,
+      ephemeralStorageSize: props.compaction?.ephemeralStorageSize ?? Size.gibibytes(2),
+      environment: { ...this.baseEnvironment, VARVE_EVENT_BUS_NAME: warehouse.eventBus.eventBusName },
+    });
+    this.grantRead(this.compactFunction);
+    grantObjects(this.compactFunction, warehouse.bucket, this.tablePrefix, ['s3:PutObject', 's3:DeleteObject']);
+    warehouse.eventBus.grantPutEventsTo(this.compactFunction);
+    // One job per invocation: a job is a bucket's bounded unit of work, and a batch of several
+    // would run them one after another inside a single 15-minute budget.
+    this.compactFunction.addEventSource(
+      new SqsEventSource(this.compactQueue, {
+        batchSize: 1,
+        maxConcurrency: props.compaction?.maxConcurrency,
+        reportBatchItemFailures: true,
+      }),
+    );
+
+    this.expireFunction = createVarveFunction(this, 'Expire', {
+      entry: handlerEntry('expire'),
+      description: `varve snapshot expiry for ${this.name}`,
+      timeout: EXPIRE_TIMEOUT,
+      environment: { ...this.baseEnvironment },
+    });
+    this.grantRead(this.expireFunction);
+    grantObjects(this.expireFunction, warehouse.bucket, this.tablePrefix, ['s3:PutObject', 's3:DeleteObject']);
+    // A scheduled EventBridge rule rather than EventBridge Scheduler: LocalStack's Scheduler
+    // stores schedules but never fires them, and rules need no extra role.
+    new Rule(this, 'ExpireSchedule', {
+      description: `varve snapshot expiry for ${this.name}`,
+      schedule: Schedule.rate(props.expireEvery ?? Duration.minutes(15)),
+      targets: [new LambdaFunction(this.expireFunction, { retryAttempts: 2 })],
+    });
+  }
+
+  /** Lets a principal read the table: get and list its files, look it up in the catalog. */
+  grantRead(grantee: IGrantable): void {
+    grantObjects(grantee, this.warehouse.bucket, this.tablePrefix, ['s3:GetObject']);
+    grantListUnder(grantee, this.warehouse.bucket, this.tablePrefix);
+    this.warehouse.grantCatalogRead(grantee);
+  }
+
+  /**
+   * Lets a principal write rows into the table the way ingest does: write data files, then send
+   * them to the commit queue (queue mode) or commit them itself (direct mode).
+   */
+  grantWrite(grantee: IGrantable): void {
+    if (this.commitQueue) {
+      this.grantRead(grantee);
+      grantObjects(grantee, this.warehouse.bucket, this.tablePrefix, ['s3:PutObject']);
+      this.commitQueue.grantSendMessages(grantee);
+    } else {
+      this.grantCommit(grantee);
+    }
+  }
+
+  /**
+   * Environment a writer of this table needs besides {@link baseEnvironment}: the commit mode and
+   * where commits, compaction jobs and commit events go.
+   */
+  writerEnvironment(): Record<string, string> {
+    return {
+      VARVE_COMMIT_MODE: this.commitMode,
+      ...(this.commitQueue ? { VARVE_COMMIT_QUEUE_URL: this.commitQueue.queueUrl } : {}),
+      VARVE_COMPACT_QUEUE_URL: this.compactQueue.queueUrl,
+      VARVE_EVENT_BUS_NAME: this.warehouse.eventBus.eventBusName,
+    };
+  }
+
+  /**
+   * What a committer needs: manifests and snapshots written (a lost race deletes the manifests it
+   * wrote), compaction jobs enqueued, `Snapshot Committed` events put.
+   */
+  private grantCommit(grantee: IGrantable): void {
+    this.grantRead(grantee);
+    grantObjects(grantee, this.warehouse.bucket, this.tablePrefix, ['s3:PutObject', 's3:DeleteObject']);
+    this.compactQueue.grantSendMessages(grantee);
+    this.warehouse.eventBus.grantPutEventsTo(grantee);
+  }
+}

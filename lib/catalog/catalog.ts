@@ -1,0 +1,31 @@
+/**
+ * The table registry: maps `database.table` names to table locations in the warehouse. The folder
+ * catalog (default) keeps everything in the warehouse itself; the DynamoDB catalog keeps the
+ * registry in a DynamoDB table so tables are listed without touching S3.
+ */
+import type { ObjectStore } from '../store/object-store';
+import type { DataField } from '../schema/types';
+import type { Table } from '../table/table';
+
+/** What a user gives to create a table. */
+export interface CreateTableRequest {
+  fields: DataField[];
+  primaryKeys: string[];
+  partitionKeys?: string[];
+  options?: Record<string, string>;
+  comment?: string;
+}
+
+export interface Catalog {
+  /** The warehouse the catalog's tables live in. */
+  readonly store: ObjectStore;
+  /** Creates a table; throws TableAlreadyExistsError (unless ignoreIfExists, then returns it). */
+  createTable(name: string, req: CreateTableRequest, opts?: { ignoreIfExists?: boolean }): Promise<Table>;
+  /** Opens a table at its latest schema; throws TableNotFoundError. */
+  getTable(name: string): Promise<Table>;
+  tableExists(name: string): Promise<boolean>;
+  /** Every table as `database.table`, sorted. */
+  listTables(database?: string): Promise<string[]>;
+  /** Removes a table and every file under it; throws TableNotFoundError. */
+  dropTable(name: string): Promise<void>;
+}

@@ -1,0 +1,41 @@
+/**
+ * What every CLI command starts from: the warehouse (a folder by default, `s3://…` on AWS) and
+ * its catalog, plus the conversions from Arrow results to printable records.
+ */
+import type * as arrow from 'apache-arrow';
+import { FolderCatalog } from '../catalog/folder-catalog';
+import type { Catalog } from '../catalog/catalog';
+import { tableToRows } from '../format/columns';
+import { openStore } from '../store/open-store';
+import { toDisplayValue } from '../schema/values';
+import { KIND_COLUMN, ROW_KIND_NAMES, SEQUENCE_COLUMN, type DataField } from '../schema/types';
+import type { DisplayValue } from './output';
+
+/** The warehouse a command uses: the flag, else VARVE_WAREHOUSE, else ./warehouse. */
+export function warehouseUri(flag?: string): string {
+  return flag ?? process.env.VARVE_WAREHOUSE ?? './warehouse';
+}
+
+/** Opens the catalog of a warehouse URI. */
+export function openCatalog(uri: string): Catalog {
+  return new FolderCatalog(openStore(uri));
+}
+
+/** Records of an Arrow result for printing; `_VALUE_KIND` becomes `rowkind`, sequence numbers stay numbers. */
+export function displayRecords(table: arrow.Table, fields: DataField[]): { columns: string[]; records: Array<Record<string, DisplayValue>> } {
+  const names = table.schema.fields.map((f) => f.name);
+  const used = fields.filter((f) => names.includes(f.name));
+  const rows = tableToRows(table.select(used.map((f) => f.name)), used);
+  const hasKind = names.includes(KIND_COLUMN);
+  const kinds = hasKind ? (table.getChild(KIND_COLUMN)!.toArray() as Int8Array) : undefined;
+  const seqs = names.includes(SEQUENCE_COLUMN) ? table.getChild(SEQUENCE_COLUMN)!.toArray() : undefined;
+  const columns = [...(hasKind ? ['rowkind'] : []), ...used.map((f) => f.name)];
+  const records = rows.map((row, i) => {
+    const rec: Record<string, DisplayValue> = {};
+    if (kinds) rec.rowkind = ROW_KIND_NAMES[kinds[i]];
+    for (const f of used) rec[f.name] = row[f.name] === null ? null : (toDisplayValue(f.type, row[f.name]) as DisplayValue);
+    if (seqs) rec[SEQUENCE_COLUMN] = Number(seqs[i]);
+    return rec;
+  });
+  return { columns, records };
+}

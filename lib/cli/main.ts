@@ -1,0 +1,45 @@
+/**
+ * The `varve` command: create, write and read primary-key tables in a warehouse folder (default
+ * `./warehouse`) or on S3 (`--warehouse s3://bucket/prefix`). Errors are one line on stderr with
+ * a non-zero exit; set VARVE_DEBUG=1 for stack traces.
+ */
+import { Command, CommanderError } from 'commander';
+import { VarveError } from '../errors';
+import { registerTableCommands } from './table-commands';
+import type { GlobalOptions } from './parse-flags';
+
+/** Builds the program; `out` receives everything a command prints on stdout. */
+export function buildProgram(out: (text: string) => void = (t) => process.stdout.write(t)): Command {
+  const program = new Command();
+  program
+    .name('varve')
+    .description('varve: streaming lakehouse tables (Paimon-style primary-key tables) on a folder or S3')
+    .option('--warehouse <uri>', 'warehouse folder or s3://bucket/prefix (default: $VARVE_WAREHOUSE or ./warehouse)')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  const globals = () => program.opts<GlobalOptions>();
+  registerTableCommands(program, globals, out);
+  return program;
+}
+
+/** Runs the CLI with `argv` (user arguments only) and returns the exit code. */
+export async function runCli(argv: string[], io: { out?: (t: string) => void; err?: (t: string) => void } = {}): Promise<number> {
+  const err = io.err ?? ((t: string) => process.stderr.write(t));
+  const program = buildProgram(io.out);
+  program.configureOutput({ writeErr: err, writeOut: io.out ?? ((t) => process.stdout.write(t)) });
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+    if (process.env.VARVE_DEBUG) err(`${(e as Error).stack}\n`);
+    if (e instanceof VarveError) err(`varve: ${e.message}\n`);
+    else err(`varve: unexpected error: ${(e as Error).message ?? String(e)} (set VARVE_DEBUG=1 for details)\n`);
+    return 1;
+  }
+}
+
+const invokedDirectly = process.argv[1] && /lib[\\/]cli[\\/]main\.ts$/.test(process.argv[1]);
+if (invokedDirectly) {
+  runCli(process.argv.slice(2)).then((code) => process.exit(code));
+}

@@ -1,0 +1,140 @@
+/**
+ * The streaming commands of the CLI: `varve tail` prints a table's changes as JSON lines, one per
+ * change, as they come; `varve demo` walks through the whole system on a local warehouse.
+ */
+import type { Command } from 'commander';
+import { InvalidArgumentError } from '../errors';
+import { LocalRuntime } from '../runtime/local-runtime';
+import { checkConsumerId } from '../stream/consumer';
+import { changeToJsonLine, changesOf, jsonlSink } from '../stream/sinks';
+import { readSplit } from '../stream/split';
+import { StreamScan } from '../stream/stream-scan';
+import type { StreamOptions } from '../stream/stream-options';
+import { onCommit } from '../table/commit-events';
+import type { Table } from '../table/table';
+import { openCatalog, warehouseUri } from './context';
+import { runDemo } from './demo';
+import { parsePositiveInt, parseTimestamp, type GlobalOptions } from './parse-flags';
+
+type Out = (text: string) => void;
+
+/** How often a tail without commit events in this process looks for new snapshots. */
+const TAIL_POLL_MS = 200;
+
+/** `--from` of `varve tail`: latest-full | latest | earliest | full | snapshot:N | snapshot-full:N | timestamp:T. */
+export function parseFrom(text: string): StreamOptions {
+  if (text === 'latest-full' || text === 'latest' || text === 'earliest' || text === 'full') return { mode: text };
+  const m = /^(snapshot|snapshot-full|timestamp):(.+)$/.exec(text);
+  if (m && m[1] === 'timestamp') return { mode: 'from-timestamp', timestampMillis: parseTimestamp(m[2]) };
+  if (m) {
+    const id = Number(m[2]);
+    if (!Number.isInteger(id) || id < 1) throw new InvalidArgumentError(`--from ${text}: the snapshot id must be an integer ≥ 1`);
+    return { mode: m[1] === 'snapshot' ? 'from-snapshot' : 'from-snapshot-full', snapshotId: id };
+  }
+  throw new InvalidArgumentError(
+    `--from "${text}" is not a start position; use latest-full, latest, earliest, snapshot:N, snapshot-full:N or timestamp:T (ISO-8601 or epoch ms)`,
+  );
+}
+
+/** Registers `tail` and `demo` on `program`; `globals()` gives the global flags, `out` prints. */
+export function registerStreamCommands(program: Command, globals: () => GlobalOptions, out: Out): void {
+  program
+    .command('tail')
+    .description('print the changes of a table as JSON lines {"snapshot", "kind", "row"}, as they come')
+    .argument('<table>', 'DB.TABLE')
+    .option('--consumer-id <id>', 'record progress under this consumer: a later tail resumes where this one stopped, and expiry keeps what it has not read')
+    .option('--from <position>', 'where a new stream starts: latest-full (default), latest, earliest, snapshot:N, snapshot-full:N, timestamp:T')
+    .option('--ignore-progress', 'with --consumer-id: start from --from even when the consumer has progress')
+    .option('--follow', 'keep waiting for new changes (default: stop once caught up)')
+    .option('--idle-exit <ms>', 'with --follow: stop after this many ms without a new change')
+    .action(async (name: string, o: { consumerId?: string; from?: string; ignoreProgress?: boolean; follow?: boolean; idleExit?: string }) => {
+      const table = await openCatalog(warehouseUri(globals().warehouse)).getTable(name);
+      const stream: StreamOptions = { ...(o.from ? parseFrom(o.from) : {}), ...(o.ignoreProgress ? { ignoreProgress: true } : {}) };
+      const idleExitMs = o.idleExit !== undefined ? parsePositiveInt('--idle-exit', o.idleExit) : undefined;
+      if (o.consumerId !== undefined) {
+        checkConsumerId(o.consumerId);
+        await tailWithConsumer(table, o.consumerId, stream, { follow: Boolean(o.follow), idleExitMs }, out);
+      } else {
+        await tailWithoutConsumer(table, stream, { follow: Boolean(o.follow), idleExitMs }, out);
+      }
+    });
+
+  program
+    .command('demo')
+    .description('the whole system in one minute: a streaming table, a consumer, updates, compaction, deletes, restart, expiry')
+    .option('--table <name>', 'demo table (dropped first when it exists)', 'demo.orders')
+    .action(async (o: { table: string }) => {
+      await runDemo(openCatalog(warehouseUri(globals().warehouse)), o.table, out);
+    });
+}
+
+interface TailOptions {
+  follow: boolean;
+  idleExitMs?: number;
+}
+
+/** A tail that keeps no state: a StreamScan pulled snapshot by snapshot, woken by commits. */
+async function tailWithoutConsumer(table: Table, stream: StreamOptions, opts: TailOptions, out: Out): Promise<void> {
+  const scan = new StreamScan(table, stream);
+  let lastChange = Date.now();
+  let wake: (() => void) | undefined;
+  const unsubscribe = onCommit((e) => {
+    if (e.table === table.name && e.warehouse === table.store.uri) wake?.();
+  });
+  try {
+    for (;;) {
+      const plan = await scan.plan();
+      if (plan) {
+        for (const split of plan.splits) {
+          const data = await readSplit(table, split);
+          const batch = { table, consumerId: '', snapshotId: split.snapshotId, partition: split.partition, bucket: split.bucket, kind: split.kind, data, splitId: '' };
+          const lines = changesOf(batch).map((c) => changeToJsonLine(table, c));
+          if (lines.length > 0) {
+            out(lines.join(''));
+            lastChange = Date.now();
+          }
+        }
+        continue;
+      }
+      if (!opts.follow) return;
+      if (opts.idleExitMs !== undefined && Date.now() - lastChange >= opts.idleExitMs) return;
+      // Commits of this process wake the tail at once; other writers are seen by polling.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, TAIL_POLL_MS);
+        function done(): void {
+          clearTimeout(timer);
+          wake = undefined;
+          resolve();
+        }
+        wake = done;
+      });
+    }
+  } finally {
+    unsubscribe();
+  }
+}
+
+/** A tail through the local runtime: discovery, the split queue and a reader, progress in the consumer file. */
+async function tailWithConsumer(table: Table, consumerId: string, stream: StreamOptions, opts: TailOptions, out: Out): Promise<void> {
+  let lastChange = Date.now();
+  const runtime = new LocalRuntime({ discoveryIntervalMs: TAIL_POLL_MS, compactionIntervalMs: 0, expiryIntervalMs: 0 });
+  const write = jsonlSink((text) => {
+    out(text);
+    lastChange = Date.now();
+  });
+  // One reader: the lines of different buckets then come in snapshot order on the terminal.
+  await runtime.addConsumer({ table, consumerId, sink: write, stream, readers: 1 });
+  await runtime.start();
+  try {
+    if (!opts.follow) {
+      await runtime.idle(24 * 3600_000);
+      return;
+    }
+    for (;;) {
+      await new Promise((r) => setTimeout(r, Math.min(TAIL_POLL_MS, opts.idleExitMs ?? TAIL_POLL_MS)));
+      if (opts.idleExitMs !== undefined && Date.now() - lastChange >= opts.idleExitMs && (await runtime.idle(60_000).then(() => true))) return;
+    }
+  } finally {
+    await runtime.stop();
+  }
+}

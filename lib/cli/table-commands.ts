@@ -1,0 +1,241 @@
+/**
+ * The table commands of the CLI: create, write, delete, read, describe, tables, drop, tag.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { InvalidArgumentError } from '../errors';
+import { parseSchemaJson, parseSchemaText, formatType } from '../schema/parse';
+import { createTag, deleteTag } from '../snapshot/tags';
+import { formatFromFileName, parseRecords, type InputFormat } from '../table/input';
+import { readAuditLog, parseIncrementalBetween } from '../table/audit-log';
+import { readSystemTable, SYSTEM_TABLES } from '../table/system-tables';
+import { SEQUENCE_COLUMN } from '../schema/types';
+import { displayRecords, openCatalog, warehouseUri } from './context';
+import { renderRecords, type OutputFormat } from './output';
+import { parseTimestamp, type GlobalOptions } from './parse-flags';
+
+type Out = (text: string) => void;
+
+function list(value: string): string[] {
+  return value.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+function parseOptionPairs(pairs: string[] = []): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of pairs) {
+    const i = p.indexOf('=');
+    if (i <= 0) throw new InvalidArgumentError(`option "${p}" must look like key=value, e.g. -o bucket=4`);
+    out[p.slice(0, i).trim()] = p.slice(i + 1).trim();
+  }
+  return out;
+}
+
+async function readInput(file: string | undefined): Promise<Uint8Array> {
+  if (!file || file === '-') {
+    const chunks: Buffer[] = [];
+    for await (const c of process.stdin) chunks.push(c as Buffer);
+    return new Uint8Array(Buffer.concat(chunks));
+  }
+  return new Uint8Array(await readFile(file));
+}
+
+function inputFormat(file: string | undefined, flag: string | undefined): InputFormat {
+  const f = flag ?? (file && file !== '-' ? formatFromFileName(file) : undefined) ?? 'jsonl';
+  if (f !== 'jsonl' && f !== 'csv' && f !== 'parquet') throw new InvalidArgumentError(`--format must be jsonl, csv or parquet, got "${f}"`);
+  return f;
+}
+
+function outputFormat(flag: string | undefined): OutputFormat {
+  const f = flag ?? 'table';
+  if (f !== 'table' && f !== 'jsonl' && f !== 'csv') throw new InvalidArgumentError(`--format must be table, jsonl or csv, got "${f}"`);
+  return f;
+}
+
+/** Registers the table commands on `program`; `globals()` gives the global flags, `out` prints. */
+export function registerTableCommands(program: Command, globals: () => GlobalOptions, out: Out): void {
+  const catalog = () => openCatalog(warehouseUri(globals().warehouse));
+
+  program
+    .command('create')
+    .description('create a primary-key table')
+    .argument('<table>', 'DB.TABLE')
+    .requiredOption('--schema <schema>', 'columns in SQL form, e.g. "id BIGINT, name STRING", or a JSON array of {name, type}')
+    .requiredOption('--primary-key <cols>', 'primary key columns, comma separated')
+    .option('--partition-keys <cols>', 'partition columns, comma separated (must be part of the primary key)')
+    .option('-o, --option <key=value>', 'table option, repeatable (e.g. -o bucket=4 -o merge-engine=aggregation)', collect)
+    .option('--comment <text>', 'table comment')
+    .option('--if-not-exists', 'do nothing when the table exists')
+    .action(async (name: string, o) => {
+      const text = String(o.schema).trim();
+      const fields = text.startsWith('[') || text.startsWith('{') ? parseSchemaJson(text) : parseSchemaText(text);
+      const table = await catalog().createTable(
+        name,
+        { fields, primaryKeys: list(o.primaryKey), partitionKeys: o.partitionKeys ? list(o.partitionKeys) : [], options: parseOptionPairs(o.option), comment: o.comment },
+        { ignoreIfExists: Boolean(o.ifNotExists) },
+      );
+      out(`created ${table.name} at ${table.store.uri}/${table.path}\n`);
+    });
+
+  const writeAction = (deletes: boolean) => async (name: string, file: string | undefined, o: { format?: string; skipInvalid?: string; commitIdentifier?: string }) => {
+    const table = await catalog().getTable(name);
+    const format = inputFormat(file, o.format);
+    const parsed = await parseRecords(await readInput(file), format, table.schema, { skipInvalid: Boolean(o.skipInvalid), deletes });
+    if (o.skipInvalid) {
+      await writeFile(o.skipInvalid, parsed.rejected.map((r) => JSON.stringify(r) + '\n').join(''));
+    }
+    if (parsed.rows.length === 0) {
+      out(`nothing to ${deletes ? 'delete' : 'write'}${parsed.rejected.length ? ` (${parsed.rejected.length} rejected, see ${o.skipInvalid})` : ''}\n`);
+      return;
+    }
+    const result = await table.write(parsed.rows, { kinds: parsed.kinds, commitIdentifier: o.commitIdentifier });
+    const rejected = parsed.rejected.length ? `, ${parsed.rejected.length} rejected (see ${o.skipInvalid})` : '';
+    if (result.alreadyCommitted) out(`already committed as snapshot ${result.snapshot?.id}: nothing written twice\n`);
+    else out(`${deletes ? 'deleted' : 'wrote'} ${result.rows} rows in ${result.files} files, snapshot ${result.snapshot?.id}${rejected}\n`);
+  };
+
+  program
+    .command('write')
+    .description('write rows (one commit per call); a JSONL row may carry "_kind": "-D" to delete')
+    .argument('<table>', 'DB.TABLE')
+    .argument('[file]', 'input file, or - for stdin (default)')
+    .option('--format <format>', 'jsonl, csv or parquet (default: from the file name, else jsonl)')
+    .option('--skip-invalid <file>', 'commit the valid rows and write the rejected ones, with reasons, to this file')
+    .option('--commit-identifier <id>', 'idempotence key: a retried write with the same id commits nothing twice')
+    .action(writeAction(false));
+
+  program
+    .command('delete')
+    .description('delete the rows whose primary keys are given')
+    .argument('<table>', 'DB.TABLE')
+    .argument('[file]', 'input file with the keys, or - for stdin (default)')
+    .option('--format <format>', 'jsonl, csv or parquet')
+    .option('--skip-invalid <file>', 'delete the valid keys and write the rejected ones to this file')
+    .option('--commit-identifier <id>', 'idempotence key')
+    .action(writeAction(true));
+
+  program
+    .command('read')
+    .description('read the merged rows of a table, at the latest snapshot or back in time')
+    .argument('<table>', 'DB.TABLE')
+    .option('--snapshot <id>', 'read this snapshot', Number)
+    .option('--timestamp <time>', 'read the last snapshot at or before this time (ISO-8601 or epoch ms)')
+    .option('--tag <name>', 'read the snapshot of this tag')
+    .option('--columns <cols>', 'columns to print, comma separated')
+    .option('--partition <spec>', 'only this partition, e.g. dt=2024-01-01,region=eu')
+    .option('--format <format>', 'table, jsonl or csv', 'table')
+    .action(async (name: string, o) => {
+      const table = await catalog().getTable(name);
+      const format = outputFormat(o.format);
+      const result = await table.read({
+        snapshotId: o.snapshot,
+        timestamp: o.timestamp !== undefined ? parseTimestamp(o.timestamp) : undefined,
+        tag: o.tag,
+        columns: o.columns ? list(o.columns) : undefined,
+        partition: o.partition ? Object.fromEntries(list(o.partition).map((p) => p.split('=') as [string, string])) : undefined,
+      });
+      const { columns, records } = displayRecords(result, table.schema.fields);
+      out(renderRecords(columns, records, format));
+    });
+
+  program
+    .command('audit-log')
+    .description('rows with their row kind (+I, -U, +U, -D), at a snapshot or between two')
+    .argument('<table>', 'DB.TABLE')
+    .option('--snapshot <id>', 'at this snapshot', Number)
+    .option('--incremental-between <a,b>', 'changes after snapshot A up to snapshot B')
+    .option('--mode <mode>', 'delta (merged new files) or changelog (changelog files)', 'delta')
+    .option('--format <format>', 'table, jsonl or csv', 'table')
+    .action(async (name: string, o) => {
+      const table = await catalog().getTable(name);
+      if (o.mode !== 'delta' && o.mode !== 'changelog') throw new InvalidArgumentError(`--mode must be delta or changelog, got "${o.mode}"`);
+      const result = await readAuditLog(table, {
+        snapshotId: o.snapshot,
+        incrementalBetween: o.incrementalBetween ? parseIncrementalBetween(o.incrementalBetween) : undefined,
+        mode: o.mode,
+      });
+      const { columns, records } = displayRecords(result.select(result.schema.fields.map((f) => f.name).filter((n) => n !== SEQUENCE_COLUMN)), table.schema.fields);
+      out(renderRecords(columns, records, outputFormat(o.format)));
+    });
+
+  program
+    .command('sys')
+    .description(`system tables: ${SYSTEM_TABLES.join(', ')}`)
+    .argument('<table>', 'DB.TABLE')
+    .argument('<name>', SYSTEM_TABLES.join('|'))
+    .option('--snapshot <id>', 'for files, manifests and buckets: at this snapshot', Number)
+    .option('--format <format>', 'table, jsonl or csv', 'table')
+    .action(async (name: string, sys: string, o) => {
+      const table = await catalog().getTable(name);
+      const { columns, records } = await readSystemTable(table, sys, { snapshotId: o.snapshot });
+      out(renderRecords(columns, records, outputFormat(o.format)));
+    });
+
+  program
+    .command('tag')
+    .description('create or delete a tag (a named snapshot kept by expiry)')
+    .argument('<table>', 'DB.TABLE')
+    .argument('<action>', 'create or delete')
+    .argument('<name>', 'tag name')
+    .option('--snapshot <id>', 'snapshot to tag (default: latest)', Number)
+    .action(async (name: string, action: string, tag: string, o) => {
+      const table = await catalog().getTable(name);
+      if (action === 'create') {
+        const snapshot = await table.snapshotFor({ snapshotId: o.snapshot });
+        if (!snapshot) throw new InvalidArgumentError(`${table.name} has no snapshot to tag yet; write to it first`);
+        await createTag(table.store, table.path, tag, snapshot);
+        out(`tag ${tag} -> snapshot ${snapshot.id}\n`);
+      } else if (action === 'delete') {
+        await deleteTag(table.store, table.path, tag);
+        out(`deleted tag ${tag}\n`);
+      } else {
+        throw new InvalidArgumentError(`tag action must be create or delete, got "${action}"`);
+      }
+    });
+
+  program
+    .command('tables')
+    .description('list the tables of the warehouse')
+    .option('--database <db>', 'only this database')
+    .action(async (o) => {
+      const names = await catalog().listTables(o.database);
+      out(names.length ? names.join('\n') + '\n' : 'no tables yet; create one with `varve create`\n');
+    });
+
+  program
+    .command('describe')
+    .description('show the schema, keys and options of a table')
+    .argument('<table>', 'DB.TABLE')
+    .action(async (name: string) => {
+      const table = await catalog().getTable(name);
+      const s = table.schema;
+      const latest = await table.snapshots.latestId();
+      const lines = [
+        `table       ${table.name}`,
+        `location    ${table.store.uri}/${table.path}`,
+        `schema id   ${s.id}`,
+        `primary key ${s.primaryKeys.join(', ')}`,
+        `partitioned ${s.partitionKeys.length ? s.partitionKeys.join(', ') : 'no'}`,
+        `snapshot    ${latest ?? 'none yet'}`,
+        '',
+        renderRecords(['column', 'type'], s.fields.map((f) => ({ column: f.name, type: formatType(f.type) })), 'table').trimEnd(),
+        '',
+        'options' + (Object.keys(s.options).length ? '' : '     (all defaults)'),
+        ...Object.entries(s.options).map(([k, v]) => `  ${k} = ${v}`),
+      ];
+      out(lines.join('\n') + '\n');
+    });
+
+  program
+    .command('drop')
+    .description('drop a table and delete all of its files')
+    .argument('<table>', 'DB.TABLE')
+    .action(async (name: string) => {
+      await catalog().dropTable(name);
+      out(`dropped ${name}\n`);
+    });
+
+}

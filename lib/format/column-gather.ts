@@ -1,0 +1,183 @@
+/**
+ * The gather kernel: output row i of a column is row `row[i]` of chunk `source[i]` (of chunk 0 when
+ * `source` is null, which is "take"). One loop per layout, each over a single typed-array class, so
+ * every loop stays monomorphic; values are copied as integer words, so floats keep their exact bits.
+ */
+import type * as arrow from 'apache-arrow';
+import { InvalidArgumentError } from '../errors';
+import { allocValues, layoutOf, makeColumn, MAX_VAR_BYTES, validityOf, wordView } from './column-layout';
+
+/** Gathers one column from `chunks` (one Data per source) into a new Data of `row.length` rows. */
+export function gatherColumn(
+  type: arrow.DataType,
+  column: string,
+  chunks: arrow.Data[],
+  source: Uint16Array | null,
+  row: Uint32Array,
+): arrow.Data {
+  const n = row.length;
+  const layout = layoutOf(type, column);
+  const bitmaps = chunks.map(validityOf);
+  let validity: Uint8Array | null = null;
+  let nullCount = 0;
+  if (bitmaps.some((b) => b !== null)) {
+    validity = new Uint8Array((n + 7) >> 3);
+    nullCount = n - gatherBits(bitmaps, chunks.map((d) => d.offset), source, row, validity);
+  }
+  if (layout.kind === 'bool') {
+    const values = new Uint8Array((n + 7) >> 3);
+    gatherBits(chunks.map((d) => d.values as Uint8Array), chunks.map((d) => d.offset), source, row, values);
+    return makeColumn(type, n, values, validity, nullCount);
+  }
+  if (layout.kind === 'var') {
+    const { offsets, bytes } = gatherVar(chunks, source, row, column);
+    return makeColumn(type, n, bytes, validity, nullCount, offsets);
+  }
+  const values = allocValues(type, layout, n);
+  const w = layout.width;
+  if (w === 1) gather8(chunks.map((d) => wordView(d.values, 1) as Uint8Array), source, row, wordView(values, 1) as Uint8Array);
+  else if (w === 2) gather16(chunks.map((d) => wordView(d.values, 2) as Uint16Array), source, row, wordView(values, 2) as Uint16Array);
+  else gather32(chunks.map((d) => wordView(d.values, w) as Int32Array), w >> 2, source, row, wordView(values, w) as Int32Array);
+  return makeColumn(type, n, values, validity, nullCount);
+}
+
+/**
+ * Gathers bits (Bool values or validity) into `out`, which must be zeroed; a null entry in `bits`
+ * stands for all ones (a chunk without nulls). Returns the number of ones written.
+ */
+export function gatherBits(
+  bits: (Uint8Array | null)[],
+  offsets: number[],
+  source: Uint16Array | null,
+  row: Uint32Array,
+  out: Uint8Array,
+): number {
+  const n = row.length;
+  let ones = 0;
+  let acc = 0;
+  for (let i = 0; i < n; i++) {
+    const s = source === null ? 0 : source[i];
+    const b = bits[s];
+    let bit = 1;
+    if (b !== null) {
+      const p = offsets[s] + row[i];
+      bit = (b[p >> 3] >> (p & 7)) & 1;
+    }
+    acc |= bit << (i & 7);
+    ones += bit;
+    if ((i & 7) === 7) {
+      out[i >> 3] = acc;
+      acc = 0;
+    }
+  }
+  if ((n & 7) !== 0) out[n >> 3] = acc;
+  return ones;
+}
+
+function gather8(src: Uint8Array[], source: Uint16Array | null, row: Uint32Array, out: Uint8Array): void {
+  const n = row.length;
+  if (source === null) {
+    const s = src[0];
+    for (let i = 0; i < n; i++) out[i] = s[row[i]];
+  } else {
+    for (let i = 0; i < n; i++) out[i] = src[source[i]][row[i]];
+  }
+}
+
+function gather16(src: Uint16Array[], source: Uint16Array | null, row: Uint32Array, out: Uint16Array): void {
+  const n = row.length;
+  if (source === null) {
+    const s = src[0];
+    for (let i = 0; i < n; i++) out[i] = s[row[i]];
+  } else {
+    for (let i = 0; i < n; i++) out[i] = src[source[i]][row[i]];
+  }
+}
+
+/** Gathers rows of `words` 32-bit words each (1: 4-byte types, 2: 8-byte, 4: Decimal128). */
+function gather32(src: Int32Array[], words: number, source: Uint16Array | null, row: Uint32Array, out: Int32Array): void {
+  const n = row.length;
+  if (words === 1) {
+    if (source === null) {
+      const s = src[0];
+      for (let i = 0; i < n; i++) out[i] = s[row[i]];
+    } else {
+      for (let i = 0; i < n; i++) out[i] = src[source[i]][row[i]];
+    }
+  } else if (words === 2) {
+    for (let i = 0, o = 0; i < n; i++, o += 2) {
+      const s = source === null ? src[0] : src[source[i]];
+      const r = row[i] << 1;
+      out[o] = s[r];
+      out[o + 1] = s[r + 1];
+    }
+  } else {
+    for (let i = 0, o = 0; i < n; i++, o += 4) {
+      const s = source === null ? src[0] : src[source[i]];
+      const r = row[i] * 4;
+      out[o] = s[r];
+      out[o + 1] = s[r + 1];
+      out[o + 2] = s[r + 2];
+      out[o + 3] = s[r + 3];
+    }
+  }
+}
+
+/** Gathers Utf8/Binary rows: offsets first (sizing the byte buffer exactly), then the bytes. */
+function gatherVar(
+  chunks: arrow.Data[],
+  source: Uint16Array | null,
+  row: Uint32Array,
+  column: string,
+): { offsets: Int32Array; bytes: Uint8Array } {
+  const n = row.length;
+  const srcOffsets = chunks.map((d) => d.valueOffsets as Int32Array);
+  const srcBytes = chunks.map((d) => d.values as Uint8Array);
+  const offsets = new Int32Array(n + 1);
+  // A double sum cannot wrap; it is checked once before it is trusted as Int32 offsets.
+  let total = 0;
+  if (source === null) {
+    const o = srcOffsets[0];
+    for (let i = 0; i < n; i++) {
+      const r = row[i];
+      total += o[r + 1] - o[r];
+      offsets[i + 1] = total;
+    }
+  } else {
+    for (let i = 0; i < n; i++) {
+      const o = srcOffsets[source[i]];
+      const r = row[i];
+      total += o[r + 1] - o[r];
+      offsets[i + 1] = total;
+    }
+  }
+  if (total > MAX_VAR_BYTES) {
+    throw new InvalidArgumentError(
+      `column ${column}: gathering ${n} rows needs more than 2 GiB of string/bytes data in one batch; gather fewer rows at a time`,
+    );
+  }
+  const bytes = new Uint8Array(total);
+  if (source === null) copyVar(srcOffsets[0], srcBytes[0], row, offsets, bytes);
+  else {
+    for (let i = 0; i < n; i++) {
+      const s = source[i];
+      copyValue(srcBytes[s], srcOffsets[s], row[i], bytes, offsets[i]);
+    }
+  }
+  return { offsets, bytes };
+}
+
+function copyVar(o: Int32Array, v: Uint8Array, row: Uint32Array, offsets: Int32Array, out: Uint8Array): void {
+  for (let i = 0; i < row.length; i++) copyValue(v, o, row[i], out, offsets[i]);
+}
+
+/** Copies value `r` of (o, v) to `out` at `to`; short values by a byte loop, long ones by `set`. */
+function copyValue(v: Uint8Array, o: Int32Array, r: number, out: Uint8Array, to: number): void {
+  let from = o[r];
+  const end = o[r + 1];
+  if (end - from < 32) {
+    while (from < end) out[to++] = v[from++];
+  } else {
+    out.set(v.subarray(from, end), to);
+  }
+}

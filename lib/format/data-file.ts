@@ -1,0 +1,211 @@
+/**
+ * Parquet data files. A data file holds every table column (schema order) then `_SEQUENCE_NUMBER`
+ * and `_VALUE_KIND`, sorted by primary key; it is plain Parquet that any reader opens. Bulk writes
+ * and reads go through parquet-wasm over Arrow IPC; footers are read with hyparquet over ranged GETs.
+ */
+import * as arrow from 'apache-arrow';
+import { parquetMetadataAsync, parquetSchema, type AsyncBuffer } from 'hyparquet';
+import {
+  Compression,
+  EnabledStatistics,
+  ParquetFile,
+  readParquet,
+  readSchema,
+  Table as WasmTable,
+  writeParquet,
+  WriterPropertiesBuilder,
+  type WriterProperties,
+} from 'parquet-wasm';
+import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError, SchemaMismatchError, VarveError } from '../errors';
+import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types';
+import type { ObjectStore } from '../store/object-store';
+import { normalizeArrowTypes } from './normalize';
+
+/** Rows per row group unless the caller asks otherwise (~256k, per typescript-stack.md §7). */
+export const DEFAULT_ROW_GROUP_SIZE = 262_144;
+/** Rows per Arrow batch on read; parquet-rs's default of 1024 makes reads 2–4x slower. */
+export const READ_BATCH_SIZE = 65_536;
+/** Bytes fetched from the end of a file for its footer in one ranged GET (a larger footer costs a second GET). */
+export const FOOTER_FETCH_BYTES = 64 * 1024;
+/** The Parquet key-value metadata key where parquet-rs stores the Arrow schema; internal to the format. */
+const ARROW_SCHEMA_KEY = 'ARROW:schema';
+
+/** Codecs a data file may use. */
+export type DataFileCompression = 'zstd' | 'snappy' | 'uncompressed';
+
+/** What `writeDataFile` needs besides the rows. */
+export interface WriteDataFileOptions {
+  compression: DataFileCompression;
+  /** Parquet key-value metadata (e.g. the batch's sequence base); the reader returns it as is. */
+  metadata?: Record<string, string>;
+  /** Maximum rows per row group; DEFAULT_ROW_GROUP_SIZE when absent. */
+  rowGroupSize?: number;
+}
+
+/** What the footer of a data file says, read without downloading its data. */
+export interface DataFileMetadata {
+  numRows: number;
+  keyValueMetadata: Record<string, string>;
+  /** Top-level column names in file order. */
+  columns: string[];
+  /** Size of the file in bytes. */
+  fileSize: number;
+  numRowGroups: number;
+}
+
+const CODECS: Record<DataFileCompression, Compression> = {
+  zstd: Compression.ZSTD,
+  snappy: Compression.SNAPPY,
+  uncompressed: Compression.UNCOMPRESSED,
+};
+
+/**
+ * Parquet bytes of a table in the data file layout (its last two columns must be the system
+ * columns). Chunk statistics on, dictionary encoding only for Utf8 columns.
+ */
+export function writeDataFile(table: arrow.Table, opts: WriteDataFileOptions): Uint8Array {
+  const fields = table.schema.fields;
+  const seq = fields[fields.length - 2];
+  const kind = fields[fields.length - 1];
+  if (
+    seq?.name !== SEQUENCE_COLUMN || !arrow.DataType.isInt(seq.type) || seq.type.bitWidth !== 64 ||
+    kind?.name !== KIND_COLUMN || !arrow.DataType.isInt(kind.type) || kind.type.bitWidth !== 8
+  ) {
+    throw new SchemaMismatchError(
+      `a data file must end with ${SEQUENCE_COLUMN} (Int64) and ${KIND_COLUMN} (Int8), but the table has (${table.schema.names.join(', ')}); build it with rowsToTable(fields, rows, system) or physicalArrowSchema`,
+    );
+  }
+  const codec = CODECS[opts.compression];
+  if (codec === undefined) {
+    throw new InvalidArgumentError(`unknown compression ${String(opts.compression)}; use zstd, snappy or uncompressed`);
+  }
+  if (opts.metadata !== undefined && ARROW_SCHEMA_KEY in opts.metadata) {
+    throw new InvalidArgumentError(`metadata key ${ARROW_SCHEMA_KEY} is reserved for the Arrow schema; pick another key`);
+  }
+  const rowGroupSize = opts.rowGroupSize ?? DEFAULT_ROW_GROUP_SIZE;
+  if (!Number.isInteger(rowGroupSize) || rowGroupSize < 1) {
+    throw new InvalidArgumentError(`rowGroupSize must be a positive integer, got ${rowGroupSize}`);
+  }
+  const props = writerProperties(codec, rowGroupSize, opts.metadata ?? {}, fields);
+  let wasmTable: WasmTable;
+  try {
+    wasmTable = WasmTable.fromIPCStream(arrow.tableToIPC(table, 'stream'));
+  } catch (e) {
+    props.free();
+    throw e;
+  }
+  // writeParquet takes ownership of (and frees) both wasm handles, even when it throws.
+  return writeParquet(wasmTable, props);
+}
+
+/**
+ * Fresh writer properties per file: writeParquet consumes the handle, and a consumed handle passed
+ * again silently means parquet-rs defaults (uncompressed, no key-value metadata), so reuse is unsafe.
+ */
+function writerProperties(
+  codec: Compression,
+  rowGroupSize: number,
+  metadata: Record<string, string>,
+  fields: arrow.Field[],
+): WriterProperties {
+  let b = new WriterPropertiesBuilder()
+    .setCompression(codec)
+    .setMaxRowGroupSize(rowGroupSize)
+    .setStatisticsEnabled(EnabledStatistics.Chunk)
+    .setDictionaryEnabled(false)
+    .setCreatedBy('varve');
+  for (const f of fields) if (arrow.DataType.isUtf8(f.type)) b = b.setColumnDictionaryEnabled(f.name, true);
+  const entries = Object.entries(metadata);
+  if (entries.length > 0) b = b.setKeyValueMetadata(new Map(entries));
+  return b.build();
+}
+
+/**
+ * The Arrow table in a data file's bytes, every column in its declared type (see normalize.ts).
+ * With `columns`, only those, in that order (read through the async ParquetFile, because the sync
+ * reader ignores projections).
+ */
+export async function readDataFile(bytes: Uint8Array, opts: { columns?: string[] } = {}): Promise<arrow.Table> {
+  try {
+    if (opts.columns === undefined) {
+      const table = arrow.tableFromIPC(readParquet(bytes, { batchSize: READ_BATCH_SIZE }).intoIPCStream());
+      return normalizeArrowTypes(table);
+    }
+    const available = arrow.tableFromIPC(readSchema(bytes).intoIPCStream()).schema.names;
+    for (const c of opts.columns) {
+      if (!available.includes(c)) {
+        throw new SchemaMismatchError(`the data file has no column ${c}; it has ${available.join(', ')}`, c);
+      }
+    }
+    const file = await ParquetFile.fromFile(new Blob([bytes]));
+    let table: arrow.Table;
+    try {
+      table = arrow.tableFromIPC((await file.read({ columns: opts.columns, batchSize: READ_BATCH_SIZE })).intoIPCStream());
+    } finally {
+      file.free();
+    }
+    return normalizeArrowTypes(selectColumns(table, opts.columns));
+  } catch (e) {
+    throw asReadError(e);
+  }
+}
+
+/** The table's columns in the order of `names` (the projection returns them in file order), without copying. */
+function selectColumns(table: arrow.Table, names: string[]): arrow.Table {
+  const current = table.schema.names;
+  if (names.length === current.length && names.every((n, i) => n === current[i])) return table;
+  const idx = names.map((n) => current.indexOf(n));
+  const schema = new arrow.Schema(idx.map((i) => table.schema.fields[i]), table.schema.metadata);
+  const struct = new arrow.Struct(schema.fields);
+  const batches = table.batches.map(
+    (b) => new arrow.RecordBatch(schema, arrow.makeData({ type: struct, length: b.numRows, nullCount: 0, children: idx.map((i) => b.data.children[i]) })),
+  );
+  return new arrow.Table(schema, batches);
+}
+
+// The WebAssembly global is missing from the project's type libs (ES2023 + node), not from Node.
+const WasmRuntimeError = (globalThis as unknown as { WebAssembly: { RuntimeError: ErrorConstructor } }).WebAssembly.RuntimeError;
+
+/** varve errors pass through, a wasm trap (out of memory) stays fatal; anything else is a corrupt file. */
+function asReadError(e: unknown): unknown {
+  if (e instanceof SchemaMismatchError || e instanceof InvalidArgumentError || e instanceof WasmRuntimeError) return e;
+  return new CorruptMetadataError(`data file cannot be read as Parquet: ${(e as Error)?.message ?? String(e)}`, { cause: e });
+}
+
+/**
+ * Row count, key-value metadata and column names from a data file's footer, fetched with a ranged
+ * GET of its last bytes (a head, then one getRange; a second only for a footer over 64 KiB).
+ */
+export async function readDataFileMetadata(store: ObjectStore, key: string): Promise<DataFileMetadata> {
+  const head = await store.head(key);
+  if (head === undefined) throw new ObjectNotFoundError(key);
+  const file: AsyncBuffer = {
+    byteLength: head.size,
+    slice: async (start, end = head.size) => {
+      const b = await store.getRange(key, start, end);
+      // hyparquet wants an ArrayBuffer of exactly the range.
+      return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength
+        ? (b.buffer as ArrayBuffer)
+        : (b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer);
+    },
+  };
+  let md;
+  try {
+    md = await parquetMetadataAsync(file, { initialFetchSize: FOOTER_FETCH_BYTES });
+  } catch (e) {
+    // Store failures (not found, throttled, injected) keep their own kind and retryability.
+    if (e instanceof VarveError) throw e;
+    throw new CorruptMetadataError(`data file ${key} has no valid Parquet footer: ${(e as Error).message}`, { cause: e });
+  }
+  const keyValueMetadata: Record<string, string> = {};
+  for (const kv of md.key_value_metadata ?? []) {
+    if (kv.key !== ARROW_SCHEMA_KEY) keyValueMetadata[kv.key] = kv.value ?? '';
+  }
+  return {
+    numRows: Number(md.num_rows),
+    keyValueMetadata,
+    columns: parquetSchema(md).children.map((c) => c.element.name),
+    fileSize: head.size,
+    numRowGroups: md.row_groups.length,
+  };
+}

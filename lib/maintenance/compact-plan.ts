@@ -1,0 +1,71 @@
+/**
+ * Planning the compaction of one bucket from its live files: the LSM levels, the unit the
+ * strategy picks (universal; force-level-0 under the lookup producer; every run for a full
+ * compaction), whether deletes may be dropped, and which changelog the compaction must write.
+ */
+import type { ManifestEntry } from '../manifest/types';
+import { Levels } from '../mergetree/levels';
+import type { KeyComparator } from '../mergetree/sorted-run';
+import { UniversalCompaction, isUsefulUnit, pickFullCompaction, type CompactUnit } from '../mergetree/universal-compaction';
+import type { CompactionSettings } from './compaction-settings';
+
+/** What compacting one bucket will do. */
+export interface BucketPlan {
+  levels: Levels;
+  unit: CompactUnit;
+  /** True when no older data can sit below the output level, so -U/-D results are dropped. */
+  dropDeletes: boolean;
+  /** `totalBuckets` of the bucket's live files (the compaction's files keep it). */
+  totalBuckets: number;
+  /** Lookup producer: the unit takes level-0 files up, so their changelog is due. */
+  lookupChangelog: boolean;
+  /** Full-compaction producer: the unit rewrites the max level. */
+  fullChangelog: boolean;
+  /** Bytes of the unit's files. */
+  inputBytes: number;
+}
+
+/** The LSM levels of a bucket's live files. */
+export function levelsOf(entries: readonly ManifestEntry[], settings: CompactionSettings, compareKeys: KeyComparator): Levels {
+  return new Levels(
+    entries.map((e) => e.file),
+    settings.numLevels,
+    compareKeys,
+  );
+}
+
+/** The plan for one bucket's live files, or undefined when nothing is due. */
+export function planBucketCompaction(
+  entries: readonly ManifestEntry[],
+  settings: CompactionSettings,
+  compareKeys: KeyComparator,
+  full: boolean,
+): BucketPlan | undefined {
+  if (entries.length === 0) return undefined;
+  const levels = levelsOf(entries, settings, compareKeys);
+  const runs = levels.levelSortedRuns();
+  const strategy = new UniversalCompaction(settings.universal);
+  const n = levels.numberOfLevels;
+  const unit = full
+    ? pickFullCompaction(n, runs)
+    : settings.changelogProducer === 'lookup'
+      ? strategy.pickForceUpLevel0(n, runs)
+      : strategy.pick(n, runs);
+  if (!isUsefulUnit(unit)) return undefined;
+  const out = unit.outputLevel;
+  return {
+    levels,
+    unit,
+    // The output holds the oldest data of every key it has once nothing lives above it.
+    dropDeletes: out !== 0 && out >= levels.nonEmptyHighestLevel(),
+    totalBuckets: entries[0].totalBuckets,
+    lookupChangelog: settings.changelogProducer === 'lookup' && out > 0 && unit.files.some((f) => f.level === 0),
+    fullChangelog: settings.changelogProducer === 'full-compaction' && out === levels.maxLevel,
+    inputBytes: unit.files.reduce((s, f) => s + f.fileSize, 0),
+  };
+}
+
+/** Number of sorted runs of a bucket's live files (level-0 files plus non-empty levels). */
+export function sortedRunCount(entries: readonly ManifestEntry[], settings: CompactionSettings, compareKeys: KeyComparator): number {
+  return levelsOf(entries, settings, compareKeys).numberOfSortedRuns();
+}

@@ -1,0 +1,121 @@
+/**
+ * Compaction on the write path (Paimon's writer-side compaction manager, run inline): before an
+ * APPEND commit, a bucket with more sorted runs than `num-sorted-run.stop-trigger` is compacted
+ * first — or, for a `write-only` table, the write stalls with WriteStallError; after the commit,
+ * the buckets it touched are compacted when universal compaction picks something (with
+ * `changelog-producer = lookup`, every level-0 file is taken up at once, so changelog follows the
+ * data), and `full-compaction.delta-commits` runs a full compaction every N APPEND commits.
+ */
+import { CommitConflictError, CommitRetriesExhaustedError, WriteStallError } from '../errors';
+import { LruManifestCache } from '../manifest/manifest-file';
+import { readLiveFiles } from '../manifest/scan';
+import type { ManifestEntry, Snapshot } from '../manifest/types';
+import type { Table } from '../table/table';
+import { FULL_COMPACTION_PROPERTY, compactBucket, compactTable, groupByBucket } from './compact';
+import { sortedRunCount } from './compact-plan';
+import { compactionSettingsOf } from './compaction-settings';
+
+/** A (partition, bucket) a commit writes to. */
+export interface TouchedBucket {
+  partition: string;
+  bucket: number;
+}
+
+// Manifests are immutable, so one bounded cache per table object serves every commit of a
+// long-lived writer process: each check reads only the manifests written since the last one.
+const manifestCaches = new WeakMap<Table, LruManifestCache>();
+
+function cacheOf(table: Table): LruManifestCache {
+  let c = manifestCaches.get(table);
+  if (!c) manifestCaches.set(table, (c = new LruManifestCache(200_000)));
+  return c;
+}
+
+/** The live files of the touched buckets in `snapshot`, per bucket (buckets with no file are left out). */
+async function touchedFiles(table: Table, snapshot: Snapshot, touched: readonly TouchedBucket[]): Promise<Array<{ partition: string; bucket: number; entries: ManifestEntry[] }>> {
+  const wanted = new Set(touched.map((t) => JSON.stringify([t.partition, t.bucket])));
+  const partitions = new Set(touched.map((t) => t.partition));
+  const buckets = new Set(touched.map((t) => t.bucket));
+  const entries = await readLiveFiles(
+    table.store,
+    table.path,
+    snapshot,
+    {
+      partition: (p) => partitions.has(p),
+      partitionRange: (min, max) => [...partitions].some((p) => p >= min && p <= max),
+      bucket: buckets.size === 1 ? [...buckets][0] : undefined,
+    },
+    cacheOf(table),
+  );
+  return groupByBucket(entries.filter((e) => wanted.has(JSON.stringify([e.partition, e.bucket]))));
+}
+
+/**
+ * Runs before an APPEND commit of rows into `touched`: a bucket over the stop trigger is compacted
+ * now (the write waits for it, as Paimon's writer does), or, on a write-only table, the write is
+ * refused with WriteStallError.
+ */
+export async function beforeAppendCommit(table: Table, touched: readonly TouchedBucket[]): Promise<void> {
+  if (touched.length === 0) return;
+  const settings = compactionSettingsOf(table);
+  const latest = await table.snapshots.latest();
+  if (!latest) return;
+  const groups = await touchedFiles(table, latest, touched);
+  for (const g of groups) {
+    const runs = sortedRunCount(g.entries, settings, table.compareKeys);
+    if (runs <= settings.stopTrigger) continue;
+    if (settings.writeOnly) {
+      const where = g.partition === '' ? `bucket ${g.bucket}` : `bucket ${g.bucket} of partition ${g.partition}`;
+      throw new WriteStallError(
+        `${table.name}: ${where} has ${runs} sorted runs, more than num-sorted-run.stop-trigger (${settings.stopTrigger}), ` +
+          `and the table is write-only; run \`varve compact ${table.name}\` (or let the compaction function catch up), then retry the write`,
+      );
+    }
+    await swallowContention(compactBucket(table, g.partition, g.bucket, { initial: { snapshot: latest, entries: g.entries }, manifestCache: cacheOf(table) }));
+  }
+}
+
+/**
+ * Runs after the APPEND commit `snapshot` of rows into `touched` (not for write-only tables):
+ * compacts what is due in those buckets, and runs the full compaction `full-compaction.delta-commits`
+ * schedules.
+ */
+export async function afterAppendCommit(table: Table, snapshot: Snapshot, touched: readonly TouchedBucket[]): Promise<void> {
+  const settings = compactionSettingsOf(table);
+  if (settings.writeOnly || touched.length === 0) return;
+  if (settings.fullCompactionDeltaCommits !== undefined && (await fullCompactionDue(table, snapshot, settings.fullCompactionDeltaCommits))) {
+    await compactTable(table, { full: true });
+    return;
+  }
+  const groups = await touchedFiles(table, snapshot, touched);
+  for (const g of groups) {
+    await swallowContention(compactBucket(table, g.partition, g.bucket, { initial: { snapshot, entries: g.entries }, manifestCache: cacheOf(table) }));
+  }
+}
+
+/**
+ * True when at least `deltaCommits` APPEND snapshots followed the last full compaction, counting
+ * back from `snapshot` (a history expired before a full compaction was found counts as due).
+ */
+export async function fullCompactionDue(table: Table, snapshot: Snapshot, deltaCommits: number): Promise<boolean> {
+  let appends = 0;
+  for (let id = snapshot.id; id >= 1; id--) {
+    const s = id === snapshot.id ? snapshot : await table.snapshots.tryRead(id);
+    if (s === undefined) return appends > 0;
+    if (s.properties?.[FULL_COMPACTION_PROPERTY] === 'true') return false;
+    if (s.commitKind === 'APPEND' && ++appends >= deltaCommits) return true;
+  }
+  return false;
+}
+
+/**
+ * Inline compaction must not fail a write that already committed (or is about to) because another
+ * compactor was busy with the same bucket: the next commit tries again.
+ */
+async function swallowContention(job: Promise<unknown>): Promise<void> {
+  try {
+    await job;
+  } catch (e) {
+    if (!(e instanceof CommitConflictError) && !(e instanceof CommitRetriesExhaustedError)) throw e;
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * The compaction-related options of a table, read once into a plain object (Paimon's names and
+ * defaults): universal compaction knobs, levels, write stall, file sizes, changelog producer.
+ */
+import type { ChangelogProducer } from '../schema/options';
+import type { Table } from '../table/table';
+import type { UniversalCompactionOptions } from '../mergetree/universal-compaction';
+
+export interface CompactionSettings {
+  universal: UniversalCompactionOptions;
+  /** `num-levels`: levels 0..numLevels−1 (default trigger + 1). */
+  numLevels: number;
+  /** `num-sorted-run.stop-trigger`: writes stall above this many sorted runs (default trigger + 3). */
+  stopTrigger: number;
+  /** `target-file-size` in bytes (128 MB). */
+  targetFileSize: number;
+  /** Files below target × SMALL_FILE_RATIO are rewritten, not upgraded. */
+  compactionFileSize: number;
+  changelogProducer: ChangelogProducer;
+  /** `changelog-producer.row-deduplicate`. */
+  rowDeduplicate: boolean;
+  /** `full-compaction.delta-commits`: a full compaction every this many APPEND commits. */
+  fullCompactionDeltaCommits?: number;
+  /** `write-only`: writers never compact; a separate job does. */
+  writeOnly: boolean;
+}
+
+/**
+ * Paimon's `compaction.small-file-ratio` default: a non-overlapping file below this share of the
+ * target size is rewritten with its neighbours instead of being moved up as it is.
+ */
+export const SMALL_FILE_RATIO = 0.7;
+
+/** The table's compaction settings. */
+export function compactionSettingsOf(table: Table): CompactionSettings {
+  const o = table.options;
+  return {
+    universal: {
+      numSortedRunCompactionTrigger: o.numSortedRunCompactionTrigger,
+      maxSizeAmplificationPercent: o.compactionMaxSizeAmplificationPercent,
+      sizeRatio: o.compactionSizeRatio,
+    },
+    numLevels: o.numLevels,
+    stopTrigger: o.numSortedRunStopTrigger,
+    targetFileSize: o.targetFileSize,
+    compactionFileSize: o.targetFileSize * SMALL_FILE_RATIO,
+    changelogProducer: o.changelogProducer,
+    rowDeduplicate: o.changelogProducerRowDeduplicate,
+    fullCompactionDeltaCommits: o.fullCompactionDeltaCommits,
+    writeOnly: o.writeOnly,
+  };
+}

@@ -1,0 +1,183 @@
+/**
+ * Manifest files: `manifest/manifest-<uuid>-<n>`, a JSON array of ManifestEntry rolled into a new
+ * file whenever one reaches `manifest.target-file-size`. Written once under a unique name, never
+ * rewritten, so their content can be cached by name.
+ */
+import { CorruptMetadataError } from '../errors';
+import type { ObjectStore } from '../store/object-store';
+import { utf8 } from '../store/object-store';
+import type { MetadataFileNamer } from './file-names';
+import { arrayField, intField, parseManifestEntry, parseMetadataObject } from './metadata-json';
+import { manifestKey } from './table-paths';
+import type { ManifestEntry, ManifestFileMeta } from './types';
+
+/** `manifest.target-file-size` default (Paimon: 8 MB). */
+export const DEFAULT_MANIFEST_TARGET_FILE_SIZE = 8 * 1024 * 1024;
+
+/** Manifest contents already read, by file name (manifests are immutable, so entries never go stale). */
+export interface ManifestCache {
+  get(fileName: string): readonly ManifestEntry[] | undefined;
+  set(fileName: string, entries: readonly ManifestEntry[]): unknown;
+}
+
+/**
+ * A ManifestCache holding at most `maxEntries` manifest entries in total, evicting the least
+ * recently used manifests: keep one per table in a long-lived process so that each commit reads
+ * only the manifests written since the last one.
+ */
+export class LruManifestCache implements ManifestCache {
+  private readonly map = new Map<string, readonly ManifestEntry[]>();
+  private size = 0;
+
+  constructor(private readonly maxEntries = 1_000_000) {}
+
+  get(fileName: string): readonly ManifestEntry[] | undefined {
+    const entries = this.map.get(fileName);
+    if (entries !== undefined) {
+      this.map.delete(fileName);
+      this.map.set(fileName, entries);
+    }
+    return entries;
+  }
+
+  set(fileName: string, entries: readonly ManifestEntry[]): this {
+    if (this.map.has(fileName) || entries.length > this.maxEntries) return this;
+    this.map.set(fileName, entries);
+    this.size += entries.length;
+    for (const [name, old] of this.map) {
+      if (this.size <= this.maxEntries) break;
+      this.map.delete(name);
+      this.size -= old.length;
+    }
+    return this;
+  }
+}
+
+/** What a manifest writer needs: where names come from, when to roll, the writer's schema. */
+export interface ManifestWriteOptions {
+  namer: MetadataFileNamer;
+  targetFileSize?: number;
+  schemaId: number;
+}
+
+const HEADER = '{"version":1,"entries":[';
+const FOOTER = ']}';
+
+/** The summary row of a manifest (its ManifestFileMeta) computed from its entries. */
+export function summarizeManifest(fileName: string, fileSize: number, entries: readonly ManifestEntry[], schemaId: number): ManifestFileMeta {
+  let added = 0;
+  let deleted = 0;
+  let minBucket = Infinity;
+  let maxBucket = -Infinity;
+  let minLevel = Infinity;
+  let maxLevel = -Infinity;
+  let minPartition: string | undefined;
+  let maxPartition: string | undefined;
+  for (const e of entries) {
+    if (e.kind === 'ADD') added++;
+    else deleted++;
+    minBucket = Math.min(minBucket, e.bucket);
+    maxBucket = Math.max(maxBucket, e.bucket);
+    minLevel = Math.min(minLevel, e.file.level);
+    maxLevel = Math.max(maxLevel, e.file.level);
+    if (minPartition === undefined || e.partition < minPartition) minPartition = e.partition;
+    if (maxPartition === undefined || e.partition > maxPartition) maxPartition = e.partition;
+  }
+  return {
+    fileName,
+    fileSize,
+    numAddedFiles: added,
+    numDeletedFiles: deleted,
+    schemaId,
+    minBucket,
+    maxBucket,
+    minLevel,
+    maxLevel,
+    minPartition: minPartition ?? '',
+    maxPartition: maxPartition ?? '',
+  };
+}
+
+/** A manifest file ready to be written: its name, bytes, summary row and entries. */
+export interface EncodedManifest {
+  meta: ManifestFileMeta;
+  body: Uint8Array;
+  entries: readonly ManifestEntry[];
+}
+
+/**
+ * Encodes `entries` (in order) into as many manifest files as `targetFileSize` calls for (a file
+ * rolls after the entry that makes it reach the target), each under a fresh unique name. The
+ * summaries are known before anything is written, so a manifest list can be written alongside.
+ */
+export function encodeManifestFiles(entries: readonly ManifestEntry[], opts: ManifestWriteOptions): EncodedManifest[] {
+  const target = opts.targetFileSize ?? DEFAULT_MANIFEST_TARGET_FILE_SIZE;
+  const out: EncodedManifest[] = [];
+  let chunk: ManifestEntry[] = [];
+  let parts: string[] = [];
+  let size = HEADER.length + FOOTER.length;
+  const flush = (): void => {
+    const name = opts.namer.manifest();
+    const body = utf8(HEADER + parts.join(',') + FOOTER);
+    out.push({ meta: summarizeManifest(name, body.length, chunk, opts.schemaId), body, entries: chunk });
+    chunk = [];
+    parts = [];
+    size = HEADER.length + FOOTER.length;
+  };
+  for (const e of entries) {
+    const text = JSON.stringify(e);
+    chunk.push(e);
+    parts.push(text);
+    size += text.length + 1;
+    if (size >= target) flush();
+  }
+  if (chunk.length > 0) flush();
+  return out;
+}
+
+/** Writes encoded manifests (in parallel) and remembers their entries in `cache`. */
+export async function putManifestFiles(store: ObjectStore, tablePath: string, files: readonly EncodedManifest[], cache?: ManifestCache): Promise<void> {
+  await Promise.all(
+    files.map(async (f) => {
+      await store.put(manifestKey(tablePath, f.meta.fileName), f.body);
+      cache?.set(f.meta.fileName, f.entries);
+    }),
+  );
+}
+
+/**
+ * Writes `entries` (in order) into as many manifest files as `targetFileSize` calls for, each
+ * under a fresh unique name, and returns their summaries in order. No entries, no file.
+ */
+export async function writeManifestFiles(
+  store: ObjectStore,
+  tablePath: string,
+  entries: readonly ManifestEntry[],
+  opts: ManifestWriteOptions,
+  cache?: ManifestCache,
+): Promise<ManifestFileMeta[]> {
+  const files = encodeManifestFiles(entries, opts);
+  await putManifestFiles(store, tablePath, files, cache);
+  return files.map((f) => f.meta);
+}
+
+/** Reads a manifest file's entries; CorruptMetadataError when the content is not a manifest. */
+export async function readManifestFile(
+  store: ObjectStore,
+  tablePath: string,
+  fileName: string,
+  cache?: ManifestCache,
+): Promise<readonly ManifestEntry[]> {
+  const cached = cache?.get(fileName);
+  if (cached !== undefined) return cached;
+  const key = manifestKey(tablePath, fileName);
+  const { body } = await store.get(key);
+  const what = `manifest ${key}`;
+  const o = parseMetadataObject(body, what);
+  if (intField(o, 'version', what) !== 1) {
+    throw new CorruptMetadataError(`${what} has version ${String(o.version)}; this varve reads version 1, upgrade varve`);
+  }
+  const entries = arrayField(o, 'entries', what).map((e) => parseManifestEntry(e, what));
+  cache?.set(fileName, entries);
+  return entries;
+}

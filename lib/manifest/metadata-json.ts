@@ -1,0 +1,116 @@
+/**
+ * Strict parsing of metadata JSON (manifests, manifest lists, snapshots, tags): anything that is not
+ * the expected shape is a `CorruptMetadataError` naming the file and the field, never a TypeError
+ * three calls later.
+ */
+import { CorruptMetadataError } from '../errors';
+import { fromUtf8, utf8 } from '../store/object-store';
+import type { DataFileMeta, ManifestEntry, JsonValue } from './types';
+
+type Obj = Record<string, unknown>;
+
+/** Parses UTF-8 JSON bytes into an object, or throws CorruptMetadataError naming `what`. */
+export function parseMetadataObject(bytes: Uint8Array, what: string): Obj {
+  let value: unknown;
+  try {
+    value = JSON.parse(fromUtf8(bytes));
+  } catch (e) {
+    throw new CorruptMetadataError(`${what} is not valid JSON; the file is damaged, restore it or remove the table`, {
+      cause: e,
+    });
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new CorruptMetadataError(`${what} is not a JSON object; the file is damaged`);
+  }
+  return value as Obj;
+}
+
+/** Serialises metadata as UTF-8 JSON. */
+export function metadataBytes(value: unknown): Uint8Array {
+  return utf8(JSON.stringify(value));
+}
+
+function fail(what: string, field: string, expected: string): never {
+  throw new CorruptMetadataError(`${what}: field '${field}' is missing or not ${expected}; the file is damaged`);
+}
+
+/** The field as a finite integer (corrupt otherwise). */
+export function intField(o: Obj, field: string, what: string): number {
+  const v = o[field];
+  if (typeof v !== 'number' || !Number.isSafeInteger(v)) fail(what, field, 'an integer');
+  return v;
+}
+
+/** The field as an integer, or undefined when absent. */
+export function optionalIntField(o: Obj, field: string, what: string): number | undefined {
+  return o[field] === undefined || o[field] === null ? undefined : intField(o, field, what);
+}
+
+/** The field as a string (corrupt otherwise). */
+export function stringField(o: Obj, field: string, what: string): string {
+  const v = o[field];
+  if (typeof v !== 'string') fail(what, field, 'a string');
+  return v;
+}
+
+/** The field as an array (corrupt otherwise). */
+export function arrayField(o: Obj, field: string, what: string): unknown[] {
+  const v = o[field];
+  if (!Array.isArray(v)) fail(what, field, 'an array');
+  return v;
+}
+
+/** The field as an object (corrupt otherwise). */
+export function objectField(o: Obj, field: string, what: string): Obj {
+  const v = o[field];
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) fail(what, field, 'an object');
+  return v as Obj;
+}
+
+function keyField(o: Obj, field: string, what: string): JsonValue[] {
+  const v = arrayField(o, field, what);
+  for (const x of v) {
+    if (x !== null && typeof x !== 'string' && typeof x !== 'number' && typeof x !== 'boolean') {
+      fail(what, field, 'an array of JSON scalars');
+    }
+  }
+  return v as JsonValue[];
+}
+
+/** Validates one DataFileMeta read from JSON. */
+export function parseDataFileMeta(v: unknown, what: string): DataFileMeta {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) fail(what, 'file', 'an object');
+  const o = v as Obj;
+  const fileSource = o.fileSource;
+  if (fileSource !== 'APPEND' && fileSource !== 'COMPACT') fail(what, 'fileSource', "'APPEND' or 'COMPACT'");
+  return {
+    fileName: stringField(o, 'fileName', what),
+    fileSize: intField(o, 'fileSize', what),
+    rowCount: intField(o, 'rowCount', what),
+    minKey: keyField(o, 'minKey', what),
+    maxKey: keyField(o, 'maxKey', what),
+    sequenceBase: intField(o, 'sequenceBase', what),
+    minSequenceNumber: intField(o, 'minSequenceNumber', what),
+    maxSequenceNumber: intField(o, 'maxSequenceNumber', what),
+    schemaId: intField(o, 'schemaId', what),
+    level: intField(o, 'level', what),
+    creationTime: intField(o, 'creationTime', what),
+    deleteRowCount: intField(o, 'deleteRowCount', what),
+    fileSource,
+  };
+}
+
+/** Validates one ManifestEntry read from JSON. */
+export function parseManifestEntry(v: unknown, what: string): ManifestEntry {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) fail(what, 'entry', 'an object');
+  const o = v as Obj;
+  const kind = o.kind;
+  if (kind !== 'ADD' && kind !== 'DELETE') fail(what, 'kind', "'ADD' or 'DELETE'");
+  return {
+    kind,
+    partition: stringField(o, 'partition', what),
+    bucket: intField(o, 'bucket', what),
+    totalBuckets: intField(o, 'totalBuckets', what),
+    file: parseDataFileMeta(o.file, what),
+  };
+}

@@ -1,0 +1,148 @@
+/**
+ * Reading a snapshot's files from its manifests. State(N) = fold of base(N) then delta(N)
+ * (ADD/DELETE on the file identity); the delta and the changelog lists are read as they are.
+ * Manifests whose partition range or bucket range cannot match the filter are not read: a DELETE
+ * names the same partition and bucket as its ADD, so pruning both together keeps the fold exact.
+ */
+import type { ObjectStore } from '../store/object-store';
+import { fileIdentity, mergeEntriesInto } from './file-entries';
+import { readManifestFile, type ManifestCache } from './manifest-file';
+import { readManifestList } from './manifest-list';
+import { parallelMap } from './parallel-map';
+import type { ManifestEntry, ManifestFileMeta, Snapshot } from './types';
+
+/** Which files a scan wants. Every field narrows; an absent field matches everything. */
+export interface ScanFilter {
+  /** Partition paths to keep. */
+  partition?: (partition: string) => boolean;
+  /**
+   * False when no partition in [min, max] (string order) can pass `partition`: lets a scan skip a
+   * manifest without reading it. Without it, a manifest is skipped only when it holds one partition.
+   */
+  partitionRange?: (min: string, max: string) => boolean;
+  bucket?: number;
+}
+
+const READ_PARALLELISM = 16;
+
+/** True when the manifest may hold an entry matching the filter (false = safe to skip). */
+export function manifestMayMatch(m: ManifestFileMeta, filter: ScanFilter = {}): boolean {
+  if (filter.bucket !== undefined && (filter.bucket < m.minBucket || filter.bucket > m.maxBucket)) return false;
+  if (filter.partitionRange && !filter.partitionRange(m.minPartition, m.maxPartition)) return false;
+  if (filter.partition && m.minPartition === m.maxPartition && !filter.partition(m.minPartition)) return false;
+  return true;
+}
+
+/** True when an entry matches the filter. */
+export function entryMatches(e: ManifestEntry, filter: ScanFilter = {}): boolean {
+  if (filter.bucket !== undefined && e.bucket !== filter.bucket) return false;
+  if (filter.partition && !filter.partition(e.partition)) return false;
+  return true;
+}
+
+/** The manifests holding the state of a snapshot: its base list, then its delta list. */
+export async function readDataManifests(store: ObjectStore, tablePath: string, snapshot: Snapshot): Promise<ManifestFileMeta[]> {
+  const [base, delta] = await Promise.all([
+    readManifestList(store, tablePath, snapshot.baseManifestList),
+    readManifestList(store, tablePath, snapshot.deltaManifestList),
+  ]);
+  return [...base, ...delta];
+}
+
+/** Entries of `manifests` matching the filter, in manifest order (pruned manifests are not read). */
+export async function readEntries(
+  store: ObjectStore,
+  tablePath: string,
+  manifests: readonly ManifestFileMeta[],
+  filter: ScanFilter = {},
+  cache?: ManifestCache,
+): Promise<ManifestEntry[]> {
+  const wanted = manifests.filter((m) => manifestMayMatch(m, filter));
+  const contents = await parallelMap(wanted, READ_PARALLELISM, (m) => readManifestFile(store, tablePath, m.fileName, cache));
+  const out: ManifestEntry[] = [];
+  for (const entries of contents) for (const e of entries) if (entryMatches(e, filter)) out.push(e);
+  return out;
+}
+
+/** The live files of `manifests` (ADD entries with every DELETE applied) that match the filter. */
+export async function foldLiveFiles(
+  store: ObjectStore,
+  tablePath: string,
+  manifests: readonly ManifestFileMeta[],
+  filter: ScanFilter = {},
+  cache?: ManifestCache,
+): Promise<ManifestEntry[]> {
+  const merged = new Map<string, ManifestEntry>();
+  mergeEntriesInto(merged, await readEntries(store, tablePath, manifests, filter, cache));
+  // A DELETE left over names a file this state never held; it changes nothing a reader sees.
+  return [...merged.values()].filter((e) => e.kind === 'ADD');
+}
+
+/** The live data files of a snapshot: ADD entries only, every DELETE applied. */
+export async function readLiveFiles(
+  store: ObjectStore,
+  tablePath: string,
+  snapshot: Snapshot,
+  filter?: ScanFilter,
+  cache?: ManifestCache,
+): Promise<ManifestEntry[]> {
+  return foldLiveFiles(store, tablePath, await readDataManifests(store, tablePath, snapshot), filter, cache);
+}
+
+/** The file changes a snapshot made (its delta: ADD and DELETE entries as written). */
+export async function readDeltaEntries(
+  store: ObjectStore,
+  tablePath: string,
+  snapshot: Snapshot,
+  filter?: ScanFilter,
+  cache?: ManifestCache,
+): Promise<ManifestEntry[]> {
+  return readEntries(store, tablePath, await readManifestList(store, tablePath, snapshot.deltaManifestList), filter, cache);
+}
+
+/** The changelog files a snapshot produced (none when it has no changelog list). */
+export async function readChangelogFiles(
+  store: ObjectStore,
+  tablePath: string,
+  snapshot: Snapshot,
+  filter?: ScanFilter,
+  cache?: ManifestCache,
+): Promise<ManifestEntry[]> {
+  if (snapshot.changelogManifestList === undefined) return [];
+  return readEntries(store, tablePath, await readManifestList(store, tablePath, snapshot.changelogManifestList), filter, cache);
+}
+
+/**
+ * The `totalBuckets` of each of `partitions` in the state of `manifests` after removing the files
+ * in `ignored` (identities), for partitions that still hold a live file. Reads manifests newest
+ * first and stops once every partition is resolved: a DELETE always follows its ADD in fold
+ * order, so the first ADD met backwards that no later DELETE (or `ignored`) cancels is live.
+ */
+export async function findPartitionTotalBuckets(
+  store: ObjectStore,
+  tablePath: string,
+  manifests: readonly ManifestFileMeta[],
+  partitions: ReadonlySet<string>,
+  ignored: ReadonlySet<string> = new Set(),
+  cache?: ManifestCache,
+): Promise<Map<string, number>> {
+  const found = new Map<string, number>();
+  const deleted = new Set(ignored);
+  const candidates = manifests.filter((m) => [...partitions].some((p) => p >= m.minPartition && p <= m.maxPartition));
+  const CHUNK = 4;
+  for (let end = candidates.length; end > 0 && found.size < partitions.size; end -= CHUNK) {
+    const chunk = candidates.slice(Math.max(0, end - CHUNK), end);
+    const contents = await parallelMap(chunk, CHUNK, (m) => readManifestFile(store, tablePath, m.fileName, cache));
+    for (let k = contents.length - 1; k >= 0; k--) {
+      const entries = contents[k];
+      for (let j = entries.length - 1; j >= 0; j--) {
+        const e = entries[j];
+        if (!partitions.has(e.partition) || found.has(e.partition)) continue;
+        const id = fileIdentity(e);
+        if (e.kind === 'DELETE') deleted.add(id);
+        else if (!deleted.has(id)) found.set(e.partition, e.totalBuckets);
+      }
+    }
+  }
+  return found;
+}

@@ -1,0 +1,60 @@
+/**
+ * Keys of a table's files inside its object store, relative to the table's key prefix
+ * (`db.db/orders`). One place for the layout of DESIGN.md "Table layout in the warehouse".
+ */
+
+/** Joins a table path and a relative key; an empty table path means the store root. */
+export function tableKey(tablePath: string, relative: string): string {
+  const base = tablePath.replace(/\/+$/, '');
+  return base === '' ? relative : `${base}/${relative}`;
+}
+
+/** Folder of snapshot files and the LATEST / EARLIEST hints. */
+export function snapshotDir(tablePath: string): string {
+  return tableKey(tablePath, 'snapshot/');
+}
+
+/** `snapshot/snapshot-<id>`: created once, with put-if-absent; the commit point. */
+export function snapshotKey(tablePath: string, id: number): string {
+  return tableKey(tablePath, `snapshot/snapshot-${id}`);
+}
+
+/** The LATEST hint: a decimal snapshot id, possibly stale. */
+export function latestHintKey(tablePath: string): string {
+  return tableKey(tablePath, 'snapshot/LATEST');
+}
+
+/** The EARLIEST hint: a decimal snapshot id, possibly pointing at an expired snapshot. */
+export function earliestHintKey(tablePath: string): string {
+  return tableKey(tablePath, 'snapshot/EARLIEST');
+}
+
+/** Folder of manifest files and manifest lists. */
+export function manifestDir(tablePath: string): string {
+  return tableKey(tablePath, 'manifest/');
+}
+
+/** A manifest file or manifest list by its name (`manifest-…` / `manifest-list-…`). */
+export function manifestKey(tablePath: string, fileName: string): string {
+  return tableKey(tablePath, `manifest/${fileName}`);
+}
+
+/** Folder of tag files. */
+export function tagDir(tablePath: string): string {
+  return tableKey(tablePath, 'tag/');
+}
+
+/** `tag/tag-<name>`. */
+export function tagKey(tablePath: string, name: string): string {
+  return tableKey(tablePath, `tag/tag-${name}`);
+}
+
+/** `[partition/]bucket-<n>/`: the folder of a bucket's data and changelog files. */
+export function bucketDir(tablePath: string, partition: string, bucket: number): string {
+  return tableKey(tablePath, partition === '' ? `bucket-${bucket}/` : `${partition}/bucket-${bucket}/`);
+}
+
+/** Full key of a data or changelog file. */
+export function dataFileKey(tablePath: string, partition: string, bucket: number, fileName: string): string {
+  return bucketDir(tablePath, partition, bucket) + fileName;
+}

@@ -1,0 +1,78 @@
+/**
+ * `changelog-producer = full-compaction`: only a compaction into the max level (which takes every
+ * run of the bucket) rewrites the max level, so the changelog is the difference between the max
+ * level's content before (the previous full compaction's result) and the new merged content, per
+ * key: +I, -U/+U, -D (Paimon's FullChangelogMergeFunctionWrapper). Between full compactions the
+ * changelog waits; `full-compaction.delta-commits` bounds how long.
+ */
+import type * as arrow from 'apache-arrow';
+import { concatTables, emptyTable } from '../../format/columns';
+import { physicalArrowSchema } from '../../format/arrow-schema';
+import type { DataFileMeta } from '../../manifest/types';
+import type { TableSchema } from '../../schema/types';
+import type { CompactObserver, SectionInput } from '../compact-task';
+import type { MergeFunction } from '../merge-function';
+import { mergeSortedRuns } from '../sort-merge-reader';
+import { diffChangelog, rowsWithKeys } from './diff';
+
+export interface FullCompactionChangelogOptions {
+  schema: TableSchema;
+  engine: MergeFunction;
+  maxLevel: number;
+  rowDeduplicate: boolean;
+  /** Reads a file that is moved into the max level without rewrite (its rows are all new there). */
+  read(file: DataFileMeta): Promise<arrow.Table>;
+}
+
+/**
+ * A compaction observer that collects the changelog of a compaction whose output level is the
+ * max level and whose unit holds every run of the bucket. Sections arrive in key order, so the
+ * collected changelog is key-sorted.
+ */
+export class FullCompactionChangelog implements CompactObserver {
+  private readonly parts: arrow.Table[] = [];
+  private readonly physical: arrow.Schema;
+
+  constructor(private readonly opts: FullCompactionChangelogOptions) {
+    this.physical = physicalArrowSchema(opts.schema);
+  }
+
+  rewritten(inputs: SectionInput[], merged: arrow.Table, outputLevel: number): void {
+    if (outputLevel !== this.opts.maxLevel) return;
+    // Every max-level file of the bucket is in the unit, so the section's max-level files are the
+    // whole before image of its keys.
+    const runs = (top: boolean) =>
+      inputs.filter((i) => (i.file.level === this.opts.maxLevel) === top).map((i) => ({ table: i.table, sequenceBase: i.file.sequenceBase }));
+    const top = runs(true);
+    const before = top.length === 0 ? emptyTable(this.physical) : this.merge(top);
+    // Only keys with records besides the max level's changed (Paimon's wrapper sees a lone
+    // top-level record and logs nothing); the section may hold untouched max-level keys too.
+    const touched = this.merge(runs(false));
+    const keys = this.opts.schema.primaryKeys;
+    this.push(diffChangelog(rowsWithKeys(before, touched, keys), rowsWithKeys(merged, touched, keys), this.diffOptions()));
+  }
+
+  async upgraded(file: DataFileMeta, outputLevel: number): Promise<void> {
+    if (outputLevel !== this.opts.maxLevel) return;
+    // The file overlaps no other file of the unit, the old max level included: all its keys are new.
+    const rows = this.merge([{ table: await this.opts.read(file), sequenceBase: file.sequenceBase }]);
+    this.push(diffChangelog(emptyTable(this.physical), rows, this.diffOptions()));
+  }
+
+  /** The changelog collected so far, key-sorted. */
+  changelog(): arrow.Table {
+    return this.parts.length === 0 ? emptyTable(this.physical) : concatTables(this.parts, this.physical);
+  }
+
+  private push(t: arrow.Table): void {
+    if (t.numRows > 0) this.parts.push(t);
+  }
+
+  private merge(runs: { table: arrow.Table; sequenceBase: number }[]): arrow.Table {
+    return mergeSortedRuns(runs, { schema: this.opts.schema, keyColumns: this.opts.schema.primaryKeys, engine: this.opts.engine, dropDeletes: false, keepKinds: true });
+  }
+
+  private diffOptions() {
+    return { schema: this.opts.schema, rowDeduplicate: this.opts.rowDeduplicate };
+  }
+}

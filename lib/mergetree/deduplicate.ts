@@ -1,0 +1,34 @@
+/**
+ * `merge-engine = deduplicate` (the default): the newest version of a key wins, whole. A newest
+ * version that is -U or -D means the key is absent (readers drop it; level-0 files keep it, since
+ * older versions may live in higher levels). With `ignore-delete`, retractions are skipped.
+ */
+import { isRetract, type TableSchema } from '../schema/types';
+import type { MergeConfig } from './merge-config';
+import type { MergeFunction, MergeOptions } from './merge-function';
+import { TakeResult } from './merge-result';
+import type { VersionSet } from './version-set';
+
+export class DeduplicateMergeFunction implements MergeFunction {
+  readonly name = 'deduplicate';
+
+  constructor(readonly config: MergeConfig) {}
+
+  validate(_schema: TableSchema): void {}
+
+  merge(versions: VersionSet, opts: MergeOptions): TakeResult {
+    const { kind, sequence, groupEnd, groupCount } = versions;
+    const out = new TakeResult(groupCount, opts);
+    const ignoreDelete = this.config.ignoreDelete;
+    let s = 0;
+    for (let g = 0; g < groupCount; g++) {
+      const e = groupEnd[g];
+      let v = e - 1;
+      // Defensive: files written before ignore-delete was set may still hold retractions.
+      if (ignoreDelete) while (v >= s && isRetract(kind[v])) v--;
+      if (v >= s) out.emit(v, kind[v], sequence[v]);
+      s = e;
+    }
+    return out;
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * `merge-engine = first-row`: the first version of a key (in merge order) wins, later ones are
+ * dropped. A table of first rows has nothing to retract: -U/-D input is an error unless
+ * `ignore-delete` is set, in which case it is skipped.
+ */
+import { InvalidArgumentError } from '../errors';
+import { isRetract, type TableSchema } from '../schema/types';
+import type { MergeConfig } from './merge-config';
+import type { MergeFunction, MergeOptions } from './merge-function';
+import { TakeResult } from './merge-result';
+import type { VersionSet } from './version-set';
+
+export class FirstRowMergeFunction implements MergeFunction {
+  readonly name = 'first-row';
+
+  constructor(readonly config: MergeConfig) {}
+
+  validate(_schema: TableSchema): void {}
+
+  merge(versions: VersionSet, opts: MergeOptions): TakeResult {
+    const { kind, sequence, groupEnd, groupCount } = versions;
+    const out = new TakeResult(groupCount, opts);
+    const ignoreDelete = this.config.ignoreDelete;
+    let s = 0;
+    for (let g = 0; g < groupCount; g++) {
+      const e = groupEnd[g];
+      let first = -1;
+      for (let v = s; v < e; v++) {
+        if (isRetract(kind[v])) {
+          if (ignoreDelete) continue;
+          throw new InvalidArgumentError(
+            'the first-row merge engine cannot accept -U/-D records; set ignore-delete = true to drop them, or use another merge-engine',
+          );
+        }
+        if (first < 0) first = v;
+      }
+      if (first >= 0) out.emit(first, kind[first], sequence[first]);
+      s = e;
+    }
+    return out;
+  }
+}

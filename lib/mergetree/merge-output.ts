@@ -1,0 +1,110 @@
+/**
+ * Turns a merge result into an Arrow table in the physical layout: value columns gathered once
+ * per column from the versions' sources (or built from computed values), then
+ * `_SEQUENCE_NUMBER` and `_VALUE_KIND` from the result's arrays.
+ */
+import * as arrow from 'apache-arrow';
+import { gatherRows } from '../format/columns';
+import { kindColumn, nullColumn, sequenceColumn, tableOf, valuesColumn } from './arrow-build';
+import type { ColumnOutput, MergeResult } from './merge-result';
+import type { VersionSet } from './version-set';
+
+export interface MaterializeOptions {
+  /** Write every row's kind as +I (a batch read's merged state) instead of the merged kinds. */
+  allInsert: boolean;
+}
+
+/** The table of a merge result, with the sources' physical schema. */
+export function materializeMerge(versions: VersionSet, result: MergeResult, opts: MaterializeOptions): arrow.Table {
+  const { sources } = versions;
+  const schema = sources[0].schema;
+  const nf = versions.schema.fields.length;
+  const count = result.count;
+  const children: arrow.Data[] = result.mode === 'take' ? takeColumns(versions, result.version, count, nf) : columnsOf(versions, result.columns, count);
+  children.push(sequenceColumn(result.sequence, count));
+  children.push(kindColumn(opts.allInsert ? new Uint8Array(count) : result.kind, count));
+  return tableOf(schema, children, count);
+}
+
+/** Value columns of whole versions; the source's own columns when the result is all of it, in order. */
+function takeColumns(versions: VersionSet, version: Uint32Array, count: number, nf: number): arrow.Data[] {
+  const { sources, source, row } = versions;
+  if (sources.length === 1 && count === sources[0].numRows) {
+    let identity = true;
+    for (let k = 0; k < count && identity; k++) identity = row[version[k]] === k;
+    if (identity) return sources[0].batches[0].data.children.slice(0, nf);
+  }
+  const src = new Uint16Array(count), rows = new Uint32Array(count);
+  for (let k = 0; k < count; k++) {
+    const v = version[k];
+    src[k] = source[v];
+    rows[k] = row[v];
+  }
+  const indexes = Array.from({ length: nf }, (_, c) => c);
+  const gathered = gatherRows(
+    sources.map((t) => t.selectAt(indexes)),
+    src,
+    rows,
+  );
+  return gathered.batches[0].data.children.slice();
+}
+
+/**
+ * Column-wise results: columns that take the same versions (the usual case: every column of a
+ * partial update that saw no NULLs) share one plan and one gather; computed ones are built.
+ */
+function columnsOf(versions: VersionSet, columns: ColumnOutput[], count: number): arrow.Data[] {
+  const out: arrow.Data[] = new Array(columns.length);
+  const plans: { take: Int32Array; fingerprint: number; columns: number[] }[] = [];
+  columns.forEach((col, c) => {
+    if ('values' in col) {
+      const field = versions.sources[0].schema.fields[c];
+      out[c] = valuesColumn(field.type, field.name, col.values, count);
+      return;
+    }
+    const fingerprint = fingerprintOf(col.take, count);
+    const same = plans.find((p) => p.fingerprint === fingerprint && sameTake(p.take, col.take, count));
+    if (same) same.columns.push(c);
+    else plans.push({ take: col.take, fingerprint, columns: [c] });
+  });
+  for (const plan of plans) {
+    const gathered = gatherTaken(versions, plan.take, plan.columns, count);
+    plan.columns.forEach((c, k) => (out[c] = gathered[k]));
+  }
+  return out;
+}
+
+function fingerprintOf(take: Int32Array, count: number): number {
+  let h = 0;
+  for (let k = 0; k < count; k++) h = (Math.imul(h, 31) + take[k]) | 0;
+  return h;
+}
+
+function sameTake(a: Int32Array, b: Int32Array, count: number): boolean {
+  for (let k = 0; k < count; k++) if (a[k] !== b[k]) return false;
+  return true;
+}
+
+/** Gathers `columns` for output rows that take versions `take[k]` (-1 = NULL). */
+function gatherTaken(versions: VersionSet, take: Int32Array, columns: number[], count: number): arrow.Data[] {
+  const { sources, source, row } = versions;
+  const nullSource = sources.length;
+  const src = new Uint16Array(count), rows = new Uint32Array(count);
+  let needsNull = false;
+  for (let k = 0; k < count; k++) {
+    const v = take[k];
+    if (v < 0) {
+      src[k] = nullSource;
+      needsNull = true;
+    } else {
+      src[k] = source[v];
+      rows[k] = row[v];
+    }
+  }
+  const projected = sources.map((t) => t.selectAt(columns));
+  if (needsNull) {
+    const fields = columns.map((c) => sources[0].schema.fields[c]);
+    projected.push(tableOf(new arrow.Schema(fields), fields.map((f) => nullColumn(f.type)), 1));
+  }
+  return gatherRows(projected, src, rows).batches[0].data.children.slice();
+}

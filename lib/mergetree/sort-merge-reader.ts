@@ -1,0 +1,115 @@
+/**
+ * Merge-on-read: sorted runs (data files, each sorted by key with one record per key) are merged
+ * by key with a k-way heap into a (run, row) plan; the merge engine folds each key's versions,
+ * oldest first; every column is then gathered once. Output rows carry absolute sequence numbers
+ * (the run's `sequenceBase` plus the stored number), so compaction output has base 0.
+ */
+import type * as arrow from 'apache-arrow';
+import { SchemaMismatchError } from '../errors';
+import { physicalArrowSchema } from '../format/arrow-schema';
+import { emptyTable, singleBatch } from '../format/columns';
+import { SEQUENCE_COLUMN, type TableSchema } from '../schema/types';
+import { columnChunk } from './column-access';
+import type { MergeFunction } from './merge-function';
+import { materializeMerge } from './merge-output';
+import { versionsOfRuns, type SequencedTable } from './merge-plan';
+import { VersionSet } from './version-set';
+
+/** One sorted run to merge: its rows and the base of its stored sequence numbers. */
+export interface RunInput {
+  table: arrow.Table;
+  sequenceBase: number;
+}
+
+export interface MergeReadOptions {
+  schema: TableSchema;
+  keyColumns: string[];
+  engine: MergeFunction;
+  /** Drop keys whose merged record is -U/-D (batch reads, compaction into the highest level). */
+  dropDeletes: boolean;
+  /**
+   * Keep the merged row kinds (+U stays +U; audit_log). When false and `dropDeletes` is set,
+   * every output row is +I, the merged state; retractions kept by `dropDeletes = false` always
+   * keep their kind.
+   */
+  keepKinds?: boolean;
+}
+
+/** Merges sorted runs into one table in the physical layout, sorted by key, one record per key. */
+export function mergeSortedRuns(runs: RunInput[], opts: MergeReadOptions): arrow.Table {
+  const versions = planMerge(runs, opts);
+  if (versions === null) return emptyTable(physicalArrowSchema(opts.schema));
+  return mergeVersions(versions, opts);
+}
+
+/**
+ * The same merge, produced in key order as tables of about `batchRows` input versions each, so a
+ * caller can write rolling files without holding the whole merged output at once.
+ */
+export function* mergeSortedRunsBatched(runs: RunInput[], opts: MergeReadOptions & { batchRows: number }): Generator<arrow.Table> {
+  const versions = planMerge(runs, opts);
+  if (versions === null) return;
+  const { groupEnd, groupCount } = versions;
+  let from = 0;
+  while (from < groupCount) {
+    // Whole key groups only: a key's versions never straddle two batches.
+    const limit = (from === 0 ? 0 : groupEnd[from - 1]) + Math.max(1, opts.batchRows);
+    let to = from + 1;
+    while (to < groupCount && groupEnd[to] <= limit) to++;
+    const out = mergeVersions(versions.slice(from, to), opts);
+    if (out.numRows > 0) yield out;
+    from = to;
+  }
+}
+
+/** The versions of all runs in merge order, or null when there are none. */
+function planMerge(runs: RunInput[], opts: MergeReadOptions): VersionSet | null {
+  const physical = physicalArrowSchema(opts.schema);
+  const inputs = runs
+    .map((r, k) => ({ table: checkLayout(singleBatch(r.table), physical, k), sequence: absoluteSequence(r) }))
+    .filter((r) => r.table.numRows > 0);
+  if (inputs.length === 0) return null;
+  const order = { keyColumns: opts.keyColumns, sequenceFields: opts.engine.config.sequenceFields, sequenceDescending: opts.engine.config.sequenceDescending };
+  return inputs.length === 1 ? singleRunVersions(opts.schema, inputs[0]) : versionsOfRuns(opts.schema, inputs, order);
+}
+
+function mergeVersions(versions: VersionSet, opts: MergeReadOptions): arrow.Table {
+  const result = opts.engine.merge(versions, { rawInput: false, dropRetracts: opts.dropDeletes });
+  return materializeMerge(versions, result, { allInsert: opts.dropDeletes && !opts.keepKinds });
+}
+
+/** One run needs no merge: each row (one per key) is its own group. */
+function singleRunVersions(schema: TableSchema, run: SequencedTable): VersionSet {
+  const n = run.table.numRows;
+  const row = new Uint32Array(n);
+  for (let i = 0; i < n; i++) row[i] = i;
+  const kinds = columnChunk(run.table, run.table.numCols - 1).num!;
+  const kind = new Uint8Array(n);
+  for (let i = 0; i < n; i++) kind[i] = kinds[i];
+  const groupEnd = new Uint32Array(n);
+  for (let i = 0; i < n; i++) groupEnd[i] = i + 1;
+  return new VersionSet(schema, [run.table], new Uint16Array(n), row, kind, run.sequence, groupEnd, n);
+}
+
+/** Each row's absolute sequence number as a double (exact below 2^53). */
+function absoluteSequence(run: RunInput): Float64Array {
+  const t = singleBatch(run.table);
+  const idx = t.schema.fields.findIndex((f) => f.name === SEQUENCE_COLUMN);
+  const n = t.numRows;
+  const out = new Float64Array(n);
+  if (n === 0) return out;
+  const words = columnChunk(t, idx).words!;
+  const base = run.sequenceBase;
+  for (let i = 0; i < n; i++) out[i] = base + words[2 * i + 1] * 4294967296 + (words[2 * i] >>> 0);
+  return out;
+}
+
+/** The run's columns must be the table's physical layout, in order (engines address columns by position). */
+function checkLayout(table: arrow.Table, physical: arrow.Schema, k: number): arrow.Table {
+  const names = table.schema.fields.map((f) => f.name);
+  const expected = physical.fields.map((f) => f.name);
+  if (names.length !== expected.length || names.some((n, i) => n !== expected[i])) {
+    throw new SchemaMismatchError(`sorted run ${k} has columns (${names.join(', ')}) but the table's data files have (${expected.join(', ')})`);
+  }
+  return table;
+}

@@ -1,0 +1,246 @@
+/**
+ * The write buffer of one (partition, bucket): records are numbered by arrival, kept as Arrow
+ * batches, and on flush sorted by (key, sequence fields, arrival) and merged per key by the merge
+ * engine into one record per key — a level-0 file's content. When the buffer outgrows
+ * `write-buffer-size` and `write-buffer-spillable` is on, its rows are sorted into a run and
+ * spilled to a temp file; flush merges the spilled runs with what is in memory.
+ */
+import type * as arrow from 'apache-arrow';
+import { InvalidArgumentError, SchemaMismatchError } from '../errors';
+import { arrowTypesEqual, physicalArrowSchema } from '../format/arrow-schema';
+import { concatTables, emptyTable, gatherRows, rowsToTable, singleBatch, takeRows } from '../format/columns';
+import { KIND_COLUMN, SEQUENCE_COLUMN, isRetract, type Row, type TableSchema } from '../schema/types';
+import { kindColumn, sequenceColumn, tableOf } from './arrow-build';
+import { columnChunk } from './column-access';
+import type { MergeConfig } from './merge-config';
+import { mergeEngineFor, type MergeFunction } from './merge-function';
+import { materializeMerge } from './merge-output';
+import { sortVersions, versionsOfRuns, versionsOfTable, type SequencedTable, type VersionOrder } from './merge-plan';
+import { SpillDirectory } from './spill';
+
+export interface WriteBufferOptions {
+  schema: TableSchema;
+  merge: MergeConfig;
+  /** `write-buffer-size` in bytes (approximate in-memory Arrow size). */
+  writeBufferSize: number;
+  /** `write-buffer-spillable`: spill sorted runs to temp files instead of asking for an early flush. */
+  spillable: boolean;
+  /** `changelog-producer = input`: flush also returns every raw record. */
+  keepRawChangelog?: boolean;
+  /** First arrival sequence number (default 0); later flushes of the same batch continue from where the last stopped. */
+  firstSequence?: number;
+  /** Folder for spill files (default: the OS temp directory). */
+  spillRoot?: string;
+}
+
+/** What one flush produces. */
+export interface FlushResult {
+  /** One record per key, sorted by key; kinds as merged (level-0 files keep -U/-D). */
+  data: arrow.Table;
+  /** With keepRawChangelog: every raw record, in merge order, with its own kind and sequence number. */
+  changelog?: arrow.Table;
+  /** Rows in `data`. */
+  rowCount: number;
+  /** Records consumed by this flush (sequence numbers used). */
+  inputCount: number;
+}
+
+export class WriteBuffer {
+  readonly engine: MergeFunction;
+  private readonly physical: arrow.Schema;
+  private readonly order: VersionOrder;
+  private readonly spills: SpillDirectory;
+  private pending: arrow.Table[] = [];
+  private pendingBytes = 0;
+  private pendingRows = 0;
+  private spilledRows = 0;
+  private next: number;
+
+  constructor(private readonly opts: WriteBufferOptions) {
+    if (!(opts.writeBufferSize > 0)) {
+      throw new InvalidArgumentError(`write-buffer-size must be a positive number of bytes, got ${opts.writeBufferSize}`);
+    }
+    this.engine = mergeEngineFor(opts.merge);
+    // Configuration mistakes surface when the writer is created, not at the first flush.
+    this.engine.validate(opts.schema);
+    this.physical = physicalArrowSchema(opts.schema);
+    this.order = { keyColumns: opts.schema.primaryKeys, sequenceFields: opts.merge.sequenceFields, sequenceDescending: opts.merge.sequenceDescending };
+    this.spills = new SpillDirectory(opts.spillRoot);
+    this.next = opts.firstSequence ?? 0;
+  }
+
+  /** The arrival sequence number the next record gets. */
+  get nextSequence(): number {
+    return this.next;
+  }
+
+  /** Approximate bytes held in memory. */
+  get memoryBytes(): number {
+    return this.pendingBytes;
+  }
+
+  /** Records buffered (in memory and spilled) since the last flush. */
+  get size(): number {
+    return this.pendingRows + this.spilledRows;
+  }
+
+  /** Sorted runs spilled to disk since the last flush. */
+  get spilledRuns(): number {
+    return this.spills.runCount;
+  }
+
+  /** True when the in-memory part reached `write-buffer-size`: without spilling, flush now. */
+  isFull(): boolean {
+    return this.pendingBytes >= this.opts.writeBufferSize;
+  }
+
+  /** Buffers row objects with their kinds (default +I); -U/-D are dropped under ignore-delete. */
+  add(rows: Row[], kinds?: Uint8Array | number[]): void {
+    if (kinds && kinds.length !== rows.length) {
+      throw new InvalidArgumentError(`got ${rows.length} rows but ${kinds.length} row kinds; pass one kind per row`);
+    }
+    let keepRows = rows;
+    let keepKinds: ArrayLike<number> = kinds ?? new Uint8Array(rows.length);
+    if (kinds && this.opts.merge.ignoreDelete) {
+      const idx: number[] = [];
+      for (let i = 0; i < kinds.length; i++) if (!isRetract(kinds[i])) idx.push(i);
+      if (idx.length !== rows.length) {
+        keepRows = idx.map((i) => rows[i]);
+        keepKinds = idx.map((i) => kinds[i]);
+      }
+    }
+    const n = keepRows.length;
+    if (n === 0) return;
+    const sequence = new Float64Array(n);
+    for (let i = 0; i < n; i++) sequence[i] = this.next + i;
+    const kind = Uint8Array.from(keepKinds);
+    this.append(rowsToTable(this.opts.schema.fields, keepRows, { sequence, kind }));
+  }
+
+  /** Buffers an Arrow table of the table's columns (by name), with an optional `_VALUE_KIND` column. */
+  addTable(input: arrow.Table): void {
+    const flat = singleBatch(input);
+    const n = flat.numRows;
+    if (n === 0) return;
+    const batch = flat.batches[0];
+    const children = this.opts.schema.fields.map((f, c) => {
+      const i = flat.schema.fields.findIndex((x) => x.name === f.name);
+      if (i < 0) throw new SchemaMismatchError(`input has no column ${f.name}; it has ${flat.schema.names.join(', ')}`, f.name);
+      const expected = this.physical.fields[c].type;
+      if (!arrowTypesEqual(flat.schema.fields[i].type, expected)) {
+        throw new SchemaMismatchError(`column ${f.name} is ${String(flat.schema.fields[i].type)} in the input but ${String(expected)} in the table`, f.name);
+      }
+      return batch.data.children[i];
+    });
+    const kindAt = flat.schema.fields.findIndex((x) => x.name === KIND_COLUMN);
+    const kind = new Uint8Array(n);
+    if (kindAt >= 0) {
+      const src = columnChunk(flat, kindAt).num!;
+      for (let i = 0; i < n; i++) {
+        const k = src[i];
+        if (k < 0 || k > 3) throw new InvalidArgumentError(`row ${i} has ${KIND_COLUMN} ${k}; use 0 (+I), 1 (-U), 2 (+U) or 3 (-D)`);
+        kind[i] = k;
+      }
+    }
+    let table = tableOf(this.physical, [...children, sequenceColumn(new Float64Array(n), n), kindColumn(kind, n)], n);
+    if (kindAt >= 0 && this.opts.merge.ignoreDelete) {
+      const keep: number[] = [];
+      for (let i = 0; i < n; i++) if (!isRetract(kind[i])) keep.push(i);
+      if (keep.length === 0) return;
+      if (keep.length !== n) table = takeRows(table, Uint32Array.from(keep));
+    }
+    this.append(this.renumber(table));
+  }
+
+  /** Sorts and merges everything buffered into one record per key; the buffer is empty afterwards. */
+  flush(): FlushResult {
+    const inputCount = this.size;
+    try {
+      if (inputCount === 0) {
+        const empty = emptyTable(this.physical);
+        return { data: empty, changelog: this.opts.keepRawChangelog ? empty : undefined, rowCount: 0, inputCount: 0 };
+      }
+      const memory = this.takePending();
+      const schema = this.opts.schema;
+      let versions;
+      if (this.spills.runCount === 0) {
+        versions = versionsOfTable(schema, memory!, this.order);
+      } else {
+        const runs: SequencedTable[] = [];
+        for (let r = 0; r < this.spills.runCount; r++) runs.push(sequenced(this.spills.read(r)));
+        if (memory) runs.push(sequenced(takeRows(memory.table, sortVersions(memory.table, this.order).order)));
+        versions = versionsOfRuns(schema, runs, this.order);
+      }
+      const result = this.engine.merge(versions, { rawInput: true, dropRetracts: false });
+      const data = materializeMerge(versions, result, { allInsert: false });
+      const changelog = this.opts.keepRawChangelog
+        ? versions.sources.length === 1
+          ? takeRows(versions.sources[0], versions.row)
+          : gatherRows(versions.sources, versions.source, versions.row)
+        : undefined;
+      return { data, changelog, rowCount: data.numRows, inputCount };
+    } finally {
+      this.reset();
+    }
+  }
+
+  /** Drops everything buffered and deletes spill files; sequence numbering continues. */
+  close(): void {
+    this.reset();
+  }
+
+  private reset(): void {
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.pendingRows = 0;
+    this.spilledRows = 0;
+    this.spills.clear();
+  }
+
+  /** Gives the rows of a freshly built table their arrival sequence numbers. */
+  private renumber(table: arrow.Table): arrow.Table {
+    const n = table.numRows;
+    const sequence = new Float64Array(n);
+    for (let i = 0; i < n; i++) sequence[i] = this.next + i;
+    const children = table.batches[0].data.children.slice();
+    children[children.length - 2] = sequenceColumn(sequence, n);
+    return tableOf(this.physical, children, n);
+  }
+
+  private append(table: arrow.Table): void {
+    this.next += table.numRows;
+    this.pending.push(table);
+    this.pendingRows += table.numRows;
+    for (const b of table.batches) this.pendingBytes += b.data.byteLength;
+    if (this.opts.spillable && this.isFull()) this.spill();
+  }
+
+  /** Sorts the in-memory rows into merge order and writes them as one run; memory is freed. */
+  private spill(): void {
+    const memory = this.takePending();
+    if (!memory) return;
+    const sorted = takeRows(memory.table, sortVersions(memory.table, this.order).order);
+    this.spills.write(sorted);
+    this.spilledRows += sorted.numRows;
+  }
+
+  /** The in-memory rows as one table (arrival order), emptying the in-memory part. */
+  private takePending(): SequencedTable | null {
+    if (this.pending.length === 0) return null;
+    const table = singleBatch(concatTables(this.pending, this.physical));
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.pendingRows = 0;
+    return sequenced(table);
+  }
+}
+
+/** A physical-layout table with its stored `_SEQUENCE_NUMBER` as doubles (the buffer's arrival numbers). */
+function sequenced(table: arrow.Table): SequencedTable {
+  const idx = table.schema.fields.findIndex((f) => f.name === SEQUENCE_COLUMN);
+  const n = table.numRows;
+  const words = columnChunk(table, idx).words!;
+  const sequence = new Float64Array(n);
+  for (let i = 0; i < n; i++) sequence[i] = words[2 * i + 1] * 4294967296 + (words[2 * i] >>> 0);
+  return { table, sequence };
+}

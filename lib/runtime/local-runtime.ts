@@ -1,0 +1,197 @@
+/**
+ * The local runtime: in one process, what the Lambdas do on AWS. Per consumer, discovery runs
+ * right after every commit of its table (an in-process commit event: a change reaches the
+ * consumer in milliseconds) and on a timer as a backstop; split readers consume an in-process
+ * FIFO queue with SQS FIFO semantics. Per table, compaction runs on a timer (writers compact
+ * inline too, unless the table is `write-only`: then this is the compaction function), and
+ * snapshot expiry runs on a timer.
+ */
+import { VarveError } from '../errors';
+import { onCommit, type CommitEvent } from '../table/commit-events';
+import type { Table } from '../table/table';
+import { compactTable, type CompactionSummary } from '../maintenance/compact';
+import type { ConsumerLag } from '../stream/progress';
+import { consumerLag } from '../stream/progress';
+import type { StreamSink } from '../stream/delivery';
+import type { StreamOptions } from '../stream/stream-options';
+import { MemoryQueue } from '../stream/memory-queue';
+import type { SplitQueue } from '../stream/split-queue';
+import { RuntimeConsumer } from './runtime-consumer';
+import { loadExpiry, type ExpireFn } from './expiry-loader';
+
+/** Options of a LocalRuntime. */
+export interface LocalRuntimeOptions {
+  /** Backstop discovery interval per consumer (commits trigger discovery at once). @default 1000 */
+  discoveryIntervalMs?: number;
+  /** Compaction of every table on a timer; 0 disables. @default 10_000 */
+  compactionIntervalMs?: number;
+  /** Snapshot expiry of every table on a timer (when lib/maintenance/expire-snapshots exists); 0 disables. @default 60_000 */
+  expiryIntervalMs?: number;
+  /** Where problems are reported. @default console.error */
+  log?: (line: string) => void;
+}
+
+/** A consumer to run. */
+export interface ConsumerSpec {
+  table: Table;
+  consumerId: string;
+  sink: StreamSink;
+  /** Where a new consumer starts (and `ignoreProgress` to start an existing one again). */
+  stream?: StreamOptions;
+  /** Concurrent split readers (buckets are read in parallel, each bucket by one reader at a time). @default 2 */
+  readers?: number;
+  /** @default an in-process MemoryQueue (visibility 30 s, 5 receives before dead-lettering) */
+  queue?: SplitQueue;
+  /** The queue outlives this process (SQS). @default false: planning restarts at the consumer's position */
+  durableQueue?: boolean;
+  /** The queue's receives before dead-lettering (read from a MemoryQueue itself). @default 5 */
+  maxReceiveCount?: number;
+  /** Snapshots planned per discovery run. @default 64 */
+  maxSnapshotsPerRun?: number;
+}
+
+interface ManagedTable {
+  table: Table;
+  compacting?: Promise<void>;
+  compactAgain: boolean;
+}
+
+/** Runs consumers, compaction and expiry in this process (see the file comment). */
+export class LocalRuntime {
+  private readonly consumers: RuntimeConsumer[] = [];
+  private readonly tables = new Map<string, ManagedTable>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly log: (line: string) => void;
+  private unsubscribe?: () => void;
+  private expire?: ExpireFn | null;
+  private running = false;
+
+  constructor(private readonly opts: LocalRuntimeOptions = {}) {
+    this.log = opts.log ?? ((line) => console.error(line));
+  }
+
+  /** Starts listening to commits and the timers. */
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    this.expire = await loadExpiry();
+    this.unsubscribe = onCommit((e) => this.onCommitEvent(e));
+    const every = (ms: number | undefined, fallback: number, fn: () => void) => {
+      const interval = ms ?? fallback;
+      if (interval > 0) this.timers.push(setInterval(fn, interval).unref());
+    };
+    every(this.opts.discoveryIntervalMs, 1000, () => this.consumers.forEach((c) => c.scheduleDiscovery()));
+    every(this.opts.compactionIntervalMs, 10_000, () => this.tables.forEach((t) => this.scheduleCompaction(t)));
+    every(this.opts.expiryIntervalMs, 60_000, () => this.tables.forEach((t) => void this.expireTable(t.table)));
+    for (const c of this.consumers) c.start();
+  }
+
+  /** Stops every consumer and timer; waits for the work in progress. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.unsubscribe?.();
+    this.timers.splice(0).forEach(clearInterval);
+    await Promise.all(this.consumers.map((c) => c.stop()));
+    await Promise.all([...this.tables.values()].map((t) => t.compacting));
+  }
+
+  /** Adds a table whose compaction and expiry this runtime runs. */
+  addTable(table: Table): void {
+    const id = tableId(table.store.uri, table.name);
+    if (!this.tables.has(id)) this.tables.set(id, { table, compactAgain: false });
+  }
+
+  /** Adds and (when running) starts a consumer; its table is added too. */
+  async addConsumer(spec: ConsumerSpec): Promise<RuntimeConsumer> {
+    this.addTable(spec.table);
+    const queue = spec.queue ?? new MemoryQueue({ visibilityMs: 30_000, maxReceiveCount: 5 });
+    const maxReceiveCount = queue instanceof MemoryQueue ? queue.maxReceiveCount : spec.maxReceiveCount;
+    const consumer = new RuntimeConsumer({ ...spec, queue, maxReceiveCount, log: this.log });
+    await consumer.init();
+    this.consumers.push(consumer);
+    if (this.running) consumer.start();
+    return consumer;
+  }
+
+  /** Removes a consumer (its position stays in the table). */
+  async removeConsumer(consumer: RuntimeConsumer): Promise<void> {
+    const i = this.consumers.indexOf(consumer);
+    if (i >= 0) this.consumers.splice(i, 1);
+    await consumer.stop();
+  }
+
+  /** Compacts a table now (what the compaction function does on AWS), then lets its consumers discover. */
+  async compact(table: Table, opts: { full?: boolean } = {}): Promise<CompactionSummary> {
+    const summary = await compactTable(table, { full: opts.full });
+    // COMPACT commits carry the changelog of lookup / full-compaction tables: plan it at once.
+    if (summary.snapshots.length > 0) this.consumersOf(table.store.uri, table.name).forEach((c) => c.scheduleDiscovery());
+    return summary;
+  }
+
+  /** Expires snapshots of a table now; undefined when expiry is not available in this build. */
+  async expireTable(table: Table, opts: Record<string, unknown> = {}): Promise<unknown> {
+    if (this.expire === undefined) this.expire = await loadExpiry();
+    if (!this.expire) return undefined;
+    try {
+      return await this.expire(table, opts);
+    } catch (e) {
+      this.log(`varve: expiring snapshots of ${table.name} failed: ${(e as Error).message}`);
+      return undefined;
+    }
+  }
+
+  /** Each consumer's lag. */
+  async lag(): Promise<ConsumerLag[]> {
+    const out: ConsumerLag[] = [];
+    for (const c of this.consumers) {
+      const l = await consumerLag(c.table, c.consumerId);
+      if (l) out.push(l);
+    }
+    return out;
+  }
+
+  /** Resolves once every consumer has delivered everything committed so far (rejects after `timeoutMs`). */
+  async idle(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const states = await Promise.all(this.consumers.map((c) => c.isIdle()));
+      const compacting = [...this.tables.values()].some((t) => t.compacting !== undefined);
+      if (states.every(Boolean) && !compacting) return;
+      if (Date.now() > deadline) {
+        throw new VarveError(`the local runtime did not become idle within ${timeoutMs} ms; check its consumers' lag and log`, { kind: 'unavailable', retryable: true });
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  private onCommitEvent(e: CommitEvent): void {
+    for (const c of this.consumersOf(e.warehouse, e.table)) c.scheduleDiscovery();
+  }
+
+  /** One compaction at a time per table; commits during one ask for one more after it. */
+  private scheduleCompaction(t: ManagedTable): void {
+    if (t.compacting) {
+      t.compactAgain = true;
+      return;
+    }
+    t.compacting = (async () => {
+      do {
+        t.compactAgain = false;
+        try {
+          await this.compact(t.table);
+        } catch (e) {
+          this.log(`varve: compacting ${t.table.name} failed: ${(e as Error).message}`);
+        }
+      } while (t.compactAgain && this.running);
+      t.compacting = undefined;
+    })();
+  }
+
+  private consumersOf(warehouse: string, table: string): RuntimeConsumer[] {
+    return this.consumers.filter((c) => c.table.store.uri === warehouse && c.table.name === table);
+  }
+}
+
+function tableId(warehouse: string, table: string): string {
+  return `${warehouse}\u0000${table}`;
+}

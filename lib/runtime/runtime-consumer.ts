@@ -1,0 +1,146 @@
+/**
+ * One consumer inside the local runtime: serialised discovery (one run at a time; a trigger during
+ * a run asks for one more run after it, like the reserved-concurrency-1 discovery Lambda) and a
+ * few split-reader loops on the consumer's queue.
+ */
+import type { Table } from '../table/table';
+import type { StreamSink } from '../stream/delivery';
+import { discover, ensureConsumer, resetConsumer, rewindPlanning, type DiscoveryResult } from '../stream/discovery';
+import { SplitReader } from '../stream/reader';
+import type { SplitQueue } from '../stream/split-queue';
+import type { StreamOptions } from '../stream/stream-options';
+import { readConsumer } from '../stream/consumer';
+
+/** What a RuntimeConsumer is made of. */
+export interface RuntimeConsumerOptions {
+  table: Table;
+  consumerId: string;
+  sink: StreamSink;
+  queue: SplitQueue;
+  /** True when the queue outlives this process (SQS): undelivered splits planned before are still in it. */
+  durableQueue?: boolean;
+  stream?: StreamOptions;
+  readers?: number;
+  maxSnapshotsPerRun?: number;
+  maxReceiveCount?: number;
+  log: (line: string) => void;
+}
+
+/** Long-poll wait of a reader loop; also how long `stop()` may take to notice. */
+const POLL_WAIT_MS = 100;
+
+/** A consumer run by the local runtime. */
+export class RuntimeConsumer {
+  readonly table: Table;
+  readonly consumerId: string;
+  readonly queue: SplitQueue;
+  /** The last discovery run's result. */
+  lastDiscovery?: DiscoveryResult;
+  /** The last discovery failure (cleared by a successful run). */
+  lastError?: Error;
+  private readonly reader: SplitReader;
+  private loops: Promise<void>[] = [];
+  private running = false;
+  private discovering?: Promise<void>;
+  private again = false;
+
+  constructor(private readonly opts: RuntimeConsumerOptions) {
+    this.table = opts.table;
+    this.consumerId = opts.consumerId;
+    this.queue = opts.queue;
+    this.reader = new SplitReader({
+      table: opts.table,
+      consumerId: opts.consumerId,
+      queue: opts.queue,
+      sink: opts.sink,
+      maxReceiveCount: opts.maxReceiveCount,
+      log: opts.log,
+    });
+  }
+
+  /**
+   * Creates the consumer at its start position, or starts it again with `ignoreProgress`. With a
+   * queue that starts empty in every process, planning restarts at the consumer's position.
+   */
+  async init(): Promise<void> {
+    if (this.opts.stream?.ignoreProgress) await resetConsumer(this.table, this.consumerId, this.opts.stream);
+    else if (this.opts.durableQueue) await ensureConsumer(this.table, this.consumerId, this.opts.stream);
+    else await rewindPlanning(this.table, this.consumerId, this.opts.stream);
+  }
+
+  /** Starts the reader loops and a first discovery. */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    for (let i = 0; i < (this.opts.readers ?? 2); i++) this.loops.push(this.readLoop());
+    this.scheduleDiscovery();
+  }
+
+  /** Stops the readers after their current batch and waits for a running discovery. */
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.loops.splice(0));
+    await this.discovering;
+  }
+
+  /** Runs discovery soon; a request during a run makes one more run after it. */
+  scheduleDiscovery(): void {
+    if (this.discovering) {
+      this.again = true;
+      return;
+    }
+    this.discovering = (async () => {
+      do {
+        this.again = false;
+        await this.discoverOnce();
+      } while (this.again && this.running);
+      this.discovering = undefined;
+    })();
+  }
+
+  /** True when everything committed so far is planned and the queue holds nothing deliverable. */
+  async isIdle(): Promise<boolean> {
+    if (this.discovering) return false;
+    const [consumer, latest, depth] = await Promise.all([
+      readConsumer(this.table.store, this.table.path, this.consumerId),
+      this.table.snapshots.latestId(),
+      this.queue.depth(),
+    ]);
+    const planned = consumer?.plannedSnapshot ?? 0;
+    if (latest !== undefined && planned < latest) {
+      this.scheduleDiscovery(); // a commit the events did not announce (another process, a COMPACT)
+      return false;
+    }
+    return depth.visible === 0 && depth.inFlight === 0;
+  }
+
+  private async discoverOnce(): Promise<void> {
+    try {
+      let result: DiscoveryResult;
+      do {
+        result = await discover(this.table, this.queue, this.consumerId, {
+          ...this.opts.stream,
+          maxSnapshotsPerRun: this.opts.maxSnapshotsPerRun,
+        });
+        this.lastDiscovery = result;
+      } while (!result.caughtUp && !result.lostRace && this.running);
+      this.lastError = undefined;
+    } catch (e) {
+      const err = e as Error;
+      // Once per distinct failure: the backstop timer retries every second.
+      if (this.lastError?.message !== err.message) this.opts.log(`varve: discovery for consumer ${this.consumerId} of ${this.table.name} failed: ${err.message}`);
+      this.lastError = err;
+    }
+  }
+
+  private async readLoop(): Promise<void> {
+    while (this.running) {
+      try {
+        await this.reader.poll({ waitMs: POLL_WAIT_MS });
+      } catch (e) {
+        this.opts.log(`varve: split reader of consumer ${this.consumerId} failed: ${(e as Error).message}`);
+        await new Promise((r) => setTimeout(r, POLL_WAIT_MS));
+      }
+    }
+  }
+}

@@ -1,0 +1,190 @@
+/**
+ * The one declaration of every table option: key, type, default, one line of description and the
+ * allowed values. Names and defaults are Paimon's (api/CoreOptions.java) wherever the concept is
+ * the same. Validation, the typed getters and docs/OPTIONS.md are all derived from this list.
+ */
+import type { OptionType, OptionValue } from './option-values';
+import type { TypeRoot } from './types';
+
+/** A default computed from other options (e.g. `num-levels` = compaction trigger + 1). */
+export interface DerivedDefault {
+  /** How the docs state it. */
+  text: string;
+  /** Computes it; `get` returns other options' resolved values. */
+  compute: (get: (key: string) => OptionValue | undefined) => OptionValue | undefined;
+}
+
+export interface OptionDecl {
+  key: string;
+  type: OptionType;
+  /** The default as a user would write it, a derived default, or undefined when the option has none. */
+  default?: string | DerivedDefault;
+  description: string;
+  /** Values of an enum option. */
+  allowed?: readonly string[];
+  /** Bounds of a numeric option, inclusive. */
+  min?: number;
+  max?: number;
+  /** Extra check of the parsed value; returns what is wrong, or undefined. */
+  check?: (value: OptionValue) => string | undefined;
+}
+
+/** An option that exists once per column (or column list): `fields.<col>.<suffix>`. */
+export interface FieldOptionDecl {
+  suffix: string;
+  /** How the docs write the key, e.g. `fields.<col>.aggregate-function`. */
+  pattern: string;
+  type: OptionType;
+  default?: string;
+  description: string;
+  allowed?: readonly string[];
+  /** True when `<col>` is a comma-separated list of columns (sequence groups). */
+  columnList?: boolean;
+}
+
+/** `merge-engine` values. */
+export const MERGE_ENGINES = ['deduplicate', 'partial-update', 'aggregation', 'first-row'] as const;
+export type MergeEngine = (typeof MERGE_ENGINES)[number];
+
+/** `changelog-producer` values. */
+export const CHANGELOG_PRODUCERS = ['none', 'input', 'lookup', 'full-compaction'] as const;
+export type ChangelogProducer = (typeof CHANGELOG_PRODUCERS)[number];
+
+/** `scan.mode` values. */
+export const SCAN_MODES = ['latest-full', 'latest', 'full', 'earliest', 'from-snapshot', 'from-snapshot-full', 'from-timestamp'] as const;
+export type ScanMode = (typeof SCAN_MODES)[number];
+
+/** `file.compression` values (Parquet codecs). */
+export const FILE_COMPRESSIONS = ['zstd', 'snappy', 'uncompressed'] as const;
+export type FileCompression = (typeof FILE_COMPRESSIONS)[number];
+
+/** `fields.<col>.aggregate-function` values. */
+export const AGGREGATE_FUNCTIONS = [
+  'sum',
+  'product',
+  'min',
+  'max',
+  'last_value',
+  'last_non_null_value',
+  'first_value',
+  'first_non_null_value',
+  'listagg',
+  'bool_and',
+  'bool_or',
+  'count',
+] as const;
+export type AggregateFunction = (typeof AGGREGATE_FUNCTIONS)[number];
+
+const NUMERIC: TypeRoot[] = ['TINYINT', 'SMALLINT', 'INT', 'BIGINT', 'FLOAT', 'DOUBLE', 'DECIMAL'];
+
+/** Column types each aggregate function accepts; a function not listed takes every type. */
+export const AGGREGATE_FUNCTION_TYPES: Partial<Record<AggregateFunction, readonly TypeRoot[]>> = {
+  sum: NUMERIC,
+  product: NUMERIC,
+  count: ['TINYINT', 'SMALLINT', 'INT', 'BIGINT'],
+  min: [...NUMERIC, 'STRING', 'DATE', 'TIMESTAMP'],
+  max: [...NUMERIC, 'STRING', 'DATE', 'TIMESTAMP'],
+  listagg: ['STRING'],
+  bool_and: ['BOOLEAN'],
+  bool_or: ['BOOLEAN'],
+};
+
+const sameAs = (key: string): DerivedDefault => ({ text: `\`${key}\``, compute: (get) => get(key) });
+
+const incrementalBetween = (v: OptionValue): string | undefined =>
+  (v as string[]).length === 2 ? undefined : 'give exactly two snapshot ids or tag names, e.g. "12,20"';
+
+/** Every table option. */
+export const TABLE_OPTIONS: readonly OptionDecl[] = [
+  // Layout
+  { key: 'bucket', type: 'int', default: '1', min: 1, description: 'Number of buckets per partition; a row goes to the bucket of its bucket key\'s frozen hash (docs/BUCKETING.md). Fixed buckets only: Paimon\'s dynamic (-1) and postpone (-2) modes are not supported.' },
+  { key: 'bucket-key', type: 'list', description: 'Columns whose hash picks the bucket (unset: the primary key minus the partition keys); a subset of those. Immutable.' },
+  { key: 'partition.default-name', type: 'string', default: '__DEFAULT_PARTITION__', check: (v) => ((v as string) === '' ? 'it cannot be empty' : undefined), description: 'Partition value used in paths for a NULL or empty partition column.' },
+  { key: 'file.format', type: 'enum', default: 'parquet', allowed: ['parquet'], description: 'Data file format; varve writes Parquet only.' },
+  { key: 'file.compression', type: 'enum', default: 'zstd', allowed: FILE_COMPRESSIONS, description: 'Parquet compression codec of data and changelog files.' },
+  { key: 'target-file-size', type: 'memory', default: '128 mb', min: 1, description: 'Size at which a writer or compaction rolls to a new data file.' },
+  // Merging
+  { key: 'merge-engine', type: 'enum', default: 'deduplicate', allowed: MERGE_ENGINES, description: 'How the versions of one primary key become one row: keep the last, merge non-null columns, aggregate, or keep the first.' },
+  { key: 'sequence.field', type: 'list', description: 'Columns that order the versions of a key before the commit order (e.g. an event time), so late data cannot overwrite newer data.' },
+  { key: 'sequence.field.sort-order', type: 'enum', default: 'ascending', allowed: ['ascending', 'descending'], description: 'Whether the largest (ascending) or the smallest (descending) `sequence.field` wins.' },
+  { key: 'ignore-delete', type: 'boolean', default: 'false', description: 'Drop -D and -U records at write time instead of applying them.' },
+  { key: 'partial-update.remove-record-on-delete', type: 'boolean', default: 'false', description: 'partial-update: a -D record removes the whole row (otherwise deletes are rejected unless ignore-delete).' },
+  { key: 'partial-update.remove-record-on-sequence-group', type: 'list', description: 'partial-update: sequence fields of sequence groups whose -D record removes the whole row.' },
+  { key: 'aggregation.remove-record-on-delete', type: 'boolean', default: 'false', description: 'aggregation: a -D record removes the whole row instead of being retracted from each aggregate.' },
+  { key: 'fields.default-aggregate-function', type: 'enum', allowed: AGGREGATE_FUNCTIONS, description: 'Aggregate function of columns without `fields.<col>.aggregate-function` (unset: last_non_null_value).' },
+  // Changelog
+  { key: 'changelog-producer', type: 'enum', default: 'none', allowed: CHANGELOG_PRODUCERS, description: 'Which changelog streaming readers get: none (the raw writes), input (the written records), lookup (exact -U/+U at compaction of level 0) or full-compaction (the difference between full compactions).' },
+  { key: 'changelog-producer.row-deduplicate', type: 'boolean', default: 'false', description: 'lookup / full-compaction: emit no -U/+U pair when the new value equals the old one.' },
+  // Writing
+  { key: 'write-buffer-size', type: 'memory', default: '256 mb', min: 1, description: 'Memory a writer buffers (sorted, merged per key) before it flushes a level-0 file.' },
+  { key: 'write-buffer-spillable', type: 'boolean', default: 'true', description: 'Whether a full write buffer spills sorted runs to local disk instead of flushing a small file.' },
+  { key: 'write-buffer-spill.max-disk-size', type: 'memory', min: 1, description: 'Most local disk a writer spills to (unset: unlimited); keep it under the Lambda /tmp size.' },
+  { key: 'write-only', type: 'boolean', default: 'false', description: 'Writers never compact or expire; a separate compaction function does it.' },
+  // Compaction
+  { key: 'num-sorted-run.compaction-trigger', type: 'int', default: '5', min: 1, description: 'Sorted runs in a bucket that trigger a compaction (universal compaction).' },
+  { key: 'num-sorted-run.stop-trigger', type: 'int', default: { text: '`num-sorted-run.compaction-trigger` + 3', compute: (get) => (get('num-sorted-run.compaction-trigger') as number) + 3 }, min: 1, description: 'Sorted runs in a bucket at which writers stall until compaction catches up.' },
+  { key: 'num-levels', type: 'int', default: { text: '`num-sorted-run.compaction-trigger` + 1', compute: (get) => (get('num-sorted-run.compaction-trigger') as number) + 1 }, min: 2, description: 'Levels of the LSM tree per bucket (level 0 holds flushed files).' },
+  { key: 'compaction.max-size-amplification-percent', type: 'int', default: '200', min: 0, description: 'Full compaction when the runs above the last one exceed this percentage of its size.' },
+  { key: 'compaction.size-ratio', type: 'int', default: '1', min: 0, description: 'Percentage of size difference within which neighbouring sorted runs are compacted together.' },
+  { key: 'full-compaction.delta-commits', type: 'int', min: 1, description: 'Force a full compaction every this many commits (unset: only on demand or by size amplification).' },
+  // Commit
+  { key: 'commit.max-retries', type: 'int', default: '10', min: 0, description: 'Times a commit that lost the race for the next snapshot id is retried.' },
+  { key: 'commit.min-retry-wait', type: 'duration', default: '10 ms', description: 'First backoff between commit retries (doubles each retry, with jitter).' },
+  { key: 'commit.max-retry-wait', type: 'duration', default: '10 s', description: 'Largest backoff between commit retries.' },
+  { key: 'commit.timeout', type: 'duration', description: 'Give up retrying a commit after this long (unset: only the retry count limits it).' },
+  { key: 'manifest.target-file-size', type: 'memory', default: '8 mb', min: 1, description: 'Size of manifest files when manifests are merged.' },
+  { key: 'manifest.merge-min-count', type: 'int', default: '30', min: 1, description: 'Small manifest files that trigger a manifest merge at commit.' },
+  { key: 'manifest.full-compaction-threshold-size', type: 'memory', default: '16 mb', min: 1, description: 'Size of delete entries in manifests that triggers a full manifest compaction.' },
+  // Expiry
+  { key: 'snapshot.num-retained.min', type: 'int', default: '10', min: 1, description: 'Snapshots always kept, however old.' },
+  { key: 'snapshot.num-retained.max', type: 'int', default: '2147483647', min: 1, description: 'Snapshots kept at most, however young.' },
+  { key: 'snapshot.time-retained', type: 'duration', default: '1 h', description: 'Snapshots younger than this are kept (between the min and max counts).' },
+  { key: 'snapshot.expire.limit', type: 'int', default: '50', min: 1, description: 'Most snapshots one expiry run deletes.' },
+  { key: 'changelog.num-retained.min', type: 'int', default: sameAs('snapshot.num-retained.min'), min: 1, description: 'Changelogs always kept; larger than the snapshot value keeps changelogs after their snapshot expires.' },
+  { key: 'changelog.num-retained.max', type: 'int', default: sameAs('snapshot.num-retained.max'), min: 1, description: 'Changelogs kept at most.' },
+  { key: 'changelog.time-retained', type: 'duration', default: sameAs('snapshot.time-retained'), description: 'Changelogs younger than this are kept.' },
+  { key: 'orphan-files.older-than', type: 'duration', default: '1 d', min: 1, description: 'Orphan cleanup deletes only unreferenced files older than this (a safety window for commits in flight).' },
+  // Consumers and streaming reads
+  { key: 'consumer-id', type: 'string', description: 'Consumer a streaming read records its progress under (consumer/consumer-<id>); expiry keeps what it has not read.' },
+  { key: 'consumer.expiration-time', type: 'duration', description: 'A consumer not updated for this long is removed and no longer holds back expiry (unset: never).' },
+  { key: 'consumer.ignore-progress', type: 'boolean', default: 'false', description: 'Start a streaming read from `scan.mode` even when its consumer has recorded progress.' },
+  {
+    key: 'scan.mode',
+    type: 'enum',
+    default: {
+      text: 'latest-full; from-snapshot when `scan.snapshot-id` or `scan.tag-name` is set; from-timestamp when `scan.timestamp-millis` is set',
+      compute: (get) =>
+        get('scan.snapshot-id') !== undefined || get('scan.tag-name') !== undefined
+          ? 'from-snapshot'
+          : get('scan.timestamp-millis') !== undefined
+            ? 'from-timestamp'
+            : 'latest-full',
+    },
+    allowed: SCAN_MODES,
+    description: 'Where a read starts: the full latest state then changes (latest-full, full), only new changes (latest), the earliest snapshot, a given snapshot (then changes, or its full state then changes) or a timestamp.',
+  },
+  { key: 'scan.snapshot-id', type: 'long', min: 1, description: 'Snapshot a from-snapshot / from-snapshot-full read starts at (a batch read reads it: time travel).' },
+  { key: 'scan.timestamp-millis', type: 'long', min: 0, description: 'Epoch milliseconds a from-timestamp read starts at: the first snapshot committed at or after it.' },
+  { key: 'scan.tag-name', type: 'string', description: 'Tag a from-snapshot read starts at (time travel by tag).' },
+  { key: 'scan.on-expired', type: 'enum', default: 'fail', allowed: ['fail', 'skip-to-earliest'], description: 'When a read\'s start or next snapshot has expired: fail naming the lost range, or explicitly accept the gap and continue at the earliest snapshot.' },
+  { key: 'incremental-between', type: 'list', check: incrementalBetween, description: 'Batch read of the changes between two snapshots (or tags), start exclusive: "s1,s2".' },
+  { key: 'incremental-between-scan-mode', type: 'enum', default: 'auto', allowed: ['auto', 'delta', 'changelog'], description: 'What `incremental-between` reads: changelog files when the table has a changelog producer (auto), the written delta, or the changelog.' },
+  { key: 'continuous.discovery-interval', type: 'duration', default: '10 s', min: 1, description: 'How often the local runtime looks for new snapshots for streaming consumers (on AWS discovery also runs after each commit).' },
+];
+
+/** Every per-column option. */
+export const FIELD_OPTIONS: readonly FieldOptionDecl[] = [
+  { suffix: 'aggregate-function', pattern: 'fields.<col>.aggregate-function', type: 'enum', allowed: AGGREGATE_FUNCTIONS, description: 'aggregation (and partial-update sequence groups): how the column\'s values of one key are combined; must fit the column type (sum, product on numbers; count on integers; min, max on ordered types; listagg on strings; bool_and, bool_or on booleans).' },
+  { suffix: 'ignore-retract', pattern: 'fields.<col>.ignore-retract', type: 'boolean', default: 'false', description: 'aggregation: -U/-D records leave the column unchanged instead of retracting from it.' },
+  { suffix: 'list-agg-delimiter', pattern: 'fields.<col>.list-agg-delimiter', type: 'string', default: ',', description: 'listagg: the text put between concatenated values.' },
+  { suffix: 'sequence-group', pattern: 'fields.<c1>,<c2>.sequence-group', type: 'list', columnList: true, description: 'partial-update: the listed columns (the value) are updated only by records whose c1,c2 are not older than the stored ones.' },
+];
+
+/** Paimon options that varve deliberately does not support, with the reason given to users. */
+export const UNSUPPORTED_OPTIONS: Readonly<Record<string, string>> = {
+  'deletion-vectors.enabled': 'varve has no deletion vectors; reads merge sorted runs',
+  'dynamic-bucket.target-row-num': 'varve supports fixed buckets only; set `bucket` to a number ≥ 1',
+  'dynamic-bucket.max-buckets': 'varve supports fixed buckets only; set `bucket` to a number ≥ 1',
+  'bucket-function.type': 'the bucket function is frozen (docs/BUCKETING.md)',
+  'rowkind.field': 'give the row kind per record (`_kind` in JSONL input) instead',
+};

@@ -1,0 +1,110 @@
+/**
+ * One commit attempt on a given base snapshot: assign sequence numbers, check conflicts, merge
+ * the base's manifests into the new base list, write the delta (and changelog) manifests and
+ * lists — all under fresh unique names — and build the snapshot that would reference them. Nothing
+ * written here is visible until the snapshot file is created; a failed attempt leaves orphans only.
+ */
+import type { MetadataFileNamer } from '../manifest/file-names';
+import { encodeManifestFiles, putManifestFiles, type ManifestCache } from '../manifest/manifest-file';
+import { writeManifestList } from '../manifest/manifest-list';
+import { mergeManifests } from '../manifest/merge';
+import { readDataManifests } from '../manifest/scan';
+import type { ManifestEntry, Snapshot } from '../manifest/types';
+import type { ObjectStore } from '../store/object-store';
+import { assignSequenceNumbers, type CommitOptions, type CommitRequest } from './commit-request';
+import { checkCommitConflicts } from './conflicts';
+
+/** The property holding a random id per commit call, so an ambiguous write can recognise itself. */
+export const COMMIT_UUID_PROPERTY = 'varve.commit-uuid';
+
+/** What every attempt of one commit call shares. */
+export interface CommitContext {
+  store: ObjectStore;
+  tablePath: string;
+  req: CommitRequest;
+  opts: CommitOptions;
+  namer: MetadataFileNamer;
+  commitUuid: string;
+  cache: ManifestCache;
+  now: () => number;
+}
+
+function rows(entries: readonly ManifestEntry[]): number {
+  return entries.reduce((s, e) => s + e.file.rowCount, 0);
+}
+
+/** Settles every promise, then throws the first failure in `order` of importance, if any. */
+async function allOrFirstError<T extends readonly unknown[]>(promises: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  // Waiting for all keeps a failed attempt from leaving writes running behind the caller's back.
+  const settled = await Promise.allSettled(promises);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}
+
+/**
+ * Writes everything snapshot `latest.id + 1` needs and returns that snapshot (not yet committed).
+ * The conflict checks run alongside the writes, to keep the time between reading the base and
+ * creating the snapshot short: a failed check leaves only unreferenced files behind.
+ */
+export async function planCommit(ctx: CommitContext, latest: Snapshot | undefined): Promise<Snapshot> {
+  const { store, tablePath, req, opts, namer, cache } = ctx;
+  const changes = assignSequenceNumbers(req, latest?.nextSequenceNumber ?? 0);
+  const previous = latest ? await readDataManifests(store, tablePath, latest) : [];
+
+  const writeOpts = { namer, targetFileSize: opts.manifestTargetFileSize, schemaId: req.schemaId };
+  const deltaFiles = encodeManifestFiles([...changes.deletes, ...changes.adds], writeOpts);
+  const changelogFiles = encodeManifestFiles(changes.changelog, writeOpts);
+  const [, , , baseManifestList, deltaManifestList, changelogManifestList] = await allOrFirstError<
+    [void, void, void, string, string, string | undefined]
+  >([
+    // First in the list: a real conflict is reported ahead of any write failure.
+    checkCommitConflicts({
+      store,
+      tablePath,
+      baseSnapshotId: latest?.id,
+      manifests: previous,
+      adds: changes.adds,
+      deletes: changes.deletes,
+      checkAppendFiles: opts.checkAppendFiles ?? true,
+      compareKeys: opts.compareKeys,
+      cache,
+    }),
+    putManifestFiles(store, tablePath, deltaFiles, cache),
+    putManifestFiles(store, tablePath, changelogFiles, cache),
+    // base(N) = merged state of N-1 = merge(base(N-1) + delta(N-1)).
+    mergeManifests(store, tablePath, previous, namer, {
+      targetFileSize: opts.manifestTargetFileSize,
+      mergeMinCount: opts.manifestMergeMinCount,
+      fullCompactionThresholdSize: opts.manifestFullCompactionThresholdSize,
+    }, cache).then((base) => writeManifestList(store, tablePath, base, namer)),
+    writeManifestList(store, tablePath, deltaFiles.map((f) => f.meta), namer),
+    changelogFiles.length > 0 ? writeManifestList(store, tablePath, changelogFiles.map((f) => f.meta), namer) : Promise.resolve(undefined),
+  ]);
+
+  const deltaRecordCount = rows(changes.adds) - rows(changes.deletes);
+  const snapshot: Snapshot = {
+    version: 1,
+    id: (latest?.id ?? 0) + 1,
+    schemaId: req.schemaId,
+    baseManifestList,
+    deltaManifestList,
+    commitUser: req.commitUser,
+    commitIdentifier: req.commitIdentifier,
+    commitKind: req.kind,
+    // Never earlier than the base: timeMillis is non-decreasing with the id, so time travel can
+    // binary-search it even when committers' clocks disagree.
+    timeMillis: Math.max(ctx.now(), latest?.timeMillis ?? 0),
+    totalRecordCount: (latest?.totalRecordCount ?? 0) + deltaRecordCount,
+    deltaRecordCount,
+    nextSequenceNumber: Math.max(changes.nextSequenceNumber, latest?.nextSequenceNumber ?? 0),
+    properties: { ...req.properties, [COMMIT_UUID_PROPERTY]: ctx.commitUuid },
+  };
+  if (changelogManifestList !== undefined) {
+    snapshot.changelogManifestList = changelogManifestList;
+    snapshot.changelogRecordCount = rows(changes.changelog);
+  }
+  const watermark = Math.max(latest?.watermark ?? -Infinity, req.watermark ?? -Infinity);
+  if (Number.isFinite(watermark)) snapshot.watermark = watermark;
+  return snapshot;
+}

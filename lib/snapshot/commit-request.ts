@@ -1,0 +1,183 @@
+/**
+ * What a commit carries (the request), how it is validated, and how its sequence numbers are
+ * assigned on a given base: batches get consecutive bases from the table's `nextSequenceNumber`,
+ * recomputed on every attempt because a lost race changes the base.
+ */
+import { InvalidArgumentError } from '../errors';
+import { describeEntry, fileIdentity } from '../manifest/file-entries';
+import type { DataFileMeta, JsonValue, ManifestEntry } from '../manifest/types';
+import type { ManifestCache } from '../manifest/manifest-file';
+import type { SnapshotManager } from './snapshot-manager';
+
+/** A data or changelog file of a commit, with where it lives. */
+export interface FileChange {
+  partition: string;
+  bucket: number;
+  totalBuckets: number;
+  file: DataFileMeta;
+}
+
+/** One writer batch; its files' sequence numbers are relative (0..rowCount-1), sequenceBase 0. */
+export interface CommitBatch {
+  rowCount: number;
+  newFiles: FileChange[];
+  changelogFiles: FileChange[];
+}
+
+/** Everything one commit adds, removes and says about itself. */
+export interface CommitRequest {
+  commitUser: string;
+  /** Derived from the commit's input, so that a retried commit recognises itself. */
+  commitIdentifier: string;
+  kind: 'APPEND' | 'COMPACT' | 'OVERWRITE';
+  schemaId: number;
+  /** APPEND/OVERWRITE: any number (group commit folds several writers' batches into one snapshot). */
+  batches?: CommitBatch[];
+  /** COMPACT/OVERWRITE: files removed (absolute sequence numbers). */
+  compactBefore?: FileChange[];
+  /** COMPACT/OVERWRITE: files added with absolute sequence numbers (base 0). */
+  compactAfter?: FileChange[];
+  /** COMPACT: changelog files produced by compaction (absolute sequence numbers). */
+  compactChangelog?: FileChange[];
+  properties?: Record<string, string>;
+  watermark?: number;
+  /**
+   * Commit a snapshot even when the request holds no file at all. Without it an empty request
+   * commits nothing and returns the latest snapshot: an empty snapshot would only make streams
+   * and expiry do work for nothing.
+   */
+  allowEmpty?: boolean;
+}
+
+/** How a commit retries, merges manifests and compares keys. */
+export interface CommitOptions {
+  /** Retries after lost races and retryable store errors (default 10). */
+  maxRetries?: number;
+  minRetryWaitMs?: number;
+  maxRetryWaitMs?: number;
+  /** Give up (CommitRetriesExhaustedError) once this much time has passed; no limit by default. */
+  timeoutMs?: number;
+  manifestTargetFileSize?: number;
+  manifestMergeMinCount?: number;
+  manifestFullCompactionThresholdSize?: number;
+  /** Orders primary keys (as stored in DataFileMeta.minKey/maxKey), for the level ≥ 1 overlap check. */
+  compareKeys: (a: JsonValue[], b: JsonValue[]) => number;
+  /** How many recent snapshots are searched for this commit's identifier (default 100). */
+  dedupLookback?: number;
+  /**
+   * Also check that an APPEND's files are not live already (Paimon's checkAppendFiles; default
+   * true): a replay older than the dedup window then fails instead of adding files twice. Costs
+   * reading the manifests of the touched partitions.
+   */
+  checkAppendFiles?: boolean;
+  now?: () => number;
+  onRetry?: (attempt: number, reason: string) => void;
+  /** Reuse across commits of one table (with `cacheSnapshots`) to skip re-reading the dedup window. */
+  snapshotManager?: SnapshotManager;
+  /** Reuse across commits of one table to read each manifest once. */
+  manifestCache?: ManifestCache;
+}
+
+/** The entries of a commit on one base, with sequence numbers made absolute. */
+export interface AssignedChanges {
+  adds: ManifestEntry[];
+  deletes: ManifestEntry[];
+  changelog: ManifestEntry[];
+  nextSequenceNumber: number;
+}
+
+function entry(kind: 'ADD' | 'DELETE', c: FileChange, file: DataFileMeta = c.file): ManifestEntry {
+  return { kind, partition: c.partition, bucket: c.bucket, totalBuckets: c.totalBuckets, file };
+}
+
+/**
+ * Assigns sequence numbers on a base whose `nextSequenceNumber` is `next`: each batch, in order,
+ * gets base = the running counter and advances it by its row count; compaction output keeps its
+ * absolute numbers and only raises the counter past its largest number.
+ */
+export function assignSequenceNumbers(req: CommitRequest, next: number): AssignedChanges {
+  const adds: ManifestEntry[] = [];
+  const changelog: ManifestEntry[] = [];
+  for (const batch of req.batches ?? []) {
+    const base = next;
+    const rebase = (f: DataFileMeta): DataFileMeta => ({
+      ...f,
+      sequenceBase: base,
+      minSequenceNumber: base + f.minSequenceNumber,
+      maxSequenceNumber: base + f.maxSequenceNumber,
+    });
+    for (const c of batch.newFiles) adds.push(entry('ADD', c, rebase(c.file)));
+    for (const c of batch.changelogFiles) changelog.push(entry('ADD', c, rebase(c.file)));
+    next += batch.rowCount;
+  }
+  for (const c of req.compactAfter ?? []) {
+    adds.push(entry('ADD', c));
+    next = Math.max(next, c.file.maxSequenceNumber + 1);
+  }
+  for (const c of req.compactChangelog ?? []) changelog.push(entry('ADD', c));
+  const deletes = (req.compactBefore ?? []).map((c) => entry('DELETE', c));
+  return { adds, deletes, changelog, nextSequenceNumber: next };
+}
+
+/** True when the request adds, removes and logs no file. */
+export function isEmptyRequest(req: CommitRequest): boolean {
+  const batchFiles = (req.batches ?? []).some((b) => b.newFiles.length > 0 || b.changelogFiles.length > 0);
+  return !batchFiles && !req.compactBefore?.length && !req.compactAfter?.length && !req.compactChangelog?.length;
+}
+
+function bad(message: string): never {
+  throw new InvalidArgumentError(`invalid commit request: ${message}`);
+}
+
+function checkFileChange(c: FileChange, where: string): void {
+  if (!Number.isSafeInteger(c.totalBuckets) || c.totalBuckets < 1) bad(`${where}: totalBuckets ${c.totalBuckets} must be an integer ≥ 1`);
+  if (!Number.isSafeInteger(c.bucket) || c.bucket < 0 || c.bucket >= c.totalBuckets) {
+    bad(`${where}: bucket ${c.bucket} is outside 0..${c.totalBuckets - 1}`);
+  }
+  if (typeof c.partition !== 'string') bad(`${where}: partition must be a string ('' when unpartitioned)`);
+  const f = c.file;
+  if (typeof f?.fileName !== 'string' || f.fileName === '' || f.fileName.includes('/')) bad(`${where}: fileName must be a plain file name`);
+  if (!Number.isSafeInteger(f.level) || f.level < 0) bad(`${where}: level ${f.level} must be an integer ≥ 0`);
+  if (!(f.minSequenceNumber <= f.maxSequenceNumber)) bad(`${where}: minSequenceNumber > maxSequenceNumber`);
+}
+
+/** Throws InvalidArgumentError unless the request is well formed for its kind. */
+export function validateCommitRequest(req: CommitRequest): void {
+  if (typeof req.commitUser !== 'string' || req.commitUser === '') bad('commitUser must be a non-empty string');
+  if (typeof req.commitIdentifier !== 'string' || req.commitIdentifier === '') bad('commitIdentifier must be a non-empty string');
+  if (!['APPEND', 'COMPACT', 'OVERWRITE'].includes(req.kind)) bad(`kind ${JSON.stringify(req.kind)} is not APPEND, COMPACT or OVERWRITE`);
+  if (!Number.isSafeInteger(req.schemaId) || req.schemaId < 0) bad(`schemaId ${req.schemaId} must be an integer ≥ 0`);
+  const hasCompact = !!(req.compactBefore?.length || req.compactAfter?.length || req.compactChangelog?.length);
+  const hasBatches = (req.batches ?? []).some((b) => b.newFiles.length > 0 || b.changelogFiles.length > 0 || b.rowCount > 0);
+  if (req.kind === 'APPEND' && hasCompact) bad('an APPEND commit carries batches only; use COMPACT or OVERWRITE to remove or rewrite files');
+  if (req.kind === 'COMPACT' && hasBatches) bad('a COMPACT commit carries compactBefore/compactAfter only; commit new data with APPEND');
+  (req.batches ?? []).forEach((b, i) => {
+    if (!Number.isSafeInteger(b.rowCount) || b.rowCount < 0) bad(`batch ${i}: rowCount ${b.rowCount} must be an integer ≥ 0`);
+    for (const c of [...b.newFiles, ...b.changelogFiles]) {
+      const where = `batch ${i}, file ${c.file?.fileName}`;
+      checkFileChange(c, where);
+      // Batch files number their rows 0..rowCount-1; the commit adds the base.
+      if (c.file.sequenceBase !== 0) bad(`${where}: sequenceBase must be 0 before commit (the commit assigns it)`);
+      if (c.file.minSequenceNumber < 0 || c.file.maxSequenceNumber >= b.rowCount) {
+        bad(`${where}: sequence numbers ${c.file.minSequenceNumber}..${c.file.maxSequenceNumber} fall outside the batch's 0..${b.rowCount - 1}`);
+      }
+    }
+  });
+  for (const [name, list] of [['compactBefore', req.compactBefore], ['compactAfter', req.compactAfter], ['compactChangelog', req.compactChangelog]] as const) {
+    for (const c of list ?? []) checkFileChange(c, `${name}, file ${c.file?.fileName}`);
+  }
+  // One commit names each file once: an ADD twice, or ADD and DELETE of one identity, is a bug.
+  const seen = new Set<string>();
+  const { adds, deletes, changelog } = assignSequenceNumbers(req, 0);
+  for (const e of [...adds, ...deletes]) {
+    const id = fileIdentity(e);
+    if (seen.has(id)) bad(`file ${describeEntry(e)} appears twice among the files the commit adds and removes`);
+    seen.add(id);
+  }
+  const logged = new Set<string>();
+  for (const e of changelog) {
+    const id = fileIdentity(e);
+    if (logged.has(id)) bad(`changelog file ${describeEntry(e)} appears twice`);
+    logged.add(id);
+  }
+}

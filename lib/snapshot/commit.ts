@@ -1,0 +1,206 @@
+/**
+ * The commit protocol (DESIGN.md "The commit protocol"), iceberg-rust style: one loop that
+ * reloads the latest snapshot, re-applies the request on it (sequence numbers, conflict checks,
+ * manifests under new names), creates `snapshot-<N>` with put-if-absent, and retries only what
+ * is retryable — a lost race for N, a 409, a store hiccup — with backoff, up to a bound.
+ * Idempotent on (commitUser, commitIdentifier, kind): a commit that already landed is found, not
+ * repeated.
+ */
+import { randomUUID } from 'node:crypto';
+import { CommitRetriesExhaustedError, InvalidArgumentError, isRetryable } from '../errors';
+import { MetadataFileNamer } from '../manifest/file-names';
+import type { Snapshot } from '../manifest/types';
+import type { ObjectStore } from '../store/object-store';
+import { COMMIT_UUID_PROPERTY, planCommit, type CommitContext } from './commit-plan';
+import { isEmptyRequest, validateCommitRequest, type CommitOptions, type CommitRequest } from './commit-request';
+import { snapshotBytes } from './snapshot-file';
+import { SnapshotManager } from './snapshot-manager';
+
+export type { CommitBatch, CommitOptions, CommitRequest, FileChange } from './commit-request';
+export { COMMIT_UUID_PROPERTY } from './commit-plan';
+
+/** What a commit call did. */
+export interface CommitResult {
+  /** The snapshot holding the commit (or, for a skipped empty commit, the latest snapshot). */
+  snapshot: Snapshot;
+  /** True when an earlier call with the same (commitUser, commitIdentifier, kind) had committed it. */
+  alreadyCommitted: boolean;
+  /** True when this call created the snapshot. */
+  committed: boolean;
+  /** Attempts at creating a snapshot file (1 when nothing raced). */
+  attempts: number;
+}
+
+const DEDUP_READ_CHUNK = 16;
+
+function sameCommit(s: Snapshot, req: CommitRequest): boolean {
+  return s.commitUser === req.commitUser && s.commitIdentifier === req.commitIdentifier && s.commitKind === req.kind;
+}
+
+/**
+ * Searches the newest `lookback` snapshots (newest first, stopping at the earliest one still
+ * present) for a commit with the request's identity.
+ */
+export async function findCommitted(sm: SnapshotManager, latest: Snapshot | undefined, req: CommitRequest, lookback: number): Promise<Snapshot | undefined> {
+  if (latest === undefined) return undefined;
+  if (sameCommit(latest, req)) return latest;
+  const lowest = Math.max(1, latest.id - lookback + 1);
+  for (let hi = latest.id - 1; hi >= lowest; hi -= DEDUP_READ_CHUNK) {
+    const ids: number[] = [];
+    for (let id = hi; id >= Math.max(lowest, hi - DEDUP_READ_CHUNK + 1); id--) ids.push(id);
+    const snapshots = await Promise.all(ids.map((id) => sm.tryRead(id)));
+    for (const s of snapshots) {
+      if (s === undefined) return undefined; // expired from here down: nothing older to search
+      if (sameCommit(s, req)) return s;
+    }
+  }
+  return undefined;
+}
+
+/** Retry bookkeeping: counts retries against maxRetries / timeoutMs and sleeps with backoff. */
+class RetryBudget {
+  retries = 0;
+  private readonly started = performance.now();
+
+  constructor(private readonly opts: CommitOptions) {}
+
+  async next(reason: string, cause?: unknown): Promise<void> {
+    this.retries++;
+    const max = this.opts.maxRetries ?? 10;
+    const elapsed = performance.now() - this.started;
+    if (this.retries > max || (this.opts.timeoutMs !== undefined && elapsed >= this.opts.timeoutMs)) {
+      throw new CommitRetriesExhaustedError(
+        `commit gave up after ${this.retries} attempts in ${Math.round(elapsed)} ms (last: ${reason}); ` +
+          'the table is busy — retry later, raise commit.max-retries / commit.timeout, or batch commits (group commit)',
+        { cause },
+      );
+    }
+    this.opts.onRetry?.(this.retries, reason);
+    const minWait = this.opts.minRetryWaitMs ?? 10;
+    const maxWait = this.opts.maxRetryWaitMs ?? 10_000;
+    const cap = Math.min(maxWait, minWait * 2 ** (this.retries - 1));
+    // Equal jitter: racing committers spread out instead of colliding again in lockstep.
+    const wait = Math.max(minWait, cap / 2 + (Math.random() * cap) / 2);
+    await new Promise((r) => setTimeout(r, wait));
+  }
+}
+
+type PublishOutcome = { committed: Snapshot } | { lostAt: number };
+
+/**
+ * Creates the snapshot file. Retries the same bytes on retryable errors; after any error the
+ * outcome is unknown, so the store is asked what snapshot N now holds before anything else.
+ */
+async function publish(ctx: CommitContext, sm: SnapshotManager, snapshot: Snapshot, budget: RetryBudget): Promise<PublishOutcome> {
+  const key = sm.snapshotKey(snapshot.id);
+  const bytes = snapshotBytes(snapshot);
+  for (;;) {
+    let error: unknown;
+    try {
+      // THE COMMIT POINT. Everything this snapshot references was written before, under unique
+      // names; creating snapshot-N if absent is the one atomic step that makes the commit
+      // visible. Losing (undefined) means another commit took N: nothing of ours is referenced.
+      const created = await ctx.store.putIfAbsent(key, bytes);
+      return created ? { committed: snapshot } : { lostAt: snapshot.id };
+    } catch (e) {
+      error = e;
+    }
+    // Ambiguous: the write may or may not have landed. Our commit uuid tells.
+    let there: Snapshot | undefined;
+    try {
+      there = await sm.tryRead(snapshot.id);
+    } catch {
+      throw error;
+    }
+    if (there !== undefined) {
+      return there.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid ? { committed: there } : { lostAt: snapshot.id };
+    }
+    if (!isRetryable(error)) throw error;
+    await budget.next(`writing snapshot ${snapshot.id}: ${(error as Error).message}`, error);
+  }
+}
+
+/**
+ * After losing snapshot `lostAt`: the newest snapshot, read forward from `lostAt`. On the way,
+ * a snapshot carrying our commit uuid is ours (an earlier ambiguous write that landed late), and
+ * one with our identity but another uuid is a concurrent duplicate of this commit that won.
+ */
+async function reloadAfterLostRace(
+  ctx: CommitContext,
+  sm: SnapshotManager,
+  lostAt: number,
+): Promise<{ latest: Snapshot; ours?: Snapshot; duplicate?: Snapshot }> {
+  let current = await sm.read(lostAt);
+  for (;;) {
+    if (current.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid) return { latest: current, ours: current };
+    if (sameCommit(current, ctx.req)) return { latest: current, duplicate: current };
+    const next = await sm.tryRead(current.id + 1);
+    if (next === undefined) return { latest: current };
+    current = next;
+  }
+}
+
+/**
+ * Commits `req` to the table at `tablePath`: returns the new snapshot, or the one an earlier
+ * call with the same identity created. Throws CommitConflictError on a real conflict (never
+ * retried), CommitRetriesExhaustedError when the retry budget runs out, and non-retryable store
+ * errors as they come (the commit may then have landed or not: call again with the same identity).
+ */
+export async function commit(store: ObjectStore, tablePath: string, req: CommitRequest, opts: CommitOptions): Promise<CommitResult> {
+  validateCommitRequest(req);
+  const sm = opts.snapshotManager ?? new SnapshotManager(store, tablePath);
+  const ctx: CommitContext = {
+    store,
+    tablePath,
+    req,
+    opts,
+    namer: new MetadataFileNamer(),
+    commitUuid: randomUUID(),
+    cache: opts.manifestCache ?? new Map(),
+    now: opts.now ?? Date.now,
+  };
+  const budget = new RetryBudget(opts);
+  let attempts = 0;
+  let latest: Snapshot | undefined;
+  let loaded = false;
+
+  for (;;) {
+    try {
+      if (!loaded) {
+        latest = await sm.latest();
+        if (isEmptyRequest(req) && !req.allowEmpty) {
+          if (latest === undefined) {
+            throw new InvalidArgumentError(
+              `nothing to commit to ${tablePath}: the request has no files and the table has no snapshot yet; ` +
+                'pass allowEmpty: true to create an empty snapshot',
+            );
+          }
+          return { snapshot: latest, alreadyCommitted: false, committed: false, attempts: 0 };
+        }
+        const earlier = await findCommitted(sm, latest, req, opts.dedupLookback ?? 100);
+        if (earlier !== undefined) return { snapshot: earlier, alreadyCommitted: true, committed: false, attempts: 0 };
+        loaded = true;
+      }
+      const snapshot = await planCommit(ctx, latest);
+      attempts++;
+      const outcome = await publish(ctx, sm, snapshot, budget);
+      if ('committed' in outcome) {
+        await sm.writeLatestHint(outcome.committed.id);
+        return { snapshot: outcome.committed, alreadyCommitted: false, committed: true, attempts };
+      }
+      const reloaded = await reloadAfterLostRace(ctx, sm, outcome.lostAt);
+      if (reloaded.ours) {
+        await sm.writeLatestHint(reloaded.latest.id);
+        return { snapshot: reloaded.ours, alreadyCommitted: false, committed: true, attempts };
+      }
+      if (reloaded.duplicate) return { snapshot: reloaded.duplicate, alreadyCommitted: true, committed: false, attempts };
+      latest = reloaded.latest;
+      await budget.next(`lost the race for snapshot ${outcome.lostAt}; retrying on snapshot ${latest.id}`);
+    } catch (e) {
+      if (!isRetryable(e) || e instanceof CommitRetriesExhaustedError) throw e;
+      // A store hiccup before the commit point: the same step again (the base is reloaded only
+      // if it was never read; a stale base just loses the race and reloads then).
+      await budget.next((e as Error).message, e);
+    }
+  }
+}

@@ -1,0 +1,214 @@
+/**
+ * Finding and reading a table's snapshots. Snapshot files are the truth; the LATEST and EARLIEST
+ * hints only save a listing and are checked before being trusted (Paimon's HintFileUtils):
+ * LATEST = N is trusted only when snapshot-N exists and snapshot-(N+1) does not, EARLIEST = N only
+ * when snapshot-N exists. Hint writes are best effort and never affect correctness.
+ */
+import { ObjectNotFoundError, SnapshotNotFoundError } from '../errors';
+import type { Snapshot } from '../manifest/types';
+import type { ObjectStore } from '../store/object-store';
+import { fromUtf8, utf8 } from '../store/object-store';
+import { earliestHintKey, latestHintKey, snapshotDir, snapshotKey } from '../manifest/table-paths';
+import { parseSnapshot } from './snapshot-file';
+
+const SNAPSHOT_NAME = /\/?snapshot-(\d+)$/;
+const CACHE_LIMIT = 1000;
+/** How often a lookup restarts when expiry deletes the snapshots it is looking at. */
+const EXPIRY_RACE_RETRIES = 5;
+
+/** Options of a SnapshotManager. */
+export interface SnapshotManagerOptions {
+  /**
+   * Keep the content of snapshots read (they are immutable once created and ids are never
+   * reused), so repeated lookups cost nothing. A cached snapshot may since have expired: use it
+   * for commits and duplicate detection, not for existence checks.
+   */
+  cacheSnapshots?: boolean;
+}
+
+/** The snapshots of one table (the `snapshot/` folder under `tablePath`). */
+export class SnapshotManager {
+  private readonly cache?: Map<number, Snapshot>;
+
+  constructor(
+    readonly store: ObjectStore,
+    readonly tablePath: string,
+    opts: SnapshotManagerOptions = {},
+  ) {
+    if (opts.cacheSnapshots) this.cache = new Map();
+  }
+
+  /** Key of `snapshot-<id>`. */
+  snapshotKey(id: number): string {
+    return snapshotKey(this.tablePath, id);
+  }
+
+  /** True when `snapshot-<id>` exists now (never answered from the cache). */
+  async exists(id: number): Promise<boolean> {
+    return (await this.store.head(this.snapshotKey(id))) !== undefined;
+  }
+
+  /** Snapshot `id`, or undefined when it does not exist (never created, or expired). */
+  async tryRead(id: number): Promise<Snapshot | undefined> {
+    const cached = this.cache?.get(id);
+    if (cached !== undefined) return cached;
+    const key = this.snapshotKey(id);
+    let body: Uint8Array;
+    try {
+      body = (await this.store.get(key)).body;
+    } catch (e) {
+      if (e instanceof ObjectNotFoundError) return undefined;
+      throw e;
+    }
+    const s = parseSnapshot(body, `snapshot file ${key}`, id);
+    if (this.cache) {
+      if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value as number);
+      this.cache.set(id, s);
+    }
+    return s;
+  }
+
+  /** Snapshot `id`; SnapshotNotFoundError naming the available range when it does not exist. */
+  async read(id: number): Promise<Snapshot> {
+    const s = await this.tryRead(id);
+    if (s !== undefined) return s;
+    const [earliest, latest] = await Promise.all([this.earliestId(), this.latestId()]);
+    if (earliest === undefined || latest === undefined) {
+      throw new SnapshotNotFoundError(`snapshot ${id} does not exist: table ${this.tablePath} has no snapshot yet; commit data first`);
+    }
+    const why = id < earliest ? 'it has expired' : 'it has not been committed';
+    throw new SnapshotNotFoundError(
+      `snapshot ${id} does not exist (${why}); available snapshots of ${this.tablePath} are ${earliest}..${latest}`,
+      { earliest, latest },
+    );
+  }
+
+  /** Every snapshot id present, ascending (by listing). */
+  async listIds(): Promise<number[]> {
+    const ids: number[] = [];
+    for await (const o of this.store.list(snapshotDir(this.tablePath))) {
+      // Non-numeric names (hints, temp files) are not snapshots.
+      const m = SNAPSHOT_NAME.exec(o.key);
+      if (m) ids.push(Number(m[1]));
+    }
+    return ids.sort((a, b) => a - b);
+  }
+
+  private async readHint(key: string): Promise<number | undefined> {
+    try {
+      const text = fromUtf8((await this.store.get(key)).body).trim();
+      return /^\d+$/.test(text) ? Number(text) : undefined;
+    } catch {
+      // A hint that cannot be read is no hint: fall back to listing.
+      return undefined;
+    }
+  }
+
+  /** Id of the newest snapshot, or undefined for a table with none. */
+  async latestId(): Promise<number | undefined> {
+    const hint = await this.readHint(latestHintKey(this.tablePath));
+    if (hint !== undefined && hint > 0) {
+      const [here, next] = await Promise.all([this.exists(hint), this.exists(hint + 1)]);
+      if (here && !next) return hint;
+    }
+    const ids = await this.listIds();
+    if (ids.length === 0) return undefined;
+    let id = ids[ids.length - 1];
+    // A commit may have landed after the listing was taken.
+    while (await this.exists(id + 1)) id++;
+    return id;
+  }
+
+  /** Id of the oldest snapshot still present, or undefined for a table with none. */
+  async earliestId(): Promise<number | undefined> {
+    const hint = await this.readHint(earliestHintKey(this.tablePath));
+    if (hint !== undefined && hint > 0 && (await this.exists(hint))) return hint;
+    const ids = await this.listIds();
+    return ids.length === 0 ? undefined : ids[0];
+  }
+
+  /** The newest snapshot, or undefined for a table with none. */
+  async latest(): Promise<Snapshot | undefined> {
+    for (let i = 0; i < EXPIRY_RACE_RETRIES; i++) {
+      const id = await this.latestId();
+      if (id === undefined) return undefined;
+      // latestId checked that id+1 did not exist; a commit landing since makes this answer
+      // stale, never wrong (a commit on it loses the race and reloads).
+      const s = await this.tryRead(id);
+      if (s !== undefined) return s;
+    }
+    throw new SnapshotNotFoundError(`the latest snapshot of ${this.tablePath} kept disappearing while being read; retry`);
+  }
+
+  /** The oldest snapshot still present, or undefined; retried when expiry deletes it meanwhile. */
+  async earliest(): Promise<Snapshot | undefined> {
+    for (let i = 0; i < EXPIRY_RACE_RETRIES; i++) {
+      const id = await this.earliestId();
+      if (id === undefined) return undefined;
+      const s = await this.tryRead(id);
+      if (s !== undefined) return s;
+    }
+    throw new SnapshotNotFoundError(`the earliest snapshot of ${this.tablePath} kept expiring while being read; retry`);
+  }
+
+  /**
+   * The newest snapshot at or after `fromId` that exists, reading forward while the next exists;
+   * SnapshotNotFoundError when `fromId` itself is absent.
+   */
+  async walkForward(fromId: number): Promise<Snapshot> {
+    let current = await this.read(fromId);
+    for (;;) {
+      const next = await this.tryRead(current.id + 1);
+      if (next === undefined) return current;
+      current = next;
+    }
+  }
+
+  /**
+   * The newest snapshot committed at or before `timeMillis`, or undefined when every present
+   * snapshot is newer. Binary search on timeMillis (non-decreasing with the id, which the commit
+   * guarantees); restarts when expiry removes the snapshots under it.
+   */
+  async snapshotAtOrBefore(timeMillis: number): Promise<Snapshot | undefined> {
+    for (let attempt = 0; attempt < EXPIRY_RACE_RETRIES; attempt++) {
+      const earliest = await this.earliest();
+      if (earliest === undefined || earliest.timeMillis > timeMillis) return undefined;
+      const latest = await this.latest();
+      if (latest === undefined) return undefined;
+      if (latest.timeMillis <= timeMillis) return latest;
+      // Invariant: time(lo) <= timeMillis < time(hi).
+      let lo = earliest;
+      let hi = latest.id;
+      let raced = false;
+      while (hi - lo.id > 1) {
+        const mid = await this.tryRead(Math.floor((lo.id + hi) / 2));
+        if (mid === undefined) {
+          raced = true; // expired under us: the range moved, start again
+          break;
+        }
+        if (mid.timeMillis <= timeMillis) lo = mid;
+        else hi = mid.id;
+      }
+      if (!raced) return lo;
+    }
+    throw new SnapshotNotFoundError(`snapshots of ${this.tablePath} kept expiring during a time lookup; retry`);
+  }
+
+  private async writeHint(key: string, id: number): Promise<void> {
+    try {
+      await this.store.put(key, utf8(String(id)));
+    } catch {
+      // Hints are best effort: a missing or stale hint only costs the next reader a listing.
+    }
+  }
+
+  /** Records `id` as the LATEST hint (best effort, errors swallowed). */
+  writeLatestHint(id: number): Promise<void> {
+    return this.writeHint(latestHintKey(this.tablePath), id);
+  }
+
+  /** Records `id` as the EARLIEST hint (best effort, errors swallowed). */
+  writeEarliestHint(id: number): Promise<void> {
+    return this.writeHint(earliestHintKey(this.tablePath), id);
+  }
+}

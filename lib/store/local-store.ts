@@ -1,0 +1,328 @@
+/**
+ * The object store in a local folder (varve's default warehouse). Objects are files; a write goes
+ * to a temp file that is fsynced and then linked or renamed into place, so a reader sees either
+ * the old object or the whole new one, never a partial file, also across processes.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { link, lstat, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { InvalidArgumentError, InvalidKeyError, ObjectNotFoundError, StoreUnavailableError, VarveError } from '../errors';
+import { checkByteRange, clampByteRange } from './byte-range';
+import { contentEtag, sameEtag } from './etag';
+import { errnoCode, isNotFound, unlinkIfPresent } from './local-fs';
+import { acquireKeyLock, type HeldKeyLock } from './local-key-lock';
+import { checkKeyPrefix, checkObjectKey, compareObjectKeys, isReservedSegment } from './object-key';
+import type { ObjectInfo, ObjectStore, StoredObject } from './object-store';
+
+/** How many file etags `head` remembers, keyed by inode, size and times. */
+const ETAG_CACHE_SIZE = 4096;
+
+/** Cuts a file name to at most `maxBytes` of UTF-8 without splitting a character. */
+function truncateUtf8(name: string, maxBytes: number): string {
+  let out = '';
+  let bytes = 0;
+  for (const ch of name) {
+    bytes += Buffer.byteLength(ch);
+    if (bytes > maxBytes) break;
+    out += ch;
+  }
+  return out;
+}
+
+/** A plain Uint8Array view of a Buffer, so callers compare bodies without Buffer's subclass. */
+function asBytes(buf: Buffer): Uint8Array {
+  return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
+/** An object store over the folder `rootDir` (created on the first write when missing). */
+export class LocalStore implements ObjectStore {
+  /** Absolute path of the root folder. */
+  readonly root: string;
+  readonly uri: string;
+  private readonly staleLockMs: number;
+  private readonly etagCache = new Map<string, { stamp: string; etag: string }>();
+
+  constructor(rootDir: string, opts: { staleLockMs?: number } = {}) {
+    if (typeof rootDir !== 'string' || rootDir === '') {
+      throw new InvalidArgumentError('LocalStore needs a folder path, e.g. new LocalStore("./warehouse")');
+    }
+    this.root = resolve(rootDir);
+    // '%' is escaped so that openStore can tell a literal path from a percent-encoded file URL.
+    this.uri = `file://${this.root.replaceAll('%', '%25')}`;
+    this.staleLockMs = opts.staleLockMs ?? 30_000;
+  }
+
+  async get(key: string): Promise<StoredObject> {
+    const path = this.pathOf(key);
+    let fh: FileHandle | undefined;
+    try {
+      fh = await open(path, 'r');
+      const st = await fh.stat();
+      // Reading through the one open handle keeps bytes and mtime of the same file version.
+      const body = await fh.readFile();
+      return { body: asBytes(body), etag: contentEtag(body), lastModified: st.mtimeMs };
+    } catch (e) {
+      if (isNotFound(e)) throw new ObjectNotFoundError(key, { cause: e });
+      throw this.fsError(e, 'get', key);
+    } finally {
+      await fh?.close();
+    }
+  }
+
+  async getRange(key: string, start: number, end: number): Promise<Uint8Array> {
+    checkByteRange(key, start, end);
+    const path = this.pathOf(key);
+    let fh: FileHandle | undefined;
+    try {
+      fh = await open(path, 'r');
+      const st = await fh.stat();
+      if (st.isDirectory()) throw new ObjectNotFoundError(key);
+      const [from, to] = clampByteRange(start, end, st.size);
+      const out = new Uint8Array(to - from);
+      for (let done = 0; done < out.length; ) {
+        const { bytesRead } = await fh.read(out, done, out.length - done, from + done);
+        if (bytesRead === 0) break; // objects are replaced by rename, never truncated in place
+        done += bytesRead;
+      }
+      return out;
+    } catch (e) {
+      if (e instanceof ObjectNotFoundError) throw e;
+      if (isNotFound(e)) throw new ObjectNotFoundError(key, { cause: e });
+      throw this.fsError(e, 'getRange', key);
+    } finally {
+      await fh?.close();
+    }
+  }
+
+  async head(key: string): Promise<(ObjectInfo & { etag: string }) | undefined> {
+    const path = this.pathOf(key);
+    try {
+      return await this.describe(key, path);
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw this.fsError(e, 'head', key);
+    }
+  }
+
+  async put(key: string, body: Uint8Array): Promise<{ etag: string }> {
+    const path = this.pathOf(key);
+    await this.ensureFolder(dirname(path), key);
+    const tmp = await this.writeTemp(path, body).catch((e) => Promise.reject(this.fsError(e, 'put', key)));
+    try {
+      // Under the key lock so that a concurrent compare-and-swap cannot land between its compare and its rename.
+      const lock = await this.lock(path, key);
+      try {
+        await rename(tmp, path);
+      } finally {
+        await lock.release();
+      }
+    } catch (e) {
+      await unlinkIfPresent(tmp);
+      throw this.fsError(e, 'put', key);
+    }
+    return { etag: contentEtag(body) };
+  }
+
+  async putIfAbsent(key: string, body: Uint8Array): Promise<{ etag: string } | undefined> {
+    const path = this.pathOf(key);
+    await this.ensureFolder(dirname(path), key);
+    const tmp = await this.writeTemp(path, body).catch((e) => Promise.reject(this.fsError(e, 'putIfAbsent', key)));
+    try {
+      // link() creates the name only if it does not exist, atomically: this is the create-only commit.
+      await link(tmp, path);
+      return { etag: contentEtag(body) };
+    } catch (e) {
+      if (errnoCode(e) !== 'EEXIST') throw this.fsError(e, 'putIfAbsent', key);
+      if (await this.isFolder(path)) throw this.folderClash(key);
+      return undefined;
+    } finally {
+      await unlinkIfPresent(tmp);
+    }
+  }
+
+  async putIfMatch(key: string, body: Uint8Array, etag: string): Promise<{ etag: string } | undefined> {
+    const path = this.pathOf(key);
+    let tmp: string;
+    try {
+      // Written before the lock is taken, to keep the critical section to compare + rename.
+      tmp = await this.writeTemp(path, body);
+    } catch (e) {
+      if (isNotFound(e)) throw new ObjectNotFoundError(key, { cause: e }); // not even its folder exists
+      throw this.fsError(e, 'putIfMatch', key);
+    }
+    let renamed = false;
+    try {
+      const lock = await this.lock(path, key);
+      try {
+        const current = await this.describe(key, path);
+        if (!sameEtag(current.etag, etag)) return undefined;
+        await rename(tmp, path);
+        renamed = true;
+        return { etag: contentEtag(body) };
+      } finally {
+        await lock.release();
+      }
+    } catch (e) {
+      if (isNotFound(e)) throw new ObjectNotFoundError(key, { cause: e });
+      throw this.fsError(e, 'putIfMatch', key);
+    } finally {
+      if (!renamed) await unlinkIfPresent(tmp);
+    }
+  }
+
+  async *list(prefix: string): AsyncIterable<ObjectInfo> {
+    checkKeyPrefix(prefix);
+    const slash = prefix.lastIndexOf('/');
+    yield* this.walk(slash < 0 ? '' : prefix.slice(0, slash), prefix);
+  }
+
+  async delete(key: string): Promise<void> {
+    const path = this.pathOf(key);
+    let lock: HeldKeyLock;
+    try {
+      lock = await this.lock(path, key);
+    } catch (e) {
+      if (isNotFound(e)) return; // no folder, so no object
+      throw this.fsError(e, 'delete', key);
+    }
+    try {
+      await unlink(path);
+    } catch (e) {
+      // EISDIR/EPERM: the key names a folder of other keys, not an object; nothing to delete.
+      if (!isNotFound(e) && errnoCode(e) !== 'EPERM') throw this.fsError(e, 'delete', key);
+    } finally {
+      await lock.release();
+    }
+  }
+
+  /** Yields the objects under folder `dirKey` whose keys start with `prefix`, in key order. */
+  private async *walk(dirKey: string, prefix: string): AsyncGenerator<ObjectInfo> {
+    const dirPath = dirKey === '' ? this.root : join(this.root, ...dirKey.split('/'));
+    let entries;
+    try {
+      entries = await readdir(dirPath, { withFileTypes: true });
+    } catch (e) {
+      if (isNotFound(e)) return;
+      throw this.fsError(e, 'list', prefix);
+    }
+    // A folder sorts as "name/": then walking folders depth-first yields keys in global key order.
+    const sorted = entries
+      .filter((d) => !isReservedSegment(d.name))
+      .map((d) => ({ d, sortName: d.isDirectory() ? `${d.name}/` : d.name }))
+      .sort((a, b) => compareObjectKeys(a.sortName, b.sortName));
+    for (const { d, sortName } of sorted) {
+      const key = dirKey === '' ? d.name : `${dirKey}/${d.name}`;
+      if (d.isDirectory()) {
+        const asPrefix = dirKey === '' ? sortName : `${dirKey}/${sortName}`;
+        if (asPrefix.startsWith(prefix) || prefix.startsWith(asPrefix)) yield* this.walk(key, prefix);
+        continue;
+      }
+      if (!key.startsWith(prefix)) continue;
+      let st;
+      try {
+        st = await stat(join(dirPath, d.name));
+      } catch (e) {
+        if (isNotFound(e)) continue; // deleted since readdir
+        throw this.fsError(e, 'list', prefix);
+      }
+      if (st.isFile()) yield { key, size: st.size, lastModified: st.mtimeMs };
+    }
+  }
+
+  /** Size, mtime and etag of the file at `path`; the etag is cached per file version. */
+  private async describe(key: string, path: string): Promise<ObjectInfo & { etag: string }> {
+    const fh = await open(path, 'r');
+    try {
+      const st = await fh.stat({ bigint: true });
+      if (st.isDirectory()) throw Object.assign(new Error(`${path} is a folder`), { code: 'EISDIR' });
+      // Every write renames a fresh inode into place, so inode + size + times identify a version.
+      const stamp = `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+      const cached = this.etagCache.get(path);
+      let etag = cached?.stamp === stamp ? cached.etag : undefined;
+      if (etag === undefined) {
+        etag = contentEtag(await fh.readFile());
+        this.etagCache.delete(path);
+        this.etagCache.set(path, { stamp, etag });
+        if (this.etagCache.size > ETAG_CACHE_SIZE) this.etagCache.delete(this.etagCache.keys().next().value!);
+      }
+      return { key, size: Number(st.size), lastModified: Number(st.mtimeMs), etag };
+    } finally {
+      await fh.close();
+    }
+  }
+
+  private pathOf(key: string): string {
+    checkObjectKey(key);
+    return join(this.root, ...key.split('/'));
+  }
+
+  /** Writes `body` to a fresh, fsynced temp file beside `path` and returns the temp's path; raw fs errors. */
+  private async writeTemp(path: string, body: Uint8Array): Promise<string> {
+    const name = path.slice(dirname(path).length + 1);
+    // Starts with '.' and ends with '.tmp': list() skips it, and the name stays under 255 bytes.
+    const tmp = join(dirname(path), `.${truncateUtf8(name, 100)}.${randomUUID()}.tmp`);
+    let fh: FileHandle | undefined;
+    try {
+      fh = await open(tmp, 'wx');
+      await fh.writeFile(body);
+      await fh.sync();
+    } catch (e) {
+      await fh?.close();
+      fh = undefined;
+      await unlinkIfPresent(tmp);
+      throw e;
+    } finally {
+      await fh?.close();
+    }
+    return tmp;
+  }
+
+  private lock(path: string, key: string): Promise<HeldKeyLock> {
+    const name = path.slice(dirname(path).length + 1);
+    // One lock file per key; names too long for `.<name>.lock` use a digest instead.
+    const lockName =
+      Buffer.byteLength(name) <= 240 ? name : createHash('sha256').update(key).digest('hex').slice(0, 40);
+    return acquireKeyLock(join(dirname(path), `.${lockName}.lock`), this.staleLockMs);
+  }
+
+  private async isFolder(path: string): Promise<boolean> {
+    try {
+      return (await lstat(path)).isDirectory();
+    } catch (e) {
+      if (isNotFound(e)) return false; // deleted since: the key did exist when our link failed
+      throw e;
+    }
+  }
+
+  private async ensureFolder(dir: string, key: string): Promise<void> {
+    try {
+      await mkdir(dir, { recursive: true });
+    } catch (e) {
+      if (errnoCode(e) === 'ENOTDIR' || errnoCode(e) === 'EEXIST') throw this.folderClash(key);
+      throw this.fsError(e, 'mkdir', key);
+    }
+  }
+
+  private folderClash(key: string): InvalidKeyError {
+    return new InvalidKeyError(
+      `cannot store ${key} in the folder store ${this.root}: a key there cannot be both an object and a folder ` +
+        `of other keys (like "a" and "a/b"); rename one of them`,
+    );
+  }
+
+  /** Wraps a file-system error of `op` on `key` in the store's taxonomy. */
+  private fsError(e: unknown, op: string, key: string): Error {
+    if (e instanceof VarveError) return e;
+    const code = errnoCode(e);
+    if (code === 'ENAMETOOLONG') {
+      return new InvalidKeyError(`key ${key} is too long for a local folder (255 bytes per segment); shorten it`);
+    }
+    if (code === 'EISDIR') return this.folderClash(key);
+    return new StoreUnavailableError(
+      `folder store ${this.root}: ${op} ${key} failed (${code ?? 'unknown error'}); ` +
+        `check that the folder exists, is writable and the disk is not full`,
+      { cause: e },
+    );
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * Consumer positions as table files: `consumer/consumer-<id>` holds `nextSnapshot`, the first
+ * snapshot the consumer still needs — every snapshot below it has been fully delivered to its
+ * sink. Expiry never removes a snapshot at or after the smallest live consumer's `nextSnapshot`.
+ */
+import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError } from '../errors';
+import { fromUtf8, listAll, utf8, type ObjectStore } from '../store/object-store';
+
+/** A bucket with planned splits not yet known to be delivered. */
+export interface ConsumerBucketProgress {
+  /** No split of this (partition, bucket) below this snapshot is undelivered. */
+  nextSnapshot: number;
+  /** The newest snapshot discovery planned a split of this bucket for. */
+  lastPlanned: number;
+}
+
+/** The JSON content of a consumer file. */
+export interface ConsumerState {
+  nextSnapshot: number;
+  /** Epoch ms of the last change of the position (also what consumer expiration looks at). */
+  lastUpdated: number;
+  /** Highest snapshot discovery has planned splits for (discovery's own progress). */
+  plannedSnapshot?: number;
+  /**
+   * Buckets (`[partition/]bucket-<n>`) with undelivered planned splits, folded into nextSnapshot
+   * from the progress readers record; a bucket leaves the map once everything planned is delivered.
+   */
+  buckets?: Record<string, ConsumerBucketProgress>;
+  /** Identity of the consumer's current stream; a reset starts a new run and readers drop older messages. */
+  run?: string;
+  /** The snapshot whose full state is the stream's first delivery (scan.mode latest-full, from-snapshot-full). */
+  fullSnapshot?: number;
+  /** Snapshots with file lists sent by reference, deleted once the consumer has moved past them. */
+  splitRefs?: number[];
+}
+
+export interface Consumer extends ConsumerState {
+  id: string;
+  etag: string;
+}
+
+const CONSUMER_ID = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
+
+/** Throws InvalidArgumentError unless `id` is a safe consumer id. */
+export function checkConsumerId(id: string): void {
+  if (!CONSUMER_ID.test(id) || id.includes('..')) {
+    throw new InvalidArgumentError(`consumer id "${id}" is not valid; use letters, digits, '_', '-' and '.' (at most 128 characters)`);
+  }
+}
+
+function consumerKeyOf(tablePath: string, id: string): string {
+  return `${tablePath}/consumer/consumer-${id}`;
+}
+
+/** Reads a consumer, or undefined when it does not exist. */
+export async function readConsumer(store: ObjectStore, tablePath: string, id: string): Promise<Consumer | undefined> {
+  checkConsumerId(id);
+  const key = consumerKeyOf(tablePath, id);
+  try {
+    const obj = await store.get(key);
+    let state: ConsumerState;
+    try {
+      state = JSON.parse(fromUtf8(obj.body)) as ConsumerState;
+    } catch (e) {
+      throw new CorruptMetadataError(`consumer file ${key} is not valid JSON`, { cause: e });
+    }
+    if (!Number.isInteger(state.nextSnapshot)) throw new CorruptMetadataError(`consumer file ${key} has no integer nextSnapshot`);
+    return { ...state, lastUpdated: state.lastUpdated ?? obj.lastModified, id, etag: obj.etag };
+  } catch (e) {
+    if (e instanceof ObjectNotFoundError) return undefined;
+    throw e;
+  }
+}
+
+/**
+ * Writes a consumer state. With `expectEtag` the write is a compare-and-swap (returns false when
+ * someone else moved the consumer first); with `null` it must not exist yet.
+ */
+export async function writeConsumer(
+  store: ObjectStore,
+  tablePath: string,
+  id: string,
+  state: ConsumerState,
+  expectEtag?: string | null,
+): Promise<boolean> {
+  checkConsumerId(id);
+  const key = consumerKeyOf(tablePath, id);
+  const body = utf8(JSON.stringify(state));
+  if (expectEtag === undefined) {
+    await store.put(key, body);
+    return true;
+  }
+  if (expectEtag === null) return (await store.putIfAbsent(key, body)) !== undefined;
+  try {
+    return (await store.putIfMatch(key, body, expectEtag)) !== undefined;
+  } catch (e) {
+    if (e instanceof ObjectNotFoundError) return false;
+    throw e;
+  }
+}
+
+/** Every consumer of a table. */
+export async function listConsumers(store: ObjectStore, tablePath: string): Promise<Consumer[]> {
+  const prefix = `${tablePath}/consumer/consumer-`;
+  const out: Consumer[] = [];
+  for (const o of await listAll(store, prefix)) {
+    const id = o.key.slice(prefix.length);
+    if (!CONSUMER_ID.test(id)) continue;
+    const c = await readConsumer(store, tablePath, id);
+    if (c) out.push(c);
+  }
+  return out.sort((a, b) => a.id.localeCompare(b.id));
+}
+
+/** Removes a consumer (it no longer holds back expiry). */
+export async function deleteConsumer(store: ObjectStore, tablePath: string, id: string): Promise<void> {
+  checkConsumerId(id);
+  await store.delete(consumerKeyOf(tablePath, id));
+}

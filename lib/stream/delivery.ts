@@ -1,0 +1,113 @@
+/**
+ * Delivering one split message to a sink, the step every reader shares (the in-process reader
+ * and the Lambda handler): drop what is stale or already delivered, refuse a split whose
+ * predecessor in its bucket was lost, read the split, hand it to the sink, record the bucket's
+ * progress. At-least-once towards the sink; a sink with idempotent writes (a varve table with
+ * commit identifiers) makes it exactly-once.
+ */
+import type * as arrow from 'apache-arrow';
+import { InvalidArgumentError, VarveError } from '../errors';
+import type { Table } from '../table/table';
+import { readConsumer, type Consumer } from './consumer';
+import { bucketKey, readBucketProgress, writeBucketProgress, type BucketProgress } from './progress';
+import { describeSplit, readSplit, type SplitKind } from './split';
+import { loadSplitMessage, parseSplitMessage, type SplitEnvelope } from './split-message';
+
+/** The rows one split delivers: one (partition, bucket) of one snapshot, in change order. */
+export interface ChangeBatch {
+  table: Table;
+  consumerId: string;
+  snapshotId: number;
+  partition: string;
+  bucket: number;
+  kind: SplitKind;
+  /** Table columns, `_SEQUENCE_NUMBER` (absolute) and `_VALUE_KIND`, in the order the changes happened. */
+  data: arrow.Table;
+  /** `<consumer>/<snapshot>/<partition>/<bucket>`: stable across redeliveries, for idempotent sinks. */
+  splitId: string;
+}
+
+/** Where a consumer's changes go. `write` may be called again with the same split after a failure. */
+export interface StreamSink {
+  write(batch: ChangeBatch): Promise<void>;
+}
+
+/**
+ * A split whose predecessor in its bucket was never delivered (it went to the dead-letter queue):
+ * delivering it would skip changes, so the bucket stops until the lost split is redriven.
+ */
+export class SplitGapError extends VarveError {
+  constructor(message: string) {
+    super(message, { kind: 'precondition', retryable: true });
+  }
+}
+
+/** What happened to one message. */
+export type DeliveryOutcome = 'delivered' | 'duplicate' | 'stale';
+
+/** The stable id of a split for a consumer. */
+export function splitIdOf(consumerId: string, snapshotId: number, partition: string, bucket: number): string {
+  return `${consumerId}/${snapshotId}/${partition}/${bucket}`;
+}
+
+/**
+ * Delivers the split messages of one receive (one batch): the consumer file is read once, each
+ * bucket's progress once, so a batch costs one read per bucket plus the split's files.
+ */
+export class BatchDelivery {
+  private consumer?: Promise<Consumer | undefined>;
+  private readonly progress = new Map<string, Promise<BucketProgress | undefined>>();
+
+  constructor(
+    readonly table: Table,
+    readonly consumerId: string,
+    readonly sink: StreamSink,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Delivers one message body; throws when it must be retried (the caller fails it and the rest of its group). */
+  async deliver(body: string): Promise<DeliveryOutcome> {
+    const m = parseSplitMessage(body);
+    if (m.tablePath !== this.table.path || m.consumerId !== this.consumerId) {
+      throw new InvalidArgumentError(
+        `a split for ${m.table} consumer ${m.consumerId} reached the reader of ${this.table.name} consumer ${this.consumerId}; ` +
+          'each consumer needs its own split queue',
+      );
+    }
+    const consumer = await (this.consumer ??= readConsumer(this.table.store, this.table.path, this.consumerId));
+    // A deleted consumer or a reset one (new run): the message belongs to a stream that is gone.
+    if (consumer === undefined || consumer.run !== m.run) return 'stale';
+    const key = bucketKey(m.partition, m.bucket);
+    let progress = this.progress.get(key);
+    if (!progress) this.progress.set(key, (progress = readBucketProgress(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket)));
+    const p = await progress;
+    const delivered = p?.run === m.run ? p.snapshot : undefined;
+    // Already delivered (a copy from a discovery that lost its race, or an ack that was lost).
+    if (delivered !== undefined && m.snapshotId <= delivered) return 'duplicate';
+    if (m.prev !== undefined && (delivered === undefined || delivered < m.prev)) throw gapError(m, delivered);
+    const split = await loadSplitMessage(this.table.store, m);
+    const data = await readSplit(this.table, split);
+    await this.sink.write({
+      table: this.table,
+      consumerId: this.consumerId,
+      snapshotId: m.snapshotId,
+      partition: m.partition,
+      bucket: m.bucket,
+      kind: m.kind,
+      data,
+      splitId: splitIdOf(this.consumerId, m.snapshotId, m.partition, m.bucket),
+    });
+    const next: BucketProgress = { run: m.run, snapshot: m.snapshotId, updated: this.now() };
+    await writeBucketProgress(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket, next);
+    this.progress.set(key, Promise.resolve(next));
+    return 'delivered';
+  }
+}
+
+function gapError(m: SplitEnvelope, delivered: number | undefined): SplitGapError {
+  return new SplitGapError(
+    `${describeSplit(m)} of ${m.table} follows the split of snapshot ${m.prev}, which consumer ${m.consumerId} never ` +
+      `received (last delivered: ${delivered ?? 'none'}); it is probably in the dead-letter queue. Redrive the dead-letter ` +
+      'queue so the bucket can continue in order',
+  );
+}

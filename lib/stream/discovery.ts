@@ -1,0 +1,210 @@
+/**
+ * Discovery: one run reads a consumer's position, folds in what readers delivered, plans the
+ * splits of every new snapshot (up to a bound), sends them to the split queue and records how far
+ * it planned with a compare-and-swap on the consumer file.
+ *
+ * Sends come before the conditional write. A run that crashes or loses the write has sent splits
+ * the next run plans again under the same deduplication ids (consumer/snapshot/partition/bucket):
+ * the queue drops them within its deduplication window, and readers drop any later copy because
+ * their bucket's progress is already past it. Recording first and sending after could instead
+ * lose splits for good.
+ */
+import { randomUUID } from 'node:crypto';
+import { listAll } from '../store/object-store';
+import type { Table } from '../table/table';
+import { readConsumer, writeConsumer, type Consumer, type ConsumerState } from './consumer';
+import { bucketKey, foldProgress, nextSnapshotOf } from './progress';
+import { encodeSplitMessage, splitRefPrefix, type SplitMessage } from './split-message';
+import type { SendRequest, SplitQueue } from './split-queue';
+import { checkNotExpired, expiredError, planFollowUp, planFull, resolveStart } from './stream-scan';
+import { resolveStreamOptions, type ResolvedStreamOptions, type StreamOptions } from './stream-options';
+
+/** Options of a discovery run. */
+export interface DiscoveryOptions extends StreamOptions {
+  /** Snapshots planned at most per run; the next run continues. @default 64 */
+  maxSnapshotsPerRun?: number;
+  /** File lists above this many bytes of JSON go by reference. */
+  maxInlineBytes?: number;
+  now?: () => number;
+}
+
+/** What one discovery run did. */
+export interface DiscoveryResult {
+  /** Snapshots planned by this run (inclusive), if any. */
+  planned?: { from: number; to: number };
+  /** Split messages sent (duplicates included). */
+  sent: number;
+  /** Sends the queue recognised as duplicates of earlier ones. */
+  duplicates: number;
+  /** The consumer's position after the run. */
+  nextSnapshot: number;
+  plannedSnapshot: number;
+  /** True when everything committed when the run started is planned. */
+  caughtUp: boolean;
+  /** True when another discovery moved the consumer first: this run recorded nothing. */
+  lostRace: boolean;
+}
+
+const SEND_BATCH = 10; // SQS SendMessageBatch maximum
+
+/**
+ * The consumer, created at the stream's start position when it does not exist yet. Created
+ * before anything is sent, so that expiry holds the start snapshot from the first moment.
+ */
+export async function ensureConsumer(table: Table, consumerId: string, opts: StreamOptions = {}, now = Date.now): Promise<Consumer> {
+  for (;;) {
+    const existing = await readConsumer(table.store, table.path, consumerId);
+    if (existing?.run !== undefined) return existing;
+    // A consumer file written by other means (no run yet) gets its run before anything is sent
+    // under it; a new one starts at the scan mode's position.
+    const state = existing ? { ...existing, run: randomUUID() } : await startState(table, resolveStreamOptions(table, opts), now());
+    const { id: _id, etag: _etag, ...stored } = state as Consumer;
+    await writeConsumer(table.store, table.path, consumerId, stored, existing ? existing.etag : null);
+    // Won or lost, the file now has a run: read whichever one landed.
+  }
+}
+
+/**
+ * Starts the consumer's stream again from the scan mode, ignoring its position (Paimon's
+ * `consumer.ignore-progress`): a new run, so readers drop messages and progress of the old one.
+ */
+export async function resetConsumer(table: Table, consumerId: string, opts: StreamOptions = {}, now = Date.now): Promise<Consumer> {
+  const state = await startState(table, resolveStreamOptions(table, opts), now());
+  await writeConsumer(table.store, table.path, consumerId, state);
+  return (await readConsumer(table.store, table.path, consumerId))!;
+}
+
+/**
+ * Makes the next discovery plan again from the consumer's `nextSnapshot`: for a queue that did
+ * not survive a restart (the in-process one), whose undelivered splits are gone with it. Splits
+ * delivered before are planned again too and dropped by readers (their bucket's progress is past
+ * them), so nothing is delivered twice and nothing is skipped.
+ */
+export async function rewindPlanning(table: Table, consumerId: string, opts: StreamOptions = {}, now = Date.now): Promise<Consumer> {
+  for (;;) {
+    const c = await ensureConsumer(table, consumerId, opts, now);
+    const folded = await foldProgress(table.store, table.path, consumerId, stateOf(c));
+    const rewound: ConsumerState = { ...folded, plannedSnapshot: folded.nextSnapshot - 1, buckets: {}, lastUpdated: now() };
+    if (await writeConsumer(table.store, table.path, consumerId, stateOf(rewound), c.etag)) {
+      return (await readConsumer(table.store, table.path, consumerId))!;
+    }
+  }
+}
+
+async function startState(table: Table, opts: ResolvedStreamOptions, now: number): Promise<ConsumerState> {
+  const start = await resolveStart(table, opts);
+  return {
+    nextSnapshot: start.snapshotId,
+    plannedSnapshot: start.snapshotId - 1,
+    lastUpdated: now,
+    run: randomUUID(),
+    buckets: {},
+    ...(start.full ? { fullSnapshot: start.snapshotId } : {}),
+  };
+}
+
+/** One discovery run for `consumerId` of `table` (see the file comment). */
+export async function discover(table: Table, queue: SplitQueue, consumerId: string, opts: DiscoveryOptions = {}): Promise<DiscoveryResult> {
+  const now = opts.now ?? Date.now;
+  const streamOpts = resolveStreamOptions(table, opts);
+  const consumer = await ensureConsumer(table, consumerId, opts, now);
+  const run = consumer.run!;
+  let state: ConsumerState = await foldProgress(table.store, table.path, consumerId, stateOf(consumer));
+  let planned = state.plannedSnapshot ?? state.nextSnapshot - 1;
+  const buckets = { ...(state.buckets ?? {}) };
+  const latest = (await table.snapshots.latestId()) ?? 0;
+  const bound = Math.min(latest, planned + (opts.maxSnapshotsPerRun ?? 64));
+  const messages: SplitMessage[] = [];
+  const firstPlanned = planned + 1;
+  for (let id = planned + 1; id <= bound; id++) {
+    const snapshot = await table.snapshots.tryRead(id);
+    if (snapshot === undefined) {
+      const earliest = await table.snapshots.earliestId();
+      if (earliest === undefined || id >= earliest) break; // not visible yet: the next run gets it
+      // Below the earliest: the consumer fell behind expiry (a live consumer holds expiry back,
+      // an expired one does not). No silent loss: fail, unless the user accepted the gap.
+      if (streamOpts.onExpired !== 'skip-to-earliest') throw expiredError(table, id, earliest);
+      for (const [k, b] of Object.entries(buckets)) if (b.lastPlanned < earliest) delete buckets[k];
+      state = { ...state, nextSnapshot: Math.max(state.nextSnapshot, earliest) };
+      planned = earliest - 1;
+      id = planned;
+      continue;
+    }
+    const full = state.fullSnapshot === id;
+    const splits = full ? await planFull(table, snapshot) : await planFollowUp(table, snapshot);
+    for (const split of splits) {
+      const key = bucketKey(split.partition, split.bucket);
+      const pending = buckets[key];
+      messages.push({ ...split, table: table.name, tablePath: table.path, consumerId, run, prev: pending?.lastPlanned });
+      buckets[key] = { nextSnapshot: pending?.nextSnapshot ?? id, lastPlanned: id };
+    }
+    planned = id;
+  }
+
+  const { sent, duplicates, refSnapshots } = await sendAll(table, queue, messages, opts.maxInlineBytes);
+  // Every snapshot below it is delivered: all its splits were planned and no bucket waits on it.
+  const nextSnapshot = nextSnapshotOf(state.nextSnapshot, planned, buckets);
+  const splitRefs = [...new Set([...(state.splitRefs ?? []), ...refSnapshots])];
+  // File lists by reference below nextSnapshot belong to delivered splits: safe to delete now,
+  // whatever happens to the write below (a later run deletes again, which is harmless).
+  const done = splitRefs.filter((s) => s < nextSnapshot);
+  await Promise.all(done.map((s) => deletePrefix(table, splitRefPrefix(table.path, consumerId, s))));
+  state = {
+    ...state,
+    nextSnapshot,
+    plannedSnapshot: planned,
+    buckets,
+    splitRefs: splitRefs.filter((s) => s >= nextSnapshot),
+    lastUpdated: nextSnapshot !== consumer.nextSnapshot || planned !== consumer.plannedSnapshot ? now() : consumer.lastUpdated,
+  };
+  const changed = JSON.stringify(stateOf(consumer)) !== JSON.stringify(stateOf({ ...state, lastUpdated: consumer.lastUpdated }));
+  const won = !changed || (await writeConsumer(table.store, table.path, consumerId, stateOf(state), consumer.etag));
+  return {
+    planned: planned >= firstPlanned ? { from: firstPlanned, to: planned } : undefined,
+    sent,
+    duplicates,
+    nextSnapshot: won ? state.nextSnapshot : consumer.nextSnapshot,
+    plannedSnapshot: won ? planned : (consumer.plannedSnapshot ?? consumer.nextSnapshot - 1),
+    caughtUp: planned >= latest,
+    lostRace: !won,
+  };
+}
+
+/** The stored fields of a consumer, in a fixed order (so that unchanged state is not rewritten). */
+function stateOf(c: ConsumerState): ConsumerState {
+  const s: ConsumerState = {
+    nextSnapshot: c.nextSnapshot,
+    lastUpdated: c.lastUpdated,
+    plannedSnapshot: c.plannedSnapshot ?? c.nextSnapshot - 1,
+    buckets: c.buckets ?? {},
+    run: c.run,
+  };
+  if (c.fullSnapshot !== undefined) s.fullSnapshot = c.fullSnapshot;
+  if (c.splitRefs !== undefined && c.splitRefs.length > 0) s.splitRefs = c.splitRefs;
+  return s;
+}
+
+async function sendAll(
+  table: Table,
+  queue: SplitQueue,
+  messages: SplitMessage[],
+  maxInlineBytes?: number,
+): Promise<{ sent: number; duplicates: number; refSnapshots: number[] }> {
+  const requests: SendRequest[] = [];
+  const refSnapshots = new Set<number>();
+  for (const m of messages) {
+    const { request, byReference } = await encodeSplitMessage(table.store, m, maxInlineBytes);
+    if (byReference) refSnapshots.add(m.snapshotId);
+    requests.push(request);
+  }
+  let duplicates = 0;
+  // In snapshot order, batch after batch: per-group order is send order.
+  for (let i = 0; i < requests.length; i += SEND_BATCH) {
+    for (const r of await queue.send(requests.slice(i, i + SEND_BATCH))) if (r.duplicate) duplicates++;
+  }
+  return { sent: requests.length, duplicates, refSnapshots: [...refSnapshots] };
+}
+
+async function deletePrefix(table: Table, prefix: string): Promise<void> {
+  for (const o of await listAll(table.store, prefix)) await table.store.delete(o.key);
+}

@@ -1,0 +1,109 @@
+/**
+ * The in-process split reader: receives split messages, delivers each to the sink in order, and
+ * acknowledges them. SQS FIFO partial-batch rules: when a split fails, it and every later message
+ * of its group in the batch go back to the queue (released with a backoff) so the bucket never
+ * skips ahead; other groups carry on. After `maxReceiveCount` attempts the queue dead-letters the
+ * split, and the bucket stops advancing — visibly: an error line, and the consumer's lag.
+ */
+import { BatchDelivery, type DeliveryOutcome, type StreamSink } from './delivery';
+import type { Table } from '../table/table';
+import type { QueueMessage, SplitQueue } from './split-queue';
+
+/** Options of a SplitReader. */
+export interface SplitReaderOptions {
+  table: Table;
+  consumerId: string;
+  queue: SplitQueue;
+  sink: StreamSink;
+  /** The queue's maxReceiveCount, to say when a failure sends a split to the dead-letter queue. @default 5 */
+  maxReceiveCount?: number;
+  /** First redelivery delay after a failure; doubles per attempt, up to 30 s. @default 100 */
+  retryDelayMs?: number;
+  /** Where problems are reported. @default console.error */
+  log?: (line: string) => void;
+  now?: () => number;
+}
+
+/** What one poll did. */
+export interface PollResult {
+  received: number;
+  delivered: number;
+  duplicates: number;
+  stale: number;
+  /** Messages given back to the queue: failed ones and those behind them in their group. */
+  released: number;
+}
+
+/** Reads splits from a queue into a sink (see the file comment). */
+export class SplitReader {
+  private readonly log: (line: string) => void;
+
+  constructor(private readonly opts: SplitReaderOptions) {
+    this.log = opts.log ?? ((line) => console.error(line));
+  }
+
+  /** Receives one batch (waiting up to `waitMs` for it) and processes it. */
+  async poll(opts: { waitMs?: number; maxMessages?: number } = {}): Promise<PollResult> {
+    const messages = await this.opts.queue.receive({ waitMs: opts.waitMs ?? 0, maxMessages: opts.maxMessages ?? 10 });
+    return this.process(messages);
+  }
+
+  /** Processes received messages: groups in parallel, each group in order, stopping at its first failure. */
+  async process(messages: QueueMessage[]): Promise<PollResult> {
+    const result: PollResult = { received: messages.length, delivered: 0, duplicates: 0, stale: 0, released: 0 };
+    if (messages.length === 0) return result;
+    const delivery = new BatchDelivery(this.opts.table, this.opts.consumerId, this.opts.sink, this.opts.now);
+    const groups = new Map<string, QueueMessage[]>();
+    for (const m of messages) {
+      const g = groups.get(m.groupId);
+      if (g) g.push(m);
+      else groups.set(m.groupId, [m]);
+    }
+    await Promise.all([...groups.values()].map((g) => this.processGroup(delivery, g, result)));
+    return result;
+  }
+
+  private async processGroup(delivery: BatchDelivery, group: QueueMessage[], result: PollResult): Promise<void> {
+    const done: string[] = [];
+    let failedAt = group.length;
+    for (let i = 0; i < group.length; i++) {
+      let outcome: DeliveryOutcome;
+      try {
+        outcome = await delivery.deliver(group[i].body);
+      } catch (e) {
+        this.reportFailure(group[i], e);
+        failedAt = i;
+        break;
+      }
+      result[outcome === 'delivered' ? 'delivered' : outcome === 'duplicate' ? 'duplicates' : 'stale']++;
+      done.push(group[i].receiptHandle);
+    }
+    try {
+      await this.opts.queue.ack(done);
+    } catch (e) {
+      // Not acknowledged: they come back after their visibility timeout and are recognised as
+      // duplicates by the bucket's progress.
+      this.log(`varve: acknowledging ${done.length} split(s) of group ${group[0].groupId} failed (${(e as Error).message}); they will be redelivered and skipped`);
+    }
+    // The failed split and everything after it in its group go back, in order, after a backoff.
+    const back = group.slice(failedAt);
+    if (back.length === 0) return;
+    const delay = Math.min(30_000, (this.opts.retryDelayMs ?? 100) * 2 ** Math.max(0, back[0].receiveCount - 1));
+    for (const m of back) await this.opts.queue.release(m.receiptHandle, delay);
+    result.released += back.length;
+  }
+
+  private reportFailure(m: QueueMessage, e: unknown): void {
+    const max = this.opts.maxReceiveCount ?? 5;
+    const what = `varve: consumer ${this.opts.consumerId} of ${this.opts.table.name}: split message ${m.messageId} (group ${m.groupId})`;
+    const why = e instanceof Error ? e.message : String(e);
+    if (m.receiveCount >= max) {
+      this.log(
+        `${what} failed ${m.receiveCount} times and goes to the dead-letter queue; its bucket stops advancing and the ` +
+          `consumer's lag grows until the dead letter is redriven. Last error: ${why}`,
+      );
+    } else {
+      this.log(`${what} failed (attempt ${m.receiveCount} of ${max}), will be retried: ${why}`);
+    }
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * Split messages: a split plus what a reader needs to deliver it for one consumer, serialised to
+ * the body of one queue message. Large file lists travel by reference: the list is written to an
+ * object beside the consumer file and the message names it (discovery deletes it once the split
+ * is delivered). Message group = `<table>/<partition>/<bucket>`: one group per bucket keeps every
+ * key's changes in order end to end; the deduplication id names consumer, run, snapshot,
+ * partition and bucket, so planning a snapshot twice never delivers it twice.
+ */
+import { createHash } from 'node:crypto';
+import { CorruptMetadataError } from '../errors';
+import type { DataFileMeta } from '../manifest/types';
+import { fromUtf8, utf8, type ObjectStore } from '../store/object-store';
+import { MAX_QUEUE_ID_LENGTH, type SendRequest } from './split-queue';
+import type { Split, SplitKind } from './split';
+
+/** A split addressed to one consumer's stream. */
+export interface SplitMessage extends Split {
+  /** `database.table`. */
+  table: string;
+  /** Folder of the table in the warehouse. */
+  tablePath: string;
+  consumerId: string;
+  /** The consumer's stream run (a reset starts a new run; readers drop messages of other runs). */
+  run: string;
+  /**
+   * The snapshot of the previous split of this bucket that was planned but not known delivered
+   * when this one was planned. A reader that has not delivered it refuses this split: it was lost
+   * (dead-lettered), and skipping it would break the bucket's order.
+   */
+  prev?: number;
+}
+
+/** Above this many bytes of JSON the file list goes by reference (SQS allows 256 KiB, or 1 MiB since 2025). */
+export const MAX_INLINE_MESSAGE_BYTES = 200 * 1024;
+
+interface WireMessage {
+  v: 1;
+  table: string;
+  tablePath: string;
+  consumerId: string;
+  run: string;
+  snapshotId: number;
+  partition: string;
+  bucket: number;
+  totalBuckets: number;
+  kind: SplitKind;
+  prev?: number;
+  files?: DataFileMeta[];
+  filesRef?: string;
+}
+
+/** Key of the object holding a split's file list when it is sent by reference. */
+export function splitRefKey(tablePath: string, consumerId: string, snapshotId: number, partition: string, bucket: number): string {
+  return `${splitRefPrefix(tablePath, consumerId, snapshotId)}${partition ? `${partition}/` : ''}bucket-${bucket}.json`;
+}
+
+/**
+ * Folder of a snapshot's by-reference file lists. Named `consumer-<id>@splits/`: it shares the
+ * consumer file's name prefix (one IAM grant covers both) and '@' never occurs in a consumer id.
+ */
+export function splitRefPrefix(tablePath: string, consumerId: string, snapshotId?: number): string {
+  return `${tablePath}/consumer/consumer-${consumerId}@splits/${snapshotId === undefined ? '' : `${snapshotId}/`}`;
+}
+
+/** The queue send request of a split message; writes the file list by reference when it is large. */
+export async function encodeSplitMessage(
+  store: ObjectStore,
+  m: SplitMessage,
+  maxInlineBytes = MAX_INLINE_MESSAGE_BYTES,
+): Promise<{ request: SendRequest; byReference: boolean }> {
+  const wire: WireMessage = {
+    v: 1,
+    table: m.table,
+    tablePath: m.tablePath,
+    consumerId: m.consumerId,
+    run: m.run,
+    snapshotId: m.snapshotId,
+    partition: m.partition,
+    bucket: m.bucket,
+    totalBuckets: m.totalBuckets,
+    kind: m.kind,
+    ...(m.prev === undefined ? {} : { prev: m.prev }),
+    files: m.files,
+  };
+  let body = JSON.stringify(wire);
+  let byReference = false;
+  if (utf8(body).byteLength > maxInlineBytes) {
+    const key = splitRefKey(m.tablePath, m.consumerId, m.snapshotId, m.partition, m.bucket);
+    // Written before the message is sent: a reader never sees a reference to nothing.
+    await store.put(key, utf8(JSON.stringify(m.files)));
+    delete wire.files;
+    wire.filesRef = key;
+    body = JSON.stringify(wire);
+    byReference = true;
+  }
+  return {
+    request: {
+      groupId: splitGroupId(m.table, m.partition, m.bucket),
+      dedupId: splitDedupId(m.consumerId, m.run, m.snapshotId, m.partition, m.bucket),
+      body,
+    },
+    byReference,
+  };
+}
+
+/** A parsed split message whose file list may still be a reference. */
+export type SplitEnvelope = Omit<SplitMessage, 'files'> & { files?: DataFileMeta[]; filesRef?: string };
+
+/** Parses a split message body without fetching a by-reference file list. */
+export function parseSplitMessage(body: string): SplitEnvelope {
+  let wire: WireMessage;
+  try {
+    wire = JSON.parse(body) as WireMessage;
+  } catch (e) {
+    throw new CorruptMetadataError(`a split message is not valid JSON (${(e as Error).message}): ${body.slice(0, 80)}`, { cause: e });
+  }
+  if (wire.v !== 1 || typeof wire.snapshotId !== 'number' || typeof wire.bucket !== 'number' || !wire.tablePath) {
+    throw new CorruptMetadataError(`not a varve split message (version ${String(wire.v)}): ${body.slice(0, 80)}`);
+  }
+  if (wire.files === undefined && !wire.filesRef) {
+    throw new CorruptMetadataError(`split message of snapshot ${wire.snapshotId} has neither files nor filesRef`);
+  }
+  const { v: _version, ...envelope } = wire;
+  return envelope;
+}
+
+/** The split message with its file list, fetched when it was sent by reference. */
+export async function loadSplitMessage(store: ObjectStore, e: SplitEnvelope): Promise<SplitMessage> {
+  const { filesRef, files, ...rest } = e;
+  if (files !== undefined) return { ...rest, files };
+  try {
+    return { ...rest, files: JSON.parse(fromUtf8((await store.get(filesRef!)).body)) as DataFileMeta[] };
+  } catch (err) {
+    if (err instanceof SyntaxError) throw new CorruptMetadataError(`split file list ${filesRef} is not valid JSON`, { cause: err });
+    throw err;
+  }
+}
+
+/** Parses a split message body, fetching a by-reference file list. */
+export async function decodeSplitMessage(store: ObjectStore, body: string): Promise<SplitMessage> {
+  return loadSplitMessage(store, parseSplitMessage(body));
+}
+
+/** The message group of a bucket: `<table>/<partition>/<bucket>`, hashed when SQS would refuse it. */
+export function splitGroupId(table: string, partition: string, bucket: number): string {
+  return queueId(`${table}/${partition}/${bucket}`);
+}
+
+/**
+ * The deduplication id of a split for a consumer: `<consumer>/<run>/<snapshot>/<partition>/<bucket>`.
+ * The run's first 8 characters are in it so that a consumer reset re-planning the same snapshot
+ * within the deduplication window is not taken for a duplicate of the old run's message.
+ */
+export function splitDedupId(consumerId: string, run: string, snapshotId: number, partition: string, bucket: number): string {
+  return queueId(`${consumerId}/${run.slice(0, 8)}/${snapshotId}/${partition}/${bucket}`);
+}
+
+/**
+ * `text` when SQS accepts it as a group or deduplication id (1..128 printable ASCII characters),
+ * else a readable prefix and a hash of the whole, which is as unique and always the same.
+ */
+export function queueId(text: string): string {
+  if (text.length <= MAX_QUEUE_ID_LENGTH && /^[\x21-\x7e]+$/.test(text)) return text;
+  const hash = createHash('sha256').update(text).digest('hex').slice(0, 40);
+  const prefix = text.replace(/[^\x21-\x7e]/g, '_').slice(0, MAX_QUEUE_ID_LENGTH - hash.length - 1);
+  return `${prefix}#${hash}`;
+}

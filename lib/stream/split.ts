@@ -1,0 +1,143 @@
+/**
+ * Stream splits: what one (partition, bucket) of one snapshot contributes to a stream (Paimon's
+ * DataSplit, one per bucket per snapshot, files not split), and how a split is read into rows with
+ * their row kinds, in the order the changes happened.
+ */
+import * as arrow from 'apache-arrow';
+import { physicalArrowSchema } from '../format/arrow-schema';
+import { emptyTable, gatherRows, singleBatch } from '../format/columns';
+import { makeColumn, tableFromColumns } from '../format/column-layout';
+import type { DataFileMeta, ManifestEntry } from '../manifest/types';
+import { radixSortWords } from '../mergetree/radix-sort';
+import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types';
+import { mergeBuckets, readEntry } from '../table/read';
+import type { Table } from '../table/table';
+
+/**
+ * `full`: the merged state of the bucket at the snapshot, every row +I (a stream's first plan).
+ * `delta`: the level-0 files an APPEND snapshot added, with the kinds they were written with.
+ * `changelog`: the changelog files the snapshot produced.
+ */
+export type SplitKind = 'full' | 'delta' | 'changelog';
+
+/** One (partition, bucket) of one snapshot, with the files to read. */
+export interface Split {
+  snapshotId: number;
+  /** Partition path (`dt=2024-05-01`), '' for an unpartitioned table. */
+  partition: string;
+  bucket: number;
+  totalBuckets: number;
+  kind: SplitKind;
+  files: DataFileMeta[];
+}
+
+/** One split per (partition, bucket) of the entries (ADD entries only), in (partition, bucket) order. */
+export function splitsOf(snapshotId: number, kind: SplitKind, entries: readonly ManifestEntry[]): Split[] {
+  const byBucket = new Map<string, Split>();
+  for (const e of entries) {
+    if (e.kind !== 'ADD') continue;
+    const id = `${e.partition}\u0000${e.bucket}`;
+    let s = byBucket.get(id);
+    if (!s) byBucket.set(id, (s = { snapshotId, partition: e.partition, bucket: e.bucket, totalBuckets: e.totalBuckets, kind, files: [] }));
+    s.files.push(e.file);
+  }
+  return [...byBucket.values()].sort((a, b) => (a.partition < b.partition ? -1 : a.partition > b.partition ? 1 : a.bucket - b.bucket));
+}
+
+/** A short readable name of a split, for logs and errors. */
+export function describeSplit(s: Pick<Split, 'snapshotId' | 'partition' | 'bucket' | 'kind'>): string {
+  return `${s.kind} split of snapshot ${s.snapshotId}, ${s.partition ? `partition ${s.partition}, ` : ''}bucket ${s.bucket}`;
+}
+
+/**
+ * The rows of a split in the table's physical layout (columns, `_SEQUENCE_NUMBER` absolute,
+ * `_VALUE_KIND`). Full splits: the merged state, all +I, in key order. Delta and changelog
+ * splits: every row as written, ordered by sequence number, so that each key's changes come in
+ * the order they were made.
+ */
+export async function readSplit(table: Table, split: Split): Promise<arrow.Table> {
+  const schema = physicalArrowSchema(table.schema);
+  if (split.files.length === 0) return emptyTable(schema);
+  const entries = split.files.map((file) => ({ kind: 'ADD' as const, partition: split.partition, bucket: split.bucket, totalBuckets: split.totalBuckets, file }));
+  if (split.kind === 'full') {
+    const merged = await mergeBuckets(table, entries, true);
+    if (merged.length === 0) return emptyTable(schema);
+    if (merged.length === 1) return merged[0];
+    // Sections are key-disjoint and come in key order: concatenating keeps the key order.
+    return singleBatch(new arrow.Table(merged.flatMap((t) => t.batches)));
+  }
+  // Files in sequence order; a file's rows are read whole, in file order.
+  const files = [...entries].sort((a, b) => a.file.minSequenceNumber - b.file.minSequenceNumber || a.file.maxSequenceNumber - b.file.maxSequenceNumber);
+  const tables = await Promise.all(files.map((e) => readEntry(table, e).then(singleBatch)));
+  return orderBySequence(tables, files.map((e) => e.file.sequenceBase));
+}
+
+/**
+ * One table of every row of `tables`, with absolute sequence numbers, stably sorted by sequence.
+ * A single file keeps its own (key) order: it holds at most one change per key per version run.
+ */
+function orderBySequence(tables: arrow.Table[], bases: number[]): arrow.Table {
+  const schema = tables[0].schema;
+  const seqIndex = schema.fields.findIndex((f) => f.name === SEQUENCE_COLUMN);
+  let total = 0;
+  for (const t of tables) total += t.numRows;
+  const source = new Uint16Array(total);
+  const row = new Uint32Array(total);
+  const hi = new Uint32Array(total);
+  const lo = new Uint32Array(total);
+  let at = 0;
+  let sorted = true;
+  let last = -1;
+  tables.forEach((t, k) => {
+    if (t.numRows === 0) return;
+    const stored = t.batches[0].data.children[seqIndex].values as BigInt64Array;
+    let fileMin = Infinity;
+    for (let i = 0; i < t.numRows; i++) {
+      const v = bases[k] + Number(stored[i]);
+      source[at] = k;
+      row[at] = i;
+      hi[at] = Math.floor(v / 4294967296);
+      lo[at] = v >>> 0;
+      if (v < fileMin) fileMin = v;
+      at++;
+    }
+    // Files whose sequence ranges do not interleave need no sort: file order is sequence order.
+    if (fileMin <= last) sorted = false;
+    for (let i = 0; i < t.numRows; i++) last = Math.max(last, bases[k] + Number(stored[i]));
+  });
+  let order: Uint32Array;
+  if (sorted) {
+    order = new Uint32Array(total);
+    for (let i = 0; i < total; i++) order[i] = i;
+  } else {
+    const index = new Uint32Array(total);
+    for (let i = 0; i < total; i++) index[i] = i;
+    order = radixSortWords(hi.slice(), lo.slice(), index);
+  }
+  const src = new Uint16Array(total);
+  const rows = new Uint32Array(total);
+  const sequence = new BigInt64Array(total);
+  for (let i = 0; i < total; i++) {
+    const j = order[i];
+    src[i] = source[j];
+    rows[i] = row[j];
+    sequence[i] = BigInt(hi[j]) * 4294967296n + BigInt(lo[j]);
+  }
+  const gathered = gatherRows(tables, src, rows);
+  return withSequence(gathered, sequence, seqIndex);
+}
+
+/** The table with its sequence column replaced by `sequence` (absolute numbers). */
+function withSequence(t: arrow.Table, sequence: BigInt64Array, seqIndex: number): arrow.Table {
+  const children = t.batches[0].data.children.slice();
+  children[seqIndex] = makeColumn(new arrow.Int64(), t.numRows, sequence, null, 0);
+  return tableFromColumns(t.schema, children, t.numRows);
+}
+
+/** Row kinds of a split's rows (a view of the `_VALUE_KIND` column of a single-batch table). */
+export function kindsOf(t: arrow.Table): Int8Array {
+  const flat = singleBatch(t);
+  if (flat.numRows === 0) return new Int8Array(0);
+  const idx = flat.schema.fields.findIndex((f) => f.name === KIND_COLUMN);
+  return flat.batches[0].data.children[idx].values as Int8Array;
+}

@@ -1,0 +1,196 @@
+/**
+ * The stream scan (Paimon's DataTableStreamScan): a first plan chosen by `scan.mode` (or a stored
+ * consumer position), then one snapshot at a time. With `changelog-producer = none` only APPEND
+ * snapshots are read, as the level-0 files they added (COMPACT snapshots only reorganise files);
+ * with `input`, `lookup` or `full-compaction` every snapshot that carries changelog files is read
+ * from those. beyond Paimon: a start or next snapshot that has expired is a SnapshotExpiredError
+ * naming the lost range, unless `scan.on-expired = skip-to-earliest`.
+ */
+import { SnapshotExpiredError } from '../errors';
+import type { Snapshot } from '../manifest/types';
+import { readChangelogFiles, readDeltaEntries, readLiveFiles } from '../manifest/scan';
+import { readTag } from '../snapshot/tags';
+import type { Table } from '../table/table';
+import { readConsumer } from './consumer';
+import { splitsOf, type Split } from './split';
+import { resolveStreamOptions, type ResolvedStreamOptions, type StreamOptions } from './stream-options';
+
+/** Where a stream starts: the full state of `snapshotId` (then its successors), or the changes of `snapshotId` onwards. */
+export interface StreamStart {
+  snapshotId: number;
+  full: boolean;
+}
+
+/** The splits one snapshot contributes to a stream (possibly none). */
+export interface StreamPlan {
+  snapshot: Snapshot;
+  splits: Split[];
+}
+
+/** Where a stream with these options starts now, ignoring any consumer position. */
+export async function resolveStart(table: Table, opts: ResolvedStreamOptions): Promise<StreamStart> {
+  const sm = table.snapshots;
+  switch (opts.mode) {
+    case 'latest-full': {
+      const latest = await sm.latestId();
+      return latest === undefined ? { snapshotId: 1, full: false } : { snapshotId: latest, full: true };
+    }
+    case 'latest': {
+      const latest = await sm.latestId();
+      return { snapshotId: latest === undefined ? 1 : latest + 1, full: false };
+    }
+    case 'earliest': {
+      const earliest = await sm.earliestId();
+      return { snapshotId: earliest ?? 1, full: false };
+    }
+    case 'from-snapshot':
+    case 'from-snapshot-full': {
+      const full = opts.mode === 'from-snapshot-full';
+      // A tag keeps its snapshot's files, but a stream also needs the snapshots after it.
+      const wanted = opts.snapshotId ?? (await readTag(table.store, table.path, opts.tag!)).id;
+      const id = await checkNotExpired(table, wanted, opts, full ? 'its full state' : 'its changes');
+      return { snapshotId: id, full };
+    }
+    case 'from-timestamp': {
+      const ts = opts.timestampMillis!;
+      // The first snapshot committed at or after ts (Paimon: 1 + the last one before ts).
+      const before = await sm.snapshotAtOrBefore(ts - 1);
+      if (before !== undefined) return { snapshotId: before.id + 1, full: false };
+      const earliest = await sm.earliest();
+      if (earliest === undefined) return { snapshotId: 1, full: false };
+      if (earliest.id > 1 && opts.onExpired === 'fail') {
+        // Snapshots before the earliest are gone and nothing says they were older than ts.
+        throw new SnapshotExpiredError(
+          `${table.name} has no snapshot left from before ${new Date(ts).toISOString()}: snapshots 1..${earliest.id - 1} have expired and ` +
+            `may have held changes made after that time; start later, read from snapshot ${earliest.id} knowingly ` +
+            '(scan.mode=from-snapshot), or set scan.on-expired=skip-to-earliest',
+          { from: 1, to: earliest.id },
+        );
+      }
+      return { snapshotId: earliest.id, full: false };
+    }
+  }
+}
+
+/**
+ * `id` when its snapshot can still be read (or is still to come); for an expired one a
+ * SnapshotExpiredError naming the lost range, or the earliest snapshot under `skip-to-earliest`.
+ */
+export async function checkNotExpired(table: Table, id: number, opts: Pick<ResolvedStreamOptions, 'onExpired'>, what = 'its changes'): Promise<number> {
+  const earliest = await table.snapshots.earliestId();
+  if (earliest !== undefined && id < earliest) {
+    if (opts.onExpired === 'skip-to-earliest') return earliest;
+    throw expiredError(table, id, earliest, what);
+  }
+  // Expiry always keeps the latest snapshot: a table with none has never committed, so a
+  // position at or after the earliest (or on an empty table) loses nothing.
+  return id;
+}
+
+/** The error for a stream position below the earliest snapshot. */
+export function expiredError(table: Table, id: number, earliest: number, what = 'its changes'): SnapshotExpiredError {
+  return new SnapshotExpiredError(
+    `snapshot ${id} of ${table.name} has expired, so ${what} can no longer be read: snapshots ${id}..${earliest - 1} are lost ` +
+      `(the earliest left is ${earliest}). Use a consumer id (--consumer-id) so that expiry keeps what a stream still needs, ` +
+      'start again (scan.mode=latest-full), or accept the gap with scan.on-expired=skip-to-earliest',
+    { from: id, to: earliest },
+  );
+}
+
+/** The splits of a snapshot's full state, for a stream's first plan. */
+export async function planFull(table: Table, snapshot: Snapshot): Promise<Split[]> {
+  let entries = await readLiveFiles(table.store, table.path, snapshot);
+  const producer = table.options.changelogProducer;
+  // Level-0 files will still yield changelog when compaction picks them up (Paimon
+  // DataTableStreamScan.tryFirstPlan): reading them now would deliver their changes twice.
+  if (producer === 'lookup') entries = entries.filter((e) => e.file.level > 0);
+  if (producer === 'full-compaction') {
+    const max = maxLevelOf(table);
+    entries = entries.filter((e) => e.file.level >= max);
+  }
+  return splitsOf(snapshot.id, 'full', entries);
+}
+
+/** The splits a snapshot contributes to a stream that follows the table (possibly none). */
+export async function planFollowUp(table: Table, snapshot: Snapshot): Promise<Split[]> {
+  if (table.options.changelogProducer === 'none') {
+    // Paimon's DeltaFollowUpScanner: only APPEND snapshots; a COMPACT one rewrites files without
+    // changing a row, and OVERWRITE is not streamed.
+    if (snapshot.commitKind !== 'APPEND') return [];
+    const delta = await readDeltaEntries(table.store, table.path, snapshot);
+    return splitsOf(snapshot.id, 'delta', delta.filter((e) => e.kind === 'ADD' && e.file.level === 0));
+  }
+  // Paimon's ChangelogFollowUpScanner: any snapshot with changelog files, APPEND or COMPACT.
+  if (snapshot.changelogManifestList === undefined) return [];
+  return splitsOf(snapshot.id, 'changelog', await readChangelogFiles(table.store, table.path, snapshot));
+}
+
+/** The highest LSM level, where full compaction writes (`num-levels` − 1). */
+export function maxLevelOf(table: Table): number {
+  return Math.max(1, table.options.numLevels - 1);
+}
+
+/**
+ * A pull-based stream over a table (no queue): `plan()` returns the next snapshot's splits, or
+ * undefined when the stream is caught up. With a consumer id, a stored position is where it
+ * starts (unless `consumer.ignore-progress`); the scan itself never writes the consumer.
+ */
+export class StreamScan {
+  private next?: number;
+  private full = false;
+  private readonly consumerId?: string;
+  readonly options: ResolvedStreamOptions;
+
+  constructor(
+    readonly table: Table,
+    opts: StreamOptions & { consumerId?: string } = {},
+  ) {
+    this.options = resolveStreamOptions(table, opts);
+    this.consumerId = opts.consumerId;
+  }
+
+  /** The next snapshot the stream will read (undefined before the first plan). */
+  get nextSnapshot(): number | undefined {
+    return this.next;
+  }
+
+  /** Continues from `nextSnapshot` (a checkpointed position) instead of the first plan. */
+  restore(nextSnapshot: number): void {
+    this.next = nextSnapshot;
+    this.full = false;
+  }
+
+  /** The splits of the next snapshot that has any, or undefined when no such snapshot exists yet. */
+  async plan(): Promise<StreamPlan | undefined> {
+    if (this.next === undefined) {
+      const start = await this.start();
+      this.next = start.snapshotId;
+      this.full = start.full;
+    }
+    for (;;) {
+      const id: number = this.next;
+      const snapshot = await this.table.snapshots.tryRead(id);
+      if (snapshot === undefined) {
+        const earliest = await this.table.snapshots.earliestId();
+        if (earliest !== undefined && id < earliest) {
+          if (this.options.onExpired !== 'skip-to-earliest') throw expiredError(this.table, id, earliest, this.full ? 'its full state' : 'its changes');
+          this.next = earliest;
+          continue;
+        }
+        return undefined;
+      }
+      const splits = this.full ? await planFull(this.table, snapshot) : await planFollowUp(this.table, snapshot);
+      this.full = false;
+      this.next = id + 1;
+      if (splits.length > 0) return { snapshot, splits };
+    }
+  }
+
+  private async start(): Promise<StreamStart> {
+    if (this.consumerId !== undefined && !this.options.ignoreProgress) {
+      const c = await readConsumer(this.table.store, this.table.path, this.consumerId);
+      if (c) return { snapshotId: await checkNotExpired(this.table, c.nextSnapshot, this.options), full: c.fullSnapshot === c.nextSnapshot };
+    }
+    return resolveStart(this.table, this.options);
+  }
+}

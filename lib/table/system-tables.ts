@@ -1,0 +1,187 @@
+/**
+ * System tables: metadata of a table as records (Paimon's `$snapshots`, `$files`, `$manifests`,
+ * `$schemas`, `$options`, `$tags`, `$buckets`, `$consumers`), with Paimon's column names.
+ */
+import { InvalidArgumentError } from '../errors';
+import { runLimited } from '../concurrency';
+import { readLiveFiles } from '../manifest/scan';
+import { readManifestList } from '../manifest/manifest-list';
+import type { Snapshot } from '../manifest/types';
+import { Levels } from '../mergetree/levels';
+import { formatType } from '../schema/parse';
+import { listSchemaIds, readSchema } from '../schema/schema-manager';
+import { listTags } from '../snapshot/tags';
+import { listConsumers } from '../stream/consumer';
+import { bucketDir } from './paths';
+import type { Table } from './table';
+import { resolveSnapshot, type SnapshotSpec } from './time-travel';
+
+/** A cell of a system table record. */
+export type DisplayValue = string | number | boolean | null;
+
+export const SYSTEM_TABLES = ['snapshots', 'files', 'manifests', 'schemas', 'options', 'tags', 'buckets', 'consumers'] as const;
+export type SystemTableName = (typeof SYSTEM_TABLES)[number];
+
+export interface SystemTableResult {
+  columns: string[];
+  records: Array<Record<string, DisplayValue>>;
+}
+
+const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+
+/** Reads one system table of `table` (at a snapshot where that matters: files, manifests, buckets). */
+export async function readSystemTable(table: Table, name: string, spec: SnapshotSpec = {}): Promise<SystemTableResult> {
+  switch (name as SystemTableName) {
+    case 'snapshots':
+      return snapshotsTable(table);
+    case 'files':
+      return filesTable(table, await resolveSnapshot(table, spec));
+    case 'manifests':
+      return manifestsTable(table, await resolveSnapshot(table, spec));
+    case 'schemas':
+      return schemasTable(table);
+    case 'options':
+      return {
+        columns: ['key', 'value'],
+        records: Object.entries(table.schema.options)
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([key, value]) => ({ key, value })),
+      };
+    case 'tags':
+      return tagsTable(table);
+    case 'buckets':
+      return bucketsTable(table, await resolveSnapshot(table, spec));
+    case 'consumers':
+      return consumersTable(table);
+    default:
+      throw new InvalidArgumentError(`unknown system table "${name}"; choose one of ${SYSTEM_TABLES.join(', ')}`);
+  }
+}
+
+async function allSnapshots(table: Table): Promise<Snapshot[]> {
+  const ids = await table.snapshots.listIds();
+  const snaps = await runLimited(ids.map((id) => () => table.snapshots.tryRead(id)), 16);
+  return snaps.filter((s): s is Snapshot => s !== undefined);
+}
+
+async function snapshotsTable(table: Table): Promise<SystemTableResult> {
+  const columns = ['snapshot_id', 'schema_id', 'commit_user', 'commit_identifier', 'commit_kind', 'commit_time', 'total_record_count', 'delta_record_count', 'changelog_record_count'];
+  const records = (await allSnapshots(table)).map((s) => ({
+    snapshot_id: s.id,
+    schema_id: s.schemaId,
+    commit_user: s.commitUser,
+    commit_identifier: s.commitIdentifier,
+    commit_kind: s.commitKind,
+    commit_time: iso(s.timeMillis),
+    total_record_count: s.totalRecordCount,
+    delta_record_count: s.deltaRecordCount,
+    changelog_record_count: s.changelogRecordCount ?? 0,
+  }));
+  return { columns, records };
+}
+
+async function filesTable(table: Table, snapshot: Snapshot | undefined): Promise<SystemTableResult> {
+  const columns = ['partition', 'bucket', 'file_path', 'level', 'record_count', 'file_size_in_bytes', 'min_key', 'max_key', 'min_sequence_number', 'max_sequence_number', 'creation_time'];
+  if (!snapshot) return { columns, records: [] };
+  const entries = await readLiveFiles(table.store, table.path, snapshot);
+  entries.sort((a, b) => a.partition.localeCompare(b.partition) || a.bucket - b.bucket || a.file.level - b.file.level || a.file.minSequenceNumber - b.file.minSequenceNumber);
+  const records = entries.map((e) => ({
+    partition: e.partition,
+    bucket: e.bucket,
+    file_path: `${bucketDir(table.path, e.partition, e.bucket)}/${e.file.fileName}`,
+    level: e.file.level,
+    record_count: e.file.rowCount,
+    file_size_in_bytes: e.file.fileSize,
+    min_key: JSON.stringify(e.file.minKey),
+    max_key: JSON.stringify(e.file.maxKey),
+    min_sequence_number: e.file.minSequenceNumber,
+    max_sequence_number: e.file.maxSequenceNumber,
+    creation_time: iso(e.file.creationTime),
+  }));
+  return { columns, records };
+}
+
+async function manifestsTable(table: Table, snapshot: Snapshot | undefined): Promise<SystemTableResult> {
+  const columns = ['file_name', 'file_size', 'num_added_files', 'num_deleted_files', 'schema_id', 'list'];
+  if (!snapshot) return { columns, records: [] };
+  const records: Array<Record<string, DisplayValue>> = [];
+  const lists: Array<[string, string | undefined]> = [
+    ['base', snapshot.baseManifestList],
+    ['delta', snapshot.deltaManifestList],
+    ['changelog', snapshot.changelogManifestList],
+  ];
+  for (const [list, name] of lists) {
+    if (!name) continue;
+    for (const m of await readManifestList(table.store, table.path, name)) {
+      records.push({ file_name: m.fileName, file_size: m.fileSize, num_added_files: m.numAddedFiles, num_deleted_files: m.numDeletedFiles, schema_id: m.schemaId, list });
+    }
+  }
+  return { columns, records };
+}
+
+async function schemasTable(table: Table): Promise<SystemTableResult> {
+  const columns = ['schema_id', 'fields', 'partition_keys', 'primary_keys', 'options', 'comment', 'update_time'];
+  const ids = await listSchemaIds(table.store, table.path);
+  const records = [];
+  for (const id of ids) {
+    const s = await readSchema(table.store, table.path, id);
+    records.push({
+      schema_id: s.id,
+      fields: s.fields.map((f) => `${f.name} ${formatType(f.type)}`).join(', '),
+      partition_keys: s.partitionKeys.join(','),
+      primary_keys: s.primaryKeys.join(','),
+      options: JSON.stringify(s.options),
+      comment: s.comment ?? null,
+      update_time: iso(s.timeMillis),
+    });
+  }
+  return { columns, records };
+}
+
+async function tagsTable(table: Table): Promise<SystemTableResult> {
+  const columns = ['tag_name', 'snapshot_id', 'schema_id', 'commit_time', 'record_count', 'create_time'];
+  const tags = await listTags(table.store, table.path);
+  const records = tags.map((t) => ({
+    tag_name: t.name,
+    snapshot_id: t.tag.id,
+    schema_id: t.tag.schemaId,
+    commit_time: iso(t.tag.timeMillis),
+    record_count: t.tag.totalRecordCount,
+    create_time: iso(t.tag.tagCreateTime),
+  }));
+  return { columns, records };
+}
+
+async function bucketsTable(table: Table, snapshot: Snapshot | undefined): Promise<SystemTableResult> {
+  const columns = ['partition', 'bucket', 'file_count', 'sorted_runs', 'record_count', 'file_size_in_bytes', 'max_level'];
+  if (!snapshot) return { columns, records: [] };
+  const entries = await readLiveFiles(table.store, table.path, snapshot);
+  const groups = new Map<string, typeof entries>();
+  for (const e of entries) {
+    const id = `${e.partition}\u0000${String(e.bucket).padStart(6, '0')}`;
+    groups.set(id, [...(groups.get(id) ?? []), e]);
+  }
+  const records = [...groups.keys()].sort().map((id) => {
+    const g = groups.get(id)!;
+    const levels = new Levels(g.map((e) => e.file), table.options.numLevels);
+    return {
+      partition: g[0].partition,
+      bucket: g[0].bucket,
+      file_count: g.length,
+      sorted_runs: levels.numberOfSortedRuns(),
+      record_count: g.reduce((n, e) => n + e.file.rowCount, 0),
+      file_size_in_bytes: g.reduce((n, e) => n + e.file.fileSize, 0),
+      max_level: Math.max(...g.map((e) => e.file.level)),
+    };
+  });
+  return { columns, records };
+}
+
+async function consumersTable(table: Table): Promise<SystemTableResult> {
+  const columns = ['consumer_id', 'next_snapshot_id', 'last_updated'];
+  const consumers = await listConsumers(table.store, table.path);
+  return {
+    columns,
+    records: consumers.map((c) => ({ consumer_id: c.id, next_snapshot_id: c.nextSnapshot, last_updated: iso(c.lastUpdated) })),
+  };
+}

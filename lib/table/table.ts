@@ -1,0 +1,71 @@
+/**
+ * The user-facing handle of one table: its schema, options and snapshots, and the entry points
+ * for writing (TableWriter), batch reads with time travel, the audit log and system tables.
+ */
+import type * as arrow from 'apache-arrow';
+import { TableOptions } from '../schema/options';
+import { compareKeyTuples, fromJsonValue } from '../schema/values';
+import type { DataField, DataType, Row, RowKindByte, TableSchema } from '../schema/types';
+import type { JsonValue, Snapshot } from '../manifest/types';
+import type { ObjectStore } from '../store/object-store';
+import { SnapshotManager } from '../snapshot/snapshot-manager';
+import { readTable, type ReadOptions } from './read';
+import { TableWriter, type CommitResult, type WriterOptions } from './writer';
+import { resolveSnapshot, type SnapshotSpec } from './time-travel';
+
+export class Table {
+  readonly options: TableOptions;
+  readonly snapshots: SnapshotManager;
+  /** Primary key fields, in key order. */
+  readonly keyFields: DataField[];
+  readonly keyTypes: DataType[];
+  /** Orders the JSON-encoded keys of file metadata exactly like the merge orders rows. */
+  readonly compareKeys: (a: JsonValue[], b: JsonValue[]) => number;
+
+  constructor(
+    readonly store: ObjectStore,
+    /** `database.table`. */
+    readonly name: string,
+    /** Folder of the table in the warehouse. */
+    readonly path: string,
+    readonly schema: TableSchema,
+  ) {
+    this.options = new TableOptions(schema.options, schema.fields);
+    this.snapshots = new SnapshotManager(store, path);
+    this.keyFields = schema.primaryKeys.map((k) => schema.fields.find((f) => f.name === k)!);
+    this.keyTypes = this.keyFields.map((f) => f.type);
+    const types = this.keyTypes;
+    this.compareKeys = (a, b) =>
+      compareKeyTuples(
+        types,
+        a.map((v, i) => fromJsonValue(types[i], v)),
+        b.map((v, i) => fromJsonValue(types[i], v)),
+      );
+  }
+
+  /** A writer that buffers rows per bucket and commits them as one snapshot per `commit()`. */
+  newWriter(opts: WriterOptions = {}): TableWriter {
+    return new TableWriter(this, opts);
+  }
+
+  /** Writes rows (with optional row kinds) and commits them as one snapshot. */
+  async write(rows: Row[], opts: WriterOptions & { kinds?: RowKindByte[]; commitIdentifier?: string } = {}): Promise<CommitResult> {
+    const writer = this.newWriter(opts);
+    try {
+      writer.write(rows, opts.kinds);
+      return await writer.commit(opts.commitIdentifier);
+    } finally {
+      await writer.close();
+    }
+  }
+
+  /** Reads the merged state of the table at a snapshot (latest by default) as an Arrow table. */
+  async read(opts: ReadOptions = {}): Promise<arrow.Table> {
+    return readTable(this, opts);
+  }
+
+  /** The snapshot a read resolves to (id, timestamp or tag), or undefined for an empty table. */
+  async snapshotFor(spec: SnapshotSpec = {}): Promise<Snapshot | undefined> {
+    return resolveSnapshot(this, spec);
+  }
+}

@@ -1,0 +1,252 @@
+/**
+ * The write path of a primary-key table: rows are routed to their (partition, bucket), buffered,
+ * sorted and merged per key by the table's merge engine, flushed to level-0 Parquet files, and
+ * committed as one APPEND snapshot. The commit assigns the batch's sequence numbers.
+ */
+import { randomUUID } from 'node:crypto';
+import type * as arrow from 'apache-arrow';
+import { InvalidArgumentError } from '../errors';
+import { runLimited } from '../concurrency';
+import { tableToRows } from '../format/columns';
+import { writeDataFile } from '../format/data-file';
+import type { DataFileMeta, Snapshot } from '../manifest/types';
+import { afterAppendCommit, beforeAppendCommit } from '../maintenance/compact-trigger';
+import { WriteBuffer } from '../mergetree/write-buffer';
+import { mergeConfigFromOptions } from '../mergetree/merge-config';
+import { bucketOf } from '../schema/bucket';
+import { partitionPath } from '../schema/partition';
+import { toJsonValue } from '../schema/values';
+import { KIND_COLUMN, RowKind, SEQUENCE_COLUMN, type DataField, type Row, type RowKindByte, type Value } from '../schema/types';
+import { commit, type CommitBatch, type FileChange } from '../snapshot/commit';
+import { commitOptionsFor } from './commit-options';
+import { publishCommit } from './commit-events';
+import { dataFileKey } from './paths';
+import type { Table } from './table';
+
+export interface WriterOptions {
+  /** Stable identity of this writer across retries; idempotence is per (commitUser, commitIdentifier). */
+  commitUser?: string;
+}
+
+export interface CommitResult {
+  /** The snapshot that holds the batch (also when an earlier attempt had committed it), if any. */
+  snapshot?: Snapshot;
+  /** True when the same (commitUser, commitIdentifier) had already landed: nothing was written twice. */
+  alreadyCommitted: boolean;
+  /** Data files written by this commit. */
+  files: number;
+  /** Rows written, before merging. */
+  rows: number;
+}
+
+interface BucketWriter {
+  partition: string;
+  bucket: number;
+  buffer: WriteBuffer;
+}
+
+export class TableWriter {
+  readonly commitUser: string;
+  private readonly buckets = new Map<string, BucketWriter>();
+  private readonly pendingData: FileChange[] = [];
+  private readonly pendingChangelog: FileChange[] = [];
+  private rows = 0;
+  private readonly partitionFields: DataField[];
+  private readonly bucketFields: DataField[];
+  private readonly numBuckets: number;
+
+  constructor(
+    readonly table: Table,
+    opts: WriterOptions = {},
+  ) {
+    this.commitUser = opts.commitUser ?? `writer-${randomUUID()}`;
+    const s = table.schema;
+    const byName = (n: string) => s.fields.find((f) => f.name === n)!;
+    this.partitionFields = s.partitionKeys.map(byName);
+    const bucketKey = table.options.bucketKey;
+    this.bucketFields = (bucketKey.length ? bucketKey : s.primaryKeys.filter((k) => !s.partitionKeys.includes(k))).map(byName);
+    if (this.bucketFields.length === 0) this.bucketFields = s.primaryKeys.map(byName);
+    this.numBuckets = table.options.bucket;
+  }
+
+  /** Buffers validated rows; `kinds` gives each row's kind (default +I). */
+  write(rows: Row[], kinds?: ArrayLike<number>): void {
+    if (kinds && kinds.length !== rows.length) {
+      throw new InvalidArgumentError(`got ${rows.length} rows but ${kinds.length} row kinds`);
+    }
+    const groups = new Map<string, { rows: Row[]; kinds: number[] }>();
+    const defaultName = this.table.options.partitionDefaultName;
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i];
+      const partition = this.partitionFields.length
+        ? partitionPath(
+            this.partitionFields.map((f) => f.name),
+            this.partitionFields.map((f) => row[f.name] ?? null),
+            this.partitionFields.map((f) => f.type),
+            defaultName,
+          )
+        : '';
+      const bucket = bucketOf(
+        this.bucketFields.map((f) => f.type),
+        this.bucketFields.map((f) => (row[f.name] ?? null) as Value),
+        this.numBuckets,
+      );
+      const id = `${partition}\u0000${bucket}`;
+      let g = groups.get(id);
+      if (!g) groups.set(id, (g = { rows: [], kinds: [] }));
+      g.rows.push(row);
+      g.kinds.push(kinds ? kinds[i] : RowKind.INSERT);
+    }
+    for (const [id, g] of groups) {
+      const [partition, bucket] = id.split('\u0000');
+      this.bucketWriter(partition, Number(bucket)).buffer.add(g.rows, g.kinds);
+    }
+    this.rows += rows.length;
+  }
+
+  /** Flushes every buffer to level-0 files and returns the batch to commit (nothing is committed). */
+  async prepareCommit(): Promise<CommitBatch> {
+    const tasks = [...this.buckets.values()].map((bw) => () => this.flushBucket(bw));
+    await runLimited(tasks, 4);
+    const batch: CommitBatch = {
+      rowCount: this.sequenceSpan(),
+      newFiles: this.pendingData.splice(0),
+      changelogFiles: this.pendingChangelog.splice(0),
+    };
+    return batch;
+  }
+
+  /**
+   * Flushes and commits everything written since the last commit as one APPEND snapshot.
+   * `commitIdentifier` should be derived from the input (a message id, an object key + etag) so
+   * that a retried call that had already landed commits nothing.
+   */
+  async commit(commitIdentifier: string = randomUUID()): Promise<CommitResult> {
+    const rows = this.rows;
+    const touched = [...this.buckets.values()].filter((bw) => bw.buffer.size > 0);
+    await beforeAppendCommit(this.table, touched);
+    const batch = await this.prepareCommit();
+    this.rows = 0;
+    const files = batch.newFiles.length;
+    if (files === 0 && batch.changelogFiles.length === 0) return { alreadyCommitted: false, files: 0, rows };
+    const result = await commit(
+      this.table.store,
+      this.table.path,
+      {
+        commitUser: this.commitUser,
+        commitIdentifier,
+        kind: 'APPEND',
+        schemaId: this.table.schema.id,
+        batches: [batch],
+      },
+      commitOptionsFor(this.table),
+    );
+    if (!result.alreadyCommitted) {
+      publishCommit({ warehouse: this.table.store.uri, table: this.table.name, snapshot: result.snapshot });
+      await afterAppendCommit(this.table, result.snapshot, touched);
+    }
+    return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, files, rows };
+  }
+
+  /** Drops buffered rows and temporary spill files. */
+  async close(): Promise<void> {
+    for (const bw of this.buckets.values()) await bw.buffer.close();
+    this.buckets.clear();
+  }
+
+  private bucketWriter(partition: string, bucket: number): BucketWriter {
+    const id = `${partition}\u0000${bucket}`;
+    let bw = this.buckets.get(id);
+    if (!bw) {
+      const t = this.table;
+      bw = {
+        partition,
+        bucket,
+        buffer: new WriteBuffer({
+          schema: t.schema,
+          merge: mergeConfigFromOptions(t.options),
+          writeBufferSize: t.options.writeBufferSize,
+          spillable: t.options.writeBufferSpillable,
+          keepRawChangelog: t.options.changelogProducer === 'input',
+        }),
+      };
+      this.buckets.set(id, bw);
+    }
+    return bw;
+  }
+
+  /** Largest relative sequence number used by this batch, plus one. */
+  private sequenceSpan(): number {
+    let span = 0;
+    for (const f of this.pendingData) span = Math.max(span, f.file.maxSequenceNumber + 1);
+    for (const f of this.pendingChangelog) span = Math.max(span, f.file.maxSequenceNumber + 1);
+    return span;
+  }
+
+  private async flushBucket(bw: BucketWriter): Promise<void> {
+    const out = bw.buffer.flush();
+    if (out.data.numRows > 0) this.pendingData.push(await this.writeFile(bw, out.data, 'data'));
+    if (out.changelog && out.changelog.numRows > 0) this.pendingChangelog.push(await this.writeFile(bw, out.changelog, 'changelog'));
+  }
+
+  private async writeFile(bw: BucketWriter, data: arrow.Table, prefix: 'data' | 'changelog'): Promise<FileChange> {
+    const t = this.table;
+    const fileName = `${prefix}-${randomUUID()}.parquet`;
+    const bytes = writeDataFile(data, {
+      compression: t.options.fileCompression,
+      metadata: { 'varve.schema-id': String(t.schema.id), 'varve.table': t.name },
+    });
+    await t.store.put(dataFileKey(t.path, bw.partition, bw.bucket, fileName), bytes);
+    return {
+      partition: bw.partition,
+      bucket: bw.bucket,
+      totalBuckets: this.numBuckets,
+      file: fileMetaOf(t.keyFields, data, { fileName, fileSize: bytes.byteLength, schemaId: t.schema.id, level: 0, source: 'APPEND' }),
+    };
+  }
+}
+
+/** Metadata of a key-sorted data table about to be (or just) written as a file. */
+export function fileMetaOf(
+  keyFields: DataField[],
+  data: arrow.Table,
+  f: { fileName: string; fileSize: number; schemaId: number; level: number; source: 'APPEND' | 'COMPACT'; sequenceBase?: number },
+): DataFileMeta {
+  const n = data.numRows;
+  const first = tableToRows(data.slice(0, 1), keyFields)[0];
+  const last = tableToRows(data.slice(n - 1, n), keyFields)[0];
+  let minSeq = Number.MAX_SAFE_INTEGER;
+  let maxSeq = -1;
+  let deletes = 0;
+  for (const chunk of data.getChild(SEQUENCE_COLUMN)!.data) {
+    const values = chunk.values as BigInt64Array;
+    for (let i = 0; i < chunk.length; i++) {
+      const v = Number(values[chunk.offset + i]);
+      if (v < minSeq) minSeq = v;
+      if (v > maxSeq) maxSeq = v;
+    }
+  }
+  for (const chunk of data.getChild(KIND_COLUMN)!.data) {
+    const values = chunk.values as Int8Array;
+    for (let i = 0; i < chunk.length; i++) {
+      const k = values[chunk.offset + i];
+      if (k === RowKind.UPDATE_BEFORE || k === RowKind.DELETE) deletes++;
+    }
+  }
+  const base = f.sequenceBase ?? 0;
+  return {
+    fileName: f.fileName,
+    fileSize: f.fileSize,
+    rowCount: n,
+    minKey: keyFields.map((k) => toJsonValue(k.type, first[k.name])),
+    maxKey: keyFields.map((k) => toJsonValue(k.type, last[k.name])),
+    sequenceBase: base,
+    minSequenceNumber: minSeq + base,
+    maxSequenceNumber: maxSeq + base,
+    schemaId: f.schemaId,
+    level: f.level,
+    creationTime: Date.now(),
+    deleteRowCount: deletes,
+    fileSource: f.source,
+  };
+}

@@ -1,0 +1,236 @@
+import { fileURLToPath } from 'node:url';
+import { Duration } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { EventBus } from 'aws-cdk-lib/aws-events';
+import { describe, expect, it } from 'vitest';
+import { InvalidArgumentError } from '../../lib/errors';
+import { StreamConsumer, type StreamConsumerProps } from '../../infra/stream-consumer';
+import { VarveTable } from '../../infra/table';
+import { Warehouse } from '../../infra/warehouse';
+import {
+  envOf,
+  functionStatements,
+  granting,
+  iamPattern,
+  logicalId,
+  objectSuffix,
+  resourceList,
+  resourcesOf,
+  testStack,
+} from './template';
+
+const USER_SINK = fileURLToPath(new URL('./fixtures/sink.ts', import.meta.url));
+
+function synth(props: Partial<StreamConsumerProps> = {}) {
+  const stack = testStack();
+  const warehouse = new Warehouse(stack, 'Warehouse');
+  const table = new VarveTable(stack, 'Orders', { warehouse, database: 'shop', table: 'orders' });
+  const consumer = new StreamConsumer(stack, 'Audit', {
+    table,
+    consumerId: 'orders-audit',
+    sink: { kind: 'function', entry: USER_SINK },
+    ...props,
+  });
+  return { stack, warehouse, table, consumer, template: Template.fromStack(stack) };
+}
+
+describe('StreamConsumer split queue', () => {
+  it('is a high-throughput FIFO with explicit deduplication and a FIFO DLQ after 5 receives', () => {
+    const { template, consumer } = synth();
+    const queues = resourcesOf(template, 'AWS::SQS::Queue');
+    const split = queues[logicalId(consumer.splitQueue)].Properties;
+    expect(split).toMatchObject({
+      FifoQueue: true,
+      ContentBasedDeduplication: false,
+      DeduplicationScope: 'messageGroup',
+      FifoThroughputLimit: 'perMessageGroupId',
+      RedrivePolicy: { maxReceiveCount: 5 },
+    });
+    expect(queues[split.RedrivePolicy.deadLetterTargetArn['Fn::GetAtt'][0]].Properties.FifoQueue).toBe(true);
+    expect(consumer.deadLetterQueues).toHaveLength(1);
+  });
+
+  it('keeps its visibility timeout at 6× the reader timeout, default or configured', () => {
+    for (const readTimeout of [undefined, Duration.minutes(2)]) {
+      const { template, consumer } = synth({ readTimeout });
+      const visibility = resourcesOf(template, 'AWS::SQS::Queue')[logicalId(consumer.splitQueue)].Properties.VisibilityTimeout;
+      const timeout = resourcesOf(template, 'AWS::Lambda::Function')[logicalId(consumer.readFunction)].Properties.Timeout;
+      expect(timeout).toBe(readTimeout?.toSeconds() ?? 300);
+      expect(visibility).toBeGreaterThanOrEqual(6 * timeout);
+    }
+  });
+});
+
+describe('StreamConsumer discovery', () => {
+  it('is a singleton: reserved concurrency 1, Node.js 22 on arm64', () => {
+    const { template, consumer } = synth();
+    expect(resourcesOf(template, 'AWS::Lambda::Function')[logicalId(consumer.discoverFunction)].Properties).toMatchObject({
+      ReservedConcurrentExecutions: 1,
+      Runtime: 'nodejs22.x',
+      Architectures: ['arm64'],
+    });
+  });
+
+  it('gets the consumer id and the split queue URL', () => {
+    const { template, consumer, stack } = synth();
+    const env = envOf(template, consumer.discoverFunction);
+    expect(env).toMatchObject({
+      VARVE_TABLE: 'shop.orders',
+      VARVE_CONSUMER_ID: 'orders-audit',
+      VARVE_SPLIT_QUEUE_URL: stack.resolve(consumer.splitQueue.queueUrl),
+      POWERTOOLS_METRICS_NAMESPACE: 'Varve',
+    });
+  });
+
+  it('runs every minute and on every Snapshot Committed event of its table', () => {
+    // Prepare / Act
+    const { template, consumer, warehouse } = synth();
+    const target = { 'Fn::GetAtt': [logicalId(consumer.discoverFunction), 'Arn'] };
+    const rules = Object.values(resourcesOf(template, 'AWS::Events::Rule')).filter((r) =>
+      (r.Properties.Targets as { Arn: unknown }[]).some((t) => JSON.stringify(t.Arn) === JSON.stringify(target)),
+    );
+    // Assess
+    expect(rules).toHaveLength(2);
+    const schedule = rules.find((r) => r.Properties.ScheduleExpression)!;
+    expect(schedule.Properties.ScheduleExpression).toBe('rate(1 minute)');
+    const onCommit = rules.find((r) => r.Properties.EventPattern)!;
+    expect(onCommit.Properties.EventBusName).toEqual({ Ref: logicalId(warehouse.eventBus) });
+    expect(onCommit.Properties.EventPattern).toEqual({
+      source: ['varve'],
+      'detail-type': ['Snapshot Committed'],
+      detail: { table: ['shop.orders'] },
+    });
+  });
+
+  it('drops stale throttled invocations after 5 minutes', () => {
+    const { template, consumer } = synth();
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: logicalId(consumer.discoverFunction) },
+      MaximumEventAgeInSeconds: 300,
+    });
+  });
+
+  it('reads the table, writes only its consumer file, and sends only to its split queue', () => {
+    const { template, consumer } = synth();
+    const stmts = functionStatements(template, consumer.discoverFunction);
+    expect(granting(stmts, 's3:GetObject').flatMap(resourceList).map(objectSuffix)).toEqual(['/warehouse/shop.db/orders/*']);
+    for (const action of ['s3:PutObject', 's3:DeleteObject']) {
+      expect(granting(stmts, action).flatMap(resourceList).map(objectSuffix)).toEqual([
+        '/warehouse/shop.db/orders/consumer/consumer-orders-audit*',
+      ]);
+    }
+    expect(granting(stmts, 'sqs:SendMessage').flatMap(resourceList)).toEqual([
+      { 'Fn::GetAtt': [logicalId(consumer.splitQueue), 'Arn'] },
+    ]);
+  });
+});
+
+describe('StreamConsumer reader', () => {
+  it('consumes the split queue in batches of 10 with ReportBatchItemFailures and no batching window', () => {
+    const { template, consumer } = synth();
+    const esm = Object.values(resourcesOf(template, 'AWS::Lambda::EventSourceMapping')).find(
+      (e) => e.Properties.EventSourceArn['Fn::GetAtt'][0] === logicalId(consumer.splitQueue),
+    )!;
+    expect(esm.Properties).toMatchObject({
+      BatchSize: 10,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      FunctionName: { Ref: logicalId(consumer.readFunction) },
+    });
+    expect(esm.Properties.MaximumBatchingWindowInSeconds).toBeUndefined();
+    expect(esm.Properties.ScalingConfig).toBeUndefined();
+  });
+
+  it('caps reader concurrency when asked to', () => {
+    const { template, consumer } = synth({ maxConcurrency: 20 });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [logicalId(consumer.splitQueue), 'Arn'] },
+      ScalingConfig: { MaximumConcurrency: 20 },
+    });
+  });
+
+  it("runs the user's handler for a function sink, with no built-in sink", () => {
+    const { template, consumer } = synth({ sink: { kind: 'function', entry: USER_SINK, handler: 'onChanges' } });
+    const fn = resourcesOf(template, 'AWS::Lambda::Function')[logicalId(consumer.readFunction)].Properties;
+    expect(fn.Handler).toBe('index.onChanges');
+    expect(fn.Environment.Variables.VARVE_CONSUMER_ID).toBe('orders-audit');
+    expect(fn.Environment.Variables).not.toHaveProperty('VARVE_SINK');
+  });
+
+  it('writes progress only to its own consumer file', () => {
+    const { template, consumer } = synth();
+    const stmts = functionStatements(template, consumer.readFunction);
+    const put = granting(stmts, 's3:PutObject').flatMap(resourceList).map(objectSuffix);
+    expect(put).toEqual(['/warehouse/shop.db/orders/consumer/consumer-orders-audit*']);
+    const pattern = iamPattern(put[0]!.slice(1));
+    expect(pattern.test('warehouse/shop.db/orders/consumer/consumer-orders-audit')).toBe(true);
+    expect(pattern.test('warehouse/shop.db/orders/consumer/consumer-billing')).toBe(false);
+    expect(pattern.test('warehouse/shop.db/orders/snapshot/snapshot-7')).toBe(false);
+    expect(granting(stmts, 's3:DeleteObject')).toHaveLength(0);
+    expect(granting(stmts, 'sqs:SendMessage')).toHaveLength(0);
+  });
+
+  it('writes into another varve table for a table sink', () => {
+    // Prepare
+    const stack = testStack();
+    const warehouse = new Warehouse(stack, 'Warehouse');
+    const orders = new VarveTable(stack, 'Orders', { warehouse, database: 'shop', table: 'orders' });
+    const history = new VarveTable(stack, 'History', { warehouse, database: 'shop', table: 'history' });
+    // Act
+    const consumer = new StreamConsumer(stack, 'ToHistory', { table: orders, consumerId: 'to-history', sink: { kind: 'table', target: history } });
+    const template = Template.fromStack(stack);
+    // Assess
+    const env = envOf(template, consumer.readFunction);
+    expect(env).toMatchObject({
+      VARVE_SINK: 'table:shop.history',
+      VARVE_SINK_COMMIT_MODE: 'queue',
+      VARVE_SINK_COMMIT_QUEUE_URL: stack.resolve(history.commitQueue!.queueUrl),
+    });
+    const stmts = functionStatements(template, consumer.readFunction);
+    expect(granting(stmts, 's3:PutObject').flatMap(resourceList).map(objectSuffix).sort()).toEqual([
+      '/warehouse/shop.db/history/*',
+      '/warehouse/shop.db/orders/consumer/consumer-to-history*',
+    ]);
+    expect(granting(stmts, 'sqs:SendMessage').flatMap(resourceList)).toEqual([
+      { 'Fn::GetAtt': [logicalId(history.commitQueue!), 'Arn'] },
+    ]);
+  });
+
+  it('refuses a table sink in another warehouse', () => {
+    const stack = testStack();
+    const a = new Warehouse(stack, 'A');
+    const b = new Warehouse(stack, 'B');
+    const orders = new VarveTable(stack, 'Orders', { warehouse: a, database: 'shop', table: 'orders' });
+    const copy = new VarveTable(stack, 'Copy', { warehouse: b, database: 'shop', table: 'orders' });
+    expect(() => new StreamConsumer(stack, 'C', { table: orders, consumerId: 'copy', sink: { kind: 'table', target: copy } })).toThrow(
+      InvalidArgumentError,
+    );
+  });
+
+  it('puts events on the warehouse bus, or a given one, for an EventBridge sink', () => {
+    // Prepare / Act: warehouse bus
+    const own = synth({ sink: { kind: 'eventbridge' } });
+    expect(envOf(own.template, own.consumer.readFunction).VARVE_SINK).toEqual({
+      'Fn::Join': ['', ['eventbridge:', { Ref: logicalId(own.warehouse.eventBus) }]],
+    });
+    expect(granting(functionStatements(own.template, own.consumer.readFunction), 'events:PutEvents').flatMap(resourceList)).toEqual([
+      { 'Fn::GetAtt': [logicalId(own.warehouse.eventBus), 'Arn'] },
+    ]);
+    // a bus of the user's
+    const stack = testStack();
+    const warehouse = new Warehouse(stack, 'Warehouse');
+    const table = new VarveTable(stack, 'Orders', { warehouse, database: 'shop', table: 'orders' });
+    const bus = new EventBus(stack, 'Changes', { eventBusName: 'order-changes' });
+    const consumer = new StreamConsumer(stack, 'Out', { table, consumerId: 'out', sink: { kind: 'eventbridge', bus } });
+    const template = Template.fromStack(stack);
+    expect(envOf(template, consumer.readFunction).VARVE_SINK).toEqual({
+      'Fn::Join': ['', ['eventbridge:', { Ref: logicalId(bus) }]],
+    });
+    expect(granting(functionStatements(template, consumer.readFunction), 'events:PutEvents').flatMap(resourceList)).toEqual([
+      { 'Fn::GetAtt': [logicalId(bus), 'Arn'] },
+    ]);
+  });
+
+  it.each(['', 'a b', 'x/y', 'a*'])('rejects the consumer id %j', (consumerId) => {
+    expect(() => synth({ consumerId })).toThrow(InvalidArgumentError);
+  });
+});

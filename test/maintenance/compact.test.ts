@@ -1,0 +1,146 @@
+/**
+ * compactBucket / compactTable on a table: upgrades without rewrite, deletes kept below and
+ * dropped at the highest level, idempotent retries, the byte budget and progress reports.
+ */
+import { describe, expect, it } from 'vitest';
+import { readChangelogFiles, readLiveFiles } from '../../lib/manifest/scan';
+import { COMPACT_COMMIT_USER, compactBucket, compactTable, readBucketFiles } from '../../lib/maintenance/compact';
+import { RowKind } from '../../lib/schema/types';
+import type { MemoryStore } from '../../lib/store/memory-store';
+import { listAll } from '../../lib/store/object-store';
+import type { Table } from '../../lib/table/table';
+import { liveFilesByBucket, newTable, readState, sorted, writeChanges, type Change } from './fixtures';
+
+const upserts = (ids: number[], v: bigint, region = 'eu'): Change[] => ids.map((id) => ({ row: { id, region, v, s: `s${id}` }, kind: RowKind.INSERT }));
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+/** Data and changelog files in the store that no snapshot references. */
+async function unreferencedFiles(table: Table): Promise<string[]> {
+  const referenced = new Set<string>();
+  const latest = (await table.snapshots.latestId()) ?? 0;
+  for (let id = 1; id <= latest; id++) {
+    const s = await table.snapshots.read(id);
+    for (const e of await readLiveFiles(table.store, table.path, s)) referenced.add(e.file.fileName);
+    for (const e of await readChangelogFiles(table.store, table.path, s)) referenced.add(e.file.fileName);
+  }
+  const files = (await listAll(table.store, `${table.path}/`)).map((o) => o.key.split('/').pop()!).filter((n) => /^(data|changelog)-/.test(n));
+  return files.filter((n) => !referenced.has(n));
+}
+
+describe('compactBucket', () => {
+  it('upgrades non-overlapping files to the max level without rewriting them', async () => {
+    // Tiny target size: every file counts as large, so nothing is rewritten for being small.
+    const table = await newTable({ 'write-only': 'true', 'target-file-size': '1 b' });
+    await writeChanges(table, upserts(range(1, 10), 1n));
+    await writeChanges(table, upserts(range(11, 20), 2n));
+    const before = (await liveFilesByBucket(table)).get('region=eu#0')!.map((e) => e.file.fileName).sort();
+    const store = table.store as MemoryStore;
+    store.resetCallLog();
+
+    const result = await compactBucket(table, 'region=eu', 0, { full: true });
+
+    expect(result.upgradedFiles).toBe(2);
+    expect(result.bytesOut).toBe(0);
+    expect(store.callLog.filter((c) => c.op === 'put' && /\/data-/.test(c.key))).toEqual([]);
+    const after = (await liveFilesByBucket(table)).get('region=eu#0')!;
+    expect(after.map((e) => e.file.fileName).sort()).toEqual(before);
+    expect(after.every((e) => e.file.level === table.options.numLevels - 1)).toBe(true);
+    expect((await readState(table)).size).toBe(20);
+  });
+
+  it('keeps deletes in an intermediate level and drops them at the highest one', async () => {
+    // The lookup producer forces level 0 up into the level below the existing max-level run.
+    const table = await newTable({ 'write-only': 'true', 'changelog-producer': 'lookup' });
+    await writeChanges(table, upserts(range(1, 10), 1n));
+    await compactTable(table);
+    await writeChanges(table, [{ row: { id: 3, region: 'eu', v: null, s: null }, kind: RowKind.DELETE }]);
+
+    await compactTable(table);
+    const mid = (await liveFilesByBucket(table)).get('region=eu#0')!;
+    const level4 = mid.filter((e) => e.file.level === 4);
+    expect(level4).toHaveLength(1);
+    expect(level4[0].file.deleteRowCount).toBe(1);
+
+    await compactTable(table, { full: true });
+    const top = (await liveFilesByBucket(table)).get('region=eu#0')!;
+    expect(top.map((e) => [e.file.level, e.file.deleteRowCount])).toEqual([[5, 0]]);
+    expect([...(await readState(table)).keys()]).not.toContain('eu|3');
+    expect((await readState(table)).size).toBe(9);
+  });
+
+  it('commits a retried job once and deletes the files of the duplicate attempt', async () => {
+    const table = await newTable({ 'write-only': 'true' });
+    for (let i = 0; i < 3; i++) await writeChanges(table, upserts(range(1, 8), BigInt(i)));
+    const snapshot = (await table.snapshots.latest())!;
+    const entries = await readBucketFiles(table, snapshot, 'region=eu', 0);
+
+    const first = await compactBucket(table, 'region=eu', 0, { full: true, initial: { snapshot, entries } });
+    const retry = await compactBucket(table, 'region=eu', 0, { full: true, initial: { snapshot, entries } });
+
+    expect(first.snapshot?.commitUser).toBe(COMPACT_COMMIT_USER);
+    expect(retry.alreadyCommitted).toBe(true);
+    expect(retry.snapshot?.id).toBe(first.snapshot?.id);
+    expect((await table.snapshots.latestId())).toBe(first.snapshot?.id);
+    expect(await unreferencedFiles(table)).toEqual([]);
+  });
+
+  it('does nothing when no compaction is due', async () => {
+    const table = await newTable({ 'write-only': 'true' });
+    await writeChanges(table, upserts([1, 2], 1n));
+    const result = await compactBucket(table, 'region=eu', 0);
+    expect(result.snapshot).toBeUndefined();
+    expect(result.filesIn).toBe(0);
+  });
+});
+
+describe('compactTable', () => {
+  async function threeBuckets(): Promise<Table> {
+    const table = await newTable({ 'write-only': 'true', bucket: '3' });
+    for (let i = 0; i < 6; i++) await writeChanges(table, upserts(range(1, 30), BigInt(i)));
+    return table;
+  }
+
+  it('compacts every bucket that is due and reports what it did', async () => {
+    const table = await threeBuckets();
+    const expected = sorted(await readState(table));
+    const progress: Array<[number, number]> = [];
+
+    const summary = await compactTable(table, { onProgress: (p) => progress.push([p.done, p.total]) });
+
+    expect(summary.bucketsChecked).toBe(3);
+    expect(summary.bucketsCompacted).toBe(3);
+    expect(summary.filesIn).toBe(18);
+    expect(summary.bytesIn).toBeGreaterThan(0);
+    expect(summary.snapshots).toHaveLength(3);
+    expect(progress).toEqual([[1, 3], [2, 3], [3, 3]]);
+    expect(sorted(await readState(table))).toEqual(expected);
+  });
+
+  it('stops starting buckets once the byte budget is spent, and the next call goes on', async () => {
+    const table = await threeBuckets();
+
+    const first = await compactTable(table, { maxBytes: 1 });
+    const second = await compactTable(table, { maxBytes: 1 });
+
+    expect(first.bucketsCompacted).toBe(1);
+    expect(first.remainingBuckets).toBe(2);
+    expect(second.bucketsCompacted).toBe(1);
+    expect(second.remainingBuckets).toBe(2);
+    // The bucket compacted first has nothing due any more, so it is passed over quickly.
+    const third = await compactTable(table);
+    expect(third.bucketsCompacted).toBe(1);
+  });
+
+  it('compacts only the partition and bucket asked for', async () => {
+    const table = await newTable({ 'write-only': 'true', bucket: '2' });
+    for (let i = 0; i < 6; i++) await writeChanges(table, [...upserts(range(1, 10), 1n, 'eu'), ...upserts(range(1, 10), 1n, 'us')]);
+
+    const summary = await compactTable(table, { partition: { region: 'us' }, bucket: 1 });
+
+    expect(summary.bucketsChecked).toBe(1);
+    const levels = await liveFilesByBucket(table);
+    expect(levels.get('region=us#1')!.every((e) => e.file.level > 0)).toBe(true);
+    expect(levels.get('region=eu#1')!.every((e) => e.file.level === 0)).toBe(true);
+    await expect(compactTable(table, { partition: { nope: 'x' } })).rejects.toThrow(/not a partition key/);
+  });
+});

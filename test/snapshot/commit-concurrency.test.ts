@@ -1,0 +1,130 @@
+/**
+ * The commit protocol under real concurrency: 16 committers × 25 commits racing for the same
+ * snapshot ids, as separate processes (LocalStore on a temp folder, S3Store on moto) and as
+ * promises against a MemoryStore with latency. Every commit must land exactly once.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { LruManifestCache } from '../../lib/manifest/manifest-file';
+import { commit } from '../../lib/snapshot/commit';
+import { SnapshotManager } from '../../lib/snapshot/snapshot-manager';
+import { LocalStore } from '../../lib/store/local-store';
+import { MemoryStore } from '../../lib/store/memory-store';
+import { S3Store } from '../../lib/store/s3-store';
+import { awsAvailable, freshBucket } from '../helpers/aws';
+import { compareKeys } from '../manifest/factories';
+import { committerRequest, rowsOf } from './fixtures/committer-plan';
+import { verifyAppends, type ExpectedAppend } from './table-checks';
+
+const COMMITTERS = 16;
+const COMMITS = 25;
+const T = 'db.db/race';
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
+
+function expectedAppends(): ExpectedAppend[] {
+  const out: ExpectedAppend[] = [];
+  for (let i = 0; i < COMMITTERS; i++) {
+    for (let c = 0; c < COMMITS; c++) out.push({ identifier: `c${i}-${c}`, fileName: `data-c${i}-${c}`, rows: rowsOf(i, c) });
+  }
+  return out;
+}
+
+interface CommitterReport {
+  committer: number;
+  attempts: number[];
+  ms: number;
+}
+
+function runCommitter(where: string, i: number): Promise<CommitterReport> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/snapshot/fixtures/committer.ts', where, T, String(i), String(COMMITS)], {
+      cwd: REPO,
+      env: process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (code === 0) resolve(JSON.parse(out.trim().split('\n').pop()!) as CommitterReport);
+      else reject(new Error(`committer ${i} exited with ${code}: ${err}`));
+    });
+  });
+}
+
+function summarise(label: string, reports: CommitterReport[], ms: number): void {
+  const attempts = reports.flatMap((r) => r.attempts);
+  const retries = attempts.reduce((s, a) => s + a - 1, 0);
+  console.log(
+    `${label}: ${attempts.length} commits in ${Math.round(ms)} ms; ${retries} lost races ` +
+      `(attempts per commit: mean ${(attempts.reduce((s, a) => s + a, 0) / attempts.length).toFixed(2)}, max ${Math.max(...attempts)})`,
+  );
+}
+
+async function raceProcesses(where: string): Promise<{ reports: CommitterReport[]; ms: number }> {
+  const started = performance.now();
+  const reports = await Promise.all(Array.from({ length: COMMITTERS }, (_, i) => runCommitter(where, i)));
+  return { reports, ms: performance.now() - started };
+}
+
+describe('concurrent committers', () => {
+  const dirs: string[] = [];
+  afterAll(async () => {
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  });
+
+  it('in separate processes on a LocalStore: every commit lands exactly once', async () => {
+    // Prepare
+    const dir = await mkdtemp(join(tmpdir(), 'varve-race-'));
+    dirs.push(dir);
+    // Act
+    const { reports, ms } = await raceProcesses(`local:${dir}`);
+    // Assess
+    summarise('LocalStore, 16 processes', reports, ms);
+    await verifyAppends(new LocalStore(dir), T, expectedAppends());
+  }, 180_000);
+
+  it('as promises on a MemoryStore with latency: every commit lands exactly once', async () => {
+    const store = new MemoryStore();
+    store.setLatency(1);
+    const started = performance.now();
+    const reports = await Promise.all(
+      Array.from({ length: COMMITTERS }, async (_, i): Promise<CommitterReport> => {
+        const snapshotManager = new SnapshotManager(store, T, { cacheSnapshots: true });
+        const manifestCache = new LruManifestCache();
+        const attempts: number[] = [];
+        for (let c = 0; c < COMMITS; c++) {
+          const r = await commit(store, T, committerRequest(i, c), {
+            compareKeys,
+            maxRetries: 200,
+            minRetryWaitMs: 2,
+            maxRetryWaitMs: 50,
+            snapshotManager,
+            manifestCache,
+          });
+          attempts.push(r.attempts);
+        }
+        return { committer: i, attempts, ms: 0 };
+      }),
+    );
+    summarise('MemoryStore, 16 promises', reports, performance.now() - started);
+    store.setLatency(0);
+    await verifyAppends(store, T, expectedAppends());
+  }, 180_000);
+});
+
+describe.skipIf(!awsAvailable())('concurrent committers on S3 (moto)', () => {
+  it('in separate processes: every commit lands exactly once', async () => {
+    const bucket = await freshBucket();
+    const { reports, ms } = await raceProcesses(`s3:${bucket}`);
+    summarise('S3Store on moto, 16 processes', reports, ms);
+    await verifyAppends(new S3Store({ bucket }), T, expectedAppends());
+    expect(reports).toHaveLength(COMMITTERS);
+  }, 180_000);
+});

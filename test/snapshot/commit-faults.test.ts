@@ -1,0 +1,152 @@
+/**
+ * Fault injection at every storage call of a commit: whatever fails, and wherever, the table stays
+ * readable, a re-run of the same commit lands exactly once, and whatever a failed attempt left
+ * behind is referenced by no snapshot.
+ */
+import { describe, expect, it } from 'vitest';
+import { InjectedFaultError, StoreUnavailableError } from '../../lib/errors';
+import { readLiveFiles } from '../../lib/manifest/scan';
+import { dataFileKey, manifestDir } from '../../lib/manifest/table-paths';
+import { commit, type CommitRequest } from '../../lib/snapshot/commit';
+import { SnapshotManager } from '../../lib/snapshot/snapshot-manager';
+import { utf8 } from '../../lib/store/object-store';
+import { MemoryStore } from '../../lib/store/memory-store';
+import { appendRequest, change, testCommitOptions } from '../manifest/factories';
+import { allSnapshots, referencedKeys } from './table-checks';
+
+const T = 'db.db/faults';
+const opts = testCommitOptions({ maxRetries: 5 });
+const THE_COMMIT = 'the-commit';
+
+/** An APPEND whose data file is written to the store first, as a writer does. */
+async function appendWithData(store: MemoryStore, identifier: string): Promise<CommitRequest> {
+  const c = change(`data-${identifier}`, { rowCount: 2, maxSequenceNumber: 1 });
+  await store.put(dataFileKey(T, c.partition, c.bucket, c.file.fileName), utf8('parquet bytes'));
+  return appendRequest('writer', identifier, [c], 2);
+}
+
+/** A table with two commits and the data file of the commit under test already written. */
+async function preparedTable(): Promise<{ store: MemoryStore; req: CommitRequest }> {
+  const store = new MemoryStore();
+  for (const id of ['first', 'second']) await commit(store, T, await appendWithData(store, id), opts);
+  return { store, req: await appendWithData(store, THE_COMMIT) };
+}
+
+async function assertReadable(store: MemoryStore): Promise<void> {
+  const latest = await new SnapshotManager(store, T).latest();
+  expect(latest).toBeDefined();
+  for (const e of await readLiveFiles(store, T, latest!)) {
+    expect(await store.head(dataFileKey(T, e.partition, e.bucket, e.file.fileName)), e.file.fileName).toBeDefined();
+  }
+}
+
+async function carrying(store: MemoryStore, identifier: string): Promise<number> {
+  return (await allSnapshots(store, T)).filter((s) => s.commitIdentifier === identifier).length;
+}
+
+describe('commit under a crash at every storage call', () => {
+  it('leaves a readable table, lands exactly once on re-run, and leaves only unreferenced files behind', async () => {
+    // Prepare: the call log of a clean commit.
+    const clean = await preparedTable();
+    clean.store.resetCallLog();
+    await commit(clean.store, T, clean.req, opts);
+    const calls = clean.store.callLog.map((c) => `${c.op} ${c.key}`);
+    const commitPoint = calls.findIndex((c) => c.startsWith('putIfAbsent') && c.includes('snapshot/snapshot-3'));
+    expect(commitPoint).toBeGreaterThan(0);
+    console.log(`a clean commit makes ${calls.length} storage calls:\n  ${calls.join('\n  ')}`);
+
+    const outcomes: string[] = [];
+    for (let k = 1; k <= calls.length; k++) {
+      for (const when of ['before', 'after'] as const) {
+        const label = `crash ${when} call ${k} (${calls[k - 1]})`;
+        const { store, req } = await preparedTable();
+        const keysBefore = new Set(store.keys());
+        store.crashAt({ nth: k, when });
+
+        // Act
+        const error = await commit(store, T, req, opts).then(() => undefined, (e: unknown) => e);
+        store.restart();
+
+        // Assess: the crash either failed the commit, or came after the commit point (hint write).
+        const landed = (await carrying(store, THE_COMMIT)) === 1;
+        const pastCommitPoint = k - 1 > commitPoint || (k - 1 === commitPoint && when === 'after');
+        expect(landed, label).toBe(pastCommitPoint);
+        if (error === undefined) expect(k - 1, label).toBeGreaterThan(commitPoint);
+        await assertReadable(store);
+
+        const leftovers = store.keys().filter((key) => !keysBefore.has(key) && key.startsWith(manifestDir(T)));
+        const referenced = await referencedKeys(store, T);
+        const orphans = leftovers.filter((key) => !referenced.has(key));
+        if (!landed) expect(orphans, label).toEqual(leftovers);
+        else expect(orphans, label).toEqual([]);
+
+        const rerun = await commit(store, T, req, opts);
+        expect(rerun.alreadyCommitted, label).toBe(landed);
+        expect(await carrying(store, THE_COMMIT), label).toBe(1);
+        const after = await referencedKeys(store, T);
+        expect(orphans.filter((key) => after.has(key)), label).toEqual([]);
+        await assertReadable(store);
+        outcomes.push(`${when} ${k}: ${error === undefined ? 'returned' : (error as Error).name}, landed=${landed}, orphans=${orphans.length}`);
+      }
+    }
+    console.log(`crash matrix (${outcomes.length} runs):\n  ${outcomes.join('\n  ')}`);
+  });
+});
+
+describe('commit under non-crash faults', () => {
+  it('retries 409s on the snapshot write transparently', async () => {
+    const { store, req } = await preparedTable();
+    store.injectConflicts(3, 'snapshot/snapshot-3');
+    const reasons: string[] = [];
+    const r = await commit(store, T, req, { ...opts, onRetry: (_n, why) => reasons.push(why) });
+    expect(r).toMatchObject({ committed: true, attempts: 1 });
+    expect(r.snapshot.id).toBe(3);
+    expect(reasons).toHaveLength(3);
+    expect(await carrying(store, THE_COMMIT)).toBe(1);
+  });
+
+  it.each([
+    ['retryable', () => new StoreUnavailableError('connection reset after the request was sent')],
+    ['non-retryable', () => new InjectedFaultError('response lost')],
+  ])('resolves an ambiguous snapshot write (%s error after it took effect) by its identity', async (_what, error) => {
+    const { store, req } = await preparedTable();
+    store.injectFault({ op: 'putIfAbsent', keyIncludes: 'snapshot/snapshot-3', when: 'after', error });
+    const r = await commit(store, T, req, opts);
+    expect(r).toMatchObject({ committed: true, alreadyCommitted: false });
+    expect(r.snapshot.id).toBe(3);
+    expect(await new SnapshotManager(store, T).listIds()).toEqual([1, 2, 3]);
+  });
+
+  it('recognises its own late-landing snapshot after losing the retry', async () => {
+    // The write landed but threw, and reading snapshot-3 back failed too: the commit retries,
+    // loses the race for snapshot-3 to itself, and must recognise its own commit uuid there.
+    const { store, req } = await preparedTable();
+    store.injectFault({ op: 'putIfAbsent', keyIncludes: 'snapshot/snapshot-3', when: 'after', error: () => new StoreUnavailableError('timeout') });
+    store.injectFault({ op: 'get', keyIncludes: 'snapshot/snapshot-3', nth: 1, error: () => new StoreUnavailableError('timeout') });
+    const r = await commit(store, T, req, opts);
+    expect(r).toMatchObject({ committed: true });
+    expect(r.snapshot.id).toBe(3);
+    expect(await new SnapshotManager(store, T).listIds()).toEqual([1, 2, 3]);
+  });
+
+  it('fails on a non-retryable error before the snapshot write, and the re-run lands', async () => {
+    const { store, req } = await preparedTable();
+    store.injectFault({ op: 'putIfAbsent', keyIncludes: 'snapshot/snapshot-3', when: 'before', error: () => new InjectedFaultError('disk on fire') });
+    await expect(commit(store, T, req, opts)).rejects.toThrow(InjectedFaultError);
+    expect(await carrying(store, THE_COMMIT)).toBe(0);
+    expect((await commit(store, T, req, opts)).committed).toBe(true);
+    expect(await carrying(store, THE_COMMIT)).toBe(1);
+  });
+
+  it('retries a failed manifest write and leaves the half-written file unreferenced', async () => {
+    const { store, req } = await preparedTable();
+    const keysBefore = new Set(store.keys());
+    store.injectFault({ op: 'put', keyIncludes: 'manifest/manifest-', nth: 1, when: 'after', error: () => new StoreUnavailableError('slow down') });
+    const r = await commit(store, T, req, opts);
+    expect(r.committed).toBe(true);
+    const referenced = await referencedKeys(store, T);
+    const orphans = store.keys().filter((k) => !keysBefore.has(k) && k.startsWith(manifestDir(T)) && !referenced.has(k));
+    expect(orphans.length).toBeGreaterThan(0);
+    expect(await carrying(store, THE_COMMIT)).toBe(1);
+  });
+});

@@ -1,0 +1,144 @@
+import { describe, expect, it } from 'vitest';
+import { ObjectNotFoundError, SnapshotNotFoundError } from '../../lib/errors';
+import { earliestHintKey, latestHintKey, snapshotKey } from '../../lib/manifest/table-paths';
+import { commit } from '../../lib/snapshot/commit';
+import { SnapshotManager } from '../../lib/snapshot/snapshot-manager';
+import { fromUtf8, utf8, type ObjectStore } from '../../lib/store/object-store';
+import { MemoryStore } from '../../lib/store/memory-store';
+import { appendRequest, change, testCommitOptions } from '../manifest/factories';
+
+const T = 'db.db/snaps';
+
+/** A table with `n` APPEND snapshots committed at times 100, 200, … */
+async function tableWith(n: number): Promise<{ store: MemoryStore; sm: SnapshotManager }> {
+  const store = new MemoryStore();
+  for (let i = 1; i <= n; i++) {
+    await commit(store, T, appendRequest('u', `c${i}`, [change(`f${i}`)]), testCommitOptions({ now: () => i * 100 }));
+  }
+  return { store, sm: new SnapshotManager(store, T) };
+}
+
+function listed(store: MemoryStore): boolean {
+  return store.callLog.some((c) => c.op === 'list');
+}
+
+describe('SnapshotManager', () => {
+  it('finds nothing in an empty table', async () => {
+    const sm = new SnapshotManager(new MemoryStore(), T);
+    expect(await sm.latestId()).toBeUndefined();
+    expect(await sm.earliestId()).toBeUndefined();
+    expect(await sm.latest()).toBeUndefined();
+    await expect(sm.read(1)).rejects.toThrow(/no snapshot yet/);
+  });
+
+  it('trusts a LATEST hint that checks out, without listing', async () => {
+    const { store, sm } = await tableWith(3);
+    expect(fromUtf8((await store.get(latestHintKey(T))).body)).toBe('3');
+    store.resetCallLog();
+    expect(await sm.latestId()).toBe(3);
+    expect(listed(store)).toBe(false);
+  });
+
+  it.each([
+    ['missing', undefined],
+    ['stale', '1'],
+    ['ahead of the table', '9'],
+    ['garbage', 'abc'],
+  ])('lists when the LATEST hint is %s', async (_what, hint) => {
+    const { store, sm } = await tableWith(3);
+    if (hint === undefined) await store.delete(latestHintKey(T));
+    else await store.put(latestHintKey(T), utf8(hint));
+    store.resetCallLog();
+    expect(await sm.latestId()).toBe(3);
+    expect((await sm.latest())?.id).toBe(3);
+    expect(listed(store)).toBe(true);
+  });
+
+  it('walks forward past a listing that missed a new snapshot', async () => {
+    // Prepare: a listing taken just before snapshot-3 landed (it omits it).
+    const { store } = await tableWith(3);
+    await store.delete(latestHintKey(T));
+    const staleListing: ObjectStore = {
+      uri: store.uri,
+      get: (k) => store.get(k),
+      getRange: (k, a, b) => store.getRange(k, a, b),
+      head: (k) => store.head(k),
+      put: (k, b) => store.put(k, b),
+      putIfAbsent: (k, b) => store.putIfAbsent(k, b),
+      putIfMatch: (k, b, e) => store.putIfMatch(k, b, e),
+      delete: (k) => store.delete(k),
+      async *list(prefix: string) {
+        for await (const o of store.list(prefix)) if (!o.key.endsWith('snapshot-3')) yield o;
+      },
+    };
+    // Act / Assess
+    expect(await new SnapshotManager(staleListing, T).latestId()).toBe(3);
+  });
+
+  it('ignores an EARLIEST hint that points at a deleted snapshot', async () => {
+    const { store, sm } = await tableWith(4);
+    await store.put(earliestHintKey(T), utf8('1'));
+    await store.delete(snapshotKey(T, 1));
+    await store.delete(snapshotKey(T, 2));
+    expect(await sm.earliestId()).toBe(3);
+    await store.put(earliestHintKey(T), utf8('3'));
+    store.resetCallLog();
+    expect(await sm.earliestId()).toBe(3);
+    expect(listed(store)).toBe(false);
+  });
+
+  it('names the available range when a snapshot has expired', async () => {
+    const { store, sm } = await tableWith(4);
+    await store.delete(snapshotKey(T, 1));
+    const err = await sm.read(1).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SnapshotNotFoundError);
+    expect((err as SnapshotNotFoundError).available).toEqual({ earliest: 2, latest: 4 });
+    expect((err as Error).message).toMatch(/expired.*2\.\.4/);
+    await expect(sm.read(7)).rejects.toThrow(/not been committed.*2\.\.4/);
+    expect(await sm.tryRead(1)).toBeUndefined();
+    expect(await sm.listIds()).toEqual([2, 3, 4]);
+  });
+
+  it('finds the snapshot at or before a time by binary search', async () => {
+    const { sm } = await tableWith(9);
+    expect(await sm.snapshotAtOrBefore(50)).toBeUndefined();
+    expect((await sm.snapshotAtOrBefore(100))?.id).toBe(1);
+    expect((await sm.snapshotAtOrBefore(250))?.id).toBe(2);
+    expect((await sm.snapshotAtOrBefore(700))?.id).toBe(7);
+    expect((await sm.snapshotAtOrBefore(899))?.id).toBe(8);
+    expect((await sm.snapshotAtOrBefore(10_000))?.id).toBe(9);
+  });
+
+  it('restarts a time lookup when expiry removes a snapshot under it', async () => {
+    const { store, sm } = await tableWith(9);
+    // The first read of snapshot-5 (the first probe) finds it gone, as if expiry had just run.
+    store.injectFault({ op: 'get', keyIncludes: 'snapshot/snapshot-5', nth: 1, error: () => new ObjectNotFoundError('snapshot-5') });
+    expect((await sm.snapshotAtOrBefore(650))?.id).toBe(6);
+  });
+
+  it('answers relative to the earliest snapshot still present', async () => {
+    const { store, sm } = await tableWith(5);
+    await store.delete(snapshotKey(T, 1));
+    await store.delete(snapshotKey(T, 2));
+    expect(await sm.snapshotAtOrBefore(250)).toBeUndefined();
+    expect((await sm.snapshotAtOrBefore(350))?.id).toBe(3);
+  });
+
+  it('keeps timeMillis non-decreasing even when a committer clock runs behind', async () => {
+    const store = new MemoryStore();
+    const times = [500, 300, 700];
+    for (let i = 0; i < 3; i++) {
+      await commit(store, T, appendRequest('u', `c${i}`, [change(`f${i}`)]), testCommitOptions({ now: () => times[i] }));
+    }
+    const sm = new SnapshotManager(store, T);
+    expect((await Promise.all([1, 2, 3].map((id) => sm.read(id)))).map((s) => s.timeMillis)).toEqual([500, 500, 700]);
+  });
+
+  it('writes hints best effort: a failing hint write does not fail the commit', async () => {
+    const store = new MemoryStore();
+    store.injectFault({ op: 'put', keyIncludes: 'snapshot/LATEST', times: 100 });
+    const { snapshot } = await commit(store, T, appendRequest('u', 'c1', [change('f1')]), testCommitOptions());
+    expect(snapshot.id).toBe(1);
+    expect(await new SnapshotManager(store, T).latestId()).toBe(1);
+  });
+});

@@ -1,0 +1,214 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdir, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { InvalidKeyError } from '../../lib/errors';
+import { contentEtag } from '../../lib/store/etag';
+import { LocalStore } from '../../lib/store/local-store';
+import { fromUtf8, listAll, utf8 } from '../../lib/store/object-store';
+import { openStore } from '../../lib/store/open-store';
+import { storeContract } from './store-contract';
+
+const scratch = mkdtempSync(join(tmpdir(), 'varve-local-store-'));
+let folders = 0;
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** A fresh folder path under the scratch folder (not created: the store creates it on write). */
+function freshRoot(name = 'wh'): string {
+  return join(scratch, `${name}-${++folders}`);
+}
+
+/** Every file name under `dir`, recursively, dot-files included. */
+async function allFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+}
+
+storeContract('LocalStore', () => new LocalStore(freshRoot()));
+
+const worker = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'local-race-worker.ts');
+
+/** Spawns `n` worker processes, waits until all are ready, starts them together, returns their outputs. */
+async function raceProcesses(n: number, args: (i: number) => string[], whileRunning?: () => Promise<void>) {
+  const children = Array.from({ length: n }, (_, i) =>
+    spawn(process.execPath, ['--import', 'tsx', worker, ...args(i)], { stdio: ['pipe', 'pipe', 'inherit'] }),
+  );
+  const outputs = children.map(
+    (child) =>
+      new Promise<string[]>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+        child.on('error', reject);
+        child.on('exit', (code) => (code === 0 ? resolve(out.trim().split('\n')) : reject(new Error(`worker exit ${code}`))));
+      }),
+  );
+  await Promise.all(
+    children.map((child) => new Promise<void>((resolve) => child.stdout.once('data', () => resolve()))),
+  );
+  let running = true;
+  const done = Promise.all(outputs).finally(() => (running = false));
+  for (const child of children) child.stdin.end('go\n');
+  const reader = (async () => {
+    while (running && whileRunning) await whileRunning();
+  })();
+  const lines = await done;
+  await reader;
+  return lines.map((l) => JSON.parse(l[l.length - 1]));
+}
+
+describe('LocalStore across processes', () => {
+  it('gives each of 50 keys exactly one winner among 8 processes, never a partial file', async () => {
+    const root = freshRoot('race');
+    const store = new LocalStore(root);
+    const whole = new Set<string>();
+
+    const results: Array<{ won: string[] }> = await raceProcesses(
+      8,
+      (i) => ['absent', root, `w${i}`, '50'],
+      async () => {
+        // A reader racing the writers reads each object as soon as it appears, when a torn write
+        // would show: every object it sees must be whole.
+        for (const o of await listAll(store, 'race/')) {
+          if (whole.has(o.key)) continue;
+          const doc = JSON.parse(fromUtf8((await store.get(o.key)).body));
+          expect(doc.key).toBe(o.key);
+          whole.add(o.key);
+        }
+      },
+    );
+
+    const winners = new Map<string, string[]>();
+    results.forEach((r, i) => r.won.forEach((key) => winners.set(key, [...(winners.get(key) ?? []), `w${i}`])));
+    expect(winners.size).toBe(50);
+    for (const [key, who] of winners) {
+      expect(who, key).toHaveLength(1);
+      const doc = JSON.parse(fromUtf8((await store.get(key)).body));
+      expect(doc.worker).toBe(who[0]);
+      expect(doc.pad).toBe(`${who[0]}:`.repeat(64 * 1024));
+    }
+    const files = await allFiles(root);
+    expect(files.filter((f) => f.endsWith('.tmp') || f.endsWith('.lock'))).toEqual([]);
+    expect(files).toHaveLength(50);
+    console.log(`cross-process putIfAbsent: 8 processes x 50 keys, ${whole.size} keys read as they appeared`);
+  });
+
+  it('loses no compare-and-swap update between 4 processes', async () => {
+    const root = freshRoot('cas');
+    const store = new LocalStore(root);
+    await store.put('cas/counter', utf8('0'));
+
+    const results: Array<{ increments: number; attempts: number }> = await raceProcesses(4, (i) => [
+      'cas',
+      root,
+      `w${i}`,
+      '25',
+    ]);
+
+    expect(fromUtf8((await store.get('cas/counter')).body)).toBe('100');
+    expect((await allFiles(root)).map((f) => f.slice(root.length))).toEqual(['/cas/counter']);
+    const attempts = results.reduce((n, r) => n + r.attempts, 0);
+    console.log(`cross-process putIfMatch: 100 increments by 4 processes in ${attempts} attempts`);
+  });
+});
+
+describe('LocalStore on disk', () => {
+  it('works under a root folder whose path has spaces and unicode, and reopens from its uri', async () => {
+    const root = freshRoot('wärehouse 名前 with spaces %41');
+    const store = new LocalStore(root);
+
+    await store.put('db.db/t/snapshot/snapshot-1', utf8('{}'));
+
+    expect(store.uri).toBe(`file://${root.replaceAll('%', '%25')}`);
+    expect((await stat(join(root, 'db.db', 't', 'snapshot', 'snapshot-1'))).isFile()).toBe(true);
+    const reopened = openStore(store.uri);
+    expect((await listAll(reopened, '')).map((o) => o.key)).toEqual(['db.db/t/snapshot/snapshot-1']);
+    expect(reopened.uri).toBe(store.uri);
+  });
+
+  it('skips temp and lock files when listing', async () => {
+    const root = freshRoot();
+    const store = new LocalStore(root);
+    await store.put('snap/snapshot-1', utf8('1'));
+    await writeFile(join(root, 'snap', '.snapshot-2.1234.tmp'), 'partial');
+    await writeFile(join(root, 'snap', '.snapshot-1.lock'), '1 then');
+
+    const listed = await listAll(store, '');
+
+    expect(listed.map((o) => o.key)).toEqual(['snap/snapshot-1']);
+  });
+
+  it('gives an etag that is the content hash and follows overwrites', async () => {
+    const store = new LocalStore(freshRoot());
+    await store.put('k', utf8('one'));
+    const first = await store.head('k');
+
+    await store.put('k', utf8('two!'));
+    const second = await store.head('k');
+
+    expect(first?.etag).toBe(contentEtag(utf8('one')));
+    expect(second).toMatchObject({ etag: contentEtag(utf8('two!')), size: 4 });
+  });
+
+  it('waits for a held key lock and proceeds once it is released', async () => {
+    const root = freshRoot();
+    const store = new LocalStore(root);
+    const { etag } = await store.put('ptr', utf8('v1'));
+    const lockFile = join(root, '.ptr.lock');
+    await writeFile(lockFile, 'another process');
+
+    let settled = false;
+    const swap = store.putIfMatch('ptr', utf8('v2'), etag).finally(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 150));
+    expect(settled).toBe(false);
+    await rm(lockFile);
+
+    expect(await swap).toBeDefined();
+    expect(fromUtf8((await store.get('ptr')).body)).toBe('v2');
+  });
+
+  it('breaks a stale lock left by a dead process', async () => {
+    const root = freshRoot();
+    const store = new LocalStore(root);
+    const { etag } = await store.put('ptr', utf8('v1'));
+    const lockFile = join(root, '.ptr.lock');
+    await writeFile(lockFile, 'a process that died');
+    const minuteAgo = new Date(Date.now() - 60_000);
+    await utimes(lockFile, minuteAgo, minuteAgo);
+
+    const swapped = await store.putIfMatch('ptr', utf8('v2'), etag);
+
+    expect(swapped).toBeDefined();
+    expect(await allFiles(root)).toEqual([join(root, 'ptr')]);
+  });
+
+  it('refuses a key that is both an object and a folder of other keys', async () => {
+    const store = new LocalStore(freshRoot());
+    await store.put('a', utf8('object'));
+    await store.put('b/c', utf8('nested'));
+
+    await expect(store.put('a/b', utf8('x'))).rejects.toBeInstanceOf(InvalidKeyError);
+    await expect(store.putIfAbsent('b', utf8('x'))).rejects.toBeInstanceOf(InvalidKeyError);
+    await expect(store.put('b', utf8('x'))).rejects.toBeInstanceOf(InvalidKeyError);
+    expect(await store.head('b')).toBeUndefined();
+  });
+
+  it('lists nothing, and reads nothing, when the root folder does not exist yet', async () => {
+    const store = new LocalStore(freshRoot());
+
+    expect(await listAll(store, '')).toEqual([]);
+    await store.delete('never/written');
+    await expect(store.putIfMatch('never/written', utf8('x'), '"e"')).rejects.toMatchObject({ kind: 'not-found' });
+  });
+
+  it('treats an empty folder as no object', async () => {
+    const root = freshRoot();
+    await mkdir(join(root, 'empty'), { recursive: true });
+    const store = new LocalStore(root);
+
+    expect(await listAll(store, 'empty/')).toEqual([]);
+    expect(await store.head('empty')).toBeUndefined();
+  });
+});
