@@ -2,7 +2,7 @@
  * Measures the LSM core on 1M rows: a write buffer's sort + merge (BIGINT key, INT, DOUBLE,
  * STRING, nullable STRING), with and without spilling, and a merge-read of 1M keys over 5
  * overlapping sorted runs (deduplicate and aggregation). Prints timings; asserts nothing.
- *   npx tsx bench/mergetree.ts [rows]
+ *   node --expose-gc --import tsx bench/mergetree.ts [rows]
  */
 import * as arrow from 'apache-arrow';
 import { physicalArrowSchema, tableArrowSchema } from '../lib/format/arrow-schema';
@@ -83,44 +83,87 @@ function makeTable(n: number, key: (i: number) => bigint, system?: { seqFrom: nu
   return new arrow.Table(s, new arrow.RecordBatch(s, data));
 }
 
-function time<T>(label: string, f: () => T): T {
-  const t0 = performance.now();
-  const out = f();
-  console.log(`${label.padEnd(64)} ${(performance.now() - t0).toFixed(0).padStart(6)} ms`);
+const REPEAT = 3;
+const gc = (globalThis as { gc?: () => void }).gc;
+
+/** Runs `prepare` then times `act`, REPEAT times; prints the best and the median. */
+function measure<T>(label: string, prepare: () => T, act: (input: T) => unknown): unknown {
+  const times: number[] = [];
+  let out: unknown;
+  for (let r = 0; r < REPEAT; r++) {
+    const input = prepare();
+    gc?.();
+    const t0 = performance.now();
+    out = act(input);
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  console.log(`${label.padEnd(70)} best ${times[0].toFixed(0).padStart(5)} ms   median ${times[REPEAT >> 1].toFixed(0).padStart(5)} ms`);
   return out;
 }
 
-function benchWriteBuffer(label: string, merge: MergeConfig, writeBufferSize: number, spillable: boolean): void {
-  // Keys from 0.8·N distinct values in random order: about 1 in 5 rows updates an earlier key.
-  const input = makeTable(N, () => BigInt(Math.floor(random() * N * 0.8)) * 2654435761n - 10n ** 12n);
-  const buffer = new WriteBuffer({ schema, merge, writeBufferSize, spillable });
-  time(`write buffer ${label}: addTable ${N} rows`, () => buffer.addTable(input));
-  const out = time(`write buffer ${label}: flush (sort + merge${spillable ? ' + spilled runs' : ''})`, () => buffer.flush());
-  console.log(`  -> ${out.rowCount} records from ${out.inputCount} rows`);
+const writeKeys = () => makeTable(N, () => BigInt(Math.floor(random() * N * 0.8)) * 2654435761n - 10n ** 12n);
+
+function benchWriteBuffer(label: string, merge: MergeConfig): void {
+  // Keys from 0.8·N distinct values in random order: about 4 in 10 rows update an earlier key.
+  const input = writeKeys();
+  const out = measure(
+    `write buffer ${label}: flush ${N} rows (sort + merge + gather)`,
+    () => {
+      const b = new WriteBuffer({ schema, merge, writeBufferSize: 1 << 30, spillable: false });
+      b.addTable(input);
+      return b;
+    },
+    (b) => b.flush(),
+  ) as { rowCount: number };
+  console.log(`  -> ${out.rowCount} records`);
+}
+
+function benchSpill(): void {
+  // 100 addTable calls of N/100 rows into a 16 MB buffer: it spills sorted runs as it goes.
+  const input = writeKeys();
+  const step = Math.ceil(N / 100);
+  const slices = Array.from({ length: Math.ceil(N / step) }, (_, k) => input.slice(k * step, (k + 1) * step));
+  let runs = 0;
+  measure(
+    `write buffer deduplicate, 16 MB spilling: ${slices.length} adds + flush`,
+    () => new WriteBuffer({ schema, merge: mergeConfig(), writeBufferSize: 16 << 20, spillable: true }),
+    (b) => {
+      for (const t of slices) b.addTable(t);
+      runs = b.spilledRuns;
+      return b.flush();
+    },
+  );
+  console.log(`  -> ${runs} spilled runs merged at flush`);
 }
 
 function benchMergeRead(label: string, merge: MergeConfig): void {
-  // 5 runs over 1M keys: every run holds a random 30% of the keys, so runs overlap heavily.
-  const keys = N;
+  // 5 runs over N keys: every run holds a random 30% of the keys, so runs overlap heavily.
   const runs: RunInput[] = [];
   let seq = 0;
   for (let r = 0; r < 5; r++) {
     const picked: bigint[] = [];
-    for (let k = 0; k < keys; k++) if (random() < 0.3) picked.push(BigInt(k) * 3n - 1000n);
+    for (let k = 0; k < N; k++) if (random() < 0.3) picked.push(BigInt(k) * 3n - 1000n);
     runs.push({ table: makeTable(picked.length, (i) => picked[i], { seqFrom: 0 }), sequenceBase: seq });
     seq += picked.length;
   }
   const total = runs.reduce((n, r) => n + r.table.numRows, 0);
-  const out = time(`merge-read ${label}: ${total} rows in 5 runs`, () =>
-    mergeSortedRuns(runs, { schema, keyColumns: ['id'], engine: mergeEngineFor(merge), dropDeletes: true }),
-  );
+  const engine = mergeEngineFor(merge);
+  const out = measure(
+    `merge-read ${label}: ${total} rows in 5 runs`,
+    () => runs,
+    (rs) => mergeSortedRuns(rs, { schema, keyColumns: ['id'], engine, dropDeletes: true }),
+  ) as arrow.Table;
   console.log(`  -> ${out.numRows} keys`);
 }
 
-console.log(`node ${process.version}, ${N} rows`);
-benchWriteBuffer('deduplicate', mergeConfig(), 1 << 30, false);
-benchWriteBuffer('deduplicate, spilling at 16 MB', mergeConfig(), 16 << 20, true);
-benchWriteBuffer('aggregation (sum, max)', mergeConfig({ engine: 'aggregation', aggregateFunctions: { qty: 'sum', price: 'max' } }), 1 << 30, false);
-benchMergeRead('deduplicate', mergeConfig());
-benchMergeRead('aggregation (sum, max)', mergeConfig({ engine: 'aggregation', aggregateFunctions: { qty: 'sum', price: 'max' } }));
-benchMergeRead('partial-update', mergeConfig({ engine: 'partial-update' }));
+console.log(`node ${process.version}, ${N} rows, best and median of ${REPEAT}${gc ? '' : ' (run with --expose-gc for steadier numbers)'}`);
+const only = process.env.BENCH_ONLY;
+const aggregation = mergeConfig({ engine: 'aggregation', aggregateFunctions: { qty: 'sum', price: 'max' } });
+if (!only || 'benchWriteBuffer:deduplicate'.includes(only)) benchWriteBuffer('deduplicate', mergeConfig());
+if (!only || 'benchWriteBuffer:aggregation'.includes(only)) benchWriteBuffer('aggregation (sum, max)', aggregation);
+if (!only || 'benchWriteBuffer:partial-update'.includes(only)) benchWriteBuffer('partial-update', mergeConfig({ engine: 'partial-update' }));
+if (!only || 'benchSpill'.includes(only)) benchSpill();
+if (!only || 'benchMergeRead:deduplicate'.includes(only)) benchMergeRead('deduplicate', mergeConfig());
+if (!only || 'benchMergeRead:aggregation'.includes(only)) benchMergeRead('aggregation (sum, max)', aggregation);
+if (!only || 'benchMergeRead:partial-update'.includes(only)) benchMergeRead('partial-update', mergeConfig({ engine: 'partial-update' }));

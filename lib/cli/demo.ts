@@ -12,7 +12,7 @@ import { RowKind, type Row } from '../schema/types';
 import { readConsumer } from '../stream/consumer';
 import { callbackSink, changeToJsonLine, type Change } from '../stream/sinks';
 import type { Table } from '../table/table';
-import { loadExpiry } from '../runtime/expiry-loader';
+import { expireSnapshots } from '../maintenance/expire-snapshots';
 
 type Out = (text: string) => void;
 
@@ -49,18 +49,19 @@ export async function runDemo(catalog: Catalog, name: string, out: Out): Promise
   };
 
   say('1. insert three rows: each bucket\'s compaction turns the write into changelog (+I)');
-  await write('write 1 apple×3, 2 pear×1, 3 fig×7', [row(1, 'apple', 3), row(2, 'pear', 1), row(3, 'fig', 7)]);
+  await write('write 1 apple×3, 8 pear×1, 9 fig×7', [row(1, 'apple', 3), row(8, 'pear', 1), row(9, 'fig', 7)]);
   say('2. update one row: the lookup producer finds the old value (-U) and the new one (+U)');
-  await write('write 2 pear×5', [row(2, 'pear', 5)]);
+  await write('write 8 pear×5', [row(8, 'pear', 5)]);
   say('3. compact everything: files are rewritten, no row changes, so the consumer gets nothing');
   const compacted = await runtime.compact(table, { full: true });
   step(`full compaction -> ${compacted.snapshots.length ? `snapshot(s) ${compacted.snapshots.join(', ')} (COMPACT)` : 'nothing to do'}`);
   await runtime.idle();
+  step('   (nothing reached the consumer)');
   say('4. delete one row (-D)');
-  await write('delete 3', [{ id: 3n, item: null, qty: null }], [RowKind.DELETE]);
+  await write('delete 1', [{ id: 1n, item: null, qty: null }], [RowKind.DELETE]);
 
   say();
-  say('the snapshots these made (APPEND = a write, COMPACT = a compaction; lookup compactions carry changelog):');
+  say('the snapshots these made: each write is followed by the compaction of its level-0 files, which carries its changelog');
   await printSnapshots(table, say);
 
   say();
@@ -68,8 +69,8 @@ export async function runDemo(catalog: Catalog, name: string, out: Out): Promise
   await runtime.stop();
   const position = await readConsumer(table.store, table.path, CONSUMER);
   step(`consumer stopped, consumer/consumer-${CONSUMER} says nextSnapshot = ${position?.nextSnapshot}`);
-  const down = await table.write([row(4, 'kiwi', 2)]);
-  step(`while it is down: write 4 kiwi×2 -> snapshot ${down.snapshot?.id}`);
+  const down = await table.write([row(2, 'kiwi', 2)]);
+  step(`while it is down: write 2 kiwi×2 -> snapshot ${down.snapshot?.id}`);
   runtime = await startRuntime(table, sink);
   step('a new runtime starts the consumer: it resumes there, repeating nothing');
   await runtime.idle();
@@ -78,30 +79,24 @@ export async function runDemo(catalog: Catalog, name: string, out: Out): Promise
   say('6. expiry never removes what a consumer still needs');
   await runtime.stop();
   const held = await readConsumer(table.store, table.path, CONSUMER);
-  for (const [id, item] of [[5, 'plum'], [6, 'lime']] as const) {
+  step(`consumer stopped at nextSnapshot ${held?.nextSnapshot}`);
+  for (const [id, item] of [[12, 'plum'], [3, 'lime']] as const) {
     const r = await table.write([row(id, item, 1)]);
-    step(`consumer stopped; write ${id} ${item}×1 -> snapshot ${r.snapshot?.id}`);
+    step(`write ${id} ${item}×1 -> snapshot ${r.snapshot?.id}`);
   }
-  const expire = await loadExpiry();
-  if (!expire) {
-    say('   (snapshot expiry is not part of this build: lib/maintenance/expire-snapshots is missing)');
-  } else {
-    await expire(table, { retainMin: 1, retainMax: 1, olderThanMs: 0 });
-    step(
-      `expire, keeping at most 1 snapshot: earliest is now ${await table.snapshots.earliestId()} ` +
-        `(the consumer needs ${held?.nextSnapshot} and later), latest ${await table.snapshots.latestId()}`,
-    );
-  }
+  const held1 = await expireSnapshots(table, { retainMin: 1, retainMax: 1, olderThanMs: 0 });
+  step(
+    `expire, keeping at most 1 snapshot: earliest is now ${held1.earliest} of ${held1.latest} ` +
+      `(held by consumer ${held1.heldByConsumer?.id ?? '-'} at nextSnapshot ${held?.nextSnapshot})`,
+  );
   runtime = await startRuntime(table, sink);
   step('the consumer comes back and catches up on everything it missed:');
   await runtime.idle();
   await runtime.stop();
-  if (expire) {
-    await expire(table, { retainMin: 1, retainMax: 1, olderThanMs: 0 });
-    step(`expire again, now that it has read them: earliest is ${await table.snapshots.earliestId()}`);
-  }
+  const after = await expireSnapshots(table, { retainMin: 1, retainMax: 1, olderThanMs: 0 });
+  step(`expire again, now that it has read them: earliest is ${after.earliest} (${after.expired.length} more snapshots expired)`);
   say();
-  say(`try: varve tail ${table.name} --from earliest   ·   varve sys ${table.name} consumers   ·   varve read ${table.name}`);
+  say(`next: varve tail ${table.name} --follow   ·   varve sys ${table.name} consumers   ·   varve read ${table.name}`);
 }
 
 async function startRuntime(table: Table, sink: ReturnType<typeof callbackSink>): Promise<LocalRuntime> {
@@ -113,11 +108,15 @@ async function startRuntime(table: Table, sink: ReturnType<typeof callbackSink>)
 }
 
 async function printSnapshots(table: Table, say: (t: string) => void): Promise<void> {
-  const ids = await table.snapshots.listIds();
-  say('   id  kind      rows  changelog rows');
-  for (const id of ids) {
+  say('   id  kind     what');
+  for (const id of await table.snapshots.listIds()) {
     const s = await table.snapshots.read(id);
-    say(`   ${String(id).padStart(2)}  ${s.commitKind.padEnd(8)} ${String(s.deltaRecordCount).padStart(5)}  ${String(s.changelogRecordCount ?? 0).padStart(14)}`);
+    const changelog = s.changelogRecordCount ?? 0;
+    const what =
+      s.commitKind === 'APPEND'
+        ? `a write of ${s.deltaRecordCount} record(s)`
+        : `a compaction${changelog > 0 ? `, with ${changelog} changelog row(s)` : ', no changelog: nothing to stream'}`;
+    say(`   ${String(id).padStart(2)}  ${s.commitKind.padEnd(8)} ${what}`);
   }
 }
 

@@ -5,6 +5,8 @@
  */
 import { Command, CommanderError } from 'commander';
 import { VarveError } from '../errors';
+import { registerExpiryCommands, registerMaintenanceCommands } from './maintenance-commands';
+import { registerStreamCommands } from './stream-commands';
 import { registerTableCommands } from './table-commands';
 import type { GlobalOptions } from './parse-flags';
 
@@ -19,6 +21,9 @@ export function buildProgram(out: (text: string) => void = (t) => process.stdout
     .exitOverride();
   const globals = () => program.opts<GlobalOptions>();
   registerTableCommands(program, globals, out);
+  registerMaintenanceCommands(program, globals, out);
+  registerExpiryCommands(program, globals, out);
+  registerStreamCommands(program, globals, out);
   return program;
 }
 

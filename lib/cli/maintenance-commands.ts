@@ -8,6 +8,10 @@ import { InvalidArgumentError } from '../errors';
 import { compactTable, type CompactionSummary } from '../maintenance/compact';
 import { openCatalog, warehouseUri } from './context';
 import { parsePositiveInt, type GlobalOptions } from './parse-flags';
+// Expiry and orphan cleanup (registerExpiryCommands, at the end of this file).
+import { expireSnapshots, type ExpireSnapshotsResult } from '../maintenance/expire-snapshots';
+import { removeOrphanFiles, type RemoveOrphansResult } from '../maintenance/remove-orphans';
+import { parseDuration } from '../schema/options';
 
 type Out = (text: string) => void;
 
@@ -97,4 +101,105 @@ function registerCompactCommand(program: Command, globals: () => GlobalOptions, 
         throw e;
       }
     });
+}
+
+// ---------------------------------------------------------------------------------------------
+// varve expire, varve remove-orphans
+
+/** Registers `expire` and `remove-orphans` on `program`; `globals()` gives the global flags, `out` prints. */
+export function registerExpiryCommands(program: Command, globals: () => GlobalOptions, out: Out): void {
+  program
+    .command('expire')
+    .description('expire old snapshots (snapshot.num-retained.*, snapshot.time-retained; consumers and tags are honoured) and delete their files')
+    .argument('<table>', 'DB.TABLE')
+    .option('--retain-min <n>', 'keep at least this many newest snapshots (default: snapshot.num-retained.min)')
+    .option('--retain-max <n>', 'keep at most this many snapshots (default: snapshot.num-retained.max)')
+    .option('--older-than <duration>', 'expire only snapshots replaced longer ago than this, e.g. 1 h, 30 min (default: snapshot.time-retained)')
+    .action(async (name: string, o: { retainMin?: string; retainMax?: string; olderThan?: string }) => {
+      const table = await openCatalog(warehouseUri(globals().warehouse)).getTable(name);
+      const result = await expireSnapshots(table, {
+        retainMin: o.retainMin !== undefined ? parsePositiveInt('--retain-min', o.retainMin) : undefined,
+        retainMax: o.retainMax !== undefined ? parsePositiveInt('--retain-max', o.retainMax) : undefined,
+        olderThanMs: o.olderThan !== undefined ? parseDurationFlag('--older-than', o.olderThan) : undefined,
+      });
+      out(formatExpirySummary(table.name, result));
+    });
+  program
+    .command('remove-orphans')
+    .description('delete files no snapshot, tag or consumer references (left by crashed commits), older than a safety window')
+    .argument('<table>', 'DB.TABLE')
+    .option('--older-than <duration>', 'only files older than this, e.g. 1 d, 6 h (default: orphan-files.older-than, 1 d)')
+    .option('--dry-run', 'list the files that would be deleted, delete nothing')
+    .action(async (name: string, o: { olderThan?: string; dryRun?: boolean }) => {
+      const table = await openCatalog(warehouseUri(globals().warehouse)).getTable(name);
+      const result = await removeOrphanFiles(table, {
+        olderThanMs: o.olderThan !== undefined ? parseDurationFlag('--older-than', o.olderThan) : undefined,
+        dryRun: Boolean(o.dryRun),
+      });
+      out(formatOrphanSummary(table.name, result));
+    });
+}
+
+function parseDurationFlag(flag: string, text: string): number {
+  const ms = parseDuration(text);
+  if (ms === undefined) throw new InvalidArgumentError(`${flag} "${text}" is not a duration; use e.g. 500 ms, 30 s, 10 min, 2 h, 7 d`);
+  return ms;
+}
+
+/** `90000` → `1.5 min`: the largest unit that keeps the number readable. */
+function formatDuration(ms: number): string {
+  const units: Array<[number, string]> = [[86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'min'], [1000, 's']];
+  for (const [size, unit] of units) if (ms >= size) return `${+(ms / size).toFixed(1)} ${unit}`;
+  return `${ms} ms`;
+}
+
+/** `[1,2,3,7]` → `1..3, 7`. */
+function formatIds(ids: readonly number[]): string {
+  const sorted = [...new Set(ids)].sort((a, b) => a - b);
+  const parts: string[] = [];
+  for (let i = 0; i < sorted.length; ) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
+    parts.push(i === j ? `${sorted[i]}` : `${sorted[i]}..${sorted[j]}`);
+    i = j + 1;
+  }
+  return parts.join(', ');
+}
+
+/** The one-line summary of an expiry run. */
+export function formatExpirySummary(table: string, r: ExpireSnapshotsResult): string {
+  const parts: string[] = [];
+  if (r.expired.length === 0) parts.push(`${table}: nothing expired`);
+  else {
+    const d = r.deleted;
+    parts.push(
+      `${table}: expired ${r.expired.length === 1 ? 'snapshot' : 'snapshots'} ${formatIds(r.expired)}, deleted ${r.deletedFiles} files ` +
+        `(${d.dataFiles} data, ${d.changelogFiles} changelog, ${d.manifests} manifests, ${d.manifestLists} manifest lists)`,
+    );
+  }
+  if (r.earliest !== undefined && r.latest !== undefined) {
+    parts.push(r.earliest === r.latest ? `snapshot ${r.latest} remains` : `snapshots ${r.earliest}..${r.latest} remain`);
+  }
+  if (r.heldBy === 'consumer' && r.heldByConsumer) {
+    parts.push(`held back by consumer ${r.heldByConsumer.id}, which still needs snapshot ${r.heldByConsumer.nextSnapshot}`);
+  } else if (r.heldBy === 'limit') parts.push('snapshot.expire.limit reached, run again for more');
+  if (r.keptForChangelog) parts.push('changelog.* retention keeps snapshots longer');
+  if (r.pendingFiles > 0) parts.push(`${r.pendingFiles} files wait for the grace period`);
+  if (r.expiredConsumers.length > 0) parts.push(`removed idle consumers ${r.expiredConsumers.join(', ')}`);
+  if (r.raced) parts.push('another expiry or a new consumer changed the table meanwhile, run again');
+  if (r.consumersNeverExpire) {
+    parts.push('hint: consumers never expire on this table; set the option consumer.expiration-time (e.g. 7 d) so that abandoned ones stop holding snapshots');
+  }
+  return parts.join('; ') + '\n';
+}
+
+/** The summary of an orphan cleanup: one line, then with a dry run one line per file. */
+export function formatOrphanSummary(table: string, r: RemoveOrphansResult): string {
+  const verb = r.dryRun ? 'would remove' : 'removed';
+  const recent = r.tooRecent > 0 ? `; ${r.tooRecent} newer unreferenced files left alone` : '';
+  let text = `${table}: ${verb} ${r.orphans.length} orphan files (${(r.bytes / (1024 * 1024)).toFixed(1)} MB) older than ${formatDuration(r.olderThanMs)}${recent}\n`;
+  if (r.dryRun) {
+    for (const o of r.orphans) text += `  ${o.kind}\t${o.key}\t${o.size} bytes\t${new Date(o.lastModified).toISOString()}\n`;
+  }
+  return text;
 }

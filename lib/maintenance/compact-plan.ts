@@ -46,18 +46,23 @@ export function planBucketCompaction(
   const runs = levels.levelSortedRuns();
   const strategy = new UniversalCompaction(settings.universal);
   const n = levels.numberOfLevels;
-  const unit = full
+  let unit = full
     ? pickFullCompaction(n, runs)
     : settings.changelogProducer === 'lookup'
       ? strategy.pickForceUpLevel0(n, runs)
       : strategy.pick(n, runs);
   if (!isUsefulUnit(unit)) return undefined;
+  if (settings.deleteResetsKey && !dropsDeletes(unit.outputLevel, levels) && unit.files.some((f) => f.deleteRowCount > 0)) {
+    // A delete that resets the key would be folded into a plain record above older data of the
+    // same key, which would then count again: take everything into the max level instead, where
+    // nothing older remains (varve departs from Paimon here, which merges and loses the reset).
+    unit = pickFullCompaction(n, runs)!;
+  }
   const out = unit.outputLevel;
   return {
     levels,
     unit,
-    // The output holds the oldest data of every key it has once nothing lives above it.
-    dropDeletes: out !== 0 && out >= levels.nonEmptyHighestLevel(),
+    dropDeletes: dropsDeletes(out, levels),
     totalBuckets: entries[0].totalBuckets,
     lookupChangelog: settings.changelogProducer === 'lookup' && out > 0 && unit.files.some((f) => f.level === 0),
     fullChangelog: settings.changelogProducer === 'full-compaction' && out === levels.maxLevel,
@@ -68,4 +73,9 @@ export function planBucketCompaction(
 /** Number of sorted runs of a bucket's live files (level-0 files plus non-empty levels). */
 export function sortedRunCount(entries: readonly ManifestEntry[], settings: CompactionSettings, compareKeys: KeyComparator): number {
   return levelsOf(entries, settings, compareKeys).numberOfSortedRuns();
+}
+
+/** The output holds the oldest data of every key it has once nothing lives above its level. */
+function dropsDeletes(outputLevel: number, levels: Levels): boolean {
+  return outputLevel !== 0 && outputLevel >= levels.nonEmptyHighestLevel();
 }

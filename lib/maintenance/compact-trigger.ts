@@ -93,19 +93,35 @@ export async function afterAppendCommit(table: Table, snapshot: Snapshot, touche
   }
 }
 
+/** Per table object: APPEND snapshots counted since the last full compaction, up to a snapshot id. */
+const fullCompactionCounts = new WeakMap<Table, { upTo: number; appends: number }>();
+
 /**
  * True when at least `deltaCommits` APPEND snapshots followed the last full compaction, counting
  * back from `snapshot` (a history expired before a full compaction was found counts as due).
+ * Snapshots are immutable, so each table object reads every snapshot at most once for this.
  */
 export async function fullCompactionDue(table: Table, snapshot: Snapshot, deltaCommits: number): Promise<boolean> {
+  const known = fullCompactionCounts.get(table);
+  const floor = known && known.upTo <= snapshot.id ? known.upTo : 0;
   let appends = 0;
-  for (let id = snapshot.id; id >= 1; id--) {
+  let sawFull = false;
+  let expired = false;
+  for (let id = snapshot.id; id > floor; id--) {
     const s = id === snapshot.id ? snapshot : await table.snapshots.tryRead(id);
-    if (s === undefined) return appends > 0;
-    if (s.properties?.[FULL_COMPACTION_PROPERTY] === 'true') return false;
-    if (s.commitKind === 'APPEND' && ++appends >= deltaCommits) return true;
+    if (s === undefined) {
+      expired = true;
+      break;
+    }
+    if (s.properties?.[FULL_COMPACTION_PROPERTY] === 'true') {
+      sawFull = true;
+      break;
+    }
+    if (s.commitKind === 'APPEND') appends++;
   }
-  return false;
+  if (!sawFull && !expired && floor > 0) appends += known!.appends;
+  fullCompactionCounts.set(table, { upTo: snapshot.id, appends });
+  return appends >= deltaCommits || (expired && appends > 0);
 }
 
 /**

@@ -23,6 +23,12 @@ export interface CompactionSettings {
   fullCompactionDeltaCommits?: number;
   /** `write-only`: writers never compact; a separate job does. */
   writeOnly: boolean;
+  /**
+   * True when a -D record resets a key's state in the merge engine (aggregation or partial-update
+   * with remove-record-on-delete): merging "-D then +I" into one +I loses the reset, so such a
+   * merge must not happen while older data of the key may sit below the output.
+   */
+  deleteResetsKey: boolean;
 }
 
 /**
@@ -48,5 +54,8 @@ export function compactionSettingsOf(table: Table): CompactionSettings {
     rowDeduplicate: o.changelogProducerRowDeduplicate,
     fullCompactionDeltaCommits: o.fullCompactionDeltaCommits,
     writeOnly: o.writeOnly,
+    deleteResetsKey:
+      (o.mergeEngine === 'aggregation' && o.aggregationRemoveRecordOnDelete) ||
+      (o.mergeEngine === 'partial-update' && (o.partialUpdateRemoveRecordOnDelete || o.partialUpdateRemoveRecordOnSequenceGroup.length > 0)),
   };
 }

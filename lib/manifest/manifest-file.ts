@@ -29,7 +29,7 @@ export class LruManifestCache implements ManifestCache {
   private readonly map = new Map<string, readonly ManifestEntry[]>();
   private size = 0;
 
-  constructor(private readonly maxEntries = 1_000_000) {}
+  constructor(private readonly maxEntries = 200_000) {}
 
   get(fileName: string): readonly ManifestEntry[] | undefined {
     const entries = this.map.get(fileName);

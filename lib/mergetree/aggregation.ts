@@ -21,6 +21,7 @@ interface AggregationPlan {
   notNull: boolean[];
 }
 
+/** The aggregation engine: folds every column of a key with its aggregate function. */
 export class AggregationMergeFunction implements MergeFunction {
   readonly name = 'aggregation';
   private readonly plans = new WeakMap<TableSchema, AggregationPlan>();

@@ -9,6 +9,7 @@ import type { MergeFunction, MergeOptions } from './merge-function';
 import { TakeResult } from './merge-result';
 import type { VersionSet } from './version-set';
 
+/** The deduplicate engine: the newest version of each key, whole. */
 export class DeduplicateMergeFunction implements MergeFunction {
   readonly name = 'deduplicate';
 

@@ -10,6 +10,7 @@ import type { MergeFunction, MergeOptions } from './merge-function';
 import { TakeResult } from './merge-result';
 import type { VersionSet } from './version-set';
 
+/** The first-row engine: the oldest version of each key, whole. */
 export class FirstRowMergeFunction implements MergeFunction {
   readonly name = 'first-row';
 

@@ -20,6 +20,7 @@ export function compareLevel0(a: DataFileMeta, b: DataFileMeta): number {
   return a.fileName < b.fileName ? -1 : a.fileName > b.fileName ? 1 : 0;
 }
 
+/** The files of one bucket arranged into LSM levels and sorted runs. */
 export class Levels {
   /** Level-0 files, newest first. */
   readonly level0: DataFileMeta[];

@@ -17,6 +17,7 @@ export interface SequenceGroup {
   fields: string[];
 }
 
+/** Everything a merge engine needs from the table options. */
 export interface MergeConfig {
   /** `merge-engine` (default deduplicate). */
   engine: MergeEngineName;

@@ -13,6 +13,7 @@ import type { MergeResult } from './merge-result';
 import { PartialUpdateMergeFunction } from './partial-update';
 import type { VersionSet } from './version-set';
 
+/** How a driver asks an engine to merge. */
 export interface MergeOptions {
   /**
    * True when the versions are raw input records (the write buffer), false when they are

@@ -4,11 +4,12 @@
  * `_SEQUENCE_NUMBER` and `_VALUE_KIND` from the result's arrays.
  */
 import * as arrow from 'apache-arrow';
-import { gatherRows } from '../format/columns';
+import { gatherRows, takeRows } from '../format/columns';
 import { kindColumn, nullColumn, sequenceColumn, tableOf, valuesColumn } from './arrow-build';
 import type { ColumnOutput, MergeResult } from './merge-result';
 import type { VersionSet } from './version-set';
 
+/** How a merge result becomes a table. */
 export interface MaterializeOptions {
   /** Write every row's kind as +I (a batch read's merged state) instead of the merged kinds. */
   allInsert: boolean;
@@ -34,19 +35,18 @@ function takeColumns(versions: VersionSet, version: Uint32Array, count: number, 
     for (let k = 0; k < count && identity; k++) identity = row[version[k]] === k;
     if (identity) return sources[0].batches[0].data.children.slice(0, nf);
   }
-  const src = new Uint16Array(count), rows = new Uint32Array(count);
-  for (let k = 0; k < count; k++) {
-    const v = version[k];
-    src[k] = source[v];
-    rows[k] = row[v];
-  }
   const indexes = Array.from({ length: nf }, (_, c) => c);
-  const gathered = gatherRows(
+  const rows = new Uint32Array(count);
+  for (let k = 0; k < count; k++) rows[k] = row[version[k]];
+  // One source (a write buffer, a single run): a plain take, no per-row source lookups.
+  if (sources.length === 1) return takeRows(sources[0].selectAt(indexes), rows).batches[0].data.children.slice();
+  const src = new Uint16Array(count);
+  for (let k = 0; k < count; k++) src[k] = source[version[k]];
+  return gatherRows(
     sources.map((t) => t.selectAt(indexes)),
     src,
     rows,
-  );
-  return gathered.batches[0].data.children.slice();
+  ).batches[0].data.children.slice();
 }
 
 /**

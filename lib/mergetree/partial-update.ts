@@ -38,6 +38,7 @@ const DELETE_HELP =
   "partial-update cannot accept -U/-D records by default: set 'ignore-delete' = 'true' to drop them, " +
   "'partial-update.remove-record-on-delete' = 'true' to delete the whole row, or declare sequence groups to retract their columns";
 
+/** The partial-update engine: a key's record built from the non-null fields of its versions. */
 export class PartialUpdateMergeFunction implements MergeFunction {
   readonly name = 'partial-update';
   private readonly plans = new WeakMap<TableSchema, PartialUpdatePlan>();

@@ -21,6 +21,7 @@ export interface RunInput {
   sequenceBase: number;
 }
 
+/** What a merge-read needs: the schema, the key, the engine and what to do with deletes. */
 export interface MergeReadOptions {
   schema: TableSchema;
   keyColumns: string[];

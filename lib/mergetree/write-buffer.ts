@@ -5,7 +5,7 @@
  * `write-buffer-size` and `write-buffer-spillable` is on, its rows are sorted into a run and
  * spilled to a temp file; flush merges the spilled runs with what is in memory.
  */
-import type * as arrow from 'apache-arrow';
+import * as arrow from 'apache-arrow';
 import { InvalidArgumentError, SchemaMismatchError } from '../errors';
 import { arrowTypesEqual, physicalArrowSchema } from '../format/arrow-schema';
 import { concatTables, emptyTable, gatherRows, rowsToTable, singleBatch, takeRows } from '../format/columns';
@@ -18,6 +18,7 @@ import { materializeMerge } from './merge-output';
 import { sortVersions, versionsOfRuns, versionsOfTable, type SequencedTable, type VersionOrder } from './merge-plan';
 import { SpillDirectory } from './spill';
 
+/** Configuration of one write buffer, from the table's options. */
 export interface WriteBufferOptions {
   schema: TableSchema;
   merge: MergeConfig;
@@ -31,6 +32,8 @@ export interface WriteBufferOptions {
   firstSequence?: number;
   /** Folder for spill files (default: the OS temp directory). */
   spillRoot?: string;
+  /** `write-buffer-spill.max-disk-size`: past it the buffer stops spilling and reports isFull (default unbounded). */
+  spillMaxDiskSize?: number;
 }
 
 /** What one flush produces. */
@@ -45,6 +48,7 @@ export interface FlushResult {
   inputCount: number;
 }
 
+/** The write buffer of one (partition, bucket): buffers, numbers, spills, and flushes merged records. */
 export class WriteBuffer {
   readonly engine: MergeFunction;
   private readonly physical: arrow.Schema;
@@ -89,9 +93,24 @@ export class WriteBuffer {
     return this.spills.runCount;
   }
 
-  /** True when the in-memory part reached `write-buffer-size`: without spilling, flush now. */
+  /** True when the in-memory part reached `write-buffer-size` and cannot spill: flush now. */
   isFull(): boolean {
-    return this.pendingBytes >= this.opts.writeBufferSize;
+    return this.pendingBytes >= this.opts.writeBufferSize && !this.canSpill();
+  }
+
+  /**
+   * Restarts arrival numbering for a new batch (the commit gives every batch its own base), so
+   * numbers do not keep growing across commits. Only valid while the buffer is empty.
+   */
+  restartSequence(first = 0): void {
+    if (this.size > 0) {
+      throw new InvalidArgumentError(`cannot restart sequence numbers with ${this.size} records still buffered; flush first`);
+    }
+    this.next = first;
+  }
+
+  private canSpill(): boolean {
+    return this.opts.spillable && this.spills.diskBytes < (this.opts.spillMaxDiskSize ?? Infinity);
   }
 
   /** Buffers row objects with their kinds (default +I); -U/-D are dropped under ignore-delete. */
@@ -142,14 +161,16 @@ export class WriteBuffer {
         kind[i] = k;
       }
     }
-    let table = tableOf(this.physical, [...children, sequenceColumn(new Float64Array(n), n), kindColumn(kind, n)], n);
-    if (kindAt >= 0 && this.opts.merge.ignoreDelete) {
-      const keep: number[] = [];
-      for (let i = 0; i < n; i++) if (!isRetract(kind[i])) keep.push(i);
-      if (keep.length === 0) return;
-      if (keep.length !== n) table = takeRows(table, Uint32Array.from(keep));
-    }
-    this.append(this.renumber(table));
+    const keep: number[] = [];
+    if (kindAt >= 0 && this.opts.merge.ignoreDelete) for (let i = 0; i < n; i++) if (!isRetract(kind[i])) keep.push(i);
+    const filtered = keep.length < n && kindAt >= 0 && this.opts.merge.ignoreDelete;
+    if (filtered && keep.length === 0) return;
+    // Sequence numbers are assigned to the rows that stay, in arrival order.
+    const sequence = new Float64Array(n);
+    if (!filtered) for (let i = 0; i < n; i++) sequence[i] = this.next + i;
+    let table = tableOf(this.physical, [...children, sequenceColumn(sequence, n), kindColumn(kind, n)], n);
+    if (filtered) table = this.renumber(takeRows(table, Uint32Array.from(keep)));
+    this.append(table);
   }
 
   /** Sorts and merges everything buffered into one record per key; the buffer is empty afterwards. */
@@ -211,8 +232,8 @@ export class WriteBuffer {
     this.next += table.numRows;
     this.pending.push(table);
     this.pendingRows += table.numRows;
-    for (const b of table.batches) this.pendingBytes += b.data.byteLength;
-    if (this.opts.spillable && this.isFull()) this.spill();
+    this.pendingBytes += approximateBytes(table);
+    if (this.pendingBytes >= this.opts.writeBufferSize && this.canSpill()) this.spill();
   }
 
   /** Sorts the in-memory rows into merge order and writes them as one run; memory is freed. */
@@ -243,4 +264,26 @@ function sequenced(table: arrow.Table): SequencedTable {
   const sequence = new Float64Array(n);
   for (let i = 0; i < n; i++) sequence[i] = words[2 * i + 1] * 4294967296 + (words[2 * i] >>> 0);
   return { table, sequence };
+}
+
+/**
+ * Bytes a table's rows occupy: values, offsets and bitmaps of its rows only. Arrow's own
+ * byteLength counts whole shared buffers, so a slice of a big batch would look as big as it.
+ */
+function approximateBytes(table: arrow.Table): number {
+  let bytes = 0;
+  for (const batch of table.batches) {
+    for (const d of batch.data.children) {
+      const n = d.length;
+      bytes += d.nullCount > 0 ? (n + 7) >> 3 : 0;
+      if (d.valueOffsets) {
+        const o = d.valueOffsets as Int32Array;
+        bytes += 4 * (n + 1) + (o[n] - o[0]);
+      } else if (d.values) {
+        const v = d.values as ArrayBufferView & { length: number };
+        bytes += d.typeId === arrow.Type.Bool ? (n + 7) >> 3 : (v.byteLength / Math.max(1, v.length)) * n * (d.stride || 1);
+      }
+    }
+  }
+  return bytes;
 }

@@ -10,6 +10,7 @@ import { VarveError } from '../errors';
 import { onCommit, type CommitEvent } from '../table/commit-events';
 import type { Table } from '../table/table';
 import { compactTable, type CompactionSummary } from '../maintenance/compact';
+import { expireSnapshots, type ExpireSnapshotsOptions, type ExpireSnapshotsResult } from '../maintenance/expire-snapshots';
 import type { ConsumerLag } from '../stream/progress';
 import { consumerLag } from '../stream/progress';
 import type { StreamSink } from '../stream/delivery';
@@ -17,7 +18,6 @@ import type { StreamOptions } from '../stream/stream-options';
 import { MemoryQueue } from '../stream/memory-queue';
 import type { SplitQueue } from '../stream/split-queue';
 import { RuntimeConsumer } from './runtime-consumer';
-import { loadExpiry, type ExpireFn } from './expiry-loader';
 
 /** Options of a LocalRuntime. */
 export interface LocalRuntimeOptions {
@@ -25,7 +25,7 @@ export interface LocalRuntimeOptions {
   discoveryIntervalMs?: number;
   /** Compaction of every table on a timer; 0 disables. @default 10_000 */
   compactionIntervalMs?: number;
-  /** Snapshot expiry of every table on a timer (when lib/maintenance/expire-snapshots exists); 0 disables. @default 60_000 */
+  /** Snapshot expiry of every table on a timer (retention from the table options); 0 disables. @default 60_000 */
   expiryIntervalMs?: number;
   /** Where problems are reported. @default console.error */
   log?: (line: string) => void;
@@ -63,7 +63,6 @@ export class LocalRuntime {
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly log: (line: string) => void;
   private unsubscribe?: () => void;
-  private expire?: ExpireFn | null;
   private running = false;
 
   constructor(private readonly opts: LocalRuntimeOptions = {}) {
@@ -74,7 +73,6 @@ export class LocalRuntime {
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    this.expire = await loadExpiry();
     this.unsubscribe = onCommit((e) => this.onCommitEvent(e));
     const every = (ms: number | undefined, fallback: number, fn: () => void) => {
       const interval = ms ?? fallback;
@@ -128,12 +126,10 @@ export class LocalRuntime {
     return summary;
   }
 
-  /** Expires snapshots of a table now; undefined when expiry is not available in this build. */
-  async expireTable(table: Table, opts: Record<string, unknown> = {}): Promise<unknown> {
-    if (this.expire === undefined) this.expire = await loadExpiry();
-    if (!this.expire) return undefined;
+  /** Expires snapshots of a table now (what the expiry function does on AWS); consumers hold back what they still need. */
+  async expireTable(table: Table, opts: ExpireSnapshotsOptions = {}): Promise<ExpireSnapshotsResult | undefined> {
     try {
-      return await this.expire(table, opts);
+      return await expireSnapshots(table, opts);
     } catch (e) {
       this.log(`varve: expiring snapshots of ${table.name} failed: ${(e as Error).message}`);
       return undefined;

@@ -76,11 +76,20 @@ export class RuntimeConsumer {
     this.scheduleDiscovery();
   }
 
-  /** Stops the readers after their current batch and waits for a running discovery. */
+  /**
+   * Stops the readers after their current batch, waits for a running discovery, and records what
+   * the readers delivered in the consumer's position (so expiry can release it at once).
+   */
   async stop(): Promise<void> {
+    if (!this.running) return;
     this.running = false;
     await Promise.all(this.loops.splice(0));
     await this.discovering;
+    try {
+      await discover(this.table, this.queue, this.consumerId, { ...this.opts.stream, maxSnapshotsPerRun: 0 });
+    } catch (e) {
+      this.opts.log(`varve: recording the position of consumer ${this.consumerId} of ${this.table.name} failed: ${(e as Error).message}`);
+    }
   }
 
   /** Runs discovery soon; a request during a run makes one more run after it. */

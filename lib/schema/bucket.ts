@@ -56,7 +56,9 @@ export function bucketOf(types: DataType[], values: Value[], numBuckets: number)
 }
 
 function hashEncoded(types: DataType[], values: Value[]): number {
-  return murmurHash3x86_32(scratch, BUCKET_HASH_SEED, encodeInto(types, values));
+  // Encode first: encoding may replace `scratch` with a larger buffer.
+  const length = encodeInto(types, values);
+  return murmurHash3x86_32(scratch, BUCKET_HASH_SEED, length);
 }
 
 /**
@@ -101,7 +103,8 @@ const INT64_MAX = 2n ** 63n - 1n;
 
 /** The canonical bytes of a bucket key (step 1 of the spec), as a fresh array. */
 export function encodeBucketKey(types: DataType[], values: Value[]): Uint8Array {
-  return scratch.slice(0, encodeInto(types, values));
+  const length = encodeInto(types, values);
+  return scratch.slice(0, length);
 }
 
 /** Writes the key's canonical bytes into `scratch` and returns their length. */
@@ -198,7 +201,7 @@ function writeInt64(p: number, v: Value, root: string): void {
 }
 
 function wrongKind(v: Value, root: string): InvalidArgumentError {
-  return new InvalidArgumentError(`bucket key value ${String(v)} (${typeof v}) is not a ${root} value; coerce rows with lib/schema/values first`);
+  return new InvalidArgumentError(`bucket key value ${String(v)} (${typeof v}) does not fit bucket-key type ${root}; coerce rows with lib/schema/values first`);
 }
 
 /** Writes a uint32 LE byte length then the UTF-8 bytes of `s`; returns the new end. */

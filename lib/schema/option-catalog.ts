@@ -14,6 +14,7 @@ export interface DerivedDefault {
   compute: (get: (key: string) => OptionValue | undefined) => OptionValue | undefined;
 }
 
+/** The declaration of one table option. */
 export interface OptionDecl {
   key: string;
   type: OptionType;
@@ -44,18 +45,22 @@ export interface FieldOptionDecl {
 
 /** `merge-engine` values. */
 export const MERGE_ENGINES = ['deduplicate', 'partial-update', 'aggregation', 'first-row'] as const;
+/** A `merge-engine` value. */
 export type MergeEngine = (typeof MERGE_ENGINES)[number];
 
 /** `changelog-producer` values. */
 export const CHANGELOG_PRODUCERS = ['none', 'input', 'lookup', 'full-compaction'] as const;
+/** A `changelog-producer` value. */
 export type ChangelogProducer = (typeof CHANGELOG_PRODUCERS)[number];
 
 /** `scan.mode` values. */
 export const SCAN_MODES = ['latest-full', 'latest', 'full', 'earliest', 'from-snapshot', 'from-snapshot-full', 'from-timestamp'] as const;
+/** A `scan.mode` value. */
 export type ScanMode = (typeof SCAN_MODES)[number];
 
 /** `file.compression` values (Parquet codecs). */
 export const FILE_COMPRESSIONS = ['zstd', 'snappy', 'uncompressed'] as const;
+/** A `file.compression` value. */
 export type FileCompression = (typeof FILE_COMPRESSIONS)[number];
 
 /** `fields.<col>.aggregate-function` values. */
@@ -73,6 +78,7 @@ export const AGGREGATE_FUNCTIONS = [
   'bool_or',
   'count',
 ] as const;
+/** A `fields.<col>.aggregate-function` value. */
 export type AggregateFunction = (typeof AGGREGATE_FUNCTIONS)[number];
 
 const NUMERIC: TypeRoot[] = ['TINYINT', 'SMALLINT', 'INT', 'BIGINT', 'FLOAT', 'DOUBLE', 'DECIMAL'];
@@ -132,9 +138,9 @@ export const TABLE_OPTIONS: readonly OptionDecl[] = [
   { key: 'commit.min-retry-wait', type: 'duration', default: '10 ms', description: 'First backoff between commit retries (doubles each retry, with jitter).' },
   { key: 'commit.max-retry-wait', type: 'duration', default: '10 s', description: 'Largest backoff between commit retries.' },
   { key: 'commit.timeout', type: 'duration', description: 'Give up retrying a commit after this long (unset: only the retry count limits it).' },
-  { key: 'manifest.target-file-size', type: 'memory', default: '8 mb', min: 1, description: 'Size of manifest files when manifests are merged.' },
+  { key: 'manifest.target-file-size', type: 'memory', default: '8 mb', min: 1, description: 'Size a commit merges small manifest files up to.' },
   { key: 'manifest.merge-min-count', type: 'int', default: '30', min: 1, description: 'Small manifest files that trigger a manifest merge at commit.' },
-  { key: 'manifest.full-compaction-threshold-size', type: 'memory', default: '16 mb', min: 1, description: 'Size of delete entries in manifests that triggers a full manifest compaction.' },
+  { key: 'manifest.full-compaction-threshold-size', type: 'memory', default: '16 mb', min: 1, description: 'Total size of manifests holding deletes or below the target size at which a commit rewrites them all without DELETE entries (full manifest compaction).' },
   // Expiry
   { key: 'snapshot.num-retained.min', type: 'int', default: '10', min: 1, description: 'Snapshots always kept, however old.' },
   { key: 'snapshot.num-retained.max', type: 'int', default: '2147483647', min: 1, description: 'Snapshots kept at most, however young.' },

@@ -115,18 +115,30 @@ export function suggestKeys(key: string): string[] {
   const candidates = TABLE_OPTIONS.map((d) => d.key);
   const m = /^fields\.(.+)\.[^.]+$/.exec(key);
   if (m) candidates.push(...FIELD_OPTIONS.map((d) => `fields.${m[1]}.${d.suffix}`));
-  const limit = Math.max(2, Math.floor(key.length / 4));
+  const limit = Math.max(2, Math.floor(key.length / 3));
   return candidates
     .map((c) => {
-      let d = editDistance(key.toLowerCase(), c);
+      const edit = editDistance(key.toLowerCase(), c);
+      let d = edit;
       // A fragment of a real name ("compaction-trigger") is as good a lead as a typo.
       if (key.length >= 4 && (c.includes(key.toLowerCase()) || key.toLowerCase().includes(c))) d = Math.min(d, 1);
-      return { c, d };
+      // So are its words, abbreviated or not ("consumer.expire", "target-size").
+      else if (sharesWords(key, c)) d = Math.min(d, 2);
+      return { c, d, edit };
     })
     .filter((x) => x.d <= limit)
-    .sort((a, b) => a.d - b.d || a.c.localeCompare(b.c))
+    .sort((a, b) => a.d - b.d || a.edit - b.edit || a.c.localeCompare(b.c))
     .slice(0, 3)
     .map((x) => x.c);
+}
+
+const words = (s: string) => s.toLowerCase().split(/[-._,]/).filter((w) => w.length > 0);
+
+/** True when every word of `key` (3+ letters) starts a word of `candidate` with its first 4 letters. */
+function sharesWords(key: string, candidate: string): boolean {
+  const mine = words(key).filter((w) => w.length >= 3);
+  const theirs = words(candidate);
+  return mine.length > 0 && mine.every((w) => theirs.some((t) => t.startsWith(w.slice(0, 4))));
 }
 
 /** The value of `key` with its default (plain or derived) applied; undefined when unset without default. */

@@ -44,6 +44,8 @@ export interface SequenceGroupDecl {
 export class TableOptions {
   private readonly parsed: ParsedOptions;
   private readonly raw: Record<string, string>;
+  /** Getters run on hot paths (per write, per merge): each key is resolved once. */
+  private readonly resolved = new Map<string, OptionValue | undefined>();
 
   /** Validates `raw` (against `fields` when given); throws OptionError. */
   constructor(raw: Record<string, string> = {}, fields?: DataField[]) {
@@ -53,7 +55,13 @@ export class TableOptions {
 
   /** The typed value of any option, per-column ones included, with its default; undefined when unset without default. */
   get(key: string): OptionValue | undefined {
-    return resolveOption(this.parsed, key);
+    let v = this.resolved.get(key);
+    if (v === undefined && !this.resolved.has(key)) {
+      v = resolveOption(this.parsed, key);
+      this.resolved.set(key, v);
+    }
+    // Lists are copied so a caller's edit cannot change what the next caller sees.
+    return Array.isArray(v) ? [...v] : v;
   }
 
   /** True when the option was given explicitly (not defaulted). */

@@ -159,6 +159,8 @@ const NAME_RULE =
 /** Splits `db.table` (a bare `table` is in database `default`); throws InvalidArgumentError for unsafe names. */
 export function parseTableIdentifier(name: string): { database: string; table: string } {
   if (typeof name !== 'string' || name.length === 0) throw new InvalidArgumentError(`empty table name; ${NAME_RULE}`);
+  if (/[/\\]/.test(name)) throw new InvalidArgumentError(`table name "${name}" contains a path separator; ${NAME_RULE}`);
+  if (name.includes('..')) throw new InvalidArgumentError(`table name "${name}" contains ".."; ${NAME_RULE}`);
   const parts = name.split('.');
   if (parts.length > 2) {
     throw new InvalidArgumentError(`table name "${name}" has ${parts.length - 1} dots; ${NAME_RULE}`);
@@ -168,9 +170,7 @@ export function parseTableIdentifier(name: string): { database: string; table: s
       const why =
         p.length === 0
           ? 'has an empty part'
-          : /[/\\]/.test(p)
-            ? 'contains a path separator'
-            : /\s/.test(p)
+          : /\s/.test(p)
               ? 'contains whitespace'
               : p.length > 128
                 ? 'has a part longer than 128 characters'

@@ -1,12 +1,15 @@
 /**
  * Tokens of the SQL-like column syntax (`order_id BIGINT NOT NULL COMMENT 'x', …`): words,
  * quoted identifiers (backticks or double quotes, the quote doubled to escape it), single-quoted
- * strings ('' escapes a quote), unsigned integers and the punctuation `(` `)` `,`.
+ * strings ('' escapes a quote), unsigned integers and the punctuation `(` `)` `,`; any other
+ * character is a token of its own, reported by the parser in context.
  */
 import { SchemaError } from '../errors';
 
-export type TokenKind = 'word' | 'quoted' | 'string' | 'number' | '(' | ')' | ',' | 'end';
+/** What a token is: a word, a quoted identifier, a string, a number, punctuation, another character, or the end. */
+export type TokenKind = 'word' | 'quoted' | 'string' | 'number' | '(' | ')' | ',' | 'other' | 'end';
 
+/** One token and where it starts. */
 export interface Token {
   kind: TokenKind;
   /** The word as written, the unescaped identifier or string, the digits, or the punctuation. */
@@ -18,7 +21,7 @@ export interface Token {
 const WORD_START = /[A-Za-z_]/;
 const WORD_PART = /[A-Za-z0-9_$]/;
 
-/** Splits `source` into tokens; the last one is always `end`. Throws SchemaError on a stray character or open quote. */
+/** Splits `source` into tokens; the last one is always `end`. Throws SchemaError on an unclosed quote. */
 export function tokenize(source: string, what: string): Token[] {
   const out: Token[] = [];
   let i = 0;
@@ -42,10 +45,9 @@ export function tokenize(source: string, what: string): Token[] {
       out.push({ kind: c === "'" ? 'string' : 'quoted', text, pos: i });
       i = end;
     } else {
-      throw new SchemaError(
-        `${what}: unexpected character '${c}' at position ${i + 1}; columns look like "id BIGINT NOT NULL, name STRING" ` +
-          '(quote unusual column names with backticks or double quotes)',
-      );
+      // Left to the parser, which knows what it expected here (e.g. "unknown type ARRAY" before "<").
+      out.push({ kind: 'other', text: c, pos: i });
+      i++;
     }
   }
   out.push({ kind: 'end', text: '', pos: source.length });

@@ -9,6 +9,7 @@ import { TableOptions } from './options';
 import { formatType, parseTypeText } from './type-text';
 import type { DataField, TableSchema } from './types';
 
+/** What createTableSchema builds a schema from. */
 export interface CreateTableSchemaArgs {
   fields: DataField[];
   primaryKeys?: string[];

@@ -4,8 +4,9 @@
  * (proleptic Gregorian, years 0001-9999), never through the host's time zone.
  */
 
-/** Days of 0001-01-01 and 9999-12-31: the range DATE and TIMESTAMP values must stay in. */
+/** Day number of 0001-01-01, the first day a DATE or TIMESTAMP may have. */
 export const MIN_DAY = daysFromCivil(1, 1, 1);
+/** Day number of 9999-12-31, the last day a DATE or TIMESTAMP may have. */
 export const MAX_DAY = daysFromCivil(9999, 12, 31);
 
 /** Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */

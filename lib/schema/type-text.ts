@@ -46,6 +46,7 @@ export const TIMESTAMP_PRECISIONS = [3, 6] as const;
 const DEFAULT_DECIMAL = { precision: 10, scale: 0 };
 /** TIMESTAMP alone means TIMESTAMP(6), as in Paimon and Flink. */
 const DEFAULT_TIMESTAMP_PRECISION = 6;
+/** The largest DECIMAL precision (128-bit storage). */
 export const MAX_DECIMAL_PRECISION = 38;
 
 /** A position in a token list, with the context errors are reported in. */

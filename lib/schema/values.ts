@@ -88,10 +88,11 @@ export function coerceValue(field: DataField, raw: unknown, line?: number): Valu
 
 /**
  * The value of `field` from CSV text. Empty text is NULL (CSV cannot tell "" from nothing unless
- * the caller knows the field was quoted: pass `quoted` to keep an empty STRING).
+ * the caller knows the field was quoted: pass `quoted` to read it as an empty STRING or BYTES).
  */
 export function coerceText(field: DataField, text: string, line?: number, opts: { quoted?: boolean } = {}): Value {
-  if (text === '' && !(opts.quoted && field.type.root === 'STRING')) return coerceValue(field, null, line);
+  const emptyValue = field.type.root === 'STRING' || field.type.root === 'BYTES';
+  if (text === '' && !(opts.quoted && emptyValue)) return coerceValue(field, null, line);
   const t = field.type;
   let v: Value | Problem;
   switch (t.root) {

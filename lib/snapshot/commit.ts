@@ -7,7 +7,7 @@
  * repeated.
  */
 import { randomUUID } from 'node:crypto';
-import { CommitRetriesExhaustedError, InvalidArgumentError, isRetryable } from '../errors';
+import { CommitRetriesExhaustedError, InvalidArgumentError, SnapshotNotFoundError, isRetryable } from '../errors';
 import { MetadataFileNamer } from '../manifest/file-names';
 import type { Snapshot } from '../manifest/types';
 import type { ObjectStore } from '../store/object-store';
@@ -32,6 +32,8 @@ export interface CommitResult {
 }
 
 const DEDUP_READ_CHUNK = 16;
+/** An attempt slower than this re-checks that its base snapshot still exists before committing. */
+const SLOW_ATTEMPT_MS = 1000;
 
 function sameCommit(s: Snapshot, req: CommitRequest): boolean {
   return s.commitUser === req.commitUser && s.commitIdentifier === req.commitIdentifier && s.commitKind === req.kind;
@@ -42,7 +44,7 @@ function sameCommit(s: Snapshot, req: CommitRequest): boolean {
  * present) for a commit with the request's identity.
  */
 export async function findCommitted(sm: SnapshotManager, latest: Snapshot | undefined, req: CommitRequest, lookback: number): Promise<Snapshot | undefined> {
-  if (latest === undefined) return undefined;
+  if (latest === undefined || lookback <= 0) return undefined;
   if (sameCommit(latest, req)) return latest;
   const lowest = Math.max(1, latest.id - lookback + 1);
   for (let hi = latest.id - 1; hi >= lowest; hi -= DEDUP_READ_CHUNK) {
@@ -70,7 +72,7 @@ class RetryBudget {
     const elapsed = performance.now() - this.started;
     if (this.retries > max || (this.opts.timeoutMs !== undefined && elapsed >= this.opts.timeoutMs)) {
       throw new CommitRetriesExhaustedError(
-        `commit gave up after ${this.retries} attempts in ${Math.round(elapsed)} ms (last: ${reason}); ` +
+        `commit gave up after ${this.retries} retries in ${Math.round(elapsed)} ms (last: ${reason}); ` +
           'the table is busy — retry later, raise commit.max-retries / commit.timeout, or batch commits (group commit)',
         { cause },
       );
@@ -91,10 +93,16 @@ type PublishOutcome = { committed: Snapshot } | { lostAt: number };
  * Creates the snapshot file. Retries the same bytes on retryable errors; after any error the
  * outcome is unknown, so the store is asked what snapshot N now holds before anything else.
  */
-async function publish(ctx: CommitContext, sm: SnapshotManager, snapshot: Snapshot, budget: RetryBudget): Promise<PublishOutcome> {
+async function publish(ctx: CommitContext, sm: SnapshotManager, snapshot: Snapshot, budget: RetryBudget, baseReadAt: number): Promise<PublishOutcome> {
   const key = sm.snapshotKey(snapshot.id);
   const bytes = snapshotBytes(snapshot);
   for (;;) {
+    // put-if-absent cannot tell a never-created id from an expired one: if this attempt is slow
+    // enough for snapshot N to have been created and expired meanwhile, the base (N-1) is gone
+    // too (expiry deletes in id order), so check it before creating N.
+    if (snapshot.id > 1 && performance.now() - baseReadAt > SLOW_ATTEMPT_MS && !(await sm.exists(snapshot.id - 1))) {
+      return { lostAt: snapshot.id };
+    }
     let error: unknown;
     try {
       // THE COMMIT POINT. Everything this snapshot references was written before, under unique
@@ -130,7 +138,10 @@ async function reloadAfterLostRace(
   sm: SnapshotManager,
   lostAt: number,
 ): Promise<{ latest: Snapshot; ours?: Snapshot; duplicate?: Snapshot }> {
-  let current = await sm.read(lostAt);
+  // Normally snapshot `lostAt` is the one that beat us; if it is gone (expired under a very slow
+  // attempt), start from the latest instead.
+  let current = (await sm.tryRead(lostAt)) ?? (await sm.latest());
+  if (current === undefined) throw new SnapshotNotFoundError(`table ${ctx.tablePath} lost all its snapshots during a commit; retry`);
   for (;;) {
     if (current.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid) return { latest: current, ours: current };
     if (sameCommit(current, ctx.req)) return { latest: current, duplicate: current };
@@ -149,6 +160,9 @@ async function reloadAfterLostRace(
 export async function commit(store: ObjectStore, tablePath: string, req: CommitRequest, opts: CommitOptions): Promise<CommitResult> {
   validateCommitRequest(req);
   const sm = opts.snapshotManager ?? new SnapshotManager(store, tablePath);
+  if (sm.store !== store || sm.tablePath !== tablePath) {
+    throw new InvalidArgumentError(`opts.snapshotManager belongs to table ${sm.tablePath}, not ${tablePath}; pass one made for this table`);
+  }
   const ctx: CommitContext = {
     store,
     tablePath,
@@ -163,11 +177,13 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
   let attempts = 0;
   let latest: Snapshot | undefined;
   let loaded = false;
+  let baseReadAt = 0;
 
   for (;;) {
     try {
       if (!loaded) {
         latest = await sm.latest();
+        baseReadAt = performance.now();
         if (isEmptyRequest(req) && !req.allowEmpty) {
           if (latest === undefined) {
             throw new InvalidArgumentError(
@@ -181,9 +197,17 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
         if (earlier !== undefined) return { snapshot: earlier, alreadyCommitted: true, committed: false, attempts: 0 };
         loaded = true;
       }
-      const snapshot = await planCommit(ctx, latest);
-      attempts++;
-      const outcome = await publish(ctx, sm, snapshot, budget);
+      // After a lost race and a backoff, the table is contended: one HEAD tells whether the id
+      // was taken meanwhile, before paying for reads and writes that could only lose.
+      const nextId = (latest?.id ?? 0) + 1;
+      const taken = attempts > 0 && (await sm.exists(nextId));
+      let outcome: PublishOutcome;
+      if (taken) outcome = { lostAt: nextId };
+      else {
+        const snapshot = await planCommit(ctx, latest);
+        attempts++;
+        outcome = await publish(ctx, sm, snapshot, budget, baseReadAt);
+      }
       if ('committed' in outcome) {
         await sm.writeLatestHint(outcome.committed.id);
         return { snapshot: outcome.committed, alreadyCommitted: false, committed: true, attempts };
@@ -195,6 +219,7 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
       }
       if (reloaded.duplicate) return { snapshot: reloaded.duplicate, alreadyCommitted: true, committed: false, attempts };
       latest = reloaded.latest;
+      baseReadAt = performance.now();
       await budget.next(`lost the race for snapshot ${outcome.lostAt}; retrying on snapshot ${latest.id}`);
     } catch (e) {
       if (!isRetryable(e) || e instanceof CommitRetriesExhaustedError) throw e;

@@ -189,8 +189,9 @@ export class LocalStore implements ObjectStore {
     try {
       await unlink(path);
     } catch (e) {
-      // EISDIR/EPERM: the key names a folder of other keys, not an object; nothing to delete.
-      if (!isNotFound(e) && errnoCode(e) !== 'EPERM') throw this.fsError(e, 'delete', key);
+      // A folder (EISDIR on Linux, EPERM on macOS) holds other keys and is no object: nothing to delete.
+      const folder = isNotFound(e) || (errnoCode(e) === 'EPERM' && (await this.isFolder(path)));
+      if (!folder) throw this.fsError(e, 'delete', key);
     } finally {
       await lock.release();
     }
@@ -262,19 +263,16 @@ export class LocalStore implements ObjectStore {
     const name = path.slice(dirname(path).length + 1);
     // Starts with '.' and ends with '.tmp': list() skips it, and the name stays under 255 bytes.
     const tmp = join(dirname(path), `.${truncateUtf8(name, 100)}.${randomUUID()}.tmp`);
-    let fh: FileHandle | undefined;
+    const fh = await open(tmp, 'wx');
     try {
-      fh = await open(tmp, 'wx');
       await fh.writeFile(body);
-      await fh.sync();
+      await fh.sync(); // the bytes are on disk before the name that publishes them exists
     } catch (e) {
-      await fh?.close();
-      fh = undefined;
+      await fh.close();
       await unlinkIfPresent(tmp);
       throw e;
-    } finally {
-      await fh?.close();
     }
+    await fh.close();
     return tmp;
   }
 

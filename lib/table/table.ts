@@ -5,7 +5,7 @@
 import type * as arrow from 'apache-arrow';
 import { TableOptions } from '../schema/options';
 import { compareKeyTuples, fromJsonValue } from '../schema/values';
-import type { DataField, DataType, Row, RowKindByte, TableSchema } from '../schema/types';
+import type { DataField, DataType, Row, TableSchema } from '../schema/types';
 import type { JsonValue, Snapshot } from '../manifest/types';
 import type { ObjectStore } from '../store/object-store';
 import { SnapshotManager } from '../snapshot/snapshot-manager';
@@ -49,10 +49,10 @@ export class Table {
   }
 
   /** Writes rows (with optional row kinds) and commits them as one snapshot. */
-  async write(rows: Row[], opts: WriterOptions & { kinds?: RowKindByte[]; commitIdentifier?: string } = {}): Promise<CommitResult> {
+  async write(rows: Row[], opts: WriterOptions & { kinds?: ArrayLike<number>; commitIdentifier?: string } = {}): Promise<CommitResult> {
     const writer = this.newWriter(opts);
     try {
-      writer.write(rows, opts.kinds);
+      await writer.write(rows, opts.kinds);
       return await writer.commit(opts.commitIdentifier);
     } finally {
       await writer.close();

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type * as arrow from 'apache-arrow';
 import { InvalidArgumentError } from '../errors';
 import { runLimited } from '../concurrency';
-import { tableToRows } from '../format/columns';
+import { singleBatch, tableToRows, takeRows } from '../format/columns';
 import { writeDataFile } from '../format/data-file';
 import type { DataFileMeta, Snapshot } from '../manifest/types';
 import { afterAppendCommit, beforeAppendCommit } from '../maintenance/compact-trigger';
@@ -16,7 +16,7 @@ import { mergeConfigFromOptions } from '../mergetree/merge-config';
 import { bucketOf } from '../schema/bucket';
 import { partitionPath } from '../schema/partition';
 import { toJsonValue } from '../schema/values';
-import { KIND_COLUMN, RowKind, SEQUENCE_COLUMN, type DataField, type Row, type RowKindByte, type Value } from '../schema/types';
+import { KIND_COLUMN, RowKind, SEQUENCE_COLUMN, type DataField, type DataType, type Row, type Value } from '../schema/types';
 import { commit, type CommitBatch, type FileChange } from '../snapshot/commit';
 import { commitOptionsFor } from './commit-options';
 import { publishCommit } from './commit-events';
@@ -53,6 +53,7 @@ export class TableWriter {
   private rows = 0;
   private readonly partitionFields: DataField[];
   private readonly bucketFields: DataField[];
+  private readonly bucketTypes: DataType[];
   private readonly numBuckets: number;
 
   constructor(
@@ -66,42 +67,82 @@ export class TableWriter {
     const bucketKey = table.options.bucketKey;
     this.bucketFields = (bucketKey.length ? bucketKey : s.primaryKeys.filter((k) => !s.partitionKeys.includes(k))).map(byName);
     if (this.bucketFields.length === 0) this.bucketFields = s.primaryKeys.map(byName);
+    this.bucketTypes = this.bucketFields.map((f) => f.type);
     this.numBuckets = table.options.bucket;
   }
 
-  /** Buffers validated rows; `kinds` gives each row's kind (default +I). */
-  write(rows: Row[], kinds?: ArrayLike<number>): void {
+  /**
+   * Buffers validated rows; `kinds` gives each row's kind (default +I). Resolves once the rows are
+   * buffered (with `write-buffer-spillable = false`, a full buffer is first flushed to an extra
+   * level-0 file).
+   */
+  async write(rows: Row[], kinds?: ArrayLike<number>): Promise<void> {
     if (kinds && kinds.length !== rows.length) {
       throw new InvalidArgumentError(`got ${rows.length} rows but ${kinds.length} row kinds`);
     }
     const groups = new Map<string, { rows: Row[]; kinds: number[] }>();
-    const defaultName = this.table.options.partitionDefaultName;
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i];
-      const partition = this.partitionFields.length
-        ? partitionPath(
-            this.partitionFields.map((f) => f.name),
-            this.partitionFields.map((f) => row[f.name] ?? null),
-            this.partitionFields.map((f) => f.type),
-            defaultName,
-          )
-        : '';
-      const bucket = bucketOf(
-        this.bucketFields.map((f) => f.type),
-        this.bucketFields.map((f) => (row[f.name] ?? null) as Value),
-        this.numBuckets,
-      );
-      const id = `${partition}\u0000${bucket}`;
+      const id = this.route((f) => row[f.name] ?? null);
       let g = groups.get(id);
       if (!g) groups.set(id, (g = { rows: [], kinds: [] }));
       g.rows.push(row);
       g.kinds.push(kinds ? kinds[i] : RowKind.INSERT);
     }
     for (const [id, g] of groups) {
-      const [partition, bucket] = id.split('\u0000');
-      this.bucketWriter(partition, Number(bucket)).buffer.add(g.rows, g.kinds);
+      const bw = this.bucketWriter(id);
+      bw.buffer.add(g.rows, g.kinds);
+      await this.flushIfFull(bw);
     }
     this.rows += rows.length;
+  }
+
+  /**
+   * Buffers an Arrow table with the table's columns (by name) and an optional `_VALUE_KIND`
+   * column: the bulk path, with no row objects.
+   */
+  async writeArrow(data: arrow.Table): Promise<void> {
+    const n = data.numRows;
+    if (n === 0) return;
+    const vectors = new Map<string, arrow.Vector>();
+    for (const f of [...this.partitionFields, ...this.bucketFields]) {
+      const v = data.getChild(f.name);
+      if (!v) throw new InvalidArgumentError(`input has no column "${f.name}"; it has ${data.schema.names.join(', ')}`);
+      vectors.set(f.name, v);
+    }
+    const groups = new Map<string, number[]>();
+    for (let i = 0; i < n; i++) {
+      const id = this.route((f) => arrowValue(f, vectors.get(f.name)!.get(i)));
+      let g = groups.get(id);
+      if (!g) groups.set(id, (g = []));
+      g.push(i);
+    }
+    for (const [id, idx] of groups) {
+      const bw = this.bucketWriter(id);
+      bw.buffer.addTable(groups.size === 1 ? data : takeRows(singleBatch(data), Uint32Array.from(idx)));
+      await this.flushIfFull(bw);
+    }
+    this.rows += n;
+  }
+
+  /** `partition\0bucket` of a row whose column values `valueOf` gives. */
+  private route(valueOf: (f: DataField) => Value): string {
+    const partition = this.partitionFields.length
+      ? partitionPath(
+          this.partitionFields.map((f) => f.name),
+          this.partitionFields.map(valueOf),
+          this.partitionFields.map((f) => f.type),
+          this.table.options.partitionDefaultName,
+        )
+      : '';
+    const bucket = bucketOf(this.bucketTypes, this.bucketFields.map(valueOf), this.numBuckets);
+    return `${partition}\u0000${bucket}`;
+  }
+
+  private async flushIfFull(bw: BucketWriter): Promise<void> {
+    // Without spilling, a full buffer becomes an extra level-0 file now rather than growing
+    // without bound; its sequence numbers continue in the next flush of the same buffer.
+    if (!this.table.options.writeBufferSpillable && bw.buffer.isFull()) await this.flushBucket(bw);
   }
 
   /** Flushes every buffer to level-0 files and returns the batch to commit (nothing is committed). */
@@ -154,14 +195,14 @@ export class TableWriter {
     this.buckets.clear();
   }
 
-  private bucketWriter(partition: string, bucket: number): BucketWriter {
-    const id = `${partition}\u0000${bucket}`;
+  private bucketWriter(id: string): BucketWriter {
     let bw = this.buckets.get(id);
     if (!bw) {
+      const [partition, bucket] = id.split('\u0000');
       const t = this.table;
       bw = {
         partition,
-        bucket,
+        bucket: Number(bucket),
         buffer: new WriteBuffer({
           schema: t.schema,
           merge: mergeConfigFromOptions(t.options),
@@ -249,4 +290,19 @@ export function fileMetaOf(
     deleteRowCount: deletes,
     fileSource: f.source,
   };
+}
+
+/** The JS value (lib/schema/types.ts) of an Arrow cell of a routing column. */
+function arrowValue(f: DataField, v: unknown): Value {
+  if (v === null || v === undefined) return null;
+  switch (f.type.root) {
+    case 'BIGINT':
+    case 'TIMESTAMP':
+      return typeof v === 'bigint' ? v : BigInt(v as number);
+    case 'DATE':
+      // Arrow JS returns DateDay cells as epoch milliseconds.
+      return typeof v === 'number' ? Math.round(v / 86_400_000) : (v as Value);
+    default:
+      return v as Value;
+  }
 }

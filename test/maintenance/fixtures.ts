@@ -76,24 +76,31 @@ export async function checkLevels(table: Table, context: string): Promise<void> 
 }
 
 /**
- * Applies every changelog file of snapshots 1..latest, in order: +I/+U upsert, -U/-D delete.
- * Returns the replayed state.
+ * Applies the changelog files of snapshots in order (+I/+U upsert, -U/-D delete), from the first
+ * snapshot on; `advance` catches up with the latest snapshot and returns the replayed state.
  */
-export async function replayChangelog(table: Table): Promise<State> {
-  const state: State = new Map();
-  const latest = await table.snapshots.latestId();
-  for (let id = 1; id <= (latest ?? 0); id++) {
-    const snapshot = await table.snapshots.read(id);
-    for (const entry of await readChangelogFiles(table.store, table.path, snapshot)) {
-      const t = await readEntry(table, entry);
-      const kinds = t.getChild(KIND_COLUMN)!.toArray() as Int8Array;
-      tableToRows(t, table.schema.fields).forEach((row, i) => {
-        if (kinds[i] === RowKind.INSERT || kinds[i] === RowKind.UPDATE_AFTER) state.set(keyOf(row), { v: row.v as bigint | null, s: row.s as string | null });
-        else state.delete(keyOf(row));
-      });
+export class ChangelogReplay {
+  readonly state: State = new Map();
+  private next = 1;
+
+  constructor(private readonly table: Table) {}
+
+  async advance(): Promise<State> {
+    const { table } = this;
+    const latest = (await table.snapshots.latestId()) ?? 0;
+    for (; this.next <= latest; this.next++) {
+      const snapshot = await table.snapshots.read(this.next);
+      for (const entry of await readChangelogFiles(table.store, table.path, snapshot)) {
+        const t = await readEntry(table, entry);
+        const kinds = t.getChild(KIND_COLUMN)!.toArray() as Int8Array;
+        tableToRows(t, table.schema.fields).forEach((row, i) => {
+          if (kinds[i] === RowKind.INSERT || kinds[i] === RowKind.UPDATE_AFTER) this.state.set(keyOf(row), { v: row.v as bigint | null, s: row.s as string | null });
+          else this.state.delete(keyOf(row));
+        });
+      }
     }
+    return this.state;
   }
-  return state;
 }
 
 /** Rows with their kinds for `table.write`. */

@@ -28,6 +28,21 @@ describe('aggregation', () => {
     expect(out[0].row).toEqual({ id: 1, price: '100000000000000000000000000000000.29', big: 2n ** 62n + 1n });
   });
 
+  it('keeps negative DECIMAL results exact, rounds FLOAT to single precision, and orders TIMESTAMP and BIGINT', () => {
+    const schema = schemaOf(['id INT', 'p DECIMAL(12,2)', 'f FLOAT', 'ts TIMESTAMP(6)', 'b BIGINT'], ['id']);
+    const rows = [
+      { id: 1, p: '0.10', f: 0.1, ts: 1_700_000_000_000_001n, b: -(2n ** 62n) },
+      { id: 1, p: '0.20', f: 0.2, ts: 1_700_000_000_000_000n, b: 5n },
+      { id: 1, p: '0.60', f: 0.4, ts: null, b: null },
+    ];
+    const cfg = agg({ p: 'sum', f: 'sum', ts: 'max', b: 'min' }, { ignoreRetract: ['ts', 'b'] });
+
+    const out = writeAndFlush(schema, cfg, rows, [I, I, UB]);
+
+    const f = Math.fround(Math.fround(Math.fround(0.1) + Math.fround(0.2)) - Math.fround(0.4));
+    expect(out[0].row).toEqual({ id: 1, p: '-0.30', f, ts: 1_700_000_000_000_001n, b: -(2n ** 62n) });
+  });
+
   it('fails on overflow instead of wrapping: INT, TINYINT and DECIMAL precision', () => {
     const ints = schemaOf(['id INT', 'n INT', 't TINYINT'], ['id']);
     const dec = schemaOf(['id INT', 'p DECIMAL(4,2)'], ['id']);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { mergeConfig } from '../../lib/mergetree/merge-config';
 import { mergeEngineFor } from '../../lib/mergetree/merge-function';
-import { mergeSortedRuns } from '../../lib/mergetree/sort-merge-reader';
+import { mergeSortedRuns, mergeSortedRunsBatched } from '../../lib/mergetree/sort-merge-reader';
 import { rng, testSeed } from '../helpers/random';
 import { D, I, UA, physicalTable, recordsOf, schemaOf, type Rec } from './fixtures';
 import { naiveMerge } from './naive-merge';
@@ -92,6 +92,22 @@ describe('mergeSortedRuns', () => {
           expect(recordsOf(layout, out), context).toEqual(expected);
         }
       }
+    }
+  });
+
+  it('the batched variant yields the same records in key order, whole keys per batch', () => {
+    const seed = testSeed('sort-merge-reader batched');
+    const r = rng(seed);
+    const layout = LAYOUTS.composite;
+    for (const scenario of SCENARIOS.filter((x) => x.name !== 'first-row')) {
+      const runs = randomRuns(layout, scenario, r, r.int(1, 4), 50).map((recs) => ({ table: physicalTable(layout, recs), sequenceBase: 0 }));
+      const opts = { schema: layout, keyColumns: layout.primaryKeys, engine: mergeEngineFor(scenario.config), dropDeletes: r.chance(0.5) };
+
+      const batches = [...mergeSortedRunsBatched(runs, { ...opts, batchRows: r.int(1, 20) })];
+
+      const whole = recordsOf(layout, mergeSortedRuns(runs, opts));
+      expect(batches.flatMap((b) => recordsOf(layout, b)), `${scenario.name} (seed ${seed})`).toEqual(whole);
+      expect(batches.every((b) => b.numRows > 0)).toBe(true);
     }
   });
 });

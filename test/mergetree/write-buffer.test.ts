@@ -114,6 +114,37 @@ describe('WriteBuffer', () => {
     expect(b.flush().rowCount).toBe(rows);
   });
 
+  it('counts only the rows of a sliced table towards write-buffer-size', () => {
+    const rows = Array.from({ length: 2000 }, (_, i) => ({ id: i, name: `some longer name ${i}`, amount: BigInt(i) }));
+    const big = rowsToTable(schema.fields, rows);
+    const b = new WriteBuffer({ schema, merge: mergeConfig(), writeBufferSize: 64 << 10, spillable: true, spillRoot: spillRoot() });
+
+    b.addTable(big.slice(0, 100));
+
+    expect(b.spilledRuns).toBe(0);
+    expect(b.memoryBytes).toBeGreaterThan(100 * 20);
+    expect(b.memoryBytes).toBeLessThan(100 * 60);
+  });
+
+  it('stops spilling past write-buffer-spill.max-disk-size and asks for a flush instead', () => {
+    const b = new WriteBuffer({ schema, merge: mergeConfig(), writeBufferSize: 1024, spillable: true, spillMaxDiskSize: 1, spillRoot: spillRoot() });
+    for (let i = 0; !b.isFull(); i++) b.add([{ id: i, name: `name-${i}`, amount: 1n }]);
+
+    expect(b.spilledRuns).toBe(1);
+    expect(b.memoryBytes).toBeGreaterThanOrEqual(1024);
+  });
+
+  it('restarts arrival numbering for a new batch only when empty', () => {
+    const b = bufferOf(schema, {});
+    b.add([{ id: 1, name: 'a', amount: 1n }]);
+
+    expect(() => b.restartSequence()).toThrow(/flush first/);
+    b.flush();
+    b.restartSequence();
+    b.add([{ id: 2, name: 'b', amount: 1n }]);
+    expect(recordsOf(schema, b.flush().data)[0].seq).toBe(0);
+  });
+
   it('checks the merge configuration when created', () => {
     const bad = () => bufferOf(schema, { engine: 'aggregation', aggregateFunctions: { name: 'sum' } });
 

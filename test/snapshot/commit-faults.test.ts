@@ -6,10 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import { InjectedFaultError, StoreUnavailableError } from '../../lib/errors';
 import { readLiveFiles } from '../../lib/manifest/scan';
-import { dataFileKey, manifestDir } from '../../lib/manifest/table-paths';
+import { dataFileKey, manifestDir, snapshotKey } from '../../lib/manifest/table-paths';
 import { commit, type CommitRequest } from '../../lib/snapshot/commit';
 import { SnapshotManager } from '../../lib/snapshot/snapshot-manager';
-import { utf8 } from '../../lib/store/object-store';
+import { utf8, type ObjectStore } from '../../lib/store/object-store';
 import { MemoryStore } from '../../lib/store/memory-store';
 import { appendRequest, change, testCommitOptions } from '../manifest/factories';
 import { allSnapshots, referencedKeys } from './table-checks';
@@ -136,6 +136,45 @@ describe('commit under non-crash faults', () => {
     expect(await carrying(store, THE_COMMIT)).toBe(0);
     expect((await commit(store, T, req, opts)).committed).toBe(true);
     expect(await carrying(store, THE_COMMIT)).toBe(1);
+  });
+
+  it('never re-creates an expired snapshot id after a very slow attempt', async () => {
+    // Prepare: attempt A reads snapshot 2 as its base, then stalls before writing; meanwhile
+    // snapshots 3 and 4 land and expiry deletes 1..3, so "snapshot-3" is free again.
+    const { store, req } = await preparedTable();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let stalled!: () => void;
+    const reached = new Promise<void>((r) => (stalled = r));
+    const slow: ObjectStore = {
+      uri: store.uri,
+      get: (k) => store.get(k),
+      getRange: (k, a, b) => store.getRange(k, a, b),
+      head: (k) => store.head(k),
+      put: async (k, b) => {
+        if (k.includes('manifest-list-')) {
+          stalled();
+          await gate;
+        }
+        return store.put(k, b);
+      },
+      putIfAbsent: (k, b) => store.putIfAbsent(k, b),
+      putIfMatch: (k, b, e) => store.putIfMatch(k, b, e),
+      delete: (k) => store.delete(k),
+      list: (p) => store.list(p),
+    };
+    const a = commit(slow, T, req, opts);
+    await reached;
+    await commit(store, T, await appendWithData(store, 'b'), opts);
+    await commit(store, T, await appendWithData(store, 'c'), opts);
+    for (const id of [1, 2, 3]) await store.delete(snapshotKey(T, id));
+    // Act
+    await new Promise((r) => setTimeout(r, 1100));
+    release();
+    const r = await a;
+    // Assess
+    expect(r.snapshot.id).toBe(5);
+    expect(await new SnapshotManager(store, T).listIds()).toEqual([4, 5]);
   });
 
   it('retries a failed manifest write and leaves the half-written file unreferenced', async () => {

@@ -186,6 +186,15 @@ describe('commit', () => {
       CommitRetriesExhaustedError,
     );
     expect(await new SnapshotManager(store, T).latestId()).toBe(1);
+    store.clearFaults();
+    store.injectConflicts(100, 'snapshot-2');
+    await expect(commit(store, T, appendRequest('u', 'c2', [change('b')]), { ...opts, timeoutMs: 0 })).rejects.toThrow(/gave up after 1 retries/);
+  });
+
+  it('refuses a snapshot manager made for another table', async () => {
+    const store = new MemoryStore();
+    const other = new SnapshotManager(store, 'db.db/other');
+    await expect(commit(store, T, appendRequest('u', 'c1', [change('a')]), { ...opts, snapshotManager: other })).rejects.toThrow(InvalidArgumentError);
   });
 });
 

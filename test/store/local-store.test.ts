@@ -34,15 +34,19 @@ const worker = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'local-
 /** Spawns `n` worker processes, waits until all are ready, starts them together, returns their outputs. */
 async function raceProcesses(n: number, args: (i: number) => string[], whileRunning?: () => Promise<void>) {
   const children = Array.from({ length: n }, (_, i) =>
-    spawn(process.execPath, ['--import', 'tsx', worker, ...args(i)], { stdio: ['pipe', 'pipe', 'inherit'] }),
+    spawn(process.execPath, ['--import', 'tsx', worker, ...args(i)], { stdio: ['pipe', 'pipe', 'pipe'] }),
   );
   const outputs = children.map(
-    (child) =>
+    (child, i) =>
       new Promise<string[]>((resolve, reject) => {
         let out = '';
+        let err = '';
         child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+        child.stderr.on('data', (d: Buffer) => (err += d.toString()));
         child.on('error', reject);
-        child.on('exit', (code) => (code === 0 ? resolve(out.trim().split('\n')) : reject(new Error(`worker exit ${code}`))));
+        child.on('close', (code) =>
+          code === 0 ? resolve(out.trim().split('\n')) : reject(new Error(`worker ${i} exited with ${code}: ${err}`)),
+        );
       }),
   );
   await Promise.all(

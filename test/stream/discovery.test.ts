@@ -68,7 +68,8 @@ describe('discover', () => {
     await ensureConsumer(t, 'c', { mode: 'latest' });
     const { queue, sink } = setup({ maxReceiveCount: 100 });
     const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, retryDelayMs: 0, log: () => {} });
-    const first = await put(t, [[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd']]);
+    const keys = [1, 2, 3, 4, 5, 6, 7, 8];
+    const first = await put(t, keys.map((k) => [k, 'a'] as [number, string]));
     await pump(t, queue, reader, 'c');
     const stuckKey = 1n;
     let stuckBucket = -1;
@@ -78,8 +79,8 @@ describe('discover', () => {
       return keys.includes(stuckKey);
     };
     // Act
-    const s1 = await put(t, [[1, 'x'], [2, 'y'], [3, 'z'], [4, 'w']]);
-    await put(t, [[2, 'yy'], [3, 'zz'], [4, 'ww']]);
+    const s1 = await put(t, keys.map((k) => [k, 'x'] as [number, string]));
+    await put(t, keys.map((k) => [k, 'y'] as [number, string]));
     for (let i = 0; i < 5; i++) {
       await discover(t, queue, 'c');
       await reader.poll();
@@ -96,7 +97,8 @@ describe('discover', () => {
     expect(lag).toMatchObject({ nextSnapshot: s1, blockingBuckets: [`bucket-${stuckBucket}`] });
     expect(lag!.snapshots).toBeGreaterThan(0);
     expect(released?.nextSnapshot).toBe((await t.snapshots.latestId())! + 1);
-    expect(sink.changes.filter((c) => c.row.k === 1n).map(show)).toEqual(['+I 1=a', '+I 1=x']);
+    expect(sink.changes.filter((c) => c.row.k === 1n).map(show)).toEqual(['+I 1=a', '+I 1=x', '+I 1=y']);
+    expect(sink.changes.filter((c) => c.row.k === 8n).map(show)).toEqual(['+I 8=a', '+I 8=x', '+I 8=y']);
   });
 
   it('two discoveries at once deliver every change exactly once', async () => {

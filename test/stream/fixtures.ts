@@ -102,7 +102,7 @@ export async function pump(
 ): Promise<void> {
   for (let round = 0; round < (opts.maxRounds ?? 10_000); round++) {
     const d = await discover(table, queue, consumerId, opts);
-    await reader.poll();
+    await reader.poll({ waitMs: 2 });
     const depth = await queue.depth();
     if (d.caughtUp && depth.visible === 0 && depth.inFlight === 0) {
       const again = await discover(table, queue, consumerId, opts);

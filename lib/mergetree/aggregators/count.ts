@@ -6,6 +6,7 @@
 import { ComputingAggregator, type AggregatorContext } from './aggregator';
 import type { Arithmetic, Numeric } from './numeric';
 
+/** `count` over raw records, a sum over stored partial counts. */
 export class CountAggregator extends ComputingAggregator {
   constructor(
     ctx: AggregatorContext,

@@ -3,6 +3,7 @@ import { ComputingAggregator } from './aggregator';
 
 const BLANK = /^\s*$/;
 
+/** `listagg`: the joined string of the non-blank values. */
 export class ListaggAggregator extends ComputingAggregator {
   init(v: number): void {
     this.acc = this.ctx.column.isNull(v) ? null : this.ctx.column.string(v);

@@ -2,6 +2,7 @@
 import { ComputingAggregator, type AggregatorContext } from './aggregator';
 import type { Arithmetic, Numeric } from './numeric';
 
+/** `product`: the product of the non-null values. */
 export class ProductAggregator extends ComputingAggregator {
   constructor(
     ctx: AggregatorContext,

@@ -2,6 +2,7 @@
 import { ComputingAggregator, type AggregatorContext } from './aggregator';
 import type { Arithmetic, Numeric } from './numeric';
 
+/** `sum`: the sum of the non-null values. */
 export class SumAggregator extends ComputingAggregator {
   constructor(
     ctx: AggregatorContext,

@@ -1,0 +1,21 @@
+/**
+ * The AWS clients of a function, one of each per container (connections are reused across
+ * invocations). Region, credentials and endpoint come from the environment, AWS_ENDPOINT_URL
+ * included, so the same code talks to AWS, LocalStack or moto.
+ */
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { defaultSqsClient } from '../../lib/stream/sqs-queue';
+
+let sqs: SQSClient | undefined;
+let events: EventBridgeClient | undefined;
+
+/** The container's SQS client. */
+export function sqsClient(): SQSClient {
+  return (sqs ??= defaultSqsClient());
+}
+
+/** The container's EventBridge client. */
+export function eventBridgeClient(): EventBridgeClient {
+  return (events ??= new EventBridgeClient({}));
+}

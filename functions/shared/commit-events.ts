@@ -1,0 +1,39 @@
+/**
+ * `Snapshot Committed` events on EventBridge: put after every commit a function makes, so that
+ * each consumer's discovery runs at once instead of waiting for its one-minute schedule (DESIGN.md,
+ * "Streaming on AWS"). The schedule stays the backstop for an event that is lost.
+ */
+import { PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { VarveError } from '../../lib/errors';
+import type { Snapshot } from '../../lib/manifest/types';
+import { eventBridgeClient } from './aws-clients';
+
+/** The `source` of every varve event. */
+export const VARVE_EVENT_SOURCE = 'varve';
+/** The detail-type of the event put after each commit (infra/stream-consumer.ts matches on it). */
+export const SNAPSHOT_COMMITTED = 'Snapshot Committed';
+
+/** The detail of a `Snapshot Committed` event. */
+export interface SnapshotCommittedDetail {
+  /** `database.table`. */
+  table: string;
+  snapshotId: number;
+  commitKind: Snapshot['commitKind'];
+}
+
+/** Puts one `Snapshot Committed` event on `busName`; throws when EventBridge refuses it. */
+export async function putSnapshotCommitted(busName: string, table: string, snapshot: Snapshot): Promise<void> {
+  const detail: SnapshotCommittedDetail = { table, snapshotId: snapshot.id, commitKind: snapshot.commitKind };
+  const r = await eventBridgeClient().send(
+    new PutEventsCommand({
+      Entries: [{ EventBusName: busName, Source: VARVE_EVENT_SOURCE, DetailType: SNAPSHOT_COMMITTED, Detail: JSON.stringify(detail) }],
+    }),
+  );
+  if (r.FailedEntryCount) {
+    const e = r.Entries?.find((x) => x.ErrorCode);
+    throw new VarveError(`EventBridge refused the Snapshot Committed event of ${table} snapshot ${snapshot.id}: ${e?.ErrorCode} ${e?.ErrorMessage}`, {
+      kind: 'unavailable',
+      retryable: true,
+    });
+  }
+}

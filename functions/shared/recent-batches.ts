@@ -1,0 +1,85 @@
+/**
+ * The writer batches the group commit folded into recent snapshots, by their commit identifier
+ * (snapshot property `varve.batches`). SQS drops a re-sent batch only within its 5-minute
+ * deduplication window, and a commit function retried after its commit may get the same batch
+ * in a different invocation batch (with a different identifier): checking each batch against
+ * the snapshots of the last half hour keeps every batch to one commit either way.
+ *
+ * One per table and warm container: the first use reads back through the window, later uses read
+ * only the snapshots committed since.
+ */
+import type { Snapshot } from '../../lib/manifest/types';
+import type { Table } from '../../lib/table/table';
+
+/** Snapshot property listing the batch identifiers a group commit folded in, as a JSON array. */
+export const BATCHES_PROPERTY = 'varve.batches';
+/** Longer than a writer's retries can stretch (5 receives × the ingest queue's 6-minute visibility). */
+export const RECENT_WINDOW_MS = 30 * 60_000;
+/** Snapshots read back at most on a cold start. */
+const MAX_SCAN = 2000;
+const READ_CHUNK = 16;
+
+/** Batch identifiers of recent snapshots (see the file comment). */
+export class RecentBatches {
+  private readonly ids = new Map<string, { snapshot: number; time: number }>();
+  private scannedUpTo = 0;
+
+  constructor(
+    private readonly table: Table,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Reads the snapshots committed since the last call (back to the window's start on the first). */
+  async refresh(): Promise<void> {
+    const latest = await this.table.snapshots.latestId();
+    if (latest === undefined || latest <= this.scannedUpTo) return;
+    const horizon = this.now() - RECENT_WINDOW_MS;
+    const lowest = Math.max(this.scannedUpTo + 1, latest - MAX_SCAN + 1, 1);
+    scan: for (let hi = latest; hi >= lowest; hi -= READ_CHUNK) {
+      const ids: number[] = [];
+      for (let id = hi; id >= Math.max(lowest, hi - READ_CHUNK + 1); id--) ids.push(id);
+      for (const s of await Promise.all(ids.map((id) => this.table.snapshots.tryRead(id)))) {
+        // Expired from here down, or older than any retry: nothing further back matters.
+        if (s === undefined || s.timeMillis < horizon) break scan;
+        this.note(s);
+      }
+    }
+    this.scannedUpTo = latest;
+    for (const [id, v] of this.ids) if (v.time < horizon) this.ids.delete(id);
+  }
+
+  /** The snapshot that holds batch `id`, if a recent one does. */
+  snapshotOf(id: string): number | undefined {
+    return this.ids.get(id)?.snapshot;
+  }
+
+  /** Records a snapshot this container committed. */
+  note(s: Snapshot): void {
+    if (s.id === this.scannedUpTo + 1) this.scannedUpTo = s.id;
+    const list = s.properties?.[BATCHES_PROPERTY];
+    if (!list) return;
+    let ids: unknown;
+    try {
+      ids = JSON.parse(list);
+    } catch {
+      return; // not written by the group commit
+    }
+    if (!Array.isArray(ids)) return;
+    for (const id of ids) if (typeof id === 'string') this.ids.set(id, { snapshot: s.id, time: s.timeMillis });
+  }
+}
+
+const perTable = new Map<string, RecentBatches>();
+
+/** The value of {@link BATCHES_PROPERTY} for a snapshot folding these batches. */
+export function batchesProperty(ids: readonly string[]): string {
+  return JSON.stringify(ids);
+}
+
+/** The container's RecentBatches of a table. */
+export function recentBatchesOf(table: Table): RecentBatches {
+  const key = `${table.store.uri}\u0000${table.path}`;
+  let r = perTable.get(key);
+  if (!r) perTable.set(key, (r = new RecentBatches(table)));
+  return r;
+}

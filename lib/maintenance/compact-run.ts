@@ -1,0 +1,152 @@
+/**
+ * One run of a bucket's compaction plan: the changelog the plan calls for (lookup: before the
+ * rewrite, from the level-0 inputs and the higher levels; full-compaction: observed during it),
+ * the compaction task, the changelog files, and the COMPACT commit.
+ */
+import { createHash } from 'node:crypto';
+import type * as arrow from 'apache-arrow';
+import { CommitConflictError } from '../errors';
+import type { ManifestCache } from '../manifest/manifest-file';
+import type { Snapshot } from '../manifest/types';
+import { FullCompactionChangelog } from '../mergetree/changelog/full-compaction';
+import { lookupCandidates, lookupChangelog } from '../mergetree/changelog/lookup';
+import { runCompactTask } from '../mergetree/compact-task';
+import { mergeConfigFromOptions } from '../mergetree/merge-config';
+import { mergeEngineFor } from '../mergetree/merge-function';
+import { commit, type FileChange } from '../snapshot/commit';
+import { commitOptionsFor } from '../table/commit-options';
+import type { Table } from '../table/table';
+import { BucketFileIO } from './compact-io';
+import type { BucketPlan } from './compact-plan';
+import type { CompactionSettings } from './compaction-settings';
+
+/** The commit user of every compaction; a retried job is recognised by its identifier. */
+export const COMPACT_COMMIT_USER = 'compactor';
+/** Snapshot property set on the COMPACT snapshots of full compactions (full-compaction.delta-commits counts from them). */
+export const FULL_COMPACTION_PROPERTY = 'varve.full-compaction';
+
+/** What compacting one bucket did. */
+export interface BucketCompactionResult {
+  partition: string;
+  bucket: number;
+  /** The COMPACT snapshot, when one was committed (or had been, by an earlier run of the same job). */
+  snapshot?: Snapshot;
+  /** True when an earlier attempt of the same job had already committed it. */
+  alreadyCommitted: boolean;
+  filesIn: number;
+  filesOut: number;
+  upgradedFiles: number;
+  bytesIn: number;
+  bytesOut: number;
+  changelogFiles: number;
+  changelogRows: number;
+  /** Plans made (1 + re-plans after conflicts). */
+  attempts: number;
+}
+
+/** The result of a bucket with nothing due. */
+export function emptyResult(partition: string, bucket: number, attempts: number): BucketCompactionResult {
+  return { partition, bucket, alreadyCommitted: false, filesIn: 0, filesOut: 0, upgradedFiles: 0, bytesIn: 0, bytesOut: 0, changelogFiles: 0, changelogRows: 0, attempts };
+}
+
+/**
+ * Derived from what the job compacts, so that a retried job that had committed is recognised:
+ * the bucket, the mode and every input file with its level (levels only grow, so the same set
+ * never comes back).
+ */
+export function compactCommitIdentifier(partition: string, bucket: number, plan: BucketPlan, full: boolean): string {
+  const inputs = plan.unit.files.map((f) => `${f.level}/${f.fileName}`).sort();
+  const digest = createHash('sha256').update(JSON.stringify([partition, bucket, full, plan.unit.outputLevel, inputs])).digest('hex');
+  return `compact-${digest.slice(0, 32)}`;
+}
+
+/**
+ * Runs a bucket's plan and commits it as one COMPACT snapshot. Deletes what it wrote when the
+ * commit certainly did not take it (a conflict, a failure before the commit, or an earlier run of
+ * the same job that had committed).
+ */
+export async function runBucketPlan(
+  table: Table,
+  settings: CompactionSettings,
+  job: { partition: string; bucket: number; plan: BucketPlan; full: boolean; attempt: number },
+  cache: ManifestCache,
+): Promise<BucketCompactionResult> {
+  const { partition, bucket, plan, full, attempt } = job;
+  const io = new BucketFileIO(table, partition, bucket);
+  const engine = mergeEngineFor(mergeConfigFromOptions(table.options));
+  const { levels, unit } = plan;
+  let committing = false;
+  try {
+    let changelog: arrow.Table | undefined;
+    if (plan.lookupChangelog) {
+      const level0 = unit.files.filter((f) => f.level === 0);
+      const higher = lookupCandidates(level0, levels.allFiles(), table.compareKeys);
+      const read = (files: typeof level0) => Promise.all(files.map(async (file) => ({ file, table: await io.read(file) })));
+      changelog = lookupChangelog(await read(level0), await read(higher), { schema: table.schema, engine, rowDeduplicate: settings.rowDeduplicate });
+    }
+    const fullLog = plan.fullChangelog
+      ? new FullCompactionChangelog({ schema: table.schema, engine, maxLevel: levels.maxLevel, rowDeduplicate: settings.rowDeduplicate, read: (f) => io.read(f) })
+      : undefined;
+    const result = await runCompactTask(
+      unit,
+      {
+        schema: table.schema,
+        engine,
+        compareKeys: table.compareKeys,
+        maxLevel: levels.maxLevel,
+        dropDeletes: plan.dropDeletes,
+        targetFileSize: settings.targetFileSize,
+        compactionFileSize: settings.compactionFileSize,
+      },
+      io,
+      fullLog ?? {},
+    );
+    if (fullLog) changelog = fullLog.changelog();
+    // The inputs are no longer needed; the commit may take a while (lost races, backoff).
+    io.release();
+    const unitRows = unit.files.reduce((s, f) => s + f.rowCount, 0);
+    const bytesPerRow = unitRows > 0 ? plan.inputBytes / unitRows : 1;
+    const changelogFiles = changelog && changelog.numRows > 0 ? await io.writeChangelog(changelog, settings.targetFileSize, bytesPerRow) : [];
+    if (result.before.length === 0 && changelogFiles.length === 0) return emptyResult(partition, bucket, attempt);
+
+    const change = (file: FileChange['file']): FileChange => ({ partition, bucket, totalBuckets: plan.totalBuckets, file });
+    committing = true;
+    const committed = await commit(
+      table.store,
+      table.path,
+      {
+        commitUser: COMPACT_COMMIT_USER,
+        commitIdentifier: compactCommitIdentifier(partition, bucket, plan, full),
+        kind: 'COMPACT',
+        schemaId: table.schema.id,
+        compactBefore: result.before.map(change),
+        compactAfter: result.after.map(change),
+        compactChangelog: changelogFiles.map(change),
+        properties: full ? { [FULL_COMPACTION_PROPERTY]: 'true' } : undefined,
+      },
+      commitOptionsFor(table, { manifestCache: cache }),
+    );
+    // An earlier run of this job committed other files for the same plan: ours are not referenced.
+    if (committed.alreadyCommitted) await io.deleteWritten();
+    return {
+      partition,
+      bucket,
+      snapshot: committed.snapshot,
+      alreadyCommitted: committed.alreadyCommitted,
+      filesIn: result.before.length,
+      filesOut: result.after.length,
+      upgradedFiles: result.upgradedFiles,
+      bytesIn: result.bytesRead,
+      bytesOut: result.bytesWritten,
+      changelogFiles: changelogFiles.length,
+      changelogRows: changelog?.numRows ?? 0,
+      attempts: attempt,
+    };
+  } catch (e) {
+    // Before the commit, or when the commit found a conflict, nothing references what this job
+    // wrote. Any other commit failure is ambiguous (the snapshot may exist): leave the files to
+    // orphan cleanup rather than risk deleting files a snapshot references.
+    if (!committing || e instanceof CommitConflictError) await io.deleteWritten();
+    throw e;
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * Consumer expiration (`consumer.expiration-time`, Paimon's ConsumerManager.expire): a consumer
+ * that has stopped moving is removed, with its per-bucket progress and by-reference split lists,
+ * so that it no longer holds back snapshot expiry. Without the option consumers never expire —
+ * Paimon's default, and the reason its issue #3700 saw storage grow without bound; the CLI
+ * prints a hint when a table has consumers and no expiration.
+ *
+ * Idle means: it has had something to read for longer than the expiration time and has not
+ * moved. Precisely, a consumer at `nextSnapshot = N` expires when `now − max(lastUpdated,
+ * commit time of snapshot N) > expiration`. A consumer that is caught up (N is not committed
+ * yet) holds no snapshot and never expires — its position only changes when there is something
+ * to read, so a long quiet spell on the table must not cost a live stream its position. Paimon
+ * looks at the consumer file's modification time alone.
+ */
+import { runLimited } from '../concurrency';
+import { listAll } from '../store/object-store';
+import { listConsumers, readConsumer, type Consumer } from '../stream/consumer';
+import type { Table } from '../table/table';
+
+/** Options of consumer expiration; unset ones come from the table options. */
+export interface ExpireConsumersOptions {
+  /** Epoch ms the run takes as now. @default Date.now() */
+  now?: number;
+  /** Overrides `consumer.expiration-time` (ms). */
+  expirationMs?: number;
+}
+
+/** What consumer expiration did. */
+export interface ExpireConsumersResult {
+  /** Ids of the consumers removed. */
+  expired: string[];
+  /** The consumers left. */
+  remaining: Consumer[];
+  /** True when no expiration time is set: consumers live until deleted. */
+  neverExpire: boolean;
+}
+
+/** Prefix of a consumer's own objects besides its file: `consumer-<id>@progress/…`, `consumer-<id>@splits/…`. */
+export function consumerObjectsPrefix(tablePath: string, consumerId: string): string {
+  // '@' never occurs in a consumer id, so this matches no other consumer's objects.
+  return `${tablePath}/consumer/consumer-${consumerId}@`;
+}
+
+/** Epoch ms from which the consumer counts as idle (see the file comment), or undefined when it waits for nothing. */
+async function idleSince(table: Table, c: Consumer, latest: number | undefined): Promise<number | undefined> {
+  if (latest === undefined || c.nextSnapshot > latest) return undefined;
+  const next = await table.snapshots.tryRead(c.nextSnapshot);
+  // Its next snapshot has expired under it (it was not live): only its own clock counts.
+  return next === undefined ? c.lastUpdated : Math.max(c.lastUpdated, next.timeMillis);
+}
+
+/** Deletes a consumer's progress and split objects, then the consumer file (a crash in between is finished by the next run). */
+async function removeConsumer(table: Table, id: string): Promise<void> {
+  const own = await listAll(table.store, consumerObjectsPrefix(table.path, id));
+  await runLimited(own.map((o) => () => table.store.delete(o.key)), 16);
+  await table.store.delete(`${table.path}/consumer/consumer-${id}`);
+}
+
+/** Removes the consumers of `table` idle for longer than `consumer.expiration-time`. */
+export async function expireConsumers(table: Table, opts: ExpireConsumersOptions = {}): Promise<ExpireConsumersResult> {
+  const consumers = await listConsumers(table.store, table.path);
+  const expiration = opts.expirationMs ?? table.options.consumerExpirationTimeMs;
+  if (expiration === undefined || consumers.length === 0) {
+    return { expired: [], remaining: consumers, neverExpire: expiration === undefined };
+  }
+  const now = opts.now ?? Date.now();
+  const latest = await table.snapshots.latestId();
+  const expired: string[] = [];
+  const remaining: Consumer[] = [];
+  for (const c of consumers) {
+    const since = await idleSince(table, c, latest);
+    if (since === undefined || now - since <= expiration) {
+      remaining.push(c);
+      continue;
+    }
+    // It moved since the listing: alive after all.
+    const again = await readConsumer(table.store, table.path, c.id);
+    if (again === undefined || again.etag !== c.etag) {
+      if (again) remaining.push(again);
+      continue;
+    }
+    await removeConsumer(table, c.id);
+    expired.push(c.id);
+  }
+  return { expired, remaining, neverExpire: false };
+}

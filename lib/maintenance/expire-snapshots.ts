@@ -1,0 +1,163 @@
+/**
+ * Snapshot expiry (Paimon's ExpireSnapshotsImpl, reordered for safety). One run:
+ * 1. expires idle consumers (`consumer.expiration-time`), so that they stop holding snapshots;
+ * 2. finishes the journals of earlier runs that crashed or wait for their grace period;
+ * 3. picks the range [earliest, end) by the retention rules (expiry-range.ts), never reaching
+ *    the smallest `nextSnapshot` of a live consumer, at most `snapshot.expire.limit` snapshots;
+ * 4. plans, read-only, the files only that range references (expiry-plan.ts);
+ * 5. writes the plan as a journal, then moves EARLIEST to `end`, then deletes the snapshot files
+ *    oldest first, and only then their data files, changelog files, manifests and manifest lists.
+ *
+ * beyond Paimon (its bug #6978): Paimon deletes data files first and the snapshot file last, so a
+ * reader starting from the earliest snapshot can open one whose files are already gone. Here the
+ * marker moves before anything is deleted and every snapshot file is deleted before any file it
+ * names, so a snapshot a reader can open is always complete, and a crash anywhere leaves every
+ * retained snapshot intact; the journal lets the next run finish the deletions. `graceMs` keeps
+ * the files of just-expired snapshots for readers that opened them before they expired.
+ */
+import { listConsumers } from '../stream/consumer';
+import { listTags } from '../snapshot/tags';
+import type { Snapshot } from '../manifest/types';
+import type { Table } from '../table/table';
+import { advanceEarliestMarker, validEarliestMarker } from './earliest-marker';
+import { expireConsumers } from './expire-consumers';
+import { applyJournal, listJournals, writeJournal, journalKey, type ExpiryJournal, type JournalOutcome } from './expiry-journal';
+import { ExpiryRaceSignal, planDeletions } from './expiry-plan';
+import { expiryBound, resolveRetention, type ExpiryHold, type RetentionOverrides } from './expiry-range';
+
+/** Options of one expiry run; unset ones come from the table options. */
+export interface ExpireSnapshotsOptions extends RetentionOverrides {
+  /** Epoch ms the run takes as now. @default Date.now() */
+  now?: number;
+  /** Delay between expiring a snapshot and deleting its files (for readers already inside it). @default 0 */
+  graceMs?: number;
+  /** Expire idle consumers first (`consumer.expiration-time`). @default true */
+  expireConsumers?: boolean;
+}
+
+/** What one expiry run did. */
+export interface ExpireSnapshotsResult {
+  /** Snapshot ids whose snapshot files this run deleted (including those of earlier, unfinished runs). */
+  expired: number[];
+  /** Objects deleted: data files, changelog files, manifests and manifest lists. */
+  deletedFiles: number;
+  deleted: { dataFiles: number; changelogFiles: number; manifests: number; manifestLists: number };
+  /** Files of expired snapshots kept until the grace period ends (a later run deletes them). */
+  pendingFiles: number;
+  /** Oldest and newest snapshot after the run (undefined for a table with none). */
+  earliest?: number;
+  latest?: number;
+  /** What stopped the run from expiring more. */
+  heldBy?: ExpiryHold;
+  /** The consumer whose position held expiry back, when `heldBy` is 'consumer'. */
+  heldByConsumer?: { id: string; nextSnapshot: number };
+  /** Consumers removed by consumer expiration in this run. */
+  expiredConsumers: string[];
+  /** True when the table has consumers and no `consumer.expiration-time`: they hold snapshots forever. */
+  consumersNeverExpire: boolean;
+  /** True when a `changelog.*` retention option kept snapshots longer than the snapshot options. */
+  keptForChangelog: boolean;
+  /** True when another expiry run or a new consumer changed the table under this run: run again. */
+  raced: boolean;
+}
+
+function emptyResult(): ExpireSnapshotsResult {
+  return {
+    expired: [],
+    deletedFiles: 0,
+    deleted: { dataFiles: 0, changelogFiles: 0, manifests: 0, manifestLists: 0 },
+    pendingFiles: 0,
+    expiredConsumers: [],
+    consumersNeverExpire: false,
+    keptForChangelog: false,
+    raced: false,
+  };
+}
+
+function record(result: ExpireSnapshotsResult, o: JournalOutcome): void {
+  result.expired.push(...o.snapshots);
+  result.deleted.dataFiles += o.dataFiles;
+  result.deleted.changelogFiles += o.changelogFiles;
+  result.deleted.manifests += o.manifests;
+  result.deleted.manifestLists += o.manifestLists;
+  result.deletedFiles += o.dataFiles + o.changelogFiles + o.manifests + o.manifestLists;
+  result.pendingFiles += o.pendingFiles;
+}
+
+/** Expires old snapshots of `table` and deletes the files only they referenced (see the file comment). */
+export async function expireSnapshots(table: Table, opts: ExpireSnapshotsOptions = {}): Promise<ExpireSnapshotsResult> {
+  const now = opts.now ?? Date.now();
+  const retention = resolveRetention(table, opts);
+  const result = emptyResult();
+  result.keptForChangelog = retention.raisedForChangelog;
+  if (opts.expireConsumers !== false) {
+    const c = await expireConsumers(table, { now });
+    result.expiredConsumers = c.expired;
+    result.consumersNeverExpire = c.neverExpire && c.remaining.length > 0;
+  }
+  for (const { key, journal } of await listJournals(table)) record(result, await applyJournal(table, key, journal, now));
+
+  const sm = table.snapshots;
+  const ids = await sm.listIds();
+  const latest = await sm.latestId();
+  if (ids.length === 0 || latest === undefined) return result;
+  const lowest = ids[0];
+  const marker = await validEarliestMarker(table);
+  const earliest = Math.max(lowest, marker ?? lowest);
+  result.latest = latest;
+  result.earliest = earliest;
+
+  const seen = new Map<number, Snapshot | undefined>();
+  const read = async (id: number) => {
+    if (!seen.has(id)) seen.set(id, await sm.tryRead(id));
+    return seen.get(id);
+  };
+  const consumers = await listConsumers(table.store, table.path);
+  const bound = await expiryBound({ earliest, latest, retention, consumers, now, read });
+  result.heldBy = bound.heldBy;
+  result.heldByConsumer = bound.consumer;
+  const end = bound.end;
+  if (end <= lowest) {
+    // Nothing to expire; still give readers a valid marker to start from (as Paimon does).
+    if (marker === undefined) await advanceEarliestMarker(table, lowest);
+    return result;
+  }
+
+  const tags = await listTags(table.store, table.path);
+  let plan;
+  try {
+    plan = await planDeletions(table, lowest, end, tags, read);
+  } catch (e) {
+    if (!(e instanceof ExpiryRaceSignal)) {
+      // A snapshot expired under the plan means another run is at work; anything else is real.
+      if (await sm.exists(lowest)) throw e;
+    }
+    result.raced = true;
+    return result;
+  }
+  // A consumer registered since the bound was computed may need part of the range: leave it.
+  const before = new Map(consumers.map((c) => [c.id, c.nextSnapshot]));
+  const latecomer = (await listConsumers(table.store, table.path)).find(
+    (c) => c.nextSnapshot < end && c.nextSnapshot < (before.get(c.id) ?? Infinity),
+  );
+  if (latecomer) {
+    result.raced = true;
+    return result;
+  }
+  const journal: ExpiryJournal = {
+    version: 1,
+    from: lowest,
+    end,
+    createdAt: now,
+    deleteAfter: now + Math.max(0, opts.graceMs ?? 0),
+    tags: Object.fromEntries(tags.map(({ name, tag }) => [name, tag.id])),
+    ...plan,
+  };
+  if (!(await writeJournal(table, journal))) {
+    result.raced = true;
+    return result;
+  }
+  record(result, await applyJournal(table, journalKey(table.path, end), journal, now));
+  result.earliest = end;
+  return result;
+}

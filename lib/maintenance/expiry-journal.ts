@@ -1,0 +1,163 @@
+/**
+ * The expiry journal: `expiry/expiry-<end>`, written before an expiry run deletes anything, names
+ * the snapshots it expires ([from, end)) and every file it will delete. With it, expiry can delete
+ * the snapshot files *first* — so that no snapshot file ever names a file that is gone — and a
+ * run that crashes half-way is finished by the next one, which reads the journal.
+ */
+import { CorruptMetadataError, ObjectNotFoundError } from '../errors';
+import { runLimited } from '../concurrency';
+import { arrayField, intField, metadataBytes, objectField, parseMetadataObject } from '../manifest/metadata-json';
+import { listTags } from '../snapshot/tags';
+import { listAll } from '../store/object-store';
+import type { Table } from '../table/table';
+import { advanceEarliestMarker } from './earliest-marker';
+import { snapshotReferences } from './snapshot-references';
+
+/** The JSON content of an expiry journal. */
+export interface ExpiryJournal {
+  version: 1;
+  /** Snapshots `from` … `end − 1` expire; `end` is the earliest one kept. */
+  from: number;
+  end: number;
+  createdAt: number;
+  /** Files are deleted from this time on: readers that opened an expired snapshot before get this long to finish. */
+  deleteAfter: number;
+  /** Tags (name → snapshot id) whose files the lists below already leave out. */
+  tags: Record<string, number>;
+  dataFiles: string[];
+  changelogFiles: string[];
+  manifests: string[];
+  manifestLists: string[];
+}
+
+/** What applying a journal did. */
+export interface JournalOutcome {
+  /** Snapshot ids whose files were deleted (the journal's range). */
+  snapshots: number[];
+  dataFiles: number;
+  changelogFiles: number;
+  manifests: number;
+  manifestLists: number;
+  /** Files left for a later run because the grace period has not passed. */
+  pendingFiles: number;
+}
+
+const DELETE_PARALLELISM = 16;
+
+/** Folder of the journals of a table. */
+export function journalDir(tablePath: string): string {
+  return `${tablePath}/expiry/`;
+}
+
+/** Key of the journal of a run expiring up to `end` (exclusive). */
+export function journalKey(tablePath: string, end: number): string {
+  return `${journalDir(tablePath)}expiry-${end}`;
+}
+
+function strings(o: Record<string, unknown>, field: string, what: string): string[] {
+  return arrayField(o, field, what).map((v) => {
+    if (typeof v !== 'string') throw new CorruptMetadataError(`${what}: ${field} holds a non-string; the journal is damaged`);
+    return v;
+  });
+}
+
+/** Parses a journal's bytes; CorruptMetadataError when they are not one. */
+export function parseJournal(bytes: Uint8Array, what: string): ExpiryJournal {
+  const o = parseMetadataObject(bytes, what);
+  if (intField(o, 'version', what) !== 1) throw new CorruptMetadataError(`${what} has an unknown version; upgrade varve`);
+  const tags: Record<string, number> = {};
+  for (const [name, id] of Object.entries(objectField(o, 'tags', what))) {
+    if (!Number.isInteger(id)) throw new CorruptMetadataError(`${what}: tag ${name} has no snapshot id; the journal is damaged`);
+    tags[name] = id as number;
+  }
+  return {
+    version: 1,
+    from: intField(o, 'from', what),
+    end: intField(o, 'end', what),
+    createdAt: intField(o, 'createdAt', what),
+    deleteAfter: intField(o, 'deleteAfter', what),
+    tags,
+    dataFiles: strings(o, 'dataFiles', what),
+    changelogFiles: strings(o, 'changelogFiles', what),
+    manifests: strings(o, 'manifests', what),
+    manifestLists: strings(o, 'manifestLists', what),
+  };
+}
+
+/** Writes a new journal with put-if-absent; false when one for the same `end` exists (another run has it). */
+export async function writeJournal(table: Table, journal: ExpiryJournal): Promise<boolean> {
+  return (await table.store.putIfAbsent(journalKey(table.path, journal.end), metadataBytes(journal))) !== undefined;
+}
+
+/** Every journal of the table, oldest range first. */
+export async function listJournals(table: Table): Promise<Array<{ key: string; journal: ExpiryJournal }>> {
+  const out: Array<{ key: string; journal: ExpiryJournal }> = [];
+  for (const o of await listAll(table.store, journalDir(table.path))) {
+    try {
+      out.push({ key: o.key, journal: parseJournal((await table.store.get(o.key)).body, `expiry journal ${o.key}`) });
+    } catch (e) {
+      // Finished and deleted by a concurrent run between the listing and the read.
+      if (!(e instanceof ObjectNotFoundError)) throw e;
+    }
+  }
+  return out.sort((a, b) => a.journal.end - b.journal.end);
+}
+
+/** Every file key a journal will delete (what orphan cleanup must leave to expiry). */
+export function journalFiles(j: ExpiryJournal): string[] {
+  return [...j.dataFiles, ...j.changelogFiles, ...j.manifests, ...j.manifestLists];
+}
+
+async function deleteAll(table: Table, keys: readonly string[]): Promise<number> {
+  await runLimited(keys.map((k) => () => table.store.delete(k)), DELETE_PARALLELISM);
+  return keys.length;
+}
+
+/**
+ * Files of tags created after the journal was planned on a snapshot it expires: they must stay.
+ * (A tag is created from an existing snapshot file, and the journal's snapshot files are gone
+ * before its files are deleted, so no tag on them can appear after this check.)
+ */
+async function newlyTaggedFiles(table: Table, j: ExpiryJournal): Promise<Set<string>> {
+  const keep = new Set<string>();
+  for (const { name, tag } of await listTags(table.store, table.path)) {
+    if (tag.id >= j.end || j.tags[name] === tag.id) continue;
+    const refs = await snapshotReferences(table, tag);
+    for (const list of [refs.manifestLists, refs.manifests, refs.dataFiles, refs.changelogFiles]) for (const k of list) keep.add(k);
+  }
+  return keep;
+}
+
+/**
+ * Carries out a journal; every step is idempotent, so a crashed run is finished by running this
+ * again: the EARLIEST marker moves to `end` (never back), the snapshot files go oldest first,
+ * then — once `deleteAfter` has passed — data files, changelog files, manifests and manifest
+ * lists, and last the journal itself.
+ */
+export async function applyJournal(table: Table, key: string, j: ExpiryJournal, now: number): Promise<JournalOutcome> {
+  await advanceEarliestMarker(table, j.end);
+  const snapshots: number[] = [];
+  // Deleted oldest first, so the newest of the range tells whether any is left (a journal
+  // waiting for its grace period is applied again by every run until then).
+  if (await table.snapshots.exists(j.end - 1)) {
+    // Oldest first: the snapshot files left at any moment are a contiguous range ending at the
+    // latest, so a reader that lists them never sees a hole.
+    for (let id = j.from; id < j.end; id++) {
+      await table.store.delete(table.snapshots.snapshotKey(id));
+      snapshots.push(id);
+    }
+  }
+  const outcome: JournalOutcome = { snapshots, dataFiles: 0, changelogFiles: 0, manifests: 0, manifestLists: 0, pendingFiles: 0 };
+  if (now < j.deleteAfter) {
+    outcome.pendingFiles = journalFiles(j).length;
+    return outcome;
+  }
+  const keep = await newlyTaggedFiles(table, j);
+  const kept = (keys: string[]) => (keep.size === 0 ? keys : keys.filter((k) => !keep.has(k)));
+  outcome.dataFiles = await deleteAll(table, kept(j.dataFiles));
+  outcome.changelogFiles = await deleteAll(table, kept(j.changelogFiles));
+  outcome.manifests = await deleteAll(table, kept(j.manifests));
+  outcome.manifestLists = await deleteAll(table, kept(j.manifestLists));
+  await table.store.delete(key);
+  return outcome;
+}

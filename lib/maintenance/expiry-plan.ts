@@ -1,0 +1,90 @@
+/**
+ * What expiring snapshots [from, end) may delete (Paimon's FileDeletionBase rules), computed
+ * read-only before anything is deleted:
+ * - data files DELETEd by the deltas of snapshots (from, end] and not ADDed back later in the
+ *   range (a level upgrade deletes and re-adds the same file in one delta), minus files of tags;
+ * - changelog files of snapshots [from, end), minus files of tags;
+ * - manifests and manifest lists of snapshots [from, end), minus those of snapshot `end` and of
+ *   every tag. Manifests are shared only forward (a snapshot's base is built from its
+ *   predecessor's), so a manifest a later snapshot uses is also used by `end`.
+ */
+import { LruManifestCache } from '../manifest/manifest-file';
+import { readEntries } from '../manifest/scan';
+import type { Snapshot } from '../manifest/types';
+import type { NamedTag } from '../snapshot/tags';
+import type { Table } from '../table/table';
+import { entryFileKey, readSnapshotManifests, snapshotReferences } from './snapshot-references';
+
+/** The files one expiry run deletes. */
+export interface DeletionPlan {
+  dataFiles: string[];
+  changelogFiles: string[];
+  manifests: string[];
+  manifestLists: string[];
+}
+
+/** A snapshot the plan needs is gone: another expiry run is working on the same range. */
+export class ExpiryRaceSignal {
+  constructor(readonly snapshotId: number) {}
+}
+
+/**
+ * The deletion plan of snapshots [from, end). `read` returns a snapshot by id (undefined when
+ * absent); throws ExpiryRaceSignal when a snapshot of [from, end] is absent.
+ */
+export async function planDeletions(
+  table: Table,
+  from: number,
+  end: number,
+  tags: readonly NamedTag[],
+  read: (id: number) => Promise<Snapshot | undefined>,
+): Promise<DeletionPlan> {
+  const cache = new LruManifestCache();
+  // Final state of each data file over the deltas of (from, end], in commit order.
+  const dead = new Map<string, boolean>();
+  const changelog = new Set<string>();
+  const manifests = new Set<string>();
+  const lists = new Set<string>();
+  for (let id = from; id <= end; id++) {
+    const snapshot = await read(id);
+    if (snapshot === undefined) throw new ExpiryRaceSignal(id);
+    const m = await readSnapshotManifests(table, snapshot);
+    if (id > from) {
+      const delta = await readEntries(table.store, table.path, m.delta, {}, cache);
+      const added = new Set(delta.filter((e) => e.kind === 'ADD').map((e) => entryFileKey(table, e)));
+      for (const e of delta) {
+        const key = entryFileKey(table, e);
+        // An ADD in the same delta wins: the file lives on (upgraded to another level).
+        if (e.kind === 'DELETE' && !added.has(key)) dead.set(key, true);
+      }
+      for (const key of added) dead.set(key, false);
+    }
+    if (id < end) {
+      for (const e of await readEntries(table.store, table.path, m.changelog, {}, cache)) {
+        if (e.kind === 'ADD') changelog.add(entryFileKey(table, e));
+      }
+      for (const k of m.listKeys) lists.add(k);
+      for (const k of m.manifestKeys) manifests.add(k);
+    } else {
+      // Snapshot `end` stays: everything it references is kept.
+      for (const k of m.listKeys) lists.delete(k);
+      for (const k of m.manifestKeys) manifests.delete(k);
+    }
+  }
+  const data = new Set([...dead].filter(([, isDead]) => isDead).map(([k]) => k));
+  for (const { tag } of tags) {
+    if (tag.id < end) {
+      // Only a tag older than `end` can hold a file that dies in the range.
+      const refs = await snapshotReferences(table, tag, cache);
+      for (const k of refs.dataFiles) data.delete(k);
+      for (const k of refs.changelogFiles) changelog.delete(k);
+      for (const k of refs.manifestLists) lists.delete(k);
+      for (const k of refs.manifests) manifests.delete(k);
+    } else {
+      const m = await readSnapshotManifests(table, tag);
+      for (const k of m.listKeys) lists.delete(k);
+      for (const k of m.manifestKeys) manifests.delete(k);
+    }
+  }
+  return { dataFiles: [...data], changelogFiles: [...changelog], manifests: [...manifests], manifestLists: [...lists] };
+}

@@ -1,0 +1,128 @@
+/**
+ * Which snapshots one expiry run may expire: Paimon's range rules (ExpireSnapshotsImpl.expire)
+ * with the retention resolved from the table options, the run's overrides and the consumers.
+ */
+import { InvalidArgumentError } from '../errors';
+import type { Snapshot } from '../manifest/types';
+import type { Consumer } from '../stream/consumer';
+import type { Table } from '../table/table';
+
+/** What a run keeps: counts, age and the per-run cap. */
+export interface Retention {
+  /** Snapshots always kept (the newest ones). */
+  retainMin: number;
+  /** Snapshots kept at most; older ones expire whatever their age. */
+  retainMax: number;
+  /** A snapshot is kept while its successor is younger than this (ms). */
+  timeRetainedMs: number;
+  /** Snapshots expired at most per run. */
+  limit: number;
+  /** True when a changelog retention option raised one of the values above (see resolveRetention). */
+  raisedForChangelog: boolean;
+}
+
+/** Per-run overrides of the table's retention options. */
+export interface RetentionOverrides {
+  retainMin?: number;
+  retainMax?: number;
+  olderThanMs?: number;
+  limit?: number;
+}
+
+/** Why a run stopped where it did. */
+export type ExpiryHold = 'retain-min' | 'consumer' | 'time' | 'limit';
+
+/** The end of the range a run expires: snapshots [earliest, end) go; `end` is the new earliest. */
+export interface ExpiryBound {
+  end: number;
+  heldBy: ExpiryHold;
+  /** The consumer whose position is the bound, when `heldBy` is 'consumer'. */
+  consumer?: { id: string; nextSnapshot: number };
+}
+
+function checkCount(name: string, v: number): number {
+  if (!Number.isInteger(v) || v < 1) throw new InvalidArgumentError(`${name} must be a positive integer, got ${v}`);
+  return v;
+}
+
+/**
+ * The retention of one run: the overrides, else the table's `snapshot.*` options. Decoupled
+ * changelog retention is not implemented (a stream reads changelogs only through their
+ * snapshots), so a `changelog.*` option set larger than the snapshot value keeps the snapshots
+ * themselves that long: changelogs stay readable for their whole retention, at the cost of also
+ * keeping those snapshots' data files.
+ */
+export function resolveRetention(table: Table, o: RetentionOverrides = {}): Retention {
+  const opts = table.options;
+  let retainMin = checkCount('retain-min', o.retainMin ?? opts.snapshotNumRetainedMin);
+  let retainMax = checkCount('retain-max', o.retainMax ?? opts.snapshotNumRetainedMax);
+  let timeRetainedMs = o.olderThanMs ?? opts.snapshotTimeRetainedMs;
+  const limit = checkCount('expire limit', o.limit ?? opts.snapshotExpireLimit);
+  if (!Number.isFinite(timeRetainedMs) || timeRetainedMs < 0) {
+    throw new InvalidArgumentError(`the time to retain snapshots must be a duration of 0 or more, got ${timeRetainedMs}`);
+  }
+  if (retainMin > retainMax) {
+    throw new InvalidArgumentError(
+      `retain-min (${retainMin}) is larger than retain-max (${retainMax}); give a retain-max of at least ${retainMin} or a smaller retain-min`,
+    );
+  }
+  // Only options set explicitly: unset ones default to the snapshot option and must follow the overrides.
+  let raised = false;
+  const raise = (key: string, current: number, value: number): number => {
+    if (!opts.has(key) || value <= current) return current;
+    raised = true;
+    return value;
+  };
+  retainMin = raise('changelog.num-retained.min', retainMin, opts.changelogNumRetainedMin);
+  retainMax = raise('changelog.num-retained.max', retainMax, opts.changelogNumRetainedMax);
+  timeRetainedMs = raise('changelog.time-retained', timeRetainedMs, opts.changelogTimeRetainedMs);
+  retainMax = Math.max(retainMax, retainMin);
+  return { retainMin, retainMax, timeRetainedMs, limit, raisedForChangelog: raised };
+}
+
+/** The live consumer holding back expiry the most (smallest `nextSnapshot`), if any. */
+export function slowestConsumer(consumers: readonly Consumer[]): Consumer | undefined {
+  let slowest: Consumer | undefined;
+  for (const c of consumers) if (!slowest || c.nextSnapshot < slowest.nextSnapshot) slowest = c;
+  return slowest;
+}
+
+/**
+ * The end of the range to expire now (Paimon's rules, with one precise difference on time):
+ * - `min = max(latest − retainMax + 1, earliest)`: snapshots below it expire whatever their age;
+ * - `end ≤ latest − retainMin + 1`, `≤` the smallest live consumer `nextSnapshot` (a consumer
+ *   still needs that snapshot and every later one), `≤ earliest + limit`;
+ * - from `min` on, snapshot `id` expires only when its successor `id + 1` was committed before
+ *   `now − timeRetained`, i.e. `id` stopped being the table's state longer ago than the
+ *   retention. Paimon tests the snapshot's own time instead, which expires the snapshot that was
+ *   current at `now − timeRetained`; testing the successor keeps every instant of the retention
+ *   window readable by time travel, at the cost of at most one more snapshot.
+ * `read` returns a snapshot by id (undefined when absent).
+ */
+export async function expiryBound(args: {
+  earliest: number;
+  latest: number;
+  retention: Retention;
+  consumers: readonly Consumer[];
+  now: number;
+  read: (id: number) => Promise<Snapshot | undefined>;
+}): Promise<ExpiryBound> {
+  const { earliest, latest, retention, now } = args;
+  const min = Math.max(latest - retention.retainMax + 1, earliest);
+  let bound: ExpiryBound = { end: latest - retention.retainMin + 1, heldBy: 'retain-min' };
+  const slowest = slowestConsumer(args.consumers);
+  if (slowest && slowest.nextSnapshot < bound.end) {
+    bound = { end: slowest.nextSnapshot, heldBy: 'consumer', consumer: { id: slowest.id, nextSnapshot: slowest.nextSnapshot } };
+  }
+  if (earliest + retention.limit < bound.end) bound = { end: earliest + retention.limit, heldBy: 'limit' };
+  const threshold = now - retention.timeRetainedMs;
+  for (let id = min; id < bound.end; id++) {
+    const successor = await args.read(id + 1);
+    // A missing successor (a concurrent expiry got there first) is no evidence of age: stop.
+    if (successor === undefined || successor.timeMillis >= threshold) {
+      bound = { end: id, heldBy: 'time' };
+      break;
+    }
+  }
+  return { ...bound, end: Math.max(bound.end, earliest) };
+}

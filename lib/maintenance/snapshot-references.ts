@@ -1,0 +1,72 @@
+/**
+ * The objects a snapshot (or a tag, which holds a snapshot's JSON) needs to be read: its manifest
+ * lists, the manifests they name, its live data files and its changelog files. Expiry, orphan
+ * cleanup and table verification all reason in these keys.
+ */
+import type { ManifestCache } from '../manifest/manifest-file';
+import { readManifestList } from '../manifest/manifest-list';
+import { foldLiveFiles, readEntries } from '../manifest/scan';
+import { manifestKey } from '../manifest/table-paths';
+import type { ManifestEntry, ManifestFileMeta, Snapshot } from '../manifest/types';
+import { dataFileKey } from '../table/paths';
+import type { Table } from '../table/table';
+
+/** Keys of every object a snapshot references, by kind. */
+export interface SnapshotReferences {
+  manifestLists: string[];
+  manifests: string[];
+  /** Live data files: base and delta folded (ADD minus DELETE). The delta's ADDs are among them. */
+  dataFiles: string[];
+  changelogFiles: string[];
+}
+
+/** The manifest lists of a snapshot, read: names as stored and the manifests each holds. */
+export interface SnapshotManifests {
+  base: ManifestFileMeta[];
+  delta: ManifestFileMeta[];
+  changelog: ManifestFileMeta[];
+  /** Keys of the manifest lists themselves. */
+  listKeys: string[];
+  /** Keys of every manifest named by any of the lists. */
+  manifestKeys: string[];
+}
+
+/** Key of the data or changelog file of a manifest entry. */
+export function entryFileKey(table: Table, e: Pick<ManifestEntry, 'partition' | 'bucket' | 'file'>): string {
+  return dataFileKey(table.path, e.partition, e.bucket, e.file.fileName);
+}
+
+/** Reads a snapshot's manifest lists (not the manifests). */
+export async function readSnapshotManifests(table: Table, snapshot: Snapshot): Promise<SnapshotManifests> {
+  const read = (name: string | undefined) =>
+    name === undefined ? Promise.resolve([] as ManifestFileMeta[]) : readManifestList(table.store, table.path, name);
+  const [base, delta, changelog] = await Promise.all([
+    read(snapshot.baseManifestList),
+    read(snapshot.deltaManifestList),
+    read(snapshot.changelogManifestList),
+  ]);
+  const names = [snapshot.baseManifestList, snapshot.deltaManifestList, snapshot.changelogManifestList];
+  const listKeys = names.filter((n): n is string => n !== undefined).map((n) => manifestKey(table.path, n));
+  const manifestKeys = [...base, ...delta, ...changelog].map((m) => manifestKey(table.path, m.fileName));
+  return { base, delta, changelog, listKeys, manifestKeys };
+}
+
+/** Every object a snapshot references; `cache` shares manifest contents across snapshots of one run. */
+export async function snapshotReferences(table: Table, snapshot: Snapshot, cache?: ManifestCache): Promise<SnapshotReferences> {
+  const m = await readSnapshotManifests(table, snapshot);
+  const [live, changelog] = await Promise.all([
+    foldLiveFiles(table.store, table.path, [...m.base, ...m.delta], {}, cache),
+    readEntries(table.store, table.path, m.changelog, {}, cache),
+  ]);
+  return {
+    manifestLists: m.listKeys,
+    manifests: m.manifestKeys,
+    dataFiles: live.map((e) => entryFileKey(table, e)),
+    changelogFiles: changelog.filter((e) => e.kind === 'ADD').map((e) => entryFileKey(table, e)),
+  };
+}
+
+/** Adds every key of `refs` to `into`. */
+export function addReferences(into: Set<string>, refs: SnapshotReferences): void {
+  for (const list of [refs.manifestLists, refs.manifests, refs.dataFiles, refs.changelogFiles]) for (const k of list) into.add(k);
+}

@@ -1,0 +1,71 @@
+/** `varve compact` against a folder warehouse: the one-line summary, filters and bad flags. */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog';
+import { formatCompactionSummary, registerMaintenanceCommands } from '../../lib/cli/maintenance-commands';
+import { parseSchemaText } from '../../lib/schema/parse';
+import { openStore } from '../../lib/store/open-store';
+
+let warehouse: string;
+
+async function varve(...args: string[]): Promise<string> {
+  let out = '';
+  const program = new Command().exitOverride();
+  registerMaintenanceCommands(program, () => ({ warehouse }), (t) => (out += t));
+  await program.parseAsync(args, { from: 'user' });
+  return out;
+}
+
+async function tableWithRuns(runs: number): Promise<void> {
+  const table = await new FolderCatalog(openStore(warehouse)).createTable('db.t', {
+    fields: parseSchemaText('id INT NOT NULL, region STRING NOT NULL, v BIGINT'),
+    primaryKeys: ['region', 'id'],
+    partitionKeys: ['region'],
+    options: { 'write-only': 'true', bucket: '2' },
+  });
+  for (let i = 0; i < runs; i++) {
+    await table.write([1, 2, 3, 4].flatMap((id) => [{ id, region: 'eu', v: BigInt(i) }, { id, region: 'us', v: BigInt(i) }]));
+  }
+}
+
+beforeEach(() => {
+  warehouse = join(mkdtempSync(join(tmpdir(), 'varve-compact-')), 'wh');
+});
+
+describe('varve compact', () => {
+  it('compacts every bucket that is due and prints one summary line', async () => {
+    await tableWithRuns(5);
+    const out = await varve('compact', 'db.t');
+    expect(out).toMatch(/^db\.t: compacted 4 of 4 buckets, 20 files \(\d+\.\d MB\) -> 4 files .*snapshots 6\.\.9\n$/);
+    expect(await varve('compact', 'db.t')).toBe('db.t: nothing to compact (4 buckets checked)\n');
+  });
+
+  it('compacts fully, and only the partition and bucket asked for', async () => {
+    await tableWithRuns(2);
+    expect(await varve('compact', 'db.t')).toMatch(/nothing to compact/);
+    const out = await varve('compact', 'db.t', '--full', '--partition', 'region=us', '--bucket', '1');
+    expect(out).toMatch(/^db\.t: compacted 1 of 1 buckets, 2 files/);
+  });
+
+  it('rejects a malformed partition spec with what to write instead', async () => {
+    await tableWithRuns(1);
+    await expect(varve('compact', 'db.t', '--partition', 'us')).rejects.toThrow(/key=value.*region=eu/);
+    await expect(varve('compact', 'db.t', '--bucket', 'x')).rejects.toThrow(/--bucket/);
+  });
+});
+
+describe('formatCompactionSummary', () => {
+  it('names leftover and contended buckets', () => {
+    const line = formatCompactionSummary('db.t', {
+      bucketsChecked: 5, bucketsCompacted: 2, remainingBuckets: 2, conflicts: 1,
+      filesIn: 9, filesOut: 2, upgradedFiles: 1, bytesIn: 3 << 20, bytesOut: 1 << 20, changelogFiles: 2, changelogRows: 40, snapshots: [7],
+    });
+    expect(line).toBe(
+      'db.t: compacted 2 of 5 buckets, 9 files (3.0 MB) -> 2 files (1.0 MB), 1 upgraded without rewrite, 40 changelog rows in 2 files, ' +
+        'snapshot 7, 2 buckets left for the next run (--max-bytes reached), 1 buckets skipped: other compactions kept changing them, run again\n',
+    );
+  });
+});

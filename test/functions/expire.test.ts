@@ -1,0 +1,88 @@
+/**
+ * The scheduled expiry function on moto: a lagging consumer holds expiry back until it catches up;
+ * a consumer idle past `consumer.expiration-time` is removed and stops holding; orphan files older
+ * than the window go.
+ */
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import type { SQSBatchResponse } from 'aws-lambda';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createDiscoverHandler } from '../../functions/discover';
+import { createExpireHandler } from '../../functions/expire';
+import { createIngestHandler } from '../../functions/ingest';
+import { readConsumer } from '../../lib/stream/consumer';
+import { createStreamHandler } from '../../lib/stream/handler';
+import type { Change } from '../../lib/stream/sinks';
+import { awsAvailable } from '../helpers/aws';
+import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, reopen, scheduledEvent, sqsEventOf, type Deployment } from './harness';
+
+/** Commits `ids` rounds in direct mode: round r upserts key r. */
+async function commitRounds(d: Deployment, rounds: number[]): Promise<void> {
+  const ingest = createIngestHandler(d.env('direct'));
+  for (const r of rounds) {
+    const event = sqsEventOf(d.ingestUrl, [{ MessageId: `m-${r}`, ReceiptHandle: `r-${r}`, Body: JSON.stringify({ id: r, status: `s${r}`, amount: r }), Attributes: {} }]);
+    expect(((await ingest(event)) as SQSBatchResponse).batchItemFailures).toEqual([]);
+  }
+}
+
+const RETAIN_TWO = { 'snapshot.num-retained.min': '1', 'snapshot.num-retained.max': '2', 'snapshot.time-retained': '1 ms' };
+
+describe.skipIf(!awsAvailable())('the expiry function on moto', () => {
+  captureMetrics();
+  beforeAll(() => powertoolsEnv());
+
+  it('keeps every snapshot a lagging consumer still needs, and expires them once it has caught up', async () => {
+    // Prepare: the consumer starts at snapshot 1 and reads nothing while four more commits land
+    const d = await deploy();
+    await createOrders(d, RETAIN_TWO);
+    const env = d.env('direct');
+    const discover = createDiscoverHandler(env);
+    const expire = createExpireHandler(env);
+    await commitRounds(d, [1]);
+    await discover(scheduledEvent());
+    await commitRounds(d, [2, 3, 4, 5]);
+
+    // Act 1: expiry while the consumer lags
+    const held = await expire(scheduledEvent());
+
+    // Assess 1
+    expect(held).toMatchObject({ expiredSnapshots: [], earliest: 1, heldByConsumer: { id: 'audit', nextSnapshot: 1 } });
+
+    // Act 2: the consumer catches up (discovery plans, readers deliver, discovery folds), then expiry
+    const seen: Change[] = [];
+    await discover(scheduledEvent());
+    await drain(d.splitUrl, createStreamHandler(async (changes) => void seen.push(...changes), env));
+    await discover(scheduledEvent());
+    const after = await expire(scheduledEvent());
+
+    // Assess 2: everything was delivered before anything expired; two snapshots are left
+    expect(seen.map((c) => Number(c.row.id)).sort()).toEqual([1, 2, 3, 4, 5]);
+    expect(after).toMatchObject({ expiredSnapshots: [1, 2, 3], earliest: 4, expiredConsumers: [] });
+    const table = await reopen(d);
+    expect((await readConsumer(table.store, table.path, 'audit'))?.nextSnapshot).toBe(6);
+    expect((await table.read()).numRows).toBe(5);
+  });
+
+  it('removes a consumer idle past consumer.expiration-time, then expires what it held, and deletes old orphan files', async () => {
+    // Prepare
+    const d = await deploy();
+    await createOrders(d, { ...RETAIN_TWO, 'consumer.expiration-time': '1 ms', 'orphan-files.older-than': '1 ms' });
+    const env = d.env('direct');
+    await commitRounds(d, [1]);
+    await createDiscoverHandler(env)(scheduledEvent());
+    await commitRounds(d, [2, 3, 4]);
+    const orphanKey = 'wh/shop.db/orders/bucket-0/data-orphan.parquet';
+    await new S3Client({ forcePathStyle: true }).send(new PutObjectCommand({ Bucket: d.bucket, Key: orphanKey, Body: 'left by a crashed writer' }));
+    await new Promise((r) => setTimeout(r, 20));
+
+    // Act
+    const result = await createExpireHandler(env)(scheduledEvent());
+
+    // Assess
+    expect(result).toMatchObject({ expiredConsumers: ['audit'], expiredSnapshots: [1, 2], earliest: 3 });
+    expect(result.orphansDeleted).toBeGreaterThanOrEqual(1);
+    const table = await reopen(d);
+    expect(await table.store.head('shop.db/orders/bucket-0/data-orphan.parquet')).toBeUndefined();
+    expect(await readConsumer(table.store, table.path, 'audit')).toBeUndefined();
+    expect((await table.read()).numRows).toBe(4);
+  });
+});

@@ -1,0 +1,335 @@
+/**
+ * What the handler tests run on: a moto "account" per test (bucket, DynamoDB catalog, the queues
+ * and the bus a VarveTable and a StreamConsumer deploy, named uniquely), an event source mapping
+ * stand-in that receives real SQS messages and calls a handler with a real-shaped SQSEvent, and
+ * the EventBridge, S3 and schedule events the other functions get.
+ */
+import { randomUUID } from 'node:crypto';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateEventBusCommand, EventBridgeClient, PutRuleCommand, PutTargetsCommand } from '@aws-sdk/client-eventbridge';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SQSClient,
+  type Message,
+} from '@aws-sdk/client-sqs';
+import type { EventBridgeEvent, S3ObjectCreatedNotificationEvent, ScheduledEvent, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { openCatalog } from '../../lib/catalog/open-catalog';
+import { parseSchemaText } from '../../lib/schema/parse';
+import type { Table } from '../../lib/table/table';
+import { freshBucket } from '../helpers/aws';
+
+export const sqs = new SQSClient({});
+export const dynamo = new DynamoDBClient({});
+export const events = new EventBridgeClient({});
+
+/** Names unique to one test, so that suites never see each other's queues. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+/** Creates a queue (FIFO when the name ends in .fifo, with explicit deduplication ids like infra/queues.ts). */
+export async function createQueue(name: string, attrs: Record<string, string> = {}): Promise<string> {
+  const fifo = name.endsWith('.fifo');
+  const r = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: name,
+      Attributes: { ...(fifo ? { FifoQueue: 'true', ContentBasedDeduplication: 'false' } : {}), VisibilityTimeout: '60', ...attrs },
+    }),
+  );
+  return r.QueueUrl!;
+}
+
+/** A queue's ARN. */
+export async function queueArn(url: string): Promise<string> {
+  const r = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+  return r.Attributes!.QueueArn;
+}
+
+/** The DynamoDB catalog table (partition key `name`, as infra/warehouse.ts deploys it). */
+export async function createCatalogTable(name: string): Promise<void> {
+  await dynamo.send(
+    new CreateTableCommand({
+      TableName: name,
+      KeySchema: [{ AttributeName: 'name', KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: 'name', AttributeType: 'S' }],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  );
+}
+
+/** What one test's deployment holds. */
+export interface Deployment {
+  bucket: string;
+  warehouse: string;
+  catalogTable: string;
+  busName: string;
+  /** Standard queue receiving every `Snapshot Committed` event (an EventBridge rule's target). */
+  commitEventsUrl: string;
+  /** The table's standard ingest queue (what the ingest function's event source reads). */
+  ingestUrl: string;
+  rejectsUrl: string;
+  commitUrl: string;
+  compactUrl: string;
+  splitUrl: string;
+  consumerId: string;
+  /** The environment of every function of the table (docs/AWS.md), for `mode` commits. */
+  env(mode: 'direct' | 'queue', extra?: Record<string, string>): Record<string, string>;
+}
+
+/** A warehouse, catalog, bus and the queues of one table with one consumer, all new. */
+export async function deploy(): Promise<Deployment> {
+  const bucket = await freshBucket('varve-fn');
+  const catalogTable = uniqueName('catalog');
+  const busName = uniqueName('bus');
+  const [, ingestUrl, rejectsUrl, commitUrl, compactUrl, splitUrl, commitEventsUrl] = await Promise.all([
+    createCatalogTable(catalogTable),
+    createQueue(uniqueName('ingest')),
+    createQueue(uniqueName('rejects')),
+    createQueue(`${uniqueName('commit')}.fifo`),
+    createQueue(`${uniqueName('compact')}.fifo`, { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' }),
+    createQueue(`${uniqueName('splits')}.fifo`, { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' }),
+    createQueue(uniqueName('commit-events')),
+  ]);
+  await events.send(new CreateEventBusCommand({ Name: busName }));
+  await routeEvents(busName, { source: ['varve'], 'detail-type': ['Snapshot Committed'] }, commitEventsUrl);
+  const warehouse = `s3://${bucket}/wh`;
+  const consumerId = 'audit';
+  return {
+    bucket,
+    warehouse,
+    catalogTable,
+    busName,
+    commitEventsUrl,
+    ingestUrl,
+    rejectsUrl,
+    commitUrl,
+    compactUrl,
+    splitUrl,
+    consumerId,
+    env: (mode, extra = {}) => ({
+      VARVE_WAREHOUSE: warehouse,
+      VARVE_CATALOG_TABLE: catalogTable,
+      VARVE_TABLE: 'shop.orders',
+      VARVE_COMMIT_MODE: mode,
+      ...(mode === 'queue' ? { VARVE_COMMIT_QUEUE_URL: commitUrl } : {}),
+      VARVE_REJECTS_QUEUE_URL: rejectsUrl,
+      VARVE_COMPACT_QUEUE_URL: compactUrl,
+      VARVE_EVENT_BUS_NAME: busName,
+      VARVE_CONSUMER_ID: consumerId,
+      VARVE_SPLIT_QUEUE_URL: splitUrl,
+      ...extra,
+    }),
+  };
+}
+
+/** An EventBridge rule on `bus` sending matching events to the queue at `url`. */
+export async function routeEvents(bus: string, pattern: Record<string, unknown>, url: string): Promise<void> {
+  const rule = uniqueName('rule');
+  await events.send(new PutRuleCommand({ Name: rule, EventBusName: bus, EventPattern: JSON.stringify(pattern) }));
+  await events.send(new PutTargetsCommand({ Rule: rule, EventBusName: bus, Targets: [{ Id: 'q', Arn: await queueArn(url) }] }));
+}
+
+/** `shop.orders (id BIGINT, dt STRING, status STRING, amount DOUBLE)`, keyed by id, through the deployment's catalog. */
+export async function createOrders(d: Deployment, options: Record<string, string> = {}, name = 'shop.orders'): Promise<Table> {
+  return openCatalog(d.warehouse, { VARVE_CATALOG_TABLE: d.catalogTable }).createTable(name, {
+    fields: parseSchemaText('id BIGINT, status STRING, amount DOUBLE'),
+    primaryKeys: ['id'],
+    options: { bucket: '2', ...options },
+  });
+}
+
+/** The table as a function opens it now (latest schema, through the catalog). */
+export async function reopen(d: Deployment, name = 'shop.orders'): Promise<Table> {
+  return openCatalog(d.warehouse, { VARVE_CATALOG_TABLE: d.catalogTable }).getTable(name);
+}
+
+/** Sends message bodies to a queue (FIFO queues get group `g` and a fresh deduplication id each). */
+export async function sendBodies(url: string, bodies: string[]): Promise<void> {
+  const fifo = url.endsWith('.fifo');
+  for (let i = 0; i < bodies.length; i += 10) {
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: url,
+        Entries: bodies.slice(i, i + 10).map((b, k) => ({
+          Id: String(k),
+          MessageBody: b,
+          ...(fifo ? { MessageGroupId: 'g', MessageDeduplicationId: randomUUID() } : {}),
+        })),
+      }),
+    );
+  }
+}
+
+/** Receives up to `max` messages with every attribute an event source mapping passes on. */
+export async function receive(url: string, max = 10, waitSeconds = 0): Promise<Message[]> {
+  const r = await sqs.send(
+    new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: max, WaitTimeSeconds: waitSeconds, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'] }),
+  );
+  return r.Messages ?? [];
+}
+
+/** An SQSEvent as Lambda's event source mapping builds it from received messages. */
+export function sqsEventOf(url: string, messages: Message[]): SQSEvent {
+  const name = url.slice(url.lastIndexOf('/') + 1);
+  return {
+    Records: messages.map(
+      (m): SQSRecord => ({
+        messageId: m.MessageId!,
+        receiptHandle: m.ReceiptHandle!,
+        body: m.Body ?? '',
+        attributes: {
+          ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? '1',
+          SentTimestamp: m.Attributes?.SentTimestamp ?? String(Date.now()),
+          SenderId: m.Attributes?.SenderId ?? 'AIDAEXAMPLE',
+          ApproximateFirstReceiveTimestamp: m.Attributes?.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
+          ...(m.Attributes?.MessageGroupId ? { MessageGroupId: m.Attributes.MessageGroupId } : {}),
+          ...(m.Attributes?.MessageDeduplicationId ? { MessageDeduplicationId: m.Attributes.MessageDeduplicationId } : {}),
+          ...(m.Attributes?.SequenceNumber ? { SequenceNumber: m.Attributes.SequenceNumber } : {}),
+        },
+        messageAttributes: {},
+        md5OfBody: m.MD5OfBody ?? '',
+        eventSource: 'aws:sqs',
+        eventSourceARN: `arn:aws:sqs:us-east-1:123456789012:${name}`,
+        awsRegion: 'us-east-1',
+      }),
+    ),
+  };
+}
+
+/** What one emulated event-source-mapping poll did. */
+export interface Poll {
+  event: SQSEvent;
+  response: SQSBatchResponse;
+}
+
+/**
+ * One poll of Lambda's event source mapping: receive a batch, invoke the handler, delete what
+ * succeeded and release what failed at once (ChangeMessageVisibility 0, in order: moto reorders
+ * FIFO groups whose visibility merely expires). Returns undefined when the queue had nothing.
+ */
+export async function pollOnce(url: string, handler: (e: SQSEvent) => Promise<SQSBatchResponse | void>, max = 10): Promise<Poll | undefined> {
+  const messages = await receive(url, max);
+  if (messages.length === 0) return undefined;
+  const event = sqsEventOf(url, messages);
+  const response = (await handler(event)) ?? { batchItemFailures: [] };
+  const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+  const done = messages.filter((m) => !failed.has(m.MessageId!));
+  const back = messages.filter((m) => failed.has(m.MessageId!));
+  if (done.length) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+  if (back.length) {
+    await sqs.send(
+      new ChangeMessageVisibilityBatchCommand({ QueueUrl: url, Entries: back.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })) }),
+    );
+  }
+  return { event, response };
+}
+
+/** Polls until the queue has nothing to deliver (at most `limit` polls); returns every poll. */
+export async function drain(url: string, handler: (e: SQSEvent) => Promise<SQSBatchResponse | void>, max = 10, limit = 50): Promise<Poll[]> {
+  const polls: Poll[] = [];
+  for (let i = 0; i < limit; i++) {
+    const p = await pollOnce(url, handler, max);
+    if (!p) return polls;
+    polls.push(p);
+  }
+  throw new Error(`${url} still had messages after ${limit} polls`);
+}
+
+/** Every message body waiting in a (standard) queue, deleted as read. */
+export async function takeAll(url: string): Promise<string[]> {
+  const out: string[] = [];
+  for (;;) {
+    const messages = await receive(url, 10);
+    if (messages.length === 0) return out;
+    out.push(...messages.map((m) => m.Body ?? ''));
+    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+  }
+}
+
+/** The EventBridge events waiting in a rule's target queue (an event's SQS body is the whole event). */
+export async function takeEvents<D>(url: string): Promise<Array<EventBridgeEvent<string, D>>> {
+  return (await takeAll(url)).map((b) => JSON.parse(b) as EventBridgeEvent<string, D>);
+}
+
+/** The `Object Created` event S3 puts on EventBridge for a new object. */
+export function objectCreatedEvent(bucket: string, key: string, etag: string, size = 0): S3ObjectCreatedNotificationEvent {
+  return {
+    version: '0',
+    id: randomUUID(),
+    'detail-type': 'Object Created',
+    source: 'aws.s3',
+    account: '123456789012',
+    time: new Date().toISOString(),
+    region: 'us-east-1',
+    resources: [`arn:aws:s3:::${bucket}`],
+    detail: {
+      version: '0',
+      bucket: { name: bucket },
+      object: { key, size, etag: etag.replace(/"/g, ''), sequencer: '0062E99A88DC407460' },
+      'request-id': 'N4N7GDK58NMKJ12R',
+      requester: '123456789012',
+      'source-ip-address': '203.0.113.15',
+      reason: 'PutObject',
+    },
+  };
+}
+
+/** The event a scheduled EventBridge rule invokes a function with. */
+export function scheduledEvent(): ScheduledEvent {
+  return {
+    version: '0',
+    id: randomUUID(),
+    'detail-type': 'Scheduled Event',
+    source: 'aws.events',
+    account: '123456789012',
+    time: new Date().toISOString(),
+    region: 'us-east-1',
+    resources: ['arn:aws:events:us-east-1:123456789012:rule/varve-expire'],
+    detail: {},
+  };
+}
+
+/** One CloudWatch metric data point printed in Embedded Metric Format. */
+export interface EmfPoint {
+  name: string;
+  value: number;
+  dimensions: Record<string, string>;
+  namespace: string;
+}
+
+/**
+ * Collects the EMF lines Powertools prints to stdout (and keeps them off the test output).
+ * Call in a test file's top level; read `points` in tests, `clear()` between them.
+ */
+export function captureMetrics(): { points: EmfPoint[]; clear(): void } {
+  const points: EmfPoint[] = [];
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+    const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+    if (!text.includes('"_aws"')) return (write as (...a: unknown[]) => boolean)(chunk, ...rest);
+    for (const line of text.split('\n').filter(Boolean)) {
+      const emf = JSON.parse(line) as { _aws: { CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][]; Metrics: Array<{ Name: string }> }> } } & Record<string, unknown>;
+      for (const cw of emf._aws.CloudWatchMetrics) {
+        const dimensions = Object.fromEntries(cw.Dimensions[0].map((d) => [d, String(emf[d])]));
+        for (const m of cw.Metrics) {
+          const v = emf[m.Name];
+          for (const value of Array.isArray(v) ? v : [v]) points.push({ name: m.Name, value: Number(value), dimensions, namespace: cw.Namespace });
+        }
+      }
+    }
+    return true;
+  }) as typeof process.stdout.write;
+  return { points, clear: () => points.splice(0) };
+}
+
+/** Powertools settings every function gets from the CDK constructs; logs kept quiet unless asked. */
+export function powertoolsEnv(): void {
+  process.env.POWERTOOLS_SERVICE_NAME = 'varve';
+  process.env.POWERTOOLS_METRICS_NAMESPACE = 'Varve';
+  process.env.POWERTOOLS_LOG_LEVEL = process.env.VARVE_TEST_LOG_LEVEL ?? 'SILENT';
+}

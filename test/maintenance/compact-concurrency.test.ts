@@ -1,0 +1,105 @@
+/**
+ * Compaction under concurrency: two compactions of one bucket (one wins, the other re-plans and
+ * finds nothing or compacts what the winner left, and its own outputs are deleted), and APPEND
+ * commits racing compactions (never blocked, never lost).
+ */
+import { describe, expect, it } from 'vitest';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog';
+import { compactBucket, compactTable, readBucketFiles } from '../../lib/maintenance/compact';
+import { readChangelogFiles, readLiveFiles } from '../../lib/manifest/scan';
+import { RowKind } from '../../lib/schema/types';
+import { MemoryStore } from '../../lib/store/memory-store';
+import { listAll } from '../../lib/store/object-store';
+import type { Table } from '../../lib/table/table';
+import { rng, testSeed } from '../helpers/random';
+import { checkLevels, newTable, readState, sorted, writeChanges, type Change, type State } from './fixtures';
+
+const upserts = (ids: number[], v: bigint): Change[] => ids.map((id) => ({ row: { id, region: 'eu', v, s: null }, kind: RowKind.INSERT }));
+
+/** Data and changelog files in the store that no snapshot references. */
+async function unreferencedFiles(table: Table): Promise<string[]> {
+  const referenced = new Set<string>();
+  for (let id = 1; id <= ((await table.snapshots.latestId()) ?? 0); id++) {
+    const s = await table.snapshots.read(id);
+    for (const e of [...(await readLiveFiles(table.store, table.path, s)), ...(await readChangelogFiles(table.store, table.path, s))]) referenced.add(e.file.fileName);
+  }
+  const names = (await listAll(table.store, `${table.path}/`)).map((o) => o.key.split('/').pop()!);
+  return names.filter((n) => /^(data|changelog)-/.test(n) && !referenced.has(n));
+}
+
+describe('concurrent compactions of one bucket', () => {
+  it('one wins; the other re-plans, finds nothing due, and leaves no file behind', async () => {
+    const store = new MemoryStore();
+    const table = await newTable({ 'write-only': 'true', 'changelog-producer': 'full-compaction' }, store);
+    for (let i = 0; i < 6; i++) await writeChanges(table, upserts([1, 2, 3, 4, 5, 6], BigInt(i)));
+    const expected = sorted(await readState(table));
+    const other = await new FolderCatalog(store).getTable('db.t');
+    const snapshot = (await table.snapshots.latest())!;
+    const entries = await readBucketFiles(table, snapshot, 'region=eu', 0);
+    store.setLatency(1);
+
+    // Both plan from the same snapshot, so the second commit finds its inputs gone. (Two jobs
+    // with the very same plan would be one job run twice: the second would find it committed.)
+    const results = await Promise.all([
+      compactBucket(table, 'region=eu', 0, { full: true, initial: { snapshot, entries } }),
+      compactBucket(other, 'region=eu', 0, { full: false, initial: { snapshot, entries } }),
+    ]);
+    store.setLatency(0);
+
+    const winners = results.filter((r) => r.snapshot !== undefined);
+    expect(winners.every((r) => !r.alreadyCommitted)).toBe(true);
+    expect(winners).toHaveLength(1);
+    const loser = results.find((r) => r.snapshot === undefined)!;
+    expect(loser.attempts).toBe(2);
+    expect(sorted(await readState(table))).toEqual(expected);
+    expect(await unreferencedFiles(table)).toEqual([]);
+    await checkLevels(table, 'after the race');
+  });
+
+  it('the loser compacts the new state when the winner left work to do', async () => {
+    const store = new MemoryStore();
+    const table = await newTable({ 'write-only': 'true' }, store);
+    for (let i = 0; i < 6; i++) await writeChanges(table, upserts([1, 2, 3], BigInt(i)));
+    const snapshot = (await table.snapshots.latest())!;
+    const entries = await readBucketFiles(table, snapshot, 'region=eu', 0);
+    // The first job compacts and commits; then more data arrives before the second one commits.
+    await compactBucket(table, 'region=eu', 0, { initial: { snapshot, entries } });
+    for (let i = 0; i < 5; i++) await writeChanges(table, upserts([2, 7], 10n + BigInt(i)));
+
+    const late = await compactBucket(table, 'region=eu', 0, { full: true, initial: { snapshot, entries } });
+
+    expect(late.attempts).toBe(2);
+    expect(late.snapshot).toBeDefined();
+    expect(late.filesIn).toBeGreaterThan(0);
+    expect((await readState(table)).get('eu|2')?.v).toBe(14n);
+    expect(await unreferencedFiles(table)).toEqual([]);
+  });
+});
+
+describe('APPEND commits racing compactions', () => {
+  it('are never blocked or lost', async () => {
+    const seed = testSeed('compact-concurrency/append-race');
+    const r = rng(seed);
+    const store = new MemoryStore();
+    const table = await newTable({ 'write-only': 'true', bucket: '2', 'num-sorted-run.compaction-trigger': '2', 'num-sorted-run.stop-trigger': '1000' }, store);
+    const compactor = await new FolderCatalog(store).getTable('db.t');
+    const model: State = new Map();
+    store.setLatency(1);
+    for (let round = 0; round < 12; round++) {
+      const batch: Change[] = [];
+      for (let i = r.int(1, 15); i > 0; i--) {
+        const id = r.int(1, 30);
+        if (batch.some((c) => c.row.id === id)) continue;
+        batch.push({ row: { id, region: 'eu', v: BigInt(r.int(0, 99)), s: null }, kind: RowKind.INSERT });
+      }
+      const [written, compacted] = await Promise.all([writeChanges(table, batch), compactTable(compactor, { full: r.chance(0.3) })]);
+      for (const c of batch) model.set(`eu|${c.row.id}`, { v: c.row.v as bigint, s: null });
+      expect(written.snapshot?.commitKind, `seed ${seed}, round ${round}`).toBe('APPEND');
+      // A compaction planned before the append still commits after it: a lost race, not a conflict.
+      expect(compacted.conflicts, `seed ${seed}, round ${round}`).toBe(0);
+    }
+    store.setLatency(0);
+    expect(sorted(await readState(table)), `seed ${seed}`).toEqual(sorted(model));
+    await checkLevels(table, `seed ${seed}`);
+  });
+});

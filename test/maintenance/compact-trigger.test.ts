@@ -1,0 +1,101 @@
+/**
+ * Compaction on the write path: the compaction trigger after a commit, the lookup producer
+ * taking level 0 up after every write, full-compaction.delta-commits, and the write stall.
+ */
+import { describe, expect, it } from 'vitest';
+import { WriteStallError } from '../../lib/errors';
+import { FULL_COMPACTION_PROPERTY, compactTable } from '../../lib/maintenance/compact';
+import { beforeAppendCommit } from '../../lib/maintenance/compact-trigger';
+import type { CommitKind } from '../../lib/manifest/types';
+import { RowKind } from '../../lib/schema/types';
+import { Table } from '../../lib/table/table';
+import { liveFilesByBucket, newTable, readState, writeChanges, type Change } from './fixtures';
+
+const upserts = (ids: number[], v: bigint): Change[] => ids.map((id) => ({ row: { id, region: 'eu', v, s: null }, kind: RowKind.INSERT }));
+
+async function kinds(table: Table): Promise<CommitKind[]> {
+  const out: CommitKind[] = [];
+  for (let id = 1; id <= ((await table.snapshots.latestId()) ?? 0); id++) out.push((await table.snapshots.read(id)).commitKind);
+  return out;
+}
+
+async function sortedRuns(table: Table): Promise<number> {
+  const files = (await liveFilesByBucket(table)).get('region=eu#0') ?? [];
+  const level0 = files.filter((e) => e.file.level === 0).length;
+  return level0 + new Set(files.filter((e) => e.file.level > 0).map((e) => e.file.level)).size;
+}
+
+describe('after an APPEND commit', () => {
+  it('compacts a bucket once its sorted runs reach the trigger', async () => {
+    const table = await newTable({});
+    for (let i = 0; i < 4; i++) await writeChanges(table, upserts([1, 2, 3], BigInt(i)));
+    expect(await kinds(table)).toEqual(['APPEND', 'APPEND', 'APPEND', 'APPEND']);
+
+    await writeChanges(table, upserts([1, 2, 3], 9n));
+
+    expect(await kinds(table)).toEqual(['APPEND', 'APPEND', 'APPEND', 'APPEND', 'APPEND', 'COMPACT']);
+    expect(await sortedRuns(table)).toBe(1);
+    expect((await readState(table)).get('eu|1')?.v).toBe(9n);
+  });
+
+  it('takes every level-0 file up after each write under the lookup producer', async () => {
+    const table = await newTable({ 'changelog-producer': 'lookup' });
+    for (let i = 0; i < 3; i++) {
+      await writeChanges(table, upserts([1, 2, 3], BigInt(i)));
+      const files = (await liveFilesByBucket(table)).get('region=eu#0')!;
+      expect(files.filter((e) => e.file.level === 0)).toEqual([]);
+      const latest = (await table.snapshots.latest())!;
+      expect(latest.commitKind).toBe('COMPACT');
+      expect(latest.changelogManifestList).toBeDefined();
+    }
+  });
+
+  it('runs a full compaction every full-compaction.delta-commits APPEND commits', async () => {
+    const table = await newTable({ 'full-compaction.delta-commits': '2' });
+    const full: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      await writeChanges(table, upserts([1, 2, 3], BigInt(i)));
+      const latest = (await table.snapshots.latest())!;
+      if (latest.properties?.[FULL_COMPACTION_PROPERTY] === 'true') full.push(i + 1);
+    }
+    expect(full).toEqual([2, 4, 6]);
+  });
+
+  it('leaves compaction to the compaction job on a write-only table', async () => {
+    const table = await newTable({ 'write-only': 'true', 'changelog-producer': 'lookup' });
+    for (let i = 0; i < 5; i++) await writeChanges(table, upserts([1, 2, 3], BigInt(i)));
+    expect(new Set(await kinds(table))).toEqual(new Set(['APPEND']));
+  });
+});
+
+describe('write stall (num-sorted-run.stop-trigger)', () => {
+  const stalling = { 'write-only': 'true', 'num-sorted-run.compaction-trigger': '2', 'num-sorted-run.stop-trigger': '3' };
+
+  it('refuses a write into a bucket over the stop trigger on a write-only table, until compaction catches up', async () => {
+    const table = await newTable(stalling);
+    for (let i = 0; i < 4; i++) await writeChanges(table, upserts([1, 2], BigInt(i)));
+
+    const stalled = writeChanges(table, upserts([1, 2], 9n));
+
+    await expect(stalled).rejects.toThrow(WriteStallError);
+    await expect(stalled).rejects.toThrow(/4 sorted runs.*stop-trigger \(3\).*varve compact db\.t/);
+    expect(await table.snapshots.latestId()).toBe(4);
+    await compactTable(table);
+    await writeChanges(table, upserts([1, 2], 9n));
+    expect((await readState(table)).get('eu|1')?.v).toBe(9n);
+  });
+
+  it('compacts the bucket first when the table is not write-only', async () => {
+    const table = await newTable(stalling);
+    for (let i = 0; i < 4; i++) await writeChanges(table, upserts([1, 2], BigInt(i)));
+    // The same table seen by a writer that compacts (as if write-only were switched off).
+    const writer = new Table(table.store, table.name, table.path, { ...table.schema, options: { ...table.schema.options, 'write-only': 'false' } });
+
+    await beforeAppendCommit(writer, [{ partition: 'region=eu', bucket: 0 }]);
+
+    expect((await table.snapshots.latest())!.commitKind).toBe('COMPACT');
+    expect(await sortedRuns(table)).toBeLessThanOrEqual(3);
+    await writeChanges(writer, upserts([1, 2], 9n));
+    expect((await readState(table)).get('eu|2')?.v).toBe(9n);
+  });
+});

@@ -1,0 +1,94 @@
+/**
+ * The Lambda handler factory: SQS FIFO events of split messages, processed in order, with the
+ * partial batch response of SQS FIFO (a failed record and every later record of its group).
+ */
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog';
+import { InvalidArgumentError } from '../../lib/errors';
+import { parseSchemaText } from '../../lib/schema/parse';
+import { openStore } from '../../lib/store/open-store';
+import { discover, ensureConsumer } from '../../lib/stream/discovery';
+import { createStreamHandler } from '../../lib/stream/handler';
+import { MemoryQueue } from '../../lib/stream/memory-queue';
+import type { QueueMessage } from '../../lib/stream/split-queue';
+import { put } from './fixtures';
+
+function sqsEvent(messages: QueueMessage[]): SQSEvent {
+  const records = messages.map(
+    (m): SQSRecord => ({
+      messageId: m.messageId,
+      receiptHandle: m.receiptHandle,
+      body: m.body,
+      attributes: {
+        ApproximateReceiveCount: String(m.receiveCount),
+        SentTimestamp: String(m.sentAt),
+        SenderId: 'test',
+        ApproximateFirstReceiveTimestamp: String(m.sentAt),
+        MessageGroupId: m.groupId,
+        MessageDeduplicationId: m.messageId,
+      },
+      messageAttributes: {},
+      md5OfBody: '',
+      eventSource: 'aws:sqs',
+      eventSourceARN: 'arn:aws:sqs:eu-west-1:000000000000:splits.fifo',
+      awsRegion: 'eu-west-1',
+    }),
+  );
+  return { Records: records };
+}
+
+async function setup(name: string) {
+  const warehouse = `memory://handler-${name}`;
+  const table = await new FolderCatalog(openStore(warehouse)).createTable('db.t', {
+    fields: parseSchemaText('k BIGINT, v STRING'),
+    primaryKeys: ['k'],
+    options: { bucket: '2' },
+  });
+  await ensureConsumer(table, 'audit', { mode: 'earliest' });
+  const env = { VARVE_WAREHOUSE: warehouse, VARVE_TABLE: 'db.t', VARVE_CONSUMER_ID: 'audit' };
+  return { table, env };
+}
+
+describe('createStreamHandler', () => {
+  it('hands each split\'s changes to the function in order and reports no failure', async () => {
+    // Prepare
+    const { table, env } = await setup('ok');
+    await put(table, [[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd']]);
+    await put(table, [[1, 'A']]);
+    const queue = new MemoryQueue();
+    await discover(table, queue, 'audit');
+    const seen: string[] = [];
+    const handler = createStreamHandler((changes) => void seen.push(...changes.map((c) => `${c.snapshot} ${c.kind} ${c.row.k}=${c.row.v}`)), env);
+    // Act
+    const response = await handler(sqsEvent(await queue.receive({ maxMessages: 10 })));
+    // Assess
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(seen.sort()).toEqual(['1 +I 1=a', '1 +I 2=b', '1 +I 3=c', '1 +I 4=d', '2 +I 1=A']);
+  });
+
+  it('fails a record and every later record of its group, and lets other groups through', async () => {
+    // Prepare: two snapshots touching both buckets
+    const { table, env } = await setup('partial');
+    const keys = [1, 2, 3, 4, 5, 6, 7, 8];
+    await put(table, keys.map((k) => [k, 'a'] as [number, string]));
+    await put(table, keys.map((k) => [k, 'b'] as [number, string]));
+    const queue = new MemoryQueue();
+    await discover(table, queue, 'audit');
+    const messages = await queue.receive({ maxMessages: 10 });
+    const failing = messages[0].groupId;
+    const handler = createStreamHandler((changes) => {
+      if (changes.some((c) => c.bucket === Number(failing.split('/').at(-1)))) throw new Error('sink down');
+    }, env);
+    // Act
+    const response = await handler(sqsEvent(messages));
+    // Assess
+    expect(new Set(messages.map((m) => m.groupId)).size).toBe(2);
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(messages.filter((m) => m.groupId === failing).map((m) => m.messageId));
+  });
+
+  it('says which environment variables are missing', async () => {
+    const handler = createStreamHandler(() => {}, { VARVE_TABLE: 'db.t' });
+    await expect(handler({ Records: [] })).rejects.toBeInstanceOf(InvalidArgumentError);
+  });
+});
