@@ -55,7 +55,8 @@ async function main(): Promise<void> {
       received++;
     }
   });
-  const runtime = new LocalRuntime({ compactionIntervalMs: 0, expiryIntervalMs: 0, log: (l) => console.error(l) });
+  // A 1 s backstop: COMPACT commits (the lookup changelog) publish no commit event yet.
+  const runtime = new LocalRuntime({ discoveryIntervalMs: 1000, compactionIntervalMs: 0, expiryIntervalMs: 0, log: (l) => console.error(l) });
   await runtime.addConsumer({ table, consumerId: 'bench', sink, stream: { mode: 'latest' } });
   await runtime.start();
   const started = performance.now();

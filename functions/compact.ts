@@ -40,8 +40,7 @@ export interface CompactionJobResult {
 export function createCompactHandler(env: Env = process.env) {
   return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     const table = await openTable(env, 'compact');
-    const remaining = context?.getRemainingTimeInMillis?.() ?? DEFAULT_BUDGET_MS / BUDGET_SHARE;
-    const budgetEnd = Date.now() + remaining * BUDGET_SHARE;
+    const budgetEnd = Date.now() + (context ? context.getRemainingTimeInMillis() * BUDGET_SHARE : DEFAULT_BUDGET_MS);
     for (let i = 0; i < event.Records.length; i++) {
       const record = event.Records[i];
       try {

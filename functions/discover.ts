@@ -11,6 +11,7 @@ import { checkConsumerId } from '../lib/stream/consumer';
 import { discover, type DiscoveryResult } from '../lib/stream/discovery';
 import { consumerLag } from '../lib/stream/progress';
 import { SqsSplitQueue } from '../lib/stream/sqs-queue';
+import type { Table } from '../lib/table/table';
 import { SNAPSHOT_COMMITTED, type SnapshotCommittedDetail } from './shared/commit-events';
 import { requireEnv, type Env } from './shared/env';
 import { sqsClient } from './shared/aws-clients';
@@ -47,18 +48,19 @@ export function createDiscoverHandler(env: Env = process.env) {
     const table = await openTable(env, 'discover');
     const queue = new SqsSplitQueue({ queueUrl, client: sqsClient() });
     const runs: DiscoveryResult[] = [];
-    // Each run plans a bounded number of snapshots: go on until caught up, while time allows.
-    for (;;) {
-      const result = await discover(table, queue, consumerId);
-      runs.push(result);
-      const outOfTime = context ? context.getRemainingTimeInMillis() < RESERVE_MS * 2 : runs.length >= DEFAULT_RUNS;
-      if (result.caughtUp || result.lostRace || outOfTime) break;
-    }
-    const lag = await consumerLag(table, consumerId);
-    if (lag) {
-      const dims = { table: table.name, consumer: consumerId };
-      emitMetric(METRIC.consumerLagSnapshots, UNIT.count, lag.snapshots, dims);
-      emitMetric(METRIC.consumerLagSeconds, UNIT.seconds, Math.round(lag.millis / 1000), dims);
+    let lagSnapshots: number | undefined;
+    try {
+      // Each run plans a bounded number of snapshots: go on until caught up, while time allows.
+      for (;;) {
+        const result = await discover(table, queue, consumerId);
+        runs.push(result);
+        const outOfTime = context ? context.getRemainingTimeInMillis() < RESERVE_MS * 2 : runs.length >= DEFAULT_RUNS;
+        if (result.caughtUp || result.lostRace || outOfTime) break;
+      }
+    } finally {
+      // Reported when discovery fails too (a consumer behind expiry, a queue refusing sends): the
+      // lag keeps growing, so the lag alarm fires instead of going quiet for want of data.
+      lagSnapshots = await reportLag(table, consumerId);
     }
     const last = runs[runs.length - 1];
     log().info('discovery', {
@@ -68,11 +70,26 @@ export function createDiscoverHandler(env: Env = process.env) {
       planned: runs.map((r) => r.planned).filter(Boolean),
       sent: runs.reduce((s, r) => s + r.sent, 0),
       nextSnapshot: last.nextSnapshot,
-      lagSnapshots: lag?.snapshots,
+      lagSnapshots,
     });
-    return { runs, lagSnapshots: lag?.snapshots };
+    return { runs, lagSnapshots };
   };
 }
 
 /** Lambda entry of the discovery function. */
 export const handler = createDiscoverHandler();
+
+/** Emits the consumer's lag (ConsumerLagSnapshots, ConsumerLagSeconds); best effort, returns the snapshots behind. */
+async function reportLag(table: Table, consumerId: string): Promise<number | undefined> {
+  try {
+    const lag = await consumerLag(table, consumerId);
+    if (!lag) return undefined;
+    const dims = { table: table.name, consumer: consumerId };
+    emitMetric(METRIC.consumerLagSnapshots, UNIT.count, lag.snapshots, dims);
+    emitMetric(METRIC.consumerLagSeconds, UNIT.seconds, Math.round(lag.millis / 1000), dims);
+    return lag.snapshots;
+  } catch (e) {
+    log().warn('the consumer lag could not be read', { table: table.name, consumer: consumerId, error: e as Error });
+    return undefined;
+  }
+}

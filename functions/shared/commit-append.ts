@@ -12,7 +12,7 @@ import { putSnapshotCommitted } from './commit-events';
 import { bucketStates, sendCompactionJobs, type TouchedBucket } from './compaction-jobs';
 import type { WriterSettings } from './env';
 import { emitMetric, log, METRIC, UNIT } from './observability';
-import { manifestCacheOf } from './tables';
+import { cachingSnapshotManagerOf, manifestCacheOf } from './tables';
 
 /** Who commits and how the commit recognises itself when retried. */
 export interface AppendSpec {
@@ -45,7 +45,7 @@ export async function commitAppend(table: Table, batches: CommitBatch[], spec: A
         batches,
         properties: spec.properties,
       },
-      commitOptionsFor(table, { manifestCache: manifestCacheOf(table), onRetry: () => retries++ }),
+      commitOptionsFor(table, { manifestCache: manifestCacheOf(table), snapshotManager: cachingSnapshotManagerOf(table), onRetry: () => retries++ }),
     );
     // Every attempt after the first followed a lost race for the snapshot id.
     emitMetric(METRIC.commitConflicts, UNIT.count, Math.max(0, result.attempts - 1), dims);

@@ -1,11 +1,13 @@
 /**
  * Opening tables in a function: through the catalog the environment names (the DynamoDB catalog
  * on AWS), kept for a minute in a warm container so that consecutive invocations skip the catalog
- * and schema reads, and with one manifest cache per table for the container's lifetime
- * (manifests are immutable, so each invocation reads only those written since the last one).
+ * and schema reads, and with one manifest cache and one snapshot cache per table for the
+ * container's lifetime (manifests and snapshots are immutable, so each invocation reads only
+ * those written since the last one).
  */
 import { openCatalog } from '../../lib/catalog/open-catalog';
 import { LruManifestCache } from '../../lib/manifest/manifest-file';
+import { SnapshotManager } from '../../lib/snapshot/snapshot-manager';
 import type { Table } from '../../lib/table/table';
 import { requireEnv, type Env } from './env';
 
@@ -14,6 +16,7 @@ const TABLE_CACHE_MS = 60_000;
 
 const opened = new Map<string, { table: Promise<Table>; at: number }>();
 const manifestCaches = new Map<string, LruManifestCache>();
+const snapshotManagers = new Map<string, SnapshotManager>();
 
 function cacheKey(env: Env, name: string): string {
   return JSON.stringify([env.VARVE_WAREHOUSE, env.VARVE_CATALOG_TABLE ?? '', name]);
@@ -41,4 +44,15 @@ export function manifestCacheOf(table: Table): LruManifestCache {
   let cache = manifestCaches.get(key);
   if (!cache) manifestCaches.set(key, (cache = new LruManifestCache(500_000)));
   return cache;
+}
+
+/**
+ * The container-lifetime snapshot manager of a table, keeping the snapshots it read: a commit's
+ * search for its own identifier in the recent snapshots then reads only those it has not seen.
+ */
+export function cachingSnapshotManagerOf(table: Table): SnapshotManager {
+  const key = `${table.store.uri}\u0000${table.path}`;
+  let sm = snapshotManagers.get(key);
+  if (!sm) snapshotManagers.set(key, (sm = new SnapshotManager(table.store, table.path, { cacheSnapshots: true })));
+  return sm;
 }

@@ -45,11 +45,19 @@ export function registerStreamCommands(program: Command, globals: () => GlobalOp
     .option('--consumer-id <id>', 'record progress under this consumer: a later tail resumes where this one stopped, and expiry keeps what it has not read')
     .option('--from <position>', 'where a new stream starts: latest-full (default), latest, earliest, snapshot:N, snapshot-full:N, timestamp:T')
     .option('--ignore-progress', 'with --consumer-id: start from --from even when the consumer has progress')
+    .option('--on-expired <what>', 'when the start or next snapshot has expired: fail (default) or skip-to-earliest (accept the gap)')
     .option('--follow', 'keep waiting for new changes (default: stop once caught up)')
     .option('--idle-exit <ms>', 'with --follow: stop after this many ms without a new change')
-    .action(async (name: string, o: { consumerId?: string; from?: string; ignoreProgress?: boolean; follow?: boolean; idleExit?: string }) => {
+    .action(async (name: string, o: { consumerId?: string; from?: string; ignoreProgress?: boolean; onExpired?: string; follow?: boolean; idleExit?: string }) => {
       const table = await openCatalog(warehouseUri(globals().warehouse)).getTable(name);
-      const stream: StreamOptions = { ...(o.from ? parseFrom(o.from) : {}), ...(o.ignoreProgress ? { ignoreProgress: true } : {}) };
+      if (o.onExpired !== undefined && o.onExpired !== 'fail' && o.onExpired !== 'skip-to-earliest') {
+        throw new InvalidArgumentError(`--on-expired must be fail or skip-to-earliest, got "${o.onExpired}"`);
+      }
+      const stream: StreamOptions = {
+        ...(o.from ? parseFrom(o.from) : {}),
+        ...(o.ignoreProgress ? { ignoreProgress: true } : {}),
+        ...(o.onExpired ? { onExpired: o.onExpired as 'fail' | 'skip-to-earliest' } : {}),
+      };
       const idleExitMs = o.idleExit !== undefined ? parsePositiveInt('--idle-exit', o.idleExit) : undefined;
       if (o.consumerId !== undefined) {
         checkConsumerId(o.consumerId);

@@ -71,7 +71,7 @@ export async function beforeAppendCommit(table: Table, touched: readonly Touched
           `and the table is write-only; run \`varve compact ${table.name}\` (or let the compaction function catch up), then retry the write`,
       );
     }
-    await swallowContention(compactBucket(table, g.partition, g.bucket, { initial: { snapshot: latest, entries: g.entries }, manifestCache: cacheOf(table) }));
+    await swallowContention(compactBucket(table, g.partition, g.bucket, { entries: g.entries, manifestCache: cacheOf(table) }));
   }
 }
 
@@ -89,7 +89,7 @@ export async function afterAppendCommit(table: Table, snapshot: Snapshot, touche
   }
   const groups = await touchedFiles(table, snapshot, touched);
   for (const g of groups) {
-    await swallowContention(compactBucket(table, g.partition, g.bucket, { initial: { snapshot, entries: g.entries }, manifestCache: cacheOf(table) }));
+    await swallowContention(compactBucket(table, g.partition, g.bucket, { entries: g.entries, manifestCache: cacheOf(table) }));
   }
 }
 

@@ -23,8 +23,11 @@ export interface CompactBucketOptions {
   full?: boolean;
   /** Plans after a commit conflict before giving up (default 3). */
   maxAttempts?: number;
-  /** The snapshot and the bucket's live files in it, when the caller has them (saves a manifest read). */
-  initial?: { snapshot: Snapshot; entries: ManifestEntry[] };
+  /**
+   * The bucket's live files in a recent snapshot, when the caller has them: the first plan uses
+   * them instead of reading manifests (a stale list only costs a conflict and a re-plan).
+   */
+  entries?: ManifestEntry[];
   /** Shared across the buckets of one job, so each manifest is read once. */
   manifestCache?: ManifestCache;
 }
@@ -41,7 +44,7 @@ export async function readBucketFiles(table: Table, snapshot: Snapshot, partitio
 }
 
 /**
- * Compacts one bucket: plans from the latest snapshot (or `opts.initial`), runs the unit, commits
+ * Compacts one bucket: plans from the latest snapshot (or `opts.entries`), runs the unit, commits
  * COMPACT. Returns an empty result when nothing is due. Throws CommitConflictError only when every
  * attempt conflicted.
  */
@@ -50,12 +53,12 @@ export async function compactBucket(table: Table, partition: string, bucket: num
   const full = opts.full ?? false;
   const maxAttempts = opts.maxAttempts ?? 3;
   const cache = opts.manifestCache ?? new LruManifestCache(100_000);
-  let initial = opts.initial;
+  let given = opts.entries;
   for (let attempt = 1; ; attempt++) {
     let entries: ManifestEntry[];
-    if (initial) {
-      entries = initial.entries;
-      initial = undefined;
+    if (given) {
+      entries = given;
+      given = undefined;
     } else {
       const latest = await table.snapshots.latest();
       if (!latest) return emptyResult(partition, bucket, attempt);
@@ -133,7 +136,7 @@ export async function compactTable(table: Table, opts: CompactTableOptions = {})
     }
     let r: BucketCompactionResult;
     try {
-      r = await compactBucket(table, g.partition, g.bucket, { full: opts.full, initial: { snapshot: latest, entries: g.entries }, manifestCache: cache });
+      r = await compactBucket(table, g.partition, g.bucket, { full: opts.full, entries: g.entries, manifestCache: cache });
     } catch (e) {
       if (!(e instanceof CommitConflictError)) throw e;
       summary.conflicts++;

@@ -115,8 +115,9 @@ async function deleteAll(table: Table, keys: readonly string[]): Promise<number>
 
 /**
  * Files of tags created after the journal was planned on a snapshot it expires: they must stay.
- * (A tag is created from an existing snapshot file, and the journal's snapshot files are gone
- * before its files are deleted, so no tag on them can appear after this check.)
+ * A tag is created from a snapshot file that exists, and the journal's snapshot files are gone
+ * before this check, so only a tag whose creation read its snapshot just before the delete and
+ * lands just after this check can still lose files (the same narrow race as in Paimon).
  */
 async function newlyTaggedFiles(table: Table, j: ExpiryJournal): Promise<Set<string>> {
   const keep = new Set<string>();

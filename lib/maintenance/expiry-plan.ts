@@ -24,8 +24,11 @@ export interface DeletionPlan {
 }
 
 /** A snapshot the plan needs is gone: another expiry run is working on the same range. */
-export class ExpiryRaceSignal {
-  constructor(readonly snapshotId: number) {}
+export class ExpiryRaceSignal extends Error {
+  constructor(readonly snapshotId: number) {
+    super(`snapshot ${snapshotId} disappeared while expiry planned: another expiry run is at work`);
+    this.name = 'ExpiryRaceSignal';
+  }
 }
 
 /**

@@ -21,7 +21,10 @@ import { RuntimeConsumer } from './runtime-consumer';
 
 /** Options of a LocalRuntime. */
 export interface LocalRuntimeOptions {
-  /** Backstop discovery interval per consumer (commits trigger discovery at once). @default 1000 */
+  /**
+   * Backstop discovery interval per consumer; commits made in this process trigger discovery at
+   * once. 0 disables. @default the table's `continuous.discovery-interval` (10 s)
+   */
   discoveryIntervalMs?: number;
   /** Compaction of every table on a timer; 0 disables. @default 10_000 */
   compactionIntervalMs?: number;
@@ -78,7 +81,6 @@ export class LocalRuntime {
       const interval = ms ?? fallback;
       if (interval > 0) this.timers.push(setInterval(fn, interval).unref());
     };
-    every(this.opts.discoveryIntervalMs, 1000, () => this.consumers.forEach((c) => c.scheduleDiscovery()));
     every(this.opts.compactionIntervalMs, 10_000, () => this.tables.forEach((t) => this.scheduleCompaction(t)));
     every(this.opts.expiryIntervalMs, 60_000, () => this.tables.forEach((t) => void this.expireTable(t.table)));
     for (const c of this.consumers) c.start();
@@ -104,7 +106,7 @@ export class LocalRuntime {
     this.addTable(spec.table);
     const queue = spec.queue ?? new MemoryQueue({ visibilityMs: 30_000, maxReceiveCount: 5 });
     const maxReceiveCount = queue instanceof MemoryQueue ? queue.maxReceiveCount : spec.maxReceiveCount;
-    const consumer = new RuntimeConsumer({ ...spec, queue, maxReceiveCount, log: this.log });
+    const consumer = new RuntimeConsumer({ ...spec, queue, maxReceiveCount, discoveryIntervalMs: this.opts.discoveryIntervalMs, log: this.log });
     await consumer.init();
     this.consumers.push(consumer);
     if (this.running) consumer.start();
@@ -146,10 +148,16 @@ export class LocalRuntime {
     return out;
   }
 
-  /** Resolves once every consumer has delivered everything committed so far (rejects after `timeoutMs`). */
+  /**
+   * Resolves once every consumer has delivered everything committed so far; rejects after
+   * `timeoutMs`, or with a consumer's discovery error that retrying cannot heal.
+   */
   async idle(timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
+      // A failure no retry can heal (an expired position) would keep a consumer busy forever.
+      const stuck = this.consumers.find((c) => c.lastError instanceof VarveError && !c.lastError.retryable);
+      if (stuck) throw stuck.lastError;
       const states = await Promise.all(this.consumers.map((c) => c.isIdle()));
       const compacting = [...this.tables.values()].some((t) => t.compacting !== undefined);
       if (states.every(Boolean) && !compacting) return;

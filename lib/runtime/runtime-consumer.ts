@@ -7,6 +7,7 @@ import type { Table } from '../table/table';
 import type { StreamSink } from '../stream/delivery';
 import { discover, ensureConsumer, resetConsumer, rewindPlanning, type DiscoveryResult } from '../stream/discovery';
 import { SplitReader } from '../stream/reader';
+import { MemoryQueue } from '../stream/memory-queue';
 import type { SplitQueue } from '../stream/split-queue';
 import type { StreamOptions } from '../stream/stream-options';
 import { readConsumer } from '../stream/consumer';
@@ -23,6 +24,8 @@ export interface RuntimeConsumerOptions {
   readers?: number;
   maxSnapshotsPerRun?: number;
   maxReceiveCount?: number;
+  /** Backstop discovery interval; 0 disables. @default the table's `continuous.discovery-interval` */
+  discoveryIntervalMs?: number;
   log: (line: string) => void;
 }
 
@@ -40,6 +43,7 @@ export class RuntimeConsumer {
   lastError?: Error;
   private readonly reader: SplitReader;
   private loops: Promise<void>[] = [];
+  private timer?: NodeJS.Timeout;
   private running = false;
   private discovering?: Promise<void>;
   private again = false;
@@ -68,12 +72,20 @@ export class RuntimeConsumer {
     else await rewindPlanning(this.table, this.consumerId, this.opts.stream);
   }
 
-  /** Starts the reader loops and a first discovery. */
+  /** Starts the reader loops, the backstop discovery timer and a first discovery. */
   start(): void {
     if (this.running) return;
     this.running = true;
     for (let i = 0; i < (this.opts.readers ?? 2); i++) this.loops.push(this.readLoop());
+    const interval = this.opts.discoveryIntervalMs ?? this.table.options.continuousDiscoveryIntervalMs;
+    // A backstop: commits of this process trigger discovery at once; others are found by it.
+    if (interval > 0) this.timer = setInterval(() => this.scheduleDiscovery(), interval).unref();
     this.scheduleDiscovery();
+  }
+
+  /** Moves the dead letters of an in-process queue back to their groups (SQS: StartMessageMoveTask); returns how many. */
+  redriveDeadLetters(): number {
+    return this.queue instanceof MemoryQueue ? this.queue.redrive() : 0;
   }
 
   /**
@@ -83,6 +95,7 @@ export class RuntimeConsumer {
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
+    clearInterval(this.timer);
     await Promise.all(this.loops.splice(0));
     await this.discovering;
     try {

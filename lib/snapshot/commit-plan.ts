@@ -33,7 +33,7 @@ function rows(entries: readonly ManifestEntry[]): number {
   return entries.reduce((s, e) => s + e.file.rowCount, 0);
 }
 
-/** Settles every promise, then throws the first failure in `order` of importance, if any. */
+/** Settles every promise, then throws the first failure in array order (most important first), if any. */
 async function allOrFirstError<T extends readonly unknown[]>(promises: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
   // Waiting for all keeps a failed attempt from leaving writes running behind the caller's back.
   const settled = await Promise.allSettled(promises);

@@ -69,6 +69,7 @@ export async function readSplit(table: Table, split: Split): Promise<arrow.Table
   // Files in sequence order; a file's rows are read whole, in file order.
   const files = [...entries].sort((a, b) => a.file.minSequenceNumber - b.file.minSequenceNumber || a.file.maxSequenceNumber - b.file.maxSequenceNumber);
   const tables = await Promise.all(files.map((e) => readEntry(table, e).then(singleBatch)));
+  if (tables.every((t) => t.numRows === 0)) return emptyTable(schema);
   return orderBySequence(tables, files.map((e) => e.file.sequenceBase));
 }
 

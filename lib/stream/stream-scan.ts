@@ -92,7 +92,7 @@ export function expiredError(table: Table, id: number, earliest: number, what = 
   return new SnapshotExpiredError(
     `snapshot ${id} of ${table.name} has expired, so ${what} can no longer be read: snapshots ${id}..${earliest - 1} are lost ` +
       `(the earliest left is ${earliest}). Use a consumer id (--consumer-id) so that expiry keeps what a stream still needs, ` +
-      'start again (scan.mode=latest-full), or accept the gap with scan.on-expired=skip-to-earliest',
+      'start again (scan.mode=latest-full), or accept the gap with scan.on-expired=skip-to-earliest (varve tail: --on-expired skip-to-earliest)',
     { from: id, to: earliest },
   );
 }

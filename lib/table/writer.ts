@@ -164,7 +164,8 @@ export class TableWriter {
    */
   async commit(commitIdentifier: string = randomUUID()): Promise<CommitResult> {
     const rows = this.rows;
-    const touched = [...this.buckets.values()].filter((bw) => bw.buffer.size > 0);
+    // Buckets this commit writes to: rows still buffered, or already flushed to pending files.
+    const touched = [...this.buckets.values()].filter((bw) => bw.buffer.size > 0 || this.pendingData.some((f) => f.partition === bw.partition && f.bucket === bw.bucket));
     await beforeAppendCommit(this.table, touched);
     const batch = await this.prepareCommit();
     this.rows = 0;

@@ -47,7 +47,7 @@ export async function createQueue(name: string, attrs: Record<string, string> = 
 /** A queue's ARN. */
 export async function queueArn(url: string): Promise<string> {
   const r = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
-  return r.Attributes!.QueueArn;
+  return r.Attributes!.QueueArn!;
 }
 
 /** The DynamoDB catalog table (partition key `name`, as infra/warehouse.ts deploys it). */
@@ -270,7 +270,8 @@ export function objectCreatedEvent(bucket: string, key: string, etag: string, si
     detail: {
       version: '0',
       bucket: { name: bucket },
-      object: { key, size, etag: etag.replace(/"/g, ''), sequencer: '0062E99A88DC407460' },
+      // An unversioned bucket's events carry no version id; the type insists on one.
+      object: { key, size, etag: etag.replace(/"/g, ''), 'version-id': '', sequencer: '0062E99A88DC407460' },
       'request-id': 'N4N7GDK58NMKJ12R',
       requester: '123456789012',
       'source-ip-address': '203.0.113.15',

@@ -41,8 +41,8 @@ describe('concurrent compactions of one bucket', () => {
     // Both plan from the same snapshot, so the second commit finds its inputs gone. (Two jobs
     // with the very same plan would be one job run twice: the second would find it committed.)
     const results = await Promise.all([
-      compactBucket(table, 'region=eu', 0, { full: true, initial: { snapshot, entries } }),
-      compactBucket(other, 'region=eu', 0, { full: false, initial: { snapshot, entries } }),
+      compactBucket(table, 'region=eu', 0, { full: true, entries }),
+      compactBucket(other, 'region=eu', 0, { full: false, entries }),
     ]);
     store.setLatency(0);
 
@@ -63,10 +63,10 @@ describe('concurrent compactions of one bucket', () => {
     const snapshot = (await table.snapshots.latest())!;
     const entries = await readBucketFiles(table, snapshot, 'region=eu', 0);
     // The first job compacts and commits; then more data arrives before the second one commits.
-    await compactBucket(table, 'region=eu', 0, { initial: { snapshot, entries } });
+    await compactBucket(table, 'region=eu', 0, { entries });
     for (let i = 0; i < 5; i++) await writeChanges(table, upserts([2, 7], 10n + BigInt(i)));
 
-    const late = await compactBucket(table, 'region=eu', 0, { full: true, initial: { snapshot, entries } });
+    const late = await compactBucket(table, 'region=eu', 0, { full: true, entries });
 
     expect(late.attempts).toBe(2);
     expect(late.snapshot).toBeDefined();

@@ -74,8 +74,8 @@ describe('compactBucket', () => {
     const snapshot = (await table.snapshots.latest())!;
     const entries = await readBucketFiles(table, snapshot, 'region=eu', 0);
 
-    const first = await compactBucket(table, 'region=eu', 0, { full: true, initial: { snapshot, entries } });
-    const retry = await compactBucket(table, 'region=eu', 0, { full: true, initial: { snapshot, entries } });
+    const first = await compactBucket(table, 'region=eu', 0, { full: true, entries });
+    const retry = await compactBucket(table, 'region=eu', 0, { full: true, entries });
 
     expect(first.snapshot?.commitUser).toBe(COMPACT_COMMIT_USER);
     expect(retry.alreadyCommitted).toBe(true);

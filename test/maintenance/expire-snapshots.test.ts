@@ -201,6 +201,29 @@ describe('expireSnapshots', () => {
     expect(await table.snapshots.listIds()).toEqual([4, 5, 6, 7, 8]);
   });
 
+  it('two expiry runs at once leave a consistent table, and the next run leaves no garbage', async () => {
+    // Prepare
+    const table = await newTable({ 'changelog-producer': 'input' });
+    const history = await eightSnapshots(table);
+    const store = table.store as MemoryStore;
+    store.setLatency(1);
+    // Act
+    const [a, b] = await Promise.all([
+      expireSnapshots(table, { ...aggressive(), retainMin: 3 }),
+      expireSnapshots(table, aggressive()),
+    ]);
+    store.setLatency(0);
+    await expectVerified(table);
+    const after = await expireSnapshots(table, aggressive());
+    // Assess
+    expect(new Set([...a.expired, ...b.expired, ...after.expired])).toEqual(new Set([1, 2, 3, 4, 5, 6, 7]));
+    expect(await table.snapshots.listIds()).toEqual([8]);
+    expect(await rowsAt(table)).toEqual(history.get(8));
+    await expectVerified(table);
+    const orphans = await removeOrphanFiles(table, { olderThanMs: 0, dryRun: true, now: Date.now() + 1000 });
+    expect(orphans.orphans).toEqual([]);
+  });
+
   it('writes a valid EARLIEST even when nothing expires, and does nothing on an empty table', async () => {
     // Prepare
     const empty = await newTable();

@@ -8,12 +8,13 @@ import { readDeltaEntries } from '../../lib/manifest/scan';
 import { parseSchemaText } from '../../lib/schema/parse';
 import { RowKind, type Row, type RowKindByte } from '../../lib/schema/types';
 import { MemoryStore } from '../../lib/store/memory-store';
+import type { ObjectStore } from '../../lib/store/object-store';
 import { writeConsumer } from '../../lib/stream/consumer';
 import { dataFileKey } from '../../lib/table/paths';
 import { Table } from '../../lib/table/table';
 
 /** A 2-bucket primary-key table `db.t (id INT, v STRING)` on a memory store; compaction only when a test asks. */
-export async function newTable(options: Record<string, string> = {}, store = new MemoryStore()): Promise<Table> {
+export async function newTable(options: Record<string, string> = {}, store: ObjectStore = new MemoryStore()): Promise<Table> {
   return new FolderCatalog(store).createTable('db.t', {
     fields: parseSchemaText('id INT NOT NULL, v STRING'),
     primaryKeys: ['id'],

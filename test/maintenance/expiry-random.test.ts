@@ -60,7 +60,15 @@ async function step(w: World, n: number): Promise<void> {
     w.log.push(`${n}: delete tag ${name}`);
     await deleteTag(table.store, table.path, name);
     w.tags.delete(name);
-  } else if (roll < 0.64) {
+  } else if (roll < 0.62 && w.consumers.size > 0) {
+    // The consumers read on: each moves forward to somewhere up to past the latest.
+    w.log.push(`${n}: consumers read`);
+    for (const [id, next] of w.consumers) {
+      const moved = r.int(next, latest + 1);
+      await addConsumer(table, id, moved, now);
+      w.consumers.set(id, moved);
+    }
+  } else if (roll < 0.66) {
     const id = `c${r.int(0, 2)}`;
     if (r.chance(0.4) && w.consumers.has(id)) {
       w.log.push(`${n}: delete consumer ${id}`);
@@ -78,7 +86,7 @@ async function step(w: World, n: number): Promise<void> {
     const opts = { retainMin: r.int(1, 4), olderThanMs: 0, limit: r.int(1, 6), graceMs: r.chance(0.3) ? 5_000 : 0, now: now + 1 };
     w.log.push(`${n}: expire ${JSON.stringify(opts)}`);
     const res = await expireSnapshots(table, opts);
-    w.stats.expired += res.expired.length;
+        w.stats.expired += res.expired.length;
     w.stats.deletedFiles += res.deletedFiles;
   } else if (roll < 0.9) {
     w.log.push(`${n}: remove orphans`);

@@ -63,12 +63,14 @@ export async function liveFilesByBucket(table: Table): Promise<Map<string, Manif
 
 /**
  * Asserts the LSM invariants of every bucket: levels ≥ 1 are each one sorted run (no overlap),
- * and no file of the max level holds a retraction (deletes are dropped there).
+ * level 0 holds only writers' files, and no file of the max level holds a retraction.
  */
 export async function checkLevels(table: Table, context: string): Promise<void> {
   for (const [bucket, entries] of await liveFilesByBucket(table)) {
     // Levels checks the overlap itself (CorruptMetadataError) when given the key order.
     const levels = new Levels(entries.map((e) => e.file), table.options.numLevels, table.compareKeys);
+    // Compaction never writes level 0: every level-0 file is a writer's flush.
+    for (const f of levels.level0) expect(f.fileSource, `${context}: ${bucket} level-0 file ${f.fileName}`).toBe('APPEND');
     for (const f of levels.runOfLevel(levels.maxLevel)) {
       expect(f.deleteRowCount, `${context}: ${bucket} max-level file ${f.fileName} holds deletes`).toBe(0);
     }

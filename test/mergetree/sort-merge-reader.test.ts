@@ -60,6 +60,25 @@ describe('mergeSortedRuns', () => {
     expect(read([{ recs: [], base: 0 }, { recs: [], base: 4 }])).toEqual([]);
   });
 
+  it('merges DECIMAL and composite STRING keys in exact and code-point order', () => {
+    const dec = schemaOf(['k DECIMAL(22,2)', 's STRING', 'v INT'], ['k', 's']);
+    const r = (k: string, s: string, v: number, seq: number): Rec => ({ row: { k, s, v }, kind: I, seq });
+    const a = [r('-12345678901234567890.12', 'x', 1, 1), r('0.10', '\uFFFF', 2, 2), r('0.10', '\u{1F600}', 3, 3)];
+    const b = [r('-12345678901234567890.12', 'x', 10, 10), r('0.10', '\u{1F600}', 30, 30), r('12345678901234567890.12', '', 40, 40)];
+
+    const out = mergeSortedRuns(
+      [a, b].map((recs) => ({ table: physicalTable(dec, recs), sequenceBase: 0 })),
+      { schema: dec, keyColumns: ['k', 's'], engine: mergeEngineFor(mergeConfig()), dropDeletes: true },
+    );
+
+    expect(recordsOf(dec, out).map((x) => [x.row.k, x.row.s, x.row.v])).toEqual([
+      ['-12345678901234567890.12', 'x', 10],
+      ['0.10', '\uFFFF', 2],
+      ['0.10', '\u{1F600}', 30],
+      ['12345678901234567890.12', '', 40],
+    ]);
+  });
+
   it('refuses a run that is not sorted by key', () => {
     const bad = { recs: [rec(2, 'b', 1), rec(1, 'a', 2)], base: 0 };
 

@@ -69,7 +69,8 @@ function runCommitter(where: string, i: number, waits: Waits): Promise<Committer
   });
 }
 
-function summarise(label: string, reports: CommitterReport[], ms: number): void {
+/** Prints timings, retries and storage calls; returns the number of retries (> 0 proves the committers raced). */
+function summarise(label: string, reports: CommitterReport[], ms: number): number {
   const attempts = reports.flatMap((r) => r.attempts);
   const retries = reports.reduce((s, r) => s + r.retries, 0);
   const requests: Record<string, number> = {};
@@ -81,6 +82,7 @@ function summarise(label: string, reports: CommitterReport[], ms: number): void 
       `max ${Math.max(...attempts)}` +
       (Object.keys(requests).length ? `; storage calls ${JSON.stringify(requests)}` : ''),
   );
+  return retries;
 }
 
 async function raceProcesses(where: string, waits: Waits): Promise<{ reports: CommitterReport[]; ms: number }> {
@@ -102,7 +104,7 @@ describe('concurrent committers', () => {
     // Act
     const { reports, ms } = await raceProcesses(`local:${dir}`, { min: 5, max: 100 });
     // Assess
-    summarise('LocalStore, 16 processes', reports, ms);
+    expect(summarise('LocalStore, 16 processes', reports, ms)).toBeGreaterThan(0);
     await verifyAppends(new LocalStore(dir), T, expectedAppends());
   }, 300_000);
 
@@ -131,7 +133,7 @@ describe('concurrent committers', () => {
         return { committer: i, attempts, retries, ms: Math.round(performance.now() - started) };
       }),
     );
-    summarise('MemoryStore, 16 promises', reports, performance.now() - started);
+    expect(summarise('MemoryStore, 16 promises', reports, performance.now() - started)).toBeGreaterThan(0);
     store.setLatency(0);
     await verifyAppends(store, T, expectedAppends());
   }, 300_000);
@@ -141,8 +143,7 @@ describe.skipIf(!awsAvailable())('concurrent committers on S3 (moto)', () => {
   it('in separate processes: every commit lands exactly once', async () => {
     const bucket = await freshBucket();
     const { reports, ms } = await raceProcesses(`s3:${bucket}`, { min: 10, max: 1000 });
-    summarise('S3Store on moto, 16 processes', reports, ms);
+    expect(summarise('S3Store on moto, 16 processes', reports, ms)).toBeGreaterThan(0);
     await verifyAppends(new S3Store({ bucket }), T, expectedAppends());
-    expect(reports).toHaveLength(COMMITTERS);
   }, 300_000);
 });

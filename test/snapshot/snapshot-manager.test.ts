@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ObjectNotFoundError, SnapshotNotFoundError } from '../../lib/errors';
+import { CorruptMetadataError, ObjectNotFoundError, SnapshotNotFoundError } from '../../lib/errors';
 import { earliestHintKey, latestHintKey, snapshotKey } from '../../lib/manifest/table-paths';
 import { commit } from '../../lib/snapshot/commit';
 import { SnapshotManager } from '../../lib/snapshot/snapshot-manager';
@@ -97,6 +97,18 @@ describe('SnapshotManager', () => {
     await expect(sm.read(7)).rejects.toThrow(/not been committed.*2\.\.4/);
     expect(await sm.tryRead(1)).toBeUndefined();
     expect(await sm.listIds()).toEqual([2, 3, 4]);
+  });
+
+  it('reports a damaged or misplaced snapshot file as corrupt metadata', async () => {
+    const { store, sm } = await tableWith(3);
+    const third = (await store.get(snapshotKey(T, 3))).body;
+    await store.put(snapshotKey(T, 2), third);
+    await expect(sm.read(2)).rejects.toThrow(CorruptMetadataError);
+    await expect(sm.read(2)).rejects.toThrow(/holds snapshot id 3, expected 2/);
+    await store.put(snapshotKey(T, 2), utf8('{"version":1,"id":2}'));
+    await expect(sm.read(2)).rejects.toThrow(/snapshot file db.db\/snaps\/snapshot\/snapshot-2/);
+    await store.put(snapshotKey(T, 2), utf8('not json'));
+    await expect(sm.read(2)).rejects.toThrow(CorruptMetadataError);
   });
 
   it('finds the snapshot at or before a time by binary search', async () => {

@@ -1,0 +1,43 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as arrow from 'apache-arrow';
+import { Compression, EnabledStatistics, Table as WasmTable, writeParquet, WriterPropertiesBuilder } from 'parquet-wasm';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog';
+import { LocalStore } from '../../lib/store/local-store';
+import { parseSchemaText } from '../../lib/schema/parse';
+import { BENCH_SCHEMA_TEXT, makeRows, shuffled } from '../lib/data';
+import { expectedChecksum, tableChecksum, assertChecksum } from '../lib/checksum';
+
+const N = Number(process.argv[2] ?? 1_000_000);
+let t0 = performance.now();
+const keys = shuffled(N, 1);
+const data = makeRows(keys, 0);
+console.log('gen', (performance.now() - t0).toFixed(0));
+t0 = performance.now();
+const exp = expectedChecksum(keys, 0);
+console.log('expected', (performance.now() - t0).toFixed(0));
+t0 = performance.now();
+assertChecksum('gen', tableChecksum(data), exp);
+console.log('checksum', (performance.now() - t0).toFixed(0));
+const dir = mkdtempSync(join(tmpdir(), 'varve-bench-'));
+const table = await new FolderCatalog(new LocalStore(dir)).createTable('b.t', { fields: parseSchemaText(BENCH_SCHEMA_TEXT), primaryKeys: ['key'], options: { bucket: '4', 'write-only': 'true' } });
+for (let r = 0; r < 2; r++) {
+  t0 = performance.now();
+  const w = table.newWriter();
+  await w.writeArrow(data);
+  const t1 = performance.now();
+  const res = await w.commit();
+  await w.close();
+  console.log('varve write', (t1 - t0).toFixed(0), 'commit', (performance.now() - t1).toFixed(0), res.files);
+  t0 = performance.now();
+  const props = new WriterPropertiesBuilder().setCompression(Compression.ZSTD).setMaxRowGroupSize(262144).setStatisticsEnabled(EnabledStatistics.Chunk).setDictionaryEnabled(false).setColumnDictionaryEnabled('s', true).setColumnDictionaryEnabled('opt', true).build();
+  const bytes = writeParquet(WasmTable.fromIPCStream(arrow.tableToIPC(data, 'stream')), props);
+  writeFileSync(join(dir, 'raw.parquet'), bytes);
+  console.log('raw write', (performance.now() - t0).toFixed(0), bytes.length);
+}
+t0 = performance.now();
+const back = await table.read();
+console.log('read', (performance.now() - t0).toFixed(0), back.numRows);
+assertChecksum('read', tableChecksum(back), exp);
+console.log('ok', process.resourceUsage().maxRSS / 1024);

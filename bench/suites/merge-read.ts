@@ -1,0 +1,86 @@
+/**
+ * Benchmark 2, merge-read: K keys written 5 times (5 sorted runs per bucket, 5·K versions), read
+ * as the merged latest state, against reading the same Parquet files without merging and against
+ * DuckDB (one thread) deduplicating the same files with a window function.
+ */
+import { readFile } from 'node:fs/promises';
+import type * as arrow from 'apache-arrow';
+import type { Table } from '../../lib/table/table';
+import { range, shuffled } from '../lib/data';
+import { addChecksums, assertChecksum, expectedChecksum, tableChecksum } from '../lib/checksum';
+import { duckChecksum, mergeQuery, openDuckDB } from '../lib/duckdb';
+import { compare, ratioOf, type RepPlan } from '../lib/harness';
+import { rawParquetDecode } from '../lib/raw-parquet';
+import type { SuiteContext, SuiteResult } from '../lib/results';
+import { BENCH_BUCKETS, createBenchTable, freshDir, liveFiles, writeVersion } from '../lib/tables';
+
+const VERSIONS = 5;
+
+/** Runs benchmark 2. */
+export async function runMergeRead(ctx: SuiteContext): Promise<SuiteResult> {
+  const k = ctx.quick ? 200_000 : 1_000_000;
+  const plan: RepPlan = ctx.quick ? { warmup: 1, reps: 2 } : { warmup: 1, reps: 3 };
+  const table = await createBenchTable(await freshDir(ctx.tmp, 'merge'));
+  const t0 = performance.now();
+  for (let v = 0; v < VERSIONS; v++) await writeVersion(table, shuffled(k, 100 + v), v);
+  const snapshot = (await table.snapshots.latest())!;
+  const files = await liveFiles(table, snapshot);
+  ctx.log(`merge-read: ${VERSIONS} versions of ${k} keys written in ${((performance.now() - t0) / 1000).toFixed(1)} s, ${files.length} files`);
+  const all = range(k);
+  const expectedMerged = expectedChecksum(all, VERSIONS - 1);
+  const expectedRaw = addChecksums(Array.from({ length: VERSIONS }, (_, v) => expectedChecksum(all, v)));
+  const totalBytes = files.reduce((s, f) => s + f.bytes, 0);
+  const duck = await openDuckDB();
+  const sql = mergeQuery(files);
+
+  try {
+    const timings = await compare(
+      plan,
+      [
+        {
+          id: 'varve',
+          run: () => table.read(),
+          check: (t: arrow.Table) => assertChecksum('merge-read: varve', tableChecksum(t), expectedMerged),
+        },
+        {
+          id: 'raw',
+          run: async () => Promise.all(files.map(async (f) => rawParquetDecode(new Uint8Array(await readFile(f.path))))),
+          check: (ts: arrow.Table[]) => assertChecksum('merge-read: raw read of the files', addChecksums(ts.map(tableChecksum)), expectedRaw),
+        },
+        {
+          id: 'duckdb',
+          run: () => duck.conn.run(`CREATE OR REPLACE TEMP TABLE merged AS ${sql}`),
+          check: async () => assertChecksum('merge-read: DuckDB', await duckChecksum(duck.conn, 'merged'), expectedMerged),
+          teardown: () => duck.conn.run('DROP TABLE merged').then(() => undefined),
+        },
+      ],
+      ctx.log,
+    );
+    return {
+      id: 'merge-read',
+      title: '2. Merge-read',
+      method: [
+        `Table: ${k.toLocaleString('en')} keys, each written ${VERSIONS} times (one commit per version, all keys, shuffled): ${BENCH_BUCKETS} buckets × ${VERSIONS} sorted runs = ${files.length} level-0 files, ${(k * VERSIONS).toLocaleString('en')} versions, ${(totalBytes / 1e6).toFixed(1)} MB zstd Parquet.`,
+        'varve: `table.read()` of the latest snapshot (plan, read every file, k-way merge per bucket, drop system columns).',
+        'raw: read and decode the same files with parquet-wasm, no merge (the I/O + decode floor).',
+        'DuckDB: one thread (`SET threads = 1`), `CREATE TEMP TABLE AS` the query below over the same files, so it materialises its result as varve does. Level-0 files store sequence numbers relative to their batch, so each file gets its sequence base from the manifests as a constant column.',
+        `\`\`\`sql\nSELECT key, i32, f, s, opt FROM (\n  SELECT * FROM (SELECT *, <base> AS _base FROM read_parquet('<file>') UNION ALL …)\n  QUALIFY row_number() OVER (PARTITION BY key ORDER BY _base + _SEQUENCE_NUMBER DESC) = 1\n) WHERE _VALUE_KIND IN (0, 2)\n\`\`\``,
+      ],
+      checks: [
+        `varve and DuckDB: ${k.toLocaleString('en')} rows whose checksum equals the generator's for version ${VERSIONS - 1} of every key (DuckDB's computed in SQL).`,
+        `raw: ${(k * VERSIONS).toLocaleString('en')} rows whose checksum equals the sum over all versions.`,
+      ],
+      measurements: [
+        { id: 'varve', label: `varve merge-read (${k.toLocaleString('en')} keys over ${VERSIONS} runs)`, unit: 'ms', stats: timings.varve, params: { keys: k, versions: k * VERSIONS, files: files.length, MB: +(totalBytes / 1e6).toFixed(1) } },
+        { id: 'raw', label: 'raw read + decode of the same files, no merge', unit: 'ms', stats: timings.raw },
+        { id: 'duckdb', label: 'DuckDB, 1 thread, window dedup into a temp table', unit: 'ms', stats: timings.duckdb },
+      ],
+      ratios: [
+        { id: 'merge-vs-raw', label: 'varve merge-read ÷ raw read of the same files', ...ratioOf(timings.varve, timings.raw), target: 1.5 },
+        { id: 'merge-vs-duckdb', label: 'varve merge-read ÷ DuckDB (1 thread)', ...ratioOf(timings.varve, timings.duckdb) },
+      ],
+    };
+  } finally {
+    duck.close();
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * Benchmark 1, write: N rows (arrival order shuffled) into a fresh 4-bucket table in a local
+ * folder through `writeArrow` + `commit`, against parquet-wasm writing the same rows to one file
+ * with the same settings, in the same run. Then peak RSS against `write-buffer-size`, one child
+ * process per setting.
+ */
+import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import type * as arrow from 'apache-arrow';
+import { readLiveFiles } from '../../lib/manifest/scan';
+import type { Table } from '../../lib/table/table';
+import { makeRows, shuffled } from '../lib/data';
+import { assertChecksum, assertEqual, expectedChecksum, tableChecksum } from '../lib/checksum';
+import { runChild } from '../lib/child';
+import { compare, ratioOf, statsOf, type RepPlan } from '../lib/harness';
+import { rawParquetDecode, rawParquetWrite } from '../lib/raw-parquet';
+import type { Measurement, Ratio, SuiteContext, SuiteResult, TableSpec } from '../lib/results';
+import { BENCH_BUCKETS, createBenchTable, freshDir, removeDir } from '../lib/tables';
+
+interface RssResult {
+  maxRssMB: number;
+  ms: number;
+  files?: number;
+}
+
+/** Runs benchmark 1. */
+export async function runWrite(ctx: SuiteContext): Promise<SuiteResult> {
+  const n = ctx.quick ? 200_000 : 1_000_000;
+  const plan: RepPlan = ctx.quick ? { warmup: 1, reps: 2 } : { warmup: 1, reps: 3 };
+  const keys = shuffled(n, 11);
+  const input = makeRows(keys, 0);
+  const expected = expectedChecksum(keys, 0);
+  assertChecksum('write: generated input', tableChecksum(input), expected);
+  const stageBuffer: number[] = [];
+  const stageCommit: number[] = [];
+  let fileBytes = 0;
+  let rawBytes = 0;
+
+  const timings = await compare(
+    plan,
+    [
+      {
+        id: 'varve',
+        setup: async () => createBenchTable(await freshDir(ctx.tmp, 'write')),
+        run: async (table: Table) => {
+          const writer = table.newWriter();
+          const t0 = performance.now();
+          await writer.writeArrow(input);
+          const t1 = performance.now();
+          const r = await writer.commit('bench-write');
+          stageBuffer.push(t1 - t0);
+          stageCommit.push(performance.now() - t1);
+          await writer.close();
+          return r;
+        },
+        check: async (r: Awaited<ReturnType<Table['write']>>, table: Table) => {
+          assertEqual('write: committed rows', r.snapshot?.totalRecordCount, n);
+          const files = await readLiveFiles(table.store, table.path, r.snapshot!);
+          assertEqual('write: files (one per bucket)', files.length, BENCH_BUCKETS);
+          fileBytes = files.reduce((s, e) => s + e.file.fileSize, 0);
+          assertChecksum('write: table read back', tableChecksum(await table.read()), expected);
+        },
+        teardown: (table: Table) => removeDir((table.store as { root: string }).root),
+      },
+      {
+        id: 'raw',
+        setup: async () => join(await freshDir(ctx.tmp, 'raw'), 'data.parquet'),
+        run: (path: string) => rawParquetWrite(path, input),
+        check: async (_size: number, path: string) => {
+          const bytes = await readFile(path);
+          rawBytes = bytes.byteLength;
+          assertChecksum('write: raw file read back', tableChecksum(rawParquetDecode(new Uint8Array(bytes))), expected);
+        },
+        teardown: (path: string) => removeDir(join(path, '..')),
+      },
+    ],
+    ctx.log,
+  );
+  // The stage split of the recorded repetitions only (the warm-up is the first entry).
+  const buffer = statsOf(stageBuffer.slice(plan.warmup));
+  const flush = statsOf(stageCommit.slice(plan.warmup));
+  const mb = (input.data.reduce((s, d) => s + byteSize(d), 0) / 1e6).toFixed(1);
+  const measurements: Measurement[] = [
+    { id: 'varve', label: `varve: writeArrow + commit, ${n.toLocaleString('en')} rows, ${BENCH_BUCKETS} buckets`, unit: 'ms', stats: timings.varve, params: { rows: n, fileMB: +(fileBytes / 1e6).toFixed(2) } },
+    { id: 'varve-buffer', label: '… of which writeArrow (route rows to buckets, buffer)', unit: 'ms', stats: buffer },
+    { id: 'varve-commit', label: '… of which commit (sort + merge, Parquet encode, put, commit protocol)', unit: 'ms', stats: flush },
+    { id: 'raw', label: `parquet-wasm: encode + write one file, same rows and settings`, unit: 'ms', stats: timings.raw, params: { rows: n, fileMB: +(rawBytes / 1e6).toFixed(2) } },
+  ];
+  const ratios: Ratio[] = [{ id: 'write-vs-raw', label: 'varve write ÷ raw parquet-wasm write', ...ratioOf(timings.varve, timings.raw), target: 1.5 }];
+
+  // Peak RSS against write-buffer-size: one bucket, so the data outgrows the smaller buffers.
+  const rssRows = ctx.quick ? 500_000 : 2_000_000;
+  const buffers = ctx.quick ? [8, 64] : [16, 64, 256];
+  const rssTable: TableSpec = { title: `Peak RSS writing ${rssRows.toLocaleString('en')} rows in chunks of 100k (one bucket, one commit), one process each`, columns: ['case', 'peak RSS MB', 'peak − floor MB', 'time ms'], rows: [] };
+  const floor = await runChild<RssResult>('bench/suites/write-rss-child.ts', ['floor', String(rssRows), '0', ctx.tmp]);
+  ctx.log(`write: RSS floor (generate only) ${floor.maxRssMB.toFixed(0)} MB`);
+  rssTable.rows.push(['floor: node + generating the rows', floor.maxRssMB.toFixed(0), '0', floor.ms.toFixed(0)]);
+  for (const size of buffers) {
+    const dir = await freshDir(ctx.tmp, `rss${size}`);
+    const r = await runChild<RssResult>('bench/suites/write-rss-child.ts', ['varve', String(rssRows), String(size), dir]);
+    await removeDir(dir);
+    ctx.log(`write: RSS with write-buffer-size ${size} MB: ${r.maxRssMB.toFixed(0)} MB`);
+    rssTable.rows.push([`varve, write-buffer-size ${size} MB`, r.maxRssMB.toFixed(0), (r.maxRssMB - floor.maxRssMB).toFixed(0), r.ms.toFixed(0)]);
+    measurements.push({ id: `rss-${size}`, label: `peak RSS, write-buffer-size ${size} MB`, unit: 'MB', stats: statsOf([r.maxRssMB]), params: { bufferMB: size, rows: rssRows } });
+  }
+
+  return {
+    id: 'write',
+    title: '1. Write',
+    method: [
+      `Input: ${n.toLocaleString('en')} rows (${mb} MB of Arrow buffers) in shuffled key order, generated once; key BIGINT, INT, DOUBLE, STRING, nullable STRING.`,
+      `varve: a fresh ${BENCH_BUCKETS}-bucket table (write-only, deduplicate) in a LocalStore on a temp folder per repetition; timed: \`writer.writeArrow(input)\` + \`writer.commit()\` (sort, merge, zstd Parquet, fsynced puts, snapshot commit).`,
+      'raw: parquet-wasm `writeParquet` of the same Arrow table with the same writer settings (zstd, 262,144-row groups, chunk statistics, dictionary on strings), written to one fsynced file.',
+      'Both run in every repetition, in alternating order; the ratio is of the medians, its spread the per-repetition ratios.',
+      `Memory: child processes write ${rssRows.toLocaleString('en')} rows in 100k-row chunks into a 1-bucket table (so the rows outgrow the smaller buffers) and report \`process.resourceUsage().maxRSS\`; the floor process only generates the same chunks.`,
+    ],
+    checks: [
+      'varve: the snapshot counts every row, one file per bucket, and the table read back matches the generator checksum (count, key sum, key×value mix, sums of every column).',
+      'raw: the file decodes to the same checksum.',
+      'memory children: snapshot row count and the live files\' row counts equal the rows written.',
+    ],
+    measurements,
+    ratios,
+    tables: [rssTable],
+  };
+}
+
+/** Bytes held by an Arrow Data and its children. */
+function byteSize(d: arrow.Data): number {
+  let s = (d.values?.byteLength ?? 0) + (d.valueOffsets?.byteLength ?? 0) + (d.nullBitmap?.byteLength ?? 0);
+  for (const c of d.children) s += byteSize(c);
+  return s;
+}

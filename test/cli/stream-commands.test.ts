@@ -1,0 +1,102 @@
+/**
+ * `varve tail` and `varve demo` as a user runs them, through runCli against a folder warehouse.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { runCli } from '../../lib/cli/main';
+import { parseFrom } from '../../lib/cli/stream-commands';
+import { InvalidArgumentError } from '../../lib/errors';
+
+let dir: string;
+
+async function varve(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(['--warehouse', join(dir, 'wh'), ...args], { out: (t) => (out += t), err: (t) => (err += t) });
+  return { code, out, err };
+}
+
+async function write(table: string, rows: object[]): Promise<void> {
+  const file = join(dir, `in-${Math.random()}.jsonl`);
+  const { writeFileSync } = await import('node:fs');
+  writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  expect((await varve('write', table, file)).code).toBe(0);
+}
+
+const lines = (out: string) => out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'varve-tail-'));
+  expect((await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id', '-o', 'bucket=2')).code).toBe(0);
+});
+
+describe('varve tail', () => {
+  it('prints the latest state as +I lines by default, and every change with --from earliest', async () => {
+    // Prepare
+    await write('db.t', [{ id: 1, v: 'a' }]);
+    await write('db.t', [{ id: 1, v: 'b' }]);
+    // Act
+    const latest = await varve('tail', 'db.t');
+    const earliest = await varve('tail', 'db.t', '--from', 'earliest');
+    const fromTwo = await varve('tail', 'db.t', '--from', 'snapshot:2');
+    // Assess
+    expect(lines(latest.out)).toEqual([{ snapshot: 2, kind: '+I', row: { id: 1, v: 'b' } }]);
+    expect(lines(earliest.out)).toEqual([
+      { snapshot: 1, kind: '+I', row: { id: 1, v: 'a' } },
+      { snapshot: 2, kind: '+I', row: { id: 1, v: 'b' } },
+    ]);
+    expect(lines(fromTwo.out).map((l) => l.snapshot)).toEqual([2]);
+  });
+
+  it('with --consumer-id resumes where the previous tail stopped', async () => {
+    // Prepare
+    await write('db.t', [{ id: 1, v: 'a' }]);
+    const first = await varve('tail', 'db.t', '--consumer-id', 'me', '--from', 'earliest');
+    await write('db.t', [{ id: 2, v: 'b' }]);
+    // Act
+    const second = await varve('tail', 'db.t', '--consumer-id', 'me');
+    const consumers = await varve('sys', 'db.t', 'consumers', '--format', 'jsonl');
+    // Assess
+    expect(lines(first.out)).toEqual([{ snapshot: 1, kind: '+I', row: { id: 1, v: 'a' } }]);
+    expect(lines(second.out)).toEqual([{ snapshot: 2, kind: '+I', row: { id: 2, v: 'b' } }]);
+    expect(consumers.out).toContain('"me"');
+  });
+
+  it('--follow prints changes committed while it runs and stops after --idle-exit', async () => {
+    // Prepare
+    await write('db.t', [{ id: 1, v: 'a' }]);
+    // Act
+    const tail = varve('tail', 'db.t', '--from', 'latest', '--follow', '--idle-exit', '1500');
+    await new Promise((r) => setTimeout(r, 200));
+    await write('db.t', [{ id: 2, v: 'b' }]);
+    const result = await tail;
+    // Assess
+    expect(result.code).toBe(0);
+    expect(lines(result.out)).toEqual([{ snapshot: 2, kind: '+I', row: { id: 2, v: 'b' } }]);
+  });
+
+  it("says what is wrong with a bad --from", async () => {
+    expect(() => parseFrom('yesterday')).toThrow(InvalidArgumentError);
+    expect(parseFrom('timestamp:2024-05-01T00:00:00Z')).toEqual({ mode: 'from-timestamp', timestampMillis: Date.parse('2024-05-01T00:00:00Z') });
+    const r = await varve('tail', 'db.t', '--from', 'nowhere');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/--from "nowhere" is not a start position/);
+  });
+});
+
+describe('varve demo', () => {
+  it('shows inserts, an update, a silent compaction, a delete, a restart and expiry held by the consumer', async () => {
+    // Act
+    const r = await varve('demo');
+    const again = await varve('demo');
+    // Assess
+    expect(r.code).toBe(0);
+    expect(again.code).toBe(0); // re-runnable: the previous demo table is dropped first
+    const received = r.out.split('\n').filter((l) => l.includes('consumer <-')).map((l) => l.split('consumer <- ')[1].slice(0, 2));
+    expect(received).toEqual(['+I', '+I', '+I', '-U', '+U', '-D', '+I', '+I', '+I']);
+    expect(r.out).toMatch(/full compaction -> snapshot\(s\) \d+ \(COMPACT\)\n.*\(nothing reached the consumer\)/);
+    expect(r.out).toMatch(/held by consumer demo at nextSnapshot (\d+)/);
+  }, 60_000);
+});

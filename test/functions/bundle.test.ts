@@ -1,0 +1,36 @@
+/**
+ * The Lambda packages: every handler of functions/ bundles with infra/lambda.ts's esbuild settings
+ * into clean CommonJS (no top-level await, no `import.meta` anywhere it imports), loads from a
+ * folder holding only it and parquet-wasm's .wasm, and zips under 3 MB. Also: the names the
+ * handlers emit are the ones the CDK constructs and alarms expect.
+ */
+import { describe, expect, it } from 'vitest';
+import { VARVE_METRICS } from '../../infra/alarms';
+import { SNAPSHOT_COMMITTED as INFRA_SNAPSHOT_COMMITTED } from '../../infra/stream-consumer';
+import { SNAPSHOT_COMMITTED } from '../../functions/shared/commit-events';
+import { METRIC } from '../../functions/shared/observability';
+import { bundleFunction, functionNames, loadBundle, MAX_ZIPPED_BYTES } from '../../scripts/bundle-size';
+
+describe('the Lambda bundles', () => {
+  it('cover the six handlers the constructs deploy', () => {
+    expect(functionNames()).toEqual(['commit', 'compact', 'discover', 'expire', 'ingest', 'read']);
+  });
+
+  it.each(['commit', 'compact', 'discover', 'expire', 'ingest', 'read'])('%s bundles to clean CJS that loads and zips under 3 MB', async (name) => {
+    // Act
+    const b = await bundleFunction(name);
+
+    // Assess
+    expect(b.warnings).toEqual([]);
+    expect(b.code).toMatch(/module\.exports/);
+    expect(b.zippedBytes).toBeLessThan(MAX_ZIPPED_BYTES);
+    expect(loadBundle(b)).toBe('function');
+  });
+});
+
+describe('the names the handlers emit', () => {
+  it('are the metric names and the commit event the infra expects', () => {
+    expect(METRIC).toEqual(VARVE_METRICS);
+    expect(SNAPSHOT_COMMITTED).toBe(INFRA_SNAPSHOT_COMMITTED);
+  });
+});

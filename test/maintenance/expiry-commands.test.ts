@@ -1,0 +1,89 @@
+/** `varve expire` and `varve remove-orphans` against a folder warehouse: summaries, dry run, bad flags. */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { registerExpiryCommands } from '../../lib/cli/maintenance-commands';
+import type { GlobalOptions } from '../../lib/cli/parse-flags';
+import { InvalidArgumentError } from '../../lib/errors';
+import { openStore } from '../../lib/store/open-store';
+import { utf8 } from '../../lib/store/object-store';
+import type { Table } from '../../lib/table/table';
+import { addConsumer, eightSnapshots, newTable } from './expiry-fixtures';
+
+let warehouse: string;
+
+async function varve(...args: string[]): Promise<string> {
+  let out = '';
+  const program = new Command().option('--warehouse <uri>').exitOverride();
+  registerExpiryCommands(program, () => program.opts<GlobalOptions>(), (t) => (out += t));
+  await program.parseAsync(['--warehouse', warehouse, ...args], { from: 'user' });
+  return out;
+}
+
+async function folderTable(options: Record<string, string> = {}): Promise<Table> {
+  return newTable(options, openStore(warehouse));
+}
+
+beforeEach(() => {
+  warehouse = mkdtempSync(join(tmpdir(), 'varve-expiry-cli-'));
+});
+
+describe('varve expire / remove-orphans', () => {
+  it('expire prints what it expired and deleted, and what remains', async () => {
+    // Prepare
+    const table = await folderTable();
+    await eightSnapshots(table);
+    // Act
+    const out = await varve('expire', 'db.t', '--retain-min', '2', '--older-than', '0 ms');
+    // Assess
+    expect(out).toMatch(/^db\.t: expired snapshots 1\.\.6, deleted \d+ files \(\d+ data, 0 changelog, \d+ manifests, \d+ manifest lists\); snapshots 7\.\.8 remain\n$/);
+    expect(await table.snapshots.earliestId()).toBe(7);
+  });
+
+  it('expire names the consumer holding it back and hints at consumer.expiration-time', async () => {
+    // Prepare
+    const table = await folderTable();
+    await eightSnapshots(table);
+    await addConsumer(table, 'dashboard', 5);
+    // Act
+    const out = await varve('expire', 'db.t', '--retain-min', '1', '--older-than', '0');
+    // Assess
+    expect(out).toContain('expired snapshots 1..4');
+    expect(out).toContain('held back by consumer dashboard, which still needs snapshot 5');
+    expect(out).toContain('hint: consumers never expire on this table; set the option consumer.expiration-time');
+    expect(out.split('\n').length).toBe(2);
+  });
+
+  it('remove-orphans --dry-run lists the files and deletes nothing; without it, deletes them', async () => {
+    // Prepare
+    const table = await folderTable();
+    await eightSnapshots(table);
+    const junk = `${table.path}/bucket-1/data-from-a-crashed-writer.parquet`;
+    await table.store.put(junk, utf8('junk'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Act
+    const young = await varve('remove-orphans', 'db.t');
+    const dry = await varve('remove-orphans', 'db.t', '--older-than', '10 ms', '--dry-run');
+    const stillThere = await table.store.head(junk);
+    const real = await varve('remove-orphans', 'db.t', '--older-than', '10 ms');
+    // Assess
+    expect(young).toBe('db.t: removed 0 orphan files (0.0 MB) older than 1 d; 1 newer unreferenced files left alone\n');
+    expect(dry.split('\n')[0]).toBe('db.t: would remove 1 orphan files (0.0 MB) older than 10 ms');
+    expect(dry).toContain(`  data\t${junk}\t4 bytes\t`);
+    expect(stillThere).toBeDefined();
+    expect(real).toBe('db.t: removed 1 orphan files (0.0 MB) older than 10 ms\n');
+    expect(await table.store.head(junk)).toBeUndefined();
+  });
+
+  it('rejects a duration it cannot read, naming the flag', async () => {
+    // Prepare
+    await folderTable();
+    // Act
+    const run = varve('expire', 'db.t', '--older-than', 'soon');
+    // Assess
+    await expect(run).rejects.toThrow(InvalidArgumentError);
+    await expect(varve('remove-orphans', 'db.t', '--older-than', 'a while')).rejects.toThrow(/--older-than "a while" is not a duration/);
+  });
+});
