@@ -154,20 +154,21 @@ export function tableChecksum(t: arrow.Table): Checksum {
   return { rows: t.numRows, keySum: keySum.toString(), mix, i32Sum, fUnits, sSum: sAcc.sum, optCount: oAcc.count, optSum: oAcc.sum };
 }
 
-/** Adds checksums of disjoint row sets. */
-export function addChecksums(parts: Checksum[]): Checksum {
+/** Adds checksums of disjoint row sets (or subtracts, with `signs` of -1: replacing rows). */
+export function addChecksums(parts: Checksum[], signs?: number[]): Checksum {
   const out: Checksum = { rows: 0, keySum: '0', mix: 0, i32Sum: 0, fUnits: 0, sSum: 0, optCount: 0, optSum: 0 };
   let keySum = 0n;
-  for (const c of parts) {
-    out.rows += c.rows;
-    keySum += BigInt(c.keySum);
-    out.mix += c.mix;
-    out.i32Sum += c.i32Sum;
-    out.fUnits += c.fUnits;
-    out.sSum += c.sSum;
-    out.optCount += c.optCount;
-    out.optSum += c.optSum;
-  }
+  parts.forEach((c, i) => {
+    const sign = signs?.[i] ?? 1;
+    out.rows += sign * c.rows;
+    keySum += BigInt(sign) * BigInt(c.keySum);
+    out.mix += sign * c.mix;
+    out.i32Sum += sign * c.i32Sum;
+    out.fUnits += sign * c.fUnits;
+    out.sSum += sign * c.sSum;
+    out.optCount += sign * c.optCount;
+    out.optSum += sign * c.optSum;
+  });
   out.keySum = keySum.toString();
   return out;
 }

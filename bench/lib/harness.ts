@@ -50,14 +50,19 @@ export interface Variant<C, R> {
   id: string;
   /** Untimed preparation for one repetition (fresh table copy, input, …). */
   setup?: () => Promise<C> | C;
-  /** The timed work. */
-  run: (ctx: C) => Promise<R> | R;
+  /** The timed work; `untimed.exclude(fn)` runs a check inside it without counting its time. */
+  run: (ctx: C, untimed: Untimed) => Promise<R> | R;
   /** Untimed check of the result; throws BenchCheckError on a wrong answer. */
   check: (result: R, ctx: C) => Promise<void> | void;
   /** Runs of `run` per sample, for sub-millisecond work; the sample is the mean of one run. */
   inner?: number;
   /** Untimed cleanup after the check. */
   teardown?: (ctx: C, result: R) => Promise<void> | void;
+}
+
+/** Lets a timed run verify intermediate results it cannot keep until the end, off the clock. */
+export interface Untimed {
+  exclude<T>(fn: () => T): T;
 }
 
 /** Per-variant timings (ms) of a comparison, in repetition order. */
@@ -84,10 +89,21 @@ export async function compare(plan: RepPlan, variants: Variant<any, any>[], onRe
       const ctx = v.setup ? await v.setup() : undefined;
       collectGarbage();
       const inner = v.inner ?? 1;
+      let excluded = 0;
+      const untimed: Untimed = {
+        exclude: (fn) => {
+          const s = performance.now();
+          try {
+            return fn();
+          } finally {
+            excluded += performance.now() - s;
+          }
+        },
+      };
       const t0 = performance.now();
-      let result = await v.run(ctx);
-      for (let k = 1; k < inner; k++) result = await v.run(ctx);
-      const ms = (performance.now() - t0) / inner;
+      let result = await v.run(ctx, untimed);
+      for (let k = 1; k < inner; k++) result = await v.run(ctx, untimed);
+      const ms = (performance.now() - t0 - excluded) / inner;
       await v.check(result, ctx);
       if (v.teardown) await v.teardown(ctx, result);
       if (!warm) samples[v.id].push(ms);

@@ -3,10 +3,9 @@
  * its catalog, plus the conversions from Arrow results to printable records.
  */
 import type * as arrow from 'apache-arrow';
-import { FolderCatalog } from '../catalog/folder-catalog';
 import type { Catalog } from '../catalog/catalog';
+import { openCatalog as openCatalogFor } from '../catalog/open-catalog';
 import { tableToRows } from '../format/columns';
-import { openStore } from '../store/open-store';
 import { toDisplayValue } from '../schema/values';
 import { KIND_COLUMN, ROW_KIND_NAMES, SEQUENCE_COLUMN, type DataField } from '../schema/types';
 import type { DisplayValue } from './output';
@@ -16,9 +15,9 @@ export function warehouseUri(flag?: string): string {
   return flag ?? process.env.VARVE_WAREHOUSE ?? './warehouse';
 }
 
-/** Opens the catalog of a warehouse URI. */
+/** Opens the catalog of a warehouse URI (DynamoDB when VARVE_CATALOG_TABLE is set, else the folder catalog). */
 export function openCatalog(uri: string): Catalog {
-  return new FolderCatalog(openStore(uri));
+  return openCatalogFor(uri);
 }
 
 /** Records of an Arrow result for printing; `_VALUE_KIND` becomes `rowkind`, sequence numbers stay numbers. */

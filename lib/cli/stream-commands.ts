@@ -130,7 +130,7 @@ async function tailWithConsumer(table: Table, consumerId: string, stream: Stream
     out(text);
     lastChange = Date.now();
   });
-  // One reader: the lines of different buckets then come in snapshot order on the terminal.
+  // One reader: lines come roughly in commit order (each bucket's lines always in order).
   await runtime.addConsumer({ table, consumerId, sink: write, stream, readers: 1 });
   await runtime.start();
   try {
@@ -140,7 +140,10 @@ async function tailWithConsumer(table: Table, consumerId: string, stream: Stream
     }
     for (;;) {
       await new Promise((r) => setTimeout(r, Math.min(TAIL_POLL_MS, opts.idleExitMs ?? TAIL_POLL_MS)));
-      if (opts.idleExitMs !== undefined && Date.now() - lastChange >= opts.idleExitMs && (await runtime.idle(60_000).then(() => true))) return;
+      if (opts.idleExitMs === undefined || Date.now() - lastChange < opts.idleExitMs) continue;
+      // Quiet for long enough: exit once nothing committed is still on its way.
+      await runtime.idle(24 * 3600_000);
+      if (Date.now() - lastChange >= opts.idleExitMs) return;
     }
   } finally {
     await runtime.stop();

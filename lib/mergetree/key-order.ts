@@ -89,12 +89,28 @@ function boolByte(c: ColumnChunk, i: number): number {
   return (c.bits![bit >> 3] >> (bit & 7)) & 1;
 }
 
-const FIXED_WIDTH: Record<string, number> = { int: 4, int64: 8, float: 0, decimal: 16, bool: 1 };
+/** Bytes of a column's normalized form; 0 for strings and bytes, whose length varies per row. */
+function fixedWidth(c: ColumnChunk): number {
+  switch (c.kind) {
+    case 'int':
+      return 4;
+    case 'int64':
+      return 8;
+    case 'float':
+      return c.num instanceof Float64Array ? 8 : 4;
+    case 'decimal':
+      return 16;
+    case 'bool':
+      return 1;
+    case 'bytes':
+      return 0;
+  }
+}
 
 /** General path: every key encoded into a prefix-free byte string whose bytewise order is key order. */
 function encodedIndex(chunks: ColumnChunk[], n: number): KeyIndex {
   let fixed = 0;
-  for (const c of chunks) fixed += c.kind === 'float' ? (c.num instanceof Float64Array ? 8 : 4) : c.kind === 'bytes' ? 0 : FIXED_WIDTH[c.kind];
+  for (const c of chunks) fixed += fixedWidth(c);
   const offsets = new Uint32Array(n + 1);
   let total = 0;
   for (let i = 0; i < n; i++) {

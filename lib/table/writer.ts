@@ -37,6 +37,8 @@ export interface CommitResult {
   files: number;
   /** Rows written, before merging. */
   rows: number;
+  /** Set when the inline compaction after the commit failed; the commit itself stands. */
+  compactionError?: Error;
 }
 
 interface BucketWriter {
@@ -149,6 +151,8 @@ export class TableWriter {
   async prepareCommit(): Promise<CommitBatch> {
     const tasks = [...this.buckets.values()].map((bw) => () => this.flushBucket(bw));
     await runLimited(tasks, 4);
+    // The next batch numbers its rows from 0 again: the commit gives every batch its own base.
+    for (const bw of this.buckets.values()) bw.buffer.restartSequence(0);
     const batch: CommitBatch = {
       rowCount: this.sequenceSpan(),
       newFiles: this.pendingData.splice(0),
@@ -185,7 +189,14 @@ export class TableWriter {
     );
     if (!result.alreadyCommitted) {
       publishCommit({ warehouse: this.table.store.uri, table: this.table.name, snapshot: result.snapshot });
-      await afterAppendCommit(this.table, result.snapshot, touched);
+      try {
+        await afterAppendCommit(this.table, result.snapshot, touched);
+      } catch (e) {
+        // The data has landed: a compaction that fails afterwards must not make the write look
+        // failed (a retry would be a no-op anyway). It is reported, and the next write or the
+        // compaction job picks the bucket up again.
+        return { snapshot: result.snapshot, alreadyCommitted: false, files, rows, compactionError: e as Error };
+      }
     }
     return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, files, rows };
   }
@@ -263,7 +274,8 @@ export function fileMetaOf(
   for (const chunk of data.getChild(SEQUENCE_COLUMN)!.data) {
     const values = chunk.values as BigInt64Array;
     for (let i = 0; i < chunk.length; i++) {
-      const v = Number(values[chunk.offset + i]);
+      // Arrow has already applied the slice offset to `values`.
+      const v = Number(values[i]);
       if (v < minSeq) minSeq = v;
       if (v > maxSeq) maxSeq = v;
     }
@@ -271,7 +283,7 @@ export function fileMetaOf(
   for (const chunk of data.getChild(KIND_COLUMN)!.data) {
     const values = chunk.values as Int8Array;
     for (let i = 0; i < chunk.length; i++) {
-      const k = values[chunk.offset + i];
+      const k = values[i];
       if (k === RowKind.UPDATE_BEFORE || k === RowKind.DELETE) deletes++;
     }
   }

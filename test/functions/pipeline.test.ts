@@ -85,6 +85,12 @@ describe.skipIf(!awsAvailable())('the varve functions end to end on moto', () =>
     await flow(d, env, read);
     // The schedule's run folds what the readers delivered into the consumer's position.
     await createDiscoverHandler(env)(scheduledEvent());
+    const foreign = await createDiscoverHandler(env)({
+      ...scheduledEvent(),
+      'detail-type': 'Snapshot Committed',
+      source: 'varve',
+      detail: { table: 'shop.other', snapshotId: 9, commitKind: 'APPEND' },
+    });
 
     // Assess
     expect(replay(seen)).toEqual(
@@ -100,9 +106,41 @@ describe.skipIf(!awsAvailable())('the varve functions end to end on moto', () =>
     expect(latest).toBe(2); // one group commit per round
     const consumer = await readConsumer(table.store, table.path, d.consumerId);
     expect(consumer?.nextSnapshot).toBe(latest + 1);
+    expect(foreign).toEqual({ skipped: 'other-table', runs: [] });
     // Discovery reported the lag it left: none.
     const lag = metrics.points.filter((p) => p.name === 'ConsumerLagSnapshots');
     expect(lag.at(-1)).toMatchObject({ value: 0, namespace: 'Varve', dimensions: { service: 'varve', table: 'shop.orders', consumer: 'audit' } });
+  });
+
+  it('reports the failed split and every later one of its bucket, then delivers them in order', async () => {
+    // Prepare: one bucket, three commits planned before the reader runs
+    const d = await deploy();
+    await createOrders(d, { bucket: '1' });
+    const env = d.env('direct');
+    const discover = createDiscoverHandler(env);
+    const ingest = createIngestHandler(env) as SqsFn;
+    for (const [i, status] of ['a', 'b', 'c'].entries()) {
+      await sendBodies(d.ingestUrl, [JSON.stringify(order(1, status, i))]);
+      await drain(d.ingestUrl, ingest);
+      if (i === 0) await discover(scheduledEvent());
+    }
+    await discover(scheduledEvent());
+    let failures = 1;
+    const delivered: string[] = [];
+    const read = createStreamHandler(async (changes) => {
+      if (changes.some((c) => c.row.status === 'b') && failures-- > 0) throw new Error('the sink is down');
+      delivered.push(...changes.map((c) => `${c.snapshot}:${String(c.row.status)}`));
+    }, env);
+
+    // Act
+    const polls = await drain(d.splitUrl, read);
+
+    // Assess: the first poll fails snapshot 2's split and everything after it in the group
+    const first = polls[0];
+    const failed = new Set(first.response.batchItemFailures.map((f) => f.itemIdentifier));
+    expect(first.event.Records.map((r) => failed.has(r.messageId))).toEqual([false, true, true]);
+    expect(delivered).toEqual(['1:a', '2:b', '3:c']);
+    expect(polls.at(-1)!.event.Records.map((r) => r.attributes.ApproximateReceiveCount)).toEqual(['2', '2']);
   });
 
   it('with VARVE_SINK=eventbridge, puts one Row Changed event per change on the bus', async () => {

@@ -1,0 +1,183 @@
+/**
+ * Benchmark 5, commits: throughput with 1, 4 and 16 concurrent writers on one table (in-process:
+ * each writer is an async loop of write + commit, all in this process, so the commit protocol's
+ * object-store races are real while CPU work is serialised), commit latency, and object-store
+ * requests per commit counted by a wrapper. On S3 (moto) too when AWS_ENDPOINT_URL is set.
+ */
+import { randomUUID } from 'node:crypto';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CommitRetriesExhaustedError } from '../../lib/errors';
+import { LocalStore } from '../../lib/store/local-store';
+import type { ObjectStore } from '../../lib/store/object-store';
+import { S3Store } from '../../lib/store/s3-store';
+import type { Table } from '../../lib/table/table';
+import { makeRows, range } from '../lib/data';
+import { assertChecksum, assertEqual, expectedChecksum, tableChecksum } from '../lib/checksum';
+import { CountingStore } from '../lib/counting-store';
+import { compare, quantile, ratioOf, statsOf } from '../lib/harness';
+import type { Measurement, Ratio, SuiteContext, SuiteResult, TableSpec } from '../lib/results';
+import { createBenchTable, freshDir } from '../lib/tables';
+
+/** Rows per commit: a small streaming micro-batch, spread over the 4 buckets. */
+const ROWS_PER_COMMIT = 16;
+
+interface RoundResult {
+  commits: number;
+  gaveUp: number;
+  latencies: number[];
+  elapsedMs: number;
+  attempts: number;
+  requests: number;
+}
+
+/** `writers` async loops committing until `durationMs` has passed; keys come from a shared counter. */
+async function commitRound(table: Table, counting: CountingStore, writers: number, durationMs: number, nextKey: { value: number; lost: number[] }): Promise<RoundResult> {
+  counting.reset();
+  const latencies: number[] = [];
+  let commits = 0;
+  let gaveUp = 0;
+  const started = performance.now();
+  const deadline = started + durationMs;
+  await Promise.all(
+    Array.from({ length: writers }, async (_, w) => {
+      const user = `writer-${w}`;
+      while (performance.now() < deadline) {
+        const first = nextKey.value;
+        nextKey.value += ROWS_PER_COMMIT;
+        const input = makeRows(range(ROWS_PER_COMMIT, first), 0);
+        const t0 = performance.now();
+        const writer = table.newWriter({ commitUser: user });
+        try {
+          await writer.writeArrow(input);
+          await writer.commit(`${user}-${first}`);
+          latencies.push(performance.now() - t0);
+          commits++;
+        } catch (e) {
+          // Gave up after commit.max-retries lost races: the rows are not in the table.
+          if (!(e instanceof CommitRetriesExhaustedError)) throw e;
+          gaveUp++;
+          nextKey.lost.push(first);
+        } finally {
+          await writer.close();
+        }
+      }
+    }),
+  );
+  const elapsedMs = performance.now() - started;
+  const attempts = [...counting.counts.entries()].filter(([k]) => k === 'putIfAbsent snapshot').reduce((s, [, v]) => s + v, 0);
+  return { commits, gaveUp, latencies, elapsedMs, attempts, requests: counting.total };
+}
+
+/** Raw conditional-put latency of the store: create-only puts of small new objects, one at a time. */
+async function rawPutIfAbsent(store: ObjectStore, n: number): Promise<number[]> {
+  const body = new TextEncoder().encode('{"snapshot":"x"}'.repeat(20));
+  const out: number[] = [];
+  const prefix = `raw-${randomUUID()}`;
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const r = await store.putIfAbsent(`${prefix}/obj-${i}`, body);
+    out.push(performance.now() - t0);
+    assertEqual('commit: raw create-only put created its object', r !== undefined, true);
+  }
+  return out;
+}
+
+async function s3Bucket(): Promise<string> {
+  const name = `varve-bench-${randomUUID().slice(0, 8)}`;
+  const s3 = new S3Client({ forcePathStyle: true });
+  await s3.send(new CreateBucketCommand({ Bucket: name }));
+  s3.destroy();
+  return name;
+}
+
+/** Runs the rounds on one store; returns measurements, the request table and the ratio. */
+async function runOnStore(ctx: SuiteContext, label: string, inner: ObjectStore, writerCounts: number[], durationMs: number, reps: number) {
+  const counting = new CountingStore(inner);
+  const table = await createBenchTable(counting, `commits_${label.replace(/\W/g, '')}`);
+  const nextKey = { value: 0, lost: [] as number[] };
+  const measurements: Measurement[] = [];
+  const rows: TableSpec['rows'] = [];
+  // Warm-up: code paths and the table's first snapshots.
+  await commitRound(table, counting, 1, Math.min(1000, durationMs), nextKey);
+  let perCommitBreakdown: Record<string, number> = {};
+  let oneWriterLatency: number[] = [];
+  for (const writers of writerCounts) {
+    const throughput: number[] = [];
+    const latencies: number[] = [];
+    let commits = 0;
+    let gaveUp = 0;
+    let attempts = 0;
+    let requests = 0;
+    for (let r = 0; r < reps; r++) {
+      const before = (await table.snapshots.latest())!.id;
+      const res = await commitRound(table, counting, writers, durationMs, nextKey);
+      const after = (await table.snapshots.latest())!.id;
+      // Every successful commit is exactly one new snapshot; nothing else committed meanwhile.
+      assertEqual(`commit (${label}, ${writers} writers): new snapshots`, after - before, res.commits);
+      if (writers === 1 && r === reps - 1) perCommitBreakdown = Object.fromEntries([...counting.counts.entries()].map(([k, v]) => [k, v / res.commits]));
+      throughput.push((res.commits / res.elapsedMs) * 1000);
+      latencies.push(...res.latencies);
+      commits += res.commits;
+      gaveUp += res.gaveUp;
+      attempts += res.attempts;
+      requests += res.requests;
+      ctx.log(`commit (${label}): ${writers} writers, ${res.commits} commits in ${(res.elapsedMs / 1000).toFixed(1)} s (${throughput[throughput.length - 1].toFixed(1)}/s), ${res.gaveUp} gave up`);
+    }
+    if (writers === 1) oneWriterLatency = latencies;
+    const sorted = [...latencies].sort((a, b) => a - b);
+    measurements.push({ id: `${label}-throughput-${writers}`, label: `${label}: commits/s with ${writers} writer${writers > 1 ? 's' : ''}`, unit: 'commits/s', stats: statsOf(throughput), params: { writers } });
+    measurements.push({ id: `${label}-latency-${writers}`, label: `${label}: commit latency with ${writers} writer${writers > 1 ? 's' : ''}`, unit: 'ms', stats: statsOf(latencies), params: { writers } });
+    rows.push([label, writers, statsOf(throughput).median.toFixed(1), quantile(sorted, 0.5).toFixed(1), quantile(sorted, 0.99).toFixed(1), (attempts / Math.max(1, commits)).toFixed(2), gaveUp, (requests / Math.max(1, commits)).toFixed(1)]);
+  }
+  // Every committed row is in the table; rows of commits that gave up are not.
+  const lost = new Set<number>();
+  for (const first of nextKey.lost) for (let i = 0; i < ROWS_PER_COMMIT; i++) lost.add(first + i);
+  const kept = range(nextKey.value).filter((k) => !lost.has(k));
+  assertChecksum(`commit (${label}): table after all rounds`, tableChecksum(await table.read()), expectedChecksum(kept, 0));
+
+  const raw = await rawPutIfAbsent(inner, ctx.quick ? 50 : 200);
+  const rawStats = statsOf(raw);
+  const oneStats = statsOf(oneWriterLatency);
+  measurements.push({ id: `${label}-raw-put`, label: `${label}: one create-only put (putIfAbsent) of a small object`, unit: 'ms', stats: rawStats });
+  const ratio: Ratio = { id: `${label}-commit-vs-put`, label: `${label}: 1-writer commit latency ÷ one create-only put`, value: oneStats.median / rawStats.median, min: oneStats.min / rawStats.median, max: oneStats.max / rawStats.median };
+  return { measurements, rows, perCommitBreakdown, ratio };
+}
+
+/** Runs benchmark 5. */
+export async function runCommit(ctx: SuiteContext): Promise<SuiteResult> {
+  const writerCounts = [1, 4, 16];
+  const durationMs = ctx.quick ? 2000 : 5000;
+  const reps = ctx.quick ? 1 : 3;
+  const measurements: Measurement[] = [];
+  const ratios: Ratio[] = [];
+  const summary: TableSpec = { title: 'Commit throughput and cost', columns: ['store', 'writers', 'commits/s (median)', 'latency p50 ms', 'latency p99 ms', 'attempts per commit', 'gave up', 'requests per commit'], rows: [] };
+  const breakdown: TableSpec = { title: 'Object-store requests per commit, 1 writer (operation and object kind)', columns: ['store', 'request', 'per commit'], rows: [] };
+
+  const stores: Array<[string, ObjectStore]> = [['local', new LocalStore(await freshDir(ctx.tmp, 'commit'))]];
+  if (process.env.AWS_ENDPOINT_URL) stores.push(['s3', new S3Store({ bucket: await s3Bucket(), prefix: 'bench' })]);
+  else ctx.log('commit: AWS_ENDPOINT_URL is not set, S3 (moto) skipped');
+  for (const [label, store] of stores) {
+    const r = await runOnStore(ctx, label, store, writerCounts, durationMs, reps);
+    measurements.push(...r.measurements);
+    summary.rows.push(...r.rows);
+    ratios.push(r.ratio);
+    for (const [k, v] of Object.entries(r.perCommitBreakdown).sort()) breakdown.rows.push([label, k, v.toFixed(2)]);
+  }
+  return {
+    id: 'commit',
+    title: '5. Commit throughput',
+    method: [
+      `Writers are in-process async loops on one table (not separate processes): each writes ${ROWS_PER_COMMIT} new rows through writeArrow and commits, as fast as it can, for ${durationMs / 1000} s per round (${reps} round${reps > 1 ? 's' : ''} per writer count, after a 1-writer warm-up). CPU work is serialised on one thread; the object-store races between writers are real.`,
+      'The table is write-only (no inline compaction) with 4 buckets; each commit writes up to 4 level-0 files and one snapshot. Throughput = successful commits / wall time of the round.',
+      `Stores: a LocalStore on a temp folder${process.env.AWS_ENDPOINT_URL ? ` and S3 at ${process.env.AWS_ENDPOINT_URL} (moto)` : ''}, each wrapped in a request-counting ObjectStore. "Attempts" = create-only puts of snapshot files per successful commit (1 = no lost race).`,
+      'Ratio: the median 1-writer commit latency in units of one bare create-only put of a small object on the same store (the floor of any commit: the put that publishes the snapshot).',
+    ],
+    checks: [
+      'Each round: the number of new snapshots equals the number of successful commits.',
+      'After all rounds: the table reads back to exactly the rows of the successful commits (checksum); rows of commits that gave up are absent.',
+    ],
+    measurements,
+    ratios,
+    tables: [summary, breakdown],
+  };
+}

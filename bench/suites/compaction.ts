@@ -1,0 +1,156 @@
+/**
+ * Benchmark 7, compaction: a full compaction of a table with 20 sorted runs per bucket, in MB/s of
+ * input, against parquet-wasm reading and rewriting the same files (no merge) in the same run; and
+ * merge-read time over 1, 5, 10 and 20 sorted runs (time travel to earlier snapshots of the same
+ * table) and after the compaction.
+ */
+import { cp, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type * as arrow from 'apache-arrow';
+import { compactTable, type CompactionSummary } from '../../lib/maintenance/compact';
+import { LocalStore } from '../../lib/store/local-store';
+import type { Table } from '../../lib/table/table';
+import { range, sampleKeys, shuffled } from '../lib/data';
+import { addChecksums, assertChecksum, assertEqual, expectedChecksum, tableChecksum, type Checksum } from '../lib/checksum';
+import { compare, ratioOf, statsOf, type RepPlan } from '../lib/harness';
+import { rawParquetBytes, rawParquetDecode, writeFileSynced } from '../lib/raw-parquet';
+import type { ChartSpec, Measurement, Ratio, SuiteContext, SuiteResult } from '../lib/results';
+import { BENCH_BUCKETS, createBenchTable, freshDir, liveFiles, openBenchTable, removeDir, writeVersion } from '../lib/tables';
+
+const RUNS = [1, 5, 10, 20];
+/** Each update commit rewrites this fraction of the keys. */
+const UPDATE_FRACTION = 0.1;
+
+/** Runs benchmark 7. */
+export async function runCompaction(ctx: SuiteContext): Promise<SuiteResult> {
+  const k = ctx.quick ? 200_000 : 1_000_000;
+  const plan: RepPlan = ctx.quick ? { warmup: 1, reps: 2 } : { warmup: 1, reps: 3 };
+  const baseDir = await freshDir(ctx.tmp, 'compact-base');
+  const table = await createBenchTable(baseDir);
+  const versions = new Int32Array(k);
+  const expectedAt = new Map<number, Checksum>();
+  const writtenSums: Checksum[] = [];
+  const t0 = performance.now();
+  const first = shuffled(k, 300);
+  await writeVersion(table, first, 0);
+  writtenSums.push(expectedChecksum(first, 0));
+  expectedAt.set(1, expectedChecksum(range(k), versions));
+  const maxRuns = RUNS[RUNS.length - 1];
+  for (let v = 1; v < maxRuns; v++) {
+    const keys = sampleKeys(k, Math.round(k * UPDATE_FRACTION), 300 + v);
+    const s = await writeVersion(table, keys, v);
+    assertEqual('compaction: snapshot id of update', s.id, v + 1);
+    for (const key of keys) versions[key] = v;
+    writtenSums.push(expectedChecksum(keys, v));
+    if (RUNS.includes(v + 1)) expectedAt.set(v + 1, expectedChecksum(range(k), versions));
+  }
+  const latest = (await table.snapshots.latest())!;
+  const inputs = await liveFiles(table, latest);
+  const bytesIn = inputs.reduce((s, f) => s + f.bytes, 0);
+  const allWritten = addChecksums(writtenSums);
+  ctx.log(`compaction: ${maxRuns} commits (${inputs.length} files, ${(bytesIn / 1e6).toFixed(1)} MB) built in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+  let compacted: Table | undefined;
+  const compactTimings = await compare(
+    plan,
+    [
+      {
+        id: 'varve',
+        setup: async () => {
+          // Every repetition compacts a fresh copy of the 20-run table.
+          const dir = await freshDir(ctx.tmp, 'compact-copy');
+          await cp(baseDir, dir, { recursive: true });
+          return openBenchTable(new LocalStore(dir));
+        },
+        run: (t: Table) => compactTable(t, { full: true }),
+        check: async (summary: CompactionSummary, t: Table) => {
+          assertEqual('compaction: buckets compacted', summary.bucketsCompacted, BENCH_BUCKETS);
+          assertEqual('compaction: input files', summary.filesIn, inputs.length);
+          assertChecksum('compaction: table after full compaction', tableChecksum(await t.read()), expectedAt.get(maxRuns)!);
+        },
+        teardown: async (t: Table) => {
+          if (compacted) await removeDir((compacted.store as LocalStore).root);
+          compacted = t;
+        },
+      },
+      {
+        id: 'raw',
+        setup: () => freshDir(ctx.tmp, 'compact-raw'),
+        run: async (dir: string, untimed) => {
+          const sums: Checksum[] = [];
+          for (let i = 0; i < inputs.length; i++) {
+            const decoded = rawParquetDecode(new Uint8Array(await readFile(inputs[i].path)));
+            sums.push(untimed.exclude(() => tableChecksum(decoded)));
+            await writeFileSynced(join(dir, `out-${i}.parquet`), rawParquetBytes(decoded));
+          }
+          return addChecksums(sums);
+        },
+        check: (sum: Checksum) => assertChecksum('compaction: raw read + rewrite of the input files', sum, allWritten),
+        teardown: (dir: string) => removeDir(dir),
+      },
+    ],
+    ctx.log,
+  );
+  const compactedTable = compacted!;
+  const outFiles = await liveFiles(compactedTable, (await compactedTable.snapshots.latest())!);
+  const bytesOut = outFiles.reduce((s, f) => s + f.bytes, 0);
+
+  const readVariants = RUNS.map((runs) => ({
+    id: `runs-${runs}`,
+    run: () => table.read({ snapshotId: runs }),
+    check: (t: arrow.Table) => assertChecksum(`compaction: read at ${runs} sorted runs`, tableChecksum(t), expectedAt.get(runs)!),
+  }));
+  readVariants.push({
+    id: 'compacted',
+    run: () => compactedTable.read(),
+    check: (t: arrow.Table) => assertChecksum('compaction: read after compaction', tableChecksum(t), expectedAt.get(maxRuns)!),
+  });
+  const reads = await compare(plan, readVariants, ctx.log);
+  await removeDir((compactedTable.store as LocalStore).root);
+
+  const mbps = (ms: number) => bytesIn / 1e6 / (ms / 1000);
+  const measurements: Measurement[] = [
+    { id: 'compact', label: `varve full compaction (${inputs.length} files, ${(bytesIn / 1e6).toFixed(1)} MB in, ${(bytesOut / 1e6).toFixed(1)} MB out)`, unit: 'ms', stats: compactTimings.varve, params: { filesIn: inputs.length, MBin: +(bytesIn / 1e6).toFixed(1), MBout: +(bytesOut / 1e6).toFixed(1), filesOut: outFiles.length } },
+    { id: 'raw', label: 'raw: decode + re-encode + write every input file (no merge)', unit: 'ms', stats: compactTimings.raw },
+    { id: 'compact-mbps', label: 'varve compaction throughput (input MB/s)', unit: 'MB/s', stats: statsOf(compactTimings.varve.samples.map(mbps)) },
+    { id: 'raw-mbps', label: 'raw read + rewrite throughput (input MB/s)', unit: 'MB/s', stats: statsOf(compactTimings.raw.samples.map(mbps)) },
+  ];
+  for (const runs of RUNS) {
+    const versionsRead = k + (runs - 1) * Math.round(k * UPDATE_FRACTION);
+    measurements.push({ id: `read-${runs}`, label: `read at ${runs} sorted run${runs > 1 ? 's' : ''} per bucket (${versionsRead.toLocaleString('en')} versions)`, unit: 'ms', stats: reads[`runs-${runs}`], params: { runs, versions: versionsRead } });
+  }
+  measurements.push({ id: 'read-compacted', label: 'read after full compaction (1 run per bucket)', unit: 'ms', stats: reads.compacted, params: { runs: 1 } });
+  const ratios: Ratio[] = [
+    { id: 'compact-vs-raw', label: 'varve full compaction ÷ raw read + rewrite of the same input', ...ratioOf(compactTimings.varve, compactTimings.raw) },
+    { id: 'read20-vs-compacted', label: `read at ${maxRuns} runs ÷ read after compaction`, ...ratioOf(reads[`runs-${maxRuns}`], reads.compacted) },
+    { id: 'compacted-vs-1run', label: 'read after compaction ÷ read at 1 run (same key count, before any update)', ...ratioOf(reads.compacted, reads['runs-1']) },
+  ];
+  const chart: ChartSpec = {
+    file: 'read-vs-runs.svg',
+    title: `Merge-read of ${k.toLocaleString('en')} keys vs sorted runs per bucket`,
+    xLabel: 'sorted runs per bucket',
+    yLabel: 'ms (median, min–max)',
+    series: [
+      { name: 'before compaction', points: RUNS.map((runs) => ({ x: runs, y: reads[`runs-${runs}`].median, lo: reads[`runs-${runs}`].min, hi: reads[`runs-${runs}`].max })) },
+      { name: `after full compaction of the ${maxRuns}-run table`, points: [{ x: 1, y: reads.compacted.median, lo: reads.compacted.min, hi: reads.compacted.max }] },
+    ],
+  };
+  await removeDir(baseDir);
+  return {
+    id: 'compaction',
+    title: '7. Compaction and read amplification',
+    method: [
+      `Table: ${k.toLocaleString('en')} keys written once (shuffled), then ${maxRuns - 1} commits each updating a seeded random ${UPDATE_FRACTION * 100}% of the keys: snapshot n has n sorted runs per bucket (${BENCH_BUCKETS} buckets, write-only, so nothing compacts inline).`,
+      `Compaction, timed: \`compactTable(table, { full: true })\` on a fresh copy of the folder per repetition (all ${inputs.length} files, ${(bytesIn / 1e6).toFixed(1)} MB of zstd Parquet, into one file per bucket, plus the COMPACT commits). MB/s = input bytes / time.`,
+      'raw, timed: decode every input file with parquet-wasm, re-encode it with the same settings and write it fsynced: the same bytes in, with no merge (so it writes more rows than the compaction).',
+      'Reads, timed: `table.read({ snapshotId: n })` for n = 1, 5, 10, 20 (time travel in the same table), and `table.read()` of the compacted copy.',
+    ],
+    checks: [
+      'Every read (and the compacted table, read back after each compaction) matches the generator\'s expected state at that snapshot (checksum).',
+      'The compaction compacted every bucket and took every input file; the raw rewrite decodes to the sum of everything written.',
+    ],
+    measurements,
+    ratios,
+    charts: [chart],
+  };
+}
