@@ -122,3 +122,8 @@ export function ratioOf(num: Stats, den: Stats): { value: number; min: number; m
   const per = num.samples.map((x, i) => x / den.samples[i]).filter((x) => Number.isFinite(x));
   return { value: num.median / den.median, min: Math.min(...per), max: Math.max(...per) };
 }
+
+/** Ratio of medians of two sides measured in separate loops: the spread is the extremes' ratios. */
+export function ratioUnpaired(num: Stats, den: Stats): { value: number; min: number; max: number } {
+  return { value: num.median / den.median, min: num.min / den.max, max: num.max / den.min };
+}

@@ -91,3 +91,9 @@ export async function liveFiles(table: Table, snapshot: Snapshot): Promise<LiveF
     sequenceBase: e.file.sequenceBase,
   }));
 }
+
+/** The warehouse folder of a table in a LocalStore. */
+export function warehouseDir(table: Table): string {
+  if (!(table.store instanceof LocalStore)) throw new Error(`${table.name} is not in a LocalStore`);
+  return table.store.root;
+}

@@ -146,7 +146,7 @@ async function runOnStore(ctx: SuiteContext, label: string, inner: ObjectStore, 
 /** Runs benchmark 5. */
 export async function runCommit(ctx: SuiteContext): Promise<SuiteResult> {
   const writerCounts = [1, 4, 16];
-  const durationMs = ctx.quick ? 2000 : 5000;
+  const durationMs = ctx.quick ? 1000 : 5000;
   const reps = ctx.quick ? 1 : 3;
   const measurements: Measurement[] = [];
   const ratios: Ratio[] = [];

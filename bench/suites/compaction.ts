@@ -15,7 +15,7 @@ import { addChecksums, assertChecksum, assertEqual, expectedChecksum, tableCheck
 import { compare, ratioOf, statsOf, type RepPlan } from '../lib/harness';
 import { rawParquetBytes, rawParquetDecode, writeFileSynced } from '../lib/raw-parquet';
 import type { ChartSpec, Measurement, Ratio, SuiteContext, SuiteResult } from '../lib/results';
-import { BENCH_BUCKETS, createBenchTable, freshDir, liveFiles, openBenchTable, removeDir, writeVersion } from '../lib/tables';
+import { BENCH_BUCKETS, createBenchTable, freshDir, liveFiles, openBenchTable, removeDir, warehouseDir, writeVersion } from '../lib/tables';
 
 const RUNS = [1, 5, 10, 20];
 /** Each update commit rewrites this fraction of the keys. */
@@ -23,7 +23,7 @@ const UPDATE_FRACTION = 0.1;
 
 /** Runs benchmark 7. */
 export async function runCompaction(ctx: SuiteContext): Promise<SuiteResult> {
-  const k = ctx.quick ? 200_000 : 1_000_000;
+  const k = ctx.quick ? 100_000 : 1_000_000;
   const plan: RepPlan = ctx.quick ? { warmup: 1, reps: 2 } : { warmup: 1, reps: 3 };
   const baseDir = await freshDir(ctx.tmp, 'compact-base');
   const table = await createBenchTable(baseDir);
@@ -69,7 +69,7 @@ export async function runCompaction(ctx: SuiteContext): Promise<SuiteResult> {
           assertChecksum('compaction: table after full compaction', tableChecksum(await t.read()), expectedAt.get(maxRuns)!);
         },
         teardown: async (t: Table) => {
-          if (compacted) await removeDir((compacted.store as LocalStore).root);
+          if (compacted) await removeDir(warehouseDir(compacted));
           compacted = t;
         },
       },
@@ -106,7 +106,7 @@ export async function runCompaction(ctx: SuiteContext): Promise<SuiteResult> {
     check: (t: arrow.Table) => assertChecksum('compaction: read after compaction', tableChecksum(t), expectedAt.get(maxRuns)!),
   });
   const reads = await compare(plan, readVariants, ctx.log);
-  await removeDir((compactedTable.store as LocalStore).root);
+  await removeDir(warehouseDir(compactedTable));
 
   const mbps = (ms: number) => bytesIn / 1e6 / (ms / 1000);
   const measurements: Measurement[] = [

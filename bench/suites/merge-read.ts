@@ -18,7 +18,7 @@ const VERSIONS = 5;
 
 /** Runs benchmark 2. */
 export async function runMergeRead(ctx: SuiteContext): Promise<SuiteResult> {
-  const k = ctx.quick ? 200_000 : 1_000_000;
+  const k = ctx.quick ? 100_000 : 1_000_000;
   const plan: RepPlan = ctx.quick ? { warmup: 1, reps: 2 } : { warmup: 1, reps: 3 };
   const table = await createBenchTable(await freshDir(ctx.tmp, 'merge'));
   const t0 = performance.now();

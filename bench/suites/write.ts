@@ -15,7 +15,7 @@ import { runChild } from '../lib/child';
 import { compare, ratioOf, statsOf, type RepPlan } from '../lib/harness';
 import { rawParquetDecode, rawParquetWrite } from '../lib/raw-parquet';
 import type { Measurement, Ratio, SuiteContext, SuiteResult, TableSpec } from '../lib/results';
-import { BENCH_BUCKETS, createBenchTable, freshDir, removeDir } from '../lib/tables';
+import { BENCH_BUCKETS, createBenchTable, freshDir, removeDir, warehouseDir } from '../lib/tables';
 
 interface RssResult {
   maxRssMB: number;
@@ -60,7 +60,7 @@ export async function runWrite(ctx: SuiteContext): Promise<SuiteResult> {
           fileBytes = files.reduce((s, e) => s + e.file.fileSize, 0);
           assertChecksum('write: table read back', tableChecksum(await table.read()), expected);
         },
-        teardown: (table: Table) => removeDir((table.store as { root: string }).root),
+        teardown: (table: Table) => removeDir(warehouseDir(table)),
       },
       {
         id: 'raw',
@@ -89,8 +89,8 @@ export async function runWrite(ctx: SuiteContext): Promise<SuiteResult> {
   const ratios: Ratio[] = [{ id: 'write-vs-raw', label: 'varve write ÷ raw parquet-wasm write', ...ratioOf(timings.varve, timings.raw), target: 1.5 }];
 
   // Peak RSS against write-buffer-size: one bucket, so the data outgrows the smaller buffers.
-  const rssRows = ctx.quick ? 500_000 : 2_000_000;
-  const buffers = ctx.quick ? [8, 64] : [16, 64, 256];
+  const rssRows = ctx.quick ? 300_000 : 2_000_000;
+  const buffers = ctx.quick ? [4, 64] : [16, 64, 256];
   const rssTable: TableSpec = { title: `Peak RSS writing ${rssRows.toLocaleString('en')} rows in chunks of 100k (one bucket, one commit), one process each`, columns: ['case', 'peak RSS MB', 'peak − floor MB', 'time ms'], rows: [] };
   const floor = await runChild<RssResult>('bench/suites/write-rss-child.ts', ['floor', String(rssRows), '0', ctx.tmp]);
   ctx.log(`write: RSS floor (generate only) ${floor.maxRssMB.toFixed(0)} MB`);

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import type * as arrow from 'apache-arrow';
 import { CommitConflictError } from '../errors';
+import { publishCommit } from '../table/commit-events';
 import type { ManifestCache } from '../manifest/manifest-file';
 import type { Snapshot } from '../manifest/types';
 import { FullCompactionChangelog } from '../mergetree/changelog/full-compaction';
@@ -128,6 +129,8 @@ export async function runBucketPlan(
     );
     // An earlier run of this job committed other files for the same plan: ours are not referenced.
     if (committed.alreadyCommitted) await io.deleteWritten();
+    // Streams learn of the compaction's changelog (lookup, full-compaction) at once, not at the next poll.
+    else publishCommit({ warehouse: table.store.uri, table: table.name, snapshot: committed.snapshot });
     return {
       partition,
       bucket,

@@ -1,0 +1,122 @@
+/**
+ * The benchmark suite: `npm run bench` (full, ~15 min on 2 cores) or `npm run bench -- --quick`
+ * (a smoke run). Writes bench/results.json and, when every suite ran, docs/BENCHMARKS.md with its
+ * charts in docs/bench/. A wrong result in any benchmark stops the run with exit code 1.
+ *   --quick            smaller sizes, fewer repetitions
+ *   --only=a,b         run only these suites (docs are then not regenerated)
+ *   --profile          run the chosen suites under the CPU profiler; print the top frames
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BenchCheckError } from './lib/checksum';
+import { collectGarbage } from './lib/harness';
+import { machineInfo } from './lib/machine';
+import { profiled, saveProfile, topFiles, topFrames } from './lib/profile';
+import { num, renderReport } from './lib/report';
+import type { RunResult, SuiteContext, SuiteResult } from './lib/results';
+import { runCommit } from './suites/commit';
+import { runCompaction } from './suites/compaction';
+import { runMergeRead } from './suites/merge-read';
+import { runPlanning } from './suites/planning';
+import { runStreaming } from './suites/streaming';
+import { runUpsert } from './suites/upsert';
+import { runWrite } from './suites/write';
+
+const SUITES: Array<[string, (ctx: SuiteContext) => Promise<SuiteResult>]> = [
+  ['write', runWrite],
+  ['merge-read', runMergeRead],
+  ['upsert', runUpsert],
+  ['planning', runPlanning],
+  ['commit', runCommit],
+  ['streaming', runStreaming],
+  ['compaction', runCompaction],
+];
+
+const REPO = fileURLToPath(new URL('..', import.meta.url));
+
+function parseArgs(argv: string[]): { quick: boolean; only?: string[]; profile: boolean } {
+  let quick = false;
+  let only: string[] | undefined;
+  let profile = false;
+  for (const a of argv) {
+    if (a === '--quick') quick = true;
+    else if (a === '--profile') profile = true;
+    else if (a.startsWith('--only=')) only = a.slice('--only='.length).split(',').filter(Boolean);
+    else {
+      console.error(`unknown argument ${a}; use --quick, --only=<suite,...> (${SUITES.map(([n]) => n).join(', ')}) or --profile`);
+      process.exit(2);
+    }
+  }
+  const unknown = only?.filter((n) => !SUITES.some(([s]) => s === n)) ?? [];
+  if (unknown.length) {
+    console.error(`unknown suite ${unknown.join(', ')}; the suites are ${SUITES.map(([n]) => n).join(', ')}`);
+    process.exit(2);
+  }
+  return { quick, only, profile };
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const started = performance.now();
+  const clock = () => {
+    const s = Math.round((performance.now() - started) / 1000);
+    return `${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}`;
+  };
+  const run: RunResult = { mode: args.quick ? 'quick' : 'full', startedAt: new Date().toISOString(), machine: machineInfo(), suites: [], skipped: [] };
+  const m = run.machine;
+  console.log(`varve benchmarks (${run.mode}) — ${m.cpus} × ${m.cpuModel}, ${num(m.memoryGiB)} GiB, Node ${m.node}, load ${m.loadAvgStart.map((x) => x.toFixed(2)).join(' ')}`);
+  const tmpRoot = await mkdtemp(join(os.tmpdir(), 'varve-bench-'));
+  try {
+    for (const [name, fn] of SUITES) {
+      if (args.only && !args.only.includes(name)) continue;
+      const tmp = await mkdtemp(join(tmpRoot, `${name}-`));
+      const ctx: SuiteContext = { quick: args.quick, tmp, log: (line) => console.log(`[${clock()}] ${name}: ${line}`) };
+      console.log(`[${clock()}] ── ${name}`);
+      const t0 = performance.now();
+      let result: SuiteResult;
+      if (args.profile) {
+        const p = await profiled(() => fn(ctx));
+        result = p.result;
+        const path = join(os.tmpdir(), `varve-bench-${name}-${Date.now()}.cpuprofile`);
+        await saveProfile(path, p.profile);
+        console.log(`[${clock()}] ${name}: profile written to ${path}; top frames by self time:`);
+        for (const f of topFrames(p.profile)) console.log(`   ${(f.share * 100).toFixed(1).padStart(5)} %  ${num(f.ms).padStart(7)} ms  ${f.frame}`);
+        console.log(`[${clock()}] ${name}: self time by file:`);
+        for (const f of topFiles(p.profile)) console.log(`   ${(f.share * 100).toFixed(1).padStart(5)} %  ${num(f.ms).padStart(7)} ms  ${f.file}`);
+      } else {
+        result = await fn(ctx);
+      }
+      result.durationS = (performance.now() - t0) / 1000;
+      run.suites.push(result);
+      for (const r of result.ratios) console.log(`[${clock()}] ${name}: ${r.label}: ${num(r.value)}× (${num(r.min)}–${num(r.max)})${r.target !== undefined ? `, aim ≤ ${r.target}×` : ''}`);
+      await rm(tmp, { recursive: true, force: true });
+      collectGarbage();
+    }
+  } finally {
+    await rm(tmpRoot, { recursive: true, force: true });
+  }
+  run.machine.loadAvgEnd = os.loadavg();
+  run.finishedAt = new Date().toISOString();
+  run.durationS = (performance.now() - started) / 1000;
+  await writeFile(join(REPO, 'bench/results.json'), `${JSON.stringify(run, null, 2)}\n`);
+  if (!args.only && !args.profile) {
+    const { markdown, charts } = renderReport(run);
+    await mkdir(join(REPO, 'docs/bench'), { recursive: true });
+    await writeFile(join(REPO, 'docs/BENCHMARKS.md'), markdown);
+    for (const [file, svg] of charts) await writeFile(join(REPO, 'docs/bench', file), svg);
+    console.log(`[${clock()}] wrote docs/BENCHMARKS.md, ${charts.size} charts in docs/bench/ and bench/results.json`);
+  } else {
+    console.log(`[${clock()}] wrote bench/results.json (docs/BENCHMARKS.md is regenerated only by a run of every suite)`);
+  }
+}
+
+main().catch((e) => {
+  if (e instanceof BenchCheckError) {
+    console.error(`\n${'!'.repeat(72)}\nBENCHMARK RESULT CHECK FAILED — no numbers from this run are valid\n${e.message}\n${'!'.repeat(72)}`);
+  } else {
+    console.error(e);
+  }
+  process.exit(1);
+});
