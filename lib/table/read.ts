@@ -4,7 +4,7 @@
  * merge engine. Partition pruning from the manifests, key-range pruning from file statistics.
  */
 import * as arrow from 'apache-arrow';
-import { InvalidArgumentError } from '../errors';
+import { InvalidArgumentError, ObjectNotFoundError, SnapshotExpiredError } from '../errors';
 import { runLimited } from '../concurrency';
 import { concatTables, emptyTable, tableToRows, takeRows } from '../format/columns';
 import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema';
@@ -43,7 +43,21 @@ export async function readTable(table: Table, opts: ReadOptions = {}): Promise<a
     partition: partitionFilter(table, opts.partition),
   });
   const pruned = opts.keyRange ? entries.filter((e) => overlapsRange(table, e, opts.keyRange!)) : entries;
-  const merged = await mergeBuckets(table, pruned, !opts.keepDeletes);
+  let merged: arrow.Table[];
+  try {
+    merged = await mergeBuckets(table, pruned, !opts.keepDeletes);
+  } catch (e) {
+    // Expiry deletes a snapshot's files only after the snapshot file itself: a file missing under
+    // a snapshot that is gone means it expired while we read it, not that the table is damaged.
+    if (e instanceof ObjectNotFoundError && !(await table.snapshots.tryRead(snapshot.id))) {
+      const earliest = await table.snapshots.earliestId();
+      throw new SnapshotExpiredError(
+        `snapshot ${snapshot.id} of ${table.name} expired while it was being read; read a newer one (earliest now ${earliest ?? 'none'})`,
+        { from: snapshot.id, to: earliest ?? snapshot.id + 1 },
+      );
+    }
+    throw e;
+  }
   let result = merged.length ? concatTables(merged, physicalArrowSchema(table.schema)) : emptyTable(physicalArrowSchema(table.schema));
   if (opts.keyRange) result = filterKeyRange(table, result, opts.keyRange);
   return project(result, columns, opts.keepDeletes);

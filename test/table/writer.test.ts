@@ -1,6 +1,7 @@
 import * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog';
+import { ObjectNotFoundError, SnapshotExpiredError } from '../../lib/errors';
 import { tableToRows } from '../../lib/format/columns';
 import { readLiveFiles } from '../../lib/manifest/scan';
 import { parseSchemaText } from '../../lib/schema/parse';
@@ -68,5 +69,28 @@ describe('TableWriter', () => {
     expect(ids).toEqual(Array.from({ length: 20 }, (_, i) => BigInt(i + 1)).filter((id) => id !== 2n));
     const buckets = new Set((await readLiveFiles(table.store, table.path, (await table.snapshots.latest())!)).map((e) => e.bucket));
     expect(buckets.size).toBe(2);
+  });
+});
+
+describe('reads racing expiry', () => {
+  it('a data file gone together with its snapshot is SnapshotExpiredError, not a bare not-found', async () => {
+    // Prepare: a table whose data-file reads find the snapshot expired under them.
+    const store = new MemoryStore();
+    const table = await new FolderCatalog(store).createTable('db.t', {
+      fields: parseSchemaText('id BIGINT, v STRING'),
+      primaryKeys: ['id'],
+    });
+    await table.write([{ id: 1n, v: 'a' }]);
+    const snapshot = (await table.snapshots.latest())!;
+    const realGet = store.get.bind(store);
+    store.get = async (key: string) => {
+      if (key.endsWith('.parquet')) {
+        await store.delete(`${table.path}/snapshot/snapshot-${snapshot.id}`);
+        throw new ObjectNotFoundError(key);
+      }
+      return realGet(key);
+    };
+    // Act + Assess
+    await expect(table.read({ snapshotId: snapshot.id })).rejects.toBeInstanceOf(SnapshotExpiredError);
   });
 });
