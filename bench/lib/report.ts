@@ -40,7 +40,8 @@ function ratioTable(rs: Array<Ratio & { suite?: string }>, withSuite: boolean): 
   const head = withSuite ? '| benchmark | ratio | value | per-repetition spread | aim |' : '| ratio | value | per-repetition spread | aim |';
   const lines = [head, withSuite ? '|---|---|---:|---:|---|' : '|---|---:|---:|---|'];
   for (const r of rs) {
-    const cells = [r.label, `**${num(r.value)}×**`, `${num(r.min)}× – ${num(r.max)}×`, verdict(r)];
+    const spread = r.min === r.max || !Number.isFinite(r.min) || !Number.isFinite(r.max) ? '–' : `${num(r.min)}× – ${num(r.max)}×`;
+    const cells = [r.label, `**${num(r.value)}×**`, spread, verdict(r)];
     lines.push(`| ${withSuite ? `${r.suite} | ` : ''}${cells.join(' | ')} |`);
   }
   return lines.join('\n');

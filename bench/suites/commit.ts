@@ -147,7 +147,7 @@ async function runOnStore(ctx: SuiteContext, label: string, inner: ObjectStore, 
 export async function runCommit(ctx: SuiteContext): Promise<SuiteResult> {
   const writerCounts = [1, 4, 16];
   const durationMs = ctx.quick ? 1000 : 5000;
-  const reps = ctx.quick ? 1 : 3;
+  const reps = ctx.quick ? 1 : 2;
   const measurements: Measurement[] = [];
   const ratios: Ratio[] = [];
   const summary: TableSpec = { title: 'Commit throughput and cost', columns: ['store', 'writers', 'commits/s (median)', 'latency p50 ms', 'latency p99 ms', 'attempts per commit', 'gave up', 'requests per commit'], rows: [] };

@@ -122,7 +122,7 @@ function planVariant(table: Table, counting: CountingStore, expected: Map<string
   return {
     id: 'plan',
     // A small history plans in well under a millisecond: average several plans per sample.
-    inner: expected.size < 1000 ? 20 : 1,
+    inner: expected.size < 1000 ? 50 : 1,
     setup: () => counting.reset(),
     run: async () => {
       const latest = await new SnapshotManager(counting, table.path).latest();
@@ -130,7 +130,7 @@ function planVariant(table: Table, counting: CountingStore, expected: Map<string
       return readLiveFiles(counting, table.path, latest);
     },
     check: (entries: ManifestEntry[]) => {
-      requests.push(counting.total / (expected.size < 1000 ? 20 : 1));
+      requests.push(counting.total / (expected.size < 1000 ? 50 : 1));
       assertEqual('planning: live file count', entries.length, expected.size);
       for (const e of entries) {
         const want = expected.get(e.file.fileName);

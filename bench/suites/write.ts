@@ -91,7 +91,8 @@ export async function runWrite(ctx: SuiteContext): Promise<SuiteResult> {
   // Peak RSS against write-buffer-size: one bucket, so the data outgrows the smaller buffers.
   const rssRows = ctx.quick ? 300_000 : 2_000_000;
   const buffers = ctx.quick ? [4, 64] : [16, 64, 256];
-  const rssTable: TableSpec = { title: `Peak RSS writing ${rssRows.toLocaleString('en')} rows in chunks of 100k (one bucket, one commit), one process each`, columns: ['case', 'peak RSS MB', 'peak − floor MB', 'time ms'], rows: [] };
+  const rssArrowMB = ((input.data.reduce((s, d) => s + byteSize(d), 0) / n) * rssRows) / 1e6;
+  const rssTable: TableSpec = { title: `Peak RSS writing ${rssRows.toLocaleString('en')} rows (≈ ${rssArrowMB.toFixed(0)} MB of Arrow data) in chunks of 100k into one bucket, one commit, one process each`, columns: ['case', 'peak RSS MB', 'peak − floor MB', 'time ms'], rows: [] };
   const floor = await runChild<RssResult>('bench/suites/write-rss-child.ts', ['floor', String(rssRows), '0', ctx.tmp]);
   ctx.log(`write: RSS floor (generate only) ${floor.maxRssMB.toFixed(0)} MB`);
   rssTable.rows.push(['floor: node + generating the rows', floor.maxRssMB.toFixed(0), '0', floor.ms.toFixed(0)]);

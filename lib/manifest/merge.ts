@@ -11,7 +11,7 @@ import type { ObjectStore } from '../store/object-store';
 import { fileIdentity, mergeEntriesInto } from './file-entries';
 import type { MetadataFileNamer } from './file-names';
 import { DEFAULT_MANIFEST_TARGET_FILE_SIZE, readManifestFile, writeManifestFiles, type ManifestCache } from './manifest-file';
-import { parallelMap } from './parallel-map';
+import { parallelMap } from '../concurrency';
 import type { ManifestEntry, ManifestFileMeta } from './types';
 
 /** `manifest.merge-min-count` default (Paimon: 30). */

@@ -8,7 +8,7 @@ import type { ObjectStore } from '../store/object-store';
 import { fileIdentity, mergeEntriesInto } from './file-entries';
 import { readManifestFile, type ManifestCache } from './manifest-file';
 import { readManifestList } from './manifest-list';
-import { parallelMap } from './parallel-map';
+import { parallelMap } from '../concurrency';
 import type { ManifestEntry, ManifestFileMeta, Snapshot } from './types';
 
 /** Which files a scan wants. Every field narrows; an absent field matches everything. */
