@@ -24,7 +24,7 @@ const UPDATE_FRACTION = 0.1;
 /** Runs benchmark 7. */
 export async function runCompaction(ctx: SuiteContext): Promise<SuiteResult> {
   const k = ctx.quick ? 100_000 : 1_000_000;
-  const plan: RepPlan = ctx.quick ? { warmup: 1, reps: 2 } : { warmup: 1, reps: 3 };
+  const plan: RepPlan = ctx.quick ? { warmup: 1, reps: 2 } : { warmup: 1, reps: 4 };
   const baseDir = await freshDir(ctx.tmp, 'compact-base');
   const table = await createBenchTable(baseDir);
   const versions = new Int32Array(k);

@@ -19,7 +19,7 @@ const VERSIONS = 5;
 /** Runs benchmark 2. */
 export async function runMergeRead(ctx: SuiteContext): Promise<SuiteResult> {
   const k = ctx.quick ? 100_000 : 1_000_000;
-  const plan: RepPlan = ctx.quick ? { warmup: 1, reps: 2 } : { warmup: 1, reps: 3 };
+  const plan: RepPlan = ctx.quick ? { warmup: 1, reps: 2 } : { warmup: 1, reps: 5 };
   const table = await createBenchTable(await freshDir(ctx.tmp, 'merge'));
   const t0 = performance.now();
   for (let v = 0; v < VERSIONS; v++) await writeVersion(table, shuffled(k, 100 + v), v);

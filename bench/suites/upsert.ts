@@ -102,7 +102,7 @@ async function buildCase(ctx: SuiteContext, size: number): Promise<SizeCase> {
 /** Runs benchmark 3. */
 export async function runUpsert(ctx: SuiteContext): Promise<SuiteResult> {
   const sizes = ctx.quick ? [100_000, 1_000_000] : [1_000_000, 10_000_000];
-  const varvePlan: RepPlan = { warmup: 1, reps: ctx.quick ? 4 : 6 };
+  const varvePlan: RepPlan = { warmup: 1, reps: ctx.quick ? 4 : 8 };
   const cowPlan: RepPlan = { warmup: 1, reps: ctx.quick ? 2 : 3 };
   const cowLargePlan: RepPlan = { warmup: 0, reps: 2 };
   const measurements: Measurement[] = [];

@@ -26,7 +26,7 @@ interface RssResult {
 /** Runs benchmark 1. */
 export async function runWrite(ctx: SuiteContext): Promise<SuiteResult> {
   const n = ctx.quick ? 200_000 : 1_000_000;
-  const plan: RepPlan = ctx.quick ? { warmup: 1, reps: 2 } : { warmup: 1, reps: 3 };
+  const plan: RepPlan = ctx.quick ? { warmup: 1, reps: 2 } : { warmup: 1, reps: 5 };
   const keys = shuffled(n, 11);
   const input = makeRows(keys, 0);
   const expected = expectedChecksum(keys, 0);

@@ -6,10 +6,9 @@
  */
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { CorruptMetadataError } from '../../lib/errors';
-import { groupByBucket } from '../../lib/maintenance/compact';
+import { touchedBucketFiles, type TouchedBucket } from '../../lib/maintenance/compact-trigger';
 import { planBucketCompaction, sortedRunCount } from '../../lib/maintenance/compact-plan';
 import { compactionSettingsOf } from '../../lib/maintenance/compaction-settings';
-import { readLiveFiles } from '../../lib/manifest/scan';
 import type { Snapshot } from '../../lib/manifest/types';
 import { queueId } from '../../lib/stream/split-message';
 import { QueueRequestError, SQS_MAX_BATCH } from '../../lib/stream/sqs-queue';
@@ -29,11 +28,7 @@ export interface CompactionJob {
   snapshotId: number;
 }
 
-/** A bucket a commit wrote to. */
-export interface TouchedBucket {
-  partition: string;
-  bucket: number;
-}
+export type { TouchedBucket };
 
 /** A touched bucket's state after the commit. */
 export interface BucketState extends TouchedBucket {
@@ -50,22 +45,8 @@ export function compactionGroupId(table: string, partition: string, bucket: numb
 /** Sorted runs and due compaction of each touched bucket in `snapshot`. */
 export async function bucketStates(table: Table, snapshot: Snapshot, touched: readonly TouchedBucket[]): Promise<BucketState[]> {
   if (touched.length === 0) return [];
-  const wanted = new Set(touched.map((t) => JSON.stringify([t.partition, t.bucket])));
-  const partitions = new Set(touched.map((t) => t.partition));
-  const buckets = new Set(touched.map((t) => t.bucket));
-  const entries = await readLiveFiles(
-    table.store,
-    table.path,
-    snapshot,
-    {
-      partition: (p) => partitions.has(p),
-      partitionRange: (min, max) => [...partitions].some((p) => p >= min && p <= max),
-      bucket: buckets.size === 1 ? [...buckets][0] : undefined,
-    },
-    manifestCacheOf(table),
-  );
   const settings = compactionSettingsOf(table);
-  return groupByBucket(entries.filter((e) => wanted.has(JSON.stringify([e.partition, e.bucket])))).map((g) => ({
+  return (await touchedBucketFiles(table, snapshot, touched, manifestCacheOf(table))).map((g) => ({
     partition: g.partition,
     bucket: g.bucket,
     sortedRuns: sortedRunCount(g.entries, settings, table.compareKeys),

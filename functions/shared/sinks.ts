@@ -6,12 +6,9 @@
  */
 import { PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { InvalidArgumentError, VarveError } from '../../lib/errors';
-import { tableToRows } from '../../lib/format/columns';
 import { toDisplayValue } from '../../lib/schema/values';
-import type { RowKindByte } from '../../lib/schema/types';
 import type { ChangeBatch, StreamSink } from '../../lib/stream/delivery';
-import { changesOf } from '../../lib/stream/sinks';
-import { kindsOf } from '../../lib/stream/split';
+import { changesOf, rowsForTarget } from '../../lib/stream/sinks';
 import type { Table } from '../../lib/table/table';
 import { eventBridgeClient } from './aws-clients';
 import { VARVE_EVENT_SOURCE } from './commit-events';
@@ -43,12 +40,8 @@ export function awsTableSink(target: Table, settings: WriterSettings): StreamSin
     async write(batch) {
       if (batch.data.numRows === 0) return;
       const source = batch.table;
-      const fields = target.schema.fields.map((f) => {
-        const s = source.schema.fields.find((x) => x.name === f.name);
-        if (!s) throw new InvalidArgumentError(`column ${f.name} of the sink table ${target.name} is not a column of ${source.name}; the sink writes the source's columns by name`);
-        return s;
-      });
-      await landRows(target, tableToRows(batch.data, fields), Array.from(kindsOf(batch.data)) as RowKindByte[], {
+      const { rows, kinds } = rowsForTarget(target, batch);
+      await landRows(target, rows, kinds, {
         commitUser: `stream:${source.name}:${batch.consumerId}`,
         commitIdentifier: batch.splitId,
         settings,

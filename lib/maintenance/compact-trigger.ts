@@ -32,7 +32,12 @@ function cacheOf(table: Table): LruManifestCache {
 }
 
 /** The live files of the touched buckets in `snapshot`, per bucket (buckets with no file are left out). */
-async function touchedFiles(table: Table, snapshot: Snapshot, touched: readonly TouchedBucket[]): Promise<Array<{ partition: string; bucket: number; entries: ManifestEntry[] }>> {
+export async function touchedBucketFiles(
+  table: Table,
+  snapshot: Snapshot,
+  touched: readonly TouchedBucket[],
+  cache: LruManifestCache = cacheOf(table),
+): Promise<Array<{ partition: string; bucket: number; entries: ManifestEntry[] }>> {
   const wanted = new Set(touched.map((t) => JSON.stringify([t.partition, t.bucket])));
   const partitions = new Set(touched.map((t) => t.partition));
   const buckets = new Set(touched.map((t) => t.bucket));
@@ -45,7 +50,7 @@ async function touchedFiles(table: Table, snapshot: Snapshot, touched: readonly 
       partitionRange: (min, max) => [...partitions].some((p) => p >= min && p <= max),
       bucket: buckets.size === 1 ? [...buckets][0] : undefined,
     },
-    cacheOf(table),
+    cache,
   );
   return groupByBucket(entries.filter((e) => wanted.has(JSON.stringify([e.partition, e.bucket]))));
 }
@@ -60,7 +65,7 @@ export async function beforeAppendCommit(table: Table, touched: readonly Touched
   const settings = compactionSettingsOf(table);
   const latest = await table.snapshots.latest();
   if (!latest) return;
-  const groups = await touchedFiles(table, latest, touched);
+  const groups = await touchedBucketFiles(table, latest, touched);
   for (const g of groups) {
     const runs = sortedRunCount(g.entries, settings, table.compareKeys);
     if (runs <= settings.stopTrigger) continue;
@@ -87,7 +92,7 @@ export async function afterAppendCommit(table: Table, snapshot: Snapshot, touche
     await compactTable(table, { full: true });
     return;
   }
-  const groups = await touchedFiles(table, snapshot, touched);
+  const groups = await touchedBucketFiles(table, snapshot, touched);
   for (const g of groups) {
     await swallowContention(compactBucket(table, g.partition, g.bucket, { entries: g.entries, manifestCache: cacheOf(table) }));
   }

@@ -16,7 +16,7 @@ import { readConsumer, writeConsumer, type Consumer, type ConsumerState } from '
 import { bucketKey, foldProgress, nextSnapshotOf } from './progress';
 import { encodeSplitMessage, splitRefPrefix, type SplitMessage } from './split-message';
 import type { SendRequest, SplitQueue } from './split-queue';
-import { checkNotExpired, expiredError, planFollowUp, planFull, resolveStart } from './stream-scan';
+import { expiredError, planFollowUp, planFull, resolveStart } from './stream-scan';
 import { resolveStreamOptions, type ResolvedStreamOptions, type StreamOptions } from './stream-options';
 
 /** Options of a discovery run. */

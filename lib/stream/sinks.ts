@@ -71,13 +71,7 @@ export function tableSink(target: Table, opts: TableSinkOptions = {}): StreamSin
     async write(batch) {
       if (batch.data.numRows === 0) return;
       const source = batch.table;
-      const fields = target.schema.fields.map((f) => {
-        const s = source.schema.fields.find((x) => x.name === f.name);
-        if (!s) throw new InvalidArgumentError(`column ${f.name} of the sink table ${target.name} is not a column of ${source.name}; the sink writes the source's columns by name`);
-        return s;
-      });
-      const rows = tableToRows(batch.data, fields);
-      const kinds = Array.from(kindsOf(batch.data)) as RowKindByte[];
+      const { rows, kinds } = rowsForTarget(target, batch);
       await target.write(rows, {
         kinds,
         commitUser: opts.commitUser ?? `stream:${source.name}:${batch.consumerId}`,
@@ -85,4 +79,18 @@ export function tableSink(target: Table, opts: TableSinkOptions = {}): StreamSin
       });
     },
   };
+}
+
+/**
+ * The rows of a split for a target table, by column name, with their row kinds. Throws
+ * InvalidArgumentError when the target has a column the source lacks.
+ */
+export function rowsForTarget(target: Table, batch: ChangeBatch): { rows: Row[]; kinds: RowKindByte[] } {
+  const source = batch.table;
+  const fields = target.schema.fields.map((f) => {
+    const s = source.schema.fields.find((x) => x.name === f.name);
+    if (!s) throw new InvalidArgumentError(`column ${f.name} of the sink table ${target.name} is not a column of ${source.name}; the sink writes the source's columns by name`);
+    return s;
+  });
+  return { rows: tableToRows(batch.data, fields), kinds: Array.from(kindsOf(batch.data)) as RowKindByte[] };
 }

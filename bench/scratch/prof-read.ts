@@ -1,0 +1,13 @@
+import { mkdtempSync } from 'node:fs';
+import { shuffled } from '../lib/data';
+import { createBenchTable, writeVersion } from '../lib/tables';
+import { profiled, topFiles, topFrames } from '../lib/profile';
+const k = 1_000_000;
+const table = await createBenchTable(mkdtempSync('/tmp/vb-prof-'));
+for (let v = 0; v < 5; v++) await writeVersion(table, shuffled(k, 100 + v), v);
+await table.read();
+const t0 = performance.now();
+const { profile } = await profiled(async () => { await table.read(); await table.read(); });
+console.log('profiled ms', performance.now() - t0);
+for (const f of topFrames(profile, 25)) console.log((f.share * 100).toFixed(1).padStart(5), '%', f.ms.toFixed(0).padStart(6), 'ms', f.frame);
+for (const f of topFiles(profile, 15)) console.log((f.share * 100).toFixed(1).padStart(5), '%', f.ms.toFixed(0).padStart(6), 'ms', f.file);
