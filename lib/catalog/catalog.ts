@@ -4,7 +4,8 @@
  * registry in a DynamoDB table so tables are listed without touching S3.
  */
 import type { ObjectStore } from '../store/object-store';
-import type { DataField } from '../schema/types';
+import { createTableSchema } from '../schema/parse';
+import type { DataField, TableSchema } from '../schema/types';
 import type { Table } from '../table/table';
 
 /** What a user gives to create a table. */
@@ -28,4 +29,15 @@ export interface Catalog {
   listTables(database?: string): Promise<string[]>;
   /** Removes a table and every file under it; throws TableNotFoundError. */
   dropTable(name: string): Promise<void>;
+}
+
+/** The first schema (id 0) of a table created from `req`; validates it (SchemaError, OptionError). */
+export function initialSchema(req: CreateTableRequest): TableSchema {
+  return createTableSchema({
+    fields: req.fields,
+    primaryKeys: req.primaryKeys,
+    partitionKeys: req.partitionKeys ?? [],
+    options: req.options ?? {},
+    comment: req.comment,
+  });
 }

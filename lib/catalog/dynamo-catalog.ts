@@ -15,12 +15,12 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { CorruptMetadataError, TableAlreadyExistsError, TableNotFoundError } from '../errors';
 import { listAll, type ObjectStore } from '../store/object-store';
-import { createTableSchema, parseTableIdentifier } from '../schema/parse';
+import { parseTableIdentifier } from '../schema/parse';
 import { createSchemaFile, latestSchema } from '../schema/schema-manager';
 import { tableLocation } from '../table/paths';
 import { Table } from '../table/table';
 import { runLimited } from '../concurrency';
-import type { Catalog, CreateTableRequest } from './catalog';
+import { initialSchema, type Catalog, type CreateTableRequest } from './catalog';
 
 /** Options of a DynamoCatalog. */
 export interface DynamoCatalogOptions {
@@ -59,13 +59,7 @@ export class DynamoCatalog implements Catalog {
     const id = parseTableIdentifier(name);
     const full = `${id.database}.${id.table}`;
     const location = tableLocation(id.database, id.table);
-    const schema = createTableSchema({
-      fields: req.fields,
-      primaryKeys: req.primaryKeys,
-      partitionKeys: req.partitionKeys ?? [],
-      options: req.options ?? {},
-      comment: req.comment,
-    });
+    const schema = initialSchema(req);
     const item: CatalogItem = { name: full, database: id.database, location, createdAt: Date.now() };
     try {
       // THE CLAIM: of concurrent creates of one name exactly one puts the item; the others are

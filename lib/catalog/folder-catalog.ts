@@ -4,12 +4,12 @@
  */
 import { TableAlreadyExistsError, TableNotFoundError } from '../errors';
 import { listAll, utf8, type ObjectStore } from '../store/object-store';
-import { createTableSchema, parseTableIdentifier } from '../schema/parse';
+import { parseTableIdentifier } from '../schema/parse';
 import { createSchemaFile, latestSchema } from '../schema/schema-manager';
 import { tableLocation } from '../table/paths';
 import { Table } from '../table/table';
 import { runLimited } from '../concurrency';
-import type { Catalog, CreateTableRequest } from './catalog';
+import { initialSchema, type Catalog, type CreateTableRequest } from './catalog';
 
 const REGISTRY = '_catalog/';
 
@@ -21,13 +21,7 @@ export class FolderCatalog implements Catalog {
     const id = parseTableIdentifier(name);
     const full = `${id.database}.${id.table}`;
     const path = tableLocation(id.database, id.table);
-    const schema = createTableSchema({
-      fields: req.fields,
-      primaryKeys: req.primaryKeys,
-      partitionKeys: req.partitionKeys ?? [],
-      options: req.options ?? {},
-      comment: req.comment,
-    });
+    const schema = initialSchema(req);
     // Creating schema-0 with put-if-absent is the commit point of the table: of two concurrent
     // creates exactly one wins, and the loser is told the table exists.
     if (!(await createSchemaFile(this.store, path, schema))) {
