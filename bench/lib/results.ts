@@ -32,6 +32,7 @@ export interface ChartSpec {
   xLabel: string;
   yLabel: string;
   xLog?: boolean;
+  yLog?: boolean;
   /** Points with optional error bars (min/max). */
   series: Array<{ name: string; points: Array<{ x: number; y: number; lo?: number; hi?: number; label?: string }> }>;
 }

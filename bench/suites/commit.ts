@@ -14,7 +14,7 @@ import type { Table } from '../../lib/table/table';
 import { makeRows, range } from '../lib/data';
 import { assertChecksum, assertEqual, expectedChecksum, tableChecksum } from '../lib/checksum';
 import { CountingStore } from '../lib/counting-store';
-import { compare, quantile, ratioOf, statsOf } from '../lib/harness';
+import { quantile, statsOf } from '../lib/harness';
 import type { Measurement, Ratio, SuiteContext, SuiteResult, TableSpec } from '../lib/results';
 import { createBenchTable, freshDir } from '../lib/tables';
 

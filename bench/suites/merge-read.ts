@@ -5,7 +5,6 @@
  */
 import { readFile } from 'node:fs/promises';
 import type * as arrow from 'apache-arrow';
-import type { Table } from '../../lib/table/table';
 import { range, shuffled } from '../lib/data';
 import { addChecksums, assertChecksum, expectedChecksum, tableChecksum } from '../lib/checksum';
 import { duckChecksum, mergeQuery, openDuckDB } from '../lib/duckdb';

@@ -6,7 +6,6 @@
  * what a remote store adds.
  */
 import { readLiveFiles, readDataManifests } from '../../lib/manifest/scan';
-import { readManifestFile } from '../../lib/manifest/manifest-file';
 import type { DataFileMeta, ManifestEntry } from '../../lib/manifest/types';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog';
 import { parseSchemaText } from '../../lib/schema/parse';

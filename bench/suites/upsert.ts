@@ -185,6 +185,7 @@ export async function runUpsert(ctx: SuiteContext): Promise<SuiteResult> {
     xLabel: 'table rows',
     yLabel: 'ms (median, min–max)',
     xLog: true,
+    yLog: true,
     series: [
       { name: 'varve (write + commit)', points: byCase.map((b) => ({ x: b.size, y: b.varve.stats.median, lo: b.varve.stats.min, hi: b.varve.stats.max })) },
       { name: 'copy-on-write (read + rewrite)', points: byCase.map((b) => ({ x: b.size, y: b.cow.stats.median, lo: b.cow.stats.min, hi: b.cow.stats.max })) },

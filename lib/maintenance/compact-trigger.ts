@@ -21,14 +21,10 @@ export interface TouchedBucket {
   bucket: number;
 }
 
-// Manifests are immutable, so one bounded cache per table object serves every commit of a
-// long-lived writer process: each check reads only the manifests written since the last one.
-const manifestCaches = new WeakMap<Table, LruManifestCache>();
-
+// Manifests are immutable, so the table object's cache serves every commit of a long-lived
+// writer process: each check reads only the manifests written since the last one.
 function cacheOf(table: Table): LruManifestCache {
-  let c = manifestCaches.get(table);
-  if (!c) manifestCaches.set(table, (c = new LruManifestCache(200_000)));
-  return c;
+  return table.manifestCache;
 }
 
 /** The live files of the touched buckets in `snapshot`, per bucket (buckets with no file are left out). */

@@ -14,6 +14,8 @@ export function commitOptionsFor(table: Table, overrides: Partial<CommitOptions>
     manifestMergeMinCount: o.get('manifest.merge-min-count') as number,
     manifestFullCompactionThresholdSize: o.get('manifest.full-compaction-threshold-size') as number,
     compareKeys: table.compareKeys,
+    snapshotManager: table.commitSnapshots,
+    manifestCache: table.manifestCache,
     ...overrides,
   };
 }

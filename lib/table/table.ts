@@ -8,6 +8,7 @@ import { compareKeyTuples, fromJsonValue } from '../schema/values';
 import type { DataField, DataType, Row, TableSchema } from '../schema/types';
 import type { JsonValue, Snapshot } from '../manifest/types';
 import type { ObjectStore } from '../store/object-store';
+import { LruManifestCache } from '../manifest/manifest-file';
 import { SnapshotManager } from '../snapshot/snapshot-manager';
 import { readTable, type ReadOptions } from './read';
 import { TableWriter, type CommitResult, type WriterOptions } from './writer';
@@ -16,6 +17,13 @@ import { resolveSnapshot, type SnapshotSpec } from './time-travel';
 export class Table {
   readonly options: TableOptions;
   readonly snapshots: SnapshotManager;
+  /**
+   * The snapshot reader of this table's commits: it keeps the (immutable) snapshots it read, so a
+   * writer's next commit does not read the duplicate-check window again.
+   */
+  readonly commitSnapshots: SnapshotManager;
+  /** Manifests read by this table object's commits and compactions (immutable, so cacheable). */
+  readonly manifestCache = new LruManifestCache(200_000);
   /** Primary key fields, in key order. */
   readonly keyFields: DataField[];
   readonly keyTypes: DataType[];
@@ -32,6 +40,7 @@ export class Table {
   ) {
     this.options = new TableOptions(schema.options, schema.fields);
     this.snapshots = new SnapshotManager(store, path);
+    this.commitSnapshots = new SnapshotManager(store, path, { cacheSnapshots: true });
     this.keyFields = schema.primaryKeys.map((k) => schema.fields.find((f) => f.name === k)!);
     this.keyTypes = this.keyFields.map((f) => f.type);
     const types = this.keyTypes;

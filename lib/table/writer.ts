@@ -106,22 +106,44 @@ export class TableWriter {
   async writeArrow(data: arrow.Table): Promise<void> {
     const n = data.numRows;
     if (n === 0) return;
-    const vectors = new Map<string, arrow.Vector>();
-    for (const f of [...this.partitionFields, ...this.bucketFields]) {
-      const v = data.getChild(f.name);
+    const flat = singleBatch(data);
+    const vectorOf = (f: DataField): arrow.Vector => {
+      const v = flat.getChild(f.name);
       if (!v) throw new InvalidArgumentError(`input has no column "${f.name}"; it has ${data.schema.names.join(', ')}`);
-      vectors.set(f.name, v);
-    }
-    const groups = new Map<string, number[]>();
-    for (let i = 0; i < n; i++) {
-      const id = this.route((f) => arrowValue(f, vectors.get(f.name)!.get(i)));
-      let g = groups.get(id);
-      if (!g) groups.set(id, (g = []));
-      g.push(i);
+      return v;
+    };
+    const bucketVectors = this.bucketFields.map(vectorOf);
+    const partitionVectors = this.partitionFields.map(vectorOf);
+    const groups = new Map<string, number[] | Uint32Array>();
+    if (partitionVectors.length === 0) {
+      // Unpartitioned (the common bulk case): bucket numbers into a typed array, then one
+      // counting pass builds each bucket's row indices — no per-row strings or maps.
+      const buckets = new Int32Array(n);
+      const counts = new Uint32Array(this.numBuckets);
+      const values: Value[] = new Array(bucketVectors.length);
+      for (let i = 0; i < n; i++) {
+        for (let k = 0; k < bucketVectors.length; k++) values[k] = arrowValue(this.bucketFields[k], bucketVectors[k].get(i));
+        const b = bucketOf(this.bucketTypes, values, this.numBuckets);
+        buckets[i] = b;
+        counts[b]++;
+      }
+      const indices = Array.from(counts, (c) => new Uint32Array(c));
+      const fill = new Uint32Array(this.numBuckets);
+      for (let i = 0; i < n; i++) indices[buckets[i]][fill[buckets[i]]++] = i;
+      indices.forEach((idx, b) => idx.length && groups.set(`\u0000${b}`, idx));
+    } else {
+      const vectors = new Map(this.partitionFields.map((f, k) => [f.name, partitionVectors[k]]));
+      this.bucketFields.forEach((f, k) => vectors.set(f.name, bucketVectors[k]));
+      for (let i = 0; i < n; i++) {
+        const id = this.route((f) => arrowValue(f, vectors.get(f.name)!.get(i)));
+        let g = groups.get(id) as number[] | undefined;
+        if (!g) groups.set(id, (g = []));
+        g.push(i);
+      }
     }
     for (const [id, idx] of groups) {
       const bw = this.bucketWriter(id);
-      bw.buffer.addTable(groups.size === 1 ? data : takeRows(singleBatch(data), Uint32Array.from(idx)));
+      bw.buffer.addTable(idx.length === n ? flat : takeRows(flat, idx instanceof Uint32Array ? idx : Uint32Array.from(idx)));
       await this.flushIfFull(bw);
     }
     this.rows += n;
@@ -166,7 +188,10 @@ export class TableWriter {
    * `commitIdentifier` should be derived from the input (a message id, an object key + etag) so
    * that a retried call that had already landed commits nothing.
    */
-  async commit(commitIdentifier: string = randomUUID()): Promise<CommitResult> {
+  async commit(commitIdentifier?: string): Promise<CommitResult> {
+    // A fresh random identifier cannot have landed before: no need to search recent snapshots.
+    const fresh = commitIdentifier === undefined;
+    const identifier = commitIdentifier ?? randomUUID();
     const rows = this.rows;
     // Buckets this commit writes to: rows still buffered, or already flushed to pending files.
     const touched = [...this.buckets.values()].filter((bw) => bw.buffer.size > 0 || this.pendingData.some((f) => f.partition === bw.partition && f.bucket === bw.bucket));
@@ -180,12 +205,12 @@ export class TableWriter {
       this.table.path,
       {
         commitUser: this.commitUser,
-        commitIdentifier,
+        commitIdentifier: identifier,
         kind: 'APPEND',
         schemaId: this.table.schema.id,
         batches: [batch],
       },
-      commitOptionsFor(this.table),
+      commitOptionsFor(this.table, fresh ? { dedupLookback: 0 } : {}),
     );
     if (!result.alreadyCommitted) {
       publishCommit({ warehouse: this.table.store.uri, table: this.table.name, snapshot: result.snapshot });

@@ -5,7 +5,7 @@ describe('benchmark charts', () => {
   it('picks round ticks covering the range', () => {
     // Act / Assess
     expect(niceTicks(0, 1000)).toEqual([0, 200, 400, 600, 800, 1000]);
-    expect(niceTicks(0, 7.3)).toEqual([0, 2, 4, 6]);
+    expect(niceTicks(0, 7.3)).toEqual([0, 2, 4, 6, 8]);
   });
 
   it('draws every point, error bar and series name', () => {
