@@ -114,13 +114,13 @@ function aggregate(schema: TableSchema, cfg: MergeConfig, g: Rec[], raw: boolean
     schema.primaryKeys.includes(f.name) || cfg.sequenceFields.includes(f.name)
       ? 'keep'
       : (cfg.aggregateFunctions[f.name] ?? cfg.defaultAggregateFunction ?? 'last_non_null_value');
-  const countOf = (f: DataField, v: Value): Value => (v === null ? 0 : 1) as number;
+  const countOf = (v: Value): number => (v === null ? 0 : 1);
   const asType = (f: DataField, n: number) => (f.type.root === 'BIGINT' ? BigInt(n) : n);
   if (g.length === 1) {
     const r = g[0];
     if (cfg.ignoreDelete && isRetract(r.kind)) return null;
     const row = { ...r.row };
-    for (const f of schema.fields) if (raw && fnOf(f) === 'count') row[f.name] = asType(f, countOf(f, r.row[f.name]) as number);
+    for (const f of schema.fields) if (raw && fnOf(f) === 'count') row[f.name] = asType(f, countOf(r.row[f.name]));
     return { row, kind: r.kind, seq: r.seq };
   }
   const acc: Row = Object.fromEntries(schema.fields.map((f) => [f.name, null]));
@@ -163,7 +163,7 @@ function aggregate(schema: TableSchema, cfg: MergeConfig, g: Rec[], raw: boolean
           break;
         case 'sum':
         case 'count': {
-          const x = fn === 'count' && raw ? asType(f, countOf(f, v) as number) : v;
+          const x = fn === 'count' && raw ? asType(f, countOf(v)) : v;
           if (x === null) break;
           const signed = retract ? (typeof x === 'bigint' ? -x : -(x as number)) : x;
           acc[f.name] = a === null ? signed : typeof a === 'bigint' ? a + (signed as bigint) : (a as number) + (signed as number);

@@ -93,7 +93,7 @@ describe('TableOptions defaults', () => {
     expect(o.consumerIgnoreProgress).toBe(false);
     expect(o.scanMode).toBe('latest-full');
     expect(o.scanOnExpired).toBe('fail');
-    expect([o.commitMaxRetries, o.commitMinRetryWaitMs, o.commitMaxRetryWaitMs, o.commitTimeoutMs]).toEqual([10, 10, 10_000, undefined]);
+    expect([o.commitMaxRetries, o.commitMinRetryWaitMs, o.commitMaxRetryWaitMs, o.commitTimeoutMs]).toEqual([30, 10, 10_000, undefined]);
     expect([o.manifestTargetFileSize, o.manifestMergeMinCount, o.manifestFullCompactionThresholdSize]).toEqual([8 * 2 ** 20, 30, 16 * 2 ** 20]);
     expect(o.partitionDefaultName).toBe('__DEFAULT_PARTITION__');
     expect(o.orphanFilesOlderThanMs).toBe(86_400_000);
