@@ -149,12 +149,7 @@ function splitKind(values: Record<string, unknown>, line: number, deletes?: bool
 }
 
 function validateText(schema: TableSchema, values: Record<string, string>, line: number): Row {
-  const known = new Set(schema.fields.map((f) => f.name));
-  for (const name of Object.keys(values)) {
-    if (!known.has(name)) {
-      throw new RecordValidationError(`line ${line}: unknown column "${name}"; the table's columns are ${[...known].join(', ')}`, line, name);
-    }
-  }
+  checkColumns(schema, values, line);
   const row: Row = {};
   for (const f of schema.fields) {
     const text = values[f.name];
@@ -184,10 +179,7 @@ function deleteRow(schema: TableSchema, keyFields: DataField[], values: Record<s
     if (v === undefined || v === null) row[f.name] = f.type.nullable ? null : placeholder(f);
     else row[f.name] = text ? coerceText(f, String(v), line) : validateRecord([f], [], { [f.name]: v }, line)[f.name];
   }
-  const known = new Set(schema.fields.map((f) => f.name));
-  for (const name of Object.keys(values)) {
-    if (!known.has(name)) throw new RecordValidationError(`line ${line}: unknown column "${name}"; the table's columns are ${[...known].join(', ')}`, line, name);
-  }
+  checkColumns(schema, values, line);
   return row;
 }
 
@@ -206,5 +198,14 @@ function placeholder(f: DataField): Row[string] {
       return new Uint8Array(0);
     default:
       return 0;
+  }
+}
+
+/** Throws RecordValidationError naming the first column of `values` the table does not have. */
+function checkColumns(schema: TableSchema, values: Record<string, unknown>, line: number): void {
+  for (const name of Object.keys(values)) {
+    if (!schema.fields.some((f) => f.name === name)) {
+      throw new RecordValidationError(`line ${line}: unknown column "${name}"; the table's columns are ${schema.fields.map((f) => f.name).join(', ')}`, line, name);
+    }
   }
 }

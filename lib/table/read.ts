@@ -77,16 +77,13 @@ export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropD
   const perGroup = await runLimited(
     ordered.map((id) => async () => {
       const files = groups.get(id)!;
+      const entryOf = new Map(files.map((f) => [f.file, f]));
       const out: arrow.Table[] = [];
       for (const section of intervalPartition(files.map((f) => f.file), table.compareKeys)) {
         // Each file is its own run: files are key-sorted with one record per key, and keeping
         // them apart lets every run carry its own sequence base.
-        const sectionFiles = section.flat();
         const runs = await Promise.all(
-          sectionFiles.map(async (meta) => {
-            const entry = files.find((f) => f.file.fileName === meta.fileName)!;
-            return { table: await readEntry(table, entry), sequenceBase: meta.sequenceBase };
-          }),
+          section.flat().map(async (meta) => ({ table: await readEntry(table, entryOf.get(meta)!), sequenceBase: meta.sequenceBase })),
         );
         out.push(
           mergeSortedRuns(runs, {

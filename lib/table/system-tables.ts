@@ -159,7 +159,9 @@ async function bucketsTable(table: Table, snapshot: Snapshot | undefined): Promi
   const groups = new Map<string, typeof entries>();
   for (const e of entries) {
     const id = `${e.partition}\u0000${String(e.bucket).padStart(6, '0')}`;
-    groups.set(id, [...(groups.get(id) ?? []), e]);
+    const g = groups.get(id);
+    if (g) g.push(e);
+    else groups.set(id, [e]);
   }
   const records = [...groups.keys()].sort().map((id) => {
     const g = groups.get(id)!;

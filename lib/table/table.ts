@@ -5,7 +5,7 @@
 import type * as arrow from 'apache-arrow';
 import { TableOptions } from '../schema/options';
 import { compareKeyTuples, fromJsonValue } from '../schema/values';
-import type { DataField, DataType, Row, TableSchema } from '../schema/types';
+import type { DataField, DataType, Row, TableSchema, Value } from '../schema/types';
 import type { JsonValue, Snapshot } from '../manifest/types';
 import type { ObjectStore } from '../store/object-store';
 import { LruManifestCache } from '../manifest/manifest-file';
@@ -44,12 +44,15 @@ export class Table {
     this.keyFields = schema.primaryKeys.map((k) => schema.fields.find((f) => f.name === k)!);
     this.keyTypes = this.keyFields.map((f) => f.type);
     const types = this.keyTypes;
-    this.compareKeys = (a, b) =>
-      compareKeyTuples(
-        types,
-        a.map((v, i) => fromJsonValue(types[i], v)),
-        b.map((v, i) => fromJsonValue(types[i], v)),
-      );
+    // File metadata keys are compared many times (sorting, interval partitioning, conflict
+    // checks): decode each key tuple once, not on every comparison.
+    const decoded = new WeakMap<JsonValue[], Value[]>();
+    const decode = (k: JsonValue[]): Value[] => {
+      let v = decoded.get(k);
+      if (!v) decoded.set(k, (v = k.map((x, i) => fromJsonValue(types[i], x))));
+      return v;
+    };
+    this.compareKeys = (a, b) => compareKeyTuples(types, decode(a), decode(b));
   }
 
   /** A writer that buffers rows per bucket and commits them as one snapshot per `commit()`. */

@@ -56,6 +56,10 @@ export class TableWriter {
   private readonly partitionFields: DataField[];
   private readonly bucketFields: DataField[];
   private readonly bucketTypes: DataType[];
+  // Fixed per table: computed once, not per routed row.
+  private readonly partitionNames: string[];
+  private readonly partitionTypes: DataType[];
+  private readonly partitionDefaultName: string;
   private readonly numBuckets: number;
 
   constructor(
@@ -70,6 +74,9 @@ export class TableWriter {
     this.bucketFields = (bucketKey.length ? bucketKey : s.primaryKeys.filter((k) => !s.partitionKeys.includes(k))).map(byName);
     if (this.bucketFields.length === 0) this.bucketFields = s.primaryKeys.map(byName);
     this.bucketTypes = this.bucketFields.map((f) => f.type);
+    this.partitionNames = this.partitionFields.map((f) => f.name);
+    this.partitionTypes = this.partitionFields.map((f) => f.type);
+    this.partitionDefaultName = table.options.partitionDefaultName;
     this.numBuckets = table.options.bucket;
   }
 
@@ -152,12 +159,7 @@ export class TableWriter {
   /** `partition\0bucket` of a row whose column values `valueOf` gives. */
   private route(valueOf: (f: DataField) => Value): string {
     const partition = this.partitionFields.length
-      ? partitionPath(
-          this.partitionFields.map((f) => f.name),
-          this.partitionFields.map(valueOf),
-          this.partitionFields.map((f) => f.type),
-          this.table.options.partitionDefaultName,
-        )
+      ? partitionPath(this.partitionNames, this.partitionFields.map(valueOf), this.partitionTypes, this.partitionDefaultName)
       : '';
     const bucket = bucketOf(this.bucketTypes, this.bucketFields.map(valueOf), this.numBuckets);
     return `${partition}\u0000${bucket}`;
