@@ -69,13 +69,6 @@ export class ObjectNotFoundError extends VarveError {
   }
 }
 
-/** A conditional write lost: the key already exists (put-if-absent) or its etag moved (put-if-match). */
-export class PreconditionFailedError extends VarveError {
-  constructor(readonly key: string, opts: { cause?: unknown } = {}) {
-    super(`precondition failed on ${key}: another writer changed it first`, { kind: 'precondition', ...opts });
-  }
-}
-
 /** S3 answered 409 ConditionalRequestConflict: a concurrent operation was in flight; retry as is. */
 export class ConditionalRequestConflictError extends VarveError {
   constructor(readonly key: string, opts: { cause?: unknown } = {}) {

@@ -12,7 +12,7 @@ import { formatType } from '../schema/parse';
 import { listSchemaIds, readSchema } from '../schema/schema-manager';
 import { listTags } from '../snapshot/tags';
 import { listConsumers } from '../stream/consumer';
-import { bucketDir } from './paths';
+import { dataFileKey } from './paths';
 import type { Table } from './table';
 import { resolveSnapshot, type SnapshotSpec } from './time-travel';
 
@@ -88,7 +88,7 @@ async function filesTable(table: Table, snapshot: Snapshot | undefined): Promise
   const records = entries.map((e) => ({
     partition: e.partition,
     bucket: e.bucket,
-    file_path: `${bucketDir(table.path, e.partition, e.bucket)}/${e.file.fileName}`,
+    file_path: dataFileKey(table.path, e.partition, e.bucket, e.file.fileName),
     level: e.file.level,
     record_count: e.file.rowCount,
     file_size_in_bytes: e.file.fileSize,
