@@ -2,6 +2,7 @@
  * The maintenance commands of the CLI. Each command is registered by its own function below, so
  * that maintenance actions (compaction, expiry, …) stay apart.
  */
+import { parsePartitionSpec } from '../schema/partition';
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../errors';
@@ -22,17 +23,6 @@ export function registerMaintenanceCommands(program: Command, globals: () => Glo
 
 // ---------------------------------------------------------------------------------------------
 // varve compact
-
-/** `{ k: v }` from `k=v,k2=v2`. */
-function parsePartitionSpec(text: string): Record<string, string> {
-  const spec: Record<string, string> = {};
-  for (const part of text.split(',').map((s) => s.trim()).filter(Boolean)) {
-    const i = part.indexOf('=');
-    if (i <= 0) throw new InvalidArgumentError(`--partition "${text}" must look like key=value[,key=value…], e.g. dt=2024-01-01,region=eu`);
-    spec[part.slice(0, i).trim()] = part.slice(i + 1).trim();
-  }
-  return spec;
-}
 
 function mb(bytes: number): string {
   return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;

@@ -1,6 +1,7 @@
 /**
  * The table commands of the CLI: create, write, delete, read, describe, tables, drop, tag.
  */
+import { parsePartitionSpec } from '../schema/partition';
 import { readFile, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../errors';
@@ -135,7 +136,7 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
         timestamp: o.timestamp !== undefined ? parseTimestamp(o.timestamp) : undefined,
         tag: o.tag,
         columns: o.columns ? list(o.columns) : undefined,
-        partition: o.partition ? Object.fromEntries(list(o.partition).map((p) => p.split('=') as [string, string])) : undefined,
+        partition: o.partition ? parsePartitionSpec(o.partition) : undefined,
       });
       const { columns, records } = displayRecords(result, table.schema.fields);
       out(renderRecords(columns, records, format));
