@@ -26,14 +26,8 @@ export const COMPACT_COMMIT_USER = 'compactor';
 /** Snapshot property set on the COMPACT snapshots of full compactions (full-compaction.delta-commits counts from them). */
 export const FULL_COMPACTION_PROPERTY = 'varve.full-compaction';
 
-/** What compacting one bucket did. */
-export interface BucketCompactionResult {
-  partition: string;
-  bucket: number;
-  /** The COMPACT snapshot, when one was committed (or had been, by an earlier run of the same job). */
-  snapshot?: Snapshot;
-  /** True when an earlier attempt of the same job had already committed it. */
-  alreadyCommitted: boolean;
+/** The file, byte and changelog counts of a compaction: one bucket's, or summed over a table. */
+export interface CompactionCounters {
   filesIn: number;
   filesOut: number;
   upgradedFiles: number;
@@ -41,13 +35,35 @@ export interface BucketCompactionResult {
   bytesOut: number;
   changelogFiles: number;
   changelogRows: number;
+}
+
+const COUNTER_KEYS = ['filesIn', 'filesOut', 'upgradedFiles', 'bytesIn', 'bytesOut', 'changelogFiles', 'changelogRows'] as const satisfies ReadonlyArray<keyof CompactionCounters>;
+
+/** All counters at zero. */
+export function zeroCounters(): CompactionCounters {
+  return { filesIn: 0, filesOut: 0, upgradedFiles: 0, bytesIn: 0, bytesOut: 0, changelogFiles: 0, changelogRows: 0 };
+}
+
+/** Adds `from`'s counters into `into`. */
+export function addCounters(into: CompactionCounters, from: CompactionCounters): void {
+  for (const k of COUNTER_KEYS) into[k] += from[k];
+}
+
+/** What compacting one bucket did. */
+export interface BucketCompactionResult extends CompactionCounters {
+  partition: string;
+  bucket: number;
+  /** The COMPACT snapshot, when one was committed (or had been, by an earlier run of the same job). */
+  snapshot?: Snapshot;
+  /** True when an earlier attempt of the same job had already committed it. */
+  alreadyCommitted: boolean;
   /** Plans made (1 + re-plans after conflicts). */
   attempts: number;
 }
 
 /** The result of a bucket with nothing due. */
 export function emptyResult(partition: string, bucket: number, attempts: number): BucketCompactionResult {
-  return { partition, bucket, alreadyCommitted: false, filesIn: 0, filesOut: 0, upgradedFiles: 0, bytesIn: 0, bytesOut: 0, changelogFiles: 0, changelogRows: 0, attempts };
+  return { partition, bucket, alreadyCommitted: false, ...zeroCounters(), attempts };
 }
 
 /**

@@ -12,7 +12,7 @@ import { readLiveFiles } from '../manifest/scan';
 import type { ManifestEntry, Snapshot } from '../manifest/types';
 import { parsePartitionPath } from '../schema/partition';
 import type { Table } from '../table/table';
-import { emptyResult, runBucketPlan, type BucketCompactionResult } from './compact-run';
+import { addCounters, emptyResult, runBucketPlan, zeroCounters, type BucketCompactionResult, type CompactionCounters } from './compact-run';
 import { planBucketCompaction, sortedRunCount } from './compact-plan';
 import { compactionSettingsOf } from './compaction-settings';
 
@@ -93,7 +93,7 @@ export interface CompactTableOptions {
 }
 
 /** What compacting a table did. */
-export interface CompactionSummary {
+export interface CompactionSummary extends CompactionCounters {
   /** Buckets looked at, and those whose compaction committed. */
   bucketsChecked: number;
   bucketsCompacted: number;
@@ -101,13 +101,6 @@ export interface CompactionSummary {
   remainingBuckets: number;
   /** Buckets given up after repeated conflicts with other compactions. */
   conflicts: number;
-  filesIn: number;
-  filesOut: number;
-  upgradedFiles: number;
-  bytesIn: number;
-  bytesOut: number;
-  changelogFiles: number;
-  changelogRows: number;
   /** COMPACT snapshots committed, in order. */
   snapshots: number[];
 }
@@ -116,7 +109,7 @@ export interface CompactionSummary {
 export async function compactTable(table: Table, opts: CompactTableOptions = {}): Promise<CompactionSummary> {
   const summary: CompactionSummary = {
     bucketsChecked: 0, bucketsCompacted: 0, remainingBuckets: 0, conflicts: 0,
-    filesIn: 0, filesOut: 0, upgradedFiles: 0, bytesIn: 0, bytesOut: 0, changelogFiles: 0, changelogRows: 0, snapshots: [],
+    ...zeroCounters(), snapshots: [],
   };
   const matches = partitionMatcher(table, opts.partition);
   const latest = await table.snapshots.latest();
@@ -146,13 +139,7 @@ export async function compactTable(table: Table, opts: CompactTableOptions = {})
       summary.bucketsCompacted++;
       summary.snapshots.push(r.snapshot.id);
     }
-    summary.filesIn += r.filesIn;
-    summary.filesOut += r.filesOut;
-    summary.upgradedFiles += r.upgradedFiles;
-    summary.bytesIn += r.bytesIn;
-    summary.bytesOut += r.bytesOut;
-    summary.changelogFiles += r.changelogFiles;
-    summary.changelogRows += r.changelogRows;
+    addCounters(summary, r);
     done++;
     opts.onProgress?.({ done, total: groups.length, result: r });
   }

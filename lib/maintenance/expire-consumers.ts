@@ -14,7 +14,7 @@
  */
 import { runLimited } from '../concurrency';
 import { listAll } from '../store/object-store';
-import { listConsumers, readConsumer, type Consumer } from '../stream/consumer';
+import { deleteConsumer, listConsumers, readConsumer, type Consumer } from '../stream/consumer';
 import type { Table } from '../table/table';
 
 /** Options of consumer expiration; unset ones come from the table options. */
@@ -36,7 +36,7 @@ export interface ExpireConsumersResult {
 }
 
 /** Prefix of a consumer's own objects besides its file: `consumer-<id>@progress/…`, `consumer-<id>@splits/…`. */
-export function consumerObjectsPrefix(tablePath: string, consumerId: string): string {
+function consumerObjectsPrefix(tablePath: string, consumerId: string): string {
   // '@' never occurs in a consumer id, so this matches no other consumer's objects.
   return `${tablePath}/consumer/consumer-${consumerId}@`;
 }
@@ -53,7 +53,7 @@ async function idleSince(table: Table, c: Consumer, latest: number | undefined):
 async function removeConsumer(table: Table, id: string): Promise<void> {
   const own = await listAll(table.store, consumerObjectsPrefix(table.path, id));
   await runLimited(own.map((o) => () => table.store.delete(o.key)), 16);
-  await table.store.delete(`${table.path}/consumer/consumer-${id}`);
+  await deleteConsumer(table.store, table.path, id);
 }
 
 /** Removes the consumers of `table` idle for longer than `consumer.expiration-time`. */

@@ -11,7 +11,7 @@ import { listTags } from '../snapshot/tags';
 import { listAll } from '../store/object-store';
 import type { Table } from '../table/table';
 import { advanceEarliestMarker } from './earliest-marker';
-import { snapshotReferences } from './snapshot-references';
+import { addReferences, snapshotReferences } from './snapshot-references';
 
 /** The JSON content of an expiry journal. */
 export interface ExpiryJournal {
@@ -123,8 +123,7 @@ async function newlyTaggedFiles(table: Table, j: ExpiryJournal): Promise<Set<str
   const keep = new Set<string>();
   for (const { name, tag } of await listTags(table.store, table.path)) {
     if (tag.id >= j.end || j.tags[name] === tag.id) continue;
-    const refs = await snapshotReferences(table, tag);
-    for (const list of [refs.manifestLists, refs.manifests, refs.dataFiles, refs.changelogFiles]) for (const k of list) keep.add(k);
+    addReferences(keep, await snapshotReferences(table, tag));
   }
   return keep;
 }

@@ -14,10 +14,12 @@
  */
 import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError } from '../errors';
 import { runLimited } from '../concurrency';
+import { LruManifestCache } from '../manifest/manifest-file';
 import type { DataFileMeta } from '../manifest/types';
 import { listTags } from '../snapshot/tags';
 import { fromUtf8, listAll, type ObjectInfo } from '../store/object-store';
 import { listConsumers } from '../stream/consumer';
+import { splitRefPrefix } from '../stream/split-message';
 import { dataFileKey } from '../table/paths';
 import type { Table } from '../table/table';
 import { journalFiles, listJournals } from './expiry-journal';
@@ -94,11 +96,13 @@ function aborted(what: string, e: unknown): never {
 /** Every key referenced by the table's snapshots, tags, live consumers' split lists and expiry journals. */
 async function referencedKeys(table: Table, liveConsumers: readonly string[]): Promise<Set<string>> {
   const used = new Set<string>();
+  // Consecutive snapshots share most manifests: read each once per run.
+  const cache = new LruManifestCache();
   for (const id of await table.snapshots.listIds()) {
     const snapshot = await table.snapshots.tryRead(id);
     if (snapshot === undefined) continue; // expired since the listing: its journal (read below) has its files
     try {
-      addReferences(used, await snapshotReferences(table, snapshot));
+      addReferences(used, await snapshotReferences(table, snapshot, cache));
     } catch (e) {
       // Expiry deletes a snapshot file before its files, so a gap under a snapshot that is gone is expected.
       if (e instanceof ObjectNotFoundError && !(await table.snapshots.exists(id))) continue;
@@ -107,13 +111,13 @@ async function referencedKeys(table: Table, liveConsumers: readonly string[]): P
   }
   for (const { name, tag } of await listTags(table.store, table.path)) {
     try {
-      addReferences(used, await snapshotReferences(table, tag));
+      addReferences(used, await snapshotReferences(table, tag, cache));
     } catch (e) {
       aborted(`tag ${name}`, e);
     }
   }
   for (const id of liveConsumers) {
-    const prefix = `${table.path}/consumer/consumer-${id}@splits/`;
+    const prefix = splitRefPrefix(table.path, id);
     for (const o of await listAll(table.store, prefix)) {
       // `<snapshot>/[<partition>/]bucket-<n>.json` holding the split's DataFileMeta[].
       const rel = o.key.slice(prefix.length).split('/').slice(1);
