@@ -3,11 +3,10 @@
  * file whenever one reaches `manifest.target-file-size`. Written once under a unique name, never
  * rewritten, so their content can be cached by name.
  */
-import { CorruptMetadataError } from '../errors';
 import type { ObjectStore } from '../store/object-store';
 import { utf8 } from '../store/object-store';
 import type { MetadataFileNamer } from './file-names';
-import { arrayField, intField, parseManifestEntry, parseMetadataObject } from './metadata-json';
+import { arrayField, checkVersion1, parseManifestEntry, parseMetadataObject } from './metadata-json';
 import { manifestKey } from './table-paths';
 import type { ManifestEntry, ManifestFileMeta } from './types';
 
@@ -174,9 +173,7 @@ export async function readManifestFile(
   const { body } = await store.get(key);
   const what = `manifest ${key}`;
   const o = parseMetadataObject(body, what);
-  if (intField(o, 'version', what) !== 1) {
-    throw new CorruptMetadataError(`${what} has version ${String(o.version)}; this varve reads version 1, upgrade varve`);
-  }
+  checkVersion1(o, what);
   const entries = arrayField(o, 'entries', what).map((e) => parseManifestEntry(e, what));
   cache?.set(fileName, entries);
   return entries;

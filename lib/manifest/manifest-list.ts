@@ -5,7 +5,7 @@
 import { CorruptMetadataError } from '../errors';
 import type { ObjectStore } from '../store/object-store';
 import type { MetadataFileNamer } from './file-names';
-import { arrayField, intField, metadataBytes, parseMetadataObject, stringField } from './metadata-json';
+import { arrayField, checkVersion1, intField, metadataBytes, parseMetadataObject, stringField } from './metadata-json';
 import { manifestKey } from './table-paths';
 import type { ManifestFileMeta } from './types';
 
@@ -47,8 +47,6 @@ export async function readManifestList(store: ObjectStore, tablePath: string, na
   const { body } = await store.get(key);
   const what = `manifest list ${key}`;
   const o = parseMetadataObject(body, what);
-  if (intField(o, 'version', what) !== 1) {
-    throw new CorruptMetadataError(`${what} has version ${String(o.version)}; this varve reads version 1, upgrade varve`);
-  }
+  checkVersion1(o, what);
   return arrayField(o, 'manifests', what).map((m) => parseManifestFileMeta(m, what));
 }

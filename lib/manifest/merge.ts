@@ -8,7 +8,7 @@
  *   `manifest.target-file-size`, the tail only when it has at least `manifest.merge-min-count` files.
  */
 import type { ObjectStore } from '../store/object-store';
-import { fileIdentity, mergeEntriesInto } from './file-entries';
+import { danglingDeletes, fileIdentity, mergeEntriesInto } from './file-entries';
 import type { MetadataFileNamer } from './file-names';
 import { DEFAULT_MANIFEST_TARGET_FILE_SIZE, readManifestFile, writeManifestFiles, type ManifestCache } from './manifest-file';
 import { parallelMap } from '../concurrency';
@@ -120,8 +120,7 @@ async function tryFullCompaction(ctx: MergeContext, input: readonly ManifestFile
 
   const deltaMerged = new Map<string, ManifestEntry>();
   (await readAll(ctx, delta)).forEach((entries, k) => mergeEntriesInto(deltaMerged, entries, delta[k].fileName));
-  const deletes: ManifestEntry[] = [];
-  for (const e of deltaMerged.values()) if (e.kind === 'DELETE') deletes.push(e);
+  const deletes = danglingDeletes(deltaMerged.values());
   const deletedIds = new Set(deletes.map(fileIdentity));
 
   const result: ManifestFileMeta[] = [];

@@ -25,6 +25,13 @@ export function parseMetadataObject(bytes: Uint8Array, what: string): Obj {
   return value as Obj;
 }
 
+/** Throws CorruptMetadataError unless the object's `version` is 1, the one this varve reads. */
+export function checkVersion1(o: Obj, what: string): void {
+  if (intField(o, 'version', what) !== 1) {
+    throw new CorruptMetadataError(`${what} has version ${String(o.version)}; this varve reads version 1, upgrade varve`);
+  }
+}
+
 /** Serialises metadata as UTF-8 JSON. */
 export function metadataBytes(value: unknown): Uint8Array {
   return utf8(JSON.stringify(value));

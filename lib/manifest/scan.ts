@@ -5,7 +5,7 @@
  * names the same partition and bucket as its ADD, so pruning both together keeps the fold exact.
  */
 import type { ObjectStore } from '../store/object-store';
-import { fileIdentity, mergeEntriesInto } from './file-entries';
+import { fileIdentity, mergeEntries } from './file-entries';
 import { readManifestFile, type ManifestCache } from './manifest-file';
 import { readManifestList } from './manifest-list';
 import { parallelMap } from '../concurrency';
@@ -64,6 +64,17 @@ export async function readEntries(
   return out;
 }
 
+/** Entries of the manifests named by manifest list `listName` matching the filter. */
+async function readListEntries(
+  store: ObjectStore,
+  tablePath: string,
+  listName: string,
+  filter: ScanFilter | undefined,
+  cache: ManifestCache | undefined,
+): Promise<ManifestEntry[]> {
+  return readEntries(store, tablePath, await readManifestList(store, tablePath, listName), filter, cache);
+}
+
 /** The live files of `manifests` (ADD entries with every DELETE applied) that match the filter. */
 export async function foldLiveFiles(
   store: ObjectStore,
@@ -72,10 +83,9 @@ export async function foldLiveFiles(
   filter: ScanFilter = {},
   cache?: ManifestCache,
 ): Promise<ManifestEntry[]> {
-  const merged = new Map<string, ManifestEntry>();
-  mergeEntriesInto(merged, await readEntries(store, tablePath, manifests, filter, cache));
+  const merged = mergeEntries(await readEntries(store, tablePath, manifests, filter, cache));
   // A DELETE left over names a file this state never held; it changes nothing a reader sees.
-  return [...merged.values()].filter((e) => e.kind === 'ADD');
+  return merged.filter((e) => e.kind === 'ADD');
 }
 
 /** The live data files of a snapshot: ADD entries only, every DELETE applied. */
@@ -97,7 +107,7 @@ export async function readDeltaEntries(
   filter?: ScanFilter,
   cache?: ManifestCache,
 ): Promise<ManifestEntry[]> {
-  return readEntries(store, tablePath, await readManifestList(store, tablePath, snapshot.deltaManifestList), filter, cache);
+  return readListEntries(store, tablePath, snapshot.deltaManifestList, filter, cache);
 }
 
 /** The changelog files a snapshot produced (none when it has no changelog list). */
@@ -109,7 +119,7 @@ export async function readChangelogFiles(
   cache?: ManifestCache,
 ): Promise<ManifestEntry[]> {
   if (snapshot.changelogManifestList === undefined) return [];
-  return readEntries(store, tablePath, await readManifestList(store, tablePath, snapshot.changelogManifestList), filter, cache);
+  return readListEntries(store, tablePath, snapshot.changelogManifestList, filter, cache);
 }
 
 /**

@@ -122,7 +122,11 @@ export function assignSequenceNumbers(req: CommitRequest, next: number): Assigne
 /** True when the request adds, removes and logs no file. */
 export function isEmptyRequest(req: CommitRequest): boolean {
   const batchFiles = (req.batches ?? []).some((b) => b.newFiles.length > 0 || b.changelogFiles.length > 0);
-  return !batchFiles && !req.compactBefore?.length && !req.compactAfter?.length && !req.compactChangelog?.length;
+  return !batchFiles && !hasCompactFiles(req);
+}
+
+function hasCompactFiles(req: CommitRequest): boolean {
+  return !!(req.compactBefore?.length || req.compactAfter?.length || req.compactChangelog?.length);
 }
 
 function bad(message: string): never {
@@ -147,7 +151,7 @@ export function validateCommitRequest(req: CommitRequest): void {
   if (typeof req.commitIdentifier !== 'string' || req.commitIdentifier === '') bad('commitIdentifier must be a non-empty string');
   if (!['APPEND', 'COMPACT', 'OVERWRITE'].includes(req.kind)) bad(`kind ${JSON.stringify(req.kind)} is not APPEND, COMPACT or OVERWRITE`);
   if (!Number.isSafeInteger(req.schemaId) || req.schemaId < 0) bad(`schemaId ${req.schemaId} must be an integer ≥ 0`);
-  const hasCompact = !!(req.compactBefore?.length || req.compactAfter?.length || req.compactChangelog?.length);
+  const hasCompact = hasCompactFiles(req);
   const hasBatches = (req.batches ?? []).some((b) => b.newFiles.length > 0 || b.changelogFiles.length > 0 || b.rowCount > 0);
   if (req.kind === 'APPEND' && hasCompact) bad('an APPEND commit carries batches only; use COMPACT or OVERWRITE to remove or rewrite files');
   if (req.kind === 'COMPACT' && hasBatches) bad('a COMPACT commit carries compactBefore/compactAfter only; commit new data with APPEND');

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { CommitRetriesExhaustedError, InvalidArgumentError, SnapshotNotFoundError, isRetryable } from '../errors';
 import { MetadataFileNamer } from '../manifest/file-names';
 import type { Snapshot } from '../manifest/types';
+import { jitteredBackoff, sleep } from '../store/backoff';
 import type { ObjectStore } from '../store/object-store';
 import { COMMIT_UUID_PROPERTY, planCommit, type CommitContext } from './commit-plan';
 import { isEmptyRequest, validateCommitRequest, type CommitOptions, type CommitRequest } from './commit-request';
@@ -80,10 +81,8 @@ class RetryBudget {
     this.opts.onRetry?.(this.retries, reason);
     const minWait = this.opts.minRetryWaitMs ?? 10;
     const maxWait = this.opts.maxRetryWaitMs ?? 10_000;
-    const cap = Math.min(maxWait, minWait * 2 ** (this.retries - 1));
-    // Equal jitter: racing committers spread out instead of colliding again in lockstep.
-    const wait = Math.max(minWait, cap / 2 + (Math.random() * cap) / 2);
-    await new Promise((r) => setTimeout(r, wait));
+    // Jittered: racing committers spread out instead of colliding again in lockstep.
+    await sleep(Math.max(minWait, jitteredBackoff(this.retries - 1, minWait, maxWait)));
   }
 }
 

@@ -106,10 +106,11 @@ function checkOverlaps(after: readonly ManifestEntry[], adds: readonly ManifestE
 export async function checkCommitConflicts(input: ConflictCheckInput): Promise<void> {
   await checkTotalBuckets(input);
   const relevantAdds = input.checkAppendFiles ? input.adds : input.adds.filter((e) => e.file.level >= 1);
-  const touched = new Set([...input.deletes, ...relevantAdds].map(bucketOf));
+  const changed = [...input.deletes, ...relevantAdds];
+  const touched = new Set(changed.map(bucketOf));
   if (touched.size === 0) return;
-  const partitions = new Set([...input.deletes, ...relevantAdds].map((e) => e.partition));
-  const buckets = new Set([...input.deletes, ...relevantAdds].map((e) => e.bucket));
+  const partitions = new Set(changed.map((e) => e.partition));
+  const buckets = new Set(changed.map((e) => e.bucket));
   const live = (
     await foldLiveFiles(
       input.store,

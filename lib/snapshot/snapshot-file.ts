@@ -4,6 +4,7 @@
  */
 import { CorruptMetadataError } from '../errors';
 import {
+  checkVersion1,
   intField,
   metadataBytes,
   objectField,
@@ -17,9 +18,7 @@ const KINDS: readonly CommitKind[] = ['APPEND', 'COMPACT', 'OVERWRITE'];
 
 /** Validates a parsed snapshot object; `what` names the file in errors. */
 export function snapshotFromJson(o: Record<string, unknown>, what: string): Snapshot {
-  if (intField(o, 'version', what) !== 1) {
-    throw new CorruptMetadataError(`${what} has version ${String(o.version)}; this varve reads version 1, upgrade varve`);
-  }
+  checkVersion1(o, what);
   const commitKind = o.commitKind as CommitKind;
   if (!KINDS.includes(commitKind)) {
     throw new CorruptMetadataError(`${what}: commitKind ${JSON.stringify(o.commitKind)} is not one of ${KINDS.join(', ')}`);
