@@ -108,9 +108,3 @@ export function valuesColumn(type: arrow.DataType, name: string, values: Value[]
   }
   throw new SchemaMismatchError(`column ${name} has Arrow type ${String(type)}, for which computed values cannot be built`, name);
 }
-
-/** A single-batch table from per-column Data. */
-export function tableOf(schema: arrow.Schema, children: arrow.Data[], length: number): arrow.Table {
-  const data = arrow.makeData({ type: new arrow.Struct(schema.fields), length, nullCount: 0, children });
-  return new arrow.Table(schema, new arrow.RecordBatch(schema, data));
-}

@@ -5,6 +5,7 @@
  */
 import * as arrow from 'apache-arrow';
 import { SchemaMismatchError } from '../errors';
+import { readDecimal } from '../format/decimal';
 import type { Value } from '../schema/types';
 
 /**
@@ -231,17 +232,6 @@ export function stringAt(c: ColumnChunk, i: number): string {
   return decoder.decode(c.bytes!.subarray(c.offsets![i], c.offsets![i + 1]));
 }
 
-/** The canonical decimal text of an unscaled value (the JS value of DECIMAL, see schema/types). */
-export function decimalText(unscaled: bigint, scale: number): string {
-  const neg = unscaled < 0n;
-  let digits = (neg ? -unscaled : unscaled).toString();
-  if (scale > 0) {
-    digits = digits.padStart(scale + 1, '0');
-    digits = `${digits.slice(0, digits.length - scale)}.${digits.slice(digits.length - scale)}`;
-  }
-  return neg ? `-${digits}` : digits;
-}
-
 /** The row-API value (schema/types mapping) at row `i`; used off the hot path only. */
 export function valueAt(c: ColumnChunk, i: number): Value {
   if (isNullAt(c, i)) return null;
@@ -252,7 +242,7 @@ export function valueAt(c: ColumnChunk, i: number): Value {
     case 'int64':
       return int64At(c, i);
     case 'decimal':
-      return decimalText(decimalUnscaledAt(c, i), c.scale);
+      return readDecimal(c.words!, 4 * i, c.scale);
     case 'bytes':
       return c.type.typeId === arrow.Type.Utf8 ? stringAt(c, i) : c.bytes!.slice(c.offsets![i], c.offsets![i + 1]);
     case 'bool':

@@ -13,7 +13,7 @@ import type { TableSchema } from '../schema/types';
 import { intervalPartition } from './interval-partition';
 import type { MergeFunction } from './merge-function';
 import { RollingFileWriter } from './rolling-writer';
-import { mergeSortedRuns } from './sort-merge-reader';
+import { mergeSortedRuns, type RunInput } from './sort-merge-reader';
 import type { KeyComparator, SortedRun } from './sorted-run';
 import type { CompactUnit } from './universal-compaction';
 
@@ -29,6 +29,11 @@ export interface CompactFileIO {
 export interface SectionInput {
   file: DataFileMeta;
   table: arrow.Table;
+}
+
+/** Each input file as its own sorted run, with the sequence base its commit gave it. */
+export function sectionRuns(inputs: SectionInput[]): RunInput[] {
+  return inputs.map((i) => ({ table: i.table, sequenceBase: i.file.sequenceBase }));
 }
 
 /** Hooks for changelog producers: told about every rewritten section and every upgrade. */
@@ -154,7 +159,7 @@ class CompactTask {
       // Each file is its own run: it carries its own sequence base (an upgraded level-0 file keeps
       // the base its commit gave it), and a run of several files would need one.
       const merged = mergeSortedRuns(
-        inputs.map((i) => ({ table: i.table, sequenceBase: i.file.sequenceBase })),
+        sectionRuns(inputs),
         { schema: this.opts.schema, keyColumns: this.opts.schema.primaryKeys, engine: this.opts.engine, dropDeletes: this.opts.dropDeletes, keepKinds: true },
       );
       await this.observer.rewritten?.(inputs, merged, this.outputLevel);

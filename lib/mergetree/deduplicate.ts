@@ -6,7 +6,7 @@
 import { isRetract, type TableSchema } from '../schema/types';
 import type { MergeConfig } from './merge-config';
 import type { MergeFunction, MergeOptions } from './merge-function';
-import { TakeResult } from './merge-result';
+import { takeOnePerGroup, type TakeResult } from './merge-result';
 import type { VersionSet } from './version-set';
 
 /** The deduplicate engine: the newest version of each key, whole. */
@@ -18,18 +18,13 @@ export class DeduplicateMergeFunction implements MergeFunction {
   validate(_schema: TableSchema): void {}
 
   merge(versions: VersionSet, opts: MergeOptions): TakeResult {
-    const { kind, sequence, groupEnd, groupCount } = versions;
-    const out = new TakeResult(groupCount, opts);
+    const kind = versions.kind;
     const ignoreDelete = this.config.ignoreDelete;
-    let s = 0;
-    for (let g = 0; g < groupCount; g++) {
-      const e = groupEnd[g];
+    return takeOnePerGroup(versions, opts, (s, e) => {
       let v = e - 1;
       // Defensive: files written before ignore-delete was set may still hold retractions.
       if (ignoreDelete) while (v >= s && isRetract(kind[v])) v--;
-      if (v >= s) out.emit(v, kind[v], sequence[v]);
-      s = e;
-    }
-    return out;
+      return v >= s ? v : -1;
+    });
   }
 }

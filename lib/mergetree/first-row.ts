@@ -7,7 +7,7 @@ import { InvalidArgumentError } from '../errors';
 import { isRetract, type TableSchema } from '../schema/types';
 import type { MergeConfig } from './merge-config';
 import type { MergeFunction, MergeOptions } from './merge-function';
-import { TakeResult } from './merge-result';
+import { takeOnePerGroup, type TakeResult } from './merge-result';
 import type { VersionSet } from './version-set';
 
 /** The first-row engine: the oldest version of each key, whole. */
@@ -19,12 +19,9 @@ export class FirstRowMergeFunction implements MergeFunction {
   validate(_schema: TableSchema): void {}
 
   merge(versions: VersionSet, opts: MergeOptions): TakeResult {
-    const { kind, sequence, groupEnd, groupCount } = versions;
-    const out = new TakeResult(groupCount, opts);
+    const kind = versions.kind;
     const ignoreDelete = this.config.ignoreDelete;
-    let s = 0;
-    for (let g = 0; g < groupCount; g++) {
-      const e = groupEnd[g];
+    return takeOnePerGroup(versions, opts, (s, e) => {
       let first = -1;
       for (let v = s; v < e; v++) {
         if (isRetract(kind[v])) {
@@ -35,9 +32,7 @@ export class FirstRowMergeFunction implements MergeFunction {
         }
         if (first < 0) first = v;
       }
-      if (first >= 0) out.emit(first, kind[first], sequence[first]);
-      s = e;
-    }
-    return out;
+      return first;
+    });
   }
 }

@@ -4,8 +4,9 @@
  * `_SEQUENCE_NUMBER` and `_VALUE_KIND` from the result's arrays.
  */
 import * as arrow from 'apache-arrow';
+import { tableFromColumns } from '../format/column-layout';
 import { gatherRows, takeRows } from '../format/columns';
-import { kindColumn, nullColumn, sequenceColumn, tableOf, valuesColumn } from './arrow-build';
+import { kindColumn, nullColumn, sequenceColumn, valuesColumn } from './arrow-build';
 import type { ColumnOutput, MergeResult } from './merge-result';
 import type { VersionSet } from './version-set';
 
@@ -24,7 +25,7 @@ export function materializeMerge(versions: VersionSet, result: MergeResult, opts
   const children: arrow.Data[] = result.mode === 'take' ? takeColumns(versions, result.version, count, nf) : columnsOf(versions, result.columns, count);
   children.push(sequenceColumn(result.sequence, count));
   children.push(kindColumn(opts.allInsert ? new Uint8Array(count) : result.kind, count));
-  return tableOf(schema, children, count);
+  return tableFromColumns(schema, children, count);
 }
 
 /** Value columns of whole versions; the source's own columns when the result is all of it, in order. */
@@ -104,7 +105,7 @@ function gatherTaken(versions: VersionSet, take: Int32Array, columns: number[], 
   const projected = sources.map((t) => t.selectAt(columns));
   if (needsNull) {
     const fields = columns.map((c) => sources[0].schema.fields[c]);
-    projected.push(tableOf(new arrow.Schema(fields), fields.map((f) => nullColumn(f.type)), 1));
+    projected.push(tableFromColumns(new arrow.Schema(fields), fields.map((f) => nullColumn(f.type)), 1));
   }
   return gatherRows(projected, src, rows).batches[0].data.children.slice();
 }

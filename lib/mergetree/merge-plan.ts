@@ -6,7 +6,7 @@
  */
 import type * as arrow from 'apache-arrow';
 import { CorruptMetadataError } from '../errors';
-import { KIND_COLUMN, type TableSchema } from '../schema/types';
+import { KIND_COLUMN, SEQUENCE_COLUMN, type TableSchema } from '../schema/types';
 import { columnChunk, compareAt, type ColumnChunk } from './column-access';
 import { columnIndexes, compareKeysAt, keyIndex, sortByKey, type KeyIndex, type KeySort } from './key-order';
 import { VersionSet } from './version-set';
@@ -219,6 +219,16 @@ function sequenceChunks(table: arrow.Table, order: VersionOrder): ColumnChunk[] 
 }
 
 /** The `_VALUE_KIND` bytes of a physical-layout table. */
-function kindValues(table: arrow.Table): Int8Array {
+export function kindValues(table: arrow.Table): Int8Array {
   return columnChunk(table, columnIndexes(table, [KIND_COLUMN])[0]).num as Int8Array;
+}
+
+/** Each row's `_SEQUENCE_NUMBER` plus `base`, as a double (exact below 2^53), of a single-batch physical-layout table. */
+export function storedSequence(table: arrow.Table, base = 0): Float64Array {
+  const n = table.numRows;
+  const out = new Float64Array(n);
+  if (n === 0) return out;
+  const words = columnChunk(table, table.schema.fields.findIndex((f) => f.name === SEQUENCE_COLUMN)).words!;
+  for (let i = 0; i < n; i++) out[i] = base + words[2 * i + 1] * 4294967296 + (words[2 * i] >>> 0);
+  return out;
 }

@@ -4,6 +4,7 @@
  * computed value (partial-update, aggregation). A group that merges to nothing emits nothing.
  */
 import { isRetract, type Value } from '../schema/types';
+import type { VersionSet } from './version-set';
 
 /** How a collector treats retract results: keep them (level-0 files, compaction) or drop them (reads). */
 export interface EmitPolicy {
@@ -35,6 +36,27 @@ export class TakeResult {
     this.kind[k] = kind;
     this.sequence[k] = sequence;
   }
+}
+
+/**
+ * Whole-row results of the engines that keep one version per key: `pick(start, end)` names the
+ * version of group [start, end) to emit, or -1 when the group emits nothing.
+ */
+export function takeOnePerGroup(
+  versions: VersionSet,
+  policy: EmitPolicy,
+  pick: (start: number, end: number) => number,
+): TakeResult {
+  const { kind, sequence, groupEnd, groupCount } = versions;
+  const out = new TakeResult(groupCount, policy);
+  let s = 0;
+  for (let g = 0; g < groupCount; g++) {
+    const e = groupEnd[g];
+    const v = pick(s, e);
+    if (v >= 0) out.emit(v, kind[v], sequence[v]);
+    s = e;
+  }
+  return out;
 }
 
 /** Per column: take a version's value (-1 = NULL), or a computed value. */

@@ -104,10 +104,9 @@ export class PartialUpdateMergeFunction implements MergeFunction {
       checkAggregateFunction(fn, f);
       return fn;
     });
-    const inAnyGroup = new Set(owner.keys());
     plan = {
       groups,
-      free: schema.fields.map((_, c) => c).filter((c) => !inAnyGroup.has(c)),
+      free: schema.fields.map((_, c) => c).filter((c) => !owner.has(c)),
       functions,
       ignoreRetract: schema.fields.map((f) => cfg.ignoreRetract.includes(f.name)),
       notNull: notNullColumns(schema),

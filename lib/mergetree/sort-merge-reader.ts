@@ -8,11 +8,11 @@ import type * as arrow from 'apache-arrow';
 import { SchemaMismatchError } from '../errors';
 import { physicalArrowSchema } from '../format/arrow-schema';
 import { emptyTable, singleBatch } from '../format/columns';
-import { SEQUENCE_COLUMN, type TableSchema } from '../schema/types';
+import type { TableSchema } from '../schema/types';
 import { columnChunk } from './column-access';
 import type { MergeFunction } from './merge-function';
 import { materializeMerge } from './merge-output';
-import { versionsOfRuns, type SequencedTable } from './merge-plan';
+import { storedSequence, versionsOfRuns, type SequencedTable } from './merge-plan';
 import { VersionSet } from './version-set';
 
 /** One sorted run to merge: its rows and the base of its stored sequence numbers. */
@@ -67,7 +67,10 @@ export function* mergeSortedRunsBatched(runs: RunInput[], opts: MergeReadOptions
 function planMerge(runs: RunInput[], opts: MergeReadOptions): VersionSet | null {
   const physical = physicalArrowSchema(opts.schema);
   const inputs = runs
-    .map((r, k) => ({ table: checkLayout(singleBatch(r.table), physical, k), sequence: absoluteSequence(r) }))
+    .map((r, k) => {
+      const table = checkLayout(singleBatch(r.table), physical, k);
+      return { table, sequence: storedSequence(table, r.sequenceBase) };
+    })
     .filter((r) => r.table.numRows > 0);
   if (inputs.length === 0) return null;
   const order = { keyColumns: opts.keyColumns, sequenceFields: opts.engine.config.sequenceFields, sequenceDescending: opts.engine.config.sequenceDescending };
@@ -90,19 +93,6 @@ function singleRunVersions(schema: TableSchema, run: SequencedTable): VersionSet
   const groupEnd = new Uint32Array(n);
   for (let i = 0; i < n; i++) groupEnd[i] = i + 1;
   return new VersionSet(schema, [run.table], new Uint16Array(n), row, kind, run.sequence, groupEnd, n);
-}
-
-/** Each row's absolute sequence number as a double (exact below 2^53). */
-function absoluteSequence(run: RunInput): Float64Array {
-  const t = singleBatch(run.table);
-  const idx = t.schema.fields.findIndex((f) => f.name === SEQUENCE_COLUMN);
-  const n = t.numRows;
-  const out = new Float64Array(n);
-  if (n === 0) return out;
-  const words = columnChunk(t, idx).words!;
-  const base = run.sequenceBase;
-  for (let i = 0; i < n; i++) out[i] = base + words[2 * i + 1] * 4294967296 + (words[2 * i] >>> 0);
-  return out;
 }
 
 /** The run's columns must be the table's physical layout, in order (engines address columns by position). */

@@ -8,14 +8,15 @@
 import * as arrow from 'apache-arrow';
 import { InvalidArgumentError, SchemaMismatchError } from '../errors';
 import { arrowTypesEqual, physicalArrowSchema } from '../format/arrow-schema';
+import { tableFromColumns } from '../format/column-layout';
 import { concatTables, emptyTable, gatherRows, rowsToTable, singleBatch, takeRows } from '../format/columns';
-import { KIND_COLUMN, SEQUENCE_COLUMN, isRetract, type Row, type TableSchema } from '../schema/types';
-import { kindColumn, sequenceColumn, tableOf } from './arrow-build';
+import { KIND_COLUMN, isRetract, type Row, type TableSchema } from '../schema/types';
+import { kindColumn, sequenceColumn } from './arrow-build';
 import { columnChunk } from './column-access';
 import type { MergeConfig } from './merge-config';
 import { mergeEngineFor, type MergeFunction } from './merge-function';
 import { materializeMerge } from './merge-output';
-import { sortVersions, versionsOfRuns, versionsOfTable, type SequencedTable, type VersionOrder } from './merge-plan';
+import { sortVersions, storedSequence, versionsOfRuns, versionsOfTable, type SequencedTable, type VersionOrder } from './merge-plan';
 import { SpillDirectory } from './spill';
 
 /** Configuration of one write buffer, from the table's options. */
@@ -130,10 +131,8 @@ export class WriteBuffer {
     }
     const n = keepRows.length;
     if (n === 0) return;
-    const sequence = new Float64Array(n);
-    for (let i = 0; i < n; i++) sequence[i] = this.next + i;
     const kind = Uint8Array.from(keepKinds);
-    this.append(rowsToTable(this.opts.schema.fields, keepRows, { sequence, kind }));
+    this.append(rowsToTable(this.opts.schema.fields, keepRows, { sequence: this.arrivalSequence(n), kind }));
   }
 
   /** Buffers an Arrow table of the table's columns (by name), with an optional `_VALUE_KIND` column. */
@@ -166,9 +165,8 @@ export class WriteBuffer {
     const filtered = keep.length < n && kindAt >= 0 && this.opts.merge.ignoreDelete;
     if (filtered && keep.length === 0) return;
     // Sequence numbers are assigned to the rows that stay, in arrival order.
-    const sequence = new Float64Array(n);
-    if (!filtered) for (let i = 0; i < n; i++) sequence[i] = this.next + i;
-    let table = tableOf(this.physical, [...children, sequenceColumn(sequence, n), kindColumn(kind, n)], n);
+    const sequence = filtered ? new Float64Array(n) : this.arrivalSequence(n);
+    let table = tableFromColumns(this.physical, [...children, sequenceColumn(sequence, n), kindColumn(kind, n)], n);
     if (filtered) table = this.renumber(takeRows(table, Uint32Array.from(keep)));
     this.append(table);
   }
@@ -189,7 +187,7 @@ export class WriteBuffer {
       } else {
         const runs: SequencedTable[] = [];
         for (let r = 0; r < this.spills.runCount; r++) runs.push(sequenced(this.spills.read(r)));
-        if (memory) runs.push(sequenced(takeRows(memory.table, sortVersions(memory.table, this.order).order)));
+        if (memory) runs.push(sequenced(this.sortedCopy(memory.table)));
         versions = versionsOfRuns(schema, runs, this.order);
       }
       const result = this.engine.merge(versions, { rawInput: true, dropRetracts: false });
@@ -221,11 +219,21 @@ export class WriteBuffer {
   /** Gives the rows of a freshly built table their arrival sequence numbers. */
   private renumber(table: arrow.Table): arrow.Table {
     const n = table.numRows;
+    const children = table.batches[0].data.children.slice();
+    children[children.length - 2] = sequenceColumn(this.arrivalSequence(n), n);
+    return tableFromColumns(this.physical, children, n);
+  }
+
+  /** The arrival numbers the next `n` records get (`append` advances past them). */
+  private arrivalSequence(n: number): Float64Array {
     const sequence = new Float64Array(n);
     for (let i = 0; i < n; i++) sequence[i] = this.next + i;
-    const children = table.batches[0].data.children.slice();
-    children[children.length - 2] = sequenceColumn(sequence, n);
-    return tableOf(this.physical, children, n);
+    return sequence;
+  }
+
+  /** A copy of `table`'s rows in merge order. */
+  private sortedCopy(table: arrow.Table): arrow.Table {
+    return takeRows(table, sortVersions(table, this.order).order);
   }
 
   private append(table: arrow.Table): void {
@@ -240,7 +248,7 @@ export class WriteBuffer {
   private spill(): void {
     const memory = this.takePending();
     if (!memory) return;
-    const sorted = takeRows(memory.table, sortVersions(memory.table, this.order).order);
+    const sorted = this.sortedCopy(memory.table);
     this.spills.write(sorted);
     this.spilledRows += sorted.numRows;
   }
@@ -258,12 +266,7 @@ export class WriteBuffer {
 
 /** A physical-layout table with its stored `_SEQUENCE_NUMBER` as doubles (the buffer's arrival numbers). */
 function sequenced(table: arrow.Table): SequencedTable {
-  const idx = table.schema.fields.findIndex((f) => f.name === SEQUENCE_COLUMN);
-  const n = table.numRows;
-  const words = columnChunk(table, idx).words!;
-  const sequence = new Float64Array(n);
-  for (let i = 0; i < n; i++) sequence[i] = words[2 * i + 1] * 4294967296 + (words[2 * i] >>> 0);
-  return { table, sequence };
+  return { table, sequence: storedSequence(table) };
 }
 
 /**

@@ -8,6 +8,7 @@
 import { InvalidArgumentError } from '../../errors';
 import type { DataField, Value } from '../../schema/types';
 import type { VersionColumn } from '../version-set';
+import type { Arithmetic, Numeric } from './numeric';
 
 /** What an aggregator is built from. */
 export interface AggregatorContext {
@@ -97,6 +98,40 @@ export abstract class ComputingAggregator implements FieldAggregator {
 
   value(): Value {
     return this.acc;
+  }
+}
+
+/**
+ * Base of sum, product and count: folds what each version contributes (`read`) with one operation
+ * (`combine`) of the column's exact arithmetic; a version contributing nothing (null) is skipped.
+ */
+export abstract class ArithmeticAggregator extends ComputingAggregator {
+  constructor(
+    ctx: AggregatorContext,
+    protected readonly math: Arithmetic,
+  ) {
+    super(ctx);
+  }
+
+  /** What version `v` contributes: its value, or null for NULL. */
+  protected read(v: number): Numeric | null {
+    return this.ctx.column.isNull(v) ? null : this.math.read(this.ctx.column, v);
+  }
+
+  protected abstract combine(acc: Numeric, x: Numeric): Numeric;
+
+  init(v: number): void {
+    this.acc = this.read(v);
+  }
+
+  agg(v: number): void {
+    const x = this.read(v);
+    if (x === null) return;
+    this.acc = this.acc === null ? x : this.combine(this.acc as Numeric, x);
+  }
+
+  aggReversed(v: number): void {
+    this.agg(v);
   }
 }
 

@@ -6,11 +6,13 @@
  */
 import type * as arrow from 'apache-arrow';
 import { physicalArrowSchema } from '../../format/arrow-schema';
+import { tableFromColumns } from '../../format/column-layout';
 import { emptyTable, gatherRows, singleBatch, takeRows } from '../../format/columns';
-import { KIND_COLUMN, RowKind, isRetract, type TableSchema } from '../../schema/types';
-import { kindColumn, tableOf } from '../arrow-build';
+import { RowKind, isRetract, type TableSchema } from '../../schema/types';
+import { kindColumn } from '../arrow-build';
 import { columnChunk, compareAt, type ColumnChunk } from '../column-access';
-import { columnIndexes, compareKeysAt, keyIndex, type KeyIndex } from '../key-order';
+import { compareKeysAt, keyIndex, type KeyIndex } from '../key-order';
+import { kindValues } from '../merge-plan';
 
 export interface ChangelogDiffOptions {
   schema: TableSchema;
@@ -30,8 +32,8 @@ export function diffChangelog(before: arrow.Table, after: arrow.Table, opts: Cha
   const keys = opts.schema.primaryKeys;
   const kb = keyIndex(b, keys);
   const ka = keyIndex(a, keys);
-  const kindAt = kindReader(b);
-  const afterKindAt = kindReader(a);
+  const kindAt = kindValues(b);
+  const afterKindAt = kindValues(a);
   const nf = opts.schema.fields.length;
   const bCols = Array.from({ length: nf }, (_, c) => columnChunk(b, c));
   const aCols = Array.from({ length: nf }, (_, c) => columnChunk(a, c));
@@ -68,11 +70,7 @@ export function diffChangelog(before: arrow.Table, after: arrow.Table, opts: Cha
   const gathered = gatherRows([b, a], source.subarray(0, n), row.subarray(0, n));
   const children = gathered.batches[0].data.children.slice();
   children[children.length - 1] = kindColumn(kind, n);
-  return tableOf(gathered.schema, children, n);
-}
-
-function kindReader(t: arrow.Table): ArrayLike<number> {
-  return columnChunk(t, columnIndexes(t, [KIND_COLUMN])[0]).num!;
+  return tableFromColumns(gathered.schema, children, n);
 }
 
 function sameValues(b: ColumnChunk[], i: number, a: ColumnChunk[], j: number): boolean {

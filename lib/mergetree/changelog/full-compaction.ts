@@ -10,9 +10,9 @@ import { concatTables, emptyTable } from '../../format/columns';
 import { physicalArrowSchema } from '../../format/arrow-schema';
 import type { DataFileMeta } from '../../manifest/types';
 import type { TableSchema } from '../../schema/types';
-import type { CompactObserver, SectionInput } from '../compact-task';
+import { sectionRuns, type CompactObserver, type SectionInput } from '../compact-task';
 import type { MergeFunction } from '../merge-function';
-import { mergeSortedRuns } from '../sort-merge-reader';
+import { mergeSortedRuns, type RunInput } from '../sort-merge-reader';
 import { diffChangelog, rowsWithKeys } from './diff';
 
 export interface FullCompactionChangelogOptions {
@@ -41,8 +41,7 @@ export class FullCompactionChangelog implements CompactObserver {
     if (outputLevel !== this.opts.maxLevel) return;
     // Every max-level file of the bucket is in the unit, so the section's max-level files are the
     // whole before image of its keys.
-    const runs = (top: boolean) =>
-      inputs.filter((i) => (i.file.level === this.opts.maxLevel) === top).map((i) => ({ table: i.table, sequenceBase: i.file.sequenceBase }));
+    const runs = (top: boolean) => sectionRuns(inputs.filter((i) => (i.file.level === this.opts.maxLevel) === top));
     const top = runs(true);
     const before = top.length === 0 ? emptyTable(this.physical) : this.merge(top);
     // Only keys with records besides the max level's changed (Paimon's wrapper sees a lone
@@ -68,7 +67,7 @@ export class FullCompactionChangelog implements CompactObserver {
     if (t.numRows > 0) this.parts.push(t);
   }
 
-  private merge(runs: { table: arrow.Table; sequenceBase: number }[]): arrow.Table {
+  private merge(runs: RunInput[]): arrow.Table {
     return mergeSortedRuns(runs, { schema: this.opts.schema, keyColumns: this.opts.schema.primaryKeys, engine: this.opts.engine, dropDeletes: false, keepKinds: true });
   }
 

@@ -14,10 +14,10 @@ import { emptyTable, singleBatch } from '../../format/columns';
 import { physicalArrowSchema } from '../../format/arrow-schema';
 import type { DataFileMeta } from '../../manifest/types';
 import type { TableSchema } from '../../schema/types';
-import type { SectionInput } from '../compact-task';
+import { sectionRuns, type SectionInput } from '../compact-task';
 import { keyIndex } from '../key-order';
 import type { MergeFunction } from '../merge-function';
-import { mergeSortedRuns } from '../sort-merge-reader';
+import { mergeSortedRuns, type RunInput } from '../sort-merge-reader';
 import type { KeyComparator } from '../sorted-run';
 import { diffChangelog, rowsWithKeys } from './diff';
 
@@ -51,10 +51,10 @@ export function lookupChangelog(level0: SectionInput[], higher: SectionInput[], 
   const physical = physicalArrowSchema(opts.schema);
   if (level0.length === 0) return emptyTable(physical);
   const keys = opts.schema.primaryKeys;
-  const merge = (runs: { table: arrow.Table; sequenceBase: number }[]) =>
+  const merge = (runs: RunInput[]) =>
     mergeSortedRuns(runs, { schema: opts.schema, keyColumns: keys, engine: opts.engine, dropDeletes: false, keepKinds: true });
 
-  const fresh = singleBatch(merge(level0.map((i) => ({ table: i.table, sequenceBase: i.file.sequenceBase }))));
+  const fresh = singleBatch(merge(sectionRuns(level0)));
   const freshKeys = keyIndex(fresh, keys);
   // Only the looked-up keys of each higher file are merged: a semi-join first keeps the merge
   // proportional to the level-0 data, not to the bucket.
