@@ -11,6 +11,7 @@ import { mergeEngineFor } from '../lib/mergetree/merge-function';
 import { mergeSortedRuns, type RunInput } from '../lib/mergetree/sort-merge-reader';
 import { WriteBuffer } from '../lib/mergetree/write-buffer';
 import type { TableSchema } from '../lib/schema/types';
+import { mulberry32 } from '../test/helpers/random';
 
 const N = Number(process.argv[2] ?? 1_000_000);
 const encoder = new TextEncoder();
@@ -32,13 +33,7 @@ const schema: TableSchema = {
   timeMillis: 0,
 };
 
-let state = 42;
-function random(): number {
-  state = (state + 0x6d2b79f5) >>> 0;
-  let t = Math.imul(state ^ (state >>> 15), state | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
+const random = mulberry32(42);
 
 function utf8(values: (string | null)[]): arrow.Data {
   const n = values.length;

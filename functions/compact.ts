@@ -12,9 +12,8 @@ import { CorruptMetadataError } from '../lib/errors';
 import { compactBucket, readBucketFiles, type BucketCompactionResult } from '../lib/maintenance/compact';
 import { sortedRunCount } from '../lib/maintenance/compact-plan';
 import { compactionSettingsOf } from '../lib/maintenance/compaction-settings';
-import type { Snapshot } from '../lib/manifest/types';
 import type { Table } from '../lib/table/table';
-import { putSnapshotCommitted } from './shared/commit-events';
+import { announceSnapshotCommitted } from './shared/commit-events';
 import { parseCompactionJob, type CompactionJob } from './shared/compaction-jobs';
 import type { Env } from './shared/env';
 import { emitMetric, log, METRIC, UNIT } from './shared/observability';
@@ -26,15 +25,6 @@ const BUDGET_SHARE = 0.5;
 const MAX_ROUNDS = 8;
 /** The budget when the handler runs without a Lambda context (tests, scripts). */
 const DEFAULT_BUDGET_MS = 5 * 60_000;
-
-/** What one job did. */
-export interface CompactionJobResult {
-  job: CompactionJob;
-  /** COMPACT snapshots this job committed, in order. */
-  snapshots: number[];
-  rounds: number;
-  sortedRuns: number;
-}
 
 /** The compaction handler for the environment `env`. */
 export function createCompactHandler(env: Env = process.env) {
@@ -62,8 +52,9 @@ export function createCompactHandler(env: Env = process.env) {
 /** Lambda entry of the compaction function. */
 export const handler = createCompactHandler();
 
-async function runJob(env: Env, table: Table, job: CompactionJob, budgetEnd: number): Promise<CompactionJobResult> {
+async function runJob(env: Env, table: Table, job: CompactionJob, budgetEnd: number): Promise<void> {
   const cache = manifestCacheOf(table);
+  /** COMPACT snapshots this job committed, in order. */
   const snapshots: number[] = [];
   let rounds = 0;
   for (;;) {
@@ -73,7 +64,7 @@ async function runJob(env: Env, table: Table, job: CompactionJob, budgetEnd: num
     if (r.snapshot) {
       if (committed) snapshots.push(r.snapshot.id);
       // Announced on a retried job too: its first attempt may have stopped right after the commit.
-      if (env.VARVE_EVENT_BUS_NAME) await announce(env.VARVE_EVENT_BUS_NAME, table, r.snapshot);
+      if (env.VARVE_EVENT_BUS_NAME) await announceSnapshotCommitted(env.VARVE_EVENT_BUS_NAME, table.name, r.snapshot);
     }
     // A full compaction is one round; otherwise go on while a round committed and budget remains.
     if (!committed || job.full || rounds >= MAX_ROUNDS || Date.now() >= budgetEnd) break;
@@ -83,14 +74,4 @@ async function runJob(env: Env, table: Table, job: CompactionJob, budgetEnd: num
   const sortedRuns = sortedRunCount(entries, compactionSettingsOf(table), table.compareKeys);
   emitMetric(METRIC.sortedRuns, UNIT.count, sortedRuns, { table: table.name });
   log().info('compaction job done', { table: table.name, partition: job.partition, bucket: job.bucket, snapshots, rounds, sortedRuns });
-  return { job, snapshots, rounds, sortedRuns };
-}
-
-/** Best effort: the compaction has landed either way, and discovery's schedule finds the snapshot. */
-async function announce(bus: string, table: Table, snapshot: Snapshot): Promise<void> {
-  try {
-    await putSnapshotCommitted(bus, table.name, snapshot);
-  } catch (e) {
-    log().warn('the Snapshot Committed event was not put; discovery will find the snapshot on its schedule', { table: table.name, snapshotId: snapshot.id, error: e as Error });
-  }
 }

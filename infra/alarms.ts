@@ -13,26 +13,12 @@ import {
 } from 'aws-cdk-lib/aws-cloudwatch';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { VARVE_METRICS } from '../functions/shared/emitted-names';
 import type { StreamConsumer } from './stream-consumer';
 import { VARVE_METRICS_NAMESPACE, VARVE_SERVICE_NAME, type VarveTable } from './table';
 
-/**
- * The custom metrics the handlers emit (Powertools Metrics, namespace `Varve`). Powertools adds
- * `service` (= POWERTOOLS_SERVICE_NAME, 'varve' for every function) to every metric's
- * dimensions, so the alarms match on `service` plus the dimensions listed here.
- */
-export const VARVE_METRICS = {
-  /** Milliseconds from the start of a commit to its snapshot being created; dimension `table`. */
-  commitLatencyMs: 'CommitLatencyMs',
-  /** Commit attempts that lost the race on a snapshot id (412); dimension `table`. */
-  commitConflicts: 'CommitConflicts',
-  /** Sorted runs of one bucket, emitted per bucket written or compacted; dimension `table`. */
-  sortedRuns: 'SortedRuns',
-  /** Snapshots committed but not yet delivered to a consumer; dimensions `table`, `consumer`. */
-  consumerLagSnapshots: 'ConsumerLagSnapshots',
-  /** Age in seconds of the oldest undelivered snapshot; dimensions `table`, `consumer`. */
-  consumerLagSeconds: 'ConsumerLagSeconds',
-} as const;
+/** The custom metrics the handlers emit, with their dimensions (declared once, beside the handlers). */
+export { VARVE_METRICS };
 
 /** Where each alarm fires; every one has a default. */
 export interface VarveAlarmThresholds {

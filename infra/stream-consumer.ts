@@ -11,6 +11,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { IQueue, Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { SNAPSHOT_COMMITTED, VARVE_EVENT_SOURCE } from '../functions/shared/emitted-names';
 import { InvalidArgumentError } from '../lib/errors';
 import { createVarveFunction, handlerEntry } from './lambda';
 import { createQueueWithDlq } from './queues';
@@ -46,8 +47,8 @@ export interface StreamConsumerProps {
 
 const DISCOVER_TIMEOUT = Duration.minutes(2);
 
-/** The detail-type of the event the commit function puts after each commit. */
-export const SNAPSHOT_COMMITTED = 'Snapshot Committed';
+/** The detail-type of the event the commit function puts after each commit (declared beside the handlers). */
+export { SNAPSHOT_COMMITTED };
 
 /**
  * Streams a varve table's changes to a sink, one FIFO message group per bucket so that per-key
@@ -121,7 +122,7 @@ export class StreamConsumer extends Construct {
     new Rule(this, 'DiscoverOnCommit', {
       description: `varve discovery on commit of ${table.name} / ${props.consumerId}`,
       eventBus: table.warehouse.eventBus,
-      eventPattern: { source: ['varve'], detailType: [SNAPSHOT_COMMITTED], detail: { table: [table.name] } },
+      eventPattern: { source: [VARVE_EVENT_SOURCE], detailType: [SNAPSHOT_COMMITTED], detail: { table: [table.name] } },
       targets: [new LambdaFunction(this.discoverFunction, { retryAttempts: 2 })],
     });
 

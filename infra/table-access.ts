@@ -11,9 +11,7 @@ export type ObjectAction = 's3:GetObject' | 's3:PutObject' | 's3:DeleteObject';
 
 /** Grants the given object actions on every key under `prefix/` (a folder, without the trailing slash). */
 export function grantObjects(grantee: IGrantable, bucket: IBucket, prefix: string, actions: ObjectAction[]): void {
-  grantee.grantPrincipal.addToPrincipalPolicy(
-    new PolicyStatement({ actions, resources: [bucket.arnForObjects(`${prefix}/*`)] }),
-  );
+  grantObjectPattern(grantee, bucket, `${prefix}/*`, actions);
 }
 
 /** Grants the given object actions on keys matching `pattern` exactly (may end in `*`). */

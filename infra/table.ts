@@ -12,6 +12,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Queue, QueueEncryption, type IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import type { CommitMode } from '../functions/shared/env';
 import { InvalidArgumentError } from '../lib/errors';
 import { createVarveFunction, handlerEntry } from './lambda';
 import { createQueueWithDlq } from './queues';
@@ -19,7 +20,7 @@ import { grantListUnder, grantObjects } from './table-access';
 import type { Warehouse } from './warehouse';
 
 /** `queue`: writers send file lists to the commit FIFO queue (group commit); `direct`: writers commit themselves. */
-export type CommitMode = 'direct' | 'queue';
+export type { CommitMode };
 
 /** The Powertools service name of every varve function; metrics carry it as the `service` dimension. */
 export const VARVE_SERVICE_NAME = 'varve';

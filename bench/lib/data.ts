@@ -5,7 +5,7 @@
  * computed from the generator itself, never read back from the system under test.
  */
 import * as arrow from 'apache-arrow';
-import type { DataField } from '../../lib/schema/types';
+import { mulberry32 } from '../../test/helpers/random';
 
 /** The table schema every benchmark uses (as `parseSchemaText` would return it). */
 export const BENCH_SCHEMA_TEXT = 'key BIGINT NOT NULL, i32 INT NOT NULL, f DOUBLE NOT NULL, s STRING NOT NULL, opt STRING';
@@ -56,17 +56,6 @@ export function valuesOf(k: number, v: number, out: RowValues = { i32: 0, fUnits
   const o = mix(k, v, 4);
   out.opt = o % 5 === 0 ? -1 : o % 1_000_003;
   return out;
-}
-
-/** The benchmark table's fields. */
-export function benchFields(): DataField[] {
-  return [
-    { id: 1, name: 'key', type: { root: 'BIGINT', nullable: false } },
-    { id: 2, name: 'i32', type: { root: 'INT', nullable: false } },
-    { id: 3, name: 'f', type: { root: 'DOUBLE', nullable: false } },
-    { id: 4, name: 's', type: { root: 'STRING', nullable: false } },
-    { id: 5, name: 'opt', type: { root: 'STRING', nullable: true } },
-  ];
 }
 
 /** The Arrow schema of the user columns (what writeArrow takes). */
@@ -156,22 +145,10 @@ export function range(n: number, from = 0): Int32Array {
   return out;
 }
 
-/** A seeded PRNG (mulberry32): the same seed gives the same stream on every machine. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** `count` distinct key indices from [0, n), in random order (partial Fisher–Yates, seeded). */
 export function sampleKeys(n: number, count: number, seed: number): Int32Array {
   if (count > n) throw new RangeError(`cannot sample ${count} distinct keys from ${n}`);
-  const rand = seededRandom(seed);
+  const rand = mulberry32(seed);
   // Sparse swap map: O(count) memory even for a 10M key space.
   const swapped = new Map<number, number>();
   const out = new Int32Array(count);
@@ -188,7 +165,7 @@ export function sampleKeys(n: number, count: number, seed: number): Int32Array {
 /** A random permutation of 0..n-1 (seeded), for writing keys in arrival order rather than sorted. */
 export function shuffled(n: number, seed: number): Int32Array {
   const out = range(n);
-  const rand = seededRandom(seed);
+  const rand = mulberry32(seed);
   for (let i = n - 1; i > 0; i--) {
     const j = Math.floor(rand() * (i + 1));
     const x = out[i];

@@ -3,7 +3,7 @@
  * (lib/format/data-file.ts: row groups of 262,144, chunk statistics, dictionary only on strings),
  * with no table format around it.
  */
-import { open, readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import * as arrow from 'apache-arrow';
 import { Compression, EnabledStatistics, readParquet, Table as WasmTable, writeParquet, WriterPropertiesBuilder } from 'parquet-wasm';
 import { DEFAULT_ROW_GROUP_SIZE, READ_BATCH_SIZE } from '../../lib/format/data-file';
@@ -42,10 +42,4 @@ export async function rawParquetWrite(path: string, table: arrow.Table, compress
 /** Decodes Parquet bytes into an Arrow table (the sync reader, batches of 65,536 rows, as varve reads). */
 export function rawParquetDecode(bytes: Uint8Array): arrow.Table {
   return arrow.tableFromIPC(readParquet(bytes, { batchSize: READ_BATCH_SIZE }).intoIPCStream());
-}
-
-/** Reads and decodes one Parquet file. */
-export async function rawParquetRead(path: string): Promise<arrow.Table> {
-  const buf = await readFile(path);
-  return rawParquetDecode(new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength));
 }

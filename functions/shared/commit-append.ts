@@ -8,7 +8,7 @@ import { commit, type CommitBatch, type CommitResult } from '../../lib/snapshot/
 import { dataFileKey } from '../../lib/table/paths';
 import { commitOptionsFor } from '../../lib/table/commit-options';
 import type { Table } from '../../lib/table/table';
-import { putSnapshotCommitted } from './commit-events';
+import { announceSnapshotCommitted } from './commit-events';
 import { bucketStates, sendCompactionJobs, type TouchedBucket } from './compaction-jobs';
 import type { WriterSettings } from './env';
 import { emitMetric, log, METRIC, UNIT } from './observability';
@@ -73,13 +73,7 @@ export function touchedBy(batches: readonly CommitBatch[]): TouchedBucket[] {
  * and the next commit to a bucket enqueues its job again.
  */
 export async function afterCommit(table: Table, snapshot: Snapshot, touched: readonly TouchedBucket[], settings: WriterSettings): Promise<void> {
-  if (settings.eventBusName) {
-    try {
-      await putSnapshotCommitted(settings.eventBusName, table.name, snapshot);
-    } catch (e) {
-      log().warn('the Snapshot Committed event was not put; discovery will find the snapshot on its schedule', { table: table.name, snapshotId: snapshot.id, error: e as Error });
-    }
-  }
+  if (settings.eventBusName) await announceSnapshotCommitted(settings.eventBusName, table.name, snapshot);
   try {
     const states = await bucketStates(table, snapshot, touched);
     for (const s of states) emitMetric(METRIC.sortedRuns, UNIT.count, s.sortedRuns, { table: table.name });

@@ -7,11 +7,11 @@ import { PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { VarveError } from '../../lib/errors';
 import type { Snapshot } from '../../lib/manifest/types';
 import { eventBridgeClient } from './aws-clients';
+import { SNAPSHOT_COMMITTED, VARVE_EVENT_SOURCE } from './emitted-names';
+import { log } from './observability';
 
-/** The `source` of every varve event. */
-export const VARVE_EVENT_SOURCE = 'varve';
-/** The detail-type of the event put after each commit (infra/stream-consumer.ts matches on it). */
-export const SNAPSHOT_COMMITTED = 'Snapshot Committed';
+/** The detail-type of the event put after each commit (declared in ./emitted-names). */
+export { SNAPSHOT_COMMITTED };
 
 /** The detail of a `Snapshot Committed` event. */
 export interface SnapshotCommittedDetail {
@@ -35,5 +35,17 @@ export async function putSnapshotCommitted(busName: string, table: string, snaps
       kind: 'unavailable',
       retryable: true,
     });
+  }
+}
+
+/**
+ * Puts the event, best effort: the commit has landed either way, and discovery's schedule finds
+ * the snapshot when the event is lost.
+ */
+export async function announceSnapshotCommitted(busName: string, table: string, snapshot: Snapshot): Promise<void> {
+  try {
+    await putSnapshotCommitted(busName, table, snapshot);
+  } catch (e) {
+    log().warn('the Snapshot Committed event was not put; discovery will find the snapshot on its schedule', { table, snapshotId: snapshot.id, error: e as Error });
   }
 }

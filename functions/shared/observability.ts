@@ -6,15 +6,10 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { VARVE_METRICS } from './emitted-names';
 
-/** The custom metrics varve emits (the same names as infra/alarms.ts `VARVE_METRICS`). */
-export const METRIC = {
-  commitLatencyMs: 'CommitLatencyMs',
-  commitConflicts: 'CommitConflicts',
-  sortedRuns: 'SortedRuns',
-  consumerLagSnapshots: 'ConsumerLagSnapshots',
-  consumerLagSeconds: 'ConsumerLagSeconds',
-} as const;
+/** The custom metrics varve emits: the names infra/alarms.ts watches (declared in ./emitted-names). */
+export const METRIC = VARVE_METRICS;
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 

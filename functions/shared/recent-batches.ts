@@ -10,6 +10,7 @@
  */
 import type { Snapshot } from '../../lib/manifest/types';
 import type { Table } from '../../lib/table/table';
+import { perTableOf } from './tables';
 
 /** Snapshot property listing the batch identifiers a group commit folded in, as a JSON array. */
 export const BATCHES_PROPERTY = 'varve.batches';
@@ -78,8 +79,5 @@ export function batchesProperty(ids: readonly string[]): string {
 
 /** The container's RecentBatches of a table. */
 export function recentBatchesOf(table: Table): RecentBatches {
-  const key = `${table.store.uri}\u0000${table.path}`;
-  let r = perTable.get(key);
-  if (!r) perTable.set(key, (r = new RecentBatches(table)));
-  return r;
+  return perTableOf(perTable, table, () => new RecentBatches(table));
 }

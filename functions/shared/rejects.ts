@@ -63,11 +63,12 @@ function messageOf(table: string, r: Reject, now: string): RejectMessage {
 export async function sendRejects(queueUrl: string | undefined, table: string, rejects: readonly Reject[]): Promise<void> {
   if (rejects.length === 0) return;
   const now = new Date().toISOString();
-  const bodies = rejects.map((r) => JSON.stringify(messageOf(table, r, now)));
+  const messages = rejects.map((r) => messageOf(table, r, now));
   if (!queueUrl) {
-    for (const body of bodies) log().error('rejected record (VARVE_REJECTS_QUEUE_URL is not set)', { reject: JSON.parse(body) as RejectMessage });
+    for (const reject of messages) log().error('rejected record (VARVE_REJECTS_QUEUE_URL is not set)', { reject });
     return;
   }
+  const bodies = messages.map((m) => JSON.stringify(m));
   let chunk: string[] = [];
   let bytes = 0;
   const flush = async () => {

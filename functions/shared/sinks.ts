@@ -11,7 +11,7 @@ import type { ChangeBatch, StreamSink } from '../../lib/stream/delivery';
 import { changesOf, rowsForTarget } from '../../lib/stream/sinks';
 import type { Table } from '../../lib/table/table';
 import { eventBridgeClient } from './aws-clients';
-import { VARVE_EVENT_SOURCE } from './commit-events';
+import { VARVE_EVENT_SOURCE } from './emitted-names';
 import type { WriterSettings } from './env';
 import { landRows } from './land-rows';
 

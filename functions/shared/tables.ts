@@ -38,12 +38,17 @@ export async function openTable(env: Env, who: string, name?: string): Promise<T
   return table;
 }
 
+/** `cache`'s value for `table`, made on first use and kept for the container's lifetime. */
+export function perTableOf<T>(cache: Map<string, T>, table: Table, make: () => T): T {
+  const key = `${table.store.uri}\u0000${table.path}`;
+  let value = cache.get(key);
+  if (value === undefined) cache.set(key, (value = make()));
+  return value;
+}
+
 /** The container-lifetime manifest cache of a table. */
 export function manifestCacheOf(table: Table): LruManifestCache {
-  const key = `${table.store.uri}\u0000${table.path}`;
-  let cache = manifestCaches.get(key);
-  if (!cache) manifestCaches.set(key, (cache = new LruManifestCache(500_000)));
-  return cache;
+  return perTableOf(manifestCaches, table, () => new LruManifestCache(500_000));
 }
 
 /**
@@ -51,8 +56,5 @@ export function manifestCacheOf(table: Table): LruManifestCache {
  * search for its own identifier in the recent snapshots then reads only those it has not seen.
  */
 export function cachingSnapshotManagerOf(table: Table): SnapshotManager {
-  const key = `${table.store.uri}\u0000${table.path}`;
-  let sm = snapshotManagers.get(key);
-  if (!sm) snapshotManagers.set(key, (sm = new SnapshotManager(table.store, table.path, { cacheSnapshots: true })));
-  return sm;
+  return perTableOf(snapshotManagers, table, () => new SnapshotManager(table.store, table.path, { cacheSnapshots: true }));
 }

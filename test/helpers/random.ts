@@ -1,6 +1,6 @@
 /** Seeded randomness for randomized tests: every test prints its seed and replays from VARVE_SEED. */
 
-/** A small, fast, seedable PRNG (mulberry32). */
+/** A small, fast, seedable PRNG (mulberry32): the same seed gives the same stream on every machine (bench/lib/data.ts relies on it). */
 export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {

@@ -8,39 +8,11 @@ import { describe, expect, it } from 'vitest';
 import { WriteStallError } from '../../lib/errors';
 import { compactBucket, compactTable } from '../../lib/maintenance/compact';
 import { RowKind } from '../../lib/schema/types';
+import { DEDUPLICATE_MODEL, SUM_AGGREGATION_MODEL, type ModelEngine } from '../helpers/model-engines';
 import { rng, testSeed, type Rng } from '../helpers/random';
 import { checkLevels, liveFilesByBucket, newTable, readState, sorted, writeChanges, type Change, type State } from './fixtures';
 
-interface Engine {
-  name: string;
-  options: Record<string, string>;
-  apply(state: State, key: string, kind: number, v: bigint | null, s: string | null): void;
-}
-
-const engines: Engine[] = [
-  {
-    name: 'deduplicate',
-    options: {},
-    apply(state, key, kind, v, s) {
-      if (kind === RowKind.DELETE) state.delete(key);
-      else state.set(key, { v, s });
-    },
-  },
-  {
-    name: 'aggregation',
-    options: {
-      'merge-engine': 'aggregation',
-      'fields.v.aggregate-function': 'sum',
-      'fields.s.aggregate-function': 'last_non_null_value',
-      'aggregation.remove-record-on-delete': 'true',
-    },
-    apply(state, key, kind, v, s) {
-      if (kind === RowKind.DELETE) return void state.delete(key);
-      const old = state.get(key);
-      state.set(key, { v: (old?.v ?? 0n) + (v ?? 0n), s: s ?? old?.s ?? null });
-    },
-  },
-];
+const engines: ModelEngine[] = [DEDUPLICATE_MODEL, SUM_AGGREGATION_MODEL];
 
 const REGIONS = ['eu', 'us'];
 

@@ -10,31 +10,17 @@ import { parseSchemaText } from '../../lib/schema/parse';
 import { RowKind, type Row } from '../../lib/schema/types';
 import { MemoryStore } from '../../lib/store/memory-store';
 import type { Table } from '../../lib/table/table';
+import { DEDUPLICATE_MODEL, SUM_AGGREGATION_MODEL, type ModelEngine, type ModelState } from '../helpers/model-engines';
 import { rng, testSeed, type Rng } from '../helpers/random';
 
-type State = Map<string, { v: bigint | null; s: string | null }>;
-
-interface Engine {
-  name: string;
-  options: Record<string, string>;
-  /** Applies one version to the model, in commit order. */
-  apply(state: State, key: string, kind: number, v: bigint | null, s: string | null): void;
+interface Engine extends ModelEngine {
   /** Whether the generator may delete keys. */
   deletes: boolean;
   nullableValues: boolean;
 }
 
 const engines: Engine[] = [
-  {
-    name: 'deduplicate',
-    options: {},
-    deletes: true,
-    nullableValues: true,
-    apply(state, key, kind, v, s) {
-      if (kind === RowKind.DELETE) state.delete(key);
-      else state.set(key, { v, s });
-    },
-  },
+  { ...DEDUPLICATE_MODEL, deletes: true, nullableValues: true },
   {
     name: 'partial-update',
     options: { 'merge-engine': 'partial-update', 'partial-update.remove-record-on-delete': 'true' },
@@ -46,22 +32,7 @@ const engines: Engine[] = [
       state.set(key, { v: v ?? old?.v ?? null, s: s ?? old?.s ?? null });
     },
   },
-  {
-    name: 'aggregation',
-    options: {
-      'merge-engine': 'aggregation',
-      'fields.v.aggregate-function': 'sum',
-      'fields.s.aggregate-function': 'last_non_null_value',
-      'aggregation.remove-record-on-delete': 'true',
-    },
-    deletes: true,
-    nullableValues: false,
-    apply(state, key, kind, v, s) {
-      if (kind === RowKind.DELETE) return void state.delete(key);
-      const old = state.get(key);
-      state.set(key, { v: (old?.v ?? 0n) + (v ?? 0n), s: s ?? old?.s ?? null });
-    },
-  },
+  { ...SUM_AGGREGATION_MODEL, deletes: true, nullableValues: false },
   {
     name: 'first-row',
     options: { 'merge-engine': 'first-row', 'ignore-delete': 'true' },
@@ -96,16 +67,16 @@ function genBatch(r: Rng, engine: Engine): Array<{ row: Row; kind: number }> {
   return out;
 }
 
-async function readState(table: Table, snapshotId?: number): Promise<State> {
+async function readState(table: Table, snapshotId?: number): Promise<ModelState> {
   const result = await table.read({ snapshotId });
-  const state: State = new Map();
+  const state: ModelState = new Map();
   for (const row of tableToRows(result, table.schema.fields)) {
     state.set(`${row.region}|${row.id}`, { v: row.v as bigint | null, s: row.s as string | null });
   }
   return state;
 }
 
-function sorted(state: State): Array<[string, { v: bigint | null; s: string | null }]> {
+function sorted(state: ModelState): Array<[string, { v: bigint | null; s: string | null }]> {
   return [...state.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
@@ -121,8 +92,8 @@ describe('primary-key table model test', () => {
         partitionKeys: ['region'],
         options: { bucket: '3', ...engine.options },
       });
-      const model: State = new Map();
-      const history = new Map<number, State>();
+      const model: ModelState = new Map();
+      const history = new Map<number, ModelState>();
       for (let c = 0; c < 25; c++) {
         const batch = genBatch(r, engine);
         const result = await table.write(batch.map((b) => b.row), { kinds: batch.map((b) => b.kind as 0) });

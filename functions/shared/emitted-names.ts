@@ -1,0 +1,29 @@
+/**
+ * The names the handlers emit and the infra matches on: custom metric names (infra/alarms.ts) and
+ * EventBridge source and detail-types (infra/stream-consumer.ts). Declared once, here, without
+ * imports, so the CDK constructs use them without loading the handlers' SDKs.
+ */
+
+/**
+ * The custom metrics the handlers emit (Powertools Metrics, namespace `Varve`). Powertools adds
+ * `service` (= POWERTOOLS_SERVICE_NAME, 'varve' for every function) to every metric's
+ * dimensions, so the alarms match on `service` plus the dimensions listed here; a metric with
+ * other dimensions would be another metric to CloudWatch.
+ */
+export const VARVE_METRICS = {
+  /** Milliseconds from the start of a commit to its snapshot being created; dimension `table`. */
+  commitLatencyMs: 'CommitLatencyMs',
+  /** Commit attempts that lost the race on a snapshot id (412); dimension `table`. */
+  commitConflicts: 'CommitConflicts',
+  /** Sorted runs of one bucket, emitted per bucket written or compacted; dimension `table`. */
+  sortedRuns: 'SortedRuns',
+  /** Snapshots committed but not yet delivered to a consumer; dimensions `table`, `consumer`. */
+  consumerLagSnapshots: 'ConsumerLagSnapshots',
+  /** Age in seconds of the oldest undelivered snapshot; dimensions `table`, `consumer`. */
+  consumerLagSeconds: 'ConsumerLagSeconds',
+} as const;
+
+/** The `source` of every varve event. */
+export const VARVE_EVENT_SOURCE = 'varve';
+/** The detail-type of the event put after each commit (each consumer's discovery rule matches on it). */
+export const SNAPSHOT_COMMITTED = 'Snapshot Committed';
