@@ -7,16 +7,12 @@ import * as arrow from 'apache-arrow';
 import { physicalArrowSchemaOf } from '../lib/format/arrow-schema';
 import { gatherRows, rowsToTable, singleBatch, tableToRows, takeRows } from '../lib/format/columns';
 import { readDataFile, writeDataFile } from '../lib/format/data-file';
-import type { DataField, Row } from '../lib/schema/types';
+import type { Row } from '../lib/schema/types';
 import { mulberry32 } from '../test/helpers/random';
+import { benchFields } from './lib/data';
 
-const FIELDS: DataField[] = [
-  { id: 1, name: 'key', type: { root: 'BIGINT', nullable: false } },
-  { id: 2, name: 'i32', type: { root: 'INT', nullable: false } },
-  { id: 3, name: 'f', type: { root: 'DOUBLE', nullable: false } },
-  { id: 4, name: 's', type: { root: 'STRING', nullable: false } },
-  { id: 5, name: 'opt', type: { root: 'STRING', nullable: true } },
-];
+/** The benchmark schema (key BIGINT, INT, DOUBLE, STRING, nullable STRING). */
+const FIELDS = benchFields();
 
 /** The 1M-row physical table, built straight from typed arrays (keys sorted, 20% of `opt` null). */
 function bigTable(n: number): arrow.Table {

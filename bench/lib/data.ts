@@ -5,6 +5,7 @@
  * computed from the generator itself, never read back from the system under test.
  */
 import * as arrow from 'apache-arrow';
+import type { DataField } from '../../lib/schema/types';
 import { mulberry32 } from '../../test/helpers/random';
 
 /** The table schema every benchmark uses (as `parseSchemaText` would return it). */
@@ -56,6 +57,17 @@ export function valuesOf(k: number, v: number, out: RowValues = { i32: 0, fUnits
   const o = mix(k, v, 4);
   out.opt = o % 5 === 0 ? -1 : o % 1_000_003;
   return out;
+}
+
+/** The benchmark table's fields. */
+export function benchFields(): DataField[] {
+  return [
+    { id: 1, name: 'key', type: { root: 'BIGINT', nullable: false } },
+    { id: 2, name: 'i32', type: { root: 'INT', nullable: false } },
+    { id: 3, name: 'f', type: { root: 'DOUBLE', nullable: false } },
+    { id: 4, name: 's', type: { root: 'STRING', nullable: false } },
+    { id: 5, name: 'opt', type: { root: 'STRING', nullable: true } },
+  ];
 }
 
 /** The Arrow schema of the user columns (what writeArrow takes). */
