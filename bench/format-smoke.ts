@@ -4,12 +4,12 @@
  * readDataFile of 1M rows with zstd and snappy. Run: `npx tsx bench/format-smoke.ts` (best of 3).
  */
 import * as arrow from 'apache-arrow';
-import { physicalArrowSchemaOf } from '../lib/format/arrow-schema';
-import { gatherRows, rowsToTable, singleBatch, tableToRows, takeRows } from '../lib/format/columns';
-import { readDataFile, writeDataFile } from '../lib/format/data-file';
-import type { Row } from '../lib/schema/types';
-import { mulberry32 } from '../test/helpers/random';
-import { benchFields } from './lib/data';
+import { physicalArrowSchemaOf } from '../lib/format/arrow-schema.js';
+import { gatherRows, rowsToTable, singleBatch, tableToRows, takeRows } from '../lib/format/columns.js';
+import { readDataFile, writeDataFile } from '../lib/format/data-file.js';
+import type { Row } from '../lib/schema/types.js';
+import { mulberry32 } from './lib/random.js';
+import { benchFields } from './lib/data.js';
 
 /** The benchmark schema (key BIGINT, INT, DOUBLE, STRING, nullable STRING). */
 const FIELDS = benchFields();

@@ -5,13 +5,13 @@
  *   node --expose-gc --import tsx bench/mergetree.ts [rows]
  */
 import * as arrow from 'apache-arrow';
-import { physicalArrowSchema, tableArrowSchema } from '../lib/format/arrow-schema';
-import { mergeConfig, type MergeConfig } from '../lib/mergetree/merge-config';
-import { mergeEngineFor } from '../lib/mergetree/merge-function';
-import { mergeSortedRuns, type RunInput } from '../lib/mergetree/sort-merge-reader';
-import { WriteBuffer } from '../lib/mergetree/write-buffer';
-import type { TableSchema } from '../lib/schema/types';
-import { mulberry32 } from '../test/helpers/random';
+import { physicalArrowSchema, tableArrowSchema } from '../lib/format/arrow-schema.js';
+import { mergeConfig, type MergeConfig } from '../lib/mergetree/merge-config.js';
+import { mergeEngineFor } from '../lib/mergetree/merge-function.js';
+import { mergeSortedRuns, type RunInput } from '../lib/mergetree/sort-merge-reader.js';
+import { WriteBuffer } from '../lib/mergetree/write-buffer.js';
+import type { TableSchema } from '../lib/schema/types.js';
+import { mulberry32 } from './lib/random.js';
 
 const N = Number(process.argv[2] ?? 1_000_000);
 const encoder = new TextEncoder();

@@ -11,19 +11,19 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BenchCheckError } from './lib/checksum';
-import { collectGarbage } from './lib/harness';
-import { machineInfo } from './lib/machine';
-import { profiled, saveProfile, topFiles, topFrames } from './lib/profile';
-import { num, renderReport } from './lib/report';
-import type { RunResult, SuiteContext, SuiteResult } from './lib/results';
-import { runCommit } from './suites/commit';
-import { runCompaction } from './suites/compaction';
-import { runMergeRead } from './suites/merge-read';
-import { runPlanning } from './suites/planning';
-import { runStreaming } from './suites/streaming';
-import { runUpsert } from './suites/upsert';
-import { runWrite } from './suites/write';
+import { BenchCheckError } from './lib/checksum.js';
+import { collectGarbage } from './lib/harness.js';
+import { machineInfo } from './lib/machine.js';
+import { profiled, saveProfile, topFiles, topFrames } from './lib/profile.js';
+import { num, renderReport } from './lib/report.js';
+import type { RunResult, SuiteContext, SuiteResult } from './lib/results.js';
+import { runCommit } from './suites/commit.js';
+import { runCompaction } from './suites/compaction.js';
+import { runMergeRead } from './suites/merge-read.js';
+import { runPlanning } from './suites/planning.js';
+import { runStreaming } from './suites/streaming.js';
+import { runUpsert } from './suites/upsert.js';
+import { runWrite } from './suites/write.js';
 
 const SUITES: Array<[string, (ctx: SuiteContext) => Promise<SuiteResult>]> = [
   ['write', runWrite],

@@ -12,12 +12,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FolderCatalog } from '../lib/catalog/folder-catalog';
-import { LocalRuntime } from '../lib/runtime/local-runtime';
-import { parseSchemaText } from '../lib/schema/parse';
-import { LocalStore } from '../lib/store/local-store';
-import { callbackSink } from '../lib/stream/sinks';
-import { onCommit } from '../lib/table/commit-events';
+import { FolderCatalog } from '../lib/catalog/folder-catalog.js';
+import { LocalRuntime } from '../lib/runtime/local-runtime.js';
+import { parseSchemaText } from '../lib/schema/parse.js';
+import { LocalStore } from '../lib/store/local-store.js';
+import { callbackSink } from '../lib/stream/sinks.js';
+import { onCommit } from '../lib/table/commit-events.js';
 
 const commits = Number(process.argv[2] ?? 300);
 const producer = process.argv[3] ?? 'none';

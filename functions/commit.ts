@@ -12,15 +12,15 @@
  * FIFO partial-batch rules: a failure reports the first message not committed and every later one.
  */
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { CorruptMetadataError } from '../lib/errors';
-import type { Table } from '../lib/table/table';
-import { afterCommit, commitAppend, touchedBy } from './shared/commit-append';
-import { parseCommitMessage, type CommitMessage } from './shared/commit-message';
-import type { Env, WriterSettings } from './shared/env';
-import { messagesCommitIdentifier } from './shared/identifiers';
-import { log } from './shared/observability';
-import { BATCHES_PROPERTY, batchesProperty, recentBatchesOf, type RecentBatches } from './shared/recent-batches';
-import { openTable } from './shared/tables';
+import { CorruptMetadataError } from '../lib/errors.js';
+import type { Table } from '../lib/table/table.js';
+import { afterCommit, commitAppend, touchedBy } from './shared/commit-append.js';
+import { parseCommitMessage, type CommitMessage } from './shared/commit-message.js';
+import type { Env, WriterSettings } from './shared/env.js';
+import { messagesCommitIdentifier } from './shared/identifiers.js';
+import { log } from './shared/observability.js';
+import { BATCHES_PROPERTY, batchesProperty, recentBatchesOf, type RecentBatches } from './shared/recent-batches.js';
+import { openTable } from './shared/tables.js';
 
 /** The commit user of the group commit: one per table, stable across invocations. */
 export const GROUP_COMMIT_USER = 'group-commit';

@@ -8,16 +8,16 @@
  * the bucket's sorted runs (SortedRuns, dimension `table`).
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { CorruptMetadataError } from '../lib/errors';
-import { compactBucket, readBucketFiles, type BucketCompactionResult } from '../lib/maintenance/compact';
-import { sortedRunCount } from '../lib/maintenance/compact-plan';
-import { compactionSettingsOf } from '../lib/maintenance/compaction-settings';
-import type { Table } from '../lib/table/table';
-import { announceSnapshotCommitted } from './shared/commit-events';
-import { parseCompactionJob, type CompactionJob } from './shared/compaction-jobs';
-import type { Env } from './shared/env';
-import { emitMetric, log, METRIC, UNIT } from './shared/observability';
-import { manifestCacheOf, openTable } from './shared/tables';
+import { CorruptMetadataError } from '../lib/errors.js';
+import { compactBucket, readBucketFiles, type BucketCompactionResult } from '../lib/maintenance/compact.js';
+import { sortedRunCount } from '../lib/maintenance/compact-plan.js';
+import { compactionSettingsOf } from '../lib/maintenance/compaction-settings.js';
+import type { Table } from '../lib/table/table.js';
+import { announceSnapshotCommitted } from './shared/commit-events.js';
+import { parseCompactionJob, type CompactionJob } from './shared/compaction-jobs.js';
+import type { Env } from './shared/env.js';
+import { emitMetric, log, METRIC, UNIT } from './shared/observability.js';
+import { manifestCacheOf, openTable } from './shared/tables.js';
 
 /** Share of the remaining invocation time a job may start new compaction rounds in. */
 const BUDGET_SHARE = 0.5;

@@ -7,16 +7,16 @@
  * `table` and `consumer`).
  */
 import type { Context, EventBridgeEvent, ScheduledEvent } from 'aws-lambda';
-import { checkConsumerId } from '../lib/stream/consumer';
-import { discover, type DiscoveryResult } from '../lib/stream/discovery';
-import { consumerLag } from '../lib/stream/progress';
-import { SqsSplitQueue } from '../lib/stream/sqs-queue';
-import type { Table } from '../lib/table/table';
-import { SNAPSHOT_COMMITTED, type SnapshotCommittedDetail } from './shared/commit-events';
-import { requireEnv, type Env } from './shared/env';
-import { sqsClient } from './shared/aws-clients';
-import { emitMetric, log, METRIC, UNIT } from './shared/observability';
-import { openTable } from './shared/tables';
+import { checkConsumerId } from '../lib/snapshot/consumer.js';
+import { discover, type DiscoveryResult } from '../lib/stream/discovery.js';
+import { consumerLag } from '../lib/stream/progress.js';
+import { SqsSplitQueue } from '../lib/stream/sqs-queue.js';
+import type { Table } from '../lib/table/table.js';
+import { SNAPSHOT_COMMITTED, type SnapshotCommittedDetail } from './shared/commit-events.js';
+import { requireEnv, type Env } from './shared/env.js';
+import { sqsClient } from './shared/aws-clients.js';
+import { emitMetric, log, METRIC, UNIT } from './shared/observability.js';
+import { openTable } from './shared/tables.js';
 
 /** Time kept back from the invocation's budget for the lag report. */
 const RESERVE_MS = 15_000;

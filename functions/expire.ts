@@ -6,12 +6,12 @@
  * lib/maintenance's; a failed step is retried by the next scheduled run.
  */
 import type { Context, ScheduledEvent } from 'aws-lambda';
-import { expireConsumers } from '../lib/maintenance/expire-consumers';
-import { expireSnapshots, type ExpireSnapshotsResult } from '../lib/maintenance/expire-snapshots';
-import { removeOrphanFiles } from '../lib/maintenance/remove-orphans';
-import type { Env } from './shared/env';
-import { log } from './shared/observability';
-import { openTable } from './shared/tables';
+import { expireConsumers } from '../lib/maintenance/expire-consumers.js';
+import { expireSnapshots, type ExpireSnapshotsResult } from '../lib/maintenance/expire-snapshots.js';
+import { removeOrphanFiles } from '../lib/maintenance/remove-orphans.js';
+import type { Env } from './shared/env.js';
+import { log } from './shared/observability.js';
+import { openTable } from './shared/tables.js';
 
 /** What one scheduled run did. */
 export interface ExpireResult {

@@ -10,16 +10,16 @@
  * not be landed for a transient reason are returned as SQS batch item failures.
  */
 import type { Context, S3ObjectCreatedNotificationEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { InvalidArgumentError, RecordValidationError } from '../lib/errors';
-import { formatFromFileName, parseRecords } from '../lib/table/input';
-import type { S3Store } from '../lib/store/s3-store';
-import { writerSettings, type Env } from './shared/env';
-import { messagesCommitIdentifier, objectCommitIdentifier } from './shared/identifiers';
-import { inboxOf, readInboxObject } from './shared/inbox';
-import { landRows, type Landed } from './shared/land-rows';
-import { log } from './shared/observability';
-import { sendRejects, type Reject } from './shared/rejects';
-import { openTable } from './shared/tables';
+import { InvalidArgumentError, RecordValidationError } from '../lib/errors.js';
+import { formatFromFileName, parseRecords } from '../lib/table/input.js';
+import type { S3Store } from '../lib/store/s3-store.js';
+import { writerSettings, type Env } from './shared/env.js';
+import { messagesCommitIdentifier, objectCommitIdentifier } from './shared/identifiers.js';
+import { inboxOf, readInboxObject } from './shared/inbox.js';
+import { landRows, type Landed } from './shared/land-rows.js';
+import { log } from './shared/observability.js';
+import { sendRejects, type Reject } from './shared/rejects.js';
+import { openTable } from './shared/tables.js';
 
 /** What an inbox file's ingestion did (EventBridge ignores a handler's result; logs and tests read it). */
 export interface IngestFileResult {

@@ -13,9 +13,9 @@ import {
 } from 'aws-cdk-lib/aws-cloudwatch';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { VARVE_METRICS } from '../functions/shared/emitted-names';
-import type { StreamConsumer } from './stream-consumer';
-import { VARVE_METRICS_NAMESPACE, VARVE_SERVICE_NAME, type VarveTable } from './table';
+import { VARVE_METRICS } from '../lib/aws-contract.js';
+import type { StreamConsumer } from './stream-consumer.js';
+import { VARVE_METRICS_NAMESPACE, VARVE_SERVICE_NAME, type VarveTable } from './table.js';
 
 /** The custom metrics the handlers emit, with their dimensions (declared once, beside the handlers). */
 export { VARVE_METRICS };

@@ -4,8 +4,8 @@
  * stack). Environment-agnostic: no account, no region, no lookups.
  */
 import { App } from 'aws-cdk-lib';
-import { VarveExampleStack } from './example-stack';
-import { addVarveNagChecks } from './nag';
+import { VarveExampleStack } from './example-stack.js';
+import { addVarveNagChecks } from './nag.js';
 
 const app = new App();
 new VarveExampleStack(app, 'VarveExample', {

@@ -3,7 +3,7 @@
  * with its row kind, becomes one JSON line in CloudWatch Logs (an audit trail to query with Logs
  * Insights). A real sink would write to a database, a search index or an API the same way.
  */
-import { createStreamHandler } from '../lib/stream/handler';
+import { createStreamHandler } from '../functions/shared/stream-handler.js';
 
 /** JSON for rows whose BIGINT and BYTES values JSON cannot carry as they are. */
 function auditLine(value: unknown): string {

@@ -5,12 +5,12 @@
 import * as path from 'node:path';
 import { CfnOutput, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
-import { InvalidArgumentError } from '../lib/errors';
-import { VarveAlarms } from './alarms';
-import { PROJECT_ROOT } from './lambda';
-import { StreamConsumer } from './stream-consumer';
-import { VarveTable, type CommitMode } from './table';
-import { Warehouse } from './warehouse';
+import { InvalidArgumentError } from '../lib/errors.js';
+import { VarveAlarms } from './alarms.js';
+import { PROJECT_ROOT } from './lambda.js';
+import { StreamConsumer } from './stream-consumer.js';
+import { VarveTable, type CommitMode } from './table.js';
+import { Warehouse } from './warehouse.js';
 
 /** The example stack; context `varve:prefix`, `varve:commitMode` and `varve:removalPolicy` tune it. */
 export class VarveExampleStack extends Stack {

@@ -10,9 +10,9 @@ import { CfnPolicy } from 'aws-cdk-lib/aws-iam';
 import { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import type { CfnBucket } from 'aws-cdk-lib/aws-s3';
 import type { Construct, IConstruct } from 'constructs';
-import { StreamConsumer } from './stream-consumer';
-import { VarveTable } from './table';
-import { Warehouse } from './warehouse';
+import { StreamConsumer } from './stream-consumer.js';
+import { VarveTable } from './table.js';
+import { Warehouse } from './warehouse.js';
 
 const PACK = 'AwsSolutions::AwsSolutions';
 

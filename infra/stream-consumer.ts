@@ -11,16 +11,16 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { IQueue, Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { SNAPSHOT_COMMITTED, VARVE_EVENT_SOURCE } from '../functions/shared/emitted-names';
-import { InvalidArgumentError } from '../lib/errors';
-import { createVarveFunction, handlerEntry } from './lambda';
-import { createQueueWithDlq } from './queues';
-import { grantObjectPattern } from './table-access';
-import { NAME, type VarveTable } from './table';
+import { SNAPSHOT_COMMITTED, VARVE_EVENT_SOURCE } from '../lib/aws-contract.js';
+import { InvalidArgumentError } from '../lib/errors.js';
+import { createVarveFunction, handlerEntry } from './lambda.js';
+import { createQueueWithDlq } from './queues.js';
+import { grantObjectPattern } from './table-access.js';
+import { NAME, type VarveTable } from './table.js';
 
 /** Where a consumer's rows go. */
 export type StreamSink =
-  /** Your own handler (built with `createStreamHandler` from lib/stream/handler). */
+  /** Your own handler (built with `createStreamHandler` from functions/shared/stream-handler.ts). */
   | { readonly kind: 'function'; readonly entry: string; readonly handler?: string }
   /** Another varve table in the same warehouse; rows keep their row kinds. */
   | { readonly kind: 'table'; readonly target: VarveTable }

@@ -12,12 +12,12 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Queue, QueueEncryption, type IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { CommitMode } from '../functions/shared/env';
-import { InvalidArgumentError } from '../lib/errors';
-import { createVarveFunction, handlerEntry } from './lambda';
-import { createQueueWithDlq } from './queues';
-import { grantListUnder, grantObjects } from './table-access';
-import type { Warehouse } from './warehouse';
+import type { CommitMode } from '../lib/aws-contract.js';
+import { InvalidArgumentError } from '../lib/errors.js';
+import { createVarveFunction, handlerEntry } from './lambda.js';
+import { createQueueWithDlq } from './queues.js';
+import { grantListUnder, grantObjects } from './table-access.js';
+import type { Warehouse } from './warehouse.js';
 
 /** `queue`: writers send file lists to the commit FIFO queue (group commit); `direct`: writers commit themselves. */
 export type { CommitMode };

@@ -8,7 +8,7 @@ import { EventBus, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { AnyPrincipal, Effect, PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { InvalidArgumentError } from '../lib/errors';
+import { InvalidArgumentError } from '../lib/errors.js';
 
 /** Which EventBridge bus varve's `Snapshot Committed` events go to. */
 export type WarehouseEventBus = 'dedicated' | 'default' | IEventBus;

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { zipArchive } from './zip';
+import { zipArchive } from './zip.js';
 
 /** The repository root. */
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

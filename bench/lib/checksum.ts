@@ -5,7 +5,7 @@
  * (DuckDB), always with the same definition.
  */
 import type * as arrow from 'apache-arrow';
-import { F_SCALE, keyOf, valuesOf, type RowValues } from './data';
+import { F_SCALE, keyOf, valuesOf, type RowValues } from './data.js';
 
 /** What a result must match. Every field is an exact integer. */
 export interface Checksum {

@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { BenchCheckError } from './checksum';
+import { BenchCheckError } from './checksum.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 

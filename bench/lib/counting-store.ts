@@ -2,7 +2,7 @@
  * An ObjectStore wrapper that counts requests per operation and per kind of object (snapshot,
  * hint, manifest, data file, …), to report how many object-store requests an operation costs.
  */
-import type { ObjectInfo, ObjectStore, StoredObject } from '../../lib/store/object-store';
+import type { ObjectInfo, ObjectStore, StoredObject } from '../../lib/store/object-store.js';
 
 /** The store operations, as counted. */
 export type CountedOp = 'get' | 'getRange' | 'head' | 'put' | 'putIfAbsent' | 'putIfMatch' | 'list' | 'delete';

@@ -5,8 +5,8 @@
  * computed from the generator itself, never read back from the system under test.
  */
 import * as arrow from 'apache-arrow';
-import type { DataField } from '../../lib/schema/types';
-import { mulberry32 } from '../../test/helpers/random';
+import type { DataField } from '../../lib/schema/types.js';
+import { mulberry32 } from './random.js';
 
 /** The table schema every benchmark uses (as `parseSchemaText` would return it). */
 export const BENCH_SCHEMA_TEXT = 'key BIGINT NOT NULL, i32 INT NOT NULL, f DOUBLE NOT NULL, s STRING NOT NULL, opt STRING';

@@ -4,8 +4,8 @@
  * checksum in SQL.
  */
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import type { Checksum } from './checksum';
-import type { LiveFile } from './tables';
+import type { Checksum } from './checksum.js';
+import type { LiveFile } from './tables.js';
 
 /** An in-memory DuckDB limited to one thread (varve's reads are single-threaded JS too). */
 export async function openDuckDB(): Promise<{ conn: DuckDBConnection; close: () => void }> {

@@ -1,7 +1,7 @@
 /** What the report says about the machine a run happened on. */
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
-import type { MachineInfo } from './results';
+import type { MachineInfo } from './results.js';
 
 function git(args: string[]): string | undefined {
   try {

@@ -6,7 +6,7 @@
 import { open } from 'node:fs/promises';
 import * as arrow from 'apache-arrow';
 import { Compression, EnabledStatistics, readParquet, Table as WasmTable, writeParquet, WriterPropertiesBuilder } from 'parquet-wasm';
-import { DEFAULT_ROW_GROUP_SIZE, READ_BATCH_SIZE } from '../../lib/format/data-file';
+import { DEFAULT_ROW_GROUP_SIZE, READ_BATCH_SIZE } from '../../lib/format/data-file.js';
 
 const CODECS = { zstd: Compression.ZSTD, snappy: Compression.SNAPPY, uncompressed: Compression.UNCOMPRESSED } as const;
 

@@ -2,8 +2,8 @@
  * docs/BENCHMARKS.md and its SVG charts, generated from one run's results. Everything in the
  * report comes from the results: the text around the numbers only says how they were obtained.
  */
-import type { Measurement, Ratio, RunResult, SuiteResult, TableSpec } from './results';
-import { lineChart } from './svg';
+import type { Measurement, Ratio, RunResult, SuiteResult, TableSpec } from './results.js';
+import { lineChart } from './svg.js';
 
 /** A number with a sensible precision for its size. */
 export function num(v: number): string {

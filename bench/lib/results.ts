@@ -1,5 +1,5 @@
 /** The shape of bench/results.json: what every suite reports and what the report generator reads. */
-import type { Stats } from './harness';
+import type { Stats } from './harness.js';
 
 /** One measured quantity (a timing in ms unless `unit` says otherwise). */
 export interface Measurement {

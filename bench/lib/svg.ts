@@ -2,7 +2,7 @@
  * Line charts as standalone SVG files, with no dependency: linear or log x axis, min–max error
  * bars, a legend and optional point labels. Enough for the benchmark report, nothing more.
  */
-import type { ChartSpec } from './results';
+import type { ChartSpec } from './results.js';
 
 const W = 640;
 const H = 360;

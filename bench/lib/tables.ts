@@ -1,16 +1,16 @@
 /** Benchmark tables: creation in a local folder warehouse, versioned writes, and their live files. */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog';
-import { readLiveFiles } from '../../lib/manifest/scan';
-import type { Snapshot } from '../../lib/manifest/types';
-import { parseSchemaText } from '../../lib/schema/parse';
-import { LocalStore } from '../../lib/store/local-store';
-import type { ObjectStore } from '../../lib/store/object-store';
-import { dataFileKey } from '../../lib/table/paths';
-import type { Table } from '../../lib/table/table';
-import { BENCH_SCHEMA_TEXT, makeRows } from './data';
-import { BenchCheckError } from './checksum';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { readLiveFiles } from '../../lib/manifest/scan.js';
+import type { Snapshot } from '../../lib/snapshot/snapshot.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { LocalStore } from '../../lib/store/local-store.js';
+import type { ObjectStore } from '../../lib/store/object-store.js';
+import { dataFileKey } from '../../lib/table/paths.js';
+import type { Table } from '../../lib/table/table.js';
+import { BENCH_SCHEMA_TEXT, makeRows } from './data.js';
+import { BenchCheckError } from './checksum.js';
 
 /** Buckets of every benchmark table. */
 export const BENCH_BUCKETS = 4;

@@ -6,17 +6,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { CommitRetriesExhaustedError } from '../../lib/errors';
-import { LocalStore } from '../../lib/store/local-store';
-import type { ObjectStore } from '../../lib/store/object-store';
-import { S3Store } from '../../lib/store/s3-store';
-import type { Table } from '../../lib/table/table';
-import { makeRows, range } from '../lib/data';
-import { assertChecksum, assertEqual, expectedChecksum, tableChecksum } from '../lib/checksum';
-import { CountingStore } from '../lib/counting-store';
-import { quantile, statsOf } from '../lib/harness';
-import type { Measurement, Ratio, SuiteContext, SuiteResult, TableSpec } from '../lib/results';
-import { createBenchTable, freshDir } from '../lib/tables';
+import { CommitRetriesExhaustedError } from '../../lib/errors.js';
+import { LocalStore } from '../../lib/store/local-store.js';
+import type { ObjectStore } from '../../lib/store/object-store.js';
+import { S3Store } from '../../lib/store/s3-store.js';
+import type { Table } from '../../lib/table/table.js';
+import { makeRows, range } from '../lib/data.js';
+import { assertChecksum, assertEqual, expectedChecksum, tableChecksum } from '../lib/checksum.js';
+import { CountingStore } from '../lib/counting-store.js';
+import { quantile, statsOf } from '../lib/harness.js';
+import type { Measurement, Ratio, SuiteContext, SuiteResult, TableSpec } from '../lib/results.js';
+import { createBenchTable, freshDir } from '../lib/tables.js';
 
 /** Rows per commit: a small streaming micro-batch, spread over the 4 buckets. */
 const ROWS_PER_COMMIT = 16;

@@ -7,15 +7,15 @@
 import { cp, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type * as arrow from 'apache-arrow';
-import { compactTable, type CompactionSummary } from '../../lib/maintenance/compact';
-import { LocalStore } from '../../lib/store/local-store';
-import type { Table } from '../../lib/table/table';
-import { range, sampleKeys, shuffled } from '../lib/data';
-import { addChecksums, assertChecksum, assertEqual, expectedChecksum, tableChecksum, type Checksum } from '../lib/checksum';
-import { compare, ratioOf, statsOf, type RepPlan } from '../lib/harness';
-import { rawParquetBytes, rawParquetDecode, writeFileSynced } from '../lib/raw-parquet';
-import type { ChartSpec, Measurement, Ratio, SuiteContext, SuiteResult } from '../lib/results';
-import { BENCH_BUCKETS, createBenchTable, freshDir, liveFiles, openBenchTable, removeDir, warehouseDir, writeVersion } from '../lib/tables';
+import { compactTable, type CompactionSummary } from '../../lib/maintenance/compact.js';
+import { LocalStore } from '../../lib/store/local-store.js';
+import type { Table } from '../../lib/table/table.js';
+import { range, sampleKeys, shuffled } from '../lib/data.js';
+import { addChecksums, assertChecksum, assertEqual, expectedChecksum, tableChecksum, type Checksum } from '../lib/checksum.js';
+import { compare, ratioOf, statsOf, type RepPlan } from '../lib/harness.js';
+import { rawParquetBytes, rawParquetDecode, writeFileSynced } from '../lib/raw-parquet.js';
+import type { ChartSpec, Measurement, Ratio, SuiteContext, SuiteResult } from '../lib/results.js';
+import { BENCH_BUCKETS, createBenchTable, freshDir, liveFiles, openBenchTable, removeDir, warehouseDir, writeVersion } from '../lib/tables.js';
 
 const RUNS = [1, 5, 10, 20];
 /** Each update commit rewrites this fraction of the keys. */

@@ -5,13 +5,13 @@
  */
 import { readFile } from 'node:fs/promises';
 import type * as arrow from 'apache-arrow';
-import { range, shuffled } from '../lib/data';
-import { addChecksums, assertChecksum, expectedChecksum, tableChecksum } from '../lib/checksum';
-import { duckChecksum, mergeQuery, openDuckDB } from '../lib/duckdb';
-import { compare, ratioOf, type RepPlan } from '../lib/harness';
-import { rawParquetDecode } from '../lib/raw-parquet';
-import type { SuiteContext, SuiteResult } from '../lib/results';
-import { BENCH_BUCKETS, createBenchTable, freshDir, liveFiles, writeVersion } from '../lib/tables';
+import { range, shuffled } from '../lib/data.js';
+import { addChecksums, assertChecksum, expectedChecksum, tableChecksum } from '../lib/checksum.js';
+import { duckChecksum, mergeQuery, openDuckDB } from '../lib/duckdb.js';
+import { compare, ratioOf, type RepPlan } from '../lib/harness.js';
+import { rawParquetDecode } from '../lib/raw-parquet.js';
+import type { SuiteContext, SuiteResult } from '../lib/results.js';
+import { BENCH_BUCKETS, createBenchTable, freshDir, liveFiles, writeVersion } from '../lib/tables.js';
 
 const VERSIONS = 5;
 

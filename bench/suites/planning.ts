@@ -5,22 +5,22 @@
  * no data files, so the numbers are the CPU cost of the metadata path; the request counts say
  * what a remote store adds.
  */
-import { readLiveFiles, readDataManifests } from '../../lib/manifest/scan';
-import type { DataFileMeta, ManifestEntry } from '../../lib/manifest/types';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog';
-import { parseSchemaText } from '../../lib/schema/parse';
-import { commit, type CommitBatch, type FileChange } from '../../lib/snapshot/commit';
-import { SnapshotManager } from '../../lib/snapshot/snapshot-manager';
-import { LruManifestCache } from '../../lib/manifest/manifest-file';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { fromUtf8 } from '../../lib/store/object-store';
-import { commitOptionsFor } from '../../lib/table/commit-options';
-import type { Table } from '../../lib/table/table';
-import { BENCH_SCHEMA_TEXT } from '../lib/data';
-import { BenchCheckError, assertEqual } from '../lib/checksum';
-import { CountingStore } from '../lib/counting-store';
-import { compare, ratioOf, statsOf, type RepPlan } from '../lib/harness';
-import type { Measurement, Ratio, SuiteContext, SuiteResult } from '../lib/results';
+import { readLiveFiles, readDataManifests } from '../../lib/manifest/scan.js';
+import type { DataFileMeta, ManifestEntry } from '../../lib/manifest/types.js';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { commit, type CommitBatch, type FileChange } from '../../lib/snapshot/commit.js';
+import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
+import { LruManifestCache } from '../../lib/manifest/manifest-file.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { fromUtf8 } from '../../lib/store/object-store.js';
+import { commitOptionsFor } from '../../lib/table/commit-options.js';
+import type { Table } from '../../lib/table/table.js';
+import { BENCH_SCHEMA_TEXT } from '../lib/data.js';
+import { BenchCheckError, assertEqual } from '../lib/checksum.js';
+import { CountingStore } from '../lib/counting-store.js';
+import { compare, ratioOf, statsOf, type RepPlan } from '../lib/harness.js';
+import type { Measurement, Ratio, SuiteContext, SuiteResult } from '../lib/results.js';
 
 const BUCKETS = 4;
 /** Universal compaction's max level with the default num-levels (6). */

@@ -4,14 +4,14 @@
  * for each commit the time from its in-process commit event (the snapshot file exists) to the
  * sink receiving its split.
  */
-import { LocalRuntime } from '../../lib/runtime/local-runtime';
-import type { ChangeBatch, StreamSink } from '../../lib/stream/delivery';
-import { onCommit } from '../../lib/table/commit-events';
-import { makeRows, range } from '../lib/data';
-import { addChecksums, assertChecksum, assertEqual, expectedChecksum, tableChecksum, type Checksum } from '../lib/checksum';
-import { quantile, statsOf } from '../lib/harness';
-import type { ChartSpec, SuiteContext, SuiteResult } from '../lib/results';
-import { createBenchTable, freshDir } from '../lib/tables';
+import { LocalRuntime } from '../../lib/runtime/local-runtime.js';
+import type { ChangeBatch, StreamSink } from '../../lib/stream/delivery.js';
+import { onCommit } from '../../lib/table/commit-events.js';
+import { makeRows, range } from '../lib/data.js';
+import { addChecksums, assertChecksum, assertEqual, expectedChecksum, tableChecksum, type Checksum } from '../lib/checksum.js';
+import { quantile, statsOf } from '../lib/harness.js';
+import type { ChartSpec, SuiteContext, SuiteResult } from '../lib/results.js';
+import { createBenchTable, freshDir } from '../lib/tables.js';
 
 /** Commits whose latency is not recorded (code paths warming up). */
 const WARMUP_COMMITS = 20;

@@ -7,16 +7,16 @@
 import { join } from 'node:path';
 import { readFile } from 'node:fs/promises';
 import type * as arrow from 'apache-arrow';
-import { gatherRows, singleBatch } from '../../lib/format/columns';
-import { readDeltaEntries } from '../../lib/manifest/scan';
-import { readEntry } from '../../lib/table/read';
-import type { Table } from '../../lib/table/table';
-import { keyOf, makeRows, range, sampleKeys, shuffled } from '../lib/data';
-import { BenchCheckError, addChecksums, assertChecksum, assertEqual, expectedChecksum, tableChecksum, type Checksum } from '../lib/checksum';
-import { compare, ratioUnpaired, type RepPlan, type Untimed } from '../lib/harness';
-import { rawParquetBytes, rawParquetDecode, rawParquetWrite, writeFileSynced } from '../lib/raw-parquet';
-import type { ChartSpec, Measurement, Ratio, SuiteContext, SuiteResult } from '../lib/results';
-import { createBenchTable, freshDir, removeDir, warehouseDir, writeVersion } from '../lib/tables';
+import { gatherRows, singleBatch } from '../../lib/format/columns.js';
+import { readDeltaEntries } from '../../lib/manifest/scan.js';
+import { readEntry } from '../../lib/table/read.js';
+import type { Table } from '../../lib/table/table.js';
+import { keyOf, makeRows, range, sampleKeys, shuffled } from '../lib/data.js';
+import { BenchCheckError, addChecksums, assertChecksum, assertEqual, expectedChecksum, tableChecksum, type Checksum } from '../lib/checksum.js';
+import { compare, ratioUnpaired, type RepPlan, type Untimed } from '../lib/harness.js';
+import { rawParquetBytes, rawParquetDecode, rawParquetWrite, writeFileSynced } from '../lib/raw-parquet.js';
+import type { ChartSpec, Measurement, Ratio, SuiteContext, SuiteResult } from '../lib/results.js';
+import { createBenchTable, freshDir, removeDir, warehouseDir, writeVersion } from '../lib/tables.js';
 
 const BATCH = 10_000;
 /** Rows per file of the copy-on-write table (and per varve commit while building). */

@@ -4,12 +4,12 @@
  * them), commits, checks the snapshot, and prints {"maxRssMB", "ms", ...} as its last line.
  *   node --import tsx bench/suites/write-rss-child.ts <varve|floor> <rows> <bufferMB> <dir>
  */
-import { FolderCatalog } from '../../lib/catalog/folder-catalog';
-import { readLiveFiles } from '../../lib/manifest/scan';
-import { parseSchemaText } from '../../lib/schema/parse';
-import { LocalStore } from '../../lib/store/local-store';
-import { BENCH_SCHEMA_TEXT, makeRows, shuffled } from '../lib/data';
-import { assertEqual } from '../lib/checksum';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { readLiveFiles } from '../../lib/manifest/scan.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { LocalStore } from '../../lib/store/local-store.js';
+import { BENCH_SCHEMA_TEXT, makeRows, shuffled } from '../lib/data.js';
+import { assertEqual } from '../lib/checksum.js';
 
 const [mode, rowsArg, bufferArg, dir] = process.argv.slice(2);
 const rows = Number(rowsArg);

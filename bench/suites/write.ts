@@ -7,15 +7,15 @@
 import { join } from 'node:path';
 import { readFile } from 'node:fs/promises';
 import type * as arrow from 'apache-arrow';
-import { readLiveFiles } from '../../lib/manifest/scan';
-import type { Table } from '../../lib/table/table';
-import { makeRows, shuffled } from '../lib/data';
-import { assertChecksum, assertEqual, expectedChecksum, tableChecksum } from '../lib/checksum';
-import { runChild } from '../lib/child';
-import { compare, ratioOf, statsOf, type RepPlan } from '../lib/harness';
-import { rawParquetDecode, rawParquetWrite } from '../lib/raw-parquet';
-import type { Measurement, Ratio, SuiteContext, SuiteResult, TableSpec } from '../lib/results';
-import { BENCH_BUCKETS, createBenchTable, freshDir, removeDir, warehouseDir } from '../lib/tables';
+import { readLiveFiles } from '../../lib/manifest/scan.js';
+import type { Table } from '../../lib/table/table.js';
+import { makeRows, shuffled } from '../lib/data.js';
+import { assertChecksum, assertEqual, expectedChecksum, tableChecksum } from '../lib/checksum.js';
+import { runChild } from '../lib/child.js';
+import { compare, ratioOf, statsOf, type RepPlan } from '../lib/harness.js';
+import { rawParquetDecode, rawParquetWrite } from '../lib/raw-parquet.js';
+import type { Measurement, Ratio, SuiteContext, SuiteResult, TableSpec } from '../lib/results.js';
+import { BENCH_BUCKETS, createBenchTable, freshDir, removeDir, warehouseDir } from '../lib/tables.js';
 
 interface RssResult {
   maxRssMB: number;

@@ -5,7 +5,7 @@
  */
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { defaultSqsClient } from '../../lib/stream/sqs-queue';
+import { defaultSqsClient } from '../../lib/stream/sqs-queue.js';
 
 let sqs: SQSClient | undefined;
 let events: EventBridgeClient | undefined;

@@ -3,16 +3,16 @@
  * commit), with its metrics, and what follows a commit on AWS: the `Snapshot Committed` event, the
  * sorted runs of every bucket written, and compaction jobs for the buckets that need one.
  */
-import type { Snapshot } from '../../lib/manifest/types';
-import { commit, type CommitBatch, type CommitResult } from '../../lib/snapshot/commit';
-import { dataFileKey } from '../../lib/table/paths';
-import { commitOptionsFor } from '../../lib/table/commit-options';
-import type { Table } from '../../lib/table/table';
-import { announceSnapshotCommitted } from './commit-events';
-import { bucketStates, sendCompactionJobs, type TouchedBucket } from './compaction-jobs';
-import type { WriterSettings } from './env';
-import { emitMetric, log, METRIC, UNIT } from './observability';
-import { cachingSnapshotManagerOf, manifestCacheOf } from './tables';
+import type { Snapshot } from '../../lib/snapshot/snapshot.js';
+import { commit, type CommitBatch, type CommitResult } from '../../lib/snapshot/commit.js';
+import { dataFileKey } from '../../lib/table/paths.js';
+import { commitOptionsFor } from '../../lib/table/commit-options.js';
+import type { Table } from '../../lib/table/table.js';
+import { announceSnapshotCommitted } from './commit-events.js';
+import { bucketStates, sendCompactionJobs, type TouchedBucket } from './compaction-jobs.js';
+import type { WriterSettings } from './env.js';
+import { emitMetric, log, METRIC, UNIT } from './observability.js';
+import { cachingSnapshotManagerOf, manifestCacheOf } from './tables.js';
 
 /** Who commits and how the commit recognises itself when retried. */
 export interface AppendSpec {

@@ -4,13 +4,13 @@
  * "Streaming on AWS"). The schedule stays the backstop for an event that is lost.
  */
 import { PutEventsCommand } from '@aws-sdk/client-eventbridge';
-import { VarveError } from '../../lib/errors';
-import type { Snapshot } from '../../lib/manifest/types';
-import { eventBridgeClient } from './aws-clients';
-import { SNAPSHOT_COMMITTED, VARVE_EVENT_SOURCE } from './emitted-names';
-import { log } from './observability';
+import { VarveError } from '../../lib/errors.js';
+import type { Snapshot } from '../../lib/snapshot/snapshot.js';
+import { eventBridgeClient } from './aws-clients.js';
+import { SNAPSHOT_COMMITTED, VARVE_EVENT_SOURCE } from '../../lib/aws-contract.js';
+import { log } from './observability.js';
 
-/** The detail-type of the event put after each commit (declared in ./emitted-names). */
+/** The detail-type of the event put after each commit (declared in lib/aws-contract.ts). */
 export { SNAPSHOT_COMMITTED };
 
 /** The detail of a `Snapshot Committed` event. */

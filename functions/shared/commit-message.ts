@@ -4,9 +4,9 @@
  * commit function at a time) and MessageDeduplicationId = the batch's commit identifier (a
  * retried writer's second send within SQS's 5-minute window is dropped).
  */
-import { CorruptMetadataError, InvalidArgumentError } from '../../lib/errors';
-import type { CommitBatch } from '../../lib/snapshot/commit';
-import { queueId } from '../../lib/stream/split-message';
+import { CorruptMetadataError, InvalidArgumentError } from '../../lib/errors.js';
+import type { CommitBatch } from '../../lib/snapshot/commit.js';
+import { queueId } from '../../lib/stream/split-message.js';
 
 /** One writer's batch, addressed to a table's commit function. */
 export interface CommitMessage {

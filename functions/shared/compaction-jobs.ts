@@ -5,16 +5,17 @@
  * buckets compact in parallel (DESIGN.md, "Compaction, changelog, expiry").
  */
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { CorruptMetadataError } from '../../lib/errors';
-import { touchedBucketFiles, type TouchedBucket } from '../../lib/maintenance/compact-trigger';
-import { planBucketCompaction, sortedRunCount } from '../../lib/maintenance/compact-plan';
-import { compactionSettingsOf } from '../../lib/maintenance/compaction-settings';
-import type { Snapshot } from '../../lib/manifest/types';
-import { queueId } from '../../lib/stream/split-message';
-import { QueueRequestError, SQS_MAX_BATCH } from '../../lib/stream/sqs-queue';
-import type { Table } from '../../lib/table/table';
-import { sqsClient } from './aws-clients';
-import { manifestCacheOf } from './tables';
+import { CorruptMetadataError } from '../../lib/errors.js';
+import { touchedBucketFiles } from '../../lib/maintenance/compact-trigger.js';
+import type { TouchedBucket } from '../../lib/table/commit-hooks.js';
+import { planBucketCompaction, sortedRunCount } from '../../lib/maintenance/compact-plan.js';
+import { compactionSettingsOf } from '../../lib/maintenance/compaction-settings.js';
+import type { Snapshot } from '../../lib/snapshot/snapshot.js';
+import { queueId } from '../../lib/stream/split-message.js';
+import { QueueRequestError, SQS_MAX_BATCH } from '../../lib/stream/sqs-queue.js';
+import type { Table } from '../../lib/table/table.js';
+import { sqsClient } from './aws-clients.js';
+import { manifestCacheOf } from './tables.js';
 
 /** One bucket to compact. */
 export interface CompactionJob {

@@ -3,7 +3,8 @@
  * warehouse, the catalog, the table, and where a writer's commits, compaction jobs and commit
  * events go. Read per invocation, so a test can hand each handler its own environment.
  */
-import { InvalidArgumentError } from '../../lib/errors';
+import { InvalidArgumentError } from '../../lib/errors.js';
+import type { CommitMode } from '../../lib/aws-contract.js';
 
 /** The process environment, or a test's stand-in for it. */
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -19,8 +20,6 @@ export function requireEnv<K extends string>(env: Env, names: readonly K[], who:
   return Object.fromEntries(names.map((n) => [n, env[n]!])) as Record<K, string>;
 }
 
-/** How a writer hands its files on: `direct` commits itself, `queue` sends them to the table's commit FIFO queue. */
-export type CommitMode = 'direct' | 'queue';
 
 /** Where a writer's commits, compaction jobs and commit events go. */
 export interface WriterSettings {

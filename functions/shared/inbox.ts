@@ -5,11 +5,11 @@
  * is left to the event of its new version.
  */
 import { GetObjectCommand } from '@aws-sdk/client-s3';
-import { InvalidArgumentError } from '../../lib/errors';
-import { parseTableIdentifier } from '../../lib/schema/parse';
-import { s3ErrorName, s3Status } from '../../lib/store/s3-errors';
-import { S3Store } from '../../lib/store/s3-store';
-import type { ObjectStore } from '../../lib/store/object-store';
+import { InvalidArgumentError } from '../../lib/errors.js';
+import { parseTableIdentifier } from '../../lib/schema/parse.js';
+import { s3ErrorName, s3Status } from '../../lib/store/s3-errors.js';
+import { S3Store } from '../../lib/store/s3-store.js';
+import type { ObjectStore } from '../../lib/store/object-store.js';
 
 /** The bucket and key prefix a table's inbox files are dropped under. */
 export function inboxOf(store: ObjectStore, table: string): { bucket: string; prefix: string } {

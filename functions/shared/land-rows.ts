@@ -5,13 +5,13 @@
  * function folds many writers' batches into one snapshot (queue mode, the group commit).
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import type { Snapshot } from '../../lib/manifest/types';
-import type { Row, RowKindByte } from '../../lib/schema/types';
-import type { Table } from '../../lib/table/table';
-import { sqsClient } from './aws-clients';
-import { afterCommit, commitAppend, deleteBatchFiles, touchedBy } from './commit-append';
-import { encodeCommitMessage } from './commit-message';
-import type { WriterSettings } from './env';
+import type { Snapshot } from '../../lib/snapshot/snapshot.js';
+import type { Row, RowKindByte } from '../../lib/schema/types.js';
+import type { Table } from '../../lib/table/table.js';
+import { sqsClient } from './aws-clients.js';
+import { afterCommit, commitAppend, deleteBatchFiles, touchedBy } from './commit-append.js';
+import { encodeCommitMessage } from './commit-message.js';
+import type { WriterSettings } from './env.js';
 
 /** How a batch of rows is written and committed. */
 export interface LandOptions {

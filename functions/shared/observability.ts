@@ -6,9 +6,9 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { VARVE_METRICS } from './emitted-names';
+import { VARVE_METRICS } from '../../lib/aws-contract.js';
 
-/** The custom metrics varve emits: the names infra/alarms.ts watches (declared in ./emitted-names). */
+/** The custom metrics varve emits: the names infra/alarms.ts watches (declared in lib/aws-contract.ts). */
 export const METRIC = VARVE_METRICS;
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];

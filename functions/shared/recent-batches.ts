@@ -8,9 +8,9 @@
  * One per table and warm container: the first use reads back through the window, later uses read
  * only the snapshots committed since.
  */
-import type { Snapshot } from '../../lib/manifest/types';
-import type { Table } from '../../lib/table/table';
-import { perTableOf } from './tables';
+import type { Snapshot } from '../../lib/snapshot/snapshot.js';
+import type { Table } from '../../lib/table/table.js';
+import { perTableOf } from './tables.js';
 
 /** Snapshot property listing the batch identifiers a group commit folded in, as a JSON array. */
 export const BATCHES_PROPERTY = 'varve.batches';

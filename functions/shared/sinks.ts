@@ -2,18 +2,18 @@
  * The built-in sinks of the reader function (VARVE_SINK): another varve table (`table:<db.table>`,
  * written the way ingest writes: direct commit or the target's commit queue) and an EventBridge
  * bus (`eventbridge:<bus>`, one `Row Changed` event per change). Users plug their own sink with
- * `createStreamHandler(async changes => …)` from lib/stream/handler.ts instead.
+ * `createStreamHandler(async changes => …)` from functions/shared/stream-handler.ts instead.
  */
 import { PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
-import { InvalidArgumentError, VarveError } from '../../lib/errors';
-import { toDisplayValue } from '../../lib/schema/values';
-import type { ChangeBatch, StreamSink } from '../../lib/stream/delivery';
-import { changesOf, rowsForTarget } from '../../lib/stream/sinks';
-import type { Table } from '../../lib/table/table';
-import { eventBridgeClient } from './aws-clients';
-import { VARVE_EVENT_SOURCE } from './emitted-names';
-import type { WriterSettings } from './env';
-import { landRows } from './land-rows';
+import { InvalidArgumentError, VarveError } from '../../lib/errors.js';
+import { toDisplayValue } from '../../lib/schema/values.js';
+import type { ChangeBatch, StreamSink } from '../../lib/stream/delivery.js';
+import { changesOf, rowsForTarget } from '../../lib/stream/sinks.js';
+import type { Table } from '../../lib/table/table.js';
+import { eventBridgeClient } from './aws-clients.js';
+import { VARVE_EVENT_SOURCE } from '../../lib/aws-contract.js';
+import type { WriterSettings } from './env.js';
+import { landRows } from './land-rows.js';
 
 /** A parsed VARVE_SINK. */
 export type SinkSpec = { kind: 'table'; table: string } | { kind: 'eventbridge'; bus: string };
@@ -24,7 +24,7 @@ export function parseSinkSpec(value: string | undefined): SinkSpec {
   if (!m) {
     throw new InvalidArgumentError(
       `VARVE_SINK is ${JSON.stringify(value ?? null)}: use "table:<db.table>" or "eventbridge:<bus name>", ` +
-        'or deploy your own reader built with createStreamHandler (lib/stream/handler.ts)',
+        'or deploy your own reader built with createStreamHandler (functions/shared/stream-handler.ts)',
     );
   }
   return m[1] === 'table' ? { kind: 'table', table: m[2] } : { kind: 'eventbridge', bus: m[2] };

@@ -5,11 +5,11 @@
  * container's lifetime (manifests and snapshots are immutable, so each invocation reads only
  * those written since the last one).
  */
-import { openCatalog } from '../../lib/catalog/open-catalog';
-import { LruManifestCache } from '../../lib/manifest/manifest-file';
-import { SnapshotManager } from '../../lib/snapshot/snapshot-manager';
-import type { Table } from '../../lib/table/table';
-import { requireEnv, type Env } from './env';
+import { openCatalog } from '../../lib/catalog/open-catalog.js';
+import { LruManifestCache } from '../../lib/manifest/manifest-file.js';
+import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
+import type { Table } from '../../lib/table/table.js';
+import { requireEnv, type Env } from './env.js';
 
 /** How long a warm container keeps an opened table; a schema change is picked up after this. */
 const TABLE_CACHE_MS = 60_000;

@@ -3,10 +3,10 @@
  * catalog (default) keeps everything in the warehouse itself; the DynamoDB catalog keeps the
  * registry in a DynamoDB table so tables are listed without touching S3.
  */
-import type { ObjectStore } from '../store/object-store';
-import { createTableSchema } from '../schema/parse';
-import type { DataField, TableSchema } from '../schema/types';
-import type { Table } from '../table/table';
+import type { ObjectStore } from '../store/object-store.js';
+import { createTableSchema } from '../schema/parse.js';
+import type { DataField, TableSchema } from '../schema/types.js';
+import type { Table } from '../table/table.js';
 
 /** What a user gives to create a table. */
 export interface CreateTableRequest {

@@ -13,14 +13,15 @@ import {
   ScanCommand,
   type AttributeValue,
 } from '@aws-sdk/client-dynamodb';
-import { CorruptMetadataError, TableAlreadyExistsError, TableNotFoundError } from '../errors';
-import { listAll, type ObjectStore } from '../store/object-store';
-import { parseTableIdentifier } from '../schema/parse';
-import { createSchemaFile, latestSchema } from '../schema/schema-manager';
-import { tableLocation } from '../table/paths';
-import { Table } from '../table/table';
-import { runLimited } from '../concurrency';
-import { initialSchema, type Catalog, type CreateTableRequest } from './catalog';
+import { CorruptMetadataError, TableAlreadyExistsError, TableNotFoundError } from '../errors.js';
+import { listAll, type ObjectStore } from '../store/object-store.js';
+import { parseTableIdentifier } from '../schema/parse.js';
+import { createSchemaFile, latestSchema } from '../schema/schema-manager.js';
+import { tableLocation } from '../table/paths.js';
+import { INLINE_COMPACTION } from '../maintenance/compact-trigger.js';
+import { Table } from '../table/table.js';
+import { runLimited } from '../concurrency.js';
+import { initialSchema, type Catalog, type CreateTableRequest } from './catalog.js';
 
 /** Options of a DynamoCatalog. */
 export interface DynamoCatalogOptions {
@@ -91,7 +92,7 @@ export class DynamoCatalog implements Catalog {
       if (opts.ignoreIfExists) return this.getTable(full);
       throw new TableAlreadyExistsError(full);
     }
-    return new Table(this.store, full, location, schema);
+    return new Table(this.store, full, location, schema, INLINE_COMPACTION);
   }
 
   async getTable(name: string): Promise<Table> {
@@ -106,7 +107,7 @@ export class DynamoCatalog implements Catalog {
           `its creation did not finish or its folder was removed; drop it (\`varve drop ${full}\`) and create it again`,
       );
     }
-    return new Table(this.store, full, item.location, schema);
+    return new Table(this.store, full, item.location, schema, INLINE_COMPACTION);
   }
 
   async tableExists(name: string): Promise<boolean> {

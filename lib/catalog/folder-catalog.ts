@@ -2,14 +2,15 @@
  * The default catalog: tables are folders of the warehouse (`<db>.db/<table>/`), and a small
  * registry object per table (`_catalog/<db>.<table>`) lets `listTables` avoid listing data files.
  */
-import { TableAlreadyExistsError, TableNotFoundError } from '../errors';
-import { listAll, utf8, type ObjectStore } from '../store/object-store';
-import { parseTableIdentifier } from '../schema/parse';
-import { createSchemaFile, latestSchema } from '../schema/schema-manager';
-import { tableLocation } from '../table/paths';
-import { Table } from '../table/table';
-import { runLimited } from '../concurrency';
-import { initialSchema, type Catalog, type CreateTableRequest } from './catalog';
+import { TableAlreadyExistsError, TableNotFoundError } from '../errors.js';
+import { listAll, utf8, type ObjectStore } from '../store/object-store.js';
+import { parseTableIdentifier } from '../schema/parse.js';
+import { createSchemaFile, latestSchema } from '../schema/schema-manager.js';
+import { tableLocation } from '../table/paths.js';
+import { INLINE_COMPACTION } from '../maintenance/compact-trigger.js';
+import { Table } from '../table/table.js';
+import { runLimited } from '../concurrency.js';
+import { initialSchema, type Catalog, type CreateTableRequest } from './catalog.js';
 
 const REGISTRY = '_catalog/';
 
@@ -31,7 +32,7 @@ export class FolderCatalog implements Catalog {
     // The registry entry is only an index for listing; a crash before it leaves a table that
     // getTable still opens and the next create/list repairs.
     await this.store.put(`${REGISTRY}${full}`, utf8(path));
-    return new Table(this.store, full, path, schema);
+    return new Table(this.store, full, path, schema, INLINE_COMPACTION);
   }
 
   async getTable(name: string): Promise<Table> {
@@ -40,7 +41,7 @@ export class FolderCatalog implements Catalog {
     const path = tableLocation(id.database, id.table);
     const schema = await latestSchema(this.store, path);
     if (!schema) throw new TableNotFoundError(full);
-    return new Table(this.store, full, path, schema);
+    return new Table(this.store, full, path, schema, INLINE_COMPACTION);
   }
 
   async tableExists(name: string): Promise<boolean> {

@@ -3,10 +3,10 @@
  * (what the AWS functions and a CLI pointed at a deployed warehouse get), the folder catalog
  * otherwise.
  */
-import { openStore } from '../store/open-store';
-import type { Catalog } from './catalog';
-import { DynamoCatalog } from './dynamo-catalog';
-import { FolderCatalog } from './folder-catalog';
+import { openStore } from '../store/open-store.js';
+import type { Catalog } from './catalog.js';
+import { DynamoCatalog } from './dynamo-catalog.js';
+import { FolderCatalog } from './folder-catalog.js';
 
 /** Where the catalog choice comes from. */
 export interface CatalogEnv {

@@ -3,12 +3,12 @@
  * its catalog, plus the conversions from Arrow results to printable records.
  */
 import type * as arrow from 'apache-arrow';
-import type { Catalog } from '../catalog/catalog';
-import { openCatalog as openCatalogFor } from '../catalog/open-catalog';
-import { tableToRows } from '../format/columns';
-import { toDisplayValue } from '../schema/values';
-import { KIND_COLUMN, ROW_KIND_NAMES, SEQUENCE_COLUMN, type DataField } from '../schema/types';
-import type { DisplayValue } from './output';
+import type { Catalog } from '../catalog/catalog.js';
+import { openCatalog as openCatalogFor } from '../catalog/open-catalog.js';
+import { tableToRows } from '../format/columns.js';
+import { toDisplayValue } from '../schema/values.js';
+import { KIND_COLUMN, ROW_KIND_NAMES, SEQUENCE_COLUMN, type DataField } from '../schema/types.js';
+import type { DisplayValue } from './output.js';
 
 /** The warehouse a command uses: the flag, else VARVE_WAREHOUSE, else ./warehouse. */
 export function warehouseUri(flag?: string): string {

@@ -5,14 +5,14 @@
  * snapshots this made, a consumer restart that resumes exactly, and expiry held back by the
  * consumer.
  */
-import type { Catalog } from '../catalog/catalog';
-import { LocalRuntime } from '../runtime/local-runtime';
-import { parseSchemaText } from '../schema/parse';
-import { RowKind, type Row } from '../schema/types';
-import { readConsumer } from '../stream/consumer';
-import { callbackSink, changeToJsonLine, type Change } from '../stream/sinks';
-import type { Table } from '../table/table';
-import { expireSnapshots } from '../maintenance/expire-snapshots';
+import type { Catalog } from '../catalog/catalog.js';
+import { LocalRuntime } from '../runtime/local-runtime.js';
+import { parseSchemaText } from '../schema/parse.js';
+import { RowKind, type Row } from '../schema/types.js';
+import { readConsumer } from '../snapshot/consumer.js';
+import { callbackSink, changeToJsonLine, type Change } from '../stream/sinks.js';
+import type { Table } from '../table/table.js';
+import { expireSnapshots } from '../maintenance/expire-snapshots.js';
 
 type Out = (text: string) => void;
 

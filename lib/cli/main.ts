@@ -4,11 +4,11 @@
  * a non-zero exit; set VARVE_DEBUG=1 for stack traces.
  */
 import { Command, CommanderError } from 'commander';
-import { VarveError } from '../errors';
-import { registerExpiryCommands, registerMaintenanceCommands } from './maintenance-commands';
-import { registerStreamCommands } from './stream-commands';
-import { registerTableCommands } from './table-commands';
-import type { GlobalOptions } from './parse-flags';
+import { VarveError } from '../errors.js';
+import { registerExpiryCommands, registerMaintenanceCommands } from './maintenance-commands.js';
+import { registerStreamCommands } from './stream-commands.js';
+import { registerTableCommands } from './table-commands.js';
+import type { GlobalOptions } from './parse-flags.js';
 
 /** Builds the program; `out` receives everything a command prints on stdout. */
 export function buildProgram(out: (text: string) => void = (t) => process.stdout.write(t)): Command {

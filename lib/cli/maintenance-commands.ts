@@ -2,17 +2,17 @@
  * The maintenance commands of the CLI. Each command is registered by its own function below, so
  * that maintenance actions (compaction, expiry, …) stay apart.
  */
-import { parsePartitionSpec } from '../schema/partition';
+import { parsePartitionSpec } from '../schema/partition.js';
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
-import { InvalidArgumentError } from '../errors';
-import { compactTable, type CompactionSummary } from '../maintenance/compact';
-import { openCatalog, warehouseUri } from './context';
-import { parsePositiveInt, type GlobalOptions } from './parse-flags';
+import { InvalidArgumentError } from '../errors.js';
+import { compactTable, type CompactionSummary } from '../maintenance/compact.js';
+import { openCatalog, warehouseUri } from './context.js';
+import { parsePositiveInt, type GlobalOptions } from './parse-flags.js';
 // Expiry and orphan cleanup (registerExpiryCommands, at the end of this file).
-import { expireSnapshots, type ExpireSnapshotsResult } from '../maintenance/expire-snapshots';
-import { removeOrphanFiles, type RemoveOrphansResult } from '../maintenance/remove-orphans';
-import { parseDuration } from '../schema/options';
+import { expireSnapshots, type ExpireSnapshotsResult } from '../maintenance/expire-snapshots.js';
+import { removeOrphanFiles, type RemoveOrphansResult } from '../maintenance/remove-orphans.js';
+import { parseDuration } from '../schema/options.js';
 
 type Out = (text: string) => void;
 

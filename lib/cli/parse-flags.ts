@@ -1,5 +1,5 @@
 /** Parsing of CLI flag values shared by the commands. */
-import { InvalidArgumentError } from '../errors';
+import { InvalidArgumentError } from '../errors.js';
 
 export interface GlobalOptions {
   warehouse?: string;

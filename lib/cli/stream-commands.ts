@@ -3,18 +3,18 @@
  * change, as they come; `varve demo` walks through the whole system on a local warehouse.
  */
 import type { Command } from 'commander';
-import { InvalidArgumentError } from '../errors';
-import { LocalRuntime } from '../runtime/local-runtime';
-import { checkConsumerId } from '../stream/consumer';
-import { changeToJsonLine, changesOf, jsonlSink } from '../stream/sinks';
-import { readSplit } from '../stream/split';
-import { StreamScan } from '../stream/stream-scan';
-import type { StreamOptions } from '../stream/stream-options';
-import { onCommit } from '../table/commit-events';
-import type { Table } from '../table/table';
-import { openCatalog, warehouseUri } from './context';
-import { runDemo } from './demo';
-import { parsePositiveInt, parseTimestamp, type GlobalOptions } from './parse-flags';
+import { InvalidArgumentError } from '../errors.js';
+import { LocalRuntime } from '../runtime/local-runtime.js';
+import { checkConsumerId } from '../snapshot/consumer.js';
+import { changeToJsonLine, changesOf, jsonlSink } from '../stream/sinks.js';
+import { readSplit } from '../stream/split.js';
+import { StreamScan } from '../stream/stream-scan.js';
+import type { StreamOptions } from '../stream/stream-options.js';
+import { onCommit } from '../table/commit-events.js';
+import type { Table } from '../table/table.js';
+import { openCatalog, warehouseUri } from './context.js';
+import { runDemo } from './demo.js';
+import { parsePositiveInt, parseTimestamp, type GlobalOptions } from './parse-flags.js';
 
 type Out = (text: string) => void;
 

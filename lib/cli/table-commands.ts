@@ -1,19 +1,19 @@
 /**
  * The table commands of the CLI: create, write, delete, read, describe, tables, drop, tag.
  */
-import { parsePartitionSpec } from '../schema/partition';
+import { parsePartitionSpec } from '../schema/partition.js';
 import { readFile, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { InvalidArgumentError } from '../errors';
-import { parseSchemaJson, parseSchemaText, formatType } from '../schema/parse';
-import { createTag, deleteTag } from '../snapshot/tags';
-import { formatFromFileName, parseRecords, type InputFormat } from '../table/input';
-import { readAuditLog, parseIncrementalBetween } from '../table/audit-log';
-import { readSystemTable, SYSTEM_TABLES } from '../table/system-tables';
-import { SEQUENCE_COLUMN } from '../schema/types';
-import { displayRecords, openCatalog, warehouseUri } from './context';
-import { renderRecords, type OutputFormat } from './output';
-import { parseTimestamp, type GlobalOptions } from './parse-flags';
+import { InvalidArgumentError } from '../errors.js';
+import { parseSchemaJson, parseSchemaText, formatType } from '../schema/parse.js';
+import { createTag, deleteTag } from '../snapshot/tags.js';
+import { formatFromFileName, parseRecords, type InputFormat } from '../table/input.js';
+import { readAuditLog, parseIncrementalBetween } from '../table/audit-log.js';
+import { readSystemTable, SYSTEM_TABLES } from '../table/system-tables.js';
+import { SEQUENCE_COLUMN } from '../schema/types.js';
+import { displayRecords, openCatalog, warehouseUri } from './context.js';
+import { renderRecords, type OutputFormat } from './output.js';
+import { parseTimestamp, type GlobalOptions } from './parse-flags.js';
 
 type Out = (text: string) => void;
 

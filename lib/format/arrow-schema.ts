@@ -4,8 +4,8 @@
  * null). Field ids travel as Arrow field metadata under `varve.field-id`.
  */
 import * as arrow from 'apache-arrow';
-import { SchemaMismatchError } from '../errors';
-import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField, type DataType, type TableSchema } from '../schema/types';
+import { SchemaMismatchError } from '../errors.js';
+import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField, type DataType, type TableSchema } from '../schema/types.js';
 
 /** Arrow field metadata key that carries a column's varve field id. */
 export const FIELD_ID_KEY = 'varve.field-id';

@@ -4,8 +4,8 @@
  * rebased string offsets.
  */
 import type * as arrow from 'apache-arrow';
-import { InvalidArgumentError } from '../errors';
-import { allocValues, layoutOf, makeColumn, MAX_VAR_BYTES, validityOf, wordView } from './column-layout';
+import { InvalidArgumentError } from '../errors.js';
+import { allocValues, layoutOf, makeColumn, MAX_VAR_BYTES, validityOf, wordView } from './column-layout.js';
 
 /** Concatenates the chunks of one column, in order, into a single new Data. */
 export function concatColumn(type: arrow.DataType, column: string, chunks: arrow.Data[]): arrow.Data {

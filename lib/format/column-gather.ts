@@ -4,8 +4,8 @@
  * every loop stays monomorphic; values are copied as integer words, so floats keep their exact bits.
  */
 import type * as arrow from 'apache-arrow';
-import { InvalidArgumentError } from '../errors';
-import { allocValues, layoutOf, makeColumn, MAX_VAR_BYTES, validityOf, wordView } from './column-layout';
+import { InvalidArgumentError } from '../errors.js';
+import { allocValues, layoutOf, makeColumn, MAX_VAR_BYTES, validityOf, wordView } from './column-layout.js';
 
 /** Gathers one column from `chunks` (one Data per source) into a new Data of `row.length` rows. */
 export function gatherColumn(

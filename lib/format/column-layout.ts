@@ -7,7 +7,7 @@
  * sliced to the chunk (length + 1 entries) and indexes the unsliced `values` bytes.
  */
 import * as arrow from 'apache-arrow';
-import { SchemaMismatchError } from '../errors';
+import { SchemaMismatchError } from '../errors.js';
 
 /** How a column's values are laid out: bit-packed, fixed width in bytes, or offsets + bytes. */
 export type ColumnLayout = { kind: 'bool' } | { kind: 'fixed'; width: 1 | 2 | 4 | 8 | 16 } | { kind: 'var' };

@@ -4,13 +4,13 @@
  * fresh typed arrays; no builders, no row objects on the hot paths.
  */
 import * as arrow from 'apache-arrow';
-import { InvalidArgumentError, SchemaMismatchError } from '../errors';
-import type { DataField, Row } from '../schema/types';
-import { arrowTypesEqual, physicalArrowSchemaOf, toArrowField, toArrowType } from './arrow-schema';
-import { concatColumn } from './column-concat';
-import { gatherColumn } from './column-gather';
-import { emptyColumn, makeColumn, tableFromColumns } from './column-layout';
-import { columnFromRows, rowsFromColumn } from './row-columns';
+import { InvalidArgumentError, SchemaMismatchError } from '../errors.js';
+import type { DataField, Row } from '../schema/types.js';
+import { arrowTypesEqual, physicalArrowSchemaOf, toArrowField, toArrowType } from './arrow-schema.js';
+import { concatColumn } from './column-concat.js';
+import { gatherColumn } from './column-gather.js';
+import { emptyColumn, makeColumn, tableFromColumns } from './column-layout.js';
+import { columnFromRows, rowsFromColumn } from './row-columns.js';
 
 /**
  * One RecordBatch from row objects. With `system`, appends `_SEQUENCE_NUMBER` and `_VALUE_KIND`

@@ -16,10 +16,10 @@ import {
   WriterPropertiesBuilder,
   type WriterProperties,
 } from 'parquet-wasm';
-import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError, SchemaMismatchError, VarveError } from '../errors';
-import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types';
-import type { ObjectStore } from '../store/object-store';
-import { normalizeArrowTypes } from './normalize';
+import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError, SchemaMismatchError, VarveError } from '../errors.js';
+import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
+import type { ObjectStore } from '../store/object-store.js';
+import { normalizeArrowTypes } from './normalize.js';
 
 /** Rows per row group unless the caller asks otherwise (~256k, per typescript-stack.md §7). */
 export const DEFAULT_ROW_GROUP_SIZE = 262_144;

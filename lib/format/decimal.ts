@@ -3,7 +3,7 @@
  * Decimal128 storage: a 128-bit two's-complement unscaled integer, little-endian, as four 32-bit
  * words per value.
  */
-import { SchemaMismatchError } from '../errors';
+import { SchemaMismatchError } from '../errors.js';
 
 const TWO_32 = 4294967296;
 const DECIMAL_TEXT = /^([+-])?(\d*)(?:\.(\d*))?$/;

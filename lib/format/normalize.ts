@@ -5,9 +5,9 @@
  * writes already round-trip exactly, so for them this only checks.
  */
 import * as arrow from 'apache-arrow';
-import { InvalidArgumentError } from '../errors';
-import { fromArrowType } from './arrow-schema';
-import { layoutOf, makeColumn, MAX_VAR_BYTES, validityOf } from './column-layout';
+import { InvalidArgumentError } from '../errors.js';
+import { fromArrowType } from './arrow-schema.js';
+import { layoutOf, makeColumn, MAX_VAR_BYTES, validityOf } from './column-layout.js';
 
 const MS_PER_DAY = 86_400_000;
 

@@ -4,11 +4,11 @@
  * the merge path; each type still gets its own loop over typed arrays.
  */
 import * as arrow from 'apache-arrow';
-import { SchemaMismatchError } from '../errors';
-import type { DataField, Row, Value } from '../schema/types';
-import { toArrowType } from './arrow-schema';
-import { makeColumn, validityOf } from './column-layout';
-import { readDecimal, writeDecimal } from './decimal';
+import { SchemaMismatchError } from '../errors.js';
+import type { DataField, Row, Value } from '../schema/types.js';
+import { toArrowType } from './arrow-schema.js';
+import { makeColumn, validityOf } from './column-layout.js';
+import { readDecimal, writeDecimal } from './decimal.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

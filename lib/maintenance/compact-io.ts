@@ -5,14 +5,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import type * as arrow from 'apache-arrow';
-import { writeDataFile } from '../format/data-file';
-import type { DataFileMeta } from '../manifest/types';
-import type { CompactFileIO } from '../mergetree/compact-task';
-import { RollingFileWriter } from '../mergetree/rolling-writer';
-import { dataFileKey } from '../table/paths';
-import { readEntry } from '../table/read';
-import type { Table } from '../table/table';
-import { fileMetaOf } from '../table/writer';
+import { writeDataFile } from '../format/data-file.js';
+import type { DataFileMeta } from '../manifest/types.js';
+import type { CompactFileIO } from '../mergetree/compact-task.js';
+import { RollingFileWriter } from '../mergetree/rolling-writer.js';
+import { dataFileKey } from '../table/paths.js';
+import { readEntry } from '../table/read.js';
+import type { Table } from '../table/table.js';
+import { fileMetaOf } from '../mergetree/file-meta.js';
 
 export class BucketFileIO implements CompactFileIO {
   /** Keys of every file this job wrote, data and changelog. */

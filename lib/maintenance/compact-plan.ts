@@ -3,11 +3,11 @@
  * strategy picks (universal; force-level-0 under the lookup producer; every run for a full
  * compaction), whether deletes may be dropped, and which changelog the compaction must write.
  */
-import type { ManifestEntry } from '../manifest/types';
-import { Levels } from '../mergetree/levels';
-import type { KeyComparator } from '../mergetree/sorted-run';
-import { UniversalCompaction, isUsefulUnit, pickFullCompaction, type CompactUnit } from '../mergetree/universal-compaction';
-import type { CompactionSettings } from './compaction-settings';
+import type { ManifestEntry } from '../manifest/types.js';
+import { Levels } from '../mergetree/levels.js';
+import type { KeyComparator } from '../mergetree/sorted-run.js';
+import { UniversalCompaction, isUsefulUnit, pickFullCompaction, type CompactUnit } from '../mergetree/universal-compaction.js';
+import type { CompactionSettings } from './compaction-settings.js';
 
 /** What compacting one bucket will do. */
 export interface BucketPlan {

@@ -5,21 +5,21 @@
  */
 import { createHash } from 'node:crypto';
 import type * as arrow from 'apache-arrow';
-import { CommitConflictError } from '../errors';
-import { publishCommit } from '../table/commit-events';
-import type { ManifestCache } from '../manifest/manifest-file';
-import type { Snapshot } from '../manifest/types';
-import { FullCompactionChangelog } from '../mergetree/changelog/full-compaction';
-import { lookupCandidates, lookupChangelog } from '../mergetree/changelog/lookup';
-import { runCompactTask } from '../mergetree/compact-task';
-import { mergeConfigFromOptions } from '../mergetree/merge-config';
-import { mergeEngineFor } from '../mergetree/merge-function';
-import { commit, type FileChange } from '../snapshot/commit';
-import { commitOptionsFor } from '../table/commit-options';
-import type { Table } from '../table/table';
-import { BucketFileIO } from './compact-io';
-import type { BucketPlan } from './compact-plan';
-import type { CompactionSettings } from './compaction-settings';
+import { CommitConflictError } from '../errors.js';
+import { publishCommit } from '../table/commit-events.js';
+import type { ManifestCache } from '../manifest/manifest-file.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import { FullCompactionChangelog } from '../mergetree/changelog/full-compaction.js';
+import { lookupCandidates, lookupChangelog } from '../mergetree/changelog/lookup.js';
+import { runCompactTask } from '../mergetree/compact-task.js';
+import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
+import { mergeEngineFor } from '../mergetree/merge-function.js';
+import { commit, type FileChange } from '../snapshot/commit.js';
+import { commitOptionsFor } from '../table/commit-options.js';
+import type { Table } from '../table/table.js';
+import { BucketFileIO } from './compact-io.js';
+import type { BucketPlan } from './compact-plan.js';
+import type { CompactionSettings } from './compaction-settings.js';
 
 /** The commit user of every compaction; a retried job is recognised by its identifier. */
 export const COMPACT_COMMIT_USER = 'compactor';

@@ -6,20 +6,17 @@
  * `changelog-producer = lookup`, every level-0 file is taken up at once, so changelog follows the
  * data), and `full-compaction.delta-commits` runs a full compaction every N APPEND commits.
  */
-import { CommitConflictError, CommitRetriesExhaustedError, WriteStallError } from '../errors';
-import { LruManifestCache } from '../manifest/manifest-file';
-import { readLiveFiles } from '../manifest/scan';
-import type { ManifestEntry, Snapshot } from '../manifest/types';
-import type { Table } from '../table/table';
-import { FULL_COMPACTION_PROPERTY, compactBucket, compactTable, groupByBucket } from './compact';
-import { sortedRunCount } from './compact-plan';
-import { compactionSettingsOf } from './compaction-settings';
+import { CommitConflictError, CommitRetriesExhaustedError, WriteStallError } from '../errors.js';
+import { LruManifestCache } from '../manifest/manifest-file.js';
+import { readLiveFiles } from '../manifest/scan.js';
+import type { ManifestEntry } from '../manifest/types.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import type { AppendCommitHooks, TouchedBucket } from '../table/commit-hooks.js';
+import type { Table } from '../table/table.js';
+import { FULL_COMPACTION_PROPERTY, compactBucket, compactTable, groupByBucket } from './compact.js';
+import { sortedRunCount } from './compact-plan.js';
+import { compactionSettingsOf } from './compaction-settings.js';
 
-/** A (partition, bucket) a commit writes to. */
-export interface TouchedBucket {
-  partition: string;
-  bucket: number;
-}
 
 // Manifests are immutable, so the table object's cache serves every commit of a long-lived
 // writer process: each check reads only the manifests written since the last one.
@@ -136,3 +133,6 @@ async function swallowContention(job: Promise<unknown>): Promise<void> {
     if (!(e instanceof CommitConflictError) && !(e instanceof CommitRetriesExhaustedError)) throw e;
   }
 }
+
+/** Inline compaction as the table's commit hooks: what the catalogs pass to every table they open. */
+export const INLINE_COMPACTION: AppendCommitHooks = { beforeAppendCommit, afterAppendCommit };

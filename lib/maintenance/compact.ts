@@ -6,17 +6,18 @@
  * times. Input files are never deleted here (expiry does that once no snapshot needs them), so a
  * reader never finds a file missing, whatever happens to the job.
  */
-import { CommitConflictError, InvalidArgumentError } from '../errors';
-import { LruManifestCache, type ManifestCache } from '../manifest/manifest-file';
-import { readLiveFiles } from '../manifest/scan';
-import type { ManifestEntry, Snapshot } from '../manifest/types';
-import { parsePartitionPath } from '../schema/partition';
-import type { Table } from '../table/table';
-import { addCounters, emptyResult, runBucketPlan, zeroCounters, type BucketCompactionResult, type CompactionCounters } from './compact-run';
-import { planBucketCompaction, sortedRunCount } from './compact-plan';
-import { compactionSettingsOf } from './compaction-settings';
+import { CommitConflictError, InvalidArgumentError } from '../errors.js';
+import { LruManifestCache, type ManifestCache } from '../manifest/manifest-file.js';
+import { readLiveFiles } from '../manifest/scan.js';
+import type { ManifestEntry } from '../manifest/types.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import { parsePartitionPath } from '../schema/partition.js';
+import type { Table } from '../table/table.js';
+import { addCounters, emptyResult, runBucketPlan, zeroCounters, type BucketCompactionResult, type CompactionCounters } from './compact-run.js';
+import { planBucketCompaction, sortedRunCount } from './compact-plan.js';
+import { compactionSettingsOf } from './compaction-settings.js';
 
-export { COMPACT_COMMIT_USER, FULL_COMPACTION_PROPERTY, compactCommitIdentifier, type BucketCompactionResult } from './compact-run';
+export { COMPACT_COMMIT_USER, FULL_COMPACTION_PROPERTY, compactCommitIdentifier, type BucketCompactionResult } from './compact-run.js';
 
 export interface CompactBucketOptions {
   /** Compact every run into the max level (default: only what universal compaction picks). */

@@ -2,9 +2,9 @@
  * The compaction-related options of a table, read once into a plain object (Paimon's names and
  * defaults): universal compaction knobs, levels, write stall, file sizes, changelog producer.
  */
-import type { ChangelogProducer } from '../schema/options';
-import type { Table } from '../table/table';
-import type { UniversalCompactionOptions } from '../mergetree/universal-compaction';
+import type { ChangelogProducer } from '../schema/options.js';
+import type { Table } from '../table/table.js';
+import type { UniversalCompactionOptions } from '../mergetree/universal-compaction.js';
 
 export interface CompactionSettings {
   universal: UniversalCompactionOptions;

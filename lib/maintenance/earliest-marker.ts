@@ -3,10 +3,10 @@
  * Readers keep treating it as a hint (trusted only while its snapshot exists); expiry writes it
  * with a compare-and-swap so that two expiry runs racing cannot move it backwards.
  */
-import { ConditionalRequestConflictError, ObjectNotFoundError } from '../errors';
-import { earliestHintKey } from '../manifest/table-paths';
-import { fromUtf8, utf8 } from '../store/object-store';
-import type { Table } from '../table/table';
+import { ConditionalRequestConflictError, ObjectNotFoundError } from '../errors.js';
+import { earliestHintKey } from '../snapshot/paths.js';
+import { fromUtf8, utf8 } from '../store/object-store.js';
+import type { Table } from '../table/table.js';
 
 const CAS_ATTEMPTS = 10;
 

@@ -12,10 +12,10 @@
  * to read, so a long quiet spell on the table must not cost a live stream its position. Paimon
  * looks at the consumer file's modification time alone.
  */
-import { runLimited } from '../concurrency';
-import { listAll } from '../store/object-store';
-import { deleteConsumer, listConsumers, readConsumer, type Consumer } from '../stream/consumer';
-import type { Table } from '../table/table';
+import { runLimited } from '../concurrency.js';
+import { listAll } from '../store/object-store.js';
+import { deleteConsumer, listConsumers, readConsumer, type Consumer } from '../snapshot/consumer.js';
+import type { Table } from '../table/table.js';
 
 /** Options of consumer expiration; unset ones come from the table options. */
 export interface ExpireConsumersOptions {

@@ -15,15 +15,15 @@
  * retained snapshot intact; the journal lets the next run finish the deletions. `graceMs` keeps
  * the files of just-expired snapshots for readers that opened them before they expired.
  */
-import { listConsumers } from '../stream/consumer';
-import { listTags } from '../snapshot/tags';
-import type { Snapshot } from '../manifest/types';
-import type { Table } from '../table/table';
-import { advanceEarliestMarker, validEarliestMarker } from './earliest-marker';
-import { expireConsumers } from './expire-consumers';
-import { applyJournal, listJournals, writeJournal, journalKey, type ExpiryJournal, type JournalOutcome } from './expiry-journal';
-import { ExpiryRaceSignal, planDeletions } from './expiry-plan';
-import { expiryBound, resolveRetention, type ExpiryHold, type RetentionOverrides } from './expiry-range';
+import { listConsumers } from '../snapshot/consumer.js';
+import { listTags } from '../snapshot/tags.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import type { Table } from '../table/table.js';
+import { advanceEarliestMarker, validEarliestMarker } from './earliest-marker.js';
+import { expireConsumers } from './expire-consumers.js';
+import { applyJournal, listJournals, writeJournal, journalKey, type ExpiryJournal, type JournalOutcome } from './expiry-journal.js';
+import { ExpiryRaceSignal, planDeletions } from './expiry-plan.js';
+import { expiryBound, resolveRetention, type ExpiryHold, type RetentionOverrides } from './expiry-range.js';
 
 /** Options of one expiry run; unset ones come from the table options. */
 export interface ExpireSnapshotsOptions extends RetentionOverrides {

@@ -4,14 +4,14 @@
  * the snapshot files *first* — so that no snapshot file ever names a file that is gone — and a
  * run that crashes half-way is finished by the next one, which reads the journal.
  */
-import { CorruptMetadataError, ObjectNotFoundError } from '../errors';
-import { runLimited } from '../concurrency';
-import { arrayField, intField, metadataBytes, objectField, parseMetadataObject } from '../manifest/metadata-json';
-import { listTags } from '../snapshot/tags';
-import { listAll } from '../store/object-store';
-import type { Table } from '../table/table';
-import { advanceEarliestMarker } from './earliest-marker';
-import { addReferences, snapshotReferences } from './snapshot-references';
+import { CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
+import { runLimited } from '../concurrency.js';
+import { arrayField, intField, metadataBytes, objectField, parseMetadataObject } from '../manifest/metadata-json.js';
+import { listTags } from '../snapshot/tags.js';
+import { listAll } from '../store/object-store.js';
+import type { Table } from '../table/table.js';
+import { advanceEarliestMarker } from './earliest-marker.js';
+import { addReferences, snapshotReferences } from './snapshot-references.js';
 
 /** The JSON content of an expiry journal. */
 export interface ExpiryJournal {

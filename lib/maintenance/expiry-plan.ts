@@ -8,12 +8,12 @@
  *   every tag. Manifests are shared only forward (a snapshot's base is built from its
  *   predecessor's), so a manifest a later snapshot uses is also used by `end`.
  */
-import { LruManifestCache } from '../manifest/manifest-file';
-import { readEntries } from '../manifest/scan';
-import type { Snapshot } from '../manifest/types';
-import type { NamedTag } from '../snapshot/tags';
-import type { Table } from '../table/table';
-import { entryFileKey, readSnapshotManifests, snapshotReferences } from './snapshot-references';
+import { LruManifestCache } from '../manifest/manifest-file.js';
+import { readEntries } from '../manifest/scan.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import type { NamedTag } from '../snapshot/tags.js';
+import type { Table } from '../table/table.js';
+import { entryFileKey, readSnapshotManifests, snapshotReferences } from './snapshot-references.js';
 
 /** The files one expiry run deletes. */
 export interface DeletionPlan {

@@ -2,10 +2,10 @@
  * Which snapshots one expiry run may expire: Paimon's range rules (ExpireSnapshotsImpl.expire)
  * with the retention resolved from the table options, the run's overrides and the consumers.
  */
-import { InvalidArgumentError } from '../errors';
-import type { Snapshot } from '../manifest/types';
-import type { Consumer } from '../stream/consumer';
-import type { Table } from '../table/table';
+import { InvalidArgumentError } from '../errors.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import type { Consumer } from '../snapshot/consumer.js';
+import type { Table } from '../table/table.js';
 
 /** What a run keeps: counts, age and the per-run cap. */
 export interface Retention {

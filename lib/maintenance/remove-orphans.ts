@@ -12,18 +12,18 @@
  * consumer, or an expiry journal (expiry deletes those itself, after its grace period). If any of
  * that cannot be read, nothing is deleted.
  */
-import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError } from '../errors';
-import { runLimited } from '../concurrency';
-import { LruManifestCache } from '../manifest/manifest-file';
-import type { DataFileMeta } from '../manifest/types';
-import { listTags } from '../snapshot/tags';
-import { fromUtf8, listAll, type ObjectInfo } from '../store/object-store';
-import { listConsumers } from '../stream/consumer';
-import { splitRefPrefix } from '../stream/split-message';
-import { dataFileKey } from '../table/paths';
-import type { Table } from '../table/table';
-import { journalFiles, listJournals } from './expiry-journal';
-import { addReferences, snapshotReferences } from './snapshot-references';
+import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError } from '../errors.js';
+import { runLimited } from '../concurrency.js';
+import { LruManifestCache } from '../manifest/manifest-file.js';
+import type { DataFileMeta } from '../manifest/types.js';
+import { listTags } from '../snapshot/tags.js';
+import { fromUtf8, listAll, type ObjectInfo } from '../store/object-store.js';
+import { listConsumers } from '../snapshot/consumer.js';
+import { splitRefPrefix } from '../snapshot/consumer.js';
+import { dataFileKey } from '../table/paths.js';
+import type { Table } from '../table/table.js';
+import { journalFiles, listJournals } from './expiry-journal.js';
+import { addReferences, snapshotReferences } from './snapshot-references.js';
 
 /** Options of one orphan cleanup. */
 export interface RemoveOrphansOptions {

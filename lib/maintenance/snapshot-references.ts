@@ -3,13 +3,14 @@
  * lists, the manifests they name, its live data files and its changelog files. Expiry, orphan
  * cleanup and table verification all reason in these keys.
  */
-import type { ManifestCache } from '../manifest/manifest-file';
-import { readManifestList } from '../manifest/manifest-list';
-import { foldLiveFiles, readEntries } from '../manifest/scan';
-import { manifestKey } from '../manifest/table-paths';
-import type { ManifestEntry, ManifestFileMeta, Snapshot } from '../manifest/types';
-import { dataFileKey } from '../table/paths';
-import type { Table } from '../table/table';
+import type { ManifestCache } from '../manifest/manifest-file.js';
+import { readManifestList } from '../manifest/manifest-list.js';
+import { foldLiveFiles, readEntries } from '../manifest/scan.js';
+import { manifestKey } from '../manifest/table-paths.js';
+import type { ManifestEntry, ManifestFileMeta } from '../manifest/types.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import { dataFileKey } from '../table/paths.js';
+import type { Table } from '../table/table.js';
 
 /** Keys of every object a snapshot references, by kind. */
 export interface SnapshotReferences {

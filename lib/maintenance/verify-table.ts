@@ -3,13 +3,13 @@
  * manifest lists, manifests, live data files and changelog files all exist — and the snapshot
  * ids present are contiguous. Expiry, compaction and commit tests use it as their invariant.
  */
-import { VarveError } from '../errors';
-import { LruManifestCache } from '../manifest/manifest-file';
-import type { Snapshot } from '../manifest/types';
-import { listTags } from '../snapshot/tags';
-import { listAll } from '../store/object-store';
-import type { Table } from '../table/table';
-import { snapshotReferences, type SnapshotReferences } from './snapshot-references';
+import { VarveError } from '../errors.js';
+import { LruManifestCache } from '../manifest/manifest-file.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import { listTags } from '../snapshot/tags.js';
+import { listAll } from '../store/object-store.js';
+import type { Table } from '../table/table.js';
+import { snapshotReferences, type SnapshotReferences } from './snapshot-references.js';
 
 /** One thing wrong with a table. */
 export interface TableProblem {

@@ -3,8 +3,8 @@
  * fileName) — Paimon's FileEntry.mergeEntries. `level` is part of the identity, so moving a file
  * up a level is DELETE(old level) + ADD(new level).
  */
-import { CorruptMetadataError } from '../errors';
-import type { ManifestEntry } from './types';
+import { CorruptMetadataError } from '../errors.js';
+import type { ManifestEntry } from './types.js';
 
 /** The identity of a data file: two entries name the same file iff their identities are equal. */
 export function fileIdentity(e: ManifestEntry): string {

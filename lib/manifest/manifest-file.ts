@@ -3,12 +3,12 @@
  * file whenever one reaches `manifest.target-file-size`. Written once under a unique name, never
  * rewritten, so their content can be cached by name.
  */
-import type { ObjectStore } from '../store/object-store';
-import { utf8 } from '../store/object-store';
-import type { MetadataFileNamer } from './file-names';
-import { arrayField, checkVersion1, parseManifestEntry, parseMetadataObject } from './metadata-json';
-import { manifestKey } from './table-paths';
-import type { ManifestEntry, ManifestFileMeta } from './types';
+import type { ObjectStore } from '../store/object-store.js';
+import { utf8 } from '../store/object-store.js';
+import type { MetadataFileNamer } from './file-names.js';
+import { arrayField, checkVersion1, parseManifestEntry, parseMetadataObject } from './metadata-json.js';
+import { manifestKey } from './table-paths.js';
+import type { ManifestEntry, ManifestFileMeta } from './types.js';
 
 /** `manifest.target-file-size` default (Paimon: 8 MB). */
 export const DEFAULT_MANIFEST_TARGET_FILE_SIZE = 8 * 1024 * 1024;

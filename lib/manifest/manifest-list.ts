@@ -2,12 +2,12 @@
  * Manifest lists: `manifest/manifest-list-<uuid>-<n>`, a JSON array of ManifestFileMeta written in
  * one piece (never rolled, as in Paimon). A snapshot names three of them: base, delta, changelog.
  */
-import { CorruptMetadataError } from '../errors';
-import type { ObjectStore } from '../store/object-store';
-import type { MetadataFileNamer } from './file-names';
-import { arrayField, checkVersion1, intField, metadataBytes, parseMetadataObject, stringField } from './metadata-json';
-import { manifestKey } from './table-paths';
-import type { ManifestFileMeta } from './types';
+import { CorruptMetadataError } from '../errors.js';
+import type { ObjectStore } from '../store/object-store.js';
+import type { MetadataFileNamer } from './file-names.js';
+import { arrayField, checkVersion1, intField, metadataBytes, parseMetadataObject, stringField } from './metadata-json.js';
+import { manifestKey } from './table-paths.js';
+import type { ManifestFileMeta } from './types.js';
 
 /** Writes a manifest list under a fresh unique name and returns that name. */
 export async function writeManifestList(

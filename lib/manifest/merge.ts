@@ -7,12 +7,12 @@
  * - otherwise minor compaction: consecutive manifests are merged in groups reaching
  *   `manifest.target-file-size`, the tail only when it has at least `manifest.merge-min-count` files.
  */
-import type { ObjectStore } from '../store/object-store';
-import { danglingDeletes, fileIdentity, mergeEntriesInto } from './file-entries';
-import type { MetadataFileNamer } from './file-names';
-import { DEFAULT_MANIFEST_TARGET_FILE_SIZE, readManifestFile, writeManifestFiles, type ManifestCache } from './manifest-file';
-import { parallelMap } from '../concurrency';
-import type { ManifestEntry, ManifestFileMeta } from './types';
+import type { ObjectStore } from '../store/object-store.js';
+import { danglingDeletes, fileIdentity, mergeEntriesInto } from './file-entries.js';
+import type { MetadataFileNamer } from './file-names.js';
+import { DEFAULT_MANIFEST_TARGET_FILE_SIZE, readManifestFile, writeManifestFiles, type ManifestCache } from './manifest-file.js';
+import { parallelMap } from '../concurrency.js';
+import type { ManifestEntry, ManifestFileMeta } from './types.js';
 
 /** `manifest.merge-min-count` default (Paimon: 30). */
 export const DEFAULT_MANIFEST_MERGE_MIN_COUNT = 30;

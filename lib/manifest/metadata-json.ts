@@ -3,9 +3,10 @@
  * the expected shape is a `CorruptMetadataError` naming the file and the field, never a TypeError
  * three calls later.
  */
-import { CorruptMetadataError } from '../errors';
-import { fromUtf8, utf8 } from '../store/object-store';
-import type { DataFileMeta, ManifestEntry, JsonValue } from './types';
+import { CorruptMetadataError } from '../errors.js';
+import { fromUtf8, utf8 } from '../store/object-store.js';
+import type { DataFileMeta, ManifestEntry } from './types.js';
+import type { JsonValue } from '../schema/value-codec.js';
 
 type Obj = Record<string, unknown>;
 

@@ -4,12 +4,12 @@
  * Manifests whose partition range or bucket range cannot match the filter are not read: a DELETE
  * names the same partition and bucket as its ADD, so pruning both together keeps the fold exact.
  */
-import type { ObjectStore } from '../store/object-store';
-import { fileIdentity, mergeEntries } from './file-entries';
-import { readManifestFile, type ManifestCache } from './manifest-file';
-import { readManifestList } from './manifest-list';
-import { parallelMap } from '../concurrency';
-import type { ManifestEntry, ManifestFileMeta, Snapshot } from './types';
+import type { ObjectStore } from '../store/object-store.js';
+import { fileIdentity, mergeEntries } from './file-entries.js';
+import { readManifestFile, type ManifestCache } from './manifest-file.js';
+import { readManifestList } from './manifest-list.js';
+import { parallelMap } from '../concurrency.js';
+import type { ManifestEntry, ManifestFileMeta, ManifestListPair } from './types.js';
 
 /** Which files a scan wants. Every field narrows; an absent field matches everything. */
 export interface ScanFilter {
@@ -41,7 +41,7 @@ export function entryMatches(e: ManifestEntry, filter: ScanFilter = {}): boolean
 }
 
 /** The manifests holding the state of a snapshot: its base list, then its delta list. */
-export async function readDataManifests(store: ObjectStore, tablePath: string, snapshot: Snapshot): Promise<ManifestFileMeta[]> {
+export async function readDataManifests(store: ObjectStore, tablePath: string, snapshot: ManifestListPair): Promise<ManifestFileMeta[]> {
   const [base, delta] = await Promise.all([
     readManifestList(store, tablePath, snapshot.baseManifestList),
     readManifestList(store, tablePath, snapshot.deltaManifestList),
@@ -92,7 +92,7 @@ export async function foldLiveFiles(
 export async function readLiveFiles(
   store: ObjectStore,
   tablePath: string,
-  snapshot: Snapshot,
+  snapshot: ManifestListPair,
   filter?: ScanFilter,
   cache?: ManifestCache,
 ): Promise<ManifestEntry[]> {
@@ -103,7 +103,7 @@ export async function readLiveFiles(
 export async function readDeltaEntries(
   store: ObjectStore,
   tablePath: string,
-  snapshot: Snapshot,
+  snapshot: Pick<ManifestListPair, 'deltaManifestList'>,
   filter?: ScanFilter,
   cache?: ManifestCache,
 ): Promise<ManifestEntry[]> {
@@ -114,7 +114,7 @@ export async function readDeltaEntries(
 export async function readChangelogFiles(
   store: ObjectStore,
   tablePath: string,
-  snapshot: Snapshot,
+  snapshot: { changelogManifestList?: string },
   filter?: ScanFilter,
   cache?: ManifestCache,
 ): Promise<ManifestEntry[]> {

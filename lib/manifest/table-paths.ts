@@ -9,26 +9,6 @@ export function tableKey(tablePath: string, relative: string): string {
   return base === '' ? relative : `${base}/${relative}`;
 }
 
-/** Folder of snapshot files and the LATEST / EARLIEST hints. */
-export function snapshotDir(tablePath: string): string {
-  return tableKey(tablePath, 'snapshot/');
-}
-
-/** `snapshot/snapshot-<id>`: created once, with put-if-absent; the commit point. */
-export function snapshotKey(tablePath: string, id: number): string {
-  return tableKey(tablePath, `snapshot/snapshot-${id}`);
-}
-
-/** The LATEST hint: a decimal snapshot id, possibly stale. */
-export function latestHintKey(tablePath: string): string {
-  return tableKey(tablePath, 'snapshot/LATEST');
-}
-
-/** The EARLIEST hint: a decimal snapshot id, possibly pointing at an expired snapshot. */
-export function earliestHintKey(tablePath: string): string {
-  return tableKey(tablePath, 'snapshot/EARLIEST');
-}
-
 /** Folder of manifest files and manifest lists. */
 export function manifestDir(tablePath: string): string {
   return tableKey(tablePath, 'manifest/');
@@ -37,16 +17,6 @@ export function manifestDir(tablePath: string): string {
 /** A manifest file or manifest list by its name (`manifest-…` / `manifest-list-…`). */
 export function manifestKey(tablePath: string, fileName: string): string {
   return tableKey(tablePath, `manifest/${fileName}`);
-}
-
-/** Folder of tag files. */
-export function tagDir(tablePath: string): string {
-  return tableKey(tablePath, 'tag/');
-}
-
-/** `tag/tag-<name>`. */
-export function tagKey(tablePath: string, name: string): string {
-  return tableKey(tablePath, `tag/tag-${name}`);
 }
 
 /** `[partition/]bucket-<n>/`: the folder of a bucket's data and changelog files. */

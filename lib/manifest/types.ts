@@ -6,7 +6,7 @@
  * BYTES as base64), so that JSON round-trips them exactly.
  */
 
-export type JsonValue = string | number | boolean | null;
+import type { JsonValue } from '../schema/value-codec.js';
 
 /** Where a data file came from: a writer's flush or a compaction. */
 export type FileSource = 'APPEND' | 'COMPACT';
@@ -66,31 +66,8 @@ export interface ManifestFileMeta {
   maxPartition: string;
 }
 
-export type CommitKind = 'APPEND' | 'COMPACT' | 'OVERWRITE';
-
-/** The JSON content of `snapshot/snapshot-<id>`; created once, with put-if-absent. */
-export interface Snapshot {
-  version: 1;
-  id: number;
-  schemaId: number;
-  /** Manifest list holding the merged state of the previous snapshot. */
+/** The two manifest lists that hold a snapshot's data files: the merged state before it, then its own changes. */
+export interface ManifestListPair {
   baseManifestList: string;
-  /** Manifest list of this commit's own file changes. */
   deltaManifestList: string;
-  /** Manifest list of changelog files this commit produced, if any. */
-  changelogManifestList?: string;
-  commitUser: string;
-  /** Derived from the commit's input so that a retried commit can recognise itself. */
-  commitIdentifier: string;
-  commitKind: CommitKind;
-  timeMillis: number;
-  /** Rows of all live data files (unmerged). */
-  totalRecordCount: number;
-  /** Rows added minus rows removed by this commit. */
-  deltaRecordCount: number;
-  changelogRecordCount?: number;
-  /** Next sequence number to assign; every row committed so far has a smaller one. */
-  nextSequenceNumber: number;
-  watermark?: number;
-  properties?: Record<string, string>;
 }

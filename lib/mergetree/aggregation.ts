@@ -6,14 +6,14 @@
  * `aggregation.remove-record-on-delete` makes -D delete the row. A key's single record passes
  * through unchanged (kind included) so a lone retraction still applies when merged later.
  */
-import { RowKind, isRetract, type TableSchema } from '../schema/types';
-import type { FieldAggregator } from './aggregators/aggregator';
-import { KEEP_LAST, checkAggregateFunction, createAggregator } from './aggregators/factory';
-import type { MergeConfig } from './merge-config';
-import { checkColumnOptions, columnPositions, notNullColumns } from './merge-fields';
-import type { MergeFunction, MergeOptions } from './merge-function';
-import { ColumnsResult } from './merge-result';
-import type { VersionSet } from './version-set';
+import { RowKind, isRetract, type TableSchema } from '../schema/types.js';
+import type { FieldAggregator } from './aggregators/aggregator.js';
+import { KEEP_LAST, checkAggregateFunction, createAggregator } from './aggregators/factory.js';
+import type { MergeConfig } from './merge-config.js';
+import { checkColumnOptions, columnPositions, notNullColumns } from './merge-fields.js';
+import type { MergeFunction, MergeOptions } from './merge-function.js';
+import { ColumnsResult } from './merge-result.js';
+import type { VersionSet } from './version-set.js';
 
 interface AggregationPlan {
   functions: string[];

@@ -4,8 +4,8 @@
  * columns of computed aggregate values. Each is built with makeData over fresh typed arrays.
  */
 import * as arrow from 'apache-arrow';
-import { SchemaMismatchError } from '../errors';
-import type { Value } from '../schema/types';
+import { SchemaMismatchError } from '../errors.js';
+import type { Value } from '../schema/types.js';
 
 const encoder = new TextEncoder();
 type MakeDataProps = Parameters<typeof arrow.makeData>[0];

@@ -4,9 +4,9 @@
  * version order, aggregators) reads columns through this, never through row objects.
  */
 import * as arrow from 'apache-arrow';
-import { SchemaMismatchError } from '../errors';
-import { readDecimal } from '../format/decimal';
-import type { Value } from '../schema/types';
+import { SchemaMismatchError } from '../errors.js';
+import { readDecimal } from '../format/decimal.js';
+import type { Value } from '../schema/types.js';
 
 /**
  * How a column's values are laid out: `int` (8/16/32-bit integers and DATE, in `num`), `int64`

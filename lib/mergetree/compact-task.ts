@@ -7,15 +7,15 @@
  * Rewritten output is rolled into files of about `target-file-size`.
  */
 import type * as arrow from 'apache-arrow';
-import { runLimited } from '../concurrency';
-import type { DataFileMeta } from '../manifest/types';
-import type { TableSchema } from '../schema/types';
-import { intervalPartition } from './interval-partition';
-import type { MergeFunction } from './merge-function';
-import { RollingFileWriter } from './rolling-writer';
-import { mergeSortedRuns, type RunInput } from './sort-merge-reader';
-import type { KeyComparator, SortedRun } from './sorted-run';
-import type { CompactUnit } from './universal-compaction';
+import { runLimited } from '../concurrency.js';
+import type { DataFileMeta } from '../manifest/types.js';
+import type { TableSchema } from '../schema/types.js';
+import { intervalPartition } from './interval-partition.js';
+import type { MergeFunction } from './merge-function.js';
+import { RollingFileWriter } from './rolling-writer.js';
+import { mergeSortedRuns, type RunInput } from './sort-merge-reader.js';
+import type { KeyComparator, SortedRun } from './sorted-run.js';
+import type { CompactUnit } from './universal-compaction.js';
 
 /** How the task reads input files and writes output files (the store layer lives above lib/mergetree). */
 export interface CompactFileIO {

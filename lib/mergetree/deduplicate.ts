@@ -3,11 +3,11 @@
  * version that is -U or -D means the key is absent (readers drop it; level-0 files keep it, since
  * older versions may live in higher levels). With `ignore-delete`, retractions are skipped.
  */
-import { isRetract, type TableSchema } from '../schema/types';
-import type { MergeConfig } from './merge-config';
-import type { MergeFunction, MergeOptions } from './merge-function';
-import { takeOnePerGroup, type TakeResult } from './merge-result';
-import type { VersionSet } from './version-set';
+import { isRetract, type TableSchema } from '../schema/types.js';
+import type { MergeConfig } from './merge-config.js';
+import type { MergeFunction, MergeOptions } from './merge-function.js';
+import { takeOnePerGroup, type TakeResult } from './merge-result.js';
+import type { VersionSet } from './version-set.js';
 
 /** The deduplicate engine: the newest version of each key, whole. */
 export class DeduplicateMergeFunction implements MergeFunction {

@@ -3,12 +3,12 @@
  * dropped. A table of first rows has nothing to retract: -U/-D input is an error unless
  * `ignore-delete` is set, in which case it is skipped.
  */
-import { InvalidArgumentError } from '../errors';
-import { isRetract, type TableSchema } from '../schema/types';
-import type { MergeConfig } from './merge-config';
-import type { MergeFunction, MergeOptions } from './merge-function';
-import { takeOnePerGroup, type TakeResult } from './merge-result';
-import type { VersionSet } from './version-set';
+import { InvalidArgumentError } from '../errors.js';
+import { isRetract, type TableSchema } from '../schema/types.js';
+import type { MergeConfig } from './merge-config.js';
+import type { MergeFunction, MergeOptions } from './merge-function.js';
+import { takeOnePerGroup, type TakeResult } from './merge-result.js';
+import type { VersionSet } from './version-set.js';
 
 /** The first-row engine: the oldest version of each key, whole. */
 export class FirstRowMergeFunction implements MergeFunction {

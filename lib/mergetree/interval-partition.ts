@@ -3,8 +3,8 @@
  * other (sections can be read one after another), and packs each section's files into as few
  * sorted runs as a greedy sweep finds (runs must be merged, files of one run concatenated).
  */
-import type { DataFileMeta } from '../manifest/types';
-import { byKeyRange, type KeyComparator, type SortedRun } from './sorted-run';
+import type { DataFileMeta } from '../manifest/types.js';
+import { byKeyRange, type KeyComparator, type SortedRun } from './sorted-run.js';
 
 /** Sections in key order; each section is a list of sorted runs, each run files in key order. */
 export function intervalPartition(files: DataFileMeta[], compareKeys: KeyComparator): SortedRun[][] {

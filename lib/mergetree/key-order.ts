@@ -7,9 +7,9 @@
  * BYTES bytewise, composite keys column by column.
  */
 import type * as arrow from 'apache-arrow';
-import { SchemaMismatchError } from '../errors';
-import { columnChunk, compareBytes, type ColumnChunk } from './column-access';
-import { radixSortWords } from './radix-sort';
+import { SchemaMismatchError } from '../errors.js';
+import { columnChunk, compareBytes, type ColumnChunk } from './column-access.js';
+import { radixSortWords } from './radix-sort.js';
 
 /** The keys of one table, ready for sorting and cross-table comparison. */
 export interface KeyIndex {

@@ -2,9 +2,9 @@
  * The LSM levels of one bucket (Paimon's Levels): level 0 holds files that may overlap, each its
  * own sorted run, newest first by maxSequenceNumber; every level ≥ 1 is one sorted run.
  */
-import { CorruptMetadataError } from '../errors';
-import type { DataFileMeta } from '../manifest/types';
-import { isSortedRun, type KeyComparator, type SortedRun } from './sorted-run';
+import { CorruptMetadataError } from '../errors.js';
+import type { DataFileMeta } from '../manifest/types.js';
+import { isSortedRun, type KeyComparator, type SortedRun } from './sorted-run.js';
 
 /** A sorted run with the level it lives in. */
 export interface LevelSortedRun {

@@ -3,7 +3,7 @@
  * versions of a key and how (sequence fields, aggregate functions, sequence groups, delete
  * handling). Option names follow Paimon; `mergeConfigFromOptions` reads them from TableOptions.
  */
-import type { AggregateFunction, MergeEngine, TableOptions } from '../schema/options';
+import type { AggregateFunction, MergeEngine, TableOptions } from '../schema/options.js';
 
 /** `merge-engine`: how the versions of one primary key become one record. */
 export type MergeEngineName = MergeEngine;

@@ -1,6 +1,6 @@
 /** How the merge engines see a schema's columns: keys, NOT NULL columns, option column references. */
-import { OptionError } from '../errors';
-import type { TableSchema } from '../schema/types';
+import { OptionError } from '../errors.js';
+import type { TableSchema } from '../schema/types.js';
 
 /** Position of each named column, or an OptionError naming the option that referenced it. */
 export function columnPositions(schema: TableSchema, names: string[], option: string): number[] {

@@ -4,14 +4,14 @@
  * walks the key groups (oldest → newest) and emits, per group, a whole version to take or a
  * computed row, with its row kind. Engines never see row objects.
  */
-import type { TableSchema } from '../schema/types';
-import { AggregationMergeFunction } from './aggregation';
-import { DeduplicateMergeFunction } from './deduplicate';
-import { FirstRowMergeFunction } from './first-row';
-import type { MergeConfig, MergeEngineName } from './merge-config';
-import type { MergeResult } from './merge-result';
-import { PartialUpdateMergeFunction } from './partial-update';
-import type { VersionSet } from './version-set';
+import type { TableSchema } from '../schema/types.js';
+import { AggregationMergeFunction } from './aggregation.js';
+import { DeduplicateMergeFunction } from './deduplicate.js';
+import { FirstRowMergeFunction } from './first-row.js';
+import type { MergeConfig, MergeEngineName } from './merge-config.js';
+import type { MergeResult } from './merge-result.js';
+import { PartialUpdateMergeFunction } from './partial-update.js';
+import type { VersionSet } from './version-set.js';
 
 /** How a driver asks an engine to merge. */
 export interface MergeOptions {

@@ -4,11 +4,11 @@
  * `_SEQUENCE_NUMBER` and `_VALUE_KIND` from the result's arrays.
  */
 import * as arrow from 'apache-arrow';
-import { tableFromColumns } from '../format/column-layout';
-import { gatherRows, takeRows } from '../format/columns';
-import { kindColumn, nullColumn, sequenceColumn, valuesColumn } from './arrow-build';
-import type { ColumnOutput, MergeResult } from './merge-result';
-import type { VersionSet } from './version-set';
+import { tableFromColumns } from '../format/column-layout.js';
+import { gatherRows, takeRows } from '../format/columns.js';
+import { kindColumn, nullColumn, sequenceColumn, valuesColumn } from './arrow-build.js';
+import type { ColumnOutput, MergeResult } from './merge-result.js';
+import type { VersionSet } from './version-set.js';
 
 /** How a merge result becomes a table. */
 export interface MaterializeOptions {

@@ -5,11 +5,11 @@
  * a value column.
  */
 import type * as arrow from 'apache-arrow';
-import { CorruptMetadataError } from '../errors';
-import { KIND_COLUMN, SEQUENCE_COLUMN, type TableSchema } from '../schema/types';
-import { columnChunk, compareAt, type ColumnChunk } from './column-access';
-import { columnIndexes, compareKeysAt, keyIndex, sortByKey, type KeyIndex, type KeySort } from './key-order';
-import { VersionSet } from './version-set';
+import { CorruptMetadataError } from '../errors.js';
+import { KIND_COLUMN, SEQUENCE_COLUMN, type TableSchema } from '../schema/types.js';
+import { columnChunk, compareAt, type ColumnChunk } from './column-access.js';
+import { columnIndexes, compareKeysAt, keyIndex, sortByKey, type KeyIndex, type KeySort } from './key-order.js';
+import { VersionSet } from './version-set.js';
 
 /** What orders the versions of a key besides the key itself. */
 export interface VersionOrder {

@@ -3,8 +3,8 @@
  * (deduplicate, first-row: a zero-copy gather plan) or, per column, a version to take or a
  * computed value (partial-update, aggregation). A group that merges to nothing emits nothing.
  */
-import { isRetract, type Value } from '../schema/types';
-import type { VersionSet } from './version-set';
+import { isRetract, type Value } from '../schema/types.js';
+import type { VersionSet } from './version-set.js';
 
 /** How a collector treats retract results: keep them (level-0 files, compaction) or drop them (reads). */
 export interface EmitPolicy {

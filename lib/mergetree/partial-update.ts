@@ -7,15 +7,15 @@
  * -U/-D fail by default; `ignore-delete` skips them, `partial-update.remove-record-on-delete`
  * makes -D delete the row, and with sequence groups they retract the group's columns.
  */
-import { InvalidArgumentError, OptionError } from '../errors';
-import { RowKind, isRetract, type TableSchema } from '../schema/types';
-import type { FieldAggregator } from './aggregators/aggregator';
-import { checkAggregateFunction, createAggregator } from './aggregators/factory';
-import type { MergeConfig } from './merge-config';
-import { checkColumnOptions, columnPositions, notNullColumns } from './merge-fields';
-import type { MergeFunction, MergeOptions } from './merge-function';
-import { ColumnsResult } from './merge-result';
-import type { VersionColumn, VersionSet } from './version-set';
+import { InvalidArgumentError, OptionError } from '../errors.js';
+import { RowKind, isRetract, type TableSchema } from '../schema/types.js';
+import type { FieldAggregator } from './aggregators/aggregator.js';
+import { checkAggregateFunction, createAggregator } from './aggregators/factory.js';
+import type { MergeConfig } from './merge-config.js';
+import { checkColumnOptions, columnPositions, notNullColumns } from './merge-fields.js';
+import type { MergeFunction, MergeOptions } from './merge-function.js';
+import { ColumnsResult } from './merge-result.js';
+import type { VersionColumn, VersionSet } from './version-set.js';
 
 interface Group {
   sequence: number[];

@@ -4,7 +4,7 @@
  * output share schema, codec and value distribution, so the estimate holds within a few percent).
  */
 import type * as arrow from 'apache-arrow';
-import { concatTables, singleBatch, takeRows } from '../format/columns';
+import { concatTables, singleBatch, takeRows } from '../format/columns.js';
 
 export class RollingFileWriter {
   private readonly rowsPerFile: number;

@@ -5,15 +5,15 @@
  * (the run's `sequenceBase` plus the stored number), so compaction output has base 0.
  */
 import type * as arrow from 'apache-arrow';
-import { SchemaMismatchError } from '../errors';
-import { physicalArrowSchema } from '../format/arrow-schema';
-import { emptyTable, singleBatch } from '../format/columns';
-import type { TableSchema } from '../schema/types';
-import { columnChunk } from './column-access';
-import type { MergeFunction } from './merge-function';
-import { materializeMerge } from './merge-output';
-import { storedSequence, versionsOfRuns, type SequencedTable } from './merge-plan';
-import { VersionSet } from './version-set';
+import { SchemaMismatchError } from '../errors.js';
+import { physicalArrowSchema } from '../format/arrow-schema.js';
+import { emptyTable, singleBatch } from '../format/columns.js';
+import type { TableSchema } from '../schema/types.js';
+import { columnChunk } from './column-access.js';
+import type { MergeFunction } from './merge-function.js';
+import { materializeMerge } from './merge-output.js';
+import { storedSequence, versionsOfRuns, type SequencedTable } from './merge-plan.js';
+import { VersionSet } from './version-set.js';
 
 /** One sorted run to merge: its rows and the base of its stored sequence numbers. */
 export interface RunInput {

@@ -1,5 +1,6 @@
 /** A sorted run: data files whose key ranges do not overlap, in key order; read one after another. */
-import type { DataFileMeta, JsonValue } from '../manifest/types';
+import type { DataFileMeta } from '../manifest/types.js';
+import type { JsonValue } from '../schema/value-codec.js';
 
 /** Compares two keys of file metadata (minKey/maxKey), column by column. */
 export type KeyComparator = (a: JsonValue[], b: JsonValue[]) => number;

@@ -4,9 +4,9 @@
  * then run count — plus full compaction and the force-level-0 variant of the lookup changelog
  * producer. Picks are always a prefix of the runs (newest data first) and never output to level 0.
  */
-import type { DataFileMeta } from '../manifest/types';
-import type { LevelSortedRun } from './levels';
-import { sortedRunSize } from './sorted-run';
+import type { DataFileMeta } from '../manifest/types.js';
+import type { LevelSortedRun } from './levels.js';
+import { sortedRunSize } from './sorted-run.js';
 
 /** Files to compact together and the level their result goes to. */
 export interface CompactUnit {

@@ -4,7 +4,7 @@
  * read columns through `column(c)`, which resolves a version to its source's typed buffers.
  */
 import type * as arrow from 'apache-arrow';
-import type { DataField, TableSchema, Value } from '../schema/types';
+import type { DataField, TableSchema, Value } from '../schema/types.js';
 import {
   boolAt,
   columnChunk,
@@ -16,7 +16,7 @@ import {
   valueAt,
   type ChunkComparator,
   type ColumnChunk,
-} from './column-access';
+} from './column-access.js';
 
 /** One column across all sources, addressed by version index. */
 export class VersionColumn {

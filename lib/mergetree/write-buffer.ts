@@ -6,18 +6,18 @@
  * spilled to a temp file; flush merges the spilled runs with what is in memory.
  */
 import * as arrow from 'apache-arrow';
-import { InvalidArgumentError, SchemaMismatchError } from '../errors';
-import { arrowTypesEqual, physicalArrowSchema } from '../format/arrow-schema';
-import { tableFromColumns } from '../format/column-layout';
-import { concatTables, emptyTable, gatherRows, rowsToTable, singleBatch, takeRows } from '../format/columns';
-import { KIND_COLUMN, isRetract, type Row, type TableSchema } from '../schema/types';
-import { kindColumn, sequenceColumn } from './arrow-build';
-import { columnChunk } from './column-access';
-import type { MergeConfig } from './merge-config';
-import { mergeEngineFor, type MergeFunction } from './merge-function';
-import { materializeMerge } from './merge-output';
-import { sortVersions, storedSequence, versionsOfRuns, versionsOfTable, type SequencedTable, type VersionOrder } from './merge-plan';
-import { SpillDirectory } from './spill';
+import { InvalidArgumentError, SchemaMismatchError } from '../errors.js';
+import { arrowTypesEqual, physicalArrowSchema } from '../format/arrow-schema.js';
+import { tableFromColumns } from '../format/column-layout.js';
+import { concatTables, emptyTable, gatherRows, rowsToTable, singleBatch, takeRows } from '../format/columns.js';
+import { KIND_COLUMN, isRetract, type Row, type TableSchema } from '../schema/types.js';
+import { kindColumn, sequenceColumn } from './arrow-build.js';
+import { columnChunk } from './column-access.js';
+import type { MergeConfig } from './merge-config.js';
+import { mergeEngineFor, type MergeFunction } from './merge-function.js';
+import { materializeMerge } from './merge-output.js';
+import { sortVersions, storedSequence, versionsOfRuns, versionsOfTable, type SequencedTable, type VersionOrder } from './merge-plan.js';
+import { SpillDirectory } from './spill.js';
 
 /** Configuration of one write buffer, from the table's options. */
 export interface WriteBufferOptions {

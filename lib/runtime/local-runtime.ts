@@ -6,18 +6,18 @@
  * inline too, unless the table is `write-only`: then this is the compaction function), and
  * snapshot expiry runs on a timer.
  */
-import { VarveError } from '../errors';
-import { onCommit, type CommitEvent } from '../table/commit-events';
-import type { Table } from '../table/table';
-import { compactTable, type CompactionSummary } from '../maintenance/compact';
-import { expireSnapshots, type ExpireSnapshotsOptions, type ExpireSnapshotsResult } from '../maintenance/expire-snapshots';
-import type { ConsumerLag } from '../stream/progress';
-import { consumerLag } from '../stream/progress';
-import type { StreamSink } from '../stream/delivery';
-import type { StreamOptions } from '../stream/stream-options';
-import { MemoryQueue } from '../stream/memory-queue';
-import type { SplitQueue } from '../stream/split-queue';
-import { RuntimeConsumer } from './runtime-consumer';
+import { VarveError } from '../errors.js';
+import { onCommit, type CommitEvent } from '../table/commit-events.js';
+import type { Table } from '../table/table.js';
+import { compactTable, type CompactionSummary } from '../maintenance/compact.js';
+import { expireSnapshots, type ExpireSnapshotsOptions, type ExpireSnapshotsResult } from '../maintenance/expire-snapshots.js';
+import type { ConsumerLag } from '../stream/progress.js';
+import { consumerLag } from '../stream/progress.js';
+import type { StreamSink } from '../stream/delivery.js';
+import type { StreamOptions } from '../stream/stream-options.js';
+import { MemoryQueue } from '../stream/memory-queue.js';
+import type { SplitQueue } from '../stream/split-queue.js';
+import { RuntimeConsumer } from './runtime-consumer.js';
 
 /** Options of a LocalRuntime. */
 export interface LocalRuntimeOptions {

@@ -3,14 +3,14 @@
  * a run asks for one more run after it, like the reserved-concurrency-1 discovery Lambda) and a
  * few split-reader loops on the consumer's queue.
  */
-import type { Table } from '../table/table';
-import type { StreamSink } from '../stream/delivery';
-import { discover, ensureConsumer, resetConsumer, rewindPlanning, type DiscoveryResult } from '../stream/discovery';
-import { SplitReader } from '../stream/reader';
-import { MemoryQueue } from '../stream/memory-queue';
-import type { SplitQueue } from '../stream/split-queue';
-import type { StreamOptions } from '../stream/stream-options';
-import { readConsumer } from '../stream/consumer';
+import type { Table } from '../table/table.js';
+import type { StreamSink } from '../stream/delivery.js';
+import { discover, ensureConsumer, resetConsumer, rewindPlanning, type DiscoveryResult } from '../stream/discovery.js';
+import { SplitReader } from '../stream/reader.js';
+import { MemoryQueue } from '../stream/memory-queue.js';
+import type { SplitQueue } from '../stream/split-queue.js';
+import type { StreamOptions } from '../stream/stream-options.js';
+import { readConsumer } from '../snapshot/consumer.js';
 
 /** What a RuntimeConsumer is made of. */
 export interface RuntimeConsumerOptions {

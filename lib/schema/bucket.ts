@@ -21,9 +21,9 @@
  * 3. bucket = ((hash | 0) % n + n) % n, with n = `bucket`: the hash is read as a signed 32-bit
  *    integer (two's complement) and reduced to its non-negative remainder (floor modulo).
  */
-import { InvalidArgumentError } from '../errors';
-import { unscaledDecimalText } from './decimal-text';
-import type { DataType, Value } from './types';
+import { InvalidArgumentError } from '../errors.js';
+import { unscaledDecimalText } from './decimal-text.js';
+import type { DataType, Value } from './types.js';
 
 /** The MurmurHash3 seed of the bucket function. */
 export const BUCKET_HASH_SEED = 42;

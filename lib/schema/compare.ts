@@ -4,8 +4,8 @@
  * +0, NaN after everything); DECIMAL exactly; STRING in code-point order (= UTF-8 byte order);
  * BYTES bytewise; false before true.
  */
-import { compareDecimalText } from './decimal-text';
-import type { DataType, Value } from './types';
+import { compareDecimalText } from './decimal-text.js';
+import type { DataType, Value } from './types.js';
 
 /** Negative, zero or positive as `a` sorts before, with, or after `b` (NULL first). */
 export function compareValues(type: DataType, a: Value, b: Value): number {

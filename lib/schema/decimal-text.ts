@@ -3,7 +3,7 @@
  * zeros (at least "0"), and exactly `s` decimals ("12.50", "-0.05", "7" for scale 0). Canonical
  * text makes equal values equal strings; comparison is exact, digit by digit.
  */
-import { InvalidArgumentError } from '../errors';
+import { InvalidArgumentError } from '../errors.js';
 
 const DECIMAL_INPUT = /^([+-])?(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d{1,4}))?$/;
 /** Exponents beyond this cannot fit DECIMAL(38,…) anyway; refusing them bounds the work. */

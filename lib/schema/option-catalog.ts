@@ -3,8 +3,8 @@
  * allowed values. Names and defaults are Paimon's (api/CoreOptions.java) wherever the concept is
  * the same. Validation, the typed getters and docs/OPTIONS.md are all derived from this list.
  */
-import type { OptionType, OptionValue } from './option-values';
-import type { TypeRoot } from './types';
+import type { OptionType, OptionValue } from './option-values.js';
+import type { TypeRoot } from './types.js';
 
 /** A default computed from other options (e.g. `num-levels` = compaction trigger + 1). */
 export interface DerivedDefault {

@@ -3,10 +3,10 @@
  * scan start options with their mode) and, given the columns, that per-column options name real
  * columns and that aggregate functions fit the column types.
  */
-import { OptionError } from '../errors';
-import { AGGREGATE_FUNCTION_TYPES, type AggregateFunction } from './option-catalog';
-import { resolveOption, type ParsedOptions } from './option-parse';
-import type { DataField } from './types';
+import { OptionError } from '../errors.js';
+import { AGGREGATE_FUNCTION_TYPES, type AggregateFunction } from './option-catalog.js';
+import { resolveOption, type ParsedOptions } from './option-parse.js';
+import type { DataField } from './types.js';
 
 /** Throws OptionError when options contradict each other. */
 export function checkOptionCombinations(p: ParsedOptions): void {

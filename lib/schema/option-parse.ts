@@ -3,9 +3,9 @@
  * type-checked, per-column options split into column and suffix, unknown keys answered with the
  * closest known names. Cross-option and schema checks are in option-checks.ts.
  */
-import { OptionError } from '../errors';
-import { FIELD_OPTIONS, TABLE_OPTIONS, UNSUPPORTED_OPTIONS, type FieldOptionDecl, type OptionDecl } from './option-catalog';
-import { editDistance, parseList, parseOptionValue, TYPE_FORMATS, type OptionValue } from './option-values';
+import { OptionError } from '../errors.js';
+import { FIELD_OPTIONS, TABLE_OPTIONS, UNSUPPORTED_OPTIONS, type FieldOptionDecl, type OptionDecl } from './option-catalog.js';
+import { editDistance, parseList, parseOptionValue, TYPE_FORMATS, type OptionValue } from './option-values.js';
 
 /** Table option declarations by key. */
 export const OPTION_BY_KEY: ReadonlyMap<string, OptionDecl> = new Map(TABLE_OPTIONS.map((d) => [d.key, d]));

@@ -1,5 +1,5 @@
 /** The options reference (docs/OPTIONS.md), rendered from the option declaration so it cannot drift. */
-import { FIELD_OPTIONS, TABLE_OPTIONS, type FieldOptionDecl, type OptionDecl } from './option-catalog';
+import { FIELD_OPTIONS, TABLE_OPTIONS, type FieldOptionDecl, type OptionDecl } from './option-catalog.js';
 
 const TYPE_NAMES: Record<OptionDecl['type'], string> = {
   int: 'int',

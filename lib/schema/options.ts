@@ -8,15 +8,15 @@ import {
   type FileCompression,
   type MergeEngine,
   type ScanMode,
-} from './option-catalog';
-import { checkOptionCombinations, checkOptionsAgainstFields } from './option-checks';
-import { parseOptionMap, resolveOption, type ParsedOptions } from './option-parse';
-import type { OptionValue } from './option-values';
-import type { DataField } from './types';
+} from './option-catalog.js';
+import { checkOptionCombinations, checkOptionsAgainstFields } from './option-checks.js';
+import { parseOptionMap, resolveOption, type ParsedOptions } from './option-parse.js';
+import type { OptionValue } from './option-values.js';
+import type { DataField } from './types.js';
 
-export * from './option-catalog';
-export { parseDuration, parseMemory, type OptionType, type OptionValue } from './option-values';
-export { renderOptionsMarkdown } from './options-doc';
+export * from './option-catalog.js';
+export { parseDuration, parseMemory, type OptionType, type OptionValue } from './option-values.js';
+export { renderOptionsMarkdown } from './options-doc.js';
 
 /**
  * Throws OptionError for an unknown option (suggesting the closest names), an ill-typed value

@@ -3,14 +3,14 @@
  * JSON form (`[{"name": "id", "type": "BIGINT NOT NULL"}]`), its printer, and table names
  * (`db.table`). Table schemas themselves (validation, files) live in table-schema.ts.
  */
-import { InvalidArgumentError, SchemaError } from '../errors';
-import { describeToken, tokenize } from './sql-lexer';
-import { formatType, parseConstraintsAt, parseTypeAt, parseTypeText, TokenCursor } from './type-text';
-import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField } from './types';
+import { InvalidArgumentError, SchemaError } from '../errors.js';
+import { describeToken, tokenize } from './sql-lexer.js';
+import { formatType, parseConstraintsAt, parseTypeAt, parseTypeText, TokenCursor } from './type-text.js';
+import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField } from './types.js';
 
 export { formatType, parseTypeText };
-export { KNOWN_TYPES_TEXT } from './type-text';
-export { createTableSchema, deserializeSchema, serializeSchema, type CreateTableSchemaArgs } from './table-schema';
+export { KNOWN_TYPES_TEXT } from './type-text.js';
+export { createTableSchema, deserializeSchema, serializeSchema, type CreateTableSchemaArgs } from './table-schema.js';
 
 const SCHEMA_EXAMPLE = '"order_id BIGINT NOT NULL, status STRING, amount DECIMAL(10,2)"';
 /** Column names that data files use for their own columns. */

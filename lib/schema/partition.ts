@@ -5,9 +5,9 @@
  * never contains a separator or an invisible character. A NULL or empty value is written as the default partition
  * name (`partition.default-name`), as in Paimon and Hive.
  */
-import { InvalidArgumentError } from '../errors';
-import type { DataType, Value } from './types';
-import { formatValue } from './value-codec';
+import { InvalidArgumentError } from '../errors.js';
+import type { DataType, Value } from './types.js';
+import { formatValue } from './value-codec.js';
 
 const ESCAPED = /["#%'*/:=?\\{[\]^]|\p{C}/gu;
 const utf8 = new TextEncoder();

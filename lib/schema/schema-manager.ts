@@ -2,10 +2,10 @@
  * Schema files of a table: `schema/schema-<id>`, JSON, created once with put-if-absent and never
  * rewritten. Creating `schema-0` is the commit point of creating a table.
  */
-import { CorruptMetadataError, ObjectNotFoundError } from '../errors';
-import { fromUtf8, listAll, utf8, type ObjectStore } from '../store/object-store';
-import { deserializeSchema, serializeSchema } from './parse';
-import type { TableSchema } from './types';
+import { CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
+import { fromUtf8, listAll, utf8, type ObjectStore } from '../store/object-store.js';
+import { deserializeSchema, serializeSchema } from './parse.js';
+import type { TableSchema } from './types.js';
 
 const SCHEMA_PREFIX = 'schema-';
 

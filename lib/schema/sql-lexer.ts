@@ -4,7 +4,7 @@
  * strings ('' escapes a quote), unsigned integers and the punctuation `(` `)` `,`; any other
  * character is a token of its own, reported by the parser in context.
  */
-import { SchemaError } from '../errors';
+import { SchemaError } from '../errors.js';
 
 /** What a token is: a word, a quoted identifier, a string, a number, punctuation, another character, or the end. */
 export type TokenKind = 'word' | 'quoted' | 'string' | 'number' | '(' | ')' | ',' | 'other' | 'end';

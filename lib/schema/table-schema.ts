@@ -3,11 +3,11 @@
  * needs to stay consistent forever, since keys and buckets are immutable), and the JSON of
  * `schema/schema-<id>` (types written as text, like Paimon's SchemaSerializer).
  */
-import { CorruptMetadataError, OptionError, SchemaError } from '../errors';
-import { checkAggregateFit } from './option-checks';
-import { TableOptions } from './options';
-import { formatType, parseTypeText } from './type-text';
-import type { DataField, TableSchema } from './types';
+import { CorruptMetadataError, OptionError, SchemaError } from '../errors.js';
+import { checkAggregateFit } from './option-checks.js';
+import { TableOptions } from './options.js';
+import { formatType, parseTypeText } from './type-text.js';
+import type { DataField, TableSchema } from './types.js';
 
 /** What createTableSchema builds a schema from. */
 export interface CreateTableSchemaArgs {

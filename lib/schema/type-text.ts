@@ -2,9 +2,9 @@
  * Column types as text: the grammar shared by the schema text, the JSON schema form and the
  * schema files (`BIGINT NOT NULL`, `DECIMAL(10,2)`, `TIMESTAMP(3)`), and its printer.
  */
-import { SchemaError } from '../errors';
-import { describeToken, tokenize, type Token } from './sql-lexer';
-import type { DataType, TypeRoot } from './types';
+import { SchemaError } from '../errors.js';
+import { describeToken, tokenize, type Token } from './sql-lexer.js';
+import type { DataType, TypeRoot } from './types.js';
 
 /** Every type name the grammar accepts, with what it means; listed in "unknown type" errors. */
 export const TYPE_NAMES: Readonly<Record<string, TypeRoot>> = {

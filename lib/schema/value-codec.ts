@@ -2,9 +2,9 @@
  * Column values out of varve: the exact JSON codec used in metadata (min/max keys), the display
  * form for users' JSON output, and text for tables and CSV.
  */
-import { CorruptMetadataError } from '../errors';
-import { formatDate, formatTimestamp } from './temporal';
-import type { DataType, Value } from './types';
+import { CorruptMetadataError } from '../errors.js';
+import { formatDate, formatTimestamp } from './temporal.js';
+import type { DataType, Value } from './types.js';
 
 /** A JSON-safe value. */
 export type JsonValue = string | number | boolean | null;

@@ -4,15 +4,15 @@
  * Nothing is converted silently across kinds (a number is not a STRING); every error is a
  * RecordValidationError naming the line, the field, the value and the expected type.
  */
-import { RecordValidationError } from '../errors';
-import { canonicalDecimal } from './decimal-text';
-import { MAX_DAY, MIN_DAY, parseDateText, parseTimestampText, timestampRange } from './temporal';
-import { formatType } from './type-text';
-import type { DataField, DataType, Row, Value } from './types';
-import { decodeBase64 } from './value-codec';
+import { RecordValidationError } from '../errors.js';
+import { canonicalDecimal } from './decimal-text.js';
+import { MAX_DAY, MIN_DAY, parseDateText, parseTimestampText, timestampRange } from './temporal.js';
+import { formatType } from './type-text.js';
+import type { DataField, DataType, Row, Value } from './types.js';
+import { decodeBase64 } from './value-codec.js';
 
-export { compareKeyTuples, compareValues } from './compare';
-export { formatValue, fromJsonValue, toDisplayValue, toJsonValue, type DisplayValue } from './value-codec';
+export { compareKeyTuples, compareValues } from './compare.js';
+export { formatValue, fromJsonValue, toDisplayValue, toJsonValue, type DisplayValue } from './value-codec.js';
 
 const INT_RANGES: Record<string, [number, number]> = {
   TINYINT: [-128, 127],

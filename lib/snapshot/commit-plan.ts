@@ -4,15 +4,16 @@
  * lists — all under fresh unique names — and build the snapshot that would reference them. Nothing
  * written here is visible until the snapshot file is created; a failed attempt leaves orphans only.
  */
-import type { MetadataFileNamer } from '../manifest/file-names';
-import { encodeManifestFiles, putManifestFiles, type ManifestCache } from '../manifest/manifest-file';
-import { writeManifestList } from '../manifest/manifest-list';
-import { mergeManifests } from '../manifest/merge';
-import { readDataManifests } from '../manifest/scan';
-import type { ManifestEntry, Snapshot } from '../manifest/types';
-import type { ObjectStore } from '../store/object-store';
-import { assignSequenceNumbers, type CommitOptions, type CommitRequest } from './commit-request';
-import { checkCommitConflicts } from './conflicts';
+import type { MetadataFileNamer } from '../manifest/file-names.js';
+import { encodeManifestFiles, putManifestFiles, type ManifestCache } from '../manifest/manifest-file.js';
+import { writeManifestList } from '../manifest/manifest-list.js';
+import { mergeManifests } from '../manifest/merge.js';
+import { readDataManifests } from '../manifest/scan.js';
+import type { ManifestEntry } from '../manifest/types.js';
+import type { Snapshot } from './snapshot.js';
+import type { ObjectStore } from '../store/object-store.js';
+import { assignSequenceNumbers, type CommitOptions, type CommitRequest } from './commit-request.js';
+import { checkCommitConflicts } from './conflicts.js';
 
 /** The property holding a random id per commit call, so an ambiguous write can recognise itself. */
 export const COMMIT_UUID_PROPERTY = 'varve.commit-uuid';

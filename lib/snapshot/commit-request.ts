@@ -3,11 +3,12 @@
  * assigned on a given base: batches get consecutive bases from the table's `nextSequenceNumber`,
  * recomputed on every attempt because a lost race changes the base.
  */
-import { InvalidArgumentError } from '../errors';
-import { describeEntry, fileIdentity } from '../manifest/file-entries';
-import type { DataFileMeta, JsonValue, ManifestEntry } from '../manifest/types';
-import type { ManifestCache } from '../manifest/manifest-file';
-import type { SnapshotManager } from './snapshot-manager';
+import { InvalidArgumentError } from '../errors.js';
+import { describeEntry, fileIdentity } from '../manifest/file-entries.js';
+import type { DataFileMeta, ManifestEntry } from '../manifest/types.js';
+import type { JsonValue } from '../schema/value-codec.js';
+import type { ManifestCache } from '../manifest/manifest-file.js';
+import type { SnapshotManager } from './snapshot-manager.js';
 
 /** A data or changelog file of a commit, with where it lives. */
 export interface FileChange {

@@ -7,18 +7,18 @@
  * repeated.
  */
 import { randomUUID } from 'node:crypto';
-import { CommitRetriesExhaustedError, InvalidArgumentError, SnapshotNotFoundError, isRetryable } from '../errors';
-import { MetadataFileNamer } from '../manifest/file-names';
-import type { Snapshot } from '../manifest/types';
-import { jitteredBackoff, sleep } from '../store/backoff';
-import type { ObjectStore } from '../store/object-store';
-import { COMMIT_UUID_PROPERTY, planCommit, type CommitContext } from './commit-plan';
-import { isEmptyRequest, validateCommitRequest, type CommitOptions, type CommitRequest } from './commit-request';
-import { snapshotBytes } from './snapshot-file';
-import { SnapshotManager } from './snapshot-manager';
+import { CommitRetriesExhaustedError, InvalidArgumentError, SnapshotNotFoundError, isRetryable } from '../errors.js';
+import { MetadataFileNamer } from '../manifest/file-names.js';
+import type { Snapshot } from './snapshot.js';
+import { jitteredBackoff, sleep } from '../store/backoff.js';
+import type { ObjectStore } from '../store/object-store.js';
+import { COMMIT_UUID_PROPERTY, planCommit, type CommitContext } from './commit-plan.js';
+import { isEmptyRequest, validateCommitRequest, type CommitOptions, type CommitRequest } from './commit-request.js';
+import { snapshotBytes } from './snapshot-file.js';
+import { SnapshotManager } from './snapshot-manager.js';
 
-export type { CommitBatch, CommitOptions, CommitRequest, FileChange } from './commit-request';
-export { COMMIT_UUID_PROPERTY } from './commit-plan';
+export type { CommitBatch, CommitOptions, CommitRequest, FileChange } from './commit-request.js';
+export { COMMIT_UUID_PROPERTY } from './commit-plan.js';
 
 /** What a commit call did. */
 export interface CommitResult {

@@ -7,12 +7,13 @@
  * - per (partition, bucket, level ≥ 1), files must not overlap in key range after the commit;
  * - every live file of a partition has the same totalBuckets.
  */
-import { CommitConflictError } from '../errors';
-import { describeEntry, fileIdentity } from '../manifest/file-entries';
-import type { ManifestCache } from '../manifest/manifest-file';
-import { findPartitionTotalBuckets, foldLiveFiles } from '../manifest/scan';
-import type { JsonValue, ManifestEntry, ManifestFileMeta } from '../manifest/types';
-import type { ObjectStore } from '../store/object-store';
+import { CommitConflictError } from '../errors.js';
+import { describeEntry, fileIdentity } from '../manifest/file-entries.js';
+import type { ManifestCache } from '../manifest/manifest-file.js';
+import { findPartitionTotalBuckets, foldLiveFiles } from '../manifest/scan.js';
+import type { ManifestEntry, ManifestFileMeta } from '../manifest/types.js';
+import type { JsonValue } from '../schema/value-codec.js';
+import type { ObjectStore } from '../store/object-store.js';
 
 /** The inputs of a conflict check. */
 export interface ConflictCheckInput {

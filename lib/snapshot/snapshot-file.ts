@@ -2,7 +2,7 @@
  * The JSON of `snapshot/snapshot-<id>` (and of tags, which embed it): strict parsing, so a damaged
  * file is a CorruptMetadataError naming the key rather than a wrong answer.
  */
-import { CorruptMetadataError } from '../errors';
+import { CorruptMetadataError } from '../errors.js';
 import {
   checkVersion1,
   intField,
@@ -11,8 +11,8 @@ import {
   optionalIntField,
   parseMetadataObject,
   stringField,
-} from '../manifest/metadata-json';
-import type { CommitKind, Snapshot } from '../manifest/types';
+} from '../manifest/metadata-json.js';
+import type { CommitKind, Snapshot } from './snapshot.js';
 
 const KINDS: readonly CommitKind[] = ['APPEND', 'COMPACT', 'OVERWRITE'];
 

@@ -4,12 +4,12 @@
  * LATEST = N is trusted only when snapshot-N exists and snapshot-(N+1) does not, EARLIEST = N only
  * when snapshot-N exists. Hint writes are best effort and never affect correctness.
  */
-import { ObjectNotFoundError, SnapshotNotFoundError } from '../errors';
-import type { Snapshot } from '../manifest/types';
-import type { ObjectStore } from '../store/object-store';
-import { fromUtf8, utf8 } from '../store/object-store';
-import { earliestHintKey, latestHintKey, snapshotDir, snapshotKey } from '../manifest/table-paths';
-import { parseSnapshot } from './snapshot-file';
+import { ObjectNotFoundError, SnapshotNotFoundError } from '../errors.js';
+import type { Snapshot } from './snapshot.js';
+import type { ObjectStore } from '../store/object-store.js';
+import { fromUtf8, utf8 } from '../store/object-store.js';
+import { earliestHintKey, latestHintKey, snapshotDir, snapshotKey } from './paths.js';
+import { parseSnapshot } from './snapshot-file.js';
 
 const SNAPSHOT_NAME = /\/?snapshot-(\d+)$/;
 const CACHE_LIMIT = 1000;

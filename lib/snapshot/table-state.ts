@@ -1,9 +1,10 @@
 /** The files of a table at one snapshot: the convenience most readers start from. */
-import type { ManifestCache } from '../manifest/manifest-file';
-import { readLiveFiles, type ScanFilter } from '../manifest/scan';
-import type { ManifestEntry, Snapshot } from '../manifest/types';
-import type { ObjectStore } from '../store/object-store';
-import { SnapshotManager } from './snapshot-manager';
+import type { ManifestCache } from '../manifest/manifest-file.js';
+import { readLiveFiles, type ScanFilter } from '../manifest/scan.js';
+import type { ManifestEntry } from '../manifest/types.js';
+import type { Snapshot } from './snapshot.js';
+import type { ObjectStore } from '../store/object-store.js';
+import { SnapshotManager } from './snapshot-manager.js';
 
 /** A snapshot and its live data files. */
 export interface TableState {

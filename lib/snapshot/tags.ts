@@ -3,13 +3,13 @@
  * (Paimon's Tag). A tag keeps its snapshot readable after expiry, because it carries the manifest
  * list names itself; expiry must keep the files a tag references.
  */
-import { ObjectNotFoundError, TagError } from '../errors';
-import { intField, metadataBytes, parseMetadataObject } from '../manifest/metadata-json';
-import { tagDir, tagKey } from '../manifest/table-paths';
-import type { Snapshot } from '../manifest/types';
-import { listAll, type ObjectStore } from '../store/object-store';
-import { SnapshotManager } from './snapshot-manager';
-import { snapshotFromJson } from './snapshot-file';
+import { ObjectNotFoundError, TagError } from '../errors.js';
+import { intField, metadataBytes, parseMetadataObject } from '../manifest/metadata-json.js';
+import { tagDir, tagKey } from './paths.js';
+import type { Snapshot } from './snapshot.js';
+import { listAll, type ObjectStore } from '../store/object-store.js';
+import { SnapshotManager } from './snapshot-manager.js';
+import { snapshotFromJson } from './snapshot-file.js';
 
 /** A tag: the tagged snapshot and when the tag was created (epoch ms). */
 export type Tag = Snapshot & { tagCreateTime: number };

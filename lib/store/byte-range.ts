@@ -1,5 +1,5 @@
 /** The byte range of `getRange`: [start, end), clamped to the object's size by every store. */
-import { InvalidArgumentError } from '../errors';
+import { InvalidArgumentError } from '../errors.js';
 
 /** Throws `InvalidArgumentError` unless 0 <= start <= end are safe integers. */
 export function checkByteRange(key: string, start: number, end: number): void {

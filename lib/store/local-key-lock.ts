@@ -5,9 +5,9 @@
  * another write.
  */
 import { open, stat } from 'node:fs/promises';
-import { StoreUnavailableError } from '../errors';
-import { jitteredBackoff, sleep } from './backoff';
-import { errnoCode, unlinkIfPresent } from './local-fs';
+import { StoreUnavailableError } from '../errors.js';
+import { jitteredBackoff, sleep } from './backoff.js';
+import { errnoCode, unlinkIfPresent } from './local-fs.js';
 
 /** A lock held by this process; `release` removes the lock file if it is still ours. */
 export interface HeldKeyLock {

@@ -7,13 +7,13 @@ import { createHash, randomUUID } from 'node:crypto';
 import { link, lstat, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { InvalidArgumentError, InvalidKeyError, ObjectNotFoundError, StoreUnavailableError, VarveError } from '../errors';
-import { checkByteRange, clampByteRange } from './byte-range';
-import { contentEtag, sameEtag } from './etag';
-import { errnoCode, isNotFound, unlinkIfPresent } from './local-fs';
-import { acquireKeyLock, type HeldKeyLock } from './local-key-lock';
-import { checkKeyPrefix, checkObjectKey, compareObjectKeys, isReservedSegment } from './object-key';
-import type { ObjectInfo, ObjectStore, StoredObject } from './object-store';
+import { InvalidArgumentError, InvalidKeyError, ObjectNotFoundError, StoreUnavailableError, VarveError } from '../errors.js';
+import { checkByteRange, clampByteRange } from './byte-range.js';
+import { contentEtag, sameEtag } from './etag.js';
+import { errnoCode, isNotFound, unlinkIfPresent } from './local-fs.js';
+import { acquireKeyLock, type HeldKeyLock } from './local-key-lock.js';
+import { checkKeyPrefix, checkObjectKey, compareObjectKeys, isReservedSegment } from './object-key.js';
+import type { ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
 
 /** How many file etags `head` remembers, keyed by inode, size and times. */
 const ETAG_CACHE_SIZE = 4096;

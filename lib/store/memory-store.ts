@@ -3,12 +3,12 @@
  * fault injection: failing calls before or after they take effect, S3-style 409 conflicts, latency,
  * and a crash after which every call fails until `restart()` (a new process over the same objects).
  */
-import { ConditionalRequestConflictError, InjectedFaultError, ObjectNotFoundError } from '../errors';
-import { sleep } from './backoff';
-import { checkByteRange, clampByteRange } from './byte-range';
-import { sameEtag } from './etag';
-import { checkKeyPrefix, checkObjectKey, compareObjectKeys } from './object-key';
-import type { ObjectInfo, ObjectStore, StoredObject } from './object-store';
+import { ConditionalRequestConflictError, InjectedFaultError, ObjectNotFoundError } from '../errors.js';
+import { sleep } from './backoff.js';
+import { checkByteRange, clampByteRange } from './byte-range.js';
+import { sameEtag } from './etag.js';
+import { checkKeyPrefix, checkObjectKey, compareObjectKeys } from './object-key.js';
+import type { ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
 
 /** The operations of a store, as counted and matched by fault injection. */
 export type StoreOp = 'get' | 'getRange' | 'head' | 'put' | 'putIfAbsent' | 'putIfMatch' | 'list' | 'delete';

@@ -3,7 +3,7 @@
  * folder and on S3 too. A key is a relative '/'-separated path whose segments are non-empty, not
  * `.` or `..`, and free of backslashes and NUL.
  */
-import { InvalidKeyError } from '../errors';
+import { InvalidKeyError } from '../errors.js';
 
 /**
  * Segment names the local store uses for its own temp and lock files (`.<name>.<uuid>.tmp`,

@@ -1,11 +1,11 @@
 /** Opening a store from its URI, as users write it in options and on the command line. */
 import { mkdirSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { InvalidArgumentError } from '../errors';
-import { LocalStore } from './local-store';
-import { MemoryStore } from './memory-store';
-import type { ObjectStore } from './object-store';
-import { S3Store } from './s3-store';
+import { InvalidArgumentError } from '../errors.js';
+import { LocalStore } from './local-store.js';
+import { MemoryStore } from './memory-store.js';
+import type { ObjectStore } from './object-store.js';
+import { S3Store } from './s3-store.js';
 
 const ACCEPTED =
   'use s3://bucket[/prefix], file:///absolute/folder, a plain folder path (relative to the working directory), ' +

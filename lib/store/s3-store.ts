@@ -16,12 +16,12 @@ import {
   InvalidArgumentError,
   ObjectNotFoundError,
   StoreUnavailableError,
-} from '../errors';
-import { jitteredBackoff, sleep } from './backoff';
-import { checkByteRange } from './byte-range';
-import { checkKeyPrefix, checkObjectKey } from './object-key';
-import type { ObjectInfo, ObjectStore, StoredObject } from './object-store';
-import { s3Attempts, s3ErrorName, s3IsAccessDenied, s3IsNoSuchKey, s3IsTransient, s3Status } from './s3-errors';
+} from '../errors.js';
+import { jitteredBackoff, sleep } from './backoff.js';
+import { checkByteRange } from './byte-range.js';
+import { checkKeyPrefix, checkObjectKey } from './object-key.js';
+import type { ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
+import { s3Attempts, s3ErrorName, s3IsAccessDenied, s3IsNoSuchKey, s3IsTransient, s3Status } from './s3-errors.js';
 
 /** Where an `S3Store` keeps its objects, and how it retries 409 conflicts. */
 export interface S3StoreOptions {

@@ -6,12 +6,12 @@
  * commit identifiers) makes it exactly-once.
  */
 import type * as arrow from 'apache-arrow';
-import { InvalidArgumentError, VarveError } from '../errors';
-import type { Table } from '../table/table';
-import { readConsumer, type Consumer } from './consumer';
-import { bucketKey, readBucketProgress, writeBucketProgress, type BucketProgress } from './progress';
-import { describeSplit, readSplit, type SplitKind } from './split';
-import { loadSplitMessage, parseSplitMessage, type SplitEnvelope } from './split-message';
+import { InvalidArgumentError, VarveError } from '../errors.js';
+import type { Table } from '../table/table.js';
+import { readConsumer, type Consumer } from '../snapshot/consumer.js';
+import { bucketKey, readBucketProgress, writeBucketProgress, type BucketProgress } from './progress.js';
+import { describeSplit, readSplit, type SplitKind } from './split.js';
+import { loadSplitMessage, parseSplitMessage, type SplitEnvelope } from './split-message.js';
 
 /** The rows one split delivers: one (partition, bucket) of one snapshot, in change order. */
 export interface ChangeBatch {

@@ -10,14 +10,15 @@
  * lose splits for good.
  */
 import { randomUUID } from 'node:crypto';
-import { listAll } from '../store/object-store';
-import type { Table } from '../table/table';
-import { readConsumer, writeConsumer, type Consumer, type ConsumerState } from './consumer';
-import { bucketKey, foldProgress, nextSnapshotOf } from './progress';
-import { encodeSplitMessage, splitRefPrefix, type SplitMessage } from './split-message';
-import type { SendRequest, SplitQueue } from './split-queue';
-import { expiredError, planFollowUp, planFull, resolveStart } from './stream-scan';
-import { resolveStreamOptions, type ResolvedStreamOptions, type StreamOptions } from './stream-options';
+import { listAll } from '../store/object-store.js';
+import type { Table } from '../table/table.js';
+import { readConsumer, writeConsumer, type Consumer, type ConsumerState } from '../snapshot/consumer.js';
+import { bucketKey, foldProgress, nextSnapshotOf } from './progress.js';
+import { encodeSplitMessage, type SplitMessage } from './split-message.js';
+import { splitRefPrefix } from '../snapshot/consumer.js';
+import type { SendRequest, SplitQueue } from './split-queue.js';
+import { expiredError, planFollowUp, planFull, resolveStart } from './stream-scan.js';
+import { resolveStreamOptions, type ResolvedStreamOptions, type StreamOptions } from './stream-options.js';
 
 /** Options of a discovery run. */
 export interface DiscoveryOptions extends StreamOptions {

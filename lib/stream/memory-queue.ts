@@ -4,7 +4,7 @@
  * counts, dead-lettering after `maxReceiveCount`), plus fault injection hooks for tests.
  */
 import { randomUUID } from 'node:crypto';
-import { InjectedFaultError, InvalidArgumentError } from '../errors';
+import { InjectedFaultError, InvalidArgumentError } from '../errors.js';
 import {
   MAX_QUEUE_ID_LENGTH,
   type QueueDepth,
@@ -13,7 +13,7 @@ import {
   type SendRequest,
   type SendResult,
   type SplitQueue,
-} from './split-queue';
+} from './split-queue.js';
 
 /** Faults a test can inject; each hook returning true makes that call fail with InjectedFaultError. */
 export interface MemoryQueueFaults {

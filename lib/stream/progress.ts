@@ -6,10 +6,10 @@
  * that still have undelivered planned splits, of where each bucket stands. A bucket with no new
  * data is never in that set, so it never holds the consumer back.
  */
-import { CorruptMetadataError, ObjectNotFoundError } from '../errors';
-import { fromUtf8, utf8, type ObjectStore } from '../store/object-store';
-import type { Table } from '../table/table';
-import { readConsumer, type ConsumerState } from './consumer';
+import { CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
+import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
+import type { Table } from '../table/table.js';
+import { readConsumer, type ConsumerState } from '../snapshot/consumer.js';
 
 /** What a reader records after delivering a split. */
 export interface BucketProgress {

@@ -5,9 +5,9 @@
  * skips ahead; other groups carry on. After `maxReceiveCount` attempts the queue dead-letters the
  * split, and the bucket stops advancing — visibly: an error line, and the consumer's lag.
  */
-import { BatchDelivery, type DeliveryOutcome, type StreamSink } from './delivery';
-import type { Table } from '../table/table';
-import type { QueueMessage, SplitQueue } from './split-queue';
+import { BatchDelivery, type DeliveryOutcome, type StreamSink } from './delivery.js';
+import type { Table } from '../table/table.js';
+import type { QueueMessage, SplitQueue } from './split-queue.js';
 
 /** Options of a SplitReader. */
 export interface SplitReaderOptions {

@@ -4,13 +4,13 @@
  * the split's id (`<consumer>/<snapshot>/<partition>/<bucket>`), so a split delivered again after
  * a crash between the commit and the acknowledgement finds its commit and writes nothing.
  */
-import { InvalidArgumentError } from '../errors';
-import { tableToRows } from '../format/columns';
-import { ROW_KIND_NAMES, type Row, type RowKindByte, type RowKindName } from '../schema/types';
-import { toDisplayValue } from '../schema/values';
-import type { Table } from '../table/table';
-import type { ChangeBatch, StreamSink } from './delivery';
-import { kindsOf } from './split';
+import { InvalidArgumentError } from '../errors.js';
+import { tableToRows } from '../format/columns.js';
+import { ROW_KIND_NAMES, type Row, type RowKindByte, type RowKindName } from '../schema/types.js';
+import { toDisplayValue } from '../schema/values.js';
+import type { Table } from '../table/table.js';
+import type { ChangeBatch, StreamSink } from './delivery.js';
+import { kindsOf } from './split.js';
 
 /** One change as a user sees it. */
 export interface Change {

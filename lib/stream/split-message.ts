@@ -7,11 +7,12 @@
  * partition and bucket, so planning a snapshot twice never delivers it twice.
  */
 import { createHash } from 'node:crypto';
-import { CorruptMetadataError } from '../errors';
-import type { DataFileMeta } from '../manifest/types';
-import { fromUtf8, utf8, type ObjectStore } from '../store/object-store';
-import { MAX_QUEUE_ID_LENGTH, type SendRequest } from './split-queue';
-import type { Split, SplitKind } from './split';
+import { CorruptMetadataError } from '../errors.js';
+import type { DataFileMeta } from '../manifest/types.js';
+import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
+import { splitRefPrefix } from '../snapshot/consumer.js';
+import { MAX_QUEUE_ID_LENGTH, type SendRequest } from './split-queue.js';
+import type { Split, SplitKind } from './split.js';
 
 /** A split addressed to one consumer's stream. */
 export interface SplitMessage extends Split {
@@ -52,14 +53,6 @@ interface WireMessage {
 /** Key of the object holding a split's file list when it is sent by reference. */
 export function splitRefKey(tablePath: string, consumerId: string, snapshotId: number, partition: string, bucket: number): string {
   return `${splitRefPrefix(tablePath, consumerId, snapshotId)}${partition ? `${partition}/` : ''}bucket-${bucket}.json`;
-}
-
-/**
- * Folder of a snapshot's by-reference file lists. Named `consumer-<id>@splits/`: it shares the
- * consumer file's name prefix (one IAM grant covers both) and '@' never occurs in a consumer id.
- */
-export function splitRefPrefix(tablePath: string, consumerId: string, snapshotId?: number): string {
-  return `${tablePath}/consumer/consumer-${consumerId}@splits/${snapshotId === undefined ? '' : `${snapshotId}/`}`;
 }
 
 /** The queue send request of a split message; writes the file list by reference when it is large. */

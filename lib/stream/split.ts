@@ -4,14 +4,14 @@
  * their row kinds, in the order the changes happened.
  */
 import * as arrow from 'apache-arrow';
-import { physicalArrowSchema } from '../format/arrow-schema';
-import { emptyTable, gatherRows, singleBatch } from '../format/columns';
-import { makeColumn, tableFromColumns } from '../format/column-layout';
-import type { DataFileMeta, ManifestEntry } from '../manifest/types';
-import { radixSortWords } from '../mergetree/radix-sort';
-import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types';
-import { mergeBuckets, readEntry } from '../table/read';
-import type { Table } from '../table/table';
+import { physicalArrowSchema } from '../format/arrow-schema.js';
+import { emptyTable, gatherRows, singleBatch } from '../format/columns.js';
+import { makeColumn, tableFromColumns } from '../format/column-layout.js';
+import type { DataFileMeta, ManifestEntry } from '../manifest/types.js';
+import { radixSortWords } from '../mergetree/radix-sort.js';
+import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
+import { mergeBuckets, readEntry } from '../table/read.js';
+import type { Table } from '../table/table.js';
 
 /**
  * `full`: the merged state of the bucket at the snapshot, every row +I (a stream's first plan).

@@ -16,8 +16,8 @@ import {
   type BatchResultErrorEntry,
   type Message,
 } from '@aws-sdk/client-sqs';
-import { InvalidArgumentError, VarveError } from '../errors';
-import { MAX_QUEUE_ID_LENGTH, type QueueDepth, type QueueMessage, type ReceiveOptions, type SendRequest, type SendResult, type SplitQueue } from './split-queue';
+import { InvalidArgumentError, VarveError } from '../errors.js';
+import { MAX_QUEUE_ID_LENGTH, type QueueDepth, type QueueMessage, type ReceiveOptions, type SendRequest, type SendResult, type SplitQueue } from './split-queue.js';
 
 /** SQS's limit on the entries of one batch call. */
 export const SQS_MAX_BATCH = 10;

@@ -5,11 +5,11 @@
  * next snapshot has expired (`scan.on-expired`, beyond Paimon). Taken from the table's options,
  * overridden per stream (Paimon's dynamic options: the CLI's `--from`, a runtime's consumer).
  */
-import { OptionError } from '../errors';
-import type { ScanMode } from '../schema/options';
-import type { Table } from '../table/table';
+import { OptionError } from '../errors.js';
+import type { ScanMode } from '../schema/options.js';
+import type { Table } from '../table/table.js';
 
-export type { ScanMode } from '../schema/options';
+export type { ScanMode } from '../schema/options.js';
 
 /** `fail` (default): an expired start or next snapshot is a SnapshotExpiredError; `skip-to-earliest` accepts the gap. */
 export type OnExpired = 'fail' | 'skip-to-earliest';

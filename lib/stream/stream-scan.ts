@@ -6,14 +6,14 @@
  * from those. beyond Paimon: a start or next snapshot that has expired is a SnapshotExpiredError
  * naming the lost range, unless `scan.on-expired = skip-to-earliest`.
  */
-import { SnapshotExpiredError } from '../errors';
-import type { Snapshot } from '../manifest/types';
-import { readChangelogFiles, readDeltaEntries, readLiveFiles } from '../manifest/scan';
-import { readTag } from '../snapshot/tags';
-import type { Table } from '../table/table';
-import { readConsumer } from './consumer';
-import { splitsOf, type Split } from './split';
-import { resolveStreamOptions, type ResolvedStreamOptions, type StreamOptions } from './stream-options';
+import { SnapshotExpiredError } from '../errors.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import { readChangelogFiles, readDeltaEntries, readLiveFiles } from '../manifest/scan.js';
+import { readTag } from '../snapshot/tags.js';
+import type { Table } from '../table/table.js';
+import { readConsumer } from '../snapshot/consumer.js';
+import { splitsOf, type Split } from './split.js';
+import { resolveStreamOptions, type ResolvedStreamOptions, type StreamOptions } from './stream-options.js';
 
 /** Where a stream starts: the full state of `snapshotId` (then its successors), or the changes of `snapshotId` onwards. */
 export interface StreamStart {

@@ -5,14 +5,14 @@
  * changelog files the commits produced, in commit order.
  */
 import type * as arrow from 'apache-arrow';
-import { InvalidArgumentError } from '../errors';
-import { concatTables, emptyTable } from '../format/columns';
-import { physicalArrowSchema } from '../format/arrow-schema';
-import { readChangelogFiles, readDeltaEntries } from '../manifest/scan';
-import type { ManifestEntry } from '../manifest/types';
-import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types';
-import { mergeBuckets, readEntry, readTable } from './read';
-import type { Table } from './table';
+import { InvalidArgumentError } from '../errors.js';
+import { concatTables, emptyTable } from '../format/columns.js';
+import { physicalArrowSchema } from '../format/arrow-schema.js';
+import { readChangelogFiles, readDeltaEntries } from '../manifest/scan.js';
+import type { ManifestEntry } from '../manifest/types.js';
+import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
+import { mergeBuckets, readEntry, readTable } from './read.js';
+import type { Table } from './table.js';
 
 export type IncrementalMode = 'delta' | 'changelog';
 

@@ -3,7 +3,7 @@
  * (discovery right after each commit) instead of polling. On AWS the same role is played by the
  * EventBridge event the commit function publishes.
  */
-import type { Snapshot } from '../manifest/types';
+import type { Snapshot } from '../snapshot/snapshot.js';
 
 export interface CommitEvent {
   /** Warehouse URI of the table's store. */

@@ -1,6 +1,6 @@
 /** Commit-loop settings of a table, from its options (`commit.*`, `manifest.*`). */
-import type { CommitOptions } from '../snapshot/commit';
-import type { Table } from './table';
+import type { CommitOptions } from '../snapshot/commit.js';
+import type { Table } from './table.js';
 
 /** The CommitOptions a table's commits run with. */
 export function commitOptionsFor(table: Table, overrides: Partial<CommitOptions> = {}): CommitOptions {

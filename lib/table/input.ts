@@ -4,12 +4,12 @@
  * Used by the CLI's `write`/`delete` and by the ingest function.
  */
 import { parse as parseCsv } from 'csv-parse/sync';
-import { RecordValidationError } from '../errors';
-import { fromArrowType } from '../format/arrow-schema';
-import { tableToRows } from '../format/columns';
-import { readDataFile } from '../format/data-file';
-import { coerceText, toJsonValue, validateRecord } from '../schema/values';
-import { ROW_KIND_NAMES, RowKind, type DataField, type Row, type RowKindByte, type TableSchema } from '../schema/types';
+import { RecordValidationError } from '../errors.js';
+import { fromArrowType } from '../format/arrow-schema.js';
+import { tableToRows } from '../format/columns.js';
+import { readDataFile } from '../format/data-file.js';
+import { coerceText, toJsonValue, validateRecord } from '../schema/values.js';
+import { ROW_KIND_NAMES, RowKind, type DataField, type Row, type RowKindByte, type TableSchema } from '../schema/types.js';
 
 export type InputFormat = 'jsonl' | 'csv' | 'parquet';
 

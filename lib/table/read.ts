@@ -4,23 +4,24 @@
  * merge engine. Partition pruning from the manifests, key-range pruning from file statistics.
  */
 import * as arrow from 'apache-arrow';
-import { InvalidArgumentError, ObjectNotFoundError, SnapshotExpiredError } from '../errors';
-import { runLimited } from '../concurrency';
-import { concatTables, emptyTable, tableToRows, takeRows } from '../format/columns';
-import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema';
-import { readDataFile } from '../format/data-file';
-import type { JsonValue, ManifestEntry } from '../manifest/types';
-import { readLiveFiles } from '../manifest/scan';
-import { intervalPartition } from '../mergetree/interval-partition';
-import { mergeEngineFor } from '../mergetree/merge-function';
-import { mergeConfigFromOptions } from '../mergetree/merge-config';
-import { mergeSortedRuns } from '../mergetree/sort-merge-reader';
-import { parsePartitionPath } from '../schema/partition';
-import { toJsonValue } from '../schema/values';
-import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types';
-import { dataFileKey } from './paths';
-import type { Table } from './table';
-import { resolveSnapshot, type SnapshotSpec } from './time-travel';
+import { InvalidArgumentError, ObjectNotFoundError, SnapshotExpiredError } from '../errors.js';
+import { runLimited } from '../concurrency.js';
+import { concatTables, emptyTable, tableToRows, takeRows } from '../format/columns.js';
+import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema.js';
+import { readDataFile } from '../format/data-file.js';
+import type { ManifestEntry } from '../manifest/types.js';
+import type { JsonValue } from '../schema/value-codec.js';
+import { readLiveFiles } from '../manifest/scan.js';
+import { intervalPartition } from '../mergetree/interval-partition.js';
+import { mergeEngineFor } from '../mergetree/merge-function.js';
+import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
+import { mergeSortedRuns } from '../mergetree/sort-merge-reader.js';
+import { parsePartitionPath } from '../schema/partition.js';
+import { toJsonValue } from '../schema/values.js';
+import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
+import { dataFileKey } from './paths.js';
+import type { Table } from './table.js';
+import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
 
 export interface ReadOptions extends SnapshotSpec {
   /** Columns to return, in this order (default: all). */

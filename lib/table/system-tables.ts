@@ -2,19 +2,19 @@
  * System tables: metadata of a table as records (Paimon's `$snapshots`, `$files`, `$manifests`,
  * `$schemas`, `$options`, `$tags`, `$buckets`, `$consumers`), with Paimon's column names.
  */
-import { InvalidArgumentError } from '../errors';
-import { runLimited } from '../concurrency';
-import { readLiveFiles } from '../manifest/scan';
-import { readManifestList } from '../manifest/manifest-list';
-import type { Snapshot } from '../manifest/types';
-import { Levels } from '../mergetree/levels';
-import { formatType } from '../schema/parse';
-import { listSchemaIds, readSchema } from '../schema/schema-manager';
-import { listTags } from '../snapshot/tags';
-import { listConsumers } from '../stream/consumer';
-import { dataFileKey } from './paths';
-import type { Table } from './table';
-import { resolveSnapshot, type SnapshotSpec } from './time-travel';
+import { InvalidArgumentError } from '../errors.js';
+import { runLimited } from '../concurrency.js';
+import { readLiveFiles } from '../manifest/scan.js';
+import { readManifestList } from '../manifest/manifest-list.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import { Levels } from '../mergetree/levels.js';
+import { formatType } from '../schema/parse.js';
+import { listSchemaIds, readSchema } from '../schema/schema-manager.js';
+import { listTags } from '../snapshot/tags.js';
+import { listConsumers } from '../snapshot/consumer.js';
+import { dataFileKey } from './paths.js';
+import type { Table } from './table.js';
+import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
 
 /** A cell of a system table record. */
 export type DisplayValue = string | number | boolean | null;

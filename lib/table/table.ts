@@ -3,16 +3,18 @@
  * for writing (TableWriter), batch reads with time travel, the audit log and system tables.
  */
 import type * as arrow from 'apache-arrow';
-import { TableOptions } from '../schema/options';
-import { compareKeyTuples, fromJsonValue } from '../schema/values';
-import type { DataField, DataType, Row, TableSchema, Value } from '../schema/types';
-import type { JsonValue, Snapshot } from '../manifest/types';
-import type { ObjectStore } from '../store/object-store';
-import { LruManifestCache } from '../manifest/manifest-file';
-import { SnapshotManager } from '../snapshot/snapshot-manager';
-import { readTable, type ReadOptions } from './read';
-import { TableWriter, type CommitResult, type WriterOptions } from './writer';
-import { resolveSnapshot, type SnapshotSpec } from './time-travel';
+import { TableOptions } from '../schema/options.js';
+import { compareKeyTuples, fromJsonValue } from '../schema/values.js';
+import type { DataField, DataType, Row, TableSchema, Value } from '../schema/types.js';
+import type { JsonValue } from '../schema/value-codec.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import type { ObjectStore } from '../store/object-store.js';
+import { LruManifestCache } from '../manifest/manifest-file.js';
+import { SnapshotManager } from '../snapshot/snapshot-manager.js';
+import { readTable, type ReadOptions } from './read.js';
+import { TableWriter, type CommitResult, type WriterOptions } from './writer.js';
+import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
+import { NO_COMMIT_HOOKS, type AppendCommitHooks } from './commit-hooks.js';
 
 export class Table {
   readonly options: TableOptions;
@@ -37,6 +39,8 @@ export class Table {
     /** Folder of the table in the warehouse. */
     readonly path: string,
     readonly schema: TableSchema,
+    /** Work around APPEND commits (the catalogs pass inline compaction). */
+    readonly commitHooks: AppendCommitHooks = NO_COMMIT_HOOKS,
   ) {
     this.options = new TableOptions(schema.options, schema.fields);
     this.snapshots = new SnapshotManager(store, path);

@@ -2,10 +2,10 @@
  * Resolves what a read asks for — a snapshot id, a point in time or a tag — to one snapshot. A
  * snapshot that does not exist or has expired is a clear error naming the available range.
  */
-import { InvalidArgumentError, SnapshotNotFoundError, TagError } from '../errors';
-import type { Snapshot } from '../manifest/types';
-import { readTag } from '../snapshot/tags';
-import type { Table } from './table';
+import { InvalidArgumentError, SnapshotNotFoundError, TagError } from '../errors.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import { readTag } from '../snapshot/tags.js';
+import type { Table } from './table.js';
 
 export interface SnapshotSpec {
   snapshotId?: number;

@@ -5,23 +5,22 @@
  */
 import { randomUUID } from 'node:crypto';
 import type * as arrow from 'apache-arrow';
-import { InvalidArgumentError } from '../errors';
-import { runLimited } from '../concurrency';
-import { singleBatch, tableToRows, takeRows } from '../format/columns';
-import { writeDataFile } from '../format/data-file';
-import type { DataFileMeta, Snapshot } from '../manifest/types';
-import { afterAppendCommit, beforeAppendCommit } from '../maintenance/compact-trigger';
-import { WriteBuffer } from '../mergetree/write-buffer';
-import { mergeConfigFromOptions } from '../mergetree/merge-config';
-import { bucketOf } from '../schema/bucket';
-import { partitionPath } from '../schema/partition';
-import { toJsonValue } from '../schema/values';
-import { KIND_COLUMN, RowKind, SEQUENCE_COLUMN, type DataField, type DataType, type Row, type Value } from '../schema/types';
-import { commit, type CommitBatch, type FileChange } from '../snapshot/commit';
-import { commitOptionsFor } from './commit-options';
-import { publishCommit } from './commit-events';
-import { dataFileKey } from './paths';
-import type { Table } from './table';
+import { InvalidArgumentError } from '../errors.js';
+import { runLimited } from '../concurrency.js';
+import { singleBatch, takeRows } from '../format/columns.js';
+import { writeDataFile } from '../format/data-file.js';
+import { fileMetaOf } from '../mergetree/file-meta.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import { WriteBuffer } from '../mergetree/write-buffer.js';
+import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
+import { bucketOf } from '../schema/bucket.js';
+import { partitionPath } from '../schema/partition.js';
+import { RowKind, type DataField, type DataType, type Row, type Value } from '../schema/types.js';
+import { commit, type CommitBatch, type FileChange } from '../snapshot/commit.js';
+import { commitOptionsFor } from './commit-options.js';
+import { publishCommit } from './commit-events.js';
+import { dataFileKey } from './paths.js';
+import type { Table } from './table.js';
 
 export interface WriterOptions {
   /** Stable identity of this writer across retries; idempotence is per (commitUser, commitIdentifier). */
@@ -197,7 +196,7 @@ export class TableWriter {
     const rows = this.rows;
     // Buckets this commit writes to: rows still buffered, or already flushed to pending files.
     const touched = [...this.buckets.values()].filter((bw) => bw.buffer.size > 0 || this.pendingData.some((f) => f.partition === bw.partition && f.bucket === bw.bucket));
-    await beforeAppendCommit(this.table, touched);
+    await this.table.commitHooks.beforeAppendCommit(this.table, touched);
     const batch = await this.prepareCommit();
     this.rows = 0;
     const files = batch.newFiles.length;
@@ -217,7 +216,7 @@ export class TableWriter {
     if (!result.alreadyCommitted) {
       publishCommit({ warehouse: this.table.store.uri, table: this.table.name, snapshot: result.snapshot });
       try {
-        await afterAppendCommit(this.table, result.snapshot, touched);
+        await this.table.commitHooks.afterAppendCommit(this.table, result.snapshot, touched);
       } catch (e) {
         // The data has landed: a compaction that fails afterwards must not make the write look
         // failed (a retry would be a no-op anyway). It is reported, and the next write or the
@@ -284,52 +283,6 @@ export class TableWriter {
       file: fileMetaOf(t.keyFields, data, { fileName, fileSize: bytes.byteLength, schemaId: t.schema.id, level: 0, source: 'APPEND' }),
     };
   }
-}
-
-/** Metadata of a key-sorted data table about to be (or just) written as a file. */
-export function fileMetaOf(
-  keyFields: DataField[],
-  data: arrow.Table,
-  f: { fileName: string; fileSize: number; schemaId: number; level: number; source: 'APPEND' | 'COMPACT'; sequenceBase?: number },
-): DataFileMeta {
-  const n = data.numRows;
-  const first = tableToRows(data.slice(0, 1), keyFields)[0];
-  const last = tableToRows(data.slice(n - 1, n), keyFields)[0];
-  let minSeq = Number.MAX_SAFE_INTEGER;
-  let maxSeq = -1;
-  let deletes = 0;
-  for (const chunk of data.getChild(SEQUENCE_COLUMN)!.data) {
-    const values = chunk.values as BigInt64Array;
-    for (let i = 0; i < chunk.length; i++) {
-      // Arrow has already applied the slice offset to `values`.
-      const v = Number(values[i]);
-      if (v < minSeq) minSeq = v;
-      if (v > maxSeq) maxSeq = v;
-    }
-  }
-  for (const chunk of data.getChild(KIND_COLUMN)!.data) {
-    const values = chunk.values as Int8Array;
-    for (let i = 0; i < chunk.length; i++) {
-      const k = values[i];
-      if (k === RowKind.UPDATE_BEFORE || k === RowKind.DELETE) deletes++;
-    }
-  }
-  const base = f.sequenceBase ?? 0;
-  return {
-    fileName: f.fileName,
-    fileSize: f.fileSize,
-    rowCount: n,
-    minKey: keyFields.map((k) => toJsonValue(k.type, first[k.name])),
-    maxKey: keyFields.map((k) => toJsonValue(k.type, last[k.name])),
-    sequenceBase: base,
-    minSequenceNumber: minSeq + base,
-    maxSequenceNumber: maxSeq + base,
-    schemaId: f.schemaId,
-    level: f.level,
-    creationTime: Date.now(),
-    deleteRowCount: deletes,
-    fileSource: f.source,
-  };
 }
 
 /** The JS value (lib/schema/types.ts) of an Arrow cell of a routing column. */

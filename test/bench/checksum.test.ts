@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { BenchCheckError, addChecksums, assertChecksum, expectedChecksum, tableChecksum } from '../../bench/lib/checksum';
-import { makeRows, range, sampleKeys, shuffled } from '../../bench/lib/data';
-import { concatTables } from '../../lib/format/columns';
+import { BenchCheckError, addChecksums, assertChecksum, expectedChecksum, tableChecksum } from '../../bench/lib/checksum.js';
+import { makeRows, range, sampleKeys, shuffled } from '../../bench/lib/data.js';
+import { concatTables } from '../../lib/format/columns.js';
 
 describe('benchmark checksums', () => {
   it('computes the same checksum from Arrow buffers as from the generator', () => {

@@ -2,10 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { expectedChecksum, tableChecksum } from '../../bench/lib/checksum';
-import { range, sampleKeys } from '../../bench/lib/data';
-import { duckChecksum, mergeQuery, openDuckDB } from '../../bench/lib/duckdb';
-import { createBenchTable, liveFiles, writeVersion } from '../../bench/lib/tables';
+import { expectedChecksum, tableChecksum } from '../../bench/lib/checksum.js';
+import { range, sampleKeys } from '../../bench/lib/data.js';
+import { duckChecksum, mergeQuery, openDuckDB } from '../../bench/lib/duckdb.js';
+import { createBenchTable, liveFiles, writeVersion } from '../../bench/lib/tables.js';
 
 describe('DuckDB merge query over a table\'s files', () => {
   let dir: string | undefined;

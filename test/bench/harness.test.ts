@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BenchCheckError } from '../../bench/lib/checksum';
-import { compare, quantile, ratioOf, statsOf } from '../../bench/lib/harness';
+import { BenchCheckError } from '../../bench/lib/checksum.js';
+import { compare, quantile, ratioOf, statsOf } from '../../bench/lib/harness.js';
 
 describe('benchmark harness', () => {
   it('summarises samples with median, extremes and quartiles', () => {

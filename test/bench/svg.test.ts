@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lineChart, niceTicks } from '../../bench/lib/svg';
+import { lineChart, niceTicks } from '../../bench/lib/svg.js';
 
 describe('benchmark charts', () => {
   it('picks round ticks covering the range', () => {

@@ -6,14 +6,14 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { DynamoCatalog } from '../../lib/catalog/dynamo-catalog';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog';
-import { openCatalog } from '../../lib/catalog/open-catalog';
-import { CorruptMetadataError, TableAlreadyExistsError, TableNotFoundError } from '../../lib/errors';
-import { parseSchemaText } from '../../lib/schema/parse';
-import { S3Store } from '../../lib/store/s3-store';
-import { awsAvailable, freshBucket } from '../helpers/aws';
-import { createCatalogTable } from '../functions/harness';
+import { DynamoCatalog } from '../../lib/catalog/dynamo-catalog.js';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { openCatalog } from '../../lib/catalog/open-catalog.js';
+import { CorruptMetadataError, TableAlreadyExistsError, TableNotFoundError } from '../../lib/errors.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { S3Store } from '../../lib/store/s3-store.js';
+import { awsAvailable, freshBucket } from '../helpers/aws.js';
+import { createCatalogTable } from '../functions/harness.js';
 
 /** A fresh S3 warehouse and catalog table. */
 async function fresh(): Promise<{ catalog: DynamoCatalog; store: S3Store; tableName: string; warehouse: string }> {

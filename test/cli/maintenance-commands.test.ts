@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog';
-import { formatCompactionSummary, registerMaintenanceCommands } from '../../lib/cli/maintenance-commands';
-import { parseSchemaText } from '../../lib/schema/parse';
-import { openStore } from '../../lib/store/open-store';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { formatCompactionSummary, registerMaintenanceCommands } from '../../lib/cli/maintenance-commands.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { openStore } from '../../lib/store/open-store.js';
 
 let warehouse: string;
 

@@ -5,9 +5,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../../lib/cli/main';
-import { parseFrom } from '../../lib/cli/stream-commands';
-import { InvalidArgumentError } from '../../lib/errors';
+import { runCli } from '../../lib/cli/main.js';
+import { parseFrom } from '../../lib/cli/stream-commands.js';
+import { InvalidArgumentError } from '../../lib/errors.js';
 
 let dir: string;
 

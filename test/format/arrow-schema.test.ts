@@ -1,6 +1,6 @@
 import * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { SchemaMismatchError } from '../../lib/errors';
+import { SchemaMismatchError } from '../../lib/errors.js';
 import {
   arrowFieldId,
   arrowTypesEqual,
@@ -8,9 +8,9 @@ import {
   physicalArrowSchema,
   tableArrowSchema,
   toArrowType,
-} from '../../lib/format/arrow-schema';
-import type { DataType, TableSchema } from '../../lib/schema/types';
-import { allTypeFields, field } from './fixtures';
+} from '../../lib/format/arrow-schema.js';
+import type { DataType, TableSchema } from '../../lib/schema/types.js';
+import { allTypeFields, field } from './fixtures.js';
 
 function tableSchema(): TableSchema {
   return {

@@ -1,7 +1,7 @@
 import * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError, SchemaMismatchError } from '../../lib/errors';
-import { arrowTypesEqual, KIND_FIELD, physicalArrowSchemaOf, SEQUENCE_FIELD, toArrowField } from '../../lib/format/arrow-schema';
+import { InvalidArgumentError, SchemaMismatchError } from '../../lib/errors.js';
+import { arrowTypesEqual, KIND_FIELD, physicalArrowSchemaOf, SEQUENCE_FIELD, toArrowField } from '../../lib/format/arrow-schema.js';
 import {
   concatTables,
   emptyTable,
@@ -11,10 +11,10 @@ import {
   sliceTable,
   tableToRows,
   takeRows,
-} from '../../lib/format/columns';
-import type { Row } from '../../lib/schema/types';
-import { rng, testSeed } from '../helpers/random';
-import { allTypeFields, edgeRows, field, randomRows } from './fixtures';
+} from '../../lib/format/columns.js';
+import type { Row } from '../../lib/schema/types.js';
+import { rng, testSeed } from '../helpers/random.js';
+import { allTypeFields, edgeRows, field, randomRows } from './fixtures.js';
 
 const FIELDS = allTypeFields();
 const WITH_SYSTEM = [...FIELDS, SEQUENCE_FIELD, KIND_FIELD];

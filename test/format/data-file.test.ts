@@ -1,14 +1,14 @@
 import * as arrow from 'apache-arrow';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { describe, expect, it, vi } from 'vitest';
-import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError, SchemaMismatchError, StoreUnavailableError } from '../../lib/errors';
-import { arrowTypesEqual, KIND_FIELD, physicalArrowSchemaOf, SEQUENCE_FIELD } from '../../lib/format/arrow-schema';
-import { emptyTable, rowsToTable, tableToRows } from '../../lib/format/columns';
-import { FOOTER_FETCH_BYTES, readDataFile, readDataFileMetadata, writeDataFile } from '../../lib/format/data-file';
-import type { DataField, Row } from '../../lib/schema/types';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { rng, testSeed } from '../helpers/random';
-import { allTypeFields, edgeRows, field, randomRows } from './fixtures';
+import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError, SchemaMismatchError, StoreUnavailableError } from '../../lib/errors.js';
+import { arrowTypesEqual, KIND_FIELD, physicalArrowSchemaOf, SEQUENCE_FIELD } from '../../lib/format/arrow-schema.js';
+import { emptyTable, rowsToTable, tableToRows } from '../../lib/format/columns.js';
+import { FOOTER_FETCH_BYTES, readDataFile, readDataFileMetadata, writeDataFile } from '../../lib/format/data-file.js';
+import type { DataField, Row } from '../../lib/schema/types.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { rng, testSeed } from '../helpers/random.js';
+import { allTypeFields, edgeRows, field, randomRows } from './fixtures.js';
 
 const FIELDS = allTypeFields();
 const WITH_SYSTEM = [...FIELDS, SEQUENCE_FIELD, KIND_FIELD];

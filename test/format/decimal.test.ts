@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { SchemaMismatchError } from '../../lib/errors';
-import { readDecimal, writeDecimal } from '../../lib/format/decimal';
-import { rng, testSeed } from '../helpers/random';
+import { SchemaMismatchError } from '../../lib/errors.js';
+import { readDecimal, writeDecimal } from '../../lib/format/decimal.js';
+import { rng, testSeed } from '../helpers/random.js';
 
 /** The unscaled value a canonical text stands for, by BigInt arithmetic (the reference). */
 function unscaled(text: string, scale: number): bigint {

@@ -1,6 +1,6 @@
 /** Small factories for the lib/format tests: a field of every type, edge-value rows, random rows. */
-import type { DataField, DataType, Row, TypeRoot } from '../../lib/schema/types';
-import type { Rng } from '../helpers/random';
+import type { DataField, DataType, Row, TypeRoot } from '../../lib/schema/types.js';
+import type { Rng } from '../helpers/random.js';
 
 /** A DataField with id `id`. */
 export function field(id: number, name: string, root: TypeRoot, extra: Partial<DataType> = {}): DataField {

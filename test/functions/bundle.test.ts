@@ -5,11 +5,11 @@
  * handlers emit are the ones the CDK constructs and alarms expect.
  */
 import { describe, expect, it } from 'vitest';
-import { VARVE_METRICS } from '../../infra/alarms';
-import { SNAPSHOT_COMMITTED as INFRA_SNAPSHOT_COMMITTED } from '../../infra/stream-consumer';
-import { SNAPSHOT_COMMITTED } from '../../functions/shared/commit-events';
-import { METRIC } from '../../functions/shared/observability';
-import { bundleFunction, functionNames, loadBundle, MAX_ZIPPED_BYTES } from '../../scripts/bundle-size';
+import { VARVE_METRICS } from '../../infra/alarms.js';
+import { SNAPSHOT_COMMITTED as INFRA_SNAPSHOT_COMMITTED } from '../../infra/stream-consumer.js';
+import { SNAPSHOT_COMMITTED } from '../../functions/shared/commit-events.js';
+import { METRIC } from '../../functions/shared/observability.js';
+import { bundleFunction, functionNames, loadBundle, MAX_ZIPPED_BYTES } from '../../scripts/bundle-size.js';
 
 describe('the Lambda bundles', () => {
   it('cover the six handlers the constructs deploy', () => {

@@ -6,12 +6,12 @@
 import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse } from 'aws-lambda';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createCommitHandler } from '../../functions/commit';
-import { createIngestHandler } from '../../functions/ingest';
-import type { SnapshotCommittedDetail } from '../../functions/shared/commit-events';
-import { BATCHES_PROPERTY } from '../../functions/shared/recent-batches';
-import type { Table } from '../../lib/table/table';
-import { awsAvailable } from '../helpers/aws';
+import { createCommitHandler } from '../../functions/commit.js';
+import { createIngestHandler } from '../../functions/ingest.js';
+import type { SnapshotCommittedDetail } from '../../functions/shared/commit-events.js';
+import { BATCHES_PROPERTY } from '../../functions/shared/recent-batches.js';
+import type { Table } from '../../lib/table/table.js';
+import { awsAvailable } from '../helpers/aws.js';
 import {
   captureMetrics,
   createOrders,
@@ -25,7 +25,7 @@ import {
   sqsEventOf,
   takeEvents,
   type Deployment,
-} from './harness';
+} from './harness.js';
 
 /** Sorted `id:status` of the table's latest state. */
 async function rowsOf(table: Table): Promise<string[]> {

@@ -5,12 +5,12 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse } from 'aws-lambda';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createCompactHandler } from '../../functions/compact';
-import { createIngestHandler } from '../../functions/ingest';
-import type { SnapshotCommittedDetail } from '../../functions/shared/commit-events';
-import type { Table } from '../../lib/table/table';
-import { awsAvailable } from '../helpers/aws';
-import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, receive, reopen, sqs, sqsEventOf, takeEvents, type Deployment } from './harness';
+import { createCompactHandler } from '../../functions/compact.js';
+import { createIngestHandler } from '../../functions/ingest.js';
+import type { SnapshotCommittedDetail } from '../../functions/shared/commit-events.js';
+import type { Table } from '../../lib/table/table.js';
+import { awsAvailable } from '../helpers/aws.js';
+import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, receive, reopen, sqs, sqsEventOf, takeEvents, type Deployment } from './harness.js';
 
 /** Sorted `id:status` of the table's latest state. */
 async function rowsOf(table: Table): Promise<string[]> {

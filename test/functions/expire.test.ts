@@ -6,14 +6,14 @@
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { SQSBatchResponse } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createDiscoverHandler } from '../../functions/discover';
-import { createExpireHandler } from '../../functions/expire';
-import { createIngestHandler } from '../../functions/ingest';
-import { readConsumer } from '../../lib/stream/consumer';
-import { createStreamHandler } from '../../lib/stream/handler';
-import type { Change } from '../../lib/stream/sinks';
-import { awsAvailable } from '../helpers/aws';
-import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, reopen, scheduledEvent, sqsEventOf, type Deployment } from './harness';
+import { createDiscoverHandler } from '../../functions/discover.js';
+import { createExpireHandler } from '../../functions/expire.js';
+import { createIngestHandler } from '../../functions/ingest.js';
+import { readConsumer } from '../../lib/snapshot/consumer.js';
+import { createStreamHandler } from '../../functions/shared/stream-handler.js';
+import type { Change } from '../../lib/stream/sinks.js';
+import { awsAvailable } from '../helpers/aws.js';
+import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, reopen, scheduledEvent, sqsEventOf, type Deployment } from './harness.js';
 
 /** Commits `ids` rounds in direct mode: round r upserts key r. */
 async function commitRounds(d: Deployment, rounds: number[]): Promise<void> {

@@ -18,10 +18,10 @@ import {
   type Message,
 } from '@aws-sdk/client-sqs';
 import type { EventBridgeEvent, S3ObjectCreatedNotificationEvent, ScheduledEvent, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { openCatalog } from '../../lib/catalog/open-catalog';
-import { parseSchemaText } from '../../lib/schema/parse';
-import type { Table } from '../../lib/table/table';
-import { freshBucket } from '../helpers/aws';
+import { openCatalog } from '../../lib/catalog/open-catalog.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import type { Table } from '../../lib/table/table.js';
+import { freshBucket } from '../helpers/aws.js';
 
 export const sqs = new SQSClient({});
 export const dynamo = new DynamoDBClient({});

@@ -7,13 +7,13 @@ import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import * as arrow from 'apache-arrow';
 import { Table as WasmTable, writeParquet } from 'parquet-wasm';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createIngestHandler, type IngestFileResult } from '../../functions/ingest';
-import type { RejectMessage } from '../../functions/shared/rejects';
+import { createIngestHandler, type IngestFileResult } from '../../functions/ingest.js';
+import type { RejectMessage } from '../../functions/shared/rejects.js';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { readLiveFiles } from '../../lib/manifest/scan';
-import { listAll } from '../../lib/store/object-store';
-import type { Table } from '../../lib/table/table';
-import { awsAvailable } from '../helpers/aws';
+import { readLiveFiles } from '../../lib/manifest/scan.js';
+import { listAll } from '../../lib/store/object-store.js';
+import type { Table } from '../../lib/table/table.js';
+import { awsAvailable } from '../helpers/aws.js';
 import {
   captureMetrics,
   createOrders,
@@ -26,7 +26,7 @@ import {
   sqsEventOf,
   takeAll,
   type Deployment,
-} from './harness';
+} from './harness.js';
 
 const s3 = new S3Client({ forcePathStyle: true });
 

@@ -6,16 +6,16 @@
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createCommitHandler } from '../../functions/commit';
-import { createDiscoverHandler } from '../../functions/discover';
-import { createIngestHandler } from '../../functions/ingest';
-import { createReadHandler } from '../../functions/read';
-import type { SnapshotCommittedDetail } from '../../functions/shared/commit-events';
-import type { RowChangedDetail } from '../../functions/shared/sinks';
-import { readConsumer } from '../../lib/stream/consumer';
-import { createStreamHandler } from '../../lib/stream/handler';
-import type { Change } from '../../lib/stream/sinks';
-import { awsAvailable } from '../helpers/aws';
+import { createCommitHandler } from '../../functions/commit.js';
+import { createDiscoverHandler } from '../../functions/discover.js';
+import { createIngestHandler } from '../../functions/ingest.js';
+import { createReadHandler } from '../../functions/read.js';
+import type { SnapshotCommittedDetail } from '../../functions/shared/commit-events.js';
+import type { RowChangedDetail } from '../../functions/shared/sinks.js';
+import { readConsumer } from '../../lib/snapshot/consumer.js';
+import { createStreamHandler } from '../../functions/shared/stream-handler.js';
+import type { Change } from '../../lib/stream/sinks.js';
+import { awsAvailable } from '../helpers/aws.js';
 import {
   captureMetrics,
   createOrders,
@@ -30,7 +30,7 @@ import {
   uniqueName,
   createQueue,
   type Deployment,
-} from './harness';
+} from './harness.js';
 
 /** One order record as a producer sends it. */
 function order(id: number, status: string, amount: number, kind?: '-D'): Record<string, unknown> {

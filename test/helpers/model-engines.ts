@@ -1,5 +1,5 @@
 /** In-memory models of merge engines, for the randomized model tests of tables and compaction. */
-import { RowKind } from '../../lib/schema/types';
+import { RowKind } from '../../lib/schema/types.js';
 
 /** The model's state: key → latest merged value of columns `v` (BIGINT) and `s` (STRING). */
 export type ModelState = Map<string, { v: bigint | null; s: string | null }>;

@@ -3,11 +3,11 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
-import { VarveAlarms, type VarveAlarmThresholds } from '../../infra/alarms';
-import { StreamConsumer } from '../../infra/stream-consumer';
-import { VarveTable } from '../../infra/table';
-import { Warehouse } from '../../infra/warehouse';
-import { logicalId, resourcesOf, testStack, type Resource } from './template';
+import { VarveAlarms, type VarveAlarmThresholds } from '../../infra/alarms.js';
+import { StreamConsumer } from '../../infra/stream-consumer.js';
+import { VarveTable } from '../../infra/table.js';
+import { Warehouse } from '../../infra/warehouse.js';
+import { logicalId, resourcesOf, testStack, type Resource } from './template.js';
 
 const SINK = fileURLToPath(new URL('./fixtures/sink.ts', import.meta.url));
 

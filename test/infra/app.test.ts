@@ -5,9 +5,9 @@ import { App, Token } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { afterEach, describe, expect, it } from 'vitest';
-import { VarveExampleStack } from '../../infra/example-stack';
-import { addVarveNagChecks } from '../../infra/nag';
-import { cdkJsonContext, resourcesOf } from './template';
+import { VarveExampleStack } from '../../infra/example-stack.js';
+import { addVarveNagChecks } from '../../infra/nag.js';
+import { cdkJsonContext, resourcesOf } from './template.js';
 
 interface Violation {
   ruleName: string;

@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { App, Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { createVarveFunction, handlerEntry, PROJECT_ROOT } from '../../infra/lambda';
-import { cdkJsonContext, logicalId, resourcesOf, testStack } from './template';
+import { createVarveFunction, handlerEntry, PROJECT_ROOT } from '../../infra/lambda.js';
+import { cdkJsonContext, logicalId, resourcesOf, testStack } from './template.js';
 
 const WASM_HANDLER = fileURLToPath(new URL('./fixtures/wasm-handler.ts', import.meta.url));
 

@@ -3,10 +3,10 @@ import { Duration } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../../lib/errors';
-import { StreamConsumer, type StreamConsumerProps } from '../../infra/stream-consumer';
-import { VarveTable } from '../../infra/table';
-import { Warehouse } from '../../infra/warehouse';
+import { InvalidArgumentError } from '../../lib/errors.js';
+import { StreamConsumer, type StreamConsumerProps } from '../../infra/stream-consumer.js';
+import { VarveTable } from '../../infra/table.js';
+import { Warehouse } from '../../infra/warehouse.js';
 import {
   envOf,
   functionStatements,
@@ -17,7 +17,7 @@ import {
   resourceList,
   resourcesOf,
   testStack,
-} from './template';
+} from './template.js';
 
 const USER_SINK = fileURLToPath(new URL('./fixtures/sink.ts', import.meta.url));
 

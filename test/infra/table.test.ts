@@ -1,9 +1,9 @@
 import { Duration, Size } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../../lib/errors';
-import { VarveTable, type VarveTableProps } from '../../infra/table';
-import { Warehouse } from '../../infra/warehouse';
+import { InvalidArgumentError } from '../../lib/errors.js';
+import { VarveTable, type VarveTableProps } from '../../infra/table.js';
+import { Warehouse } from '../../infra/warehouse.js';
 import {
   actionsOf,
   allIdentityStatements,
@@ -16,7 +16,7 @@ import {
   resourcesOf,
   testStack,
   type Statement,
-} from './template';
+} from './template.js';
 
 function synth(props: Partial<VarveTableProps> = {}) {
   const stack = testStack();

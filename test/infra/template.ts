@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { App, Stack, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
-import { PROJECT_ROOT } from '../../infra/lambda';
+import { PROJECT_ROOT } from '../../infra/lambda.js';
 
 /** The feature flags and varve context of cdk.json, so tests synthesise what `cdk synth` does. */
 export function cdkJsonContext(): Record<string, unknown> {

@@ -2,9 +2,9 @@ import { RemovalPolicy } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { Bucket } from 'aws-cdk-lib/aws-s3';
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../../lib/errors';
-import { Warehouse } from '../../infra/warehouse';
-import { iamPattern, logicalId, objectSuffix, resourcesOf, testStack, type Statement } from './template';
+import { InvalidArgumentError } from '../../lib/errors.js';
+import { Warehouse } from '../../infra/warehouse.js';
+import { iamPattern, logicalId, objectSuffix, resourcesOf, testStack, type Statement } from './template.js';
 
 function synth(props: ConstructorParameters<typeof Warehouse>[2] = {}) {
   const stack = testStack();

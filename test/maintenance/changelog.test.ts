@@ -4,12 +4,12 @@
  * row-deduplicate suppresses no-op updates.
  */
 import { describe, expect, it } from 'vitest';
-import { WriteStallError } from '../../lib/errors';
-import { compactTable } from '../../lib/maintenance/compact';
-import { readChangelogFiles } from '../../lib/manifest/scan';
-import { RowKind } from '../../lib/schema/types';
-import { rng, testSeed, type Rng } from '../helpers/random';
-import { ChangelogReplay, newTable, readState, sorted, writeChanges, type Change } from './fixtures';
+import { WriteStallError } from '../../lib/errors.js';
+import { compactTable } from '../../lib/maintenance/compact.js';
+import { readChangelogFiles } from '../../lib/manifest/scan.js';
+import { RowKind } from '../../lib/schema/types.js';
+import { rng, testSeed, type Rng } from '../helpers/random.js';
+import { ChangelogReplay, newTable, readState, sorted, writeChanges, type Change } from './fixtures.js';
 
 const ENGINES: Record<string, Record<string, string>> = {
   deduplicate: {},

@@ -4,15 +4,15 @@
  * commits racing compactions (never blocked, never lost).
  */
 import { describe, expect, it } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog';
-import { compactBucket, compactTable, readBucketFiles } from '../../lib/maintenance/compact';
-import { readChangelogFiles, readLiveFiles } from '../../lib/manifest/scan';
-import { RowKind } from '../../lib/schema/types';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { listAll } from '../../lib/store/object-store';
-import type { Table } from '../../lib/table/table';
-import { rng, testSeed } from '../helpers/random';
-import { checkLevels, newTable, readState, sorted, writeChanges, type Change, type State } from './fixtures';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { compactBucket, compactTable, readBucketFiles } from '../../lib/maintenance/compact.js';
+import { readChangelogFiles, readLiveFiles } from '../../lib/manifest/scan.js';
+import { RowKind } from '../../lib/schema/types.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { listAll } from '../../lib/store/object-store.js';
+import type { Table } from '../../lib/table/table.js';
+import { rng, testSeed } from '../helpers/random.js';
+import { checkLevels, newTable, readState, sorted, writeChanges, type Change, type State } from './fixtures.js';
 
 const upserts = (ids: number[], v: bigint): Change[] => ids.map((id) => ({ row: { id, region: 'eu', v, s: null }, kind: RowKind.INSERT }));
 

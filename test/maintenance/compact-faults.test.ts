@@ -4,11 +4,11 @@
  * meets a missing file and sees the same rows, and a re-run of the job finishes it.
  */
 import { describe, expect, it } from 'vitest';
-import { compactBucket, compactTable } from '../../lib/maintenance/compact';
-import { RowKind } from '../../lib/schema/types';
-import { MemoryStore } from '../../lib/store/memory-store';
-import type { Table } from '../../lib/table/table';
-import { ChangelogReplay, checkLevels, liveFilesByBucket, newTable, readState, sorted, writeChanges, type Change } from './fixtures';
+import { compactBucket, compactTable } from '../../lib/maintenance/compact.js';
+import { RowKind } from '../../lib/schema/types.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import type { Table } from '../../lib/table/table.js';
+import { ChangelogReplay, checkLevels, liveFilesByBucket, newTable, readState, sorted, writeChanges, type Change } from './fixtures.js';
 
 /** A write-only table with six overlapping level-0 files (deletes included) in one bucket. */
 async function prepared(): Promise<{ store: MemoryStore; table: Table }> {

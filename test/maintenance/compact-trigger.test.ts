@@ -3,13 +3,13 @@
  * taking level 0 up after every write, full-compaction.delta-commits, and the write stall.
  */
 import { describe, expect, it } from 'vitest';
-import { WriteStallError } from '../../lib/errors';
-import { FULL_COMPACTION_PROPERTY, compactTable } from '../../lib/maintenance/compact';
-import { beforeAppendCommit } from '../../lib/maintenance/compact-trigger';
-import type { CommitKind } from '../../lib/manifest/types';
-import { RowKind } from '../../lib/schema/types';
-import { Table } from '../../lib/table/table';
-import { liveFilesByBucket, newTable, readState, writeChanges, type Change } from './fixtures';
+import { WriteStallError } from '../../lib/errors.js';
+import { FULL_COMPACTION_PROPERTY, compactTable } from '../../lib/maintenance/compact.js';
+import { INLINE_COMPACTION, beforeAppendCommit } from '../../lib/maintenance/compact-trigger.js';
+import type { CommitKind } from '../../lib/snapshot/snapshot.js';
+import { RowKind } from '../../lib/schema/types.js';
+import { Table } from '../../lib/table/table.js';
+import { liveFilesByBucket, newTable, readState, writeChanges, type Change } from './fixtures.js';
 
 const upserts = (ids: number[], v: bigint): Change[] => ids.map((id) => ({ row: { id, region: 'eu', v, s: null }, kind: RowKind.INSERT }));
 
@@ -89,7 +89,7 @@ describe('write stall (num-sorted-run.stop-trigger)', () => {
     const table = await newTable(stalling);
     for (let i = 0; i < 4; i++) await writeChanges(table, upserts([1, 2], BigInt(i)));
     // The same table seen by a writer that compacts (as if write-only were switched off).
-    const writer = new Table(table.store, table.name, table.path, { ...table.schema, options: { ...table.schema.options, 'write-only': 'false' } });
+    const writer = new Table(table.store, table.name, table.path, { ...table.schema, options: { ...table.schema.options, 'write-only': 'false' } }, INLINE_COMPACTION);
 
     await beforeAppendCommit(writer, [{ partition: 'region=eu', bucket: 0 }]);
 

@@ -3,13 +3,13 @@
  * dropped at the highest level, idempotent retries, the byte budget and progress reports.
  */
 import { describe, expect, it } from 'vitest';
-import { readChangelogFiles, readLiveFiles } from '../../lib/manifest/scan';
-import { COMPACT_COMMIT_USER, compactBucket, compactTable, readBucketFiles } from '../../lib/maintenance/compact';
-import { RowKind } from '../../lib/schema/types';
-import type { MemoryStore } from '../../lib/store/memory-store';
-import { listAll } from '../../lib/store/object-store';
-import type { Table } from '../../lib/table/table';
-import { liveFilesByBucket, newTable, readState, sorted, writeChanges, type Change } from './fixtures';
+import { readChangelogFiles, readLiveFiles } from '../../lib/manifest/scan.js';
+import { COMPACT_COMMIT_USER, compactBucket, compactTable, readBucketFiles } from '../../lib/maintenance/compact.js';
+import { RowKind } from '../../lib/schema/types.js';
+import type { MemoryStore } from '../../lib/store/memory-store.js';
+import { listAll } from '../../lib/store/object-store.js';
+import type { Table } from '../../lib/table/table.js';
+import { liveFilesByBucket, newTable, readState, sorted, writeChanges, type Change } from './fixtures.js';
 
 const upserts = (ids: number[], v: bigint, region = 'eu'): Change[] => ids.map((id) => ({ row: { id, region, v, s: `s${id}` }, kind: RowKind.INSERT }));
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);

@@ -5,12 +5,12 @@
  * equal to an in-memory model, and every bucket keeps the LSM invariants.
  */
 import { describe, expect, it } from 'vitest';
-import { WriteStallError } from '../../lib/errors';
-import { compactBucket, compactTable } from '../../lib/maintenance/compact';
-import { RowKind } from '../../lib/schema/types';
-import { DEDUPLICATE_MODEL, SUM_AGGREGATION_MODEL, type ModelEngine } from '../helpers/model-engines';
-import { rng, testSeed, type Rng } from '../helpers/random';
-import { checkLevels, liveFilesByBucket, newTable, readState, sorted, writeChanges, type Change, type State } from './fixtures';
+import { WriteStallError } from '../../lib/errors.js';
+import { compactBucket, compactTable } from '../../lib/maintenance/compact.js';
+import { RowKind } from '../../lib/schema/types.js';
+import { DEDUPLICATE_MODEL, SUM_AGGREGATION_MODEL, type ModelEngine } from '../helpers/model-engines.js';
+import { rng, testSeed, type Rng } from '../helpers/random.js';
+import { checkLevels, liveFilesByBucket, newTable, readState, sorted, writeChanges, type Change, type State } from './fixtures.js';
 
 const engines: ModelEngine[] = [DEDUPLICATE_MODEL, SUM_AGGREGATION_MODEL];
 

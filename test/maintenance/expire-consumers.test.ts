@@ -4,12 +4,12 @@
  * `consumer.expiration-time` stay.
  */
 import { describe, expect, it } from 'vitest';
-import { expireConsumers } from '../../lib/maintenance/expire-consumers';
-import { expireSnapshots } from '../../lib/maintenance/expire-snapshots';
-import type { MemoryStore } from '../../lib/store/memory-store';
-import { utf8 } from '../../lib/store/object-store';
-import { listConsumers } from '../../lib/stream/consumer';
-import { addConsumer, eightSnapshots, newTable } from './expiry-fixtures';
+import { expireConsumers } from '../../lib/maintenance/expire-consumers.js';
+import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
+import type { MemoryStore } from '../../lib/store/memory-store.js';
+import { utf8 } from '../../lib/store/object-store.js';
+import { listConsumers } from '../../lib/snapshot/consumer.js';
+import { addConsumer, eightSnapshots, newTable } from './expiry-fixtures.js';
 
 const HOUR = 3_600_000;
 

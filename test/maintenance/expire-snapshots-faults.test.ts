@@ -5,13 +5,13 @@
  * does (same objects left, same EARLIEST).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { expireSnapshots, type ExpireSnapshotsOptions } from '../../lib/maintenance/expire-snapshots';
-import { earliestHintKey } from '../../lib/manifest/table-paths';
-import { createTag } from '../../lib/snapshot/tags';
-import { StoreCrashedError, type MemoryStore } from '../../lib/store/memory-store';
-import { fromUtf8, utf8 } from '../../lib/store/object-store';
-import type { Table } from '../../lib/table/table';
-import { addConsumer, cloneStore, eightSnapshots, expectVerified, newTable, reopen, rowsAt } from './expiry-fixtures';
+import { expireSnapshots, type ExpireSnapshotsOptions } from '../../lib/maintenance/expire-snapshots.js';
+import { earliestHintKey } from '../../lib/snapshot/paths.js';
+import { createTag } from '../../lib/snapshot/tags.js';
+import { StoreCrashedError, type MemoryStore } from '../../lib/store/memory-store.js';
+import { fromUtf8, utf8 } from '../../lib/store/object-store.js';
+import type { Table } from '../../lib/table/table.js';
+import { addConsumer, cloneStore, eightSnapshots, expectVerified, newTable, reopen, rowsAt } from './expiry-fixtures.js';
 
 interface Base {
   table: Table;

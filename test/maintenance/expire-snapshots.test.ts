@@ -4,16 +4,16 @@
  * changelog files and changelog retention.
  */
 import { describe, expect, it } from 'vitest';
-import { SnapshotNotFoundError } from '../../lib/errors';
-import { expireSnapshots } from '../../lib/maintenance/expire-snapshots';
-import { journalDir } from '../../lib/maintenance/expiry-journal';
-import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans';
-import { readChangelogFiles } from '../../lib/manifest/scan';
-import { earliestHintKey } from '../../lib/manifest/table-paths';
-import { createTag, deleteTag } from '../../lib/snapshot/tags';
-import { fromUtf8 } from '../../lib/store/object-store';
-import type { MemoryStore } from '../../lib/store/memory-store';
-import { addConsumer, dataKeys, eightSnapshots, expectDeltaFilesExist, expectVerified, newTable, rowsAt } from './expiry-fixtures';
+import { SnapshotNotFoundError } from '../../lib/errors.js';
+import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
+import { journalDir } from '../../lib/maintenance/expiry-journal.js';
+import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans.js';
+import { readChangelogFiles } from '../../lib/manifest/scan.js';
+import { earliestHintKey } from '../../lib/snapshot/paths.js';
+import { createTag, deleteTag } from '../../lib/snapshot/tags.js';
+import { fromUtf8 } from '../../lib/store/object-store.js';
+import type { MemoryStore } from '../../lib/store/memory-store.js';
+import { addConsumer, dataKeys, eightSnapshots, expectDeltaFilesExist, expectVerified, newTable, rowsAt } from './expiry-fixtures.js';
 
 /** Retention that expires everything counts allow: keep 1, no age. */
 const aggressive = () => ({ retainMin: 1, olderThanMs: 0, now: Date.now() + 1000 });

@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { registerExpiryCommands } from '../../lib/cli/maintenance-commands';
-import type { GlobalOptions } from '../../lib/cli/parse-flags';
-import { InvalidArgumentError } from '../../lib/errors';
-import { openStore } from '../../lib/store/open-store';
-import { utf8 } from '../../lib/store/object-store';
-import type { Table } from '../../lib/table/table';
-import { addConsumer, eightSnapshots, newTable } from './expiry-fixtures';
+import { registerExpiryCommands } from '../../lib/cli/maintenance-commands.js';
+import type { GlobalOptions } from '../../lib/cli/parse-flags.js';
+import { InvalidArgumentError } from '../../lib/errors.js';
+import { openStore } from '../../lib/store/open-store.js';
+import { utf8 } from '../../lib/store/object-store.js';
+import type { Table } from '../../lib/table/table.js';
+import { addConsumer, eightSnapshots, newTable } from './expiry-fixtures.js';
 
 let warehouse: string;
 

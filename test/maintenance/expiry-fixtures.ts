@@ -1,17 +1,17 @@
 /** Small factories shared by the expiry, consumer expiration and orphan cleanup tests. */
 import { expect } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog';
-import { tableToRows } from '../../lib/format/columns';
-import { compactTable } from '../../lib/maintenance/compact';
-import { verifyTable } from '../../lib/maintenance/verify-table';
-import { readDeltaEntries } from '../../lib/manifest/scan';
-import { parseSchemaText } from '../../lib/schema/parse';
-import { RowKind, type Row, type RowKindByte } from '../../lib/schema/types';
-import { MemoryStore } from '../../lib/store/memory-store';
-import type { ObjectStore } from '../../lib/store/object-store';
-import { writeConsumer } from '../../lib/stream/consumer';
-import { dataFileKey } from '../../lib/table/paths';
-import { Table } from '../../lib/table/table';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { tableToRows } from '../../lib/format/columns.js';
+import { compactTable } from '../../lib/maintenance/compact.js';
+import { verifyTable } from '../../lib/maintenance/verify-table.js';
+import { readDeltaEntries } from '../../lib/manifest/scan.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { RowKind, type Row, type RowKindByte } from '../../lib/schema/types.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import type { ObjectStore } from '../../lib/store/object-store.js';
+import { writeConsumer } from '../../lib/snapshot/consumer.js';
+import { dataFileKey } from '../../lib/table/paths.js';
+import { Table } from '../../lib/table/table.js';
 
 /** A 2-bucket primary-key table `db.t (id INT, v STRING)` on a memory store; compaction only when a test asks. */
 export async function newTable(options: Record<string, string> = {}, store: ObjectStore = new MemoryStore()): Promise<Table> {

@@ -5,14 +5,14 @@
  * the latest, verifyTable passes, and no live consumer's position is below the earliest snapshot.
  */
 import { describe, expect, it } from 'vitest';
-import { expireSnapshots } from '../../lib/maintenance/expire-snapshots';
-import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans';
-import { createTag, deleteTag } from '../../lib/snapshot/tags';
-import { StoreCrashedError, type MemoryStore } from '../../lib/store/memory-store';
-import { deleteConsumer } from '../../lib/stream/consumer';
-import type { Table } from '../../lib/table/table';
-import { rng, testSeed, type Rng } from '../helpers/random';
-import { addConsumer, compactAll, expectVerified, newTable, rowsAt, upsert } from './expiry-fixtures';
+import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
+import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans.js';
+import { createTag, deleteTag } from '../../lib/snapshot/tags.js';
+import { StoreCrashedError, type MemoryStore } from '../../lib/store/memory-store.js';
+import { deleteConsumer } from '../../lib/snapshot/consumer.js';
+import type { Table } from '../../lib/table/table.js';
+import { rng, testSeed, type Rng } from '../helpers/random.js';
+import { addConsumer, compactAll, expectVerified, newTable, rowsAt, upsert } from './expiry-fixtures.js';
 
 interface World {
   table: Table;

@@ -1,10 +1,10 @@
 /** The range rules of expiry on synthetic timelines: counts, age of the successor, consumers, the limit. */
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../../lib/errors';
-import { expiryBound, resolveRetention, type Retention } from '../../lib/maintenance/expiry-range';
-import type { Snapshot } from '../../lib/manifest/types';
-import type { Consumer } from '../../lib/stream/consumer';
-import { newTable } from './expiry-fixtures';
+import { InvalidArgumentError } from '../../lib/errors.js';
+import { expiryBound, resolveRetention, type Retention } from '../../lib/maintenance/expiry-range.js';
+import type { Snapshot } from '../../lib/snapshot/snapshot.js';
+import type { Consumer } from '../../lib/snapshot/consumer.js';
+import { newTable } from './expiry-fixtures.js';
 
 /** Snapshots `earliest..latest`, snapshot i committed at `times[i]` (default i * 1000). */
 function timeline(times: Record<number, number> = {}) {

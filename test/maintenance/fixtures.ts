@@ -4,16 +4,16 @@
  * replayed from the first snapshot.
  */
 import { expect } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog';
-import { tableToRows } from '../../lib/format/columns';
-import { readChangelogFiles, readLiveFiles } from '../../lib/manifest/scan';
-import type { ManifestEntry } from '../../lib/manifest/types';
-import { Levels } from '../../lib/mergetree/levels';
-import { parseSchemaText } from '../../lib/schema/parse';
-import { KIND_COLUMN, RowKind, type Row } from '../../lib/schema/types';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { readEntry } from '../../lib/table/read';
-import type { Table } from '../../lib/table/table';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { tableToRows } from '../../lib/format/columns.js';
+import { readChangelogFiles, readLiveFiles } from '../../lib/manifest/scan.js';
+import type { ManifestEntry } from '../../lib/manifest/types.js';
+import { Levels } from '../../lib/mergetree/levels.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { KIND_COLUMN, RowKind, type Row } from '../../lib/schema/types.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { readEntry } from '../../lib/table/read.js';
+import type { Table } from '../../lib/table/table.js';
 
 export type Value = { v: bigint | null; s: string | null };
 export type State = Map<string, Value>;

@@ -4,16 +4,16 @@
  * journals are kept, unknown files are never touched, and unreadable metadata aborts the run.
  */
 import { describe, expect, it } from 'vitest';
-import { CorruptMetadataError } from '../../lib/errors';
-import { expireSnapshots } from '../../lib/maintenance/expire-snapshots';
-import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans';
-import { readManifestList } from '../../lib/manifest/manifest-list';
-import { manifestKey } from '../../lib/manifest/table-paths';
-import { createTag } from '../../lib/snapshot/tags';
-import { StoreCrashedError, type MemoryStore } from '../../lib/store/memory-store';
-import { utf8 } from '../../lib/store/object-store';
-import type { Table } from '../../lib/table/table';
-import { addConsumer, dataKeys, eightSnapshots, expectVerified, newTable, rowsAt, upsert } from './expiry-fixtures';
+import { CorruptMetadataError } from '../../lib/errors.js';
+import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
+import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans.js';
+import { readManifestList } from '../../lib/manifest/manifest-list.js';
+import { manifestKey } from '../../lib/manifest/table-paths.js';
+import { createTag } from '../../lib/snapshot/tags.js';
+import { StoreCrashedError, type MemoryStore } from '../../lib/store/memory-store.js';
+import { utf8 } from '../../lib/store/object-store.js';
+import type { Table } from '../../lib/table/table.js';
+import { addConsumer, dataKeys, eightSnapshots, expectVerified, newTable, rowsAt, upsert } from './expiry-fixtures.js';
 
 const DAY = 86_400_000;
 

@@ -1,12 +1,12 @@
 /** verifyTable: a healthy table passes; a missing data file, manifest or tag file, or a hole in the ids, is reported. */
 import { describe, expect, it } from 'vitest';
-import { verifyTable } from '../../lib/maintenance/verify-table';
-import { readManifestList } from '../../lib/manifest/manifest-list';
-import { readLiveFiles } from '../../lib/manifest/scan';
-import { manifestKey } from '../../lib/manifest/table-paths';
-import { createTag } from '../../lib/snapshot/tags';
-import { dataFileKey } from '../../lib/table/paths';
-import { eightSnapshots, newTable } from './expiry-fixtures';
+import { verifyTable } from '../../lib/maintenance/verify-table.js';
+import { readManifestList } from '../../lib/manifest/manifest-list.js';
+import { readLiveFiles } from '../../lib/manifest/scan.js';
+import { manifestKey } from '../../lib/manifest/table-paths.js';
+import { createTag } from '../../lib/snapshot/tags.js';
+import { dataFileKey } from '../../lib/table/paths.js';
+import { eightSnapshots, newTable } from './expiry-fixtures.js';
 
 describe('verifyTable', () => {
   it('passes a healthy table and counts what it checked', async () => {

@@ -1,6 +1,7 @@
 /** Small factories for manifest and commit tests. */
-import type { DataFileMeta, JsonValue, ManifestEntry } from '../../lib/manifest/types';
-import type { CommitOptions, CommitRequest, FileChange } from '../../lib/snapshot/commit';
+import type { DataFileMeta, ManifestEntry } from '../../lib/manifest/types.js';
+import type { JsonValue } from '../../lib/schema/value-codec.js';
+import type { CommitOptions, CommitRequest, FileChange } from '../../lib/snapshot/commit.js';
 
 /** Orders keys of JSON scalars (numbers numerically, strings by code unit), column by column. */
 export function compareKeys(a: JsonValue[], b: JsonValue[]): number {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { CorruptMetadataError } from '../../lib/errors';
-import { danglingDeletes, fileIdentity, mergeEntries } from '../../lib/manifest/file-entries';
-import { entry } from './factories';
+import { CorruptMetadataError } from '../../lib/errors.js';
+import { danglingDeletes, fileIdentity, mergeEntries } from '../../lib/manifest/file-entries.js';
+import { entry } from './factories.js';
 
 describe('mergeEntries', () => {
   it('cancels a DELETE against the ADD of the same identity', () => {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { CorruptMetadataError } from '../../lib/errors';
-import { MetadataFileNamer } from '../../lib/manifest/file-names';
-import { LruManifestCache, readManifestFile, writeManifestFiles } from '../../lib/manifest/manifest-file';
-import { readManifestList, writeManifestList } from '../../lib/manifest/manifest-list';
-import { manifestKey } from '../../lib/manifest/table-paths';
-import { utf8 } from '../../lib/store/object-store';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { entry } from './factories';
+import { CorruptMetadataError } from '../../lib/errors.js';
+import { MetadataFileNamer } from '../../lib/manifest/file-names.js';
+import { LruManifestCache, readManifestFile, writeManifestFiles } from '../../lib/manifest/manifest-file.js';
+import { readManifestList, writeManifestList } from '../../lib/manifest/manifest-list.js';
+import { manifestKey } from '../../lib/manifest/table-paths.js';
+import { utf8 } from '../../lib/store/object-store.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { entry } from './factories.js';
 
 const T = 'db.db/t';
 

@@ -1,15 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { fileIdentity } from '../../lib/manifest/file-entries';
-import { MetadataFileNamer } from '../../lib/manifest/file-names';
-import { LruManifestCache, readManifestFile, writeManifestFiles } from '../../lib/manifest/manifest-file';
-import { mergeManifests } from '../../lib/manifest/merge';
-import { foldLiveFiles, readDataManifests, readLiveFiles } from '../../lib/manifest/scan';
-import type { ManifestEntry, ManifestFileMeta, Snapshot } from '../../lib/manifest/types';
-import { commit, type CommitOptions, type CommitRequest, type FileChange } from '../../lib/snapshot/commit';
-import { SnapshotManager } from '../../lib/snapshot/snapshot-manager';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { appendRequest, change, entry, testCommitOptions } from './factories';
-import { seededRandom } from './random';
+import { fileIdentity } from '../../lib/manifest/file-entries.js';
+import { MetadataFileNamer } from '../../lib/manifest/file-names.js';
+import { LruManifestCache, readManifestFile, writeManifestFiles } from '../../lib/manifest/manifest-file.js';
+import { mergeManifests } from '../../lib/manifest/merge.js';
+import { foldLiveFiles, readDataManifests, readLiveFiles } from '../../lib/manifest/scan.js';
+import type { ManifestEntry, ManifestFileMeta } from '../../lib/manifest/types.js';
+import type { Snapshot } from '../../lib/snapshot/snapshot.js';
+import { commit, type CommitOptions, type CommitRequest, type FileChange } from '../../lib/snapshot/commit.js';
+import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { appendRequest, change, entry, testCommitOptions } from './factories.js';
+import { seededRandom } from './random.js';
 
 const T = 't';
 

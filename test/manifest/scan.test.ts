@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { readChangelogFiles, readDeltaEntries, readLiveFiles } from '../../lib/manifest/scan';
-import { manifestDir } from '../../lib/manifest/table-paths';
-import { commit } from '../../lib/snapshot/commit';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { appendRequest, change, testCommitOptions } from './factories';
+import { readChangelogFiles, readDeltaEntries, readLiveFiles } from '../../lib/manifest/scan.js';
+import { manifestDir } from '../../lib/manifest/table-paths.js';
+import { commit } from '../../lib/snapshot/commit.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { appendRequest, change, testCommitOptions } from './factories.js';
 
 const T = 'db.db/scan';
 

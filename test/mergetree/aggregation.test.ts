@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError, OptionError } from '../../lib/errors';
-import type { MergeConfig } from '../../lib/mergetree/merge-config';
-import { D, I, UA, UB, bufferOf, mergeRecords, recordsOf, schemaOf, writeAndFlush, type Rec } from './fixtures';
+import { InvalidArgumentError, OptionError } from '../../lib/errors.js';
+import type { MergeConfig } from '../../lib/mergetree/merge-config.js';
+import { D, I, UA, UB, bufferOf, mergeRecords, recordsOf, schemaOf, writeAndFlush, type Rec } from './fixtures.js';
 
 type Agg = Partial<MergeConfig>;
 const agg = (aggregateFunctions: MergeConfig['aggregateFunctions'], more: Agg = {}): Agg => ({ engine: 'aggregation', aggregateFunctions, ...more });

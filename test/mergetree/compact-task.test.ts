@@ -4,12 +4,13 @@
  */
 import type * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import type { DataFileMeta, JsonValue } from '../../lib/manifest/types';
-import { runCompactTask, type CompactFileIO } from '../../lib/mergetree/compact-task';
-import { mergeConfig } from '../../lib/mergetree/merge-config';
-import { mergeEngineFor } from '../../lib/mergetree/merge-function';
-import { RowKind } from '../../lib/schema/types';
-import { physicalTable, recordsOf, schemaOf, type Rec } from './fixtures';
+import type { DataFileMeta } from '../../lib/manifest/types.js';
+import type { JsonValue } from '../../lib/schema/value-codec.js';
+import { runCompactTask, type CompactFileIO } from '../../lib/mergetree/compact-task.js';
+import { mergeConfig } from '../../lib/mergetree/merge-config.js';
+import { mergeEngineFor } from '../../lib/mergetree/merge-function.js';
+import { RowKind } from '../../lib/schema/types.js';
+import { physicalTable, recordsOf, schemaOf, type Rec } from './fixtures.js';
 
 const schema = schemaOf(['id INT NOT NULL', 'v STRING'], ['id']);
 const compareKeys = (a: JsonValue[], b: JsonValue[]) => (a[0] as number) - (b[0] as number);

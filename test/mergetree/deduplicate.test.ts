@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { D, I, UA, UB, mergeRecords, schemaOf, writeAndFlush } from './fixtures';
+import { D, I, UA, UB, mergeRecords, schemaOf, writeAndFlush } from './fixtures.js';
 
 const schema = schemaOf(['id INT', 'name STRING'], ['id']);
 

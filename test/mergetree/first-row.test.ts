@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../../lib/errors';
-import { D, I, UB, mergeRecords, schemaOf, writeAndFlush } from './fixtures';
+import { InvalidArgumentError } from '../../lib/errors.js';
+import { D, I, UB, mergeRecords, schemaOf, writeAndFlush } from './fixtures.js';
 
 const schema = schemaOf(['id INT', 'name STRING'], ['id']);
 const FIRST_ROW = { engine: 'first-row' } as const;

@@ -1,13 +1,13 @@
 /** Small factories for merge-tree tests: schemas, physical tables from rows, and rows back. */
 import type * as arrow from 'apache-arrow';
-import { KIND_FIELD, SEQUENCE_FIELD } from '../../lib/format/arrow-schema';
-import { rowsToTable, tableToRows } from '../../lib/format/columns';
-import { mergeConfig, type MergeConfig } from '../../lib/mergetree/merge-config';
-import { mergeEngineFor } from '../../lib/mergetree/merge-function';
-import { mergeSortedRuns } from '../../lib/mergetree/sort-merge-reader';
-import { WriteBuffer } from '../../lib/mergetree/write-buffer';
-import type { DataFileMeta } from '../../lib/manifest/types';
-import type { DataType, Row, TableSchema, TypeRoot } from '../../lib/schema/types';
+import { KIND_FIELD, SEQUENCE_FIELD } from '../../lib/format/arrow-schema.js';
+import { rowsToTable, tableToRows } from '../../lib/format/columns.js';
+import { mergeConfig, type MergeConfig } from '../../lib/mergetree/merge-config.js';
+import { mergeEngineFor } from '../../lib/mergetree/merge-function.js';
+import { mergeSortedRuns } from '../../lib/mergetree/sort-merge-reader.js';
+import { WriteBuffer } from '../../lib/mergetree/write-buffer.js';
+import type { DataFileMeta } from '../../lib/manifest/types.js';
+import type { DataType, Row, TableSchema, TypeRoot } from '../../lib/schema/types.js';
 
 /** A column spec: "name TYPE" with optional "NOT NULL", e.g. "id BIGINT NOT NULL", "amount DECIMAL(10,2)". */
 export function schemaOf(columns: string[], primaryKeys: string[]): TableSchema {

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { DataFileMeta, JsonValue } from '../../lib/manifest/types';
-import { intervalPartition } from '../../lib/mergetree/interval-partition';
-import { isSortedRun } from '../../lib/mergetree/sorted-run';
-import { rng, testSeed } from '../helpers/random';
-import { file } from './fixtures';
+import type { DataFileMeta } from '../../lib/manifest/types.js';
+import type { JsonValue } from '../../lib/schema/value-codec.js';
+import { intervalPartition } from '../../lib/mergetree/interval-partition.js';
+import { isSortedRun } from '../../lib/mergetree/sorted-run.js';
+import { rng, testSeed } from '../helpers/random.js';
+import { file } from './fixtures.js';
 
 const compareKeys = (a: JsonValue[], b: JsonValue[]) => (a[0] as number) - (b[0] as number);
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { rowsToTable } from '../../lib/format/columns';
-import { keyComparator, keyIndex, sortByKey, sortPermutation } from '../../lib/mergetree/key-order';
-import type { Row } from '../../lib/schema/types';
-import { rng, testSeed } from '../helpers/random';
-import { schemaOf } from './fixtures';
+import { rowsToTable } from '../../lib/format/columns.js';
+import { keyComparator, keyIndex, sortByKey, sortPermutation } from '../../lib/mergetree/key-order.js';
+import type { Row } from '../../lib/schema/types.js';
+import { rng, testSeed } from '../helpers/random.js';
+import { schemaOf } from './fixtures.js';
 
 function tableOf(columns: string[], rows: Row[]) {
   return rowsToTable(schemaOf(columns, []).fields, rows);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { CorruptMetadataError } from '../../lib/errors';
-import type { JsonValue } from '../../lib/manifest/types';
-import { Levels } from '../../lib/mergetree/levels';
-import { file } from './fixtures';
+import { CorruptMetadataError } from '../../lib/errors.js';
+import type { JsonValue } from '../../lib/schema/value-codec.js';
+import { Levels } from '../../lib/mergetree/levels.js';
+import { file } from './fixtures.js';
 
 const compareKeys = (a: JsonValue[], b: JsonValue[]) => (a[0] as number) - (b[0] as number);
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { mergeConfig, mergeConfigFromOptions } from '../../lib/mergetree/merge-config';
-import { TableOptions } from '../../lib/schema/options';
-import { schemaOf } from './fixtures';
+import { mergeConfig, mergeConfigFromOptions } from '../../lib/mergetree/merge-config.js';
+import { TableOptions } from '../../lib/schema/options.js';
+import { schemaOf } from './fixtures.js';
 
 describe('mergeConfigFromOptions', () => {
   it('reads Paimon-named options into a MergeConfig', () => {

@@ -4,9 +4,9 @@
  * tests use: deduplicate, first-row, partial-update without sequence groups, and aggregation with
  * sum, max, min, last_non_null_value, last_value, first_non_null_value, listagg, count.
  */
-import type { MergeConfig } from '../../lib/mergetree/merge-config';
-import type { DataField, Row, TableSchema, Value } from '../../lib/schema/types';
-import type { Rec } from './fixtures';
+import type { MergeConfig } from '../../lib/mergetree/merge-config.js';
+import type { DataField, Row, TableSchema, Value } from '../../lib/schema/types.js';
+import type { Rec } from './fixtures.js';
 
 const isRetract = (k: number) => k === 1 || k === 3;
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError, OptionError } from '../../lib/errors';
-import { rowsToTable } from '../../lib/format/columns';
-import type { MergeConfig } from '../../lib/mergetree/merge-config';
-import { D, I, UB, bufferOf, mergeRecords, schemaOf, writeAndFlush } from './fixtures';
+import { InvalidArgumentError, OptionError } from '../../lib/errors.js';
+import { rowsToTable } from '../../lib/format/columns.js';
+import type { MergeConfig } from '../../lib/mergetree/merge-config.js';
+import { D, I, UB, bufferOf, mergeRecords, schemaOf, writeAndFlush } from './fixtures.js';
 
 const pu = (more: Partial<MergeConfig> = {}): Partial<MergeConfig> => ({ engine: 'partial-update', ...more });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { radixSortWords } from '../../lib/mergetree/radix-sort';
-import { rng, testSeed } from '../helpers/random';
+import { radixSortWords } from '../../lib/mergetree/radix-sort.js';
+import { rng, testSeed } from '../helpers/random.js';
 
 function reference(hi: Uint32Array, lo: Uint32Array): number[] {
   return Array.from(hi, (_, i) => i).sort((a, b) => hi[a] - hi[b] || lo[a] - lo[b] || a - b);

@@ -1,9 +1,9 @@
 /** Seeded random records and table layouts for the randomized merge tests. */
-import { mergeConfig, type MergeConfig } from '../../lib/mergetree/merge-config';
-import type { Row, TableSchema } from '../../lib/schema/types';
-import type { Rng } from '../helpers/random';
-import { naiveCompare } from './naive-merge';
-import { schemaOf, type Rec } from './fixtures';
+import { mergeConfig, type MergeConfig } from '../../lib/mergetree/merge-config.js';
+import type { Row, TableSchema } from '../../lib/schema/types.js';
+import type { Rng } from '../helpers/random.js';
+import { naiveCompare } from './naive-merge.js';
+import { schemaOf, type Rec } from './fixtures.js';
 
 /** Two layouts: a BIGINT key, and a composite (STRING, INT) key with non-BMP characters. */
 export const LAYOUTS: Record<string, TableSchema> = {

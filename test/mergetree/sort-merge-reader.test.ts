@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { mergeConfig } from '../../lib/mergetree/merge-config';
-import { mergeEngineFor } from '../../lib/mergetree/merge-function';
-import { mergeSortedRuns, mergeSortedRunsBatched } from '../../lib/mergetree/sort-merge-reader';
-import { rng, testSeed } from '../helpers/random';
-import { D, I, UA, physicalTable, recordsOf, schemaOf, type Rec } from './fixtures';
-import { naiveMerge } from './naive-merge';
-import { LAYOUTS, SCENARIOS, randomRuns } from './random-data';
+import { mergeConfig } from '../../lib/mergetree/merge-config.js';
+import { mergeEngineFor } from '../../lib/mergetree/merge-function.js';
+import { mergeSortedRuns, mergeSortedRunsBatched } from '../../lib/mergetree/sort-merge-reader.js';
+import { rng, testSeed } from '../helpers/random.js';
+import { D, I, UA, physicalTable, recordsOf, schemaOf, type Rec } from './fixtures.js';
+import { naiveMerge } from './naive-merge.js';
+import { LAYOUTS, SCENARIOS, randomRuns } from './random-data.js';
 
 const schema = schemaOf(['id BIGINT', 'name STRING'], ['id']);
 const rec = (id: number, name: string | null, seq: number, kind = I): Rec => ({ row: { id: BigInt(id), name }, kind, seq });

@@ -3,15 +3,15 @@
  * ForceUpLevel0Compaction, CompactStrategy.pickFullCompaction).
  */
 import { describe, expect, it } from 'vitest';
-import type { DataFileMeta } from '../../lib/manifest/types';
-import type { LevelSortedRun } from '../../lib/mergetree/levels';
+import type { DataFileMeta } from '../../lib/manifest/types.js';
+import type { LevelSortedRun } from '../../lib/mergetree/levels.js';
 import {
   UniversalCompaction,
   createUnit,
   isUsefulUnit,
   pickFullCompaction,
   type CompactUnit,
-} from '../../lib/mergetree/universal-compaction';
+} from '../../lib/mergetree/universal-compaction.js';
 
 let names = 0;
 

@@ -7,15 +7,15 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog';
-import { LocalRuntime } from '../../lib/runtime/local-runtime';
-import { parseSchemaText } from '../../lib/schema/parse';
-import { LocalStore } from '../../lib/store/local-store';
-import { readConsumer } from '../../lib/stream/consumer';
-import { StreamScan } from '../../lib/stream/stream-scan';
-import type { Table } from '../../lib/table/table';
-import { rng, testSeed } from '../helpers/random';
-import { drain, makeTable, put, RecordingSink, show } from '../stream/fixtures';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { LocalRuntime } from '../../lib/runtime/local-runtime.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { LocalStore } from '../../lib/store/local-store.js';
+import { readConsumer } from '../../lib/snapshot/consumer.js';
+import { StreamScan } from '../../lib/stream/stream-scan.js';
+import type { Table } from '../../lib/table/table.js';
+import { rng, testSeed } from '../helpers/random.js';
+import { drain, makeTable, put, RecordingSink, show } from '../stream/fixtures.js';
 
 /** Resolves once `check()` holds, polling every few ms (fails the test after `ms`). */
 async function eventually(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {

@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../../lib/errors';
-import { bucketOf, encodeBucketKey, murmurHash3x86_32 } from '../../lib/schema/bucket';
-import { parseSchemaText, parseTypeText } from '../../lib/schema/parse';
-import type { DataType, Value } from '../../lib/schema/types';
-import { fromJsonValue } from '../../lib/schema/values';
-import { rng, testSeed } from '../helpers/random';
-import { ALL_TYPES, randomValue } from './values-random';
+import { InvalidArgumentError } from '../../lib/errors.js';
+import { bucketOf, encodeBucketKey, murmurHash3x86_32 } from '../../lib/schema/bucket.js';
+import { parseSchemaText, parseTypeText } from '../../lib/schema/parse.js';
+import type { DataType, Value } from '../../lib/schema/types.js';
+import { fromJsonValue } from '../../lib/schema/values.js';
+import { rng, testSeed } from '../helpers/random.js';
+import { ALL_TYPES, randomValue } from './values-random.js';
 
 interface Golden {
   name: string;

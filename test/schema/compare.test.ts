@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { compareKeyTuples, compareValues } from '../../lib/schema/compare';
-import { parseSchemaText } from '../../lib/schema/parse';
-import type { DataField, DataType, Value } from '../../lib/schema/types';
-import { rng, testSeed } from '../helpers/random';
-import { ALL_TYPES, randomValue } from './values-random';
+import { compareKeyTuples, compareValues } from '../../lib/schema/compare.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import type { DataField, DataType, Value } from '../../lib/schema/types.js';
+import { rng, testSeed } from '../helpers/random.js';
+import { ALL_TYPES, randomValue } from './values-random.js';
 
 function type(text: string): DataType {
   return parseSchemaText(`c ${text}`)[0].type;

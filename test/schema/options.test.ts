@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { OptionError } from '../../lib/errors';
+import { OptionError } from '../../lib/errors.js';
 import {
   FIELD_OPTIONS,
   TABLE_OPTIONS,
@@ -9,8 +9,8 @@ import {
   parseMemory,
   renderOptionsMarkdown,
   validateOptions,
-} from '../../lib/schema/options';
-import { parseSchemaText } from '../../lib/schema/parse';
+} from '../../lib/schema/options.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
 
 const FIELDS = parseSchemaText('id BIGINT NOT NULL, name STRING, qty INT, price DECIMAL(10,2), ok BOOLEAN, ts TIMESTAMP(3), v1 INT, v2 INT');
 

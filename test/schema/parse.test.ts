@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError, SchemaError } from '../../lib/errors';
-import { formatSchemaText, formatType, parseSchemaJson, parseSchemaText, parseTableIdentifier } from '../../lib/schema/parse';
-import type { DataType } from '../../lib/schema/types';
+import { InvalidArgumentError, SchemaError } from '../../lib/errors.js';
+import { formatSchemaText, formatType, parseSchemaJson, parseSchemaText, parseTableIdentifier } from '../../lib/schema/parse.js';
+import type { DataType } from '../../lib/schema/types.js';
 
 /** The type of the single column of `text`. */
 function typeOf(text: string): DataType {

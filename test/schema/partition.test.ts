@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../../lib/errors';
-import { parseSchemaText } from '../../lib/schema/parse';
-import { escapePathName, parsePartitionPath, parsePartitionSpec, partitionPath, unescapePathName } from '../../lib/schema/partition';
-import { rng, testSeed } from '../helpers/random';
+import { InvalidArgumentError } from '../../lib/errors.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { escapePathName, parsePartitionPath, parsePartitionSpec, partitionPath, unescapePathName } from '../../lib/schema/partition.js';
+import { rng, testSeed } from '../helpers/random.js';
 
 const DEFAULT = '__DEFAULT_PARTITION__';
 const [dt, region, ts, flag, amount] = parseSchemaText('dt DATE, region STRING, ts TIMESTAMP(3), flag BOOLEAN, amount DECIMAL(6,2)');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CorruptMetadataError, OptionError, SchemaError } from '../../lib/errors';
-import { createTableSchema, deserializeSchema, parseSchemaText, serializeSchema, type CreateTableSchemaArgs } from '../../lib/schema/parse';
+import { CorruptMetadataError, OptionError, SchemaError } from '../../lib/errors.js';
+import { createTableSchema, deserializeSchema, parseSchemaText, serializeSchema, type CreateTableSchemaArgs } from '../../lib/schema/parse.js';
 
 const COLUMNS = 'dt DATE, region STRING, order_id BIGINT, status STRING, amount DECIMAL(10,2), payload BYTES';
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { CorruptMetadataError } from '../../lib/errors';
-import { parseSchemaText } from '../../lib/schema/parse';
-import type { DataType, Value } from '../../lib/schema/types';
-import { coerceText, coerceValue, formatValue, fromJsonValue, toDisplayValue, toJsonValue } from '../../lib/schema/values';
-import { rng, testSeed } from '../helpers/random';
-import { ALL_TYPES, randomValue } from './values-random';
+import { CorruptMetadataError } from '../../lib/errors.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import type { DataType, Value } from '../../lib/schema/types.js';
+import { coerceText, coerceValue, formatValue, fromJsonValue, toDisplayValue, toJsonValue } from '../../lib/schema/values.js';
+import { rng, testSeed } from '../helpers/random.js';
+import { ALL_TYPES, randomValue } from './values-random.js';
 
 function type(text: string): DataType {
   return parseSchemaText(`c ${text}`)[0].type;

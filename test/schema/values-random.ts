@@ -1,7 +1,7 @@
 /** Random values of every column type, for round-trip and order tests (seeded; see test/helpers/random.ts). */
-import { parseSchemaText } from '../../lib/schema/parse';
-import type { DataField, Value } from '../../lib/schema/types';
-import type { Rng } from '../helpers/random';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import type { DataField, Value } from '../../lib/schema/types.js';
+import type { Rng } from '../helpers/random.js';
 
 /** One nullable column of each type (and each TIMESTAMP precision). */
 export const ALL_TYPES: DataField[] = parseSchemaText(

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { RecordValidationError } from '../../lib/errors';
-import { parseSchemaText } from '../../lib/schema/parse';
-import type { DataField } from '../../lib/schema/types';
-import { coerceText, coerceValue, validateRecord } from '../../lib/schema/values';
+import { RecordValidationError } from '../../lib/errors.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import type { DataField } from '../../lib/schema/types.js';
+import { coerceText, coerceValue, validateRecord } from '../../lib/schema/values.js';
 
 /** A nullable column of the given type text, e.g. field('DECIMAL(5,2)'). */
 function field(type: string, name = 'c'): DataField {

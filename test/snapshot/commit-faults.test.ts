@@ -4,15 +4,16 @@
  * behind is referenced by no snapshot.
  */
 import { describe, expect, it } from 'vitest';
-import { InjectedFaultError, StoreUnavailableError } from '../../lib/errors';
-import { readLiveFiles } from '../../lib/manifest/scan';
-import { dataFileKey, manifestDir, snapshotKey } from '../../lib/manifest/table-paths';
-import { commit, type CommitRequest } from '../../lib/snapshot/commit';
-import { SnapshotManager } from '../../lib/snapshot/snapshot-manager';
-import { utf8, type ObjectStore } from '../../lib/store/object-store';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { appendRequest, change, testCommitOptions } from '../manifest/factories';
-import { allSnapshots, referencedKeys } from './table-checks';
+import { InjectedFaultError, StoreUnavailableError } from '../../lib/errors.js';
+import { readLiveFiles } from '../../lib/manifest/scan.js';
+import { dataFileKey, manifestDir } from '../../lib/manifest/table-paths.js';
+import { snapshotKey } from '../../lib/snapshot/paths.js';
+import { commit, type CommitRequest } from '../../lib/snapshot/commit.js';
+import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
+import { utf8, type ObjectStore } from '../../lib/store/object-store.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { appendRequest, change, testCommitOptions } from '../manifest/factories.js';
+import { allSnapshots, referencedKeys } from './table-checks.js';
 
 const T = 'db.db/faults';
 const opts = testCommitOptions({ maxRetries: 5 });

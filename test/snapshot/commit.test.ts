@@ -3,14 +3,14 @@ import {
   CommitConflictError,
   CommitRetriesExhaustedError,
   InvalidArgumentError,
-} from '../../lib/errors';
-import { readDeltaEntries, readLiveFiles } from '../../lib/manifest/scan';
-import { latestHintKey } from '../../lib/manifest/table-paths';
-import { commit, type CommitRequest, type FileChange } from '../../lib/snapshot/commit';
-import { SnapshotManager } from '../../lib/snapshot/snapshot-manager';
-import { fromUtf8 } from '../../lib/store/object-store';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { appendRequest, change, testCommitOptions } from '../manifest/factories';
+} from '../../lib/errors.js';
+import { readDeltaEntries, readLiveFiles } from '../../lib/manifest/scan.js';
+import { latestHintKey } from '../../lib/snapshot/paths.js';
+import { commit, type CommitRequest, type FileChange } from '../../lib/snapshot/commit.js';
+import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
+import { fromUtf8 } from '../../lib/store/object-store.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { appendRequest, change, testCommitOptions } from '../manifest/factories.js';
 
 const T = 'db.db/commit';
 const opts = testCommitOptions();

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { CorruptMetadataError, ObjectNotFoundError, SnapshotNotFoundError } from '../../lib/errors';
-import { earliestHintKey, latestHintKey, snapshotKey } from '../../lib/manifest/table-paths';
-import { commit } from '../../lib/snapshot/commit';
-import { SnapshotManager } from '../../lib/snapshot/snapshot-manager';
-import { fromUtf8, utf8, type ObjectStore } from '../../lib/store/object-store';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { appendRequest, change, testCommitOptions } from '../manifest/factories';
+import { CorruptMetadataError, ObjectNotFoundError, SnapshotNotFoundError } from '../../lib/errors.js';
+import { earliestHintKey, latestHintKey, snapshotKey } from '../../lib/snapshot/paths.js';
+import { commit } from '../../lib/snapshot/commit.js';
+import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
+import { fromUtf8, utf8, type ObjectStore } from '../../lib/store/object-store.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { appendRequest, change, testCommitOptions } from '../manifest/factories.js';
 
 const T = 'db.db/snaps';
 

@@ -1,11 +1,11 @@
 /** Whole-table checks shared by the commit protocol tests. */
 import { expect } from 'vitest';
-import { readManifestList } from '../../lib/manifest/manifest-list';
-import { readLiveFiles } from '../../lib/manifest/scan';
-import { manifestKey } from '../../lib/manifest/table-paths';
-import type { Snapshot } from '../../lib/manifest/types';
-import { SnapshotManager } from '../../lib/snapshot/snapshot-manager';
-import type { ObjectStore } from '../../lib/store/object-store';
+import { readManifestList } from '../../lib/manifest/manifest-list.js';
+import { readLiveFiles } from '../../lib/manifest/scan.js';
+import { manifestKey } from '../../lib/manifest/table-paths.js';
+import type { Snapshot } from '../../lib/snapshot/snapshot.js';
+import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
+import type { ObjectStore } from '../../lib/store/object-store.js';
 
 /** Every snapshot of the table, by ascending id. */
 export async function allSnapshots(store: ObjectStore, tablePath: string): Promise<Snapshot[]> {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { SnapshotNotFoundError } from '../../lib/errors';
-import { commit } from '../../lib/snapshot/commit';
-import { readTableState } from '../../lib/snapshot/table-state';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { appendRequest, change, testCommitOptions } from '../manifest/factories';
+import { SnapshotNotFoundError } from '../../lib/errors.js';
+import { commit } from '../../lib/snapshot/commit.js';
+import { readTableState } from '../../lib/snapshot/table-state.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { appendRequest, change, testCommitOptions } from '../manifest/factories.js';
 
 const T = 'db.db/state';
 

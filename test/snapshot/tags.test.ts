@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { SnapshotNotFoundError, TagError } from '../../lib/errors';
-import { snapshotKey, tagKey } from '../../lib/manifest/table-paths';
-import { commit } from '../../lib/snapshot/commit';
-import { SnapshotManager } from '../../lib/snapshot/snapshot-manager';
-import { createTag, deleteTag, listTags, readTag } from '../../lib/snapshot/tags';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { appendRequest, change, testCommitOptions } from '../manifest/factories';
+import { SnapshotNotFoundError, TagError } from '../../lib/errors.js';
+import { snapshotKey, tagKey } from '../../lib/snapshot/paths.js';
+import { commit } from '../../lib/snapshot/commit.js';
+import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
+import { createTag, deleteTag, listTags, readTag } from '../../lib/snapshot/tags.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { appendRequest, change, testCommitOptions } from '../manifest/factories.js';
 
 const T = 'db.db/tags';
 

@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { InvalidKeyError } from '../../lib/errors';
-import { contentEtag } from '../../lib/store/etag';
-import { LocalStore } from '../../lib/store/local-store';
-import { fromUtf8, listAll, utf8 } from '../../lib/store/object-store';
-import { openStore } from '../../lib/store/open-store';
-import { storeContract } from './store-contract';
+import { InvalidKeyError } from '../../lib/errors.js';
+import { contentEtag } from '../../lib/store/etag.js';
+import { LocalStore } from '../../lib/store/local-store.js';
+import { fromUtf8, listAll, utf8 } from '../../lib/store/object-store.js';
+import { openStore } from '../../lib/store/open-store.js';
+import { storeContract } from './store-contract.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'varve-local-store-'));
 let folders = 0;

@@ -4,10 +4,10 @@ import {
   InjectedFaultError,
   ObjectNotFoundError,
   StoreUnavailableError,
-} from '../../lib/errors';
-import { MemoryStore, StoreCrashedError } from '../../lib/store/memory-store';
-import { fromUtf8, listAll, utf8 } from '../../lib/store/object-store';
-import { storeContract } from './store-contract';
+} from '../../lib/errors.js';
+import { MemoryStore, StoreCrashedError } from '../../lib/store/memory-store.js';
+import { fromUtf8, listAll, utf8 } from '../../lib/store/object-store.js';
+import { storeContract } from './store-contract.js';
 
 storeContract('MemoryStore', () => new MemoryStore());
 storeContract('MemoryStore with 1 ms latency', () => new MemoryStore({ latencyMs: 1 }));

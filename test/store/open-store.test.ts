@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { InvalidArgumentError, InvalidKeyError } from '../../lib/errors';
-import { LocalStore } from '../../lib/store/local-store';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { fromUtf8, utf8 } from '../../lib/store/object-store';
-import { forgetMemoryStores, openStore } from '../../lib/store/open-store';
-import { S3Store } from '../../lib/store/s3-store';
+import { InvalidArgumentError, InvalidKeyError } from '../../lib/errors.js';
+import { LocalStore } from '../../lib/store/local-store.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { fromUtf8, utf8 } from '../../lib/store/object-store.js';
+import { forgetMemoryStores, openStore } from '../../lib/store/open-store.js';
+import { S3Store } from '../../lib/store/s3-store.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'varve-open-store-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

@@ -13,11 +13,11 @@ import {
   InvalidKeyError,
   ObjectNotFoundError,
   StoreUnavailableError,
-} from '../../lib/errors';
-import { fromUtf8, listAll, utf8 } from '../../lib/store/object-store';
-import { S3Store, defaultS3Client } from '../../lib/store/s3-store';
-import { awsAvailable, freshBucket } from '../helpers/aws';
-import { storeContract } from './store-contract';
+} from '../../lib/errors.js';
+import { fromUtf8, listAll, utf8 } from '../../lib/store/object-store.js';
+import { S3Store, defaultS3Client } from '../../lib/store/s3-store.js';
+import { awsAvailable, freshBucket } from '../helpers/aws.js';
+import { storeContract } from './store-contract.js';
 
 describe.skipIf(!awsAvailable())('S3Store on moto', () => {
   let bucket: Promise<string> | undefined;

@@ -3,9 +3,9 @@
  * the layers above may rely on, whatever store they talk to.
  */
 import { describe, expect, it } from 'vitest';
-import { sleep } from '../../lib/store/backoff';
-import { InvalidArgumentError, InvalidKeyError, ObjectNotFoundError } from '../../lib/errors';
-import { fromUtf8, listAll, utf8, type ObjectStore } from '../../lib/store/object-store';
+import { sleep } from '../../lib/store/backoff.js';
+import { InvalidArgumentError, InvalidKeyError, ObjectNotFoundError } from '../../lib/errors.js';
+import { fromUtf8, listAll, utf8, type ObjectStore } from '../../lib/store/object-store.js';
 
 /** Deterministic pseudo-random bytes (xorshift), so a failing comparison is reproducible. */
 export function bytes(n: number, seed = 1): Uint8Array {

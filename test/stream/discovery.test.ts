@@ -4,15 +4,16 @@
  * by reference, expired positions.
  */
 import { describe, expect, it } from 'vitest';
-import { SnapshotExpiredError } from '../../lib/errors';
-import { listAll } from '../../lib/store/object-store';
-import { readConsumer } from '../../lib/stream/consumer';
-import { discover, ensureConsumer, resetConsumer } from '../../lib/stream/discovery';
-import { MemoryQueue } from '../../lib/stream/memory-queue';
-import { consumerLag } from '../../lib/stream/progress';
-import { SplitReader } from '../../lib/stream/reader';
-import { parseSplitMessage, splitRefPrefix } from '../../lib/stream/split-message';
-import { makeTable, pump, put, RecordingSink, show } from './fixtures';
+import { SnapshotExpiredError } from '../../lib/errors.js';
+import { listAll } from '../../lib/store/object-store.js';
+import { readConsumer } from '../../lib/snapshot/consumer.js';
+import { discover, ensureConsumer, resetConsumer } from '../../lib/stream/discovery.js';
+import { MemoryQueue } from '../../lib/stream/memory-queue.js';
+import { consumerLag } from '../../lib/stream/progress.js';
+import { SplitReader } from '../../lib/stream/reader.js';
+import { parseSplitMessage } from '../../lib/stream/split-message.js';
+import { splitRefPrefix } from '../../lib/snapshot/consumer.js';
+import { makeTable, pump, put, RecordingSink, show } from './fixtures.js';
 
 function setup(queueOpts: ConstructorParameters<typeof MemoryQueue>[0] = {}) {
   const queue = new MemoryQueue(queueOpts);

@@ -4,13 +4,13 @@
  * that starts below the earliest snapshot fails naming the lost range instead of skipping it.
  */
 import { describe, expect, it } from 'vitest';
-import { expireSnapshots } from '../../lib/maintenance/expire-snapshots';
-import { readConsumer } from '../../lib/stream/consumer';
-import { ensureConsumer } from '../../lib/stream/discovery';
-import { MemoryQueue } from '../../lib/stream/memory-queue';
-import { SplitReader } from '../../lib/stream/reader';
-import { StreamScan } from '../../lib/stream/stream-scan';
-import { drain, makeTable, pump, put, RecordingSink, show } from './fixtures';
+import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
+import { readConsumer } from '../../lib/snapshot/consumer.js';
+import { ensureConsumer } from '../../lib/stream/discovery.js';
+import { MemoryQueue } from '../../lib/stream/memory-queue.js';
+import { SplitReader } from '../../lib/stream/reader.js';
+import { StreamScan } from '../../lib/stream/stream-scan.js';
+import { drain, makeTable, pump, put, RecordingSink, show } from './fixtures.js';
 
 const aggressive = { retainMin: 1, retainMax: 1, olderThanMs: 0 };
 

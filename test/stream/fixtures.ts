@@ -2,20 +2,20 @@
  * Small factories for stream tests: a table on a memory warehouse, writes of (k, v) rows, a
  * change collector, and the model that replays changes into a key → value map.
  */
-import { FolderCatalog } from '../../lib/catalog/folder-catalog';
-import { tableToRows } from '../../lib/format/columns';
-import { parseSchemaText } from '../../lib/schema/parse';
-import { RowKind, type RowKindByte } from '../../lib/schema/types';
-import { MemoryStore } from '../../lib/store/memory-store';
-import type { ObjectStore } from '../../lib/store/object-store';
-import type { ChangeBatch, StreamSink } from '../../lib/stream/delivery';
-import { discover, type DiscoveryOptions } from '../../lib/stream/discovery';
-import type { SplitReader } from '../../lib/stream/reader';
-import type { SplitQueue } from '../../lib/stream/split-queue';
-import { changesOf, type Change } from '../../lib/stream/sinks';
-import { readSplit } from '../../lib/stream/split';
-import type { StreamScan } from '../../lib/stream/stream-scan';
-import type { Table } from '../../lib/table/table';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { tableToRows } from '../../lib/format/columns.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { RowKind, type RowKindByte } from '../../lib/schema/types.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import type { ObjectStore } from '../../lib/store/object-store.js';
+import type { ChangeBatch, StreamSink } from '../../lib/stream/delivery.js';
+import { discover, type DiscoveryOptions } from '../../lib/stream/discovery.js';
+import type { SplitReader } from '../../lib/stream/reader.js';
+import type { SplitQueue } from '../../lib/stream/split-queue.js';
+import { changesOf, type Change } from '../../lib/stream/sinks.js';
+import { readSplit } from '../../lib/stream/split.js';
+import type { StreamScan } from '../../lib/stream/stream-scan.js';
+import type { Table } from '../../lib/table/table.js';
 
 /** A `(k BIGINT, v STRING)` table keyed by k on a fresh memory warehouse (or `store`). */
 export async function makeTable(options: Record<string, string> = {}, opts: { store?: ObjectStore; name?: string; partitioned?: boolean } = {}): Promise<Table> {

@@ -4,8 +4,8 @@
  * visibility timeout and receive counts, dead-lettering after maxReceiveCount, redrive.
  */
 import { describe, expect, it } from 'vitest';
-import { InjectedFaultError, InvalidArgumentError } from '../../lib/errors';
-import { MemoryQueue } from '../../lib/stream/memory-queue';
+import { InjectedFaultError, InvalidArgumentError } from '../../lib/errors.js';
+import { MemoryQueue } from '../../lib/stream/memory-queue.js';
 
 function msg(groupId: string, n: number, dedupId = `${groupId}-${n}`) {
   return { groupId, dedupId, body: `${groupId}:${n}` };

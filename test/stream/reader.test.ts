@@ -6,17 +6,17 @@
  * bucket that keeps failing stops, visibly, and resumes in order after a redrive.
  */
 import { describe, expect, it } from 'vitest';
-import { compactTable } from '../../lib/maintenance/compact';
-import { tableToRows } from '../../lib/format/columns';
-import { discover, ensureConsumer } from '../../lib/stream/discovery';
-import { MemoryQueue } from '../../lib/stream/memory-queue';
-import { consumerLag } from '../../lib/stream/progress';
-import { SplitReader } from '../../lib/stream/reader';
-import { StreamScan } from '../../lib/stream/stream-scan';
-import type { Change } from '../../lib/stream/sinks';
-import type { Table } from '../../lib/table/table';
-import { rng, testSeed } from '../helpers/random';
-import { drain, makeTable, pump, put, RecordingSink, replay, show } from './fixtures';
+import { compactTable } from '../../lib/maintenance/compact.js';
+import { tableToRows } from '../../lib/format/columns.js';
+import { discover, ensureConsumer } from '../../lib/stream/discovery.js';
+import { MemoryQueue } from '../../lib/stream/memory-queue.js';
+import { consumerLag } from '../../lib/stream/progress.js';
+import { SplitReader } from '../../lib/stream/reader.js';
+import { StreamScan } from '../../lib/stream/stream-scan.js';
+import type { Change } from '../../lib/stream/sinks.js';
+import type { Table } from '../../lib/table/table.js';
+import { rng, testSeed } from '../helpers/random.js';
+import { drain, makeTable, pump, put, RecordingSink, replay, show } from './fixtures.js';
 
 /** Each key's changes, in delivery order, as `snapshot: change` strings. */
 function perKey(lines: string[]): Map<string, string[]> {

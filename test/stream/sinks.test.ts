@@ -3,17 +3,17 @@
  * stays exactly-once through crashes between its commit and the acknowledgement (seeded).
  */
 import { describe, expect, it } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog';
-import { parseSchemaText } from '../../lib/schema/parse';
-import { InjectedFaultError } from '../../lib/errors';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { discover, ensureConsumer } from '../../lib/stream/discovery';
-import type { StreamSink } from '../../lib/stream/delivery';
-import { MemoryQueue } from '../../lib/stream/memory-queue';
-import { SplitReader } from '../../lib/stream/reader';
-import { callbackSink, jsonlSink, tableSink, type Change } from '../../lib/stream/sinks';
-import { rng, testSeed } from '../helpers/random';
-import { makeTable, pump, put, stateOf } from './fixtures';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { InjectedFaultError } from '../../lib/errors.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { discover, ensureConsumer } from '../../lib/stream/discovery.js';
+import type { StreamSink } from '../../lib/stream/delivery.js';
+import { MemoryQueue } from '../../lib/stream/memory-queue.js';
+import { SplitReader } from '../../lib/stream/reader.js';
+import { callbackSink, jsonlSink, tableSink, type Change } from '../../lib/stream/sinks.js';
+import { rng, testSeed } from '../helpers/random.js';
+import { makeTable, pump, put, stateOf } from './fixtures.js';
 
 describe('jsonlSink and callbackSink', () => {
   it('print one JSON line per change, and hand callbacks row objects with kinds', async () => {

@@ -1,9 +1,9 @@
 /** Split messages: the wire round trip, file lists by reference, ids SQS accepts. */
 import { describe, expect, it } from 'vitest';
-import { CorruptMetadataError } from '../../lib/errors';
-import type { DataFileMeta } from '../../lib/manifest/types';
-import { MemoryStore } from '../../lib/store/memory-store';
-import { decodeSplitMessage, encodeSplitMessage, queueId, splitDedupId, splitGroupId, type SplitMessage } from '../../lib/stream/split-message';
+import { CorruptMetadataError } from '../../lib/errors.js';
+import type { DataFileMeta } from '../../lib/manifest/types.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { decodeSplitMessage, encodeSplitMessage, queueId, splitDedupId, splitGroupId, type SplitMessage } from '../../lib/stream/split-message.js';
 
 function file(n: number): DataFileMeta {
   return {

@@ -6,15 +6,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError } from '../../lib/errors';
-import { discover } from '../../lib/stream/discovery';
-import { SplitReader } from '../../lib/stream/reader';
-import { SqsSplitQueue } from '../../lib/stream/sqs-queue';
-import type { SendRequest } from '../../lib/stream/split-queue';
-import { awsAvailable, freshBucket } from '../helpers/aws';
-import { createQueue, queueArn } from '../functions/harness';
-import { makeTable, put, RecordingSink, replay } from './fixtures';
-import { S3Store } from '../../lib/store/s3-store';
+import { InvalidArgumentError } from '../../lib/errors.js';
+import { discover } from '../../lib/stream/discovery.js';
+import { SplitReader } from '../../lib/stream/reader.js';
+import { SqsSplitQueue } from '../../lib/stream/sqs-queue.js';
+import type { SendRequest } from '../../lib/stream/split-queue.js';
+import { awsAvailable, freshBucket } from '../helpers/aws.js';
+import { createQueue, queueArn } from '../functions/harness.js';
+import { makeTable, put, RecordingSink, replay } from './fixtures.js';
+import { S3Store } from '../../lib/store/s3-store.js';
 
 /** A fresh FIFO queue (optionally with a FIFO dead-letter queue after `maxReceiveCount` receives). */
 async function freshQueue(maxReceiveCount?: number): Promise<SqsSplitQueue> {

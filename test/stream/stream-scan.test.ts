@@ -3,12 +3,12 @@
  * changelog for the others), consumer positions, and no silent loss at expired snapshots.
  */
 import { describe, expect, it } from 'vitest';
-import { OptionError, SnapshotExpiredError } from '../../lib/errors';
-import { compactTable } from '../../lib/maintenance/compact';
-import { writeConsumer } from '../../lib/stream/consumer';
-import { StreamScan } from '../../lib/stream/stream-scan';
-import type { Table } from '../../lib/table/table';
-import { drain, makeTable, put } from './fixtures';
+import { OptionError, SnapshotExpiredError } from '../../lib/errors.js';
+import { compactTable } from '../../lib/maintenance/compact.js';
+import { writeConsumer } from '../../lib/snapshot/consumer.js';
+import { StreamScan } from '../../lib/stream/stream-scan.js';
+import type { Table } from '../../lib/table/table.js';
+import { drain, makeTable, put } from './fixtures.js';
 
 /** Removes snapshots below `below` the way expiry does (earliest marker first, then the files). */
 async function expireBelow(table: Table, below: number): Promise<void> {

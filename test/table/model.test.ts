@@ -4,14 +4,14 @@
  * every commit; then time travel to every earlier snapshot compared with the model's history.
  */
 import { describe, expect, it } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog';
-import { tableToRows } from '../../lib/format/columns';
-import { parseSchemaText } from '../../lib/schema/parse';
-import { RowKind, type Row } from '../../lib/schema/types';
-import { MemoryStore } from '../../lib/store/memory-store';
-import type { Table } from '../../lib/table/table';
-import { DEDUPLICATE_MODEL, SUM_AGGREGATION_MODEL, type ModelEngine, type ModelState } from '../helpers/model-engines';
-import { rng, testSeed, type Rng } from '../helpers/random';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { tableToRows } from '../../lib/format/columns.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { RowKind, type Row } from '../../lib/schema/types.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import type { Table } from '../../lib/table/table.js';
+import { DEDUPLICATE_MODEL, SUM_AGGREGATION_MODEL, type ModelEngine, type ModelState } from '../helpers/model-engines.js';
+import { rng, testSeed, type Rng } from '../helpers/random.js';
 
 interface Engine extends ModelEngine {
   /** Whether the generator may delete keys. */

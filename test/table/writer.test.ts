@@ -1,12 +1,12 @@
 import * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog';
-import { ObjectNotFoundError, SnapshotExpiredError } from '../../lib/errors';
-import { tableToRows } from '../../lib/format/columns';
-import { readLiveFiles } from '../../lib/manifest/scan';
-import { parseSchemaText } from '../../lib/schema/parse';
-import { RowKind } from '../../lib/schema/types';
-import { MemoryStore } from '../../lib/store/memory-store';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { ObjectNotFoundError, SnapshotExpiredError } from '../../lib/errors.js';
+import { tableToRows } from '../../lib/format/columns.js';
+import { readLiveFiles } from '../../lib/manifest/scan.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { RowKind } from '../../lib/schema/types.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
 
 async function newTable(options: Record<string, string> = {}) {
   const catalog = new FolderCatalog(new MemoryStore());

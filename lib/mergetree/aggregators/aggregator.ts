@@ -5,10 +5,10 @@
  * result, so the column is later gathered without decoding; arithmetic ones (sum, product, count,
  * listagg) compute a value.
  */
-import { InvalidArgumentError } from '../../errors';
-import type { DataField, Value } from '../../schema/types';
-import type { VersionColumn } from '../version-set';
-import type { Arithmetic, Numeric } from './numeric';
+import { InvalidArgumentError } from '../../errors.js';
+import type { DataField, Value } from '../../schema/types.js';
+import type { VersionColumn } from '../version-set.js';
+import type { Arithmetic, Numeric } from './numeric.js';
 
 /** What an aggregator is built from. */
 export interface AggregatorContext {

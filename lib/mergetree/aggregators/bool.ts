@@ -1,5 +1,5 @@
 /** `bool_and` and `bool_or` over non-null BOOLEAN values. */
-import { SelectingAggregator, type AggregatorContext } from './aggregator';
+import { SelectingAggregator, type AggregatorContext } from './aggregator.js';
 
 /** `bool_and` (`absorbing` = false) or `bool_or` (`absorbing` = true): the first absorbing value decides. */
 export class BoolAggregator extends SelectingAggregator {

@@ -3,8 +3,8 @@
  * raw records of a write are counted (each contributes 1 or 0, a retraction -1 or 0) and every
  * later merge — compaction, reads — sums the stored partial counts.
  */
-import type { Numeric } from './numeric';
-import { SumAggregator } from './sum';
+import type { Numeric } from './numeric.js';
+import { SumAggregator } from './sum.js';
 
 /** `count` over raw records, a sum over stored partial counts. */
 export class CountAggregator extends SumAggregator {

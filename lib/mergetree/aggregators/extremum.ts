@@ -1,5 +1,5 @@
 /** `min` and `max`: the smallest / largest non-null value (strings in code-point order). */
-import { SelectingAggregator, type AggregatorContext } from './aggregator';
+import { SelectingAggregator, type AggregatorContext } from './aggregator.js';
 
 /** Keeps the version with the smallest (`sign` = 1) or largest (`sign` = -1) value. */
 export class ExtremumAggregator extends SelectingAggregator {

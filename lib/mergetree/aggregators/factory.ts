@@ -1,17 +1,17 @@
 /** Picks and checks the aggregator of a column from its function name and type. */
-import { OptionError } from '../../errors';
-import { AGGREGATE_FUNCTIONS, AGGREGATE_FUNCTION_TYPES } from '../../schema/options';
-import type { DataField } from '../../schema/types';
-import { IgnoreRetract, type AggregatorContext, type FieldAggregator } from './aggregator';
-import { BoolAggregator } from './bool';
-import { CountAggregator } from './count';
-import { ExtremumAggregator } from './extremum';
-import { FirstNonNullValueAggregator, FirstValueAggregator } from './first-value';
-import { KeepLastAggregator, LastNonNullValueAggregator, LastValueAggregator } from './last-value';
-import { ListaggAggregator } from './listagg';
-import { arithmeticFor } from './numeric';
-import { ProductAggregator } from './product';
-import { SumAggregator } from './sum';
+import { OptionError } from '../../errors.js';
+import { AGGREGATE_FUNCTIONS, AGGREGATE_FUNCTION_TYPES } from '../../schema/options.js';
+import type { DataField } from '../../schema/types.js';
+import { IgnoreRetract, type AggregatorContext, type FieldAggregator } from './aggregator.js';
+import { BoolAggregator } from './bool.js';
+import { CountAggregator } from './count.js';
+import { ExtremumAggregator } from './extremum.js';
+import { FirstNonNullValueAggregator, FirstValueAggregator } from './first-value.js';
+import { KeepLastAggregator, LastNonNullValueAggregator, LastValueAggregator } from './last-value.js';
+import { ListaggAggregator } from './listagg.js';
+import { arithmeticFor } from './numeric.js';
+import { ProductAggregator } from './product.js';
+import { SumAggregator } from './sum.js';
 
 /** The implicit function of primary-key and sequence.field columns. */
 export const KEEP_LAST = 'primary-key';

@@ -1,5 +1,5 @@
 /** `first_value` (the oldest version's value, NULL included) and `first_non_null_value`. */
-import { SelectingAggregator } from './aggregator';
+import { SelectingAggregator } from './aggregator.js';
 
 /** `first_value`: retractions are not supported (the first value cannot be restored). */
 export class FirstValueAggregator extends SelectingAggregator {

@@ -3,7 +3,7 @@
  * non-null value; the default function) and the implicit keep-last of primary-key and
  * sequence.field columns.
  */
-import { SelectingAggregator } from './aggregator';
+import { SelectingAggregator } from './aggregator.js';
 
 /** `last_value`: a retraction makes the value NULL. */
 export class LastValueAggregator extends SelectingAggregator {

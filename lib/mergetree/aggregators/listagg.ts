@@ -1,5 +1,5 @@
 /** `listagg`: non-blank strings joined with `fields.<f>.list-agg-delimiter` (default ","), oldest first. */
-import { ComputingAggregator } from './aggregator';
+import { ComputingAggregator } from './aggregator.js';
 
 const BLANK = /^\s*$/;
 

@@ -3,9 +3,9 @@
  * BIGINT as bigint with a 64-bit range check, FLOAT rounded to single precision, DOUBLE as is,
  * DECIMAL(p,s) as unscaled bigint checked against p digits. Overflow is an error, never a wrap.
  */
-import { InvalidArgumentError } from '../../errors';
-import type { DataField } from '../../schema/types';
-import type { VersionColumn } from '../version-set';
+import { InvalidArgumentError } from '../../errors.js';
+import type { DataField } from '../../schema/types.js';
+import type { VersionColumn } from '../version-set.js';
 
 /** A number or an unscaled/64-bit bigint, depending on the column type. */
 export type Numeric = number | bigint;

@@ -1,6 +1,6 @@
 /** `product`: exact, in the column's type; retractions divide (integer types truncate, like Paimon). */
-import { ArithmeticAggregator } from './aggregator';
-import type { Numeric } from './numeric';
+import { ArithmeticAggregator } from './aggregator.js';
+import type { Numeric } from './numeric.js';
 
 /** `product`: the product of the non-null values. */
 export class ProductAggregator extends ArithmeticAggregator {

@@ -1,6 +1,6 @@
 /** `sum`: exact, in the column's type; retractions subtract. */
-import { ArithmeticAggregator } from './aggregator';
-import type { Numeric } from './numeric';
+import { ArithmeticAggregator } from './aggregator.js';
+import type { Numeric } from './numeric.js';
 
 /** `sum`: the sum of the non-null values. */
 export class SumAggregator extends ArithmeticAggregator {

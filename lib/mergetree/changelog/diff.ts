@@ -5,14 +5,14 @@
  * `changelog-producer.row-deduplicate` is on. A retract record (-U/-D) in an image means absent.
  */
 import type * as arrow from 'apache-arrow';
-import { physicalArrowSchema } from '../../format/arrow-schema';
-import { tableFromColumns } from '../../format/column-layout';
-import { emptyTable, gatherRows, singleBatch, takeRows } from '../../format/columns';
-import { RowKind, isRetract, type TableSchema } from '../../schema/types';
-import { kindColumn } from '../arrow-build';
-import { columnChunk, compareAt, type ColumnChunk } from '../column-access';
-import { compareKeysAt, keyIndex, type KeyIndex } from '../key-order';
-import { kindValues } from '../merge-plan';
+import { physicalArrowSchema } from '../../format/arrow-schema.js';
+import { tableFromColumns } from '../../format/column-layout.js';
+import { emptyTable, gatherRows, singleBatch, takeRows } from '../../format/columns.js';
+import { RowKind, isRetract, type TableSchema } from '../../schema/types.js';
+import { kindColumn } from '../arrow-build.js';
+import { columnChunk, compareAt, type ColumnChunk } from '../column-access.js';
+import { compareKeysAt, keyIndex, type KeyIndex } from '../key-order.js';
+import { kindValues } from '../merge-plan.js';
 
 export interface ChangelogDiffOptions {
   schema: TableSchema;

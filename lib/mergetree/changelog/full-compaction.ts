@@ -6,14 +6,14 @@
  * changelog waits; `full-compaction.delta-commits` bounds how long.
  */
 import type * as arrow from 'apache-arrow';
-import { concatTables, emptyTable } from '../../format/columns';
-import { physicalArrowSchema } from '../../format/arrow-schema';
-import type { DataFileMeta } from '../../manifest/types';
-import type { TableSchema } from '../../schema/types';
-import { sectionRuns, type CompactObserver, type SectionInput } from '../compact-task';
-import type { MergeFunction } from '../merge-function';
-import { mergeSortedRuns, type RunInput } from '../sort-merge-reader';
-import { diffChangelog, rowsWithKeys } from './diff';
+import { concatTables, emptyTable } from '../../format/columns.js';
+import { physicalArrowSchema } from '../../format/arrow-schema.js';
+import type { DataFileMeta } from '../../manifest/types.js';
+import type { TableSchema } from '../../schema/types.js';
+import { sectionRuns, type CompactObserver, type SectionInput } from '../compact-task.js';
+import type { MergeFunction } from '../merge-function.js';
+import { mergeSortedRuns, type RunInput } from '../sort-merge-reader.js';
+import { diffChangelog, rowsWithKeys } from './diff.js';
 
 export interface FullCompactionChangelogOptions {
   schema: TableSchema;

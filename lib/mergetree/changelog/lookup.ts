@@ -10,16 +10,16 @@
  * before image is used for the changelog only, so batch reads merge every level as usual.
  */
 import type * as arrow from 'apache-arrow';
-import { emptyTable, singleBatch } from '../../format/columns';
-import { physicalArrowSchema } from '../../format/arrow-schema';
-import type { DataFileMeta } from '../../manifest/types';
-import type { TableSchema } from '../../schema/types';
-import { sectionRuns, type SectionInput } from '../compact-task';
-import { keyIndex } from '../key-order';
-import type { MergeFunction } from '../merge-function';
-import { mergeSortedRuns, type RunInput } from '../sort-merge-reader';
-import type { KeyComparator } from '../sorted-run';
-import { diffChangelog, rowsWithKeys } from './diff';
+import { emptyTable, singleBatch } from '../../format/columns.js';
+import { physicalArrowSchema } from '../../format/arrow-schema.js';
+import type { DataFileMeta } from '../../manifest/types.js';
+import type { TableSchema } from '../../schema/types.js';
+import { sectionRuns, type SectionInput } from '../compact-task.js';
+import { keyIndex } from '../key-order.js';
+import type { MergeFunction } from '../merge-function.js';
+import { mergeSortedRuns, type RunInput } from '../sort-merge-reader.js';
+import type { KeyComparator } from '../sorted-run.js';
+import { diffChangelog, rowsWithKeys } from './diff.js';
 
 export interface LookupChangelogOptions {
   schema: TableSchema;

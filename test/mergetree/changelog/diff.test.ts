@@ -1,8 +1,8 @@
 /** The changelog between two images of the same keys. */
 import { describe, expect, it } from 'vitest';
-import { diffChangelog, rowsWithKeys } from '../../../lib/mergetree/changelog/diff';
-import { ROW_KIND_NAMES, RowKind } from '../../../lib/schema/types';
-import { physicalTable, recordsOf, schemaOf, type Rec } from '../fixtures';
+import { diffChangelog, rowsWithKeys } from '../../../lib/mergetree/changelog/diff.js';
+import { ROW_KIND_NAMES, RowKind } from '../../../lib/schema/types.js';
+import { physicalTable, recordsOf, schemaOf, type Rec } from '../fixtures.js';
 
 const schema = schemaOf(['id INT NOT NULL', 'v STRING'], ['id']);
 

@@ -1,13 +1,14 @@
 /** The full-compaction changelog producer, observing a compaction into the max level. */
 import type * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import type { DataFileMeta, JsonValue } from '../../../lib/manifest/types';
-import { FullCompactionChangelog } from '../../../lib/mergetree/changelog/full-compaction';
-import { runCompactTask, type CompactFileIO } from '../../../lib/mergetree/compact-task';
-import { mergeConfig } from '../../../lib/mergetree/merge-config';
-import { mergeEngineFor } from '../../../lib/mergetree/merge-function';
-import { ROW_KIND_NAMES, RowKind } from '../../../lib/schema/types';
-import { physicalTable, recordsOf, schemaOf, type Rec } from '../fixtures';
+import type { DataFileMeta } from '../../../lib/manifest/types.js';
+import type { JsonValue } from '../../../lib/schema/value-codec.js';
+import { FullCompactionChangelog } from '../../../lib/mergetree/changelog/full-compaction.js';
+import { runCompactTask, type CompactFileIO } from '../../../lib/mergetree/compact-task.js';
+import { mergeConfig } from '../../../lib/mergetree/merge-config.js';
+import { mergeEngineFor } from '../../../lib/mergetree/merge-function.js';
+import { ROW_KIND_NAMES, RowKind } from '../../../lib/schema/types.js';
+import { physicalTable, recordsOf, schemaOf, type Rec } from '../fixtures.js';
 
 const schema = schemaOf(['id INT NOT NULL', 'v STRING'], ['id']);
 const rec = (id: number, v: string | null, seq: number, kind: number = RowKind.INSERT): Rec => ({ row: { id, v }, kind, seq });

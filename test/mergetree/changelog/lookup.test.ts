@@ -1,11 +1,12 @@
 /** The lookup changelog producer: before images looked up in the higher levels. */
 import { describe, expect, it } from 'vitest';
-import type { DataFileMeta, JsonValue } from '../../../lib/manifest/types';
-import { lookupCandidates, lookupChangelog } from '../../../lib/mergetree/changelog/lookup';
-import { mergeConfig, type MergeConfig } from '../../../lib/mergetree/merge-config';
-import { mergeEngineFor } from '../../../lib/mergetree/merge-function';
-import { ROW_KIND_NAMES, RowKind, type TableSchema } from '../../../lib/schema/types';
-import { physicalTable, recordsOf, schemaOf, type Rec } from '../fixtures';
+import type { DataFileMeta } from '../../../lib/manifest/types.js';
+import type { JsonValue } from '../../../lib/schema/value-codec.js';
+import { lookupCandidates, lookupChangelog } from '../../../lib/mergetree/changelog/lookup.js';
+import { mergeConfig, type MergeConfig } from '../../../lib/mergetree/merge-config.js';
+import { mergeEngineFor } from '../../../lib/mergetree/merge-function.js';
+import { ROW_KIND_NAMES, RowKind, type TableSchema } from '../../../lib/schema/types.js';
+import { physicalTable, recordsOf, schemaOf, type Rec } from '../fixtures.js';
 
 function input(schema: TableSchema, level: number, recs: Rec[], sequenceBase = 0) {
   const ids = recs.map((r) => r.row.id as number);

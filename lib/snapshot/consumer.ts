@@ -3,8 +3,8 @@
  * snapshot the consumer still needs — every snapshot below it has been fully delivered to its
  * sink. Expiry never removes a snapshot at or after the smallest live consumer's `nextSnapshot`.
  */
-import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError } from '../errors';
-import { fromUtf8, listAll, utf8, type ObjectStore } from '../store/object-store';
+import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError } from '../errors.js';
+import { fromUtf8, listAll, utf8, type ObjectStore } from '../store/object-store.js';
 
 /** A bucket with planned splits not yet known to be delivered. */
 export interface ConsumerBucketProgress {
@@ -50,6 +50,14 @@ export function checkConsumerId(id: string): void {
 
 function consumerKeyOf(tablePath: string, id: string): string {
   return `${tablePath}/consumer/consumer-${id}`;
+}
+
+/**
+ * Folder of a snapshot's by-reference file lists. Named `consumer-<id>@splits/`: it shares the
+ * consumer file's name prefix (one IAM grant covers both) and '@' never occurs in a consumer id.
+ */
+export function splitRefPrefix(tablePath: string, consumerId: string, snapshotId?: number): string {
+  return `${tablePath}/consumer/consumer-${consumerId}@splits/${snapshotId === undefined ? '' : `${snapshotId}/`}`;
 }
 
 /** Reads a consumer, or undefined when it does not exist. */

@@ -4,15 +4,15 @@
  */
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog';
-import { InvalidArgumentError } from '../../lib/errors';
-import { parseSchemaText } from '../../lib/schema/parse';
-import { openStore } from '../../lib/store/open-store';
-import { discover, ensureConsumer } from '../../lib/stream/discovery';
-import { createStreamHandler } from '../../lib/stream/handler';
-import { MemoryQueue } from '../../lib/stream/memory-queue';
-import type { QueueMessage } from '../../lib/stream/split-queue';
-import { put } from './fixtures';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { InvalidArgumentError } from '../../lib/errors.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { openStore } from '../../lib/store/open-store.js';
+import { discover, ensureConsumer } from '../../lib/stream/discovery.js';
+import { createStreamHandler } from '../../functions/shared/stream-handler.js';
+import { MemoryQueue } from '../../lib/stream/memory-queue.js';
+import type { QueueMessage } from '../../lib/stream/split-queue.js';
+import { put } from '../stream/fixtures.js';
 
 function sqsEvent(messages: QueueMessage[]): SQSEvent {
   const records = messages.map(

@@ -7,13 +7,13 @@
  */
 import { processPartialResponse, SqsFifoPartialProcessorAsync } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { FolderCatalog } from '../catalog/folder-catalog';
-import { InvalidArgumentError } from '../errors';
-import { openStore } from '../store/open-store';
-import type { Table } from '../table/table';
-import { checkConsumerId } from './consumer';
-import { BatchDelivery, type ChangeBatch, type StreamSink } from './delivery';
-import { callbackSink, type Change } from './sinks';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { InvalidArgumentError } from '../../lib/errors.js';
+import { openStore } from '../../lib/store/open-store.js';
+import type { Table } from '../../lib/table/table.js';
+import { checkConsumerId } from '../../lib/snapshot/consumer.js';
+import { BatchDelivery, type ChangeBatch, type StreamSink } from '../../lib/stream/delivery.js';
+import { callbackSink, type Change } from '../../lib/stream/sinks.js';
 
 /** A Lambda handler for SQS events. */
 export type SqsHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;

@@ -1,5 +1,6 @@
 /**
- * The names the handlers emit and the infra matches on: custom metric names (infra/alarms.ts) and
+ * What the handlers (functions/) and the constructs (infra/) agree on, declared once below both:
+ * the names the handlers emit and the infra matches on: custom metric names (infra/alarms.ts) and
  * EventBridge source and detail-types (infra/stream-consumer.ts). Declared once, here, without
  * imports, so the CDK constructs use them without loading the handlers' SDKs.
  */
@@ -27,3 +28,6 @@ export const VARVE_METRICS = {
 export const VARVE_EVENT_SOURCE = 'varve';
 /** The detail-type of the event put after each commit (each consumer's discovery rule matches on it). */
 export const SNAPSHOT_COMMITTED = 'Snapshot Committed';
+
+/** How a writer hands its files on: `direct` commits itself, `queue` sends them to the table's commit FIFO queue. */
+export type CommitMode = 'direct' | 'queue';

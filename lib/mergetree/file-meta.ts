@@ -1,0 +1,30 @@
+/** The manifest metadata of a data file the merge tree writes (level 0 by a writer, higher by compaction). */
+import type * as arrow from 'apache-arrow';
+import { fileStatsOf } from '../format/file-stats.js';
+import type { DataFileMeta } from '../manifest/types.js';
+import type { DataField } from '../schema/types.js';
+
+/** Metadata of a key-sorted data table about to be (or just) written as a file. */
+export function fileMetaOf(
+  keyFields: DataField[],
+  data: arrow.Table,
+  f: { fileName: string; fileSize: number; schemaId: number; level: number; source: 'APPEND' | 'COMPACT'; sequenceBase?: number },
+): DataFileMeta {
+  const stats = fileStatsOf(keyFields, data);
+  const base = f.sequenceBase ?? 0;
+  return {
+    fileName: f.fileName,
+    fileSize: f.fileSize,
+    rowCount: stats.rowCount,
+    minKey: stats.minKey,
+    maxKey: stats.maxKey,
+    sequenceBase: base,
+    minSequenceNumber: stats.minStoredSequence + base,
+    maxSequenceNumber: stats.maxStoredSequence + base,
+    schemaId: f.schemaId,
+    level: f.level,
+    creationTime: Date.now(),
+    deleteRowCount: stats.deleteRowCount,
+    fileSource: f.source,
+  };
+}
