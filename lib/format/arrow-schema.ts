@@ -1,7 +1,9 @@
 /**
  * The Arrow mapping of varve's column types, and the physical layout of a data file: every table
  * column in schema order, then `_SEQUENCE_NUMBER` (Int64, not null) and `_VALUE_KIND` (Int8, not
- * null). Field ids travel as Arrow field metadata under `varve.field-id`.
+ * null). Field ids travel as Arrow field metadata under `varve.field-id`, and under
+ * `PARQUET:field_id`, which parquet-rs writes as the Parquet schema's field_id: Iceberg readers
+ * (and the Iceberg export, lib/iceberg) find columns by it.
  */
 import * as arrow from 'apache-arrow';
 import { SchemaMismatchError } from '../errors.js';
@@ -9,6 +11,8 @@ import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField, type DataType, type Table
 
 /** Arrow field metadata key that carries a column's varve field id. */
 export const FIELD_ID_KEY = 'varve.field-id';
+/** Arrow field metadata key that parquet-rs turns into the Parquet field_id (Iceberg's column identity). */
+export const PARQUET_FIELD_ID_KEY = 'PARQUET:field_id';
 
 /** Field id of `_SEQUENCE_NUMBER` (Paimon's SEQUENCE_NUMBER id: Integer.MAX_VALUE - 1). */
 export const SEQUENCE_FIELD_ID = 2147483646;
@@ -104,9 +108,10 @@ export function fromArrowType(t: arrow.DataType, nullable: boolean, column = '?'
   return unsupported();
 }
 
-/** The Arrow field of a table column: its name, type, nullability and field id. */
+/** The Arrow field of a table column: its name, type, nullability and field id (varve's and Parquet's). */
 export function toArrowField(f: DataField): arrow.Field {
-  return new arrow.Field(f.name, toArrowType(f.type), f.type.nullable, new Map([[FIELD_ID_KEY, String(f.id)]]));
+  const id = String(f.id);
+  return new arrow.Field(f.name, toArrowType(f.type), f.type.nullable, new Map([[FIELD_ID_KEY, id], [PARQUET_FIELD_ID_KEY, id]]));
 }
 
 /** The Arrow schema of a table's columns, in schema order (no system columns). */

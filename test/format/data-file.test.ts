@@ -75,6 +75,16 @@ describe('writeDataFile / readDataFile', () => {
     await expect(readDataFile(bytes, { columns: ['id', 'nope'] })).rejects.toThrow(/no column nope/);
   });
 
+  it('writes each column\'s varve field id as the Parquet field_id (what Iceberg readers match columns by)', () => {
+    // Prepare
+    const table = physical(FIELDS, randomRows(rng(1), FIELDS, 5));
+    // Act
+    const md = parquetMetadata(arrayBuffer(writeDataFile(table, { compression: 'zstd' })));
+    // Assess: the schema's leaf elements follow the root, in file order
+    const ids = md.schema.slice(1).map((e) => ({ name: e.name, id: e.field_id }));
+    expect(ids).toEqual(WITH_SYSTEM.map((f) => ({ name: f.name, id: f.id })));
+  });
+
   it('writes a sliced table (non-zero offsets in bitmaps, booleans and strings)', async () => {
     const rows = edgeRows();
     const table = physical(FIELDS, rows).slice(1, 4);
