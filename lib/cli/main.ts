@@ -8,6 +8,7 @@ import { VarveError } from '../errors.js';
 import { registerExpiryCommands, registerMaintenanceCommands } from './maintenance-commands.js';
 import { registerStreamCommands } from './stream-commands.js';
 import { registerTableCommands } from './table-commands.js';
+import { OutputClosedError, stdoutOutput } from './output.js';
 import type { GlobalOptions } from './parse-flags.js';
 
 /** Builds the program; `out` receives everything a command prints on stdout. */
@@ -30,13 +31,15 @@ export function buildProgram(out: (text: string) => void = (t) => process.stdout
 /** Runs the CLI with `argv` (user arguments only) and returns the exit code. */
 export async function runCli(argv: string[], io: { out?: (t: string) => void; err?: (t: string) => void } = {}): Promise<number> {
   const err = io.err ?? ((t: string) => process.stderr.write(t));
-  const program = buildProgram(io.out);
-  program.configureOutput({ writeErr: err, writeOut: io.out ?? ((t) => process.stdout.write(t)) });
+  const out = io.out ?? stdoutOutput();
+  const program = buildProgram(out);
+  program.configureOutput({ writeErr: err, writeOut: out });
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+    if (e instanceof OutputClosedError) return 0;
     if (process.env.VARVE_DEBUG) err(`${(e as Error).stack}\n`);
     if (e instanceof VarveError) err(`varve: ${e.message}\n`);
     else err(`varve: unexpected error: ${(e as Error).message ?? String(e)} (set VARVE_DEBUG=1 for details)\n`);

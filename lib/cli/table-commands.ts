@@ -3,6 +3,7 @@
  */
 import { parsePartitionSpec } from '../schema/partition.js';
 import { readFile, writeFile } from 'node:fs/promises';
+import type * as arrow from 'apache-arrow';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
 import { parseSchemaJson, parseSchemaText, formatType } from '../schema/parse.js';
@@ -10,9 +11,9 @@ import { createTag, deleteTag } from '../snapshot/tags.js';
 import { formatFromFileName, parseRecords, type InputFormat } from '../table/input.js';
 import { readAuditLog, parseIncrementalBetween } from '../table/audit-log.js';
 import { readSystemTable, SYSTEM_TABLES } from '../table/system-tables.js';
-import { SEQUENCE_COLUMN } from '../schema/types.js';
+import { SEQUENCE_COLUMN, type DataField } from '../schema/types.js';
 import { displayRecords, openCatalog, warehouseUri } from './context.js';
-import { renderRecords, type OutputFormat } from './output.js';
+import { RecordPrinter, renderRecords, type OutputFormat } from './output.js';
 import { parseTimestamp, type GlobalOptions } from './parse-flags.js';
 
 type Out = (text: string) => void;
@@ -55,6 +56,16 @@ function outputFormat(flag: string | undefined): OutputFormat {
   if (f !== 'table' && f !== 'jsonl' && f !== 'csv') throw new InvalidArgumentError(`--format must be table, jsonl or csv, got "${f}"`);
   return f;
 }
+
+/** Prints an Arrow result in slices, so no more than a slice of row objects exists at a time. */
+function printArrow(result: arrow.Table, fields: DataField[], format: OutputFormat, out: Out): void {
+  const columns = displayRecords(result.slice(0, 0), fields).columns;
+  const printer = new RecordPrinter(columns, format, out);
+  for (let at = 0; at < result.numRows; at += PRINT_SLICE_ROWS) printer.add(displayRecords(result.slice(at, at + PRINT_SLICE_ROWS), fields).records);
+  printer.end();
+}
+
+const PRINT_SLICE_ROWS = 8192;
 
 /** Registers the table commands on `program`; `globals()` gives the global flags, `out` prints. */
 export function registerTableCommands(program: Command, globals: () => GlobalOptions, out: Out): void {
@@ -138,8 +149,7 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
         columns: o.columns ? list(o.columns) : undefined,
         partition: o.partition ? parsePartitionSpec(o.partition) : undefined,
       });
-      const { columns, records } = displayRecords(result, table.schema.fields);
-      out(renderRecords(columns, records, format));
+      printArrow(result, table.schema.fields, format, out);
     });
 
   program

@@ -1,0 +1,80 @@
+/**
+ * `varve read` of a table too big to print in one piece: every format prints all 300,000 rows
+ * (the table format once overflowed the stack at 130,000), and a reader that stops early
+ * (`| head -1`) ends the command quietly with exit 0, `tail | head` included.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../lib/cli/main.js';
+
+const ROWS = 300_000;
+let dir: string;
+
+async function varve(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  let err = '';
+  const code = await runCli(['--warehouse', join(dir, 'wh'), ...args], { out: (t) => out.push(t), err: (t) => (err += t) });
+  return { code, out: out.join(''), err };
+}
+
+/** Runs the installed launcher in a shell pipeline; returns varve's exit code and both outputs. */
+function pipeline(args: string, consumer: string): { code: number; out: string; err: string } {
+  const root = join(__dirname, '../..');
+  const script = `node ${join(root, 'bin/varve.mjs')} --warehouse '${join(dir, 'wh')}' ${args} 2>'${join(dir, 'err.txt')}' | ${consumer}; echo "exit=\${PIPESTATUS[0]}"; cat '${join(dir, 'err.txt')}' >&2`;
+  const r = spawnSync('bash', ['-c', script], { encoding: 'utf8', cwd: root, timeout: 120_000 });
+  const m = /exit=(\d+)\s*$/.exec(r.stdout);
+  return { code: m ? Number(m[1]) : -1, out: r.stdout.replace(/exit=\d+\s*$/, ''), err: r.stderr };
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'varve-large-read-'));
+  let text = '';
+  for (let i = 0; i < ROWS; i++) text += `{"id":${i},"v":"value-${i}"}\n`;
+  writeFileSync(join(dir, 'in.jsonl'), text);
+  expect((await varve('create', 'db.big', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id', '-o', 'bucket=2')).code).toBe(0);
+  const w = await varve('write', 'db.big', join(dir, 'in.jsonl'));
+  expect(w.code, w.err).toBe(0);
+}, 120_000);
+
+describe(`varve read of ${ROWS} rows`, () => {
+  it('prints every row in the table format, with the row count last', async () => {
+    const r = await varve('read', 'db.big');
+    expect(r.code, r.err).toBe(0);
+    const lines = r.out.trimEnd().split('\n');
+    expect(lines).toHaveLength(ROWS + 3);
+    expect(lines[0].trim().split(/\s+/)).toEqual(['id', 'v']);
+    expect(lines.at(-1)).toBe(`(${ROWS} rows)`);
+    const ids = lines.slice(2, -1).map((l) => Number(l.trim().split(/\s+/)[0]));
+    expect(new Set(ids).size).toBe(ROWS);
+  });
+
+  it('prints every row as JSON lines and as CSV', async () => {
+    const j = await varve('read', 'db.big', '--format', 'jsonl');
+    const c = await varve('read', 'db.big', '--format', 'csv');
+    expect(j.code, j.err).toBe(0);
+    expect(c.code, c.err).toBe(0);
+    const rows = j.out.trimEnd().split('\n').map((l) => JSON.parse(l) as { id: number; v: string });
+    expect(rows).toHaveLength(ROWS);
+    expect(rows.every((r) => r.v === `value-${r.id}`)).toBe(true);
+    const csv = c.out.trimEnd().split('\n');
+    expect(csv[0]).toBe('id,v');
+    expect(csv).toHaveLength(ROWS + 1);
+  });
+
+  it.each(['table', 'jsonl', 'csv'])('read --format %s | head -1 ends quietly with exit 0', (format) => {
+    const r = pipeline(`read db.big --format ${format}`, 'head -1');
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.out.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('tail | head -1 ends quietly with exit 0', () => {
+    const r = pipeline('tail db.big', 'head -1');
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out.trim())).toMatchObject({ kind: '+I' });
+  });
+});
