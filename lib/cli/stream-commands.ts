@@ -48,7 +48,8 @@ export function registerStreamCommands(program: Command, globals: () => GlobalOp
     .option('--on-expired <what>', 'when the start or next snapshot has expired: fail (default) or skip-to-earliest (accept the gap)')
     .option('--follow', 'keep waiting for new changes (default: stop once caught up)')
     .option('--idle-exit <ms>', 'with --follow: stop after this many ms without a new change')
-    .action(async (name: string, o: { consumerId?: string; from?: string; ignoreProgress?: boolean; onExpired?: string; follow?: boolean; idleExit?: string }) => {
+    .option('--max-changes <n>', 'without --consumer-id: stop once this many changes are printed')
+    .action(async (name: string, o: { consumerId?: string; from?: string; ignoreProgress?: boolean; onExpired?: string; follow?: boolean; idleExit?: string; maxChanges?: string }) => {
       const table = await openCatalog(warehouseUri(globals().warehouse)).getTable(name);
       if (o.onExpired !== undefined && o.onExpired !== 'fail' && o.onExpired !== 'skip-to-earliest') {
         throw new InvalidArgumentError(`--on-expired must be fail or skip-to-earliest, got "${o.onExpired}"`);
@@ -59,11 +60,17 @@ export function registerStreamCommands(program: Command, globals: () => GlobalOp
         ...(o.onExpired ? { onExpired: o.onExpired as 'fail' | 'skip-to-earliest' } : {}),
       };
       const idleExitMs = o.idleExit !== undefined ? parsePositiveInt('--idle-exit', o.idleExit) : undefined;
+      const maxChanges = o.maxChanges !== undefined ? parsePositiveInt('--max-changes', o.maxChanges) : undefined;
+      // Status lines go to stderr, so stdout stays pure JSON lines.
+      const status: Out = (text) => program.configureOutput().writeErr?.(text);
       if (o.consumerId !== undefined) {
+        if (maxChanges !== undefined) {
+          throw new InvalidArgumentError('--max-changes works without --consumer-id only (a consumer records progress per snapshot, not per change); drop one of them');
+        }
         checkConsumerId(o.consumerId);
         await tailWithConsumer(table, o.consumerId, stream, { follow: Boolean(o.follow), idleExitMs }, out);
       } else {
-        await tailWithoutConsumer(table, stream, { follow: Boolean(o.follow), idleExitMs }, out);
+        await tailWithoutConsumer(table, stream, { follow: Boolean(o.follow), idleExitMs, maxChanges, status }, out);
       }
     });
 
@@ -79,12 +86,17 @@ export function registerStreamCommands(program: Command, globals: () => GlobalOp
 interface TailOptions {
   follow: boolean;
   idleExitMs?: number;
+  maxChanges?: number;
+  /** Told once, with --follow, when the tail has caught up and waits for new commits. */
+  status?: Out;
 }
 
 /** A tail that keeps no state: a StreamScan pulled snapshot by snapshot, woken by commits. */
 async function tailWithoutConsumer(table: Table, stream: StreamOptions, opts: TailOptions, out: Out): Promise<void> {
   const scan = new StreamScan(table, stream);
   let lastChange = Date.now();
+  let printed = 0;
+  let announced = false;
   let wake: (() => void) | undefined;
   const unsubscribe = onCommit((e) => {
     if (e.table === table.name && e.warehouse === table.store.uri) wake?.();
@@ -96,15 +108,23 @@ async function tailWithoutConsumer(table: Table, stream: StreamOptions, opts: Ta
         for (const split of plan.splits) {
           const data = await readSplit(table, split);
           const batch = { table, consumerId: '', snapshotId: split.snapshotId, partition: split.partition, bucket: split.bucket, kind: split.kind, data, splitId: '' };
-          const lines = changesOf(batch).map((c) => changeToJsonLine(table, c));
+          let lines = changesOf(batch).map((c) => changeToJsonLine(table, c));
+          if (opts.maxChanges !== undefined) lines = lines.slice(0, opts.maxChanges - printed);
           if (lines.length > 0) {
             out(lines.join(''));
+            printed += lines.length;
             lastChange = Date.now();
           }
+          if (opts.maxChanges !== undefined && printed >= opts.maxChanges) return;
         }
         continue;
       }
       if (!opts.follow) return;
+      if (!announced) {
+        // From here on every commit is printed: a script may start writing once it sees this line.
+        opts.status?.(`following ${table.name} from snapshot ${scan.nextSnapshot}\n`);
+        announced = true;
+      }
       if (opts.idleExitMs !== undefined && Date.now() - lastChange >= opts.idleExitMs) return;
       // Commits of this process wake the tail at once; other writers are seen by polling.
       await new Promise<void>((resolve) => {

@@ -12,9 +12,20 @@ import { InvalidArgumentError } from '../../lib/errors.js';
 let dir: string;
 
 async function varve(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  return varveWatching(() => {}, ...args);
+}
+
+/** Runs the CLI, telling `onErr` each stderr text as it comes. */
+async function varveWatching(onErr: (text: string) => void, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await runCli(['--warehouse', join(dir, 'wh'), ...args], { out: (t) => (out += t), err: (t) => (err += t) });
+  const code = await runCli(['--warehouse', join(dir, 'wh'), ...args], {
+    out: (t) => (out += t),
+    err: (t) => {
+      err += t;
+      onErr(t);
+    },
+  });
   return { code, out, err };
 }
 
@@ -64,17 +75,36 @@ describe('varve tail', () => {
     expect(consumers.out).toContain('"me"');
   });
 
-  it('--follow prints changes committed while it runs and stops after --idle-exit', async () => {
+  it('--follow prints changes committed while it runs and stops after --max-changes', async () => {
     // Prepare
     await write('db.t', [{ id: 1, v: 'a' }]);
-    // Act
-    const tail = varve('tail', 'db.t', '--from', 'latest', '--follow', '--idle-exit', '1500');
-    await new Promise((r) => setTimeout(r, 200));
+    // Act: write only once the tail says it follows (no race with its start, however busy the machine)
+    let following!: () => void;
+    const ready = new Promise<void>((r) => (following = r));
+    const tail = varveWatching((t) => t.includes('following db.t from snapshot 2') && following(), 'tail', 'db.t', '--from', 'latest', '--follow', '--max-changes', '2');
+    await ready;
     await write('db.t', [{ id: 2, v: 'b' }]);
+    await write('db.t', [{ id: 3, v: 'c' }, { id: 4, v: 'd' }]);
     const result = await tail;
-    // Assess
+    // Assess: the first change of snapshot 3 makes two; the tail stops there
     expect(result.code).toBe(0);
-    expect(lines(result.out)).toEqual([{ snapshot: 2, kind: '+I', row: { id: 2, v: 'b' } }]);
+    expect(lines(result.out)).toHaveLength(2);
+    expect(lines(result.out)[0]).toEqual({ snapshot: 2, kind: '+I', row: { id: 2, v: 'b' } });
+    expect(lines(result.out)[1]).toMatchObject({ snapshot: 3, kind: '+I' });
+  });
+
+  it('--follow stops after --idle-exit without a new change', async () => {
+    await write('db.t', [{ id: 1, v: 'a' }]);
+    const result = await varve('tail', 'db.t', '--from', 'latest', '--follow', '--idle-exit', '50');
+    expect(result.code).toBe(0);
+    expect(result.out).toBe('');
+    expect(result.err).toContain('following db.t from snapshot 2');
+  });
+
+  it('refuses --max-changes with --consumer-id', async () => {
+    const r = await varve('tail', 'db.t', '--consumer-id', 'me', '--max-changes', '1');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/--max-changes works without --consumer-id/);
   });
 
   it("says what is wrong with a bad --from", async () => {

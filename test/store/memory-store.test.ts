@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   ConditionalRequestConflictError,
   InjectedFaultError,
@@ -74,13 +74,23 @@ describe('MemoryStore bookkeeping', () => {
   });
 
   it('delays calls by the configured latency', async () => {
-    const store = new MemoryStore();
-    store.setLatency(30);
+    // Fake timers: the delay is checked by the clock the store waits on, not by a wall-clock race.
+    vi.useFakeTimers();
+    try {
+      const store = new MemoryStore();
+      store.setLatency(30);
+      let done = false;
+      const put = store.put('k', utf8('x')).then(() => (done = true));
 
-    const t0 = performance.now();
-    await store.put('k', utf8('x'));
-
-    expect(performance.now() - t0).toBeGreaterThanOrEqual(25);
+      await vi.advanceTimersByTimeAsync(29);
+      expect(done).toBe(false);
+      expect(store.keys()).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1);
+      await put;
+      expect(store.keys()).toEqual(['k']);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 
