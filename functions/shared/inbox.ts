@@ -1,11 +1,20 @@
 /**
  * Files dropped for ingestion: under `<warehouse prefix>/inbox/<database>/<table>/` in the
  * warehouse bucket (infra/warehouse.ts `inboxPrefix`), announced by S3 through EventBridge
- * (`Object Created`). The object is read at the etag the event names, so a file overwritten since
- * is left to the event of its new version.
+ * (`Object Created`; JSONL, CSV or Parquet by extension). The object is read at the etag the event
+ * names, so a file overwritten since is left to the event of its new version. Invalid records go
+ * to the rejects queue; a file that cannot be parsed at all is one reject.
  */
 import { GetObjectCommand } from '@aws-sdk/client-s3';
-import { InvalidArgumentError } from '../../lib/errors.js';
+import { InvalidArgumentError, RecordValidationError } from '../../lib/errors.js';
+import { formatFromFileName, parseRecords } from '../../lib/table/input.js';
+import { objectCommitIdentifier } from '../../lib/table/commit-identifiers.js';
+import { landRows, type Landed } from '../../lib/table/land-rows.js';
+import type { Table } from '../../lib/table/table.js';
+import { landOptions } from './after-commit.js';
+import type { WriterSettings } from './env.js';
+import { log } from './observability.js';
+import { sendRejects } from './rejects.js';
 import { parseTableIdentifier } from '../../lib/schema/parse.js';
 import { s3ErrorName, s3Status } from '../../lib/store/s3-errors.js';
 import { S3Store } from '../../lib/store/s3-store.js';
@@ -47,4 +56,57 @@ export async function readInboxObject(store: S3Store, bucket: string, key: strin
     }
   }
   return { missing: 'deleted' };
+}
+
+/** What an inbox file's ingestion did (EventBridge ignores a handler's result; logs and tests read it). */
+export interface IngestFileResult {
+  key: string;
+  /** Why nothing was read: the file is outside the inbox, gone, or overwritten since the event. */
+  skipped?: 'outside-inbox' | 'deleted' | 'superseded';
+  rows: number;
+  rejected: number;
+  landed?: Landed;
+}
+
+/** Where an inbox file's rows and rejects go. */
+export interface InboxTargets {
+  commitUser: string;
+  settings: WriterSettings;
+  rejectsQueueUrl?: string;
+}
+
+/** Ingests the inbox object `bucket/key` at `etag` into `table`; thrown errors make Lambda retry the event. */
+export async function ingestInboxObject(table: Table, bucket: string, key: string, etag: string, to: InboxTargets): Promise<IngestFileResult> {
+  const inbox = inboxOf(table.store, table.name);
+  if (bucket !== inbox.bucket || !key.startsWith(inbox.prefix)) {
+    log().warn('an Object Created event outside the table inbox was ignored', { table: table.name, bucket, key, inbox: inbox.prefix });
+    return { key, skipped: 'outside-inbox', rows: 0, rejected: 0 };
+  }
+  const format = formatFromFileName(key);
+  if (!format) {
+    const reason = `${key} has no extension varve reads; name inbox files *.jsonl (or .ndjson, .json), *.csv or *.parquet`;
+    await sendRejects(to.rejectsQueueUrl, table.name, [{ source: { bucket, key, etag }, line: 0, reason, raw: key }]);
+    return { key, rows: 0, rejected: 1 };
+  }
+  const read = await readInboxObject(table.store as S3Store, bucket, key, etag);
+  if ('missing' in read) {
+    log().warn(`inbox file ${read.missing} before it was read`, { table: table.name, key, etag });
+    return { key, skipped: read.missing, rows: 0, rejected: 0 };
+  }
+  // The key as stored (an event's key may be URL-encoded): rejects and the identifier name it.
+  const source = { bucket, key: read.key, etag };
+  let parsed;
+  try {
+    parsed = await parseRecords(read.body, format, table.schema, { skipInvalid: true });
+  } catch (e) {
+    // Parsing works on bytes already read, so it fails the same way every time (malformed CSV,
+    // not Parquet, a Parquet column of a type the table cannot take): the file is the reject.
+    const reason = `${key} cannot be read as ${format}: ${(e as Error).message}`;
+    await sendRejects(to.rejectsQueueUrl, table.name, [{ source, line: e instanceof RecordValidationError ? (e.line ?? 0) : 0, reason, raw: key }]);
+    return { key, rows: 0, rejected: 1 };
+  }
+  await sendRejects(to.rejectsQueueUrl, table.name, parsed.rejected.map((r) => ({ source, line: r.line, reason: r.reason, raw: r.raw })));
+  // The identifier (key and etag) keeps a retried event to one commit.
+  const landed = await landRows(table, parsed.rows, parsed.kinds, landOptions(table, to.settings, to.commitUser, objectCommitIdentifier(read.key, etag)));
+  return { key, rows: parsed.rows.length, rejected: parsed.rejected.length, landed };
 }

@@ -12,8 +12,9 @@ import { changesOf, rowsForTarget } from '../../lib/stream/sinks.js';
 import type { Table } from '../../lib/table/table.js';
 import { eventBridgeClient } from './aws-clients.js';
 import { VARVE_EVENT_SOURCE } from '../../lib/aws-contract.js';
+import { landRows } from '../../lib/table/land-rows.js';
+import { landOptions } from './after-commit.js';
 import type { WriterSettings } from './env.js';
-import { landRows } from './land-rows.js';
 
 /** A parsed VARVE_SINK. */
 export type SinkSpec = { kind: 'table'; table: string } | { kind: 'eventbridge'; bus: string };
@@ -41,11 +42,7 @@ export function awsTableSink(target: Table, settings: WriterSettings): StreamSin
       if (batch.data.numRows === 0) return;
       const source = batch.table;
       const { rows, kinds } = rowsForTarget(target, batch);
-      await landRows(target, rows, kinds, {
-        commitUser: `stream:${source.name}:${batch.consumerId}`,
-        commitIdentifier: batch.splitId,
-        settings,
-      });
+      await landRows(target, rows, kinds, landOptions(target, settings, `stream:${source.name}:${batch.consumerId}`, batch.splitId));
     },
   };
 }

@@ -7,6 +7,7 @@
  */
 import { openCatalog } from '../../lib/catalog/open-catalog.js';
 import { LruManifestCache } from '../../lib/manifest/manifest-file.js';
+import type { CommitOptions } from '../../lib/snapshot/commit.js';
 import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
 import type { Table } from '../../lib/table/table.js';
 import { requireEnv, type Env } from './env.js';
@@ -39,7 +40,7 @@ export async function openTable(env: Env, who: string, name?: string): Promise<T
 }
 
 /** `cache`'s value for `table`, made on first use and kept for the container's lifetime. */
-export function perTableOf<T>(cache: Map<string, T>, table: Table, make: () => T): T {
+function perTableOf<T>(cache: Map<string, T>, table: Table, make: () => T): T {
   const key = `${table.store.uri}\u0000${table.path}`;
   let value = cache.get(key);
   if (value === undefined) cache.set(key, (value = make()));
@@ -57,4 +58,9 @@ export function manifestCacheOf(table: Table): LruManifestCache {
  */
 export function cachingSnapshotManagerOf(table: Table): SnapshotManager {
   return perTableOf(snapshotManagers, table, () => new SnapshotManager(table.store, table.path, { cacheSnapshots: true }));
+}
+
+/** The commit settings that keep a table's caches across invocations. */
+export function commitCachesOf(table: Table): Partial<CommitOptions> {
+  return { manifestCache: manifestCacheOf(table), snapshotManager: cachingSnapshotManagerOf(table) };
 }

@@ -9,7 +9,7 @@ import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCommitHandler } from '../../functions/commit.js';
 import { createIngestHandler } from '../../functions/ingest.js';
 import type { SnapshotCommittedDetail } from '../../functions/shared/commit-events.js';
-import { BATCHES_PROPERTY } from '../../functions/shared/recent-batches.js';
+import { BATCHES_PROPERTY } from '../../lib/table/recent-batches.js';
 import type { Table } from '../../lib/table/table.js';
 import { awsAvailable } from '../helpers/aws.js';
 import {

@@ -5,12 +5,11 @@
  * in a different invocation batch (with a different identifier): checking each batch against
  * the snapshots of the last half hour keeps every batch to one commit either way.
  *
- * One per table and warm container: the first use reads back through the window, later uses read
- * only the snapshots committed since.
+ * One per table and process (recentBatchesOf): the first use reads back through the window, later
+ * uses read only the snapshots committed since.
  */
-import type { Snapshot } from '../../lib/snapshot/snapshot.js';
-import type { Table } from '../../lib/table/table.js';
-import { perTableOf } from './tables.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import type { Table } from './table.js';
 
 /** Snapshot property listing the batch identifiers a group commit folded in, as a JSON array. */
 export const BATCHES_PROPERTY = 'varve.batches';
@@ -77,7 +76,10 @@ export function batchesProperty(ids: readonly string[]): string {
   return JSON.stringify(ids);
 }
 
-/** The container's RecentBatches of a table. */
+/** The process's RecentBatches of a table (by store and path: a re-opened table shares it). */
 export function recentBatchesOf(table: Table): RecentBatches {
-  return perTableOf(perTable, table, () => new RecentBatches(table));
+  const key = `${table.store.uri}\u0000${table.path}`;
+  let recent = perTable.get(key);
+  if (!recent) perTable.set(key, (recent = new RecentBatches(table)));
+  return recent;
 }

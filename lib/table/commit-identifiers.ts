@@ -1,5 +1,5 @@
 /**
- * Commit identifiers derived from a function's input, so that a retried invocation recognises the
+ * Commit identifiers derived from a writer's input, so that a retried invocation recognises the
  * commit its earlier attempt made (DESIGN.md, "Idempotence"). Each fits an SQS deduplication id
  * (at most 128 printable ASCII characters), which is also what the commit queue deduplicates on.
  */

@@ -1,12 +1,11 @@
 /**
- * The messages of a table's commit FIFO queue: one writer's prepared batch (file metadata, never
- * rows), sent with MessageGroupId = the table (commits of a table are folded in order by one
- * commit function at a time) and MessageDeduplicationId = the batch's commit identifier (a
- * retried writer's second send within SQS's 5-minute window is dropped).
+ * Commit messages: one writer's prepared batch (file metadata, never rows) handed to the group
+ * commit of its table instead of committed by the writer. On AWS they travel on the table's commit
+ * FIFO queue (functions/shared/queues.ts: MessageGroupId = the table, so one commit function folds
+ * them in order; MessageDeduplicationId = the batch's commit identifier).
  */
-import { CorruptMetadataError, InvalidArgumentError } from '../../lib/errors.js';
-import type { CommitBatch } from '../../lib/snapshot/commit.js';
-import { queueId } from '../../lib/stream/split-message.js';
+import { CorruptMetadataError, InvalidArgumentError } from '../errors.js';
+import type { CommitBatch } from '../snapshot/commit.js';
 
 /** One writer's batch, addressed to a table's commit function. */
 export interface CommitMessage {
@@ -22,8 +21,8 @@ export interface CommitMessage {
 /** SQS's message size limit (1 MiB since 2025), less room for the envelope. */
 export const MAX_COMMIT_MESSAGE_BYTES = 1_000_000;
 
-/** The SQS send parameters of a commit message. */
-export function encodeCommitMessage(m: CommitMessage): { body: string; groupId: string; dedupId: string } {
+/** The body of a commit message; throws InvalidArgumentError when it is larger than a queue message holds. */
+export function encodeCommitMessage(m: CommitMessage): string {
   const body = JSON.stringify({ v: 1, ...m });
   if (Buffer.byteLength(body) > MAX_COMMIT_MESSAGE_BYTES) {
     throw new InvalidArgumentError(
@@ -32,7 +31,7 @@ export function encodeCommitMessage(m: CommitMessage): { body: string; groupId: 
         'lower the ingest batch size so that a batch touches fewer buckets, or use direct commit mode',
     );
   }
-  return { body, groupId: queueId(m.table), dedupId: queueId(m.commitIdentifier) };
+  return body;
 }
 
 /** Parses a commit message body; throws CorruptMetadataError for anything that is not one. */

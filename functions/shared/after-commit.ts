@@ -1,0 +1,52 @@
+/**
+ * What follows an APPEND commit a function makes, and how a function's writer commits: the
+ * `Snapshot Committed` event, CommitLatencyMs / CommitConflicts, the sorted runs of every bucket
+ * written, and compaction jobs for the buckets that need one. Best effort after the commit: it has
+ * landed whatever happens here, discovery's schedule is the backstop for a lost event and the next
+ * commit to a bucket enqueues its job again.
+ */
+import type { AfterAppend } from '../../lib/table/append-commit.js';
+import { touchedBy } from '../../lib/table/append-commit.js';
+import type { LandOptions } from '../../lib/table/land-rows.js';
+import { bucketStates } from '../../lib/maintenance/compaction-jobs.js';
+import type { Table } from '../../lib/table/table.js';
+import { announceSnapshotCommitted } from './commit-events.js';
+import type { WriterSettings } from './env.js';
+import { emitMetric, log, METRIC, UNIT } from './observability.js';
+import { sendCommitMessage, sendCompactionJobs } from './queues.js';
+import { commitCachesOf, manifestCacheOf } from './tables.js';
+
+/** The after-commit work of `table`'s APPEND commits under `settings` (see the file comment). */
+export function afterAppend(table: Table, settings: Pick<WriterSettings, 'compactQueueUrl' | 'eventBusName'>): AfterAppend {
+  return async ({ snapshot, batches, conflicts, latencyMs }) => {
+    const dims = { table: table.name };
+    emitMetric(METRIC.commitConflicts, UNIT.count, conflicts, dims);
+    if (latencyMs !== undefined) emitMetric(METRIC.commitLatencyMs, UNIT.ms, latencyMs, dims);
+    if (settings.eventBusName) await announceSnapshotCommitted(settings.eventBusName, table.name, snapshot);
+    try {
+      const states = await bucketStates(table, snapshot, touchedBy(batches), manifestCacheOf(table));
+      for (const s of states) emitMetric(METRIC.sortedRuns, UNIT.count, s.sortedRuns, dims);
+      const due = states.filter((s) => s.due);
+      if (due.length > 0 && settings.compactQueueUrl) {
+        await sendCompactionJobs(
+          settings.compactQueueUrl,
+          due.map((s) => ({ table: table.name, partition: s.partition, bucket: s.bucket, snapshotId: snapshot.id })),
+        );
+      }
+    } catch (e) {
+      log().warn('compaction jobs were not enqueued; the next commit to these buckets enqueues them', { table: table.name, snapshotId: snapshot.id, error: e as Error });
+    }
+  };
+}
+
+/** How a function's writer lands rows in `table` under `settings`: enqueued for the group commit, or committed directly. */
+export function landOptions(table: Table, settings: WriterSettings, commitUser: string, commitIdentifier: string): LandOptions {
+  const queueUrl = settings.mode === 'queue' ? settings.commitQueueUrl : undefined;
+  return {
+    commitUser,
+    commitIdentifier,
+    enqueue: queueUrl ? (m) => sendCommitMessage(queueUrl, m) : undefined,
+    afterCommit: afterAppend(table, settings),
+    commitOptions: commitCachesOf(table),
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * The APPEND commit of one or more writer batches: one snapshot however many batches (the group
+ * commit folds many writers' batches this way), with the table's commit settings. What follows a
+ * commit on a deployment (events, metrics, compaction jobs) is the caller's `AfterAppend`.
+ */
+import type { Snapshot } from '../snapshot/snapshot.js';
+import { commit, type CommitBatch, type CommitOptions } from '../snapshot/commit.js';
+import type { TouchedBucket } from './commit-hooks.js';
+import { commitOptionsFor } from './commit-options.js';
+import { dataFileKey } from './paths.js';
+import type { Table } from './table.js';
+
+/** Who commits and how the commit recognises itself when retried. */
+export interface AppendSpec {
+  /** Stable per table and role (`ingest`, `group-commit`, a stream sink): idempotence is per user. */
+  commitUser: string;
+  /** Derived from the input, never from a random value: a retry finds its own commit. */
+  commitIdentifier: string;
+  /** The schema the batches were written with. @default the table's current schema */
+  schemaId?: number;
+  properties?: Record<string, string>;
+  /** Overrides of the table's commit settings (caches kept across calls, a retry counter). */
+  commitOptions?: Partial<CommitOptions>;
+}
+
+/** An APPEND commit that landed (now, or by an earlier attempt with the same identifier). */
+export interface AppendCommitted {
+  snapshot: Snapshot;
+  batches: readonly CommitBatch[];
+  /** An earlier attempt had committed these batches; nothing was committed now. */
+  alreadyCommitted: boolean;
+  /** Snapshot ids lost to other committers on the way. */
+  conflicts: number;
+  /** Milliseconds from the start of the call to the snapshot, when this call created it. */
+  latencyMs?: number;
+}
+
+/** Work after an APPEND commit landed: announcing it, metrics, compaction jobs (never makes the commit look failed). */
+export type AfterAppend = (committed: AppendCommitted) => Promise<void>;
+
+/** Commits `batches` as one APPEND snapshot of `table`. */
+export async function commitAppend(table: Table, batches: readonly CommitBatch[], spec: AppendSpec): Promise<AppendCommitted> {
+  const started = performance.now();
+  const result = await commit(
+    table.store,
+    table.path,
+    {
+      commitUser: spec.commitUser,
+      commitIdentifier: spec.commitIdentifier,
+      kind: 'APPEND',
+      schemaId: spec.schemaId ?? table.schema.id,
+      batches: [...batches],
+      properties: spec.properties,
+    },
+    commitOptionsFor(table, spec.commitOptions),
+  );
+  return {
+    snapshot: result.snapshot,
+    batches,
+    alreadyCommitted: result.alreadyCommitted,
+    // Every attempt after the first followed a lost race for the snapshot id.
+    conflicts: Math.max(0, result.attempts - 1),
+    latencyMs: result.committed ? Math.round(performance.now() - started) : undefined,
+  };
+}
+
+/** The (partition, bucket) pairs the batches write to. */
+export function touchedBy(batches: readonly CommitBatch[]): TouchedBucket[] {
+  const seen = new Map<string, TouchedBucket>();
+  for (const b of batches) {
+    for (const c of [...b.newFiles, ...b.changelogFiles]) seen.set(JSON.stringify([c.partition, c.bucket]), { partition: c.partition, bucket: c.bucket });
+  }
+  return [...seen.values()];
+}
+
+/** The object keys of the batches' data and changelog files. */
+export function batchFileKeys(table: Table, batches: readonly CommitBatch[]): string[] {
+  return batches.flatMap((b) => [...b.newFiles, ...b.changelogFiles].map((c) => dataFileKey(table.path, c.partition, c.bucket, c.file.fileName)));
+}
+
+/** Deletes the files of batches that no snapshot references (a retry whose commit had already landed). */
+export async function deleteBatchFiles(table: Table, batches: readonly CommitBatch[]): Promise<void> {
+  for (const key of batchFileKeys(table, batches)) await table.store.delete(key);
+}

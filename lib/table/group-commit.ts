@@ -1,0 +1,106 @@
+/**
+ * The group commit: the commit messages of many writers, taken in order from the table's commit
+ * queue, folded into one APPEND snapshot per run of messages written with the same schema — one
+ * commit per second per table is S3's practical ceiling, so batching, not racing, is how
+ * ingestion scales.
+ *
+ * Idempotent twice over: a run's commit identifier is the hash of its messages' ids (a retried
+ * run finds its snapshot), and each batch's own identifier is recorded in the snapshot
+ * (`varve.batches`), so a batch seen again in another run is not committed again (RecentBatches).
+ */
+import type { CommitOptions } from '../snapshot/commit.js';
+import { commitAppend, type AfterAppend, type AppendCommitted } from './append-commit.js';
+import { messagesCommitIdentifier } from './commit-identifiers.js';
+import type { CommitMessage } from './commit-message.js';
+import { BATCHES_PROPERTY, batchesProperty, recentBatchesOf } from './recent-batches.js';
+import type { Table } from './table.js';
+
+/** The commit user of the group commit: one per table, stable across invocations. */
+export const GROUP_COMMIT_USER = 'group-commit';
+
+/** A commit message as taken from its queue: `id` is the queue's message id (stable across redeliveries). */
+export interface QueuedCommit {
+  id: string;
+  message: CommitMessage;
+}
+
+/** What committing one run did. */
+export interface RunOutcome {
+  /** The messages of the run. */
+  ids: string[];
+  /** The commit, unless every batch of the run had been committed before. */
+  committed?: AppendCommitted;
+  /** Batches skipped because an earlier snapshot holds them (a retry, a re-send). */
+  skipped: number;
+}
+
+export interface GroupCommitOptions {
+  afterCommit?: AfterAppend;
+  commitOptions?: Partial<CommitOptions>;
+}
+
+/** Consecutive messages written with the same schema: each run is one snapshot (almost always one run). */
+export function schemaRuns(queued: readonly QueuedCommit[]): QueuedCommit[][] {
+  const runs: QueuedCommit[][] = [];
+  for (const q of queued) {
+    const last = runs[runs.length - 1];
+    if (last && last[0].message.schemaId === q.message.schemaId) last.push(q);
+    else runs.push([q]);
+  }
+  return runs;
+}
+
+/**
+ * The group commit of a batch of queued messages. `settle(id)` commits the run holding `id` (once;
+ * later calls share the outcome) and throws its error: settle in queue order and stop at the first
+ * failure (what a FIFO batch processor does), so that no run commits ahead of a failed one.
+ */
+export class GroupCommit {
+  private readonly runs: QueuedCommit[][];
+  private readonly runOf = new Map<string, number>();
+  private readonly outcomes: Array<Promise<RunOutcome> | undefined> = [];
+
+  constructor(
+    private readonly table: Table,
+    queued: readonly QueuedCommit[],
+    private readonly opts: GroupCommitOptions = {},
+  ) {
+    this.runs = schemaRuns(queued);
+    this.runs.forEach((run, i) => run.forEach((q) => this.runOf.set(q.id, i)));
+  }
+
+  /** Commits the run of message `id` (see the class comment). */
+  settle(id: string): Promise<RunOutcome> {
+    const i = this.runOf.get(id);
+    if (i === undefined) throw new RangeError(`message ${id} is not part of this group commit`);
+    return (this.outcomes[i] ??= this.commitRun(this.runs[i]));
+  }
+
+  private async commitRun(run: QueuedCommit[]): Promise<RunOutcome> {
+    const recent = recentBatchesOf(this.table);
+    await recent.refresh();
+    const seen = new Set<string>();
+    const fresh = run.filter(({ message: m }) => {
+      // Committed before (a retry) or twice in this run (a re-send SQS did not deduplicate).
+      if (recent.snapshotOf(m.commitIdentifier) !== undefined || seen.has(m.commitIdentifier)) return false;
+      seen.add(m.commitIdentifier);
+      return true;
+    });
+    const ids = run.map((q) => q.id);
+    if (fresh.length === 0) return { ids, skipped: run.length };
+    const committed = await commitAppend(
+      this.table,
+      fresh.map((q) => q.message.batch),
+      {
+        commitUser: GROUP_COMMIT_USER,
+        commitIdentifier: messagesCommitIdentifier('commit', ids),
+        schemaId: run[0].message.schemaId,
+        properties: { [BATCHES_PROPERTY]: batchesProperty(fresh.map((q) => q.message.commitIdentifier)) },
+        commitOptions: this.opts.commitOptions,
+      },
+    );
+    recent.note(committed.snapshot);
+    await this.opts.afterCommit?.(committed);
+    return { ids, committed, skipped: run.length - fresh.length };
+  }
+}

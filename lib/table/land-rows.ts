@@ -1,0 +1,68 @@
+/**
+ * The write path of a deployed writer (ingest, a stream sink into a table): validated rows become
+ * level-0 files per bucket; then the writer either commits them itself (direct) or hands the
+ * prepared batch — file metadata, never rows — to its table's group commit (`enqueue`: on AWS the
+ * commit FIFO queue), which folds many writers' batches into one snapshot.
+ */
+import type { Row, RowKindByte } from '../schema/types.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import { commitAppend, deleteBatchFiles, type AfterAppend } from './append-commit.js';
+import type { CommitOptions } from '../snapshot/commit.js';
+import type { CommitMessage } from './commit-message.js';
+import type { Table } from './table.js';
+
+/** How a batch of rows is written and committed. */
+export interface LandOptions {
+  commitUser: string;
+  /** Derived from the input: a retried call commits nothing twice. */
+  commitIdentifier: string;
+  /** Hands the batch to the group commit instead of committing it here. */
+  enqueue?: (message: CommitMessage) => Promise<void>;
+  /** Direct mode: runs after the commit landed (also when an earlier attempt had made it). */
+  afterCommit?: AfterAppend;
+  commitOptions?: Partial<CommitOptions>;
+}
+
+/** What landing rows did. */
+export interface Landed {
+  rows: number;
+  /** Data and changelog files written. */
+  files: number;
+  /** Direct mode: the snapshot holding the rows (also when an earlier attempt had committed them). */
+  snapshot?: Snapshot;
+  /** Direct mode: an earlier attempt had committed these rows; nothing was committed now. */
+  alreadyCommitted?: boolean;
+  /** The batch was handed to the group commit. */
+  queued?: boolean;
+}
+
+/** Writes rows (with their kinds) to level-0 files and commits or enqueues them (see the file comment). */
+export async function landRows(table: Table, rows: Row[], kinds: RowKindByte[], opts: LandOptions): Promise<Landed> {
+  if (rows.length === 0) return { rows: 0, files: 0 };
+  const writer = table.newWriter({ commitUser: opts.commitUser });
+  let batch;
+  try {
+    await writer.write(rows, kinds);
+    batch = await writer.prepareCommit();
+  } finally {
+    await writer.close();
+  }
+  const files = batch.newFiles.length + batch.changelogFiles.length;
+  if (files === 0) return { rows: rows.length, files: 0 };
+
+  if (opts.enqueue) {
+    await opts.enqueue({ table: table.name, schemaId: table.schema.id, commitIdentifier: opts.commitIdentifier, batch });
+    return { rows: rows.length, files, queued: true };
+  }
+
+  const committed = await commitAppend(table, [batch], {
+    commitUser: opts.commitUser,
+    commitIdentifier: opts.commitIdentifier,
+    commitOptions: opts.commitOptions,
+  });
+  // A retry of a call that had committed: the files just written are referenced by nothing.
+  if (committed.alreadyCommitted) await deleteBatchFiles(table, [batch]);
+  // Run again on a retry too: the first attempt may have failed right after its commit.
+  await opts.afterCommit?.(committed);
+  return { rows: rows.length, files, snapshot: committed.snapshot, alreadyCommitted: committed.alreadyCommitted };
+}
