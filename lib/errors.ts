@@ -100,6 +100,16 @@ export class CommitRetriesExhaustedError extends VarveError {
   }
 }
 
+/**
+ * A commit identifier whose earlier attempt cannot be confirmed or ruled out any more (the snapshot
+ * it was creating has expired before the commit was recorded): retrying could commit twice.
+ */
+export class CommitIdentifierAmbiguousError extends VarveError {
+  constructor(message: string, readonly identifier: string, readonly snapshotId: number) {
+    super(message, { kind: 'precondition' });
+  }
+}
+
 /** A snapshot id, timestamp or tag that does not resolve; names the available range. */
 export class SnapshotNotFoundError extends VarveError {
   constructor(message: string, readonly available?: { earliest: number; latest: number }) {
@@ -113,6 +123,22 @@ export class SnapshotNotFoundError extends VarveError {
  */
 export class SnapshotExpiredError extends VarveError {
   constructor(message: string, readonly lostRange: { from: number; to: number }) {
+    super(message, { kind: 'expired' });
+  }
+}
+
+/**
+ * A consumer id that expired (`consumer.expiration-time`) and is being resumed: the changes from
+ * `lastPosition` on may be lost (`lostRange`, from inclusive, to exclusive, when known). Raised
+ * instead of starting the id again as a new consumer.
+ */
+export class ConsumerExpiredError extends VarveError {
+  constructor(
+    message: string,
+    readonly consumerId: string,
+    readonly lastPosition: number,
+    readonly lostRange?: { from: number; to: number },
+  ) {
     super(message, { kind: 'expired' });
   }
 }

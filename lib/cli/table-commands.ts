@@ -92,7 +92,7 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
       out(`created ${table.name} at ${table.store.uri}/${table.path}\n`);
     });
 
-  const writeAction = (deletes: boolean) => async (name: string, file: string | undefined, o: { format?: string; skipInvalid?: string; commitIdentifier?: string }) => {
+  const writeAction = (deletes: boolean) => async (name: string, file: string | undefined, o: { format?: string; skipInvalid?: string; commitIdentifier?: string; commitUser?: string }) => {
     const table = await catalog().getTable(name);
     const format = inputFormat(file, o.format);
     const parsed = await parseRecords(await readInput(file), format, table.schema, { skipInvalid: Boolean(o.skipInvalid), deletes });
@@ -103,7 +103,7 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
       out(`nothing to ${deletes ? 'delete' : 'write'}${parsed.rejected.length ? ` (${parsed.rejected.length} rejected, see ${o.skipInvalid})` : ''}\n`);
       return;
     }
-    const result = await table.write(parsed.rows, { kinds: parsed.kinds, commitIdentifier: o.commitIdentifier });
+    const result = await table.write(parsed.rows, { kinds: parsed.kinds, commitIdentifier: o.commitIdentifier, commitUser: o.commitUser });
     const rejected = parsed.rejected.length ? `, ${parsed.rejected.length} rejected (see ${o.skipInvalid})` : '';
     if (result.alreadyCommitted) out(`already committed as snapshot ${result.snapshot?.id}: nothing written twice\n`);
     else out(`${deletes ? 'deleted' : 'wrote'} ${result.rows} rows in ${result.files} files, snapshot ${result.snapshot?.id}${rejected}\n`);
@@ -116,7 +116,8 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
     .argument('[file]', 'input file, or - for stdin (default)')
     .option('--format <format>', 'jsonl, csv or parquet (default: from the file name, else jsonl)')
     .option('--skip-invalid <file>', 'commit the valid rows and write the rejected ones, with reasons, to this file')
-    .option('--commit-identifier <id>', 'idempotence key: a retried write with the same id commits nothing twice')
+    .option('--commit-identifier <id>', 'idempotence key, unique in the table: a retried write with the same id commits nothing, from any process, however late')
+    .option('--commit-user <user>', 'who commits, recorded in the snapshot (default: a random writer-<uuid>)')
     .action(writeAction(false));
 
   program
@@ -126,7 +127,8 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
     .argument('[file]', 'input file with the keys, or - for stdin (default)')
     .option('--format <format>', 'jsonl, csv or parquet')
     .option('--skip-invalid <file>', 'delete the valid keys and write the rejected ones to this file')
-    .option('--commit-identifier <id>', 'idempotence key')
+    .option('--commit-identifier <id>', 'idempotence key, unique in the table')
+    .option('--commit-user <user>', 'who commits, recorded in the snapshot')
     .action(writeAction(true));
 
   program

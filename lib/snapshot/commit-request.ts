@@ -30,6 +30,13 @@ export interface CommitRequest {
   commitUser: string;
   /** Derived from the commit's input, so that a retried commit recognises itself. */
   commitIdentifier: string;
+  /**
+   * The identifier is given by the user (or derived from durable input): it is unique in the table
+   * and deduplicates across processes and commit users however many commits came in between,
+   * through its index object (commit-identifier.ts). Without it, dedup searches the last
+   * `dedupLookback` snapshots for (commitUser, commitIdentifier, kind).
+   */
+  identifierIndex?: boolean;
   kind: 'APPEND' | 'COMPACT' | 'OVERWRITE';
   schemaId: number;
   /** APPEND/OVERWRITE: any number (group commit folds several writers' batches into one snapshot). */

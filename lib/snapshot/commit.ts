@@ -13,6 +13,7 @@ import type { Snapshot } from './snapshot.js';
 import { jitteredBackoff, sleep } from '../store/backoff.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { COMMIT_UUID_PROPERTY, planCommit, type CommitContext } from './commit-plan.js';
+import { IdentifierClaim } from './commit-identifier.js';
 import { isEmptyRequest, validateCommitRequest, type CommitOptions, type CommitRequest } from './commit-request.js';
 import { snapshotBytes } from './snapshot-file.js';
 import { SnapshotManager } from './snapshot-manager.js';
@@ -37,6 +38,8 @@ const DEDUP_READ_CHUNK = 16;
 const SLOW_ATTEMPT_MS = 1000;
 
 function sameCommit(s: Snapshot, req: CommitRequest): boolean {
+  // An indexed identifier is unique in the table, whoever commits it (commit-identifier.ts).
+  if (req.identifierIndex) return s.commitIdentifier === req.commitIdentifier;
   return s.commitUser === req.commitUser && s.commitIdentifier === req.commitIdentifier && s.commitKind === req.kind;
 }
 
@@ -173,6 +176,7 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
     now: opts.now ?? Date.now,
   };
   const budget = new RetryBudget(opts);
+  const claim = req.identifierIndex ? new IdentifierClaim(store, sm, req.commitIdentifier, ctx.commitUuid, ctx.now) : undefined;
   let attempts = 0;
   let latest: Snapshot | undefined;
   let loaded = false;
@@ -192,9 +196,24 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
           }
           return { snapshot: latest, alreadyCommitted: false, committed: false, attempts: 0 };
         }
-        const earlier = await findCommitted(sm, latest, req, opts.dedupLookback ?? 100);
+        // An indexed identifier is looked up in its index (below), never in a window of snapshots.
+        const earlier = claim ? undefined : await findCommitted(sm, latest, req, opts.dedupLookback ?? 100);
         if (earlier !== undefined) return { snapshot: earlier, alreadyCommitted: true, committed: false, attempts: 0 };
         loaded = true;
+      }
+      if (claim) {
+        // Before creating snapshot N the index must name N (commit-identifier.ts): the rule that
+        // lets a retry in another process tell whether this commit landed, with O(1) reads.
+        const held = await claim.claim(latest);
+        if (!held.held) {
+          const snapshot = held.snapshot ?? (await sm.latest());
+          if (snapshot === undefined) throw new SnapshotNotFoundError(`table ${tablePath} has no snapshot left; commit identifier ${req.commitIdentifier} landed in expired snapshot ${held.snapshotId}`);
+          return { snapshot, alreadyCommitted: true, committed: false, attempts };
+        }
+        if (held.base?.id !== latest?.id) {
+          latest = held.base;
+          baseReadAt = performance.now();
+        }
       }
       // After a lost race and a backoff, the table is contended: one HEAD tells whether the id
       // was taken meanwhile, before paying for reads and writes that could only lose.
@@ -208,15 +227,20 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
         outcome = await publish(ctx, sm, snapshot, budget, baseReadAt);
       }
       if ('committed' in outcome) {
+        await claim?.markCommitted(outcome.committed.id);
         await sm.writeLatestHint(outcome.committed.id);
         return { snapshot: outcome.committed, alreadyCommitted: false, committed: true, attempts };
       }
       const reloaded = await reloadAfterLostRace(ctx, sm, outcome.lostAt);
       if (reloaded.ours) {
+        await claim?.markCommitted(reloaded.ours.id);
         await sm.writeLatestHint(reloaded.latest.id);
         return { snapshot: reloaded.ours, alreadyCommitted: false, committed: true, attempts };
       }
-      if (reloaded.duplicate) return { snapshot: reloaded.duplicate, alreadyCommitted: true, committed: false, attempts };
+      if (reloaded.duplicate) {
+        await claim?.markCommitted(reloaded.duplicate.id);
+        return { snapshot: reloaded.duplicate, alreadyCommitted: true, committed: false, attempts };
+      }
       latest = reloaded.latest;
       baseReadAt = performance.now();
       await budget.next(`lost the race for snapshot ${outcome.lostAt}; retrying on snapshot ${latest.id}`);

@@ -47,6 +47,8 @@ export async function commitAppend(table: Table, batches: readonly CommitBatch[]
     {
       commitUser: spec.commitUser,
       commitIdentifier: spec.commitIdentifier,
+      // Derived from durable input (message ids, object key + etag): deduplicated without a window.
+      identifierIndex: true,
       kind: 'APPEND',
       schemaId: spec.schemaId ?? table.schema.id,
       batches: [...batches],

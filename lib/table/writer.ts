@@ -23,14 +23,14 @@ import { dataFileKey } from './paths.js';
 import type { Table } from './table.js';
 
 export interface WriterOptions {
-  /** Stable identity of this writer across retries; idempotence is per (commitUser, commitIdentifier). */
+  /** Who commits (recorded in each snapshot). A commit identifier given to `commit()` is unique in the table whatever the user. @default `writer-<random uuid>` */
   commitUser?: string;
 }
 
 export interface CommitResult {
   /** The snapshot that holds the batch (also when an earlier attempt had committed it), if any. */
   snapshot?: Snapshot;
-  /** True when the same (commitUser, commitIdentifier) had already landed: nothing was written twice. */
+  /** True when the same commit identifier had already landed (any process, any commit user): nothing was written twice. */
   alreadyCommitted: boolean;
   /** Data files written by this commit. */
   files: number;
@@ -187,7 +187,8 @@ export class TableWriter {
   /**
    * Flushes and commits everything written since the last commit as one APPEND snapshot.
    * `commitIdentifier` should be derived from the input (a message id, an object key + etag) so
-   * that a retried call that had already landed commits nothing.
+   * that a retried call that had already landed commits nothing — in any process, under any commit
+   * user, however many commits came in between (lib/snapshot/commit-identifier.ts).
    */
   async commit(commitIdentifier?: string): Promise<CommitResult> {
     // A fresh random identifier cannot have landed before: no need to search recent snapshots.
@@ -207,6 +208,8 @@ export class TableWriter {
       {
         commitUser: this.commitUser,
         commitIdentifier: identifier,
+        // A given identifier deduplicates table-wide through its index, however old the commit.
+        identifierIndex: !fresh,
         kind: 'APPEND',
         schemaId: this.table.schema.id,
         batches: [batch],

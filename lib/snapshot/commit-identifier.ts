@@ -1,0 +1,172 @@
+/**
+ * Idempotence without a window: a commit identifier given by the user deduplicates across
+ * processes and commit users however many commits came in between, at O(1) metadata reads.
+ *
+ * Each such identifier has one index object, `commit/identifier-<sha256(identifier)>`, naming the
+ * snapshot id its current holder is about to create (`attempt`), and — once it landed —
+ * `committed`. The rule that keeps it: **before creating snapshot K, a committer holds the index
+ * naming K** (won with put-if-absent, or put-if-match on the etag it last saw). A committer that
+ * finds the index held by someone else settles it: it reads the index, then the latest snapshot L,
+ * then snapshot `attempt`:
+ *  - `committed` set, or snapshot `attempt` carries the identifier: it landed — commit nothing;
+ *  - `attempt` > L (not created yet): the holder crashed or is still on its way. The settler takes
+ *    the index over naming L + 1. Since the holder read its base before writing the index, and the
+ *    settler read L after reading it, L + 1 = `attempt`: both race for the same snapshot id, one
+ *    wins, and the loser finds the winner's snapshot with the identifier when it reloads (commit.ts
+ *    reloadAfterLostRace). So a crashed attempt never blocks a retry, and a slow one never lands
+ *    twice;
+ *  - `attempt` ≤ L but it holds another commit: the holder lost that race (it retries under a new
+ *    `attempt`, which needs the index again): take it over as above;
+ *  - `attempt` ≤ L and expired, never marked committed: whether it landed cannot be known any
+ *    more — CommitIdentifierAmbiguousError, never a guess.
+ */
+import { createHash } from 'node:crypto';
+import { CommitIdentifierAmbiguousError, CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
+import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
+import type { Snapshot } from './snapshot.js';
+import type { SnapshotManager } from './snapshot-manager.js';
+
+/** The JSON content of an identifier index object. */
+export interface IdentifierIndex {
+  identifier: string;
+  /** The commit call (its commit uuid) holding the index. */
+  holder: string;
+  /** The snapshot id the holder creates next. */
+  attempt: number;
+  /** The snapshot that holds the commit, once known. */
+  committed?: number;
+  /** Epoch ms of the last change. */
+  updated: number;
+}
+
+/** Key of the index object of `identifier` (hashed: an identifier may hold any character). */
+export function identifierIndexKey(tablePath: string, identifier: string): string {
+  return `${tablePath}/commit/identifier-${createHash('sha256').update(identifier).digest('hex')}`;
+}
+
+/** True when snapshot `s` holds the commit of `identifier`. */
+export function carriesIdentifier(s: Snapshot, identifier: string): boolean {
+  return s.commitIdentifier === identifier;
+}
+
+/** The index object of `identifier` with its etag, or undefined. */
+export async function readIdentifierIndex(store: ObjectStore, tablePath: string, identifier: string): Promise<{ index: IdentifierIndex; etag: string } | undefined> {
+  const key = identifierIndexKey(tablePath, identifier);
+  try {
+    const obj = await store.get(key);
+    const index = JSON.parse(fromUtf8(obj.body)) as IdentifierIndex;
+    if (index.identifier !== identifier || !Number.isInteger(index.attempt)) throw new CorruptMetadataError(`identifier index ${key} does not describe identifier ${identifier}`);
+    return { index, etag: obj.etag };
+  } catch (e) {
+    if (e instanceof ObjectNotFoundError) return undefined;
+    if (e instanceof SyntaxError) throw new CorruptMetadataError(`identifier index ${key} is not valid JSON`, { cause: e });
+    throw e;
+  }
+}
+
+/** What claiming the index before creating a snapshot found. */
+export type ClaimOutcome =
+  /** The index names our attempt; create snapshot `(base?.id ?? 0) + 1` on `base`. */
+  | { held: true; base: Snapshot | undefined }
+  /** The identifier has landed in `snapshot` (undefined: landed, and that snapshot has expired). */
+  | { held: false; snapshot: Snapshot | undefined; snapshotId: number };
+
+/** One commit call's hold on its identifier's index. */
+export class IdentifierClaim {
+  private etag?: string;
+  private readonly key: string;
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly sm: SnapshotManager,
+    readonly identifier: string,
+    private readonly holder: string,
+    private readonly now: () => number,
+  ) {
+    this.key = identifierIndexKey(sm.tablePath, identifier);
+  }
+
+  private body(attempt: number, committed?: number): Uint8Array {
+    const index: IdentifierIndex = { identifier: this.identifier, holder: this.holder, attempt, updated: this.now() };
+    if (committed !== undefined) index.committed = committed;
+    return utf8(JSON.stringify(index));
+  }
+
+  /**
+   * Makes the index name our attempt on `base` (the latest snapshot this call read), or finds
+   * that the identifier already landed. May move the base forward (a takeover plans on the latest).
+   */
+  async claim(base: Snapshot | undefined, retries = 50): Promise<ClaimOutcome> {
+    const attempt = (base?.id ?? 0) + 1;
+    let won: { etag: string } | undefined;
+    if (this.etag === undefined) won = await this.store.putIfAbsent(this.key, this.body(attempt));
+    else won = await this.casOrUndefined(this.body(attempt), this.etag);
+    if (won) {
+      this.etag = won.etag;
+      return { held: true, base };
+    }
+    for (let i = 0; i < retries; i++) {
+      const found = await readIdentifierIndex(this.store, this.sm.tablePath, this.identifier);
+      if (found === undefined) {
+        // Removed meanwhile (never by varve itself): start over from absent.
+        const created = await this.store.putIfAbsent(this.key, this.body(attempt));
+        if (created) {
+          this.etag = created.etag;
+          return { held: true, base };
+        }
+        continue;
+      }
+      const settled = await this.settle(found.index);
+      if (settled.landed) return { held: false, snapshot: settled.snapshot, snapshotId: settled.snapshotId };
+      const next = (settled.latest?.id ?? 0) + 1;
+      const taken = await this.casOrUndefined(this.body(next), found.etag);
+      if (taken) {
+        this.etag = taken.etag;
+        return { held: true, base: settled.latest };
+      }
+    }
+    throw new CorruptMetadataError(`the index of commit identifier ${this.identifier} changed ${retries} times while this commit settled it; retry the commit`);
+  }
+
+  /** Records that the identifier landed in `snapshotId` (best effort: the attempt check finds it while that snapshot lives). */
+  async markCommitted(snapshotId: number): Promise<void> {
+    for (let i = 0; i < 5; i++) {
+      if (this.etag !== undefined) {
+        const done = await this.casOrUndefined(this.body(snapshotId, snapshotId), this.etag).catch(() => undefined);
+        if (done) return;
+      }
+      const found = await readIdentifierIndex(this.store, this.sm.tablePath, this.identifier).catch(() => undefined);
+      if (found === undefined || found.index.committed !== undefined) return;
+      this.etag = found.etag;
+    }
+  }
+
+  private async casOrUndefined(body: Uint8Array, etag: string): Promise<{ etag: string } | undefined> {
+    try {
+      return await this.store.putIfMatch(this.key, body, etag);
+    } catch (e) {
+      if (e instanceof ObjectNotFoundError) return undefined;
+      throw e;
+    }
+  }
+
+  /** See the file comment: did the holder's attempt land? The latest snapshot is read after the index. */
+  private async settle(index: IdentifierIndex): Promise<{ landed: true; snapshot: Snapshot | undefined; snapshotId: number } | { landed: false; latest: Snapshot | undefined }> {
+    if (index.committed !== undefined) {
+      return { landed: true, snapshot: await this.sm.tryRead(index.committed), snapshotId: index.committed };
+    }
+    const latest = await this.sm.latest();
+    if (latest === undefined || index.attempt > latest.id) return { landed: false, latest };
+    const s = await this.sm.tryRead(index.attempt);
+    if (s !== undefined && carriesIdentifier(s, this.identifier)) return { landed: true, snapshot: s, snapshotId: s.id };
+    if (s === undefined) {
+      throw new CommitIdentifierAmbiguousError(
+        `commit identifier ${this.identifier} of ${this.sm.tablePath} was being committed as snapshot ${index.attempt}, which has expired ` +
+          'before the commit was confirmed: whether it landed cannot be told any more. Check the table\'s data, then retry under a new identifier',
+        this.identifier,
+        index.attempt,
+      );
+    }
+    return { landed: false, latest };
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * The `varve` command as separate OS processes (two processes in the real world = two OS
+ * processes in the test): run to completion, or started in the background and killed.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '../..');
+const BIN = join(ROOT, 'bin/varve.mjs');
+
+/** Runs `varve --warehouse <warehouse> ...args` in a new process and waits for it. */
+export function varveProcess(warehouse: string, args: string[], input?: string): { code: number; out: string; err: string } {
+  const r = spawnSync(process.execPath, [BIN, '--warehouse', warehouse, ...args], { encoding: 'utf8', cwd: ROOT, input, timeout: 120_000 });
+  return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
+}
+
+/** A `varve` process running in the background, its output collected as it comes. */
+export interface BackgroundVarve {
+  child: ChildProcess;
+  out: () => string;
+  err: () => string;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+}
+
+/** Starts `varve --warehouse <warehouse> ...args` without waiting for it. */
+export function startVarve(warehouse: string, args: string[]): BackgroundVarve {
+  const child = spawn(process.execPath, [BIN, '--warehouse', warehouse, ...args], { cwd: ROOT });
+  let out = '';
+  let err = '';
+  child.stdout.setEncoding('utf8').on('data', (t: string) => (out += t));
+  child.stderr.setEncoding('utf8').on('data', (t: string) => (err += t));
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  return { child, out: () => out, err: () => err, exited };
+}
+
+/** Waits until `check()` is true, polling every 50 ms; throws after `polls` polls. */
+export async function until(check: () => boolean | Promise<boolean>, what: string, polls = 1200): Promise<void> {
+  for (let i = 0; i < polls; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
