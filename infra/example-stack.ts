@@ -6,24 +6,43 @@ import * as path from 'node:path';
 import { CfnOutput, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { InvalidArgumentError } from '../lib/errors.js';
-import { VarveAlarms } from './alarms.js';
+import { Key } from 'aws-cdk-lib/aws-kms';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { PROJECT_ROOT } from './lambda.js';
 import { StreamConsumer } from './stream-consumer.js';
 import { VarveTable, type CommitMode } from './table.js';
 import { Warehouse } from './warehouse.js';
 
-/** The example stack; context `varve:prefix`, `varve:commitMode` and `varve:removalPolicy` tune it. */
+/**
+ * The example stack; context `varve:prefix`, `varve:commitMode`, `varve:removalPolicy` and
+ * `varve:alarmEmail` (an address subscribed to the alarm topic) tune it.
+ */
 export class VarveExampleStack extends Stack {
   readonly warehouse: Warehouse;
   readonly orders: VarveTable;
   readonly audit: StreamConsumer;
-  readonly alarms: VarveAlarms;
+  /** Where every alarm of the example goes; subscribe to it (context `varve:alarmEmail` does). */
+  readonly alarmTopic: Topic;
 
   constructor(scope: Construct, id: string, props: StackProps = {}) {
     super(scope, id, props);
     const commitMode = contextChoice<CommitMode>(this, 'varve:commitMode', ['queue', 'direct'], 'queue');
     const removal = contextChoice(this, 'varve:removalPolicy', ['retain', 'destroy'], 'retain');
+    // CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key: a customer key
+    // whose policy lets CloudWatch use it keeps the topic encrypted and the alarms delivered.
+    const topicKey = new Key(this, 'AlarmTopicKey', {
+      description: 'varve example: encrypts the alarm topic',
+      enableKeyRotation: true,
+      removalPolicy: removal === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
+    });
+    topicKey.grant(new ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
+    this.alarmTopic = new Topic(this, 'AlarmTopic', { displayName: 'varve alarms', masterKey: topicKey, enforceSSL: true });
+    const email = this.node.tryGetContext('varve:alarmEmail') as string | undefined;
+    if (email) this.alarmTopic.addSubscription(new EmailSubscription(email));
     this.warehouse = new Warehouse(this, 'Warehouse', {
+      alarmTopic: this.alarmTopic,
       prefix: (this.node.tryGetContext('varve:prefix') as string | undefined) ?? 'warehouse',
       removalPolicy: removal === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
     });
@@ -38,7 +57,6 @@ export class VarveExampleStack extends Stack {
       consumerId: 'orders-audit',
       sink: { kind: 'function', entry: path.join(PROJECT_ROOT, 'infra', 'example-sink.ts') },
     });
-    this.alarms = new VarveAlarms(this, 'Alarms', { tables: [this.orders], consumers: [this.audit] });
     // What docs/AWS.md needs to feed and watch the deployed example.
     new CfnOutput(this, 'BucketName', { value: this.warehouse.bucket.bucketName });
     new CfnOutput(this, 'WarehouseUri', { value: this.warehouse.uri });
@@ -46,6 +64,7 @@ export class VarveExampleStack extends Stack {
     new CfnOutput(this, 'InboxPrefix', { value: this.orders.inboxPrefix });
     new CfnOutput(this, 'IngestQueueUrl', { value: this.orders.ingestQueue.queueUrl });
     new CfnOutput(this, 'RejectsQueueUrl', { value: this.orders.rejectsQueue.queueUrl });
+    new CfnOutput(this, 'AlarmTopicArn', { value: this.alarmTopic.topicArn });
     new CfnOutput(this, 'AuditLogGroup', { value: this.audit.readFunction.logGroup.logGroupName });
     Validations.of(this.warehouse.bucket).acknowledge({
       id: 'AwsSolutions::AwsSolutions-S1',

@@ -28,6 +28,8 @@ const REASONS = {
     'varve pins Node.js 22 (esbuild target node22; the AWS SDK v3 requires Node >= 22 from 2027); moving to a newer runtime is a deliberate, tested upgrade rather than a default.',
   rejects:
     'The rejects queue is itself a terminal queue: ingest puts invalid records there with their reasons for operators to inspect; nothing consumes it, so a DLQ behind it would never receive a message.',
+  failures:
+    'The expiry failure queue is itself a dead-letter queue: the on-failure destination of the scheduled expiry function and the dead-letter queue of its EventBridge target, read by operators; a DLQ behind it would never receive a message.',
   notifications:
     "CDK's own BucketNotificationsHandler (it turns on EventBridge notifications for the warehouse bucket) uses the managed basic execution role for its logs.",
 };
@@ -77,6 +79,9 @@ export class VarveNagAcknowledgments implements IAspect {
     }
     if (node.cfnResourceType === 'AWS::SQS::Queue' && node.node.path.endsWith('/RejectsQueue/Resource')) {
       this.ack(node, 'SQS3', REASONS.rejects);
+    }
+    if (node.cfnResourceType === 'AWS::SQS::Queue' && node.node.path.endsWith('/ExpireDlq/Resource')) {
+      this.ack(node, 'SQS3', REASONS.failures);
     }
     if (node instanceof CfnPolicy) this.policy(node);
   }

@@ -23,6 +23,16 @@ export interface QueueWithDlqProps {
    * spread over many groups (one per bucket).
    */
   readonly highThroughput?: boolean;
+  /**
+   * FIFO deduplication by a hash of the body: for queues fed by EventBridge rules, which send no
+   * deduplication id (each event's body carries its own id). @default false
+   */
+  readonly contentBasedDeduplication?: boolean;
+  /**
+   * Visibility timeout, when the consumer's retries should come sooner than
+   * {@link VISIBILITY_FACTOR} × its timeout. @default VISIBILITY_FACTOR × consumerTimeout
+   */
+  readonly visibilityTimeout?: Duration;
 }
 
 /** A queue and the dead-letter queue its redrive policy points at. */
@@ -37,16 +47,25 @@ export function createQueueWithDlq(scope: Construct, id: string, props: QueueWit
     encryption: QueueEncryption.SQS_MANAGED,
     enforceSSL: true,
     fifo: props.fifo ? true : undefined,
-    contentBasedDeduplication: props.fifo ? false : undefined,
+    contentBasedDeduplication: props.fifo ? (props.contentBasedDeduplication ?? false) : undefined,
   };
   const deadLetterQueue = new Queue(scope, `${id}Dlq`, { ...common, retentionPeriod: Duration.days(14) });
   const queue = new Queue(scope, id, {
     ...common,
-    visibilityTimeout: Duration.seconds(props.consumerTimeout.toSeconds() * VISIBILITY_FACTOR),
+    visibilityTimeout: props.visibilityTimeout ?? Duration.seconds(props.consumerTimeout.toSeconds() * VISIBILITY_FACTOR),
     deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: MAX_RECEIVE_COUNT },
     ...(props.fifo && props.highThroughput
       ? { deduplicationScope: DeduplicationScope.MESSAGE_GROUP, fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID }
       : {}),
   });
   return { queue, deadLetterQueue };
+}
+
+/**
+ * A standard queue that is the end of the line: failed asynchronous invocations (a scheduled
+ * function's on-failure destination) and events EventBridge could not deliver land here for an
+ * operator, with the event and the error.
+ */
+export function createFailureQueue(scope: Construct, id: string): Queue {
+  return new Queue(scope, id, { encryption: QueueEncryption.SQS_MANAGED, enforceSSL: true, retentionPeriod: Duration.days(14) });
 }

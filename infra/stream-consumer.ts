@@ -5,7 +5,9 @@
  */
 import { Duration } from 'aws-cdk-lib';
 import { Rule, Schedule, type IEventBus } from 'aws-cdk-lib/aws-events';
-import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import type { Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
+import { SqsQueue } from 'aws-cdk-lib/aws-events-targets';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -13,6 +15,8 @@ import type { IQueue, Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { SNAPSHOT_COMMITTED, VARVE_EVENT_SOURCE } from '../lib/aws-contract.js';
 import { InvalidArgumentError } from '../lib/errors.js';
+import { VarveAlarms, type VarveAlarmThresholds } from './alarms.js';
+import { createConsumerDashboard } from './dashboard.js';
 import { createVarveFunction, handlerEntry } from './lambda.js';
 import { createQueueWithDlq } from './queues.js';
 import { grantObjectPattern } from './table-access.js';
@@ -43,6 +47,10 @@ export interface StreamConsumerProps {
   readonly maxConcurrency?: number;
   /** Backstop discovery schedule; commits also trigger discovery at once. @default 1 minute */
   readonly discoverEvery?: Duration;
+  /** The SNS topic every alarm of the consumer notifies (ALARM and OK). @default the table's alarmTopic */
+  readonly alarmTopic?: ITopic;
+  /** Where the consumer's alarms fire. @default the table's thresholds, else the defaults */
+  readonly alarmThresholds?: VarveAlarmThresholds;
 }
 
 const DISCOVER_TIMEOUT = Duration.minutes(2);
@@ -54,8 +62,11 @@ export { SNAPSHOT_COMMITTED };
  * Streams a varve table's changes to a sink, one FIFO message group per bucket so that per-key
  * order holds end to end.
  *
- * Discovery runs with reserved concurrency 1 (one planner per table and consumer), once a minute
- * and right after every `Snapshot Committed` event of its table. Readers consume the split queue
+ * Discovery is triggered once a minute and right after every `Snapshot Committed` event of its
+ * table. Both triggers go through a FIFO queue with a single message group, so one planner runs
+ * at a time (the group has one batch in flight) without reserved concurrency and its throttles,
+ * and triggers that pile up while a run is busy are folded into the next run (a batch of up to
+ * 10). A run that keeps failing moves its triggers to the discovery DLQ. Readers consume the split queue
  * in batches of 10 and report partial-batch failures, so a failed split and the splits behind it
  * in its group are redelivered in order.
  *
@@ -75,8 +86,18 @@ export class StreamConsumer extends Construct {
   readonly splitQueue: Queue;
   /** Every dead-letter queue of the consumer. */
   readonly deadLetterQueues: IQueue[];
-  /** The serialised planner (reserved concurrency 1). */
+  /** Discovery triggers (schedule and commit events), one message group: one planner at a time. */
+  readonly discoverQueue: Queue;
+  /** The serialised planner. */
   readonly discoverFunction: NodejsFunction;
+  /** How often discovery runs without a commit (its lag metrics come at least this often). */
+  readonly discoverEvery: Duration;
+  /** The topic the consumer's alarms notify, if any. */
+  readonly alarmTopic?: ITopic;
+  /** The consumer's alarms. */
+  readonly alarms: VarveAlarms;
+  /** The consumer's CloudWatch dashboard. */
+  readonly dashboard: Dashboard;
   /** The split reader that feeds the sink. */
   readonly readFunction: NodejsFunction;
 
@@ -98,32 +119,46 @@ export class StreamConsumer extends Construct {
     this.splitQueue = split.queue;
     this.deadLetterQueues = [split.deadLetterQueue];
 
+    // One message group: FIFO keeps one batch of a group in flight, so discovery is serialised
+    // (two planners would race on the consumer file). A failing run is retried soon (visibility
+    // just above the timeout), and after MAX_RECEIVE_COUNT its triggers land in the DLQ; none is
+    // worth redriving, since each run plans from the consumer file up to the latest snapshot.
+    const discover = createQueueWithDlq(this, 'DiscoverQueue', {
+      fifo: true,
+      contentBasedDeduplication: true,
+      consumerTimeout: DISCOVER_TIMEOUT,
+      visibilityTimeout: DISCOVER_TIMEOUT.plus(Duration.seconds(30)),
+    });
+    this.discoverQueue = discover.queue;
+    this.deadLetterQueues.push(discover.deadLetterQueue);
     this.discoverFunction = createVarveFunction(this, 'Discover', {
       entry: handlerEntry('discover'),
       description: `varve discovery for ${table.name} consumer ${props.consumerId}`,
       timeout: DISCOVER_TIMEOUT,
       memorySize: 1024,
-      // Serialised per table and consumer: two planners would race on the consumer file.
-      reservedConcurrentExecutions: 1,
       environment: { ...consumerEnv, VARVE_SPLIT_QUEUE_URL: this.splitQueue.queueUrl },
     });
     table.grantRead(this.discoverFunction);
     this.grantConsumerFile(this.discoverFunction, ['s3:PutObject', 's3:DeleteObject']);
     this.splitQueue.grantSendMessages(this.discoverFunction);
-    // Invocations throttled by the reservation wait in Lambda's async queue; a stale one adds
-    // nothing (each run plans up to the latest snapshot), so they are dropped after 5 minutes.
-    this.discoverFunction.configureAsyncInvoke({ maxEventAge: Duration.minutes(5), retryAttempts: 2 });
+    this.discoverFunction.addEventSource(new SqsEventSource(this.discoverQueue, { batchSize: 10 }));
+    const trigger = new SqsQueue(this.discoverQueue, {
+      messageGroupId: 'discover',
+      retryAttempts: 8,
+      deadLetterQueue: discover.deadLetterQueue,
+    });
+    this.discoverEvery = props.discoverEvery ?? Duration.minutes(1);
     new Rule(this, 'DiscoverSchedule', {
       description: `varve discovery backstop for ${table.name} / ${props.consumerId}`,
-      schedule: Schedule.rate(props.discoverEvery ?? Duration.minutes(1)),
-      targets: [new LambdaFunction(this.discoverFunction, { retryAttempts: 2 })],
+      schedule: Schedule.rate(this.discoverEvery),
+      targets: [trigger],
     });
     // beyond the schedule's one-minute floor: discovery right after each commit of the table.
     new Rule(this, 'DiscoverOnCommit', {
       description: `varve discovery on commit of ${table.name} / ${props.consumerId}`,
       eventBus: table.warehouse.eventBus,
       eventPattern: { source: [VARVE_EVENT_SOURCE], detailType: [SNAPSHOT_COMMITTED], detail: { table: [table.name] } },
-      targets: [new LambdaFunction(this.discoverFunction, { retryAttempts: 2 })],
+      targets: [trigger],
     });
 
     const sink = props.sink;
@@ -147,6 +182,11 @@ export class StreamConsumer extends Construct {
         reportBatchItemFailures: true,
       }),
     );
+
+    this.alarmTopic = props.alarmTopic ?? table.alarmTopic;
+    this.alarms = new VarveAlarms(this, 'Alarms', { topic: this.alarmTopic, thresholds: props.alarmThresholds ?? table.alarmThresholds });
+    this.alarms.watchConsumer(this);
+    this.dashboard = createConsumerDashboard(this, 'Dashboard', this, this.alarms);
   }
 
   /** `VARVE_SINK` for the built-in sinks; a table sink also gets where its target's commits go. */

@@ -10,23 +10,24 @@ import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption, type IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { CommitMode } from '../lib/aws-contract.js';
+import { VARVE_METRICS_NAMESPACE, VARVE_SERVICE_NAME, type CommitMode } from '../lib/aws-contract.js';
 import { InvalidArgumentError } from '../lib/errors.js';
+import { VarveAlarms, type VarveAlarmThresholds } from './alarms.js';
+import { createTableDashboard } from './dashboard.js';
 import { createVarveFunction, handlerEntry } from './lambda.js';
-import { createQueueWithDlq } from './queues.js';
+import { createFailureQueue, createQueueWithDlq } from './queues.js';
 import { grantListUnder, grantObjects } from './table-access.js';
 import type { Warehouse } from './warehouse.js';
 
 /** `queue`: writers send file lists to the commit FIFO queue (group commit); `direct`: writers commit themselves. */
 export type { CommitMode };
 
-/** The Powertools service name of every varve function; metrics carry it as the `service` dimension. */
-export const VARVE_SERVICE_NAME = 'varve';
-
-/** The CloudWatch namespace of varve's custom metrics. */
-export const VARVE_METRICS_NAMESPACE = 'Varve';
+/** The Powertools service name and metric namespace of every varve function (declared in lib/aws-contract.ts). */
+export { VARVE_METRICS_NAMESPACE, VARVE_SERVICE_NAME };
 
 /** How records reach the ingest function. */
 export interface IngestOptions {
@@ -66,6 +67,10 @@ export interface VarveTableProps {
   readonly compaction?: CompactionOptions;
   /** How often snapshot expiry runs. @default 15 minutes */
   readonly expireEvery?: Duration;
+  /** The SNS topic every alarm of the table notifies (ALARM and OK). @default the warehouse's alarmTopic */
+  readonly alarmTopic?: ITopic;
+  /** Where the table's alarms fire. @default the defaults of {@link VarveAlarmThresholds} */
+  readonly alarmThresholds?: VarveAlarmThresholds;
 }
 
 /** Database, table and consumer names become key segments and `db.table` names: keep them plain. */
@@ -119,8 +124,20 @@ export class VarveTable extends Construct {
   readonly commitQueue?: Queue;
   /** Compaction jobs, one message group per bucket. */
   readonly compactQueue: Queue;
-  /** Every dead-letter queue of the table. */
+  /** Every dead-letter queue of the table (expiry's failure destination included). */
   readonly deadLetterQueues: IQueue[];
+  /** Where failed expiry runs land (the scheduled function's on-failure destination). */
+  readonly expireFailures: Queue;
+  /** How often expiry runs. */
+  readonly expireEvery: Duration;
+  /** The topic the table's alarms notify, if any. */
+  readonly alarmTopic?: ITopic;
+  /** The thresholds of the table's alarms (its consumers' default). */
+  readonly alarmThresholds?: VarveAlarmThresholds;
+  /** The table's alarms. */
+  readonly alarms: VarveAlarms;
+  /** The table's CloudWatch dashboard. */
+  readonly dashboard: Dashboard;
 
   /** Validates records, writes level-0 files, and hands them to the commit queue (or commits). */
   readonly ingestFunction: NodejsFunction;
@@ -172,7 +189,8 @@ export class VarveTable extends Construct {
       consumerTimeout: COMPACT_TIMEOUT,
     });
     this.compactQueue = compactQ.queue;
-    this.deadLetterQueues = [ingestQ.deadLetterQueue, compactQ.deadLetterQueue];
+    this.expireFailures = createFailureQueue(this, 'ExpireDlq');
+    this.deadLetterQueues = [ingestQ.deadLetterQueue, compactQ.deadLetterQueue, this.expireFailures];
 
     if (this.commitMode === 'queue') {
       // One message group per table: commits of a table are serialised and folded in order.
@@ -262,11 +280,21 @@ export class VarveTable extends Construct {
     grantObjects(this.expireFunction, warehouse.bucket, this.tablePrefix, ['s3:PutObject', 's3:DeleteObject']);
     // A scheduled EventBridge rule rather than EventBridge Scheduler: LocalStack's Scheduler
     // stores schedules but never fires them, and rules need no extra role.
+    this.expireEvery = props.expireEvery ?? Duration.minutes(15);
+    // A run that fails twice more (async retries) lands in ExpireDlq with its error, and so does
+    // an event EventBridge could not deliver: a failed run is a message, not a log line.
+    this.expireFunction.configureAsyncInvoke({ onFailure: new SqsDestination(this.expireFailures), retryAttempts: 2 });
     new Rule(this, 'ExpireSchedule', {
       description: `varve snapshot expiry for ${this.name}`,
-      schedule: Schedule.rate(props.expireEvery ?? Duration.minutes(15)),
-      targets: [new LambdaFunction(this.expireFunction, { retryAttempts: 2 })],
+      schedule: Schedule.rate(this.expireEvery),
+      targets: [new LambdaFunction(this.expireFunction, { retryAttempts: 2, deadLetterQueue: this.expireFailures })],
     });
+
+    this.alarmTopic = props.alarmTopic ?? warehouse.alarmTopic;
+    this.alarmThresholds = props.alarmThresholds;
+    this.alarms = new VarveAlarms(this, 'Alarms', { topic: this.alarmTopic, thresholds: props.alarmThresholds });
+    this.alarms.watchTable(this);
+    this.dashboard = createTableDashboard(this, 'Dashboard', this, this.alarms);
   }
 
   /** Lets a principal read the table: get and list its files, look it up in the catalog. */

@@ -7,6 +7,7 @@ import { AttributeType, BillingMode, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { AnyPrincipal, Effect, PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket } from 'aws-cdk-lib/aws-s3';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { InvalidArgumentError } from '../lib/errors.js';
 
@@ -27,6 +28,8 @@ export interface WarehouseProps {
   readonly serverAccessLogsPrefix?: string;
   /** A new bus (`'dedicated'`), the account's default bus, or a bus of your own. @default 'dedicated' */
   readonly eventBus?: WarehouseEventBus;
+  /** The SNS topic the alarms of the warehouse's tables and consumers notify, unless they name their own. @default none */
+  readonly alarmTopic?: ITopic;
 }
 
 /** Names a warehouse prefix may use: S3-safe path segments separated by single slashes. */
@@ -54,6 +57,8 @@ export class Warehouse extends Construct {
   readonly catalog: Table;
   /** The bus that carries `Snapshot Committed` events. */
   readonly eventBus: IEventBus;
+  /** The default topic of the alarms of this warehouse's tables and consumers. */
+  readonly alarmTopic?: ITopic;
 
   constructor(scope: Construct, id: string, props: WarehouseProps = {}) {
     super(scope, id);
@@ -64,6 +69,7 @@ export class Warehouse extends Construct {
       );
     }
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    this.alarmTopic = props.alarmTopic;
 
     this.bucket = new Bucket(this, 'Bucket', {
       bucketName: props.bucketName,

@@ -24,6 +24,12 @@ export const VARVE_METRICS = {
   consumerLagSeconds: 'ConsumerLagSeconds',
 } as const;
 
+/** The Powertools service name of every varve function; metrics carry it as the `service` dimension. */
+export const VARVE_SERVICE_NAME = 'varve';
+
+/** The CloudWatch namespace of varve's custom metrics (POWERTOOLS_METRICS_NAMESPACE). */
+export const VARVE_METRICS_NAMESPACE = 'Varve';
+
 /** The `source` of every varve event. */
 export const VARVE_EVENT_SOURCE = 'varve';
 /** The detail-type of the event put after each commit (each consumer's discovery rule matches on it). */

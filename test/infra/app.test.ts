@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { App, Token } from 'aws-cdk-lib';
+import { App, Token, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -102,8 +102,30 @@ describe('example stack', () => {
     expect(stack.audit.consumerId).toBe('orders-audit');
     // the outputs docs/AWS.md uses
     expect(Object.keys(template.findOutputs('*')).sort()).toEqual(
-      ['AuditLogGroup', 'BucketName', 'CatalogTable', 'InboxPrefix', 'IngestQueueUrl', 'RejectsQueueUrl', 'WarehouseUri'],
+      ['AlarmTopicArn', 'AuditLogGroup', 'BucketName', 'CatalogTable', 'InboxPrefix', 'IngestQueueUrl', 'RejectsQueueUrl', 'WarehouseUri'],
     );
+  });
+
+  it('sends every alarm to its encrypted alarm topic, whose key CloudWatch may use', () => {
+    // Prepare / Act
+    const { stack } = exampleApp({ 'varve:alarmEmail': 'oncall@example.com' });
+    const template = Template.fromStack(stack);
+    // Assess
+    const topicId = stack.resolve((stack.alarmTopic.node.defaultChild as CfnElement).logicalId) as string;
+    const alarms = Object.values(resourcesOf(template, 'AWS::CloudWatch::Alarm'));
+    expect(alarms.length).toBe(stack.orders.alarms.alarms.length + stack.audit.alarms.alarms.length);
+    for (const a of alarms) {
+      expect(a.Properties.AlarmActions).toEqual([{ Ref: topicId }]);
+      expect(a.Properties.OKActions).toEqual([{ Ref: topicId }]);
+    }
+    const [topic] = Object.values(resourcesOf(template, 'AWS::SNS::Topic'));
+    expect(topic.Properties.KmsMasterKeyId).toBeDefined();
+    const [key] = Object.values(resourcesOf(template, 'AWS::KMS::Key'));
+    const cw = (key.Properties.KeyPolicy.Statement as { Principal?: { Service?: string }; Action: string[] }[]).find(
+      (s) => s.Principal?.Service === 'cloudwatch.amazonaws.com',
+    );
+    expect(cw?.Action).toEqual(expect.arrayContaining(['kms:Decrypt', 'kms:GenerateDataKey*']));
+    template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'oncall@example.com' });
   });
 
   it('rejects an unknown commit mode in context', () => {

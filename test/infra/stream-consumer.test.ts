@@ -47,7 +47,8 @@ describe('StreamConsumer split queue', () => {
       RedrivePolicy: { maxReceiveCount: 5 },
     });
     expect(queues[split.RedrivePolicy.deadLetterTargetArn['Fn::GetAtt'][0]].Properties.FifoQueue).toBe(true);
-    expect(consumer.deadLetterQueues).toHaveLength(1);
+    // the split DLQ and the discovery trigger DLQ
+    expect(consumer.deadLetterQueues).toHaveLength(2);
   });
 
   it('keeps its visibility timeout at 6× the reader timeout, default or configured', () => {
@@ -62,13 +63,12 @@ describe('StreamConsumer split queue', () => {
 });
 
 describe('StreamConsumer discovery', () => {
-  it('is a singleton: reserved concurrency 1, Node.js 22 on arm64', () => {
+  it('is serialised by its single-group FIFO trigger queue, not by reserved concurrency; Node.js 22 on arm64', () => {
     const { template, consumer } = synth();
-    expect(resourcesOf(template, 'AWS::Lambda::Function')[logicalId(consumer.discoverFunction)].Properties).toMatchObject({
-      ReservedConcurrentExecutions: 1,
-      Runtime: 'nodejs22.x',
-      Architectures: ['arm64'],
-    });
+    const fn = resourcesOf(template, 'AWS::Lambda::Function')[logicalId(consumer.discoverFunction)].Properties;
+    expect(fn).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'] });
+    expect(fn.ReservedConcurrentExecutions).toBeUndefined();
+    expect(resourcesOf(template, 'AWS::SQS::Queue')[logicalId(consumer.discoverQueue)].Properties.FifoQueue).toBe(true);
   });
 
   it('gets the consumer id and the split queue URL', () => {
@@ -85,7 +85,7 @@ describe('StreamConsumer discovery', () => {
   it('runs every minute and on every Snapshot Committed event of its table', () => {
     // Prepare / Act
     const { template, consumer, warehouse } = synth();
-    const target = { 'Fn::GetAtt': [logicalId(consumer.discoverFunction), 'Arn'] };
+    const target = { 'Fn::GetAtt': [logicalId(consumer.discoverQueue), 'Arn'] };
     const rules = Object.values(resourcesOf(template, 'AWS::Events::Rule')).filter((r) =>
       (r.Properties.Targets as { Arn: unknown }[]).some((t) => JSON.stringify(t.Arn) === JSON.stringify(target)),
     );
@@ -99,14 +99,6 @@ describe('StreamConsumer discovery', () => {
       source: ['varve'],
       'detail-type': ['Snapshot Committed'],
       detail: { table: ['shop.orders'] },
-    });
-  });
-
-  it('drops stale throttled invocations after 5 minutes', () => {
-    const { template, consumer } = synth();
-    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
-      FunctionName: { Ref: logicalId(consumer.discoverFunction) },
-      MaximumEventAgeInSeconds: 300,
     });
   });
 

@@ -33,8 +33,8 @@ function objectKeys(stmts: Statement[], action: string): string[] {
 describe('VarveTable queues', () => {
   it('creates ingest, rejects, commit and compaction queues with dead-letter queues in queue mode', () => {
     const { template } = synth();
-    // ingest + DLQ, rejects, commit + DLQ, compact + DLQ
-    template.resourceCountIs('AWS::SQS::Queue', 7);
+    // ingest + DLQ, rejects, commit + DLQ, compact + DLQ, expiry failures
+    template.resourceCountIs('AWS::SQS::Queue', 8);
   });
 
   it('makes the commit queue FIFO with explicit deduplication and a FIFO DLQ after 5 receives', () => {
@@ -84,12 +84,12 @@ describe('VarveTable queues', () => {
         ),
       )
       .flatMap((p) => p.Properties.Queues);
-    expect(queuesWithTlsDeny).toHaveLength(7);
+    expect(queuesWithTlsDeny).toHaveLength(8);
   });
 
   it('omits the commit queue and function in direct mode', () => {
     const { template, table } = synth({ commitMode: 'direct' });
-    template.resourceCountIs('AWS::SQS::Queue', 5);
+    template.resourceCountIs('AWS::SQS::Queue', 6);
     expect(table.commitQueue).toBeUndefined();
     expect(table.commitFunction).toBeUndefined();
     template.resourceCountIs('AWS::Lambda::EventSourceMapping', 2);
@@ -234,7 +234,9 @@ describe('VarveTable event sources and triggers', () => {
 
   it('sends inbox events that ingest keeps failing on to the ingest DLQ', () => {
     const { template, table } = synth();
-    const configs = Object.values(resourcesOf(template, 'AWS::Lambda::EventInvokeConfig'));
+    const configs = Object.values(resourcesOf(template, 'AWS::Lambda::EventInvokeConfig')).filter(
+      (c) => c.Properties.FunctionName.Ref === logicalId(table.ingestFunction),
+    );
     expect(configs).toHaveLength(1);
     expect(configs[0].Properties).toMatchObject({
       FunctionName: { Ref: logicalId(table.ingestFunction) },
@@ -341,6 +343,9 @@ describe('VarveTable IAM', () => {
     expect(granting(functionStatements(template, table.commitFunction!), 'sqs:SendMessage').flatMap(resourceList)).toEqual([
       { 'Fn::GetAtt': [logicalId(table.compactQueue), 'Arn'] },
     ]);
-    expect(granting(functionStatements(template, table.expireFunction), 'sqs:SendMessage')).toHaveLength(0);
+    // expiry sends only its own failures (its on-failure destination)
+    expect(granting(functionStatements(template, table.expireFunction), 'sqs:SendMessage').flatMap(resourceList)).toEqual([
+      { 'Fn::GetAtt': [logicalId(table.expireFailures), 'Arn'] },
+    ]);
   });
 });
