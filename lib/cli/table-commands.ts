@@ -3,7 +3,7 @@
  */
 import { parsePartitionSpec } from '../schema/partition.js';
 import { readFile, writeFile } from 'node:fs/promises';
-import type * as arrow from 'apache-arrow';
+import * as arrow from 'apache-arrow';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
 import { parseSchemaJson, parseSchemaText, formatType } from '../schema/parse.js';
@@ -11,7 +11,7 @@ import { createTag, deleteTag } from '../snapshot/tags.js';
 import { formatFromFileName, parseRecords, type InputFormat } from '../table/input.js';
 import { readAuditLog, parseIncrementalBetween } from '../table/audit-log.js';
 import { readSystemTable, SYSTEM_TABLES } from '../table/system-tables.js';
-import { SEQUENCE_COLUMN, type DataField } from '../schema/types.js';
+import { SEQUENCE_COLUMN } from '../schema/types.js';
 import { displayRecords, openCatalog, warehouseUri } from './context.js';
 import { RecordPrinter, renderRecords, type OutputFormat } from './output.js';
 import { parseTimestamp, type GlobalOptions } from './parse-flags.js';
@@ -57,14 +57,7 @@ function outputFormat(flag: string | undefined): OutputFormat {
   return f;
 }
 
-/** Prints an Arrow result in slices, so no more than a slice of row objects exists at a time. */
-function printArrow(result: arrow.Table, fields: DataField[], format: OutputFormat, out: Out): void {
-  const columns = displayRecords(result.slice(0, 0), fields).columns;
-  const printer = new RecordPrinter(columns, format, out);
-  for (let at = 0; at < result.numRows; at += PRINT_SLICE_ROWS) printer.add(displayRecords(result.slice(at, at + PRINT_SLICE_ROWS), fields).records);
-  printer.end();
-}
-
+/** Rows per printed batch: the most row objects that exist at a time. */
 const PRINT_SLICE_ROWS = 8192;
 
 /** Registers the table commands on `program`; `globals()` gives the global flags, `out` prints. */
@@ -144,14 +137,22 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
     .action(async (name: string, o) => {
       const table = await catalog().getTable(name);
       const format = outputFormat(o.format);
-      const result = await table.read({
+      const batches = table.scan({
         snapshotId: o.snapshot,
         timestamp: o.timestamp !== undefined ? parseTimestamp(o.timestamp) : undefined,
         tag: o.tag,
         columns: o.columns ? list(o.columns) : undefined,
         partition: o.partition ? parsePartitionSpec(o.partition) : undefined,
+        batchRows: PRINT_SLICE_ROWS,
       });
-      printArrow(result, table.schema.fields, format, out);
+      // Prints as it reads: memory holds a batch of rows, not the table.
+      let printer: RecordPrinter | undefined;
+      for await (const batch of batches) {
+        const { columns, records } = displayRecords(new arrow.Table(batch), table.schema.fields);
+        printer ??= new RecordPrinter(columns, format, out);
+        printer.add(records);
+      }
+      printer?.end();
     });
 
   program

@@ -209,3 +209,54 @@ export async function readDataFileMetadata(store: ObjectStore, key: string): Pro
     numRowGroups: md.row_groups.length,
   };
 }
+
+/**
+ * The rows of a data file one row group at a time (one Arrow table each), each row group fetched
+ * with its own ranged GETs: memory holds one decoded row group, never the whole file. `size` is
+ * the object's size when known (manifests record it), saving a HEAD.
+ */
+export async function* readDataFileRowGroups(store: ObjectStore, key: string, size?: number): AsyncGenerator<arrow.Table> {
+  const byteLength = size ?? (await store.head(key))?.size;
+  if (byteLength === undefined) throw new ObjectNotFoundError(key);
+  // parquet-wasm reads a Blob through `size` and `slice(a, b).arrayBuffer()` only: a Blob-shaped
+  // view over ranged GETs lets it fetch the footer and then each row group's column chunks.
+  const blob = {
+    size: byteLength,
+    type: '',
+    slice: (start: number, end: number) => ({
+      size: end - start,
+      arrayBuffer: async () => {
+        const b = await store.getRange(key, start, end);
+        return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b.buffer : b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
+      },
+    }),
+  } as unknown as Blob;
+  let file: ParquetFile;
+  try {
+    file = await ParquetFile.fromFile(blob);
+  } catch (e) {
+    throw rowGroupReadError(e, key);
+  }
+  try {
+    const groups = file.metadata().numRowGroups();
+    for (let g = 0; g < groups; g++) {
+      let table: arrow.Table;
+      try {
+        table = arrow.tableFromIPC((await file.read({ rowGroups: [g], batchSize: READ_BATCH_SIZE })).intoIPCStream());
+      } catch (e) {
+        throw rowGroupReadError(e, key);
+      }
+      yield normalizeArrowTypes(table);
+    }
+  } finally {
+    file.free();
+  }
+}
+
+/** Store failures keep their kind (not found, throttled); the rest is what asReadError says. */
+function rowGroupReadError(e: unknown, key: string): unknown {
+  if (e instanceof VarveError && !(e instanceof SchemaMismatchError || e instanceof InvalidArgumentError)) return e;
+  const err = asReadError(e);
+  if (err instanceof CorruptMetadataError) return new CorruptMetadataError(`${key}: ${err.message}`, { cause: e });
+  return err;
+}

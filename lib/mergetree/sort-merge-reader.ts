@@ -34,6 +34,8 @@ export interface MergeReadOptions {
    * keep their kind.
    */
   keepKinds?: boolean;
+  /** A run may hold several versions of a key (a spilled write-buffer run), not one record per key. */
+  repeatedKeys?: boolean;
 }
 
 /** Merges sorted runs into one table in the physical layout, sorted by key, one record per key. */
@@ -74,7 +76,7 @@ function planMerge(runs: RunInput[], opts: MergeReadOptions): VersionSet | null 
     .filter((r) => r.table.numRows > 0);
   if (inputs.length === 0) return null;
   const order = { keyColumns: opts.keyColumns, sequenceFields: opts.engine.config.sequenceFields, sequenceDescending: opts.engine.config.sequenceDescending };
-  return inputs.length === 1 ? singleRunVersions(opts.schema, inputs[0]) : versionsOfRuns(opts.schema, inputs, order);
+  return inputs.length === 1 && !opts.repeatedKeys ? singleRunVersions(opts.schema, inputs[0]) : versionsOfRuns(opts.schema, inputs, order);
 }
 
 function mergeVersions(versions: VersionSet, opts: MergeReadOptions): arrow.Table {

@@ -109,7 +109,8 @@ export async function readEntry(table: Table, entry: Pick<ManifestEntry, 'partit
   return readDataFile(body);
 }
 
-function checkColumns(table: Table, columns?: string[]): string[] | undefined {
+/** The requested columns, checked to exist in the table (undefined: all). */
+export function checkColumns(table: Table, columns?: string[]): string[] | undefined {
   if (!columns || columns.length === 0) return undefined;
   const names = table.schema.fields.map((f) => f.name);
   for (const c of columns) {
@@ -118,13 +119,15 @@ function checkColumns(table: Table, columns?: string[]): string[] | undefined {
   return columns;
 }
 
-function project(t: arrow.Table, columns: string[] | undefined, keepSystem?: boolean): arrow.Table {
+/** The table cut to `columns` (default: every user column), with the system columns when `keepSystem`. */
+export function project(t: arrow.Table, columns: string[] | undefined, keepSystem?: boolean): arrow.Table {
   const names = columns ?? t.schema.fields.map((f) => f.name).filter((n) => n !== SEQUENCE_COLUMN && n !== KIND_COLUMN);
   const wanted = keepSystem ? [...names, SEQUENCE_COLUMN, KIND_COLUMN] : names;
   return t.select(wanted);
 }
 
-function partitionFilter(table: Table, spec?: Record<string, string>): ((p: string) => boolean) | undefined {
+/** A predicate over partition paths matching `spec`, checked against the partition keys. */
+export function partitionFilter(table: Table, spec?: Record<string, string>): ((p: string) => boolean) | undefined {
   if (!spec || Object.keys(spec).length === 0) return undefined;
   for (const k of Object.keys(spec)) {
     if (!table.schema.partitionKeys.includes(k)) {
@@ -140,13 +143,15 @@ function partitionFilter(table: Table, spec?: Record<string, string>): ((p: stri
   };
 }
 
-function overlapsRange(table: Table, e: ManifestEntry, r: { min?: JsonValue[]; max?: JsonValue[] }): boolean {
+/** Whether a file's key range meets [min, max]. */
+export function overlapsRange(table: Table, e: ManifestEntry, r: { min?: JsonValue[]; max?: JsonValue[] }): boolean {
   if (r.min && table.compareKeys(e.file.maxKey, r.min) < 0) return false;
   if (r.max && table.compareKeys(e.file.minKey, r.max) > 0) return false;
   return true;
 }
 
-function filterKeyRange(table: Table, t: arrow.Table, r: { min?: JsonValue[]; max?: JsonValue[] }): arrow.Table {
+/** The rows of `t` whose keys lie in [min, max]. */
+export function filterKeyRange(table: Table, t: arrow.Table, r: { min?: JsonValue[]; max?: JsonValue[] }): arrow.Table {
   const keys = tableToRows(t.select(table.schema.primaryKeys), table.keyFields);
   const keep: number[] = [];
   keys.forEach((row, i) => {

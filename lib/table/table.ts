@@ -12,6 +12,7 @@ import type { ObjectStore } from '../store/object-store.js';
 import { LruManifestCache } from '../manifest/manifest-file.js';
 import { SnapshotManager } from '../snapshot/snapshot-manager.js';
 import { readTable, type ReadOptions } from './read.js';
+import { scanTable, type ScanOptions } from './scan.js';
 import { TableWriter, type CommitResult, type WriterOptions } from './writer.js';
 import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
 import { NO_COMMIT_HOOKS, type AppendCommitHooks } from './commit-hooks.js';
@@ -78,6 +79,14 @@ export class Table {
   /** Reads the merged state of the table at a snapshot (latest by default) as an Arrow table. */
   async read(opts: ReadOptions = {}): Promise<arrow.Table> {
     return readTable(this, opts);
+  }
+
+  /**
+   * The same merged state as `read`, streamed: RecordBatches per (partition, bucket) in key order,
+   * read row group by row group, so memory does not grow with the table.
+   */
+  scan(opts: ScanOptions = {}): AsyncGenerator<arrow.RecordBatch> {
+    return scanTable(this, opts);
   }
 
   /** The snapshot a read resolves to (id, timestamp or tag), or undefined for an empty table. */

@@ -1,0 +1,106 @@
+/**
+ * A k-way merge of sorted runs that arrive in chunks (a data file's row groups, a spilled run's
+ * batches), in bounded memory: it holds one chunk per run, merges every key that no later chunk
+ * can still hold, and yields the merged rows in key order. Each run may hold several versions of a
+ * key (spilled write-buffer runs do), so a key group is never cut between two outputs.
+ */
+import type * as arrow from 'apache-arrow';
+import { concatTables, singleBatch } from '../format/columns.js';
+import { compareKeysAt, keyIndex, type KeyIndex } from './key-order.js';
+import { mergeSortedRuns, type MergeReadOptions, type RunInput } from './sort-merge-reader.js';
+
+/** One sorted run, chunk by chunk (each chunk sorted, every chunk after the one before). */
+export interface RunStream {
+  chunks: AsyncIterable<arrow.Table>;
+  sequenceBase: number;
+}
+
+interface Cursor {
+  it: AsyncIterator<arrow.Table>;
+  keyColumns: string[];
+  sequenceBase: number;
+  /** The current chunk (single batch) and its keys; rows before `start` are merged already. */
+  chunk: arrow.Table | null;
+  keys: KeyIndex | null;
+  start: number;
+  /** No chunk after the current one. */
+  last: boolean;
+}
+
+/**
+ * Merges the runs as `mergeSortedRuns` would, yielding the result in key order in pieces: each
+ * piece holds the keys below the smallest "last key of the current chunk" among runs that have
+ * more chunks, so memory is one chunk per run plus one piece.
+ */
+export async function* mergeRunStreams(runs: RunStream[], opts: MergeReadOptions): AsyncGenerator<arrow.Table> {
+  const cursors: Cursor[] = runs.map((r) => ({ it: r.chunks[Symbol.asyncIterator](), keyColumns: opts.keyColumns, sequenceBase: r.sequenceBase, chunk: null, keys: null, start: 0, last: false }));
+  try {
+    for (;;) {
+      await Promise.all(cursors.map((c) => (remaining(c) === 0 && !c.last ? advance(c, false) : undefined)));
+      const live = cursors.filter((c) => remaining(c) > 0);
+      if (live.length === 0) return;
+      // The bound: the smallest last key among runs that still have chunks to come. Every later
+      // row of those runs is ≥ their last key, so keys strictly below the bound are complete.
+      let bound: Cursor | null = null;
+      for (const c of live) {
+        if (c.last) continue;
+        if (bound === null || compareKeysAt(c.keys!, c.chunk!.numRows - 1, bound.keys!, bound.chunk!.numRows - 1) < 0) bound = c;
+      }
+      const cuts = live.map((c) => (bound === null ? c.chunk!.numRows : lowerBound(c, bound.keys!, bound.chunk!.numRows - 1)));
+      if (cuts.every((cut, i) => cut === live[i].start)) {
+        // Every unmerged row sits at the bound key: widen the runs that end on it by one chunk.
+        const b = bound!;
+        await Promise.all(
+          live.map((c) => (!c.last && compareKeysAt(c.keys!, c.chunk!.numRows - 1, b.keys!, b.chunk!.numRows - 1) === 0 ? advance(c, true) : undefined)),
+        );
+        continue;
+      }
+      const pieces: RunInput[] = [];
+      live.forEach((c, i) => {
+        if (cuts[i] > c.start) pieces.push({ table: c.chunk!.slice(c.start, cuts[i]), sequenceBase: c.sequenceBase });
+        c.start = cuts[i];
+      });
+      const merged = mergeSortedRuns(pieces, opts);
+      if (merged.numRows > 0) yield merged;
+    }
+  } finally {
+    await Promise.all(cursors.map((c) => c.it.return?.()));
+  }
+}
+
+function remaining(c: Cursor): number {
+  return c.chunk === null ? 0 : c.chunk.numRows - c.start;
+}
+
+/** Loads the next non-empty chunk: replacing the current one, or appended to its unmerged rows. */
+async function advance(c: Cursor, append: boolean): Promise<void> {
+  for (;;) {
+    const next = await c.it.next();
+    if (next.done) {
+      c.last = true;
+      if (!append) {
+        c.chunk = null;
+        c.keys = null;
+        c.start = 0;
+      }
+      return;
+    }
+    if (next.value.numRows === 0) continue;
+    const rest = append && c.chunk !== null && c.start < c.chunk.numRows ? c.chunk.slice(c.start) : null;
+    c.chunk = singleBatch(rest ? concatTables([rest, next.value], next.value.schema) : next.value);
+    c.keys = keyIndex(c.chunk, c.keyColumns);
+    c.start = 0;
+    return;
+  }
+}
+
+/** The first row at or after `c.start` whose key is not below row `at` of `keys`. */
+function lowerBound(c: Cursor, keys: KeyIndex, at: number): number {
+  let lo = c.start, hi = c.chunk!.numRows;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareKeysAt(c.keys!, mid, keys, at) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

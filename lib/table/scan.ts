@@ -1,0 +1,90 @@
+/**
+ * Streamed batch reads: the same merged state as `readTable`, yielded as Arrow RecordBatches in
+ * (partition, bucket, key) order while it is read. Each section of overlapping files is merged by
+ * a k-way merge over the files' row groups (one decoded row group per file at a time), so memory
+ * stays bounded by the files of one section, not by the table.
+ */
+import type * as arrow from 'apache-arrow';
+import { ObjectNotFoundError, SnapshotExpiredError } from '../errors.js';
+import { emptyTable } from '../format/columns.js';
+import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema.js';
+import { readDataFileRowGroups } from '../format/data-file.js';
+import type { ManifestEntry } from '../manifest/types.js';
+import { readLiveFiles } from '../manifest/scan.js';
+import { intervalPartition } from '../mergetree/interval-partition.js';
+import { mergeEngineFor } from '../mergetree/merge-function.js';
+import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
+import { mergeRunStreams } from '../mergetree/stream-merge.js';
+import { dataFileKey } from './paths.js';
+import { checkColumns, filterKeyRange, overlapsRange, partitionFilter, project, type ReadOptions } from './read.js';
+import type { Table } from './table.js';
+import { resolveSnapshot } from './time-travel.js';
+
+export interface ScanOptions extends ReadOptions {
+  /** Most rows per yielded batch (default 65,536). */
+  batchRows?: number;
+}
+
+const DEFAULT_BATCH_ROWS = 65_536;
+
+/** Yields the merged rows of a table at a snapshot as RecordBatches, bucket by bucket, in key order. */
+export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGenerator<arrow.RecordBatch> {
+  const columns = checkColumns(table, opts.columns);
+  const snapshot = await resolveSnapshot(table, opts);
+  const batchRows = Math.max(1, opts.batchRows ?? DEFAULT_BATCH_ROWS);
+  if (!snapshot) {
+    const schema = opts.keepDeletes ? physicalArrowSchema(table.schema) : tableArrowSchema(table.schema);
+    yield* project(emptyTable(schema), columns, opts.keepDeletes).batches;
+    return;
+  }
+  const entries = await readLiveFiles(table.store, table.path, snapshot, { partition: partitionFilter(table, opts.partition) });
+  const pruned = opts.keyRange ? entries.filter((e) => overlapsRange(table, e, opts.keyRange!)) : entries;
+  const groups = new Map<string, ManifestEntry[]>();
+  for (const e of pruned) {
+    const id = `${e.partition}\u0000${e.bucket}`;
+    const g = groups.get(id);
+    if (g) g.push(e);
+    else groups.set(id, [e]);
+  }
+  const engine = mergeEngineFor(mergeConfigFromOptions(table.options));
+  const dropDeletes = !opts.keepDeletes;
+  let yielded = false;
+  try {
+    for (const id of [...groups.keys()].sort()) {
+      const files = groups.get(id)!;
+      const entryOf = new Map(files.map((f) => [f.file, f]));
+      for (const section of intervalPartition(files.map((f) => f.file), table.compareKeys)) {
+        // Each file is its own run (one record per key, its own sequence base).
+        const runs = section.flat().map((meta) => {
+          const e = entryOf.get(meta)!;
+          const key = dataFileKey(table.path, e.partition, e.bucket, meta.fileName);
+          return { chunks: readDataFileRowGroups(table.store, key, meta.fileSize), sequenceBase: meta.sequenceBase };
+        });
+        const merged = mergeRunStreams(runs, { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes });
+        for await (let piece of merged) {
+          if (opts.keyRange) piece = filterKeyRange(table, piece, opts.keyRange);
+          const out = project(piece, columns, opts.keepDeletes);
+          for (let at = 0; at < out.numRows; at += batchRows) {
+            for (const b of out.slice(at, at + batchRows).batches) {
+              if (b.numRows === 0) continue;
+              yielded = true;
+              yield b;
+            }
+          }
+        }
+      }
+    }
+  } catch (e) {
+    // As in readTable: a file missing under a snapshot that is gone expired while we read it.
+    if (e instanceof ObjectNotFoundError && !(await table.snapshots.tryRead(snapshot.id))) {
+      const earliest = await table.snapshots.earliestId();
+      throw new SnapshotExpiredError(
+        `snapshot ${snapshot.id} of ${table.name} expired while it was being read; read a newer one (earliest now ${earliest ?? 'none'})`,
+        { from: snapshot.id, to: earliest ?? snapshot.id + 1 },
+      );
+    }
+    throw e;
+  }
+  // A reader always learns the schema: an empty result is one empty batch.
+  if (!yielded) yield* project(emptyTable(physicalArrowSchema(table.schema)), columns, opts.keepDeletes).batches;
+}
