@@ -241,9 +241,12 @@ export class VarveTable extends Construct {
           ...this.baseEnvironment,
           VARVE_COMPACT_QUEUE_URL: this.compactQueue.queueUrl,
           VARVE_EVENT_BUS_NAME: warehouse.eventBus.eventBusName,
+          // A commit message that can never be committed goes there instead of blocking the queue.
+          VARVE_REJECTS_QUEUE_URL: this.rejectsQueue.queueUrl,
         },
       });
       this.grantCommit(this.commitFunction);
+      this.rejectsQueue.grantSendMessages(this.commitFunction);
       this.commitFunction.addEventSource(
         new SqsEventSource(this.commitQueue, { batchSize: 10, reportBatchItemFailures: true }),
       );

@@ -173,6 +173,24 @@ export class CorruptMetadataError extends VarveError {
   }
 }
 
+/**
+ * A queued batch whose data files are gone (deleted by orphan cleanup or expiry while its commit
+ * message waited, e.g. in a dead-letter queue): committing it would make a snapshot reference
+ * missing files, so it is refused before it commits.
+ */
+export class CommitFilesMissingError extends VarveError {
+  constructor(
+    readonly commitIdentifier: string,
+    readonly missing: string[],
+  ) {
+    super(
+      `the batch ${commitIdentifier} lists ${missing.length} file(s) that no longer exist (first: ${missing[0]}); ` +
+        'it was refused so that no snapshot references missing files. Its rows are lost to this table: ingest their source again',
+      { kind: 'not-found', retryable: false },
+    );
+  }
+}
+
 /** A writer refused because a bucket has more sorted runs than `num-sorted-run.stop-trigger`. */
 export class WriteStallError extends VarveError {
   constructor(message: string) {

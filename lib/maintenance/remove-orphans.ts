@@ -9,8 +9,10 @@
  * and split objects of consumers that no longer exist. Schema, snapshot, hint, tag and journal
  * files, consumer files and everything of a live consumer, and unknown files are never touched.
  * Referenced = reachable from any snapshot file present, any tag, the split lists of a live
- * consumer, or an expiry journal (expiry deletes those itself, after its grace period). If any of
- * that cannot be read, nothing is deleted.
+ * consumer, an expiry journal (expiry deletes those itself, after its grace period), or a batch
+ * registered in the pending area (lib/table/pending-commits.ts: handed to the group commit, its
+ * message maybe waiting in a dead-letter queue) less than `orphan-files.pending-time-retained`
+ * ago; an older registration is itself an orphan. If any of that cannot be read, nothing is deleted.
  */
 import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError } from '../errors.js';
 import { runLimited } from '../concurrency.js';
@@ -21,6 +23,7 @@ import { fromUtf8, listAll, type ObjectInfo } from '../store/object-store.js';
 import { listConsumers } from '../snapshot/consumer.js';
 import { splitRefPrefix } from '../snapshot/consumer.js';
 import { dataFileKey } from '../table/paths.js';
+import { listPending, PENDING_DIR } from '../table/pending-commits.js';
 import type { Table } from '../table/table.js';
 import { journalFiles, listJournals } from './expiry-journal.js';
 import { addReferences, snapshotReferences } from './snapshot-references.js';
@@ -36,7 +39,7 @@ export interface RemoveOrphansOptions {
 }
 
 /** Kinds of files orphan cleanup may delete. */
-export type OrphanKind = 'data' | 'changelog' | 'manifest' | 'manifest-list' | 'consumer';
+export type OrphanKind = 'data' | 'changelog' | 'manifest' | 'manifest-list' | 'consumer' | 'pending';
 
 /** An unreferenced file old enough to delete. */
 export interface OrphanFile {
@@ -67,6 +70,7 @@ const BUCKET_DIR = /^bucket-\d+$/;
 function candidateKind(rel: string, liveConsumers: ReadonlySet<string>): OrphanKind | undefined {
   const parts = rel.split('/');
   const top = parts[0];
+  if (top === PENDING_DIR) return undefined; // registrations age out by their own lifetime (pendingReferences)
   if (top === 'consumer') {
     const m = CONSUMER_OBJECT.exec(rel);
     return m && !liveConsumers.has(m[1]) ? 'consumer' : undefined;
@@ -139,6 +143,17 @@ async function referencedKeys(table: Table, liveConsumers: readonly string[]): P
   return used;
 }
 
+/** Adds the files of live pending registrations to `used`; returns the keys of the expired registrations. */
+async function pendingReferences(table: Table, used: Set<string>, now: number): Promise<Set<string>> {
+  const retainedMs = table.options.get('orphan-files.pending-time-retained') as number;
+  const expired = new Set<string>();
+  for (const p of await listPending(table)) {
+    if (p.lastModified < now - retainedMs) expired.add(p.key);
+    else for (const f of p.batch?.files ?? []) used.add(f);
+  }
+  return expired;
+}
+
 /** Finds (and unless `dryRun`, deletes) the unreferenced files of `table` older than the window. */
 export async function removeOrphanFiles(table: Table, opts: RemoveOrphansOptions = {}): Promise<RemoveOrphansResult> {
   const olderThanMs = opts.olderThanMs ?? table.options.orphanFilesOlderThanMs;
@@ -150,11 +165,16 @@ export async function removeOrphanFiles(table: Table, opts: RemoveOrphansOptions
   const objects: ObjectInfo[] = await listAll(table.store, `${table.path}/`);
   const consumers = (await listConsumers(table.store, table.path)).map((c) => c.id);
   const used = await referencedKeys(table, consumers);
+  const expiredPending = await pendingReferences(table, used, now);
   const live = new Set(consumers);
   const orphans: OrphanFile[] = [];
   let tooRecent = 0;
   for (const o of objects) {
     if (used.has(o.key)) continue;
+    if (expiredPending.has(o.key)) {
+      orphans.push({ key: o.key, kind: 'pending', size: o.size, lastModified: o.lastModified });
+      continue;
+    }
     const kind = candidateKind(o.key.slice(table.path.length + 1), live);
     if (kind === undefined) continue;
     if (o.lastModified >= now - olderThanMs) tooRecent++;

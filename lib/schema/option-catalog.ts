@@ -150,6 +150,14 @@ export const TABLE_OPTIONS: readonly OptionDecl[] = [
   { key: 'changelog.num-retained.max', type: 'int', default: sameAs('snapshot.num-retained.max'), min: 1, description: 'Changelogs kept at most.' },
   { key: 'changelog.time-retained', type: 'duration', default: sameAs('snapshot.time-retained'), description: 'Changelogs younger than this are kept.' },
   { key: 'orphan-files.older-than', type: 'duration', default: '1 d', min: 1, description: 'Orphan cleanup deletes only unreferenced files older than this (a safety window for commits in flight).' },
+  {
+    key: 'orphan-files.pending-time-retained',
+    type: 'duration',
+    default: '15 d',
+    min: 1,
+    description:
+      'Orphan cleanup keeps the files of a batch handed to the group commit (registered under pending/) this long; keep it longer than the commit dead-letter queue retention (14 days), so a redriven commit still finds its files.',
+  },
   // Consumers and streaming reads
   { key: 'consumer-id', type: 'string', description: 'Consumer a streaming read records its progress under (consumer/consumer-<id>); expiry keeps what it has not read.' },
   { key: 'consumer.expiration-time', type: 'duration', description: 'A consumer not updated for this long is removed and no longer holds back expiry (unset: never).' },

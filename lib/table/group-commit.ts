@@ -7,11 +7,18 @@
  * Idempotent twice over: a run's commit identifier is the hash of its messages' ids (a retried
  * run finds its snapshot), and each batch's own identifier is recorded in the snapshot
  * (`varve.batches`), so a batch seen again in another run is not committed again (RecentBatches).
+ *
+ * A bad batch never takes good ones down with it: a batch whose files are gone is refused before
+ * the commit (CommitFilesMissingError), and when a run fails for a reason retrying cannot help,
+ * its batches are committed one by one so that only the one that fails alone is refused. Refused
+ * messages are the caller's to set aside (on AWS: the rejects queue); the others go on.
  */
+import { CommitFilesMissingError, VarveError } from '../errors.js';
 import type { CommitOptions } from '../snapshot/commit.js';
 import { commitAppend, type AfterAppend, type AppendCommitted } from './append-commit.js';
 import { messagesCommitIdentifier } from './commit-identifiers.js';
 import type { CommitMessage } from './commit-message.js';
+import { missingFiles, releasePending } from './pending-commits.js';
 import { BATCHES_PROPERTY, batchesProperty, recentBatchesOf } from './recent-batches.js';
 import type { Table } from './table.js';
 
@@ -32,6 +39,8 @@ export interface RunOutcome {
   committed?: AppendCommitted;
   /** Batches skipped because an earlier snapshot holds them (a retry, a re-send). */
   skipped: number;
+  /** Messages refused, by id, with why: they can never be committed. */
+  refused: Map<string, Error>;
 }
 
 export interface GroupCommitOptions {
@@ -87,20 +96,47 @@ export class GroupCommit {
       return true;
     });
     const ids = run.map((q) => q.id);
-    if (fresh.length === 0) return { ids, skipped: run.length };
+    const refused = new Map<string, Error>();
+    // Checked before the commit: a snapshot must never reference a file that is gone.
+    const missing = await Promise.all(fresh.map((q) => missingFiles(this.table, q.message.batch)));
+    fresh.forEach((q, i) => missing[i].length > 0 && refused.set(q.id, new CommitFilesMissingError(q.message.commitIdentifier, missing[i])));
+    const ready = fresh.filter((q) => !refused.has(q.id));
+    const outcome: RunOutcome = { ids, skipped: run.length - fresh.length, refused };
+    if (ready.length === 0) return outcome;
+    try {
+      outcome.committed = await this.commitBatches(ready, messagesCommitIdentifier('commit', ids));
+    } catch (e) {
+      if (ready.length === 1 || !(e instanceof VarveError) || e.retryable) throw e;
+      // One bad batch (or more) in the run: each alone, in order; the ones failing alone are refused.
+      for (const q of ready) {
+        try {
+          outcome.committed = await this.commitBatches([q], messagesCommitIdentifier('commit', [q.id]));
+        } catch (one) {
+          if (!(one instanceof VarveError) || one.retryable) throw one;
+          refused.set(q.id, one);
+        }
+      }
+    }
+    // Committed (now or before): their files are referenced by a snapshot, the registrations can go.
+    const done = run.filter((q) => !refused.has(q.id)).map((q) => q.message.commitIdentifier);
+    await releasePending(this.table, done).catch(() => undefined); // best effort: orphan cleanup ages them out
+    return outcome;
+  }
+
+  private async commitBatches(batches: QueuedCommit[], commitIdentifier: string): Promise<AppendCommitted> {
     const committed = await commitAppend(
       this.table,
-      fresh.map((q) => q.message.batch),
+      batches.map((q) => q.message.batch),
       {
         commitUser: GROUP_COMMIT_USER,
-        commitIdentifier: messagesCommitIdentifier('commit', ids),
-        schemaId: run[0].message.schemaId,
-        properties: { [BATCHES_PROPERTY]: batchesProperty(fresh.map((q) => q.message.commitIdentifier)) },
+        commitIdentifier,
+        schemaId: batches[0].message.schemaId,
+        properties: { [BATCHES_PROPERTY]: batchesProperty(batches.map((q) => q.message.commitIdentifier)) },
         commitOptions: this.opts.commitOptions,
       },
     );
-    recent.note(committed.snapshot);
+    recentBatchesOf(this.table).note(committed.snapshot);
     await this.opts.afterCommit?.(committed);
-    return { ids, committed, skipped: run.length - fresh.length };
+    return committed;
   }
 }

@@ -9,6 +9,7 @@ import type { Snapshot } from '../snapshot/snapshot.js';
 import { commitAppend, deleteBatchFiles, type AfterAppend } from './append-commit.js';
 import type { CommitOptions } from '../snapshot/commit.js';
 import type { CommitMessage } from './commit-message.js';
+import { registerPending } from './pending-commits.js';
 import type { Table } from './table.js';
 
 /** How a batch of rows is written and committed. */
@@ -51,6 +52,9 @@ export async function landRows(table: Table, rows: Row[], kinds: RowKindByte[], 
   if (files === 0) return { rows: rows.length, files: 0 };
 
   if (opts.enqueue) {
+    // Registered before it is sent: however long the message waits (a dead-letter queue
+    // included), orphan cleanup keeps these files until the group commit has committed them.
+    await registerPending(table, opts.commitIdentifier, batch);
     await opts.enqueue({ table: table.name, schemaId: table.schema.id, commitIdentifier: opts.commitIdentifier, batch });
     return { rows: rows.length, files, queued: true };
   }

@@ -3,7 +3,7 @@
  * redeliveries committed once, FIFO partial failures, the `Snapshot Committed` event, and
  * compaction jobs for the buckets that need one.
  */
-import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse } from 'aws-lambda';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCommitHandler } from '../../functions/commit.js';
@@ -20,7 +20,6 @@ import {
   powertoolsEnv,
   receive,
   reopen,
-  sendBodies,
   sqs,
   sqsEventOf,
   takeEvents,
@@ -145,26 +144,6 @@ describe.skipIf(!awsAvailable())('the commit function on moto', () => {
     const table = await reopen(d);
     expect(await table.snapshots.latestId()).toBe(1);
     expect((await table.snapshots.latest())!.totalRecordCount).toBe(3);
-  });
-
-  it('fails a message that is not a commit message and every one after it, committing the ones before', async () => {
-    // Prepare
-    const d = await deploy();
-    await createOrders(d);
-    await concurrentWriters(d, 1);
-    await sendBodies(d.commitUrl, ['{"not": "a commit"}']);
-    await concurrentWriters(d, 1, 1);
-    const messages = await receive(d.commitUrl, 10);
-
-    // Act
-    const response = await createCommitHandler(d.env('queue'))(sqsEventOf(d.commitUrl, messages));
-
-    // Assess
-    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(messages.slice(1).map((m) => m.MessageId));
-    const table = await reopen(d);
-    expect(await table.snapshots.latestId()).toBe(1);
-    expect((await table.snapshots.latest())!.totalRecordCount).toBe(3);
-    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: d.commitUrl, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
   });
 
   it('enqueues a compaction job, grouped by bucket, for each bucket universal compaction picks', async () => {
