@@ -45,7 +45,7 @@ export function registerStreamCommands(program: Command, globals: () => GlobalOp
     .option('--consumer-id <id>', 'record progress under this consumer: a later tail resumes where this one stopped, and expiry keeps what it has not read')
     .option('--from <position>', 'where a new stream starts: latest-full (default), latest, earliest, snapshot:N, snapshot-full:N, timestamp:T')
     .option('--ignore-progress', 'with --consumer-id: start from --from even when the consumer has progress')
-    .option('--on-expired <what>', 'when the start or next snapshot has expired: fail (default) or skip-to-earliest (accept the gap)')
+    .option('--on-expired <what>', 'when the start or next snapshot, or the consumer id itself, has expired: fail (default) or skip-to-earliest (accept the gap)')
     .option('--follow', 'keep waiting for new changes (default: stop once caught up)')
     .option('--idle-exit <ms>', 'with --follow: stop after this many ms without a new change')
     .option('--max-changes <n>', 'without --consumer-id: stop once this many changes are printed')
@@ -160,6 +160,9 @@ async function tailWithConsumer(table: Table, consumerId: string, stream: Stream
     }
     for (;;) {
       await new Promise((r) => setTimeout(r, Math.min(TAIL_POLL_MS, opts.idleExitMs ?? TAIL_POLL_MS)));
+      // A consumer that stopped for good (its id expired, its table was dropped) ends the tail, loudly.
+      const failure = runtime.failure();
+      if (failure) throw failure;
       if (opts.idleExitMs === undefined || Date.now() - lastChange < opts.idleExitMs) continue;
       // Quiet for long enough: exit once nothing committed is still on its way.
       await runtime.idle(24 * 3600_000);

@@ -14,7 +14,7 @@
  */
 import { runLimited } from '../concurrency.js';
 import { listAll } from '../store/object-store.js';
-import { deleteConsumer, listConsumers, readConsumer, type Consumer } from '../snapshot/consumer.js';
+import { deleteConsumer, listConsumers, readConsumer, tombstoneKey, writeTombstone, type Consumer } from '../snapshot/consumer.js';
 import type { Table } from '../table/table.js';
 
 /** Options of consumer expiration; unset ones come from the table options. */
@@ -49,11 +49,23 @@ async function idleSince(table: Table, c: Consumer, latest: number | undefined):
   return next === undefined ? c.lastUpdated : Math.max(c.lastUpdated, next.timeMillis);
 }
 
-/** Deletes a consumer's progress and split objects, then the consumer file (a crash in between is finished by the next run). */
-async function removeConsumer(table: Table, id: string): Promise<void> {
-  const own = await listAll(table.store, consumerObjectsPrefix(table.path, id));
+/**
+ * Leaves a tombstone with the consumer's last position, then deletes its progress and split
+ * objects and the consumer file (a crash in between is finished by the next run). The tombstone
+ * comes first: from then on resuming the id fails loudly instead of starting a new consumer.
+ */
+async function removeConsumer(table: Table, c: Consumer, now: number, expirationMs: number): Promise<void> {
+  await writeTombstone(table.store, table.path, {
+    id: c.id,
+    nextSnapshot: c.nextSnapshot,
+    lastUpdated: c.lastUpdated,
+    expiredAt: now,
+    reason: `idle for longer than consumer.expiration-time (${expirationMs} ms) while snapshot ${c.nextSnapshot} waited to be read`,
+  });
+  const tombstone = tombstoneKey(table.path, c.id);
+  const own = (await listAll(table.store, consumerObjectsPrefix(table.path, c.id))).filter((o) => o.key !== tombstone);
   await runLimited(own.map((o) => () => table.store.delete(o.key)), 16);
-  await deleteConsumer(table.store, table.path, id);
+  await deleteConsumer(table.store, table.path, c.id);
 }
 
 /** Removes the consumers of `table` idle for longer than `consumer.expiration-time`. */
@@ -79,7 +91,7 @@ export async function expireConsumers(table: Table, opts: ExpireConsumersOptions
       if (again) remaining.push(again);
       continue;
     }
-    await removeConsumer(table, c.id);
+    await removeConsumer(table, c, now, expiration);
     expired.push(c.id);
   }
   return { expired, remaining, neverExpire: false };

@@ -63,7 +63,8 @@ export interface RemoveOrphansResult {
   tooRecent: number;
 }
 
-const CONSUMER_OBJECT = /^consumer\/consumer-([^/@]+)@/;
+// A tombstone (`@expired`) outlives its consumer on purpose: it is what makes resuming it fail loudly.
+const CONSUMER_OBJECT = /^consumer\/consumer-([^/@]+)@(?!expired$)/;
 const BUCKET_DIR = /^bucket-\d+$/;
 
 /** The kind of a candidate file (`rel` is its key relative to the table), or undefined when it is never a candidate. */

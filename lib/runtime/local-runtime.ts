@@ -148,6 +148,11 @@ export class LocalRuntime {
     return out;
   }
 
+  /** The first consumer that stopped for good (expired id, dropped table), with why; undefined while all run. */
+  failure(): VarveError | undefined {
+    return this.consumers.find((c) => c.failure)?.failure;
+  }
+
   /**
    * Resolves once every consumer has delivered everything committed so far; rejects after
    * `timeoutMs`, or with a consumer's discovery error that retrying cannot heal.

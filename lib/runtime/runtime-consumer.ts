@@ -3,6 +3,7 @@
  * a run asks for one more run after it, like the reserved-concurrency-1 discovery Lambda) and a
  * few split-reader loops on the consumer's queue.
  */
+import { ConsumerExpiredError, VarveError } from '../errors.js';
 import type { Table } from '../table/table.js';
 import type { StreamSink } from '../stream/delivery.js';
 import { discover, ensureConsumer, resetConsumer, rewindPlanning, type DiscoveryResult } from '../stream/discovery.js';
@@ -41,6 +42,8 @@ export class RuntimeConsumer {
   lastDiscovery?: DiscoveryResult;
   /** The last discovery failure (cleared by a successful run). */
   lastError?: Error;
+  /** Why this consumer stopped for good (its id expired, its table was dropped); set once. */
+  failure?: VarveError;
   private readonly reader: SplitReader;
   private loops: Promise<void>[] = [];
   private timer?: NodeJS.Timeout;
@@ -93,6 +96,10 @@ export class RuntimeConsumer {
    * the readers delivered in the consumer's position (so expiry can release it at once).
    */
   async stop(): Promise<void> {
+    if (this.failure) {
+      await Promise.all(this.loops.splice(0));
+      return;
+    }
     if (!this.running) return;
     this.running = false;
     clearInterval(this.timer);
@@ -149,10 +156,25 @@ export class RuntimeConsumer {
       this.lastError = undefined;
     } catch (e) {
       const err = e as Error;
+      if (err instanceof ConsumerExpiredError) {
+        // Never re-created silently: the consumer stops, and says why, until the user decides.
+        this.halt(err);
+        return;
+      }
       // Once per distinct failure: the backstop timer retries every second.
       if (this.lastError?.message !== err.message) this.opts.log(`varve: discovery for consumer ${this.consumerId} of ${this.table.name} failed: ${err.message}`);
       this.lastError = err;
     }
+  }
+
+  /** Stops this consumer for good because of `reason` (logged once); readers finish their batch. */
+  halt(reason: VarveError): void {
+    if (this.failure) return;
+    this.failure = reason;
+    this.lastError = reason;
+    this.opts.log(`varve: consumer ${this.consumerId} of ${this.table.name} stopped: ${reason.message}`);
+    this.running = false;
+    clearInterval(this.timer);
   }
 
   private async readLoop(): Promise<void> {

@@ -125,3 +125,63 @@ export async function deleteConsumer(store: ObjectStore, tablePath: string, id: 
   checkConsumerId(id);
   await store.delete(consumerKeyOf(tablePath, id));
 }
+
+/**
+ * What an expired consumer leaves behind (`consumer/consumer-<id>@expired`): its last position,
+ * when and why it expired. Resuming the id fails with ConsumerExpiredError naming them, unless the
+ * caller opts in to the gap; so an expiry is never mistaken for a new consumer.
+ */
+export interface ConsumerTombstone {
+  id: string;
+  /** The consumer's `nextSnapshot` when it expired: the first snapshot it had not read. */
+  nextSnapshot: number;
+  /** When the consumer last moved (epoch ms). */
+  lastUpdated: number;
+  /** When it expired (epoch ms). */
+  expiredAt: number;
+  reason: string;
+}
+
+/** Key of a consumer's tombstone ('@' never occurs in a consumer id). */
+export function tombstoneKey(tablePath: string, id: string): string {
+  return `${tablePath}/consumer/consumer-${id}@expired`;
+}
+
+/** The tombstone of an expired consumer id, or undefined. */
+export async function readTombstone(store: ObjectStore, tablePath: string, id: string): Promise<ConsumerTombstone | undefined> {
+  checkConsumerId(id);
+  const key = tombstoneKey(tablePath, id);
+  try {
+    return JSON.parse(fromUtf8((await store.get(key)).body)) as ConsumerTombstone;
+  } catch (e) {
+    if (e instanceof ObjectNotFoundError) return undefined;
+    if (e instanceof SyntaxError) throw new CorruptMetadataError(`consumer tombstone ${key} is not valid JSON`, { cause: e });
+    throw e;
+  }
+}
+
+/** Records that a consumer expired (before its file is removed). */
+export async function writeTombstone(store: ObjectStore, tablePath: string, t: ConsumerTombstone): Promise<void> {
+  checkConsumerId(t.id);
+  await store.put(tombstoneKey(tablePath, t.id), utf8(JSON.stringify(t)));
+}
+
+/** Forgets a tombstone (the id was started again, with the user's consent). */
+export async function deleteTombstone(store: ObjectStore, tablePath: string, id: string): Promise<void> {
+  checkConsumerId(id);
+  await store.delete(tombstoneKey(tablePath, id));
+}
+
+/** Every tombstone of a table, by id. */
+export async function listTombstones(store: ObjectStore, tablePath: string): Promise<ConsumerTombstone[]> {
+  const prefix = `${tablePath}/consumer/consumer-`;
+  const out: ConsumerTombstone[] = [];
+  for (const o of await listAll(store, prefix)) {
+    if (!o.key.endsWith('@expired')) continue;
+    const id = o.key.slice(prefix.length, -'@expired'.length);
+    if (!CONSUMER_ID.test(id)) continue;
+    const t = await readTombstone(store, tablePath, id);
+    if (t) out.push(t);
+  }
+  return out.sort((a, b) => a.id.localeCompare(b.id));
+}

@@ -12,7 +12,8 @@
 import { randomUUID } from 'node:crypto';
 import { listAll } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
-import { readConsumer, writeConsumer, type Consumer, type ConsumerState } from '../snapshot/consumer.js';
+import { ConsumerExpiredError } from '../errors.js';
+import { deleteTombstone, readConsumer, readTombstone, writeConsumer, type Consumer, type ConsumerState, type ConsumerTombstone } from '../snapshot/consumer.js';
 import { bucketKey, foldProgress, nextSnapshotOf } from './progress.js';
 import { encodeSplitMessage, type SplitMessage } from './split-message.js';
 import { splitRefPrefix } from '../snapshot/consumer.js';
@@ -57,12 +58,46 @@ export async function ensureConsumer(table: Table, consumerId: string, opts: Str
     const existing = await readConsumer(table.store, table.path, consumerId);
     if (existing?.run !== undefined) return existing;
     // A consumer file written by other means (no run yet) gets its run before anything is sent
-    // under it; a new one starts at the scan mode's position.
-    const state = existing ? { ...existing, run: randomUUID() } : await startState(table, resolveStreamOptions(table, opts), now());
+    // under it; a new one starts at the scan mode's position — unless the id expired.
+    const tombstone = existing ? undefined : await readTombstone(table.store, table.path, consumerId);
+    const state = existing
+      ? { ...existing, run: randomUUID() }
+      : tombstone
+        ? await resumeExpired(table, tombstone, opts, now())
+        : await startState(table, resolveStreamOptions(table, opts), now());
     const { id: _id, etag: _etag, ...stored } = state as Consumer;
-    await writeConsumer(table.store, table.path, consumerId, stored, existing ? existing.etag : null);
+    const created = await writeConsumer(table.store, table.path, consumerId, stored, existing ? existing.etag : null);
+    if (created && tombstone) await deleteTombstone(table.store, table.path, consumerId);
     // Won or lost, the file now has a run: read whichever one landed.
   }
+}
+
+/**
+ * The start of an expired consumer id resumed with the user's consent: `skip-to-earliest` goes on
+ * from its last position, or from the earliest snapshot when that has expired too (the gap the
+ * user accepted); an explicit fresh start (`ignoreProgress`) starts at the scan mode. Without
+ * either: ConsumerExpiredError naming the last position and what may be lost.
+ */
+async function resumeExpired(table: Table, t: ConsumerTombstone, opts: StreamOptions, now: number): Promise<ConsumerState> {
+  const resolved = resolveStreamOptions(table, opts);
+  if (resolved.ignoreProgress) return startState(table, resolved, now);
+  const earliest = await table.snapshots.earliestId();
+  const lost = earliest !== undefined && earliest > t.nextSnapshot ? { from: t.nextSnapshot, to: earliest } : undefined;
+  if (resolved.onExpired === 'skip-to-earliest') {
+    const next = Math.max(t.nextSnapshot, earliest ?? t.nextSnapshot);
+    return { nextSnapshot: next, plannedSnapshot: next - 1, lastUpdated: now, run: randomUUID(), buckets: {} };
+  }
+  const when = new Date(t.expiredAt).toISOString();
+  throw new ConsumerExpiredError(
+    `consumer ${t.id} of ${table.name} expired at ${when} (${t.reason}); its last position was snapshot ${t.nextSnapshot}. ` +
+      (lost
+        ? `Snapshots ${lost.from}..${lost.to - 1} have expired since: their changes are lost to this consumer. `
+        : `Snapshots from ${t.nextSnapshot} on may still exist, but nothing holds them any more. `) +
+      'Resume it with --on-expired skip-to-earliest (scan.on-expired) to accept the gap, or start it fresh with --ignore-progress',
+    t.id,
+    t.nextSnapshot,
+    lost,
+  );
 }
 
 /**
@@ -72,6 +107,7 @@ export async function ensureConsumer(table: Table, consumerId: string, opts: Str
 export async function resetConsumer(table: Table, consumerId: string, opts: StreamOptions = {}, now = Date.now): Promise<Consumer> {
   const state = await startState(table, resolveStreamOptions(table, opts), now());
   await writeConsumer(table.store, table.path, consumerId, state);
+  await deleteTombstone(table.store, table.path, consumerId);
   return (await readConsumer(table.store, table.path, consumerId))!;
 }
 

@@ -11,7 +11,7 @@ import { Levels } from '../mergetree/levels.js';
 import { formatType } from '../schema/parse.js';
 import { listSchemaIds, readSchema } from '../schema/schema-manager.js';
 import { listTags } from '../snapshot/tags.js';
-import { listConsumers } from '../snapshot/consumer.js';
+import { listConsumers, listTombstones } from '../snapshot/consumer.js';
 import { dataFileKey } from './paths.js';
 import type { Table } from './table.js';
 import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
@@ -179,11 +179,18 @@ async function bucketsTable(table: Table, snapshot: Snapshot | undefined): Promi
   return { columns, records };
 }
 
+/** Live consumers, then expired ones with their tombstone (when and why; resuming them fails loudly). */
 async function consumersTable(table: Table): Promise<SystemTableResult> {
-  const columns = ['consumer_id', 'next_snapshot_id', 'last_updated'];
-  const consumers = await listConsumers(table.store, table.path);
+  const columns = ['consumer_id', 'next_snapshot_id', 'last_updated', 'status', 'expired_at', 'expired_reason'];
+  const [consumers, tombstones] = await Promise.all([listConsumers(table.store, table.path), listTombstones(table.store, table.path)]);
+  const live = new Set(consumers.map((c) => c.id));
   return {
     columns,
-    records: consumers.map((c) => ({ consumer_id: c.id, next_snapshot_id: c.nextSnapshot, last_updated: iso(c.lastUpdated) })),
+    records: [
+      ...consumers.map((c) => ({ consumer_id: c.id, next_snapshot_id: c.nextSnapshot, last_updated: iso(c.lastUpdated), status: 'active', expired_at: null, expired_reason: null })),
+      ...tombstones
+        .filter((t) => !live.has(t.id))
+        .map((t) => ({ consumer_id: t.id, next_snapshot_id: t.nextSnapshot, last_updated: iso(t.lastUpdated), status: 'expired', expired_at: iso(t.expiredAt), expired_reason: t.reason })),
+    ],
   };
 }

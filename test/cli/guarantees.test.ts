@@ -55,3 +55,32 @@ describe('repro 3: --commit-identifier across processes', () => {
     expect(snapshots.map((s: { commit_user: string }) => s.commit_user)).toEqual([expect.stringMatching(/^writer-/), 'someone-else']);
   });
 });
+
+describe('repro 1: an expired consumer is never resumed silently', () => {
+  it('tail --consumer-id etl after its expiry fails naming the last position and the lost range; sys consumers shows the tombstone', async () => {
+    // Prepare: the issue's steps
+    ok(await varve('create', 'ops.q', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id', '-o', 'consumer.expiration-time=5 s'));
+    ok(await varve('write', 'ops.q', file('a.jsonl', '{"id": 1, "v": "a"}\n')));
+    expect(ok(await varve('tail', 'ops.q', '--consumer-id', 'etl'))).toMatch(/"id":1/);
+    for (const id of [2, 3, 4]) ok(await varve('write', 'ops.q', file(`r${id}.jsonl`, `{"id": ${id}, "v": "x"}\n`)));
+    await new Promise((r) => setTimeout(r, 6000));
+    const expired = ok(await varve('expire', 'ops.q', '--retain-min', '1', '--older-than', '0s'));
+    // Act
+    const resumed = await varve('tail', 'ops.q', '--consumer-id', 'etl', '--from', 'earliest');
+    const sys = ok(await varve('sys', 'ops.q', 'consumers', '--format', 'jsonl'));
+    const accepted = await varve('tail', 'ops.q', '--consumer-id', 'etl', '--on-expired', 'skip-to-earliest');
+    // Assess
+    expect(expired).toMatch(/etl/);
+    expect(resumed.code).not.toBe(0);
+    expect(resumed.out).toBe('');
+    expect(resumed.err).toMatch(/ConsumerExpiredError|consumer etl of ops\.q expired/);
+    expect(resumed.err).toMatch(/last position was snapshot 2/);
+    expect(resumed.err).toMatch(/Snapshots 2\.\.3 have expired/);
+    const rows = sys.trim().split('\n').map((l) => JSON.parse(l));
+    expect(rows).toEqual([expect.objectContaining({ consumer_id: 'etl', status: 'expired', next_snapshot_id: 2, expired_reason: expect.stringMatching(/consumer.expiration-time/) })]);
+    // Opting in goes on from the earliest snapshot left: only what expiry removed is skipped, and it was named above.
+    expect(accepted.code, accepted.err).toBe(0);
+    expect(accepted.out.trim().split('\n').map((l) => JSON.parse(l).row.id)).toEqual([4]);
+    expect(ok(await varve('sys', 'ops.q', 'consumers', '--format', 'jsonl'))).toMatch(/"status":"active"/);
+  }, 60_000);
+});

@@ -8,7 +8,7 @@ import { expireConsumers } from '../../lib/maintenance/expire-consumers.js';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
 import type { MemoryStore } from '../../lib/store/memory-store.js';
 import { utf8 } from '../../lib/store/object-store.js';
-import { listConsumers } from '../../lib/snapshot/consumer.js';
+import { listConsumers, readTombstone } from '../../lib/snapshot/consumer.js';
 import { addConsumer, eightSnapshots, newTable } from './expiry-fixtures.js';
 
 const HOUR = 3_600_000;
@@ -31,7 +31,9 @@ describe('expireConsumers', () => {
     expect(r.expired).toEqual(['idle']);
     expect(r.remaining.map((c) => c.id)).toEqual(['idle2']);
     const keys = (table.store as MemoryStore).keys().filter((k) => k.includes('/consumer/'));
-    expect(keys).toEqual([`${table.path}/consumer/consumer-idle2`, `${table.path}/consumer/consumer-idle2@progress/bucket-0`]);
+    // Only its tombstone stays: resuming 'idle' fails loudly instead of starting a new consumer.
+    expect(keys).toEqual([`${table.path}/consumer/consumer-idle2`, `${table.path}/consumer/consumer-idle2@progress/bucket-0`, `${table.path}/consumer/consumer-idle@expired`]);
+    expect(await readTombstone(table.store, table.path, 'idle')).toMatchObject({ id: 'idle', nextSnapshot: 3, expiredAt: now, reason: expect.stringMatching(/3600000 ms/) });
   });
 
   it('keeps a caught-up consumer however long ago it moved: it holds no snapshot', async () => {

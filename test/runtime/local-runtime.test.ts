@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { expireConsumers } from '../../lib/maintenance/expire-consumers.js';
 import { LocalRuntime } from '../../lib/runtime/local-runtime.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { LocalStore } from '../../lib/store/local-store.js';
@@ -130,6 +131,35 @@ describe('LocalRuntime', () => {
       const mine = delivered.filter((l) => l.split(' ')[2].startsWith(`${k}=`));
       const want = expected.filter((l) => l.split(' ')[2].startsWith(`${k}=`));
       expect(mine, `key ${k}`).toEqual(want);
+    }
+  });
+});
+
+describe('LocalRuntime and an expired consumer', () => {
+  it('stops the consumer and says why instead of re-creating it when its id expires while it runs', async () => {
+    // Prepare
+    const t = await makeTable({ 'consumer.expiration-time': '1 s' });
+    const lines: string[] = [];
+    const runtime = new LocalRuntime({ discoveryIntervalMs: 0, compactionIntervalMs: 0, expiryIntervalMs: 0, log: (l) => lines.push(l) });
+    const sink = new RecordingSink();
+    const consumer = await runtime.addConsumer({ table: t, consumerId: 'c', sink, stream: { mode: 'earliest' } });
+    await runtime.start();
+    try {
+      await put(t, [[1, 'a']]);
+      await eventually(() => sink.changes.length === 1);
+      await runtime.stop(); // it stops reading, its position stays behind the next write
+      await put(t, [[2, 'b']]);
+      expect((await expireConsumers(t, { now: Date.now() + 60_000 })).expired).toEqual(['c']);
+      // Act: the same runtime starts again and its discovery meets the expired id
+      await runtime.start();
+      await eventually(() => consumer.failure !== undefined);
+      // Assess
+      expect(runtime.failure()?.name).toBe('ConsumerExpiredError');
+      expect(await readConsumer(t.store, t.path, 'c')).toBeUndefined();
+      expect(lines.join('\n')).toMatch(/consumer c of db.t stopped: consumer c of db.t expired/);
+      await expect(runtime.idle(5_000)).rejects.toThrow(/expired/);
+    } finally {
+      await runtime.stop();
     }
   });
 });
