@@ -13,6 +13,7 @@ import { landOptions } from './shared/after-commit.js';
 import { writerSettings, type Env } from './shared/env.js';
 import { ingestInboxObject, type IngestFileResult } from './shared/inbox.js';
 import { log } from './shared/observability.js';
+import { backOffFailures } from './shared/retry-backoff.js';
 import { sendRejects } from './shared/rejects.js';
 import { openTable } from './shared/tables.js';
 
@@ -46,7 +47,7 @@ export function createIngestHandler(env: Env = process.env) {
       log().info('ingested', { table: table.name, messages: event.Records.length, rejected: parsed.rejects.length, ...landed, snapshot: landed.snapshot?.id });
     } catch (e) {
       log().error(`${what}; the messages will be retried`, { table: table.name, messages: failing.length, error: e as Error });
-      return { batchItemFailures: failing.map((id) => ({ itemIdentifier: id })) };
+      return backOffFailures(event.Records, { batchItemFailures: failing.map((id) => ({ itemIdentifier: id })) });
     }
     return { batchItemFailures: [] };
   };

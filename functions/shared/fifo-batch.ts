@@ -4,10 +4,11 @@
  * first failure that record and every later one (of the batch, or with `skipGroupOnError` only of
  * its message group) are reported as batch item failures, so nothing overtakes a failed message.
  * An all-failed batch is reported like any other, not thrown, so every record keeps its own
- * receive count.
+ * receive count; failed records come back after their backoff (retry-backoff.ts).
  */
 import { processPartialResponse, SqsFifoPartialProcessorAsync } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { backOffFailures } from './retry-backoff.js';
 
 export interface FifoBatchOptions {
   /** Fail only the failed record's message group (per-bucket queues), not the rest of the batch. */
@@ -21,9 +22,10 @@ export async function processFifoBatch(
   context?: Context,
   opts: FifoBatchOptions = {},
 ): Promise<SQSBatchResponse> {
-  return processPartialResponse(event, handle, new SqsFifoPartialProcessorAsync(), {
+  const response = await processPartialResponse(event, handle, new SqsFifoPartialProcessorAsync(), {
     context: context as Context,
     skipGroupOnError: opts.skipGroupOnError ?? false,
     throwOnFullBatchFailure: false,
   });
+  return backOffFailures(event.Records, response);
 }
