@@ -209,3 +209,10 @@ export class InjectedFaultError extends VarveError {
 export function isRetryable(e: unknown): boolean {
   return e instanceof VarveError && e.retryable;
 }
+
+/** The Iceberg metadata export of a table could not be written or read; the next commit or `varve export-iceberg` redoes it. */
+export class IcebergExportError extends VarveError {
+  constructor(message: string, opts: { cause?: unknown; retryable?: boolean } = {}) {
+    super(message, { kind: 'corrupt', retryable: opts.retryable ?? true, cause: opts.cause });
+  }
+}

@@ -3,7 +3,7 @@
  * lower one, and no file may reach itself through imports. Fails (exit 1) with each back-edge and
  * each cycle named, so CI stops a layering slip the moment it is written.
  *
- *   store → schema → format → manifest → snapshot → mergetree → table → maintenance | stream
+ *   store → schema → format → manifest → snapshot → mergetree → table → iceberg → maintenance | stream
  *   → catalog → runtime → cli, then functions/ and infra/ on top; bench/ and test/ above all.
  *
  * Files directly in lib/ (errors, concurrency, aws-contract) import nothing of varve and sit below
@@ -25,6 +25,7 @@ const RANKS: Record<string, number> = {
   'lib/snapshot': 5,
   'lib/mergetree': 6,
   'lib/table': 7,
+  'lib/iceberg': 7.5,
   'lib/maintenance': 8,
   'lib/stream': 8,
   'lib/catalog': 9,

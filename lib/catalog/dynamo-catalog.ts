@@ -18,6 +18,7 @@ import { listAll, type ObjectStore } from '../store/object-store.js';
 import { parseTableIdentifier } from '../schema/parse.js';
 import { createSchemaFile, latestSchema } from '../schema/schema-manager.js';
 import { tableLocation } from '../table/paths.js';
+import { withIcebergExport } from '../iceberg/export-trigger.js';
 import { INLINE_COMPACTION } from '../maintenance/compact-trigger.js';
 import { Table } from '../table/table.js';
 import { runLimited } from '../concurrency.js';
@@ -92,7 +93,7 @@ export class DynamoCatalog implements Catalog {
       if (opts.ignoreIfExists) return this.getTable(full);
       throw new TableAlreadyExistsError(full);
     }
-    return new Table(this.store, full, location, schema, INLINE_COMPACTION);
+    return new Table(this.store, full, location, schema, withIcebergExport(INLINE_COMPACTION));
   }
 
   async getTable(name: string): Promise<Table> {
@@ -107,7 +108,7 @@ export class DynamoCatalog implements Catalog {
           `its creation did not finish or its folder was removed; drop it (\`varve drop ${full}\`) and create it again`,
       );
     }
-    return new Table(this.store, full, item.location, schema, INLINE_COMPACTION);
+    return new Table(this.store, full, item.location, schema, withIcebergExport(INLINE_COMPACTION));
   }
 
   async tableExists(name: string): Promise<boolean> {

@@ -7,6 +7,7 @@ import { listAll, utf8, type ObjectStore } from '../store/object-store.js';
 import { parseTableIdentifier } from '../schema/parse.js';
 import { createSchemaFile, latestSchema } from '../schema/schema-manager.js';
 import { tableLocation } from '../table/paths.js';
+import { withIcebergExport } from '../iceberg/export-trigger.js';
 import { INLINE_COMPACTION } from '../maintenance/compact-trigger.js';
 import { Table } from '../table/table.js';
 import { runLimited } from '../concurrency.js';
@@ -32,7 +33,7 @@ export class FolderCatalog implements Catalog {
     // The registry entry is only an index for listing; a crash before it leaves a table that
     // getTable still opens and the next create/list repairs.
     await this.store.put(`${REGISTRY}${full}`, utf8(path));
-    return new Table(this.store, full, path, schema, INLINE_COMPACTION);
+    return new Table(this.store, full, path, schema, withIcebergExport(INLINE_COMPACTION));
   }
 
   async getTable(name: string): Promise<Table> {
@@ -41,7 +42,7 @@ export class FolderCatalog implements Catalog {
     const path = tableLocation(id.database, id.table);
     const schema = await latestSchema(this.store, path);
     if (!schema) throw new TableNotFoundError(full);
-    return new Table(this.store, full, path, schema, INLINE_COMPACTION);
+    return new Table(this.store, full, path, schema, withIcebergExport(INLINE_COMPACTION));
   }
 
   async tableExists(name: string): Promise<boolean> {

@@ -6,6 +6,7 @@
  * times. Input files are never deleted here (expiry does that once no snapshot needs them), so a
  * reader never finds a file missing, whatever happens to the job.
  */
+import { exportIcebergAfterCommit } from '../iceberg/export-trigger.js';
 import { CommitConflictError, InvalidArgumentError } from '../errors.js';
 import { LruManifestCache, type ManifestCache } from '../manifest/manifest-file.js';
 import { readLiveFiles } from '../manifest/scan.js';
@@ -104,6 +105,8 @@ export interface CompactionSummary extends CompactionCounters {
   conflicts: number;
   /** COMPACT snapshots committed, in order. */
   snapshots: number[];
+  /** Set when the Iceberg export after the compaction failed (the compaction itself landed). */
+  icebergExportError?: Error;
 }
 
 /** Compacts every (partition, bucket) of the table that has something due, most sorted runs first. */
@@ -144,6 +147,7 @@ export async function compactTable(table: Table, opts: CompactTableOptions = {})
     done++;
     opts.onProgress?.({ done, total: groups.length, result: r });
   }
+  if (summary.snapshots.length > 0) summary.icebergExportError = await exportIcebergAfterCommit(table);
   return summary;
 }
 

@@ -15,6 +15,7 @@
  * retained snapshot intact; the journal lets the next run finish the deletions. `graceMs` keeps
  * the files of just-expired snapshots for readers that opened them before they expired.
  */
+import { icebergReferencedKeys } from '../iceberg/iceberg-references.js';
 import { listConsumers } from '../snapshot/consumer.js';
 import { listTags } from '../snapshot/tags.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
@@ -144,6 +145,9 @@ export async function expireSnapshots(table: Table, opts: ExpireSnapshotsOptions
     result.raced = true;
     return result;
   }
+  // Files the current Iceberg snapshot reads stay until the export moves on (orphan cleanup then removes them).
+  const exported = await icebergReferencedKeys(table);
+  if (exported.size > 0) plan = { ...plan, dataFiles: plan.dataFiles.filter((k) => !exported.has(k)) };
   const journal: ExpiryJournal = {
     version: 1,
     from: lowest,

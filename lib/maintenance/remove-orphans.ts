@@ -8,7 +8,8 @@
  * changelog files in `[partition/]bucket-<n>/`, manifests and manifest lists, and the progress
  * and split objects of consumers that no longer exist. Schema, snapshot, hint, tag and journal
  * files, consumer files and everything of a live consumer, and unknown files are never touched.
- * Referenced = reachable from any snapshot file present, any tag, the split lists of a live
+ * Referenced = reachable from any snapshot file present, any tag, the current Iceberg
+ * export, the split lists of a live
  * consumer, an expiry journal (expiry deletes those itself, after its grace period), or a batch
  * registered in the pending area (lib/table/pending-commits.ts: handed to the group commit, its
  * message maybe waiting in a dead-letter queue) less than `orphan-files.pending-time-retained`
@@ -16,6 +17,7 @@
  */
 import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError } from '../errors.js';
 import { runLimited } from '../concurrency.js';
+import { icebergReferencedKeys } from '../iceberg/iceberg-references.js';
 import { LruManifestCache } from '../manifest/manifest-file.js';
 import type { DataFileMeta } from '../manifest/types.js';
 import { listTags } from '../snapshot/tags.js';
@@ -139,6 +141,8 @@ async function referencedKeys(table: Table, liveConsumers: readonly string[]): P
       }
     }
   }
+  // The current Iceberg snapshot's files, which may lag behind varve's (lib/iceberg/iceberg-references.ts).
+  for (const k of await icebergReferencedKeys(table)) used.add(k);
   // Read after the snapshots: a snapshot expired meanwhile has its journal written before it went.
   for (const { journal } of await listJournals(table)) for (const k of journalFiles(journal)) used.add(k);
   return used;

@@ -158,6 +158,8 @@ export const TABLE_OPTIONS: readonly OptionDecl[] = [
     description:
       'Orphan cleanup keeps the files of a batch handed to the group commit (registered under pending/) this long; keep it longer than the commit dead-letter queue retention (14 days), so a redriven commit still finds its files.',
   },
+  // Iceberg compatibility (Paimon's metadata.iceberg.*)
+  { key: 'metadata.iceberg.storage', type: 'enum', default: 'disabled', allowed: ['disabled', 'table-location', 'warehouse'], description: 'Write Iceberg metadata after every commit that changes the highest level (full compaction, overwrite), so Iceberg readers (Athena, Spark, Trino, DuckDB, pyiceberg) read the table: in `<table>/metadata/` (table-location), in `<warehouse>/iceberg/<database>/<table>/metadata/` (warehouse, an Iceberg Hadoop-catalog warehouse), or not at all. Primary-key tables export only the files of the highest level: the state as of the last full compaction.' },
   // Consumers and streaming reads
   { key: 'consumer-id', type: 'string', description: 'Consumer a streaming read records its progress under (consumer/consumer-<id>); expiry keeps what it has not read.' },
   { key: 'consumer.expiration-time', type: 'duration', description: 'A consumer not updated for this long is removed and no longer holds back expiry (unset: never).' },

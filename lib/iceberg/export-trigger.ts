@@ -1,0 +1,94 @@
+/**
+ * When the export runs: after a commit, never inside it. An APPEND of level-0 files leaves the
+ * highest level — what Iceberg readers see of a primary-key table — unchanged, so only commits
+ * that touch the highest level (a full or top-level compaction, an overwrite) start an export;
+ * for a table without a primary key every commit does. The check looks at the snapshots since
+ * the last export, so an export that failed or never ran is redone by the next commit.
+ */
+import { IcebergExportError } from '../errors.js';
+import { readDeltaEntries } from '../manifest/scan.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import type { AppendCommitHooks, TouchedBucket } from '../table/commit-hooks.js';
+import type { Table } from '../table/table.js';
+import { exportIceberg, type ExportIcebergResult } from './export.js';
+import { icebergLocation, readCurrentIcebergMetadata } from './iceberg-metadata.js';
+
+/** Per table object: snapshots (exported, checkedUpTo] are known to leave the exported view unchanged. */
+const checked = new WeakMap<Table, { exported: number; upTo: number }>();
+
+/** True when a snapshot may change what Iceberg readers see (its delta touches the highest level). */
+async function changesExportedView(table: Table, s: Snapshot): Promise<boolean> {
+  if (table.schema.primaryKeys.length === 0) return true;
+  if (s.commitKind === 'APPEND') return false;
+  const top = table.options.numLevels - 1;
+  const delta = await readDeltaEntries(table.store, table.path, s, {}, table.manifestCache);
+  return delta.some((e) => e.file.level >= top);
+}
+
+/**
+ * The snapshot to export now, or undefined when the export is current: the latest snapshot when
+ * any snapshot after the exported one changed the highest level (or the history in between is gone).
+ */
+export async function icebergExportDue(table: Table, latest?: Snapshot): Promise<Snapshot | undefined> {
+  const loc = icebergLocation(table);
+  if (loc === undefined) return undefined;
+  latest ??= await table.snapshots.latest();
+  if (latest === undefined) return undefined;
+  const current = await readCurrentIcebergMetadata(table.store, loc);
+  const exported = current?.metadata['current-snapshot-id'] ?? 0;
+  if (exported >= latest.id) return undefined;
+  if (exported === 0) return latest;
+  const known = checked.get(table);
+  let from = exported + 1;
+  if (known && known.exported === exported && known.upTo >= exported) from = known.upTo + 1;
+  for (let id = from; id <= latest.id; id++) {
+    const s = id === latest.id ? latest : await table.snapshots.tryRead(id);
+    if (s === undefined || (await changesExportedView(table, s))) return latest;
+    checked.set(table, { exported, upTo: id });
+  }
+  return undefined;
+}
+
+/** Exports the latest snapshot when due (see icebergExportDue); the result, or undefined when nothing was due. */
+export async function exportIcebergIfDue(table: Table): Promise<ExportIcebergResult | undefined> {
+  const due = await icebergExportDue(table);
+  return due === undefined ? undefined : exportIceberg(table, { snapshot: due });
+}
+
+/**
+ * The export after a commit made outside the write path (a compaction run): the error, instead of
+ * a throw, since the commit has landed and the next commit redoes the export.
+ */
+export async function exportIcebergAfterCommit(table: Table): Promise<IcebergExportError | undefined> {
+  if (icebergLocation(table) === undefined) return undefined;
+  try {
+    await exportIcebergIfDue(table);
+    return undefined;
+  } catch (e) {
+    return new IcebergExportError(
+      `${table.name}: the Iceberg export failed (${(e as Error).message}); the commit has landed, and the next commit or \`varve export-iceberg ${table.name}\` writes the export`,
+      { cause: e },
+    );
+  }
+}
+
+/**
+ * `hooks` with the export after every APPEND commit (and after the compaction `hooks` ran). The
+ * export never fails the write: its error is reported like a failed inline compaction (the
+ * writer's `compactionError`), and the next commit or `varve export-iceberg` redoes it.
+ */
+export function withIcebergExport(hooks: AppendCommitHooks): AppendCommitHooks {
+  return {
+    beforeAppendCommit: (table, touched) => hooks.beforeAppendCommit(table, touched),
+    afterAppendCommit: async (table: Table, snapshot: Snapshot, touched: readonly TouchedBucket[]) => {
+      let first: unknown;
+      try {
+        await hooks.afterAppendCommit(table, snapshot, touched);
+      } catch (e) {
+        first = e;
+      }
+      first ??= await exportIcebergAfterCommit(table);
+      if (first !== undefined) throw first;
+    },
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * Iceberg manifests and manifest lists of the export: one manifest per exported snapshot (its
+ * files as ADDED, EXISTING or DELETED entries) named after its manifest list, and reading back
+ * the data files an exported snapshot holds.
+ */
+import { IcebergExportError, ObjectNotFoundError } from '../errors.js';
+import type { ObjectStore } from '../store/object-store.js';
+import { decodeAvroFile } from './avro-file.js';
+import { storeKeyOf, type IcebergTableMetadata } from './iceberg-metadata.js';
+
+/** Entry status (Iceberg spec): 0 EXISTING, 1 ADDED, 2 DELETED. */
+export const EntryStatus = { EXISTING: 0, ADDED: 1, DELETED: 2 } as const;
+
+/** A data file entry of an exported manifest, as the export needs it back. */
+export interface ExportedFile {
+  status: number;
+  path: string;
+  snapshotId: bigint;
+  sequenceNumber: bigint;
+  fileSequenceNumber: bigint;
+  recordCount: bigint;
+  fileSize: bigint;
+  /** The Avro partition tuple, as written. */
+  partition: Record<string, unknown>;
+}
+
+/** The manifest file of a manifest list named `snap-<id>-1-<uuid>.avro`: `<uuid>-m0.avro` beside it. */
+export function manifestKeyForList(listKey: string): string {
+  const slash = listKey.lastIndexOf('/') + 1;
+  const m = /^snap-\d+-1-(.+)\.avro$/.exec(listKey.slice(slash));
+  if (!m) throw new IcebergExportError(`${listKey} is not a manifest list the export wrote (snap-<id>-1-<uuid>.avro)`, { retryable: false });
+  return `${listKey.slice(0, slash)}${m[1]}-m0.avro`;
+}
+
+async function getAvro(store: ObjectStore, uri: string, what: string): Promise<unknown[]> {
+  const key = storeKeyOf(store, uri);
+  if (key === undefined) throw new IcebergExportError(`${what} ${uri} is outside the warehouse ${store.uri}; the export only reads its own files`, { retryable: false });
+  let body: Uint8Array;
+  try {
+    body = (await store.get(key)).body;
+  } catch (e) {
+    if (e instanceof ObjectNotFoundError) {
+      throw new IcebergExportError(`${what} ${key} of the current Iceberg metadata is missing; run \`varve export-iceberg\` to write the metadata again`, { cause: e });
+    }
+    throw e;
+  }
+  return (await decodeAvroFile(body, key)).records;
+}
+
+/** Every entry (all statuses) of the manifests of the current snapshot of `metadata`; [] without one. */
+export async function readCurrentEntries(store: ObjectStore, metadata: IcebergTableMetadata): Promise<ExportedFile[]> {
+  const current = metadata.snapshots.find((s) => s['snapshot-id'] === metadata['current-snapshot-id']);
+  if (current === undefined) return [];
+  const manifests = (await getAvro(store, current['manifest-list'], 'manifest list')) as Array<{ manifest_path: string }>;
+  const out: ExportedFile[] = [];
+  for (const m of manifests) {
+    const entries = (await getAvro(store, m.manifest_path, 'manifest')) as Array<{
+      status: number;
+      snapshot_id: bigint | null;
+      sequence_number: bigint | null;
+      file_sequence_number: bigint | null;
+      data_file: { file_path: string; record_count: bigint; file_size_in_bytes: bigint; partition: Record<string, unknown> };
+    }>;
+    for (const e of entries) {
+      out.push({
+        status: e.status,
+        path: e.data_file.file_path,
+        snapshotId: e.snapshot_id ?? BigInt(current['snapshot-id']),
+        sequenceNumber: e.sequence_number ?? BigInt(current['sequence-number']),
+        fileSequenceNumber: e.file_sequence_number ?? e.sequence_number ?? BigInt(current['sequence-number']),
+        recordCount: e.data_file.record_count,
+        fileSize: e.data_file.file_size_in_bytes,
+        partition: e.data_file.partition,
+      });
+    }
+  }
+  return out;
+}
+
+/** Store keys of the data files the current Iceberg snapshot of `metadata` reads (not DELETED entries). */
+export async function currentDataFileKeys(store: ObjectStore, metadata: IcebergTableMetadata): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readCurrentEntries(store, metadata)) {
+    if (e.status === EntryStatus.DELETED) continue;
+    const key = storeKeyOf(store, e.path);
+    if (key !== undefined) out.push(key);
+  }
+  return out;
+}

@@ -1,0 +1,159 @@
+/**
+ * Where a table's Iceberg metadata lives and how to read the current version: Paimon's layouts
+ * (`metadata.iceberg.storage`): `table-location` puts it in `<table>/metadata/`, `warehouse` in
+ * `<warehouse>/iceberg/<database>/<table>/metadata/` (an Iceberg Hadoop-catalog warehouse).
+ * Version N is `v<N>.metadata.json`, N being the varve snapshot it exports; `version-hint.text`
+ * names the current one (Iceberg's Hadoop tables convention). The hint is only a hint: a missing
+ * or stale one is settled by listing the folder.
+ */
+import { CorruptMetadataError, IcebergExportError, ObjectNotFoundError } from '../errors.js';
+import { tableKey } from '../manifest/table-paths.js';
+import { fromUtf8, listAll, type ObjectStore } from '../store/object-store.js';
+import type { Table } from '../table/table.js';
+import type { IcebergPartitionSpec, IcebergSchema } from './iceberg-schema.js';
+
+/** Values of `metadata.iceberg.storage`. */
+export type IcebergStorage = 'disabled' | 'table-location' | 'warehouse';
+
+/** Where one table's Iceberg metadata goes. */
+export interface IcebergLocation {
+  storage: Exclude<IcebergStorage, 'disabled'>;
+  /** Store key of the metadata folder, with a trailing '/'. */
+  metadataDir: string;
+  /** The Iceberg table's `location` URI. */
+  tableUri: string;
+}
+
+/** One Iceberg snapshot as the table metadata lists it. */
+export interface IcebergSnapshot {
+  'snapshot-id': number;
+  'parent-snapshot-id'?: number;
+  'sequence-number': number;
+  'timestamp-ms': number;
+  'manifest-list': string;
+  summary: Record<string, string> & { operation: string };
+  'schema-id': number;
+}
+
+/** The Iceberg table metadata JSON (format version 2) the export writes. */
+export interface IcebergTableMetadata {
+  'format-version': 2;
+  'table-uuid': string;
+  location: string;
+  'last-sequence-number': number;
+  'last-updated-ms': number;
+  'last-column-id': number;
+  'current-schema-id': number;
+  schemas: IcebergSchema[];
+  'default-spec-id': number;
+  'partition-specs': IcebergPartitionSpec[];
+  'last-partition-id': number;
+  'default-sort-order-id': number;
+  'sort-orders': Array<{ 'order-id': number; fields: unknown[] }>;
+  properties: Record<string, string>;
+  'current-snapshot-id': number;
+  refs: Record<string, { 'snapshot-id': number; type: 'branch' | 'tag' }>;
+  snapshots: IcebergSnapshot[];
+  'snapshot-log': Array<{ 'timestamp-ms': number; 'snapshot-id': number }>;
+  'metadata-log': Array<{ 'timestamp-ms': number; 'metadata-file': string }>;
+  statistics: unknown[];
+}
+
+/** The table's `metadata.iceberg.storage`. */
+export function icebergStorageOf(table: Table): IcebergStorage {
+  return (table.options.get('metadata.iceberg.storage') as IcebergStorage | undefined) ?? 'disabled';
+}
+
+/** Where `table` exports its Iceberg metadata, or undefined when the export is disabled. */
+export function icebergLocation(table: Table): IcebergLocation | undefined {
+  const storage = icebergStorageOf(table);
+  if (storage === 'disabled') return undefined;
+  let base = table.path;
+  if (storage === 'warehouse') {
+    // `database.table`: the database never contains a dot (catalog names are validated).
+    const dot = table.name.indexOf('.');
+    base = `iceberg/${table.name.slice(0, dot)}/${table.name.slice(dot + 1)}`;
+  }
+  return { storage, metadataDir: tableKey(base, 'metadata/'), tableUri: storeUri(table.store, base) };
+}
+
+/** The absolute URI of a store key (what Iceberg metadata holds for every file). */
+export function storeUri(store: ObjectStore, key: string): string {
+  return `${store.uri.replace(/\/+$/, '')}/${key}`;
+}
+
+/** The store key of an absolute URI inside `store`, or undefined when it points elsewhere. */
+export function storeKeyOf(store: ObjectStore, uri: string): string | undefined {
+  const prefix = `${store.uri.replace(/\/+$/, '')}/`;
+  return uri.startsWith(prefix) ? uri.slice(prefix.length) : undefined;
+}
+
+/** `version-hint.text` in a metadata folder. */
+export function versionHintKey(loc: IcebergLocation): string {
+  return `${loc.metadataDir}version-hint.text`;
+}
+
+/** `v<N>.metadata.json` in a metadata folder. */
+export function metadataFileKey(loc: IcebergLocation, version: number): string {
+  return `${loc.metadataDir}v${version}.metadata.json`;
+}
+
+const METADATA_FILE = /^v(\d+)\.metadata\.json$/;
+
+/** Parses a metadata JSON; `what` names it in errors. */
+export function parseIcebergMetadata(bytes: Uint8Array, what: string): IcebergTableMetadata {
+  let m: IcebergTableMetadata;
+  try {
+    m = JSON.parse(fromUtf8(bytes)) as IcebergTableMetadata;
+  } catch (e) {
+    throw new CorruptMetadataError(`${what} is not JSON: ${(e as Error).message}; delete it and run \`varve export-iceberg\``, { cause: e });
+  }
+  if (m?.['format-version'] !== 2 || !Array.isArray(m.snapshots) || typeof m['current-snapshot-id'] !== 'number') {
+    throw new CorruptMetadataError(`${what} is not Iceberg v2 table metadata written by varve; delete it and run \`varve export-iceberg\``);
+  }
+  return m;
+}
+
+/** The version the hint names, or undefined when there is no hint. */
+export async function readVersionHint(store: ObjectStore, loc: IcebergLocation): Promise<{ version: number; etag: string } | undefined> {
+  try {
+    const o = await store.get(versionHintKey(loc));
+    const text = fromUtf8(o.body).trim();
+    return /^\d+$/.test(text) ? { version: Number(text), etag: o.etag } : { version: 0, etag: o.etag };
+  } catch (e) {
+    if (e instanceof ObjectNotFoundError) return undefined;
+    throw e;
+  }
+}
+
+/** The current Iceberg metadata of a table (version, key, content), or undefined when none was exported. */
+export async function readCurrentIcebergMetadata(
+  store: ObjectStore,
+  loc: IcebergLocation,
+): Promise<{ version: number; key: string; metadata: IcebergTableMetadata } | undefined> {
+  const hint = await readVersionHint(store, loc);
+  if (hint !== undefined && hint.version > 0) {
+    const key = metadataFileKey(loc, hint.version);
+    try {
+      const { body } = await store.get(key);
+      return { version: hint.version, key, metadata: parseIcebergMetadata(body, key) };
+    } catch (e) {
+      if (!(e instanceof ObjectNotFoundError)) throw e;
+    }
+  }
+  // No hint, or one naming a missing version: the newest metadata file present is current.
+  const versions = (await listAll(store, loc.metadataDir))
+    .map((o) => METADATA_FILE.exec(o.key.slice(loc.metadataDir.length)))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => Number(m[1]))
+    .sort((a, b) => b - a);
+  if (versions.length === 0) return undefined;
+  const key = metadataFileKey(loc, versions[0]);
+  try {
+    const { body } = await store.get(key);
+    return { version: versions[0], key, metadata: parseIcebergMetadata(body, key) };
+  } catch (e) {
+    if (e instanceof ObjectNotFoundError) throw new IcebergExportError(`${key} disappeared while it was read; run again`, { cause: e });
+    throw e;
+  }
+}
