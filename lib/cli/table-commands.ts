@@ -2,19 +2,20 @@
  * The table commands of the CLI: create, write, delete, read, describe, tables, drop, tag.
  */
 import { parsePartitionSpec } from '../schema/partition.js';
-import { readFile, writeFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import * as arrow from 'apache-arrow';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
 import { parseSchemaJson, parseSchemaText, formatType } from '../schema/parse.js';
 import { createTag, deleteTag } from '../snapshot/tags.js';
-import { formatFromFileName, parseRecords, type InputFormat } from '../table/input.js';
+import { formatFromFileName, parseRecordChunks, type InputFormat } from '../table/input.js';
 import { readAuditLog, parseIncrementalBetween } from '../table/audit-log.js';
 import { readSystemTable, SYSTEM_TABLES } from '../table/system-tables.js';
 import { SEQUENCE_COLUMN } from '../schema/types.js';
 import { displayRecords, openCatalog, warehouseUri } from './context.js';
 import { RecordPrinter, renderRecords, type OutputFormat } from './output.js';
 import { parseTimestamp, type GlobalOptions } from './parse-flags.js';
+import { openInput, writeProgress } from './write-input.js';
 
 type Out = (text: string) => void;
 
@@ -34,15 +35,6 @@ function parseOptionPairs(pairs: string[] = []): Record<string, string> {
     out[p.slice(0, i).trim()] = p.slice(i + 1).trim();
   }
   return out;
-}
-
-async function readInput(file: string | undefined): Promise<Uint8Array> {
-  if (!file || file === '-') {
-    const chunks: Buffer[] = [];
-    for await (const c of process.stdin) chunks.push(c as Buffer);
-    return new Uint8Array(Buffer.concat(chunks));
-  }
-  return new Uint8Array(await readFile(file));
 }
 
 function inputFormat(file: string | undefined, flag: string | undefined): InputFormat {
@@ -88,18 +80,35 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
   const writeAction = (deletes: boolean) => async (name: string, file: string | undefined, o: { format?: string; skipInvalid?: string; commitIdentifier?: string; commitUser?: string }) => {
     const table = await catalog().getTable(name);
     const format = inputFormat(file, o.format);
-    const parsed = await parseRecords(await readInput(file), format, table.schema, { skipInvalid: Boolean(o.skipInvalid), deletes });
-    if (o.skipInvalid) {
-      await writeFile(o.skipInvalid, parsed.rejected.map((r) => JSON.stringify(r) + '\n').join(''));
+    const { input, size } = await openInput(file, format);
+    const rejects = o.skipInvalid ? await open(o.skipInvalid, 'w') : undefined;
+    const progress = writeProgress(size);
+    // Chunk by chunk: parsed, validated and handed to the writer, whose buffer bounds memory.
+    const writer = table.newWriter({ commitUser: o.commitUser });
+    let rows = 0;
+    let rejected = 0;
+    try {
+      for await (const chunk of parseRecordChunks(input, format, table.schema, { skipInvalid: Boolean(o.skipInvalid), deletes })) {
+        if (chunk.rows.length > 0) await writer.write(chunk.rows, chunk.kinds);
+        if (rejects && chunk.rejected.length > 0) await rejects.write(chunk.rejected.map((r) => JSON.stringify(r) + '\n').join(''));
+        rows += chunk.rows.length;
+        rejected += chunk.rejected.length;
+        progress.update(rows + rejected, chunk.bytesRead);
+      }
+      progress.stop();
+      if (rows === 0) {
+        out(`nothing to ${deletes ? 'delete' : 'write'}${rejected ? ` (${rejected} rejected, see ${o.skipInvalid})` : ''}\n`);
+        return;
+      }
+      const result = await writer.commit(o.commitIdentifier);
+      const rejectedText = rejected ? `, ${rejected} rejected (see ${o.skipInvalid})` : '';
+      if (result.alreadyCommitted) out(`already committed as snapshot ${result.snapshot?.id}: nothing written twice\n`);
+      else out(`${deletes ? 'deleted' : 'wrote'} ${result.rows} rows in ${result.files} files, snapshot ${result.snapshot?.id}${rejectedText}\n`);
+    } finally {
+      progress.stop();
+      await rejects?.close();
+      await writer.close();
     }
-    if (parsed.rows.length === 0) {
-      out(`nothing to ${deletes ? 'delete' : 'write'}${parsed.rejected.length ? ` (${parsed.rejected.length} rejected, see ${o.skipInvalid})` : ''}\n`);
-      return;
-    }
-    const result = await table.write(parsed.rows, { kinds: parsed.kinds, commitIdentifier: o.commitIdentifier, commitUser: o.commitUser });
-    const rejected = parsed.rejected.length ? `, ${parsed.rejected.length} rejected (see ${o.skipInvalid})` : '';
-    if (result.alreadyCommitted) out(`already committed as snapshot ${result.snapshot?.id}: nothing written twice\n`);
-    else out(`${deletes ? 'deleted' : 'wrote'} ${result.rows} rows in ${result.files} files, snapshot ${result.snapshot?.id}${rejected}\n`);
   };
 
   program

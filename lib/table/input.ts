@@ -3,11 +3,15 @@
  * kinds. Every rejected record names its 1-based line (row number for Parquet) and the field.
  * Used by the CLI's `write`/`delete` and by the ingest function.
  */
-import { parse as parseCsv } from 'csv-parse/sync';
-import { RecordValidationError } from '../errors.js';
+import { Readable } from 'node:stream';
+import * as arrow from 'apache-arrow';
+import { parse as parseCsvStream } from 'csv-parse';
+import { ParquetFile } from 'parquet-wasm';
+import { RecordValidationError, VarveError } from '../errors.js';
 import { fromArrowType } from '../format/arrow-schema.js';
 import { tableToRows } from '../format/columns.js';
-import { readDataFile } from '../format/data-file.js';
+import { READ_BATCH_SIZE } from '../format/data-file.js';
+import { normalizeArrowTypes } from '../format/normalize.js';
 import { coerceText, toJsonValue, validateRecord } from '../schema/values.js';
 import { ROW_KIND_NAMES, RowKind, type DataField, type Row, type RowKindByte, type TableSchema } from '../schema/types.js';
 
@@ -51,10 +55,45 @@ export async function parseRecords(
   schema: TableSchema,
   opts: ParseOptions = {},
 ): Promise<ParsedRecords> {
-  const raw = format === 'parquet' ? await parquetRecords(input) : format === 'csv' ? csvRecords(input) : jsonlRecords(input);
   const out: ParsedRecords = { rows: [], kinds: [], rejected: [] };
+  for await (const chunk of parseRecordChunks(input, format, schema, { ...opts, chunkRows: Infinity })) {
+    for (const r of chunk.rows) out.rows.push(r);
+    for (const k of chunk.kinds) out.kinds.push(k);
+    for (const r of chunk.rejected) out.rejected.push(r);
+  }
+  return out;
+}
+
+/** Where records come from: bytes or text in memory, a byte stream (a file, stdin, an S3 body) or a Blob. */
+export type RecordInput = Uint8Array | string | AsyncIterable<Uint8Array> | Blob;
+
+export interface ChunkOptions extends ParseOptions {
+  /** Records per chunk (default 8192). */
+  chunkRows?: number;
+}
+
+/** One chunk of parsed records, and how far into the input it reaches. */
+export interface ParsedChunk extends ParsedRecords {
+  /** Input bytes consumed so far (Parquet: bytes of the row groups read so far). */
+  bytesRead: number;
+}
+
+/** Records per chunk unless asked otherwise: small enough that a chunk's row objects stay a few MB. */
+export const DEFAULT_CHUNK_ROWS = 8192;
+
+/**
+ * Parses and validates records chunk by chunk, reading the input as it goes (JSONL and CSV as a
+ * byte stream, Parquet row group by row group), so memory holds one chunk, not the input.
+ * Rejected records keep their 1-based line (row number for Parquet); without skipInvalid the
+ * first one throws.
+ */
+export async function* parseRecordChunks(input: RecordInput, format: InputFormat, schema: TableSchema, opts: ChunkOptions = {}): AsyncGenerator<ParsedChunk> {
+  const chunkRows = Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS);
   const keyFields = schema.fields.filter((f) => schema.primaryKeys.includes(f.name));
-  for (const rec of raw) {
+  const raw = format === 'parquet' ? parquetRecords(input) : format === 'csv' ? csvRecords(byteStream(input)) : jsonlRecords(byteStream(input));
+  let out: ParsedChunk = { rows: [], kinds: [], rejected: [], bytesRead: 0 };
+  for await (const rec of raw) {
+    out.bytesRead = rec.bytesRead;
     try {
       if (rec.error) throw new RecordValidationError(`line ${rec.line}: ${rec.error}`, rec.line);
       const { kind, values } = splitKind(rec.values, rec.line, opts.deletes);
@@ -70,8 +109,12 @@ export async function parseRecords(
       if (!(e instanceof RecordValidationError) || !opts.skipInvalid) throw e;
       out.rejected.push({ line: rec.line, reason: e.message, raw: rec.raw });
     }
+    if (out.rows.length + out.rejected.length >= chunkRows) {
+      yield out;
+      out = { rows: [], kinds: [], rejected: [], bytesRead: out.bytesRead };
+    }
   }
-  return out;
+  if (out.rows.length + out.rejected.length > 0) yield out;
 }
 
 interface RawRecord {
@@ -81,58 +124,128 @@ interface RawRecord {
   /** Values are CSV text (coerced with coerceText) rather than JSON values. */
   text?: boolean;
   error?: string;
+  /** Input bytes consumed up to and including this record. */
+  bytesRead: number;
 }
 
-function jsonlRecords(input: Uint8Array | string): RawRecord[] {
-  const text = typeof input === 'string' ? input : new TextDecoder().decode(input);
-  const out: RawRecord[] = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i].trim();
-    if (!line) continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch (e) {
-      out.push({ line: i + 1, raw: line, values: {}, error: `malformed JSON (${(e as Error).message}); each line must be one JSON object` });
-      continue;
+/** The input as a stream of byte chunks. */
+async function* byteStream(input: RecordInput): AsyncGenerator<Uint8Array> {
+  if (typeof input === 'string') yield new TextEncoder().encode(input);
+  else if (input instanceof Uint8Array) yield input;
+  else if (input instanceof Blob) yield* input.stream() as unknown as AsyncIterable<Uint8Array>;
+  else yield* input;
+}
+
+async function* jsonlRecords(input: AsyncIterable<Uint8Array>): AsyncGenerator<RawRecord> {
+  const decoder = new TextDecoder();
+  let rest = '';
+  let lineNo = 0;
+  let bytes = 0;
+  function* lines(text: string, final: boolean): Generator<RawRecord> {
+    let from = 0;
+    for (;;) {
+      const nl = text.indexOf('\n', from);
+      if (nl < 0 && !final) break;
+      const end = nl < 0 ? text.length : nl;
+      if (nl < 0 && from >= text.length) break;
+      lineNo++;
+      const rec = jsonlRecord(text.slice(from, end).trim(), lineNo, bytes);
+      if (rec) yield rec;
+      if (nl < 0) {
+        from = text.length;
+        break;
+      }
+      from = nl + 1;
     }
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      out.push({ line: i + 1, raw: line, values: {}, error: 'expected a JSON object per line, e.g. {"id": 1, "name": "a"}' });
-      continue;
-    }
-    out.push({ line: i + 1, raw: line, values: value as Record<string, unknown> });
+    rest = text.slice(from);
   }
-  return out;
+  for await (const chunk of input) {
+    bytes += chunk.byteLength;
+    yield* lines(rest + decoder.decode(chunk, { stream: true }), false);
+  }
+  yield* lines(rest + decoder.decode(), true);
 }
 
-function csvRecords(input: Uint8Array | string): RawRecord[] {
-  const text = typeof input === 'string' ? input : new TextDecoder().decode(input);
-  let records: Array<{ record: string[]; info: { lines: number; raw?: string } }>;
+function jsonlRecord(line: string, lineNo: number, bytesRead: number): RawRecord | undefined {
+  if (!line) return undefined;
+  let value: unknown;
   try {
-    records = parseCsv(text, { info: true, raw: true, skip_empty_lines: true, relax_column_count: false }) as never;
+    value = JSON.parse(line);
   } catch (e) {
+    return { line: lineNo, raw: line, values: {}, bytesRead, error: `malformed JSON (${(e as Error).message}); each line must be one JSON object` };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { line: lineNo, raw: line, values: {}, bytesRead, error: 'expected a JSON object per line, e.g. {"id": 1, "name": "a"}' };
+  }
+  return { line: lineNo, raw: line, values: value as Record<string, unknown>, bytesRead };
+}
+
+async function* csvRecords(input: AsyncIterable<Uint8Array>): AsyncGenerator<RawRecord> {
+  let bytes = 0;
+  const counted = async function* () {
+    for await (const chunk of input) {
+      bytes += chunk.byteLength;
+      yield chunk;
+    }
+  };
+  const parser = Readable.from(counted()).pipe(parseCsvStream({ info: true, raw: true, skip_empty_lines: true, relax_column_count: false }));
+  let header: string[] | undefined;
+  try {
+    for await (const { record, info, raw } of parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw?: string }>) {
+      if (!header) {
+        header = record.map((h) => h.trim());
+        continue;
+      }
+      const values: Record<string, string> = {};
+      header.forEach((h, i) => (values[h] = record[i]));
+      yield { line: info.lines, raw: (raw ?? record.join(',')).replace(/\r?\n$/, ''), values, text: true, bytesRead: bytes };
+    }
+  } catch (e) {
+    if (e instanceof VarveError) throw e;
     const err = e as Error & { lines?: number };
     throw new RecordValidationError(`malformed CSV${err.lines ? ` at line ${err.lines}` : ''}: ${err.message}`, err.lines);
   }
-  if (records.length === 0) return [];
-  const header = records[0].record.map((h) => h.trim());
-  return records.slice(1).map(({ record, info }) => {
-    const values: Record<string, string> = {};
-    header.forEach((h, i) => (values[h] = record[i]));
-    return { line: info.lines, raw: (info.raw ?? record.join(',')).replace(/\r?\n$/, ''), values, text: true };
-  });
 }
 
-async function parquetRecords(input: Uint8Array | string): Promise<RawRecord[]> {
+/**
+ * Parquet records row group by row group. Parquet keeps its footer at the end, so a stream (stdin)
+ * is read whole first; a Blob (a file: fs.openAsBlob) is read range by range.
+ */
+async function* parquetRecords(input: RecordInput): AsyncGenerator<RawRecord> {
   if (typeof input === 'string') throw new RecordValidationError('Parquet input must be bytes, not text');
-  const table = await readDataFile(input);
-  const fields: DataField[] = table.schema.fields.map((f, i) => ({ id: i, name: f.name, type: fromArrowType(f.type, f.nullable) }));
-  return tableToRows(table, fields).map((row, i) => {
-    const values: Record<string, unknown> = {};
-    for (const f of fields) values[f.name] = row[f.name] === null ? null : toJsonValue(f.type, row[f.name]);
-    return { line: i + 1, raw: JSON.stringify(values), values };
-  });
+  let blob: Blob;
+  if (input instanceof Blob) blob = input;
+  else if (input instanceof Uint8Array) blob = new Blob([input]);
+  else {
+    const parts: Uint8Array[] = [];
+    for await (const c of input) parts.push(c);
+    blob = new Blob(parts);
+  }
+  let file: ParquetFile;
+  try {
+    file = await ParquetFile.fromFile(blob);
+  } catch (e) {
+    throw new RecordValidationError(`input is not a Parquet file: ${(e as Error).message}`);
+  }
+  try {
+    const md = file.metadata();
+    const groups = md.numRowGroups();
+    let line = 0;
+    let bytes = 0;
+    for (let g = 0; g < groups; g++) {
+      bytes += Number(md.rowGroup(g).compressedSize());
+      const table = normalizeArrowTypes(arrow.tableFromIPC((await file.read({ rowGroups: [g], batchSize: READ_BATCH_SIZE })).intoIPCStream()));
+      const fields: DataField[] = table.schema.fields.map((f, i) => ({ id: i, name: f.name, type: fromArrowType(f.type, f.nullable) }));
+      for (const row of tableToRows(table, fields)) {
+        const values: Record<string, unknown> = {};
+        for (const f of fields) values[f.name] = row[f.name] === null ? null : toJsonValue(f.type, row[f.name]);
+        line++;
+        yield { line, raw: JSON.stringify(values), values, bytesRead: g === groups - 1 ? blob.size : bytes };
+      }
+    }
+  } finally {
+    file.free();
+  }
 }
 
 function splitKind(values: Record<string, unknown>, line: number, deletes?: boolean): { kind: RowKindByte; values: Record<string, unknown> } {
