@@ -11,6 +11,7 @@ import { createTag, deleteTag } from '../snapshot/tags.js';
 import { formatFromFileName, parseRecordChunks, type InputFormat } from '../table/input.js';
 import { readAuditLog, parseIncrementalBetween } from '../table/audit-log.js';
 import { readSystemTable, SYSTEM_TABLES } from '../table/system-tables.js';
+import { icebergSystemTable } from '../iceberg/iceberg-status.js';
 import { SEQUENCE_COLUMN } from '../schema/types.js';
 import { displayRecords, openCatalog, warehouseUri } from './context.js';
 import { RecordPrinter, renderRecords, type OutputFormat } from './output.js';
@@ -186,14 +187,15 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
 
   program
     .command('sys')
-    .description(`system tables: ${SYSTEM_TABLES.join(', ')}`)
+    .description(`system tables: ${[...SYSTEM_TABLES, 'iceberg'].join(', ')}`)
     .argument('<table>', 'DB.TABLE')
-    .argument('<name>', SYSTEM_TABLES.join('|'))
+    .argument('<name>', [...SYSTEM_TABLES, 'iceberg'].join('|'))
     .option('--snapshot <id>', 'for files, manifests and buckets: at this snapshot', Number)
     .option('--format <format>', 'table, jsonl or csv', 'table')
     .action(async (name: string, sys: string, o) => {
       const table = await catalog().getTable(name);
-      const { columns, records } = await readSystemTable(table, sys, { snapshotId: o.snapshot });
+      // `iceberg` lives above the table layer (lib/iceberg), so it is dispatched here.
+      const { columns, records } = sys === 'iceberg' ? await icebergSystemTable(table) : await readSystemTable(table, sys, { snapshotId: o.snapshot });
       out(renderRecords(columns, records, outputFormat(o.format)));
     });
 
