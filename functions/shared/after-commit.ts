@@ -40,11 +40,12 @@ export function afterAppend(table: Table, settings: Pick<WriterSettings, 'compac
 }
 
 /** How a function's writer lands rows in `table` under `settings`: enqueued for the group commit, or committed directly. */
-export function landOptions(table: Table, settings: WriterSettings, commitUser: string, commitIdentifier: string): LandOptions {
+export function landOptions(table: Table, settings: WriterSettings, commitUser: string, commitIdentifier: string, sources?: string[]): LandOptions {
   const queueUrl = settings.mode === 'queue' ? settings.commitQueueUrl : undefined;
   return {
     commitUser,
     commitIdentifier,
+    sources,
     enqueue: queueUrl ? (m) => sendCommitMessage(queueUrl, m) : undefined,
     afterCommit: afterAppend(table, settings),
     commitOptions: commitCachesOf(table),

@@ -9,6 +9,7 @@ import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { InvalidArgumentError, RecordValidationError } from '../../lib/errors.js';
 import { formatFromFileName, parseRecords } from '../../lib/table/input.js';
 import { objectCommitIdentifier } from '../../lib/table/commit-identifiers.js';
+import { landedSources, objectSource } from '../../lib/table/ingested-sources.js';
 import { landRows, type Landed } from '../../lib/table/land-rows.js';
 import type { Table } from '../../lib/table/table.js';
 import { landOptions } from './after-commit.js';
@@ -61,8 +62,8 @@ export async function readInboxObject(store: S3Store, bucket: string, key: strin
 /** What an inbox file's ingestion did (EventBridge ignores a handler's result; logs and tests read it). */
 export interface IngestFileResult {
   key: string;
-  /** Why nothing was read: the file is outside the inbox, gone, or overwritten since the event. */
-  skipped?: 'outside-inbox' | 'deleted' | 'superseded';
+  /** Why nothing was ingested: the file is outside the inbox, gone, overwritten since the event, or landed already (a duplicate event). */
+  skipped?: 'outside-inbox' | 'deleted' | 'superseded' | 'duplicate';
   rows: number;
   rejected: number;
   landed?: Landed;
@@ -95,6 +96,11 @@ export async function ingestInboxObject(table: Table, bucket: string, key: strin
   }
   // The key as stored (an event's key may be URL-encoded): rejects and the identifier name it.
   const source = { bucket, key: read.key, etag };
+  const sourceId = objectSource(read.key, etag);
+  if ((await landedSources(table, [sourceId], { queued: to.settings.mode === 'queue' })).size > 0) {
+    log().info('a duplicate event of an inbox file that has landed already was ignored', { table: table.name, key: read.key, etag });
+    return { key, skipped: 'duplicate', rows: 0, rejected: 0 };
+  }
   let parsed;
   try {
     parsed = await parseRecords(read.body, format, table.schema, { skipInvalid: true });
@@ -107,6 +113,6 @@ export async function ingestInboxObject(table: Table, bucket: string, key: strin
   }
   await sendRejects(to.rejectsQueueUrl, table.name, parsed.rejected.map((r) => ({ source, line: r.line, reason: r.reason, raw: r.raw })));
   // The identifier (key and etag) keeps a retried event to one commit.
-  const landed = await landRows(table, parsed.rows, parsed.kinds, landOptions(table, to.settings, to.commitUser, objectCommitIdentifier(read.key, etag)));
+  const landed = await landRows(table, parsed.rows, parsed.kinds, landOptions(table, to.settings, to.commitUser, objectCommitIdentifier(read.key, etag), [sourceId]));
   return { key, rows: parsed.rows.length, rejected: parsed.rejected.length, landed };
 }

@@ -16,6 +16,8 @@ export interface CommitMessage {
   /** Derived from the writer's input; the commit function also skips a batch it finds already committed. */
   commitIdentifier: string;
   batch: CommitBatch;
+  /** The sources whose rows the batch holds (`sqs:<message id>`, `s3:<key>@<etag>`), when the writer knows them. */
+  sources?: string[];
 }
 
 /** SQS's message size limit (1 MiB since 2025), less room for the envelope. */
@@ -55,5 +57,6 @@ export function parseCommitMessage(body: string): CommitMessage {
   ) {
     throw new CorruptMetadataError(`not a varve commit message (it needs v: 1, table, schemaId, commitIdentifier and batch): ${body.slice(0, 120)}`);
   }
-  return { table: m.table, schemaId: m.schemaId!, commitIdentifier: m.commitIdentifier, batch: b };
+  const sources = Array.isArray(m.sources) && m.sources.every((x) => typeof x === 'string') ? m.sources : undefined;
+  return { table: m.table, schemaId: m.schemaId!, commitIdentifier: m.commitIdentifier, batch: b, ...(sources ? { sources } : {}) };
 }

@@ -19,7 +19,7 @@ import { commitAppend, type AfterAppend, type AppendCommitted } from './append-c
 import { messagesCommitIdentifier } from './commit-identifiers.js';
 import type { CommitMessage } from './commit-message.js';
 import { missingFiles, releasePending } from './pending-commits.js';
-import { BATCHES_PROPERTY, batchesProperty, recentBatchesOf } from './recent-batches.js';
+import { BATCHES_PROPERTY, batchesProperty, recentBatchesOf, SOURCES_PROPERTY } from './recent-batches.js';
 import type { Table } from './table.js';
 
 /** The commit user of the group commit: one per table, stable across invocations. */
@@ -89,10 +89,12 @@ export class GroupCommit {
     const recent = recentBatchesOf(this.table);
     await recent.refresh();
     const seen = new Set<string>();
+    const known = (id: string) => recent.snapshotOf(id) !== undefined || seen.has(id);
     const fresh = run.filter(({ message: m }) => {
-      // Committed before (a retry) or twice in this run (a re-send SQS did not deduplicate).
-      if (recent.snapshotOf(m.commitIdentifier) !== undefined || seen.has(m.commitIdentifier)) return false;
-      seen.add(m.commitIdentifier);
+      // Committed before (a retry) or twice in this run (a re-send SQS did not deduplicate), or
+      // every source it holds is (the same input redelivered in another batch composition).
+      if (known(m.commitIdentifier) || (m.sources?.length && m.sources.every(known))) return false;
+      for (const id of [m.commitIdentifier, ...(m.sources ?? [])]) seen.add(id);
       return true;
     });
     const ids = run.map((q) => q.id);
@@ -124,6 +126,7 @@ export class GroupCommit {
   }
 
   private async commitBatches(batches: QueuedCommit[], commitIdentifier: string): Promise<AppendCommitted> {
+    const sources = batches.flatMap((q) => q.message.sources ?? []);
     const committed = await commitAppend(
       this.table,
       batches.map((q) => q.message.batch),
@@ -131,7 +134,10 @@ export class GroupCommit {
         commitUser: GROUP_COMMIT_USER,
         commitIdentifier,
         schemaId: batches[0].message.schemaId,
-        properties: { [BATCHES_PROPERTY]: batchesProperty(batches.map((q) => q.message.commitIdentifier)) },
+        properties: {
+          [BATCHES_PROPERTY]: batchesProperty(batches.map((q) => q.message.commitIdentifier)),
+          ...(sources.length > 0 ? { [SOURCES_PROPERTY]: JSON.stringify(sources) } : {}),
+        },
         commitOptions: this.opts.commitOptions,
       },
     );

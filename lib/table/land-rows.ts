@@ -10,6 +10,7 @@ import { commitAppend, deleteBatchFiles, type AfterAppend } from './append-commi
 import type { CommitOptions } from '../snapshot/commit.js';
 import type { CommitMessage } from './commit-message.js';
 import { registerPending } from './pending-commits.js';
+import { SOURCES_PROPERTY } from './recent-batches.js';
 import type { Table } from './table.js';
 
 /** How a batch of rows is written and committed. */
@@ -17,6 +18,8 @@ export interface LandOptions {
   commitUser: string;
   /** Derived from the input: a retried call commits nothing twice. */
   commitIdentifier: string;
+  /** The sources of the rows (`sqs:<message id>`, `s3:<key>@<etag>`), recorded with the commit (SOURCES_PROPERTY). */
+  sources?: string[];
   /** Hands the batch to the group commit instead of committing it here. */
   enqueue?: (message: CommitMessage) => Promise<void>;
   /** Direct mode: runs after the commit landed (also when an earlier attempt had made it). */
@@ -54,14 +57,16 @@ export async function landRows(table: Table, rows: Row[], kinds: RowKindByte[], 
   if (opts.enqueue) {
     // Registered before it is sent: however long the message waits (a dead-letter queue
     // included), orphan cleanup keeps these files until the group commit has committed them.
-    await registerPending(table, opts.commitIdentifier, batch);
-    await opts.enqueue({ table: table.name, schemaId: table.schema.id, commitIdentifier: opts.commitIdentifier, batch });
+    await registerPending(table, opts.commitIdentifier, batch, opts.sources);
+    const sources = opts.sources?.length ? { sources: opts.sources } : {};
+    await opts.enqueue({ table: table.name, schemaId: table.schema.id, commitIdentifier: opts.commitIdentifier, batch, ...sources });
     return { rows: rows.length, files, queued: true };
   }
 
   const committed = await commitAppend(table, [batch], {
     commitUser: opts.commitUser,
     commitIdentifier: opts.commitIdentifier,
+    properties: opts.sources?.length ? { [SOURCES_PROPERTY]: JSON.stringify(opts.sources) } : undefined,
     commitOptions: opts.commitOptions,
   });
   // A retry of a call that had committed: the files just written are referenced by nothing.

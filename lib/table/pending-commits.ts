@@ -21,6 +21,8 @@ export const PENDING_DIR = 'pending';
 export interface PendingBatch {
   commitIdentifier: string;
   files: string[];
+  /** The sources whose rows the batch holds: queued, so a redelivered source is not written again. */
+  sources?: string[];
   registeredAt: number;
 }
 
@@ -30,8 +32,8 @@ export function pendingKey(table: Table, commitIdentifier: string): string {
 }
 
 /** Registers `batch`'s files as pending under `commitIdentifier` (before its commit message is sent). */
-export async function registerPending(table: Table, commitIdentifier: string, batch: CommitBatch, now = Date.now()): Promise<void> {
-  const entry: PendingBatch = { commitIdentifier, files: batchFileKeys(table, [batch]), registeredAt: now };
+export async function registerPending(table: Table, commitIdentifier: string, batch: CommitBatch, sources?: readonly string[], now = Date.now()): Promise<void> {
+  const entry: PendingBatch = { commitIdentifier, files: batchFileKeys(table, [batch]), ...(sources?.length ? { sources: [...sources] } : {}), registeredAt: now };
   await table.store.put(pendingKey(table, commitIdentifier), utf8(JSON.stringify(entry)));
 }
 

@@ -13,6 +13,12 @@ import type { Table } from './table.js';
 
 /** Snapshot property listing the batch identifiers a group commit folded in, as a JSON array. */
 export const BATCHES_PROPERTY = 'varve.batches';
+/**
+ * Snapshot property listing the sources whose rows the snapshot holds (`sqs:<message id>`,
+ * `s3:<key>@<etag>`), as a JSON array: a source redelivered in any batch composition is
+ * recognised by its own identifier, never by the batch it came in.
+ */
+export const SOURCES_PROPERTY = 'varve.sources';
 /** Longer than a writer's retries can stretch (5 receives × the ingest queue's 6-minute visibility). */
 export const RECENT_WINDOW_MS = 30 * 60_000;
 /** Snapshots read back at most on a cold start. */
@@ -48,7 +54,7 @@ export class RecentBatches {
     for (const [id, v] of this.ids) if (v.time < horizon) this.ids.delete(id);
   }
 
-  /** The snapshot that holds batch `id`, if a recent one does. */
+  /** The snapshot that holds batch or source `id`, if a recent one does. */
   snapshotOf(id: string): number | undefined {
     return this.ids.get(id)?.snapshot;
   }
@@ -56,16 +62,18 @@ export class RecentBatches {
   /** Records a snapshot this container committed. */
   note(s: Snapshot): void {
     if (s.id === this.scannedUpTo + 1) this.scannedUpTo = s.id;
-    const list = s.properties?.[BATCHES_PROPERTY];
-    if (!list) return;
-    let ids: unknown;
-    try {
-      ids = JSON.parse(list);
-    } catch {
-      return; // not written by the group commit
+    for (const property of [BATCHES_PROPERTY, SOURCES_PROPERTY]) {
+      const list = s.properties?.[property];
+      if (!list) continue;
+      let ids: unknown;
+      try {
+        ids = JSON.parse(list);
+      } catch {
+        continue; // not written by varve's writers
+      }
+      if (!Array.isArray(ids)) continue;
+      for (const id of ids) if (typeof id === 'string') this.ids.set(id, { snapshot: s.id, time: s.timeMillis });
     }
-    if (!Array.isArray(ids)) return;
-    for (const id of ids) if (typeof id === 'string') this.ids.set(id, { snapshot: s.id, time: s.timeMillis });
   }
 }
 
