@@ -1,8 +1,15 @@
 #!/usr/bin/env node
-// Launcher for the varve CLI: runs the TypeScript sources through tsx, so `npx varve` works
-// right after `npm ci` with no build step.
-import { register } from 'tsx/esm/api';
+// Launcher for the varve CLI. The installed package runs the prebuilt one-file bundle
+// (dist/cli.mjs, made by `npm run build`), which starts in a fraction of a second. In a clone,
+// where the TypeScript sources are the truth and dist/ may be stale or absent, it runs the
+// sources through tsx (a devDependency), so `npx varve` works right after `npm ci`.
+import { existsSync } from 'node:fs';
 
-register();
-const { runCli } = await import('../lib/cli/main.ts');
-process.exitCode = await runCli(process.argv.slice(2));
+const source = new URL('../lib/cli/entry.ts', import.meta.url);
+if (existsSync(source) && !process.env.VARVE_USE_DIST) {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import(source.href);
+} else {
+  await import(new URL('../dist/cli.mjs', import.meta.url).href);
+}

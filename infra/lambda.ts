@@ -4,31 +4,57 @@
  * SDK left to the runtime, parquet-wasm's .wasm copied next to the bundle, active tracing, a log
  * group kept one month). See reference/typescript-stack.md §4 for why each choice holds.
  */
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Duration, Size } from 'aws-cdk-lib';
-import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, Code, Function as LambdaFunction, Runtime, Tracing, type FunctionProps } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 
-/** The repository root: esbuild's project root, whose node_modules holds parquet-wasm. */
+/**
+ * The repository root (esbuild's project root, whose node_modules holds parquet-wasm) — or, in an
+ * installed package, its dist/ folder, which holds the prebuilt bundles (dist/lambda/<name>/).
+ */
 export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** The varve handlers that live in functions/, one per Lambda role. */
 export type VarveHandlerName = 'ingest' | 'commit' | 'compact' | 'expire' | 'discover' | 'read';
 
-/** Absolute path of a built-in handler's entry file, `functions/<name>.ts`. */
+/**
+ * Where a built-in handler comes from: its TypeScript entry `functions/<name>.ts` in the
+ * repository (bundled at synth), or, in the installed package, which ships no sources, the
+ * prebuilt bundle folder `dist/lambda/<name>/` that `npm run build` made with the same settings.
+ */
 export function handlerEntry(name: VarveHandlerName): string {
-  return path.join(PROJECT_ROOT, 'functions', `${name}.ts`);
+  const source = path.join(PROJECT_ROOT, 'functions', `${name}.ts`);
+  if (existsSync(source)) return source;
+  const prebuilt = path.join(PROJECT_ROOT, 'lambda', name);
+  if (existsSync(path.join(prebuilt, 'index.js'))) return prebuilt;
+  throw new Error(`varve: neither ${source} nor a prebuilt bundle in ${prebuilt} exists; reinstall the varve package (or run npm run build in a clone)`);
 }
 
 /** The Node build of parquet-wasm loads this file from `__dirname`, i.e. the bundle's folder. */
-const PARQUET_WASM = 'node_modules/parquet-wasm/node/parquet_wasm_bg.wasm';
+export const PARQUET_WASM = 'node_modules/parquet-wasm/node/parquet_wasm_bg.wasm';
+
+/**
+ * The esbuild settings of every varve bundle (NodejsFunction at synth and the package's prebuilt
+ * bundles, scripts/build.ts): one declaration for both.
+ */
+export const BUNDLE_SETTINGS = {
+  // CJS keeps `__dirname`, which parquet-wasm's Node build needs to find its .wasm.
+  format: 'cjs',
+  target: 'node22',
+  minify: true,
+  sourcemap: false,
+  // The Lambda Node.js runtime ships the v3 SDK.
+  external: ['@aws-sdk/*'],
+} as const;
 
 /** What differs between varve functions; everything else is a house setting. */
 export interface VarveFunctionProps {
-  /** Absolute path of the TypeScript entry file. */
+  /** Absolute path of the TypeScript entry file, or of a prebuilt bundle folder (index.js + parquet_wasm_bg.wasm). */
   readonly entry: string;
   /** Exported handler name. @default 'handler' */
   readonly handler?: string;
@@ -58,15 +84,13 @@ export interface VarveFunctionProps {
  *   environment: { VARVE_TABLE: 'shop.orders' },
  * });
  */
-export function createVarveFunction(scope: Construct, id: string, props: VarveFunctionProps): NodejsFunction {
+export function createVarveFunction(scope: Construct, id: string, props: VarveFunctionProps): LambdaFunction {
   // An explicit log group (not the deprecated logRetention custom resource) so retention is a
   // plain CloudFormation property.
   const logGroup = new LogGroup(scope, `${id}Logs`, {
     retention: props.logRetention ?? RetentionDays.ONE_MONTH,
   });
-  return new NodejsFunction(scope, id, {
-    entry: props.entry,
-    handler: props.handler ?? 'handler',
+  const common = {
     description: props.description,
     runtime: Runtime.NODEJS_22_X,
     architecture: Architecture.ARM_64,
@@ -76,22 +100,31 @@ export function createVarveFunction(scope: Construct, id: string, props: VarveFu
     reservedConcurrentExecutions: props.reservedConcurrentExecutions,
     tracing: Tracing.ACTIVE,
     logGroup,
-    projectRoot: PROJECT_ROOT,
-    depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
     environment: {
       AWS_NODEJS_CONNECTION_REUSE_ENABLED: '1',
       ...props.environment,
     },
+  } satisfies Partial<FunctionProps>;
+  if (!props.entry.endsWith('.ts') && !props.entry.endsWith('.js') && existsSync(path.join(props.entry, 'index.js'))) {
+    // A prebuilt bundle (the installed package): the same esbuild output, made at package build.
+    return new LambdaFunction(scope, id, { ...common, code: Code.fromAsset(props.entry), handler: `index.${props.handler ?? 'handler'}` });
+  }
+  // Inside this repository the lock file pins the bundle's dependencies; a user's own sink entry
+  // outside it is bundled from the user's project (CDK finds its lock file).
+  const inRepo = props.entry.startsWith(PROJECT_ROOT) && existsSync(path.join(PROJECT_ROOT, 'package-lock.json'));
+  return new NodejsFunction(scope, id, {
+    ...common,
+    entry: props.entry,
+    handler: props.handler ?? 'handler',
+    ...(inRepo ? { projectRoot: PROJECT_ROOT, depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json') } : {}),
     bundling: {
       // The esbuild devDependency bundles on the host; Docker is never needed (nor present).
       forceDockerBundling: false,
-      // CJS keeps `__dirname`, which parquet-wasm's Node build needs to find its .wasm.
       format: OutputFormat.CJS,
-      target: 'node22',
-      minify: true,
-      sourceMap: false,
-      // The Lambda Node.js runtime ships the v3 SDK.
-      externalModules: ['@aws-sdk/*'],
+      target: BUNDLE_SETTINGS.target,
+      minify: BUNDLE_SETTINGS.minify,
+      sourceMap: BUNDLE_SETTINGS.sourcemap,
+      externalModules: [...BUNDLE_SETTINGS.external],
       commandHooks: {
         beforeBundling: () => [],
         beforeInstall: () => [],

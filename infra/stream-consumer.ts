@@ -10,13 +10,13 @@ import { SqsQueue } from 'aws-cdk-lib/aws-events-targets';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { IQueue, Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { SNAPSHOT_COMMITTED, VARVE_EVENT_SOURCE } from '../lib/aws-contract.js';
 import { InvalidArgumentError } from '../lib/errors.js';
 import { VarveAlarms, type VarveAlarmThresholds } from './alarms.js';
 import { createConsumerDashboard } from './dashboard.js';
+import type { Function as VarveLambda } from 'aws-cdk-lib/aws-lambda';
 import { createVarveFunction, handlerEntry } from './lambda.js';
 import { createQueueWithDlq } from './queues.js';
 import { grantObjectPattern } from './table-access.js';
@@ -89,7 +89,7 @@ export class StreamConsumer extends Construct {
   /** Discovery triggers (schedule and commit events), one message group: one planner at a time. */
   readonly discoverQueue: Queue;
   /** The serialised planner. */
-  readonly discoverFunction: NodejsFunction;
+  readonly discoverFunction: VarveLambda;
   /** How often discovery runs without a commit (its lag metrics come at least this often). */
   readonly discoverEvery: Duration;
   /** The topic the consumer's alarms notify, if any. */
@@ -99,7 +99,7 @@ export class StreamConsumer extends Construct {
   /** The consumer's CloudWatch dashboard. */
   readonly dashboard: Dashboard;
   /** The split reader that feeds the sink. */
-  readonly readFunction: NodejsFunction;
+  readonly readFunction: VarveLambda;
 
   constructor(scope: Construct, id: string, props: StreamConsumerProps) {
     super(scope, id);

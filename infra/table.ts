@@ -9,7 +9,6 @@ import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption, type IQueue } from 'aws-cdk-lib/aws-sqs';
@@ -18,6 +17,7 @@ import { VARVE_METRICS_NAMESPACE, VARVE_SERVICE_NAME, type CommitMode } from '..
 import { InvalidArgumentError } from '../lib/errors.js';
 import { VarveAlarms, type VarveAlarmThresholds } from './alarms.js';
 import { createTableDashboard } from './dashboard.js';
+import type { Function as VarveLambda } from 'aws-cdk-lib/aws-lambda';
 import { createVarveFunction, handlerEntry } from './lambda.js';
 import { createFailureQueue, createQueueWithDlq } from './queues.js';
 import { grantListUnder, grantObjects } from './table-access.js';
@@ -140,13 +140,13 @@ export class VarveTable extends Construct {
   readonly dashboard: Dashboard;
 
   /** Validates records, writes level-0 files, and hands them to the commit queue (or commits). */
-  readonly ingestFunction: NodejsFunction;
+  readonly ingestFunction: VarveLambda;
   /** Folds queued file lists into snapshots (queue mode only). */
-  readonly commitFunction?: NodejsFunction;
+  readonly commitFunction?: VarveLambda;
   /** Runs one compaction job of one bucket per invocation. */
-  readonly compactFunction: NodejsFunction;
+  readonly compactFunction: VarveLambda;
   /** Expires snapshots on a schedule. */
-  readonly expireFunction: NodejsFunction;
+  readonly expireFunction: VarveLambda;
 
   constructor(scope: Construct, id: string, props: VarveTableProps) {
     super(scope, id);

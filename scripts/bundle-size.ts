@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { BUNDLE_SETTINGS } from '../infra/lambda.js';
 import { zipArchive } from './zip.js';
 
 /** The repository root. */
@@ -36,7 +37,7 @@ export interface FunctionBundle {
 /** The handler names of functions/ (each `functions/<name>.ts` is a Lambda entry). */
 export function functionNames(): string[] {
   return readdirSync(path.join(ROOT, 'functions'))
-    .filter((f) => f.endsWith('.ts'))
+    .filter((f) => f.endsWith('.ts') && f !== 'index.ts')
     .map((f) => f.slice(0, -3))
     .sort();
 }
@@ -47,10 +48,10 @@ export async function bundleFunction(name: string): Promise<FunctionBundle> {
     entryPoints: [path.join(ROOT, 'functions', `${name}.ts`)],
     bundle: true,
     platform: 'node',
-    format: 'cjs',
-    target: 'node22',
-    minify: true,
-    external: ['@aws-sdk/*'],
+    format: BUNDLE_SETTINGS.format,
+    target: BUNDLE_SETTINGS.target,
+    minify: BUNDLE_SETTINGS.minify,
+    external: [...BUNDLE_SETTINGS.external],
     write: false,
     logLevel: 'silent',
     absWorkingDir: ROOT,

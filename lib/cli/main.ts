@@ -3,6 +3,7 @@
  * `./warehouse`) or on S3 (`--warehouse s3://bucket/prefix`). Errors are one line on stderr with
  * a non-zero exit; set VARVE_DEBUG=1 for stack traces.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { VarveError } from '../errors.js';
 import { registerIcebergCommands } from './iceberg-commands.js';
@@ -12,12 +13,27 @@ import { registerTableCommands } from './table-commands.js';
 import { OutputClosedError, stdoutOutput } from './output.js';
 import type { GlobalOptions } from './parse-flags.js';
 
+/**
+ * The package version: the nearest package.json named varve above this module (the sources, the
+ * tsc output and the one-file CLI bundle all sit below the package root).
+ */
+export function varveVersion(): string {
+  for (let dir = new URL('.', import.meta.url); dir.pathname !== '/'; dir = new URL('..', dir)) {
+    const file = new URL('package.json', dir);
+    if (!existsSync(file)) continue;
+    const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
+    if (pkg.name === 'varve' && pkg.version) return pkg.version;
+  }
+  return 'unknown';
+}
+
 /** Builds the program; `out` receives everything a command prints on stdout. */
 export function buildProgram(out: (text: string) => void = (t) => process.stdout.write(t)): Command {
   const program = new Command();
   program
     .name('varve')
     .description('varve: streaming lakehouse tables (Paimon-style primary-key tables) on a folder or S3')
+    .version(varveVersion(), '-V, --version', 'print the varve version')
     .option('--warehouse <uri>', 'warehouse folder or s3://bucket/prefix (default: $VARVE_WAREHOUSE or ./warehouse)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();

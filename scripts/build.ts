@@ -1,0 +1,65 @@
+/**
+ * `npm run build` (also run by `npm pack` through prepack): the package's dist/ folder.
+ *   dist/{lib,functions,infra}/  ESM + .d.ts from tsc (the `varve`, `varve/aws`, `varve/cdk` entries)
+ *   dist/cli.mjs                 the CLI in one minified esbuild bundle (+ parquet-wasm's .wasm):
+ *                                one file to load is what makes `varve --help` start in a fraction
+ *                                of a second (docs/BENCHMARKS.md)
+ *   dist/lambda/<name>/          each built-in handler prebuilt with the constructs' own esbuild
+ *                                settings, so `varve/cdk` synthesizes without the TypeScript sources
+ */
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { BUNDLE_SETTINGS, PARQUET_WASM } from '../infra/lambda.js';
+import { functionNames } from './bundle-size.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const DIST = path.join(ROOT, 'dist');
+
+async function main(): Promise<void> {
+  rmSync(DIST, { recursive: true, force: true });
+  execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
+
+  await build({
+    entryPoints: [path.join(ROOT, 'lib/cli/entry.ts')],
+    outfile: path.join(DIST, 'cli.mjs'),
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    // Minified and with every dependency inlined: parsing one smaller file is most of the start.
+    minify: true,
+    // Bundled CommonJS dependencies call require(), and parquet-wasm's Node build reads its .wasm
+    // from __dirname (copied next to the bundle below): give the ESM bundle both.
+    banner: {
+      js:
+        "import { createRequire as __varveRequire } from 'node:module'; import { fileURLToPath as __varvePath } from 'node:url'; " +
+        "const require = __varveRequire(import.meta.url); const __filename = __varvePath(import.meta.url); const __dirname = __varvePath(new URL('.', import.meta.url));",
+    },
+    logLevel: 'warning',
+  });
+  copyFileSync(path.join(ROOT, PARQUET_WASM), path.join(DIST, 'parquet_wasm_bg.wasm'));
+
+  for (const name of functionNames()) {
+    const outdir = path.join(DIST, 'lambda', name);
+    mkdirSync(outdir, { recursive: true });
+    await build({
+      entryPoints: [path.join(ROOT, 'functions', `${name}.ts`)],
+      outfile: path.join(outdir, 'index.js'),
+      bundle: true,
+      platform: 'node',
+      format: BUNDLE_SETTINGS.format,
+      target: BUNDLE_SETTINGS.target,
+      minify: BUNDLE_SETTINGS.minify,
+      sourcemap: BUNDLE_SETTINGS.sourcemap,
+      external: [...BUNDLE_SETTINGS.external],
+      logLevel: 'warning',
+    });
+    copyFileSync(path.join(ROOT, PARQUET_WASM), path.join(outdir, 'parquet_wasm_bg.wasm'));
+  }
+  console.log(`built ${path.relative(ROOT, DIST)}/: library (tsc), cli.mjs, lambda/{${functionNames().join(',')}}`);
+}
+
+await main();
