@@ -139,7 +139,7 @@ export class StreamConsumer extends Construct {
       environment: { ...consumerEnv, VARVE_SPLIT_QUEUE_URL: this.splitQueue.queueUrl },
     });
     table.grantRead(this.discoverFunction);
-    this.grantConsumerFile(this.discoverFunction, ['s3:PutObject', 's3:DeleteObject']);
+    this.grantConsumerFiles(this.discoverFunction, ['', '@*'], ['s3:PutObject', 's3:DeleteObject']);
     this.splitQueue.grantSendMessages(this.discoverFunction);
     this.discoverFunction.addEventSource(new SqsEventSource(this.discoverQueue, { batchSize: 10 }));
     const trigger = new SqsQueue(this.discoverQueue, {
@@ -172,7 +172,7 @@ export class StreamConsumer extends Construct {
     });
     table.grantRead(this.readFunction);
     // Readers record per-bucket progress next to the consumer file; discovery folds it in.
-    this.grantConsumerFile(this.readFunction, ['s3:PutObject']);
+    this.grantConsumerFiles(this.readFunction, ['@progress/*'], ['s3:PutObject']);
     if (sink.kind === 'table') sink.target.grantWrite(this.readFunction);
     if (sink.kind === 'eventbridge') (sink.bus ?? table.warehouse.eventBus).grantPutEventsTo(this.readFunction);
     this.readFunction.addEventSource(
@@ -206,13 +206,14 @@ export class StreamConsumer extends Construct {
     return { VARVE_SINK: `table:${sink.target.name}`, ...target };
   }
 
-  /** Object access to `consumer/consumer-<id>` and the files beside it that share its name. */
-  private grantConsumerFile(grantee: IGrantable, actions: ('s3:PutObject' | 's3:DeleteObject')[]): void {
-    grantObjectPattern(
-      grantee,
-      this.table.warehouse.bucket,
-      `${this.table.tablePrefix}/consumer/consumer-${this.consumerId}*`,
-      actions,
-    );
+  /**
+   * Object access to `consumer/consumer-<id><suffix>` for each suffix: `''` is the consumer file
+   * itself, `'@…'` the files beside it (split lists, progress). Never `consumer-<id>*`, which
+   * would also cover the consumer `<id>-v2`; '@' never occurs in a consumer id.
+   */
+  private grantConsumerFiles(grantee: IGrantable, suffixes: string[], actions: ('s3:PutObject' | 's3:DeleteObject')[]): void {
+    for (const suffix of suffixes) {
+      grantObjectPattern(grantee, this.table.warehouse.bucket, `${this.table.tablePrefix}/consumer/consumer-${this.consumerId}${suffix}`, actions);
+    }
   }
 }

@@ -20,15 +20,39 @@ export function grantObjectPattern(grantee: IGrantable, bucket: IBucket, pattern
 }
 
 /**
- * Grants s3:ListBucket, but only for listings whose `prefix` parameter lies under `prefix/`
- * (a listing without a prefix, or of another table, is denied).
+ * Grants s3:ListBucket for listings whose `prefix` parameter lies under `prefix/` (a listing of
+ * another table is denied), and for requests that carry no prefix at all. The second half is what
+ * S3 checks when a GET or HEAD names a key that does not exist: it answers 404 only to a caller
+ * that may s3:ListBucket the bucket, evaluated without an s3:prefix, and 403 AccessDenied
+ * otherwise, which would turn every existence probe (the next snapshot, a consumer file, a hint)
+ * into a hard error. Its cost: a ListObjects without any prefix would list the bucket's key names
+ * (never their contents); varve's store always sends a prefix.
  */
 export function grantListUnder(grantee: IGrantable, bucket: IBucket, prefix: string): void {
   grantee.grantPrincipal.addToPrincipalPolicy(
     new PolicyStatement({
       actions: ['s3:ListBucket'],
       resources: [bucket.bucketArn],
-      conditions: { StringLike: { 's3:prefix': [`${prefix}/*`] } },
+      conditions: { StringLikeIfExists: { 's3:prefix': [`${prefix}/*`] } },
     }),
   );
+}
+
+/**
+ * The parts of a table a function may delete in: `data` (data and changelog files under
+ * `[partition/]bucket-<n>/`), `manifest` (`manifest/`), or `all` (the whole table, for expiry,
+ * the one function that removes snapshots and everything they alone referenced).
+ */
+export type TableArea = 'data' | 'manifest' | 'all';
+
+const AREA_PATTERNS: Record<TableArea, string[]> = {
+  data: ['*bucket-*/*'],
+  manifest: ['manifest/*'],
+  all: ['*'],
+};
+
+/** Grants s3:DeleteObject on the given areas of the table at `tablePrefix`, and nowhere else. */
+export function grantTableDeletes(grantee: IGrantable, bucket: IBucket, tablePrefix: string, areas: TableArea[]): void {
+  const resources = areas.flatMap((a) => AREA_PATTERNS[a]).map((p) => bucket.arnForObjects(`${tablePrefix}/${p}`));
+  grantee.grantPrincipal.addToPrincipalPolicy(new PolicyStatement({ actions: ['s3:DeleteObject'], resources }));
 }

@@ -20,7 +20,7 @@ import { createTableDashboard } from './dashboard.js';
 import type { Function as VarveLambda } from 'aws-cdk-lib/aws-lambda';
 import { createVarveFunction, handlerEntry } from './lambda.js';
 import { createFailureQueue, createQueueWithDlq } from './queues.js';
-import { grantListUnder, grantObjects } from './table-access.js';
+import { grantListUnder, grantObjects, grantTableDeletes } from './table-access.js';
 import type { Warehouse } from './warehouse.js';
 
 /** `queue`: writers send file lists to the commit FIFO queue (group commit); `direct`: writers commit themselves. */
@@ -261,7 +261,9 @@ export class VarveTable extends Construct {
       environment: { ...this.baseEnvironment, VARVE_EVENT_BUS_NAME: warehouse.eventBus.eventBusName },
     });
     this.grantRead(this.compactFunction);
-    grantObjects(this.compactFunction, warehouse.bucket, this.tablePrefix, ['s3:PutObject', 's3:DeleteObject']);
+    grantObjects(this.compactFunction, warehouse.bucket, this.tablePrefix, ['s3:PutObject']);
+    // A failed job removes the files it wrote; a lost commit race, the manifests it wrote.
+    grantTableDeletes(this.compactFunction, warehouse.bucket, this.tablePrefix, ['data', 'manifest']);
     warehouse.eventBus.grantPutEventsTo(this.compactFunction);
     // One job per invocation: a job is a bucket's bounded unit of work, and a batch of several
     // would run them one after another inside a single 15-minute budget.
@@ -280,7 +282,9 @@ export class VarveTable extends Construct {
       environment: { ...this.baseEnvironment },
     });
     this.grantRead(this.expireFunction);
-    grantObjects(this.expireFunction, warehouse.bucket, this.tablePrefix, ['s3:PutObject', 's3:DeleteObject']);
+    grantObjects(this.expireFunction, warehouse.bucket, this.tablePrefix, ['s3:PutObject']);
+    // Expiry is the one function that deletes snapshots and what only they referenced.
+    grantTableDeletes(this.expireFunction, warehouse.bucket, this.tablePrefix, ['all']);
     // A scheduled EventBridge rule rather than EventBridge Scheduler: LocalStack's Scheduler
     // stores schedules but never fires them, and rules need no extra role.
     this.expireEvery = props.expireEvery ?? Duration.minutes(15);
@@ -336,11 +340,14 @@ export class VarveTable extends Construct {
 
   /**
    * What a committer needs: manifests and snapshots written (a lost race deletes the manifests it
-   * wrote), compaction jobs enqueued, `Snapshot Committed` events put.
+   * wrote, a refused batch its data files), compaction jobs enqueued, `Snapshot Committed` events put.
    */
   private grantCommit(grantee: IGrantable): void {
     this.grantRead(grantee);
-    grantObjects(grantee, this.warehouse.bucket, this.tablePrefix, ['s3:PutObject', 's3:DeleteObject']);
+    grantObjects(grantee, this.warehouse.bucket, this.tablePrefix, ['s3:PutObject']);
+    // A refused batch removes its data files; a lost race, the manifests it wrote. Never a
+    // snapshot, a schema or a consumer file.
+    grantTableDeletes(grantee, this.warehouse.bucket, this.tablePrefix, ['data', 'manifest']);
     this.compactQueue.grantSendMessages(grantee);
     this.warehouse.eventBus.grantPutEventsTo(grantee);
   }

@@ -4,7 +4,7 @@
  * each cycle named, so CI stops a layering slip the moment it is written.
  *
  *   store → schema → format → manifest → snapshot → mergetree → table → iceberg → maintenance | stream
- *   → catalog → runtime → cli, then functions/ and infra/ on top; bench/ and test/ above all.
+ *   → catalog → runtime → cli, then functions/ and infra/ on top; e2e/, bench/ and test/ above all.
  *
  * Files directly in lib/ (errors, concurrency, aws-contract) import nothing of varve and sit below
  * every layer.
@@ -34,6 +34,7 @@ const RANKS: Record<string, number> = {
   'lib/index.ts': 12,
   functions: 13,
   infra: 14,
+  e2e: 15,
   bench: 15,
   scripts: 15,
   test: 16,
@@ -87,7 +88,7 @@ export interface LayerReport {
 }
 
 /** Back-edges and import cycles among the given folders' files. */
-export function checkLayers(folders = ['lib', 'functions', 'infra', 'bench', 'scripts', 'test']): LayerReport {
+export function checkLayers(folders = ['lib', 'functions', 'infra', 'e2e', 'bench', 'scripts', 'test']): LayerReport {
   const files = folders.flatMap(sourceFiles);
   const graph = new Map(files.map((f) => [f, importsOf(f)]));
   const backEdges: string[] = [];

@@ -106,9 +106,12 @@ describe('StreamConsumer discovery', () => {
     const { template, consumer } = synth();
     const stmts = functionStatements(template, consumer.discoverFunction);
     expect(granting(stmts, 's3:GetObject').flatMap(resourceList).map(objectSuffix)).toEqual(['/warehouse/shop.db/orders/*']);
+    // Exactly its own consumer file and the files beside it ('@' never occurs in a consumer id),
+    // never `consumer-orders-audit*`, which would cover the consumer `orders-audit-v2` too.
     for (const action of ['s3:PutObject', 's3:DeleteObject']) {
-      expect(granting(stmts, action).flatMap(resourceList).map(objectSuffix)).toEqual([
-        '/warehouse/shop.db/orders/consumer/consumer-orders-audit*',
+      expect(granting(stmts, action).flatMap(resourceList).map(objectSuffix).sort()).toEqual([
+        '/warehouse/shop.db/orders/consumer/consumer-orders-audit',
+        '/warehouse/shop.db/orders/consumer/consumer-orders-audit@*',
       ]);
     }
     expect(granting(stmts, 'sqs:SendMessage').flatMap(resourceList)).toEqual([
@@ -152,9 +155,11 @@ describe('StreamConsumer reader', () => {
     const { template, consumer } = synth();
     const stmts = functionStatements(template, consumer.readFunction);
     const put = granting(stmts, 's3:PutObject').flatMap(resourceList).map(objectSuffix);
-    expect(put).toEqual(['/warehouse/shop.db/orders/consumer/consumer-orders-audit*']);
+    expect(put).toEqual(['/warehouse/shop.db/orders/consumer/consumer-orders-audit@progress/*']);
     const pattern = iamPattern(put[0]!.slice(1));
-    expect(pattern.test('warehouse/shop.db/orders/consumer/consumer-orders-audit')).toBe(true);
+    expect(pattern.test('warehouse/shop.db/orders/consumer/consumer-orders-audit@progress/bucket-3')).toBe(true);
+    expect(pattern.test('warehouse/shop.db/orders/consumer/consumer-orders-audit')).toBe(false);
+    expect(pattern.test('warehouse/shop.db/orders/consumer/consumer-orders-audit-v2@progress/bucket-3')).toBe(false);
     expect(pattern.test('warehouse/shop.db/orders/consumer/consumer-billing')).toBe(false);
     expect(pattern.test('warehouse/shop.db/orders/snapshot/snapshot-7')).toBe(false);
     expect(granting(stmts, 's3:DeleteObject')).toHaveLength(0);
@@ -180,7 +185,7 @@ describe('StreamConsumer reader', () => {
     const stmts = functionStatements(template, consumer.readFunction);
     expect(granting(stmts, 's3:PutObject').flatMap(resourceList).map(objectSuffix).sort()).toEqual([
       '/warehouse/shop.db/history/*',
-      '/warehouse/shop.db/orders/consumer/consumer-to-history*',
+      '/warehouse/shop.db/orders/consumer/consumer-to-history@progress/*',
     ]);
     expect(granting(stmts, 'sqs:SendMessage').flatMap(resourceList)).toEqual([
       { 'Fn::GetAtt': [logicalId(history.commitQueue!), 'Arn'] },

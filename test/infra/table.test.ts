@@ -265,6 +265,8 @@ describe('VarveTable event sources and triggers', () => {
 
 describe('VarveTable IAM', () => {
   const TABLE = '/warehouse/shop.db/orders/*';
+  const DATA = '/warehouse/shop.db/orders/*bucket-*/*';
+  const MANIFESTS = '/warehouse/shop.db/orders/manifest/*';
 
   it('grants no wildcard action anywhere, and no s3/sqs/dynamodb action with a wildcard', () => {
     for (const commitMode of ['queue', 'direct'] as const) {
@@ -283,13 +285,19 @@ describe('VarveTable IAM', () => {
     for (const fn of [table.ingestFunction, table.commitFunction!, table.compactFunction, table.expireFunction]) {
       const stmts = functionStatements(template, fn);
       for (const action of ['s3:GetObject', 's3:PutObject', 's3:DeleteObject']) {
-        const allowed = fn === table.ingestFunction && action === 's3:GetObject' ? [TABLE, '/warehouse/inbox/shop/orders/*'] : [TABLE];
+        const allowed =
+          fn === table.ingestFunction && action === 's3:GetObject'
+            ? [TABLE, '/warehouse/inbox/shop/orders/*']
+            : action === 's3:DeleteObject'
+              ? [TABLE, DATA, MANIFESTS]
+              : [TABLE];
         for (const key of objectKeys(stmts, action)) expect(allowed).toContain(key);
       }
       const list = granting(stmts, 's3:ListBucket');
       expect(list).toHaveLength(1);
       expect(list[0].Resource).toEqual({ 'Fn::GetAtt': [logicalId(table.warehouse.bucket), 'Arn'] });
-      expect(list[0].Condition).toEqual({ StringLike: { 's3:prefix': ['warehouse/shop.db/orders/*'] } });
+      // IfExists: a GET/HEAD of a missing key (no s3:prefix) must be answered 404, not 403.
+      expect(list[0].Condition).toEqual({ StringLikeIfExists: { 's3:prefix': ['warehouse/shop.db/orders/*'] } });
     }
   });
 
@@ -297,10 +305,17 @@ describe('VarveTable IAM', () => {
     const { template, table } = synth();
     const has = (fn: typeof table.ingestFunction, action: string) => objectKeys(functionStatements(template, fn), action).includes(TABLE);
     // queue-mode ingest writes level-0 files; it neither deletes nor commits
-    expect([has(table.ingestFunction, 's3:GetObject'), has(table.ingestFunction, 's3:PutObject'), has(table.ingestFunction, 's3:DeleteObject')]).toEqual([true, true, false]);
+    expect([has(table.ingestFunction, 's3:GetObject'), has(table.ingestFunction, 's3:PutObject')]).toEqual([true, true]);
+    expect(objectKeys(functionStatements(template, table.ingestFunction), 's3:DeleteObject')).toEqual([]);
     for (const fn of [table.commitFunction!, table.compactFunction, table.expireFunction]) {
-      expect([has(fn, 's3:GetObject'), has(fn, 's3:PutObject'), has(fn, 's3:DeleteObject')]).toEqual([true, true, true]);
+      expect([has(fn, 's3:GetObject'), has(fn, 's3:PutObject')]).toEqual([true, true]);
     }
+    // Deletes: committers and compaction only data files and manifests; expiry alone the whole
+    // table (snapshots, schemas' neighbours, everything only expired snapshots referenced).
+    for (const fn of [table.commitFunction!, table.compactFunction]) {
+      expect(objectKeys(functionStatements(template, fn), 's3:DeleteObject').sort()).toEqual([DATA, MANIFESTS]);
+    }
+    expect(objectKeys(functionStatements(template, table.expireFunction), 's3:DeleteObject')).toEqual([TABLE]);
   });
 
   it('reads the catalog with GetItem and Query only', () => {
@@ -326,7 +341,7 @@ describe('VarveTable IAM', () => {
   it('lets direct-mode ingest commit: delete its lost manifests, enqueue compaction, put commit events', () => {
     const { template, table } = synth({ commitMode: 'direct' });
     const stmts = functionStatements(template, table.ingestFunction);
-    expect(objectKeys(stmts, 's3:DeleteObject')).toEqual([TABLE]);
+    expect(objectKeys(stmts, 's3:DeleteObject').sort()).toEqual([DATA, MANIFESTS]);
     expect(granting(stmts, 'sqs:SendMessage').flatMap(resourceList)).toContainEqual({
       'Fn::GetAtt': [logicalId(table.compactQueue), 'Arn'],
     });
