@@ -80,7 +80,9 @@ function snapshotInput(input: Record<string, any>): Record<string, any> {
   const out: Record<string, any> = {};
   for (const [k, v] of Object.entries(input ?? {})) {
     if (k === 'Body' || k === 'MessageBody') continue;
-    if (k === 'Entries' && Array.isArray(v)) out[k] = v.map((e) => ({ EventBusName: e?.EventBusName }));
+    if (k === 'Entries' && Array.isArray(v)) {
+      out[k] = v.map((e: Record<string, unknown>) => ({ EventBusName: e?.EventBusName, ReceiptHandle: e?.ReceiptHandle, VisibilityTimeout: e?.VisibilityTimeout }));
+    }
     else out[k] = v;
   }
   return out;
