@@ -93,6 +93,16 @@ export class CommitConflictError extends VarveError {
   }
 }
 
+/**
+ * The table's schema changed after a writer (or reader) planned with an older one: `fromSchemaId`
+ * is what it planned with, `toSchemaId` the table's schema now. Reopen the table and plan again.
+ */
+export class SchemaChangedError extends CommitConflictError {
+  constructor(message: string, readonly fromSchemaId: number, readonly toSchemaId: number) {
+    super(message);
+  }
+}
+
 /** A commit that kept losing the race for the next snapshot id until its retry budget ran out. */
 export class CommitRetriesExhaustedError extends VarveError {
   constructor(message: string, opts: { cause?: unknown } = {}) {

@@ -4,6 +4,7 @@
  */
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
+import { formatType } from '../schema/type-text.js';
 import { LocalRuntime } from '../runtime/local-runtime.js';
 import { checkConsumerId } from '../snapshot/consumer.js';
 import { changeToJsonLine, changesOf, jsonlSink } from '../stream/sinks.js';
@@ -105,10 +106,17 @@ async function tailWithoutConsumer(table: Table, stream: StreamOptions, opts: Ta
     for (;;) {
       const plan = await scan.plan();
       if (plan) {
+        const current = scan.table;
+        if (plan.schemaChange) {
+          // Rows after this line carry the new columns: say so before the first of them.
+          const { to, schema } = plan.schemaChange;
+          out(`${JSON.stringify({ snapshot: plan.snapshot.id, event: 'schema-change', schemaId: to, columns: schema.fields.map((f) => `${f.name} ${formatType(f.type)}`) })}\n`);
+          lastChange = Date.now();
+        }
         for (const split of plan.splits) {
-          const data = await readSplit(table, split);
-          const batch = { table, consumerId: '', snapshotId: split.snapshotId, partition: split.partition, bucket: split.bucket, kind: split.kind, data, splitId: '' };
-          let lines = changesOf(batch).map((c) => changeToJsonLine(table, c));
+          const data = await readSplit(current, split);
+          const batch = { table: current, consumerId: '', snapshotId: split.snapshotId, partition: split.partition, bucket: split.bucket, kind: split.kind, data, splitId: '' };
+          let lines = changesOf(batch).map((c) => changeToJsonLine(current, c));
           if (opts.maxChanges !== undefined) lines = lines.slice(0, opts.maxChanges - printed);
           if (lines.length > 0) {
             out(lines.join(''));

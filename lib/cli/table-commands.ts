@@ -13,6 +13,7 @@ import { readAuditLog, parseIncrementalBetween } from '../table/audit-log.js';
 import { readSystemTable, SYSTEM_TABLES } from '../table/system-tables.js';
 import { icebergSystemTable } from '../iceberg/iceberg-status.js';
 import { SEQUENCE_COLUMN } from '../schema/types.js';
+import { parseAddColumn, parseTypeChange, type SchemaChange } from '../schema/schema-evolution.js';
 import { displayRecords, openCatalog, warehouseUri } from './context.js';
 import { RecordPrinter, renderRecords, type OutputFormat } from './output.js';
 import { parseTimestamp, type GlobalOptions } from './parse-flags.js';
@@ -242,16 +243,47 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
         `table       ${table.name}`,
         `location    ${table.store.uri}/${table.path}`,
         `schema id   ${s.id}`,
+        ...(s.comment !== undefined ? [`comment     ${s.comment}`] : []),
         `primary key ${s.primaryKeys.join(', ')}`,
         `partitioned ${s.partitionKeys.length ? s.partitionKeys.join(', ') : 'no'}`,
         `snapshot    ${latest ?? 'none yet'}`,
         '',
-        renderRecords(['column', 'type'], s.fields.map((f) => ({ column: f.name, type: formatType(f.type) })), 'table').trimEnd(),
+        renderRecords(['column', 'type', 'field id', 'comment'], s.fields.map((f) => ({ column: f.name, type: formatType(f.type), 'field id': f.id, comment: f.description ?? '' })), 'table').trimEnd(),
         '',
         'options' + (Object.keys(s.options).length ? '' : '     (all defaults)'),
         ...Object.entries(s.options).map(([k, v]) => `  ${k} = ${v}`),
       ];
       out(lines.join('\n') + '\n');
+    });
+
+  program
+    .command('alter')
+    .description('change the schema: add, rename, drop or widen columns, set or reset options, set the comment (old files are read by field id)')
+    .argument('<table>', 'DB.TABLE')
+    .option('--add <column>', 'add a nullable column: "name TYPE [COMMENT \'…\'] [AFTER col | FIRST]", repeatable', collect)
+    .option('--rename <old=new>', 'rename a column, repeatable', collect)
+    .option('--drop <column>', 'drop a column (not a key or partition column), repeatable', collect)
+    .option('--type <column>', 'widen a column type: "name NEWTYPE" (INT→BIGINT, FLOAT→DOUBLE, DECIMAL precision up), repeatable', collect)
+    .option('--set <key=value>', 'set a table option that may change after creation, repeatable', collect)
+    .option('--reset <key>', 'reset a table option to its default, repeatable', collect)
+    .option('--comment <text>', 'set the table comment')
+    .action(async (name: string, o: { add?: string[]; rename?: string[]; drop?: string[]; type?: string[]; set?: string[]; reset?: string[]; comment?: string }) => {
+      const table = await catalog().getTable(name);
+      const changes: SchemaChange[] = [
+        ...(o.add ?? []).map(parseAddColumn),
+        ...(o.rename ?? []).map((r): SchemaChange => {
+          const i = r.indexOf('=');
+          if (i <= 0 || i === r.length - 1) throw new InvalidArgumentError(`--rename "${r}" must look like old=new`);
+          return { kind: 'rename-column', from: r.slice(0, i).trim(), to: r.slice(i + 1).trim() };
+        }),
+        ...(o.drop ?? []).map((d): SchemaChange => ({ kind: 'drop-column', name: d.trim() })),
+        ...(o.type ?? []).map(parseTypeChange),
+        ...Object.entries(parseOptionPairs(o.set)).map(([key, value]): SchemaChange => ({ kind: 'set-option', key, value })),
+        ...(o.reset ?? []).map((key): SchemaChange => ({ kind: 'reset-option', key: key.trim() })),
+        ...(o.comment !== undefined ? [{ kind: 'update-comment', comment: o.comment } as SchemaChange] : []),
+      ];
+      const result = await table.alter(changes);
+      out(`altered ${table.name}: schema ${result.schema.id}${result.snapshot ? `, snapshot ${result.snapshot.id}` : ''}\n`);
     });
 
   program

@@ -7,7 +7,7 @@
  * reader never finds a file missing, whatever happens to the job.
  */
 import { exportIcebergAfterCommit } from '../iceberg/export-trigger.js';
-import { CommitConflictError, InvalidArgumentError } from '../errors.js';
+import { SchemaChangedError, CommitConflictError, InvalidArgumentError } from '../errors.js';
 import { LruManifestCache, type ManifestCache } from '../manifest/manifest-file.js';
 import { readLiveFiles } from '../manifest/scan.js';
 import type { ManifestEntry } from '../manifest/types.js';
@@ -73,6 +73,8 @@ export async function compactBucket(table: Table, partition: string, bucket: num
     } catch (e) {
       // Someone else compacted this bucket first: plan again on what they left.
       if (!(e instanceof CommitConflictError) || attempt >= maxAttempts) throw e;
+      // An alter since this table was opened: compact through the new schema.
+      if (e instanceof SchemaChangedError) table = await table.latest();
     }
   }
 }

@@ -196,6 +196,27 @@ export const FIELD_OPTIONS: readonly FieldOptionDecl[] = [
   { suffix: 'sequence-group', pattern: 'fields.<c1>,<c2>.sequence-group', type: 'list', columnList: true, description: 'partial-update: the listed columns (the value) are updated only by records whose c1,c2 are not older than the stored ones.' },
 ];
 
+/**
+ * Options that may not change once a table has data, with the reason shown to users: each one
+ * changes where rows live or how the stored versions of a key combine, so old files would no
+ * longer mean what they meant when written.
+ */
+export const FIXED_OPTIONS: Readonly<Record<string, string>> = {
+  bucket: 'rows are already stored in the buckets of the current count; change it with `varve rescale`, which rewrites the data',
+  'bucket-key': 'every stored key would hash to another bucket',
+  'merge-engine': 'the stored versions of each key were written to be combined by the current engine',
+  'sequence.field': 'stored versions were ordered by it; a new order would change which version wins',
+  'sequence.field.sort-order': 'stored versions were ordered by it; a new order would change which version wins',
+  'partition.default-name': 'existing partition paths use the current name',
+  'file.format': 'existing data files are in the current format',
+  'fields.default-aggregate-function': 'stored partial aggregates were computed with the current function',
+};
+/** Per-column options (by suffix) fixed at creation, with the reason. */
+export const FIXED_FIELD_OPTIONS: Readonly<Record<string, string>> = {
+  'aggregate-function': 'stored partial aggregates were computed with the current function',
+  'sequence-group': 'stored versions were combined by the current sequence groups',
+};
+
 /** Paimon options that varve deliberately does not support, with the reason given to users. */
 export const UNSUPPORTED_OPTIONS: Readonly<Record<string, string>> = {
   'deletion-vectors.enabled': 'varve has no deletion vectors; reads merge sorted runs',

@@ -1,5 +1,5 @@
 /** The options reference (docs/OPTIONS.md), rendered from the option declaration so it cannot drift. */
-import { FIELD_OPTIONS, TABLE_OPTIONS, type FieldOptionDecl, type OptionDecl } from './option-catalog.js';
+import { FIELD_OPTIONS, FIXED_FIELD_OPTIONS, FIXED_OPTIONS, TABLE_OPTIONS, type FieldOptionDecl, type OptionDecl } from './option-catalog.js';
 
 const TYPE_NAMES: Record<OptionDecl['type'], string> = {
   int: 'int',
@@ -22,6 +22,8 @@ export function renderOptionsMarkdown(): string {
     'Options are set when a table is created (`varve create … -o bucket=4 -o merge-engine=aggregation`) and',
     'stored, as text, in its schema. Names and defaults follow Apache Paimon where the concept is the same.',
     'An unknown option or a value of the wrong type is refused with the closest valid names or values.',
+    'Options change later with `varve alter <table> --set key=value` / `--reset key` (a new schema version),',
+    'except those marked **Fixed at creation**, which would change what the stored data means.',
     '',
     'Value formats:',
     '',
@@ -49,11 +51,11 @@ export function renderOptionsMarkdown(): string {
 
 function tableRow(d: OptionDecl): string {
   const def = d.default === undefined ? '(none)' : typeof d.default === 'string' ? code(d.default) : d.default.text;
-  return row(`\`${d.key}\``, typeText(d), def, d.description);
+  return row(`\`${d.key}\``, typeText(d), def, fixedNote(d.description, FIXED_OPTIONS[d.key]));
 }
 
 function fieldRow(d: FieldOptionDecl): string {
-  return row(`\`${d.pattern}\``, typeText(d), d.default === undefined ? '(none)' : code(d.default), d.description);
+  return row(`\`${d.pattern}\``, typeText(d), d.default === undefined ? '(none)' : code(d.default), fixedNote(d.description, FIXED_FIELD_OPTIONS[d.suffix]));
 }
 
 function typeText(d: { type: OptionDecl['type']; allowed?: readonly string[]; min?: number; max?: number }): string {
@@ -70,4 +72,8 @@ function code(s: string): string {
 function row(...cells: string[]): string {
   // A pipe inside a cell would end it early.
   return `| ${cells.map((c) => c.replaceAll('|', '\\|')).join(' | ')} |`;
+}
+
+function fixedNote(description: string, reason: string | undefined): string {
+  return reason === undefined ? description : `${description} **Fixed at creation**: ${reason}.`;
 }

@@ -55,6 +55,12 @@ export interface CommitRequest {
    * and expiry do work for nothing.
    */
   allowEmpty?: boolean;
+  /**
+   * Commit files written under an older schema than the latest snapshot's (they are read through
+   * the newer one by field id) instead of failing with SchemaChangedError. For files written
+   * elsewhere and only committed here (the commit function), which cannot be planned again.
+   */
+  acceptOlderSchema?: boolean;
 }
 
 /** How a commit retries, merges manifests and compares keys. */

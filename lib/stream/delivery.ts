@@ -59,7 +59,8 @@ export class BatchDelivery {
   private readonly progress = new Map<string, Promise<BucketProgress | undefined>>();
 
   constructor(
-    readonly table: Table,
+    /** Moves to a newer schema when a split's files were written with one (after an alter). */
+    public table: Table,
     readonly consumerId: string,
     readonly sink: StreamSink,
     private readonly now: () => number = Date.now,
@@ -86,6 +87,7 @@ export class BatchDelivery {
     if (delivered !== undefined && m.snapshotId <= delivered) return 'duplicate';
     if (m.prev !== undefined && (delivered === undefined || delivered < m.prev)) throw gapError(m, delivered);
     const split = await loadSplitMessage(this.table.store, m);
+    if (split.files.some((f) => f.schemaId > this.table.schema.id)) this.table = await this.table.latest();
     const data = await readSplit(this.table, split);
     await this.sink.write({
       table: this.table,

@@ -11,6 +11,7 @@ import type { Snapshot } from '../snapshot/snapshot.js';
 import { readChangelogFiles, readDeltaEntries, readLiveFiles } from '../manifest/scan.js';
 import { readTag } from '../snapshot/tags.js';
 import type { Table } from '../table/table.js';
+import type { TableSchema } from '../schema/types.js';
 import { readConsumer } from '../snapshot/consumer.js';
 import { splitsOf, type Split } from './split.js';
 import { resolveStreamOptions, type ResolvedStreamOptions, type StreamOptions } from './stream-options.js';
@@ -25,6 +26,11 @@ export interface StreamStart {
 export interface StreamPlan {
   snapshot: Snapshot;
   splits: Split[];
+  /**
+   * Set when this snapshot's schema is newer than the stream's: from here on the stream reads
+   * through `schema` (rows in the new columns), and `StreamScan.table` is the table at it.
+   */
+  schemaChange?: { from: number; to: number; schema: TableSchema };
 }
 
 /** Where a stream with these options starts now, ignoring any consumer position. */
@@ -141,12 +147,22 @@ export class StreamScan {
   private readonly consumerId?: string;
   readonly options: ResolvedStreamOptions;
 
+  private current: Table;
+  /** Whether a snapshot was planned yet (the first one sets the schema without an event). */
+  private planned = false;
+
   constructor(
-    readonly table: Table,
+    table: Table,
     opts: StreamOptions & { consumerId?: string } = {},
   ) {
+    this.current = table;
     this.options = resolveStreamOptions(table, opts);
     this.consumerId = opts.consumerId;
+  }
+
+  /** The table at the schema of the last snapshot planned: read its splits through this. */
+  get table(): Table {
+    return this.current;
   }
 
   /** The next snapshot the stream will read (undefined before the first plan). */
@@ -179,10 +195,18 @@ export class StreamScan {
         }
         return undefined;
       }
+      // Each snapshot is read through its own schema; after the first one, a change is reported.
+      let schemaChange: StreamPlan['schemaChange'];
+      if (snapshot.schemaId !== this.current.schema.id) {
+        const schema = await this.current.schemaById(snapshot.schemaId);
+        if (this.planned) schemaChange = { from: this.current.schema.id, to: schema.id, schema };
+        this.current = this.current.withSchema(schema);
+      }
+      this.planned = true;
       const splits = this.full ? await planFull(this.table, snapshot) : await planFollowUp(this.table, snapshot);
       this.full = false;
       this.next = id + 1;
-      if (splits.length > 0) return { snapshot, splits };
+      if (splits.length > 0 || schemaChange) return { snapshot, splits, ...(schemaChange ? { schemaChange } : {}) };
     }
   }
 

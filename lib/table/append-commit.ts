@@ -53,6 +53,8 @@ export async function commitAppend(table: Table, batches: readonly CommitBatch[]
       schemaId: spec.schemaId ?? table.schema.id,
       batches: [...batches],
       properties: spec.properties,
+      // Files queued before an alter are already written: they land and are read by field id.
+      acceptOlderSchema: true,
     },
     commitOptionsFor(table, spec.commitOptions),
   );

@@ -40,7 +40,9 @@ export async function readAuditLog(table: Table, opts: AuditLogOptions = {}): Pr
   // Both ends must exist: a range that reaches into expired snapshots would silently lose changes.
   // (0 means "from the table's beginning").
   if (from > 0) await table.snapshotFor({ snapshotId: from });
-  await table.snapshotFor({ snapshotId: to });
+  const end = await table.snapshotFor({ snapshotId: to });
+  // The changes are read through the schema of the range's end.
+  if (end && end.schemaId !== table.schema.id) table = table.withSchema(await table.schemaById(end.schemaId));
   const schema = physicalArrowSchema(table.schema);
   const mode = opts.mode ?? 'delta';
   if (mode === 'changelog') {

@@ -4,7 +4,9 @@
  * merge engine. Partition pruning from the manifests, key-range pruning from file statistics.
  */
 import * as arrow from 'apache-arrow';
-import { InvalidArgumentError, ObjectNotFoundError, SnapshotExpiredError } from '../errors.js';
+import { InvalidArgumentError, ObjectNotFoundError, SchemaChangedError, SnapshotExpiredError } from '../errors.js';
+import { evolveTable } from '../format/evolve.js';
+import { formatType } from '../schema/type-text.js';
 import { runLimited } from '../concurrency.js';
 import { concatTables, emptyTable, tableToRows, takeRows } from '../format/columns.js';
 import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema.js';
@@ -18,7 +20,7 @@ import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
 import { mergeSortedRuns } from '../mergetree/sort-merge-reader.js';
 import { parsePartitionPath } from '../schema/partition.js';
 import { toJsonValue } from '../schema/values.js';
-import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
+import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField } from '../schema/types.js';
 import { dataFileKey } from './paths.js';
 import type { Table } from './table.js';
 import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
@@ -36,8 +38,11 @@ export interface ReadOptions extends SnapshotSpec {
 
 /** Reads the merged state of a table at a snapshot. */
 export async function readTable(table: Table, opts: ReadOptions = {}): Promise<arrow.Table> {
-  const columns = checkColumns(table, opts.columns);
   const snapshot = await resolveSnapshot(table, opts);
+  // A snapshot is read through its own schema: time travel before an alter sees the old columns,
+  // a reader opened before an alter sees the new ones.
+  if (snapshot && snapshot.schemaId !== table.schema.id) table = table.withSchema(await table.schemaById(snapshot.schemaId));
+  const columns = checkColumns(table, opts.columns);
   const outSchema = opts.keepDeletes ? physicalArrowSchema(table.schema) : tableArrowSchema(table.schema);
   if (!snapshot) return project(emptyTable(outSchema), columns, opts.keepDeletes);
   const entries = await readLiveFiles(table.store, table.path, snapshot, {
@@ -106,7 +111,23 @@ export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropD
 /** Reads one data or changelog file of the table. */
 export async function readEntry(table: Table, entry: Pick<ManifestEntry, 'partition' | 'bucket' | 'file'>): Promise<arrow.Table> {
   const { body } = await table.store.get(dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName));
-  return readDataFile(body);
+  const data = await readDataFile(body);
+  const fileSchemaId = entry.file.schemaId;
+  if (fileSchemaId === table.schema.id) return data;
+  if (fileSchemaId > table.schema.id) {
+    // Reading a newer file through an older schema would silently drop its new columns.
+    throw new SchemaChangedError(
+      `${table.name}: data file ${entry.file.fileName} was written with schema ${fileSchemaId}, newer than schema ${table.schema.id} this reader uses; reopen the table and read again`,
+      table.schema.id,
+      fileSchemaId,
+    );
+  }
+  const fileSchema = await table.schemaById(fileSchemaId);
+  return sameLayout(fileSchema.fields, table.schema.fields) ? data : evolveTable(data, fileSchema.fields, table.schema.fields);
+}
+
+function sameLayout(a: DataField[], b: DataField[]): boolean {
+  return a.length === b.length && a.every((f, i) => f.id === b[i].id && f.name === b[i].name && formatType(f.type) === formatType(b[i].type));
 }
 
 /** The requested columns, checked to exist in the table (undefined: all). */

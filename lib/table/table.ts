@@ -16,6 +16,10 @@ import { scanTable, type ScanOptions } from './scan.js';
 import { TableWriter, type CommitResult, type WriterOptions } from './writer.js';
 import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
 import { NO_COMMIT_HOOKS, type AppendCommitHooks } from './commit-hooks.js';
+import { latestSchema, readSchema } from '../schema/schema-manager.js';
+import { SchemaChangedError, TableNotFoundError } from '../errors.js';
+import type { SchemaChange } from '../schema/schema-evolution.js';
+import { alterTable, type AlterResult } from './alter.js';
 
 export class Table {
   readonly options: TableOptions;
@@ -32,6 +36,8 @@ export class Table {
   readonly keyTypes: DataType[];
   /** Orders the JSON-encoded keys of file metadata exactly like the merge orders rows. */
   readonly compareKeys: (a: JsonValue[], b: JsonValue[]) => number;
+  /** Schema versions read so far (schema files are never rewritten), shared by every view of the table. */
+  private schemaVersions = new Map<number, Promise<TableSchema>>();
 
   constructor(
     readonly store: ObjectStore,
@@ -58,6 +64,34 @@ export class Table {
       return v;
     };
     this.compareKeys = (a, b) => compareKeyTuples(types, decode(a), decode(b));
+    this.schemaVersions.set(schema.id, Promise.resolve(schema));
+  }
+
+  /** Schema version `id` of this table (cached: schema files are never rewritten). */
+  schemaById(id: number): Promise<TableSchema> {
+    let s = this.schemaVersions.get(id);
+    if (!s) {
+      s = readSchema(this.store, this.path, id);
+      s.catch(() => this.schemaVersions.delete(id));
+      this.schemaVersions.set(id, s);
+    }
+    return s;
+  }
+
+  /** This table seen through another of its schema versions (time travel, or after an alter). */
+  withSchema(schema: TableSchema): Table {
+    if (schema.id === this.schema.id) return this;
+    const view = new Table(this.store, this.name, this.path, schema, this.commitHooks);
+    view.schemaVersions = this.schemaVersions;
+    this.schemaVersions.set(schema.id, Promise.resolve(schema));
+    return view;
+  }
+
+  /** This table at its newest schema (itself when no alter happened since it was opened). */
+  async latest(): Promise<Table> {
+    const schema = await latestSchema(this.store, this.path);
+    if (!schema) throw new TableNotFoundError(this.name);
+    return schema.id > this.schema.id ? this.withSchema(schema) : this;
   }
 
   /** A writer that buffers rows per bucket and commits them as one snapshot per `commit()`. */
@@ -67,13 +101,28 @@ export class Table {
 
   /** Writes rows (with optional row kinds) and commits them as one snapshot. */
   async write(rows: Row[], opts: WriterOptions & { kinds?: ArrayLike<number>; commitIdentifier?: string } = {}): Promise<CommitResult> {
-    const writer = this.newWriter(opts);
-    try {
-      await writer.write(rows, opts.kinds);
-      return await writer.commit(opts.commitIdentifier);
-    } finally {
-      await writer.close();
+    // A concurrent alter makes the commit fail with SchemaChangedError: the rows are then written
+    // again under the new schema (mapped by field id), as if they had come just after the alter.
+    let table: Table = this;
+    for (let attempt = 0; ; attempt++) {
+      const writer = table.newWriter(opts);
+      try {
+        await writer.write(rows, opts.kinds);
+        return await writer.commit(opts.commitIdentifier);
+      } catch (e) {
+        if (!(e instanceof SchemaChangedError) || attempt >= 5) throw e;
+        const next = await table.latest();
+        rows = rowsThroughSchema(rows, table.schema, next.schema);
+        table = next;
+      } finally {
+        await writer.close();
+      }
     }
+  }
+
+  /** Changes the schema (add, rename, drop, widen columns; options; comment); returns the table at the new schema. */
+  async alter(changes: readonly SchemaChange[]): Promise<AlterResult> {
+    return alterTable(this, changes);
   }
 
   /** Reads the merged state of the table at a snapshot (latest by default) as an Arrow table. */
@@ -93,4 +142,19 @@ export class Table {
   async snapshotFor(spec: SnapshotSpec = {}): Promise<Snapshot | undefined> {
     return resolveSnapshot(this, spec);
   }
+}
+
+/** Rows of schema `from` as rows of the later schema `to`: values follow their field id (renamed, dropped, added columns). */
+export function rowsThroughSchema(rows: Row[], from: TableSchema, to: TableSchema): Row[] {
+  const oldName = new Map(from.fields.map((f) => [f.id, f.name]));
+  const same = to.fields.length === from.fields.length && to.fields.every((f, i) => from.fields[i].id === f.id && from.fields[i].name === f.name);
+  if (same) return rows;
+  return rows.map((r) => {
+    const out: Row = {};
+    for (const f of to.fields) {
+      const name = oldName.get(f.id);
+      out[f.name] = name === undefined ? null : (r[name] ?? null);
+    }
+    return out;
+  });
 }

@@ -130,3 +130,34 @@ describe('varve demo', () => {
     expect(r.out).toMatch(/held by consumer demo at nextSnapshot (\d+)/);
   }, 60_000);
 });
+
+describe('varve alter', () => {
+  it('adds, renames and widens; read, describe and tail follow the new schema; tail says where it changed', async () => {
+    // Prepare
+    await write('db.t', [{ id: 1, v: 'a' }]);
+    // Act
+    const alter = await varve('alter', 'db.t', '--add', 'n INT', '--rename', 'v=label', '--comment', 'demo table');
+    const widen = await varve('alter', 'db.t', '--type', 'n BIGINT', '--set', 'snapshot.num-retained.min=5');
+    const refused = await varve('alter', 'db.t', '--set', 'bucket=4');
+    await write('db.t', [{ id: 2, label: 'b', n: 7 }]);
+    const read = await varve('read', 'db.t', '--format', 'jsonl');
+    const old = await varve('read', 'db.t', '--snapshot', '1', '--format', 'jsonl');
+    const describe = await varve('describe', 'db.t');
+    const tail = await varve('tail', 'db.t', '--from', 'earliest');
+    // Assess
+    expect(alter.out).toContain('schema 1, snapshot 2');
+    expect(widen.out).toContain('schema 2, snapshot 3');
+    expect(refused.code).toBe(1);
+    expect(refused.err).toMatch(/bucket cannot change after the table is created: .*varve rescale/);
+    expect(lines(read.out)).toEqual([{ id: 1, label: 'a', n: null }, { id: 2, label: 'b', n: 7 }]);
+    expect(lines(old.out)).toEqual([{ id: 1, v: 'a' }]);
+    expect(describe.out).toMatch(/schema id\s+2/);
+    expect(describe.out).toMatch(/comment\s+demo table/);
+    expect(lines(tail.out)).toEqual([
+      { snapshot: 1, kind: '+I', row: { id: 1, v: 'a' } },
+      { snapshot: 2, event: 'schema-change', schemaId: 1, columns: ['id BIGINT NOT NULL', 'label STRING', 'n INT'] },
+      { snapshot: 3, event: 'schema-change', schemaId: 2, columns: ['id BIGINT NOT NULL', 'label STRING', 'n BIGINT'] },
+      { snapshot: 4, kind: '+I', row: { id: 2, label: 'b', n: 7 } },
+    ]);
+  });
+});
