@@ -5,6 +5,10 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
 import { formatType } from '../schema/type-text.js';
+import type * as arrow from 'apache-arrow';
+import { emptyTable } from '../format/columns.js';
+import { tableArrowSchema } from '../format/arrow-schema.js';
+import { filterTable, parsePredicate, type Predicate } from '../table/predicate.js';
 import { LocalRuntime } from '../runtime/local-runtime.js';
 import { checkConsumerId } from '../snapshot/consumer.js';
 import { changeToJsonLine, changesOf, jsonlSink } from '../stream/sinks.js';
@@ -50,7 +54,8 @@ export function registerStreamCommands(program: Command, globals: () => GlobalOp
     .option('--follow', 'keep waiting for new changes (default: stop once caught up)')
     .option('--idle-exit <ms>', 'with --follow: stop after this many ms without a new change')
     .option('--max-changes <n>', 'without --consumer-id: stop once this many changes are printed')
-    .action(async (name: string, o: { consumerId?: string; from?: string; ignoreProgress?: boolean; onExpired?: string; follow?: boolean; idleExit?: string; maxChanges?: string }) => {
+    .option('--where <predicate>', 'only changes whose row matches a predicate (without --consumer-id)')
+    .action(async (name: string, o: { consumerId?: string; from?: string; ignoreProgress?: boolean; onExpired?: string; follow?: boolean; idleExit?: string; maxChanges?: string; where?: string }) => {
       const table = await openCatalog(warehouseUri(globals().warehouse)).getTable(name);
       if (o.onExpired !== undefined && o.onExpired !== 'fail' && o.onExpired !== 'skip-to-earliest') {
         throw new InvalidArgumentError(`--on-expired must be fail or skip-to-earliest, got "${o.onExpired}"`);
@@ -68,10 +73,11 @@ export function registerStreamCommands(program: Command, globals: () => GlobalOp
         if (maxChanges !== undefined) {
           throw new InvalidArgumentError('--max-changes works without --consumer-id only (a consumer records progress per snapshot, not per change); drop one of them');
         }
+        if (o.where !== undefined) throw new InvalidArgumentError('--where works without --consumer-id only: a consumer records every change it is given as delivered');
         checkConsumerId(o.consumerId);
         await tailWithConsumer(table, o.consumerId, stream, { follow: Boolean(o.follow), idleExitMs }, out);
       } else {
-        await tailWithoutConsumer(table, stream, { follow: Boolean(o.follow), idleExitMs, maxChanges, status }, out);
+        await tailWithoutConsumer(table, stream, { follow: Boolean(o.follow), idleExitMs, maxChanges, status, where: o.where }, out);
       }
     });
 
@@ -90,6 +96,8 @@ interface TailOptions {
   maxChanges?: number;
   /** Told once, with --follow, when the tail has caught up and waits for new commits. */
   status?: Out;
+  /** Predicate text, parsed against the stream's schema (again after each schema change). */
+  where?: string;
 }
 
 /** A tail that keeps no state: a StreamScan pulled snapshot by snapshot, woken by commits. */
@@ -98,6 +106,13 @@ async function tailWithoutConsumer(table: Table, stream: StreamOptions, opts: Ta
   let lastChange = Date.now();
   let printed = 0;
   let announced = false;
+  let predicate: { schemaId: number; p: Predicate } | undefined;
+  const filter = (t: Table, data: arrow.Table): arrow.Table => {
+    if (opts.where === undefined) return data;
+    if (predicate?.schemaId !== t.schema.id) predicate = { schemaId: t.schema.id, p: parsePredicate(opts.where, t.schema.fields) };
+    return filterTable(data, predicate.p, t.schema.fields);
+  };
+  if (opts.where !== undefined) filter(table, emptyTable(tableArrowSchema(table.schema)));
   let wake: (() => void) | undefined;
   const unsubscribe = onCommit((e) => {
     if (e.table === table.name && e.warehouse === table.store.uri) wake?.();
@@ -114,7 +129,7 @@ async function tailWithoutConsumer(table: Table, stream: StreamOptions, opts: Ta
           lastChange = Date.now();
         }
         for (const split of plan.splits) {
-          const data = await readSplit(current, split);
+          const data = filter(current, await readSplit(current, split));
           const batch = { table: current, consumerId: '', snapshotId: split.snapshotId, partition: split.partition, bucket: split.bucket, kind: split.kind, data, splitId: '' };
           let lines = changesOf(batch).map((c) => changeToJsonLine(current, c));
           if (opts.maxChanges !== undefined) lines = lines.slice(0, opts.maxChanges - printed);

@@ -18,6 +18,9 @@ import { displayRecords, openCatalog, warehouseUri } from './context.js';
 import { RecordPrinter, renderRecords, type OutputFormat } from './output.js';
 import { parseTimestamp, type GlobalOptions } from './parse-flags.js';
 import { openInput, writeProgress } from './write-input.js';
+import { formatPredicate } from '../table/predicate.js';
+import type { ReadExplain } from '../table/read-pruning.js';
+import type { Table } from '../table/table.js';
 
 type Out = (text: string) => void;
 
@@ -144,26 +147,50 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
     .option('--tag <name>', 'read the snapshot of this tag')
     .option('--columns <cols>', 'columns to print, comma separated')
     .option('--partition <spec>', 'only this partition, e.g. dt=2024-01-01,region=eu')
+    .option('--where <predicate>', `only rows matching a predicate, e.g. "amount >= 10 AND status IN ('paid', 'new')" (= != < <= > >= IN, IS [NOT] NULL, AND, OR, NOT)`)
+    .option('--limit <n>', 'at most this many rows')
+    .option('--explain', 'print what the read pruned (partitions, file key ranges) and read, instead of the rows')
     .option('--format <format>', 'table, jsonl or csv', 'table')
     .action(async (name: string, o) => {
       const table = await catalog().getTable(name);
       const format = outputFormat(o.format);
+      let explained: ReadExplain | undefined;
       const batches = table.scan({
         snapshotId: o.snapshot,
         timestamp: o.timestamp !== undefined ? parseTimestamp(o.timestamp) : undefined,
         tag: o.tag,
         columns: o.columns ? list(o.columns) : undefined,
         partition: o.partition ? parsePartitionSpec(o.partition) : undefined,
+        where: o.where,
+        limit: o.limit !== undefined ? parseNonNegativeInt('--limit', o.limit) : undefined,
+        explain: o.explain ? (e) => (explained = e) : undefined,
         batchRows: PRINT_SLICE_ROWS,
       });
       // Prints as it reads: memory holds a batch of rows, not the table.
       let printer: RecordPrinter | undefined;
       for await (const batch of batches) {
+        if (o.explain) continue;
         const { columns, records } = displayRecords(new arrow.Table(batch), table.schema.fields);
         printer ??= new RecordPrinter(columns, format, out);
         printer.add(records);
       }
+      if (explained) {
+        out(explainText(explained, table) + '\n');
+        return;
+      }
       printer?.end();
+    });
+
+  program
+    .command('count')
+    .description('count the merged rows of a table (optionally only those matching --where)')
+    .argument('<table>', 'DB.TABLE')
+    .option('--snapshot <id>', 'count at this snapshot', Number)
+    .option('--tag <name>', 'count at the snapshot of this tag')
+    .option('--where <predicate>', 'only rows matching a predicate')
+    .action(async (name: string, o) => {
+      const table = await catalog().getTable(name);
+      out(`${await table.count({ snapshotId: o.snapshot, tag: o.tag, where: o.where })}\n`);
     });
 
   program
@@ -173,6 +200,7 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
     .option('--snapshot <id>', 'at this snapshot', Number)
     .option('--incremental-between <a,b>', 'changes after snapshot A up to snapshot B')
     .option('--mode <mode>', 'delta (merged new files) or changelog (changelog files)', 'delta')
+    .option('--where <predicate>', 'only rows matching a predicate')
     .option('--format <format>', 'table, jsonl or csv', 'table')
     .action(async (name: string, o) => {
       const table = await catalog().getTable(name);
@@ -181,6 +209,7 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
         snapshotId: o.snapshot,
         incrementalBetween: o.incrementalBetween ? parseIncrementalBetween(o.incrementalBetween) : undefined,
         mode: o.mode,
+        where: o.where,
       });
       const { columns, records } = displayRecords(result.select(result.schema.fields.map((f) => f.name).filter((n) => n !== SEQUENCE_COLUMN)), table.schema.fields);
       out(renderRecords(columns, records, outputFormat(o.format)));
@@ -295,4 +324,25 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
       out(`dropped ${name}\n`);
     });
 
+}
+
+function parseNonNegativeInt(flag: string, text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n)) throw new InvalidArgumentError(`${flag} must be an integer ≥ 0, got "${text}"`);
+  return n;
+}
+
+/** The `read --explain` report. */
+function explainText(e: ReadExplain, table: Table): string {
+  const types = new Map(table.schema.fields.map((f) => [f.name, f.type]));
+  return [
+    `snapshot            ${e.snapshotId ?? 'none (empty table)'} (schema ${e.schemaId})`,
+    `predicate           ${e.predicate ? formatPredicate(e.predicate, types) : '(none)'}`,
+    `live files          ${e.liveFiles}`,
+    `skipped: partition  ${e.skippedByPartition}`,
+    `skipped: key range  ${e.skippedByKeyRange}`,
+    `files read          ${e.filesRead}`,
+    `rows merged         ${e.mergedRows}`,
+    `rows matching       ${e.matchingRows} (predicate applied after the merge)`,
+  ].join('\n');
 }

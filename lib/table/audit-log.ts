@@ -13,6 +13,7 @@ import type { ManifestEntry } from '../manifest/types.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
 import { mergeBuckets, readEntry, readTable } from './read.js';
 import type { Table } from './table.js';
+import { filterTable, toPredicate, type Predicate } from './predicate.js';
 
 export type IncrementalMode = 'delta' | 'changelog';
 
@@ -21,6 +22,8 @@ export interface AuditLogOptions {
   /** Changes after snapshot `from` up to and including snapshot `to`. */
   incrementalBetween?: { from: number; to: number };
   mode?: IncrementalMode;
+  /** Only rows (of any kind) for which this predicate is true. */
+  where?: string | Predicate;
 }
 
 /** Parses `A,B` (as given to `--incremental-between`). */
@@ -35,8 +38,16 @@ export function parseIncrementalBetween(text: string): { from: number; to: numbe
 
 /** Rows with their kinds, as an Arrow table with the system columns `_SEQUENCE_NUMBER`, `_VALUE_KIND`. */
 export async function readAuditLog(table: Table, opts: AuditLogOptions = {}): Promise<arrow.Table> {
-  if (!opts.incrementalBetween) return readTable(table, { snapshotId: opts.snapshotId, keepDeletes: true });
-  const { from, to } = opts.incrementalBetween;
+  if (!opts.incrementalBetween) return readTable(table, { snapshotId: opts.snapshotId, keepDeletes: true, where: opts.where });
+  const log = await readIncremental(table, opts, opts.incrementalBetween);
+  if (opts.where === undefined) return log;
+  const end = await table.snapshotFor({ snapshotId: opts.incrementalBetween.to });
+  const fields = end ? (await table.schemaById(end.schemaId)).fields : table.schema.fields;
+  return filterTable(log, toPredicate(opts.where, fields), fields);
+}
+
+async function readIncremental(table: Table, opts: AuditLogOptions, range: { from: number; to: number }): Promise<arrow.Table> {
+  const { from, to } = range;
   // Both ends must exist: a range that reaches into expired snapshots would silently lose changes.
   // (0 means "from the table's beginning").
   if (from > 0) await table.snapshotFor({ snapshotId: from });

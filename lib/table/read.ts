@@ -11,7 +11,8 @@ import { runLimited } from '../concurrency.js';
 import { concatTables, emptyTable, tableToRows, takeRows } from '../format/columns.js';
 import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema.js';
 import { readDataFile } from '../format/data-file.js';
-import type { ManifestEntry } from '../manifest/types.js';
+import type { DataFileMeta, ManifestEntry } from '../manifest/types.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
 import type { JsonValue } from '../schema/value-codec.js';
 import { readLiveFiles } from '../manifest/scan.js';
 import { intervalPartition } from '../mergetree/interval-partition.js';
@@ -22,6 +23,8 @@ import { parsePartitionPath } from '../schema/partition.js';
 import { toJsonValue } from '../schema/values.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField } from '../schema/types.js';
 import { dataFileKey } from './paths.js';
+import { filterTable, toPredicate, type Predicate } from './predicate.js';
+import { ReadPruning, type ReadExplain } from './read-pruning.js';
 import type { Table } from './table.js';
 import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
 
@@ -34,6 +37,15 @@ export interface ReadOptions extends SnapshotSpec {
   keyRange?: { min?: JsonValue[]; max?: JsonValue[] };
   /** Keep retracted keys with their row kinds and the system columns (the audit log). */
   keepDeletes?: boolean;
+  /**
+   * Only rows for which this predicate is true (text like `amount > 10 AND dt = '2024-05-01'`, or
+   * a tree): prunes partitions and files by key range, then filters after the merge.
+   */
+  where?: string | Predicate;
+  /** At most this many rows (after the filter). */
+  limit?: number;
+  /** Called with what the read pruned and read (`varve read --explain`). */
+  explain?: (e: ReadExplain) => void;
 }
 
 /** Reads the merged state of a table at a snapshot. */
@@ -43,12 +55,12 @@ export async function readTable(table: Table, opts: ReadOptions = {}): Promise<a
   // a reader opened before an alter sees the new ones.
   if (snapshot && snapshot.schemaId !== table.schema.id) table = table.withSchema(await table.schemaById(snapshot.schemaId));
   const columns = checkColumns(table, opts.columns);
+  const { entries: pruned, where, explain } = await planRead(table, snapshot, opts);
   const outSchema = opts.keepDeletes ? physicalArrowSchema(table.schema) : tableArrowSchema(table.schema);
-  if (!snapshot) return project(emptyTable(outSchema), columns, opts.keepDeletes);
-  const entries = await readLiveFiles(table.store, table.path, snapshot, {
-    partition: partitionFilter(table, opts.partition),
-  });
-  const pruned = opts.keyRange ? entries.filter((e) => overlapsRange(table, e, opts.keyRange!)) : entries;
+  if (!snapshot) {
+    opts.explain?.(explain);
+    return project(emptyTable(outSchema), columns, opts.keepDeletes);
+  }
   let merged: arrow.Table[];
   try {
     merged = await mergeBuckets(table, pruned, !opts.keepDeletes);
@@ -66,6 +78,12 @@ export async function readTable(table: Table, opts: ReadOptions = {}): Promise<a
   }
   let result = merged.length ? concatTables(merged, physicalArrowSchema(table.schema)) : emptyTable(physicalArrowSchema(table.schema));
   if (opts.keyRange) result = filterKeyRange(table, result, opts.keyRange);
+  explain.mergedRows = result.numRows;
+  // After the merge, never before: filtering versions would let an older one win.
+  if (where) result = filterTable(result, where.predicate, table.schema.fields);
+  if (opts.limit !== undefined && result.numRows > opts.limit) result = result.slice(0, opts.limit);
+  explain.matchingRows = result.numRows;
+  opts.explain?.(explain);
   return project(result, columns, opts.keepDeletes);
 }
 
@@ -182,4 +200,52 @@ export function filterKeyRange(table: Table, t: arrow.Table, r: { min?: JsonValu
     keep.push(i);
   });
   return keep.length === t.numRows ? t : takeRows(t, Uint32Array.from(keep));
+}
+
+/**
+ * The files a read of `snapshot` merges: live files of the requested partitions, pruned by key
+ * range and by the predicate's partition and key bounds; with what was skipped, for --explain.
+ */
+export async function planRead(
+  table: Table,
+  snapshot: Snapshot | undefined,
+  opts: ReadOptions,
+): Promise<{ entries: ManifestEntry[]; where?: ReadPruning; explain: ReadExplain }> {
+  if (opts.limit !== undefined && (!Number.isInteger(opts.limit) || opts.limit < 0)) throw new InvalidArgumentError(`limit must be an integer ≥ 0, got ${opts.limit}`);
+  const where = opts.where === undefined ? undefined : new ReadPruning(table, toPredicate(opts.where, table.schema.fields));
+  const explain: ReadExplain = { snapshotId: snapshot?.id, schemaId: table.schema.id, predicate: where?.predicate, liveFiles: 0, skippedByPartition: 0, skippedByKeyRange: 0, filesRead: 0, mergedRows: 0, matchingRows: 0 };
+  if (!snapshot) return { entries: [], where, explain };
+  const inSpec = partitionFilter(table, opts.partition);
+  // With --explain the skipped files are counted, so the manifests are read without the predicate.
+  const entries = await readLiveFiles(table.store, table.path, snapshot, {
+    partition: where && !opts.explain ? (p) => (inSpec?.(p) ?? true) && where.partitionMay(p) : inSpec,
+  });
+  explain.liveFiles = entries.length;
+  let pruned = opts.keyRange ? entries.filter((e) => overlapsRange(table, e, opts.keyRange!)) : entries;
+  if (where) {
+    const inPartition = pruned.filter((e) => where.partitionMay(e.partition));
+    explain.skippedByPartition = pruned.length - inPartition.length;
+    pruned = inPartition.filter(where.fileMay);
+    explain.skippedByKeyRange = inPartition.length - pruned.length;
+  }
+  explain.filesRead = pruned.length;
+  return { entries: pruned, where, explain };
+}
+
+/** The chunks of a data file read through the table's schema (by field id) when the file was written with another. */
+export async function* evolveChunks(table: Table, file: DataFileMeta, chunks: AsyncIterable<arrow.Table>): AsyncGenerator<arrow.Table> {
+  if (file.schemaId === table.schema.id) {
+    yield* chunks;
+    return;
+  }
+  if (file.schemaId > table.schema.id) {
+    throw new SchemaChangedError(
+      `${table.name}: data file ${file.fileName} was written with schema ${file.schemaId}, newer than schema ${table.schema.id} this reader uses; reopen the table and read again`,
+      table.schema.id,
+      file.schemaId,
+    );
+  }
+  const fileSchema = await table.schemaById(file.schemaId);
+  const same = sameLayout(fileSchema.fields, table.schema.fields);
+  for await (const c of chunks) yield same ? c : evolveTable(c, fileSchema.fields, table.schema.fields);
 }

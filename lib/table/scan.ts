@@ -10,13 +10,13 @@ import { emptyTable } from '../format/columns.js';
 import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema.js';
 import { readDataFileRowGroups } from '../format/data-file.js';
 import type { ManifestEntry } from '../manifest/types.js';
-import { readLiveFiles } from '../manifest/scan.js';
 import { intervalPartition } from '../mergetree/interval-partition.js';
 import { mergeEngineFor } from '../mergetree/merge-function.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
 import { mergeRunStreams } from '../mergetree/stream-merge.js';
 import { dataFileKey } from './paths.js';
-import { checkColumns, filterKeyRange, overlapsRange, partitionFilter, project, type ReadOptions } from './read.js';
+import { checkColumns, evolveChunks, filterKeyRange, planRead, project, type ReadOptions } from './read.js';
+import { filterTable } from './predicate.js';
 import type { Table } from './table.js';
 import { resolveSnapshot } from './time-travel.js';
 
@@ -29,16 +29,20 @@ const DEFAULT_BATCH_ROWS = 65_536;
 
 /** Yields the merged rows of a table at a snapshot as RecordBatches, bucket by bucket, in key order. */
 export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGenerator<arrow.RecordBatch> {
-  const columns = checkColumns(table, opts.columns);
   const snapshot = await resolveSnapshot(table, opts);
+  // A snapshot is read through its own schema (see readTable).
+  if (snapshot && snapshot.schemaId !== table.schema.id) table = table.withSchema(await table.schemaById(snapshot.schemaId));
+  const columns = checkColumns(table, opts.columns);
   const batchRows = Math.max(1, opts.batchRows ?? DEFAULT_BATCH_ROWS);
+  const plan = await planRead(table, snapshot, opts);
   if (!snapshot) {
+    opts.explain?.(plan.explain);
     const schema = opts.keepDeletes ? physicalArrowSchema(table.schema) : tableArrowSchema(table.schema);
     yield* project(emptyTable(schema), columns, opts.keepDeletes).batches;
     return;
   }
-  const entries = await readLiveFiles(table.store, table.path, snapshot, { partition: partitionFilter(table, opts.partition) });
-  const pruned = opts.keyRange ? entries.filter((e) => overlapsRange(table, e, opts.keyRange!)) : entries;
+  const { entries: pruned, where, explain } = plan;
+  let remaining = opts.limit ?? Infinity;
   const groups = new Map<string, ManifestEntry[]>();
   for (const e of pruned) {
     const id = `${e.partition}\u0000${e.bucket}`;
@@ -53,16 +57,25 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
     for (const id of [...groups.keys()].sort()) {
       const files = groups.get(id)!;
       const entryOf = new Map(files.map((f) => [f.file, f]));
+      if (remaining <= 0) break;
       for (const section of intervalPartition(files.map((f) => f.file), table.compareKeys)) {
+        if (remaining <= 0) break;
         // Each file is its own run (one record per key, its own sequence base).
         const runs = section.flat().map((meta) => {
           const e = entryOf.get(meta)!;
           const key = dataFileKey(table.path, e.partition, e.bucket, meta.fileName);
-          return { chunks: readDataFileRowGroups(table.store, key, meta.fileSize), sequenceBase: meta.sequenceBase };
+          return { chunks: evolveChunks(table, meta, readDataFileRowGroups(table.store, key, meta.fileSize)), sequenceBase: meta.sequenceBase };
         });
         const merged = mergeRunStreams(runs, { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes });
         for await (let piece of merged) {
+          if (remaining <= 0) break;
           if (opts.keyRange) piece = filterKeyRange(table, piece, opts.keyRange);
+          explain.mergedRows += piece.numRows;
+          // After the merge, never before: filtering versions would let an older one win.
+          if (where) piece = filterTable(piece, where.predicate, table.schema.fields);
+          if (piece.numRows > remaining) piece = piece.slice(0, remaining);
+          remaining -= piece.numRows;
+          explain.matchingRows += piece.numRows;
           const out = project(piece, columns, opts.keepDeletes);
           for (let at = 0; at < out.numRows; at += batchRows) {
             for (const b of out.slice(at, at + batchRows).batches) {
@@ -85,6 +98,7 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
     }
     throw e;
   }
+  opts.explain?.(explain);
   // A reader always learns the schema: an empty result is one empty batch.
   if (!yielded) yield* project(emptyTable(physicalArrowSchema(table.schema)), columns, opts.keepDeletes).batches;
 }

@@ -138,6 +138,11 @@ export class Table {
     return scanTable(this, opts);
   }
 
+  /** The number of merged rows at a snapshot (latest by default), optionally only those matching `where`. */
+  async count(opts: Omit<ReadOptions, 'columns' | 'keepDeletes'> = {}): Promise<number> {
+    return (await readTable(this, opts)).numRows;
+  }
+
   /** The snapshot a read resolves to (id, timestamp or tag), or undefined for an empty table. */
   async snapshotFor(spec: SnapshotSpec = {}): Promise<Snapshot | undefined> {
     return resolveSnapshot(this, spec);

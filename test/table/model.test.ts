@@ -1,7 +1,8 @@
 /**
  * Randomized model test of primary-key tables: seeded sequences of upserts and deletes over
  * several buckets and partitions, for each merge engine, compared with an in-memory model after
- * every commit; then time travel to every earlier snapshot compared with the model's history.
+ * every commit (and a random filtered read with the model filtered by the test's own evaluation of
+ * the predicate); then time travel to every earlier snapshot compared with the model's history.
  */
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
@@ -67,8 +68,8 @@ function genBatch(r: Rng, engine: Engine): Array<{ row: Row; kind: number }> {
   return out;
 }
 
-async function readState(table: Table, snapshotId?: number): Promise<ModelState> {
-  const result = await table.read({ snapshotId });
+async function readState(table: Table, snapshotId?: number, where?: string): Promise<ModelState> {
+  const result = await table.read({ snapshotId, where });
   const state: ModelState = new Map();
   for (const row of tableToRows(result, table.schema.fields)) {
     state.set(`${row.region}|${row.id}`, { v: row.v as bigint | null, s: row.s as string | null });
@@ -78,6 +79,65 @@ async function readState(table: Table, snapshotId?: number): Promise<ModelState>
 
 function sorted(state: ModelState): Array<[string, { v: bigint | null; s: string | null }]> {
   return [...state.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+type Tri = boolean | null;
+interface GenPredicate {
+  text: string;
+  /** The test's own three-valued evaluation, independent of lib/table/predicate.ts. */
+  test: (row: Row) => Tri;
+}
+
+/** A random predicate over the model's columns (partition, key and value columns), as text and as a JS function. */
+function genPredicate(r: Rng, depth = 0): GenPredicate {
+  const roll = r.next();
+  if (depth < 2 && roll < 0.35) {
+    const a = genPredicate(r, depth + 1);
+    const b = genPredicate(r, depth + 1);
+    if (roll < 0.15) return { text: `(${a.text}) AND (${b.text})`, test: (row) => and3(a.test(row), b.test(row)) };
+    if (roll < 0.3) return { text: `(${a.text}) OR (${b.text})`, test: (row) => or3(a.test(row), b.test(row)) };
+    return { text: `NOT (${a.text})`, test: (row) => not3(a.test(row)) };
+  }
+  const col = r.pick(['id', 'region', 'v', 's'] as const);
+  const lit = (): { text: string; value: unknown } => {
+    if (r.chance(0.05)) return { text: 'NULL', value: null };
+    if (col === 'id') return ((n) => ({ text: String(n), value: n }))(r.int(0, 41));
+    if (col === 'region') return ((x) => ({ text: `'${x}'`, value: x }))(r.pick(['eu', 'us', 'xx']));
+    if (col === 'v') return ((n) => ({ text: String(n), value: BigInt(n) }))(r.int(-50, 100));
+    return ((x) => ({ text: `'${x}'`, value: x }))(`s${r.int(0, 9)}-`);
+  };
+  const cmp = (a: unknown, b: unknown): number => (a! < b! ? -1 : a! > b! ? 1 : 0);
+  const kind = r.int(0, 3);
+  if (kind === 0) {
+    const negated = r.chance(0.5);
+    return { text: `${col} IS ${negated ? 'NOT ' : ''}NULL`, test: (row) => (row[col] === null) !== negated };
+  }
+  if (kind === 1) {
+    const values = Array.from({ length: r.int(1, 4) }, lit);
+    const negated = r.chance(0.3);
+    return {
+      text: `${col} ${negated ? 'NOT ' : ''}IN (${values.map((v) => v.text).join(', ')})`,
+      test: (row) => {
+        if (row[col] === null) return null;
+        if (values.some((v) => v.value !== null && cmp(row[col], v.value) === 0)) return !negated;
+        return values.some((v) => v.value === null) ? null : negated;
+      },
+    };
+  }
+  const op = r.pick(['=', '!=', '<', '<=', '>', '>='] as const);
+  const v = lit();
+  const holds = { '=': (c: number) => c === 0, '!=': (c: number) => c !== 0, '<': (c: number) => c < 0, '<=': (c: number) => c <= 0, '>': (c: number) => c > 0, '>=': (c: number) => c >= 0 }[op];
+  return { text: `${col} ${op} ${v.text}`, test: (row) => (row[col] === null || v.value === null ? null : holds(cmp(row[col], v.value))) };
+}
+
+function and3(a: Tri, b: Tri): Tri {
+  return a === false || b === false ? false : a === null || b === null ? null : true;
+}
+function or3(a: Tri, b: Tri): Tri {
+  return a === true || b === true ? true : a === null || b === null ? null : false;
+}
+function not3(a: Tri): Tri {
+  return a === null ? null : !a;
 }
 
 describe('primary-key table model test', () => {
@@ -101,6 +161,13 @@ describe('primary-key table model test', () => {
         if (!result.snapshot) continue;
         history.set(result.snapshot.id, new Map(model));
         expect(sorted(await readState(table)), `after commit ${c} (seed ${seed})`).toEqual(sorted(model));
+        // A random filtered read equals filtering the model's merged state.
+        const p = genPredicate(r);
+        const expected = sorted(model).filter(([key, { v, s }]) => {
+          const [region, id] = key.split('|');
+          return p.test({ id: Number(id), region, v, s }) === true;
+        });
+        expect(sorted(await readState(table, undefined, p.text)), `where ${p.text} after commit ${c} (seed ${seed})`).toEqual(expected);
       }
       for (const [id, expected] of history) {
         expect(sorted(await readState(table, id)), `time travel to snapshot ${id} (seed ${seed})`).toEqual(sorted(expected));
