@@ -71,7 +71,7 @@ async function removeConsumer(table: Table, c: Consumer, now: number, expiration
 /** Removes the consumers of `table` idle for longer than `consumer.expiration-time`. */
 export async function expireConsumers(table: Table, opts: ExpireConsumersOptions = {}): Promise<ExpireConsumersResult> {
   const consumers = await listConsumers(table.store, table.path);
-  const expiration = opts.expirationMs ?? table.options.consumerExpirationTimeMs;
+  const expiration = opts.expirationMs ?? table.options.consumerExpirationTime;
   if (expiration === undefined || consumers.length === 0) {
     return { expired: [], remaining: consumers, neverExpire: expiration === undefined };
   }

@@ -56,7 +56,7 @@ export function resolveRetention(table: Table, o: RetentionOverrides = {}): Rete
   const opts = table.options;
   let retainMin = checkCount('retain-min', o.retainMin ?? opts.snapshotNumRetainedMin);
   let retainMax = checkCount('retain-max', o.retainMax ?? opts.snapshotNumRetainedMax);
-  let timeRetainedMs = o.olderThanMs ?? opts.snapshotTimeRetainedMs;
+  let timeRetainedMs = o.olderThanMs ?? opts.snapshotTimeRetained;
   const limit = checkCount('expire limit', o.limit ?? opts.snapshotExpireLimit);
   if (!Number.isFinite(timeRetainedMs) || timeRetainedMs < 0) {
     throw new InvalidArgumentError(`the time to retain snapshots must be a duration of 0 or more, got ${timeRetainedMs}`);
@@ -75,7 +75,7 @@ export function resolveRetention(table: Table, o: RetentionOverrides = {}): Rete
   };
   retainMin = raise('changelog.num-retained.min', retainMin, opts.changelogNumRetainedMin);
   retainMax = raise('changelog.num-retained.max', retainMax, opts.changelogNumRetainedMax);
-  timeRetainedMs = raise('changelog.time-retained', timeRetainedMs, opts.changelogTimeRetainedMs);
+  timeRetainedMs = raise('changelog.time-retained', timeRetainedMs, opts.changelogTimeRetained);
   retainMax = Math.max(retainMax, retainMin);
   return { retainMin, retainMax, timeRetainedMs, limit, raisedForChangelog: raised };
 }

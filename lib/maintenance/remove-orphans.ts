@@ -161,7 +161,7 @@ async function pendingReferences(table: Table, used: Set<string>, now: number): 
 
 /** Finds (and unless `dryRun`, deletes) the unreferenced files of `table` older than the window. */
 export async function removeOrphanFiles(table: Table, opts: RemoveOrphansOptions = {}): Promise<RemoveOrphansResult> {
-  const olderThanMs = opts.olderThanMs ?? table.options.orphanFilesOlderThanMs;
+  const olderThanMs = opts.olderThanMs ?? table.options.orphanFilesOlderThan;
   if (!Number.isFinite(olderThanMs) || olderThanMs < 0) {
     throw new InvalidArgumentError(`the orphan file age must be a duration of 0 or more, got ${olderThanMs}`);
   }

@@ -67,11 +67,11 @@ export function mergeConfig(partial: Partial<MergeConfig> = {}): MergeConfig {
 export function mergeConfigFromOptions(options: TableOptions): MergeConfig {
   return mergeConfig({
     engine: options.mergeEngine,
-    sequenceFields: options.sequenceFields,
+    sequenceFields: options.sequenceField,
     sequenceDescending: options.sequenceDescending,
     ignoreDelete: options.ignoreDelete,
     aggregateFunctions: options.aggregateFunctions(),
-    defaultAggregateFunction: options.defaultAggregateFunction,
+    defaultAggregateFunction: options.fieldsDefaultAggregateFunction,
     ignoreRetract: options.ignoreRetractColumns(),
     listaggDelimiters: options.listAggDelimiters(),
     sequenceGroups: options.sequenceGroups().map((g) => ({ sequenceFields: g.sequenceFields, fields: g.columns })),

@@ -80,7 +80,7 @@ export class RuntimeConsumer {
     if (this.running) return;
     this.running = true;
     for (let i = 0; i < (this.opts.readers ?? 2); i++) this.loops.push(this.readLoop());
-    const interval = this.opts.discoveryIntervalMs ?? this.table.options.continuousDiscoveryIntervalMs;
+    const interval = this.opts.discoveryIntervalMs ?? this.table.options.continuousDiscoveryInterval;
     // A backstop: commits of this process trigger discovery at once; others are found by it.
     if (interval > 0) this.timer = setInterval(() => this.scheduleDiscovery(), interval).unref();
     this.scheduleDiscovery();

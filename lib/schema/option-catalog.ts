@@ -101,7 +101,7 @@ const incrementalBetween = (v: OptionValue): string | undefined =>
   (v as string[]).length === 2 ? undefined : 'give exactly two snapshot ids or tag names, e.g. "12,20"';
 
 /** Every table option. */
-export const TABLE_OPTIONS: readonly OptionDecl[] = [
+export const TABLE_OPTIONS = [
   // Layout
   { key: 'bucket', type: 'int', default: '1', min: 1, description: 'Number of buckets per partition; a row goes to the bucket of its bucket key\'s frozen hash (docs/BUCKETING.md). Fixed buckets only: Paimon\'s dynamic (-1) and postpone (-2) modes are not supported.' },
   { key: 'bucket-key', type: 'list', description: 'Columns whose hash picks the bucket (unset: the primary key minus the partition keys); a subset of those. Immutable.' },
@@ -186,7 +186,7 @@ export const TABLE_OPTIONS: readonly OptionDecl[] = [
   { key: 'incremental-between', type: 'list', check: incrementalBetween, description: 'Batch read of the changes between two snapshots (or tags), start exclusive: "s1,s2".' },
   { key: 'incremental-between-scan-mode', type: 'enum', default: 'auto', allowed: ['auto', 'delta', 'changelog'], description: 'What `incremental-between` reads: changelog files when the table has a changelog producer (auto), the written delta, or the changelog.' },
   { key: 'continuous.discovery-interval', type: 'duration', default: '10 s', min: 1, description: 'How often the local runtime looks for new snapshots for streaming consumers (on AWS discovery also runs after each commit).' },
-];
+] as const satisfies readonly OptionDecl[];
 
 /** Every per-column option. */
 export const FIELD_OPTIONS: readonly FieldOptionDecl[] = [
@@ -225,3 +225,29 @@ export const UNSUPPORTED_OPTIONS: Readonly<Record<string, string>> = {
   'bucket-function.type': 'the bucket function is frozen (docs/BUCKETING.md)',
   'rowkind.field': 'give the row kind per record (`_kind` in JSONL input) instead',
 };
+
+/** The key of a table option (not a per-column `fields.<col>.…` one). */
+export type OptionKey = (typeof TABLE_OPTIONS)[number]['key'];
+type DeclOf<K extends OptionKey> = Extract<(typeof TABLE_OPTIONS)[number], { key: K }>;
+/** The parsed type of a declaration: numbers for int/long/duration (ms)/memory (bytes), the allowed values of an enum. */
+type ParsedType<D> = D extends { type: 'int' | 'long' | 'duration' | 'memory' }
+  ? number
+  : D extends { type: 'boolean' }
+    ? boolean
+    : D extends { type: 'list' }
+      ? string[]
+      : D extends { type: 'enum'; allowed: readonly (infer A)[] }
+        ? A
+        : string;
+/** The value `get(key)` returns: undefined only for an option without a default (lists are empty instead). */
+export type OptionValueOf<K extends OptionKey> = DeclOf<K> extends { default: unknown } | { type: 'list' } ? ParsedType<DeclOf<K>> : ParsedType<DeclOf<K>> | undefined;
+
+/** `write-buffer-size` → `writeBufferSize`, `commit.min-retry-wait` → `commitMinRetryWait`. */
+type CamelCase<S extends string> = S extends `${infer A}-${infer B}`
+  ? `${CamelCase<A>}${Capitalize<CamelCase<B>>}`
+  : S extends `${infer A}.${infer B}`
+    ? `${CamelCase<A>}${Capitalize<CamelCase<B>>}`
+    : S;
+
+/** One typed, read-only property per table option, named after its key in camel case; derived from the catalog. */
+export type OptionProperties = { readonly [K in OptionKey as CamelCase<K>]: OptionValueOf<K> };

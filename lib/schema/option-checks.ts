@@ -4,17 +4,18 @@
  * columns and that aggregate functions fit the column types.
  */
 import { OptionError } from '../errors.js';
-import { AGGREGATE_FUNCTION_TYPES, type AggregateFunction } from './option-catalog.js';
+import { AGGREGATE_FUNCTION_TYPES, type AggregateFunction, type OptionKey, type OptionValueOf } from './option-catalog.js';
 import { resolveOption, type ParsedOptions } from './option-parse.js';
 import type { DataField } from './types.js';
 
 /** Throws OptionError when options contradict each other. */
 export function checkOptionCombinations(p: ParsedOptions): void {
-  const get = (k: string) => resolveOption(p, k);
+  // The one cast: resolveOption returns what the catalog declares for the key.
+  const get = <K extends OptionKey>(k: K) => resolveOption(p, k) as OptionValueOf<K>;
   const isSet = (k: string) => p.table.has(k);
 
-  const trigger = get('num-sorted-run.compaction-trigger') as number;
-  const stop = get('num-sorted-run.stop-trigger') as number;
+  const trigger = get('num-sorted-run.compaction-trigger');
+  const stop = get('num-sorted-run.stop-trigger');
   if (stop < trigger) {
     throw new OptionError(
       `num-sorted-run.stop-trigger (${stop}) is below num-sorted-run.compaction-trigger (${trigger}): writers would stall before compaction starts; make it at least ${trigger}`,
@@ -22,20 +23,20 @@ export function checkOptionCombinations(p: ParsedOptions): void {
     );
   }
   for (const prefix of ['snapshot', 'changelog']) {
-    const min = get(`${prefix}.num-retained.min`) as number;
-    const max = get(`${prefix}.num-retained.max`) as number;
+    const min = get(`${prefix as 'snapshot' | 'changelog'}.num-retained.min`);
+    const max = get(`${prefix as 'snapshot' | 'changelog'}.num-retained.max`);
     if (min > max) {
       throw new OptionError(`${prefix}.num-retained.min (${min}) is above ${prefix}.num-retained.max (${max}); make min ≤ max`, `${prefix}.num-retained.min`);
     }
   }
-  const minWait = get('commit.min-retry-wait') as number;
-  const maxWait = get('commit.max-retry-wait') as number;
+  const minWait = get('commit.min-retry-wait');
+  const maxWait = get('commit.max-retry-wait');
   if (minWait > maxWait) {
     throw new OptionError(`commit.min-retry-wait (${minWait} ms) is above commit.max-retry-wait (${maxWait} ms); make min ≤ max`, 'commit.min-retry-wait');
   }
 
-  const engine = get('merge-engine') as string;
-  const producer = get('changelog-producer') as string;
+  const engine = get('merge-engine');
+  const producer = get('changelog-producer');
   if (engine === 'first-row' && producer !== 'none' && producer !== 'lookup') {
     throw new OptionError(
       `merge-engine=first-row works with changelog-producer none or lookup (it keeps the first version, so there is no input or full-compaction changelog to give); got ${producer}`,
@@ -60,7 +61,7 @@ export function checkOptionCombinations(p: ParsedOptions): void {
     }
   }
 
-  checkScanStart(get('scan.mode') as string, isSet);
+  checkScanStart(get('scan.mode'), isSet);
   checkSequenceGroups(p);
 }
 

@@ -112,7 +112,7 @@ export function unknownOption(key: string): OptionError {
 
 /** Up to three known option names closest to `key` (per-column options with `key`'s column). */
 export function suggestKeys(key: string): string[] {
-  const candidates = TABLE_OPTIONS.map((d) => d.key);
+  const candidates: string[] = TABLE_OPTIONS.map((d) => d.key);
   const m = /^fields\.(.+)\.[^.]+$/.exec(key);
   if (m) candidates.push(...FIELD_OPTIONS.map((d) => `fields.${m[1]}.${d.suffix}`));
   const limit = Math.max(2, Math.floor(key.length / 3));

@@ -127,9 +127,9 @@ function checkKeyOptions(opts: TableOptions, fields: DataField[], primaryKeys: s
       );
     }
   }
-  const fallback = opts.defaultAggregateFunction;
+  const fallback = opts.fieldsDefaultAggregateFunction;
   if (opts.mergeEngine !== 'aggregation' || fallback === undefined) return;
-  const sequence = new Set(opts.sequenceFields);
+  const sequence = new Set(opts.sequenceField);
   for (const f of fields) {
     if (primaryKeys.includes(f.name) || sequence.has(f.name) || opts.aggregateFunction(f.name) !== undefined) continue;
     checkAggregateFit(fallback, f, 'fields.default-aggregate-function');

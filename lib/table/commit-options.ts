@@ -6,13 +6,13 @@ import type { Table } from './table.js';
 export function commitOptionsFor(table: Table, overrides: Partial<CommitOptions> = {}): CommitOptions {
   const o = table.options;
   return {
-    maxRetries: o.get('commit.max-retries') as number,
-    minRetryWaitMs: o.get('commit.min-retry-wait') as number,
-    maxRetryWaitMs: o.get('commit.max-retry-wait') as number,
-    timeoutMs: (o.get('commit.timeout') as number | undefined) ?? undefined,
-    manifestTargetFileSize: o.get('manifest.target-file-size') as number,
-    manifestMergeMinCount: o.get('manifest.merge-min-count') as number,
-    manifestFullCompactionThresholdSize: o.get('manifest.full-compaction-threshold-size') as number,
+    maxRetries: o.commitMaxRetries,
+    minRetryWaitMs: o.commitMinRetryWait,
+    maxRetryWaitMs: o.commitMaxRetryWait,
+    timeoutMs: o.commitTimeout,
+    manifestTargetFileSize: o.manifestTargetFileSize,
+    manifestMergeMinCount: o.manifestMergeMinCount,
+    manifestFullCompactionThresholdSize: o.manifestFullCompactionThresholdSize,
     compareKeys: table.compareKeys,
     snapshotManager: table.commitSnapshots,
     manifestCache: table.manifestCache,
