@@ -61,7 +61,7 @@ export interface IcebergTableMetadata {
 
 /** The table's `metadata.iceberg.storage`. */
 export function icebergStorageOf(table: Table): IcebergStorage {
-  return (table.options.get('metadata.iceberg.storage') as IcebergStorage | undefined) ?? 'disabled';
+  return table.options.metadataIcebergStorage;
 }
 
 /** Where `table` exports its Iceberg metadata, or undefined when the export is disabled. */

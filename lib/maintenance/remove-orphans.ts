@@ -150,7 +150,7 @@ async function referencedKeys(table: Table, liveConsumers: readonly string[]): P
 
 /** Adds the files of live pending registrations to `used`; returns the keys of the expired registrations. */
 async function pendingReferences(table: Table, used: Set<string>, now: number): Promise<Set<string>> {
-  const retainedMs = table.options.get('orphan-files.pending-time-retained') as number;
+  const retainedMs = table.options.orphanFilesPendingTimeRetained;
   const expired = new Set<string>();
   for (const p of await listPending(table)) {
     if (p.lastModified < now - retainedMs) expired.add(p.key);
