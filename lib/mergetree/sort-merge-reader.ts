@@ -36,6 +36,8 @@ export interface MergeReadOptions {
   keepKinds?: boolean;
   /** A run may hold several versions of a key (a spilled write-buffer run), not one record per key. */
   repeatedKeys?: boolean;
+  /** The runs hold raw input records (a write buffer's spilled runs), which `count` aggregates count one by one. */
+  rawInput?: boolean;
 }
 
 /** Merges sorted runs into one table in the physical layout, sorted by key, one record per key. */
@@ -80,7 +82,7 @@ function planMerge(runs: RunInput[], opts: MergeReadOptions): VersionSet | null 
 }
 
 function mergeVersions(versions: VersionSet, opts: MergeReadOptions): arrow.Table {
-  const result = opts.engine.merge(versions, { rawInput: false, dropRetracts: opts.dropDeletes });
+  const result = opts.engine.merge(versions, { rawInput: opts.rawInput ?? false, dropRetracts: opts.dropDeletes });
   return materializeMerge(versions, result, { allInsert: opts.dropDeletes && !opts.keepKinds });
 }
 

@@ -3,10 +3,13 @@
  * under the OS temp directory. Every folder is registered until cleared, and whatever is left
  * when the process exits is removed then, so a crashed flush does not leak disk.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createReadStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as arrow from 'apache-arrow';
+
+/** Rows per batch of a spilled run: the unit its merge reads back. */
+export const SPILL_BATCH_ROWS = 16_384;
 
 const live = new Set<string>();
 let exitHookInstalled = false;
@@ -34,12 +37,17 @@ export class SpillDirectory {
     return this.bytes;
   }
 
-  /** Writes a table as one Arrow IPC file; returns its run number. */
+  /**
+   * Writes a table as one Arrow IPC stream of batches of at most SPILL_BATCH_ROWS rows, so it can
+   * be read back a batch at a time; returns its run number.
+   */
   write(table: arrow.Table): number {
     const dir = this.folder();
     const path = join(dir, `run-${this.files.length}.arrow`);
     try {
-      const bytes = arrow.tableToIPC(table, 'file');
+      const batches: arrow.RecordBatch[] = [];
+      for (let at = 0; at < table.numRows; at += SPILL_BATCH_ROWS) batches.push(...table.slice(at, at + SPILL_BATCH_ROWS).batches);
+      const bytes = arrow.tableToIPC(new arrow.Table(table.schema, batches), 'stream');
       writeFileSync(path, bytes);
       this.bytes += bytes.byteLength;
     } catch (e) {
@@ -51,9 +59,15 @@ export class SpillDirectory {
     return this.files.length - 1;
   }
 
-  /** Reads run `n` back (one record batch, as written). */
+  /** Reads run `n` back whole. */
   read(n: number): arrow.Table {
     return arrow.tableFromIPC(readFileSync(this.files[n]));
+  }
+
+  /** Reads run `n` back a batch at a time (one table per batch), streaming from disk. */
+  async *chunks(n: number): AsyncGenerator<arrow.Table> {
+    const reader = await arrow.RecordBatchReader.from(createReadStream(this.files[n], { highWaterMark: 1 << 20 }));
+    for await (const batch of reader) yield new arrow.Table(batch.schema, [batch]);
   }
 
   /** Deletes every run and the folder. */

@@ -33,7 +33,18 @@ interface Cursor {
  * more chunks, so memory is one chunk per run plus one piece.
  */
 export async function* mergeRunStreams(runs: RunStream[], opts: MergeReadOptions): AsyncGenerator<arrow.Table> {
-  const cursors: Cursor[] = runs.map((r) => ({ it: r.chunks[Symbol.asyncIterator](), keyColumns: opts.keyColumns, sequenceBase: r.sequenceBase, chunk: null, keys: null, start: 0, last: false }));
+  for await (const pieces of alignRunStreams(runs, opts.keyColumns)) {
+    const merged = mergeSortedRuns(pieces, opts);
+    if (merged.numRows > 0) yield merged;
+  }
+}
+
+/**
+ * The runs cut into aligned pieces: each yield holds, per run, the rows of one key interval (no
+ * key in two yields), intervals in key order. Merging each yield on its own is merging the runs.
+ */
+export async function* alignRunStreams(runs: RunStream[], keyColumns: string[]): AsyncGenerator<RunInput[]> {
+  const cursors: Cursor[] = runs.map((r) => ({ it: r.chunks[Symbol.asyncIterator](), keyColumns, sequenceBase: r.sequenceBase, chunk: null, keys: null, start: 0, last: false }));
   try {
     for (;;) {
       await Promise.all(cursors.map((c) => (remaining(c) === 0 && !c.last ? advance(c, false) : undefined)));
@@ -60,8 +71,7 @@ export async function* mergeRunStreams(runs: RunStream[], opts: MergeReadOptions
         if (cuts[i] > c.start) pieces.push({ table: c.chunk!.slice(c.start, cuts[i]), sequenceBase: c.sequenceBase });
         c.start = cuts[i];
       });
-      const merged = mergeSortedRuns(pieces, opts);
-      if (merged.numRows > 0) yield merged;
+      yield pieces;
     }
   } finally {
     await Promise.all(cursors.map((c) => c.it.return?.()));

@@ -18,6 +18,7 @@ import { mergeEngineFor, type MergeFunction } from './merge-function.js';
 import { materializeMerge } from './merge-output.js';
 import { sortVersions, storedSequence, versionsOfRuns, versionsOfTable, type SequencedTable, type VersionOrder } from './merge-plan.js';
 import { SpillDirectory } from './spill.js';
+import { alignRunStreams, type RunStream } from './stream-merge.js';
 
 /** Configuration of one write buffer, from the table's options. */
 export interface WriteBufferOptions {
@@ -59,6 +60,9 @@ export class WriteBuffer {
   private pendingBytes = 0;
   private pendingRows = 0;
   private spilledRows = 0;
+  /** Bytes and rows appended since the last flush (in memory or spilled): the rows' average size. */
+  private addedBytes = 0;
+  private addedRows = 0;
   private next: number;
 
   constructor(private readonly opts: WriteBufferOptions) {
@@ -82,6 +86,11 @@ export class WriteBuffer {
   /** Approximate bytes held in memory. */
   get memoryBytes(): number {
     return this.pendingBytes;
+  }
+
+  /** Average in-memory bytes of a record buffered since the last flush (0 when empty). */
+  get bytesPerRecord(): number {
+    return this.addedRows === 0 ? 0 : this.addedBytes / this.addedRows;
   }
 
   /** Records buffered (in memory and spilled) since the last flush. */
@@ -203,6 +212,46 @@ export class WriteBuffer {
     }
   }
 
+  /**
+   * Sorts and merges everything buffered, yielding the result in key order piece by piece. With
+   * spilled runs the merge streams: each run is read back a batch at a time and merged by a k-way
+   * merge, so memory holds a batch per run, not the buffer's whole content. The buffer is empty
+   * afterwards.
+   */
+  async *flushPieces(): AsyncGenerator<FlushResult> {
+    if (this.spills.runCount === 0) {
+      yield this.flush();
+      return;
+    }
+    try {
+      const memory = this.takePending();
+      const runs: RunStream[] = [];
+      for (let r = 0; r < this.spills.runCount; r++) runs.push({ chunks: this.spills.chunks(r), sequenceBase: 0 });
+      if (memory) runs.push({ chunks: single(this.sortedCopy(memory.table)), sequenceBase: 0 });
+      for await (const pieces of alignRunStreams(runs, this.opts.schema.primaryKeys)) {
+        const inputs = pieces.map((p) => sequenced(singleBatch(p.table)));
+        const versions = versionsOfRuns(this.opts.schema, inputs, this.order);
+        const result = this.engine.merge(versions, { rawInput: true, dropRetracts: false });
+        const data = materializeMerge(versions, result, { allInsert: false });
+        const changelog = this.opts.keepRawChangelog ? gatherRows(versions.sources, versions.source, versions.row) : undefined;
+        yield { data, changelog, rowCount: data.numRows, inputCount: versions.size };
+      }
+    } finally {
+      this.reset();
+    }
+  }
+
+  /**
+   * Spills the in-memory rows as a sorted run when spilling is on and the disk budget allows;
+   * false when it cannot (the caller flushes instead). The writer calls it on the buffer holding
+   * the most memory when all its buffers together reach `write-buffer-size`.
+   */
+  spillMemory(): boolean {
+    if (this.pendingRows === 0 || !this.canSpill()) return false;
+    this.spill();
+    return true;
+  }
+
   /** Drops everything buffered and deletes spill files; sequence numbering continues. */
   close(): void {
     this.reset();
@@ -213,6 +262,8 @@ export class WriteBuffer {
     this.pendingBytes = 0;
     this.pendingRows = 0;
     this.spilledRows = 0;
+    this.addedBytes = 0;
+    this.addedRows = 0;
     this.spills.clear();
   }
 
@@ -239,8 +290,11 @@ export class WriteBuffer {
   private append(table: arrow.Table): void {
     this.next += table.numRows;
     this.pending.push(table);
+    const bytes = approximateBytes(table);
     this.pendingRows += table.numRows;
-    this.pendingBytes += approximateBytes(table);
+    this.pendingBytes += bytes;
+    this.addedRows += table.numRows;
+    this.addedBytes += bytes;
     if (this.pendingBytes >= this.opts.writeBufferSize && this.canSpill()) this.spill();
   }
 
@@ -262,6 +316,10 @@ export class WriteBuffer {
     this.pendingRows = 0;
     return sequenced(table);
   }
+}
+
+async function* single(table: arrow.Table): AsyncGenerator<arrow.Table> {
+  yield table;
 }
 
 /** A physical-layout table with its stored `_SEQUENCE_NUMBER` as doubles (the buffer's arrival numbers). */

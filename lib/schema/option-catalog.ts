@@ -122,7 +122,7 @@ export const TABLE_OPTIONS = [
   { key: 'changelog-producer', type: 'enum', default: 'none', allowed: CHANGELOG_PRODUCERS, description: 'Which changelog streaming readers get: none (the raw writes), input (the written records), lookup (exact -U/+U at compaction of level 0) or full-compaction (the difference between full compactions).' },
   { key: 'changelog-producer.row-deduplicate', type: 'boolean', default: 'false', description: 'lookup / full-compaction: emit no -U/+U pair when the new value equals the old one.' },
   // Writing
-  { key: 'write-buffer-size', type: 'memory', default: '256 mb', min: 1, description: 'Memory a writer buffers (sorted, merged per key) before it flushes a level-0 file.' },
+  { key: 'write-buffer-size', type: 'memory', default: '256 mb', min: 1, description: 'Memory one writer buffers across all its buckets (one pool, as in Paimon): when full, the bucket holding the most spills a sorted run, or, not spillable, flushes a level-0 file early.' },
   { key: 'write-buffer-spillable', type: 'boolean', default: 'true', description: 'Whether a full write buffer spills sorted runs to local disk instead of flushing a small file.' },
   { key: 'write-buffer-spill.max-disk-size', type: 'memory', min: 1, description: 'Most local disk a writer spills to (unset: unlimited); keep it under the Lambda /tmp size.' },
   { key: 'write-only', type: 'boolean', default: 'false', description: 'Writers never compact or expire; a separate compaction function does it.' },

@@ -12,6 +12,7 @@ import { writeDataFile } from '../format/data-file.js';
 import { fileMetaOf } from '../mergetree/file-meta.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { WriteBuffer } from '../mergetree/write-buffer.js';
+import { RollingFileWriter } from '../mergetree/rolling-writer.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
 import { bucketOf } from '../schema/bucket.js';
 import { partitionPath } from '../schema/partition.js';
@@ -21,6 +22,9 @@ import { commitOptionsFor } from './commit-options.js';
 import { publishCommit } from './commit-events.js';
 import { dataFileKey } from './paths.js';
 import type { Table } from './table.js';
+
+/** Rows routed and buffered at a time by `write`: the most a buffer overshoots its limit by. */
+const WRITE_SLICE_ROWS = 1024;
 
 export interface WriterOptions {
   /** Who commits (recorded in each snapshot). A commit identifier given to `commit()` is unique in the table whatever the user. @default `writer-<random uuid>` */
@@ -88,19 +92,21 @@ export class TableWriter {
     if (kinds && kinds.length !== rows.length) {
       throw new InvalidArgumentError(`got ${rows.length} rows but ${kinds.length} row kinds`);
     }
-    const groups = new Map<string, { rows: Row[]; kinds: number[] }>();
-    for (let i = 0; i < rows.length; i++) {
-      const row = rows[i];
-      const id = this.route((f) => row[f.name] ?? null);
-      let g = groups.get(id);
-      if (!g) groups.set(id, (g = { rows: [], kinds: [] }));
-      g.rows.push(row);
-      g.kinds.push(kinds ? kinds[i] : RowKind.INSERT);
-    }
-    for (const [id, g] of groups) {
-      const bw = this.bucketWriter(id);
-      bw.buffer.add(g.rows, g.kinds);
-      await this.flushIfFull(bw);
+    // Slice by slice, so the buffers never overshoot write-buffer-size by more than a slice: a
+    // full buffer spills or flushes where Paimon's record-by-record check would.
+    for (let from = 0; from < rows.length; from += WRITE_SLICE_ROWS) {
+      const to = Math.min(rows.length, from + WRITE_SLICE_ROWS);
+      const groups = new Map<string, { rows: Row[]; kinds: number[] }>();
+      for (let i = from; i < to; i++) {
+        const row = rows[i];
+        const id = this.route((f) => row[f.name] ?? null);
+        let g = groups.get(id);
+        if (!g) groups.set(id, (g = { rows: [], kinds: [] }));
+        g.rows.push(row);
+        g.kinds.push(kinds ? kinds[i] : RowKind.INSERT);
+      }
+      for (const [id, g] of groups) this.bucketWriter(id).buffer.add(g.rows, g.kinds);
+      await this.boundMemory();
     }
     this.rows += rows.length;
   }
@@ -150,7 +156,7 @@ export class TableWriter {
     for (const [id, idx] of groups) {
       const bw = this.bucketWriter(id);
       bw.buffer.addTable(idx.length === n ? flat : takeRows(flat, idx instanceof Uint32Array ? idx : Uint32Array.from(idx)));
-      await this.flushIfFull(bw);
+      await this.boundMemory();
     }
     this.rows += n;
   }
@@ -164,10 +170,25 @@ export class TableWriter {
     return `${partition}\u0000${bucket}`;
   }
 
-  private async flushIfFull(bw: BucketWriter): Promise<void> {
-    // Without spilling, a full buffer becomes an extra level-0 file now rather than growing
-    // without bound; its sequence numbers continue in the next flush of the same buffer.
-    if (!this.table.options.writeBufferSpillable && bw.buffer.isFull()) await this.flushBucket(bw);
+  /**
+   * Keeps the writer within `write-buffer-size`. The limit is for the writer as a whole, like
+   * Paimon's memory pool shared by a task's writers: when all buffers together reach it, the one
+   * holding the most memory gives it up — spilled as a sorted run when spilling is on (and the
+   * spill disk budget allows), otherwise flushed now as an extra level-0 file whose sequence
+   * numbers the next flush of the same buffer continues.
+   */
+  private async boundMemory(): Promise<void> {
+    const limit = this.table.options.writeBufferSize;
+    for (;;) {
+      let total = 0;
+      let largest: BucketWriter | undefined;
+      for (const bw of this.buckets.values()) {
+        total += bw.buffer.memoryBytes;
+        if (!largest || bw.buffer.memoryBytes > largest.buffer.memoryBytes) largest = bw;
+      }
+      if (total < limit || !largest || largest.buffer.memoryBytes === 0) return;
+      if (!largest.buffer.spillMemory()) await this.flushBucket(largest);
+    }
   }
 
   /** Flushes every buffer to level-0 files and returns the batch to commit (nothing is committed). */
@@ -265,10 +286,21 @@ export class TableWriter {
     return span;
   }
 
+  /**
+   * Writes a buffer's merged records as level-0 files, rolling at `target-file-size` (estimated
+   * from the in-memory bytes per row), piece by piece as the buffer's merge yields them.
+   */
   private async flushBucket(bw: BucketWriter): Promise<void> {
-    const out = bw.buffer.flush();
-    if (out.data.numRows > 0) this.pendingData.push(await this.writeFile(bw, out.data, 'data'));
-    if (out.changelog && out.changelog.numRows > 0) this.pendingChangelog.push(await this.writeFile(bw, out.changelog, 'changelog'));
+    const target = this.table.options.targetFileSize;
+    const bytesPerRow = Math.max(1, bw.buffer.bytesPerRecord);
+    const data = new RollingFileWriter(target, bytesPerRow, 1, async (t) => void this.pendingData.push(await this.writeFile(bw, t, 'data')));
+    const changelog = new RollingFileWriter(target, bytesPerRow, 1, async (t) => void this.pendingChangelog.push(await this.writeFile(bw, t, 'changelog')));
+    for await (const out of bw.buffer.flushPieces()) {
+      await data.add(out.data);
+      if (out.changelog) await changelog.add(out.changelog);
+    }
+    await data.finish();
+    await changelog.finish();
   }
 
   private async writeFile(bw: BucketWriter, data: arrow.Table, prefix: 'data' | 'changelog'): Promise<FileChange> {
