@@ -153,10 +153,31 @@ export class ConsumerExpiredError extends VarveError {
   }
 }
 
+/**
+ * A consumer id held by another reader group (its lease has not expired): two readers of one id
+ * would each see an incomplete stream. Names the holder and when its lease ends.
+ */
+export class ConsumerLeaseHeldError extends VarveError {
+  constructor(
+    message: string,
+    readonly holder: { host: string; pid: number; readerId: string },
+    readonly expiresAt: number,
+  ) {
+    super(message, { kind: 'conflict' });
+  }
+}
+
+/** This reader's lease on a consumer was taken over (or ran out): it must stop delivering and recording progress. */
+export class ConsumerLeaseLostError extends VarveError {
+  constructor(message: string) {
+    super(message, { kind: 'conflict' });
+  }
+}
+
 /** A table name that does not exist in the catalog. */
 export class TableNotFoundError extends VarveError {
-  constructor(readonly table: string) {
-    super(`table ${table} does not exist; list tables with \`varve tables\` or create it with \`varve create\``, {
+  constructor(readonly table: string, detail?: string) {
+    super(detail ?? `table ${table} does not exist; list tables with \`varve tables\` or create it with \`varve create\``, {
       kind: 'not-found',
     });
   }

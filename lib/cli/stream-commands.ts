@@ -51,11 +51,12 @@ export function registerStreamCommands(program: Command, globals: () => GlobalOp
     .option('--from <position>', 'where a new stream starts: latest-full (default), latest, earliest, snapshot:N, snapshot-full:N, timestamp:T')
     .option('--ignore-progress', 'with --consumer-id: start from --from even when the consumer has progress')
     .option('--on-expired <what>', 'when the start or next snapshot, or the consumer id itself, has expired: fail (default) or skip-to-earliest (accept the gap)')
+    .option('--takeover', 'with --consumer-id: take the consumer over from the reader holding it (that reader is fenced off and stops)')
     .option('--follow', 'keep waiting for new changes (default: stop once caught up)')
     .option('--idle-exit <ms>', 'with --follow: stop after this many ms without a new change')
     .option('--max-changes <n>', 'without --consumer-id: stop once this many changes are printed')
     .option('--where <predicate>', 'only changes whose row matches a predicate (without --consumer-id)')
-    .action(async (name: string, o: { consumerId?: string; from?: string; ignoreProgress?: boolean; onExpired?: string; follow?: boolean; idleExit?: string; maxChanges?: string; where?: string }) => {
+    .action(async (name: string, o: { consumerId?: string; from?: string; ignoreProgress?: boolean; onExpired?: string; follow?: boolean; idleExit?: string; maxChanges?: string; where?: string; takeover?: boolean }) => {
       const table = await openCatalog(warehouseUri(globals().warehouse)).getTable(name);
       if (o.onExpired !== undefined && o.onExpired !== 'fail' && o.onExpired !== 'skip-to-earliest') {
         throw new InvalidArgumentError(`--on-expired must be fail or skip-to-earliest, got "${o.onExpired}"`);
@@ -75,7 +76,7 @@ export function registerStreamCommands(program: Command, globals: () => GlobalOp
         }
         if (o.where !== undefined) throw new InvalidArgumentError('--where works without --consumer-id only: a consumer records every change it is given as delivered');
         checkConsumerId(o.consumerId);
-        await tailWithConsumer(table, o.consumerId, stream, { follow: Boolean(o.follow), idleExitMs }, out);
+        await tailWithConsumer(table, o.consumerId, stream, { follow: Boolean(o.follow), idleExitMs, takeover: Boolean(o.takeover) }, out);
       } else {
         await tailWithoutConsumer(table, stream, { follow: Boolean(o.follow), idleExitMs, maxChanges, status, where: o.where }, out);
       }
@@ -98,6 +99,8 @@ interface TailOptions {
   status?: Out;
   /** Predicate text, parsed against the stream's schema (again after each schema change). */
   where?: string;
+  /** With a consumer id: take its lease from a live holder. */
+  takeover?: boolean;
 }
 
 /** A tail that keeps no state: a StreamScan pulled snapshot by snapshot, woken by commits. */
@@ -174,7 +177,8 @@ async function tailWithConsumer(table: Table, consumerId: string, stream: Stream
     lastChange = Date.now();
   });
   // One reader: lines come roughly in commit order (each bucket's lines always in order).
-  await runtime.addConsumer({ table, consumerId, sink: write, stream, readers: 1 });
+  // The consumer id's lease is taken first: a second tail of the same id fails here, naming the holder.
+  await runtime.addConsumer({ table, consumerId, sink: write, stream, readers: 1, takeover: opts.takeover });
   await runtime.start();
   try {
     if (!opts.follow) {

@@ -62,8 +62,9 @@ async function removeConsumer(table: Table, c: Consumer, now: number, expiration
     expiredAt: now,
     reason: `idle for longer than consumer.expiration-time (${expirationMs} ms) while snapshot ${c.nextSnapshot} waited to be read`,
   });
-  const tombstone = tombstoneKey(table.path, c.id);
-  const own = (await listAll(table.store, consumerObjectsPrefix(table.path, c.id))).filter((o) => o.key !== tombstone);
+  // The tombstone stays, and so does the lease: its fencing token must never start again at 1.
+  const keep = new Set([tombstoneKey(table.path, c.id), `${table.path}/consumer/consumer-${c.id}@lease`]);
+  const own = (await listAll(table.store, consumerObjectsPrefix(table.path, c.id))).filter((o) => !keep.has(o.key));
   await runLimited(own.map((o) => () => table.store.delete(o.key)), 16);
   await deleteConsumer(table.store, table.path, c.id);
 }

@@ -65,8 +65,9 @@ export interface RemoveOrphansResult {
   tooRecent: number;
 }
 
-// A tombstone (`@expired`) outlives its consumer on purpose: it is what makes resuming it fail loudly.
-const CONSUMER_OBJECT = /^consumer\/consumer-([^/@]+)@(?!expired$)/;
+// A tombstone (`@expired`) outlives its consumer on purpose: it is what makes resuming it fail
+// loudly; so does a lease (`@lease`), whose fencing token must never start again at 1.
+const CONSUMER_OBJECT = /^consumer\/consumer-([^/@]+)@(?!expired$|lease$)/;
 const BUCKET_DIR = /^bucket-\d+$/;
 
 /** The kind of a candidate file (`rel` is its key relative to the table), or undefined when it is never a candidate. */

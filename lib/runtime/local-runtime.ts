@@ -51,6 +51,12 @@ export interface ConsumerSpec {
   maxReceiveCount?: number;
   /** Snapshots planned per discovery run. @default 64 */
   maxSnapshotsPerRun?: number;
+  /** Hold the consumer id with a lease, so that a second reader group fails at once. @default true */
+  lease?: boolean;
+  /** Take the consumer id's lease from a live holder, fencing it off. */
+  takeover?: boolean;
+  /** Lease duration, renewed every third of it; also the limit of one sink call. @default the queue's visibility */
+  leaseMs?: number;
 }
 
 interface ManagedTable {
@@ -83,7 +89,7 @@ export class LocalRuntime {
     };
     every(this.opts.compactionIntervalMs, 10_000, () => this.tables.forEach((t) => this.scheduleCompaction(t)));
     every(this.opts.expiryIntervalMs, 60_000, () => this.tables.forEach((t) => void this.expireTable(t.table)));
-    for (const c of this.consumers) c.start();
+    for (const c of this.consumers) await c.start();
   }
 
   /** Stops every consumer and timer; waits for the work in progress. */
@@ -109,7 +115,7 @@ export class LocalRuntime {
     const consumer = new RuntimeConsumer({ ...spec, queue, maxReceiveCount, discoveryIntervalMs: this.opts.discoveryIntervalMs, log: this.log });
     await consumer.init();
     this.consumers.push(consumer);
-    if (this.running) consumer.start();
+    if (this.running) await consumer.start();
     return consumer;
   }
 

@@ -3,7 +3,9 @@
  * a run asks for one more run after it, like the reserved-concurrency-1 discovery Lambda) and a
  * few split-reader loops on the consumer's queue.
  */
-import { ConsumerExpiredError, VarveError } from '../errors.js';
+import { ConsumerExpiredError, ConsumerLeaseLostError, TableNotFoundError, VarveError } from '../errors.js';
+import { checkTableIdentity, tableIdentity } from '../stream/table-identity.js';
+import { ConsumerLeaseHandle, type LeaseHolder } from '../stream/lease.js';
 import type { Table } from '../table/table.js';
 import type { StreamSink } from '../stream/delivery.js';
 import { discover, ensureConsumer, resetConsumer, rewindPlanning, type DiscoveryResult } from '../stream/discovery.js';
@@ -25,6 +27,14 @@ export interface RuntimeConsumerOptions {
   readers?: number;
   maxSnapshotsPerRun?: number;
   maxReceiveCount?: number;
+  /** Hold the consumer id with a lease (one reader group at a time). @default true */
+  lease?: boolean;
+  /** Take the lease over from a live holder (which is fenced off). */
+  takeover?: boolean;
+  /** Who this reader group is, in the lease. @default this host and pid, a random reader id */
+  holder?: LeaseHolder;
+  /** Lease duration; also the limit of one sink call. @default the queue's visibility (MemoryQueue) or 30 s */
+  leaseMs?: number;
   /** Backstop discovery interval; 0 disables. @default the table's `continuous.discovery-interval` */
   discoveryIntervalMs?: number;
   log: (line: string) => void;
@@ -45,6 +55,11 @@ export class RuntimeConsumer {
   /** Why this consumer stopped for good (its id expired, its table was dropped); set once. */
   failure?: VarveError;
   private readonly reader: SplitReader;
+  /** The consumer id's lease, when this consumer holds one. */
+  readonly lease?: ConsumerLeaseHandle;
+  private renewTimer?: NodeJS.Timeout;
+  /** The table this consumer reads (table-identity.ts), fixed at `init`. */
+  private identity?: string;
   private loops: Promise<void>[] = [];
   private timer?: NodeJS.Timeout;
   private running = false;
@@ -55,6 +70,11 @@ export class RuntimeConsumer {
     this.table = opts.table;
     this.consumerId = opts.consumerId;
     this.queue = opts.queue;
+    const visibility = opts.queue instanceof MemoryQueue ? opts.queue.visibilityMs : 30_000;
+    const leaseMs = opts.leaseMs ?? visibility;
+    if (opts.lease !== false) {
+      this.lease = new ConsumerLeaseHandle(opts.table.store, opts.table.path, opts.consumerId, { holder: opts.holder, ttlMs: leaseMs, takeover: opts.takeover });
+    }
     this.reader = new SplitReader({
       table: opts.table,
       consumerId: opts.consumerId,
@@ -62,6 +82,8 @@ export class RuntimeConsumer {
       sink: opts.sink,
       maxReceiveCount: opts.maxReceiveCount,
       log: opts.log,
+      // A sink call may take as long as its message stays invisible, as Lambda's timeout allows.
+      fence: { lease: this.lease, sinkTimeoutMs: Math.min(visibility, leaseMs) },
     });
   }
 
@@ -70,19 +92,29 @@ export class RuntimeConsumer {
    * queue that starts empty in every process, planning restarts at the consumer's position.
    */
   async init(): Promise<void> {
-    if (this.opts.stream?.ignoreProgress) await resetConsumer(this.table, this.consumerId, this.opts.stream);
-    else if (this.opts.durableQueue) await ensureConsumer(this.table, this.consumerId, this.opts.stream);
-    else await rewindPlanning(this.table, this.consumerId, this.opts.stream);
+    this.identity = await tableIdentity(this.table);
+    // First the lease: a second reader group fails here, before it touches the position.
+    await this.lease?.acquire();
+    try {
+      if (this.opts.stream?.ignoreProgress) await resetConsumer(this.table, this.consumerId, this.opts.stream);
+      else if (this.opts.durableQueue) await ensureConsumer(this.table, this.consumerId, this.opts.stream);
+      else await rewindPlanning(this.table, this.consumerId, this.opts.stream);
+    } catch (e) {
+      await this.lease?.release();
+      throw e;
+    }
   }
 
-  /** Starts the reader loops, the backstop discovery timer and a first discovery. */
-  start(): void {
-    if (this.running) return;
+  /** Starts the reader loops, the backstop discovery timer and a first discovery (taking the lease again after a stop). */
+  async start(): Promise<void> {
+    if (this.running || this.failure) return;
+    if (this.lease && !this.lease.held) await this.lease.acquire();
     this.running = true;
     for (let i = 0; i < (this.opts.readers ?? 2); i++) this.loops.push(this.readLoop());
     const interval = this.opts.discoveryIntervalMs ?? this.table.options.continuousDiscoveryInterval;
     // A backstop: commits of this process trigger discovery at once; others are found by it.
     if (interval > 0) this.timer = setInterval(() => this.scheduleDiscovery(), interval).unref();
+    if (this.lease) this.renewTimer = setInterval(() => void this.renewLease(), Math.max(10, Math.floor(this.lease.ttlMs / 3))).unref();
     this.scheduleDiscovery();
   }
 
@@ -103,12 +135,27 @@ export class RuntimeConsumer {
     if (!this.running) return;
     this.running = false;
     clearInterval(this.timer);
+    clearInterval(this.renewTimer);
     await Promise.all(this.loops.splice(0));
     await this.discovering;
     try {
       await discover(this.table, this.queue, this.consumerId, { ...this.opts.stream, maxSnapshotsPerRun: 0 });
     } catch (e) {
       this.opts.log(`varve: recording the position of consumer ${this.consumerId} of ${this.table.name} failed: ${(e as Error).message}`);
+    }
+    await this.lease?.release();
+  }
+
+  private async renewLease(): Promise<void> {
+    try {
+      await this.lease?.renew();
+    } catch (e) {
+      if (e instanceof ConsumerLeaseLostError) {
+        // A drop deletes the lease too: say that rather than a takeover.
+        const dropped = this.identity === undefined ? undefined : await checkTableIdentity(this.table, this.identity).then(() => undefined, (x: unknown) => x);
+        this.halt(dropped instanceof TableNotFoundError ? dropped : e);
+      }
+      else this.opts.log(`varve: renewing the lease of consumer ${this.consumerId} failed (retried): ${(e as Error).message}`);
     }
   }
 
@@ -146,6 +193,8 @@ export class RuntimeConsumer {
   private async discoverOnce(): Promise<void> {
     try {
       let result: DiscoveryResult;
+      this.lease?.check();
+      if (this.identity !== undefined) await checkTableIdentity(this.table, this.identity);
       do {
         result = await discover(this.table, this.queue, this.consumerId, {
           ...this.opts.stream,
@@ -156,7 +205,7 @@ export class RuntimeConsumer {
       this.lastError = undefined;
     } catch (e) {
       const err = e as Error;
-      if (err instanceof ConsumerExpiredError) {
+      if (err instanceof ConsumerExpiredError || err instanceof ConsumerLeaseLostError || err instanceof TableNotFoundError) {
         // Never re-created silently: the consumer stops, and says why, until the user decides.
         this.halt(err);
         return;
@@ -175,6 +224,7 @@ export class RuntimeConsumer {
     this.opts.log(`varve: consumer ${this.consumerId} of ${this.table.name} stopped: ${reason.message}`);
     this.running = false;
     clearInterval(this.timer);
+    clearInterval(this.renewTimer);
   }
 
   private async readLoop(): Promise<void> {

@@ -7,9 +7,10 @@
  */
 import type * as arrow from 'apache-arrow';
 import { InvalidArgumentError, VarveError } from '../errors.js';
+import type { ConsumerLeaseHandle } from './lease.js';
 import type { Table } from '../table/table.js';
 import { readConsumer, type Consumer } from '../snapshot/consumer.js';
-import { bucketKey, readBucketProgress, writeBucketProgress, type BucketProgress } from './progress.js';
+import { advanceBucketProgress, bucketKey, checkFence, readBucketProgressEntry, type BucketProgress } from './progress.js';
 import { describeSplit, readSplit, type SplitKind } from './split.js';
 import { loadSplitMessage, parseSplitMessage, type SplitEnvelope } from './split-message.js';
 
@@ -42,6 +43,22 @@ export class SplitGapError extends VarveError {
   }
 }
 
+/** A sink call that outlived its lease / visibility: its split is not acknowledged and is delivered again in order. */
+export class SinkTimeoutError extends VarveError {
+  constructor(message: string) {
+    super(message, { kind: 'unavailable', retryable: true });
+  }
+}
+
+/** How a reader fences its deliveries: the lease it holds, and the time a sink call may take. */
+export interface DeliveryFence {
+  lease?: ConsumerLeaseHandle;
+  /** A sink call taking longer fails (SinkTimeoutError), as Lambda's timeout would end it. */
+  sinkTimeoutMs?: number;
+}
+
+type ProgressEntry = { progress: BucketProgress; etag: string } | undefined;
+
 /** What happened to one message. */
 export type DeliveryOutcome = 'delivered' | 'duplicate' | 'stale';
 
@@ -56,7 +73,8 @@ export function splitIdOf(consumerId: string, snapshotId: number, partition: str
  */
 export class BatchDelivery {
   private consumer?: Promise<Consumer | undefined>;
-  private readonly progress = new Map<string, Promise<BucketProgress | undefined>>();
+  private readonly progress = new Map<string, Promise<ProgressEntry>>();
+  private leaseVerified?: Promise<void>;
 
   constructor(
     /** Moves to a newer schema when a split's files were written with one (after an alter). */
@@ -64,6 +82,7 @@ export class BatchDelivery {
     readonly consumerId: string,
     readonly sink: StreamSink,
     private readonly now: () => number = Date.now,
+    private readonly fence: DeliveryFence = {},
   ) {}
 
   /** Delivers one message body; throws when it must be retried (the caller fails it and the rest of its group). */
@@ -80,16 +99,23 @@ export class BatchDelivery {
     if (consumer === undefined || consumer.run !== m.run) return 'stale';
     const key = bucketKey(m.partition, m.bucket);
     let progress = this.progress.get(key);
-    if (!progress) this.progress.set(key, (progress = readBucketProgress(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket)));
-    const p = await progress;
+    if (!progress) this.progress.set(key, (progress = readBucketProgressEntry(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket)));
+    const entry = await progress;
+    const p = entry?.progress;
+    const token = this.fence.lease?.token;
+    // A reader that lost its lease neither delivers nor records anything.
+    this.fence.lease?.check();
+    checkFence(this.consumerId, p, token);
     const delivered = p?.run === m.run ? p.snapshot : undefined;
     // Already delivered (a copy from a discovery that lost its race, or an ack that was lost).
     if (delivered !== undefined && m.snapshotId <= delivered) return 'duplicate';
     if (m.prev !== undefined && (delivered === undefined || delivered < m.prev)) throw gapError(m, delivered);
+    // Once per batch: the lease object still names this reader (a takeover fences it off here).
+    if (this.fence.lease) await (this.leaseVerified ??= this.fence.lease.verify());
     const split = await loadSplitMessage(this.table.store, m);
     if (split.files.some((f) => f.schemaId > this.table.schema.id)) this.table = await this.table.latest();
     const data = await readSplit(this.table, split);
-    await this.sink.write({
+    await this.callSink({
       table: this.table,
       consumerId: this.consumerId,
       snapshotId: m.snapshotId,
@@ -99,10 +125,34 @@ export class BatchDelivery {
       data,
       splitId: splitIdOf(this.consumerId, m.snapshotId, m.partition, m.bucket),
     });
-    const next: BucketProgress = { run: m.run, snapshot: m.snapshotId, updated: this.now() };
-    await writeBucketProgress(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket, next);
-    this.progress.set(key, Promise.resolve(next));
+    this.fence.lease?.check();
+    const next: BucketProgress = { run: m.run, snapshot: m.snapshotId, updated: this.now(), ...(token !== undefined ? { token } : {}) };
+    // Compare-and-swap: a bucket's progress never moves backwards, and never under an older lease.
+    const written = await advanceBucketProgress(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket, next, entry);
+    if (written === undefined) {
+      this.progress.delete(key);
+      return 'duplicate';
+    }
+    this.progress.set(key, Promise.resolve(written));
     return 'delivered';
+  }
+
+  /** The sink call, limited to `sinkTimeoutMs` when set. */
+  private async callSink(batch: ChangeBatch): Promise<void> {
+    const limit = this.fence.sinkTimeoutMs;
+    if (limit === undefined) return this.sink.write(batch);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new SinkTimeoutError(`the sink of consumer ${this.consumerId} took longer than ${limit} ms on split ${batch.splitId}; it is delivered again`)),
+        limit,
+      );
+    });
+    try {
+      await Promise.race([this.sink.write(batch), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
 

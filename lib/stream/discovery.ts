@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { listAll } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import { ConsumerExpiredError } from '../errors.js';
+import { tableIdentity } from './table-identity.js';
 import { deleteTombstone, readConsumer, readTombstone, writeConsumer, type Consumer, type ConsumerState, type ConsumerTombstone } from '../snapshot/consumer.js';
 import { bucketKey, foldProgress, nextSnapshotOf } from './progress.js';
 import { encodeSplitMessage, type SplitMessage } from './split-message.js';
@@ -59,6 +60,8 @@ export async function ensureConsumer(table: Table, consumerId: string, opts: Str
     if (existing?.run !== undefined) return existing;
     // A consumer file written by other means (no run yet) gets its run before anything is sent
     // under it; a new one starts at the scan mode's position — unless the id expired.
+    // Never create consumer state in the folder of a dropped table.
+    if (!existing) await tableIdentity(table);
     const tombstone = existing ? undefined : await readTombstone(table.store, table.path, consumerId);
     const state = existing
       ? { ...existing, run: randomUUID() }

@@ -6,7 +6,7 @@
  * that still have undelivered planned splits, of where each bucket stands. A bucket with no new
  * data is never in that set, so it never holds the consumer back.
  */
-import { CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
+import { ConsumerLeaseLostError, CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
 import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import { readConsumer, type ConsumerState } from '../snapshot/consumer.js';
@@ -19,6 +19,8 @@ export interface BucketProgress {
   snapshot: number;
   /** Epoch ms of the delivery. */
   updated: number;
+  /** Fencing token of the reader's lease (lease.ts); a smaller token can no longer write. */
+  token?: number;
 }
 
 /** The key of a bucket in the consumer's `buckets` map and in progress object names. */
@@ -57,6 +59,68 @@ export async function readBucketProgress(
     if (e instanceof SyntaxError) throw new CorruptMetadataError(`progress object ${key} is not valid JSON`, { cause: e });
     throw e;
   }
+}
+
+/** A bucket's progress with its etag (for a conditional update), or undefined. */
+export async function readBucketProgressEntry(
+  store: ObjectStore,
+  tablePath: string,
+  consumerId: string,
+  partition: string,
+  bucket: number,
+): Promise<{ progress: BucketProgress; etag: string } | undefined> {
+  const key = progressKey(tablePath, consumerId, partition, bucket);
+  try {
+    const obj = await store.get(key);
+    const p = JSON.parse(fromUtf8(obj.body)) as BucketProgress;
+    if (!Number.isInteger(p.snapshot)) throw new CorruptMetadataError(`progress object ${key} has no integer snapshot`);
+    return { progress: p, etag: obj.etag };
+  } catch (e) {
+    if (e instanceof ObjectNotFoundError) return undefined;
+    if (e instanceof SyntaxError) throw new CorruptMetadataError(`progress object ${key} is not valid JSON`, { cause: e });
+    throw e;
+  }
+}
+
+/** Throws ConsumerLeaseLostError when progress was written under a newer lease than `token`. */
+export function checkFence(consumerId: string, stored: BucketProgress | undefined, token: number | undefined): void {
+  if (stored?.token !== undefined && token !== undefined && stored.token > token) {
+    throw new ConsumerLeaseLostError(
+      `consumer ${consumerId}: a reader with a newer lease (token ${stored.token} > ${token}) has recorded progress; this reader was fenced off and stops`,
+    );
+  }
+}
+
+/**
+ * Moves a bucket's progress to `next` with a compare-and-swap, never backwards and never under an
+ * older lease: returns the new entry, or undefined when the bucket was already at or past
+ * `next.snapshot` (another reader delivered it). `seen` is the entry the caller read before.
+ */
+export async function advanceBucketProgress(
+  store: ObjectStore,
+  tablePath: string,
+  consumerId: string,
+  partition: string,
+  bucket: number,
+  next: BucketProgress,
+  seen: { progress: BucketProgress; etag: string } | undefined,
+): Promise<{ progress: BucketProgress; etag: string } | undefined> {
+  const key = progressKey(tablePath, consumerId, partition, bucket);
+  const body = utf8(JSON.stringify(next));
+  let current = seen;
+  for (let i = 0; i < 20; i++) {
+    checkFence(consumerId, current?.progress, next.token);
+    if (current && current.progress.run === next.run && current.progress.snapshot >= next.snapshot) return undefined;
+    let won: { etag: string } | undefined;
+    try {
+      won = current ? await store.putIfMatch(key, body, current.etag) : await store.putIfAbsent(key, body);
+    } catch (e) {
+      if (!(e instanceof ObjectNotFoundError)) throw e;
+    }
+    if (won) return { progress: next, etag: won.etag };
+    current = await readBucketProgressEntry(store, tablePath, consumerId, partition, bucket);
+  }
+  throw new ConsumerLeaseLostError(`consumer ${consumerId}: the progress of ${bucketKey(partition, bucket)} kept changing under this reader; another reader is delivering it`);
 }
 
 /** Records that a bucket's split of `progress.snapshot` was delivered (its only writer is the bucket's reader). */

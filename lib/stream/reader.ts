@@ -5,7 +5,7 @@
  * skips ahead; other groups carry on. After `maxReceiveCount` attempts the queue dead-letters the
  * split, and the bucket stops advancing — visibly: an error line, and the consumer's lag.
  */
-import { BatchDelivery, type DeliveryOutcome, type StreamSink } from './delivery.js';
+import { BatchDelivery, type DeliveryFence, type DeliveryOutcome, type StreamSink } from './delivery.js';
 import type { Table } from '../table/table.js';
 import type { QueueMessage, SplitQueue } from './split-queue.js';
 
@@ -22,6 +22,8 @@ export interface SplitReaderOptions {
   /** Where problems are reported. @default console.error */
   log?: (line: string) => void;
   now?: () => number;
+  /** The lease fencing this reader's deliveries and the time a sink call may take. */
+  fence?: DeliveryFence;
 }
 
 /** What one poll did. */
@@ -52,7 +54,7 @@ export class SplitReader {
   async process(messages: QueueMessage[]): Promise<PollResult> {
     const result: PollResult = { received: messages.length, delivered: 0, duplicates: 0, stale: 0, released: 0 };
     if (messages.length === 0) return result;
-    const delivery = new BatchDelivery(this.opts.table, this.opts.consumerId, this.opts.sink, this.opts.now);
+    const delivery = new BatchDelivery(this.opts.table, this.opts.consumerId, this.opts.sink, this.opts.now, this.opts.fence);
     const groups = new Map<string, QueueMessage[]>();
     for (const m of messages) {
       const g = groups.get(m.groupId);

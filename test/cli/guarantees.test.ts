@@ -3,12 +3,12 @@
  * writes across processes, consumer expiry that is never silent, one reader per consumer id, a
  * dropped table that stays dropped.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../lib/cli/main.js';
-import { varveProcess } from '../helpers/cli-process.js';
+import { startVarve, until, varveProcess } from '../helpers/cli-process.js';
 
 let dir: string;
 let wh: string;
@@ -83,4 +83,60 @@ describe('repro 1: an expired consumer is never resumed silently', () => {
     expect(accepted.out.trim().split('\n').map((l) => JSON.parse(l).row.id)).toEqual([4]);
     expect(ok(await varve('sys', 'ops.q', 'consumers', '--format', 'jsonl'))).toMatch(/"status":"active"/);
   }, 60_000);
+});
+
+describe('repro 2: one reader group per consumer id', () => {
+  it('a second `varve tail --consumer-id c1` (another OS process) fails at once naming the holder; --takeover fences the first off', async () => {
+    // Prepare
+    ok(await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id'));
+    ok(await varve('write', 'db.t', file('a.jsonl', '{"id": 1, "v": "a"}\n')));
+    const first = startVarve(wh, ['tail', 'db.t', '--consumer-id', 'c1', '--from', 'earliest', '--follow']);
+    try {
+      await until(() => first.out().includes('"id":1'), 'the first tail to print');
+      // Act
+      const second = await varve('tail', 'db.t', '--consumer-id', 'c1');
+      const taken = await varve('tail', 'db.t', '--consumer-id', 'c1', '--takeover');
+      ok(await varve('write', 'db.t', file('b.jsonl', '{"id": 2, "v": "b"}\n')));
+      const code = await first.exited;
+      // Assess
+      expect(second.code).not.toBe(0);
+      expect(second.err).toMatch(new RegExp(`consumer c1 is being read by reader \\S+ \\(host \\S+, pid ${first.child.pid}\\), whose lease runs until`));
+      expect(second.err).toMatch(/--takeover/);
+      expect(second.out).toBe('');
+      expect(taken.code, taken.err).toBe(0);
+      // The fenced-off tail stops on its next renewal, loudly, and never prints the change after the takeover.
+      expect(code).not.toBe(0);
+      expect(first.err()).toMatch(/lost its lease/);
+      expect(first.out()).not.toMatch(/"id":2/);
+    } finally {
+      first.child.kill('SIGKILL');
+    }
+  }, 120_000);
+});
+
+describe('repro 4: a dropped table stays dropped', () => {
+  it('`drop` while `tail --follow --consumer-id c1` runs (another OS process): the tail exits non-zero, nothing is re-created', async () => {
+    // Prepare
+    ok(await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id'));
+    ok(await varve('write', 'db.t', file('a.jsonl', '{"id": 1, "v": "a"}\n')));
+    const tail = startVarve(wh, ['tail', 'db.t', '--consumer-id', 'c1', '--from', 'earliest', '--follow']);
+    try {
+      await until(() => tail.out().includes('"id":1'), 'the tail to print');
+      // Act
+      ok(await varve('drop', 'db.t'));
+      const code = await tail.exited;
+      const folder = join(wh, 'db.db', 't');
+      // Files only: the local store may leave empty folders behind a drop.
+      const leftovers = existsSync(folder) ? readdirSync(folder, { recursive: true }).map(String).filter((f) => statSync(join(folder, f)).isFile()) : [];
+      ok(await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id'));
+      const consumers = ok(await varve('sys', 'db.t', 'consumers', '--format', 'jsonl'));
+      // Assess
+      expect(code).not.toBe(0);
+      expect(tail.err()).toMatch(/TableNotFoundError|table db\.t was dropped/);
+      expect(leftovers.filter((f) => String(f).includes('consumer-'))).toEqual([]);
+      expect(consumers.trim()).toBe('');
+    } finally {
+      tail.child.kill('SIGKILL');
+    }
+  }, 120_000);
 });

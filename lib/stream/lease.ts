@@ -1,0 +1,218 @@
+/**
+ * Consumer leases with fencing: one reader group holds a consumer id at a time (Kafka's group
+ * membership, for a consumer whose position lives in the table). The lease object
+ * `consumer/consumer-<id>@lease` names the holder (host, pid, reader id), when the lease ends, and
+ * a fencing token that grows by one with every new holder. It is created with put-if-absent and
+ * taken over or renewed only with put-if-match, so two readers can never both believe they hold
+ * it; every progress write carries the token, and a bucket's progress refuses a smaller token
+ * (progress.ts), so a reader that lost its lease can no longer move a position.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { ConsumerLeaseHeldError, ConsumerLeaseLostError, CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
+import { checkConsumerId } from '../snapshot/consumer.js';
+import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
+
+/** Who holds a lease. */
+export interface LeaseHolder {
+  host: string;
+  pid: number;
+  readerId: string;
+}
+
+/** The JSON content of a lease object. */
+export interface ConsumerLease {
+  holder: LeaseHolder;
+  /** Fencing token: grows by one with every new holder, never reused. */
+  token: number;
+  /** Epoch ms after which anyone may take the lease. */
+  expiresAt: number;
+  acquiredAt: number;
+}
+
+/** Key of a consumer's lease ('@' never occurs in a consumer id). */
+export function leaseKey(tablePath: string, consumerId: string): string {
+  return `${tablePath}/consumer/consumer-${consumerId}@lease`;
+}
+
+/** The holder of this process, with a fresh reader id. */
+export function localHolder(readerId = `reader-${randomUUID().slice(0, 8)}`): LeaseHolder {
+  return { host: hostname(), pid: process.pid, readerId };
+}
+
+/** A consumer's lease and its etag, or undefined. */
+export async function readLease(store: ObjectStore, tablePath: string, consumerId: string): Promise<{ lease: ConsumerLease; etag: string } | undefined> {
+  checkConsumerId(consumerId);
+  const key = leaseKey(tablePath, consumerId);
+  try {
+    const obj = await store.get(key);
+    const lease = JSON.parse(fromUtf8(obj.body)) as ConsumerLease;
+    if (!Number.isInteger(lease.token)) throw new CorruptMetadataError(`lease ${key} has no integer token`);
+    return { lease, etag: obj.etag };
+  } catch (e) {
+    if (e instanceof ObjectNotFoundError) return undefined;
+    if (e instanceof SyntaxError) throw new CorruptMetadataError(`lease ${key} is not valid JSON`, { cause: e });
+    throw e;
+  }
+}
+
+/** Describes a holder for messages: `reader tail-1a2b (host h, pid 42)`. */
+export function describeHolder(h: LeaseHolder): string {
+  return `reader ${h.readerId} (host ${h.host}, pid ${h.pid})`;
+}
+
+/** True when the holder is a process of this host that no longer runs (a killed reader): its lease can be taken at once. */
+function holderIsDead(h: LeaseHolder): boolean {
+  if (h.host !== hostname() || h.pid === process.pid) return false;
+  try {
+    process.kill(h.pid, 0);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+/** Options of a lease. */
+export interface LeaseOptions {
+  holder?: LeaseHolder;
+  /** How long a lease lasts without renewal. @default 30_000 */
+  ttlMs?: number;
+  /** Take the lease even when another holder's has not expired (it is fenced off). */
+  takeover?: boolean;
+  now?: () => number;
+}
+
+/** One reader group's hold on a consumer id: acquire, renew, check, release. */
+export class ConsumerLeaseHandle {
+  readonly holder: LeaseHolder;
+  readonly ttlMs: number;
+  private etag?: string;
+  private current?: ConsumerLease;
+  private lost?: ConsumerLeaseLostError;
+  private readonly now: () => number;
+  private readonly takeover: boolean;
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly tablePath: string,
+    readonly consumerId: string,
+    opts: LeaseOptions = {},
+  ) {
+    this.holder = opts.holder ?? localHolder();
+    this.ttlMs = opts.ttlMs ?? 30_000;
+    this.now = opts.now ?? Date.now;
+    this.takeover = opts.takeover ?? false;
+  }
+
+  /** True between `acquire` and `release` (even if the lease was lost meanwhile). */
+  get held(): boolean {
+    return this.current !== undefined;
+  }
+
+  /** The fencing token held (after `acquire`). */
+  get token(): number {
+    if (this.current === undefined) throw new ConsumerLeaseLostError(`consumer ${this.consumerId} has no lease yet; acquire it first`);
+    return this.current.token;
+  }
+
+  /**
+   * Takes the lease: creates it, or takes it over when it has expired, its holder's process is
+   * gone, or `takeover` was asked for. Throws ConsumerLeaseHeldError naming a live holder.
+   */
+  async acquire(): Promise<void> {
+    const key = leaseKey(this.tablePath, this.consumerId);
+    for (let i = 0; i < 20; i++) {
+      const found = await readLease(this.store, this.tablePath, this.consumerId);
+      const now = this.now();
+      if (found) {
+        const { lease } = found;
+        const free = lease.expiresAt <= now || holderIsDead(lease.holder) || sameHolder(lease.holder, this.holder);
+        if (!free && !this.takeover) {
+          throw new ConsumerLeaseHeldError(
+            `consumer ${this.consumerId} is being read by ${describeHolder(lease.holder)}, whose lease runs until ` +
+              `${new Date(lease.expiresAt).toISOString()}; one reader group at a time reads a consumer id. Stop that reader, ` +
+              'use another --consumer-id, or pass --takeover to fence it off',
+            lease.holder,
+            lease.expiresAt,
+          );
+        }
+      }
+      const next: ConsumerLease = { holder: this.holder, token: (found?.lease.token ?? 0) + 1, expiresAt: now + this.ttlMs, acquiredAt: now };
+      const won = found ? await this.cas(key, next, found.etag) : await this.store.putIfAbsent(key, utf8(JSON.stringify(next)));
+      if (won) {
+        this.etag = won.etag;
+        this.current = next;
+        this.lost = undefined;
+        return;
+      }
+    }
+    throw new ConsumerLeaseHeldError(`the lease of consumer ${this.consumerId} kept changing while this reader took it; retry`, this.holder, 0);
+  }
+
+  /** Extends the lease; a lease taken over meanwhile makes this and every later `check()` throw ConsumerLeaseLostError. */
+  async renew(): Promise<void> {
+    this.check();
+    const now = this.now();
+    const next: ConsumerLease = { ...this.current!, expiresAt: now + this.ttlMs };
+    const won = await this.cas(leaseKey(this.tablePath, this.consumerId), next, this.etag!);
+    if (won) {
+      this.etag = won.etag;
+      this.current = next;
+      return;
+    }
+    const found = await readLease(this.store, this.tablePath, this.consumerId);
+    this.lost = new ConsumerLeaseLostError(
+      `consumer ${this.consumerId}: this reader (${describeHolder(this.holder)}) lost its lease` +
+        (found ? ` to ${describeHolder(found.lease.holder)} (token ${found.lease.token})` : '') +
+        '; it stops delivering and recording progress',
+    );
+    throw this.lost;
+  }
+
+  /** Throws ConsumerLeaseLostError unless the lease is held and has not run out. */
+  check(): void {
+    if (this.lost) throw this.lost;
+    if (this.current === undefined) throw new ConsumerLeaseLostError(`consumer ${this.consumerId} has no lease yet; acquire it first`);
+    if (this.current.expiresAt <= this.now()) {
+      throw new ConsumerLeaseLostError(`consumer ${this.consumerId}: the lease of ${describeHolder(this.holder)} ran out before it was renewed; it stops delivering`);
+    }
+  }
+
+  /**
+   * Reads the lease object and throws ConsumerLeaseLostError unless it still names this holder and
+   * token: the check a reader makes before handing a batch to its sink, so a reader fenced off by
+   * a takeover stops at its next batch instead of its next renewal.
+   */
+  async verify(): Promise<void> {
+    this.check();
+    const found = await readLease(this.store, this.tablePath, this.consumerId);
+    if (found && found.lease.token === this.current!.token && sameHolder(found.lease.holder, this.holder)) return;
+    this.lost = new ConsumerLeaseLostError(
+      `consumer ${this.consumerId}: this reader (${describeHolder(this.holder)}) lost its lease` +
+        (found ? ` to ${describeHolder(found.lease.holder)} (token ${found.lease.token})` : '') +
+        '; it stops delivering and recording progress',
+    );
+    throw this.lost;
+  }
+
+  /** Gives the lease up (it expires now; the token stays, so the next holder's is larger). */
+  async release(): Promise<void> {
+    if (this.lost || this.current === undefined || this.etag === undefined) return;
+    const next: ConsumerLease = { ...this.current, expiresAt: this.now() };
+    await this.cas(leaseKey(this.tablePath, this.consumerId), next, this.etag).catch(() => undefined);
+    this.current = undefined;
+  }
+
+  private async cas(key: string, lease: ConsumerLease, etag: string): Promise<{ etag: string } | undefined> {
+    try {
+      return await this.store.putIfMatch(key, utf8(JSON.stringify(lease)), etag);
+    } catch (e) {
+      if (e instanceof ObjectNotFoundError) return undefined;
+      throw e;
+    }
+  }
+}
+
+function sameHolder(a: LeaseHolder, b: LeaseHolder): boolean {
+  return a.host === b.host && a.pid === b.pid && a.readerId === b.readerId;
+}

@@ -1,0 +1,53 @@
+/**
+ * Consumer leases and fenced progress (issue 10, repro 2): one holder at a time, takeover raises
+ * the fencing token, a fenced-off reader can neither deliver nor move progress, and a bucket's
+ * progress never moves backwards.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConsumerLeaseHeldError, ConsumerLeaseLostError } from '../../lib/errors.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { ConsumerLeaseHandle } from '../../lib/stream/lease.js';
+import { advanceBucketProgress, readBucketProgressEntry } from '../../lib/stream/progress.js';
+
+const T = 'db.db/t';
+const holder = (readerId: string) => ({ host: 'elsewhere', pid: 1, readerId });
+
+describe('ConsumerLeaseHandle', () => {
+  it('refuses a second holder, lets --takeover fence the first off with a larger token', async () => {
+    // Prepare
+    let now = 1_000;
+    const store = new MemoryStore();
+    const a = new ConsumerLeaseHandle(store, T, 'c1', { holder: holder('a'), ttlMs: 30_000, now: () => now });
+    await a.acquire();
+    // Act
+    const b = new ConsumerLeaseHandle(store, T, 'c1', { holder: holder('b'), ttlMs: 30_000, now: () => now });
+    const refused = await b.acquire().catch((e) => e);
+    const t = new ConsumerLeaseHandle(store, T, 'c1', { holder: holder('t'), ttlMs: 30_000, takeover: true, now: () => now });
+    await t.acquire();
+    // Assess
+    expect(refused).toBeInstanceOf(ConsumerLeaseHeldError);
+    expect(refused.message).toMatch(/reader a \(host elsewhere, pid 1\)/);
+    expect([a.token, t.token]).toEqual([1, 2]);
+    await expect(a.verify()).rejects.toThrow(ConsumerLeaseLostError);
+    await expect(a.renew()).rejects.toThrow(/lost its lease to reader t/);
+    // An expired lease is free for anyone, without --takeover.
+    now += 31_000;
+    await b.acquire();
+    expect(b.token).toBe(3);
+  });
+});
+
+describe('advanceBucketProgress', () => {
+  it('never moves a bucket backwards and refuses a writer with an older token', async () => {
+    const store = new MemoryStore();
+    const at = (snapshot: number, token: number) => ({ run: 'r', snapshot, updated: 0, token });
+    const first = await advanceBucketProgress(store, T, 'c1', '', 0, at(4, 1), undefined);
+    // A reader whose split outlived its visibility comes back with an older snapshot: refused, not written.
+    const stale = await advanceBucketProgress(store, T, 'c1', '', 0, at(3, 1), undefined);
+    await advanceBucketProgress(store, T, 'c1', '', 0, at(5, 2), first);
+    const fenced = await advanceBucketProgress(store, T, 'c1', '', 0, at(9, 1), undefined).catch((e) => e);
+    expect(stale).toBeUndefined();
+    expect(fenced).toBeInstanceOf(ConsumerLeaseLostError);
+    expect((await readBucketProgressEntry(store, T, 'c1', '', 0))?.progress).toMatchObject({ snapshot: 5, token: 2 });
+  });
+});
