@@ -5,14 +5,14 @@
 import { parsePartitionSpec } from '../schema/partition.js';
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
-import { InvalidArgumentError } from '../errors.js';
+import { CorruptMetadataError } from '../errors.js';
 import { compactTable, type CompactionSummary } from '../maintenance/compact.js';
 import { openCatalog, warehouseUri } from './context.js';
-import { parsePositiveInt, type GlobalOptions } from './parse-flags.js';
+import { parseDurationFlag, parsePositiveInt, type GlobalOptions } from './parse-flags.js';
 // Expiry and orphan cleanup (registerExpiryCommands, at the end of this file).
 import { expireSnapshots, type ExpireSnapshotsResult } from '../maintenance/expire-snapshots.js';
 import { removeOrphanFiles, type RemoveOrphansResult } from '../maintenance/remove-orphans.js';
-import { parseDuration } from '../schema/options.js';
+import { verifyTable, type TableVerification } from '../maintenance/verify-table.js';
 
 type Out = (text: string) => void;
 
@@ -115,6 +115,17 @@ export function registerExpiryCommands(program: Command, globals: () => GlobalOp
       out(formatExpirySummary(table.name, result));
     });
   program
+    .command('verify')
+    .description('check that every snapshot and tag of a table references only files that exist and read back (exit 1 when not)')
+    .argument('<table>', 'DB.TABLE')
+    .action(async (name: string) => {
+      const table = await openCatalog(warehouseUri(globals().warehouse)).getTable(name);
+      const result = await verifyTable(table);
+      out(formatVerification(table.name, result));
+      // The problems are printed above; the error makes the exit code say so.
+      if (!result.ok) throw new CorruptMetadataError(`${table.name} has ${result.problems.length} problem(s), listed above; restore the missing files, or roll back to a snapshot that verifies`);
+    });
+  program
     .command('remove-orphans')
     .description('delete files no snapshot, tag or consumer references (left by crashed commits), older than a safety window')
     .argument('<table>', 'DB.TABLE')
@@ -128,12 +139,6 @@ export function registerExpiryCommands(program: Command, globals: () => GlobalOp
       });
       out(formatOrphanSummary(table.name, result));
     });
-}
-
-function parseDurationFlag(flag: string, text: string): number {
-  const ms = parseDuration(text);
-  if (ms === undefined) throw new InvalidArgumentError(`${flag} "${text}" is not a duration; use e.g. 500 ms, 30 s, 10 min, 2 h, 7 d`);
-  return ms;
 }
 
 /** `90000` → `1.5 min`: the largest unit that keeps the number readable. */
@@ -192,4 +197,11 @@ export function formatOrphanSummary(table: string, r: RemoveOrphansResult): stri
     for (const o of r.orphans) text += `  ${o.kind}\t${o.key}\t${o.size} bytes\t${new Date(o.lastModified).toISOString()}\n`;
   }
   return text;
+}
+
+/** The `varve verify` report. */
+export function formatVerification(table: string, r: TableVerification): string {
+  const head = `${table}: ${r.snapshots.length} snapshot(s)${r.tags.length ? `, ${r.tags.length} tag(s)` : ''}, ${r.checkedReferences} reference(s) checked: `;
+  if (r.ok) return `${head}ok\n`;
+  return `${head}${r.problems.length} problem(s)\n` + r.problems.map((p) => `  ${p.owner}: ${p.problem}${p.key ? ` (${p.key})` : ''}\n`).join('');
 }

@@ -1,5 +1,6 @@
 /** Parsing of CLI flag values shared by the commands. */
 import { InvalidArgumentError } from '../errors.js';
+import { parseDuration } from '../schema/options.js';
 
 export interface GlobalOptions {
   warehouse?: string;
@@ -20,4 +21,16 @@ export function parsePositiveInt(flag: string, text: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${flag} must be a non-negative integer, got "${text}"`);
   return n;
+}
+
+/**
+ * Milliseconds from a duration flag, in the one form every duration of varve takes (option values
+ * too): `500 ms`, `30 s`, `8s`, `10 min`, `2 h`, `7 d`; a bare integer is milliseconds.
+ */
+export function parseDurationFlag(flag: string, text: string): number {
+  const ms = /^\s*\d+\s*$/.test(text) ? Number(text) : parseDuration(text);
+  if (ms === undefined || !Number.isFinite(ms) || ms < 0) {
+    throw new InvalidArgumentError(`${flag} "${text}" is not a duration; use e.g. 500 ms, 8s, 10 min, 2 h, 7 d (a bare number is milliseconds)`);
+  }
+  return ms;
 }

@@ -19,7 +19,7 @@ import { onCommit } from '../table/commit-events.js';
 import type { Table } from '../table/table.js';
 import { openCatalog, warehouseUri } from './context.js';
 import { runDemo } from './demo.js';
-import { parsePositiveInt, parseTimestamp, type GlobalOptions } from './parse-flags.js';
+import { parseDurationFlag, parsePositiveInt, parseTimestamp, type GlobalOptions } from './parse-flags.js';
 
 type Out = (text: string) => void;
 
@@ -53,7 +53,7 @@ export function registerStreamCommands(program: Command, globals: () => GlobalOp
     .option('--on-expired <what>', 'when the start or next snapshot, or the consumer id itself, has expired: fail (default) or skip-to-earliest (accept the gap)')
     .option('--takeover', 'with --consumer-id: take the consumer over from the reader holding it (that reader is fenced off and stops)')
     .option('--follow', 'keep waiting for new changes (default: stop once caught up)')
-    .option('--idle-exit <ms>', 'with --follow: stop after this many ms without a new change')
+    .option('--idle-exit <duration>', 'with --follow: stop after this long without a new change, e.g. 8s, 500 ms')
     .option('--max-changes <n>', 'without --consumer-id: stop once this many changes are printed')
     .option('--where <predicate>', 'only changes whose row matches a predicate (without --consumer-id)')
     .action(async (name: string, o: { consumerId?: string; from?: string; ignoreProgress?: boolean; onExpired?: string; follow?: boolean; idleExit?: string; maxChanges?: string; where?: string; takeover?: boolean }) => {
@@ -66,7 +66,7 @@ export function registerStreamCommands(program: Command, globals: () => GlobalOp
         ...(o.ignoreProgress ? { ignoreProgress: true } : {}),
         ...(o.onExpired ? { onExpired: o.onExpired as 'fail' | 'skip-to-earliest' } : {}),
       };
-      const idleExitMs = o.idleExit !== undefined ? parsePositiveInt('--idle-exit', o.idleExit) : undefined;
+      const idleExitMs = o.idleExit !== undefined ? parseDurationFlag('--idle-exit', o.idleExit) : undefined;
       const maxChanges = o.maxChanges !== undefined ? parsePositiveInt('--max-changes', o.maxChanges) : undefined;
       // Status lines go to stderr, so stdout stays pure JSON lines.
       const status: Out = (text) => program.configureOutput().writeErr?.(text);

@@ -1,0 +1,68 @@
+/**
+ * CLI consistency: `varve verify` reports a healthy table and names what a broken one lost (exit
+ * 1), `--version` prints the package version, and durations take the same forms everywhere.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { runCli } from '../../lib/cli/main.js';
+import { parseDurationFlag } from '../../lib/cli/parse-flags.js';
+
+let dir: string;
+
+async function varve(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(['--warehouse', join(dir, 'wh'), ...args], { out: (t) => (out += t), err: (t) => (err += t) });
+  return { code, out, err };
+}
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'varve-verify-'));
+});
+
+describe('varve verify', () => {
+  it('says ok for a healthy table and exits 1 naming the missing data file of a broken one', async () => {
+    // Prepare
+    await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id');
+    const input = join(dir, 'in.jsonl');
+    writeFileSync(input, '{"id":1,"v":"a"}\n{"id":2,"v":"b"}\n');
+    expect((await varve('write', 'db.t', input)).code).toBe(0);
+    // Act
+    const healthy = await varve('verify', 'db.t');
+    const bucket = join(dir, 'wh', 'db.db', 't', 'bucket-0');
+    const data = readdirSync(bucket).find((f) => f.startsWith('data-'))!;
+    rmSync(join(bucket, data));
+    const broken = await varve('verify', 'db.t');
+    // Assess
+    expect(healthy.code).toBe(0);
+    expect(healthy.out).toMatch(/^db\.t: 1 snapshot\(s\), \d+ reference\(s\) checked: ok$/m);
+    expect(broken.code).toBe(1);
+    expect(broken.out).toContain(data);
+    expect(broken.err).toMatch(/db\.t has \d+ problem\(s\)/);
+  });
+});
+
+describe('CLI flags', () => {
+  it('--version prints the package version', async () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const r = await varve('--version');
+    expect(r.code).toBe(0);
+    expect(r.out.trim()).toBe(pkg.version);
+  });
+
+  it('durations take one form everywhere: 8s, 500 ms, 10 min, or bare milliseconds', () => {
+    expect(parseDurationFlag('--idle-exit', '8s')).toBe(8000);
+    expect(parseDurationFlag('--idle-exit', '500 ms')).toBe(500);
+    expect(parseDurationFlag('--older-than', '10 min')).toBe(600_000);
+    expect(parseDurationFlag('--idle-exit', '250')).toBe(250);
+    expect(() => parseDurationFlag('--idle-exit', 'soon')).toThrow(/--idle-exit "soon" is not a duration/);
+  });
+
+  it('tail --idle-exit accepts a duration with a unit', async () => {
+    await varve('create', 'db.t', '--schema', 'id BIGINT', '--primary-key', 'id');
+    const r = await varve('tail', 'db.t', '--from', 'latest', '--follow', '--idle-exit', '50ms');
+    expect(r.code).toBe(0);
+  });
+});
