@@ -326,10 +326,14 @@ export async function exportIceberg(table: Table, opts: ExportIcebergOptions = {
   };
   const metadataKey = metadataFileKey(loc, snapshot.id);
   const body = utf8(JSON.stringify(metadata, null, 2));
-  // Created once: a second exporter of the same snapshot finds it and leaves it.
+  // Created once: a second exporter of the same snapshot finds it, and removes its own manifest
+  // and list, which nothing references (orphan cleanup never looks into the metadata folder).
   if (await store.putIfAbsent(metadataKey, body)) {
     counter.writes++;
     counter.bytesWritten += body.byteLength;
+  } else {
+    await store.delete(listKey);
+    if (entries.length > 0) await store.delete(manifestKey);
   }
   await advanceVersionHint(store, loc, snapshot.id, counter);
   const trimmed = await trimHistory(store, loc, dropped);

@@ -209,3 +209,25 @@ describe('expiry and orphan cleanup keep what the current Iceberg snapshot reads
     expect(r.orphans.map((o) => o.key).sort()).toEqual(expect.arrayContaining([...exported].sort()));
   });
 });
+
+describe('two exporters of one snapshot', () => {
+  it('agree on one metadata file, and the loser removes its own manifest and list', async () => {
+    // Prepare: a table whose commits do not export (a handle with the export off), then two exporters at once
+    const store = new MemoryStore();
+    const table = await newTable({ 'write-only': 'true' }, store);
+    const { Table } = await import('../../lib/table/table.js');
+    const quiet = new Table(store, table.name, table.path, { ...table.schema, options: { ...table.schema.options, 'metadata.iceberg.storage': 'disabled' } });
+    await quiet.write(await rows(4));
+    await compactTable(quiet, { full: true });
+    // Act
+    const [a, b] = await Promise.all([exportIceberg(table), exportIceberg(table)]);
+    // Assess
+    expect([a.status, b.status].sort()).toEqual(['exported', 'exported']);
+    const dir = icebergLocation(table)!.metadataDir;
+    const names = (await listAll(store, dir)).map((o) => o.key.slice(dir.length));
+    expect(names.filter((n) => n.startsWith('snap-')).length).toBe(1);
+    expect(names.filter((n) => n.endsWith('-m0.avro')).length).toBe(1);
+    const m = (await current(table))!;
+    expect(await currentDataFileKeys(store, m)).toHaveLength(2);
+  });
+});
