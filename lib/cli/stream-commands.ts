@@ -131,6 +131,10 @@ async function tailWithoutConsumer(table: Table, stream: StreamOptions, opts: Ta
           out(`${JSON.stringify({ snapshot: plan.snapshot.id, event: 'schema-change', schemaId: to, columns: schema.fields.map((f) => `${f.name} ${formatType(f.type)}`) })}\n`);
           lastChange = Date.now();
         }
+        if (plan.overwriteSkipped) {
+          out(`${JSON.stringify({ snapshot: plan.snapshot.id, event: 'overwrite-skipped', warning: 'an OVERWRITE snapshot (write --overwrite, truncate, drop-partition) replaced rows; its changes are not streamed: read the table again for its new state' })}\n`);
+          lastChange = Date.now();
+        }
         for (const split of plan.splits) {
           const data = filter(current, await readSplit(current, split));
           const batch = { table: current, consumerId: '', snapshotId: split.snapshotId, partition: split.partition, bucket: split.bucket, kind: split.kind, data, splitId: '' };

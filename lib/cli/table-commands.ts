@@ -21,6 +21,7 @@ import { openInput, writeProgress } from './write-input.js';
 import { formatPredicate } from '../table/predicate.js';
 import type { ReadExplain } from '../table/read-pruning.js';
 import type { Table } from '../table/table.js';
+import type { OverwriteMode } from '../table/writer.js';
 
 type Out = (text: string) => void;
 
@@ -82,8 +83,21 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
       out(`created ${table.name} at ${table.store.uri}/${table.path}\n`);
     });
 
-  const writeAction = (deletes: boolean) => async (name: string, file: string | undefined, o: { format?: string; skipInvalid?: string; commitIdentifier?: string; commitUser?: string }) => {
+  const writeAction = (deletes: boolean) => async (name: string, file: string | undefined, o: { format?: string; skipInvalid?: string; commitIdentifier?: string; commitUser?: string; overwrite?: boolean; dynamicPartitionOverwrite?: string; where?: string }) => {
     const table = await catalog().getTable(name);
+    if (deletes && o.where !== undefined) {
+      if (file !== undefined) throw new InvalidArgumentError('give either --where or a file of keys to delete, not both');
+      const result = await table.deleteWhere(o.where, { commitUser: o.commitUser, commitIdentifier: o.commitIdentifier });
+      out(result.rows === 0 ? 'no row matches: nothing deleted\n' : `deleted ${result.rows} rows, snapshot ${result.snapshot?.id}\n`);
+      return;
+    }
+    let overwrite: OverwriteMode | undefined;
+    if (o.overwrite) {
+      const flag = o.dynamicPartitionOverwrite;
+      if (flag !== undefined && flag !== 'true' && flag !== 'false') throw new InvalidArgumentError(`--dynamic-partition-overwrite must be true or false, got "${flag}"`);
+      const dynamic = (flag !== undefined ? flag === 'true' : (table.options.get('dynamic-partition-overwrite') as boolean)) && table.schema.partitionKeys.length > 0;
+      overwrite = dynamic ? 'dynamic' : 'all';
+    } else if (o.dynamicPartitionOverwrite !== undefined) throw new InvalidArgumentError('--dynamic-partition-overwrite goes with --overwrite');
     const format = inputFormat(file, o.format);
     const { input, size } = await openInput(file, format);
     const rejects = o.skipInvalid ? await open(o.skipInvalid, 'w') : undefined;
@@ -105,10 +119,10 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
         out(`nothing to ${deletes ? 'delete' : 'write'}${rejected ? ` (${rejected} rejected, see ${o.skipInvalid})` : ''}\n`);
         return;
       }
-      const result = await writer.commit(o.commitIdentifier);
+      const result = await writer.commit(o.commitIdentifier, overwrite ? { overwrite } : {});
       const rejectedText = rejected ? `, ${rejected} rejected (see ${o.skipInvalid})` : '';
       if (result.alreadyCommitted) out(`already committed as snapshot ${result.snapshot?.id}: nothing written twice\n`);
-      else out(`${deletes ? 'deleted' : 'wrote'} ${result.rows} rows in ${result.files} files, snapshot ${result.snapshot?.id}${rejectedText}\n`);
+      else out(`${deletes ? 'deleted' : overwrite ? `overwrote ${overwrite === 'all' ? 'the table' : 'the partitions written to'} with` : 'wrote'} ${result.rows} rows in ${result.files} files, snapshot ${result.snapshot?.id}${rejectedText}\n`);
     } finally {
       progress.stop();
       await rejects?.close();
@@ -125,11 +139,33 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
     .option('--skip-invalid <file>', 'commit the valid rows and write the rejected ones, with reasons, to this file')
     .option('--commit-identifier <id>', 'idempotence key, unique in the table: a retried write with the same id commits nothing, from any process, however late')
     .option('--commit-user <user>', 'who commits, recorded in the snapshot (default: a random writer-<uuid>)')
+    .option('--overwrite', 'replace instead of upsert (one OVERWRITE snapshot): the partitions the rows go to, or the whole table (see --dynamic-partition-overwrite)')
+    .option('--dynamic-partition-overwrite <bool>', 'with --overwrite: true replaces only the partitions written to, false the whole table (default: the table option, true as in Paimon)')
     .action(writeAction(false));
 
   program
+    .command('truncate')
+    .description('remove every row (one OVERWRITE snapshot; time travel still reads the old ones)')
+    .argument('<table>', 'DB.TABLE')
+    .action(async (name: string) => {
+      const result = await (await catalog().getTable(name)).truncate();
+      out(`truncated ${name}, snapshot ${result.snapshot?.id}\n`);
+    });
+
+  program
+    .command('drop-partition')
+    .description('remove the partitions matching k=v[,k=v] (one OVERWRITE snapshot)')
+    .argument('<table>', 'DB.TABLE')
+    .argument('<partition>', 'e.g. dt=2024-05-01 or dt=2024-05-01,region=eu (a partial spec drops every partition under it)')
+    .action(async (name: string, spec: string) => {
+      const result = await (await catalog().getTable(name)).dropPartition(parsePartitionSpec(spec));
+      out(`dropped partition ${spec} of ${name}, snapshot ${result.snapshot?.id}\n`);
+    });
+
+  program
     .command('delete')
-    .description('delete the rows whose primary keys are given')
+    .description('delete the rows whose primary keys are given, or (--where) the rows matching a predicate')
+    .option('--where <predicate>', `delete the rows matching a predicate, e.g. "status = 'cancelled'" (writes a -D per matching key)`)
     .argument('<table>', 'DB.TABLE')
     .argument('[file]', 'input file with the keys, or - for stdin (default)')
     .option('--format <format>', 'jsonl, csv or parquet')

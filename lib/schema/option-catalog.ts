@@ -125,6 +125,7 @@ export const TABLE_OPTIONS = [
   { key: 'write-buffer-size', type: 'memory', default: '256 mb', min: 1, description: 'Memory one writer buffers across all its buckets (one pool, as in Paimon): when full, the bucket holding the most spills a sorted run, or, not spillable, flushes a level-0 file early.' },
   { key: 'write-buffer-spillable', type: 'boolean', default: 'true', description: 'Whether a full write buffer spills sorted runs to local disk instead of flushing a small file.' },
   { key: 'write-buffer-spill.max-disk-size', type: 'memory', min: 1, description: 'Most local disk a writer spills to (unset: unlimited); keep it under the Lambda /tmp size.' },
+  { key: 'dynamic-partition-overwrite', type: 'boolean', default: 'true', description: 'An overwrite of a partitioned table replaces only the partitions its rows go to (false: the whole table).' },
   { key: 'write-only', type: 'boolean', default: 'false', description: 'Writers never compact or expire; a separate compaction function does it.' },
   // Compaction
   { key: 'num-sorted-run.compaction-trigger', type: 'int', default: '5', min: 1, description: 'Sorted runs in a bucket that trigger a compaction (universal compaction).' },

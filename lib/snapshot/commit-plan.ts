@@ -9,7 +9,9 @@ import type { MetadataFileNamer } from '../manifest/file-names.js';
 import { encodeManifestFiles, putManifestFiles, type ManifestCache } from '../manifest/manifest-file.js';
 import { writeManifestList } from '../manifest/manifest-list.js';
 import { mergeManifests } from '../manifest/merge.js';
-import { readDataManifests } from '../manifest/scan.js';
+import { foldLiveFiles, readDataManifests } from '../manifest/scan.js';
+import { fileIdentity } from '../manifest/file-entries.js';
+import { parsePartitionPath } from '../schema/partition.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import type { Snapshot } from './snapshot.js';
 import type { ObjectStore } from '../store/object-store.js';
@@ -63,6 +65,12 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
   }
   const changes = assignSequenceNumbers(req, latest?.nextSequenceNumber ?? 0);
   const previous = latest ? await readDataManifests(store, tablePath, latest) : [];
+  if (req.overwrite) {
+    // What the overwritten partitions hold on THIS base: a commit that landed since planning is replaced too.
+    const replaced = await foldLiveFiles(store, tablePath, previous, { partition: overwrittenPartition(req.overwrite) }, cache);
+    const removed = new Set(changes.deletes.map(fileIdentity));
+    for (const e of replaced) if (!removed.has(fileIdentity(e))) changes.deletes.push({ ...e, kind: 'DELETE' });
+  }
 
   const writeOpts = { namer, targetFileSize: opts.manifestTargetFileSize, schemaId: req.schemaId };
   const deltaFiles = encodeManifestFiles([...changes.deletes, ...changes.adds], writeOpts);
@@ -120,4 +128,20 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
   const watermark = Math.max(latest?.watermark ?? -Infinity, req.watermark ?? -Infinity);
   if (Number.isFinite(watermark)) snapshot.watermark = watermark;
   return snapshot;
+}
+
+/** The partition filter of an overwrite (undefined: every partition). */
+function overwrittenPartition(o: NonNullable<CommitRequest['overwrite']>): ((p: string) => boolean) | undefined {
+  if (o.partitions !== undefined) {
+    const set = new Set(o.partitions);
+    return (p) => set.has(p);
+  }
+  if (o.match !== undefined && Object.keys(o.match).length > 0) {
+    const spec = Object.entries(o.match);
+    return (p) => {
+      const values = parsePartitionPath(p);
+      return spec.every(([k, v]) => values[k] === v);
+    };
+  }
+  return undefined;
 }

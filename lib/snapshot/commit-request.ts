@@ -61,6 +61,13 @@ export interface CommitRequest {
    * elsewhere and only committed here (the commit function), which cannot be planned again.
    */
   acceptOlderSchema?: boolean;
+  /**
+   * OVERWRITE: which partitions the commit replaces. Every file live in them on the snapshot the
+   * commit lands on is removed — recomputed on each attempt, so rows a concurrent commit added
+   * there before this one are replaced too (Paimon's overwrite). `partitions`: exact partition
+   * paths; `match`: partitions whose values equal these (a partial spec); neither: the whole table.
+   */
+  overwrite?: { partitions?: string[]; match?: Record<string, string> };
 }
 
 /** How a commit retries, merges manifests and compares keys. */
@@ -169,6 +176,7 @@ export function validateCommitRequest(req: CommitRequest): void {
   const hasBatches = (req.batches ?? []).some((b) => b.newFiles.length > 0 || b.changelogFiles.length > 0 || b.rowCount > 0);
   if (req.kind === 'APPEND' && hasCompact) bad('an APPEND commit carries batches only; use COMPACT or OVERWRITE to remove or rewrite files');
   if (req.kind === 'COMPACT' && hasBatches) bad('a COMPACT commit carries compactBefore/compactAfter only; commit new data with APPEND');
+  if (req.overwrite !== undefined && req.kind !== 'OVERWRITE') bad('only an OVERWRITE commit may name partitions to overwrite');
   (req.batches ?? []).forEach((b, i) => {
     if (!Number.isSafeInteger(b.rowCount) || b.rowCount < 0) bad(`batch ${i}: rowCount ${b.rowCount} must be an integer ≥ 0`);
     for (const c of [...b.newFiles, ...b.changelogFiles]) {

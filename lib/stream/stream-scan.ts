@@ -31,6 +31,11 @@ export interface StreamPlan {
    * through `schema` (rows in the new columns), and `StreamScan.table` is the table at it.
    */
   schemaChange?: { from: number; to: number; schema: TableSchema };
+  /**
+   * Set for an OVERWRITE snapshot (write --overwrite, truncate, drop-partition): the stream skips
+   * it (Paimon's default), so rows it replaced or added are not streamed; a reader should say so.
+   */
+  overwriteSkipped?: boolean;
 }
 
 /** Where a stream with these options starts now, ignoring any consumer position. */
@@ -203,10 +208,13 @@ export class StreamScan {
         this.current = this.current.withSchema(schema);
       }
       this.planned = true;
+      const overwriteSkipped = !this.full && snapshot.commitKind === 'OVERWRITE';
       const splits = this.full ? await planFull(this.table, snapshot) : await planFollowUp(this.table, snapshot);
       this.full = false;
       this.next = id + 1;
-      if (splits.length > 0 || schemaChange) return { snapshot, splits, ...(schemaChange ? { schemaChange } : {}) };
+      if (splits.length > 0 || schemaChange || overwriteSkipped) {
+        return { snapshot, splits, ...(schemaChange ? { schemaChange } : {}), ...(overwriteSkipped ? { overwriteSkipped } : {}) };
+      }
     }
   }
 

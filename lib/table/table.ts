@@ -5,7 +5,7 @@
 import type * as arrow from 'apache-arrow';
 import { TableOptions } from '../schema/options.js';
 import { compareKeyTuples, fromJsonValue } from '../schema/values.js';
-import type { DataField, DataType, Row, TableSchema, Value } from '../schema/types.js';
+import { RowKind, type DataField, type DataType, type Row, type TableSchema, type Value } from '../schema/types.js';
 import type { JsonValue } from '../schema/value-codec.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { ObjectStore } from '../store/object-store.js';
@@ -13,11 +13,15 @@ import { LruManifestCache } from '../manifest/manifest-file.js';
 import { SnapshotManager } from '../snapshot/snapshot-manager.js';
 import { readTable, type ReadOptions } from './read.js';
 import { scanTable, type ScanOptions } from './scan.js';
-import { TableWriter, type CommitResult, type WriterOptions } from './writer.js';
+import { TableWriter, type CommitResult, type OverwriteMode, type WriterOptions } from './writer.js';
+import { readLiveFiles } from '../manifest/scan.js';
+import { parsePartitionPath } from '../schema/partition.js';
+import { tableToRows } from '../format/columns.js';
+import type { Predicate } from './predicate.js';
 import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
 import { NO_COMMIT_HOOKS, type AppendCommitHooks } from './commit-hooks.js';
 import { latestSchema, readSchema } from '../schema/schema-manager.js';
-import { SchemaChangedError, TableNotFoundError } from '../errors.js';
+import { InvalidArgumentError, SchemaChangedError, TableNotFoundError } from '../errors.js';
 import type { SchemaChange } from '../schema/schema-evolution.js';
 import { alterTable, type AlterResult } from './alter.js';
 
@@ -101,6 +105,69 @@ export class Table {
 
   /** Writes rows (with optional row kinds) and commits them as one snapshot. */
   async write(rows: Row[], opts: WriterOptions & { kinds?: ArrayLike<number>; commitIdentifier?: string } = {}): Promise<CommitResult> {
+    return this.writeCommit(rows, opts);
+  }
+
+  /**
+   * INSERT OVERWRITE: writes rows and commits them as one OVERWRITE snapshot replacing the
+   * partitions they go to (`dynamic-partition-overwrite`, true by default as in Paimon) or, with
+   * it false or on an unpartitioned table, the whole table.
+   */
+  async overwrite(rows: Row[], opts: WriterOptions & { kinds?: ArrayLike<number>; commitIdentifier?: string; dynamicPartitionOverwrite?: boolean } = {}): Promise<CommitResult> {
+    const dynamic = (opts.dynamicPartitionOverwrite ?? (this.options.get('dynamic-partition-overwrite') as boolean)) && this.schema.partitionKeys.length > 0;
+    return this.writeCommit(rows, opts, dynamic ? 'dynamic' : 'all');
+  }
+
+  /** Removes every row (an OVERWRITE snapshot with no files; time travel still sees the old ones). */
+  async truncate(opts: { commitIdentifier?: string } = {}): Promise<CommitResult> {
+    return this.writeCommit([], opts, 'all');
+  }
+
+  /**
+   * Removes the partitions whose values equal `spec` (a partial spec matches every partition
+   * below it), as one OVERWRITE snapshot. InvalidArgumentError when no live partition matches.
+   */
+  async dropPartition(spec: Record<string, string>, opts: { commitIdentifier?: string } = {}): Promise<CommitResult> {
+    const keys = this.schema.partitionKeys;
+    if (keys.length === 0) throw new InvalidArgumentError(`${this.name} is not partitioned; use truncate to remove every row`);
+    for (const k of Object.keys(spec)) {
+      if (!keys.includes(k)) throw new InvalidArgumentError(`"${k}" is not a partition key of ${this.name}; its partition keys are ${keys.join(', ')}`);
+    }
+    if (Object.keys(spec).length === 0) throw new InvalidArgumentError('name the partition to drop, e.g. dt=2024-05-01');
+    const latest = await this.snapshots.latest();
+    const matches = (p: string) => Object.entries(spec).every(([k, v]) => parsePartitionPath(p)[k] === v);
+    const live = latest ? await readLiveFiles(this.store, this.path, latest, { partition: matches }) : [];
+    if (live.length === 0) {
+      throw new InvalidArgumentError(`${this.name} has no partition ${Object.entries(spec).map(([k, v]) => `${k}=${v}`).join(',')}; list partitions with \`varve sys ${this.name} partitions\``);
+    }
+    return this.writeCommit([], opts, { match: spec });
+  }
+
+  /**
+   * DELETE FROM … WHERE: writes a -D record for the key of every row matching `where` at the
+   * latest snapshot (one APPEND commit; streams see the deletes). Needs a merge engine for which
+   * -D removes the row.
+   */
+  async deleteWhere(where: string | Predicate, opts: WriterOptions & { commitIdentifier?: string } = {}): Promise<CommitResult> {
+    const engine = this.options.mergeEngine;
+    const removes =
+      engine === 'deduplicate' ||
+      (engine === 'partial-update' && this.options.get('partial-update.remove-record-on-delete') === true) ||
+      (engine === 'aggregation' && this.options.get('aggregation.remove-record-on-delete') === true);
+    if (!removes) {
+      throw new InvalidArgumentError(
+        `delete --where needs a merge engine where a -D record removes the row: ${this.name} has merge-engine=${engine}` +
+          (engine === 'first-row' ? ', which keeps the first version forever' : `; set ${engine}.remove-record-on-delete=true (varve alter --set)`),
+      );
+    }
+    const latest = await this.latest();
+    const matching = await latest.read({ where, columns: latest.schema.primaryKeys });
+    const rows = tableToRows(matching, latest.keyFields);
+    if (rows.length === 0) return { alreadyCommitted: false, files: 0, rows: 0 };
+    return latest.writeCommit(rows, { ...opts, kinds: new Uint8Array(rows.length).fill(RowKind.DELETE) });
+  }
+
+  private async writeCommit(rows: Row[], opts: WriterOptions & { kinds?: ArrayLike<number>; commitIdentifier?: string }, overwrite?: OverwriteMode): Promise<CommitResult> {
     // A concurrent alter makes the commit fail with SchemaChangedError: the rows are then written
     // again under the new schema (mapped by field id), as if they had come just after the alter.
     let table: Table = this;
@@ -108,7 +175,7 @@ export class Table {
       const writer = table.newWriter(opts);
       try {
         await writer.write(rows, opts.kinds);
-        return await writer.commit(opts.commitIdentifier);
+        return await writer.commit(opts.commitIdentifier, overwrite === undefined ? {} : { overwrite });
       } catch (e) {
         if (!(e instanceof SchemaChangedError) || attempt >= 5) throw e;
         const next = await table.latest();

@@ -31,6 +31,9 @@ export interface WriterOptions {
   commitUser?: string;
 }
 
+/** What an OVERWRITE replaces: the whole table, the partitions written to, or those matching a spec. */
+export type OverwriteMode = 'all' | 'dynamic' | { match: Record<string, string> };
+
 export interface CommitResult {
   /** The snapshot that holds the batch (also when an earlier attempt had committed it), if any. */
   snapshot?: Snapshot;
@@ -211,7 +214,8 @@ export class TableWriter {
    * that a retried call that had already landed commits nothing — in any process, under any commit
    * user, however many commits came in between (lib/snapshot/commit-identifier.ts).
    */
-  async commit(commitIdentifier?: string): Promise<CommitResult> {
+  async commit(commitIdentifier?: string, opts: { overwrite?: OverwriteMode } = {}): Promise<CommitResult> {
+    if (opts.overwrite !== undefined) return this.commitOverwrite(commitIdentifier, opts.overwrite);
     // A fresh random identifier cannot have landed before: no need to search recent snapshots.
     const fresh = commitIdentifier === undefined;
     const identifier = commitIdentifier ?? randomUUID();
@@ -249,6 +253,38 @@ export class TableWriter {
       }
     }
     return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, files, rows };
+  }
+
+  /**
+   * Commits everything written since the last commit as one OVERWRITE snapshot that replaces the
+   * whole table (`all`), the partitions the rows went to (`dynamic`), or the partitions matching
+   * a spec; with no rows written, `all` empties the table (truncate).
+   */
+  private async commitOverwrite(commitIdentifier: string | undefined, mode: OverwriteMode): Promise<CommitResult> {
+    const fresh = commitIdentifier === undefined;
+    const rows = this.rows;
+    const touched = new Set([...this.buckets.values()].filter((bw) => bw.buffer.size > 0).map((bw) => bw.partition));
+    for (const f of this.pendingData) touched.add(f.partition);
+    const batch = await this.prepareCommit();
+    this.rows = 0;
+    const overwrite = mode === 'all' ? {} : mode === 'dynamic' ? { partitions: [...touched] } : { match: mode.match };
+    if (mode === 'dynamic' && touched.size === 0) return { alreadyCommitted: false, files: 0, rows };
+    const result = await commit(
+      this.table.store,
+      this.table.path,
+      {
+        commitUser: this.commitUser,
+        commitIdentifier: commitIdentifier ?? randomUUID(),
+        kind: 'OVERWRITE',
+        schemaId: this.table.schema.id,
+        batches: [batch],
+        overwrite,
+        allowEmpty: true,
+      },
+      commitOptionsFor(this.table, fresh ? { dedupLookback: 0 } : {}),
+    );
+    if (!result.alreadyCommitted) publishCommit({ warehouse: this.table.store.uri, table: this.table.name, snapshot: result.snapshot });
+    return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, files: batch.newFiles.length, rows };
   }
 
   /** Drops buffered rows and temporary spill files. */

@@ -81,4 +81,27 @@ describe('filtered reads in the CLI', () => {
     expect(explain.out).toMatch(/skipped: key range\s+1/);
     expect(explain.out).toMatch(/files read\s+1/);
   });
+
+  it('write --overwrite, truncate, drop-partition, delete --where; tail warns about the skipped OVERWRITE', async () => {
+    await write('db.o', [
+      { dt: 'a', id: 1, status: 'new', amount: '1' },
+      { dt: 'b', id: 2, status: 'cancelled', amount: '2' },
+      { dt: 'c', id: 3, status: 'new', amount: '3' },
+    ]);
+    const inFile = join(dir, 'over.jsonl');
+    writeFileSync(inFile, JSON.stringify({ dt: 'a', id: 9, status: 'new', amount: '9' }) + '\n');
+    const over = await varve('write', 'db.o', inFile, '--overwrite');
+    expect(over.out).toMatch(/overwrote the partitions written to with 1 rows/);
+    expect(lines((await varve('read', 'db.o', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([9, 2, 3]);
+    const del = await varve('delete', 'db.o', '--where', "status = 'cancelled'");
+    expect(del.out).toMatch(/deleted 1 rows/);
+    const drop = await varve('drop-partition', 'db.o', 'dt=c');
+    expect(drop.code, drop.err).toBe(0);
+    expect(lines((await varve('read', 'db.o', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([9]);
+    const tail = await varve('tail', 'db.o', '--from', 'earliest');
+    expect(lines(tail.out).filter((l) => l.event === 'overwrite-skipped').map((l) => l.snapshot)).toEqual([2, 4]);
+    expect((await varve('truncate', 'db.o')).code).toBe(0);
+    expect((await varve('count', 'db.o')).out.trim()).toBe('0');
+    expect((await varve('drop-partition', 'db.o', 'dt=zz')).err).toMatch(/has no partition dt=zz/);
+  });
 });
