@@ -17,6 +17,7 @@ import { IdentifierClaim } from './commit-identifier.js';
 import { isEmptyRequest, validateCommitRequest, type CommitOptions, type CommitRequest } from './commit-request.js';
 import { snapshotBytes } from './snapshot-file.js';
 import { SnapshotManager } from './snapshot-manager.js';
+import { displayTableName } from './paths.js';
 
 export type { CommitBatch, CommitOptions, CommitRequest, FileChange } from './commit-request.js';
 export { COMMIT_UUID_PROPERTY } from './commit-plan.js';
@@ -143,7 +144,7 @@ async function reloadAfterLostRace(
   // Normally snapshot `lostAt` is the one that beat us; if it is gone (expired under a very slow
   // attempt), start from the latest instead.
   let current = (await sm.tryRead(lostAt)) ?? (await sm.latest());
-  if (current === undefined) throw new SnapshotNotFoundError(`table ${ctx.tablePath} lost all its snapshots during a commit; retry`);
+  if (current === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(ctx.tablePath)} lost all its snapshots during a commit; retry`);
   for (;;) {
     if (current.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid) return { latest: current, ours: current };
     if (sameCommit(current, ctx.req)) return { latest: current, duplicate: current };
@@ -207,7 +208,7 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
         const held = await claim.claim(latest);
         if (!held.held) {
           const snapshot = held.snapshot ?? (await sm.latest());
-          if (snapshot === undefined) throw new SnapshotNotFoundError(`table ${tablePath} has no snapshot left; commit identifier ${req.commitIdentifier} landed in expired snapshot ${held.snapshotId}`);
+          if (snapshot === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(tablePath)} has no snapshot left; commit identifier ${req.commitIdentifier} landed in expired snapshot ${held.snapshotId}`);
           return { snapshot, alreadyCommitted: true, committed: false, attempts };
         }
         if (held.base?.id !== latest?.id) {

@@ -32,3 +32,12 @@ export function tagDir(tablePath: string): string {
 export function tagKey(tablePath: string, name: string): string {
   return tableKey(tablePath, `tag/tag-${name}`);
 }
+
+/**
+ * A table as users write it (`db.orders`) from its key prefix (`[warehouse/]db.db/orders`), for
+ * messages; a prefix of another shape is returned as is.
+ */
+export function displayTableName(tablePath: string): string {
+  const m = /(?:^|\/)([^/]+)\.db\/([^/]+)\/?$/.exec(tablePath);
+  return m ? `${m[1]}.${m[2]}` : tablePath;
+}

@@ -8,7 +8,7 @@ import { ObjectNotFoundError, SnapshotNotFoundError } from '../errors.js';
 import type { Snapshot } from './snapshot.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { fromUtf8, utf8 } from '../store/object-store.js';
-import { earliestHintKey, latestHintKey, snapshotDir, snapshotKey } from './paths.js';
+import { earliestHintKey, latestHintKey, snapshotDir, snapshotKey, displayTableName } from './paths.js';
 import { parseSnapshot } from './snapshot-file.js';
 
 const SNAPSHOT_NAME = /\/?snapshot-(\d+)$/;
@@ -74,7 +74,7 @@ export class SnapshotManager {
     if (s !== undefined) return s;
     const [earliest, latest] = await Promise.all([this.earliestId(), this.latestId()]);
     if (earliest === undefined || latest === undefined) {
-      throw new SnapshotNotFoundError(`snapshot ${id} does not exist: table ${this.tablePath} has no snapshot yet; commit data first`);
+      throw new SnapshotNotFoundError(`snapshot ${id} does not exist: table ${displayTableName(this.tablePath)} has no snapshot yet; commit data first`);
     }
     const why = id < earliest ? 'it has expired' : 'it has not been committed';
     throw new SnapshotNotFoundError(
@@ -137,7 +137,7 @@ export class SnapshotManager {
       const s = await this.tryRead(id);
       if (s !== undefined) return s;
     }
-    throw new SnapshotNotFoundError(`the latest snapshot of ${this.tablePath} kept disappearing while being read; retry`);
+    throw new SnapshotNotFoundError(`the latest snapshot of ${displayTableName(this.tablePath)} kept disappearing while being read; retry`);
   }
 
   /** The oldest snapshot still present, or undefined; retried when expiry deletes it meanwhile. */
@@ -148,7 +148,7 @@ export class SnapshotManager {
       const s = await this.tryRead(id);
       if (s !== undefined) return s;
     }
-    throw new SnapshotNotFoundError(`the earliest snapshot of ${this.tablePath} kept expiring while being read; retry`);
+    throw new SnapshotNotFoundError(`the earliest snapshot of ${displayTableName(this.tablePath)} kept expiring while being read; retry`);
   }
 
   /**
@@ -191,7 +191,7 @@ export class SnapshotManager {
       }
       if (!raced) return lo;
     }
-    throw new SnapshotNotFoundError(`snapshots of ${this.tablePath} kept expiring during a time lookup; retry`);
+    throw new SnapshotNotFoundError(`snapshots of ${displayTableName(this.tablePath)} kept expiring during a time lookup; retry`);
   }
 
   private async writeHint(key: string, id: number): Promise<void> {

@@ -5,7 +5,7 @@
  */
 import { ObjectNotFoundError, TagError } from '../errors.js';
 import { intField, metadataBytes, parseMetadataObject } from '../manifest/metadata-json.js';
-import { tagDir, tagKey } from './paths.js';
+import { tagDir, tagKey, displayTableName } from './paths.js';
 import type { Snapshot } from './snapshot.js';
 import { listAll, type ObjectStore } from '../store/object-store.js';
 import { SnapshotManager } from './snapshot-manager.js';
@@ -53,7 +53,7 @@ export async function createTag(
   const tag: Tag = { ...snapshot, tagCreateTime: now() };
   const created = await store.putIfAbsent(tagKey(tablePath, name), metadataBytes(tag));
   if (created === undefined) {
-    throw new TagError(`tag '${name}' already exists on table ${tablePath}; delete it first or pick another name`, 'already-exists');
+    throw new TagError(`tag '${name}' already exists on table ${displayTableName(tablePath)}; delete it first or pick another name`, 'already-exists');
   }
   return tag;
 }
@@ -67,7 +67,7 @@ export async function readTag(store: ObjectStore, tablePath: string, name: strin
     body = (await store.get(key)).body;
   } catch (e) {
     if (e instanceof ObjectNotFoundError) {
-      throw new TagError(`tag '${name}' does not exist on table ${tablePath}; list tags to see which do`);
+      throw new TagError(`tag '${name}' does not exist on table ${displayTableName(tablePath)}; list tags to see which do`);
     }
     throw e;
   }
@@ -81,7 +81,7 @@ export async function deleteTag(store: ObjectStore, tablePath: string, name: str
   validateTagName(name);
   const key = tagKey(tablePath, name);
   if ((await store.head(key)) === undefined) {
-    throw new TagError(`tag '${name}' does not exist on table ${tablePath}; nothing to delete`);
+    throw new TagError(`tag '${name}' does not exist on table ${displayTableName(tablePath)}; nothing to delete`);
   }
   await store.delete(key);
 }
