@@ -14,7 +14,7 @@ import { GroupCommit, type QueuedCommit } from '../lib/table/group-commit.js';
 import { afterAppend } from './shared/after-commit.js';
 import type { Env } from './shared/env.js';
 import { processFifoBatch } from './shared/fifo-batch.js';
-import { log } from './shared/observability.js';
+import { instrumented, log } from './shared/observability.js';
 import { sendRejects } from './shared/rejects.js';
 import { commitCachesOf, openTable } from './shared/tables.js';
 export { GROUP_COMMIT_USER } from '../lib/table/group-commit.js';
@@ -52,4 +52,4 @@ export function createCommitHandler(env: Env = process.env) {
 }
 
 /** Lambda entry of the commit function. */
-export const handler = createCommitHandler();
+export const handler = instrumented(createCommitHandler());

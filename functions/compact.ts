@@ -12,7 +12,7 @@ import { parseCompactionJob, runCompactionJob } from '../lib/maintenance/compact
 import { announceSnapshotCommitted } from './shared/commit-events.js';
 import type { Env } from './shared/env.js';
 import { processFifoBatch } from './shared/fifo-batch.js';
-import { emitMetric, log, METRIC, UNIT } from './shared/observability.js';
+import { emitMetric, instrumented, log, METRIC, UNIT } from './shared/observability.js';
 import { manifestCacheOf, openTable } from './shared/tables.js';
 
 /** Share of the remaining invocation time a job may start new compaction rounds in. */
@@ -53,4 +53,4 @@ export function createCompactHandler(env: Env = process.env) {
 }
 
 /** Lambda entry of the compaction function. */
-export const handler = createCompactHandler();
+export const handler = instrumented(createCompactHandler());

@@ -14,7 +14,7 @@ import { SqsSplitQueue } from '../lib/stream/sqs-queue.js';
 import { sqsClient } from './shared/aws-clients.js';
 import { SNAPSHOT_COMMITTED, type SnapshotCommittedDetail } from './shared/commit-events.js';
 import { requireEnv, type Env } from './shared/env.js';
-import { emitMetric, log, METRIC, UNIT } from './shared/observability.js';
+import { emitMetric, instrumented, log, METRIC, UNIT } from './shared/observability.js';
 import { openTable } from './shared/tables.js';
 
 /** Time kept back from the invocation's budget for the lag report; runs without a Lambda context (tests) stop after 16. */
@@ -57,4 +57,4 @@ export function createDiscoverHandler(env: Env = process.env) {
 }
 
 /** Lambda entry of the discovery function. */
-export const handler = createDiscoverHandler();
+export const handler = instrumented(createDiscoverHandler());

@@ -10,7 +10,7 @@ import { expireConsumers } from '../lib/maintenance/expire-consumers.js';
 import { expireSnapshots, type ExpireSnapshotsResult } from '../lib/maintenance/expire-snapshots.js';
 import { removeOrphanFiles } from '../lib/maintenance/remove-orphans.js';
 import type { Env } from './shared/env.js';
-import { log } from './shared/observability.js';
+import { instrumented, log } from './shared/observability.js';
 import { openTable } from './shared/tables.js';
 
 /** What one scheduled run did. */
@@ -56,4 +56,4 @@ export function createExpireHandler(env: Env = process.env) {
 }
 
 /** Lambda entry of the expiry function. */
-export const handler = createExpireHandler();
+export const handler = instrumented(createExpireHandler());

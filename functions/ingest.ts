@@ -11,7 +11,7 @@ import { ingestMessages } from '../lib/table/ingest-messages.js';
 import { landOptions } from './shared/after-commit.js';
 import { writerSettings, type Env } from './shared/env.js';
 import { ingestInboxObject, type IngestFileResult } from './shared/inbox.js';
-import { log } from './shared/observability.js';
+import { instrumented, log } from './shared/observability.js';
 import { sendRejects } from './shared/rejects.js';
 import { backOffFailures } from './shared/retry-backoff.js';
 import { openTable } from './shared/tables.js';
@@ -49,4 +49,4 @@ export function createIngestHandler(env: Env = process.env) {
 }
 
 /** Lambda entry of the ingest function. */
-export const handler = createIngestHandler();
+export const handler = instrumented(createIngestHandler());

@@ -7,7 +7,9 @@
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration, Size } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Size } from 'aws-cdk-lib';
+import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { Architecture, Code, Function as LambdaFunction, Runtime, Tracing, type FunctionProps } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -72,6 +74,10 @@ export interface VarveFunctionProps {
   readonly description?: string;
   /** @default one month */
   readonly logRetention?: RetentionDays;
+  /** What happens to the log group when the stack is deleted (follow the warehouse's). @default RemovalPolicy.RETAIN */
+  readonly logRemovalPolicy?: RemovalPolicy;
+  /** Customer-managed KMS key of the log group (its policy must let CloudWatch Logs use it). @default CloudWatch Logs' own encryption */
+  readonly logEncryptionKey?: IKey;
 }
 
 /**
@@ -89,8 +95,19 @@ export function createVarveFunction(scope: Construct, id: string, props: VarveFu
   // plain CloudFormation property.
   const logGroup = new LogGroup(scope, `${id}Logs`, {
     retention: props.logRetention ?? RetentionDays.ONE_MONTH,
+    removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN,
+    encryptionKey: props.logEncryptionKey,
   });
+  // An execution role of our own instead of AWSLambdaBasicExecutionRole: the function may create
+  // streams in and write to its own log group only (the managed policy allows every log group in
+  // the account, and CreateLogGroup, which an existing group makes needless).
+  const role = new Role(scope, `${id}Role`, {
+    assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+    description: props.description,
+  });
+  logGroup.grantWrite(role);
   const common = {
+    role,
     description: props.description,
     runtime: Runtime.NODEJS_22_X,
     architecture: Architecture.ARM_64,

@@ -19,8 +19,6 @@ const PACK = 'AwsSolutions::AwsSolutions';
 const BASIC_EXECUTION = 'Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole';
 
 const REASONS = {
-  basicExecution:
-    'AWSLambdaBasicExecutionRole grants only logs:CreateLogGroup, CreateLogStream and PutLogEvents, which every function needs to log; an inline copy would be the same policy under another name.',
   xray: 'X-Ray PutTraceSegments and PutTelemetryRecords support no resource-level permissions, so Resource "*" is the only form; tracing is active on every varve function.',
   objects: (path: string) =>
     `Object access limited to the key prefix ${path}: the table's (or the consumer's) own files, which get generated unique names, so no narrower resource exists. Bucket listing carries an s3:prefix condition for the same prefix.`,
@@ -31,7 +29,7 @@ const REASONS = {
   failures:
     'The expiry failure queue is itself a dead-letter queue: the on-failure destination of the scheduled expiry function and the dead-letter queue of its EventBridge target, read by operators; a DLQ behind it would never receive a message.',
   notifications:
-    "CDK's own BucketNotificationsHandler (it turns on EventBridge notifications for the warehouse bucket) uses the managed basic execution role for its logs.",
+    "CDK's own BucketNotificationsHandler (a singleton Lambda that turns on EventBridge notifications for the warehouse bucket at deploy time) comes with the managed basic execution role and offers no way to replace it; varve's own functions carry no managed policy, only an inline policy scoped to their own log group.",
 };
 
 /** True when the construct lies inside a varve construct. */
@@ -74,9 +72,6 @@ export class VarveNagAcknowledgments implements IAspect {
     }
     if (!isVarve(node)) return;
     if (node instanceof CfnFunction) this.ack(node, 'L1', REASONS.runtime);
-    if (node.cfnResourceType === 'AWS::IAM::Role' && node.node.path.endsWith('/ServiceRole/Resource')) {
-      this.ack(node, `IAM4[${BASIC_EXECUTION}]`, REASONS.basicExecution);
-    }
     if (node.cfnResourceType === 'AWS::SQS::Queue' && node.node.path.endsWith('/RejectsQueue/Resource')) {
       this.ack(node, 'SQS3', REASONS.rejects);
     }
@@ -91,7 +86,8 @@ export class VarveNagAcknowledgments implements IAspect {
     const stack = Stack.of(policy);
     const warehouses = new Map<string, string>();
     for (const c of stack.node.findAll()) {
-      if (c instanceof Warehouse) {
+      // An imported bucket has no CloudFormation resource here, so no GetAtt to recognise.
+      if (c instanceof Warehouse && c.bucket.node.defaultChild) {
         warehouses.set(stack.resolve((c.bucket.node.defaultChild as CfnBucket).logicalId) as string, c.prefix);
       }
     }

@@ -4,6 +4,7 @@
  */
 import { Duration } from 'aws-cdk-lib';
 import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 
 /** Lambda's guidance (aws-semantics §2.1): a batch stays invisible for the whole invocation, plus retries. */
@@ -33,6 +34,8 @@ export interface QueueWithDlqProps {
    * {@link VISIBILITY_FACTOR} × its timeout. @default VISIBILITY_FACTOR × consumerTimeout
    */
   readonly visibilityTimeout?: Duration;
+  /** A customer-managed key for the queue and its DLQ. @default SSE-SQS */
+  readonly encryptionKey?: IKey;
 }
 
 /** A queue and the dead-letter queue its redrive policy points at. */
@@ -44,7 +47,7 @@ export interface QueueWithDlq {
 /** Creates `<id>` and `<id>Dlq` (a FIFO source gets a FIFO DLQ, as SQS requires). */
 export function createQueueWithDlq(scope: Construct, id: string, props: QueueWithDlqProps): QueueWithDlq {
   const common = {
-    encryption: QueueEncryption.SQS_MANAGED,
+    ...encryptionOf(props.encryptionKey),
     enforceSSL: true,
     fifo: props.fifo ? true : undefined,
     contentBasedDeduplication: props.fifo ? (props.contentBasedDeduplication ?? false) : undefined,
@@ -66,6 +69,11 @@ export function createQueueWithDlq(scope: Construct, id: string, props: QueueWit
  * function's on-failure destination) and events EventBridge could not deliver land here for an
  * operator, with the event and the error.
  */
-export function createFailureQueue(scope: Construct, id: string): Queue {
-  return new Queue(scope, id, { encryption: QueueEncryption.SQS_MANAGED, enforceSSL: true, retentionPeriod: Duration.days(14) });
+export function createFailureQueue(scope: Construct, id: string, encryptionKey?: IKey): Queue {
+  return new Queue(scope, id, { ...encryptionOf(encryptionKey), enforceSSL: true, retentionPeriod: Duration.days(14) });
+}
+
+/** SSE-SQS, or SSE-KMS with the given customer key. */
+export function encryptionOf(key?: IKey): { encryption: QueueEncryption; encryptionMasterKey?: IKey } {
+  return key ? { encryption: QueueEncryption.KMS, encryptionMasterKey: key } : { encryption: QueueEncryption.SQS_MANAGED };
 }

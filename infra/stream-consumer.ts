@@ -20,7 +20,7 @@ import type { Function as VarveLambda } from 'aws-cdk-lib/aws-lambda';
 import { createVarveFunction, handlerEntry } from './lambda.js';
 import { createQueueWithDlq } from './queues.js';
 import { grantObjectPattern } from './table-access.js';
-import { NAME, type VarveTable } from './table.js';
+import { NAME, tagAll, type VarveTable } from './table.js';
 
 /** Where a consumer's rows go. */
 export type StreamSink =
@@ -51,6 +51,8 @@ export interface StreamConsumerProps {
   readonly alarmTopic?: ITopic;
   /** Where the consumer's alarms fire. @default the table's thresholds, else the defaults */
   readonly alarmThresholds?: VarveAlarmThresholds;
+  /** Tags for every resource of the consumer (besides the warehouse's, `varve:table` and `varve:consumer`). @default none */
+  readonly tags?: Record<string, string>;
 }
 
 const DISCOVER_TIMEOUT = Duration.minutes(2);
@@ -111,11 +113,13 @@ export class StreamConsumer extends Construct {
     const { table } = props;
     this.table = table;
     this.consumerId = props.consumerId;
+    tagAll(this, { ...table.warehouse.tags, 'varve:table': table.name, 'varve:consumer': props.consumerId, ...props.tags });
+    const encryptionKey = table.warehouse.encryptionKey;
     const readTimeout = props.readTimeout ?? Duration.minutes(5);
     const consumerEnv = { ...table.baseEnvironment, VARVE_CONSUMER_ID: props.consumerId };
 
     // Many groups (one per bucket): high-throughput FIFO, with deduplication per group.
-    const split = createQueueWithDlq(this, 'SplitQueue', { fifo: true, highThroughput: true, consumerTimeout: readTimeout });
+    const split = createQueueWithDlq(this, 'SplitQueue', { fifo: true, highThroughput: true, consumerTimeout: readTimeout, encryptionKey });
     this.splitQueue = split.queue;
     this.deadLetterQueues = [split.deadLetterQueue];
 
@@ -128,10 +132,12 @@ export class StreamConsumer extends Construct {
       contentBasedDeduplication: true,
       consumerTimeout: DISCOVER_TIMEOUT,
       visibilityTimeout: DISCOVER_TIMEOUT.plus(Duration.seconds(30)),
+      encryptionKey,
     });
     this.discoverQueue = discover.queue;
     this.deadLetterQueues.push(discover.deadLetterQueue);
     this.discoverFunction = createVarveFunction(this, 'Discover', {
+      ...table.functionDefaults(),
       entry: handlerEntry('discover'),
       description: `varve discovery for ${table.name} consumer ${props.consumerId}`,
       timeout: DISCOVER_TIMEOUT,
@@ -140,6 +146,7 @@ export class StreamConsumer extends Construct {
     });
     table.grantRead(this.discoverFunction);
     this.grantConsumerFiles(this.discoverFunction, ['', '@*'], ['s3:PutObject', 's3:DeleteObject']);
+    table.warehouse.grantKeyWrite(this.discoverFunction);
     this.splitQueue.grantSendMessages(this.discoverFunction);
     this.discoverFunction.addEventSource(new SqsEventSource(this.discoverQueue, { batchSize: 10 }));
     const trigger = new SqsQueue(this.discoverQueue, {
@@ -153,16 +160,24 @@ export class StreamConsumer extends Construct {
       schedule: Schedule.rate(this.discoverEvery),
       targets: [trigger],
     });
-    // beyond the schedule's one-minute floor: discovery right after each commit of the table.
+    // beyond the schedule's one-minute floor: discovery right after each commit of the table that
+    // gives a consumer something. A COMPACT snapshot without changelog files only reorganises
+    // files: no changelog producer streams anything from it (DESIGN.md, "Reads"), so the rule
+    // lets it through only when it carries a changelog (lookup, full-compaction producers).
     new Rule(this, 'DiscoverOnCommit', {
       description: `varve discovery on commit of ${table.name} / ${props.consumerId}`,
       eventBus: table.warehouse.eventBus,
-      eventPattern: { source: [VARVE_EVENT_SOURCE], detailType: [SNAPSHOT_COMMITTED], detail: { table: [table.name] } },
+      eventPattern: {
+        source: [VARVE_EVENT_SOURCE],
+        detailType: [SNAPSHOT_COMMITTED],
+        detail: { table: [table.name], $or: [{ commitKind: [{ 'anything-but': 'COMPACT' }] }, { changelog: [true] }] },
+      },
       targets: [trigger],
     });
 
     const sink = props.sink;
     this.readFunction = createVarveFunction(this, 'Read', {
+      ...table.functionDefaults(),
       entry: sink.kind === 'function' ? sink.entry : handlerEntry('read'),
       handler: sink.kind === 'function' ? sink.handler : undefined,
       description: `varve split reader for ${table.name} consumer ${props.consumerId}`,
@@ -173,6 +188,7 @@ export class StreamConsumer extends Construct {
     table.grantRead(this.readFunction);
     // Readers record per-bucket progress next to the consumer file; discovery folds it in.
     this.grantConsumerFiles(this.readFunction, ['@progress/*'], ['s3:PutObject']);
+    table.warehouse.grantKeyWrite(this.readFunction);
     if (sink.kind === 'table') sink.target.grantWrite(this.readFunction);
     if (sink.kind === 'eventbridge') (sink.bus ?? table.warehouse.eventBus).grantPutEventsTo(this.readFunction);
     this.readFunction.addEventSource(

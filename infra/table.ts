@@ -3,7 +3,7 @@
  * FIFO queue, the compaction FIFO queue grouped by bucket, scheduled expiry, and a function for
  * each with least-privilege access to the table's own key prefix.
  */
-import { Duration, Size } from 'aws-cdk-lib';
+import { Duration, Size, Tags } from 'aws-cdk-lib';
 import { Match, Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
@@ -11,15 +11,15 @@ import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
-import { Queue, QueueEncryption, type IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Queue, type IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { VARVE_METRICS_NAMESPACE, VARVE_SERVICE_NAME, type CommitMode } from '../lib/aws-contract.js';
 import { InvalidArgumentError } from '../lib/errors.js';
 import { VarveAlarms, type VarveAlarmThresholds } from './alarms.js';
 import { createTableDashboard } from './dashboard.js';
 import type { Function as VarveLambda } from 'aws-cdk-lib/aws-lambda';
-import { createVarveFunction, handlerEntry } from './lambda.js';
-import { createFailureQueue, createQueueWithDlq } from './queues.js';
+import { createVarveFunction, handlerEntry, type VarveFunctionProps } from './lambda.js';
+import { createFailureQueue, createQueueWithDlq, encryptionOf } from './queues.js';
 import { grantListUnder, grantObjects, grantTableDeletes } from './table-access.js';
 import type { Warehouse } from './warehouse.js';
 
@@ -71,6 +71,8 @@ export interface VarveTableProps {
   readonly alarmTopic?: ITopic;
   /** Where the table's alarms fire. @default the defaults of {@link VarveAlarmThresholds} */
   readonly alarmThresholds?: VarveAlarmThresholds;
+  /** Tags for every resource of the table (besides the warehouse's and `varve:table`). @default none */
+  readonly tags?: Record<string, string>;
 }
 
 /** Database, table and consumer names become key segments and `db.table` names: keep them plain. */
@@ -176,10 +178,12 @@ export class VarveTable extends Construct {
       POWERTOOLS_METRICS_NAMESPACE: VARVE_METRICS_NAMESPACE,
     };
 
-    const ingestQ = createQueueWithDlq(this, 'IngestQueue', { fifo: false, consumerTimeout: INGEST_TIMEOUT });
+    tagAll(this, { ...warehouse.tags, 'varve:table': this.name, ...props.tags });
+    const encryptionKey = warehouse.encryptionKey;
+    const ingestQ = createQueueWithDlq(this, 'IngestQueue', { fifo: false, consumerTimeout: INGEST_TIMEOUT, encryptionKey });
     this.ingestQueue = ingestQ.queue;
     this.rejectsQueue = new Queue(this, 'RejectsQueue', {
-      encryption: QueueEncryption.SQS_MANAGED,
+      ...encryptionOf(encryptionKey),
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
     });
@@ -187,20 +191,22 @@ export class VarveTable extends Construct {
       fifo: true,
       highThroughput: true,
       consumerTimeout: COMPACT_TIMEOUT,
+      encryptionKey,
     });
     this.compactQueue = compactQ.queue;
-    this.expireFailures = createFailureQueue(this, 'ExpireDlq');
+    this.expireFailures = createFailureQueue(this, 'ExpireDlq', encryptionKey);
     this.deadLetterQueues = [ingestQ.deadLetterQueue, compactQ.deadLetterQueue, this.expireFailures];
 
     if (this.commitMode === 'queue') {
       // One message group per table: commits of a table are serialised and folded in order.
-      const commitQ = createQueueWithDlq(this, 'CommitQueue', { fifo: true, consumerTimeout: COMMIT_TIMEOUT });
+      const commitQ = createQueueWithDlq(this, 'CommitQueue', { fifo: true, consumerTimeout: COMMIT_TIMEOUT, encryptionKey });
       this.commitQueue = commitQ.queue;
       this.deadLetterQueues.push(commitQ.deadLetterQueue);
     }
 
     // Ingest: the queue path and the S3 inbox path.
     this.ingestFunction = createVarveFunction(this, 'Ingest', {
+      ...this.functionDefaults(),
       entry: handlerEntry('ingest'),
       description: `varve ingest for ${this.name}`,
       timeout: INGEST_TIMEOUT,
@@ -234,6 +240,7 @@ export class VarveTable extends Construct {
 
     if (this.commitQueue) {
       this.commitFunction = createVarveFunction(this, 'Commit', {
+      ...this.functionDefaults(),
         entry: handlerEntry('commit'),
         description: `varve group commit for ${this.name}`,
         timeout: COMMIT_TIMEOUT,
@@ -253,6 +260,7 @@ export class VarveTable extends Construct {
     }
 
     this.compactFunction = createVarveFunction(this, 'Compact', {
+      ...this.functionDefaults(),
       entry: handlerEntry('compact'),
       description: `varve compaction for ${this.name}`,
       timeout: COMPACT_TIMEOUT,
@@ -264,6 +272,7 @@ export class VarveTable extends Construct {
     grantObjects(this.compactFunction, warehouse.bucket, this.tablePrefix, ['s3:PutObject']);
     // A failed job removes the files it wrote; a lost commit race, the manifests it wrote.
     grantTableDeletes(this.compactFunction, warehouse.bucket, this.tablePrefix, ['data', 'manifest']);
+    warehouse.grantKeyWrite(this.compactFunction);
     warehouse.eventBus.grantPutEventsTo(this.compactFunction);
     // One job per invocation: a job is a bucket's bounded unit of work, and a batch of several
     // would run them one after another inside a single 15-minute budget.
@@ -276,6 +285,7 @@ export class VarveTable extends Construct {
     );
 
     this.expireFunction = createVarveFunction(this, 'Expire', {
+      ...this.functionDefaults(),
       entry: handlerEntry('expire'),
       description: `varve snapshot expiry for ${this.name}`,
       timeout: EXPIRE_TIMEOUT,
@@ -285,6 +295,7 @@ export class VarveTable extends Construct {
     grantObjects(this.expireFunction, warehouse.bucket, this.tablePrefix, ['s3:PutObject']);
     // Expiry is the one function that deletes snapshots and what only they referenced.
     grantTableDeletes(this.expireFunction, warehouse.bucket, this.tablePrefix, ['all']);
+    warehouse.grantKeyWrite(this.expireFunction);
     // A scheduled EventBridge rule rather than EventBridge Scheduler: LocalStack's Scheduler
     // stores schedules but never fires them, and rules need no extra role.
     this.expireEvery = props.expireEvery ?? Duration.minutes(15);
@@ -304,8 +315,17 @@ export class VarveTable extends Construct {
     this.dashboard = createTableDashboard(this, 'Dashboard', this, this.alarms);
   }
 
+  /**
+   * What every function of the table and its consumers shares besides the house settings: log
+   * groups that follow the warehouse's removal policy and its customer key.
+   */
+  functionDefaults(): Pick<VarveFunctionProps, 'logRemovalPolicy' | 'logEncryptionKey'> {
+    return { logRemovalPolicy: this.warehouse.removalPolicy, logEncryptionKey: this.warehouse.encryptionKey };
+  }
+
   /** Lets a principal read the table: get and list its files, look it up in the catalog. */
   grantRead(grantee: IGrantable): void {
+    this.warehouse.grantKeyRead(grantee);
     grantObjects(grantee, this.warehouse.bucket, this.tablePrefix, ['s3:GetObject']);
     grantListUnder(grantee, this.warehouse.bucket, this.tablePrefix);
     this.warehouse.grantCatalogRead(grantee);
@@ -319,6 +339,7 @@ export class VarveTable extends Construct {
     if (this.commitQueue) {
       this.grantRead(grantee);
       grantObjects(grantee, this.warehouse.bucket, this.tablePrefix, ['s3:PutObject']);
+      this.warehouse.grantKeyWrite(grantee);
       this.commitQueue.grantSendMessages(grantee);
     } else {
       this.grantCommit(grantee);
@@ -348,7 +369,13 @@ export class VarveTable extends Construct {
     // A refused batch removes its data files; a lost race, the manifests it wrote. Never a
     // snapshot, a schema or a consumer file.
     grantTableDeletes(grantee, this.warehouse.bucket, this.tablePrefix, ['data', 'manifest']);
+    this.warehouse.grantKeyWrite(grantee);
     this.compactQueue.grantSendMessages(grantee);
     this.warehouse.eventBus.grantPutEventsTo(grantee);
   }
+}
+
+/** Tags every resource under `scope` (CloudFormation resources that take tags). */
+export function tagAll(scope: Construct, tags: Record<string, string>): void {
+  for (const [key, value] of Object.entries(tags)) Tags.of(scope).add(key, value);
 }

@@ -2,10 +2,11 @@
  * The shared home of every varve table on AWS: the S3 bucket that holds the warehouse, the
  * DynamoDB catalog, and the EventBridge bus that commit events travel on.
  */
-import { RemovalPolicy } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, Table } from 'aws-cdk-lib/aws-dynamodb';
+import { Annotations, Duration, RemovalPolicy, Stack, Tags } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus, type IEventBus } from 'aws-cdk-lib/aws-events';
-import { AnyPrincipal, Effect, PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws-iam';
+import { AnyPrincipal, Effect, PolicyStatement, ServicePrincipal, type IGrantable } from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
@@ -30,6 +31,26 @@ export interface WarehouseProps {
   readonly eventBus?: WarehouseEventBus;
   /** The SNS topic the alarms of the warehouse's tables and consumers notify, unless they name their own. @default none */
   readonly alarmTopic?: ITopic;
+  /**
+   * An existing bucket to keep the warehouse in instead of a new one. CDK cannot change an
+   * imported bucket: its encryption, lifecycle rules and the snapshot-overwrite deny are then
+   * yours to set (docs/AWS.md lists them); a warning says so at synth.
+   * @default a new bucket
+   */
+  readonly bucket?: IBucket;
+  /**
+   * A customer-managed KMS key for everything varve stores: the bucket (with an S3 Bucket Key, so
+   * requests do not each call KMS), the catalog, every queue and every log group of the
+   * warehouse's tables and consumers. @default AWS-owned keys (SSE-S3, SSE-SQS, DynamoDB's, CloudWatch Logs')
+   */
+  readonly encryptionKey?: IKey;
+  /**
+   * How long files dropped into an inbox are kept; ingest has read them long before (its retries
+   * end within a day). @default 7 days
+   */
+  readonly inboxExpiration?: Duration;
+  /** Tags for every resource of the warehouse and of its tables and consumers. @default none */
+  readonly tags?: Record<string, string>;
 }
 
 /** Names a warehouse prefix may use: S3-safe path segments separated by single slashes. */
@@ -48,7 +69,13 @@ const PREFIX = /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/;
  */
 export class Warehouse extends Construct {
   /** The bucket that holds every table file. */
-  readonly bucket: Bucket;
+  readonly bucket: IBucket;
+  /** The customer-managed key of the warehouse, its tables and consumers, if one was given. */
+  readonly encryptionKey?: IKey;
+  /** What happens to stored state (bucket, catalog, log groups) when the stack is deleted. */
+  readonly removalPolicy: RemovalPolicy;
+  /** Tags of the warehouse, which its tables and consumers carry too. */
+  readonly tags: Readonly<Record<string, string>>;
   /** Key prefix of the warehouse inside the bucket, without slashes at either end. */
   readonly prefix: string;
   /** `s3://<bucket>/<prefix>`: what the functions get as `VARVE_WAREHOUSE`. */
@@ -69,20 +96,56 @@ export class Warehouse extends Construct {
       );
     }
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    this.removalPolicy = removalPolicy;
     this.alarmTopic = props.alarmTopic;
+    this.encryptionKey = props.encryptionKey;
+    this.tags = { ...props.tags };
+    for (const [key, value] of Object.entries(this.tags)) Tags.of(this).add(key, value);
+    if (props.encryptionKey) {
+      // The services that write into varve's encrypted resources on its behalf: CloudWatch Logs
+      // (log groups) and EventBridge (discovery triggers and its dead letters). A key imported
+      // from elsewhere ignores these: its own policy must allow them (docs/AWS.md).
+      const region = Stack.of(this).region;
+      props.encryptionKey.addToResourcePolicy(
+        new PolicyStatement({
+          sid: 'VarveCloudWatchLogs',
+          principals: [new ServicePrincipal(`logs.${region}.amazonaws.com`)],
+          actions: ['kms:Encrypt*', 'kms:Decrypt*', 'kms:ReEncrypt*', 'kms:GenerateDataKey*', 'kms:Describe*'],
+          resources: ['*'],
+          conditions: { ArnLike: { 'kms:EncryptionContext:aws:logs:arn': `arn:${Stack.of(this).partition}:logs:${region}:${Stack.of(this).account}:log-group:*` } },
+        }),
+      );
+      props.encryptionKey.grant(new ServicePrincipal('events.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
+    }
 
-    this.bucket = new Bucket(this, 'Bucket', {
-      bucketName: props.bucketName,
-      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
-      encryption: BucketEncryption.S3_MANAGED,
-      enforceSSL: true,
-      minimumTLSVersion: 1.2,
-      // Off: every table file is written once under a unique name, and expiry must really free space.
-      versioned: false,
-      removalPolicy,
-      serverAccessLogsBucket: props.serverAccessLogsBucket,
-      serverAccessLogsPrefix: props.serverAccessLogsPrefix,
-    });
+    this.bucket =
+      props.bucket ??
+      new Bucket(this, 'Bucket', {
+        bucketName: props.bucketName,
+        blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+        encryption: props.encryptionKey ? BucketEncryption.KMS : BucketEncryption.S3_MANAGED,
+        encryptionKey: props.encryptionKey,
+        // One data key per bucket for a while instead of a KMS call per object request.
+        bucketKeyEnabled: props.encryptionKey ? true : undefined,
+        enforceSSL: true,
+        minimumTLSVersion: 1.2,
+        // Off: every table file is written once under a unique name, and expiry must really free space.
+        versioned: false,
+        removalPolicy,
+        serverAccessLogsBucket: props.serverAccessLogsBucket,
+        serverAccessLogsPrefix: props.serverAccessLogsPrefix,
+        lifecycleRules: [
+          // A writer that died mid-upload leaves parts that cost storage and show up in no listing.
+          { id: 'abort-incomplete-multipart-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+          // Inbox files are input, not table state: once ingested, the table holds their rows.
+          { id: 'expire-inbox', prefix: `${this.prefix}/inbox/`, expiration: props.inboxExpiration ?? Duration.days(7) },
+        ],
+      });
+    if (props.bucket) {
+      Annotations.of(this).addWarning(
+        'varve: the warehouse uses an existing bucket, which CDK cannot change: add the DenySnapshotOverwrite bucket policy, the abort-multipart and inbox lifecycle rules, and EventBridge notifications yourself (docs/AWS.md, "An existing bucket").',
+      );
+    }
     // Creating snapshot/snapshot-<N> with If-None-Match is the one commit point (DESIGN.md, "The
     // commit protocol"). The condition key is absent from a request without the header, so
     // Null → true means "no If-None-Match": deny. s3:PutObject also authorises
@@ -104,6 +167,7 @@ export class Warehouse extends Construct {
       billingMode: BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       removalPolicy,
+      ...(props.encryptionKey ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey } : {}),
     });
 
     const bus = props.eventBus ?? 'dedicated';
@@ -127,5 +191,16 @@ export class Warehouse extends Construct {
     grantee.grantPrincipal.addToPrincipalPolicy(
       new PolicyStatement({ actions: ['dynamodb:GetItem', 'dynamodb:Query'], resources: [this.catalog.tableArn] }),
     );
+    this.encryptionKey?.grantDecrypt(grantee);
+  }
+
+  /** With a customer key: lets a principal read (decrypt) what the warehouse stores. */
+  grantKeyRead(grantee: IGrantable): void {
+    this.encryptionKey?.grantDecrypt(grantee);
+  }
+
+  /** With a customer key: lets a principal write (encrypt, with data keys) what the warehouse stores. */
+  grantKeyWrite(grantee: IGrantable): void {
+    this.encryptionKey?.grantEncryptDecrypt(grantee);
   }
 }

@@ -5,6 +5,7 @@
  */
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import { decorateAwsClient } from '../../lib/store/client-decorator.js';
 import { defaultSqsClient } from '../../lib/stream/sqs-queue.js';
 
 let sqs: SQSClient | undefined;
@@ -17,5 +18,5 @@ export function sqsClient(): SQSClient {
 
 /** The container's EventBridge client. */
 export function eventBridgeClient(): EventBridgeClient {
-  return (events ??= new EventBridgeClient({}));
+  return (events ??= decorateAwsClient(new EventBridgeClient({})));
 }

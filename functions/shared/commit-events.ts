@@ -19,11 +19,18 @@ export interface SnapshotCommittedDetail {
   table: string;
   snapshotId: number;
   commitKind: Snapshot['commitKind'];
+  /** The snapshot carries changelog files: a COMPACT snapshot without them gives no consumer anything. */
+  changelog: boolean;
 }
 
 /** Puts one `Snapshot Committed` event on `busName`; throws when EventBridge refuses it. */
 export async function putSnapshotCommitted(busName: string, table: string, snapshot: Snapshot): Promise<void> {
-  const detail: SnapshotCommittedDetail = { table, snapshotId: snapshot.id, commitKind: snapshot.commitKind };
+  const detail: SnapshotCommittedDetail = {
+    table,
+    snapshotId: snapshot.id,
+    commitKind: snapshot.commitKind,
+    changelog: snapshot.changelogManifestList !== undefined,
+  };
   const r = await eventBridgeClient().send(
     new PutEventsCommand({
       Entries: [{ EventBusName: busName, Source: VARVE_EVENT_SOURCE, DetailType: SNAPSHOT_COMMITTED, Detail: JSON.stringify(detail) }],

@@ -12,6 +12,7 @@ import type { Table } from '../../lib/table/table.js';
 import { checkConsumerId } from '../../lib/snapshot/consumer.js';
 import { BatchDelivery, type ChangeBatch, type StreamSink } from '../../lib/stream/delivery.js';
 import { callbackSink, type Change } from '../../lib/stream/sinks.js';
+import { instrumented } from './observability.js';
 import { processFifoBatch } from './fifo-batch.js';
 import { openTable } from './tables.js';
 
@@ -30,14 +31,14 @@ export interface StreamHandlerEnv {
 export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promise<StreamSink>, env: StreamHandlerEnv = process.env): SqsHandler {
   // One sink per opened table: the table cache hands out a new Table when it re-opens it.
   let cached: { table: Table; sink: StreamSink } | undefined;
-  return async (event, context) => {
+  return instrumented(async (event: SQSEvent, context?: Context) => {
     const { consumerId } = handlerSettings(env);
     const table = await openTable(env as Record<string, string | undefined>, 'stream reader');
     if (cached?.table !== table) cached = { table, sink: await sinkFor(table) };
     const delivery = new BatchDelivery(table, consumerId, cached.sink);
     // Per-bucket groups: a failure holds back its own bucket only.
     return processFifoBatch(event, async (record: SQSRecord) => delivery.deliver(record.body), context, { skipGroupOnError: true });
-  };
+  });
 }
 /**
  * A handler calling `fn` with the changes of each split, in order (rows with their kinds).

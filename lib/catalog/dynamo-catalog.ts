@@ -23,6 +23,7 @@ import { INLINE_COMPACTION } from '../maintenance/compact-trigger.js';
 import { Table } from '../table/table.js';
 import { runLimited } from '../concurrency.js';
 import { initialSchema, type Catalog, type CreateTableRequest } from './catalog.js';
+import { decorateAwsClient } from '../store/client-decorator.js';
 
 /** Options of a DynamoCatalog. */
 export interface DynamoCatalogOptions {
@@ -53,7 +54,7 @@ export class DynamoCatalog implements Catalog {
     opts: DynamoCatalogOptions,
   ) {
     this.tableName = opts.tableName;
-    this.client = opts.client ?? new DynamoDBClient({});
+    this.client = opts.client ?? decorateAwsClient(new DynamoDBClient({}));
     this.waitMs = opts.concurrentCreateWaitMs ?? 10_000;
   }
 

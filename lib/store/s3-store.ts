@@ -22,6 +22,7 @@ import { checkByteRange } from './byte-range.js';
 import { checkKeyPrefix, checkObjectKey } from './object-key.js';
 import type { ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
 import { s3Attempts, s3ErrorName, s3IsAccessDenied, s3IsNoSuchKey, s3IsTransient, s3Status } from './s3-errors.js';
+import { decorateAwsClient } from './client-decorator.js';
 
 /** Where an `S3Store` keeps its objects, and how it retries 409 conflicts. */
 export interface S3StoreOptions {
@@ -43,7 +44,7 @@ export interface S3StoreOptions {
  */
 export function defaultS3Client(): S3Client {
   const override = process.env.AWS_ENDPOINT_URL_S3 ?? process.env.AWS_ENDPOINT_URL;
-  return new S3Client({ forcePathStyle: Boolean(override) });
+  return decorateAwsClient(new S3Client({ forcePathStyle: Boolean(override) }));
 }
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {

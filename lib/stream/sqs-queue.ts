@@ -18,6 +18,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { InvalidArgumentError, VarveError } from '../errors.js';
 import { MAX_QUEUE_ID_LENGTH, type QueueDepth, type QueueMessage, type ReceiveOptions, type SendRequest, type SendResult, type SplitQueue } from './split-queue.js';
+import { decorateAwsClient } from '../store/client-decorator.js';
 
 /** SQS's limit on the entries of one batch call. */
 export const SQS_MAX_BATCH = 10;
@@ -54,7 +55,7 @@ export interface SqsSplitQueueOptions {
 
 /** The SQS client varve uses when none is given: region, credentials and endpoint from the environment. */
 export function defaultSqsClient(): SQSClient {
-  return new SQSClient({});
+  return decorateAwsClient(new SQSClient({}));
 }
 
 /** A SplitQueue on an SQS FIFO queue (see the file comment). */

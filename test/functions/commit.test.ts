@@ -69,7 +69,7 @@ describe.skipIf(!awsAvailable())('the commit function on moto', () => {
     expect(JSON.parse(snapshot.properties![BATCHES_PROPERTY])).toHaveLength(8);
     const events = await takeEvents<SnapshotCommittedDetail>(d.commitEventsUrl);
     expect(events.map((e) => [e.source, e['detail-type'], e.detail])).toEqual([
-      ['varve', 'Snapshot Committed', { table: 'shop.orders', snapshotId: 1, commitKind: 'APPEND' }],
+      ['varve', 'Snapshot Committed', { table: 'shop.orders', snapshotId: 1, commitKind: 'APPEND', changelog: false }],
     ]);
     const latency = metrics.points.filter((p) => p.name === 'CommitLatencyMs');
     expect(latency).toHaveLength(1);

@@ -54,7 +54,7 @@ describe.skipIf(!awsAvailable())('the compaction function on moto', () => {
     expect(latest).toMatchObject({ id: 4, commitKind: 'COMPACT', commitUser: 'compactor' });
     expect(await rowsOf(table)).toEqual(['1:v2', '2:v2', '3:v2']);
     const events = await takeEvents<SnapshotCommittedDetail>(d.commitEventsUrl);
-    expect(events.map((e) => e.detail)).toEqual([{ table: 'shop.orders', snapshotId: 4, commitKind: 'COMPACT' }]);
+    expect(events.map((e) => e.detail)).toEqual([{ table: 'shop.orders', snapshotId: 4, commitKind: 'COMPACT', changelog: false }]);
     expect(metrics.points.filter((p) => p.name === 'SortedRuns')).toEqual([
       { name: 'SortedRuns', value: 1, namespace: 'Varve', dimensions: { service: 'varve', table: 'shop.orders' } },
     ]);

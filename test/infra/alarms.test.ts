@@ -1,9 +1,12 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Duration } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
 import type { VarveAlarmThresholds } from '../../infra/alarms.js';
+import { PROJECT_ROOT } from '../../infra/lambda.js';
 import { StreamConsumer } from '../../infra/stream-consumer.js';
 import { VarveTable } from '../../infra/table.js';
 import { Warehouse } from '../../infra/warehouse.js';
@@ -58,6 +61,14 @@ describe('table and consumer alarms', () => {
       expect(a.Properties.OKActions).toEqual([{ Ref: logicalId(topic!) }]);
       expect(a.Properties.AlarmDescription).toMatch(/Runbook: docs\/AWS\.md#[a-z-]+$/);
     }
+  });
+
+  it('points every alarm at a runbook section of docs/AWS.md that exists', () => {
+    const { template } = synth();
+    const doc = readFileSync(path.join(PROJECT_ROOT, 'docs', 'AWS.md'), 'utf8');
+    const kinds = new Set(alarms(template).map((a) => /#([a-z-]+)$/.exec(a.Properties.AlarmDescription as string)![1]));
+    expect(kinds.size).toBe(11);
+    for (const kind of kinds) expect(doc, kind).toContain(`\n### ${kind}\n`);
   });
 
   it('takes the topic from the table when the warehouse has none, and has no action without a topic', () => {

@@ -74,7 +74,7 @@ describe('example app under cdk-nag AwsSolutionsChecks', () => {
     const { error, report } = synthReport(app, outdir);
     // Assess
     expect(error).toBeDefined();
-    expect(unacknowledged(report).some((v) => v.startsWith('AwsSolutions-IAM5') && v.includes('/Orders/Ingest/'))).toBe(true);
+    expect(unacknowledged(report).some((v) => v.startsWith('AwsSolutions-IAM5') && v.includes('/Orders/IngestRole/'))).toBe(true);
   });
 });
 

@@ -98,7 +98,7 @@ describe('StreamConsumer discovery', () => {
     expect(onCommit.Properties.EventPattern).toEqual({
       source: ['varve'],
       'detail-type': ['Snapshot Committed'],
-      detail: { table: ['shop.orders'] },
+      detail: { table: ['shop.orders'], $or: [{ commitKind: [{ 'anything-but': 'COMPACT' }] }, { changelog: [true] }] },
     });
   });
 

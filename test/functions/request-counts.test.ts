@@ -1,0 +1,103 @@
+/**
+ * AWS requests per operation of the functions on moto, counted by an SDK middleware on every
+ * client varve makes (lib/store/client-decorator.ts): what docs/BENCHMARKS.md ("AWS requests of
+ * a table") and the cost model in docs/AWS.md multiply out to requests per hour. The harness's
+ * own clients (sending records, reading queues) are not counted: on AWS that is the producer's
+ * and Lambda's event source mapping's traffic.
+ */
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createCommitHandler } from '../../functions/commit.js';
+import { createCompactHandler } from '../../functions/compact.js';
+import { createDiscoverHandler } from '../../functions/discover.js';
+import { createExpireHandler } from '../../functions/expire.js';
+import { createIngestHandler } from '../../functions/ingest.js';
+import { addAwsClientDecorator } from '../../lib/store/client-decorator.js';
+import { awsAvailable } from '../helpers/aws.js';
+import { createOrders, deploy, drain, powertoolsEnv, scheduledEvent, sendBodies, takeAll } from './harness.js';
+
+/** Requests by `Service:Command` since the last reset. */
+let counts = new Map<string, number>();
+const remove = addAwsClientDecorator((client) => {
+  const service = client.constructor.name.replace(/Client$/, '');
+  (client.middlewareStack as unknown as { add: (mw: unknown, opts: unknown) => void }).add(
+    (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
+      const key = `${service}:${(context.commandName ?? '?').replace(/Command$/, '')}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+      return next(args);
+    },
+    { step: 'initialize', name: 'varveRequestCount' },
+  );
+  return client;
+});
+afterAll(remove);
+
+/** Runs `fn` and returns the requests it made. */
+async function measure(fn: () => Promise<unknown>): Promise<Map<string, number>> {
+  counts = new Map();
+  await fn();
+  return counts;
+}
+
+function total(m: Map<string, number>): number {
+  return [...m.values()].reduce((a, b) => a + b, 0);
+}
+
+function show(name: string, runs: number, m: Map<string, number>): string {
+  const per = [...m].sort().map(([k, v]) => `${k} ${(v / runs).toFixed(1)}`).join(', ');
+  return `${name.padEnd(28)} ${(total(m) / runs).toFixed(1).padStart(6)} per run   (${per})`;
+}
+
+type SqsFn = (e: SQSEvent) => Promise<SQSBatchResponse>;
+
+describe.skipIf(!awsAvailable())('AWS requests per operation (moto)', () => {
+  it('counts the requests of ingest, group commit, discovery, compaction and expiry', { timeout: 240_000 }, async () => {
+    // Prepare: one table (one bucket) and the consumer's queues, functions in queue commit mode
+    powertoolsEnv();
+    const d = await deploy();
+    await createOrders(d);
+    const env = d.env('queue');
+    const ingest = createIngestHandler(env) as SqsFn;
+    const commit = createCommitHandler(env);
+    const discover = createDiscoverHandler(env);
+    const compact = createCompactHandler(env);
+    const expire = createExpireHandler(env);
+    // A warm container: the first run of each function opens the table (catalog, schema).
+    await discover(scheduledEvent());
+    await takeAll(d.splitUrl);
+    const COMMITS = 6;
+
+    // Act: COMMITS commits of one batch each, with a discovery run after each (what a commit event triggers)
+    const lines: string[] = [];
+    const ingestCounts = new Map<string, number>();
+    const commitCounts = new Map<string, number>();
+    const discoverCounts = new Map<string, number>();
+    const add = (into: Map<string, number>, m: Map<string, number>) => m.forEach((v, k) => into.set(k, (into.get(k) ?? 0) + v));
+    for (let i = 0; i < COMMITS; i++) {
+      await sendBodies(d.ingestUrl, [JSON.stringify(Array.from({ length: 20 }, (_, k) => ({ id: i * 20 + k, status: 'new', amount: k })))]);
+      add(ingestCounts, await measure(() => drain(d.ingestUrl, ingest)));
+      add(commitCounts, await measure(() => drain(d.commitUrl, commit)));
+      add(discoverCounts, await measure(() => discover(scheduledEvent())));
+      await takeAll(d.splitUrl);
+    }
+    const idleDiscover = await measure(() => discover(scheduledEvent()));
+    let jobs = 0;
+    // One job per invocation, as the compaction function's event source is configured.
+    const compactCounts = await measure(async () => (jobs = (await drain(d.compactUrl, compact, 1)).length));
+    const idleExpire = await measure(() => expire(scheduledEvent()));
+
+    // Assess: printed for docs/BENCHMARKS.md; the bounds keep the counts from growing unnoticed
+    lines.push(show('ingest (one batch)', COMMITS, ingestCounts));
+    lines.push(show('group commit (one snapshot)', COMMITS, commitCounts));
+    lines.push(show('discover, one new snapshot', COMMITS, discoverCounts));
+    lines.push(show('discover, nothing new', 1, idleDiscover));
+    lines.push(show('expire, nothing to expire', 1, idleExpire));
+    if (jobs > 0) lines.push(show('compaction job', jobs, compactCounts));
+    lines.push(`compaction jobs sent for ${COMMITS} commits: ${jobs}`);
+    console.log(`AWS requests per operation (moto)\n${lines.join('\n')}`);
+    expect(total(commitCounts) / COMMITS).toBeLessThan(40);
+    expect(total(idleDiscover)).toBeLessThan(15);
+    expect(total(idleExpire)).toBeGreaterThan(0);
+    expect(jobs).toBeGreaterThan(0);
+  });
+});
