@@ -143,7 +143,7 @@ export class Warehouse extends Construct {
       });
     if (props.bucket) {
       Annotations.of(this).addWarning(
-        'varve: the warehouse uses an existing bucket, which CDK cannot change: add the DenySnapshotOverwrite bucket policy, the abort-multipart and inbox lifecycle rules, and EventBridge notifications yourself (docs/AWS.md, "An existing bucket").',
+        'varve: the warehouse uses an existing bucket, which CDK cannot change: add the DenySnapshotOverwrite bucket policy, the abort-multipart and inbox lifecycle rules, and EventBridge notifications yourself (docs/AWS.md, "Warehouse options for production").',
       );
     }
     // Creating snapshot/snapshot-<N> with If-None-Match is the one commit point (DESIGN.md, "The
