@@ -19,7 +19,7 @@ import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
 /** A cell of a system table record. */
 export type DisplayValue = string | number | boolean | null;
 
-export const SYSTEM_TABLES = ['snapshots', 'files', 'manifests', 'schemas', 'options', 'tags', 'buckets', 'consumers'] as const;
+export const SYSTEM_TABLES = ['snapshots', 'files', 'manifests', 'schemas', 'options', 'tags', 'buckets', 'partitions', 'consumers'] as const;
 export type SystemTableName = (typeof SYSTEM_TABLES)[number];
 
 export interface SystemTableResult {
@@ -51,6 +51,8 @@ export async function readSystemTable(table: Table, name: string, spec: Snapshot
       return tagsTable(table);
     case 'buckets':
       return bucketsTable(table, await resolveSnapshot(table, spec));
+    case 'partitions':
+      return partitionsTable(table, await resolveSnapshot(table, spec));
     case 'consumers':
       return consumersTable(table);
     default:
@@ -175,6 +177,26 @@ async function bucketsTable(table: Table, snapshot: Snapshot | undefined): Promi
       file_size_in_bytes: g.reduce((n, e) => n + e.file.fileSize, 0),
       max_level: Math.max(...g.map((e) => e.file.level)),
     };
+  });
+  return { columns, records };
+}
+
+/** Paimon's $partitions: per partition, rows of its live files (unmerged), files, bytes and the newest file's time. */
+async function partitionsTable(table: Table, snapshot: Snapshot | undefined): Promise<SystemTableResult> {
+  const columns = ['partition', 'record_count', 'file_size_in_bytes', 'file_count', 'last_update_time'];
+  if (!snapshot) return { columns, records: [] };
+  const groups = new Map<string, { record_count: number; file_size_in_bytes: number; file_count: number; last: number }>();
+  for (const e of await readLiveFiles(table.store, table.path, snapshot)) {
+    let g = groups.get(e.partition);
+    if (!g) groups.set(e.partition, (g = { record_count: 0, file_size_in_bytes: 0, file_count: 0, last: 0 }));
+    g.record_count += e.file.rowCount;
+    g.file_size_in_bytes += e.file.fileSize;
+    g.file_count++;
+    g.last = Math.max(g.last, e.file.creationTime);
+  }
+  const records = [...groups.keys()].sort().map((partition) => {
+    const g = groups.get(partition)!;
+    return { partition, record_count: g.record_count, file_size_in_bytes: g.file_size_in_bytes, file_count: g.file_count, last_update_time: iso(g.last) };
   });
   return { columns, records };
 }

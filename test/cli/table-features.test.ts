@@ -104,4 +104,16 @@ describe('filtered reads in the CLI', () => {
     expect((await varve('count', 'db.o')).out.trim()).toBe('0');
     expect((await varve('drop-partition', 'db.o', 'dt=zz')).err).toMatch(/has no partition dt=zz/);
   });
+
+  it('sys partitions: record count, size, file count and last update per partition', async () => {
+    await write('db.o', [{ dt: 'a', id: 1, status: 'x', amount: '1' }, { dt: 'b', id: 2, status: 'x', amount: '2' }]);
+    await write('db.o', [{ dt: 'a', id: 3, status: 'x', amount: '3' }]);
+    const sys = lines((await varve('sys', 'db.o', 'partitions', '--format', 'jsonl')).out);
+    expect(sys.map((r) => [r.partition, r.record_count, r.file_count])).toEqual([
+      ['dt=a', 2, 2],
+      ['dt=b', 1, 1],
+    ]);
+    expect(sys[0].file_size_in_bytes).toBeGreaterThan(0);
+    expect(Date.parse(sys[0].last_update_time)).toBeGreaterThan(0);
+  });
 });
