@@ -57,7 +57,14 @@ export function manifestCacheOf(table: Table): LruManifestCache {
  * search for its own identifier in the recent snapshots then reads only those it has not seen.
  */
 export function cachingSnapshotManagerOf(table: Table): SnapshotManager {
-  return perTableOf(snapshotManagers, table, () => new SnapshotManager(table.store, table.path, { cacheSnapshots: true }));
+  const make = () => new SnapshotManager(table.store, table.path, { cacheSnapshots: true });
+  const sm = perTableOf(snapshotManagers, table, make);
+  if (sm.store === table.store) return sm;
+  // The table cache re-opened the table (a new store object): commit() refuses a snapshot
+  // manager of another store, so the manager follows the table.
+  const fresh = make();
+  snapshotManagers.set(`${table.store.uri}\u0000${table.path}`, fresh);
+  return fresh;
 }
 
 /** The commit settings that keep a table's caches across invocations. */

@@ -1,0 +1,197 @@
+/**
+ * The Lambda service, emulated: each function of the template runs its synthesised bundle in
+ * containers (child processes, fresh module state each), with the template's environment, memory
+ * (the V8 heap limit) and timeout (the container is killed at the deadline, as Lambda does), and
+ * its concurrency limit (reserved concurrency). A warm container is reused; a new one is a cold
+ * start, whose module load (wasm init included) the container measures.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { RecordedCall } from '../iam/requests.js';
+
+const RUNTIME = fileURLToPath(new URL('./runtime.ts', import.meta.url));
+
+/** What an invocation returned. */
+export type InvokeResult = { ok: true; value: unknown } | { ok: false; error: { name?: string; message: string }; kind: 'error' | 'timeout' | 'crash' };
+
+/** Settings of one emulated function. */
+export interface FunctionSpec {
+  logicalId: string;
+  /** The bundle file (`cdk.out/asset.<hash>/index.js`). */
+  bundle: string;
+  handler: string;
+  memoryMb: number;
+  timeoutSeconds: number;
+  environment: Record<string, string>;
+  reservedConcurrency?: number;
+}
+
+/** Per-container facts for the report. */
+export interface ContainerStats {
+  fn: string;
+  coldStartMs: number;
+  spawnMs: number;
+  invocations: number;
+}
+
+interface Container {
+  child: ChildProcess;
+  busy: boolean;
+  stats: ContainerStats;
+  pending?: { id: string; resolve: (r: InvokeResult) => void; timer: NodeJS.Timeout };
+  dead: boolean;
+}
+
+/** Hooks the emulator gives each function. */
+export interface FunctionHooks {
+  /** Every AWS SDK call a container made (for the IAM audit). */
+  onCall(call: RecordedCall): void;
+  /** Every line a container printed (its CloudWatch Logs). */
+  onLog(fn: string, line: string): void;
+  logFile?: string;
+}
+
+/** One function: a pool of containers. */
+export class EmulatedFunction {
+  private readonly containers: Container[] = [];
+  private readonly waiting: (() => void)[] = [];
+  readonly stats: ContainerStats[] = [];
+  invocations = 0;
+  errors = 0;
+  throttles = 0;
+
+  constructor(
+    readonly spec: FunctionSpec,
+    private readonly hooks: FunctionHooks,
+  ) {}
+
+  get limit(): number {
+    return this.spec.reservedConcurrency ?? Infinity;
+  }
+
+  /** Invokes once (synchronously, as an event source mapping does); waits for a free slot. */
+  async invoke(event: unknown): Promise<InvokeResult> {
+    const c = await this.acquire();
+    this.invocations++;
+    c.stats.invocations++;
+    const id = randomUUID();
+    const timeoutMs = this.spec.timeoutSeconds * 1000;
+    const result = await new Promise<InvokeResult>((resolve) => {
+      const timer = setTimeout(() => {
+        // Lambda stops the runtime at the deadline; the next invocation gets a fresh one.
+        this.kill(c);
+        resolve({ ok: false, kind: 'timeout', error: { name: 'Sandbox.Timedout', message: `Task timed out after ${this.spec.timeoutSeconds}.00 seconds` } });
+      }, timeoutMs);
+      c.pending = { id, resolve, timer };
+      c.child.send({ type: 'invoke', id, event, deadline: Date.now() + timeoutMs });
+    });
+    if (!result.ok) this.errors++;
+    this.release(c);
+    return result;
+  }
+
+  /** Stops every container. */
+  async shutdown(): Promise<void> {
+    for (const c of [...this.containers]) this.kill(c);
+  }
+
+  private async acquire(): Promise<Container> {
+    for (;;) {
+      const idle = this.containers.find((c) => !c.busy && !c.dead);
+      if (idle) {
+        idle.busy = true;
+        return idle;
+      }
+      if (this.containers.filter((c) => !c.dead).length < this.limit) {
+        const c = await this.start();
+        c.busy = true;
+        return c;
+      }
+      this.throttles++;
+      await new Promise<void>((r) => this.waiting.push(r));
+    }
+  }
+
+  private release(c: Container): void {
+    c.busy = false;
+    c.pending = undefined;
+    this.waiting.shift()?.();
+  }
+
+  private kill(c: Container): void {
+    if (c.dead) return;
+    c.dead = true;
+    c.child.kill('SIGKILL');
+    const i = this.containers.indexOf(c);
+    if (i >= 0) this.containers.splice(i, 1);
+  }
+
+  private start(): Promise<Container> {
+    const t0 = performance.now();
+    const { spec, hooks } = this;
+    const child = fork(RUNTIME, [], {
+      execArgv: ['--import', 'tsx', `--max-old-space-size=${spec.memoryMb}`],
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        AWS_ENDPOINT_URL: process.env.AWS_ENDPOINT_URL,
+        AWS_REGION: 'us-east-1',
+        AWS_DEFAULT_REGION: 'us-east-1',
+        AWS_ACCESS_KEY_ID: 'test',
+        AWS_SECRET_ACCESS_KEY: 'test',
+        AWS_LAMBDA_FUNCTION_NAME: spec.logicalId,
+        AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(spec.memoryMb),
+        AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x',
+        LAMBDA_TASK_ROOT: path.dirname(spec.bundle),
+        ...spec.environment,
+        VARVE_E2E_FUNCTION: spec.logicalId,
+        VARVE_E2E_BUNDLE: spec.bundle,
+        VARVE_E2E_HANDLER: spec.handler.split('.').slice(1).join('.') || 'handler',
+      },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    const c: Container = { child, busy: false, dead: false, stats: { fn: spec.logicalId, coldStartMs: 0, spawnMs: 0, invocations: 0 } };
+    const onLine = (buf: Buffer) => {
+      for (const line of buf.toString('utf8').split('\n')) {
+        if (!line) continue;
+        hooks.onLog(spec.logicalId, line);
+        if (hooks.logFile) appendFileSync(hooks.logFile, `${spec.logicalId} ${line}\n`);
+      }
+    };
+    child.stdout!.on('data', onLine);
+    child.stderr!.on('data', onLine);
+    return new Promise<Container>((resolve, reject) => {
+      child.on('message', (m: { type: string; [k: string]: any }) => {
+        if (m.type === 'call') hooks.onCall(m.call as RecordedCall);
+        else if (m.type === 'ready') {
+          c.stats.coldStartMs = m.coldStartMs as number;
+          c.stats.spawnMs = performance.now() - t0;
+          this.stats.push(c.stats);
+          this.containers.push(c);
+          resolve(c);
+        } else if (m.type === 'init-error') reject(new Error(m.error as string));
+        else if (m.type === 'result' && c.pending?.id === m.id) {
+          const pending = c.pending!;
+          clearTimeout(pending.timer);
+          pending.resolve(m.ok ? { ok: true, value: m.value } : { ok: false, kind: 'error', error: m.error });
+        }
+      });
+      child.on('exit', (code, signal) => {
+        const wasDead = c.dead;
+        c.dead = true;
+        const i = this.containers.indexOf(c);
+        if (i >= 0) this.containers.splice(i, 1);
+        const pending = c.pending;
+        if (pending && !wasDead) {
+          clearTimeout(pending.timer);
+          // The runtime died mid-invocation (a crash, an OOM): Lambda reports Runtime.ExitError.
+          pending.resolve({ ok: false, kind: 'crash', error: { name: 'Runtime.ExitError', message: `RequestId: … Error: Runtime exited with error: ${signal ?? `exit status ${code}`}` } });
+        }
+        if (!c.stats.spawnMs) reject(new Error(`container of ${spec.logicalId} exited during init (${signal ?? code})`));
+      });
+    });
+  }
+}

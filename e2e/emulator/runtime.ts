@@ -1,0 +1,69 @@
+/**
+ * One emulated Lambda container: a child process that loads a synthesised asset bundle (the
+ * minified CJS `index.js` esbuild wrote into cdk.out, never the TypeScript sources), reports its
+ * cold start (module load, which includes parquet-wasm's WebAssembly compile), then runs
+ * invocations one at a time like the Lambda Node.js runtime: `handler(event, context)` with a
+ * context whose remaining time counts down from the function's timeout. Every AWS SDK call the
+ * bundle makes goes to the parent through the IAM audit middleware.
+ *
+ * Started by e2e/emulator/lambda.ts with the function's template environment,
+ * VARVE_E2E_FUNCTION (its logical id), VARVE_E2E_BUNDLE (the bundle file) and
+ * VARVE_E2E_HANDLER (the exported name).
+ */
+import { createRequire } from 'node:module';
+import { randomUUID } from 'node:crypto';
+import { installAuditMiddleware, onCall } from '../iam/recorder.js';
+
+type Handler = (event: unknown, context: unknown) => Promise<unknown>;
+
+interface InvokeMessage {
+  type: 'invoke';
+  id: string;
+  event: unknown;
+  deadline: number;
+}
+
+function send(message: unknown): void {
+  process.send?.(message);
+}
+
+const bundle = process.env.VARVE_E2E_BUNDLE!;
+const exportName = process.env.VARVE_E2E_HANDLER ?? 'handler';
+// The bundle's require('@aws-sdk/…') resolves from the project's node_modules (cdk.out lies
+// inside the project), the same SDK copy the audit middleware hooks.
+installAuditMiddleware(bundle);
+onCall((call) => send({ type: 'call', call }));
+
+const started = performance.now();
+const mod = createRequire(bundle)(bundle) as Record<string, Handler>;
+const coldStartMs = performance.now() - started;
+const handler = mod[exportName];
+if (typeof handler !== 'function') {
+  send({ type: 'init-error', error: `the bundle ${bundle} exports no function '${exportName}'` });
+  process.exit(1);
+}
+send({ type: 'ready', coldStartMs, rssMb: process.memoryUsage().rss / 1048576 });
+
+process.on('message', (m: InvokeMessage) => {
+  if (m.type !== 'invoke') return;
+  const context = {
+    functionName: process.env.AWS_LAMBDA_FUNCTION_NAME,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: process.env.VARVE_E2E_FUNCTION_ARN,
+    memoryLimitInMB: process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE,
+    awsRequestId: randomUUID(),
+    logGroupName: `/aws/lambda/${process.env.AWS_LAMBDA_FUNCTION_NAME}`,
+    logStreamName: 'e2e',
+    callbackWaitsForEmptyEventLoop: true,
+    getRemainingTimeInMillis: () => Math.max(0, m.deadline - Date.now()),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+  Promise.resolve()
+    .then(() => handler(m.event, context))
+    .then(
+      (value) => send({ type: 'result', id: m.id, ok: true, value: value ?? null }),
+      (e: Error) => send({ type: 'result', id: m.id, ok: false, error: { name: e?.name, message: e?.message ?? String(e) } }),
+    );
+});
