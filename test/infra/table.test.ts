@@ -153,7 +153,12 @@ describe('VarveTable functions', () => {
       VARVE_COMPACT_QUEUE_URL: compactUrl,
       VARVE_EVENT_BUS_NAME: bus,
     });
-    expect(envOf(template, table.commitFunction!)).toEqual({ ...base, VARVE_COMPACT_QUEUE_URL: compactUrl, VARVE_EVENT_BUS_NAME: bus });
+    expect(envOf(template, table.commitFunction!)).toEqual({
+      ...base,
+      VARVE_COMPACT_QUEUE_URL: compactUrl,
+      VARVE_EVENT_BUS_NAME: bus,
+      VARVE_REJECTS_QUEUE_URL: r(table.rejectsQueue.queueUrl),
+    });
     expect(envOf(template, table.compactFunction)).toEqual({ ...base, VARVE_EVENT_BUS_NAME: bus });
     expect(envOf(template, table.expireFunction)).toEqual(base);
   });
@@ -350,14 +355,16 @@ describe('VarveTable IAM', () => {
     ]);
   });
 
-  it('lets commit and compaction put events on the warehouse bus, and commit enqueue compaction', () => {
+  it('lets commit and compaction put events on the warehouse bus, and commit enqueue compaction and reject poison', () => {
     const { template, table } = synth();
     const bus = { 'Fn::GetAtt': [logicalId(table.warehouse.eventBus), 'Arn'] };
     expect(granting(functionStatements(template, table.commitFunction!), 'events:PutEvents').flatMap(resourceList)).toEqual([bus]);
     expect(granting(functionStatements(template, table.compactFunction), 'events:PutEvents').flatMap(resourceList)).toEqual([bus]);
-    expect(granting(functionStatements(template, table.commitFunction!), 'sqs:SendMessage').flatMap(resourceList)).toEqual([
-      { 'Fn::GetAtt': [logicalId(table.compactQueue), 'Arn'] },
-    ]);
+    // compaction jobs, and commit messages that can never be committed go to the rejects queue
+    expect(granting(functionStatements(template, table.commitFunction!), 'sqs:SendMessage').flatMap(resourceList)).toEqual(
+      expect.arrayContaining([{ 'Fn::GetAtt': [logicalId(table.compactQueue), 'Arn'] }, { 'Fn::GetAtt': [logicalId(table.rejectsQueue), 'Arn'] }]),
+    );
+    expect(granting(functionStatements(template, table.commitFunction!), 'sqs:SendMessage').flatMap(resourceList)).toHaveLength(2);
     // expiry sends only its own failures (its on-failure destination)
     expect(granting(functionStatements(template, table.expireFunction), 'sqs:SendMessage').flatMap(resourceList)).toEqual([
       { 'Fn::GetAtt': [logicalId(table.expireFailures), 'Arn'] },
