@@ -56,7 +56,9 @@ export async function touchedBucketFiles(
 export async function beforeAppendCommit(table: Table, touched: readonly TouchedBucket[]): Promise<void> {
   if (touched.length === 0) return;
   const settings = compactionSettingsOf(table);
-  const latest = await table.snapshots.latest();
+  // A warm writer checks against the newest snapshot it knows (no request): the stop trigger is
+  // back-pressure, and runs other writers added since only delay it by a commit or so.
+  const latest = table.commitSnapshots.newestKnown() ?? (await table.snapshots.latest());
   if (!latest) return;
   const groups = await touchedBucketFiles(table, latest, touched);
   for (const g of groups) {

@@ -5,7 +5,7 @@
  */
 import type { ManifestCache } from '../manifest/manifest-file.js';
 import { readManifestList } from '../manifest/manifest-list.js';
-import { foldLiveFiles, readEntries } from '../manifest/scan.js';
+import { foldLiveFiles, readEntries, readSnapshotLists } from '../manifest/scan.js';
 import { manifestKey } from '../manifest/table-paths.js';
 import type { ManifestEntry, ManifestFileMeta } from '../manifest/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
@@ -39,15 +39,13 @@ export function entryFileKey(table: Table, e: Pick<ManifestEntry, 'partition' | 
 
 /** Reads a snapshot's manifest lists (not the manifests). */
 export async function readSnapshotManifests(table: Table, snapshot: Snapshot): Promise<SnapshotManifests> {
-  const read = (name: string | undefined) =>
-    name === undefined ? Promise.resolve([] as ManifestFileMeta[]) : readManifestList(table.store, table.path, name);
-  const [base, delta, changelog] = await Promise.all([
-    read(snapshot.baseManifestList),
-    read(snapshot.deltaManifestList),
-    read(snapshot.changelogManifestList),
+  const [{ base, delta }, changelog] = await Promise.all([
+    readSnapshotLists(table.store, table.path, snapshot),
+    snapshot.changelogManifestList === undefined ? Promise.resolve([] as ManifestFileMeta[]) : readManifestList(table.store, table.path, snapshot.changelogManifestList),
   ]);
-  const names = [snapshot.baseManifestList, snapshot.deltaManifestList, snapshot.changelogManifestList];
-  const listKeys = names.filter((n): n is string => n !== undefined).map((n) => manifestKey(table.path, n));
+  // A combined list is named as both base and delta: one key.
+  const names = new Set([snapshot.baseManifestList, snapshot.deltaManifestList, snapshot.changelogManifestList]);
+  const listKeys = [...names].filter((n): n is string => n !== undefined).map((n) => manifestKey(table.path, n));
   const manifestKeys = [...base, ...delta, ...changelog].map((m) => manifestKey(table.path, m.fileName));
   return { base, delta, changelog, listKeys, manifestKeys };
 }

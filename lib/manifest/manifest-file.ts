@@ -8,7 +8,7 @@ import { utf8 } from '../store/object-store.js';
 import type { MetadataFileNamer } from './file-names.js';
 import { arrayField, checkVersion1, parseManifestEntry, parseMetadataObject } from './metadata-json.js';
 import { manifestKey } from './table-paths.js';
-import type { ManifestEntry, ManifestFileMeta } from './types.js';
+import type { ManifestEntry, ManifestFileMeta, ManifestListContent } from './types.js';
 
 /** `manifest.target-file-size` default (Paimon: 8 MB). */
 export const DEFAULT_MANIFEST_TARGET_FILE_SIZE = 8 * 1024 * 1024;
@@ -17,7 +17,13 @@ export const DEFAULT_MANIFEST_TARGET_FILE_SIZE = 8 * 1024 * 1024;
 export interface ManifestCache {
   get(fileName: string): readonly ManifestEntry[] | undefined;
   set(fileName: string, entries: readonly ManifestEntry[]): unknown;
+  /** Manifest lists already read or written, by name (immutable too); optional. */
+  getList?(name: string): ManifestListContent | undefined;
+  setList?(name: string, content: ManifestListContent): unknown;
 }
+
+/** Manifest lists a LruManifestCache keeps: a commit needs only its base snapshot's lists. */
+const CACHED_LISTS = 16;
 
 /**
  * A ManifestCache holding at most `maxEntries` manifest entries in total, evicting the least
@@ -26,9 +32,21 @@ export interface ManifestCache {
  */
 export class LruManifestCache implements ManifestCache {
   private readonly map = new Map<string, readonly ManifestEntry[]>();
+  private readonly lists = new Map<string, ManifestListContent>();
   private size = 0;
 
   constructor(private readonly maxEntries = 200_000) {}
+
+  getList(name: string): ManifestListContent | undefined {
+    return this.lists.get(name);
+  }
+
+  setList(name: string, content: ManifestListContent): this {
+    this.lists.delete(name);
+    this.lists.set(name, content);
+    if (this.lists.size > CACHED_LISTS) this.lists.delete(this.lists.keys().next().value as string);
+    return this;
+  }
 
   get(fileName: string): readonly ManifestEntry[] | undefined {
     const entries = this.map.get(fileName);

@@ -1,13 +1,37 @@
 /**
  * Manifest lists: `manifest/manifest-list-<uuid>-<n>`, a JSON array of ManifestFileMeta written in
- * one piece (never rolled, as in Paimon). A snapshot names three of them: base, delta, changelog.
+ * one piece (never rolled, as in Paimon). A snapshot names a base, a delta and a changelog list.
+ * **beyond**: a commit writes base and delta as ONE list (`deltaFrom` marks where the delta
+ * starts) and names it as both, saving a PUT per commit; read such a pair through
+ * readSnapshotLists (scan.ts), never by concatenating the two names' contents.
  */
 import { CorruptMetadataError } from '../errors.js';
 import type { ObjectStore } from '../store/object-store.js';
 import type { MetadataFileNamer } from './file-names.js';
-import { arrayField, checkVersion1, intField, metadataBytes, parseMetadataObject, stringField } from './metadata-json.js';
+import type { ManifestCache } from './manifest-file.js';
+import { arrayField, checkVersion1, intField, metadataBytes, optionalIntField, parseMetadataObject, stringField } from './metadata-json.js';
 import { manifestKey } from './table-paths.js';
-import type { ManifestFileMeta } from './types.js';
+import type { ManifestFileMeta, ManifestListContent } from './types.js';
+
+
+/**
+ * Writes one list holding a snapshot's base manifests then its delta manifests, under a fresh
+ * unique name, and returns that name (the snapshot names it as both its base and its delta list).
+ */
+export async function writeCombinedManifestList(
+  store: ObjectStore,
+  tablePath: string,
+  base: readonly ManifestFileMeta[],
+  delta: readonly ManifestFileMeta[],
+  namer: MetadataFileNamer,
+  cache?: ManifestCache,
+): Promise<string> {
+  const name = namer.manifestList();
+  const content: ManifestListContent = { manifests: [...base, ...delta], deltaFrom: base.length };
+  await store.put(manifestKey(tablePath, name), metadataBytes({ version: 1, ...content }));
+  cache?.setList?.(name, content);
+  return name;
+}
 
 /** Writes a manifest list under a fresh unique name and returns that name. */
 export async function writeManifestList(
@@ -41,12 +65,29 @@ function parseManifestFileMeta(v: unknown, what: string): ManifestFileMeta {
   };
 }
 
-/** Reads a manifest list; CorruptMetadataError when the content is not one. */
-export async function readManifestList(store: ObjectStore, tablePath: string, name: string): Promise<ManifestFileMeta[]> {
+/**
+ * Reads a manifest list with its `deltaFrom` mark (lists are immutable, so `cache` may keep them);
+ * CorruptMetadataError when the content is not one.
+ */
+export async function readManifestListContent(store: ObjectStore, tablePath: string, name: string, cache?: ManifestCache): Promise<ManifestListContent> {
+  const cached = cache?.getList?.(name);
+  if (cached !== undefined) return cached;
   const key = manifestKey(tablePath, name);
   const { body } = await store.get(key);
   const what = `manifest list ${key}`;
   const o = parseMetadataObject(body, what);
   checkVersion1(o, what);
-  return arrayField(o, 'manifests', what).map((m) => parseManifestFileMeta(m, what));
+  const manifests = arrayField(o, 'manifests', what).map((m) => parseManifestFileMeta(m, what));
+  const deltaFrom = optionalIntField(o, 'deltaFrom', what);
+  if (deltaFrom !== undefined && (deltaFrom < 0 || deltaFrom > manifests.length)) {
+    throw new CorruptMetadataError(`${what}: deltaFrom ${deltaFrom} is outside 0..${manifests.length}; the file is damaged`);
+  }
+  const content: ManifestListContent = deltaFrom === undefined ? { manifests } : { manifests, deltaFrom };
+  cache?.setList?.(name, content);
+  return content;
+}
+
+/** Every manifest a list names (for a combined list: base and delta); CorruptMetadataError when the content is not one. */
+export async function readManifestList(store: ObjectStore, tablePath: string, name: string, cache?: ManifestCache): Promise<ManifestFileMeta[]> {
+  return [...(await readManifestListContent(store, tablePath, name, cache)).manifests];
 }

@@ -7,7 +7,7 @@
 import type { ObjectStore } from '../store/object-store.js';
 import { fileIdentity, mergeEntries } from './file-entries.js';
 import { readManifestFile, type ManifestCache } from './manifest-file.js';
-import { readManifestList } from './manifest-list.js';
+import { readManifestList, readManifestListContent } from './manifest-list.js';
 import { parallelMap } from '../concurrency.js';
 import type { ManifestEntry, ManifestFileMeta, ManifestListPair } from './types.js';
 
@@ -40,12 +40,32 @@ export function entryMatches(e: ManifestEntry, filter: ScanFilter = {}): boolean
   return true;
 }
 
-/** The manifests holding the state of a snapshot: its base list, then its delta list. */
-export async function readDataManifests(store: ObjectStore, tablePath: string, snapshot: ManifestListPair): Promise<ManifestFileMeta[]> {
+/** A snapshot's data manifests, split into its base (the state before it) and its delta. */
+export interface SnapshotLists {
+  base: ManifestFileMeta[];
+  delta: ManifestFileMeta[];
+}
+
+/**
+ * The base and delta manifests of a snapshot, from two lists or from one combined list named as
+ * both (manifest-list.ts): the one way to read them that never counts a combined list twice.
+ */
+export async function readSnapshotLists(store: ObjectStore, tablePath: string, snapshot: ManifestListPair, cache?: ManifestCache): Promise<SnapshotLists> {
+  if (snapshot.baseManifestList === snapshot.deltaManifestList) {
+    const { manifests, deltaFrom } = await readManifestListContent(store, tablePath, snapshot.deltaManifestList, cache);
+    const at = deltaFrom ?? manifests.length;
+    return { base: manifests.slice(0, at), delta: manifests.slice(at) };
+  }
   const [base, delta] = await Promise.all([
-    readManifestList(store, tablePath, snapshot.baseManifestList),
-    readManifestList(store, tablePath, snapshot.deltaManifestList),
+    readManifestList(store, tablePath, snapshot.baseManifestList, cache),
+    readManifestList(store, tablePath, snapshot.deltaManifestList, cache),
   ]);
+  return { base, delta };
+}
+
+/** The manifests holding the state of a snapshot: its base, then its delta. */
+export async function readDataManifests(store: ObjectStore, tablePath: string, snapshot: ManifestListPair, cache?: ManifestCache): Promise<ManifestFileMeta[]> {
+  const { base, delta } = await readSnapshotLists(store, tablePath, snapshot, cache);
   return [...base, ...delta];
 }
 
@@ -96,18 +116,18 @@ export async function readLiveFiles(
   filter?: ScanFilter,
   cache?: ManifestCache,
 ): Promise<ManifestEntry[]> {
-  return foldLiveFiles(store, tablePath, await readDataManifests(store, tablePath, snapshot), filter, cache);
+  return foldLiveFiles(store, tablePath, await readDataManifests(store, tablePath, snapshot, cache), filter, cache);
 }
 
 /** The file changes a snapshot made (its delta: ADD and DELETE entries as written). */
 export async function readDeltaEntries(
   store: ObjectStore,
   tablePath: string,
-  snapshot: Pick<ManifestListPair, 'deltaManifestList'>,
+  snapshot: ManifestListPair,
   filter?: ScanFilter,
   cache?: ManifestCache,
 ): Promise<ManifestEntry[]> {
-  return readListEntries(store, tablePath, snapshot.deltaManifestList, filter, cache);
+  return readEntries(store, tablePath, (await readSnapshotLists(store, tablePath, snapshot, cache)).delta, filter, cache);
 }
 
 /** The changelog files a snapshot produced (none when it has no changelog list). */

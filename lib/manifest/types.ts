@@ -66,6 +66,13 @@ export interface ManifestFileMeta {
   maxPartition: string;
 }
 
+/** A manifest list's content: its manifests and, for a combined base + delta list, where the delta starts. */
+export interface ManifestListContent {
+  manifests: readonly ManifestFileMeta[];
+  /** Set on a combined list: manifests[0, deltaFrom) are the base, the rest the snapshot's delta. */
+  deltaFrom?: number;
+}
+
 /** The two manifest lists that hold a snapshot's data files: the merged state before it, then its own changes. */
 export interface ManifestListPair {
   baseManifestList: string;

@@ -7,7 +7,7 @@
 import { SchemaChangedError } from '../errors.js';
 import type { MetadataFileNamer } from '../manifest/file-names.js';
 import { encodeManifestFiles, putManifestFiles, type ManifestCache } from '../manifest/manifest-file.js';
-import { writeManifestList } from '../manifest/manifest-list.js';
+import { writeCombinedManifestList, writeManifestList } from '../manifest/manifest-list.js';
 import { mergeManifests } from '../manifest/merge.js';
 import { foldLiveFiles, readDataManifests } from '../manifest/scan.js';
 import { fileIdentity } from '../manifest/file-entries.js';
@@ -64,7 +64,7 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
     );
   }
   const changes = assignSequenceNumbers(req, latest?.nextSequenceNumber ?? 0);
-  const previous = latest ? await readDataManifests(store, tablePath, latest) : [];
+  const previous = latest ? await readDataManifests(store, tablePath, latest, cache) : [];
   if (req.overwrite) {
     // What the overwritten partitions hold on THIS base: a commit that landed since planning is replaced too.
     const replaced = await foldLiveFiles(store, tablePath, previous, { partition: overwrittenPartition(req.overwrite) }, cache);
@@ -75,9 +75,7 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
   const writeOpts = { namer, targetFileSize: opts.manifestTargetFileSize, schemaId: req.schemaId };
   const deltaFiles = encodeManifestFiles([...changes.deletes, ...changes.adds], writeOpts);
   const changelogFiles = encodeManifestFiles(changes.changelog, writeOpts);
-  const [, , , baseManifestList, deltaManifestList, changelogManifestList] = await allOrFirstError<
-    [void, void, void, string, string, string | undefined]
-  >([
+  const [, , , dataManifestList, changelogManifestList] = await allOrFirstError<[void, void, void, string, string | undefined]>([
     // First in the list: a real conflict is reported ahead of any write failure.
     checkCommitConflicts({
       store,
@@ -92,13 +90,13 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
     }),
     putManifestFiles(store, tablePath, deltaFiles, cache),
     putManifestFiles(store, tablePath, changelogFiles, cache),
-    // base(N) = merged state of N-1 = merge(base(N-1) + delta(N-1)).
+    // base(N) = merged state of N-1 = merge(base(N-1) + delta(N-1)); base and delta go into one
+    // combined list (one PUT), named as both the base and the delta list of the snapshot.
     mergeManifests(store, tablePath, previous, namer, {
       targetFileSize: opts.manifestTargetFileSize,
       mergeMinCount: opts.manifestMergeMinCount,
       fullCompactionThresholdSize: opts.manifestFullCompactionThresholdSize,
-    }, cache).then((base) => writeManifestList(store, tablePath, base, namer)),
-    writeManifestList(store, tablePath, deltaFiles.map((f) => f.meta), namer),
+    }, cache).then((base) => writeCombinedManifestList(store, tablePath, base, deltaFiles.map((f) => f.meta), namer, cache)),
     changelogFiles.length > 0 ? writeManifestList(store, tablePath, changelogFiles.map((f) => f.meta), namer) : Promise.resolve(undefined),
   ]);
 
@@ -108,8 +106,8 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
     id: (latest?.id ?? 0) + 1,
     // Never lower than the base's: a snapshot's schema can read every file it references.
     schemaId: Math.max(req.schemaId, latest?.schemaId ?? 0),
-    baseManifestList,
-    deltaManifestList,
+    baseManifestList: dataManifestList,
+    deltaManifestList: dataManifestList,
     commitUser: req.commitUser,
     commitIdentifier: req.commitIdentifier,
     commitKind: req.kind,

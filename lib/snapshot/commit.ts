@@ -7,7 +7,7 @@
  * repeated.
  */
 import { randomUUID } from 'node:crypto';
-import { CommitRetriesExhaustedError, InvalidArgumentError, SnapshotNotFoundError, isRetryable } from '../errors.js';
+import { CommitConflictError, CommitRetriesExhaustedError, InvalidArgumentError, SnapshotNotFoundError, isRetryable } from '../errors.js';
 import { MetadataFileNamer } from '../manifest/file-names.js';
 import type { Snapshot } from './snapshot.js';
 import { jitteredBackoff, sleep } from '../store/backoff.js';
@@ -16,7 +16,7 @@ import { COMMIT_UUID_PROPERTY, planCommit, type CommitContext } from './commit-p
 import { IdentifierClaim } from './commit-identifier.js';
 import { isEmptyRequest, validateCommitRequest, type CommitOptions, type CommitRequest } from './commit-request.js';
 import { snapshotBytes } from './snapshot-file.js';
-import { SnapshotManager } from './snapshot-manager.js';
+import { LATEST_HINT_INTERVAL, SnapshotManager } from './snapshot-manager.js';
 import { displayTableName } from './paths.js';
 
 export type { CommitBatch, CommitOptions, CommitRequest, FileChange } from './commit-request.js';
@@ -43,6 +43,7 @@ function sameCommit(s: Snapshot, req: CommitRequest): boolean {
   if (req.identifierIndex) return s.commitIdentifier === req.commitIdentifier;
   return s.commitUser === req.commitUser && s.commitIdentifier === req.commitIdentifier && s.commitKind === req.kind;
 }
+
 
 /**
  * Searches the newest `lookback` snapshots (newest first, stopping at the earliest one still
@@ -155,6 +156,26 @@ async function reloadAfterLostRace(
 }
 
 /**
+ * The base a commit starts from. A warm committer (a caching SnapshotManager that read or made
+ * the newest snapshot it knows) bets that snapshot is still the latest and checks only that it
+ * still exists (one HEAD): if others committed since, creating the next id loses the race and the
+ * loop reloads; if it expired, creating the next id could resurrect an expired id, so the full
+ * lookup runs instead. A cold committer looks the latest up (hint, HEADs, a listing at worst).
+ */
+async function warmBase(sm: SnapshotManager): Promise<{ base: Snapshot | undefined; optimistic: boolean }> {
+  const known = sm.newestKnown();
+  if (known !== undefined && (await sm.exists(known.id))) return { base: known, optimistic: true };
+  return { base: await sm.latest(), optimistic: false };
+}
+
+/** Remembers the new snapshot for this committer's next commit; writes the LATEST hint every LATEST_HINT_INTERVAL ids. */
+async function afterCommit(sm: SnapshotManager, s: Snapshot): Promise<void> {
+  sm.remember(s);
+  // The hint saves readers a walk, not correctness (snapshot-manager.ts): most commits skip its PUT.
+  if (s.id % LATEST_HINT_INTERVAL === 0) await sm.writeLatestHint(s.id);
+}
+
+/**
  * Commits `req` to the table at `tablePath`: returns the new snapshot, or the one an earlier
  * call with the same identity created. Throws CommitConflictError on a real conflict (never
  * retried), CommitRetriesExhaustedError when the retry budget runs out, and non-retryable store
@@ -182,11 +203,18 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
   let latest: Snapshot | undefined;
   let loaded = false;
   let baseReadAt = 0;
+  // True while the base is a warm guess that may be older than what the caller planned on.
+  let optimistic = false;
+  let mayGuess = true;
 
   for (;;) {
     try {
       if (!loaded) {
-        latest = await sm.latest();
+        if (mayGuess) ({ base: latest, optimistic } = await warmBase(sm));
+        else {
+          latest = await sm.latest();
+          optimistic = false;
+        }
         baseReadAt = performance.now();
         if (isEmptyRequest(req) && !req.allowEmpty) {
           if (latest === undefined) {
@@ -229,13 +257,13 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
       }
       if ('committed' in outcome) {
         await claim?.markCommitted(outcome.committed.id);
-        await sm.writeLatestHint(outcome.committed.id);
+        await afterCommit(sm, outcome.committed);
         return { snapshot: outcome.committed, alreadyCommitted: false, committed: true, attempts };
       }
       const reloaded = await reloadAfterLostRace(ctx, sm, outcome.lostAt);
       if (reloaded.ours) {
         await claim?.markCommitted(reloaded.ours.id);
-        await sm.writeLatestHint(reloaded.latest.id);
+        await afterCommit(sm, reloaded.ours);
         return { snapshot: reloaded.ours, alreadyCommitted: false, committed: true, attempts };
       }
       if (reloaded.duplicate) {
@@ -243,9 +271,17 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
         return { snapshot: reloaded.duplicate, alreadyCommitted: true, committed: false, attempts };
       }
       latest = reloaded.latest;
+      optimistic = false;
       baseReadAt = performance.now();
       await budget.next(`lost the race for snapshot ${outcome.lostAt}; retrying on snapshot ${latest.id}`);
     } catch (e) {
+      if (e instanceof CommitConflictError && optimistic) {
+        // Checked against a guessed base that may be older than the caller's plan (a compaction
+        // planned on a newer snapshot): not a real conflict until the latest says so.
+        mayGuess = false;
+        loaded = false;
+        continue;
+      }
       if (!isRetryable(e) || e instanceof CommitRetriesExhaustedError) throw e;
       // A store hiccup before the commit point: the same step again (the base is reloaded only
       // if it was never read; a stale base just loses the race and reloads then).

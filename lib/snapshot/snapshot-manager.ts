@@ -3,6 +3,9 @@
  * hints only save a listing and are checked before being trusted (Paimon's HintFileUtils):
  * LATEST = N is trusted only when snapshot-N exists and snapshot-(N+1) does not, EARLIEST = N only
  * when snapshot-N exists. Hint writes are best effort and never affect correctness.
+ * **beyond**: commits write the LATEST hint only every LATEST_HINT_INTERVAL snapshots (a PUT saved
+ * on most commits); a lookup walks forward from the hint, or from the newest id this manager has
+ * seen, one HEAD per snapshot, and lists only when that walk would be long.
  */
 import { ObjectNotFoundError, SnapshotNotFoundError } from '../errors.js';
 import type { Snapshot } from './snapshot.js';
@@ -12,6 +15,10 @@ import { earliestHintKey, latestHintKey, snapshotDir, snapshotKey, displayTableN
 import { parseSnapshot } from './snapshot-file.js';
 
 const SNAPSHOT_NAME = /\/?snapshot-(\d+)$/;
+/** A commit writes the LATEST hint when its snapshot id is a multiple of this. */
+export const LATEST_HINT_INTERVAL = 8;
+/** How far a lookup walks forward from a hint (HEAD by HEAD) before it lists instead. */
+const MAX_WALK = 2 * LATEST_HINT_INTERVAL;
 const CACHE_LIMIT = 1000;
 /** How often a lookup restarts when expiry deletes the snapshots it is looking at. */
 const EXPIRY_RACE_RETRIES = 5;
@@ -29,6 +36,10 @@ export interface SnapshotManagerOptions {
 /** The snapshots of one table (the `snapshot/` folder under `tablePath`). */
 export class SnapshotManager {
   private readonly cache?: Map<number, Snapshot>;
+  /** The highest id seen to exist (ids only grow; it may have expired since). */
+  private newestId?: number;
+  /** With cacheSnapshots: the content of snapshot `newestId`, when read or committed here. */
+  private newest?: Snapshot;
 
   constructor(
     readonly store: ObjectStore,
@@ -45,7 +56,34 @@ export class SnapshotManager {
 
   /** True when `snapshot-<id>` exists now (never answered from the cache). */
   async exists(id: number): Promise<boolean> {
-    return (await this.store.head(this.snapshotKey(id))) !== undefined;
+    const found = (await this.store.head(this.snapshotKey(id))) !== undefined;
+    if (found) this.seen(id);
+    return found;
+  }
+
+  private seen(id: number, s?: Snapshot): void {
+    if (this.newestId === undefined || id > this.newestId) {
+      this.newestId = id;
+      this.newest = undefined;
+    }
+    if (s !== undefined && id === this.newestId && this.cache) this.newest = s;
+  }
+
+  /**
+   * With cacheSnapshots: the newest snapshot this manager read or was told of (`remember`), which
+   * may since have been followed by others or have expired. A warm committer's optimistic base.
+   */
+  newestKnown(): Snapshot | undefined {
+    return this.newest;
+  }
+
+  /** Records a snapshot known to exist (e.g. one this process just committed). */
+  remember(s: Snapshot): void {
+    if (this.cache) {
+      if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value as number);
+      this.cache.set(s.id, s);
+    }
+    this.seen(s.id, s);
   }
 
   /** Snapshot `id`, or undefined when it does not exist (never created, or expired). */
@@ -61,10 +99,7 @@ export class SnapshotManager {
       throw e;
     }
     const s = parseSnapshot(body, `snapshot file ${key}`, id);
-    if (this.cache) {
-      if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value as number);
-      this.cache.set(id, s);
-    }
+    this.remember(s);
     return s;
   }
 
@@ -106,17 +141,35 @@ export class SnapshotManager {
 
   /** Id of the newest snapshot, or undefined for a table with none. */
   async latestId(): Promise<number | undefined> {
+    const known = this.newestId;
+    if (known !== undefined) {
+      const id = await this.walkFrom(known);
+      if (id !== undefined) return id;
+    }
     const hint = await this.readHint(latestHintKey(this.tablePath));
-    if (hint !== undefined && hint > 0) {
-      const [here, next] = await Promise.all([this.exists(hint), this.exists(hint + 1)]);
-      if (here && !next) return hint;
+    if (hint !== undefined && hint > 0 && hint !== known) {
+      const id = await this.walkFrom(hint);
+      if (id !== undefined) return id;
     }
     const ids = await this.listIds();
     if (ids.length === 0) return undefined;
-    let id = ids[ids.length - 1];
     // A commit may have landed after the listing was taken.
-    while (await this.exists(id + 1)) id++;
-    return id;
+    return this.walkFrom(ids[ids.length - 1], Infinity);
+  }
+
+  /**
+   * The newest id reached from `start` by checking start+1, start+2, … (ids are contiguous);
+   * undefined when `start` does not exist or the walk would exceed `maxSteps`.
+   */
+  private async walkFrom(start: number, maxSteps = MAX_WALK): Promise<number | undefined> {
+    const [here, next] = await Promise.all([this.exists(start), this.exists(start + 1)]);
+    if (!here && !next) return undefined;
+    let id = start + (next ? 1 : 0);
+    for (let step = 0; next && step < maxSteps; step++) {
+      if (!(await this.exists(id + 1))) return id;
+      id++;
+    }
+    return next ? undefined : id;
   }
 
   /** Id of the oldest snapshot still present, or undefined for a table with none. */

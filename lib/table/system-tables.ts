@@ -4,7 +4,8 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import { runLimited } from '../concurrency.js';
-import { readLiveFiles } from '../manifest/scan.js';
+import { readLiveFiles, readSnapshotLists } from '../manifest/scan.js';
+import type { ManifestFileMeta } from '../manifest/types.js';
 import { readManifestList } from '../manifest/manifest-list.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { Levels } from '../mergetree/levels.js';
@@ -107,14 +108,15 @@ async function manifestsTable(table: Table, snapshot: Snapshot | undefined): Pro
   const columns = ['file_name', 'file_size', 'num_added_files', 'num_deleted_files', 'schema_id', 'list'];
   if (!snapshot) return { columns, records: [] };
   const records: Array<Record<string, DisplayValue>> = [];
-  const lists: Array<[string, string | undefined]> = [
-    ['base', snapshot.baseManifestList],
-    ['delta', snapshot.deltaManifestList],
-    ['changelog', snapshot.changelogManifestList],
+  const { base, delta } = await readSnapshotLists(table.store, table.path, snapshot);
+  const changelog = snapshot.changelogManifestList ? await readManifestList(table.store, table.path, snapshot.changelogManifestList) : [];
+  const lists: Array<[string, ManifestFileMeta[]]> = [
+    ['base', base],
+    ['delta', delta],
+    ['changelog', changelog],
   ];
-  for (const [list, name] of lists) {
-    if (!name) continue;
-    for (const m of await readManifestList(table.store, table.path, name)) {
+  for (const [list, manifests] of lists) {
+    for (const m of manifests) {
       records.push({ file_name: m.fileName, file_size: m.fileSize, num_added_files: m.numAddedFiles, num_deleted_files: m.numDeletedFiles, schema_id: m.schemaId, list });
     }
   }

@@ -16,6 +16,11 @@ const ENGINES: Record<string, Record<string, string>> = {
   aggregation: { 'merge-engine': 'aggregation', 'fields.v.aggregate-function': 'sum', 'aggregation.remove-record-on-delete': 'true' },
 };
 
+/** Commits per sequence: sized for the default suite on a busy machine; changelog.stress.ts runs the full 25 (20). */
+const STRESS = process.env.VARVE_STRESS === '1';
+const COMMITS = STRESS ? 25 : 12;
+const WRITE_ONLY_COMMITS = STRESS ? 20 : 12;
+
 function genBatch(r: Rng): Change[] {
   const out: Change[] = [];
   const seen = new Set<string>();
@@ -49,7 +54,7 @@ describe('lookup changelog producer', () => {
       const r = rng(seed);
       const table = await newTable({ bucket: '2', 'changelog-producer': 'lookup', 'num-sorted-run.compaction-trigger': '3', 'target-file-size': '3 kb', ...options });
       const replay = new ChangelogReplay(table);
-      for (let c = 0; c < 25; c++) {
+      for (let c = 0; c < COMMITS; c++) {
         await write(table, genBatch(r));
         // Every level-0 file was taken up right after the commit, with its changelog.
         expect(sorted(await replay.advance()), `seed ${seed}, commit ${c}`).toEqual(sorted(await readState(table)));
@@ -63,7 +68,7 @@ describe('lookup changelog producer', () => {
     const r = rng(seed);
     const table = await newTable({ bucket: '2', 'changelog-producer': 'lookup', 'write-only': 'true' });
     const replay = new ChangelogReplay(table);
-    for (let c = 0; c < 20; c++) {
+    for (let c = 0; c < WRITE_ONLY_COMMITS; c++) {
       await write(table, genBatch(r));
       if (r.chance(0.4)) {
         await compactTable(table, { full: r.chance(0.3) });
@@ -81,7 +86,7 @@ describe('full-compaction changelog producer', () => {
       const deltaCommits = r.int(1, 4);
       const table = await newTable({ bucket: '2', 'changelog-producer': 'full-compaction', 'full-compaction.delta-commits': String(deltaCommits), ...options });
       const replay = new ChangelogReplay(table);
-      for (let c = 0; c < 25; c++) {
+      for (let c = 0; c < COMMITS; c++) {
         await write(table, genBatch(r));
         // Every delta-commits-th APPEND commit is followed by a full compaction of the table.
         if ((c + 1) % deltaCommits === 0) {

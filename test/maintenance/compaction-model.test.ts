@@ -15,6 +15,8 @@ import { checkLevels, liveFilesByBucket, newTable, readState, sorted, writeChang
 const engines: ModelEngine[] = [DEDUPLICATE_MODEL, SUM_AGGREGATION_MODEL];
 
 const REGIONS = ['eu', 'us'];
+/** Steps per sequence: sized for the default suite on a busy machine; compaction-model.stress.ts runs 40. */
+const STEPS = process.env.VARVE_STRESS === '1' ? 40 : 20;
 
 function genBatch(r: Rng): Change[] {
   const out: Change[] = [];
@@ -52,7 +54,7 @@ describe('compaction model test', () => {
         });
         const model: State = new Map();
         const log: string[] = [];
-        for (let step = 0; step < 40; step++) {
+        for (let step = 0; step < STEPS; step++) {
           const op = r.next();
           if (op < 0.55) {
             const batch = genBatch(r);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CorruptMetadataError, ObjectNotFoundError, SnapshotNotFoundError } from '../../lib/errors.js';
 import { earliestHintKey, latestHintKey, snapshotKey } from '../../lib/snapshot/paths.js';
 import { commit } from '../../lib/snapshot/commit.js';
-import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
+import { LATEST_HINT_INTERVAL, SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
 import { fromUtf8, utf8, type ObjectStore } from '../../lib/store/object-store.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import { appendRequest, change, testCommitOptions } from '../manifest/factories.js';
@@ -33,15 +33,49 @@ describe('SnapshotManager', () => {
 
   it('trusts a LATEST hint that checks out, without listing', async () => {
     const { store, sm } = await tableWith(3);
-    expect(fromUtf8((await store.get(latestHintKey(T))).body)).toBe('3');
+    await store.put(latestHintKey(T), utf8('3'));
     store.resetCallLog();
     expect(await sm.latestId()).toBe(3);
     expect(listed(store)).toBe(false);
   });
 
+  it('walks forward from a lagging LATEST hint, one HEAD per snapshot, without listing', async () => {
+    // Prepare: commits write the hint only every LATEST_HINT_INTERVAL ids; here it says 1 of 5.
+    const { store, sm } = await tableWith(5);
+    await store.put(latestHintKey(T), utf8('1'));
+    store.resetCallLog();
+    // Act / Assess
+    expect(await sm.latestId()).toBe(5);
+    expect(listed(store)).toBe(false);
+    expect(store.callLog.filter((c) => c.op === 'head').length).toBe(6); // 1 and 2 together, then 3, 4, 5 and the absent 6
+  });
+
+  it('lists when the LATEST hint lags by more than the walk allows', async () => {
+    const { store, sm } = await tableWith(2 * LATEST_HINT_INTERVAL + 3);
+    await store.put(latestHintKey(T), utf8('1'));
+    store.resetCallLog();
+    expect(await sm.latestId()).toBe(2 * LATEST_HINT_INTERVAL + 3);
+    expect(listed(store)).toBe(true);
+  });
+
+  it('a manager that has seen snapshot N walks from N without reading the hint', async () => {
+    const { store, sm } = await tableWith(3);
+    expect(await sm.latestId()).toBe(3);
+    await commit(store, T, appendRequest('u', 'c4', [change('f4')]), testCommitOptions({ now: () => 400 }));
+    store.resetCallLog();
+    expect(await sm.latestId()).toBe(4);
+    expect(store.callLog.map((c) => c.op).sort()).toEqual(['head', 'head', 'head']);
+  });
+
+  it('writes the LATEST hint every LATEST_HINT_INTERVAL commits only', async () => {
+    const { store } = await tableWith(LATEST_HINT_INTERVAL - 1);
+    await expect(store.get(latestHintKey(T))).rejects.toBeInstanceOf(ObjectNotFoundError);
+    await commit(store, T, appendRequest('u', 'last', [change('last')]), testCommitOptions());
+    expect(fromUtf8((await store.get(latestHintKey(T))).body)).toBe(String(LATEST_HINT_INTERVAL));
+  });
+
   it.each([
     ['missing', undefined],
-    ['stale', '1'],
     ['ahead of the table', '9'],
     ['garbage', 'abc'],
   ])('lists when the LATEST hint is %s', async (_what, hint) => {
