@@ -368,7 +368,7 @@ export class VarveTable extends Construct {
     grantObjects(grantee, this.warehouse.bucket, this.tablePrefix, ['s3:PutObject']);
     // A refused batch removes its data files; a lost race, the manifests it wrote. Never a
     // snapshot, a schema or a consumer file.
-    grantTableDeletes(grantee, this.warehouse.bucket, this.tablePrefix, ['data', 'manifest']);
+    grantTableDeletes(grantee, this.warehouse.bucket, this.tablePrefix, ['data', 'manifest', 'pending']);
     this.warehouse.grantKeyWrite(grantee);
     this.compactQueue.grantSendMessages(grantee);
     this.warehouse.eventBus.grantPutEventsTo(grantee);

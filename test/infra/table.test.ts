@@ -272,6 +272,7 @@ describe('VarveTable IAM', () => {
   const TABLE = '/warehouse/shop.db/orders/*';
   const DATA = '/warehouse/shop.db/orders/*bucket-*/*';
   const MANIFESTS = '/warehouse/shop.db/orders/manifest/*';
+  const PENDING = '/warehouse/shop.db/orders/pending/*';
 
   it('grants no wildcard action anywhere, and no s3/sqs/dynamodb action with a wildcard', () => {
     for (const commitMode of ['queue', 'direct'] as const) {
@@ -294,7 +295,7 @@ describe('VarveTable IAM', () => {
           fn === table.ingestFunction && action === 's3:GetObject'
             ? [TABLE, '/warehouse/inbox/shop/orders/*']
             : action === 's3:DeleteObject'
-              ? [TABLE, DATA, MANIFESTS]
+              ? [TABLE, DATA, MANIFESTS, PENDING]
               : [TABLE];
         for (const key of objectKeys(stmts, action)) expect(allowed).toContain(key);
       }
@@ -317,9 +318,9 @@ describe('VarveTable IAM', () => {
     }
     // Deletes: committers and compaction only data files and manifests; expiry alone the whole
     // table (snapshots, schemas' neighbours, everything only expired snapshots referenced).
-    for (const fn of [table.commitFunction!, table.compactFunction]) {
-      expect(objectKeys(functionStatements(template, fn), 's3:DeleteObject').sort()).toEqual([DATA, MANIFESTS]);
-    }
+    // The committer also removes the pending registrations of what it committed (found by the e2e IAM audit).
+    expect(objectKeys(functionStatements(template, table.commitFunction!), 's3:DeleteObject').sort()).toEqual([DATA, MANIFESTS, PENDING]);
+    expect(objectKeys(functionStatements(template, table.compactFunction), 's3:DeleteObject').sort()).toEqual([DATA, MANIFESTS]);
     expect(objectKeys(functionStatements(template, table.expireFunction), 's3:DeleteObject')).toEqual([TABLE]);
   });
 
@@ -346,7 +347,7 @@ describe('VarveTable IAM', () => {
   it('lets direct-mode ingest commit: delete its lost manifests, enqueue compaction, put commit events', () => {
     const { template, table } = synth({ commitMode: 'direct' });
     const stmts = functionStatements(template, table.ingestFunction);
-    expect(objectKeys(stmts, 's3:DeleteObject').sort()).toEqual([DATA, MANIFESTS]);
+    expect(objectKeys(stmts, 's3:DeleteObject').sort()).toEqual([DATA, MANIFESTS, PENDING]);
     expect(granting(stmts, 'sqs:SendMessage').flatMap(resourceList)).toContainEqual({
       'Fn::GetAtt': [logicalId(table.compactQueue), 'Arn'],
     });
