@@ -10,7 +10,7 @@ import { InvalidArgumentError } from '../lib/errors.js';
 import { ingestMessages } from '../lib/table/ingest-messages.js';
 import { landOptions } from './shared/after-commit.js';
 import { writerSettings, type Env } from './shared/env.js';
-import { ingestInboxObject, type IngestFileResult } from './shared/inbox.js';
+import { inboxEventOf, ingestInboxObject, type IngestFileResult } from './shared/inbox.js';
 import { instrumented, log } from './shared/observability.js';
 import { sendRejects } from './shared/rejects.js';
 import { backOffFailures } from './shared/retry-backoff.js';
@@ -26,16 +26,18 @@ export function createIngestHandler(env: Env = process.env) {
   return async (event: SQSEvent | S3ObjectCreatedNotificationEvent, _context?: Context): Promise<SQSBatchResponse | IngestFileResult> => {
     const table = await openTable(env, 'ingest');
     const settings = writerSettings(env);
-    if ('detail-type' in event && event['detail-type'] === 'Object Created') {
-      const { bucket, object } = event.detail;
-      const result = await ingestInboxObject(table, bucket.name, object.key, object.etag, { commitUser: INGEST_USER, settings, rejectsQueueUrl: env.VARVE_REJECTS_QUEUE_URL });
+    const ingestFile = async (f: { bucket: string; key: string; etag: string }) => {
+      const result = await ingestInboxObject(table, f.bucket, f.key, f.etag, { commitUser: INGEST_USER, settings, rejectsQueueUrl: env.VARVE_REJECTS_QUEUE_URL });
       log().info('ingested inbox file', { table: table.name, ...result });
       return result;
-    }
-    if (!('Records' in event)) {
-      throw new InvalidArgumentError(`the ingest function takes SQS record batches or S3 "Object Created" events, not ${JSON.stringify((event as { 'detail-type'?: string })['detail-type'])}`);
-    }
-    const messages = event.Records.map((r) => ({ id: r.messageId, body: r.body, redelivered: Number(r.attributes.ApproximateReceiveCount) > 1 }));
+    };
+    if ('detail-type' in event && event['detail-type'] === 'Object Created') return ingestFile({ bucket: event.detail.bucket.name, key: event.detail.object.key, etag: event.detail.object.etag });
+    if (!('Records' in event)) throw new InvalidArgumentError(`the ingest function takes SQS record batches or S3 "Object Created" events, not ${JSON.stringify((event as { 'detail-type'?: string })['detail-type'])}`);
+    // Inbox events redriven from the DLQ arrive as message bodies: each is its file's ingestion.
+    const files = event.Records.filter((r) => inboxEventOf(r.body));
+    const fileFailures = (await Promise.all(files.map((r) => ingestFile(inboxEventOf(r.body)!).then(() => [], (e: Error) => (log().error('an inbox event will be retried', { table: table.name, error: e }), [r.messageId]))))).flat();
+    const records = event.Records.filter((r) => !files.includes(r));
+    const messages = records.map((r) => ({ id: r.messageId, body: r.body, redelivered: Number(r.attributes.ApproximateReceiveCount) > 1 }));
     const result = await ingestMessages(table, messages, {
       land: (identifier, sources) => landOptions(table, settings, INGEST_USER, identifier, sources),
       reject: (rejects) => sendRejects(env.VARVE_REJECTS_QUEUE_URL, table.name, rejects.map((r) => ({ source: { messageId: r.id }, line: r.line, reason: r.reason, raw: r.raw }))),
@@ -44,7 +46,7 @@ export function createIngestHandler(env: Env = process.env) {
     const { failed, error, landed, ...counts } = result;
     if (failed.length > 0) log().error('the rows of some messages did not land; they will be retried', { table: table.name, failed: failed.length, error: error as Error });
     else log().info('ingested', { table: table.name, messages: messages.length, ...counts, duplicates: counts.duplicates.length, ...landed, snapshot: landed?.snapshot?.id });
-    return backOffFailures(event.Records, { batchItemFailures: failed.map((id) => ({ itemIdentifier: id })) });
+    return backOffFailures(event.Records, { batchItemFailures: [...fileFailures, ...failed].map((id) => ({ itemIdentifier: id })) });
   };
 }
 

@@ -2,10 +2,11 @@
  * SQS queues with varve's house settings: a dead-letter queue for each, SQS-managed encryption,
  * TLS only, and a visibility timeout derived from the consumer's timeout.
  */
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Tags } from 'aws-cdk-lib';
 import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
+import { VARVE_QUEUE_TAGS } from '../lib/aws-contract.js';
 
 /** Lambda's guidance (aws-semantics §2.1): a batch stays invisible for the whole invocation, plus retries. */
 export const VISIBILITY_FACTOR = 6;
@@ -36,6 +37,11 @@ export interface QueueWithDlqProps {
   readonly visibilityTimeout?: Duration;
   /** A customer-managed key for the queue and its DLQ. @default SSE-SQS */
   readonly encryptionKey?: IKey;
+  /**
+   * What the queue is, for `varve redrive`: the table, the queue kind and the consumer
+   * (VARVE_QUEUE_TAGS); the DLQ gets the same tags plus `varve:dead-letter` = `true`.
+   */
+  readonly tags?: { table: string; queue: 'ingest' | 'commit' | 'compaction' | 'split'; consumer?: string };
 }
 
 /** A queue and the dead-letter queue its redrive policy points at. */
@@ -61,6 +67,15 @@ export function createQueueWithDlq(scope: Construct, id: string, props: QueueWit
       ? { deduplicationScope: DeduplicationScope.MESSAGE_GROUP, fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID }
       : {}),
   });
+  if (props.tags) {
+    const { table, queue: kind, consumer } = props.tags;
+    for (const q of [queue, deadLetterQueue]) {
+      Tags.of(q).add(VARVE_QUEUE_TAGS.table, table);
+      Tags.of(q).add(VARVE_QUEUE_TAGS.queue, kind);
+      if (consumer) Tags.of(q).add(VARVE_QUEUE_TAGS.consumer, consumer);
+    }
+    Tags.of(deadLetterQueue).add(VARVE_QUEUE_TAGS.deadLetter, 'true');
+  }
   return { queue, deadLetterQueue };
 }
 

@@ -119,7 +119,13 @@ export class StreamConsumer extends Construct {
     const consumerEnv = { ...table.baseEnvironment, VARVE_CONSUMER_ID: props.consumerId };
 
     // Many groups (one per bucket): high-throughput FIFO, with deduplication per group.
-    const split = createQueueWithDlq(this, 'SplitQueue', { fifo: true, highThroughput: true, consumerTimeout: readTimeout, encryptionKey });
+    const split = createQueueWithDlq(this, 'SplitQueue', {
+      fifo: true,
+      highThroughput: true,
+      consumerTimeout: readTimeout,
+      encryptionKey,
+      tags: { table: table.name, queue: 'split', consumer: props.consumerId },
+    });
     this.splitQueue = split.queue;
     this.deadLetterQueues = [split.deadLetterQueue];
 

@@ -180,7 +180,7 @@ export class VarveTable extends Construct {
 
     tagAll(this, { ...warehouse.tags, 'varve:table': this.name, ...props.tags });
     const encryptionKey = warehouse.encryptionKey;
-    const ingestQ = createQueueWithDlq(this, 'IngestQueue', { fifo: false, consumerTimeout: INGEST_TIMEOUT, encryptionKey });
+    const ingestQ = createQueueWithDlq(this, 'IngestQueue', { fifo: false, consumerTimeout: INGEST_TIMEOUT, encryptionKey, tags: { table: this.name, queue: 'ingest' } });
     this.ingestQueue = ingestQ.queue;
     this.rejectsQueue = new Queue(this, 'RejectsQueue', {
       ...encryptionOf(encryptionKey),
@@ -188,6 +188,7 @@ export class VarveTable extends Construct {
       retentionPeriod: Duration.days(14),
     });
     const compactQ = createQueueWithDlq(this, 'CompactQueue', {
+      tags: { table: this.name, queue: 'compaction' },
       fifo: true,
       highThroughput: true,
       consumerTimeout: COMPACT_TIMEOUT,
@@ -199,7 +200,7 @@ export class VarveTable extends Construct {
 
     if (this.commitMode === 'queue') {
       // One message group per table: commits of a table are serialised and folded in order.
-      const commitQ = createQueueWithDlq(this, 'CommitQueue', { fifo: true, consumerTimeout: COMMIT_TIMEOUT, encryptionKey });
+      const commitQ = createQueueWithDlq(this, 'CommitQueue', { fifo: true, consumerTimeout: COMMIT_TIMEOUT, encryptionKey, tags: { table: this.name, queue: 'commit' } });
       this.commitQueue = commitQ.queue;
       this.deadLetterQueues.push(commitQ.deadLetterQueue);
     }

@@ -37,3 +37,9 @@ export const SNAPSHOT_COMMITTED = 'Snapshot Committed';
 
 /** How a writer hands its files on: `direct` commits itself, `queue` sends them to the table's commit FIFO queue. */
 export type CommitMode = 'direct' | 'queue';
+
+/**
+ * The tags the constructs put on each queue that has a dead-letter queue (and on that DLQ, with
+ * `varve:dead-letter` = `true`), so that `varve redrive` finds them by table and queue.
+ */
+export const VARVE_QUEUE_TAGS = { table: 'varve:table', queue: 'varve:queue', consumer: 'varve:consumer', deadLetter: 'varve:dead-letter' } as const;

@@ -116,3 +116,16 @@ export async function ingestInboxObject(table: Table, bucket: string, key: strin
   const landed = await landRows(table, parsed.rows, parsed.kinds, landOptions(table, to.settings, to.commitUser, objectCommitIdentifier(read.key, etag), [sourceId]));
   return { key, rows: parsed.rows.length, rejected: parsed.rejected.length, landed };
 }
+
+/** The `Object Created` event a message body holds (an inbox event moved back from the ingest DLQ by `varve redrive`), if it is one. */
+export function inboxEventOf(body: string): { bucket: string; key: string; etag: string } | undefined {
+  if (!body.includes('Object Created')) return undefined;
+  try {
+    const e = JSON.parse(body) as { 'detail-type'?: unknown; detail?: { bucket?: { name?: unknown }; object?: { key?: unknown; etag?: unknown } } };
+    const { bucket, object } = e.detail ?? {};
+    if (e['detail-type'] !== 'Object Created' || typeof bucket?.name !== 'string' || typeof object?.key !== 'string') return undefined;
+    return { bucket: bucket.name, key: object.key, etag: typeof object.etag === 'string' ? object.etag : '' };
+  } catch {
+    return undefined;
+  }
+}

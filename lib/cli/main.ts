@@ -8,6 +8,7 @@ import { Command, CommanderError } from 'commander';
 import { VarveError } from '../errors.js';
 import { registerIcebergCommands } from './iceberg-commands.js';
 import { registerExpiryCommands, registerMaintenanceCommands } from './maintenance-commands.js';
+import { registerRedriveCommand } from './redrive-command.js';
 import { registerStreamCommands } from './stream-commands.js';
 import { registerTableCommands } from './table-commands.js';
 import { OutputClosedError, stdoutOutput } from './output.js';
@@ -42,6 +43,7 @@ export function buildProgram(out: (text: string) => void = (t) => process.stdout
   registerMaintenanceCommands(program, globals, out);
   registerExpiryCommands(program, globals, out);
   registerStreamCommands(program, globals, out);
+  registerRedriveCommand(program, out);
   registerIcebergCommands(program, globals, out);
   return program;
 }

@@ -37,6 +37,18 @@ describe('VarveTable queues', () => {
     template.resourceCountIs('AWS::SQS::Queue', 8);
   });
 
+  it('tags each queue with a DLQ, and the DLQ, with the table and queue kind, for varve redrive', () => {
+    const { template, table } = synth();
+    const queues = resourcesOf(template, 'AWS::SQS::Queue');
+    const tagsOf = (q: { node: unknown }) => Object.fromEntries((queues[logicalId(q as never)].Properties.Tags ?? []).map((t: { Key: string; Value: string }) => [t.Key, t.Value]));
+    expect(tagsOf(table.commitQueue!)).toMatchObject({ 'varve:table': 'shop.orders', 'varve:queue': 'commit' });
+    expect(tagsOf(table.commitQueue!)['varve:dead-letter']).toBeUndefined();
+    expect(tagsOf(table.ingestQueue)).toMatchObject({ 'varve:table': 'shop.orders', 'varve:queue': 'ingest' });
+    expect(tagsOf(table.compactQueue)).toMatchObject({ 'varve:queue': 'compaction' });
+    const dlqTags = table.deadLetterQueues.map((q) => tagsOf(q)['varve:dead-letter']);
+    expect(dlqTags.filter((t) => t === 'true').length).toBeGreaterThanOrEqual(3);
+  });
+
   it('makes the commit queue FIFO with explicit deduplication and a FIFO DLQ after 5 receives', () => {
     const { template, table } = synth();
     const queues = resourcesOf(template, 'AWS::SQS::Queue');
