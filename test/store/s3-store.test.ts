@@ -25,7 +25,10 @@ describe.skipIf(!awsAvailable())('S3Store on moto', () => {
   storeContract(
     'S3Store',
     async () => new S3Store({ bucket: await (bucket ??= freshBucket()), prefix: `t-${randomUUID()}/` }),
-    { conditionalRaceSlack: 3 }, // moto's conditional checks are not atomic: see ContractOptions
+    // moto's conditional checks are not atomic (see ContractOptions): how many races slip through
+    // grows with how busy the machine is, so the bound is the race's size, not a lucky count. Every
+    // extra win is still counted and accounted for by the test (160 - extra wins).
+    { conditionalRaceSlack: 16 },
   );
 
   it('works at the bucket root, without a prefix', async () => {
