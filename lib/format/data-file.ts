@@ -211,26 +211,19 @@ export async function readDataFileMetadata(store: ObjectStore, key: string): Pro
 }
 
 /**
- * The rows of a data file one row group at a time (one Arrow table each), each row group fetched
- * with its own ranged GETs: memory holds one decoded row group, never the whole file. `size` is
- * the object's size when known (manifests record it), saving a HEAD.
+ * The rows of a data file one row group at a time (one Arrow table each): memory holds the file's
+ * bytes and one decoded row group, never the whole decoded file. `size` (from the manifest) is
+ * the object's size when known.
  */
 export async function* readDataFileRowGroups(store: ObjectStore, key: string, size?: number): AsyncGenerator<arrow.Table> {
-  const byteLength = size ?? (await store.head(key))?.size;
-  if (byteLength === undefined) throw new ObjectNotFoundError(key);
-  // parquet-wasm reads a Blob through `size` and `slice(a, b).arrayBuffer()` only: a Blob-shaped
-  // view over ranged GETs lets it fetch the footer and then each row group's column chunks.
-  const blob = {
-    size: byteLength,
-    type: '',
-    slice: (start: number, end: number) => ({
-      size: end - start,
-      arrayBuffer: async () => {
-        const b = await store.getRange(key, start, end);
-        return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b.buffer : b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
-      },
-    }),
-  } as unknown as Blob;
+  // The object is fetched whole, in JS: a store error (missing file, throttling) stays a plain
+  // error. Ranged reads from inside parquet-wasm would bound this too, but a rejected read there
+  // traps the wasm instance ("unreachable"). Decoding still goes one row group at a time.
+  const { body } = await store.get(key);
+  if (size !== undefined && body.byteLength !== size) {
+    throw new CorruptMetadataError(`data file ${key} has ${body.byteLength} bytes but its metadata says ${size}`);
+  }
+  const blob = new Blob([body]);
   let file: ParquetFile;
   try {
     file = await ParquetFile.fromFile(blob);

@@ -323,11 +323,13 @@ export class TableWriter {
   }
 
   /**
-   * Writes a buffer's merged records as level-0 files, rolling at `target-file-size` (estimated
-   * from the in-memory bytes per row), piece by piece as the buffer's merge yields them.
+   * Writes a buffer's merged records as level-0 files piece by piece as the buffer's merge yields
+   * them; a spilled buffer's files roll at `target-file-size` (estimated from in-memory bytes per row).
    */
   private async flushBucket(bw: BucketWriter): Promise<void> {
-    const target = this.table.options.targetFileSize;
+    // An in-memory buffer is at most write-buffer-size: one file. A spilled one may hold far more
+    // than memory; its merge streams out into files rolled at target-file-size.
+    const target = bw.buffer.spilledRuns > 0 ? this.table.options.targetFileSize : Infinity;
     const bytesPerRow = Math.max(1, bw.buffer.bytesPerRecord);
     const data = new RollingFileWriter(target, bytesPerRow, 1, async (t) => void this.pendingData.push(await this.writeFile(bw, t, 'data')));
     const changelog = new RollingFileWriter(target, bytesPerRow, 1, async (t) => void this.pendingChangelog.push(await this.writeFile(bw, t, 'changelog')));
