@@ -14,6 +14,7 @@ import { GroupCommit, type QueuedCommit } from '../lib/table/group-commit.js';
 import { afterAppend } from './shared/after-commit.js';
 import type { Env } from './shared/env.js';
 import { processFifoBatch } from './shared/fifo-batch.js';
+import { thenExport } from './shared/glue.js';
 import { instrumented, log } from './shared/observability.js';
 import { sendRejects } from './shared/rejects.js';
 import { commitCachesOf, openTable } from './shared/tables.js';
@@ -35,7 +36,7 @@ export function createCommitHandler(env: Env = process.env) {
       }
     }
     const group = new GroupCommit(table, queued, { afterCommit: afterAppend(table, { compactQueueUrl: env.VARVE_COMPACT_QUEUE_URL, eventBusName: env.VARVE_EVENT_BUS_NAME }), commitOptions: commitCachesOf(table) });
-    return processFifoBatch(event, async ({ messageId: id, body }) => {
+    return thenExport(env, table, processFifoBatch(event, async ({ messageId: id, body }) => {
       try {
         const outcome = invalid.has(id) ? undefined : await group.settle(id);
         const refused = invalid.get(id) ?? outcome?.refused.get(id);
@@ -47,7 +48,7 @@ export function createCommitHandler(env: Env = process.env) {
         log().error('a commit-queue message was not committed; it and every later one will be retried in order', { table: table.name, messageId: id, error: e as Error });
         throw e;
       }
-    }, context);
+    }, context));
   };
 }
 

@@ -12,6 +12,7 @@ import { parseCompactionJob, runCompactionJob } from '../lib/maintenance/compact
 import { announceSnapshotCommitted } from './shared/commit-events.js';
 import type { Env } from './shared/env.js';
 import { processFifoBatch } from './shared/fifo-batch.js';
+import { thenExport } from './shared/glue.js';
 import { emitMetric, instrumented, log, METRIC, UNIT } from './shared/observability.js';
 import { manifestCacheOf, openTable } from './shared/tables.js';
 
@@ -26,7 +27,7 @@ export function createCompactHandler(env: Env = process.env) {
     const table = await openTable(env, 'compact');
     const budgetEnd = Date.now() + (context ? context.getRemainingTimeInMillis() * BUDGET_SHARE : DEFAULT_BUDGET_MS);
     const bus = env.VARVE_EVENT_BUS_NAME;
-    return processFifoBatch(
+    return thenExport(env, table, processFifoBatch(
       event,
       async (record) => {
         try {
@@ -48,7 +49,7 @@ export function createCompactHandler(env: Env = process.env) {
       },
       context,
       { skipGroupOnError: true },
-    );
+    ));
   };
 }
 

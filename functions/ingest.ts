@@ -10,6 +10,7 @@ import { InvalidArgumentError } from '../lib/errors.js';
 import { ingestMessages } from '../lib/table/ingest-messages.js';
 import { landOptions } from './shared/after-commit.js';
 import { writerSettings, type Env } from './shared/env.js';
+import { exportAndRegister } from './shared/glue.js';
 import { inboxEventOf, ingestInboxObject, type IngestFileResult } from './shared/inbox.js';
 import { instrumented, log } from './shared/observability.js';
 import { sendRejects } from './shared/rejects.js';
@@ -29,6 +30,7 @@ export function createIngestHandler(env: Env = process.env) {
     const ingestFile = async (f: { bucket: string; key: string; etag: string }) => {
       const result = await ingestInboxObject(table, f.bucket, f.key, f.etag, { commitUser: INGEST_USER, settings, rejectsQueueUrl: env.VARVE_REJECTS_QUEUE_URL });
       log().info('ingested inbox file', { table: table.name, ...result });
+      await exportAndRegister(env, table);
       return result;
     };
     if ('detail-type' in event && event['detail-type'] === 'Object Created') return ingestFile({ bucket: event.detail.bucket.name, key: event.detail.object.key, etag: event.detail.object.etag });
@@ -46,6 +48,7 @@ export function createIngestHandler(env: Env = process.env) {
     const { failed, error, landed, ...counts } = result;
     if (failed.length > 0) log().error('the rows of some messages did not land; they will be retried', { table: table.name, failed: failed.length, error: error as Error });
     else log().info('ingested', { table: table.name, messages: messages.length, ...counts, duplicates: counts.duplicates.length, ...landed, snapshot: landed?.snapshot?.id });
+    await exportAndRegister(env, table);
     return backOffFailures(event.Records, { batchItemFailures: [...fileFailures, ...failed].map((id) => ({ itemIdentifier: id })) });
   };
 }

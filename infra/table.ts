@@ -3,10 +3,11 @@
  * FIFO queue, the compaction FIFO queue grouped by bucket, scheduled expiry, and a function for
  * each with least-privilege access to the table's own key prefix.
  */
-import { Duration, Size, Tags } from 'aws-cdk-lib';
+import { Duration, Size, Stack, Tags } from 'aws-cdk-lib';
+import { CfnDatabase, CfnTable } from 'aws-cdk-lib/aws-glue';
+import { PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import { Match, Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
@@ -73,10 +74,29 @@ export interface VarveTableProps {
   readonly alarmThresholds?: VarveAlarmThresholds;
   /** Tags for every resource of the table (besides the warehouse's and `varve:table`). @default none */
   readonly tags?: Record<string, string>;
+  /**
+   * Registers the table's Iceberg export (table option `metadata.iceberg.storage`) in the Glue
+   * Data Catalog, so Athena queries it: the commit, ingest (direct mode) and compact functions
+   * point the Glue table's `metadata_location` at each new export. @default not registered
+   */
+  readonly glue?: VarveGlueOptions;
+}
+
+/** The Glue Data Catalog registration of a table's Iceberg export. */
+export interface VarveGlueOptions {
+  /** Glue database name (created unless `databaseExists`). */
+  readonly database: string;
+  /** Glue table name. @default the varve table name */
+  readonly table?: string;
+  /** The Glue database exists already (made elsewhere): do not create it. @default false */
+  readonly databaseExists?: boolean;
 }
 
 /** Database, table and consumer names become key segments and `db.table` names: keep them plain. */
 export const NAME = /^[A-Za-z0-9_-]+$/;
+
+/** Glue database and table names Athena can query: lower case, digits and '_'. */
+const GLUE_NAME = /^[a-z0-9_]{1,255}$/;
 
 const INGEST_TIMEOUT = Duration.seconds(60);
 const COMMIT_TIMEOUT = Duration.seconds(60);
@@ -149,6 +169,8 @@ export class VarveTable extends Construct {
   readonly compactFunction: VarveLambda;
   /** Expires snapshots on a schedule. */
   readonly expireFunction: VarveLambda;
+  /** The Glue Data Catalog table of the Iceberg export (when `glue` was given). */
+  readonly glueTable?: CfnTable;
 
   constructor(scope: Construct, id: string, props: VarveTableProps) {
     super(scope, id);
@@ -309,6 +331,11 @@ export class VarveTable extends Construct {
       targets: [new LambdaFunction(this.expireFunction, { retryAttempts: 2, deadLetterQueue: this.expireFailures })],
     });
 
+    if (props.glue) {
+      const committers = [this.commitFunction ?? this.ingestFunction, this.compactFunction];
+      this.glueTable = this.registerInGlue(props.glue, committers);
+    }
+
     this.alarmTopic = props.alarmTopic ?? warehouse.alarmTopic;
     this.alarmThresholds = props.alarmThresholds;
     this.alarms = new VarveAlarms(this, 'Alarms', { topic: this.alarmTopic, thresholds: props.alarmThresholds });
@@ -322,6 +349,50 @@ export class VarveTable extends Construct {
    */
   functionDefaults(): Pick<VarveFunctionProps, 'logRemovalPolicy' | 'logEncryptionKey'> {
     return { logRemovalPolicy: this.warehouse.removalPolicy, logEncryptionKey: this.warehouse.encryptionKey };
+  }
+
+  /**
+   * The Glue database (unless it exists) and an Iceberg EXTERNAL_TABLE whose `metadata_location`
+   * starts at the table's metadata folder; `committers` (the functions that export) get the Glue
+   * names in VARVE_GLUE_DATABASE / VARVE_GLUE_TABLE and glue:GetTable + glue:UpdateTable on it.
+   */
+  private registerInGlue(glue: VarveGlueOptions, committers: VarveLambda[]): CfnTable {
+    const tableName = glue.table ?? this.table;
+    for (const [what, value] of [['glue.database', glue.database], ['glue.table', tableName]] as const) {
+      if (!GLUE_NAME.test(value)) {
+        throw new InvalidArgumentError(`${what} '${value}' is not a Glue name Athena accepts: use lower-case letters, digits and '_' only`);
+      }
+    }
+    const stack = Stack.of(this);
+    const location = `s3://${this.warehouse.bucket.bucketName}/${this.tablePrefix}`;
+    let database: CfnDatabase | undefined;
+    if (!glue.databaseExists) {
+      database = new CfnDatabase(this, 'GlueDatabase', { catalogId: stack.account, databaseInput: { name: glue.database } });
+    }
+    const table = new CfnTable(this, 'GlueTable', {
+      catalogId: stack.account,
+      databaseName: glue.database,
+      tableInput: {
+        name: tableName,
+        description: `varve table ${this.name} (Iceberg export)`,
+        tableType: 'EXTERNAL_TABLE',
+        // The first export replaces the folder with its v<N>.metadata.json (functions/shared/glue.ts).
+        parameters: { table_type: 'ICEBERG', metadata_location: `${location}/metadata/` },
+        storageDescriptor: { location },
+      },
+    });
+    if (database) table.addDependency(database);
+    const resources = [
+      `arn:${stack.partition}:glue:${stack.region}:${stack.account}:catalog`,
+      `arn:${stack.partition}:glue:${stack.region}:${stack.account}:database/${glue.database}`,
+      `arn:${stack.partition}:glue:${stack.region}:${stack.account}:table/${glue.database}/${tableName}`,
+    ];
+    for (const fn of committers) {
+      fn.addEnvironment('VARVE_GLUE_DATABASE', glue.database);
+      fn.addEnvironment('VARVE_GLUE_TABLE', tableName);
+      fn.addToRolePolicy(new PolicyStatement({ actions: ['glue:GetTable', 'glue:UpdateTable'], resources }));
+    }
+    return table;
   }
 
   /** Lets a principal read the table: get and list its files, look it up in the catalog. */
