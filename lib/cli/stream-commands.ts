@@ -19,7 +19,7 @@ import { onCommit } from '../table/commit-events.js';
 import type { Table } from '../table/table.js';
 import { openCatalog, warehouseUri } from './context.js';
 import { runDemo } from './demo.js';
-import { parseDurationFlag, parsePositiveInt, parseTimestamp, type GlobalOptions } from './parse-flags.js';
+import { addSnapshotFlags, parseDurationFlag, parsePositiveInt, parseTimestamp, snapshotSpecOf, type GlobalOptions, type SnapshotFlags } from './parse-flags.js';
 
 type Out = (text: string) => void;
 
@@ -41,10 +41,24 @@ export function parseFrom(text: string): StreamOptions {
   );
 }
 
+/**
+ * Where a new tail starts: `--from`, or the time-travel flags `read` takes (`--snapshot N` =
+ * `--from snapshot:N`, `--timestamp T` = `--from timestamp:T`, `--tag` = the tag's snapshot).
+ */
+function streamStartOf(o: SnapshotFlags & { from?: string }): StreamOptions {
+  const spec = snapshotSpecOf(o);
+  const picked = spec.snapshotId !== undefined || spec.timestamp !== undefined || spec.tag !== undefined;
+  if (picked && o.from !== undefined) throw new InvalidArgumentError('give --from or one of --snapshot, --timestamp, --tag, not both: each picks where the stream starts');
+  if (o.from !== undefined) return parseFrom(o.from);
+  if (spec.snapshotId !== undefined) return { mode: 'from-snapshot', snapshotId: spec.snapshotId };
+  if (spec.timestamp !== undefined) return { mode: 'from-timestamp', timestampMillis: spec.timestamp };
+  if (spec.tag !== undefined) return { mode: 'from-snapshot', tag: spec.tag };
+  return {};
+}
+
 /** Registers `tail` and `demo` on `program`; `globals()` gives the global flags, `out` prints. */
 export function registerStreamCommands(program: Command, globals: () => GlobalOptions, out: Out): void {
-  program
-    .command('tail')
+  addSnapshotFlags(program.command('tail'), 'start with the changes of')
     .description('print the changes of a table as JSON lines {"snapshot", "kind", "row"}, as they come')
     .argument('<table>', 'DB.TABLE')
     .option('--consumer-id <id>', 'record progress under this consumer: a later tail resumes where this one stopped, and expiry keeps what it has not read')
@@ -56,13 +70,13 @@ export function registerStreamCommands(program: Command, globals: () => GlobalOp
     .option('--idle-exit <duration>', 'with --follow: stop after this long without a new change, e.g. 8s, 500 ms')
     .option('--max-changes <n>', 'without --consumer-id: stop once this many changes are printed')
     .option('--where <predicate>', 'only changes whose row matches a predicate (without --consumer-id)')
-    .action(async (name: string, o: { consumerId?: string; from?: string; ignoreProgress?: boolean; onExpired?: string; follow?: boolean; idleExit?: string; maxChanges?: string; where?: string; takeover?: boolean }) => {
+    .action(async (name: string, o: SnapshotFlags & { consumerId?: string; from?: string; ignoreProgress?: boolean; onExpired?: string; follow?: boolean; idleExit?: string; maxChanges?: string; where?: string; takeover?: boolean }) => {
       const table = await openCatalog(warehouseUri(globals().warehouse)).getTable(name);
       if (o.onExpired !== undefined && o.onExpired !== 'fail' && o.onExpired !== 'skip-to-earliest') {
         throw new InvalidArgumentError(`--on-expired must be fail or skip-to-earliest, got "${o.onExpired}"`);
       }
       const stream: StreamOptions = {
-        ...(o.from ? parseFrom(o.from) : {}),
+        ...streamStartOf(o),
         ...(o.ignoreProgress ? { ignoreProgress: true } : {}),
         ...(o.onExpired ? { onExpired: o.onExpired as 'fail' | 'skip-to-earliest' } : {}),
       };

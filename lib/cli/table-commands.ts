@@ -16,7 +16,7 @@ import { SEQUENCE_COLUMN } from '../schema/types.js';
 import { parseAddColumn, parseTypeChange, type SchemaChange } from '../schema/schema-evolution.js';
 import { displayRecords, openCatalog, warehouseUri } from './context.js';
 import { RecordPrinter, renderRecords, type OutputFormat } from './output.js';
-import { parseTimestamp, type GlobalOptions } from './parse-flags.js';
+import { addSnapshotFlags, snapshotSpecOf, type GlobalOptions } from './parse-flags.js';
 import { openInput, writeProgress } from './write-input.js';
 import { formatPredicate } from '../table/predicate.js';
 import type { ReadExplain } from '../table/read-pruning.js';
@@ -174,13 +174,9 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
     .option('--commit-user <user>', 'who commits, recorded in the snapshot')
     .action(writeAction(true));
 
-  program
-    .command('read')
+  addSnapshotFlags(program.command('read'), 'read')
     .description('read the merged rows of a table, at the latest snapshot or back in time')
     .argument('<table>', 'DB.TABLE')
-    .option('--snapshot <id>', 'read this snapshot', Number)
-    .option('--timestamp <time>', 'read the last snapshot at or before this time (ISO-8601 or epoch ms)')
-    .option('--tag <name>', 'read the snapshot of this tag')
     .option('--columns <cols>', 'columns to print, comma separated')
     .option('--partition <spec>', 'only this partition, e.g. dt=2024-01-01,region=eu')
     .option('--where <predicate>', `only rows matching a predicate, e.g. "amount >= 10 AND status IN ('paid', 'new')" (= != < <= > >= IN, IS [NOT] NULL, AND, OR, NOT)`)
@@ -192,9 +188,7 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
       const format = outputFormat(o.format);
       let explained: ReadExplain | undefined;
       const batches = table.scan({
-        snapshotId: o.snapshot,
-        timestamp: o.timestamp !== undefined ? parseTimestamp(o.timestamp) : undefined,
-        tag: o.tag,
+        ...snapshotSpecOf(o),
         columns: o.columns ? list(o.columns) : undefined,
         partition: o.partition ? parsePartitionSpec(o.partition) : undefined,
         where: o.where,
@@ -217,23 +211,18 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
       printer?.end();
     });
 
-  program
-    .command('count')
+  addSnapshotFlags(program.command('count'), 'count at')
     .description('count the merged rows of a table (optionally only those matching --where)')
     .argument('<table>', 'DB.TABLE')
-    .option('--snapshot <id>', 'count at this snapshot', Number)
-    .option('--tag <name>', 'count at the snapshot of this tag')
     .option('--where <predicate>', 'only rows matching a predicate')
     .action(async (name: string, o) => {
       const table = await catalog().getTable(name);
-      out(`${await table.count({ snapshotId: o.snapshot, tag: o.tag, where: o.where })}\n`);
+      out(`${await table.count({ ...snapshotSpecOf(o), where: o.where })}\n`);
     });
 
-  program
-    .command('audit-log')
+  addSnapshotFlags(program.command('audit-log'), 'at')
     .description('rows with their row kind (+I, -U, +U, -D), at a snapshot or between two')
     .argument('<table>', 'DB.TABLE')
-    .option('--snapshot <id>', 'at this snapshot', Number)
     .option('--incremental-between <a,b>', 'changes after snapshot A up to snapshot B')
     .option('--mode <mode>', 'delta (merged new files) or changelog (changelog files)', 'delta')
     .option('--where <predicate>', 'only rows matching a predicate')
@@ -242,7 +231,7 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
       const table = await catalog().getTable(name);
       if (o.mode !== 'delta' && o.mode !== 'changelog') throw new InvalidArgumentError(`--mode must be delta or changelog, got "${o.mode}"`);
       const result = await readAuditLog(table, {
-        snapshotId: o.snapshot,
+        ...snapshotSpecOf(o),
         incrementalBetween: o.incrementalBetween ? parseIncrementalBetween(o.incrementalBetween) : undefined,
         mode: o.mode,
         where: o.where,

@@ -14,11 +14,12 @@ import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
 import { mergeBuckets, readEntry, readTable } from './read.js';
 import type { Table } from './table.js';
 import { filterTable, toPredicate, type Predicate } from './predicate.js';
+import type { SnapshotSpec } from './time-travel.js';
 
 export type IncrementalMode = 'delta' | 'changelog';
 
-export interface AuditLogOptions {
-  snapshotId?: number;
+/** At a snapshot (by id, time or tag: the latest when none), or between two with `incrementalBetween`. */
+export interface AuditLogOptions extends SnapshotSpec {
   /** Changes after snapshot `from` up to and including snapshot `to`. */
   incrementalBetween?: { from: number; to: number };
   mode?: IncrementalMode;
@@ -38,7 +39,7 @@ export function parseIncrementalBetween(text: string): { from: number; to: numbe
 
 /** Rows with their kinds, as an Arrow table with the system columns `_SEQUENCE_NUMBER`, `_VALUE_KIND`. */
 export async function readAuditLog(table: Table, opts: AuditLogOptions = {}): Promise<arrow.Table> {
-  if (!opts.incrementalBetween) return readTable(table, { snapshotId: opts.snapshotId, keepDeletes: true, where: opts.where });
+  if (!opts.incrementalBetween) return readTable(table, { snapshotId: opts.snapshotId, timestamp: opts.timestamp, tag: opts.tag, keepDeletes: true, where: opts.where });
   const log = await readIncremental(table, opts, opts.incrementalBetween);
   if (opts.where === undefined) return log;
   const end = await table.snapshotFor({ snapshotId: opts.incrementalBetween.to });

@@ -66,3 +66,34 @@ describe('CLI flags', () => {
     expect(r.code).toBe(0);
   });
 });
+
+describe('time-travel flags shared by read, count, audit-log and tail', () => {
+  it('--snapshot, --timestamp and --tag pick the same snapshot for read and tail', async () => {
+    // Prepare: two snapshots, the first tagged
+    await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id');
+    const first = join(dir, 'a.jsonl');
+    const second = join(dir, 'b.jsonl');
+    writeFileSync(first, '{"id":1,"v":"a"}\n');
+    writeFileSync(second, '{"id":2,"v":"b"}\n');
+    await varve('write', 'db.t', first);
+    expect((await varve('tag', 'db.t', 'create', 'first', '--snapshot', '1')).code).toBe(0);
+    await varve('write', 'db.t', second);
+    // Act
+    const readAt1 = await varve('read', 'db.t', '--snapshot', '1', '--format', 'jsonl');
+    const readTag = await varve('read', 'db.t', '--tag', 'first', '--format', 'jsonl');
+    const countAt1 = await varve('count', 'db.t', '--snapshot', '1');
+    const tailFrom2 = await varve('tail', 'db.t', '--snapshot', '2');
+    const both = await varve('tail', 'db.t', '--snapshot', '2', '--from', 'latest');
+    const bad = await varve('read', 'db.t', '--snapshot', 'x');
+    // Assess
+    expect(readAt1.out.trim().split('\n').map((l) => JSON.parse(l).id)).toEqual([1]);
+    expect(readTag.out).toBe(readAt1.out);
+    expect(countAt1.out.trim()).toBe('1');
+    expect(tailFrom2.code).toBe(0);
+    expect(tailFrom2.out.trim().split('\n').map((l) => JSON.parse(l).row.id)).toEqual([2]);
+    expect(both.code).toBe(1);
+    expect(both.err).toMatch(/give --from or one of --snapshot/);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/--snapshot must be a snapshot id/);
+  });
+});
