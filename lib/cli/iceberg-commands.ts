@@ -7,6 +7,7 @@ import { InvalidArgumentError } from '../errors.js';
 import { exportIceberg } from '../iceberg/export.js';
 import { openCatalog, warehouseUri } from './context.js';
 import type { GlobalOptions } from './parse-flags.js';
+import { formatSize } from './output.js';
 
 type Out = (text: string) => void;
 
@@ -28,7 +29,7 @@ export function registerIcebergCommands(program: Command, globals: () => GlobalO
           out(`${name}: no snapshot yet, nothing to export\n`);
           return;
         case 'exported':
-          out(`${name}: exported snapshot ${r.snapshotId} (${r.files!.exported} data files, ${r.records} records; ${r.writes} objects, ${r.bytesWritten} bytes written) to ${r.metadataLocation}\n`);
+          out(`${name}: exported snapshot ${r.snapshotId} (${r.files!.exported} data files, ${r.records} records; ${r.writes} objects, ${formatSize(r.bytesWritten)} written) to ${r.metadataLocation}\n`);
           return;
         default:
           out(`${name}: the Iceberg metadata is current (snapshot ${r.snapshotId}) at ${r.metadataLocation}\n`);

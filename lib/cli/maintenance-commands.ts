@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { CorruptMetadataError } from '../errors.js';
 import { compactTable, type CompactionSummary } from '../maintenance/compact.js';
 import { openCatalog, warehouseUri } from './context.js';
+import { formatSize } from './output.js';
 import { parseDurationFlag, parsePositiveInt, type GlobalOptions } from './parse-flags.js';
 // Expiry and orphan cleanup (registerExpiryCommands, at the end of this file).
 import { expireSnapshots, type ExpireSnapshotsResult } from '../maintenance/expire-snapshots.js';
@@ -24,10 +25,6 @@ export function registerMaintenanceCommands(program: Command, globals: () => Glo
 // ---------------------------------------------------------------------------------------------
 // varve compact
 
-function mb(bytes: number): string {
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
-}
-
 /** The one-line summary of a compaction run. */
 export function formatCompactionSummary(table: string, s: CompactionSummary): string {
   if (s.bucketsCompacted === 0 && s.conflicts === 0 && s.remainingBuckets === 0) {
@@ -35,7 +32,7 @@ export function formatCompactionSummary(table: string, s: CompactionSummary): st
   }
   const parts = [
     `${table}: compacted ${s.bucketsCompacted} of ${s.bucketsChecked} buckets`,
-    `${s.filesIn} files (${mb(s.bytesIn)}) -> ${s.filesOut} files (${mb(s.bytesOut)}), ${s.upgradedFiles} upgraded without rewrite`,
+    `${s.filesIn} files (${formatSize(s.bytesIn)}) -> ${s.filesOut} files (${formatSize(s.bytesOut)}), ${s.upgradedFiles} upgraded without rewrite`,
   ];
   if (s.changelogRows > 0) parts.push(`${s.changelogRows} changelog rows in ${s.changelogFiles} files`);
   if (s.snapshots.length > 0) {
@@ -192,9 +189,9 @@ export function formatExpirySummary(table: string, r: ExpireSnapshotsResult): st
 export function formatOrphanSummary(table: string, r: RemoveOrphansResult): string {
   const verb = r.dryRun ? 'would remove' : 'removed';
   const recent = r.tooRecent > 0 ? `; ${r.tooRecent} newer unreferenced files left alone` : '';
-  let text = `${table}: ${verb} ${r.orphans.length} orphan files (${(r.bytes / (1024 * 1024)).toFixed(1)} MB) older than ${formatDuration(r.olderThanMs)}${recent}\n`;
+  let text = `${table}: ${verb} ${r.orphans.length} orphan files (${formatSize(r.bytes)}) older than ${formatDuration(r.olderThanMs)}${recent}\n`;
   if (r.dryRun) {
-    for (const o of r.orphans) text += `  ${o.kind}\t${o.key}\t${o.size} bytes\t${new Date(o.lastModified).toISOString()}\n`;
+    for (const o of r.orphans) text += `  ${o.kind}\t${o.key}\t${formatSize(o.size)}\t${new Date(o.lastModified).toISOString()}\n`;
   }
   return text;
 }

@@ -162,3 +162,16 @@ export class OutputClosedError extends Error {
     this.name = 'OutputClosedError';
   }
 }
+
+/** A size for people: `512 B`, `3.0 KiB`, `1.5 MiB`, `2.0 GiB` (binary units, one decimal above bytes). */
+export function formatSize(bytes: number): string {
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  if (bytes < 1024) return `${bytes} B`;
+  let v = bytes / 1024;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v.toFixed(1)} ${units[u]}`;
+}

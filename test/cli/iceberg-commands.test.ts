@@ -44,7 +44,7 @@ describe('varve sys <table> iceberg / varve export-iceberg', () => {
     expect(sys.metadata_location).toMatch(/db\.db\/t\/metadata\/v2\.metadata\.json$/);
     expect(typeof sys.seconds_behind).toBe('number');
     // Act + Assess: an explicit export writes snapshot 3 (whose top level is unchanged)
-    expect(await varve('export-iceberg', 'db.t')).toMatch(/^db\.t: exported snapshot 3 \(1 data files, 1 records; 4 objects, \d+ bytes written\) to file:\/\/.*v3\.metadata\.json\n$/);
+    expect(await varve('export-iceberg', 'db.t')).toMatch(/^db\.t: exported snapshot 3 \(1 data files, 1 records; 4 objects, [\d.]+ (B|KiB) written\) to file:\/\/.*v3\.metadata\.json\n$/);
     expect(await varve('export-iceberg', 'db.t')).toMatch(/the Iceberg metadata is current \(snapshot 3\)/);
     expect(JSON.parse(await varve('sys', 'db.t', 'iceberg', '--format', 'jsonl'))).toMatchObject({ exported_snapshot: 3, snapshots_behind: 0 });
   });

@@ -39,7 +39,7 @@ describe('varve compact', () => {
   it('compacts every bucket that is due and prints one summary line', async () => {
     await tableWithRuns(5);
     const out = await varve('compact', 'db.t');
-    expect(out).toMatch(/^db\.t: compacted 4 of 4 buckets, 20 files \(\d+\.\d MB\) -> 4 files .*snapshots 6\.\.9\n$/);
+    expect(out).toMatch(/^db\.t: compacted 4 of 4 buckets, 20 files \(\d+(\.\d)? (B|KiB|MiB)\) -> 4 files .*snapshots 6\.\.9\n$/);
     expect(await varve('compact', 'db.t')).toBe('db.t: nothing to compact (4 buckets checked)\n');
   });
 
@@ -64,7 +64,7 @@ describe('formatCompactionSummary', () => {
       filesIn: 9, filesOut: 2, upgradedFiles: 1, bytesIn: 3 << 20, bytesOut: 1 << 20, changelogFiles: 2, changelogRows: 40, snapshots: [7],
     });
     expect(line).toBe(
-      'db.t: compacted 2 of 5 buckets, 9 files (3.0 MB) -> 2 files (1.0 MB), 1 upgraded without rewrite, 40 changelog rows in 2 files, ' +
+      'db.t: compacted 2 of 5 buckets, 9 files (3.0 MiB) -> 2 files (1.0 MiB), 1 upgraded without rewrite, 40 changelog rows in 2 files, ' +
         'snapshot 7, 2 buckets left for the next run (--max-bytes reached), 1 buckets skipped: other compactions kept changing them, run again\n',
     );
   });

@@ -69,11 +69,11 @@ describe('varve expire / remove-orphans', () => {
     const stillThere = await table.store.head(junk);
     const real = await varve('remove-orphans', 'db.t', '--older-than', '10 ms');
     // Assess
-    expect(young).toBe('db.t: removed 0 orphan files (0.0 MB) older than 1 d; 1 newer unreferenced files left alone\n');
-    expect(dry.split('\n')[0]).toBe('db.t: would remove 1 orphan files (0.0 MB) older than 10 ms');
-    expect(dry).toContain(`  data\t${junk}\t4 bytes\t`);
+    expect(young).toBe('db.t: removed 0 orphan files (0 B) older than 1 d; 1 newer unreferenced files left alone\n');
+    expect(dry.split('\n')[0]).toBe('db.t: would remove 1 orphan files (4 B) older than 10 ms');
+    expect(dry).toContain(`  data\t${junk}\t4 B\t`);
     expect(stillThere).toBeDefined();
-    expect(real).toBe('db.t: removed 1 orphan files (0.0 MB) older than 10 ms\n');
+    expect(real).toBe('db.t: removed 1 orphan files (4 B) older than 10 ms\n');
     expect(await table.store.head(junk)).toBeUndefined();
   });
 
