@@ -10,6 +10,9 @@ import type { Rec } from './fixtures.js';
 
 const isRetract = (k: number) => k === 1 || k === 3;
 
+/** Column types whose values are integers held as JS numbers. */
+const INTEGER_ROOTS = new Set(['TINYINT', 'SMALLINT', 'INT', 'INTEGER']);
+
 /** Orders two values of one column: NULL first, strings by code point, numbers and bigints numerically. */
 export function naiveCompare(f: DataField, a: Value, b: Value): number {
   if (a === null || b === null) return a === b ? 0 : a === null ? -1 : 1;
@@ -165,7 +168,8 @@ function aggregate(schema: TableSchema, cfg: MergeConfig, g: Rec[], raw: boolean
         case 'count': {
           const x = fn === 'count' && raw ? asType(f, countOf(v)) : v;
           if (x === null) break;
-          const signed = retract ? (typeof x === 'bigint' ? -x : -(x as number)) : x;
+          // An integer column has no -0 (Arrow stores 0): `-0 + 0` is +0.
+          const signed = retract ? (typeof x === 'bigint' ? -x : INTEGER_ROOTS.has(f.type.root) ? -(x as number) + 0 : -(x as number)) : x;
           acc[f.name] = a === null ? signed : typeof a === 'bigint' ? a + (signed as bigint) : (a as number) + (signed as number);
           break;
         }
