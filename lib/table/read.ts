@@ -65,16 +65,7 @@ export async function readTable(table: Table, opts: ReadOptions = {}): Promise<a
   try {
     merged = await mergeBuckets(table, pruned, !opts.keepDeletes);
   } catch (e) {
-    // Expiry deletes a snapshot's files only after the snapshot file itself: a file missing under
-    // a snapshot that is gone means it expired while we read it, not that the table is damaged.
-    if (e instanceof ObjectNotFoundError && !(await table.snapshots.tryRead(snapshot.id))) {
-      const earliest = await table.snapshots.earliestId();
-      throw new SnapshotExpiredError(
-        `snapshot ${snapshot.id} of ${table.name} expired while it was being read; read a newer one (earliest now ${earliest ?? 'none'})`,
-        { from: snapshot.id, to: earliest ?? snapshot.id + 1 },
-      );
-    }
-    throw e;
+    throw await readFailure(table, snapshot.id, e);
   }
   let result = merged.length ? concatTables(merged, physicalArrowSchema(table.schema)) : emptyTable(physicalArrowSchema(table.schema));
   if (opts.keyRange) result = filterKeyRange(table, result, opts.keyRange);
@@ -248,4 +239,18 @@ export async function* evolveChunks(table: Table, file: DataFileMeta, chunks: As
   const fileSchema = await table.schemaById(file.schemaId);
   const same = sameLayout(fileSchema.fields, table.schema.fields);
   for await (const c of chunks) yield same ? c : evolveTable(c, fileSchema.fields, table.schema.fields);
+}
+
+/**
+ * What a read of snapshot `snapshotId` that failed with `e` throws. Expiry deletes a snapshot's
+ * files only after the snapshot file itself: a file missing under a snapshot that is gone means it
+ * expired while we read it (SnapshotExpiredError with the range), not that the table is damaged.
+ */
+export async function readFailure(table: Table, snapshotId: number, e: unknown): Promise<unknown> {
+  if (!(e instanceof ObjectNotFoundError) || (await table.snapshots.tryRead(snapshotId))) return e;
+  const earliest = await table.snapshots.earliestId();
+  return new SnapshotExpiredError(
+    `snapshot ${snapshotId} of ${table.name} expired while it was being read; read a newer one (earliest now ${earliest ?? 'none'})`,
+    { from: snapshotId, to: earliest ?? snapshotId + 1 },
+  );
 }

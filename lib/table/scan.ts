@@ -5,7 +5,6 @@
  * stays bounded by the files of one section, not by the table.
  */
 import type * as arrow from 'apache-arrow';
-import { ObjectNotFoundError, SnapshotExpiredError } from '../errors.js';
 import { emptyTable } from '../format/columns.js';
 import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema.js';
 import { readDataFileRowGroups } from '../format/data-file.js';
@@ -15,7 +14,7 @@ import { mergeEngineFor } from '../mergetree/merge-function.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
 import { mergeRunStreams } from '../mergetree/stream-merge.js';
 import { dataFileKey } from './paths.js';
-import { checkColumns, evolveChunks, filterKeyRange, planRead, project, type ReadOptions } from './read.js';
+import { checkColumns, evolveChunks, filterKeyRange, planRead, project, readFailure, type ReadOptions } from './read.js';
 import { filterTable } from './predicate.js';
 import type { Table } from './table.js';
 import { resolveSnapshot } from './time-travel.js';
@@ -88,15 +87,7 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
       }
     }
   } catch (e) {
-    // As in readTable: a file missing under a snapshot that is gone expired while we read it.
-    if (e instanceof ObjectNotFoundError && !(await table.snapshots.tryRead(snapshot.id))) {
-      const earliest = await table.snapshots.earliestId();
-      throw new SnapshotExpiredError(
-        `snapshot ${snapshot.id} of ${table.name} expired while it was being read; read a newer one (earliest now ${earliest ?? 'none'})`,
-        { from: snapshot.id, to: earliest ?? snapshot.id + 1 },
-      );
-    }
-    throw e;
+    throw await readFailure(table, snapshot.id, e);
   }
   opts.explain?.(explain);
   // A reader always learns the schema: an empty result is one empty batch.
