@@ -197,6 +197,13 @@ export class TagError extends VarveError {
   }
 }
 
+/** Another rollback of the table started first (its journal exists); run again once it is done. */
+export class RollbackInProgressError extends VarveError {
+  constructor(message: string) {
+    super(message, { kind: 'conflict', retryable: true });
+  }
+}
+
 /** Metadata that cannot be parsed or is inconsistent with itself. */
 export class CorruptMetadataError extends VarveError {
   constructor(message: string, opts: { cause?: unknown } = {}) {

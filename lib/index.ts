@@ -43,6 +43,7 @@ export { LocalRuntime, type ConsumerSpec, type LocalRuntimeOptions } from './run
 
 // Maintenance.
 export { compactTable, type CompactTableOptions, type CompactionSummary } from './maintenance/compact.js';
+export { rollbackTo, type RollbackTarget, type RollbackResult } from './maintenance/rollback.js';
 export { expireSnapshots, type ExpireSnapshotsOptions, type ExpireSnapshotsResult } from './maintenance/expire-snapshots.js';
 export { expireConsumers, type ExpireConsumersOptions, type ExpireConsumersResult } from './maintenance/expire-consumers.js';
 export { removeOrphanFiles, type RemoveOrphansOptions, type RemoveOrphansResult } from './maintenance/remove-orphans.js';

@@ -12,6 +12,7 @@ import { formatFromFileName, parseRecordChunks, type InputFormat } from '../tabl
 import { readAuditLog, parseIncrementalBetween } from '../table/audit-log.js';
 import { readSystemTable, SYSTEM_TABLES } from '../table/system-tables.js';
 import { icebergSystemTable } from '../iceberg/iceberg-status.js';
+import { rollbackTo } from '../maintenance/rollback.js';
 import { SEQUENCE_COLUMN } from '../schema/types.js';
 import { parseAddColumn, parseTypeChange, type SchemaChange } from '../schema/schema-evolution.js';
 import { displayRecords, openCatalog, warehouseUri } from './context.js';
@@ -274,6 +275,28 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
       } else {
         throw new InvalidArgumentError(`tag action must be create or delete, got "${action}"`);
       }
+    });
+
+  program
+    .command('rollback')
+    .description('go back to a snapshot or tag: newer snapshots and tags are removed with the files only they used, consumers past it move back')
+    .argument('<table>', 'DB.TABLE')
+    .option('--to-snapshot <id>', 'the snapshot to go back to')
+    .option('--to-tag <name>', 'the tag to go back to (its snapshot is written back if it has expired)')
+    .action(async (name: string, o: { toSnapshot?: string; toTag?: string }) => {
+      if ((o.toSnapshot === undefined) === (o.toTag === undefined)) {
+        throw new InvalidArgumentError('rollback needs exactly one of --to-snapshot N or --to-tag NAME');
+      }
+      const table = await catalog().getTable(name);
+      const target = o.toTag !== undefined ? { tag: o.toTag } : { snapshotId: parseNonNegativeInt('--to-snapshot', o.toSnapshot!) };
+      const r = await rollbackTo(table, target);
+      const removed = r.removedSnapshots.length ? `removed snapshots ${[...r.removedSnapshots].sort((a, b) => a - b).join(', ')}` : 'no newer snapshot to remove';
+      const lines = [`rolled back ${table.name} to snapshot ${r.target}${r.restoredFromTag ? ` (written back from tag ${o.toTag})` : ''}: ${removed}`];
+      if (r.removedTags.length) lines.push(`removed tags ${r.removedTags.join(', ')}`);
+      for (const c of r.resetConsumers) lines.push(`consumer ${c.id} moved back from snapshot ${c.from} to ${c.to}`);
+      const d = r.deleted;
+      lines.push(`deleted ${d.dataFiles} data files, ${d.changelogFiles} changelog files, ${d.manifests} manifests, ${d.manifestLists} manifest lists`);
+      out(lines.join('\n') + '\n');
     });
 
   program

@@ -18,7 +18,9 @@
  *  - `attempt` ≤ L but it holds another commit: the holder lost that race (it retries under a new
  *    `attempt`, which needs the index again): take it over as above;
  *  - `attempt` ≤ L and expired, never marked committed: whether it landed cannot be known any
- *    more — CommitIdentifierAmbiguousError, never a guess.
+ *    more — CommitIdentifierAmbiguousError, never a guess;
+ *  - `committed` names a snapshot a rollback removed (above L, or that id now holds another
+ *    commit): the identifier is not in the table any more; take the index over as above.
  */
 import { createHash } from 'node:crypto';
 import { CommitIdentifierAmbiguousError, CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
@@ -153,7 +155,13 @@ export class IdentifierClaim {
   /** See the file comment: did the holder's attempt land? The latest snapshot is read after the index. */
   private async settle(index: IdentifierIndex): Promise<{ landed: true; snapshot: Snapshot | undefined; snapshotId: number } | { landed: false; latest: Snapshot | undefined }> {
     if (index.committed !== undefined) {
-      return { landed: true, snapshot: await this.sm.tryRead(index.committed), snapshotId: index.committed };
+      const s = await this.sm.tryReadFresh(index.committed);
+      if (s !== undefined && carriesIdentifier(s, this.identifier)) return { landed: true, snapshot: s, snapshotId: s.id };
+      // A rollback removed that snapshot (its id is above the latest, or holds another commit
+      // now): the identifier is not in the table any more and may be committed again.
+      const latest = await this.sm.latest();
+      if (s !== undefined || latest === undefined || index.committed > latest.id) return { landed: false, latest };
+      return { landed: true, snapshot: undefined, snapshotId: index.committed };
     }
     const latest = await this.sm.latest();
     if (latest === undefined || index.attempt > latest.id) return { landed: false, latest };

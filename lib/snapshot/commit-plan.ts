@@ -20,6 +20,12 @@ import { checkCommitConflicts } from './conflicts.js';
 
 /** The property holding a random id per commit call, so an ambiguous write can recognise itself. */
 export const COMMIT_UUID_PROPERTY = 'varve.commit-uuid';
+/**
+ * Snapshot property: the commit uuid of the snapshot this one was planned on (snapshot id − 1).
+ * After a rollback removed snapshots and their ids are created again, it tells a snapshot built
+ * on the current chain from one built on a removed snapshot (commit.ts verifyParent, rollback.ts).
+ */
+export const PARENT_COMMIT_PROPERTY = 'varve.parent-commit';
 
 /** What every attempt of one commit call shares. */
 export interface CommitContext {
@@ -119,6 +125,8 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
     nextSequenceNumber: Math.max(changes.nextSequenceNumber, latest?.nextSequenceNumber ?? 0),
     properties: { ...req.properties, [COMMIT_UUID_PROPERTY]: ctx.commitUuid },
   };
+  const parent = latest?.properties?.[COMMIT_UUID_PROPERTY];
+  if (parent !== undefined) snapshot.properties![PARENT_COMMIT_PROPERTY] = parent;
   if (changelogManifestList !== undefined) {
     snapshot.changelogManifestList = changelogManifestList;
     snapshot.changelogRecordCount = rows(changes.changelog);

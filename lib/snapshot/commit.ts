@@ -12,7 +12,7 @@ import { MetadataFileNamer } from '../manifest/file-names.js';
 import type { Snapshot } from './snapshot.js';
 import { jitteredBackoff, sleep } from '../store/backoff.js';
 import type { ObjectStore } from '../store/object-store.js';
-import { COMMIT_UUID_PROPERTY, planCommit, type CommitContext } from './commit-plan.js';
+import { COMMIT_UUID_PROPERTY, PARENT_COMMIT_PROPERTY, planCommit, type CommitContext } from './commit-plan.js';
 import { IdentifierClaim } from './commit-identifier.js';
 import { isEmptyRequest, validateCommitRequest, type CommitOptions, type CommitRequest } from './commit-request.js';
 import { snapshotBytes } from './snapshot-file.js';
@@ -20,7 +20,7 @@ import { LATEST_HINT_INTERVAL, SnapshotManager } from './snapshot-manager.js';
 import { displayTableName } from './paths.js';
 
 export type { CommitBatch, CommitOptions, CommitRequest, FileChange } from './commit-request.js';
-export { COMMIT_UUID_PROPERTY } from './commit-plan.js';
+export { COMMIT_UUID_PROPERTY, PARENT_COMMIT_PROPERTY } from './commit-plan.js';
 
 /** What a commit call did. */
 export interface CommitResult {
@@ -51,7 +51,7 @@ function sameCommit(s: Snapshot, req: CommitRequest): boolean {
  */
 export async function findCommitted(sm: SnapshotManager, latest: Snapshot | undefined, req: CommitRequest, lookback: number): Promise<Snapshot | undefined> {
   if (latest === undefined || lookback <= 0) return undefined;
-  if (sameCommit(latest, req)) return latest;
+  if (sameCommit(latest, req)) return confirmed(sm, latest);
   const lowest = Math.max(1, latest.id - lookback + 1);
   for (let hi = latest.id - 1; hi >= lowest; hi -= DEDUP_READ_CHUNK) {
     const ids: number[] = [];
@@ -59,10 +59,21 @@ export async function findCommitted(sm: SnapshotManager, latest: Snapshot | unde
     const snapshots = await Promise.all(ids.map((id) => sm.tryRead(id)));
     for (const s of snapshots) {
       if (s === undefined) return undefined; // expired from here down: nothing older to search
-      if (sameCommit(s, req)) return s;
+      if (sameCommit(s, req)) return confirmed(sm, s);
     }
   }
   return undefined;
+}
+
+/**
+ * `s` when it is still in the table as read: a cached snapshot may have been removed by a
+ * rollback (its id since reused), and then its commit is not in the table any more.
+ */
+async function confirmed(sm: SnapshotManager, s: Snapshot): Promise<Snapshot | undefined> {
+  const uuid = s.properties?.[COMMIT_UUID_PROPERTY];
+  const fresh = await sm.tryReadFresh(s.id);
+  if (fresh === undefined) return (await sm.latestId() ?? 0) < s.id ? undefined : s;
+  return fresh.properties?.[COMMIT_UUID_PROPERTY] === uuid ? fresh : undefined;
 }
 
 /** Retry bookkeeping: counts retries against maxRetries / timeoutMs and sleeps with backoff. */
@@ -168,6 +179,29 @@ async function warmBase(sm: SnapshotManager): Promise<{ base: Snapshot | undefin
   return { base: await sm.latest(), optimistic: false };
 }
 
+/**
+ * After creating snapshot `s`: true when snapshot `s.id − 1` is still the one `s` was planned on.
+ * A rollback (maintenance/rollback.ts) removes snapshots newest first, and their ids are created
+ * again afterwards; a commit planned on a removed snapshot (read just before the rollback, or a
+ * stale cached one) would otherwise bring the removed state back under a fresh id, silently.
+ */
+async function onCurrentChain(sm: SnapshotManager, s: Snapshot): Promise<boolean> {
+  const parentUuid = s.properties?.[PARENT_COMMIT_PROPERTY];
+  if (s.id <= 1 || parentUuid === undefined) return true;
+  const parent = await sm.tryReadFresh(s.id - 1);
+  if (parent !== undefined) return parent.properties?.[COMMIT_UUID_PROPERTY] === parentUuid;
+  // Gone: expiry deletes oldest first, so an expired parent has nothing left below it, while a
+  // rollback that removed it leaves at least its target below.
+  return !(await sm.listIds()).some((id) => id < s.id - 1);
+}
+
+/** Takes back snapshot `s` of this commit (planned on a removed snapshot), if it is still ours. */
+async function withdraw(ctx: CommitContext, sm: SnapshotManager, s: Snapshot): Promise<void> {
+  const there = await sm.tryReadFresh(s.id);
+  if (there?.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid) await ctx.store.delete(sm.snapshotKey(s.id));
+  sm.forgetFrom(s.id - 1);
+}
+
 /** Remembers the new snapshot for this committer's next commit; writes the LATEST hint every LATEST_HINT_INTERVAL ids. */
 async function afterCommit(sm: SnapshotManager, s: Snapshot): Promise<void> {
   sm.remember(s);
@@ -254,6 +288,15 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
         const snapshot = await planCommit(ctx, latest);
         attempts++;
         outcome = await publish(ctx, sm, snapshot, budget, baseReadAt);
+      }
+      if ('committed' in outcome && !(await onCurrentChain(sm, outcome.committed))) {
+        // Planned on a snapshot a rollback removed: withdraw it and plan again on the latest.
+        await withdraw(ctx, sm, outcome.committed);
+        latest = await sm.latest();
+        optimistic = false;
+        baseReadAt = performance.now();
+        await budget.next(`snapshot ${outcome.committed.id} was planned on a snapshot a rollback removed; retrying on snapshot ${latest?.id ?? 0}`);
+        continue;
       }
       if ('committed' in outcome) {
         await claim?.markCommitted(outcome.committed.id);

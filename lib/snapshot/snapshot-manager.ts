@@ -26,9 +26,10 @@ const EXPIRY_RACE_RETRIES = 5;
 /** Options of a SnapshotManager. */
 export interface SnapshotManagerOptions {
   /**
-   * Keep the content of snapshots read (they are immutable once created and ids are never
-   * reused), so repeated lookups cost nothing. A cached snapshot may since have expired: use it
-   * for commits and duplicate detection, not for existence checks.
+   * Keep the content of snapshots read (they are immutable once created), so repeated lookups
+   * cost nothing. A cached snapshot may since have expired, or been removed by a rollback and its
+   * id reused: use it for commits (which check their parent after creating a snapshot) and
+   * duplicate detection (which confirms a match freshly), not for existence checks.
    */
   cacheSnapshots?: boolean;
 }
@@ -101,6 +102,24 @@ export class SnapshotManager {
     const s = parseSnapshot(body, `snapshot file ${key}`, id);
     this.remember(s);
     return s;
+  }
+
+  /** Snapshot `id` as stored now (never from the cache: after a rollback an id may hold another snapshot). */
+  async tryReadFresh(id: number): Promise<Snapshot | undefined> {
+    this.cache?.delete(id);
+    return this.tryRead(id);
+  }
+
+  /**
+   * Forgets what this manager knows of snapshots above `id` (after a rollback removed them, or a
+   * commit withdrew one): their ids may be created again with other content.
+   */
+  forgetFrom(id: number): void {
+    if (this.cache) for (const k of [...this.cache.keys()]) if (k > id) this.cache.delete(k);
+    if (this.newestId !== undefined && this.newestId > id) {
+      this.newestId = undefined;
+      this.newest = undefined;
+    }
   }
 
   /** Snapshot `id`; SnapshotNotFoundError naming the available range when it does not exist. */

@@ -105,6 +105,24 @@ describe('filtered reads in the CLI', () => {
     expect((await varve('drop-partition', 'db.o', 'dt=zz')).err).toMatch(/has no partition dt=zz/);
   });
 
+  it('rollback --to-snapshot and --to-tag: newer snapshots and tags go, the table goes on from the target', async () => {
+    await write('db.o', [{ dt: 'a', id: 1, status: 'x', amount: '1' }]);
+    expect((await varve('tag', 'db.o', 'create', 'first')).code).toBe(0);
+    await write('db.o', [{ dt: 'a', id: 2, status: 'x', amount: '2' }]);
+    await write('db.o', [{ dt: 'a', id: 3, status: 'x', amount: '3' }]);
+    expect((await varve('tag', 'db.o', 'create', 'third')).code).toBe(0);
+    const back = await varve('rollback', 'db.o', '--to-snapshot', '2');
+    expect(back.code, back.err).toBe(0);
+    expect(back.out).toMatch(/rolled back db\.o to snapshot 2: removed snapshots 3\nremoved tags third\ndeleted 1 data files/);
+    expect(lines((await varve('read', 'db.o', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([1, 2]);
+    expect((await varve('rollback', 'db.o', '--to-tag', 'first')).out).toMatch(/to snapshot 1: removed snapshots 2/);
+    expect(lines((await varve('read', 'db.o', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([1]);
+    await write('db.o', [{ dt: 'a', id: 4, status: 'x', amount: '4' }]);
+    expect(lines((await varve('sys', 'db.o', 'snapshots', '--format', 'jsonl')).out).map((r) => r.snapshot_id)).toEqual([1, 2]);
+    expect((await varve('rollback', 'db.o')).err).toMatch(/exactly one of --to-snapshot N or --to-tag NAME/);
+    expect((await varve('rollback', 'db.o', '--to-snapshot', '7')).err).toMatch(/snapshot 7 does not exist/);
+  });
+
   it('sys partitions: record count, size, file count and last update per partition', async () => {
     await write('db.o', [{ dt: 'a', id: 1, status: 'x', amount: '1' }, { dt: 'b', id: 2, status: 'x', amount: '2' }]);
     await write('db.o', [{ dt: 'a', id: 3, status: 'x', amount: '3' }]);
