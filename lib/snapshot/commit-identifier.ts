@@ -46,9 +46,27 @@ export function identifierIndexKey(tablePath: string, identifier: string): strin
   return `${tablePath}/commit/identifier-${createHash('sha256').update(identifier).digest('hex')}`;
 }
 
-/** True when snapshot `s` holds the commit of `identifier`. */
+/**
+ * Snapshot property listing, as a JSON array, the indexed identifiers of the batches a group
+ * commit folded into one snapshot (each batch claims its own index: commit.ts batchIdentifiers).
+ */
+export const BATCH_IDENTIFIERS_PROPERTY = 'varve.identifiers';
+
+/** The batch identifiers a snapshot records (BATCH_IDENTIFIERS_PROPERTY). */
+export function batchIdentifiersOf(s: Snapshot): string[] {
+  const raw = s.properties?.[BATCH_IDENTIFIERS_PROPERTY];
+  if (raw === undefined) return [];
+  try {
+    const ids = JSON.parse(raw) as unknown;
+    return Array.isArray(ids) ? ids.filter((x): x is string => typeof x === 'string') : [];
+  } catch {
+    throw new CorruptMetadataError(`snapshot ${s.id} has a ${BATCH_IDENTIFIERS_PROPERTY} property that is not a JSON array`);
+  }
+}
+
+/** True when snapshot `s` holds the commit of `identifier` (as its own identifier or as one of its batches'). */
 export function carriesIdentifier(s: Snapshot, identifier: string): boolean {
-  return s.commitIdentifier === identifier;
+  return s.commitIdentifier === identifier || batchIdentifiersOf(s).includes(identifier);
 }
 
 /** The index object of `identifier` with its etag, or undefined. */

@@ -37,6 +37,14 @@ export interface CommitRequest {
    * `dedupLookback` snapshots for (commitUser, commitIdentifier, kind).
    */
   identifierIndex?: boolean;
+  /**
+   * A group commit of several writers' batches: the identifier of each batch (parallel to
+   * `batches`; undefined for a batch without one). Each claims its own index object, so every
+   * batch lands exactly once table-wide; a batch whose identifier has already landed is dropped
+   * from the commit and reported in CommitResult.landedBefore. The snapshot lists them in
+   * `varve.identifiers`.
+   */
+  batchIdentifiers?: Array<string | undefined>;
   kind: 'APPEND' | 'COMPACT' | 'OVERWRITE';
   schemaId: number;
   /** APPEND/OVERWRITE: any number (group commit folds several writers' batches into one snapshot). */
@@ -177,6 +185,14 @@ export function validateCommitRequest(req: CommitRequest): void {
   if (req.kind === 'APPEND' && hasCompact) bad('an APPEND commit carries batches only; use COMPACT or OVERWRITE to remove or rewrite files');
   if (req.kind === 'COMPACT' && hasBatches) bad('a COMPACT commit carries compactBefore/compactAfter only; commit new data with APPEND');
   if (req.overwrite !== undefined && req.kind !== 'OVERWRITE') bad('only an OVERWRITE commit may name partitions to overwrite');
+  if (req.batchIdentifiers !== undefined) {
+    if (req.kind !== 'APPEND') bad('batchIdentifiers are for APPEND commits');
+    if (req.identifierIndex) bad('a commit indexes either its own identifier (identifierIndex) or its batches\' (batchIdentifiers), not both');
+    if (req.batchIdentifiers.length !== (req.batches ?? []).length) bad(`batchIdentifiers has ${req.batchIdentifiers.length} entries for ${(req.batches ?? []).length} batches`);
+    const given = req.batchIdentifiers.filter((id): id is string => id !== undefined);
+    if (given.some((id) => typeof id !== 'string' || id === '')) bad('a batch identifier must be a non-empty string');
+    if (new Set(given).size !== given.length) bad('two batches of one commit carry the same identifier; drop the duplicate before committing');
+  }
   (req.batches ?? []).forEach((b, i) => {
     if (!Number.isSafeInteger(b.rowCount) || b.rowCount < 0) bad(`batch ${i}: rowCount ${b.rowCount} must be an integer ≥ 0`);
     for (const c of [...b.newFiles, ...b.changelogFiles]) {

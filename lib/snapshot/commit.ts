@@ -13,7 +13,7 @@ import type { Snapshot } from './snapshot.js';
 import { jitteredBackoff, sleep } from '../store/backoff.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { COMMIT_UUID_PROPERTY, PARENT_COMMIT_PROPERTY, planCommit, type CommitContext } from './commit-plan.js';
-import { IdentifierClaim } from './commit-identifier.js';
+import { BATCH_IDENTIFIERS_PROPERTY, IdentifierClaim } from './commit-identifier.js';
 import { isEmptyRequest, validateCommitRequest, type CommitOptions, type CommitRequest } from './commit-request.js';
 import { snapshotBytes } from './snapshot-file.js';
 import { LATEST_HINT_INTERVAL, SnapshotManager } from './snapshot-manager.js';
@@ -32,6 +32,12 @@ export interface CommitResult {
   committed: boolean;
   /** Attempts at creating a snapshot file (1 when nothing raced). */
   attempts: number;
+  /**
+   * With batchIdentifiers: the batches (by index in the request) whose identifier had already
+   * landed, each with the snapshot holding it (undefined: that snapshot has expired). They were
+   * left out of this commit.
+   */
+  landedBefore?: Map<number, Snapshot | undefined>;
 }
 
 const DEDUP_READ_CHUNK = 16;
@@ -210,6 +216,86 @@ async function afterCommit(sm: SnapshotManager, s: Snapshot): Promise<void> {
 }
 
 /**
+ * The claims of a group commit's batch identifiers (CommitRequest.batchIdentifiers): before
+ * snapshot N is created every batch still in the commit holds its index naming N, exactly as a
+ * single indexed commit does; a batch whose identifier has landed already leaves the commit.
+ */
+class BatchClaims {
+  private live: number[];
+  readonly landedBefore = new Map<number, Snapshot | undefined>();
+  private readonly claims: Array<IdentifierClaim | undefined>;
+
+  constructor(
+    private readonly ctx: CommitContext,
+    sm: SnapshotManager,
+    private readonly original: CommitRequest,
+  ) {
+    const ids = original.batchIdentifiers ?? [];
+    this.claims = ids.map((id) => (id === undefined ? undefined : new IdentifierClaim(ctx.store, sm, id, ctx.commitUuid, ctx.now)));
+    this.live = ids.map((_, i) => i);
+    this.rebuild();
+  }
+
+  /** True when every batch had landed before: nothing is left to commit. */
+  get empty(): boolean {
+    return this.live.length === 0;
+  }
+
+  /** Newest snapshot holding a dropped batch (what an all-landed commit returns). */
+  get newestLanded(): Snapshot | undefined {
+    let newest: Snapshot | undefined;
+    for (const s of this.landedBefore.values()) if (s !== undefined && (newest === undefined || s.id > newest.id)) newest = s;
+    return newest;
+  }
+
+  /** The request without the dropped batches, recording the identifiers it carries. */
+  private rebuild(): void {
+    const o = this.original;
+    const ids = this.live.map((i) => o.batchIdentifiers![i]);
+    this.ctx.req = {
+      ...o,
+      batches: this.live.map((i) => o.batches![i]),
+      batchIdentifiers: ids,
+      properties: { ...o.properties, [BATCH_IDENTIFIERS_PROPERTY]: JSON.stringify(ids.filter((id) => id !== undefined)) },
+    };
+  }
+
+  /**
+   * Makes every live claim name `(base?.id ?? 0) + 1`; returns the base they agree on (a takeover
+   * may move it forward, and then every other claim is moved with it).
+   */
+  async claimAll(base: Snapshot | undefined): Promise<Snapshot | undefined> {
+    for (;;) {
+      const pending = this.live.filter((i) => this.claims[i] !== undefined);
+      if (pending.length === 0) return base;
+      const outcomes = await Promise.all(pending.map((i) => this.claims[i]!.claim(base)));
+      let target = base;
+      let agree = true;
+      outcomes.forEach((o, k) => {
+        if (!o.held) {
+          this.landedBefore.set(pending[k], o.snapshot);
+          return;
+        }
+        if ((o.base?.id ?? 0) !== (base?.id ?? 0)) agree = false;
+        if ((o.base?.id ?? 0) > (target?.id ?? 0)) target = o.base;
+      });
+      if (this.landedBefore.size > 0 && this.live.some((i) => this.landedBefore.has(i))) {
+        this.live = this.live.filter((i) => !this.landedBefore.has(i));
+        this.rebuild();
+      }
+      if (this.live.length === 0 || agree) return base;
+      // A takeover planned on a newer snapshot: every claim must name the same id, so all move.
+      base = target;
+    }
+  }
+
+  /** Records that the live batches landed in `snapshotId` (best effort, as for one claim). */
+  async markCommitted(snapshotId: number): Promise<void> {
+    await Promise.all(this.live.map((i) => this.claims[i]?.markCommitted(snapshotId)));
+  }
+}
+
+/**
  * Commits `req` to the table at `tablePath`: returns the new snapshot, or the one an earlier
  * call with the same identity created. Throws CommitConflictError on a real conflict (never
  * retried), CommitRetriesExhaustedError when the retry budget runs out, and non-retryable store
@@ -233,6 +319,8 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
   };
   const budget = new RetryBudget(opts);
   const claim = req.identifierIndex ? new IdentifierClaim(store, sm, req.commitIdentifier, ctx.commitUuid, ctx.now) : undefined;
+  const batchClaims = req.batchIdentifiers ? new BatchClaims(ctx, sm, req) : undefined;
+  const landed = (r: CommitResult): CommitResult => (batchClaims && batchClaims.landedBefore.size > 0 ? { ...r, landedBefore: batchClaims.landedBefore } : r);
   let attempts = 0;
   let latest: Snapshot | undefined;
   let loaded = false;
@@ -278,6 +366,18 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
           baseReadAt = performance.now();
         }
       }
+      if (batchClaims) {
+        const base = await batchClaims.claimAll(latest);
+        if (batchClaims.empty) {
+          const snapshot = batchClaims.newestLanded ?? (await sm.latest());
+          if (snapshot === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(tablePath)} has no snapshot left; every batch of this commit had landed in snapshots since expired`);
+          return landed({ snapshot, alreadyCommitted: true, committed: false, attempts });
+        }
+        if (base?.id !== latest?.id) {
+          latest = base;
+          baseReadAt = performance.now();
+        }
+      }
       // After a lost race and a backoff, the table is contended: one HEAD tells whether the id
       // was taken meanwhile, before paying for reads and writes that could only lose.
       const nextId = (latest?.id ?? 0) + 1;
@@ -300,14 +400,16 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
       }
       if ('committed' in outcome) {
         await claim?.markCommitted(outcome.committed.id);
+        await batchClaims?.markCommitted(outcome.committed.id);
         await afterCommit(sm, outcome.committed);
-        return { snapshot: outcome.committed, alreadyCommitted: false, committed: true, attempts };
+        return landed({ snapshot: outcome.committed, alreadyCommitted: false, committed: true, attempts });
       }
       const reloaded = await reloadAfterLostRace(ctx, sm, outcome.lostAt);
       if (reloaded.ours) {
         await claim?.markCommitted(reloaded.ours.id);
+        await batchClaims?.markCommitted(reloaded.ours.id);
         await afterCommit(sm, reloaded.ours);
-        return { snapshot: reloaded.ours, alreadyCommitted: false, committed: true, attempts };
+        return landed({ snapshot: reloaded.ours, alreadyCommitted: false, committed: true, attempts });
       }
       if (reloaded.duplicate) {
         await claim?.markCommitted(reloaded.duplicate.id);

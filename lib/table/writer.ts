@@ -20,6 +20,7 @@ import { RowKind, type DataField, type DataType, type Row, type Value } from '..
 import { commit, type CommitBatch, type FileChange } from '../snapshot/commit.js';
 import { commitOptionsFor } from './commit-options.js';
 import { publishCommit } from './commit-events.js';
+import { sharedCommitterOf } from './shared-committer.js';
 import { dataFileKey } from './paths.js';
 import type { Table } from './table.js';
 
@@ -216,9 +217,6 @@ export class TableWriter {
    */
   async commit(commitIdentifier?: string, opts: { overwrite?: OverwriteMode } = {}): Promise<CommitResult> {
     if (opts.overwrite !== undefined) return this.commitOverwrite(commitIdentifier, opts.overwrite);
-    // A fresh random identifier cannot have landed before: no need to search recent snapshots.
-    const fresh = commitIdentifier === undefined;
-    const identifier = commitIdentifier ?? randomUUID();
     const rows = this.rows;
     // Buckets this commit writes to: rows still buffered, or already flushed to pending files.
     const touched = [...this.buckets.values()].filter((bw) => bw.buffer.size > 0 || this.pendingData.some((f) => f.partition === bw.partition && f.bucket === bw.bucket));
@@ -227,24 +225,19 @@ export class TableWriter {
     this.rows = 0;
     const files = batch.newFiles.length;
     if (files === 0 && batch.changelogFiles.length === 0) return { alreadyCommitted: false, files: 0, rows };
-    const result = await commit(
-      this.table.store,
-      this.table.path,
-      {
-        commitUser: this.commitUser,
-        commitIdentifier: identifier,
-        // A given identifier deduplicates table-wide through its index, however old the commit.
-        identifierIndex: !fresh,
-        kind: 'APPEND',
-        schemaId: this.table.schema.id,
-        batches: [batch],
-      },
-      commitOptionsFor(this.table, fresh ? { dedupLookback: 0 } : {}),
-    );
+    // Writers of this process on this table share one committer: their batches waiting at the
+    // same time land in one snapshot instead of racing each other for snapshot ids.
+    const result = await sharedCommitterOf(this.table).submit(this.table, {
+      batch,
+      // A given identifier deduplicates table-wide through its index, however old the commit.
+      identifier: commitIdentifier,
+      commitUser: this.commitUser,
+      schemaId: this.table.schema.id,
+    });
     if (!result.alreadyCommitted) {
-      publishCommit({ warehouse: this.table.store.uri, table: this.table.name, snapshot: result.snapshot });
+      if (result.announces) publishCommit({ warehouse: this.table.store.uri, table: this.table.name, snapshot: result.snapshot! });
       try {
-        await this.table.commitHooks.afterAppendCommit(this.table, result.snapshot, touched);
+        await this.table.commitHooks.afterAppendCommit(this.table, result.snapshot!, touched);
       } catch (e) {
         // The data has landed: a compaction that fails afterwards must not make the write look
         // failed (a retry would be a no-op anyway). It is reported, and the next write or the
