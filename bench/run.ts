@@ -93,7 +93,7 @@ async function main(): Promise<void> {
       }
       result.durationS = (performance.now() - t0) / 1000;
       run.suites.push(result);
-      for (const r of result.ratios) console.log(`[${clock()}] ${name}: ${r.label}: ${num(r.value)}× (${num(r.min)}–${num(r.max)})${r.target !== undefined ? `, aim ≤ ${r.target}×` : ''}`);
+      for (const r of result.ratios) console.log(`[${clock()}] ${name}: ${r.label}: ${num(r.value)}× (${num(r.min)}–${num(r.max)})${r.target !== undefined ? `, aim ${r.lowerIsBetter === false ? "≥" : "≤"} ${r.target}×` : ''}`);
       await rm(tmp, { recursive: true, force: true });
       collectGarbage();
     }

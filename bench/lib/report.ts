@@ -33,7 +33,8 @@ function measurementTable(ms: Measurement[]): string {
 function verdict(r: Ratio): string {
   if (r.target === undefined) return '';
   const ok = r.lowerIsBetter === false ? r.value >= r.target : r.value <= r.target;
-  return ok ? `meets (aim ≤ ${r.target}×)` : `**misses** (aim ≤ ${r.target}×)`;
+  const aim = `aim ${r.lowerIsBetter === false ? '≥' : '≤'} ${r.target}×`;
+  return ok ? `meets (${aim})` : `**misses** (${aim})`;
 }
 
 function ratioTable(rs: Array<Ratio & { suite?: string }>, withSuite: boolean): string {

@@ -16,7 +16,12 @@ import { assertChecksum, assertEqual, expectedChecksum, tableChecksum } from '..
 import { CountingStore } from '../lib/counting-store.js';
 import { quantile, statsOf } from '../lib/harness.js';
 import type { Measurement, Ratio, SuiteContext, SuiteResult, TableSpec } from '../lib/results.js';
-import { createBenchTable, freshDir } from '../lib/tables.js';
+import { createBenchTable, freshDir, openBenchTable } from '../lib/tables.js';
+import { runChild } from '../lib/child.js';
+import { firstKey } from './commit-process-child.js';
+import { readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { sleep } from '../../lib/store/backoff.js';
 
 /** Rows per commit: a small streaming micro-batch, spread over the 4 buckets. */
 const ROWS_PER_COMMIT = 16;
@@ -146,6 +151,49 @@ async function runOnStore(ctx: SuiteContext, label: string, inner: ObjectStore, 
   return { measurements, rows, perCommitBreakdown, ratio };
 }
 
+interface ProcessResult {
+  doneMs: number;
+  commits: number;
+  gaveUp: number;
+  attempts: number;
+  lost: number[];
+}
+
+/**
+ * `processes` OS processes × `commits` commits each on one table in a local folder, started
+ * together: each process has its own committer, so they race for snapshot ids and retry with
+ * jittered exponential backoff. Returns per-process completion times and what gave up.
+ */
+async function runProcesses(ctx: SuiteContext, processes: number, commits: number): Promise<{ results: ProcessResult[]; snapshots: number }> {
+  const dir = await freshDir(ctx.tmp, 'commit-procs');
+  const table = await createBenchTable(new LocalStore(join(dir, 'warehouse')), 'procs');
+  const children = Array.from({ length: processes }, (_, i) => runChild<ProcessResult>('bench/suites/commit-process-child.ts', [dir, String(i), String(commits), String(ROWS_PER_COMMIT)]));
+  // The start line: every process has opened the table and warmed up.
+  const ready = async () => (await readdir(dir)).filter((f) => f.startsWith('ready-')).length;
+  const failed = Promise.race(children).then(() => undefined, (e: unknown) => e);
+  for (;;) {
+    if ((await ready()) === processes) break;
+    const early = await Promise.race([failed, sleep(50).then(() => 'waiting' as const)]);
+    if (early !== 'waiting' && early !== undefined) throw early;
+  }
+  await writeFile(join(dir, 'go'), '');
+  const results = await Promise.all(children);
+  // Every commit that did not give up is in the table exactly once; the others' rows are absent.
+  const lost = new Set<number>();
+  for (const r of results) for (const first of r.lost) for (let i = 0; i < ROWS_PER_COMMIT; i++) lost.add(first + i);
+  const kept: number[] = [];
+  for (let p = 0; p < processes; p++) for (let c = 0; c < commits; c++) for (let i = 0; i < ROWS_PER_COMMIT; i++) {
+    const k = firstKey(p, c, ROWS_PER_COMMIT) + i;
+    if (!lost.has(k)) kept.push(k);
+  }
+  const reopened = await openBenchTable(new LocalStore(join(dir, 'warehouse')), 'procs');
+  assertChecksum(`commit (${processes} processes): table after the race`, tableChecksum(await reopened.read()), expectedChecksum(kept, 0));
+  const snapshots = (await reopened.snapshots.latest())!.id;
+  assertEqual(`commit (${processes} processes): one snapshot per commit (each process commits alone)`, snapshots, results.reduce((s, r) => s + r.commits, 0));
+  void table;
+  return { results, snapshots };
+}
+
 /** Runs benchmark 5. */
 export async function runCommit(ctx: SuiteContext): Promise<SuiteResult> {
   const writerCounts = [1, 4, 16];
@@ -166,6 +214,27 @@ export async function runCommit(ctx: SuiteContext): Promise<SuiteResult> {
     ratios.push(r.ratio);
     for (const [k, v] of Object.entries(r.perCommitBreakdown).sort()) breakdown.rows.push([label, k, v.toFixed(2)]);
   }
+  const inProcess = (w: number) => measurements.find((m) => m.id === `local-throughput-${w}`)!.stats.median;
+  const t1 = measurements.find((m) => m.id === 'local-throughput-1')!.stats;
+  const t16 = measurements.find((m) => m.id === 'local-throughput-16')!.stats;
+  ratios.push({ id: 'local-16-vs-1-writers', label: 'local: commits/s of 16 in-process writers ÷ of 1 writer', value: inProcess(16) / inProcess(1), min: t16.min / t1.max, max: t16.max / t1.min, target: 1, lowerIsBetter: false });
+
+  // Separate OS processes: no shared committer, so real races and jittered retries.
+  const processes = ctx.quick ? 2 : 4;
+  const perProcess = ctx.quick ? 10 : 40;
+  const procs: TableSpec = {
+    title: `${processes} separate processes × ${perProcess} commits each, one table (local folder), started together`,
+    columns: ['process', 'commits', 'gave up', 'attempts per commit', 'completion s'],
+    rows: [],
+  };
+  const { results } = await runProcesses(ctx, processes, perProcess);
+  results.forEach((r, i) => procs.rows.push([i, r.commits, r.gaveUp, (r.attempts / Math.max(1, r.commits)).toFixed(2), (r.doneMs / 1000).toFixed(2)]));
+  const done = results.map((r) => r.doneMs);
+  const gaveUp = results.reduce((s, r) => s + r.gaveUp, 0);
+  ctx.log(`commit: ${processes} processes × ${perProcess} commits, completion ${done.map((d) => (d / 1000).toFixed(2)).join(' / ')} s, ${gaveUp} gave up`);
+  measurements.push({ id: 'procs-completion', label: `${processes} processes × ${perProcess} commits: per-process completion time`, unit: 'ms', stats: statsOf(done), params: { processes, commits: perProcess } });
+  measurements.push({ id: 'procs-gave-up', label: `${processes} processes × ${perProcess} commits: commits that gave up`, unit: 'commits', stats: statsOf([gaveUp]) });
+  ratios.push({ id: 'procs-spread', label: `${processes} processes: slowest ÷ fastest process completion (starvation shows as a large spread)`, value: Math.max(...done) / Math.min(...done), min: Math.max(...done) / Math.min(...done), max: Math.max(...done) / Math.min(...done) });
   return {
     id: 'commit',
     title: '5. Commit throughput',
@@ -181,6 +250,6 @@ export async function runCommit(ctx: SuiteContext): Promise<SuiteResult> {
     ],
     measurements,
     ratios,
-    tables: [summary, breakdown],
+    tables: [summary, procs, breakdown],
   };
 }
