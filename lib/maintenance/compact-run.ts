@@ -1,21 +1,18 @@
 /**
  * One run of a bucket's compaction plan: the changelog the plan calls for (lookup: before the
  * rewrite, from the level-0 inputs and the higher levels; full-compaction: observed during it),
- * the compaction task, the changelog files, and the COMPACT commit.
+ * the compaction task and the changelog files. The commit is the run's (compact-commit.ts): one
+ * COMPACT snapshot for every bucket a compaction run compacted.
  */
 import { createHash } from 'node:crypto';
 import type * as arrow from 'apache-arrow';
-import { CommitConflictError } from '../errors.js';
-import { publishCommit } from '../table/commit-events.js';
-import type { ManifestCache } from '../manifest/manifest-file.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { FullCompactionChangelog } from '../mergetree/changelog/full-compaction.js';
 import { lookupCandidates, lookupChangelog } from '../mergetree/changelog/lookup.js';
 import { runCompactTask } from '../mergetree/compact-task.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
 import { mergeEngineFor } from '../mergetree/merge-function.js';
-import { commit, type FileChange } from '../snapshot/commit.js';
-import { commitOptionsFor } from '../table/commit-options.js';
+import type { FileChange } from '../snapshot/commit.js';
 import type { Table } from '../table/table.js';
 import { BucketFileIO } from './compact-io.js';
 import type { BucketPlan } from './compact-plan.js';
@@ -77,22 +74,37 @@ export function compactCommitIdentifier(partition: string, bucket: number, plan:
   return `compact-${digest.slice(0, 32)}`;
 }
 
+/** A bucket whose plan ran: its outputs are written, not yet committed. */
+export interface PreparedBucket extends CompactionCounters {
+  partition: string;
+  bucket: number;
+  plan: BucketPlan;
+  full: boolean;
+  /** Files removed, added and changelog written (the run's commit carries them). */
+  changes: { before: FileChange[]; after: FileChange[]; changelog: FileChange[] };
+  /** What this bucket contributes to the run's commit identifier. */
+  identifier: string;
+  /** Plans made for this bucket in the run (1 + re-plans after conflicts). */
+  attempts: number;
+  /** Deletes what the bucket wrote; for outputs the commit certainly did not take. */
+  discard: () => Promise<void>;
+}
+
 /**
- * Runs a bucket's plan and commits it as one COMPACT snapshot. Deletes what it wrote when the
- * commit certainly did not take it (a conflict, a failure before the commit, or an earlier run of
- * the same job that had committed).
+ * Runs a bucket's plan: the changelog the plan calls for, the compaction task, the changelog
+ * files. Returns undefined when the plan changed nothing. Nothing is committed here: the run
+ * commits every prepared bucket in one COMPACT snapshot (compact-commit.ts). On a failure the
+ * bucket's outputs are deleted (nothing references them).
  */
-export async function runBucketPlan(
+export async function prepareBucketPlan(
   table: Table,
   settings: CompactionSettings,
   job: { partition: string; bucket: number; plan: BucketPlan; full: boolean; attempt: number },
-  cache: ManifestCache,
-): Promise<BucketCompactionResult> {
+): Promise<PreparedBucket | undefined> {
   const { partition, bucket, plan, full, attempt } = job;
   const io = new BucketFileIO(table, partition, bucket);
   const engine = mergeEngineFor(mergeConfigFromOptions(table.options));
   const { levels, unit } = plan;
-  let committing = false;
   try {
     let changelog: arrow.Table | undefined;
     if (plan.lookupChangelog) {
@@ -119,39 +131,25 @@ export async function runBucketPlan(
       fullLog ?? {},
     );
     if (fullLog) changelog = fullLog.changelog();
-    // The inputs are no longer needed; the commit may take a while (lost races, backoff).
+    // The inputs are no longer needed; other buckets of the run and the commit come next.
     io.release();
     const unitRows = unit.files.reduce((s, f) => s + f.rowCount, 0);
     const bytesPerRow = unitRows > 0 ? plan.inputBytes / unitRows : 1;
     const changelogFiles = changelog && changelog.numRows > 0 ? await io.writeChangelog(changelog, settings.targetFileSize, bytesPerRow) : [];
-    if (result.before.length === 0 && changelogFiles.length === 0) return emptyResult(partition, bucket, attempt);
-
+    if (result.before.length === 0 && changelogFiles.length === 0) {
+      await io.deleteWritten();
+      return undefined;
+    }
     const change = (file: FileChange['file']): FileChange => ({ partition, bucket, totalBuckets: plan.totalBuckets, file });
-    committing = true;
-    const committed = await commit(
-      table.store,
-      table.path,
-      {
-        commitUser: COMPACT_COMMIT_USER,
-        commitIdentifier: compactCommitIdentifier(partition, bucket, plan, full),
-        kind: 'COMPACT',
-        schemaId: table.schema.id,
-        compactBefore: result.before.map(change),
-        compactAfter: result.after.map(change),
-        compactChangelog: changelogFiles.map(change),
-        properties: full ? { [FULL_COMPACTION_PROPERTY]: 'true' } : undefined,
-      },
-      commitOptionsFor(table, { manifestCache: cache }),
-    );
-    // An earlier run of this job committed other files for the same plan: ours are not referenced.
-    if (committed.alreadyCommitted) await io.deleteWritten();
-    // Streams learn of the compaction's changelog (lookup, full-compaction) at once, not at the next poll.
-    else publishCommit({ warehouse: table.store.uri, table: table.name, snapshot: committed.snapshot });
     return {
       partition,
       bucket,
-      snapshot: committed.snapshot,
-      alreadyCommitted: committed.alreadyCommitted,
+      plan,
+      full,
+      changes: { before: result.before.map(change), after: result.after.map(change), changelog: changelogFiles.map(change) },
+      identifier: compactCommitIdentifier(partition, bucket, plan, full),
+      attempts: attempt,
+      discard: () => io.deleteWritten(),
       filesIn: result.before.length,
       filesOut: result.after.length,
       upgradedFiles: result.upgradedFiles,
@@ -159,13 +157,10 @@ export async function runBucketPlan(
       bytesOut: result.bytesWritten,
       changelogFiles: changelogFiles.length,
       changelogRows: changelog?.numRows ?? 0,
-      attempts: attempt,
     };
   } catch (e) {
-    // Before the commit, or when the commit found a conflict, nothing references what this job
-    // wrote. Any other commit failure is ambiguous (the snapshot may exist): leave the files to
-    // orphan cleanup rather than risk deleting files a snapshot references.
-    if (!committing || e instanceof CommitConflictError) await io.deleteWritten();
+    // Nothing references what this bucket wrote: no commit has been tried yet.
+    await io.deleteWritten();
     throw e;
   }
 }

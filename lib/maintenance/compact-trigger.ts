@@ -13,7 +13,7 @@ import type { ManifestEntry } from '../manifest/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { AppendCommitHooks, TouchedBucket } from '../table/commit-hooks.js';
 import type { Table } from '../table/table.js';
-import { FULL_COMPACTION_PROPERTY, compactBucket, compactTable, groupByBucket } from './compact.js';
+import { FULL_COMPACTION_PROPERTY, compactBuckets, compactTable, groupByBucket } from './compact.js';
 import { sortedRunCount } from './compact-plan.js';
 import { compactionSettingsOf } from './compaction-settings.js';
 
@@ -61,6 +61,7 @@ export async function beforeAppendCommit(table: Table, touched: readonly Touched
   const latest = table.commitSnapshots.newestKnown() ?? (await table.snapshots.latest());
   if (!latest) return;
   const groups = await touchedBucketFiles(table, latest, touched);
+  const stalled: typeof groups = [];
   for (const g of groups) {
     const runs = sortedRunCount(g.entries, settings, table.compareKeys);
     if (runs <= settings.stopTrigger) continue;
@@ -71,8 +72,10 @@ export async function beforeAppendCommit(table: Table, touched: readonly Touched
           `and the table is write-only; run \`varve compact ${table.name}\` (or let the compaction function catch up), then retry the write`,
       );
     }
-    await swallowContention(compactBucket(table, g.partition, g.bucket, { entries: g.entries, manifestCache: cacheOf(table) }));
+    stalled.push(g);
   }
+  // One compaction run, one COMPACT snapshot, however many buckets are over the trigger.
+  if (stalled.length > 0) await swallowContention(compactBuckets(table, stalled, { manifestCache: cacheOf(table) }));
 }
 
 /**
@@ -88,9 +91,9 @@ export async function afterAppendCommit(table: Table, snapshot: Snapshot, touche
     return;
   }
   const groups = await touchedBucketFiles(table, snapshot, touched);
-  for (const g of groups) {
-    await swallowContention(compactBucket(table, g.partition, g.bucket, { entries: g.entries, manifestCache: cacheOf(table) }));
-  }
+  // Every touched bucket in one compaction run: a lookup-producer write into 18 buckets makes one
+  // APPEND and one COMPACT snapshot, not 19 (compact-commit.ts).
+  await swallowContention(compactBuckets(table, groups, { manifestCache: cacheOf(table) }));
 }
 
 /** Per table object: APPEND snapshots counted since the last full compaction, up to a snapshot id. */

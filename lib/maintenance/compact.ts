@@ -1,20 +1,21 @@
 /**
- * Compaction as a maintenance action: plan a bucket's compaction from the latest snapshot, run
- * it, write its outputs (and changelog), and commit one COMPACT snapshot. A COMPACT commit that
- * conflicts (its inputs were compacted by someone else meanwhile) is never retried as is: the
- * job deletes what it wrote and plans again from the new latest snapshot, a bounded number of
- * times. Input files are never deleted here (expiry does that once no snapshot needs them), so a
+ * Compaction as a maintenance action: a compaction run plans each bucket's compaction from the
+ * latest snapshot, runs it, writes its outputs (and changelog), and commits ONE COMPACT snapshot
+ * for every bucket it compacted. A bucket whose commit conflicts (its inputs were compacted by
+ * someone else meanwhile) is never retried as is: it is dropped from the commit, what it wrote is
+ * deleted, and it is planned again from the new latest snapshot, a bounded number of times. Input files are never deleted here (expiry does that once no snapshot needs them), so a
  * reader never finds a file missing, whatever happens to the job.
  */
 import { exportIcebergAfterCommit } from '../iceberg/export-trigger.js';
-import { SchemaChangedError, CommitConflictError, InvalidArgumentError } from '../errors.js';
+import { SchemaChangedError, type CommitConflictError, InvalidArgumentError } from '../errors.js';
 import { LruManifestCache, type ManifestCache } from '../manifest/manifest-file.js';
 import { readLiveFiles } from '../manifest/scan.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { parsePartitionPath } from '../schema/partition.js';
 import type { Table } from '../table/table.js';
-import { addCounters, emptyResult, runBucketPlan, zeroCounters, type BucketCompactionResult, type CompactionCounters } from './compact-run.js';
+import { commitCompactionRun } from './compact-commit.js';
+import { addCounters, emptyResult, prepareBucketPlan, zeroCounters, type BucketCompactionResult, type CompactionCounters, type PreparedBucket } from './compact-run.js';
 import { planBucketCompaction, sortedRunCount } from './compact-plan.js';
 import { compactionSettingsOf } from './compaction-settings.js';
 
@@ -45,38 +46,107 @@ export async function readBucketFiles(table: Table, snapshot: Snapshot, partitio
   );
 }
 
+/** One bucket a compaction run covers, with its live files when the caller has them. */
+export interface RunBucket {
+  partition: string;
+  bucket: number;
+  /** Live files in a recent snapshot (a stale list only costs a conflict and a re-plan). */
+  entries?: ManifestEntry[];
+}
+
+export interface CompactBucketsOptions {
+  /** Compact every run into the max level (default: only what universal compaction picks). */
+  full?: boolean;
+  /** Plans per bucket after commit conflicts before giving up on it (default 3). */
+  maxAttempts?: number;
+  manifestCache?: ManifestCache;
+  /** Start no further bucket once the run's compacted input reached this many bytes. */
+  maxBytes?: number;
+  /** Called after each bucket's plan ran (before the run's commit). */
+  onBucket?: (result: BucketCompactionResult) => void;
+}
+
+/** What one compaction run did. */
+export interface CompactionRunResult {
+  /** Per bucket planned: what it did (`snapshot` set when it committed, unset when nothing was due). */
+  results: BucketCompactionResult[];
+  /** COMPACT snapshots committed, in order: one per round (1 unless buckets conflicted and were re-planned). */
+  snapshots: number[];
+  /** Buckets given up after `maxAttempts` conflicted plans, with the last conflict. */
+  conflicted: Array<{ partition: string; bucket: number; error: CommitConflictError }>;
+  /** Buckets not started because `maxBytes` was reached. */
+  notStarted: number;
+}
+
 /**
- * Compacts one bucket: plans from the latest snapshot (or `opts.entries`), runs the unit, commits
- * COMPACT. Returns an empty result when nothing is due. Throws CommitConflictError only when every
- * attempt conflicted.
+ * One compaction run over `buckets`: plans and runs each bucket's compaction, then commits every
+ * bucket that changed in ONE COMPACT snapshot (compact-commit.ts). A bucket a concurrent commit
+ * changed is dropped from that commit, re-planned from the latest snapshot and committed in a
+ * further round (with the others that conflicted), at most `maxAttempts` plans per bucket; the
+ * others land regardless.
  */
-export async function compactBucket(table: Table, partition: string, bucket: number, opts: CompactBucketOptions = {}): Promise<BucketCompactionResult> {
-  const settings = compactionSettingsOf(table);
+export async function compactBuckets(table: Table, buckets: readonly RunBucket[], opts: CompactBucketsOptions = {}): Promise<CompactionRunResult> {
+  const settings = () => compactionSettingsOf(table);
   const full = opts.full ?? false;
   const maxAttempts = opts.maxAttempts ?? 3;
   const cache = opts.manifestCache ?? new LruManifestCache(100_000);
-  let given = opts.entries;
-  for (let attempt = 1; ; attempt++) {
-    let entries: ManifestEntry[];
-    if (given) {
-      entries = given;
-      given = undefined;
-    } else {
-      const latest = await table.snapshots.latest();
-      if (!latest) return emptyResult(partition, bucket, attempt);
-      entries = await readBucketFiles(table, latest, partition, bucket, cache);
+  const out: CompactionRunResult = { results: [], snapshots: [], conflicted: [], notStarted: 0 };
+  let bytes = 0;
+  let round: Array<RunBucket & { attempt: number }> = buckets.map((b) => ({ ...b, attempt: 1 }));
+  while (round.length > 0) {
+    const latest = round.some((b) => !b.entries) ? await table.snapshots.latest() : undefined;
+    const prepared: PreparedBucket[] = [];
+    for (let i = 0; i < round.length; i++) {
+      const b = round[i];
+      if (opts.maxBytes !== undefined && bytes >= opts.maxBytes) {
+        out.notStarted += round.length - i;
+        break;
+      }
+      const entries = b.entries ?? (latest ? await readBucketFiles(table, latest, b.partition, b.bucket, cache) : []);
+      const plan = planBucketCompaction(entries, settings(), table.compareKeys, full);
+      const p = plan ? await prepareBucketPlan(table, settings(), { partition: b.partition, bucket: b.bucket, plan, full, attempt: b.attempt }) : undefined;
+      if (p) {
+        bytes += p.bytesIn;
+        prepared.push(p);
+      } else out.results.push(emptyResult(b.partition, b.bucket, b.attempt));
+      opts.onBucket?.(p ? resultOf(p, undefined, false) : emptyResult(b.partition, b.bucket, b.attempt));
     }
-    const plan = planBucketCompaction(entries, settings, table.compareKeys, full);
-    if (!plan) return emptyResult(partition, bucket, attempt);
-    try {
-      return await runBucketPlan(table, settings, { partition, bucket, plan, full, attempt }, cache);
-    } catch (e) {
-      // Someone else compacted this bucket first: plan again on what they left.
-      if (!(e instanceof CommitConflictError) || attempt >= maxAttempts) throw e;
-      // An alter since this table was opened: compact through the new schema.
-      if (e instanceof SchemaChangedError) table = await table.latest();
+    if (prepared.length === 0) break;
+    const r = await commitCompactionRun(table, prepared, cache);
+    if (r.snapshot) {
+      if (!r.alreadyCommitted) out.snapshots.push(r.snapshot.id);
+      for (const p of r.committed) out.results.push(resultOf(p, r.snapshot, r.alreadyCommitted));
+    }
+    // An alter since this table was opened: re-plan through the new schema.
+    if (r.lastConflict instanceof SchemaChangedError) table = await table.latest();
+    round = [];
+    for (const p of r.conflicted) {
+      if (p.attempts >= maxAttempts) out.conflicted.push({ partition: p.partition, bucket: p.bucket, error: r.lastConflict! });
+      else round.push({ partition: p.partition, bucket: p.bucket, attempt: p.attempts + 1 });
     }
   }
+  return out;
+}
+
+/** A prepared bucket's result, committed in `snapshot` or not (yet). */
+function resultOf(p: PreparedBucket, snapshot: Snapshot | undefined, alreadyCommitted: boolean): BucketCompactionResult {
+  const { partition, bucket, attempts, filesIn, filesOut, upgradedFiles, bytesIn, bytesOut, changelogFiles, changelogRows } = p;
+  return { partition, bucket, snapshot, alreadyCommitted, attempts, filesIn, filesOut, upgradedFiles, bytesIn, bytesOut, changelogFiles, changelogRows };
+}
+
+/**
+ * Compacts one bucket (a run of one bucket): plans from the latest snapshot (or `opts.entries`),
+ * runs the unit, commits COMPACT. Returns an empty result when nothing is due. Throws
+ * CommitConflictError only when every attempt conflicted.
+ */
+export async function compactBucket(table: Table, partition: string, bucket: number, opts: CompactBucketOptions = {}): Promise<BucketCompactionResult> {
+  const run = await compactBuckets(table, [{ partition, bucket, entries: opts.entries }], {
+    full: opts.full,
+    maxAttempts: opts.maxAttempts,
+    manifestCache: opts.manifestCache,
+  });
+  if (run.conflicted.length > 0) throw run.conflicted[0].error;
+  return run.results[0] ?? emptyResult(partition, bucket, 1);
 }
 
 export interface CompactTableOptions {
@@ -128,27 +198,24 @@ export async function compactTable(table: Table, opts: CompactTableOptions = {})
   groups.sort((a, b) => b.runs - a.runs || (a.partition < b.partition ? -1 : a.partition > b.partition ? 1 : a.bucket - b.bucket));
   summary.bucketsChecked = groups.length;
   let done = 0;
-  for (const g of groups) {
-    if (opts.maxBytes !== undefined && summary.bytesIn >= opts.maxBytes) {
-      summary.remainingBuckets = groups.length - done;
-      break;
-    }
-    let r: BucketCompactionResult;
-    try {
-      r = await compactBucket(table, g.partition, g.bucket, { full: opts.full, entries: g.entries, manifestCache: cache });
-    } catch (e) {
-      if (!(e instanceof CommitConflictError)) throw e;
-      summary.conflicts++;
-      r = emptyResult(g.partition, g.bucket, 0);
-    }
-    if (r.snapshot && !r.alreadyCommitted) {
-      summary.bucketsCompacted++;
-      summary.snapshots.push(r.snapshot.id);
-    }
+  const run = await compactBuckets(table, groups, {
+    full: opts.full,
+    manifestCache: cache,
+    maxBytes: opts.maxBytes,
+    onBucket: (result) => {
+      if (result.attempts > 1) return; // a re-plan after a conflict is not a new bucket
+      done++;
+      opts.onProgress?.({ done, total: groups.length, result });
+    },
+  });
+  for (const r of run.results) {
+    if (!r.snapshot || r.alreadyCommitted) continue;
+    summary.bucketsCompacted++;
     addCounters(summary, r);
-    done++;
-    opts.onProgress?.({ done, total: groups.length, result: r });
   }
+  summary.snapshots = run.snapshots;
+  summary.conflicts = run.conflicted.length;
+  summary.remainingBuckets = run.notStarted;
   if (summary.snapshots.length > 0) summary.icebergExportError = await exportIcebergAfterCommit(table);
   return summary;
 }

@@ -6,6 +6,7 @@ import { Command } from 'commander';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { formatCompactionSummary, registerMaintenanceCommands } from '../../lib/cli/maintenance-commands.js';
+import { readLiveFiles } from '../../lib/manifest/scan.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { openStore } from '../../lib/store/open-store.js';
 
@@ -39,8 +40,30 @@ describe('varve compact', () => {
   it('compacts every bucket that is due and prints one summary line', async () => {
     await tableWithRuns(5);
     const out = await varve('compact', 'db.t');
-    expect(out).toMatch(/^db\.t: compacted 4 of 4 buckets, 20 files \(\d+(\.\d)? (B|KiB|MiB)\) -> 4 files .*snapshots 6\.\.9\n$/);
+    expect(out).toMatch(/^db\.t: compacted 4 of 4 buckets, 20 files \(\d+(\.\d)? (B|KiB|MiB)\) -> 4 files .*, snapshot 6\n$/);
     expect(await varve('compact', 'db.t')).toBe('db.t: nothing to compact (4 buckets checked)\n');
+  });
+
+  it('compact --full on a 3-bucket table makes one COMPACT snapshot covering every bucket', async () => {
+    const table = await new FolderCatalog(openStore(warehouse)).createTable('db.t3', {
+      fields: parseSchemaText('id INT NOT NULL, v BIGINT'),
+      primaryKeys: ['id'],
+      options: { 'write-only': 'true', bucket: '3' },
+    });
+    for (let i = 0; i < 2; i++) await table.write(Array.from({ length: 30 }, (_, id) => ({ id, v: BigInt(i) })));
+    const before = (await table.snapshots.latestId())!;
+
+    const out = await varve('compact', 'db.t3', '--full');
+
+    expect(out).toMatch(/^db\.t3: compacted 3 of 3 buckets, 6 files .*, snapshot 3\n$/);
+    const after = (await table.snapshots.latestId())!;
+    expect(after - before).toBe(1);
+    const s = await table.snapshots.read(after);
+    expect(s.commitKind).toBe('COMPACT');
+    // Every bucket's files are in the one snapshot: all three buckets now hold one top-level file.
+    const live = await readLiveFiles(table.store, table.path, s);
+    expect(new Set(live.map((e) => e.bucket))).toEqual(new Set([0, 1, 2]));
+    expect(live.every((e) => e.file.level === table.options.numLevels - 1)).toBe(true);
   });
 
   it('compacts fully, and only the partition and bucket asked for', async () => {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
-import { compactBucket, compactTable, readBucketFiles } from '../../lib/maintenance/compact.js';
+import { compactBucket, compactBuckets, compactTable, readBucketFiles } from '../../lib/maintenance/compact.js';
 import { readChangelogFiles, readLiveFiles } from '../../lib/manifest/scan.js';
 import { RowKind } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
@@ -101,5 +101,59 @@ describe('APPEND commits racing compactions', () => {
     store.setLatency(0);
     expect(sorted(await readState(table)), `seed ${seed}`).toEqual(sorted(model));
     await checkLevels(table, `seed ${seed}`);
+  });
+});
+
+describe('a compaction run over several buckets racing a compaction of one of them', () => {
+  async function threeBuckets(store: MemoryStore) {
+    const table = await newTable({ 'write-only': 'true', bucket: '3' }, store);
+    for (let i = 0; i < 6; i++) await writeChanges(table, upserts(Array.from({ length: 30 }, (_, k) => k + 1), BigInt(i)));
+    const snapshot = (await table.snapshots.latest())!;
+    const groups = await Promise.all([0, 1, 2].map(async (bucket) => ({ partition: 'region=eu', bucket, entries: await readBucketFiles(table, snapshot, 'region=eu', bucket) })));
+    return { table, groups };
+  }
+
+  it('drops the changed bucket from its one commit; the other buckets land, nothing is left behind', async () => {
+    const store = new MemoryStore();
+    const { table, groups } = await threeBuckets(store);
+    const expected = sorted(await readState(table));
+    // Another compactor takes bucket 1 after the run planned on the same snapshot.
+    await compactBucket(await new FolderCatalog(store).getTable('db.t'), 'region=eu', 1, { full: true });
+    const before = (await table.snapshots.latestId())!;
+
+    const run = await compactBuckets(table, groups);
+
+    // One snapshot for buckets 0 and 2; bucket 1, re-planned, has nothing due.
+    expect(run.snapshots).toEqual([before + 1]);
+    expect(run.conflicted).toEqual([]);
+    const byBucket = new Map(run.results.map((r) => [r.bucket, r]));
+    expect(byBucket.get(0)?.snapshot?.id).toBe(before + 1);
+    expect(byBucket.get(2)?.snapshot?.id).toBe(before + 1);
+    expect(byBucket.get(1)?.snapshot).toBeUndefined();
+    expect(byBucket.get(1)?.attempts).toBe(2);
+    expect(sorted(await readState(table))).toEqual(expected);
+    expect(await unreferencedFiles(table)).toEqual([]);
+    await checkLevels(table, 'after the race');
+  });
+
+  it('re-plans the changed bucket and commits it in a second snapshot when work remains', async () => {
+    const store = new MemoryStore();
+    const { table, groups } = await threeBuckets(store);
+    await compactBucket(table, 'region=eu', 1, { full: true });
+    // Bucket 1 is due again: five more runs of one of its keys after its full compaction.
+    const inBucket1 = (await readBucketFiles(table, (await table.snapshots.latest())!, 'region=eu', 1))[0].file.minKey[1] as number;
+    for (let i = 0; i < 5; i++) await writeChanges(table, upserts([inBucket1], 100n + BigInt(i)));
+    const expected = sorted(await readState(table));
+    const before = (await table.snapshots.latestId())!;
+
+    const run = await compactBuckets(table, groups);
+
+    expect(run.snapshots).toEqual([before + 1, before + 2]);
+    const byBucket = new Map(run.results.map((r) => [r.bucket, r]));
+    expect(byBucket.get(1)?.attempts).toBe(2);
+    expect(byBucket.get(1)?.snapshot?.id).toBe(before + 2);
+    expect(sorted(await readState(table))).toEqual(expected);
+    expect((await readState(table)).get(`eu|${inBucket1}`)?.v).toBe(104n);
+    expect(await unreferencedFiles(table)).toEqual([]);
   });
 });

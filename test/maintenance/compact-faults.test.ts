@@ -8,6 +8,7 @@ import { compactBucket, compactTable } from '../../lib/maintenance/compact.js';
 import { RowKind } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import type { Table } from '../../lib/table/table.js';
+import { rng, testSeed } from '../helpers/random.js';
 import { ChangelogReplay, checkLevels, liveFilesByBucket, newTable, readState, sorted, writeChanges, type Change } from './fixtures.js';
 
 /** A write-only table with six overlapping level-0 files (deletes included) in one bucket. */
@@ -56,6 +57,60 @@ describe('a crash at any storage call of a compaction', () => {
         expect(sorted(await readState(table)), context).toEqual(expected);
         expect(sorted(await new ChangelogReplay(table).advance()), context).toEqual(expected);
       }
+    }
+  });
+});
+
+describe('a crash during a compaction run over several buckets', () => {
+  /** Three buckets with six level-0 files each (lookup producer: the run writes changelog too). */
+  async function threeBuckets(): Promise<{ store: MemoryStore; table: Table }> {
+    const store = new MemoryStore();
+    const table = await newTable({ 'write-only': 'true', 'changelog-producer': 'lookup', bucket: '3' }, store);
+    for (let i = 0; i < 6; i++) {
+      await writeChanges(table, Array.from({ length: 30 }, (_, k) => ({ row: { id: k + 1, region: 'eu', v: BigInt(i), s: null }, kind: RowKind.INSERT })));
+    }
+    return { store, table };
+  }
+
+  async function compactSnapshots(table: Table): Promise<number[]> {
+    const out: number[] = [];
+    for (let id = 1; id <= ((await table.snapshots.latestId()) ?? 0); id++) if ((await table.snapshots.read(id)).commitKind === 'COMPACT') out.push(id);
+    return out;
+  }
+
+  it('leaves the table readable, and the re-run lands the run exactly once (one COMPACT snapshot)', async () => {
+    const seed = testSeed('compact-run-faults');
+    const random = rng(seed);
+    const clean = await threeBuckets();
+    const expected = sorted(await readState(clean.table));
+    clean.store.resetCallLog();
+    await compactTable(clean.table, { full: true });
+    const calls = clean.store.callLog.length;
+
+    for (let round = 0; round < 6; round++) {
+      const { store, table } = await threeBuckets();
+      const nth = random.int(1, calls);
+      const when = random.pick(['before', 'after'] as const);
+      const context = `seed ${seed}: crash ${when} call ${nth} of ${calls}`;
+      store.crashAt({ nth, when });
+
+      await compactTable(table, { full: true }).catch(() => undefined);
+      store.restart();
+
+      // Readable, same rows, LSM invariants hold.
+      expect(sorted(await readState(table)), context).toEqual(expected);
+      await checkLevels(table, context);
+      // The re-run finishes: exactly one COMPACT snapshot in the table (the crashed run's, if its
+      // commit landed, or the re-run's), every bucket at the max level, and the changelog replays.
+      await compactTable(table, { full: true });
+      expect(await compactSnapshots(table), context).toHaveLength(1);
+      const byBucket = await liveFilesByBucket(table);
+      expect(byBucket.size, context).toBe(3);
+      for (const files of byBucket.values()) expect(files.every((e) => e.file.level === table.options.numLevels - 1), context).toBe(true);
+      expect(sorted(await readState(table)), context).toEqual(expected);
+      expect(sorted(await new ChangelogReplay(table).advance()), context).toEqual(expected);
+      // And a third run has nothing to do.
+      expect((await compactTable(table, { full: true })).snapshots, context).toEqual([]);
     }
   });
 });

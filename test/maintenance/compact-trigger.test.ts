@@ -26,6 +26,22 @@ async function sortedRuns(table: Table): Promise<number> {
 }
 
 describe('after an APPEND commit', () => {
+  it('one lookup-producer write into 18 partition-buckets makes one APPEND and one COMPACT snapshot', async () => {
+    const table = await newTable({ 'changelog-producer': 'lookup', bucket: '3' });
+    const regions = ['eu', 'us', 'ap', 'sa', 'af', 'oc'];
+    const rows: Change[] = regions.flatMap((region) => Array.from({ length: 30 }, (_, i) => ({ row: { id: i, region, v: 1n, s: null }, kind: RowKind.INSERT })));
+
+    await writeChanges(table, rows);
+
+    // Was 19: the APPEND and one COMPACT per partition-bucket.
+    expect(await kinds(table)).toEqual(['APPEND', 'COMPACT']);
+    const buckets = await liveFilesByBucket(table);
+    expect(buckets.size).toBe(18);
+    for (const [bucket, files] of buckets) expect(files.every((e) => e.file.level > 0), bucket).toBe(true);
+    const compact = (await table.snapshots.latest())!;
+    expect(compact.changelogRecordCount).toBe(180);
+  });
+
   it('compacts a bucket once its sorted runs reach the trigger', async () => {
     const table = await newTable({});
     for (let i = 0; i < 4; i++) await writeChanges(table, upserts([1, 2, 3], BigInt(i)));

@@ -113,7 +113,11 @@ describe('compactTable', () => {
     expect(summary.bucketsCompacted).toBe(3);
     expect(summary.filesIn).toBe(18);
     expect(summary.bytesIn).toBeGreaterThan(0);
-    expect(summary.snapshots).toHaveLength(3);
+    // One compaction run, one COMPACT snapshot covering all three buckets (was one per bucket).
+    expect(summary.snapshots).toHaveLength(1);
+    const snapshot = await table.snapshots.read(summary.snapshots[0]);
+    expect(snapshot.commitKind).toBe('COMPACT');
+    expect(await table.snapshots.latestId()).toBe(snapshot.id);
     expect(progress).toEqual([[1, 3], [2, 3], [3, 3]]);
     expect(sorted(await readState(table))).toEqual(expected);
   });
