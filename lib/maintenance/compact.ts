@@ -96,6 +96,8 @@ export async function compactBuckets(table: Table, buckets: readonly RunBucket[]
   while (round.length > 0) {
     const latest = round.some((b) => !b.entries) ? await table.snapshots.latest() : undefined;
     const prepared: PreparedBucket[] = [];
+    let schemaChanged = false;
+    const resultsBefore = out.results.length;
     for (let i = 0; i < round.length; i++) {
       const b = round[i];
       if (opts.maxBytes !== undefined && bytes >= opts.maxBytes) {
@@ -104,12 +106,31 @@ export async function compactBuckets(table: Table, buckets: readonly RunBucket[]
       }
       const entries = b.entries ?? (latest ? await readBucketFiles(table, latest, b.partition, b.bucket, cache) : []);
       const plan = planBucketCompaction(entries, settings(), table.compareKeys, full);
-      const p = plan ? await prepareBucketPlan(table, settings(), { partition: b.partition, bucket: b.bucket, plan, full, attempt: b.attempt }) : undefined;
+      let p: PreparedBucket | undefined;
+      try {
+        p = plan ? await prepareBucketPlan(table, settings(), { partition: b.partition, bucket: b.bucket, plan, full, attempt: b.attempt }) : undefined;
+      } catch (e) {
+        // A file written under a newer schema (an alter since this table was opened): the whole
+        // round plans again through the new schema, so that its one commit has one schema.
+        if (!(e instanceof SchemaChangedError) || b.attempt >= maxAttempts) {
+          await Promise.all(prepared.map((q) => q.discard()));
+          throw e;
+        }
+        await Promise.all(prepared.map((q) => q.discard()));
+        table = await table.latest();
+        schemaChanged = true;
+        break;
+      }
       if (p) {
         bytes += p.bytesIn;
         prepared.push(p);
       } else out.results.push(emptyResult(b.partition, b.bucket, b.attempt));
       opts.onBucket?.(p ? resultOf(p, undefined, false) : emptyResult(b.partition, b.bucket, b.attempt));
+    }
+    if (schemaChanged) {
+      out.results.length = resultsBefore;
+      round = round.map((b) => ({ partition: b.partition, bucket: b.bucket, attempt: b.attempt + 1 }));
+      continue;
     }
     if (prepared.length === 0) break;
     const r = await commitCompactionRun(table, prepared, cache);
@@ -198,12 +219,15 @@ export async function compactTable(table: Table, opts: CompactTableOptions = {})
   groups.sort((a, b) => b.runs - a.runs || (a.partition < b.partition ? -1 : a.partition > b.partition ? 1 : a.bucket - b.bucket));
   summary.bucketsChecked = groups.length;
   let done = 0;
+  const seen = new Set<string>();
   const run = await compactBuckets(table, groups, {
     full: opts.full,
     manifestCache: cache,
     maxBytes: opts.maxBytes,
     onBucket: (result) => {
-      if (result.attempts > 1) return; // a re-plan after a conflict is not a new bucket
+      const id = JSON.stringify([result.partition, result.bucket]);
+      if (seen.has(id)) return; // a re-plan after a conflict is not a new bucket
+      seen.add(id);
       done++;
       opts.onProgress?.({ done, total: groups.length, result });
     },
