@@ -11,7 +11,8 @@ import type { Table } from '../table/table.js';
 /** What a user gives to create a table. */
 export interface CreateTableRequest {
   fields: DataField[];
-  primaryKeys: string[];
+  /** Primary key columns; none (or empty) makes an append table: rows are kept as written, never merged. */
+  primaryKeys?: string[];
   partitionKeys?: string[];
   options?: Record<string, string>;
   comment?: string;
@@ -35,7 +36,7 @@ export interface Catalog {
 export function initialSchema(req: CreateTableRequest): TableSchema {
   return createTableSchema({
     fields: req.fields,
-    primaryKeys: req.primaryKeys,
+    primaryKeys: req.primaryKeys ?? [],
     partitionKeys: req.partitionKeys ?? [],
     options: req.options ?? {},
     comment: req.comment,

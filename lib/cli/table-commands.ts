@@ -65,11 +65,11 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
 
   program
     .command('create')
-    .description('create a primary-key table')
+    .description('create a table: a primary-key table, or without --primary-key an append table (rows kept as written)')
     .argument('<table>', 'DB.TABLE')
     .requiredOption('--schema <schema>', 'columns in SQL form, e.g. "id BIGINT, name STRING", or a JSON array of {name, type}')
-    .requiredOption('--primary-key <cols>', 'primary key columns, comma separated')
-    .option('--partition-keys <cols>', 'partition columns, comma separated (must be part of the primary key)')
+    .option('--primary-key <cols>', 'primary key columns, comma separated (none: an append table, bucket=-1 unless -o bucket=N -o bucket-key=cols)')
+    .option('--partition-keys <cols>', 'partition columns, comma separated (part of the primary key, if there is one)')
     .option('-o, --option <key=value>', 'table option, repeatable (e.g. -o bucket=4 -o merge-engine=aggregation)', collect)
     .option('--comment <text>', 'table comment')
     .option('--if-not-exists', 'do nothing when the table exists')
@@ -78,10 +78,11 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
       const fields = text.startsWith('[') || text.startsWith('{') ? parseSchemaJson(text) : parseSchemaText(text);
       const table = await catalog().createTable(
         name,
-        { fields, primaryKeys: list(o.primaryKey), partitionKeys: o.partitionKeys ? list(o.partitionKeys) : [], options: parseOptionPairs(o.option), comment: o.comment },
+        { fields, primaryKeys: o.primaryKey === undefined ? [] : list(o.primaryKey), partitionKeys: o.partitionKeys ? list(o.partitionKeys) : [], options: parseOptionPairs(o.option), comment: o.comment },
         { ignoreIfExists: Boolean(o.ifNotExists) },
       );
-      out(`created ${table.name} at ${table.store.uri}/${table.path}\n`);
+      const kind = table.schema.primaryKeys.length === 0 ? ` (append table, ${table.options.bucket === -1 ? 'bucket-unaware' : `${table.options.bucket} buckets by ${table.options.bucketKey.join(', ')}`})` : '';
+      out(`created ${table.name}${kind} at ${table.store.uri}/${table.path}\n`);
     });
 
   const writeAction = (deletes: boolean) => async (name: string, file: string | undefined, o: { format?: string; skipInvalid?: string; commitIdentifier?: string; commitUser?: string; overwrite?: boolean; dynamicPartitionOverwrite?: string; where?: string }) => {
@@ -321,7 +322,7 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
         `location    ${table.store.uri}/${table.path}`,
         `schema id   ${s.id}`,
         ...(s.comment !== undefined ? [`comment     ${s.comment}`] : []),
-        `primary key ${s.primaryKeys.join(', ')}`,
+        `primary key ${s.primaryKeys.length ? s.primaryKeys.join(', ') : 'none (append table: rows are kept as written)'}`,
         `partitioned ${s.partitionKeys.length ? s.partitionKeys.join(', ') : 'no'}`,
         `snapshot    ${latest ?? 'none yet'}`,
         '',

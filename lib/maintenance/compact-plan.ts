@@ -1,11 +1,13 @@
 /**
  * Planning the compaction of one bucket from its live files: the LSM levels, the unit the
  * strategy picks (universal; force-level-0 under the lookup producer; every run for a full
- * compaction), whether deletes may be dropped, and which changelog the compaction must write.
+ * compaction; small-file compaction for an append table), whether deletes may be dropped, and
+ * which changelog the compaction must write.
  */
 import type { ManifestEntry } from '../manifest/types.js';
 import { Levels } from '../mergetree/levels.js';
 import type { KeyComparator } from '../mergetree/sorted-run.js';
+import { pickAppendCompaction, smallFileCount } from '../mergetree/append-compaction.js';
 import { UniversalCompaction, isUsefulUnit, pickFullCompaction, type CompactUnit } from '../mergetree/universal-compaction.js';
 import type { CompactionSettings } from './compaction-settings.js';
 
@@ -43,6 +45,13 @@ export function planBucketCompaction(
 ): BucketPlan | undefined {
   if (entries.length === 0) return undefined;
   const levels = levelsOf(entries, settings, compareKeys);
+  if (settings.append) {
+    // An append table: adjacent small files into target-size ones, nothing merged, no levels.
+    const unit = pickAppendCompaction(entries.map((e) => e.file), settings.append, full);
+    if (!unit) return undefined;
+    const inputBytes = unit.files.reduce((s, f) => s + f.fileSize, 0);
+    return { levels, unit, dropDeletes: false, totalBuckets: entries[0].totalBuckets, lookupChangelog: false, fullChangelog: false, inputBytes };
+  }
   const runs = levels.levelSortedRuns();
   const strategy = new UniversalCompaction(settings.universal);
   const n = levels.numberOfLevels;
@@ -72,6 +81,8 @@ export function planBucketCompaction(
 
 /** Number of sorted runs of a bucket's live files (level-0 files plus non-empty levels). */
 export function sortedRunCount(entries: readonly ManifestEntry[], settings: CompactionSettings, compareKeys: KeyComparator): number {
+  // An append table is read by concatenation, not merged: only its small files call for work.
+  if (settings.append) return smallFileCount(entries.map((e) => e.file), settings.append);
   return levelsOf(entries, settings, compareKeys).numberOfSortedRuns();
 }
 

@@ -103,7 +103,7 @@ export async function prepareBucketPlan(
 ): Promise<PreparedBucket | undefined> {
   const { partition, bucket, plan, full, attempt } = job;
   const io = new BucketFileIO(table, partition, bucket);
-  const engine = mergeEngineFor(mergeConfigFromOptions(table.options));
+  const engine = mergeEngineFor(mergeConfigFromOptions(table.options, table.schema.primaryKeys));
   const { levels, unit } = plan;
   try {
     let changelog: arrow.Table | undefined;

@@ -5,6 +5,7 @@
 import type { ChangelogProducer } from '../schema/options.js';
 import type { Table } from '../table/table.js';
 import type { UniversalCompactionOptions } from '../mergetree/universal-compaction.js';
+import type { AppendCompactionOptions } from '../mergetree/append-compaction.js';
 
 export interface CompactionSettings {
   universal: UniversalCompactionOptions;
@@ -29,6 +30,8 @@ export interface CompactionSettings {
    * merge must not happen while older data of the key may sit below the output.
    */
   deleteResetsKey: boolean;
+  /** Set for an append table (no primary key): small-file compaction instead of universal compaction. */
+  append?: AppendCompactionOptions;
 }
 
 /**
@@ -57,5 +60,9 @@ export function compactionSettingsOf(table: Table): CompactionSettings {
     deleteResetsKey:
       (o.mergeEngine === 'aggregation' && o.aggregationRemoveRecordOnDelete) ||
       (o.mergeEngine === 'partial-update' && (o.partialUpdateRemoveRecordOnDelete || o.partialUpdateRemoveRecordOnSequenceGroup.length > 0)),
+    append:
+      table.schema.primaryKeys.length === 0
+        ? { targetFileSize: o.targetFileSize, compactionFileSize: o.targetFileSize * SMALL_FILE_RATIO, minFileNum: o.get('compaction.min.file-num'), maxFileNum: o.get('compaction.max.file-num') }
+        : undefined,
   };
 }

@@ -43,6 +43,8 @@ export interface MergeConfig {
   partialUpdateRemoveRecordOnSequenceGroup: string[];
   /** `aggregation.remove-record-on-delete`. */
   aggregationRemoveRecordOnDelete: boolean;
+  /** The table has no primary key (an append table): nothing is merged, every row is kept. */
+  appendOnly: boolean;
 }
 
 /** A complete MergeConfig from the given fields, Paimon's defaults for the rest. */
@@ -59,13 +61,18 @@ export function mergeConfig(partial: Partial<MergeConfig> = {}): MergeConfig {
     partialUpdateRemoveRecordOnDelete: false,
     partialUpdateRemoveRecordOnSequenceGroup: [],
     aggregationRemoveRecordOnDelete: false,
+    appendOnly: false,
     ...partial,
   };
 }
 
-/** The merge configuration of a table's (validated) options. */
-export function mergeConfigFromOptions(options: TableOptions): MergeConfig {
+/**
+ * The merge configuration of a table's (validated) options. The primary key is required: with
+ * none, the table is an append table and nothing may be merged.
+ */
+export function mergeConfigFromOptions(options: TableOptions, primaryKeys: readonly string[]): MergeConfig {
   return mergeConfig({
+    appendOnly: primaryKeys.length === 0,
     engine: options.mergeEngine,
     sequenceFields: options.sequenceField,
     sequenceDescending: options.sequenceDescending,

@@ -6,6 +6,7 @@
  */
 import type { TableSchema } from '../schema/types.js';
 import { AggregationMergeFunction } from './aggregation.js';
+import { AppendOnlyMergeFunction } from './append-only.js';
 import { DeduplicateMergeFunction } from './deduplicate.js';
 import { FirstRowMergeFunction } from './first-row.js';
 import type { MergeConfig, MergeEngineName } from './merge-config.js';
@@ -26,7 +27,7 @@ export interface MergeOptions {
 
 /** A merge engine: turns the versions of each key into at most one record. */
 export interface MergeFunction {
-  readonly name: MergeEngineName;
+  readonly name: MergeEngineName | 'append-only';
   readonly config: MergeConfig;
   /** Checks the configuration against a schema (unknown columns, functions that do not fit a type). */
   validate(schema: TableSchema): void;
@@ -34,8 +35,9 @@ export interface MergeFunction {
   merge(versions: VersionSet, opts: MergeOptions): MergeResult;
 }
 
-/** The engine named by `config.engine`. */
+/** The engine named by `config.engine` (none for an append table: every row is kept). */
 export function mergeEngineFor(config: MergeConfig): MergeFunction {
+  if (config.appendOnly) return new AppendOnlyMergeFunction(config);
   switch (config.engine) {
     case 'deduplicate':
       return new DeduplicateMergeFunction(config);

@@ -103,8 +103,8 @@ const incrementalBetween = (v: OptionValue): string | undefined =>
 /** Every table option. */
 export const TABLE_OPTIONS = [
   // Layout
-  { key: 'bucket', type: 'int', default: '1', min: 1, description: 'Number of buckets per partition; a row goes to the bucket of its bucket key\'s frozen hash (docs/BUCKETING.md). Fixed buckets only: Paimon\'s dynamic (-1) and postpone (-2) modes are not supported.' },
-  { key: 'bucket-key', type: 'list', description: 'Columns whose hash picks the bucket (unset: the primary key minus the partition keys); a subset of those. Immutable.' },
+  { key: 'bucket', type: 'int', default: '1', min: -1, check: (v) => (v === 0 ? 'use a number ≥ 1, or -1 for a bucket-unaware table without a primary key' : undefined), description: 'Number of buckets per partition; a row goes to the bucket of its bucket key\'s frozen hash (docs/BUCKETING.md). Fixed buckets only for primary-key tables (Paimon\'s dynamic -1 and postpone -2 modes are not supported); a table without a primary key defaults to -1, bucket-unaware.' },
+  { key: 'bucket-key', type: 'list', description: 'Columns whose hash picks the bucket (unset: the primary key minus the partition keys); a subset of those. A table without a primary key needs it with bucket ≥ 1 (any non-partition columns). Immutable.' },
   { key: 'partition.default-name', type: 'string', default: '__DEFAULT_PARTITION__', check: (v) => ((v as string) === '' ? 'it cannot be empty' : undefined), description: 'Partition value used in paths for a NULL or empty partition column.' },
   { key: 'file.format', type: 'enum', default: 'parquet', allowed: ['parquet'], description: 'Data file format; varve writes Parquet only.' },
   { key: 'file.compression', type: 'enum', default: 'zstd', allowed: FILE_COMPRESSIONS, description: 'Parquet compression codec of data and changelog files.' },
@@ -132,6 +132,8 @@ export const TABLE_OPTIONS = [
   { key: 'num-sorted-run.stop-trigger', type: 'int', default: { text: '`num-sorted-run.compaction-trigger` + 3', compute: (get) => (get('num-sorted-run.compaction-trigger') as number) + 3 }, min: 1, description: 'Sorted runs in a bucket at which writers stall until compaction catches up.' },
   { key: 'num-levels', type: 'int', default: { text: '`num-sorted-run.compaction-trigger` + 1', compute: (get) => (get('num-sorted-run.compaction-trigger') as number) + 1 }, min: 2, description: 'Levels of the LSM tree per bucket (level 0 holds flushed files).' },
   { key: 'compaction.max-size-amplification-percent', type: 'int', default: '200', min: 0, description: 'Full compaction when the runs above the last one exceed this percentage of its size.' },
+  { key: 'compaction.min.file-num', type: 'int', default: '5', min: 2, description: 'Append tables: small files (below target-file-size × 0.7) that must be adjacent in a bucket before they are compacted into one, unless together they reach target-file-size.' },
+  { key: 'compaction.max.file-num', type: 'int', default: '50', min: 2, description: 'Append tables: most adjacent small files compacted together, even if together they are below target-file-size.' },
   { key: 'compaction.size-ratio', type: 'int', default: '1', min: 0, description: 'Percentage of size difference within which neighbouring sorted runs are compacted together.' },
   { key: 'full-compaction.delta-commits', type: 'int', min: 1, description: 'Force a full compaction every this many commits (unset: only on demand or by size amplification).' },
   // Commit

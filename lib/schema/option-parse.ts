@@ -73,10 +73,9 @@ export function parseOptionMap(raw: Record<string, string>): ParsedOptions {
 }
 
 function parseDeclared(decl: OptionDecl, text: string): OptionValue {
-  if (decl.key === 'bucket' && /^\s*-[12]\s*$/.test(text)) {
-    const mode = text.trim() === '-1' ? 'dynamic' : 'postpone';
+  if (decl.key === 'bucket' && /^\s*-2\s*$/.test(text)) {
     throw new OptionError(
-      `option bucket = ${text.trim()} (Paimon's ${mode} bucket mode) is not supported: varve has fixed buckets only, so a key's bucket never moves; set bucket to a number ≥ 1, e.g. bucket=4`,
+      `option bucket = -2 (Paimon's postpone bucket mode) is not supported: varve has fixed buckets only, so a key's bucket never moves; set bucket to a number ≥ 1, e.g. bucket=4`,
       decl.key,
     );
   }

@@ -25,7 +25,8 @@ export interface CreateTableSchemaArgs {
 /**
  * A validated TableSchema: keys exist and are distinct, the primary key covers the partition keys,
  * key columns become NOT NULL, options are valid for these columns, the bucket key is part of the
- * primary key minus partition keys. Throws SchemaError or OptionError naming the problem.
+ * primary key minus partition keys. With no primary key it is an append table: no merge options,
+ * `bucket = -1` or a fixed count with a `bucket-key`. Throws SchemaError or OptionError naming the problem.
  */
 export function createTableSchema(args: CreateTableSchemaArgs): TableSchema {
   const primaryKeys = [...(args.primaryKeys ?? [])];
@@ -44,15 +45,13 @@ export function createTableSchema(args: CreateTableSchemaArgs): TableSchema {
       name,
     );
   };
-  if (primaryKeys.length === 0) {
-    throw new SchemaError(`no primary key: varve tables are primary-key tables; name the key columns (e.g. --primary-key ${names[0]}); the columns are ${columns}`);
-  }
+  const appendOnly = primaryKeys.length === 0;
   checkDistinct(primaryKeys, 'primary key');
   checkDistinct(partitionKeys, 'partition key');
   primaryKeys.forEach((k) => find(k, 'primary key'));
   for (const k of partitionKeys) {
     const f = find(k, 'partition key');
-    if (!primaryKeys.includes(k)) {
+    if (!appendOnly && !primaryKeys.includes(k)) {
       throw new SchemaError(
         `partition key "${k}" is not part of the primary key (${primaryKeys.join(', ')}): each key must map to exactly one partition, ` +
           `otherwise an update that changes "${k}" would leave the old version alive in another partition; add "${k}" to the primary key`,
@@ -63,11 +62,24 @@ export function createTableSchema(args: CreateTableSchemaArgs): TableSchema {
       throw new SchemaError(`partition key "${k}" is BYTES, which has no readable text for a partition path; use a STRING, number or DATE column`, k);
     }
   }
+  // A table without a primary key is an append table (Paimon's append-only table): with no bucket
+  // given it is bucket-unaware (`bucket = -1`), stored so that the choice never depends on a default.
+  if (appendOnly && options.bucket === undefined) options.bucket = '-1';
   // Key columns are implicitly NOT NULL: a null key has no place in the key order.
   const fields = args.fields.map((f) => (primaryKeys.includes(f.name) && f.type.nullable ? { ...f, type: { ...f.type, nullable: false } } : { ...f, type: { ...f.type } }));
   const opts = new TableOptions(options, fields);
-  checkBucketKey(opts.bucketKey, primaryKeys, partitionKeys);
-  checkKeyOptions(opts, fields, primaryKeys);
+  if (appendOnly) {
+    checkAppendOnlyOptions(opts, options, partitionKeys, names);
+  } else {
+    if (opts.bucket === -1) {
+      throw new OptionError(
+        `option bucket = -1 on a primary-key table (Paimon's dynamic bucket mode) is not supported: varve has fixed buckets only, so a key's bucket never moves; set bucket to a number ≥ 1, e.g. bucket=4 (bucket=-1 is for tables without a primary key)`,
+        'bucket',
+      );
+    }
+    checkBucketKey(opts.bucketKey, primaryKeys, partitionKeys);
+    checkKeyOptions(opts, fields, primaryKeys);
+  }
   const schema: TableSchema = {
     version: 1,
     id: args.id ?? 0,
@@ -113,6 +125,54 @@ function checkBucketKey(bucketKey: string[], primaryKeys: string[], partitionKey
           'all versions of a key must hash to the same bucket, so the bucket key may only use key columns',
         'bucket-key',
       );
+    }
+  }
+}
+
+/** Options that only mean something for a primary key: refused on an append table, with the reason. */
+const KEY_ONLY_OPTIONS: Readonly<Record<string, string>> = {
+  'merge-engine': 'an append table keeps every row as written; there are no versions of a key to merge',
+  'sequence.field': 'an append table has no versions of a key to order',
+  'sequence.field.sort-order': 'an append table has no versions of a key to order',
+  'ignore-delete': 'an append table accepts inserts only; remove rows with `varve delete --where`',
+  'partial-update.remove-record-on-delete': 'an append table has no merge engine',
+  'partial-update.remove-record-on-sequence-group': 'an append table has no merge engine',
+  'aggregation.remove-record-on-delete': 'an append table has no merge engine',
+  'fields.default-aggregate-function': 'an append table has no merge engine',
+  'changelog-producer': 'the changelog of an append table is its rows as written (every row is an insert); a stream reads them with changelog-producer none',
+  'changelog-producer.row-deduplicate': 'an append table has no changelog producer',
+};
+
+/**
+ * The options of an append table (no primary key): no merge or changelog options, and a bucket
+ * mode that needs no key: `bucket = -1` (unaware: rows go to bucket 0, any number of files), or a
+ * fixed count hashed on an explicit `bucket-key` of non-partition columns.
+ */
+function checkAppendOnlyOptions(opts: TableOptions, raw: Record<string, string>, partitionKeys: string[], names: string[]): void {
+  for (const key of Object.keys(raw)) {
+    const reason = KEY_ONLY_OPTIONS[key] ?? (/^fields\..+\.(aggregate-function|ignore-retract|list-agg-delimiter|sequence-group)$/.test(key) ? 'an append table has no merge engine' : undefined);
+    if (reason === undefined) continue;
+    if (key === 'changelog-producer' && raw[key].trim() === 'none') continue;
+    throw new OptionError(`option ${key} is set on a table without a primary key: ${reason}; remove the option, or give the table a primary key (--primary-key)`, key);
+  }
+  const bucketKey = opts.bucketKey;
+  if (opts.bucket === -1) {
+    if (bucketKey.length > 0) {
+      throw new OptionError('bucket-key is set on a bucket-unaware table (bucket = -1), which has no buckets to hash into; set bucket to a number ≥ 1 as well, or remove bucket-key', 'bucket-key');
+    }
+    return;
+  }
+  if (bucketKey.length === 0) {
+    throw new OptionError(
+      `bucket = ${opts.bucket} on a table without a primary key needs bucket-key, the columns whose hash picks a row's bucket (e.g. --option bucket-key=${names.find((n) => !partitionKeys.includes(n)) ?? names[0]}); or use bucket = -1 (bucket-unaware)`,
+      'bucket-key',
+    );
+  }
+  checkDistinct(bucketKey, 'bucket-key');
+  for (const k of bucketKey) {
+    if (!names.includes(k)) throw new OptionError(`bucket-key column "${k}" is not in the schema; the columns are ${names.join(', ')}`, 'bucket-key');
+    if (partitionKeys.includes(k)) {
+      throw new OptionError(`bucket-key column "${k}" is a partition key, constant within a partition, so every row of a partition would share one bucket; use other columns`, 'bucket-key');
     }
   }
 }

@@ -97,6 +97,12 @@ export async function* parseRecordChunks(input: RecordInput, format: InputFormat
     try {
       if (rec.error) throw new RecordValidationError(`line ${rec.line}: ${rec.error}`, rec.line);
       const { kind, values } = splitKind(rec.values, rec.line, opts.deletes);
+      if (kind !== RowKind.INSERT && schema.primaryKeys.length === 0) {
+        throw new RecordValidationError(
+          `line ${rec.line}: a ${ROW_KIND_NAMES[kind]} record, but the table has no primary key (an append table takes inserts only); remove rows with \`varve delete <table> --where ...\``,
+          rec.line,
+        );
+      }
       // A delete needs only its key: `{"id": 7, "_kind": "-D"}` is a complete record.
       const row = kind === RowKind.DELETE
         ? deleteRow(schema, keyFields, values, rec.line, rec.text)

@@ -289,6 +289,13 @@ function holds(op: CompareOp, c: number): boolean {
 /** The rows of `t` (any layout holding the predicate's columns) for which `p` is true, in order. */
 export function filterTable(t: arrow.Table, p: Predicate, fields: readonly DataField[]): arrow.Table {
   if (t.numRows === 0) return t;
+  const keep = predicateMatches(t, p, fields);
+  return keep.length === t.numRows ? t : takeRows(t, keep);
+}
+
+/** Indices of the rows of `t` for which `p` is true (not false, not unknown), ascending. */
+export function predicateMatches(t: arrow.Table, p: Predicate, fields: readonly DataField[]): Uint32Array {
+  if (t.numRows === 0) return new Uint32Array(0);
   const used = predicateColumns(p).map((c) => fields.find((f) => f.name === c)!);
   const types = new Map(used.map((f) => [f.name, f.type]));
   const rows = tableToRows(t.select(used.map((f) => f.name)), used);
@@ -296,7 +303,7 @@ export function filterTable(t: arrow.Table, p: Predicate, fields: readonly DataF
   rows.forEach((row, i) => {
     if (evalPredicate(p, row, types) === true) keep.push(i);
   });
-  return keep.length === t.numRows ? t : takeRows(t, Uint32Array.from(keep));
+  return Uint32Array.from(keep);
 }
 
 /** What is known of a column's values in some set of rows before reading them. */

@@ -87,14 +87,17 @@ export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropD
     if (g) g.push(e);
     else groups.set(id, [e]);
   }
-  const engine = mergeEngineFor(mergeConfigFromOptions(table.options));
+  const engine = mergeEngineFor(mergeConfigFromOptions(table.options, table.schema.primaryKeys));
   const ordered = [...groups.keys()].sort();
   const perGroup = await runLimited(
     ordered.map((id) => async () => {
       const files = groups.get(id)!;
       const entryOf = new Map(files.map((f) => [f.file, f]));
       const out: arrow.Table[] = [];
-      for (const section of intervalPartition(files.map((f) => f.file), table.compareKeys)) {
+      // An append table has no key: its bucket is one section, merged by sequence number alone
+      // (the append-only engine keeps every row), which is its files in the order written.
+      const sections = table.schema.primaryKeys.length === 0 ? [files.map((f) => [f.file])] : intervalPartition(files.map((f) => f.file), table.compareKeys);
+      for (const section of sections) {
         // Each file is its own run: files are key-sorted with one record per key, and keeping
         // them apart lets every run carry its own sequence base.
         const runs = await Promise.all(

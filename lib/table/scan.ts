@@ -1,6 +1,6 @@
 /**
  * Streamed batch reads: the same merged state as `readTable`, yielded as Arrow RecordBatches in
- * (partition, bucket, key) order while it is read. Each section of overlapping files is merged by
+ * (partition, bucket, key) order while it is read (an append table: in the order rows were written). Each section of overlapping files is merged by
  * a k-way merge over the files' row groups (one decoded row group per file at a time), so memory
  * stays bounded by the files of one section, not by the table.
  */
@@ -12,7 +12,8 @@ import type { ManifestEntry } from '../manifest/types.js';
 import { intervalPartition } from '../mergetree/interval-partition.js';
 import { mergeEngineFor } from '../mergetree/merge-function.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
-import { mergeRunStreams } from '../mergetree/stream-merge.js';
+import { mergeRunStreams, type RunStream } from '../mergetree/stream-merge.js';
+import { mergeSortedRuns, type MergeReadOptions } from '../mergetree/sort-merge-reader.js';
 import { dataFileKey } from './paths.js';
 import { checkColumns, evolveChunks, filterKeyRange, planRead, project, readFailure, type ReadOptions } from './read.js';
 import { filterTable } from './predicate.js';
@@ -49,15 +50,19 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
     if (g) g.push(e);
     else groups.set(id, [e]);
   }
-  const engine = mergeEngineFor(mergeConfigFromOptions(table.options));
+  const engine = mergeEngineFor(mergeConfigFromOptions(table.options, table.schema.primaryKeys));
   const dropDeletes = !opts.keepDeletes;
+  const appendOnly = table.schema.primaryKeys.length === 0;
   let yielded = false;
   try {
     for (const id of [...groups.keys()].sort()) {
       const files = groups.get(id)!;
       const entryOf = new Map(files.map((f) => [f.file, f]));
       if (remaining <= 0) break;
-      for (const section of intervalPartition(files.map((f) => f.file), table.compareKeys)) {
+      // An append table's files are read one after another in sequence order (they never overlap
+      // in sequence numbers); a keyed table's are merged per section of overlapping key ranges.
+      const sections = appendOnly ? bySequence(files).map((e) => [[e.file]]) : intervalPartition(files.map((f) => f.file), table.compareKeys);
+      for (const section of sections) {
         if (remaining <= 0) break;
         // Each file is its own run (one record per key, its own sequence base).
         const runs = section.flat().map((meta) => {
@@ -65,7 +70,8 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
           const key = dataFileKey(table.path, e.partition, e.bucket, meta.fileName);
           return { chunks: evolveChunks(table, meta, readDataFileRowGroups(table.store, key, meta.fileSize)), sequenceBase: meta.sequenceBase };
         });
-        const merged = mergeRunStreams(runs, { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes });
+        const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };
+        const merged = appendOnly ? concatRuns(runs, mergeOpts) : mergeRunStreams(runs, mergeOpts);
         for await (let piece of merged) {
           if (remaining <= 0) break;
           if (opts.keyRange) piece = filterKeyRange(table, piece, opts.keyRange);
@@ -92,4 +98,21 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
   opts.explain?.(explain);
   // A reader always learns the schema: an empty result is one empty batch.
   if (!yielded) yield* project(emptyTable(physicalArrowSchema(table.schema)), columns, opts.keepDeletes).batches;
+}
+
+/** An append table's files of one bucket in the order their rows were written. */
+export function bySequence(files: readonly ManifestEntry[]): ManifestEntry[] {
+  return [...files].sort((a, b) => a.file.minSequenceNumber - b.file.minSequenceNumber || a.file.maxSequenceNumber - b.file.maxSequenceNumber);
+}
+
+/**
+ * The rows of runs that need no merge (an append table's files, each in sequence order), chunk by
+ * chunk: each chunk only gets its absolute sequence numbers and kept kinds, memory is one chunk.
+ */
+async function* concatRuns(runs: RunStream[], opts: MergeReadOptions): AsyncGenerator<arrow.Table> {
+  for (const run of runs) {
+    for await (const chunk of run.chunks) {
+      if (chunk.numRows > 0) yield mergeSortedRuns([{ table: chunk, sequenceBase: run.sequenceBase }], opts);
+    }
+  }
 }

@@ -24,6 +24,7 @@ import { latestSchema, readSchema } from '../schema/schema-manager.js';
 import { InvalidArgumentError, SchemaChangedError, TableNotFoundError } from '../errors.js';
 import type { SchemaChange } from '../schema/schema-evolution.js';
 import { alterTable, type AlterResult } from './alter.js';
+import { deleteWhereAppend } from './append-delete.js';
 
 export class Table {
   readonly options: TableOptions;
@@ -146,9 +147,12 @@ export class Table {
   /**
    * DELETE FROM … WHERE: writes a -D record for the key of every row matching `where` at the
    * latest snapshot (one APPEND commit; streams see the deletes). Needs a merge engine for which
-   * -D removes the row.
+   * -D removes the row. On an append table (no primary key) the files holding matching rows are
+   * rewritten without them, as one OVERWRITE snapshot (streams skip it); `rows` is the number removed.
    */
   async deleteWhere(where: string | Predicate, opts: WriterOptions & { commitIdentifier?: string } = {}): Promise<CommitResult> {
+    // An append table has no key to write a -D for: its files are rewritten without the rows.
+    if (this.schema.primaryKeys.length === 0) return deleteWhereAppend(this, where, opts);
     const engine = this.options.mergeEngine;
     const removes =
       engine === 'deduplicate' ||

@@ -1,7 +1,8 @@
 /**
- * The write path of a primary-key table: rows are routed to their (partition, bucket), buffered,
- * sorted and merged per key by the table's merge engine, flushed to level-0 Parquet files, and
- * committed as one APPEND snapshot. The commit assigns the batch's sequence numbers.
+ * The write path of a table: rows are routed to their (partition, bucket), buffered, sorted and
+ * merged per key by the table's merge engine (an append table keeps them as written), flushed to
+ * level-0 Parquet files, and committed as one APPEND snapshot. The commit assigns the batch's
+ * sequence numbers.
  */
 import { randomUUID } from 'node:crypto';
 import type * as arrow from 'apache-arrow';
@@ -16,7 +17,7 @@ import { RollingFileWriter } from '../mergetree/rolling-writer.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
 import { bucketOf } from '../schema/bucket.js';
 import { partitionPath } from '../schema/partition.js';
-import { RowKind, type DataField, type DataType, type Row, type Value } from '../schema/types.js';
+import { KIND_COLUMN, RowKind, type DataField, type DataType, type Row, type Value } from '../schema/types.js';
 import { commit, type CommitBatch, type FileChange } from '../snapshot/commit.js';
 import { commitOptionsFor } from './commit-options.js';
 import { publishCommit } from './commit-events.js';
@@ -68,6 +69,7 @@ export class TableWriter {
   private readonly partitionTypes: DataType[];
   private readonly partitionDefaultName: string;
   private readonly numBuckets: number;
+  private readonly appendOnly: boolean;
 
   constructor(
     readonly table: Table,
@@ -78,13 +80,29 @@ export class TableWriter {
     const byName = (n: string) => s.fields.find((f) => f.name === n)!;
     this.partitionFields = s.partitionKeys.map(byName);
     const bucketKey = table.options.bucketKey;
+    this.appendOnly = s.primaryKeys.length === 0;
     this.bucketFields = (bucketKey.length ? bucketKey : s.primaryKeys.filter((k) => !s.partitionKeys.includes(k))).map(byName);
     if (this.bucketFields.length === 0) this.bucketFields = s.primaryKeys.map(byName);
     this.bucketTypes = this.bucketFields.map((f) => f.type);
     this.partitionNames = this.partitionFields.map((f) => f.name);
     this.partitionTypes = this.partitionFields.map((f) => f.type);
     this.partitionDefaultName = table.options.partitionDefaultName;
-    this.numBuckets = table.options.bucket;
+    // A bucket-unaware append table (bucket = -1) keeps every row of a partition in bucket 0 (as
+    // Paimon does); its files record one bucket, and no hash is computed (no bucket key).
+    this.numBuckets = table.options.bucket === -1 ? 1 : table.options.bucket;
+  }
+
+  /** An append table takes inserts only: a retraction has no key to retract. */
+  private checkInsertOnly(kinds: ArrayLike<number> | undefined): void {
+    if (!this.appendOnly || !kinds) return;
+    for (let i = 0; i < kinds.length; i++) {
+      if (kinds[i] !== RowKind.INSERT) {
+        throw new InvalidArgumentError(
+          `row ${i} is a ${['+I', '-U', '+U', '-D'][kinds[i]] ?? kinds[i]} record, but ${this.table.name} has no primary key (an append table) and takes inserts only; ` +
+            'remove rows with `varve delete --where` (deleteWhere), or give the table a primary key',
+        );
+      }
+    }
   }
 
   /**
@@ -96,6 +114,7 @@ export class TableWriter {
     if (kinds && kinds.length !== rows.length) {
       throw new InvalidArgumentError(`got ${rows.length} rows but ${kinds.length} row kinds`);
     }
+    this.checkInsertOnly(kinds);
     // Slice by slice, so the buffers never overshoot write-buffer-size by more than a slice: a
     // full buffer spills or flushes where Paimon's record-by-record check would.
     for (let from = 0; from < rows.length; from += WRITE_SLICE_ROWS) {
@@ -123,6 +142,8 @@ export class TableWriter {
     const n = data.numRows;
     if (n === 0) return;
     const flat = singleBatch(data);
+    const kindVector = this.appendOnly ? flat.getChild(KIND_COLUMN) : null;
+    if (kindVector) this.checkInsertOnly(kindVector.toArray() as ArrayLike<number>);
     const vectorOf = (f: DataField): arrow.Vector => {
       const v = flat.getChild(f.name);
       if (!v) throw new InvalidArgumentError(`input has no column "${f.name}"; it has ${data.schema.names.join(', ')}`);
@@ -296,9 +317,10 @@ export class TableWriter {
         bucket: Number(bucket),
         buffer: new WriteBuffer({
           schema: t.schema,
-          merge: mergeConfigFromOptions(t.options),
+          merge: mergeConfigFromOptions(t.options, t.schema.primaryKeys),
           writeBufferSize: t.options.writeBufferSize,
-          spillable: t.options.writeBufferSpillable,
+          // An append buffer is already in file order: a full one is written out, not spilled.
+          spillable: t.options.writeBufferSpillable && !this.appendOnly,
           keepRawChangelog: t.options.changelogProducer === 'input',
         }),
       };

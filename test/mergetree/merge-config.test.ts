@@ -20,7 +20,7 @@ describe('mergeConfigFromOptions', () => {
       schema.fields,
     );
 
-    const cfg = mergeConfigFromOptions(options);
+    const cfg = mergeConfigFromOptions(options, ['id']);
 
     expect(cfg).toEqual(
       mergeConfig({
@@ -37,6 +37,6 @@ describe('mergeConfigFromOptions', () => {
   });
 
   it('defaults to deduplicate with nothing set', () => {
-    expect(mergeConfigFromOptions(new TableOptions({}))).toEqual(mergeConfig());
+    expect(mergeConfigFromOptions(new TableOptions({}), ['id'])).toEqual(mergeConfig());
   });
 });

@@ -222,7 +222,7 @@ describe('option errors', () => {
 
   it.each([
     [{ bucket: 'four' }, /bucket = "four" is not valid; expected an integer/],
-    [{ bucket: '0' }, /bucket = "0" is out of range; it must be at least 1/],
+    [{ bucket: '0' }, /bucket = "0" is not valid: use a number ≥ 1, or -1 for a bucket-unaware table without a primary key/],
     [{ 'merge-engine': 'dedup' }, /merge-engine = "dedup" is not valid; expected one of deduplicate, partial-update, aggregation, first-row/],
     [{ 'write-only': 'yes' }, /write-only = "yes" is not valid; expected true or false/],
     [{ 'write-buffer-size': 'lots' }, /write-buffer-size = "lots" is not valid; expected a size such as "512 kb"/],
@@ -235,9 +235,9 @@ describe('option errors', () => {
     expect(optionError(raw).message).toMatch(message);
   });
 
-  it('refuses dynamic and postpone buckets with the reason', () => {
-    expect(optionError({ bucket: '-1' }).message).toMatch(/bucket = -1 \(Paimon's dynamic bucket mode\) is not supported: varve has fixed buckets only/);
-    expect(optionError({ bucket: '-2' }).message).toMatch(/postpone/);
+  it('refuses postpone buckets with the reason (-1 is checked against the primary key: test/schema/table-schema.test.ts)', () => {
+    expect(optionError({ bucket: '-2' }).message).toMatch(/postpone bucket mode\) is not supported/);
+    expect(optionError({ bucket: '-3' }).message).toMatch(/out of range/);
   });
 
   it('refuses Paimon options varve does not support, saying why', () => {

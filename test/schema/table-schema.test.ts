@@ -47,10 +47,17 @@ describe('createTableSchema', () => {
     expect(e.message).toMatch(/did you mean "order_id"/);
   });
 
-  it('requires a primary key', () => {
-    const e = failure(() => createTableSchema(args({ primaryKeys: [], partitionKeys: [] })));
-    expect(e).toBeInstanceOf(SchemaError);
-    expect(e.message).toMatch(/no primary key/);
+  it('without a primary key builds an append table: bucket-unaware unless a bucket count and bucket-key are given', () => {
+    const s = createTableSchema(args({ primaryKeys: [], partitionKeys: ['dt'] }));
+    expect(s.primaryKeys).toEqual([]);
+    expect(s.options.bucket).toBe('-1');
+    // Key columns stay as declared: there are none.
+    expect(s.fields.find((f) => f.name === 'region')!.type.nullable).toBe(true);
+    expect(createTableSchema(args({ primaryKeys: [], options: { bucket: '3', 'bucket-key': 'order_id' } })).options.bucket).toBe('3');
+    const e = failure(() => createTableSchema(args({ primaryKeys: [], options: { bucket: '3' } })));
+    expect(e).toBeInstanceOf(OptionError);
+    expect(e.message).toMatch(/needs bucket-key/);
+    expect(failure(() => createTableSchema(args({ options: { bucket: '-1' } }))).message).toMatch(/dynamic bucket mode\) is not supported/);
   });
 
   it('explains why the primary key must include every partition key', () => {
