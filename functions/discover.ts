@@ -51,6 +51,10 @@ export function createDiscoverHandler(env: Env = process.env) {
       }
     }
     const sent = runs.reduce((s, r) => s + r.sent, 0);
+    const overwritesSkipped = runs.flatMap((r) => r.overwritesSkipped);
+    if (overwritesSkipped.length > 0) {
+      log().warn('OVERWRITE snapshots skipped: their changes are not streamed (streaming-read-overwrite=false)', { table: table.name, consumer, snapshots: overwritesSkipped });
+    }
     log().info('discovery', { table: table.name, consumer, trigger: event['detail-type'], planned: runs.map((r) => r.planned).filter(Boolean), sent, nextSnapshot: runs.at(-1)?.nextSnapshot, lagSnapshots });
     return { runs, lagSnapshots };
   };

@@ -30,14 +30,18 @@ export interface StreamHandlerEnv {
 /** A handler delivering each split message of the event to the sink `sinkFor` builds for the table. */
 export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promise<StreamSink>, env: StreamHandlerEnv = process.env): SqsHandler {
   // One sink per opened table: the table cache hands out a new Table when it re-opens it.
-  let cached: { table: Table; sink: StreamSink } | undefined;
+  // `current`: the table at the newest schema delivered, so a schema change is announced once.
+  let cached: { table: Table; current: Table; sink: StreamSink } | undefined;
   return instrumented(async (event: SQSEvent, context?: Context) => {
     const { consumerId } = handlerSettings(env);
     const table = await openTable(env as Record<string, string | undefined>, 'stream reader');
-    if (cached?.table !== table) cached = { table, sink: await sinkFor(table) };
-    const delivery = new BatchDelivery(table, consumerId, cached.sink);
+    if (cached?.table !== table) cached = { table, current: table, sink: await sinkFor(table) };
+    const entry = cached;
+    const delivery = new BatchDelivery(entry.current, consumerId, entry.sink);
     // Per-bucket groups: a failure holds back its own bucket only.
-    return processFifoBatch(event, async (record: SQSRecord) => delivery.deliver(record.body), context, { skipGroupOnError: true });
+    const result = await processFifoBatch(event, async (record: SQSRecord) => delivery.deliver(record.body), context, { skipGroupOnError: true });
+    if (delivery.table.schema.id > entry.current.schema.id) entry.current = delivery.table;
+    return result;
   });
 }
 /**

@@ -4,7 +4,6 @@
  */
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
-import { formatType } from '../schema/type-text.js';
 import type * as arrow from 'apache-arrow';
 import { emptyTable } from '../format/columns.js';
 import { tableArrowSchema } from '../format/arrow-schema.js';
@@ -12,9 +11,11 @@ import { filterTable, parsePredicate, type Predicate } from '../table/predicate.
 import { LocalRuntime } from '../runtime/local-runtime.js';
 import { checkConsumerId } from '../snapshot/consumer.js';
 import { changeToJsonLine, changesOf, jsonlSink } from '../stream/sinks.js';
+import { schemaChangeJsonLine, schemaChangeText } from '../stream/schema-change.js';
 import { readSplit } from '../stream/split.js';
 import { StreamScan } from '../stream/stream-scan.js';
 import type { StreamOptions } from '../stream/stream-options.js';
+import type { StreamSink } from '../stream/delivery.js';
 import { onCommit } from '../table/commit-events.js';
 import type { Table } from '../table/table.js';
 import { openCatalog, warehouseUri } from './context.js';
@@ -90,7 +91,7 @@ export function registerStreamCommands(program: Command, globals: () => GlobalOp
         }
         if (o.where !== undefined) throw new InvalidArgumentError('--where works without --consumer-id only: a consumer records every change it is given as delivered');
         checkConsumerId(o.consumerId);
-        await tailWithConsumer(table, o.consumerId, stream, { follow: Boolean(o.follow), idleExitMs, takeover: Boolean(o.takeover) }, out);
+        await tailWithConsumer(table, o.consumerId, stream, { follow: Boolean(o.follow), idleExitMs, takeover: Boolean(o.takeover), status }, out);
       } else {
         await tailWithoutConsumer(table, stream, { follow: Boolean(o.follow), idleExitMs, maxChanges, status, where: o.where }, out);
       }
@@ -141,8 +142,8 @@ async function tailWithoutConsumer(table: Table, stream: StreamOptions, opts: Ta
         const current = scan.table;
         if (plan.schemaChange) {
           // Rows after this line carry the new columns: say so before the first of them.
-          const { to, schema } = plan.schemaChange;
-          out(`${JSON.stringify({ snapshot: plan.snapshot.id, event: 'schema-change', schemaId: to, columns: schema.fields.map((f) => `${f.name} ${formatType(f.type)}`) })}\n`);
+          out(schemaChangeJsonLine(plan.schemaChange));
+          opts.status?.(schemaChangeText(plan.schemaChange));
           lastChange = Date.now();
         }
         if (plan.overwriteSkipped) {
@@ -190,10 +191,19 @@ async function tailWithoutConsumer(table: Table, stream: StreamOptions, opts: Ta
 async function tailWithConsumer(table: Table, consumerId: string, stream: StreamOptions, opts: TailOptions, out: Out): Promise<void> {
   let lastChange = Date.now();
   const runtime = new LocalRuntime({ discoveryIntervalMs: TAIL_POLL_MS, compactionIntervalMs: 0, expiryIntervalMs: 0 });
-  const write = jsonlSink((text) => {
+  const lines = jsonlSink((text) => {
     out(text);
     lastChange = Date.now();
   });
+  const write: StreamSink = {
+    async write(batch) {
+      if (batch.schemaChange) {
+        out(schemaChangeJsonLine(batch.schemaChange));
+        opts.status?.(schemaChangeText(batch.schemaChange));
+      }
+      await lines.write(batch);
+    },
+  };
   // One reader: lines come roughly in commit order (each bucket's lines always in order).
   // The consumer id's lease is taken first: a second tail of the same id fails here, naming the holder.
   await runtime.addConsumer({ table, consumerId, sink: write, stream, readers: 1, takeover: opts.takeover });

@@ -201,6 +201,13 @@ export class RuntimeConsumer {
           maxSnapshotsPerRun: this.opts.maxSnapshotsPerRun,
         });
         this.lastDiscovery = result;
+        for (const id of result.overwritesSkipped) {
+          // Paimon's default: an OVERWRITE is not streamed. Never silently: say what the consumer did not get.
+          this.opts.log(
+            `varve: consumer ${this.consumerId} of ${this.table.name} skipped OVERWRITE snapshot ${id} (write --overwrite, truncate, drop-partition): ` +
+              'the rows it replaced or added are not streamed; read the table again for its new state, or set streaming-read-overwrite=true',
+          );
+        }
       } while (!result.caughtUp && !result.lostRace && this.running);
       this.lastError = undefined;
     } catch (e) {

@@ -186,6 +186,7 @@ export const TABLE_OPTIONS = [
   { key: 'scan.timestamp-millis', type: 'long', min: 0, description: 'Epoch milliseconds a from-timestamp read starts at: the first snapshot committed at or after it.' },
   { key: 'scan.tag-name', type: 'string', description: 'Tag a from-snapshot read starts at (time travel by tag).' },
   { key: 'scan.on-expired', type: 'enum', default: 'fail', allowed: ['fail', 'skip-to-earliest'], description: 'When a read\'s start or next snapshot has expired: fail naming the lost range, or explicitly accept the gap and continue at the earliest snapshot.' },
+  { key: 'streaming-read-overwrite', type: 'boolean', default: 'false', description: 'Streams emit the changes of OVERWRITE snapshots (write --overwrite, truncate, drop-partition): -D/-U of the rows replaced, +I/+U of the new ones. false (Paimon\'s default): they are skipped, with an overwrite-skipped warning.' },
   { key: 'incremental-between', type: 'list', check: incrementalBetween, description: 'Batch read of the changes between two snapshots (or tags), start exclusive: "s1,s2".' },
   { key: 'incremental-between-scan-mode', type: 'enum', default: 'auto', allowed: ['auto', 'delta', 'changelog'], description: 'What `incremental-between` reads: changelog files when the table has a changelog producer (auto), the written delta, or the changelog.' },
   { key: 'continuous.discovery-interval', type: 'duration', default: '10 s', min: 1, description: 'How often the local runtime looks for new snapshots for streaming consumers (on AWS discovery also runs after each commit).' },

@@ -13,6 +13,7 @@ import { readConsumer, type Consumer } from '../snapshot/consumer.js';
 import { advanceBucketProgress, bucketKey, checkFence, readBucketProgressEntry, type BucketProgress } from './progress.js';
 import { describeSplit, readSplit, type SplitKind } from './split.js';
 import { loadSplitMessage, parseSplitMessage, type SplitEnvelope } from './split-message.js';
+import { schemaChangeEvent, type SchemaChangeEvent } from './schema-change.js';
 
 /** The rows one split delivers: one (partition, bucket) of one snapshot, in change order. */
 export interface ChangeBatch {
@@ -26,6 +27,11 @@ export interface ChangeBatch {
   data: arrow.Table;
   /** `<consumer>/<snapshot>/<partition>/<bucket>`: stable across redeliveries, for idempotent sinks. */
   splitId: string;
+  /**
+   * Set on the first batch this reader delivers under a newer schema (after `varve alter`): the
+   * rows of this batch and every later one have the columns of `schemaChange.schema`.
+   */
+  schemaChange?: SchemaChangeEvent;
 }
 
 /** Where a consumer's changes go. `write` may be called again with the same split after a failure. */
@@ -113,7 +119,12 @@ export class BatchDelivery {
     // Once per batch: the lease object still names this reader (a takeover fences it off here).
     if (this.fence.lease) await (this.leaseVerified ??= this.fence.lease.verify());
     const split = await loadSplitMessage(this.table.store, m);
+    // Rows come in the newest schema this reader has met (never an older one: files of older
+    // schemas read through a newer one by field id), from the snapshot that introduced it on.
+    const previous = this.table;
+    if (split.schemaId !== undefined && split.schemaId > this.table.schema.id) this.table = this.table.withSchema(await this.table.schemaById(split.schemaId));
     if (split.files.some((f) => f.schemaId > this.table.schema.id)) this.table = await this.table.latest();
+    const schemaChange = this.table !== previous && this.table.schema.id > previous.schema.id ? schemaChangeEvent(m.snapshotId, previous.schema, this.table.schema) : undefined;
     const data = await readSplit(this.table, split);
     await this.callSink({
       table: this.table,
@@ -124,6 +135,7 @@ export class BatchDelivery {
       kind: m.kind,
       data,
       splitId: splitIdOf(this.consumerId, m.snapshotId, m.partition, m.bucket),
+      ...(schemaChange ? { schemaChange } : {}),
     });
     this.fence.lease?.check();
     const next: BucketProgress = { run: m.run, snapshot: m.snapshotId, updated: this.now(), ...(token !== undefined ? { token } : {}) };

@@ -19,7 +19,7 @@ import { bucketKey, foldProgress, nextSnapshotOf } from './progress.js';
 import { encodeSplitMessage, type SplitMessage } from './split-message.js';
 import { splitRefPrefix } from '../snapshot/consumer.js';
 import type { SendRequest, SplitQueue } from './split-queue.js';
-import { expiredError, planFollowUp, planFull, resolveStart } from './stream-scan.js';
+import { expiredError, planFollowUp, planFull, readsOverwrite, resolveStart } from './stream-scan.js';
 import { resolveStreamOptions, type ResolvedStreamOptions, type StreamOptions } from './stream-options.js';
 
 /** Options of a discovery run. */
@@ -46,6 +46,8 @@ export interface DiscoveryResult {
   caughtUp: boolean;
   /** True when another discovery moved the consumer first: this run recorded nothing. */
   lostRace: boolean;
+  /** OVERWRITE snapshots planned past without their changes (`streaming-read-overwrite` false): a reader should warn. */
+  overwritesSkipped: number[];
 }
 
 const SEND_BATCH = 10; // SQS SendMessageBatch maximum
@@ -156,6 +158,7 @@ export async function discover(table: Table, queue: SplitQueue, consumerId: stri
   const bound = Math.min(latest, planned + (opts.maxSnapshotsPerRun ?? 64));
   const messages: SplitMessage[] = [];
   const firstPlanned = planned + 1;
+  const overwritesSkipped: number[] = [];
   for (let id = planned + 1; id <= bound; id++) {
     const snapshot = await table.snapshots.tryRead(id);
     if (snapshot === undefined) {
@@ -171,6 +174,7 @@ export async function discover(table: Table, queue: SplitQueue, consumerId: stri
       continue;
     }
     const full = state.fullSnapshot === id;
+    if (!full && snapshot.commitKind === 'OVERWRITE' && !readsOverwrite(table)) overwritesSkipped.push(id);
     const splits = full ? await planFull(table, snapshot) : await planFollowUp(table, snapshot);
     for (const split of splits) {
       const key = bucketKey(split.partition, split.bucket);
@@ -207,6 +211,7 @@ export async function discover(table: Table, queue: SplitQueue, consumerId: stri
     plannedSnapshot: won ? planned : (consumer.plannedSnapshot ?? consumer.nextSnapshot - 1),
     caughtUp: planned >= latest,
     lostRace: !won,
+    overwritesSkipped: won ? overwritesSkipped : [],
   };
 }
 

@@ -39,9 +39,12 @@ export interface PollResult {
 /** Reads splits from a queue into a sink (see the file comment). */
 export class SplitReader {
   private readonly log: (line: string) => void;
+  /** The table at the newest schema delivered so far: a schema change is announced once, not per batch. */
+  private table: SplitReaderOptions['table'];
 
   constructor(private readonly opts: SplitReaderOptions) {
     this.log = opts.log ?? ((line) => console.error(line));
+    this.table = opts.table;
   }
 
   /** Receives one batch (waiting up to `waitMs` for it) and processes it. */
@@ -54,7 +57,7 @@ export class SplitReader {
   async process(messages: QueueMessage[]): Promise<PollResult> {
     const result: PollResult = { received: messages.length, delivered: 0, duplicates: 0, stale: 0, released: 0 };
     if (messages.length === 0) return result;
-    const delivery = new BatchDelivery(this.opts.table, this.opts.consumerId, this.opts.sink, this.opts.now, this.opts.fence);
+    const delivery = new BatchDelivery(this.table, this.opts.consumerId, this.opts.sink, this.opts.now, this.opts.fence);
     const groups = new Map<string, QueueMessage[]>();
     for (const m of messages) {
       const g = groups.get(m.groupId);
@@ -62,6 +65,7 @@ export class SplitReader {
       else groups.set(m.groupId, [m]);
     }
     await Promise.all([...groups.values()].map((g) => this.processGroup(delivery, g, result)));
+    if (delivery.table.schema.id > this.table.schema.id) this.table = delivery.table;
     return result;
   }
 

@@ -46,7 +46,9 @@ interface WireMessage {
   totalBuckets: number;
   kind: SplitKind;
   prev?: number;
+  schemaId?: number;
   files?: DataFileMeta[];
+  beforeFiles?: DataFileMeta[];
   filesRef?: string;
 }
 
@@ -73,15 +75,19 @@ export async function encodeSplitMessage(
     totalBuckets: m.totalBuckets,
     kind: m.kind,
     ...(m.prev === undefined ? {} : { prev: m.prev }),
+    ...(m.schemaId === undefined ? {} : { schemaId: m.schemaId }),
     files: m.files,
+    ...(m.beforeFiles === undefined ? {} : { beforeFiles: m.beforeFiles }),
   };
   let body = JSON.stringify(wire);
   let byReference = false;
   if (utf8(body).byteLength > maxInlineBytes) {
     const key = splitRefKey(m.tablePath, m.consumerId, m.snapshotId, m.partition, m.bucket);
     // Written before the message is sent: a reader never sees a reference to nothing.
-    await store.put(key, utf8(JSON.stringify(m.files)));
+    // An overwrite split's two lists go together: { files, beforeFiles }.
+    await store.put(key, utf8(JSON.stringify(m.beforeFiles === undefined ? m.files : { files: m.files, beforeFiles: m.beforeFiles })));
     delete wire.files;
+    delete wire.beforeFiles;
     wire.filesRef = key;
     body = JSON.stringify(wire);
     byReference = true;
@@ -122,7 +128,8 @@ export async function loadSplitMessage(store: ObjectStore, e: SplitEnvelope): Pr
   const { filesRef, files, ...rest } = e;
   if (files !== undefined) return { ...rest, files };
   try {
-    return { ...rest, files: JSON.parse(fromUtf8((await store.get(filesRef!)).body)) as DataFileMeta[] };
+    const listed = JSON.parse(fromUtf8((await store.get(filesRef!)).body)) as DataFileMeta[] | { files: DataFileMeta[]; beforeFiles: DataFileMeta[] };
+    return Array.isArray(listed) ? { ...rest, files: listed } : { ...rest, files: listed.files, beforeFiles: listed.beforeFiles };
   } catch (err) {
     if (err instanceof SyntaxError) throw new CorruptMetadataError(`split file list ${filesRef} is not valid JSON`, { cause: err });
     throw err;

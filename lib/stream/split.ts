@@ -5,11 +5,12 @@
  */
 import * as arrow from 'apache-arrow';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
-import { emptyTable, gatherRows, singleBatch } from '../format/columns.js';
+import { emptyTable, gatherRows, singleBatch, tableToRows } from '../format/columns.js';
+import { compareKeyTuples, compareValues } from '../schema/compare.js';
 import { makeColumn, tableFromColumns } from '../format/column-layout.js';
 import type { DataFileMeta, ManifestEntry } from '../manifest/types.js';
 import { radixSortWords } from '../mergetree/radix-sort.js';
-import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
+import { KIND_COLUMN, RowKind, SEQUENCE_COLUMN, type DataType, type Row, type Value } from '../schema/types.js';
 import { mergeBuckets, readEntry } from '../table/read.js';
 import type { Table } from '../table/table.js';
 
@@ -17,8 +18,11 @@ import type { Table } from '../table/table.js';
  * `full`: the merged state of the bucket at the snapshot, every row +I (a stream's first plan).
  * `delta`: the level-0 files an APPEND snapshot added, with the kinds they were written with.
  * `changelog`: the changelog files the snapshot produced.
+ * `overwrite`: an OVERWRITE snapshot read as changes (`streaming-read-overwrite`): the bucket's
+ * state before (`beforeFiles`, which the snapshot removed) against after (`files`): -D for a key
+ * that is gone, +I for a new one, -U/+U for a changed one (Paimon's diff read).
  */
-export type SplitKind = 'full' | 'delta' | 'changelog';
+export type SplitKind = 'full' | 'delta' | 'changelog' | 'overwrite';
 
 /** One (partition, bucket) of one snapshot, with the files to read. */
 export interface Split {
@@ -29,6 +33,10 @@ export interface Split {
   totalBuckets: number;
   kind: SplitKind;
   files: DataFileMeta[];
+  /** Schema id of the split's snapshot (absent in messages of older versions). */
+  schemaId?: number;
+  /** `overwrite` splits: the bucket's files before the snapshot (it removed them). */
+  beforeFiles?: DataFileMeta[];
 }
 
 /** One split per (partition, bucket) of the entries (ADD entries only), in (partition, bucket) order. */
@@ -57,6 +65,13 @@ export function describeSplit(s: Pick<Split, 'snapshotId' | 'partition' | 'bucke
  */
 export async function readSplit(table: Table, split: Split): Promise<arrow.Table> {
   const schema = physicalArrowSchema(table.schema);
+  if (split.kind === 'overwrite') {
+    const [before, after] = await Promise.all([
+      readSplit(table, { ...split, kind: 'full', files: split.beforeFiles ?? [], beforeFiles: undefined }),
+      readSplit(table, { ...split, kind: 'full', beforeFiles: undefined }),
+    ]);
+    return diffStates(table, before, after);
+  }
   if (split.files.length === 0) return emptyTable(schema);
   const entries = split.files.map((file) => ({ kind: 'ADD' as const, partition: split.partition, bucket: split.bucket, totalBuckets: split.totalBuckets, file }));
   if (split.kind === 'full') {
@@ -133,6 +148,57 @@ function withSequence(t: arrow.Table, sequence: BigInt64Array, seqIndex: number)
   const children = t.batches[0].data.children.slice();
   children[seqIndex] = makeColumn(new arrow.Int64(), t.numRows, sequence, null, 0);
   return tableFromColumns(t.schema, children, t.numRows);
+}
+
+/**
+ * The changes from one merged state of a bucket to another (both in key order, all +I): -D for
+ * a key only `before` has, +I for a key only `after` has, -U then +U for a key whose row changed.
+ */
+function diffStates(table: Table, before: arrow.Table, after: arrow.Table): arrow.Table {
+  const fields = table.schema.fields;
+  const b = tableToRows(before, fields);
+  const a = tableToRows(after, fields);
+  const keys = table.schema.primaryKeys;
+  const keyOf = (r: Row) => keys.map((k) => r[k] ?? null);
+  const src: number[] = [];
+  const rows: number[] = [];
+  const kinds: number[] = [];
+  const push = (s: number, r: number, k: number) => {
+    src.push(s);
+    rows.push(r);
+    kinds.push(k);
+  };
+  let i = 0;
+  let j = 0;
+  while (i < b.length || j < a.length) {
+    const c = i >= b.length ? 1 : j >= a.length ? -1 : compareKeyTuples(table.keyTypes, keyOf(b[i]), keyOf(a[j]));
+    if (c < 0) push(0, i++, RowKind.DELETE);
+    else if (c > 0) push(1, j++, RowKind.INSERT);
+    else {
+      if (!fields.every((f) => sameValue(f.type, b[i][f.name] ?? null, a[j][f.name] ?? null))) {
+        push(0, i, RowKind.UPDATE_BEFORE);
+        push(1, j, RowKind.UPDATE_AFTER);
+      }
+      i++;
+      j++;
+    }
+  }
+  const out = gatherRows([before, after], Uint16Array.from(src), Uint32Array.from(rows));
+  const kindIndex = out.schema.fields.findIndex((f) => f.name === KIND_COLUMN);
+  const children = out.batches.length > 0 ? out.batches[0].data.children.slice() : [];
+  if (children.length === 0) return emptyTable(out.schema);
+  children[kindIndex] = makeColumn(new arrow.Int8(), out.numRows, Int8Array.from(kinds), null, 0);
+  return tableFromColumns(out.schema, children, out.numRows);
+}
+
+function sameValue(type: DataType, x: Value, y: Value): boolean {
+  if (x === null || y === null) return x === y;
+  if (typeof x === 'object' && !(x instanceof Uint8Array)) return stableJson(x) === stableJson(y);
+  return compareValues(type, x, y) === 0;
+}
+
+function stableJson(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x instanceof Uint8Array ? Array.from(x) : x));
 }
 
 /** Row kinds of a split's rows (a view of the `_VALUE_KIND` column of a single-batch table). */

@@ -11,9 +11,9 @@ import type { Snapshot } from '../snapshot/snapshot.js';
 import { readChangelogFiles, readDeltaEntries, readLiveFiles } from '../manifest/scan.js';
 import { readTag } from '../snapshot/tags.js';
 import type { Table } from '../table/table.js';
-import type { TableSchema } from '../schema/types.js';
 import { readConsumer } from '../snapshot/consumer.js';
 import { splitsOf, type Split } from './split.js';
+import { schemaChangeEvent, type SchemaChangeEvent } from './schema-change.js';
 import { resolveStreamOptions, type ResolvedStreamOptions, type StreamOptions } from './stream-options.js';
 
 /** Where a stream starts: the full state of `snapshotId` (then its successors), or the changes of `snapshotId` onwards. */
@@ -30,7 +30,7 @@ export interface StreamPlan {
    * Set when this snapshot's schema is newer than the stream's: from here on the stream reads
    * through `schema` (rows in the new columns), and `StreamScan.table` is the table at it.
    */
-  schemaChange?: { from: number; to: number; schema: TableSchema };
+  schemaChange?: SchemaChangeEvent;
   /**
    * Set for an OVERWRITE snapshot (write --overwrite, truncate, drop-partition): the stream skips
    * it (Paimon's default), so rows it replaced or added are not streamed; a reader should say so.
@@ -119,21 +119,56 @@ export async function planFull(table: Table, snapshot: Snapshot): Promise<Split[
     const max = maxLevelOf(table);
     entries = entries.filter((e) => e.file.level >= max);
   }
-  return splitsOf(snapshot.id, 'full', entries);
+  return withSchemaId(splitsOf(snapshot.id, 'full', entries), snapshot);
 }
 
 /** The splits a snapshot contributes to a stream that follows the table (possibly none). */
 export async function planFollowUp(table: Table, snapshot: Snapshot): Promise<Split[]> {
+  if (snapshot.commitKind === 'OVERWRITE') {
+    // Paimon: streamed only with streaming-read-overwrite (as before/after diffs), else skipped.
+    return readsOverwrite(table) ? planOverwrite(table, snapshot) : [];
+  }
   if (table.options.changelogProducer === 'none') {
     // Paimon's DeltaFollowUpScanner: only APPEND snapshots; a COMPACT one rewrites files without
     // changing a row, and OVERWRITE is not streamed.
     if (snapshot.commitKind !== 'APPEND') return [];
     const delta = await readDeltaEntries(table.store, table.path, snapshot);
-    return splitsOf(snapshot.id, 'delta', delta.filter((e) => e.kind === 'ADD' && e.file.level === 0));
+    return withSchemaId(splitsOf(snapshot.id, 'delta', delta.filter((e) => e.kind === 'ADD' && e.file.level === 0)), snapshot);
   }
   // Paimon's ChangelogFollowUpScanner: any snapshot with changelog files, APPEND or COMPACT.
   if (snapshot.changelogManifestList === undefined) return [];
-  return splitsOf(snapshot.id, 'changelog', await readChangelogFiles(table.store, table.path, snapshot));
+  return withSchemaId(splitsOf(snapshot.id, 'changelog', await readChangelogFiles(table.store, table.path, snapshot)), snapshot);
+}
+
+/** The splits with the schema id of their snapshot: a reader reads them through that schema (or a newer one). */
+function withSchemaId(splits: Split[], snapshot: Snapshot): Split[] {
+  for (const s of splits) s.schemaId = snapshot.schemaId;
+  return splits;
+}
+
+/** True when streams of the table emit the changes of OVERWRITE snapshots (`streaming-read-overwrite`). */
+export function readsOverwrite(table: Table): boolean {
+  return table.options.get('streaming-read-overwrite') === true;
+}
+
+/**
+ * The splits of an OVERWRITE snapshot read as changes: per (partition, bucket) it touched, the
+ * files it removed (the state before) and the files it added (the state after).
+ */
+async function planOverwrite(table: Table, snapshot: Snapshot): Promise<Split[]> {
+  const delta = await readDeltaEntries(table.store, table.path, snapshot);
+  const removed = delta.filter((e) => e.kind === 'DELETE').map((e) => ({ ...e, kind: 'ADD' as const }));
+  const after = splitsOf(snapshot.id, 'overwrite', delta);
+  const before = splitsOf(snapshot.id, 'overwrite', removed);
+  const byBucket = new Map(after.map((s) => [`${s.partition}\u0000${s.bucket}`, s]));
+  for (const b of before) {
+    const key = `${b.partition}\u0000${b.bucket}`;
+    const s = byBucket.get(key);
+    if (s) s.beforeFiles = b.files;
+    else byBucket.set(key, { ...b, files: [], beforeFiles: b.files });
+  }
+  const splits = [...byBucket.values()].sort((a, b) => (a.partition < b.partition ? -1 : a.partition > b.partition ? 1 : a.bucket - b.bucket));
+  return withSchemaId(splits, snapshot);
 }
 
 /** The highest LSM level, where full compaction writes (`num-levels` − 1). */
@@ -204,11 +239,11 @@ export class StreamScan {
       let schemaChange: StreamPlan['schemaChange'];
       if (snapshot.schemaId !== this.current.schema.id) {
         const schema = await this.current.schemaById(snapshot.schemaId);
-        if (this.planned) schemaChange = { from: this.current.schema.id, to: schema.id, schema };
+        if (this.planned) schemaChange = schemaChangeEvent(snapshot.id, this.current.schema, schema);
         this.current = this.current.withSchema(schema);
       }
       this.planned = true;
-      const overwriteSkipped = !this.full && snapshot.commitKind === 'OVERWRITE';
+      const overwriteSkipped = !this.full && snapshot.commitKind === 'OVERWRITE' && !readsOverwrite(this.table);
       const splits = this.full ? await planFull(this.table, snapshot) : await planFollowUp(this.table, snapshot);
       this.full = false;
       this.next = id + 1;

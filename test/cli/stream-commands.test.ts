@@ -155,8 +155,31 @@ describe('varve alter', () => {
     expect(describe.out).toMatch(/comment\s+demo table/);
     expect(lines(tail.out)).toEqual([
       { snapshot: 1, kind: '+I', row: { id: 1, v: 'a' } },
-      { snapshot: 2, event: 'schema-change', schemaId: 1, columns: ['id BIGINT NOT NULL', 'label STRING', 'n INT'] },
-      { snapshot: 3, event: 'schema-change', schemaId: 2, columns: ['id BIGINT NOT NULL', 'label STRING', 'n BIGINT'] },
+      {
+        snapshot: 2,
+        event: 'schema-change',
+        from: 0,
+        to: 1,
+        schemaId: 1,
+        changes: ['rename column v to label', 'add column n INT', 'set the table comment'],
+        columns: ['id BIGINT NOT NULL', 'label STRING', 'n INT'],
+      },
+      {
+        snapshot: 3,
+        event: 'schema-change',
+        from: 1,
+        to: 2,
+        schemaId: 2,
+        changes: ['change column n from INT to BIGINT', 'set option snapshot.num-retained.min=5'],
+        columns: ['id BIGINT NOT NULL', 'label STRING', 'n BIGINT'],
+      },
+      { snapshot: 4, kind: '+I', row: { id: 2, label: 'b', n: 7 } },
+    ]);
+    expect(tail.err).toContain('schema changed at snapshot 2: schema 0 -> 1 (rename column v to label; add column n INT; set the table comment)');
+    // A consumer started after the change reads every change in the new schema: no change to announce.
+    const consumed = await varve('tail', 'db.t', '--from', 'earliest', '--consumer-id', 'c1');
+    expect(lines(consumed.out)).toEqual([
+      { snapshot: 1, kind: '+I', row: { id: 1, label: 'a', n: null } },
       { snapshot: 4, kind: '+I', row: { id: 2, label: 'b', n: 7 } },
     ]);
   });

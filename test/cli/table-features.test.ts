@@ -105,6 +105,37 @@ describe('filtered reads in the CLI', () => {
     expect((await varve('drop-partition', 'db.o', 'dt=zz')).err).toMatch(/has no partition dt=zz/);
   });
 
+  it('streaming-read-overwrite=true: tail emits the retractions and new rows of an overwrite, with and without a consumer', async () => {
+    await write('db.o', [
+      { dt: 'a', id: 1, status: 'new', amount: '1' },
+      { dt: 'a', id: 2, status: 'new', amount: '2' },
+      { dt: 'b', id: 3, status: 'new', amount: '3' },
+    ]);
+    const set = await varve('alter', 'db.o', '--set', 'streaming-read-overwrite=true');
+    expect(set.code, set.err).toBe(0);
+    const inFile = join(dir, 'over.jsonl');
+    writeFileSync(inFile, [{ dt: 'a', id: 1, status: 'paid', amount: '1' }, { dt: 'a', id: 9, status: 'new', amount: '9' }].map((r) => JSON.stringify(r)).join('\n') + '\n');
+    expect((await varve('write', 'db.o', inFile, '--overwrite')).code).toBe(0);
+    expect((await varve('truncate', 'db.o')).code).toBe(0);
+    const expected = [
+      '1 +I a/1 new', '1 +I a/2 new', '1 +I b/3 new',
+      '3 -U a/1 new', '3 +U a/1 paid', '3 -D a/2 new', '3 +I a/9 new',
+      '4 -D a/1 paid', '4 -D a/9 new', '4 -D b/3 new',
+    ];
+    const show = (out: string) => lines(out).filter((l) => l.kind).map((l) => `${l.snapshot} ${l.kind} ${l.row.dt}/${l.row.id} ${l.row.status}`);
+    const tail = await varve('tail', 'db.o', '--from', 'earliest');
+    expect(lines(tail.out).filter((l) => l.event === 'overwrite-skipped')).toEqual([]);
+    expect(show(tail.out)).toEqual(expected);
+    const consumed = await varve('tail', 'db.o', '--from', 'earliest', '--consumer-id', 'c1');
+    expect(consumed.code, consumed.err).toBe(0);
+    expect(show(consumed.out).sort()).toEqual([...expected].sort());
+    // Per key, in order: the replay of the changes is the table's state (empty after the truncate).
+    for (const key of ['a/1', 'a/2', 'a/9', 'b/3']) {
+      const mine = show(consumed.out).filter((l) => l.includes(` ${key} `));
+      expect(mine).toEqual(expected.filter((l) => l.includes(` ${key} `)));
+    }
+  });
+
   it('rollback --to-snapshot and --to-tag: newer snapshots and tags go, the table goes on from the target', async () => {
     await write('db.o', [{ dt: 'a', id: 1, status: 'x', amount: '1' }]);
     expect((await varve('tag', 'db.o', 'create', 'first')).code).toBe(0);

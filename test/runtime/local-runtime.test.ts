@@ -11,6 +11,7 @@ import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { expireConsumers } from '../../lib/maintenance/expire-consumers.js';
 import { LocalRuntime } from '../../lib/runtime/local-runtime.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
+import { parseAddColumn } from '../../lib/schema/schema-evolution.js';
 import { LocalStore } from '../../lib/store/local-store.js';
 import { readConsumer } from '../../lib/snapshot/consumer.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
@@ -43,6 +44,33 @@ describe('LocalRuntime', () => {
       await eventually(() => sink.changes.length === 2);
       // Assess
       expect(sink.changes.map(show)).toEqual(['+I 1=a', '+I 1=b']);
+    } finally {
+      await runtime.stop();
+    }
+  });
+
+  it('a consumer crossing an alter gets one schema-change event, then rows in the new schema', async () => {
+    // Prepare
+    const t = await makeTable();
+    const runtime = new LocalRuntime({ discoveryIntervalMs: 0, compactionIntervalMs: 0, expiryIntervalMs: 0, log: () => {} });
+    const sink = new RecordingSink();
+    await runtime.addConsumer({ table: t, consumerId: 'c', sink, stream: { mode: 'latest' } });
+    await runtime.start();
+    try {
+      await put(t, [[1, 'a']]);
+      await eventually(() => sink.changes.length === 1);
+      // Act
+      const { table: altered } = await t.alter([parseAddColumn('n INT'), { kind: 'rename-column', from: 'v', to: 'label' }]);
+      await altered.write([{ k: 2, label: 'b', n: 7 }]);
+      await eventually(() => sink.changes.length === 2);
+      await altered.write([{ k: 3, label: 'c', n: 8 }]);
+      await eventually(() => sink.changes.length === 3);
+      // Assess
+      const events = sink.batches.filter((b) => b.schemaChange).map((b) => b.schemaChange!);
+      expect(events.map(({ snapshot, from, to, changes }) => ({ snapshot, from, to, changes }))).toEqual([
+        { snapshot: 3, from: 0, to: 1, changes: ['rename column v to label', 'add column n INT'] },
+      ]);
+      expect(sink.changes.map((c) => c.row)).toEqual([{ k: 1n, v: 'a' }, { k: 2n, label: 'b', n: 7 }, { k: 3n, label: 'c', n: 8 }]);
     } finally {
       await runtime.stop();
     }

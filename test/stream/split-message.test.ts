@@ -38,6 +38,18 @@ describe('split messages', () => {
     expect(await decodeSplitMessage(store, request.body)).toEqual(message(50));
   });
 
+  it('carry an overwrite split\'s files before and after, and its schema id, inline and by reference', async () => {
+    const store = new MemoryStore();
+    const overwrite: SplitMessage = { ...message(30), kind: 'overwrite', schemaId: 2, beforeFiles: Array.from({ length: 20 }, (_, i) => file(100 + i)) };
+    const inline = await encodeSplitMessage(store, overwrite);
+    expect(inline.byReference).toBe(false);
+    expect(await decodeSplitMessage(store, inline.request.body)).toEqual(overwrite);
+    const byRef = await encodeSplitMessage(store, overwrite, 2000);
+    expect(byRef.byReference).toBe(true);
+    expect(JSON.parse(byRef.request.body).beforeFiles).toBeUndefined();
+    expect(await decodeSplitMessage(store, byRef.request.body)).toEqual(overwrite);
+  });
+
   it('hash ids SQS would refuse (too long, not printable ASCII), deterministically', () => {
     const long = splitGroupId('db.t', `p=${'x'.repeat(200)}`, 1);
     const unicode = splitDedupId('c', 'run', 1, 'city=Zürich', 0);

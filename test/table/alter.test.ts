@@ -136,7 +136,7 @@ describe('alter on a table with data', () => {
     const { table: t2 } = await table.alter([parseAddColumn('extra STRING'), { kind: 'drop-column', name: 'price' }]);
     await t2.write([{ id: 2, qty: 2, name: 'b', amt: '2.00', extra: 'e' }]);
     const change = await scan.plan();
-    expect(change!.schemaChange).toMatchObject({ from: 0, to: 1 });
+    expect(change!.schemaChange).toMatchObject({ snapshot: 2, from: 0, to: 1, changes: ['drop column price', 'add column extra STRING'] });
     expect(change!.splits).toEqual([]);
     const next = await scan.plan();
     const data = await readSplit(scan.table, next!.splits[0]);
