@@ -170,6 +170,11 @@ function diffStates(table: Table, before: arrow.Table, after: arrow.Table): arro
   };
   let i = 0;
   let j = 0;
+  if (keys.length === 0) {
+    // An append table has no key to pair rows by: every row removed, then every row written.
+    for (; i < b.length; i++) push(0, i, RowKind.DELETE);
+    for (; j < a.length; j++) push(1, j, RowKind.INSERT);
+  }
   while (i < b.length || j < a.length) {
     const c = i >= b.length ? 1 : j >= a.length ? -1 : compareKeyTuples(table.keyTypes, keyOf(b[i]), keyOf(a[j]));
     if (c < 0) push(0, i++, RowKind.DELETE);
