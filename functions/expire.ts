@@ -4,6 +4,13 @@
  * a live consumer still needs), then deletes orphan files older than `orphan-files.older-than`
  * (1 day by default: a commit in flight may be about to reference a younger one). Each step is
  * lib/maintenance's; a failed step is retried by the next scheduled run.
+ *
+ * Orphan cleanup never lists the whole table on the frequent schedule: a run finds candidates in
+ * the pending journal only (`journal` mode, one LIST of `pending/` when every commit landed). The
+ * daily safety-net rule invokes the same function with `{ "orphanScan": true }`: that run lists one
+ * bounded slice (`orphan-files.scan.max-keys`) of the table after the marker the previous scan
+ * left, so the full scan resumes across days instead of growing with the table
+ * (lib/maintenance/remove-orphans.ts).
  */
 import type { Context, ScheduledEvent } from 'aws-lambda';
 import { expireConsumers } from '../lib/maintenance/expire-consumers.js';
@@ -22,6 +29,22 @@ export interface ExpireResult {
   heldByConsumer?: { id: string; nextSnapshot: number };
   deletedFiles: number;
   orphansDeleted: number;
+  /** How this run looked for orphans: the pending journal, or a slice of the resumable scan. */
+  orphanMode: 'journal' | 'scan';
+  /** Keys the orphan step looked at. */
+  orphanKeysListed: number;
+  /** `scan`: the listing reached the end of the table (else the next scan resumes after its last key). */
+  orphanScanComplete?: boolean;
+}
+
+/** The input of the daily safety-net rule (infra/table.ts); a plain scheduled event runs the journal path. */
+export interface OrphanScanEvent {
+  orphanScan: true;
+}
+
+/** True when `event` asks for the bounded orphan scan. */
+export function isOrphanScanEvent(event: unknown): event is OrphanScanEvent {
+  return typeof event === 'object' && event !== null && (event as { orphanScan?: unknown }).orphanScan === true;
 }
 
 /** Another expiry (a CLI run) or a new consumer changed the table under the run: once more is enough. */
@@ -29,7 +52,7 @@ const EXPIRE_ATTEMPTS = 2;
 
 /** The expiry handler for the environment `env`. */
 export function createExpireHandler(env: Env = process.env) {
-  return async (_event: ScheduledEvent, _context?: Context): Promise<ExpireResult> => {
+  return async (event: ScheduledEvent | OrphanScanEvent, _context?: Context): Promise<ExpireResult> => {
     const table = await openTable(env, 'expire');
     const consumers = await expireConsumers(table);
     let snapshots: ExpireSnapshotsResult | undefined;
@@ -41,7 +64,7 @@ export function createExpireHandler(env: Env = process.env) {
       deletedFiles += snapshots.deletedFiles;
       if (!snapshots.raced) break;
     }
-    const orphans = await removeOrphanFiles(table);
+    const orphans = await removeOrphanFiles(table, { mode: isOrphanScanEvent(event) ? 'scan' : 'journal' });
     const result: ExpireResult = {
       expiredConsumers: consumers.expired,
       expiredSnapshots: expired,
@@ -49,6 +72,9 @@ export function createExpireHandler(env: Env = process.env) {
       heldByConsumer: snapshots?.heldByConsumer,
       deletedFiles,
       orphansDeleted: orphans.deleted,
+      orphanMode: orphans.mode === 'scan' ? 'scan' : 'journal',
+      orphanKeysListed: orphans.listed,
+      ...(orphans.mode === 'scan' ? { orphanScanComplete: orphans.cycleComplete } : {}),
     };
     log().info('expiry', { table: table.name, ...result, consumersNeverExpire: consumers.neverExpire && consumers.remaining.length > 0 });
     return result;

@@ -6,7 +6,7 @@
 import { Duration, Size, Stack, Tags } from 'aws-cdk-lib';
 import { CfnDatabase, CfnTable } from 'aws-cdk-lib/aws-glue';
 import { PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws-iam';
-import { Match, Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { Match, Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -66,8 +66,14 @@ export interface VarveTableProps {
   readonly ingest?: IngestOptions;
   /** Sizing of compaction. */
   readonly compaction?: CompactionOptions;
-  /** How often snapshot expiry runs. @default 15 minutes */
+  /** How often snapshot expiry runs (with journal-driven orphan cleanup: no listing of the table). @default 15 minutes */
   readonly expireEvery?: Duration;
+  /**
+   * How often the safety-net orphan scan runs: the expiry function lists one bounded slice of the
+   * table (`orphan-files.scan.max-keys`, 100,000 keys by default) after the marker the previous
+   * scan left. @default 1 day
+   */
+  readonly orphanScanEvery?: Duration;
   /** The SNS topic every alarm of the table notifies (ALARM and OK). @default the warehouse's alarmTopic */
   readonly alarmTopic?: ITopic;
   /** Where the table's alarms fire. @default the defaults of {@link VarveAlarmThresholds} */
@@ -152,6 +158,8 @@ export class VarveTable extends Construct {
   readonly expireFailures: Queue;
   /** How often expiry runs. */
   readonly expireEvery: Duration;
+  /** How often the bounded, resumable orphan scan runs. */
+  readonly orphanScanEvery: Duration;
   /** The topic the table's alarms notify, if any. */
   readonly alarmTopic?: ITopic;
   /** The thresholds of the table's alarms (its consumers' default). */
@@ -329,6 +337,20 @@ export class VarveTable extends Construct {
       description: `varve snapshot expiry for ${this.name}`,
       schedule: Schedule.rate(this.expireEvery),
       targets: [new LambdaFunction(this.expireFunction, { retryAttempts: 2, deadLetterQueue: this.expireFailures })],
+    });
+    // The safety net for orphans no pending registration names: one bounded slice of a full
+    // listing per run, resumed by the next run (functions/expire.ts, `{ orphanScan: true }`).
+    this.orphanScanEvery = props.orphanScanEvery ?? Duration.days(1);
+    new Rule(this, 'OrphanScanSchedule', {
+      description: `varve bounded orphan scan for ${this.name}`,
+      schedule: Schedule.rate(this.orphanScanEvery),
+      targets: [
+        new LambdaFunction(this.expireFunction, {
+          event: RuleTargetInput.fromObject({ orphanScan: true }),
+          retryAttempts: 2,
+          deadLetterQueue: this.expireFailures,
+        }),
+      ],
     });
 
     if (props.glue) {

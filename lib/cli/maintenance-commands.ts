@@ -5,7 +5,7 @@
 import { parsePartitionSpec } from '../schema/partition.js';
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
-import { CorruptMetadataError } from '../errors.js';
+import { CorruptMetadataError, InvalidArgumentError } from '../errors.js';
 import { compactTable, type CompactionSummary } from '../maintenance/compact.js';
 import { openCatalog, warehouseUri } from './context.js';
 import { formatSize } from './output.js';
@@ -128,11 +128,21 @@ export function registerExpiryCommands(program: Command, globals: () => GlobalOp
     .argument('<table>', 'DB.TABLE')
     .option('--older-than <duration>', 'only files older than this, e.g. 1 d, 6 h (default: orphan-files.older-than, 1 d)')
     .option('--dry-run', 'list the files that would be deleted, delete nothing')
-    .action(async (name: string, o: { olderThan?: string; dryRun?: boolean }) => {
+    .option('--max-keys <n>', 'list at most n keys, resuming after the last key the previous bounded run listed (the scheduled scan on AWS does the same); default: the whole table at once')
+    .option('--journal', 'look only at the files of expired pending registrations (what the 15-minute expiry run on AWS does); no listing of the table')
+    .action(async (name: string, o: { olderThan?: string; dryRun?: boolean; maxKeys?: string; journal?: boolean }) => {
+      if (o.maxKeys !== undefined && o.journal) throw new InvalidArgumentError('--max-keys and --journal are two different modes: give one of them');
+      let maxKeys: number | undefined;
+      if (o.maxKeys !== undefined) {
+        maxKeys = Number(o.maxKeys);
+        if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new InvalidArgumentError(`--max-keys must be a whole number of 1 or more, got '${o.maxKeys}'`);
+      }
       const table = await openCatalog(warehouseUri(globals().warehouse)).getTable(name);
       const result = await removeOrphanFiles(table, {
         olderThanMs: o.olderThan !== undefined ? parseDurationFlag('--older-than', o.olderThan) : undefined,
         dryRun: Boolean(o.dryRun),
+        mode: o.journal ? 'journal' : maxKeys !== undefined ? 'scan' : 'full',
+        maxKeys,
       });
       out(formatOrphanSummary(table.name, result));
     });
@@ -189,7 +199,14 @@ export function formatExpirySummary(table: string, r: ExpireSnapshotsResult): st
 export function formatOrphanSummary(table: string, r: RemoveOrphansResult): string {
   const verb = r.dryRun ? 'would remove' : 'removed';
   const recent = r.tooRecent > 0 ? `; ${r.tooRecent} newer unreferenced files left alone` : '';
-  let text = `${table}: ${verb} ${r.orphans.length} orphan files (${formatSize(r.bytes)}) older than ${formatDuration(r.olderThanMs)}${recent}\n`;
+  let scope = '';
+  if (r.mode === 'journal') scope = `; looked at ${r.listed} files of expired pending registrations`;
+  else if (r.mode === 'scan') {
+    scope = r.cycleComplete
+      ? `; listed ${r.listed} keys, the scan reached the end of the table (${r.cycleListed} keys this cycle)`
+      : `; listed ${r.listed} keys, run again to resume after ${r.resumeAfter}`;
+  }
+  let text = `${table}: ${verb} ${r.orphans.length} orphan files (${formatSize(r.bytes)}) older than ${formatDuration(r.olderThanMs)}${recent}${scope}\n`;
   if (r.dryRun) {
     for (const o of r.orphans) text += `  ${o.kind}\t${o.key}\t${formatSize(o.size)}\t${new Date(o.lastModified).toISOString()}\n`;
   }

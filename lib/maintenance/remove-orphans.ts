@@ -14,6 +14,17 @@
  * registered in the pending area (lib/table/pending-commits.ts: handed to the group commit, its
  * message maybe waiting in a dead-letter queue) less than `orphan-files.pending-time-retained`
  * ago; an older registration is itself an orphan. If any of that cannot be read, nothing is deleted.
+ *
+ * Three ways to find the candidates, so that what runs often costs nothing that grows with the table:
+ * - `journal` (every scheduled expiry run on AWS): only the pending area is listed — the journal of
+ *   written-but-uncommitted files. Committed batches release their registrations, so in steady
+ *   state this is one LIST of an empty prefix; the references are read only when a registration
+ *   has expired (its commit was refused, or its release was lost).
+ * - `scan` (the daily safety net on AWS): one slice of at most `orphan-files.scan.max-keys` keys of
+ *   a full listing, resumed by the next run from a marker object (`orphan/scan-marker.json`):
+ *   it finds what no journal names (a compaction or a direct-mode commit that crashed after
+ *   writing, a writer that died before registering, a lost expiry journal).
+ * - `full` (the default, and `varve remove-orphans`): the whole table in one run.
  */
 import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError } from '../errors.js';
 import { runLimited } from '../concurrency.js';
@@ -21,7 +32,8 @@ import { icebergReferencedKeys } from '../iceberg/iceberg-references.js';
 import { LruManifestCache } from '../manifest/manifest-file.js';
 import type { DataFileMeta } from '../manifest/types.js';
 import { listTags } from '../snapshot/tags.js';
-import { fromUtf8, listAll, type ObjectInfo } from '../store/object-store.js';
+import { compareObjectKeys } from '../store/object-key.js';
+import { fromUtf8, listAll, utf8, type ObjectInfo } from '../store/object-store.js';
 import { listConsumers } from '../snapshot/consumer.js';
 import { splitRefPrefix } from '../snapshot/consumer.js';
 import { dataFileKey } from '../table/paths.js';
@@ -38,7 +50,17 @@ export interface RemoveOrphansOptions {
   dryRun?: boolean;
   /** Epoch ms the run takes as now. @default Date.now() */
   now?: number;
+  /** How candidates are found (see the file comment). @default 'full' */
+  mode?: OrphanCleanupMode;
+  /** `scan`: most keys this run lists. @default the table's `orphan-files.scan.max-keys` */
+  maxKeys?: number;
 }
+
+/**
+ * `full`: list the whole table; `journal`: only the files of expired pending registrations;
+ * `scan`: one bounded slice of a full scan that resumes where the previous run stopped.
+ */
+export type OrphanCleanupMode = 'full' | 'journal' | 'scan';
 
 /** Kinds of files orphan cleanup may delete. */
 export type OrphanKind = 'data' | 'changelog' | 'manifest' | 'manifest-list' | 'consumer' | 'pending';
@@ -53,6 +75,7 @@ export interface OrphanFile {
 
 /** What one orphan cleanup found and did. */
 export interface RemoveOrphansResult {
+  mode: OrphanCleanupMode;
   dryRun: boolean;
   olderThanMs: number;
   /** Unreferenced files older than the window: deleted, or with `dryRun` the ones that would be. */
@@ -63,6 +86,16 @@ export interface RemoveOrphansResult {
   bytes: number;
   /** Unreferenced files younger than the window, left alone (a commit may be about to reference them). */
   tooRecent: number;
+  /** Keys this run looked at (listed, or for `journal` the files of expired registrations). */
+  listed: number;
+  /** `scan`: the last key listed when the run stopped at its key budget (the next run resumes after it). */
+  resumeAfter?: string;
+  /** `scan`: the listing reached the end of the table (the next run starts a new cycle). */
+  cycleComplete?: boolean;
+  /** `scan`: keys listed in this cycle so far, this run included. */
+  cycleListed?: number;
+  /** `scan`: when this cycle's first run started. */
+  cycleStartedAt?: number;
 }
 
 // A tombstone (`@expired`) outlives its consumer on purpose: it is what makes resuming it fail
@@ -149,30 +182,61 @@ async function referencedKeys(table: Table, liveConsumers: readonly string[]): P
   return used;
 }
 
-/** Adds the files of live pending registrations to `used`; returns the keys of the expired registrations. */
-async function pendingReferences(table: Table, used: Set<string>, now: number): Promise<Set<string>> {
+/** Adds the files of live pending registrations to `used`; returns the expired registrations (their keys and files). */
+async function pendingReferences(table: Table, used: Set<string>, now: number): Promise<Map<string, string[]>> {
   const retainedMs = table.options.orphanFilesPendingTimeRetained;
-  const expired = new Set<string>();
+  const expired = new Map<string, string[]>();
   for (const p of await listPending(table)) {
-    if (p.lastModified < now - retainedMs) expired.add(p.key);
+    if (p.lastModified < now - retainedMs) expired.set(p.key, p.batch?.files ?? []);
     else for (const f of p.batch?.files ?? []) used.add(f);
   }
   return expired;
 }
 
-/** Finds (and unless `dryRun`, deletes) the unreferenced files of `table` older than the window. */
-export async function removeOrphanFiles(table: Table, opts: RemoveOrphansOptions = {}): Promise<RemoveOrphansResult> {
-  const olderThanMs = opts.olderThanMs ?? table.options.orphanFilesOlderThan;
-  if (!Number.isFinite(olderThanMs) || olderThanMs < 0) {
-    throw new InvalidArgumentError(`the orphan file age must be a duration of 0 or more, got ${olderThanMs}`);
+/** The marker of a bounded scan that stopped at its key budget: the next run lists the keys after `startAfter`. */
+export interface OrphanScanMarker {
+  v: 1;
+  /** The last key the previous run listed. */
+  startAfter: string;
+  /** When the scan cycle this run continues started (epoch ms). */
+  cycleStartedAt: number;
+  /** Keys listed in this cycle so far. */
+  listed: number;
+}
+
+/** The folder of the marker under a table; never an orphan candidate. */
+export const ORPHAN_SCAN_DIR = 'orphan';
+
+/** The key of `table`'s scan marker. */
+export function orphanScanMarkerKey(table: Table): string {
+  return `${table.path}/${ORPHAN_SCAN_DIR}/scan-marker.json`;
+}
+
+/** The marker of an unfinished scan cycle, or undefined when the next scan starts at the beginning. */
+export async function readOrphanScanMarker(table: Table): Promise<OrphanScanMarker | undefined> {
+  let m: Partial<OrphanScanMarker>;
+  try {
+    m = JSON.parse(fromUtf8((await table.store.get(orphanScanMarkerKey(table))).body)) as Partial<OrphanScanMarker>;
+  } catch (e) {
+    if (e instanceof ObjectNotFoundError) return undefined;
+    if (e instanceof SyntaxError) m = {};
+    else throw e;
   }
-  const now = opts.now ?? Date.now();
-  // Listed first: a file written after this point is never a candidate, whatever its age.
-  const objects: ObjectInfo[] = await listAll(table.store, `${table.path}/`);
-  const consumers = (await listConsumers(table.store, table.path)).map((c) => c.id);
-  const used = await referencedKeys(table, consumers);
-  const expiredPending = await pendingReferences(table, used, now);
-  const live = new Set(consumers);
+  if (m.v !== 1 || typeof m.startAfter !== 'string' || !m.startAfter.startsWith(`${table.path}/`)) {
+    throw new CorruptMetadataError(`the orphan scan marker ${orphanScanMarkerKey(table)} is not a varve scan marker; delete it and the next scan starts from the beginning`);
+  }
+  return { v: 1, startAfter: m.startAfter, cycleStartedAt: Number(m.cycleStartedAt ?? 0), listed: Number(m.listed ?? 0) };
+}
+
+/** Classifies `objects` (listed before `used` was read) into orphans and too-recent files. */
+function classify(
+  table: Table,
+  objects: readonly ObjectInfo[],
+  used: ReadonlySet<string>,
+  expiredPending: ReadonlyMap<string, string[]>,
+  live: ReadonlySet<string>,
+  cutoff: number,
+): { orphans: OrphanFile[]; tooRecent: number } {
   const orphans: OrphanFile[] = [];
   let tooRecent = 0;
   for (const o of objects) {
@@ -183,16 +247,147 @@ export async function removeOrphanFiles(table: Table, opts: RemoveOrphansOptions
     }
     const kind = candidateKind(o.key.slice(table.path.length + 1), live);
     if (kind === undefined) continue;
-    if (o.lastModified >= now - olderThanMs) tooRecent++;
+    if (o.lastModified >= cutoff) tooRecent++;
     else orphans.push({ key: o.key, kind, size: o.size, lastModified: o.lastModified });
   }
-  if (!opts.dryRun) await runLimited(orphans.map((o) => () => table.store.delete(o.key)), 16);
+  return { orphans, tooRecent };
+}
+
+/** Checks the age window of a run. */
+function windowOf(table: Table, opts: RemoveOrphansOptions): number {
+  const olderThanMs = opts.olderThanMs ?? table.options.orphanFilesOlderThan;
+  if (!Number.isFinite(olderThanMs) || olderThanMs < 0) {
+    throw new InvalidArgumentError(`the orphan file age must be a duration of 0 or more, got ${olderThanMs}`);
+  }
+  return olderThanMs;
+}
+
+/** Deletes `orphans` (files first, registrations last: a registration gone means its files are handled). */
+async function deleteOrphans(table: Table, orphans: readonly OrphanFile[], dryRun: boolean | undefined): Promise<void> {
+  if (dryRun) return;
+  await runLimited(orphans.filter((o) => o.kind !== 'pending').map((o) => () => table.store.delete(o.key)), 16);
+  await runLimited(orphans.filter((o) => o.kind === 'pending').map((o) => () => table.store.delete(o.key)), 16);
+}
+
+function resultOf(opts: RemoveOrphansOptions, mode: OrphanCleanupMode, olderThanMs: number, orphans: OrphanFile[], tooRecent: number, listed: number, extra: Partial<RemoveOrphansResult> = {}): RemoveOrphansResult {
   return {
+    mode,
     dryRun: Boolean(opts.dryRun),
     olderThanMs,
     orphans,
     deleted: opts.dryRun ? 0 : orphans.length,
     bytes: orphans.reduce((n, o) => n + o.size, 0),
     tooRecent,
+    listed,
+    ...extra,
   };
+}
+
+/**
+ * Finds (and unless `dryRun`, deletes) the unreferenced files of `table` older than the window:
+ * by listing the whole table (`mode: 'full'`, the default), from the pending journal only
+ * (`'journal'`), or in one bounded slice of a resumable scan (`'scan'`); see the file comment.
+ */
+export async function removeOrphanFiles(table: Table, opts: RemoveOrphansOptions = {}): Promise<RemoveOrphansResult> {
+  const mode = opts.mode ?? 'full';
+  if (mode === 'journal') return removeJournalOrphans(table, opts);
+  if (mode === 'scan') return removeScannedOrphans(table, opts);
+  const olderThanMs = windowOf(table, opts);
+  const now = opts.now ?? Date.now();
+  // Listed first: a file written after this point is never a candidate, whatever its age.
+  const objects: ObjectInfo[] = await listAll(table.store, `${table.path}/`);
+  const consumers = (await listConsumers(table.store, table.path)).map((c) => c.id);
+  const used = await referencedKeys(table, consumers);
+  const expiredPending = await pendingReferences(table, used, now);
+  const { orphans, tooRecent } = classify(table, objects, used, expiredPending, new Set(consumers), now - olderThanMs);
+  await deleteOrphans(table, orphans, opts.dryRun);
+  return resultOf(opts, mode, olderThanMs, orphans, tooRecent, objects.length);
+}
+
+/**
+ * The journal-driven cleanup: lists only the pending area. A registration younger than
+ * `orphan-files.pending-time-retained` protects its files (its commit may still be queued or in a
+ * dead-letter queue); the files of an older one that no snapshot, tag, consumer, Iceberg export,
+ * expiry journal or live registration references, and that are older than the window, are
+ * deleted, then the registration. The references are read only when some registration expired,
+ * so a table whose commits all landed costs one LIST of `pending/` per run.
+ */
+async function removeJournalOrphans(table: Table, opts: RemoveOrphansOptions): Promise<RemoveOrphansResult> {
+  const olderThanMs = windowOf(table, opts);
+  const now = opts.now ?? Date.now();
+  const used = new Set<string>();
+  const expiredPending = await pendingReferences(table, used, now);
+  if (expiredPending.size === 0) return resultOf(opts, 'journal', olderThanMs, [], 0, 0);
+  const consumers = (await listConsumers(table.store, table.path)).map((c) => c.id);
+  for (const k of await referencedKeys(table, consumers)) used.add(k);
+  const cutoff = now - olderThanMs;
+  const live = new Set(consumers);
+  const orphans: OrphanFile[] = [];
+  let tooRecent = 0;
+  let listed = 0;
+  for (const [registration, files] of expiredPending) {
+    const heads = await runLimited(files.map((k) => async () => ({ key: k, head: used.has(k) ? undefined : await table.store.head(k) })), 16);
+    listed += files.length;
+    let keep = false;
+    for (const { key, head } of heads) {
+      if (head === undefined) continue; // referenced, or gone already
+      const kind = key.startsWith(`${table.path}/`) ? candidateKind(key.slice(table.path.length + 1), live) : undefined;
+      if (kind === undefined) continue; // not a file of this table orphan cleanup may delete
+      if (head.lastModified >= cutoff) {
+        tooRecent++;
+        keep = true; // the registration stays until its files are old enough
+      } else orphans.push({ key, kind, size: head.size, lastModified: head.lastModified });
+    }
+    if (!keep) orphans.push({ key: registration, kind: 'pending', size: 0, lastModified: 0 });
+  }
+  await deleteOrphans(table, orphans, opts.dryRun);
+  return resultOf(opts, 'journal', olderThanMs, orphans, tooRecent, listed);
+}
+
+/**
+ * One bounded slice of the resumable full scan: lists at most `maxKeys` keys after the marker's
+ * `startAfter`, reads the references after the listing (as the full scan does), deletes the
+ * orphans among them, then moves the marker past the slice (or deletes it when the listing
+ * reached the end: the next run starts a new cycle). A run that dies before moving the marker is
+ * repeated by the next one, which finds what it deleted gone.
+ */
+async function removeScannedOrphans(table: Table, opts: RemoveOrphansOptions): Promise<RemoveOrphansResult> {
+  const olderThanMs = windowOf(table, opts);
+  const now = opts.now ?? Date.now();
+  const maxKeys = opts.maxKeys ?? table.options.orphanFilesScanMaxKeys;
+  if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new InvalidArgumentError(`the orphan scan key budget must be an integer of 1 or more, got ${maxKeys}`);
+  const marker = await readOrphanScanMarker(table);
+  const objects: ObjectInfo[] = [];
+  let complete = true;
+  const markerKey = orphanScanMarkerKey(table);
+  for await (const o of table.store.list(`${table.path}/`, { startAfter: marker?.startAfter })) {
+    if (marker && compareObjectKeys(o.key, marker.startAfter) <= 0) continue; // a store that ignores startAfter
+    if (o.key === markerKey) continue;
+    if (objects.length === maxKeys) {
+      complete = false;
+      break;
+    }
+    objects.push(o);
+  }
+  const consumers = (await listConsumers(table.store, table.path)).map((c) => c.id);
+  const used = await referencedKeys(table, consumers);
+  const expiredPending = await pendingReferences(table, used, now);
+  const { orphans, tooRecent } = classify(table, objects, used, expiredPending, new Set(consumers), now - olderThanMs);
+  await deleteOrphans(table, orphans, opts.dryRun);
+  const listed = (marker?.listed ?? 0) + objects.length;
+  const cycleStartedAt = marker?.cycleStartedAt ?? now;
+  let next: OrphanScanMarker | undefined;
+  if (!opts.dryRun) {
+    if (complete) await table.store.delete(markerKey);
+    else {
+      next = { v: 1, startAfter: objects[objects.length - 1].key, cycleStartedAt, listed };
+      await table.store.put(markerKey, utf8(JSON.stringify(next)));
+    }
+  }
+  return resultOf(opts, 'scan', olderThanMs, orphans, tooRecent, objects.length, {
+    resumeAfter: complete ? undefined : objects[objects.length - 1].key,
+    cycleComplete: complete,
+    cycleListed: listed,
+    cycleStartedAt,
+  });
 }

@@ -161,6 +161,14 @@ export const TABLE_OPTIONS = [
     description:
       'Orphan cleanup keeps the files of a batch handed to the group commit (registered under pending/) this long; keep it longer than the commit dead-letter queue retention (14 days), so a redriven commit still finds its files.',
   },
+  {
+    key: 'orphan-files.scan.max-keys',
+    type: 'int',
+    default: '100000',
+    min: 1,
+    description:
+      'Most keys one bounded orphan scan lists (the scheduled safety-net scan on AWS, `varve remove-orphans --max-keys`); the next run resumes after the last key, from a marker object under `orphan/`.',
+  },
   // Iceberg compatibility (Paimon's metadata.iceberg.*)
   { key: 'metadata.iceberg.storage', type: 'enum', default: 'disabled', allowed: ['disabled', 'table-location', 'warehouse'], description: 'Write Iceberg metadata after every commit that changes the highest level (full compaction, overwrite), so Iceberg readers (Athena, Spark, Trino, DuckDB, pyiceberg) read the table: in `<table>/metadata/` (table-location), in `<warehouse>/iceberg/<database>/<table>/metadata/` (warehouse, an Iceberg Hadoop-catalog warehouse), or not at all. Primary-key tables export only the files of the highest level: the state as of the last full compaction.' },
   // Consumers and streaming reads

@@ -13,7 +13,7 @@ import { contentEtag, sameEtag } from './etag.js';
 import { errnoCode, isNotFound, unlinkIfPresent } from './local-fs.js';
 import { acquireKeyLock, type HeldKeyLock } from './local-key-lock.js';
 import { checkKeyPrefix, checkObjectKey, compareObjectKeys, isReservedSegment } from './object-key.js';
-import type { ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
+import type { ListOptions, ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
 
 /** How many file etags `head` remembers, keyed by inode, size and times. */
 const ETAG_CACHE_SIZE = 4096;
@@ -171,10 +171,13 @@ export class LocalStore implements ObjectStore {
     }
   }
 
-  async *list(prefix: string): AsyncIterable<ObjectInfo> {
+  async *list(prefix: string, opts: ListOptions = {}): AsyncIterable<ObjectInfo> {
     checkKeyPrefix(prefix);
     const slash = prefix.lastIndexOf('/');
-    yield* this.walk(slash < 0 ? '' : prefix.slice(0, slash), prefix);
+    const after = opts.startAfter;
+    for await (const o of this.walk(slash < 0 ? '' : prefix.slice(0, slash), prefix)) {
+      if (after === undefined || compareObjectKeys(o.key, after) > 0) yield o;
+    }
   }
 
   async delete(key: string): Promise<void> {

@@ -8,7 +8,7 @@ import { sleep } from './backoff.js';
 import { checkByteRange, clampByteRange } from './byte-range.js';
 import { sameEtag } from './etag.js';
 import { checkKeyPrefix, checkObjectKey, compareObjectKeys } from './object-key.js';
-import type { ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
+import type { ListOptions, ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
 
 /** The operations of a store, as counted and matched by fault injection. */
 export type StoreOp = 'get' | 'getRange' | 'head' | 'put' | 'putIfAbsent' | 'putIfMatch' | 'list' | 'delete';
@@ -179,12 +179,13 @@ export class MemoryStore implements ObjectStore {
     return next === undefined ? undefined : { etag: next };
   }
 
-  async *list(prefix: string): AsyncIterable<ObjectInfo> {
+  async *list(prefix: string, opts: ListOptions = {}): AsyncIterable<ObjectInfo> {
     const after = await this.enter('list', checkKeyPrefix(prefix));
     // A snapshot of the listing at call time, as one S3 page would be.
     const found: ObjectInfo[] = [];
     for (const key of this.keys()) {
       if (!key.startsWith(prefix)) continue;
+      if (opts.startAfter !== undefined && compareObjectKeys(key, opts.startAfter) <= 0) continue;
       const o = this.objects.get(key)!;
       found.push({ key, size: o.body.length, lastModified: o.lastModified });
     }

@@ -18,6 +18,12 @@ export interface StoredObject {
   lastModified: number;
 }
 
+/** Options of {@link ObjectStore.list}. */
+export interface ListOptions {
+  /** Only keys that sort after this one (in key order). */
+  startAfter?: string;
+}
+
 export interface ObjectStore {
   /** Human-readable location of the root, e.g. `file:///tmp/wh` or `s3://bucket/prefix`. */
   readonly uri: string;
@@ -49,8 +55,12 @@ export interface ObjectStore {
    */
   putIfMatch(key: string, body: Uint8Array, etag: string): Promise<{ etag: string } | undefined>;
 
-  /** Lists every object whose key starts with `prefix`, in key order, paging internally. */
-  list(prefix: string): AsyncIterable<ObjectInfo>;
+  /**
+   * Lists every object whose key starts with `prefix`, in key order, paging internally; with
+   * `startAfter`, only the keys after it (S3's StartAfter: a resumed listing does not page through
+   * what an earlier one covered). Stop iterating to stop paging.
+   */
+  list(prefix: string, opts?: ListOptions): AsyncIterable<ObjectInfo>;
 
   /** Deletes an object; deleting a missing key is not an error. */
   delete(key: string): Promise<void>;

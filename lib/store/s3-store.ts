@@ -20,7 +20,7 @@ import {
 import { jitteredBackoff, sleep } from './backoff.js';
 import { checkByteRange } from './byte-range.js';
 import { checkKeyPrefix, checkObjectKey } from './object-key.js';
-import type { ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
+import type { ListOptions, ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
 import { s3Attempts, s3ErrorName, s3IsAccessDenied, s3IsNoSuchKey, s3IsTransient, s3Status } from './s3-errors.js';
 import { decorateAwsClient } from './client-decorator.js';
 
@@ -144,15 +144,16 @@ export class S3Store implements ObjectStore {
     return this.conditionalPut(key, body, { IfMatch: etag });
   }
 
-  async *list(prefix: string): AsyncIterable<ObjectInfo> {
+  async *list(prefix: string, opts: ListOptions = {}): AsyncIterable<ObjectInfo> {
     checkKeyPrefix(prefix);
     const root = this.prefix ? `${this.prefix}/` : '';
+    const StartAfter = opts.startAfter !== undefined ? root + opts.startAfter : undefined;
     let ContinuationToken: string | undefined;
     do {
       let page;
       try {
         page = await this.client.send(
-          new ListObjectsV2Command({ Bucket: this.bucket, Prefix: root + prefix || undefined, ContinuationToken }),
+          new ListObjectsV2Command({ Bucket: this.bucket, Prefix: root + prefix || undefined, ContinuationToken, StartAfter: ContinuationToken ? undefined : StartAfter }),
         );
       } catch (e) {
         throw this.mapError(e, 'list', prefix);

@@ -63,7 +63,7 @@ describe.skipIf(!awsAvailable())('the expiry function on moto', () => {
     expect((await table.read()).numRows).toBe(5);
   });
 
-  it('removes a consumer idle past consumer.expiration-time, then expires what it held, and deletes old orphan files', async () => {
+  it('removes a consumer idle past consumer.expiration-time, then expires what it held; the daily scan deletes old orphan files no journal names', async () => {
     // Prepare
     const d = await deploy();
     await createOrders(d, { ...RETAIN_TWO, 'consumer.expiration-time': '1 ms', 'orphan-files.older-than': '1 ms' });
@@ -75,13 +75,17 @@ describe.skipIf(!awsAvailable())('the expiry function on moto', () => {
     await new S3Client({ forcePathStyle: true }).send(new PutObjectCommand({ Bucket: d.bucket, Key: orphanKey, Body: 'left by a crashed writer' }));
     await new Promise((r) => setTimeout(r, 20));
 
-    // Act
+    // Act: the frequent run (journal only), then the daily safety-net run
     const result = await createExpireHandler(env)(scheduledEvent());
+    const table = await reopen(d);
+    const afterJournal = await table.store.head('shop.db/orders/bucket-0/data-orphan.parquet');
+    const scan = await createExpireHandler(env)({ orphanScan: true });
 
     // Assess
-    expect(result).toMatchObject({ expiredConsumers: ['audit'], expiredSnapshots: [1, 2], earliest: 3 });
-    expect(result.orphansDeleted).toBeGreaterThanOrEqual(1);
-    const table = await reopen(d);
+    expect(result).toMatchObject({ expiredConsumers: ['audit'], expiredSnapshots: [1, 2], earliest: 3, orphanMode: 'journal', orphanKeysListed: 0 });
+    expect(afterJournal).toBeDefined();
+    expect(scan).toMatchObject({ orphanMode: 'scan', orphanScanComplete: true });
+    expect(scan.orphansDeleted).toBeGreaterThanOrEqual(1);
     expect(await table.store.head('shop.db/orders/bucket-0/data-orphan.parquet')).toBeUndefined();
     expect(await readConsumer(table.store, table.path, 'audit')).toBeUndefined();
     expect((await table.read()).numRows).toBe(4);

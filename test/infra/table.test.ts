@@ -262,16 +262,23 @@ describe('VarveTable event sources and triggers', () => {
     });
   });
 
-  it('runs expiry on a 15-minute schedule, or the configured one', () => {
-    for (const [every, expression] of [
-      [undefined, 'rate(15 minutes)'],
-      [Duration.hours(1), 'rate(1 hour)'],
+  it('runs expiry on a 15-minute schedule and the bounded orphan scan daily, or on the configured schedules', () => {
+    for (const [expireEvery, orphanScanEvery, expireRate, scanRate] of [
+      [undefined, undefined, 'rate(15 minutes)', 'rate(1 day)'],
+      [Duration.hours(1), Duration.hours(6), 'rate(1 hour)', 'rate(6 hours)'],
     ] as const) {
-      const { template, table } = synth({ expireEvery: every });
+      const { template, table } = synth({ expireEvery, orphanScanEvery });
       const rules = Object.values(resourcesOf(template, 'AWS::Events::Rule')).filter((r) => r.Properties.ScheduleExpression);
-      expect(rules).toHaveLength(1);
-      expect(rules[0].Properties.ScheduleExpression).toBe(expression);
-      expect(rules[0].Properties.Targets[0].Arn).toEqual({ 'Fn::GetAtt': [logicalId(table.expireFunction), 'Arn'] });
+      expect(rules).toHaveLength(2);
+      const expire = rules.find((r) => r.Properties.Targets[0].Input === undefined)!;
+      const scan = rules.find((r) => r.Properties.Targets[0].Input !== undefined)!;
+      expect(expire.Properties.ScheduleExpression).toBe(expireRate);
+      expect(scan.Properties.ScheduleExpression).toBe(scanRate);
+      expect(JSON.parse(scan.Properties.Targets[0].Input)).toEqual({ orphanScan: true });
+      for (const r of [expire, scan]) {
+        expect(r.Properties.Targets[0].Arn).toEqual({ 'Fn::GetAtt': [logicalId(table.expireFunction), 'Arn'] });
+        expect(r.Properties.Targets[0]).toMatchObject({ RetryPolicy: { MaximumRetryAttempts: 2 }, DeadLetterConfig: { Arn: { 'Fn::GetAtt': [expect.stringMatching(/^OrdersExpireDlq/), 'Arn'] } } });
+      }
     }
   });
 

@@ -77,6 +77,27 @@ describe('varve expire / remove-orphans', () => {
     expect(await table.store.head(junk)).toBeUndefined();
   });
 
+  it('remove-orphans --max-keys lists a bounded slice per run and resumes where the last run stopped; --journal lists no table files', async () => {
+    // Prepare: a folder table and two stray files far apart in key order
+    const table = await folderTable();
+    await eightSnapshots(table);
+    const junk = [`${table.path}/bucket-0/data-stray.parquet`, `${table.path}/manifest/manifest-stray`];
+    for (const k of junk) await table.store.put(k, utf8('junk'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Act
+    const journal = await varve('remove-orphans', 'db.t', '--older-than', '10 ms', '--journal');
+    const runs: string[] = [];
+    for (let i = 0; i < 40 && !runs.some((r) => r.includes('reached the end')); i++) runs.push(await varve('remove-orphans', 'db.t', '--older-than', '10 ms', '--max-keys', '5'));
+    // Assess
+    expect(journal).toBe('db.t: removed 0 orphan files (0 B) older than 10 ms; looked at 0 files of expired pending registrations\n');
+    expect(runs.length).toBeGreaterThan(2);
+    expect(runs[0]).toMatch(/; listed 5 keys, run again to resume after db\.db\/t\//);
+    expect(runs.join('')).toMatch(/the scan reached the end of the table \(\d+ keys this cycle\)/);
+    expect(runs.reduce((n, r) => n + Number(/removed (\d+) orphan/.exec(r)![1]), 0)).toBe(2);
+    for (const k of junk) expect(await table.store.head(k)).toBeUndefined();
+    await expect(varve('remove-orphans', 'db.t', '--max-keys', '0')).rejects.toThrow(/--max-keys must be a whole number of 1 or more/);
+  });
+
   it('rejects a duration it cannot read, naming the flag', async () => {
     // Prepare
     await folderTable();

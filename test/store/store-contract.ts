@@ -190,6 +190,22 @@ export function storeContract(
       expect(await listAll(store, 'a/b/c/')).toEqual([]);
     });
 
+    it('lists only the keys after startAfter, in order, also when startAfter is no key or a folder', async () => {
+      const store = await makeStore();
+      for (const key of ORDERED_KEYS) await store.put(key, utf8(key));
+      const after = async (prefix: string, startAfter: string) => {
+        const out: string[] = [];
+        for await (const o of store.list(prefix, { startAfter })) out.push(o.key);
+        return out;
+      };
+
+      expect(await after('', 'a/b/c')).toEqual(ORDERED_KEYS.slice(ORDERED_KEYS.indexOf('a/b/c') + 1));
+      expect(await after('a/', 'a/b/c')).toEqual(['a/b/d/e', 'a/c']);
+      expect(await after('a/', 'a/b/')).toEqual(['a/b/c', 'a/b/d/e', 'a/c']);
+      expect(await after('a/', 'a/c')).toEqual([]);
+      expect(await after('a/', '')).toEqual(['a/b/c', 'a/b/d/e', 'a/c']);
+    });
+
     it('lists more than one page (1100 keys) completely and in order', async () => {
       const store = await makeStore();
       const keys = Array.from({ length: 1100 }, (_, i) => `page/k-${String(i).padStart(4, '0')}`);
