@@ -5,9 +5,12 @@
  * (lib/maintenance/compaction-jobs.ts); after each COMPACT commit it puts `Snapshot Committed`
  * (changelog producers put their changelog there), then reports the bucket's sorted runs
  * (SortedRuns, dimension `table`). A failed job holds back the later jobs of its bucket only.
+ * A job first deletes its bucket's "job queued" marker, so the next commit queues a new job while
+ * the commits before it queue none (lib/maintenance/compaction-job-marker.ts).
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { CorruptMetadataError } from '../lib/errors.js';
+import { releaseJobMarker } from '../lib/maintenance/compaction-job-marker.js';
 import { parseCompactionJob, runCompactionJob } from '../lib/maintenance/compaction-jobs.js';
 import { announceSnapshotCommitted } from './shared/commit-events.js';
 import type { Env } from './shared/env.js';
@@ -35,6 +38,8 @@ export function createCompactHandler(env: Env = process.env) {
           if (job.table !== table.name) {
             throw new CorruptMetadataError(`a compaction job for ${job.table} reached the compaction queue of ${table.name}; each table needs its own queue`);
           }
+          // Before the bucket is read: a commit from now on queues the next job.
+          await releaseJobMarker(table, job.partition, job.bucket);
           const result = await runCompactionJob(table, job, {
             budgetEnd,
             manifestCache: manifestCacheOf(table),

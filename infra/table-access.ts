@@ -41,15 +41,17 @@ export function grantListUnder(grantee: IGrantable, bucket: IBucket, prefix: str
 /**
  * The parts of a table a function may delete in: `data` (data and changelog files under
  * `[partition/]bucket-<n>/`), `manifest` (`manifest/`), `pending` (the registrations of queued
- * commit messages' files, removed once committed), or `all` (the whole table, for expiry,
+ * commit messages' files, removed once committed), `compaction` (a bucket's "job queued" marker,
+ * removed by the job when it starts), or `all` (the whole table, for expiry,
  * the one function that removes snapshots and everything they alone referenced).
  */
-export type TableArea = 'data' | 'manifest' | 'pending' | 'all';
+export type TableArea = 'data' | 'manifest' | 'pending' | 'compaction' | 'all';
 
 const AREA_PATTERNS: Record<TableArea, string[]> = {
   data: ['*bucket-*/*'],
   manifest: ['manifest/*'],
   pending: ['pending/*'],
+  compaction: ['compaction/*'],
   all: ['*'],
 };
 

@@ -1,13 +1,14 @@
 /**
  * What follows an APPEND commit a function makes, and how a function's writer commits: the
  * `Snapshot Committed` event, CommitLatencyMs / CommitConflicts, the sorted runs of every bucket
- * written, and compaction jobs for the buckets that need one. Best effort after the commit: it has
+ * written, and compaction jobs for the buckets that need one and have none queued. Best effort after the commit: it has
  * landed whatever happens here, discovery's schedule is the backstop for a lost event and the next
  * commit to a bucket enqueues its job again.
  */
 import type { AfterAppend } from '../../lib/table/append-commit.js';
 import { touchedBy } from '../../lib/table/append-commit.js';
 import type { LandOptions } from '../../lib/table/land-rows.js';
+import { claimCompactionJobs } from '../../lib/maintenance/compaction-job-marker.js';
 import { bucketStates } from '../../lib/maintenance/compaction-jobs.js';
 import type { Table } from '../../lib/table/table.js';
 import { announceSnapshotCommitted } from './commit-events.js';
@@ -28,10 +29,9 @@ export function afterAppend(table: Table, settings: Pick<WriterSettings, 'compac
       for (const s of states) emitMetric(METRIC.sortedRuns, UNIT.count, s.sortedRuns, dims);
       const due = states.filter((s) => s.due);
       if (due.length > 0 && settings.compactQueueUrl) {
-        await sendCompactionJobs(
-          settings.compactQueueUrl,
-          due.map((s) => ({ table: table.name, partition: s.partition, bucket: s.bucket, snapshotId: snapshot.id })),
-        );
+        // One queued job per bucket: a bucket whose job still waits gets none (compaction-job-marker.ts).
+        const jobs = await claimCompactionJobs(table, due.map((s) => ({ table: table.name, partition: s.partition, bucket: s.bucket, snapshotId: snapshot.id })));
+        if (jobs.length > 0) await sendCompactionJobs(settings.compactQueueUrl, jobs);
       }
     } catch (e) {
       log().warn('compaction jobs were not enqueued; the next commit to these buckets enqueues them', { table: table.name, snapshotId: snapshot.id, error: e as Error });
