@@ -245,7 +245,8 @@ export class VarveTable extends Construct {
       environment: { ...this.baseEnvironment, ...this.writerEnvironment(), VARVE_REJECTS_QUEUE_URL: this.rejectsQueue.queueUrl },
     });
     this.grantWrite(this.ingestFunction);
-    grantObjects(this.ingestFunction, warehouse.bucket, this.inboxPrefix.replace(/\/$/, ''), ['s3:GetObject']);
+    // Reads inbox files, and deletes each once its rows landed (the inbox lifecycle rule is the backstop).
+    grantObjects(this.ingestFunction, warehouse.bucket, this.inboxPrefix.replace(/\/$/, ''), ['s3:GetObject', 's3:DeleteObject']);
     this.rejectsQueue.grantSendMessages(this.ingestFunction);
     this.ingestFunction.addEventSource(
       new SqsEventSource(this.ingestQueue, {
@@ -301,8 +302,9 @@ export class VarveTable extends Construct {
     });
     this.grantRead(this.compactFunction);
     grantObjects(this.compactFunction, warehouse.bucket, this.tablePrefix, ['s3:PutObject']);
-    // A failed job removes the files it wrote; a lost commit race, the manifests it wrote.
-    grantTableDeletes(this.compactFunction, warehouse.bucket, this.tablePrefix, ['data', 'manifest']);
+    // A failed job removes the files it wrote; a lost commit race, the manifests it wrote; a job
+    // that starts, its bucket's "job queued" marker.
+    grantTableDeletes(this.compactFunction, warehouse.bucket, this.tablePrefix, ['data', 'manifest', 'compaction']);
     warehouse.grantKeyWrite(this.compactFunction);
     warehouse.eventBus.grantPutEventsTo(this.compactFunction);
     // One job per invocation: a job is a bucket's bounded unit of work, and a batch of several

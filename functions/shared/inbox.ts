@@ -4,8 +4,15 @@
  * (`Object Created`; JSONL, CSV or Parquet by extension). The object is read at the etag the event
  * names, so a file overwritten since is left to the event of its new version. Invalid records go
  * to the rejects queue; a file that cannot be parsed at all is one reject.
+ *
+ * Once every row of a file is committed (direct mode) or handed to the group commit (queue mode:
+ * its data files are written and registered under `pending/`, its commit message is in the commit
+ * queue or its DLQ; the rows no longer depend on the object), the object is deleted at the etag
+ * read, so a version written since is left to its own event; so is a duplicate event's object. A
+ * file that could not be parsed at all stays for the operator (its reject names it). The inbox
+ * lifecycle rule (infra/warehouse.ts, 7 days) is the backstop for what a failed delete leaves.
  */
-import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
 import { InvalidArgumentError, RecordValidationError } from '../../lib/errors.js';
 import { formatFromFileName, parseRecords } from '../../lib/table/input.js';
 import { objectCommitIdentifier } from '../../lib/table/commit-identifiers.js';
@@ -67,6 +74,24 @@ export interface IngestFileResult {
   rows: number;
   rejected: number;
   landed?: Landed;
+  /** The inbox object was deleted after its rows landed (false: it stays for the lifecycle rule). */
+  deleted?: boolean;
+}
+
+/**
+ * Deletes the inbox object at `etag` (If-Match): a version overwritten since stays for its own
+ * event; one gone already is fine. Best effort: the inbox lifecycle rule removes what stays.
+ */
+export async function deleteInboxObject(store: S3Store, bucket: string, key: string, etag: string): Promise<boolean> {
+  try {
+    await store.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key, IfMatch: `"${etag.replace(/"/g, '')}"` }));
+    return true;
+  } catch (e) {
+    if (s3Status(e) === 404) return true;
+    const superseded = s3Status(e) === 412 || s3ErrorName(e) === 'PreconditionFailed';
+    log().warn(superseded ? 'inbox file overwritten since it was read: left to its own event' : 'inbox file not deleted; the inbox lifecycle rule removes it', { bucket, key, etag, error: e as Error });
+    return false;
+  }
 }
 
 /** Where an inbox file's rows and rejects go. */
@@ -99,7 +124,8 @@ export async function ingestInboxObject(table: Table, bucket: string, key: strin
   const sourceId = objectSource(read.key, etag);
   if ((await landedSources(table, [sourceId], { queued: to.settings.mode === 'queue' })).size > 0) {
     log().info('a duplicate event of an inbox file that has landed already was ignored', { table: table.name, key: read.key, etag });
-    return { key, skipped: 'duplicate', rows: 0, rejected: 0 };
+    // Its first ingestion may have stopped between landing and the delete.
+    return { key, skipped: 'duplicate', rows: 0, rejected: 0, deleted: await deleteInboxObject(table.store as S3Store, bucket, read.key, etag) };
   }
   let parsed;
   try {
@@ -114,7 +140,9 @@ export async function ingestInboxObject(table: Table, bucket: string, key: strin
   await sendRejects(to.rejectsQueueUrl, table.name, parsed.rejected.map((r) => ({ source, line: r.line, reason: r.reason, raw: r.raw })));
   // The identifier (key and etag) keeps a retried event to one commit.
   const landed = await landRows(table, parsed.rows, parsed.kinds, landOptions(table, to.settings, to.commitUser, objectCommitIdentifier(read.key, etag), [sourceId]));
-  return { key, rows: parsed.rows.length, rejected: parsed.rejected.length, landed };
+  // Every row committed or queued, every invalid one in the rejects queue with its text.
+  const deleted = await deleteInboxObject(table.store as S3Store, bucket, read.key, etag);
+  return { key, rows: parsed.rows.length, rejected: parsed.rejected.length, landed, deleted };
 }
 
 /** The `Object Created` event a message body holds (an inbox event moved back from the ingest DLQ by `varve redrive`), if it is one. */

@@ -292,6 +292,8 @@ describe('VarveTable IAM', () => {
   const DATA = '/warehouse/shop.db/orders/*bucket-*/*';
   const MANIFESTS = '/warehouse/shop.db/orders/manifest/*';
   const PENDING = '/warehouse/shop.db/orders/pending/*';
+  const COMPACTION_MARKERS = '/warehouse/shop.db/orders/compaction/*';
+  const INBOX = '/warehouse/inbox/shop/orders/*';
 
   it('grants no wildcard action anywhere, and no s3/sqs/dynamodb action with a wildcard', () => {
     for (const commitMode of ['queue', 'direct'] as const) {
@@ -305,16 +307,16 @@ describe('VarveTable IAM', () => {
     }
   });
 
-  it('limits object access of every function to the table prefix (ingest also reads its inbox)', () => {
+  it('limits object access of every function to the table prefix (ingest also reads and deletes in its inbox)', () => {
     const { template, table } = synth();
     for (const fn of [table.ingestFunction, table.commitFunction!, table.compactFunction, table.expireFunction]) {
       const stmts = functionStatements(template, fn);
       for (const action of ['s3:GetObject', 's3:PutObject', 's3:DeleteObject']) {
         const allowed =
-          fn === table.ingestFunction && action === 's3:GetObject'
-            ? [TABLE, '/warehouse/inbox/shop/orders/*']
+          fn === table.ingestFunction && action !== 's3:PutObject'
+            ? [TABLE, INBOX]
             : action === 's3:DeleteObject'
-              ? [TABLE, DATA, MANIFESTS, PENDING]
+              ? [TABLE, DATA, MANIFESTS, PENDING, COMPACTION_MARKERS]
               : [TABLE];
         for (const key of objectKeys(stmts, action)) expect(allowed).toContain(key);
       }
@@ -329,9 +331,9 @@ describe('VarveTable IAM', () => {
   it('gives each function exactly the object actions its role needs', () => {
     const { template, table } = synth();
     const has = (fn: typeof table.ingestFunction, action: string) => objectKeys(functionStatements(template, fn), action).includes(TABLE);
-    // queue-mode ingest writes level-0 files; it neither deletes nor commits
+    // queue-mode ingest writes level-0 files; it commits nothing and deletes only inbox files it ingested
     expect([has(table.ingestFunction, 's3:GetObject'), has(table.ingestFunction, 's3:PutObject')]).toEqual([true, true]);
-    expect(objectKeys(functionStatements(template, table.ingestFunction), 's3:DeleteObject')).toEqual([]);
+    expect(objectKeys(functionStatements(template, table.ingestFunction), 's3:DeleteObject')).toEqual([INBOX]);
     for (const fn of [table.commitFunction!, table.compactFunction, table.expireFunction]) {
       expect([has(fn, 's3:GetObject'), has(fn, 's3:PutObject')]).toEqual([true, true]);
     }
@@ -339,7 +341,7 @@ describe('VarveTable IAM', () => {
     // table (snapshots, schemas' neighbours, everything only expired snapshots referenced).
     // The committer also removes the pending registrations of what it committed (found by the e2e IAM audit).
     expect(objectKeys(functionStatements(template, table.commitFunction!), 's3:DeleteObject').sort()).toEqual([DATA, MANIFESTS, PENDING]);
-    expect(objectKeys(functionStatements(template, table.compactFunction), 's3:DeleteObject').sort()).toEqual([DATA, MANIFESTS]);
+    expect(objectKeys(functionStatements(template, table.compactFunction), 's3:DeleteObject').sort()).toEqual([DATA, COMPACTION_MARKERS, MANIFESTS].sort());
     expect(objectKeys(functionStatements(template, table.expireFunction), 's3:DeleteObject')).toEqual([TABLE]);
   });
 
