@@ -70,6 +70,8 @@ async function runPipeline(template: CfnTemplate, d: Deployment, fns: ExampleFun
   // Compaction jobs the commits enqueued (batch size 1, as the mapping), then expiry.
   await withFunction(fns.compact, () => drain(env('ingest').VARVE_COMPACT_QUEUE_URL, createCompactHandler(env('compact')), 1));
   await withFunction(fns.expire, () => createExpireHandler(env('expire'))(scheduledEvent()));
+  // The daily safety-net orphan scan (a bounded listing of the table and its resume marker).
+  await withFunction(fns.expire, () => createExpireHandler(env('expire'))({ orphanScan: true }));
   await withFunction(fns.discover, () => discover(scheduledEvent()));
   await withFunction(fns.read, () => drain(env('discover').VARVE_SPLIT_QUEUE_URL, read));
   return seen;

@@ -65,6 +65,8 @@ describe.skipIf(!awsAvailable())('per-message ingest idempotence on moto', () =>
     const first = (await ingest(objectCreatedEvent(d.bucket, key, put.ETag!))) as IngestFileResult;
     expect(first.rows).toBe(2);
     const files = await dataFiles(await reopen(d));
+    // Ingest deletes a landed file; as if that delete had been lost, the same bytes (same etag) are there again
+    await s3.send(new PutObjectCommand({ Bucket: d.bucket, Key: key, Body: '{"id": 1, "status": "new", "amount": 1}\n{"id": 2, "status": "new", "amount": 2}\n' }));
 
     // Act: EventBridge delivers the event again (a retry after a timeout)
     const again = (await ingest(objectCreatedEvent(d.bucket, key, put.ETag!))) as IngestFileResult;
