@@ -368,7 +368,7 @@ describe('VarveTable IAM', () => {
   it('lets direct-mode ingest commit: delete its lost manifests, enqueue compaction, put commit events', () => {
     const { template, table } = synth({ commitMode: 'direct' });
     const stmts = functionStatements(template, table.ingestFunction);
-    expect(objectKeys(stmts, 's3:DeleteObject').sort()).toEqual([DATA, MANIFESTS, PENDING]);
+    expect(objectKeys(stmts, 's3:DeleteObject').sort()).toEqual([INBOX, DATA, MANIFESTS, PENDING]);
     expect(granting(stmts, 'sqs:SendMessage').flatMap(resourceList)).toContainEqual({
       'Fn::GetAtt': [logicalId(table.compactQueue), 'Arn'],
     });
