@@ -1,10 +1,11 @@
 /**
  * AWS requests per hour and Lambda GB-s of one varve table on moto (docs/BENCHMARKS.md §9, the
- * cost model in docs/AWS.md). Not part of the default suite:
+ * cost model in docs/AWS.md). A bench, not part of the default suite (`npm run stress` runs it):
  *
- *   npx tsx bench/aws-requests.ts [--commits 40] [--json results.json]
+ *   VARVE_BENCH_COMMITS=30 VARVE_BENCH_JSON=results.json \
+ *     npx vitest run --config vitest.stress.config.ts test/functions/aws-requests.stress.ts
  *
- * Starts a moto server (unless AWS_ENDPOINT_URL is set), deploys one table (2 buckets, queue
+ * On moto (test/global-setup.ts starts one unless AWS_ENDPOINT_URL is set), deploys one table (2 buckets, queue
  * commit mode) with one consumer, and runs the functions in-process the way Lambda would at one
  * commit per second: per commit one ingest batch (20 rows), the group commit, one discovery run
  * (what the `Snapshot Committed` event triggers), the split reader (a no-op sink), and the
@@ -24,15 +25,16 @@ import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { createCommitHandler } from '../functions/commit.js';
-import { createCompactHandler } from '../functions/compact.js';
-import { createDiscoverHandler } from '../functions/discover.js';
-import { createExpireHandler } from '../functions/expire.js';
-import { createIngestHandler } from '../functions/ingest.js';
-import { createStreamHandler } from '../functions/shared/stream-handler.js';
-import { addAwsClientDecorator } from '../lib/store/client-decorator.js';
-import { createOrders, deploy, drain, pollOnce, powertoolsEnv, reopen, scheduledEvent, sendBodies } from '../test/functions/harness.js';
-import { setup, teardown } from '../test/global-setup.js';
+import { createCommitHandler } from '../../functions/commit.js';
+import { createCompactHandler } from '../../functions/compact.js';
+import { createDiscoverHandler } from '../../functions/discover.js';
+import { createExpireHandler } from '../../functions/expire.js';
+import { createIngestHandler } from '../../functions/ingest.js';
+import { createStreamHandler } from '../../functions/shared/stream-handler.js';
+import { addAwsClientDecorator } from '../../lib/store/client-decorator.js';
+import { describe, expect, it } from 'vitest';
+import { awsAvailable } from '../helpers/aws.js';
+import { createOrders, deploy, drain, pollOnce, powertoolsEnv, reopen, scheduledEvent, sendBodies } from './harness.js';
 
 /** Memory of each function as infra/ configures it by default (MB). */
 const MEMORY_MB = { ingest: 1769, commit: 1024, discover: 1024, read: 1769, compact: 3008, expire: 1024 } as const;
@@ -103,10 +105,6 @@ function gbs(fn: Fn, t: Tally): number {
   return (t.wallMs / 1000) * (MEMORY_MB[fn] / 1024);
 }
 
-function arg(name: string, fallback?: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-}
 
 type SqsFn = (e: SQSEvent) => Promise<SQSBatchResponse>;
 
@@ -117,9 +115,8 @@ function s3Class(api: string): 'put' | 'get' | 'free' {
   return 'get';
 }
 
-async function main(): Promise<void> {
-  const commits = Number(arg('commits', '40'));
-  await setup();
+/** Runs the bench; returns what it measured (also printed, and written to VARVE_BENCH_JSON when set). */
+async function measureTable(commits: number): Promise<{ requestsPerCommit: number; compactionJobs: number; rowsRead: number }> {
   const uninstall = installCounter();
   powertoolsEnv();
   try {
@@ -228,7 +225,7 @@ async function main(): Promise<void> {
       idleGbsPerHour: idleGbsHour,
       oneCommitPerSecondGbsPerHour: 3600 * gbsPerCommit + idleGbsHour,
     };
-    const out = arg('json');
+    const out = process.env.VARVE_BENCH_JSON;
     if (out) writeFileSync(out, JSON.stringify(result, null, 2));
     const lines = [
       `AWS requests and Lambda GB-s on moto: ${commits} commits (1/s), ${result.compactionJobs} compaction jobs, table ${keys} keys, load ${result.loadAverage.toFixed(1)}`,
@@ -242,16 +239,18 @@ async function main(): Promise<void> {
       `GB-s per hour: idle ${idleGbsHour.toFixed(1)}, 1 commit/s ${result.oneCommitPerSecondGbsPerHour.toFixed(0)}`,
     ];
     console.log(lines.join('\n'));
+    return result;
   } finally {
     uninstall();
-    await teardown();
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (e) => {
-    console.error(e);
-    process.exit(1);
-  },
-);
+describe.skipIf(!awsAvailable())('AWS requests and Lambda GB-s of a table (bench, moto)', () => {
+  it('measures a table at one commit per second and idle', { timeout: 3_600_000 }, async () => {
+    const commits = Number(process.env.VARVE_BENCH_COMMITS ?? '30');
+    const r = await measureTable(commits);
+    // Rows reached the consumer and every commit cost something: the counts are of a working pipeline.
+    expect(r.rowsRead).toBeGreaterThan(0);
+    expect(r.requestsPerCommit).toBeGreaterThan(0);
+  });
+});
