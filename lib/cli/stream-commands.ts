@@ -132,9 +132,18 @@ async function tailWithoutConsumer(table: Table, stream: StreamOptions, opts: Ta
   };
   if (opts.where !== undefined) filter(table, emptyTable(tableArrowSchema(table.schema)));
   let wake: (() => void) | undefined;
+  // A change while planning (no one waiting yet) must not be lost: the next wait is skipped.
+  let changed = false;
+  const poke = (): void => {
+    if (wake) wake();
+    else changed = true;
+  };
   const unsubscribe = onCommit((e) => {
-    if (e.table === table.name && e.warehouse === table.store.uri) wake?.();
+    if (e.table === table.name && e.warehouse === table.store.uri) poke();
   });
+  // Other processes' commits on a local folder: the snapshot folder's change notification, with
+  // the poll below as the backstop (and the only way on S3).
+  const unwatch = table.snapshots.watch(poke);
   try {
     for (;;) {
       const plan = await scan.plan();
@@ -171,7 +180,12 @@ async function tailWithoutConsumer(table: Table, stream: StreamOptions, opts: Ta
         announced = true;
       }
       if (opts.idleExitMs !== undefined && Date.now() - lastChange >= opts.idleExitMs) return;
-      // Commits of this process wake the tail at once; other writers are seen by polling.
+      if (changed) {
+        changed = false;
+        continue;
+      }
+      // Commits of this process, and of others on a local folder, wake the tail at once; the
+      // rest are seen by polling.
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, TAIL_POLL_MS);
         function done(): void {
@@ -184,6 +198,7 @@ async function tailWithoutConsumer(table: Table, stream: StreamOptions, opts: Ta
     }
   } finally {
     unsubscribe();
+    unwatch();
   }
 }
 

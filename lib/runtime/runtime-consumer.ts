@@ -62,6 +62,7 @@ export class RuntimeConsumer {
   private identity?: string;
   private loops: Promise<void>[] = [];
   private timer?: NodeJS.Timeout;
+  private unwatch?: () => void;
   private running = false;
   private discovering?: Promise<void>;
   private again = false;
@@ -114,6 +115,8 @@ export class RuntimeConsumer {
     const interval = this.opts.discoveryIntervalMs ?? this.table.options.continuousDiscoveryInterval;
     // A backstop: commits of this process trigger discovery at once; others are found by it.
     if (interval > 0) this.timer = setInterval(() => this.scheduleDiscovery(), interval).unref();
+    // Commits of other processes on a local folder: the snapshot folder's change notification.
+    this.unwatch = this.table.snapshots.watch(() => this.running && this.scheduleDiscovery());
     if (this.lease) this.renewTimer = setInterval(() => void this.renewLease(), Math.max(10, Math.floor(this.lease.ttlMs / 3))).unref();
     this.scheduleDiscovery();
   }
@@ -136,6 +139,7 @@ export class RuntimeConsumer {
     this.running = false;
     clearInterval(this.timer);
     clearInterval(this.renewTimer);
+    this.unwatch?.();
     await Promise.all(this.loops.splice(0));
     await this.discovering;
     try {
@@ -232,6 +236,7 @@ export class RuntimeConsumer {
     this.running = false;
     clearInterval(this.timer);
     clearInterval(this.renewTimer);
+    this.unwatch?.();
   }
 
   private async readLoop(): Promise<void> {

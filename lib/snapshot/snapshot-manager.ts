@@ -158,6 +158,15 @@ export class SnapshotManager {
     }
   }
 
+  /**
+   * Calls `onChange` soon after the snapshot folder changes (a commit, a hint, an expiry), when the
+   * store can notify (a local folder); returns the function that stops it. A hint to look, never
+   * a substitute for reading: callers keep a polling backstop (S3 cannot notify).
+   */
+  watch(onChange: () => void): () => void {
+    return this.store.watch?.(snapshotDir(this.tablePath), onChange) ?? (() => {});
+  }
+
   /** Id of the newest snapshot, or undefined for a table with none. */
   async latestId(): Promise<number | undefined> {
     const known = this.newestId;

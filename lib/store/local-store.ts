@@ -4,6 +4,7 @@
  * the old object or the whole new one, never a partial file, also across processes.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import { link, lstat, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -14,6 +15,9 @@ import { errnoCode, isNotFound, unlinkIfPresent } from './local-fs.js';
 import { acquireKeyLock, type HeldKeyLock } from './local-key-lock.js';
 import { checkKeyPrefix, checkObjectKey, compareObjectKeys, isReservedSegment } from './object-key.js';
 import type { ListOptions, ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
+
+/** How often a watch whose folder does not exist yet tries again to watch it. */
+const WATCH_RETRY_MS = 500;
 
 /** How many file etags `head` remembers, keyed by inode, size and times. */
 const ETAG_CACHE_SIZE = 4096;
@@ -254,6 +258,46 @@ export class LocalStore implements ObjectStore {
     } finally {
       await fh.close();
     }
+  }
+
+  /**
+   * Watches the folder of `prefix` with fs.watch (inotify on Linux: no polling), ignoring temp
+   * files. A folder that does not exist yet (a table before its first commit) is watched once it
+   * appears; a watch that fails is dropped — callers poll as a backstop either way.
+   */
+  watch(prefix: string, onChange: () => void): () => void {
+    checkKeyPrefix(prefix);
+    const dir = prefix === '' ? this.root : join(this.root, ...prefix.replace(/\/$/, '').split('/'));
+    let watcher: FSWatcher | undefined;
+    let retry: NodeJS.Timeout | undefined;
+    let closed = false;
+    const start = (): void => {
+      if (closed) return;
+      try {
+        watcher = fsWatch(dir, { persistent: false }, (_event, name) => {
+          // Temp files ('.…tmp') come and go before every write: only real objects matter.
+          if (typeof name === 'string' && name.startsWith('.')) return;
+          onChange();
+        });
+        watcher.on('error', () => {
+          watcher?.close();
+          watcher = undefined;
+        });
+        if (retry !== undefined) {
+          clearInterval(retry);
+          retry = undefined;
+          onChange(); // objects may have appeared before the watch began
+        }
+      } catch {
+        retry ??= setInterval(start, WATCH_RETRY_MS).unref();
+      }
+    };
+    start();
+    return () => {
+      closed = true;
+      if (retry !== undefined) clearInterval(retry);
+      watcher?.close();
+    };
   }
 
   private pathOf(key: string): string {

@@ -64,6 +64,14 @@ export interface ObjectStore {
 
   /** Deletes an object; deleting a missing key is not an error. */
   delete(key: string): Promise<void>;
+
+  /**
+   * Calls `onChange` soon after an object directly under the folder `prefix` (ending in `/`) is
+   * created, replaced or deleted — possibly more than once, possibly for nothing — until the
+   * returned function is called. Optional: a store that cannot notify (S3) leaves it out, and
+   * callers keep polling. A notification is a hint to look, never the change itself.
+   */
+  watch?(prefix: string, onChange: () => void): () => void;
 }
 
 /** Collects `store.list(prefix)` into an array. */

@@ -16,6 +16,7 @@ import { LocalStore } from '../../lib/store/local-store.js';
 import { readConsumer } from '../../lib/snapshot/consumer.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
 import type { Table } from '../../lib/table/table.js';
+import { varveProcess } from '../helpers/cli-process.js';
 import { rng, testSeed } from '../helpers/random.js';
 import { drain, makeTable, put, RecordingSink, show } from '../stream/fixtures.js';
 
@@ -71,6 +72,27 @@ describe('LocalRuntime', () => {
         { snapshot: 3, from: 0, to: 1, changes: ['rename column v to label', 'add column n INT'] },
       ]);
       expect(sink.changes.map((c) => c.row)).toEqual([{ k: 1n, v: 'a' }, { k: 2n, label: 'b', n: 7 }, { k: 3n, label: 'c', n: 8 }]);
+    } finally {
+      await runtime.stop();
+    }
+  });
+
+
+  it('delivers a commit made by another OS process through the snapshot folder watch, with the backstop timer off', async () => {
+    // Prepare: a warehouse folder, and a consumer in this process with no polling at all.
+    const warehouse = mkdtempSync(join(tmpdir(), 'varve-watch-'));
+    const t = await makeTable({}, { store: new LocalStore(warehouse) });
+    const runtime = new LocalRuntime({ discoveryIntervalMs: 0, compactionIntervalMs: 0, expiryIntervalMs: 0, log: () => {} });
+    const sink = new RecordingSink();
+    await runtime.addConsumer({ table: t, consumerId: 'c', sink, stream: { mode: 'latest' } });
+    await runtime.start();
+    try {
+      // Act: `varve write` in a child process (its commit event never reaches this process).
+      const w = varveProcess(warehouse, ['write', 'db.t', '--format', 'jsonl'], '{"k": 7, "v": "from-another-process"}\n');
+      expect(w.code, w.err).toBe(0);
+      // Assess
+      await eventually(() => sink.changes.length === 1, 60_000);
+      expect(sink.changes.map(show)).toEqual(['+I 7=from-another-process']);
     } finally {
       await runtime.stop();
     }

@@ -216,3 +216,28 @@ describe('LocalStore on disk', () => {
     expect(await store.head('empty')).toBeUndefined();
   });
 });
+
+describe('LocalStore.watch', () => {
+  it('notifies changes under a folder, also one created after the watch began, and stops when asked', async () => {
+    // Prepare
+    const store = new LocalStore(mkdtempSync(join(tmpdir(), 'varve-watch-')));
+    let calls = 0;
+    const waitFor = async (n: number): Promise<void> => {
+      for (let i = 0; i < 2000 && calls < n; i++) await new Promise((r) => setTimeout(r, 5));
+      expect(calls).toBeGreaterThanOrEqual(n);
+    };
+    // Act: the folder does not exist yet (a table before its first commit).
+    const stop = store.watch('t/snapshot/', () => calls++);
+    await store.put('t/snapshot/snapshot-1', utf8('1'));
+    await waitFor(1);
+    const before = calls;
+    await store.putIfAbsent('t/snapshot/snapshot-2', utf8('2'));
+    await waitFor(before + 1);
+    // Assess: after stop, nothing more.
+    stop();
+    const stopped = calls;
+    await store.put('t/snapshot/snapshot-3', utf8('3'));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(calls).toBe(stopped);
+  });
+});
