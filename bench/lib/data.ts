@@ -27,6 +27,11 @@ export function keyOf(k: number): number {
   return KEY_BASE + k * KEY_STRIDE;
 }
 
+/** The key index of a key (the inverse of keyOf). */
+export function keyIndexOf(key: number): number {
+  return (key - KEY_BASE) / KEY_STRIDE;
+}
+
 /** 32-bit avalanche of (k, v, salt); the one source of every column value. */
 function mix(k: number, v: number, salt: number): number {
   let h = Math.imul(k ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul((v + 1) ^ salt, 0xc2b2ae35);

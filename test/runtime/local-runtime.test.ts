@@ -96,7 +96,8 @@ describe('LocalRuntime', () => {
     } finally {
       await runtime.stop();
     }
-  });
+    // Sized by work: a CLI process on a busy 2-core machine can take a minute to start.
+  }, 300_000);
 
   it('streams the changelog of a lookup table: +I, -U/+U, -D', async () => {
     // Prepare
