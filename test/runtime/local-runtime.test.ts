@@ -77,7 +77,6 @@ describe('LocalRuntime', () => {
     }
   });
 
-
   it('delivers a commit made by another OS process through the snapshot folder watch, with the backstop timer off', async () => {
     // Prepare: a warehouse folder, and a consumer in this process with no polling at all.
     const warehouse = mkdtempSync(join(tmpdir(), 'varve-watch-'));
