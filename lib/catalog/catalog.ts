@@ -3,6 +3,7 @@
  * catalog (default) keeps everything in the warehouse itself; the DynamoDB catalog keeps the
  * registry in a DynamoDB table so tables are listed without touching S3.
  */
+import { randomUUID } from 'node:crypto';
 import type { ObjectStore } from '../store/object-store.js';
 import { createTableSchema } from '../schema/parse.js';
 import type { DataField, TableSchema } from '../schema/types.js';
@@ -40,5 +41,7 @@ export function initialSchema(req: CreateTableRequest): TableSchema {
     partitionKeys: req.partitionKeys ?? [],
     options: req.options ?? {},
     comment: req.comment,
+    // The table's identity for consumers, leases and progress (lib/stream/table-identity.ts).
+    tableUuid: randomUUID(),
   });
 }

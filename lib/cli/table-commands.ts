@@ -320,6 +320,7 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
       const lines = [
         `table       ${table.name}`,
         `location    ${table.store.uri}/${table.path}`,
+        `uuid        ${s.tableUuid ?? 'none (created before table UUIDs; identified by its schema-0)'}`,
         `schema id   ${s.id}`,
         ...(s.comment !== undefined ? [`comment     ${s.comment}`] : []),
         `primary key ${s.primaryKeys.length ? s.primaryKeys.join(', ') : 'none (append table: rows are kept as written)'}`,

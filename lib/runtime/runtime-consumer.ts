@@ -4,7 +4,7 @@
  * few split-reader loops on the consumer's queue.
  */
 import { ConsumerExpiredError, ConsumerLeaseLostError, TableNotFoundError, VarveError } from '../errors.js';
-import { checkTableIdentity, tableIdentity } from '../stream/table-identity.js';
+import { checkOpenedTable, checkTableIdentity, openedTableUuid } from '../stream/table-identity.js';
 import { ConsumerLeaseHandle, type LeaseHolder } from '../stream/lease.js';
 import type { Table } from '../table/table.js';
 import type { StreamSink } from '../stream/delivery.js';
@@ -74,7 +74,12 @@ export class RuntimeConsumer {
     const visibility = opts.queue instanceof MemoryQueue ? opts.queue.visibilityMs : 30_000;
     const leaseMs = opts.leaseMs ?? visibility;
     if (opts.lease !== false) {
-      this.lease = new ConsumerLeaseHandle(opts.table.store, opts.table.path, opts.consumerId, { holder: opts.holder, ttlMs: leaseMs, takeover: opts.takeover });
+      this.lease = new ConsumerLeaseHandle(opts.table.store, opts.table.path, opts.consumerId, {
+        holder: opts.holder,
+        ttlMs: leaseMs,
+        takeover: opts.takeover,
+        tableUuid: openedTableUuid(opts.table),
+      });
     }
     this.reader = new SplitReader({
       table: opts.table,
@@ -93,7 +98,8 @@ export class RuntimeConsumer {
    * queue that starts empty in every process, planning restarts at the consumer's position.
    */
   async init(): Promise<void> {
-    this.identity = await tableIdentity(this.table);
+    // The table at the path must be the one this consumer was opened on (not a re-created one).
+    this.identity = await checkOpenedTable(this.table);
     // First the lease: a second reader group fails here, before it touches the position.
     await this.lease?.acquire();
     try {

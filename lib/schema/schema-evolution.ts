@@ -173,6 +173,7 @@ export function applySchemaChanges(schema: TableSchema, changes: readonly Schema
     comment,
     id: schema.id + 1,
     now,
+    tableUuid: schema.tableUuid,
   });
   next.highestFieldId = Math.max(highest, next.highestFieldId);
   return next;

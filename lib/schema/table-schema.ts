@@ -20,6 +20,8 @@ export interface CreateTableSchemaArgs {
   id?: number;
   /** Creation time, epoch ms (default: now). */
   now?: number;
+  /** The table's UUID (a new table gets one from its catalog; later schemas carry it over). */
+  tableUuid?: string;
 }
 
 /**
@@ -91,6 +93,7 @@ export function createTableSchema(args: CreateTableSchemaArgs): TableSchema {
     timeMillis: args.now ?? Date.now(),
   };
   if (args.comment !== undefined) schema.comment = args.comment;
+  if (args.tableUuid !== undefined) schema.tableUuid = args.tableUuid;
   return schema;
 }
 
@@ -208,6 +211,7 @@ export function serializeSchema(s: TableSchema): string {
     options: s.options,
     ...(s.comment === undefined ? {} : { comment: s.comment }),
     timeMillis: s.timeMillis,
+    ...(s.tableUuid === undefined ? {} : { tableUuid: s.tableUuid }),
   };
   return JSON.stringify(doc, null, 2);
 }
@@ -271,5 +275,9 @@ export function deserializeSchema(text: string): TableSchema {
     timeMillis: d.timeMillis as number,
   };
   if (d.comment !== undefined) schema.comment = d.comment as string;
+  if (d.tableUuid !== undefined) {
+    if (typeof d.tableUuid !== 'string' || d.tableUuid === '') bad('"tableUuid" must be a non-empty string');
+    schema.tableUuid = d.tableUuid as string;
+  }
   return schema;
 }

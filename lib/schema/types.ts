@@ -54,6 +54,12 @@ export interface TableSchema {
   options: Record<string, string>;
   comment?: string;
   timeMillis: number;
+  /**
+   * The table's UUID, given at creation and carried by every later schema: a table dropped and
+   * created again under the same name has another one. Absent in tables created before UUIDs
+   * (their identity is the etag of schema-0; lib/stream/table-identity.ts).
+   */
+  tableUuid?: string;
 }
 
 /** A JavaScript value of some column (see the table above); `null` for SQL NULL. */

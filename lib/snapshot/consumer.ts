@@ -32,6 +32,11 @@ export interface ConsumerState {
   fullSnapshot?: number;
   /** Snapshots with file lists sent by reference, deleted once the consumer has moved past them. */
   splitRefs?: number[];
+  /**
+   * The UUID of the table the consumer was made for (lib/stream/table-identity.ts): a consumer
+   * file left by a dropped table is never inherited by a new table of the same name.
+   */
+  tableUuid?: string;
 }
 
 export interface Consumer extends ConsumerState {

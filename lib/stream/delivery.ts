@@ -138,7 +138,14 @@ export class BatchDelivery {
       ...(schemaChange ? { schemaChange } : {}),
     });
     this.fence.lease?.check();
-    const next: BucketProgress = { run: m.run, snapshot: m.snapshotId, updated: this.now(), ...(token !== undefined ? { token } : {}) };
+    const uuid = this.table.schema.tableUuid;
+    const next: BucketProgress = {
+      run: m.run,
+      snapshot: m.snapshotId,
+      updated: this.now(),
+      ...(token !== undefined ? { token } : {}),
+      ...(uuid !== undefined ? { tableUuid: uuid } : {}),
+    };
     // Compare-and-swap: a bucket's progress never moves backwards, and never under an older lease.
     const written = await advanceBucketProgress(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket, next, entry);
     if (written === undefined) {

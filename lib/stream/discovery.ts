@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { listAll } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import { ConsumerExpiredError } from '../errors.js';
-import { tableIdentity } from './table-identity.js';
+import { checkOpenedTable, openedTableUuid } from './table-identity.js';
 import { deleteTombstone, readConsumer, readTombstone, writeConsumer, type Consumer, type ConsumerState, type ConsumerTombstone } from '../snapshot/consumer.js';
 import { bucketKey, foldProgress, nextSnapshotOf } from './progress.js';
 import { encodeSplitMessage, type SplitMessage } from './split-message.js';
@@ -58,20 +58,27 @@ const SEND_BATCH = 10; // SQS SendMessageBatch maximum
  */
 export async function ensureConsumer(table: Table, consumerId: string, opts: StreamOptions = {}, now = Date.now): Promise<Consumer> {
   for (;;) {
-    const existing = await readConsumer(table.store, table.path, consumerId);
+    const found = await readConsumer(table.store, table.path, consumerId);
+    const uuid = openedTableUuid(table);
+    // A consumer made for another table of this name: if this reader's table is the one that is
+    // gone, it stops (TableNotFoundError); otherwise the file is a leftover of a dropped table,
+    // and this table's consumer starts afresh instead of inheriting its position.
+    const leftover = found?.tableUuid !== undefined && uuid !== undefined && found.tableUuid !== uuid;
+    if (leftover) await checkOpenedTable(table);
+    const existing = leftover ? undefined : found;
     if (existing?.run !== undefined) return existing;
     // A consumer file written by other means (no run yet) gets its run before anything is sent
     // under it; a new one starts at the scan mode's position — unless the id expired.
     // Never create consumer state in the folder of a dropped table.
-    if (!existing) await tableIdentity(table);
-    const tombstone = existing ? undefined : await readTombstone(table.store, table.path, consumerId);
+    if (!existing) await checkOpenedTable(table);
+    const tombstone = existing || leftover ? undefined : await readTombstone(table.store, table.path, consumerId);
     const state = existing
-      ? { ...existing, run: randomUUID() }
+      ? { ...existing, run: randomUUID(), ...(uuid === undefined ? {} : { tableUuid: uuid }) }
       : tombstone
         ? await resumeExpired(table, tombstone, opts, now())
         : await startState(table, resolveStreamOptions(table, opts), now());
     const { id: _id, etag: _etag, ...stored } = state as Consumer;
-    const created = await writeConsumer(table.store, table.path, consumerId, stored, existing ? existing.etag : null);
+    const created = await writeConsumer(table.store, table.path, consumerId, stored, found ? found.etag : null);
     if (created && tombstone) await deleteTombstone(table.store, table.path, consumerId);
     // Won or lost, the file now has a run: read whichever one landed.
   }
@@ -90,7 +97,7 @@ async function resumeExpired(table: Table, t: ConsumerTombstone, opts: StreamOpt
   const lost = earliest !== undefined && earliest > t.nextSnapshot ? { from: t.nextSnapshot, to: earliest } : undefined;
   if (resolved.onExpired === 'skip-to-earliest') {
     const next = Math.max(t.nextSnapshot, earliest ?? t.nextSnapshot);
-    return { nextSnapshot: next, plannedSnapshot: next - 1, lastUpdated: now, run: randomUUID(), buckets: {} };
+    return { nextSnapshot: next, plannedSnapshot: next - 1, lastUpdated: now, run: randomUUID(), buckets: {}, ...uuidOf(table) };
   }
   const when = new Date(t.expiredAt).toISOString();
   throw new ConsumerExpiredError(
@@ -142,7 +149,14 @@ async function startState(table: Table, opts: ResolvedStreamOptions, now: number
     run: randomUUID(),
     buckets: {},
     ...(start.full ? { fullSnapshot: start.snapshotId } : {}),
+    ...uuidOf(table),
   };
+}
+
+/** The `tableUuid` field a new consumer records (none for a table from before UUIDs). */
+function uuidOf(table: Table): { tableUuid?: string } {
+  const uuid = openedTableUuid(table);
+  return uuid === undefined ? {} : { tableUuid: uuid };
 }
 
 /** One discovery run for `consumerId` of `table` (see the file comment). */
@@ -225,6 +239,7 @@ function stateOf(c: ConsumerState): ConsumerState {
     run: c.run,
   };
   if (c.fullSnapshot !== undefined) s.fullSnapshot = c.fullSnapshot;
+  if (c.tableUuid !== undefined) s.tableUuid = c.tableUuid;
   if (c.splitRefs !== undefined && c.splitRefs.length > 0) s.splitRefs = c.splitRefs;
   return s;
 }

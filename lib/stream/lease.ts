@@ -28,6 +28,8 @@ export interface ConsumerLease {
   /** Epoch ms after which anyone may take the lease. */
   expiresAt: number;
   acquiredAt: number;
+  /** The UUID of the table the lease was taken on (table-identity.ts); a lease left by a dropped table is free. */
+  tableUuid?: string;
 }
 
 /** Key of a consumer's lease ('@' never occurs in a consumer id). */
@@ -80,6 +82,8 @@ export interface LeaseOptions {
   /** Take the lease even when another holder's has not expired (it is fenced off). */
   takeover?: boolean;
   now?: () => number;
+  /** The UUID of the table read (recorded in the lease). */
+  tableUuid?: string;
 }
 
 /** One reader group's hold on a consumer id: acquire, renew, check, release. */
@@ -91,6 +95,7 @@ export class ConsumerLeaseHandle {
   private lost?: ConsumerLeaseLostError;
   private readonly now: () => number;
   private readonly takeover: boolean;
+  private readonly tableUuid?: string;
 
   constructor(
     private readonly store: ObjectStore,
@@ -102,6 +107,7 @@ export class ConsumerLeaseHandle {
     this.ttlMs = opts.ttlMs ?? 30_000;
     this.now = opts.now ?? Date.now;
     this.takeover = opts.takeover ?? false;
+    this.tableUuid = opts.tableUuid;
   }
 
   /** True between `acquire` and `release` (even if the lease was lost meanwhile). */
@@ -126,7 +132,9 @@ export class ConsumerLeaseHandle {
       const now = this.now();
       if (found) {
         const { lease } = found;
-        const free = lease.expiresAt <= now || holderIsDead(lease.holder) || sameHolder(lease.holder, this.holder);
+        // A lease taken on another table of this name (dropped since) holds nothing of this one.
+        const otherTable = lease.tableUuid !== undefined && this.tableUuid !== undefined && lease.tableUuid !== this.tableUuid;
+        const free = otherTable || lease.expiresAt <= now || holderIsDead(lease.holder) || sameHolder(lease.holder, this.holder);
         if (!free && !this.takeover) {
           throw new ConsumerLeaseHeldError(
             `consumer ${this.consumerId} is being read by ${describeHolder(lease.holder)}, whose lease runs until ` +
@@ -137,7 +145,13 @@ export class ConsumerLeaseHandle {
           );
         }
       }
-      const next: ConsumerLease = { holder: this.holder, token: (found?.lease.token ?? 0) + 1, expiresAt: now + this.ttlMs, acquiredAt: now };
+      const next: ConsumerLease = {
+        holder: this.holder,
+        token: (found?.lease.token ?? 0) + 1,
+        expiresAt: now + this.ttlMs,
+        acquiredAt: now,
+        ...(this.tableUuid === undefined ? {} : { tableUuid: this.tableUuid }),
+      };
       const won = found ? await this.cas(key, next, found.etag) : await this.store.putIfAbsent(key, utf8(JSON.stringify(next)));
       if (won) {
         this.etag = won.etag;

@@ -21,6 +21,11 @@ export interface BucketProgress {
   updated: number;
   /** Fencing token of the reader's lease (lease.ts); a smaller token can no longer write. */
   token?: number;
+  /**
+   * The UUID of the table delivered from (table-identity.ts). Progress counts only under its
+   * consumer's `run`, which a consumer made for another table never shares.
+   */
+  tableUuid?: string;
 }
 
 /** The key of a bucket in the consumer's `buckets` map and in progress object names. */

@@ -1,28 +1,68 @@
 /**
- * Which table a long-running reader reads. A table's first schema file, `schema/schema-0`, is
- * created once with put-if-absent and never rewritten, so its etag identifies the table: a drop
- * deletes it, a re-created table under the same name has another one. A reader checks it before
- * creating consumer state and on every discovery run, so it stops (TableNotFoundError) instead of
- * writing into a dropped table's folder or handing its position to a new table of the same name.
+ * Which table a long-running reader reads. A table gets a UUID when it is created, in its first
+ * schema file `schema/schema-0` (created once with put-if-absent, never rewritten, deleted first by
+ * a drop; later schemas carry the UUID over). A table dropped and created again under the same
+ * name has another UUID. A table created before UUIDs is identified by the etag of its schema-0
+ * instead (`schema-0@<etag>`), which a re-create changes too.
+ *
+ * A reader checks the identity before creating consumer state and on every discovery run, so it
+ * stops (TableNotFoundError) instead of writing into a dropped table's folder or handing its
+ * position to a new table of the same name. Consumers and leases record the UUID they were made
+ * for (`tableUuid`), and a consumer or lease left by a dropped table is never taken over by the
+ * table created after it.
  */
-import { TableNotFoundError } from '../errors.js';
+import { CorruptMetadataError, ObjectNotFoundError, TableNotFoundError } from '../errors.js';
+import { deserializeSchema } from '../schema/parse.js';
+import { fromUtf8 } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 
-/** The identity of `table` now: the etag of its first schema file. Throws TableNotFoundError when it was dropped. */
+/** The identity `table` was opened with (no request): its UUID, or undefined for a table from before UUIDs. */
+export function openedTableUuid(table: Table): string | undefined {
+  return table.schema.tableUuid;
+}
+
+/**
+ * The identity of the table at `table`'s path now: the UUID in its schema-0, or `schema-0@<etag>`
+ * for a table created before UUIDs (one GET). Throws TableNotFoundError when it was dropped.
+ */
 export async function tableIdentity(table: Table): Promise<string> {
-  const head = await table.store.head(`${table.path}/schema/schema-0`);
-  if (head === undefined) {
+  const key = `${table.path}/schema/schema-0`;
+  let obj;
+  try {
+    obj = await table.store.get(key);
+  } catch (e) {
+    if (!(e instanceof ObjectNotFoundError)) throw e;
     throw new TableNotFoundError(table.name, `table ${table.name} was dropped while it was being read; the reader stops (nothing is written into the dropped table)`);
   }
-  return head.etag;
+  let uuid: string | undefined;
+  try {
+    uuid = deserializeSchema(fromUtf8(obj.body)).tableUuid;
+  } catch (e) {
+    throw new CorruptMetadataError(`${key} cannot be parsed: ${(e as Error).message}`, { cause: e });
+  }
+  return uuid ?? `schema-0@${obj.etag}`;
 }
 
 /** Throws TableNotFoundError unless `table` is still the table whose identity is `expected`. */
 export async function checkTableIdentity(table: Table, expected: string): Promise<void> {
-  if ((await tableIdentity(table)) !== expected) {
-    throw new TableNotFoundError(
-      table.name,
-      `table ${table.name} was dropped and created again while it was being read; the reader of the old table stops (start it again to read the new one)`,
-    );
-  }
+  if ((await tableIdentity(table)) !== expected) throw recreatedError(table);
+}
+
+/**
+ * Throws TableNotFoundError unless the table at `table`'s path is still the one `table` was opened
+ * as: for a reader about to write consumer state, so that a reader of a dropped (or dropped and
+ * re-created) table never writes into its folder.
+ */
+export async function checkOpenedTable(table: Table): Promise<string> {
+  const now = await tableIdentity(table);
+  const opened = openedTableUuid(table);
+  if (opened !== undefined && now !== opened) throw recreatedError(table);
+  return now;
+}
+
+function recreatedError(table: Table): TableNotFoundError {
+  return new TableNotFoundError(
+    table.name,
+    `table ${table.name} was dropped and created again while it was being read; the reader of the old table stops (start it again to read the new one)`,
+  );
 }

@@ -140,3 +140,37 @@ describe('repro 4: a dropped table stays dropped', () => {
     }
   }, 120_000);
 });
+
+describe('drop and re-create under a running consumer: the table UUID', () => {
+  it('`drop` + `create` of the same name while `tail --follow --consumer-id c1` runs (another OS process): the tail exits non-zero, the new table has no consumer', async () => {
+    // Prepare
+    ok(await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id'));
+    const oldUuid = /uuid\s+(\S+)/.exec(ok(await varve('describe', 'db.t')))![1];
+    ok(await varve('write', 'db.t', file('a.jsonl', '{"id": 1, "v": "a"}\n')));
+    const tail = startVarve(wh, ['tail', 'db.t', '--consumer-id', 'c1', '--from', 'earliest', '--follow']);
+    try {
+      await until(() => tail.out().includes('"id":1'), 'the tail to print');
+      // Act: drop and create again at once, and write into the new table while the old tail runs.
+      ok(await varve('drop', 'db.t'));
+      ok(await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id'));
+      ok(await varve('write', 'db.t', file('b.jsonl', '{"id": 2, "v": "b"}\n')));
+      const code = await tail.exited;
+      const described = ok(await varve('describe', 'db.t'));
+      const consumers = ok(await varve('sys', 'db.t', 'consumers', '--format', 'jsonl'));
+      const folder = join(wh, 'db.db', 't', 'consumer');
+      const consumerFiles = existsSync(folder) ? readdirSync(folder, { recursive: true }).map(String).filter((f) => statSync(join(folder, f)).isFile()) : [];
+      // Assess
+      expect(code).not.toBe(0);
+      expect(tail.err()).toMatch(/table db\.t was dropped/);
+      expect(tail.out()).not.toMatch(/"id":2/);
+      const newUuid = /uuid\s+(\S+)/.exec(described)![1];
+      expect(newUuid).toMatch(/^[0-9a-f-]{36}$/);
+      expect(newUuid).not.toBe(oldUuid);
+      // Nothing of the old consumer in the new table: no consumer, no lease, no progress.
+      expect(consumers.trim()).toBe('');
+      expect(consumerFiles).toEqual([]);
+    } finally {
+      tail.child.kill('SIGKILL');
+    }
+  }, 120_000);
+});
