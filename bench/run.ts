@@ -7,7 +7,7 @@
  *   --only=a,b         run only these suites (docs are then not regenerated)
  *   --profile          run the chosen suites under the CPU profiler; print the top frames
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +36,14 @@ const SUITES: Array<[string, (ctx: SuiteContext) => Promise<SuiteResult>]> = [
 ];
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
+
+/** What follows the generated report's closing "Reproduce:" paragraph in `markdown` (hand-written sections), or ''. */
+export function handWrittenTail(markdown: string): string {
+  const at = markdown.indexOf('\nReproduce: `npm run bench`');
+  if (at < 0) return '';
+  const end = markdown.indexOf('\n\n', at + 1);
+  return end < 0 ? '' : markdown.slice(end + 2);
+}
 
 function parseArgs(argv: string[]): { quick: boolean; only?: string[]; profile: boolean; docs: boolean } {
   let quick = false;
@@ -109,7 +117,10 @@ async function main(): Promise<void> {
   if (!args.only && !args.profile && (!args.quick || args.docs)) {
     const { markdown, charts } = renderReport(run);
     await mkdir(join(REPO, 'docs/bench'), { recursive: true });
-    await writeFile(join(REPO, 'docs/BENCHMARKS.md'), markdown);
+    // The sections written by hand after the generated part (measured by other tools: memory,
+    // AWS requests, CLI start) are kept as they are.
+    const previous = await readFile(join(REPO, 'docs/BENCHMARKS.md'), 'utf8').catch(() => '');
+    await writeFile(join(REPO, 'docs/BENCHMARKS.md'), markdown + handWrittenTail(previous));
     for (const [file, svg] of charts) await writeFile(join(REPO, 'docs/bench', file), svg);
     console.log(`[${clock()}] wrote docs/BENCHMARKS.md, ${charts.size} charts in docs/bench/ and bench/results.json`);
   } else {

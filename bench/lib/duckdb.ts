@@ -7,11 +7,14 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import type { Checksum } from './checksum.js';
 import type { LiveFile } from './tables.js';
 
-/** An in-memory DuckDB limited to one thread (varve's reads are single-threaded JS too). */
-export async function openDuckDB(): Promise<{ conn: DuckDBConnection; close: () => void }> {
-  const instance = await DuckDBInstance.create(':memory:', { threads: '1' });
+/**
+ * An in-memory DuckDB limited to one thread (varve's reads are single-threaded JS too), or with
+ * DuckDB's default thread count (one per core) when `threads` is 'default'.
+ */
+export async function openDuckDB(threads: 1 | 'default' = 1): Promise<{ conn: DuckDBConnection; close: () => void }> {
+  const instance = await DuckDBInstance.create(':memory:', threads === 1 ? { threads: '1' } : {});
   const conn = await instance.connect();
-  await conn.run('SET threads = 1');
+  if (threads === 1) await conn.run('SET threads = 1');
   return {
     conn,
     close: () => {
