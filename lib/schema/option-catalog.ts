@@ -103,7 +103,7 @@ const incrementalBetween = (v: OptionValue): string | undefined =>
 /** Every table option. */
 export const TABLE_OPTIONS = [
   // Layout
-  { key: 'bucket', type: 'int', default: '1', min: -1, check: (v) => (v === 0 ? 'use a number ≥ 1, or -1 for a bucket-unaware table without a primary key' : undefined), description: 'Number of buckets per partition; a row goes to the bucket of its bucket key\'s frozen hash (docs/BUCKETING.md). Fixed buckets only for primary-key tables (Paimon\'s dynamic -1 and postpone -2 modes are not supported); a table without a primary key defaults to -1, bucket-unaware.' },
+  { key: 'bucket', type: 'int', default: '1', min: -1, check: (v) => (v === 0 ? 'use a number ≥ 1, or -1 for a bucket-unaware table without a primary key' : undefined), description: 'Number of buckets per partition; a row goes to the bucket of its bucket key\'s frozen hash (docs/BUCKETING.md). Fixed buckets only for primary-key tables (Paimon\'s dynamic -1 and postpone -2 modes are not supported); a table without a primary key defaults to -1, bucket-unaware. Changing it (alter --set) applies to new partitions; existing ones keep their count until `varve rescale` rewrites them.' },
   { key: 'bucket-key', type: 'list', description: 'Columns whose hash picks the bucket (unset: the primary key minus the partition keys); a subset of those. A table without a primary key needs it with bucket ≥ 1 (any non-partition columns). Immutable.' },
   { key: 'partition.default-name', type: 'string', default: '__DEFAULT_PARTITION__', check: (v) => ((v as string) === '' ? 'it cannot be empty' : undefined), description: 'Partition value used in paths for a NULL or empty partition column.' },
   { key: 'file.format', type: 'enum', default: 'parquet', allowed: ['parquet'], description: 'Data file format; varve writes Parquet only.' },
@@ -214,7 +214,6 @@ export const FIELD_OPTIONS: readonly FieldOptionDecl[] = [
  * longer mean what they meant when written.
  */
 export const FIXED_OPTIONS: Readonly<Record<string, string>> = {
-  bucket: 'rows are already stored in the buckets of the current count; change it with `varve rescale`, which rewrites the data',
   'bucket-key': 'every stored key would hash to another bucket',
   'merge-engine': 'the stored versions of each key were written to be combined by the current engine',
   'sequence.field': 'stored versions were ordered by it; a new order would change which version wins',

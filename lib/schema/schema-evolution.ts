@@ -98,7 +98,9 @@ export function applySchemaChanges(schema: TableSchema, changes: readonly Schema
     if (f) return f;
     throw new SchemaError(`${what}: column "${name}" does not exist; the columns are ${fields.map((x) => x.name).join(', ')}`, name);
   };
-  const isKey = (name: string) => schema.primaryKeys.includes(name) || schema.partitionKeys.includes(name);
+  // The bucket key of an append table hashes stored rows like a key (docs/BUCKETING.md): its type and presence are fixed too.
+  const bucketKey = schema.primaryKeys.length === 0 ? (schema.options['bucket-key'] ?? '').split(',').map((k) => k.trim()) : [];
+  const isKey = (name: string) => schema.primaryKeys.includes(name) || schema.partitionKeys.includes(name) || bucketKey.includes(name);
   for (const c of changes) {
     switch (c.kind) {
       case 'add-column': {
@@ -163,6 +165,16 @@ export function applySchemaChanges(schema: TableSchema, changes: readonly Schema
         comment = c.comment;
         break;
     }
+  }
+  // `bucket` may change (new partitions take the new count; `varve rescale` rewrites old ones), but
+  // not between bucket-unaware and hashed: the stored rows of an unaware table have no bucket key.
+  const unaware = (o: Record<string, string>) => (o.bucket === undefined ? schema.primaryKeys.length === 0 : o.bucket.trim() === '-1');
+  if (unaware(schema.options) !== unaware(options)) {
+    throw new OptionError(
+      `option bucket cannot change between -1 (bucket-unaware) and a fixed count: ` +
+        'the table\'s files were not written by a bucket key; create a new table and copy the rows (varve read | varve write)',
+      'bucket',
+    );
   }
   // Every rule of a new table holds for the evolved one (options valid for these columns, …).
   const next = createTableSchema({

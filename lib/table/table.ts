@@ -25,6 +25,7 @@ import { InvalidArgumentError, SchemaChangedError, TableNotFoundError } from '..
 import type { SchemaChange } from '../schema/schema-evolution.js';
 import { alterTable, type AlterResult } from './alter.js';
 import { deleteWhereAppend } from './append-delete.js';
+import { rescaleTable, type RescaleOptions, type RescaleResult } from './rescale.js';
 
 export class Table {
   readonly options: TableOptions;
@@ -176,7 +177,8 @@ export class Table {
     // again under the new schema (mapped by field id), as if they had come just after the alter.
     let table: Table = this;
     for (let attempt = 0; ; attempt++) {
-      const writer = table.newWriter(opts);
+      // An overwrite replaces whole partitions: they take the table's bucket count (Paimon's way to rescale).
+      const writer = table.newWriter(overwrite === undefined ? opts : { ...opts, tableBucketCount: true });
       try {
         await writer.write(rows, opts.kinds);
         return await writer.commit(opts.commitIdentifier, overwrite === undefined ? {} : { overwrite });
@@ -189,6 +191,15 @@ export class Table {
         await writer.close();
       }
     }
+  }
+
+  /**
+   * Rewrites the table (or the partitions matching `opts.partition`) into `opts.buckets` buckets as
+   * one OVERWRITE snapshot; without a partition the `bucket` option changes too, so new partitions
+   * take the new count. Refused while a streaming consumer is behind, unless `force`.
+   */
+  async rescale(opts: RescaleOptions): Promise<RescaleResult> {
+    return rescaleTable(this, opts);
   }
 
   /** Changes the schema (add, rename, drop, widen columns; options; comment); returns the table at the new schema. */

@@ -19,6 +19,7 @@ import { bucketOf } from '../schema/bucket.js';
 import { partitionPath } from '../schema/partition.js';
 import { KIND_COLUMN, RowKind, type DataField, type DataType, type Row, type Value } from '../schema/types.js';
 import { commit, type CommitBatch, type FileChange } from '../snapshot/commit.js';
+import { findPartitionTotalBuckets, readDataManifests } from '../manifest/scan.js';
 import { commitOptionsFor } from './commit-options.js';
 import { publishCommit } from './commit-events.js';
 import { sharedCommitterOf } from './shared-committer.js';
@@ -31,6 +32,12 @@ const WRITE_SLICE_ROWS = 1024;
 export interface WriterOptions {
   /** Who commits (recorded in each snapshot). A commit identifier given to `commit()` is unique in the table whatever the user. @default `writer-<random uuid>` */
   commitUser?: string;
+  /**
+   * Route every partition by the table's `bucket` option, even one whose files were written for
+   * another count: for an overwrite, which replaces whole partitions (Paimon's INSERT OVERWRITE
+   * rescale). By default an existing partition keeps the bucket count its files have.
+   */
+  tableBucketCount?: boolean;
 }
 
 /** What an OVERWRITE replaces: the whole table, the partitions written to, or those matching a spec. */
@@ -70,6 +77,9 @@ export class TableWriter {
   private readonly partitionDefaultName: string;
   private readonly numBuckets: number;
   private readonly appendOnly: boolean;
+  /** Bucket count per partition written to: its live files' count, or the table's for a new partition. */
+  private readonly partitionBuckets = new Map<string, number>();
+  private readonly tableBucketCount: boolean;
 
   constructor(
     readonly table: Table,
@@ -90,6 +100,32 @@ export class TableWriter {
     // A bucket-unaware append table (bucket = -1) keeps every row of a partition in bucket 0 (as
     // Paimon does); its files record one bucket, and no hash is computed (no bucket key).
     this.numBuckets = table.options.bucket === -1 ? 1 : table.options.bucket;
+    this.tableBucketCount = opts.tableBucketCount === true || table.options.bucket === -1;
+  }
+
+  /**
+   * Learns the bucket count of each partition not seen yet. `bucket` applies to new partitions;
+   * an existing partition keeps the count its files were written for until `rescale` rewrites it
+   * (as Paimon records totalBuckets per file), so a partition never holds files of two counts.
+   */
+  private async resolveBuckets(partitions: Iterable<string>): Promise<void> {
+    const unknown = new Set<string>();
+    for (const p of partitions) if (!this.partitionBuckets.has(p)) unknown.add(p);
+    if (unknown.size === 0) return;
+    let found = new Map<string, number>();
+    if (!this.tableBucketCount) {
+      const t = this.table;
+      // The newest snapshot this table object committed or read: a rescale since then makes the
+      // commit fail on its bucket-count check (a conflict naming the partition), never mix counts.
+      const latest = t.commitSnapshots.newestKnown() ?? (await t.snapshots.latest());
+      if (latest) found = await findPartitionTotalBuckets(t.store, t.path, await readDataManifests(t.store, t.path, latest, t.manifestCache), unknown, undefined, t.manifestCache);
+    }
+    for (const p of unknown) this.partitionBuckets.set(p, found.get(p) ?? this.numBuckets);
+  }
+
+  /** The partition path of a row whose column values `valueOf` gives. */
+  private partitionOf(valueOf: (f: DataField) => Value): string {
+    return this.partitionFields.length ? partitionPath(this.partitionNames, this.partitionFields.map(valueOf), this.partitionTypes, this.partitionDefaultName) : '';
   }
 
   /** An append table takes inserts only: a retraction has no key to retract. */
@@ -120,9 +156,12 @@ export class TableWriter {
     for (let from = 0; from < rows.length; from += WRITE_SLICE_ROWS) {
       const to = Math.min(rows.length, from + WRITE_SLICE_ROWS);
       const groups = new Map<string, { rows: Row[]; kinds: number[] }>();
+      const partitions: string[] = [];
+      for (let i = from; i < to; i++) partitions.push(this.partitionOf((f) => rows[i][f.name] ?? null));
+      await this.resolveBuckets(partitions);
       for (let i = from; i < to; i++) {
         const row = rows[i];
-        const id = this.route((f) => row[f.name] ?? null);
+        const id = this.route(partitions[i - from], (f) => row[f.name] ?? null);
         let g = groups.get(id);
         if (!g) groups.set(id, (g = { rows: [], kinds: [] }));
         g.rows.push(row);
@@ -155,24 +194,30 @@ export class TableWriter {
     if (partitionVectors.length === 0) {
       // Unpartitioned (the common bulk case): bucket numbers into a typed array, then one
       // counting pass builds each bucket's row indices — no per-row strings or maps.
+      await this.resolveBuckets(['']);
+      const numBuckets = this.partitionBuckets.get('')!;
       const buckets = new Int32Array(n);
-      const counts = new Uint32Array(this.numBuckets);
+      const counts = new Uint32Array(numBuckets);
       const values: Value[] = new Array(bucketVectors.length);
       for (let i = 0; i < n; i++) {
         for (let k = 0; k < bucketVectors.length; k++) values[k] = arrowValue(this.bucketFields[k], bucketVectors[k].get(i));
-        const b = bucketOf(this.bucketTypes, values, this.numBuckets);
+        const b = bucketOf(this.bucketTypes, values, numBuckets);
         buckets[i] = b;
         counts[b]++;
       }
       const indices = Array.from(counts, (c) => new Uint32Array(c));
-      const fill = new Uint32Array(this.numBuckets);
+      const fill = new Uint32Array(numBuckets);
       for (let i = 0; i < n; i++) indices[buckets[i]][fill[buckets[i]]++] = i;
       indices.forEach((idx, b) => idx.length && groups.set(`\u0000${b}`, idx));
     } else {
       const vectors = new Map(this.partitionFields.map((f, k) => [f.name, partitionVectors[k]]));
       this.bucketFields.forEach((f, k) => vectors.set(f.name, bucketVectors[k]));
+      const valueAt = (i: number) => (f: DataField) => arrowValue(f, vectors.get(f.name)!.get(i));
+      const partitions: string[] = new Array(n);
+      for (let i = 0; i < n; i++) partitions[i] = this.partitionOf(valueAt(i));
+      await this.resolveBuckets(partitions);
       for (let i = 0; i < n; i++) {
-        const id = this.route((f) => arrowValue(f, vectors.get(f.name)!.get(i)));
+        const id = this.route(partitions[i], valueAt(i));
         let g = groups.get(id) as number[] | undefined;
         if (!g) groups.set(id, (g = []));
         g.push(i);
@@ -186,12 +231,9 @@ export class TableWriter {
     this.rows += n;
   }
 
-  /** `partition\0bucket` of a row whose column values `valueOf` gives. */
-  private route(valueOf: (f: DataField) => Value): string {
-    const partition = this.partitionFields.length
-      ? partitionPath(this.partitionNames, this.partitionFields.map(valueOf), this.partitionTypes, this.partitionDefaultName)
-      : '';
-    const bucket = bucketOf(this.bucketTypes, this.bucketFields.map(valueOf), this.numBuckets);
+  /** `partition\0bucket` of a row of `partition` (bucket count resolved) whose column values `valueOf` gives. */
+  private route(partition: string, valueOf: (f: DataField) => Value): string {
+    const bucket = bucketOf(this.bucketTypes, this.bucketFields.map(valueOf), this.partitionBuckets.get(partition)!);
     return `${partition}\u0000${bucket}`;
   }
 
@@ -367,7 +409,7 @@ export class TableWriter {
     return {
       partition: bw.partition,
       bucket: bw.bucket,
-      totalBuckets: this.numBuckets,
+      totalBuckets: this.partitionBuckets.get(bw.partition) ?? this.numBuckets,
       file: fileMetaOf(t.keyFields, data, { fileName, fileSize: bytes.byteLength, schemaId: t.schema.id, level: 0, source: 'APPEND' }),
     };
   }

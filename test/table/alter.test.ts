@@ -44,7 +44,8 @@ describe('applySchemaChanges', () => {
     expect(() => applySchemaChanges(base, [parseAddColumn('x INT NOT NULL')])).toThrow(/nullable/);
     expect(() => applySchemaChanges(base, [parseTypeChange('a SMALLINT')])).toThrow(SchemaError);
     expect(() => applySchemaChanges(base, [parseTypeChange('b INT')])).toThrow(/only safe widenings/);
-    expect(() => applySchemaChanges(base, [{ kind: 'set-option', key: 'bucket', value: '4' }])).toThrow(/rescale/);
+    expect(() => applySchemaChanges(base, [{ kind: 'set-option', key: 'bucket-key', value: 'a' }])).toThrow(/cannot change/);
+    expect(applySchemaChanges(base, [{ kind: 'set-option', key: 'bucket', value: '4' }]).options.bucket).toBe('4');
     expect(() => applySchemaChanges(base, [{ kind: 'set-option', key: 'merge-engine', value: 'first-row' }])).toThrow(OptionError);
     expect(() => applySchemaChanges(base, [{ kind: 'set-option', key: 'no.such', value: '1' }])).toThrow(/unknown table option/);
     expect(applySchemaChanges(base, [{ kind: 'set-option', key: 'snapshot.num-retained.min', value: '3' }]).options['snapshot.num-retained.min']).toBe('3');
