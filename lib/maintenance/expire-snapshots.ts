@@ -22,6 +22,7 @@ import type { Snapshot } from '../snapshot/snapshot.js';
 import type { Table } from '../table/table.js';
 import { advanceEarliestMarker, validEarliestMarker } from './earliest-marker.js';
 import { expireConsumers } from './expire-consumers.js';
+import { expireIdentifierIndexes } from './expire-identifiers.js';
 import { applyJournal, listJournals, writeJournal, journalKey, type ExpiryJournal, type JournalOutcome } from './expiry-journal.js';
 import { ExpiryRaceSignal, planDeletions } from './expiry-plan.js';
 import { expiryBound, resolveRetention, type ExpiryHold, type RetentionOverrides } from './expiry-range.js';
@@ -34,6 +35,8 @@ export interface ExpireSnapshotsOptions extends RetentionOverrides {
   graceMs?: number;
   /** Expire idle consumers first (`consumer.expiration-time`). @default true */
   expireConsumers?: boolean;
+  /** Delete commit identifier indexes past `commit.identifier-retention` whose snapshot expired. @default true */
+  expireIdentifiers?: boolean;
 }
 
 /** What one expiry run did. */
@@ -60,6 +63,8 @@ export interface ExpireSnapshotsResult {
   keptForChangelog: boolean;
   /** True when another expiry run or a new consumer changed the table under this run: run again. */
   raced: boolean;
+  /** Commit identifier index objects deleted (expire-identifiers.ts). */
+  expiredIdentifiers: number;
 }
 
 function emptyResult(): ExpireSnapshotsResult {
@@ -72,6 +77,7 @@ function emptyResult(): ExpireSnapshotsResult {
     consumersNeverExpire: false,
     keptForChangelog: false,
     raced: false,
+    expiredIdentifiers: 0,
   };
 }
 
@@ -85,8 +91,17 @@ function record(result: ExpireSnapshotsResult, o: JournalOutcome): void {
   result.pendingFiles += o.pendingFiles;
 }
 
-/** Expires old snapshots of `table` and deletes the files only they referenced (see the file comment). */
+/**
+ * Expires old snapshots of `table` and deletes the files only they referenced (see the file
+ * comment), then the commit identifier indexes past their lifetime (expire-identifiers.ts).
+ */
 export async function expireSnapshots(table: Table, opts: ExpireSnapshotsOptions = {}): Promise<ExpireSnapshotsResult> {
+  const result = await expireSnapshotRange(table, opts);
+  if (opts.expireIdentifiers !== false) result.expiredIdentifiers = (await expireIdentifierIndexes(table, { now: opts.now })).deleted;
+  return result;
+}
+
+async function expireSnapshotRange(table: Table, opts: ExpireSnapshotsOptions): Promise<ExpireSnapshotsResult> {
   const now = opts.now ?? Date.now();
   const retention = resolveRetention(table, opts);
   const result = emptyResult();

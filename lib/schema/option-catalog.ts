@@ -140,6 +140,14 @@ export const TABLE_OPTIONS = [
   { key: 'commit.max-retries', type: 'int', default: '30', min: 0, description: 'Times a commit that lost the race for the next snapshot id is retried (Paimon: 10; varve lets any number of writers share a table, and a lost race costs one HEAD before anything is rewritten).' },
   { key: 'commit.min-retry-wait', type: 'duration', default: '10 ms', description: 'First backoff between commit retries (doubles each retry, with jitter).' },
   { key: 'commit.max-retry-wait', type: 'duration', default: '10 s', description: 'Largest backoff between commit retries.' },
+  {
+    key: 'commit.identifier-retention',
+    type: 'duration',
+    default: '7 d',
+    min: 1,
+    description:
+      'How long the index object of a commit identifier is kept once the snapshot holding the commit has expired; a retry of that identifier after both is not deduplicated any more (it commits again).',
+  },
   { key: 'commit.timeout', type: 'duration', description: 'Give up retrying a commit after this long (unset: only the retry count limits it).' },
   { key: 'manifest.target-file-size', type: 'memory', default: '8 mb', min: 1, description: 'Size a commit merges small manifest files up to.' },
   { key: 'manifest.merge-min-count', type: 'int', default: '30', min: 1, description: 'Small manifest files that trigger a manifest merge at commit.' },
