@@ -64,7 +64,24 @@ const CODECS: Record<DataFileCompression, Compression> = {
  * columns). Chunk statistics on, dictionary encoding only for Utf8 columns.
  */
 export function writeDataFile(table: arrow.Table, opts: WriteDataFileOptions): Uint8Array {
-  const fields = table.schema.fields;
+  const props = dataFileWriterProperties(table.schema, opts);
+  let wasmTable: WasmTable;
+  try {
+    wasmTable = WasmTable.fromIPCStream(arrow.tableToIPC(table, 'stream'));
+  } catch (e) {
+    props.free();
+    throw e;
+  }
+  // writeParquet takes ownership of (and frees) both wasm handles, even when it throws.
+  return writeParquet(wasmTable, props);
+}
+
+/**
+ * Checks that `schema` is the data file layout (system columns last) and the options are valid,
+ * and builds fresh writer properties for one file (writeDataFile, DataFileStreamWriter).
+ */
+export function dataFileWriterProperties(schema: arrow.Schema, opts: WriteDataFileOptions): WriterProperties {
+  const fields = schema.fields;
   const seq = fields[fields.length - 2];
   const kind = fields[fields.length - 1];
   if (
@@ -72,7 +89,7 @@ export function writeDataFile(table: arrow.Table, opts: WriteDataFileOptions): U
     kind?.name !== KIND_COLUMN || !arrow.DataType.isInt(kind.type) || kind.type.bitWidth !== 8
   ) {
     throw new SchemaMismatchError(
-      `a data file must end with ${SEQUENCE_COLUMN} (Int64) and ${KIND_COLUMN} (Int8), but the table has (${table.schema.names.join(', ')}); build it with rowsToTable(fields, rows, system) or physicalArrowSchema`,
+      `a data file must end with ${SEQUENCE_COLUMN} (Int64) and ${KIND_COLUMN} (Int8), but the table has (${schema.names.join(', ')}); build it with rowsToTable(fields, rows, system) or physicalArrowSchema`,
     );
   }
   const codec = CODECS[opts.compression];
@@ -86,16 +103,7 @@ export function writeDataFile(table: arrow.Table, opts: WriteDataFileOptions): U
   if (!Number.isInteger(rowGroupSize) || rowGroupSize < 1) {
     throw new InvalidArgumentError(`rowGroupSize must be a positive integer, got ${rowGroupSize}`);
   }
-  const props = writerProperties(codec, rowGroupSize, opts.metadata ?? {}, fields);
-  let wasmTable: WasmTable;
-  try {
-    wasmTable = WasmTable.fromIPCStream(arrow.tableToIPC(table, 'stream'));
-  } catch (e) {
-    props.free();
-    throw e;
-  }
-  // writeParquet takes ownership of (and frees) both wasm handles, even when it throws.
-  return writeParquet(wasmTable, props);
+  return writerProperties(codec, rowGroupSize, opts.metadata ?? {}, fields);
 }
 
 /**

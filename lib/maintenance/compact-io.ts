@@ -1,23 +1,26 @@
 /**
- * The file side of compacting one bucket: reads input files once per job (a changelog producer
- * and the rewrite may both need a file), writes new data and changelog files under unique names in
- * the bucket folder, and remembers what it wrote so that a job that will not commit can delete it.
+ * The file side of compacting one bucket: reads input files a row group at a time (a changelog
+ * producer and the rewrite each stream a file they both need rather than hold it), streams new
+ * data files and writes changelog files under unique names in the bucket folder, and remembers
+ * what it wrote so that a job that will not commit can delete it.
  */
 import { randomUUID } from 'node:crypto';
 import type * as arrow from 'apache-arrow';
-import { writeDataFile } from '../format/data-file.js';
+import { physicalArrowSchema } from '../format/arrow-schema.js';
+import { readDataFileRowGroups, writeDataFile } from '../format/data-file.js';
+import { DataFileStreamWriter } from '../format/data-file-stream.js';
+import { fileStatsOf, type FileStats } from '../format/file-stats.js';
 import type { DataFileMeta } from '../manifest/types.js';
 import type { CompactFileIO } from '../mergetree/compact-task.js';
-import { RollingFileWriter } from '../mergetree/rolling-writer.js';
+import { RollingFileWriter, type DataFileSink } from '../mergetree/rolling-writer.js';
 import { dataFileKey } from '../table/paths.js';
-import { readEntry } from '../table/read.js';
+import { evolveChunks } from '../table/read.js';
 import type { Table } from '../table/table.js';
-import { fileMetaOf } from '../mergetree/file-meta.js';
+import { addFileStats, fileMetaOf, fileMetaOfStats } from '../mergetree/file-meta.js';
 
 export class BucketFileIO implements CompactFileIO {
   /** Keys of every file this job wrote, data and changelog. */
   readonly written: string[] = [];
-  private readonly cache = new Map<string, Promise<arrow.Table>>();
 
   constructor(
     private readonly table: Table,
@@ -25,23 +28,37 @@ export class BucketFileIO implements CompactFileIO {
     readonly bucket: number,
   ) {}
 
-  /** The rows of a live file of the bucket; read once per job. */
-  read(file: DataFileMeta): Promise<arrow.Table> {
-    // Identity by level too: an upgrade leaves the name unchanged.
-    const id = `${file.level}/${file.fileName}`;
-    let t = this.cache.get(id);
-    if (!t) {
-      t = readEntry(this.table, { partition: this.partition, bucket: this.bucket, file });
-      this.cache.set(id, t);
-      // A failed read must not stay cached: a retry reads again.
-      t.catch(() => this.cache.delete(id));
-    }
-    return t;
+  /** The rows of a live file of the bucket, a row group at a time, through the table's schema. */
+  chunks(file: DataFileMeta): AsyncIterable<arrow.Table> {
+    const t = this.table;
+    return evolveChunks(t, file, readDataFileRowGroups(t.store, dataFileKey(t.path, this.partition, this.bucket, file.fileName), file.fileSize));
   }
 
-  /** Writes a compaction output file (`data-<uuid>.parquet`, absolute sequence numbers). */
-  write(data: arrow.Table, level: number): Promise<DataFileMeta> {
-    return this.writeFile(data, level, 'data');
+  /** A compaction output file (`data-<uuid>.parquet`, absolute sequence numbers) that rows stream into. */
+  async create(level: number): Promise<DataFileSink<DataFileMeta>> {
+    const t = this.table;
+    const fileName = `data-${randomUUID()}.parquet`;
+    const writer = await DataFileStreamWriter.open(physicalArrowSchema(t.schema), {
+      compression: t.options.fileCompression,
+      metadata: { 'varve.schema-id': String(t.schema.id), 'varve.table': t.name },
+    });
+    let stats: FileStats | null = null;
+    return {
+      add: async (rows) => {
+        if (rows.numRows === 0) return;
+        stats = addFileStats(stats, fileStatsOf(t.keyFields, rows));
+        await writer.add(rows);
+      },
+      finish: async () => {
+        const bytes = await writer.finish();
+        const key = dataFileKey(t.path, this.partition, this.bucket, fileName);
+        // Recorded before the put: a put that fails ambiguously may still have created the object.
+        this.written.push(key);
+        await t.store.put(key, bytes);
+        return fileMetaOfStats(stats!, { fileName, fileSize: bytes.byteLength, schemaId: t.schema.id, level, source: 'COMPACT' });
+      },
+      discard: () => writer.discard(),
+    };
   }
 
   /** Writes a changelog table as level-0 `changelog-<uuid>.parquet` files of about `targetFileSize`. */
@@ -55,11 +72,6 @@ export class BucketFileIO implements CompactFileIO {
     return out;
   }
 
-  /** Drops the read cache (the job is done with its inputs). */
-  release(): void {
-    this.cache.clear();
-  }
-
   /** Deletes every file this job wrote; for a job that will certainly not commit them. */
   async deleteWritten(): Promise<void> {
     const keys = this.written.splice(0);
@@ -69,7 +81,7 @@ export class BucketFileIO implements CompactFileIO {
     }
   }
 
-  private async writeFile(data: arrow.Table, level: number, prefix: 'data' | 'changelog'): Promise<DataFileMeta> {
+  private async writeFile(data: arrow.Table, level: number, prefix: 'changelog'): Promise<DataFileMeta> {
     const t = this.table;
     const fileName = `${prefix}-${randomUUID()}.parquet`;
     const bytes = writeDataFile(data, {

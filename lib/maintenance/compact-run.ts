@@ -110,11 +110,11 @@ export async function prepareBucketPlan(
     if (plan.lookupChangelog) {
       const level0 = unit.files.filter((f) => f.level === 0);
       const higher = lookupCandidates(level0, levels.allFiles(), table.compareKeys);
-      const read = (files: typeof level0) => Promise.all(files.map(async (file) => ({ file, table: await io.read(file) })));
-      changelog = lookupChangelog(await read(level0), await read(higher), { schema: table.schema, engine, rowDeduplicate: settings.rowDeduplicate });
+      const runs = (files: typeof level0) => files.map((file) => ({ file, chunks: io.chunks(file) }));
+      changelog = await lookupChangelog(runs(level0), runs(higher), { schema: table.schema, engine, rowDeduplicate: settings.rowDeduplicate, compareKeys: table.compareKeys });
     }
     const fullLog = plan.fullChangelog
-      ? new FullCompactionChangelog({ schema: table.schema, engine, maxLevel: levels.maxLevel, rowDeduplicate: settings.rowDeduplicate, read: (f) => io.read(f) })
+      ? new FullCompactionChangelog({ schema: table.schema, engine, maxLevel: levels.maxLevel, rowDeduplicate: settings.rowDeduplicate, chunks: (f) => io.chunks(f) })
       : undefined;
     const result = await runCompactTask(
       unit,
@@ -126,13 +126,12 @@ export async function prepareBucketPlan(
         dropDeletes: plan.dropDeletes,
         targetFileSize: settings.targetFileSize,
         compactionFileSize: settings.compactionFileSize,
+        memoryBudget: settings.memoryBudget,
       },
       io,
       fullLog ?? {},
     );
     if (fullLog) changelog = fullLog.changelog();
-    // The inputs are no longer needed; other buckets of the run and the commit come next.
-    io.release();
     const unitRows = unit.files.reduce((s, f) => s + f.rowCount, 0);
     const bytesPerRow = unitRows > 0 ? plan.inputBytes / unitRows : 1;
     const changelogFiles = changelog && changelog.numRows > 0 ? await io.writeChangelog(changelog, settings.targetFileSize, bytesPerRow) : [];

@@ -17,6 +17,8 @@ export interface CompactionSettings {
   targetFileSize: number;
   /** Files below target × SMALL_FILE_RATIO are rewritten, not upgraded. */
   compactionFileSize: number;
+  /** `compaction.memory-budget`: a section's merge spills sorted runs to local disk beyond it. */
+  memoryBudget: number;
   changelogProducer: ChangelogProducer;
   /** `changelog-producer.row-deduplicate`. */
   rowDeduplicate: boolean;
@@ -53,6 +55,7 @@ export function compactionSettingsOf(table: Table): CompactionSettings {
     stopTrigger: o.numSortedRunStopTrigger,
     targetFileSize: o.targetFileSize,
     compactionFileSize: o.targetFileSize * SMALL_FILE_RATIO,
+    memoryBudget: o.compactionMemoryBudget,
     changelogProducer: o.changelogProducer,
     rowDeduplicate: o.changelogProducerRowDeduplicate,
     fullCompactionDeltaCommits: o.fullCompactionDeltaCommits,

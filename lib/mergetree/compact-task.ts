@@ -4,42 +4,37 @@
  * engine; a lone file is upgraded — the same file, moved to the output level with no rewrite —
  * unless it is small (then it is rewritten with its neighbours) or it may hold deletes and the
  * output is the max level (deletes must not reach the level that no older data sits under).
- * Rewritten output is rolled into files of about `target-file-size`.
+ * Rewritten output streams into files of about `target-file-size`; each section is merged a row
+ * group per input at a time, within `compaction.memory-budget` (section-merge.ts).
  */
 import type * as arrow from 'apache-arrow';
-import { runLimited } from '../concurrency.js';
 import type { DataFileMeta } from '../manifest/types.js';
 import type { TableSchema } from '../schema/types.js';
 import { intervalPartition } from './interval-partition.js';
 import type { MergeFunction } from './merge-function.js';
-import { RollingFileWriter } from './rolling-writer.js';
-import { mergeSortedRuns, type RunInput } from './sort-merge-reader.js';
+import { RollingFileSink, type DataFileSink } from './rolling-writer.js';
+import { fileRun, mergeSection, type SectionPiece } from './section-merge.js';
 import type { KeyComparator, SortedRun } from './sorted-run.js';
 import type { CompactUnit } from './universal-compaction.js';
 
 /** How the task reads input files and writes output files (the store layer lives above lib/mergetree). */
 export interface CompactFileIO {
-  /** The rows of a data file, in the physical layout, with the stored sequence numbers. */
-  read(file: DataFileMeta): Promise<arrow.Table>;
-  /** Writes key-sorted rows (absolute sequence numbers) as a new data file of `level`; returns its metadata. */
-  write(data: arrow.Table, level: number): Promise<DataFileMeta>;
+  /** The rows of a data file a row group at a time, in the physical layout, with the stored sequence numbers. */
+  chunks(file: DataFileMeta): AsyncIterable<arrow.Table>;
+  /** A new data file of `level` that key-sorted rows (absolute sequence numbers) stream into. */
+  create(level: number): Promise<DataFileSink<DataFileMeta>>;
 }
 
-/** One input file of a rewritten section, with its rows. */
-export interface SectionInput {
-  file: DataFileMeta;
-  table: arrow.Table;
-}
+export type { SectionPiece };
 
-/** Each input file as its own sorted run, with the sequence base its commit gave it. */
-export function sectionRuns(inputs: SectionInput[]): RunInput[] {
-  return inputs.map((i) => ({ table: i.table, sequenceBase: i.file.sequenceBase }));
-}
-
-/** Hooks for changelog producers: told about every rewritten section and every upgrade. */
+/** Hooks for changelog producers: told about every rewritten key interval and every upgrade. */
 export interface CompactObserver {
-  /** A section was merged: its input files (with rows) and the merged, key-sorted result. */
-  rewritten?(inputs: SectionInput[], merged: arrow.Table, outputLevel: number): void | Promise<void>;
+  /**
+   * A key interval of a section was merged: each input run's rows of it (a run spilled by the
+   * memory budget holds several versions per key and never mixes max-level files with others)
+   * and the merged, key-sorted result. Intervals arrive in key order.
+   */
+  rewritten?(pieces: SectionPiece[], merged: arrow.Table, outputLevel: number): void | Promise<void>;
   /** A file moved up to `outputLevel` without being rewritten. */
   upgraded?(file: DataFileMeta, outputLevel: number): void | Promise<void>;
 }
@@ -56,8 +51,10 @@ export interface CompactTaskOptions {
   targetFileSize: number;
   /** Non-overlapping files smaller than this are rewritten rather than upgraded (target × `compaction.small-file-ratio`). */
   compactionFileSize: number;
-  /** Files read at once within a section. */
-  readParallelism?: number;
+  /** Bytes a section's merge may hold before it spills sorted runs to local disk (`compaction.memory-budget`). */
+  memoryBudget?: number;
+  /** Folder for spilled runs (default: the OS temp directory). */
+  spillRoot?: string;
 }
 
 /** What a task did: files removed and added (an upgrade is both), and counts for reporting. */
@@ -68,6 +65,8 @@ export interface CompactTaskResult {
   rewrittenFiles: number;
   bytesRead: number;
   bytesWritten: number;
+  /** Spill passes run because a section did not fit `memoryBudget`. */
+  spillPasses: number;
 }
 
 /** Compacts `unit` into `unit.outputLevel`; nothing is committed here. */
@@ -78,7 +77,7 @@ export async function runCompactTask(unit: CompactUnit, opts: CompactTaskOptions
 }
 
 class CompactTask {
-  readonly result: CompactTaskResult = { before: [], after: [], upgradedFiles: 0, rewrittenFiles: 0, bytesRead: 0, bytesWritten: 0 };
+  readonly result: CompactTaskResult = { before: [], after: [], upgradedFiles: 0, rewrittenFiles: 0, bytesRead: 0, bytesWritten: 0, spillPasses: 0 };
   private readonly outputLevel: number;
 
   constructor(
@@ -145,30 +144,44 @@ class CompactTask {
       bytes += f.fileSize;
       rows += f.rowCount;
     }
-    const out = new RollingFileWriter(this.opts.targetFileSize, bytes, rows, async (data) => {
-      const meta = await this.io.write(data, this.outputLevel);
-      this.result.bytesWritten += meta.fileSize;
-      this.result.after.push(meta);
-    });
-    for (const section of sections) {
-      const sectionFiles = section.flat();
-      const inputs = await runLimited(
-        sectionFiles.map((file) => async (): Promise<SectionInput> => ({ file, table: await this.io.read(file) })),
-        this.opts.readParallelism ?? 4,
-      );
-      // Each file is its own run: it carries its own sequence base (an upgraded level-0 file keeps
-      // the base its commit gave it), and a run of several files would need one.
-      const merged = mergeSortedRuns(
-        sectionRuns(inputs),
-        { schema: this.opts.schema, keyColumns: this.opts.schema.primaryKeys, engine: this.opts.engine, dropDeletes: this.opts.dropDeletes, keepKinds: true },
-      );
-      await this.observer.rewritten?.(inputs, merged, this.outputLevel);
-      await out.add(merged);
-      for (const f of sectionFiles) {
-        this.result.before.push(f);
-        this.result.bytesRead += f.fileSize;
-        this.result.rewrittenFiles++;
+    const out = new RollingFileSink(
+      this.opts.targetFileSize,
+      bytes,
+      rows,
+      () => this.io.create(this.outputLevel),
+      (meta) => {
+        this.result.bytesWritten += meta.fileSize;
+        this.result.after.push(meta);
+      },
+    );
+    try {
+      for (const section of sections) {
+        // Each file is its own run: it carries its own sequence base (an upgraded level-0 file
+        // keeps the base its commit gave it), and a run of several files would need one.
+        const sectionFiles = section.flat();
+        const runs = sectionFiles.map((file) => fileRun(file, this.io.chunks(file)));
+        const merged = mergeSection(runs, {
+          schema: this.opts.schema,
+          engine: this.opts.engine,
+          dropDeletes: this.opts.dropDeletes,
+          memoryBudget: this.opts.memoryBudget ?? Infinity,
+          maxLevel: this.opts.maxLevel,
+          spillRoot: this.opts.spillRoot,
+          onSpill: () => this.result.spillPasses++,
+        });
+        for await (const { pieces, merged: rowsOut } of merged) {
+          await this.observer.rewritten?.(pieces, rowsOut, this.outputLevel);
+          await out.add(rowsOut);
+        }
+        for (const f of sectionFiles) {
+          this.result.before.push(f);
+          this.result.bytesRead += f.fileSize;
+          this.result.rewrittenFiles++;
+        }
       }
+    } catch (e) {
+      await out.discard();
+      throw e;
     }
     await out.finish();
   }

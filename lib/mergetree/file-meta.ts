@@ -1,6 +1,6 @@
 /** The manifest metadata of a data file the merge tree writes (level 0 by a writer, higher by compaction). */
 import type * as arrow from 'apache-arrow';
-import { fileStatsOf } from '../format/file-stats.js';
+import { fileStatsOf, type FileStats } from '../format/file-stats.js';
 import type { DataFileMeta } from '../manifest/types.js';
 import type { DataField } from '../schema/types.js';
 
@@ -10,7 +10,27 @@ export function fileMetaOf(
   data: arrow.Table,
   f: { fileName: string; fileSize: number; schemaId: number; level: number; source: 'APPEND' | 'COMPACT'; sequenceBase?: number },
 ): DataFileMeta {
-  const stats = fileStatsOf(keyFields, data);
+  return fileMetaOfStats(fileStatsOf(keyFields, data), f);
+}
+
+/** The statistics of a file written piece by piece: `b`'s rows follow `a`'s in key order. */
+export function addFileStats(a: FileStats | null, b: FileStats): FileStats {
+  if (a === null) return b;
+  return {
+    rowCount: a.rowCount + b.rowCount,
+    minKey: a.minKey,
+    maxKey: b.maxKey,
+    minStoredSequence: Math.min(a.minStoredSequence, b.minStoredSequence),
+    maxStoredSequence: Math.max(a.maxStoredSequence, b.maxStoredSequence),
+    deleteRowCount: a.deleteRowCount + b.deleteRowCount,
+  };
+}
+
+/** Metadata of a file from its statistics (see `fileMetaOf`). */
+export function fileMetaOfStats(
+  stats: FileStats,
+  f: { fileName: string; fileSize: number; schemaId: number; level: number; source: 'APPEND' | 'COMPACT'; sequenceBase?: number },
+): DataFileMeta {
   const base = f.sequenceBase ?? 0;
   return {
     fileName: f.fileName,

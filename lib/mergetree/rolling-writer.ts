@@ -61,3 +61,67 @@ function compactCopy(t: arrow.Table): arrow.Table {
   for (let i = 0; i < rows.length; i++) rows[i] = i;
   return takeRows(t, rows);
 }
+
+/** A data file being written a piece at a time (compaction output). */
+export interface DataFileSink<M> {
+  /** Appends key-sorted rows after everything added before. */
+  add(rows: arrow.Table): Promise<void>;
+  /** Ends the file; returns its metadata. */
+  finish(): Promise<M>;
+  /** Ends the file without keeping it. */
+  discard(): Promise<void>;
+}
+
+/**
+ * RollingFileWriter's cuts (same rows per file, same boundaries) with nothing pending: each file
+ * is a sink that rows stream into, so memory holds no file's rows, only what the sink encodes.
+ */
+export class RollingFileSink<M> {
+  private readonly rowsPerFile: number;
+  private current: DataFileSink<M> | null = null;
+  private inFile = 0;
+
+  constructor(
+    targetFileSize: number,
+    inputBytes: number,
+    inputRows: number,
+    private readonly open: () => Promise<DataFileSink<M>>,
+    private readonly done: (meta: M) => void,
+  ) {
+    const bytesPerRow = inputRows > 0 && inputBytes > 0 ? inputBytes / inputRows : 1;
+    this.rowsPerFile = Math.max(1, Math.floor(targetFileSize / bytesPerRow));
+  }
+
+  /** Appends rows that follow everything added before in key order; ends every file that filled up. */
+  async add(rows: arrow.Table): Promise<void> {
+    for (let at = 0; at < rows.numRows; ) {
+      if (this.current === null) {
+        this.current = await this.open();
+        this.inFile = 0;
+      }
+      const take = Math.min(this.rowsPerFile - this.inFile, rows.numRows - at);
+      await this.current.add(rows.slice(at, at + take));
+      this.inFile += take;
+      at += take;
+      if (this.inFile === this.rowsPerFile) await this.endFile();
+    }
+  }
+
+  /** Ends the last, smaller file. */
+  async finish(): Promise<void> {
+    if (this.current !== null) await this.endFile();
+  }
+
+  /** Drops the file being written (the task failed). */
+  async discard(): Promise<void> {
+    const c = this.current;
+    this.current = null;
+    await c?.discard();
+  }
+
+  private async endFile(): Promise<void> {
+    const c = this.current!;
+    this.current = null;
+    this.done(await c.finish());
+  }
+}

@@ -3,7 +3,7 @@
  * under the OS temp directory. Every folder is registered until cleared, and whatever is left
  * when the process exits is removed then, so a crashed flush does not leak disk.
  */
-import { createReadStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, createReadStream, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as arrow from 'apache-arrow';
@@ -19,11 +19,22 @@ function removeAllOnExit(): void {
   live.clear();
 }
 
+/** A run being written to disk piece by piece. */
+export interface SpillRunWriter {
+  /** Appends rows after those appended before. */
+  append(table: arrow.Table): void;
+  /** Closes the file; returns its run number for `chunks`. */
+  end(): number;
+  /** Closes and deletes the file (a pass that failed). */
+  abandon(): void;
+}
+
 /** A folder of spilled runs, created on first use. */
 export class SpillDirectory {
   private dir: string | null = null;
   private readonly files: string[] = [];
   private bytes = 0;
+  private pendingRuns = 0;
 
   constructor(private readonly root: string = tmpdir()) {}
 
@@ -59,6 +70,45 @@ export class SpillDirectory {
     return this.files.length - 1;
   }
 
+  /**
+   * Starts a run written piece by piece (a merge pass streaming out): each piece is appended as
+   * its own IPC stream of batches of at most SPILL_BATCH_ROWS rows; `end` makes it readable.
+   */
+  openRun(): SpillRunWriter {
+    const dir = this.folder();
+    const path = join(dir, `run-${this.files.length}-${this.pendingRuns++}.arrow`);
+    const fd = openSync(path, 'w');
+    let open = true;
+    const close = () => {
+      if (open) closeSync(fd);
+      open = false;
+    };
+    return {
+      append: (table: arrow.Table) => {
+        try {
+          for (let at = 0; at < table.numRows; at += SPILL_BATCH_ROWS) {
+            const bytes = arrow.tableToIPC(table.slice(at, at + SPILL_BATCH_ROWS), 'stream');
+            writeSync(fd, bytes);
+            this.bytes += bytes.byteLength;
+          }
+        } catch (e) {
+          close();
+          rmSync(path, { force: true });
+          throw e;
+        }
+      },
+      end: () => {
+        close();
+        this.files.push(path);
+        return this.files.length - 1;
+      },
+      abandon: () => {
+        close();
+        rmSync(path, { force: true });
+      },
+    };
+  }
+
   /** Reads run `n` back whole. */
   read(n: number): arrow.Table {
     return arrow.tableFromIPC(readFileSync(this.files[n]));
@@ -66,8 +116,10 @@ export class SpillDirectory {
 
   /** Reads run `n` back a batch at a time (one table per batch), streaming from disk. */
   async *chunks(n: number): AsyncGenerator<arrow.Table> {
-    const reader = await arrow.RecordBatchReader.from(createReadStream(this.files[n], { highWaterMark: 1 << 20 }));
-    for await (const batch of reader) yield new arrow.Table(batch.schema, [batch]);
+    // A run written by `openRun` is several IPC streams end to end; readAll reads each in turn.
+    for await (const reader of arrow.RecordBatchReader.readAll(createReadStream(this.files[n], { highWaterMark: 1 << 20 }))) {
+      for await (const batch of reader) yield new arrow.Table(batch.schema, [batch]);
+    }
   }
 
   /** Deletes every run and the folder. */

@@ -15,7 +15,13 @@ export interface RunStream {
   sequenceBase: number;
 }
 
+/** A run's rows of one key interval, and which run (its index in the input) they came from. */
+export interface AlignedPiece extends RunInput {
+  run: number;
+}
+
 interface Cursor {
+  run: number;
   it: AsyncIterator<arrow.Table>;
   keyColumns: string[];
   sequenceBase: number;
@@ -43,8 +49,8 @@ export async function* mergeRunStreams(runs: RunStream[], opts: MergeReadOptions
  * The runs cut into aligned pieces: each yield holds, per run, the rows of one key interval (no
  * key in two yields), intervals in key order. Merging each yield on its own is merging the runs.
  */
-export async function* alignRunStreams(runs: RunStream[], keyColumns: string[]): AsyncGenerator<RunInput[]> {
-  const cursors: Cursor[] = runs.map((r) => ({ it: r.chunks[Symbol.asyncIterator](), keyColumns, sequenceBase: r.sequenceBase, chunk: null, keys: null, start: 0, last: false }));
+export async function* alignRunStreams(runs: RunStream[], keyColumns: string[]): AsyncGenerator<AlignedPiece[]> {
+  const cursors: Cursor[] = runs.map((r, run) => ({ run, it: r.chunks[Symbol.asyncIterator](), keyColumns, sequenceBase: r.sequenceBase, chunk: null, keys: null, start: 0, last: false }));
   try {
     for (;;) {
       await Promise.all(cursors.map((c) => (remaining(c) === 0 && !c.last ? advance(c, false) : undefined)));
@@ -66,9 +72,9 @@ export async function* alignRunStreams(runs: RunStream[], keyColumns: string[]):
         );
         continue;
       }
-      const pieces: RunInput[] = [];
+      const pieces: AlignedPiece[] = [];
       live.forEach((c, i) => {
-        if (cuts[i] > c.start) pieces.push({ table: c.chunk!.slice(c.start, cuts[i]), sequenceBase: c.sequenceBase });
+        if (cuts[i] > c.start) pieces.push({ table: c.chunk!.slice(c.start, cuts[i]), sequenceBase: c.sequenceBase, run: c.run });
         c.start = cuts[i];
       });
       yield pieces;

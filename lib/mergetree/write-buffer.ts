@@ -331,7 +331,7 @@ function sequenced(table: arrow.Table): SequencedTable {
  * Bytes a table's rows occupy: values, offsets and bitmaps of its rows only. Arrow's own
  * byteLength counts whole shared buffers, so a slice of a big batch would look as big as it.
  */
-function approximateBytes(table: arrow.Table): number {
+export function approximateBytes(table: arrow.Table): number {
   let bytes = 0;
   for (const batch of table.batches) {
     for (const d of batch.data.children) {

@@ -52,7 +52,7 @@ describe('lookup changelog producer', () => {
     it(`${engine}: the changelog follows every write at once and replays to the table`, async () => {
       const seed = testSeed(`changelog/lookup/${engine}`);
       const r = rng(seed);
-      const table = await newTable({ bucket: '2', 'changelog-producer': 'lookup', 'num-sorted-run.compaction-trigger': '3', 'target-file-size': '3 kb', ...options });
+      const table = await newTable({ bucket: '2', 'changelog-producer': 'lookup', 'num-sorted-run.compaction-trigger': '3', 'target-file-size': '3 kb', 'compaction.memory-budget': '1 b', ...options });
       const replay = new ChangelogReplay(table);
       for (let c = 0; c < COMMITS; c++) {
         await write(table, genBatch(r));

@@ -50,6 +50,8 @@ describe('compaction model test', () => {
           // Small files: compaction output rolls, and some files are large enough to be upgraded.
           'target-file-size': `${r.int(2, 6)} kb`,
           'write-only': String(writeOnly),
+          // Half the runs merge every section through spilled runs on local disk.
+          'compaction.memory-budget': r.chance(0.5) ? '1 b' : '256 mb',
           ...engine.options,
         });
         const model: State = new Map();

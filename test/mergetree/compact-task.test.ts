@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import type { DataFileMeta } from '../../lib/manifest/types.js';
 import type { JsonValue } from '../../lib/schema/value-codec.js';
 import { runCompactTask, type CompactFileIO } from '../../lib/mergetree/compact-task.js';
+import type { DataFileSink } from '../../lib/mergetree/rolling-writer.js';
+import { concatTables } from '../../lib/format/columns.js';
 import { mergeConfig } from '../../lib/mergetree/merge-config.js';
 import { mergeEngineFor } from '../../lib/mergetree/merge-function.js';
 import { RowKind } from '../../lib/schema/types.js';
@@ -29,16 +31,28 @@ class MemoryFiles implements CompactFileIO {
     return meta;
   }
 
-  async read(file: DataFileMeta): Promise<arrow.Table> {
+  /** Rows per chunk a file is read in (small: the streamed merge meets many chunk boundaries). */
+  chunkRows = 3;
+
+  async *chunks(file: DataFileMeta): AsyncGenerator<arrow.Table> {
     this.reads++;
-    return this.tables.get(file.fileName)!;
+    const t = this.tables.get(file.fileName)!;
+    for (let at = 0; at < t.numRows; at += this.chunkRows) yield t.slice(at, at + this.chunkRows);
   }
 
-  async write(data: arrow.Table, level: number): Promise<DataFileMeta> {
-    this.writes++;
-    const meta = this.metaOf(`out-${++this.n}`, data, level, 100 * data.numRows, 0);
-    this.tables.set(meta.fileName, data);
-    return meta;
+  async create(level: number): Promise<DataFileSink<DataFileMeta>> {
+    const parts: arrow.Table[] = [];
+    return {
+      add: async (rows) => void parts.push(rows),
+      finish: async () => {
+        this.writes++;
+        const data = concatTables(parts, parts[0].schema);
+        const meta = this.metaOf(`out-${++this.n}`, data, level, 100 * data.numRows, 0);
+        this.tables.set(meta.fileName, data);
+        return meta;
+      },
+      discard: async () => undefined,
+    };
   }
 
   private metaOf(fileName: string, table: arrow.Table, level: number, fileSize: number, sequenceBase: number): DataFileMeta {

@@ -10,9 +10,9 @@ import { concatTables, emptyTable } from '../../format/columns.js';
 import { physicalArrowSchema } from '../../format/arrow-schema.js';
 import type { DataFileMeta } from '../../manifest/types.js';
 import type { TableSchema } from '../../schema/types.js';
-import { sectionRuns, type CompactObserver, type SectionInput } from '../compact-task.js';
+import type { CompactObserver, SectionPiece } from '../compact-task.js';
 import type { MergeFunction } from '../merge-function.js';
-import { mergeSortedRuns, type RunInput } from '../sort-merge-reader.js';
+import { mergeSortedRuns } from '../sort-merge-reader.js';
 import { diffChangelog, rowsWithKeys } from './diff.js';
 
 export interface FullCompactionChangelogOptions {
@@ -20,14 +20,15 @@ export interface FullCompactionChangelogOptions {
   engine: MergeFunction;
   maxLevel: number;
   rowDeduplicate: boolean;
-  /** Reads a file that is moved into the max level without rewrite (its rows are all new there). */
-  read(file: DataFileMeta): Promise<arrow.Table>;
+  /** Reads a file that is moved into the max level without rewrite (its rows are all new there), a row group at a time. */
+  chunks(file: DataFileMeta): AsyncIterable<arrow.Table>;
 }
 
 /**
  * A compaction observer that collects the changelog of a compaction whose output level is the
- * max level and whose unit holds every run of the bucket. Sections arrive in key order, so the
- * collected changelog is key-sorted.
+ * max level and whose unit holds every run of the bucket. Key intervals arrive in key order, so
+ * the collected changelog is key-sorted (it is held until written: its size is the change since
+ * the last full compaction, not the bucket).
  */
 export class FullCompactionChangelog implements CompactObserver {
   private readonly parts: arrow.Table[] = [];
@@ -37,15 +38,15 @@ export class FullCompactionChangelog implements CompactObserver {
     this.physical = physicalArrowSchema(opts.schema);
   }
 
-  rewritten(inputs: SectionInput[], merged: arrow.Table, outputLevel: number): void {
+  rewritten(pieces: SectionPiece[], merged: arrow.Table, outputLevel: number): void {
     if (outputLevel !== this.opts.maxLevel) return;
-    // Every max-level file of the bucket is in the unit, so the section's max-level files are the
-    // whole before image of its keys.
-    const runs = (top: boolean) => sectionRuns(inputs.filter((i) => (i.file.level === this.opts.maxLevel) === top));
+    // Every max-level file of the bucket is in the unit, so the interval's max-level rows are the
+    // whole before image of its keys (a spilled run never mixes max-level files with others).
+    const runs = (top: boolean) => pieces.filter((p) => (p.level === this.opts.maxLevel) === top);
     const top = runs(true);
     const before = top.length === 0 ? emptyTable(this.physical) : this.merge(top);
     // Only keys with records besides the max level's changed (Paimon's wrapper sees a lone
-    // top-level record and logs nothing); the section may hold untouched max-level keys too.
+    // top-level record and logs nothing); the interval may hold untouched max-level keys too.
     const touched = this.merge(runs(false));
     const keys = this.opts.schema.primaryKeys;
     this.push(diffChangelog(rowsWithKeys(before, touched, keys), rowsWithKeys(merged, touched, keys), this.diffOptions()));
@@ -54,8 +55,10 @@ export class FullCompactionChangelog implements CompactObserver {
   async upgraded(file: DataFileMeta, outputLevel: number): Promise<void> {
     if (outputLevel !== this.opts.maxLevel) return;
     // The file overlaps no other file of the unit, the old max level included: all its keys are new.
-    const rows = this.merge([{ table: await this.opts.read(file), sequenceBase: file.sequenceBase }]);
-    this.push(diffChangelog(emptyTable(this.physical), rows, this.diffOptions()));
+    for await (const chunk of this.opts.chunks(file)) {
+      const rows = this.merge([{ table: chunk, sequenceBase: file.sequenceBase, repeatedKeys: false }]);
+      this.push(diffChangelog(emptyTable(this.physical), rows, this.diffOptions()));
+    }
   }
 
   /** The changelog collected so far, key-sorted. */
@@ -67,8 +70,9 @@ export class FullCompactionChangelog implements CompactObserver {
     if (t.numRows > 0) this.parts.push(t);
   }
 
-  private merge(runs: RunInput[]): arrow.Table {
-    return mergeSortedRuns(runs, { schema: this.opts.schema, keyColumns: this.opts.schema.primaryKeys, engine: this.opts.engine, dropDeletes: false, keepKinds: true });
+  private merge(runs: { table: arrow.Table; sequenceBase: number; repeatedKeys: boolean }[]): arrow.Table {
+    const repeatedKeys = runs.some((r) => r.repeatedKeys);
+    return mergeSortedRuns(runs, { schema: this.opts.schema, keyColumns: this.opts.schema.primaryKeys, engine: this.opts.engine, dropDeletes: false, keepKinds: true, repeatedKeys });
   }
 
   private diffOptions() {

@@ -10,21 +10,31 @@
  * before image is used for the changelog only, so batch reads merge every level as usual.
  */
 import type * as arrow from 'apache-arrow';
-import { emptyTable, singleBatch } from '../../format/columns.js';
+import { concatTables, emptyTable, singleBatch, tableToRows } from '../../format/columns.js';
 import { physicalArrowSchema } from '../../format/arrow-schema.js';
 import type { DataFileMeta } from '../../manifest/types.js';
-import type { TableSchema } from '../../schema/types.js';
-import { sectionRuns, type SectionInput } from '../compact-task.js';
-import { keyIndex } from '../key-order.js';
+import type { JsonValue } from '../../schema/value-codec.js';
+import { toJsonValue } from '../../schema/values.js';
+import type { DataField, TableSchema } from '../../schema/types.js';
+import { compareKeysAt, keyIndex, type KeyIndex } from '../key-order.js';
 import type { MergeFunction } from '../merge-function.js';
 import { mergeSortedRuns, type RunInput } from '../sort-merge-reader.js';
 import type { KeyComparator } from '../sorted-run.js';
+import { mergeRunStreams } from '../stream-merge.js';
 import { diffChangelog, rowsWithKeys } from './diff.js';
 
 export interface LookupChangelogOptions {
   schema: TableSchema;
   engine: MergeFunction;
   rowDeduplicate: boolean;
+  /** Orders manifest keys: with it, a higher file is read only once the level-0 keys reach its range, and skipped when they pass it unread. */
+  compareKeys?: KeyComparator;
+}
+
+/** A data file and its rows a row group at a time. */
+export interface LookupRun {
+  file: DataFileMeta;
+  chunks: AsyncIterable<arrow.Table>;
 }
 
 /**
@@ -46,25 +56,130 @@ export function lookupCandidates(level0: DataFileMeta[], higher: DataFileMeta[],
  * The changelog of taking `level0` up: for each of its keys, before = the merge of the key's
  * records in `higher` (every level ≥ 1 file that may hold it), after = before merged with the
  * level-0 records; +I, -U/+U or -D by `diffChangelog`.
+ *
+ * Bounded memory: the level-0 files are merged a row group per file at a time, and each higher
+ * file is probed by a cursor that walks its row groups in key order alongside, keeping only the
+ * rows whose keys the current level-0 piece holds (a streamed sorted semi-join). Memory is one
+ * row group per open file plus the piece, whatever the size of the higher levels.
  */
-export function lookupChangelog(level0: SectionInput[], higher: SectionInput[], opts: LookupChangelogOptions): arrow.Table {
+export async function lookupChangelog(level0: LookupRun[], higher: LookupRun[], opts: LookupChangelogOptions): Promise<arrow.Table> {
   const physical = physicalArrowSchema(opts.schema);
   if (level0.length === 0) return emptyTable(physical);
   const keys = opts.schema.primaryKeys;
-  const merge = (runs: RunInput[]) =>
-    mergeSortedRuns(runs, { schema: opts.schema, keyColumns: keys, engine: opts.engine, dropDeletes: false, keepKinds: true });
-
-  const fresh = singleBatch(merge(sectionRuns(level0)));
-  const freshKeys = keyIndex(fresh, keys);
-  // Only the looked-up keys of each higher file are merged: a semi-join first keeps the merge
-  // proportional to the level-0 data, not to the bucket.
-  const before = merge(higher.map((h) => ({ table: rowsWithKeys(h.table, freshKeys, keys), sequenceBase: h.file.sequenceBase })));
-  // Both inputs now carry absolute sequence numbers (merge output has base 0).
-  const after = merge([
-    { table: before, sequenceBase: 0 },
-    { table: fresh, sequenceBase: 0 },
-  ]);
+  const keyFields = keys.map((k) => opts.schema.fields.find((f) => f.name === k)!);
+  const mergeOpts = { schema: opts.schema, keyColumns: keys, engine: opts.engine, dropDeletes: false, keepKinds: true };
+  const merge = (runs: RunInput[]) => mergeSortedRuns(runs, mergeOpts);
   // first-row keeps the first value: a key seen before never changes, so it never logs an update.
   const rowDeduplicate = opts.rowDeduplicate || opts.engine.name === 'first-row';
-  return diffChangelog(before, after, { schema: opts.schema, rowDeduplicate });
+  const cursors = higher.map((h) => new ProbeCursor(h, keys));
+  const parts: arrow.Table[] = [];
+  try {
+    for await (const piece of mergeRunStreams(level0.map((r) => ({ chunks: r.chunks, sequenceBase: r.file.sequenceBase })), mergeOpts)) {
+      const fresh = singleBatch(piece);
+      const freshKeys = keyIndex(fresh, keys);
+      const last = fresh.numRows - 1;
+      const lo = opts.compareKeys ? keyAt(fresh, 0, keyFields) : null;
+      const hi = opts.compareKeys ? keyAt(fresh, last, keyFields) : null;
+      const before: RunInput[] = [];
+      for (const c of cursors) {
+        if (c.done) continue;
+        if (opts.compareKeys && !c.started) {
+          // Not reached yet, or passed without a key in it: no read.
+          if (opts.compareKeys(c.file.minKey, hi!) > 0) continue;
+          if (opts.compareKeys(c.file.maxKey, lo!) < 0) {
+            await c.close();
+            continue;
+          }
+        }
+        const rows = await c.through(freshKeys, last);
+        if (rows !== null) before.push({ table: rows, sequenceBase: c.file.sequenceBase });
+      }
+      const beforeImage = merge(before);
+      // Both inputs now carry absolute sequence numbers (merge output has base 0).
+      const after = merge([
+        { table: beforeImage, sequenceBase: 0 },
+        { table: fresh, sequenceBase: 0 },
+      ]);
+      const log = diffChangelog(beforeImage, after, { schema: opts.schema, rowDeduplicate });
+      if (log.numRows > 0) parts.push(log);
+    }
+  } finally {
+    await Promise.all(cursors.map((c) => c.close()));
+  }
+  return parts.length === 0 ? emptyTable(physical) : concatTables(parts, physical);
+}
+
+/** The manifest form of the key at `row` (to compare with a file's min/max key). */
+function keyAt(t: arrow.Table, row: number, keyFields: DataField[]): JsonValue[] {
+  const r = tableToRows(t.slice(row, row + 1), keyFields)[0];
+  return keyFields.map((k) => toJsonValue(k.type, r[k.name]));
+}
+
+/** Walks one key-sorted file forward, a row group at a time, handing out the rows of probed keys. */
+class ProbeCursor {
+  started = false;
+  done = false;
+  private readonly it: AsyncIterator<arrow.Table>;
+  private chunk: arrow.Table | null = null;
+  private keys: KeyIndex | null = null;
+  private start = 0;
+
+  constructor(
+    readonly run: LookupRun,
+    private readonly keyColumns: string[],
+  ) {
+    this.it = run.chunks[Symbol.asyncIterator]();
+  }
+
+  get file(): DataFileMeta {
+    return this.run.file;
+  }
+
+  /**
+   * The file's rows whose key is among `probe`'s keys (null: none), reading forward through every row whose
+   * key is at most `probe`'s row `last`; rows after it stay for the next call (probes come in key
+   * order). Each row group is cut down to the probed keys as it is read.
+   */
+  async through(probe: KeyIndex, last: number): Promise<arrow.Table | null> {
+    this.started = true;
+    const found: arrow.Table[] = [];
+    for (;;) {
+      if (this.chunk === null || this.start >= this.chunk.numRows) {
+        const next = await this.it.next();
+        if (next.done) {
+          this.done = true;
+          this.chunk = null;
+          this.keys = null;
+          break;
+        }
+        this.chunk = singleBatch(next.value);
+        this.keys = keyIndex(this.chunk, this.keyColumns);
+        this.start = 0;
+        continue;
+      }
+      // The first row past the probe's last key.
+      let lo = this.start, hi = this.chunk.numRows;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (compareKeysAt(this.keys!, mid, probe, last) <= 0) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo > this.start) {
+        const rows = rowsWithKeys(this.chunk.slice(this.start, lo), probe, this.keyColumns);
+        if (rows.numRows > 0) found.push(rows);
+      }
+      this.start = lo;
+      if (lo < this.chunk.numRows) break;
+    }
+    if (found.length === 0) return null;
+    return found.length === 1 ? found[0] : concatTables(found, found[0].schema);
+  }
+
+  async close(): Promise<void> {
+    if (this.done) return;
+    this.done = true;
+    this.chunk = null;
+    this.keys = null;
+    await this.it.return?.();
+  }
 }

@@ -1,0 +1,186 @@
+/**
+ * The merge of one compaction section within a memory budget. Each input run is read a chunk (a
+ * row group) at a time and merged by the k-way merge of stream-merge.ts, so the working set is
+ * one chunk per run plus the merged piece. When that exceeds `compaction.memory-budget` (many
+ * runs, wide rows), runs are first sort-merged in groups into sorted runs on local disk — every
+ * version kept, nothing folded, as Paimon's external merge sort spills — until the rest fits;
+ * the final pass then folds each key's versions through the merge engine exactly once, so the
+ * result is the one an unbounded merge gives.
+ */
+import type * as arrow from 'apache-arrow';
+import { tableFromColumns } from '../format/column-layout.js';
+import { gatherRows, singleBatch } from '../format/columns.js';
+import { DEFAULT_ROW_GROUP_SIZE } from '../format/data-file.js';
+import type { TableSchema } from '../schema/types.js';
+import { sequenceColumn } from './arrow-build.js';
+import type { MergeFunction } from './merge-function.js';
+import { storedSequence, versionsOfRuns, type VersionOrder } from './merge-plan.js';
+import { mergeSortedRuns } from './sort-merge-reader.js';
+import { SPILL_BATCH_ROWS, SpillDirectory } from './spill.js';
+import { alignRunStreams, type RunStream } from './stream-merge.js';
+import { approximateBytes } from './write-buffer.js';
+
+/** One sorted run of a section: a data file, or a run spilled by an earlier pass. */
+export interface SectionRun {
+  /** The level of its file; a spilled run: the highest level of its files (never mixed with max-level files). */
+  level: number;
+  sequenceBase: number;
+  /** Several versions of a key (a spilled run), not one record per key. */
+  repeatedKeys: boolean;
+  chunks: AsyncIterable<arrow.Table>;
+  /** Rows per chunk (at most), for the working-set estimate. */
+  chunkRows: number;
+  /** Encoded bytes the reader holds besides the decoded chunk (a row group's compressed bytes). */
+  heldBytes: number;
+}
+
+/** The rows of one key interval of the section: each run's piece, and their merge. */
+export interface SectionPiece {
+  level: number;
+  table: arrow.Table;
+  sequenceBase: number;
+  repeatedKeys: boolean;
+}
+
+export interface SectionMergeOptions {
+  schema: TableSchema;
+  engine: MergeFunction;
+  dropDeletes: boolean;
+  /** Bytes the section's working set may take before runs are spilled (`compaction.memory-budget`). */
+  memoryBudget: number;
+  /** Max-level files are never spilled together with others (the full-compaction changelog tells them apart). */
+  maxLevel: number;
+  /** Folder for spilled runs (default: the OS temp directory, Lambda's /tmp). */
+  spillRoot?: string;
+  /** Told of every spill pass: runs in, runs out. */
+  onSpill?(runsIn: number, runsOut: number): void;
+}
+
+/** A data file as a run, read chunk by chunk; `fileSize`/`rowCount` size its estimate. */
+export function fileRun(file: { level: number; sequenceBase: number; rowCount: number; fileSize: number }, chunks: AsyncIterable<arrow.Table>): SectionRun {
+  const chunkRows = Math.max(1, Math.min(file.rowCount, DEFAULT_ROW_GROUP_SIZE));
+  return {
+    level: file.level,
+    sequenceBase: file.sequenceBase,
+    repeatedKeys: false,
+    chunks,
+    chunkRows,
+    heldBytes: file.rowCount > 0 ? (file.fileSize * chunkRows) / file.rowCount : file.fileSize,
+  };
+}
+
+/** Merges the runs (in merge order: newest first) piece by piece, spilling first when they do not fit the budget. */
+export async function* mergeSection(runs: SectionRun[], opts: SectionMergeOptions): AsyncGenerator<{ pieces: SectionPiece[]; merged: arrow.Table }> {
+  const spills = new SpillDirectory(opts.spillRoot);
+  try {
+    if (runs.length > 2) runs = await fitBudget(runs, opts, spills);
+    const repeatedKeys = runs.some((r) => r.repeatedKeys);
+    const mergeOpts = { schema: opts.schema, keyColumns: opts.schema.primaryKeys, engine: opts.engine, dropDeletes: opts.dropDeletes, keepKinds: true, repeatedKeys };
+    for await (const pieces of alignRunStreams(runs.map(asStream), opts.schema.primaryKeys)) {
+      const merged = mergeSortedRuns(pieces, mergeOpts);
+      yield { pieces: pieces.map((p) => ({ table: p.table, sequenceBase: p.sequenceBase, level: runs[p.run].level, repeatedKeys: runs[p.run].repeatedKeys })), merged };
+    }
+  } finally {
+    spills.clear();
+  }
+}
+
+function asStream(run: SectionRun): RunStream {
+  return { chunks: run.chunks, sequenceBase: run.sequenceBase };
+}
+
+/** Spill passes until the runs' working set fits the budget (or no pass can reduce it further). */
+async function fitBudget(runs: SectionRun[], opts: SectionMergeOptions, spills: SpillDirectory): Promise<SectionRun[]> {
+  // The decoded size of a row, from the first chunk of the first non-empty run (re-yielded to the merge).
+  let rowBytes = 0;
+  runs = runs.slice();
+  for (let i = 0; i < runs.length && rowBytes === 0; i++) {
+    const peeked = await peek(runs[i].chunks);
+    runs[i] = { ...runs[i], chunks: peeked.chunks };
+    if (peeked.first !== null && peeked.first.numRows > 0) rowBytes = approximateBytes(peeked.first) / peeked.first.numRows;
+  }
+  if (rowBytes === 0) return runs;
+  // A chunk per run, and the merged piece of about the same size beside it.
+  const cost = (r: SectionRun) => 2 * r.chunkRows * rowBytes + r.heldBytes;
+  for (;;) {
+    let total = 0;
+    for (const r of runs) total += cost(r);
+    if (total <= opts.memoryBudget || runs.length <= 2) return runs;
+    // Consecutive runs in groups that each fit: merge order (and so every tie-break) is kept.
+    const groups: SectionRun[][] = [];
+    let group: SectionRun[] = [];
+    let groupCost = 0;
+    const top = (r: SectionRun) => r.level === opts.maxLevel;
+    for (const r of runs) {
+      const apart = group.length > 0 && top(group[0]) !== top(r);
+      if (group.length > 0 && (apart || (group.length >= 2 && groupCost + cost(r) > opts.memoryBudget))) {
+        groups.push(group);
+        group = [];
+        groupCost = 0;
+      }
+      group.push(r);
+      groupCost += cost(r);
+    }
+    groups.push(group);
+    if (groups.every((g) => g.length === 1)) return runs;
+    const next: SectionRun[] = [];
+    for (const g of groups) next.push(g.length === 1 ? g[0] : await spillGroup(g, opts, spills));
+    opts.onSpill?.(runs.length, next.length);
+    runs = next;
+  }
+}
+
+/**
+ * Sort-merges runs into one run on disk: every version in merge order (key, sequence fields,
+ * sequence number, run), with absolute sequence numbers, so the run has base 0.
+ */
+async function spillGroup(group: SectionRun[], opts: SectionMergeOptions, spills: SpillDirectory): Promise<SectionRun> {
+  const order: VersionOrder = { keyColumns: opts.schema.primaryKeys, sequenceFields: opts.engine.config.sequenceFields, sequenceDescending: opts.engine.config.sequenceDescending };
+  const out = spills.openRun();
+  let n: number;
+  try {
+    for await (const pieces of alignRunStreams(group.map(asStream), opts.schema.primaryKeys)) {
+      const inputs = pieces.map((p) => {
+        const table = singleBatch(p.table);
+        return { table, sequence: storedSequence(table, p.sequenceBase) };
+      });
+      const versions = versionsOfRuns(opts.schema, inputs, order);
+      const rows = gatherRows(versions.sources, versions.source, versions.row);
+      const children = rows.batches[0].data.children.slice();
+      children[children.length - 2] = sequenceColumn(versions.sequence, versions.size);
+      out.append(tableFromColumns(rows.schema, children, versions.size));
+    }
+    n = out.end();
+  } catch (e) {
+    out.abandon();
+    throw e;
+  }
+  return {
+    level: Math.max(...group.map((r) => r.level)),
+    sequenceBase: 0,
+    repeatedKeys: true,
+    chunks: spills.chunks(n),
+    chunkRows: SPILL_BATCH_ROWS,
+    heldBytes: 0,
+  };
+}
+
+/** The first chunk of a stream, and the stream with that chunk still first. */
+async function peek(chunks: AsyncIterable<arrow.Table>): Promise<{ first: arrow.Table | null; chunks: AsyncIterable<arrow.Table> }> {
+  const it = chunks[Symbol.asyncIterator]();
+  const head = await it.next();
+  const first = head.done ? null : head.value;
+  async function* rest(): AsyncGenerator<arrow.Table> {
+    try {
+      if (first !== null) yield first;
+      for (;;) {
+        const r = await it.next();
+        if (r.done) return;
+        yield r.value;
+      }
+    } finally {
+      await it.return?.();
+    }
+  }
+  return { first, chunks: rest() };
+}
