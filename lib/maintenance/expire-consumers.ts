@@ -13,7 +13,8 @@
  * looks at the consumer file's modification time alone.
  */
 import { runLimited } from '../concurrency.js';
-import { listAll } from '../store/object-store.js';
+import { ObjectNotFoundError } from '../errors.js';
+import { fromUtf8, listAll, type ObjectInfo } from '../store/object-store.js';
 import { deleteConsumer, listConsumers, readConsumer, tombstoneKey, writeTombstone, type Consumer } from '../snapshot/consumer.js';
 import type { Table } from '../table/table.js';
 
@@ -55,18 +56,41 @@ async function idleSince(table: Table, c: Consumer, latest: number | undefined):
  * comes first: from then on resuming the id fails loudly instead of starting a new consumer.
  */
 async function removeConsumer(table: Table, c: Consumer, now: number, expirationMs: number): Promise<void> {
+  const prefix = consumerObjectsPrefix(table.path, c.id);
+  const own = await listAll(table.store, prefix);
   await writeTombstone(table.store, table.path, {
     id: c.id,
     nextSnapshot: c.nextSnapshot,
     lastUpdated: c.lastUpdated,
     expiredAt: now,
     reason: `idle for longer than consumer.expiration-time (${expirationMs} ms) while snapshot ${c.nextSnapshot} waited to be read`,
+    delivered: await deliveredByBucket(table, c, prefix, own),
+    ...(c.fullSnapshot !== undefined && c.fullSnapshot >= c.nextSnapshot ? { fullSnapshot: c.fullSnapshot } : {}),
   });
   // The tombstone stays, and so does the lease: its fencing token must never start again at 1.
   const keep = new Set([tombstoneKey(table.path, c.id), `${table.path}/consumer/consumer-${c.id}@lease`]);
-  const own = (await listAll(table.store, consumerObjectsPrefix(table.path, c.id))).filter((o) => !keep.has(o.key));
-  await runLimited(own.map((o) => () => table.store.delete(o.key)), 16);
+  const doomed = own.filter((o) => !keep.has(o.key));
+  await runLimited(doomed.map((o) => () => table.store.delete(o.key)), 16);
   await deleteConsumer(table.store, table.path, c.id);
+}
+
+/** The consumer's per-bucket delivered snapshots of its current run, from its readers' progress objects (`@progress/<bucket key>`). */
+async function deliveredByBucket(table: Table, c: Consumer, prefix: string, own: ObjectInfo[]): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  const progress = own.filter((o) => o.key.startsWith(`${prefix}progress/`));
+  await runLimited(
+    progress.map((o) => async () => {
+      try {
+        const p = JSON.parse(fromUtf8((await table.store.get(o.key)).body)) as { run?: string; snapshot?: number };
+        if (p.run === c.run && Number.isInteger(p.snapshot)) out[o.key.slice(`${prefix}progress/`.length)] = p.snapshot!;
+      } catch (e) {
+        // Gone meanwhile, or unreadable: that bucket resumes from the consumer's position (at-least-once).
+        if (!(e instanceof ObjectNotFoundError) && !(e instanceof SyntaxError)) throw e;
+      }
+    }),
+    16,
+  );
+  return out;
 }
 
 /** Removes the consumers of `table` idle for longer than `consumer.expiration-time`. */

@@ -67,7 +67,15 @@ export class RuntimeConsumer {
   private discovering?: Promise<void>;
   private again = false;
 
+  /**
+   * The stream options of discovery runs after `init`: without `ignoreProgress`, which starts the id
+   * afresh once, at init — kept on, it would silently start again a consumer that expires later.
+   */
+  private readonly runStream: StreamOptions;
+
   constructor(private readonly opts: RuntimeConsumerOptions) {
+    const { ignoreProgress: _once, ...runStream } = opts.stream ?? {};
+    this.runStream = runStream;
     this.table = opts.table;
     this.consumerId = opts.consumerId;
     this.queue = opts.queue;
@@ -149,7 +157,7 @@ export class RuntimeConsumer {
     await Promise.all(this.loops.splice(0));
     await this.discovering;
     try {
-      await discover(this.table, this.queue, this.consumerId, { ...this.opts.stream, maxSnapshotsPerRun: 0 });
+      await discover(this.table, this.queue, this.consumerId, { ...this.runStream, maxSnapshotsPerRun: 0 });
     } catch (e) {
       this.opts.log(`varve: recording the position of consumer ${this.consumerId} of ${this.table.name} failed: ${(e as Error).message}`);
     }
@@ -207,7 +215,7 @@ export class RuntimeConsumer {
       if (this.identity !== undefined) await checkTableIdentity(this.table, this.identity);
       do {
         result = await discover(this.table, this.queue, this.consumerId, {
-          ...this.opts.stream,
+          ...this.runStream,
           maxSnapshotsPerRun: this.opts.maxSnapshotsPerRun,
         });
         this.lastDiscovery = result;

@@ -145,6 +145,14 @@ export interface ConsumerTombstone {
   /** When it expired (epoch ms). */
   expiredAt: number;
   reason: string;
+  /**
+   * Per bucket (`[partition/]bucket-<n>`), the last snapshot whose split the consumer's readers had
+   * delivered when it expired: a resumed id goes on from there, so buckets that were ahead of
+   * `nextSnapshot` are not handed their delivered splits again (per-key order).
+   */
+  delivered?: Record<string, number>;
+  /** The snapshot whose full state the consumer had still to deliver first (ConsumerState.fullSnapshot, when not yet passed). */
+  fullSnapshot?: number;
 }
 
 /** Key of a consumer's tombstone ('@' never occurs in a consumer id). */

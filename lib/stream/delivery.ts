@@ -12,6 +12,7 @@ import type { Table } from '../table/table.js';
 import { readConsumer, type Consumer } from '../snapshot/consumer.js';
 import { advanceBucketProgress, bucketKey, checkFence, readBucketProgressEntry, type BucketProgress } from './progress.js';
 import { describeSplit, readSplit, type SplitKind } from './split.js';
+import { tableIdentity } from './table-identity.js';
 import { loadSplitMessage, parseSplitMessage, type SplitEnvelope } from './split-message.js';
 import { schemaChangeEvent, type SchemaChangeEvent } from './schema-change.js';
 
@@ -79,7 +80,7 @@ export function splitIdOf(consumerId: string, snapshotId: number, partition: str
  */
 export class BatchDelivery {
   private consumer?: Promise<Consumer | undefined>;
-  private readonly progress = new Map<string, Promise<ProgressEntry>>();
+  private readonly progress = new Map<string, { version: number; entry: Promise<ProgressEntry> }>();
   private leaseVerified?: Promise<void>;
 
   constructor(
@@ -104,9 +105,22 @@ export class BatchDelivery {
     // A deleted consumer or a reset one (new run): the message belongs to a stream that is gone.
     if (consumer === undefined || consumer.run !== m.run) return 'stale';
     const key = bucketKey(m.partition, m.bucket);
-    let progress = this.progress.get(key);
-    if (!progress) this.progress.set(key, (progress = readBucketProgressEntry(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket)));
-    const entry = await progress;
+    // One delivery of a bucket at a time in this process: a message whose visibility ran out while
+    // a reader was still on it (reading its files, or in the sink) can be received again by another
+    // reader of this process; that copy waits here and then finds the split delivered.
+    const lockKey = `${this.table.store.uri}\u0000${this.table.path}\u0000${this.consumerId}\u0000${key}`;
+    return withBucketLock(lockKey, () => this.deliverLocked(m, key, lockKey));
+  }
+
+  private async deliverLocked(m: SplitEnvelope, key: string, lockKey: string): Promise<DeliveryOutcome> {
+    // The progress read once per batch, again when another delivery of this process moved it since.
+    const version = progressWrites.get(lockKey) ?? 0;
+    let cached = this.progress.get(key);
+    if (!cached || cached.version !== version) {
+      cached = { version, entry: readBucketProgressEntry(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket) };
+      this.progress.set(key, cached);
+    }
+    const entry = await cached.entry;
     const p = entry?.progress;
     const token = this.fence.lease?.token;
     // A reader that lost its lease neither delivers nor records anything.
@@ -147,32 +161,88 @@ export class BatchDelivery {
       ...(uuid !== undefined ? { tableUuid: uuid } : {}),
     };
     // Compare-and-swap: a bucket's progress never moves backwards, and never under an older lease.
-    const written = await advanceBucketProgress(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket, next, entry);
+    // A progress object is created only in a table that still exists: a drop during the sink call
+    // deletes the consumer's objects, and this write must not bring one back into the dropped folder.
+    const written = await advanceBucketProgress(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket, next, entry, () =>
+      tableIdentity(this.table),
+    );
     if (written === undefined) {
       this.progress.delete(key);
       return 'duplicate';
     }
-    this.progress.set(key, Promise.resolve(written));
+    progressWrites.set(lockKey, version + 1);
+    this.progress.set(key, { version: version + 1, entry: Promise.resolve(written) });
     return 'delivered';
   }
 
-  /** The sink call, limited to `sinkTimeoutMs` when set. */
+  /**
+   * The sink call, limited to `sinkTimeoutMs` when set. A call that timed out cannot be cancelled
+   * (Lambda ends its process; here the sink's promise runs on), so until it settles no other call
+   * of this process hands the same bucket of this consumer to the same sink: its split comes
+   * again only after it, never overtaken by a later split of the bucket (per-key order).
+   */
   private async callSink(batch: ChangeBatch): Promise<void> {
     const limit = this.fence.sinkTimeoutMs;
     if (limit === undefined) return this.sink.write(batch);
+    const running = runningAfterTimeout(this.sink);
+    const key = `${this.table.path}\u0000${this.consumerId}\u0000${bucketKey(batch.partition, batch.bucket)}`;
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new SinkTimeoutError(`the sink of consumer ${this.consumerId} took longer than ${limit} ms on split ${batch.splitId}; it is delivered again`)),
-        limit,
-      );
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), limit);
     });
     try {
-      await Promise.race([this.sink.write(batch), timeout]);
+      const before = running.get(key);
+      if (before && (await Promise.race([before, timeout])) === 'timeout') {
+        throw new SinkTimeoutError(
+          `the sink of consumer ${this.consumerId} is still busy with an earlier call for ${bucketKey(batch.partition, batch.bucket)} that outlived its ${limit} ms; split ${batch.splitId} is delivered again after it`,
+        );
+      }
+      const call = this.sink.write(batch);
+      if ((await Promise.race([call, timeout])) !== 'timeout') return;
+      // The next delivery of this bucket waits for this call, so that it cannot land after a newer split.
+      const settled: Promise<void> = call.then(
+        () => undefined,
+        () => undefined,
+      );
+      running.set(key, settled);
+      void settled.then(() => {
+        if (running.get(key) === settled) running.delete(key);
+      });
+      throw new SinkTimeoutError(`the sink of consumer ${this.consumerId} took longer than ${limit} ms on split ${batch.splitId}; it is delivered again`);
     } finally {
       clearTimeout(timer);
     }
   }
+}
+
+/** Per (store, table, consumer, bucket): the tail of the chain of deliveries of this process. */
+const bucketLocks = new Map<string, Promise<unknown>>();
+/** Per (store, table, consumer, bucket): how often this process moved the bucket's progress (invalidates batch caches). */
+const progressWrites = new Map<string, number>();
+
+/** Runs `fn` after every earlier call for `key` of this process has settled. */
+async function withBucketLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const before = bucketLocks.get(key);
+  const run = (before ?? Promise.resolve()).then(fn, fn);
+  const tail = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  bucketLocks.set(key, tail);
+  try {
+    return await run;
+  } finally {
+    if (bucketLocks.get(key) === tail) bucketLocks.delete(key);
+  }
+}
+
+/** Sink calls still running after their time limit, per sink and (table, consumer, bucket). */
+const afterTimeout = new WeakMap<StreamSink, Map<string, Promise<void>>>();
+
+function runningAfterTimeout(sink: StreamSink): Map<string, Promise<void>> {
+  let m = afterTimeout.get(sink);
+  if (!m) afterTimeout.set(sink, (m = new Map()));
+  return m;
 }
 
 function gapError(m: SplitEnvelope, delivered: number | undefined): SplitGapError {

@@ -15,7 +15,7 @@ import type { Table } from '../table/table.js';
 import { ConsumerExpiredError } from '../errors.js';
 import { checkOpenedTable, openedTableUuid } from './table-identity.js';
 import { deleteTombstone, readConsumer, readTombstone, writeConsumer, type Consumer, type ConsumerState, type ConsumerTombstone } from '../snapshot/consumer.js';
-import { bucketKey, foldProgress, nextSnapshotOf } from './progress.js';
+import { bucketKey, foldProgress, nextSnapshotOf, parseBucketKey, writeBucketProgress } from './progress.js';
 import { encodeSplitMessage, type SplitMessage } from './split-message.js';
 import { splitRefPrefix } from '../snapshot/consumer.js';
 import type { SendRequest, SplitQueue } from './split-queue.js';
@@ -97,7 +97,18 @@ async function resumeExpired(table: Table, t: ConsumerTombstone, opts: StreamOpt
   const lost = earliest !== undefined && earliest > t.nextSnapshot ? { from: t.nextSnapshot, to: earliest } : undefined;
   if (resolved.onExpired === 'skip-to-earliest') {
     const next = Math.max(t.nextSnapshot, earliest ?? t.nextSnapshot);
-    return { nextSnapshot: next, plannedSnapshot: next - 1, lastUpdated: now, run: randomUUID(), buckets: {}, ...uuidOf(table) };
+    const run = randomUUID();
+    // Buckets that had delivered beyond the position go on from where they were, under the new
+    // run: written before the consumer file, so no split of the new run is read without them.
+    await Promise.all(
+      Object.entries(t.delivered ?? {}).map(([key, snapshot]) => {
+        const { partition, bucket } = parseBucketKey(key);
+        return writeBucketProgress(table.store, table.path, t.id, partition, bucket, { run, snapshot, updated: now });
+      }),
+    );
+    // A stream that had not delivered its first full state yet still starts with it.
+    const full = t.fullSnapshot !== undefined && t.fullSnapshot === next ? { fullSnapshot: next } : {};
+    return { nextSnapshot: next, plannedSnapshot: next - 1, lastUpdated: now, run, buckets: {}, ...full, ...uuidOf(table) };
   }
   const when = new Date(t.expiredAt).toISOString();
   throw new ConsumerExpiredError(

@@ -109,6 +109,8 @@ export async function advanceBucketProgress(
   bucket: number,
   next: BucketProgress,
   seen: { progress: BucketProgress; etag: string } | undefined,
+  /** Called before the bucket's progress object is created (not replaced): the caller's last chance to refuse, e.g. for a dropped table. */
+  beforeCreate?: () => Promise<unknown>,
 ): Promise<{ progress: BucketProgress; etag: string } | undefined> {
   const key = progressKey(tablePath, consumerId, partition, bucket);
   const body = utf8(JSON.stringify(next));
@@ -118,6 +120,7 @@ export async function advanceBucketProgress(
     if (current && current.progress.run === next.run && current.progress.snapshot >= next.snapshot) return undefined;
     let won: { etag: string } | undefined;
     try {
+      if (!current) await beforeCreate?.();
       won = current ? await store.putIfMatch(key, body, current.etag) : await store.putIfAbsent(key, body);
     } catch (e) {
       if (!(e instanceof ObjectNotFoundError)) throw e;

@@ -1,0 +1,189 @@
+/**
+ * The bugs the randomized stream fault test (stream-faults.test.ts) found, each pinned down by a
+ * deterministic test: a split received again while its first delivery is still running, a sink
+ * call that outlived its time limit, an expired consumer resumed with skip-to-earliest (buckets
+ * ahead of its position, a first full state not yet delivered), and a runtime started with
+ * ignoreProgress whose consumer expires later.
+ */
+import { describe, expect, it } from 'vitest';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { ConsumerExpiredError, TableNotFoundError } from '../../lib/errors.js';
+import { listAll } from '../../lib/store/object-store.js';
+import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
+import { LocalRuntime } from '../../lib/runtime/local-runtime.js';
+import { BatchDelivery, SinkTimeoutError, type ChangeBatch, type StreamSink } from '../../lib/stream/delivery.js';
+import { discover, ensureConsumer } from '../../lib/stream/discovery.js';
+import { MemoryQueue } from '../../lib/stream/memory-queue.js';
+import { readBucketProgress } from '../../lib/stream/progress.js';
+import { bucketOf } from '../../lib/schema/bucket.js';
+import { SplitReader } from '../../lib/stream/reader.js';
+import { makeTable, pump, put, RecordingSink } from './fixtures.js';
+
+const HOUR = 3600_000;
+
+/** A sink whose calls wait for `gate` when `hold(batch)` says so, recording `<snapshot>/<bucket>` when they land. */
+function gatedSink(hold: (b: ChangeBatch) => boolean) {
+  const landed: string[] = [];
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  const sink: StreamSink = {
+    async write(b) {
+      if (hold(b)) await gate;
+      landed.push(`${b.snapshotId}/${b.bucket}`);
+    },
+  };
+  return { sink, landed, open };
+}
+
+describe('a split received again while its first delivery still runs (same process)', () => {
+  it('the copy waits for the first delivery and is then skipped: nothing lands out of order', async () => {
+    // Prepare: one bucket, snapshots 1 and 2, both planned.
+    const table = await makeTable({ bucket: '1' });
+    await put(table, [[1, 'a']]);
+    await put(table, [[1, 'b']]);
+    const queue = new MemoryQueue({ visibilityMs: 60_000 });
+    await discover(table, queue, 'c1', { mode: 'earliest' });
+    const [m1, m2] = await queue.receive({ maxMessages: 10 });
+    let first = true;
+    const { sink, landed, open } = gatedSink((b) => b.snapshotId === 1 && first && !(first = false));
+    // Act: delivery A is stuck in the sink on snapshot 1; B (its visibility ran out) delivers 1 and 2.
+    const a = new BatchDelivery(table, 'c1', sink).deliver(m1.body);
+    const b = new BatchDelivery(table, 'c1', sink);
+    const bDone = (async () => [await b.deliver(m1.body), await b.deliver(m2.body)])();
+    await new Promise((r) => setTimeout(r, 50));
+    open();
+    // Assess
+    expect(await a).toBe('delivered');
+    expect(await bDone).toEqual(['duplicate', 'delivered']);
+    expect(landed).toEqual(['1/0', '2/0']);
+    expect((await readBucketProgress(table.store, table.path, 'c1', '', 0))?.snapshot).toBe(2);
+  });
+});
+
+describe('a table dropped during the sink call of a bucket\'s first split', () => {
+  it('the delivery stops with TableNotFoundError and creates no progress object in the dropped folder', async () => {
+    // Prepare
+    const table = await makeTable({ bucket: '1' });
+    await put(table, [[1, 'a']]);
+    const queue = new MemoryQueue({ visibilityMs: 60_000 });
+    await discover(table, queue, 'c1', { mode: 'earliest' });
+    const [m1] = await queue.receive({ maxMessages: 10 });
+    const { sink, open } = gatedSink(() => true);
+    // Act
+    const delivery = new BatchDelivery(table, 'c1', sink).deliver(m1.body).catch((e) => e);
+    await new Promise((r) => setTimeout(r, 20));
+    await new FolderCatalog(table.store).dropTable('db.t');
+    open();
+    // Assess
+    expect(await delivery).toBeInstanceOf(TableNotFoundError);
+    expect((await listAll(table.store, table.path)).map((o) => o.key)).toEqual([]);
+  });
+});
+
+describe('a sink call that outlives its time limit', () => {
+  it('its split comes again only after the late call landed, never after a newer split', async () => {
+    // Prepare
+    const table = await makeTable({ bucket: '1' });
+    await put(table, [[1, 'a']]);
+    await put(table, [[1, 'b']]);
+    const queue = new MemoryQueue({ visibilityMs: 60_000 });
+    await discover(table, queue, 'c1', { mode: 'earliest' });
+    const [m1, m2] = await queue.receive({ maxMessages: 10 });
+    let slow = true;
+    const { sink, landed, open } = gatedSink((b) => b.snapshotId === 1 && slow && !(slow = false));
+    // Act: the first call of snapshot 1 times out and keeps running; the split is delivered again.
+    const timedOut = await new BatchDelivery(table, 'c1', sink, Date.now, { sinkTimeoutMs: 30 }).deliver(m1.body).catch((e) => e);
+    const again = new BatchDelivery(table, 'c1', sink, Date.now, { sinkTimeoutMs: 5_000 });
+    const retried = (async () => [await again.deliver(m1.body), await again.deliver(m2.body)])();
+    await new Promise((r) => setTimeout(r, 50));
+    open();
+    // Assess: 1 twice in a row (a whole duplicate), then 2.
+    expect(timedOut).toBeInstanceOf(SinkTimeoutError);
+    expect(await retried).toEqual(['delivered', 'delivered']);
+    expect(landed).toEqual(['1/0', '1/0', '2/0']);
+  });
+});
+
+describe('an expired consumer resumed with skip-to-earliest', () => {
+  it('goes on where each bucket was: a bucket ahead of the position gets none of its delivered splits again', async () => {
+    // Prepare: bucket 0 delivers snapshots 1..3, then bucket 1 (snapshot 3) fails, so the position stays at 3.
+    const table = await makeTable({ bucket: '2', 'consumer.expiration-time': '1 h' });
+    const keys = await bucketKeys(table);
+    await put(table, [[keys[0], 'a']]);
+    await put(table, [[keys[0], 'b']]);
+    await put(table, [[keys[0], 'c'], [keys[1], 'x']]);
+    const queue = new MemoryQueue({ visibilityMs: 60_000 });
+    const sink = new RecordingSink();
+    sink.failNext = (b) => b.bucket === 1;
+    const reader = new SplitReader({ table, consumerId: 'c1', queue, sink, retryDelayMs: 60_000, log: () => undefined });
+    await discover(table, queue, 'c1', { mode: 'earliest' });
+    await reader.poll();
+    await discover(table, queue, 'c1');
+    // Act: the consumer expires (a clock jump) while its snapshots survive; the user resumes it.
+    const expired = await expireSnapshots(table, { now: Date.now() + 2 * HOUR, retainMin: 100 });
+    const refused = await ensureConsumer(table, 'c1').catch((e) => e);
+    sink.failNext = () => false;
+    const fresh = new SplitReader({ table, consumerId: 'c1', queue: new MemoryQueue(), sink, log: () => undefined });
+    const q2 = (fresh as unknown as { opts: { queue: MemoryQueue } }).opts.queue;
+    await pump(table, q2, fresh, 'c1', { onExpired: 'skip-to-earliest' });
+    // Assess: bucket 0's snapshots 1..3 came once each; bucket 1's snapshot 3 came after the resume.
+    expect(expired.expiredConsumers).toEqual(['c1']);
+    expect(refused).toBeInstanceOf(ConsumerExpiredError);
+    expect(sink.batches.map((b) => `${b.snapshotId}/${b.bucket}`)).toEqual(['1/0', '2/0', '3/0', '3/1']);
+  });
+
+  it('a stream that had not delivered its first full state yet starts with it', async () => {
+    // Prepare: latest-full at snapshot 2, nothing delivered.
+    const table = await makeTable({ bucket: '1', 'consumer.expiration-time': '1 h' });
+    await put(table, [[1, 'a']]);
+    await put(table, [[2, 'b']]);
+    await ensureConsumer(table, 'c1', { mode: 'latest-full' });
+    // Act
+    await expireSnapshots(table, { now: Date.now() + 2 * HOUR, retainMin: 100 });
+    const queue = new MemoryQueue();
+    const sink = new RecordingSink();
+    const reader = new SplitReader({ table, consumerId: 'c1', queue, sink, log: () => undefined });
+    await pump(table, queue, reader, 'c1', { onExpired: 'skip-to-earliest' });
+    // Assess: the full state of snapshot 2 (both keys), not only the changes of snapshot 2.
+    expect(sink.batches.map((b) => `${b.kind} ${b.snapshotId}`)).toEqual(['full 2']);
+    expect(sink.changes.map((c) => String(c.row.k))).toEqual(['1', '2']);
+  });
+});
+
+describe('a runtime started with ignoreProgress', () => {
+  it('stops with ConsumerExpiredError when its consumer expires later, instead of silently starting it afresh', async () => {
+    // Prepare
+    const table = await makeTable({ bucket: '1', 'consumer.expiration-time': '1 h' });
+    await put(table, [[1, 'a']]);
+    const runtime = new LocalRuntime({ discoveryIntervalMs: 10, compactionIntervalMs: 0, expiryIntervalMs: 0, log: () => undefined });
+    const sink = new RecordingSink();
+    const consumer = await runtime.addConsumer({ table, consumerId: 'c1', sink, stream: { ignoreProgress: true, mode: 'latest-full' }, lease: false });
+    await runtime.start();
+    try {
+      await runtime.idle(30_000);
+      // Act: it falls behind and expires.
+      let failures = 0;
+      sink.failNext = () => ++failures > 0;
+      await put(table, [[1, 'b']]);
+      // Planned and failing: the consumer file no longer moves, so expiry may take it.
+      for (let i = 0; i < 400 && failures === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 50));
+      const expired = await expireSnapshots(table, { now: Date.now() + 2 * HOUR, retainMin: 100 });
+      for (let i = 0; i < 400 && !consumer.failure; i++) await new Promise((r) => setTimeout(r, 10));
+      // Assess
+      expect(expired.expiredConsumers).toEqual(['c1']);
+      expect(consumer.failure).toBeInstanceOf(ConsumerExpiredError);
+      expect(runtime.failure()).toBeInstanceOf(ConsumerExpiredError);
+    } finally {
+      await runtime.stop();
+    }
+  });
+});
+
+/** Two keys, the first in bucket 0 and the second in bucket 1 of a 2-bucket `(k, v)` table. */
+async function bucketKeys(table: Awaited<ReturnType<typeof makeTable>>): Promise<[number, number]> {
+  const type = table.schema.fields.find((f) => f.name === 'k')!.type;
+  const of = (k: number) => bucketOf([type], [BigInt(k)], 2);
+  const first = (b: number) => [1, 2, 3, 4, 5, 6, 7, 8].find((k) => of(k) === b)!;
+  return [first(0), first(1)];
+}
