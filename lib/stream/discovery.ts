@@ -103,7 +103,7 @@ async function resumeExpired(table: Table, t: ConsumerTombstone, opts: StreamOpt
     await Promise.all(
       Object.entries(t.delivered ?? {}).map(([key, snapshot]) => {
         const { partition, bucket } = parseBucketKey(key);
-        return writeBucketProgress(table.store, table.path, t.id, partition, bucket, { run, snapshot, updated: now });
+        return writeBucketProgress(table.store, table.path, t.id, partition, bucket, { run, snapshot, updated: now, ...uuidOf(table) });
       }),
     );
     // A stream that had not delivered its first full state yet still starts with it.
