@@ -126,7 +126,15 @@ export async function advanceBucketProgress(
       if (!(e instanceof ObjectNotFoundError)) throw e;
     }
     if (won) return { progress: next, etag: won.etag };
+    const before = current;
     current = await readBucketProgressEntry(store, tablePath, consumerId, partition, bucket);
+    if (before !== undefined && current === undefined) {
+      // Recorded progress vanished under this reader: its table was dropped (or the consumer
+      // removed). Writing it again would re-create consumer state inside a dropped table.
+      throw new ConsumerLeaseLostError(
+        `consumer ${consumerId}: the progress of ${bucketKey(partition, bucket)} was removed while this reader delivered (table dropped or consumer removed); stopping without recording`,
+      );
+    }
   }
   throw new ConsumerLeaseLostError(`consumer ${consumerId}: the progress of ${bucketKey(partition, bucket)} kept changing under this reader; another reader is delivering it`);
 }

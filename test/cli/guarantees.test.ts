@@ -121,11 +121,15 @@ describe('repro 4: a dropped table stays dropped', () => {
     ok(await varve('write', 'db.t', file('a.jsonl', '{"id": 1, "v": "a"}\n')));
     const tail = startVarve(wh, ['tail', 'db.t', '--consumer-id', 'c1', '--from', 'earliest', '--follow']);
     try {
+      const folder = join(wh, 'db.db', 't');
       await until(() => tail.out().includes('"id":1'), 'the tail to print');
+      // The tail prints a split before it records it: drop once the record exists, so the race
+      // under test is the one against a recorded position (a drop racing the very first record
+      // is covered by the UUID test below: the new table does not inherit it).
+      await until(() => existsSync(join(folder, 'consumer', 'consumer-c1@progress', 'bucket-0')), 'the tail to record its progress');
       // Act
       ok(await varve('drop', 'db.t'));
       const code = await tail.exited;
-      const folder = join(wh, 'db.db', 't');
       // Files only: the local store may leave empty folders behind a drop.
       const leftovers = existsSync(folder) ? readdirSync(folder, { recursive: true }).map(String).filter((f) => statSync(join(folder, f)).isFile()) : [];
       ok(await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id'));

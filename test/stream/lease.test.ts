@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConsumerLeaseHeldError, ConsumerLeaseLostError } from '../../lib/errors.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
+import { listAll } from '../../lib/store/object-store.js';
 import { ConsumerLeaseHandle } from '../../lib/stream/lease.js';
 import { advanceBucketProgress, readBucketProgressEntry } from '../../lib/stream/progress.js';
 
@@ -49,5 +50,16 @@ describe('advanceBucketProgress', () => {
     expect(stale).toBeUndefined();
     expect(fenced).toBeInstanceOf(ConsumerLeaseLostError);
     expect((await readBucketProgressEntry(store, T, 'c1', '', 0))?.progress).toMatchObject({ snapshot: 5, token: 2 });
+  });
+
+  it('does not re-create progress that vanished under the reader (its table was dropped)', async () => {
+    const store = new MemoryStore();
+    const at = (snapshot: number) => ({ run: 'r', snapshot, updated: 0, token: 1 });
+    const first = await advanceBucketProgress(store, T, 'c1', '', 0, at(4), undefined);
+    for (const o of await listAll(store, T)) await store.delete(o.key);
+    const err = await advanceBucketProgress(store, T, 'c1', '', 0, at(5), first).catch((e) => e);
+    expect(err).toBeInstanceOf(ConsumerLeaseLostError);
+    expect(String(err)).toMatch(/was removed while this reader delivered/);
+    expect(await listAll(store, T)).toEqual([]);
   });
 });
