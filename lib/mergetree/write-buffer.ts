@@ -190,6 +190,11 @@ export class WriteBuffer {
       }
       const memory = this.takePending();
       const schema = this.opts.schema;
+      // An append table's buffer is already its file: rows in arrival order, nothing to sort or
+      // merge (the writer never spills one).
+      if (this.opts.merge.appendOnly && this.spills.runCount === 0 && memory) {
+        return { data: memory.table, changelog: undefined, rowCount: memory.table.numRows, inputCount };
+      }
       let versions;
       if (this.spills.runCount === 0) {
         versions = versionsOfTable(schema, memory!, this.order);

@@ -80,6 +80,8 @@ export class TableWriter {
   /** Bucket count per partition written to: its live files' count, or the table's for a new partition. */
   private readonly partitionBuckets = new Map<string, number>();
   private readonly tableBucketCount: boolean;
+  /** The writes not finished yet, in call order (see inOrder). */
+  private pendingWrites: Promise<void> = Promise.resolve();
 
   constructor(
     readonly table: Table,
@@ -146,7 +148,22 @@ export class TableWriter {
    * buffered (with `write-buffer-spillable = false`, a full buffer is first flushed to an extra
    * level-0 file).
    */
-  async write(rows: Row[], kinds?: ArrayLike<number>): Promise<void> {
+  write(rows: Row[], kinds?: ArrayLike<number>): Promise<void> {
+    return this.inOrder(() => this.writeRows(rows, kinds));
+  }
+
+  /**
+   * Runs writes one after another in call order, and lets commit wait for them: a write may wait
+   * (for the bucket count of a partition it has not seen) before it buffers its rows, and rows
+   * must reach the buffers in the order they were written, also when a caller does not await.
+   */
+  private inOrder(task: () => Promise<void>): Promise<void> {
+    const run = this.pendingWrites.then(task);
+    this.pendingWrites = run.catch(() => undefined);
+    return run;
+  }
+
+  private async writeRows(rows: Row[], kinds?: ArrayLike<number>): Promise<void> {
     if (kinds && kinds.length !== rows.length) {
       throw new InvalidArgumentError(`got ${rows.length} rows but ${kinds.length} row kinds`);
     }
@@ -177,7 +194,11 @@ export class TableWriter {
    * Buffers an Arrow table with the table's columns (by name) and an optional `_VALUE_KIND`
    * column: the bulk path, with no row objects.
    */
-  async writeArrow(data: arrow.Table): Promise<void> {
+  writeArrow(data: arrow.Table): Promise<void> {
+    return this.inOrder(() => this.writeTable(data));
+  }
+
+  private async writeTable(data: arrow.Table): Promise<void> {
     const n = data.numRows;
     if (n === 0) return;
     const flat = singleBatch(data);
@@ -260,6 +281,7 @@ export class TableWriter {
 
   /** Flushes every buffer to level-0 files and returns the batch to commit (nothing is committed). */
   async prepareCommit(): Promise<CommitBatch> {
+    await this.pendingWrites;
     const tasks = [...this.buckets.values()].map((bw) => () => this.flushBucket(bw));
     await runLimited(tasks, 4);
     // The next batch numbers its rows from 0 again: the commit gives every batch its own base.
@@ -279,6 +301,8 @@ export class TableWriter {
    * user, however many commits came in between (lib/snapshot/commit-identifier.ts).
    */
   async commit(commitIdentifier?: string, opts: { overwrite?: OverwriteMode } = {}): Promise<CommitResult> {
+    // Every write called before the commit is in it, awaited or not.
+    await this.pendingWrites;
     if (opts.overwrite !== undefined) return this.commitOverwrite(commitIdentifier, opts.overwrite);
     const rows = this.rows;
     // Buckets this commit writes to: rows still buffered, or already flushed to pending files.
@@ -345,6 +369,7 @@ export class TableWriter {
 
   /** Drops buffered rows and temporary spill files. */
   async close(): Promise<void> {
+    await this.pendingWrites;
     for (const bw of this.buckets.values()) await bw.buffer.close();
     this.buckets.clear();
   }

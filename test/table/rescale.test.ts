@@ -61,6 +61,18 @@ describe('bucket rescale', () => {
     expect((await layout(t))['dt=b']).toEqual([4]);
   });
 
+  it('writes that wait for a partition\'s bucket count keep their call order, awaited or not', async () => {
+    let t = await newTable();
+    await t.write(rows('a', [1], 'v0'));
+    t = (await t.alter([{ kind: 'set-option', key: 'bucket', value: '3' }])).table;
+    const w = t.newWriter();
+    // Not awaited: the first write to each partition looks its bucket count up before buffering.
+    for (let i = 1; i <= 6; i++) void w.write([{ dt: i % 2 ? 'a' : 'n', id: 1, v: `v${i}` }]);
+    await w.commit();
+    expect(await state(t)).toEqual(['a/1/v5', 'n/1/v6']);
+    expect(await layout(t)).toEqual({ 'dt=a': [2], 'dt=n': [3] });
+  });
+
   it('rescale --partition rewrites the merged state into N buckets as one OVERWRITE; later writes still win; time travel sees the old layout', async () => {
     const t = await newTable();
     const first = await t.write([...rows('a', [1, 2, 3, 4, 5, 6], 'x'), ...rows('b', [1, 2], 'x')]);
