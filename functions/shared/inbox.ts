@@ -14,10 +14,10 @@
  */
 import { DeleteObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
 import { InvalidArgumentError, RecordValidationError } from '../../lib/errors.js';
-import { formatFromFileName, parseRecords } from '../../lib/table/input.js';
+import { formatFromFileName, parseRecordChunks, type RejectedRecord } from '../../lib/table/input.js';
 import { objectCommitIdentifier } from '../../lib/table/commit-identifiers.js';
 import { landedSources, objectSource } from '../../lib/table/ingested-sources.js';
-import { landRows, type Landed } from '../../lib/table/land-rows.js';
+import { landRowChunks, type Landed } from '../../lib/table/land-rows.js';
 import type { Table } from '../../lib/table/table.js';
 import { landOptions } from './after-commit.js';
 import type { WriterSettings } from './env.js';
@@ -37,8 +37,8 @@ export function inboxOf(store: ObjectStore, table: string): { bucket: string; pr
   return { bucket: store.bucket, prefix: `${store.prefix ? `${store.prefix}/` : ''}inbox/${database}/${name}/` };
 }
 
-/** What reading an inbox object found. */
-export type InboxRead = { body: Uint8Array; key: string } | { missing: 'deleted' | 'superseded' };
+/** What reading an inbox object found: its body as a stream of bytes (read as it is parsed). */
+export type InboxRead = { body: AsyncIterable<Uint8Array>; key: string } | { missing: 'deleted' | 'superseded' };
 
 /**
  * Reads the object at the event's etag. S3 notifications URL-encode keys; when the key as given
@@ -57,7 +57,7 @@ export async function readInboxObject(store: S3Store, bucket: string, key: strin
   for (const k of candidates) {
     try {
       const r = await store.client.send(new GetObjectCommand({ Bucket: bucket, Key: k, IfMatch: `"${etag.replace(/"/g, '')}"` }));
-      return { body: r.Body ? await r.Body.transformToByteArray() : new Uint8Array(0), key: k };
+      return { body: (r.Body as AsyncIterable<Uint8Array> | undefined) ?? emptyBody(), key: k };
     } catch (e) {
       if (s3Status(e) === 412 || s3ErrorName(e) === 'PreconditionFailed') return { missing: 'superseded' };
       if (s3Status(e) !== 404) throw e;
@@ -127,23 +127,52 @@ export async function ingestInboxObject(table: Table, bucket: string, key: strin
     // Its first ingestion may have stopped between landing and the delete.
     return { key, skipped: 'duplicate', rows: 0, rejected: 0, deleted: await deleteInboxObject(table.store as S3Store, bucket, read.key, etag) };
   }
-  let parsed;
+  // The file streams through the parser into the writer chunk by chunk: memory holds a chunk and
+  // the write buffer, not the file. A read error of the body is the store's (Lambda retries the
+  // event); a parse error is the file's and fails the same way every time (malformed CSV, not
+  // Parquet, a Parquet column of a type the table cannot take): the file is the reject, and the
+  // files written so far are never committed (orphan cleanup removes them).
+  let readError: { error: unknown } | undefined;
+  const body = (async function* () {
+    try {
+      yield* read.body;
+    } catch (e) {
+      readError = { error: e };
+      throw e;
+    }
+  })();
+  const rejected: RejectedRecord[] = [];
+  let parseError: { error: unknown } | undefined;
+  const chunks = (async function* () {
+    try {
+      for await (const chunk of parseRecordChunks(body, format, table.schema, { skipInvalid: true })) {
+        for (const r of chunk.rejected) rejected.push(r);
+        yield chunk;
+      }
+    } catch (e) {
+      // Only what the parser itself threw; the writer's errors (a store failure) stay retryable.
+      if (readError === undefined) parseError = { error: e };
+      throw e;
+    }
+  })();
+  let landed: Landed;
   try {
-    parsed = await parseRecords(read.body, format, table.schema, { skipInvalid: true });
+    // The identifier (key and etag) keeps a retried event to one commit.
+    landed = await landRowChunks(table, chunks, landOptions(table, to.settings, to.commitUser, objectCommitIdentifier(read.key, etag), [sourceId]));
   } catch (e) {
-    // Parsing works on bytes already read, so it fails the same way every time (malformed CSV,
-    // not Parquet, a Parquet column of a type the table cannot take): the file is the reject.
+    if (parseError === undefined || parseError.error !== e) throw e;
     const reason = `${key} cannot be read as ${format}: ${(e as Error).message}`;
     await sendRejects(to.rejectsQueueUrl, table.name, [{ source, line: e instanceof RecordValidationError ? (e.line ?? 0) : 0, reason, raw: key }]);
     return { key, rows: 0, rejected: 1 };
   }
-  await sendRejects(to.rejectsQueueUrl, table.name, parsed.rejected.map((r) => ({ source, line: r.line, reason: r.reason, raw: r.raw })));
-  // The identifier (key and etag) keeps a retried event to one commit.
-  const landed = await landRows(table, parsed.rows, parsed.kinds, landOptions(table, to.settings, to.commitUser, objectCommitIdentifier(read.key, etag), [sourceId]));
+  // After the commit (or hand-off): a retried event re-sends its rejects at worst, never loses them.
+  await sendRejects(to.rejectsQueueUrl, table.name, rejected.map((r) => ({ source, line: r.line, reason: r.reason, raw: r.raw })));
   // Every row committed or queued, every invalid one in the rejects queue with its text.
   const deleted = await deleteInboxObject(table.store as S3Store, bucket, read.key, etag);
-  return { key, rows: parsed.rows.length, rejected: parsed.rejected.length, landed, deleted };
+  return { key, rows: landed.rows, rejected: rejected.length, landed, deleted };
 }
+
+async function* emptyBody(): AsyncGenerator<Uint8Array> {}
 
 /** The `Object Created` event a message body holds (an inbox event moved back from the ingest DLQ by `varve redrive`), if it is one. */
 export function inboxEventOf(body: string): { bucket: string; key: string; etag: string } | undefined {

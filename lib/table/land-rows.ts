@@ -27,6 +27,12 @@ export interface LandOptions {
   commitOptions?: Partial<CommitOptions>;
 }
 
+/** Rows with their kinds, one piece of an input. */
+export interface RowChunk {
+  rows: Row[];
+  kinds: RowKindByte[];
+}
+
 /** What landing rows did. */
 export interface Landed {
   rows: number;
@@ -42,17 +48,32 @@ export interface Landed {
 
 /** Writes rows (with their kinds) to level-0 files and commits or enqueues them (see the file comment). */
 export async function landRows(table: Table, rows: Row[], kinds: RowKindByte[], opts: LandOptions): Promise<Landed> {
-  if (rows.length === 0) return { rows: 0, files: 0 };
+  return landRowChunks(table, [{ rows, kinds }], opts);
+}
+
+/**
+ * `landRows` over rows that arrive in chunks (a file parsed as it is read): each chunk goes into
+ * the writer, whose buffer (`write-buffer-size`) spills or flushes as it fills, so memory holds a
+ * chunk and the buffer, not the input. All chunks land as one batch, in one commit; a chunk source
+ * that throws leaves nothing committed.
+ */
+export async function landRowChunks(table: Table, chunks: Iterable<RowChunk> | AsyncIterable<RowChunk>, opts: LandOptions): Promise<Landed> {
   const writer = table.newWriter({ commitUser: opts.commitUser });
+  let rowCount = 0;
   let batch;
   try {
-    await writer.write(rows, kinds);
+    for await (const chunk of chunks) {
+      if (chunk.rows.length === 0) continue;
+      await writer.write(chunk.rows, chunk.kinds);
+      rowCount += chunk.rows.length;
+    }
+    if (rowCount === 0) return { rows: 0, files: 0 };
     batch = await writer.prepareCommit();
   } finally {
     await writer.close();
   }
   const files = batch.newFiles.length + batch.changelogFiles.length;
-  if (files === 0) return { rows: rows.length, files: 0 };
+  if (files === 0) return { rows: rowCount, files: 0 };
 
   if (opts.enqueue) {
     // Registered before it is sent: however long the message waits (a dead-letter queue
@@ -60,7 +81,7 @@ export async function landRows(table: Table, rows: Row[], kinds: RowKindByte[], 
     await registerPending(table, opts.commitIdentifier, batch, opts.sources);
     const sources = opts.sources?.length ? { sources: opts.sources } : {};
     await opts.enqueue({ table: table.name, schemaId: table.schema.id, commitIdentifier: opts.commitIdentifier, batch, ...sources });
-    return { rows: rows.length, files, queued: true };
+    return { rows: rowCount, files, queued: true };
   }
 
   const committed = await commitAppend(table, [batch], {
@@ -73,5 +94,5 @@ export async function landRows(table: Table, rows: Row[], kinds: RowKindByte[], 
   if (committed.alreadyCommitted) await deleteBatchFiles(table, [batch]);
   // Run again on a retry too: the first attempt may have failed right after its commit.
   await opts.afterCommit?.(committed);
-  return { rows: rows.length, files, snapshot: committed.snapshot, alreadyCommitted: committed.alreadyCommitted };
+  return { rows: rowCount, files, snapshot: committed.snapshot, alreadyCommitted: committed.alreadyCommitted };
 }
