@@ -204,8 +204,9 @@ describe('failure destinations of scheduled work', () => {
     const rules = Object.values(resourcesOf(template, 'AWS::Events::Rule')).filter((r) =>
       (r.Properties.Targets ?? []).some((t: { Arn: { 'Fn::GetAtt': string[] } }) => t.Arn['Fn::GetAtt']?.[0] === logicalId(table.expireFunction)),
     );
-    expect(rules).toHaveLength(1);
-    expect(rules[0].Properties.Targets[0].DeadLetterConfig.Arn['Fn::GetAtt'][0]).toBe(logicalId(table.expireFailures));
+    // The 15-minute expiry schedule and the daily orphan scan: both end in the expiry DLQ.
+    expect(rules).toHaveLength(2);
+    for (const r of rules) expect(r.Properties.Targets[0].DeadLetterConfig.Arn['Fn::GetAtt'][0]).toBe(logicalId(table.expireFailures));
   });
 
   it('feeds discovery through a single-group FIFO queue with a DLQ instead of reserved concurrency 1 (no throttles)', () => {
