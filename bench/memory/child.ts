@@ -1,0 +1,90 @@
+/**
+ * Child process of the memory benchmark (bench/memory/run.ts): each mode does one job and prints
+ * {"maxRssMB", "ms", ...} as its last line (`process.resourceUsage().maxRSS`).
+ *   gen-jsonl <rows> <path>          the floor of the write: generates the JSONL input file
+ *   setup <rows> <runs> <warehouse> <budgetMB>  a 1-bucket table written as <runs> sorted runs of random updates
+ *   open <warehouse>                 the floor of compaction and read: loads varve and opens the table
+ *   compact <warehouse>              a full compaction of the bucket (compaction.memory-budget set by setup)
+ *   read <warehouse>                 a streamed read (table.scan) of every row
+ */
+import { createWriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { compactTable } from '../../lib/maintenance/compact.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { LocalStore } from '../../lib/store/local-store.js';
+import { assertEqual } from '../lib/checksum.js';
+import { BENCH_SCHEMA_TEXT, makeRows } from '../lib/data.js';
+import { mulberry32 } from '../lib/random.js';
+
+const [mode, ...args] = process.argv.slice(2);
+const TABLE = 'bench.memory';
+const CHUNK = 100_000;
+
+async function genJsonl(rows: number, path: string): Promise<Record<string, number>> {
+  const out = createWriteStream(path);
+  const rnd = mulberry32(11);
+  for (let from = 0; from < rows; from += 10_000) {
+    let text = '';
+    for (let k = from; k < Math.min(rows, from + 10_000); k++) {
+      text += `{"key":${k},"i32":${(rnd() * 1e9) | 0},"f":${rnd().toFixed(6)},"s":"value-${k.toString(36)}-${((rnd() * 1e6) | 0).toString(36)}","opt":${rnd() < 0.2 ? 'null' : `"o${(rnd() * 1000) | 0}"`}}\n`;
+    }
+    if (!out.write(text)) await once(out, 'drain');
+  }
+  out.end();
+  await once(out, 'finish');
+  return { bytes: out.bytesWritten };
+}
+
+async function openTable(warehouse: string) {
+  return new FolderCatalog(new LocalStore(warehouse)).getTable(TABLE);
+}
+
+async function setup(rows: number, runs: number, warehouse: string, budgetMB: string): Promise<Record<string, number>> {
+  const table = await new FolderCatalog(new LocalStore(warehouse)).createTable(TABLE, {
+    fields: parseSchemaText(BENCH_SCHEMA_TEXT),
+    primaryKeys: ['key'],
+    options: { bucket: '1', 'write-only': 'true', 'write-buffer-size': '1 gb', 'target-file-size': '128 mb', 'compaction.memory-budget': `${budgetMB} mb`, 'num-sorted-run.stop-trigger': '50' },
+  });
+  // Each run updates a random `rows / runs` keys of a key space of `rows`: the runs overlap all over.
+  const rnd = mulberry32(5);
+  const perRun = Math.floor(rows / runs);
+  for (let r = 0; r < runs; r++) {
+    const writer = table.newWriter();
+    for (let from = 0; from < perRun; from += CHUNK) {
+      const n = Math.min(CHUNK, perRun - from);
+      const keys = new Float64Array(n);
+      for (let i = 0; i < n; i++) keys[i] = Math.floor(rnd() * rows);
+      await writer.writeArrow(makeRows(keys, r));
+    }
+    await writer.commit(`run-${r}`);
+    await writer.close();
+  }
+  return {};
+}
+
+async function main(): Promise<void> {
+  const t0 = performance.now();
+  let extra: Record<string, number> = {};
+  if (mode === 'gen-jsonl') extra = await genJsonl(Number(args[0]), args[1]);
+  else if (mode === 'setup') extra = await setup(Number(args[0]), Number(args[1]), args[2], args[3]);
+  else if (mode === 'open') {
+    const table = await openTable(args[0]);
+    extra = { files: (await table.snapshots.latest())?.id ?? 0 };
+  } else if (mode === 'compact') {
+    const summary = await compactTable(await openTable(args[0]), { full: true });
+    extra = { filesIn: summary.filesIn, filesOut: summary.filesOut, bytesIn: summary.bytesIn };
+  } else if (mode === 'read') {
+    const table = await openTable(args[0]);
+    let rows = 0;
+    for await (const b of table.scan()) rows += b.numRows;
+    assertEqual('memory read: rows', rows, await table.count());
+    extra = { rows };
+  } else throw new Error(`unknown mode ${mode}`);
+  console.log(JSON.stringify({ maxRssMB: process.resourceUsage().maxRSS / 1024, ms: performance.now() - t0, ...extra }));
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
