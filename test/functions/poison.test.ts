@@ -104,4 +104,36 @@ describe.skipIf(!awsAvailable())('poison messages and queued files on moto', () 
     expect(rejects).toHaveLength(1);
     expect(rejects[0].reason).toMatch(/no longer exist.*refused so that no snapshot references missing files/);
   });
+
+  it('isolates one bad writer batch of a commit invocation: the good batches around it commit, the bad one alone goes to the rejects queue', async () => {
+    // Prepare: three writers' batches taken from the commit queue as one invocation batch; the
+    // middle one (its files all present) carries metadata no commit accepts (totalBuckets 0), so
+    // the run's one snapshot fails and the group commit must fall back to batch by batch.
+    const d = await deploy();
+    await createOrders(d);
+    const dlqUrl = await createQueue(`${uniqueName('commit-dlq')}.fifo`);
+    const commitUrl = await createQueue(`${uniqueName('commit')}.fifo`, { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await queueArn(dlqUrl), maxReceiveCount: '2' }) });
+    const env = d.env('queue', { VARVE_COMMIT_QUEUE_URL: commitUrl });
+    for (const w of [1, 2, 3]) await writeBatch(d, env, w);
+    const messages = await receive(commitUrl, 10);
+    expect(messages).toHaveLength(3);
+    const bad = JSON.parse(messages[1].Body!) as { batch: { newFiles: { totalBuckets: number }[] } };
+    expect(bad.batch.newFiles.length).toBeGreaterThan(0);
+    for (const f of bad.batch.newFiles) f.totalBuckets = 0;
+    messages[1].Body = JSON.stringify(bad);
+
+    // Act: one invocation with the three batches, as the event source mapping delivers them
+    const response = (await createCommitHandler(env)(sqsEventOf(commitUrl, messages))) as SQSBatchResponse;
+
+    // Assess: nothing retried (so nothing can reach the DLQ), the good writers' rows read, only
+    // the bad batch rejected, naming its message and why
+    expect(response.batchItemFailures).toEqual([]);
+    const rows = (await (await reopen(d)).read()).toArray().map((r) => String(r.status)).sort();
+    expect(rows).toEqual(['w1', 'w1', 'w1', 'w3', 'w3', 'w3']);
+    const rejects = (await takeAll(d.rejectsUrl)).map((b) => JSON.parse(b) as RejectMessage);
+    expect(rejects).toHaveLength(1);
+    expect(rejects[0].source).toEqual({ messageId: messages[1].MessageId });
+    expect(rejects[0].reason).toMatch(/totalBuckets 0 must be an integer ≥ 1/);
+    expect(await receive(dlqUrl, 10)).toEqual([]);
+  });
 });
