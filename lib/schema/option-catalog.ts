@@ -178,6 +178,14 @@ export const TABLE_OPTIONS = [
     description:
       'Most keys one bounded orphan scan lists (the scheduled safety-net scan on AWS, `varve remove-orphans --max-keys`); the next run resumes after the last key, from a marker object under `orphan/`.',
   },
+  {
+    key: 'ingest.deduplication-window',
+    type: 'duration',
+    default: '30 min',
+    min: 1,
+    description:
+      'How far back ingestion looks through committed snapshots (their `varve.sources` and `varve.batches`) for a redelivered queue message, a duplicate inbox event or a re-sent commit batch, which then writes nothing. Cover the longest time a message can come back while its function polls: the ingest queue\'s maxReceiveCount × visibility timeout (5 × 6 min as deployed). Also bounded by snapshot retention (`snapshot.time-retained`) and by the last 2000 snapshots. Batches on their way through the commit queue and the commit identifiers of the commits themselves are found without a window (docs/AWS.md, "Why per-source deduplication has a window").',
+  },
   // Iceberg compatibility (Paimon's metadata.iceberg.*)
   { key: 'metadata.iceberg.storage', type: 'enum', default: 'disabled', allowed: ['disabled', 'table-location', 'warehouse'], description: 'Write Iceberg metadata after every commit that changes the highest level (full compaction, overwrite), so Iceberg readers (Athena, Spark, Trino, DuckDB, pyiceberg) read the table: in `<table>/metadata/` (table-location), in `<warehouse>/iceberg/<database>/<table>/metadata/` (warehouse, an Iceberg Hadoop-catalog warehouse), or not at all. Primary-key tables export only the files of the highest level: the state as of the last full compaction.' },
   // Consumers and streaming reads

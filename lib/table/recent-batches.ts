@@ -3,7 +3,9 @@
  * (snapshot property `varve.batches`). SQS drops a re-sent batch only within its 5-minute
  * deduplication window, and a commit function retried after its commit may get the same batch
  * in a different invocation batch (with a different identifier): checking each batch against
- * the snapshots of the last half hour keeps every batch to one commit either way.
+ * the snapshots of the table's `ingest.deduplication-window` (30 minutes by default) keeps every
+ * batch to one commit either way. Why this is a window and not the commit identifier index:
+ * docs/AWS.md, "Why per-source deduplication has a window".
  *
  * One per table and process (recentBatchesOf): the first use reads back through the window, later
  * uses read only the snapshots committed since.
@@ -19,7 +21,7 @@ export const BATCHES_PROPERTY = 'varve.batches';
  * recognised by its own identifier, never by the batch it came in.
  */
 export const SOURCES_PROPERTY = 'varve.sources';
-/** Longer than a writer's retries can stretch (5 receives × the ingest queue's 6-minute visibility). */
+/** The default window: longer than a writer's retries stretch (5 receives × the ingest queue's 6-minute visibility); the table option `ingest.deduplication-window`. */
 export const RECENT_WINDOW_MS = 30 * 60_000;
 /** Snapshots read back at most on a cold start. */
 const MAX_SCAN = 2000;
@@ -33,13 +35,15 @@ export class RecentBatches {
   constructor(
     private readonly table: Table,
     private readonly now: () => number = Date.now,
+    /** How far back (ms) snapshots count: the table's `ingest.deduplication-window`. */
+    public windowMs: number = deduplicationWindowOf(table),
   ) {}
 
   /** Reads the snapshots committed since the last call (back to the window's start on the first). */
   async refresh(): Promise<void> {
     const latest = await this.table.snapshots.latestId();
     if (latest === undefined || latest <= this.scannedUpTo) return;
-    const horizon = this.now() - RECENT_WINDOW_MS;
+    const horizon = this.now() - this.windowMs;
     const lowest = Math.max(this.scannedUpTo + 1, latest - MAX_SCAN + 1, 1);
     scan: for (let hi = latest; hi >= lowest; hi -= READ_CHUNK) {
       const ids: number[] = [];
@@ -84,10 +88,19 @@ export function batchesProperty(ids: readonly string[]): string {
   return JSON.stringify(ids);
 }
 
-/** The process's RecentBatches of a table (by store and path: a re-opened table shares it). */
+/** The table's `ingest.deduplication-window`, in ms. */
+export function deduplicationWindowOf(table: Table): number {
+  return (table.options.get('ingest.deduplication-window') as number | undefined) ?? RECENT_WINDOW_MS;
+}
+
+/**
+ * The process's RecentBatches of a table (by store and path: a re-opened table shares it), with
+ * the window of the table as opened now (an altered window applies from the next refresh on).
+ */
 export function recentBatchesOf(table: Table): RecentBatches {
   const key = `${table.store.uri}\u0000${table.path}`;
   let recent = perTable.get(key);
   if (!recent) perTable.set(key, (recent = new RecentBatches(table)));
+  recent.windowMs = deduplicationWindowOf(table);
   return recent;
 }
