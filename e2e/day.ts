@@ -11,9 +11,16 @@
  * compositions (lost deletes), a handler crash mid-batch, discovery triggered twice at once.
  */
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DeleteMessageBatchCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { deflateRawSync } from 'node:zlib';
 import { openCatalog } from '../lib/catalog/open-catalog.js';
 import { parseSchemaText } from '../lib/schema/parse.js';
+import { SOURCES_PROPERTY } from '../lib/table/recent-batches.js';
+import { messageSource, objectSource } from '../lib/table/ingested-sources.js';
+import type { Table } from '../lib/table/table.js';
+import { receiveMessages } from './emulator/sqs-event.js';
 import { functionsOf } from './aws/template.js';
 import { formatDenials } from './iam/audit.js';
 import { Emulator } from './emulator/emulator.js';
@@ -29,7 +36,24 @@ interface Options {
   assembly: string;
   stateDir: string;
   rounds: number;
+  /** How much faster than real time the queues' visibility timeouts pass (the emulator's only time change). */
+  timeScale: number;
+  /** How long a round may take to settle before the run goes on (and the count finds what is missing). */
+  settleMs: number;
 }
+
+/** The faults of the issue's scripted day, in the order the rounds inject them. */
+export const FAULTS = [
+  'poison record',
+  'poison commit message',
+  'sink fails 3 times then succeeds',
+  'sink slower than its timeout',
+  'duplicate inbox event',
+  'redelivery in other batch compositions',
+  'handler crash mid-batch',
+  'discovery triggered twice at once',
+] as const;
+type Fault = (typeof FAULTS)[number];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (...a: unknown[]) => console.log('e2e:', ...a);
@@ -39,11 +63,16 @@ export async function runDay(opts: Options): Promise<DayResult> {
   const delivered: { id: string; v: number; tag: string }[] = [];
   let loseDeletes = false;
   const lostDeleteIds = new Set<string>();
+  const firstBatch = new Map<string, string>();
+  const redelivered: { id: string; batch: string; first: string }[] = [];
+  /** Per fault, what shows it happened (or why it did not). */
+  const evidence = new Map<Fault, { ok: boolean; what: string }>();
+  const prove = (fault: Fault, ok: boolean, what: string) => evidence.set(fault, { ok, what });
   const emu = await Emulator.deploy({
     assembly: opts.assembly,
     stack: E2E_STACK_NAME,
-    // Visibility timeouts pass 120× faster (6 min → 3 s); function timeouts are real.
-    timeScale: 120,
+    // Visibility timeouts pass faster (120×: 6 min → 3 s); function timeouts and backoffs are real.
+    timeScale: opts.timeScale,
     extraEnv: { VARVE_E2E_STATE_DIR: opts.stateDir, POWERTOOLS_LOG_LEVEL: 'WARN', POWERTOOLS_METRICS_DISABLED: 'true' },
     logFile: `${opts.assembly}/e2e-functions.log`,
     onLog: (_fn, line) => {
@@ -54,10 +83,17 @@ export async function runDay(opts: Options): Promise<DayResult> {
     faults: {
       // The same messages come back, in other batch compositions, after their visibility lapses.
       loseDelete: (mapping, messages) => {
-        if (!loseDeletes || !/IngestSqsEventSource/.test(mapping.logicalId)) return false;
+        if (!/IngestSqsEventSource/.test(mapping.logicalId)) return false;
+        const batch = messages.map((m) => m.MessageId!).sort().join(',');
+        // A message whose delete was lost, back in a batch: evidence of the redelivery and its composition.
+        for (const m of messages) if (lostDeleteIds.has(m.MessageId!)) redelivered.push({ id: m.MessageId!, batch, first: firstBatch.get(m.MessageId!)! });
+        if (!loseDeletes) return false;
         const fresh = messages.filter((m) => !lostDeleteIds.has(m.MessageId!));
         if (fresh.length === 0) return false;
-        for (const m of fresh) lostDeleteIds.add(m.MessageId!);
+        for (const m of fresh) {
+          lostDeleteIds.add(m.MessageId!);
+          firstBatch.set(m.MessageId!, batch);
+        }
         return true;
       },
     },
@@ -72,7 +108,7 @@ export async function runDay(opts: Options): Promise<DayResult> {
   const sqs = new SQSClient({});
 
   // The operator creates the table (docs/AWS.md step 6); not a function, not audited.
-  await openCatalog(env.VARVE_WAREHOUSE, env).createTable('shop.orders', {
+  const orders = await openCatalog(env.VARVE_WAREHOUSE, env).createTable('shop.orders', {
     fields: parseSchemaText('id BIGINT, v BIGINT, status STRING'),
     primaryKeys: ['id'],
     options: { bucket: '4', 'num-sorted-run.compaction-trigger': '3', 'snapshot.num-retained.min': '3', 'snapshot.num-retained.max': '6', 'snapshot.time-retained': '1 s' },
@@ -91,21 +127,23 @@ export async function runDay(opts: Options): Promise<DayResult> {
       await sqs.send(new SendMessageBatchCommand({ QueueUrl: ingestUrl, Entries: bodies.slice(i, i + 10).map((b, k) => ({ Id: String(k), MessageBody: b })) }));
     }
   };
-  const quiet = async (what: string, queues: RegExp, limitMs = 120_000) => {
+  const quiet = async (what: string, queues: RegExp, limitMs = opts.settleMs) => {
     const ids = emu.queues().filter((q) => queues.test(q) && !/Dlq|Rejects/.test(q));
     const until = Date.now() + limitMs;
     let calm = 0;
     while (Date.now() < until) {
-      const depths = await Promise.all(ids.map((q) => emu.depth(q)));
+      // Work in flight is known here; the queues are asked only when there is none.
       const busy = emu.mappings.some((m) => m.inFlight > 0) || emu.pendingAsync > 0;
-      calm = depths.every((d) => d === 0) && !busy ? calm + 1 : 0;
+      const empty = !busy && (await Promise.all(ids.map((q) => emu.depth(q)))).every((d) => d === 0);
+      calm = empty ? calm + 1 : 0;
       if (calm >= 3) return;
-      await sleep(300);
+      await sleep(400);
     }
     log(`warning: ${what} did not settle within ${limitMs / 1000} s`);
   };
 
-  const faultsSeen: string[] = [];
+  const faultRound = new Map<Fault, number>();
+  const inboxFiles = new Set<string>();
   emu.start();
   const started = Date.now();
   try {
@@ -115,56 +153,78 @@ export async function runDay(opts: Options): Promise<DayResult> {
       const recs = ids.map((id) => next(id));
       const bodies = [JSON.stringify(recs.slice(0, 3)), ...recs.slice(3).map((r) => JSON.stringify(r))];
       const fault = round % 9;
+      if (fault < FAULTS.length && !faultRound.has(FAULTS[fault])) faultRound.set(FAULTS[fault], round);
       if (fault === 0) {
-        faultsSeen.push('poison record');
         bodies.push(JSON.stringify({ id: 'not-a-number', v: 1, status: 'poison' }), 'this is not JSON');
       }
       if (fault === 2) {
-        faultsSeen.push('sink fails 3 times then succeeds');
         const r = next(100 + round, `fail3:r${round}`);
         bodies.push(JSON.stringify(r));
       }
       if (fault === 3) {
-        faultsSeen.push('sink slower than its timeout');
         bodies.push(JSON.stringify(next(100 + round, `slow:r${round}`)));
       }
       if (fault === 5) {
-        faultsSeen.push('redelivery in other batch compositions');
         loseDeletes = true;
       }
       if (fault === 6) {
-        faultsSeen.push('handler crash mid-batch');
         bodies.push(JSON.stringify([next(200 + round), next(300 + round, `crash:r${round}`)]));
       }
       await sendRecords(bodies);
       if (fault === 1) {
         // A commit message no commit can make sense of, at the head of the table's one group,
         // with good work right behind it.
-        faultsSeen.push('poison commit message');
         await sqs.send(new SendMessageCommand({ QueueUrl: commitUrl, MessageBody: '{"version":1,"table":"shop.orders","files":"garbage"}', MessageGroupId: 'shop.orders', MessageDeduplicationId: `poison-${round}` }));
       }
       if (fault === 4) {
         // One file dropped in the inbox; EventBridge delivers its Object Created event twice.
-        faultsSeen.push('duplicate inbox event');
         const key = `${env.VARVE_WAREHOUSE.split('/').slice(3).join('/')}/inbox/shop/orders/round-${round}.jsonl`;
         const lines = [next(400 + round), next(401 + round)].map((r) => JSON.stringify(r)).join('\n');
         const put = await s3.send(new PutObjectCommand({ Bucket: emu.deployment.bucket, Key: key, Body: `${lines}\n` }));
+        inboxFiles.add(objectSource(key, put.ETag!));
         const detail = { version: '0', bucket: { name: emu.deployment.bucket }, object: { key, size: lines.length + 1, etag: put.ETag!.replace(/"/g, ''), sequencer: '0' }, 'request-id': 'e2e', requester: 'e2e', reason: 'PutObject' };
         await emu.putEvent('default', 'aws.s3', 'Object Created', detail);
         await emu.putEvent('default', 'aws.s3', 'Object Created', detail);
       }
       if (fault === 7) {
         // Two discovery runs at once: the schedule and a second trigger in the same instant.
-        faultsSeen.push('discovery triggered twice at once');
         emu.fireSchedule(/DiscoverSchedule/);
         emu.fireSchedule(/DiscoverSchedule/);
       }
-      await quiet(`round ${round} ingestion`, /Ingest|Commit/);
+      const discoverBefore = emu.functions.get(fnId(/Discover/))!.invocations;
+      const roundStart = Date.now();
+      // The first round waits for every function's first cold start too.
+      await quiet(`round ${round} ingestion`, /Ingest|Commit/, round === 0 ? 2 * opts.settleMs : opts.settleMs);
+      const ingestedMs = Date.now() - roundStart;
       loseDeletes = false;
+      if (fault === 4) {
+        const file = [...inboxFiles].at(-1)!;
+        const holders = await snapshotsHolding(orders, [file]);
+        const n = holders.get(file) ?? 0;
+        prove('duplicate inbox event', n === 1, `the file's source ${file} is in ${n} snapshot(s), after 2 Object Created events`);
+      }
+      if (fault === 5) {
+        const ids = [...lostDeleteIds];
+        const holders = await snapshotsHolding(orders, ids.map(messageSource));
+        const twice = ids.filter((id) => (holders.get(messageSource(id)) ?? 0) > 1);
+        const moved = redelivered.filter((r) => r.batch !== r.first).length;
+        prove(
+          'redelivery in other batch compositions',
+          ids.length > 0 && redelivered.length >= ids.length && moved > 0 && twice.length === 0,
+          `${ids.length} messages' deletes lost, ${redelivered.length} redeliveries (${moved} in another batch composition), ${twice.length} committed twice`,
+        );
+      }
+      if (fault === 7) {
+        const n = emu.functions.get(fnId(/Discover/))!.invocations - discoverBefore;
+        prove('discovery triggered twice at once', n >= 2, `${n} discovery invocations from the two simultaneous triggers`);
+      }
       emu.fireSchedule(/DiscoverSchedule/);
       if (round % 4 === 3) emu.fireSchedule(/ExpireSchedule/);
       await quiet(`round ${round} delivery`, /./);
-      log(`round ${round + 1}/${opts.rounds} (${faultsSeen.at(-1) ?? '-'}): ${delivered.length} changes delivered so far, ${Math.round((Date.now() - started) / 1000)} s`);
+      log(
+        `round ${round + 1}/${opts.rounds} (${fault < FAULTS.length ? FAULTS[fault] : 'no fault'}): ingested in ${(ingestedMs / 1000).toFixed(1)} s, ` +
+          `delivered in ${((Date.now() - roundStart - ingestedMs) / 1000).toFixed(1)} s; ${delivered.length} changes delivered so far, ${Math.round((Date.now() - started) / 1000)} s`,
+      );
     }
     // Drain: discovery until every committed change reached the sink.
     for (let i = 0; i < 5; i++) {
@@ -201,11 +261,36 @@ export async function runDay(opts: Options): Promise<DayResult> {
   }
   const deliveredDistinct = total - lost.length;
   let dlq = 0;
-  for (const q of emu.queues().filter((q) => /Dlq/.test(q))) dlq += await emu.depth(q);
+  const dlqs: string[] = [];
+  for (const q of emu.queues().filter((q) => /Dlq/.test(q))) {
+    const n = await emu.depth(q);
+    dlq += n;
+    if (n > 0) {
+      dlqs.push(`${q} ${n}`);
+      for (const m of await receiveMessages(sqs, emu.ref(q), 3)) log(`dead letter in ${q} (received ${m.Attributes?.ApproximateReceiveCount} times): ${(m.Body ?? '').slice(0, 400)}`);
+    }
+  }
+
+  // Evidence of the faults the function logs and queues keep.
+  const rejects = await drainQueue(sqs, emu.ref(queueId(/Rejects/)));
+  const rejected = (needle: string) => rejects.filter((r) => r.includes(needle)).length;
+  prove('poison record', rejected('not-a-number') >= 1 && rejected('this is not JSON') >= 1, `rejects queue: ${rejected('not-a-number')} invalid record, ${rejected('this is not JSON')} non-JSON body`);
+  prove('poison commit message', rejected('garbage') >= 1, `rejects queue: ${rejected('garbage')} poison commit message (${rejects.length} rejects in all)`);
+  const reader = emu.functions.get(fnId(/Read/))!;
+  // The row carrying a sink fault reached the sink in the end (its tag is the round that sent it).
+  const tagged = (f: Fault) => faultRound.has(f) && delivered.some((d) => d.tag === `r${faultRound.get(f)}`);
+  const fail3 = readdirOrEmpty(opts.stateDir).filter((f) => f.startsWith('fault-fail3')).map((f) => Number(readFileSync(path.join(opts.stateDir, f), 'utf8')));
+  prove('sink fails 3 times then succeeds', fail3.length > 0 && fail3.every((n) => n >= 4) && tagged('sink fails 3 times then succeeds'), `sink attempts ${fail3.join(', ') || 'none'}, then delivered`);
+  prove('sink slower than its timeout', reader.timeouts >= 1 && tagged('sink slower than its timeout'), `${reader.timeouts} reader invocation(s) stopped at the ${reader.spec.timeoutSeconds}-s timeout, then delivered`);
+  prove('handler crash mid-batch', reader.crashes >= 1 && tagged('handler crash mid-batch'), `${reader.crashes} reader runtime(s) died mid-batch, then delivered`);
   const audit = await emu.audit.evaluate();
 
   log(`${audit.calls} AWS calls audited (${audit.checks} distinct authorisations) from ${emu.functions.size} functions`);
+  const oversized: string[] = [];
   for (const [fn, f] of emu.functions) {
+    const zipped = zippedBundleBytes(path.dirname(f.spec.bundle));
+    if (zipped > MAX_ZIPPED_BYTES) oversized.push(fn);
+    log(`${fn}: deployment package ${(zipped / 1048576).toFixed(2)} MB zipped (limit ${MAX_ZIPPED_BYTES / 1048576} MB)`);
     const cold = f.stats.map((s) => s.coldStartMs);
     const spawn = f.stats.map((s) => s.spawnMs);
     log(
@@ -214,12 +299,57 @@ export async function runDay(opts: Options): Promise<DayResult> {
     );
   }
   for (const m of emu.mappings) log(`${m.spec.logicalId}: ${m.batches} batches, ${m.failedBatches} failed whole, ${m.partialFailures} with partial failures`);
-  log(`faults: ${faultsSeen.join(', ')}; async invocations that exhausted their retries: ${emu.asyncFailures}`);
+  log(`async invocations that exhausted their retries: ${emu.asyncFailures}; dead-letter queues: ${dlqs.join(', ') || 'all empty'}`);
+  const missing = FAULTS.filter((f) => !evidence.get(f)?.ok);
+  for (const f of FAULTS) log(`fault ${evidence.get(f)?.ok ? 'exercised' : 'NOT EXERCISED'}: ${f}: ${evidence.get(f)?.what ?? `no round injected it (${opts.rounds} rounds; 8 are needed)`}`);
   if (lost.length) log(`LOST (id/version): ${lost.slice(0, 30).join(' ')}${lost.length > 30 ? ' …' : ''}`);
   if (audit.denials.length) log(`IAM DENIALS: ${formatDenials(audit.denials).replace(/\n/g, ' | ')}`);
   log(`took ${Math.round((Date.now() - started) / 1000)} s`);
   const line = `e2e: changes delivered ${deliveredDistinct}/${total}, duplicates ${duplicates}, order violations ${orderViolations}, lost ${lost.length}, IAM denials ${audit.denials.length}, dlq ${dlq}`;
-  return { line, ok: lost.length === 0 && orderViolations === 0 && audit.denials.length === 0 };
+  return { line, ok: lost.length === 0 && orderViolations === 0 && audit.denials.length === 0 && missing.length === 0 && oversized.length === 0 };
+}
+
+/** How many snapshots of `table` (of those still there) name each of `sources` in their varve.sources. */
+async function snapshotsHolding(table: Table, sources: readonly string[]): Promise<Map<string, number>> {
+  const wanted = new Set(sources);
+  const counts = new Map<string, number>();
+  for (const id of await table.snapshots.listIds()) {
+    const s = await table.snapshots.tryRead(id);
+    const list = s?.properties?.[SOURCES_PROPERTY];
+    if (!list) continue;
+    for (const src of JSON.parse(list) as string[]) if (wanted.has(src)) counts.set(src, (counts.get(src) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** Every message body of a queue nothing consumes (the rejects queue), deleted as read. */
+async function drainQueue(sqs: SQSClient, url: string): Promise<string[]> {
+  const bodies: string[] = [];
+  for (;;) {
+    const messages = await receiveMessages(sqs, url, 10);
+    if (messages.length === 0) return bodies;
+    bodies.push(...messages.map((m) => m.Body ?? ''));
+    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+  }
+}
+
+/** The deployment-package limit scripts/bundle-size.ts holds the bundles to (Lambda itself takes 50 MB). */
+const MAX_ZIPPED_BYTES = 3 * 1024 * 1024;
+
+/** The size of a function's asset folder (bundle and wasm) as a ZIP archive, deflated at level 9 as `zip -9` does. */
+function zippedBundleBytes(dir: string): number {
+  let bytes = 22; // end of central directory
+  for (const name of readdirSync(dir)) {
+    const file = path.join(dir, name);
+    if (!statSync(file).isFile()) continue;
+    // Local header (30) and central directory entry (46), each with the name, plus the data.
+    bytes += 76 + 2 * Buffer.byteLength(name) + deflateRawSync(readFileSync(file), { level: 9 }).length;
+  }
+  return bytes;
+}
+
+function readdirOrEmpty(dir: string): string[] {
+  return existsSync(dir) ? readdirSync(dir) : [];
 }
 
 function median(xs: number[]): number {

@@ -288,6 +288,7 @@ export class Emulator {
   }
 
   private async pollTaps(): Promise<void> {
+    let idleMs = 150;
     while (this.running) {
       let any = false;
       for (const rule of this.rules) {
@@ -302,7 +303,8 @@ export class Emulator {
           await this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: rule.tapUrl, Entries: r.Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
         }
       }
-      if (!any) await new Promise((r) => setTimeout(r, 150));
+      if (!any) await new Promise((r) => setTimeout(r, idleMs));
+      idleMs = any ? 150 : Math.min(1000, idleMs * 2);
     }
   }
 

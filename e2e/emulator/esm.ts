@@ -9,11 +9,10 @@
  * group at a time, and maxReceiveCount moves messages to the DLQ. The polling calls are made with
  * the function's role, as Lambda does, and are audited as the function's.
  */
-import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import { withFunction } from '../iam/recorder.js';
-import { REGION } from '../aws/template.js';
 import type { EmulatedFunction } from './lambda.js';
+import { receiveMessages, sqsEventOf } from './sqs-event.js';
 
 /** The settings of one mapping, resolved. */
 export interface MappingSpec {
@@ -70,12 +69,17 @@ export class EmulatedMapping {
   }
 
   private async loop(): Promise<void> {
+    // Lambda's pollers long-poll; moto's long poll spins while a queue holds in-flight messages,
+    // so an idle poller here backs off instead (150 ms doubling to 1 s), keeping moto's CPU for the run.
+    let idleMs = 150;
     while (this.running) {
       const messages = await this.gather();
       if (messages.length === 0) {
-        await sleep(150);
+        await sleep(idleMs);
+        idleMs = Math.min(1000, idleMs * 2);
         continue;
       }
+      idleMs = 150;
       this.inFlight++;
       try {
         await this.process(messages);
@@ -86,18 +90,7 @@ export class EmulatedMapping {
   }
 
   private receive(max: number): Promise<Message[]> {
-    return withFunction(this.fn.spec.logicalId, async () => {
-      const r = await this.sqs.send(
-        new ReceiveMessageCommand({
-          QueueUrl: this.spec.queueUrl,
-          MaxNumberOfMessages: Math.min(10, max),
-          WaitTimeSeconds: 0,
-          MessageSystemAttributeNames: ['All'],
-          MessageAttributeNames: ['All'],
-        }),
-      );
-      return r.Messages ?? [];
-    });
+    return withFunction(this.fn.spec.logicalId, () => receiveMessages(this.sqs, this.spec.queueUrl, max));
   }
 
   /** One batch: up to BatchSize messages, gathered for at most the batching window. */
@@ -133,9 +126,12 @@ export class EmulatedMapping {
     }
     const done = messages.filter((m) => !failed.has(m.MessageId!));
     const back = messages.filter((m) => failed.has(m.MessageId!) && !handlerChangedVisibility.has(m.ReceiptHandle!));
-    // A lost delete: the messages come back when their visibility lapses (compressed like a failure's).
+    // A lost delete: the messages come back when their visibility lapses (compressed like a
+    // failure's), in two waves a few seconds apart, so that they are redelivered in batches of
+    // another composition than the one they were handled in.
     const lost = done.length > 0 && this.faults.loseDelete?.(this.spec, done) === true;
-    if (lost) back.push(...done);
+    const late = lost ? done.filter((_, i) => i % 2 === 1) : [];
+    if (lost) back.push(...done.filter((_, i) => i % 2 === 0));
     await withFunction(this.fn.spec.logicalId, async () => {
       if (done.length > 0 && !lost) {
         for (let i = 0; i < done.length; i += 10) {
@@ -146,41 +142,17 @@ export class EmulatedMapping {
     });
     // What failed stays invisible for the visibility timeout (compressed here), then SQS
     // redelivers it; the handler may have set its own (backoff), which is then left alone.
-    if (back.length > 0) {
-      const seconds = Math.max(1, Math.round(this.spec.visibilityTimeout / this.timeScale));
-      for (let i = 0; i < back.length; i += 10) {
-        const chunk = back.slice(i, i + 10);
-        await this.sqs
-          .send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: this.spec.queueUrl, Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: seconds })) }))
-          .catch(() => undefined);
-      }
+    const seconds = Math.max(1, Math.round(this.spec.visibilityTimeout / this.timeScale));
+    await this.hide(back, seconds);
+    await this.hide(late, seconds + 2 * this.spec.windowSeconds + 3);
+  }
+
+  private async hide(messages: Message[], seconds: number): Promise<void> {
+    for (let i = 0; i < messages.length; i += 10) {
+      const chunk = messages.slice(i, i + 10);
+      await this.sqs
+        .send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: this.spec.queueUrl, Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: seconds })) }))
+        .catch(() => undefined);
     }
   }
-}
-
-/** An SQSEvent as the event source mapping builds it. */
-export function sqsEventOf(queueArn: string, messages: Message[]): SQSEvent {
-  return {
-    Records: messages.map(
-      (m): SQSRecord => ({
-        messageId: m.MessageId!,
-        receiptHandle: m.ReceiptHandle!,
-        body: m.Body ?? '',
-        attributes: {
-          ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? '1',
-          SentTimestamp: m.Attributes?.SentTimestamp ?? String(Date.now()),
-          SenderId: m.Attributes?.SenderId ?? 'AIDAEXAMPLE',
-          ApproximateFirstReceiveTimestamp: m.Attributes?.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
-          ...(m.Attributes?.MessageGroupId ? { MessageGroupId: m.Attributes.MessageGroupId } : {}),
-          ...(m.Attributes?.MessageDeduplicationId ? { MessageDeduplicationId: m.Attributes.MessageDeduplicationId } : {}),
-          ...(m.Attributes?.SequenceNumber ? { SequenceNumber: m.Attributes.SequenceNumber } : {}),
-        },
-        messageAttributes: {},
-        md5OfBody: m.MD5OfBody ?? '',
-        eventSource: 'aws:sqs',
-        eventSourceARN: queueArn,
-        awsRegion: REGION,
-      }),
-    ),
-  };
 }

@@ -10,9 +10,28 @@ import { randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildSync } from 'esbuild';
 import type { RecordedCall } from '../iam/requests.js';
 
-const RUNTIME = fileURLToPath(new URL('./runtime.ts', import.meta.url));
+const RUNTIME_SOURCE = fileURLToPath(new URL('./runtime.ts', import.meta.url));
+const builtRuntimes = new Map<string, string>();
+
+/**
+ * The container runtime (runtime.ts and the audit middleware) compiled once per assembly into
+ * `<assembly>/e2e-runtime.mjs`, so that a container is plain `node` like Lambda's runtime: no
+ * TypeScript loader in its start-up. Packages stay external (resolved from the project's
+ * node_modules, as the bundles' `@aws-sdk/*` are).
+ */
+function runtimeFor(bundle: string): string {
+  const assembly = path.dirname(path.dirname(bundle));
+  let out = builtRuntimes.get(assembly);
+  if (!out) {
+    out = path.join(assembly, 'e2e-runtime.mjs');
+    buildSync({ entryPoints: [RUNTIME_SOURCE], outfile: out, bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', logLevel: 'error' });
+    builtRuntimes.set(assembly, out);
+  }
+  return out;
+}
 
 /** What an invocation returned. */
 export type InvokeResult = { ok: true; value: unknown } | { ok: false; error: { name?: string; message: string }; kind: 'error' | 'timeout' | 'crash' };
@@ -61,6 +80,9 @@ export class EmulatedFunction {
   readonly stats: ContainerStats[] = [];
   invocations = 0;
   errors = 0;
+  /** Invocations stopped at the function's timeout, and runtimes that died mid-invocation. */
+  timeouts = 0;
+  crashes = 0;
   throttles = 0;
 
   constructor(
@@ -88,7 +110,11 @@ export class EmulatedFunction {
       c.pending = { id, resolve, timer };
       c.child.send({ type: 'invoke', id, event, deadline: Date.now() + timeoutMs });
     });
-    if (!result.ok) this.errors++;
+    if (!result.ok) {
+      this.errors++;
+      if (result.kind === 'timeout') this.timeouts++;
+      if (result.kind === 'crash') this.crashes++;
+    }
     this.release(c);
     return result;
   }
@@ -132,8 +158,10 @@ export class EmulatedFunction {
   private start(): Promise<Container> {
     const t0 = performance.now();
     const { spec, hooks } = this;
-    const child = fork(RUNTIME, [], {
-      execArgv: ['--import', 'tsx', `--max-old-space-size=${spec.memoryMb}`],
+    const child = fork(runtimeFor(spec.bundle), [], {
+      execArgv: [`--max-old-space-size=${spec.memoryMb}`],
+      // Lambda starts the runtime in the package's folder (/var/task).
+      cwd: path.dirname(spec.bundle),
       env: {
         PATH: process.env.PATH,
         HOME: process.env.HOME,

@@ -44,8 +44,15 @@ if (typeof handler !== 'function') {
 }
 send({ type: 'ready', coldStartMs, rssMb: process.memoryUsage().rss / 1048576 });
 
+/** An X-Ray trace header as Lambda sets it per invocation (not sampled: nothing is sent to a daemon). */
+function traceHeader(): string {
+  const hex = (n: number) => randomUUID().replace(/-/g, '').slice(0, n);
+  return `Root=1-${Math.floor(Date.now() / 1000).toString(16)}-${hex(24)};Parent=${hex(16)};Sampled=0`;
+}
+
 process.on('message', (m: InvokeMessage) => {
   if (m.type !== 'invoke') return;
+  process.env._X_AMZN_TRACE_ID = traceHeader();
   const context = {
     functionName: process.env.AWS_LAMBDA_FUNCTION_NAME,
     functionVersion: '$LATEST',

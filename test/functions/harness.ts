@@ -12,12 +12,12 @@ import {
   CreateQueueCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
-  ReceiveMessageCommand,
   SendMessageBatchCommand,
   SQSClient,
   type Message,
 } from '@aws-sdk/client-sqs';
-import type { EventBridgeEvent, S3ObjectCreatedNotificationEvent, ScheduledEvent, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { EventBridgeEvent, S3ObjectCreatedNotificationEvent, ScheduledEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { queueArnOfUrl, receiveMessages, sqsEventOf as sqsEventFor } from '../../e2e/emulator/sqs-event.js';
 import { openCatalog } from '../../lib/catalog/open-catalog.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import type { Table } from '../../lib/table/table.js';
@@ -166,39 +166,13 @@ export async function sendBodies(url: string, bodies: string[]): Promise<void> {
 }
 
 /** Receives up to `max` messages with every attribute an event source mapping passes on. */
-export async function receive(url: string, max = 10, waitSeconds = 0): Promise<Message[]> {
-  const r = await sqs.send(
-    new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: max, WaitTimeSeconds: waitSeconds, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'] }),
-  );
-  return r.Messages ?? [];
+export function receive(url: string, max = 10, waitSeconds = 0): Promise<Message[]> {
+  return receiveMessages(sqs, url, max, waitSeconds);
 }
 
 /** An SQSEvent as Lambda's event source mapping builds it from received messages. */
 export function sqsEventOf(url: string, messages: Message[]): SQSEvent {
-  const name = url.slice(url.lastIndexOf('/') + 1);
-  return {
-    Records: messages.map(
-      (m): SQSRecord => ({
-        messageId: m.MessageId!,
-        receiptHandle: m.ReceiptHandle!,
-        body: m.Body ?? '',
-        attributes: {
-          ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? '1',
-          SentTimestamp: m.Attributes?.SentTimestamp ?? String(Date.now()),
-          SenderId: m.Attributes?.SenderId ?? 'AIDAEXAMPLE',
-          ApproximateFirstReceiveTimestamp: m.Attributes?.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
-          ...(m.Attributes?.MessageGroupId ? { MessageGroupId: m.Attributes.MessageGroupId } : {}),
-          ...(m.Attributes?.MessageDeduplicationId ? { MessageDeduplicationId: m.Attributes.MessageDeduplicationId } : {}),
-          ...(m.Attributes?.SequenceNumber ? { SequenceNumber: m.Attributes.SequenceNumber } : {}),
-        },
-        messageAttributes: {},
-        md5OfBody: m.MD5OfBody ?? '',
-        eventSource: 'aws:sqs',
-        eventSourceARN: `arn:aws:sqs:us-east-1:123456789012:${name}`,
-        awsRegion: 'us-east-1',
-      }),
-    ),
-  };
+  return sqsEventFor(queueArnOfUrl(url), messages);
 }
 
 /** What one emulated event-source-mapping poll did. */
