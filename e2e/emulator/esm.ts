@@ -44,6 +44,8 @@ export class EmulatedMapping {
   private readonly loops: Promise<void>[] = [];
   private readonly sqs = new SQSClient({});
   batches = 0;
+  /** Messages handed to the function (a redelivered one each time). */
+  records = 0;
   failedBatches = 0;
   partialFailures = 0;
   inFlight = 0;
@@ -109,6 +111,7 @@ export class EmulatedMapping {
 
   private async process(messages: Message[]): Promise<void> {
     this.batches++;
+    this.records += messages.length;
     const result = await this.fn.invoke(sqsEventOf(this.spec.queueArn, messages));
     let failed: Set<string>;
     if (!result.ok) {

@@ -83,6 +83,7 @@ export class EmulatedFunction {
   /** Invocations stopped at the function's timeout, and runtimes that died mid-invocation. */
   timeouts = 0;
   crashes = 0;
+  initErrors = 0;
   throttles = 0;
 
   constructor(
@@ -96,7 +97,16 @@ export class EmulatedFunction {
 
   /** Invokes once (synchronously, as an event source mapping does); waits for a free slot. */
   async invoke(event: unknown): Promise<InvokeResult> {
-    const c = await this.acquire();
+    let c: Container;
+    try {
+      c = await this.acquire();
+    } catch (e) {
+      // The runtime failed its init: Lambda reports Runtime.InitError for the invocation.
+      this.invocations++;
+      this.errors++;
+      this.initErrors++;
+      return { ok: false, kind: 'crash', error: { name: 'Runtime.InitError', message: (e as Error).message } };
+    }
     this.invocations++;
     c.stats.invocations++;
     const id = randomUUID();

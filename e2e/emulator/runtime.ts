@@ -10,7 +10,9 @@
  * VARVE_E2E_FUNCTION (its logical id), VARVE_E2E_BUNDLE (the bundle file) and
  * VARVE_E2E_HANDLER (the exported name).
  */
-import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import Module from 'node:module';
+import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { installAuditMiddleware, onCall } from '../iam/recorder.js';
 
@@ -34,8 +36,29 @@ const exportName = process.env.VARVE_E2E_HANDLER ?? 'handler';
 installAuditMiddleware(bundle);
 onCall((call) => send({ type: 'call', call }));
 
+/**
+ * Loads the bundle as CommonJS, as Lambda's runtime does with an `index.js` in /var/task (no
+ * package.json there); here the project's package.json says "type": "module", which would make
+ * Node treat the bundle as ES module.
+ */
+function loadCommonJs(file: string): Record<string, Handler> {
+  const M = Module as unknown as { new (id: string, parent: null): CjsModule; _nodeModulePaths(dir: string): string[] };
+  const m = new M(file, null);
+  m.filename = file;
+  m.paths = M._nodeModulePaths(path.dirname(file));
+  m._compile(readFileSync(file, 'utf8'), file);
+  return m.exports as Record<string, Handler>;
+}
+
+interface CjsModule {
+  filename: string;
+  paths: string[];
+  exports: unknown;
+  _compile(code: string, file: string): void;
+}
+
 const started = performance.now();
-const mod = createRequire(bundle)(bundle) as Record<string, Handler>;
+const mod = loadCommonJs(bundle);
 const coldStartMs = performance.now() - started;
 const handler = mod[exportName];
 if (typeof handler !== 'function') {
