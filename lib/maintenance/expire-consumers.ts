@@ -58,6 +58,7 @@ async function idleSince(table: Table, c: Consumer, latest: number | undefined):
 async function removeConsumer(table: Table, c: Consumer, now: number, expirationMs: number): Promise<void> {
   const prefix = consumerObjectsPrefix(table.path, c.id);
   const own = await listAll(table.store, prefix);
+  const token = await leaseTokenOf(table, c.id);
   await writeTombstone(table.store, table.path, {
     id: c.id,
     nextSnapshot: c.nextSnapshot,
@@ -66,9 +67,12 @@ async function removeConsumer(table: Table, c: Consumer, now: number, expiration
     reason: `idle for longer than consumer.expiration-time (${expirationMs} ms) while snapshot ${c.nextSnapshot} waited to be read`,
     delivered: await deliveredByBucket(table, c, prefix, own),
     ...(c.fullSnapshot !== undefined && c.fullSnapshot >= c.nextSnapshot ? { fullSnapshot: c.fullSnapshot } : {}),
+    // The lease is deleted below, but its fencing token must never start again at 1: the next
+    // lease of this id starts above it (lib/stream/lease.ts). One spare for an acquire racing this.
+    ...(token === undefined ? {} : { leaseToken: token + 1 }),
   });
-  // The tombstone stays, and so does the lease: its fencing token must never start again at 1.
-  const keep = new Set([tombstoneKey(table.path, c.id), `${table.path}/consumer/consumer-${c.id}@lease`]);
+  // The tombstone stays; the progress, split and lease objects go.
+  const keep = new Set([tombstoneKey(table.path, c.id)]);
   const doomed = own.filter((o) => !keep.has(o.key));
   await runLimited(doomed.map((o) => () => table.store.delete(o.key)), 16);
   await deleteConsumer(table.store, table.path, c.id);
@@ -91,6 +95,17 @@ async function deliveredByBucket(table: Table, c: Consumer, prefix: string, own:
     16,
   );
   return out;
+}
+
+/** The fencing token of a consumer's lease object (`consumer-<id>@lease`), if it has one. */
+async function leaseTokenOf(table: Table, id: string): Promise<number | undefined> {
+  try {
+    const lease = JSON.parse(fromUtf8((await table.store.get(`${table.path}/consumer/consumer-${id}@lease`)).body)) as { token?: unknown };
+    return Number.isInteger(lease.token) ? (lease.token as number) : undefined;
+  } catch (e) {
+    if (e instanceof ObjectNotFoundError) return undefined;
+    throw e;
+  }
 }
 
 /** Removes the consumers of `table` idle for longer than `consumer.expiration-time`. */

@@ -153,6 +153,8 @@ export interface ConsumerTombstone {
   delivered?: Record<string, number>;
   /** The snapshot whose full state the consumer had still to deliver first (ConsumerState.fullSnapshot, when not yet passed). */
   fullSnapshot?: number;
+  /** The fencing token of its lease when the lease was deleted: the next lease of the id starts above it. */
+  leaseToken?: number;
 }
 
 /** Key of a consumer's tombstone ('@' never occurs in a consumer id). */

@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ConsumerLeaseHeldError, ConsumerLeaseLostError, CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
-import { checkConsumerId } from '../snapshot/consumer.js';
+import { checkConsumerId, readTombstone } from '../snapshot/consumer.js';
 import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
 
 /** Who holds a lease. */
@@ -147,7 +147,7 @@ export class ConsumerLeaseHandle {
       }
       const next: ConsumerLease = {
         holder: this.holder,
-        token: (found?.lease.token ?? 0) + 1,
+        token: (found?.lease.token ?? (await this.expiredToken())) + 1,
         expiresAt: now + this.ttlMs,
         acquiredAt: now,
         ...(this.tableUuid === undefined ? {} : { tableUuid: this.tableUuid }),
@@ -161,6 +161,11 @@ export class ConsumerLeaseHandle {
       }
     }
     throw new ConsumerLeaseHeldError(`the lease of consumer ${this.consumerId} kept changing while this reader took it; retry`, this.holder, 0);
+  }
+
+  /** The last token of the id before its consumer expired and the lease was deleted (expire-consumers.ts), or 0. */
+  private async expiredToken(): Promise<number> {
+    return (await readTombstone(this.store, this.tablePath, this.consumerId))?.leaseToken ?? 0;
   }
 
   /** Extends the lease; a lease taken over meanwhile makes this and every later `check()` throw ConsumerLeaseLostError. */

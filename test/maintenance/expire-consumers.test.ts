@@ -9,11 +9,31 @@ import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
 import type { MemoryStore } from '../../lib/store/memory-store.js';
 import { utf8 } from '../../lib/store/object-store.js';
 import { listConsumers, readTombstone } from '../../lib/snapshot/consumer.js';
+import { ConsumerLeaseHandle, leaseKey, localHolder } from '../../lib/stream/lease.js';
 import { addConsumer, eightSnapshots, newTable } from './expiry-fixtures.js';
 
 const HOUR = 3_600_000;
 
 describe('expireConsumers', () => {
+  it('deletes the lease of an expired consumer; the next lease of the id starts above its fencing token', async () => {
+    // Prepare: three holders in turn took consumer 'etl' (tokens 1, 2, 3).
+    const table = await newTable({ 'consumer.expiration-time': '1 h' });
+    await eightSnapshots(table);
+    await addConsumer(table, 'etl', 3, 0);
+    for (let i = 0; i < 3; i++) await new ConsumerLeaseHandle(table.store, table.path, 'etl', { holder: localHolder(), takeover: true }).acquire();
+    // Act
+    const r = await expireConsumers(table, { now: Date.now() + 2 * HOUR });
+    const next = new ConsumerLeaseHandle(table.store, table.path, 'etl', { holder: localHolder() });
+    const leaseAfterExpiry = await table.store.head(leaseKey(table.path, 'etl'));
+    await next.acquire();
+    // Assess
+    expect(r.expired).toEqual(['etl']);
+    expect(leaseAfterExpiry).toBeUndefined();
+    expect((await readTombstone(table.store, table.path, 'etl'))?.leaseToken).toBe(4);
+    // Never a token a fenced-off holder of the old lease could have.
+    expect(next.token).toBe(5);
+  });
+
   it('removes a consumer idle for longer than consumer.expiration-time, with its progress and split objects', async () => {
     // Prepare
     const table = await newTable({ 'consumer.expiration-time': '1 h' });
