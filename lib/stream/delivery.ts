@@ -10,9 +10,9 @@ import { InvalidArgumentError, VarveError } from '../errors.js';
 import type { ConsumerLeaseHandle } from './lease.js';
 import type { Table } from '../table/table.js';
 import { readConsumer, type Consumer } from '../snapshot/consumer.js';
-import { advanceBucketProgress, bucketKey, checkFence, readBucketProgressEntry, type BucketProgress } from './progress.js';
+import { advanceBucketProgress, bucketKey, checkFence, progressKey, readBucketProgressEntry, type BucketProgress } from './progress.js';
 import { describeSplit, readSplit, type SplitKind } from './split.js';
-import { tableIdentity } from './table-identity.js';
+import { checkOpenedTable } from './table-identity.js';
 import { loadSplitMessage, parseSplitMessage, type SplitEnvelope } from './split-message.js';
 import { schemaChangeEvent, type SchemaChangeEvent } from './schema-change.js';
 
@@ -163,9 +163,21 @@ export class BatchDelivery {
     // Compare-and-swap: a bucket's progress never moves backwards, and never under an older lease.
     // A progress object is created only in a table that still exists: a drop during the sink call
     // deletes the consumer's objects, and this write must not bring one back into the dropped folder.
+    // The table must still be the one this reader opened (its UUID): a table dropped and created
+    // again at once exists, but its folder is not this consumer's any more.
     const written = await advanceBucketProgress(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket, next, entry, () =>
-      tableIdentity(this.table),
+      checkOpenedTable(this.table),
     );
+    if (written !== undefined && entry === undefined) {
+      // A drop may have run between that check and the create: check again, and take back what
+      // was created in a folder that is not this table's any more.
+      try {
+        await checkOpenedTable(this.table);
+      } catch (e) {
+        await this.table.store.delete(progressKey(this.table.path, this.consumerId, m.partition, m.bucket)).catch(() => undefined);
+        throw e;
+      }
+    }
     if (written === undefined) {
       this.progress.delete(key);
       return 'duplicate';
