@@ -136,7 +136,12 @@ export class BatchDelivery {
     // Rows come in the newest schema this reader has met (never an older one: files of older
     // schemas read through a newer one by field id), from the snapshot that introduced it on.
     const previous = this.table;
-    if (split.schemaId !== undefined && split.schemaId > this.table.schema.id) this.table = this.table.withSchema(await this.table.schemaById(split.schemaId));
+    if (split.schemaId !== undefined && split.schemaId > this.table.schema.id) {
+      const schema = await this.table.schemaById(split.schemaId);
+      // A schema of another table at the same path (dropped and created again) is not adopted:
+      // the reader keeps its table's identity, and the identity checks stop it.
+      if (schema.tableUuid === this.table.schema.tableUuid) this.table = this.table.withSchema(schema);
+    }
     if (split.files.some((f) => f.schemaId > this.table.schema.id)) this.table = await this.table.latest();
     const schemaChange = this.table !== previous && this.table.schema.id > previous.schema.id ? schemaChangeEvent(m.snapshotId, previous.schema, this.table.schema) : undefined;
     const data = await readSplit(this.table, split);

@@ -138,7 +138,7 @@ describe('varve alter', () => {
     // Act
     const alter = await varve('alter', 'db.t', '--add', 'n INT', '--rename', 'v=label', '--comment', 'demo table');
     const widen = await varve('alter', 'db.t', '--type', 'n BIGINT', '--set', 'snapshot.num-retained.min=5');
-    const refused = await varve('alter', 'db.t', '--set', 'bucket=4');
+    const refused = await varve('alter', 'db.t', '--set', 'merge-engine=first-row');
     await write('db.t', [{ id: 2, label: 'b', n: 7 }]);
     const read = await varve('read', 'db.t', '--format', 'jsonl');
     const old = await varve('read', 'db.t', '--snapshot', '1', '--format', 'jsonl');
@@ -148,7 +148,7 @@ describe('varve alter', () => {
     expect(alter.out).toContain('schema 1, snapshot 2');
     expect(widen.out).toContain('schema 2, snapshot 3');
     expect(refused.code).toBe(1);
-    expect(refused.err).toMatch(/bucket cannot change after the table is created: .*varve rescale/);
+    expect(refused.err).toMatch(/merge-engine cannot change after the table is created: the stored versions/);
     expect(lines(read.out)).toEqual([{ id: 1, label: 'a', n: null }, { id: 2, label: 'b', n: 7 }]);
     expect(lines(old.out)).toEqual([{ id: 1, v: 'a' }]);
     expect(describe.out).toMatch(/schema id\s+2/);
