@@ -3,9 +3,12 @@
  * runs on its schedule and on every `Snapshot Committed` event of its table, plans the splits of
  * every new snapshot and sends them to the consumer's split FIFO queue (lib/stream/discovery.ts),
  * then reports the consumer's lag (ConsumerLagSnapshots, ConsumerLagSeconds; dimensions `table`
- * and `consumer`) — also when discovery failed, so the lag alarm fires instead of going quiet.
+ * and `consumer`) — also when discovery failed, so the lag alarm fires instead of going quiet. A
+ * consumer id found expired (ConsumerExpiredError) is logged as an error and counted
+ * (ConsumerExpired), and the invocation fails.
  */
 import type { Context, EventBridgeEvent, ScheduledEvent } from 'aws-lambda';
+import { ConsumerExpiredError } from '../lib/errors.js';
 import { checkConsumerId } from '../lib/snapshot/consumer.js';
 import { discoverUntilCaughtUp } from '../lib/stream/discover-until.js';
 import type { DiscoveryResult } from '../lib/stream/discovery.js';
@@ -42,6 +45,19 @@ export function createDiscoverHandler(env: Env = process.env) {
     let lagSnapshots: number | undefined;
     try {
       runs = await discoverUntilCaughtUp(table, new SqsSplitQueue({ queueUrl, client: sqsClient() }), consumer, mayGoOn);
+    } catch (e) {
+      // The consumer id expired: never started again silently; it stops, loudly, until the user decides.
+      if (e instanceof ConsumerExpiredError) {
+        log().error('the consumer expired and has stopped; resume it with scan.on-expired skip-to-earliest or start it afresh', {
+          table: table.name,
+          consumer,
+          lastPosition: e.lastPosition,
+          lostRange: e.lostRange,
+          error: e,
+        });
+        emitMetric(METRIC.consumerExpired, UNIT.count, 1, { table: table.name, consumer });
+      }
+      throw e;
     } finally {
       const lag = await consumerLag(table, consumer).catch((e: Error) => log().warn('the consumer lag could not be read', { table: name, consumer, error: e }));
       if (lag) {

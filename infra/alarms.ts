@@ -212,6 +212,13 @@ export class VarveAlarms extends Construct {
       evaluationPeriods: 3,
       treatMissingData: TreatMissingData.BREACHING,
     });
+    // An expired consumer id has stopped for good: one data point is enough.
+    this.add(scope, 'Expired', 'consumer-lag', `${who}: the consumer id expired (consumer.expiration-time) and stopped; resume it or start it afresh`, {
+      metric: varveMetric(VARVE_METRICS.consumerExpired, dims, 'Sum', Duration.minutes(5)),
+      threshold: 0,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
   }
 
   /** Errors and throttles of one function; no invocations is no data, which is fine. */

@@ -22,6 +22,8 @@ export const VARVE_METRICS = {
   consumerLagSnapshots: 'ConsumerLagSnapshots',
   /** Age in seconds of the oldest undelivered snapshot; dimensions `table`, `consumer`. */
   consumerLagSeconds: 'ConsumerLagSeconds',
+  /** 1 each time discovery meets its consumer id expired (a tombstone, ConsumerExpiredError): the consumer has stopped; dimensions `table`, `consumer`. */
+  consumerExpired: 'ConsumerExpired',
 } as const;
 
 /** The Powertools service name of every varve function; metrics carry it as the `service` dimension. */

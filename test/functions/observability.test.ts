@@ -110,3 +110,37 @@ describe('tracing of SDK clients', () => {
     expect(defaultS3Client().middlewareStack.identify().some((m) => m.startsWith('XRaySDKInstrumentation'))).toBe(false);
   });
 });
+
+describe('the discovery function meeting an expired consumer id', () => {
+  it('logs an error naming the last position, emits ConsumerExpired (table, consumer) and fails', async () => {
+    // Prepare: a local warehouse whose consumer orders-audit expired.
+    const { mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { openCatalog } = await import('../../lib/catalog/open-catalog.js');
+    const { parseSchemaText } = await import('../../lib/schema/parse.js');
+    const { ensureConsumer } = await import('../../lib/stream/discovery.js');
+    const { expireSnapshots } = await import('../../lib/maintenance/expire-snapshots.js');
+    const wh = mkdtempSync(join(tmpdir(), 'varve-expired-'));
+    const table = await openCatalog(wh).createTable('shop.orders', { fields: parseSchemaText('k BIGINT'), primaryKeys: ['k'], partitionKeys: [], options: { bucket: '1', 'consumer.expiration-time': '1 h' } });
+    await ensureConsumer(table, 'orders-audit', { mode: 'earliest' });
+    await table.write([{ k: 1n }]);
+    await expireSnapshots(table, { now: Date.now() + 2 * 3600_000, retainMin: 10 });
+    const env = { VARVE_WAREHOUSE: wh, VARVE_TABLE: 'shop.orders', VARVE_CONSUMER_ID: 'orders-audit', VARVE_SPLIT_QUEUE_URL: 'http://localhost:1/q.fifo' };
+    const { createDiscoverHandler } = await import('../../functions/discover.js');
+    // Act
+    let error: unknown;
+    // Powertools writes errors to stderr, metrics (EMF) to stdout.
+    const errors: string[] = [];
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => errors.push(String(chunk)) > 0);
+    const lines = await logLines(async () => {
+      error = await createDiscoverHandler(env)({ 'detail-type': 'Scheduled Event' } as never).catch((e) => e);
+    }).finally(() => err.mockRestore());
+    lines.push(...errors.flatMap((l) => l.split('\n')).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>));
+    // Assess
+    expect((error as Error).name).toBe('ConsumerExpiredError');
+    expect(lines.find((l) => l.level === 'ERROR')).toMatchObject({ consumer: 'orders-audit', lastPosition: 1 });
+    const emf = lines.find((l) => l.ConsumerExpired !== undefined);
+    expect(emf).toMatchObject({ ConsumerExpired: 1, table: 'shop.orders', consumer: 'orders-audit', service: 'varve' });
+  });
+});
