@@ -9,7 +9,6 @@
  * the commits before it queue none (lib/maintenance/compaction-job-marker.ts).
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { CorruptMetadataError } from '../lib/errors.js';
 import { releaseJobMarker } from '../lib/maintenance/compaction-job-marker.js';
 import { parseCompactionJob, runCompactionJob } from '../lib/maintenance/compaction-jobs.js';
 import { announceSnapshotCommitted } from './shared/commit-events.js';
@@ -34,10 +33,7 @@ export function createCompactHandler(env: Env = process.env) {
       event,
       async (record) => {
         try {
-          const job = parseCompactionJob(record.body);
-          if (job.table !== table.name) {
-            throw new CorruptMetadataError(`a compaction job for ${job.table} reached the compaction queue of ${table.name}; each table needs its own queue`);
-          }
+          const job = parseCompactionJob(record.body, table.name);
           // Before the bucket is read: a commit from now on queues the next job.
           await releaseJobMarker(table, job.partition, job.bucket);
           const result = await runCompactionJob(table, job, {

@@ -8,16 +8,15 @@
  * (ConsumerExpired), and the invocation fails.
  */
 import type { Context, EventBridgeEvent, ScheduledEvent } from 'aws-lambda';
-import { ConsumerExpiredError } from '../lib/errors.js';
 import { checkConsumerId } from '../lib/snapshot/consumer.js';
 import { discoverUntilCaughtUp } from '../lib/stream/discover-until.js';
 import type { DiscoveryResult } from '../lib/stream/discovery.js';
-import { consumerLag } from '../lib/stream/progress.js';
 import { SqsSplitQueue } from '../lib/stream/sqs-queue.js';
 import { sqsClient } from './shared/aws-clients.js';
 import { SNAPSHOT_COMMITTED, type SnapshotCommittedDetail } from './shared/commit-events.js';
 import { requireEnv, type Env } from './shared/env.js';
-import { emitMetric, instrumented, log, METRIC, UNIT } from './shared/observability.js';
+import { reportIfExpired, reportLag, reportRuns } from './shared/consumer-report.js';
+import { instrumented } from './shared/observability.js';
 import { openTable } from './shared/tables.js';
 
 /** Time kept back from the invocation's budget for the lag report; runs without a Lambda context (tests) stop after 16. */
@@ -46,32 +45,12 @@ export function createDiscoverHandler(env: Env = process.env) {
     try {
       runs = await discoverUntilCaughtUp(table, new SqsSplitQueue({ queueUrl, client: sqsClient() }), consumer, mayGoOn);
     } catch (e) {
-      // The consumer id expired: never started again silently; it stops, loudly, until the user decides.
-      if (e instanceof ConsumerExpiredError) {
-        log().error('the consumer expired and has stopped; resume it with scan.on-expired skip-to-earliest or start it afresh', {
-          table: table.name,
-          consumer,
-          lastPosition: e.lastPosition,
-          lostRange: e.lostRange,
-          error: e,
-        });
-        emitMetric(METRIC.consumerExpired, UNIT.count, 1, { table: table.name, consumer });
-      }
+      reportIfExpired(e, table, consumer);
       throw e;
     } finally {
-      const lag = await consumerLag(table, consumer).catch((e: Error) => log().warn('the consumer lag could not be read', { table: name, consumer, error: e }));
-      if (lag) {
-        emitMetric(METRIC.consumerLagSnapshots, UNIT.count, lag.snapshots, { table: table.name, consumer });
-        emitMetric(METRIC.consumerLagSeconds, UNIT.seconds, Math.round(lag.millis / 1000), { table: table.name, consumer });
-        lagSnapshots = lag.snapshots;
-      }
+      lagSnapshots = await reportLag(table, consumer);
     }
-    const sent = runs.reduce((s, r) => s + r.sent, 0);
-    const overwritesSkipped = runs.flatMap((r) => r.overwritesSkipped);
-    if (overwritesSkipped.length > 0) {
-      log().warn('OVERWRITE snapshots skipped: their changes are not streamed (streaming-read-overwrite=false)', { table: table.name, consumer, snapshots: overwritesSkipped });
-    }
-    log().info('discovery', { table: table.name, consumer, trigger: event['detail-type'], planned: runs.map((r) => r.planned).filter(Boolean), sent, nextSnapshot: runs.at(-1)?.nextSnapshot, lagSnapshots });
+    reportRuns(table, consumer, event['detail-type'], runs, lagSnapshots);
     return { runs, lagSnapshots };
   };
 }

@@ -55,8 +55,8 @@ export function encodeCompactionJob(job: CompactionJob): string {
   return JSON.stringify({ v: 1, ...job });
 }
 
-/** Parses a compaction job message; throws CorruptMetadataError for anything else. */
-export function parseCompactionJob(body: string): CompactionJob {
+/** Parses a compaction job message (of table `forTable`, when given); throws CorruptMetadataError for anything else. */
+export function parseCompactionJob(body: string, forTable?: string): CompactionJob {
   let j: Partial<CompactionJob> & { v?: unknown };
   try {
     j = JSON.parse(body) as typeof j;
@@ -65,6 +65,9 @@ export function parseCompactionJob(body: string): CompactionJob {
   }
   if (j.v !== 1 || typeof j.table !== 'string' || typeof j.partition !== 'string' || !Number.isInteger(j.bucket) || j.bucket! < 0) {
     throw new CorruptMetadataError(`not a varve compaction job (it needs v: 1, table, partition and bucket): ${body.slice(0, 120)}`);
+  }
+  if (forTable !== undefined && j.table !== forTable) {
+    throw new CorruptMetadataError(`a compaction job for ${j.table} reached the compaction queue of ${forTable}; each table needs its own queue`);
   }
   return { table: j.table, partition: j.partition, bucket: j.bucket!, full: j.full === true, snapshotId: Number(j.snapshotId ?? 0) };
 }
