@@ -186,8 +186,8 @@ export interface Poll {
  * succeeded and release what failed at once (ChangeMessageVisibility 0, in order: moto reorders
  * FIFO groups whose visibility merely expires). Returns undefined when the queue had nothing.
  */
-export async function pollOnce(url: string, handler: (e: SQSEvent) => Promise<SQSBatchResponse | void>, max = 10): Promise<Poll | undefined> {
-  const messages = await receive(url, max);
+export async function pollOnce(url: string, handler: (e: SQSEvent) => Promise<SQSBatchResponse | void>, max = 10, waitSeconds = 0): Promise<Poll | undefined> {
+  const messages = await receive(url, max, waitSeconds);
   if (messages.length === 0) return undefined;
   const event = sqsEventOf(url, messages);
   const response = (await handler(event)) ?? { batchItemFailures: [] };
@@ -207,7 +207,9 @@ export async function pollOnce(url: string, handler: (e: SQSEvent) => Promise<SQ
 export async function drain(url: string, handler: (e: SQSEvent) => Promise<SQSBatchResponse | void>, max = 10, limit = 50): Promise<Poll[]> {
   const polls: Poll[] = [];
   for (let i = 0; i < limit; i++) {
-    const p = await pollOnce(url, handler, max);
+    // An empty short poll does not prove the queue empty (SQS short polling samples a subset of its
+    // servers); Lambda's mapping long-polls, so the last look waits 1 s.
+    const p = (await pollOnce(url, handler, max)) ?? (await pollOnce(url, handler, max, 1));
     if (!p) return polls;
     polls.push(p);
   }
