@@ -1,5 +1,5 @@
 /**
- * The bugs the randomized stream fault test (stream-faults.test.ts) found, each pinned down by a
+ * The bugs the randomized stream fault test (stream-faults.stress.ts) found, each pinned down by a
  * deterministic test: a split received again while its first delivery is still running, a sink
  * call that outlived its time limit, an expired consumer resumed with skip-to-earliest (buckets
  * ahead of its position, a first full state not yet delivered), and a runtime started with
