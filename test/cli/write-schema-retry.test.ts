@@ -10,18 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { openCatalog } from '../../lib/catalog/open-catalog.js';
-import { runCli } from '../../lib/cli/main.js';
+import { runVarve } from '../helpers/cli-process.js';
 import { parseAddColumn } from '../../lib/schema/schema-evolution.js';
 import type { SchemaChange } from '../../lib/schema/schema-evolution.js';
 
 let dir: string;
 
-async function varve(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(['--warehouse', join(dir, 'wh'), ...args], { out: (t) => (out += t), err: (t) => (err += t) });
-  return { code, out, err };
-}
+const varve = (...args: string[]) => runVarve(join(dir, 'wh'), args);
 
 /** Writes `lines` through a named pipe into `varve write`, running `alter` before the pipe closes. */
 async function writeAcrossAlter(lines: object[], changes: SchemaChange[]): Promise<{ code: number; out: string; err: string }> {

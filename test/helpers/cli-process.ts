@@ -4,6 +4,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { runCli } from '../../lib/cli/main.js';
 
 const ROOT = join(__dirname, '../..');
 const BIN = join(ROOT, 'bin/varve.mjs');
@@ -41,4 +42,12 @@ export async function until(check: () => boolean | Promise<boolean>, what: strin
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Runs the CLI in this process against `warehouse`, capturing what it prints. */
+export async function runVarve(warehouse: string, args: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(['--warehouse', warehouse, ...args], { out: (t) => (out += t), err: (t) => (err += t) });
+  return { code, out, err };
 }
