@@ -20,6 +20,7 @@ import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError, Schema
 import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { normalizeArrowTypes } from './normalize.js';
+import { decodeRowGroupFile, readParquetFooter, rowGroupFile, type ByteSource } from './row-group-reader.js';
 
 /** Rows per row group unless the caller asks otherwise (~256k, per typescript-stack.md §7). */
 export const DEFAULT_ROW_GROUP_SIZE = 262_144;
@@ -219,38 +220,43 @@ export async function readDataFileMetadata(store: ObjectStore, key: string): Pro
 }
 
 /**
- * The rows of a data file one row group at a time (one Arrow table each): memory holds the file's
- * bytes and one decoded row group, never the whole decoded file. `size` (from the manifest) is
- * the object's size when known.
+ * The rows of a data file one row group at a time (one Arrow table each), fetched by range: the
+ * footer from the end of the file, then each row group's column chunks (with `columns`, only
+ * theirs, in that order). Memory holds the footer and one row group, compressed and decoded, never
+ * the file. `size` (from the manifest) is the object's size when known (else one head).
+ * Every byte is fetched in JS (see row-group-reader.ts), so a store error (missing file,
+ * throttling) stays the store's error.
  */
-export async function* readDataFileRowGroups(store: ObjectStore, key: string, size?: number): AsyncGenerator<arrow.Table> {
-  // The object is fetched whole, in JS: a store error (missing file, throttling) stays a plain
-  // error. Ranged reads from inside parquet-wasm would bound this too, but a rejected read there
-  // traps the wasm instance ("unreachable"). Decoding still goes one row group at a time.
-  const { body } = await store.get(key);
-  if (size !== undefined && body.byteLength !== size) {
-    throw new CorruptMetadataError(`data file ${key} has ${body.byteLength} bytes but its metadata says ${size}`);
+export async function* readDataFileRowGroups(
+  store: ObjectStore,
+  key: string,
+  size?: number,
+  opts: { columns?: readonly string[] } = {},
+): AsyncGenerator<arrow.Table> {
+  let fileSize = size;
+  if (fileSize === undefined) {
+    const head = await store.head(key);
+    if (head === undefined) throw new ObjectNotFoundError(key);
+    fileSize = head.size;
   }
-  const blob = new Blob([body]);
-  let file: ParquetFile;
-  try {
-    file = await ParquetFile.fromFile(blob);
-  } catch (e) {
-    throw rowGroupReadError(e, key);
-  }
-  try {
-    const groups = file.metadata().numRowGroups();
-    for (let g = 0; g < groups; g++) {
-      let table: arrow.Table;
-      try {
-        table = arrow.tableFromIPC((await file.read({ rowGroups: [g], batchSize: READ_BATCH_SIZE })).intoIPCStream());
-      } catch (e) {
-        throw rowGroupReadError(e, key);
-      }
-      yield normalizeArrowTypes(table);
+  const src: ByteSource = { size: fileSize, name: key, read: (start, end) => store.getRange(key, start, end) };
+  const footer = await readParquetFooter(src);
+  const columns = opts.columns === undefined ? undefined : [...opts.columns];
+  if (columns !== undefined) {
+    for (const c of columns) {
+      if (!footer.columns.includes(c)) throw new SchemaMismatchError(`data file ${key} has no column ${c}; it has ${footer.columns.join(', ')}`, c);
     }
-  } finally {
-    file.free();
+  }
+  const wanted = columns === undefined ? undefined : new Set(columns);
+  for (let g = 0; g < footer.rowGroups.length; g++) {
+    const { bytes } = await rowGroupFile(footer, g, wanted, src.read);
+    let table: arrow.Table;
+    try {
+      table = await decodeRowGroupFile(bytes, columns);
+    } catch (e) {
+      throw rowGroupReadError(e, key);
+    }
+    yield normalizeArrowTypes(columns === undefined ? table : selectColumns(table, columns));
   }
 }
 

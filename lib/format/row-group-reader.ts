@@ -1,0 +1,297 @@
+/**
+ * Ranged row-group reads of a Parquet file: the footer is fetched by range from the end of the file,
+ * then each row group's column chunks (only the projected ones with `columns`) by range, and each
+ * row group is decoded by parquet-wasm from a small standalone Parquet buffer: `PAR1`, the fetched
+ * chunks, and the original footer rewritten to hold that one row group at the new offsets. Memory
+ * holds the footer and one row group (compressed and decoded), never the file.
+ *
+ * Why a rebuilt buffer: parquet-wasm reads ranges itself only through fetch(url) or a Blob, and a
+ * read that fails inside it traps the wasm instance. Here every byte is fetched in JS (a store error
+ * stays the store's, retryable or not), and parquet-wasm only decodes bytes it already has.
+ */
+import * as arrow from 'apache-arrow';
+import { ParquetFile, readParquet } from 'parquet-wasm';
+import { CorruptMetadataError } from '../errors.js';
+import {
+  decodeStruct,
+  encodeStruct,
+  getField,
+  removeField,
+  setI64,
+  T,
+  ThriftDecodeError,
+  type ThriftList,
+  type ThriftStruct,
+} from './thrift-compact.js';
+
+/** Where the bytes of one Parquet file come from: its size and ranged reads [start, end). */
+export interface ByteSource {
+  /** Size of the file in bytes. */
+  size: number;
+  /** Bytes [start, end) of the file; a shorter answer means the file is shorter than `size`. */
+  read(start: number, end: number): Promise<Uint8Array>;
+  /** Names the file in error messages. */
+  name: string;
+}
+
+/** Rows per Arrow batch on read (as READ_BATCH_SIZE in data-file.ts). */
+const BATCH_ROWS = 65_536;
+/** Bytes fetched from the end for the footer in one read; a longer footer costs a second read. */
+export const FOOTER_READ_BYTES = 64 * 1024;
+/** Chunks of one row group closer than this are fetched in one read (a projection skips larger gaps). */
+const COALESCE_GAP_BYTES = 256 * 1024;
+const MAGIC = new Uint8Array([0x50, 0x41, 0x52, 0x31]); // PAR1
+
+/** One column chunk of a row group: where its bytes are and the column it belongs to. */
+interface ChunkLayout {
+  /** Top-level column name (first element of path_in_schema). */
+  column: string;
+  start: number;
+  length: number;
+}
+
+/** A row group of the footer: rows, compressed bytes and chunks. */
+export interface RowGroupInfo {
+  numRows: number;
+  /** Bytes of its column chunks (compressed). */
+  bytes: number;
+}
+
+/** A parsed footer: the decoded FileMetaData and what callers need of it. */
+export interface ParquetFooter {
+  /** The file's name (for error messages). */
+  name: string;
+  numRows: number;
+  rowGroups: RowGroupInfo[];
+  /** Top-level column names in file order (from the schema). */
+  columns: string[];
+  /** @internal */
+  meta: ThriftStruct;
+  /** @internal */
+  chunks: ChunkLayout[][];
+}
+
+const decoder = new TextDecoder();
+
+function i64(s: ThriftStruct, id: number): number | undefined {
+  const f = getField(s, id);
+  if (f === undefined) return undefined;
+  if (typeof f.value !== 'bigint') throw new CorruptMetadataError(`footer field ${id} is not an integer`);
+  return Number(f.value);
+}
+
+function list(s: ThriftStruct, id: number): ThriftList | undefined {
+  const f = getField(s, id);
+  if (f === undefined) return undefined;
+  if (typeof f.value !== 'object' || !('kind' in f.value) || f.value.kind !== 'list') throw new CorruptMetadataError(`footer field ${id} is not a list`);
+  return f.value;
+}
+
+function struct(v: unknown, what: string): ThriftStruct {
+  if (typeof v !== 'object' || v === null || !('kind' in v) || (v as ThriftStruct).kind !== 'struct') throw new CorruptMetadataError(`${what} is not a struct`);
+  return v as ThriftStruct;
+}
+
+/** Reads and parses the footer of `src` (one read of its last 64 KiB; a second for a longer footer). */
+export async function readParquetFooter(src: ByteSource): Promise<ParquetFooter> {
+  if (src.size < 12) throw new CorruptMetadataError(`${src.name} has ${src.size} bytes, too few for a Parquet file`);
+  const tailStart = Math.max(0, src.size - FOOTER_READ_BYTES);
+  const tail = await src.read(tailStart, src.size);
+  if (tail.length !== src.size - tailStart) throw new CorruptMetadataError(`${src.name} is shorter than its recorded size of ${src.size} bytes`);
+  const end = tail.subarray(tail.length - 8);
+  if (!MAGIC.every((b, i) => end[4 + i] === b)) throw new CorruptMetadataError(`${src.name} does not end with the Parquet magic PAR1`);
+  const footerLength = new DataView(end.buffer, end.byteOffset, 8).getUint32(0, true);
+  if (footerLength + 12 > src.size) throw new CorruptMetadataError(`${src.name}: footer length ${footerLength} exceeds the file (${src.size} bytes)`);
+  let footer: Uint8Array;
+  if (footerLength + 8 <= tail.length) footer = tail.subarray(tail.length - 8 - footerLength, tail.length - 8);
+  else {
+    footer = await src.read(src.size - 8 - footerLength, src.size - 8);
+    if (footer.length !== footerLength) throw new CorruptMetadataError(`${src.name} is shorter than its recorded size of ${src.size} bytes`);
+  }
+  let meta: ThriftStruct;
+  try {
+    meta = decodeStruct(footer).struct;
+  } catch (e) {
+    if (e instanceof ThriftDecodeError) throw new CorruptMetadataError(`${src.name}: the Parquet footer cannot be decoded: ${e.message}`, { cause: e });
+    throw e;
+  }
+  return describeFooter(meta, src);
+}
+
+function describeFooter(meta: ThriftStruct, src: ByteSource): ParquetFooter {
+  if (getField(meta, 8) !== undefined) throw new CorruptMetadataError(`${src.name} is an encrypted Parquet file, which varve cannot read`);
+  // The schema is flattened depth-first; the root's children are the top-level columns.
+  const schema = (list(meta, 2)?.items ?? []).map((s) => struct(s, 'schema element'));
+  const columns: string[] = [];
+  {
+    const rootChildren = schema.length > 0 ? (i64(schema[0], 5) ?? 0) : 0;
+    let at = 1;
+    const skip = (): void => {
+      const el = schema[at++];
+      if (el === undefined) throw new CorruptMetadataError(`${src.name}: the Parquet schema is truncated`);
+      const n = i64(el, 5) ?? 0;
+      for (let i = 0; i < n; i++) skip();
+    };
+    for (let c = 0; c < rootChildren; c++) {
+      const el = schema[at];
+      const name = getField(el ?? { kind: 'struct', fields: [] }, 4)?.value;
+      columns.push(name instanceof Uint8Array ? decoder.decode(name) : '');
+      skip();
+    }
+  }
+  const rowGroups: RowGroupInfo[] = [];
+  const chunks: ChunkLayout[][] = [];
+  for (const item of list(meta, 4)?.items ?? []) {
+    const rg = struct(item, 'row group');
+    const layout: ChunkLayout[] = [];
+    for (const c of list(rg, 1)?.items ?? []) {
+      const chunk = struct(c, 'column chunk');
+      if (getField(chunk, 1) !== undefined) throw new CorruptMetadataError(`${src.name} keeps column data in another file (file_path), which varve cannot read`);
+      const md = getField(chunk, 3);
+      if (md === undefined) throw new CorruptMetadataError(`${src.name} has a column chunk without metadata (encrypted columns are not supported)`);
+      const cmd = struct(md.value, 'column metadata');
+      const path = list(cmd, 3)?.items ?? [];
+      const column = path[0] instanceof Uint8Array ? decoder.decode(path[0]) : '';
+      const { start, length } = chunkRange(cmd);
+      if (start < 4 || length < 0 || start + length > src.size) {
+        throw new CorruptMetadataError(`${src.name}: column chunk of ${column} at [${start}, ${start + length}) lies outside the file (${src.size} bytes)`);
+      }
+      layout.push({ column, start, length });
+    }
+    rowGroups.push({ numRows: i64(rg, 3) ?? 0, bytes: layout.reduce((n, c) => n + c.length, 0) });
+    chunks.push(layout);
+  }
+  return { name: src.name, numRows: i64(meta, 3) ?? 0, rowGroups, columns, meta, chunks };
+}
+
+/** A chunk's bytes as parquet-rs finds them: from the dictionary page when there is one, for total_compressed_size. */
+function chunkRange(cmd: ThriftStruct): { start: number; length: number } {
+  const data = i64(cmd, 9) ?? 0;
+  const dict = i64(cmd, 11);
+  const start = dict !== undefined && dict > 0 && dict < data ? dict : data;
+  return { start, length: i64(cmd, 7) ?? 0 };
+}
+
+/**
+ * The bytes of a standalone Parquet file holding row group `g` of the footer, with only the chunks
+ * of `wanted` columns (all when undefined) filled in: `fetch` returns the file's bytes [start, end).
+ * Chunks of other columns stay in the footer (the schema is unchanged) as empty chunks at offset 4;
+ * a reader must then project to `wanted`.
+ */
+export async function rowGroupFile(
+  footer: ParquetFooter,
+  g: number,
+  wanted: ReadonlySet<string> | undefined,
+  fetch: (start: number, end: number) => Promise<Uint8Array>,
+): Promise<{ bytes: Uint8Array; fetched: number }> {
+  const layout = footer.chunks[g];
+  const picked = layout.map((c, i) => ({ ...c, i })).filter((c) => wanted === undefined || wanted.has(c.column));
+  // Fetch ranges: the picked chunks in file order, neighbours closer than COALESCE_GAP_BYTES merged.
+  const sorted = [...picked].sort((a, b) => a.start - b.start);
+  const ranges: { start: number; end: number }[] = [];
+  for (const c of sorted) {
+    const last = ranges[ranges.length - 1];
+    if (last !== undefined && c.start - last.end <= COALESCE_GAP_BYTES) last.end = Math.max(last.end, c.start + c.length);
+    else ranges.push({ start: c.start, end: c.start + c.length });
+  }
+  const dataBytes = picked.reduce((n, c) => n + c.length, 0);
+  // The rewritten footer is encoded before the buffer is sized; chunks go in file order from byte 4.
+  const newStart = new Map<number, number>();
+  let at = 4;
+  for (const c of sorted) {
+    newStart.set(c.i, at);
+    at += c.length;
+  }
+  const metaBytes = encodeStruct(rewriteFooter(footer, g, newStart));
+  const out = new Uint8Array(4 + dataBytes + metaBytes.length + 8);
+  out.set(MAGIC, 0);
+  let fetched = 0;
+  for (const r of ranges) {
+    const got = await fetch(r.start, r.end);
+    if (got.length !== r.end - r.start) throw new CorruptMetadataError(`${footer.name} row group ${g}: bytes [${r.start}, ${r.end}) are past the end of the file`);
+    fetched += got.length;
+    for (const c of sorted) {
+      if (c.start >= r.start && c.start + c.length <= r.end) out.set(got.subarray(c.start - r.start, c.start - r.start + c.length), newStart.get(c.i)!);
+    }
+  }
+  out.set(metaBytes, 4 + dataBytes);
+  new DataView(out.buffer, out.byteOffset + 4 + dataBytes + metaBytes.length, 4).setUint32(0, metaBytes.length, true);
+  out.set(MAGIC, out.length - 4);
+  return { bytes: out, fetched };
+}
+
+/** FileMetaData with row group `g` only, its chunks moved to `newStart` (absent: an empty chunk). */
+function rewriteFooter(footer: ParquetFooter, g: number, newStart: Map<number, number>): ThriftStruct {
+  const rg = struct(list(footer.meta, 4)!.items[g], 'row group');
+  const chunks = list(rg, 1)!.items.map((item, i) => {
+    const chunk = struct(item, 'column chunk');
+    const cmd = struct(getField(chunk, 3)!.value, 'column metadata');
+    const { start } = chunkRange(cmd);
+    const to = newStart.get(i);
+    const newCmd: ThriftStruct = { kind: 'struct', fields: [...cmd.fields] };
+    // The bloom filter (14, 15) lies elsewhere in the file; the size statistics stay.
+    removeField(newCmd, 14);
+    removeField(newCmd, 15);
+    const newChunk: ThriftStruct = { kind: 'struct', fields: chunk.fields.filter((f) => f.id < 4 || f.id > 7) };
+    if (to !== undefined) {
+      const delta = to - start;
+      for (const id of [9, 10, 11]) {
+        const v = i64(cmd, id);
+        if (v !== undefined) setI64(newCmd, id, BigInt(v + delta));
+      }
+      const fo = i64(chunk, 2);
+      if (fo !== undefined) setI64(newChunk, 2, BigInt(fo + delta));
+    } else {
+      // Not read (projected away): an empty chunk at the start of the data.
+      for (const id of [10, 11]) removeField(newCmd, id);
+      setI64(newCmd, 9, 4n);
+      setI64(newCmd, 7, 0n);
+      if (i64(chunk, 2) !== undefined) setI64(newChunk, 2, 4n);
+    }
+    newChunk.fields = newChunk.fields.map((f) => (f.id === 3 ? { ...f, value: newCmd } : f));
+    return newChunk as ThriftStruct;
+  });
+  const newRg: ThriftStruct = { kind: 'struct', fields: rg.fields.map((f) => (f.id === 1 ? { ...f, value: { ...(f.value as ThriftList), items: chunks } } : f)) };
+  if (i64(rg, 5) !== undefined) setI64(newRg, 5, 4n);
+  if (getField(rg, 7) !== undefined) {
+    removeField(newRg, 7);
+    newRg.fields.push({ id: 7, type: T.I16, value: 0n });
+    newRg.fields.sort((a, b) => a.id - b.id);
+  }
+  const meta: ThriftStruct = {
+    kind: 'struct',
+    fields: footer.meta.fields.map((f) => (f.id === 4 ? { ...f, value: { ...(f.value as ThriftList), items: [newRg] } } : f)),
+  };
+  setI64(meta, 3, BigInt(footer.rowGroups[g].numRows));
+  return meta;
+}
+
+/**
+ * Decodes a standalone one-row-group Parquet buffer (from rowGroupFile) to Arrow; with `columns`,
+ * only those (in file order), through the async reader, which projects where readParquet does not.
+ */
+export async function decodeRowGroupFile(bytes: Uint8Array, columns?: readonly string[]): Promise<arrow.Table> {
+  if (columns === undefined) return arrow.tableFromIPC(readParquet(bytes, { batchSize: BATCH_ROWS }).intoIPCStream());
+  const file = await ParquetFile.fromFile(new Blob([bytes]));
+  try {
+    return arrow.tableFromIPC((await file.read({ columns: [...columns], batchSize: BATCH_ROWS })).intoIPCStream());
+  } finally {
+    file.free();
+  }
+}
+
+/**
+ * The row groups of a Parquet file, one Arrow table each, fetched by range: the footer first, then
+ * per row group only its chunks (of `columns`, when given). `onFetch` hears the bytes of each read.
+ */
+export async function* readRowGroupsRanged(
+  src: ByteSource,
+  opts: { columns?: readonly string[]; footer?: ParquetFooter } = {},
+): AsyncGenerator<arrow.Table> {
+  const footer = opts.footer ?? (await readParquetFooter(src));
+  const wanted = opts.columns === undefined ? undefined : new Set(opts.columns);
+  for (let g = 0; g < footer.rowGroups.length; g++) {
+    const { bytes } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
+    yield await decodeRowGroupFile(bytes, opts.columns);
+  }
+}
