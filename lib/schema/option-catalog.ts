@@ -138,8 +138,8 @@ export const TABLE_OPTIONS = [
   { key: 'compaction.size-ratio', type: 'int', default: '1', min: 0, description: 'Percentage of size difference within which neighbouring sorted runs are compacted together.' },
   { key: 'full-compaction.delta-commits', type: 'int', min: 1, description: 'Force a full compaction every this many commits (unset: only on demand or by size amplification).' },
   // Commit
-  { key: 'commit.max-retries', type: 'int', default: '30', min: 0, description: 'Times a commit that lost the race for the next snapshot id is retried (Paimon: 10; varve lets any number of writers share a table, and a lost race costs one HEAD before anything is rewritten).' },
-  { key: 'commit.min-retry-wait', type: 'duration', default: '10 ms', description: 'First backoff between commit retries (doubles each retry, with jitter).' },
+  { key: 'commit.max-retries', type: 'int', default: '30', min: 0, description: 'Times a commit that lost the race for the next snapshot id is retried (Paimon: 10; varve lets any number of writers share a table, and a lost race rewrites only the manifests and snapshot, never its data files).' },
+  { key: 'commit.min-retry-wait', type: 'duration', default: '10 ms', description: 'Shortest backoff between commit retries (each wait is drawn between this and three times the previous one: decorrelated jitter).' },
   { key: 'commit.max-retry-wait', type: 'duration', default: '10 s', description: 'Largest backoff between commit retries.' },
   {
     key: 'commit.identifier-retention',

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { CommitConflictError, CommitRetriesExhaustedError, InvalidArgumentError, SnapshotNotFoundError, isRetryable } from '../errors.js';
 import { MetadataFileNamer } from '../manifest/file-names.js';
 import type { Snapshot } from './snapshot.js';
-import { jitteredBackoff, sleep } from '../store/backoff.js';
+import { decorrelatedBackoff, sleep } from '../store/backoff.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { COMMIT_UUID_PROPERTY, PARENT_COMMIT_PROPERTY, planCommit, type CommitContext } from './commit-plan.js';
 import { BATCH_IDENTIFIERS_PROPERTY, IdentifierClaim } from './commit-identifier.js';
@@ -86,6 +86,7 @@ async function confirmed(sm: SnapshotManager, s: Snapshot): Promise<Snapshot | u
 class RetryBudget {
   retries = 0;
   private readonly started = performance.now();
+  private lastWaitMs: number | undefined;
 
   constructor(private readonly opts: CommitOptions) {}
 
@@ -103,8 +104,10 @@ class RetryBudget {
     this.opts.onRetry?.(this.retries, reason);
     const minWait = this.opts.minRetryWaitMs ?? 10;
     const maxWait = this.opts.maxRetryWaitMs ?? 10_000;
-    // Jittered: racing committers spread out instead of colliding again in lockstep.
-    await sleep(Math.max(minWait, jitteredBackoff(this.retries - 1, minWait, maxWait)));
+    // Jittered: racing committers spread out instead of colliding again in lockstep; decorrelated,
+    // so a committer that lost often is not parked at the cap while fresh commits take every id.
+    this.lastWaitMs = decorrelatedBackoff(this.lastWaitMs, minWait, maxWait);
+    await sleep(this.lastWaitMs);
   }
 }
 
@@ -161,8 +164,13 @@ async function reloadAfterLostRace(
 ): Promise<{ latest: Snapshot; ours?: Snapshot; duplicate?: Snapshot }> {
   // Normally snapshot `lostAt` is the one that beat us; if it is gone (expired under a very slow
   // attempt), start from the latest instead.
-  let current = (await sm.tryRead(lostAt)) ?? (await sm.latest());
+  const current = (await sm.tryRead(lostAt)) ?? (await sm.latest());
   if (current === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(ctx.tablePath)} lost all its snapshots during a commit; retry`);
+  return readForward(ctx, sm, current);
+}
+
+/** From `current`, reads the next snapshots until the newest, stopping early at ours or a duplicate of this commit. */
+async function readForward(ctx: CommitContext, sm: SnapshotManager, current: Snapshot): Promise<{ latest: Snapshot; ours?: Snapshot; duplicate?: Snapshot }> {
   for (;;) {
     if (current.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid) return { latest: current, ours: current };
     if (sameCommit(current, ctx.req)) return { latest: current, duplicate: current };
@@ -378,17 +386,9 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
           baseReadAt = performance.now();
         }
       }
-      // After a lost race and a backoff, the table is contended: one HEAD tells whether the id
-      // was taken meanwhile, before paying for reads and writes that could only lose.
-      const nextId = (latest?.id ?? 0) + 1;
-      const taken = attempts > 0 && (await sm.exists(nextId));
-      let outcome: PublishOutcome;
-      if (taken) outcome = { lostAt: nextId };
-      else {
-        const snapshot = await planCommit(ctx, latest);
-        attempts++;
-        outcome = await publish(ctx, sm, snapshot, budget, baseReadAt);
-      }
+      const snapshot = await planCommit(ctx, latest);
+      attempts++;
+      const outcome = await publish(ctx, sm, snapshot, budget, baseReadAt);
       if ('committed' in outcome && !(await onCurrentChain(sm, outcome.committed))) {
         // Planned on a snapshot a rollback removed: withdraw it and plan again on the latest.
         await withdraw(ctx, sm, outcome.committed);
@@ -404,7 +404,15 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
         await afterCommit(sm, outcome.committed);
         return landed({ snapshot: outcome.committed, alreadyCommitted: false, committed: true, attempts });
       }
-      const reloaded = await reloadAfterLostRace(ctx, sm, outcome.lostAt);
+      let reloaded = await reloadAfterLostRace(ctx, sm, outcome.lostAt);
+      if (!reloaded.ours && !reloaded.duplicate) {
+        await budget.next(`lost the race for snapshot ${outcome.lostAt}; retrying after snapshot ${reloaded.latest.id}`);
+        // Others kept committing during the wait: read forward to the newest snapshot after it, so
+        // the next attempt starts on the current head. (Planning on the head read before the wait
+        // lost again to whatever landed meanwhile, and every loss doubled the wait: a process that
+        // lost once was parked while the others took every id — the cross-process starvation.)
+        reloaded = await readForward(ctx, sm, reloaded.latest);
+      }
       if (reloaded.ours) {
         await claim?.markCommitted(reloaded.ours.id);
         await batchClaims?.markCommitted(reloaded.ours.id);
@@ -418,7 +426,6 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
       latest = reloaded.latest;
       optimistic = false;
       baseReadAt = performance.now();
-      await budget.next(`lost the race for snapshot ${outcome.lostAt}; retrying on snapshot ${latest.id}`);
     } catch (e) {
       if (e instanceof CommitConflictError && optimistic) {
         // Checked against a guessed base that may be older than the caller's plan (a compaction

@@ -37,6 +37,8 @@ export interface CommitterReport {
 export interface Waits {
   min: number;
   max: number;
+  /** Retries before a commit gives up (and its process fails); 200 unless given. */
+  maxRetries?: number;
 }
 
 /** The appends a race of `size` must leave, one per (committer, commit). */
@@ -50,7 +52,7 @@ export function expectedAppends(size: RaceSize): ExpectedAppend[] {
 
 function runCommitter(where: string, tablePath: string, i: number, commits: number, waits: Waits): Promise<CommitterReport> {
   return new Promise((resolve, reject) => {
-    const args = ['--import', 'tsx', 'test/snapshot/fixtures/committer.ts', where, tablePath, String(i), String(commits), String(waits.min), String(waits.max)];
+    const args = ['--import', 'tsx', 'test/snapshot/fixtures/committer.ts', where, tablePath, String(i), String(commits), String(waits.min), String(waits.max), ...(waits.maxRetries === undefined ? [] : [String(waits.maxRetries)])];
     const child = spawn(process.execPath, args, { cwd: REPO, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';

@@ -192,6 +192,53 @@ describe('commit', () => {
     await expect(commit(store, T, appendRequest('u', 'c2', [change('b')]), { ...opts, timeoutMs: 0 })).rejects.toThrow(/gave up after 1 retries/);
   });
 
+  it('retries a lost race on the snapshots that landed during its backoff: commits landing meanwhile do not starve it', async () => {
+    // Prepare: a rival (another process) commits during every backoff of the committer under
+    // test, and once just before its first snapshot put; each store call of the committer waits
+    // until the rival's commit has landed, so the interleaving is the same on any machine.
+    const store = new MemoryStore();
+    await commit(store, T, appendRequest('rival', 'r0', [change('r0')]), opts);
+    let rival: Promise<unknown> = Promise.resolve();
+    let rivals = 0;
+    const startRival = () => {
+      const n = ++rivals;
+      rival = commit(store, T, appendRequest('rival', `r${n}`, [change(`r${n}`)]), opts);
+    };
+    let firstSnapshotPut = true;
+    const gated = new Proxy(store, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop) as unknown;
+        if (typeof v !== 'function') return v;
+        if (prop === 'list') return (v as (...a: unknown[]) => unknown).bind(target); // a generator: not gated
+        return async (...args: unknown[]) => {
+          if (prop === 'putIfAbsent' && firstSnapshotPut && String(args[0]).includes('/snapshot/snapshot-')) {
+            firstSnapshotPut = false;
+            startRival();
+          }
+          await rival;
+          return (v as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const retries: string[] = [];
+
+    // Act
+    const r = await commit(gated, T, appendRequest('u', 'c1', [change('a')]), {
+      ...opts,
+      maxRetries: 5,
+      onRetry: (_n, why) => {
+        retries.push(why);
+        startRival();
+      },
+    });
+
+    // Assess: one lost race, one backoff (during which snapshot 3 landed), then snapshot 4
+    expect(retries).toEqual(['lost the race for snapshot 2; retrying after snapshot 2']);
+    expect(r).toMatchObject({ committed: true, attempts: 2 });
+    expect(r.snapshot.id).toBe(4);
+    expect((await new SnapshotManager(store, T).latest())?.commitIdentifier).toBe('c1');
+  });
+
   it('refuses a snapshot manager made for another table', async () => {
     const store = new MemoryStore();
     const other = new SnapshotManager(store, 'db.db/other');
