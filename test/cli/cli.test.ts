@@ -7,16 +7,11 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../../lib/cli/main.js';
+import { runVarve } from '../helpers/cli-process.js';
 
 let dir: string;
 
-async function varve(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(['--warehouse', join(dir, 'wh'), ...args], { out: (t) => (out += t), err: (t) => (err += t) });
-  return { code, out, err };
-}
+const varve = (...args: string[]) => runVarve(join(dir, 'wh'), args);
 
 function file(name: string, content: string): string {
   const p = join(dir, name);

@@ -7,8 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../../lib/cli/main.js';
-import { startVarve, until, varveProcess } from '../helpers/cli-process.js';
+import { runVarve, startVarve, until, varveProcess } from '../helpers/cli-process.js';
 
 let dir: string;
 let wh: string;
@@ -25,12 +24,7 @@ function file(name: string, content: string): string {
 }
 
 /** `varve` inside the test process (one OS process); `varveProcess` is another one. */
-async function varve(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(['--warehouse', wh, ...args], { out: (t) => (out += t), err: (t) => (err += t) });
-  return { code, out, err };
-}
+const varve = (...args: string[]) => runVarve(wh, args);
 
 function ok(r: { code: number; out: string; err: string }): string {
   expect(r.code, r.err).toBe(0);

@@ -8,17 +8,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../lib/cli/main.js';
+import { runVarve } from '../helpers/cli-process.js';
 
 const ROWS = 300_000;
 let dir: string;
 
-async function varve(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  let err = '';
-  const code = await runCli(['--warehouse', join(dir, 'wh'), ...args], { out: (t) => out.push(t), err: (t) => (err += t) });
-  return { code, out: out.join(''), err };
-}
+const varve = (...args: string[]) => runVarve(join(dir, 'wh'), args);
 
 /** Runs the installed launcher in a shell pipeline; returns varve's exit code and both outputs. */
 function pipeline(args: string, consumer: string): { code: number; out: string; err: string } {

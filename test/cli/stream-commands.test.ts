@@ -5,29 +5,16 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../../lib/cli/main.js';
 import { parseFrom } from '../../lib/cli/stream-commands.js';
 import { InvalidArgumentError } from '../../lib/errors.js';
+import { runVarve } from '../helpers/cli-process.js';
 
 let dir: string;
 
-async function varve(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return varveWatching(() => {}, ...args);
-}
+const varve = (...args: string[]) => runVarve(join(dir, 'wh'), args);
 
 /** Runs the CLI, telling `onErr` each stderr text as it comes. */
-async function varveWatching(onErr: (text: string) => void, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(['--warehouse', join(dir, 'wh'), ...args], {
-    out: (t) => (out += t),
-    err: (t) => {
-      err += t;
-      onErr(t);
-    },
-  });
-  return { code, out, err };
-}
+const varveWatching = (onErr: (text: string) => void, ...args: string[]) => runVarve(join(dir, 'wh'), args, { onErr });
 
 async function write(table: string, rows: object[]): Promise<void> {
   const file = join(dir, `in-${Math.random()}.jsonl`);

@@ -6,17 +6,12 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../../lib/cli/main.js';
 import { parseDurationFlag } from '../../lib/cli/parse-flags.js';
+import { runVarve } from '../helpers/cli-process.js';
 
 let dir: string;
 
-async function varve(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(['--warehouse', join(dir, 'wh'), ...args], { out: (t) => (out += t), err: (t) => (err += t) });
-  return { code, out, err };
-}
+const varve = (...args: string[]) => runVarve(join(dir, 'wh'), args);
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'varve-verify-'));

@@ -44,10 +44,19 @@ export async function until(check: () => boolean | Promise<boolean>, what: strin
   throw new Error(`timed out waiting for ${what}`);
 }
 
-/** Runs the CLI in this process against `warehouse`, capturing what it prints. */
-export async function runVarve(warehouse: string, args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
+/**
+ * Runs the CLI in this process against `warehouse`, capturing what it prints (`onErr` sees each
+ * stderr text as it comes, e.g. to act once a `tail --follow` says it is following).
+ */
+export async function runVarve(warehouse: string, args: string[], opts: { onErr?: (text: string) => void } = {}): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
   let err = '';
-  const code = await runCli(['--warehouse', warehouse, ...args], { out: (t) => (out += t), err: (t) => (err += t) });
-  return { code, out, err };
+  const code = await runCli(['--warehouse', warehouse, ...args], {
+    out: (t) => out.push(t),
+    err: (t) => {
+      err += t;
+      opts.onErr?.(t);
+    },
+  });
+  return { code, out: out.join(''), err };
 }

@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
-import { runCli } from '../../lib/cli/main.js';
 import { InvalidArgumentError, OptionError } from '../../lib/errors.js';
 import { tableToRows } from '../../lib/format/columns.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
@@ -21,6 +20,7 @@ import { readSplit } from '../../lib/stream/split.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
 import { writeConsumer } from '../../lib/snapshot/consumer.js';
 import type { Table } from '../../lib/table/table.js';
+import { runVarve } from '../helpers/cli-process.js';
 
 const FIELDS = 'dt STRING NOT NULL, id INT, v STRING';
 
@@ -146,12 +146,7 @@ async function liveFileNames(t: Table): Promise<string[]> {
 describe('append tables in the CLI', () => {
   it('create without --primary-key, write, read, delete --where, describe; a -D line is refused', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'varve-append-'));
-    const varve = async (...args: string[]) => {
-      let out = '';
-      let err = '';
-      const code = await runCli(['--warehouse', join(dir, 'wh'), ...args], { out: (x) => (out += x), err: (x) => (err += x) });
-      return { code, out, err };
-    };
+    const varve = (...args: string[]) => runVarve(join(dir, 'wh'), args);
     const c = await varve('create', 'db.events', '--schema', 'ts BIGINT, kind STRING');
     expect(c.out).toMatch(/created db\.events \(append table, bucket-unaware\)/);
     const file = join(dir, 'in.jsonl');

@@ -11,7 +11,6 @@ import { join } from 'node:path';
 import * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
-import { runCli } from '../../lib/cli/main.js';
 import { InvalidArgumentError } from '../../lib/errors.js';
 import { tableToRows } from '../../lib/format/columns.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
@@ -23,6 +22,7 @@ import { MemoryStore } from '../../lib/store/memory-store.js';
 import { readAuditLog } from '../../lib/table/audit-log.js';
 import { RESCALE_PROPERTY } from '../../lib/table/rescale.js';
 import type { Table } from '../../lib/table/table.js';
+import { runVarve } from '../helpers/cli-process.js';
 
 async function newTable(options: Record<string, string> = {}): Promise<Table> {
   const catalog = new FolderCatalog(new MemoryStore());
@@ -149,12 +149,7 @@ describe('bucket rescale', () => {
 
   it('varve rescale in the CLI', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'varve-rescale-'));
-    const varve = async (...args: string[]) => {
-      let out = '';
-      let err = '';
-      const code = await runCli(['--warehouse', join(dir, 'wh'), ...args], { out: (x) => (out += x), err: (x) => (err += x) });
-      return { code, out, err };
-    };
+    const varve = (...args: string[]) => runVarve(join(dir, 'wh'), args);
     expect((await varve('create', 'db.o', '--schema', 'dt STRING, id BIGINT', '--primary-key', 'dt,id', '--partition-keys', 'dt')).code).toBe(0);
     const file = join(dir, 'in.jsonl');
     writeFileSync(file, ['{"dt": "a", "id": 1}', '{"dt": "a", "id": 2}', '{"dt": "b", "id": 3}'].join('\n') + '\n');
