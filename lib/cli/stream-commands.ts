@@ -155,6 +155,12 @@ async function tailWithoutConsumer(table: Table, stream: StreamOptions, opts: Ta
           opts.status?.(schemaChangeText(plan.schemaChange));
           lastChange = Date.now();
         }
+        if (plan.skipped) {
+          const { from, to } = plan.skipped;
+          out(`${JSON.stringify({ snapshot: plan.snapshot.id, event: 'snapshots-skipped', from, to: to - 1, warning: `snapshots ${from}..${to - 1} expired before this stream read them (--on-expired skip-to-earliest): their changes are lost to it` })}\n`);
+          opts.status?.(`varve: snapshots ${from}..${to - 1} expired before this stream read them: their changes are lost to it (--on-expired skip-to-earliest)\n`);
+          lastChange = Date.now();
+        }
         if (plan.overwriteSkipped) {
           out(`${JSON.stringify({ snapshot: plan.snapshot.id, event: 'overwrite-skipped', warning: 'an OVERWRITE snapshot (write --overwrite, truncate, drop-partition) replaced rows; its changes are not streamed: read the table again for its new state' })}\n`);
           lastChange = Date.now();

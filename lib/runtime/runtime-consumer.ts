@@ -13,7 +13,7 @@ import { SplitReader } from '../stream/reader.js';
 import { MemoryQueue } from '../stream/memory-queue.js';
 import type { SplitQueue } from '../stream/split-queue.js';
 import type { StreamOptions } from '../stream/stream-options.js';
-import { readConsumer } from '../snapshot/consumer.js';
+import { describeGap, readConsumer, type ConsumerGap } from '../snapshot/consumer.js';
 
 /** What a RuntimeConsumer is made of. */
 export interface RuntimeConsumerOptions {
@@ -54,6 +54,11 @@ export class RuntimeConsumer {
   lastError?: Error;
   /** Why this consumer stopped for good (its id expired, its table was dropped); set once. */
   failure?: VarveError;
+  /**
+   * Expired snapshots this consumer skipped under `scan.on-expired = skip-to-earliest` (each also
+   * logged, and kept in the consumer file): their changes never reached the sink.
+   */
+  readonly gaps: ConsumerGap[] = [];
   private readonly reader: SplitReader;
   /** The consumer id's lease, when this consumer holds one. */
   readonly lease?: ConsumerLeaseHandle;
@@ -112,8 +117,8 @@ export class RuntimeConsumer {
     await this.lease?.acquire();
     try {
       if (this.opts.stream?.ignoreProgress) await resetConsumer(this.table, this.consumerId, this.opts.stream);
-      else if (this.opts.durableQueue) await ensureConsumer(this.table, this.consumerId, this.opts.stream);
-      else await rewindPlanning(this.table, this.consumerId, this.opts.stream);
+      else if (this.opts.durableQueue) await ensureConsumer(this.table, this.consumerId, this.opts.stream, Date.now, (g) => this.reportGap(g));
+      else await rewindPlanning(this.table, this.consumerId, this.opts.stream, Date.now, (g) => this.reportGap(g));
     } catch (e) {
       await this.lease?.release();
       throw e;
@@ -219,6 +224,7 @@ export class RuntimeConsumer {
           maxSnapshotsPerRun: this.opts.maxSnapshotsPerRun,
         });
         this.lastDiscovery = result;
+        for (const gap of result.gaps) this.reportGap(gap);
         for (const id of result.overwritesSkipped) {
           // Paimon's default: an OVERWRITE is not streamed. Never silently: say what the consumer did not get.
           this.opts.log(
@@ -239,6 +245,16 @@ export class RuntimeConsumer {
       if (this.lastError?.message !== err.message) this.opts.log(`varve: discovery for consumer ${this.consumerId} of ${this.table.name} failed: ${err.message}`);
       this.lastError = err;
     }
+  }
+
+  /** A skip of expired snapshots: never silent (logged, and kept in `gaps`). */
+  private reportGap(gap: ConsumerGap): void {
+    this.gaps.push(gap);
+    this.opts.log(
+      `varve: consumer ${this.consumerId} of ${this.table.name} skipped snapshots ${describeGap(gap)}: they had expired before it read them ` +
+        `(${gap.reason === 'consumer-expired' ? 'its id had expired and was resumed' : 'its next snapshot had expired'}), so their changes are LOST to it; ` +
+        'accepted with scan.on-expired=skip-to-earliest. Rebuild what it feeds from a full read (--ignore-progress --from latest-full) if that needs them',
+    );
   }
 
   /** Stops this consumer for good because of `reason` (logged once); readers finish their batch. */

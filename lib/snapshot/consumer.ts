@@ -37,6 +37,36 @@ export interface ConsumerState {
    * file left by a dropped table is never inherited by a new table of the same name.
    */
   tableUuid?: string;
+  /**
+   * Snapshot ranges this consumer skipped because they had expired before it read them (accepted
+   * with `scan.on-expired = skip-to-earliest`): their changes never reached its sink. Oldest first,
+   * the last MAX_CONSUMER_GAPS kept; `varve sys <table> consumers` shows them.
+   */
+  gaps?: ConsumerGap[];
+}
+
+/** Snapshots `from`..`to − 1` a consumer skipped: they had expired, and their changes are lost to it. */
+export interface ConsumerGap {
+  from: number;
+  /** The first snapshot after the gap (exclusive end). */
+  to: number;
+  /** When the consumer skipped them (epoch ms). */
+  at: number;
+  /** `consumer-expired`: the id itself had expired and was resumed; `snapshot-expired`: its next snapshot had expired. */
+  reason: 'consumer-expired' | 'snapshot-expired';
+}
+
+/** How many gaps a consumer file keeps (the newest). */
+export const MAX_CONSUMER_GAPS = 20;
+
+/** `gaps` with `gap` added (the newest MAX_CONSUMER_GAPS kept). */
+export function withGap(gaps: ConsumerGap[] | undefined, gap: ConsumerGap): ConsumerGap[] {
+  return [...(gaps ?? []), gap].slice(-MAX_CONSUMER_GAPS);
+}
+
+/** `3..7` for a gap (inclusive, as users count snapshots). */
+export function describeGap(gap: Pick<ConsumerGap, 'from' | 'to'>): string {
+  return gap.to - 1 > gap.from ? `${gap.from}..${gap.to - 1}` : `${gap.from}`;
 }
 
 export interface Consumer extends ConsumerState {

@@ -14,7 +14,7 @@ import { listAll } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import { ConsumerExpiredError } from '../errors.js';
 import { checkOpenedTable, openedTableUuid } from './table-identity.js';
-import { deleteTombstone, readConsumer, readTombstone, writeConsumer, type Consumer, type ConsumerState, type ConsumerTombstone } from '../snapshot/consumer.js';
+import { deleteTombstone, readConsumer, readTombstone, withGap, writeConsumer, type Consumer, type ConsumerGap, type ConsumerState, type ConsumerTombstone } from '../snapshot/consumer.js';
 import { bucketKey, foldProgress, nextSnapshotOf, parseBucketKey, writeBucketProgress } from './progress.js';
 import { encodeSplitMessage, type SplitMessage } from './split-message.js';
 import { splitRefPrefix } from '../snapshot/consumer.js';
@@ -48,6 +48,11 @@ export interface DiscoveryResult {
   lostRace: boolean;
   /** OVERWRITE snapshots planned past without their changes (`streaming-read-overwrite` false): a reader should warn. */
   overwritesSkipped: number[];
+  /**
+   * Expired snapshots this run skipped under `scan.on-expired = skip-to-earliest` (also recorded in
+   * the consumer's `gaps`): their changes are lost to the consumer, and a reader must say so.
+   */
+  gaps: ConsumerGap[];
 }
 
 const SEND_BATCH = 10; // SQS SendMessageBatch maximum
@@ -56,7 +61,14 @@ const SEND_BATCH = 10; // SQS SendMessageBatch maximum
  * The consumer, created at the stream's start position when it does not exist yet. Created
  * before anything is sent, so that expiry holds the start snapshot from the first moment.
  */
-export async function ensureConsumer(table: Table, consumerId: string, opts: StreamOptions = {}, now = Date.now): Promise<Consumer> {
+export async function ensureConsumer(
+  table: Table,
+  consumerId: string,
+  opts: StreamOptions = {},
+  now = Date.now,
+  /** Told when resuming an expired id skips snapshots that expired meanwhile (the skip is recorded in the consumer's `gaps` too). */
+  onGap?: (gap: ConsumerGap) => void,
+): Promise<Consumer> {
   for (;;) {
     const found = await readConsumer(table.store, table.path, consumerId);
     const uuid = openedTableUuid(table);
@@ -80,6 +92,7 @@ export async function ensureConsumer(table: Table, consumerId: string, opts: Str
     const { id: _id, etag: _etag, ...stored } = state as Consumer;
     const created = await writeConsumer(table.store, table.path, consumerId, stored, found ? found.etag : null);
     if (created && tombstone) await deleteTombstone(table.store, table.path, consumerId);
+    if (created) for (const gap of state.gaps ?? []) onGap?.(gap);
     // Won or lost, the file now has a run: read whichever one landed.
   }
 }
@@ -96,6 +109,9 @@ async function resumeExpired(table: Table, t: ConsumerTombstone, opts: StreamOpt
   const earliest = await table.snapshots.earliestId();
   const lost = earliest !== undefined && earliest > t.nextSnapshot ? { from: t.nextSnapshot, to: earliest } : undefined;
   if (resolved.onExpired === 'skip-to-earliest') {
+    // The gap is what has expired now, not what had when the id was found expired: snapshots can
+    // expire between the two (nothing holds them), and what is skipped is recorded and reported.
+    const gaps = lost ? { gaps: [{ ...lost, at: now, reason: 'consumer-expired' as const }] } : {};
     const next = Math.max(t.nextSnapshot, earliest ?? t.nextSnapshot);
     const run = randomUUID();
     // Buckets that had delivered beyond the position go on from where they were, under the new
@@ -108,14 +124,14 @@ async function resumeExpired(table: Table, t: ConsumerTombstone, opts: StreamOpt
     );
     // A stream that had not delivered its first full state yet still starts with it.
     const full = t.fullSnapshot !== undefined && t.fullSnapshot === next ? { fullSnapshot: next } : {};
-    return { nextSnapshot: next, plannedSnapshot: next - 1, lastUpdated: now, run, buckets: {}, ...full, ...uuidOf(table) };
+    return { nextSnapshot: next, plannedSnapshot: next - 1, lastUpdated: now, run, buckets: {}, ...full, ...gaps, ...uuidOf(table) };
   }
   const when = new Date(t.expiredAt).toISOString();
   throw new ConsumerExpiredError(
     `consumer ${t.id} of ${table.name} expired at ${when} (${t.reason}); its last position was snapshot ${t.nextSnapshot}. ` +
       (lost
         ? `Snapshots ${lost.from}..${lost.to - 1} have expired since: their changes are lost to this consumer. `
-        : `Snapshots from ${t.nextSnapshot} on may still exist, but nothing holds them any more. `) +
+        : `Snapshots from ${t.nextSnapshot} on may still exist, but nothing holds them any more: those that expire before the id is resumed are skipped, and reported as a gap. `) +
       'Resume it with --on-expired skip-to-earliest (scan.on-expired) to accept the gap, or start it fresh with --ignore-progress',
     t.id,
     t.nextSnapshot,
@@ -140,9 +156,15 @@ export async function resetConsumer(table: Table, consumerId: string, opts: Stre
  * delivered before are planned again too and dropped by readers (their bucket's progress is past
  * them), so nothing is delivered twice and nothing is skipped.
  */
-export async function rewindPlanning(table: Table, consumerId: string, opts: StreamOptions = {}, now = Date.now): Promise<Consumer> {
+export async function rewindPlanning(
+  table: Table,
+  consumerId: string,
+  opts: StreamOptions = {},
+  now = Date.now,
+  onGap?: (gap: ConsumerGap) => void,
+): Promise<Consumer> {
   for (;;) {
-    const c = await ensureConsumer(table, consumerId, opts, now);
+    const c = await ensureConsumer(table, consumerId, opts, now, onGap);
     const folded = await foldProgress(table.store, table.path, consumerId, stateOf(c));
     const rewound: ConsumerState = { ...folded, plannedSnapshot: folded.nextSnapshot - 1, buckets: {}, lastUpdated: now() };
     if (await writeConsumer(table.store, table.path, consumerId, stateOf(rewound), c.etag)) {
@@ -174,8 +196,10 @@ function uuidOf(table: Table): { tableUuid?: string } {
 export async function discover(table: Table, queue: SplitQueue, consumerId: string, opts: DiscoveryOptions = {}): Promise<DiscoveryResult> {
   const now = opts.now ?? Date.now;
   const streamOpts = resolveStreamOptions(table, opts);
-  const consumer = await ensureConsumer(table, consumerId, opts, now);
+  const gaps: ConsumerGap[] = [];
+  const consumer = await ensureConsumer(table, consumerId, opts, now, (g) => gaps.push(g));
   const run = consumer.run!;
+  const skipped: ConsumerGap[] = [];
   let state: ConsumerState = await foldProgress(table.store, table.path, consumerId, stateOf(consumer));
   let planned = state.plannedSnapshot ?? state.nextSnapshot - 1;
   const buckets = { ...(state.buckets ?? {}) };
@@ -193,7 +217,9 @@ export async function discover(table: Table, queue: SplitQueue, consumerId: stri
       // an expired one does not). No silent loss: fail, unless the user accepted the gap.
       if (streamOpts.onExpired !== 'skip-to-earliest') throw expiredError(table, id, earliest);
       for (const [k, b] of Object.entries(buckets)) if (b.lastPlanned < earliest) delete buckets[k];
-      state = { ...state, nextSnapshot: Math.max(state.nextSnapshot, earliest) };
+      const gap: ConsumerGap = { from: id, to: earliest, at: now(), reason: 'snapshot-expired' };
+      skipped.push(gap);
+      state = { ...state, nextSnapshot: Math.max(state.nextSnapshot, earliest), gaps: withGap(state.gaps, gap) };
       planned = earliest - 1;
       id = planned;
       continue;
@@ -237,6 +263,8 @@ export async function discover(table: Table, queue: SplitQueue, consumerId: stri
     caughtUp: planned >= latest,
     lostRace: !won,
     overwritesSkipped: won ? overwritesSkipped : [],
+    // Skips of a run that lost its race were not recorded: the run that won made (and reports) its own.
+    gaps: [...gaps, ...(won ? skipped : [])],
   };
 }
 
@@ -252,6 +280,7 @@ function stateOf(c: ConsumerState): ConsumerState {
   if (c.fullSnapshot !== undefined) s.fullSnapshot = c.fullSnapshot;
   if (c.tableUuid !== undefined) s.tableUuid = c.tableUuid;
   if (c.splitRefs !== undefined && c.splitRefs.length > 0) s.splitRefs = c.splitRefs;
+  if (c.gaps !== undefined && c.gaps.length > 0) s.gaps = c.gaps;
   return s;
 }
 

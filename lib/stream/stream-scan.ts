@@ -36,6 +36,11 @@ export interface StreamPlan {
    * it (Paimon's default), so rows it replaced or added are not streamed; a reader should say so.
    */
   overwriteSkipped?: boolean;
+  /**
+   * Set when the stream skipped snapshots `from`..`to − 1` before this one because they had
+   * expired (`scan.on-expired = skip-to-earliest`): their changes are lost to it; a reader must say so.
+   */
+  skipped?: { from: number; to: number };
 }
 
 /** Where a stream with these options starts now, ignoring any consumer position. */
@@ -190,6 +195,8 @@ export class StreamScan {
   private current: Table;
   /** Whether a snapshot was planned yet (the first one sets the schema without an event). */
   private planned = false;
+  /** Expired snapshots skipped and not yet reported with a plan. */
+  private skipped?: { from: number; to: number };
 
   constructor(
     table: Table,
@@ -230,6 +237,8 @@ export class StreamScan {
         const earliest = await this.table.snapshots.earliestId();
         if (earliest !== undefined && id < earliest) {
           if (this.options.onExpired !== 'skip-to-earliest') throw expiredError(this.table, id, earliest, this.full ? 'its full state' : 'its changes');
+          // Never silently: the next plan names what was skipped.
+          this.skipped = { from: this.skipped?.from ?? id, to: earliest };
           this.next = earliest;
           continue;
         }
@@ -247,8 +256,10 @@ export class StreamScan {
       const splits = this.full ? await planFull(this.table, snapshot) : await planFollowUp(this.table, snapshot);
       this.full = false;
       this.next = id + 1;
-      if (splits.length > 0 || schemaChange || overwriteSkipped) {
-        return { snapshot, splits, ...(schemaChange ? { schemaChange } : {}), ...(overwriteSkipped ? { overwriteSkipped } : {}) };
+      const skipped = this.skipped;
+      if (splits.length > 0 || schemaChange || overwriteSkipped || skipped) {
+        this.skipped = undefined;
+        return { snapshot, splits, ...(schemaChange ? { schemaChange } : {}), ...(overwriteSkipped ? { overwriteSkipped } : {}), ...(skipped ? { skipped } : {}) };
       }
     }
   }
@@ -256,7 +267,11 @@ export class StreamScan {
   private async start(): Promise<StreamStart> {
     if (this.consumerId !== undefined && !this.options.ignoreProgress) {
       const c = await readConsumer(this.table.store, this.table.path, this.consumerId);
-      if (c) return { snapshotId: await checkNotExpired(this.table, c.nextSnapshot, this.options), full: c.fullSnapshot === c.nextSnapshot };
+      if (c) {
+        const snapshotId = await checkNotExpired(this.table, c.nextSnapshot, this.options);
+        if (snapshotId > c.nextSnapshot) this.skipped = { from: c.nextSnapshot, to: snapshotId };
+        return { snapshotId, full: c.fullSnapshot === c.nextSnapshot };
+      }
     }
     return resolveStart(this.table, this.options);
   }

@@ -12,7 +12,7 @@ import { Levels } from '../mergetree/levels.js';
 import { formatType } from '../schema/parse.js';
 import { listSchemaIds, readSchema } from '../schema/schema-manager.js';
 import { listTags } from '../snapshot/tags.js';
-import { listConsumers, listTombstones } from '../snapshot/consumer.js';
+import { describeGap, listConsumers, listTombstones } from '../snapshot/consumer.js';
 import { dataFileKey } from './paths.js';
 import type { Table } from './table.js';
 import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
@@ -205,16 +205,25 @@ async function partitionsTable(table: Table, snapshot: Snapshot | undefined): Pr
 
 /** Live consumers, then expired ones with their tombstone (when and why; resuming them fails loudly). */
 async function consumersTable(table: Table): Promise<SystemTableResult> {
-  const columns = ['consumer_id', 'next_snapshot_id', 'last_updated', 'status', 'expired_at', 'expired_reason'];
+  // skipped_snapshots: expired snapshots the consumer skipped under scan.on-expired=skip-to-earliest (lost to it).
+  const columns = ['consumer_id', 'next_snapshot_id', 'last_updated', 'status', 'expired_at', 'expired_reason', 'skipped_snapshots'];
   const [consumers, tombstones] = await Promise.all([listConsumers(table.store, table.path), listTombstones(table.store, table.path)]);
   const live = new Set(consumers.map((c) => c.id));
   return {
     columns,
     records: [
-      ...consumers.map((c) => ({ consumer_id: c.id, next_snapshot_id: c.nextSnapshot, last_updated: iso(c.lastUpdated), status: 'active', expired_at: null, expired_reason: null })),
+      ...consumers.map((c) => ({
+        consumer_id: c.id,
+        next_snapshot_id: c.nextSnapshot,
+        last_updated: iso(c.lastUpdated),
+        status: 'active',
+        expired_at: null,
+        expired_reason: null,
+        skipped_snapshots: c.gaps && c.gaps.length > 0 ? c.gaps.map(describeGap).join(', ') : null,
+      })),
       ...tombstones
         .filter((t) => !live.has(t.id))
-        .map((t) => ({ consumer_id: t.id, next_snapshot_id: t.nextSnapshot, last_updated: iso(t.lastUpdated), status: 'expired', expired_at: iso(t.expiredAt), expired_reason: t.reason })),
+        .map((t) => ({ consumer_id: t.id, next_snapshot_id: t.nextSnapshot, last_updated: iso(t.lastUpdated), status: 'expired', expired_at: iso(t.expiredAt), expired_reason: t.reason, skipped_snapshots: null })),
     ],
   };
 }

@@ -2,13 +2,18 @@
  * The bugs the randomized stream fault test (stream-faults.stress.ts) found, each pinned down by a
  * deterministic test: a split received again while its first delivery is still running, a sink
  * call that outlived its time limit, an expired consumer resumed with skip-to-earliest (buckets
- * ahead of its position, a first full state not yet delivered), and a runtime started with
- * ignoreProgress whose consumer expires later.
+ * ahead of its position, a first full state not yet delivered), a runtime started with
+ * ignoreProgress whose consumer expires later, and an expired consumer resumed with
+ * skip-to-earliest after more snapshots expired (the skip was silent: seed 1361768786).
  */
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
-import { ConsumerExpiredError, TableNotFoundError } from '../../lib/errors.js';
+import { ConsumerExpiredError, SnapshotExpiredError, TableNotFoundError } from '../../lib/errors.js';
 import { listAll } from '../../lib/store/object-store.js';
+import { readConsumer, writeConsumer } from '../../lib/snapshot/consumer.js';
+import { expireConsumers } from '../../lib/maintenance/expire-consumers.js';
+import { StreamScan } from '../../lib/stream/stream-scan.js';
+import { readSystemTable } from '../../lib/table/system-tables.js';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
 import { LocalRuntime } from '../../lib/runtime/local-runtime.js';
 import { BatchDelivery, SinkTimeoutError, type ChangeBatch, type StreamSink } from '../../lib/stream/delivery.js';
@@ -177,6 +182,77 @@ describe('a runtime started with ignoreProgress', () => {
     } finally {
       await runtime.stop();
     }
+  });
+});
+
+describe('skipping expired snapshots under skip-to-earliest is never silent (seed 1361768786)', () => {
+  it('an expired id resumed after more snapshots expired names the skipped snapshots: logged, in its gaps, in the consumer file', async () => {
+    // Prepare: the consumer waits at snapshot 1 and expires; resuming it is refused while nothing is lost yet.
+    const table = await makeTable({ bucket: '1', 'consumer.expiration-time': '1 h' });
+    await ensureConsumer(table, 'c1', { mode: 'earliest' });
+    await put(table, [[1, 'a']]);
+    await put(table, [[2, 'b']]);
+    await put(table, [[3, 'c']]);
+    expect((await expireConsumers(table, { now: Date.now() + 2 * HOUR })).expired).toEqual(['c1']);
+    const refused = await ensureConsumer(table, 'c1').catch((e) => e);
+    // Act: what the user was told could still be read expires before the user resumes with skip-to-earliest
+    // (the fault test's interleaving: the consumer's discovery ran between consumer and snapshot expiry).
+    await expireSnapshots(table, { retainMin: 1, olderThanMs: 0 });
+    const lines: string[] = [];
+    const runtime = new LocalRuntime({ discoveryIntervalMs: 10, compactionIntervalMs: 0, expiryIntervalMs: 0, log: (l) => lines.push(l) });
+    const sink = new RecordingSink();
+    const consumer = await runtime.addConsumer({ table, consumerId: 'c1', sink, stream: { onExpired: 'skip-to-earliest' } });
+    await runtime.start();
+    try {
+      await runtime.idle(30_000);
+    } finally {
+      await runtime.stop();
+    }
+    // Assess: the skip of snapshots 1..2 is reported (it was silent), and only snapshot 3 reached the sink.
+    expect(refused).toBeInstanceOf(ConsumerExpiredError);
+    expect((refused as ConsumerExpiredError).lostRange).toBeUndefined();
+    expect(consumer.gaps).toEqual([expect.objectContaining({ from: 1, to: 3, reason: 'consumer-expired' })]);
+    expect(lines.filter((l) => l.includes('skipped snapshots 1..2') && l.includes('LOST'))).toHaveLength(1);
+    expect((await readConsumer(table.store, table.path, 'c1'))?.gaps).toEqual([expect.objectContaining({ from: 1, to: 3 })]);
+    const sys = await readSystemTable(table, 'consumers');
+    expect(sys.records).toEqual([expect.objectContaining({ consumer_id: 'c1', status: 'active', skipped_snapshots: '1..2' })]);
+    expect(sink.batches.map((b) => b.snapshotId)).toEqual([3]);
+  });
+
+  it('a discovery run whose next snapshot expired under it reports the gap in its result and the consumer file', async () => {
+    // Prepare: snapshots 1..3 with 1 and 2 expired, and a consumer (created racing expiry) still at 1.
+    const table = await makeTable({ bucket: '1' });
+    await put(table, [[1, 'a']]);
+    await put(table, [[2, 'b']]);
+    await put(table, [[3, 'c']]);
+    await expireSnapshots(table, { retainMin: 1, olderThanMs: 0 });
+    await writeConsumer(table.store, table.path, 'c1', { nextSnapshot: 1, plannedSnapshot: 0, lastUpdated: Date.now(), run: 'r1', buckets: {} });
+    // Act
+    const refused = await discover(table, new MemoryQueue(), 'c1').catch((e) => e);
+    const result = await discover(table, new MemoryQueue(), 'c1', { onExpired: 'skip-to-earliest' });
+    // Assess
+    expect(refused).toBeInstanceOf(SnapshotExpiredError);
+    expect(result.gaps).toEqual([expect.objectContaining({ from: 1, to: 3, reason: 'snapshot-expired' })]);
+    expect((await readConsumer(table.store, table.path, 'c1'))?.gaps).toEqual([expect.objectContaining({ from: 1, to: 3 })]);
+  });
+
+  it('a stream scan that falls behind expiry names the snapshots it skipped in its next plan', async () => {
+    // Prepare: a scan that has read snapshot 1.
+    const table = await makeTable({ bucket: '1' });
+    await put(table, [[1, 'a']]);
+    const scan = new StreamScan(table, { mode: 'earliest', onExpired: 'skip-to-earliest' });
+    expect((await scan.plan())?.snapshot.id).toBe(1);
+    await put(table, [[2, 'b']]);
+    await put(table, [[3, 'c']]);
+    await put(table, [[4, 'd']]);
+    // Act
+    await expireSnapshots(table, { retainMin: 1, olderThanMs: 0 });
+    const earliest = (await table.snapshots.earliestId())!;
+    const plan = await scan.plan();
+    // Assess
+    expect(earliest).toBeGreaterThan(2);
+    expect(plan?.snapshot.id).toBe(earliest);
+    expect(plan?.skipped).toEqual({ from: 2, to: earliest });
   });
 });
 

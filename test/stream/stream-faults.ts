@@ -12,18 +12,24 @@
  *   down; a split handed over again right after itself is a whole-chunk duplicate, which is fine);
  * - a bucket's progress never moves backwards within a consumer run;
  * - every committed change reaches the sink unless a ConsumerExpiredError / SnapshotExpiredError
- *   named its snapshot as lost (then the user restarts the id fresh and a full split brings the
- *   state back): a loss is never silent.
+ *   named its snapshot as lost, or a skip-to-earliest resume reported it skipped (a gap): then the
+ *   user restarts the id fresh and a full split brings the state back. A loss is never silent.
+ *
+ * The expiry step sometimes pauses between consumer expiry and snapshot expiry (as a slow expiry
+ * run does): the consumer's discovery then finds its id expired while nothing it needs has expired
+ * yet, and the snapshots expire before the user resumes it (seed 1361768786's silent skip).
  */
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { ConsumerExpiredError, ConsumerLeaseLostError, InjectedFaultError, SnapshotExpiredError, VarveError } from '../../lib/errors.js';
 import { tableToRows } from '../../lib/format/columns.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
+import { expireConsumers } from '../../lib/maintenance/expire-consumers.js';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
 import { LocalRuntime } from '../../lib/runtime/local-runtime.js';
 import type { RuntimeConsumer } from '../../lib/runtime/runtime-consumer.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind, SEQUENCE_COLUMN, type RowKindByte } from '../../lib/schema/types.js';
+import { describeGap, type ConsumerGap } from '../../lib/snapshot/consumer.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import { fromUtf8, type ObjectInfo, type ObjectStore, type StoredObject } from '../../lib/store/object-store.js';
 import type { ChangeBatch, StreamSink } from '../../lib/stream/delivery.js';
@@ -50,7 +56,7 @@ export interface FaultScenarioReport {
   slowCalls: number;
   lostAcks: number;
   expiries: number;
-  /** Loss reports (ConsumerExpiredError / SnapshotExpiredError) the consumer stopped with. */
+  /** Loss reports (ConsumerExpiredError / SnapshotExpiredError the consumer stopped with, gaps a skip-to-earliest resume reported). */
   lossReports: string[];
   deliveredSplits: number;
   violations: string[];
@@ -281,7 +287,7 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
   const target = new RecordingTarget(violations);
   /** Written changes: `<snapshot>:<k>:<kind>:<v>`. */
   const written: Array<{ snapshot: number; key: string }> = [];
-  /** Loss reports with the first snapshot they name as lost. */
+  /** Loss reports (and reported gaps) with the first snapshot they name as lost. */
   const losses: Array<{ from: number; reportedAfterFulls: number }> = [];
 
   let procs = 0;
@@ -329,8 +335,17 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
     return { life, runtime, consumer, inFlight };
   };
 
+  /** Gaps the user has seen (a process's gaps are seen when it is checked or crashed), and those seen but not yet acted on. */
+  const seenGaps = new Set<ConsumerGap>();
+  const pendingGaps: ConsumerGap[] = [];
+  const takeGaps = (p: ReaderProcess) => {
+    for (const g of p.consumer.gaps) if (!seenGaps.has(g)) (seenGaps.add(g), pendingGaps.push(g));
+    return pendingGaps.length > 0;
+  };
   const crash = async (p: ReaderProcess) => {
     log.push('crash');
+    // What the crashed process reported (its log, its consumer file) is not lost with it.
+    takeGaps(p);
     p.life.dead = true;
     for (const end of [...p.inFlight]) end();
     p.inFlight.clear();
@@ -354,6 +369,17 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
     await crash(p);
     return startProcess(decide(why));
   };
+  /** A reported gap (a skip-to-earliest resume skipped expired snapshots): a loss like any other, the user starts afresh. */
+  const recoverGap = async (p: ReaderProcess): Promise<ReaderProcess> => {
+    await crash(p);
+    for (const gap of pendingGaps.splice(0)) {
+      report.lossReports.push(`gap: snapshots ${describeGap(gap)} skipped (${gap.reason})`);
+      log.push(`gap reported: ${describeGap(gap)}`);
+      losses.push({ from: gap.from, reportedAfterFulls: target.fulls.length });
+    }
+    target.model.clear();
+    return startProcess({ ignoreProgress: true, mode: 'latest-full' });
+  };
   const decide = (why: VarveError): StreamOptions => {
     const lost = (why as ConsumerExpiredError | SnapshotExpiredError).lostRange;
     report.lossReports.push(`${why.name}: ${why.message}`);
@@ -369,6 +395,7 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
   let writeNo = 0;
   try {
     for (let step = 0; step < size.steps; step++) {
+      if (takeGaps(proc)) proc = await recoverGap(proc);
       const failure = proc.consumer.failure;
       if (failure) {
         if (failure instanceof ConsumerExpiredError || failure instanceof SnapshotExpiredError) proc = await recover(proc, failure);
@@ -395,7 +422,13 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
       } else if (roll < 0.7) {
         // Aggressive expiry; with a clock jump, the consumer expires too unless it is caught up.
         const jump = r.chance(0.5);
-        const res = await expireSnapshots(source, { now: Date.now() + (jump ? 3 * 3600_000 : 0), retainMin: 1, olderThanMs: 0 });
+        const now = Date.now() + (jump ? 3 * 3600_000 : 0);
+        // Sometimes a slow run: consumers expire, and the snapshots only a while later.
+        const pause = r.chance(0.5) ? r.int(5, 60) : 0;
+        const early = pause > 0 ? (await expireConsumers(source, { now })).expired : [];
+        if (pause > 0) await sleep(pause);
+        const res = await expireSnapshots(source, { now, retainMin: 1, olderThanMs: 0 });
+        res.expiredConsumers.unshift(...early);
         if (res.expiredConsumers.length > 0) report.expiries++;
         log.push(`expire jump=${jump}: consumers ${res.expiredConsumers.join(',')} earliest ${res.earliest} latest ${res.latest}`);
       } else if (roll < 0.76) {
@@ -409,13 +442,14 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
     // Faults off: the consumer must catch up with everything committed.
     faults = false;
     for (let round = 0; ; round++) {
+      if (takeGaps(proc)) proc = await recoverGap(proc);
       const failure = proc.consumer.failure;
       if (failure instanceof ConsumerExpiredError || failure instanceof SnapshotExpiredError) proc = await recover(proc, failure);
       else if (failure instanceof ConsumerLeaseLostError) proc = (await crash(proc), await startProcess({}));
       else if (failure) throw failure;
       try {
         await proc.runtime.idle(60_000);
-        if (!proc.consumer.failure) break;
+        if (!proc.consumer.failure && !takeGaps(proc)) break;
       } catch (e) {
         if (!proc.consumer.failure && !(e instanceof ConsumerExpiredError || e instanceof SnapshotExpiredError)) throw e;
         if (!proc.consumer.failure) proc.consumer.halt(e as VarveError);
