@@ -20,7 +20,7 @@ import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError, Schema
 import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { normalizeArrowTypes } from './normalize.js';
-import { decodeRowGroupFile, readParquetFooter, rowGroupFile, type ByteSource } from './row-group-reader.js';
+import { decodeRowGroupBatches, readParquetFooter, rowGroupFile, type ByteSource } from './row-group-reader.js';
 
 /** Rows per row group unless the caller asks otherwise (~256k, per typescript-stack.md §7). */
 export const DEFAULT_ROW_GROUP_SIZE = 262_144;
@@ -220,7 +220,8 @@ export async function readDataFileMetadata(store: ObjectStore, key: string): Pro
 }
 
 /**
- * The rows of a data file one row group at a time (one Arrow table each), fetched by range: the
+ * The rows of a data file one row group at a time (one Arrow table per batch of at most 65,536
+ * rows of a row group), fetched by range: the
  * footer from the end of the file, then each row group's column chunks (with `columns`, only
  * theirs, in that order). Memory holds the footer and one row group, compressed and decoded, never
  * the file. `size` (from the manifest) is the object's size when known (else one head).
@@ -250,13 +251,22 @@ export async function* readDataFileRowGroups(
   const wanted = columns === undefined ? undefined : new Set(columns);
   for (let g = 0; g < footer.rowGroups.length; g++) {
     const { bytes } = await rowGroupFile(footer, g, wanted, src.read);
-    let table: arrow.Table;
+    const batches = decodeRowGroupBatches(bytes, columns);
     try {
-      table = await decodeRowGroupFile(bytes, columns);
-    } catch (e) {
-      throw rowGroupReadError(e, key);
+      for (;;) {
+        let next: IteratorResult<arrow.Table>;
+        try {
+          next = await batches.next();
+        } catch (e) {
+          throw rowGroupReadError(e, key);
+        }
+        if (next.done) break;
+        yield normalizeArrowTypes(columns === undefined ? next.value : selectColumns(next.value, columns));
+      }
+    } finally {
+      // A consumer that stops early frees the row group's wasm file.
+      await batches.return(undefined);
     }
-    yield normalizeArrowTypes(columns === undefined ? table : selectColumns(table, columns));
   }
 }
 

@@ -10,7 +10,7 @@
  * stays the store's, retryable or not), and parquet-wasm only decodes bytes it already has.
  */
 import * as arrow from 'apache-arrow';
-import { ParquetFile, readParquet } from 'parquet-wasm';
+import { ParquetFile } from 'parquet-wasm';
 import { CorruptMetadataError } from '../errors.js';
 import {
   decodeStruct,
@@ -267,22 +267,34 @@ function rewriteFooter(footer: ParquetFooter, g: number, newStart: Map<number, n
 }
 
 /**
- * Decodes a standalone one-row-group Parquet buffer (from rowGroupFile) to Arrow; with `columns`,
- * only those (in file order), through the async reader, which projects where readParquet does not.
+ * Decodes a standalone one-row-group Parquet buffer (from rowGroupFile) to Arrow, one table per
+ * batch of at most 65,536 rows; with `columns`, only those (in file order). parquet-wasm's stream
+ * decodes batch by batch, so its memory holds the compressed row group and one decoded batch, not
+ * the decoded row group (the sync readParquet decodes it whole and ignores projections).
  */
-export async function decodeRowGroupFile(bytes: Uint8Array, columns?: readonly string[]): Promise<arrow.Table> {
-  if (columns === undefined) return arrow.tableFromIPC(readParquet(bytes, { batchSize: BATCH_ROWS }).intoIPCStream());
+export async function* decodeRowGroupBatches(bytes: Uint8Array, columns?: readonly string[]): AsyncGenerator<arrow.Table> {
   const file = await ParquetFile.fromFile(new Blob([bytes]));
+  let reader: ReadableStreamDefaultReader<{ intoIPCStream(): Uint8Array }> | undefined;
+  let done = false;
   try {
-    return arrow.tableFromIPC((await file.read({ columns: [...columns], batchSize: BATCH_ROWS })).intoIPCStream());
+    const stream = await file.stream({ batchSize: BATCH_ROWS, ...(columns === undefined ? {} : { columns: [...columns] }) });
+    reader = stream.getReader() as ReadableStreamDefaultReader<{ intoIPCStream(): Uint8Array }>;
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) break;
+      yield arrow.tableFromIPC(next.value.intoIPCStream());
+    }
+    done = true;
   } finally {
+    // A consumer that stops early: the stream is cancelled before its file is freed.
+    if (reader !== undefined && !done) await reader.cancel().catch(() => undefined);
     file.free();
   }
 }
 
 /**
- * The row groups of a Parquet file, one Arrow table each, fetched by range: the footer first, then
- * per row group only its chunks (of `columns`, when given). `onFetch` hears the bytes of each read.
+ * The rows of a Parquet file, fetched by range: the footer first, then per row group only its
+ * chunks (of `columns`, when given), decoded one batch (≤ 65,536 rows) at a time.
  */
 export async function* readRowGroupsRanged(
   src: ByteSource,
@@ -292,6 +304,6 @@ export async function* readRowGroupsRanged(
   const wanted = opts.columns === undefined ? undefined : new Set(opts.columns);
   for (let g = 0; g < footer.rowGroups.length; g++) {
     const { bytes } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
-    yield await decodeRowGroupFile(bytes, opts.columns);
+    yield* decodeRowGroupBatches(bytes, opts.columns);
   }
 }

@@ -110,6 +110,27 @@ describe('readDataFileRowGroups (ranged)', () => {
     expect(sizes().slice(1).reduce((a, b) => a + b, 0)).toBe(idBytes);
   });
 
+  it('decodes a large row group in batches of at most 65,536 rows, and a consumer may stop early', async () => {
+    const k = field(1, 'k', 'INT', { nullable: false });
+    const rows = Array.from({ length: 150_000 }, (_, i) => ({ k: i }));
+    const bytes = writeDataFile(physical([k], rows), { compression: 'snappy', rowGroupSize: 140_000 });
+    const store = new MemoryStore();
+    await store.put('f.parquet', bytes);
+    const batches = await collect(readDataFileRowGroups(store, 'f.parquet', bytes.length, { columns: ['k'] }));
+    expect(batches.map((b) => b.numRows)).toEqual([65_536, 65_536, 8_928, 10_000]);
+    let at = 0;
+    for (const b of batches) {
+      const col = b.getChild('k')!;
+      for (let i = 0; i < b.numRows; i += 997) expect(col.get(i)).toBe(at + i);
+      at += b.numRows;
+    }
+    for await (const b of readDataFileRowGroups(store, 'f.parquet', bytes.length)) {
+      expect(b.numRows).toBe(65_536);
+      break;
+    }
+    expect((await collect(readDataFileRowGroups(store, 'f.parquet'))).reduce((n, b) => n + b.numRows, 0)).toBe(150_000);
+  });
+
   it('reads a footer longer than the first footer read with a second read', async () => {
     const big = 'x'.repeat(FOOTER_READ_BYTES + 5000);
     const bytes = writeDataFile(physical([field(1, 'k', 'INT')], [{ k: 1 }, { k: 2 }]), { compression: 'snappy', metadata: { big } });
