@@ -19,6 +19,7 @@ import {
 import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError, SchemaMismatchError, VarveError } from '../errors.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
 import type { ObjectStore } from '../store/object-store.js';
+import { singleBatch } from './columns.js';
 import { normalizeArrowTypes } from './normalize.js';
 import { decodeRowGroupBatches, readParquetFooter, rowGroupFile, type ByteSource } from './row-group-reader.js';
 
@@ -155,6 +156,72 @@ export async function readDataFile(bytes: Uint8Array, opts: { columns?: string[]
     }
     return normalizeArrowTypes(selectColumns(table, opts.columns));
   } catch (e) {
+    throw asReadError(e);
+  }
+}
+
+/**
+ * A data file opened once for several decodes: a projection of some row groups at a time (the
+ * merged read decodes keys first, then the value columns of the row groups that hold winners).
+ * Holds a copy of the file's bytes and a wasm handle until `free()`.
+ */
+export interface DataFileDecoder {
+  /** Top-level column names in file order. */
+  readonly columns: string[];
+  /** Rows of each row group, in file order (row group g holds the rows after those of groups < g). */
+  readonly rowGroupRows: number[];
+  /**
+   * The named columns (in that order, every one must exist) of the given row groups (default:
+   * all), as one single-batch table per row group, each in the declared varve types.
+   */
+  readRowGroups(columns: string[], rowGroups?: number[]): Promise<arrow.Table[]>;
+  /** Releases the wasm handle; reads after this fail. */
+  free(): void;
+}
+
+/** Opens a data file's bytes for projected, row-group-wise decoding (see DataFileDecoder). */
+export async function openDataFile(bytes: Uint8Array): Promise<DataFileDecoder> {
+  let file: ParquetFile;
+  try {
+    file = await ParquetFile.fromFile(new Blob([bytes]));
+  } catch (e) {
+    throw asReadError(e);
+  }
+  try {
+    const md = file.metadata();
+    const rowGroupRows = md.rowGroups().map((g) => g.numRows());
+    const columns = arrow.tableFromIPC(readSchema(bytes).intoIPCStream()).schema.fields.map((f) => f.name);
+    let freed = false;
+    return {
+      columns,
+      rowGroupRows,
+      async readRowGroups(names, rowGroups) {
+        if (freed) throw new InvalidArgumentError('the data file decoder was freed; open the file again');
+        for (const c of names) {
+          if (!columns.includes(c)) throw new SchemaMismatchError(`the data file has no column ${c}; it has ${columns.join(', ')}`, c);
+        }
+        const groups = rowGroups ?? rowGroupRows.map((_, g) => g);
+        const out: arrow.Table[] = [];
+        try {
+          // One read per row group, with a batch as large as the group: one batch each, no concat.
+          for (const g of groups) {
+            const rows = rowGroupRows[g];
+            if (rows === undefined) throw new InvalidArgumentError(`row group ${g} does not exist; the file has ${rowGroupRows.length}`);
+            const t = arrow.tableFromIPC((await file.read({ columns: names, rowGroups: [g], batchSize: Math.max(1, rows) })).intoIPCStream());
+            out.push(normalizeArrowTypes(singleBatch(selectColumns(t, names))));
+          }
+        } catch (e) {
+          throw asReadError(e);
+        }
+        return out;
+      },
+      free() {
+        if (!freed) file.free();
+        freed = true;
+      },
+    };
+  } catch (e) {
+    file.free();
     throw asReadError(e);
   }
 }

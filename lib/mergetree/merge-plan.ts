@@ -154,7 +154,9 @@ function exactVersions(schema: TableSchema, runs: SequencedTable[], keys: KeyInd
     S.set(runs[r].sequence, starts[r]);
     K.set(kinds[r], starts[r]);
   }
-  // Heap slots: the cursor (global row) of a run, its end, and the run number.
+  // Heap slots: the cursor (global row) of a run, its end, and the run number. The loop keeps its
+  // state in locals and calls only top-level functions: no closure over mutable state in the
+  // hot path.
   const cur = new Uint32Array(k), lim = new Uint32Array(k), run = new Uint16Array(k);
   let size = 0;
   for (let r = 0; r < k; r++) {
@@ -163,55 +165,92 @@ function exactVersions(schema: TableSchema, runs: SequencedTable[], keys: KeyInd
     lim[size] = starts[r + 1];
     run[size++] = r;
   }
-  // Ties on (hi, lo, sequence) go to the lower global row, i.e. the earlier run: a total order.
-  const less = (x: number, y: number) => (H[x] !== H[y] ? H[x] < H[y] : L[x] !== L[y] ? L[x] < L[y] : S[x] !== S[y] ? S[x] < S[y] : x < y);
-  const siftDown = (at: number) => {
-    const c0 = cur[at], l0 = lim[at], r0 = run[at];
-    for (;;) {
-      let child = 2 * at + 1;
-      if (child >= size) break;
-      if (child + 1 < size && less(cur[child + 1], cur[child])) child++;
-      if (!less(cur[child], c0)) break;
-      cur[at] = cur[child];
-      lim[at] = lim[child];
-      run[at] = run[child];
-      at = child;
-    }
-    cur[at] = c0;
-    lim[at] = l0;
-    run[at] = r0;
-  };
-  for (let at = (size >> 1) - 1; at >= 0; at--) siftDown(at);
+  for (let at = (size >> 1) - 1; at >= 0; at--) siftDownExact(H, L, S, cur, lim, run, size, at);
 
   const source = new Uint16Array(total), row = new Uint32Array(total);
   const kind = new Uint8Array(total), seq = new Float64Array(total);
   const groupEnd = new Uint32Array(total);
   let groups = 0;
   let prev = 0;
-  for (let out = 0; out < total; out++) {
-    const g = cur[0], r = run[0];
-    if (out > 0 && (H[g] !== H[prev] || L[g] !== L[prev])) groupEnd[groups++] = out;
-    prev = g;
-    source[out] = r;
-    row[out] = g - starts[r];
-    kind[out] = K[g];
-    seq[out] = S[g];
-    if (g + 1 === lim[0]) {
+  let out = 0;
+  while (size > 0) {
+    const r = run[0], end = lim[0], base = starts[r];
+    // The runner-up: the smaller child of the root. The top run keeps the lead while its next row
+    // is below it, so a stretch of one run costs one comparison per row and no heap moves.
+    const secondSlot = size === 1 ? 0 : size === 2 || lessExact(H, L, S, cur[1], cur[2]) ? 1 : 2;
+    const second = secondSlot === 0 ? -1 : cur[secondSlot];
+    let g = cur[0];
+    let exhausted = false;
+    for (;;) {
+      if (out > 0 && (H[g] !== H[prev] || L[g] !== L[prev])) groupEnd[groups++] = out;
+      prev = g;
+      source[out] = r;
+      row[out] = g - base;
+      kind[out] = K[g];
+      seq[out] = S[g];
+      out++;
+      const next = g + 1;
+      if (next === end) {
+        exhausted = true;
+        break;
+      }
+      if (!lessExact(H, L, S, g, next)) {
+        // Every invariant of the merge rests on each run being sorted: fail rather than mis-merge.
+        throw new CorruptMetadataError(`sorted run ${r} is out of order at row ${next - base}: rows must be sorted by key and sequence`);
+      }
+      g = next;
+      if (second >= 0 && !lessExact(H, L, S, g, second)) break;
+    }
+    if (exhausted) {
       size--;
       cur[0] = cur[size];
       lim[0] = lim[size];
       run[0] = run[size];
+      if (size > 1) siftDownExact(H, L, S, cur, lim, run, size, 0);
+    } else if (second < 0) {
+      cur[0] = g;
     } else {
-      if (!less(g, g + 1)) {
-        // Every invariant of the merge rests on each run being sorted: fail rather than mis-merge.
-        throw new CorruptMetadataError(`sorted run ${r} is out of order at row ${g + 1 - starts[r]}: rows must be sorted by key and sequence`);
-      }
-      cur[0] = g + 1;
+      // The runner-up is below row g: it takes the root, and g sinks from the runner-up's slot.
+      cur[0] = second;
+      lim[0] = lim[secondSlot];
+      run[0] = run[secondSlot];
+      cur[secondSlot] = g;
+      lim[secondSlot] = end;
+      run[secondSlot] = r;
+      siftDownExact(H, L, S, cur, lim, run, size, secondSlot);
     }
-    if (size > 1) siftDown(0);
   }
   if (total > 0) groupEnd[groups++] = total;
   return new VersionSet(schema, runs.map((x) => x.table), source, row, kind, seq, groupEnd.slice(0, groups), groups);
+}
+
+/** Merge order of global rows x and y: key words, sequence number, then row (the earlier run first). */
+function lessExact(H: Uint32Array, L: Uint32Array, S: Float64Array, x: number, y: number): boolean {
+  const hx = H[x], hy = H[y];
+  if (hx !== hy) return hx < hy;
+  const lx = L[x], ly = L[y];
+  if (lx !== ly) return lx < ly;
+  const sx = S[x], sy = S[y];
+  if (sx !== sy) return sx < sy;
+  return x < y;
+}
+
+/** Moves heap slot `at` down to its place (slots: cursor, end, run). */
+function siftDownExact(H: Uint32Array, L: Uint32Array, S: Float64Array, cur: Uint32Array, lim: Uint32Array, run: Uint16Array, size: number, at: number): void {
+  const c0 = cur[at], l0 = lim[at], r0 = run[at];
+  for (;;) {
+    let child = 2 * at + 1;
+    if (child >= size) break;
+    if (child + 1 < size && lessExact(H, L, S, cur[child + 1], cur[child])) child++;
+    if (!lessExact(H, L, S, cur[child], c0)) break;
+    cur[at] = cur[child];
+    lim[at] = lim[child];
+    run[at] = run[child];
+    at = child;
+  }
+  cur[at] = c0;
+  lim[at] = l0;
+  run[at] = r0;
 }
 
 function sequenceChunks(table: arrow.Table, order: VersionOrder): ColumnChunk[] {

@@ -87,7 +87,7 @@ function mergeVersions(versions: VersionSet, opts: MergeReadOptions): arrow.Tabl
 }
 
 /** One run needs no merge: each row (one per key) is its own group. */
-function singleRunVersions(schema: TableSchema, run: SequencedTable): VersionSet {
+export function singleRunVersions(schema: TableSchema, run: SequencedTable): VersionSet {
   const n = run.table.numRows;
   const row = new Uint32Array(n);
   for (let i = 0; i < n; i++) row[i] = i;

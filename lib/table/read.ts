@@ -10,7 +10,7 @@ import { formatType } from '../schema/type-text.js';
 import { runLimited } from '../concurrency.js';
 import { concatTables, emptyTable, tableToRows, takeRows } from '../format/columns.js';
 import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema.js';
-import { readDataFile } from '../format/data-file.js';
+import { openDataFile, readDataFile, type DataFileDecoder } from '../format/data-file.js';
 import type { DataFileMeta, ManifestEntry } from '../manifest/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { JsonValue } from '../schema/value-codec.js';
@@ -18,7 +18,8 @@ import { readLiveFiles } from '../manifest/scan.js';
 import { intervalPartition } from '../mergetree/interval-partition.js';
 import { mergeEngineFor } from '../mergetree/merge-function.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
-import { mergeSortedRuns } from '../mergetree/sort-merge-reader.js';
+import { keyFirstColumns, mergeKeyFirst, mergesKeyFirst, type KeyFirstRun } from '../mergetree/key-first-merge.js';
+import { mergeSortedRuns, type MergeReadOptions } from '../mergetree/sort-merge-reader.js';
 import { parsePartitionPath } from '../schema/partition.js';
 import { toJsonValue } from '../schema/values.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField } from '../schema/types.js';
@@ -88,6 +89,8 @@ export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropD
     else groups.set(id, [e]);
   }
   const engine = mergeEngineFor(mergeConfigFromOptions(table.options, table.schema.primaryKeys));
+  // Engines that take whole versions merge on keys first and decode only the winners' values.
+  const keyFirst = table.schema.primaryKeys.length > 0 && mergesKeyFirst(engine);
   const ordered = [...groups.keys()].sort();
   const perGroup = await runLimited(
     ordered.map((id) => async () => {
@@ -100,24 +103,56 @@ export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropD
       for (const section of sections) {
         // Each file is its own run: files are key-sorted with one record per key, and keeping
         // them apart lets every run carry its own sequence base.
+        const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };
+        if (keyFirst) {
+          out.push(await mergeSectionKeyFirst(table, section.flat().map((meta) => entryOf.get(meta)!), mergeOpts));
+          continue;
+        }
         const runs = await Promise.all(
           section.flat().map(async (meta) => ({ table: await readEntry(table, entryOf.get(meta)!), sequenceBase: meta.sequenceBase })),
         );
-        out.push(
-          mergeSortedRuns(runs, {
-            schema: table.schema,
-            keyColumns: table.schema.primaryKeys,
-            engine,
-            dropDeletes,
-            keepKinds: !dropDeletes,
-          }),
-        );
+        out.push(mergeSortedRuns(runs, mergeOpts));
       }
       return out;
     }),
     4,
   );
   return perGroup.flat();
+}
+
+/**
+ * Merges one section key-first (see key-first-merge.ts): each file is decoded for its keys,
+ * sequence fields and system columns, and later for the value columns of the row groups that hold
+ * winners. A file written with an older schema is read whole and evolved instead.
+ */
+async function mergeSectionKeyFirst(table: Table, entries: ManifestEntry[], opts: MergeReadOptions): Promise<arrow.Table> {
+  const decoders: DataFileDecoder[] = [];
+  try {
+    const keyCols = keyFirstColumns(opts);
+    const runs = await Promise.all(
+      entries.map(async (entry): Promise<KeyFirstRun> => {
+        const file = entry.file;
+        if (file.schemaId !== table.schema.id) {
+          const data = await readEntry(table, entry);
+          return { keys: data, sequenceBase: file.sequenceBase, rowGroupRows: [data.numRows], values: async (cols) => [data.select(cols)] };
+        }
+        const { body } = await table.store.get(dataFileKey(table.path, entry.partition, entry.bucket, file.fileName));
+        const decoder = await openDataFile(body);
+        decoders.push(decoder);
+        const keys = concatTables(await decoder.readRowGroups(keyCols), physicalKeySchema(table, keyCols));
+        return { keys, sequenceBase: file.sequenceBase, rowGroupRows: decoder.rowGroupRows, values: (cols, groups) => decoder.readRowGroups(cols, groups) };
+      }),
+    );
+    return await mergeKeyFirst(runs, opts);
+  } finally {
+    for (const d of decoders) d.free();
+  }
+}
+
+/** The physical Arrow schema of the table cut to `names`. */
+function physicalKeySchema(table: Table, names: string[]): arrow.Schema {
+  const physical = physicalArrowSchema(table.schema);
+  return new arrow.Schema(names.map((n) => physical.fields.find((f) => f.name === n)!));
 }
 
 /** Reads one data or changelog file of the table. */

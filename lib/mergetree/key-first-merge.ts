@@ -1,0 +1,178 @@
+/**
+ * The merged read with late materialization, for engines that keep one whole version per key
+ * (deduplicate, first-row): decode each run's keys, sequence fields, `_SEQUENCE_NUMBER` and
+ * `_VALUE_KIND` first, merge those into a (run, row) plan of winners, then decode the value
+ * columns of only the row groups that hold a winner and gather them once. Versions that lose
+ * never have their values decoded: in an upsert-heavy table most row groups of older runs
+ * decode keys only.
+ */
+import type * as arrow from 'apache-arrow';
+import { InvalidArgumentError, SchemaMismatchError } from '../errors.js';
+import { physicalArrowSchema } from '../format/arrow-schema.js';
+import { tableFromColumns } from '../format/column-layout.js';
+import { emptyTable, gatherRows, singleBatch } from '../format/columns.js';
+import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
+import { kindColumn, sequenceColumn } from './arrow-build.js';
+import type { MergeFunction } from './merge-function.js';
+import { storedSequence, versionsOfRuns } from './merge-plan.js';
+import { singleRunVersions, type MergeReadOptions } from './sort-merge-reader.js';
+
+/** One sorted run decoded key-first: the merge columns now, the value columns on demand. */
+export interface KeyFirstRun {
+  /**
+   * At least the columns of `keyFirstColumns` (any order, one or more batches), one row per
+   * stored record, in the run's order.
+   */
+  keys: arrow.Table;
+  sequenceBase: number;
+  /** Rows of each row group, in order; their sum is `keys.numRows`. */
+  rowGroupRows: number[];
+  /** The named columns of the given row groups (ascending), one single-batch table per group. */
+  values(columns: string[], rowGroups: number[]): Promise<arrow.Table[]>;
+}
+
+/** True when the engine decides from keys, sequence fields, sequence numbers and kinds alone, taking whole versions. */
+export function mergesKeyFirst(engine: MergeFunction): boolean {
+  return engine.name === 'deduplicate' || engine.name === 'first-row';
+}
+
+/** The columns the first decode needs: key columns, the engine's sequence fields, then the system columns. */
+export function keyFirstColumns(opts: Pick<MergeReadOptions, 'keyColumns' | 'engine'>): string[] {
+  const cols = [...opts.keyColumns];
+  for (const f of opts.engine.config.sequenceFields) if (!cols.includes(f)) cols.push(f);
+  return [...cols, SEQUENCE_COLUMN, KIND_COLUMN];
+}
+
+/**
+ * Merges the runs as `mergeSortedRuns` would (same rows, same order, physical layout), decoding
+ * value columns only for row groups that hold a winning version.
+ */
+export async function mergeKeyFirst(runs: KeyFirstRun[], opts: MergeReadOptions): Promise<arrow.Table> {
+  if (!mergesKeyFirst(opts.engine)) {
+    throw new InvalidArgumentError(`the ${opts.engine.name} merge engine reads value columns while merging; merge its runs with mergeSortedRuns`);
+  }
+  const physical = physicalArrowSchema(opts.schema);
+  const merged = keyFirstColumns(opts);
+  const inputs = runs
+    .map((r, k) => {
+      const total = r.rowGroupRows.reduce((a, b) => a + b, 0);
+      if (total !== r.keys.numRows) {
+        throw new SchemaMismatchError(`sorted run ${k} has ${r.keys.numRows} rows but its row groups hold ${total}`);
+      }
+      const table = singleBatch(r.keys.select(merged));
+      return { run: r, table, sequence: storedSequence(table, r.sequenceBase) };
+    })
+    .filter((r) => r.table.numRows > 0);
+  if (inputs.length === 0) return emptyTable(physical);
+  const order = { keyColumns: opts.keyColumns, sequenceFields: opts.engine.config.sequenceFields, sequenceDescending: opts.engine.config.sequenceDescending };
+  const versions = inputs.length === 1 && !opts.repeatedKeys ? singleRunVersions(opts.schema, inputs[0]) : versionsOfRuns(opts.schema, inputs, order);
+  const result = opts.engine.merge(versions, { rawInput: opts.rawInput ?? false, dropRetracts: opts.dropDeletes });
+  if (result.mode !== 'take') throw new InvalidArgumentError(`the ${opts.engine.name} merge engine computed values; merge its runs with mergeSortedRuns`);
+  const count = result.count;
+  if (count === 0) return emptyTable(physical);
+
+  // Each winner's run and row; per run, rows rise with the output (runs are sorted by key).
+  const src = new Uint16Array(count), row = new Uint32Array(count);
+  for (let k = 0; k < count; k++) {
+    const v = result.version[k];
+    src[k] = versions.source[v];
+    row[k] = versions.row[v];
+  }
+  const names = opts.schema.fields.map((f) => f.name);
+  const fromKeys = names.filter((n) => merged.includes(n));
+  const valueNames = names.filter((n) => !merged.includes(n));
+  const columns = new Map<string, arrow.Data>();
+  if (fromKeys.length > 0) {
+    const gathered = gatherPlan(inputs.map((x) => x.table.select(fromKeys)), src, row, count);
+    fromKeys.forEach((n, i) => columns.set(n, gathered[i]));
+  }
+  if (valueNames.length > 0) {
+    const gathered = await gatherValues(inputs.map((x) => x.run), valueNames, src, row, count);
+    valueNames.forEach((n, i) => columns.set(n, gathered[i]));
+  }
+  const children = names.map((n) => columns.get(n)!);
+  children.push(sequenceColumn(result.sequence, count));
+  children.push(kindColumn(opts.dropDeletes && !opts.keepKinds ? new Uint8Array(count) : result.kind, count));
+  return tableFromColumns(physical, children, count);
+}
+
+/**
+ * The value columns of the winners: decodes, per run, only the row groups some winner lies in,
+ * then gathers from those row-group tables (each its own gather source, no concatenation).
+ */
+async function gatherValues(runs: KeyFirstRun[], names: string[], src: Uint16Array, row: Uint32Array, count: number): Promise<arrow.Data[]> {
+  // Row group of each winner, and which groups each run needs.
+  const starts = runs.map((r) => {
+    const s = new Uint32Array(r.rowGroupRows.length + 1);
+    r.rowGroupRows.forEach((n, g) => (s[g + 1] = s[g] + n));
+    return s;
+  });
+  const needed = runs.map((r) => new Uint8Array(r.rowGroupRows.length));
+  const group = new Uint32Array(count);
+  const cursor = new Uint32Array(runs.length);
+  for (let k = 0; k < count; k++) {
+    const r = src[k], i = row[k], s = starts[r];
+    let g = cursor[r];
+    // Rows of one run come in rising order, so the cursor only moves forward (binary search if not).
+    if (i < s[g]) g = upperBound(s, i) - 1;
+    while (i >= s[g + 1]) g++;
+    cursor[r] = g;
+    group[k] = g;
+    needed[r][g] = 1;
+  }
+  // Gather source of (run, group), in order.
+  const tables: arrow.Table[] = [];
+  const sourceOf = runs.map((r) => new Int32Array(r.rowGroupRows.length).fill(-1));
+  const loaded = await Promise.all(
+    runs.map((r, k) => {
+      const groups: number[] = [];
+      needed[k].forEach((on, g) => on && groups.push(g));
+      return groups.length === 0 ? Promise.resolve({ groups, tables: [] as arrow.Table[] }) : r.values(names, groups).then((t) => ({ groups, tables: t }));
+    }),
+  );
+  loaded.forEach(({ groups, tables: got }, k) => {
+    if (got.length !== groups.length) throw new SchemaMismatchError(`sorted run ${k} returned ${got.length} row groups for ${groups.length} asked`);
+    groups.forEach((g, j) => {
+      const t = got[j];
+      if (t.numRows !== runs[k].rowGroupRows[g]) {
+        throw new SchemaMismatchError(`sorted run ${k} row group ${g} has ${t.numRows} rows of values but ${runs[k].rowGroupRows[g]} keys`);
+      }
+      sourceOf[k][g] = tables.length;
+      tables.push(t);
+    });
+  });
+  if (tables.length > 0xffff) throw new SchemaMismatchError(`a merge cannot gather from ${tables.length} row groups at once; compact first`);
+  const gsrc = new Uint16Array(count), grow = new Uint32Array(count);
+  for (let k = 0; k < count; k++) {
+    const r = src[k], g = group[k];
+    gsrc[k] = sourceOf[r][g];
+    grow[k] = row[k] - starts[r][g];
+  }
+  return gatherPlan(tables, gsrc, grow, count);
+}
+
+/** First index whose start is above `x`. */
+function upperBound(s: Uint32Array, x: number): number {
+  let lo = 0, hi = s.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (s[mid] <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The columns of rows (src[k], row[k]); when they are exactly all rows of one source in order
+ * (the newest run wins every key), that source's own columns, uncopied.
+ */
+function gatherPlan(tables: arrow.Table[], src: Uint16Array, row: Uint32Array, count: number): arrow.Data[] {
+  const s0 = src[0];
+  if (tables[s0].numRows === count) {
+    let identity = true;
+    for (let k = 0; k < count && identity; k++) identity = src[k] === s0 && row[k] === k;
+    if (identity) return singleBatch(tables[s0]).batches[0].data.children.slice();
+  }
+  return gatherRows(tables, src, row).batches[0].data.children.slice();
+}
+
