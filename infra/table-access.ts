@@ -7,7 +7,7 @@ import { PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 
 /** The object actions varve functions use; each one named, never `s3:*`. */
-export type ObjectAction = 's3:GetObject' | 's3:PutObject' | 's3:DeleteObject';
+export type ObjectAction = 's3:GetObject' | 's3:PutObject' | 's3:DeleteObject' | 's3:AbortMultipartUpload';
 
 /** Grants the given object actions on every key under `prefix/` (a folder, without the trailing slash). */
 export function grantObjects(grantee: IGrantable, bucket: IBucket, prefix: string, actions: ObjectAction[]): void {

@@ -301,7 +301,8 @@ export class VarveTable extends Construct {
       environment: { ...this.baseEnvironment, VARVE_EVENT_BUS_NAME: warehouse.eventBus.eventBusName },
     });
     this.grantRead(this.compactFunction);
-    grantObjects(this.compactFunction, warehouse.bucket, this.tablePrefix, ['s3:PutObject']);
+    // Output files stream out as multipart uploads; a failed one is aborted so no parts stay billed.
+    grantObjects(this.compactFunction, warehouse.bucket, this.tablePrefix, ['s3:PutObject', 's3:AbortMultipartUpload']);
     // A failed job removes the files it wrote; a lost commit race, the manifests it wrote; a job
     // that starts, its bucket's "job queued" marker.
     grantTableDeletes(this.compactFunction, warehouse.bucket, this.tablePrefix, ['data', 'manifest', 'compaction']);

@@ -8,6 +8,7 @@
  *   read <warehouse>                 a streamed read (table.scan) of every row
  */
 import { createWriteStream } from 'node:fs';
+import { wasmMemory } from 'parquet-wasm';
 import { once } from 'node:events';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
@@ -63,8 +64,30 @@ async function setup(rows: number, runs: number, warehouse: string, budgetMB: st
   return {};
 }
 
+/**
+ * Peaks (MB) of what RSS is made of, sampled every 50 ms: V8 heap, ArrayBuffers outside it (Arrow
+ * columns, file bytes) and parquet-wasm's linear memory (it only grows), so a result says where
+ * the memory went.
+ */
+function sampleMemory(): () => Record<string, number> {
+  const peak = { heapMB: 0, arrayBuffersMB: 0, wasmMB: 0 };
+  const take = () => {
+    const m = process.memoryUsage();
+    peak.heapMB = Math.max(peak.heapMB, m.heapUsed / 2 ** 20);
+    peak.arrayBuffersMB = Math.max(peak.arrayBuffersMB, m.arrayBuffers / 2 ** 20);
+    peak.wasmMB = Math.max(peak.wasmMB, wasmMemory().buffer.byteLength / 2 ** 20);
+  };
+  const timer = setInterval(take, 50);
+  return () => {
+    clearInterval(timer);
+    take();
+    return Object.fromEntries(Object.entries(peak).map(([k, v]) => [k, Math.round(v)]));
+  };
+}
+
 async function main(): Promise<void> {
   const t0 = performance.now();
+  const peaks = sampleMemory();
   let extra: Record<string, number> = {};
   if (mode === 'gen-jsonl') extra = await genJsonl(Number(args[0]), args[1]);
   else if (mode === 'setup') extra = await setup(Number(args[0]), Number(args[1]), args[2], args[3]);
@@ -85,7 +108,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ maxRssMB: scanPeakMB, ms, rows }));
     return;
   } else throw new Error(`unknown mode ${mode}`);
-  console.log(JSON.stringify({ maxRssMB: process.resourceUsage().maxRSS / 1024, ms: performance.now() - t0, ...extra }));
+  console.log(JSON.stringify({ maxRssMB: process.resourceUsage().maxRSS / 1024, ms: performance.now() - t0, ...extra, ...peaks() }));
 }
 
 main().catch((e) => {

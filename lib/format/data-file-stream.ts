@@ -6,14 +6,24 @@
 import * as arrow from 'apache-arrow';
 import { Table as WasmTable, transformParquetStream, type RecordBatch as WasmBatch, type WriterProperties } from 'parquet-wasm';
 import { InvalidArgumentError } from '../errors.js';
+import { concatBytes } from '../store/object-store.js';
 import { dataFileWriterProperties, type WriteDataFileOptions } from './data-file.js';
+
+/** Rows copied into wasm per step of `add`. */
+const ADD_SLICE_ROWS = 65_536;
 
 interface Pull {
   controller: ReadableStreamDefaultController<WasmBatch>;
   resolve: () => void;
 }
 
-/** Writes one Parquet data file from key-sorted pieces; `finish` returns its bytes. */
+/** Where encoded bytes go as they leave the encoder (an object upload); awaited, so a slow sink holds the encoder back. */
+export type DataFileByteSink = (bytes: Uint8Array) => Promise<void>;
+
+/**
+ * Writes one Parquet data file from key-sorted pieces. Without a sink, `finish` returns its
+ * bytes; with one, every encoded row group goes to the sink at once and `end` returns the size.
+ */
 export class DataFileStreamWriter {
   private readonly parts: Uint8Array[] = [];
   private readonly pulls: Pull[] = [];
@@ -22,8 +32,9 @@ export class DataFileStreamWriter {
   private failure: unknown = null;
   private closed = false;
   private rows = 0;
+  private bytes = 0;
 
-  private constructor(props: WriterProperties) {
+  private constructor(props: WriterProperties, private readonly sink?: DataFileByteSink) {
     // highWaterMark 0: the encoder asks for a batch only when it wants one, and every batch is
     // handed over by `add` at that moment, so nothing queues up in front of it. The encoder asks
     // for the first batch (for the schema) before it returns its output stream.
@@ -48,7 +59,9 @@ export class DataFileStreamWriter {
         for (;;) {
           const { done, value } = await reader.read();
           if (done) return;
-          this.parts.push(value);
+          this.bytes += value.byteLength;
+          if (this.sink) await this.sink(value);
+          else this.parts.push(value);
         }
       })
       .catch((e) => {
@@ -57,8 +70,8 @@ export class DataFileStreamWriter {
   }
 
   /** A writer for files of `schema` (the data file layout, checked here). */
-  static async open(schema: arrow.Schema, opts: WriteDataFileOptions): Promise<DataFileStreamWriter> {
-    return new DataFileStreamWriter(dataFileWriterProperties(schema, opts));
+  static async open(schema: arrow.Schema, opts: WriteDataFileOptions, sink?: DataFileByteSink): Promise<DataFileStreamWriter> {
+    return new DataFileStreamWriter(dataFileWriterProperties(schema, opts), sink);
   }
 
   /** Rows written so far. */
@@ -69,24 +82,43 @@ export class DataFileStreamWriter {
   /** Appends rows (every piece of one file has the same schema; in key order after everything added before). */
   async add(rows: arrow.Table): Promise<void> {
     if (this.closed) throw new InvalidArgumentError('the data file is finished; open a new writer');
-    if (rows.numRows === 0) return;
-    const wasm = WasmTable.fromIPCStream(arrow.tableToIPC(rows, 'stream'));
-    let batches: WasmBatch[];
-    try {
-      batches = wasm.recordBatches();
-    } finally {
-      wasm.free();
+    // A slice at a time: wasm linear memory never shrinks, so a large piece copied in whole
+    // would raise the process's memory for good.
+    for (let at = 0; at < rows.numRows; at += ADD_SLICE_ROWS) {
+      const slice = rows.slice(at, Math.min(rows.numRows, at + ADD_SLICE_ROWS));
+      const wasm = WasmTable.fromIPCStream(arrow.tableToIPC(slice, 'stream'));
+      let batches: WasmBatch[];
+      try {
+        batches = wasm.recordBatches();
+      } finally {
+        wasm.free();
+      }
+      for (const b of batches) {
+        const pull = await this.nextPull();
+        pull.controller.enqueue(b);
+        pull.resolve();
+      }
+      this.rows += slice.numRows;
     }
-    for (const b of batches) {
-      const pull = await this.nextPull();
-      pull.controller.enqueue(b);
-      pull.resolve();
-    }
-    this.rows += rows.numRows;
   }
 
-  /** Ends the file and returns its bytes (footer included). */
+  /** Ends the file and returns its bytes (footer included); a writer without a sink. */
   async finish(): Promise<Uint8Array> {
+    if (this.sink) throw new InvalidArgumentError('this data file streams to a sink: end it with end()');
+    await this.close();
+    const out = concatBytes(this.parts, this.bytes);
+    this.parts.length = 0;
+    return out;
+  }
+
+  /** Ends the file (its last bytes, the footer, go to the sink) and returns its size in bytes. */
+  async end(): Promise<number> {
+    if (!this.sink) throw new InvalidArgumentError('this data file has no sink: end it with finish()');
+    await this.close();
+    return this.bytes;
+  }
+
+  private async close(): Promise<void> {
     if (this.closed) throw new InvalidArgumentError('the data file is finished already');
     this.closed = true;
     const pull = await this.nextPull();
@@ -94,23 +126,14 @@ export class DataFileStreamWriter {
     pull.resolve();
     await this.pump;
     if (this.failure !== null) throw this.failure;
-    let size = 0;
-    for (const p of this.parts) size += p.byteLength;
-    const out = new Uint8Array(size);
-    let at = 0;
-    for (const p of this.parts) {
-      out.set(p, at);
-      at += p.byteLength;
-    }
-    this.parts.length = 0;
-    return out;
   }
 
   /** Ends the file and drops its bytes (a task that will not use it). */
   async discard(): Promise<void> {
     if (this.closed) return;
     // Closing the input ends the encoder cleanly; an error pushed into wasm could trap it.
-    await this.finish().catch(() => undefined);
+    await this.close().catch(() => undefined);
+    this.parts.length = 0;
   }
 
   /** The encoder's next request for a batch; fails if the encoder failed. */

@@ -13,6 +13,7 @@ import { fileStatsOf, type FileStats } from '../format/file-stats.js';
 import type { DataFileMeta } from '../manifest/types.js';
 import type { CompactFileIO } from '../mergetree/compact-task.js';
 import { RollingFileWriter, type DataFileSink } from '../mergetree/rolling-writer.js';
+import { openUpload } from '../store/object-store.js';
 import { dataFileKey } from '../table/paths.js';
 import { evolveChunks } from '../table/read.js';
 import type { Table } from '../table/table.js';
@@ -34,14 +35,25 @@ export class BucketFileIO implements CompactFileIO {
     return evolveChunks(t, file, readDataFileRowGroups(t.store, dataFileKey(t.path, this.partition, this.bucket, file.fileName), file.fileSize));
   }
 
-  /** A compaction output file (`data-<uuid>.parquet`, absolute sequence numbers) that rows stream into. */
+  /**
+   * A compaction output file (`data-<uuid>.parquet`, absolute sequence numbers) that rows stream
+   * into; its encoded row groups stream on to the store (a multipart upload on S3), so neither
+   * its rows nor its bytes are ever held whole.
+   */
   async create(level: number): Promise<DataFileSink<DataFileMeta>> {
+    return this.createFile(level, 'data');
+  }
+
+  private async createFile(level: number, prefix: 'data' | 'changelog'): Promise<DataFileSink<DataFileMeta>> {
     const t = this.table;
-    const fileName = `data-${randomUUID()}.parquet`;
-    const writer = await DataFileStreamWriter.open(physicalArrowSchema(t.schema), {
-      compression: t.options.fileCompression,
-      metadata: { 'varve.schema-id': String(t.schema.id), 'varve.table': t.name },
-    });
+    const fileName = `${prefix}-${randomUUID()}.parquet`;
+    const key = dataFileKey(t.path, this.partition, this.bucket, fileName);
+    const upload = openUpload(t.store, key);
+    const writer = await DataFileStreamWriter.open(
+      physicalArrowSchema(t.schema),
+      { compression: t.options.fileCompression, metadata: { 'varve.schema-id': String(t.schema.id), 'varve.table': t.name } },
+      (bytes) => upload.write(bytes),
+    );
     let stats: FileStats | null = null;
     return {
       add: async (rows) => {
@@ -50,14 +62,22 @@ export class BucketFileIO implements CompactFileIO {
         await writer.add(rows);
       },
       finish: async () => {
-        const bytes = await writer.finish();
-        const key = dataFileKey(t.path, this.partition, this.bucket, fileName);
-        // Recorded before the put: a put that fails ambiguously may still have created the object.
+        let fileSize: number;
+        try {
+          fileSize = await writer.end();
+        } catch (e) {
+          await upload.abort().catch(() => undefined);
+          throw e;
+        }
+        // Recorded before the upload completes: one that fails ambiguously may still have created the object.
         this.written.push(key);
-        await t.store.put(key, bytes);
-        return fileMetaOfStats(stats!, { fileName, fileSize: bytes.byteLength, schemaId: t.schema.id, level, source: 'COMPACT' });
+        await upload.complete();
+        return fileMetaOfStats(stats!, { fileName, fileSize, schemaId: t.schema.id, level, source: 'COMPACT' });
       },
-      discard: () => writer.discard(),
+      discard: async () => {
+        await writer.discard();
+        await upload.abort().catch(() => undefined);
+      },
     };
   }
 

@@ -17,8 +17,15 @@ import type { MergeFunction } from './merge-function.js';
 import { storedSequence, versionsOfRuns, type VersionOrder } from './merge-plan.js';
 import { mergeSortedRuns } from './sort-merge-reader.js';
 import { SPILL_BATCH_ROWS, SpillDirectory } from './spill.js';
-import { alignRunStreams, type RunStream } from './stream-merge.js';
+import { compareKeysAt, keyIndex, type KeyIndex } from './key-order.js';
+import { alignRunStreams, type AlignedPiece, type RunStream } from './stream-merge.js';
 import { approximateBytes } from './write-buffer.js';
+
+/**
+ * Rows of one merge step at most (over all runs): an aligned interval is cut into key intervals
+ * of about this size, so the merge's own arrays and its output stay small beside the input chunks.
+ */
+export const MERGE_STEP_ROWS = 65_536;
 
 /** One sorted run of a section: a data file, or a run spilled by an earlier pass. */
 export interface SectionRun {
@@ -52,6 +59,8 @@ export interface SectionMergeOptions {
   maxLevel: number;
   /** Folder for spilled runs (default: the OS temp directory, Lambda's /tmp). */
   spillRoot?: string;
+  /** Rows of one merge step (default MERGE_STEP_ROWS); tests set it small. */
+  stepRows?: number;
   /** Told of every spill pass: runs in, runs out. */
   onSpill?(runsIn: number, runsOut: number): void;
 }
@@ -76,9 +85,11 @@ export async function* mergeSection(runs: SectionRun[], opts: SectionMergeOption
     if (runs.length > 2) runs = await fitBudget(runs, opts, spills);
     const repeatedKeys = runs.some((r) => r.repeatedKeys);
     const mergeOpts = { schema: opts.schema, keyColumns: opts.schema.primaryKeys, engine: opts.engine, dropDeletes: opts.dropDeletes, keepKinds: true, repeatedKeys };
-    for await (const pieces of alignRunStreams(runs.map(asStream), opts.schema.primaryKeys)) {
-      const merged = mergeSortedRuns(pieces, mergeOpts);
-      yield { pieces: pieces.map((p) => ({ table: p.table, sequenceBase: p.sequenceBase, level: runs[p.run].level, repeatedKeys: runs[p.run].repeatedKeys })), merged };
+    for await (const aligned of alignRunStreams(runs.map(asStream), opts.schema.primaryKeys)) {
+      for (const pieces of cutPieces(aligned, opts.schema.primaryKeys, opts.stepRows ?? MERGE_STEP_ROWS)) {
+        const merged = mergeSortedRuns(pieces, mergeOpts);
+        yield { pieces: pieces.map((p) => ({ table: p.table, sequenceBase: p.sequenceBase, level: runs[p.run].level, repeatedKeys: runs[p.run].repeatedKeys })), merged };
+      }
     }
   } finally {
     spills.clear();
@@ -139,16 +150,18 @@ async function spillGroup(group: SectionRun[], opts: SectionMergeOptions, spills
   const out = spills.openRun();
   let n: number;
   try {
-    for await (const pieces of alignRunStreams(group.map(asStream), opts.schema.primaryKeys)) {
-      const inputs = pieces.map((p) => {
-        const table = singleBatch(p.table);
-        return { table, sequence: storedSequence(table, p.sequenceBase) };
-      });
-      const versions = versionsOfRuns(opts.schema, inputs, order);
-      const rows = gatherRows(versions.sources, versions.source, versions.row);
-      const children = rows.batches[0].data.children.slice();
-      children[children.length - 2] = sequenceColumn(versions.sequence, versions.size);
-      out.append(tableFromColumns(rows.schema, children, versions.size));
+    for await (const aligned of alignRunStreams(group.map(asStream), opts.schema.primaryKeys)) {
+      for (const pieces of cutPieces(aligned, opts.schema.primaryKeys, opts.stepRows ?? MERGE_STEP_ROWS)) {
+        const inputs = pieces.map((p) => {
+          const table = singleBatch(p.table);
+          return { table, sequence: storedSequence(table, p.sequenceBase) };
+        });
+        const versions = versionsOfRuns(opts.schema, inputs, order);
+        const rows = gatherRows(versions.sources, versions.source, versions.row);
+        const children = rows.batches[0].data.children.slice();
+        children[children.length - 2] = sequenceColumn(versions.sequence, versions.size);
+        out.append(tableFromColumns(rows.schema, children, versions.size));
+      }
     }
     n = out.end();
   } catch (e) {
@@ -183,4 +196,64 @@ async function peek(chunks: AsyncIterable<arrow.Table>): Promise<{ first: arrow.
     }
   }
   return { first, chunks: rest() };
+}
+
+/**
+ * Aligned pieces (per run, the rows of one key interval) cut into consecutive key intervals of
+ * at most max(`maxRows`, runs) rows in all, or one key's rows (a key is never cut apart), so each
+ * yield merges on its own.
+ */
+export function* cutPieces(pieces: AlignedPiece[], keyColumns: string[], maxRows: number): Generator<AlignedPiece[]> {
+  let total = 0;
+  for (const p of pieces) total += p.table.numRows;
+  if (total <= maxRows || pieces.length === 0) {
+    yield pieces;
+    return;
+  }
+  const parts = pieces.map((p) => ({ piece: p, keys: keyIndex(p.table, keyColumns), start: 0 }));
+  const rowsLeft = (x: (typeof parts)[number]) => x.piece.table.numRows - x.start;
+  for (;;) {
+    const live = parts.filter((x) => rowsLeft(x) > 0);
+    if (live.length === 0) return;
+    let left = 0;
+    for (const x of live) left += rowsLeft(x);
+    let cuts: number[];
+    if (left <= maxRows) {
+      cuts = live.map((x) => x.piece.table.numRows);
+    } else {
+      // The pivot: each run's key `step` rows on, the smallest of them; every run has at most
+      // `step` rows below it, so a step holds at most max(maxRows, runs) rows, or one key.
+      const step = Math.max(1, Math.floor(maxRows / live.length));
+      let pivot = live[0];
+      let pivotAt = -1;
+      for (const x of live) {
+        const at = Math.min(x.start + step, x.piece.table.numRows - 1);
+        if (pivotAt < 0 || compareKeysAt(x.keys, at, pivot.keys, pivotAt) < 0) {
+          pivot = x;
+          pivotAt = at;
+        }
+      }
+      cuts = live.map((x) => boundAt(x.keys, x.start, x.piece.table.numRows, pivot.keys, pivotAt, false));
+      // Every run starts at the pivot key (one key with many versions): take that key whole.
+      if (cuts.every((c, i) => c === live[i].start)) cuts = live.map((x) => boundAt(x.keys, x.start, x.piece.table.numRows, pivot.keys, pivotAt, true));
+    }
+    const out: AlignedPiece[] = [];
+    live.forEach((x, i) => {
+      if (cuts[i] > x.start) out.push({ ...x.piece, table: x.piece.table.slice(x.start, cuts[i]) });
+      x.start = cuts[i];
+    });
+    yield out;
+  }
+}
+
+/** The first row in [from, to) whose key is not below (`after`: is above) row `at` of `pivot`. */
+function boundAt(keys: KeyIndex, from: number, to: number, pivot: KeyIndex, at: number, after: boolean): number {
+  let lo = from, hi = to;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const c = compareKeysAt(keys, mid, pivot, at);
+    if (c < 0 || (after && c === 0)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -1,6 +1,6 @@
 /** The public API of lib/store: the ObjectStore interface, its three stores, and openStore. */
-export { listAll, utf8, fromUtf8 } from './object-store.js';
-export type { ListOptions, ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
+export { listAll, openUpload, utf8, fromUtf8 } from './object-store.js';
+export type { ListOptions, ObjectInfo, ObjectStore, ObjectUpload, StoredObject } from './object-store.js';
 export { checkKeyPrefix, checkObjectKey, compareObjectKeys } from './object-key.js';
 export { LocalStore } from './local-store.js';
 export { S3Store, defaultS3Client } from './s3-store.js';

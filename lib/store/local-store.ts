@@ -14,7 +14,7 @@ import { contentEtag, sameEtag } from './etag.js';
 import { errnoCode, isNotFound, unlinkIfPresent } from './local-fs.js';
 import { acquireKeyLock, type HeldKeyLock } from './local-key-lock.js';
 import { checkKeyPrefix, checkObjectKey, compareObjectKeys, isReservedSegment } from './object-key.js';
-import type { ListOptions, ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
+import type { ListOptions, ObjectInfo, ObjectStore, ObjectUpload, StoredObject } from './object-store.js';
 
 /** How often a watch whose folder does not exist yet tries again to watch it. */
 const WATCH_RETRY_MS = 500;
@@ -175,6 +175,75 @@ export class LocalStore implements ObjectStore {
     }
   }
 
+  /**
+   * Writes the object into a temp file beside it as the parts come, then fsyncs and renames it
+   * into place on `complete` (as `put` does), so no reader sees a partial file.
+   */
+  upload(key: string): ObjectUpload {
+    const path = this.pathOf(key);
+    const hash = createHash('sha256');
+    let size = 0;
+    let state: 'open' | 'done' = 'open';
+    let opened: Promise<{ tmp: string; fh: FileHandle }> | undefined;
+    const open_ = () =>
+      (opened ??= (async () => {
+        await this.ensureFolder(dirname(path), key);
+        const tmp = this.tempPath(path);
+        try {
+          return { tmp, fh: await open(tmp, 'wx') };
+        } catch (e) {
+          throw this.fsError(e, 'put', key);
+        }
+      })());
+    const drop = async () => {
+      state = 'done';
+      if (opened === undefined) return;
+      const { tmp, fh } = await opened.catch(() => ({ tmp: undefined, fh: undefined }));
+      await fh?.close().catch(() => undefined);
+      if (tmp !== undefined) await unlinkIfPresent(tmp);
+    };
+    const checkOpen = () => {
+      if (state !== 'open') throw new InvalidArgumentError(`the upload of ${key} is finished; start a new one`);
+    };
+    return {
+      write: async (bytes) => {
+        checkOpen();
+        const { fh } = await open_();
+        try {
+          for (let done = 0; done < bytes.byteLength; ) done += (await fh.write(bytes, done, bytes.byteLength - done)).bytesWritten;
+        } catch (e) {
+          await drop();
+          throw this.fsError(e, 'put', key);
+        }
+        hash.update(bytes);
+        size += bytes.byteLength;
+      },
+      complete: async () => {
+        checkOpen();
+        const { tmp, fh } = await open_();
+        state = 'done';
+        try {
+          await fh.sync(); // the bytes are on disk before the name that publishes them exists
+          await fh.close();
+          const lock = await this.lock(path, key);
+          try {
+            await rename(tmp, path);
+          } finally {
+            await lock.release();
+          }
+        } catch (e) {
+          await fh.close().catch(() => undefined);
+          await unlinkIfPresent(tmp);
+          throw this.fsError(e, 'put', key);
+        }
+        return { etag: `"${hash.digest('hex')}"`, size };
+      },
+      abort: async () => {
+        if (state === 'open') await drop();
+      },
+    };
+  }
+
   async *list(prefix: string, opts: ListOptions = {}): AsyncIterable<ObjectInfo> {
     checkKeyPrefix(prefix);
     const slash = prefix.lastIndexOf('/');
@@ -307,9 +376,7 @@ export class LocalStore implements ObjectStore {
 
   /** Writes `body` to a fresh, fsynced temp file beside `path` and returns the temp's path; raw fs errors. */
   private async writeTemp(path: string, body: Uint8Array): Promise<string> {
-    const name = path.slice(dirname(path).length + 1);
-    // Starts with '.' and ends with '.tmp': list() skips it, and the name stays under 255 bytes.
-    const tmp = join(dirname(path), `.${truncateUtf8(name, 100)}.${randomUUID()}.tmp`);
+    const tmp = this.tempPath(path);
     const fh = await open(tmp, 'wx');
     try {
       await fh.writeFile(body);
@@ -321,6 +388,13 @@ export class LocalStore implements ObjectStore {
     }
     await fh.close();
     return tmp;
+  }
+
+  /** A fresh temp file name beside `path`. */
+  private tempPath(path: string): string {
+    const name = path.slice(dirname(path).length + 1);
+    // Starts with '.' and ends with '.tmp': list() skips it, and the name stays under 255 bytes.
+    return join(dirname(path), `.${truncateUtf8(name, 100)}.${randomUUID()}.tmp`);
   }
 
   private lock(path: string, key: string): Promise<HeldKeyLock> {

@@ -66,12 +66,64 @@ export interface ObjectStore {
   delete(key: string): Promise<void>;
 
   /**
+   * Starts writing an object a part at a time (a large data file), so its bytes need not be held
+   * whole: nothing is visible under `key` until `complete`, which publishes it like `put`
+   * (unconditional, for keys that no one else writes). Optional: `openUpload` falls back to
+   * collecting the parts and one `put` for a store without it.
+   */
+  upload?(key: string): ObjectUpload;
+
+  /**
    * Calls `onChange` soon after an object directly under the folder `prefix` (ending in `/`) is
    * created, replaced or deleted — possibly more than once, possibly for nothing — until the
    * returned function is called. Optional: a store that cannot notify (S3) leaves it out, and
    * callers keep polling. A notification is a hint to look, never the change itself.
    */
   watch?(prefix: string, onChange: () => void): () => void;
+}
+
+/** An object being written a part at a time (see {@link ObjectStore.upload}). */
+export interface ObjectUpload {
+  /** Appends bytes after everything written before. The caller may reuse nothing: the bytes are the upload's now. */
+  write(bytes: Uint8Array): Promise<void>;
+  /** Publishes the object; returns its etag and size. After a failure here the object may or may not exist. */
+  complete(): Promise<{ etag: string; size: number }>;
+  /** Drops what was written and leaves `key` untouched; safe after a failure and more than once. */
+  abort(): Promise<void>;
+}
+
+/** A part-at-a-time upload to `store`: its own when it has one, else parts collected and one `put` at the end. */
+export function openUpload(store: ObjectStore, key: string): ObjectUpload {
+  if (store.upload) return store.upload(key);
+  let parts: Uint8Array[] = [];
+  let size = 0;
+  return {
+    write: async (bytes) => {
+      parts.push(bytes);
+      size += bytes.byteLength;
+    },
+    complete: async () => {
+      const body = concatBytes(parts, size);
+      parts = [];
+      const { etag } = await store.put(key, body);
+      return { etag, size };
+    },
+    abort: async () => {
+      parts = [];
+    },
+  };
+}
+
+/** The bytes of `parts` end to end (`size`: their total length). */
+export function concatBytes(parts: Uint8Array[], size: number): Uint8Array {
+  if (parts.length === 1) return parts[0];
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
 }
 
 /** Collects `store.list(prefix)` into an array. */

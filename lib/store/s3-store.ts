@@ -20,7 +20,8 @@ import {
 import { jitteredBackoff, sleep } from './backoff.js';
 import { checkByteRange } from './byte-range.js';
 import { checkKeyPrefix, checkObjectKey } from './object-key.js';
-import type { ListOptions, ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
+import type { ListOptions, ObjectInfo, ObjectStore, ObjectUpload, StoredObject } from './object-store.js';
+import { checkPartSize, S3_DEFAULT_PART_SIZE, S3Upload } from './s3-upload.js';
 import { s3Attempts, s3ErrorName, s3IsAccessDenied, s3IsNoSuchKey, s3IsTransient, s3Status } from './s3-errors.js';
 import { decorateAwsClient } from './client-decorator.js';
 
@@ -35,6 +36,8 @@ export interface S3StoreOptions {
   conflictRetries?: number;
   /** First backoff between 409 retries in ms (doubling, jittered); default 50. */
   conflictBackoffMs?: number;
+  /** Bytes per part of a multipart upload (`upload`); at least 5 MiB, default 8 MiB. */
+  multipartPartSize?: number;
 }
 
 /**
@@ -62,6 +65,7 @@ export class S3Store implements ObjectStore {
   readonly uri: string;
   private readonly conflictRetries: number;
   private readonly conflictBackoffMs: number;
+  private readonly partSize: number;
 
   constructor(opts: S3StoreOptions) {
     if (typeof opts.bucket !== 'string' || opts.bucket === '' || /[/\s]/.test(opts.bucket)) {
@@ -76,6 +80,7 @@ export class S3Store implements ObjectStore {
     this.uri = `s3://${this.bucket}${this.prefix ? `/${this.prefix}` : ''}`;
     this.conflictRetries = opts.conflictRetries ?? 3;
     this.conflictBackoffMs = opts.conflictBackoffMs ?? 50;
+    this.partSize = checkPartSize(opts.multipartPartSize ?? S3_DEFAULT_PART_SIZE);
   }
 
   async get(key: string): Promise<StoredObject> {
@@ -177,6 +182,19 @@ export class S3Store implements ObjectStore {
     }
   }
 
+  /** A multipart upload past one part (PutObject below it); a failure aborts it, leaving no object and no parts. */
+  upload(key: string): ObjectUpload {
+    const Key = this.s3Key(key);
+    return new S3Upload({
+      client: this.client,
+      bucket: this.bucket,
+      key: Key,
+      where: `${this.uri}/${key}`,
+      partSize: this.partSize,
+      mapError: (e, op) => this.mapError(e, op, key),
+    });
+  }
+
   private async conditionalPut(
     key: string,
     body: Uint8Array,
@@ -247,7 +265,7 @@ export class S3Store implements ObjectStore {
     if (s3IsAccessDenied(e)) {
       return new InvalidArgumentError(
         `S3 ${op} on ${where} was refused: ${what}; check the AWS credentials and that the bucket policy allows ` +
-          `s3:GetObject, s3:PutObject, s3:ListBucket and s3:DeleteObject`,
+          `s3:GetObject, s3:PutObject, s3:ListBucket and s3:DeleteObject (s3:AbortMultipartUpload where compaction writes)`,
         { cause: e },
       );
     }

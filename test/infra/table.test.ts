@@ -343,6 +343,11 @@ describe('VarveTable IAM', () => {
     expect(objectKeys(functionStatements(template, table.commitFunction!), 's3:DeleteObject').sort()).toEqual([DATA, MANIFESTS, PENDING]);
     expect(objectKeys(functionStatements(template, table.compactFunction), 's3:DeleteObject').sort()).toEqual([DATA, COMPACTION_MARKERS, MANIFESTS].sort());
     expect(objectKeys(functionStatements(template, table.expireFunction), 's3:DeleteObject')).toEqual([TABLE]);
+    // Compaction streams its output files as multipart uploads and aborts a failed one; no one else does.
+    expect(objectKeys(functionStatements(template, table.compactFunction), 's3:AbortMultipartUpload')).toEqual([TABLE]);
+    for (const fn of [table.ingestFunction, table.commitFunction!, table.expireFunction]) {
+      expect(objectKeys(functionStatements(template, fn), 's3:AbortMultipartUpload')).toEqual([]);
+    }
   });
 
   it('reads the catalog with GetItem and Query only', () => {

@@ -12,6 +12,7 @@ import { Levels } from '../../lib/mergetree/levels.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { KIND_COLUMN, RowKind, type Row } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
+import type { ObjectStore } from '../../lib/store/object-store.js';
 import { readEntry } from '../../lib/table/read.js';
 import type { Table } from '../../lib/table/table.js';
 
@@ -19,7 +20,7 @@ export type Value = { v: bigint | null; s: string | null };
 export type State = Map<string, Value>;
 
 /** A table `db.t (id INT, region STRING, v BIGINT, s STRING)`, key (region, id), partitioned by region. */
-export async function newTable(options: Record<string, string>, store = new MemoryStore()): Promise<Table> {
+export async function newTable(options: Record<string, string>, store: ObjectStore = new MemoryStore()): Promise<Table> {
   const catalog = new FolderCatalog(store);
   return catalog.createTable('db.t', {
     fields: parseSchemaText('id INT NOT NULL, region STRING NOT NULL, v BIGINT, s STRING'),

@@ -6,7 +6,8 @@
 import type * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { mergeEngineFor } from '../../lib/mergetree/merge-function.js';
-import { fileRun, mergeSection, type SectionRun } from '../../lib/mergetree/section-merge.js';
+import { cutPieces, fileRun, mergeSection, type SectionRun } from '../../lib/mergetree/section-merge.js';
+import { schemaOf } from './fixtures.js';
 import { rng, testSeed, type Rng } from '../helpers/random.js';
 import { physicalTable, recordsOf } from './fixtures.js';
 import { LAYOUTS, SCENARIOS, randomRuns } from './random-data.js';
@@ -39,11 +40,11 @@ describe('mergeSection', () => {
           const context = `${layoutName} / ${scenario.name} / round ${round} (seed ${seed})`;
 
           // Act
-          const collect = async (memoryBudget: number) => {
+          const collect = async (memoryBudget: number, stepRows?: number) => {
             let passes = 0;
             const merged: arrow.Table[] = [];
             const top: arrow.Table[] = [];
-            for await (const { pieces, merged: m } of mergeSection(runs(), { ...base, memoryBudget, onSpill: () => passes++ })) {
+            for await (const { pieces, merged: m } of mergeSection(runs(), { ...base, memoryBudget, stepRows, onSpill: () => passes++ })) {
               merged.push(m);
               // Max-level rows stay apart from the rest through every spill pass.
               for (const p of pieces) if (p.level === 5) top.push(p.table);
@@ -51,15 +52,50 @@ describe('mergeSection', () => {
             const topKeys = top.flatMap((t) => recordsOf(layout, t).map((x) => JSON.stringify(layout.primaryKeys.map((k) => String(x.row[k])))));
             return { records: merged.flatMap((m) => recordsOf(layout, m)), passes, topKeys: [...new Set(topKeys)].sort() };
           };
-          const unbounded = await collect(Infinity);
-          const spilled = await collect(1);
+          const unbounded = await collect(Infinity, Infinity);
+          const stepped = await collect(Infinity, r.int(1, 12));
+          const spilled = await collect(1, r.int(1, 12));
 
           // Assess
           expect(unbounded.passes, context).toBe(0);
-          expect(spilled.passes, context).toBeGreaterThan(0);
+          // Runs that are all empty leave nothing to spill.
+          if (tables.some((t) => t.numRows > 0)) expect(spilled.passes, context).toBeGreaterThan(0);
           expect(spilled.records, context).toEqual(unbounded.records);
+          expect(stepped.records, context).toEqual(unbounded.records);
+          expect(stepped.topKeys, context).toEqual(unbounded.topKeys);
           expect(spilled.topKeys, context).toEqual(unbounded.topKeys);
         }
+      }
+    }
+  });
+
+  it('cutPieces cuts aligned pieces into small key intervals and never cuts a key apart (randomized)', () => {
+    const seed = testSeed('cut-pieces');
+    const r = rng(seed);
+    const schema = schemaOf(['k BIGINT NOT NULL', 'v INT'], ['k']);
+    for (let round = 0; round < 40; round++) {
+      // Prepare: runs of sorted keys with repeats (a spilled run holds several versions of a key).
+      const runCount = r.int(1, 5);
+      const keysOf = () => Array.from({ length: r.int(0, 60) }, () => r.int(0, 15)).sort((a, b) => a - b);
+      const tables = Array.from({ length: runCount }, () => physicalTable(schema, keysOf().map((k, i) => ({ row: { k: BigInt(k), v: i }, kind: 0, seq: i }))));
+      const pieces = tables.map((table, run) => ({ table, sequenceBase: 0, run })).filter((p) => p.table.numRows > 0);
+      const maxRows = r.int(1, 20);
+      const context = `round ${round}, max ${maxRows} (seed ${seed})`;
+
+      // Act
+      const steps = [...cutPieces(pieces, ['k'], maxRows)];
+
+      // Assess: per run the steps concatenate to the input; keys of a step all lie below the next step's.
+      const keys = (t: arrow.Table) => recordsOf(schema, t).map((x) => Number(x.row.k));
+      for (const p of pieces) expect(steps.flatMap((s) => s.filter((q) => q.run === p.run).flatMap((q) => keys(q.table))), context).toEqual(keys(p.table));
+      let prevMax = -1;
+      for (const step of steps) {
+        const ks = step.flatMap((q) => keys(q.table));
+        expect(ks.length, context).toBeGreaterThan(0);
+        expect(Math.min(...ks), context).toBeGreaterThan(prevMax);
+        prevMax = Math.max(...ks);
+        // Over the limit only when the step holds one key.
+        if (ks.length > Math.max(maxRows, pieces.length)) expect(new Set(ks).size, context).toBe(1);
       }
     }
   });
