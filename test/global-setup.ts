@@ -4,14 +4,19 @@
  * serves `npm run e2e:aws` (e2e/aws/moto.ts).
  */
 import { ensureMoto, type Moto } from '../e2e/aws/moto.js';
+import { makeCdkOutRoot } from './helpers/cdk-outdir.js';
 
 let moto: Moto | undefined;
+let removeCdkOut: (() => void) | undefined;
 
 export async function setup(): Promise<void> {
   // Without moto the AWS tests skip themselves (or fail under VARVE_REQUIRE_MOTO=1).
   moto = await ensureMoto();
+  // The CDK test Apps synthesise under one folder per run, removed at the end (helpers/cdk-outdir.ts).
+  removeCdkOut = makeCdkOutRoot();
 }
 
 export async function teardown(): Promise<void> {
   moto?.started?.kill();
+  removeCdkOut?.();
 }

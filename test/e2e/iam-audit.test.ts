@@ -10,6 +10,7 @@ import { DeleteItemCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { synthExample, type ExampleFunctions } from '../../e2e/aws/example.js';
+import { cdkOutdir } from '../helpers/cdk-outdir.js';
 import { deployTemplate, type Deployment } from '../../e2e/aws/deploy.js';
 import { functionsOf, type CfnTemplate, type PolicyDocument } from '../../e2e/aws/template.js';
 import { formatDenials, IamAudit, type AuditReport } from '../../e2e/iam/audit.js';
@@ -84,7 +85,7 @@ function ingestQueueUrl(template: CfnTemplate, d: Deployment): string {
 
 /** One synthesis for the whole file (synth is the slow part of a CDK test). */
 let synthesised: ReturnType<typeof synthExample> | undefined;
-const example = () => (synthesised ??= synthExample());
+const example = () => (synthesised ??= synthExample({}, cdkOutdir()));
 
 describe.skipIf(!awsAvailable())('IAM audit of the example stack', () => {
   let template: CfnTemplate;

@@ -8,6 +8,7 @@ import { App, Stack, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { PROJECT_ROOT } from '../../infra/lambda.js';
+import { cdkOutdir } from '../helpers/cdk-outdir.js';
 
 /** The feature flags and varve context of cdk.json, so tests synthesise what `cdk synth` does. */
 export function cdkJsonContext(): Record<string, unknown> {
@@ -15,9 +16,9 @@ export function cdkJsonContext(): Record<string, unknown> {
   return cdkJson.context;
 }
 
-/** An App that skips esbuild (`aws:cdk:bundling-stacks: []`), with cdk.json's context under `extra`. */
+/** An App that skips esbuild (`aws:cdk:bundling-stacks: []`), with cdk.json's context under `extra`, synthesising into a temp folder removed after the run. */
 export function testApp(extra: Record<string, unknown> = {}): App {
-  return new App({ context: { ...cdkJsonContext(), ...extra, 'aws:cdk:bundling-stacks': [] } });
+  return new App({ outdir: cdkOutdir(), context: { ...cdkJsonContext(), ...extra, 'aws:cdk:bundling-stacks': [] } });
 }
 
 /** A bare stack in a fresh test App. */
