@@ -47,7 +47,7 @@ describe('repro 3: --commit-identifier across processes', () => {
     expect(read.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ k: 1, n: 10 }, { k: 2, n: 1 }]);
     const snapshots = ok(await varve('sys', 'db.agg', 'snapshots', '--format', 'jsonl')).trim().split('\n').map((l) => JSON.parse(l));
     expect(snapshots.map((s: { commit_user: string }) => s.commit_user)).toEqual([expect.stringMatching(/^writer-/), 'someone-else']);
-  });
+  }, 300_000);
 });
 
 describe('repro 1: an expired consumer is never resumed silently', () => {
@@ -76,7 +76,7 @@ describe('repro 1: an expired consumer is never resumed silently', () => {
     expect(accepted.code, accepted.err).toBe(0);
     expect(accepted.out.trim().split('\n').map((l) => JSON.parse(l).row.id)).toEqual([4]);
     expect(ok(await varve('sys', 'ops.q', 'consumers', '--format', 'jsonl'))).toMatch(/"status":"active"/);
-  }, 60_000);
+  }, 300_000);
 });
 
 describe('repro 2: one reader group per consumer id', () => {
@@ -86,7 +86,7 @@ describe('repro 2: one reader group per consumer id', () => {
     ok(await varve('write', 'db.t', file('a.jsonl', '{"id": 1, "v": "a"}\n')));
     const first = startVarve(wh, ['tail', 'db.t', '--consumer-id', 'c1', '--from', 'earliest', '--follow']);
     try {
-      await until(() => first.out().includes('"id":1'), 'the first tail to print');
+      await until(() => first.out().includes('"id":1'), 'the first tail to print', first);
       // Act
       const second = await varve('tail', 'db.t', '--consumer-id', 'c1');
       const taken = await varve('tail', 'db.t', '--consumer-id', 'c1', '--takeover');
@@ -105,7 +105,7 @@ describe('repro 2: one reader group per consumer id', () => {
     } finally {
       first.child.kill('SIGKILL');
     }
-  }, 120_000);
+  }, 300_000);
 });
 
 describe('repro 4: a dropped table stays dropped', () => {
@@ -116,11 +116,11 @@ describe('repro 4: a dropped table stays dropped', () => {
     const tail = startVarve(wh, ['tail', 'db.t', '--consumer-id', 'c1', '--from', 'earliest', '--follow']);
     try {
       const folder = join(wh, 'db.db', 't');
-      await until(() => tail.out().includes('"id":1'), 'the tail to print');
+      await until(() => tail.out().includes('"id":1'), 'the tail to print', tail);
       // The tail prints a split before it records it: drop once the record exists, so the race
       // under test is the one against a recorded position (a drop racing the very first record
       // is covered by the UUID test below: the new table does not inherit it).
-      await until(() => existsSync(join(folder, 'consumer', 'consumer-c1@progress', 'bucket-0')), 'the tail to record its progress');
+      await until(() => existsSync(join(folder, 'consumer', 'consumer-c1@progress', 'bucket-0')), 'the tail to record its progress', tail);
       // Act
       ok(await varve('drop', 'db.t'));
       const code = await tail.exited;
@@ -136,7 +136,7 @@ describe('repro 4: a dropped table stays dropped', () => {
     } finally {
       tail.child.kill('SIGKILL');
     }
-  }, 120_000);
+  }, 300_000);
 });
 
 describe('drop and re-create under a running consumer: the table UUID', () => {
@@ -147,7 +147,7 @@ describe('drop and re-create under a running consumer: the table UUID', () => {
     ok(await varve('write', 'db.t', file('a.jsonl', '{"id": 1, "v": "a"}\n')));
     const tail = startVarve(wh, ['tail', 'db.t', '--consumer-id', 'c1', '--from', 'earliest', '--follow']);
     try {
-      await until(() => tail.out().includes('"id":1'), 'the tail to print');
+      await until(() => tail.out().includes('"id":1'), 'the tail to print', tail);
       // Act: drop and create again at once, and write into the new table while the old tail runs.
       ok(await varve('drop', 'db.t'));
       ok(await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id'));
@@ -170,5 +170,5 @@ describe('drop and re-create under a running consumer: the table UUID', () => {
     } finally {
       tail.child.kill('SIGKILL');
     }
-  }, 120_000);
+  }, 300_000);
 });

@@ -115,7 +115,7 @@ describe('varve demo', () => {
     expect(received).toEqual(['+I', '+I', '+I', '-U', '+U', '-D', '+I', '+I', '+I']);
     expect(r.out).toMatch(/full compaction -> snapshot\(s\) \d+ \(COMPACT\)\n.*\(nothing reached the consumer\)/);
     expect(r.out).toMatch(/held by consumer demo at nextSnapshot (\d+)/);
-  }, 60_000);
+  }, 300_000);
 });
 
 describe('varve alter', () => {

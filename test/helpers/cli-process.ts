@@ -9,9 +9,16 @@ import { runCli } from '../../lib/cli/main.js';
 const ROOT = join(__dirname, '../..');
 const BIN = join(ROOT, 'bin/varve.mjs');
 
+/**
+ * How long a `varve` child may take before it is killed: a backstop only (a child started from the
+ * sources compiles through tsx, a minute or more on a loaded machine); tests wait for what the
+ * child does, never for a time.
+ */
+const CHILD_BACKSTOP_MS = 600_000;
+
 /** Runs `varve --warehouse <warehouse> ...args` in a new process and waits for it. */
 export function varveProcess(warehouse: string, args: string[], input?: string): { code: number; out: string; err: string } {
-  const r = spawnSync(process.execPath, [BIN, '--warehouse', warehouse, ...args], { encoding: 'utf8', cwd: ROOT, input, timeout: 120_000 });
+  const r = spawnSync(process.execPath, [BIN, '--warehouse', warehouse, ...args], { encoding: 'utf8', cwd: ROOT, input, timeout: CHILD_BACKSTOP_MS });
   return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
 }
 
@@ -35,13 +42,20 @@ export function startVarve(warehouse: string, args: string[]): BackgroundVarve {
   return { child, out: () => out, err: () => err, exited };
 }
 
-/** Waits until `check()` is true, polling every 50 ms; throws after `polls` polls. */
-export async function until(check: () => boolean | Promise<boolean>, what: string, polls = 1200): Promise<void> {
-  for (let i = 0; i < polls; i++) {
+/**
+ * Waits until `check()` is true, polling every 50 ms, for as long as it takes (the test's timeout
+ * is the backstop: a child's start may take a minute on a loaded machine). With `running`, fails
+ * at once when that process has exited before the condition held, with what it printed.
+ */
+export async function until(check: () => boolean | Promise<boolean>, what: string, running?: BackgroundVarve): Promise<void> {
+  for (;;) {
     if (await check()) return;
+    if (running && running.child.exitCode !== null) {
+      if (await check()) return;
+      throw new Error(`the varve process exited with ${running.child.exitCode} before ${what}:\n${running.err()}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 /**

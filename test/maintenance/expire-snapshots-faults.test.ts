@@ -54,7 +54,7 @@ beforeAll(async () => {
     cleanEarliest: fromUtf8((await clean.get(earliestHintKey(table.path))).body),
     calls,
   };
-}, 60_000);
+}, 300_000);
 
 /** Every snapshot a reader can open right now, read through the table API. */
 async function expectOpenableSnapshotsComplete(table: Table, history: Map<number, string[]>): Promise<void> {

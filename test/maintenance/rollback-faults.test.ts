@@ -38,7 +38,7 @@ beforeAll(async () => {
   const done = await rollbackTo(reopen(table, clean), { snapshotId: target });
   expect(done.removedTags).toEqual(['above']);
   base = { table, store, history, target, cleanKeys: clean.keys(), calls: clean.callLog.length };
-}, 60_000);
+}, 300_000);
 
 describe('rollbackTo under crashes', () => {
   for (const when of ['before', 'after'] as const) {

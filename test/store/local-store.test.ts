@@ -97,7 +97,7 @@ describe('LocalStore across processes', () => {
     expect(files.filter((f) => f.endsWith('.tmp') || f.endsWith('.lock'))).toEqual([]);
     expect(files).toHaveLength(50);
     console.log(`cross-process putIfAbsent: 8 processes x 50 keys, ${whole.size} keys read as they appeared`);
-  });
+  }, 300_000); // separate tsx processes: a slow start on a loaded machine is not a failure
 
   it('loses no compare-and-swap update between 4 processes', async () => {
     const root = freshRoot('cas');
@@ -115,7 +115,7 @@ describe('LocalStore across processes', () => {
     expect((await allFiles(root)).map((f) => f.slice(root.length))).toEqual(['/cas/counter']);
     const attempts = results.reduce((n, r) => n + r.attempts, 0);
     console.log(`cross-process putIfMatch: 100 increments by 4 processes in ${attempts} attempts`);
-  });
+  }, 300_000);
 });
 
 describe('LocalStore on disk', () => {
