@@ -230,8 +230,11 @@ export function sortByKey(table: arrow.Table, keyColumns: string[], tieBreak?: (
   const n = keys.count;
   const identity = new Uint32Array(n);
   for (let i = 0; i < n; i++) identity[i] = i;
-  const order = radixSortWords(keys.hi.slice(), keys.lo.slice(), identity);
-  if (!keys.exact) refine(keys, order, 0, n, 8);
+  // Rows already in key order (a writer that sorted them when it split them by bucket) need no
+  // sort: one linear check instead of four radix passes.
+  const sorted = inKeyOrder(keys, identity);
+  const order = sorted ? identity : radixSortWords(keys.hi.slice(), keys.lo.slice(), identity);
+  if (!keys.exact && !sorted) refine(keys, order, 0, n, 8);
   const groupEnd = new Uint32Array(n);
   let groupCount = 0;
   const { hi, lo, exact } = keys;
@@ -253,6 +256,20 @@ export function sortByKey(table: arrow.Table, keyColumns: string[], tieBreak?: (
     }
   }
   return { order, groupEnd: groupEnd.slice(0, groupCount), groupCount };
+}
+
+/** True when `rows` (indices into `keys`) are in non-decreasing key order. */
+function inKeyOrder(keys: KeyIndex, rows: Uint32Array): boolean {
+  const { hi, lo, exact } = keys;
+  for (let k = 1; k < rows.length; k++) {
+    const a = rows[k - 1], b = rows[k];
+    if (hi[a] !== hi[b]) {
+      if (hi[a] > hi[b]) return false;
+    } else if (lo[a] !== lo[b]) {
+      if (lo[a] > lo[b]) return false;
+    } else if (!exact && compareKeysAt(keys, a, keys, b) > 0) return false;
+  }
+  return true;
 }
 
 /** Orders the rows of a single-batch table by key, then `tieBreak`, then arrival. */

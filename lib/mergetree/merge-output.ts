@@ -16,25 +16,38 @@ export interface MaterializeOptions {
   allInsert: boolean;
 }
 
-/** The table of a merge result, with the sources' physical schema. */
-export function materializeMerge(versions: VersionSet, result: MergeResult, opts: MaterializeOptions): arrow.Table {
+/**
+ * The table of a merge result, with the sources' physical schema; with `range`, of its rows
+ * [from, to) only (a flush that encodes its result a piece at a time).
+ */
+export function materializeMerge(versions: VersionSet, result: MergeResult, opts: MaterializeOptions, range?: { from: number; to: number }): arrow.Table {
   const { sources } = versions;
   const schema = sources[0].schema;
   const nf = versions.schema.fields.length;
-  const count = result.count;
-  const children: arrow.Data[] = result.mode === 'take' ? takeColumns(versions, result.version, count, nf) : columnsOf(versions, result.columns, count);
-  children.push(sequenceColumn(result.sequence, count));
-  children.push(kindColumn(opts.allInsert ? new Uint8Array(count) : result.kind, count));
+  const from = range?.from ?? 0;
+  const to = range?.to ?? result.count;
+  const count = to - from;
+  const children: arrow.Data[] =
+    result.mode === 'take'
+      ? takeColumns(versions, result.version.subarray(from, to), count, nf)
+      : columnsOf(versions, result.columns.map((c) => ('take' in c ? { take: c.take.subarray(from, to) } : { values: c.values.slice(from, to) })), count);
+  children.push(sequenceColumn(result.sequence.subarray(from, to), count));
+  children.push(kindColumn(opts.allInsert ? new Uint8Array(count) : result.kind.subarray(from, to), count));
   return tableFromColumns(schema, children, count);
 }
 
-/** Value columns of whole versions; the source's own columns when the result is all of it, in order. */
+/**
+ * Value columns of whole versions; when they are consecutive rows of one source, in order (a
+ * buffer that arrived sorted, or all of a run), that source's own columns, not a copy.
+ */
 function takeColumns(versions: VersionSet, version: Uint32Array, count: number, nf: number): arrow.Data[] {
   const { sources, source, row } = versions;
-  if (sources.length === 1 && count === sources[0].numRows) {
-    let identity = true;
-    for (let k = 0; k < count && identity; k++) identity = row[version[k]] === k;
-    if (identity) return sources[0].batches[0].data.children.slice(0, nf);
+  if (sources.length === 1 && count > 0) {
+    const first = row[version[0]];
+    let consecutive = first + count <= sources[0].numRows;
+    for (let k = 0; k < count && consecutive; k++) consecutive = row[version[k]] === first + k;
+    const own = sources[0].batches[0].data.children.slice(0, nf);
+    if (consecutive) return first === 0 && count === sources[0].numRows ? own : own.map((d) => d.slice(first, count));
   }
   const indexes = Array.from({ length: nf }, (_, c) => c);
   const rows = new Uint32Array(count);

@@ -6,6 +6,7 @@
  */
 import type * as arrow from 'apache-arrow';
 import { CorruptMetadataError } from '../errors.js';
+import { concatTables, singleBatch } from '../format/columns.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN, type TableSchema } from '../schema/types.js';
 import { columnChunk, compareAt, type ColumnChunk } from './column-access.js';
 import { columnIndexes, compareKeysAt, keyIndex, sortByKey, type KeyIndex, type KeySort } from './key-order.js';
@@ -54,6 +55,40 @@ export function versionsOfTable(schema: TableSchema, input: SequencedTable, orde
     seq[k] = sequence[r];
   }
   return new VersionSet(schema, [table], new Uint16Array(n), sorted.order, kind, seq, sorted.groupEnd, sorted.groupCount);
+}
+
+/**
+ * The versions of several single-batch tables whose rows are, one table after the other, in
+ * arrival order (a write buffer's pieces). Only the key and `sequence.field` columns are copied
+ * into one table to sort; value columns stay where they are, so sorting a buffer costs no copy of
+ * its values.
+ */
+export function versionsOfTables(schema: TableSchema, inputs: SequencedTable[], order: VersionOrder): VersionSet {
+  if (inputs.length === 1) return versionsOfTable(schema, inputs[0], order);
+  const columns = columnIndexes(inputs[0].table, [...new Set([...order.keyColumns, ...order.sequenceFields])]);
+  const projections = inputs.map((i) => i.table.selectAt(columns));
+  const sorted = sortVersions(singleBatch(concatTables(projections, projections[0].schema)), order);
+  const n = sorted.order.length;
+  const tableOf = new Uint16Array(n);
+  const starts = new Uint32Array(inputs.length);
+  let at = 0;
+  inputs.forEach((input, t) => {
+    starts[t] = at;
+    tableOf.fill(t, at, at + input.table.numRows);
+    at += input.table.numRows;
+  });
+  const kinds = inputs.map((i) => kindValues(i.table));
+  const source = new Uint16Array(n), row = new Uint32Array(n), kind = new Uint8Array(n), seq = new Float64Array(n);
+  for (let k = 0; k < n; k++) {
+    const g = sorted.order[k];
+    const t = tableOf[g];
+    const r = g - starts[t];
+    source[k] = t;
+    row[k] = r;
+    kind[k] = kinds[t][r];
+    seq[k] = inputs[t].sequence[r];
+  }
+  return new VersionSet(schema, inputs.map((i) => i.table), source, row, kind, seq, sorted.groupEnd, sorted.groupCount);
 }
 
 /** The versions of runs that are each sorted in merge order, merged by a k-way heap. */

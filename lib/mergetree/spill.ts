@@ -109,9 +109,12 @@ export class SpillDirectory {
     };
   }
 
-  /** Reads run `n` back whole. */
+  /** Reads run `n` back whole, as one table of one batch per piece written. */
   read(n: number): arrow.Table {
-    return arrow.tableFromIPC(readFileSync(this.files[n]));
+    const batches: arrow.RecordBatch[] = [];
+    // A run written by `openRun` is several IPC streams end to end.
+    for (const reader of arrow.RecordBatchReader.readAll(readFileSync(this.files[n]))) for (const b of reader) batches.push(b);
+    return new arrow.Table(batches);
   }
 
   /** Reads run `n` back a batch at a time (one table per batch), streaming from disk. */

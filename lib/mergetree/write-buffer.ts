@@ -16,9 +16,18 @@ import { columnChunk } from './column-access.js';
 import type { MergeConfig } from './merge-config.js';
 import { mergeEngineFor, type MergeFunction } from './merge-function.js';
 import { materializeMerge } from './merge-output.js';
-import { sortVersions, storedSequence, versionsOfRuns, versionsOfTable, type SequencedTable, type VersionOrder } from './merge-plan.js';
-import { SpillDirectory } from './spill.js';
+import { storedSequence, versionsOfRuns, versionsOfTables, type SequencedTable, type VersionOrder } from './merge-plan.js';
+import { SPILL_BATCH_ROWS, SpillDirectory } from './spill.js';
 import { alignRunStreams, type RunStream } from './stream-merge.js';
+
+/**
+ * Rows below which an added table is held with other small ones and copied into one table once
+ * they reach it: a buffer fed row by row (JSONL, CSV) keeps a few large Arrow tables, not
+ * thousands of small ones whose per-table objects would outweigh their rows.
+ */
+const COALESCE_ROWS = 16_384;
+/** Rows of each piece a flush yields: the unit the Parquet encoder receives, and the most a flush holds beyond the buffer. */
+export const FLUSH_PIECE_ROWS = 65_536;
 
 /** Configuration of one write buffer, from the table's options. */
 export interface WriteBufferOptions {
@@ -36,6 +45,10 @@ export interface WriteBufferOptions {
   spillRoot?: string;
   /** `write-buffer-spill.max-disk-size`: past it the buffer stops spilling and reports isFull (default unbounded). */
   spillMaxDiskSize?: number;
+  /** Rows of each piece `flushPieces` yields (default FLUSH_PIECE_ROWS). */
+  pieceRows?: number;
+  /** Added tables below this many rows are joined with other small ones (default COALESCE_ROWS). */
+  coalesceRows?: number;
 }
 
 /** What one flush produces. */
@@ -56,7 +69,10 @@ export class WriteBuffer {
   private readonly physical: arrow.Schema;
   private readonly order: VersionOrder;
   private readonly spills: SpillDirectory;
+  /** Single-batch tables in arrival order; then `small`, the small tables added after them. */
   private pending: arrow.Table[] = [];
+  private small: arrow.Table[] = [];
+  private smallRows = 0;
   private pendingBytes = 0;
   private pendingRows = 0;
   private spilledRows = 0;
@@ -193,15 +209,16 @@ export class WriteBuffer {
       // An append table's buffer is already its file: rows in arrival order, nothing to sort or
       // merge (the writer never spills one).
       if (this.opts.merge.appendOnly && this.spills.runCount === 0 && memory) {
-        return { data: memory.table, changelog: undefined, rowCount: memory.table.numRows, inputCount };
+        const table = singleBatch(concatTables(memory.map((m) => m.table), this.physical));
+        return { data: table, changelog: undefined, rowCount: table.numRows, inputCount };
       }
       let versions;
       if (this.spills.runCount === 0) {
-        versions = versionsOfTable(schema, memory!, this.order);
+        versions = versionsOfTables(schema, memory!, this.order);
       } else {
         const runs: SequencedTable[] = [];
-        for (let r = 0; r < this.spills.runCount; r++) runs.push(sequenced(this.spills.read(r)));
-        if (memory) runs.push(sequenced(this.sortedCopy(memory.table)));
+        for (let r = 0; r < this.spills.runCount; r++) runs.push(sequenced(singleBatch(this.spills.read(r))));
+        if (memory) runs.push(sequenced(this.sortedCopy(memory)));
         versions = versionsOfRuns(schema, runs, this.order);
       }
       const result = this.engine.merge(versions, { rawInput: true, dropRetracts: false });
@@ -225,14 +242,14 @@ export class WriteBuffer {
    */
   async *flushPieces(): AsyncGenerator<FlushResult> {
     if (this.spills.runCount === 0) {
-      yield this.flush();
+      yield* this.memoryPieces();
       return;
     }
     try {
       const memory = this.takePending();
       const runs: RunStream[] = [];
       for (let r = 0; r < this.spills.runCount; r++) runs.push({ chunks: this.spills.chunks(r), sequenceBase: 0 });
-      if (memory) runs.push({ chunks: single(this.sortedCopy(memory.table)), sequenceBase: 0 });
+      if (memory) runs.push({ chunks: single(this.sortedCopy(memory)), sequenceBase: 0 });
       for await (const pieces of alignRunStreams(runs, this.opts.schema.primaryKeys)) {
         const inputs = pieces.map((p) => sequenced(singleBatch(p.table)));
         const versions = versionsOfRuns(this.opts.schema, inputs, this.order);
@@ -240,6 +257,41 @@ export class WriteBuffer {
         const data = materializeMerge(versions, result, { allInsert: false });
         const changelog = this.opts.keepRawChangelog ? gatherRows(versions.sources, versions.source, versions.row) : undefined;
         yield { data, changelog, rowCount: data.numRows, inputCount: versions.size };
+      }
+    } finally {
+      this.reset();
+    }
+  }
+
+  /**
+   * The in-memory buffer's merged records in pieces of FLUSH_PIECE_ROWS, sorted and merged once
+   * and materialized piece by piece, so a flush holds the buffer and one piece, never a merged
+   * copy of the buffer (nor an encoder fed all of it at once). An append buffer yields its
+   * tables as they are.
+   */
+  private *memoryPieces(): Generator<FlushResult> {
+    const inputCount = this.size;
+    try {
+      const memory = this.takePending();
+      if (memory === null) {
+        yield this.flush();
+        return;
+      }
+      if (this.opts.merge.appendOnly) {
+        for (const m of memory) yield { data: m.table, changelog: undefined, rowCount: m.table.numRows, inputCount: m.table.numRows };
+        return;
+      }
+      const versions = versionsOfTables(this.opts.schema, memory, this.order);
+      const result = this.engine.merge(versions, { rawInput: true, dropRetracts: false });
+      const raw = this.opts.keepRawChangelog;
+      const size = this.opts.pieceRows ?? FLUSH_PIECE_ROWS;
+      const pieces = Math.max(1, Math.ceil(result.count / size), raw ? Math.ceil(versions.size / size) : 0);
+      for (let p = 0; p < pieces; p++) {
+        const from = Math.min(result.count, p * size), to = Math.min(result.count, from + size);
+        const data = materializeMerge(versions, result, { allInsert: false }, { from, to });
+        const vFrom = Math.min(versions.size, p * size), vTo = Math.min(versions.size, vFrom + size);
+        const changelog = raw ? gatherRows(versions.sources, versions.source.subarray(vFrom, vTo), versions.row.subarray(vFrom, vTo)) : undefined;
+        yield { data, changelog, rowCount: data.numRows, inputCount: p === 0 ? inputCount : 0 };
       }
     } finally {
       this.reset();
@@ -264,6 +316,8 @@ export class WriteBuffer {
 
   private reset(): void {
     this.pending = [];
+    this.small = [];
+    this.smallRows = 0;
     this.pendingBytes = 0;
     this.pendingRows = 0;
     this.spilledRows = 0;
@@ -287,14 +341,24 @@ export class WriteBuffer {
     return sequence;
   }
 
-  /** A copy of `table`'s rows in merge order. */
-  private sortedCopy(table: arrow.Table): arrow.Table {
-    return takeRows(table, sortVersions(table, this.order).order);
+  /** A copy of the buffered tables' rows in merge order. */
+  private sortedCopy(memory: SequencedTable[]): arrow.Table {
+    const v = versionsOfTables(this.opts.schema, memory, this.order);
+    return gatherRows(v.sources, v.source, v.row);
   }
 
   private append(table: arrow.Table): void {
     this.next += table.numRows;
-    this.pending.push(table);
+    const coalesceRows = this.opts.coalesceRows ?? COALESCE_ROWS;
+    if (table.numRows < coalesceRows) {
+      this.small.push(table);
+      this.smallRows += table.numRows;
+      if (this.smallRows >= coalesceRows) this.coalesce();
+    } else {
+      // Arrival order: the small tables added before it come first.
+      this.coalesce();
+      this.pending.push(table);
+    }
     const bytes = approximateBytes(table);
     this.pendingRows += table.numRows;
     this.pendingBytes += bytes;
@@ -303,23 +367,47 @@ export class WriteBuffer {
     if (this.pendingBytes >= this.opts.writeBufferSize && this.canSpill()) this.spill();
   }
 
-  /** Sorts the in-memory rows into merge order and writes them as one run; memory is freed. */
+  /** The small tables held so far as one table, after the others. */
+  private coalesce(): void {
+    if (this.small.length === 0) return;
+    this.pending.push(this.small.length === 1 ? this.small[0] : singleBatch(concatTables(this.small, this.physical)));
+    this.small = [];
+    this.smallRows = 0;
+  }
+
+  /**
+   * Sorts the in-memory rows into merge order and writes them as one run, a batch at a time
+   * gathered straight from the buffered tables: the spill holds the buffer and one batch, never
+   * a sorted copy of the buffer.
+   */
   private spill(): void {
     const memory = this.takePending();
     if (!memory) return;
-    const sorted = this.sortedCopy(memory.table);
-    this.spills.write(sorted);
-    this.spilledRows += sorted.numRows;
+    const v = versionsOfTables(this.opts.schema, memory, this.order);
+    const run = this.spills.openRun();
+    try {
+      for (let at = 0; at < v.size; at += SPILL_BATCH_ROWS) {
+        const end = Math.min(v.size, at + SPILL_BATCH_ROWS);
+        run.append(gatherRows(v.sources, v.source.subarray(at, end), v.row.subarray(at, end)));
+      }
+    } catch (e) {
+      run.abandon();
+      throw e;
+    }
+    run.end();
+    this.spilledRows += v.size;
   }
 
-  /** The in-memory rows as one table (arrival order), emptying the in-memory part. */
-  private takePending(): SequencedTable | null {
+  /** The in-memory tables (arrival order) with their sequence numbers, emptying the in-memory part. */
+  private takePending(): SequencedTable[] | null {
+    this.coalesce();
     if (this.pending.length === 0) return null;
-    const table = singleBatch(concatTables(this.pending, this.physical));
+    if (this.pending.length > 0xffff) this.pending = [singleBatch(concatTables(this.pending, this.physical))];
+    const tables = this.pending.map(sequenced);
     this.pending = [];
     this.pendingBytes = 0;
     this.pendingRows = 0;
-    return sequenced(table);
+    return tables;
   }
 }
 

@@ -55,6 +55,21 @@ export function bucketOf(types: DataType[], values: Value[], numBuckets: number)
   return (((h | 0) % numBuckets) + numBuckets) % numBuckets;
 }
 
+/**
+ * The bucket of a one-column 64-bit integer key (BIGINT, TIMESTAMP) given as its two 32-bit words:
+ * the same hash as `bucketOf`, for a writer routing a column of keys without making a value per row.
+ */
+export function bucketOfInt64Words(lo: number, hi: number, numBuckets: number): number {
+  const h = finish(mixTail(mixBlock(mixBlock(BUCKET_HASH_SEED, lo << 8), (lo >>> 24) | (hi << 8)), hi >>> 24), 9);
+  return (((h | 0) % numBuckets) + numBuckets) % numBuckets;
+}
+
+/** The bucket of a one-column key of TINYINT, SMALLINT, INT or DATE: the same hash as `bucketOf`. */
+export function bucketOfInt32(v: number, numBuckets: number): number {
+  const h = finish(mixTail(mixBlock(BUCKET_HASH_SEED, v << 8), v >>> 24), 5);
+  return (((h | 0) % numBuckets) + numBuckets) % numBuckets;
+}
+
 function hashEncoded(types: DataType[], values: Value[]): number {
   // Encode first: encoding may replace `scratch` with a larger buffer.
   const length = encodeInto(types, values);

@@ -7,15 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import type * as arrow from 'apache-arrow';
 import { InvalidArgumentError } from '../errors.js';
-import { runLimited } from '../concurrency.js';
 import { singleBatch, takeRows } from '../format/columns.js';
-import { writeDataFile } from '../format/data-file.js';
-import { fileMetaOf } from '../mergetree/file-meta.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { WriteBuffer } from '../mergetree/write-buffer.js';
-import { RollingFileWriter } from '../mergetree/rolling-writer.js';
+import { RollingFileSink } from '../mergetree/rolling-writer.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
-import { bucketOf } from '../schema/bucket.js';
+import { bucketOf, bucketOfInt32, bucketOfInt64Words } from '../schema/bucket.js';
+import { chunkOfData } from '../mergetree/column-access.js';
 import { partitionPath } from '../schema/partition.js';
 import { KIND_COLUMN, RowKind, type DataField, type DataType, type Row, type Value } from '../schema/types.js';
 import { commit, type CommitBatch, type FileChange } from '../snapshot/commit.js';
@@ -23,7 +21,7 @@ import { findPartitionTotalBuckets, readDataManifests } from '../manifest/scan.j
 import { commitOptionsFor } from './commit-options.js';
 import { publishCommit } from './commit-events.js';
 import { sharedCommitterOf } from './shared-committer.js';
-import { dataFileKey } from './paths.js';
+import { openLevel0File } from './level0-file.js';
 import type { Table } from './table.js';
 
 /** Rows routed and buffered at a time by `write`: the most a buffer overshoots its limit by. */
@@ -217,15 +215,9 @@ export class TableWriter {
       // counting pass builds each bucket's row indices — no per-row strings or maps.
       await this.resolveBuckets(['']);
       const numBuckets = this.partitionBuckets.get('')!;
-      const buckets = new Int32Array(n);
+      const buckets = this.bucketsOfColumns(flat, bucketVectors, numBuckets);
       const counts = new Uint32Array(numBuckets);
-      const values: Value[] = new Array(bucketVectors.length);
-      for (let i = 0; i < n; i++) {
-        for (let k = 0; k < bucketVectors.length; k++) values[k] = arrowValue(this.bucketFields[k], bucketVectors[k].get(i));
-        const b = bucketOf(this.bucketTypes, values, numBuckets);
-        buckets[i] = b;
-        counts[b]++;
-      }
+      for (let i = 0; i < n; i++) counts[buckets[i]]++;
       const indices = Array.from(counts, (c) => new Uint32Array(c));
       const fill = new Uint32Array(numBuckets);
       for (let i = 0; i < n; i++) indices[buckets[i]][fill[buckets[i]]++] = i;
@@ -250,6 +242,36 @@ export class TableWriter {
       await this.boundMemory();
     }
     this.rows += n;
+  }
+
+  /**
+   * The bucket of every row of `flat`: a one-column integer bucket key without nulls is hashed
+   * straight from its values (the bulk case), any other through a value per row.
+   */
+  private bucketsOfColumns(flat: arrow.Table, vectors: arrow.Vector[], numBuckets: number): Int32Array {
+    const n = flat.numRows;
+    const buckets = new Int32Array(n);
+    const root = this.bucketTypes.length === 1 ? this.bucketTypes[0].root : undefined;
+    const data = vectors.length === 1 && vectors[0].data.length === 1 ? vectors[0].data[0] : undefined;
+    if (data && data.nullCount === 0 && (root === 'BIGINT' || root === 'INT' || root === 'SMALLINT' || root === 'TINYINT')) {
+      const chunk = chunkOfData(data, this.bucketFields[0].name);
+      if (chunk.kind === 'int64' && root === 'BIGINT') {
+        const w = chunk.words!;
+        for (let i = 0; i < n; i++) buckets[i] = bucketOfInt64Words(w[2 * i], w[2 * i + 1], numBuckets);
+        return buckets;
+      }
+      if (chunk.kind === 'int' && root !== 'BIGINT') {
+        const v = chunk.num!;
+        for (let i = 0; i < n; i++) buckets[i] = bucketOfInt32(v[i], numBuckets);
+        return buckets;
+      }
+    }
+    const values: Value[] = new Array(vectors.length);
+    for (let i = 0; i < n; i++) {
+      for (let k = 0; k < vectors.length; k++) values[k] = arrowValue(this.bucketFields[k], vectors[k].get(i));
+      buckets[i] = bucketOf(this.bucketTypes, values, numBuckets);
+    }
+    return buckets;
   }
 
   /** `partition\0bucket` of a row of `partition` (bucket count resolved) whose column values `valueOf` gives. */
@@ -282,8 +304,9 @@ export class TableWriter {
   /** Flushes every buffer to level-0 files and returns the batch to commit (nothing is committed). */
   async prepareCommit(): Promise<CommitBatch> {
     await this.pendingWrites;
-    const tasks = [...this.buckets.values()].map((bw) => () => this.flushBucket(bw));
-    await runLimited(tasks, 4);
+    // One bucket at a time: every flush streams through the one wasm encoder, whose memory
+    // never shrinks, so flushes side by side would each leave a row group's worth behind.
+    for (const bw of this.buckets.values()) await this.flushBucket(bw);
     // The next batch numbers its rows from 0 again: the commit gives every batch its own base.
     for (const bw of this.buckets.values()) bw.buffer.restartSequence(0);
     const batch: CommitBatch = {
@@ -405,38 +428,30 @@ export class TableWriter {
   }
 
   /**
-   * Writes a buffer's merged records as level-0 files piece by piece as the buffer's merge yields
-   * them; a spilled buffer's files roll at `target-file-size` (estimated from in-memory bytes per row).
+   * Writes a buffer's merged records as level-0 files, each piece encoded as the buffer's flush
+   * yields it (lib/table/level0-file.ts); a spilled buffer's files roll at `target-file-size`
+   * (estimated from in-memory bytes per row).
    */
   private async flushBucket(bw: BucketWriter): Promise<void> {
     // An in-memory buffer is at most write-buffer-size: one file. A spilled one may hold far more
     // than memory; its merge streams out into files rolled at target-file-size.
     const target = bw.buffer.spilledRuns > 0 ? this.table.options.targetFileSize : Infinity;
     const bytesPerRow = Math.max(1, bw.buffer.bytesPerRecord);
-    const data = new RollingFileWriter(target, bytesPerRow, 1, async (t) => void this.pendingData.push(await this.writeFile(bw, t, 'data')));
-    const changelog = new RollingFileWriter(target, bytesPerRow, 1, async (t) => void this.pendingChangelog.push(await this.writeFile(bw, t, 'changelog')));
-    for await (const out of bw.buffer.flushPieces()) {
-      await data.add(out.data);
-      if (out.changelog) await changelog.add(out.changelog);
+    const where = { partition: bw.partition, bucket: bw.bucket, totalBuckets: this.partitionBuckets.get(bw.partition) ?? this.numBuckets };
+    const data = new RollingFileSink(target, bytesPerRow, 1, () => openLevel0File(this.table, where, 'data'), (f) => void this.pendingData.push(f));
+    const changelog = new RollingFileSink(target, bytesPerRow, 1, () => openLevel0File(this.table, where, 'changelog'), (f) => void this.pendingChangelog.push(f));
+    try {
+      for await (const out of bw.buffer.flushPieces()) {
+        await data.add(out.data);
+        if (out.changelog) await changelog.add(out.changelog);
+      }
+    } catch (e) {
+      await data.discard();
+      await changelog.discard();
+      throw e;
     }
     await data.finish();
     await changelog.finish();
-  }
-
-  private async writeFile(bw: BucketWriter, data: arrow.Table, prefix: 'data' | 'changelog'): Promise<FileChange> {
-    const t = this.table;
-    const fileName = `${prefix}-${randomUUID()}.parquet`;
-    const bytes = writeDataFile(data, {
-      compression: t.options.fileCompression,
-      metadata: { 'varve.schema-id': String(t.schema.id), 'varve.table': t.name },
-    });
-    await t.store.put(dataFileKey(t.path, bw.partition, bw.bucket, fileName), bytes);
-    return {
-      partition: bw.partition,
-      bucket: bw.bucket,
-      totalBuckets: this.partitionBuckets.get(bw.partition) ?? this.numBuckets,
-      file: fileMetaOf(t.keyFields, data, { fileName, fileSize: bytes.byteLength, schemaId: t.schema.id, level: 0, source: 'APPEND' }),
-    };
   }
 }
 

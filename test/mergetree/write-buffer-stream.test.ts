@@ -65,3 +65,41 @@ describe('TableWriter memory', () => {
     expect((await table.read()).numRows).toBe(2000);
   });
 });
+
+describe('WriteBuffer in memory, several tables', () => {
+  it('sorts and merges its tables without joining them, and yields the result in pieces (randomized, every engine)', async () => {
+    const seed = testSeed('write-buffer tables');
+    const r = rng(seed);
+    for (const [layoutName, layout] of Object.entries(LAYOUTS)) {
+      for (const scenario of SCENARIOS) {
+        // Prepare: adds of 40 rows, each kept as its own table (coalesceRows 30): many sources.
+        const firstRowRetracts = scenario.config.engine === 'first-row' && !scenario.config.ignoreDelete;
+        const recs: Rec[] = [];
+        for (let i = r.int(200, 400); i > 0; i--) recs.push({ row: randomRow(layout, r, r.int(0, 150)), kind: firstRowRetracts ? 0 : r.pick(scenario.kinds), seq: 0 });
+        const whole = new WriteBuffer({ schema: layout, merge: scenario.config, writeBufferSize: 1 << 30, spillable: false, keepRawChangelog: true, coalesceRows: 1 << 20 });
+        const tables = new WriteBuffer({ schema: layout, merge: scenario.config, writeBufferSize: 1 << 30, spillable: false, keepRawChangelog: true, coalesceRows: 30, pieceRows: 25 });
+        for (let at = 0; at < recs.length; at += 40) {
+          for (const b of [whole, tables]) b.add(recs.slice(at, at + 40).map((x) => x.row), recs.slice(at, at + 40).map((x) => x.kind));
+        }
+        const context = `${layoutName} / ${scenario.name} (seed ${seed})`;
+
+        // Act
+        const expected = whole.flush();
+        const data: Rec[] = [], changelog: Rec[] = [];
+        let pieces = 0;
+        for await (const p of tables.flushPieces()) {
+          pieces++;
+          expect(p.data.numRows, context).toBeLessThanOrEqual(25);
+          data.push(...recordsOf(layout, p.data));
+          changelog.push(...recordsOf(layout, p.changelog!));
+        }
+
+        // Assess: the same records as one table merged whole, in pieces of at most 25 rows.
+        expect(pieces, context).toBe(Math.max(Math.ceil(expected.data.numRows / 25), Math.ceil(expected.changelog!.numRows / 25)));
+        expect(data, context).toEqual(recordsOf(layout, expected.data));
+        expect(changelog, context).toEqual(recordsOf(layout, expected.changelog!));
+        expect(tables.size).toBe(0);
+      }
+    }
+  });
+});

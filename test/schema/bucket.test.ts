@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../lib/errors.js';
-import { bucketOf, encodeBucketKey, murmurHash3x86_32 } from '../../lib/schema/bucket.js';
+import { bucketOf, bucketOfInt32, bucketOfInt64Words, encodeBucketKey, murmurHash3x86_32 } from '../../lib/schema/bucket.js';
 import { parseSchemaText, parseTypeText } from '../../lib/schema/parse.js';
 import type { DataType, Value } from '../../lib/schema/types.js';
 import { fromJsonValue } from '../../lib/schema/values.js';
@@ -166,5 +166,25 @@ describe('bucketOf', () => {
     expect(() => bucketOf([{ root: 'INT', nullable: false }], [1.5 as Value], 4)).toThrow(/does not fit bucket-key type INT/);
     expect(() => bucketOf([{ root: 'STRING', nullable: false }], [7], 4)).toThrow(InvalidArgumentError);
     expect(() => bucketOf([{ root: 'DECIMAL', nullable: false, precision: 5, scale: 1 }], ['1.25'], 4)).toThrow(InvalidArgumentError);
+  });
+});
+
+describe('bucketOfInt64Words / bucketOfInt32 (a writer hashing a key column)', () => {
+  it('give the bucket bucketOf gives for the same value', () => {
+    const words = new Int32Array(2);
+    const view = new BigInt64Array(words.buffer);
+    const bigints = [0n, 1n, -1n, 42n, 2n ** 31n, -(2n ** 31n) - 1n, 2n ** 62n + 12345n, -(2n ** 63n), 2n ** 63n - 1n];
+    for (let i = 0; i < 200; i++) bigints.push(BigInt(i * 7919) * 1_000_003n - 500_000_000n);
+    for (const v of bigints) {
+      view[0] = v;
+      for (const buckets of [1, 4, 7, 128]) {
+        expect(bucketOfInt64Words(words[0], words[1], buckets), `${v} / ${buckets}`).toBe(bucketOf([parseTypeText('BIGINT NOT NULL', 'k').type], [v], buckets));
+      }
+    }
+    for (const v of [0, 1, -1, 127, -128, 32767, -32768, 2 ** 31 - 1, -(2 ** 31), 123456]) {
+      for (const root of ['INT', 'SMALLINT', 'TINYINT'] as const) {
+        expect(bucketOfInt32(v, 5), `${root} ${v}`).toBe(bucketOf([parseTypeText(`${root} NOT NULL`, 'k').type], [v], 5));
+      }
+    }
   });
 });
