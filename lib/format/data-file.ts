@@ -33,7 +33,7 @@ export const FOOTER_FETCH_BYTES = 64 * 1024;
 const ARROW_SCHEMA_KEY = 'ARROW:schema';
 
 /** Codecs a data file may use. */
-export type DataFileCompression = 'zstd' | 'snappy' | 'uncompressed';
+export type DataFileCompression = 'zstd' | 'lz4' | 'snappy' | 'uncompressed';
 
 /** What `writeDataFile` needs besides the rows. */
 export interface WriteDataFileOptions {
@@ -57,6 +57,8 @@ export interface DataFileMetadata {
 
 const CODECS: Record<DataFileCompression, Compression> = {
   zstd: Compression.ZSTD,
+  // LZ4_RAW: the Parquet LZ4 codec without the Hadoop framing (Parquet's deprecated LZ4).
+  lz4: Compression.LZ4_RAW,
   snappy: Compression.SNAPPY,
   uncompressed: Compression.UNCOMPRESSED,
 };
@@ -96,7 +98,7 @@ export function dataFileWriterProperties(schema: arrow.Schema, opts: WriteDataFi
   }
   const codec = CODECS[opts.compression];
   if (codec === undefined) {
-    throw new InvalidArgumentError(`unknown compression ${String(opts.compression)}; use zstd, snappy or uncompressed`);
+    throw new InvalidArgumentError(`unknown compression ${String(opts.compression)}; use zstd, lz4, snappy or uncompressed`);
   }
   if (opts.metadata !== undefined && ARROW_SCHEMA_KEY in opts.metadata) {
     throw new InvalidArgumentError(`metadata key ${ARROW_SCHEMA_KEY} is reserved for the Arrow schema; pick another key`);

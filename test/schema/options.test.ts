@@ -228,7 +228,7 @@ describe('option errors', () => {
     [{ 'write-buffer-size': 'lots' }, /write-buffer-size = "lots" is not valid; expected a size such as "512 kb"/],
     [{ 'snapshot.time-retained': '1 fortnight' }, /snapshot.time-retained = "1 fortnight" is not valid; expected a duration such as "10 s"/],
     [{ 'sequence.field': 'qty,,price' }, /sequence.field = "qty,,price" is not valid; expected a comma-separated list/],
-    [{ 'file.compression': 'lz4' }, /expected one of zstd, snappy, uncompressed/],
+    [{ 'file.compression': 'brotli' }, /expected one of zstd, lz4, snappy, uncompressed/],
     [{ 'incremental-between': '1,2,3' }, /give exactly two snapshot ids/],
     [{ 'partition.default-name': '' }, /partition.default-name = "" is not valid: it cannot be empty/],
   ])('names the option, the bad value and what is allowed: %j', (raw, message) => {
