@@ -11,6 +11,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureMoto } from '../e2e/aws/moto.js';
 import { BenchCheckError } from './lib/checksum.js';
 import { collectGarbage } from './lib/harness.js';
 import { machineInfo } from './lib/machine.js';
@@ -79,6 +80,9 @@ async function main(): Promise<void> {
   const m = run.machine;
   console.log(`varve benchmarks (${run.mode}) — ${m.cpus} × ${m.cpuModel}, ${num(m.memoryGiB)} GiB, Node ${m.node}, load ${m.loadAvgStart.map((x) => x.toFixed(2)).join(' ')}`);
   const tmpRoot = await mkdtemp(join(os.tmpdir(), 'varve-bench-'));
+  // The commit suite also runs on S3: moto (reused when AWS_ENDPOINT_URL names one, else started here).
+  const moto = !args.only || args.only.includes('commit') ? await ensureMoto() : undefined;
+  if (moto) console.log(`moto at ${moto.url}${moto.started ? ' (started for this run)' : ''}`);
   try {
     for (const [name, fn] of SUITES) {
       if (args.only && !args.only.includes(name)) continue;
@@ -107,6 +111,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await rm(tmpRoot, { recursive: true, force: true });
+    moto?.started?.kill();
   }
   run.machine.loadAvgEnd = os.loadavg();
   run.finishedAt = new Date().toISOString();

@@ -16,6 +16,7 @@ export function keyKind(key: string): string {
   if (/\/bucket-\d+\//.test(key)) return 'data';
   if (/\/schema\//.test(key)) return 'schema';
   if (/\/consumer\//.test(key)) return 'consumer';
+  if (/\/commit\/identifier-/.test(key)) return 'identifier-index';
   return 'other';
 }
 

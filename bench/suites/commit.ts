@@ -13,7 +13,8 @@ import { S3Store } from '../../lib/store/s3-store.js';
 import type { Table } from '../../lib/table/table.js';
 import { makeRows, range } from '../lib/data.js';
 import { assertChecksum, assertEqual, expectedChecksum, tableChecksum } from '../lib/checksum.js';
-import { CountingStore } from '../lib/counting-store.js';
+import { AwsRequestCounts, countAwsRequests } from '../lib/aws-requests.js';
+import { CountingStore, keyKind } from '../lib/counting-store.js';
 import { quantile, statsOf } from '../lib/harness.js';
 import type { Measurement, Ratio, SuiteContext, SuiteResult, TableSpec } from '../lib/results.js';
 import { createBenchTable, freshDir, openBenchTable } from '../lib/tables.js';
@@ -36,8 +37,9 @@ interface RoundResult {
 }
 
 /** `writers` async loops committing until `durationMs` has passed; keys come from a shared counter. */
-async function commitRound(table: Table, counting: CountingStore, writers: number, durationMs: number, nextKey: { value: number; lost: number[] }): Promise<RoundResult> {
+async function commitRound(table: Table, counting: CountingStore, writers: number, durationMs: number, nextKey: { value: number; lost: number[] }, sdk?: AwsRequestCounts): Promise<RoundResult> {
   counting.reset();
+  sdk?.reset();
   const latencies: number[] = [];
   let commits = 0;
   let gaveUp = 0;
@@ -95,8 +97,8 @@ async function s3Bucket(): Promise<string> {
   return name;
 }
 
-/** Runs the rounds on one store; returns measurements, the request table and the ratio. */
-async function runOnStore(ctx: SuiteContext, label: string, inner: ObjectStore, writerCounts: number[], durationMs: number, reps: number) {
+/** Runs the rounds on one store; returns measurements, the request table and the ratio (`sdk`: the SDK-level count of an S3 store's requests). */
+async function runOnStore(ctx: SuiteContext, label: string, inner: ObjectStore, writerCounts: number[], durationMs: number, reps: number, sdk?: AwsRequestCounts) {
   const counting = new CountingStore(inner);
   const table = await createBenchTable(counting, `commits_${label.replace(/\W/g, '')}`);
   const nextKey = { value: 0, lost: [] as number[] };
@@ -105,6 +107,7 @@ async function runOnStore(ctx: SuiteContext, label: string, inner: ObjectStore, 
   // Warm-up: code paths and the table's first snapshots.
   await commitRound(table, counting, 1, Math.min(1000, durationMs), nextKey);
   let perCommitBreakdown: Record<string, number> = {};
+  let sdkPerCommit: Record<string, number> = {};
   let oneWriterLatency: number[] = [];
   for (const writers of writerCounts) {
     const throughput: number[] = [];
@@ -116,13 +119,16 @@ async function runOnStore(ctx: SuiteContext, label: string, inner: ObjectStore, 
     let snapshots = 0;
     for (let r = 0; r < reps; r++) {
       const before = (await table.snapshots.latest())!.id;
-      const res = await commitRound(table, counting, writers, durationMs, nextKey);
+      const res = await commitRound(table, counting, writers, durationMs, nextKey, sdk);
       const after = (await table.snapshots.latest())!.id;
       // Writers of one process share a committer (lib/table/shared-committer.ts): a snapshot holds
       // one or more commits, never none, and nothing else committed meanwhile.
       assertEqual(`commit (${label}, ${writers} writers): new snapshots ≤ commits`, after - before <= res.commits && (res.commits === 0 || after > before), true);
       snapshots += after - before;
-      if (writers === 1 && r === reps - 1) perCommitBreakdown = Object.fromEntries([...counting.counts.entries()].map(([k, v]) => [k, v / res.commits]));
+      if (writers === 1 && r === reps - 1) {
+        perCommitBreakdown = Object.fromEntries([...counting.counts.entries()].map(([k, v]) => [k, v / res.commits]));
+        if (sdk) sdkPerCommit = Object.fromEntries([...sdk.counts.entries()].map(([k, v]) => [k, v / res.commits]));
+      }
       throughput.push((res.commits / res.elapsedMs) * 1000);
       latencies.push(...res.latencies);
       commits += res.commits;
@@ -148,7 +154,27 @@ async function runOnStore(ctx: SuiteContext, label: string, inner: ObjectStore, 
   const oneStats = statsOf(oneWriterLatency);
   measurements.push({ id: `${label}-raw-put`, label: `${label}: one create-only put (putIfAbsent) of a small object`, unit: 'ms', stats: rawStats });
   const ratio: Ratio = { id: `${label}-commit-vs-put`, label: `${label}: 1-writer commit latency ÷ one create-only put`, value: oneStats.median / rawStats.median, min: oneStats.min / rawStats.median, max: oneStats.max / rawStats.median };
-  return { measurements, rows, perCommitBreakdown, ratio };
+  return { measurements, rows, perCommitBreakdown, sdkPerCommit, ratio };
+}
+
+/** The issue's goal per warm append commit, beside its data files: request class → most allowed. */
+const COMMIT_GOAL: Array<[string, (command: string, kind: string) => boolean, number]> = [
+  ['metadata PUTs (any PutObject of a non-data object)', (c, k) => c.startsWith('PutObject') && k !== 'data', 3],
+  ['GETs', (c) => c === 'GetObject', 2],
+  ['HEADs', (c) => c === 'HeadObject', 1],
+  ['LISTs', (c) => c.startsWith('ListObjects'), 0],
+];
+
+/** The S3 request table per commit against the goal: rows of [class, measured per commit, goal, verdict]. */
+function goalRows(perCommit: Record<string, number>): Array<Array<string | number>> {
+  return COMMIT_GOAL.map(([name, matches, most]) => {
+    let n = 0;
+    for (const [key, v] of Object.entries(perCommit)) {
+      const [command, kind] = key.split(' ');
+      if (matches(command, kind ?? '')) n += v;
+    }
+    return [name, n.toFixed(2), `≤ ${most}`, n <= most + 1e-9 ? 'met' : '**misses**'];
+  });
 }
 
 interface ProcessResult {
@@ -204,15 +230,28 @@ export async function runCommit(ctx: SuiteContext): Promise<SuiteResult> {
   const summary: TableSpec = { title: 'Commit throughput and cost', columns: ['store', 'writers', 'commits/s (median)', 'commits per snapshot', 'latency p50 ms', 'latency p99 ms', 'attempts per snapshot', 'gave up', 'requests per commit'], rows: [] };
   const breakdown: TableSpec = { title: 'Object-store requests per commit, 1 writer (operation and object kind)', columns: ['store', 'request', 'per commit'], rows: [] };
 
-  const stores: Array<[string, ObjectStore]> = [['local', new LocalStore(await freshDir(ctx.tmp, 'commit'))]];
-  if (process.env.AWS_ENDPOINT_URL) stores.push(['s3', new S3Store({ bucket: await s3Bucket(), prefix: 'bench' })]);
-  else ctx.log('commit: AWS_ENDPOINT_URL is not set, S3 (moto) skipped');
-  for (const [label, store] of stores) {
-    const r = await runOnStore(ctx, label, store, writerCounts, durationMs, reps);
-    measurements.push(...r.measurements);
-    summary.rows.push(...r.rows);
-    ratios.push(r.ratio);
-    for (const [k, v] of Object.entries(r.perCommitBreakdown).sort()) breakdown.rows.push([label, k, v.toFixed(2)]);
+  const sdkTable: TableSpec = { title: 'S3 (moto): HTTP requests per warm 1-writer append commit, counted by an AWS SDK middleware (command and object kind)', columns: ['request', 'per commit'], rows: [] };
+  const goalTable: TableSpec = { title: 'S3 (moto): per warm append commit against the goal (beside its data files)', columns: ['requests', 'per commit', 'goal', ''], rows: [] };
+  const stores: Array<[string, ObjectStore, AwsRequestCounts | undefined]> = [['local', new LocalStore(await freshDir(ctx.tmp, 'commit')), undefined]];
+  // Installed before the S3 client is made: the middleware is added to clients as they are created.
+  const s3Requests = process.env.AWS_ENDPOINT_URL ? countAwsRequests((r) => (r.service === 'S3' ? `${r.command} ${keyKind(String(r.input.Key ?? r.input.Prefix ?? ''))}` : undefined)) : undefined;
+  try {
+    if (s3Requests) stores.push(['s3', new S3Store({ bucket: await s3Bucket(), prefix: 'bench' }), s3Requests]);
+    else ctx.log('commit: AWS_ENDPOINT_URL is not set (and moto was not found), S3 (moto) skipped');
+    for (const [label, store, sdk] of stores) {
+      const r = await runOnStore(ctx, label, store, writerCounts, durationMs, reps, sdk);
+      measurements.push(...r.measurements);
+      summary.rows.push(...r.rows);
+      ratios.push(r.ratio);
+      for (const [k, v] of Object.entries(r.perCommitBreakdown).sort()) breakdown.rows.push([label, k, v.toFixed(2)]);
+      if (sdk) {
+        for (const [k, v] of Object.entries(r.sdkPerCommit).sort()) sdkTable.rows.push([k, v.toFixed(2)]);
+        goalTable.rows.push(...goalRows(r.sdkPerCommit));
+        for (const row of goalTable.rows) ctx.log(`commit: S3 per warm append commit: ${row.join(' ')}`);
+      }
+    }
+  } finally {
+    s3Requests?.remove();
   }
   const inProcess = (w: number) => measurements.find((m) => m.id === `local-throughput-${w}`)!.stats.median;
   const t1 = measurements.find((m) => m.id === 'local-throughput-1')!.stats;
@@ -243,6 +282,7 @@ export async function runCommit(ctx: SuiteContext): Promise<SuiteResult> {
       'The table is write-only (no inline compaction) with 4 buckets; each commit writes up to 4 level-0 files; a snapshot holds one or more commits. Throughput = successful writer commits (each one durable in a snapshot when its call returns) / wall time of the round.',
       `Stores: a LocalStore on a temp folder${process.env.AWS_ENDPOINT_URL ? ` and S3 at ${process.env.AWS_ENDPOINT_URL} (moto)` : ''}, each wrapped in a request-counting ObjectStore. "Attempts" = create-only puts of snapshot files per new snapshot (1 = no lost race).`,
       'Ratio: the median 1-writer commit latency in units of one bare create-only put of a small object on the same store (the floor of any commit: the put that publishes the snapshot).',
+      'On S3 (moto, started by the bench unless AWS_ENDPOINT_URL names one) the requests of the last 1-writer round are also counted by an AWS SDK middleware on the S3Store\'s client (bench/lib/aws-requests.ts): every HTTP request sent, SDK retries included, by command (a create-only put is PutObject(if-none-match), a compare-and-swap PutObject(if-match)) and object kind, divided by the round\'s commits. Each writer commits with a commit identifier, so the identifier index\'s claim (a create-only put) and its mark (a compare-and-swap) are in the count (identifier-index).',
     ],
     checks: [
       'Each round: at least one and at most as many new snapshots as successful commits.',
@@ -250,6 +290,6 @@ export async function runCommit(ctx: SuiteContext): Promise<SuiteResult> {
     ],
     measurements,
     ratios,
-    tables: [summary, procs, breakdown],
+    tables: [summary, procs, breakdown, ...(sdkTable.rows.length ? [sdkTable, goalTable] : [])],
   };
 }

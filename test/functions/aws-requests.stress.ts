@@ -31,7 +31,7 @@ import { createDiscoverHandler } from '../../functions/discover.js';
 import { createExpireHandler } from '../../functions/expire.js';
 import { createIngestHandler } from '../../functions/ingest.js';
 import { createStreamHandler } from '../../functions/shared/stream-handler.js';
-import { addAwsClientDecorator } from '../../lib/store/client-decorator.js';
+import { onAwsRequest } from '../../bench/lib/aws-requests.js';
 import { describe, expect, it } from 'vitest';
 import { awsAvailable } from '../helpers/aws.js';
 import { createOrders, deploy, drain, pollOnce, powertoolsEnv, reopen, scheduledEvent, sendBodies } from './harness.js';
@@ -55,22 +55,13 @@ function newTally(): Tally {
 let phase = new Map<Fn, Tally>();
 let running: Fn | undefined;
 
-/** Counts every request of varve's clients under the function running now. */
+/** Counts every request of varve's clients under the function running now (bench/lib/aws-requests.ts). */
 function installCounter(): () => void {
-  return addAwsClientDecorator((client) => {
-    const service = client.constructor.name.replace(/Client$/, '');
-    (client.middlewareStack as unknown as { add: (mw: unknown, opts: unknown) => void }).add(
-      (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
-        if (running) {
-          const t = tallyOf(running);
-          const key = `${service}:${(context.commandName ?? '?').replace(/Command$/, '')}`;
-          t.requests.set(key, (t.requests.get(key) ?? 0) + 1);
-        }
-        return next(args);
-      },
-      { step: 'initialize', name: 'varveBenchRequestCount' },
-    );
-    return client;
+  return onAwsRequest((r) => {
+    if (!running) return;
+    const t = tallyOf(running);
+    const key = `${r.service}:${r.command}`;
+    t.requests.set(key, (t.requests.get(key) ?? 0) + 1);
   });
 }
 

@@ -1,6 +1,6 @@
 /**
  * AWS requests per operation of the functions on moto, counted by an SDK middleware on every
- * client varve makes (lib/store/client-decorator.ts): what docs/BENCHMARKS.md ("AWS requests of
+ * client varve makes (bench/lib/aws-requests.ts, through lib/store/client-decorator.ts): what docs/BENCHMARKS.md ("AWS requests of
  * a table") and the cost model in docs/AWS.md multiply out to requests per hour. The harness's
  * own clients (sending records, reading queues) are not counted: on AWS that is the producer's
  * and Lambda's event source mapping's traffic.
@@ -12,31 +12,19 @@ import { createCompactHandler } from '../../functions/compact.js';
 import { createDiscoverHandler } from '../../functions/discover.js';
 import { createExpireHandler } from '../../functions/expire.js';
 import { createIngestHandler } from '../../functions/ingest.js';
-import { addAwsClientDecorator } from '../../lib/store/client-decorator.js';
+import { countAwsRequests } from '../../bench/lib/aws-requests.js';
 import { awsAvailable } from '../helpers/aws.js';
 import { createOrders, deploy, drain, powertoolsEnv, scheduledEvent, sendBodies, takeAll } from './harness.js';
 
-/** Requests by `Service:Command` since the last reset. */
-let counts = new Map<string, number>();
-const remove = addAwsClientDecorator((client) => {
-  const service = client.constructor.name.replace(/Client$/, '');
-  (client.middlewareStack as unknown as { add: (mw: unknown, opts: unknown) => void }).add(
-    (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
-      const key = `${service}:${(context.commandName ?? '?').replace(/Command$/, '')}`;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-      return next(args);
-    },
-    { step: 'initialize', name: 'varveRequestCount' },
-  );
-  return client;
-});
-afterAll(remove);
+/** Requests by `Service:Command` (bench/lib/aws-requests.ts: HTTP requests, SDK retries included). */
+const counter = countAwsRequests();
+afterAll(() => counter.remove());
 
 /** Runs `fn` and returns the requests it made. */
 async function measure(fn: () => Promise<unknown>): Promise<Map<string, number>> {
-  counts = new Map();
+  counter.reset();
   await fn();
-  return counts;
+  return counter.counts;
 }
 
 function total(m: Map<string, number>): number {
