@@ -289,14 +289,16 @@ export function storeContract(
       await Promise.all(
         Array.from({ length: 16 }, async () => {
           for (let n = 0; n < 10; n++) {
-            for (;;) {
+            for (let lost = 0; ; lost++) {
               const current = await store.get('cas/counter');
               const next = utf8(String(Number(fromUtf8(current.body)) + 1));
               if (await store.putIfMatch('cas/counter', next, current.etag)) {
                 winsPerEtag.set(current.etag, (winsPerEtag.get(current.etag) ?? 0) + 1);
                 break;
               }
-              await sleep(Math.random() * 4); // jittered backoff, as a real CAS loop would
+              // Jittered exponential backoff, as a real CAS loop would: with a flat few-ms wait, 16
+              // workers on a slow (busy) store keep colliding and the work grows without bound.
+              await sleep(Math.random() * Math.min(64, 2 ** lost));
             }
           }
         }),
@@ -306,6 +308,6 @@ export function storeContract(
       if (extraWins > 0) console.log(`${name}: ${extraWins} swaps won on an already replaced etag (emulator race)`);
       expect(extraWins).toBeLessThanOrEqual(slack);
       expect(fromUtf8((await store.get('cas/counter')).body)).toBe(String(160 - extraWins));
-    });
+    }, 300_000);
   });
 }
