@@ -1,16 +1,14 @@
 /**
- * The compaction Lambda: jobs from the table's compaction FIFO queue, grouped by (partition,
- * bucket) so that a bucket is never compacted twice at once. Each job runs rounds of universal
- * compaction of its bucket while more is due and half the invocation's remaining time allows
- * (lib/maintenance/compaction-jobs.ts); after each COMPACT commit it puts `Snapshot Committed`
- * (changelog producers put their changelog there), then reports the bucket's sorted runs
- * (SortedRuns, dimension `table`). A failed job holds back the later jobs of its bucket only.
- * A job first deletes its bucket's "job queued" marker, so the next commit queues a new job while
- * the commits before it queue none (lib/maintenance/compaction-job-marker.ts).
+ * The compaction Lambda: jobs from the compaction FIFO queue (a message group per bucket). An
+ * invocation runs every job of its batch as ONE compaction run (lib/maintenance/compaction-jobs.ts):
+ * their buckets go into one COMPACT snapshot, as the local `compact` makes one per run; each is
+ * announced (`Snapshot Committed`), each bucket's sorted runs reported. A bucket that kept
+ * conflicting fails its jobs (and the later ones of its group), an unreadable job fails alone, an
+ * error of the run fails the batch. It first deletes the buckets' "job queued" markers.
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { releaseJobMarker } from '../lib/maintenance/compaction-job-marker.js';
-import { parseCompactionJob, runCompactionJob } from '../lib/maintenance/compaction-jobs.js';
+import { jobBucketKey, parseCompactionJob, runCompactionJobs, type CompactionJob } from '../lib/maintenance/compaction-jobs.js';
 import { announceSnapshotCommitted } from './shared/commit-events.js';
 import type { Env } from './shared/env.js';
 import { processFifoBatch } from './shared/fifo-batch.js';
@@ -18,9 +16,8 @@ import { thenExport } from './shared/glue.js';
 import { emitMetric, instrumented, log, METRIC, UNIT } from './shared/observability.js';
 import { manifestCacheOf, openTable } from './shared/tables.js';
 
-/** Share of the remaining invocation time a job may start new compaction rounds in. */
+/** Share of the remaining time the run may start new rounds in; the budget without a Lambda context (tests). */
 const BUDGET_SHARE = 0.5;
-/** The budget when the handler runs without a Lambda context (tests, scripts). */
 const DEFAULT_BUDGET_MS = 5 * 60_000;
 
 /** The compaction handler for the environment `env`. */
@@ -29,29 +26,34 @@ export function createCompactHandler(env: Env = process.env) {
     const table = await openTable(env, 'compact');
     const budgetEnd = Date.now() + (context ? context.getRemainingTimeInMillis() * BUDGET_SHARE : DEFAULT_BUDGET_MS);
     const bus = env.VARVE_EVENT_BUS_NAME;
-    return thenExport(env, table, processFifoBatch(
-      event,
-      async (record) => {
-        try {
-          const job = parseCompactionJob(record.body, table.name);
-          // Before the bucket is read: a commit from now on queues the next job.
-          await releaseJobMarker(table, job.partition, job.bucket);
-          const result = await runCompactionJob(table, job, {
-            budgetEnd,
-            manifestCache: manifestCacheOf(table),
-            onSnapshot: async (s) => (bus ? announceSnapshotCommitted(bus, table.name, s) : undefined),
-          });
-          emitMetric(METRIC.sortedRuns, UNIT.count, result.sortedRuns, { table: table.name });
-          log().info('compaction job done', { table: table.name, partition: job.partition, bucket: job.bucket, ...result });
-        } catch (e) {
-          log().error('compaction job failed; it will be retried', { table: table.name, messageId: record.messageId, error: e as Error });
-          throw e;
-        }
-      },
-      context,
-      { skipGroupOnError: true },
-    ));
+    const jobs = new Map<string, CompactionJob | Error>(event.Records.map((r) => [r.messageId, parse(r.body, table.name)]));
+    const valid = [...jobs.values()].filter((j): j is CompactionJob => !(j instanceof Error));
+    const run = (async () => {
+      // Before the buckets are read: a commit from now on queues the next job.
+      await Promise.all(valid.map((j) => releaseJobMarker(table, j.partition, j.bucket)));
+      const result = await runCompactionJobs(table, valid, { budgetEnd, manifestCache: manifestCacheOf(table), onSnapshot: async (s) => (bus ? announceSnapshotCommitted(bus, table.name, s) : undefined) });
+      for (const b of result.buckets) if (b.sortedRuns !== undefined) emitMetric(METRIC.sortedRuns, UNIT.count, b.sortedRuns, { table: table.name });
+      log().info('compaction jobs done', { table: table.name, jobs: valid.length, snapshots: result.snapshots, rounds: result.rounds, buckets: result.buckets.map(({ error, ...b }) => ({ ...b, failed: error?.message })) });
+      return new Map(result.buckets.map((b) => [jobBucketKey(b), b.error]));
+    })().catch((e: unknown) => e as Error);
+    return thenExport(env, table, processFifoBatch(event, async (record) => {
+      const job = jobs.get(record.messageId)!;
+      const outcome = job instanceof Error ? job : await run;
+      const error = outcome instanceof Error ? outcome : outcome.get(jobBucketKey(job as CompactionJob));
+      if (!error) return;
+      log().error('compaction job failed; it will be retried', { table: table.name, messageId: record.messageId, error });
+      throw error;
+    }, context, { skipGroupOnError: true }));
   };
+}
+
+/** The job of a message body, or why it is none. */
+function parse(body: string, table: string): CompactionJob | Error {
+  try {
+    return parseCompactionJob(body, table);
+  } catch (e) {
+    return e as Error;
+  }
 }
 
 /** Lambda entry of the compaction function. */

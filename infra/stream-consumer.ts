@@ -18,7 +18,7 @@ import { VarveAlarms, type VarveAlarmThresholds } from './alarms.js';
 import { createConsumerDashboard } from './dashboard.js';
 import type { Function as VarveLambda } from 'aws-cdk-lib/aws-lambda';
 import { createVarveFunction, handlerEntry } from './lambda.js';
-import { createQueueWithDlq } from './queues.js';
+import { createQueueWithDlq, VISIBILITY_FACTOR } from './queues.js';
 import { grantObjectPattern } from './table-access.js';
 import { NAME, tagAll, type VarveTable } from './table.js';
 
@@ -189,11 +189,13 @@ export class StreamConsumer extends Construct {
       description: `varve split reader for ${table.name} consumer ${props.consumerId}`,
       timeout: readTimeout,
       memorySize: props.readMemorySize ?? 1769,
-      environment: { ...consumerEnv, ...this.sinkEnvironment(sink) },
+      // The split queue's visibility: a sink call must end before a split is handed out again.
+      environment: { ...consumerEnv, VARVE_SPLIT_VISIBILITY_S: String(readTimeout.toSeconds() * VISIBILITY_FACTOR), ...this.sinkEnvironment(sink) },
     });
     table.grantRead(this.readFunction);
-    // Readers record per-bucket progress next to the consumer file; discovery folds it in.
-    this.grantConsumerFiles(this.readFunction, ['@progress/*'], ['s3:PutObject']);
+    // Readers record per-bucket progress next to the consumer file (discovery folds it in), and
+    // hold each bucket's split fence while they deliver it (lib/stream/split-fence.ts).
+    this.grantConsumerFiles(this.readFunction, ['@progress/*', '@fence/*'], ['s3:PutObject']);
     table.warehouse.grantKeyWrite(this.readFunction);
     if (sink.kind === 'table') sink.target.grantWrite(this.readFunction);
     if (sink.kind === 'eventbridge') (sink.bus ?? table.warehouse.eventBus).grantPutEventsTo(this.readFunction);

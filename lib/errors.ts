@@ -174,6 +174,28 @@ export class ConsumerLeaseLostError extends VarveError {
   }
 }
 
+/**
+ * A split reader found its bucket held by another delivery of the same consumer (a redelivered
+ * split whose first delivery still runs in another process or Lambda container): it delivers
+ * nothing now, and its message comes back after the holder finished or its hold ran out.
+ */
+export class SplitFenceHeldError extends VarveError {
+  constructor(
+    message: string,
+    readonly holder: string,
+    readonly expiresAt: number,
+  ) {
+    super(message, { kind: 'conflict', retryable: true });
+  }
+}
+
+/** A split reader's hold on its bucket ran out or was taken by a newer delivery: it records no progress. */
+export class SplitFenceLostError extends VarveError {
+  constructor(message: string) {
+    super(message, { kind: 'conflict', retryable: true });
+  }
+}
+
 /** A table name that does not exist in the catalog. */
 export class TableNotFoundError extends VarveError {
   constructor(readonly table: string, detail?: string) {

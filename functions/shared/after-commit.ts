@@ -19,8 +19,9 @@ import { commitCachesOf, manifestCacheOf } from './tables.js';
 
 /** The after-commit work of `table`'s APPEND commits under `settings` (see the file comment). */
 export function afterAppend(table: Table, settings: Pick<WriterSettings, 'compactQueueUrl' | 'eventBusName'>): AfterAppend {
-  return async ({ snapshot, batches, conflicts, latencyMs }) => {
+  return async ({ snapshot, batches, conflicts, latencyMs, hookError }) => {
     const dims = { table: table.name };
+    if (hookError) log().warn('the table\'s after-commit work failed; the commit has landed', { table: table.name, snapshotId: snapshot.id, error: hookError });
     emitMetric(METRIC.commitConflicts, UNIT.count, conflicts, dims);
     if (latencyMs !== undefined) emitMetric(METRIC.commitLatencyMs, UNIT.ms, latencyMs, dims);
     if (settings.eventBusName) await announceSnapshotCommitted(settings.eventBusName, table.name, snapshot);

@@ -6,12 +6,15 @@
  * come from VARVE_WAREHOUSE, VARVE_TABLE and VARVE_CONSUMER_ID; the table is opened through the
  * configured catalog (VARVE_CATALOG_TABLE) and kept in the process's table cache (tables.ts).
  */
+import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { InvalidArgumentError } from '../../lib/errors.js';
 import type { Table } from '../../lib/table/table.js';
 import { checkConsumerId } from '../../lib/snapshot/consumer.js';
 import { BatchDelivery, type ChangeBatch, type StreamSink } from '../../lib/stream/delivery.js';
 import { callbackSink, type Change } from '../../lib/stream/sinks.js';
+import { SplitFences } from '../../lib/stream/split-fence.js';
+import { splitDeadlines, type SplitDeadlineEnv } from './split-deadline.js';
 import { instrumented } from './observability.js';
 import { processFifoBatch } from './fifo-batch.js';
 import { openTable } from './tables.js';
@@ -20,7 +23,7 @@ import { openTable } from './tables.js';
 export type SqsHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
 
 /** Where a handler's table and consumer come from. */
-export interface StreamHandlerEnv {
+export interface StreamHandlerEnv extends SplitDeadlineEnv {
   VARVE_WAREHOUSE?: string;
   VARVE_CATALOG_TABLE?: string;
   VARVE_TABLE?: string;
@@ -31,16 +34,24 @@ export interface StreamHandlerEnv {
 export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promise<StreamSink>, env: StreamHandlerEnv = process.env): SqsHandler {
   // One sink per opened table: the table cache hands out a new Table when it re-opens it.
   // `current`: the table at the newest schema delivered, so a schema change is announced once.
-  let cached: { table: Table; current: Table; sink: StreamSink } | undefined;
+  // `fences`: this container's split fences on the consumer (held per bucket across containers).
+  let cached: { table: Table; current: Table; sink: StreamSink; fences: SplitFences } | undefined;
   return instrumented(async (event: SQSEvent, context?: Context) => {
     const { consumerId } = handlerSettings(env);
     const table = await openTable(env as Record<string, string | undefined>, 'stream reader');
-    if (cached?.table !== table) cached = { table, current: table, sink: await sinkFor(table) };
+    if (cached?.table !== table) cached = { table, current: table, sink: await sinkFor(table), fences: new SplitFences(table.store, table.path, consumerId) };
     const entry = cached;
-    const delivery = new BatchDelivery(entry.current, consumerId, entry.sink);
+    const deadline = splitDeadlines(event.Records, context, env);
+    const holder = `${entry.fences.processHolder}/${context?.awsRequestId ?? randomUUID()}`;
+    const delivery = new BatchDelivery(entry.current, consumerId, entry.sink, Date.now, {
+      sinkDeadline: deadline.sink,
+      splits: { fences: entry.fences, holder, until: deadline.hold },
+    });
     // Per-bucket groups: a failure holds back its own bucket only.
     const result = await processFifoBatch(event, async (record: SQSRecord) => delivery.deliver(record.body), context, { skipGroupOnError: true });
     if (delivery.table.schema.id > entry.current.schema.id) entry.current = delivery.table;
+    // A sink call that outlived its time: on Lambda waited for (the container's timeout ends it), then the fences are released.
+    await delivery.finish(deadline.ends ? undefined : deadline.hold);
     return result;
   });
 }

@@ -9,7 +9,10 @@ import { openCatalog } from '../../lib/catalog/open-catalog.js';
 import { LruManifestCache } from '../../lib/manifest/manifest-file.js';
 import type { CommitOptions } from '../../lib/snapshot/commit.js';
 import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
-import type { Table } from '../../lib/table/table.js';
+import { beforeAppendCommit } from '../../lib/maintenance/compact-trigger.js';
+import { compactionSettingsOf } from '../../lib/maintenance/compaction-settings.js';
+import type { AppendCommitHooks } from '../../lib/table/commit-hooks.js';
+import { Table } from '../../lib/table/table.js';
 import { requireEnv, type Env } from './env.js';
 
 /** How long a warm container keeps an opened table; a schema change is picked up after this. */
@@ -30,7 +33,9 @@ export async function openTable(env: Env, who: string, name?: string): Promise<T
   const key = cacheKey(env, tableName);
   const hit = opened.get(key);
   if (hit && Date.now() - hit.at < TABLE_CACHE_MS) return hit.table;
-  const table = openCatalog(warehouse, env).getTable(tableName);
+  const table = openCatalog(warehouse, env)
+    .getTable(tableName)
+    .then((t) => new Table(t.store, t.name, t.path, t.schema, FUNCTION_COMMIT_HOOKS));
   opened.set(key, { table, at: Date.now() });
   // A failed open is not cached: the next invocation tries again.
   table.catch(() => {
@@ -38,6 +43,21 @@ export async function openTable(env: Env, who: string, name?: string): Promise<T
   });
   return table;
 }
+
+/**
+ * The commit hooks of a function's tables (the lib commit paths run a table's hooks as a local
+ * writer does). On a deployment the work after a commit is the deployment's: compaction jobs for
+ * the compaction function (after-commit.ts), the Iceberg export after the invocation (glue.ts).
+ * What stays is a writer's back-pressure before a commit: a bucket over
+ * `num-sorted-run.stop-trigger` is compacted first (compact-trigger.ts). A write-only table is
+ * left to the compaction function: refusing its commits would also stop the jobs they queue.
+ */
+export const FUNCTION_COMMIT_HOOKS: AppendCommitHooks = {
+  beforeAppendCommit: async (table, touched) => {
+    if (!compactionSettingsOf(table).writeOnly) await beforeAppendCommit(table, touched);
+  },
+  afterAppendCommit: async () => {},
+};
 
 /** `cache`'s value for `table`, made on first use and kept for the container's lifetime. */
 function perTableOf<T>(cache: Map<string, T>, table: Table, make: () => T): T {

@@ -12,7 +12,7 @@ import type { LruManifestCache, ManifestCache } from '../manifest/manifest-file.
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { TouchedBucket } from '../table/commit-hooks.js';
 import type { Table } from '../table/table.js';
-import { compactBucket, readBucketFiles } from './compact.js';
+import { compactBuckets, readBucketFiles } from './compact.js';
 import { planBucketCompaction, sortedRunCount } from './compact-plan.js';
 import { touchedBucketFiles } from './compact-trigger.js';
 import { compactionSettingsOf } from './compaction-settings.js';
@@ -72,44 +72,83 @@ export function parseCompactionJob(body: string, forTable?: string): CompactionJ
   return { table: j.table, partition: j.partition, bucket: j.bucket!, full: j.full === true, snapshotId: Number(j.snapshotId ?? 0) };
 }
 
-/** How long and how often one job may compact. */
+/** How long and how often a batch of jobs may compact. */
 export interface CompactionJobOptions {
   /** Epoch ms after which no new round starts. */
   budgetEnd: number;
   /** Rounds at most, whatever the time: the next job (or the next commit's) goes on. @default 8 */
   maxRounds?: number;
   manifestCache?: ManifestCache;
-  /** Called after each round that has a snapshot (also one an earlier attempt of the job committed). */
+  /** Called after each round that has a snapshot (also one an earlier attempt of the jobs committed). */
   onSnapshot?: (snapshot: Snapshot) => Promise<void>;
 }
 
-/** What one job did. */
-export interface CompactionJobResult {
-  /** COMPACT snapshots this job committed, in order. */
-  snapshots: number[];
-  rounds: number;
-  /** The bucket's sorted runs afterwards. */
-  sortedRuns: number;
+/** What the jobs of one bucket came to. */
+export interface CompactionJobBucket extends TouchedBucket {
+  full: boolean;
+  /** The bucket's sorted runs afterwards (unset when it failed). */
+  sortedRuns?: number;
+  /** Set when the bucket gave up after repeated conflicts with other commits: its jobs are retried. */
+  error?: Error;
 }
 
-/** Runs one compaction job: rounds of universal compaction of its bucket (one for a full compaction). */
-export async function runCompactionJob(table: Table, job: CompactionJob, opts: CompactionJobOptions): Promise<CompactionJobResult> {
+/** What a batch of jobs did. */
+export interface CompactionJobsResult {
+  /** COMPACT snapshots committed, in order: one per round (and per mode, when full and universal jobs share a batch). */
+  snapshots: number[];
+  rounds: number;
+  buckets: CompactionJobBucket[];
+}
+
+/** The key of a job's bucket in a batch. */
+export function jobBucketKey(job: Pick<CompactionJob, 'partition' | 'bucket'>): string {
+  return JSON.stringify([job.partition, job.bucket]);
+}
+
+/**
+ * Runs a batch of compaction jobs as ONE compaction run (compact.ts): every bucket the jobs name
+ * (once, however many of its jobs are in the batch) is planned and compacted, and the buckets that
+ * changed are committed in one COMPACT snapshot, as the local `compact` does; a bucket a
+ * concurrent commit changed is re-planned and committed in a further round, and given up (its
+ * `error` set, so its jobs are retried) after repeated conflicts. Further rounds run while a round
+ * committed, more is due and the budget allows; each covers every bucket still due. Full jobs
+ * (`full: true`) are a run of their own.
+ */
+export async function runCompactionJobs(table: Table, jobs: readonly CompactionJob[], opts: CompactionJobOptions): Promise<CompactionJobsResult> {
   const cache = opts.manifestCache ?? table.manifestCache;
+  const buckets = new Map<string, CompactionJobBucket>();
+  for (const j of jobs) {
+    const b = buckets.get(jobBucketKey(j));
+    if (b) b.full ||= j.full === true;
+    else buckets.set(jobBucketKey(j), { partition: j.partition, bucket: j.bucket, full: j.full === true });
+  }
   const snapshots: number[] = [];
   let rounds = 0;
-  for (;;) {
-    rounds++;
-    const r = await compactBucket(table, job.partition, job.bucket, { full: job.full, manifestCache: cache });
-    const committed = r.snapshot !== undefined && !r.alreadyCommitted;
-    if (r.snapshot) {
-      if (committed) snapshots.push(r.snapshot.id);
-      // Announced on a retried job too: its first attempt may have stopped right after the commit.
-      await opts.onSnapshot?.(r.snapshot);
+  for (const full of [false, true]) {
+    let pending = [...buckets.values()].filter((b) => b.full === full);
+    let modeRounds = 0;
+    while (pending.length > 0) {
+      rounds++;
+      modeRounds++;
+      const run = await compactBuckets(table, pending, { full, manifestCache: cache });
+      snapshots.push(...run.snapshots);
+      for (const c of run.conflicted) buckets.get(jobBucketKey(c))!.error = c.error;
+      // Announced on a retried batch too: its first attempt may have stopped right after the commit.
+      const seen = new Map<number, Snapshot>();
+      for (const r of run.results) if (r.snapshot) seen.set(r.snapshot.id, r.snapshot);
+      for (const s of [...seen.values()].sort((a, b) => a.id - b.id)) await opts.onSnapshot?.(s);
+      // Go on with the buckets that committed now, while budget remains (a full compaction is one round).
+      const committed = new Set(run.results.filter((r) => r.snapshot !== undefined && !r.alreadyCommitted).map(jobBucketKey));
+      if (full || modeRounds >= (opts.maxRounds ?? 8) || Date.now() >= opts.budgetEnd) break;
+      pending = pending.filter((b) => committed.has(jobBucketKey(b)));
     }
-    // A full compaction is one round; otherwise go on while a round committed and budget remains.
-    if (!committed || job.full || rounds >= (opts.maxRounds ?? 8) || Date.now() >= opts.budgetEnd) break;
   }
   const latest = await table.snapshots.latest();
-  const entries = latest ? await readBucketFiles(table, latest, job.partition, job.bucket, cache) : [];
-  return { snapshots, rounds, sortedRuns: sortedRunCount(entries, compactionSettingsOf(table), table.compareKeys) };
+  const settings = compactionSettingsOf(table);
+  for (const b of buckets.values()) {
+    if (b.error) continue;
+    const entries = latest ? await readBucketFiles(table, latest, b.partition, b.bucket, cache) : [];
+    b.sortedRuns = sortedRunCount(entries, settings, table.compareKeys);
+  }
+  return { snapshots, rounds, buckets: [...buckets.values()] };
 }

@@ -8,6 +8,7 @@
 import type * as arrow from 'apache-arrow';
 import { InvalidArgumentError, VarveError } from '../errors.js';
 import type { ConsumerLeaseHandle } from './lease.js';
+import type { HeldFence, SplitFences } from './split-fence.js';
 import type { Table } from '../table/table.js';
 import { readConsumer, type Consumer } from '../snapshot/consumer.js';
 import { advanceBucketProgress, bucketKey, checkFence, progressKey, readBucketProgressEntry, type BucketProgress } from './progress.js';
@@ -62,6 +63,16 @@ export interface DeliveryFence {
   lease?: ConsumerLeaseHandle;
   /** A sink call taking longer fails (SinkTimeoutError), as Lambda's timeout would end it. */
   sinkTimeoutMs?: number;
+  /**
+   * Epoch ms by which every sink call must have ended (a Lambda reader: its remaining time and its
+   * messages' visibility, less a margin); a call still running then fails with SinkTimeoutError.
+   */
+  sinkDeadline?: number;
+  /**
+   * Split fences across processes (split-fence.ts): each bucket is held by `holder` until `until`
+   * (no call of this reader runs past it) before its split is read, and its progress carries the token.
+   */
+  splits?: { fences: SplitFences; holder: string; until: number };
 }
 
 type ProgressEntry = { progress: BucketProgress; etag: string } | undefined;
@@ -82,6 +93,10 @@ export class BatchDelivery {
   private consumer?: Promise<Consumer | undefined>;
   private readonly progress = new Map<string, { version: number; entry: Promise<ProgressEntry> }>();
   private leaseVerified?: Promise<void>;
+  /** Split fences this batch holds, per bucket key. */
+  private readonly held = new Map<string, { partition: string; bucket: number; fence: Promise<HeldFence> }>();
+  /** Sink calls of this batch still running after their time limit, per bucket key. */
+  private readonly abandoned = new Map<string, { settled: Promise<void>; done: boolean }>();
 
   constructor(
     /** Moves to a newer schema when a split's files were written with one (after an alter). */
@@ -115,6 +130,8 @@ export class BatchDelivery {
   private async deliverLocked(m: SplitEnvelope, key: string, lockKey: string): Promise<DeliveryOutcome> {
     // The progress read once per batch, again when another delivery of this process moved it since.
     const version = progressWrites.get(lockKey) ?? 0;
+    // Held before the progress is read: what an earlier holder recorded is then seen.
+    let held = await this.holdSplit(m, key);
     let cached = this.progress.get(key);
     if (!cached || cached.version !== version) {
       cached = { version, entry: readBucketProgressEntry(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket) };
@@ -126,6 +143,10 @@ export class BatchDelivery {
     // A reader that lost its lease neither delivers nor records anything.
     this.fence.lease?.check();
     checkFence(this.consumerId, p, token);
+    if (held && p?.run === m.run && p.splitFence !== undefined && p.splitFence >= held.token) {
+      // The fence object was removed while progress stayed: hold again above the recorded token.
+      held = await this.holdSplit(m, key, p.splitFence);
+    }
     const delivered = p?.run === m.run ? p.snapshot : undefined;
     // Already delivered (a copy from a discovery that lost its race, or an ack that was lost).
     if (delivered !== undefined && m.snapshotId <= delivered) return 'duplicate';
@@ -157,12 +178,14 @@ export class BatchDelivery {
       ...(schemaChange ? { schemaChange } : {}),
     });
     this.fence.lease?.check();
+    if (held) this.fence.splits!.fences.check(m.partition, m.bucket, held);
     const uuid = this.table.schema.tableUuid;
     const next: BucketProgress = {
       run: m.run,
       snapshot: m.snapshotId,
       updated: this.now(),
       ...(token !== undefined ? { token } : {}),
+      ...(held ? { splitFence: held.token } : {}),
       ...(uuid !== undefined ? { tableUuid: uuid } : {}),
     };
     // Compare-and-swap: a bucket's progress never moves backwards, and never under an older lease.
@@ -192,6 +215,45 @@ export class BatchDelivery {
     return 'delivered';
   }
 
+  /** Holds the split fence of the message's bucket for this batch (once per bucket; again above `floor`). */
+  private async holdSplit(m: SplitEnvelope, key: string, floor?: number): Promise<HeldFence | undefined> {
+    const splits = this.fence.splits;
+    if (!splits) return undefined;
+    let h = this.held.get(key);
+    if (!h || floor !== undefined) {
+      // A bucket another delivery holds is waited for while this reader has time left for its sink.
+      const fence = splits.fences.hold(m.partition, m.bucket, splits.holder, splits.until, floor, this.fence.sinkDeadline);
+      // A failed hold is not kept: the next split of the bucket in this batch tries again.
+      fence.catch(() => {
+        if (this.held.get(key)?.fence === fence) this.held.delete(key);
+      });
+      this.held.set(key, (h = { partition: m.partition, bucket: m.bucket, fence }));
+    }
+    return h.fence;
+  }
+
+  /**
+   * Ends the batch: waits (until `until` at most, or for as long as they run) for the sink calls that outlived their time
+   * limit, then releases the split fences of the buckets whose calls have all settled. A bucket
+   * with a call still running keeps its fence until the fence runs out (a Lambda reader's
+   * container ends at its timeout, and the call with it).
+   */
+  async finish(until?: number): Promise<void> {
+    const running = [...this.abandoned.values()];
+    if (running.some((c) => !c.done)) {
+      let timer: NodeJS.Timeout | undefined;
+      const limit = until === undefined ? new Promise<void>(() => {}) : new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, until - this.now()))));
+      await Promise.race([Promise.all(running.map((c) => c.settled)), limit]);
+      clearTimeout(timer);
+    }
+    for (const [k, h] of this.held) {
+      if (this.abandoned.get(k)?.done === false) continue;
+      const fence = await h.fence.catch(() => undefined);
+      if (fence) await this.fence.splits!.fences.release(h.partition, h.bucket, fence);
+    }
+    this.held.clear();
+  }
+
   /**
    * The sink call, limited to `sinkTimeoutMs` when set. A call that timed out cannot be cancelled
    * (Lambda ends its process; here the sink's promise runs on), so until it settles no other call
@@ -199,8 +261,12 @@ export class BatchDelivery {
    * again only after it, never overtaken by a later split of the bucket (per-key order).
    */
   private async callSink(batch: ChangeBatch): Promise<void> {
-    const limit = this.fence.sinkTimeoutMs;
+    const deadline = this.fence.sinkDeadline;
+    const limit = deadline === undefined ? this.fence.sinkTimeoutMs : Math.min(this.fence.sinkTimeoutMs ?? Infinity, deadline - this.now());
     if (limit === undefined) return this.sink.write(batch);
+    if (limit <= 0) {
+      throw new SinkTimeoutError(`consumer ${this.consumerId}: no time is left for split ${batch.splitId} before this reader's deadline; it is delivered again`);
+    }
     const running = runningAfterTimeout(this.sink);
     const key = `${this.table.path}\u0000${this.consumerId}\u0000${bucketKey(batch.partition, batch.bucket)}`;
     let timer: NodeJS.Timeout | undefined;
@@ -222,6 +288,9 @@ export class BatchDelivery {
         () => undefined,
       );
       running.set(key, settled);
+      const left = { settled, done: false };
+      void settled.then(() => (left.done = true));
+      this.abandoned.set(bucketKey(batch.partition, batch.bucket), left);
       void settled.then(() => {
         if (running.get(key) === settled) running.delete(key);
       });

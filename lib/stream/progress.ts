@@ -6,7 +6,7 @@
  * that still have undelivered planned splits, of where each bucket stands. A bucket with no new
  * data is never in that set, so it never holds the consumer back.
  */
-import { ConsumerLeaseLostError, CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
+import { ConsumerLeaseLostError, CorruptMetadataError, ObjectNotFoundError, SplitFenceLostError } from '../errors.js';
 import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import { readConsumer, type ConsumerState } from '../snapshot/consumer.js';
@@ -26,6 +26,11 @@ export interface BucketProgress {
    * consumer's `run`, which a consumer made for another table never shares.
    */
   tableUuid?: string;
+  /**
+   * Token of the split fence the delivery held (split-fence.ts, Lambda readers): within a run, a
+   * smaller token can no longer write (the holder was fenced off by a newer delivery of the bucket).
+   */
+  splitFence?: number;
 }
 
 /** The key of a bucket in the consumer's `buckets` map and in progress object names. */
@@ -96,6 +101,14 @@ export function checkFence(consumerId: string, stored: BucketProgress | undefine
   }
 }
 
+/** Throws SplitFenceLostError when the bucket's progress of this run was written under a newer split fence than `next`'s. */
+export function checkSplitFence(consumerId: string, stored: BucketProgress | undefined, next: BucketProgress): void {
+  if (stored?.splitFence === undefined || next.splitFence === undefined || stored.run !== next.run || stored.splitFence <= next.splitFence) return;
+  throw new SplitFenceLostError(
+    `consumer ${consumerId}: a newer delivery of this bucket (split fence ${stored.splitFence} > ${next.splitFence}) has recorded progress; this delivery was fenced off and records nothing`,
+  );
+}
+
 /**
  * Moves a bucket's progress to `next` with a compare-and-swap, never backwards and never under an
  * older lease: returns the new entry, or undefined when the bucket was already at or past
@@ -117,6 +130,7 @@ export async function advanceBucketProgress(
   let current = seen;
   for (let i = 0; i < 20; i++) {
     checkFence(consumerId, current?.progress, next.token);
+    checkSplitFence(consumerId, current?.progress, next);
     if (current && current.progress.run === next.run && current.progress.snapshot >= next.snapshot) return undefined;
     let won: { etag: string } | undefined;
     try {

@@ -1,7 +1,9 @@
 /**
  * The APPEND commit of one or more writer batches: one snapshot however many batches (the group
- * commit folds many writers' batches this way), with the table's commit settings. What follows a
- * commit on a deployment (events, metrics, compaction jobs) is the caller's `AfterAppend`.
+ * commit folds many writers' batches this way), with the table's commit settings, and the table's
+ * commit hooks around it as a writer's commit runs them (commit-hooks.ts: the catalogs pass
+ * inline compaction and the Iceberg export). What follows a commit on a deployment (events,
+ * metrics, compaction jobs) is the caller's `AfterAppend`.
  */
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { commit, type CommitBatch, type CommitOptions } from '../snapshot/commit.js';
@@ -33,6 +35,8 @@ export interface AppendCommitted {
   conflicts: number;
   /** Milliseconds from the start of the call to the snapshot, when this call created it. */
   latencyMs?: number;
+  /** The table's after-commit hook failed (inline compaction, export): the commit has landed all the same. */
+  hookError?: Error;
 }
 
 /** Work after an APPEND commit landed: announcing it, metrics, compaction jobs (never makes the commit look failed). */
@@ -41,6 +45,9 @@ export type AfterAppend = (committed: AppendCommitted) => Promise<void>;
 /** Commits `batches` as one APPEND snapshot of `table`. */
 export async function commitAppend(table: Table, batches: readonly CommitBatch[], spec: AppendSpec): Promise<AppendCommitted> {
   const started = performance.now();
+  const touched = touchedBy(batches);
+  // Before the commit, as a writer's: may compact a bucket over the stop trigger first, or refuse (WriteStallError).
+  await table.commitHooks.beforeAppendCommit(table, touched);
   const result = await commit(
     table.store,
     table.path,
@@ -58,7 +65,17 @@ export async function commitAppend(table: Table, batches: readonly CommitBatch[]
     },
     commitOptionsFor(table, spec.commitOptions),
   );
+  let hookError: Error | undefined;
+  if (result.committed) {
+    try {
+      await table.commitHooks.afterAppendCommit(table, result.snapshot, touched);
+    } catch (e) {
+      // The data has landed: work after it never makes the commit look failed (a writer's rule).
+      hookError = e as Error;
+    }
+  }
   return {
+    ...(hookError ? { hookError } : {}),
     snapshot: result.snapshot,
     batches,
     alreadyCommitted: result.alreadyCommitted,

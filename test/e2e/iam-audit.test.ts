@@ -205,7 +205,10 @@ describe.skipIf(!awsAvailable())('IAM audit decisions', () => {
     expect(await decide(template, fns.discover, 's3:PutObject', obj(`consumer/consumer-${id}`))).toBe('Allowed');
     expect(await decide(template, fns.discover, 's3:DeleteObject', obj(`consumer/consumer-${id}@splits/7/s-0`))).toBe('Allowed');
     expect(await decide(template, fns.read, 's3:PutObject', obj(`consumer/consumer-${id}@progress/bucket-0`))).toBe('Allowed');
-    for (const other of [`consumer/consumer-${id}-v2`, `consumer/consumer-${id}2`, `consumer/consumer-${id}-v2@progress/bucket-0`]) {
+    expect(await decide(template, fns.read, 's3:PutObject', obj(`consumer/consumer-${id}@fence/bucket-0`))).toBe('Allowed');
+    expect(await decide(template, fns.read, 's3:GetObject', obj(`consumer/consumer-${id}@fence/bucket-0`))).toBe('Allowed');
+    expect(await decide(template, fns.read, 's3:DeleteObject', obj(`consumer/consumer-${id}@fence/bucket-0`))).toBe('ImplicitlyDenied');
+    for (const other of [`consumer/consumer-${id}-v2`, `consumer/consumer-${id}2`, `consumer/consumer-${id}-v2@progress/bucket-0`, `consumer/consumer-${id}-v2@fence/bucket-0`]) {
       expect(await decide(template, fns.discover, 's3:PutObject', obj(other)), other).toBe('ImplicitlyDenied');
       expect(await decide(template, fns.read, 's3:PutObject', obj(other)), other).toBe('ImplicitlyDenied');
     }

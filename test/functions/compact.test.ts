@@ -8,6 +8,9 @@ import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCompactHandler } from '../../functions/compact.js';
 import { createIngestHandler } from '../../functions/ingest.js';
 import type { SnapshotCommittedDetail } from '../../functions/shared/commit-events.js';
+import { readBucketFiles } from '../../lib/maintenance/compact.js';
+import { sortedRunCount } from '../../lib/maintenance/compact-plan.js';
+import { compactionSettingsOf } from '../../lib/maintenance/compaction-settings.js';
 import type { Table } from '../../lib/table/table.js';
 import { awsAvailable } from '../helpers/aws.js';
 import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, receive, reopen, sqs, sqsEventOf, takeEvents, type Deployment } from './harness.js';
@@ -96,6 +99,68 @@ describe.skipIf(!awsAvailable())('the compaction function on moto', () => {
     expect(kinds.slice(3).every((k) => k === 'COMPACT')).toBe(true);
     expect(kinds.length).toBeGreaterThan(3);
     expect(await rowsOf(table)).toEqual(['1:v2', '2:v2', '3:v2']);
+  });
+
+  it('runs a batch of jobs of several buckets as one run: one COMPACT snapshot, the same rows', async () => {
+    // Prepare: 4 buckets, each due after 2 commits; every commit writes keys 1..16 (all buckets)
+    const d = await deploy();
+    await createOrders(d, { bucket: '4', 'num-sorted-run.compaction-trigger': '2' });
+    const ingest = createIngestHandler(d.env('direct'));
+    for (let c = 0; c < 2; c++) {
+      const records = Array.from({ length: 16 }, (_, i) => ({ id: i + 1, status: `v${c}`, amount: c }));
+      const event = sqsEventOf(d.ingestUrl, [{ MessageId: `m-${c}`, ReceiptHandle: `r-${c}`, Body: JSON.stringify(records), Attributes: {} }]);
+      expect(((await ingest(event)) as SQSBatchResponse).batchItemFailures).toEqual([]);
+    }
+    const before = await reopen(d);
+    const rows = await rowsOf(before);
+    const appends = (await before.snapshots.latestId())!;
+    await takeEvents(d.commitEventsUrl);
+    metrics.clear();
+    const messages = await receive(d.compactUrl, 10);
+    // One job per bucket, queued by the commits (coalesced: the second commit found the markers)
+    expect(new Set(messages.map((m) => m.Attributes?.MessageGroupId)).size).toBe(4);
+    expect(messages).toHaveLength(4);
+
+    // Act
+    const response = await createCompactHandler(d.env('direct'))(sqsEventOf(d.compactUrl, messages));
+
+    // Assess
+    expect(response.batchItemFailures).toEqual([]);
+    const table = await reopen(d);
+    expect(await table.snapshots.latestId()).toBe(appends + 1);
+    const compact = await table.snapshots.read(appends + 1);
+    expect(compact).toMatchObject({ commitKind: 'COMPACT', commitUser: 'compactor' });
+    expect(await rowsOf(table)).toEqual(rows);
+    const events = await takeEvents<SnapshotCommittedDetail>(d.commitEventsUrl);
+    expect(events.map((e) => e.detail.snapshotId)).toEqual([appends + 1]);
+    expect(metrics.points.filter((p) => p.name === 'SortedRuns').map((p) => p.value)).toEqual([1, 1, 1, 1]);
+  });
+
+  it('fails an unreadable job and the later ones of its group only; the other groups compact', async () => {
+    // Prepare: a bad job in bucket 0's group, then a good job in that group and one in bucket 1's
+    const d = await deploy();
+    await createOrders(d, { bucket: '2', 'num-sorted-run.compaction-trigger': '2' });
+    const ingest = createIngestHandler(d.env('direct'));
+    for (let c = 0; c < 2; c++) {
+      const records = Array.from({ length: 8 }, (_, i) => ({ id: i + 1, status: `v${c}`, amount: c }));
+      const event = sqsEventOf(d.ingestUrl, [{ MessageId: `m-${c}`, ReceiptHandle: `r-${c}`, Body: JSON.stringify(records), Attributes: {} }]);
+      expect(((await ingest(event)) as SQSBatchResponse).batchItemFailures).toEqual([]);
+    }
+    await drainQueue(d);
+    const job = (bucket: number) => JSON.stringify({ v: 1, table: 'shop.orders', partition: '', bucket, snapshotId: 2 });
+    const record = (id: string, body: string, group: string) => ({ MessageId: id, ReceiptHandle: id, Body: body, Attributes: { MessageGroupId: group } });
+    const event = sqsEventOf(d.compactUrl, [record('bad', 'not a job', 'shop.orders//0'), record('b0', job(0), 'shop.orders//0'), record('b1', job(1), 'shop.orders//1')]);
+
+    // Act
+    const response = await createCompactHandler(d.env('direct'))(event);
+
+    // Assess: bucket 0's group failed from the bad job on; bucket 1 compacted in one snapshot
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(['bad', 'b0']);
+    const table = await reopen(d);
+    expect(await table.snapshots.latestId()).toBe(3);
+    const runs = await Promise.all([0, 1].map(async (b) => sortedRunCount(await readBucketFiles(table, (await table.snapshots.latest())!, '', b), compactionSettingsOf(table), table.compareKeys)));
+    // The run compacted bucket 0 too (its good job was in the batch): a job is only a hint, and its retry finds nothing due.
+    expect(runs).toEqual([1, 1]);
   });
 
   it('fails a job it cannot read, and every job after it in the batch', async () => {

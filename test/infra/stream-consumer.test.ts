@@ -151,12 +151,17 @@ describe('StreamConsumer reader', () => {
     expect(fn.Environment.Variables).not.toHaveProperty('VARVE_SINK');
   });
 
-  it('writes progress only to its own consumer file', () => {
+  it('writes progress and split fences only beside its own consumer file', () => {
     const { template, consumer } = synth();
     const stmts = functionStatements(template, consumer.readFunction);
-    const put = granting(stmts, 's3:PutObject').flatMap(resourceList).map(objectSuffix);
-    expect(put).toEqual(['/warehouse/shop.db/orders/consumer/consumer-orders-audit@progress/*']);
-    const pattern = iamPattern(put[0]!.slice(1));
+    const put = granting(stmts, 's3:PutObject').flatMap(resourceList).map(objectSuffix).sort();
+    expect(put).toEqual(['/warehouse/shop.db/orders/consumer/consumer-orders-audit@fence/*', '/warehouse/shop.db/orders/consumer/consumer-orders-audit@progress/*']);
+    const fence = iamPattern(put[0]!.slice(1));
+    expect(fence.test('warehouse/shop.db/orders/consumer/consumer-orders-audit@fence/dt=1/bucket-3')).toBe(true);
+    expect(fence.test('warehouse/shop.db/orders/consumer/consumer-orders-audit-v2@fence/bucket-3')).toBe(false);
+    // The reader bounds its sink calls by the split queue's visibility (6 × its timeout).
+    expect(envOf(template, consumer.readFunction).VARVE_SPLIT_VISIBILITY_S).toBe('1800');
+    const pattern = iamPattern(put[1]!.slice(1));
     expect(pattern.test('warehouse/shop.db/orders/consumer/consumer-orders-audit@progress/bucket-3')).toBe(true);
     expect(pattern.test('warehouse/shop.db/orders/consumer/consumer-orders-audit')).toBe(false);
     expect(pattern.test('warehouse/shop.db/orders/consumer/consumer-orders-audit-v2@progress/bucket-3')).toBe(false);
@@ -185,6 +190,7 @@ describe('StreamConsumer reader', () => {
     const stmts = functionStatements(template, consumer.readFunction);
     expect(granting(stmts, 's3:PutObject').flatMap(resourceList).map(objectSuffix).sort()).toEqual([
       '/warehouse/shop.db/history/*',
+      '/warehouse/shop.db/orders/consumer/consumer-to-history@fence/*',
       '/warehouse/shop.db/orders/consumer/consumer-to-history@progress/*',
     ]);
     expect(granting(stmts, 'sqs:SendMessage').flatMap(resourceList)).toEqual([
