@@ -308,11 +308,12 @@ export class VarveTable extends Construct {
     grantTableDeletes(this.compactFunction, warehouse.bucket, this.tablePrefix, ['data', 'manifest', 'compaction']);
     warehouse.grantKeyWrite(this.compactFunction);
     warehouse.eventBus.grantPutEventsTo(this.compactFunction);
-    // One job per invocation: a job is a bucket's bounded unit of work, and a batch of several
-    // would run them one after another inside a single 15-minute budget.
+    // Up to 10 jobs (the FIFO maximum) per invocation, run as one compaction run: one COMPACT
+    // snapshot for all their buckets (functions/compact.ts). A busy table's jobs of many buckets
+    // then cost one snapshot, one discovery round and one expiry, not one each.
     this.compactFunction.addEventSource(
       new SqsEventSource(this.compactQueue, {
-        batchSize: 1,
+        batchSize: 10,
         maxConcurrency: props.compaction?.maxConcurrency,
         reportBatchItemFailures: true,
       }),

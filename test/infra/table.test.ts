@@ -194,7 +194,7 @@ describe('VarveTable event sources and triggers', () => {
     // FIFO: at most 10 per batch and no batching window
     expect(byQueue[logicalId(table.commitQueue!)].BatchSize).toBe(10);
     expect(byQueue[logicalId(table.commitQueue!)].MaximumBatchingWindowInSeconds).toBeUndefined();
-    expect(byQueue[logicalId(table.compactQueue)].BatchSize).toBe(1);
+    expect(byQueue[logicalId(table.compactQueue)].BatchSize).toBe(10);
     expect(byQueue[logicalId(table.compactQueue)].MaximumBatchingWindowInSeconds).toBeUndefined();
   });
 
