@@ -13,6 +13,11 @@ import { backOffFailures } from './retry-backoff.js';
 export interface FifoBatchOptions {
   /** Fail only the failed record's message group (per-bucket queues), not the rest of the batch. */
   skipGroupOnError?: boolean;
+  /**
+   * Failed records that must stay hidden until an epoch ms (by message id, read after the batch):
+   * a split whose bucket another invocation holds comes back when that hold ends, not sooner.
+   */
+  hideUntil?: ReadonlyMap<string, number>;
 }
 
 /** Handles `event`'s records in order with `handle`; returns the partial batch response. */
@@ -27,5 +32,5 @@ export async function processFifoBatch(
     skipGroupOnError: opts.skipGroupOnError ?? false,
     throwOnFullBatchFailure: false,
   });
-  return backOffFailures(event.Records, response);
+  return backOffFailures(event.Records, response, opts.hideUntil);
 }

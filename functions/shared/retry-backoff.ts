@@ -21,6 +21,13 @@ export function backoffSeconds(receiveCount: number): number {
   return Math.min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** Math.min(n - 1, 20));
 }
 
+/** A failed record's visibility: its backoff, or until `until` (epoch ms) when that is later. */
+function visibilityOf(record: SQSRecord, until: number | undefined): number {
+  const backoff = backoffSeconds(Number(record.attributes.ApproximateReceiveCount));
+  if (until === undefined) return backoff;
+  return Math.min(MAX_VISIBILITY_SECONDS, Math.max(backoff, Math.ceil((until - Date.now()) / 1000) + 1));
+}
+
 const urls = new Map<string, Promise<string>>();
 
 /** The URL of the queue `arn:aws:sqs:<region>:<account>:<name>` (looked up once per container). */
@@ -37,8 +44,14 @@ function queueUrlOf(arn: string): Promise<string> {
   return url;
 }
 
-/** Sets the visibility of every failed record of `response` to its backoff; best effort (a failure leaves the queue's own timeout). */
-export async function backOffFailures(records: readonly SQSRecord[], response: SQSBatchResponse): Promise<SQSBatchResponse> {
+/** SQS's longest visibility timeout, in seconds. */
+const MAX_VISIBILITY_SECONDS = 12 * 3600;
+
+/**
+ * Sets the visibility of every failed record of `response` to its backoff, or longer for a record
+ * `hideUntil` names (until then); best effort (a failure leaves the queue's own timeout).
+ */
+export async function backOffFailures(records: readonly SQSRecord[], response: SQSBatchResponse, hideUntil?: ReadonlyMap<string, number>): Promise<SQSBatchResponse> {
   const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
   const back = records.filter((r) => failed.has(r.messageId));
   if (back.length === 0) return response;
@@ -49,7 +62,7 @@ export async function backOffFailures(records: readonly SQSRecord[], response: S
       const r = await sqsClient().send(
         new ChangeMessageVisibilityBatchCommand({
           QueueUrl: queueUrl,
-          Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.receiptHandle, VisibilityTimeout: backoffSeconds(Number(m.attributes.ApproximateReceiveCount)) })),
+          Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.receiptHandle, VisibilityTimeout: visibilityOf(m, hideUntil?.get(m.messageId)) })),
         }),
       );
       if (r.Failed?.length) log().warn('some failed messages keep the queue visibility timeout', { failed: r.Failed.map((f) => f.Message) });

@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { InvalidArgumentError } from '../../lib/errors.js';
+import { InvalidArgumentError, SplitFenceHeldError } from '../../lib/errors.js';
 import type { Table } from '../../lib/table/table.js';
 import { checkConsumerId } from '../../lib/snapshot/consumer.js';
 import { BatchDelivery, type ChangeBatch, type StreamSink } from '../../lib/stream/delivery.js';
@@ -48,11 +48,25 @@ export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promi
       splits: { fences: entry.fences, holder, until: deadline.hold },
     });
     // Per-bucket groups: a failure holds back its own bucket only.
-    const result = await processFifoBatch(event, async (record: SQSRecord) => delivery.deliver(record.body), context, { skipGroupOnError: true });
-    if (delivery.table.schema.id > entry.current.schema.id) entry.current = delivery.table;
-    // A sink call that outlived its time: on Lambda waited for (the container's timeout ends it), then the fences are released.
-    await delivery.finish(deadline.ends ? undefined : deadline.hold);
-    return result;
+    // A split whose bucket another invocation holds stays hidden until that hold ends: retried
+    // sooner, it would only use up receives (and reach the dead-letter queue) while the holder runs.
+    const held = new Map<string, number>();
+    const deliver = async (record: SQSRecord) => {
+      try {
+        return await delivery.deliver(record.body);
+      } catch (e) {
+        if (e instanceof SplitFenceHeldError) held.set(record.messageId, e.expiresAt);
+        throw e;
+      }
+    };
+    try {
+      return await processFifoBatch(event, deliver, context, { skipGroupOnError: true, hideUntil: held });
+    } finally {
+      if (delivery.table.schema.id > entry.current.schema.id) entry.current = delivery.table;
+      // A sink call that outlived its time is waited for (on Lambda the container's timeout ends
+      // it, and the call with it); then the fences are released.
+      await delivery.finish(deadline.ends ? undefined : deadline.hold);
+    }
   });
 }
 /**

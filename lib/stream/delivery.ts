@@ -221,8 +221,9 @@ export class BatchDelivery {
     if (!splits) return undefined;
     let h = this.held.get(key);
     if (!h || floor !== undefined) {
-      // A bucket another delivery holds is waited for while this reader has time left for its sink.
-      const fence = splits.fences.hold(m.partition, m.bucket, splits.holder, splits.until, floor, this.fence.sinkDeadline);
+      // A bucket another delivery holds is waited for a moment (it is usually about to finish).
+      const waitUntil = Math.min(this.fence.sinkDeadline ?? 0, this.now() + FENCE_WAIT_MS);
+      const fence = splits.fences.hold(m.partition, m.bucket, splits.holder, splits.until, floor, waitUntil);
       // A failed hold is not kept: the next split of the bucket in this batch tries again.
       fence.catch(() => {
         if (this.held.get(key)?.fence === fence) this.held.delete(key);
@@ -300,6 +301,12 @@ export class BatchDelivery {
     }
   }
 }
+
+/**
+ * How long a delivery waits for a bucket another process holds before it fails (SplitFenceHeldError);
+ * the Lambda reader then hides its message until the hold ends.
+ */
+const FENCE_WAIT_MS = 1000;
 
 /** Per (store, table, consumer, bucket): the tail of the chain of deliveries of this process. */
 const bucketLocks = new Map<string, Promise<unknown>>();
