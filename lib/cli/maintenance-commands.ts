@@ -171,7 +171,8 @@ function formatIds(ids: readonly number[]): string {
 /** The one-line summary of an expiry run. */
 export function formatExpirySummary(table: string, r: ExpireSnapshotsResult): string {
   const parts: string[] = [];
-  if (r.expired.length === 0) parts.push(`${table}: nothing expired`);
+  if (r.expired.length === 0 && r.changelogsExpired.length === 0) parts.push(`${table}: nothing expired`);
+  else if (r.expired.length === 0) parts.push(`${table}: deleted ${r.deletedFiles} files`);
   else {
     const d = r.deleted;
     parts.push(
@@ -185,7 +186,8 @@ export function formatExpirySummary(table: string, r: ExpireSnapshotsResult): st
   if (r.heldBy === 'consumer' && r.heldByConsumer) {
     parts.push(`held back by consumer ${r.heldByConsumer.id}, which still needs snapshot ${r.heldByConsumer.nextSnapshot}`);
   } else if (r.heldBy === 'limit') parts.push('snapshot.expire.limit reached, run again for more');
-  if (r.keptForChangelog) parts.push('changelog.* retention keeps snapshots longer');
+  if (r.changelogsWritten.length > 0) parts.push(`kept the changelogs of ${formatIds(r.changelogsWritten)} (changelog.* retention)`);
+  if (r.changelogsExpired.length > 0) parts.push(`expired changelogs ${formatIds(r.changelogsExpired)}`);
   if (r.pendingFiles > 0) parts.push(`${r.pendingFiles} files wait for the grace period`);
   if (r.expiredConsumers.length > 0) parts.push(`removed idle consumers ${r.expiredConsumers.join(', ')}`);
   if (r.raced) parts.push('another expiry or a new consumer changed the table meanwhile, run again');

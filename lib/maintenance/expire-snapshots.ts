@@ -6,7 +6,12 @@
  *    the smallest `nextSnapshot` of a live consumer, at most `snapshot.expire.limit` snapshots;
  * 4. plans, read-only, the files only that range references (expiry-plan.ts);
  * 5. writes the plan as a journal, then moves EARLIEST to `end`, then deletes the snapshot files
- *    oldest first, and only then their data files, changelog files, manifests and manifest lists.
+ *    oldest first, and only then their data files, changelog files, manifests and manifest lists;
+ * 6. expires long-lived changelogs past their own retention (expire-changelogs.ts).
+ * With `changelog.*` retention longer than `snapshot.*` (Paimon's decoupled changelog), the
+ * snapshots of the range still within the changelog retention each leave a long-lived changelog
+ * (lib/snapshot/changelog.ts), written before the snapshot file goes, and nothing any changelog
+ * keeps is deleted with the snapshots.
  *
  * beyond Paimon (its bug #6978): Paimon deletes data files first and the snapshot file last, so a
  * reader starting from the earliest snapshot can open one whose files are already gone. Here the
@@ -25,7 +30,10 @@ import { expireConsumers } from './expire-consumers.js';
 import { expireIdentifierIndexes } from './expire-identifiers.js';
 import { applyJournal, listJournals, writeJournal, journalKey, type ExpiryJournal, type JournalOutcome } from './expiry-journal.js';
 import { ExpiryRaceSignal, planDeletions } from './expiry-plan.js';
-import { expiryBound, resolveRetention, type ExpiryHold, type RetentionOverrides } from './expiry-range.js';
+import { expiryBound, resolveChangelogRetention, resolveRetention, type ExpiryHold, type RetentionOverrides } from './expiry-range.js';
+import { changelogBound, expireChangelogs } from './expire-changelogs.js';
+import { changelogKeys, changelogRetained } from './snapshot-references.js';
+import { listChangelogIds, tryReadChangelog, type ChangelogRetained, type LongLivedChangelog } from '../snapshot/changelog.js';
 
 /** Options of one expiry run; unset ones come from the table options. */
 export interface ExpireSnapshotsOptions extends RetentionOverrides {
@@ -59,8 +67,12 @@ export interface ExpireSnapshotsResult {
   expiredConsumers: string[];
   /** True when the table has consumers and no `consumer.expiration-time`: they hold snapshots forever. */
   consumersNeverExpire: boolean;
-  /** True when a `changelog.*` retention option kept snapshots longer than the snapshot options. */
-  keptForChangelog: boolean;
+  /** True when `changelog.*` retention outlives snapshots: expired snapshots leave long-lived changelogs. */
+  changelogDecoupled: boolean;
+  /** Long-lived changelogs written for the snapshots this run expired (`changelog/changelog-<id>`). */
+  changelogsWritten: number[];
+  /** Long-lived changelogs this run expired (with the files only they kept). */
+  changelogsExpired: number[];
   /** True when another expiry run or a new consumer changed the table under this run: run again. */
   raced: boolean;
   /** Commit identifier index objects deleted (expire-identifiers.ts). */
@@ -75,13 +87,17 @@ function emptyResult(): ExpireSnapshotsResult {
     pendingFiles: 0,
     expiredConsumers: [],
     consumersNeverExpire: false,
-    keptForChangelog: false,
+    changelogDecoupled: false,
+    changelogsWritten: [],
+    changelogsExpired: [],
     raced: false,
     expiredIdentifiers: 0,
   };
 }
 
-function record(result: ExpireSnapshotsResult, o: JournalOutcome): void {
+function record(result: ExpireSnapshotsResult, o: JournalOutcome, kind?: 'changelog'): void {
+  if (kind === 'changelog') result.changelogsExpired.push(...o.changelogs);
+  else result.changelogsWritten.push(...o.changelogs);
   result.expired.push(...o.snapshots);
   result.deleted.dataFiles += o.dataFiles;
   result.deleted.changelogFiles += o.changelogFiles;
@@ -97,6 +113,14 @@ function record(result: ExpireSnapshotsResult, o: JournalOutcome): void {
  */
 export async function expireSnapshots(table: Table, opts: ExpireSnapshotsOptions = {}): Promise<ExpireSnapshotsResult> {
   const result = await expireSnapshotRange(table, opts);
+  if (!result.raced) {
+    // Then the long-lived changelogs past their own retention (expire-changelogs.ts).
+    const now = opts.now ?? Date.now();
+    const retention = resolveChangelogRetention(table, resolveRetention(table, opts));
+    const c = await expireChangelogs(table, retention, { now, graceMs: opts.graceMs ?? 0 });
+    if (c.outcome) record(result, c.outcome, 'changelog');
+    result.raced = c.raced;
+  }
   if (opts.expireIdentifiers !== false) result.expiredIdentifiers = (await expireIdentifierIndexes(table, { now: opts.now })).deleted;
   return result;
 }
@@ -104,14 +128,15 @@ export async function expireSnapshots(table: Table, opts: ExpireSnapshotsOptions
 async function expireSnapshotRange(table: Table, opts: ExpireSnapshotsOptions): Promise<ExpireSnapshotsResult> {
   const now = opts.now ?? Date.now();
   const retention = resolveRetention(table, opts);
+  const changelogRetention = resolveChangelogRetention(table, retention);
   const result = emptyResult();
-  result.keptForChangelog = retention.raisedForChangelog;
+  result.changelogDecoupled = changelogRetention.decoupled;
   if (opts.expireConsumers !== false) {
     const c = await expireConsumers(table, { now });
     result.expiredConsumers = c.expired;
     result.consumersNeverExpire = c.neverExpire && c.remaining.length > 0;
   }
-  for (const { key, journal } of await listJournals(table)) record(result, await applyJournal(table, key, journal, now));
+  for (const { key, journal } of await listJournals(table)) record(result, await applyJournal(table, key, journal, now), journal.kind);
 
   const sm = table.snapshots;
   const ids = await sm.listIds();
@@ -160,6 +185,31 @@ async function expireSnapshotRange(table: Table, opts: ExpireSnapshotsOptions): 
     result.raced = true;
     return result;
   }
+  // Long-lived changelogs: snapshots [changelogFrom, end) leave one (written before each snapshot
+  // goes), and nothing any changelog keeps is deleted with the snapshots.
+  let changelogFrom: number | undefined;
+  const existing = await readExistingChangelogs(table, lowest);
+  if (changelogRetention.decoupled) {
+    const cEnd = await changelogBound(table, { changelogs: existing.map((c) => c.id), earliestSnapshot: lowest, latest, retention: changelogRetention, now, consumers });
+    if (cEnd < end) changelogFrom = Math.max(lowest, cEnd);
+  }
+  const retained = new Map<number, ChangelogRetained>();
+  if (changelogFrom !== undefined || existing.length > 0) {
+    const held = new Set<string>();
+    for (const c of existing) for (const k of changelogKeys(table, c)) held.add(k);
+    for (let id = changelogFrom ?? end; id < end; id++) {
+      const snapshot = await read(id);
+      if (snapshot === undefined) {
+        result.raced = true;
+        return result;
+      }
+      const r = await changelogRetained(table, snapshot);
+      retained.set(id, r);
+      for (const k of changelogKeys(table, { ...snapshot, retained: r })) held.add(k);
+    }
+    const free = (keys: string[]) => keys.filter((k) => !held.has(k));
+    plan = { dataFiles: free(plan.dataFiles), changelogFiles: free(plan.changelogFiles), manifests: free(plan.manifests), manifestLists: free(plan.manifestLists) };
+  }
   // Files the current Iceberg snapshot reads stay until the export moves on (orphan cleanup then removes them).
   const exported = await icebergReferencedKeys(table);
   if (exported.size > 0) plan = { ...plan, dataFiles: plan.dataFiles.filter((k) => !exported.has(k)) };
@@ -170,13 +220,25 @@ async function expireSnapshotRange(table: Table, opts: ExpireSnapshotsOptions): 
     createdAt: now,
     deleteAfter: now + Math.max(0, opts.graceMs ?? 0),
     tags: Object.fromEntries(tags.map(({ name, tag }) => [name, tag.id])),
+    ...(changelogFrom === undefined ? {} : { changelogFrom }),
     ...plan,
   };
   if (!(await writeJournal(table, journal))) {
     result.raced = true;
     return result;
   }
-  record(result, await applyJournal(table, journalKey(table.path, end), journal, now));
+  record(result, await applyJournal(table, journalKey(table.path, end), journal, now, retained));
   result.earliest = end;
   return result;
+}
+
+/** The long-lived changelogs below snapshot `lowest` (others are being written by a running expiry). */
+async function readExistingChangelogs(table: Table, lowest: number): Promise<LongLivedChangelog[]> {
+  const out: LongLivedChangelog[] = [];
+  for (const id of await listChangelogIds(table.store, table.path)) {
+    if (id >= lowest) continue;
+    const c = await tryReadChangelog(table.store, table.path, id);
+    if (c !== undefined) out.push(c);
+  }
+  return out;
 }

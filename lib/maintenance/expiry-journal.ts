@@ -6,19 +6,26 @@
  */
 import { CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
 import { runLimited } from '../concurrency.js';
-import { arrayField, intField, metadataBytes, objectField, parseMetadataObject } from '../manifest/metadata-json.js';
+import { arrayField, intField, metadataBytes, objectField, optionalIntField, parseMetadataObject } from '../manifest/metadata-json.js';
+import { changelogKey, writeChangelog, type ChangelogRetained } from '../snapshot/changelog.js';
 import { listTags } from '../snapshot/tags.js';
 import { listAll } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import { advanceEarliestMarker } from './earliest-marker.js';
-import { addReferences, snapshotReferences } from './snapshot-references.js';
+import { addReferences, changelogRetained, snapshotReferences } from './snapshot-references.js';
 
 /** The JSON content of an expiry journal. */
 export interface ExpiryJournal {
   version: 1;
-  /** Snapshots `from` … `end − 1` expire; `end` is the earliest one kept. */
+  /**
+   * What `from` … `end − 1` name: snapshots (the default; `end` is the earliest one kept), or
+   * long-lived changelogs (`changelog`: changelog expiry, expire-changelogs.ts).
+   */
+  kind?: 'changelog';
   from: number;
   end: number;
+  /** Snapshots `changelogFrom` … `end − 1` leave a long-lived changelog, written before each is deleted. */
+  changelogFrom?: number;
   createdAt: number;
   /** Files are deleted from this time on: readers that opened an expired snapshot before get this long to finish. */
   deleteAfter: number;
@@ -34,6 +41,8 @@ export interface ExpiryJournal {
 export interface JournalOutcome {
   /** Snapshot ids whose files were deleted (the journal's range). */
   snapshots: number[];
+  /** Snapshot journal: long-lived changelogs written; changelog journal: changelogs deleted. */
+  changelogs: number[];
   dataFiles: number;
   changelogFiles: number;
   manifests: number;
@@ -49,9 +58,9 @@ export function journalDir(tablePath: string): string {
   return `${tablePath}/expiry/`;
 }
 
-/** Key of the journal of a run expiring up to `end` (exclusive). */
-export function journalKey(tablePath: string, end: number): string {
-  return `${journalDir(tablePath)}expiry-${end}`;
+/** Key of the journal of a run expiring snapshots (or with `changelog`, long-lived changelogs) up to `end` (exclusive). */
+export function journalKey(tablePath: string, end: number, kind?: 'changelog'): string {
+  return `${journalDir(tablePath)}${kind === 'changelog' ? 'changelog-expiry' : 'expiry'}-${end}`;
 }
 
 function strings(o: Record<string, unknown>, field: string, what: string): string[] {
@@ -70,8 +79,13 @@ export function parseJournal(bytes: Uint8Array, what: string): ExpiryJournal {
     if (!Number.isInteger(id)) throw new CorruptMetadataError(`${what}: tag ${name} has no snapshot id; the journal is damaged`);
     tags[name] = id as number;
   }
+  const kind = o.kind;
+  if (kind !== undefined && kind !== 'changelog') throw new CorruptMetadataError(`${what} has an unknown kind; upgrade varve`);
+  const changelogFrom = optionalIntField(o, 'changelogFrom', what);
   return {
     version: 1,
+    ...(kind === 'changelog' ? { kind } : {}),
+    ...(changelogFrom === undefined ? {} : { changelogFrom }),
     from: intField(o, 'from', what),
     end: intField(o, 'end', what),
     createdAt: intField(o, 'createdAt', what),
@@ -86,7 +100,7 @@ export function parseJournal(bytes: Uint8Array, what: string): ExpiryJournal {
 
 /** Writes a new journal with put-if-absent; false when one for the same `end` exists (another run has it). */
 export async function writeJournal(table: Table, journal: ExpiryJournal): Promise<boolean> {
-  return (await table.store.putIfAbsent(journalKey(table.path, journal.end), metadataBytes(journal))) !== undefined;
+  return (await table.store.putIfAbsent(journalKey(table.path, journal.end, journal.kind), metadataBytes(journal))) !== undefined;
 }
 
 /** Every journal of the table, oldest range first. */
@@ -130,24 +144,51 @@ async function newlyTaggedFiles(table: Table, j: ExpiryJournal): Promise<Set<str
 
 /**
  * Carries out a journal; every step is idempotent, so a crashed run is finished by running this
- * again: the EARLIEST marker moves to `end` (never back), the snapshot files go oldest first,
- * then — once `deleteAfter` has passed — data files, changelog files, manifests and manifest
- * lists, and last the journal itself.
+ * again: the EARLIEST marker moves to `end` (never back), the snapshot files go oldest first —
+ * each from `changelogFrom` on after its long-lived changelog is written — then, once
+ * `deleteAfter` has passed, data files, changelog files, manifests and manifest lists, and last
+ * the journal itself. A changelog journal deletes changelog files `changelog-<from>` …
+ * `changelog-<end − 1>` oldest first instead of snapshots, then the same kinds of files.
+ * `retained` may carry the changelogs' contents the planning run already computed.
  */
-export async function applyJournal(table: Table, key: string, j: ExpiryJournal, now: number): Promise<JournalOutcome> {
-  await advanceEarliestMarker(table, j.end);
+export async function applyJournal(
+  table: Table,
+  key: string,
+  j: ExpiryJournal,
+  now: number,
+  retained?: ReadonlyMap<number, ChangelogRetained>,
+): Promise<JournalOutcome> {
   const snapshots: number[] = [];
-  // Deleted oldest first, so the newest of the range tells whether any is left (a journal
-  // waiting for its grace period is applied again by every run until then).
-  if (await table.snapshots.exists(j.end - 1)) {
-    // Oldest first: the snapshot files left at any moment are a contiguous range ending at the
-    // latest, so a reader that lists them never sees a hole.
+  const changelogs: number[] = [];
+  if (j.kind === 'changelog') {
     for (let id = j.from; id < j.end; id++) {
-      await table.store.delete(table.snapshots.snapshotKey(id));
-      snapshots.push(id);
+      await table.store.delete(changelogKey(table.path, id));
+      changelogs.push(id);
+    }
+  } else {
+    await advanceEarliestMarker(table, j.end);
+    // Deleted oldest first, so the newest of the range tells whether any is left (a journal
+    // waiting for its grace period is applied again by every run until then).
+    if (await table.snapshots.exists(j.end - 1)) {
+      // Oldest first: the snapshot files left at any moment are a contiguous range ending at the
+      // latest, so a reader that lists them never sees a hole.
+      for (let id = j.from; id < j.end; id++) {
+        if (j.changelogFrom !== undefined && id >= j.changelogFrom) {
+          // The changelog is written before its snapshot goes: a stream always finds one of them.
+          // A snapshot already gone had its changelog written before it was deleted.
+          const snapshot = await table.snapshots.tryRead(id);
+          if (snapshot !== undefined) {
+            const kept = retained?.get(id) ?? (await changelogRetained(table, snapshot));
+            await writeChangelog(table.store, table.path, { ...snapshot, retained: kept });
+            changelogs.push(id);
+          }
+        }
+        await table.store.delete(table.snapshots.snapshotKey(id));
+        snapshots.push(id);
+      }
     }
   }
-  const outcome: JournalOutcome = { snapshots, dataFiles: 0, changelogFiles: 0, manifests: 0, manifestLists: 0, pendingFiles: 0 };
+  const outcome: JournalOutcome = { snapshots, changelogs, dataFiles: 0, changelogFiles: 0, manifests: 0, manifestLists: 0, pendingFiles: 0 };
   if (now < j.deleteAfter) {
     outcome.pendingFiles = journalFiles(j).length;
     return outcome;

@@ -17,8 +17,6 @@ export interface Retention {
   timeRetainedMs: number;
   /** Snapshots expired at most per run. */
   limit: number;
-  /** True when a changelog retention option raised one of the values above (see resolveRetention). */
-  raisedForChangelog: boolean;
 }
 
 /** Per-run overrides of the table's retention options. */
@@ -45,18 +43,12 @@ function checkCount(name: string, v: number): number {
   return v;
 }
 
-/**
- * The retention of one run: the overrides, else the table's `snapshot.*` options. Decoupled
- * changelog retention is not implemented (a stream reads changelogs only through their
- * snapshots), so a `changelog.*` option set larger than the snapshot value keeps the snapshots
- * themselves that long: changelogs stay readable for their whole retention, at the cost of also
- * keeping those snapshots' data files.
- */
+/** The retention of one run: the overrides, else the table's `snapshot.*` options. */
 export function resolveRetention(table: Table, o: RetentionOverrides = {}): Retention {
   const opts = table.options;
-  let retainMin = checkCount('retain-min', o.retainMin ?? opts.snapshotNumRetainedMin);
-  let retainMax = checkCount('retain-max', o.retainMax ?? opts.snapshotNumRetainedMax);
-  let timeRetainedMs = o.olderThanMs ?? opts.snapshotTimeRetained;
+  const retainMin = checkCount('retain-min', o.retainMin ?? opts.snapshotNumRetainedMin);
+  const retainMax = checkCount('retain-max', o.retainMax ?? opts.snapshotNumRetainedMax);
+  const timeRetainedMs = o.olderThanMs ?? opts.snapshotTimeRetained;
   const limit = checkCount('expire limit', o.limit ?? opts.snapshotExpireLimit);
   if (!Number.isFinite(timeRetainedMs) || timeRetainedMs < 0) {
     throw new InvalidArgumentError(`the time to retain snapshots must be a duration of 0 or more, got ${timeRetainedMs}`);
@@ -66,18 +58,29 @@ export function resolveRetention(table: Table, o: RetentionOverrides = {}): Rete
       `retain-min (${retainMin}) is larger than retain-max (${retainMax}); give a retain-max of at least ${retainMin} or a smaller retain-min`,
     );
   }
-  // Only options set explicitly: unset ones default to the snapshot option and must follow the overrides.
-  let raised = false;
-  const raise = (key: string, current: number, value: number): number => {
-    if (!opts.has(key) || value <= current) return current;
-    raised = true;
-    return value;
-  };
-  retainMin = raise('changelog.num-retained.min', retainMin, opts.changelogNumRetainedMin);
-  retainMax = raise('changelog.num-retained.max', retainMax, opts.changelogNumRetainedMax);
-  timeRetainedMs = raise('changelog.time-retained', timeRetainedMs, opts.changelogTimeRetained);
-  retainMax = Math.max(retainMax, retainMin);
-  return { retainMin, retainMax, timeRetainedMs, limit, raisedForChangelog: raised };
+  return { retainMin, retainMax, timeRetainedMs, limit };
+}
+
+/** The retention of long-lived changelogs, and whether they outlive snapshots at all. */
+export interface ChangelogRetention extends Retention {
+  /** True when a `changelog.*` value exceeds the snapshot one: expiring a snapshot keeps its changelog (Paimon's decoupled changelog). */
+  decoupled: boolean;
+}
+
+/**
+ * The changelog retention of a run (Paimon's `changelog.num-retained.min/max`,
+ * `changelog.time-retained`): an option set on the table, else the snapshot value in effect for
+ * this run (so an unset changelog option follows the run's overrides). Changelogs are counted
+ * like snapshots, from the latest snapshot back, snapshots and changelogs together.
+ */
+export function resolveChangelogRetention(table: Table, snapshots: Retention): ChangelogRetention {
+  const opts = table.options;
+  const pick = (key: string, snapshotValue: number, value: number) => (opts.has(key) ? value : snapshotValue);
+  const retainMin = pick('changelog.num-retained.min', snapshots.retainMin, opts.changelogNumRetainedMin);
+  const retainMax = Math.max(pick('changelog.num-retained.max', snapshots.retainMax, opts.changelogNumRetainedMax), retainMin);
+  const timeRetainedMs = pick('changelog.time-retained', snapshots.timeRetainedMs, opts.changelogTimeRetained);
+  const decoupled = retainMin > snapshots.retainMin || retainMax > snapshots.retainMax || timeRetainedMs > snapshots.timeRetainedMs;
+  return { retainMin, retainMax, timeRetainedMs, limit: snapshots.limit, decoupled };
 }
 
 /** The live consumer holding back expiry the most (smallest `nextSnapshot`), if any. */

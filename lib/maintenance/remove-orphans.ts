@@ -8,7 +8,7 @@
  * changelog files in `[partition/]bucket-<n>/`, manifests and manifest lists, and the progress
  * and split objects of consumers that no longer exist. Schema, snapshot, hint, tag and journal
  * files, consumer files and everything of a live consumer, and unknown files are never touched.
- * Referenced = reachable from any snapshot file present, any tag, the current Iceberg
+ * Referenced = reachable from any snapshot file present, any tag, any long-lived changelog, the current Iceberg
  * export, the split lists of a live
  * consumer, an expiry journal (expiry deletes those itself, after its grace period), or a batch
  * registered in the pending area (lib/table/pending-commits.ts: handed to the group commit, its
@@ -40,7 +40,8 @@ import { dataFileKey } from '../table/paths.js';
 import { listPending, PENDING_DIR } from '../table/pending-commits.js';
 import type { Table } from '../table/table.js';
 import { journalFiles, listJournals } from './expiry-journal.js';
-import { addReferences, snapshotReferences } from './snapshot-references.js';
+import { addReferences, changelogKeys, snapshotReferences } from './snapshot-references.js';
+import { listChangelogIds, tryReadChangelog } from '../snapshot/changelog.js';
 
 /** Options of one orphan cleanup. */
 export interface RemoveOrphansOptions {
@@ -134,7 +135,7 @@ function aborted(what: string, e: unknown): never {
   throw e;
 }
 
-/** Every key referenced by the table's snapshots, tags, live consumers' split lists and expiry journals. */
+/** Every key referenced by the table's snapshots, tags, long-lived changelogs, live consumers' split lists and expiry journals. */
 async function referencedKeys(table: Table, liveConsumers: readonly string[]): Promise<Set<string>> {
   const used = new Set<string>();
   // Consecutive snapshots share most manifests: read each once per run.
@@ -173,6 +174,15 @@ async function referencedKeys(table: Table, liveConsumers: readonly string[]): P
         if (e instanceof ObjectNotFoundError) continue;
         aborted(`split list ${o.key} of consumer ${id}`, e instanceof SyntaxError ? new CorruptMetadataError(e.message) : e);
       }
+    }
+  }
+  // What long-lived changelogs keep after their snapshots expired (lib/snapshot/changelog.ts).
+  for (const id of await listChangelogIds(table.store, table.path)) {
+    try {
+      const c = await tryReadChangelog(table.store, table.path, id);
+      if (c !== undefined) for (const k of changelogKeys(table, c)) used.add(k);
+    } catch (e) {
+      aborted(`changelog ${id}`, e);
     }
   }
   // The current Iceberg snapshot's files, which may lag behind varve's (lib/iceberg/iceberg-references.ts).

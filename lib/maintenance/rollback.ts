@@ -15,7 +15,7 @@
  *    (at worst some removed snapshots still present, complete); the next rollback call (or this
  *    one again) finishes the journal first.
  * Rolling back to a tag whose snapshot has expired writes the tag's snapshot back as
- * `snapshot-<id>` (Paimon does the same) and removes every newer snapshot.
+ * `snapshot-<id>` (Paimon does the same) and removes every newer snapshot and long-lived changelog.
  * Writers committing meanwhile: commit.ts checks after creating snapshot K that K − 1 is the
  * snapshot it planned on, and withdraws and retries a commit built on a removed snapshot; commit
  * identifiers of removed snapshots can be committed again (commit-identifier.ts).
@@ -30,6 +30,7 @@ import { runLimited } from '../concurrency.js';
 import { COMMIT_UUID_PROPERTY, PARENT_COMMIT_PROPERTY } from '../snapshot/commit.js';
 import { listConsumers, writeConsumer, type ConsumerState } from '../snapshot/consumer.js';
 import { snapshotBytes } from '../snapshot/snapshot-file.js';
+import { changelogKey, listChangelogIds } from '../snapshot/changelog.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { listTags, readTag } from '../snapshot/tags.js';
 import { earliestHintKey, tagKey } from '../snapshot/paths.js';
@@ -206,6 +207,9 @@ async function applyJournal(table: Table, j: RollbackJournal, etag: string, now 
     removedSnapshots.push(id);
   }
   removedSnapshots.push(...(await sweepLateCommits(table, j, etag)));
+  // Long-lived changelogs above the target (a tag's expired snapshot written back) describe
+  // removed history; what they kept is unreferenced from here on (orphan cleanup removes it).
+  for (const id of await listChangelogIds(table.store, table.path)) if (id > j.target) await table.store.delete(changelogKey(table.path, id));
   sm.forgetFrom(j.target);
   table.commitSnapshots.forgetFrom(j.target);
   const latest = (await sm.latestId()) ?? j.target;

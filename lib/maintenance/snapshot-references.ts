@@ -6,9 +6,11 @@
 import type { ManifestCache } from '../manifest/manifest-file.js';
 import { readManifestList } from '../manifest/manifest-list.js';
 import { foldLiveFiles, readEntries, readSnapshotLists } from '../manifest/scan.js';
-import { manifestKey } from '../manifest/table-paths.js';
+import { manifestKey, tableKey } from '../manifest/table-paths.js';
 import type { ManifestEntry, ManifestFileMeta } from '../manifest/types.js';
+import type { ChangelogRetained, LongLivedChangelog } from '../snapshot/changelog.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
+import { followUpSource } from '../table/follow-up.js';
 import { dataFileKey } from '../table/paths.js';
 import type { Table } from '../table/table.js';
 
@@ -68,4 +70,38 @@ export async function snapshotReferences(table: Table, snapshot: Snapshot, cache
 /** Adds every key of `refs` to `into`. */
 export function addReferences(into: Set<string>, refs: SnapshotReferences): void {
   for (const list of [refs.manifestLists, refs.manifests, refs.dataFiles, refs.changelogFiles]) for (const k of list) into.add(k);
+}
+
+/**
+ * What a long-lived changelog of `snapshot` must keep for a stream to read its changes (the
+ * objects planFollowUp reads, by followUpSource), as keys relative to the table folder.
+ */
+export async function changelogRetained(table: Table, snapshot: Snapshot, cache?: ManifestCache): Promise<ChangelogRetained> {
+  const source = followUpSource(table, snapshot);
+  const rel = (key: string) => key.slice(tableKey(table.path, '').length);
+  const out: ChangelogRetained = { manifestLists: [], manifests: [], files: [] };
+  if (source === 'none') return out;
+  let manifests: ManifestFileMeta[];
+  if (source === 'changelog') {
+    out.manifestLists.push(snapshot.changelogManifestList!);
+    manifests = await readManifestList(table.store, table.path, snapshot.changelogManifestList!, cache);
+  } else {
+    // A combined list (base + delta in one) stays whole; only its delta part is read from it.
+    out.manifestLists.push(snapshot.deltaManifestList);
+    manifests = (await readSnapshotLists(table.store, table.path, snapshot, cache)).delta;
+  }
+  out.manifestLists = out.manifestLists.map((n) => rel(manifestKey(table.path, n)));
+  out.manifests = manifests.map((m) => rel(manifestKey(table.path, m.fileName)));
+  for (const e of await readEntries(table.store, table.path, manifests, {}, cache)) {
+    // Exactly the files the follow-up plan opens: changelog ADDs, level-0 delta ADDs, or both sides of an overwrite.
+    const wanted = source === 'overwrite' || (e.kind === 'ADD' && (source === 'changelog' || e.file.level === 0));
+    if (wanted) out.files.push(rel(entryFileKey(table, e)));
+  }
+  return out;
+}
+
+/** Every full key a long-lived changelog keeps alive. */
+export function changelogKeys(table: Table, c: LongLivedChangelog): string[] {
+  const { manifestLists, manifests, files } = c.retained;
+  return [...manifestLists, ...manifests, ...files].map((k) => tableKey(table.path, k));
 }

@@ -1,5 +1,5 @@
 /**
- * Table verification: every snapshot file present and every tag can be read completely — its
+ * Table verification: every snapshot file present, every tag and every long-lived changelog can be read completely — its
  * manifest lists, manifests, live data files and changelog files all exist — and the snapshot
  * ids present are contiguous. Expiry, compaction and commit tests use it as their invariant.
  */
@@ -9,7 +9,8 @@ import type { Snapshot } from '../snapshot/snapshot.js';
 import { listTags } from '../snapshot/tags.js';
 import { listAll } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
-import { snapshotReferences, type SnapshotReferences } from './snapshot-references.js';
+import { changelogKeys, snapshotReferences, type SnapshotReferences } from './snapshot-references.js';
+import { listChangelogIds, tryReadChangelog } from '../snapshot/changelog.js';
 
 /** One thing wrong with a table. */
 export interface TableProblem {
@@ -74,5 +75,14 @@ export async function verifyTable(table: Table): Promise<TableVerification> {
   }
   const tags = await listTags(table.store, table.path);
   for (const { name, tag } of tags) await check(`tag ${name}`, tag);
+  // A long-lived changelog must still hold everything a stream reads for it.
+  for (const id of await listChangelogIds(table.store, table.path)) {
+    const c = await tryReadChangelog(table.store, table.path, id);
+    if (c === undefined) continue; // expired since the listing
+    for (const key of changelogKeys(table, c)) {
+      checked++;
+      if (!existing.has(key)) problems.push({ owner: `changelog ${id}`, key, problem: `${key}, kept for the changelog of snapshot ${id}, is missing` });
+    }
+  }
   return { ok: problems.length === 0, snapshots: ids, tags: tags.map((t) => t.name), checkedReferences: checked, problems };
 }

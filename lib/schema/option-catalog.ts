@@ -158,9 +158,9 @@ export const TABLE_OPTIONS = [
   { key: 'snapshot.num-retained.max', type: 'int', default: '2147483647', min: 1, description: 'Snapshots kept at most, however young.' },
   { key: 'snapshot.time-retained', type: 'duration', default: '1 h', description: 'Snapshots younger than this are kept (between the min and max counts).' },
   { key: 'snapshot.expire.limit', type: 'int', default: '50', min: 1, description: 'Most snapshots one expiry run deletes.' },
-  { key: 'changelog.num-retained.min', type: 'int', default: sameAs('snapshot.num-retained.min'), min: 1, description: 'Changelogs always kept; larger than the snapshot value keeps changelogs after their snapshot expires.' },
-  { key: 'changelog.num-retained.max', type: 'int', default: sameAs('snapshot.num-retained.max'), min: 1, description: 'Changelogs kept at most.' },
-  { key: 'changelog.time-retained', type: 'duration', default: sameAs('snapshot.time-retained'), description: 'Changelogs younger than this are kept.' },
+  { key: 'changelog.num-retained.min', type: 'int', default: sameAs('snapshot.num-retained.min'), min: 1, description: 'Snapshots whose changes stay streamable, counted from the latest (snapshots and long-lived changelogs together); larger than snapshot.num-retained.min, expiring a snapshot keeps its changelog (changelog/changelog-<id> and only the files a stream reads), not the snapshot.' },
+  { key: 'changelog.num-retained.max', type: 'int', default: sameAs('snapshot.num-retained.max'), min: 1, description: 'Snapshots whose changes stay streamable at most; older long-lived changelogs expire whatever their age.' },
+  { key: 'changelog.time-retained', type: 'duration', default: sameAs('snapshot.time-retained'), description: 'A long-lived changelog is kept while its successor is younger than this; longer than snapshot.time-retained keeps changelogs after their snapshots expire.' },
   { key: 'orphan-files.older-than', type: 'duration', default: '1 d', min: 1, description: 'Orphan cleanup deletes only unreferenced files older than this (a safety window for commits in flight).' },
   {
     key: 'orphan-files.pending-time-retained',

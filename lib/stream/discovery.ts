@@ -19,7 +19,7 @@ import { bucketKey, foldProgress, nextSnapshotOf, parseBucketKey, writeBucketPro
 import { encodeSplitMessage, type SplitMessage } from './split-message.js';
 import { splitRefPrefix } from '../snapshot/consumer.js';
 import type { SendRequest, SplitQueue } from './split-queue.js';
-import { expiredError, planFollowUp, planFull, readsOverwrite, resolveStart } from './stream-scan.js';
+import { planFollowUp, planFull, readForPlan, readsOverwrite, resolveStart } from './stream-scan.js';
 import { resolveStreamOptions, type ResolvedStreamOptions, type StreamOptions } from './stream-options.js';
 
 /** Options of a discovery run. */
@@ -209,13 +209,14 @@ export async function discover(table: Table, queue: SplitQueue, consumerId: stri
   const firstPlanned = planned + 1;
   const overwritesSkipped: number[] = [];
   for (let id = planned + 1; id <= bound; id++) {
-    const snapshot = await table.snapshots.tryRead(id);
-    if (snapshot === undefined) {
-      const earliest = await table.snapshots.earliestId();
-      if (earliest === undefined || id >= earliest) break; // not visible yet: the next run gets it
+    const full = state.fullSnapshot === id;
+    // An expired snapshot is planned from its long-lived changelog when one is kept (changes only).
+    const found = await readForPlan(table, id, streamOpts, full);
+    if (found === undefined) break; // not visible yet: the next run gets it
+    if ('skipTo' in found) {
       // Below the earliest: the consumer fell behind expiry (a live consumer holds expiry back,
-      // an expired one does not). No silent loss: fail, unless the user accepted the gap.
-      if (streamOpts.onExpired !== 'skip-to-earliest') throw expiredError(table, id, earliest);
+      // an expired one does not). No silent loss: readForPlan failed unless the user accepted the gap.
+      const earliest = found.skipTo;
       for (const [k, b] of Object.entries(buckets)) if (b.lastPlanned < earliest) delete buckets[k];
       const gap: ConsumerGap = { from: id, to: earliest, at: now(), reason: 'snapshot-expired' };
       skipped.push(gap);
@@ -224,7 +225,7 @@ export async function discover(table: Table, queue: SplitQueue, consumerId: stri
       id = planned;
       continue;
     }
-    const full = state.fullSnapshot === id;
+    const snapshot = found;
     if (!full && snapshot.commitKind === 'OVERWRITE' && !readsOverwrite(table)) overwritesSkipped.push(id);
     const splits = full ? await planFull(table, snapshot) : await planFollowUp(table, snapshot);
     for (const split of splits) {

@@ -10,6 +10,8 @@ import { SnapshotExpiredError } from '../errors.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { readChangelogFiles, readDeltaEntries, readLiveFiles } from '../manifest/scan.js';
 import { readTag } from '../snapshot/tags.js';
+import { listChangelogIds, snapshotOrChangelog, tryReadChangelog } from '../snapshot/changelog.js';
+import { followUpSource } from '../table/follow-up.js';
 import type { Table } from '../table/table.js';
 import { readConsumer } from '../snapshot/consumer.js';
 import { splitsOf, type Split } from './split.js';
@@ -56,15 +58,17 @@ export async function resolveStart(table: Table, opts: ResolvedStreamOptions): P
       return { snapshotId: latest === undefined ? 1 : latest + 1, full: false };
     }
     case 'earliest': {
+      // The oldest changes still readable: the first long-lived changelog, else the earliest snapshot.
       const earliest = await sm.earliestId();
-      return { snapshotId: earliest ?? 1, full: false };
+      const kept = earliest === undefined ? undefined : (await listChangelogIds(table.store, table.path)).find((c) => c < earliest);
+      return { snapshotId: kept ?? earliest ?? 1, full: false };
     }
     case 'from-snapshot':
     case 'from-snapshot-full': {
       const full = opts.mode === 'from-snapshot-full';
       // A tag keeps its snapshot's files, but a stream also needs the snapshots after it.
       const wanted = opts.snapshotId ?? (await readTag(table.store, table.path, opts.tag!)).id;
-      const id = await checkNotExpired(table, wanted, opts, full ? 'its full state' : 'its changes');
+      const id = await checkNotExpired(table, wanted, opts, full ? 'its full state' : 'its changes', full);
       return { snapshotId: id, full };
     }
     case 'from-timestamp': {
@@ -89,27 +93,57 @@ export async function resolveStart(table: Table, opts: ResolvedStreamOptions): P
 }
 
 /**
- * `id` when its snapshot can still be read (or is still to come); for an expired one a
- * SnapshotExpiredError naming the lost range, or the earliest snapshot under `skip-to-earliest`.
+ * `id` when its snapshot can still be read (or is still to come), or for its changes only
+ * (`full` false) when its long-lived changelog is kept; for an expired one a
+ * SnapshotExpiredError naming the lost range, or the next readable one under `skip-to-earliest`.
  */
-export async function checkNotExpired(table: Table, id: number, opts: Pick<ResolvedStreamOptions, 'onExpired'>, what = 'its changes'): Promise<number> {
+export async function checkNotExpired(table: Table, id: number, opts: Pick<ResolvedStreamOptions, 'onExpired'>, what = 'its changes', full = false): Promise<number> {
   const earliest = await table.snapshots.earliestId();
   if (earliest !== undefined && id < earliest) {
-    if (opts.onExpired === 'skip-to-earliest') return earliest;
-    throw expiredError(table, id, earliest, what);
+    if (!full && (await tryReadChangelog(table.store, table.path, id)) !== undefined) return id;
+    const next = full ? earliest : await nextReadable(table, id, earliest);
+    if (opts.onExpired === 'skip-to-earliest') return next;
+    throw expiredError(table, id, next, what);
   }
   // Expiry always keeps the latest snapshot: a table with none has never committed, so a
   // position at or after the earliest (or on an empty table) loses nothing.
   return id;
 }
 
-/** The error for a stream position below the earliest snapshot. */
-export function expiredError(table: Table, id: number, earliest: number, what = 'its changes'): SnapshotExpiredError {
+/** The first id after `id` whose changes can still be read: a long-lived changelog, else the earliest snapshot. */
+async function nextReadable(table: Table, id: number, earliest: number): Promise<number> {
+  const kept = (await listChangelogIds(table.store, table.path)).find((c) => c > id && c < earliest);
+  return kept ?? earliest;
+}
+
+/**
+ * The snapshot to plan `id` from: the snapshot, else (for its changes only) its long-lived
+ * changelog; undefined when not committed yet; for an expired one a SnapshotExpiredError naming
+ * the lost range, or `{ skipTo }` under `skip-to-earliest`.
+ */
+export async function readForPlan(
+  table: Table,
+  id: number,
+  opts: Pick<ResolvedStreamOptions, 'onExpired'>,
+  full = false,
+): Promise<Snapshot | { skipTo: number } | undefined> {
+  const snapshot = full ? await table.snapshots.tryRead(id) : await snapshotOrChangelog(table.snapshots, table.store, table.path, id);
+  if (snapshot !== undefined) return snapshot;
+  const earliest = await table.snapshots.earliestId();
+  if (earliest === undefined || id >= earliest) return undefined; // not visible yet
+  const next = full ? earliest : await nextReadable(table, id, earliest);
+  if (opts.onExpired === 'skip-to-earliest') return { skipTo: next };
+  throw expiredError(table, id, next, full ? 'its full state' : 'its changes');
+}
+
+/** The error for a stream position whose snapshot and changelog are gone; `next` is the first readable id after it. */
+export function expiredError(table: Table, id: number, next: number, what = 'its changes'): SnapshotExpiredError {
   return new SnapshotExpiredError(
-    `snapshot ${id} of ${table.name} has expired, so ${what} can no longer be read: snapshots ${id}..${earliest - 1} are lost ` +
-      `(the earliest left is ${earliest}). Use a consumer id (--consumer-id) so that expiry keeps what a stream still needs, ` +
+    `snapshot ${id} of ${table.name} has expired, so ${what} can no longer be read: snapshots ${id}..${next - 1} are lost ` +
+      `(the next one left is ${next}). Use a consumer id (--consumer-id) so that expiry keeps what a stream still needs, ` +
+      'keep changelogs longer than snapshots (changelog.num-retained.min / changelog.time-retained), ' +
       'start again (scan.mode=latest-full), or accept the gap with scan.on-expired=skip-to-earliest (varve tail: --on-expired skip-to-earliest)',
-    { from: id, to: earliest },
+    { from: id, to: next },
   );
 }
 
@@ -127,22 +161,24 @@ export async function planFull(table: Table, snapshot: Snapshot): Promise<Split[
   return withSchemaId(splitsOf(snapshot.id, 'full', entries), snapshot);
 }
 
-/** The splits a snapshot contributes to a stream that follows the table (possibly none). */
+/** The splits a snapshot (or its long-lived changelog) contributes to a stream that follows the table (possibly none). */
 export async function planFollowUp(table: Table, snapshot: Snapshot): Promise<Split[]> {
-  if (snapshot.commitKind === 'OVERWRITE') {
-    // Paimon: streamed only with streaming-read-overwrite (as before/after diffs), else skipped.
-    return readsOverwrite(table) ? planOverwrite(table, snapshot) : [];
+  switch (followUpSource(table, snapshot)) {
+    case 'overwrite':
+      // Paimon: streamed only with streaming-read-overwrite (as before/after diffs), else skipped.
+      return planOverwrite(table, snapshot);
+    case 'delta': {
+      // Paimon's DeltaFollowUpScanner (changelog-producer none): only APPEND snapshots; a COMPACT
+      // one rewrites files without changing a row.
+      const delta = await readDeltaEntries(table.store, table.path, snapshot);
+      return withSchemaId(splitsOf(snapshot.id, 'delta', delta.filter((e) => e.kind === 'ADD' && e.file.level === 0)), snapshot);
+    }
+    case 'changelog':
+      // Paimon's ChangelogFollowUpScanner: any snapshot with changelog files, APPEND or COMPACT.
+      return withSchemaId(splitsOf(snapshot.id, 'changelog', await readChangelogFiles(table.store, table.path, snapshot)), snapshot);
+    case 'none':
+      return [];
   }
-  if (table.options.changelogProducer === 'none') {
-    // Paimon's DeltaFollowUpScanner: only APPEND snapshots; a COMPACT one rewrites files without
-    // changing a row, and OVERWRITE is not streamed.
-    if (snapshot.commitKind !== 'APPEND') return [];
-    const delta = await readDeltaEntries(table.store, table.path, snapshot);
-    return withSchemaId(splitsOf(snapshot.id, 'delta', delta.filter((e) => e.kind === 'ADD' && e.file.level === 0)), snapshot);
-  }
-  // Paimon's ChangelogFollowUpScanner: any snapshot with changelog files, APPEND or COMPACT.
-  if (snapshot.changelogManifestList === undefined) return [];
-  return withSchemaId(splitsOf(snapshot.id, 'changelog', await readChangelogFiles(table.store, table.path, snapshot)), snapshot);
 }
 
 /** The splits with the schema id of their snapshot: a reader reads them through that schema (or a newer one). */
@@ -232,18 +268,16 @@ export class StreamScan {
     }
     for (;;) {
       const id: number = this.next;
-      const snapshot = await this.table.snapshots.tryRead(id);
-      if (snapshot === undefined) {
-        const earliest = await this.table.snapshots.earliestId();
-        if (earliest !== undefined && id < earliest) {
-          if (this.options.onExpired !== 'skip-to-earliest') throw expiredError(this.table, id, earliest, this.full ? 'its full state' : 'its changes');
-          // Never silently: the next plan names what was skipped.
-          this.skipped = { from: this.skipped?.from ?? id, to: earliest };
-          this.next = earliest;
-          continue;
-        }
-        return undefined;
+      // A snapshot that expired is read from its long-lived changelog, when kept (changes only).
+      const found = await readForPlan(this.table, id, this.options, this.full);
+      if (found === undefined) return undefined;
+      if ('skipTo' in found) {
+        // Never silently: the next plan names what was skipped.
+        this.skipped = { from: this.skipped?.from ?? id, to: found.skipTo };
+        this.next = found.skipTo;
+        continue;
       }
+      const snapshot = found;
       // Each snapshot is read through its own schema; after the first one, a change is reported.
       let schemaChange: StreamPlan['schemaChange'];
       if (snapshot.schemaId !== this.current.schema.id) {
@@ -268,9 +302,10 @@ export class StreamScan {
     if (this.consumerId !== undefined && !this.options.ignoreProgress) {
       const c = await readConsumer(this.table.store, this.table.path, this.consumerId);
       if (c) {
-        const snapshotId = await checkNotExpired(this.table, c.nextSnapshot, this.options);
+        const full = c.fullSnapshot === c.nextSnapshot;
+        const snapshotId = await checkNotExpired(this.table, c.nextSnapshot, this.options, full ? 'its full state' : 'its changes', full);
         if (snapshotId > c.nextSnapshot) this.skipped = { from: c.nextSnapshot, to: snapshotId };
-        return { snapshotId, full: c.fullSnapshot === c.nextSnapshot };
+        return { snapshotId, full };
       }
     }
     return resolveStart(this.table, this.options);

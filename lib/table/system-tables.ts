@@ -1,5 +1,6 @@
 /**
  * System tables: metadata of a table as records (Paimon's `$snapshots`, `$files`, `$manifests`,
+ * long-lived `changelogs`,
  * `$schemas`, `$options`, `$tags`, `$buckets`, `$consumers`), with Paimon's column names.
  */
 import { InvalidArgumentError } from '../errors.js';
@@ -12,6 +13,7 @@ import { Levels } from '../mergetree/levels.js';
 import { formatType } from '../schema/parse.js';
 import { listSchemaIds, readSchema } from '../schema/schema-manager.js';
 import { listTags } from '../snapshot/tags.js';
+import { listChangelogIds, tryReadChangelog, type LongLivedChangelog } from '../snapshot/changelog.js';
 import { describeGap, listConsumers, listTombstones } from '../snapshot/consumer.js';
 import { dataFileKey } from './paths.js';
 import type { Table } from './table.js';
@@ -20,7 +22,7 @@ import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
 /** A cell of a system table record. */
 export type DisplayValue = string | number | boolean | null;
 
-export const SYSTEM_TABLES = ['snapshots', 'files', 'manifests', 'schemas', 'options', 'tags', 'buckets', 'partitions', 'consumers'] as const;
+export const SYSTEM_TABLES = ['snapshots', 'changelogs', 'files', 'manifests', 'schemas', 'options', 'tags', 'buckets', 'partitions', 'consumers'] as const;
 export type SystemTableName = (typeof SYSTEM_TABLES)[number];
 
 export interface SystemTableResult {
@@ -35,6 +37,8 @@ export async function readSystemTable(table: Table, name: string, spec: Snapshot
   switch (name as SystemTableName) {
     case 'snapshots':
       return snapshotsTable(table);
+    case 'changelogs':
+      return changelogsTable(table);
     case 'files':
       return filesTable(table, await resolveSnapshot(table, spec));
     case 'manifests':
@@ -80,6 +84,26 @@ async function snapshotsTable(table: Table): Promise<SystemTableResult> {
     delta_record_count: s.deltaRecordCount,
     changelog_record_count: s.changelogRecordCount ?? 0,
   }));
+  return { columns, records };
+}
+
+/** Long-lived changelogs: snapshots that expired while `changelog.*` retention keeps their changes readable by streams. */
+async function changelogsTable(table: Table): Promise<SystemTableResult> {
+  const columns = ['snapshot_id', 'schema_id', 'commit_kind', 'commit_time', 'delta_record_count', 'changelog_record_count', 'retained_files', 'retained_manifests'];
+  const ids = await listChangelogIds(table.store, table.path);
+  const found = await runLimited(ids.map((id) => () => tryReadChangelog(table.store, table.path, id)), 16);
+  const records = found
+    .filter((c): c is LongLivedChangelog => c !== undefined)
+    .map((c) => ({
+      snapshot_id: c.id,
+      schema_id: c.schemaId,
+      commit_kind: c.commitKind,
+      commit_time: iso(c.timeMillis),
+      delta_record_count: c.deltaRecordCount,
+      changelog_record_count: c.changelogRecordCount ?? 0,
+      retained_files: c.retained.files.length,
+      retained_manifests: c.retained.manifests.length + c.retained.manifestLists.length,
+    }));
   return { columns, records };
 }
 

@@ -1,7 +1,7 @@
 /** The range rules of expiry on synthetic timelines: counts, age of the successor, consumers, the limit. */
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../lib/errors.js';
-import { expiryBound, resolveRetention, type Retention } from '../../lib/maintenance/expiry-range.js';
+import { expiryBound, resolveChangelogRetention, resolveRetention, type Retention } from '../../lib/maintenance/expiry-range.js';
 import type { Snapshot } from '../../lib/snapshot/snapshot.js';
 import type { Consumer } from '../../lib/snapshot/consumer.js';
 import { newTable } from './expiry-fixtures.js';
@@ -16,7 +16,6 @@ const retention = (r: Partial<Retention> = {}): Retention => ({
   retainMax: Number.MAX_SAFE_INTEGER,
   timeRetainedMs: 0,
   limit: 1000,
-  raisedForChangelog: false,
   ...r,
 });
 
@@ -65,11 +64,15 @@ describe('resolveRetention', () => {
     expect(resolveRetention(table, { retainMin: 1, olderThanMs: 0, limit: 7 })).toMatchObject({ retainMin: 1, timeRetainedMs: 0, limit: 7 });
   });
 
-  it('lets an explicit, larger changelog retention keep snapshots longer', async () => {
+  it('keeps snapshot retention to the snapshot options; an explicit, larger changelog retention decouples changelogs', async () => {
     const table = await newTable({ 'changelog.time-retained': '1 d' });
-    expect(resolveRetention(table, { olderThanMs: 0 })).toMatchObject({ timeRetainedMs: 86_400_000, raisedForChangelog: true });
+    const snapshots = resolveRetention(table, { olderThanMs: 0 });
+    expect(snapshots).toMatchObject({ timeRetainedMs: 0 });
+    expect(resolveChangelogRetention(table, snapshots)).toMatchObject({ timeRetainedMs: 86_400_000, decoupled: true });
+    // Unset changelog options follow the run's overrides: not decoupled.
     const plain = await newTable();
-    expect(resolveRetention(plain, { retainMin: 1 })).toMatchObject({ retainMin: 1, raisedForChangelog: false });
+    const runOverride = resolveRetention(plain, { retainMin: 1 });
+    expect(resolveChangelogRetention(plain, runOverride)).toMatchObject({ retainMin: 1, decoupled: false });
   });
 
   it('rejects contradicting or invalid values with a clear message', async () => {
