@@ -1,23 +1,33 @@
 /**
  * The file side of compacting one bucket: reads input files a row group at a time (a changelog
  * producer and the rewrite each stream a file they both need rather than hold it), streams new
- * data files and writes changelog files under unique names in the bucket folder, and remembers
- * what it wrote so that a job that will not commit can delete it.
+ * data files and changelog files under unique names in the bucket folder, and remembers what it
+ * wrote so that a job that will not commit can delete it.
  */
 import { randomUUID } from 'node:crypto';
 import type * as arrow from 'apache-arrow';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
-import { readDataFileRowGroups, writeDataFile } from '../format/data-file.js';
+import { readDataFileRowGroups } from '../format/data-file.js';
 import { DataFileStreamWriter } from '../format/data-file-stream.js';
 import { fileStatsOf, type FileStats } from '../format/file-stats.js';
 import type { DataFileMeta } from '../manifest/types.js';
 import type { CompactFileIO } from '../mergetree/compact-task.js';
-import { RollingFileWriter, type DataFileSink } from '../mergetree/rolling-writer.js';
+import { RollingFileSink, type DataFileSink } from '../mergetree/rolling-writer.js';
 import { openUpload } from '../store/object-store.js';
 import { dataFileKey } from '../table/paths.js';
 import { evolveChunks } from '../table/read.js';
 import type { Table } from '../table/table.js';
-import { addFileStats, fileMetaOf, fileMetaOfStats } from '../mergetree/file-meta.js';
+import { addFileStats, fileMetaOfStats } from '../mergetree/file-meta.js';
+
+/** Changelog files being written: rows in key order, `finish` returns the files. */
+export interface ChangelogFileSink {
+  add(log: arrow.Table): Promise<void>;
+  finish(): Promise<DataFileMeta[]>;
+  /** Drops the file being written (the job failed; finished files are in `written`). */
+  discard(): Promise<void>;
+  /** Rows added so far. */
+  readonly rows: number;
+}
 
 export class BucketFileIO implements CompactFileIO {
   /** Keys of every file this job wrote, data and changelog. */
@@ -81,15 +91,28 @@ export class BucketFileIO implements CompactFileIO {
     };
   }
 
-  /** Writes a changelog table as level-0 `changelog-<uuid>.parquet` files of about `targetFileSize`. */
-  async writeChangelog(data: arrow.Table, targetFileSize: number, bytesPerRow: number): Promise<DataFileMeta[]> {
-    const out: DataFileMeta[] = [];
-    const roller = new RollingFileWriter(targetFileSize, bytesPerRow, 1, async (rows) => {
-      out.push(await this.writeFile(rows, 0, 'changelog'));
-    });
-    await roller.add(data);
-    await roller.finish();
-    return out;
+  /**
+   * Level-0 `changelog-<uuid>.parquet` files of about `targetFileSize` that key-sorted changelog
+   * rows stream into as a producer finds them (never held until the end).
+   */
+  changelogFiles(targetFileSize: number, bytesPerRow: number): ChangelogFileSink {
+    const files: DataFileMeta[] = [];
+    const roller = new RollingFileSink<DataFileMeta>(targetFileSize, bytesPerRow, 1, () => this.createFile(0, 'changelog'), (meta) => files.push(meta));
+    let rows = 0;
+    return {
+      add: async (log) => {
+        rows += log.numRows;
+        await roller.add(log);
+      },
+      finish: async () => {
+        await roller.finish();
+        return files;
+      },
+      discard: () => roller.discard(),
+      get rows() {
+        return rows;
+      },
+    };
   }
 
   /** Deletes every file this job wrote; for a job that will certainly not commit them. */
@@ -101,17 +124,4 @@ export class BucketFileIO implements CompactFileIO {
     }
   }
 
-  private async writeFile(data: arrow.Table, level: number, prefix: 'changelog'): Promise<DataFileMeta> {
-    const t = this.table;
-    const fileName = `${prefix}-${randomUUID()}.parquet`;
-    const bytes = writeDataFile(data, {
-      compression: t.options.fileCompression,
-      metadata: { 'varve.schema-id': String(t.schema.id), 'varve.table': t.name },
-    });
-    const key = dataFileKey(t.path, this.partition, this.bucket, fileName);
-    // Recorded before the put: a put that fails ambiguously may still have created the object.
-    this.written.push(key);
-    await t.store.put(key, bytes);
-    return fileMetaOf(t.keyFields, data, { fileName, fileSize: bytes.byteLength, schemaId: t.schema.id, level, source: 'COMPACT' });
-  }
 }

@@ -5,10 +5,10 @@
  * COMPACT snapshot for every bucket a compaction run compacted.
  */
 import { createHash } from 'node:crypto';
-import type * as arrow from 'apache-arrow';
+import type { DataFileMeta } from '../manifest/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { FullCompactionChangelog } from '../mergetree/changelog/full-compaction.js';
-import { lookupCandidates, lookupChangelog } from '../mergetree/changelog/lookup.js';
+import { lookupCandidates, lookupChangelogPieces } from '../mergetree/changelog/lookup.js';
 import { runCompactTask } from '../mergetree/compact-task.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
 import { mergeEngineFor } from '../mergetree/merge-function.js';
@@ -105,16 +105,23 @@ export async function prepareBucketPlan(
   const io = new BucketFileIO(table, partition, bucket);
   const engine = mergeEngineFor(mergeConfigFromOptions(table.options, table.schema.primaryKeys));
   const { levels, unit } = plan;
+  // Changelog rows stream into level-0 changelog files as a producer finds them.
+  const unitRows = unit.files.reduce((s, f) => s + f.rowCount, 0);
+  const bytesPerRow = unitRows > 0 ? plan.inputBytes / unitRows : 1;
+  const changelog = io.changelogFiles(settings.targetFileSize, bytesPerRow);
+  let lookupFiles: DataFileMeta[] | undefined;
   try {
-    let changelog: arrow.Table | undefined;
     if (plan.lookupChangelog) {
       const level0 = unit.files.filter((f) => f.level === 0);
       const higher = lookupCandidates(level0, levels.allFiles(), table.compareKeys);
       const runs = (files: typeof level0) => files.map((file) => ({ file, chunks: io.chunks(file) }));
-      changelog = await lookupChangelog(runs(level0), runs(higher), { schema: table.schema, engine, rowDeduplicate: settings.rowDeduplicate, compareKeys: table.compareKeys });
+      const pieces = lookupChangelogPieces(runs(level0), runs(higher), { schema: table.schema, engine, rowDeduplicate: settings.rowDeduplicate, compareKeys: table.compareKeys });
+      for await (const log of pieces) await changelog.add(log);
+      // Its last file too is out before the rewrite starts.
+      lookupFiles = await changelog.finish();
     }
     const fullLog = plan.fullChangelog
-      ? new FullCompactionChangelog({ schema: table.schema, engine, maxLevel: levels.maxLevel, rowDeduplicate: settings.rowDeduplicate, chunks: (f) => io.chunks(f) })
+      ? new FullCompactionChangelog({ schema: table.schema, engine, maxLevel: levels.maxLevel, rowDeduplicate: settings.rowDeduplicate, chunks: (f) => io.chunks(f), emit: (log) => changelog.add(log) })
       : undefined;
     const result = await runCompactTask(
       unit,
@@ -131,10 +138,7 @@ export async function prepareBucketPlan(
       io,
       fullLog ?? {},
     );
-    if (fullLog) changelog = fullLog.changelog();
-    const unitRows = unit.files.reduce((s, f) => s + f.rowCount, 0);
-    const bytesPerRow = unitRows > 0 ? plan.inputBytes / unitRows : 1;
-    const changelogFiles = changelog && changelog.numRows > 0 ? await io.writeChangelog(changelog, settings.targetFileSize, bytesPerRow) : [];
+    const changelogFiles = lookupFiles ?? (await changelog.finish());
     if (result.before.length === 0 && changelogFiles.length === 0) {
       await io.deleteWritten();
       return undefined;
@@ -155,10 +159,11 @@ export async function prepareBucketPlan(
       bytesIn: result.bytesRead,
       bytesOut: result.bytesWritten,
       changelogFiles: changelogFiles.length,
-      changelogRows: changelog?.numRows ?? 0,
+      changelogRows: changelog.rows,
     };
   } catch (e) {
     // Nothing references what this bucket wrote: no commit has been tried yet.
+    await changelog.discard();
     await io.deleteWritten();
     throw e;
   }

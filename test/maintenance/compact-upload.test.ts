@@ -11,12 +11,15 @@ import { compactBucket } from '../../lib/maintenance/compact.js';
 import { RowKind } from '../../lib/schema/types.js';
 import { LocalStore } from '../../lib/store/local-store.js';
 import type { ObjectUpload } from '../../lib/store/object-store.js';
-import { newTable, readState, sorted, writeChanges, type Change } from './fixtures.js';
+import { ChangelogReplay, newTable, readState, sorted, writeChanges, type Change } from './fixtures.js';
+import { readChangelogFiles } from '../../lib/manifest/scan.js';
 
 /** A folder store whose uploads fail just after their `failAt`-th write (0: never); counts uploads begun and completed. */
 class FailingUploads extends LocalStore {
   begun = 0;
   completed = 0;
+  /** File names of completed uploads, in completion order. */
+  readonly order: string[] = [];
   constructor(dir: string, private readonly failAt: number) {
     super(dir);
   }
@@ -33,6 +36,7 @@ class FailingUploads extends LocalStore {
       complete: async () => {
         const r = await inner.complete();
         this.completed++;
+        this.order.push(key.slice(key.lastIndexOf('/') + 1));
         return r;
       },
       abort: () => inner.abort(),
@@ -71,7 +75,7 @@ describe('compaction output upload', () => {
       if (failAt === 0) {
         await run;
         // Every output (data and changelog) went through an upload.
-        expect(store.completed).toBeGreaterThanOrEqual(1);
+        expect(store.completed).toBeGreaterThanOrEqual(2);
         expect(store.completed).toBe(store.begun);
       } else {
         await expect(run).rejects.toThrow(/injected/);
@@ -81,5 +85,33 @@ describe('compaction output upload', () => {
       }
       expect(sorted(await readState(table))).toEqual(before);
     }
+  });
+
+  it('the lookup changelog of a bucket larger than the memory budget streams into rolling changelog files as it is found', async () => {
+    // Prepare: four overlapping level-0 files of 400 rows; a 1-byte budget (every section spills)
+    // and 2 kb files, so the changelog (1,200 rows of level 0 over 400 higher rows) needs many files.
+    dir = await mkdtemp(join(os.tmpdir(), 'varve-compact-upload-'));
+    const store = new FailingUploads(join(dir, 'lookup'), 0);
+    const table = await newTable({ 'write-only': 'true', 'changelog-producer': 'lookup', 'compaction.memory-budget': '1 b', 'target-file-size': '2 kb' }, store);
+    const replay = new ChangelogReplay(table);
+    await writeChanges(table, Array.from({ length: 400 }, (_, k) => ({ row: { id: k, region: 'eu', v: 0n, s: 'first' }, kind: RowKind.INSERT })));
+    await compactBucket(table, 'region=eu', 0, { full: true });
+    store.order.length = 0;
+    for (let i = 1; i <= 3; i++) {
+      await writeChanges(table, Array.from({ length: 400 }, (_, k) => ({ row: { id: k * 2 + i, region: 'eu', v: BigInt(i), s: `w${i}` }, kind: k % 7 === 0 ? RowKind.DELETE : RowKind.INSERT })));
+    }
+
+    // Act
+    const result = await compactBucket(table, 'region=eu', 0, {});
+
+    // Assess: several changelog files, all written during the lookup pass (before any data file of
+    // the rewrite), and the changelog replays to the table.
+    expect(result.changelogFiles).toBeGreaterThan(2);
+    const firstData = store.order.findIndex((f) => f.startsWith('data-'));
+    expect(store.order.slice(0, result.changelogFiles).every((f) => f.startsWith('changelog-'))).toBe(true);
+    expect(firstData).toBe(result.changelogFiles);
+    const snapshot = await table.snapshots.read((await table.snapshots.latestId())!);
+    expect((await readChangelogFiles(table.store, table.path, snapshot)).length).toBe(result.changelogFiles);
+    expect(sorted(await replay.advance())).toEqual(sorted(await readState(table)));
   });
 });

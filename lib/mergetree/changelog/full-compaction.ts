@@ -22,13 +22,14 @@ export interface FullCompactionChangelogOptions {
   rowDeduplicate: boolean;
   /** Reads a file that is moved into the max level without rewrite (its rows are all new there), a row group at a time. */
   chunks(file: DataFileMeta): AsyncIterable<arrow.Table>;
+  /** Where the changelog goes as it is found, in key order (changelog files); without it, it is collected for `changelog()`. */
+  emit?(log: arrow.Table): Promise<void>;
 }
 
 /**
- * A compaction observer that collects the changelog of a compaction whose output level is the
+ * A compaction observer that finds the changelog of a compaction whose output level is the
  * max level and whose unit holds every run of the bucket. Key intervals arrive in key order, so
- * the collected changelog is key-sorted (it is held until written: its size is the change since
- * the last full compaction, not the bucket).
+ * the changelog is key-sorted; it streams to `emit` as found (or is collected without one).
  */
 export class FullCompactionChangelog implements CompactObserver {
   private readonly parts: arrow.Table[] = [];
@@ -38,7 +39,7 @@ export class FullCompactionChangelog implements CompactObserver {
     this.physical = physicalArrowSchema(opts.schema);
   }
 
-  rewritten(pieces: SectionPiece[], merged: arrow.Table, outputLevel: number): void {
+  async rewritten(pieces: SectionPiece[], merged: arrow.Table, outputLevel: number): Promise<void> {
     if (outputLevel !== this.opts.maxLevel) return;
     // Every max-level file of the bucket is in the unit, so the interval's max-level rows are the
     // whole before image of its keys (a spilled run never mixes max-level files with others).
@@ -49,7 +50,7 @@ export class FullCompactionChangelog implements CompactObserver {
     // top-level record and logs nothing); the interval may hold untouched max-level keys too.
     const touched = this.merge(runs(false));
     const keys = this.opts.schema.primaryKeys;
-    this.push(diffChangelog(rowsWithKeys(before, touched, keys), rowsWithKeys(merged, touched, keys), this.diffOptions()));
+    await this.push(diffChangelog(rowsWithKeys(before, touched, keys), rowsWithKeys(merged, touched, keys), this.diffOptions()));
   }
 
   async upgraded(file: DataFileMeta, outputLevel: number): Promise<void> {
@@ -57,17 +58,19 @@ export class FullCompactionChangelog implements CompactObserver {
     // The file overlaps no other file of the unit, the old max level included: all its keys are new.
     for await (const chunk of this.opts.chunks(file)) {
       const rows = this.merge([{ table: chunk, sequenceBase: file.sequenceBase, repeatedKeys: false }]);
-      this.push(diffChangelog(emptyTable(this.physical), rows, this.diffOptions()));
+      await this.push(diffChangelog(emptyTable(this.physical), rows, this.diffOptions()));
     }
   }
 
-  /** The changelog collected so far, key-sorted. */
+  /** The changelog collected so far, key-sorted (empty with `emit`: it went there). */
   changelog(): arrow.Table {
     return this.parts.length === 0 ? emptyTable(this.physical) : concatTables(this.parts, this.physical);
   }
 
-  private push(t: arrow.Table): void {
-    if (t.numRows > 0) this.parts.push(t);
+  private async push(t: arrow.Table): Promise<void> {
+    if (t.numRows === 0) return;
+    if (this.opts.emit) await this.opts.emit(t);
+    else this.parts.push(t);
   }
 
   private merge(runs: { table: arrow.Table; sequenceBase: number; repeatedKeys: boolean }[]): arrow.Table {

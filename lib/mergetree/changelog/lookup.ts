@@ -64,7 +64,18 @@ export function lookupCandidates(level0: DataFileMeta[], higher: DataFileMeta[],
  */
 export async function lookupChangelog(level0: LookupRun[], higher: LookupRun[], opts: LookupChangelogOptions): Promise<arrow.Table> {
   const physical = physicalArrowSchema(opts.schema);
-  if (level0.length === 0) return emptyTable(physical);
+  const parts: arrow.Table[] = [];
+  for await (const log of lookupChangelogPieces(level0, higher, opts)) parts.push(log);
+  return parts.length === 0 ? emptyTable(physical) : concatTables(parts, physical);
+}
+
+/**
+ * The changelog of `lookupChangelog` a piece at a time, in key order, so that it can stream into
+ * changelog files as it is found rather than be held until the end: its size is the size of the
+ * level-0 data, which may be far larger than the memory budget.
+ */
+export async function* lookupChangelogPieces(level0: LookupRun[], higher: LookupRun[], opts: LookupChangelogOptions): AsyncGenerator<arrow.Table> {
+  if (level0.length === 0) return;
   const keys = opts.schema.primaryKeys;
   const keyFields = keys.map((k) => opts.schema.fields.find((f) => f.name === k)!);
   const mergeOpts = { schema: opts.schema, keyColumns: keys, engine: opts.engine, dropDeletes: false, keepKinds: true };
@@ -72,7 +83,6 @@ export async function lookupChangelog(level0: LookupRun[], higher: LookupRun[], 
   // first-row keeps the first value: a key seen before never changes, so it never logs an update.
   const rowDeduplicate = opts.rowDeduplicate || opts.engine.name === 'first-row';
   const cursors = higher.map((h) => new ProbeCursor(h, keys));
-  const parts: arrow.Table[] = [];
   try {
     for await (const piece of mergeRunStreams(level0.map((r) => ({ chunks: r.chunks, sequenceBase: r.file.sequenceBase })), mergeOpts)) {
       const fresh = singleBatch(piece);
@@ -101,12 +111,11 @@ export async function lookupChangelog(level0: LookupRun[], higher: LookupRun[], 
         { table: fresh, sequenceBase: 0 },
       ]);
       const log = diffChangelog(beforeImage, after, { schema: opts.schema, rowDeduplicate });
-      if (log.numRows > 0) parts.push(log);
+      if (log.numRows > 0) yield log;
     }
   } finally {
     await Promise.all(cursors.map((c) => c.close()));
   }
-  return parts.length === 0 ? emptyTable(physical) : concatTables(parts, physical);
 }
 
 /** The manifest form of the key at `row` (to compare with a file's min/max key). */
