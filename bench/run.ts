@@ -4,7 +4,8 @@
  * charts in docs/bench/. A wrong result in any benchmark stops the run with exit code 1.
  *   --quick            smaller sizes, fewer repetitions; leaves docs/ alone unless --docs is given
  *   --docs             regenerate docs/BENCHMARKS.md from a quick run too (it says it is one)
- *   --only=a,b         run only these suites (docs are then not regenerated)
+ *   --only=a,b         run only these suites (docs are then not regenerated; with --docs, their
+ *                      sections and headline rows replace those of docs/BENCHMARKS.md, noted there)
  *   --profile          run the chosen suites under the CPU profiler; print the top frames
  */
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -17,6 +18,7 @@ import { collectGarbage } from './lib/harness.js';
 import { machineInfo } from './lib/machine.js';
 import { profiled, saveProfile, topFiles, topFrames } from './lib/profile.js';
 import { num, renderReport } from './lib/report.js';
+import { spliceReport } from './lib/splice.js';
 import type { RunResult, SuiteContext, SuiteResult } from './lib/results.js';
 import { runCommit } from './suites/commit.js';
 import { runCompaction } from './suites/compaction.js';
@@ -119,7 +121,14 @@ async function main(): Promise<void> {
   await writeFile(join(REPO, 'bench/results.json'), `${JSON.stringify(run, null, 2)}\n`);
   // The report is regenerated only from a complete, unprofiled run; a smoke run leaves the
   // reference numbers alone unless asked.
-  if (!args.only && !args.profile && (!args.quick || args.docs)) {
+  if (args.only && args.docs && !args.quick && !args.profile) {
+    // A partial run: its sections and headline rows replace theirs, the rest stays (bench/lib/splice.ts).
+    const previous = await readFile(join(REPO, 'docs/BENCHMARKS.md'), 'utf8');
+    const { markdown, charts } = spliceReport(previous, run);
+    await writeFile(join(REPO, 'docs/BENCHMARKS.md'), markdown);
+    for (const [file, svg] of charts) await writeFile(join(REPO, 'docs/bench', file), svg);
+    console.log(`[${clock()}] replaced the sections of ${args.only.join(', ')} in docs/BENCHMARKS.md (the others are from the last full run) and wrote bench/results.json`);
+  } else if (!args.only && !args.profile && (!args.quick || args.docs)) {
     const { markdown, charts } = renderReport(run);
     await mkdir(join(REPO, 'docs/bench'), { recursive: true });
     // The sections written by hand after the generated part (measured by other tools: memory,

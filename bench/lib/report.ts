@@ -98,7 +98,7 @@ export function renderReport(run: RunResult): { markdown: string; charts: Map<st
     ...run.suites.map(suiteSection),
     '---',
     '',
-    'Reproduce: `npm run bench` (full; well under 15 minutes on 2 cores) or `npm run bench -- --quick` (smoke run, under 2 minutes; it leaves this file alone unless given `--docs`); `--only=write,merge-read` runs a subset (and leaves this file alone); `--profile` runs the chosen suites under the CPU profiler and prints the top frames and files by self time. Raw results of the last run: `bench/results.json` (not committed).',
+    'Reproduce: `npm run bench` (full; well under 15 minutes on 2 cores) or `npm run bench -- --quick` (smoke run, under 2 minutes; it leaves this file alone unless given `--docs`); `--only=write,merge-read` runs a subset (and leaves this file alone, unless given `--docs`: then its sections and headline rows replace theirs here, with a note saying so); `--profile` runs the chosen suites under the CPU profiler and prints the top frames and files by self time. Raw results of the last run: `bench/results.json` (not committed).',
     '',
   ].join('\n');
   return { markdown: md, charts };
