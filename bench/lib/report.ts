@@ -37,12 +37,32 @@ function verdict(r: Ratio): string {
   return ok ? `meets (${aim})` : `**misses** (${aim})`;
 }
 
+/**
+ * What a headline ratio does not say, printed beside it (by ratio id, so that a saved run renders
+ * with them too): the fair-report rule of issue 15 — no headline without its caveat.
+ */
+export const CAVEATS: Record<string, string> = {
+  'write-vs-raw': 'raw writes one unsorted file and commits nothing; varve sorts by key, splits into 4 buckets, writes their files and commits a snapshot',
+  'merge-vs-raw': 'raw decodes the same files without merging: the floor of any reader of this layout, not a competing engine',
+  'merge-vs-duckdb': 'DuckDB runs the query above (the best we found for this layout) and materialises its result; one thread each',
+  'merge-vs-duckdb-default': 'varve reads on one JS thread, DuckDB on one thread per core',
+  'varve-growth': 'the upsert writes only the new rows: it defers the merge to reads (§2, §7: read cost grows with sorted runs until compaction)',
+  'cow-vs-varve-1000000': 'copy-on-write pays at write time what varve pays at read and compaction time (§2, §7)',
+  'cow-vs-varve-10000000': 'copy-on-write pays at write time what varve pays at read and compaction time (§2, §7)',
+  'compact-vs-raw': 'not like for like: the baseline reads and rewrites every input row, compaction writes only the merged (newest) rows — no same-output baseline yet',
+  'local-commit-vs-put': 'a commit also writes data, manifest, manifest list and the identifier index before its snapshot put',
+  's3-commit-vs-put': 'a commit also writes data, manifest, manifest list and the identifier index before its snapshot put',
+  'local-16-vs-1-writers': 'writers in one process share one committer (several commits per snapshot); separate processes race, see the spread below',
+  'procs-spread': 'completion times of processes racing on a local folder, not throughput; one run',
+};
+
 function ratioTable(rs: Array<Ratio & { suite?: string }>, withSuite: boolean): string {
   const head = withSuite ? '| benchmark | ratio | value | per-repetition spread | aim |' : '| ratio | value | per-repetition spread | aim |';
   const lines = [head, withSuite ? '|---|---|---:|---:|---|' : '|---|---:|---:|---|'];
   for (const r of rs) {
     const spread = r.min === r.max || !Number.isFinite(r.min) || !Number.isFinite(r.max) ? '–' : `${num(r.min)}× – ${num(r.max)}×`;
-    const cells = [r.label, `**${num(r.value)}×**`, spread, verdict(r)];
+    const caveat = CAVEATS[r.id];
+    const cells = [caveat ? `${r.label} — _${caveat}_` : r.label, `**${num(r.value)}×**`, spread, verdict(r)];
     lines.push(`| ${withSuite ? `${r.suite} | ` : ''}${cells.join(' | ')} |`);
   }
   return lines.join('\n');
