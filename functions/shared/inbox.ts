@@ -27,6 +27,7 @@ import { parseTableIdentifier } from '../../lib/schema/parse.js';
 import { s3ErrorName, s3Status } from '../../lib/store/s3-errors.js';
 import { S3Store } from '../../lib/store/s3-store.js';
 import type { ObjectStore } from '../../lib/store/object-store.js';
+import type { ByteSource } from '../../lib/format/row-group-reader.js';
 
 /** The bucket and key prefix a table's inbox files are dropped under. */
 export function inboxOf(store: ObjectStore, table: string): { bucket: string; prefix: string } {
@@ -38,7 +39,7 @@ export function inboxOf(store: ObjectStore, table: string): { bucket: string; pr
 }
 
 /** What reading an inbox object found: its body as a stream of bytes (read as it is parsed). */
-export type InboxRead = { body: AsyncIterable<Uint8Array>; key: string } | { missing: 'deleted' | 'superseded' };
+export type InboxRead = { body: AsyncIterable<Uint8Array>; key: string; size?: number } | { missing: 'deleted' | 'superseded' };
 
 /**
  * Reads the object at the event's etag. S3 notifications URL-encode keys; when the key as given
@@ -57,7 +58,7 @@ export async function readInboxObject(store: S3Store, bucket: string, key: strin
   for (const k of candidates) {
     try {
       const r = await store.client.send(new GetObjectCommand({ Bucket: bucket, Key: k, IfMatch: `"${etag.replace(/"/g, '')}"` }));
-      return { body: (r.Body as AsyncIterable<Uint8Array> | undefined) ?? emptyBody(), key: k };
+      return { body: (r.Body as AsyncIterable<Uint8Array> | undefined) ?? emptyBody(), key: k, size: r.ContentLength };
     } catch (e) {
       if (s3Status(e) === 412 || s3ErrorName(e) === 'PreconditionFailed') return { missing: 'superseded' };
       if (s3Status(e) !== 404) throw e;
@@ -141,11 +142,16 @@ export async function ingestInboxObject(table: Table, bucket: string, key: strin
       throw e;
     }
   })();
+  // Parquet is read by range (the footer, then row group by row group), at the etag read: memory
+  // holds a row group, not the file. A failed ranged GET is a read error, as a failed body is.
+  const input = format === 'parquet' && read.size !== undefined
+    ? rangedInboxObject(table.store as S3Store, bucket, read.key, etag, read.size, read.body, (e) => (readError = { error: e }))
+    : body;
   const rejected: RejectedRecord[] = [];
   let parseError: { error: unknown } | undefined;
   const chunks = (async function* () {
     try {
-      for await (const chunk of parseRecordChunks(body, format, table.schema, { skipInvalid: true })) {
+      for await (const chunk of parseRecordChunks(input, format, table.schema, { skipInvalid: true })) {
         for (const r of chunk.rejected) rejected.push(r);
         yield chunk;
       }
@@ -173,6 +179,33 @@ export async function ingestInboxObject(table: Table, bucket: string, key: strin
 }
 
 async function* emptyBody(): AsyncGenerator<Uint8Array> {}
+
+/** The inbox object as a ranged source (GETs with Range and If-Match); the open body is closed unread. */
+function rangedInboxObject(
+  store: S3Store,
+  bucket: string,
+  key: string,
+  etag: string,
+  size: number,
+  body: AsyncIterable<Uint8Array>,
+  onError: (e: unknown) => void,
+): ByteSource {
+  (body as { destroy?: () => void }).destroy?.();
+  return {
+    size,
+    name: key,
+    async read(start, end) {
+      if (end <= start) return new Uint8Array(0);
+      try {
+        const r = await store.client.send(new GetObjectCommand({ Bucket: bucket, Key: key, Range: `bytes=${start}-${end - 1}`, IfMatch: `"${etag.replace(/"/g, '')}"` }));
+        return r.Body ? await r.Body.transformToByteArray() : new Uint8Array(0);
+      } catch (e) {
+        onError(e);
+        throw e;
+      }
+    },
+  };
+}
 
 /** The `Object Created` event a message body holds (an inbox event moved back from the ingest DLQ by `varve redrive`), if it is one. */
 export function inboxEventOf(body: string): { bucket: string; key: string; etag: string } | undefined {

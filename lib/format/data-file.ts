@@ -289,13 +289,12 @@ export async function readDataFileMetadata(store: ObjectStore, key: string): Pro
 }
 
 /**
- * The rows of a data file one row group at a time (one Arrow table per batch of at most 65,536
- * rows of a row group), fetched by range: the
- * footer from the end of the file, then each row group's column chunks (with `columns`, only
- * theirs, in that order). Memory holds the footer and one row group, compressed and decoded, never
- * the file. `size` (from the manifest) is the object's size when known (else one head).
- * Every byte is fetched in JS (see row-group-reader.ts), so a store error (missing file,
- * throttling) stays the store's error.
+ * The rows of a data file one row group at a time (one Arrow table per batch of at most
+ * DECODE_BATCH_ROWS rows of a row group), fetched by range: the footer from the end of the file,
+ * then each row group's column chunks (with `columns`, only theirs, in that order). Memory holds
+ * the footer, one compressed row group and one decoded batch, never the file. `size` (from the
+ * manifest) is the object's size when known (else one head). Every byte is fetched in JS (see
+ * row-group-reader.ts), so a store error (missing file, throttling) stays the store's error.
  */
 export async function* readDataFileRowGroups(
   store: ObjectStore,
@@ -319,8 +318,8 @@ export async function* readDataFileRowGroups(
   }
   const wanted = columns === undefined ? undefined : new Set(columns);
   for (let g = 0; g < footer.rowGroups.length; g++) {
-    const { bytes } = await rowGroupFile(footer, g, wanted, src.read);
-    const batches = decodeRowGroupBatches(bytes, columns);
+    const { file } = await rowGroupFile(footer, g, wanted, src.read);
+    const batches = decodeRowGroupBatches(file, columns);
     try {
       for (;;) {
         let next: IteratorResult<arrow.Table>;

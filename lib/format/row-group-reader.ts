@@ -34,8 +34,8 @@ export interface ByteSource {
   name: string;
 }
 
-/** Rows per Arrow batch on read (as READ_BATCH_SIZE in data-file.ts). */
-const BATCH_ROWS = 65_536;
+/** Rows per decoded batch of a row group: small enough that wasm and JS hold a few MB per batch. */
+export const DECODE_BATCH_ROWS = 32_768;
 /** Bytes fetched from the end for the footer in one read; a longer footer costs a second read. */
 export const FOOTER_READ_BYTES = 64 * 1024;
 /** Chunks of one row group closer than this are fetched in one read (a projection skips larger gaps). */
@@ -173,7 +173,7 @@ function chunkRange(cmd: ThriftStruct): { start: number; length: number } {
 }
 
 /**
- * The bytes of a standalone Parquet file holding row group `g` of the footer, with only the chunks
+ * A standalone Parquet file (a Blob) holding row group `g` of the footer, with only the chunks
  * of `wanted` columns (all when undefined) filled in: `fetch` returns the file's bytes [start, end).
  * Chunks of other columns stay in the footer (the schema is unchanged) as empty chunks at offset 4;
  * a reader must then project to `wanted`.
@@ -183,7 +183,7 @@ export async function rowGroupFile(
   g: number,
   wanted: ReadonlySet<string> | undefined,
   fetch: (start: number, end: number) => Promise<Uint8Array>,
-): Promise<{ bytes: Uint8Array; fetched: number }> {
+): Promise<{ file: Blob; fetched: number }> {
   const layout = footer.chunks[g];
   const picked = layout.map((c, i) => ({ ...c, i })).filter((c) => wanted === undefined || wanted.has(c.column));
   // Fetch ranges: the picked chunks in file order, neighbours closer than COALESCE_GAP_BYTES merged.
@@ -194,7 +194,6 @@ export async function rowGroupFile(
     if (last !== undefined && c.start - last.end <= COALESCE_GAP_BYTES) last.end = Math.max(last.end, c.start + c.length);
     else ranges.push({ start: c.start, end: c.start + c.length });
   }
-  const dataBytes = picked.reduce((n, c) => n + c.length, 0);
   // The rewritten footer is encoded before the buffer is sized; chunks go in file order from byte 4.
   const newStart = new Map<number, number>();
   let at = 4;
@@ -203,21 +202,22 @@ export async function rowGroupFile(
     at += c.length;
   }
   const metaBytes = encodeStruct(rewriteFooter(footer, g, newStart));
-  const out = new Uint8Array(4 + dataBytes + metaBytes.length + 8);
-  out.set(MAGIC, 0);
+  const tail = new Uint8Array(8);
+  new DataView(tail.buffer).setUint32(0, metaBytes.length, true);
+  tail.set(MAGIC, 4);
+  // The Blob copies the parts once; the fetched ranges are garbage when it is built.
+  const parts: Uint8Array[] = [MAGIC];
   let fetched = 0;
   for (const r of ranges) {
     const got = await fetch(r.start, r.end);
     if (got.length !== r.end - r.start) throw new CorruptMetadataError(`${footer.name} row group ${g}: bytes [${r.start}, ${r.end}) are past the end of the file`);
     fetched += got.length;
     for (const c of sorted) {
-      if (c.start >= r.start && c.start + c.length <= r.end) out.set(got.subarray(c.start - r.start, c.start - r.start + c.length), newStart.get(c.i)!);
+      if (c.start >= r.start && c.start + c.length <= r.end) parts.push(got.subarray(c.start - r.start, c.start - r.start + c.length));
     }
   }
-  out.set(metaBytes, 4 + dataBytes);
-  new DataView(out.buffer, out.byteOffset + 4 + dataBytes + metaBytes.length, 4).setUint32(0, metaBytes.length, true);
-  out.set(MAGIC, out.length - 4);
-  return { bytes: out, fetched };
+  parts.push(metaBytes, tail);
+  return { file: new Blob(parts), fetched };
 }
 
 /** FileMetaData with row group `g` only, its chunks moved to `newStart` (absent: an empty chunk). */
@@ -267,17 +267,17 @@ function rewriteFooter(footer: ParquetFooter, g: number, newStart: Map<number, n
 }
 
 /**
- * Decodes a standalone one-row-group Parquet buffer (from rowGroupFile) to Arrow, one table per
- * batch of at most 65,536 rows; with `columns`, only those (in file order). parquet-wasm's stream
+ * Decodes a standalone one-row-group Parquet file (from rowGroupFile) to Arrow, one table per
+ * batch of at most DECODE_BATCH_ROWS rows; with `columns`, only those (in file order). parquet-wasm's stream
  * decodes batch by batch, so its memory holds the compressed row group and one decoded batch, not
  * the decoded row group (the sync readParquet decodes it whole and ignores projections).
  */
-export async function* decodeRowGroupBatches(bytes: Uint8Array, columns?: readonly string[]): AsyncGenerator<arrow.Table> {
-  const file = await ParquetFile.fromFile(new Blob([bytes]));
+export async function* decodeRowGroupBatches(blob: Blob, columns?: readonly string[]): AsyncGenerator<arrow.Table> {
+  const file = await ParquetFile.fromFile(blob);
   let reader: ReadableStreamDefaultReader<{ intoIPCStream(): Uint8Array }> | undefined;
   let done = false;
   try {
-    const stream = await file.stream({ batchSize: BATCH_ROWS, ...(columns === undefined ? {} : { columns: [...columns] }) });
+    const stream = await file.stream({ batchSize: DECODE_BATCH_ROWS, ...(columns === undefined ? {} : { columns: [...columns] }) });
     reader = stream.getReader() as ReadableStreamDefaultReader<{ intoIPCStream(): Uint8Array }>;
     for (;;) {
       const next = await reader.read();
@@ -294,7 +294,7 @@ export async function* decodeRowGroupBatches(bytes: Uint8Array, columns?: readon
 
 /**
  * The rows of a Parquet file, fetched by range: the footer first, then per row group only its
- * chunks (of `columns`, when given), decoded one batch (≤ 65,536 rows) at a time.
+ * chunks (of `columns`, when given), decoded one batch (≤ DECODE_BATCH_ROWS rows) at a time.
  */
 export async function* readRowGroupsRanged(
   src: ByteSource,
@@ -303,7 +303,7 @@ export async function* readRowGroupsRanged(
   const footer = opts.footer ?? (await readParquetFooter(src));
   const wanted = opts.columns === undefined ? undefined : new Set(opts.columns);
   for (let g = 0; g < footer.rowGroups.length; g++) {
-    const { bytes } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
-    yield* decodeRowGroupBatches(bytes, opts.columns);
+    const { file } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
+    yield* decodeRowGroupBatches(file, opts.columns);
   }
 }

@@ -3,14 +3,18 @@
  * kinds. Every rejected record names its 1-based line (row number for Parquet) and the field.
  * Used by the CLI's `write`/`delete` and by the ingest function.
  */
+import { createWriteStream, openAsBlob } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import * as arrow from 'apache-arrow';
+import { pipeline } from 'node:stream/promises';
+import type * as arrow from 'apache-arrow';
 import { parse as parseCsvStream } from 'csv-parse';
-import { ParquetFile } from 'parquet-wasm';
-import { RecordValidationError, VarveError } from '../errors.js';
+import { CorruptMetadataError, RecordValidationError, VarveError } from '../errors.js';
 import { fromArrowType } from '../format/arrow-schema.js';
 import { tableToRows } from '../format/columns.js';
-import { READ_BATCH_SIZE } from '../format/data-file.js';
+import { decodeRowGroupBatches, readParquetFooter, rowGroupFile, type ByteSource, type ParquetFooter } from '../format/row-group-reader.js';
 import { normalizeArrowTypes } from '../format/normalize.js';
 import { coerceText, toJsonValue, validateRecord } from '../schema/values.js';
 import { ROW_KIND_NAMES, RowKind, type DataField, type Row, type RowKindByte, type TableSchema } from '../schema/types.js';
@@ -64,8 +68,11 @@ export async function parseRecords(
   return out;
 }
 
-/** Where records come from: bytes or text in memory, a byte stream (a file, stdin, an S3 body) or a Blob. */
-export type RecordInput = Uint8Array | string | AsyncIterable<Uint8Array> | Blob;
+/**
+ * Where records come from: bytes or text in memory, a byte stream (a file, stdin, an S3 body), a
+ * Blob, or (Parquet only) a ranged source: its size and reads of byte ranges (an S3 object).
+ */
+export type RecordInput = Uint8Array | string | AsyncIterable<Uint8Array> | Blob | ByteSource;
 
 export interface ChunkOptions extends ParseOptions {
   /** Records per chunk (default 8192). */
@@ -139,7 +146,9 @@ async function* byteStream(input: RecordInput): AsyncGenerator<Uint8Array> {
   if (typeof input === 'string') yield new TextEncoder().encode(input);
   else if (input instanceof Uint8Array) yield input;
   else if (input instanceof Blob) yield* input.stream() as unknown as AsyncIterable<Uint8Array>;
-  else yield* input;
+  else if (isRangedInput(input)) {
+    for (let at = 0; at < input.size; at += 1 << 20) yield await input.read(at, Math.min(input.size, at + (1 << 20)));
+  } else yield* input;
 }
 
 async function* jsonlRecords(input: AsyncIterable<Uint8Array>): AsyncGenerator<RawRecord> {
@@ -214,44 +223,72 @@ async function* csvRecords(input: AsyncIterable<Uint8Array>): AsyncGenerator<Raw
 }
 
 /**
- * Parquet records row group by row group. Parquet keeps its footer at the end, so a stream (stdin)
- * is read whole first; a Blob (a file: fs.openAsBlob) is read range by range.
+ * Parquet records row group by row group, each fetched by range (lib/format/row-group-reader.ts):
+ * memory holds the footer and one batch of a row group, never the file. A byte stream (stdin, an
+ * S3 body) has its footer at the end, so it is first copied to a temporary file, which is then
+ * read by range as a file is.
  */
 async function* parquetRecords(input: RecordInput): AsyncGenerator<RawRecord> {
   if (typeof input === 'string') throw new RecordValidationError('Parquet input must be bytes, not text');
-  let blob: Blob;
-  if (input instanceof Blob) blob = input;
-  else if (input instanceof Uint8Array) blob = new Blob([input]);
-  else {
-    const parts: Uint8Array[] = [];
-    for await (const c of input) parts.push(c);
-    blob = new Blob(parts);
-  }
-  let file: ParquetFile;
+  let spill: string | undefined;
   try {
-    file = await ParquetFile.fromFile(blob);
-  } catch (e) {
-    throw new RecordValidationError(`input is not a Parquet file: ${(e as Error).message}`);
-  }
-  try {
-    const md = file.metadata();
-    const groups = md.numRowGroups();
+    let src: ByteSource;
+    if (isRangedInput(input)) src = input;
+    else if (input instanceof Uint8Array) src = { size: input.length, name: 'input', read: async (s, e) => input.subarray(s, e) };
+    else {
+      let blob: Blob;
+      if (input instanceof Blob) blob = input;
+      else {
+        spill = await mkdtemp(join(tmpdir(), 'varve-parquet-input-'));
+        const path = join(spill, 'input.parquet');
+        await pipeline(Readable.from(input), createWriteStream(path));
+        blob = await openAsBlob(path);
+      }
+      src = { size: blob.size, name: 'input', read: async (s, e) => new Uint8Array(await blob.slice(s, e).arrayBuffer()) };
+    }
+    let footer: ParquetFooter;
+    try {
+      footer = await readParquetFooter(src);
+    } catch (e) {
+      if (e instanceof CorruptMetadataError) throw new RecordValidationError(`input is not a Parquet file: ${e.message}`);
+      throw e;
+    }
     let line = 0;
     let bytes = 0;
-    for (let g = 0; g < groups; g++) {
-      bytes += Number(md.rowGroup(g).compressedSize());
-      const table = normalizeArrowTypes(arrow.tableFromIPC((await file.read({ rowGroups: [g], batchSize: READ_BATCH_SIZE })).intoIPCStream()));
-      const fields: DataField[] = table.schema.fields.map((f, i) => ({ id: i, name: f.name, type: fromArrowType(f.type, f.nullable) }));
-      for (const row of tableToRows(table, fields)) {
-        const values: Record<string, unknown> = {};
-        for (const f of fields) values[f.name] = row[f.name] === null ? null : toJsonValue(f.type, row[f.name]);
-        line++;
-        yield { line, raw: JSON.stringify(values), values, bytesRead: g === groups - 1 ? blob.size : bytes };
+    for (let g = 0; g < footer.rowGroups.length; g++) {
+      bytes += footer.rowGroups[g].bytes;
+      const { file } = await rowGroupFile(footer, g, undefined, (s, e) => src.read(s, e));
+      const batches = decodeRowGroupBatches(file);
+      try {
+        for (;;) {
+          let next: IteratorResult<arrow.Table>;
+          try {
+            next = await batches.next();
+          } catch (e) {
+            if (e instanceof VarveError) throw e;
+            throw new RecordValidationError(`row group ${g} of the Parquet input cannot be decoded: ${(e as Error).message}`);
+          }
+          if (next.done) break;
+          const table = normalizeArrowTypes(next.value);
+          const fields: DataField[] = table.schema.fields.map((f, i) => ({ id: i, name: f.name, type: fromArrowType(f.type, f.nullable) }));
+          for (const row of tableToRows(table, fields)) {
+            const values: Record<string, unknown> = {};
+            for (const f of fields) values[f.name] = row[f.name] === null ? null : toJsonValue(f.type, row[f.name]);
+            line++;
+            yield { line, raw: JSON.stringify(values), values, bytesRead: g === footer.rowGroups.length - 1 ? src.size : bytes };
+          }
+        }
+      } finally {
+        await batches.return(undefined);
       }
     }
   } finally {
-    file.free();
+    if (spill !== undefined) await rm(spill, { recursive: true, force: true });
   }
+}
+
+function isRangedInput(input: RecordInput): input is ByteSource {
+  return typeof input === 'object' && !(input instanceof Uint8Array) && !(input instanceof Blob) && typeof (input as ByteSource).read === 'function' && typeof (input as ByteSource).size === 'number';
 }
 
 function splitKind(values: Record<string, unknown>, line: number, deletes?: boolean): { kind: RowKindByte; values: Record<string, unknown> } {

@@ -75,6 +75,31 @@ describe('parseRecordChunks', () => {
     expect(rejected.map((x) => x.line)).toEqual([1]);
     expect(rejected[0].reason).toMatch(/unknown column "w"/);
   });
+
+  it('reads Parquet by range from a ranged source (no read larger than a row group or the footer), and from bytes and a stream alike', async () => {
+    const n = 3000;
+    const rows = Array.from({ length: n }, (_, i) => ({ id: BigInt(i), v: `value-${i}-${'x'.repeat(i % 50)}` }));
+    const table = new arrow.Table({ id: arrow.vectorFromArray(BigInt64Array.from(rows, (x) => x.id)), v: arrow.vectorFromArray(rows.map((x) => x.v), new arrow.Utf8()) });
+    const bytes = writeParquet(WasmTable.fromIPCStream(arrow.tableToIPC(table, 'stream')), new WriterPropertiesBuilder().setMaxRowGroupSize(250).build());
+    const reads: number[] = [];
+    const ranged = { size: bytes.length, name: 'object', read: async (s: number, e: number) => (reads.push(e - s), bytes.slice(s, e)) };
+
+    const fromRanges = await all(ranged, 'parquet', 500);
+    const fromBytes = await all(bytes, 'parquet', 500);
+    const fromStream = await all(cut(bytes, () => 777), 'parquet', 500);
+
+    expect(fromRanges.flatMap((c) => c.rows)).toEqual(rows);
+    expect(fromBytes.flatMap((c) => c.rows)).toEqual(rows);
+    expect(fromStream.flatMap((c) => c.rows)).toEqual(rows);
+    // The footer read, then one read per row group (12), none near the file's size.
+    expect(reads.length).toBe(1 + 12);
+    expect(Math.max(...reads.slice(1))).toBeLessThan(bytes.length / 6);
+    expect(fromRanges.at(-1)!.bytesRead).toBe(bytes.length);
+    // A ranged source that is not Parquet is a validation error naming the input, a failing read stays the reader's error.
+    await expect(all({ size: 100, name: 'object', read: async (s, e) => new Uint8Array(e - s) }, 'parquet')).rejects.toThrow(/not a Parquet file/);
+    const boom = new Error('connection reset');
+    await expect(all({ ...ranged, read: async () => Promise.reject(boom) }, 'parquet')).rejects.toBe(boom);
+  });
 });
 
 async function all2(chunks: AsyncIterable<ParsedChunk>): Promise<void> {
