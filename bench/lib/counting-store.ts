@@ -2,10 +2,10 @@
  * An ObjectStore wrapper that counts requests per operation and per kind of object (snapshot,
  * hint, manifest, data file, …), to report how many object-store requests an operation costs.
  */
-import type { ObjectInfo, ObjectStore, StoredObject } from '../../lib/store/object-store.js';
+import { deleteIfMatch, type ObjectInfo, type ObjectStore, type StoredObject } from '../../lib/store/object-store.js';
 
 /** The store operations, as counted. */
-export type CountedOp = 'get' | 'getRange' | 'head' | 'put' | 'putIfAbsent' | 'putIfMatch' | 'list' | 'delete';
+export type CountedOp = 'get' | 'getRange' | 'head' | 'put' | 'putIfAbsent' | 'putIfMatch' | 'list' | 'delete' | 'deleteIfMatch';
 
 /** Which part of a table an object key belongs to. */
 export function keyKind(key: string): string {
@@ -82,6 +82,11 @@ export class CountingStore implements ObjectStore {
     // One listing may page; counted once per call (a page is 1000 keys on S3).
     this.count('list', prefix);
     return this.inner.list(prefix);
+  }
+
+  deleteIfMatch(key: string, etag: string): Promise<boolean> {
+    this.count('deleteIfMatch', key);
+    return deleteIfMatch(this.inner, key, etag);
   }
 
   delete(key: string): Promise<void> {

@@ -190,6 +190,7 @@ export function formatExpirySummary(table: string, r: ExpireSnapshotsResult): st
   if (r.changelogsExpired.length > 0) parts.push(`expired changelogs ${formatIds(r.changelogsExpired)}`);
   if (r.pendingFiles > 0) parts.push(`${r.pendingFiles} files wait for the grace period`);
   if (r.expiredConsumers.length > 0) parts.push(`removed idle consumers ${r.expiredConsumers.join(', ')}`);
+  if (r.removedTombstones.length > 0) parts.push(`removed the tombstones of expired consumers ${r.removedTombstones.join(', ')} (consumer.tombstone-retention)`);
   if (r.raced) parts.push('another expiry or a new consumer changed the table meanwhile, run again');
   if (r.consumersNeverExpire) {
     parts.push('hint: consumers never expire on this table; set the option consumer.expiration-time (e.g. 7 d) so that abandoned ones stop holding snapshots');

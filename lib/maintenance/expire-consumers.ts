@@ -14,8 +14,8 @@
  */
 import { runLimited } from '../concurrency.js';
 import { ObjectNotFoundError } from '../errors.js';
-import { fromUtf8, listAll, type ObjectInfo } from '../store/object-store.js';
-import { deleteConsumer, listConsumers, readConsumer, tombstoneKey, writeTombstone, type Consumer } from '../snapshot/consumer.js';
+import { deleteIfMatch, fromUtf8, listAll, type ObjectInfo } from '../store/object-store.js';
+import { checkConsumerId, deleteConsumer, listConsumers, readConsumer, tombstoneKey, writeTombstone, type Consumer, type ConsumerTombstone } from '../snapshot/consumer.js';
 import type { Table } from '../table/table.js';
 
 /** Options of consumer expiration; unset ones come from the table options. */
@@ -24,6 +24,8 @@ export interface ExpireConsumersOptions {
   now?: number;
   /** Overrides `consumer.expiration-time` (ms). */
   expirationMs?: number;
+  /** Overrides `consumer.tombstone-retention` (ms). */
+  tombstoneRetentionMs?: number;
 }
 
 /** What consumer expiration did. */
@@ -34,6 +36,8 @@ export interface ExpireConsumersResult {
   remaining: Consumer[];
   /** True when no expiration time is set: consumers live until deleted. */
   neverExpire: boolean;
+  /** Ids whose tombstone passed `consumer.tombstone-retention` and was removed (the id is free again). */
+  removedTombstones: string[];
 }
 
 /** Prefix of a consumer's own objects besides its file: `consumer-<id>@progress/…`, `consumer-<id>@splits/…`. */
@@ -59,42 +63,103 @@ async function removeConsumer(table: Table, c: Consumer, now: number, expiration
   const prefix = consumerObjectsPrefix(table.path, c.id);
   const own = await listAll(table.store, prefix);
   const token = await leaseTokenOf(table, c.id);
-  await writeTombstone(table.store, table.path, {
+  const progressPrefix = `${prefix}progress/`;
+  const delivered: Record<string, number> = {};
+  const tombstone = (): ConsumerTombstone => ({
     id: c.id,
     nextSnapshot: c.nextSnapshot,
     lastUpdated: c.lastUpdated,
     expiredAt: now,
     reason: `idle for longer than consumer.expiration-time (${expirationMs} ms) while snapshot ${c.nextSnapshot} waited to be read`,
-    delivered: await deliveredByBucket(table, c, prefix, own),
+    delivered: { ...delivered },
     ...(c.fullSnapshot !== undefined && c.fullSnapshot >= c.nextSnapshot ? { fullSnapshot: c.fullSnapshot } : {}),
     // The lease is deleted below, but its fencing token must never start again at 1: the next
     // lease of this id starts above it (lib/stream/lease.ts). One spare for an acquire racing this.
     ...(token === undefined ? {} : { leaseToken: token + 1 }),
   });
-  // The tombstone stays; the progress, split and lease objects go.
+  const progress = own.filter((o) => o.key.startsWith(progressPrefix));
+  const seen = await readProgress(table, c, progressPrefix, progress, delivered);
+  await writeTombstone(table.store, table.path, tombstone());
+  // Readers may still be delivering (an expired consumer's reader is not told): each progress
+  // object goes only if it is still the version read (conditional delete), else it is read again,
+  // so the tombstone never holds a bucket behind what its sink received; progress created since
+  // the listing is found by listing again. After its delete a reader's CAS fails, and it stops.
+  let moved = false;
+  for (let round = 0; round < 3; round++) {
+    for (const [key, etag] of seen) if (await dropProgress(table, c, progressPrefix, key, etag, delivered)) moved = true;
+    const later = (await listAll(table.store, progressPrefix)).filter((o) => !seen.has(o.key));
+    if (later.length === 0) break;
+    seen.clear();
+    for (const [key, etag] of await readProgress(table, c, progressPrefix, later, delivered)) seen.set(key, etag);
+    moved = true;
+  }
+  if (moved) await writeTombstone(table.store, table.path, tombstone());
+  // The tombstone stays; the split and lease objects go too.
   const keep = new Set([tombstoneKey(table.path, c.id)]);
-  const doomed = own.filter((o) => !keep.has(o.key));
+  const doomed = own.filter((o) => !keep.has(o.key) && !o.key.startsWith(progressPrefix));
   await runLimited(doomed.map((o) => () => table.store.delete(o.key)), 16);
   await deleteConsumer(table.store, table.path, c.id);
 }
 
-/** The consumer's per-bucket delivered snapshots of its current run, from its readers' progress objects (`@progress/<bucket key>`). */
-async function deliveredByBucket(table: Table, c: Consumer, prefix: string, own: ObjectInfo[]): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  const progress = own.filter((o) => o.key.startsWith(`${prefix}progress/`));
+/**
+ * Reads progress objects of the consumer's current run into `delivered` (bucket key → last
+ * delivered snapshot); returns each object's etag (objects gone or unreadable are left out).
+ */
+async function readProgress(table: Table, c: Consumer, progressPrefix: string, objects: ObjectInfo[], delivered: Record<string, number>): Promise<Map<string, string>> {
+  const etags = new Map<string, string>();
   await runLimited(
-    progress.map((o) => async () => {
+    objects.map((o) => async () => {
       try {
-        const p = JSON.parse(fromUtf8((await table.store.get(o.key)).body)) as { run?: string; snapshot?: number };
-        if (p.run === c.run && Number.isInteger(p.snapshot)) out[o.key.slice(`${prefix}progress/`.length)] = p.snapshot!;
+        const obj = await table.store.get(o.key);
+        etags.set(o.key, obj.etag);
+        note(c, o.key.slice(progressPrefix.length), obj.body, delivered);
       } catch (e) {
-        // Gone meanwhile, or unreadable: that bucket resumes from the consumer's position (at-least-once).
-        if (!(e instanceof ObjectNotFoundError) && !(e instanceof SyntaxError)) throw e;
+        // Gone meanwhile: nothing to keep. Unreadable: deleted without a position (that bucket resumes
+        // from the consumer's position, at-least-once).
+        if (e instanceof SyntaxError) return;
+        if (!(e instanceof ObjectNotFoundError)) throw e;
       }
     }),
     16,
   );
-  return out;
+  return etags;
+}
+
+/** Records a progress body's snapshot for `bucket` when it belongs to the consumer's run (never lowering it). */
+function note(c: Consumer, bucket: string, body: Uint8Array, delivered: Record<string, number>): void {
+  let p: { run?: string; snapshot?: number };
+  try {
+    p = JSON.parse(fromUtf8(body)) as { run?: string; snapshot?: number };
+  } catch {
+    return;
+  }
+  if (p.run === c.run && Number.isInteger(p.snapshot)) delivered[bucket] = Math.max(delivered[bucket] ?? 0, p.snapshot!);
+}
+
+/**
+ * Deletes one progress object if it is still at `etag`; when a reader moved it meanwhile, takes
+ * the new position into `delivered` and tries again. Returns true when the position moved.
+ */
+async function dropProgress(table: Table, c: Consumer, progressPrefix: string, key: string, etag: string, delivered: Record<string, number>): Promise<boolean> {
+  let moved = false;
+  for (let current = etag, i = 0; ; i++) {
+    if (i >= 50) {
+      // A reader that keeps moving it is not idle; its position is taken as last read.
+      await table.store.delete(key);
+      return moved;
+    }
+    if (await deleteIfMatch(table.store, key, current)) return moved;
+    let obj;
+    try {
+      obj = await table.store.get(key);
+    } catch (e) {
+      if (e instanceof ObjectNotFoundError) return moved;
+      throw e;
+    }
+    note(c, key.slice(progressPrefix.length), obj.body, delivered);
+    current = obj.etag;
+    moved = true;
+  }
 }
 
 /** The fencing token of a consumer's lease object (`consumer-<id>@lease`), if it has one. */
@@ -110,12 +175,14 @@ async function leaseTokenOf(table: Table, id: string): Promise<number | undefine
 
 /** Removes the consumers of `table` idle for longer than `consumer.expiration-time`. */
 export async function expireConsumers(table: Table, opts: ExpireConsumersOptions = {}): Promise<ExpireConsumersResult> {
+  const now = opts.now ?? Date.now();
+  const retention = opts.tombstoneRetentionMs ?? table.options.consumerTombstoneRetention;
+  const removedTombstones = retention === undefined ? [] : await removeOldTombstones(table, now, retention);
   const consumers = await listConsumers(table.store, table.path);
   const expiration = opts.expirationMs ?? table.options.consumerExpirationTime;
   if (expiration === undefined || consumers.length === 0) {
-    return { expired: [], remaining: consumers, neverExpire: expiration === undefined };
+    return { expired: [], remaining: consumers, neverExpire: expiration === undefined, removedTombstones };
   }
-  const now = opts.now ?? Date.now();
   const latest = await table.snapshots.latestId();
   const expired: string[] = [];
   const remaining: Consumer[] = [];
@@ -134,5 +201,46 @@ export async function expireConsumers(table: Table, opts: ExpireConsumersOptions
     await removeConsumer(table, c, now, expiration);
     expired.push(c.id);
   }
-  return { expired, remaining, neverExpire: false };
+  return { expired, remaining, neverExpire: false, removedTombstones };
+}
+
+/**
+ * Removes the tombstones older than `retentionMs` (by `expiredAt`) of ids with no live consumer:
+ * first whatever else the id left (`consumer-<id>@…`: progress a late reader wrote, a lease), then
+ * the tombstone itself, only if unchanged since it was read (conditional delete). The tombstone
+ * goes last, so an id is never free while objects of its expired run remain.
+ */
+async function removeOldTombstones(table: Table, now: number, retentionMs: number): Promise<string[]> {
+  const removed: string[] = [];
+  const suffix = '@expired';
+  const prefix = `${table.path}/consumer/consumer-`;
+  for (const o of await listAll(table.store, prefix)) {
+    if (!o.key.endsWith(suffix)) continue;
+    const id = o.key.slice(prefix.length, -suffix.length);
+    try {
+      checkConsumerId(id);
+    } catch {
+      continue; // not a tombstone of ours
+    }
+    let obj;
+    try {
+      obj = await table.store.get(o.key);
+    } catch (e) {
+      if (e instanceof ObjectNotFoundError) continue;
+      throw e;
+    }
+    let t: ConsumerTombstone;
+    try {
+      t = JSON.parse(fromUtf8(obj.body)) as ConsumerTombstone;
+    } catch {
+      continue; // unreadable: never remove what cannot be judged
+    }
+    if (!Number.isFinite(t.expiredAt) || now - t.expiredAt <= retentionMs) continue;
+    // A live consumer of the id (resumed, its tombstone not yet deleted): its resume removes it.
+    if (await readConsumer(table.store, table.path, id)) continue;
+    const leftovers = (await listAll(table.store, consumerObjectsPrefix(table.path, id))).filter((x) => x.key !== o.key);
+    await runLimited(leftovers.map((x) => () => table.store.delete(x.key)), 16);
+    if (await deleteIfMatch(table.store, o.key, obj.etag)) removed.push(id);
+  }
+  return removed;
 }

@@ -10,7 +10,7 @@
  * its snapshot lives, an index is never deleted — by this or by orphan cleanup, which never
  * touches `commit/`.
  */
-import { listAll, fromUtf8 } from '../store/object-store.js';
+import { deleteIfMatch, listAll, fromUtf8 } from '../store/object-store.js';
 import type { IdentifierIndex } from '../snapshot/commit-identifier.js';
 import type { Table } from '../table/table.js';
 
@@ -56,10 +56,9 @@ export async function expireIdentifierIndexes(table: Table, opts: { now?: number
       result.keptForSnapshot++;
       continue;
     }
-    // A retry that took the index over since it was read is inside the retention again: keep it.
-    if ((await table.store.head(o.key))?.etag !== etag) continue;
-    await table.store.delete(o.key);
-    result.deleted++;
+    // Deleted only if unchanged since it was read (If-Match): a retry that took the index over
+    // meanwhile is inside the retention again, and its index must stay.
+    if (await deleteIfMatch(table.store, o.key, etag)) result.deleted++;
   }
   return result;
 }

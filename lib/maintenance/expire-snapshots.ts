@@ -65,6 +65,8 @@ export interface ExpireSnapshotsResult {
   heldByConsumer?: { id: string; nextSnapshot: number };
   /** Consumers removed by consumer expiration in this run. */
   expiredConsumers: string[];
+  /** Expired consumer ids whose tombstone passed `consumer.tombstone-retention` and was removed. */
+  removedTombstones: string[];
   /** True when the table has consumers and no `consumer.expiration-time`: they hold snapshots forever. */
   consumersNeverExpire: boolean;
   /** True when `changelog.*` retention outlives snapshots: expired snapshots leave long-lived changelogs. */
@@ -86,6 +88,7 @@ function emptyResult(): ExpireSnapshotsResult {
     deleted: { dataFiles: 0, changelogFiles: 0, manifests: 0, manifestLists: 0 },
     pendingFiles: 0,
     expiredConsumers: [],
+    removedTombstones: [],
     consumersNeverExpire: false,
     changelogDecoupled: false,
     changelogsWritten: [],
@@ -134,6 +137,7 @@ async function expireSnapshotRange(table: Table, opts: ExpireSnapshotsOptions): 
   if (opts.expireConsumers !== false) {
     const c = await expireConsumers(table, { now });
     result.expiredConsumers = c.expired;
+    result.removedTombstones = c.removedTombstones;
     result.consumersNeverExpire = c.neverExpire && c.remaining.length > 0;
   }
   for (const { key, journal } of await listJournals(table)) record(result, await applyJournal(table, key, journal, now), journal.kind);

@@ -191,6 +191,7 @@ export const TABLE_OPTIONS = [
   // Consumers and streaming reads
   { key: 'consumer-id', type: 'string', description: 'Consumer a streaming read records its progress under (consumer/consumer-<id>); expiry keeps what it has not read.' },
   { key: 'consumer.expiration-time', type: 'duration', description: 'A consumer not updated for this long is removed and no longer holds back expiry (unset: never).' },
+  { key: 'consumer.tombstone-retention', type: 'duration', description: 'How long the tombstone of an expired consumer is kept (resuming the id fails with ConsumerExpiredError while it exists). After it, expiry removes the tombstone and whatever the id left, and the id is free: resumed, it starts as a new consumer at `scan.mode`. Unset: kept forever, so an expired id never silently looks new.' },
   { key: 'consumer.ignore-progress', type: 'boolean', default: 'false', description: 'Start a streaming read from `scan.mode` even when its consumer has recorded progress.' },
   {
     key: 'scan.mode',

@@ -273,6 +273,29 @@ export class LocalStore implements ObjectStore {
     }
   }
 
+  async deleteIfMatch(key: string, etag: string): Promise<boolean> {
+    const path = this.pathOf(key);
+    let lock: HeldKeyLock;
+    try {
+      lock = await this.lock(path, key);
+    } catch (e) {
+      if (isNotFound(e)) return false; // no folder, so no object
+      throw this.fsError(e, 'deleteIfMatch', key);
+    }
+    try {
+      // Under the key's lock, as putIfMatch: a write of the key cannot come between compare and unlink.
+      const current = await this.describe(key, path);
+      if (!sameEtag(current.etag, etag)) return false;
+      await unlink(path);
+      return true;
+    } catch (e) {
+      if (isNotFound(e) || errnoCode(e) === 'EISDIR') return false;
+      throw this.fsError(e, 'deleteIfMatch', key);
+    } finally {
+      await lock.release();
+    }
+  }
+
   /** Yields the objects under folder `dirKey` whose keys start with `prefix`, in key order. */
   private async *walk(dirKey: string, prefix: string): AsyncGenerator<ObjectInfo> {
     const dirPath = dirKey === '' ? this.root : join(this.root, ...dirKey.split('/'));

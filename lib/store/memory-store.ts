@@ -11,9 +11,9 @@ import { checkKeyPrefix, checkObjectKey, compareObjectKeys } from './object-key.
 import type { ListOptions, ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
 
 /** The operations of a store, as counted and matched by fault injection. */
-export type StoreOp = 'get' | 'getRange' | 'head' | 'put' | 'putIfAbsent' | 'putIfMatch' | 'list' | 'delete';
+export type StoreOp = 'get' | 'getRange' | 'head' | 'put' | 'putIfAbsent' | 'putIfMatch' | 'list' | 'delete' | 'deleteIfMatch';
 
-const STORE_OPS: StoreOp[] = ['get', 'getRange', 'head', 'put', 'putIfAbsent', 'putIfMatch', 'list', 'delete'];
+const STORE_OPS: StoreOp[] = ['get', 'getRange', 'head', 'put', 'putIfAbsent', 'putIfMatch', 'list', 'delete', 'deleteIfMatch'];
 
 /** Which calls a fault hits, when, and with what error. */
 export interface FaultSpec {
@@ -197,6 +197,16 @@ export class MemoryStore implements ObjectStore {
     const after = await this.enter('delete', checkObjectKey(key));
     this.objects.delete(key);
     after();
+  }
+
+  async deleteIfMatch(key: string, etag: string): Promise<boolean> {
+    const after = await this.enter('deleteIfMatch', checkObjectKey(key));
+    // Compare and delete in one synchronous step: no other call can interleave.
+    const o = this.objects.get(key);
+    const match = o !== undefined && sameEtag(o.etag, etag);
+    if (match) this.objects.delete(key);
+    after();
+    return match;
   }
 
   private store(key: string, body: Uint8Array): string {

@@ -74,6 +74,14 @@ export interface ObjectStore {
   upload?(key: string): ObjectUpload;
 
   /**
+   * Deletes an object only if its current etag equals `etag` (S3 DeleteObject with If-Match), so
+   * that a version written since it was read is never removed. Returns false when the etag no
+   * longer matches or the object is gone. Optional for wrappers: callers go through
+   * {@link deleteIfMatch}, which falls back to a re-check then delete (not atomic) without it.
+   */
+  deleteIfMatch?(key: string, etag: string): Promise<boolean>;
+
+  /**
    * Calls `onChange` soon after an object directly under the folder `prefix` (ending in `/`) is
    * created, replaced or deleted — possibly more than once, possibly for nothing — until the
    * returned function is called. Optional: a store that cannot notify (S3) leaves it out, and
@@ -124,6 +132,17 @@ export function concatBytes(parts: Uint8Array[], size: number): Uint8Array {
     at += p.byteLength;
   }
   return out;
+}
+
+/**
+ * Deletes `key` only if its etag is still `etag`: atomically when the store supports it (every
+ * store of lib/store does), else by a head, a compare and a delete (a write between the two is lost).
+ */
+export async function deleteIfMatch(store: ObjectStore, key: string, etag: string): Promise<boolean> {
+  if (store.deleteIfMatch) return store.deleteIfMatch(key, etag);
+  if ((await store.head(key))?.etag !== etag) return false;
+  await store.delete(key);
+  return true;
 }
 
 /** Collects `store.list(prefix)` into an array. */

@@ -195,6 +195,18 @@ export class S3Store implements ObjectStore {
     });
   }
 
+  async deleteIfMatch(key: string, etag: string): Promise<boolean> {
+    const Key = this.s3Key(key);
+    try {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key, IfMatch: etag }));
+      return true;
+    } catch (e) {
+      // 412: rewritten since it was read; 404: gone (deleted by another, or by this call's first attempt).
+      if (s3Status(e) === 412 || s3IsNoSuchKey(e) || s3Status(e) === 404) return false;
+      throw this.mapError(e, 'deleteIfMatch', key);
+    }
+  }
+
   private async conditionalPut(
     key: string,
     body: Uint8Array,

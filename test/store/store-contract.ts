@@ -217,6 +217,24 @@ export function storeContract(
       expect((await listAll(store, 'page/k-10')).map((o) => o.key)).toEqual(keys.slice(1000, 1100));
     });
 
+    it('deletes with deleteIfMatch only while the etag is current: a version written since is kept', async () => {
+      const store = await makeStore();
+      const v1 = await store.put('cdel/k', utf8('v1'));
+      const v2 = await store.put('cdel/k', utf8('v2'));
+
+      const stale = await store.deleteIfMatch!('cdel/k', v1.etag);
+      const kept = fromUtf8((await store.get('cdel/k')).body);
+      const current = await store.deleteIfMatch!('cdel/k', v2.etag);
+      const again = await store.deleteIfMatch!('cdel/k', v2.etag);
+
+      expect(stale).toBe(false);
+      expect(kept).toBe('v2');
+      expect(current).toBe(true);
+      expect(again).toBe(false);
+      expect(await store.head('cdel/k')).toBeUndefined();
+      expect(await store.deleteIfMatch!('cdel/never-existed', v1.etag)).toBe(false);
+    });
+
     it('deletes idempotently', async () => {
       const store = await makeStore();
       await store.put('del/k', utf8('x'));

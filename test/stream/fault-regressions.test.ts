@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { ConsumerExpiredError, SnapshotExpiredError, TableNotFoundError } from '../../lib/errors.js';
 import { listAll } from '../../lib/store/object-store.js';
-import { readConsumer, writeConsumer } from '../../lib/snapshot/consumer.js';
+import { readConsumer, readTombstone, writeConsumer } from '../../lib/snapshot/consumer.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
 import { expireConsumers } from '../../lib/maintenance/expire-consumers.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
 import { readSystemTable } from '../../lib/table/system-tables.js';
@@ -197,7 +198,7 @@ describe('skipping expired snapshots under skip-to-earliest is never silent (see
     const refused = await ensureConsumer(table, 'c1').catch((e) => e);
     // Act: what the user was told could still be read expires before the user resumes with skip-to-earliest
     // (the fault test's interleaving: the consumer's discovery ran between consumer and snapshot expiry).
-    await expireSnapshots(table, { retainMin: 1, olderThanMs: 0 });
+    await expireSnapshots(table, { now: Date.now() + 1_000, retainMin: 1, olderThanMs: 0 });
     const lines: string[] = [];
     const runtime = new LocalRuntime({ discoveryIntervalMs: 10, compactionIntervalMs: 0, expiryIntervalMs: 0, log: (l) => lines.push(l) });
     const sink = new RecordingSink();
@@ -225,7 +226,7 @@ describe('skipping expired snapshots under skip-to-earliest is never silent (see
     await put(table, [[1, 'a']]);
     await put(table, [[2, 'b']]);
     await put(table, [[3, 'c']]);
-    await expireSnapshots(table, { retainMin: 1, olderThanMs: 0 });
+    await expireSnapshots(table, { now: Date.now() + 1_000, retainMin: 1, olderThanMs: 0 });
     await writeConsumer(table.store, table.path, 'c1', { nextSnapshot: 1, plannedSnapshot: 0, lastUpdated: Date.now(), run: 'r1', buckets: {} });
     // Act
     const refused = await discover(table, new MemoryQueue(), 'c1').catch((e) => e);
@@ -246,7 +247,7 @@ describe('skipping expired snapshots under skip-to-earliest is never silent (see
     await put(table, [[3, 'c']]);
     await put(table, [[4, 'd']]);
     // Act
-    await expireSnapshots(table, { retainMin: 1, olderThanMs: 0 });
+    await expireSnapshots(table, { now: Date.now() + 1_000, retainMin: 1, olderThanMs: 0 });
     const earliest = (await table.snapshots.earliestId())!;
     const plan = await scan.plan();
     // Assess
@@ -255,6 +256,54 @@ describe('skipping expired snapshots under skip-to-earliest is never silent (see
     expect(plan?.skipped).toEqual({ from: 2, to: earliest });
   });
 });
+
+describe('consumer expiry racing a reader that still delivers', () => {
+  it('the tombstone keeps the position the reader recorded after expiry read it: a resumed id gets no split twice', async () => {
+    // Prepare: snapshot 1 delivered, snapshot 2 planned; the reader delivers 2 just before expiry deletes its progress.
+    const store = new BeforeProgressDelete();
+    const table = await makeTable({ bucket: '1', 'consumer.expiration-time': '1 h' }, { store });
+    const queue = new MemoryQueue({ visibilityMs: 60_000 });
+    const sink = new RecordingSink();
+    const reader = new SplitReader({ table, consumerId: 'c1', queue, sink, log: () => undefined });
+    await put(table, [[1, 'a']]);
+    await discover(table, queue, 'c1', { mode: 'earliest' });
+    await reader.poll();
+    await put(table, [[1, 'b']]);
+    await discover(table, queue, 'c1');
+    store.hook = async () => void (await reader.poll());
+    // Act: the consumer expires (clock jump) while its reader delivers snapshot 2, then is resumed.
+    expect((await expireConsumers(table, { now: Date.now() + 2 * HOUR })).expired).toEqual(['c1']);
+    const tombstone = await readTombstone(table.store, table.path, 'c1');
+    const q2 = new MemoryQueue();
+    const fresh = new SplitReader({ table, consumerId: 'c1', queue: q2, sink, log: () => undefined });
+    await pump(table, q2, fresh, 'c1', { onExpired: 'skip-to-earliest' });
+    // Assess: the reader's delivery of 2 is in the tombstone, and the resumed id does not hand 2 over again.
+    expect(store.hooked).toBe(1);
+    expect(tombstone?.delivered).toEqual({ 'bucket-0': 2 });
+    expect(sink.batches.map((b) => b.snapshotId)).toEqual([1, 2]);
+  });
+});
+
+/** A MemoryStore that runs `hook` once, right before the first delete (either kind) of a progress object. */
+class BeforeProgressDelete extends MemoryStore {
+  hook?: () => Promise<void>;
+  hooked = 0;
+  private async before(key: string): Promise<void> {
+    if (!key.includes('@progress/') || !this.hook) return;
+    const hook = this.hook;
+    this.hook = undefined;
+    this.hooked++;
+    await hook();
+  }
+  override async delete(key: string): Promise<void> {
+    await this.before(key);
+    return super.delete(key);
+  }
+  override async deleteIfMatch(key: string, etag: string): Promise<boolean> {
+    await this.before(key);
+    return super.deleteIfMatch(key, etag);
+  }
+}
 
 /** Two keys, the first in bucket 0 and the second in bucket 1 of a 2-bucket `(k, v)` table. */
 async function bucketKeys(table: Awaited<ReturnType<typeof makeTable>>): Promise<[number, number]> {

@@ -31,7 +31,7 @@ import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind, SEQUENCE_COLUMN, type RowKindByte } from '../../lib/schema/types.js';
 import { describeGap, type ConsumerGap } from '../../lib/snapshot/consumer.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
-import { fromUtf8, type ObjectInfo, type ObjectStore, type StoredObject } from '../../lib/store/object-store.js';
+import { deleteIfMatch, fromUtf8, type ObjectInfo, type ObjectStore, type StoredObject } from '../../lib/store/object-store.js';
 import type { ChangeBatch, StreamSink } from '../../lib/stream/delivery.js';
 import { MemoryQueue } from '../../lib/stream/memory-queue.js';
 import { changesOf } from '../../lib/stream/sinks.js';
@@ -117,6 +117,10 @@ class ProcessStore implements ObjectStore {
     this.life.check('delete');
     return this.base.delete(key);
   }
+  async deleteIfMatch(key: string, etag: string): Promise<boolean> {
+    this.life.check('deleteIfMatch');
+    return deleteIfMatch(this.base, key, etag);
+  }
 }
 
 /** The shared store, watching every progress write: within a run, a bucket's progress never goes back. */
@@ -143,6 +147,9 @@ class ProgressWatch implements ObjectStore {
   }
   delete(key: string) {
     return this.base.delete(key);
+  }
+  deleteIfMatch(key: string, etag: string) {
+    return deleteIfMatch(this.base, key, etag);
   }
   async put(key: string, body: Uint8Array) {
     const r = await this.base.put(key, body);
