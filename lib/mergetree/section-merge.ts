@@ -10,7 +10,7 @@
 import type * as arrow from 'apache-arrow';
 import { tableFromColumns } from '../format/column-layout.js';
 import { gatherRows, singleBatch } from '../format/columns.js';
-import { DEFAULT_ROW_GROUP_SIZE, READ_BATCH_SIZE } from '../format/data-file.js';
+import { DEFAULT_ROW_GROUP_SIZE } from '../format/data-file.js';
 import type { TableSchema } from '../schema/types.js';
 import { sequenceColumn } from './arrow-build.js';
 import type { MergeFunction } from './merge-function.js';
@@ -67,15 +67,17 @@ export interface SectionMergeOptions {
 
 /** A data file as a run, read chunk by chunk; `fileSize`/`rowCount` size its estimate. */
 export function fileRun(file: { level: number; sequenceBase: number; rowCount: number; fileSize: number }, chunks: AsyncIterable<arrow.Table>): SectionRun {
-  // A row group arrives a read batch at a time (the row group's compressed bytes stay held: heldBytes).
-  const chunkRows = Math.max(1, Math.min(file.rowCount, READ_BATCH_SIZE));
+  // Costed by the row group, although it arrives a read batch at a time: its decoder's wasm memory
+  // grows with the row group, and costing by the batch (10 runs merged unspilled) measured +456 MB
+  // over the floor at 10M rows against +316 MB spilled (docs/BENCHMARKS.md §11).
+  const chunkRows = Math.max(1, Math.min(file.rowCount, DEFAULT_ROW_GROUP_SIZE));
   return {
     level: file.level,
     sequenceBase: file.sequenceBase,
     repeatedKeys: false,
     chunks,
     chunkRows,
-    heldBytes: file.rowCount > 0 ? (file.fileSize * Math.min(file.rowCount, DEFAULT_ROW_GROUP_SIZE)) / file.rowCount : file.fileSize,
+    heldBytes: file.rowCount > 0 ? (file.fileSize * chunkRows) / file.rowCount : file.fileSize,
   };
 }
 
