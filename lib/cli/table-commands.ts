@@ -464,6 +464,7 @@ function explainText(e: ReadExplain, table: Table): string {
     `live files          ${e.liveFiles}`,
     `skipped: partition  ${e.skippedByPartition}`,
     `skipped: key range  ${e.skippedByKeyRange}`,
+    `skipped: value stats ${e.skippedByValueStats} (append tables: column min/max/nulls)`,
     `files read          ${e.filesRead}`,
     `rows merged         ${e.mergedRows}`,
     `rows matching       ${e.matchingRows} (predicate applied after the merge)`,

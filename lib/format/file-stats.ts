@@ -7,6 +7,7 @@ import { toJsonValue } from '../schema/values.js';
 import { KIND_COLUMN, RowKind, SEQUENCE_COLUMN, type DataField } from '../schema/types.js';
 import type { JsonValue } from '../schema/value-codec.js';
 import { tableToRows } from './columns.js';
+import { valueStatsOf, type ValueStatsAcc } from './value-stats.js';
 
 export interface FileStats {
   rowCount: number;
@@ -17,10 +18,12 @@ export interface FileStats {
   maxStoredSequence: number;
   /** Rows of kind -U or -D. */
   deleteRowCount: number;
+  /** Per-column min / max / null count, when asked for (append tables: value-stats.ts). */
+  valueStats?: ValueStatsAcc;
 }
 
-/** The statistics of `data`, which is sorted by `keyFields`. */
-export function fileStatsOf(keyFields: DataField[], data: arrow.Table): FileStats {
+/** The statistics of `data`, which is sorted by `keyFields`; with `valueFields`, their value statistics too. */
+export function fileStatsOf(keyFields: DataField[], data: arrow.Table, valueFields?: DataField[]): FileStats {
   const n = data.numRows;
   const first = tableToRows(data.slice(0, 1), keyFields)[0];
   const last = tableToRows(data.slice(n - 1, n), keyFields)[0];
@@ -50,5 +53,6 @@ export function fileStatsOf(keyFields: DataField[], data: arrow.Table): FileStat
     minStoredSequence: minSeq,
     maxStoredSequence: maxSeq,
     deleteRowCount: deletes,
+    ...(valueFields === undefined ? {} : { valueStats: valueStatsOf(valueFields, data) }),
   };
 }

@@ -17,7 +17,7 @@ import { openUpload } from '../store/object-store.js';
 import { dataFileKey } from '../table/paths.js';
 import { evolveChunks } from '../table/read.js';
 import type { Table } from '../table/table.js';
-import { addFileStats, fileMetaOfStats } from '../mergetree/file-meta.js';
+import { addFileStats, fileMetaOfStats, valueStatsFields } from '../mergetree/file-meta.js';
 
 /** Changelog files being written: rows in key order, `finish` returns the files. */
 export interface ChangelogFileSink {
@@ -68,7 +68,7 @@ export class BucketFileIO implements CompactFileIO {
     return {
       add: async (rows) => {
         if (rows.numRows === 0) return;
-        stats = addFileStats(stats, fileStatsOf(t.keyFields, rows));
+        stats = addFileStats(stats, fileStatsOf(t.keyFields, rows, valueStatsFields(t.schema)));
         await writer.add(rows);
       },
       finish: async () => {

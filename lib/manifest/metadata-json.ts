@@ -6,6 +6,7 @@
 import { CorruptMetadataError } from '../errors.js';
 import { fromUtf8, utf8 } from '../store/object-store.js';
 import type { DataFileMeta, ManifestEntry } from './types.js';
+import type { ValueStats } from '../format/value-stats.js';
 import type { JsonValue } from '../schema/value-codec.js';
 
 type Obj = Record<string, unknown>;
@@ -105,7 +106,19 @@ export function parseDataFileMeta(v: unknown, what: string): DataFileMeta {
     creationTime: intField(o, 'creationTime', what),
     deleteRowCount: intField(o, 'deleteRowCount', what),
     fileSource,
+    ...(o.valueStats === undefined ? {} : { valueStats: valueStatsField(o, what) }),
   };
+}
+
+/** The optional `valueStats` of a DataFileMeta: field id → { type, min, max, nullCount }. */
+function valueStatsField(o: Obj, what: string): ValueStats {
+  const out: ValueStats = {};
+  for (const [id, v] of Object.entries(objectField(o, 'valueStats', what))) {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) fail(what, `valueStats.${id}`, 'an object');
+    const c = v as Obj;
+    out[id] = { type: stringField(c, 'type', what), min: (c.min ?? null) as JsonValue, max: (c.max ?? null) as JsonValue, nullCount: intField(c, 'nullCount', what) };
+  }
+  return out;
 }
 
 /** Validates one ManifestEntry read from JSON. */

@@ -6,6 +6,7 @@
  * BYTES as base64), so that JSON round-trips them exactly.
  */
 
+import type { ValueStats } from '../format/value-stats.js';
 import type { JsonValue } from '../schema/value-codec.js';
 
 /** Where a data file came from: a writer's flush or a compaction. */
@@ -37,6 +38,8 @@ export interface DataFileMeta {
   /** Number of -U/-D rows. */
   deleteRowCount: number;
   fileSource: FileSource;
+  /** Per-column min / max / null count by field id (append tables; lib/format/value-stats.ts). */
+  valueStats?: ValueStats;
 }
 
 export type FileKind = 'ADD' | 'DELETE';

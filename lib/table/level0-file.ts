@@ -10,7 +10,7 @@ import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { concatTables, singleBatch } from '../format/columns.js';
 import { DataFileStreamWriter } from '../format/data-file-stream.js';
 import { fileStatsOf, type FileStats } from '../format/file-stats.js';
-import { addFileStats, fileMetaOfStats } from '../mergetree/file-meta.js';
+import { addFileStats, fileMetaOfStats, valueStatsFields } from '../mergetree/file-meta.js';
 import type { DataFileSink } from '../mergetree/rolling-writer.js';
 import type { FileChange } from '../snapshot/commit.js';
 import { dataFileKey } from './paths.js';
@@ -49,7 +49,7 @@ export async function openLevel0File(table: Table, target: Level0Target, prefix:
   return {
     add: async (rows) => {
       if (rows.numRows === 0) return;
-      stats = addFileStats(stats, fileStatsOf(table.keyFields, rows));
+      stats = addFileStats(stats, fileStatsOf(table.keyFields, rows, valueStatsFields(table.schema)));
       held.push(rows);
       heldRows += rows.numRows;
       if (heldRows >= ENCODE_ROWS) await encodeHeld();

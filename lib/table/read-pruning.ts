@@ -1,15 +1,18 @@
 /**
- * Which files a filtered read can skip unread. Only what every version of a key shares may prune:
- * its partition and its primary key. A file whose partition values or key range cannot satisfy
- * the predicate holds no version of a matching key, so skipping it changes no merge. Value
- * columns never prune a file (another file's older version of the same key would then win the
- * merge and resurrect); they are filtered after the merge.
+ * Which files a filtered read can skip unread. In a primary-key table only what every version of
+ * a key shares may prune: its partition and its primary key. A file whose partition values or key
+ * range cannot satisfy the predicate holds no version of a matching key, so skipping it changes
+ * no merge. Value columns never prune a file there (another file's older version of the same key
+ * would then win the merge and resurrect); they are filtered after the merge. An append table
+ * never merges, so its files are also pruned by the value statistics of any column
+ * (lib/format/value-stats.ts): a file none of whose rows can match is skipped.
  */
 import type { ManifestEntry } from '../manifest/types.js';
 import { parsePartitionPath } from '../schema/partition.js';
 import { compareValues } from '../schema/compare.js';
 import { coerceText, fromJsonValue } from '../schema/values.js';
-import type { DataType, Value } from '../schema/types.js';
+import type { DataField, DataType, Value } from '../schema/types.js';
+import { columnBounds } from '../format/value-stats.js';
 import { mayMatch, predicateColumns, type ColumnBounds, type Predicate } from './predicate.js';
 import type { Table } from './table.js';
 
@@ -23,6 +26,8 @@ export interface ReadExplain {
   liveFiles: number;
   skippedByPartition: number;
   skippedByKeyRange: number;
+  /** Append tables: files whose column min / max / null counts cannot match. */
+  skippedByValueStats: number;
   filesRead: number;
   /** Rows after the merge, and after the predicate. */
   mergedRows: number;
@@ -35,6 +40,8 @@ export class ReadPruning {
   private readonly partitionCache = new Map<string, boolean>();
   private readonly usesPartition: boolean;
   private readonly usesKey: boolean;
+  /** Append table: the predicate's columns, for pruning by value statistics. */
+  private readonly valueFields: DataField[];
 
   constructor(
     private readonly table: Table,
@@ -44,7 +51,22 @@ export class ReadPruning {
     const used = predicateColumns(predicate);
     this.usesPartition = table.schema.partitionKeys.some((k) => used.includes(k));
     this.usesKey = table.schema.primaryKeys.some((k) => used.includes(k) && !table.schema.partitionKeys.includes(k));
+    const append = table.schema.primaryKeys.length === 0;
+    this.valueFields = append ? table.schema.fields.filter((f) => used.includes(f.name) && !table.schema.partitionKeys.includes(f.name)) : [];
   }
+
+  /** Append tables: false when the file's value statistics show no row can match. */
+  fileValuesMay = (e: ManifestEntry): boolean => {
+    if (this.valueFields.length === 0 || e.file.valueStats === undefined) return true;
+    const out = new Map<string, ColumnBounds>();
+    for (const f of this.valueFields) {
+      const b = columnBounds(e.file.valueStats, f);
+      if (b === undefined) continue; // no statistics for it in this file: know nothing
+      const nonNull = b.nullCount < e.file.rowCount;
+      out.set(f.name, { ...(nonNull && f.type.root !== 'BYTES' ? { min: b.min, max: b.max } : {}), mayBeNull: b.nullCount > 0, mayBeNonNull: nonNull });
+    }
+    return mayMatch(this.predicate, out, this.types);
+  };
 
   /** False when no row of this partition can match. */
   partitionMay = (partition: string): boolean => {
