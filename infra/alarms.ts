@@ -219,6 +219,13 @@ export class VarveAlarms extends Construct {
       evaluationPeriods: 1,
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
+    // Skipped expired snapshots (skip-to-earliest) are changes the consumer will never get.
+    this.add(scope, 'SkippedSnapshots', 'consumer-lag', `${who}: the consumer skipped expired snapshots (scan.on-expired skip-to-earliest); their changes are lost to it`, {
+      metric: varveMetric(VARVE_METRICS.consumerSnapshotsSkipped, dims, 'Sum', Duration.minutes(5)),
+      threshold: 0,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
   }
 
   /** Errors and throttles of one function; no invocations is no data, which is fine. */

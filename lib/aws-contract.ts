@@ -24,6 +24,11 @@ export const VARVE_METRICS = {
   consumerLagSeconds: 'ConsumerLagSeconds',
   /** 1 each time discovery meets its consumer id expired (a tombstone, ConsumerExpiredError): the consumer has stopped; dimensions `table`, `consumer`. */
   consumerExpired: 'ConsumerExpired',
+  /**
+   * Snapshots a consumer skipped because they had expired before it read them (accepted with
+   * `scan.on-expired = skip-to-earliest`): their changes never reach its sink; dimensions `table`, `consumer`.
+   */
+  consumerSnapshotsSkipped: 'ConsumerSnapshotsSkipped',
 } as const;
 
 /** The Powertools service name of every varve function; metrics carry it as the `service` dimension. */

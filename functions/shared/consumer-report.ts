@@ -2,11 +2,14 @@
  * What the discovery function reports about its consumer: the lag after every invocation (also a
  * failed one, so the lag alarm fires instead of going quiet) and an expired consumer id, which is
  * logged as an error and counted (ConsumerExpired) before the invocation fails; and what the
- * runs planned, with the OVERWRITE snapshots they skipped.
+ * runs planned, with the OVERWRITE snapshots they skipped, and the expired snapshots a consumer
+ * resumed with `scan.on-expired = skip-to-earliest` skipped (logged as an error and counted:
+ * ConsumerSnapshotsSkipped).
  */
 import { ConsumerExpiredError } from '../../lib/errors.js';
 import type { DiscoveryResult } from '../../lib/stream/discovery.js';
 import { consumerLag } from '../../lib/stream/progress.js';
+import { describeGap } from '../../lib/snapshot/consumer.js';
 import type { Table } from '../../lib/table/table.js';
 import { emitMetric, log, METRIC, UNIT } from './observability.js';
 
@@ -39,6 +42,17 @@ export function reportRuns(table: Table, consumer: string, trigger: string, runs
   const overwritesSkipped = runs.flatMap((r) => r.overwritesSkipped);
   if (overwritesSkipped.length > 0) {
     log().warn('OVERWRITE snapshots skipped: their changes are not streamed (streaming-read-overwrite=false)', { table: table.name, consumer, snapshots: overwritesSkipped });
+  }
+  const gaps = runs.flatMap((r) => r.gaps);
+  if (gaps.length > 0) {
+    // Accepted by the user's skip-to-earliest, but never silent: what the consumer will not get.
+    log().error('the consumer skipped expired snapshots: their changes are lost to it (scan.on-expired = skip-to-earliest)', {
+      table: table.name,
+      consumer,
+      skipped: gaps.map((g) => ({ snapshots: describeGap(g), reason: g.reason })),
+    });
+    const skipped = gaps.reduce((n, g) => n + (g.to - g.from), 0);
+    emitMetric(METRIC.consumerSnapshotsSkipped, UNIT.count, skipped, { table: table.name, consumer });
   }
   log().info('discovery', { table: table.name, consumer, trigger, planned: runs.map((r) => r.planned).filter(Boolean), sent, nextSnapshot: runs.at(-1)?.nextSnapshot, lagSnapshots });
 }

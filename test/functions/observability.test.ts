@@ -143,4 +143,37 @@ describe('the discovery function meeting an expired consumer id', () => {
     const emf = lines.find((l) => l.ConsumerExpired !== undefined);
     expect(emf).toMatchObject({ ConsumerExpired: 1, table: 'shop.orders', consumer: 'orders-audit', service: 'varve' });
   });
+
+  it('resumed with skip-to-earliest after its snapshots expired: logs the skipped snapshots as an error and emits ConsumerSnapshotsSkipped', async () => {
+    // Prepare: consumer orders-audit stopped at snapshot 1; it expired, and so did snapshots 1..2.
+    const { mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { openCatalog } = await import('../../lib/catalog/open-catalog.js');
+    const { parseSchemaText } = await import('../../lib/schema/parse.js');
+    const { ensureConsumer } = await import('../../lib/stream/discovery.js');
+    const { expireSnapshots } = await import('../../lib/maintenance/expire-snapshots.js');
+    const wh = mkdtempSync(join(tmpdir(), 'varve-skipped-'));
+    const options = { bucket: '1', 'consumer.expiration-time': '1 h', 'scan.on-expired': 'skip-to-earliest' };
+    const table = await openCatalog(wh).createTable('shop.orders', { fields: parseSchemaText('k BIGINT'), primaryKeys: ['k'], partitionKeys: [], options });
+    await ensureConsumer(table, 'orders-audit', { mode: 'earliest' });
+    for (const k of [1n, 2n, 3n]) await table.write([{ k }]);
+    await expireSnapshots(table, { now: Date.now() + 2 * 3600_000, retainMin: 1 });
+    const { createQueue, uniqueName } = await import('./harness.js');
+    const queue = await createQueue(uniqueName('skipped') + '.fifo');
+    const env = { VARVE_WAREHOUSE: wh, VARVE_TABLE: 'shop.orders', VARVE_CONSUMER_ID: 'orders-audit', VARVE_SPLIT_QUEUE_URL: queue };
+    const { createDiscoverHandler } = await import('../../functions/discover.js');
+    // Act
+    const errors: string[] = [];
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => errors.push(String(chunk)) > 0);
+    const lines = await logLines(async () => {
+      await createDiscoverHandler(env)({ 'detail-type': 'Scheduled Event' } as never);
+    }).finally(() => err.mockRestore());
+    lines.push(...errors.flatMap((l) => l.split('\n')).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>));
+    // Assess: never silent. Snapshots 1 and 2 expired before the consumer read them.
+    const skippedLog = lines.find((l) => l.level === 'ERROR' && String(l.message).includes('skipped expired snapshots'));
+    expect(skippedLog, JSON.stringify(lines)).toMatchObject({ consumer: 'orders-audit', skipped: [{ snapshots: '1..2', reason: 'consumer-expired' }] });
+    const emf = lines.find((l) => l.ConsumerSnapshotsSkipped !== undefined);
+    expect(emf).toMatchObject({ ConsumerSnapshotsSkipped: 2, table: 'shop.orders', consumer: 'orders-audit' });
+  });
 });

@@ -177,11 +177,13 @@ describe('table and consumer alarms', () => {
     }
   });
 
-  it('alarms at the first ConsumerExpired data point of the consumer; none reported is fine', () => {
+  it('alarms at the first ConsumerExpired or ConsumerSnapshotsSkipped data point of the consumer; none reported is fine', () => {
     const { template } = synth();
-    const found = alarmsOn(template, 'ConsumerExpired');
-    expect(found).toHaveLength(1);
-    expect(found[0].Properties).toMatchObject({ Namespace: 'Varve', Statistic: 'Sum', Threshold: 0, Period: 300, TreatMissingData: 'notBreaching', ComparisonOperator: 'GreaterThanThreshold' });
+    for (const metric of ['ConsumerExpired', 'ConsumerSnapshotsSkipped']) {
+      const found = alarmsOn(template, metric);
+      expect(found, metric).toHaveLength(1);
+      expect(found[0].Properties).toMatchObject({ Namespace: 'Varve', Statistic: 'Sum', Threshold: 0, Period: 300, TreatMissingData: 'notBreaching', ComparisonOperator: 'GreaterThanThreshold' });
+    }
   });
 
   it('stretches the lag period to a slower discovery schedule, so a quiet schedule is not silence', () => {
