@@ -320,7 +320,7 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
     .description(`system tables: ${[...SYSTEM_TABLES, 'iceberg'].join(', ')}`)
     .argument('<table>', 'DB.TABLE')
     .argument('<name>', [...SYSTEM_TABLES, 'iceberg'].join('|'))
-    .option('--snapshot <id>', 'for files, manifests and buckets: at this snapshot', Number)
+    .option('--snapshot <id>', 'for files, manifests, buckets, partitions and statistics: at this snapshot', Number)
     .option('--format <format>', 'table, jsonl or csv', 'table')
     .action(async (name: string, sys: string, o) => {
       const table = await catalog().getTable(name);

@@ -1,7 +1,9 @@
 /**
  * System tables: metadata of a table as records (Paimon's `$snapshots`, `$files`, `$manifests`,
  * long-lived `changelogs`,
- * `$schemas`, `$options`, `$tags`, `$buckets`, `$consumers`), with Paimon's column names.
+ * `$schemas`, `$options`, `$tags`, `$buckets`, `$consumers`), with Paimon's column names, and
+ * `statistics`: per column, what the files' statistics say at a snapshot (Paimon's `$statistics`
+ * shows what ANALYZE collected; varve's files carry it already).
  */
 import { InvalidArgumentError } from '../errors.js';
 import { runLimited } from '../concurrency.js';
@@ -15,6 +17,10 @@ import { listSchemaIds, readSchema } from '../schema/schema-manager.js';
 import { listTags } from '../snapshot/tags.js';
 import { listChangelogIds, tryReadChangelog, type LongLivedChangelog } from '../snapshot/changelog.js';
 import { describeGap, listConsumers, listTombstones } from '../snapshot/consumer.js';
+import { columnBounds } from '../format/value-stats.js';
+import { compareValues } from '../schema/compare.js';
+import type { DataField, Value } from '../schema/types.js';
+import { fromJsonValue, toDisplayValue } from '../schema/value-codec.js';
 import { dataFileKey } from './paths.js';
 import type { Table } from './table.js';
 import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
@@ -22,7 +28,7 @@ import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
 /** A cell of a system table record. */
 export type DisplayValue = string | number | boolean | null;
 
-export const SYSTEM_TABLES = ['snapshots', 'changelogs', 'files', 'manifests', 'schemas', 'options', 'tags', 'buckets', 'partitions', 'consumers'] as const;
+export const SYSTEM_TABLES = ['snapshots', 'changelogs', 'files', 'manifests', 'schemas', 'options', 'tags', 'buckets', 'partitions', 'statistics', 'consumers'] as const;
 export type SystemTableName = (typeof SYSTEM_TABLES)[number];
 
 export interface SystemTableResult {
@@ -58,6 +64,8 @@ export async function readSystemTable(table: Table, name: string, spec: Snapshot
       return bucketsTable(table, await resolveSnapshot(table, spec));
     case 'partitions':
       return partitionsTable(table, await resolveSnapshot(table, spec));
+    case 'statistics':
+      return statisticsTable(table, await resolveSnapshot(table, spec));
     case 'consumers':
       return consumersTable(table);
     default:
@@ -223,6 +231,53 @@ async function partitionsTable(table: Table, snapshot: Snapshot | undefined): Pr
   const records = [...groups.keys()].sort().map((partition) => {
     const g = groups.get(partition)!;
     return { partition, record_count: g.record_count, file_size_in_bytes: g.file_size_in_bytes, file_count: g.file_count, last_update_time: iso(g.last) };
+  });
+  return { columns, records };
+}
+
+/**
+ * Per column of the table's schema, over the live files of a snapshot: the rows of those files
+ * (before merging: on a primary-key table an updated or deleted key's older versions still count),
+ * how many files have statistics for the column, and from them the null count, min and max — given
+ * only when every file has them, so a bound is never a guess. Value columns have statistics in
+ * append tables (every file written since value statistics exist); on a primary-key table the
+ * first key column's bounds come from the files' key ranges, other columns have none.
+ */
+async function statisticsTable(table: Table, snapshot: Snapshot | undefined): Promise<SystemTableResult> {
+  const columns = ['snapshot_id', 'column', 'type', 'record_count', 'file_count', 'files_with_stats', 'null_count', 'min', 'max'];
+  if (!snapshot) return { columns, records: [] };
+  const files = (await readLiveFiles(table.store, table.path, snapshot)).map((e) => e.file);
+  const recordCount = files.reduce((n, f) => n + f.rowCount, 0);
+  const firstKey = table.schema.primaryKeys[0];
+  const records = table.schema.fields.map((field: DataField) => {
+    let withStats = 0;
+    let nulls: number | null = 0;
+    let min: Value = null;
+    let max: Value = null;
+    for (const f of files) {
+      let b: { min: Value; max: Value; nullCount: number | null } | undefined = columnBounds(f.valueStats, field);
+      if (b === undefined && field.name === firstKey && f.minKey.length > 0) {
+        // Files are sorted by key: the first key column's bounds are exact; nulls are not allowed in keys.
+        b = { min: fromJsonValue(field.type, f.minKey[0]), max: fromJsonValue(field.type, f.maxKey[0]), nullCount: 0 };
+      }
+      if (b === undefined) continue;
+      withStats++;
+      nulls = nulls === null || b.nullCount === null ? null : nulls + b.nullCount;
+      if (b.min !== null && (min === null || compareValues(field.type, b.min, min) < 0)) min = b.min;
+      if (b.max !== null && (max === null || compareValues(field.type, b.max, max) > 0)) max = b.max;
+    }
+    const complete = withStats === files.length && files.length > 0;
+    return {
+      snapshot_id: snapshot.id,
+      column: field.name,
+      type: formatType(field.type),
+      record_count: recordCount,
+      file_count: files.length,
+      files_with_stats: withStats,
+      null_count: complete ? nulls : null,
+      min: complete ? toDisplayValue(field.type, min) : null,
+      max: complete ? toDisplayValue(field.type, max) : null,
+    };
   });
   return { columns, records };
 }

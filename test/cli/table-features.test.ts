@@ -160,4 +160,33 @@ describe('filtered reads in the CLI', () => {
     expect(sys[0].file_size_in_bytes).toBeGreaterThan(0);
     expect(Date.parse(sys[0].last_update_time)).toBeGreaterThan(0);
   });
+
+  it('sys statistics: per column null count, min and max from the files, exact or not given; at a snapshot', async () => {
+    // An append table: every file has value statistics.
+    const c = await varve('create', 'db.a', '--schema', 'id BIGINT, name STRING, score DOUBLE, at DATE');
+    expect(c.code, c.err).toBe(0);
+    await write('db.a', [{ id: 5, name: 'eve', score: 2.5, at: '2026-01-02' }, { id: -3, name: null, score: null, at: '2026-03-01' }]);
+    await write('db.a', [{ id: 40, name: 'ann', score: -1, at: null }]);
+    const stat = (out: string) => Object.fromEntries(lines(out).map((r) => [r.column, r]));
+    const now = stat((await varve('sys', 'db.a', 'statistics', '--format', 'jsonl')).out);
+    expect(now.id).toMatchObject({ snapshot_id: 2, type: 'BIGINT', record_count: 3, file_count: 2, files_with_stats: 2, null_count: 0, min: -3, max: 40 });
+    expect(now.name).toMatchObject({ null_count: 1, min: 'ann', max: 'eve' });
+    expect(now.score).toMatchObject({ null_count: 1, min: -1, max: 2.5 });
+    expect(now.at).toMatchObject({ type: 'DATE', null_count: 1, min: '2026-01-02', max: '2026-03-01' });
+    const first = stat((await varve('sys', 'db.a', 'statistics', '--snapshot', '1', '--format', 'jsonl')).out);
+    expect(first.id).toMatchObject({ snapshot_id: 1, record_count: 2, file_count: 1, min: -3, max: 5 });
+    // A column added later: the older file has no statistics for it, so no bound is claimed.
+    expect((await varve('alter', 'db.a', '--add', 'tag STRING')).code).toBe(0);
+    await write('db.a', [{ id: 1, name: 'bo', score: 0, at: null, tag: 't' }]);
+    const evolved = stat((await varve('sys', 'db.a', 'statistics', '--format', 'jsonl')).out);
+    expect(evolved.tag).toMatchObject({ file_count: 3, files_with_stats: 1, null_count: null, min: null, max: null });
+    expect(evolved.id).toMatchObject({ files_with_stats: 3, min: -3, max: 40 });
+    // A primary-key table: the first key column's bounds come from the files' key ranges; values have none.
+    expect((await varve('create', 'db.k', '--schema', 'k BIGINT, v STRING', '--primary-key', 'k')).code).toBe(0);
+    await write('db.k', [{ k: 7, v: 'a' }, { k: 2, v: 'b' }]);
+    await write('db.k', [{ k: 9, v: 'c' }]);
+    const keyed = stat((await varve('sys', 'db.k', 'statistics', '--format', 'jsonl')).out);
+    expect(keyed.k).toMatchObject({ record_count: 3, files_with_stats: 2, null_count: 0, min: 2, max: 9 });
+    expect(keyed.v).toMatchObject({ files_with_stats: 0, min: null, max: null });
+  });
 });

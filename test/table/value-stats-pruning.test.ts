@@ -12,6 +12,7 @@ import { readLiveFiles } from '../../lib/manifest/scan.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import type { ReadExplain } from '../../lib/table/read-pruning.js';
+import { readSystemTable } from '../../lib/table/system-tables.js';
 import type { Table } from '../../lib/table/table.js';
 
 type Row = { ts: bigint; kind: string; amount: number | null; note: string | null };
@@ -86,6 +87,18 @@ describe('value-statistics pruning on append tables', () => {
     const none = await readWhere(t, 'ts > 100000');
     expect(none.rows).toEqual([]);
     expect(none.explain.skippedByValueStats).toBe(files.length);
+  });
+
+  it('the statistics system table (TypeScript API) gives the bounds the pruning uses, equal to the rows', async () => {
+    const t = await new FolderCatalog(new MemoryStore()).createTable('db.events', { fields: parseSchemaText('ts BIGINT, kind STRING, amount DOUBLE, note STRING'), options: {} });
+    const all = await eightFiles(t);
+    const { records } = await readSystemTable(t, 'statistics');
+    const by = Object.fromEntries(records.map((r) => [r.column, r]));
+    const amounts = all.map((r) => r.amount).filter((a): a is number => a !== null);
+    expect(by.ts).toMatchObject({ record_count: 400, file_count: 8, files_with_stats: 8, null_count: 0, min: 0, max: 749 });
+    expect(by.kind).toMatchObject({ min: 'a', max: 'x', null_count: 0 });
+    expect(by.amount).toMatchObject({ null_count: all.length - amounts.length, min: Math.min(...amounts), max: Math.max(...amounts) });
+    expect(by.note).toMatchObject({ null_count: 50 });
   });
 
   it('a primary-key table never prunes by a value column', async () => {
