@@ -220,9 +220,14 @@ export class Table {
     return scanTable(this, opts);
   }
 
-  /** The number of merged rows at a snapshot (latest by default), optionally only those matching `where`. */
+  /**
+   * The number of merged rows at a snapshot (latest by default), optionally only those matching
+   * `where`; counted over the streamed scan, so memory does not grow with the table.
+   */
   async count(opts: Omit<ReadOptions, 'columns' | 'keepDeletes'> = {}): Promise<number> {
-    return (await readTable(this, opts)).numRows;
+    let rows = 0;
+    for await (const batch of scanTable(this, opts)) rows += batch.numRows;
+    return rows;
   }
 
   /** The snapshot a read resolves to (id, timestamp or tag), or undefined for an empty table. */
