@@ -21,7 +21,7 @@ import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { singleBatch } from './columns.js';
 import { normalizeArrowTypes } from './normalize.js';
-import { decodeRowGroupBatches, readParquetFooter, rowGroupFile, type ByteSource } from './row-group-reader.js';
+import { readParquetFooter, readRowGroupsRanged, type ByteSource } from './row-group-reader.js';
 
 /** Rows per row group unless the caller asks otherwise (~256k, per typescript-stack.md §7). */
 export const DEFAULT_ROW_GROUP_SIZE = 262_144;
@@ -316,25 +316,8 @@ export async function* readDataFileRowGroups(
       if (!footer.columns.includes(c)) throw new SchemaMismatchError(`data file ${key} has no column ${c}; it has ${footer.columns.join(', ')}`, c);
     }
   }
-  const wanted = columns === undefined ? undefined : new Set(columns);
-  for (let g = 0; g < footer.rowGroups.length; g++) {
-    const { file } = await rowGroupFile(footer, g, wanted, src.read);
-    const batches = decodeRowGroupBatches(file, columns);
-    try {
-      for (;;) {
-        let next: IteratorResult<arrow.Table>;
-        try {
-          next = await batches.next();
-        } catch (e) {
-          throw rowGroupReadError(e, key);
-        }
-        if (next.done) break;
-        yield normalizeArrowTypes(columns === undefined ? next.value : selectColumns(next.value, columns));
-      }
-    } finally {
-      // A consumer that stops early frees the row group's wasm file.
-      await batches.return(undefined);
-    }
+  for await (const table of readRowGroupsRanged(src, { footer, columns, decodeError: (e) => rowGroupReadError(e, key) })) {
+    yield normalizeArrowTypes(columns === undefined ? table : selectColumns(table, columns));
   }
 }
 

@@ -295,15 +295,28 @@ export async function* decodeRowGroupBatches(blob: Blob, columns?: readonly stri
 /**
  * The rows of a Parquet file, fetched by range: the footer first, then per row group only its
  * chunks (of `columns`, when given), decoded one batch (≤ DECODE_BATCH_ROWS rows) at a time.
+ * `onRowGroup` is told each row group before its batches; `decodeError` maps an error of decoding
+ * row group `group` (fetch errors pass unchanged). A consumer that stops early frees the row
+ * group's wasm file.
  */
 export async function* readRowGroupsRanged(
   src: ByteSource,
-  opts: { columns?: readonly string[]; footer?: ParquetFooter } = {},
+  opts: {
+    columns?: readonly string[];
+    footer?: ParquetFooter;
+    onRowGroup?: (group: number) => void;
+    decodeError?: (e: unknown, group: number) => unknown;
+  } = {},
 ): AsyncGenerator<arrow.Table> {
   const footer = opts.footer ?? (await readParquetFooter(src));
   const wanted = opts.columns === undefined ? undefined : new Set(opts.columns);
   for (let g = 0; g < footer.rowGroups.length; g++) {
     const { file } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
-    yield* decodeRowGroupBatches(file, opts.columns);
+    opts.onRowGroup?.(g);
+    try {
+      yield* decodeRowGroupBatches(file, opts.columns);
+    } catch (e) {
+      throw opts.decodeError ? opts.decodeError(e, g) : e;
+    }
   }
 }

@@ -9,12 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type * as arrow from 'apache-arrow';
 import { parse as parseCsvStream } from 'csv-parse';
 import { CorruptMetadataError, RecordValidationError, VarveError } from '../errors.js';
 import { fromArrowType } from '../format/arrow-schema.js';
 import { tableToRows } from '../format/columns.js';
-import { decodeRowGroupBatches, readParquetFooter, rowGroupFile, type ByteSource, type ParquetFooter } from '../format/row-group-reader.js';
+import { readParquetFooter, readRowGroupsRanged, type ByteSource, type ParquetFooter } from '../format/row-group-reader.js';
 import { normalizeArrowTypes } from '../format/normalize.js';
 import { coerceText, toJsonValue, validateRecord } from '../schema/values.js';
 import { ROW_KIND_NAMES, RowKind, type DataField, type Row, type RowKindByte, type TableSchema } from '../schema/types.js';
@@ -255,31 +254,23 @@ async function* parquetRecords(input: RecordInput): AsyncGenerator<RawRecord> {
     }
     let line = 0;
     let bytes = 0;
-    for (let g = 0; g < footer.rowGroups.length; g++) {
-      bytes += footer.rowGroups[g].bytes;
-      const { file } = await rowGroupFile(footer, g, undefined, (s, e) => src.read(s, e));
-      const batches = decodeRowGroupBatches(file);
-      try {
-        for (;;) {
-          let next: IteratorResult<arrow.Table>;
-          try {
-            next = await batches.next();
-          } catch (e) {
-            if (e instanceof VarveError) throw e;
-            throw new RecordValidationError(`row group ${g} of the Parquet input cannot be decoded: ${(e as Error).message}`);
-          }
-          if (next.done) break;
-          const table = normalizeArrowTypes(next.value);
-          const fields: DataField[] = table.schema.fields.map((f, i) => ({ id: i, name: f.name, type: fromArrowType(f.type, f.nullable) }));
-          for (const row of tableToRows(table, fields)) {
-            const values: Record<string, unknown> = {};
-            for (const f of fields) values[f.name] = row[f.name] === null ? null : toJsonValue(f.type, row[f.name]);
-            line++;
-            yield { line, raw: JSON.stringify(values), values, bytesRead: g === footer.rowGroups.length - 1 ? src.size : bytes };
-          }
-        }
-      } finally {
-        await batches.return(undefined);
+    let group = 0;
+    const rowGroups = readRowGroupsRanged(src, {
+      footer,
+      onRowGroup: (g) => {
+        group = g;
+        bytes += footer.rowGroups[g].bytes;
+      },
+      decodeError: (e, g) => (e instanceof VarveError ? e : new RecordValidationError(`row group ${g} of the Parquet input cannot be decoded: ${(e as Error).message}`)),
+    });
+    for await (const batch of rowGroups) {
+      const table = normalizeArrowTypes(batch);
+      const fields: DataField[] = table.schema.fields.map((f, i) => ({ id: i, name: f.name, type: fromArrowType(f.type, f.nullable) }));
+      for (const row of tableToRows(table, fields)) {
+        const values: Record<string, unknown> = {};
+        for (const f of fields) values[f.name] = row[f.name] === null ? null : toJsonValue(f.type, row[f.name]);
+        line++;
+        yield { line, raw: JSON.stringify(values), values, bytesRead: group === footer.rowGroups.length - 1 ? src.size : bytes };
       }
     }
   } finally {
