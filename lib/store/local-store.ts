@@ -113,8 +113,16 @@ export class LocalStore implements ObjectStore {
     const path = this.pathOf(key);
     await this.ensureFolder(dirname(path), key);
     const tmp = await this.writeTemp(path, body).catch((e) => Promise.reject(this.fsError(e, 'put', key)));
+    await this.publishTemp(tmp, path, key);
+    return { etag: contentEtag(body) };
+  }
+
+  /**
+   * Renames a written temp file to its key's path under the key lock, so that a concurrent
+   * compare-and-swap cannot land between its compare and its rename; a failure removes the temp file.
+   */
+  private async publishTemp(tmp: string, path: string, key: string): Promise<void> {
     try {
-      // Under the key lock so that a concurrent compare-and-swap cannot land between its compare and its rename.
       const lock = await this.lock(path, key);
       try {
         await rename(tmp, path);
@@ -125,7 +133,6 @@ export class LocalStore implements ObjectStore {
       await unlinkIfPresent(tmp);
       throw this.fsError(e, 'put', key);
     }
-    return { etag: contentEtag(body) };
   }
 
   async putIfAbsent(key: string, body: Uint8Array): Promise<{ etag: string } | undefined> {
@@ -225,17 +232,12 @@ export class LocalStore implements ObjectStore {
         try {
           await fh.sync(); // the bytes are on disk before the name that publishes them exists
           await fh.close();
-          const lock = await this.lock(path, key);
-          try {
-            await rename(tmp, path);
-          } finally {
-            await lock.release();
-          }
         } catch (e) {
           await fh.close().catch(() => undefined);
           await unlinkIfPresent(tmp);
           throw this.fsError(e, 'put', key);
         }
+        await this.publishTemp(tmp, path, key);
         return { etag: `"${hash.digest('hex')}"`, size };
       },
       abort: async () => {
