@@ -14,7 +14,7 @@
  */
 import { DeleteObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
 import { InvalidArgumentError, RecordValidationError } from '../../lib/errors.js';
-import { formatFromFileName, parseRecordChunks, type RejectedRecord } from '../../lib/table/input.js';
+import { formatFromFileName, parseColumnChunks, type RejectedRecord } from '../../lib/table/input.js';
 import { objectCommitIdentifier } from '../../lib/table/commit-identifiers.js';
 import { landedSources, objectSource } from '../../lib/table/ingested-sources.js';
 import { landRowChunks, type Landed } from '../../lib/table/land-rows.js';
@@ -151,7 +151,7 @@ export async function ingestInboxObject(table: Table, bucket: string, key: strin
   let parseError: { error: unknown } | undefined;
   const chunks = (async function* () {
     try {
-      for await (const chunk of parseRecordChunks(input, format, table.schema, { skipInvalid: true })) {
+      for await (const chunk of parseColumnChunks(input, format, table.schema, { skipInvalid: true })) {
         for (const r of chunk.rejected) rejected.push(r);
         yield chunk;
       }

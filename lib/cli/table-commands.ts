@@ -11,7 +11,7 @@ import { InvalidArgumentError, RecordValidationError, SchemaChangedError } from 
 import { schemaChangeEvent } from '../stream/schema-change.js';
 import { parseSchemaJson, parseSchemaText, formatType } from '../schema/parse.js';
 import { createTag, deleteTag } from '../snapshot/tags.js';
-import { formatFromFileName, parseRecordChunks, type InputFormat } from '../table/input.js';
+import { formatFromFileName, parseColumnChunks, type InputFormat } from '../table/input.js';
 import { readAuditLog, parseIncrementalBetween } from '../table/audit-log.js';
 import { readSystemTable, SYSTEM_TABLES } from '../table/system-tables.js';
 import { icebergSystemTable } from '../iceberg/iceberg-status.js';
@@ -149,10 +149,11 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
       let rejected = 0;
       try {
         try {
-          for await (const chunk of parseRecordChunks(input, format, table.schema, { skipInvalid: Boolean(o.skipInvalid), deletes })) {
-            if (chunk.rows.length > 0) await writer.write(chunk.rows, chunk.kinds);
+          // Columns, not row objects: each chunk's records are validated straight into Arrow columns.
+          for await (const chunk of parseColumnChunks(input, format, table.schema, { skipInvalid: Boolean(o.skipInvalid), deletes })) {
+            if (chunk.table.numRows > 0) await writer.writeArrow(chunk.table);
             if (rejects && chunk.rejected.length > 0) await rejects.write(chunk.rejected.map((r) => JSON.stringify(r) + '\n').join(''));
-            rows += chunk.rows.length;
+            rows += chunk.table.numRows;
             rejected += chunk.rejected.length;
             progress.update(rows + rejected, chunk.bytesRead);
           }

@@ -1,7 +1,9 @@
 /**
- * Parses records a user hands to a table (JSONL, CSV or Parquet) into validated rows and row
- * kinds. Every rejected record names its 1-based line (row number for Parquet) and the field.
- * Used by the CLI's `write`/`delete` and by the ingest function.
+ * Parses records a user hands to a table (JSONL, CSV or Parquet), reading the input as it goes,
+ * into validated Arrow columns chunk by chunk (`parseColumnChunks`, lib/table/record-columns.ts):
+ * no row object is kept per record. Every rejected record names its 1-based line (row number for
+ * Parquet) and the field. Used by the CLI's `write`/`delete` and by the inbox ingest; the row
+ * form (`parseRecords`, `parseRecordChunks`) is built on it for small inputs.
  */
 import { createWriteStream, openAsBlob } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -15,19 +17,13 @@ import { fromArrowType } from '../format/arrow-schema.js';
 import { tableToRows } from '../format/columns.js';
 import { readParquetFooter, readRowGroupsRanged, type ByteSource, type ParquetFooter } from '../format/row-group-reader.js';
 import { normalizeArrowTypes } from '../format/normalize.js';
-import { coerceText, toJsonValue, validateRecord } from '../schema/values.js';
-import { ROW_KIND_NAMES, RowKind, type DataField, type Row, type RowKindByte, type TableSchema } from '../schema/types.js';
+import { toJsonValue } from '../schema/values.js';
+import { KIND_COLUMN, type DataField, type Row, type RowKindByte, type TableSchema } from '../schema/types.js';
+import { RecordColumns, type ColumnChunk, type RejectedRecord } from './record-columns.js';
+
+export { KIND_FIELD, type ColumnChunk, type RejectedRecord } from './record-columns.js';
 
 export type InputFormat = 'jsonl' | 'csv' | 'parquet';
-
-/** The column that may carry a row kind in JSONL and CSV input. */
-export const KIND_FIELD = '_kind';
-
-export interface RejectedRecord {
-  line: number;
-  reason: string;
-  raw: string;
-}
 
 export interface ParsedRecords {
   rows: Row[];
@@ -51,7 +47,7 @@ export function formatFromFileName(name: string): InputFormat | undefined {
   return undefined;
 }
 
-/** Parses and validates records against the table schema; throws RecordValidationError unless skipInvalid. */
+/** Parses and validates records against the table schema as row objects; throws RecordValidationError unless skipInvalid. */
 export async function parseRecords(
   input: Uint8Array | string,
   format: InputFormat,
@@ -74,70 +70,44 @@ export async function parseRecords(
 export type RecordInput = Uint8Array | string | AsyncIterable<Uint8Array> | Blob | ByteSource;
 
 export interface ChunkOptions extends ParseOptions {
-  /** Records per chunk (default 8192). */
+  /** Records per chunk, valid and rejected (default 8192). */
   chunkRows?: number;
 }
 
-/** One chunk of parsed records, and how far into the input it reaches. */
+/** One chunk of parsed records as row objects, and how far into the input it reaches. */
 export interface ParsedChunk extends ParsedRecords {
   /** Input bytes consumed so far (Parquet: bytes of the row groups read so far). */
   bytesRead: number;
 }
 
-/** Records per chunk unless asked otherwise: small enough that a chunk's row objects stay a few MB. */
+/** Records per chunk unless asked otherwise: a chunk's columns stay well under a MB per column. */
 export const DEFAULT_CHUNK_ROWS = 8192;
 
 /**
- * Parses and validates records chunk by chunk, reading the input as it goes (JSONL and CSV as a
- * byte stream, Parquet row group by row group), so memory holds one chunk, not the input.
- * Rejected records keep their 1-based line (row number for Parquet); without skipInvalid the
- * first one throws.
+ * `parseColumnChunks` with each chunk's rows as row objects (lib/schema/types.ts values): for
+ * callers that want rows (small inputs, tests); a bulk write takes the columns.
  */
 export async function* parseRecordChunks(input: RecordInput, format: InputFormat, schema: TableSchema, opts: ChunkOptions = {}): AsyncGenerator<ParsedChunk> {
-  const chunkRows = Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS);
-  const keyFields = schema.fields.filter((f) => schema.primaryKeys.includes(f.name));
-  const raw = format === 'parquet' ? parquetRecords(input) : format === 'csv' ? csvRecords(byteStream(input)) : jsonlRecords(byteStream(input));
-  let out: ParsedChunk = { rows: [], kinds: [], rejected: [], bytesRead: 0 };
-  for await (const rec of raw) {
-    out.bytesRead = rec.bytesRead;
-    try {
-      if (rec.error) throw new RecordValidationError(`line ${rec.line}: ${rec.error}`, rec.line);
-      const { kind, values } = splitKind(rec.values, rec.line, opts.deletes);
-      if (kind !== RowKind.INSERT && schema.primaryKeys.length === 0) {
-        throw new RecordValidationError(
-          `line ${rec.line}: a ${ROW_KIND_NAMES[kind]} record, but the table has no primary key (an append table takes inserts only); remove rows with \`varve delete <table> --where ...\``,
-          rec.line,
-        );
-      }
-      // A delete needs only its key: `{"id": 7, "_kind": "-D"}` is a complete record.
-      const row = kind === RowKind.DELETE
-        ? deleteRow(schema, keyFields, values, rec.line, rec.text)
-        : rec.text
-          ? validateText(schema, values as Record<string, string>, rec.line)
-          : validateRecord(schema.fields, schema.primaryKeys, values, rec.line);
-      out.rows.push(row);
-      out.kinds.push(kind);
-    } catch (e) {
-      if (!(e instanceof RecordValidationError) || !opts.skipInvalid) throw e;
-      out.rejected.push({ line: rec.line, reason: e.message, raw: rec.raw });
-    }
-    if (out.rows.length + out.rejected.length >= chunkRows) {
-      yield out;
-      out = { rows: [], kinds: [], rejected: [], bytesRead: out.bytesRead };
-    }
+  for await (const c of parseColumnChunks(input, format, schema, opts)) {
+    const kinds = c.table.getChild(KIND_COLUMN)!.toArray() as Int8Array;
+    yield { rows: tableToRows(c.table, schema.fields), kinds: Array.from(kinds) as RowKindByte[], rejected: c.rejected, bytesRead: c.bytesRead };
   }
-  if (out.rows.length + out.rejected.length > 0) yield out;
 }
 
-interface RawRecord {
-  line: number;
-  raw: string;
-  values: Record<string, unknown>;
-  /** Values are CSV text (coerced with coerceText) rather than JSON values. */
-  text?: boolean;
-  error?: string;
-  /** Input bytes consumed up to and including this record. */
-  bytesRead: number;
+/**
+ * Parses and validates records chunk by chunk, reading the input as it goes (JSONL and CSV as a
+ * byte stream, Parquet row group by row group). Each record is validated and written field by
+ * field into the chunk's Arrow columns (the table's columns and `_VALUE_KIND`, ready for
+ * `TableWriter.writeArrow`), so memory holds one chunk's columns, not the input, and no row object
+ * outlives its record. A chunk holds `chunkRows` records, valid and rejected. Rejected records
+ * keep their 1-based line (row number for Parquet); without skipInvalid the first one throws.
+ */
+export async function* parseColumnChunks(input: RecordInput, format: InputFormat, schema: TableSchema, opts: ChunkOptions = {}): AsyncGenerator<ColumnChunk> {
+  const chunkRows = Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS);
+  const records = new RecordColumns(schema, opts, Math.min(chunkRows, DEFAULT_CHUNK_ROWS));
+  if (format === 'parquet') yield* parquetChunks(input, records, chunkRows);
+  else if (format === 'csv') yield* csvChunks(byteStream(input), records, chunkRows);
+  else yield* jsonlChunks(byteStream(input), records, chunkRows);
 }
 
 /** The input as a stream of byte chunks. */
@@ -150,21 +120,24 @@ async function* byteStream(input: RecordInput): AsyncGenerator<Uint8Array> {
   } else yield* input;
 }
 
-async function* jsonlRecords(input: AsyncIterable<Uint8Array>): AsyncGenerator<RawRecord> {
+/**
+ * JSONL, a byte chunk at a time: each line is JSON.parse'd and validated into the columns at once,
+ * so its object dies with the line; chunks filled by a byte chunk are yielded after it.
+ */
+async function* jsonlChunks(input: AsyncIterable<Uint8Array>, records: RecordColumns, chunkRows: number): AsyncGenerator<ColumnChunk> {
   const decoder = new TextDecoder();
   let rest = '';
   let lineNo = 0;
   let bytes = 0;
-  function* lines(text: string, final: boolean): Generator<RawRecord> {
+  const ready: ColumnChunk[] = [];
+  const lines = (text: string, final: boolean): void => {
     let from = 0;
     for (;;) {
       const nl = text.indexOf('\n', from);
-      if (nl < 0 && !final) break;
-      const end = nl < 0 ? text.length : nl;
-      if (nl < 0 && from >= text.length) break;
+      if (nl < 0 && (!final || from >= text.length)) break;
       lineNo++;
-      const rec = jsonlRecord(text.slice(from, end).trim(), lineNo, bytes);
-      if (rec) yield rec;
+      jsonlLine(records, text.slice(from, nl < 0 ? text.length : nl).trim(), lineNo);
+      if (records.count >= chunkRows) ready.push(records.take(bytes));
       if (nl < 0) {
         from = text.length;
         break;
@@ -172,29 +145,35 @@ async function* jsonlRecords(input: AsyncIterable<Uint8Array>): AsyncGenerator<R
       from = nl + 1;
     }
     rest = text.slice(from);
-  }
+  };
   for await (const chunk of input) {
     bytes += chunk.byteLength;
-    yield* lines(rest + decoder.decode(chunk, { stream: true }), false);
+    lines(rest + decoder.decode(chunk, { stream: true }), false);
+    yield* ready.splice(0);
   }
-  yield* lines(rest + decoder.decode(), true);
+  lines(rest + decoder.decode(), true);
+  yield* ready.splice(0);
+  if (records.count > 0) yield records.take(bytes);
 }
 
-function jsonlRecord(line: string, lineNo: number, bytesRead: number): RawRecord | undefined {
-  if (!line) return undefined;
+function jsonlLine(records: RecordColumns, line: string, lineNo: number): void {
+  if (!line) return;
   let value: unknown;
   try {
     value = JSON.parse(line);
   } catch (e) {
-    return { line: lineNo, raw: line, values: {}, bytesRead, error: `malformed JSON (${(e as Error).message}); each line must be one JSON object` };
+    records.reject(lineNo, line, `malformed JSON (${(e as Error).message}); each line must be one JSON object`);
+    return;
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    return { line: lineNo, raw: line, values: {}, bytesRead, error: 'expected a JSON object per line, e.g. {"id": 1, "name": "a"}' };
+    records.reject(lineNo, line, 'expected a JSON object per line, e.g. {"id": 1, "name": "a"}');
+    return;
   }
-  return { line: lineNo, raw: line, values: value as Record<string, unknown>, bytesRead };
+  records.addObject(value as Record<string, unknown>, lineNo, line);
 }
 
-async function* csvRecords(input: AsyncIterable<Uint8Array>): AsyncGenerator<RawRecord> {
+/** CSV through csv-parse (a header row, then records), each record validated into the columns. */
+async function* csvChunks(input: AsyncIterable<Uint8Array>, records: RecordColumns, chunkRows: number): AsyncGenerator<ColumnChunk> {
   let bytes = 0;
   const counted = async function* () {
     for await (const chunk of input) {
@@ -203,31 +182,32 @@ async function* csvRecords(input: AsyncIterable<Uint8Array>): AsyncGenerator<Raw
     }
   };
   const parser = Readable.from(counted()).pipe(parseCsvStream({ info: true, raw: true, skip_empty_lines: true, relax_column_count: false }));
-  let header: string[] | undefined;
+  let header = false;
   try {
     for await (const { record, info, raw } of parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw?: string }>) {
       if (!header) {
-        header = record.map((h) => h.trim());
+        records.setHeader(record.map((h) => h.trim()));
+        header = true;
         continue;
       }
-      const values: Record<string, string> = {};
-      header.forEach((h, i) => (values[h] = record[i]));
-      yield { line: info.lines, raw: (raw ?? record.join(',')).replace(/\r?\n$/, ''), values, text: true, bytesRead: bytes };
+      records.addText(record, info.lines, () => (raw ?? record.join(',')).replace(/\r?\n$/, ''));
+      if (records.count >= chunkRows) yield records.take(bytes);
     }
   } catch (e) {
     if (e instanceof VarveError) throw e;
     const err = e as Error & { lines?: number };
     throw new RecordValidationError(`malformed CSV${err.lines ? ` at line ${err.lines}` : ''}: ${err.message}`, err.lines);
   }
+  if (records.count > 0) yield records.take(bytes);
 }
 
 /**
  * Parquet records row group by row group, each fetched by range (lib/format/row-group-reader.ts):
  * memory holds the footer and one batch of a row group, never the file. A byte stream (stdin, an
  * S3 body) has its footer at the end, so it is first copied to a temporary file, which is then
- * read by range as a file is.
+ * read by range as a file is. Each row's values are validated as JSON values are.
  */
-async function* parquetRecords(input: RecordInput): AsyncGenerator<RawRecord> {
+async function* parquetChunks(input: RecordInput, records: RecordColumns, chunkRows: number): AsyncGenerator<ColumnChunk> {
   if (typeof input === 'string') throw new RecordValidationError('Parquet input must be bytes, not text');
   let spill: string | undefined;
   try {
@@ -270,9 +250,11 @@ async function* parquetRecords(input: RecordInput): AsyncGenerator<RawRecord> {
         const values: Record<string, unknown> = {};
         for (const f of fields) values[f.name] = row[f.name] === null ? null : toJsonValue(f.type, row[f.name]);
         line++;
-        yield { line, raw: JSON.stringify(values), values, bytesRead: group === footer.rowGroups.length - 1 ? src.size : bytes };
+        records.addObject(values, line, () => JSON.stringify(values));
+        if (records.count >= chunkRows) yield records.take(group === footer.rowGroups.length - 1 ? src.size : bytes);
       }
     }
+    if (records.count > 0) yield records.take(group === footer.rowGroups.length - 1 ? src.size : bytes);
   } finally {
     if (spill !== undefined) await rm(spill, { recursive: true, force: true });
   }
@@ -280,79 +262,4 @@ async function* parquetRecords(input: RecordInput): AsyncGenerator<RawRecord> {
 
 function isRangedInput(input: RecordInput): input is ByteSource {
   return typeof input === 'object' && !(input instanceof Uint8Array) && !(input instanceof Blob) && typeof (input as ByteSource).read === 'function' && typeof (input as ByteSource).size === 'number';
-}
-
-function splitKind(values: Record<string, unknown>, line: number, deletes?: boolean): { kind: RowKindByte; values: Record<string, unknown> } {
-  if (!(KIND_FIELD in values)) return { kind: deletes ? RowKind.DELETE : RowKind.INSERT, values };
-  const { [KIND_FIELD]: k, ...rest } = values;
-  const idx = ROW_KIND_NAMES.indexOf(String(k) as never);
-  if (idx < 0) {
-    throw new RecordValidationError(`line ${line}, field "${KIND_FIELD}": ${JSON.stringify(k)} is not a row kind; use one of ${ROW_KIND_NAMES.join(', ')}`, line, KIND_FIELD);
-  }
-  if (deletes && idx !== RowKind.DELETE) {
-    throw new RecordValidationError(`line ${line}: \`delete\` only takes deletes, but the record has ${KIND_FIELD}=${String(k)}`, line, KIND_FIELD);
-  }
-  return { kind: idx as RowKindByte, values: rest };
-}
-
-function validateText(schema: TableSchema, values: Record<string, string>, line: number): Row {
-  checkColumns(schema, values, line);
-  const row: Row = {};
-  for (const f of schema.fields) {
-    const text = values[f.name];
-    if (text === undefined) {
-      if (schema.primaryKeys.includes(f.name)) throw new RecordValidationError(`line ${line}: primary key column "${f.name}" is missing`, line, f.name);
-      if (!f.type.nullable) throw new RecordValidationError(`line ${line}: column "${f.name}" is NOT NULL but missing`, line, f.name);
-      row[f.name] = null;
-      continue;
-    }
-    row[f.name] = coerceText(f, text, line);
-  }
-  return row;
-}
-
-/** A delete needs only the primary key; other NOT NULL columns get a placeholder that no reader sees. */
-function deleteRow(schema: TableSchema, keyFields: DataField[], values: Record<string, unknown>, line: number, text?: boolean): Row {
-  const row: Row = {};
-  for (const f of keyFields) {
-    if (values[f.name] === undefined || values[f.name] === null) {
-      throw new RecordValidationError(`line ${line}: primary key column "${f.name}" is missing; a delete names the key of the row to delete`, line, f.name);
-    }
-    row[f.name] = text ? coerceText(f, String(values[f.name]), line) : validateRecord([f], [f.name], { [f.name]: values[f.name] }, line)[f.name];
-  }
-  for (const f of schema.fields) {
-    if (f.name in row) continue;
-    const v = values[f.name];
-    if (v === undefined || v === null) row[f.name] = f.type.nullable ? null : placeholder(f);
-    else row[f.name] = text ? coerceText(f, String(v), line) : validateRecord([f], [], { [f.name]: v }, line)[f.name];
-  }
-  checkColumns(schema, values, line);
-  return row;
-}
-
-function placeholder(f: DataField): Row[string] {
-  switch (f.type.root) {
-    case 'BOOLEAN':
-      return false;
-    case 'BIGINT':
-    case 'TIMESTAMP':
-      return 0n;
-    case 'DECIMAL':
-      return (0).toFixed(f.type.scale ?? 0);
-    case 'STRING':
-      return '';
-    case 'BYTES':
-      return new Uint8Array(0);
-    default:
-      return 0;
-  }
-}
-
-/** Throws RecordValidationError naming the first column of `values` the table does not have. */
-function checkColumns(schema: TableSchema, values: Record<string, unknown>, line: number): void {
-  for (const name of Object.keys(values)) {
-    if (!schema.fields.some((f) => f.name === name)) {
-      throw new RecordValidationError(`line ${line}: unknown column "${name}"; the table's columns are ${schema.fields.map((f) => f.name).join(', ')}`, line, name);
-    }
-  }
 }

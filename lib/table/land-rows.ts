@@ -4,6 +4,7 @@
  * prepared batch — file metadata, never rows — to its table's group commit (`enqueue`: on AWS the
  * commit FIFO queue), which folds many writers' batches into one snapshot.
  */
+import type * as arrow from 'apache-arrow';
 import type { Row, RowKindByte } from '../schema/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { commitAppend, deleteBatchFiles, type AfterAppend } from './append-commit.js';
@@ -33,6 +34,11 @@ export interface RowChunk {
   kinds: RowKindByte[];
 }
 
+/** Rows as Arrow columns: the table's columns and an optional `_VALUE_KIND` (TableWriter.writeArrow). */
+export interface ColumnRowChunk {
+  table: arrow.Table;
+}
+
 /** What landing rows did. */
 export interface Landed {
   rows: number;
@@ -57,12 +63,18 @@ export async function landRows(table: Table, rows: Row[], kinds: RowKindByte[], 
  * chunk and the buffer, not the input. All chunks land as one batch, in one commit; a chunk source
  * that throws leaves nothing committed.
  */
-export async function landRowChunks(table: Table, chunks: Iterable<RowChunk> | AsyncIterable<RowChunk>, opts: LandOptions): Promise<Landed> {
+export async function landRowChunks(table: Table, chunks: Iterable<RowChunk | ColumnRowChunk> | AsyncIterable<RowChunk | ColumnRowChunk>, opts: LandOptions): Promise<Landed> {
   const writer = table.newWriter({ commitUser: opts.commitUser });
   let rowCount = 0;
   let batch;
   try {
     for await (const chunk of chunks) {
+      if ('table' in chunk) {
+        if (chunk.table.numRows === 0) continue;
+        await writer.writeArrow(chunk.table);
+        rowCount += chunk.table.numRows;
+        continue;
+      }
       if (chunk.rows.length === 0) continue;
       await writer.write(chunk.rows, chunk.kinds);
       rowCount += chunk.rows.length;
