@@ -34,10 +34,18 @@ interface RoundResult {
   elapsedMs: number;
   attempts: number;
   requests: number;
+  /** The round's requests by `op kind` (taken before anything else reads the table). */
+  counts: Map<string, number>;
+  /** The round's S3 requests counted by the SDK middleware, when on S3. */
+  sdkCounts?: Map<string, number>;
 }
 
-/** `writers` async loops committing until `durationMs` has passed; keys come from a shared counter. */
-async function commitRound(table: Table, counting: CountingStore, writers: number, durationMs: number, nextKey: { value: number; lost: number[] }, sdk?: AwsRequestCounts): Promise<RoundResult> {
+/**
+ * `writers` async loops committing until `durationMs` has passed; keys come from a shared counter.
+ * `identified`: each commit carries its own commit identifier (indexed, deduplicated table-wide);
+ * otherwise a plain commit (a fresh identifier nothing can have landed under).
+ */
+async function commitRound(table: Table, counting: CountingStore, writers: number, durationMs: number, nextKey: { value: number; lost: number[] }, sdk?: AwsRequestCounts, identified = true): Promise<RoundResult> {
   counting.reset();
   sdk?.reset();
   const latencies: number[] = [];
@@ -56,7 +64,7 @@ async function commitRound(table: Table, counting: CountingStore, writers: numbe
         const writer = table.newWriter({ commitUser: user });
         try {
           await writer.writeArrow(input);
-          await writer.commit(`${user}-${first}`);
+          await writer.commit(identified ? `${user}-${first}` : undefined);
           latencies.push(performance.now() - t0);
           commits++;
         } catch (e) {
@@ -72,7 +80,7 @@ async function commitRound(table: Table, counting: CountingStore, writers: numbe
   );
   const elapsedMs = performance.now() - started;
   const attempts = [...counting.counts.entries()].filter(([k]) => k === 'putIfAbsent snapshot').reduce((s, [, v]) => s + v, 0);
-  return { commits, gaveUp, latencies, elapsedMs, attempts, requests: counting.total };
+  return { commits, gaveUp, latencies, elapsedMs, attempts, requests: counting.total, counts: new Map(counting.counts), sdkCounts: sdk ? new Map(sdk.counts) : undefined };
 }
 
 /** Raw conditional-put latency of the store: create-only puts of small new objects, one at a time. */
@@ -106,8 +114,9 @@ async function runOnStore(ctx: SuiteContext, label: string, inner: ObjectStore, 
   const rows: TableSpec['rows'] = [];
   // Warm-up: code paths and the table's first snapshots.
   await commitRound(table, counting, 1, Math.min(1000, durationMs), nextKey);
-  let perCommitBreakdown: Record<string, number> = {};
-  let sdkPerCommit: Record<string, number> = {};
+  // Requests per warm 1-writer commit, by commit variant: counted inside the round, so the
+  // bench's own lookups around a round (table.snapshots.latest()) are not in them.
+  const perCommit: PerCommit[] = [];
   let oneWriterLatency: number[] = [];
   for (const writers of writerCounts) {
     const throughput: number[] = [];
@@ -125,10 +134,7 @@ async function runOnStore(ctx: SuiteContext, label: string, inner: ObjectStore, 
       // one or more commits, never none, and nothing else committed meanwhile.
       assertEqual(`commit (${label}, ${writers} writers): new snapshots ≤ commits`, after - before <= res.commits && (res.commits === 0 || after > before), true);
       snapshots += after - before;
-      if (writers === 1 && r === reps - 1) {
-        perCommitBreakdown = Object.fromEntries([...counting.counts.entries()].map(([k, v]) => [k, v / res.commits]));
-        if (sdk) sdkPerCommit = Object.fromEntries([...sdk.counts.entries()].map(([k, v]) => [k, v / res.commits]));
-      }
+      if (writers === 1 && r === reps - 1) perCommit.push(perCommitOf('identified', res));
       throughput.push((res.commits / res.elapsedMs) * 1000);
       latencies.push(...res.latencies);
       commits += res.commits;
@@ -143,6 +149,11 @@ async function runOnStore(ctx: SuiteContext, label: string, inner: ObjectStore, 
     measurements.push({ id: `${label}-latency-${writers}`, label: `${label}: commit latency with ${writers} writer${writers > 1 ? 's' : ''}`, unit: 'ms', stats: statsOf(latencies), params: { writers } });
     rows.push([label, writers, statsOf(throughput).median.toFixed(1), (commits / Math.max(1, snapshots)).toFixed(2), quantile(sorted, 0.5).toFixed(1), quantile(sorted, 0.99).toFixed(1), (attempts / Math.max(1, snapshots)).toFixed(2), gaveUp, (requests / Math.max(1, commits)).toFixed(1)]);
   }
+  // The same 1-writer round with plain commits (no commit identifier): only the request counts.
+  const plain = await commitRound(table, counting, 1, durationMs, nextKey, sdk, false);
+  perCommit.unshift(perCommitOf('plain', plain));
+  measurements.push({ id: `${label}-latency-1-plain`, label: `${label}: commit latency with 1 writer, plain commits (no identifier)`, unit: 'ms', stats: statsOf(plain.latencies), params: { writers: 1 } });
+  ctx.log(`commit (${label}): 1 writer, plain commits: ${plain.commits} commits in ${(plain.elapsedMs / 1000).toFixed(1)} s`);
   // Every committed row is in the table; rows of commits that gave up are not.
   const lost = new Set<number>();
   for (const first of nextKey.lost) for (let i = 0; i < ROWS_PER_COMMIT; i++) lost.add(first + i);
@@ -154,24 +165,45 @@ async function runOnStore(ctx: SuiteContext, label: string, inner: ObjectStore, 
   const oneStats = statsOf(oneWriterLatency);
   measurements.push({ id: `${label}-raw-put`, label: `${label}: one create-only put (putIfAbsent) of a small object`, unit: 'ms', stats: rawStats });
   const ratio: Ratio = { id: `${label}-commit-vs-put`, label: `${label}: 1-writer commit latency ÷ one create-only put`, value: oneStats.median / rawStats.median, min: oneStats.min / rawStats.median, max: oneStats.max / rawStats.median };
-  return { measurements, rows, perCommitBreakdown, sdkPerCommit, ratio };
+  return { measurements, rows, perCommit, ratio };
+}
+
+/** Requests per commit of one 1-writer round: by the counting store, and by the SDK on S3. */
+interface PerCommit {
+  variant: 'plain' | 'identified';
+  store: Record<string, number>;
+  sdk?: Record<string, number>;
+}
+
+function perCommitOf(variant: PerCommit['variant'], res: RoundResult): PerCommit {
+  const per = (m: Map<string, number>) => Object.fromEntries([...m.entries()].map(([k, v]) => [k, v / Math.max(1, res.commits)]));
+  return { variant, store: per(res.counts), sdk: res.sdkCounts ? per(res.sdkCounts) : undefined };
+}
+
+/** The request class of a counted request: an S3 command (SDK count) or an ObjectStore operation (counting store). */
+function requestClass(op: string): 'PUT' | 'GET' | 'HEAD' | 'LIST' | undefined {
+  if (op.startsWith('PutObject') || op === 'put' || op === 'putIfAbsent' || op === 'putIfMatch') return 'PUT';
+  if (op === 'GetObject' || op === 'get' || op === 'getRange') return 'GET';
+  if (op === 'HeadObject' || op === 'head') return 'HEAD';
+  if (op.startsWith('ListObjects') || op === 'list') return 'LIST';
+  return undefined;
 }
 
 /** The issue's goal per warm append commit, beside its data files: request class → most allowed. */
-const COMMIT_GOAL: Array<[string, (command: string, kind: string) => boolean, number]> = [
-  ['metadata PUTs (any PutObject of a non-data object)', (c, k) => c.startsWith('PutObject') && k !== 'data', 3],
-  ['GETs', (c) => c === 'GetObject', 2],
-  ['HEADs', (c) => c === 'HeadObject', 1],
-  ['LISTs', (c) => c.startsWith('ListObjects'), 0],
+const COMMIT_GOAL: Array<[string, (cls: string | undefined, kind: string) => boolean, number]> = [
+  ['metadata PUTs (any put of a non-data object)', (c, k) => c === 'PUT' && k !== 'data', 3],
+  ['GETs', (c) => c === 'GET', 2],
+  ['HEADs', (c) => c === 'HEAD', 1],
+  ['LISTs', (c) => c === 'LIST', 0],
 ];
 
-/** The S3 request table per commit against the goal: rows of [class, measured per commit, goal, verdict]. */
+/** Requests per commit against the goal: rows of [class, measured per commit, goal, verdict]. */
 function goalRows(perCommit: Record<string, number>): Array<Array<string | number>> {
   return COMMIT_GOAL.map(([name, matches, most]) => {
     let n = 0;
     for (const [key, v] of Object.entries(perCommit)) {
-      const [command, kind] = key.split(' ');
-      if (matches(command, kind ?? '')) n += v;
+      const [op, kind] = key.split(' ');
+      if (matches(requestClass(op), kind ?? '')) n += v;
     }
     return [name, n.toFixed(2), `≤ ${most}`, n <= most + 1e-9 ? 'met' : '**misses**'];
   });
@@ -228,10 +260,13 @@ export async function runCommit(ctx: SuiteContext): Promise<SuiteResult> {
   const measurements: Measurement[] = [];
   const ratios: Ratio[] = [];
   const summary: TableSpec = { title: 'Commit throughput and cost', columns: ['store', 'writers', 'commits/s (median)', 'commits per snapshot', 'latency p50 ms', 'latency p99 ms', 'attempts per snapshot', 'gave up', 'requests per commit'], rows: [] };
-  const breakdown: TableSpec = { title: 'Object-store requests per commit, 1 writer (operation and object kind)', columns: ['store', 'request', 'per commit'], rows: [] };
-
-  const sdkTable: TableSpec = { title: 'S3 (moto): HTTP requests per warm 1-writer append commit, counted by an AWS SDK middleware (command and object kind)', columns: ['request', 'per commit'], rows: [] };
-  const goalTable: TableSpec = { title: 'S3 (moto): per warm append commit against the goal (beside its data files)', columns: ['requests', 'per commit', 'goal', ''], rows: [] };
+  const breakdown: TableSpec = { title: 'Object-store requests per warm commit, 1 writer (operation and object kind; plain = no commit identifier, identified = with one)', columns: ['store', 'commit', 'request', 'per commit'], rows: [] };
+  const sdkTable: TableSpec = { title: 'S3 (moto): HTTP requests per warm 1-writer append commit, counted by an AWS SDK middleware (command and object kind)', columns: ['commit', 'request', 'per commit'], rows: [] };
+  const goalTable: TableSpec = {
+    title: 'Per warm append commit against the goal (beside its data files): local counted by the request-counting store, S3 (moto) by the SDK middleware',
+    columns: ['store', 'commit', 'requests', 'per commit', 'goal', ''],
+    rows: [],
+  };
   const stores: Array<[string, ObjectStore, AwsRequestCounts | undefined]> = [['local', new LocalStore(await freshDir(ctx.tmp, 'commit')), undefined]];
   // Installed before the S3 client is made: the middleware is added to clients as they are created.
   const s3Requests = process.env.AWS_ENDPOINT_URL ? countAwsRequests((r) => (r.service === 'S3' ? `${r.command} ${keyKind(String(r.input.Key ?? r.input.Prefix ?? ''))}` : undefined)) : undefined;
@@ -243,11 +278,13 @@ export async function runCommit(ctx: SuiteContext): Promise<SuiteResult> {
       measurements.push(...r.measurements);
       summary.rows.push(...r.rows);
       ratios.push(r.ratio);
-      for (const [k, v] of Object.entries(r.perCommitBreakdown).sort()) breakdown.rows.push([label, k, v.toFixed(2)]);
-      if (sdk) {
-        for (const [k, v] of Object.entries(r.sdkPerCommit).sort()) sdkTable.rows.push([k, v.toFixed(2)]);
-        goalTable.rows.push(...goalRows(r.sdkPerCommit));
-        for (const row of goalTable.rows) ctx.log(`commit: S3 per warm append commit: ${row.join(' ')}`);
+      for (const pc of r.perCommit) {
+        for (const [k, v] of Object.entries(pc.store).sort()) breakdown.rows.push([label, pc.variant, k, v.toFixed(2)]);
+        if (pc.sdk) for (const [k, v] of Object.entries(pc.sdk).sort()) sdkTable.rows.push([pc.variant, k, v.toFixed(2)]);
+        for (const row of goalRows(pc.sdk ?? pc.store)) {
+          goalTable.rows.push([label, pc.variant, ...row]);
+          ctx.log(`commit: ${label} per warm ${pc.variant} append commit: ${row.join(' ')}`);
+        }
       }
     }
   } finally {
@@ -290,6 +327,6 @@ export async function runCommit(ctx: SuiteContext): Promise<SuiteResult> {
     ],
     measurements,
     ratios,
-    tables: [summary, procs, breakdown, ...(sdkTable.rows.length ? [sdkTable, goalTable] : [])],
+    tables: [summary, procs, breakdown, ...(sdkTable.rows.length ? [sdkTable] : []), goalTable],
   };
 }
