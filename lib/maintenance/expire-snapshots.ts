@@ -151,6 +151,9 @@ async function expireSnapshotRange(table: Table, opts: ExpireSnapshotsOptions): 
   const earliest = Math.max(lowest, marker ?? lowest);
   result.latest = latest;
   result.earliest = earliest;
+  // Warm committers leave the LATEST hint behind (snapshot-manager.ts): each run brings it up to
+  // date, so a reader's gallop from it stays short on a table that is expired regularly.
+  await sm.writeLatestHint(latest);
 
   const seen = new Map<number, Snapshot | undefined>();
   const read = async (id: number) => {

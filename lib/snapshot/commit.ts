@@ -16,7 +16,7 @@ import { COMMIT_UUID_PROPERTY, PARENT_COMMIT_PROPERTY, planCommit, type CommitCo
 import { BATCH_IDENTIFIERS_PROPERTY, IdentifierClaim } from './commit-identifier.js';
 import { isEmptyRequest, validateCommitRequest, type CommitOptions, type CommitRequest } from './commit-request.js';
 import { snapshotBytes } from './snapshot-file.js';
-import { LATEST_HINT_INTERVAL, SnapshotManager } from './snapshot-manager.js';
+import { SnapshotManager } from './snapshot-manager.js';
 import { displayTableName } from './paths.js';
 
 export type { CommitBatch, CommitOptions, CommitRequest, FileChange } from './commit-request.js';
@@ -117,22 +117,29 @@ type PublishOutcome = { committed: Snapshot } | { lostAt: number };
  * Creates the snapshot file. Retries the same bytes on retryable errors; after any error the
  * outcome is unknown, so the store is asked what snapshot N now holds before anything else.
  */
-async function publish(ctx: CommitContext, sm: SnapshotManager, snapshot: Snapshot, budget: RetryBudget, baseReadAt: number): Promise<PublishOutcome> {
+async function publish(ctx: CommitContext, sm: SnapshotManager, snapshot: Snapshot, budget: RetryBudget, baseSeenAt: number): Promise<PublishOutcome> {
   const key = sm.snapshotKey(snapshot.id);
   const bytes = snapshotBytes(snapshot);
+  let seenAt = baseSeenAt;
   for (;;) {
-    // put-if-absent cannot tell a never-created id from an expired one: if this attempt is slow
-    // enough for snapshot N to have been created and expired meanwhile, the base (N-1) is gone
-    // too (expiry deletes in id order), so check it before creating N.
-    if (snapshot.id > 1 && performance.now() - baseReadAt > SLOW_ATTEMPT_MS && !(await sm.exists(snapshot.id - 1))) {
-      return { lostAt: snapshot.id };
+    // put-if-absent cannot tell a never-created id from an expired one: if the base (N-1) was
+    // last seen long enough ago for snapshot N to have been created and expired since, the base
+    // is gone too (expiry deletes in id order), so check it before creating N. Seen within
+    // SLOW_ATTEMPT_MS, it is not checked again: the one HEAD of a warm commit is this one or
+    // warmBase's, never both unless the attempt itself is slow.
+    if (snapshot.id > 1 && performance.now() - seenAt > SLOW_ATTEMPT_MS) {
+      const sent = performance.now();
+      if (!(await sm.exists(snapshot.id - 1))) return { lostAt: snapshot.id };
+      seenAt = sent;
     }
     let error: unknown;
     try {
       // THE COMMIT POINT. Everything this snapshot references was written before, under unique
       // names; creating snapshot-N if absent is the one atomic step that makes the commit
       // visible. Losing (undefined) means another commit took N: nothing of ours is referenced.
+      const sent = performance.now();
       const created = await ctx.store.putIfAbsent(key, bytes);
+      if (created) sm.remember(snapshot, sent);
       return created ? { committed: snapshot } : { lostAt: snapshot.id };
     } catch (e) {
       error = e;
@@ -181,16 +188,23 @@ async function readForward(ctx: CommitContext, sm: SnapshotManager, current: Sna
 }
 
 /**
- * The base a commit starts from. A warm committer (a caching SnapshotManager that read or made
- * the newest snapshot it knows) bets that snapshot is still the latest and checks only that it
- * still exists (one HEAD): if others committed since, creating the next id loses the race and the
- * loop reloads; if it expired, creating the next id could resurrect an expired id, so the full
- * lookup runs instead. A cold committer looks the latest up (hint, HEADs, a listing at worst).
+ * The base a commit starts from, and when it was last seen to exist (`seenAt`, performance.now()).
+ * A warm committer (a caching SnapshotManager that read or made the newest snapshot it knows)
+ * bets that snapshot is still the latest: if others committed since, creating the next id loses
+ * the race and the loop reloads. What it must not bet on is that the snapshot still exists: if it
+ * expired, the next id may have expired too, and creating it again would resurrect an expired id.
+ * So a base not seen within SLOW_ATTEMPT_MS is checked (one HEAD) and, gone, replaced by the full
+ * lookup; one seen more recently (this process created it moments ago) is left to the check
+ * before the put (publish), which runs whenever the base was seen longer ago than that. A cold
+ * committer looks the latest up (hint, HEADs, a listing at worst).
  */
-async function warmBase(sm: SnapshotManager): Promise<{ base: Snapshot | undefined; optimistic: boolean }> {
+async function warmBase(sm: SnapshotManager): Promise<{ base: Snapshot | undefined; optimistic: boolean; seenAt: number }> {
   const known = sm.newestKnown();
-  if (known !== undefined && (await sm.exists(known.id))) return { base: known, optimistic: true };
-  return { base: await sm.latest(), optimistic: false };
+  const seenAt = sm.newestSeenAt();
+  if (known !== undefined && seenAt !== undefined && performance.now() - seenAt <= SLOW_ATTEMPT_MS) return { base: known, optimistic: true, seenAt };
+  const sent = performance.now();
+  if (known !== undefined && (await sm.exists(known.id))) return { base: known, optimistic: true, seenAt: sent };
+  return { base: await sm.latest(), optimistic: false, seenAt: sent };
 }
 
 /**
@@ -216,11 +230,15 @@ async function withdraw(ctx: CommitContext, sm: SnapshotManager, s: Snapshot): P
   sm.forgetFrom(s.id - 1);
 }
 
-/** Remembers the new snapshot for this committer's next commit; writes the LATEST hint every LATEST_HINT_INTERVAL ids. */
-async function afterCommit(sm: SnapshotManager, s: Snapshot): Promise<void> {
+/**
+ * Remembers the new snapshot for this committer's next commit. A committer that had to look the
+ * latest snapshot up (`lookedUp`: cold, or its warm base was lost) writes the LATEST hint; a warm
+ * one does not: the hint saves readers a gallop, not correctness (snapshot-manager.ts), and a warm
+ * commit stays at three metadata PUTs.
+ */
+async function afterCommit(sm: SnapshotManager, s: Snapshot, lookedUp: boolean): Promise<void> {
   sm.remember(s);
-  // The hint saves readers a walk, not correctness (snapshot-manager.ts): most commits skip its PUT.
-  if (s.id % LATEST_HINT_INTERVAL === 0) await sm.writeLatestHint(s.id);
+  if (lookedUp) await sm.writeLatestHint(s.id);
 }
 
 /**
@@ -336,16 +354,19 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
   // True while the base is a warm guess that may be older than what the caller planned on.
   let optimistic = false;
   let mayGuess = true;
+  // True once this call looked the latest snapshot up instead of trusting its warm base.
+  let lookedUp = false;
 
   for (;;) {
     try {
       if (!loaded) {
-        if (mayGuess) ({ base: latest, optimistic } = await warmBase(sm));
+        if (mayGuess) ({ base: latest, optimistic, seenAt: baseReadAt } = await warmBase(sm));
         else {
+          baseReadAt = performance.now();
           latest = await sm.latest();
           optimistic = false;
         }
-        baseReadAt = performance.now();
+        if (!optimistic) lookedUp = true;
         if (isEmptyRequest(req) && !req.allowEmpty) {
           if (latest === undefined) {
             throw new InvalidArgumentError(
@@ -394,6 +415,7 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
         await withdraw(ctx, sm, outcome.committed);
         latest = await sm.latest();
         optimistic = false;
+        lookedUp = true;
         baseReadAt = performance.now();
         await budget.next(`snapshot ${outcome.committed.id} was planned on a snapshot a rollback removed; retrying on snapshot ${latest?.id ?? 0}`);
         continue;
@@ -401,7 +423,7 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
       if ('committed' in outcome) {
         await claim?.markCommitted(outcome.committed.id);
         await batchClaims?.markCommitted(outcome.committed.id);
-        await afterCommit(sm, outcome.committed);
+        await afterCommit(sm, outcome.committed, lookedUp);
         return landed({ snapshot: outcome.committed, alreadyCommitted: false, committed: true, attempts });
       }
       let reloaded = await reloadAfterLostRace(ctx, sm, outcome.lostAt);
@@ -416,7 +438,7 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
       if (reloaded.ours) {
         await claim?.markCommitted(reloaded.ours.id);
         await batchClaims?.markCommitted(reloaded.ours.id);
-        await afterCommit(sm, reloaded.ours);
+        await afterCommit(sm, reloaded.ours, lookedUp);
         return landed({ snapshot: reloaded.ours, alreadyCommitted: false, committed: true, attempts });
       }
       if (reloaded.duplicate) {

@@ -3,9 +3,14 @@
  * hints only save a listing and are checked before being trusted (Paimon's HintFileUtils):
  * LATEST = N is trusted only when snapshot-N exists and snapshot-(N+1) does not, EARLIEST = N only
  * when snapshot-N exists. Hint writes are best effort and never affect correctness.
- * **beyond**: commits write the LATEST hint only every LATEST_HINT_INTERVAL snapshots (a PUT saved
- * on most commits); a lookup walks forward from the hint, or from the newest id this manager has
- * seen, one HEAD per snapshot, and lists only when that walk would be long.
+ * **beyond**: Paimon writes LATEST on every commit; varve's warm committers never do (a commit is
+ * then three metadata PUTs: manifest, manifest list, snapshot). A committer that had to look the
+ * latest snapshot up (a cold one: a new process, a lost base) writes it, and so do expiry and
+ * rollback; so the hint lags by at most the commits of the writers that stayed warm since. A
+ * lookup gallops forward from the hint, or from the newest id this manager has seen: HEADs at
+ * +1, +2, +4, … until one is missing, then a binary search between the last present and the first
+ * missing id (ids are contiguous), so a lag of G costs about 2·log2(G) HEADs and never a listing.
+ * It lists only when neither start point exists (an expired hint, a table rolled back below it).
  */
 import { ObjectNotFoundError, SnapshotNotFoundError } from '../errors.js';
 import type { Snapshot } from './snapshot.js';
@@ -15,10 +20,6 @@ import { earliestHintKey, latestHintKey, snapshotDir, snapshotKey, displayTableN
 import { parseSnapshot } from './snapshot-file.js';
 
 const SNAPSHOT_NAME = /\/?snapshot-(\d+)$/;
-/** A commit writes the LATEST hint when its snapshot id is a multiple of this. */
-export const LATEST_HINT_INTERVAL = 8;
-/** How far a lookup walks forward from a hint (HEAD by HEAD) before it lists instead. */
-const MAX_WALK = 2 * LATEST_HINT_INTERVAL;
 const CACHE_LIMIT = 1000;
 /** How often a lookup restarts when expiry deletes the snapshots it is looking at. */
 const EXPIRY_RACE_RETRIES = 5;
@@ -41,6 +42,11 @@ export class SnapshotManager {
   private newestId?: number;
   /** With cacheSnapshots: the content of snapshot `newestId`, when read or committed here. */
   private newest?: Snapshot;
+  /**
+   * performance.now() when the request that last showed snapshot `newestId` to exist was sent (a
+   * HEAD, a GET, or this process's put creating it): it existed at that time or later.
+   */
+  private newestSeenSince?: number;
 
   constructor(
     readonly store: ObjectStore,
@@ -57,17 +63,30 @@ export class SnapshotManager {
 
   /** True when `snapshot-<id>` exists now (never answered from the cache). */
   async exists(id: number): Promise<boolean> {
+    const sent = performance.now();
     const found = (await this.store.head(this.snapshotKey(id))) !== undefined;
-    if (found) this.seen(id);
+    if (found) this.seen(id, undefined, sent);
     return found;
   }
 
-  private seen(id: number, s?: Snapshot): void {
+  private seen(id: number, s?: Snapshot, sent?: number): void {
     if (this.newestId === undefined || id > this.newestId) {
       this.newestId = id;
       this.newest = undefined;
+      this.newestSeenSince = sent;
+    } else if (id === this.newestId && sent !== undefined && (this.newestSeenSince === undefined || sent > this.newestSeenSince)) {
+      this.newestSeenSince = sent;
     }
     if (s !== undefined && id === this.newestId && this.cache) this.newest = s;
+  }
+
+  /**
+   * performance.now() at which snapshot `newestKnown()` was last shown to exist (it existed then or
+   * a little later), or undefined when unknown. A warm committer skips re-checking a base seen
+   * this recently (commit.ts).
+   */
+  newestSeenAt(): number | undefined {
+    return this.newest === undefined ? undefined : this.newestSeenSince;
   }
 
   /**
@@ -78,13 +97,16 @@ export class SnapshotManager {
     return this.newest;
   }
 
-  /** Records a snapshot known to exist (e.g. one this process just committed). */
-  remember(s: Snapshot): void {
+  /**
+   * Records a snapshot known to exist (e.g. one this process just committed); `sent`: when the
+   * request that showed it (or created it) was sent.
+   */
+  remember(s: Snapshot, sent?: number): void {
     if (this.cache) {
       if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value as number);
       this.cache.set(s.id, s);
     }
-    this.seen(s.id, s);
+    this.seen(s.id, s, sent);
   }
 
   /** Snapshot `id`, or undefined when it does not exist (never created, or expired). */
@@ -92,6 +114,7 @@ export class SnapshotManager {
     const cached = this.cache?.get(id);
     if (cached !== undefined) return cached;
     const key = this.snapshotKey(id);
+    const sent = performance.now();
     let body: Uint8Array;
     try {
       body = (await this.store.get(key)).body;
@@ -100,7 +123,7 @@ export class SnapshotManager {
       throw e;
     }
     const s = parseSnapshot(body, `snapshot file ${key}`, id);
-    this.remember(s);
+    this.remember(s, sent);
     return s;
   }
 
@@ -119,6 +142,7 @@ export class SnapshotManager {
     if (this.newestId !== undefined && this.newestId > id) {
       this.newestId = undefined;
       this.newest = undefined;
+      this.newestSeenSince = undefined;
     }
   }
 
@@ -171,33 +195,41 @@ export class SnapshotManager {
   async latestId(): Promise<number | undefined> {
     const known = this.newestId;
     if (known !== undefined) {
-      const id = await this.walkFrom(known);
+      const id = await this.gallopFrom(known);
       if (id !== undefined) return id;
     }
     const hint = await this.readHint(latestHintKey(this.tablePath));
     if (hint !== undefined && hint > 0 && hint !== known) {
-      const id = await this.walkFrom(hint);
+      const id = await this.gallopFrom(hint);
       if (id !== undefined) return id;
     }
     const ids = await this.listIds();
     if (ids.length === 0) return undefined;
     // A commit may have landed after the listing was taken.
-    return this.walkFrom(ids[ids.length - 1], Infinity);
+    return this.gallopFrom(ids[ids.length - 1]);
   }
 
   /**
-   * The newest id reached from `start` by checking start+1, start+2, … (ids are contiguous);
-   * undefined when `start` does not exist or the walk would exceed `maxSteps`.
+   * The newest id at or after `start` (ids are contiguous: expiry removes the oldest, rollback the
+   * newest), found by HEADs at start+1, start+2, start+4, … and then a binary search between the
+   * last present and the first missing id; undefined when neither `start` nor `start + 1` exists.
+   * The answer N was seen to exist and N + 1 seen missing (Paimon's check of a LATEST hint).
    */
-  private async walkFrom(start: number, maxSteps = MAX_WALK): Promise<number | undefined> {
+  private async gallopFrom(start: number): Promise<number | undefined> {
     const [here, next] = await Promise.all([this.exists(start), this.exists(start + 1)]);
-    if (!here && !next) return undefined;
-    let id = start + (next ? 1 : 0);
-    for (let step = 0; next && step < maxSteps; step++) {
-      if (!(await this.exists(id + 1))) return id;
-      id++;
+    if (!next) return here ? start : undefined;
+    let present = start + 1;
+    let missing: number | undefined;
+    for (let step = 2; missing === undefined; step *= 2) {
+      if (await this.exists(start + step)) present = start + step;
+      else missing = start + step;
     }
-    return next ? undefined : id;
+    while (missing - present > 1) {
+      const mid = Math.floor((present + missing) / 2);
+      if (await this.exists(mid)) present = mid;
+      else missing = mid;
+    }
+    return present;
   }
 
   /** Id of the oldest snapshot still present, or undefined for a table with none. */

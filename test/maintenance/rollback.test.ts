@@ -101,6 +101,25 @@ describe('rollbackTo', () => {
     expect(await rowsAt(table)).toEqual(['1=a', '2=b']);
   });
 
+  it('a rollback right after a warm writer\'s commit: its next commit (base unchecked, seen moments ago) is withdrawn and lands on the target', async () => {
+    // Prepare: writer A commits snapshot 3; B rolls back to 1 at once, so A's base (3, made by A
+    // moments ago, which it does not HEAD again) is gone and its next id 4 is free.
+    const store = new MemoryStore();
+    const a = await newTable({}, store);
+    await upsert(a, [1], 'a');
+    await upsert(a, [2], 'b');
+    await upsert(a, [3], 'removed');
+    const b = new Table(store, a.name, a.path, a.schema);
+    await rollbackTo(b, { snapshotId: 1 });
+    // Act
+    const id = await upsert(a, [4], 'd');
+    // Assess: landed on the target, nothing of the removed snapshots is back, no gap left behind
+    expect(id).toBe(2);
+    expect(await b.snapshots.listIds()).toEqual([1, 2]);
+    expect(await rowsAt(b)).toEqual(['1=a', '4=d']);
+    await expectVerified(b);
+  });
+
   it('a writer holding a removed snapshot as its base does not bring it back, even once its id exists again', async () => {
     // Prepare: writer A committed snapshot 3 and keeps it cached as its base.
     const store = new MemoryStore();

@@ -178,6 +178,28 @@ describe('commit under non-crash faults', () => {
     expect(await new SnapshotManager(store, T).listIds()).toEqual([4, 5]);
   });
 
+  it('a warm committer idle while its known snapshot expired checks it first and lands on the latest, never on an expired id', async () => {
+    // Prepare: a warm committer (caching manager) makes snapshot 3; others commit 4..6; expiry
+    // deletes 1..4, so "snapshot-4" (its next id) is free again. It stays idle past the time a
+    // base is trusted unchecked (SLOW_ATTEMPT_MS, 1 s).
+    const { store, req } = await preparedTable();
+    const sm = new SnapshotManager(store, T, { cacheSnapshots: true });
+    const warm = { ...opts, snapshotManager: sm };
+    expect((await commit(store, T, await appendWithData(store, 'warm-1'), warm)).snapshot.id).toBe(3);
+    for (const id of ['o4', 'o5', 'o6']) await commit(store, T, await appendWithData(store, id), opts);
+    for (const id of [1, 2, 3, 4]) await store.delete(snapshotKey(T, id));
+    await new Promise((r) => setTimeout(r, 1100));
+    store.resetCallLog();
+    // Act
+    const r = await commit(store, T, req, warm);
+    // Assess: one attempt (the base was found gone before anything was planned on it), on 6
+    expect(r.snapshot.id).toBe(7);
+    expect(r.attempts).toBe(1);
+    expect(store.callLog.filter((c) => c.op === 'putIfAbsent').map((c) => c.key)).toEqual([snapshotKey(T, 7)]);
+    expect(await new SnapshotManager(store, T).listIds()).toEqual([5, 6, 7]);
+    await assertReadable(store);
+  });
+
   it('retries a failed manifest write and leaves the half-written file unreferenced', async () => {
     const { store, req } = await preparedTable();
     const keysBefore = new Set(store.keys());

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CorruptMetadataError, ObjectNotFoundError, SnapshotNotFoundError } from '../../lib/errors.js';
 import { earliestHintKey, latestHintKey, snapshotKey } from '../../lib/snapshot/paths.js';
 import { commit } from '../../lib/snapshot/commit.js';
-import { LATEST_HINT_INTERVAL, SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
+import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
 import { fromUtf8, utf8, type ObjectStore } from '../../lib/store/object-store.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import { appendRequest, change, testCommitOptions } from '../manifest/factories.js';
@@ -39,23 +39,28 @@ describe('SnapshotManager', () => {
     expect(listed(store)).toBe(false);
   });
 
-  it('walks forward from a lagging LATEST hint, one HEAD per snapshot, without listing', async () => {
-    // Prepare: commits write the hint only every LATEST_HINT_INTERVAL ids; here it says 1 of 5.
+  it('gallops forward from a lagging LATEST hint without listing', async () => {
+    // Prepare: warm committers do not write the hint; here it says 1 of 5.
     const { store, sm } = await tableWith(5);
     await store.put(latestHintKey(T), utf8('1'));
     store.resetCallLog();
     // Act / Assess
     expect(await sm.latestId()).toBe(5);
     expect(listed(store)).toBe(false);
-    expect(store.callLog.filter((c) => c.op === 'head').length).toBe(6); // 1 and 2 together, then 3, 4, 5 and the absent 6
+    // 1 and 2 together, then 3, 5 and the absent 9, then 7 and 6 (absent) between 5 and 9
+    expect(store.callLog.filter((c) => c.op === 'head').map((c) => Number(/snapshot-(\d+)$/.exec(c.key)![1]))).toEqual([1, 2, 3, 5, 9, 7, 6]);
   });
 
-  it('lists when the LATEST hint lags by more than the walk allows', async () => {
-    const { store, sm } = await tableWith(2 * LATEST_HINT_INTERVAL + 3);
-    await store.put(latestHintKey(T), utf8('1'));
+  it.each([1, 2, 3, 63, 64, 65, 1000, 4097])('finds the latest of a hint lagging by %i in about 2·log2 HEADs, never by listing', async (lag) => {
+    // Prepare: snapshot files 10 … 10 + lag (their content is never read: the lookup only HEADs)
+    const store = new MemoryStore();
+    for (let id = 10; id <= 10 + lag; id++) await store.put(snapshotKey(T, id), utf8('{}'));
+    await store.put(latestHintKey(T), utf8('10'));
     store.resetCallLog();
-    expect(await sm.latestId()).toBe(2 * LATEST_HINT_INTERVAL + 3);
-    expect(listed(store)).toBe(true);
+    // Act / Assess
+    expect(await new SnapshotManager(store, T).latestId()).toBe(10 + lag);
+    expect(listed(store)).toBe(false);
+    expect(store.callLog.filter((c) => c.op === 'head').length).toBeLessThanOrEqual(2 * Math.ceil(Math.log2(lag + 1)) + 3);
   });
 
   it('a manager that has seen snapshot N walks from N without reading the hint', async () => {
@@ -67,11 +72,19 @@ describe('SnapshotManager', () => {
     expect(store.callLog.map((c) => c.op).sort()).toEqual(['head', 'head', 'head']);
   });
 
-  it('writes the LATEST hint every LATEST_HINT_INTERVAL commits only', async () => {
-    const { store } = await tableWith(LATEST_HINT_INTERVAL - 1);
-    await expect(store.get(latestHintKey(T))).rejects.toBeInstanceOf(ObjectNotFoundError);
-    await commit(store, T, appendRequest('u', 'last', [change('last')]), testCommitOptions());
-    expect(fromUtf8((await store.get(latestHintKey(T))).body)).toBe(String(LATEST_HINT_INTERVAL));
+  it('a committer that looked the latest up writes the LATEST hint; a warm one does not', async () => {
+    // Prepare: a warm committer (a caching manager that made the newest snapshot it knows)
+    const { store } = await tableWith(3);
+    const warm = new SnapshotManager(store, T, { cacheSnapshots: true });
+    const opts = testCommitOptions({ snapshotManager: warm });
+    // Act: its first commit is cold (it looks the latest up), the next ones warm
+    await commit(store, T, appendRequest('u', 'c4', [change('f4')]), opts);
+    const afterCold = fromUtf8((await store.get(latestHintKey(T))).body);
+    for (let i = 5; i <= 7; i++) await commit(store, T, appendRequest('u', `c${i}`, [change(`f${i}`)]), opts);
+    // Assess: the hint names the cold commit's snapshot, and a cold reader still finds 7
+    expect(afterCold).toBe('4');
+    expect(fromUtf8((await store.get(latestHintKey(T))).body)).toBe('4');
+    expect(await new SnapshotManager(store, T).latestId()).toBe(7);
   });
 
   it.each([
