@@ -50,8 +50,8 @@ export const CAVEATS: Record<string, string> = {
   'cow-vs-varve-1000000': 'copy-on-write pays at write time what varve pays at read and compaction time (§2, §7)',
   'cow-vs-varve-10000000': 'copy-on-write pays at write time what varve pays at read and compaction time (§2, §7)',
   'compact-vs-raw': 'not like for like: the baseline reads and rewrites every input row, compaction writes only the merged (newest) rows — no same-output baseline yet',
-  'local-commit-vs-put': 'a commit also writes data, manifest, manifest list and the identifier index before its snapshot put',
-  's3-commit-vs-put': 'a commit also writes data, manifest, manifest list and the identifier index before its snapshot put',
+  'local-commit-vs-put': 'the latency includes the writer flush (up to 4 data files encoded and written one bucket after another), most of it on a local folder; then the index claim, manifest and list, the snapshot put and the index mark',
+  's3-commit-vs-put': 'the latency includes the writer flush (up to 4 data files encoded and written one bucket after another), most of it on a local folder; then the index claim, manifest and list, the snapshot put and the index mark',
   'local-16-vs-1-writers': 'writers in one process share one committer (several commits per snapshot); separate processes race, see the spread below',
   'procs-spread': 'completion times of processes racing on a local folder, not throughput; one run',
 };
