@@ -25,6 +25,13 @@ export interface KeyFirstRun {
    */
   keys: arrow.Table;
   sequenceBase: number;
+  /**
+   * The run's absolute [min, max] sequence numbers (its file's manifest entry). When every run
+   * has one and they do not overlap, `keys` may leave out `_SEQUENCE_NUMBER` (see
+   * `ordersByRunSequence`): the merge orders versions of a key by run, and decodes the winners'
+   * sequence numbers with their values.
+   */
+  sequenceRange?: { min: number; max: number };
   /** Rows of each row group, in order; their sum is `keys.numRows`. */
   rowGroupRows: number[];
   /** The named columns of the given row groups (ascending), one single-batch table per group. */
@@ -36,11 +43,28 @@ export function mergesKeyFirst(engine: MergeFunction): boolean {
   return engine.name === 'deduplicate' || engine.name === 'first-row';
 }
 
-/** The columns the first decode needs: key columns, the engine's sequence fields, then the system columns. */
-export function keyFirstColumns(opts: Pick<MergeReadOptions, 'keyColumns' | 'engine'>): string[] {
+/**
+ * The columns the first decode needs: key columns, the engine's sequence fields, then the system
+ * columns (without `_SEQUENCE_NUMBER` when `bySequenceRange`: see ordersByRunSequence).
+ */
+export function keyFirstColumns(opts: Pick<MergeReadOptions, 'keyColumns' | 'engine'>, bySequenceRange = false): string[] {
   const cols = [...opts.keyColumns];
   for (const f of opts.engine.config.sequenceFields) if (!cols.includes(f)) cols.push(f);
-  return [...cols, SEQUENCE_COLUMN, KIND_COLUMN];
+  return bySequenceRange ? [...cols, KIND_COLUMN] : [...cols, SEQUENCE_COLUMN, KIND_COLUMN];
+}
+
+/**
+ * True when the runs' absolute sequence ranges are pairwise disjoint and the engine orders by
+ * sequence number alone (no `sequence.field`): then, between runs holding one record per key, the
+ * versions of a key are in the order of their runs' ranges, and the merge needs no stored
+ * sequence number to order them (level-0 files of separate commits, and compaction outputs, do
+ * not overlap). The winners' sequence numbers are then decoded with their value columns.
+ */
+export function ordersByRunSequence(ranges: readonly { min: number; max: number }[], opts: Pick<MergeReadOptions, 'engine' | 'repeatedKeys'>): boolean {
+  if (opts.repeatedKeys || opts.engine.config.sequenceFields.length > 0 || ranges.length < 2) return false;
+  const sorted = [...ranges].sort((a, b) => a.min - b.min);
+  for (let i = 1; i < sorted.length; i++) if (sorted[i].min <= sorted[i - 1].max) return false;
+  return true;
 }
 
 /**
@@ -52,7 +76,12 @@ export async function mergeKeyFirst(runs: KeyFirstRun[], opts: MergeReadOptions)
     throw new InvalidArgumentError(`the ${opts.engine.name} merge engine reads value columns while merging; merge its runs with mergeSortedRuns`);
   }
   const physical = physicalArrowSchema(opts.schema);
-  const merged = keyFirstColumns(opts);
+  // Without stored sequence numbers in the keys, a run's versions all sort at its range's start.
+  const byRange = runs.some((r) => r.keys.schema.fields.every((f) => f.name !== SEQUENCE_COLUMN));
+  if (byRange && !(runs.every((r) => r.sequenceRange !== undefined) && ordersByRunSequence(runs.map((r) => r.sequenceRange!), opts))) {
+    throw new InvalidArgumentError('a key-first merge without _SEQUENCE_NUMBER needs runs whose sequence ranges do not overlap (see ordersByRunSequence)');
+  }
+  const merged = keyFirstColumns(opts, byRange);
   const inputs = runs
     .map((r, k) => {
       const total = r.rowGroupRows.reduce((a, b) => a + b, 0);
@@ -60,7 +89,8 @@ export async function mergeKeyFirst(runs: KeyFirstRun[], opts: MergeReadOptions)
         throw new SchemaMismatchError(`sorted run ${k} has ${r.keys.numRows} rows but its row groups hold ${total}`);
       }
       const table = singleBatch(r.keys.select(merged));
-      return { run: r, table, sequence: storedSequence(table, r.sequenceBase) };
+      const sequence = byRange ? new Float64Array(table.numRows).fill(r.sequenceRange!.min) : storedSequence(table, r.sequenceBase);
+      return { run: r, table, sequence };
     })
     .filter((r) => r.table.numRows > 0);
   if (inputs.length === 0) return emptyTable(physical);
@@ -81,6 +111,8 @@ export async function mergeKeyFirst(runs: KeyFirstRun[], opts: MergeReadOptions)
   const names = opts.schema.fields.map((f) => f.name);
   const fromKeys = names.filter((n) => merged.includes(n));
   const valueNames = names.filter((n) => !merged.includes(n));
+  // By range, the winners' stored sequence numbers come with their values (relative to their run's base).
+  if (byRange) valueNames.push(SEQUENCE_COLUMN);
   const columns = new Map<string, arrow.Data>();
   if (fromKeys.length > 0) {
     const gathered = gatherPlan(inputs.map((x) => x.table.select(fromKeys)), src, row, count);
@@ -91,7 +123,7 @@ export async function mergeKeyFirst(runs: KeyFirstRun[], opts: MergeReadOptions)
     valueNames.forEach((n, i) => columns.set(n, gathered[i]));
   }
   const children = names.map((n) => columns.get(n)!);
-  children.push(sequenceColumn(result.sequence, count));
+  children.push(byRange ? winnerSequence(columns.get(SEQUENCE_COLUMN)!, inputs.map((x) => x.run.sequenceBase), src, count) : sequenceColumn(result.sequence, count));
   children.push(kindColumn(opts.dropDeletes && !opts.keepKinds ? new Uint8Array(count) : result.kind, count));
   return tableFromColumns(physical, children, count);
 }
@@ -149,6 +181,14 @@ async function gatherValues(runs: KeyFirstRun[], names: string[], src: Uint16Arr
     grow[k] = row[k] - starts[r][g];
   }
   return gatherPlan(tables, gsrc, grow, count);
+}
+
+/** The absolute sequence numbers of the winners: each stored number plus its run's base. */
+function winnerSequence(stored: arrow.Data, bases: number[], src: Uint16Array, count: number): arrow.Data {
+  const words = new Int32Array(stored.values.buffer, stored.values.byteOffset + stored.offset * 8, count * 2);
+  const sequence = new Float64Array(count);
+  for (let k = 0; k < count; k++) sequence[k] = bases[src[k]] + words[2 * k + 1] * 4294967296 + (words[2 * k] >>> 0);
+  return sequenceColumn(sequence, count);
 }
 
 /** First index whose start is above `x`. */

@@ -18,7 +18,7 @@ import { readLiveFiles } from '../manifest/scan.js';
 import { intervalPartition } from '../mergetree/interval-partition.js';
 import { mergeEngineFor } from '../mergetree/merge-function.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
-import { keyFirstColumns, mergeKeyFirst, mergesKeyFirst, type KeyFirstRun } from '../mergetree/key-first-merge.js';
+import { keyFirstColumns, mergeKeyFirst, mergesKeyFirst, ordersByRunSequence, type KeyFirstRun } from '../mergetree/key-first-merge.js';
 import { mergeSortedRuns, type MergeReadOptions } from '../mergetree/sort-merge-reader.js';
 import { parsePartitionPath } from '../schema/partition.js';
 import { toJsonValue } from '../schema/values.js';
@@ -128,19 +128,21 @@ export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropD
 async function mergeSectionKeyFirst(table: Table, entries: ManifestEntry[], opts: MergeReadOptions): Promise<arrow.Table> {
   const decoders: DataFileDecoder[] = [];
   try {
-    const keyCols = keyFirstColumns(opts);
+    const ranges = entries.map((e) => ({ min: e.file.minSequenceNumber, max: e.file.maxSequenceNumber }));
+    const byRange = ordersByRunSequence(ranges, opts);
+    const keyCols = keyFirstColumns(opts, byRange);
     const runs = await Promise.all(
-      entries.map(async (entry): Promise<KeyFirstRun> => {
+      entries.map(async (entry, i): Promise<KeyFirstRun> => {
         const file = entry.file;
         if (file.schemaId !== table.schema.id) {
           const data = await readEntry(table, entry);
-          return { keys: data, sequenceBase: file.sequenceBase, rowGroupRows: [data.numRows], values: async (cols) => [data.select(cols)] };
+          return { keys: data, sequenceBase: file.sequenceBase, sequenceRange: ranges[i], rowGroupRows: [data.numRows], values: async (cols) => [data.select(cols)] };
         }
         const { body } = await table.store.get(dataFileKey(table.path, entry.partition, entry.bucket, file.fileName));
         const decoder = await openDataFile(body);
         decoders.push(decoder);
         const keys = concatTables(await decoder.readRowGroups(keyCols), physicalKeySchema(table, keyCols));
-        return { keys, sequenceBase: file.sequenceBase, rowGroupRows: decoder.rowGroupRows, values: (cols, groups) => decoder.readRowGroups(cols, groups) };
+        return { keys, sequenceBase: file.sequenceBase, sequenceRange: ranges[i], rowGroupRows: decoder.rowGroupRows, values: (cols, groups) => decoder.readRowGroups(cols, groups) };
       }),
     );
     return await mergeKeyFirst(runs, opts);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { openDataFile, writeDataFile, type DataFileDecoder } from '../../lib/format/data-file.js';
-import { keyFirstColumns, mergeKeyFirst, mergesKeyFirst, type KeyFirstRun } from '../../lib/mergetree/key-first-merge.js';
+import { keyFirstColumns, mergeKeyFirst, mergesKeyFirst, ordersByRunSequence, type KeyFirstRun } from '../../lib/mergetree/key-first-merge.js';
 import { mergeEngineFor } from '../../lib/mergetree/merge-function.js';
 import { concatTables } from '../../lib/format/columns.js';
 import { rng, testSeed } from '../helpers/random.js';
@@ -12,6 +12,7 @@ describe('mergeKeyFirst', () => {
   it('matches a naive merge on random runs read from Parquet files with small row groups, decoding values only of row groups with winners', async () => {
     const seed = testSeed('key-first-merge random');
     const r = rng(seed);
+    let roundsByRange = 0;
     for (const [layoutName, layout] of Object.entries(LAYOUTS)) {
       for (const scenario of SCENARIOS) {
         const engine = mergeEngineFor(scenario.config);
@@ -21,20 +22,30 @@ describe('mergeKeyFirst', () => {
           const runs = randomRuns(layout, scenario, r, r.int(1, 5), r.int(1, 60));
           const dropDeletes = r.chance(0.6);
           const keepKinds = r.chance(0.5);
-          const context = `${layoutName} / ${scenario.name} / round ${round} (seed ${seed})`;
           const opts = { schema: layout, keyColumns: layout.primaryKeys, engine, dropDeletes, keepKinds };
+          // Half the rounds give the runs disjoint sequence ranges (as commits do, in a random
+          // order of runs) and merge them without decoding _SEQUENCE_NUMBER up front.
+          if (r.chance(0.5)) {
+            const rank = runs.map((_, j) => j).sort(() => r.next() - 0.5);
+            runs.forEach((recs, j) => recs.forEach((x) => (x.seq += rank[j] * 100_000)));
+          }
+          const ranges = runs.map((recs) => ({ min: Math.min(...recs.map((x) => x.seq)), max: Math.max(...recs.map((x) => x.seq)) }));
+          const byRange = runs.every((recs) => recs.length > 0) && ordersByRunSequence(ranges, opts);
+          if (byRange) roundsByRange++;
+          const context = `${layoutName} / ${scenario.name} / round ${round}${byRange ? ' / by sequence range' : ''} (seed ${seed})`;
           const decoders: DataFileDecoder[] = [];
           const decoded: number[] = [];
           const inputs: KeyFirstRun[] = [];
-          for (const recs of runs) {
+          for (const [j, recs] of runs.entries()) {
             const base = recs.length ? Math.min(...recs.map((x) => x.seq)) - r.int(0, 3) : 0;
             const table = physicalTable(layout, recs.map((x) => ({ ...x, seq: x.seq - base })));
             const decoder = await openDataFile(writeDataFile(table, { compression: 'zstd', rowGroupSize: r.int(1, 8) }));
             decoders.push(decoder);
-            const keys = await decoder.readRowGroups(keyFirstColumns(opts));
+            const keys = await decoder.readRowGroups(keyFirstColumns(opts, byRange));
             inputs.push({
-              keys: keys.length ? concatTables(keys, keys[0].schema) : table.select(keyFirstColumns(opts)),
+              keys: keys.length ? concatTables(keys, keys[0].schema) : table.select(keyFirstColumns(opts, byRange)),
               sequenceBase: base,
+              ...(byRange ? { sequenceRange: ranges[j] } : {}),
               rowGroupRows: decoder.rowGroupRows,
               values: (cols, groups) => {
                 decoded.push(...groups.map((g) => decoder.rowGroupRows[g]));
@@ -55,6 +66,28 @@ describe('mergeKeyFirst', () => {
         }
       }
     }
+    expect(roundsByRange, `rounds merged by sequence range (seed ${seed})`).toBeGreaterThan(0);
+  });
+
+  it('orders by run sequence ranges only when they do not overlap and no sequence.field is set; refuses keys without sequence numbers otherwise', async () => {
+    const layout = LAYOUTS.bigint;
+    const engine = mergeEngineFor(SCENARIOS[0].config);
+    const opts = { schema: layout, keyColumns: ['k'], engine, dropDeletes: true };
+    expect(ordersByRunSequence([{ min: 10, max: 19 }, { min: 0, max: 9 }], opts)).toBe(true);
+    expect(ordersByRunSequence([{ min: 0, max: 10 }, { min: 10, max: 19 }], opts)).toBe(false);
+    expect(ordersByRunSequence([{ min: 0, max: 9 }, { min: 10, max: 19 }], { ...opts, repeatedKeys: true })).toBe(false);
+    const withField = SCENARIOS.find((x) => x.config.sequenceFields.length > 0);
+    if (withField) expect(ordersByRunSequence([{ min: 0, max: 9 }, { min: 10, max: 19 }], { engine: mergeEngineFor(withField.config) })).toBe(false);
+
+    // Two runs of the same keys with overlapping ranges, their keys decoded without _SEQUENCE_NUMBER.
+    const row = (k: number, v: number) => ({ k: BigInt(k), v, s: `s${v}`, d: v / 2, c: 1n, ts: 0n });
+    const run = (v: number, seq: number): KeyFirstRun => {
+      const t = physicalTable(layout, [0, 1].map((k) => ({ row: row(k, v), kind: 0, seq: seq + k })));
+      return { keys: t.select(keyFirstColumns(opts, true)), sequenceBase: 0, sequenceRange: { min: seq, max: seq + 1 }, rowGroupRows: [2], values: async (cols) => [t.select(cols)] };
+    };
+    await expect(mergeKeyFirst([run(1, 0), run(2, 1)], opts)).rejects.toThrow(/sequence ranges do not overlap/);
+    const out = await mergeKeyFirst([run(2, 10), run(1, 0)], opts);
+    expect(recordsOf(layout, out).map((x) => [x.row.v, x.seq])).toEqual([[2, 10], [2, 11]]);
   });
 
   it('decodes no value column of a run whose every version loses', async () => {
