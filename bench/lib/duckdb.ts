@@ -41,6 +41,21 @@ export function mergeQuery(files: readonly LiveFile[]): string {
 ) WHERE _VALUE_KIND IN (0, 2)`;
 }
 
+/**
+ * What a full compaction of the files writes, as a DuckDB `COPY`: the merged newest version of
+ * every key (mergeQuery) with its absolute sequence number and row kind, sorted by key, into one
+ * zstd Parquet file with varve's row-group size.
+ */
+export function compactCopy(files: readonly LiveFile[], out: string, rowGroupSize: number): string {
+  const parts = files.map((f) => `SELECT *, ${f.sequenceBase}::BIGINT AS _base FROM read_parquet(${quote(f.path)})`);
+  return `COPY (
+  SELECT key, i32, f, s, opt, _base + _SEQUENCE_NUMBER AS _SEQUENCE_NUMBER, _VALUE_KIND FROM (
+    SELECT * FROM (${parts.join('\n    UNION ALL ')})
+    QUALIFY row_number() OVER (PARTITION BY key ORDER BY _base + _SEQUENCE_NUMBER DESC) = 1
+  ) WHERE _VALUE_KIND IN (0, 2) ORDER BY key
+) TO ${quote(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroupSize})`;
+}
+
 /** The benchmark checksum (lib/checksum.ts) of a relation, computed by DuckDB. */
 export async function duckChecksum(conn: DuckDBConnection, relation: string): Promise<Checksum> {
   const reader = await conn.runAndReadAll(`SELECT
