@@ -4,18 +4,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
-import { buildProgram } from '../../lib/cli/main.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { openStore } from '../../lib/store/open-store.js';
+import { runVarve } from '../helpers/cli-process.js';
 
 let warehouse: string;
 
+/** `varve ...args` through the shared in-process runner: what it printed, which must exit 0. */
 async function varve(...args: string[]): Promise<string> {
-  let out = '';
-  const program = buildProgram((t) => (out += t));
-  await program.parseAsync(['--warehouse', warehouse, ...args], { from: 'user' });
-  return out;
+  const r = await runVarve(warehouse, args);
+  expect(r, r.err).toMatchObject({ code: 0, err: '' });
+  return r.out;
 }
 
 async function newTable(options: Record<string, string>) {
@@ -51,7 +51,9 @@ describe('varve sys <table> iceberg / varve export-iceberg', () => {
 
   it('refuses export-iceberg on a table that does not export, naming the option', async () => {
     await newTable({});
-    await expect(varve('export-iceberg', 'db.t')).rejects.toThrow(/metadata\.iceberg\.storage=table-location/);
+    const refused = await runVarve(warehouse, ['export-iceberg', 'db.t']);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toMatch(/^varve: .*metadata\.iceberg\.storage=table-location/);
     expect(JSON.parse(await varve('sys', 'db.t', 'iceberg', '--format', 'jsonl'))).toMatchObject({ storage: 'disabled', exported_snapshot: null });
   });
 });

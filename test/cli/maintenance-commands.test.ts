@@ -2,22 +2,21 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Command } from 'commander';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
-import { formatCompactionSummary, registerMaintenanceCommands } from '../../lib/cli/maintenance-commands.js';
+import { formatCompactionSummary } from '../../lib/cli/maintenance-commands.js';
 import { readLiveFiles } from '../../lib/manifest/scan.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { openStore } from '../../lib/store/open-store.js';
+import { runVarve } from '../helpers/cli-process.js';
 
 let warehouse: string;
 
+/** `varve ...args` through the shared in-process runner: what it printed, which must exit 0. */
 async function varve(...args: string[]): Promise<string> {
-  let out = '';
-  const program = new Command().exitOverride();
-  registerMaintenanceCommands(program, () => ({ warehouse }), (t) => (out += t));
-  await program.parseAsync(args, { from: 'user' });
-  return out;
+  const r = await runVarve(warehouse, args);
+  expect(r, r.err).toMatchObject({ code: 0, err: '' });
+  return r.out;
 }
 
 async function tableWithRuns(runs: number): Promise<void> {
@@ -75,8 +74,12 @@ describe('varve compact', () => {
 
   it('rejects a malformed partition spec with what to write instead', async () => {
     await tableWithRuns(1);
-    await expect(varve('compact', 'db.t', '--partition', 'us')).rejects.toThrow(/key=value.*region=eu/);
-    await expect(varve('compact', 'db.t', '--bucket', 'x')).rejects.toThrow(/--bucket/);
+    const partition = await runVarve(warehouse, ['compact', 'db.t', '--partition', 'us']);
+    expect(partition.code).toBe(1);
+    expect(partition.err).toMatch(/^varve: .*key=value.*region=eu/);
+    const bucket = await runVarve(warehouse, ['compact', 'db.t', '--bucket', 'x']);
+    expect(bucket.code).toBe(1);
+    expect(bucket.err).toMatch(/^varve: .*--bucket/);
   });
 });
 
