@@ -3,12 +3,13 @@
  * partial batch response of SQS FIFO (a failed record and every later record of its group).
  */
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { InvalidArgumentError } from '../../lib/errors.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { openStore } from '../../lib/store/open-store.js';
 import { discover, ensureConsumer } from '../../lib/stream/discovery.js';
+import { log } from '../../functions/shared/observability.js';
 import { createStreamHandler } from '../../functions/shared/stream-handler.js';
 import { MemoryQueue } from '../../lib/stream/memory-queue.js';
 import type { QueueMessage } from '../../lib/stream/split-queue.js';
@@ -51,6 +52,8 @@ async function setup(name: string) {
 }
 
 describe('createStreamHandler', () => {
+  afterEach(() => vi.restoreAllMocks());
+
   it('hands each split\'s changes to the function in order and reports no failure', async () => {
     // Prepare
     const { table, env } = await setup('ok');
@@ -80,11 +83,16 @@ describe('createStreamHandler', () => {
     const handler = createStreamHandler((changes) => {
       if (changes.some((c) => c.bucket === Number(failing.split('/').at(-1)))) throw new Error('sink down');
     }, env);
+    // The records come from a MemoryQueue, not from the SQS queue their event names: setting the
+    // failed records' retry backoff (retry-backoff.ts) must fail, warn, and change nothing else.
+    const warn = vi.spyOn(log(), 'warn').mockImplementation(() => {});
     // Act
     const response = await handler(sqsEvent(messages));
     // Assess
     expect(new Set(messages.map((m) => m.groupId)).size).toBe(2);
-    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(messages.filter((m) => m.groupId === failing).map((m) => m.messageId));
+    const failed = messages.filter((m) => m.groupId === failing).map((m) => m.messageId);
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(failed);
+    expect(warn.mock.calls).toEqual([['the failed messages keep the queue visibility timeout (their backoff could not be set)', expect.objectContaining({ messages: failed.length })]]);
   });
 
   it('says which environment variables are missing', async () => {
