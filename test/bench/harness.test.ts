@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { BenchCheckError } from '../../bench/lib/checksum.js';
 import { compare, quantile, ratioOf, statsOf } from '../../bench/lib/harness.js';
 
@@ -31,13 +31,15 @@ describe('benchmark harness', () => {
   });
 
   it('leaves time spent in untimed checks out of the sample', async () => {
-    // Prepare
-    const busy = (ms: number) => { const end = performance.now() + ms; while (performance.now() < end); };
-    const v = { id: 'v', run: (_: unknown, untimed: { exclude: <T>(fn: () => T) => T }) => untimed.exclude(() => busy(60)), check: () => undefined };
+    // Prepare: a clock only the run moves (no wall-clock race on a busy machine): 5 ms of timed
+    // work around a 60 ms check.
+    let clock = 0;
+    const now = vi.spyOn(performance, 'now').mockImplementation(() => clock);
+    const v = { id: 'v', run: (_: unknown, untimed: { exclude: <T>(fn: () => T) => T }) => { clock += 5; untimed.exclude(() => (clock += 60)); }, check: () => undefined };
     // Act
-    const t = await compare({ warmup: 0, reps: 1 }, [v]);
+    const t = await compare({ warmup: 0, reps: 1 }, [v]).finally(() => now.mockRestore());
     // Assess
-    expect(t.v.median).toBeLessThan(30);
+    expect(t.v.median).toBe(5);
   });
 
   it('gives the ratio of medians with the spread of per-repetition ratios', () => {

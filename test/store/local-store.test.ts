@@ -221,13 +221,17 @@ describe('LocalStore.watch', () => {
   it('notifies changes under a folder, also one created after the watch began, and stops when asked', async () => {
     // Prepare
     const store = new LocalStore(mkdtempSync(join(tmpdir(), 'varve-watch-')));
+    // Waits for the n-th notification itself, however long a busy machine takes (the test's
+    // timeout is the backstop), instead of polling against a deadline.
     let calls = 0;
-    const waitFor = async (n: number): Promise<void> => {
-      for (let i = 0; i < 2000 && calls < n; i++) await new Promise((r) => setTimeout(r, 5));
-      expect(calls).toBeGreaterThanOrEqual(n);
-    };
+    let wanted: { n: number; reached: () => void } | undefined;
+    const waitFor = (n: number): Promise<void> =>
+      calls >= n ? Promise.resolve() : new Promise((reached) => (wanted = { n, reached }));
     // Act: the folder does not exist yet (a table before its first commit).
-    const stop = store.watch('t/snapshot/', () => calls++);
+    const stop = store.watch('t/snapshot/', () => {
+      calls++;
+      if (wanted && calls >= wanted.n) wanted.reached();
+    });
     await store.put('t/snapshot/snapshot-1', utf8('1'));
     await waitFor(1);
     const before = calls;
