@@ -27,18 +27,26 @@ import { makeTable, pump, put, RecordingSink } from './fixtures.js';
 
 const HOUR = 3600_000;
 
-/** A sink whose calls wait for `gate` when `hold(batch)` says so, recording `<snapshot>/<bucket>` when they land. */
+/**
+ * A sink whose calls wait for `gate` when `hold(batch)` says so, recording `<snapshot>/<bucket>`
+ * when they land; `held` resolves once a call waits at the gate.
+ */
 function gatedSink(hold: (b: ChangeBatch) => boolean) {
   const landed: string[] = [];
   let open!: () => void;
   const gate = new Promise<void>((r) => (open = r));
+  let entered!: () => void;
+  const held = new Promise<void>((r) => (entered = r));
   const sink: StreamSink = {
     async write(b) {
-      if (hold(b)) await gate;
+      if (hold(b)) {
+        entered();
+        await gate;
+      }
       landed.push(`${b.snapshotId}/${b.bucket}`);
     },
   };
-  return { sink, landed, open };
+  return { sink, landed, open, held };
 }
 
 describe('a split received again while its first delivery still runs (same process)', () => {
@@ -51,9 +59,10 @@ describe('a split received again while its first delivery still runs (same proce
     await discover(table, queue, 'c1', { mode: 'earliest' });
     const [m1, m2] = await queue.receive({ maxMessages: 10 });
     let first = true;
-    const { sink, landed, open } = gatedSink((b) => b.snapshotId === 1 && first && !(first = false));
+    const { sink, landed, open, held } = gatedSink((b) => b.snapshotId === 1 && first && !(first = false));
     // Act: delivery A is stuck in the sink on snapshot 1; B (its visibility ran out) delivers 1 and 2.
     const a = new BatchDelivery(table, 'c1', sink).deliver(m1.body);
+    await held;
     const b = new BatchDelivery(table, 'c1', sink);
     const bDone = (async () => [await b.deliver(m1.body), await b.deliver(m2.body)])();
     await new Promise((r) => setTimeout(r, 50));
@@ -74,10 +83,10 @@ describe('a table dropped during the sink call of a bucket\'s first split', () =
     const queue = new MemoryQueue({ visibilityMs: 60_000 });
     await discover(table, queue, 'c1', { mode: 'earliest' });
     const [m1] = await queue.receive({ maxMessages: 10 });
-    const { sink, open } = gatedSink(() => true);
-    // Act
+    const { sink, open, held } = gatedSink(() => true);
+    // Act: the table is dropped while the sink call runs
     const delivery = new BatchDelivery(table, 'c1', sink).deliver(m1.body).catch((e) => e);
-    await new Promise((r) => setTimeout(r, 20));
+    await held;
     await new FolderCatalog(table.store).dropTable('db.t');
     open();
     // Assess
