@@ -4,6 +4,7 @@
  * meets a missing file and sees the same rows, and a re-run of the job finishes it.
  */
 import { describe, expect, it } from 'vitest';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { compactBucket, compactTable } from '../../lib/maintenance/compact.js';
 import { RowKind } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
@@ -11,11 +12,30 @@ import type { Table } from '../../lib/table/table.js';
 import { rng, testSeed } from '../helpers/random.js';
 import { ChangelogReplay, checkLevels, liveFilesByBucket, newTable, readState, sorted, writeChanges, type Change } from './fixtures.js';
 
-/** A write-only table with six overlapping level-0 files (deletes included) in one bucket. */
+/**
+ * Level-0 files of the swept compaction: four overlapping ones (deletes included) in the default
+ * suite, six in compact-faults.stress.ts (`npm run stress`): each crash point costs a compaction,
+ * two reads, a re-run and a changelog replay, and the number of points grows with the files.
+ */
+const FILES = process.env.VARVE_STRESS === '1' ? 6 : 4;
+
+/**
+ * A write-only table with FILES overlapping level-0 files in one bucket: written once, then each
+ * call gets a copy of its objects opened afresh (as a new process would), so the crash sweep pays
+ * for the compactions it checks rather than for the same writes each time.
+ */
+let written: MemoryStore | undefined;
 async function prepared(): Promise<{ store: MemoryStore; table: Table }> {
+  written ??= (await writeFiles()).store;
+  const store = new MemoryStore();
+  for (const key of written.keys()) await store.put(key, (await written.get(key)).body);
+  return { store, table: await new FolderCatalog(store).getTable('db.t') };
+}
+
+async function writeFiles(): Promise<{ store: MemoryStore; table: Table }> {
   const store = new MemoryStore();
   const table = await newTable({ 'write-only': 'true', 'changelog-producer': 'lookup', 'target-file-size': '2 kb' }, store);
-  for (let i = 0; i < 6; i++) {
+  for (let i = 0; i < FILES; i++) {
     const changes: Change[] = [];
     for (let id = 1; id <= 20; id++) {
       if ((id + i) % 5 === 0) changes.push({ row: { id, region: 'eu', v: null, s: null }, kind: RowKind.DELETE });
@@ -27,17 +47,19 @@ async function prepared(): Promise<{ store: MemoryStore; table: Table }> {
 }
 
 describe('a crash at any storage call of a compaction', () => {
-  it('never shows a reader a missing file, and a re-run finishes the job', async () => {
-    // Prepare: count the calls of one clean compaction.
-    const clean = await prepared();
-    const expected = sorted(await readState(clean.table));
-    clean.store.resetCallLog();
-    await compactBucket(clean.table, 'region=eu', 0, { full: true });
-    const calls = clean.store.callLog.length;
-    expect(calls).toBeGreaterThan(10);
-    console.log(`[compact-faults] a clean full compaction makes ${calls} storage calls`);
+  // One test per side of the calls (each sweep is a compaction, two reads, a re-run and a replay
+  // per call: half the work per test).
+  for (const when of ['before', 'after'] as const) {
+    it(`never shows a reader a missing file, and a re-run finishes the job (crash ${when} each call)`, async () => {
+      // Prepare: count the calls of one clean compaction.
+      const clean = await prepared();
+      const expected = sorted(await readState(clean.table));
+      clean.store.resetCallLog();
+      await compactBucket(clean.table, 'region=eu', 0, { full: true });
+      const calls = clean.store.callLog.length;
+      expect(calls).toBeGreaterThan(10);
+      console.log(`[compact-faults] a clean full compaction of ${FILES} files makes ${calls} storage calls`);
 
-    for (const when of ['before', 'after'] as const) {
       for (let nth = 1; nth <= calls; nth++) {
         const { store, table } = await prepared();
         const context = `crash ${when} call ${nth} of ${calls}`;
@@ -57,8 +79,8 @@ describe('a crash at any storage call of a compaction', () => {
         expect(sorted(await readState(table)), context).toEqual(expected);
         expect(sorted(await new ChangelogReplay(table).advance()), context).toEqual(expected);
       }
-    }
-  });
+    });
+  }
 });
 
 describe('a crash during a compaction run over several buckets', () => {
