@@ -26,7 +26,10 @@ import { TableNotFoundError } from '../../lib/errors.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import type { Change } from '../../lib/stream/sinks.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { drain, objectCreatedEvent, powertoolsEnv, scheduledEvent, sendBodies } from '../functions/harness.js';
+import { captureMetrics, drain, objectCreatedEvent, powertoolsEnv, scheduledEvent, sendBodies } from '../functions/harness.js';
+
+// The handlers' EMF metric lines stay off the test output.
+captureMetrics();
 
 type Env = Record<string, string>;
 

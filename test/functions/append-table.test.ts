@@ -10,7 +10,10 @@ import { createIngestHandler } from '../../functions/ingest.js';
 import { openCatalog } from '../../lib/catalog/open-catalog.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { deploy, drain, powertoolsEnv, reopen, sqsEventOf } from './harness.js';
+import { captureMetrics, deploy, drain, powertoolsEnv, reopen, sqsEventOf } from './harness.js';
+
+// The handlers' EMF metric lines stay off the test output.
+captureMetrics();
 
 describe.skipIf(!awsAvailable())('an append table on the AWS path (moto)', () => {
   beforeAll(() => powertoolsEnv());

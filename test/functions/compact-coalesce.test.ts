@@ -13,7 +13,10 @@ import { readBucketFiles } from '../../lib/maintenance/compact.js';
 import { compactionSettingsOf } from '../../lib/maintenance/compaction-settings.js';
 import type { Table } from '../../lib/table/table.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { createOrders, deploy, drain, powertoolsEnv, receive, reopen, sqsEventOf, type Deployment } from './harness.js';
+import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, receive, reopen, sqsEventOf, type Deployment } from './harness.js';
+
+// The handlers' EMF metric lines stay off the test output.
+captureMetrics();
 
 /** `n` direct-mode ingest invocations, one commit each, updating keys 1..3 (one bucket). */
 async function commits(d: Deployment, from: number, n: number): Promise<void> {

@@ -13,7 +13,10 @@ import { createCompactHandler } from '../../functions/compact.js';
 import { createIngestHandler } from '../../functions/ingest.js';
 import { syncGlueMetadataLocation } from '../../functions/shared/glue.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { createOrders, deploy, drain, powertoolsEnv, reopen, sqsEventOf, uniqueName, type Deployment } from './harness.js';
+import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, reopen, sqsEventOf, uniqueName, type Deployment } from './harness.js';
+
+// The handlers' EMF metric lines stay off the test output.
+captureMetrics();
 
 const glue = new GlueClient({});
 const s3 = new S3Client({ forcePathStyle: true });

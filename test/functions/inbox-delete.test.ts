@@ -11,7 +11,10 @@ import { createIngestHandler, type IngestFileResult } from '../../functions/inge
 import { deleteInboxObject } from '../../functions/shared/inbox.js';
 import type { S3Store } from '../../lib/store/s3-store.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { createOrders, deploy, drain, objectCreatedEvent, powertoolsEnv, reopen, type Deployment } from './harness.js';
+import { captureMetrics, createOrders, deploy, drain, objectCreatedEvent, powertoolsEnv, reopen, type Deployment } from './harness.js';
+
+// The handlers' EMF metric lines stay off the test output.
+captureMetrics();
 
 const s3 = new S3Client({ forcePathStyle: true });
 

@@ -14,7 +14,10 @@ import { createExpireHandler } from '../../functions/expire.js';
 import { createIngestHandler } from '../../functions/ingest.js';
 import { countAwsRequests } from '../../bench/lib/aws-requests.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { createOrders, deploy, drain, powertoolsEnv, scheduledEvent, sendBodies, takeAll } from './harness.js';
+import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, scheduledEvent, sendBodies, takeAll } from './harness.js';
+
+// The handlers' EMF metric lines stay off the test output.
+captureMetrics();
 
 /** Requests by `Service:Command` (bench/lib/aws-requests.ts: HTTP requests, SDK retries included). */
 const counter = countAwsRequests();

@@ -15,7 +15,10 @@ import { readBucketProgress } from '../../lib/stream/progress.js';
 import { readSplitFence, splitFenceKey } from '../../lib/stream/split-fence.js';
 import { SqsSplitQueue } from '../../lib/stream/sqs-queue.js';
 import type { Change } from '../../lib/stream/sinks.js';
-import { createOrders, createQueue, deploy, powertoolsEnv, receive, sqs, sqsEventOf, uniqueName } from './harness.js';
+import { captureMetrics, createOrders, createQueue, deploy, powertoolsEnv, receive, sqs, sqsEventOf, uniqueName } from './harness.js';
+
+// The handlers' EMF metric lines stay off the test output.
+captureMetrics();
 
 powertoolsEnv();
 
