@@ -60,12 +60,32 @@ export class DataFileStreamWriter {
           const { done, value } = await reader.read();
           if (done) return;
           this.bytes += value.byteLength;
-          if (this.sink) await this.sink(value);
-          else this.parts.push(value);
+          if (!this.sink) {
+            this.parts.push(value);
+            continue;
+          }
+          try {
+            await this.sink(value);
+          } catch (e) {
+            // A failed sink ends the encoder: cancelling its output drops the wasm future (and the
+            // row group it holds), which otherwise waits for its next batch forever.
+            await reader.cancel(e).catch(() => undefined);
+            throw e;
+          }
         }
       })
       .catch((e) => {
         this.failure = e;
+        this.parts.length = 0;
+        // Requests for batches the encoder will never read: settle them.
+        for (const p of this.pulls.splice(0)) {
+          try {
+            p.controller.close();
+          } catch {
+            // the input stream was cancelled with the encoder
+          }
+          p.resolve();
+        }
       });
   }
 

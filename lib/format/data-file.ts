@@ -21,7 +21,7 @@ import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { singleBatch } from './columns.js';
 import { normalizeArrowTypes } from './normalize.js';
-import { readParquetFooter, readRowGroupsRanged, type ByteSource } from './row-group-reader.js';
+import { readParquetFooter, readRowGroupsRanged, rowGroupFile, type ByteSource, type ParquetFooter } from './row-group-reader.js';
 
 /** Rows per row group unless the caller asks otherwise (~256k, per typescript-stack.md §7). */
 export const DEFAULT_ROW_GROUP_SIZE = 262_144;
@@ -228,6 +228,109 @@ export async function openDataFile(bytes: Uint8Array): Promise<DataFileDecoder> 
   }
 }
 
+/**
+ * A data file in a store opened for projected, row-group-wise decoding by range (the
+ * DataFileDecoder of `openDataFile` without the file's bytes): the footer is fetched from the end
+ * of the file, then each `readRowGroups` fetches only the asked columns' chunks of the asked row
+ * groups and decodes them from a standalone one-row-group buffer (row-group-reader.ts). Memory
+ * holds the footer and the row groups being decoded, never the file. `size` (from the manifest) is
+ * the object's size when known (else one head). Store errors stay the store's.
+ */
+export async function openDataFileRanged(store: ObjectStore, key: string, size?: number): Promise<DataFileDecoder> {
+  const src = await storeSource(store, key, size);
+  const footer = await readParquetFooter(src);
+  const rowGroupRows = footer.rowGroups.map((g) => g.numRows);
+  const columns = footer.columns;
+  let freed = false;
+  return {
+    columns,
+    rowGroupRows,
+    async readRowGroups(names, rowGroups) {
+      if (freed) throw new InvalidArgumentError('the data file decoder was freed; open the file again');
+      for (const c of names) {
+        if (!columns.includes(c)) throw new SchemaMismatchError(`data file ${key} has no column ${c}; it has ${columns.join(', ')}`, c);
+      }
+      const wanted = new Set(names);
+      const out: arrow.Table[] = [];
+      for (const g of rowGroups ?? rowGroupRows.map((_, i) => i)) {
+        const rows = rowGroupRows[g];
+        if (rows === undefined) throw new InvalidArgumentError(`row group ${g} does not exist in ${key}; the file has ${rowGroupRows.length}`);
+        out.push(await decodeRowGroup(src, footer, g, names, wanted));
+      }
+      return out;
+    },
+    free() {
+      freed = true;
+    },
+  };
+}
+
+/**
+ * The rows of a data file in a store as one Arrow table (one batch per row group), every column in
+ * its declared type; with `columns`, only those, in that order. Read by range (see
+ * openDataFileRanged): the file's bytes are never held whole.
+ */
+export async function readDataFileRanged(store: ObjectStore, key: string, size?: number, opts: { columns?: readonly string[] } = {}): Promise<arrow.Table> {
+  const decoder = await openDataFileRanged(store, key, size);
+  const names = opts.columns === undefined ? decoder.columns : [...opts.columns];
+  const parts = await decoder.readRowGroups(names);
+  if (parts.length === 0) {
+    // A file without row groups: its schema from the footer's Arrow schema, read as an empty file.
+    const src = await storeSource(store, key, size);
+    const bytes = await src.read(0, src.size);
+    return readDataFile(bytes, opts.columns === undefined ? {} : { columns: [...opts.columns] });
+  }
+  const schema = parts[0].schema;
+  return new arrow.Table(schema, parts.flatMap((t) => t.batches));
+}
+
+/** Row group `g` of the file, the columns `names` (in that order) as one single-batch table in varve's types. */
+async function decodeRowGroup(src: ByteSource, footer: ParquetFooter, g: number, names: string[], wanted: ReadonlySet<string>): Promise<arrow.Table> {
+  const { file: blob } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
+  let file: ParquetFile;
+  try {
+    file = await ParquetFile.fromFile(blob);
+  } catch (e) {
+    throw rowGroupReadError(e, src.name);
+  }
+  try {
+    // A batch as large as the group: one batch, no concat.
+    const rows = footer.rowGroups[g].numRows;
+    const t = arrow.tableFromIPC((await file.read({ columns: names, batchSize: Math.max(1, rows) })).intoIPCStream());
+    return normalizeArrowTypes(singleBatch(selectColumns(t, names)));
+  } catch (e) {
+    throw rowGroupReadError(e, src.name);
+  } finally {
+    file.free();
+  }
+}
+
+/**
+ * A ByteSource over a store object (`size` when known, else one head). The read that reaches the
+ * end of the object (the footer read, at most FOOTER_READ_BYTES) is kept, and later reads inside it
+ * are answered from it: a small file costs one ranged GET, not one per row group and projection.
+ */
+async function storeSource(store: ObjectStore, key: string, size?: number): Promise<ByteSource> {
+  let fileSize = size;
+  if (fileSize === undefined) {
+    const head = await store.head(key);
+    if (head === undefined) throw new ObjectNotFoundError(key);
+    fileSize = head.size;
+  }
+  const total = fileSize;
+  let tail: { start: number; bytes: Uint8Array } | undefined;
+  return {
+    size: total,
+    name: key,
+    read: async (start, end) => {
+      if (tail !== undefined && start >= tail.start && end <= tail.start + tail.bytes.length) return tail.bytes.subarray(start - tail.start, end - tail.start);
+      const bytes = await store.getRange(key, start, end);
+      if (end === total && tail === undefined && bytes.length === end - start) tail = { start, bytes };
+      return bytes;
+    },
+  };
+}
+
 /** The table's columns in the order of `names` (the projection returns them in file order), without copying. */
 function selectColumns(table: arrow.Table, names: string[]): arrow.Table {
   const current = table.schema.names;
@@ -302,13 +405,7 @@ export async function* readDataFileRowGroups(
   size?: number,
   opts: { columns?: readonly string[] } = {},
 ): AsyncGenerator<arrow.Table> {
-  let fileSize = size;
-  if (fileSize === undefined) {
-    const head = await store.head(key);
-    if (head === undefined) throw new ObjectNotFoundError(key);
-    fileSize = head.size;
-  }
-  const src: ByteSource = { size: fileSize, name: key, read: (start, end) => store.getRange(key, start, end) };
+  const src = await storeSource(store, key, size);
   const footer = await readParquetFooter(src);
   const columns = opts.columns === undefined ? undefined : [...opts.columns];
   if (columns !== undefined) {

@@ -10,7 +10,7 @@ import { formatType } from '../schema/type-text.js';
 import { runLimited } from '../concurrency.js';
 import { concatTables, emptyTable, tableToRows, takeRows } from '../format/columns.js';
 import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema.js';
-import { openDataFile, readDataFile, type DataFileDecoder } from '../format/data-file.js';
+import { openDataFileRanged, readDataFileRanged, type DataFileDecoder } from '../format/data-file.js';
 import type { DataFileMeta, ManifestEntry } from '../manifest/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { JsonValue } from '../schema/value-codec.js';
@@ -138,8 +138,8 @@ async function mergeSectionKeyFirst(table: Table, entries: ManifestEntry[], opts
           const data = await readEntry(table, entry);
           return { keys: data, sequenceBase: file.sequenceBase, sequenceRange: ranges[i], rowGroupRows: [data.numRows], values: async (cols) => [data.select(cols)] };
         }
-        const { body } = await table.store.get(dataFileKey(table.path, entry.partition, entry.bucket, file.fileName));
-        const decoder = await openDataFile(body);
+        // By range: the footer, then the chunks of the asked columns and row groups, never the file.
+        const decoder = await openDataFileRanged(table.store, dataFileKey(table.path, entry.partition, entry.bucket, file.fileName), file.fileSize);
         decoders.push(decoder);
         const keys = concatTables(await decoder.readRowGroups(keyCols), physicalKeySchema(table, keyCols));
         return { keys, sequenceBase: file.sequenceBase, sequenceRange: ranges[i], rowGroupRows: decoder.rowGroupRows, values: (cols, groups) => decoder.readRowGroups(cols, groups) };
@@ -157,10 +157,10 @@ function physicalKeySchema(table: Table, names: string[]): arrow.Schema {
   return new arrow.Schema(names.map((n) => physical.fields.find((f) => f.name === n)!));
 }
 
-/** Reads one data or changelog file of the table. */
+/** Reads one data or changelog file of the table (by range: footer, then row group by row group). */
 export async function readEntry(table: Table, entry: Pick<ManifestEntry, 'partition' | 'bucket' | 'file'>): Promise<arrow.Table> {
-  const { body } = await table.store.get(dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName));
-  const data = await readDataFile(body);
+  // By range, one row group at a time: the file's bytes are never held whole.
+  const data = await readDataFileRanged(table.store, dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName), entry.file.fileSize);
   const fileSchemaId = entry.file.schemaId;
   if (fileSchemaId === table.schema.id) return data;
   if (fileSchemaId > table.schema.id) {

@@ -9,7 +9,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { CorruptMetadataError, ObjectNotFoundError, SchemaMismatchError, StoreUnavailableError } from '../../lib/errors.js';
 import { KIND_FIELD, SEQUENCE_FIELD } from '../../lib/format/arrow-schema.js';
 import { rowsToTable, tableToRows } from '../../lib/format/columns.js';
-import { readDataFile, readDataFileRowGroups, writeDataFile, type DataFileCompression } from '../../lib/format/data-file.js';
+import { openDataFile, openDataFileRanged, readDataFile, readDataFileRanged, readDataFileRowGroups, writeDataFile, type DataFileCompression } from '../../lib/format/data-file.js';
 import { DECODE_BATCH_ROWS, FOOTER_READ_BYTES, readParquetFooter, readRowGroupsRanged } from '../../lib/format/row-group-reader.js';
 import { decodeStruct, encodeStruct } from '../../lib/format/thrift-compact.js';
 import type { DataField, Row } from '../../lib/schema/types.js';
@@ -147,9 +147,11 @@ describe('readDataFileRowGroups (ranged)', () => {
 
   it('passes store failures through unchanged (a throttled read stays retryable) and reports missing and corrupt files', async () => {
     const store = new MemoryStore();
-    const bytes = writeDataFile(physical([field(1, 'k', 'INT')], Array.from({ length: 50 }, (_, i) => ({ k: i }))), { compression: 'zstd', rowGroupSize: 10 });
+    // 160 KB in 5 row groups: the first ones lie before the footer read's 64 KiB.
+    const bytes = writeDataFile(physical([field(1, 'k', 'INT')], Array.from({ length: 40_000 }, (_, i) => ({ k: i }))), { compression: 'uncompressed', rowGroupSize: 8_000 });
+    expect(bytes.length).toBeGreaterThan(2 * FOOTER_READ_BYTES);
     await store.put('f.parquet', bytes);
-    // The third ranged read (a row group's) fails: the error is the store's, and a new read works.
+    // The third ranged read (the second row group's) fails: the error is the store's, and a new read works.
     store.injectFault({ op: 'getRange', nth: 3, error: ({ key }) => new StoreUnavailableError(`throttled on ${key}`) });
     await expect(collect(readDataFileRowGroups(store, 'f.parquet', bytes.length))).rejects.toThrow(StoreUnavailableError);
     expect((await collect(readDataFileRowGroups(store, 'f.parquet', bytes.length))).length).toBe(5);
@@ -165,6 +167,77 @@ describe('readDataFileRowGroups (ranged)', () => {
     await store.put('broken.parquet', broken);
     await expect(collect(readDataFileRowGroups(store, 'broken.parquet'))).rejects.toThrow(CorruptMetadataError);
     await expect(collect(readDataFileRowGroups(store, 'f.parquet', undefined, { columns: ['nope'] }))).rejects.toThrow(SchemaMismatchError);
+  });
+});
+
+describe('openDataFileRanged / readDataFileRanged (the decoder of Table.read by range)', () => {
+  it('decode what the whole-file decoder does, for projections and row group subsets, fetching only those chunks (randomized)', async () => {
+    const seed = testSeed('format.row-group-reader.decoder');
+    const r = rng(seed);
+    const store = new MemoryStore();
+    for (let round = 0; round < 4; round++) {
+      // Prepare: every column type in a file of several row groups.
+      const compression = r.pick<DataFileCompression>(['zstd', 'snappy', 'uncompressed']);
+      const rows = randomRows(r, FIELDS, r.int(300, 900));
+      const bytes = writeDataFile(physical(FIELDS, rows), { compression, rowGroupSize: r.int(60, 250) });
+      const key = `t/d-${round}.parquet`;
+      await store.put(key, bytes);
+      const whole = await openDataFile(bytes);
+      const gets = vi.spyOn(store, 'get');
+      const ranges = vi.spyOn(store, 'getRange');
+      try {
+        // Act: the whole table, then a projection of some row groups.
+        const all = await readDataFileRanged(store, key, bytes.length);
+        const ranged = await openDataFileRanged(store, key, round % 2 ? undefined : bytes.length);
+        const columns = randomProjection(r, whole.columns);
+        const groups = whole.rowGroupRows.map((_, g) => g).filter(() => r.chance(0.5));
+        ranges.mockClear();
+        const part = await ranged.readRowGroups(columns, groups);
+        const fetched = ranges.mock.calls.reduce((n, [, s, e]) => n + (e - s), 0);
+        // Assess: the same rows and types as the whole-file decode; one batch per row group.
+        const msg = `seed ${seed} round ${round}`;
+        expect(ranged.columns, msg).toEqual(whole.columns);
+        expect(ranged.rowGroupRows, msg).toEqual(whole.rowGroupRows);
+        expect(all.batches.map((b) => b.numRows), msg).toEqual(whole.rowGroupRows);
+        expect(tableToRows(all, WITH_SYSTEM), msg).toEqual(tableToRows(await readDataFile(bytes), WITH_SYSTEM));
+        const wanted = columns.map((c) => WITH_SYSTEM.find((f) => f.name === c)!);
+        const expected = await whole.readRowGroups(columns, groups);
+        expect(part.map((t) => t.schema.fields.map((f) => `${f.name}:${f.type}`)), msg).toEqual(expected.map((t) => t.schema.fields.map((f) => `${f.name}:${f.type}`)));
+        expect(rowsOf(part, wanted), msg).toEqual(rowsOf(expected, wanted));
+        // Only the asked chunks were fetched, and never the whole object.
+        const md = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) as ArrayBuffer);
+        // Neighbouring chunks of one row group may be fetched together (a gap under 256 KiB), never
+        // other row groups (chunks inside the footer read's last 64 KiB are not fetched again).
+        const groupBytes = groups.reduce((n, g) => n + md.row_groups[g].columns.reduce((m, c) => m + Number(c.meta_data!.total_compressed_size), 0), 0);
+        expect(fetched, msg).toBeLessThanOrEqual(groupBytes);
+        expect(gets, msg).not.toHaveBeenCalled();
+        ranged.free();
+        await expect(ranged.readRowGroups(columns)).rejects.toThrow(/freed/);
+        await expect(openDataFileRanged(store, key).then((d) => d.readRowGroups(['nope']))).rejects.toBeInstanceOf(SchemaMismatchError);
+      } finally {
+        whole.free();
+        gets.mockRestore();
+        ranges.mockRestore();
+      }
+    }
+  });
+
+  it('passes store errors through unchanged and reports a missing file', async () => {
+    const store = new MemoryStore();
+    const bytes = writeDataFile(physical([field(1, 'k', 'INT')], Array.from({ length: 40_000 }, (_, i) => ({ k: i }))), { compression: 'uncompressed', rowGroupSize: 8_000 });
+    await store.put('f.parquet', bytes);
+    await expect(readDataFileRanged(store, 'missing.parquet')).rejects.toBeInstanceOf(ObjectNotFoundError);
+    const d = await openDataFileRanged(store, 'f.parquet', bytes.length);
+    store.injectFault({ op: 'getRange', error: () => new StoreUnavailableError('throttled') });
+    await expect(d.readRowGroups(['k'], [0])).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect((await d.readRowGroups(['k'], [0]))[0].numRows).toBe(8_000);
+    // A small file is read in one ranged GET: its footer read holds every chunk.
+    const small = writeDataFile(physical([field(1, 'k', 'INT')], Array.from({ length: 500 }, (_, i) => ({ k: i }))), { compression: 'zstd', rowGroupSize: 100 });
+    await store.put('small.parquet', small);
+    const ranges = vi.spyOn(store, 'getRange');
+    expect((await readDataFileRanged(store, 'small.parquet', small.length)).numRows).toBe(500);
+    expect(ranges).toHaveBeenCalledTimes(1);
+    ranges.mockRestore();
   });
 });
 

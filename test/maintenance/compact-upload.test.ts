@@ -6,13 +6,19 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { ListMultipartUploadsCommand, UploadPartCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { compactBucket } from '../../lib/maintenance/compact.js';
 import { RowKind } from '../../lib/schema/types.js';
 import { LocalStore } from '../../lib/store/local-store.js';
 import type { ObjectUpload } from '../../lib/store/object-store.js';
 import { ChangelogReplay, newTable, readState, sorted, writeChanges, type Change } from './fixtures.js';
-import { readChangelogFiles } from '../../lib/manifest/scan.js';
+import { readChangelogFiles, readLiveFiles } from '../../lib/manifest/scan.js';
+import { listAll } from '../../lib/store/object-store.js';
+import { S3Store, defaultS3Client } from '../../lib/store/s3-store.js';
+import { awsAvailable, freshBucket } from '../helpers/aws.js';
+import { rng, testSeed } from '../helpers/random.js';
 
 /** A folder store whose uploads fail just after their `failAt`-th write (0: never); counts uploads begun and completed. */
 class FailingUploads extends LocalStore {
@@ -113,5 +119,82 @@ describe('compaction output upload', () => {
     const snapshot = await table.snapshots.read((await table.snapshots.latestId())!);
     expect((await readChangelogFiles(table.store, table.path, snapshot)).length).toBe(result.changelogFiles);
     expect(sorted(await replay.advance())).toEqual(sorted(await readState(table)));
+  });
+});
+
+/** Counts the client's requests by command name; `fault.uploadPart` = n fails the n-th UploadPart counted. */
+function instrument(client: S3Client, fault: { uploadPart?: number }): Map<string, number> {
+  const counts = new Map<string, number>();
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const name = context.commandName ?? '?';
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+      if (name === UploadPartCommand.name && counts.get(name) === fault.uploadPart) {
+        throw Object.assign(new Error('injected: connection reset during UploadPart'), { name: 'InjectedFault', $metadata: {} });
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: `count-${randomUUID()}` },
+  );
+  return counts;
+}
+
+describe.skipIf(!awsAvailable())('compaction output as an S3 multipart upload (moto)', () => {
+  it('a failed part fails the compaction with nothing committed and no open upload; then it goes up in parts and reads back exactly', async () => {
+    const MiB = 1024 * 1024;
+    const seed = testSeed('maintenance.compact-upload.s3');
+    const r = rng(seed);
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    // 270,000 keys with 28 random characters each, then 2,000 updates: the full compaction writes
+    // one data file of two row groups (262,144 rows, > 5 MiB, then the rest), so two parts.
+    const rows = Array.from({ length: 270_000 }, (_, id) => {
+      let s = '';
+      for (let c = 0; c < 28; c++) s += alphabet[r.int(0, 63)];
+      return { id, region: 'eu', v: BigInt(id), s };
+    });
+    const updates = Array.from({ length: 2_000 }, (_, k) => ({ id: k * 135, region: 'eu', v: -1n, s: `updated-${k}` }));
+    // Prepare: one table on S3 with 5 MiB parts, two overlapping level-0 files.
+    const bucket = await freshBucket();
+    const client = defaultS3Client();
+    const store = new S3Store({ bucket, prefix: 'wh', client, multipartPartSize: 5 * MiB });
+    const table = await newTable({ bucket: '1', 'write-only': 'true' }, store);
+    await writeChanges(table, rows.map((row) => ({ row, kind: RowKind.INSERT })));
+    await writeChanges(table, updates.map((row) => ({ row, kind: RowKind.INSERT })));
+    const before = sorted(await readState(table));
+    const snapshotBefore = (await table.snapshots.latestId())!;
+    const objectsBefore = await listAll(store, '');
+    const openUploads = async () => (await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? [];
+    const fault: { uploadPart?: number } = { uploadPart: 2 };
+    const counts = instrument(client, fault);
+    const msg = `seed ${seed}`;
+
+    // Act 1: the second (last) part fails.
+    await expect(compactBucket(table, 'region=eu', 0, { full: true }), msg).rejects.toThrow(/injected/);
+
+    // Assess 1: aborted, nothing committed, no object left, no open upload.
+    expect(counts.get('UploadPartCommand'), msg).toBe(2);
+    expect(counts.get('AbortMultipartUploadCommand'), msg).toBe(1);
+    expect(counts.get('CompleteMultipartUploadCommand') ?? 0, msg).toBe(0);
+    expect(await table.snapshots.latestId(), msg).toBe(snapshotBefore);
+    expect(await listAll(store, ''), msg).toEqual(objectsBefore);
+    expect(await openUploads(), msg).toEqual([]);
+
+    // Act 2: the same compaction without a fault.
+    counts.clear();
+    fault.uploadPart = undefined;
+    await compactBucket(table, 'region=eu', 0, { full: true });
+
+    // Assess 2: one data file (> 5 MiB) uploaded in two parts, committed, the rows exactly as before.
+    expect(counts.get('CreateMultipartUploadCommand'), msg).toBe(1);
+    expect(counts.get('UploadPartCommand'), msg).toBe(2);
+    expect(counts.get('CompleteMultipartUploadCommand'), msg).toBe(1);
+    expect(await table.snapshots.latestId(), msg).toBe(snapshotBefore + 1);
+    const live = await readLiveFiles(table.store, table.path, (await table.snapshots.latest())!);
+    expect(live.length, msg).toBe(1);
+    expect(live[0].file.fileSize, msg).toBeGreaterThan(5 * MiB);
+    expect(live[0].file.rowCount, msg).toBe(rows.length);
+    expect(sorted(await readState(table)), msg).toEqual(before);
+    expect(await openUploads(), msg).toEqual([]);
+    client.destroy();
   });
 });
