@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { ObjectNotFoundError, SnapshotExpiredError } from '../../lib/errors.js';
 import { tableToRows } from '../../lib/format/columns.js';
+import { readDataFileMetadata } from '../../lib/format/data-file.js';
+import { dataFileKey } from '../../lib/table/paths.js';
 import { readLiveFiles } from '../../lib/manifest/scan.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind } from '../../lib/schema/types.js';
@@ -69,6 +71,25 @@ describe('TableWriter', () => {
     expect(ids).toEqual(Array.from({ length: 20 }, (_, i) => BigInt(i + 1)).filter((id) => id !== 2n));
     const buckets = new Set((await readLiveFiles(table.store, table.path, (await table.snapshots.latest())!)).map((e) => e.bucket));
     expect(buckets.size).toBe(2);
+  });
+});
+
+describe('level-0 files', () => {
+  it('cut their row groups at 65,536 rows, so the encoder holds one piece of a flush, not a 262,144-row group', async () => {
+    const table = await newTable({ bucket: '1' });
+    const writer = table.newWriter();
+    const n = 70_000;
+    await writer.writeArrow(
+      new arrow.Table({
+        id: arrow.vectorFromArray(BigInt64Array.from({ length: n }, (_, i) => BigInt(i))),
+        v: arrow.vectorFromArray(Array.from({ length: n }, (_, i) => `v${i}`), new arrow.Utf8()),
+      }),
+    );
+    const result = await writer.commit('rg');
+    const [entry] = await readLiveFiles(table.store, table.path, result.snapshot!);
+    const meta = await readDataFileMetadata(table.store, dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName));
+    expect(meta.numRows).toBe(n);
+    expect(meta.numRowGroups).toBe(2);
   });
 });
 
