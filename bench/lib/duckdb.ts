@@ -31,14 +31,20 @@ function quote(path: string): string {
 /**
  * The merged state of the given files: per key the version with the highest absolute sequence
  * number (the file's sequence base plus the stored `_SEQUENCE_NUMBER`: level-0 files store numbers
- * relative to their batch), without retracted keys.
+ * relative to their batch), without retracted keys. Written as the newest sequence number per key
+ * (GROUP BY) joined back to the versions: of the dedup forms measured side by side at one thread
+ * (this, `QUALIFY row_number()`, `arg_max(struct, seq) GROUP BY key`, `DISTINCT ON`), the
+ * fastest on this layout (merge-read §2 gives the numbers).
  */
 export function mergeQuery(files: readonly LiveFile[]): string {
-  const parts = files.map((f) => `SELECT *, ${f.sequenceBase}::BIGINT AS _base FROM read_parquet(${quote(f.path)})`);
-  return `SELECT key, i32, f, s, opt FROM (
-  SELECT * FROM (${parts.join('\n  UNION ALL ')})
-  QUALIFY row_number() OVER (PARTITION BY key ORDER BY _base + _SEQUENCE_NUMBER DESC) = 1
-) WHERE _VALUE_KIND IN (0, 2)`;
+  return `WITH v AS (${versionsOf(files)}),
+  newest AS (SELECT key, max(_seq) AS _seq FROM v GROUP BY key)
+SELECT key, i32, f, s, opt FROM v JOIN newest USING (key, _seq) WHERE _VALUE_KIND IN (0, 2)`;
+}
+
+/** Every version in the files, with its absolute sequence number as `_seq`. */
+function versionsOf(files: readonly LiveFile[]): string {
+  return files.map((f) => `SELECT *, ${f.sequenceBase}::BIGINT + _SEQUENCE_NUMBER AS _seq FROM read_parquet(${quote(f.path)})`).join('\n  UNION ALL ');
 }
 
 /**
@@ -47,12 +53,11 @@ export function mergeQuery(files: readonly LiveFile[]): string {
  * zstd Parquet file with varve's row-group size.
  */
 export function compactCopy(files: readonly LiveFile[], out: string, rowGroupSize: number): string {
-  const parts = files.map((f) => `SELECT *, ${f.sequenceBase}::BIGINT AS _base FROM read_parquet(${quote(f.path)})`);
   return `COPY (
-  SELECT key, i32, f, s, opt, _base + _SEQUENCE_NUMBER AS _SEQUENCE_NUMBER, _VALUE_KIND FROM (
-    SELECT * FROM (${parts.join('\n    UNION ALL ')})
-    QUALIFY row_number() OVER (PARTITION BY key ORDER BY _base + _SEQUENCE_NUMBER DESC) = 1
-  ) WHERE _VALUE_KIND IN (0, 2) ORDER BY key
+  WITH v AS (${versionsOf(files)}),
+  newest AS (SELECT key, max(_seq) AS _seq FROM v GROUP BY key)
+  SELECT key, i32, f, s, opt, _seq AS _SEQUENCE_NUMBER, _VALUE_KIND FROM v JOIN newest USING (key, _seq)
+  WHERE _VALUE_KIND IN (0, 2) ORDER BY key
 ) TO ${quote(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroupSize})`;
 }
 
