@@ -201,6 +201,9 @@ async function* csvChunks(input: AsyncIterable<Uint8Array>, records: RecordColum
   if (records.count > 0) yield records.take(bytes);
 }
 
+/** Parquet rows turned into JSON values at a time. */
+const PARQUET_SLICE_ROWS = 1024;
+
 /**
  * Parquet records row group by row group, each fetched by range (lib/format/row-group-reader.ts):
  * memory holds the footer and one batch of a row group, never the file. A byte stream (stdin, an
@@ -246,12 +249,15 @@ async function* parquetChunks(input: RecordInput, records: RecordColumns, chunkR
     for await (const batch of rowGroups) {
       const table = normalizeArrowTypes(batch);
       const fields: DataField[] = table.schema.fields.map((f, i) => ({ id: i, name: f.name, type: fromArrowType(f.type, f.nullable) }));
-      for (const row of tableToRows(table, fields)) {
-        const values: Record<string, unknown> = {};
-        for (const f of fields) values[f.name] = row[f.name] === null ? null : toJsonValue(f.type, row[f.name]);
-        line++;
-        records.addObject(values, line, () => JSON.stringify(values));
-        if (records.count >= chunkRows) yield records.take(group === footer.rowGroups.length - 1 ? src.size : bytes);
+      // A slice of rows at a time, so a batch's row objects are never all alive at once.
+      for (let at = 0; at < table.numRows; at += PARQUET_SLICE_ROWS) {
+        for (const row of tableToRows(table.slice(at, at + PARQUET_SLICE_ROWS), fields)) {
+          const values: Record<string, unknown> = {};
+          for (const f of fields) values[f.name] = row[f.name] === null ? null : toJsonValue(f.type, row[f.name]);
+          line++;
+          records.addObject(values, line, () => JSON.stringify(values));
+          if (records.count >= chunkRows) yield records.take(group === footer.rowGroups.length - 1 ? src.size : bytes);
+        }
       }
     }
     if (records.count > 0) yield records.take(group === footer.rowGroups.length - 1 ? src.size : bytes);

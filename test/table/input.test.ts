@@ -58,6 +58,16 @@ describe('parseRecordChunks', () => {
     await expect(all2(parseRecordChunks('{"id":1}\n{"id":"x"}\n', 'jsonl', schema))).rejects.toThrow(/line 2/);
   });
 
+  it('reads a Parquet row group larger than its 1,024-row slices whole and in order', async () => {
+    const n = 2500;
+    const rows = Array.from({ length: n }, (_, i) => ({ id: BigInt(i), v: i % 7 === 0 ? null : `v${i}` }));
+    const table = new arrow.Table({ id: arrow.vectorFromArray(BigInt64Array.from(rows, (x) => x.id)), v: arrow.vectorFromArray(rows.map((x) => x.v), new arrow.Utf8()) });
+    const bytes = writeParquet(WasmTable.fromIPCStream(arrow.tableToIPC(table, 'stream')));
+    const chunks = await all(bytes, 'parquet', 1000);
+    expect(chunks.flatMap((c) => c.rows)).toEqual(rows);
+    expect(chunks.map((c) => c.rows.length)).toEqual([1000, 1000, 500]);
+  });
+
   it('reads Parquet row group by row group from a Blob, numbering rows across groups', async () => {
     const n = 1000;
     const rows = Array.from({ length: n }, (_, i) => ({ id: BigInt(i), v: `v${i}` }));
