@@ -5,15 +5,21 @@
  *   2. a full compaction of an M-row bucket in 10 sorted runs with a 256 MB budget (goal: ≤ floor + 2 × budget),
  *   3. a streamed read (table.scan) of the M-row table (goal: ≤ floor + 128 MB),
  * and compaction time per row at M/10 and M rows. Not part of the default test suite.
- *   npx tsx bench/memory/run.ts            N = 2,000,000, M = 10,000,000
- *   VARVE_BENCH_SCALE=0.1 npx tsx bench/memory/run.ts   (a quick run: sizes × 0.1)
+ *   npm run bench:memory                   N = 2,000,000, M = 10,000,000
+ *   npm run bench:memory -- --docs         the same, then writes docs/BENCHMARKS.md §11's measured
+ *                                          table (between its bench:memory markers; the hand-written
+ *                                          text below them stays) with the date, commit and load
+ *   VARVE_BENCH_SCALE=0.1 npm run bench:memory   (a quick run: sizes × 0.1; --docs then says so)
+ * Prints its total wall time at the end.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runChild } from '../lib/child.js';
+import { machineInfo } from '../lib/machine.js';
+import { spliceMemorySection, type MemoryCase, type MemoryRun } from './docs.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const scale = Number(process.env.VARVE_BENCH_SCALE ?? '1');
@@ -47,15 +53,28 @@ function varveCli(args: string[], env: Record<string, string>): Promise<Rss> {
 
 const mb = (n: number) => `${n.toFixed(0)} MB`;
 
+function parseArgs(argv: string[]): { docs: boolean } {
+  let docs = false;
+  for (const a of argv) {
+    if (a === '--docs') docs = true;
+    else {
+      console.error(`unknown argument ${a}; use --docs (and VARVE_BENCH_SCALE=<factor> for a smaller run)`);
+      process.exit(2);
+    }
+  }
+  return { docs };
+}
+
 async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const machine = machineInfo();
+  const startedAt = new Date();
+  const t0 = performance.now();
   const tmp = await mkdtemp(join(os.tmpdir(), 'varve-bench-memory-'));
-  const lines: string[] = [];
-  const say = (s: string) => {
-    console.log(s);
-    lines.push(s);
-  };
+  const cases: MemoryCase[] = [];
+  const say = (s: string) => console.log(`[${((performance.now() - t0) / 1000).toFixed(0)} s] ${s}`);
   try {
-    say(`scale ${scale}: write ${WRITE_ROWS.toLocaleString('en')} rows, compaction/read ${COMPACT_ROWS.toLocaleString('en')} rows`);
+    say(`scale ${scale}: write ${WRITE_ROWS.toLocaleString('en')} rows, compaction/read ${COMPACT_ROWS.toLocaleString('en')} rows; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
     // 1. varve write through the CLI.
     const jsonl = join(tmp, 'input.jsonl');
     const gen = await child(['gen-jsonl', String(WRITE_ROWS), jsonl]);
@@ -63,6 +82,14 @@ async function main(): Promise<void> {
     await varveCli(['create', 'bench.w', '--schema', 'key BIGINT NOT NULL, i32 INT NOT NULL, f DOUBLE NOT NULL, s STRING NOT NULL, opt STRING', '--primary-key', 'key', '--option', 'bucket=4', '--option', `write-buffer-size=${BUFFER_MB} mb`, '--option', 'write-only=true'], { VARVE_WAREHOUSE: wh });
     const write = await varveCli(['write', 'bench.w', jsonl], { VARVE_WAREHOUSE: wh });
     const size = (await stat(jsonl)).size / 1e6;
+    cases.push({
+      what: `\`varve write\` of ${WRITE_ROWS.toLocaleString('en')} JSONL rows (${size.toFixed(0)} MB), \`write-buffer-size\` ${BUFFER_MB} MB, 4 buckets, via the CLI (floor: the process generating the JSONL)`,
+      rows: WRITE_ROWS,
+      floorMB: gen.maxRssMB,
+      peakMB: write.maxRssMB,
+      goalMB: 64 + BUFFER_MB,
+      ms: write.ms,
+    });
     say(`write: floor (generating the ${size.toFixed(0)} MB JSONL) ${mb(gen.maxRssMB)}; varve write ${mb(write.maxRssMB)} (+${mb(write.maxRssMB - gen.maxRssMB)}; goal ≤ +${64 + BUFFER_MB} MB) in ${(write.ms / 1000).toFixed(1)} s`);
     await rm(jsonl, { force: true });
 
@@ -73,8 +100,18 @@ async function main(): Promise<void> {
       const floor = await child(['open', dir]);
       const compact = await child(['compact', dir]);
       const read = await child(['read', dir]);
+      const n = rows.toLocaleString('en');
+      cases.push({
+        what: `full compaction of ${n} rows in 10 sorted runs, \`compaction.memory-budget\` ${BUDGET_MB} MB (${compact.filesIn} files in, ${compact.filesOut} out)`,
+        rows,
+        floorMB: floor.maxRssMB,
+        peakMB: compact.maxRssMB,
+        goalMB: 2 * BUDGET_MB,
+        ms: compact.ms,
+      });
+      cases.push({ what: `streamed read (\`table.scan()\`) of those ${n} rows`, rows, floorMB: floor.maxRssMB, peakMB: read.maxRssMB, goalMB: 128, ms: read.ms });
       say(
-        `${rows.toLocaleString('en')} rows in 10 sorted runs: floor ${mb(floor.maxRssMB)}; full compaction (budget ${BUDGET_MB} MB) ${mb(compact.maxRssMB)} (+${mb(compact.maxRssMB - floor.maxRssMB)}; goal ≤ +${2 * BUDGET_MB} MB), ` +
+        `${n} rows in 10 sorted runs: floor ${mb(floor.maxRssMB)}; full compaction (budget ${BUDGET_MB} MB) ${mb(compact.maxRssMB)} (+${mb(compact.maxRssMB - floor.maxRssMB)}; goal ≤ +${2 * BUDGET_MB} MB), ` +
           `${(compact.ms / 1000).toFixed(1)} s = ${((compact.ms * 1e6) / rows).toFixed(0)} ns/row, ${compact.filesIn} files in, ${compact.filesOut} out; ` +
           `streamed read ${mb(read.maxRssMB)} (+${mb(read.maxRssMB - floor.maxRssMB)}; goal ≤ +128 MB), ${(read.ms / 1000).toFixed(1)} s = ${((read.ms * 1e6) / rows).toFixed(0)} ns/row`,
       );
@@ -82,6 +119,13 @@ async function main(): Promise<void> {
     }
   } finally {
     await rm(tmp, { recursive: true, force: true });
+  }
+  const run: MemoryRun = { scale, startedAt: startedAt.toISOString(), machine: { ...machine, loadAvgEnd: os.loadavg() }, durationS: (performance.now() - t0) / 1000, cases };
+  say(`done in ${run.durationS.toFixed(0)} s wall (load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')})`);
+  if (args.docs) {
+    const path = join(REPO, 'docs/BENCHMARKS.md');
+    await writeFile(path, spliceMemorySection(await readFile(path, 'utf8'), run));
+    say("wrote the measured table of docs/BENCHMARKS.md §11 (the text below it is unchanged)");
   }
 }
 
