@@ -52,6 +52,9 @@ export const BUNDLE_SETTINGS = {
   sourcemap: false,
   // The Lambda Node.js runtime ships the v3 SDK.
   external: ['@aws-sdk/*'],
+  // The encoder pool reads import.meta.url only where __dirname is missing (ESM), never in a CJS
+  // bundle, so esbuild's warning that it is empty there says nothing.
+  logOverride: { 'empty-import-meta': 'silent' },
 } as const;
 
 /** What differs between varve functions; everything else is a house setting. */
@@ -142,6 +145,7 @@ export function createVarveFunction(scope: Construct, id: string, props: VarveFu
       minify: BUNDLE_SETTINGS.minify,
       sourceMap: BUNDLE_SETTINGS.sourcemap,
       externalModules: [...BUNDLE_SETTINGS.external],
+      esbuildArgs: { '--log-override:empty-import-meta': BUNDLE_SETTINGS.logOverride['empty-import-meta'] },
       commandHooks: {
         beforeBundling: () => [],
         beforeInstall: () => [],

@@ -258,6 +258,16 @@ export class WriteStallError extends VarveError {
   }
 }
 
+/**
+ * A Parquet encoder worker thread died (crashed, ran out of memory, was terminated) while it held
+ * data files of a write: those files are lost, so the write fails and nothing of it is committed.
+ */
+export class EncoderWorkerError extends VarveError {
+  constructor(message: string, opts: { cause?: unknown } = {}) {
+    super(message, { kind: 'unavailable', retryable: false, ...opts });
+  }
+}
+
 /** A fault injected by a test store; never raised in production. */
 export class InjectedFaultError extends VarveError {
   constructor(message: string, opts: { retryable?: boolean } = {}) {

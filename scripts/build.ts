@@ -22,41 +22,56 @@ async function main(): Promise<void> {
   rmSync(DIST, { recursive: true, force: true });
   execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
 
-  await build({
-    entryPoints: [path.join(ROOT, 'lib/cli/entry.ts')],
-    outfile: path.join(DIST, 'cli.mjs'),
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    // Minified and with every dependency inlined: parsing one smaller file is most of the start.
-    minify: true,
-    // Bundled CommonJS dependencies call require(), and parquet-wasm's Node build reads its .wasm
-    // from __dirname (copied next to the bundle below): give the ESM bundle both.
-    banner: {
-      js:
-        "import { createRequire as __varveRequire } from 'node:module'; import { fileURLToPath as __varvePath } from 'node:url'; " +
-        "const require = __varveRequire(import.meta.url); const __filename = __varvePath(import.meta.url); const __dirname = __varvePath(new URL('.', import.meta.url));",
-    },
-    logLevel: 'warning',
-  });
+  // The CLI and, next to it, the encoder pool's worker (lib/format/encoder-pool.ts looks for
+  // encode-worker.js beside the module that holds it, here the bundle).
+  for (const [entry, outfile] of [
+    ['lib/cli/entry.ts', 'cli.mjs'],
+    ['lib/format/encode-worker.ts', 'encode-worker.js'],
+  ]) {
+    await build({
+      entryPoints: [path.join(ROOT, entry)],
+      outfile: path.join(DIST, outfile),
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      // Minified and with every dependency inlined: parsing one smaller file is most of the start.
+      minify: true,
+      // Bundled CommonJS dependencies call require(), and parquet-wasm's Node build reads its .wasm
+      // from __dirname (copied next to the bundle below): give the ESM bundle both.
+      banner: {
+        js:
+          "import { createRequire as __varveRequire } from 'node:module'; import { fileURLToPath as __varvePath } from 'node:url'; " +
+          "const require = __varveRequire(import.meta.url); const __filename = __varvePath(import.meta.url); const __dirname = __varvePath(new URL('.', import.meta.url));",
+      },
+      logLevel: 'warning',
+    });
+  }
   copyFileSync(path.join(ROOT, PARQUET_WASM), path.join(DIST, 'parquet_wasm_bg.wasm'));
 
   for (const name of functionNames()) {
     const outdir = path.join(DIST, 'lambda', name);
     mkdirSync(outdir, { recursive: true });
-    await build({
-      entryPoints: [path.join(ROOT, 'functions', `${name}.ts`)],
-      outfile: path.join(outdir, 'index.js'),
-      bundle: true,
-      platform: 'node',
-      format: BUNDLE_SETTINGS.format,
-      target: BUNDLE_SETTINGS.target,
-      minify: BUNDLE_SETTINGS.minify,
-      sourcemap: BUNDLE_SETTINGS.sourcemap,
-      external: [...BUNDLE_SETTINGS.external],
-      logLevel: 'warning',
-    });
+    // The handler, and the encoder pool's worker beside it (a bundle synthesized by
+    // NodejsFunction from the sources has none and encodes inline).
+    for (const [entry, outfile] of [
+      [path.join(ROOT, 'functions', `${name}.ts`), 'index.js'],
+      [path.join(ROOT, 'lib/format/encode-worker.ts'), 'encode-worker.js'],
+    ]) {
+      await build({
+        entryPoints: [entry],
+        outfile: path.join(outdir, outfile),
+        bundle: true,
+        platform: 'node',
+        format: BUNDLE_SETTINGS.format,
+        target: BUNDLE_SETTINGS.target,
+        minify: BUNDLE_SETTINGS.minify,
+        sourcemap: BUNDLE_SETTINGS.sourcemap,
+        external: [...BUNDLE_SETTINGS.external],
+        logOverride: { ...BUNDLE_SETTINGS.logOverride },
+        logLevel: 'warning',
+      });
+    }
     copyFileSync(path.join(ROOT, PARQUET_WASM), path.join(outdir, 'parquet_wasm_bg.wasm'));
   }
   console.log(`built ${path.relative(ROOT, DIST)}/: library (tsc), cli.mjs, lambda/{${functionNames().join(',')}}`);

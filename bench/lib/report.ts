@@ -42,7 +42,8 @@ function verdict(r: Ratio): string {
  * with them too): the fair-report rule of issue 15 — no headline without its caveat.
  */
 export const CAVEATS: Record<string, string> = {
-  'write-vs-raw': 'raw writes one unsorted file and commits nothing; varve sorts by key, splits into 4 buckets, writes their files and commits a snapshot',
+  'write-vs-raw': 'raw writes one unsorted file on one thread and commits nothing; varve sorts by key, splits into 4 buckets, encodes their files on worker threads beside the sorting thread and commits a snapshot (one thread: next row)',
+  'write-1t-vs-raw': 'both on one thread; raw writes one unsorted file and commits nothing, varve sorts, splits into 4 buckets and commits',
   'merge-vs-raw': 'raw decodes the same files without merging: the floor of any reader of this layout, not a competing engine',
   'merge-vs-duckdb': 'DuckDB runs the query shown in §2 (the best we found for this layout) and materialises its result; one thread each',
   'merge-vs-duckdb-default': 'varve reads on one JS thread, DuckDB on one thread per core',

@@ -9,8 +9,8 @@ import { InvalidArgumentError } from '../errors.js';
 import { concatBytes } from '../store/object-store.js';
 import { dataFileWriterProperties, type WriteDataFileOptions } from './data-file.js';
 
-/** Rows copied into wasm per step of `add`. */
-const ADD_SLICE_ROWS = 65_536;
+/** Rows copied into wasm per step of `add` (the encoder pool slices the same way: same batches, same bytes). */
+export const ADD_SLICE_ROWS = 65_536;
 
 interface Pull {
   controller: ReadableStreamDefaultController<WasmBatch>;
@@ -106,20 +106,26 @@ export class DataFileStreamWriter {
     // would raise the process's memory for good.
     for (let at = 0; at < rows.numRows; at += ADD_SLICE_ROWS) {
       const slice = rows.slice(at, Math.min(rows.numRows, at + ADD_SLICE_ROWS));
-      const wasm = WasmTable.fromIPCStream(arrow.tableToIPC(slice, 'stream'));
-      let batches: WasmBatch[];
-      try {
-        batches = wasm.recordBatches();
-      } finally {
-        wasm.free();
-      }
-      for (const b of batches) {
-        const pull = await this.nextPull();
-        pull.controller.enqueue(b);
-        pull.resolve();
-      }
-      this.rows += slice.numRows;
+      await this.addIPC(arrow.tableToIPC(slice, 'stream'), slice.numRows);
     }
+  }
+
+  /** Appends `rows` rows given as Arrow IPC stream bytes (what `add` makes of each slice; an encoder worker receives these). */
+  async addIPC(ipc: Uint8Array, rows: number): Promise<void> {
+    if (this.closed) throw new InvalidArgumentError('the data file is finished; open a new writer');
+    const wasm = WasmTable.fromIPCStream(ipc);
+    let batches: WasmBatch[];
+    try {
+      batches = wasm.recordBatches();
+    } finally {
+      wasm.free();
+    }
+    for (const b of batches) {
+      const pull = await this.nextPull();
+      pull.controller.enqueue(b);
+      pull.resolve();
+    }
+    this.rows += rows;
   }
 
   /** Ends the file and returns its bytes (footer included); a writer without a sink. */

@@ -9,6 +9,7 @@ import type * as arrow from 'apache-arrow';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { concatTables, singleBatch } from '../format/columns.js';
 import { DataFileStreamWriter } from '../format/data-file-stream.js';
+import type { DataFileEncoder, EncoderPool } from '../format/encoder-pool.js';
 import { fileStatsOf, type FileStats } from '../format/file-stats.js';
 import { addFileStats, fileMetaOfStats, valueStatsFields } from '../mergetree/file-meta.js';
 import type { DataFileSink } from '../mergetree/rolling-writer.js';
@@ -38,14 +39,19 @@ export interface Level0Target {
   totalBuckets: number;
 }
 
-/** Opens a level-0 file that key-sorted rows stream into; `finish` puts it and returns its manifest entry. */
-export async function openLevel0File(table: Table, target: Level0Target, prefix: 'data' | 'changelog'): Promise<DataFileSink<FileChange>> {
+/**
+ * Opens a level-0 file that key-sorted rows stream into; `finish` puts it and returns its manifest
+ * entry. With `pool`, a worker thread encodes it (same bytes) while this thread prepares the next rows.
+ */
+export async function openLevel0File(table: Table, target: Level0Target, prefix: 'data' | 'changelog', pool?: EncoderPool): Promise<DataFileSink<FileChange>> {
   const fileName = `${prefix}-${randomUUID()}.parquet`;
-  const writer = await DataFileStreamWriter.open(physicalArrowSchema(table.schema), {
+  const schema = physicalArrowSchema(table.schema);
+  const opts = {
     compression: table.options.fileCompression,
     metadata: { 'varve.schema-id': String(table.schema.id), 'varve.table': table.name },
     rowGroupSize: LEVEL0_ROW_GROUP_ROWS,
-  });
+  };
+  const writer: DataFileEncoder = pool ? pool.open(schema, opts) : await DataFileStreamWriter.open(schema, opts);
   let stats: FileStats | null = null;
   let held: arrow.Table[] = [];
   let heldRows = 0;

@@ -22,6 +22,7 @@ import { commitOptionsFor } from './commit-options.js';
 import { publishCommit } from './commit-events.js';
 import { sharedCommitterOf } from './shared-committer.js';
 import { openLevel0File } from './level0-file.js';
+import { encoderPool, type EncoderPool } from '../format/encoder-pool.js';
 import type { Table } from './table.js';
 
 /** Rows routed and buffered at a time by `write`: the most a buffer overshoots its limit by. */
@@ -304,9 +305,22 @@ export class TableWriter {
   /** Flushes every buffer to level-0 files and returns the batch to commit (nothing is committed). */
   async prepareCommit(): Promise<CommitBatch> {
     await this.pendingWrites;
-    // One bucket at a time: every flush streams through the one wasm encoder, whose memory
-    // never shrinks, so flushes side by side would each leave a row group's worth behind.
-    for (const bw of this.buckets.values()) await this.flushBucket(bw);
+    const filled = [...this.buckets.values()].filter((bw) => bw.buffer.size > 0);
+    const bytes = filled.reduce((s, bw) => s + bw.buffer.size * bw.buffer.bytesPerRecord, 0);
+    // Several buckets and enough rows (the pool's minFlushBytes): see PARALLEL_FLUSH_BYTES.
+    const pool = filled.length >= 2 && bytes >= encoderPool().minFlushBytes ? encoderPool() : undefined;
+    if (pool?.available) {
+      // Side by side: each bucket's file goes to a worker's encoder while this thread sorts and
+      // gathers the next pieces. Every flush is awaited before a failure is thrown, so no file is
+      // still being written when the caller sees the error (and nothing is committed).
+      const results = await Promise.allSettled(filled.map((bw) => this.flushBucket(bw, pool)));
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+    } else {
+      // One bucket at a time: every flush streams through the one wasm encoder, whose memory
+      // never shrinks, so flushes side by side would each leave a row group's worth behind.
+      for (const bw of this.buckets.values()) await this.flushBucket(bw);
+    }
     // The next batch numbers its rows from 0 again: the commit gives every batch its own base.
     for (const bw of this.buckets.values()) bw.buffer.restartSequence(0);
     const batch: CommitBatch = {
@@ -432,14 +446,14 @@ export class TableWriter {
    * yields it (lib/table/level0-file.ts); a spilled buffer's files roll at `target-file-size`
    * (estimated from in-memory bytes per row).
    */
-  private async flushBucket(bw: BucketWriter): Promise<void> {
+  private async flushBucket(bw: BucketWriter, pool?: EncoderPool): Promise<void> {
     // An in-memory buffer is at most write-buffer-size: one file. A spilled one may hold far more
     // than memory; its merge streams out into files rolled at target-file-size.
     const target = bw.buffer.spilledRuns > 0 ? this.table.options.targetFileSize : Infinity;
     const bytesPerRow = Math.max(1, bw.buffer.bytesPerRecord);
     const where = { partition: bw.partition, bucket: bw.bucket, totalBuckets: this.partitionBuckets.get(bw.partition) ?? this.numBuckets };
-    const data = new RollingFileSink(target, bytesPerRow, 1, () => openLevel0File(this.table, where, 'data'), (f) => void this.pendingData.push(f));
-    const changelog = new RollingFileSink(target, bytesPerRow, 1, () => openLevel0File(this.table, where, 'changelog'), (f) => void this.pendingChangelog.push(f));
+    const data = new RollingFileSink(target, bytesPerRow, 1, () => openLevel0File(this.table, where, 'data', pool), (f) => void this.pendingData.push(f));
+    const changelog = new RollingFileSink(target, bytesPerRow, 1, () => openLevel0File(this.table, where, 'changelog', pool), (f) => void this.pendingChangelog.push(f));
     try {
       for await (const out of bw.buffer.flushPieces()) {
         await data.add(out.data);

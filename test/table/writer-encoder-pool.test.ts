@@ -1,0 +1,128 @@
+/**
+ * A flush of several buckets encodes on the encoder pool's threads (lib/format/encoder-pool.ts):
+ * the files are the inline encoder's (pages and footer), a dying worker fails the commit and
+ * leaves the table unchanged, and the CLI exits by itself after a write that used workers.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parquetMetadata } from 'hyparquet';
+import { afterAll, describe, expect, it } from 'vitest';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { EncoderWorkerError } from '../../lib/errors.js';
+import { tableToRows } from '../../lib/format/columns.js';
+import { configureEncoderPool, encoderPool } from '../../lib/format/encoder-pool.js';
+import { readLiveFiles } from '../../lib/manifest/scan.js';
+import { dataFileKey } from '../../lib/table/paths.js';
+import type { Table } from '../../lib/table/table.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { allTypeFields, randomRows } from '../format/fixtures.js';
+import { runVarve, varveProcess } from '../helpers/cli-process.js';
+import { rng, testSeed } from '../helpers/random.js';
+
+const FIELDS = allTypeFields();
+
+async function newTable(): Promise<Table> {
+  const catalog = new FolderCatalog(new MemoryStore());
+  return catalog.createTable('db.t', { fields: FIELDS, primaryKeys: ['id'], options: { bucket: '4', 'write-only': 'true' } });
+}
+
+/** Each bucket's one file after a single commit: its bytes before the footer, and its footer's metadata keys sorted. */
+async function bucketFiles(table: Table): Promise<Map<number, { pages: Buffer; rows: number }>> {
+  const snapshot = await table.snapshots.latest();
+  const out = new Map<number, { pages: Buffer; rows: number }>();
+  for (const e of await readLiveFiles(table.store, table.path, snapshot!)) {
+    const b = (await table.store.get(dataFileKey(table.path, e.partition, e.bucket, e.file.fileName))).body;
+    const footer = new DataView(b.buffer, b.byteOffset + b.byteLength - 8, 4).getUint32(0, true);
+    const md = parquetMetadata(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer);
+    out.set(e.bucket, { pages: Buffer.from(b.subarray(0, b.byteLength - 8 - footer)), rows: Number(md.num_rows) });
+  }
+  return out;
+}
+
+afterAll(async () => {
+  delete process.env.VARVE_TEST_ENCODE_WORKER_FAULT;
+  await configureEncoderPool({ restart: true });
+});
+
+describe('TableWriter on the encoder pool', () => {
+  it('writes the same files as the inline encoder, for random rows of every type with nulls and duplicate keys', async () => {
+    // Prepare: random rows (keys drawn from a small range, so keys repeat and merge).
+    const seed = testSeed('writer encoder pool');
+    const r = rng(seed);
+    const rows = randomRows(r, FIELDS, r.int(2000, 6000)).map((row) => ({ ...row, id: BigInt(r.int(0, 3000)) }));
+    const inline = await newTable();
+    const pooled = await newTable();
+    // Act: inline (no threads), then on two workers with every flush parallel.
+    await configureEncoderPool({ threads: 0 });
+    await inline.write(rows);
+    await configureEncoderPool({ threads: 2, minFlushBytes: 0 });
+    await pooled.write(rows);
+    // Assess
+    expect(encoderPool().started).toBeGreaterThan(0);
+    const a = await bucketFiles(inline);
+    const b = await bucketFiles(pooled);
+    expect([...b.keys()].sort()).toEqual([...a.keys()].sort());
+    expect(a.size).toBeGreaterThan(1);
+    for (const [bucket, f] of a) {
+      expect(b.get(bucket)!.rows, `bucket ${bucket}, seed ${seed}`).toBe(f.rows);
+      expect(b.get(bucket)!.pages.equals(f.pages), `bucket ${bucket}, seed ${seed}`).toBe(true);
+    }
+    expect(tableToRows(await pooled.read(), FIELDS)).toEqual(tableToRows(await inline.read(), FIELDS));
+  });
+
+  it('a worker dying mid-write fails the commit with EncoderWorkerError and commits nothing', async () => {
+    // Prepare: fresh workers that exit at their first piece.
+    const table = await newTable();
+    await table.write(randomRows(rng(7), FIELDS, 100));
+    const before = await table.read();
+    process.env.VARVE_TEST_ENCODE_WORKER_FAULT = 'exit';
+    await configureEncoderPool({ threads: 2, minFlushBytes: 0, restart: true });
+    // Act (workers start at the flush and read the hook then)
+    const failed = table.write(randomRows(rng(8), FIELDS, 2000));
+    // Assess
+    await expect(failed).rejects.toThrow(EncoderWorkerError);
+    delete process.env.VARVE_TEST_ENCODE_WORKER_FAULT;
+    await expect(failed).rejects.toThrow(/nothing of the write was committed/);
+    expect((await table.snapshots.latest())!.id).toBe(1);
+    expect(tableToRows(await table.read(), FIELDS)).toEqual(tableToRows(before, FIELDS));
+    // The pool recovers: the next write starts healthy workers.
+    await configureEncoderPool({ threads: 2, minFlushBytes: 0, restart: true });
+    await table.write(randomRows(rng(9), FIELDS, 2000));
+    expect((await table.snapshots.latest())!.id).toBe(2);
+  });
+
+  it('`varve write` exits by itself after encoding on workers, and fails loudly when a worker dies', async () => {
+    // Prepare: a 4-bucket table; the child processes encode every multi-bucket flush on 2 workers.
+    const dir = mkdtempSync(join(tmpdir(), 'varve-encoder-cli-'));
+    const wh = join(dir, 'wh');
+    expect((await runVarve(wh, ['create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id', '-o', 'bucket=4'])).code).toBe(0);
+    const input = join(dir, 'in.jsonl');
+    writeFileSync(input, Array.from({ length: 500 }, (_, i) => JSON.stringify({ id: i, v: `v${i}` })).join('\n') + '\n');
+    const env = { VARVE_ENCODE_THREADS: '2', VARVE_ENCODE_MIN_FLUSH_BYTES: '0' };
+    // Act: a worker that dies, then a healthy write. A worker left referenced would keep the
+    // second process alive until the spawn backstop kills it (code -1).
+    const crashed = withEnv({ ...env, VARVE_TEST_ENCODE_WORKER_FAULT: 'exit' }, () => varveProcess(wh, ['write', 'db.t', input]));
+    const written = withEnv(env, () => varveProcess(wh, ['write', 'db.t', input]));
+    // Assess
+    expect(crashed.code, crashed.err).not.toBe(0);
+    expect(crashed.err).toMatch(/Parquet encoder thread exited/);
+    expect(written.code, written.err).toBe(0);
+    expect(written.out).toMatch(/snapshot 1\b/);
+    const read = await runVarve(wh, ['read', 'db.t', '--format', 'jsonl']);
+    expect(read.out.trim().split('\n')).toHaveLength(500);
+  });
+});
+
+function withEnv<T>(vars: Record<string, string>, fn: () => T): T {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    return fn();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
