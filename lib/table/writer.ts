@@ -25,6 +25,12 @@ import { openLevel0File } from './level0-file.js';
 import { encoderPool, type EncoderPool } from '../format/encoder-pool.js';
 import type { Table } from './table.js';
 
+/**
+ * The smallest `write-buffer-size` whose flushes encode on the encoder pool: each worker costs an
+ * isolate and a wasm memory (tens of MB), which a writer told to stay small must not pay.
+ */
+const PARALLEL_MIN_WRITE_BUFFER = 64 * 1024 * 1024;
+
 /** Rows routed and buffered at a time by `write`: the most a buffer overshoots its limit by. */
 const WRITE_SLICE_ROWS = 1024;
 
@@ -307,8 +313,10 @@ export class TableWriter {
     await this.pendingWrites;
     const filled = [...this.buckets.values()].filter((bw) => bw.buffer.size > 0);
     const bytes = filled.reduce((s, bw) => s + bw.buffer.size * bw.buffer.bytesPerRecord, 0);
-    // Several buckets and enough rows (the pool's minFlushBytes): see PARALLEL_FLUSH_BYTES.
-    const pool = filled.length >= 2 && bytes >= encoderPool().minFlushBytes ? encoderPool() : undefined;
+    // Several buckets, enough rows (the pool's minFlushBytes, see PARALLEL_FLUSH_BYTES) and a
+    // write buffer large enough to afford the workers (PARALLEL_MIN_WRITE_BUFFER).
+    const roomy = this.table.options.writeBufferSize >= PARALLEL_MIN_WRITE_BUFFER;
+    const pool = roomy && filled.length >= 2 && bytes >= encoderPool().minFlushBytes ? encoderPool() : undefined;
     if (pool?.available) {
       // Side by side: each bucket's file goes to a worker's encoder while this thread sorts and
       // gathers the next pieces. Every flush is awaited before a failure is thrown, so no file is

@@ -22,9 +22,9 @@ import { rng, testSeed } from '../helpers/random.js';
 
 const FIELDS = allTypeFields();
 
-async function newTable(): Promise<Table> {
+async function newTable(options: Record<string, string> = {}): Promise<Table> {
   const catalog = new FolderCatalog(new MemoryStore());
-  return catalog.createTable('db.t', { fields: FIELDS, primaryKeys: ['id'], options: { bucket: '4', 'write-only': 'true' } });
+  return catalog.createTable('db.t', { fields: FIELDS, primaryKeys: ['id'], options: { bucket: '4', 'write-only': 'true', ...options } });
 }
 
 /** Each bucket's one file after a single commit: its bytes before the footer, and its footer's metadata keys sorted. */
@@ -69,6 +69,14 @@ describe('TableWriter on the encoder pool', () => {
       expect(b.get(bucket)!.pages.equals(f.pages), `bucket ${bucket}, seed ${seed}`).toBe(true);
     }
     expect(tableToRows(await pooled.read(), FIELDS)).toEqual(tableToRows(await inline.read(), FIELDS));
+  });
+
+  it('a writer with a small write-buffer-size (under 64 MB) encodes inline and starts no worker', async () => {
+    await configureEncoderPool({ threads: 2, minFlushBytes: 0, restart: true });
+    const table = await newTable({ 'write-buffer-size': '32 mb' });
+    await table.write(randomRows(rng(6), FIELDS, 2000));
+    expect(encoderPool().started).toBe(0);
+    expect((await table.snapshots.latest())!.totalRecordCount).toBe(2000);
   });
 
   it('a worker dying mid-write fails the commit with EncoderWorkerError and commits nothing', async () => {
