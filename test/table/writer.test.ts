@@ -103,14 +103,15 @@ describe('reads racing expiry', () => {
     });
     await table.write([{ id: 1n, v: 'a' }]);
     const snapshot = (await table.snapshots.latest())!;
-    const realGet = store.get.bind(store);
-    store.get = async (key: string) => {
-      if (key.endsWith('.parquet')) {
-        await store.delete(`${table.path}/snapshot/snapshot-${snapshot.id}`);
-        throw new ObjectNotFoundError(key);
-      }
-      return realGet(key);
+    // Data files are read whole (get) or by range (getRange): both find the file gone.
+    const expireUnder = async (key: string) => {
+      await store.delete(`${table.path}/snapshot/snapshot-${snapshot.id}`);
+      throw new ObjectNotFoundError(key);
     };
+    const realGet = store.get.bind(store);
+    store.get = async (key: string) => (key.endsWith('.parquet') ? expireUnder(key) : realGet(key));
+    const realGetRange = store.getRange.bind(store);
+    store.getRange = async (key: string, start: number, end: number) => (key.endsWith('.parquet') ? expireUnder(key) : realGetRange(key, start, end));
     // Act + Assess
     await expect(table.read({ snapshotId: snapshot.id })).rejects.toBeInstanceOf(SnapshotExpiredError);
   });
