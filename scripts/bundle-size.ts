@@ -52,6 +52,9 @@ export async function bundleFunction(name: string): Promise<FunctionBundle> {
     target: BUNDLE_SETTINGS.target,
     minify: BUNDLE_SETTINGS.minify,
     external: [...BUNDLE_SETTINGS.external],
+    // As the CDK bundling and the build do: the one silenced warning is the encoder pool's
+    // import.meta.url, read only where __dirname is missing (ESM), never in these CJS bundles.
+    logOverride: { ...BUNDLE_SETTINGS.logOverride },
     write: false,
     logLevel: 'silent',
     absWorkingDir: ROOT,

@@ -1,6 +1,6 @@
 /**
  * The Lambda packages: every handler of functions/ bundles with infra/lambda.ts's esbuild settings
- * into clean CommonJS (no top-level await, no `import.meta` anywhere it imports), loads from a
+ * into clean CommonJS (no top-level await; no `import.meta` that is ever read — the one silenced warning is the encoder pool's guarded fallback), loads from a
  * folder holding only it and parquet-wasm's .wasm, and zips under 3 MB. Also: the names the
  * handlers emit are the ones the CDK constructs and alarms expect.
  */
