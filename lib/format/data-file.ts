@@ -181,6 +181,14 @@ export interface DataFileDecoder {
   free(): void;
 }
 
+/** The checks of a DataFileDecoder.readRowGroups call: the decoder is open and has every asked column. */
+function checkReadable(freed: boolean, columns: readonly string[], names: readonly string[], what: string): void {
+  if (freed) throw new InvalidArgumentError('the data file decoder was freed; open the file again');
+  for (const c of names) {
+    if (!columns.includes(c)) throw new SchemaMismatchError(`${what} has no column ${c}; it has ${columns.join(', ')}`, c);
+  }
+}
+
 /** Opens a data file's bytes for projected, row-group-wise decoding (see DataFileDecoder). */
 export async function openDataFile(bytes: Uint8Array): Promise<DataFileDecoder> {
   let file: ParquetFile;
@@ -198,10 +206,7 @@ export async function openDataFile(bytes: Uint8Array): Promise<DataFileDecoder> 
       columns,
       rowGroupRows,
       async readRowGroups(names, rowGroups) {
-        if (freed) throw new InvalidArgumentError('the data file decoder was freed; open the file again');
-        for (const c of names) {
-          if (!columns.includes(c)) throw new SchemaMismatchError(`the data file has no column ${c}; it has ${columns.join(', ')}`, c);
-        }
+        checkReadable(freed, columns, names, 'the data file');
         const groups = rowGroups ?? rowGroupRows.map((_, g) => g);
         const out: arrow.Table[] = [];
         try {
@@ -246,10 +251,7 @@ export async function openDataFileRanged(store: ObjectStore, key: string, size?:
     columns,
     rowGroupRows,
     async readRowGroups(names, rowGroups) {
-      if (freed) throw new InvalidArgumentError('the data file decoder was freed; open the file again');
-      for (const c of names) {
-        if (!columns.includes(c)) throw new SchemaMismatchError(`data file ${key} has no column ${c}; it has ${columns.join(', ')}`, c);
-      }
+      checkReadable(freed, columns, names, `data file ${key}`);
       const wanted = new Set(names);
       const out: arrow.Table[] = [];
       for (const g of rowGroups ?? rowGroupRows.map((_, i) => i)) {
