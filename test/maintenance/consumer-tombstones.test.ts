@@ -8,7 +8,8 @@ import { ConsumerExpiredError } from '../../lib/errors.js';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
 import { readConsumer, readTombstone, tombstoneKey } from '../../lib/snapshot/consumer.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
-import { listAll, utf8 } from '../../lib/store/object-store.js';
+import { BeforeDeleteStore } from '../helpers/before-delete-store.js';
+import { fromUtf8, listAll, utf8 } from '../../lib/store/object-store.js';
 import { ensureConsumer } from '../../lib/stream/discovery.js';
 import { progressKey } from '../../lib/stream/progress.js';
 import { makeTable, put } from '../stream/fixtures.js';
@@ -60,35 +61,19 @@ describe('consumer tombstones', () => {
 
   it('a tombstone re-written after expiry read it is not removed (conditional delete)', async () => {
     // Prepare: the store re-writes the tombstone at the moment expiry deletes it (a racing expiry run of a resumed-then-expired id).
-    const store = new RewriteTombstoneAtDelete();
+    const store = new BeforeDeleteStore();
     const { table, t0 } = await expiredConsumer({ 'consumer.tombstone-retention': '7 d' }, store);
-    store.key = tombstoneKey(table.path, 'c1');
+    const key = tombstoneKey(table.path, 'c1');
+    store.beforeDelete((k) => k === key, async () => {
+      const t = JSON.parse(fromUtf8((await store.get(key)).body)) as Record<string, unknown>;
+      await store.put(key, utf8(JSON.stringify({ ...t, reason: 'rewritten' })));
+    });
     // Act
     const r = await expireSnapshots(table, { now: t0 + 8 * DAY, retainMin: 100 });
     // Assess
-    expect(store.rewrites).toBe(1);
+    expect(store.fired).toBe(1);
     expect(r.removedTombstones).toEqual([]);
     expect(await readTombstone(table.store, table.path, 'c1')).toMatchObject({ reason: 'rewritten' });
   });
 });
 
-/** A MemoryStore that re-writes `key` (reason `rewritten`) right before its first delete of either kind. */
-class RewriteTombstoneAtDelete extends MemoryStore {
-  key?: string;
-  rewrites = 0;
-  private async rewrite(key: string): Promise<void> {
-    if (key !== this.key) return;
-    this.key = undefined;
-    this.rewrites++;
-    const t = JSON.parse(new TextDecoder().decode((await this.get(key)).body)) as Record<string, unknown>;
-    await this.put(key, utf8(JSON.stringify({ ...t, reason: 'rewritten' })));
-  }
-  override async delete(key: string): Promise<void> {
-    await this.rewrite(key);
-    return super.delete(key);
-  }
-  override async deleteIfMatch(key: string, etag: string): Promise<boolean> {
-    await this.rewrite(key);
-    return super.deleteIfMatch(key, etag);
-  }
-}

@@ -9,6 +9,7 @@ import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans.js';
 import { identifierIndexKey } from '../../lib/snapshot/commit-identifier.js';
 import { fromUtf8, listAll, utf8 } from '../../lib/store/object-store.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
+import { BeforeDeleteStore } from '../helpers/before-delete-store.js';
 import type { Table } from '../../lib/table/table.js';
 import { newTable, rowsAt, upsert } from './expiry-fixtures.js';
 
@@ -93,42 +94,19 @@ describe('commit identifier indexes', () => {
   it('an index re-written after expiry read it is never deleted (conditional delete)', async () => {
     // Prepare: retry-42's index is past its lifetime; a retry re-writes it just before expiry deletes
     // (the store rewrites the index at the delete call, after every check expiry makes before it).
-    const store = new RewriteBeforeDelete();
+    const store = new BeforeDeleteStore();
     const table = await newTable({}, store);
     await table.write([{ id: 1, v: 'x' }], { commitIdentifier: 'retry-42' });
     for (let i = 0; i < 3; i++) await upsert(table, [100 + i], `v${i}`);
     const key = identifierIndexKey(table.path, 'retry-42');
     const rewritten = JSON.stringify({ ...JSON.parse(fromUtf8((await store.get(key)).body)), updated: Date.now() + 8 * DAY });
-    store.rewriteAtDelete(key, rewritten);
+    store.beforeDelete((k) => k === key, async () => void (await store.put(key, utf8(rewritten))));
     // Act
     const r = await expireAll(table, Date.now() + 8 * DAY);
     // Assess: the re-written index is still there, unchanged.
-    expect(store.rewrites).toBe(1);
+    expect(store.fired).toBe(1);
     expect(r.expiredIdentifiers).toBe(0);
     expect(fromUtf8((await store.get(key)).body)).toBe(rewritten);
   });
 });
 
-/** A MemoryStore that, once armed, re-writes one key right before the first delete of it (either kind). */
-class RewriteBeforeDelete extends MemoryStore {
-  rewrites = 0;
-  private armed?: { key: string; body: string };
-  rewriteAtDelete(key: string, body: string): void {
-    this.armed = { key, body };
-  }
-  private async rewrite(key: string): Promise<void> {
-    if (this.armed?.key !== key) return;
-    const { body } = this.armed;
-    this.armed = undefined;
-    this.rewrites++;
-    await this.put(key, utf8(body));
-  }
-  override async delete(key: string): Promise<void> {
-    await this.rewrite(key);
-    return super.delete(key);
-  }
-  override async deleteIfMatch(key: string, etag: string): Promise<boolean> {
-    await this.rewrite(key);
-    return super.deleteIfMatch(key, etag);
-  }
-}

@@ -11,7 +11,7 @@ import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { ConsumerExpiredError, SnapshotExpiredError, TableNotFoundError } from '../../lib/errors.js';
 import { listAll } from '../../lib/store/object-store.js';
 import { readConsumer, readTombstone, writeConsumer } from '../../lib/snapshot/consumer.js';
-import { MemoryStore } from '../../lib/store/memory-store.js';
+import { BeforeDeleteStore } from '../helpers/before-delete-store.js';
 import { expireConsumers } from '../../lib/maintenance/expire-consumers.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
 import { readSystemTable } from '../../lib/table/system-tables.js';
@@ -269,7 +269,7 @@ describe('skipping expired snapshots under skip-to-earliest is never silent (see
 describe('consumer expiry racing a reader that still delivers', () => {
   it('the tombstone keeps the position the reader recorded after expiry read it: a resumed id gets no split twice', async () => {
     // Prepare: snapshot 1 delivered, snapshot 2 planned; the reader delivers 2 just before expiry deletes its progress.
-    const store = new BeforeProgressDelete();
+    const store = new BeforeDeleteStore();
     const table = await makeTable({ bucket: '1', 'consumer.expiration-time': '1 h' }, { store });
     const queue = new MemoryQueue({ visibilityMs: 60_000 });
     const sink = new RecordingSink();
@@ -279,7 +279,7 @@ describe('consumer expiry racing a reader that still delivers', () => {
     await reader.poll();
     await put(table, [[1, 'b']]);
     await discover(table, queue, 'c1');
-    store.hook = async () => void (await reader.poll());
+    store.beforeDelete((k) => k.includes('@progress/'), async () => void (await reader.poll()));
     // Act: the consumer expires (clock jump) while its reader delivers snapshot 2, then is resumed.
     expect((await expireConsumers(table, { now: Date.now() + 2 * HOUR })).expired).toEqual(['c1']);
     const tombstone = await readTombstone(table.store, table.path, 'c1');
@@ -287,32 +287,12 @@ describe('consumer expiry racing a reader that still delivers', () => {
     const fresh = new SplitReader({ table, consumerId: 'c1', queue: q2, sink, log: () => undefined });
     await pump(table, q2, fresh, 'c1', { onExpired: 'skip-to-earliest' });
     // Assess: the reader's delivery of 2 is in the tombstone, and the resumed id does not hand 2 over again.
-    expect(store.hooked).toBe(1);
+    expect(store.fired).toBe(1);
     expect(tombstone?.delivered).toEqual({ 'bucket-0': 2 });
     expect(sink.batches.map((b) => b.snapshotId)).toEqual([1, 2]);
   });
 });
 
-/** A MemoryStore that runs `hook` once, right before the first delete (either kind) of a progress object. */
-class BeforeProgressDelete extends MemoryStore {
-  hook?: () => Promise<void>;
-  hooked = 0;
-  private async before(key: string): Promise<void> {
-    if (!key.includes('@progress/') || !this.hook) return;
-    const hook = this.hook;
-    this.hook = undefined;
-    this.hooked++;
-    await hook();
-  }
-  override async delete(key: string): Promise<void> {
-    await this.before(key);
-    return super.delete(key);
-  }
-  override async deleteIfMatch(key: string, etag: string): Promise<boolean> {
-    await this.before(key);
-    return super.deleteIfMatch(key, etag);
-  }
-}
 
 /** Two keys, the first in bucket 0 and the second in bucket 1 of a 2-bucket `(k, v)` table. */
 async function bucketKeys(table: Awaited<ReturnType<typeof makeTable>>): Promise<[number, number]> {
