@@ -4,11 +4,11 @@
  * its message and its position there, so that a reject names where it came from; then landed
  * once per message (ingested-sources.ts), whatever batches the messages are redelivered in.
  */
-import type { Row, RowKindByte, TableSchema } from '../schema/types.js';
+import type { TableSchema } from '../schema/types.js';
 import { messagesCommitIdentifier } from './commit-identifiers.js';
 import { landedSources, messageSource } from './ingested-sources.js';
-import { parseRecords } from './input.js';
-import { landRows, type Landed, type LandOptions } from './land-rows.js';
+import { parseColumnChunks, type RejectedRecord } from './input.js';
+import { landRowChunks, type ColumnRowChunk, type Landed, type LandOptions } from './land-rows.js';
 import type { Table } from './table.js';
 
 /** One message: `id` is stable across redeliveries (an SQS message id). */
@@ -28,8 +28,8 @@ export interface MessageReject {
 
 /** The valid rows of the messages and their rejects. */
 export interface MessageRecords {
-  rows: Row[];
-  kinds: RowKindByte[];
+  /** The valid records as Arrow columns (the table's and `_VALUE_KIND`), ready for the writer. */
+  chunks: ColumnRowChunk[];
   rejects: MessageReject[];
   /** Ids of the messages that hold at least one valid row. */
   withRows: string[];
@@ -66,7 +66,12 @@ export async function parseMessageRecords(messages: readonly RecordMessage[], sc
   });
   const firstLine = new Map<number, number>();
   owner.forEach((m, i) => firstLine.has(m) || firstLine.set(m, i));
-  const { rows, kinds, rejected } = await parseRecords(lines.join('\n'), 'jsonl', schema, { skipInvalid: true });
+  const chunks: ColumnRowChunk[] = [];
+  const rejected: RejectedRecord[] = [];
+  for await (const c of parseColumnChunks(lines.join('\n'), 'jsonl', schema, { skipInvalid: true, chunkRows: Infinity })) {
+    chunks.push({ table: c.table });
+    rejected.push(...c.rejected);
+  }
   const rowsOf = new Array<number>(messages.length).fill(0);
   owner.forEach((m) => rowsOf[m]++);
   for (const r of rejected) {
@@ -74,7 +79,7 @@ export async function parseMessageRecords(messages: readonly RecordMessage[], sc
     rowsOf[m]--;
     rejects.push({ id: messages[m].id, line: r.line - firstLine.get(m)!, reason: r.reason, raw: r.raw });
   }
-  return { rows, kinds, rejects, withRows: messages.filter((_, m) => rowsOf[m] > 0).map((m) => m.id) };
+  return { chunks, rejects, withRows: messages.filter((_, m) => rowsOf[m] > 0).map((m) => m.id) };
 }
 
 /** A message to ingest; `redelivered` when it was received before (its rows may have landed). */
@@ -122,7 +127,7 @@ export async function ingestMessages(table: Table, messages: readonly IngestMess
   }
   try {
     const land = opts.land(messagesCommitIdentifier('ingest', parsed.withRows), parsed.withRows.map(messageSource));
-    result.landed = await landRows(table, parsed.rows, parsed.kinds, land);
+    result.landed = await landRowChunks(table, parsed.chunks, land);
   } catch (e) {
     // Messages that were all rejects are done; the ones with rows come back together.
     return { ...result, failed: parsed.withRows, error: e };
