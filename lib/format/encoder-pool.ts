@@ -306,26 +306,18 @@ class RemoteFile implements DataFileEncoder {
 // The WebAssembly global is missing from the project's type libs (ES2023 + node), not from Node.
 const WasmRuntimeError = (globalThis as unknown as { WebAssembly: { RuntimeError: ErrorConstructor } }).WebAssembly.RuntimeError;
 
+/** The classes a worker's error is rebuilt as, by name: what the inline encoder throws. */
+const REMOTE_ERRORS: Record<string, new (message: string) => Error> = {
+  InvalidArgumentError,
+  SchemaMismatchError,
+  CorruptMetadataError,
+  RuntimeError: WasmRuntimeError,
+};
+
 /** The error a worker reported, as the class the inline encoder would have thrown (by name), with the worker's stack. */
 function remoteError(s: SerializedError): Error {
-  let e: Error;
-  switch (s.name) {
-    case 'InvalidArgumentError':
-      e = new InvalidArgumentError(s.message);
-      break;
-    case 'SchemaMismatchError':
-      e = new SchemaMismatchError(s.message);
-      break;
-    case 'CorruptMetadataError':
-      e = new CorruptMetadataError(s.message);
-      break;
-    case 'RuntimeError':
-      e = new WasmRuntimeError(s.message);
-      break;
-    default:
-      e = new Error(s.message);
-      e.name = s.name;
-  }
+  const Known = REMOTE_ERRORS[s.name];
+  const e = Known !== undefined ? new Known(s.message) : Object.assign(new Error(s.message), { name: s.name });
   if (s.stack) e.stack = `${s.stack}\n    (in a Parquet encoder thread)`;
   return e;
 }
