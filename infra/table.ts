@@ -407,7 +407,7 @@ export class VarveTable extends Construct {
         storageDescriptor: { location },
       },
     });
-    if (database) table.addDependency(database);
+    if (database) table.node.addDependency(database);
     const resources = [
       `arn:${stack.partition}:glue:${stack.region}:${stack.account}:catalog`,
       `arn:${stack.partition}:glue:${stack.region}:${stack.account}:database/${glue.database}`,
