@@ -16,6 +16,12 @@ function synth(props: Partial<VarveTableProps> = {}) {
   return { table, template: Template.fromStack(stack) };
 }
 
+/** The `glue: { database: 'lake' }` synthesis two tests read, made once (a synth costs seconds on a busy machine). */
+let lake: ReturnType<typeof synth> | undefined;
+function synthLake() {
+  return (lake ??= synth({ glue: { database: 'lake' } }));
+}
+
 /** A synthesised ARN (a Fn::Join of partition, region and account refs) as one string. */
 function flat(arn: unknown): string {
   const join = (arn as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join'];
@@ -25,7 +31,7 @@ function flat(arn: unknown): string {
 
 describe('VarveTable glue', () => {
   it('creates the Glue database and an Iceberg external table whose metadata_location is the table metadata folder', () => {
-    const { template } = synth({ glue: { database: 'lake' } });
+    const { template } = synthLake();
     template.hasResourceProperties('AWS::Glue::Database', { DatabaseInput: { Name: 'lake' } });
     const tables = Object.values(resourcesOf(template, 'AWS::Glue::Table'));
     expect(tables).toHaveLength(1);
@@ -44,7 +50,7 @@ describe('VarveTable glue', () => {
   });
 
   it('gives the commit and compact functions the Glue names and GetTable/UpdateTable on the catalog, database and table only', () => {
-    const { table, template } = synth({ glue: { database: 'lake' } });
+    const { table, template } = synthLake();
     for (const fn of [table.commitFunction!, table.compactFunction]) {
       expect(envOf(template, fn)).toMatchObject({ VARVE_GLUE_DATABASE: 'lake', VARVE_GLUE_TABLE: 'orders' });
       const stmts = granting(functionStatements(template, fn), 'glue:UpdateTable');
