@@ -249,7 +249,7 @@ export class WriteBuffer {
       const memory = this.takePending();
       const runs: RunStream[] = [];
       for (let r = 0; r < this.spills.runCount; r++) runs.push({ chunks: this.spills.chunks(r), sequenceBase: 0 });
-      if (memory) runs.push({ chunks: single(this.sortedCopy(memory)), sequenceBase: 0 });
+      if (memory) runs.push({ chunks: this.sortedChunks(memory), sequenceBase: 0 });
       for await (const pieces of alignRunStreams(runs, this.opts.schema.primaryKeys)) {
         const inputs = pieces.map((p) => sequenced(singleBatch(p.table)));
         const versions = versionsOfRuns(this.opts.schema, inputs, this.order);
@@ -341,6 +341,19 @@ export class WriteBuffer {
     return sequence;
   }
 
+  /**
+   * The buffered tables' rows in merge order as a run read a batch at a time, each batch gathered
+   * when the merge asks for it: a flush with spilled runs holds the buffer and one batch of it,
+   * never a sorted copy of the buffer.
+   */
+  private async *sortedChunks(memory: SequencedTable[]): AsyncGenerator<arrow.Table> {
+    const v = versionsOfTables(this.opts.schema, memory, this.order);
+    for (let at = 0; at < v.size; at += SPILL_BATCH_ROWS) {
+      const end = Math.min(v.size, at + SPILL_BATCH_ROWS);
+      yield gatherRows(v.sources, v.source.subarray(at, end), v.row.subarray(at, end));
+    }
+  }
+
   /** A copy of the buffered tables' rows in merge order. */
   private sortedCopy(memory: SequencedTable[]): arrow.Table {
     const v = versionsOfTables(this.opts.schema, memory, this.order);
@@ -409,10 +422,6 @@ export class WriteBuffer {
     this.pendingRows = 0;
     return tables;
   }
-}
-
-async function* single(table: arrow.Table): AsyncGenerator<arrow.Table> {
-  yield table;
 }
 
 /** A physical-layout table with its stored `_SEQUENCE_NUMBER` as doubles (the buffer's arrival numbers). */

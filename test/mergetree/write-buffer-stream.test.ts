@@ -45,6 +45,33 @@ describe('WriteBuffer.flushPieces', () => {
   });
 });
 
+describe('WriteBuffer.flushPieces, spilled runs and a large in-memory part', () => {
+  it('merges the in-memory rows batch by batch (more than one batch of them) into the same result as flush()', async () => {
+    const seed = testSeed('write-buffer memory run');
+    const r = rng(seed);
+    const layout = LAYOUTS.bigint;
+    const scenario = SCENARIOS[0];
+    const recs: Rec[] = [];
+    for (let i = 40_000; i > 0; i--) recs.push({ row: randomRow(layout, r, r.int(0, 30_000)), kind: r.pick(scenario.kinds), seq: 0 });
+    const make = () => new WriteBuffer({ schema: layout, merge: scenario.config, writeBufferSize: 1 << 30, spillable: true, keepRawChangelog: true });
+    const whole = make(), pieces = make();
+    // One spilled run of the first 5,000 rows; the other 35,000 (more than one 16,384-row batch) stay in memory.
+    for (const b of [whole, pieces]) {
+      b.add(recs.slice(0, 5_000).map((x) => x.row), recs.slice(0, 5_000).map((x) => x.kind));
+      expect(b.spillMemory()).toBe(true);
+      b.add(recs.slice(5_000).map((x) => x.row), recs.slice(5_000).map((x) => x.kind));
+    }
+    const expected = whole.flush();
+    const data: Rec[] = [], changelog: Rec[] = [];
+    for await (const p of pieces.flushPieces()) {
+      data.push(...recordsOf(layout, p.data));
+      changelog.push(...recordsOf(layout, p.changelog!));
+    }
+    expect(data, `seed ${seed}`).toEqual(recordsOf(layout, expected.data));
+    expect(changelog, `seed ${seed}`).toEqual(recordsOf(layout, expected.changelog!));
+  });
+});
+
 describe('TableWriter memory', () => {
   it('bounds all buckets together: 8 buckets each under the limit still flush early when not spillable', async () => {
     // Prepare: 8 buckets; each bucket alone stays below the 16 kb limit, all together do not.
