@@ -134,20 +134,27 @@ function gatherVar(
   const srcOffsets = chunks.map((d) => d.valueOffsets as Int32Array);
   const srcBytes = chunks.map((d) => d.values as Uint8Array);
   const offsets = new Int32Array(n + 1);
+  // Where each value starts in its source, read once with its length: the copy pass reads these
+  // in order instead of looking the source offsets up again at random.
+  const starts = new Int32Array(n);
   // A double sum cannot wrap; it is checked once before it is trusted as Int32 offsets.
   let total = 0;
   if (source === null) {
     const o = srcOffsets[0];
     for (let i = 0; i < n; i++) {
       const r = row[i];
-      total += o[r + 1] - o[r];
+      const from = o[r];
+      starts[i] = from;
+      total += o[r + 1] - from;
       offsets[i + 1] = total;
     }
   } else {
     for (let i = 0; i < n; i++) {
       const o = srcOffsets[source[i]];
       const r = row[i];
-      total += o[r + 1] - o[r];
+      const from = o[r];
+      starts[i] = from;
+      total += o[r + 1] - from;
       offsets[i + 1] = total;
     }
   }
@@ -157,27 +164,38 @@ function gatherVar(
     );
   }
   const bytes = new Uint8Array(total);
-  if (source === null) copyVar(srcOffsets[0], srcBytes[0], row, offsets, bytes);
-  else {
-    for (let i = 0; i < n; i++) {
-      const s = source[i];
-      copyValue(srcBytes[s], srcOffsets[s], row[i], bytes, offsets[i]);
-    }
-  }
+  if (source === null) copyRuns(srcBytes[0], starts, offsets, bytes);
+  else copySourceRuns(srcBytes, source, starts, offsets, bytes);
   return { offsets, bytes };
 }
 
-function copyVar(o: Int32Array, v: Uint8Array, row: Uint32Array, offsets: Int32Array, out: Uint8Array): void {
-  for (let i = 0; i < row.length; i++) copyValue(v, o, row[i], out, offsets[i]);
+/** Copies value i of `v`, which starts at `starts[i]`, to `out` at `offsets[i]` (its length is the offsets' difference). */
+function copyRuns(v: Uint8Array, starts: Int32Array, offsets: Int32Array, out: Uint8Array): void {
+  const n = starts.length;
+  for (let i = 0; i < n; i++) {
+    let from = starts[i];
+    let to = offsets[i];
+    const end = offsets[i + 1];
+    if (end - to < 32) {
+      while (to < end) out[to++] = v[from++];
+    } else {
+      out.set(v.subarray(from, from + end - to), to);
+    }
+  }
 }
 
-/** Copies value `r` of (o, v) to `out` at `to`; short values by a byte loop, long ones by `set`. */
-function copyValue(v: Uint8Array, o: Int32Array, r: number, out: Uint8Array, to: number): void {
-  let from = o[r];
-  const end = o[r + 1];
-  if (end - from < 32) {
-    while (from < end) out[to++] = v[from++];
-  } else {
-    out.set(v.subarray(from, end), to);
+/** copyRuns over several sources: value i comes from `v[source[i]]`. */
+function copySourceRuns(v: Uint8Array[], source: Uint16Array, starts: Int32Array, offsets: Int32Array, out: Uint8Array): void {
+  const n = starts.length;
+  for (let i = 0; i < n; i++) {
+    const b = v[source[i]];
+    let from = starts[i];
+    let to = offsets[i];
+    const end = offsets[i + 1];
+    if (end - to < 32) {
+      while (to < end) out[to++] = b[from++];
+    } else {
+      out.set(b.subarray(from, from + end - to), to);
+    }
   }
 }

@@ -118,11 +118,13 @@ describe('takeRows / gatherRows', () => {
     const refRows = sources.map((t) => tableToRows(t, FIELDS));
     // Act
     const gathered = gatherRows(chunked, source, row);
-    const taken = takeRows(chunked[1], Uint32Array.from({ length: n }, () => r.int(0, sources[1].numRows - 1)));
+    const takeAt = Uint32Array.from({ length: n }, () => r.int(0, sources[1].numRows - 1));
+    const taken = takeRows(chunked[1], takeAt);
     // Assess
     expect(gathered.batches).toHaveLength(1);
     expect(tableToRows(gathered, FIELDS)).toEqual(Array.from(source, (s, i) => refRows[s][row[i]]));
     expect(taken.numRows).toBe(n);
+    expect(tableToRows(taken, FIELDS)).toEqual(Array.from(takeAt, (i) => refRows[1][i]));
     for (const f of gathered.schema.fields) {
       const v = gathered.getChild(f.name)!;
       let nulls = 0;
