@@ -268,6 +268,16 @@ export class EncoderWorkerError extends VarveError {
   }
 }
 
+/**
+ * A Parquet decoder worker thread died (crashed, ran out of memory, was terminated) while it
+ * decoded row groups of a read: the read fails rather than return fewer rows.
+ */
+export class DecoderWorkerError extends VarveError {
+  constructor(message: string, opts: { cause?: unknown } = {}) {
+    super(message, { kind: 'unavailable', retryable: false, ...opts });
+  }
+}
+
 /** A fault injected by a test store; never raised in production. */
 export class InjectedFaultError extends VarveError {
   constructor(message: string, opts: { retryable?: boolean } = {}) {

@@ -22,11 +22,13 @@ async function main(): Promise<void> {
   rmSync(DIST, { recursive: true, force: true });
   execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
 
-  // The CLI and, next to it, the encoder pool's worker (lib/format/encoder-pool.ts looks for
-  // encode-worker.js beside the module that holds it, here the bundle).
+  // The CLI and, next to it, the encoder and decode pools' workers (lib/format/encoder-pool.ts and
+  // decode-pool.ts look for encode-worker.js / decode-worker.js beside the module that holds them,
+  // here the bundle).
   for (const [entry, outfile] of [
     ['lib/cli/entry.ts', 'cli.mjs'],
     ['lib/format/encode-worker.ts', 'encode-worker.js'],
+    ['lib/format/decode-worker.ts', 'decode-worker.js'],
   ]) {
     await build({
       entryPoints: [path.join(ROOT, entry)],
@@ -52,11 +54,12 @@ async function main(): Promise<void> {
   for (const name of functionNames()) {
     const outdir = path.join(DIST, 'lambda', name);
     mkdirSync(outdir, { recursive: true });
-    // The handler, and the encoder pool's worker beside it (a bundle synthesized by
-    // NodejsFunction from the sources has none and encodes inline).
+    // The handler, and the encoder and decode pools' workers beside it (a bundle synthesized by
+    // NodejsFunction from the sources has none and encodes and decodes inline).
     for (const [entry, outfile] of [
       [path.join(ROOT, 'functions', `${name}.ts`), 'index.js'],
       [path.join(ROOT, 'lib/format/encode-worker.ts'), 'encode-worker.js'],
+      [path.join(ROOT, 'lib/format/decode-worker.ts'), 'decode-worker.js'],
     ]) {
       await build({
         entryPoints: [entry],

@@ -46,7 +46,7 @@ export const CAVEATS: Record<string, string> = {
   'write-1t-vs-raw': 'both on one thread; raw writes one unsorted file and commits nothing, varve sorts, splits into 4 buckets and commits',
   'merge-vs-raw': 'raw decodes the same files without merging: the floor of any reader of this layout, not a competing engine',
   'merge-vs-duckdb': 'DuckDB runs the query shown in §2 (the best we found for this layout) and materialises its result; one thread each',
-  'merge-vs-duckdb-default': 'varve reads on one JS thread, DuckDB on one thread per core',
+  'merge-vs-duckdb-default': 'varve merges on one JS thread while its decoder workers (one per core) decode row groups; DuckDB runs one thread per core',
   'varve-growth': 'the upsert writes only the new rows: it defers the merge to reads (§2, §7: read cost grows with sorted runs until compaction)',
   'cow-vs-varve-1000000': 'copy-on-write pays at write time what varve pays at read and compaction time (§2, §7)',
   'cow-vs-varve-10000000': 'copy-on-write pays at write time what varve pays at read and compaction time (§2, §7)',

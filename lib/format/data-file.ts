@@ -21,7 +21,8 @@ import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { singleBatch } from './columns.js';
 import { normalizeArrowTypes } from './normalize.js';
-import { readParquetFooter, readRowGroupsRanged, rowGroupFile, type ByteSource, type ParquetFooter } from './row-group-reader.js';
+import { decodePool } from './decode-pool.js';
+import { decodeRowGroupIPC, readParquetFooter, readRowGroupsRanged, rowGroupFile, type ByteSource, type ParquetFooter } from './row-group-reader.js';
 
 /** Rows per row group unless the caller asks otherwise (~256k, per typescript-stack.md §7). */
 export const DEFAULT_ROW_GROUP_SIZE = 262_144;
@@ -286,24 +287,21 @@ export async function readDataFileRanged(store: ObjectStore, key: string, size?:
   return new arrow.Table(schema, parts.flatMap((t) => t.batches));
 }
 
-/** Row group `g` of the file, the columns `names` (in that order) as one single-batch table in varve's types. */
+/**
+ * Row group `g` of the file, the columns `names` (in that order) as one single-batch table in
+ * varve's types; decoded on the decode pool's workers when it has them and the row group is large
+ * enough (decode-pool.ts), else inline.
+ */
 async function decodeRowGroup(src: ByteSource, footer: ParquetFooter, g: number, names: string[], wanted: ReadonlySet<string>): Promise<arrow.Table> {
   const { file: blob } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
-  let file: ParquetFile;
+  // A batch as large as the group: one batch, no concat.
+  const rows = footer.rowGroups[g].numRows;
   try {
-    file = await ParquetFile.fromFile(blob);
+    const pool = decodePool();
+    const ipc = pool.takes(blob.size) ? await pool.decode(blob, names, rows) : await decodeRowGroupIPC(blob, names, rows);
+    return normalizeArrowTypes(singleBatch(selectColumns(arrow.tableFromIPC(ipc), names)));
   } catch (e) {
     throw rowGroupReadError(e, src.name);
-  }
-  try {
-    // A batch as large as the group: one batch, no concat.
-    const rows = footer.rowGroups[g].numRows;
-    const t = arrow.tableFromIPC((await file.read({ columns: names, batchSize: Math.max(1, rows) })).intoIPCStream());
-    return normalizeArrowTypes(singleBatch(selectColumns(t, names)));
-  } catch (e) {
-    throw rowGroupReadError(e, src.name);
-  } finally {
-    file.free();
   }
 }
 

@@ -293,6 +293,20 @@ export async function* decodeRowGroupBatches(blob: Blob, columns?: readonly stri
 }
 
 /**
+ * Decodes the `columns` (in file order) of a standalone one-row-group Parquet file (from
+ * rowGroupFile) of `rows` rows to Arrow IPC stream bytes, one batch: the step the decode pool's
+ * workers run (decode-worker.ts), and the calling thread inline.
+ */
+export async function decodeRowGroupIPC(blob: Blob, columns: readonly string[], rows: number): Promise<Uint8Array> {
+  const file = await ParquetFile.fromFile(blob);
+  try {
+    return (await file.read({ columns: [...columns], batchSize: Math.max(1, rows) })).intoIPCStream();
+  } finally {
+    file.free();
+  }
+}
+
+/**
  * The rows of a Parquet file, fetched by range: the footer first, then per row group only its
  * chunks (of `columns`, when given), decoded one batch (≤ DECODE_BATCH_ROWS rows) at a time.
  * `onRowGroup` is told each row group before its batches; `decodeError` maps an error of decoding
