@@ -25,7 +25,7 @@ import { alignRunStreams, type RunStream } from './stream-merge.js';
  * they reach it: a buffer fed row by row (JSONL, CSV) keeps a few large Arrow tables, not
  * thousands of small ones whose per-table objects would outweigh their rows.
  */
-const COALESCE_ROWS = 16_384;
+export const COALESCE_ROWS = 16_384;
 /** Rows of each piece a flush yields: the unit the Parquet encoder receives, and the most a flush holds beyond the buffer. */
 export const FLUSH_PIECE_ROWS = 65_536;
 
@@ -160,13 +160,39 @@ export class WriteBuffer {
     this.append(rowsToTable(this.opts.schema.fields, keepRows, { sequence: this.arrivalSequence(n), kind }));
   }
 
+  /**
+   * Throws what `addTable` would throw for the table (a missing column, a column of another type,
+   * a row kind out of range), buffering nothing: a writer that holds input before it buffers it
+   * rejects a bad table in the call that passed it.
+   */
+  checkTable(input: arrow.Table): void {
+    const flat = singleBatch(input);
+    this.inputColumns(flat);
+    this.inputKinds(flat);
+  }
+
   /** Buffers an Arrow table of the table's columns (by name), with an optional `_VALUE_KIND` column. */
   addTable(input: arrow.Table): void {
     const flat = singleBatch(input);
     const n = flat.numRows;
     if (n === 0) return;
+    const children = this.inputColumns(flat);
+    const { kind, kindAt } = this.inputKinds(flat);
+    const keep: number[] = [];
+    if (kindAt >= 0 && this.opts.merge.ignoreDelete) for (let i = 0; i < n; i++) if (!isRetract(kind[i])) keep.push(i);
+    const filtered = keep.length < n && kindAt >= 0 && this.opts.merge.ignoreDelete;
+    if (filtered && keep.length === 0) return;
+    // Sequence numbers are assigned to the rows that stay, in arrival order.
+    const sequence = filtered ? new Float64Array(n) : this.arrivalSequence(n);
+    let table = tableFromColumns(this.physical, [...children, sequenceColumn(sequence, n), kindColumn(kind, n)], n);
+    if (filtered) table = this.renumber(takeRows(table, Uint32Array.from(keep)));
+    this.append(table);
+  }
+
+  /** The input's columns in table order (by name), checked against the table's types. */
+  private inputColumns(flat: arrow.Table): arrow.Data[] {
     const batch = flat.batches[0];
-    const children = this.opts.schema.fields.map((f, c) => {
+    return this.opts.schema.fields.map((f, c) => {
       const i = flat.schema.fields.findIndex((x) => x.name === f.name);
       if (i < 0) throw new SchemaMismatchError(`input has no column ${f.name}; it has ${flat.schema.names.join(', ')}`, f.name);
       const expected = this.physical.fields[c].type;
@@ -175,6 +201,11 @@ export class WriteBuffer {
       }
       return batch.data.children[i];
     });
+  }
+
+  /** Each input row's kind (+I without a `_VALUE_KIND` column), checked to be a row kind. */
+  private inputKinds(flat: arrow.Table): { kind: Uint8Array; kindAt: number } {
+    const n = flat.numRows;
     const kindAt = flat.schema.fields.findIndex((x) => x.name === KIND_COLUMN);
     const kind = new Uint8Array(n);
     if (kindAt >= 0) {
@@ -185,15 +216,7 @@ export class WriteBuffer {
         kind[i] = k;
       }
     }
-    const keep: number[] = [];
-    if (kindAt >= 0 && this.opts.merge.ignoreDelete) for (let i = 0; i < n; i++) if (!isRetract(kind[i])) keep.push(i);
-    const filtered = keep.length < n && kindAt >= 0 && this.opts.merge.ignoreDelete;
-    if (filtered && keep.length === 0) return;
-    // Sequence numbers are assigned to the rows that stay, in arrival order.
-    const sequence = filtered ? new Float64Array(n) : this.arrivalSequence(n);
-    let table = tableFromColumns(this.physical, [...children, sequenceColumn(sequence, n), kindColumn(kind, n)], n);
-    if (filtered) table = this.renumber(takeRows(table, Uint32Array.from(keep)));
-    this.append(table);
+    return { kind, kindAt };
   }
 
   /** Sorts and merges everything buffered into one record per key; the buffer is empty afterwards. */

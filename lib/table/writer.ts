@@ -7,9 +7,10 @@
 import { randomUUID } from 'node:crypto';
 import type * as arrow from 'apache-arrow';
 import { InvalidArgumentError } from '../errors.js';
-import { singleBatch, takeRows } from '../format/columns.js';
+import { arrowTypesEqual } from '../format/arrow-schema.js';
+import { gatherRows, singleBatch, takeRows } from '../format/columns.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
-import { WriteBuffer } from '../mergetree/write-buffer.js';
+import { approximateBytes, COALESCE_ROWS, WriteBuffer } from '../mergetree/write-buffer.js';
 import { RollingFileSink } from '../mergetree/rolling-writer.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
 import { bucketOf, bucketOfInt32, bucketOfInt64Words } from '../schema/bucket.js';
@@ -33,6 +34,20 @@ const PARALLEL_MIN_WRITE_BUFFER = 64 * 1024 * 1024;
 
 /** Rows routed and buffered at a time by `write`: the most a buffer overshoots its limit by. */
 const WRITE_SLICE_ROWS = 1024;
+
+/**
+ * Rows of small `writeArrow` tables held (routed, not yet buffered) before each bucket's rows of
+ * all of them are gathered into its buffer at once: one copy per row instead of a per-bucket copy
+ * of each table and a second one joining those copies into the buffer's 16k-row tables.
+ */
+const HOLD_ROWS = 65_536;
+
+/** Small `writeArrow` tables routed but not yet in their buckets' buffers (see HOLD_ROWS). */
+interface HeldInput {
+  table: arrow.Table;
+  /** Each row's bucket. */
+  buckets: Int32Array;
+}
 
 export interface WriterOptions {
   /** Who commits (recorded in each snapshot). A commit identifier given to `commit()` is unique in the table whatever the user. @default `writer-<random uuid>` */
@@ -87,6 +102,10 @@ export class TableWriter {
   private readonly tableBucketCount: boolean;
   /** The writes not finished yet, in call order (see inOrder). */
   private pendingWrites: Promise<void> = Promise.resolve();
+  /** Small unpartitioned `writeArrow` tables held before buffering (see HOLD_ROWS), with their rows and bytes. */
+  private held: HeldInput[] = [];
+  private heldRows = 0;
+  private heldBytes = 0;
 
   constructor(
     readonly table: Table,
@@ -173,6 +192,8 @@ export class TableWriter {
       throw new InvalidArgumentError(`got ${rows.length} rows but ${kinds.length} row kinds`);
     }
     this.checkInsertOnly(kinds);
+    // Rows reach each bucket in the order they were written.
+    await this.releaseHeld();
     // Slice by slice, so the buffers never overshoot write-buffer-size by more than a slice: a
     // full buffer spills or flushes where Paimon's record-by-record check would.
     for (let from = 0; from < rows.length; from += WRITE_SLICE_ROWS) {
@@ -223,6 +244,12 @@ export class TableWriter {
       await this.resolveBuckets(['']);
       const numBuckets = this.partitionBuckets.get('')!;
       const buckets = this.bucketsOfColumns(flat, bucketVectors, numBuckets);
+      if (n < COALESCE_ROWS && numBuckets > 1) {
+        await this.hold(flat, buckets);
+        this.rows += n;
+        return;
+      }
+      await this.releaseHeld();
       const counts = new Uint32Array(numBuckets);
       for (let i = 0; i < n; i++) counts[buckets[i]]++;
       const indices = Array.from(counts, (c) => new Uint32Array(c));
@@ -230,6 +257,7 @@ export class TableWriter {
       for (let i = 0; i < n; i++) indices[buckets[i]][fill[buckets[i]]++] = i;
       indices.forEach((idx, b) => idx.length && groups.set(`\u0000${b}`, idx));
     } else {
+      await this.releaseHeld();
       const vectors = new Map(this.partitionFields.map((f, k) => [f.name, partitionVectors[k]]));
       this.bucketFields.forEach((f, k) => vectors.set(f.name, bucketVectors[k]));
       const valueAt = (i: number) => (f: DataField) => arrowValue(f, vectors.get(f.name)!.get(i));
@@ -249,6 +277,54 @@ export class TableWriter {
       await this.boundMemory();
     }
     this.rows += n;
+  }
+
+  /**
+   * Holds a small routed table: checked now (a bad table fails its own call), buffered when the
+   * held rows reach HOLD_ROWS or a quarter of `write-buffer-size`, or before anything else is
+   * buffered or flushed.
+   */
+  private async hold(flat: arrow.Table, buckets: Int32Array): Promise<void> {
+    const first = this.held[0]?.table.schema;
+    if (first && !sameColumns(first, flat.schema)) await this.releaseHeld();
+    this.bucketWriter(`\u0000${buckets[0]}`).buffer.checkTable(flat);
+    this.held.push({ table: flat, buckets });
+    this.heldRows += flat.numRows;
+    this.heldBytes += approximateBytes(flat);
+    if (this.heldRows >= HOLD_ROWS || this.heldBytes >= this.table.options.writeBufferSize / 4) await this.releaseHeld();
+  }
+
+  /**
+   * Buffers the held tables: each bucket's rows of all of them, in arrival order, gathered into one
+   * table at once, as its buffer would have received them table by table.
+   */
+  private async releaseHeld(): Promise<void> {
+    const held = this.held;
+    if (held.length === 0) return;
+    this.held = [];
+    this.heldRows = 0;
+    this.heldBytes = 0;
+    let numBuckets = 0;
+    for (const h of held) for (let i = 0; i < h.buckets.length; i++) numBuckets = Math.max(numBuckets, h.buckets[i] + 1);
+    const counts = new Uint32Array(numBuckets);
+    for (const h of held) for (let i = 0; i < h.buckets.length; i++) counts[h.buckets[i]]++;
+    const sources = Array.from(counts, (c) => new Uint16Array(c));
+    const rows = Array.from(counts, (c) => new Uint32Array(c));
+    const fill = new Uint32Array(numBuckets);
+    held.forEach((h, t) => {
+      const b = h.buckets;
+      for (let i = 0; i < b.length; i++) {
+        const at = fill[b[i]]++;
+        sources[b[i]][at] = t;
+        rows[b[i]][at] = i;
+      }
+    });
+    const tables = held.map((h) => h.table);
+    for (let b = 0; b < numBuckets; b++) {
+      if (counts[b] === 0) continue;
+      this.bucketWriter(`\u0000${b}`).buffer.addTable(gatherRows(tables, sources[b], rows[b]));
+      await this.boundMemory();
+    }
   }
 
   /**
@@ -297,13 +373,18 @@ export class TableWriter {
   private async boundMemory(): Promise<void> {
     const limit = this.table.options.writeBufferSize;
     for (;;) {
-      let total = 0;
+      let total = this.heldBytes;
       let largest: BucketWriter | undefined;
       for (const bw of this.buckets.values()) {
         total += bw.buffer.memoryBytes;
         if (!largest || bw.buffer.memoryBytes > largest.buffer.memoryBytes) largest = bw;
       }
-      if (total < limit || !largest || largest.buffer.memoryBytes === 0) return;
+      if (total < limit) return;
+      if (this.heldBytes > 0) {
+        await this.releaseHeld();
+        continue;
+      }
+      if (!largest || largest.buffer.memoryBytes === 0) return;
       if (!largest.buffer.spillMemory()) await this.flushBucket(largest);
     }
   }
@@ -311,6 +392,7 @@ export class TableWriter {
   /** Flushes every buffer to level-0 files and returns the batch to commit (nothing is committed). */
   async prepareCommit(): Promise<CommitBatch> {
     await this.pendingWrites;
+    await this.releaseHeld();
     const filled = [...this.buckets.values()].filter((bw) => bw.buffer.size > 0);
     const bytes = filled.reduce((s, bw) => s + bw.buffer.size * bw.buffer.bytesPerRecord, 0);
     // Several buckets, enough rows (the pool's minFlushBytes, see PARALLEL_FLUSH_BYTES) and a
@@ -353,6 +435,7 @@ export class TableWriter {
   async commit(commitIdentifier?: string, opts: { overwrite?: OverwriteMode } = {}): Promise<CommitResult> {
     // Every write called before the commit is in it, awaited or not.
     await this.pendingWrites;
+    await this.releaseHeld();
     if (opts.overwrite !== undefined) return this.commitOverwrite(commitIdentifier, opts.overwrite);
     const rows = this.rows;
     // Buckets this commit writes to: rows still buffered, or already flushed to pending files.
@@ -420,6 +503,9 @@ export class TableWriter {
   /** Drops buffered rows and temporary spill files. */
   async close(): Promise<void> {
     await this.pendingWrites;
+    this.held = [];
+    this.heldRows = 0;
+    this.heldBytes = 0;
     for (const bw of this.buckets.values()) await bw.buffer.close();
     this.buckets.clear();
   }
@@ -495,4 +581,9 @@ function arrowValue(f: DataField, v: unknown): Value {
     default:
       return v as Value;
   }
+}
+
+/** True when two tables' columns have the same names and types in the same order (their rows can be gathered together). */
+function sameColumns(a: arrow.Schema, b: arrow.Schema): boolean {
+  return a.fields.length === b.fields.length && a.fields.every((f, i) => f.name === b.fields[i].name && arrowTypesEqual(f.type, b.fields[i].type));
 }

@@ -1,8 +1,9 @@
 /**
- * The flush of a writer whose rows outgrow `write-buffer-size` (spilled sorted runs, every bucket's
- * in-memory part spilled before the flush, the runs merged a batch at a time) writes, bucket by
- * bucket, the same level-0 rows — values, `_SEQUENCE_NUMBER` and `_VALUE_KIND`, data and input
- * changelog — as a writer that holds everything in memory, for random tables of every type.
+ * Every way rows reach a writer's buffers gives, bucket by bucket, the same level-0 rows — values,
+ * `_SEQUENCE_NUMBER` and `_VALUE_KIND` — for random tables of every type: row objects; small Arrow
+ * tables (held, then each bucket's rows of all of them gathered at once); and a mix of both into a
+ * buffer that outgrows `write-buffer-size` (spilled sorted runs, every bucket's in-memory part
+ * spilled before the flush, the runs merged a batch at a time).
  */
 import * as arrow from 'apache-arrow';
 import { describe, expect, it, vi } from 'vitest';
@@ -68,22 +69,25 @@ function randomBatch(r: Rng, n: number, keySpace: number, kinds: number[]): { ro
 }
 
 describe('TableWriter flush of spilled buffers', () => {
-  it('writes per bucket the same level-0 rows as an in-memory flush (random tables of every type, buckets, deletes, engines)', async () => {
+  it('writes per bucket the same level-0 rows from row objects, held Arrow tables and spilled buffers (random tables of every type, buckets, deletes, engines)', async () => {
     const seed = testSeed('writer spilled flush');
     const r = rng(seed);
     for (const setup of SETUPS) {
       const buckets = String(r.int(1, 4));
       const options = { bucket: buckets, ...setup.options };
+      // The reference buffers row objects (each bucket's rows as they come); the others take Arrow
+      // tables (small ones are held and gathered per bucket at once) or a mix of both.
+      const byRows = await newTable({ ...options, 'write-buffer-size': '32 mb' });
       const memory = await newTable({ ...options, 'write-buffer-size': '32 mb' });
       const spilled = await newTable({ ...options, 'write-buffer-size': `${r.int(4, 24)} kb`, 'write-buffer-spillable': 'true' });
-      const writers = [memory.newWriter(), spilled.newWriter()];
+      const writers = [byRows.newWriter(), memory.newWriter(), spilled.newWriter()];
       const runs = vi.spyOn(SpillDirectory.prototype, 'openRun');
       const keySpace = r.int(50, 1500);
       for (let chunk = r.int(4, 8); chunk > 0; chunk--) {
         const { rows, kinds } = randomBatch(r, r.int(100, 600), keySpace, setup.kinds);
-        const asArrow = r.chance(0.5);
-        for (const w of writers) {
-          if (asArrow) await w.writeArrow(rowsToTable(FIELDS, rows, { sequence: new Float64Array(rows.length), kind: Uint8Array.from(kinds) }));
+        const asArrow = r.chance(0.6);
+        for (const [k, w] of writers.entries()) {
+          if (k === 1 || (k === 2 && asArrow)) await w.writeArrow(rowsToTable(FIELDS, rows, { sequence: new Float64Array(rows.length), kind: Uint8Array.from(kinds) }));
           else await w.write(rows, kinds);
         }
       }
@@ -95,10 +99,12 @@ describe('TableWriter flush of spilled buffers', () => {
       // The small buffer spilled (the in-memory writer never does).
       expect(runs.mock.calls.length, context).toBeGreaterThan(0);
       runs.mockRestore();
-      const expected = await filesByBucket(memory);
-      const actual = await filesByBucket(spilled);
-      expect([...actual.keys()].sort(), context).toEqual([...expected.keys()].sort());
-      for (const [key, rows] of expected) expect(actual.get(key), `${context}, ${key}`).toEqual(rows);
+      const expected = await filesByBucket(byRows);
+      for (const [name, table] of [['arrow', memory], ['spilled', spilled]] as const) {
+        const actual = await filesByBucket(table);
+        expect([...actual.keys()].sort(), `${context}, ${name}`).toEqual([...expected.keys()].sort());
+        for (const [key, rows] of expected) expect(actual.get(key), `${context}, ${name}, ${key}`).toEqual(rows);
+      }
     }
   });
 });

@@ -74,6 +74,30 @@ describe('TableWriter', () => {
   });
 });
 
+describe('TableWriter.writeArrow of small tables', () => {
+  it('rejects a bad table in its own call and keeps the good ones held before it', async () => {
+    const table = await newTable();
+    const writer = table.newWriter();
+    const good = new arrow.Table({
+      id: arrow.vectorFromArray(BigInt64Array.from([1n, 2n, 3n])),
+      v: arrow.vectorFromArray(['a', 'b', 'c'], new arrow.Utf8()),
+    });
+    await writer.writeArrow(good);
+    // A column of another type, and a row kind out of range: each call fails, nothing of it is buffered.
+    const wrongType = new arrow.Table({ id: arrow.vectorFromArray(BigInt64Array.from([4n])), v: arrow.vectorFromArray(Int32Array.from([4])) });
+    await expect(writer.writeArrow(wrongType)).rejects.toThrow(/column v is Int32 in the input but Utf8 in the table/);
+    const badKind = new arrow.Table({
+      id: arrow.vectorFromArray(BigInt64Array.from([5n, 6n])),
+      v: arrow.vectorFromArray(['e', 'f'], new arrow.Utf8()),
+      _VALUE_KIND: arrow.vectorFromArray(Int8Array.from([0, 7])),
+    });
+    await expect(writer.writeArrow(badKind)).rejects.toThrow(/row 1 has _VALUE_KIND 7/);
+    const result = await writer.commit('c');
+    expect(result.rows).toBe(3);
+    expect(tableToRows(await table.read(), table.schema.fields).map((r) => r.id).sort()).toEqual([1n, 2n, 3n]);
+  });
+});
+
 describe('level-0 files', () => {
   it('cut their row groups at 65,536 rows, so the encoder holds one piece of a flush, not a 262,144-row group', async () => {
     const table = await newTable({ bucket: '1' });
