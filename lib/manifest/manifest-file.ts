@@ -3,6 +3,8 @@
  * file whenever one reaches `manifest.target-file-size`. Written once under a unique name, never
  * rewritten, so their content can be cached by name.
  */
+import { CorruptMetadataError } from '../errors.js';
+import { parallelMap } from '../concurrency.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { utf8 } from '../store/object-store.js';
 import type { MetadataFileNamer } from './file-names.js';
@@ -152,6 +154,32 @@ export function encodeManifestFiles(entries: readonly ManifestEntry[], opts: Man
   return out;
 }
 
+/**
+ * One manifest file holding `base` then `delta` (each non-empty), with a summary row per part
+ * (ManifestFileMeta.slice): what a commit that merges manifests writes, so that its own new
+ * entries cost no manifest PUT of their own. Each row's `fileSize` is its part's share of the
+ * bytes (the header and footer counted in the base's), so the two add up to the file's size.
+ */
+export function encodeManifestWithDelta(
+  base: readonly ManifestEntry[],
+  delta: readonly ManifestEntry[],
+  opts: ManifestWriteOptions,
+): { body: Uint8Array; entries: readonly ManifestEntry[]; base: ManifestFileMeta; delta: ManifestFileMeta } {
+  if (base.length === 0 || delta.length === 0) throw new RangeError('encodeManifestWithDelta needs entries in both parts');
+  const name = opts.namer.manifest();
+  const baseText = base.map((e) => JSON.stringify(e)).join(',');
+  const deltaText = delta.map((e) => JSON.stringify(e)).join(',');
+  const body = utf8(HEADER + baseText + ',' + deltaText + FOOTER);
+  const deltaSize = utf8(',' + deltaText).length;
+  const entries = [...base, ...delta];
+  return {
+    body,
+    entries,
+    base: { ...summarizeManifest(name, body.length - deltaSize, base, opts.schemaId), slice: [0, base.length] },
+    delta: { ...summarizeManifest(name, deltaSize, delta, opts.schemaId), slice: [base.length, entries.length] },
+  };
+}
+
 /** Writes encoded manifests (in parallel) and remembers their entries in `cache`. */
 export async function putManifestFiles(store: ObjectStore, tablePath: string, files: readonly EncodedManifest[], cache?: ManifestCache): Promise<void> {
   await Promise.all(
@@ -176,6 +204,39 @@ export async function writeManifestFiles(
   const files = encodeManifestFiles(entries, opts);
   await putManifestFiles(store, tablePath, files, cache);
   return files.map((f) => f.meta);
+}
+
+/**
+ * The entries a manifest list row names: the whole file, or its slice (ManifestFileMeta.slice).
+ * Every reader of a list's manifests reads through this. CorruptMetadataError when the slice
+ * lies outside the file.
+ */
+export async function readManifestEntries(store: ObjectStore, tablePath: string, meta: ManifestFileMeta, cache?: ManifestCache): Promise<readonly ManifestEntry[]> {
+  const entries = await readManifestFile(store, tablePath, meta.fileName, cache);
+  if (meta.slice === undefined) return entries;
+  const [from, to] = meta.slice;
+  if (to > entries.length) {
+    throw new CorruptMetadataError(`manifest ${manifestKey(tablePath, meta.fileName)} holds ${entries.length} entries, but a manifest list names entries ${from}..${to} of it; the metadata is damaged`);
+  }
+  return entries.slice(from, to);
+}
+
+/**
+ * readManifestEntries for each of `metas`, in order, `parallelism` files at a time; a file that
+ * several rows slice is read once.
+ */
+export async function readManifestsEntries(
+  store: ObjectStore,
+  tablePath: string,
+  metas: readonly ManifestFileMeta[],
+  parallelism: number,
+  cache?: ManifestCache,
+): Promise<Array<readonly ManifestEntry[]>> {
+  const names = [...new Set(metas.map((m) => m.fileName))];
+  const files = await parallelMap(names, parallelism, (name) => readManifestFile(store, tablePath, name, cache));
+  const byName = new Map(names.map((n, i) => [n, files[i]]));
+  // The file is in hand: slicing it again through a one-entry cache reads nothing more.
+  return Promise.all(metas.map((m) => readManifestEntries(store, tablePath, m, { get: () => byName.get(m.fileName), set: () => undefined })));
 }
 
 /** Reads a manifest file's entries; CorruptMetadataError when the content is not a manifest. */

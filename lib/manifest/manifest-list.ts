@@ -9,7 +9,7 @@ import { CorruptMetadataError } from '../errors.js';
 import type { ObjectStore } from '../store/object-store.js';
 import type { MetadataFileNamer } from './file-names.js';
 import type { ManifestCache } from './manifest-file.js';
-import { arrayField, checkVersion1, intField, metadataBytes, optionalIntField, parseMetadataObject, stringField } from './metadata-json.js';
+import { arrayField, intField, metadataBytes, optionalIntField, parseMetadataObject, stringField } from './metadata-json.js';
 import { manifestKey } from './table-paths.js';
 import type { ManifestFileMeta, ManifestListContent } from './types.js';
 
@@ -28,7 +28,7 @@ export async function writeCombinedManifestList(
 ): Promise<string> {
   const name = namer.manifestList();
   const content: ManifestListContent = { manifests: [...base, ...delta], deltaFrom: base.length };
-  await store.put(manifestKey(tablePath, name), metadataBytes({ version: 1, ...content }));
+  await store.put(manifestKey(tablePath, name), metadataBytes({ version: listVersion(content.manifests), ...content }));
   cache?.setList?.(name, content);
   return name;
 }
@@ -41,8 +41,25 @@ export async function writeManifestList(
   namer: MetadataFileNamer,
 ): Promise<string> {
   const name = namer.manifestList();
-  await store.put(manifestKey(tablePath, name), metadataBytes({ version: 1, manifests }));
+  await store.put(manifestKey(tablePath, name), metadataBytes({ version: listVersion(manifests), manifests }));
   return name;
+}
+
+/**
+ * A list naming a slice of a manifest (ManifestFileMeta.slice) is version 2: a varve that does
+ * not know slices would read the whole file for each row, so it must refuse the list (loudly:
+ * "upgrade varve") rather than read the slice's neighbours as this snapshot's changes.
+ */
+function listVersion(manifests: readonly ManifestFileMeta[]): 1 | 2 {
+  return manifests.some((m) => m.slice !== undefined) ? 2 : 1;
+}
+
+function parseSlice(v: unknown, what: string): [number, number] | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v) || v.length !== 2 || !v.every((x) => Number.isSafeInteger(x)) || v[0] < 0 || v[0] >= v[1]) {
+    throw new CorruptMetadataError(`${what}: a manifest row's slice is not [from, to) with 0 ≤ from < to; the file is damaged`);
+  }
+  return [v[0] as number, v[1] as number];
 }
 
 function parseManifestFileMeta(v: unknown, what: string): ManifestFileMeta {
@@ -50,7 +67,7 @@ function parseManifestFileMeta(v: unknown, what: string): ManifestFileMeta {
     throw new CorruptMetadataError(`${what}: a manifest row is not an object; the file is damaged`);
   }
   const o = v as Record<string, unknown>;
-  return {
+  const meta: ManifestFileMeta = {
     fileName: stringField(o, 'fileName', what),
     fileSize: intField(o, 'fileSize', what),
     numAddedFiles: intField(o, 'numAddedFiles', what),
@@ -63,6 +80,9 @@ function parseManifestFileMeta(v: unknown, what: string): ManifestFileMeta {
     minPartition: stringField(o, 'minPartition', what),
     maxPartition: stringField(o, 'maxPartition', what),
   };
+  const slice = parseSlice(o.slice, what);
+  if (slice !== undefined) meta.slice = slice;
+  return meta;
 }
 
 /**
@@ -76,7 +96,9 @@ export async function readManifestListContent(store: ObjectStore, tablePath: str
   const { body } = await store.get(key);
   const what = `manifest list ${key}`;
   const o = parseMetadataObject(body, what);
-  checkVersion1(o, what);
+  // Version 2 differs only in allowing sliced rows (listVersion).
+  const version = intField(o, 'version', what);
+  if (version !== 1 && version !== 2) throw new CorruptMetadataError(`${what} has version ${version}; this varve reads versions 1 and 2, upgrade varve`);
   const manifests = arrayField(o, 'manifests', what).map((m) => parseManifestFileMeta(m, what));
   const deltaFrom = optionalIntField(o, 'deltaFrom', what);
   if (deltaFrom !== undefined && (deltaFrom < 0 || deltaFrom > manifests.length)) {

@@ -6,9 +6,8 @@
  */
 import type { ObjectStore } from '../store/object-store.js';
 import { fileIdentity, mergeEntries } from './file-entries.js';
-import { readManifestFile, type ManifestCache } from './manifest-file.js';
+import { readManifestsEntries, type ManifestCache } from './manifest-file.js';
 import { readManifestList, readManifestListContent } from './manifest-list.js';
-import { parallelMap } from '../concurrency.js';
 import type { ManifestEntry, ManifestFileMeta, ManifestListPair } from './types.js';
 
 /** Which files a scan wants. Every field narrows; an absent field matches everything. */
@@ -78,7 +77,7 @@ export async function readEntries(
   cache?: ManifestCache,
 ): Promise<ManifestEntry[]> {
   const wanted = manifests.filter((m) => manifestMayMatch(m, filter));
-  const contents = await parallelMap(wanted, READ_PARALLELISM, (m) => readManifestFile(store, tablePath, m.fileName, cache));
+  const contents = await readManifestsEntries(store, tablePath, wanted, READ_PARALLELISM, cache);
   const out: ManifestEntry[] = [];
   for (const entries of contents) for (const e of entries) if (entryMatches(e, filter)) out.push(e);
   return out;
@@ -162,7 +161,7 @@ export async function findPartitionTotalBuckets(
   const CHUNK = 4;
   for (let end = candidates.length; end > 0 && found.size < partitions.size; end -= CHUNK) {
     const chunk = candidates.slice(Math.max(0, end - CHUNK), end);
-    const contents = await parallelMap(chunk, CHUNK, (m) => readManifestFile(store, tablePath, m.fileName, cache));
+    const contents = await readManifestsEntries(store, tablePath, chunk, CHUNK, cache);
     for (let k = contents.length - 1; k >= 0; k--) {
       const entries = contents[k];
       for (let j = entries.length - 1; j >= 0; j--) {

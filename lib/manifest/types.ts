@@ -67,6 +67,15 @@ export interface ManifestFileMeta {
   /** Smallest and largest partition path in the manifest (string order), for pruning. */
   minPartition: string;
   maxPartition: string;
+  /**
+   * **beyond**: set when the row names only entries [from, to) of the file (the rest belongs to
+   * another row). A commit that merges manifests writes its own new entries at the end of the
+   * merged manifest instead of into a manifest of their own (one PUT less): the base row names
+   * the merged part, the delta row the new part. The summary fields describe the slice only, and
+   * `fileSize` is the slice's share of the file's bytes. Read entries through
+   * readManifestEntries (manifest-file.ts), never the whole file, when this is set.
+   */
+  slice?: [from: number, to: number];
 }
 
 /** A manifest list's content: its manifests and, for a combined base + delta list, where the delta starts. */

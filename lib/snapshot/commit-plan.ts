@@ -8,7 +8,7 @@ import { SchemaChangedError } from '../errors.js';
 import type { MetadataFileNamer } from '../manifest/file-names.js';
 import { encodeManifestFiles, putManifestFiles, type ManifestCache } from '../manifest/manifest-file.js';
 import { writeCombinedManifestList, writeManifestList } from '../manifest/manifest-list.js';
-import { mergeManifests } from '../manifest/merge.js';
+import { encodeMergeWithDelta, planManifestMerge } from '../manifest/merge.js';
 import { foldLiveFiles, readDataManifests } from '../manifest/scan.js';
 import { fileIdentity } from '../manifest/file-entries.js';
 import { parsePartitionPath } from '../schema/partition.js';
@@ -81,7 +81,7 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
   const writeOpts = { namer, targetFileSize: opts.manifestTargetFileSize, schemaId: req.schemaId };
   const deltaFiles = encodeManifestFiles([...changes.deletes, ...changes.adds], writeOpts);
   const changelogFiles = encodeManifestFiles(changes.changelog, writeOpts);
-  const [, , , dataManifestList, changelogManifestList] = await allOrFirstError<[void, void, void, string, string | undefined]>([
+  const [, , dataManifestList, changelogManifestList] = await allOrFirstError<[void, void, string, string | undefined]>([
     // First in the list: a real conflict is reported ahead of any write failure.
     checkCommitConflicts({
       store,
@@ -94,15 +94,24 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
       compareKeys: opts.compareKeys,
       cache,
     }),
-    putManifestFiles(store, tablePath, deltaFiles, cache),
     putManifestFiles(store, tablePath, changelogFiles, cache),
     // base(N) = merged state of N-1 = merge(base(N-1) + delta(N-1)); base and delta go into one
-    // combined list (one PUT), named as both the base and the delta list of the snapshot.
-    mergeManifests(store, tablePath, previous, namer, {
+    // combined list (one PUT), named as both the base and the delta list of the snapshot. A merge
+    // that writes a manifest takes the delta's entries into it (encodeMergeWithDelta): a merging
+    // commit writes one manifest, as every other commit does.
+    planManifestMerge(store, tablePath, previous, {
       targetFileSize: opts.manifestTargetFileSize,
       mergeMinCount: opts.manifestMergeMinCount,
       fullCompactionThresholdSize: opts.manifestFullCompactionThresholdSize,
-    }, cache).then((base) => writeCombinedManifestList(store, tablePath, base, deltaFiles.map((f) => f.meta), namer, cache)),
+    }, cache).then(async (plan) => {
+      const data = encodeMergeWithDelta(plan, namer, deltaFiles, req.schemaId);
+      // The list may be written before its manifests: nothing is referenced until the snapshot is.
+      const [, list] = await allOrFirstError<[void, string]>([
+        putManifestFiles(store, tablePath, data.files, cache),
+        writeCombinedManifestList(store, tablePath, data.base, data.delta, namer, cache),
+      ]);
+      return list;
+    }),
     changelogFiles.length > 0 ? writeManifestList(store, tablePath, changelogFiles.map((f) => f.meta), namer) : Promise.resolve(undefined),
   ]);
 

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { fileIdentity } from '../../lib/manifest/file-entries.js';
 import { MetadataFileNamer } from '../../lib/manifest/file-names.js';
-import { LruManifestCache, readManifestFile, writeManifestFiles } from '../../lib/manifest/manifest-file.js';
-import { mergeManifests } from '../../lib/manifest/merge.js';
-import { foldLiveFiles, readDataManifests, readLiveFiles } from '../../lib/manifest/scan.js';
+import { CorruptMetadataError } from '../../lib/errors.js';
+import { encodeManifestFiles, LruManifestCache, putManifestFiles, readManifestFile, writeManifestFiles } from '../../lib/manifest/manifest-file.js';
+import { writeCombinedManifestList } from '../../lib/manifest/manifest-list.js';
+import { encodeMergedParts, encodeMergeWithDelta, mergeManifests, planManifestMerge } from '../../lib/manifest/merge.js';
+import { foldLiveFiles, readDataManifests, readDeltaEntries, readEntries, readLiveFiles, readSnapshotLists } from '../../lib/manifest/scan.js';
 import type { ManifestEntry, ManifestFileMeta } from '../../lib/manifest/types.js';
 import type { Snapshot } from '../../lib/snapshot/snapshot.js';
 import { commit, type CommitOptions, type CommitRequest, type FileChange } from '../../lib/snapshot/commit.js';
@@ -129,8 +131,75 @@ describe('mergeManifests, randomized history', () => {
   });
 });
 
+describe('a merge that takes a commit\'s delta into its manifest, randomized history', () => {
+  it('keeps every state exact, reads back each delta as written, and writes no manifest for the delta', async () => {
+    const rnd = seededRandom('merge with delta randomized');
+    let folded = 0;
+    for (let round = 0; round < 6; round++) {
+      const store = new MemoryStore();
+      const cache = rnd.int(2) === 0 ? new LruManifestCache() : undefined;
+      const opts = { targetFileSize: 300 + rnd.int(4000), mergeMinCount: 2 + rnd.int(8), fullCompactionThresholdSize: 500 + rnd.int(20000) };
+      const label = `round ${round} with ${JSON.stringify(opts)}`;
+      const truth = new Map<string, ManifestEntry>();
+      let list: ManifestFileMeta[] = [];
+      let counter = 0;
+      for (let n = 0; n < 60; n++) {
+        const delta: ManifestEntry[] = [];
+        const liveNow = [...truth.values()];
+        for (let d = rnd.int(3); d > 0 && liveNow.length > 0; d--) {
+          const victim = liveNow.splice(rnd.int(liveNow.length), 1)[0];
+          delta.push({ ...victim, kind: 'DELETE' });
+          truth.delete(fileIdentity(victim));
+        }
+        for (let a = rnd.int(4); a > 0; a--) {
+          const e = entry('ADD', `f-${counter++}`, { level: rnd.int(3) }, { partition: `p=${rnd.int(3)}`, bucket: rnd.int(2) });
+          delta.push(e);
+          truth.set(fileIdentity(e), e);
+        }
+        // Act: one commit's manifests, as commit-plan.ts makes them.
+        const namer = new MetadataFileNamer();
+        const plan = await planManifestMerge(store, T, list, opts, cache);
+        const deltaFiles = encodeManifestFiles(delta, { namer, schemaId: 0, targetFileSize: 1 << 30 });
+        const data = encodeMergeWithDelta(plan, namer, deltaFiles, 0);
+        store.resetCallLog();
+        await putManifestFiles(store, T, data.files, cache);
+        if (data.delta.some((m) => m.slice !== undefined)) {
+          folded++;
+          // The delta went into the merge's last file: the commit wrote only what the merge writes.
+          const merged = encodeMergedParts(plan, new MetadataFileNamer()).flat();
+          expect(store.callLog.filter((c) => c.op === 'put'), label).toHaveLength(merged.length);
+        }
+        list = [...data.base, ...data.delta];
+        // Assess: the state is exact, and the delta rows read back exactly this commit's entries.
+        expect(await live(store, list), `${label}, commit ${n}`).toEqual([...truth.keys()].sort());
+        const readBack = await readEntries(store, T, data.delta);
+        expect(readBack.map((e) => `${e.kind} ${fileIdentity(e)}`), `${label}, commit ${n}`).toEqual(delta.map((e) => `${e.kind} ${fileIdentity(e)}`));
+      }
+    }
+    expect(folded).toBeGreaterThan(0);
+  });
+
+  it('round-trips sliced rows through a manifest list (version 2) and refuses a slice past the file', async () => {
+    const store = new MemoryStore();
+    const namer = new MetadataFileNamer();
+    const [m1, m2] = await writeEach(store, [[entry('ADD', 'a')], [entry('ADD', 'b')]]);
+    const plan = await planManifestMerge(store, T, [m1, m2], { mergeMinCount: 2 });
+    const data = encodeMergeWithDelta(plan, namer, encodeManifestFiles([entry('ADD', 'c'), entry('DELETE', 'a')], { namer, schemaId: 0 }), 0);
+    await putManifestFiles(store, T, data.files);
+    const name = await writeCombinedManifestList(store, T, data.base, data.delta, namer);
+    const body = JSON.parse(new TextDecoder().decode((await store.get(`${T}/manifest/${name}`)).body)) as { version: number };
+    expect(body.version).toBe(2);
+    const lists = await readSnapshotLists(store, T, { baseManifestList: name, deltaManifestList: name });
+    expect(lists).toEqual({ base: data.base, delta: data.delta });
+    expect(data.base[0].fileSize + data.delta[0].fileSize).toBe(data.files[0].body.length);
+    expect((await readEntries(store, T, lists.delta)).map((e) => `${e.kind} ${e.file.fileName}`)).toEqual(['ADD c', 'DELETE a']);
+    expect(await live(store, [...lists.base, ...lists.delta])).toEqual([entry('ADD', 'b'), entry('ADD', 'c')].map(fileIdentity).sort());
+    await expect(readEntries(store, T, [{ ...data.delta[0], slice: [2, 9] }])).rejects.toThrow(CorruptMetadataError);
+  });
+});
+
 describe('manifest merging over many commits', () => {
-  async function manyCommits(label: string, mergeOpts: Partial<CommitOptions>): Promise<void> {
+  async function manyCommits(label: string, mergeOpts: Partial<CommitOptions>): Promise<number> {
     // Prepare
     const store = new MemoryStore();
     const commitOpts = testCommitOptions({
@@ -142,6 +211,7 @@ describe('manifest merging over many commits', () => {
     let l0: FileChange[] = [];
     let maxRead = 0;
     let maxBytes = 0;
+    let maxManifestPuts = 0;
     let last: Snapshot | undefined;
     // Act: 1,000 commits; every 20th compacts the 19 level-0 files before it into one level-1 file.
     for (let n = 1; n <= 1000; n++) {
@@ -158,7 +228,14 @@ describe('manifest merging over many commits', () => {
         l0.push({ ...f, file: { ...f.file } });
         truth.add(f.file.fileName);
       }
+      store.resetCallLog();
       last = (await commit(store, T, req, commitOpts)).snapshot;
+      const puts = store.callLog.filter((c) => c.op === 'put' && /\/manifest\/manifest-(?!list-)/.test(c.key)).length;
+      maxManifestPuts = Math.max(maxManifestPuts, puts);
+      // Each snapshot's delta is exactly its own commit's entries, also when it merged.
+      const delta = (await readDeltaEntries(store, T, last)).map((e) => `${e.kind} ${e.file.fileName}`);
+      const own = req.kind === 'COMPACT' ? [...req.compactBefore!.map((f) => `DELETE ${f.file.fileName}`), ...req.compactAfter!.map((f) => `ADD ${f.file.fileName}`)] : req.batches![0].newFiles.map((f) => `ADD ${f.file.fileName}`);
+      expect(delta.sort(), `snapshot ${last.id}`).toEqual(own.sort());
       // What a scan of this snapshot reads: its base and delta manifests.
       const manifests = await readDataManifests(store, T, last);
       maxRead = Math.max(maxRead, manifests.length);
@@ -182,6 +259,10 @@ describe('manifest merging over many commits', () => {
         `(max ${maxRead} over all 1000 snapshots, bound ${bound}; max ${maxBytes} bytes); ${live.length} live files`,
     );
     expect(maxRead).toBeLessThanOrEqual(bound);
+    // A merging commit takes its own entries into the merged manifest: with manifests far below
+    // the target size, every commit writes one manifest, merging or not.
+    if (mergeOpts.manifestTargetFileSize === undefined) expect(maxManifestPuts).toBe(1);
+    return maxManifestPuts;
   }
 
   it('keeps the manifests a scan reads bounded with the default options', async () => {

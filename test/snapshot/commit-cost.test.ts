@@ -67,8 +67,14 @@ function countingS3Client(counts: Counts): S3Client {
   return client;
 }
 
+/**
+ * Small, so that the warm commits below include several that merge manifests: those take their
+ * own entries into the merged manifest (manifest/merge.ts) and stay at three PUTs too.
+ */
+const MERGE_MIN_COUNT = 4;
+
 async function newTable(store: ObjectStore): Promise<Table> {
-  return new FolderCatalog(store).createTable('db.t', { fields: parseSchemaText('id BIGINT, v STRING'), primaryKeys: ['id'], options: { bucket: '2', 'write-only': 'true', 'num-sorted-run.stop-trigger': '1000' } });
+  return new FolderCatalog(store).createTable('db.t', { fields: parseSchemaText('id BIGINT, v STRING'), primaryKeys: ['id'], options: { bucket: '2', 'write-only': 'true', 'num-sorted-run.stop-trigger': '1000', 'manifest.merge-min-count': String(MERGE_MIN_COUNT) } });
 }
 
 /**

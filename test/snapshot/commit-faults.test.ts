@@ -5,10 +5,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { InjectedFaultError, StoreUnavailableError } from '../../lib/errors.js';
-import { readLiveFiles } from '../../lib/manifest/scan.js';
+import { readManifestFile } from '../../lib/manifest/manifest-file.js';
+import { readDeltaEntries, readLiveFiles, readSnapshotLists } from '../../lib/manifest/scan.js';
 import { dataFileKey, manifestDir } from '../../lib/manifest/table-paths.js';
 import { snapshotKey } from '../../lib/snapshot/paths.js';
-import { commit, type CommitRequest } from '../../lib/snapshot/commit.js';
+import { commit, type CommitOptions, type CommitRequest } from '../../lib/snapshot/commit.js';
 import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
 import { utf8, type ObjectStore } from '../../lib/store/object-store.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
@@ -27,10 +28,28 @@ async function appendWithData(store: MemoryStore, identifier: string): Promise<C
 }
 
 /** A table with two commits and the data file of the commit under test already written. */
-async function preparedTable(): Promise<{ store: MemoryStore; req: CommitRequest }> {
+async function preparedTable(commitOpts: CommitOptions = opts): Promise<{ store: MemoryStore; req: CommitRequest }> {
   const store = new MemoryStore();
-  for (const id of ['first', 'second']) await commit(store, T, await appendWithData(store, id), opts);
+  for (const id of ['first', 'second']) await commit(store, T, await appendWithData(store, id), commitOpts);
   return { store, req: await appendWithData(store, THE_COMMIT) };
+}
+
+/**
+ * With merge-min-count 2 the commit under test (snapshot 3) merges the two manifests before it:
+ * the merging commit, whose own entries go into the merged manifest (manifest/merge.ts).
+ */
+const mergingOpts = testCommitOptions({ maxRetries: 5, manifestMergeMinCount: 2 });
+
+/** Asserts the latest snapshot's data manifests are one file whose two slices hold the merged base and the delta. */
+async function assertFoldedMerge(store: MemoryStore, label: string): Promise<void> {
+  const latest = (await new SnapshotManager(store, T).latest())!;
+  const { base, delta } = await readSnapshotLists(store, T, latest);
+  expect(base.map((m) => m.fileName), label).toEqual(delta.map((m) => m.fileName));
+  expect([base[0].slice, delta[0].slice], label).toEqual([[0, 2], [2, 3]]);
+  // The merged manifest's contents are the union: both earlier files, then the commit's own.
+  const whole = await readManifestFile(store, T, base[0].fileName);
+  expect(whole.map((e) => `${e.kind} ${e.file.fileName}`), label).toEqual(['ADD data-first', 'ADD data-second', `ADD data-${THE_COMMIT}`]);
+  expect((await readDeltaEntries(store, T, latest)).map((e) => e.file.fileName), label).toEqual([`data-${THE_COMMIT}`]);
 }
 
 async function assertReadable(store: MemoryStore): Promise<void> {
@@ -45,13 +64,20 @@ async function carrying(store: MemoryStore, identifier: string): Promise<number>
   return (await allSnapshots(store, T)).filter((s) => s.commitIdentifier === identifier).length;
 }
 
-describe('commit under a crash at every storage call', () => {
+describe.each([
+  ['a plain commit', opts],
+  ['a commit that merges manifests', mergingOpts],
+])('%s under a crash at every storage call', (what, opts) => {
   it('leaves a readable table, lands exactly once on re-run, and leaves only unreferenced files behind', async () => {
     // Prepare: the call log of a clean commit.
-    const clean = await preparedTable();
+    const clean = await preparedTable(opts);
     clean.store.resetCallLog();
     await commit(clean.store, T, clean.req, opts);
     const calls = clean.store.callLog.map((c) => `${c.op} ${c.key}`);
+    // Either way three metadata PUTs beside the LATEST hint (this committer is cold): a merge
+    // takes the commit's entries into its manifest.
+    expect(calls.filter((c) => /^put/.test(c) && !c.endsWith('/LATEST')), what).toHaveLength(3);
+    if (opts === mergingOpts) await assertFoldedMerge(clean.store, 'clean run');
     const commitPoint = calls.findIndex((c) => c.startsWith('putIfAbsent') && c.includes('snapshot/snapshot-3'));
     expect(commitPoint).toBeGreaterThan(0);
     console.log(`a clean commit makes ${calls.length} storage calls:\n  ${calls.join('\n  ')}`);
@@ -60,7 +86,7 @@ describe('commit under a crash at every storage call', () => {
     for (let k = 1; k <= calls.length; k++) {
       for (const when of ['before', 'after'] as const) {
         const label = `crash ${when} call ${k} (${calls[k - 1]})`;
-        const { store, req } = await preparedTable();
+        const { store, req } = await preparedTable(opts);
         const keysBefore = new Set(store.keys());
         store.crashAt({ nth: k, when });
 
@@ -87,10 +113,11 @@ describe('commit under a crash at every storage call', () => {
         const after = await referencedKeys(store, T);
         expect(orphans.filter((key) => after.has(key)), label).toEqual([]);
         await assertReadable(store);
+        if (opts === mergingOpts) await assertFoldedMerge(store, label);
         outcomes.push(`${when} ${k}: ${error === undefined ? 'returned' : (error as Error).name}, landed=${landed}, orphans=${orphans.length}`);
       }
     }
-    console.log(`crash matrix (${outcomes.length} runs):\n  ${outcomes.join('\n  ')}`);
+    console.log(`${what}: crash matrix (${outcomes.length} runs):\n  ${outcomes.join('\n  ')}`);
   });
 });
 
