@@ -8,9 +8,17 @@ import { Table as WasmTable, transformParquetStream, type RecordBatch as WasmBat
 import { InvalidArgumentError } from '../errors.js';
 import { concatBytes } from '../store/object-store.js';
 import { dataFileWriterProperties, type WriteDataFileOptions } from './data-file.js';
+import { tableIPCInto } from './ipc-buffer.js';
 
 /** Rows copied into wasm per step of `add` (the encoder pool slices the same way: same batches, same bytes). */
 export const ADD_SLICE_ROWS = 65_536;
+
+/**
+ * The IPC bytes of the slice being copied into wasm, reused by every inline writer of the thread
+ * (used only between `tableIPCInto` and the synchronous copy at the start of `addIPC`): no fresh
+ * multi-MB buffer per slice (see ipc-buffer.ts).
+ */
+let scratch: ArrayBuffer | undefined;
 
 interface Pull {
   controller: ReadableStreamDefaultController<WasmBatch>;
@@ -106,7 +114,10 @@ export class DataFileStreamWriter {
     // would raise the process's memory for good.
     for (let at = 0; at < rows.numRows; at += ADD_SLICE_ROWS) {
       const slice = rows.slice(at, Math.min(rows.numRows, at + ADD_SLICE_ROWS));
-      await this.addIPC(arrow.tableToIPC(slice, 'stream'), slice.numRows);
+      // Into the one scratch buffer: addIPC copies it into wasm before it first awaits.
+      const ipc = tableIPCInto(slice, scratch);
+      scratch = ipc.buffer as ArrayBuffer;
+      await this.addIPC(ipc, slice.numRows);
     }
   }
 

@@ -1,15 +1,19 @@
 /**
  * Parquet encoding off the calling thread: a small pool of worker threads, each with its own
- * parquet-wasm instance, encodes data files whose rows the calling thread streams to it as Arrow
- * IPC slices (buffers transferred, not copied). While a worker encodes one piece the calling
- * thread sorts, merges and gathers the next, and the files of several buckets encode side by side.
+ * parquet-wasm instance. A data file opened on the pool is cut into its row groups; each row group
+ * is a piece — its rows as the Arrow IPC slices the inline encoder would feed parquet-wasm, their
+ * buffers transferred, not copied — that the least busy worker encodes as a one-row-group Parquet
+ * file, while the calling thread sorts, merges and gathers the next. `finish` splices the pieces
+ * into one file (parquet-splice.ts), the inline encoder's file: so the row groups of one bucket's
+ * file encode side by side, and so do the files of several buckets. At most IN_FLIGHT_PIECES per
+ * thread are out at a time; the slice buffers come back with each piece's answer and are reused.
  *
- * Workers start on first use and are unref'd whenever they hold no open file, so a CLI exits as
- * soon as its work is done. A worker that dies fails every file it held with EncoderWorkerError;
- * an encode error inside a worker comes back as the error the inline encoder throws (same name
- * and message). Where no worker entry can be found (a bundle that does not ship
- * `encode-worker.js` next to itself), the pool reports itself unavailable and callers encode
- * inline.
+ * Workers start on first use and are unref'd whenever they hold no piece, so a CLI exits as soon
+ * as its work is done. A worker that dies fails every piece it held, and the files they belong to,
+ * with EncoderWorkerError; an encode error inside a worker comes back as the error the inline
+ * encoder throws (same name and message). Where no worker entry can be found (a bundle that does
+ * not ship `encode-worker.js` next to itself), the pool reports itself unavailable and callers
+ * encode inline.
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -19,18 +23,19 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import * as arrow from 'apache-arrow';
 import { CorruptMetadataError, EncoderWorkerError, InvalidArgumentError, SchemaMismatchError } from '../errors.js';
-import { dataFileWriterProperties, type WriteDataFileOptions } from './data-file.js';
+import { DEFAULT_ROW_GROUP_SIZE, dataFileWriterProperties, type WriteDataFileOptions } from './data-file.js';
 import { ADD_SLICE_ROWS } from './data-file-stream.js';
 import type { EncoderReply, EncoderRequest, SerializedError } from './encoder-protocol.js';
+import { tableIPCInto } from './ipc-buffer.js';
+import { spliceParquetFiles } from './parquet-splice.js';
 
 /** Environment variable that sets the pool's thread count; 0 encodes on the calling thread. */
 export const ENCODE_THREADS_ENV = 'VARVE_ENCODE_THREADS';
 /** Environment variable that sets PARALLEL_FLUSH_BYTES's value for the process (bytes). */
 export const ENCODE_MIN_FLUSH_BYTES_ENV = 'VARVE_ENCODE_MIN_FLUSH_BYTES';
 /**
- * Buffered bytes from which a flush of several buckets encodes on the pool's threads, side by side;
- * below it (and for a single bucket) a flush encodes inline, one bucket at a time, so a small
- * commit starts no thread and a one-bucket write's memory stays one encoder's.
+ * Buffered bytes from which a flush encodes on the pool's threads; below it a flush encodes
+ * inline, one bucket at a time, so a small commit starts no thread.
  */
 export const PARALLEL_FLUSH_BYTES = 8 * 1024 * 1024;
 /** The default never starts more workers than this, whatever the core count. */
@@ -38,10 +43,12 @@ const MAX_DEFAULT_THREADS = 4;
 /** Lambda gives a function one vCPU per 1,769 MB of memory, whatever core count the OS reports. */
 const LAMBDA_MB_PER_VCPU = 1769;
 /**
- * Slices per file sent but not yet encoded: enough for the worker never to wait for the calling
- * thread, few enough that memory holds a couple of slices per file, not the buffer.
+ * Pieces (row groups) per thread posted but not yet encoded: enough for a worker never to wait for
+ * the calling thread, few enough that memory holds a couple of row groups per thread, not the buffer.
  */
-const IN_FLIGHT_SLICES = 2;
+const IN_FLIGHT_PIECES = 2;
+/** Slice buffers kept for reuse (see ipc-buffer.ts); the rest of those the workers give back are dropped. */
+const SPARE_BUFFERS = 8;
 
 /** A data file being encoded a piece at a time (inline by DataFileStreamWriter, or by a worker). */
 export interface DataFileEncoder {
@@ -110,19 +117,28 @@ function findWorkerEntry(): WorkerEntry | null {
 
 interface Slot {
   worker: Worker;
-  /** Files open on this worker, by pool file number. */
-  files: Map<number, RemoteFile>;
+  /** Pieces posted to this worker and not yet answered, by piece number. */
+  pieces: Map<number, PendingPiece>;
+}
+
+interface PendingPiece {
+  resolve: (bytes: Uint8Array) => void;
+  reject: (e: Error) => void;
 }
 
 /** A pool of Parquet encoder threads (see the file comment). */
 export class EncoderPool {
   private readonly slots: Slot[] = [];
   private entry: WorkerEntry | null | undefined;
-  private nextFile = 1;
+  private nextPiece = 1;
+  private posted = 0;
+  private readonly waiting: (() => void)[] = [];
+  /** Slice buffers back from the workers, reused for the next slices (see ipc-buffer.ts). */
+  private readonly spare: ArrayBuffer[] = [];
 
   constructor(
     private maxThreads: number,
-    /** A flush of several buckets uses the pool from this many buffered bytes (see PARALLEL_FLUSH_BYTES). */
+    /** A flush uses the pool from this many buffered bytes (see PARALLEL_FLUSH_BYTES). */
     public minFlushBytes = defaultMinFlushBytes(),
   ) {}
 
@@ -152,20 +168,14 @@ export class EncoderPool {
   }
 
   /**
-   * Opens a data file of `schema` encoded by a worker: the idle one, a new one while below
-   * `threads`, else the one with the fewest open files. Schema and options are checked here, so
-   * their errors are the inline encoder's, thrown at once.
+   * Opens a data file of `schema` whose row groups the pool's workers encode side by side (each
+   * row group on whichever worker is free), spliced into one file at `finish`. Schema and options
+   * are checked here, so their errors are the inline encoder's, thrown at once.
    */
   open(schema: arrow.Schema, opts: WriteDataFileOptions): DataFileEncoder {
     dataFileWriterProperties(schema, opts).free();
     if (!this.available) throw new InvalidArgumentError('the encoder pool has no worker threads here; encode inline (DataFileStreamWriter)');
-    const slot = this.pick();
-    const file = new RemoteFile(this.nextFile++, slot, () => this.release(slot, file));
-    if (slot.files.size === 0) slot.worker.ref();
-    slot.files.set(file.id, file);
-    const empty = new arrow.Table(schema, [new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(schema.fields), length: 0, nullCount: 0, children: schema.fields.map((f) => arrow.makeData({ type: f.type, length: 0 })) }))]);
-    file.post({ op: 'open', file: file.id, schema: arrow.tableToIPC(empty, 'stream'), opts });
-    return file;
+    return new PooledFile(this, schema, opts);
   }
 
   /** Stops every worker (files still open fail). The pool starts new ones on its next use. */
@@ -174,28 +184,64 @@ export class EncoderPool {
     await Promise.all(slots.map((s) => s.worker.terminate()));
   }
 
+  /** A buffer for the next slice's IPC bytes, from those the workers gave back (undefined: none spare). */
+  spareBuffer(): ArrayBuffer | undefined {
+    return this.spare.pop();
+  }
+
+  /** Waits until fewer than IN_FLIGHT_PIECES per thread are posted and unanswered. */
+  async room(): Promise<void> {
+    while (this.posted >= IN_FLIGHT_PIECES * Math.max(1, this.maxThreads)) await new Promise<void>((r) => this.waiting.push(r));
+  }
+
+  /**
+   * Posts one piece (a row group's slices, whose buffers move to the worker) to the worker with
+   * the fewest pieces waiting; resolves with the piece encoded as a one-row-group Parquet file.
+   */
+  encode(schema: Uint8Array, opts: WriteDataFileOptions, slices: Uint8Array[]): Promise<Uint8Array> {
+    if (!this.available) return Promise.reject(new InvalidArgumentError('the encoder pool has no worker threads here; encode inline (DataFileStreamWriter)'));
+    const slot = this.pick();
+    const piece = this.nextPiece++;
+    return new Promise<Uint8Array>((resolve, reject) => {
+      if (slot.pieces.size === 0) slot.worker.ref();
+      this.posted++;
+      slot.pieces.set(piece, { resolve, reject });
+      const transfer = [...new Set(slices.map((b) => b.buffer as ArrayBuffer))];
+      slot.worker.postMessage({ op: 'piece', piece, schema, opts, slices } satisfies EncoderRequest, transfer);
+    });
+  }
+
   private pick(): Slot {
     const usable = this.slots.slice(0, this.maxThreads);
     let best: Slot | undefined;
-    for (const s of usable) if (!best || s.files.size < best.files.size) best = s;
-    if (best && (best.files.size === 0 || usable.length >= this.maxThreads)) return best;
+    for (const s of usable) if (!best || s.pieces.size < best.pieces.size) best = s;
+    if (best && (best.pieces.size === 0 || usable.length >= this.maxThreads)) return best;
     return this.spawn();
   }
 
   private spawn(): Slot {
     const entry = this.entry!;
     const worker = 'file' in entry ? new Worker(entry.file) : new Worker(entry.eval, { eval: true });
-    const slot: Slot = { worker, files: new Map() };
+    const slot: Slot = { worker, pieces: new Map() };
     this.slots.push(slot);
     worker.unref();
-    worker.on('message', (msg: EncoderReply) => slot.files.get(msg.file)?.receive(msg));
+    worker.on('message', (msg: EncoderReply) => {
+      const p = slot.pieces.get(msg.piece);
+      if (p === undefined) return;
+      this.settle(slot, msg.piece);
+      if (msg.op === 'encoded') {
+        // Slice buffers come back for reuse: a few, not one per slice ever sent.
+        for (const b of msg.slices) if (this.spare.length < SPARE_BUFFERS) this.spare.push(b);
+        p.resolve(msg.bytes);
+      } else p.reject(remoteError(msg.error));
+    });
     const die = (why: string, cause?: unknown) => {
       const i = this.slots.indexOf(slot);
       if (i >= 0) this.slots.splice(i, 1);
-      const open = [...slot.files.values()];
-      slot.files.clear();
-      for (const f of open) {
-        f.fail(new EncoderWorkerError(`the Parquet encoder thread ${why} while it was encoding ${open.length} data file(s) of this write; those files are lost and nothing of the write was committed — retry the write (set ${ENCODE_THREADS_ENV}=0 to encode on the calling thread)`, { cause }));
+      const open = [...slot.pieces.entries()];
+      for (const [piece] of open) this.settle(slot, piece);
+      for (const [, p] of open) {
+        p.reject(new EncoderWorkerError(`the Parquet encoder thread ${why} while it was encoding ${open.length} piece(s) of this write's data files; those files are lost and nothing of the write was committed — retry the write (set ${ENCODE_THREADS_ENV}=0 to encode on the calling thread)`, { cause }));
       }
     };
     worker.on('error', (e) => die(`failed (${e.message})`, e));
@@ -203,104 +249,92 @@ export class EncoderPool {
     return slot;
   }
 
-  private release(slot: Slot, file: RemoteFile): void {
-    if (slot.files.delete(file.id) && slot.files.size === 0) slot.worker.unref();
+  private settle(slot: Slot, piece: number): void {
+    if (!slot.pieces.delete(piece)) return;
+    this.posted--;
+    if (slot.pieces.size === 0) slot.worker.unref();
+    this.waiting.shift()?.();
   }
 }
 
-/** A data file encoded by a worker: slices go out as transferred IPC bytes, at most IN_FLIGHT_SLICES ahead. */
-class RemoteFile implements DataFileEncoder {
-  private inFlight = 0;
+/**
+ * A data file encoded by the pool a row group at a time: rows are cut into the slices the inline
+ * encoder would feed parquet-wasm (ADD_SLICE_ROWS from the start of each `add`, and at every row
+ * group boundary, where parquet-rs splits a batch), so each row group's pages are the inline
+ * encoder's byte for byte; a full row group goes to a worker as one piece while this thread
+ * prepares the next, and `finish` splices the pieces (parquet-splice.ts).
+ */
+class PooledFile implements DataFileEncoder {
+  private readonly schemaIPC: Uint8Array;
+  private readonly rowGroupSize: number;
+  private slices: Uint8Array[] = [];
+  private sliceRows = 0;
+  private readonly pieces: Promise<Uint8Array>[] = [];
   private failure: Error | null = null;
-  private wake: (() => void) | null = null;
-  private result: { resolve: (b: Uint8Array) => void; reject: (e: unknown) => void } | null = null;
   private done = false;
 
   constructor(
-    readonly id: number,
-    private readonly slot: Slot,
-    private readonly release: () => void,
-  ) {}
-
-  post(msg: EncoderRequest, transfer: ArrayBuffer[] = []): void {
-    this.slot.worker.postMessage(msg, transfer);
+    private readonly pool: EncoderPool,
+    schema: arrow.Schema,
+    private readonly opts: WriteDataFileOptions,
+  ) {
+    this.rowGroupSize = opts.rowGroupSize ?? DEFAULT_ROW_GROUP_SIZE;
+    this.schemaIPC = arrow.tableToIPC(emptyTable(schema), 'stream');
   }
 
   async add(rows: arrow.Table): Promise<void> {
     if (this.done) throw new InvalidArgumentError('the data file is finished; open a new writer');
     for (let at = 0; at < rows.numRows; at += ADD_SLICE_ROWS) {
-      const slice = rows.slice(at, Math.min(rows.numRows, at + ADD_SLICE_ROWS));
-      while (this.inFlight >= IN_FLIGHT_SLICES && this.failure === null) await new Promise<void>((r) => (this.wake = r));
-      if (this.failure !== null) throw this.failure;
-      const ipc = arrow.tableToIPC(slice, 'stream');
-      this.inFlight++;
-      this.post({ op: 'add', file: this.id, ipc, rows: slice.numRows }, ipc.byteOffset === 0 && ipc.byteLength === ipc.buffer.byteLength ? [ipc.buffer as ArrayBuffer] : []);
+      const end = Math.min(rows.numRows, at + ADD_SLICE_ROWS);
+      for (let from = at; from < end; ) {
+        const to = Math.min(end, from + (this.rowGroupSize - this.sliceRows));
+        if (this.failure !== null) throw this.failure;
+        this.slices.push(tableIPCInto(rows.slice(from, to), this.pool.spareBuffer()));
+        this.sliceRows += to - from;
+        from = to;
+        if (this.sliceRows === this.rowGroupSize) await this.post();
+      }
     }
   }
 
-  finish(): Promise<Uint8Array> {
-    if (this.done) return Promise.reject(new InvalidArgumentError('the data file is finished already'));
-    this.done = true;
-    if (this.failure !== null) {
-      this.release();
-      return Promise.reject(this.failure);
-    }
-    return new Promise<Uint8Array>((resolve, reject) => {
-      this.result = { resolve, reject };
-      this.post({ op: 'finish', file: this.id });
+  /** Sends the rows gathered so far as the next piece, once the pool has room. */
+  private async post(): Promise<void> {
+    await this.pool.room();
+    if (this.failure !== null) throw this.failure;
+    const piece = this.pool.encode(this.schemaIPC, this.opts, this.slices);
+    this.slices = [];
+    this.sliceRows = 0;
+    // A failed piece fails the file: the next add throws, finish rejects with it.
+    piece.catch((e: Error) => {
+      if (this.failure === null) this.failure = e;
     });
+    this.pieces.push(piece);
+  }
+
+  async finish(): Promise<Uint8Array> {
+    if (this.done) throw new InvalidArgumentError('the data file is finished already');
+    this.done = true;
+    // The last, short row group (or, for a file with no rows, the empty piece the inline encoder
+    // would be asked to finish: it fails the same way).
+    if (this.sliceRows > 0 || this.pieces.length === 0) await this.post().catch(() => undefined);
+    const settled = await Promise.allSettled(this.pieces);
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw this.failure ?? failed.reason;
+    if (this.failure !== null) throw this.failure;
+    return spliceParquetFiles(settled.map((r) => (r as PromiseFulfilledResult<Uint8Array>).value));
   }
 
   async discard(): Promise<void> {
     if (this.done) return;
     this.done = true;
-    if (this.failure !== null) {
-      this.release();
-      return;
-    }
-    await new Promise<void>((resolve) => {
-      this.result = { resolve: () => resolve(), reject: () => resolve() };
-      this.post({ op: 'discard', file: this.id });
-    });
+    this.slices = [];
+    await Promise.allSettled(this.pieces);
   }
+}
 
-  receive(msg: EncoderReply): void {
-    switch (msg.op) {
-      case 'added':
-        this.inFlight--;
-        this.wakeUp();
-        return;
-      case 'failed':
-        this.fail(remoteError(msg.error));
-        return;
-      case 'finished':
-      case 'discarded': {
-        const r = this.result;
-        this.result = null;
-        this.release();
-        r?.resolve(msg.op === 'finished' ? msg.bytes : new Uint8Array(0));
-        return;
-      }
-    }
-  }
-
-  /** The file failed (an encode error, or its worker died): waiting and later calls get `e`. */
-  fail(e: Error): void {
-    if (this.failure === null) this.failure = e;
-    this.wakeUp();
-    const r = this.result;
-    this.result = null;
-    if (r) {
-      this.release();
-      r.reject(this.failure);
-    }
-  }
-
-  private wakeUp(): void {
-    const w = this.wake;
-    this.wake = null;
-    w?.();
-  }
+/** A zero-row table of `schema` (its IPC stream carries the schema to the workers). */
+function emptyTable(schema: arrow.Schema): arrow.Table {
+  return new arrow.Table(schema, [new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(schema.fields), length: 0, nullCount: 0, children: schema.fields.map((f) => arrow.makeData({ type: f.type, length: 0 })) }))]);
 }
 
 // The WebAssembly global is missing from the project's type libs (ES2023 + node), not from Node.

@@ -8,16 +8,14 @@ export interface SerializedError {
   stack?: string;
 }
 
-/** Calling thread → worker. `file` numbers the data file within the pool. */
-export type EncoderRequest =
-  | { op: 'open'; file: number; schema: Uint8Array; opts: WriteDataFileOptions }
-  | { op: 'add'; file: number; ipc: Uint8Array; rows: number }
-  | { op: 'finish'; file: number }
-  | { op: 'discard'; file: number };
+/**
+ * Calling thread → worker: encode one piece of a data file — its rows as Arrow IPC slices (the
+ * batches the inline encoder would feed parquet-wasm) — as a Parquet file of its own. `piece`
+ * numbers it within the pool; `schema` is a zero-row IPC stream of the file's schema.
+ */
+export type EncoderRequest = { op: 'piece'; piece: number; schema: Uint8Array; opts: WriteDataFileOptions; slices: Uint8Array[] };
 
-/** Worker → calling thread. */
+/** Worker → calling thread. `slices` gives the request's slice buffers back for reuse. */
 export type EncoderReply =
-  | { op: 'added'; file: number }
-  | { op: 'finished'; file: number; bytes: Uint8Array }
-  | { op: 'failed'; file: number; error: SerializedError }
-  | { op: 'discarded'; file: number };
+  | { op: 'encoded'; piece: number; bytes: Uint8Array; slices: ArrayBuffer[] }
+  | { op: 'failed'; piece: number; error: SerializedError };

@@ -395,15 +395,16 @@ export class TableWriter {
     await this.releaseHeld();
     const filled = [...this.buckets.values()].filter((bw) => bw.buffer.size > 0);
     const bytes = filled.reduce((s, bw) => s + bw.buffer.size * bw.buffer.bytesPerRecord, 0);
-    // Several buckets, enough rows (the pool's minFlushBytes, see PARALLEL_FLUSH_BYTES) and a
-    // write buffer large enough to afford the workers (PARALLEL_MIN_WRITE_BUFFER).
+    // Enough rows (the pool's minFlushBytes, see PARALLEL_FLUSH_BYTES) and a write buffer large
+    // enough to afford the workers (PARALLEL_MIN_WRITE_BUFFER); one bucket's file too, its row
+    // groups spread over the workers.
     const roomy = this.table.options.writeBufferSize >= PARALLEL_MIN_WRITE_BUFFER;
     // Rows that outgrew write-buffer-size have spilled: the in-memory parts of every bucket go to
     // disk as one more run each before the first flush, so the flushes (encoder, a batch per run,
     // the file's bytes) run beside nothing buffered rather than on top of a full buffer. Measured
     // on the 2M-row JSONL write (32 MB buffer, 4 buckets): peak RSS about 30 MB lower.
     if (filled.some((bw) => bw.buffer.spilledRuns > 0)) for (const bw of filled) bw.buffer.spillMemory();
-    const pool = roomy && filled.length >= 2 && bytes >= encoderPool().minFlushBytes ? encoderPool() : undefined;
+    const pool = roomy && bytes >= encoderPool().minFlushBytes ? encoderPool() : undefined;
     if (pool?.available) {
       // Side by side: each bucket's file goes to a worker's encoder while this thread sorts and
       // gathers the next pieces. Every flush is awaited before a failure is thrown, so no file is

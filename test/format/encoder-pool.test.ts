@@ -1,5 +1,4 @@
 import * as arrow from 'apache-arrow';
-import { parquetMetadata } from 'hyparquet';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EncoderWorkerError, SchemaMismatchError } from '../../lib/errors.js';
 import { physicalArrowSchemaOf } from '../../lib/format/arrow-schema.js';
@@ -8,6 +7,7 @@ import { DataFileStreamWriter } from '../../lib/format/data-file-stream.js';
 import { readDataFile } from '../../lib/format/data-file.js';
 import { defaultEncodeThreads, EncoderPool } from '../../lib/format/encoder-pool.js';
 import type { Row } from '../../lib/schema/types.js';
+import { dataPart, footerOf } from '../helpers/parquet-bytes.js';
 import { rng, testSeed } from '../helpers/random.js';
 import { allTypeFields, edgeRows, randomRows } from './fixtures.js';
 
@@ -26,22 +26,6 @@ function piecesOf(table: arrow.Table, r: ReturnType<typeof rng>): arrow.Table[] 
     at += n;
   }
   return out;
-}
-
-/** A Parquet file's bytes before its footer: every page, byte for byte. */
-function dataPart(b: Uint8Array): Uint8Array {
-  const footer = new DataView(b.buffer, b.byteOffset + b.byteLength - 8, 4).getUint32(0, true);
-  return b.subarray(0, b.byteLength - 8 - footer);
-}
-
-/**
- * A file's footer with its key-value metadata as a sorted list: parquet-wasm passes the metadata
- * through a hash map seeded per wasm instance, so its order differs between any two instances
- * (two processes inline too) — the one byte difference a reader cannot see.
- */
-function footerOf(b: Uint8Array): unknown {
-  const md = parquetMetadata(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer);
-  return { ...md, key_value_metadata: [...(md.key_value_metadata ?? [])].sort((x, y) => (x.key < y.key ? -1 : 1)), metadata_length: undefined };
 }
 
 const pools: EncoderPool[] = [];
@@ -65,7 +49,7 @@ describe('EncoderPool', () => {
     expect(p.available).toBe(true);
     const tables = [physical([...edgeRows(), ...randomRows(r, FIELDS, r.int(1, 3000))]), physical(randomRows(r, FIELDS, 70_000)), physical(randomRows(r, FIELDS, r.int(1, 200)))];
     for (const compression of ['zstd', 'lz4'] as const) {
-      const opts = { compression, metadata: { 'varve.schema-id': '0', seed: String(seed) }, rowGroupSize: r.pick([1000, 262_144]) };
+      const opts = { compression, metadata: { 'varve.schema-id': '0', seed: String(seed) }, rowGroupSize: r.pick([1000, r.int(50, 5000), 262_144]) };
       const pieces = tables.map((t) => piecesOf(t, r));
       // Act: inline one after the other; on the pool all three at once (two workers, one holds two files).
       const inline: Uint8Array[] = [];
@@ -92,6 +76,29 @@ describe('EncoderPool', () => {
     expect(p.started).toBe(2);
   });
 
+  it("spreads one file's row groups over every worker and splices them into the inline encoder's file", async () => {
+    // Prepare: one table of many small row groups, added in random pieces.
+    const seed = testSeed('encoder-pool one file');
+    const r = rng(seed);
+    const p = pool(2);
+    const t = physical(randomRows(r, FIELDS, r.int(3000, 8000)));
+    const opts = { compression: r.pick(['zstd', 'lz4'] as const), metadata: { seed: String(seed) }, rowGroupSize: r.int(200, 900) };
+    const pieces = piecesOf(t, r);
+    // Act
+    const inline = await DataFileStreamWriter.open(t.schema, opts);
+    const remote = p.open(t.schema, opts);
+    for (const piece of pieces) {
+      await inline.add(piece);
+      await remote.add(piece);
+    }
+    const [a, b] = [await inline.finish(), await remote.finish()];
+    // Assess: both workers encoded (the pool keeps two pieces per thread in flight), same file.
+    const what = `${t.numRows} rows, row groups of ${opts.rowGroupSize}, seed ${seed}`;
+    expect(p.started, what).toBe(2);
+    expect(Buffer.from(dataPart(b)).equals(Buffer.from(dataPart(a))), what).toBe(true);
+    expect(footerOf(b), what).toEqual(footerOf(a));
+  });
+
   it('checks schema and options where the inline encoder does, with its errors', () => {
     const p = pool(1);
     const noSystem = new arrow.Schema(physicalArrowSchemaOf(FIELDS).fields.slice(0, -2));
@@ -116,14 +123,15 @@ describe('EncoderPool', () => {
     const p = pool(1);
     const t = physical(randomRows(rng(2), FIELDS, 50));
     const w = p.open(t.schema, { compression: 'zstd' });
-    delete process.env.VARVE_TEST_ENCODE_WORKER_FAULT;
     const failed = (async () => {
       await w.add(t);
       await w.add(t);
       await w.add(t);
       return w.finish();
     })();
+    // (the worker starts at the first piece and reads the hook then)
     await expect(failed).rejects.toThrow(/injected encoder fault/);
+    delete process.env.VARVE_TEST_ENCODE_WORKER_FAULT;
     expect(p.started).toBe(1);
   });
 
@@ -132,12 +140,12 @@ describe('EncoderPool', () => {
     const p = pool(1);
     const t = physical(randomRows(rng(3), FIELDS, 50));
     const w = p.open(t.schema, { compression: 'zstd' });
-    delete process.env.VARVE_TEST_ENCODE_WORKER_FAULT;
     const failed = (async () => {
       for (let i = 0; i < 4; i++) await w.add(t);
       return w.finish();
     })();
     await expect(failed).rejects.toThrow(EncoderWorkerError);
+    delete process.env.VARVE_TEST_ENCODE_WORKER_FAULT;
     await expect(failed).rejects.toThrow(/exited with code 70/);
     expect(p.started).toBe(0);
     const again = p.open(t.schema, { compression: 'zstd' });

@@ -1,6 +1,6 @@
 /**
- * A flush of several buckets encodes on the encoder pool's threads (lib/format/encoder-pool.ts):
- * the files are the inline encoder's (pages and footer), a dying worker fails the commit and
+ * A large flush encodes on the encoder pool's threads (lib/format/encoder-pool.ts), a row group
+ * per piece: the files are the inline encoder's (pages and footer), a dying worker fails the commit and
  * leaves the table unchanged, and the CLI exits by itself after a write that used workers.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { EncoderWorkerError } from '../../lib/errors.js';
 import { tableToRows } from '../../lib/format/columns.js';
 import { configureEncoderPool, encoderPool } from '../../lib/format/encoder-pool.js';
 import { readLiveFiles } from '../../lib/manifest/scan.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
 import { dataFileKey } from '../../lib/table/paths.js';
 import type { Table } from '../../lib/table/table.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
@@ -69,6 +70,35 @@ describe('TableWriter on the encoder pool', () => {
       expect(b.get(bucket)!.pages.equals(f.pages), `bucket ${bucket}, seed ${seed}`).toBe(true);
     }
     expect(tableToRows(await pooled.read(), FIELDS)).toEqual(tableToRows(await inline.read(), FIELDS));
+  });
+
+  it("a one-bucket flush spreads the file's row groups over the workers and writes the inline encoder's file", async () => {
+    // Prepare: one bucket, more rows than two level-0 row groups (65,536 rows each), keys shuffled.
+    const seed = testSeed('writer encoder pool, one bucket');
+    const r = rng(seed);
+    const n = 140_000;
+    const ids = Array.from({ length: n }, (_, i) => i);
+    for (let i = n - 1; i > 0; i--) {
+      const j = r.int(0, i);
+      [ids[i], ids[j]] = [ids[j], ids[i]];
+    }
+    const rows = ids.map((id) => ({ id: BigInt(id), v: r.chance(0.1) ? null : `v${id % 977}` }));
+    const fields = parseSchemaText('id BIGINT NOT NULL, v STRING');
+    const open = (name: string) => new FolderCatalog(new MemoryStore()).createTable(name, { fields, primaryKeys: ['id'], options: { bucket: '1', 'write-only': 'true' } });
+    const inline = await open('db.inline');
+    const pooled = await open('db.pooled');
+    // Act
+    await configureEncoderPool({ threads: 0 });
+    await inline.write(rows);
+    await configureEncoderPool({ threads: 2, minFlushBytes: 0, restart: true });
+    await pooled.write(rows);
+    // Assess: both workers took row groups; the file is the inline one (pages; row count), rows equal.
+    expect(encoderPool().started, `seed ${seed}`).toBe(2);
+    const a = (await bucketFiles(inline)).get(0)!;
+    const b = (await bucketFiles(pooled)).get(0)!;
+    expect(b.rows).toBe(n);
+    expect(b.pages.equals(a.pages), `seed ${seed}`).toBe(true);
+    expect(tableToRows(await pooled.read(), fields)).toEqual(tableToRows(await inline.read(), fields));
   });
 
   it('a writer with a small write-buffer-size (under 64 MB) encodes inline and starts no worker', async () => {
