@@ -9,6 +9,7 @@
 import type * as arrow from 'apache-arrow';
 import { InvalidArgumentError, SchemaMismatchError } from '../errors.js';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
+import { concatColumn } from '../format/column-concat.js';
 import { tableFromColumns } from '../format/column-layout.js';
 import { emptyTable, gatherRows, singleBatch } from '../format/columns.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
@@ -203,16 +204,29 @@ function upperBound(s: Uint32Array, x: number): number {
 }
 
 /**
- * The columns of rows (src[k], row[k]); when they are exactly all rows of one source in order
- * (the newest run wins every key), that source's own columns, uncopied.
+ * The columns of rows (src[k], row[k]). When they are exactly all rows of some sources, one source
+ * after another (the newest run wins every key of its row groups: the common upsert), those
+ * sources' columns concatenated (bulk copies), or a single such source's own columns, uncopied.
  */
 function gatherPlan(tables: arrow.Table[], src: Uint16Array, row: Uint32Array, count: number): arrow.Data[] {
-  const s0 = src[0];
-  if (tables[s0].numRows === count) {
-    let identity = true;
-    for (let k = 0; k < count && identity; k++) identity = src[k] === s0 && row[k] === k;
-    if (identity) return singleBatch(tables[s0]).batches[0].data.children.slice();
+  const whole = wholeSources(tables, src, row, count);
+  if (whole !== null) {
+    const data = whole.map((t) => singleBatch(tables[t]).batches[0].data.children);
+    if (whole.length === 1) return data[0].slice();
+    return tables[whole[0]].schema.fields.map((f, c) => concatColumn(f.type, f.name, data.map((d) => d[c])));
   }
   return gatherRows(tables, src, row).batches[0].data.children.slice();
 }
 
+/** The sources whose rows, each whole and in order, one source after another, are rows (src[k], row[k]); else null. */
+function wholeSources(tables: arrow.Table[], src: Uint16Array, row: Uint32Array, count: number): number[] | null {
+  const out: number[] = [];
+  for (let k = 0; k < count; ) {
+    const t = src[k], n = tables[t].numRows;
+    if (k + n > count) return null;
+    for (let i = 0; i < n; i++) if (src[k + i] !== t || row[k + i] !== i) return null;
+    out.push(t);
+    k += n;
+  }
+  return out;
+}
