@@ -47,8 +47,7 @@ const LAMBDA_MB_PER_VCPU = 1769;
  * the calling thread, few enough that memory holds a couple of row groups per thread, not the buffer.
  */
 const IN_FLIGHT_PIECES = 2;
-/** Slice buffers kept for reuse (see ipc-buffer.ts); the rest of those the workers give back are dropped. */
-const SPARE_BUFFERS = 8;
+
 
 /** A data file being encoded a piece at a time (inline by DataFileStreamWriter, or by a worker). */
 export interface DataFileEncoder {
@@ -133,8 +132,12 @@ export class EncoderPool {
   private nextPiece = 1;
   private posted = 0;
   private readonly waiting: (() => void)[] = [];
-  /** Slice buffers back from the workers, reused for the next slices (see ipc-buffer.ts). */
+  /**
+   * Slice buffers back from the workers, reused for the next slices (see ipc-buffer.ts): at most
+   * as many as pieces may be in flight, and dropped when no file is open (an idle writer keeps none).
+   */
   private readonly spare: ArrayBuffer[] = [];
+  private openFiles = 0;
 
   constructor(
     private maxThreads: number,
@@ -175,7 +178,15 @@ export class EncoderPool {
   open(schema: arrow.Schema, opts: WriteDataFileOptions): DataFileEncoder {
     dataFileWriterProperties(schema, opts).free();
     if (!this.available) throw new InvalidArgumentError('the encoder pool has no worker threads here; encode inline (DataFileStreamWriter)');
-    return new PooledFile(this, schema, opts);
+    this.openFiles++;
+    return new PooledFile(this, schema, opts, () => {
+      if (--this.openFiles === 0) this.spare.length = 0;
+    });
+  }
+
+  /** Slice buffers held for reuse, in bytes (none while no file is open). */
+  get spareBytes(): number {
+    return this.spare.reduce((s, b) => s + b.byteLength, 0);
   }
 
   /** Stops every worker (files still open fail). The pool starts new ones on its next use. */
@@ -231,7 +242,7 @@ export class EncoderPool {
       this.settle(slot, msg.piece);
       if (msg.op === 'encoded') {
         // Slice buffers come back for reuse: a few, not one per slice ever sent.
-        for (const b of msg.slices) if (this.spare.length < SPARE_BUFFERS) this.spare.push(b);
+        for (const b of msg.slices) if (this.openFiles > 0 && this.spare.length < IN_FLIGHT_PIECES * Math.max(1, this.maxThreads)) this.spare.push(b);
         p.resolve(msg.bytes);
       } else p.reject(remoteError(msg.error));
     });
@@ -277,6 +288,8 @@ class PooledFile implements DataFileEncoder {
     private readonly pool: EncoderPool,
     schema: arrow.Schema,
     private readonly opts: WriteDataFileOptions,
+    /** Called once, when the file is finished or discarded. */
+    private readonly closed: () => void,
   ) {
     this.rowGroupSize = opts.rowGroupSize ?? DEFAULT_ROW_GROUP_SIZE;
     this.schemaIPC = arrow.tableToIPC(emptyTable(schema), 'stream');
@@ -314,6 +327,14 @@ class PooledFile implements DataFileEncoder {
   async finish(): Promise<Uint8Array> {
     if (this.done) throw new InvalidArgumentError('the data file is finished already');
     this.done = true;
+    try {
+      return await this.end();
+    } finally {
+      this.closed();
+    }
+  }
+
+  private async end(): Promise<Uint8Array> {
     // The last, short row group (or, for a file with no rows, the empty piece the inline encoder
     // would be asked to finish: it fails the same way).
     if (this.sliceRows > 0 || this.pieces.length === 0) await this.post().catch(() => undefined);
@@ -329,6 +350,7 @@ class PooledFile implements DataFileEncoder {
     this.done = true;
     this.slices = [];
     await Promise.allSettled(this.pieces);
+    this.closed();
   }
 }
 

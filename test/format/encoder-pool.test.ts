@@ -99,6 +99,21 @@ describe('EncoderPool', () => {
     expect(footerOf(b), what).toEqual(footerOf(a));
   });
 
+  it('keeps the slice buffers the workers give back while a file is open, for the next slices, and none once idle', async () => {
+    const p = pool(1);
+    const t = physical(randomRows(rng(4), FIELDS, 3000));
+    const opts = { compression: 'zstd' as const, rowGroupSize: 500 };
+    const other = p.open(t.schema, opts);
+    const f = p.open(t.schema, opts);
+    await f.add(t);
+    expect((await readDataFile(await f.finish())).numRows).toBe(3000);
+    // Six pieces came back while `other` is open: their buffers wait for reuse (at most two per thread).
+    expect(p.spareBytes).toBeGreaterThan(0);
+    await other.add(t);
+    expect((await readDataFile(await other.finish())).numRows).toBe(3000);
+    expect(p.spareBytes).toBe(0);
+  });
+
   it('checks schema and options where the inline encoder does, with its errors', () => {
     const p = pool(1);
     const noSystem = new arrow.Schema(physicalArrowSchemaOf(FIELDS).fields.slice(0, -2));
