@@ -5,7 +5,7 @@
  *   setup <rows> <runs> <warehouse> <budgetMB>  a 1-bucket table written as <runs> sorted runs of random updates
  *   open <warehouse>                 the floor of compaction and read: loads varve and opens the table
  *   compact <warehouse>              a full compaction of the bucket (compaction.memory-budget set by setup)
- *   read <warehouse>                 a streamed read (table.scan) of every row
+ *   read <warehouse> [reuse]         a streamed read (table.scan) of every row; `reuse`: with reuseBuffers
  */
 import { createWriteStream } from 'node:fs';
 import { wasmMemory } from 'parquet-wasm';
@@ -100,14 +100,17 @@ async function main(): Promise<void> {
   } else if (mode === 'read') {
     const table = await openTable(args[0]);
     let rows = 0;
-    for await (const b of table.scan()) rows += b.numRows;
+    // `reuse`: the scan may reuse its decode buffers (as `varve read` and count do); else every batch owns its memory.
+    for await (const b of table.scan({ reuseBuffers: args[1] === 'reuse' })) rows += b.numRows;
     // The peak of the scan, taken before the check: count() reads the table whole (table.read()).
     const scanPeakMB = process.resourceUsage().maxRSS / 1024;
     const ms = performance.now() - t0;
+    const cpu = process.cpuUsage();
+    const cpuMs = (cpu.user + cpu.system) / 1000;
     // The sampler's peaks are the scan's too (taken before the check); stopping it lets the process exit.
     const scanPeaks = peaks();
     assertEqual('memory read: rows', rows, await table.count());
-    console.log(JSON.stringify({ maxRssMB: scanPeakMB, ms, rows, ...scanPeaks }));
+    console.log(JSON.stringify({ maxRssMB: scanPeakMB, ms, cpuMs, rows, ...scanPeaks }));
     return;
   } else throw new Error(`unknown mode ${mode}`);
   console.log(JSON.stringify({ maxRssMB: process.resourceUsage().maxRSS / 1024, ms: performance.now() - t0, ...extra, ...peaks() }));

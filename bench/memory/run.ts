@@ -3,7 +3,8 @@
  * only the input generation (or only loads varve and opens the table), for
  *   1. `varve write` of an N-row JSONL file through the CLI with a 32 MB buffer (goal: ≤ floor + 64 MB + buffer),
  *   2. a full compaction of an M-row bucket in 10 sorted runs with a 256 MB budget (goal: ≤ floor + 2 × budget),
- *   3. a streamed read (table.scan) of the M-row table (goal: ≤ floor + 128 MB),
+ *   3. a streamed read (table.scan) of the M-row table (goal: ≤ floor + 128 MB), and the same with
+ *      reuseBuffers (what `varve read` and `count` do),
  * and compaction time per row at M/10 and M rows. Not part of the default test suite.
  *   npm run bench:memory                   N = 2,000,000, M = 10,000,000
  *   npm run bench:memory -- --docs         the same, then writes docs/BENCHMARKS.md §11's measured
@@ -100,6 +101,7 @@ async function main(): Promise<void> {
       const floor = await child(['open', dir]);
       const compact = await child(['compact', dir]);
       const read = await child(['read', dir]);
+      const reuse = await child(['read', dir, 'reuse']);
       const n = rows.toLocaleString('en');
       cases.push({
         what: `full compaction of ${n} rows in 10 sorted runs, \`compaction.memory-budget\` ${BUDGET_MB} MB (${compact.filesIn} files in, ${compact.filesOut} out)`,
@@ -110,10 +112,12 @@ async function main(): Promise<void> {
         ms: compact.ms,
       });
       cases.push({ what: `streamed read (\`table.scan()\`) of those ${n} rows`, rows, floorMB: floor.maxRssMB, peakMB: read.maxRssMB, goalMB: 128, ms: read.ms });
+      cases.push({ what: `reused-buffer streamed read (\`table.scan({ reuseBuffers: true })\`, as \`varve read\` and \`count\` do) of those ${n} rows`, rows, floorMB: floor.maxRssMB, peakMB: reuse.maxRssMB, goalMB: 128, ms: reuse.ms });
       say(
         `${n} rows in 10 sorted runs: floor ${mb(floor.maxRssMB)}; full compaction (budget ${BUDGET_MB} MB) ${mb(compact.maxRssMB)} (+${mb(compact.maxRssMB - floor.maxRssMB)}; goal ≤ +${2 * BUDGET_MB} MB), ` +
           `${(compact.ms / 1000).toFixed(1)} s = ${((compact.ms * 1e6) / rows).toFixed(0)} ns/row, ${compact.filesIn} files in, ${compact.filesOut} out; ` +
-          `streamed read ${mb(read.maxRssMB)} (+${mb(read.maxRssMB - floor.maxRssMB)}; goal ≤ +128 MB), ${(read.ms / 1000).toFixed(1)} s = ${((read.ms * 1e6) / rows).toFixed(0)} ns/row`,
+          `streamed read ${mb(read.maxRssMB)} (+${mb(read.maxRssMB - floor.maxRssMB)}; goal ≤ +128 MB), ${(read.ms / 1000).toFixed(1)} s = ${((read.ms * 1e6) / rows).toFixed(0)} ns/row, CPU ${(read.cpuMs / 1000).toFixed(1)} s; ` +
+          `with reuseBuffers ${mb(reuse.maxRssMB)} (+${mb(reuse.maxRssMB - floor.maxRssMB)}), CPU ${(reuse.cpuMs / 1000).toFixed(1)} s`,
       );
       await rm(dir, { recursive: true, force: true });
     }

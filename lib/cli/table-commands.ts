@@ -271,6 +271,8 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
         limit: o.limit !== undefined ? parseNonNegativeInt('--limit', o.limit) : undefined,
         explain: o.explain ? (e) => (explained = e) : undefined,
         batchRows: PRINT_SLICE_ROWS,
+        // Each batch is turned into display records before the next is asked for.
+        reuseBuffers: true,
       });
       // Prints as it reads: memory holds a batch of rows, not the table.
       let printer: RecordPrinter | undefined;

@@ -22,6 +22,7 @@ import type { ObjectStore } from '../store/object-store.js';
 import { singleBatch } from './columns.js';
 import { normalizeArrowTypes } from './normalize.js';
 import { decodePool } from './decode-pool.js';
+import { freshBatchMemory, ReusedBatchMemory } from './arrow-import.js';
 import { decodeRowGroupIPC, readParquetFooter, readRowGroupsRanged, rowGroupFile, type ByteSource, type ParquetFooter } from './row-group-reader.js';
 
 /** Rows per row group unless the caller asks otherwise (~256k, per typescript-stack.md §7). */
@@ -293,12 +294,13 @@ export async function readDataFileRanged(store: ObjectStore, key: string, size?:
  * enough (decode-pool.ts), else inline.
  */
 async function decodeRowGroup(src: ByteSource, footer: ParquetFooter, g: number, names: string[], wanted: ReadonlySet<string>): Promise<arrow.Table> {
-  const { file: blob } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
+  const { file: bytes } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
   // A batch as large as the group: one batch, no concat.
   const rows = footer.rowGroups[g].numRows;
   try {
     const pool = decodePool();
-    const ipc = pool.takes(blob.size) ? await pool.decode(blob, names, rows) : await decodeRowGroupIPC(blob, names, rows);
+    // A worker gets a Blob (posted without a copy); inline, parquet-wasm reads the fetched parts themselves.
+    const ipc = pool.takes(bytes.size) ? await pool.decode(bytes.blob(), names, rows) : await decodeRowGroupIPC(bytes, names, rows);
     return normalizeArrowTypes(singleBatch(selectColumns(arrow.tableFromIPC(ipc), names)));
   } catch (e) {
     throw rowGroupReadError(e, src.name);
@@ -403,7 +405,14 @@ export async function* readDataFileRowGroups(
   store: ObjectStore,
   key: string,
   size?: number,
-  opts: { columns?: readonly string[] } = {},
+  opts: {
+    columns?: readonly string[];
+    /**
+     * Decode into two slabs reused in turn (no allocation per batch): a yielded table is valid
+     * only until the generator has yielded two more; a caller that keeps one must copy it.
+     */
+    reuseBuffers?: boolean;
+  } = {},
 ): AsyncGenerator<arrow.Table> {
   const src = await storeSource(store, key, size);
   const footer = await readParquetFooter(src);
@@ -413,7 +422,8 @@ export async function* readDataFileRowGroups(
       if (!footer.columns.includes(c)) throw new SchemaMismatchError(`data file ${key} has no column ${c}; it has ${footer.columns.join(', ')}`, c);
     }
   }
-  for await (const table of readRowGroupsRanged(src, { footer, columns, decodeError: (e) => rowGroupReadError(e, key) })) {
+  const memory = opts.reuseBuffers ? new ReusedBatchMemory() : freshBatchMemory;
+  for await (const table of readRowGroupsRanged(src, { footer, columns, memory, decodeError: (e) => rowGroupReadError(e, key) })) {
     yield normalizeArrowTypes(columns === undefined ? table : selectColumns(table, columns));
   }
 }

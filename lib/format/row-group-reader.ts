@@ -7,11 +7,17 @@
  *
  * Why a rebuilt buffer: parquet-wasm reads ranges itself only through fetch(url) or a Blob, and a
  * read that fails inside it traps the wasm instance. Here every byte is fetched in JS (a store error
- * stays the store's, retryable or not), and parquet-wasm only decodes bytes it already has.
+ * stays the store's, retryable or not), and parquet-wasm only decodes bytes it already has. It gets
+ * them through a Blob look-alike over the fetched parts (ParquetBytes), not a Blob: a Blob would copy
+ * the row group once more, into memory outside the JS heap that the GC does not count.
+ *
+ * Decoded batches leave wasm through the Arrow C Data Interface (arrow-import.ts), into a fresh
+ * buffer per batch or, with a ReusedBatchMemory, into slabs reused batch after batch.
  */
 import * as arrow from 'apache-arrow';
-import { ParquetFile } from 'parquet-wasm';
+import { ParquetFile, wasmMemory, type RecordBatch as WasmRecordBatch } from 'parquet-wasm';
 import { CorruptMetadataError } from '../errors.js';
+import { freshBatchMemory, importWasmBatch, type BatchMemory } from './arrow-import.js';
 import {
   decodeStruct,
   encodeStruct,
@@ -183,7 +189,7 @@ export async function rowGroupFile(
   g: number,
   wanted: ReadonlySet<string> | undefined,
   fetch: (start: number, end: number) => Promise<Uint8Array>,
-): Promise<{ file: Blob; fetched: number }> {
+): Promise<{ file: ParquetBytes; fetched: number }> {
   const layout = footer.chunks[g];
   const picked = layout.map((c, i) => ({ ...c, i })).filter((c) => wanted === undefined || wanted.has(c.column));
   // Fetch ranges: the picked chunks in file order, neighbours closer than COALESCE_GAP_BYTES merged.
@@ -205,7 +211,7 @@ export async function rowGroupFile(
   const tail = new Uint8Array(8);
   new DataView(tail.buffer).setUint32(0, metaBytes.length, true);
   tail.set(MAGIC, 4);
-  // The Blob copies the parts once; the fetched ranges are garbage when it is built.
+  // The parts are the fetched ranges themselves (subarrays): nothing is copied until parquet-wasm reads.
   const parts: Uint8Array[] = [MAGIC];
   let fetched = 0;
   for (const r of ranges) {
@@ -217,7 +223,77 @@ export async function rowGroupFile(
     }
   }
   parts.push(metaBytes, tail);
-  return { file: new Blob(parts), fetched };
+  return { file: parquetBytes(parts), fetched };
+}
+
+/** A file's bytes as parquet-wasm reads a Blob: its size, and slice(start, end).arrayBuffer(). */
+export interface ParquetBytes {
+  readonly size: number;
+  slice(start?: number, end?: number): { arrayBuffer(): Promise<ArrayBuffer> };
+  /** The bytes as a real Blob (one copy), for what must post them to a worker. */
+  blob(): Blob;
+}
+
+/**
+ * The concatenation of `parts` as ParquetBytes. parquet-wasm 0.8 (pinned) reads a "Blob" only
+ * through `size` and `slice(start, end).arrayBuffer()` (its JS glue calls exactly these; a test
+ * decodes through it), so each read copies just the asked range, once.
+ */
+export function parquetBytes(parts: readonly Uint8Array[]): ParquetBytes {
+  const starts: number[] = [];
+  let size = 0;
+  for (const p of parts) {
+    starts.push(size);
+    size += p.length;
+  }
+  const read = (start: number, end: number): ArrayBuffer => {
+    let i = 0;
+    while (i < parts.length - 1 && starts[i + 1] <= start) i++;
+    const whole = wholeBuffer(parts, starts, i, start, end);
+    if (whole !== undefined) return whole;
+    const out = new Uint8Array(end - start);
+    for (let at = start; at < end; i++) {
+      const n = Math.min(parts[i].length - (at - starts[i]), end - at);
+      out.set(parts[i].subarray(at - starts[i], at - starts[i] + n), at - start);
+      at += n;
+    }
+    return out.buffer;
+  };
+  // Blob.slice's clamping: negative positions count from the end.
+  const clamp = (x: number | undefined, dflt: number): number => (x === undefined ? dflt : x < 0 ? Math.max(size + x, 0) : Math.min(x, size));
+  return {
+    size,
+    blob: () => new Blob(parts as Uint8Array<ArrayBuffer>[]),
+    slice(start, end) {
+      const s = clamp(start, 0);
+      const e = Math.max(s, clamp(end, size));
+      return { arrayBuffer: async () => read(s, e) };
+    },
+  };
+}
+
+/**
+ * The ArrayBuffer that bytes [start, end) of the parts are, when they are one fetched range exactly
+ * (the parts from part `i` on are adjacent views of one buffer that they cover whole): parquet-wasm
+ * asks for all the chunks of a row group in one read, and a store returns each range in its own
+ * buffer, so that read needs no copy (wasm only reads it, into its own memory).
+ */
+function wholeBuffer(parts: readonly Uint8Array[], starts: readonly number[], i: number, start: number, end: number): ArrayBuffer | undefined {
+  const first = parts[i];
+  const buffer = first.buffer;
+  if (!(buffer instanceof ArrayBuffer) || first.byteOffset + (start - starts[i]) !== 0) return undefined;
+  let j = i;
+  while (starts[j] + parts[j].length < end) {
+    const next = parts[j + 1];
+    if (next === undefined || next.buffer !== buffer || next.byteOffset !== parts[j].byteOffset + parts[j].length) return undefined;
+    j++;
+  }
+  return parts[j].byteOffset + (end - starts[j]) === buffer.byteLength ? buffer : undefined;
+}
+
+/** parquet-wasm's reader over `bytes` (typed for a Blob; see ParquetBytes for what it calls). */
+export function openParquetBytes(bytes: ParquetBytes | Blob): Promise<ParquetFile> {
+  return ParquetFile.fromFile(bytes as unknown as Blob);
 }
 
 /** FileMetaData with row group `g` only, its chunks moved to `newStart` (absent: an empty chunk). */
@@ -270,19 +346,21 @@ function rewriteFooter(footer: ParquetFooter, g: number, newStart: Map<number, n
  * Decodes a standalone one-row-group Parquet file (from rowGroupFile) to Arrow, one table per
  * batch of at most DECODE_BATCH_ROWS rows; with `columns`, only those (in file order). parquet-wasm's stream
  * decodes batch by batch, so its memory holds the compressed row group and one decoded batch, not
- * the decoded row group (the sync readParquet decodes it whole and ignores projections).
+ * the decoded row group (the sync readParquet decodes it whole and ignores projections). Each
+ * batch's buffers go into one region of `memory` (see arrow-import.ts for what that means for
+ * how long a batch stays valid).
  */
-export async function* decodeRowGroupBatches(blob: Blob, columns?: readonly string[]): AsyncGenerator<arrow.Table> {
-  const file = await ParquetFile.fromFile(blob);
-  let reader: ReadableStreamDefaultReader<{ intoIPCStream(): Uint8Array }> | undefined;
+export async function* decodeRowGroupBatches(bytes: ParquetBytes, columns?: readonly string[], memory: BatchMemory = freshBatchMemory): AsyncGenerator<arrow.Table> {
+  const file = await openParquetBytes(bytes);
+  let reader: ReadableStreamDefaultReader<WasmRecordBatch> | undefined;
   let done = false;
   try {
     const stream = await file.stream({ batchSize: DECODE_BATCH_ROWS, ...(columns === undefined ? {} : { columns: [...columns] }) });
-    reader = stream.getReader() as ReadableStreamDefaultReader<{ intoIPCStream(): Uint8Array }>;
+    reader = stream.getReader() as ReadableStreamDefaultReader<WasmRecordBatch>;
     for (;;) {
       const next = await reader.read();
       if (next.done) break;
-      yield arrow.tableFromIPC(next.value.intoIPCStream());
+      yield wasmBatchToArrow(next.value, memory);
     }
     done = true;
   } finally {
@@ -297,13 +375,33 @@ export async function* decodeRowGroupBatches(blob: Blob, columns?: readonly stri
  * rowGroupFile) of `rows` rows to Arrow IPC stream bytes, one batch: the step the decode pool's
  * workers run (decode-worker.ts), and the calling thread inline.
  */
-export async function decodeRowGroupIPC(blob: Blob, columns: readonly string[], rows: number): Promise<Uint8Array> {
-  const file = await ParquetFile.fromFile(blob);
+export async function decodeRowGroupIPC(blob: Blob | ParquetBytes, columns: readonly string[], rows: number): Promise<Uint8Array> {
+  const file = await openParquetBytes(blob);
   try {
     return (await file.read({ columns: [...columns], batchSize: Math.max(1, rows) })).intoIPCStream();
   } finally {
     file.free();
   }
+}
+
+/**
+ * A parquet-wasm batch as an Arrow JS table, the batch freed: copied out through the C Data
+ * Interface into `memory`, or, for a column that way does not handle, through an IPC stream.
+ */
+export function wasmBatchToArrow(batch: WasmRecordBatch, memory: BatchMemory): arrow.Table {
+  let table: arrow.Table | undefined;
+  const ffi = batch.toFFI();
+  try {
+    // Read after toFFI: an allocation there may have grown (moved) wasm memory.
+    table = importWasmBatch(wasmMemory().buffer as ArrayBuffer, ffi.arrayAddr(), ffi.schemaAddr(), memory);
+  } finally {
+    ffi.free();
+  }
+  if (table !== undefined) {
+    batch.free();
+    return table;
+  }
+  return arrow.tableFromIPC(batch.intoIPCStream());
 }
 
 /**
@@ -320,6 +418,8 @@ export async function* readRowGroupsRanged(
     footer?: ParquetFooter;
     onRowGroup?: (group: number) => void;
     decodeError?: (e: unknown, group: number) => unknown;
+    /** Where decoded batches go (default: a fresh buffer each); one memory serves every row group. */
+    memory?: BatchMemory;
   } = {},
 ): AsyncGenerator<arrow.Table> {
   const footer = opts.footer ?? (await readParquetFooter(src));
@@ -328,7 +428,7 @@ export async function* readRowGroupsRanged(
     const { file } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
     opts.onRowGroup?.(g);
     try {
-      yield* decodeRowGroupBatches(file, opts.columns);
+      yield* decodeRowGroupBatches(file, opts.columns, opts.memory);
     } catch (e) {
       throw opts.decodeError ? opts.decodeError(e, g) : e;
     }

@@ -13,6 +13,13 @@ import { mergeSortedRuns, type MergeReadOptions, type RunInput } from './sort-me
 export interface RunStream {
   chunks: AsyncIterable<arrow.Table>;
   sequenceBase: number;
+  /**
+   * The run holds one record per key (a data file), so a later chunk never repeats the last key
+   * of the current one. When every run says so, the merge cuts up to and including the bound key
+   * instead of holding it back (which cost a copy of every chunk, as the held-back row was joined
+   * to the next).
+   */
+  oneRecordPerKey?: boolean;
 }
 
 /** A run's rows of one key interval, and which run (its index in the input) they came from. */
@@ -51,6 +58,8 @@ export async function* mergeRunStreams(runs: RunStream[], opts: MergeReadOptions
  */
 export async function* alignRunStreams(runs: RunStream[], keyColumns: string[]): AsyncGenerator<AlignedPiece[]> {
   const cursors: Cursor[] = runs.map((r, run) => ({ run, it: r.chunks[Symbol.asyncIterator](), keyColumns, sequenceBase: r.sequenceBase, chunk: null, keys: null, start: 0, last: false }));
+  // Every later row of a run with one record per key is above its last key: the bound key itself is complete.
+  const inclusive = runs.length > 0 && runs.every((r) => r.oneRecordPerKey === true);
   try {
     for (;;) {
       await Promise.all(cursors.map((c) => (remaining(c) === 0 && !c.last ? advance(c, false) : undefined)));
@@ -63,7 +72,7 @@ export async function* alignRunStreams(runs: RunStream[], keyColumns: string[]):
         if (c.last) continue;
         if (bound === null || compareKeysAt(c.keys!, c.chunk!.numRows - 1, bound.keys!, bound.chunk!.numRows - 1) < 0) bound = c;
       }
-      const cuts = live.map((c) => (bound === null ? c.chunk!.numRows : lowerBound(c, bound.keys!, bound.chunk!.numRows - 1)));
+      const cuts = live.map((c) => (bound === null ? c.chunk!.numRows : cutAt(c, bound.keys!, bound.chunk!.numRows - 1, inclusive)));
       if (cuts.every((cut, i) => cut === live[i].start)) {
         // Every unmerged row sits at the bound key: widen the runs that end on it by one chunk.
         const b = bound!;
@@ -110,12 +119,13 @@ async function advance(c: Cursor, append: boolean): Promise<void> {
   }
 }
 
-/** The first row at or after `c.start` whose key is not below row `at` of `keys`. */
-function lowerBound(c: Cursor, keys: KeyIndex, at: number): number {
+/** The first row at or after `c.start` whose key is not below (`inclusive`: is above) row `at` of `keys`. */
+function cutAt(c: Cursor, keys: KeyIndex, at: number, inclusive: boolean): number {
   let lo = c.start, hi = c.chunk!.numRows;
+  const limit = inclusive ? 0 : -1;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (compareKeysAt(c.keys!, mid, keys, at) < 0) lo = mid + 1;
+    if (compareKeysAt(c.keys!, mid, keys, at) <= limit) lo = mid + 1;
     else hi = mid;
   }
   return lo;

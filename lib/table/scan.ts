@@ -12,7 +12,9 @@ import type { ManifestEntry } from '../manifest/types.js';
 import { intervalPartition } from '../mergetree/interval-partition.js';
 import { mergeEngineFor } from '../mergetree/merge-function.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
-import { mergeRunStreams, type RunStream } from '../mergetree/stream-merge.js';
+import { alignRunStreams, type RunStream } from '../mergetree/stream-merge.js';
+import { columnChunk } from '../mergetree/column-access.js';
+import { isRetract } from '../schema/types.js';
 import { mergeSortedRuns, type MergeReadOptions } from '../mergetree/sort-merge-reader.js';
 import { dataFileKey } from './paths.js';
 import { checkColumns, evolveChunks, filterKeyRange, planRead, project, readFailure, type ReadOptions } from './read.js';
@@ -23,6 +25,13 @@ import { resolveSnapshot } from './time-travel.js';
 export interface ScanOptions extends ReadOptions {
   /** Most rows per yielded batch (default 65,536). */
   batchRows?: number;
+  /**
+   * Let the scan reuse its decode buffers: a yielded batch may then be backed by memory that is
+   * overwritten once the next batch is asked for, so it must be used (printed, counted, copied)
+   * before that and never kept. Saves an allocation per batch and the garbage it leaves (what
+   * `varve read` and `count` do). Default false: every batch owns its memory and may be kept.
+   */
+  reuseBuffers?: boolean;
 }
 
 const DEFAULT_BATCH_ROWS = 65_536;
@@ -68,10 +77,11 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
         const runs = section.flat().map((meta) => {
           const e = entryOf.get(meta)!;
           const key = dataFileKey(table.path, e.partition, e.bucket, meta.fileName);
-          return { chunks: evolveChunks(table, meta, readDataFileRowGroups(table.store, key, meta.fileSize)), sequenceBase: meta.sequenceBase };
+          const chunks = readDataFileRowGroups(table.store, key, meta.fileSize, { reuseBuffers: opts.reuseBuffers === true });
+          return { chunks: evolveChunks(table, meta, chunks), sequenceBase: meta.sequenceBase, oneRecordPerKey: true };
         });
         const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };
-        const merged = appendOnly ? concatRuns(runs, mergeOpts) : mergeRunStreams(runs, mergeOpts);
+        const merged = appendOnly ? concatRuns(runs, mergeOpts) : mergeSection(runs, mergeOpts, dropDeletes && engine.name === 'deduplicate');
         for await (let piece of merged) {
           if (remaining <= 0) break;
           if (opts.keyRange) piece = filterKeyRange(table, piece, opts.keyRange);
@@ -98,6 +108,31 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
   opts.explain?.(explain);
   // A reader always learns the schema: an empty result is one empty batch.
   if (!yielded) yield* project(emptyTable(physicalArrowSchema(table.schema)), columns, opts.keepDeletes).batches;
+}
+
+/**
+ * A section's runs merged in key order (mergeRunStreams), except that with `plainRows` (the
+ * deduplicate engine, deletes dropped, system columns dropped by the caller) a key interval that
+ * only one run holds and that has no retraction is that run's rows as they are: each key has one
+ * record there, so the merge would only copy them and compute sequence numbers and kinds the
+ * caller drops. The system columns of such a piece are the stored ones (the caller must not keep them).
+ */
+async function* mergeSection(runs: RunStream[], opts: MergeReadOptions, plainRows: boolean): AsyncGenerator<arrow.Table> {
+  for await (const pieces of alignRunStreams(runs, opts.keyColumns)) {
+    if (plainRows && pieces.length === 1 && !hasRetract(pieces[0].table)) {
+      yield pieces[0].table;
+      continue;
+    }
+    const merged = mergeSortedRuns(pieces, opts);
+    if (merged.numRows > 0) yield merged;
+  }
+}
+
+/** Whether a run piece (physical layout, `_VALUE_KIND` last) holds a -U or -D record. */
+function hasRetract(piece: arrow.Table): boolean {
+  const kinds = columnChunk(piece, piece.numCols - 1).num!;
+  for (let i = 0; i < piece.numRows; i++) if (isRetract(kinds[i])) return true;
+  return false;
 }
 
 /** An append table's files of one bucket in the order their rows were written. */

@@ -226,7 +226,8 @@ export class Table {
    */
   async count(opts: Omit<ReadOptions, 'columns' | 'keepDeletes'> = {}): Promise<number> {
     let rows = 0;
-    for await (const batch of scanTable(this, opts)) rows += batch.numRows;
+    // Only counted: the scan may reuse its decode buffers.
+    for await (const batch of scanTable(this, { ...opts, reuseBuffers: true })) rows += batch.numRows;
     return rows;
   }
 
