@@ -33,6 +33,7 @@ import { ExpiryRaceSignal, planDeletions } from './expiry-plan.js';
 import { expiryBound, resolveChangelogRetention, resolveRetention, type ExpiryHold, type RetentionOverrides } from './expiry-range.js';
 import { changelogBound, expireChangelogs } from './expire-changelogs.js';
 import { changelogKeys, changelogRetained } from './snapshot-references.js';
+import { indexedIdentifiersOf } from '../snapshot/commit-identifier.js';
 import { listChangelogIds, tryReadChangelog, type ChangelogRetained, type LongLivedChangelog } from '../snapshot/changelog.js';
 
 /** Options of one expiry run; unset ones come from the table options. */
@@ -220,6 +221,16 @@ async function expireSnapshotRange(table: Table, opts: ExpireSnapshotsOptions): 
   // Files the current Iceberg snapshot reads stay until the export moves on (orphan cleanup then removes them).
   const exported = await icebergReferencedKeys(table);
   if (exported.size > 0) plan = { ...plan, dataFiles: plan.dataFiles.filter((k) => !exported.has(k)) };
+  // The indexed identifiers of the snapshots that go (read by the plan already: no request).
+  const marks: Array<[number, string]> = [];
+  for (let id = lowest; id < end; id++) {
+    const snapshot = await read(id);
+    if (snapshot === undefined) {
+      result.raced = true;
+      return result;
+    }
+    for (const identifier of indexedIdentifiersOf(snapshot)) marks.push([id, identifier]);
+  }
   const journal: ExpiryJournal = {
     version: 1,
     from: lowest,
@@ -229,6 +240,7 @@ async function expireSnapshotRange(table: Table, opts: ExpireSnapshotsOptions): 
     tags: Object.fromEntries(tags.map(({ name, tag }) => [name, tag.id])),
     ...(changelogFrom === undefined ? {} : { changelogFrom }),
     ...plan,
+    ...(marks.length === 0 ? {} : { marks }),
   };
   if (!(await writeJournal(table, journal))) {
     result.raced = true;

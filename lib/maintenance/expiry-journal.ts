@@ -8,6 +8,7 @@ import { CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
 import { runLimited } from '../concurrency.js';
 import { arrayField, intField, metadataBytes, objectField, optionalIntField, parseMetadataObject } from '../manifest/metadata-json.js';
 import { changelogKey, writeChangelog, type ChangelogRetained } from '../snapshot/changelog.js';
+import { markIdentifierLanded } from '../snapshot/commit-identifier.js';
 import { listTags } from '../snapshot/tags.js';
 import { listAll } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
@@ -35,6 +36,12 @@ export interface ExpiryJournal {
   changelogFiles: string[];
   manifests: string[];
   manifestLists: string[];
+  /**
+   * [snapshot id, commit identifier]: the indexed identifiers the expired snapshots carry. Each
+   * index is marked as landed in its snapshot before any snapshot file is deleted, so a retry
+   * still tells a landed identifier from one that never landed (snapshot/commit-identifier.ts).
+   */
+  marks?: Array<[number, string]>;
 }
 
 /** What applying a journal did. */
@@ -82,7 +89,14 @@ export function parseJournal(bytes: Uint8Array, what: string): ExpiryJournal {
   const kind = o.kind;
   if (kind !== undefined && kind !== 'changelog') throw new CorruptMetadataError(`${what} has an unknown kind; upgrade varve`);
   const changelogFrom = optionalIntField(o, 'changelogFrom', what);
+  const marks = o.marks === undefined ? undefined : arrayField(o, 'marks', what).map((m) => {
+    if (!Array.isArray(m) || m.length !== 2 || !Number.isInteger(m[0]) || typeof m[1] !== 'string') {
+      throw new CorruptMetadataError(`${what}: marks holds an entry that is not [snapshot id, identifier]; the journal is damaged`);
+    }
+    return [m[0], m[1]] as [number, string];
+  });
   return {
+    ...(marks === undefined ? {} : { marks }),
     version: 1,
     ...(kind === 'changelog' ? { kind } : {}),
     ...(changelogFrom === undefined ? {} : { changelogFrom }),
@@ -170,6 +184,10 @@ export async function applyJournal(
     // Deleted oldest first, so the newest of the range tells whether any is left (a journal
     // waiting for its grace period is applied again by every run until then).
     if (await table.snapshots.exists(j.end - 1)) {
+      // Every mark before the first snapshot goes: a retry that finds an unmarked index whose
+      // snapshot is gone concludes that the identifier never landed. Idempotent, so a crashed
+      // run marks again.
+      await runLimited((j.marks ?? []).map(([id, identifier]) => () => markIdentifierLanded(table.store, table.path, identifier, id)), DELETE_PARALLELISM);
       // Oldest first: the snapshot files left at any moment are a contiguous range ending at the
       // latest, so a reader that lists them never sees a hole.
       for (let id = j.from; id < j.end; id++) {

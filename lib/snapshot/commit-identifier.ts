@@ -3,8 +3,9 @@
  * processes and commit users however many commits came in between, at O(1) metadata reads.
  *
  * Each such identifier has one index object, `commit/identifier-<sha256(identifier)>`, naming the
- * snapshot id its current holder is about to create (`attempt`), and — once it landed —
- * `committed`. The rule that keeps it: **before creating snapshot K, a committer holds the index
+ * snapshot id its current holder is about to create (`attempt`), and — once expiry is about to
+ * delete the snapshot holding it — `committed` (the commit itself writes the index once, before
+ * its snapshot: one PUT, not two). The rule that keeps it: **before creating snapshot K, a committer holds the index
  * naming K** (won with put-if-absent, or put-if-match on the etag it last saw). A committer that
  * finds the index held by someone else settles it: it reads the index, then the latest snapshot L,
  * then snapshot `attempt`:
@@ -17,8 +18,14 @@
  *    twice;
  *  - `attempt` ≤ L but it holds another commit: the holder lost that race (it retries under a new
  *    `attempt`, which needs the index again): take it over as above;
- *  - `attempt` ≤ L and expired, never marked committed: whether it landed cannot be known any
- *    more — CommitIdentifierAmbiguousError, never a guess;
+ *  - `attempt` ≤ L and expired, never marked committed: the attempt did not land, because
+ *    expiry marks the index of every identifier a snapshot carries before it deletes that
+ *    snapshot (`committed`, maintenance/expiry-journal.ts; the snapshot records which of its
+ *    identifiers are indexed, INDEXED_IDENTIFIER_PROPERTY). Take the index over as above. An
+ *    expiry that marks between our reads changes the etag, so the takeover fails and the index
+ *    is read again. An index written before expiry marked (no `expiryMarks`) was marked by its
+ *    committer after the snapshot, best effort; unmarked and expired, whether it landed cannot
+ *    be known — CommitIdentifierAmbiguousError, never a guess;
  *  - `committed` names a snapshot a rollback removed (above L, or that id now holds another
  *    commit): the identifier is not in the table any more; take the index over as above.
  */
@@ -37,9 +44,21 @@ export interface IdentifierIndex {
   attempt: number;
   /** The snapshot that holds the commit, once known. */
   committed?: number;
-  /** Epoch ms of the last change. */
+  /** Epoch ms of the last change by a committer (expiry's mark keeps it: the retention counts from the commit). */
   updated: number;
+  /**
+   * True when the snapshot that lands this attempt records the identifier as indexed, so expiry
+   * marks `committed` before deleting it: an unmarked index whose attempt expired did not land.
+   * Absent on indexes of older varve versions, whose committers marked after the snapshot.
+   */
+  expiryMarks?: boolean;
 }
+
+/**
+ * Snapshot property set ('true') on a commit whose own identifier is indexed (identifierIndex):
+ * with the batch identifiers (BATCH_IDENTIFIERS_PROPERTY) it tells expiry which indexes to mark.
+ */
+export const INDEXED_IDENTIFIER_PROPERTY = 'varve.identifier-indexed';
 
 /** Key of the index object of `identifier` (hashed: an identifier may hold any character). */
 export function identifierIndexKey(tablePath: string, identifier: string): string {
@@ -62,6 +81,34 @@ export function batchIdentifiersOf(s: Snapshot): string[] {
   } catch {
     throw new CorruptMetadataError(`snapshot ${s.id} has a ${BATCH_IDENTIFIERS_PROPERTY} property that is not a JSON array`);
   }
+}
+
+/** The identifiers snapshot `s` holds whose index objects expiry must mark before deleting it. */
+export function indexedIdentifiersOf(s: Snapshot): string[] {
+  const own = s.properties?.[INDEXED_IDENTIFIER_PROPERTY] === 'true' ? [s.commitIdentifier] : [];
+  return [...own, ...batchIdentifiersOf(s)];
+}
+
+/**
+ * Records in the index of `identifier` that it landed in snapshot `snapshotId` (`committed`),
+ * before expiry deletes that snapshot; idempotent. An index already marked, or gone, is left as
+ * it is. Store errors propagate: the caller must not delete the snapshot then.
+ */
+export async function markIdentifierLanded(store: ObjectStore, tablePath: string, identifier: string, snapshotId: number): Promise<void> {
+  const key = identifierIndexKey(tablePath, identifier);
+  for (let i = 0; i < 20; i++) {
+    const found = await readIdentifierIndex(store, tablePath, identifier);
+    if (found === undefined || found.index.committed !== undefined) return;
+    // Snapshot `snapshotId` carries the identifier, so it landed there, whatever attempt the
+    // index names now: recording the truth is never wrong.
+    const marked: IdentifierIndex = { ...found.index, committed: snapshotId };
+    try {
+      if (await store.putIfMatch(key, utf8(JSON.stringify(marked)), found.etag)) return;
+    } catch (e) {
+      if (!(e instanceof ObjectNotFoundError)) throw e;
+    }
+  }
+  throw new CorruptMetadataError(`the index of commit identifier ${identifier} changed 20 times while expiry marked it as landed in snapshot ${snapshotId}; run expiry again`);
 }
 
 /** True when snapshot `s` holds the commit of `identifier` (as its own identifier or as one of its batches'). */
@@ -106,9 +153,8 @@ export class IdentifierClaim {
     this.key = identifierIndexKey(sm.tablePath, identifier);
   }
 
-  private body(attempt: number, committed?: number): Uint8Array {
-    const index: IdentifierIndex = { identifier: this.identifier, holder: this.holder, attempt, updated: this.now() };
-    if (committed !== undefined) index.committed = committed;
+  private body(attempt: number): Uint8Array {
+    const index: IdentifierIndex = { identifier: this.identifier, holder: this.holder, attempt, updated: this.now(), expiryMarks: true };
     return utf8(JSON.stringify(index));
   }
 
@@ -148,19 +194,6 @@ export class IdentifierClaim {
     throw new CorruptMetadataError(`the index of commit identifier ${this.identifier} changed ${retries} times while this commit settled it; retry the commit`);
   }
 
-  /** Records that the identifier landed in `snapshotId` (best effort: the attempt check finds it while that snapshot lives). */
-  async markCommitted(snapshotId: number): Promise<void> {
-    for (let i = 0; i < 5; i++) {
-      if (this.etag !== undefined) {
-        const done = await this.casOrUndefined(this.body(snapshotId, snapshotId), this.etag).catch(() => undefined);
-        if (done) return;
-      }
-      const found = await readIdentifierIndex(this.store, this.sm.tablePath, this.identifier).catch(() => undefined);
-      if (found === undefined || found.index.committed !== undefined) return;
-      this.etag = found.etag;
-    }
-  }
-
   private async casOrUndefined(body: Uint8Array, etag: string): Promise<{ etag: string } | undefined> {
     try {
       return await this.store.putIfMatch(this.key, body, etag);
@@ -185,6 +218,8 @@ export class IdentifierClaim {
     if (latest === undefined || index.attempt > latest.id) return { landed: false, latest };
     const s = await this.sm.tryRead(index.attempt);
     if (s !== undefined && carriesIdentifier(s, this.identifier)) return { landed: true, snapshot: s, snapshotId: s.id };
+    // Expired unmarked: expiry marks a landed identifier before deleting its snapshot (file comment).
+    if (s === undefined && index.expiryMarks === true) return { landed: false, latest };
     if (s === undefined) {
       throw new CommitIdentifierAmbiguousError(
         `commit identifier ${this.identifier} of ${this.sm.tablePath} was being committed as snapshot ${index.attempt}, which has expired ` +

@@ -17,6 +17,7 @@ import type { Snapshot } from './snapshot.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { assignSequenceNumbers, type CommitOptions, type CommitRequest } from './commit-request.js';
 import { checkCommitConflicts } from './conflicts.js';
+import { INDEXED_IDENTIFIER_PROPERTY } from './commit-identifier.js';
 
 /** The property holding a random id per commit call, so an ambiguous write can recognise itself. */
 export const COMMIT_UUID_PROPERTY = 'varve.commit-uuid';
@@ -134,6 +135,8 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
     nextSequenceNumber: Math.max(changes.nextSequenceNumber, latest?.nextSequenceNumber ?? 0),
     properties: { ...req.properties, [COMMIT_UUID_PROPERTY]: ctx.commitUuid },
   };
+  // Expiry marks this identifier's index before it deletes the snapshot (commit-identifier.ts).
+  if (req.identifierIndex) snapshot.properties![INDEXED_IDENTIFIER_PROPERTY] = 'true';
   const parent = latest?.properties?.[COMMIT_UUID_PROPERTY];
   if (parent !== undefined) snapshot.properties![PARENT_COMMIT_PROPERTY] = parent;
   if (changelogManifestList !== undefined) {

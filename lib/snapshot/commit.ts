@@ -13,7 +13,7 @@ import type { Snapshot } from './snapshot.js';
 import { decorrelatedBackoff, sleep } from '../store/backoff.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { COMMIT_UUID_PROPERTY, PARENT_COMMIT_PROPERTY, planCommit, type CommitContext } from './commit-plan.js';
-import { BATCH_IDENTIFIERS_PROPERTY, IdentifierClaim } from './commit-identifier.js';
+import { BATCH_IDENTIFIERS_PROPERTY, IdentifierClaim, carriesIdentifier } from './commit-identifier.js';
 import { isEmptyRequest, validateCommitRequest, type CommitOptions, type CommitRequest } from './commit-request.js';
 import { snapshotBytes } from './snapshot-file.js';
 import { SnapshotManager } from './snapshot-manager.js';
@@ -45,8 +45,11 @@ const DEDUP_READ_CHUNK = 16;
 const SLOW_ATTEMPT_MS = 1000;
 
 function sameCommit(s: Snapshot, req: CommitRequest): boolean {
-  // An indexed identifier is unique in the table, whoever commits it (commit-identifier.ts).
-  if (req.identifierIndex) return s.commitIdentifier === req.commitIdentifier;
+  // An indexed identifier is unique in the table, whoever commits it (commit-identifier.ts), and
+  // a group commit may carry it as one of its batches'. A retry that took the index over races
+  // its holder for the same id; the loser must recognise the winner's snapshot here, since the
+  // holder writes the index no more after its snapshot (expiry marks it).
+  if (req.identifierIndex) return carriesIdentifier(s, req.commitIdentifier);
   return s.commitUser === req.commitUser && s.commitIdentifier === req.commitIdentifier && s.commitKind === req.kind;
 }
 
@@ -168,19 +171,24 @@ async function reloadAfterLostRace(
   ctx: CommitContext,
   sm: SnapshotManager,
   lostAt: number,
+  passed?: (s: Snapshot) => void,
 ): Promise<{ latest: Snapshot; ours?: Snapshot; duplicate?: Snapshot }> {
   // Normally snapshot `lostAt` is the one that beat us; if it is gone (expired under a very slow
   // attempt), start from the latest instead.
   const current = (await sm.tryRead(lostAt)) ?? (await sm.latest());
   if (current === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(ctx.tablePath)} lost all its snapshots during a commit; retry`);
-  return readForward(ctx, sm, current);
+  return readForward(ctx, sm, current, passed);
 }
 
-/** From `current`, reads the next snapshots until the newest, stopping early at ours or a duplicate of this commit. */
-async function readForward(ctx: CommitContext, sm: SnapshotManager, current: Snapshot): Promise<{ latest: Snapshot; ours?: Snapshot; duplicate?: Snapshot }> {
+/**
+ * From `current`, reads the next snapshots until the newest, stopping early at ours or a duplicate
+ * of this commit; `passed` sees every other snapshot on the way.
+ */
+async function readForward(ctx: CommitContext, sm: SnapshotManager, current: Snapshot, passed?: (s: Snapshot) => void): Promise<{ latest: Snapshot; ours?: Snapshot; duplicate?: Snapshot }> {
   for (;;) {
     if (current.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid) return { latest: current, ours: current };
     if (sameCommit(current, ctx.req)) return { latest: current, duplicate: current };
+    passed?.(current);
     const next = await sm.tryRead(current.id + 1);
     if (next === undefined) return { latest: current };
     current = next;
@@ -287,6 +295,21 @@ class BatchClaims {
   }
 
   /**
+   * After a lost race: leaves out the live batches whose identifier snapshot `s` (another
+   * commit's) carries — a retry elsewhere that took a batch's index over and won the id.
+   */
+  readonly passed = (s: Snapshot): void => {
+    const landed = this.live.filter((i) => {
+      const id = this.original.batchIdentifiers![i];
+      return id !== undefined && carriesIdentifier(s, id);
+    });
+    if (landed.length === 0) return;
+    for (const i of landed) this.landedBefore.set(i, s);
+    this.live = this.live.filter((i) => !this.landedBefore.has(i));
+    this.rebuild();
+  };
+
+  /**
    * Makes every live claim name `(base?.id ?? 0) + 1`; returns the base they agree on (a takeover
    * may move it forward, and then every other claim is moved with it).
    */
@@ -313,11 +336,6 @@ class BatchClaims {
       // A takeover planned on a newer snapshot: every claim must name the same id, so all move.
       base = target;
     }
-  }
-
-  /** Records that the live batches landed in `snapshotId` (best effort, as for one claim). */
-  async markCommitted(snapshotId: number): Promise<void> {
-    await Promise.all(this.live.map((i) => this.claims[i]?.markCommitted(snapshotId)));
   }
 }
 
@@ -421,30 +439,26 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
         continue;
       }
       if ('committed' in outcome) {
-        await claim?.markCommitted(outcome.committed.id);
-        await batchClaims?.markCommitted(outcome.committed.id);
         await afterCommit(sm, outcome.committed, lookedUp);
         return landed({ snapshot: outcome.committed, alreadyCommitted: false, committed: true, attempts });
       }
-      let reloaded = await reloadAfterLostRace(ctx, sm, outcome.lostAt);
+      let reloaded = await reloadAfterLostRace(ctx, sm, outcome.lostAt, batchClaims?.passed);
       if (!reloaded.ours && !reloaded.duplicate) {
         await budget.next(`lost the race for snapshot ${outcome.lostAt}; retrying after snapshot ${reloaded.latest.id}`);
         // Others kept committing during the wait: read forward to the newest snapshot after it, so
         // the next attempt starts on the current head. (Planning on the head read before the wait
         // lost again to whatever landed meanwhile, and every loss doubled the wait: a process that
         // lost once was parked while the others took every id — the cross-process starvation.)
-        reloaded = await readForward(ctx, sm, reloaded.latest);
+        reloaded = await readForward(ctx, sm, reloaded.latest, batchClaims?.passed);
       }
       if (reloaded.ours) {
-        await claim?.markCommitted(reloaded.ours.id);
-        await batchClaims?.markCommitted(reloaded.ours.id);
         await afterCommit(sm, reloaded.ours, lookedUp);
         return landed({ snapshot: reloaded.ours, alreadyCommitted: false, committed: true, attempts });
       }
       if (reloaded.duplicate) {
-        await claim?.markCommitted(reloaded.duplicate.id);
         return { snapshot: reloaded.duplicate, alreadyCommitted: true, committed: false, attempts };
       }
+      if (batchClaims?.empty) return landed({ snapshot: batchClaims.newestLanded!, alreadyCommitted: true, committed: false, attempts });
       latest = reloaded.latest;
       optimistic = false;
       baseReadAt = performance.now();

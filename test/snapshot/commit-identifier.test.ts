@@ -6,10 +6,12 @@
 import { describe, expect, it } from 'vitest';
 import { CommitIdentifierAmbiguousError } from '../../lib/errors.js';
 import { commit, type CommitRequest } from '../../lib/snapshot/commit.js';
-import { readIdentifierIndex } from '../../lib/snapshot/commit-identifier.js';
+import { carriesIdentifier, identifierIndexKey, readIdentifierIndex } from '../../lib/snapshot/commit-identifier.js';
 import { snapshotKey } from '../../lib/snapshot/paths.js';
 import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
+import { utf8, type ObjectStore } from '../../lib/store/object-store.js';
+import { processView } from '../helpers/process-view.js';
 import { rng, testSeed } from '../helpers/random.js';
 import { appendRequest, change, testCommitOptions } from '../manifest/factories.js';
 
@@ -64,15 +66,16 @@ describe('indexed commit identifiers', () => {
     expect(retry).toMatchObject({ committed: true, alreadyCommitted: false });
     expect(again).toMatchObject({ alreadyCommitted: true });
     expect(await carrying(store, 'x')).toEqual([retry.snapshot.id]);
-    expect((await readIdentifierIndex(store, T, 'x'))?.index.committed).toBe(retry.snapshot.id);
+    // The index names the retry's snapshot; only expiry marks it `committed` (before deleting it).
+    expect((await readIdentifierIndex(store, T, 'x'))?.index).toMatchObject({ attempt: retry.snapshot.id, expiryMarks: true });
+    expect((await readIdentifierIndex(store, T, 'x'))?.index.committed).toBeUndefined();
   });
 
-  it('a crash after the snapshot landed but before the index recorded it is settled by the snapshot the index names', async () => {
+  it('an identified commit writes its index once, before the snapshot; a retry settles it by the snapshot the index names', async () => {
     const store = new MemoryStore();
-    store.crashAt({ op: 'putIfMatch', keyIncludes: '/commit/identifier-' });
-    // The snapshot landed: recording it in the index is best effort, the call still succeeds.
-    expect((await commit(store, T, indexed('a', 'y'), opts).catch(() => undefined))?.committed ?? true).toBe(true);
-    store.restart();
+    store.resetCallLog();
+    expect((await commit(store, T, indexed('a', 'y'), opts)).committed).toBe(true);
+    expect(store.callLog.filter((c) => c.key.includes('/commit/identifier-')).map((c) => c.op)).toEqual(['putIfAbsent']);
     expect((await readIdentifierIndex(store, T, 'y'))?.index).toMatchObject({ attempt: 1 });
     expect((await readIdentifierIndex(store, T, 'y'))?.index.committed).toBeUndefined();
     await others(store, 120);
@@ -81,16 +84,91 @@ describe('indexed commit identifiers', () => {
     expect(await carrying(store, 'y')).toEqual([1]);
   });
 
-  it('fails loudly when the attempt the index names expired before it was confirmed', async () => {
+  it('an unmarked attempt whose snapshot expired did not land (expiry marks before deleting): the retry commits once', async () => {
     const store = new MemoryStore();
     await others(store, 1);
     store.crashAt({ op: 'putIfAbsent', keyIncludes: '/snapshot/snapshot-' });
     await expect(commit(store, T, indexed('a', 'z'), opts)).rejects.toThrow();
     store.restart();
     await others(store, 3);
-    await store.delete(snapshotKey(T, 2)); // expired: whether 'z' was in it cannot be told
+    // Snapshot 2 (the attempt's id, taken by another commit) expired; expiry had nothing to mark.
     await store.delete(snapshotKey(T, 1));
-    await expect(commit(store, T, indexed('b', 'z'), opts)).rejects.toThrow(CommitIdentifierAmbiguousError);
+    await store.delete(snapshotKey(T, 2));
+    const retry = await commit(store, T, indexed('b', 'z'), opts);
+    expect(retry).toMatchObject({ committed: true, alreadyCommitted: false });
+    expect(await carrying(store, 'z')).toEqual([retry.snapshot.id]);
+  });
+
+  it('fails loudly for an index of an older varve (no expiryMarks) whose attempt expired unconfirmed', async () => {
+    const store = new MemoryStore();
+    await others(store, 1);
+    store.crashAt({ op: 'putIfAbsent', keyIncludes: '/snapshot/snapshot-' });
+    await expect(commit(store, T, indexed('a', 'old'), opts)).rejects.toThrow();
+    store.restart();
+    // As an older varve wrote it: its committer marked after the snapshot, best effort.
+    const { index } = (await readIdentifierIndex(store, T, 'old'))!;
+    delete index.expiryMarks;
+    await store.put(identifierIndexKey(T, 'old'), utf8(JSON.stringify(index)));
+    await others(store, 3);
+    await store.delete(snapshotKey(T, 1));
+    await store.delete(snapshotKey(T, 2)); // expired: whether 'old' was in it cannot be told
+    await expect(commit(store, T, indexed('b', 'old'), opts)).rejects.toThrow(CommitIdentifierAmbiguousError);
+  });
+
+  it.each([
+    ['a single retry loses to a group commit carrying its identifier', 'group', 'single'],
+    ['a group commit loses to the single retry of one of its batches', 'single', 'group'],
+    ['a group commit loses to another process\'s group commit carrying one of its batches', 'group', 'group'],
+  ] as const)('%s: the loser finds it, nothing twice (the holder writes the index no more after its snapshot)', async (_what, winnerKind, loserKind) => {
+    // Prepare: two committers in two processes, each paused right before creating its snapshot.
+    // The first (the winner) claims g1 naming snapshot 3; the second settles the index (3 is not
+    // created yet) and takes it over naming 3 too. A group commit carries g1 as a batch with g2/g3.
+    const store = new MemoryStore();
+    await others(store, 2);
+    const paused = (): { store: ObjectStore; reached: Promise<void>; release: () => void } => {
+      let reach!: () => void;
+      let release!: () => void;
+      const reached = new Promise<void>((r) => (reach = r));
+      const released = new Promise<void>((r) => (release = r));
+      const putIfAbsent = async (k: string, b: Uint8Array) => {
+        if (k.includes('/snapshot/snapshot-')) {
+          reach();
+          await released;
+        }
+        return store.putIfAbsent(k, b);
+      };
+      return { store: { ...processView(store), putIfAbsent }, reached, release };
+    };
+    const request = (kind: 'group' | 'single', other: string): CommitRequest =>
+      kind === 'single'
+        ? indexed('retry', 'g1')
+        : {
+            ...appendRequest('group', `round-${other}`, []),
+            batches: [0, 1].map(() => ({ rowCount: 1, newFiles: [change(`f${files++}`)], changelogFiles: [] })),
+            batchIdentifiers: ['g1', other],
+          };
+    const winner = paused();
+    const loser = paused();
+    const won = commit(winner.store, T, request(winnerKind, 'g2'), opts);
+    await winner.reached;
+    const lost = commit(loser.store, T, request(loserKind, 'g3'), opts);
+    await loser.reached;
+    // Act: the winner creates snapshot 3, then the loser tries 3 and reloads.
+    winner.release();
+    const first = await won;
+    loser.release();
+    const second = await lost;
+    // Assess: g1 is in exactly one snapshot, the winner's; nothing else lost.
+    expect(first.snapshot.id).toBe(3);
+    const sm = new SnapshotManager(store, T);
+    const all = await Promise.all((await sm.listIds()).map((n) => sm.read(n)));
+    const holders = (id: string) => all.filter((x) => carriesIdentifier(x, id)).map((x) => x.id);
+    expect(holders('g1')).toEqual([3]);
+    if (loserKind === 'single') expect(second).toMatchObject({ alreadyCommitted: true, committed: false });
+    else {
+      expect(second.landedBefore?.get(0)?.id).toBe(3);
+      expect(holders('g3')).toEqual([4]);
+    }
   });
 
   it('concurrent retries of one identifier under different users, among other committers, land exactly once', async () => {

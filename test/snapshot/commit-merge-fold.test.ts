@@ -14,8 +14,8 @@ import { compactTable } from '../../lib/maintenance/compact.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind, type Row } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
-import type { ObjectStore } from '../../lib/store/object-store.js';
 import type { Table } from '../../lib/table/table.js';
+import { processView } from '../helpers/process-view.js';
 import { rng, testSeed, type Rng } from '../helpers/random.js';
 import { allSnapshots } from './table-checks.js';
 
@@ -48,22 +48,6 @@ function sorted(state: State): Array<[string, bigint]> {
 function record(effects: Map<number, Effect>, id: number, effect: Effect): void {
   if (effects.has(id)) throw new Error(`two operations report snapshot ${id}`);
   effects.set(id, effect);
-}
-
-/** `store` behind an object of its own (same objects, another identity). */
-function processView(store: MemoryStore): ObjectStore {
-  return {
-    uri: store.uri,
-    get: (k) => store.get(k),
-    getRange: (k, a, b) => store.getRange(k, a, b),
-    head: (k) => store.head(k),
-    put: (k, b) => store.put(k, b),
-    putIfAbsent: (k, b) => store.putIfAbsent(k, b),
-    putIfMatch: (k, b, e) => store.putIfMatch(k, b, e),
-    deleteIfMatch: (k, e) => store.deleteIfMatch(k, e),
-    delete: (k) => store.delete(k),
-    list: (p, o) => store.list(p, o),
-  };
 }
 
 /** One committer's run: `ops` random operations, each recorded with the snapshot it made. */
