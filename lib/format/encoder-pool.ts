@@ -15,11 +15,6 @@
  * not ship `encode-worker.js` next to itself), the pool reports itself unavailable and callers
  * encode inline.
  */
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import * as arrow from 'apache-arrow';
 import { CorruptMetadataError, EncoderWorkerError, InvalidArgumentError, SchemaMismatchError } from '../errors.js';
@@ -28,6 +23,7 @@ import { ADD_SLICE_ROWS } from './data-file-stream.js';
 import type { EncoderReply, EncoderRequest, SerializedError } from './encoder-protocol.js';
 import { tableIPCInto } from './ipc-buffer.js';
 import { spliceParquetFiles } from './parquet-splice.js';
+import { defaultPoolThreads, findWorkerEntry, type WorkerEntry } from './worker-entry.js';
 
 /** Environment variable that sets the pool's thread count; 0 encodes on the calling thread. */
 export const ENCODE_THREADS_ENV = 'VARVE_ENCODE_THREADS';
@@ -38,16 +34,11 @@ export const ENCODE_MIN_FLUSH_BYTES_ENV = 'VARVE_ENCODE_MIN_FLUSH_BYTES';
  * inline, one bucket at a time, so a small commit starts no thread.
  */
 export const PARALLEL_FLUSH_BYTES = 8 * 1024 * 1024;
-/** The default never starts more workers than this, whatever the core count. */
-const MAX_DEFAULT_THREADS = 4;
-/** Lambda gives a function one vCPU per 1,769 MB of memory, whatever core count the OS reports. */
-const LAMBDA_MB_PER_VCPU = 1769;
 /**
  * Pieces (row groups) per thread posted but not yet encoded: enough for a worker never to wait for
  * the calling thread, few enough that memory holds a couple of row groups per thread, not the buffer.
  */
 const IN_FLIGHT_PIECES = 2;
-
 
 /** A data file being encoded a piece at a time (inline by DataFileStreamWriter, or by a worker). */
 export interface DataFileEncoder {
@@ -64,18 +55,7 @@ export interface DataFileEncoder {
  * on Lambda the vCPUs its memory size buys), and 0 — encode inline — with fewer than two.
  */
 export function defaultEncodeThreads(env: NodeJS.ProcessEnv = process.env): number {
-  const set = env[ENCODE_THREADS_ENV];
-  if (set !== undefined && set.trim() !== '') {
-    const n = Number(set);
-    if (!Number.isInteger(n) || n < 0 || n > 64) {
-      throw new InvalidArgumentError(`${ENCODE_THREADS_ENV} must be a whole number from 0 to 64 (0 encodes on the calling thread), got "${set}"`);
-    }
-    return n;
-  }
-  let cpus = os.availableParallelism();
-  const lambdaMB = Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE);
-  if (lambdaMB > 0) cpus = Math.min(cpus, Math.floor(lambdaMB / LAMBDA_MB_PER_VCPU));
-  return cpus >= 2 ? Math.min(cpus, MAX_DEFAULT_THREADS) : 0;
+  return defaultPoolThreads(ENCODE_THREADS_ENV, env);
 }
 
 /** PARALLEL_FLUSH_BYTES, or `VARVE_ENCODE_MIN_FLUSH_BYTES` when set. */
@@ -85,33 +65,6 @@ export function defaultMinFlushBytes(env: NodeJS.ProcessEnv = process.env): numb
   const n = Number(set);
   if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${ENCODE_MIN_FLUSH_BYTES_ENV} must be a whole number of bytes, got "${set}"`);
   return n;
-}
-
-/** How a worker is started: a compiled entry file, or the TypeScript source through tsx (a clone, tests). */
-type WorkerEntry = { file: string } | { eval: string };
-
-/**
- * The worker entry next to this module: `encode-worker.js` (tsc's dist/, or a bundle's folder,
- * where the build emits it beside the bundle), else `encode-worker.ts` run through tsx's loader
- * (the sources in a clone); null when neither is there.
- */
-function findWorkerEntry(): WorkerEntry | null {
-  // In a CommonJS bundle (Lambda) import.meta is empty and __dirname is the bundle's folder; the
-  // ESM CLI bundle defines __dirname too; tsc's ESM output has import.meta.url only.
-  const here = typeof __dirname === 'string' ? __dirname : path.dirname(fileURLToPath(import.meta.url));
-  const js = path.join(here, 'encode-worker.js');
-  if (existsSync(js)) return { file: js };
-  const ts = path.join(here, 'encode-worker.ts');
-  if (!existsSync(ts)) return null;
-  let api: string;
-  try {
-    api = path.join(path.dirname(createRequire(path.join(here, 'noop.js')).resolve('tsx/package.json')), 'dist/esm/api/index.mjs');
-  } catch {
-    return null;
-  }
-  if (!existsSync(api)) return null;
-  const load = `import(${JSON.stringify(pathToFileURL(api).href)}).then((m) => { m.register(); return import(${JSON.stringify(pathToFileURL(ts).href)}); })`;
-  return { eval: load };
 }
 
 interface Slot {
@@ -161,7 +114,7 @@ export class EncoderPool {
   /** True when files can be encoded by workers here (threads > 0 and a worker entry exists). */
   get available(): boolean {
     if (this.maxThreads <= 0) return false;
-    if (this.entry === undefined) this.entry = findWorkerEntry();
+    if (this.entry === undefined) this.entry = findWorkerEntry('encode-worker');
     return this.entry !== null;
   }
 

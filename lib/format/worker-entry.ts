@@ -1,6 +1,6 @@
 /**
  * What a pool of worker threads needs to start: the entry file of its worker, and how many threads
- * to run. Used by the decode pool (decode-pool.ts).
+ * to run. Used by the encoder pool (encoder-pool.ts) and the decode pool (decode-pool.ts).
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
