@@ -52,8 +52,8 @@ export const CAVEATS: Record<string, string> = {
   'cow-vs-varve-10000000': 'copy-on-write pays at write time what varve pays at read and compaction time (§2, §7)',
   'compact-vs-raw': 'not like for like: the baseline reads and rewrites every input row, compaction writes only the merged (newest) rows — the same-output ratio is the next row',
   'compact-vs-same-output': 'same rows out: DuckDB (one thread) deduplicates the same files with the §2 query and COPYs only the newest rows, sorted by key, one zstd file per bucket at varve\'s row-group size, fsynced; its own Parquet writer (encodings differ) and no commit',
-  'local-commit-vs-put': 'the latency includes the writer flush (up to 4 data files encoded and fsynced one bucket after another), most of it; the commit\'s own requests (index claim, manifest and list, snapshot, index mark) take a few ms',
-  's3-commit-vs-put': 'the latency includes the writer flush (up to 4 data-file PUTs, one bucket after another) before the commit\'s own requests (index claim, manifest and list, snapshot, index mark)',
+  'local-commit-vs-put': 'the latency includes the writer flush (up to 4 data files encoded and fsynced one bucket after another), most of it; the commit\'s own requests (index claim, manifest and list, snapshot; expiry marks the index later) take a few ms',
+  's3-commit-vs-put': 'the latency includes the writer flush (up to 4 data-file PUTs, one bucket after another) before the commit\'s own requests (index claim, manifest and list, snapshot; expiry marks the index later)',
   'local-16-vs-1-writers': 'writers in one process share one committer (several commits per snapshot); separate processes race, see the spread below',
   'procs-spread': 'completion times of processes racing on a local folder, not throughput; one run',
 };
