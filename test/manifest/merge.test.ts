@@ -31,6 +31,26 @@ async function allEntries(store: MemoryStore, metas: readonly ManifestFileMeta[]
   return (await Promise.all(metas.map((m) => readManifestFile(store, T, m.fileName)))).flat();
 }
 
+/**
+ * One random commit's entries, applied to `truth` (the live files by identity): up to 2 DELETEs of
+ * live files (as compaction makes) and `adds` ADDs of new ones named by `name`.
+ */
+function randomDelta(rnd: ReturnType<typeof seededRandom>, truth: Map<string, ManifestEntry>, adds: number, name: () => string): ManifestEntry[] {
+  const delta: ManifestEntry[] = [];
+  const liveNow = [...truth.values()];
+  for (let d = rnd.int(3); d > 0 && liveNow.length > 0; d--) {
+    const victim = liveNow.splice(rnd.int(liveNow.length), 1)[0];
+    delta.push({ ...victim, kind: 'DELETE' });
+    truth.delete(fileIdentity(victim));
+  }
+  for (let a = adds; a > 0; a--) {
+    const e = entry('ADD', name(), { level: rnd.int(3) }, { partition: `p=${rnd.int(3)}`, bucket: rnd.int(2) });
+    delta.push(e);
+    truth.set(fileIdentity(e), e);
+  }
+  return delta;
+}
+
 describe('mergeManifests, minor compaction', () => {
   it('leaves a short tail of small manifests alone', async () => {
     // Prepare
@@ -111,18 +131,7 @@ describe('mergeManifests, randomized history', () => {
       let counter = 0;
       for (let commit = 0; commit < 60; commit++) {
         // One commit: a few ADDs of new files, maybe DELETEs of live ones (as compaction does).
-        const delta: ManifestEntry[] = [];
-        const liveNow = [...truth.values()];
-        for (let d = rnd.int(3); d > 0 && liveNow.length > 0; d--) {
-          const victim = liveNow.splice(rnd.int(liveNow.length), 1)[0];
-          delta.push({ ...victim, kind: 'DELETE' });
-          truth.delete(fileIdentity(victim));
-        }
-        for (let a = 1 + rnd.int(3); a > 0; a--) {
-          const e = entry('ADD', `f-${counter++}`, { level: rnd.int(3) }, { partition: `p=${rnd.int(3)}`, bucket: rnd.int(2) });
-          delta.push(e);
-          truth.set(fileIdentity(e), e);
-        }
+        const delta = randomDelta(rnd, truth, 1 + rnd.int(3), () => `f-${counter++}`);
         const deltaMetas = await writeEach(store, [delta]);
         metas = await mergeManifests(store, T, [...metas, ...deltaMetas], new MetadataFileNamer(), opts);
       }
@@ -144,18 +153,7 @@ describe('a merge that takes a commit\'s delta into its manifest, randomized his
       let list: ManifestFileMeta[] = [];
       let counter = 0;
       for (let n = 0; n < 60; n++) {
-        const delta: ManifestEntry[] = [];
-        const liveNow = [...truth.values()];
-        for (let d = rnd.int(3); d > 0 && liveNow.length > 0; d--) {
-          const victim = liveNow.splice(rnd.int(liveNow.length), 1)[0];
-          delta.push({ ...victim, kind: 'DELETE' });
-          truth.delete(fileIdentity(victim));
-        }
-        for (let a = rnd.int(4); a > 0; a--) {
-          const e = entry('ADD', `f-${counter++}`, { level: rnd.int(3) }, { partition: `p=${rnd.int(3)}`, bucket: rnd.int(2) });
-          delta.push(e);
-          truth.set(fileIdentity(e), e);
-        }
+        const delta = randomDelta(rnd, truth, rnd.int(4), () => `f-${counter++}`);
         // Act: one commit's manifests, as commit-plan.ts makes them.
         const namer = new MetadataFileNamer();
         const plan = await planManifestMerge(store, T, list, opts, cache);
