@@ -17,8 +17,7 @@
 import { Worker } from 'node:worker_threads';
 import { DecoderWorkerError, InvalidArgumentError } from '../errors.js';
 import type { DecodeReply, DecodeRequest } from './decode-protocol.js';
-import type { SerializedError } from './encoder-protocol.js';
-import { defaultPoolThreads, findWorkerEntry, type WorkerEntry } from './worker-entry.js';
+import { defaultPoolThreads, findWorkerEntry, remoteWorkerError, type WorkerEntry } from './worker-entry.js';
 
 /** Environment variable that sets the pool's thread count; 0 decodes on the calling thread. */
 export const DECODE_THREADS_ENV = 'VARVE_DECODE_THREADS';
@@ -124,7 +123,7 @@ export class DecodePool {
       if (p === undefined) return;
       slot.pending.delete(msg.id);
       if (slot.pending.size === 0) worker.unref();
-      if ('error' in msg) p.reject(remoteError(msg.error));
+      if ('error' in msg) p.reject(remoteWorkerError(msg.error, 'a Parquet decoder thread'));
       else p.resolve(msg.ipc);
     });
     const die = (why: string, cause?: unknown) => {
@@ -145,16 +144,6 @@ export class DecodePool {
     worker.on('exit', (code) => die(`exited with code ${code}`));
     return slot;
   }
-}
-
-// The WebAssembly global is missing from the project's type libs (ES2023 + node), not from Node.
-const WasmRuntimeError = (globalThis as unknown as { WebAssembly: { RuntimeError: ErrorConstructor } }).WebAssembly.RuntimeError;
-
-/** A worker's error as the inline decode would have thrown it: a wasm trap stays one, the rest keep name and message. */
-function remoteError(s: SerializedError): Error {
-  const e = s.name === 'RuntimeError' ? new WasmRuntimeError(s.message) : Object.assign(new Error(s.message), { name: s.name });
-  if (s.stack) e.stack = `${s.stack}\n    (in a Parquet decoder thread)`;
-  return e;
 }
 
 let shared: DecodePool | null = null;

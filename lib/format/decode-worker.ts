@@ -7,6 +7,7 @@
 import { parentPort } from 'node:worker_threads';
 import type { DecodeReply, DecodeRequest } from './decode-protocol.js';
 import { decodeRowGroupIPC } from './row-group-reader.js';
+import { serializeWorkerError } from './worker-entry.js';
 
 /** Test hook (set before the pool starts its workers): `throw` fails every decode, `exit` ends the thread at the first. */
 const FAULT = process.env.VARVE_TEST_DECODE_WORKER_FAULT;
@@ -33,7 +34,6 @@ async function handle(msg: DecodeRequest): Promise<void> {
     const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
     reply({ id: msg.id, ipc: own }, [own.buffer as ArrayBuffer]);
   } catch (e) {
-    const err = e instanceof Error ? e : new Error(String(e));
-    reply({ id: msg.id, error: { name: err.name, message: err.message, stack: err.stack } });
+    reply({ id: msg.id, error: serializeWorkerError(e) });
   }
 }

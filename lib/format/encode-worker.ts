@@ -8,7 +8,8 @@
 import { parentPort } from 'node:worker_threads';
 import * as arrow from 'apache-arrow';
 import { DataFileStreamWriter } from './data-file-stream.js';
-import type { EncoderReply, EncoderRequest, SerializedError } from './encoder-protocol.js';
+import type { EncoderReply, EncoderRequest } from './encoder-protocol.js';
+import { serializeWorkerError } from './worker-entry.js';
 
 /** Test hook (set before the pool starts its workers): `throw` fails every piece, `exit` ends the thread at the first piece. */
 const FAULT = process.env.VARVE_TEST_ENCODE_WORKER_FAULT;
@@ -43,11 +44,6 @@ async function handle(msg: EncoderRequest): Promise<void> {
     reply({ op: 'encoded', piece, bytes: own, slices }, [own.buffer as ArrayBuffer, ...slices]);
   } catch (e) {
     await writer?.discard().catch(() => undefined);
-    reply({ op: 'failed', piece, error: serialize(e) });
+    reply({ op: 'failed', piece, error: serializeWorkerError(e) });
   }
-}
-
-function serialize(e: unknown): SerializedError {
-  if (e instanceof Error) return { name: e.name, message: e.message, stack: e.stack };
-  return { name: 'Error', message: String(e) };
 }

@@ -17,13 +17,13 @@
  */
 import { Worker } from 'node:worker_threads';
 import * as arrow from 'apache-arrow';
-import { CorruptMetadataError, EncoderWorkerError, InvalidArgumentError, SchemaMismatchError } from '../errors.js';
+import { EncoderWorkerError, InvalidArgumentError } from '../errors.js';
 import { DEFAULT_ROW_GROUP_SIZE, dataFileWriterProperties, type WriteDataFileOptions } from './data-file.js';
 import { ADD_SLICE_ROWS } from './data-file-stream.js';
-import type { EncoderReply, EncoderRequest, SerializedError } from './encoder-protocol.js';
+import type { EncoderReply, EncoderRequest } from './encoder-protocol.js';
 import { tableIPCInto } from './ipc-buffer.js';
 import { spliceParquetFiles } from './parquet-splice.js';
-import { defaultPoolThreads, findWorkerEntry, type WorkerEntry } from './worker-entry.js';
+import { defaultPoolThreads, findWorkerEntry, remoteWorkerError, type WorkerEntry } from './worker-entry.js';
 
 /** Environment variable that sets the pool's thread count; 0 encodes on the calling thread. */
 export const ENCODE_THREADS_ENV = 'VARVE_ENCODE_THREADS';
@@ -197,7 +197,7 @@ export class EncoderPool {
         // Slice buffers come back for reuse: a few, not one per slice ever sent.
         for (const b of msg.slices) if (this.openFiles > 0 && this.spare.length < IN_FLIGHT_PIECES * Math.max(1, this.maxThreads)) this.spare.push(b);
         p.resolve(msg.bytes);
-      } else p.reject(remoteError(msg.error));
+      } else p.reject(remoteWorkerError(msg.error, 'a Parquet encoder thread'));
     });
     const die = (why: string, cause?: unknown) => {
       const i = this.slots.indexOf(slot);
@@ -310,25 +310,6 @@ class PooledFile implements DataFileEncoder {
 /** A zero-row table of `schema` (its IPC stream carries the schema to the workers). */
 function emptyTable(schema: arrow.Schema): arrow.Table {
   return new arrow.Table(schema, [new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(schema.fields), length: 0, nullCount: 0, children: schema.fields.map((f) => arrow.makeData({ type: f.type, length: 0 })) }))]);
-}
-
-// The WebAssembly global is missing from the project's type libs (ES2023 + node), not from Node.
-const WasmRuntimeError = (globalThis as unknown as { WebAssembly: { RuntimeError: ErrorConstructor } }).WebAssembly.RuntimeError;
-
-/** The classes a worker's error is rebuilt as, by name: what the inline encoder throws. */
-const REMOTE_ERRORS: Record<string, new (message: string) => Error> = {
-  InvalidArgumentError,
-  SchemaMismatchError,
-  CorruptMetadataError,
-  RuntimeError: WasmRuntimeError,
-};
-
-/** The error a worker reported, as the class the inline encoder would have thrown (by name), with the worker's stack. */
-function remoteError(s: SerializedError): Error {
-  const Known = REMOTE_ERRORS[s.name];
-  const e = Known !== undefined ? new Known(s.message) : Object.assign(new Error(s.message), { name: s.name });
-  if (s.stack) e.stack = `${s.stack}\n    (in a Parquet encoder thread)`;
-  return e;
 }
 
 let shared: EncoderPool | null = null;

@@ -1,13 +1,15 @@
 /**
- * What a pool of worker threads needs to start: the entry file of its worker, and how many threads
- * to run. Used by the encoder pool (encoder-pool.ts) and the decode pool (decode-pool.ts).
+ * What a pool of worker threads needs: the entry file of its worker, how many threads to run, and
+ * how an error crosses from a worker to the calling thread. Used by the encoder pool
+ * (encoder-pool.ts, encode-worker.ts) and the decode pool (decode-pool.ts, decode-worker.ts).
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { InvalidArgumentError } from '../errors.js';
+import { CorruptMetadataError, InvalidArgumentError, SchemaMismatchError } from '../errors.js';
+import type { SerializedError } from './encoder-protocol.js';
 
 /** How a worker is started: a compiled entry file, or the TypeScript source through tsx (a clone, tests). */
 export type WorkerEntry = { file: string } | { eval: string };
@@ -59,4 +61,29 @@ export function defaultPoolThreads(envName: string, env: NodeJS.ProcessEnv = pro
   const lambdaMB = Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE);
   if (lambdaMB > 0) cpus = Math.min(cpus, Math.floor(lambdaMB / LAMBDA_MB_PER_VCPU));
   return cpus >= 2 ? Math.min(cpus, MAX_DEFAULT_THREADS) : 0;
+}
+
+/** A worker's error as it is posted to the calling thread. */
+export function serializeWorkerError(e: unknown): SerializedError {
+  if (e instanceof Error) return { name: e.name, message: e.message, stack: e.stack };
+  return { name: 'Error', message: String(e) };
+}
+
+// The WebAssembly global is missing from the project's type libs (ES2023 + node), not from Node.
+const WasmRuntimeError = (globalThis as unknown as { WebAssembly: { RuntimeError: ErrorConstructor } }).WebAssembly.RuntimeError;
+
+/** The classes a worker's error is rebuilt as, by name: what the inline encode and decode throw. */
+const REMOTE_ERRORS: Record<string, new (message: string) => Error> = {
+  InvalidArgumentError,
+  SchemaMismatchError,
+  CorruptMetadataError,
+  RuntimeError: WasmRuntimeError,
+};
+
+/** The error a worker reported, as the class the inline path would have thrown (by name), with the worker's stack and `thread` named. */
+export function remoteWorkerError(s: SerializedError, thread: string): Error {
+  const Known = REMOTE_ERRORS[s.name];
+  const e = Known !== undefined ? new Known(s.message) : Object.assign(new Error(s.message), { name: s.name });
+  if (s.stack) e.stack = `${s.stack}\n    (in ${thread})`;
+  return e;
 }
