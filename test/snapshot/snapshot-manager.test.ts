@@ -6,6 +6,7 @@ import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
 import { fromUtf8, utf8, type ObjectStore } from '../../lib/store/object-store.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import { appendRequest, change, testCommitOptions } from '../manifest/factories.js';
+import { processView } from '../helpers/process-view.js';
 
 const T = 'db.db/snaps';
 
@@ -106,14 +107,7 @@ describe('SnapshotManager', () => {
     const { store } = await tableWith(3);
     await store.delete(latestHintKey(T));
     const staleListing: ObjectStore = {
-      uri: store.uri,
-      get: (k) => store.get(k),
-      getRange: (k, a, b) => store.getRange(k, a, b),
-      head: (k) => store.head(k),
-      put: (k, b) => store.put(k, b),
-      putIfAbsent: (k, b) => store.putIfAbsent(k, b),
-      putIfMatch: (k, b, e) => store.putIfMatch(k, b, e),
-      delete: (k) => store.delete(k),
+      ...processView(store),
       async *list(prefix: string) {
         for await (const o of store.list(prefix)) if (!o.key.endsWith('snapshot-3')) yield o;
       },
