@@ -304,8 +304,8 @@ export class TableWriter {
     this.held = [];
     this.heldRows = 0;
     this.heldBytes = 0;
-    let numBuckets = 0;
-    for (const h of held) for (let i = 0; i < h.buckets.length; i++) numBuckets = Math.max(numBuckets, h.buckets[i] + 1);
+    // Held tables are unpartitioned (see writeArrow): the table's bucket count, resolved before they were routed.
+    const numBuckets = this.partitionBuckets.get('')!;
     const counts = new Uint32Array(numBuckets);
     for (const h of held) for (let i = 0; i < h.buckets.length; i++) counts[h.buckets[i]]++;
     const sources = Array.from(counts, (c) => new Uint16Array(c));
