@@ -203,20 +203,25 @@ export class IdentifierClaim {
     }
   }
 
-  /** See the file comment: did the holder's attempt land? The latest snapshot is read after the index. */
+  /**
+   * See the file comment: did the holder's attempt land? The latest snapshot is read after the
+   * index. Every snapshot is read from the store, never from this process's cache: a rollback
+   * elsewhere may have removed a snapshot cached here and a new commit reused its id, and a
+   * cached copy carrying the identifier would report a commit that is not in the table.
+   */
   private async settle(index: IdentifierIndex): Promise<{ landed: true; snapshot: Snapshot | undefined; snapshotId: number } | { landed: false; latest: Snapshot | undefined }> {
     if (index.committed !== undefined) {
       const s = await this.sm.tryReadFresh(index.committed);
       if (s !== undefined && carriesIdentifier(s, this.identifier)) return { landed: true, snapshot: s, snapshotId: s.id };
       // A rollback removed that snapshot (its id is above the latest, or holds another commit
       // now): the identifier is not in the table any more and may be committed again.
-      const latest = await this.sm.latest();
+      const latest = await this.sm.latest({ fresh: true });
       if (s !== undefined || latest === undefined || index.committed > latest.id) return { landed: false, latest };
       return { landed: true, snapshot: undefined, snapshotId: index.committed };
     }
-    const latest = await this.sm.latest();
+    const latest = await this.sm.latest({ fresh: true });
     if (latest === undefined || index.attempt > latest.id) return { landed: false, latest };
-    const s = await this.sm.tryRead(index.attempt);
+    const s = await this.sm.tryReadFresh(index.attempt);
     if (s !== undefined && carriesIdentifier(s, this.identifier)) return { landed: true, snapshot: s, snapshotId: s.id };
     // Expired unmarked: expiry marks a landed identifier before deleting its snapshot (file comment).
     if (s === undefined && index.expiryMarks === true) return { landed: false, latest };

@@ -54,6 +54,11 @@ function sameCommit(s: Snapshot, req: CommitRequest): boolean {
 }
 
 
+/** True when `s` holds this request's commit or one of its live batches' identifiers (a duplicate, or a batch to drop). */
+function carriesThisCommit(req: CommitRequest, s: Snapshot): boolean {
+  return sameCommit(s, req) || (req.batchIdentifiers ?? []).some((id) => id !== undefined && carriesIdentifier(s, id));
+}
+
 /**
  * Searches the newest `lookback` snapshots (newest first, stopping at the earliest one still
  * present) for a commit with the request's identity.
@@ -187,6 +192,15 @@ async function reloadAfterLostRace(
 async function readForward(ctx: CommitContext, sm: SnapshotManager, current: Snapshot, passed?: (s: Snapshot) => void): Promise<{ latest: Snapshot; ours?: Snapshot; duplicate?: Snapshot }> {
   for (;;) {
     if (current.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid) return { latest: current, ours: current };
+    if (carriesThisCommit(ctx.req, current) && (await confirmed(sm, current)) === undefined) {
+      // A cached copy of a snapshot a rollback removed, its id since reused: what it carried is
+      // not in the table. Forget it (and everything cached above it) and read what the id holds.
+      sm.forgetFrom(current.id - 1);
+      const now = (await sm.tryRead(current.id)) ?? (await sm.latest());
+      if (now === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(ctx.tablePath)} lost all its snapshots during a commit; retry`);
+      current = now;
+      continue;
+    }
     if (sameCommit(current, ctx.req)) return { latest: current, duplicate: current };
     passed?.(current);
     const next = await sm.tryRead(current.id + 1);

@@ -240,14 +240,17 @@ export class SnapshotManager {
     return ids.length === 0 ? undefined : ids[0];
   }
 
-  /** The newest snapshot, or undefined for a table with none. */
-  async latest(): Promise<Snapshot | undefined> {
+  /**
+   * The newest snapshot, or undefined for a table with none. With `fresh`, its content is read
+   * from the store, never from the cache (a decision that must see what the id holds now).
+   */
+  async latest(opts: { fresh?: boolean } = {}): Promise<Snapshot | undefined> {
     for (let i = 0; i < EXPIRY_RACE_RETRIES; i++) {
       const id = await this.latestId();
       if (id === undefined) return undefined;
       // latestId checked that id+1 did not exist; a commit landing since makes this answer
       // stale, never wrong (a commit on it loses the race and reloads).
-      const s = await this.tryRead(id);
+      const s = opts.fresh ? await this.tryReadFresh(id) : await this.tryRead(id);
       if (s !== undefined) return s;
     }
     throw new SnapshotNotFoundError(`the latest snapshot of ${displayTableName(this.tablePath)} kept disappearing while being read; retry`);

@@ -14,6 +14,7 @@ import { latestHintKey } from '../../lib/snapshot/paths.js';
 import { fromUtf8 } from '../../lib/store/object-store.js';
 import { Table } from '../../lib/table/table.js';
 import { SnapshotNotFoundError, TagError } from '../../lib/errors.js';
+import { processView } from '../helpers/process-view.js';
 import { addConsumer, eightSnapshots, expectVerified, newTable, rowsAt, upsert } from './expiry-fixtures.js';
 
 /** Every data, changelog and manifest file key any snapshot or tag of the table references. */
@@ -26,6 +27,17 @@ async function referencedFiles(table: Table): Promise<Set<string>> {
 
 function fileKeys(store: MemoryStore, table: Table): string[] {
   return store.keys().filter((k) => k.startsWith(`${table.path}/bucket-`) || k.startsWith(`${table.path}/manifest/`));
+}
+
+/** A store whose next snapshot-file put first runs `onSnapshotPut` (another process acting meanwhile). */
+class RacingStore extends MemoryStore {
+  onSnapshotPut?: () => Promise<void>;
+  override async putIfAbsent(key: string, body: Uint8Array) {
+    const hook = key.includes('/snapshot/snapshot-') ? this.onSnapshotPut : undefined;
+    if (hook) this.onSnapshotPut = undefined;
+    if (hook) await hook();
+    return super.putIfAbsent(key, body);
+  }
 }
 
 describe('rollbackTo', () => {
@@ -101,6 +113,45 @@ describe('rollbackTo', () => {
     expect(await rowsAt(table)).toEqual(['1=a', '2=b']);
   });
 
+  it('a retry in the process that committed an identifier, after another process rolled that snapshot back and reused its id, commits again', async () => {
+    // Prepare: process A commits batch-7 as snapshot 2 (its snapshot cache keeps it); process B
+    // rolls back to 1 and commits another batch, which takes id 2 again.
+    const store = new MemoryStore();
+    const a = await newTable({}, store);
+    await upsert(a, [1], 'a');
+    expect((await a.write([{ id: 2, v: 'b' }], { commitIdentifier: 'batch-7' })).snapshot!.id).toBe(2);
+    const b = new Table(store, a.name, a.path, a.schema);
+    await rollbackTo(b, { snapshotId: 1 });
+    expect(await upsert(b, [3], 'c')).toBe(2);
+    // Act: A retries batch-7 (its earlier commit is not in the table any more).
+    const retry = await a.write([{ id: 2, v: 'b' }], { commitIdentifier: 'batch-7' });
+    // Assess: committed again, not "already committed" from A's cached snapshot 2.
+    expect(retry.alreadyCommitted).toBe(false);
+    expect(await rowsAt(b)).toEqual(['1=a', '2=b', '3=c']);
+    expect((await a.write([{ id: 2, v: 'b' }], { commitIdentifier: 'batch-7' })).alreadyCommitted).toBe(true);
+    await expectVerified(b);
+  });
+
+  it('a retry that loses the race for a reused id does not take its own cached, rolled-back snapshot there for the commit', async () => {
+    // Prepare: A commits batch-7 as snapshot 3 (cached); B rolls back to 1 and commits snapshot 2.
+    const store = new RacingStore();
+    const a = await newTable({}, store);
+    await upsert(a, [1], 'a');
+    await upsert(a, [2], 'removed');
+    expect((await a.write([{ id: 7, v: 'g' }], { commitIdentifier: 'batch-7' })).snapshot!.id).toBe(3);
+    const b = new Table(processView(store), a.name, a.path, a.schema);
+    await rollbackTo(b, { snapshotId: 1 });
+    expect(await upsert(b, [3], 'c')).toBe(2);
+    // Act: A's retry takes the index over for snapshot 3, but B creates 3 just before A's put.
+    store.onSnapshotPut = async () => void (await upsert(b, [4], 'd'));
+    const retry = await a.write([{ id: 7, v: 'g' }], { commitIdentifier: 'batch-7' });
+    // Assess: A read forward past B's snapshot 3 (not its cached old 3) and committed batch-7 as 4.
+    expect(retry.alreadyCommitted).toBe(false);
+    expect(retry.snapshot!.id).toBe(4);
+    expect(await rowsAt(b)).toEqual(['1=a', '3=c', '4=d', '7=g']);
+    await expectVerified(b);
+  });
+
   it('a rollback right after a warm writer\'s commit: its next commit (base unchecked, seen moments ago) is withdrawn and lands on the target', async () => {
     // Prepare: writer A commits snapshot 3; B rolls back to 1 at once, so A's base (3, made by A
     // moments ago, which it does not HEAD again) is gone and its next id 4 is free.
@@ -141,15 +192,6 @@ describe('rollbackTo', () => {
 
   it('a commit racing the rollback on a removed snapshot is withdrawn by the writer and landed on the target', async () => {
     // Prepare: the writer's snapshot-file put waits for a rollback that removes its base.
-    class RacingStore extends MemoryStore {
-      onSnapshotPut?: () => Promise<void>;
-      override async putIfAbsent(key: string, body: Uint8Array) {
-        const hook = key.includes('/snapshot/snapshot-') ? this.onSnapshotPut : undefined;
-        this.onSnapshotPut = undefined;
-        if (hook) await hook();
-        return super.putIfAbsent(key, body);
-      }
-    }
     const store = new RacingStore();
     const writer = await newTable({}, store);
     await upsert(writer, [1], 'a');
