@@ -76,6 +76,7 @@ async function removeConsumer(table: Table, c: Consumer, now: number, expiration
     // The lease is deleted below, but its fencing token must never start again at 1: the next
     // lease of this id starts above it (lib/stream/lease.ts). One spare for an acquire racing this.
     ...(token === undefined ? {} : { leaseToken: token + 1 }),
+    ...(c.run === undefined ? {} : { run: c.run }),
   });
   const progress = own.filter((o) => o.key.startsWith(progressPrefix));
   const seen = await readProgress(table, c, progressPrefix, progress, delivered);

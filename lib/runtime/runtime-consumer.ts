@@ -103,6 +103,8 @@ export class RuntimeConsumer {
       log: opts.log,
       // A sink call may take as long as its message stays invisible, as Lambda's timeout allows.
       fence: { lease: this.lease, sinkTimeoutMs: Math.min(visibility, leaseMs) },
+      // Fenced off by a newer holder: stop at once (the splits are that holder's to deliver).
+      onLeaseLost: (e) => this.halt(e),
     });
   }
 

@@ -185,6 +185,8 @@ export interface ConsumerTombstone {
   fullSnapshot?: number;
   /** The fencing token of its lease when the lease was deleted: the next lease of the id starts above it. */
   leaseToken?: number;
+  /** The stream run that expired: a reader still delivering a split of it finds it here and drops the split. */
+  run?: string;
 }
 
 /** Key of a consumer's tombstone ('@' never occurs in a consumer id). */

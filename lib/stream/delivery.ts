@@ -10,7 +10,7 @@ import { InvalidArgumentError, VarveError } from '../errors.js';
 import type { ConsumerLeaseHandle } from './lease.js';
 import type { HeldFence, SplitFences } from './split-fence.js';
 import type { Table } from '../table/table.js';
-import { readConsumer, type Consumer } from '../snapshot/consumer.js';
+import { readConsumer, readTombstone, type Consumer } from '../snapshot/consumer.js';
 import { advanceBucketProgress, bucketKey, checkFence, progressKey, readBucketProgressEntry, type BucketProgress } from './progress.js';
 import { describeSplit, readSplit, type SplitKind } from './split.js';
 import { checkOpenedTable } from './table-identity.js';
@@ -148,6 +148,10 @@ export class BatchDelivery {
       held = await this.holdSplit(m, key, p.splitFence);
     }
     const delivered = p?.run === m.run ? p.snapshot : undefined;
+    // No progress of this run: the bucket's first split, or its progress was deleted because the
+    // consumer expired while this batch ran (it read the consumer before). Delivered again, the
+    // split would land behind newer ones of the bucket: per-key order broken.
+    if (delivered === undefined && (await this.runEnded(m))) return 'stale';
     // Already delivered (a copy from a discovery that lost its race, or an ack that was lost).
     if (delivered !== undefined && m.snapshotId <= delivered) return 'duplicate';
     if (m.prev !== undefined && (delivered === undefined || delivered < m.prev)) throw gapError(m, delivered);
@@ -213,6 +217,19 @@ export class BatchDelivery {
     progressWrites.set(lockKey, version + 1);
     this.progress.set(key, { version: version + 1, entry: Promise.resolve(written) });
     return 'delivered';
+  }
+
+  /**
+   * True when the message's run has ended since this batch read the consumer: its tombstone names
+   * the run (expiry writes it before it deletes any progress), or the consumer file is gone or has
+   * another run (resumed or reset). Read afresh, not from the batch's cache.
+   */
+  private async runEnded(m: SplitEnvelope): Promise<boolean> {
+    const { store, path } = this.table;
+    const tombstone = await readTombstone(store, path, this.consumerId);
+    if (tombstone?.run === m.run) return true;
+    const consumer = await readConsumer(store, path, this.consumerId);
+    return consumer === undefined || consumer.run !== m.run;
   }
 
   /** Holds the split fence of the message's bucket for this batch (once per bucket; again above `floor`). */

@@ -15,6 +15,7 @@ import type { Table } from '../table/table.js';
 import { ConsumerExpiredError } from '../errors.js';
 import { checkOpenedTable, openedTableUuid } from './table-identity.js';
 import { deleteTombstone, readConsumer, readTombstone, withGap, writeConsumer, type Consumer, type ConsumerGap, type ConsumerState, type ConsumerTombstone } from '../snapshot/consumer.js';
+import { keepLeaseToken } from './lease.js';
 import { bucketKey, foldProgress, nextSnapshotOf, parseBucketKey, writeBucketProgress } from './progress.js';
 import { encodeSplitMessage, type SplitMessage } from './split-message.js';
 import { splitRefPrefix } from '../snapshot/consumer.js';
@@ -91,7 +92,7 @@ export async function ensureConsumer(
         : await startState(table, resolveStreamOptions(table, opts), now());
     const { id: _id, etag: _etag, ...stored } = state as Consumer;
     const created = await writeConsumer(table.store, table.path, consumerId, stored, found ? found.etag : null);
-    if (created && tombstone) await deleteTombstone(table.store, table.path, consumerId);
+    if (created && tombstone) await forgetTombstone(table, tombstone);
     if (created) for (const gap of state.gaps ?? []) onGap?.(gap);
     // Won or lost, the file now has a run: read whichever one landed.
   }
@@ -146,7 +147,8 @@ async function resumeExpired(table: Table, t: ConsumerTombstone, opts: StreamOpt
 export async function resetConsumer(table: Table, consumerId: string, opts: StreamOptions = {}, now = Date.now): Promise<Consumer> {
   const state = await startState(table, resolveStreamOptions(table, opts), now());
   await writeConsumer(table.store, table.path, consumerId, state);
-  await deleteTombstone(table.store, table.path, consumerId);
+  const tombstone = await readTombstone(table.store, table.path, consumerId);
+  if (tombstone) await forgetTombstone(table, tombstone);
   return (await readConsumer(table.store, table.path, consumerId))!;
 }
 
@@ -171,6 +173,12 @@ export async function rewindPlanning(
       return (await readConsumer(table.store, table.path, consumerId))!;
     }
   }
+}
+
+/** Deletes the tombstone of a resumed id, keeping its lease's fencing token (lease.ts keepLeaseToken). */
+async function forgetTombstone(table: Table, t: ConsumerTombstone): Promise<void> {
+  if (t.leaseToken !== undefined) await keepLeaseToken(table.store, table.path, t.id, t.leaseToken, openedTableUuid(table));
+  await deleteTombstone(table.store, table.path, t.id);
 }
 
 async function startState(table: Table, opts: ResolvedStreamOptions, now: number): Promise<ConsumerState> {

@@ -74,6 +74,26 @@ function holderIsDead(h: LeaseHolder): boolean {
   }
 }
 
+/**
+ * Keeps an expired id's fencing token when its tombstone goes (the id is resumed or started again):
+ * expiry deletes the lease object and leaves its token in the tombstone, and once the tombstone is
+ * gone too the next lease would start at token 1 again — below the token of progress a reader of
+ * the expired id recorded after expiry, which would fence every new reader off for good. Writes a
+ * lease object that has already ended, carrying `token`, unless a lease object exists (a reader
+ * that took the id meanwhile took its token from the tombstone). A reader still holding the
+ * expired lease finds it gone at its next renewal or verify, and stops.
+ */
+export async function keepLeaseToken(store: ObjectStore, tablePath: string, consumerId: string, token: number, tableUuid?: string): Promise<void> {
+  const ended: ConsumerLease = {
+    holder: { host: '', pid: 0, readerId: 'expired' },
+    token,
+    expiresAt: 0,
+    acquiredAt: 0,
+    ...(tableUuid === undefined ? {} : { tableUuid }),
+  };
+  await store.putIfAbsent(leaseKey(tablePath, consumerId), utf8(JSON.stringify(ended)));
+}
+
 /** Options of a lease. */
 export interface LeaseOptions {
   holder?: LeaseHolder;

@@ -5,6 +5,7 @@
  * skips ahead; other groups carry on. After `maxReceiveCount` attempts the queue dead-letters the
  * split, and the bucket stops advancing — visibly: an error line, and the consumer's lag.
  */
+import { ConsumerLeaseLostError } from '../errors.js';
 import { BatchDelivery, type DeliveryFence, type DeliveryOutcome, type StreamSink } from './delivery.js';
 import type { Table } from '../table/table.js';
 import type { QueueMessage, SplitQueue } from './split-queue.js';
@@ -24,6 +25,13 @@ export interface SplitReaderOptions {
   now?: () => number;
   /** The lease fencing this reader's deliveries and the time a sink call may take. */
   fence?: DeliveryFence;
+  /**
+   * Called when a delivery finds this reader fenced off (ConsumerLeaseLostError: another reader
+   * group holds the consumer id now, under a newer token). The split is not this reader's to retry:
+   * it goes back to the queue at once for the current holder, and the caller should stop polling
+   * (the local runtime halts the consumer) instead of using up its receives toward the dead-letter queue.
+   */
+  onLeaseLost?: (e: ConsumerLeaseLostError) => void;
 }
 
 /** What one poll did. */
@@ -72,13 +80,19 @@ export class SplitReader {
   private async processGroup(delivery: BatchDelivery, group: QueueMessage[], result: PollResult): Promise<void> {
     const done: string[] = [];
     let failedAt = group.length;
+    let fenced: ConsumerLeaseLostError | undefined;
     for (let i = 0; i < group.length; i++) {
       let outcome: DeliveryOutcome;
       try {
         outcome = await delivery.deliver(group[i].body);
       } catch (e) {
-        this.reportFailure(group[i], e);
         failedAt = i;
+        if (e instanceof ConsumerLeaseLostError) {
+          fenced = e;
+          this.log(`varve: consumer ${this.opts.consumerId} of ${this.opts.table.name}: this reader stops; split message ${group[i].messageId} (group ${group[i].groupId}) goes back to the queue at once for whichever reader holds the consumer now (no retry of its own, no backoff): ${e.message}`);
+          break;
+        }
+        this.reportFailure(group[i], e);
         break;
       }
       result[outcome === 'delivered' ? 'delivered' : outcome === 'duplicate' ? 'duplicates' : 'stale']++;
@@ -94,7 +108,10 @@ export class SplitReader {
     // The failed split and everything after it in its group go back, in order, after a backoff.
     const back = group.slice(failedAt);
     if (back.length === 0) return;
-    const delay = Math.min(30_000, (this.opts.retryDelayMs ?? 100) * 2 ** Math.max(0, back[0].receiveCount - 1));
+    // Fenced off: stop first, so that this reader's other loops receive nothing more.
+    if (fenced) this.opts.onLeaseLost?.(fenced);
+    // A fenced-off reader's splits are visible again at once: they are the current holder's now.
+    const delay = fenced ? 0 : Math.min(30_000, (this.opts.retryDelayMs ?? 100) * 2 ** Math.max(0, back[0].receiveCount - 1));
     for (const m of back) await this.opts.queue.release(m.receiptHandle, delay);
     result.released += back.length;
   }

@@ -8,7 +8,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
-import { ConsumerExpiredError, SnapshotExpiredError, TableNotFoundError } from '../../lib/errors.js';
+import { ConsumerExpiredError, ConsumerLeaseLostError, SnapshotExpiredError, TableNotFoundError } from '../../lib/errors.js';
+import { ConsumerLeaseHandle } from '../../lib/stream/lease.js';
 import { listAll } from '../../lib/store/object-store.js';
 import { readConsumer, readTombstone, writeConsumer } from '../../lib/snapshot/consumer.js';
 import { BeforeDeleteStore } from '../helpers/before-delete-store.js';
@@ -290,6 +291,97 @@ describe('consumer expiry racing a reader that still delivers', () => {
     expect(store.fired).toBe(1);
     expect(tombstone?.delivered).toEqual({ 'bucket-0': 2 });
     expect(sink.batches.map((b) => b.snapshotId)).toEqual([1, 2]);
+  });
+});
+
+
+describe('an expired consumer resumed while no lease object exists (stress seed 361671716)', () => {
+  it('the fencing token never starts again at 1: a new reader group is not fenced off by progress of the old holder', async () => {
+    // Prepare: reader group B took the lease over from A (token 2) and is in its sink on snapshot 1.
+    const table = await makeTable({ bucket: '1', 'consumer.expiration-time': '1 h' });
+    await put(table, [[1, 'a']]);
+    const a = new ConsumerLeaseHandle(table.store, table.path, 'c1', { ttlMs: 60_000 });
+    await a.acquire();
+    const b = new ConsumerLeaseHandle(table.store, table.path, 'c1', { ttlMs: 60_000, takeover: true });
+    await b.acquire();
+    expect(b.token).toBe(2);
+    const queue = new MemoryQueue({ visibilityMs: 60_000 });
+    await discover(table, queue, 'c1', { mode: 'earliest' });
+    const [m1] = await queue.receive({ maxMessages: 10 });
+    const { sink, open, held } = gatedSink(() => true);
+    const late = new BatchDelivery(table, 'c1', sink, Date.now, { lease: b }).deliver(m1.body);
+    await held;
+    // Act: the consumer expires (its lease object is deleted), B's own discovery resumes the id
+    // (skip-to-earliest: the tombstone goes), B's sink call lands and records progress under token 2;
+    // then a new reader group takes the id.
+    expect((await expireConsumers(table, { now: Date.now() + 2 * HOUR })).expired).toEqual(['c1']);
+    await ensureConsumer(table, 'c1', { onExpired: 'skip-to-earliest' });
+    open();
+    expect(await late).toBe('delivered');
+    expect((await readBucketProgress(table.store, table.path, 'c1', '', 0))?.token).toBe(2);
+    const c = new ConsumerLeaseHandle(table.store, table.path, 'c1', { ttlMs: 60_000 });
+    await c.acquire();
+    const q2 = new MemoryQueue();
+    const fresh = new RecordingSink();
+    await pump(table, q2, new SplitReader({ table, consumerId: 'c1', queue: q2, sink: fresh, log: () => undefined, fence: { lease: c } }), 'c1', { maxRounds: 20 });
+    // Assess: the new holder's token is above every earlier one, and it delivers the resumed run.
+    expect(c.token).toBeGreaterThan(2);
+    expect(fresh.batches.map((x) => x.snapshotId)).toEqual([1]);
+    // B was fenced off by the expiry: its lease is gone for good.
+    await expect(b.renew()).rejects.toBeInstanceOf(ConsumerLeaseLostError);
+  });
+});
+
+
+describe('a reader group fenced off by a takeover (stress seed 361671716, db.src//2)', () => {
+  it('stops at its first fenced delivery and gives the split back at once, instead of retrying it into the dead-letter queue', async () => {
+    // Prepare: runtime A holds the id (renewal only every 20 s); reader group B takes it over.
+    const table = await makeTable({ bucket: '1' });
+    const queue = new MemoryQueue({ visibilityMs: 60_000, maxReceiveCount: 2 });
+    const lines: string[] = [];
+    const runtime = new LocalRuntime({ discoveryIntervalMs: 25, compactionIntervalMs: 0, expiryIntervalMs: 0, log: (l) => lines.push(l) });
+    const consumer = await runtime.addConsumer({ table, consumerId: 'c1', sink: new RecordingSink(), queue, leaseMs: 60_000, stream: { mode: 'earliest' } });
+    await runtime.start();
+    const b = new ConsumerLeaseHandle(table.store, table.path, 'c1', { ttlMs: 60_000, takeover: true });
+    await b.acquire();
+    // Act: a commit; A plans its split and its reader finds itself fenced off.
+    await put(table, [[1, 'a']]);
+    while (consumer.failure === undefined) await new Promise((r) => setTimeout(r, 5));
+    await runtime.stop();
+    // Assess: A stopped with ConsumerLeaseLostError; its split waits, visible, for B.
+    expect(consumer.failure).toBeInstanceOf(ConsumerLeaseLostError);
+    expect(await queue.depth()).toMatchObject({ visible: 1, deadLettered: 0 });
+    expect(lines.some((l) => l.includes('dead-letter') || l.includes('will be retried'))).toBe(false);
+    await b.release();
+  });
+});
+
+
+describe('a reader still delivering when its consumer expires (stress seeds 361671716, 361671729)', () => {
+  it('a split whose bucket progress expiry deleted is stale, not delivered again behind newer ones', async () => {
+    // Prepare: two buckets, snapshots 1 and 2 delivered in both; their acknowledgements were lost.
+    const table = await makeTable({ bucket: '2', 'consumer.expiration-time': '1 h' });
+    const [k0, k1] = await bucketKeys(table);
+    await put(table, [[k0, 'a'], [k1, 'a']]);
+    await put(table, [[k0, 'b'], [k1, 'b']]);
+    const queue = new MemoryQueue({ visibilityMs: 60_000 });
+    await discover(table, queue, 'c1', { mode: 'earliest' });
+    const messages = await queue.receive({ maxMessages: 10 });
+    const sink = new RecordingSink();
+    const first = new BatchDelivery(table, 'c1', sink);
+    for (const m of messages) expect(await first.deliver(m.body)).toBe('delivered');
+    const bucketOfMessage = (m: (typeof messages)[number]) => JSON.parse(m.body) as { bucket: number; snapshotId: number };
+    const copyOf = (bucket: number, snapshotId: number) => messages.find((m) => bucketOfMessage(m).bucket === bucket && bucketOfMessage(m).snapshotId === snapshotId)!;
+    // Act: a redelivering batch has read the consumer (bucket 0's copy of 2 is a duplicate) when
+    // the consumer expires, which deletes its progress; the batch goes on with bucket 1's copy of 1.
+    const again = new BatchDelivery(table, 'c1', sink);
+    expect(await again.deliver(copyOf(0, 2).body)).toBe('duplicate');
+    expect((await expireConsumers(table, { now: Date.now() + 2 * HOUR })).expired).toEqual(['c1']);
+    const outcome = await again.deliver(copyOf(1, 1).body);
+    // Assess: the old split is not handed over after the newer one, and no progress is re-created.
+    expect(outcome).toBe('stale');
+    expect(sink.batches.map((b) => `${b.snapshotId}/${b.bucket}`)).toEqual(messages.map((m) => `${bucketOfMessage(m).snapshotId}/${bucketOfMessage(m).bucket}`));
+    expect(await readBucketProgress(table.store, table.path, 'c1', '', 1)).toBeUndefined();
   });
 });
 

@@ -11,7 +11,9 @@ describe('stream under faults (several readers, slow sinks, crashes, lost acks, 
     const first = testSeed('stream-faults');
     const seeds = process.env.VARVE_SEED ? [first] : [first, first + 1, first + 2];
     for (const seed of seeds) {
-      const report = await runStreamFaultScenario(seed, { steps: 60, keys: 12, buckets: 3 });
+      const report = await runStreamFaultScenario(seed, { steps: 60, keys: 12, buckets: 3 }).catch((e: Error) => {
+        throw Object.assign(e, { message: `seed ${seed} (replay with VARVE_SEED=${seed}): ${e.message}` });
+      });
       console.log(describeReport(report));
       expect(report.violations, `seed ${seed} (replay with VARVE_SEED=${seed})\n${report.lossReports.join('\n')}`).toEqual([]);
     }
