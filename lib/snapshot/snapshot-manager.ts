@@ -205,19 +205,31 @@ export class SnapshotManager {
     }
     const ids = await this.listIds();
     if (ids.length === 0) return undefined;
-    // A commit may have landed after the listing was taken.
-    return this.gallopFrom(ids[ids.length - 1]);
+    // The newest id whose predecessor is listed too (or the only one): above a gap is a snapshot
+    // created on a removed base and about to be withdrawn (see gallopFrom). A commit may have
+    // landed after the listing was taken: gallop on from there.
+    let top = ids.length - 1;
+    while (top > 0 && ids[top - 1] !== ids[top] - 1) top--;
+    return this.gallopFrom(ids[top]);
   }
 
   /**
    * The newest id at or after `start` (ids are contiguous: expiry removes the oldest, rollback the
    * newest), found by HEADs at start+1, start+2, start+4, … and then a binary search between the
-   * last present and the first missing id; undefined when neither `start` nor `start + 1` exists.
+   * last present and the first missing id; undefined when `start` does not exist.
    * The answer N was seen to exist and N + 1 seen missing (Paimon's check of a LATEST hint).
    */
   private async gallopFrom(start: number): Promise<number | undefined> {
-    const [here, next] = await Promise.all([this.exists(start), this.exists(start + 1)]);
+    const sent = performance.now();
+    const [here, next] = await Promise.all([this.exists(start), this.store.head(this.snapshotKey(start + 1)).then((h) => h !== undefined)]);
     if (!next) return here ? start : undefined;
+    // `start` gone but `start + 1` there: either `start` expired (then the caller's slower path
+    // finds the same answer) or a rollback removed it and `start + 1` is a snapshot a writer
+    // created on a removed base and is about to withdraw (commit.ts onCurrentChain). Galloping
+    // on (or remembering `start + 1` as seen) would hand a reader that snapshot: removed rows,
+    // or a missing manifest.
+    if (!here) return undefined;
+    this.seen(start + 1, undefined, sent);
     let present = start + 1;
     let missing: number | undefined;
     for (let step = 2; missing === undefined; step *= 2) {

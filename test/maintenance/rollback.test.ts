@@ -40,6 +40,18 @@ class RacingStore extends MemoryStore {
   }
 }
 
+/** A store that runs `afterSnapshotPut` once, right after a snapshot file was created (before its committer goes on). */
+class AfterPutStore extends MemoryStore {
+  afterSnapshotPut?: (key: string) => Promise<void>;
+  override async putIfAbsent(key: string, body: Uint8Array) {
+    const created = await super.putIfAbsent(key, body);
+    const hook = created && key.includes('/snapshot/snapshot-') ? this.afterSnapshotPut : undefined;
+    if (hook) this.afterSnapshotPut = undefined;
+    if (hook) await hook(key);
+    return created;
+  }
+}
+
 describe('rollbackTo', () => {
   it('removes newer snapshots, their tags and files, resets consumers past the target, and the table goes on from there', async () => {
     // Prepare: APPENDs 1–3, compactions 4–5, APPENDs 6–8; tags on 2 and 7; consumers at 8 and 3.
@@ -169,6 +181,36 @@ describe('rollbackTo', () => {
     expect(await b.snapshots.listIds()).toEqual([1, 2]);
     expect(await rowsAt(b)).toEqual(['1=a', '4=d']);
     await expectVerified(b);
+  });
+
+  it('while a writer\'s snapshot on a removed base exists (until it withdraws it), a reader that knew the removed latest does not take it for the latest', async () => {
+    // Prepare: reader C knows snapshot 3; B rolls back to 1; warm writer A (base 3, seen moments
+    // ago, not checked again) creates snapshot 4 on it and withdraws it after its parent check.
+    const store = new AfterPutStore();
+    const a = await newTable({}, store);
+    await upsert(a, [1], 'a');
+    await upsert(a, [2], 'b');
+    await upsert(a, [3], 'removed');
+    const c = new Table(processView(store), a.name, a.path, a.schema);
+    expect(await rowsAt(c)).toEqual(['1=a', '2=b', '3=removed']);
+    await rollbackTo(new Table(processView(store), a.name, a.path, a.schema), { snapshotId: 1 });
+    const inWindow: Array<{ created: string; latest?: number; rows: string[] }> = [];
+    store.afterSnapshotPut = async (key) => {
+      inWindow.push({ created: key.slice(key.lastIndexOf('/') + 1), latest: await c.snapshots.latestId(), rows: await rowsAt(c) });
+      // A reader coming through a listing (no hint) sees the same.
+      await store.delete(latestHintKey(a.path));
+      const cold = new Table(processView(store), a.name, a.path, a.schema);
+      inWindow.push({ created: 'cold reader', latest: await cold.snapshots.latestId(), rows: await rowsAt(cold) });
+    };
+    // Act
+    const id = await upsert(a, [4], 'd');
+    // Assess: in the window snapshot 4 existed, and both readers saw snapshot 1; A landed as 2.
+    expect(inWindow).toEqual([
+      { created: 'snapshot-4', latest: 1, rows: ['1=a'] },
+      { created: 'cold reader', latest: 1, rows: ['1=a'] },
+    ]);
+    expect(id).toBe(2);
+    expect(await rowsAt(c)).toEqual(['1=a', '4=d']);
   });
 
   it('a writer holding a removed snapshot as its base does not bring it back, even once its id exists again', async () => {
