@@ -9,6 +9,8 @@ import { parentPort } from 'node:worker_threads';
 import * as arrow from 'apache-arrow';
 import { DataFileStreamWriter } from './data-file-stream.js';
 import type { EncoderReply, EncoderRequest } from './encoder-protocol.js';
+import { fileStatsOf, type FileStats } from './file-stats.js';
+import { gatherPiece, gatherSources } from './gather-piece.js';
 import { serializeWorkerError } from './worker-entry.js';
 
 /** Test hook (set before the pool starts its workers): `throw` fails every piece, `exit` ends the thread at the first piece. */
@@ -33,15 +35,23 @@ async function handle(msg: EncoderRequest): Promise<void> {
   try {
     if (FAULT === 'exit') process.exit(70);
     if (FAULT === 'throw') throw new Error('injected encoder fault (VARVE_TEST_ENCODE_WORKER_FAULT=throw)');
-    writer = await DataFileStreamWriter.open(arrow.tableFromIPC(msg.schema).schema, msg.opts);
-    for (const ipc of msg.slices) await writer.addIPC(ipc, 0);
+    const schema = arrow.tableFromIPC(msg.schema).schema;
+    writer = await DataFileStreamWriter.open(schema, msg.opts);
+    let stats: FileStats | undefined;
+    if (msg.op === 'gather') {
+      // The rows are gathered here from the shared buffered tables, then fed to the encoder as
+      // the inline flush feeds it (one add: the same slices, the same pages).
+      const rows = gatherPiece(schema, gatherSources(msg.sources, msg.sourceCount), msg);
+      stats = fileStatsOf(msg.keyFields, rows);
+      await writer.add(rows);
+    } else for (const ipc of msg.slices) await writer.addIPC(ipc, 0);
     const bytes = await writer.finish();
     writer = undefined;
     // The piece's bytes move to the calling thread (a buffer of exactly the piece), and so do the
     // slice buffers, for the pool to fill again.
     const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
-    const slices = [...new Set(msg.slices.map((s) => s.buffer as ArrayBuffer))];
-    reply({ op: 'encoded', piece, bytes: own, slices }, [own.buffer as ArrayBuffer, ...slices]);
+    const slices = msg.op === 'piece' ? [...new Set(msg.slices.map((s) => s.buffer as ArrayBuffer))] : [];
+    reply({ op: 'encoded', piece, bytes: own, slices, ...(stats ? { stats } : {}) }, [own.buffer as ArrayBuffer, ...slices]);
   } catch (e) {
     await writer?.discard().catch(() => undefined);
     reply({ op: 'failed', piece, error: serializeWorkerError(e) });

@@ -20,8 +20,11 @@ import * as arrow from 'apache-arrow';
 import { EncoderWorkerError, InvalidArgumentError } from '../errors.js';
 import { DEFAULT_ROW_GROUP_SIZE, dataFileWriterProperties, type WriteDataFileOptions } from './data-file.js';
 import { ADD_SLICE_ROWS } from './data-file-stream.js';
-import type { EncoderReply, EncoderRequest } from './encoder-protocol.js';
-import { tableIPCInto } from './ipc-buffer.js';
+import type { DataField } from '../schema/types.js';
+import type { EncoderReply, EncoderRequest, GatherRequest } from './encoder-protocol.js';
+import type { FileStats } from './file-stats.js';
+import type { GatherPiece } from './gather-piece.js';
+import { tableIPCInto, tablesIPCShared } from './ipc-buffer.js';
 import { spliceParquetFiles } from './parquet-splice.js';
 import { defaultPoolThreads, findWorkerEntry, remoteWorkerError, type WorkerEntry } from './worker-entry.js';
 
@@ -74,7 +77,7 @@ interface Slot {
 }
 
 interface PendingPiece {
-  resolve: (bytes: Uint8Array) => void;
+  resolve: (reply: Encoded) => void;
   reject: (e: Error) => void;
 }
 
@@ -163,15 +166,33 @@ export class EncoderPool {
    * the fewest pieces waiting; resolves with the piece encoded as a one-row-group Parquet file.
    */
   encode(schema: Uint8Array, opts: WriteDataFileOptions, slices: Uint8Array[]): Promise<Uint8Array> {
+    const transfer = [...new Set(slices.map((b) => b.buffer as ArrayBuffer))];
+    return this.post((piece) => ({ op: 'piece', piece, schema, opts, slices }), transfer).then((r) => r.bytes);
+  }
+
+  /**
+   * Opens a data file whose rows the workers gather themselves from buffered tables shared with
+   * them (a flush's merged output as a gather plan: GatherPiece per row group), encode and
+   * return with their FileStats: this thread only sorts, merges and posts row numbers. The file's
+   * bytes are those of the same rows added to `open`'s file (or the inline encoder) piece by
+   * piece, provided each piece is one row group (`rowGroupSize` rows, the last one fewer).
+   */
+  openGathered(schema: arrow.Schema, opts: WriteDataFileOptions, sources: arrow.Table[], keyFields: DataField[]): GatheredFile {
+    dataFileWriterProperties(schema, opts).free();
+    if (!this.available) throw new InvalidArgumentError('the encoder pool has no worker threads here; encode inline (DataFileStreamWriter)');
+    return new GatheredFile(this, schema, opts, sources, keyFields);
+  }
+
+  /** Posts a request to the worker with the fewest pieces waiting; resolves with its answer. */
+  post(request: (piece: number) => EncoderRequest, transfer: ArrayBuffer[]): Promise<Encoded> {
     if (!this.available) return Promise.reject(new InvalidArgumentError('the encoder pool has no worker threads here; encode inline (DataFileStreamWriter)'));
     const slot = this.pick();
     const piece = this.nextPiece++;
-    return new Promise<Uint8Array>((resolve, reject) => {
+    return new Promise<Encoded>((resolve, reject) => {
       if (slot.pieces.size === 0) slot.worker.ref();
       this.posted++;
       slot.pieces.set(piece, { resolve, reject });
-      const transfer = [...new Set(slices.map((b) => b.buffer as ArrayBuffer))];
-      slot.worker.postMessage({ op: 'piece', piece, schema, opts, slices } satisfies EncoderRequest, transfer);
+      slot.worker.postMessage(request(piece), transfer);
     });
   }
 
@@ -196,7 +217,7 @@ export class EncoderPool {
       if (msg.op === 'encoded') {
         // Slice buffers come back for reuse: a few, not one per slice ever sent.
         for (const b of msg.slices) if (this.openFiles > 0 && this.spare.length < IN_FLIGHT_PIECES * Math.max(1, this.maxThreads)) this.spare.push(b);
-        p.resolve(msg.bytes);
+        p.resolve({ bytes: msg.bytes, stats: msg.stats });
       } else p.reject(remoteWorkerError(msg.error, 'a Parquet encoder thread'));
     });
     const die = (why: string, cause?: unknown) => {
@@ -304,6 +325,76 @@ class PooledFile implements DataFileEncoder {
     this.slices = [];
     await Promise.allSettled(this.pieces);
     this.closed();
+  }
+}
+
+/** A piece's answer: its one-row-group Parquet file, and for a gathered piece its statistics. */
+interface Encoded {
+  bytes: Uint8Array;
+  stats?: FileStats;
+}
+
+/**
+ * A data file whose row groups the workers gather and encode (EncoderPool.openGathered): the
+ * buffered tables go to the workers once, as an IPC stream in shared memory; each `add` posts one
+ * row group's row numbers, sequence numbers and kinds (their buffers transferred).
+ */
+export class GatheredFile {
+  private readonly schemaIPC: Uint8Array;
+  private readonly sources: Uint8Array;
+  private readonly sourceCount: number;
+  private readonly pieces: Promise<Encoded>[] = [];
+  private failure: Error | null = null;
+  private done = false;
+
+  constructor(
+    private readonly pool: EncoderPool,
+    schema: arrow.Schema,
+    private readonly opts: WriteDataFileOptions,
+    sources: arrow.Table[],
+    private readonly keyFields: DataField[],
+  ) {
+    this.schemaIPC = arrow.tableToIPC(emptyTable(schema), 'stream');
+    this.sources = tablesIPCShared(sources);
+    this.sourceCount = sources.length;
+  }
+
+  /** Rows per piece: every piece but the last must hold exactly this many (one row group each). */
+  get rowGroupSize(): number {
+    return this.opts.rowGroupSize ?? DEFAULT_ROW_GROUP_SIZE;
+  }
+
+  /** Posts the next row group (its arrays move to the worker), once the pool has room. */
+  async add(piece: GatherPiece): Promise<void> {
+    if (this.done) throw new InvalidArgumentError('the data file is finished; open a new writer');
+    if (piece.row.length === 0) return;
+    await this.pool.room();
+    if (this.failure !== null) throw this.failure;
+    const body: GatherRequest = { sources: this.sources, sourceCount: this.sourceCount, source: piece.source, row: piece.row, sequence: piece.sequence, kind: piece.kind, keyFields: this.keyFields };
+    const transfer = [piece.row.buffer, piece.sequence.buffer, piece.kind.buffer, ...(piece.source ? [piece.source.buffer] : [])] as ArrayBuffer[];
+    const encoded = this.pool.post((n) => ({ op: 'gather', piece: n, schema: this.schemaIPC, opts: this.opts, ...body }), [...new Set(transfer)]);
+    encoded.catch((e: Error) => {
+      if (this.failure === null) this.failure = e;
+    });
+    this.pieces.push(encoded);
+  }
+
+  /** Ends the file: its bytes (the pieces spliced) and each piece's statistics, in order. */
+  async finish(): Promise<{ bytes: Uint8Array; stats: FileStats[] }> {
+    if (this.done) throw new InvalidArgumentError('the data file is finished already');
+    this.done = true;
+    if (this.pieces.length === 0) throw new InvalidArgumentError('a gathered data file needs at least one row; write an empty file inline');
+    const settled = await Promise.allSettled(this.pieces);
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw this.failure ?? failed.reason;
+    const done = settled.map((r) => (r as PromiseFulfilledResult<Encoded>).value);
+    return { bytes: spliceParquetFiles(done.map((d) => d.bytes)), stats: done.map((d) => d.stats!) };
+  }
+
+  async discard(): Promise<void> {
+    if (this.done) return;
+    this.done = true;
+    await Promise.allSettled(this.pieces);
   }
 }
 

@@ -1,5 +1,7 @@
 /** The messages between the encoder pool (lib/format/encoder-pool.ts) and its worker threads (encode-worker.ts). */
+import type { DataField } from '../schema/types.js';
 import type { WriteDataFileOptions } from './data-file.js';
+import type { FileStats } from './file-stats.js';
 
 /** An error as it crosses the thread boundary (a structured clone keeps neither class nor fields). */
 export interface SerializedError {
@@ -13,9 +15,27 @@ export interface SerializedError {
  * batches the inline encoder would feed parquet-wasm) — as a Parquet file of its own. `piece`
  * numbers it within the pool; `schema` is a zero-row IPC stream of the file's schema.
  */
-export type EncoderRequest = { op: 'piece'; piece: number; schema: Uint8Array; opts: WriteDataFileOptions; slices: Uint8Array[] };
+export type EncoderRequest =
+  | { op: 'piece'; piece: number; schema: Uint8Array; opts: WriteDataFileOptions; slices: Uint8Array[] }
+  | ({ op: 'gather'; piece: number; schema: Uint8Array; opts: WriteDataFileOptions } & GatherRequest);
+
+/**
+ * A piece the worker gathers before it encodes it (gather-piece.ts): `sources` is an IPC stream,
+ * in shared memory, of the buffered tables (one batch each, `sourceCount` of them) that every
+ * piece of the file reads; the piece's rows are named by `source`/`row` with their sequence
+ * numbers and kinds. The worker returns the piece's FileStats (`keyFields`) with its bytes.
+ */
+export interface GatherRequest {
+  sources: Uint8Array;
+  sourceCount: number;
+  source: Uint16Array | null;
+  row: Uint32Array;
+  sequence: BigInt64Array;
+  kind: Int8Array;
+  keyFields: DataField[];
+}
 
 /** Worker → calling thread. `slices` gives the request's slice buffers back for reuse. */
 export type EncoderReply =
-  | { op: 'encoded'; piece: number; bytes: Uint8Array; slices: ArrayBuffer[] }
+  | { op: 'encoded'; piece: number; bytes: Uint8Array; slices: ArrayBuffer[]; stats?: FileStats }
   | { op: 'failed'; piece: number; error: SerializedError };

@@ -63,6 +63,24 @@ export interface FlushResult {
   inputCount: number;
 }
 
+/**
+ * A flush's merged output as a gather plan (WriteBuffer.takeGatherPlan): output row k is row
+ * `row[k]` of `sources[source[k]]` (of `sources[0]` when `source` is null) with arrival sequence
+ * `sequence[k]` and kind `kind[k]` — what `flushPieces` would materialize, in the same order.
+ */
+export interface GatherPlan {
+  /** Single-batch tables in the physical layout (the table's columns, `_SEQUENCE_NUMBER`, `_VALUE_KIND`); emptied once copied for the workers. */
+  sources: arrow.Table[];
+  source: Uint16Array | null;
+  row: Uint32Array;
+  sequence: Float64Array;
+  kind: Uint8Array;
+  /** Output rows. */
+  count: number;
+  /** Records consumed (sequence numbers used). */
+  inputCount: number;
+}
+
 /** The write buffer of one (partition, bucket): buffers, numbers, spills, and flushes merged records. */
 export class WriteBuffer {
   readonly engine: MergeFunction;
@@ -316,6 +334,39 @@ export class WriteBuffer {
         const changelog = raw ? gatherRows(versions.sources, versions.source.subarray(vFrom, vTo), versions.row.subarray(vFrom, vTo)) : undefined;
         yield { data, changelog, rowCount: data.numRows, inputCount: p === 0 ? inputCount : 0 };
       }
+    } finally {
+      this.reset();
+    }
+  }
+
+  /**
+   * The in-memory buffer sorted and merged, its output left ungathered: the buffered tables and,
+   * per output row, where it comes from, so another thread can gather and encode the pieces (the
+   * encoder pool; lib/format/encoder-pool.ts `openGathered`). Null — nothing taken, flush with
+   * `flushPieces` — unless the buffer holds only in-memory rows of a primary-key table without a
+   * raw changelog whose merge engine keeps whole rows (deduplicate, first-row). The buffer is empty
+   * afterwards otherwise.
+   */
+  takeGatherPlan(): GatherPlan | null {
+    if (this.spills.runCount > 0 || this.opts.merge.appendOnly || this.opts.keepRawChangelog || this.size === 0) return null;
+    const inputCount = this.size;
+    const engine = this.engine;
+    // The engines that emit whole versions (TakeResult); the others compute column-wise results.
+    if (engine.name !== 'deduplicate' && engine.name !== 'first-row') return null;
+    try {
+      const memory = this.takePending()!;
+      const versions = versionsOfTables(this.opts.schema, memory, this.order);
+      const result = engine.merge(versions, { rawInput: true, dropRetracts: false });
+      if (result.mode !== 'take') throw new InvalidArgumentError(`the ${engine.name} merge engine returned column-wise results where whole rows were expected; this is a bug in varve`);
+      const count = result.count;
+      const source = versions.sources.length === 1 ? null : new Uint16Array(count);
+      const row = new Uint32Array(count);
+      for (let k = 0; k < count; k++) {
+        const v = result.version[k];
+        row[k] = versions.row[v];
+        if (source !== null) source[k] = versions.source[v];
+      }
+      return { sources: versions.sources, source, row, sequence: result.sequence.subarray(0, count), kind: result.kind.subarray(0, count), count, inputCount };
     } finally {
       this.reset();
     }

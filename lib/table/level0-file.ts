@@ -10,6 +10,8 @@ import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { concatTables, singleBatch } from '../format/columns.js';
 import { DataFileStreamWriter } from '../format/data-file-stream.js';
 import type { DataFileEncoder, EncoderPool } from '../format/encoder-pool.js';
+import { kindColumn, sequenceColumn } from '../mergetree/arrow-build.js';
+import type { GatherPlan } from '../mergetree/write-buffer.js';
 import { fileStatsOf, type FileStats } from '../format/file-stats.js';
 import { addFileStats, fileMetaOfStats, valueStatsFields } from '../mergetree/file-meta.js';
 import type { DataFileSink } from '../mergetree/rolling-writer.js';
@@ -46,11 +48,7 @@ export interface Level0Target {
 export async function openLevel0File(table: Table, target: Level0Target, prefix: 'data' | 'changelog', pool?: EncoderPool): Promise<DataFileSink<FileChange>> {
   const fileName = `${prefix}-${randomUUID()}.parquet`;
   const schema = physicalArrowSchema(table.schema);
-  const opts = {
-    compression: table.options.fileCompression,
-    metadata: { 'varve.schema-id': String(table.schema.id), 'varve.table': table.name },
-    rowGroupSize: LEVEL0_ROW_GROUP_ROWS,
-  };
+  const opts = level0Options(table);
   const writer: DataFileEncoder = pool ? pool.open(schema, opts) : await DataFileStreamWriter.open(schema, opts);
   let stats: FileStats | null = null;
   let held: arrow.Table[] = [];
@@ -85,5 +83,53 @@ export async function openLevel0File(table: Table, target: Level0Target, prefix:
       held = [];
       await writer.discard();
     },
+  };
+}
+
+/** How level-0 files are encoded (the inline encoder and the pool's workers alike). */
+function level0Options(table: Table) {
+  return {
+    compression: table.options.fileCompression,
+    metadata: { 'varve.schema-id': String(table.schema.id), 'varve.table': table.name },
+    rowGroupSize: LEVEL0_ROW_GROUP_ROWS,
+  };
+}
+
+/**
+ * Writes a flush's merged output, given as a gather plan (WriteBuffer.takeGatherPlan), as one
+ * level-0 data file whose row groups the pool's workers gather and encode: this thread only cuts
+ * the plan into row groups and posts their row numbers, so it sorts and merges the next bucket
+ * meanwhile. The file and its entry are those `openLevel0File` makes of the same rows (the same
+ * pieces: one row group each); null when the plan has no rows.
+ */
+export async function writeLevel0Gathered(table: Table, target: Level0Target, plan: GatherPlan, pool: EncoderPool): Promise<FileChange | null> {
+  if (plan.count === 0) return null;
+  const fileName = `data-${randomUUID()}.parquet`;
+  const file = pool.openGathered(physicalArrowSchema(table.schema), level0Options(table), plan.sources, table.keyFields);
+  // The workers read the shared copy from here on: the buffered tables may go.
+  plan.sources = [];
+  let encoded: { bytes: Uint8Array; stats: FileStats[] };
+  try {
+    for (let from = 0; from < plan.count; from += LEVEL0_ROW_GROUP_ROWS) {
+      const to = Math.min(plan.count, from + LEVEL0_ROW_GROUP_ROWS);
+      await file.add({
+        source: plan.source?.slice(from, to) ?? null,
+        row: plan.row.slice(from, to),
+        sequence: sequenceColumn(plan.sequence.subarray(from, to), to - from).values as BigInt64Array,
+        kind: kindColumn(plan.kind.subarray(from, to), to - from).values as Int8Array,
+      });
+    }
+    encoded = await file.finish();
+  } catch (e) {
+    await file.discard();
+    throw e;
+  }
+  const stats = encoded.stats.reduce<FileStats | null>((acc, s) => addFileStats(acc, s), null)!;
+  await table.store.put(dataFileKey(table.path, target.partition, target.bucket, fileName), encoded.bytes);
+  return {
+    partition: target.partition,
+    bucket: target.bucket,
+    totalBuckets: target.totalBuckets,
+    file: fileMetaOfStats(stats, { fileName, fileSize: encoded.bytes.byteLength, schemaId: table.schema.id, level: 0, source: 'APPEND' }),
   };
 }

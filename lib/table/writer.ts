@@ -22,7 +22,7 @@ import { findPartitionTotalBuckets, readDataManifests } from '../manifest/scan.j
 import { commitOptionsFor } from './commit-options.js';
 import { publishCommit } from './commit-events.js';
 import { sharedCommitterOf } from './shared-committer.js';
-import { openLevel0File } from './level0-file.js';
+import { openLevel0File, writeLevel0Gathered } from './level0-file.js';
 import { encoderPool, type EncoderPool } from '../format/encoder-pool.js';
 import type { Table } from './table.js';
 
@@ -31,6 +31,14 @@ import type { Table } from './table.js';
  * isolate and a wasm memory (tens of MB), which a writer told to stay small must not pay.
  */
 const PARALLEL_MIN_WRITE_BUFFER = 64 * 1024 * 1024;
+
+/**
+ * A pooled flush shares each bucket's buffered rows with the workers as one copy in shared memory
+ * (they gather the merged rows from it); the copies alive at a time are at most this part of
+ * write-buffer-size, so a flush holds the buffer plus an eighth. A bucket holding more flushes
+ * the older way: its merged rows gathered here, a row group at a time.
+ */
+const SHARED_COPY_SHARE = 8;
 
 /** Rows routed and buffered at a time by `write`: the most a buffer overshoots its limit by. */
 const WRITE_SLICE_ROWS = 1024;
@@ -405,7 +413,8 @@ export class TableWriter {
       // Side by side: each bucket's file goes to a worker's encoder while this thread sorts and
       // gathers the next pieces. Every flush is awaited before a failure is thrown, so no file is
       // still being written when the caller sees the error (and nothing is committed).
-      const results = await Promise.allSettled(filled.map((bw) => this.flushBucket(bw, pool)));
+      const shared = new ByteBudget(this.table.options.writeBufferSize / SHARED_COPY_SHARE);
+      const results = await Promise.allSettled(filled.map((bw) => this.flushBucket(bw, pool, shared)));
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed) throw failed.reason;
     } else {
@@ -559,12 +568,26 @@ export class TableWriter {
    * yields it (lib/table/level0-file.ts); a spilled buffer's files roll at `target-file-size`
    * (estimated from in-memory bytes per row).
    */
-  private async flushBucket(bw: BucketWriter, pool?: EncoderPool): Promise<void> {
+  private async flushBucket(bw: BucketWriter, pool?: EncoderPool, shared?: ByteBudget): Promise<void> {
     // An in-memory buffer is at most write-buffer-size: one file. A spilled one may hold far more
     // than memory; its merge streams out into files rolled at target-file-size.
     const target = bw.buffer.spilledRuns > 0 ? this.table.options.targetFileSize : Infinity;
     const bytesPerRow = Math.max(1, bw.buffer.bytesPerRecord);
     const where = { partition: bw.partition, bucket: bw.bucket, totalBuckets: this.partitionBuckets.get(bw.partition) ?? this.numBuckets };
+    // On the pool, the workers gather the merged rows too: this thread sorts and merges, then
+    // goes on to the next bucket while they gather and encode this one's row groups.
+    const copy = bw.buffer.memoryBytes;
+    const plan = pool && shared && copy <= shared.limit ? bw.buffer.takeGatherPlan() : null;
+    if (plan !== null) {
+      await shared!.acquire(copy);
+      try {
+        const file = await writeLevel0Gathered(this.table, where, plan, pool!);
+        if (file !== null) this.pendingData.push(file);
+      } finally {
+        shared!.release(copy);
+      }
+      return;
+    }
     const data = new RollingFileSink(target, bytesPerRow, 1, () => openLevel0File(this.table, where, 'data', pool), (f) => void this.pendingData.push(f));
     const changelog = new RollingFileSink(target, bytesPerRow, 1, () => openLevel0File(this.table, where, 'changelog', pool), (f) => void this.pendingChangelog.push(f));
     try {
@@ -579,6 +602,24 @@ export class TableWriter {
     }
     await data.finish();
     await changelog.finish();
+  }
+}
+
+/** Bytes held at a time, up to a limit: `acquire` waits until what it asks for fits (or nothing else is held). */
+class ByteBudget {
+  private used = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(readonly limit: number) {}
+
+  async acquire(bytes: number): Promise<void> {
+    while (this.used > 0 && this.used + bytes > this.limit) await new Promise<void>((r) => this.waiting.push(r));
+    this.used += bytes;
+  }
+
+  release(bytes: number): void {
+    this.used -= bytes;
+    for (const w of this.waiting.splice(0)) w();
   }
 }
 

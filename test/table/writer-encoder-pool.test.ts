@@ -7,11 +7,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parquetMetadata } from 'hyparquet';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { EncoderWorkerError } from '../../lib/errors.js';
 import { tableToRows } from '../../lib/format/columns.js';
-import { configureEncoderPool, encoderPool } from '../../lib/format/encoder-pool.js';
+import { configureEncoderPool, encoderPool, EncoderPool } from '../../lib/format/encoder-pool.js';
 import { readLiveFiles } from '../../lib/manifest/scan.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { dataFileKey } from '../../lib/table/paths.js';
@@ -72,6 +72,54 @@ describe('TableWriter on the encoder pool', () => {
     expect(tableToRows(await pooled.read(), FIELDS)).toEqual(tableToRows(await inline.read(), FIELDS));
   });
 
+  it('gathers the merged rows on the workers: same files and manifest entries as inline, over several writes with deletes, deduplicate and first-row', async () => {
+    // Prepare: several writes per commit (several buffered tables per bucket, so a piece gathers
+    // from many), keys repeating across them, every row kind; both whole-row engines.
+    const seed = testSeed('writer encoder pool, gathered');
+    const r = rng(seed);
+    const gathered = vi.spyOn(EncoderPool.prototype, 'openGathered');
+    try {
+      for (const engine of ['deduplicate', 'first-row']) {
+        const writes = Array.from({ length: r.int(2, 5) }, () => {
+          const rows = randomRows(r, FIELDS, r.int(500, 3000)).map((row) => ({ ...row, id: BigInt(r.int(0, 2500)) }));
+          const kinds = engine === 'first-row' ? undefined : rows.map(() => (r.chance(0.15) ? 3 : r.chance(0.1) ? 1 : 0));
+          return { rows, kinds };
+        });
+        const options = { 'merge-engine': engine };
+        const inline = await newTable(options);
+        const pooled = await newTable(options);
+        const writeAll = async (table: Table) => {
+          const w = table.newWriter();
+          for (const x of writes) await w.write(x.rows, x.kinds);
+          await w.commit('c');
+          await w.close();
+        };
+        // Act
+        await configureEncoderPool({ threads: 0 });
+        await writeAll(inline);
+        await configureEncoderPool({ threads: 2, minFlushBytes: 0 });
+        gathered.mockClear();
+        await writeAll(pooled);
+        // Assess: every bucket's file went through the gathering workers, and is the inline one.
+        const context = `${engine}, seed ${seed}`;
+        const a = await bucketFiles(inline);
+        const b = await bucketFiles(pooled);
+        expect(gathered.mock.calls.length, context).toBe(a.size);
+        expect([...b.keys()].sort(), context).toEqual([...a.keys()].sort());
+        for (const [bucket, f] of a) {
+          expect(b.get(bucket)!.rows, `bucket ${bucket}, ${context}`).toBe(f.rows);
+          expect(b.get(bucket)!.pages.equals(f.pages), `bucket ${bucket}, ${context}`).toBe(true);
+        }
+        const entries = async (t: Table) =>
+          new Map((await readLiveFiles(t.store, t.path, (await t.snapshots.latest())!)).map((e) => [e.bucket, { ...e.file, fileName: '', creationTime: 0 }]));
+        expect(await entries(pooled), context).toEqual(await entries(inline));
+        expect(tableToRows(await pooled.read(), FIELDS), context).toEqual(tableToRows(await inline.read(), FIELDS));
+      }
+    } finally {
+      gathered.mockRestore();
+    }
+  });
+
   it("a one-bucket flush spreads the file's row groups over the workers and writes the inline encoder's file", async () => {
     // Prepare: one bucket, more rows than two level-0 row groups (65,536 rows each), keys shuffled.
     const seed = testSeed('writer encoder pool, one bucket');
@@ -99,6 +147,36 @@ describe('TableWriter on the encoder pool', () => {
     expect(b.rows).toBe(n);
     expect(b.pages.equals(a.pages), `seed ${seed}`).toBe(true);
     expect(tableToRows(await pooled.read(), fields)).toEqual(tableToRows(await inline.read(), fields));
+  });
+
+  it('a bucket holding more than an eighth of write-buffer-size is gathered on the calling thread, not copied for the workers', async () => {
+    // Prepare: one bucket of ≈ 17 MB buffered against a 64 MB buffer (its eighth: 8 MB).
+    const seed = testSeed('writer encoder pool, large bucket');
+    const r = rng(seed);
+    const fields = parseSchemaText('id BIGINT NOT NULL, v STRING');
+    const pad = 'x'.repeat(100);
+    const rows = Array.from({ length: 140_000 }, (_, i) => ({ id: BigInt(r.int(0, 200_000)), v: `${pad}${i}` }));
+    const open = (name: string) => new FolderCatalog(new MemoryStore()).createTable(name, { fields, primaryKeys: ['id'], options: { bucket: '1', 'write-only': 'true', 'write-buffer-size': '64 mb' } });
+    const inline = await open('db.inline');
+    const pooled = await open('db.pooled');
+    const gathered = vi.spyOn(EncoderPool.prototype, 'openGathered');
+    const opened = vi.spyOn(EncoderPool.prototype, 'open');
+    try {
+      // Act
+      await configureEncoderPool({ threads: 0 });
+      await inline.write(rows);
+      await configureEncoderPool({ threads: 2, minFlushBytes: 0 });
+      await pooled.write(rows);
+      // Assess: the pool encoded it (row groups sent as gathered slices), the same file.
+      expect(gathered, `seed ${seed}`).not.toHaveBeenCalled();
+      expect(opened, `seed ${seed}`).toHaveBeenCalledTimes(1);
+      const a = (await bucketFiles(inline)).get(0)!;
+      const b = (await bucketFiles(pooled)).get(0)!;
+      expect(b.pages.equals(a.pages), `seed ${seed}`).toBe(true);
+    } finally {
+      gathered.mockRestore();
+      opened.mockRestore();
+    }
   });
 
   it('a writer with a small write-buffer-size (under 64 MB) encodes inline and starts no worker', async () => {
