@@ -22,13 +22,14 @@ async function main(): Promise<void> {
   rmSync(DIST, { recursive: true, force: true });
   execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
 
-  // The CLI and, next to it, the encoder and decode pools' workers (lib/format/encoder-pool.ts and
-  // decode-pool.ts look for encode-worker.js / decode-worker.js beside the module that holds them,
-  // here the bundle).
+  // The CLI and, next to it, the encoder, decode and merge pools' workers (lib/format/encoder-pool.ts,
+  // decode-pool.ts and lib/table/merge-pool.ts look for encode-worker.js / decode-worker.js /
+  // merge-worker.js beside the module that holds them, here the bundle).
   for (const [entry, outfile] of [
     ['lib/cli/entry.ts', 'cli.mjs'],
     ['lib/format/encode-worker.ts', 'encode-worker.js'],
     ['lib/format/decode-worker.ts', 'decode-worker.js'],
+    ['lib/table/merge-worker.ts', 'merge-worker.js'],
   ]) {
     await build({
       entryPoints: [path.join(ROOT, entry)],
@@ -60,6 +61,7 @@ async function main(): Promise<void> {
       [path.join(ROOT, 'functions', `${name}.ts`), 'index.js'],
       [path.join(ROOT, 'lib/format/encode-worker.ts'), 'encode-worker.js'],
       [path.join(ROOT, 'lib/format/decode-worker.ts'), 'decode-worker.js'],
+      [path.join(ROOT, 'lib/table/merge-worker.ts'), 'merge-worker.js'],
     ]) {
       await build({
         entryPoints: [entry],

@@ -22,12 +22,13 @@ const LAMBDA_MB_PER_VCPU = 1769;
 /**
  * The worker entry `<name>.js` next to this module (tsc's dist/, or a bundle's folder, where the
  * build emits it beside the bundle), else `<name>.ts` run through tsx's loader (the sources in a
- * clone); null when neither is there.
+ * clone); null when neither is there. `dir`: look beside another module's folder instead (a
+ * worker of a higher layer), computed by that module as this one computes its own.
  */
-export function findWorkerEntry(name: string): WorkerEntry | null {
+export function findWorkerEntry(name: string, dir?: string): WorkerEntry | null {
   // In a CommonJS bundle (Lambda) import.meta is empty and __dirname is the bundle's folder; the
   // ESM CLI bundle defines __dirname too; tsc's ESM output has import.meta.url only.
-  const here = typeof __dirname === 'string' ? __dirname : path.dirname(fileURLToPath(import.meta.url));
+  const here = dir ?? (typeof __dirname === 'string' ? __dirname : path.dirname(fileURLToPath(import.meta.url)));
   const js = path.join(here, `${name}.js`);
   if (existsSync(js)) return { file: js };
   const ts = path.join(here, `${name}.ts`);

@@ -23,6 +23,7 @@ import { mergeSortedRuns, type MergeReadOptions } from '../mergetree/sort-merge-
 import { parsePartitionPath } from '../schema/partition.js';
 import { toJsonValue } from '../schema/values.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField } from '../schema/types.js';
+import { mergePool } from './merge-pool.js';
 import { dataFileKey } from './paths.js';
 import { filterTable, toPredicate, type Predicate } from './predicate.js';
 import { ReadPruning, type ReadExplain } from './read-pruning.js';
@@ -79,7 +80,12 @@ export async function readTable(table: Table, opts: ReadOptions = {}): Promise<a
   return project(result, columns, opts.keepDeletes);
 }
 
-/** Merges the given live files per (partition, bucket); output tables keep system columns. */
+/**
+ * Merges the given live files per (partition, bucket); output tables keep system columns, one per
+ * section, in (partition, bucket, key) order. Each section (files of one bucket whose key ranges
+ * overlap) merges on its own: on the merge pool's workers (merge-pool.ts) when the read has several
+ * sections large enough, else on this thread (row groups then decode on the decode pool).
+ */
 export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropDeletes: boolean): Promise<arrow.Table[]> {
   const groups = new Map<string, ManifestEntry[]>();
   for (const e of entries) {
@@ -88,36 +94,43 @@ export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropD
     if (g) g.push(e);
     else groups.set(id, [e]);
   }
-  const engine = mergeEngineFor(mergeConfigFromOptions(table.options, table.schema.primaryKeys));
-  // Engines that take whole versions merge on keys first and decode only the winners' values.
-  const keyFirst = table.schema.primaryKeys.length > 0 && mergesKeyFirst(engine);
-  const ordered = [...groups.keys()].sort();
-  const perGroup = await runLimited(
-    ordered.map((id) => async () => {
-      const files = groups.get(id)!;
-      const entryOf = new Map(files.map((f) => [f.file, f]));
-      const out: arrow.Table[] = [];
-      // An append table has no key: its bucket is one section, merged by sequence number alone
-      // (the append-only engine keeps every row), which is its files in the order written.
-      const sections = table.schema.primaryKeys.length === 0 ? [files.map((f) => [f.file])] : intervalPartition(files.map((f) => f.file), table.compareKeys);
-      for (const section of sections) {
-        // Each file is its own run: files are key-sorted with one record per key, and keeping
-        // them apart lets every run carry its own sequence base.
-        const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };
-        if (keyFirst) {
-          out.push(await mergeSectionKeyFirst(table, section.flat().map((meta) => entryOf.get(meta)!), mergeOpts));
-          continue;
-        }
-        const runs = await Promise.all(
-          section.flat().map(async (meta) => ({ table: await readEntry(table, entryOf.get(meta)!), sequenceBase: meta.sequenceBase })),
-        );
-        out.push(mergeSortedRuns(runs, mergeOpts));
-      }
-      return out;
-    }),
+  const sections: ManifestEntry[][] = [];
+  for (const id of [...groups.keys()].sort()) {
+    const files = groups.get(id)!;
+    // An append table has no key: its bucket is one section, merged by sequence number alone
+    // (the append-only engine keeps every row), which is its files in the order written.
+    if (table.schema.primaryKeys.length === 0) {
+      sections.push(files);
+      continue;
+    }
+    const entryOf = new Map(files.map((f) => [f.file, f]));
+    for (const section of intervalPartition(files.map((f) => f.file), table.compareKeys)) sections.push(section.flat().map((meta) => entryOf.get(meta)!));
+  }
+  // One section alone merges here while the decode pool decodes its row groups: on a worker, its
+  // decode and merge would run one after the other on one thread.
+  const pool = mergePool();
+  const onPool = (s: ManifestEntry[]) =>
+    sections.length > 1 && s.every((e) => e.file.schemaId === table.schema.id) && pool.takes(s.reduce((n, e) => n + e.file.fileSize, 0));
+  return runLimited(
+    sections.map((s) => () => (onPool(s) ? pool.merge(table, s, dropDeletes) : mergeSection(table, s, dropDeletes))),
     4,
   );
-  return perGroup.flat();
+}
+
+/**
+ * Merges one section: files of one bucket (each its own sorted run) through the table's merge
+ * engine, key-first for engines that take whole versions. Runs on the calling thread or, the same
+ * code, on a merge pool worker (merge-worker.ts).
+ */
+export async function mergeSection(table: Table, section: ManifestEntry[], dropDeletes: boolean): Promise<arrow.Table> {
+  const engine = mergeEngineFor(mergeConfigFromOptions(table.options, table.schema.primaryKeys));
+  const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };
+  // Engines that take whole versions merge on keys first and decode only the winners' values.
+  if (table.schema.primaryKeys.length > 0 && mergesKeyFirst(engine)) return mergeSectionKeyFirst(table, section, mergeOpts);
+  // Each file is its own run: files are key-sorted with one record per key, and keeping them
+  // apart lets every run carry its own sequence base.
+  const runs = await Promise.all(section.map(async (e) => ({ table: await readEntry(table, e), sequenceBase: e.file.sequenceBase })));
+  return mergeSortedRuns(runs, mergeOpts);
 }
 
 /**

@@ -16,6 +16,7 @@ import { configureDecodePool, decodePool } from '../../lib/format/decode-pool.js
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind, type Row } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
+import { mergePool } from '../../lib/table/merge-pool.js';
 import { rng, testSeed, type Rng } from '../helpers/random.js';
 
 const LAYOUTS: { name: string; schema: string; keys: string[]; key(r: Rng): Row; options?: Record<string, string> }[] = [
@@ -25,7 +26,10 @@ const LAYOUTS: { name: string; schema: string; keys: string[]; key(r: Rng): Row;
   { name: 'DOUBLE key, partial-update', schema: 'k DOUBLE NOT NULL, v STRING, n INT', keys: ['k'], key: (r) => ({ k: r.int(-300, 300) / 8 }), options: { 'merge-engine': 'partial-update' } },
 ];
 
-afterAll(() => configureDecodePool({ restart: true }));
+afterAll(async () => {
+  await mergePool().close();
+  await configureDecodePool({ restart: true });
+});
 
 describe('merged read on the decode pool', () => {
   it('returns what the inline decode returns, for random commits of upserts and deletes over keys of several types', async () => {
@@ -57,7 +61,8 @@ describe('merged read on the decode pool', () => {
       expect(inline.numRows, what).toBeGreaterThan(0);
       expect(Buffer.from(arrow.tableToIPC(pooled, 'stream')).equals(Buffer.from(arrow.tableToIPC(inline, 'stream'))), what).toBe(true);
     }
-    expect(decodePool().started).toBeGreaterThan(0);
+    // Two buckets: each a section, decoded and merged on a merge pool worker.
+    expect(decodePool().started + mergePool().started).toBeGreaterThan(0);
   });
 
   it('a process that read on the workers exits by itself; one whose worker dies fails loudly', () => {
@@ -73,11 +78,12 @@ describe('merged read on the decode pool', () => {
         `const { LocalStore } = await import(${lib('store/local-store.ts')});`,
         `const { parseSchemaText } = await import(${lib('schema/parse.ts')});`,
         `const { configureDecodePool, decodePool } = await import(${lib('format/decode-pool.ts')});`,
+        `const { mergePool } = await import(${lib('table/merge-pool.ts')});`,
         `const table = await new FolderCatalog(new LocalStore(process.env.WAREHOUSE)).createTable('db.t', { fields: parseSchemaText('id BIGINT, v STRING'), primaryKeys: ['id'], options: { bucket: '2' } });`,
         `for (let c = 0; c < 2; c++) await table.write(Array.from({ length: 500 }, (_, i) => ({ id: BigInt(i * (c + 1)), v: 'v' + c })));`,
         `await configureDecodePool({ threads: 2, minBytes: 0 });`,
         `const t = await table.read();`,
-        `console.log('rows', t.numRows, 'workers', decodePool().started);`,
+        `console.log('rows', t.numRows, 'workers', decodePool().started + mergePool().started);`,
       ].join('\n'),
     );
     const run = (env: Record<string, string>) => {

@@ -1,0 +1,159 @@
+/**
+ * Whole sections of a merged read on worker threads: a worker decodes the section's files, merges
+ * them through the table's merge engine and takes the winners' values exactly as the calling
+ * thread would inline (read.ts mergeSection), then transfers the merged Arrow buffers back (not
+ * copied, not IPC-encoded: arrow-transfer.ts). The calling thread keeps the store: a worker asks it
+ * for each byte range it reads, so a read on the pool fetches exactly the ranges the inline read
+ * fetches, from any store. The calling thread only plans, serves reads and concatenates.
+ *
+ * It runs as many threads as the decode pool is configured with (`VARVE_DECODE_THREADS`,
+ * configureDecodePool; 0: every section merges inline) and takes a section when its files hold at
+ * least 64 × the decode pool's `minBytes` (1 MiB by default). A worker that dies fails every section
+ * it held with DecoderWorkerError: the read fails, it never returns fewer rows. A worker's error
+ * comes back as the error the inline merge throws (by name), a store error as the store's own.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type * as arrow from 'apache-arrow';
+import { DecoderWorkerError } from '../errors.js';
+import { physicalArrowSchema } from '../format/arrow-schema.js';
+import { unpackTable } from '../format/arrow-transfer.js';
+import { DECODE_THREADS_ENV, decodePool } from '../format/decode-pool.js';
+import { findWorkerEntry, remoteWorkerError, serializeWorkerError, type WorkerEntry } from '../format/worker-entry.js';
+import type { ManifestEntry } from '../manifest/types.js';
+import type { FromMergeWorker, MergeRequest, ToMergeWorker } from './merge-protocol.js';
+import type { Table } from './table.js';
+
+/** A section goes to a worker when its files hold at least this many times the decode pool's `minBytes`. */
+export const MERGE_BYTES_PER_DECODE_BYTES = 64;
+
+interface Task {
+  table: Table;
+  resolve(t: arrow.Table): void;
+  reject(e: unknown): void;
+  /** The first error the store gave one of this task's reads: what the task then fails with. */
+  storeError?: unknown;
+}
+
+interface Slot {
+  worker: Worker;
+  tasks: Map<number, Task>;
+}
+
+/** A pool of decode-and-merge threads (see the file comment). */
+export class MergePool {
+  private readonly slots: Slot[] = [];
+  private entry: WorkerEntry | null | undefined;
+  private nextId = 1;
+
+  /** The most workers: the decode pool's thread count. */
+  get threads(): number {
+    return decodePool().threads;
+  }
+
+  /** Workers running (busy or idle). */
+  get started(): number {
+    return this.slots.length;
+  }
+
+  /** True when a section of `bytes` compressed bytes merges on a worker here. */
+  takes(bytes: number): boolean {
+    if (this.threads <= 0 || bytes < decodePool().minBytes * MERGE_BYTES_PER_DECODE_BYTES) return false;
+    if (this.entry === undefined) this.entry = findWorkerEntry('merge-worker', here());
+    return this.entry !== null;
+  }
+
+  /** The merged section of `entries` (files of one bucket, current schema), with system columns, as read.ts mergeSection returns it. */
+  merge(table: Table, entries: ManifestEntry[], dropDeletes: boolean): Promise<arrow.Table> {
+    const slot = this.pick();
+    const id = this.nextId++;
+    return new Promise<arrow.Table>((resolve, reject) => {
+      if (slot.tasks.size === 0) slot.worker.ref();
+      slot.tasks.set(id, { table, resolve, reject });
+      const msg: MergeRequest = { op: 'merge', id, name: table.name, path: table.path, schema: table.schema, entries, dropDeletes };
+      slot.worker.postMessage(msg);
+    });
+  }
+
+  /** Stops every worker (pending merges fail). The pool starts new ones on its next use. */
+  async close(): Promise<void> {
+    const slots = this.slots.splice(0);
+    await Promise.all(slots.map((s) => s.worker.terminate()));
+  }
+
+  private pick(): Slot {
+    const usable = this.slots.slice(0, this.threads);
+    let best: Slot | undefined;
+    for (const s of usable) if (!best || s.tasks.size < best.tasks.size) best = s;
+    if (best && (best.tasks.size === 0 || usable.length >= this.threads)) return best;
+    return this.spawn();
+  }
+
+  private spawn(): Slot {
+    const entry = this.entry!;
+    const worker = 'file' in entry ? new Worker(entry.file) : new Worker(entry.eval, { eval: true });
+    const slot: Slot = { worker, tasks: new Map() };
+    this.slots.push(slot);
+    worker.unref();
+    const send = (msg: ToMergeWorker, transfer: ArrayBuffer[] = []) => worker.postMessage(msg, transfer);
+    worker.on('message', (msg: FromMergeWorker) => {
+      const task = slot.tasks.get(msg.id);
+      if (task === undefined) return;
+      if (msg.op === 'read') {
+        task.table.store.getRange(msg.key, msg.start, msg.end).then(
+          (got) => {
+            // The bytes move to the worker: a region of exactly the range, transferred.
+            const bytes = got.byteOffset === 0 && got.byteLength === got.buffer.byteLength && got.buffer instanceof ArrayBuffer ? got : got.slice();
+            send({ op: 'bytes', read: msg.read, bytes }, [bytes.buffer as ArrayBuffer]);
+          },
+          (e: unknown) => {
+            task.storeError ??= e;
+            send({ op: 'bytes', read: msg.read, error: serializeWorkerError(e) });
+          },
+        );
+        return;
+      }
+      slot.tasks.delete(msg.id);
+      if (slot.tasks.size === 0) worker.unref();
+      if (msg.op === 'failed') task.reject(task.storeError ?? remoteWorkerError(msg.error, 'a decode-and-merge thread'));
+      else {
+        try {
+          task.resolve(unpackTable(msg.table, physicalArrowSchema(task.table.schema)));
+        } catch (e) {
+          task.reject(e);
+        }
+      }
+    });
+    const die = (why: string, cause?: unknown) => {
+      const i = this.slots.indexOf(slot);
+      if (i >= 0) this.slots.splice(i, 1);
+      const open = [...slot.tasks.values()];
+      slot.tasks.clear();
+      for (const t of open) {
+        t.reject(
+          new DecoderWorkerError(
+            `the Parquet decoder thread ${why} while it was decoding and merging ${open.length} section(s) of this read; the read failed and returned nothing — retry it (set ${DECODE_THREADS_ENV}=0 to decode on the calling thread)`,
+            { cause },
+          ),
+        );
+      }
+    };
+    worker.on('error', (e) => die(`failed (${e.message})`, e));
+    worker.on('exit', (code) => die(`exited with code ${code}`));
+    return slot;
+  }
+}
+
+/** This module's folder (merge-worker.js / .ts lies beside it, or beside the bundle). */
+function here(): string {
+  return typeof __dirname === 'string' ? __dirname : path.dirname(fileURLToPath(import.meta.url));
+}
+
+let shared: MergePool | null = null;
+
+/** The process's merge pool. */
+export function mergePool(): MergePool {
+  if (shared === null) shared = new MergePool();
+  return shared;
+}
