@@ -12,10 +12,10 @@ import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { concatColumn } from '../format/column-concat.js';
 import { tableFromColumns } from '../format/column-layout.js';
 import { emptyTable, gatherRows, singleBatch } from '../format/columns.js';
-import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
+import { isRetract, KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
 import { kindColumn, sequenceColumn } from './arrow-build.js';
 import type { MergeFunction } from './merge-function.js';
-import { storedSequence, versionsOfRuns } from './merge-plan.js';
+import { newestOfRuns, storedSequence, versionsOfRuns, type SequencedTable } from './merge-plan.js';
 import { singleRunVersions, type MergeReadOptions } from './sort-merge-reader.js';
 
 /** One sorted run decoded key-first: the merge columns now, the value columns on demand. */
@@ -95,20 +95,10 @@ export async function mergeKeyFirst(runs: KeyFirstRun[], opts: MergeReadOptions)
     })
     .filter((r) => r.table.numRows > 0);
   if (inputs.length === 0) return emptyTable(physical);
-  const order = { keyColumns: opts.keyColumns, sequenceFields: opts.engine.config.sequenceFields, sequenceDescending: opts.engine.config.sequenceDescending };
-  const versions = inputs.length === 1 && !opts.repeatedKeys ? singleRunVersions(opts.schema, inputs[0]) : versionsOfRuns(opts.schema, inputs, order);
-  const result = opts.engine.merge(versions, { rawInput: opts.rawInput ?? false, dropRetracts: opts.dropDeletes });
-  if (result.mode !== 'take') throw new InvalidArgumentError(`the ${opts.engine.name} merge engine computed values; merge its runs with mergeSortedRuns`);
-  const count = result.count;
+  const winners = pickWinners(inputs, opts);
+  const { src, row, count } = winners;
   if (count === 0) return emptyTable(physical);
-
-  // Each winner's run and row; per run, rows rise with the output (runs are sorted by key).
-  const src = new Uint16Array(count), row = new Uint32Array(count);
-  for (let k = 0; k < count; k++) {
-    const v = result.version[k];
-    src[k] = versions.source[v];
-    row[k] = versions.row[v];
-  }
+  const result = { kind: winners.kind, sequence: winners.sequence };
   const names = opts.schema.fields.map((f) => f.name);
   const fromKeys = names.filter((n) => merged.includes(n));
   const valueNames = names.filter((n) => !merged.includes(n));
@@ -127,6 +117,44 @@ export async function mergeKeyFirst(runs: KeyFirstRun[], opts: MergeReadOptions)
   children.push(byRange ? winnerSequence(columns.get(SEQUENCE_COLUMN)!, inputs.map((x) => x.run.sequenceBase), src, count) : sequenceColumn(result.sequence, count));
   children.push(kindColumn(opts.dropDeletes && !opts.keepKinds ? new Uint8Array(count) : result.kind, count));
   return tableFromColumns(physical, children, count);
+}
+
+/** Each winner's run and row (per run, rows rise with the output: runs are sorted by key), kind and sequence number. */
+function pickWinners(inputs: SequencedTable[], opts: MergeReadOptions): { src: Uint16Array; row: Uint32Array; kind: Uint8Array; sequence: Float64Array; count: number } {
+  const order = { keyColumns: opts.keyColumns, sequenceFields: opts.engine.config.sequenceFields, sequenceDescending: opts.engine.config.sequenceDescending };
+  const single = inputs.length === 1 && !opts.repeatedKeys;
+  // Deduplicate keeps the newest version of each key: taken straight from the merge when the keys
+  // allow (no array of every version; ignore-delete looks past retractions, so it takes the rest).
+  if (!single && opts.engine.name === 'deduplicate' && !opts.engine.config.ignoreDelete) {
+    const newest = newestOfRuns(inputs, order);
+    if (newest !== null) {
+      let count = newest.count;
+      if (opts.dropDeletes) {
+        // Keys whose newest version is a retraction are absent.
+        let k = 0;
+        for (let i = 0; i < newest.count; i++) {
+          if (isRetract(newest.kind[i])) continue;
+          newest.source[k] = newest.source[i];
+          newest.row[k] = newest.row[i];
+          newest.kind[k] = newest.kind[i];
+          newest.sequence[k++] = newest.sequence[i];
+        }
+        count = k;
+      }
+      return { src: newest.source.subarray(0, count), row: newest.row.subarray(0, count), kind: newest.kind.subarray(0, count), sequence: newest.sequence.subarray(0, count), count };
+    }
+  }
+  const versions = single ? singleRunVersions(opts.schema, inputs[0]) : versionsOfRuns(opts.schema, inputs, order);
+  const result = opts.engine.merge(versions, { rawInput: opts.rawInput ?? false, dropRetracts: opts.dropDeletes });
+  if (result.mode !== 'take') throw new InvalidArgumentError(`the ${opts.engine.name} merge engine computed values; merge its runs with mergeSortedRuns`);
+  const count = result.count;
+  const src = new Uint16Array(count), row = new Uint32Array(count);
+  for (let k = 0; k < count; k++) {
+    const v = result.version[k];
+    src[k] = versions.source[v];
+    row[k] = versions.row[v];
+  }
+  return { src, row, kind: result.kind, sequence: result.sequence, count };
 }
 
 /**

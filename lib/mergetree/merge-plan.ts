@@ -178,6 +178,40 @@ export function versionsOfRuns(schema: TableSchema, runs: SequencedTable[], orde
  * typed-array elements by global row number, with no per-run indirection.
  */
 function exactVersions(schema: TableSchema, runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[]): VersionSet {
+  const m = exactMerge(runs, keys, kinds, false);
+  return new VersionSet(schema, runs.map((x) => x.table), m.source, m.row, m.kind, m.seq, m.groupEnd.slice(0, m.groups), m.groups);
+}
+
+/** The newest version of each key of several runs, in key order (see newestOfRuns). */
+export interface NewestVersions {
+  /** Run and row of each key's newest version. */
+  source: Uint16Array;
+  row: Uint32Array;
+  kind: Uint8Array;
+  sequence: Float64Array;
+  count: number;
+}
+
+/**
+ * The last version in merge order of each key (what deduplicate keeps) straight from the k-way
+ * merge, without laying out every version: the merge of exactVersions, writing one entry per key
+ * instead of one per version. Null unless every key fits its 8-byte prefix and no
+ * `sequence.field` orders versions (then build the VersionSet: versionsOfRuns).
+ */
+export function newestOfRuns(runs: SequencedTable[], order: VersionOrder): NewestVersions | null {
+  if (runs.length > 0xffff) throw new CorruptMetadataError(`cannot merge ${runs.length} sorted runs at once; compact first`);
+  if (order.sequenceFields.length > 0) return null;
+  const keys = runs.map((r) => keyIndex(r.table, order.keyColumns));
+  if (!keys.every((x) => x.exact)) return null;
+  const m = exactMerge(runs, keys, runs.map((r) => kindValues(r.table)), true);
+  return { source: m.source, row: m.row, kind: m.kind, sequence: m.seq, count: m.groups };
+}
+
+/**
+ * The merge of exactVersions. `lastOnly`: source/row/kind/seq hold the last version of each key
+ * group (`groups` entries) and groupEnd is empty; else every version, and groupEnd the groups' ends.
+ */
+function exactMerge(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[], lastOnly: boolean) {
   const k = runs.length;
   const starts = new Uint32Array(k + 1);
   for (let r = 0; r < k; r++) starts[r + 1] = starts[r] + keys[r].count;
@@ -204,9 +238,9 @@ function exactVersions(schema: TableSchema, runs: SequencedTable[], keys: KeyInd
 
   const source = new Uint16Array(total), row = new Uint32Array(total);
   const kind = new Uint8Array(total), seq = new Float64Array(total);
-  const groupEnd = new Uint32Array(total);
+  const groupEnd = new Uint32Array(lastOnly ? 0 : total);
   let groups = 0;
-  let prev = 0;
+  let prev = 0, prevRun = 0;
   let out = 0;
   while (size > 0) {
     const r = run[0], end = lim[0], base = starts[r];
@@ -217,12 +251,23 @@ function exactVersions(schema: TableSchema, runs: SequencedTable[], keys: KeyInd
     let g = cur[0];
     let exhausted = false;
     for (;;) {
-      if (out > 0 && (H[g] !== H[prev] || L[g] !== L[prev])) groupEnd[groups++] = out;
+      if (lastOnly) {
+        if (out > 0 && (H[g] !== H[prev] || L[g] !== L[prev])) {
+          // A new key: the previous row was the newest version of its key.
+          source[groups] = prevRun;
+          row[groups] = prev - starts[prevRun];
+          kind[groups] = K[prev];
+          seq[groups++] = S[prev];
+        }
+        prevRun = r;
+      } else {
+        if (out > 0 && (H[g] !== H[prev] || L[g] !== L[prev])) groupEnd[groups++] = out;
+        source[out] = r;
+        row[out] = g - base;
+        kind[out] = K[g];
+        seq[out] = S[g];
+      }
       prev = g;
-      source[out] = r;
-      row[out] = g - base;
-      kind[out] = K[g];
-      seq[out] = S[g];
       out++;
       const next = g + 1;
       if (next === end) {
@@ -255,8 +300,16 @@ function exactVersions(schema: TableSchema, runs: SequencedTable[], keys: KeyInd
       siftDownExact(H, L, S, cur, lim, run, size, secondSlot);
     }
   }
-  if (total > 0) groupEnd[groups++] = total;
-  return new VersionSet(schema, runs.map((x) => x.table), source, row, kind, seq, groupEnd.slice(0, groups), groups);
+  if (total > 0) {
+    if (!lastOnly) groupEnd[groups++] = total;
+    else {
+      source[groups] = prevRun;
+      row[groups] = prev - starts[prevRun];
+      kind[groups] = K[prev];
+      seq[groups++] = S[prev];
+    }
+  }
+  return { source, row, kind, seq, groupEnd, groups };
 }
 
 /** Merge order of global rows x and y: key words, sequence number, then row (the earlier run first). */
