@@ -10,10 +10,12 @@
  *   npm run bench:memory -- --docs         the same, then writes docs/BENCHMARKS.md §11's measured
  *                                          table (between its bench:memory markers; the hand-written
  *                                          text below them stays) with the date, commit and load
+ *   npm run bench:memory -- --write        the write case alone
  *   VARVE_BENCH_SCALE=0.1 npm run bench:memory   (a quick run: sizes × 0.1; --docs then says so)
  * Prints its total wall time at the end.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -37,33 +39,73 @@ interface Rss {
 
 const child = (args: string[]) => runChild<Rss>('bench/memory/child.ts', args, { timeoutMs: 3_600_000 });
 
-/** Peak RSS (MB) and wall time of `node bin/varve.mjs ...args`, from /usr/bin/time. */
+/**
+ * Private memory (MB) of `pid` (Private_Clean + Private_Dirty of /proc/<pid>/smaps_rollup): what
+ * a process adds beside another that shares its node binary. 0 where /proc is missing.
+ */
+function privateMB(pid: number): number {
+  try {
+    const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+    let kb = 0;
+    for (const m of text.matchAll(/^Private_(?:Clean|Dirty):\s+(\d+) kB/gm)) kb += Number(m[1]);
+    return kb / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** The child pids of `pid` (Linux /proc), none elsewhere. */
+function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Peak RSS (MB) and wall time of `node bin/varve.mjs ...args`, from /usr/bin/time (the largest
+ * process of the tree). `write` and `delete` run in a child of the launcher (bin/launch.mjs): the
+ * launcher's private memory, sampled while it waits, is added (`launcherMB`), so the peak is what
+ * the command costs, not only its larger process.
+ */
 function varveCli(args: string[], env: Record<string, string>): Promise<Rss> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const p = spawn('/usr/bin/time', ['-f', 'MAXRSS %M', process.execPath, 'bin/varve.mjs', ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
+    let launcherMB = 0;
+    const sampler = setInterval(() => {
+      for (const launcher of childPids(p.pid!)) if (childPids(launcher).length > 0) launcherMB = Math.max(launcherMB, privateMB(launcher));
+    }, 200);
     p.stderr.on('data', (d) => (err += d));
     p.on('close', (code) => {
+      clearInterval(sampler);
       const m = /MAXRSS (\d+)/.exec(err);
       if (code !== 0 || !m) reject(new Error(`varve ${args.join(' ')} exited with ${code}: ${err.slice(-2000)}`));
-      else resolve({ maxRssMB: Number(m[1]) / 1024, ms: performance.now() - t0 });
+      else resolve({ maxRssMB: Number(m[1]) / 1024 + launcherMB, launcherMB, ms: performance.now() - t0 });
     });
   });
 }
 
 const mb = (n: number) => `${n.toFixed(0)} MB`;
 
-function parseArgs(argv: string[]): { docs: boolean } {
+function parseArgs(argv: string[]): { docs: boolean; writeOnly: boolean } {
   let docs = false;
+  let writeOnly = false;
   for (const a of argv) {
     if (a === '--docs') docs = true;
+    else if (a === '--write') writeOnly = true;
     else {
-      console.error(`unknown argument ${a}; use --docs (and VARVE_BENCH_SCALE=<factor> for a smaller run)`);
+      console.error(`unknown argument ${a}; use --docs or --write (the write case alone), and VARVE_BENCH_SCALE=<factor> for a smaller run`);
       process.exit(2);
     }
   }
-  return { docs };
+  if (docs && writeOnly) {
+    console.error('--docs writes every case; run it without --write');
+    process.exit(2);
+  }
+  return { docs, writeOnly };
 }
 
 async function main(): Promise<void> {
@@ -91,8 +133,12 @@ async function main(): Promise<void> {
       goalMB: 64 + BUFFER_MB,
       ms: write.ms,
     });
-    say(`write: floor (generating the ${size.toFixed(0)} MB JSONL) ${mb(gen.maxRssMB)}; varve write ${mb(write.maxRssMB)} (+${mb(write.maxRssMB - gen.maxRssMB)}; goal ≤ +${64 + BUFFER_MB} MB) in ${(write.ms / 1000).toFixed(1)} s`);
+    say(
+      `write: floor (generating the ${size.toFixed(0)} MB JSONL) ${mb(gen.maxRssMB)}; varve write ${mb(write.maxRssMB)} (+${mb(write.maxRssMB - gen.maxRssMB)}; goal ≤ +${64 + BUFFER_MB} MB; ` +
+        `of it the launcher's private memory ${mb(write.launcherMB)}) in ${(write.ms / 1000).toFixed(1)} s`,
+    );
     await rm(jsonl, { force: true });
+    if (args.writeOnly) return;
 
     // 2 and 3. Compaction and streamed read, at M/10 and M rows.
     for (const rows of [Math.round(COMPACT_ROWS / 10), COMPACT_ROWS]) {
