@@ -8,14 +8,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { InvalidArgumentError, SplitFenceHeldError } from '../../lib/errors.js';
+import { InvalidArgumentError, SplitFenceHeldError, SplitFenceLostError } from '../../lib/errors.js';
+import { parseSplitMessage } from '../../lib/stream/split-message.js';
 import type { Table } from '../../lib/table/table.js';
 import { checkConsumerId } from '../../lib/snapshot/consumer.js';
-import { BatchDelivery, type ChangeBatch, type StreamSink } from '../../lib/stream/delivery.js';
+import { BatchDelivery, SinkTimeoutError, type ChangeBatch, type StreamSink } from '../../lib/stream/delivery.js';
 import { callbackSink, type Change } from '../../lib/stream/sinks.js';
 import { SplitFences } from '../../lib/stream/split-fence.js';
 import { splitDeadlines, type SplitDeadlineEnv } from './split-deadline.js';
-import { instrumented } from './observability.js';
+import { instrumented, log } from './observability.js';
 import { processFifoBatch } from './fifo-batch.js';
 import { openTable } from './tables.js';
 
@@ -51,16 +52,20 @@ export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promi
     // A split whose bucket another invocation holds stays hidden until that hold ends: retried
     // sooner, it would only use up receives (and reach the dead-letter queue) while the holder runs.
     const held = new Map<string, number>();
+    const ownErrors = new Map<string, unknown>();
     const deliver = async (record: SQSRecord) => {
       try {
         return await delivery.deliver(record.body);
       } catch (e) {
+        ownErrors.set(record.messageId, e);
         if (e instanceof SplitFenceHeldError) held.set(record.messageId, e.expiresAt);
         throw e;
       }
     };
     try {
-      return await processFifoBatch(event, deliver, context, { skipGroupOnError: true, hideUntil: held });
+      const response = await processFifoBatch(event, deliver, context, { skipGroupOnError: true, hideUntil: held });
+      logFailedSplits(event.Records, response.batchItemFailures.map((f) => f.itemIdentifier), ownErrors);
+      return response;
     } finally {
       if (delivery.table.schema.id > entry.current.schema.id) entry.current = delivery.table;
       // A sink call that outlived its time is waited for (on Lambda the container's timeout ends
@@ -80,6 +85,56 @@ export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promi
 export function createStreamHandler(fn: (changes: Change[], batch: ChangeBatch) => unknown, env: StreamHandlerEnv = process.env): SqsHandler {
   const sink = callbackSink(fn);
   return createSplitHandler(() => sink, env);
+}
+
+/** Why a split was reported failed: its own error, or the failed split ahead of it in its group. */
+export interface SplitFailureReason {
+  messageId: string;
+  receiveCount: number;
+  /** 'error' (its own: sink, read, gap), 'fence' (another invocation holds its bucket), 'deadline' (no time left / sink too slow), 'behind' (a failed head of its group). */
+  reason: 'error' | 'fence' | 'deadline' | 'behind';
+  error?: string;
+  /** The failed split of its group this one waits behind (reason 'behind'). */
+  behind?: string;
+  snapshot?: number;
+  partition?: string;
+  bucket?: number;
+}
+
+/** The reason of each failed record of a batch, in batch order. */
+export function splitFailureReasons(records: readonly SQSRecord[], failedIds: readonly string[], ownErrors: ReadonlyMap<string, unknown>): SplitFailureReason[] {
+  const failed = new Set(failedIds);
+  const heads = new Map<string, string>();
+  const out: SplitFailureReason[] = [];
+  for (const r of records) {
+    if (!failed.has(r.messageId)) continue;
+    const group = r.attributes.MessageGroupId ?? '';
+    const where: Partial<SplitFailureReason> = {};
+    try {
+      const m = parseSplitMessage(r.body);
+      Object.assign(where, { snapshot: m.snapshotId, partition: m.partition, bucket: m.bucket });
+    } catch {
+      // An unreadable body is its own error (reported below).
+    }
+    const base = { messageId: r.messageId, receiveCount: Number(r.attributes.ApproximateReceiveCount) || 1, ...where };
+    if (ownErrors.has(r.messageId)) {
+      const e = ownErrors.get(r.messageId) as Error;
+      const reason = e instanceof SplitFenceHeldError ? 'fence' : e instanceof SinkTimeoutError || e instanceof SplitFenceLostError ? 'deadline' : 'error';
+      out.push({ ...base, reason, error: `${e?.name ?? 'Error'}: ${e?.message ?? String(e)}` });
+      if (!heads.has(group)) heads.set(group, r.messageId);
+    } else {
+      out.push({ ...base, reason: 'behind', behind: heads.get(group) ?? 'unknown' });
+    }
+  }
+  return out;
+}
+
+/** One WARN line per failed split, saying why it failed: the next failure is diagnosable from the logs alone. */
+function logFailedSplits(records: readonly SQSRecord[], failedIds: readonly string[], ownErrors: ReadonlyMap<string, unknown>): void {
+  for (const f of splitFailureReasons(records, failedIds, ownErrors)) {
+    const what = f.reason === 'behind' ? `behind failed head ${f.behind}` : f.reason === 'fence' ? `its bucket's fence is held (${f.error})` : f.reason === 'deadline' ? `the deadline (${f.error})` : `its own error (${f.error})`;
+    log().warn(`split of snapshot ${f.snapshot ?? '?'} bucket ${f.partition ? `${f.partition}/` : ''}${f.bucket ?? '?'} failed on receive ${f.receiveCount}: ${what}`, { ...f });
+  }
 }
 
 function handlerSettings(env: StreamHandlerEnv): { warehouse: string; table: string; consumerId: string } {

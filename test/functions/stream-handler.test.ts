@@ -92,7 +92,14 @@ describe('createStreamHandler', () => {
     expect(new Set(messages.map((m) => m.groupId)).size).toBe(2);
     const failed = messages.filter((m) => m.groupId === failing).map((m) => m.messageId);
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(failed);
-    expect(warn.mock.calls).toEqual([['the failed messages keep the queue visibility timeout (their backoff could not be set)', expect.objectContaining({ messages: failed.length })]]);
+    // One WARN per failed split saying why: the head its own error, the others behind it.
+    const why = warn.mock.calls.filter((c) => String(c[0]).startsWith('split of snapshot')).map((c) => c[1] as { messageId: string; reason: string; behind?: string; error?: string; bucket?: number; snapshot?: number });
+    expect(why.map((w) => w.messageId)).toEqual(failed);
+    expect(failed.length).toBeGreaterThan(1);
+    expect(why[0]).toMatchObject({ reason: 'error', error: 'Error: sink down', bucket: Number(failing.split('/').at(-1)), snapshot: 1 });
+    expect(String(warn.mock.calls.find((c) => (c[1] as { messageId?: string })?.messageId === failed[1])![0])).toContain(`behind failed head ${failed[0]}`);
+    for (const w of why.slice(1)) expect(w).toMatchObject({ reason: 'behind', behind: failed[0] });
+    expect(warn.mock.calls.filter((c) => !String(c[0]).startsWith('split of snapshot'))).toEqual([['the failed messages keep the queue visibility timeout (their backoff could not be set)', expect.objectContaining({ messages: failed.length })]]);
   });
 
   it('says which environment variables are missing', async () => {
