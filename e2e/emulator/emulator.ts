@@ -18,7 +18,7 @@ import { ACCOUNT, functionsOf, logicalIdOf, readTemplate, REGION, resourcesOfTyp
 import { IamAudit } from '../iam/audit.js';
 import { onCall } from '../iam/recorder.js';
 import type { RecordedCall } from '../iam/requests.js';
-import { EmulatedMapping, handlerChangedVisibility, type MappingFaults } from './esm.js';
+import { EmulatedMapping, noteVisibilityChange, type MappingFaults } from './esm.js';
 import { EmulatedFunction } from './lambda.js';
 
 /** One EventBridge rule target, resolved. */
@@ -97,10 +97,7 @@ export class Emulator {
   private record(call: RecordedCall): void {
     this.calls.push(call);
     this.audit.record(call);
-    if (call.service === 'SQS' && call.command.startsWith('ChangeMessageVisibility')) {
-      if (call.input.ReceiptHandle) handlerChangedVisibility.add(call.input.ReceiptHandle as string);
-      for (const e of (call.input.Entries as { ReceiptHandle?: string }[] | undefined) ?? []) if (e.ReceiptHandle) handlerChangedVisibility.add(e.ReceiptHandle);
-    }
+    noteVisibilityChange(call);
   }
 
   private async prepare(): Promise<void> {

@@ -8,9 +8,20 @@
  * concurrent invocations; on a FIFO queue SQS itself (moto) hands out one batch per message
  * group at a time, and maxReceiveCount moves messages to the DLQ. The polling calls are made with
  * the function's role, as Lambda does, and are audited as the function's.
+ *
+ * One correction of moto on FIFO queues: SQS keeps a message group locked while any of its
+ * messages is in flight, and hands the group out again from its oldest message. moto instead
+ * unlocks a group message by message as their visibility lapses, and when several messages of a
+ * group were received together and come back by expiry (a handler's backoff, a failed batch) it
+ * hands out the group's *last* message first and skips the head (aws-semantics.md §5.1): a split
+ * would arrive before its predecessor and fail for a gap, burning receives toward the DLQ. So the
+ * failed messages of a FIFO batch are held here per group until the latest of their visibilities
+ * (each message's own: the handler's backoff or the queue's timeout), then released together with
+ * ChangeMessageVisibility 0, after which moto hands the group out in order, as SQS does.
  */
 import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import { withFunction } from '../iam/recorder.js';
+import type { RecordedCall } from '../iam/requests.js';
 import type { EmulatedFunction } from './lambda.js';
 import { receiveMessages, sqsEventOf } from './sqs-event.js';
 
@@ -33,8 +44,22 @@ export interface MappingFaults {
   loseDelete?(mapping: MappingSpec, messages: Message[]): boolean;
 }
 
-/** Receipt handles whose visibility a handler changed itself (filled from the audited calls). */
-export const handlerChangedVisibility = new Set<string>();
+/** Receipt handles whose visibility a handler changed itself, with when it lapses (epoch ms; filled from the audited calls). */
+export const handlerChangedVisibility = new Map<string, number>();
+
+/**
+ * How much faster than real time the visibilities a handler sets pass (its backoffs): 1 in the
+ * end-to-end run (backoffs are real there); a test driving handlers in-process may compress them.
+ */
+export const handlerVisibility = { timeScale: 1 };
+
+/** Notes a handler's ChangeMessageVisibility(Batch) call (an audited call of a function). */
+export function noteVisibilityChange(call: Pick<RecordedCall, 'service' | 'command' | 'input'>): void {
+  if (call.service !== 'SQS' || !call.command.startsWith('ChangeMessageVisibility')) return;
+  const lapses = (s: unknown) => Date.now() + ((Number(s) || 0) * 1000) / handlerVisibility.timeScale;
+  if (call.input.ReceiptHandle) handlerChangedVisibility.set(call.input.ReceiptHandle as string, lapses(call.input.VisibilityTimeout));
+  for (const e of (call.input.Entries as { ReceiptHandle?: string; VisibilityTimeout?: number }[] | undefined) ?? []) if (e.ReceiptHandle) handlerChangedVisibility.set(e.ReceiptHandle, lapses(e.VisibilityTimeout));
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -49,6 +74,8 @@ export class EmulatedMapping {
   failedBatches = 0;
   partialFailures = 0;
   inFlight = 0;
+  /** FIFO: failed messages held per group until the group is released (see the file's comment). */
+  private readonly releases = new Set<ReturnType<typeof setTimeout>>();
 
   constructor(
     readonly spec: MappingSpec,
@@ -67,6 +94,8 @@ export class EmulatedMapping {
   async stop(): Promise<void> {
     this.running = false;
     await Promise.all(this.loops);
+    for (const t of this.releases) clearTimeout(t);
+    this.releases.clear();
     this.sqs.destroy();
   }
 
@@ -128,6 +157,14 @@ export class EmulatedMapping {
       failed = new Set();
     }
     const done = messages.filter((m) => !failed.has(m.MessageId!));
+    // What failed stays invisible for the visibility timeout (compressed here), then SQS
+    // redelivers it; the handler may have set its own (backoff), which is then left alone.
+    const seconds = Math.max(1, Math.round(this.spec.visibilityTimeout / this.timeScale));
+    if (this.spec.fifo) {
+      await this.deleteDone(done);
+      await this.holdGroups(messages.filter((m) => failed.has(m.MessageId!)), seconds);
+      return;
+    }
     const back = messages.filter((m) => failed.has(m.MessageId!) && !handlerChangedVisibility.has(m.ReceiptHandle!));
     // A lost delete: the messages come back when their visibility lapses (compressed like a
     // failure's), in two waves a few seconds apart, so that they are redelivered in batches of
@@ -135,19 +172,43 @@ export class EmulatedMapping {
     const lost = done.length > 0 && this.faults.loseDelete?.(this.spec, done) === true;
     const late = lost ? done.filter((_, i) => i % 2 === 1) : [];
     if (lost) back.push(...done.filter((_, i) => i % 2 === 0));
-    await withFunction(this.fn.spec.logicalId, async () => {
-      if (done.length > 0 && !lost) {
-        for (let i = 0; i < done.length; i += 10) {
-          const chunk = done.slice(i, i + 10);
-          await this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: this.spec.queueUrl, Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.ReceiptHandle! })) }));
-        }
-      }
-    });
-    // What failed stays invisible for the visibility timeout (compressed here), then SQS
-    // redelivers it; the handler may have set its own (backoff), which is then left alone.
-    const seconds = Math.max(1, Math.round(this.spec.visibilityTimeout / this.timeScale));
+    if (!lost) await this.deleteDone(done);
     await this.hide(back, seconds);
     await this.hide(late, seconds + 2 * this.spec.windowSeconds + 3);
+  }
+
+  private async deleteDone(done: Message[]): Promise<void> {
+    await withFunction(this.fn.spec.logicalId, async () => {
+      for (let i = 0; i < done.length; i += 10) {
+        const chunk = done.slice(i, i + 10);
+        await this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: this.spec.queueUrl, Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.ReceiptHandle! })) }));
+      }
+    });
+  }
+
+  /**
+   * FIFO: holds each group's failed messages until the latest of their visibilities (the
+   * handler's own, else `seconds`), then makes them all visible at once, in order, so that the
+   * group comes back from its head (SQS's behaviour; moto's own expiry would not).
+   */
+  private async holdGroups(failed: Message[], seconds: number): Promise<void> {
+    const groups = new Map<string, Message[]>();
+    for (const m of failed) {
+      const g = m.Attributes?.MessageGroupId ?? '';
+      groups.set(g, [...(groups.get(g) ?? []), m]);
+    }
+    const now = Date.now();
+    for (const group of groups.values()) {
+      const releaseAt = Math.max(...group.map((m) => handlerChangedVisibility.get(m.ReceiptHandle!) ?? now + seconds * 1000));
+      for (const m of group) handlerChangedVisibility.delete(m.ReceiptHandle!);
+      // Hidden past the release (a safety net should the emulator stop first), then released.
+      await this.hide(group, Math.ceil((releaseAt - Date.now()) / 1000) + 30);
+      const t = setTimeout(() => {
+        this.releases.delete(t);
+        void this.hide(group, 0);
+      }, Math.max(0, releaseAt - Date.now()));
+      this.releases.add(t);
+    }
   }
 
   private async hide(messages: Message[], seconds: number): Promise<void> {
