@@ -7,12 +7,25 @@ import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption } from 
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import { VARVE_QUEUE_TAGS } from '../lib/aws-contract.js';
+import { SPLIT_FAILURE_BUDGET } from '../lib/stream/split-failures.js';
 
 /** Lambda's guidance (aws-semantics §2.1): a batch stays invisible for the whole invocation, plus retries. */
 export const VISIBILITY_FACTOR = 6;
 
 /** Receives before a message moves to its dead-letter queue (and, on FIFO, unblocks its group). */
 export const MAX_RECEIVE_COUNT = 5;
+
+/**
+ * The split queue's receives before SQS moves a split to its dead-letter queue: a backstop only.
+ * On FIFO a split behind a failed split of its bucket is received (and reported failed) with it
+ * every time, so its receive count is not its own. The reader budgets a split's *own* failures
+ * (SPLIT_FAILURE_BUDGET, counted durably: lib/stream/split-failures.ts) and moves it to the DLQ
+ * itself at the budget; this count is sized so that no split reaches it while the splits ahead of
+ * it in a batch (at most 9, the FIFO batch of 10) use up their budgets: 10 × the budget. What
+ * still reaches it is a split that kills its reader (crash, Lambda timeout) every time, which
+ * leaves no own failure counted.
+ */
+export const SPLIT_MAX_RECEIVE_COUNT = 10 * SPLIT_FAILURE_BUDGET;
 
 /** How a queue is ordered and who consumes it. */
 export interface QueueWithDlqProps {
@@ -35,6 +48,8 @@ export interface QueueWithDlqProps {
    * {@link VISIBILITY_FACTOR} × its timeout. @default VISIBILITY_FACTOR × consumerTimeout
    */
   readonly visibilityTimeout?: Duration;
+  /** Receives before SQS moves a message to the DLQ. @default MAX_RECEIVE_COUNT */
+  readonly maxReceiveCount?: number;
   /** A customer-managed key for the queue and its DLQ. @default SSE-SQS */
   readonly encryptionKey?: IKey;
   /**
@@ -62,7 +77,7 @@ export function createQueueWithDlq(scope: Construct, id: string, props: QueueWit
   const queue = new Queue(scope, id, {
     ...common,
     visibilityTimeout: props.visibilityTimeout ?? Duration.seconds(props.consumerTimeout.toSeconds() * VISIBILITY_FACTOR),
-    deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: MAX_RECEIVE_COUNT },
+    deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: props.maxReceiveCount ?? MAX_RECEIVE_COUNT },
     ...(props.fifo && props.highThroughput
       ? { deduplicationScope: DeduplicationScope.MESSAGE_GROUP, fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID }
       : {}),

@@ -18,7 +18,7 @@ import { VarveAlarms, type VarveAlarmThresholds } from './alarms.js';
 import { createConsumerDashboard } from './dashboard.js';
 import type { Function as VarveLambda } from 'aws-cdk-lib/aws-lambda';
 import { createVarveFunction, handlerEntry } from './lambda.js';
-import { createQueueWithDlq, VISIBILITY_FACTOR } from './queues.js';
+import { createQueueWithDlq, SPLIT_MAX_RECEIVE_COUNT, VISIBILITY_FACTOR } from './queues.js';
 import { grantObjectPattern } from './table-access.js';
 import { NAME, tagAll, type VarveTable } from './table.js';
 
@@ -123,6 +123,9 @@ export class StreamConsumer extends Construct {
       fifo: true,
       highThroughput: true,
       consumerTimeout: readTimeout,
+      // The reader moves a split to the DLQ after its own SPLIT_FAILURE_BUDGET failures; SQS's
+      // count also counts the receives a split spent behind a failed one, so it is a backstop.
+      maxReceiveCount: SPLIT_MAX_RECEIVE_COUNT,
       encryptionKey,
       tags: { table: table.name, queue: 'split', consumer: props.consumerId },
     });
@@ -190,12 +193,20 @@ export class StreamConsumer extends Construct {
       timeout: readTimeout,
       memorySize: props.readMemorySize ?? 1769,
       // The split queue's visibility: a sink call must end before a split is handed out again.
-      environment: { ...consumerEnv, VARVE_SPLIT_VISIBILITY_S: String(readTimeout.toSeconds() * VISIBILITY_FACTOR), ...this.sinkEnvironment(sink) },
+      environment: {
+        ...consumerEnv,
+        VARVE_SPLIT_VISIBILITY_S: String(readTimeout.toSeconds() * VISIBILITY_FACTOR),
+        VARVE_SPLIT_DLQ_URL: split.deadLetterQueue.queueUrl,
+        ...this.sinkEnvironment(sink),
+      },
     });
+    // A split that failed on its own SPLIT_FAILURE_BUDGET times is moved to the DLQ by the reader.
+    split.deadLetterQueue.grantSendMessages(this.readFunction);
     table.grantRead(this.readFunction);
-    // Readers record per-bucket progress next to the consumer file (discovery folds it in), and
-    // hold each bucket's split fence while they deliver it (lib/stream/split-fence.ts).
-    this.grantConsumerFiles(this.readFunction, ['@progress/*', '@fence/*'], ['s3:PutObject']);
+    // Readers record per-bucket progress next to the consumer file (discovery folds it in), hold
+    // each bucket's split fence while they deliver it (lib/stream/split-fence.ts), and count a
+    // failing split's own failures (lib/stream/split-failures.ts).
+    this.grantConsumerFiles(this.readFunction, ['@progress/*', '@fence/*', '@failures/*'], ['s3:PutObject']);
     table.warehouse.grantKeyWrite(this.readFunction);
     if (sink.kind === 'table') sink.target.grantWrite(this.readFunction);
     if (sink.kind === 'eventbridge') (sink.bus ?? table.warehouse.eventBus).grantPutEventsTo(this.readFunction);

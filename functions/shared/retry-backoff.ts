@@ -21,9 +21,9 @@ export function backoffSeconds(receiveCount: number): number {
   return Math.min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** Math.min(n - 1, 20));
 }
 
-/** A failed record's visibility: its backoff, or until `until` (epoch ms) when that is later. */
-function visibilityOf(record: SQSRecord, until: number | undefined): number {
-  const backoff = backoffSeconds(Number(record.attributes.ApproximateReceiveCount));
+/** A failed record's visibility: its backoff (on `attempt`, else its receive count), or until `until` (epoch ms) when that is later. */
+function visibilityOf(record: SQSRecord, until: number | undefined, attempt: number | undefined): number {
+  const backoff = backoffSeconds(attempt ?? Number(record.attributes.ApproximateReceiveCount));
   if (until === undefined) return backoff;
   return Math.min(MAX_VISIBILITY_SECONDS, Math.max(backoff, Math.ceil((until - Date.now()) / 1000) + 1));
 }
@@ -49,9 +49,17 @@ const MAX_VISIBILITY_SECONDS = 12 * 3600;
 
 /**
  * Sets the visibility of every failed record of `response` to its backoff, or longer for a record
- * `hideUntil` names (until then); best effort (a failure leaves the queue's own timeout).
+ * `hideUntil` names (until then); best effort (a failure leaves the queue's own timeout). The
+ * backoff follows the record's receive count, or the attempt number `attempts` gives it (a split
+ * reader: its own failures, so a split that only waited behind a failed one is not backed off
+ * further than that one).
  */
-export async function backOffFailures(records: readonly SQSRecord[], response: SQSBatchResponse, hideUntil?: ReadonlyMap<string, number>): Promise<SQSBatchResponse> {
+export async function backOffFailures(
+  records: readonly SQSRecord[],
+  response: SQSBatchResponse,
+  hideUntil?: ReadonlyMap<string, number>,
+  attempts?: ReadonlyMap<string, number>,
+): Promise<SQSBatchResponse> {
   const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
   const back = records.filter((r) => failed.has(r.messageId));
   if (back.length === 0) return response;
@@ -62,7 +70,7 @@ export async function backOffFailures(records: readonly SQSRecord[], response: S
       const r = await sqsClient().send(
         new ChangeMessageVisibilityBatchCommand({
           QueueUrl: queueUrl,
-          Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.receiptHandle, VisibilityTimeout: visibilityOf(m, hideUntil?.get(m.messageId)) })),
+          Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.receiptHandle, VisibilityTimeout: visibilityOf(m, hideUntil?.get(m.messageId), attempts?.get(m.messageId)) })),
         }),
       );
       if (r.Failed?.length) log().warn('some failed messages keep the queue visibility timeout', { failed: r.Failed.map((f) => f.Message) });

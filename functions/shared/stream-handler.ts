@@ -10,6 +10,9 @@ import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { InvalidArgumentError, SplitFenceHeldError, SplitFenceLostError } from '../../lib/errors.js';
 import { parseSplitMessage } from '../../lib/stream/split-message.js';
+import { recordSplitFailure, SPLIT_FAILURE_BUDGET } from '../../lib/stream/split-failures.js';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { sqsClient } from './aws-clients.js';
 import type { Table } from '../../lib/table/table.js';
 import { checkConsumerId } from '../../lib/snapshot/consumer.js';
 import { BatchDelivery, SinkTimeoutError, type ChangeBatch, type StreamSink } from '../../lib/stream/delivery.js';
@@ -29,6 +32,8 @@ export interface StreamHandlerEnv extends SplitDeadlineEnv {
   VARVE_CATALOG_TABLE?: string;
   VARVE_TABLE?: string;
   VARVE_CONSUMER_ID?: string;
+  /** The split dead-letter queue: a split that failed on its own SPLIT_FAILURE_BUDGET times is moved there by the reader. */
+  VARVE_SPLIT_DLQ_URL?: string;
 }
 
 /** A handler delivering each split message of the event to the sink `sinkFor` builds for the table. */
@@ -53,18 +58,28 @@ export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promi
     // sooner, it would only use up receives (and reach the dead-letter queue) while the holder runs.
     const held = new Map<string, number>();
     const ownErrors = new Map<string, unknown>();
+    // A split's own failures (durable, split-failures.ts): its backoff and its retry budget follow
+    // them, not SQS's receive count, which also counts the times it waited behind a failed split.
+    const attempts = new Map<string, number>();
     const deliver = async (record: SQSRecord) => {
       try {
         return await delivery.deliver(record.body);
       } catch (e) {
         ownErrors.set(record.messageId, e);
-        if (e instanceof SplitFenceHeldError) held.set(record.messageId, e.expiresAt);
-        throw e;
+        if (e instanceof SplitFenceHeldError) {
+          held.set(record.messageId, e.expiresAt);
+          throw e;
+        }
+        const failures = await countOwnFailure(entry.table, consumerId, record, e);
+        attempts.set(record.messageId, failures);
+        if (failures < SPLIT_FAILURE_BUDGET) throw e;
+        if (!(await deadLetter(env, record, failures, e))) throw e;
+        return 'dead-lettered';
       }
     };
     try {
-      const response = await processFifoBatch(event, deliver, context, { skipGroupOnError: true, hideUntil: held });
-      logFailedSplits(event.Records, response.batchItemFailures.map((f) => f.itemIdentifier), ownErrors);
+      const response = await processFifoBatch(event, deliver, context, { skipGroupOnError: true, hideUntil: held, attempts, followersWithHead: true });
+      logFailedSplits(event.Records, response.batchItemFailures.map((f) => f.itemIdentifier), ownErrors, attempts);
       return response;
     } finally {
       if (delivery.table.schema.id > entry.current.schema.id) entry.current = delivery.table;
@@ -87,6 +102,61 @@ export function createStreamHandler(fn: (changes: Change[], batch: ChangeBatch) 
   return createSplitHandler(() => sink, env);
 }
 
+/**
+ * Counts a split's own failure durably; returns its own failures so far. When the count cannot be
+ * kept (an unreadable body, the store failing), the receive count stands in for it.
+ */
+async function countOwnFailure(table: Table, consumerId: string, record: SQSRecord, e: unknown): Promise<number> {
+  const received = Number(record.attributes.ApproximateReceiveCount) || 1;
+  try {
+    const m = parseSplitMessage(record.body);
+    return await recordSplitFailure(table.store, table.path, consumerId, m, `${(e as Error)?.name ?? 'Error'}: ${(e as Error)?.message ?? String(e)}`);
+  } catch (err) {
+    log().warn('the own failures of a split could not be counted; its receive count stands in', { messageId: record.messageId, error: err as Error });
+    return received;
+  }
+}
+
+/**
+ * Moves a split that failed on its own {@link SPLIT_FAILURE_BUDGET} times to the split
+ * dead-letter queue (VARVE_SPLIT_DLQ_URL), loudly, with its message group and deduplication id,
+ * so `varve redrive --queue split` brings it back in order. False without a dead-letter queue or
+ * when the send fails: the split then stays failed (and SQS's maxReceiveCount moves it later).
+ */
+async function deadLetter(env: StreamHandlerEnv, record: SQSRecord, failures: number, e: unknown): Promise<boolean> {
+  const url = env.VARVE_SPLIT_DLQ_URL;
+  let where = '';
+  try {
+    const m = parseSplitMessage(record.body);
+    where = ` (snapshot ${m.snapshotId}, bucket ${m.partition ? `${m.partition}/` : ''}${m.bucket})`;
+  } catch {
+    // An unreadable body is moved as it is.
+  }
+  if (!url) {
+    log().error(`split ${record.messageId}${where} failed on its own ${failures} times and no VARVE_SPLIT_DLQ_URL is set: it stays failed until the queue's maxReceiveCount moves it`, { error: e as Error });
+    return false;
+  }
+  try {
+    await sqsClient().send(
+      new SendMessageCommand({
+        QueueUrl: url,
+        MessageBody: record.body,
+        MessageGroupId: record.attributes.MessageGroupId,
+        MessageDeduplicationId: record.attributes.MessageDeduplicationId ?? record.messageId,
+      }),
+    );
+  } catch (err) {
+    log().error(`split ${record.messageId}${where} failed on its own ${failures} times, and moving it to the dead-letter queue failed: it stays failed`, { error: err as Error });
+    return false;
+  }
+  log().error(
+    `split ${record.messageId}${where} MOVED TO THE DEAD-LETTER QUEUE after failing on its own ${failures} times (last: ${(e as Error)?.name ?? 'Error'}: ${(e as Error)?.message ?? String(e)}); ` +
+      'its bucket stops at it: fix the cause, then `varve redrive <table> --queue split`',
+    { messageId: record.messageId, failures, deadLetterQueue: url },
+  );
+  return true;
+}
+
 /** Why a split was reported failed: its own error, or the failed split ahead of it in its group. */
 export interface SplitFailureReason {
   messageId: string;
@@ -96,13 +166,20 @@ export interface SplitFailureReason {
   error?: string;
   /** The failed split of its group this one waits behind (reason 'behind'). */
   behind?: string;
+  /** Its own failures so far (reason 'error' / 'deadline'). */
+  ownFailures?: number;
   snapshot?: number;
   partition?: string;
   bucket?: number;
 }
 
 /** The reason of each failed record of a batch, in batch order. */
-export function splitFailureReasons(records: readonly SQSRecord[], failedIds: readonly string[], ownErrors: ReadonlyMap<string, unknown>): SplitFailureReason[] {
+export function splitFailureReasons(
+  records: readonly SQSRecord[],
+  failedIds: readonly string[],
+  ownErrors: ReadonlyMap<string, unknown>,
+  attempts: ReadonlyMap<string, number> = new Map(),
+): SplitFailureReason[] {
   const failed = new Set(failedIds);
   const heads = new Map<string, string>();
   const out: SplitFailureReason[] = [];
@@ -120,7 +197,8 @@ export function splitFailureReasons(records: readonly SQSRecord[], failedIds: re
     if (ownErrors.has(r.messageId)) {
       const e = ownErrors.get(r.messageId) as Error;
       const reason = e instanceof SplitFenceHeldError ? 'fence' : e instanceof SinkTimeoutError || e instanceof SplitFenceLostError ? 'deadline' : 'error';
-      out.push({ ...base, reason, error: `${e?.name ?? 'Error'}: ${e?.message ?? String(e)}` });
+      const own = attempts.get(r.messageId);
+      out.push({ ...base, reason, error: `${e?.name ?? 'Error'}: ${e?.message ?? String(e)}`, ...(own !== undefined ? { ownFailures: own } : {}) });
       if (!heads.has(group)) heads.set(group, r.messageId);
     } else {
       out.push({ ...base, reason: 'behind', behind: heads.get(group) ?? 'unknown' });
@@ -130,9 +208,10 @@ export function splitFailureReasons(records: readonly SQSRecord[], failedIds: re
 }
 
 /** One WARN line per failed split, saying why it failed: the next failure is diagnosable from the logs alone. */
-function logFailedSplits(records: readonly SQSRecord[], failedIds: readonly string[], ownErrors: ReadonlyMap<string, unknown>): void {
-  for (const f of splitFailureReasons(records, failedIds, ownErrors)) {
-    const what = f.reason === 'behind' ? `behind failed head ${f.behind}` : f.reason === 'fence' ? `its bucket's fence is held (${f.error})` : f.reason === 'deadline' ? `the deadline (${f.error})` : `its own error (${f.error})`;
+function logFailedSplits(records: readonly SQSRecord[], failedIds: readonly string[], ownErrors: ReadonlyMap<string, unknown>, attempts: ReadonlyMap<string, number>): void {
+  for (const f of splitFailureReasons(records, failedIds, ownErrors, attempts)) {
+    const own = f.ownFailures !== undefined ? `, own failure ${f.ownFailures}/${SPLIT_FAILURE_BUDGET}` : '';
+    const what = f.reason === 'behind' ? `behind failed head ${f.behind}` : f.reason === 'fence' ? `its bucket's fence is held (${f.error})` : f.reason === 'deadline' ? `the deadline (${f.error}${own})` : `its own error (${f.error}${own})`;
     log().warn(`split of snapshot ${f.snapshot ?? '?'} bucket ${f.partition ? `${f.partition}/` : ''}${f.bucket ?? '?'} failed on receive ${f.receiveCount}: ${what}`, { ...f });
   }
 }

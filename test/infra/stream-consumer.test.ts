@@ -4,6 +4,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../lib/errors.js';
+import { SPLIT_FAILURE_BUDGET } from '../../lib/stream/split-failures.js';
 import { StreamConsumer, type StreamConsumerProps } from '../../infra/stream-consumer.js';
 import { VarveTable } from '../../infra/table.js';
 import { Warehouse } from '../../infra/warehouse.js';
@@ -35,7 +36,7 @@ function synth(props: Partial<StreamConsumerProps> = {}) {
 }
 
 describe('StreamConsumer split queue', () => {
-  it('is a high-throughput FIFO with explicit deduplication and a FIFO DLQ after 5 receives', () => {
+  it('is a high-throughput FIFO with explicit deduplication and a FIFO DLQ after 10 × the own-failure budget of receives', () => {
     const { template, consumer } = synth();
     const queues = resourcesOf(template, 'AWS::SQS::Queue');
     const split = queues[logicalId(consumer.splitQueue)].Properties;
@@ -44,9 +45,13 @@ describe('StreamConsumer split queue', () => {
       ContentBasedDeduplication: false,
       DeduplicationScope: 'messageGroup',
       FifoThroughputLimit: 'perMessageGroupId',
-      RedrivePolicy: { maxReceiveCount: 5 },
+      RedrivePolicy: { maxReceiveCount: 10 * SPLIT_FAILURE_BUDGET },
     });
-    expect(queues[split.RedrivePolicy.deadLetterTargetArn['Fn::GetAtt'][0]].Properties.FifoQueue).toBe(true);
+    const dlqId = split.RedrivePolicy.deadLetterTargetArn['Fn::GetAtt'][0];
+    expect(queues[dlqId].Properties.FifoQueue).toBe(true);
+    // The reader moves a split that failed on its own SPLIT_FAILURE_BUDGET times to that DLQ itself.
+    expect(envOf(template, consumer.readFunction).VARVE_SPLIT_DLQ_URL).toEqual({ Ref: dlqId });
+    expect(granting(functionStatements(template, consumer.readFunction), 'sqs:SendMessage').flatMap(resourceList)).toEqual([{ 'Fn::GetAtt': [dlqId, 'Arn'] }]);
     // the split DLQ and the discovery trigger DLQ
     expect(consumer.deadLetterQueues).toHaveLength(2);
   });
@@ -155,7 +160,12 @@ describe('StreamConsumer reader', () => {
     const { template, consumer } = synth();
     const stmts = functionStatements(template, consumer.readFunction);
     const put = granting(stmts, 's3:PutObject').flatMap(resourceList).map(objectSuffix).sort();
-    expect(put).toEqual(['/warehouse/shop.db/orders/consumer/consumer-orders-audit@fence/*', '/warehouse/shop.db/orders/consumer/consumer-orders-audit@progress/*']);
+    expect(put).toEqual([
+      '/warehouse/shop.db/orders/consumer/consumer-orders-audit@failures/*',
+      '/warehouse/shop.db/orders/consumer/consumer-orders-audit@fence/*',
+      '/warehouse/shop.db/orders/consumer/consumer-orders-audit@progress/*',
+    ]);
+    put.shift();
     const fence = iamPattern(put[0]!.slice(1));
     expect(fence.test('warehouse/shop.db/orders/consumer/consumer-orders-audit@fence/dt=1/bucket-3')).toBe(true);
     expect(fence.test('warehouse/shop.db/orders/consumer/consumer-orders-audit-v2@fence/bucket-3')).toBe(false);
@@ -168,7 +178,6 @@ describe('StreamConsumer reader', () => {
     expect(pattern.test('warehouse/shop.db/orders/consumer/consumer-billing')).toBe(false);
     expect(pattern.test('warehouse/shop.db/orders/snapshot/snapshot-7')).toBe(false);
     expect(granting(stmts, 's3:DeleteObject')).toHaveLength(0);
-    expect(granting(stmts, 'sqs:SendMessage')).toHaveLength(0);
   });
 
   it('writes into another varve table for a table sink', () => {
@@ -190,12 +199,13 @@ describe('StreamConsumer reader', () => {
     const stmts = functionStatements(template, consumer.readFunction);
     expect(granting(stmts, 's3:PutObject').flatMap(resourceList).map(objectSuffix).sort()).toEqual([
       '/warehouse/shop.db/history/*',
+      '/warehouse/shop.db/orders/consumer/consumer-to-history@failures/*',
       '/warehouse/shop.db/orders/consumer/consumer-to-history@fence/*',
       '/warehouse/shop.db/orders/consumer/consumer-to-history@progress/*',
     ]);
-    expect(granting(stmts, 'sqs:SendMessage').flatMap(resourceList)).toEqual([
-      { 'Fn::GetAtt': [logicalId(history.commitQueue!), 'Arn'] },
-    ]);
+    expect(granting(stmts, 'sqs:SendMessage').flatMap(resourceList)).toEqual(
+      expect.arrayContaining([{ 'Fn::GetAtt': [logicalId(history.commitQueue!), 'Arn'] }, { 'Fn::GetAtt': [logicalId(consumer.deadLetterQueues[0] as never), 'Arn'] }]),
+    );
   });
 
   it('refuses a table sink in another warehouse', () => {

@@ -1,0 +1,63 @@
+/**
+ * A split's own failures, counted durably: `consumer/consumer-<id>@failures/[<partition>/]bucket-<n>`
+ * holds, per bucket, how often the bucket's head split (one snapshot) failed on its own — its sink
+ * threw, its read failed, its deadline ran out, its predecessor is missing. On SQS FIFO a split
+ * behind a failed split of its bucket is reported failed with it and is received again each time,
+ * so SQS's receive count is not the split's own: a reader budgets retries on this count instead
+ * and moves a split to the dead-letter queue itself once the count reaches the budget
+ * (functions/shared/stream-handler.ts). Written only on a failure, so a healthy stream never
+ * touches it; a later snapshot's first failure starts its count again. One delivery of a bucket
+ * runs at a time (split-fence.ts), so a plain PUT is enough.
+ */
+import { CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
+import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
+import { bucketKey } from './progress.js';
+
+/** Own failures a split may have; the one that reaches it moves the split to the dead-letter queue. */
+export const SPLIT_FAILURE_BUDGET = 5;
+
+/** The JSON content of a bucket's failure record. */
+export interface SplitFailures {
+  run: string;
+  snapshot: number;
+  /** The split's own failures so far. */
+  failures: number;
+  lastError: string;
+  updated: number;
+}
+
+/** Key of a bucket's failure record ('@' never occurs in a consumer id). */
+export function splitFailuresKey(tablePath: string, consumerId: string, partition: string, bucket: number): string {
+  return `${tablePath}/consumer/consumer-${consumerId}@failures/${bucketKey(partition, bucket)}`;
+}
+
+/** The bucket's failure record, or undefined. */
+export async function readSplitFailures(store: ObjectStore, key: string): Promise<SplitFailures | undefined> {
+  try {
+    const r = JSON.parse(fromUtf8((await store.get(key)).body)) as SplitFailures;
+    if (!Number.isInteger(r.failures) || !Number.isInteger(r.snapshot)) throw new CorruptMetadataError(`split failure record ${key} has no integer failures / snapshot`);
+    return r;
+  } catch (e) {
+    if (e instanceof ObjectNotFoundError) return undefined;
+    if (e instanceof SyntaxError) throw new CorruptMetadataError(`split failure record ${key} is not valid JSON`, { cause: e });
+    throw e;
+  }
+}
+
+/** Counts one own failure of the split (`run`, `snapshot`) of a bucket; returns its own failures so far. */
+export async function recordSplitFailure(
+  store: ObjectStore,
+  tablePath: string,
+  consumerId: string,
+  split: { run: string; snapshotId: number; partition: string; bucket: number },
+  error: string,
+  now = Date.now(),
+): Promise<number> {
+  const key = splitFailuresKey(tablePath, consumerId, split.partition, split.bucket);
+  // A record that cannot be read is replaced: the count starts again rather than the split stalling.
+  const before = await readSplitFailures(store, key).catch(() => undefined);
+  const same = before !== undefined && before.run === split.run && before.snapshot === split.snapshotId;
+  const next: SplitFailures = { run: split.run, snapshot: split.snapshotId, failures: (same ? before.failures : 0) + 1, lastError: error.slice(0, 1000), updated: now };
+  await store.put(key, utf8(JSON.stringify(next)));
+  return next.failures;
+}
