@@ -1,0 +1,96 @@
+/**
+ * A split's own retry budget (lib/stream/split-failures.ts, functions/shared/stream-handler.ts):
+ * counted durably across reader processes, and at SPLIT_FAILURE_BUDGET own failures the reader
+ * moves the split to the split DLQ itself, loudly, where `redrive` brings it back in order.
+ * Splits behind it do not count its failures as theirs.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { describe, expect, it, vi } from 'vitest';
+import { createStreamHandler as handlerOfProcessA } from '../../functions/shared/stream-handler.js';
+import { log } from '../../functions/shared/observability.js';
+import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { openStore } from '../../lib/store/open-store.js';
+import { discover, ensureConsumer } from '../../lib/stream/discovery.js';
+import { redrive } from '../../lib/stream/redrive.js';
+import { readSplitFailures, splitFailuresKey, SPLIT_FAILURE_BUDGET } from '../../lib/stream/split-failures.js';
+import { SqsSplitQueue } from '../../lib/stream/sqs-queue.js';
+import { put } from '../stream/fixtures.js';
+import { captureMetrics, createQueue, pollOnce, powertoolsEnv, queueArn, sqs, uniqueName } from './harness.js';
+
+captureMetrics();
+powertoolsEnv();
+
+async function depth(url: string): Promise<number> {
+  const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
+  return Number(a.Attributes!.ApproximateNumberOfMessages) + Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible);
+}
+
+describe('split retry budget', () => {
+  it("moves a split to the DLQ after its own failures (counted across processes), loudly; the splits behind it keep their budget; redrive brings it back in order", async () => {
+    // Prepare: one bucket, three snapshots; the sink fails on snapshot 1 until healed
+    // A folder warehouse: the second reader process (a fresh module instance) sees it too.
+    const warehouse = mkdtempSync(path.join(tmpdir(), 'split-budget-'));
+    const table = await new FolderCatalog(openStore(warehouse)).createTable('db.t', { fields: parseSchemaText('k BIGINT, v STRING'), primaryKeys: ['k'], options: { bucket: '1' } });
+    await ensureConsumer(table, 'audit', { mode: 'earliest' });
+    for (const v of ['a', 'b', 'c']) await put(table, [[1, v]]);
+    const dlq = await createQueue(`${uniqueName('split-dlq')}.fifo`);
+    const url = await createQueue(`${uniqueName('splits')}.fifo`, { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await queueArn(dlq), maxReceiveCount: '50' }) });
+    await discover(table, new SqsSplitQueue({ queueUrl: url }), 'audit');
+    const env = { VARVE_WAREHOUSE: warehouse, VARVE_TABLE: 'db.t', VARVE_CONSUMER_ID: 'audit', VARVE_SPLIT_DLQ_URL: dlq };
+    let healed = false;
+    const seen: string[] = [];
+    const sink = (changes: { snapshot: number; row: Record<string, unknown> }[]) => {
+      if (!healed && changes.some((c) => c.snapshot === 1)) throw new Error('sink down for snapshot 1');
+      for (const c of changes) seen.push(`${c.snapshot}:${String(c.row.v)}`);
+    };
+    // A second reader process: its own module instance (no in-process state shared).
+    vi.resetModules();
+    const handlerOfProcessB = (await import('../../functions/shared/stream-handler.js')).createStreamHandler;
+    const logOfProcessB = (await import('../../functions/shared/observability.js')).log;
+    const handlers = [handlerOfProcessA(sink, env), handlerOfProcessB(sink, env)];
+    const errors: string[] = [];
+    for (const logger of [log(), logOfProcessB()]) {
+      vi.spyOn(logger, 'warn').mockImplementation(() => {});
+      vi.spyOn(logger, 'error').mockImplementation(((m: unknown) => void errors.push(String(m))) as never);
+    }
+    // Act: each attempt by the other process; the two followers are received with the head every time
+    const received: number[][] = [];
+    for (let i = 0; i < SPLIT_FAILURE_BUDGET; i++) {
+      const p = await pollOnce(url, handlers[i % 2]);
+      received.push(p!.event.Records.map((r) => Number(r.attributes.ApproximateReceiveCount)));
+    }
+    // Assess: the head failed on its own SPLIT_FAILURE_BUDGET times and is in the DLQ, reported loudly
+    expect(received.map((r) => r.length)).toEqual(Array(SPLIT_FAILURE_BUDGET).fill(3));
+    expect(await depth(dlq)).toBe(1);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatch(new RegExp(`snapshot 1, bucket 0\\) MOVED TO THE DEAD-LETTER QUEUE after failing on its own ${SPLIT_FAILURE_BUDGET} times.*sink down for snapshot 1.*varve redrive`));
+    // The followers were received as often as the head, but none of that is their own: in the
+    // batch that moved the head, the next split's first own failure (the gap the moved head
+    // leaves) starts its count at 1.
+    expect(received.at(-1)).toEqual([SPLIT_FAILURE_BUDGET, SPLIT_FAILURE_BUDGET, SPLIT_FAILURE_BUDGET]);
+    const record = await readSplitFailures(table.store, splitFailuresKey(table.path, 'audit', '', 0));
+    expect(record).toMatchObject({ snapshot: 2, failures: 1 });
+    expect(record!.lastError).toMatch(/never delivered|gap|lost|redrive/i);
+    expect(await depth(dlq)).toBe(1);
+    // Act: the sink heals. The splits behind the moved one cannot be delivered (their predecessor
+    // is missing: a gap, their own failure each time) and follow it to the DLQ after their own
+    // budget, in order; then one redrive brings the bucket's splits back in order.
+    healed = true;
+    for (let i = 0; i < 4 * SPLIT_FAILURE_BUDGET && (await depth(url)) > 0; i++) await pollOnce(url, handlers[i % 2]);
+    expect(await depth(url)).toBe(0);
+    expect(await depth(dlq)).toBe(3);
+    expect(errors).toHaveLength(3);
+    expect(seen).toEqual([]);
+    const moved = await redrive(sqs, 'split', dlq, url);
+    expect(moved.moved).toBe(3);
+    for (let i = 0; i < 10 && (await depth(url)) > 0; i++) await pollOnce(url, handlers[i % 2]);
+    // Assess: every change, in order, and nothing left behind
+    expect(seen).toEqual(['1:a', '2:b', '3:c']);
+    expect(await depth(url)).toBe(0);
+    expect(await depth(dlq)).toBe(0);
+  }, 120_000);
+});
