@@ -20,6 +20,7 @@ import { normalizeArrowTypes } from '../format/normalize.js';
 import { toJsonValue } from '../schema/values.js';
 import { KIND_COLUMN, type DataField, type Row, type RowKindByte, type TableSchema } from '../schema/types.js';
 import { RecordColumns, type ColumnChunk, type RejectedRecord } from './record-columns.js';
+import { ParquetColumns } from './parquet-columns.js';
 
 export { KIND_FIELD, type ColumnChunk, type RejectedRecord } from './record-columns.js';
 
@@ -72,6 +73,8 @@ export type RecordInput = Uint8Array | string | AsyncIterable<Uint8Array> | Blob
 export interface ChunkOptions extends ParseOptions {
   /** Records per chunk, valid and rejected (default 8192). */
   chunkRows?: number;
+  /** @internal Parquet: false adds every row through the record path (the tests compare both paths). */
+  parquetColumns?: boolean;
 }
 
 /** One chunk of parsed records as row objects, and how far into the input it reaches. */
@@ -105,7 +108,7 @@ export async function* parseRecordChunks(input: RecordInput, format: InputFormat
 export async function* parseColumnChunks(input: RecordInput, format: InputFormat, schema: TableSchema, opts: ChunkOptions = {}): AsyncGenerator<ColumnChunk> {
   const chunkRows = Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS);
   const records = new RecordColumns(schema, opts, Math.min(chunkRows, DEFAULT_CHUNK_ROWS));
-  if (format === 'parquet') yield* parquetChunks(input, records, chunkRows);
+  if (format === 'parquet') yield* parquetChunks(input, records, chunkRows, opts.parquetColumns === false ? undefined : new ParquetColumns(schema, opts));
   else if (format === 'csv') yield* csvChunks(byteStream(input), records, chunkRows);
   else yield* jsonlChunks(byteStream(input), records, chunkRows);
 }
@@ -208,9 +211,11 @@ const PARQUET_SLICE_ROWS = 1024;
  * Parquet records row group by row group, each fetched by range (lib/format/row-group-reader.ts):
  * memory holds the footer and one batch of a row group, never the file. A byte stream (stdin, an
  * S3 body) has its footer at the end, so it is first copied to a temporary file, which is then
- * read by range as a file is. Each row's values are validated as JSON values are.
+ * read by range as a file is. A decoded batch already in the table's columns and types becomes a
+ * chunk as it is, its column buffers shared (parquet-columns.ts); any other batch goes row by row,
+ * each row's values validated as JSON values are, rejects numbered by row (1-based, across row groups).
  */
-async function* parquetChunks(input: RecordInput, records: RecordColumns, chunkRows: number): AsyncGenerator<ColumnChunk> {
+async function* parquetChunks(input: RecordInput, records: RecordColumns, chunkRows: number, columns?: ParquetColumns): AsyncGenerator<ColumnChunk> {
   if (typeof input === 'string') throw new RecordValidationError('Parquet input must be bytes, not text');
   let spill: string | undefined;
   try {
@@ -248,6 +253,15 @@ async function* parquetChunks(input: RecordInput, records: RecordColumns, chunkR
     });
     for await (const batch of rowGroups) {
       const table = normalizeArrowTypes(batch);
+      // A batch already in the table's columns is taken as it is (parquet-columns.ts), no row at a time.
+      const direct = columns?.take(table);
+      if (direct !== undefined) {
+        const read = group === footer.rowGroups.length - 1 ? src.size : bytes;
+        if (records.count > 0) yield records.take(read);
+        for (let at = 0; at < direct.numRows; at += chunkRows) yield { table: direct.slice(at, at + chunkRows), rejected: [], bytesRead: read };
+        line += direct.numRows;
+        continue;
+      }
       const fields: DataField[] = table.schema.fields.map((f, i) => ({ id: i, name: f.name, type: fromArrowType(f.type, f.nullable) }));
       // A slice of rows at a time, so a batch's row objects are never all alive at once.
       for (let at = 0; at < table.numRows; at += PARQUET_SLICE_ROWS) {
