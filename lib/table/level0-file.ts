@@ -100,9 +100,10 @@ function level0Options(table: Table) {
  * level-0 data file whose row groups the pool's workers gather and encode: this thread only cuts
  * the plan into row groups and posts their row numbers, so it sorts and merges the next bucket
  * meanwhile. The file and its entry are those `openLevel0File` makes of the same rows (the same
- * pieces: one row group each); null when the plan has no rows.
+ * pieces: one row group each); null when the plan has no rows. `posted` is called once every row
+ * group is posted, before the workers are done with them.
  */
-export async function writeLevel0Gathered(table: Table, target: Level0Target, plan: GatherPlan, pool: EncoderPool): Promise<FileChange | null> {
+export async function writeLevel0Gathered(table: Table, target: Level0Target, plan: GatherPlan, pool: EncoderPool, posted?: () => void): Promise<FileChange | null> {
   if (plan.count === 0) return null;
   const fileName = `data-${randomUUID()}.parquet`;
   const file = pool.openGathered(physicalArrowSchema(table.schema), level0Options(table), plan.sources, table.keyFields);
@@ -119,6 +120,7 @@ export async function writeLevel0Gathered(table: Table, target: Level0Target, pl
         kind: kindColumn(plan.kind.subarray(from, to), to - from).values as Int8Array,
       });
     }
+    posted?.();
     encoded = await file.finish();
   } catch (e) {
     await file.discard();

@@ -577,16 +577,25 @@ export class TableWriter {
     // On the pool, the workers gather the merged rows too: this thread sorts and merges, then
     // goes on to the next bucket while they gather and encode this one's row groups.
     const copy = bw.buffer.memoryBytes;
-    const plan = pool && shared && copy <= shared.limit ? bw.buffer.takeGatherPlan() : null;
-    if (plan !== null) {
-      await shared!.acquire(copy);
+    if (pool && shared && copy <= shared.limit) {
+      // One bucket at a time sorts, merges and posts its row groups; the next one starts as soon
+      // as this one has posted its last, so it sorts while the workers encode this one's.
+      const leave = await shared.enter();
       try {
-        const file = await writeLevel0Gathered(this.table, where, plan, pool!);
-        if (file !== null) this.pendingData.push(file);
+        const plan = bw.buffer.takeGatherPlan();
+        if (plan !== null) {
+          await shared.acquire(copy);
+          try {
+            const file = await writeLevel0Gathered(this.table, where, plan, pool, leave);
+            if (file !== null) this.pendingData.push(file);
+          } finally {
+            shared.release(copy);
+          }
+          return;
+        }
       } finally {
-        shared!.release(copy);
+        leave();
       }
-      return;
     }
     const data = new RollingFileSink(target, bytesPerRow, 1, () => openLevel0File(this.table, where, 'data', pool), (f) => void this.pendingData.push(f));
     const changelog = new RollingFileSink(target, bytesPerRow, 1, () => openLevel0File(this.table, where, 'changelog', pool), (f) => void this.pendingChangelog.push(f));
@@ -605,12 +614,25 @@ export class TableWriter {
   }
 }
 
-/** Bytes held at a time, up to a limit: `acquire` waits until what it asks for fits (or nothing else is held). */
+/**
+ * A pooled flush's pacing: bytes of shared copies held at a time, up to a limit (`acquire` waits
+ * until what it asks for fits, or nothing else is held), and one bucket at a time in the sort and
+ * post stage (`enter` waits for the bucket before to leave it; the function it returns leaves).
+ */
 class ByteBudget {
   private used = 0;
   private readonly waiting: (() => void)[] = [];
+  private stage: Promise<void> = Promise.resolve();
 
   constructor(readonly limit: number) {}
+
+  async enter(): Promise<() => void> {
+    const before = this.stage;
+    let leave!: () => void;
+    this.stage = new Promise<void>((r) => (leave = r));
+    await before;
+    return leave;
+  }
 
   async acquire(bytes: number): Promise<void> {
     while (this.used > 0 && this.used + bytes > this.limit) await new Promise<void>((r) => this.waiting.push(r));

@@ -13,6 +13,7 @@ import { EncoderWorkerError } from '../../lib/errors.js';
 import { tableToRows } from '../../lib/format/columns.js';
 import { configureEncoderPool, encoderPool, EncoderPool } from '../../lib/format/encoder-pool.js';
 import { readLiveFiles } from '../../lib/manifest/scan.js';
+import { WriteBuffer } from '../../lib/mergetree/write-buffer.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { dataFileKey } from '../../lib/table/paths.js';
 import type { Table } from '../../lib/table/table.js';
@@ -22,6 +23,8 @@ import { runVarve, varveProcess } from '../helpers/cli-process.js';
 import { rng, testSeed } from '../helpers/random.js';
 
 const FIELDS = allTypeFields();
+const takeOriginal = WriteBuffer.prototype.takeGatherPlan;
+const postOriginal = EncoderPool.prototype.post;
 
 async function newTable(options: Record<string, string> = {}): Promise<Table> {
   const catalog = new FolderCatalog(new MemoryStore());
@@ -118,6 +121,32 @@ describe('TableWriter on the encoder pool', () => {
     } finally {
       gathered.mockRestore();
     }
+  });
+
+  it('a pooled flush sorts the next bucket only after the one before posted its row groups (the workers start on the first bucket at once)', async () => {
+    const table = await newTable();
+    await configureEncoderPool({ threads: 2, minFlushBytes: 0 });
+    const order: string[] = [];
+    const take = vi.spyOn(WriteBuffer.prototype, 'takeGatherPlan');
+    const post = vi.spyOn(EncoderPool.prototype, 'post');
+    take.mockImplementation(function (this: WriteBuffer) {
+      order.push('sort');
+      return takeOriginal.call(this);
+    });
+    post.mockImplementation(function (this: EncoderPool, ...args) {
+      order.push('post');
+      return postOriginal.apply(this, args);
+    });
+    try {
+      await table.write(randomRows(rng(10), FIELDS, 3000));
+    } finally {
+      take.mockRestore();
+      post.mockRestore();
+    }
+    // Every bucket's sort is followed by its posts before the next sort.
+    const sorts = order.filter((x) => x === 'sort').length;
+    expect(sorts).toBe(4);
+    expect(order.join(' ')).toMatch(/^(sort( post)+ ?){4}$/);
   });
 
   it("a one-bucket flush spreads the file's row groups over the workers and writes the inline encoder's file", async () => {
