@@ -1,5 +1,5 @@
 /** The public API of lib/store: the ObjectStore interface, its three stores, and openStore. */
-export { listAll, openUpload, readRangeInto, utf8, fromUtf8 } from './object-store.js';
+export { listAll, openUpload, utf8, fromUtf8 } from './object-store.js';
 export type { ListOptions, ObjectInfo, ObjectStore, ObjectUpload, StoredObject } from './object-store.js';
 export { checkKeyPrefix, checkObjectKey, compareObjectKeys } from './object-key.js';
 export { LocalStore } from './local-store.js';

@@ -76,19 +76,6 @@ export class LocalStore implements ObjectStore {
 
   async getRange(key: string, start: number, end: number): Promise<Uint8Array> {
     checkByteRange(key, start, end);
-    let out: Uint8Array | undefined;
-    const n = await this.readRange(key, start, end, 'getRange', (size) => (out = new Uint8Array(size)));
-    return n === out!.length ? out! : out!.subarray(0, n);
-  }
-
-  async getRangeInto(key: string, start: number, end: number, into: Uint8Array): Promise<number> {
-    checkByteRange(key, start, end);
-    if (into.length < end - start) throw new InvalidArgumentError(`buffer of ${into.length} bytes is too small for bytes [${start}, ${end}) of ${key}`);
-    return this.readRange(key, start, end, 'getRangeInto', (size) => into.subarray(0, size));
-  }
-
-  /** Reads [start, end) clamped to the file's size into the buffer `target(size)` gives; returns the bytes read. */
-  private async readRange(key: string, start: number, end: number, op: string, target: (size: number) => Uint8Array): Promise<number> {
     const path = this.pathOf(key);
     let fh: FileHandle | undefined;
     try {
@@ -96,18 +83,17 @@ export class LocalStore implements ObjectStore {
       const st = await fh.stat();
       if (st.isDirectory()) throw new ObjectNotFoundError(key);
       const [from, to] = clampByteRange(start, end, st.size);
-      const out = target(to - from);
-      let done = 0;
-      while (done < out.length) {
+      const out = new Uint8Array(to - from);
+      for (let done = 0; done < out.length; ) {
         const { bytesRead } = await fh.read(out, done, out.length - done, from + done);
         if (bytesRead === 0) break; // objects are replaced by rename, never truncated in place
         done += bytesRead;
       }
-      return done;
+      return out;
     } catch (e) {
       if (e instanceof ObjectNotFoundError) throw e;
       if (isNotFound(e)) throw new ObjectNotFoundError(key, { cause: e });
-      throw this.fsError(e, op, key);
+      throw this.fsError(e, 'getRange', key);
     } finally {
       await fh?.close();
     }

@@ -3,7 +3,7 @@
  * fault injection: failing calls before or after they take effect, S3-style 409 conflicts, latency,
  * and a crash after which every call fails until `restart()` (a new process over the same objects).
  */
-import { ConditionalRequestConflictError, InjectedFaultError, InvalidArgumentError, ObjectNotFoundError } from '../errors.js';
+import { ConditionalRequestConflictError, InjectedFaultError, ObjectNotFoundError } from '../errors.js';
 import { sleep } from './backoff.js';
 import { checkByteRange, clampByteRange } from './byte-range.js';
 import { sameEtag } from './etag.js';
@@ -146,19 +146,6 @@ export class MemoryStore implements ObjectStore {
     after();
     if (!o) throw new ObjectNotFoundError(key);
     return o.body.slice(...clampByteRange(start, end, o.body.length));
-  }
-
-  /** Counted and fault-injected as a `getRange` (the same read, into the caller's buffer). */
-  async getRangeInto(key: string, start: number, end: number, into: Uint8Array): Promise<number> {
-    checkByteRange(key, start, end);
-    if (into.length < end - start) throw new InvalidArgumentError(`buffer of ${into.length} bytes is too small for bytes [${start}, ${end}) of ${key}`);
-    const after = await this.enter('getRange', checkObjectKey(key));
-    const o = this.objects.get(key);
-    after();
-    if (!o) throw new ObjectNotFoundError(key);
-    const part = o.body.subarray(...clampByteRange(start, end, o.body.length));
-    into.set(part);
-    return part.length;
   }
 
   async head(key: string): Promise<(ObjectInfo & { etag: string }) | undefined> {

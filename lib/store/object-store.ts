@@ -3,8 +3,6 @@
  * root (e.g. `db.db/orders/snapshot/snapshot-3`). Nothing above lib/store knows which store it
  * talks to: a local folder, S3, or memory.
  */
-import { InvalidArgumentError } from '../errors.js';
-import { checkByteRange } from './byte-range.js';
 
 /** Listing entry. `lastModified` is epoch milliseconds. */
 export interface ObjectInfo {
@@ -35,16 +33,6 @@ export interface ObjectStore {
 
   /** Reads bytes [start, end) of an object (for Parquet footers). Throws `ObjectNotFoundError`. */
   getRange(key: string, start: number, end: number): Promise<Uint8Array>;
-
-  /**
-   * Reads bytes [start, end) of an object into `into` from its index 0 (`into` holds at least
-   * end - start bytes), so that a reader can reuse one buffer read after read instead of a new
-   * allocation per range. Returns how many bytes were read: fewer than end - start when the object
-   * is shorter (ranges clamp to the size, as getRange's). Throws `ObjectNotFoundError`; on any
-   * error the contents of `into` are unspecified. Optional: callers go through
-   * {@link readRangeInto}, which falls back to getRange and a copy.
-   */
-  getRangeInto?(key: string, start: number, end: number, into: Uint8Array): Promise<number>;
 
   /** Size, etag and mtime of an object, or undefined when it does not exist. */
   head(key: string): Promise<(ObjectInfo & { etag: string }) | undefined>;
@@ -155,22 +143,6 @@ export async function deleteIfMatch(store: ObjectStore, key: string, etag: strin
   if ((await store.head(key))?.etag !== etag) return false;
   await store.delete(key);
   return true;
-}
-
-/**
- * Bytes [start, end) of `key` read into `into` (see {@link ObjectStore.getRangeInto}): the store's
- * own when it has one, else getRange and one copy. Returns the number of bytes read.
- */
-export async function readRangeInto(store: ObjectStore, key: string, start: number, end: number, into: Uint8Array): Promise<number> {
-  checkByteRange(key, start, end);
-  if (into.length < end - start) {
-    throw new InvalidArgumentError(`buffer of ${into.length} bytes is too small for bytes [${start}, ${end}) of ${key}: pass one of at least ${end - start} bytes`);
-  }
-  if (store.getRangeInto) return store.getRangeInto(key, start, end, into);
-  const bytes = await store.getRange(key, start, end);
-  if (bytes.length > end - start) throw new InvalidArgumentError(`the store returned ${bytes.length} bytes for the ${end - start}-byte range [${start}, ${end}) of ${key}`);
-  into.set(bytes);
-  return bytes.length;
 }
 
 /** Collects `store.list(prefix)` into an array. */

@@ -115,41 +115,6 @@ export class S3Store implements ObjectStore {
     }
   }
 
-  async getRangeInto(key: string, start: number, end: number, into: Uint8Array): Promise<number> {
-    checkByteRange(key, start, end);
-    const want = end - start;
-    if (into.length < want) throw new InvalidArgumentError(`buffer of ${into.length} bytes is too small for bytes [${start}, ${end}) of ${key}`);
-    const Key = this.s3Key(key);
-    if (start === end) {
-      if (!(await this.head(key))) throw new ObjectNotFoundError(key);
-      return 0;
-    }
-    try {
-      const Range = `bytes=${start}-${end - 1}`;
-      const r = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key, Range }));
-      if (!r.Body) return 0;
-      // The body streams straight into `into`: no buffer of the whole range is assembled first.
-      let done = 0;
-      for await (const chunk of r.Body as AsyncIterable<Uint8Array>) {
-        if (done + chunk.length > want) {
-          (r.Body as { destroy?: () => void }).destroy?.();
-          throw new StoreUnavailableError(`S3 getRangeInto ${key}: the response to the ${want}-byte range ${Range} carried more bytes; retry the read`);
-        }
-        into.set(chunk, done);
-        done += chunk.length;
-      }
-      if (r.ContentLength !== undefined && done !== r.ContentLength) {
-        throw new StoreUnavailableError(`S3 getRangeInto ${key}: the response body ended after ${done} of its ${r.ContentLength} bytes; retry the read`);
-      }
-      return done;
-    } catch (e) {
-      if (e instanceof StoreUnavailableError) throw e;
-      if (s3IsNoSuchKey(e)) throw new ObjectNotFoundError(key, { cause: e });
-      if (s3Status(e) === 416) return 0;
-      throw this.mapError(e, 'getRangeInto', key);
-    }
-  }
-
   async head(key: string): Promise<(ObjectInfo & { etag: string }) | undefined> {
     const Key = this.s3Key(key);
     try {

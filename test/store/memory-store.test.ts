@@ -17,18 +17,6 @@ async function text(store: MemoryStore, key: string): Promise<string> {
 }
 
 describe('MemoryStore bookkeeping', () => {
-  it('counts and fails a read into a buffer as the getRange it is', async () => {
-    const store = new MemoryStore();
-    await store.put('a/1', utf8('hello'));
-    store.injectFault({ op: 'getRange', keyIncludes: 'a/1', nth: 2 });
-    const into = new Uint8Array(8);
-
-    expect(await store.getRangeInto('a/1', 1, 4, into)).toBe(3);
-    expect(fromUtf8(into.subarray(0, 3))).toBe('ell');
-    await expect(store.getRangeInto('a/1', 0, 5, into)).rejects.toBeInstanceOf(InjectedFaultError);
-    expect(store.calls.getRange).toBe(2);
-  });
-
   it('counts calls and logs them in order, list by its prefix', async () => {
     const store = new MemoryStore({ uri: 'memory://books' });
 

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { sleep } from '../../lib/store/backoff.js';
 import { InvalidArgumentError, InvalidKeyError, ObjectNotFoundError } from '../../lib/errors.js';
-import { fromUtf8, listAll, readRangeInto, utf8, type ObjectStore } from '../../lib/store/object-store.js';
+import { fromUtf8, listAll, utf8, type ObjectStore } from '../../lib/store/object-store.js';
 
 /** Deterministic pseudo-random bytes (xorshift), so a failing comparison is reproducible. */
 export function bytes(n: number, seed = 1): Uint8Array {
@@ -128,35 +128,6 @@ export function storeContract(
       expect((await store.getRange('range/k', 10, 10)).length).toBe(0);
       await expect(store.getRange('range/k', 5, 2)).rejects.toBeInstanceOf(InvalidArgumentError);
       await expect(store.getRange('range/k', -1, 2)).rejects.toBeInstanceOf(InvalidArgumentError);
-    });
-
-    it('reads byte ranges into a caller buffer, reused read after read, clamped to the object', async () => {
-      const store = await makeStore();
-      const body = bytes(3 * 65536 + 17, 7);
-      await store.put('range/into', body);
-      // One buffer, larger than any read and dirty from the read before: each read fills only its prefix.
-      const into = new Uint8Array(body.length + 100).fill(0xee);
-      const read = (start: number, end: number) => readRangeInto(store, 'range/into', start, end, into);
-
-      expect(await read(0, body.length)).toBe(body.length);
-      expect(into.subarray(0, body.length)).toEqual(body);
-      expect(into[body.length]).toBe(0xee);
-      expect(await read(65536, 65546)).toBe(10);
-      expect(into.subarray(0, 10)).toEqual(body.slice(65536, 65546));
-      // Short reads: past the end, the count says how many bytes there were.
-      expect(await read(body.length - 5, body.length + 50)).toBe(5);
-      expect(into.subarray(0, 5)).toEqual(body.slice(body.length - 5));
-      expect(await read(body.length, body.length + 8)).toBe(0);
-      expect(await read(10, 10)).toBe(0);
-      // Errors: a missing object, a bad range, a buffer too small.
-      await expect(readRangeInto(store, 'missing/object', 0, 4, into)).rejects.toBeInstanceOf(ObjectNotFoundError);
-      await expect(readRangeInto(store, 'missing/object', 0, 0, into)).rejects.toBeInstanceOf(ObjectNotFoundError);
-      await expect(read(5, 2)).rejects.toBeInstanceOf(InvalidArgumentError);
-      await expect(readRangeInto(store, 'range/into', 0, 64, new Uint8Array(63))).rejects.toBeInstanceOf(InvalidArgumentError);
-      if (store.getRangeInto) {
-        await expect(store.getRangeInto('range/into', 0, 64, new Uint8Array(63))).rejects.toBeInstanceOf(InvalidArgumentError);
-        await expect(store.getRangeInto('range/into', -1, 2, into)).rejects.toBeInstanceOf(InvalidArgumentError);
-      }
     });
 
     it('heads an object: size, etag and mtime without the body', async () => {
