@@ -80,7 +80,7 @@ export async function runMergeRead(ctx: SuiteContext): Promise<SuiteResult> {
       title: '2. Merge-read',
       method: [
         `Table: ${k.toLocaleString('en')} keys, each written ${VERSIONS} times (one commit per version, all keys, shuffled): ${BENCH_BUCKETS} buckets × ${VERSIONS} sorted runs = ${files.length} level-0 files, ${(k * VERSIONS).toLocaleString('en')} versions, ${(totalBytes / 1e6).toFixed(1)} MB zstd Parquet.`,
-        `varve: \`table.read()\` of the latest snapshot (plan, read every file, k-way merge per bucket, drop system columns). The read decodes key-first: key and \`_VALUE_KIND\` of every file (and \`_SEQUENCE_NUMBER\` too when the sequence ranges of files overlap; here they do not, so the versions of a key are ordered by the range of their file), the merge picks the winners, then only the row groups holding winners have their value columns and \`_SEQUENCE_NUMBER\` decoded (here the newest file of each bucket). Measured on one thread (\`VARVE_DECODE_THREADS=0\`: every row group decoded inline), and at the default (${defaultDecodeThreads()} decoder worker threads here: row groups decode on the workers while the calling thread merges the buckets already decoded).`,
+        `varve: \`table.read()\` of the latest snapshot (plan, read every file, k-way merge per bucket, drop system columns). The read decodes key-first: key and \`_VALUE_KIND\` of every file (and \`_SEQUENCE_NUMBER\` too when the sequence ranges of files overlap; here they do not, so the versions of a key are ordered by the range of their file), the merge picks the winners, then only the row groups holding winners have their value columns and \`_SEQUENCE_NUMBER\` decoded (here the newest file of each bucket). Measured on one thread (\`VARVE_DECODE_THREADS=0\`: every row group decoded inline), and at the default (${defaultDecodeThreads()} worker threads here: each bucket's section is decoded, merged and value-gathered whole on a worker of the merge pool, its result's Arrow buffers transferred back; the calling thread serves the workers' range reads and concatenates the buckets).`,
         'raw: read and decode the same files with parquet-wasm, no merge (the I/O + decode floor).',
         `DuckDB: one thread (\`SET threads = 1\`), and again at its default (${availableParallelism()} threads on this machine), \`CREATE TEMP TABLE AS\` the query below over the same files, so it materialises its result as varve does. Level-0 files store sequence numbers relative to their batch, so each file gets its sequence base from the manifests as a constant column.`,
         `\`\`\`sql\nWITH v AS (SELECT *, <base> + _SEQUENCE_NUMBER AS _seq FROM read_parquet('<file>') UNION ALL …),\n  newest AS (SELECT key, max(_seq) AS _seq FROM v GROUP BY key)\nSELECT key, i32, f, s, opt FROM v JOIN newest USING (key, _seq) WHERE _VALUE_KIND IN (0, 2)\n\`\`\``,
@@ -92,7 +92,7 @@ export async function runMergeRead(ctx: SuiteContext): Promise<SuiteResult> {
       ],
       measurements: [
         { id: 'varve', label: `varve merge-read (${k.toLocaleString('en')} keys over ${VERSIONS} runs), one thread`, unit: 'ms', stats: timings.varve, params: { keys: k, versions: k * VERSIONS, files: files.length, MB: +(totalBytes / 1e6).toFixed(1) } },
-        { id: 'varve-default', label: `varve merge-read, default threads (${defaultDecodeThreads()} decoder workers)`, unit: 'ms', stats: timings.varveDefault },
+        { id: 'varve-default', label: `varve merge-read, default threads (${defaultDecodeThreads()} decode-and-merge workers)`, unit: 'ms', stats: timings.varveDefault },
         { id: 'raw', label: 'raw read + decode of the same files, no merge', unit: 'ms', stats: timings.raw },
         { id: 'duckdb', label: 'DuckDB, 1 thread, dedup (newest sequence per key joined back) into a temp table', unit: 'ms', stats: timings.duckdb },
         { id: 'duckdb-default', label: `DuckDB, default threads (${availableParallelism()} cores), the same query`, unit: 'ms', stats: timings.duckdbDefault },
@@ -100,7 +100,7 @@ export async function runMergeRead(ctx: SuiteContext): Promise<SuiteResult> {
       ratios: [
         { id: 'merge-vs-raw', label: 'varve merge-read ÷ raw read of the same files', ...ratioOf(timings.varve, timings.raw), target: 1.2 },
         { id: 'merge-vs-duckdb', label: 'varve merge-read ÷ DuckDB (1 thread)', ...ratioOf(timings.varve, timings.duckdb), target: 1 },
-        { id: 'merge-vs-duckdb-default', label: 'varve merge-read ÷ DuckDB (both at their default thread counts: one decoder worker per core for varve, one thread per core for DuckDB)', ...ratioOf(timings.varveDefault, timings.duckdbDefault), target: 1 },
+        { id: 'merge-vs-duckdb-default', label: 'varve merge-read ÷ DuckDB (both at their default thread counts: one decode-and-merge worker per core for varve, one thread per core for DuckDB)', ...ratioOf(timings.varveDefault, timings.duckdbDefault), target: 1 },
       ],
     };
   } finally {
