@@ -49,6 +49,9 @@ export const BUNDLE_SETTINGS = {
   format: 'cjs',
   target: 'node22',
   minify: true,
+  // Class and function names survive minification: an error's name in a log line (and every
+  // `e.name` an operator greps for) reads SinkTimeoutError, not `La`.
+  keepNames: true,
   sourcemap: false,
   // The Lambda Node.js runtime ships the v3 SDK.
   external: ['@aws-sdk/*'],
@@ -143,6 +146,7 @@ export function createVarveFunction(scope: Construct, id: string, props: VarveFu
       format: OutputFormat.CJS,
       target: BUNDLE_SETTINGS.target,
       minify: BUNDLE_SETTINGS.minify,
+      keepNames: BUNDLE_SETTINGS.keepNames,
       sourceMap: BUNDLE_SETTINGS.sourcemap,
       externalModules: [...BUNDLE_SETTINGS.external],
       esbuildArgs: { '--log-override:empty-import-meta': BUNDLE_SETTINGS.logOverride['empty-import-meta'] },

@@ -51,6 +51,7 @@ export async function bundleFunction(name: string): Promise<FunctionBundle> {
     format: BUNDLE_SETTINGS.format,
     target: BUNDLE_SETTINGS.target,
     minify: BUNDLE_SETTINGS.minify,
+    keepNames: BUNDLE_SETTINGS.keepNames,
     external: [...BUNDLE_SETTINGS.external],
     // As the CDK bundling and the build do: the one silenced warning is the encoder pool's
     // import.meta.url, read only where __dirname is missing (ESM), never in these CJS bundles.

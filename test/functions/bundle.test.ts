@@ -26,6 +26,15 @@ describe('the Lambda bundles', () => {
     expect(b.zippedBytes).toBeLessThan(MAX_ZIPPED_BYTES);
     expect(loadBundle(b)).toBe('function');
   });
+
+  it('keep class names through minification, so an error logged by a handler names its class', async () => {
+    // Act: the read handler's WARN/ERROR lines print `${e.name}: ${e.message}`, and VarveError's
+    // name is its class's name (new.target.name).
+    const b = await bundleFunction('read');
+
+    // Assess: minified without keepNames, these read as two-letter names (`La`, `k_`).
+    for (const name of ['SinkTimeoutError', 'SplitGapError', 'ConsumerLeaseLostError']) expect(b.code).toContain(`"${name}"`);
+  });
 });
 
 describe('the names the handlers emit', () => {
