@@ -14,10 +14,10 @@
  * decode throws (same name and message). Where no worker entry exists (a bundle that does not ship
  * `decode-worker.js` beside itself), the pool is unavailable and row groups decode inline.
  */
-import { Worker } from 'node:worker_threads';
 import { DecoderWorkerError, InvalidArgumentError } from '../errors.js';
 import type { DecodeReply, DecodeRequest } from './decode-protocol.js';
 import { defaultPoolThreads, findWorkerEntry, remoteWorkerError, type WorkerEntry } from './worker-entry.js';
+import { WorkerSlots } from './worker-slots.js';
 
 /** Environment variable that sets the pool's thread count; 0 decodes on the calling thread. */
 export const DECODE_THREADS_ENV = 'VARVE_DECODE_THREADS';
@@ -45,15 +45,26 @@ interface Pending {
   reject(e: unknown): void;
 }
 
-interface Slot {
-  worker: Worker;
-  /** Requests sent to this worker and not yet answered, by id. */
-  pending: Map<number, Pending>;
-}
-
 /** A pool of Parquet decoder threads (see the file comment). */
 export class DecodePool {
-  private readonly slots: Slot[] = [];
+  private readonly workers = new WorkerSlots<Pending, DecodeReply>({
+    onMessage: (slot, msg) => {
+      const p = this.workers.settle(slot, msg.id);
+      if (p === undefined) return;
+      if ('error' in msg) p.reject(remoteWorkerError(msg.error, 'a Parquet decoder thread'));
+      else p.resolve(msg.ipc);
+    },
+    died: (open, why, cause) => {
+      for (const p of open) {
+        p.reject(
+          new DecoderWorkerError(
+            `the Parquet decoder thread ${why} while it was decoding ${open.length} row group(s) of this read; the read failed and returned nothing — retry it (set ${DECODE_THREADS_ENV}=0 to decode on the calling thread)`,
+            { cause },
+          ),
+        );
+      }
+    },
+  });
   private entry: WorkerEntry | null | undefined;
   private nextId = 1;
 
@@ -74,7 +85,7 @@ export class DecodePool {
 
   /** Workers running (busy or idle). */
   get started(): number {
-    return this.slots.length;
+    return this.workers.started;
   }
 
   /** True when a row group of `bytes` compressed bytes decodes on a worker here. */
@@ -87,62 +98,16 @@ export class DecodePool {
   /** The Arrow IPC stream of `columns` (file order) of a one-row-group file of `rows` rows, decoded by a worker. */
   decode(blob: Blob, columns: readonly string[], rows: number): Promise<Uint8Array> {
     if (!this.takes(Number.POSITIVE_INFINITY)) throw new InvalidArgumentError('the decode pool has no worker threads here; decode inline (decodeRowGroupIPC)');
-    const slot = this.pick();
     const id = this.nextId++;
     return new Promise<Uint8Array>((resolve, reject) => {
-      if (slot.pending.size === 0) slot.worker.ref();
-      slot.pending.set(id, { resolve, reject });
       const msg: DecodeRequest = { id, blob, columns: [...columns], rows };
-      slot.worker.postMessage(msg);
+      this.workers.post(this.entry!, this.maxThreads, id, { resolve, reject }, msg);
     });
   }
 
   /** Stops every worker (pending decodes fail). The pool starts new ones on its next use. */
-  async close(): Promise<void> {
-    const slots = this.slots.splice(0);
-    await Promise.all(slots.map((s) => s.worker.terminate()));
-  }
-
-  /** The idle worker, a new one while below `threads`, else the one with the fewest requests. */
-  private pick(): Slot {
-    const usable = this.slots.slice(0, this.maxThreads);
-    let best: Slot | undefined;
-    for (const s of usable) if (!best || s.pending.size < best.pending.size) best = s;
-    if (best && (best.pending.size === 0 || usable.length >= this.maxThreads)) return best;
-    return this.spawn();
-  }
-
-  private spawn(): Slot {
-    const entry = this.entry!;
-    const worker = 'file' in entry ? new Worker(entry.file) : new Worker(entry.eval, { eval: true });
-    const slot: Slot = { worker, pending: new Map() };
-    this.slots.push(slot);
-    worker.unref();
-    worker.on('message', (msg: DecodeReply) => {
-      const p = slot.pending.get(msg.id);
-      if (p === undefined) return;
-      slot.pending.delete(msg.id);
-      if (slot.pending.size === 0) worker.unref();
-      if ('error' in msg) p.reject(remoteWorkerError(msg.error, 'a Parquet decoder thread'));
-      else p.resolve(msg.ipc);
-    });
-    const die = (why: string, cause?: unknown) => {
-      const i = this.slots.indexOf(slot);
-      if (i >= 0) this.slots.splice(i, 1);
-      const open = [...slot.pending.values()];
-      slot.pending.clear();
-      for (const p of open) {
-        p.reject(
-          new DecoderWorkerError(
-            `the Parquet decoder thread ${why} while it was decoding ${open.length} row group(s) of this read; the read failed and returned nothing — retry it (set ${DECODE_THREADS_ENV}=0 to decode on the calling thread)`,
-            { cause },
-          ),
-        );
-      }
-    };
-    worker.on('error', (e) => die(`failed (${e.message})`, e));
-    worker.on('exit', (code) => die(`exited with code ${code}`));
-    return slot;
+  close(): Promise<void> {
+    return this.workers.close();
   }
 }
 

@@ -15,7 +15,6 @@
  * not ship `encode-worker.js` next to itself), the pool reports itself unavailable and callers
  * encode inline.
  */
-import { Worker } from 'node:worker_threads';
 import * as arrow from 'apache-arrow';
 import { EncoderWorkerError, InvalidArgumentError } from '../errors.js';
 import { DEFAULT_ROW_GROUP_SIZE, dataFileWriterProperties, type WriteDataFileOptions } from './data-file.js';
@@ -27,6 +26,7 @@ import type { GatherPiece } from './gather-piece.js';
 import { tableIPCInto, tablesIPCShared } from './ipc-buffer.js';
 import { spliceParquetFiles } from './parquet-splice.js';
 import { defaultPoolThreads, findWorkerEntry, remoteWorkerError, type WorkerEntry } from './worker-entry.js';
+import { WorkerSlots } from './worker-slots.js';
 
 /** Environment variable that sets the pool's thread count; 0 encodes on the calling thread. */
 export const ENCODE_THREADS_ENV = 'VARVE_ENCODE_THREADS';
@@ -70,12 +70,6 @@ export function defaultMinFlushBytes(env: NodeJS.ProcessEnv = process.env): numb
   return n;
 }
 
-interface Slot {
-  worker: Worker;
-  /** Pieces posted to this worker and not yet answered, by piece number. */
-  pieces: Map<number, PendingPiece>;
-}
-
 interface PendingPiece {
   resolve: (reply: Encoded) => void;
   reject: (e: Error) => void;
@@ -83,7 +77,24 @@ interface PendingPiece {
 
 /** A pool of Parquet encoder threads (see the file comment). */
 export class EncoderPool {
-  private readonly slots: Slot[] = [];
+  private readonly workers: WorkerSlots<PendingPiece, EncoderReply> = new WorkerSlots<PendingPiece, EncoderReply>({
+    onMessage: (slot, msg) => {
+      const p = this.workers.settle(slot, msg.piece);
+      if (p === undefined) return;
+      this.answered(1);
+      if (msg.op === 'encoded') {
+        // Slice buffers come back for reuse: a few, not one per slice ever sent.
+        for (const b of msg.slices) if (this.openFiles > 0 && this.spare.length < IN_FLIGHT_PIECES * Math.max(1, this.maxThreads)) this.spare.push(b);
+        p.resolve({ bytes: msg.bytes, stats: msg.stats });
+      } else p.reject(remoteWorkerError(msg.error, 'a Parquet encoder thread'));
+    },
+    died: (open, why, cause) => {
+      this.answered(open.length);
+      for (const p of open) {
+        p.reject(new EncoderWorkerError(`the Parquet encoder thread ${why} while it was encoding ${open.length} piece(s) of this write's data files; those files are lost and nothing of the write was committed — retry the write (set ${ENCODE_THREADS_ENV}=0 to encode on the calling thread)`, { cause }));
+      }
+    },
+  });
   private entry: WorkerEntry | null | undefined;
   private nextPiece = 1;
   private posted = 0;
@@ -123,7 +134,7 @@ export class EncoderPool {
 
   /** Workers running (busy or idle). */
   get started(): number {
-    return this.slots.length;
+    return this.workers.started;
   }
 
   /**
@@ -146,9 +157,8 @@ export class EncoderPool {
   }
 
   /** Stops every worker (files still open fail). The pool starts new ones on its next use. */
-  async close(): Promise<void> {
-    const slots = this.slots.splice(0);
-    await Promise.all(slots.map((s) => s.worker.terminate()));
+  close(): Promise<void> {
+    return this.workers.close();
   }
 
   /** A buffer for the next slice's IPC bytes, from those the workers gave back (undefined: none spare). */
@@ -186,59 +196,19 @@ export class EncoderPool {
   /** Posts a request to the worker with the fewest pieces waiting; resolves with its answer. */
   post(request: (piece: number) => EncoderRequest, transfer: ArrayBuffer[]): Promise<Encoded> {
     if (!this.available) return Promise.reject(new InvalidArgumentError('the encoder pool has no worker threads here; encode inline (DataFileStreamWriter)'));
-    const slot = this.pick();
     const piece = this.nextPiece++;
     return new Promise<Encoded>((resolve, reject) => {
-      if (slot.pieces.size === 0) slot.worker.ref();
       this.posted++;
-      slot.pieces.set(piece, { resolve, reject });
-      slot.worker.postMessage(request(piece), transfer);
+      this.workers.post(this.entry!, this.maxThreads, piece, { resolve, reject }, request(piece), transfer);
     });
   }
 
-  private pick(): Slot {
-    const usable = this.slots.slice(0, this.maxThreads);
-    let best: Slot | undefined;
-    for (const s of usable) if (!best || s.pieces.size < best.pieces.size) best = s;
-    if (best && (best.pieces.size === 0 || usable.length >= this.maxThreads)) return best;
-    return this.spawn();
-  }
-
-  private spawn(): Slot {
-    const entry = this.entry!;
-    const worker = 'file' in entry ? new Worker(entry.file) : new Worker(entry.eval, { eval: true });
-    const slot: Slot = { worker, pieces: new Map() };
-    this.slots.push(slot);
-    worker.unref();
-    worker.on('message', (msg: EncoderReply) => {
-      const p = slot.pieces.get(msg.piece);
-      if (p === undefined) return;
-      this.settle(slot, msg.piece);
-      if (msg.op === 'encoded') {
-        // Slice buffers come back for reuse: a few, not one per slice ever sent.
-        for (const b of msg.slices) if (this.openFiles > 0 && this.spare.length < IN_FLIGHT_PIECES * Math.max(1, this.maxThreads)) this.spare.push(b);
-        p.resolve({ bytes: msg.bytes, stats: msg.stats });
-      } else p.reject(remoteWorkerError(msg.error, 'a Parquet encoder thread'));
-    });
-    const die = (why: string, cause?: unknown) => {
-      const i = this.slots.indexOf(slot);
-      if (i >= 0) this.slots.splice(i, 1);
-      const open = [...slot.pieces.entries()];
-      for (const [piece] of open) this.settle(slot, piece);
-      for (const [, p] of open) {
-        p.reject(new EncoderWorkerError(`the Parquet encoder thread ${why} while it was encoding ${open.length} piece(s) of this write's data files; those files are lost and nothing of the write was committed — retry the write (set ${ENCODE_THREADS_ENV}=0 to encode on the calling thread)`, { cause }));
-      }
-    };
-    worker.on('error', (e) => die(`failed (${e.message})`, e));
-    worker.on('exit', (code) => die(`exited with code ${code}`));
-    return slot;
-  }
-
-  private settle(slot: Slot, piece: number): void {
-    if (!slot.pieces.delete(piece)) return;
-    this.posted--;
-    if (slot.pieces.size === 0) slot.worker.unref();
-    this.waiting.shift()?.();
+  /** `n` pieces were answered (or failed with their worker): room for as many more. */
+  private answered(n: number): void {
+    for (let i = 0; i < n; i++) {
+      this.posted--;
+      this.waiting.shift()?.();
+    }
   }
 }
 
@@ -254,8 +224,7 @@ class PooledFile implements DataFileEncoder {
   private readonly rowGroupSize: number;
   private slices: Uint8Array[] = [];
   private sliceRows = 0;
-  private readonly pieces: Promise<Uint8Array>[] = [];
-  private failure: Error | null = null;
+  private readonly pieces = new FilePieces<Uint8Array>();
   private done = false;
 
   constructor(
@@ -275,7 +244,7 @@ class PooledFile implements DataFileEncoder {
       const end = Math.min(rows.numRows, at + ADD_SLICE_ROWS);
       for (let from = at; from < end; ) {
         const to = Math.min(end, from + (this.rowGroupSize - this.sliceRows));
-        if (this.failure !== null) throw this.failure;
+        this.pieces.check();
         this.slices.push(tableIPCInto(rows.slice(from, to), this.pool.spareBuffer()));
         this.sliceRows += to - from;
         from = to;
@@ -287,15 +256,10 @@ class PooledFile implements DataFileEncoder {
   /** Sends the rows gathered so far as the next piece, once the pool has room. */
   private async post(): Promise<void> {
     await this.pool.room();
-    if (this.failure !== null) throw this.failure;
-    const piece = this.pool.encode(this.schemaIPC, this.opts, this.slices);
+    this.pieces.check();
+    this.pieces.push(this.pool.encode(this.schemaIPC, this.opts, this.slices));
     this.slices = [];
     this.sliceRows = 0;
-    // A failed piece fails the file: the next add throws, finish rejects with it.
-    piece.catch((e: Error) => {
-      if (this.failure === null) this.failure = e;
-    });
-    this.pieces.push(piece);
   }
 
   async finish(): Promise<Uint8Array> {
@@ -311,19 +275,15 @@ class PooledFile implements DataFileEncoder {
   private async end(): Promise<Uint8Array> {
     // The last, short row group (or, for a file with no rows, the empty piece the inline encoder
     // would be asked to finish: it fails the same way).
-    if (this.sliceRows > 0 || this.pieces.length === 0) await this.post().catch(() => undefined);
-    const settled = await Promise.allSettled(this.pieces);
-    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) throw this.failure ?? failed.reason;
-    if (this.failure !== null) throw this.failure;
-    return spliceParquetFiles(settled.map((r) => (r as PromiseFulfilledResult<Uint8Array>).value));
+    if (this.sliceRows > 0 || this.pieces.count === 0) await this.post().catch(() => undefined);
+    return spliceParquetFiles(await this.pieces.all());
   }
 
   async discard(): Promise<void> {
     if (this.done) return;
     this.done = true;
     this.slices = [];
-    await Promise.allSettled(this.pieces);
+    await this.pieces.settled();
     this.closed();
   }
 }
@@ -343,8 +303,7 @@ export class GatheredFile {
   private readonly schemaIPC: Uint8Array;
   private readonly sources: Uint8Array;
   private readonly sourceCount: number;
-  private readonly pieces: Promise<Encoded>[] = [];
-  private failure: Error | null = null;
+  private readonly pieces = new FilePieces<Encoded>();
   private done = false;
 
   constructor(
@@ -369,32 +328,61 @@ export class GatheredFile {
     if (this.done) throw new InvalidArgumentError('the data file is finished; open a new writer');
     if (piece.row.length === 0) return;
     await this.pool.room();
-    if (this.failure !== null) throw this.failure;
+    this.pieces.check();
     const body: GatherRequest = { sources: this.sources, sourceCount: this.sourceCount, source: piece.source, row: piece.row, sequence: piece.sequence, kind: piece.kind, keyFields: this.keyFields };
     const transfer = [piece.row.buffer, piece.sequence.buffer, piece.kind.buffer, ...(piece.source ? [piece.source.buffer] : [])] as ArrayBuffer[];
-    const encoded = this.pool.post((n) => ({ op: 'gather', piece: n, schema: this.schemaIPC, opts: this.opts, ...body }), [...new Set(transfer)]);
-    encoded.catch((e: Error) => {
-      if (this.failure === null) this.failure = e;
-    });
-    this.pieces.push(encoded);
+    this.pieces.push(this.pool.post((n) => ({ op: 'gather', piece: n, schema: this.schemaIPC, opts: this.opts, ...body }), [...new Set(transfer)]));
   }
 
   /** Ends the file: its bytes (the pieces spliced) and each piece's statistics, in order. */
   async finish(): Promise<{ bytes: Uint8Array; stats: FileStats[] }> {
     if (this.done) throw new InvalidArgumentError('the data file is finished already');
     this.done = true;
-    if (this.pieces.length === 0) throw new InvalidArgumentError('a gathered data file needs at least one row; write an empty file inline');
-    const settled = await Promise.allSettled(this.pieces);
-    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) throw this.failure ?? failed.reason;
-    const done = settled.map((r) => (r as PromiseFulfilledResult<Encoded>).value);
+    if (this.pieces.count === 0) throw new InvalidArgumentError('a gathered data file needs at least one row; write an empty file inline');
+    const done = await this.pieces.all();
     return { bytes: spliceParquetFiles(done.map((d) => d.bytes)), stats: done.map((d) => d.stats!) };
   }
 
   async discard(): Promise<void> {
     if (this.done) return;
     this.done = true;
-    await Promise.allSettled(this.pieces);
+    await this.pieces.settled();
+  }
+}
+
+/** The pieces of one file posted to the pool, in order: the first to fail fails the file. */
+class FilePieces<T> {
+  private readonly list: Promise<T>[] = [];
+  private failure: Error | null = null;
+
+  get count(): number {
+    return this.list.length;
+  }
+
+  push(piece: Promise<T>): void {
+    // A failed piece fails the file: the next add throws, finish rejects with it.
+    piece.catch((e: Error) => {
+      if (this.failure === null) this.failure = e;
+    });
+    this.list.push(piece);
+  }
+
+  /** Throws the first failure so far. */
+  check(): void {
+    if (this.failure !== null) throw this.failure;
+  }
+
+  /** Every piece's answer, in order, once all are in; the first failure if any failed. */
+  async all(): Promise<T[]> {
+    const settled = await Promise.allSettled(this.list);
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw this.failure ?? failed.reason;
+    return settled.map((r) => (r as PromiseFulfilledResult<T>).value);
+  }
+
+  /** Waits for every piece, answered or failed (a discarded file). */
+  async settled(): Promise<void> {
+    await Promise.allSettled(this.list);
   }
 }
 

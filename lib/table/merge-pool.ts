@@ -14,13 +14,14 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type * as arrow from 'apache-arrow';
 import { DecoderWorkerError } from '../errors.js';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { unpackTable } from '../format/arrow-transfer.js';
 import { DECODE_THREADS_ENV, decodePool } from '../format/decode-pool.js';
 import { findWorkerEntry, remoteWorkerError, serializeWorkerError, type WorkerEntry } from '../format/worker-entry.js';
+import { WorkerSlots } from '../format/worker-slots.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import type { FromMergeWorker, MergeRequest, ToMergeWorker } from './merge-protocol.js';
 import type { Table } from './table.js';
@@ -36,14 +37,37 @@ interface Task {
   storeError?: unknown;
 }
 
-interface Slot {
-  worker: Worker;
-  tasks: Map<number, Task>;
-}
-
 /** A pool of decode-and-merge threads (see the file comment). */
 export class MergePool {
-  private readonly slots: Slot[] = [];
+  private readonly workers: WorkerSlots<Task, FromMergeWorker> = new WorkerSlots<Task, FromMergeWorker>({
+    onMessage: (slot, msg) => {
+      const task = slot.pending.get(msg.id);
+      if (task === undefined) return;
+      if (msg.op === 'read') {
+        this.serveRead(slot.worker, task, msg);
+        return;
+      }
+      this.workers.settle(slot, msg.id);
+      if (msg.op === 'failed') task.reject(task.storeError ?? remoteWorkerError(msg.error, 'a decode-and-merge thread'));
+      else {
+        try {
+          task.resolve(unpackTable(msg.table, physicalArrowSchema(task.table.schema)));
+        } catch (e) {
+          task.reject(e);
+        }
+      }
+    },
+    died: (open, why, cause) => {
+      for (const t of open) {
+        t.reject(
+          new DecoderWorkerError(
+            `the Parquet decoder thread ${why} while it was decoding and merging ${open.length} section(s) of this read; the read failed and returned nothing — retry it (set ${DECODE_THREADS_ENV}=0 to decode on the calling thread)`,
+            { cause },
+          ),
+        );
+      }
+    },
+  });
   private entry: WorkerEntry | null | undefined;
   private nextId = 1;
 
@@ -54,7 +78,7 @@ export class MergePool {
 
   /** Workers running (busy or idle). */
   get started(): number {
-    return this.slots.length;
+    return this.workers.started;
   }
 
   /** True when a section of `bytes` compressed bytes merges on a worker here. */
@@ -66,82 +90,32 @@ export class MergePool {
 
   /** The merged section of `entries` (files of one bucket, current schema), with system columns, as read.ts mergeSection returns it. */
   merge(table: Table, entries: ManifestEntry[], dropDeletes: boolean): Promise<arrow.Table> {
-    const slot = this.pick();
     const id = this.nextId++;
     return new Promise<arrow.Table>((resolve, reject) => {
-      if (slot.tasks.size === 0) slot.worker.ref();
-      slot.tasks.set(id, { table, resolve, reject });
       const msg: MergeRequest = { op: 'merge', id, name: table.name, path: table.path, schema: table.schema, entries, dropDeletes };
-      slot.worker.postMessage(msg);
+      this.workers.post(this.entry!, this.threads, id, { table, resolve, reject }, msg);
     });
   }
 
   /** Stops every worker (pending merges fail). The pool starts new ones on its next use. */
-  async close(): Promise<void> {
-    const slots = this.slots.splice(0);
-    await Promise.all(slots.map((s) => s.worker.terminate()));
+  close(): Promise<void> {
+    return this.workers.close();
   }
 
-  private pick(): Slot {
-    const usable = this.slots.slice(0, this.threads);
-    let best: Slot | undefined;
-    for (const s of usable) if (!best || s.tasks.size < best.tasks.size) best = s;
-    if (best && (best.tasks.size === 0 || usable.length >= this.threads)) return best;
-    return this.spawn();
-  }
-
-  private spawn(): Slot {
-    const entry = this.entry!;
-    const worker = 'file' in entry ? new Worker(entry.file) : new Worker(entry.eval, { eval: true });
-    const slot: Slot = { worker, tasks: new Map() };
-    this.slots.push(slot);
-    worker.unref();
-    const send = (msg: ToMergeWorker, transfer: ArrayBuffer[] = []) => worker.postMessage(msg, transfer);
-    worker.on('message', (msg: FromMergeWorker) => {
-      const task = slot.tasks.get(msg.id);
-      if (task === undefined) return;
-      if (msg.op === 'read') {
-        task.table.store.getRange(msg.key, msg.start, msg.end).then(
-          (got) => {
-            // The bytes move to the worker: a region of exactly the range, transferred.
-            const bytes = got.byteOffset === 0 && got.byteLength === got.buffer.byteLength && got.buffer instanceof ArrayBuffer ? got : got.slice();
-            send({ op: 'bytes', read: msg.read, bytes }, [bytes.buffer as ArrayBuffer]);
-          },
-          (e: unknown) => {
-            task.storeError ??= e;
-            send({ op: 'bytes', read: msg.read, error: serializeWorkerError(e) });
-          },
-        );
-        return;
-      }
-      slot.tasks.delete(msg.id);
-      if (slot.tasks.size === 0) worker.unref();
-      if (msg.op === 'failed') task.reject(task.storeError ?? remoteWorkerError(msg.error, 'a decode-and-merge thread'));
-      else {
-        try {
-          task.resolve(unpackTable(msg.table, physicalArrowSchema(task.table.schema)));
-        } catch (e) {
-          task.reject(e);
-        }
-      }
-    });
-    const die = (why: string, cause?: unknown) => {
-      const i = this.slots.indexOf(slot);
-      if (i >= 0) this.slots.splice(i, 1);
-      const open = [...slot.tasks.values()];
-      slot.tasks.clear();
-      for (const t of open) {
-        t.reject(
-          new DecoderWorkerError(
-            `the Parquet decoder thread ${why} while it was decoding and merging ${open.length} section(s) of this read; the read failed and returned nothing — retry it (set ${DECODE_THREADS_ENV}=0 to decode on the calling thread)`,
-            { cause },
-          ),
-        );
-      }
-    };
-    worker.on('error', (e) => die(`failed (${e.message})`, e));
-    worker.on('exit', (code) => die(`exited with code ${code}`));
-    return slot;
+  /** Answers a worker's read of a byte range from the task's store. */
+  private serveRead(worker: Worker, task: Task, msg: Extract<FromMergeWorker, { op: 'read' }>): void {
+    const send = (reply: ToMergeWorker, transfer: ArrayBuffer[] = []) => worker.postMessage(reply, transfer);
+    task.table.store.getRange(msg.key, msg.start, msg.end).then(
+      (got) => {
+        // The bytes move to the worker: a region of exactly the range, transferred.
+        const bytes = got.byteOffset === 0 && got.byteLength === got.buffer.byteLength && got.buffer instanceof ArrayBuffer ? got : got.slice();
+        send({ op: 'bytes', read: msg.read, bytes }, [bytes.buffer as ArrayBuffer]);
+      },
+      (e: unknown) => {
+        task.storeError ??= e;
+        send({ op: 'bytes', read: msg.read, error: serializeWorkerError(e) });
+      },
+    );
   }
 }
 
