@@ -10,12 +10,12 @@ import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { InvalidArgumentError, SplitFenceHeldError, SplitFenceLostError } from '../../lib/errors.js';
 import { parseSplitMessage } from '../../lib/stream/split-message.js';
-import { recordSplitFailure, SPLIT_FAILURE_BUDGET } from '../../lib/stream/split-failures.js';
+import { deadLetteredAhead, markSplitDeadLettered, recordSplitFailure, SPLIT_FAILURE_BUDGET } from '../../lib/stream/split-failures.js';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { sqsClient } from './aws-clients.js';
 import type { Table } from '../../lib/table/table.js';
 import { checkConsumerId } from '../../lib/snapshot/consumer.js';
-import { BatchDelivery, SinkTimeoutError, type ChangeBatch, type StreamSink } from '../../lib/stream/delivery.js';
+import { BatchDelivery, SinkTimeoutError, SplitGapError, type ChangeBatch, type StreamSink } from '../../lib/stream/delivery.js';
 import { callbackSink, type Change } from '../../lib/stream/sinks.js';
 import { SplitFences } from '../../lib/stream/split-fence.js';
 import { splitDeadlines, type SplitDeadlineEnv } from './split-deadline.js';
@@ -70,10 +70,22 @@ export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promi
           held.set(record.messageId, e.expiresAt);
           throw e;
         }
+        // Time another split's sink used is not this split's failure: retried soon, uncounted.
+        if (e instanceof SinkTimeoutError && !e.own) {
+          attempts.set(record.messageId, 1);
+          throw e;
+        }
+        // Behind a split this reader dead-lettered, a split can only fail on the gap: it follows at once.
+        const ahead = e instanceof SplitGapError ? await deadLetteredSplitAhead(entry.table, consumerId, record, e) : undefined;
+        if (ahead !== undefined) {
+          if (!(await deadLetter(env, record, `behind the dead-lettered split of snapshot ${ahead}`, e))) throw e;
+          return 'dead-lettered';
+        }
         const failures = await countOwnFailure(entry.table, consumerId, record, e);
         attempts.set(record.messageId, failures);
         if (failures < SPLIT_FAILURE_BUDGET) throw e;
-        if (!(await deadLetter(env, record, failures, e))) throw e;
+        if (!(await deadLetter(env, record, `after failing on its own ${failures} times`, e))) throw e;
+        await markDeadLettered(entry.table, consumerId, record, failures, e);
         return 'dead-lettered';
       }
     };
@@ -117,13 +129,32 @@ async function countOwnFailure(table: Table, consumerId: string, record: SQSReco
   }
 }
 
+/** The snapshot of the dead-lettered split a split with a gap waits on, or undefined (the gap has another cause, or the record cannot be read). */
+async function deadLetteredSplitAhead(table: Table, consumerId: string, record: SQSRecord, e: SplitGapError): Promise<number | undefined> {
+  try {
+    return (await deadLetteredAhead(table.store, table.path, consumerId, parseSplitMessage(record.body), e.delivered))?.snapshot;
+  } catch (err) {
+    log().warn('whether a dead-lettered split is ahead of this one could not be read; the gap counts as its own failure', { messageId: record.messageId, error: err as Error });
+    return undefined;
+  }
+}
+
+/** Marks the split dead-lettered in its failure record, so the splits of its bucket behind it follow it at once. */
+async function markDeadLettered(table: Table, consumerId: string, record: SQSRecord, failures: number, e: unknown): Promise<void> {
+  try {
+    await markSplitDeadLettered(table.store, table.path, consumerId, parseSplitMessage(record.body), failures, `${(e as Error)?.name ?? 'Error'}: ${(e as Error)?.message ?? String(e)}`);
+  } catch (err) {
+    log().warn('the dead-lettered split could not be marked; the splits behind it each use up their own budget on the gap before following it', { messageId: record.messageId, error: err as Error });
+  }
+}
+
 /**
- * Moves a split that failed on its own {@link SPLIT_FAILURE_BUDGET} times to the split
+ * Moves a split that failed on its own {@link SPLIT_FAILURE_BUDGET} times (or waits behind one that did) to the split
  * dead-letter queue (VARVE_SPLIT_DLQ_URL), loudly, with its message group and deduplication id,
  * so `varve redrive --queue split` brings it back in order. False without a dead-letter queue or
  * when the send fails: the split then stays failed (and SQS's maxReceiveCount moves it later).
  */
-async function deadLetter(env: StreamHandlerEnv, record: SQSRecord, failures: number, e: unknown): Promise<boolean> {
+async function deadLetter(env: StreamHandlerEnv, record: SQSRecord, why: string, e: unknown): Promise<boolean> {
   const url = env.VARVE_SPLIT_DLQ_URL;
   let where = '';
   try {
@@ -133,7 +164,7 @@ async function deadLetter(env: StreamHandlerEnv, record: SQSRecord, failures: nu
     // An unreadable body is moved as it is.
   }
   if (!url) {
-    log().error(`split ${record.messageId}${where} failed on its own ${failures} times and no VARVE_SPLIT_DLQ_URL is set: it stays failed until the queue's maxReceiveCount moves it`, { error: e as Error });
+    log().error(`split ${record.messageId}${where} cannot go on (${why}) and no VARVE_SPLIT_DLQ_URL is set: it stays failed until the queue's maxReceiveCount moves it`, { error: e as Error });
     return false;
   }
   try {
@@ -146,13 +177,13 @@ async function deadLetter(env: StreamHandlerEnv, record: SQSRecord, failures: nu
       }),
     );
   } catch (err) {
-    log().error(`split ${record.messageId}${where} failed on its own ${failures} times, and moving it to the dead-letter queue failed: it stays failed`, { error: err as Error });
+    log().error(`split ${record.messageId}${where} cannot go on (${why}), and moving it to the dead-letter queue failed: it stays failed`, { error: err as Error });
     return false;
   }
   log().error(
-    `split ${record.messageId}${where} MOVED TO THE DEAD-LETTER QUEUE after failing on its own ${failures} times (last: ${(e as Error)?.name ?? 'Error'}: ${(e as Error)?.message ?? String(e)}); ` +
+    `split ${record.messageId}${where} MOVED TO THE DEAD-LETTER QUEUE ${why} (last: ${(e as Error)?.name ?? 'Error'}: ${(e as Error)?.message ?? String(e)}); ` +
       'its bucket stops at it: fix the cause, then `varve redrive <table> --queue split`',
-    { messageId: record.messageId, failures, deadLetterQueue: url },
+    { messageId: record.messageId, deadLetterQueue: url },
   );
   return true;
 }
@@ -166,7 +197,7 @@ export interface SplitFailureReason {
   error?: string;
   /** The failed split of its group this one waits behind (reason 'behind'). */
   behind?: string;
-  /** Its own failures so far (reason 'error' / 'deadline'). */
+  /** Its own failures so far (reason 'error' / 'deadline'; none for a deadline other splits' sink calls used up). */
   ownFailures?: number;
   snapshot?: number;
   partition?: string;
@@ -197,7 +228,8 @@ export function splitFailureReasons(
     if (ownErrors.has(r.messageId)) {
       const e = ownErrors.get(r.messageId) as Error;
       const reason = e instanceof SplitFenceHeldError ? 'fence' : e instanceof SinkTimeoutError || e instanceof SplitFenceLostError ? 'deadline' : 'error';
-      const own = attempts.get(r.messageId);
+      // A deadline another split's sink call used up is not counted (its attempt only sets the backoff).
+      const own = e instanceof SinkTimeoutError && !e.own ? undefined : attempts.get(r.messageId);
       out.push({ ...base, reason, error: `${e?.name ?? 'Error'}: ${e?.message ?? String(e)}`, ...(own !== undefined ? { ownFailures: own } : {}) });
       if (!heads.has(group)) heads.set(group, r.messageId);
     } else {

@@ -46,14 +46,27 @@ export interface StreamSink {
  * delivering it would skip changes, so the bucket stops until the lost split is redriven.
  */
 export class SplitGapError extends VarveError {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** The bucket's last delivered snapshot of the split's run (undefined: none). */
+    readonly delivered?: number,
+  ) {
     super(message, { kind: 'precondition', retryable: true });
   }
 }
 
 /** A sink call that outlived its lease / visibility: its split is not acknowledged and is delivered again in order. */
 export class SinkTimeoutError extends VarveError {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /**
+     * True when the split used the time itself (its own sink call, or its own reads when no
+     * other sink call of the batch ran before it); false when it found no time left after other
+     * splits' sink calls, or the bucket's sink still busy with an earlier call that already failed.
+     * Only an own timeout counts toward the split's failure budget (stream-handler.ts).
+     */
+    readonly own = true,
+  ) {
     super(message, { kind: 'unavailable', retryable: true });
   }
 }
@@ -96,6 +109,8 @@ export class BatchDelivery {
   /** Split fences this batch holds, per bucket key. */
   private readonly held = new Map<string, { partition: string; bucket: number; fence: Promise<HeldFence> }>();
   /** Sink calls of this batch still running after their time limit, per bucket key. */
+  /** Sink calls started in this batch (a split finding no time left after one did not use the time itself). */
+  private sinkCalls = 0;
   private readonly abandoned = new Map<string, { settled: Promise<void>; done: boolean }>();
 
   constructor(
@@ -283,7 +298,11 @@ export class BatchDelivery {
     const limit = deadline === undefined ? this.fence.sinkTimeoutMs : Math.min(this.fence.sinkTimeoutMs ?? Infinity, deadline - this.now());
     if (limit === undefined) return this.sink.write(batch);
     if (limit <= 0) {
-      throw new SinkTimeoutError(`consumer ${this.consumerId}: no time is left for split ${batch.splitId} before this reader's deadline; it is delivered again`);
+      throw new SinkTimeoutError(
+        `consumer ${this.consumerId}: no time is left for split ${batch.splitId} before this reader's deadline` +
+          `${this.sinkCalls > 0 ? ` (${this.sinkCalls} earlier sink call(s) of this batch used it)` : ''}; it is delivered again`,
+        this.sinkCalls === 0,
+      );
     }
     const running = runningAfterTimeout(this.sink);
     const key = `${this.table.path}\u0000${this.consumerId}\u0000${bucketKey(batch.partition, batch.bucket)}`;
@@ -296,8 +315,10 @@ export class BatchDelivery {
       if (before && (await Promise.race([before, timeout])) === 'timeout') {
         throw new SinkTimeoutError(
           `the sink of consumer ${this.consumerId} is still busy with an earlier call for ${bucketKey(batch.partition, batch.bucket)} that outlived its ${limit} ms; split ${batch.splitId} is delivered again after it`,
+          false,
         );
       }
+      this.sinkCalls++;
       const call = this.sink.write(batch);
       if ((await Promise.race([call, timeout])) !== 'timeout') return;
       // The next delivery of this bucket waits for this call, so that it cannot land after a newer split.
@@ -360,5 +381,6 @@ function gapError(m: SplitEnvelope, delivered: number | undefined): SplitGapErro
     `${describeSplit(m)} of ${m.table} follows the split of snapshot ${m.prev}, which consumer ${m.consumerId} never ` +
       `received (last delivered: ${delivered ?? 'none'}); it is probably in the dead-letter queue. Redrive the dead-letter ` +
       'queue so the bucket can continue in order',
+    delivered,
   );
 }

@@ -8,6 +8,11 @@
  * (functions/shared/stream-handler.ts). Written only on a failure, so a healthy stream never
  * touches it; a later snapshot's first failure starts its count again. One delivery of a bucket
  * runs at a time (split-fence.ts), so a plain PUT is enough.
+ *
+ * A split the reader moved to the dead-letter queue is marked `deadLettered`: the splits of the
+ * bucket behind it, which can only fail on the gap it left, follow it to the dead-letter queue at
+ * once instead of each using up its own budget; and once redriven, its first failure starts a
+ * new count (a redrive gives it its budget again).
  */
 import { CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
 import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
@@ -24,6 +29,16 @@ export interface SplitFailures {
   failures: number;
   lastError: string;
   updated: number;
+  /** The reader moved the split to the dead-letter queue. */
+  deadLettered?: boolean;
+}
+
+/** The split a failure record is about. */
+export interface FailedSplit {
+  run: string;
+  snapshotId: number;
+  partition: string;
+  bucket: number;
 }
 
 /** Key of a bucket's failure record ('@' never occurs in a consumer id). */
@@ -49,15 +64,33 @@ export async function recordSplitFailure(
   store: ObjectStore,
   tablePath: string,
   consumerId: string,
-  split: { run: string; snapshotId: number; partition: string; bucket: number },
+  split: FailedSplit,
   error: string,
   now = Date.now(),
 ): Promise<number> {
   const key = splitFailuresKey(tablePath, consumerId, split.partition, split.bucket);
   // A record that cannot be read is replaced: the count starts again rather than the split stalling.
   const before = await readSplitFailures(store, key).catch(() => undefined);
-  const same = before !== undefined && before.run === split.run && before.snapshot === split.snapshotId;
+  const same = before !== undefined && before.run === split.run && before.snapshot === split.snapshotId && before.deadLettered !== true;
   const next: SplitFailures = { run: split.run, snapshot: split.snapshotId, failures: (same ? before.failures : 0) + 1, lastError: error.slice(0, 1000), updated: now };
   await store.put(key, utf8(JSON.stringify(next)));
   return next.failures;
+}
+
+/** Marks the split's failure record: the reader moved the split to the dead-letter queue after `failures` own failures. */
+export async function markSplitDeadLettered(store: ObjectStore, tablePath: string, consumerId: string, split: FailedSplit, failures: number, error: string, now = Date.now()): Promise<void> {
+  const record: SplitFailures = { run: split.run, snapshot: split.snapshotId, failures, lastError: error.slice(0, 1000), updated: now, deadLettered: true };
+  await store.put(splitFailuresKey(tablePath, consumerId, split.partition, split.bucket), utf8(JSON.stringify(record)));
+}
+
+/**
+ * The dead-lettered split a split waits on: a split of the same run and bucket that the reader
+ * moved to the dead-letter queue, newer than the bucket's last delivered snapshot (`delivered`)
+ * and older than `split`. Undefined when its gap has another cause.
+ */
+export async function deadLetteredAhead(store: ObjectStore, tablePath: string, consumerId: string, split: FailedSplit, delivered: number | undefined): Promise<SplitFailures | undefined> {
+  const r = await readSplitFailures(store, splitFailuresKey(tablePath, consumerId, split.partition, split.bucket));
+  if (r?.deadLettered !== true || r.run !== split.run) return undefined;
+  if (r.snapshot >= split.snapshotId || (delivered !== undefined && r.snapshot <= delivered)) return undefined;
+  return r;
 }

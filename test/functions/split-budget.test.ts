@@ -8,6 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import type { Context } from 'aws-lambda';
 import { describe, expect, it, vi } from 'vitest';
 import { createStreamHandler as handlerOfProcessA } from '../../functions/shared/stream-handler.js';
 import { log } from '../../functions/shared/observability.js';
@@ -30,7 +31,7 @@ async function depth(url: string): Promise<number> {
 }
 
 describe('split retry budget', () => {
-  it("moves a split to the DLQ after its own failures (counted across processes), loudly; the splits behind it keep their budget; redrive brings it back in order", async () => {
+  it("moves a split to the DLQ after its own failures (counted across processes), loudly; the splits behind it follow at once; redrive brings them back in order with a new budget", async () => {
     // Prepare: one bucket, three snapshots; the sink fails on snapshot 1 until healed
     // A folder warehouse: the second reader process (a fresh module instance) sees it too.
     const warehouse = mkdtempSync(path.join(tmpdir(), 'split-budget-'));
@@ -65,32 +66,68 @@ describe('split retry budget', () => {
     }
     // Assess: the head failed on its own SPLIT_FAILURE_BUDGET times and is in the DLQ, reported loudly
     expect(received.map((r) => r.length)).toEqual(Array(SPLIT_FAILURE_BUDGET).fill(3));
-    expect(await depth(dlq)).toBe(1);
-    expect(errors).toHaveLength(1);
     expect(errors[0]).toMatch(new RegExp(`snapshot 1, bucket 0\\) MOVED TO THE DEAD-LETTER QUEUE after failing on its own ${SPLIT_FAILURE_BUDGET} times.*sink down for snapshot 1.*varve redrive`));
-    // The followers were received as often as the head, but none of that is their own: in the
-    // batch that moved the head, the next split's first own failure (the gap the moved head
-    // leaves) starts its count at 1.
+    // The followers were received as often as the head, but none of that was their own, and
+    // behind the moved head they can only fail on its gap: they follow it to the DLQ at once, in
+    // the same batch, naming it.
     expect(received.at(-1)).toEqual([SPLIT_FAILURE_BUDGET, SPLIT_FAILURE_BUDGET, SPLIT_FAILURE_BUDGET]);
-    const record = await readSplitFailures(table.store, splitFailuresKey(table.path, 'audit', '', 0));
-    expect(record).toMatchObject({ snapshot: 2, failures: 1 });
-    expect(record!.lastError).toMatch(/never delivered|gap|lost|redrive/i);
-    expect(await depth(dlq)).toBe(1);
-    // Act: the sink heals. The splits behind the moved one cannot be delivered (their predecessor
-    // is missing: a gap, their own failure each time) and follow it to the DLQ after their own
-    // budget, in order; then one redrive brings the bucket's splits back in order.
-    healed = true;
-    for (let i = 0; i < 4 * SPLIT_FAILURE_BUDGET && (await depth(url)) > 0; i++) await pollOnce(url, handlers[i % 2]);
     expect(await depth(url)).toBe(0);
     expect(await depth(dlq)).toBe(3);
     expect(errors).toHaveLength(3);
+    for (const [i, e] of errors.slice(1).entries()) expect(e).toMatch(new RegExp(`snapshot ${i + 2}, bucket 0\\) MOVED TO THE DEAD-LETTER QUEUE behind the dead-lettered split of snapshot 1.*redrive`));
+    const record = await readSplitFailures(table.store, splitFailuresKey(table.path, 'audit', '', 0));
+    expect(record).toMatchObject({ snapshot: 1, failures: SPLIT_FAILURE_BUDGET, deadLettered: true });
+    expect(record!.lastError).toMatch(/sink down for snapshot 1/);
+    // Act: redrive while the sink still fails: the redriven head has its budget again (one more
+    // failure does not move it back), then the sink heals.
+    expect((await redrive(sqs, 'split', dlq, url)).moved).toBe(3);
+    await pollOnce(url, handlers[0]);
+    expect(await depth(dlq)).toBe(0);
+    expect(await readSplitFailures(table.store, splitFailuresKey(table.path, 'audit', '', 0))).toMatchObject({ snapshot: 1, failures: 1 });
     expect(seen).toEqual([]);
-    const moved = await redrive(sqs, 'split', dlq, url);
-    expect(moved.moved).toBe(3);
+    healed = true;
     for (let i = 0; i < 10 && (await depth(url)) > 0; i++) await pollOnce(url, handlers[i % 2]);
     // Assess: every change, in order, and nothing left behind
     expect(seen).toEqual(['1:a', '2:b', '3:c']);
     expect(await depth(url)).toBe(0);
     expect(await depth(dlq)).toBe(0);
+    expect(errors).toHaveLength(3);
   }, 120_000);
+
+  it("counts a deadline against the split whose own sink call used the time, not against the splits that found no time left after it", async () => {
+    // Prepare: two buckets, one snapshot: two splits in one batch; the first sink call outlives the deadline
+    const warehouse = mkdtempSync(path.join(tmpdir(), 'split-budget-deadline-'));
+    const table = await new FolderCatalog(openStore(warehouse)).createTable('db.t', { fields: parseSchemaText('k BIGINT, v STRING'), primaryKeys: ['k'], options: { bucket: '2' } });
+    await ensureConsumer(table, 'audit', { mode: 'earliest' });
+    const keys = [1, 2, 3, 4, 5, 6, 7, 8];
+    await put(table, keys.map((k) => [k, 'a']));
+    const url = await createQueue(`${uniqueName('splits')}.fifo`);
+    await discover(table, new SqsSplitQueue({ queueUrl: url }), 'audit');
+    const env = { VARVE_WAREHOUSE: warehouse, VARVE_TABLE: 'db.t', VARVE_CONSUMER_ID: 'audit' };
+    let slowBucket: number | undefined;
+    const handler = handlerOfProcessA(async (_changes, batch) => {
+      slowBucket ??= batch.bucket;
+      if (batch.bucket === slowBucket) await new Promise((resolve) => setTimeout(resolve, 1500));
+    }, env);
+    const warns: { msg: string; fields: Record<string, unknown> }[] = [];
+    vi.spyOn(log(), 'warn').mockImplementation(((msg: unknown, fields: Record<string, unknown>) => void warns.push({ msg: String(msg), fields })) as never);
+    // Act: one invocation with 1 s left (its sink deadline 0.8 s from the start)
+    const end = Date.now() + 1000;
+    const context = { awsRequestId: uniqueName('req'), getRemainingTimeInMillis: () => Math.max(0, end - Date.now()) } as unknown as Context;
+    const p = await pollOnce(url, (e) => handler(e, context));
+    // Assess: both splits failed; only the slow one counted a failure of its own
+    expect(p!.event.Records).toHaveLength(2);
+    expect(p!.response.batchItemFailures).toHaveLength(2);
+    const other = 1 - slowBucket!;
+    expect(await readSplitFailures(table.store, splitFailuresKey(table.path, 'audit', '', slowBucket!))).toMatchObject({ snapshot: 1, failures: 1 });
+    expect(await readSplitFailures(table.store, splitFailuresKey(table.path, 'audit', '', other))).toBeUndefined();
+    const lines = warns.filter((w) => w.msg.startsWith('split of snapshot'));
+    expect(lines.map((w) => [w.fields.bucket, w.fields.reason, w.fields.ownFailures])).toEqual(
+      expect.arrayContaining([
+        [slowBucket, 'deadline', 1],
+        [other, 'deadline', undefined],
+      ]),
+    );
+    expect(lines.find((w) => w.fields.bucket === other)!.fields.error).toMatch(/no time is left .* earlier sink call\(s\) of this batch used it/);
+  }, 60_000);
 });
