@@ -8,6 +8,7 @@ import { parquetMetadataAsync, parquetSchema, type AsyncBuffer } from 'hyparquet
 import {
   Compression,
   EnabledStatistics,
+  Encoding,
   ParquetFile,
   readParquet,
   readSchema,
@@ -127,6 +128,12 @@ function writerProperties(
     .setMaxRowGroupSize(rowGroupSize)
     .setStatisticsEnabled(EnabledStatistics.Chunk)
     .setDictionaryEnabled(false)
+    // The arrival sequence numbers: DELTA_BINARY_PACKED (bit-packed differences, then the codec)
+    // instead of PLAIN. In key order they are a permutation of the write's arrival order, which
+    // zstd compresses slowly and poorly as plain 8-byte words; packed they are smaller and the
+    // encode costs a third less CPU (1M rows of the bench write: ≈ 1.5 → 1.0 s, 20.1 → 19.2 MB).
+    // Every Parquet reader we meet reads it (parquet-rs, hyparquet, DuckDB, pyarrow, parquet-mr).
+    .setColumnEncoding(SEQUENCE_COLUMN, Encoding.DELTA_BINARY_PACKED)
     .setCreatedBy('varve');
   for (const f of fields) if (arrow.DataType.isUtf8(f.type)) b = b.setColumnDictionaryEnabled(f.name, true);
   const entries = Object.entries(metadata);
