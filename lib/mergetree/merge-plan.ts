@@ -203,8 +203,138 @@ export function newestOfRuns(runs: SequencedTable[], order: VersionOrder): Newes
   if (order.sequenceFields.length > 0) return null;
   const keys = runs.map((r) => keyIndex(r.table, order.keyColumns));
   if (!keys.every((x) => x.exact)) return null;
-  const m = exactMerge(runs, keys, runs.map((r) => kindValues(r.table)), true);
+  const kinds = runs.map((r) => kindValues(r.table));
+  const paired = newestByPairs(runs, keys, kinds);
+  if (paired !== null) return paired;
+  const m = exactMerge(runs, keys, kinds, true);
   return { source: m.source, row: m.row, kind: m.kind, sequence: m.seq, count: m.groups };
+}
+
+/**
+ * newestOfRuns when every run holds one version per key: the runs are folded into a result one
+ * after another by a two-pointer merge, the version with the higher (sequence, run) taking a key
+ * (the last in merge order, as the heap merge keeps). A run whose keys the result already holds
+ * (the common upsert: the newest run rewrites old keys) costs one pass and no copies; only a run
+ * bringing new keys rebuilds the result. Against the heap merge of interleaved runs (a sift per
+ * version), a comparison or two per version. Null when a run repeats a key (the heap merge takes
+ * those); a run out of key order fails as the heap merge fails.
+ */
+function newestByPairs(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[]): NewestVersions | null {
+  const lastSeq = (r: number) => runs[r].sequence[keys[r].count - 1];
+  // The largest run first (then the newest): the runs after it most often only replace versions in place.
+  const order = runs
+    .map((_, r) => r)
+    .filter((r) => keys[r].count > 0)
+    .sort((a, b) => keys[b].count - keys[a].count || lastSeq(b) - lastSeq(a) || b - a);
+  if (order.length === 0) return { source: new Uint16Array(0), row: new Uint32Array(0), kind: new Uint8Array(0), sequence: new Float64Array(0), count: 0 };
+  const first = order[0];
+  const n = keys[first].count;
+  const at = strictlyRising(keys[first].hi, keys[first].lo, n);
+  if (at === 0) return null;
+  if (at > 0) throw new CorruptMetadataError(`sorted run ${first} is out of order at row ${at}: rows must be sorted by key and sequence`);
+  let acc: Folded = { H: keys[first].hi, L: keys[first].lo, S: runs[first].sequence.slice(), src: new Uint16Array(n).fill(first), row: new Uint32Array(n), kind: new Uint8Array(n), n };
+  for (let i = 0; i < n; i++) acc.row[i] = i;
+  acc.kind.set(kinds[first]);
+  for (let o = 1; o < order.length; o++) {
+    const r = order[o];
+    const added = foldInPlace(acc, r, keys[r].hi, keys[r].lo, runs[r].sequence, kinds[r], keys[r].count);
+    if (added === 0) continue;
+    if (added < 0) {
+      if (added === -1) return null;
+      throw new CorruptMetadataError(`sorted run ${r} is out of order at row ${-added - 2}: rows must be sorted by key and sequence`);
+    }
+    acc = foldInterleaved(acc, r, keys[r].hi, keys[r].lo, runs[r].sequence, kinds[r], keys[r].count, added);
+  }
+  return { source: acc.src, row: acc.row, kind: acc.kind, sequence: acc.S, count: acc.n };
+}
+
+/** newestByPairs's result so far: per key in order, its words, the winner's sequence, run, row and kind. */
+interface Folded {
+  H: Uint32Array;
+  L: Uint32Array;
+  S: Float64Array;
+  src: Uint16Array;
+  row: Uint32Array;
+  kind: Uint8Array;
+  n: number;
+}
+
+/** -1 when the words rise strictly over [0, n); 0 when two rows share a key; else the first row below its predecessor. */
+function strictlyRising(H: Uint32Array, L: Uint32Array, n: number): number {
+  for (let i = 1; i < n; i++) {
+    const ph = H[i - 1], h = H[i];
+    if (ph < h) continue;
+    if (ph > h) return i;
+    const pl = L[i - 1], l = L[i];
+    if (pl === l) return 0;
+    if (pl > l) return i;
+  }
+  return -1;
+}
+
+/**
+ * Run `r` folded into `acc` where it holds the key: a version with a higher (sequence, run) takes
+ * the key in place. Returns the run's keys `acc` lacks; -1 when the run repeats a key; -(row + 2)
+ * for a row out of key order.
+ */
+function foldInPlace(acc: Folded, r: number, rH: Uint32Array, rL: Uint32Array, rS: Float64Array, rK: Int8Array, m: number): number {
+  const H = acc.H, L = acc.L, S = acc.S, src = acc.src, row = acc.row, kind = acc.kind, n = acc.n;
+  let added = 0;
+  let i = 0;
+  let ph = 0, pl = 0;
+  for (let j = 0; j < m; j++) {
+    const h = rH[j], l = rL[j];
+    if (j > 0 && (ph > h || (ph === h && pl >= l))) return ph === h && pl === l ? -1 : -(j + 2);
+    ph = h;
+    pl = l;
+    while (i < n && (H[i] < h || (H[i] === h && L[i] < l))) i++;
+    if (i < n && H[i] === h && L[i] === l) {
+      const s = rS[j];
+      if (s > S[i] || (s === S[i] && r > src[i])) {
+        S[i] = s;
+        src[i] = r;
+        row[i] = j;
+        kind[i] = rK[j];
+      }
+      i++;
+    } else added++;
+  }
+  return added;
+}
+
+/** `acc` with the `added` keys of run `r` it lacks interleaved (after foldInPlace took the rest). */
+function foldInterleaved(acc: Folded, r: number, rH: Uint32Array, rL: Uint32Array, rS: Float64Array, rK: Int8Array, m: number, added: number): Folded {
+  const H = acc.H, L = acc.L, n = acc.n;
+  const size = n + added;
+  const next: Folded = { H: new Uint32Array(size), L: new Uint32Array(size), S: new Float64Array(size), src: new Uint16Array(size), row: new Uint32Array(size), kind: new Uint8Array(size), n: size };
+  let out = 0;
+  let i = 0;
+  for (let j = 0; j < m; j++) {
+    const h = rH[j], l = rL[j];
+    while (i < n && (H[i] < h || (H[i] === h && L[i] < l))) copyFolded(next, out++, acc, i++);
+    // A key `acc` holds: foldInPlace already kept its newer version.
+    if (i < n && H[i] === h && L[i] === l) {
+      copyFolded(next, out++, acc, i++);
+      continue;
+    }
+    next.H[out] = h;
+    next.L[out] = l;
+    next.S[out] = rS[j];
+    next.src[out] = r;
+    next.row[out] = j;
+    next.kind[out++] = rK[j];
+  }
+  while (i < n) copyFolded(next, out++, acc, i++);
+  return next;
+}
+
+function copyFolded(to: Folded, at: number, from: Folded, i: number): void {
+  to.H[at] = from.H[i];
+  to.L[at] = from.L[i];
+  to.S[at] = from.S[i];
+  to.src[at] = from.src[i];
+  to.row[at] = from.row[i];
+  to.kind[at] = from.kind[i];
 }
 
 /**
