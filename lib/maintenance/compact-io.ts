@@ -61,7 +61,7 @@ export class BucketFileIO implements CompactFileIO {
     const upload = openUpload(t.store, key);
     const writer = await DataFileStreamWriter.open(
       physicalArrowSchema(t.schema),
-      { compression: t.options.fileCompression, metadata: { 'varve.schema-id': String(t.schema.id), 'varve.table': t.name } },
+      { compression: t.options.fileCompression, metadata: { 'varve.schema-id': String(t.schema.id), 'varve.table': t.name }, sortedBy: t.keyFields[0]?.name },
       (bytes) => upload.write(bytes),
     );
     let stats: FileStats | null = null;

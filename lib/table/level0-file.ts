@@ -92,6 +92,7 @@ function level0Options(table: Table) {
     compression: table.options.fileCompression,
     metadata: { 'varve.schema-id': String(table.schema.id), 'varve.table': table.name },
     rowGroupSize: LEVEL0_ROW_GROUP_ROWS,
+    sortedBy: table.keyFields[0]?.name,
   };
 }
 

@@ -65,12 +65,18 @@ describe('writeDataFile / readDataFile', () => {
     expect(tableToRows(await readDataFile(bytes), FIELDS)).toEqual(rows);
   });
 
-  it('stores _SEQUENCE_NUMBER delta-packed, and parquet-wasm, hyparquet and DuckDB read it back exactly', async () => {
-    // Prepare: sequence numbers in no order (a key-sorted flush of shuffled arrivals), with jumps up to 2^52.
-    const seed = testSeed('format.data-file.sequence-delta');
+  it.each([
+    [undefined, ['_SEQUENCE_NUMBER']],
+    ['id', ['id', '_SEQUENCE_NUMBER']],
+    ['i16', ['i16', '_SEQUENCE_NUMBER']],
+    ['s', ['_SEQUENCE_NUMBER']],
+  ] as const)('delta-packs _SEQUENCE_NUMBER and an integer sortedBy column (%s), and parquet-wasm, hyparquet and DuckDB read them back exactly', async (sortedBy, deltaColumns) => {
+    // Prepare: keys ascending, sequence numbers in no order (a key-sorted flush of shuffled
+    // arrivals) with jumps up to 2^52; i16 is nullable and unsorted.
+    const seed = testSeed(`format.data-file.delta.${sortedBy}`);
     const r = rng(seed);
     const n = 1000;
-    const rows = randomRows(r, FIELDS, n);
+    const rows = randomRows(r, FIELDS, n).sort((a, b) => ((a.id as bigint) < (b.id as bigint) ? -1 : (a.id as bigint) > (b.id as bigint) ? 1 : 0));
     const sequence = Array.from({ length: n }, (_, i) => i);
     for (let i = n - 1; i > 0; i--) {
       const j = r.int(0, i);
@@ -79,31 +85,40 @@ describe('writeDataFile / readDataFile', () => {
     for (let i = 0; i < n; i += 97) sequence[i] = Math.floor(r.next() * 2 ** 52);
     const table = rowsToTable(FIELDS, rows, { sequence, kind: rows.map((_, i) => i % 4) });
     // Act
-    const bytes = writeDataFile(table, { compression: 'zstd', rowGroupSize: 300 });
-    // Assess: only the sequence column is delta-packed, and every reader sees the same numbers.
+    const opts = { rowGroupSize: 300, ...(sortedBy ? { sortedBy } : {}) };
+    const bytes = writeDataFile(table, { compression: 'zstd', ...opts });
+    // Assess: only those columns are delta-packed, and every reader sees the same values.
     const md = parquetMetadata(arrayBuffer(bytes));
     for (const g of md.row_groups) {
       for (const c of g.columns) {
         const name = c.meta_data!.path_in_schema[0];
-        expect(c.meta_data!.encodings.includes('DELTA_BINARY_PACKED'), name).toBe(name === '_SEQUENCE_NUMBER');
+        expect(c.meta_data!.encodings.includes('DELTA_BINARY_PACKED'), name).toBe((deltaColumns as readonly string[]).includes(name));
       }
     }
-    const want = sequence.map((s) => BigInt(s));
-    expect(Array.from((await readDataFile(bytes)).getChild('_SEQUENCE_NUMBER')!.toArray() as BigInt64Array)).toEqual(want);
+    const cols = ['id', 'i16', '_SEQUENCE_NUMBER'];
+    const want = rows.map((row, i) => [row.id, row.i16, BigInt(sequence[i])]);
+    const back = await readDataFile(bytes);
+    expect(rows.map((_, i) => cols.map((c) => back.getChild(c)!.get(i)))).toEqual(want);
     // (hyparquet has no zstd: it reads the same rows written with snappy.)
-    const snappy = writeDataFile(table, { compression: 'snappy', rowGroupSize: 300 });
-    const objects = (await parquetReadObjects({ file: arrayBuffer(snappy), columns: ['_SEQUENCE_NUMBER'] })) as Row[];
-    expect(objects.map((o) => o._SEQUENCE_NUMBER)).toEqual(want);
-    const dir = await mkdtemp(join(tmpdir(), 'varve-seq-delta-'));
+    const snappy = writeDataFile(table, { compression: 'snappy', ...opts });
+    const objects = (await parquetReadObjects({ file: arrayBuffer(snappy), columns: cols })) as Row[];
+    expect(objects.map((o) => cols.map((c) => o[c]))).toEqual(want);
+    const dir = await mkdtemp(join(tmpdir(), 'varve-delta-'));
     const duck = await openDuckDB();
     try {
       await writeFile(join(dir, 'f.parquet'), bytes);
-      const reader = await duck.conn.runAndReadAll(`SELECT _SEQUENCE_NUMBER FROM read_parquet('${join(dir, 'f.parquet')}', file_row_number = true) ORDER BY file_row_number`);
-      expect(reader.getRows().map((row) => row[0]), `seed ${seed}`).toEqual(want);
+      const reader = await duck.conn.runAndReadAll(`SELECT id, i16, _SEQUENCE_NUMBER FROM read_parquet('${join(dir, 'f.parquet')}', file_row_number = true) ORDER BY file_row_number`);
+      expect(reader.getRows(), `seed ${seed}`).toEqual(want);
     } finally {
       duck.close();
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('rejects a sortedBy that names no column', () => {
+    const table = physical(FIELDS, randomRows(rng(2), FIELDS, 3));
+    expect(() => writeDataFile(table, { compression: 'zstd', sortedBy: 'nope' })).toThrow(InvalidArgumentError);
+    expect(() => writeDataFile(table, { compression: 'zstd', sortedBy: 'nope' })).toThrow(/sortedBy names nope/);
   });
 
   it('reads a projection in the requested order, across row groups', async () => {

@@ -6,10 +6,12 @@
  * spilled before the flush, the runs merged a batch at a time).
  */
 import * as arrow from 'apache-arrow';
+import { parquetMetadata } from 'hyparquet';
 import { describe, expect, it, vi } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { readDataFile } from '../../lib/format/data-file.js';
 import { rowsToTable } from '../../lib/format/columns.js';
+import { compactTable } from '../../lib/maintenance/compact.js';
 import { readLiveFiles } from '../../lib/manifest/scan.js';
 import { SpillDirectory } from '../../lib/mergetree/spill.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
@@ -105,6 +107,50 @@ describe('TableWriter flush of spilled buffers', () => {
         expect([...actual.keys()].sort(), `${context}, ${name}`).toEqual([...expected.keys()].sort());
         for (const [key, rows] of expected) expect(actual.get(key), `${context}, ${name}, ${key}`).toEqual(rows);
       }
+    }
+  });
+});
+
+describe('level-0 and compacted data files', () => {
+  it('delta-pack the first key column when it is an integer (and _SEQUENCE_NUMBER), nothing else', async () => {
+    const seed = testSeed('table.writer-flush.delta-key');
+    const r = rng(seed);
+    for (const key of ['id', 's'] as const) {
+      // Prepare: two commits of merging rows into 2 buckets, then a full compaction.
+      const catalog = new FolderCatalog(new MemoryStore());
+      const fields = key === 's' ? FIELDS.map((f) => (f.name === 's' ? { ...f, type: { ...f.type, nullable: false } } : f)) : FIELDS;
+      const table = await catalog.createTable('db.t', { fields, primaryKeys: [key], options: { bucket: '2' } });
+      const written = new Map<unknown, Row>();
+      for (let c = 0; c < 2; c++) {
+        const { rows } = randomBatch(r, 300, 200, [0]);
+        for (const row of rows) if (key === 's' && row.s === null) row.s = `k${r.int(0, 50)}`;
+        const w = table.newWriter();
+        await w.write(rows);
+        await w.commit(`c${c}`);
+        await w.close();
+        for (const row of rows) written.set(row[key], row);
+      }
+      await compactTable(table, { full: true });
+      // Assess: every file, level 0 before the compaction and the compacted ones after.
+      const levels = new Set<number>();
+      for (const snapshot of [await table.snapshots.read(2), (await table.snapshots.latest())!]) {
+        for (const e of await readLiveFiles(table.store, table.path, snapshot)) {
+          levels.add(e.file.level);
+          const b = (await table.store.get(dataFileKey(table.path, e.partition, e.bucket, e.file.fileName))).body;
+          const md = parquetMetadata(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer);
+          for (const g of md.row_groups) {
+            for (const col of g.columns) {
+              const name = col.meta_data!.path_in_schema[0];
+              const delta = name === '_SEQUENCE_NUMBER' || (key === 'id' && name === 'id');
+              expect(col.meta_data!.encodings.includes('DELTA_BINARY_PACKED'), `${key}: ${name} (seed ${seed})`).toBe(delta);
+            }
+          }
+        }
+      }
+      expect([...levels].sort()).toEqual([0, 5]);
+      expect((await table.read()).numRows).toBe(written.size);
+      const back = await table.read();
+      expect([...back.getChild(key)!].map(String).sort()).toEqual([...written.keys()].map(String).sort());
     }
   });
 });
