@@ -10,7 +10,16 @@ import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { InvalidArgumentError, SplitFenceHeldError, SplitFenceLostError } from '../../lib/errors.js';
 import { parseSplitMessage } from '../../lib/stream/split-message.js';
-import { deadLetteredAhead, markSplitDeadLettered, recordSplitFailure, SPLIT_FAILURE_BUDGET } from '../../lib/stream/split-failures.js';
+import {
+  beginSplitAttempt,
+  deadLetteredAhead,
+  endSplitAttempt,
+  markSplitDeadLettered,
+  recordSplitFailure,
+  SplitBudgetSpentError,
+  SPLIT_FAILURE_BUDGET,
+  type FailedSplit,
+} from '../../lib/stream/split-failures.js';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { sqsClient } from './aws-clients.js';
 import type { Table } from '../../lib/table/table.js';
@@ -61,9 +70,26 @@ export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promi
     // A split's own failures (durable, split-failures.ts): its backoff and its retry budget follow
     // them, not SQS's receive count, which also counts the times it waited behind a failed split.
     const attempts = new Map<string, number>();
-    const deliver = async (record: SQSRecord) => {
+    // Splits received again note their attempt (split-failures.ts): an invocation that died in one is counted.
+    const begun = new Set<string>();
+    const begin = async (record: SQSRecord, m: FailedSplit, received: number) => {
+      let r: { failures: number; died?: string };
       try {
-        return await delivery.deliver(record.body);
+        r = await beginSplitAttempt(entry.table.store, entry.table.path, consumerId, m, received);
+      } catch (err) {
+        log().warn("the split's attempt could not be noted: should this invocation die in it, that is not counted", { messageId: record.messageId, error: err as Error });
+        return;
+      }
+      begun.add(record.messageId);
+      if (r.died === undefined) return;
+      attempts.set(record.messageId, r.failures);
+      log().warn(`an invocation died in the split of snapshot ${m.snapshotId} bucket ${m.bucket}: ${r.died} (own failure ${r.failures}/${SPLIT_FAILURE_BUDGET})`, { messageId: record.messageId, receiveCount: received });
+      if (r.failures >= SPLIT_FAILURE_BUDGET) throw new SplitBudgetSpentError(r.died, r.failures);
+    };
+    const deliver = async (record: SQSRecord) => {
+      const received = Number(record.attributes.ApproximateReceiveCount) || 1;
+      try {
+        return await delivery.deliver(record.body, received > 1 ? (m) => begin(record, m, received) : undefined);
       } catch (e) {
         ownErrors.set(record.messageId, e);
         if (e instanceof SplitFenceHeldError) {
@@ -73,7 +99,13 @@ export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promi
         // Time another split's sink used is not this split's failure: retried soon, uncounted.
         if (e instanceof SinkTimeoutError && !e.own) {
           attempts.set(record.messageId, 1);
+          if (begun.has(record.messageId)) await endAttempt(entry.table, consumerId, record);
           throw e;
+        }
+        if (e instanceof SplitBudgetSpentError) {
+          if (!(await deadLetter(env, record, `after failing on its own ${e.failures} times`, e))) throw e;
+          await markDeadLettered(entry.table, consumerId, record, e.failures, e);
+          return 'dead-lettered';
         }
         // Behind a split this reader dead-lettered, a split can only fail on the gap: it follows at once.
         const ahead = e instanceof SplitGapError ? await deadLetteredSplitAhead(entry.table, consumerId, record, e) : undefined;
@@ -136,6 +168,15 @@ async function deadLetteredSplitAhead(table: Table, consumerId: string, record: 
   } catch (err) {
     log().warn('whether a dead-lettered split is ahead of this one could not be read; the gap counts as its own failure', { messageId: record.messageId, error: err as Error });
     return undefined;
+  }
+}
+
+/** Ends the split's noted attempt without a count (a failure that was not its own). */
+async function endAttempt(table: Table, consumerId: string, record: SQSRecord): Promise<void> {
+  try {
+    await endSplitAttempt(table.store, table.path, consumerId, parseSplitMessage(record.body));
+  } catch (err) {
+    log().warn("the split's noted attempt could not be ended: its next receive counts it as an invocation that died", { messageId: record.messageId, error: err as Error });
   }
 }
 

@@ -122,8 +122,13 @@ export class BatchDelivery {
     private readonly fence: DeliveryFence = {},
   ) {}
 
-  /** Delivers one message body; throws when it must be retried (the caller fails it and the rest of its group). */
-  async deliver(body: string): Promise<DeliveryOutcome> {
+  /**
+   * Delivers one message body; throws when it must be retried (the caller fails it and the rest of its group).
+   * `beforeAttempt` runs once the split's bucket is held and the split is due (not delivered yet, its
+   * predecessor delivered), before its files are read: a Lambda reader notes the attempt there, so
+   * that an invocation dying in it (crash, out of memory) is counted as the split's failure.
+   */
+  async deliver(body: string, beforeAttempt?: (m: SplitEnvelope) => Promise<void>): Promise<DeliveryOutcome> {
     const m = parseSplitMessage(body);
     if (m.tablePath !== this.table.path || m.consumerId !== this.consumerId) {
       throw new InvalidArgumentError(
@@ -139,10 +144,10 @@ export class BatchDelivery {
     // a reader was still on it (reading its files, or in the sink) can be received again by another
     // reader of this process; that copy waits here and then finds the split delivered.
     const lockKey = `${this.table.store.uri}\u0000${this.table.path}\u0000${this.consumerId}\u0000${key}`;
-    return withBucketLock(lockKey, () => this.deliverLocked(m, key, lockKey));
+    return withBucketLock(lockKey, () => this.deliverLocked(m, key, lockKey, beforeAttempt));
   }
 
-  private async deliverLocked(m: SplitEnvelope, key: string, lockKey: string): Promise<DeliveryOutcome> {
+  private async deliverLocked(m: SplitEnvelope, key: string, lockKey: string, beforeAttempt?: (m: SplitEnvelope) => Promise<void>): Promise<DeliveryOutcome> {
     // The progress read once per batch, again when another delivery of this process moved it since.
     const version = progressWrites.get(lockKey) ?? 0;
     // Held before the progress is read: what an earlier holder recorded is then seen.
@@ -172,6 +177,7 @@ export class BatchDelivery {
     if (m.prev !== undefined && (delivered === undefined || delivered < m.prev)) throw gapError(m, delivered);
     // Once per batch: the lease object still names this reader (a takeover fences it off here).
     if (this.fence.lease) await (this.leaseVerified ??= this.fence.lease.verify());
+    await beforeAttempt?.(m);
     const split = await loadSplitMessage(this.table.store, m);
     // Rows come in the newest schema this reader has met (never an older one: files of older
     // schemas read through a newer one by field id), from the snapshot that introduced it on.

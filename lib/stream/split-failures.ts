@@ -13,13 +13,29 @@
  * bucket behind it, which can only fail on the gap it left, follow it to the dead-letter queue at
  * once instead of each using up its own budget; and once redriven, its first failure starts a
  * new count (a redrive gives it its budget again).
+ *
+ * An invocation that dies in a split (a crash, out of memory, Lambda's timeout) reports nothing.
+ * So a split received again (receive count above 1) notes its attempt first (`attempt`, one PUT):
+ * the next receive that still finds the note of the same split knows the attempt ended without an
+ * outcome and counts it as an own failure. A counted failure clears the note; a delivered split
+ * leaves it behind harmlessly (its snapshot is never attempted again).
  */
-import { CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
+import { CorruptMetadataError, ObjectNotFoundError, VarveError } from '../errors.js';
 import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
 import { bucketKey } from './progress.js';
 
 /** Own failures a split may have; the one that reaches it moves the split to the dead-letter queue. */
 export const SPLIT_FAILURE_BUDGET = 5;
+
+/** A split reached its failure budget through invocations that died in it: the reader moves it to the dead-letter queue. */
+export class SplitBudgetSpentError extends VarveError {
+  constructor(
+    message: string,
+    readonly failures: number,
+  ) {
+    super(message, { kind: 'precondition', retryable: false });
+  }
+}
 
 /** The JSON content of a bucket's failure record. */
 export interface SplitFailures {
@@ -31,6 +47,8 @@ export interface SplitFailures {
   updated: number;
   /** The reader moved the split to the dead-letter queue. */
   deadLettered?: boolean;
+  /** An attempt of the split began (its receive count then) and has not ended with a counted outcome. */
+  attempt?: number;
 }
 
 /** The split a failure record is about. */
@@ -93,4 +111,40 @@ export async function deadLetteredAhead(store: ObjectStore, tablePath: string, c
   if (r?.deadLettered !== true || r.run !== split.run) return undefined;
   if (r.snapshot >= split.snapshotId || (delivered !== undefined && r.snapshot <= delivered)) return undefined;
   return r;
+}
+
+/**
+ * Notes that an attempt of a split received `receiveCount` times begins. When the note of an
+ * earlier attempt of the same split is still there, that attempt's invocation died without an
+ * outcome: it is counted as an own failure. Returns the split's own failures so far and the
+ * error of the died attempt, if any.
+ */
+export async function beginSplitAttempt(
+  store: ObjectStore,
+  tablePath: string,
+  consumerId: string,
+  split: FailedSplit,
+  receiveCount: number,
+  now = Date.now(),
+): Promise<{ failures: number; died?: string }> {
+  const key = splitFailuresKey(tablePath, consumerId, split.partition, split.bucket);
+  const before = await readSplitFailures(store, key).catch(() => undefined);
+  const same = before !== undefined && before.run === split.run && before.snapshot === split.snapshotId && before.deadLettered !== true;
+  const died =
+    same && before.attempt !== undefined
+      ? `the invocation that received it (receive ${before.attempt}) ended without an outcome: it crashed, ran out of memory or reached Lambda's timeout`
+      : undefined;
+  const failures = (same ? before.failures : 0) + (died ? 1 : 0);
+  const next: SplitFailures = { run: split.run, snapshot: split.snapshotId, failures, lastError: died ?? (same ? before.lastError : ''), updated: now, attempt: receiveCount };
+  await store.put(key, utf8(JSON.stringify(next)));
+  return { failures, ...(died ? { died } : {}) };
+}
+
+/** Ends the split's noted attempt without counting it (a retry that was not the split's own failure). */
+export async function endSplitAttempt(store: ObjectStore, tablePath: string, consumerId: string, split: FailedSplit, now = Date.now()): Promise<void> {
+  const key = splitFailuresKey(tablePath, consumerId, split.partition, split.bucket);
+  const before = await readSplitFailures(store, key);
+  if (before === undefined || before.run !== split.run || before.snapshot !== split.snapshotId || before.attempt === undefined) return;
+  const { attempt: _ended, ...rest } = before;
+  await store.put(key, utf8(JSON.stringify({ ...rest, updated: now })));
 }
