@@ -1,9 +1,11 @@
 // The launcher's relaunch (bin/varve.mjs): `varve write` and `varve delete` read a whole input
-// file into a write buffer, and two memory settings that a running node process cannot change
-// for itself cut their peak resident memory (measured on the 2,000,000-row JSONL write with a
-// 32 MB buffer, docs/BENCHMARKS.md §11):
+// file into a write buffer, `varve count` streams a whole table through decoded batches, and two
+// memory settings that a running node process cannot change for itself cut their peak resident
+// memory (measured on the 2,000,000-row JSONL write with a 32 MB buffer and the count of a
+// 10,000,000-row table, docs/BENCHMARKS.md §11):
 //   --max-semi-space-size=2   V8's young generation grows to 3 × 16 MB by default while the
-//                             input is parsed (a short-lived string and object per record); 2 MB
+//                             input is parsed (a short-lived string and object per record) or a
+//                             table is scanned (a dropped batch is freed only by a GC); 2 MB
 //                             semi-spaces keep it at 6 MB, at no measured CPU cost.
 //   MALLOC_ARENA_MAX=2        glibc gives every thread that mallocs (V8's compiler and GC
 //                             helpers, libuv's pool) its own arena, and memory freed in one stays
@@ -17,8 +19,12 @@
 // takes the child with it. Every other command runs in-process.
 import { spawn } from 'node:child_process';
 
-/** Commands that read a whole input into the write buffer: the ones relaunched. */
-const BULK_COMMANDS = new Set(['write', 'delete']);
+/**
+ * The commands relaunched: the ones that read a whole input into the write buffer, and `count`,
+ * a scan of the whole table whose dropped batches 2 MB semi-spaces collect sooner. `read` stays
+ * in-process: the same settings cut its peak too, but cost its printing CPU (docs/BENCHMARKS.md §11).
+ */
+const BULK_COMMANDS = new Set(['write', 'delete', 'count']);
 
 /** Set in the child's environment to the launcher's pid: it is the relaunched process (never relaunch twice). */
 export const LAUNCHED_ENV = 'VARVE_LAUNCHED';

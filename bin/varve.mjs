@@ -4,9 +4,9 @@
 // where the TypeScript sources are the truth and dist/ may be stale or absent, it runs the
 // sources through tsx (a devDependency), so `npx varve` works right after `npm ci`.
 //
-// The bulk-input commands (`write`, `delete`) run in a child node process started with memory
-// settings a process cannot give itself once running (see bin/launch.mjs); this process only
-// waits for it, passing on its exit code and the signals it receives.
+// The bulk-input commands (`write`, `delete`) and `count` (a whole-table scan) run in a
+// child node process started with memory settings a process cannot give itself once running
+// (see bin/launch.mjs); this process only waits for it, passing on its exit code and signals.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { exitWithLauncher, relaunchArgs, runRelaunched } from './launch.mjs';

@@ -60,7 +60,7 @@ export function renderMemorySection(run: MemoryRun): string {
   }
   // How time per row changes from the smaller to the larger table (should be flat).
   const growth: string[] = [];
-  for (const kind of ['full compaction', 'streamed read', 'reused-buffer streamed read']) {
+  for (const kind of ['full compaction', 'streamed read', 'reused-buffer streamed read', '`varve count`']) {
     const [small, large] = run.cases.filter((c) => c.what.startsWith(kind)).sort((a, b) => a.rows - b.rows);
     if (small && large && large.rows > small.rows) {
       growth.push(`${kind}: ${perRow(small.ms, small.rows)} at ${small.rows.toLocaleString('en')} rows → ${perRow(large.ms, large.rows)} at ${large.rows.toLocaleString('en')} (× ${((large.ms / large.rows) / (small.ms / small.rows)).toFixed(2)})`);

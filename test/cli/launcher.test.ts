@@ -25,7 +25,7 @@ function children(pid: number): number[] {
 const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
 
 describe('relaunchArgs', () => {
-  it('relaunches write and delete only, after the global options, once, and only without node flags of the user', () => {
+  it('relaunches write, delete and count only, after the global options, once, and only without node flags of the user', () => {
     expect(commandOf(['--warehouse', 'write', 'read', 'db.t'])).toBe('read');
     expect(commandOf(['--warehouse=/w', 'write', 'db.t'])).toBe('write');
     const env = { PATH: '/bin' };
@@ -33,9 +33,9 @@ describe('relaunchArgs', () => {
     expect(r.args).toEqual(['--warehouse', '/w', 'write', 'db.t', 'in.jsonl']);
     expect(r.nodeFlags).toEqual(CHILD_NODE_FLAGS);
     expect(r.env).toMatchObject({ PATH: '/bin', MALLOC_ARENA_MAX: '2', VARVE_LAUNCHED: '4321' });
-    expect(relaunchArgs(['delete', 'db.t'], [], env)).not.toBeNull();
+    for (const args of [['delete', 'db.t'], ['--warehouse', '/w', 'count', 'db.t']]) expect(relaunchArgs(args, [], env)?.nodeFlags).toEqual(CHILD_NODE_FLAGS);
     expect(relaunchArgs(['write', 'db.t'], [], { MALLOC_ARENA_MAX: '8' }).env.MALLOC_ARENA_MAX).toBe('8');
-    for (const args of [['read', 'db.t'], ['create', 'write'], [], ['--help']]) expect(relaunchArgs(args, [], env)).toBeNull();
+    for (const args of [['read', 'db.t'], ['tail', 'db.t'], ['create', 'write'], [], ['--help']]) expect(relaunchArgs(args, [], env)).toBeNull();
     expect(relaunchArgs(['write', 'db.t'], ['--inspect'], env)).toBeNull();
     expect(relaunchArgs(['write', 'db.t'], [], { VARVE_LAUNCHED: '1' })).toBeNull();
     expect(relaunchArgs(['write', 'db.t'], [], { VARVE_NO_RELAUNCH: '1' })).toBeNull();
@@ -74,6 +74,12 @@ describe.skipIf(!hasProc)('varve write through the relaunch (separate OS process
     expect(relaunched.code).toBe(inProcess.code);
     expect(relaunched.err).toMatch(/line 2/);
     expect((await runVarve(wh, ['count', 'db.t'])).out.trim()).toBe('2');
+    // count is relaunched too: the same output and exit codes as in one process.
+    expect(varveProcess(wh, ['count', 'db.t', '--where', 'id > 1'])).toMatchObject({ code: 0, out: '1\n' });
+    const missing = varveProcess(wh, ['count', 'db.none']);
+    expect(missing.code).not.toBe(0);
+    expect(missing.code).toBe((await runVarve(wh, ['count', 'db.none'])).code);
+    expect(missing.err).toMatch(/db\.none/);
   });
 
   it('a SIGTERM to the launcher ends the child and the launcher dies of it; a SIGKILL takes the child with it, committing nothing', async () => {
