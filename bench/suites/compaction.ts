@@ -7,7 +7,7 @@
 import { cp, open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type * as arrow from 'apache-arrow';
-import { DEFAULT_ROW_GROUP_SIZE } from '../../lib/format/data-file.js';
+import { COMPACT_ROW_GROUP_ROWS } from '../../lib/maintenance/compact-io.js';
 import { compactTable, type CompactionSummary } from '../../lib/maintenance/compact.js';
 import { LocalStore } from '../../lib/store/local-store.js';
 import type { Table } from '../../lib/table/table.js';
@@ -99,7 +99,7 @@ export async function runCompaction(ctx: SuiteContext): Promise<SuiteResult> {
         run: async (dir: string) => {
           for (const b of buckets) {
             const out = join(dir, `bucket-${b}.parquet`);
-            await duck.conn.run(compactCopy(inputs.filter((f) => f.bucket === b), out, DEFAULT_ROW_GROUP_SIZE));
+            await duck.conn.run(compactCopy(inputs.filter((f) => f.bucket === b), out, COMPACT_ROW_GROUP_ROWS));
             await fsyncFile(out);
           }
           return dir;
@@ -168,7 +168,7 @@ export async function runCompaction(ctx: SuiteContext): Promise<SuiteResult> {
       `Table: ${k.toLocaleString('en')} keys written once (shuffled), then ${maxRuns - 1} commits each updating a seeded random ${UPDATE_FRACTION * 100}% of the keys: snapshot n has n sorted runs per bucket (${BENCH_BUCKETS} buckets, write-only, so nothing compacts inline).`,
       `Compaction, timed: \`compactTable(table, { full: true })\` on a fresh copy of the folder per repetition (all ${inputs.length} files, ${(bytesIn / 1e6).toFixed(1)} MB of zstd Parquet, into one file per bucket, plus the COMPACT commits). MB/s = input bytes / time.`,
       'raw, timed: decode every input file with parquet-wasm, re-encode it with the same settings and write it fsynced: the same bytes in, with no merge (so it writes more rows than the compaction).',
-      `same output, timed: DuckDB on one thread, per bucket, \`COPY\` the §2 dedup query over that bucket's input files (plus the absolute \`_SEQUENCE_NUMBER\` and \`_VALUE_KIND\`, \`ORDER BY key\`) \`TO\` one Parquet file (\`COMPRESSION zstd, ROW_GROUP_SIZE ${DEFAULT_ROW_GROUP_SIZE}\`), then fsync it: the rows a full compaction writes, by the plain method a user would reach for; DuckDB's own writer, no commit.`,
+      `same output, timed: DuckDB on one thread, per bucket, \`COPY\` the §2 dedup query over that bucket's input files (plus the absolute \`_SEQUENCE_NUMBER\` and \`_VALUE_KIND\`, \`ORDER BY key\`) \`TO\` one Parquet file (\`COMPRESSION zstd, ROW_GROUP_SIZE ${COMPACT_ROW_GROUP_ROWS}\`), then fsync it: the rows a full compaction writes, by the plain method a user would reach for; DuckDB's own writer, no commit.`,
       'Reads, timed: `table.read({ snapshotId: n })` for n = 1, 5, 10, 20 (time travel in the same table), and `table.read()` of the compacted copy.',
     ],
     checks: [

@@ -146,7 +146,7 @@ describe.skipIf(!awsAvailable())('compaction output as an S3 multipart upload (m
     const r = rng(seed);
     const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
     // 270,000 keys with 28 random characters each, then 2,000 updates: the full compaction writes
-    // one data file of two row groups (262,144 rows, > 5 MiB, then the rest), so two parts.
+    // one data file of > 5 MiB (131,072-row groups; a part is cut between row groups), so two parts.
     const rows = Array.from({ length: 270_000 }, (_, id) => {
       let s = '';
       for (let c = 0; c < 28; c++) s += alphabet[r.int(0, 63)];
@@ -196,8 +196,8 @@ describe.skipIf(!awsAvailable())('compaction output as an S3 multipart upload (m
     expect(sorted(await readState(table)), msg).toEqual(before);
     expect(await openUploads(), msg).toEqual([]);
     client.destroy();
-    // Sized by work, not by time: two parts need an output of two row groups (compaction writes
-    // 262,144-row groups, and a part is cut only between the encoder's writes), so 272,000 rows are
+    // Sized by work, not by time: two parts need an output of more than 5 MiB cut between row
+    // groups (compaction writes 131,072-row groups, a part is cut only between the encoder's writes), so 272,000 rows are
     // written, compacted twice and read back twice. That is ≈ 21 s of CPU idle; measured 118 s of
     // wall time beside a suite at load 30, so the default 120 s is no margin.
   }, 400_000);

@@ -4,7 +4,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { readChangelogFiles, readLiveFiles } from '../../lib/manifest/scan.js';
+import { readDataFileMetadata } from '../../lib/format/data-file.js';
 import { COMPACT_COMMIT_USER, compactBucket, compactTable, readBucketFiles } from '../../lib/maintenance/compact.js';
+import { COMPACT_ROW_GROUP_ROWS } from '../../lib/maintenance/compact-io.js';
+import { dataFileKey } from '../../lib/table/paths.js';
 import { RowKind } from '../../lib/schema/types.js';
 import type { MemoryStore } from '../../lib/store/memory-store.js';
 import { listAll } from '../../lib/store/object-store.js';
@@ -92,6 +95,27 @@ describe('compactBucket', () => {
     const result = await compactBucket(table, 'region=eu', 0);
     expect(result.snapshot).toBeUndefined();
     expect(result.filesIn).toBe(0);
+  });
+});
+
+describe('compaction output', () => {
+  it(`cuts its row groups at ${COMPACT_ROW_GROUP_ROWS.toLocaleString('en')} rows (a reader's decoder holds one group), and reads back exactly`, async () => {
+    const table = await newTable({ bucket: '1', 'write-only': 'true' });
+    const n = COMPACT_ROW_GROUP_ROWS + 5_000;
+    await writeChanges(table, upserts(range(1, n), 1n));
+    // Overlapping the first file: the full compaction rewrites both into one file.
+    await writeChanges(table, upserts(range(1, 1_000), 2n));
+    const before = sorted(await readState(table));
+
+    await compactTable(table, { full: true });
+
+    const files = (await liveFilesByBucket(table)).get('region=eu#0')!;
+    expect(files).toHaveLength(1);
+    const [file] = files;
+    const meta = await readDataFileMetadata(table.store, dataFileKey(table.path, file.partition, file.bucket, file.file.fileName));
+    expect(meta.numRows).toBe(n);
+    expect(meta.numRowGroups).toBe(2);
+    expect(sorted(await readState(table))).toEqual(before);
   });
 });
 
