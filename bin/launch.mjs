@@ -2,11 +2,21 @@
 // file into a write buffer, `varve count` streams a whole table through decoded batches, and two
 // memory settings that a running node process cannot change for itself cut their peak resident
 // memory (measured on the 2,000,000-row JSONL write with a 32 MB buffer and the count of a
-// 10,000,000-row table, docs/BENCHMARKS.md §11):
+// 10,000,000-row table, docs/BENCHMARKS.md §11), and write and delete get a third:
 //   --max-semi-space-size=2   V8's young generation grows to 3 × 16 MB by default while the
 //                             input is parsed (a short-lived string and object per record) or a
 //                             table is scanned (a dropped batch is freed only by a GC); 2 MB
 //                             semi-spaces keep it at 6 MB, at no measured CPU cost.
+//   --heap-growing-percent=100 (write and delete) after each full collection V8 lets the heap
+//                             (Arrow's ArrayBuffers included) grow by a factor it picks from its
+//                             GC speed, up to 4 × while the heap is small; the buffer's spilled
+//                             tables and the parse chunks, promoted before they die, then pile up
+//                             as garbage (57–78 MB of array buffers at the peak with a 32 MB
+//                             buffer). A fixed 2 × keeps about as many full collections (≈ 112
+//                             against 98 on the 2M-row write, ≈ 0.5 s more GC pause of ≈ 16 s
+//                             CPU) and a peak ≈ 27 MB lower. V8 would take this one at run time
+//                             too, but a library setting it would change the heap of every
+//                             program that imports varve: it stays the child's.
 //   MALLOC_ARENA_MAX=2        glibc gives every thread that mallocs (V8's compiler and GC
 //                             helpers, libuv's pool) its own arena, and memory freed in one stays
 //                             resident; two arenas keep that fragmentation down. Ignored off glibc.
@@ -32,6 +42,9 @@ export const LAUNCHED_ENV = 'VARVE_LAUNCHED';
 /** The node flags of the relaunched child. */
 export const CHILD_NODE_FLAGS = ['--max-semi-space-size=2'];
 
+/** The node flags a relaunched `write` or `delete` adds (measured on the write only). */
+export const WRITE_NODE_FLAGS = ['--heap-growing-percent=100'];
+
 /** The command name in the CLI arguments: the first positional one after the global options. */
 export function commandOf(args) {
   for (let i = 0; i < args.length; i++) {
@@ -55,10 +68,11 @@ export function commandOf(args) {
  */
 export function relaunchArgs(args, execArgv, env, pid = process.pid) {
   if (env[LAUNCHED_ENV] || env.VARVE_NO_RELAUNCH || execArgv.length > 0) return null;
-  if (!BULK_COMMANDS.has(commandOf(args) ?? '')) return null;
+  const command = commandOf(args) ?? '';
+  if (!BULK_COMMANDS.has(command)) return null;
   return {
     args,
-    nodeFlags: CHILD_NODE_FLAGS,
+    nodeFlags: command === 'write' || command === 'delete' ? [...CHILD_NODE_FLAGS, ...WRITE_NODE_FLAGS] : CHILD_NODE_FLAGS,
     // A user's own MALLOC_ARENA_MAX wins.
     env: { ...env, MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? '2', [LAUNCHED_ENV]: String(pid) },
   };

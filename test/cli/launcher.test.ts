@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain ESM script of bin/, without types
-import { CHILD_NODE_FLAGS, commandOf, relaunchArgs } from '../../bin/launch.mjs';
+import { CHILD_NODE_FLAGS, WRITE_NODE_FLAGS, commandOf, relaunchArgs } from '../../bin/launch.mjs';
 import { runVarve, startVarve, until, varveProcess } from '../helpers/cli-process.js';
 
 const hasProc = existsSync('/proc/self/task');
@@ -31,9 +31,10 @@ describe('relaunchArgs', () => {
     const env = { PATH: '/bin' };
     const r = relaunchArgs(['--warehouse', '/w', 'write', 'db.t', 'in.jsonl'], [], env, 4321);
     expect(r.args).toEqual(['--warehouse', '/w', 'write', 'db.t', 'in.jsonl']);
-    expect(r.nodeFlags).toEqual(CHILD_NODE_FLAGS);
+    expect(r.nodeFlags).toEqual([...CHILD_NODE_FLAGS, ...WRITE_NODE_FLAGS]);
     expect(r.env).toMatchObject({ PATH: '/bin', MALLOC_ARENA_MAX: '2', VARVE_LAUNCHED: '4321' });
-    for (const args of [['delete', 'db.t'], ['--warehouse', '/w', 'count', 'db.t']]) expect(relaunchArgs(args, [], env)?.nodeFlags).toEqual(CHILD_NODE_FLAGS);
+    expect(relaunchArgs(['delete', 'db.t'], [], env)?.nodeFlags).toEqual([...CHILD_NODE_FLAGS, ...WRITE_NODE_FLAGS]);
+    expect(relaunchArgs(['--warehouse', '/w', 'count', 'db.t'], [], env)?.nodeFlags).toEqual(CHILD_NODE_FLAGS);
     expect(relaunchArgs(['write', 'db.t'], [], { MALLOC_ARENA_MAX: '8' }).env.MALLOC_ARENA_MAX).toBe('8');
     for (const args of [['read', 'db.t'], ['tail', 'db.t'], ['create', 'write'], [], ['--help']]) expect(relaunchArgs(args, [], env)).toBeNull();
     expect(relaunchArgs(['write', 'db.t'], ['--inspect'], env)).toBeNull();
@@ -54,7 +55,7 @@ describe.skipIf(!hasProc)('varve write through the relaunch (separate OS process
     let child = 0;
     const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
     await until(() => (child = children(w.child.pid!)[0] ?? 0) > 0 && cmdline(child).includes(CHILD_NODE_FLAGS[0]), 'the launcher started its child with the flags', w);
-    expect(cmdline(child)).toEqual(expect.arrayContaining(['write', 'db.t', '-']));
+    expect(cmdline(child)).toEqual(expect.arrayContaining([...CHILD_NODE_FLAGS, ...WRITE_NODE_FLAGS, 'write', 'db.t', '-']));
     return child;
   }
 
