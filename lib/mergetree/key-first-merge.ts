@@ -162,6 +162,16 @@ function pickWinners(inputs: SequencedTable[], opts: MergeReadOptions): { src: U
  * then gathers from those row-group tables (each its own gather source, no concatenation).
  */
 async function gatherValues(runs: KeyFirstRun[], names: string[], src: Uint16Array, row: Uint32Array, count: number): Promise<arrow.Data[]> {
+  // Every winner from one run, all its rows in order (the newest run rewrote every key): its
+  // row groups' columns as they are, no plan per winner.
+  const only = wholeRun(runs, src, row, count);
+  if (only >= 0) {
+    const run = runs[only];
+    const groups = run.rowGroupRows.map((_, g) => g);
+    const got = await run.values(names, groups);
+    checkRowGroups(only, run, groups, got);
+    return concatSources(got);
+  }
   // Row group of each winner, and which groups each run needs.
   const starts = runs.map((r) => {
     const s = new Uint32Array(r.rowGroupRows.length + 1);
@@ -192,14 +202,10 @@ async function gatherValues(runs: KeyFirstRun[], names: string[], src: Uint16Arr
     }),
   );
   loaded.forEach(({ groups, tables: got }, k) => {
-    if (got.length !== groups.length) throw new SchemaMismatchError(`sorted run ${k} returned ${got.length} row groups for ${groups.length} asked`);
+    checkRowGroups(k, runs[k], groups, got);
     groups.forEach((g, j) => {
-      const t = got[j];
-      if (t.numRows !== runs[k].rowGroupRows[g]) {
-        throw new SchemaMismatchError(`sorted run ${k} row group ${g} has ${t.numRows} rows of values but ${runs[k].rowGroupRows[g]} keys`);
-      }
       sourceOf[k][g] = tables.length;
-      tables.push(t);
+      tables.push(got[j]);
     });
   });
   if (tables.length > 0xffff) throw new SchemaMismatchError(`a merge cannot gather from ${tables.length} row groups at once; compact first`);
@@ -210,6 +216,25 @@ async function gatherValues(runs: KeyFirstRun[], names: string[], src: Uint16Arr
     grow[k] = row[k] - starts[r][g];
   }
   return gatherPlan(tables, gsrc, grow, count);
+}
+
+/** The run whose rows, all of them in order, are the winners (src[k], row[k]); else -1. */
+function wholeRun(runs: KeyFirstRun[], src: Uint16Array, row: Uint32Array, count: number): number {
+  if (count === 0) return -1;
+  const r = src[0];
+  if (runs[r].keys.numRows !== count) return -1;
+  for (let k = 0; k < count; k++) if (src[k] !== r || row[k] !== k) return -1;
+  return r;
+}
+
+/** Checks that run `k` returned one table per asked row group, with the group's rows. */
+function checkRowGroups(k: number, run: KeyFirstRun, groups: number[], got: arrow.Table[]): void {
+  if (got.length !== groups.length) throw new SchemaMismatchError(`sorted run ${k} returned ${got.length} row groups for ${groups.length} asked`);
+  groups.forEach((g, j) => {
+    if (got[j].numRows !== run.rowGroupRows[g]) {
+      throw new SchemaMismatchError(`sorted run ${k} row group ${g} has ${got[j].numRows} rows of values but ${run.rowGroupRows[g]} keys`);
+    }
+  });
 }
 
 /** The absolute sequence numbers of the winners: each stored number plus its run's base. */
@@ -238,12 +263,15 @@ function upperBound(s: Uint32Array, x: number): number {
  */
 function gatherPlan(tables: arrow.Table[], src: Uint16Array, row: Uint32Array, count: number): arrow.Data[] {
   const whole = wholeSources(tables, src, row, count);
-  if (whole !== null) {
-    const data = whole.map((t) => singleBatch(tables[t]).batches[0].data.children);
-    if (whole.length === 1) return data[0].slice();
-    return tables[whole[0]].schema.fields.map((f, c) => concatColumn(f.type, f.name, data.map((d) => d[c])));
-  }
+  if (whole !== null) return concatSources(whole.map((t) => tables[t]));
   return gatherRows(tables, src, row).batches[0].data.children.slice();
+}
+
+/** The columns of the tables' rows one table after another: bulk copies, or a single table's own columns, uncopied. */
+function concatSources(tables: arrow.Table[]): arrow.Data[] {
+  const data = tables.map((t) => singleBatch(t).batches[0].data.children);
+  if (tables.length === 1) return data[0].slice();
+  return tables[0].schema.fields.map((f, c) => concatColumn(f.type, f.name, data.map((d) => d[c])));
 }
 
 /** The sources whose rows, each whole and in order, one source after another, are rows (src[k], row[k]); else null. */

@@ -107,4 +107,24 @@ describe('mergeKeyFirst', () => {
     expect(asked).toEqual([1]);
     expect(recordsOf(layout, out).map((x) => x.row.v)).toEqual([2, 2, 2, 2]);
   });
+  it('takes a newest run that wins every key whole (all its row groups), and falls back to the plan when one of its rows drops out', async () => {
+    const layout = LAYOUTS.bigint;
+    const engine = mergeEngineFor(SCENARIOS[0].config);
+    const row = (k: number, v: number) => ({ k: BigInt(k), v, s: `s${v}-${k}`, d: v / 2, c: 1n, ts: 0n });
+    for (const [name, retractKey, dropDeletes] of [['all upserts', -1, true], ['a retraction dropped', 4, true], ['a retraction kept', 4, false]] as const) {
+      const oldRecs = [0, 1, 2, 3, 4].map((k) => ({ row: row(k, 1), kind: 0, seq: k }));
+      const newRecs = [0, 1, 2, 3, 4].map((k) => ({ row: row(k, 2), kind: k === retractKey ? 3 : 0, seq: 10 + k }));
+      const asked: Array<[number, number[]]> = [];
+      const run = async (recs: typeof oldRecs, id: number): Promise<KeyFirstRun> => {
+        const t = physicalTable(layout, recs);
+        const d = await openDataFile(writeDataFile(t, { compression: 'zstd', rowGroupSize: 2 }));
+        return { keys: t, sequenceBase: 0, rowGroupRows: d.rowGroupRows, values: (cols, groups) => (asked.push([id, groups]), d.readRowGroups(cols, groups)) };
+      };
+
+      const out = await mergeKeyFirst([await run(oldRecs, 0), await run(newRecs, 1)], { schema: layout, keyColumns: ['k'], engine, dropDeletes, keepKinds: !dropDeletes });
+
+      expect(recordsOf(layout, out), name).toEqual(naiveMerge(layout, SCENARIOS[0].config, [...oldRecs, ...newRecs], { raw: false, dropDeletes, keepKinds: !dropDeletes }));
+      expect(asked, name).toEqual([[1, retractKey >= 0 && dropDeletes ? [0, 1] : [0, 1, 2]]]);
+    }
+  });
 });
