@@ -3,7 +3,7 @@
  * under the OS temp directory. Every folder is registered until cleared, and whatever is left
  * when the process exits is removed then, so a crashed flush does not leak disk.
  */
-import { closeSync, createReadStream, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, createReadStream, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as arrow from 'apache-arrow';
@@ -49,30 +49,10 @@ export class SpillDirectory {
   }
 
   /**
-   * Writes a table as one Arrow IPC stream of batches of at most SPILL_BATCH_ROWS rows, so it can
-   * be read back a batch at a time; returns its run number.
-   */
-  write(table: arrow.Table): number {
-    const dir = this.folder();
-    const path = join(dir, `run-${this.files.length}.arrow`);
-    try {
-      const batches: arrow.RecordBatch[] = [];
-      for (let at = 0; at < table.numRows; at += SPILL_BATCH_ROWS) batches.push(...table.slice(at, at + SPILL_BATCH_ROWS).batches);
-      const bytes = arrow.tableToIPC(new arrow.Table(table.schema, batches), 'stream');
-      writeFileSync(path, bytes);
-      this.bytes += bytes.byteLength;
-    } catch (e) {
-      // A half-written run must not be read back or left behind.
-      rmSync(path, { force: true });
-      throw e;
-    }
-    this.files.push(path);
-    return this.files.length - 1;
-  }
-
-  /**
-   * Starts a run written piece by piece (a merge pass streaming out): each piece is appended as
-   * its own IPC stream of batches of at most SPILL_BATCH_ROWS rows; `end` makes it readable.
+   * Starts a run written piece by piece (a write buffer's spill, a merge pass streaming out): each
+   * batch of at most SPILL_BATCH_ROWS rows is serialized and written on its own, so a run never
+   * holds more than a batch's bytes; `end` makes it readable, `abandon` (or a failed append)
+   * deletes the file. A run is the only way to spill: there is no whole-table write.
    */
   openRun(): SpillRunWriter {
     const dir = this.folder();
