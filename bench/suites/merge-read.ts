@@ -6,10 +6,11 @@
 import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import type * as arrow from 'apache-arrow';
+import type { Table } from '../../lib/table/table.js';
 import { range, sampleKeys, shuffled } from '../lib/data.js';
-import { addChecksums, assertChecksum, expectedChecksum, tableChecksum } from '../lib/checksum.js';
+import { addChecksums, assertChecksum, expectedChecksum, tableChecksum, type Checksum } from '../lib/checksum.js';
 import { duckChecksum, mergeQuery, openDuckDB } from '../lib/duckdb.js';
-import { compare, ratioOf, type RepPlan, type Timings } from '../lib/harness.js';
+import { compare, ratioOf, type RepPlan, type Timings, type Variant } from '../lib/harness.js';
 import { configureDecodePool, defaultDecodeThreads } from '../../lib/format/decode-pool.js';
 import { rawParquetDecode } from '../lib/raw-parquet.js';
 import type { SuiteContext, SuiteResult } from '../lib/results.js';
@@ -18,6 +19,27 @@ import { BENCH_BUCKETS, createBenchTable, freshDir, liveFiles, writeVersion } fr
 const VERSIONS = 5;
 /** The spread case: versions after the first rewrite this share of the keys, each a random sample. */
 const SPREAD_SHARE = 0.4;
+
+type Duck = Awaited<ReturnType<typeof openDuckDB>>;
+
+/** varve's merged read at one thread and at its default, and DuckDB's query at one thread and at its default, each checked against `expected`. */
+function mergeVariants(what: string, table: Table, sql: string, duck: Duck, duckDefault: Duck, expected: Checksum): Variant<any, any>[] {
+  const varve = (id: string, threads: number | undefined, label: string): Variant<undefined, arrow.Table> => ({
+    id,
+    run: async () => {
+      await configureDecodePool(threads === undefined ? {} : { threads });
+      return table.read();
+    },
+    check: (t) => assertChecksum(`${what}: ${label}`, tableChecksum(t), expected),
+  });
+  const duckdb = (id: string, d: Duck, label: string): Variant<undefined, void> => ({
+    id,
+    run: () => d.conn.run(`CREATE OR REPLACE TEMP TABLE merged AS ${sql}`).then(() => undefined),
+    check: async () => assertChecksum(`${what}: ${label}`, await duckChecksum(d.conn, 'merged'), expected),
+    teardown: () => d.conn.run('DROP TABLE merged').then(() => undefined),
+  });
+  return [varve('varve', 0, 'varve'), varve('varveDefault', undefined, 'varve (default threads)'), duckdb('duckdb', duck, 'DuckDB'), duckdb('duckdbDefault', duckDefault, 'DuckDB (default threads)')];
+}
 
 /**
  * The same read where the winners are spread over every run: version 0 writes every key, versions
@@ -40,38 +62,7 @@ async function spreadCase(ctx: SuiteContext, k: number, plan: RepPlan): Promise<
   const duck = await openDuckDB();
   const duckDefault = await openDuckDB('default');
   try {
-    const timings = await compare(
-      plan,
-      [
-        {
-          id: 'varve',
-          run: async () => {
-            await configureDecodePool({ threads: 0 });
-            return table.read();
-          },
-          check: (t: arrow.Table) => assertChecksum('merge-read (spread): varve', tableChecksum(t), expected),
-        },
-        {
-          id: 'varveDefault',
-          run: async () => {
-            await configureDecodePool();
-            return table.read();
-          },
-          check: (t: arrow.Table) => assertChecksum('merge-read (spread): varve (default threads)', tableChecksum(t), expected),
-        },
-        {
-          id: 'duckdb',
-          run: () => duck.conn.run(`CREATE OR REPLACE TEMP TABLE merged AS ${sql}`),
-          check: async () => assertChecksum('merge-read (spread): DuckDB', await duckChecksum(duck.conn, 'merged'), expected),
-          teardown: () => duck.conn.run('DROP TABLE merged').then(() => undefined),
-        },
-        {
-          id: 'duckdbDefault',
-          run: () => duckDefault.conn.run(`CREATE OR REPLACE TEMP TABLE merged AS ${sql}`),
-          check: async () => assertChecksum('merge-read (spread): DuckDB (default threads)', await duckChecksum(duckDefault.conn, 'merged'), expected),
-          teardown: () => duckDefault.conn.run('DROP TABLE merged').then(() => undefined),
-        },
-      ],
+    const timings = await compare(plan, mergeVariants('merge-read (spread)', table, sql, duck, duckDefault, expected), 
       (line) => ctx.log(`spread: ${line}`),
     );
     return { timings, files: files.length, versions, MB: +(files.reduce((s, f) => s + f.bytes, 0) / 1e6).toFixed(1) };
@@ -99,43 +90,20 @@ export async function runMergeRead(ctx: SuiteContext): Promise<SuiteResult> {
   const duckDefault = await openDuckDB('default');
   const sql = mergeQuery(files);
 
+  const [varve, varveDefault, duckdb, duckdbDefault] = mergeVariants('merge-read', table, sql, duck, duckDefault, expectedMerged);
   try {
     const timings = await compare(
       plan,
       [
-        {
-          id: 'varve',
-          run: async () => {
-            await configureDecodePool({ threads: 0 });
-            return table.read();
-          },
-          check: (t: arrow.Table) => assertChecksum('merge-read: varve', tableChecksum(t), expectedMerged),
-        },
-        {
-          id: 'varveDefault',
-          run: async () => {
-            await configureDecodePool();
-            return table.read();
-          },
-          check: (t: arrow.Table) => assertChecksum('merge-read: varve (default threads)', tableChecksum(t), expectedMerged),
-        },
+        varve,
+        varveDefault,
         {
           id: 'raw',
           run: async () => Promise.all(files.map(async (f) => rawParquetDecode(new Uint8Array(await readFile(f.path))))),
           check: (ts: arrow.Table[]) => assertChecksum('merge-read: raw read of the files', addChecksums(ts.map(tableChecksum)), expectedRaw),
         },
-        {
-          id: 'duckdb',
-          run: () => duck.conn.run(`CREATE OR REPLACE TEMP TABLE merged AS ${sql}`),
-          check: async () => assertChecksum('merge-read: DuckDB', await duckChecksum(duck.conn, 'merged'), expectedMerged),
-          teardown: () => duck.conn.run('DROP TABLE merged').then(() => undefined),
-        },
-        {
-          id: 'duckdbDefault',
-          run: () => duckDefault.conn.run(`CREATE OR REPLACE TEMP TABLE merged AS ${sql}`),
-          check: async () => assertChecksum('merge-read: DuckDB (default threads)', await duckChecksum(duckDefault.conn, 'merged'), expectedMerged),
-          teardown: () => duckDefault.conn.run('DROP TABLE merged').then(() => undefined),
-        },
+        duckdb,
+        duckdbDefault,
       ],
       ctx.log,
     );

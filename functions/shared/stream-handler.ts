@@ -102,18 +102,14 @@ export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promi
           if (begun.has(record.messageId)) await endAttempt(entry.table, consumerId, record);
           throw e;
         }
-        if (e instanceof SplitBudgetSpentError) {
-          if (!(await deadLetter(env, record, `after failing on its own ${e.failures} times`, e))) throw e;
-          await markDeadLettered(entry.table, consumerId, record, e.failures, e);
-          return 'dead-lettered';
-        }
         // Behind a split this reader dead-lettered, a split can only fail on the gap: it follows at once.
         const ahead = e instanceof SplitGapError ? await deadLetteredSplitAhead(entry.table, consumerId, record, e) : undefined;
         if (ahead !== undefined) {
           if (!(await deadLetter(env, record, `behind the dead-lettered split of snapshot ${ahead}`, e))) throw e;
           return 'dead-lettered';
         }
-        const failures = await countOwnFailure(entry.table, consumerId, record, e);
+        // Invocations that died in it were counted when its attempt was noted.
+        const failures = e instanceof SplitBudgetSpentError ? e.failures : await countOwnFailure(entry.table, consumerId, record, e);
         attempts.set(record.messageId, failures);
         if (failures < SPLIT_FAILURE_BUDGET) throw e;
         if (!(await deadLetter(env, record, `after failing on its own ${failures} times`, e))) throw e;

@@ -77,6 +77,11 @@ export async function readSplitFailures(store: ObjectStore, key: string): Promis
   }
 }
 
+/** The record when it still counts `split`'s failures (same run and snapshot, not dead-lettered: a redrive starts a new count). */
+function countOf(record: SplitFailures | undefined, split: FailedSplit): SplitFailures | undefined {
+  return record !== undefined && record.run === split.run && record.snapshot === split.snapshotId && record.deadLettered !== true ? record : undefined;
+}
+
 /** Counts one own failure of the split (`run`, `snapshot`) of a bucket; returns its own failures so far. */
 export async function recordSplitFailure(
   store: ObjectStore,
@@ -88,9 +93,8 @@ export async function recordSplitFailure(
 ): Promise<number> {
   const key = splitFailuresKey(tablePath, consumerId, split.partition, split.bucket);
   // A record that cannot be read is replaced: the count starts again rather than the split stalling.
-  const before = await readSplitFailures(store, key).catch(() => undefined);
-  const same = before !== undefined && before.run === split.run && before.snapshot === split.snapshotId && before.deadLettered !== true;
-  const next: SplitFailures = { run: split.run, snapshot: split.snapshotId, failures: (same ? before.failures : 0) + 1, lastError: error.slice(0, 1000), updated: now };
+  const before = countOf(await readSplitFailures(store, key).catch(() => undefined), split);
+  const next: SplitFailures = { run: split.run, snapshot: split.snapshotId, failures: (before?.failures ?? 0) + 1, lastError: error.slice(0, 1000), updated: now };
   await store.put(key, utf8(JSON.stringify(next)));
   return next.failures;
 }
@@ -128,14 +132,13 @@ export async function beginSplitAttempt(
   now = Date.now(),
 ): Promise<{ failures: number; died?: string }> {
   const key = splitFailuresKey(tablePath, consumerId, split.partition, split.bucket);
-  const before = await readSplitFailures(store, key).catch(() => undefined);
-  const same = before !== undefined && before.run === split.run && before.snapshot === split.snapshotId && before.deadLettered !== true;
+  const before = countOf(await readSplitFailures(store, key).catch(() => undefined), split);
   const died =
-    same && before.attempt !== undefined
+    before?.attempt !== undefined
       ? `the invocation that received it (receive ${before.attempt}) ended without an outcome: it crashed, ran out of memory or reached Lambda's timeout`
       : undefined;
-  const failures = (same ? before.failures : 0) + (died ? 1 : 0);
-  const next: SplitFailures = { run: split.run, snapshot: split.snapshotId, failures, lastError: died ?? (same ? before.lastError : ''), updated: now, attempt: receiveCount };
+  const failures = (before?.failures ?? 0) + (died ? 1 : 0);
+  const next: SplitFailures = { run: split.run, snapshot: split.snapshotId, failures, lastError: died ?? before?.lastError ?? '', updated: now, attempt: receiveCount };
   await store.put(key, utf8(JSON.stringify(next)));
   return { failures, ...(died ? { died } : {}) };
 }
@@ -143,8 +146,8 @@ export async function beginSplitAttempt(
 /** Ends the split's noted attempt without counting it (a retry that was not the split's own failure). */
 export async function endSplitAttempt(store: ObjectStore, tablePath: string, consumerId: string, split: FailedSplit, now = Date.now()): Promise<void> {
   const key = splitFailuresKey(tablePath, consumerId, split.partition, split.bucket);
-  const before = await readSplitFailures(store, key);
-  if (before === undefined || before.run !== split.run || before.snapshot !== split.snapshotId || before.attempt === undefined) return;
+  const before = countOf(await readSplitFailures(store, key), split);
+  if (before?.attempt === undefined) return;
   const { attempt: _ended, ...rest } = before;
   await store.put(key, utf8(JSON.stringify({ ...rest, updated: now })));
 }
