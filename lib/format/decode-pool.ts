@@ -119,15 +119,28 @@ export function decodePool(): DecodePool {
   return shared;
 }
 
+/** Stops of the pools that decode with this pool's settings on their own threads (see onDecodePoolRestart). */
+const restartHooks = new Set<() => Promise<void>>();
+
+/**
+ * Registers `stop` (a pool of a higher layer whose threads decode with this pool's settings, such
+ * as the merge pool) to be called when `configureDecodePool({ restart: true })` restarts the decode
+ * workers, so its threads too start afresh (reading the environment again) on their next use.
+ */
+export function onDecodePoolRestart(stop: () => Promise<void>): void {
+  restartHooks.add(stop);
+}
+
 /**
  * Sets the process's decoder thread count (0: decode on the calling thread; without `threads`, the
  * default) and the size from which a row group goes to a worker; `restart` stops running workers
- * first (new ones read the environment afresh).
+ * first, the decode pool's and those of every pool registered with onDecodePoolRestart (new ones
+ * read the environment afresh).
  */
 export async function configureDecodePool(opts: { threads?: number; minBytes?: number; restart?: boolean } = {}): Promise<void> {
   const threads = opts.threads ?? defaultDecodeThreads();
   if (!Number.isInteger(threads) || threads < 0 || threads > 64) throw new InvalidArgumentError(`decoder threads must be a whole number from 0 to 64, got ${threads}`);
-  if (opts.restart) await shared?.close();
+  if (opts.restart) await Promise.all([shared?.close(), ...[...restartHooks].map((stop) => stop())]);
   if (shared === null) shared = new DecodePool(threads);
   else shared.setThreads(threads);
   shared.minBytes = opts.minBytes ?? defaultDecodeMinBytes();

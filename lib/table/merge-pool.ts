@@ -19,7 +19,7 @@ import type * as arrow from 'apache-arrow';
 import { DecoderWorkerError } from '../errors.js';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { unpackTable } from '../format/arrow-transfer.js';
-import { DECODE_THREADS_ENV, decodePool } from '../format/decode-pool.js';
+import { DECODE_THREADS_ENV, decodePool, onDecodePoolRestart } from '../format/decode-pool.js';
 import { findWorkerEntry, remoteWorkerError, serializeWorkerError, type WorkerEntry } from '../format/worker-entry.js';
 import { WorkerSlots } from '../format/worker-slots.js';
 import type { ManifestEntry } from '../manifest/types.js';
@@ -128,6 +128,11 @@ let shared: MergePool | null = null;
 
 /** The process's merge pool. */
 export function mergePool(): MergePool {
-  if (shared === null) shared = new MergePool();
+  if (shared === null) {
+    const pool = new MergePool();
+    // Its threads decode with the decode pool's settings: a restart of that pool restarts them too.
+    onDecodePoolRestart(() => pool.close());
+    shared = pool;
+  }
   return shared;
 }

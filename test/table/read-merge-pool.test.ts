@@ -138,4 +138,25 @@ describe('merged read on the merge pool', () => {
     expect(pooled?.constructor).toBe(inline!.constructor);
     expect(pooled?.message).toBe(inline!.message);
   });
+
+  it('restarting the decode pool restarts the merge threads too: they read the environment afresh', async () => {
+    // Prepare: two overlapping commits (one section to merge), merged once on a worker.
+    const table = await new FolderCatalog(new MemoryStore()).createTable('db.t', { fields: parseSchemaText('k INT NOT NULL, v STRING'), primaryKeys: ['k'], options: { bucket: '1', 'write-only': 'true' } });
+    for (let c = 0; c < 2; c++) await table.write(Array.from({ length: 200 }, (_, i) => ({ k: i * (c + 1), v: `v${c}` })));
+    await configureDecodePool({ threads: 1, minBytes: 0 });
+    expect((await table.read()).numRows).toBe(300);
+    expect(mergePool().started).toBeGreaterThan(0);
+    try {
+      // Act: a fault the worker reads from the environment when it starts, then a restart.
+      process.env.VARVE_TEST_DECODE_WORKER_FAULT = 'throw';
+      await configureDecodePool({ threads: 1, minBytes: 0, restart: true });
+      // Assess: the merge thread was stopped, and the next read starts one that sees the fault.
+      expect(mergePool().started).toBe(0);
+      await expect(table.read()).rejects.toThrow(/injected decoder fault/);
+    } finally {
+      delete process.env.VARVE_TEST_DECODE_WORKER_FAULT;
+      await configureDecodePool({ threads: 1, minBytes: 0, restart: true });
+    }
+    expect((await table.read()).numRows).toBe(300);
+  });
 });
