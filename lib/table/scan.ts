@@ -131,7 +131,9 @@ async function* mergeSection(runs: RunStream[], opts: MergeReadOptions, plainRow
 /** Whether a run piece (physical layout, `_VALUE_KIND` last) holds a -U or -D record. */
 function hasRetract(piece: arrow.Table): boolean {
   const kinds = columnChunk(piece, piece.numCols - 1).num!;
-  for (let i = 0; i < piece.numRows; i++) if (isRetract(kinds[i])) return true;
+  // numRows is a getter that sums the batches (an array and a closure per call): read it once.
+  const rows = piece.numRows;
+  for (let i = 0; i < rows; i++) if (isRetract(kinds[i])) return true;
   return false;
 }
 
