@@ -105,10 +105,12 @@ function orderBySequence(tables: arrow.Table[], bases: number[]): arrow.Table {
   let sorted = true;
   let last = -1;
   tables.forEach((t, k) => {
-    if (t.numRows === 0) return;
+    // Table.numRows sums the batches on every call: read once, not per row.
+    const rows = t.numRows;
+    if (rows === 0) return;
     const stored = t.batches[0].data.children[seqIndex].values as BigInt64Array;
     let fileMin = Infinity;
-    for (let i = 0; i < t.numRows; i++) {
+    for (let i = 0; i < rows; i++) {
       const v = bases[k] + Number(stored[i]);
       source[at] = k;
       row[at] = i;
@@ -119,7 +121,7 @@ function orderBySequence(tables: arrow.Table[], bases: number[]): arrow.Table {
     }
     // Files whose sequence ranges do not interleave need no sort: file order is sequence order.
     if (fileMin <= last) sorted = false;
-    for (let i = 0; i < t.numRows; i++) last = Math.max(last, bases[k] + Number(stored[i]));
+    for (let i = 0; i < rows; i++) last = Math.max(last, bases[k] + Number(stored[i]));
   });
   let order: Uint32Array;
   if (sorted) {

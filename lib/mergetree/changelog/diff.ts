@@ -53,8 +53,11 @@ export function diffChangelog(before: arrow.Table, after: arrow.Table, opts: Cha
 
   let i = 0;
   let j = 0;
-  while (i < b.numRows || j < a.numRows) {
-    const cmp = i >= b.numRows ? 1 : j >= a.numRows ? -1 : compareKeysAt(kb, i, ka, j);
+  // Table.numRows sums the batches on every call: read once, not per row.
+  const bRows = b.numRows;
+  const aRows = a.numRows;
+  while (i < bRows || j < aRows) {
+    const cmp = i >= bRows ? 1 : j >= aRows ? -1 : compareKeysAt(kb, i, ka, j);
     const hasBefore = cmp <= 0 && !isRetract(kindAt[i]);
     const hasAfter = cmp >= 0 && !isRetract(afterKindAt[j]);
     if (!hasBefore && hasAfter) emit(1, j, RowKind.INSERT);
