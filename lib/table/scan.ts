@@ -5,7 +5,7 @@
  * stays bounded by the files of one section, not by the table.
  */
 import type * as arrow from 'apache-arrow';
-import { emptyTable } from '../format/columns.js';
+import { emptyTable, takeRows } from '../format/columns.js';
 import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema.js';
 import { readDataFileRowGroups } from '../format/data-file.js';
 import type { ManifestEntry } from '../manifest/types.js';
@@ -14,7 +14,7 @@ import { mergeEngineFor } from '../mergetree/merge-function.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
 import { alignRunStreams, type RunStream } from '../mergetree/stream-merge.js';
 import { columnChunk } from '../mergetree/column-access.js';
-import { isRetract } from '../schema/types.js';
+import { isRetract, KIND_COLUMN } from '../schema/types.js';
 import { mergeSortedRuns, type MergeReadOptions } from '../mergetree/sort-merge-reader.js';
 import { dataFileKey } from './paths.js';
 import { checkColumns, evolveChunks, filterKeyRange, planRead, project, readFailure, type ReadOptions } from './read.js';
@@ -73,15 +73,28 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
       const sections = appendOnly ? bySequence(files).map((e) => [[e.file]]) : intervalPartition(files.map((f) => f.file), table.compareKeys);
       for (const section of sections) {
         if (remaining <= 0) break;
-        // Each file is its own run (one record per key, its own sequence base).
-        const runs = section.flat().map((meta) => {
-          const e = entryOf.get(meta)!;
-          const key = dataFileKey(table.path, e.partition, e.bucket, meta.fileName);
-          const chunks = readDataFileRowGroups(table.store, key, meta.fileSize, { reuseBuffers: opts.reuseBuffers === true });
-          return { chunks: evolveChunks(table, meta, chunks), sequenceBase: meta.sequenceBase, oneRecordPerKey: true };
-        });
-        const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };
-        const merged = appendOnly ? concatRuns(runs, mergeOpts) : mergeSection(runs, mergeOpts, dropDeletes && engine.name === 'deduplicate');
+        const sectionFiles = section.flat();
+        const plainRows = dropDeletes && engine.name === 'deduplicate';
+        let merged: AsyncIterable<arrow.Table>;
+        if (!appendOnly && plainRows && sectionFiles.length === 1 && sectionFiles[0].schemaId === table.schema.id) {
+          // One file alone in its key range: each key has one record there, so the merged rows are
+          // its rows without the retractions. Its sequence numbers are never needed (8 of the bytes
+          // a row decodes to): only the user columns and the kind are fetched and decoded.
+          const e = entryOf.get(sectionFiles[0])!;
+          const key = dataFileKey(table.path, e.partition, e.bucket, sectionFiles[0].fileName);
+          const wanted = [...table.schema.fields.map((f) => f.name), KIND_COLUMN];
+          merged = withoutRetracts(readDataFileRowGroups(table.store, key, sectionFiles[0].fileSize, { columns: wanted, reuseBuffers: opts.reuseBuffers === true }));
+        } else {
+          // Each file is its own run (one record per key, its own sequence base).
+          const runs = sectionFiles.map((meta) => {
+            const e = entryOf.get(meta)!;
+            const key = dataFileKey(table.path, e.partition, e.bucket, meta.fileName);
+            const chunks = readDataFileRowGroups(table.store, key, meta.fileSize, { reuseBuffers: opts.reuseBuffers === true });
+            return { chunks: evolveChunks(table, meta, chunks), sequenceBase: meta.sequenceBase, oneRecordPerKey: true };
+          });
+          const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };
+          merged = appendOnly ? concatRuns(runs, mergeOpts) : mergeSection(runs, mergeOpts, plainRows);
+        }
         for await (let piece of merged) {
           if (remaining <= 0) break;
           if (opts.keyRange) piece = filterKeyRange(table, piece, opts.keyRange);
@@ -128,7 +141,26 @@ async function* mergeSection(runs: RunStream[], opts: MergeReadOptions, plainRow
   }
 }
 
-/** Whether a run piece (physical layout, `_VALUE_KIND` last) holds a -U or -D record. */
+/**
+ * The chunks of one file that is alone in its key range (user columns, then `_VALUE_KIND`), less
+ * their -U / -D rows: with one record per key and nothing to merge with, a retraction only hides
+ * its own key. A chunk without retractions passes as it is (the kind column is the caller's to drop).
+ */
+async function* withoutRetracts(chunks: AsyncIterable<arrow.Table>): AsyncGenerator<arrow.Table> {
+  for await (const chunk of chunks) {
+    if (!hasRetract(chunk)) {
+      yield chunk;
+      continue;
+    }
+    const kinds = columnChunk(chunk, chunk.numCols - 1).num!;
+    const rows = chunk.numRows;
+    const keep: number[] = [];
+    for (let i = 0; i < rows; i++) if (!isRetract(kinds[i])) keep.push(i);
+    if (keep.length > 0) yield takeRows(chunk, Uint32Array.from(keep));
+  }
+}
+
+/** Whether a run piece (`_VALUE_KIND` last) holds a -U or -D record. */
 function hasRetract(piece: arrow.Table): boolean {
   const kinds = columnChunk(piece, piece.numCols - 1).num!;
   // numRows is a getter that sums the batches (an array and a closure per call): read it once.

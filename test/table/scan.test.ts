@@ -58,6 +58,35 @@ describe('table.scan', () => {
     expect(batches[0].schema.names).toEqual(['dt', 'id', 'v']);
   });
 
+  it('a file alone in its key range loses its -U and -D rows and nothing else, in owned batches that stay valid', async () => {
+    // Prepare: 1 bucket; keys 0-9 inserted, then keys 100-109 in a second file that overlaps
+    // nothing, holding inserts, deletes and an update's retraction (-U) of keys only it has.
+    const catalog = new FolderCatalog(new MemoryStore());
+    const table = await catalog.createTable('db.lone', {
+      fields: parseSchemaText('id BIGINT NOT NULL, v STRING'),
+      primaryKeys: ['id'],
+      options: { bucket: '1', 'write-only': 'true' },
+    });
+    await table.write(Array.from({ length: 10 }, (_, i) => ({ id: BigInt(i), v: `a${i}` })));
+    const kindOf = (i: number) => (i % 3 === 0 ? RowKind.DELETE : i === 104 ? RowKind.UPDATE_BEFORE : i === 105 ? RowKind.UPDATE_AFTER : RowKind.INSERT);
+    const ids = Array.from({ length: 10 }, (_, i) => 100 + i);
+    await table.write(
+      ids.map((i) => ({ id: BigInt(i), v: `b${i}` })),
+      { kinds: ids.map(kindOf) },
+    );
+
+    // Act: keep every batch (one row each), look at them after the scan is over.
+    const kept = await collect(table.scan({ batchRows: 1 }));
+
+    // Assess: keys 0-9, then 100-109 without the deleted (multiples of 3) and the retracted 104.
+    const want = [...Array.from({ length: 10 }, (_, i) => i), ...ids.filter((i) => i % 3 !== 0 && i !== 104)];
+    const rows = kept.flatMap((b) => tableToRows(new arrow.Table(b), table.schema.fields));
+    expect(rows.map((x) => Number(x.id))).toEqual(want);
+    expect(rows.map((x) => x.v)).toEqual(want.map((i) => (i < 10 ? `a${i}` : `b${i}`)));
+    expect(tableToRows(await table.read(), table.schema.fields)).toEqual(rows);
+    expect(kept[0].schema.names).toEqual(['id', 'v']);
+  });
+
   it('projects columns, reads a partition, and yields one empty batch for an empty result', async () => {
     const table = await newTable();
     await table.write([{ dt: 'a', id: 1n, v: 'x' }, { dt: 'b', id: 2n, v: 'y' }]);
