@@ -1,8 +1,8 @@
 /**
  * Arrow batches copied out of parquet-wasm's memory through the Arrow C Data Interface
  * (`RecordBatch.toFFI()`), instead of an IPC stream: no IPC buffer is built inside wasm, no
- * second copy into JS, no flatbuffer parse. Every buffer of a batch goes into ONE region that a
- * `BatchMemory` hands out: a fresh ArrayBuffer per batch (the batch owns its memory), or a slab
+ * second copy into JS, no flatbuffer parse. A `BatchMemory` hands out where the buffers go: a
+ * fresh ArrayBuffer per buffer (the batch owns its memory), or ONE region per batch in a slab
  * reused batch after batch (`ReusedBatchMemory`: no allocation, no garbage, but a batch is only
  * valid until its slab comes round again).
  *
@@ -15,13 +15,22 @@
  */
 import * as arrow from 'apache-arrow';
 
-/** Where the buffers of one decoded batch go: `take` is called once per batch with its total size. */
+/**
+ * Where the buffers of one decoded batch go: `take` is called once per batch with its total size
+ * (one region), or, with `perBuffer`, once per buffer (validity, values, offsets of each column).
+ */
 export interface BatchMemory {
   take(bytes: number): Uint8Array;
+  readonly perBuffer?: boolean;
 }
 
-/** Every batch in its own ArrayBuffer: what a caller that keeps batches needs. */
-export const freshBatchMemory: BatchMemory = { take: (bytes) => new Uint8Array(bytes) };
+/**
+ * Every buffer of a batch in an ArrayBuffer of its own: what a caller that keeps batches needs.
+ * Per buffer rather than one region per batch because dropped batches wait for V8 to free them:
+ * a 10M-row scan with one 2 MB region per batch peaked at 57-66 MB of ArrayBuffers, with buffers
+ * of a column each (≤ 1 MB) at 38-41 MB (Node 20; docs/BENCHMARKS.md, streamed read).
+ */
+export const freshBatchMemory: BatchMemory = { perBuffer: true, take: (bytes) => new Uint8Array(bytes) };
 
 /**
  * Slabs reused in turn: batch n goes into slab n mod `slabs`, which grows (is replaced) only when a
@@ -104,12 +113,12 @@ export function importWasmBatch(memory: ArrayBuffer, arrayAddr: number, schemaAd
     for (const part of [plan.validity, plan.values, plan.offsets]) if (part) reserve(part[1]);
     plans.push(plan);
   }
-  const region = into.take(total);
+  const region = into.perBuffer === true ? undefined : into.take(total);
   const wasm = new Uint8Array(memory);
   let at = 0;
   const copy = (part: [number, number] | undefined): Uint8Array | undefined => {
     if (part === undefined) return undefined;
-    const out = region.subarray(at, at + part[1]);
+    const out = region === undefined ? into.take(part[1]) : region.subarray(at, at + part[1]);
     out.set(wasm.subarray(part[0], part[0] + part[1]));
     at += (part[1] + 7) & ~7;
     return out;

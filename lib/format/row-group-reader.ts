@@ -12,7 +12,7 @@
  * the row group once more, into memory outside the JS heap that the GC does not count.
  *
  * Decoded batches leave wasm through the Arrow C Data Interface (arrow-import.ts), into a fresh
- * buffer per batch or, with a ReusedBatchMemory, into slabs reused batch after batch.
+ * buffer per column buffer or, with a ReusedBatchMemory, into slabs reused batch after batch.
  */
 import * as arrow from 'apache-arrow';
 import { ParquetFile, wasmMemory, type RecordBatch as WasmRecordBatch } from 'parquet-wasm';
@@ -347,7 +347,7 @@ function rewriteFooter(footer: ParquetFooter, g: number, newStart: Map<number, n
  * batch of at most DECODE_BATCH_ROWS rows; with `columns`, only those (in file order). parquet-wasm's stream
  * decodes batch by batch, so its memory holds the compressed row group and one decoded batch, not
  * the decoded row group (the sync readParquet decodes it whole and ignores projections). Each
- * batch's buffers go into one region of `memory` (see arrow-import.ts for what that means for
+ * batch's buffers go into `memory` (see arrow-import.ts for what that means for
  * how long a batch stays valid).
  */
 export async function* decodeRowGroupBatches(bytes: ParquetBytes, columns?: readonly string[], memory: BatchMemory = freshBatchMemory): AsyncGenerator<arrow.Table> {

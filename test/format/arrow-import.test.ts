@@ -114,6 +114,43 @@ describe('importWasmBatch', () => {
   });
 });
 
+describe('freshBatchMemory', () => {
+  it('gives every buffer of every batch an ArrayBuffer of its own, so a kept batch never changes (randomized)', async () => {
+    // Prepare: edge and random rows of every type (validity bitmaps, offsets, values), small batches.
+    const seed = testSeed('format.arrow-import.fresh');
+    const r = rng(seed);
+    const base = allTypeFields();
+    const rows = [...edgeRows(), ...randomRows(r, base, 300)];
+    const table = rowsToTable(base, rows, { sequence: rows.map((_, i) => i), kind: rows.map((_, i) => i % 4) });
+    const bytes = writeDataFile(table, { compression: 'zstd', rowGroupSize: 120 });
+    const kept: { table: arrow.Table; rowsWhenTaken: string }[] = [];
+    // Act: import and keep every batch; the wasm batches are freed (their memory reused) as we go.
+    await eachWasmBatch(bytes, r.int(7, 40), (b) => {
+      const t = importOf(b)!;
+      b.free();
+      kept.push({ table: t, rowsWhenTaken: JSON.stringify(tableToRows(t, FIELDS), (_, v) => (typeof v === 'bigint' ? String(v) : v)) });
+    });
+    // Assess: each buffer is a whole ArrayBuffer no other buffer shares, and every kept batch still holds its rows.
+    const seen = new Set<ArrayBufferLike>();
+    let buffers = 0;
+    for (const { table: t } of kept) {
+      for (const d of t.data.flatMap((batch) => batch.children)) {
+        for (const v of [d.nullBitmap, d.values, d.valueOffsets] as (ArrayBufferView | undefined)[]) {
+          if (v === undefined || v === null || v.byteLength === 0) continue;
+          buffers++;
+          expect(v.byteOffset, `seed ${seed}`).toBe(0);
+          expect(v.byteLength, `seed ${seed}`).toBe(v.buffer.byteLength);
+          expect(seen.has(v.buffer), `seed ${seed}`).toBe(false);
+          seen.add(v.buffer);
+        }
+      }
+    }
+    expect(kept.length).toBeGreaterThan(5);
+    expect(buffers).toBeGreaterThan(kept.length * base.length);
+    expect(kept.map((k) => JSON.stringify(tableToRows(k.table, FIELDS), (_, v) => (typeof v === 'bigint' ? String(v) : v)))).toEqual(kept.map((k) => k.rowsWhenTaken));
+  });
+});
+
 describe('parquetBytes', () => {
   it('slices what the concatenated parts hold, and hands back a fetched range whole without a copy (randomized)', async () => {
     const seed = testSeed('format.parquet-bytes');
