@@ -57,6 +57,20 @@ interface HeldInput {
   buckets: Int32Array;
 }
 
+/**
+ * The last large unpartitioned `writeArrow` table, routed but not yet split into its buckets'
+ * buffers (see `deferSplit`): each bucket's rows are copied into its buffer in that bucket's turn
+ * of a pooled flush, or before anything else is buffered or flushed.
+ */
+interface DeferredInput {
+  table: arrow.Table;
+  /** Per bucket, its rows of `table` in arrival order; emptied once copied into the bucket's buffer. */
+  rows: Uint32Array[];
+  /** Approximate bytes of the rows not yet copied (counted against write-buffer-size like buffered rows). */
+  bytes: number;
+  bytesPerRow: number;
+}
+
 export interface WriterOptions {
   /** Who commits (recorded in each snapshot). A commit identifier given to `commit()` is unique in the table whatever the user. @default `writer-<random uuid>` */
   commitUser?: string;
@@ -114,6 +128,8 @@ export class TableWriter {
   private held: HeldInput[] = [];
   private heldRows = 0;
   private heldBytes = 0;
+  /** A large table whose split into buckets waits for the flush (see deferSplit); only while nothing is held. */
+  private deferred: DeferredInput | null = null;
 
   constructor(
     readonly table: Table,
@@ -263,6 +279,12 @@ export class TableWriter {
       const indices = Array.from(counts, (c) => new Uint32Array(c));
       const fill = new Uint32Array(numBuckets);
       for (let i = 0; i < n; i++) indices[buckets[i]][fill[buckets[i]]++] = i;
+      if (numBuckets > 1 && this.pooledFlushPossible()) {
+        this.deferSplit(flat, indices);
+        this.rows += n;
+        await this.boundMemory();
+        return;
+      }
       indices.forEach((idx, b) => idx.length && groups.set(`\u0000${b}`, idx));
     } else {
       await this.releaseHeld();
@@ -293,6 +315,8 @@ export class TableWriter {
    * buffered or flushed.
    */
   private async hold(flat: arrow.Table, buckets: Int32Array): Promise<void> {
+    // A deferred table came first: its rows reach the buffers before these.
+    this.releaseDeferred();
     const first = this.held[0]?.table.schema;
     if (first && !sameColumns(first, flat.schema)) await this.releaseHeld();
     this.bucketWriter(`\u0000${buckets[0]}`).buffer.checkTable(flat);
@@ -303,10 +327,68 @@ export class TableWriter {
   }
 
   /**
-   * Buffers the held tables: each bucket's rows of all of them, in arrival order, gathered into one
-   * table at once, as its buffer would have received them table by table.
+   * True when this writer's flushes may run on the encoder pool (a write buffer large enough to
+   * afford its workers, and workers available here): only then is splitting a table by bucket
+   * worth deferring to the flush, where it overlaps the workers' encoding.
    */
-  private async releaseHeld(): Promise<void> {
+  private pooledFlushPossible(): boolean {
+    return this.table.options.writeBufferSize >= PARALLEL_MIN_WRITE_BUFFER && encoderPool().available;
+  }
+
+  /**
+   * Keeps a routed table (`rows`: each bucket's rows of it, in arrival order) unsplit until the
+   * flush: a pooled flush then copies each bucket's rows into its buffer in that bucket's turn
+   * (`flushBucket`), so the workers start encoding the first bucket while this thread splits and
+   * sorts the next, instead of waiting for every bucket to be split first. Like a held table it is
+   * checked now, counted against write-buffer-size, and referenced, not copied (the caller must not
+   * change its buffers afterwards). Any later write, or a flush off the pool, splits it first.
+   */
+  private deferSplit(flat: arrow.Table, rows: Uint32Array[]): void {
+    const first = rows.findIndex((r) => r.length > 0);
+    this.bucketWriter(`\u0000${first}`).buffer.checkTable(flat);
+    // Every bucket it writes to has its writer now, so commit sees it as touched.
+    rows.forEach((r, b) => r.length > 0 && this.bucketWriter(`\u0000${b}`));
+    const bytes = approximateBytes(flat);
+    this.deferred = { table: flat, rows, bytes, bytesPerRow: bytes / flat.numRows };
+  }
+
+  /** Rows of the deferred table waiting for a bucket (0 when none). */
+  private deferredRows(bw: BucketWriter): number {
+    return this.deferred !== null && bw.partition === '' ? (this.deferred.rows[bw.bucket]?.length ?? 0) : 0;
+  }
+
+  /** True when a bucket has rows to flush: buffered, or waiting in the deferred table. */
+  private hasRows(bw: BucketWriter): boolean {
+    return bw.buffer.size > 0 || this.deferredRows(bw) > 0;
+  }
+
+  /** Copies the deferred table's rows of one bucket into its buffer (arrival order kept: nothing else was buffered since). */
+  private releaseDeferredBucket(bw: BucketWriter): void {
+    const d = this.deferred;
+    const count = this.deferredRows(bw);
+    if (d === null || count === 0) return;
+    const rows = d.rows[bw.bucket];
+    d.rows[bw.bucket] = new Uint32Array(0);
+    d.bytes = Math.max(0, d.bytes - count * d.bytesPerRow);
+    if (d.rows.every((r) => r.length === 0)) this.deferred = null;
+    bw.buffer.addTable(count === d.table.numRows ? d.table : takeRows(d.table, rows));
+  }
+
+  /** Copies every bucket's rows of the deferred table into its buffer. */
+  private releaseDeferred(): void {
+    const d = this.deferred;
+    if (d === null) return;
+    d.rows.forEach((r, b) => r.length > 0 && this.releaseDeferredBucket(this.bucketWriter(`\u0000${b}`)));
+    this.deferred = null;
+  }
+
+  /**
+   * Buffers the held tables: each bucket's rows of all of them, in arrival order, gathered into one
+   * table at once, as its buffer would have received them table by table; then (unless
+   * `keepDeferred`, for a flush that splits it bucket by bucket) the deferred table.
+   */
+  private async releaseHeld(opts: { keepDeferred?: boolean } = {}): Promise<void> {
+    if (!opts.keepDeferred) this.releaseDeferred();
     const held = this.held;
     if (held.length === 0) return;
     this.held = [];
@@ -381,14 +463,14 @@ export class TableWriter {
   private async boundMemory(): Promise<void> {
     const limit = this.table.options.writeBufferSize;
     for (;;) {
-      let total = this.heldBytes;
+      let total = this.heldBytes + (this.deferred?.bytes ?? 0);
       let largest: BucketWriter | undefined;
       for (const bw of this.buckets.values()) {
         total += bw.buffer.memoryBytes;
         if (!largest || bw.buffer.memoryBytes > largest.buffer.memoryBytes) largest = bw;
       }
       if (total < limit) return;
-      if (this.heldBytes > 0) {
+      if (this.heldBytes > 0 || this.deferred !== null) {
         await this.releaseHeld();
         continue;
       }
@@ -400,15 +482,18 @@ export class TableWriter {
   /** Flushes every buffer to level-0 files and returns the batch to commit (nothing is committed). */
   async prepareCommit(): Promise<CommitBatch> {
     await this.pendingWrites;
-    await this.releaseHeld();
-    const filled = [...this.buckets.values()].filter((bw) => bw.buffer.size > 0);
-    const bytes = filled.reduce((s, bw) => s + bw.buffer.size * bw.buffer.bytesPerRecord, 0);
+    await this.releaseHeld({ keepDeferred: true });
+    const filled = [...this.buckets.values()].filter((bw) => this.hasRows(bw));
+    const bytes = filled.reduce((s, bw) => s + bw.buffer.size * bw.buffer.bytesPerRecord, 0) + (this.deferred?.bytes ?? 0);
     // Enough rows (the pool's minFlushBytes, see PARALLEL_FLUSH_BYTES) and a write buffer large
     // enough to afford the workers (PARALLEL_MIN_WRITE_BUFFER); one bucket's file too, its row
     // groups spread over the workers.
     const roomy = this.table.options.writeBufferSize >= PARALLEL_MIN_WRITE_BUFFER;
-    if (filled.some((bw) => bw.buffer.spilledRuns > 0)) this.spillBeforeFlush(filled);
+    const spilled = filled.some((bw) => bw.buffer.spilledRuns > 0);
     const pool = roomy && bytes >= encoderPool().minFlushBytes ? encoderPool() : undefined;
+    // The deferred table is split bucket by bucket only by the pooled flush of in-memory buffers.
+    if (spilled || !pool?.available) this.releaseDeferred();
+    if (spilled) this.spillBeforeFlush(filled);
     if (pool?.available) {
       // Side by side: each bucket's file goes to a worker's encoder while this thread sorts and
       // gathers the next pieces. Every flush is awaited before a failure is thrown, so no file is
@@ -458,11 +543,11 @@ export class TableWriter {
   async commit(commitIdentifier?: string, opts: { overwrite?: OverwriteMode } = {}): Promise<CommitResult> {
     // Every write called before the commit is in it, awaited or not.
     await this.pendingWrites;
-    await this.releaseHeld();
+    await this.releaseHeld({ keepDeferred: true });
     if (opts.overwrite !== undefined) return this.commitOverwrite(commitIdentifier, opts.overwrite);
     const rows = this.rows;
-    // Buckets this commit writes to: rows still buffered, or already flushed to pending files.
-    const touched = [...this.buckets.values()].filter((bw) => bw.buffer.size > 0 || this.pendingData.some((f) => f.partition === bw.partition && f.bucket === bw.bucket));
+    // Buckets this commit writes to: rows still buffered (or deferred), or already flushed to pending files.
+    const touched = [...this.buckets.values()].filter((bw) => this.hasRows(bw) || this.pendingData.some((f) => f.partition === bw.partition && f.bucket === bw.bucket));
     await this.table.commitHooks.beforeAppendCommit(this.table, touched);
     const batch = await this.prepareCommit();
     this.rows = 0;
@@ -499,7 +584,7 @@ export class TableWriter {
   private async commitOverwrite(commitIdentifier: string | undefined, mode: OverwriteMode): Promise<CommitResult> {
     const fresh = commitIdentifier === undefined;
     const rows = this.rows;
-    const touched = new Set([...this.buckets.values()].filter((bw) => bw.buffer.size > 0).map((bw) => bw.partition));
+    const touched = new Set([...this.buckets.values()].filter((bw) => this.hasRows(bw)).map((bw) => bw.partition));
     for (const f of this.pendingData) touched.add(f.partition);
     const batch = await this.prepareCommit();
     this.rows = 0;
@@ -529,6 +614,7 @@ export class TableWriter {
     this.held = [];
     this.heldRows = 0;
     this.heldBytes = 0;
+    this.deferred = null;
     for (const bw of this.buckets.values()) await bw.buffer.close();
     this.buckets.clear();
   }
@@ -572,17 +658,18 @@ export class TableWriter {
     // An in-memory buffer is at most write-buffer-size: one file. A spilled one may hold far more
     // than memory; its merge streams out into files rolled at target-file-size.
     const target = bw.buffer.spilledRuns > 0 ? this.table.options.targetFileSize : Infinity;
-    const bytesPerRow = Math.max(1, bw.buffer.bytesPerRecord);
     const where = { partition: bw.partition, bucket: bw.bucket, totalBuckets: this.partitionBuckets.get(bw.partition) ?? this.numBuckets };
     // On the pool, the workers gather the merged rows too: this thread sorts and merges, then
     // goes on to the next bucket while they gather and encode this one's row groups.
-    const copy = bw.buffer.memoryBytes;
-    if (pool && shared && copy <= shared.limit) {
-      // One bucket at a time sorts, merges and posts its row groups; the next one starts as soon
-      // as this one has posted its last, so it sorts while the workers encode this one's.
+    if (pool && shared) {
+      // One bucket at a time splits (its rows of a deferred table), sorts, merges and posts its
+      // row groups; the next one starts as soon as this one has posted its last, so it is split
+      // and sorted while the workers encode this one's.
       const leave = await shared.enter();
       try {
-        const plan = bw.buffer.takeGatherPlan();
+        this.releaseDeferredBucket(bw);
+        const copy = bw.buffer.memoryBytes;
+        const plan = copy <= shared.limit ? bw.buffer.takeGatherPlan() : null;
         if (plan !== null) {
           await shared.acquire(copy);
           try {
@@ -597,6 +684,8 @@ export class TableWriter {
         leave();
       }
     }
+    this.releaseDeferredBucket(bw);
+    const bytesPerRow = Math.max(1, bw.buffer.bytesPerRecord);
     const data = new RollingFileSink(target, bytesPerRow, 1, () => openLevel0File(this.table, where, 'data', pool), (f) => void this.pendingData.push(f));
     const changelog = new RollingFileSink(target, bytesPerRow, 1, () => openLevel0File(this.table, where, 'changelog', pool), (f) => void this.pendingChangelog.push(f));
     try {
