@@ -242,7 +242,9 @@ export class TableWriter {
 
   /**
    * Buffers an Arrow table with the table's columns (by name) and an optional `_VALUE_KIND`
-   * column: the bulk path, with no row objects.
+   * column: the bulk path, with no row objects. The writer may keep referencing the table's
+   * buffers until the next commit (small and large tables are held before they are split by
+   * bucket): do not change them afterwards.
    */
   writeArrow(data: arrow.Table): Promise<void> {
     return this.inOrder(() => this.writeTable(data));
