@@ -34,6 +34,13 @@ function synth(opts: { thresholds?: VarveAlarmThresholds; topic?: 'warehouse' | 
   return { stack, table, consumer, topic, template: Template.fromStack(stack) };
 }
 
+/** The default stack, synthesised once for the tests that only read it (each synth is ≈ 0.5–1 s of CPU). */
+let defaultSynth: ReturnType<typeof synth> | undefined;
+function synthDefault(): ReturnType<typeof synth> {
+  defaultSynth ??= synth();
+  return defaultSynth;
+}
+
 function alarms(template: Template): Resource[] {
   return Object.values(resourcesOf(template, 'AWS::CloudWatch::Alarm'));
 }
@@ -51,7 +58,7 @@ function watched(a: Resource): string {
 describe('table and consumer alarms', () => {
   it('sends every alarm of the table and the consumer to the topic, on ALARM and on OK', () => {
     // Prepare / Act
-    const { template, topic, table, consumer } = synth();
+    const { template, topic, table, consumer } = synthDefault();
     // Assess: every alarm in the template is one of the constructs' and notifies the topic
     const all = alarms(template);
     expect(all).toHaveLength(table.alarms.alarms.length + consumer.alarms.alarms.length);
@@ -64,7 +71,7 @@ describe('table and consumer alarms', () => {
   });
 
   it('points every alarm at a runbook section of docs/AWS.md that exists', () => {
-    const { template } = synth();
+    const { template } = synthDefault();
     const doc = readFileSync(path.join(PROJECT_ROOT, 'docs', 'AWS.md'), 'utf8');
     const kinds = new Set(alarms(template).map((a) => /#([a-z-]+)$/.exec(a.Properties.AlarmDescription as string)![1]));
     expect(kinds.size).toBe(11);
@@ -80,7 +87,7 @@ describe('table and consumer alarms', () => {
   });
 
   it('alarms on errors and throttles of every function', () => {
-    const { template, table, consumer } = synth();
+    const { template, table, consumer } = synthDefault();
     const fns = [table.ingestFunction, table.commitFunction!, table.compactFunction, table.expireFunction, consumer.discoverFunction, consumer.readFunction];
     for (const metric of ['Errors', 'Throttles']) {
       const found = alarmsOn(template, metric);
@@ -106,7 +113,7 @@ describe('table and consumer alarms', () => {
   });
 
   it('alarms on every dead-letter queue as soon as one message lands, expiry and discovery failures included', () => {
-    const { template, table, consumer } = synth();
+    const { template, table, consumer } = synthDefault();
     const dlqs = [...table.deadLetterQueues, ...consumer.deadLetterQueues];
     // ingest, compact, expire failures, commit; split, discover
     expect(dlqs).toHaveLength(6);
@@ -125,7 +132,7 @@ describe('table and consumer alarms', () => {
   });
 
   it('alarms on p99 commit latency and on commit conflicts of the table; no commits is fine', () => {
-    const { template } = synth();
+    const { template } = synthDefault();
     const dims = [
       { Name: 'service', Value: 'varve' },
       { Name: 'table', Value: 'shop.orders' },
@@ -146,7 +153,7 @@ describe('table and consumer alarms', () => {
   });
 
   it('alarms when expiry stops running: no invocation in an hour is breaching', () => {
-    const { template, table } = synth();
+    const { template, table } = synthDefault();
     const [expiry] = alarmsOn(template, 'Invocations');
     expect(watched(expiry)).toBe(logicalId(table.expireFunction));
     expect(expiry.Properties).toMatchObject({
@@ -159,7 +166,7 @@ describe('table and consumer alarms', () => {
   });
 
   it('alarms on consumer lag in snapshots and in seconds; no lag reported is breaching (discovery is broken)', () => {
-    const { template } = synth();
+    const { template } = synthDefault();
     const dims = [
       { Name: 'consumer', Value: 'orders-audit' },
       { Name: 'service', Value: 'varve' },
@@ -178,7 +185,7 @@ describe('table and consumer alarms', () => {
   });
 
   it('alarms at the first ConsumerExpired or ConsumerSnapshotsSkipped data point of the consumer; none reported is fine', () => {
-    const { template } = synth();
+    const { template } = synthDefault();
     for (const metric of ['ConsumerExpired', 'ConsumerSnapshotsSkipped']) {
       const found = alarmsOn(template, metric);
       expect(found, metric).toHaveLength(1);
@@ -206,7 +213,7 @@ describe('table and consumer alarms', () => {
 
 describe('failure destinations of scheduled work', () => {
   it('sends a failed expiry run, and an expiry event EventBridge could not deliver, to the expiry DLQ', () => {
-    const { template, table } = synth();
+    const { template, table } = synthDefault();
     const configs = Object.values(resourcesOf(template, 'AWS::Lambda::EventInvokeConfig'));
     const expire = configs.find((c) => c.Properties.FunctionName.Ref === logicalId(table.expireFunction));
     expect(expire?.Properties.DestinationConfig.OnFailure.Destination['Fn::GetAtt'][0]).toBe(logicalId(table.expireFailures));
@@ -219,7 +226,7 @@ describe('failure destinations of scheduled work', () => {
   });
 
   it('feeds discovery through a single-group FIFO queue with a DLQ instead of reserved concurrency 1 (no throttles)', () => {
-    const { template, consumer } = synth();
+    const { template, consumer } = synthDefault();
     const fn = resourcesOf(template, 'AWS::Lambda::Function')[logicalId(consumer.discoverFunction)];
     expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
     const queue = resourcesOf(template, 'AWS::SQS::Queue')[logicalId(consumer.discoverQueue)];
@@ -244,7 +251,7 @@ describe('failure destinations of scheduled work', () => {
 
 describe('dashboards', () => {
   it('has one dashboard per table and per consumer showing commits, conflicts, sorted runs, lag and dead letters', () => {
-    const { stack, template, table, consumer } = synth();
+    const { stack, template, table, consumer } = synthDefault();
     const dashboards = resourcesOf(template, 'AWS::CloudWatch::Dashboard');
     expect(Object.keys(dashboards).sort()).toEqual([logicalId(table.dashboard), logicalId(consumer.dashboard)].sort());
     const body = (d: { node: unknown }) => JSON.stringify(stack.resolve((d as unknown as { node: { defaultChild: { dashboardBody: unknown } } }).node.defaultChild.dashboardBody));

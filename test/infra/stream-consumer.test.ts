@@ -35,9 +35,16 @@ function synth(props: Partial<StreamConsumerProps> = {}) {
   return { stack, warehouse, table, consumer, template: Template.fromStack(stack) };
 }
 
+/** The default stack, synthesised once for the tests that only read it (each synth is ≈ 0.5–1 s of CPU). */
+let defaultSynth: ReturnType<typeof synth> | undefined;
+function synthDefault(): ReturnType<typeof synth> {
+  defaultSynth ??= synth();
+  return defaultSynth;
+}
+
 describe('StreamConsumer split queue', () => {
   it('is a high-throughput FIFO with explicit deduplication and a FIFO DLQ after 10 × the own-failure budget of receives', () => {
-    const { template, consumer } = synth();
+    const { template, consumer } = synthDefault();
     const queues = resourcesOf(template, 'AWS::SQS::Queue');
     const split = queues[logicalId(consumer.splitQueue)].Properties;
     expect(split).toMatchObject({
@@ -69,7 +76,7 @@ describe('StreamConsumer split queue', () => {
 
 describe('StreamConsumer discovery', () => {
   it('is serialised by its single-group FIFO trigger queue, not by reserved concurrency; Node.js 22 on arm64', () => {
-    const { template, consumer } = synth();
+    const { template, consumer } = synthDefault();
     const fn = resourcesOf(template, 'AWS::Lambda::Function')[logicalId(consumer.discoverFunction)].Properties;
     expect(fn).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'] });
     expect(fn.ReservedConcurrentExecutions).toBeUndefined();
@@ -77,7 +84,7 @@ describe('StreamConsumer discovery', () => {
   });
 
   it('gets the consumer id and the split queue URL', () => {
-    const { template, consumer, stack } = synth();
+    const { template, consumer, stack } = synthDefault();
     const env = envOf(template, consumer.discoverFunction);
     expect(env).toMatchObject({
       VARVE_TABLE: 'shop.orders',
@@ -89,7 +96,7 @@ describe('StreamConsumer discovery', () => {
 
   it('runs every minute and on every Snapshot Committed event of its table', () => {
     // Prepare / Act
-    const { template, consumer, warehouse } = synth();
+    const { template, consumer, warehouse } = synthDefault();
     const target = { 'Fn::GetAtt': [logicalId(consumer.discoverQueue), 'Arn'] };
     const rules = Object.values(resourcesOf(template, 'AWS::Events::Rule')).filter((r) =>
       (r.Properties.Targets as { Arn: unknown }[]).some((t) => JSON.stringify(t.Arn) === JSON.stringify(target)),
@@ -108,7 +115,7 @@ describe('StreamConsumer discovery', () => {
   });
 
   it('reads the table, writes only its consumer file, and sends only to its split queue', () => {
-    const { template, consumer } = synth();
+    const { template, consumer } = synthDefault();
     const stmts = functionStatements(template, consumer.discoverFunction);
     expect(granting(stmts, 's3:GetObject').flatMap(resourceList).map(objectSuffix)).toEqual(['/warehouse/shop.db/orders/*']);
     // Exactly its own consumer file and the files beside it ('@' never occurs in a consumer id),
@@ -127,7 +134,7 @@ describe('StreamConsumer discovery', () => {
 
 describe('StreamConsumer reader', () => {
   it('consumes the split queue in batches of 10 with ReportBatchItemFailures and no batching window', () => {
-    const { template, consumer } = synth();
+    const { template, consumer } = synthDefault();
     const esm = Object.values(resourcesOf(template, 'AWS::Lambda::EventSourceMapping')).find(
       (e) => e.Properties.EventSourceArn['Fn::GetAtt'][0] === logicalId(consumer.splitQueue),
     )!;
@@ -157,7 +164,7 @@ describe('StreamConsumer reader', () => {
   });
 
   it('writes progress and split fences only beside its own consumer file', () => {
-    const { template, consumer } = synth();
+    const { template, consumer } = synthDefault();
     const stmts = functionStatements(template, consumer.readFunction);
     const put = granting(stmts, 's3:PutObject').flatMap(resourceList).map(objectSuffix).sort();
     expect(put).toEqual([

@@ -25,6 +25,13 @@ function synth(props: Partial<VarveTableProps> = {}) {
   return { stack, warehouse, table, template: Template.fromStack(stack) };
 }
 
+/** The default stack, synthesised once for the tests that only read it (each synth is ≈ 0.5–1 s of CPU). */
+let defaultSynth: ReturnType<typeof synth> | undefined;
+function synthDefault(): ReturnType<typeof synth> {
+  defaultSynth ??= synth();
+  return defaultSynth;
+}
+
 /** The object-key suffixes (after the bucket ARN) a statement set grants `action` on. */
 function objectKeys(stmts: Statement[], action: string): string[] {
   return granting(stmts, action).flatMap((s) => resourceList(s).map((r) => objectSuffix(r) ?? JSON.stringify(r)));
@@ -32,13 +39,13 @@ function objectKeys(stmts: Statement[], action: string): string[] {
 
 describe('VarveTable queues', () => {
   it('creates ingest, rejects, commit and compaction queues with dead-letter queues in queue mode', () => {
-    const { template } = synth();
+    const { template } = synthDefault();
     // ingest + DLQ, rejects, commit + DLQ, compact + DLQ, expiry failures
     template.resourceCountIs('AWS::SQS::Queue', 8);
   });
 
   it('tags each queue with a DLQ, and the DLQ, with the table and queue kind, for varve redrive', () => {
-    const { template, table } = synth();
+    const { template, table } = synthDefault();
     const queues = resourcesOf(template, 'AWS::SQS::Queue');
     const tagsOf = (q: { node: unknown }) => Object.fromEntries((queues[logicalId(q as never)].Properties.Tags ?? []).map((t: { Key: string; Value: string }) => [t.Key, t.Value]));
     expect(tagsOf(table.commitQueue!)).toMatchObject({ 'varve:table': 'shop.orders', 'varve:queue': 'commit' });
@@ -50,7 +57,7 @@ describe('VarveTable queues', () => {
   });
 
   it('makes the commit queue FIFO with explicit deduplication and a FIFO DLQ after 5 receives', () => {
-    const { template, table } = synth();
+    const { template, table } = synthDefault();
     const queues = resourcesOf(template, 'AWS::SQS::Queue');
     const commit = queues[logicalId(table.commitQueue!)].Properties;
     expect(commit.FifoQueue).toBe(true);
@@ -63,7 +70,7 @@ describe('VarveTable queues', () => {
   });
 
   it('makes the compaction queue a high-throughput FIFO grouped per bucket with a FIFO DLQ', () => {
-    const { template, table } = synth();
+    const { template, table } = synthDefault();
     const queues = resourcesOf(template, 'AWS::SQS::Queue');
     const compact = queues[logicalId(table.compactQueue)].Properties;
     expect(compact).toMatchObject({
@@ -77,7 +84,7 @@ describe('VarveTable queues', () => {
   });
 
   it('keeps the ingest queue standard with a DLQ, and the rejects queue for 14 days', () => {
-    const { template, table } = synth();
+    const { template, table } = synthDefault();
     const queues = resourcesOf(template, 'AWS::SQS::Queue');
     const ingest = queues[logicalId(table.ingestQueue)].Properties;
     expect(ingest.FifoQueue).toBeUndefined();
@@ -86,7 +93,7 @@ describe('VarveTable queues', () => {
   });
 
   it('encrypts every queue and denies non-TLS access to it', () => {
-    const { template } = synth();
+    const { template } = synthDefault();
     for (const q of Object.values(resourcesOf(template, 'AWS::SQS::Queue'))) expect(q.Properties.SqsManagedSseEnabled).toBe(true);
     const policies = Object.values(resourcesOf(template, 'AWS::SQS::QueuePolicy'));
     const queuesWithTlsDeny = policies
@@ -110,7 +117,7 @@ describe('VarveTable queues', () => {
 
 describe('VarveTable functions', () => {
   it('runs every function on Node.js 22, arm64, with active tracing and a one-month log group', () => {
-    const { template } = synth();
+    const { template } = synthDefault();
     const fns = Object.values(resourcesOf(template, 'AWS::Lambda::Function')).filter((f) => f.Properties.Runtime?.startsWith('nodejs'));
     expect(fns).toHaveLength(4);
     const logGroups = resourcesOf(template, 'AWS::Logs::LogGroup');
@@ -122,7 +129,7 @@ describe('VarveTable functions', () => {
   });
 
   it('sizes the functions: ingest and commit 60 s, compaction 15 min with 3008 MB and 2 GiB /tmp, expiry 5 min', () => {
-    const { template, table } = synth();
+    const { template, table } = synthDefault();
     const fns = resourcesOf(template, 'AWS::Lambda::Function');
     expect(fns[logicalId(table.ingestFunction)].Properties.Timeout).toBe(60);
     expect(fns[logicalId(table.commitFunction!)].Properties.Timeout).toBe(60);
@@ -144,7 +151,7 @@ describe('VarveTable functions', () => {
 
   it('sets the environment contract of each function exactly', () => {
     // Prepare / Act
-    const { template, table, warehouse, stack } = synth();
+    const { template, table, warehouse, stack } = synthDefault();
     const r = (v: unknown) => stack.resolve(v);
     const base = {
       VARVE_WAREHOUSE: r(warehouse.uri),
@@ -185,7 +192,7 @@ describe('VarveTable functions', () => {
 
 describe('VarveTable event sources and triggers', () => {
   it('subscribes every queue consumer with ReportBatchItemFailures and FIFO-legal batches', () => {
-    const { template, table } = synth();
+    const { template, table } = synthDefault();
     const esms = Object.values(resourcesOf(template, 'AWS::Lambda::EventSourceMapping'));
     expect(esms).toHaveLength(3);
     const byQueue = Object.fromEntries(esms.map((e) => [e.Properties.EventSourceArn['Fn::GetAtt'][0], e.Properties]));
@@ -200,7 +207,7 @@ describe('VarveTable event sources and triggers', () => {
 
   it('gives every queue a visibility timeout of at least 6× its consumer timeout', () => {
     // Prepare
-    const { template } = synth();
+    const { template } = synthDefault();
     const queues = resourcesOf(template, 'AWS::SQS::Queue');
     const fns = resourcesOf(template, 'AWS::Lambda::Function');
     // Act / Assess: every mapping of the template, whichever it is
@@ -224,7 +231,7 @@ describe('VarveTable event sources and triggers', () => {
 
   it('routes S3 Object Created events under the inbox prefix to ingest, with EventBridge on for the bucket', () => {
     // Prepare / Act
-    const { template, table, warehouse } = synth();
+    const { template, table, warehouse } = synthDefault();
     // Assess
     template.hasResourceProperties('Custom::S3BucketNotifications', {
       BucketName: { Ref: logicalId(warehouse.bucket) },
@@ -250,7 +257,7 @@ describe('VarveTable event sources and triggers', () => {
   });
 
   it('sends inbox events that ingest keeps failing on to the ingest DLQ', () => {
-    const { template, table } = synth();
+    const { template, table } = synthDefault();
     const configs = Object.values(resourcesOf(template, 'AWS::Lambda::EventInvokeConfig')).filter(
       (c) => c.Properties.FunctionName.Ref === logicalId(table.ingestFunction),
     );
@@ -308,7 +315,7 @@ describe('VarveTable IAM', () => {
   });
 
   it('limits object access of every function to the table prefix (ingest also reads and deletes in its inbox)', () => {
-    const { template, table } = synth();
+    const { template, table } = synthDefault();
     for (const fn of [table.ingestFunction, table.commitFunction!, table.compactFunction, table.expireFunction]) {
       const stmts = functionStatements(template, fn);
       for (const action of ['s3:GetObject', 's3:PutObject', 's3:DeleteObject']) {
@@ -329,7 +336,7 @@ describe('VarveTable IAM', () => {
   });
 
   it('gives each function exactly the object actions its role needs', () => {
-    const { template, table } = synth();
+    const { template, table } = synthDefault();
     const has = (fn: typeof table.ingestFunction, action: string) => objectKeys(functionStatements(template, fn), action).includes(TABLE);
     // queue-mode ingest writes level-0 files; it commits nothing and deletes only inbox files it ingested
     expect([has(table.ingestFunction, 's3:GetObject'), has(table.ingestFunction, 's3:PutObject')]).toEqual([true, true]);
@@ -351,7 +358,7 @@ describe('VarveTable IAM', () => {
   });
 
   it('reads the catalog with GetItem and Query only', () => {
-    const { template, table } = synth();
+    const { template, table } = synthDefault();
     const dynamo = allIdentityStatements(template).filter((s) => actionsOf(s).some((a) => a.startsWith('dynamodb:')));
     expect(dynamo.length).toBeGreaterThan(0);
     for (const s of dynamo) {
@@ -361,7 +368,7 @@ describe('VarveTable IAM', () => {
   });
 
   it('lets queue-mode ingest send to the commit and rejects queues but not commit itself', () => {
-    const { template, table } = synth();
+    const { template, table } = synthDefault();
     const stmts = functionStatements(template, table.ingestFunction);
     const sendTo = granting(stmts, 'sqs:SendMessage').flatMap(resourceList);
     expect(sendTo).toContainEqual({ 'Fn::GetAtt': [logicalId(table.commitQueue!), 'Arn'] });
@@ -383,7 +390,7 @@ describe('VarveTable IAM', () => {
   });
 
   it('lets commit and compaction put events on the warehouse bus, and commit enqueue compaction and reject poison', () => {
-    const { template, table } = synth();
+    const { template, table } = synthDefault();
     const bus = { 'Fn::GetAtt': [logicalId(table.warehouse.eventBus), 'Arn'] };
     expect(granting(functionStatements(template, table.commitFunction!), 'events:PutEvents').flatMap(resourceList)).toEqual([bus]);
     expect(granting(functionStatements(template, table.compactFunction), 'events:PutEvents').flatMap(resourceList)).toEqual([bus]);
