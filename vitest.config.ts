@@ -21,7 +21,7 @@ const LONG_FILES = [
 ];
 
 /** Directories whose tests run in shared forks (project `unit`). */
-const UNIT = ['schema', 'manifest', 'mergetree', 'snapshot', 'iceberg', 'catalog'].map((d) => `test/${d}/**/*.test.ts`);
+const UNIT = ['schema', 'manifest', 'mergetree', 'snapshot', 'iceberg', 'catalog', 'stream', 'maintenance'].map((d) => `test/${d}/**/*.test.ts`);
 
 class LongFilesFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
@@ -49,9 +49,9 @@ export default defineConfig({
     sequence: { sequencer: LongFilesFirst },
     projects: [
       { extends: true, test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: ['test/infra/**', ...UNIT] } },
-      // The pure model tests share their forks too (schema, manifest, merge tree, snapshot, Iceberg,
-      // catalog: no module mocks, spies, env or worker-pool settings, each on its own temp folder):
-      // a fresh fork per file cost ≈ 0.55 s of CPU in imports (35 files: 50 s → 30 s of CPU).
+      // The model, stream and maintenance tests share their forks too (no module mocks, spies, env
+      // or worker-pool settings; each on its own temp folder): a fresh fork per file paid the imports
+      // and the decode and merge pools' worker start again (85 files: 256 s → 116 s of CPU).
       { extends: true, test: { name: 'unit', include: UNIT, isolate: false } },
       // The CDK assertion tests share their forks (isolate: false): each file only builds new Apps
       // and reads their templates, and a fresh fork per file paid aws-cdk-lib's load and warm-up
