@@ -209,7 +209,9 @@ async function peek(chunks: AsyncIterable<arrow.Table>): Promise<{ first: arrow.
 export function* cutPieces(pieces: AlignedPiece[], keyColumns: string[], maxRows: number): Generator<AlignedPiece[]> {
   let total = 0;
   for (const p of pieces) total += p.table.numRows;
-  if (total <= maxRows || pieces.length === 0) {
+  // No rows: no step (a step always holds a row).
+  if (total === 0) return;
+  if (total <= maxRows) {
     yield pieces;
     return;
   }
