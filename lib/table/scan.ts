@@ -67,6 +67,10 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
     for (const id of [...groups.keys()].sort()) {
       const files = groups.get(id)!;
       const entryOf = new Map(files.map((f) => [f.file, f]));
+      const keyOf = (meta: ManifestEntry['file']) => {
+        const e = entryOf.get(meta)!;
+        return dataFileKey(table.path, e.partition, e.bucket, meta.fileName);
+      };
       if (remaining <= 0) break;
       // An append table's files are read one after another in sequence order (they never overlap
       // in sequence numbers); a keyed table's are merged per section of overlapping key ranges.
@@ -80,16 +84,12 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
           // One file alone in its key range: each key has one record there, so the merged rows are
           // its rows without the retractions. Its sequence numbers are never needed (8 of the bytes
           // a row decodes to): only the user columns and the kind are fetched and decoded.
-          const e = entryOf.get(sectionFiles[0])!;
-          const key = dataFileKey(table.path, e.partition, e.bucket, sectionFiles[0].fileName);
           const wanted = [...table.schema.fields.map((f) => f.name), KIND_COLUMN];
-          merged = withoutRetracts(readDataFileRowGroups(table.store, key, sectionFiles[0].fileSize, { columns: wanted, reuseBuffers: opts.reuseBuffers === true }));
+          merged = withoutRetracts(readDataFileRowGroups(table.store, keyOf(sectionFiles[0]), sectionFiles[0].fileSize, { columns: wanted, reuseBuffers: opts.reuseBuffers === true }));
         } else {
           // Each file is its own run (one record per key, its own sequence base).
           const runs = sectionFiles.map((meta) => {
-            const e = entryOf.get(meta)!;
-            const key = dataFileKey(table.path, e.partition, e.bucket, meta.fileName);
-            const chunks = readDataFileRowGroups(table.store, key, meta.fileSize, { reuseBuffers: opts.reuseBuffers === true });
+            const chunks = readDataFileRowGroups(table.store, keyOf(meta), meta.fileSize, { reuseBuffers: opts.reuseBuffers === true });
             return { chunks: evolveChunks(table, meta, chunks), sequenceBase: meta.sequenceBase, oneRecordPerKey: true };
           });
           const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };

@@ -20,11 +20,10 @@ import type { Table } from '../../lib/table/table.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import { allTypeFields, randomRows } from '../format/fixtures.js';
 import { runVarve, varveProcess } from '../helpers/cli-process.js';
+import { recordCalls } from '../helpers/call-order.js';
 import { rng, testSeed } from '../helpers/random.js';
 
 const FIELDS = allTypeFields();
-const takeOriginal = WriteBuffer.prototype.takeGatherPlan;
-const postOriginal = EncoderPool.prototype.post;
 
 async function newTable(options: Record<string, string> = {}): Promise<Table> {
   const catalog = new FolderCatalog(new MemoryStore());
@@ -127,16 +126,8 @@ describe('TableWriter on the encoder pool', () => {
     const table = await newTable();
     await configureEncoderPool({ threads: 2, minFlushBytes: 0 });
     const order: string[] = [];
-    const take = vi.spyOn(WriteBuffer.prototype, 'takeGatherPlan');
-    const post = vi.spyOn(EncoderPool.prototype, 'post');
-    take.mockImplementation(function (this: WriteBuffer) {
-      order.push('sort');
-      return takeOriginal.call(this);
-    });
-    post.mockImplementation(function (this: EncoderPool, ...args) {
-      order.push('post');
-      return postOriginal.apply(this, args);
-    });
+    const take = recordCalls(order, WriteBuffer.prototype, 'takeGatherPlan', 'sort');
+    const post = recordCalls(order, EncoderPool.prototype, 'post', 'post');
     try {
       await table.write(randomRows(rng(10), FIELDS, 3000));
     } finally {

@@ -7,7 +7,7 @@
  * off, and the table reads back as a model of last-version-wins.
  */
 import * as arrow from 'apache-arrow';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { readDataFile } from '../../lib/format/data-file.js';
 import { rowsToTable, tableToRows } from '../../lib/format/columns.js';
@@ -19,12 +19,10 @@ import type { Row } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import { dataFileKey } from '../../lib/table/paths.js';
 import type { Table } from '../../lib/table/table.js';
+import { recordCalls } from '../helpers/call-order.js';
 import { rng, testSeed, type Rng } from '../helpers/random.js';
 
 const FIELDS = parseSchemaText('id BIGINT NOT NULL, v STRING, n INT');
-const addOriginal = WriteBuffer.prototype.addTable;
-const takeOriginal = WriteBuffer.prototype.takeGatherPlan;
-const postOriginal = EncoderPool.prototype.post;
 
 /** One step of a writer's life. */
 type Step = { op: 'large' | 'small' | 'rows'; rows: Row[]; kinds: number[] } | { op: 'commit' };
@@ -140,21 +138,9 @@ describe('TableWriter: large Arrow tables split by bucket in the pooled flush', 
     const input = rowsToTable(FIELDS, rows, { sequence: new Float64Array(rows.length), kind: Uint8Array.from(kinds) });
     await configureEncoderPool({ threads: 2, minFlushBytes: 0 });
     const order: string[] = [];
-    const adds = vi.spyOn(WriteBuffer.prototype, 'addTable');
-    const take = vi.spyOn(WriteBuffer.prototype, 'takeGatherPlan');
-    const post = vi.spyOn(EncoderPool.prototype, 'post');
-        adds.mockImplementation(function (this: WriteBuffer, t) {
-      order.push('split');
-      return addOriginal.call(this, t);
-    });
-        take.mockImplementation(function (this: WriteBuffer) {
-      order.push('sort');
-      return takeOriginal.call(this);
-    });
-        post.mockImplementation(function (this: EncoderPool, ...args) {
-      order.push('post');
-      return postOriginal.apply(this, args);
-    });
+    const adds = recordCalls(order, WriteBuffer.prototype, 'addTable', 'split');
+    const take = recordCalls(order, WriteBuffer.prototype, 'takeGatherPlan', 'sort');
+    const post = recordCalls(order, EncoderPool.prototype, 'post', 'post');
     try {
       // Act
       const w = table.newWriter();
