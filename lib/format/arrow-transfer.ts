@@ -65,7 +65,55 @@ export function packTable(t: arrow.Table): { packed: PackedTable; transfer: Arra
   return { packed, transfer: [...transfer] };
 }
 
-/** The table a packTable built, over `schema` (the sender's table had exactly its fields, in order). */
+/**
+ * The table's buffers in shared memory, for threads that read it without a copy: views already on
+ * a SharedArrayBuffer as they are (a table gathered with `sharedMemory`), any other buffer copied
+ * once into one SharedArrayBuffer per table. Posting the result shares the memory, copies nothing;
+ * unpackTable rebuilds the table over it. Nobody may change those buffers while they are shared.
+ */
+export function shareTable(t: arrow.Table): PackedTable {
+  const visit = (d: arrow.Data, f: (v: ArrayBufferView | undefined) => void): void => {
+    f(d.valueOffsets as ArrayBufferView | undefined);
+    f(d.values as ArrayBufferView | undefined);
+    if (d.nullCount > 0) f(d.nullBitmap as ArrayBufferView | undefined);
+    f(d.typeIds as ArrayBufferView | undefined);
+    for (const c of d.children) visit(c, f);
+  };
+  const unshared = (v: ArrayBufferView | undefined): v is ArrayBufferView => v !== undefined && v !== null && v.byteLength > 0 && !(v.buffer instanceof SharedArrayBuffer);
+  // One region for every buffer that is not shared yet, each at an 8-byte aligned offset.
+  let size = 0;
+  for (const b of t.batches) for (const d of b.data.children) visit(d, (v) => unshared(v) && (size += align8(v.byteLength)));
+  const region = new SharedArrayBuffer(size);
+  let at = 0;
+  const share = (v: ArrayBufferView | undefined): ArrayBufferView | undefined => {
+    if (v === undefined || v === null || v.byteLength === 0) return undefined;
+    if (!unshared(v)) return v;
+    new Uint8Array(region, at, v.byteLength).set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+    const view = retype(v, region, at);
+    at += align8(v.byteLength);
+    return view;
+  };
+  const pack = (d: arrow.Data): PackedData => {
+    if (d.dictionary !== undefined) throw new SchemaMismatchError(`column of type ${String(d.type)} is dictionary-encoded; buffered rows are plain columns`);
+    return {
+      length: d.length,
+      offset: d.offset,
+      nullCount: d.nullCount,
+      valueOffsets: share(d.valueOffsets as ArrayBufferView | undefined),
+      values: share(d.values as ArrayBufferView | undefined),
+      nullBitmap: d.nullCount > 0 ? share(d.nullBitmap as ArrayBufferView | undefined) : undefined,
+      typeIds: share(d.typeIds as ArrayBufferView | undefined),
+      children: d.children.map(pack),
+    };
+  };
+  return { batches: t.batches.map((b) => ({ length: b.numRows, columns: b.data.children.map(pack) })) };
+}
+
+function align8(n: number): number {
+  return (n + 7) & ~7;
+}
+
+/** The table a packTable (or shareTable) built, over `schema` (the sender's table had exactly its fields, in order). */
 export function unpackTable(p: PackedTable, schema: arrow.Schema): arrow.Table {
   const unpack = (d: PackedData, type: arrow.DataType): arrow.Data => {
     const childTypes = (type.children ?? []) as arrow.Field[];
@@ -94,8 +142,8 @@ export function unpackTable(p: PackedTable, schema: arrow.Schema): arrow.Table {
 }
 
 /** A view of the same kind as `v` over `region` from `byteOffset`. */
-function retype(v: ArrayBufferView, region: ArrayBuffer, byteOffset: number): ArrayBufferView {
-  const Kind = v.constructor as { new (b: ArrayBuffer, o: number, n: number): ArrayBufferView; BYTES_PER_ELEMENT?: number };
+function retype(v: ArrayBufferView, region: ArrayBufferLike, byteOffset: number): ArrayBufferView {
+  const Kind = v.constructor as { new (b: ArrayBufferLike, o: number, n: number): ArrayBufferView; BYTES_PER_ELEMENT?: number };
   const per = Kind.BYTES_PER_ELEMENT ?? 1;
   return new Kind(region, byteOffset, v.byteLength / per);
 }

@@ -5,15 +5,19 @@
  */
 import type * as arrow from 'apache-arrow';
 import { InvalidArgumentError } from '../errors.js';
-import { allocValues, layoutOf, makeColumn, MAX_VAR_BYTES, validityOf, wordView } from './column-layout.js';
+import { allocValues, layoutOf, makeColumn, MAX_VAR_BYTES, ownMemory, validityOf, wordView, type Allocate } from './column-layout.js';
 
-/** Gathers one column from `chunks` (one Data per source) into a new Data of `row.length` rows. */
+/**
+ * Gathers one column from `chunks` (one Data per source) into a new Data of `row.length` rows,
+ * its buffers from `alloc`.
+ */
 export function gatherColumn(
   type: arrow.DataType,
   column: string,
   chunks: arrow.Data[],
   source: Uint16Array | null,
   row: Uint32Array,
+  alloc: Allocate = ownMemory,
 ): arrow.Data {
   const n = row.length;
   const layout = layoutOf(type, column);
@@ -21,19 +25,19 @@ export function gatherColumn(
   let validity: Uint8Array | null = null;
   let nullCount = 0;
   if (bitmaps.some((b) => b !== null)) {
-    validity = new Uint8Array((n + 7) >> 3);
+    validity = new Uint8Array(alloc((n + 7) >> 3));
     nullCount = n - gatherBits(bitmaps, chunks.map((d) => d.offset), source, row, validity);
   }
   if (layout.kind === 'bool') {
-    const values = new Uint8Array((n + 7) >> 3);
+    const values = new Uint8Array(alloc((n + 7) >> 3));
     gatherBits(chunks.map((d) => d.values as Uint8Array), chunks.map((d) => d.offset), source, row, values);
     return makeColumn(type, n, values, validity, nullCount);
   }
   if (layout.kind === 'var') {
-    const { offsets, bytes } = gatherVar(chunks, source, row, column);
+    const { offsets, bytes } = gatherVar(chunks, source, row, column, alloc);
     return makeColumn(type, n, bytes, validity, nullCount, offsets);
   }
-  const values = allocValues(type, layout, n);
+  const values = allocValues(type, layout, n, alloc);
   const w = layout.width;
   if (w === 1) gather8(chunks.map((d) => wordView(d.values, 1) as Uint8Array), source, row, wordView(values, 1) as Uint8Array);
   else if (w === 2) gather16(chunks.map((d) => wordView(d.values, 2) as Uint16Array), source, row, wordView(values, 2) as Uint16Array);
@@ -129,11 +133,12 @@ function gatherVar(
   source: Uint16Array | null,
   row: Uint32Array,
   column: string,
+  alloc: Allocate,
 ): { offsets: Int32Array; bytes: Uint8Array } {
   const n = row.length;
   const srcOffsets = chunks.map((d) => d.valueOffsets as Int32Array);
   const srcBytes = chunks.map((d) => d.values as Uint8Array);
-  const offsets = new Int32Array(n + 1);
+  const offsets = new Int32Array(alloc(4 * (n + 1)));
   // Where each value starts in its source, read once with its length: the copy pass reads these
   // in order instead of looking the source offsets up again at random.
   const starts = new Int32Array(n);
@@ -163,7 +168,7 @@ function gatherVar(
       `column ${column}: gathering ${n} rows needs more than 2 GiB of string/bytes data in one batch; gather fewer rows at a time`,
     );
   }
-  const bytes = new Uint8Array(total);
+  const bytes = new Uint8Array(alloc(total));
   if (source === null) copyRuns(srcBytes[0], starts, offsets, bytes);
   else copySourceRuns(srcBytes, source, starts, offsets, bytes);
   return { offsets, bytes };

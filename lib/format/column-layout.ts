@@ -29,12 +29,24 @@ export function layoutOf(type: arrow.DataType, column: string): ColumnLayout {
   );
 }
 
+/**
+ * Where a kernel's output buffers come from: zeroed memory of `bytes` bytes. `ownMemory` (the
+ * default) is this thread's; `sharedMemory` is memory other threads can read without a copy.
+ */
+export type Allocate = (bytes: number) => ArrayBufferLike;
+
+/** Fresh memory of this thread. */
+export const ownMemory: Allocate = (bytes) => new ArrayBuffer(bytes);
+
+/** Fresh shared memory (posted to a worker, it is the same memory there, not a copy). */
+export const sharedMemory: Allocate = (bytes) => new SharedArrayBuffer(bytes);
+
 /** A fresh, zeroed values array of the type's own ArrayType for `n` rows (`n` bits for Bool). */
-export function allocValues(type: arrow.DataType, layout: ColumnLayout, n: number): ArrayBufferView {
-  if (layout.kind === 'bool') return new Uint8Array((n + 7) >> 3);
-  if (layout.kind === 'var') return new Uint8Array(n);
-  const ArrayType = type.ArrayType as unknown as { new (length: number): ArrayBufferView; BYTES_PER_ELEMENT: number };
-  return new ArrayType((n * layout.width) / ArrayType.BYTES_PER_ELEMENT);
+export function allocValues(type: arrow.DataType, layout: ColumnLayout, n: number, alloc: Allocate = ownMemory): ArrayBufferView {
+  if (layout.kind === 'bool') return new Uint8Array(alloc((n + 7) >> 3));
+  if (layout.kind === 'var') return new Uint8Array(alloc(n));
+  const ArrayType = type.ArrayType as unknown as { new (buffer: ArrayBufferLike): ArrayBufferView; BYTES_PER_ELEMENT: number };
+  return new ArrayType(alloc(n * layout.width));
 }
 
 /**

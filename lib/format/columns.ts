@@ -9,7 +9,7 @@ import type { DataField, Row } from '../schema/types.js';
 import { arrowTypesEqual, physicalArrowSchemaOf, toArrowField, toArrowType } from './arrow-schema.js';
 import { concatColumn } from './column-concat.js';
 import { gatherColumn } from './column-gather.js';
-import { emptyColumn, makeColumn, tableFromColumns } from './column-layout.js';
+import { emptyColumn, makeColumn, ownMemory, tableFromColumns, type Allocate } from './column-layout.js';
 import { columnFromRows, rowsFromColumn } from './row-columns.js';
 
 /**
@@ -86,15 +86,18 @@ export function tableToRows(table: arrow.Table, fields: DataField[]): Row[] {
   return rows;
 }
 
-/** A new single-batch table of the rows at `indices`, in that order, with the same schema. */
-export function takeRows(table: arrow.Table, indices: Uint32Array): arrow.Table {
+/**
+ * A new single-batch table of the rows at `indices`, in that order, with the same schema; its
+ * buffers from `alloc` (`sharedMemory`: a table worker threads read without a copy).
+ */
+export function takeRows(table: arrow.Table, indices: Uint32Array, alloc: Allocate = ownMemory): arrow.Table {
   const flat = singleBatch(table);
   const n = flat.numRows;
   for (let i = 0; i < indices.length; i++) {
     if (indices[i] >= n) throw new InvalidArgumentError(`takeRows: index ${indices[i]} at ${i} is out of range for ${n} rows`);
   }
   const batch = flat.batches[0];
-  const children = flat.schema.fields.map((f, c) => gatherColumn(f.type, f.name, [batch.data.children[c]], null, indices));
+  const children = flat.schema.fields.map((f, c) => gatherColumn(f.type, f.name, [batch.data.children[c]], null, indices, alloc));
   return tableFromColumns(flat.schema, children, indices.length);
 }
 

@@ -41,7 +41,7 @@ async function handle(msg: EncoderRequest): Promise<void> {
     if (msg.op === 'gather') {
       // The rows are gathered here from the shared buffered tables, then fed to the encoder as
       // the inline flush feeds it (one add: the same slices, the same pages).
-      const rows = gatherPiece(schema, gatherSources(msg.sources, msg.sourceCount), msg);
+      const rows = gatherPiece(schema, gatherSources(schema, msg.sources), msg);
       stats = fileStatsOf(msg.keyFields, rows);
       await writer.add(rows);
     } else for (const ipc of msg.slices) await writer.addIPC(ipc, 0);

@@ -23,7 +23,8 @@ import type { DataField } from '../schema/types.js';
 import type { EncoderReply, EncoderRequest, GatherRequest } from './encoder-protocol.js';
 import type { FileStats } from './file-stats.js';
 import type { GatherPiece } from './gather-piece.js';
-import { tableIPCInto, tablesIPCShared } from './ipc-buffer.js';
+import { shareTable, type PackedTable } from './arrow-transfer.js';
+import { tableIPCInto } from './ipc-buffer.js';
 import { spliceParquetFiles } from './parquet-splice.js';
 import { defaultPoolThreads, findWorkerEntry, remoteWorkerError, type WorkerEntry } from './worker-entry.js';
 import { WorkerSlots } from './worker-slots.js';
@@ -296,13 +297,13 @@ interface Encoded {
 
 /**
  * A data file whose row groups the workers gather and encode (EncoderPool.openGathered): the
- * buffered tables go to the workers once, as an IPC stream in shared memory; each `add` posts one
+ * buffered tables' columns go to the workers once, in shared memory (shareTable: no copy when the
+ * flush gathered them into shared memory already, one copy otherwise); each `add` posts one
  * row group's row numbers, sequence numbers and kinds (their buffers transferred).
  */
 export class GatheredFile {
   private readonly schemaIPC: Uint8Array;
-  private readonly sources: Uint8Array;
-  private readonly sourceCount: number;
+  private readonly sources: PackedTable[];
   private readonly pieces = new FilePieces<Encoded>();
   private done = false;
 
@@ -314,8 +315,9 @@ export class GatheredFile {
     private readonly keyFields: DataField[],
   ) {
     this.schemaIPC = arrow.tableToIPC(emptyTable(schema), 'stream');
-    this.sources = tablesIPCShared(sources);
-    this.sourceCount = sources.length;
+    // Only the table's columns: the workers take sequence numbers and kinds from each piece.
+    const columns = Array.from({ length: schema.fields.length - 2 }, (_, c) => c);
+    this.sources = sources.map((t) => shareTable(t.selectAt(columns)));
   }
 
   /** Rows per piece: every piece but the last must hold exactly this many (one row group each). */
@@ -329,7 +331,7 @@ export class GatheredFile {
     if (piece.row.length === 0) return;
     await this.pool.room();
     this.pieces.check();
-    const body: GatherRequest = { sources: this.sources, sourceCount: this.sourceCount, source: piece.source, row: piece.row, sequence: piece.sequence, kind: piece.kind, keyFields: this.keyFields };
+    const body: GatherRequest = { sources: this.sources, source: piece.source, row: piece.row, sequence: piece.sequence, kind: piece.kind, keyFields: this.keyFields };
     const transfer = [piece.row.buffer, piece.sequence.buffer, piece.kind.buffer, ...(piece.source ? [piece.source.buffer] : [])] as ArrayBuffer[];
     this.pieces.push(this.pool.post((n) => ({ op: 'gather', piece: n, schema: this.schemaIPC, opts: this.opts, ...body }), [...new Set(transfer)]));
   }

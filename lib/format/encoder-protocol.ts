@@ -1,5 +1,6 @@
 /** The messages between the encoder pool (lib/format/encoder-pool.ts) and its worker threads (encode-worker.ts). */
 import type { DataField } from '../schema/types.js';
+import type { PackedTable } from './arrow-transfer.js';
 import type { WriteDataFileOptions } from './data-file.js';
 import type { FileStats } from './file-stats.js';
 
@@ -20,14 +21,14 @@ export type EncoderRequest =
   | ({ op: 'gather'; piece: number; schema: Uint8Array; opts: WriteDataFileOptions } & GatherRequest);
 
 /**
- * A piece the worker gathers before it encodes it (gather-piece.ts): `sources` is an IPC stream,
- * in shared memory, of the buffered tables (one batch each, `sourceCount` of them) that every
- * piece of the file reads; the piece's rows are named by `source`/`row` with their sequence
- * numbers and kinds. The worker returns the piece's FileStats (`keyFields`) with its bytes.
+ * A piece the worker gathers before it encodes it (gather-piece.ts): `sources` are the buffered
+ * tables' columns (the table's own, without the system columns; one batch each) in shared memory
+ * (arrow-transfer.ts shareTable), which every piece of the file reads; the piece's rows are named
+ * by `source`/`row` with their sequence numbers and kinds. The worker returns the piece's
+ * FileStats (`keyFields`) with its bytes.
  */
 export interface GatherRequest {
-  sources: Uint8Array;
-  sourceCount: number;
+  sources: PackedTable[];
   source: Uint16Array | null;
   row: Uint32Array;
   sequence: BigInt64Array;

@@ -7,6 +7,7 @@
  */
 import * as arrow from 'apache-arrow';
 import { InvalidArgumentError } from '../errors.js';
+import { unpackTable, type PackedTable } from './arrow-transfer.js';
 import { tableFromColumns } from './column-layout.js';
 import { gatherRows, takeRows } from './columns.js';
 
@@ -22,7 +23,8 @@ export interface GatherPiece {
 
 /**
  * The piece as a table of `schema` (the physical layout: the table's columns, then
- * `_SEQUENCE_NUMBER` and `_VALUE_KIND`), gathered from `sources` (single-batch tables of it).
+ * `_SEQUENCE_NUMBER` and `_VALUE_KIND`), gathered from `sources` (single-batch tables of the
+ * table's columns, with or without the system columns after them).
  */
 export function gatherPiece(schema: arrow.Schema, sources: arrow.Table[], piece: GatherPiece): arrow.Table {
   const count = piece.row.length;
@@ -45,9 +47,11 @@ export function gatherPiece(schema: arrow.Schema, sources: arrow.Table[], piece:
   return tableFromColumns(schema, children, count);
 }
 
-/** The source tables of a shared IPC stream (one batch each), checked to be `count` of them. */
-export function gatherSources(ipc: Uint8Array, count: number): arrow.Table[] {
-  const all = arrow.tableFromIPC(ipc);
-  if (all.batches.length !== count) throw new InvalidArgumentError(`the shared buffered rows hold ${all.batches.length} tables where ${count} were sent`);
-  return all.batches.map((b) => new arrow.Table(b));
+/** The source tables shared with this thread (shareTable), over the table's columns of `schema` (the physical layout). */
+export function gatherSources(schema: arrow.Schema, sources: PackedTable[]): arrow.Table[] {
+  const columns = new arrow.Schema(schema.fields.slice(0, schema.fields.length - 2));
+  return sources.map((p) => {
+    if (p.batches.length !== 1) throw new InvalidArgumentError(`a shared source table came in ${p.batches.length} batches; share single-batch tables`);
+    return unpackTable(p, columns);
+  });
 }

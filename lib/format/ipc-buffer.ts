@@ -42,20 +42,3 @@ export function tableIPCInto(table: arrow.Table, buffer?: ArrayBuffer): Uint8Arr
   }
   return out;
 }
-
-/**
- * The IPC stream of `tables` (one schema; each a single batch, kept one batch each) in a
- * SharedArrayBuffer: threads that receive it read the same memory (tableFromIPC makes views, no
- * copy), however many of them read it.
- */
-export function tablesIPCShared(tables: arrow.Table[]): Uint8Array {
-  const w = new PieceWriter();
-  w.writeAll(new arrow.Table(tables.flatMap((t) => t.batches)));
-  const out = new Uint8Array(new SharedArrayBuffer(Math.max(w.size, 1)), 0, w.size);
-  let at = 0;
-  for (const p of w.pieces) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
-}

@@ -9,6 +9,7 @@ import type * as arrow from 'apache-arrow';
 import { InvalidArgumentError } from '../errors.js';
 import { arrowTypesEqual } from '../format/arrow-schema.js';
 import { gatherRows, singleBatch, takeRows } from '../format/columns.js';
+import { sharedMemory, type Allocate } from '../format/column-layout.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { approximateBytes, COALESCE_ROWS, WriteBuffer } from '../mergetree/write-buffer.js';
 import { RollingFileSink } from '../mergetree/rolling-writer.js';
@@ -33,8 +34,9 @@ import type { Table } from './table.js';
 const PARALLEL_MIN_WRITE_BUFFER = 64 * 1024 * 1024;
 
 /**
- * A pooled flush shares each bucket's buffered rows with the workers as one copy in shared memory
- * (they gather the merged rows from it); the copies alive at a time are at most this part of
+ * A pooled flush shares each bucket's buffered rows with the workers in shared memory (they gather
+ * the merged rows from it): a bucket split off a deferred table is split into shared memory, other
+ * buffered rows are copied there once. The shared copies alive at a time are at most this part of
  * write-buffer-size, so a flush holds the buffer plus an eighth. A bucket holding more flushes
  * the older way: its merged rows gathered here, a row group at a time.
  */
@@ -364,8 +366,12 @@ export class TableWriter {
     return bw.buffer.size > 0 || this.deferredRows(bw) > 0;
   }
 
-  /** Copies the deferred table's rows of one bucket into its buffer (arrival order kept: nothing else was buffered since). */
-  private releaseDeferredBucket(bw: BucketWriter): void {
+  /**
+   * Copies the deferred table's rows of one bucket into its buffer (arrival order kept: nothing
+   * else was buffered since), into memory from `alloc` (a pooled flush: shared memory, which the
+   * encoder workers then read as it is instead of a second copy of the bucket).
+   */
+  private releaseDeferredBucket(bw: BucketWriter, alloc?: Allocate): void {
     const d = this.deferred;
     const count = this.deferredRows(bw);
     if (d === null || count === 0) return;
@@ -373,7 +379,7 @@ export class TableWriter {
     d.rows[bw.bucket] = new Uint32Array(0);
     d.bytes = Math.max(0, d.bytes - count * d.bytesPerRow);
     if (d.rows.every((r) => r.length === 0)) this.deferred = null;
-    bw.buffer.addTable(count === d.table.numRows ? d.table : takeRows(d.table, rows));
+    bw.buffer.addTable(count === d.table.numRows ? d.table : takeRows(d.table, rows, alloc));
   }
 
   /** Copies every bucket's rows of the deferred table into its buffer. */
@@ -669,7 +675,7 @@ export class TableWriter {
       // and sorted while the workers encode this one's.
       const leave = await shared.enter();
       try {
-        this.releaseDeferredBucket(bw);
+        this.releaseDeferredBucket(bw, sharedMemory);
         const copy = bw.buffer.memoryBytes;
         const plan = copy <= shared.limit ? bw.buffer.takeGatherPlan() : null;
         if (plan !== null) {
