@@ -6,8 +6,9 @@
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { packTable, unpackTable, type PackedTable } from '../../lib/format/arrow-transfer.js';
-import { rowsToTable } from '../../lib/format/columns.js';
+import { packTable, shareTable, unpackTable, type PackedTable } from '../../lib/format/arrow-transfer.js';
+import { sharedMemory } from '../../lib/format/column-layout.js';
+import { rowsToTable, takeRows } from '../../lib/format/columns.js';
 import { rng, testSeed } from '../helpers/random.js';
 import { allTypeFields, edgeRows, field, randomRows } from './fixtures.js';
 
@@ -57,5 +58,51 @@ describe('arrow-transfer', () => {
     const got = roundTrip(t);
     expect(values.byteLength).toBe(0);
     expect(got.getChildAt(0)!.get(999)).toBe(999);
+  });
+
+  it('shares tables with another thread: every type, gathered into shared memory or not, same rows there, the same memory', () => {
+    const seed = testSeed('arrow-share');
+    const r = rng(seed);
+    const fields = allTypeFields();
+    const source = rowsToTable(fields, [...edgeRows(), ...randomRows(r, fields, 300)]);
+    const order = Uint32Array.from({ length: source.numRows }, () => r.int(0, source.numRows - 1));
+    // Gathered into shared memory (a pooled flush's bucket split), into this thread's memory, and sliced.
+    const cases: [string, arrow.Table][] = [
+      ['gathered into shared memory', takeRows(source, order, sharedMemory)],
+      ['own memory', takeRows(source, order)],
+      ['a slice of own memory', source.slice(r.int(1, 50), r.int(100, source.numRows))],
+    ];
+    for (const [what, t] of cases) {
+      const want = Buffer.from(arrow.tableToIPC(t, 'stream'));
+      const { port1, port2 } = new MessageChannel();
+      try {
+        // Act: shared, posted without a transfer list, received and rebuilt on the other side.
+        const packed = shareTable(t);
+        port1.postMessage(packed);
+        const got = unpackTable(receiveMessageOnPort(port2)!.message as PackedTable, t.schema);
+        // Assess: the same rows; every buffer is shared memory; buffers that were shared already are not copied.
+        const label = `${what}, seed ${seed}`;
+        expect(Buffer.from(arrow.tableToIPC(got, 'stream')).equals(want), label).toBe(true);
+        for (const [c, d] of got.batches[0].data.children.entries()) {
+          const sent = t.batches[0].data.children[c];
+          for (const key of ['values', 'valueOffsets'] as const) {
+            const v = d[key] as ArrayBufferView | undefined;
+            if (v === undefined || v.byteLength === 0) continue;
+            expect(v.buffer instanceof SharedArrayBuffer, `${label}: column ${c} ${key}`).toBe(true);
+            if ((sent[key] as ArrayBufferView).buffer instanceof SharedArrayBuffer) {
+              // The same memory: a write on this side is seen on the other.
+              const mine = new Uint8Array((sent[key] as ArrayBufferView).buffer, (sent[key] as ArrayBufferView).byteOffset, 1);
+              const theirs = new Uint8Array(v.buffer, v.byteOffset, 1);
+              mine[0] ^= 0xff;
+              expect(theirs[0], `${label}: column ${c} ${key} is shared, not copied`).toBe(mine[0]);
+              mine[0] ^= 0xff;
+            }
+          }
+        }
+      } finally {
+        port1.close();
+        port2.close();
+      }
+    }
   });
 });
