@@ -15,7 +15,7 @@ import type { AppendCommitHooks, TouchedBucket } from '../table/commit-hooks.js'
 import type { Table } from '../table/table.js';
 import { FULL_COMPACTION_PROPERTY, compactBuckets, compactTable, groupByBucket } from './compact.js';
 import { sortedRunCount } from './compact-plan.js';
-import { compactionSettingsOf } from './compaction-settings.js';
+import { compactionSettingsOf, type CompactionSettings } from './compaction-settings.js';
 
 
 // Manifests are immutable, so the table object's cache serves every commit of a long-lived
@@ -60,7 +60,10 @@ export async function beforeAppendCommit(table: Table, touched: readonly Touched
   // back-pressure, and runs other writers added since only delay it by a commit or so.
   const latest = table.commitSnapshots.newestKnown() ?? (await table.snapshots.latest());
   if (!latest) return;
-  const groups = await touchedBucketFiles(table, latest, touched);
+  const counts = await sortedRunsOf(table, latest, touched, settings);
+  const over = touched.filter((_, i) => counts[i] > settings.stopTrigger);
+  if (over.length === 0) return;
+  const groups = await touchedBucketFiles(table, latest, over);
   const stalled: typeof groups = [];
   for (const g of groups) {
     const runs = sortedRunCount(g.entries, settings, table.compareKeys);
@@ -76,6 +79,40 @@ export async function beforeAppendCommit(table: Table, touched: readonly Touched
   }
   // One compaction run, one COMPACT snapshot, however many buckets are over the trigger.
   if (stalled.length > 0) await swallowContention(compactBuckets(table, stalled, { manifestCache: cacheOf(table) }));
+}
+
+/** Per table object: the sorted runs of each bucket checked in one snapshot (see sortedRunsOf). */
+const checkedRuns = new WeakMap<Table, { snapshotId: number; runs: Map<string, Promise<number>> }>();
+
+/**
+ * The sorted runs of each of `touched` in `snapshot`, in order. A snapshot never changes, so the
+ * count of a bucket in it is kept (per table object, for its newest snapshot only) and shared by
+ * every writer that checks that bucket before the next snapshot: sixteen writers of one process
+ * handing their batches to one committer (lib/table/shared-committer.ts) check the same snapshot
+ * about five times per round, and each check folds the table's live files (its cost grows with
+ * the table). A failed count is forgotten, so the next check reads again.
+ */
+async function sortedRunsOf(table: Table, snapshot: Snapshot, touched: readonly TouchedBucket[], settings: CompactionSettings): Promise<number[]> {
+  let memo = checkedRuns.get(table);
+  if (memo?.snapshotId !== snapshot.id) checkedRuns.set(table, (memo = { snapshotId: snapshot.id, runs: new Map() }));
+  const { runs } = memo;
+  const keyOf = (t: TouchedBucket): string => JSON.stringify([t.partition, t.bucket]);
+  const missing = touched.filter((t) => !runs.has(keyOf(t)));
+  if (missing.length > 0) {
+    const groups = touchedBucketFiles(table, snapshot, missing);
+    for (const t of missing) {
+      const key = keyOf(t);
+      const count = groups.then((gs) => {
+        const g = gs.find((x) => x.partition === t.partition && x.bucket === t.bucket);
+        return g === undefined ? 0 : sortedRunCount(g.entries, settings, table.compareKeys);
+      });
+      runs.set(key, count);
+      count.catch(() => {
+        if (runs.get(key) === count) runs.delete(key);
+      });
+    }
+  }
+  return Promise.all(touched.map((t) => runs.get(keyOf(t))!));
 }
 
 /**

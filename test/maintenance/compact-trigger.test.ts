@@ -101,6 +101,27 @@ describe('write stall (num-sorted-run.stop-trigger)', () => {
     expect((await readState(table)).get('eu|1')?.v).toBe(9n);
   });
 
+  it('stalls every concurrent writer into the bucket over the trigger, and only those, until a compaction lands', async () => {
+    const table = await newTable(stalling);
+    for (let i = 0; i < 4; i++) await writeChanges(table, upserts([1, 2], BigInt(i)));
+    const into = (region: string, v: bigint): Change[] => [{ row: { id: 7, region, v, s: null }, kind: RowKind.INSERT }];
+
+    // Writers of one table object check the same snapshot side by side (the counts are shared).
+    const results = await Promise.allSettled([
+      writeChanges(table, into('eu', 10n)),
+      writeChanges(table, into('us', 11n)),
+      writeChanges(table, into('eu', 12n)),
+      writeChanges(table, into('us', 13n)),
+    ]);
+
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'fulfilled', 'rejected', 'fulfilled']);
+    for (const r of [results[0], results[2]]) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(WriteStallError);
+    await compactTable(table);
+    await Promise.all([writeChanges(table, into('eu', 14n)), writeChanges(table, into('us', 15n))]);
+    const state = await readState(table);
+    expect([state.get('eu|7')?.v, state.get('us|7')?.v]).toEqual([14n, 15n]);
+  });
+
   it('compacts the bucket first when the table is not write-only', async () => {
     const table = await newTable(stalling);
     for (let i = 0; i < 4; i++) await writeChanges(table, upserts([1, 2], BigInt(i)));
