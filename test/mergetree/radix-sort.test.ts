@@ -25,4 +25,22 @@ describe('radixSortWords', () => {
       }
     }
   });
+
+  it('returns each sort in its own index array: later sorts (reusing scratch, or beyond it) leave earlier results alone', () => {
+    const seed = testSeed('radix-sort-scratch');
+    const r = rng(seed);
+    const done: [Uint32Array, number[]][] = [];
+    // Odd and even numbers of digit passes, sizes within the reused scratch and beyond it (300,000).
+    // [rows, spread of the low word, of the high word]: 1, 2, 3 and 4 digit passes.
+    for (const [n, spread, hiSpread] of [[5000, 0xffff, 1], [5000, 0xffffffff, 1], [300_000, 0xffffffff, 0xffff], [70_000, 0xffffffff, 0xffffffff], [5000, 0xffff, 1]] as const) {
+      const hi = Uint32Array.from({ length: n }, () => Math.floor(r.next() * hiSpread) >>> 0);
+      const lo = Uint32Array.from({ length: n }, () => Math.floor(r.next() * spread) >>> 0);
+      const expected = reference(hi, lo);
+      const index = Uint32Array.from({ length: n }, (_, i) => i);
+      const order = radixSortWords(hi.slice(), lo.slice(), index);
+      expect(order, `n=${n} seed=${seed}`).toBe(index);
+      done.push([order, expected]);
+    }
+    for (const [order, expected] of done) expect(Array.from(order), `n=${order.length} seed=${seed}`).toEqual(expected);
+  });
 });
