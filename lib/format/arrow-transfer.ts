@@ -48,21 +48,29 @@ export function packTable(t: arrow.Table): { packed: PackedTable; transfer: Arra
     transfer.add(region);
     return v;
   };
+  const packed = packBuffers(t, own, 'a merged read returns plain columns');
+  return { packed, transfer: [...transfer] };
+}
+
+/**
+ * The table's layout with each buffer put where `place` puts it (undefined: no buffer); `plain`
+ * says why a dictionary-encoded column is refused.
+ */
+function packBuffers(t: arrow.Table, place: (v: ArrayBufferView | undefined) => ArrayBufferView | undefined, plain: string): PackedTable {
   const pack = (d: arrow.Data): PackedData => {
-    if (d.dictionary !== undefined) throw new SchemaMismatchError(`column of type ${String(d.type)} is dictionary-encoded; a merged read returns plain columns`);
+    if (d.dictionary !== undefined) throw new SchemaMismatchError(`column of type ${String(d.type)} is dictionary-encoded; ${plain}`);
     return {
       length: d.length,
       offset: d.offset,
       nullCount: d.nullCount,
-      valueOffsets: own(d.valueOffsets as ArrayBufferView | undefined),
-      values: own(d.values as ArrayBufferView | undefined),
-      nullBitmap: d.nullCount > 0 ? own(d.nullBitmap as ArrayBufferView | undefined) : undefined,
-      typeIds: own(d.typeIds as ArrayBufferView | undefined),
+      valueOffsets: place(d.valueOffsets as ArrayBufferView | undefined),
+      values: place(d.values as ArrayBufferView | undefined),
+      nullBitmap: d.nullCount > 0 ? place(d.nullBitmap as ArrayBufferView | undefined) : undefined,
+      typeIds: place(d.typeIds as ArrayBufferView | undefined),
       children: d.children.map(pack),
     };
   };
-  const packed: PackedTable = { batches: t.batches.map((b) => ({ length: b.numRows, columns: b.data.children.map(pack) })) };
-  return { packed, transfer: [...transfer] };
+  return { batches: t.batches.map((b) => ({ length: b.numRows, columns: b.data.children.map(pack) })) };
 }
 
 /**
@@ -93,20 +101,7 @@ export function shareTable(t: arrow.Table): PackedTable {
     at += align8(v.byteLength);
     return view;
   };
-  const pack = (d: arrow.Data): PackedData => {
-    if (d.dictionary !== undefined) throw new SchemaMismatchError(`column of type ${String(d.type)} is dictionary-encoded; buffered rows are plain columns`);
-    return {
-      length: d.length,
-      offset: d.offset,
-      nullCount: d.nullCount,
-      valueOffsets: share(d.valueOffsets as ArrayBufferView | undefined),
-      values: share(d.values as ArrayBufferView | undefined),
-      nullBitmap: d.nullCount > 0 ? share(d.nullBitmap as ArrayBufferView | undefined) : undefined,
-      typeIds: share(d.typeIds as ArrayBufferView | undefined),
-      children: d.children.map(pack),
-    };
-  };
-  return { batches: t.batches.map((b) => ({ length: b.numRows, columns: b.data.children.map(pack) })) };
+  return packBuffers(t, share, 'buffered rows are plain columns');
 }
 
 function align8(n: number): number {
