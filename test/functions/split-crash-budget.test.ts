@@ -80,7 +80,6 @@ describe('a split whose invocations die', () => {
       // it is the last of the budget only the dead-letter line names it.)
       const lines = log.split('\n');
       const deaths = lines.filter((l) => l.includes('an invocation died in the split of snapshot 1')).length;
-      // A deadline that is the budget's last failure is reported by the dead-letter line alone.
       const movedByDeadline = lines.filter((l) => l.includes('(snapshot 1, bucket 0) MOVED TO THE DEAD-LETTER QUEUE') && l.includes('(last: SinkTimeoutError')).length;
       const ownDeadlines = lines.filter((l) => l.includes('split of snapshot 1 bucket 0 failed') && l.includes('no time is left')).length + movedByDeadline;
       expect(await depth(url), log).toBe(0);
