@@ -26,6 +26,7 @@ export { RowKind, type DataField, type DataType, type Row, type TableSchema, typ
 // Writing and reading.
 export { Table } from './table/table.js';
 export type { TableWriter, CommitResult, WriterOptions } from './table/writer.js';
+export { runWriteJob, type WriteJobSource, type WriteJobOptions, type WriteJobProgress, type WriteJobResult } from './table/write-job.js';
 export { configureEncoderPool } from './format/encoder-pool.js';
 export type { ReadOptions } from './table/read.js';
 export type { SnapshotSpec } from './table/time-travel.js';

@@ -2,16 +2,13 @@
  * The table commands of the CLI: create, write, delete, read, describe, tables, drop, tag.
  */
 import { parsePartitionSpec } from '../schema/partition.js';
-import { mkdtemp, open, rm, stat, type FileHandle } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
 import * as arrow from 'apache-arrow';
 import type { Command } from 'commander';
-import { InvalidArgumentError, RecordValidationError, SchemaChangedError } from '../errors.js';
+import { InvalidArgumentError } from '../errors.js';
 import { schemaChangeEvent } from '../stream/schema-change.js';
 import { parseSchemaJson, parseSchemaText, formatType } from '../schema/parse.js';
 import { createTag, deleteTag } from '../snapshot/tags.js';
-import { formatFromFileName, parseColumnChunks, type InputFormat } from '../table/input.js';
+import { formatFromFileName, type InputFormat } from '../table/input.js';
 import { readAuditLog, parseIncrementalBetween } from '../table/audit-log.js';
 import { readSystemTable, SYSTEM_TABLES } from '../table/system-tables.js';
 import { icebergSystemTable } from '../iceberg/iceberg-status.js';
@@ -21,7 +18,8 @@ import { parseAddColumn, parseTypeChange, type SchemaChange } from '../schema/sc
 import { displayRecords, openCatalog, warehouseUri } from './context.js';
 import { RecordPrinter, renderRecords, type OutputFormat } from './output.js';
 import { addSnapshotFlags, snapshotSpecOf, type GlobalOptions } from './parse-flags.js';
-import { openInput, writeProgress } from './write-input.js';
+import { writeProgress } from './write-input.js';
+import { runWriteJob } from '../table/write-job.js';
 import { formatPredicate } from '../table/predicate.js';
 import type { ReadExplain } from '../table/read-pruning.js';
 import type { Table } from '../table/table.js';
@@ -59,14 +57,6 @@ function outputFormat(flag: string | undefined): OutputFormat {
   return f;
 }
 
-/** The chunks of `input`, each also appended to `file` (a spool of stdin for a write planned again). */
-async function* teeTo(input: AsyncIterable<Uint8Array>, file: FileHandle): AsyncIterable<Uint8Array> {
-  for await (const chunk of input) {
-    await file.write(chunk);
-    yield chunk;
-  }
-}
-
 /** Rows per printed batch: the most row objects that exist at a time. */
 const PRINT_SLICE_ROWS = 8192;
 
@@ -98,7 +88,6 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
 
   const writeAction = (deletes: boolean) => async (name: string, file: string | undefined, o: { format?: string; skipInvalid?: string; commitIdentifier?: string; commitUser?: string; overwrite?: boolean; dynamicPartitionOverwrite?: string; where?: string }) => {
     const table = await catalog().getTable(name);
-    const current0 = table;
     const status = (text: string) => program.configureOutput().writeErr?.(text);
     if (deletes && o.where !== undefined) {
       if (file !== undefined) throw new InvalidArgumentError('give either --where or a file of keys to delete, not both');
@@ -114,75 +103,27 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
       overwrite = dynamic ? 'dynamic' : 'all';
     } else if (o.dynamicPartitionOverwrite !== undefined) throw new InvalidArgumentError('--dynamic-partition-overwrite goes with --overwrite');
     const format = inputFormat(file, o.format);
-    // stdin (or a pipe) is kept in a spool file as it is read, so that a write can be planned again.
-    const rereadable = file !== undefined && file !== '-' && (await stat(file)).isFile();
-    const spool = rereadable ? undefined : join(await mkdtemp(join(tmpdir(), 'varve-write-')), 'input');
-    let current = table;
-    try {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          await writeOnce(current, attempt === 0 ? file : (spool ?? file), attempt === 0 ? spool : undefined);
-          return;
-        } catch (e) {
-          // An alter landed while this write was planned under the old schema (nothing was
-          // committed): plan it again under the new schema, checking the input against it.
-          if (!(e instanceof SchemaChangedError) || attempt >= 4) throw e;
-          const next = await current.latest();
-          const event = schemaChangeEvent(0, current.schema, next.schema);
-          status(`the schema of ${current.name} changed during the write (schema ${event.from} -> ${event.to}: ${event.changes.join('; ') || 'options'}); writing again under schema ${event.to}\n`);
-          current = next;
-        }
-      }
-    } finally {
-      if (spool) await rm(dirname(spool), { recursive: true, force: true });
+    const source = file && file !== '-' ? { file } : { stream: process.stdin as AsyncIterable<Uint8Array> };
+    const { commit: result, rejected } = await runWriteJob(table, source, {
+      format,
+      deletes,
+      rejectsFile: o.skipInvalid,
+      commitUser: o.commitUser,
+      commitIdentifier: o.commitIdentifier,
+      overwrite,
+      progress: writeProgress,
+      onSchemaChange: (from, to) => {
+        const event = schemaChangeEvent(0, from, to);
+        status(`the schema of ${table.name} changed during the write (schema ${event.from} -> ${event.to}: ${event.changes.join('; ') || 'options'}); writing again under schema ${event.to}\n`);
+      },
+    });
+    if (!result) {
+      out(`nothing to ${deletes ? 'delete' : 'write'}${rejected ? ` (${rejected} rejected, see ${o.skipInvalid})` : ''}\n`);
+      return;
     }
-
-    async function writeOnce(table: Table, source: string | undefined, spoolTo: string | undefined): Promise<void> {
-      const { input: raw, size } = await openInput(source, format);
-      const spoolFile = spoolTo ? await open(spoolTo, 'w') : undefined;
-      const input = spoolFile ? teeTo(raw as AsyncIterable<Uint8Array>, spoolFile) : raw;
-      const rejects = o.skipInvalid ? await open(o.skipInvalid, 'w') : undefined;
-      const progress = writeProgress(size);
-      // Chunk by chunk: parsed, validated and handed to the writer, whose buffer bounds memory.
-      const writer = table.newWriter({ commitUser: o.commitUser, tableBucketCount: overwrite !== undefined });
-      let rows = 0;
-      let rejected = 0;
-      try {
-        try {
-          // Columns, not row objects: each chunk's records are validated straight into Arrow columns.
-          for await (const chunk of parseColumnChunks(input, format, table.schema, { skipInvalid: Boolean(o.skipInvalid), deletes })) {
-            if (chunk.table.numRows > 0) await writer.writeArrow(chunk.table);
-            if (rejects && chunk.rejected.length > 0) await rejects.write(chunk.rejected.map((r) => JSON.stringify(r) + '\n').join(''));
-            rows += chunk.table.numRows;
-            rejected += chunk.rejected.length;
-            progress.update(rows + rejected, chunk.bytesRead);
-          }
-        } catch (e) {
-          if (e instanceof RecordValidationError && table !== current0) {
-            throw new RecordValidationError(
-              `the schema of ${table.name} changed during the write (now schema ${table.schema.id}) and the input no longer fits it: ${e.message}; nothing was committed`,
-              e.line,
-              e.field,
-            );
-          }
-          throw e;
-        }
-        progress.stop();
-        if (rows === 0) {
-          out(`nothing to ${deletes ? 'delete' : 'write'}${rejected ? ` (${rejected} rejected, see ${o.skipInvalid})` : ''}\n`);
-          return;
-        }
-        const result = await writer.commit(o.commitIdentifier, overwrite ? { overwrite } : {});
-        const rejectedText = rejected ? `, ${rejected} rejected (see ${o.skipInvalid})` : '';
-        if (result.alreadyCommitted) out(`already committed as snapshot ${result.snapshot?.id}: nothing written twice\n`);
-        else out(`${deletes ? 'deleted' : overwrite ? `overwrote ${overwrite === 'all' ? 'the table' : 'the partitions written to'} with` : 'wrote'} ${result.rows} rows in ${result.files} files, snapshot ${result.snapshot?.id}${rejectedText}\n`);
-      } finally {
-        progress.stop();
-        await rejects?.close();
-        await spoolFile?.close();
-        await writer.close();
-      }
-    }
+    const rejectedText = rejected ? `, ${rejected} rejected (see ${o.skipInvalid})` : '';
+    if (result.alreadyCommitted) out(`already committed as snapshot ${result.snapshot?.id}: nothing written twice\n`);
+    else out(`${deletes ? 'deleted' : overwrite ? `overwrote ${overwrite === 'all' ? 'the table' : 'the partitions written to'} with` : 'wrote'} ${result.rows} rows in ${result.files} files, snapshot ${result.snapshot?.id}${rejectedText}\n`);
   };
 
   program

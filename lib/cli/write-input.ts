@@ -1,29 +1,12 @@
 /**
- * What `varve write` and `varve delete` read from: a file (Parquet through a file-backed Blob,
- * read range by range; text formats as a byte stream) or stdin, and a progress bar on stderr when
- * stderr is a terminal (rows, bytes, rate).
+ * The progress bar of `varve write` and `varve delete`: on stderr when stderr is a terminal (rows,
+ * bytes, rate). What they read from is lib/table/write-job.ts's business.
  */
-import { createReadStream, openAsBlob } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import { SingleBar } from 'cli-progress';
-import type { InputFormat, RecordInput } from '../table/input.js';
-
-/** The input and, for a file, its size. */
-export async function openInput(file: string | undefined, format: InputFormat): Promise<{ input: RecordInput; size?: number }> {
-  if (!file || file === '-') return { input: process.stdin as AsyncIterable<Uint8Array> };
-  const { size } = await stat(file);
-  if (format === 'parquet') return { input: await openAsBlob(file), size };
-  return { input: createReadStream(file, { highWaterMark: 1 << 20 }) as AsyncIterable<Uint8Array>, size };
-}
-
-/** Progress of a large write; a no-op unless stderr is a terminal. */
-export interface WriteProgress {
-  update(rows: number, bytes: number): void;
-  stop(): void;
-}
+import type { WriteJobProgress } from '../table/write-job.js';
 
 /** A progress bar on stderr (bytes of `size` when known, rows and rows/s), or nothing when stderr is not a TTY. */
-export function writeProgress(size: number | undefined): WriteProgress {
+export function writeProgress(size: number | undefined): WriteJobProgress {
   if (!process.stderr.isTTY) return { update() {}, stop() {} };
   const started = Date.now();
   const bar = new SingleBar(
