@@ -226,10 +226,17 @@ export class RollbackInProgressError extends VarveError {
   }
 }
 
-/** Metadata that cannot be parsed or is inconsistent with itself. */
+/**
+ * Metadata (a file varve saved, or a message it sent itself) that cannot be parsed, has the wrong
+ * shape, or is inconsistent with itself. Not retryable: reading it again gives the same bytes. The
+ * message names the file (`file`, its full location, when known) and what was wrong; what to do is
+ * to restore the file, or to remove what it belongs to as the message says.
+ */
 export class CorruptMetadataError extends VarveError {
-  constructor(message: string, opts: { cause?: unknown } = {}) {
-    super(message, { kind: 'corrupt', ...opts });
+  readonly file?: string;
+  constructor(message: string, opts: { cause?: unknown; file?: string } = {}) {
+    super(message, { kind: 'corrupt', retryable: false, ...(opts.cause === undefined ? {} : { cause: opts.cause }) });
+    if (opts.file !== undefined) this.file = opts.file;
   }
 }
 

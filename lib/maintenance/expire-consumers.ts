@@ -13,9 +13,22 @@
  * looks at the consumer file's modification time alone.
  */
 import { runLimited } from '../concurrency.js';
-import { ObjectNotFoundError } from '../errors.js';
-import { deleteIfMatch, fromUtf8, listAll, type ObjectInfo } from '../store/object-store.js';
-import { checkConsumerId, deleteConsumer, listConsumers, readConsumer, tombstoneKey, writeTombstone, type Consumer, type ConsumerTombstone } from '../snapshot/consumer.js';
+import * as v from 'valibot';
+import { CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
+import { jsonInt, parseJsonFile } from '../json.js';
+import { objectLocation, readJsonFile } from '../store/json-file.js';
+import { deleteIfMatch, listAll, type ObjectInfo } from '../store/object-store.js';
+import {
+  checkConsumerId,
+  ConsumerTombstoneSchema,
+  deleteConsumer,
+  listConsumers,
+  readConsumer,
+  tombstoneKey,
+  writeTombstone,
+  type Consumer,
+  type ConsumerTombstone,
+} from '../snapshot/consumer.js';
 import type { Table } from '../table/table.js';
 
 /** Options of consumer expiration; unset ones come from the table options. */
@@ -117,7 +130,7 @@ async function readProgress(table: Table, c: Consumer, progressPrefix: string, o
       } catch (e) {
         // Gone meanwhile: nothing to keep. Unreadable: deleted without a position (that bucket resumes
         // from the consumer's position, at-least-once).
-        if (e instanceof SyntaxError) return;
+        if (e instanceof CorruptMetadataError) return;
         if (!(e instanceof ObjectNotFoundError)) throw e;
       }
     }),
@@ -128,13 +141,8 @@ async function readProgress(table: Table, c: Consumer, progressPrefix: string, o
 
 /** Records a progress body's snapshot for `bucket` when it belongs to the consumer's run (never lowering it). */
 function note(c: Consumer, bucket: string, body: Uint8Array, delivered: Record<string, number>): void {
-  let p: { run?: string; snapshot?: number };
-  try {
-    p = JSON.parse(fromUtf8(body)) as { run?: string; snapshot?: number };
-  } catch {
-    return;
-  }
-  if (p.run === c.run && Number.isInteger(p.snapshot)) delivered[bucket] = Math.max(delivered[bucket] ?? 0, p.snapshot!);
+  const p = parseJsonFile(body, ProgressPositionSchema, `progress of bucket ${bucket} of consumer ${c.id}`);
+  if (p.run === c.run) delivered[bucket] = Math.max(delivered[bucket] ?? 0, p.snapshot);
 }
 
 /**
@@ -163,11 +171,16 @@ async function dropProgress(table: Table, c: Consumer, progressPrefix: string, k
   }
 }
 
+/** What expiry reads of a progress object (lib/stream/progress.ts BucketProgress). */
+const ProgressPositionSchema = v.looseObject({ run: v.string(), snapshot: jsonInt });
+
+/** What expiry reads of a lease object (lib/stream/lease.ts ConsumerLease). */
+const LeaseTokenSchema = v.looseObject({ token: jsonInt });
+
 /** The fencing token of a consumer's lease object (`consumer-<id>@lease`), if it has one. */
 async function leaseTokenOf(table: Table, id: string): Promise<number | undefined> {
   try {
-    const lease = JSON.parse(fromUtf8((await table.store.get(`${table.path}/consumer/consumer-${id}@lease`)).body)) as { token?: unknown };
-    return Number.isInteger(lease.token) ? (lease.token as number) : undefined;
+    return (await readJsonFile(table.store, `${table.path}/consumer/consumer-${id}@lease`, LeaseTokenSchema)).value.token;
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
     throw e;
@@ -232,7 +245,7 @@ async function removeOldTombstones(table: Table, now: number, retentionMs: numbe
     }
     let t: ConsumerTombstone;
     try {
-      t = JSON.parse(fromUtf8(obj.body)) as ConsumerTombstone;
+      t = parseJsonFile(obj.body, ConsumerTombstoneSchema, objectLocation(table.store, o.key));
     } catch {
       continue; // unreadable: never remove what cannot be judged
     }

@@ -10,8 +10,9 @@
  * its snapshot lives, an index is never deleted — by this or by orphan cleanup, which never
  * touches `commit/`.
  */
-import { deleteIfMatch, listAll, fromUtf8 } from '../store/object-store.js';
-import type { IdentifierIndex } from '../snapshot/commit-identifier.js';
+import { parseJsonObject } from '../store/json-file.js';
+import { deleteIfMatch, listAll } from '../store/object-store.js';
+import { IdentifierIndexSchema, type IdentifierIndex } from '../snapshot/commit-identifier.js';
 import type { Table } from '../table/table.js';
 
 /** What one sweep of identifier indexes did. */
@@ -44,7 +45,7 @@ export async function expireIdentifierIndexes(table: Table, opts: { now?: number
     let etag: string;
     try {
       const obj = await table.store.get(o.key);
-      index = JSON.parse(fromUtf8(obj.body)) as IdentifierIndex;
+      index = parseJsonObject(table.store, o.key, obj.body, IdentifierIndexSchema);
       etag = obj.etag;
     } catch {
       continue; // gone, or unreadable: never delete what cannot be judged

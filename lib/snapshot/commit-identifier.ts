@@ -30,8 +30,11 @@
  *    commit): the identifier is not in the table any more; take the index over as above.
  */
 import { createHash } from 'node:crypto';
+import * as v from 'valibot';
 import { CommitIdentifierAmbiguousError, CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
-import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
+import { jsonInt, jsonTime, parseJsonFile, type JsonSchema } from '../json.js';
+import { objectLocation, parseJsonObject } from '../store/json-file.js';
+import { utf8, type ObjectStore } from '../store/object-store.js';
 import type { Snapshot } from './snapshot.js';
 import type { SnapshotManager } from './snapshot-manager.js';
 
@@ -54,6 +57,16 @@ export interface IdentifierIndex {
   expiryMarks?: boolean;
 }
 
+/** An index object as saved; `committed` and `expiryMarks` are absent in older ones. */
+export const IdentifierIndexSchema: JsonSchema<IdentifierIndex> = v.looseObject({
+  identifier: v.string(),
+  holder: v.string(),
+  attempt: jsonInt,
+  committed: v.optional(jsonInt),
+  updated: jsonTime,
+  expiryMarks: v.optional(v.boolean()),
+});
+
 /**
  * Snapshot property set ('true') on a commit whose own identifier is indexed (identifierIndex):
  * with the batch identifiers (BATCH_IDENTIFIERS_PROPERTY) it tells expiry which indexes to mark.
@@ -75,12 +88,7 @@ export const BATCH_IDENTIFIERS_PROPERTY = 'varve.identifiers';
 export function batchIdentifiersOf(s: Snapshot): string[] {
   const raw = s.properties?.[BATCH_IDENTIFIERS_PROPERTY];
   if (raw === undefined) return [];
-  try {
-    const ids = JSON.parse(raw) as unknown;
-    return Array.isArray(ids) ? ids.filter((x): x is string => typeof x === 'string') : [];
-  } catch {
-    throw new CorruptMetadataError(`snapshot ${s.id} has a ${BATCH_IDENTIFIERS_PROPERTY} property that is not a JSON array`);
-  }
+  return parseJsonFile(raw, v.array(v.string()), `the ${BATCH_IDENTIFIERS_PROPERTY} property of snapshot ${s.id}`, 'the snapshot file is damaged; restore it from a backup');
 }
 
 /** The identifiers snapshot `s` holds whose index objects expiry must mark before deleting it. */
@@ -121,12 +129,11 @@ export async function readIdentifierIndex(store: ObjectStore, tablePath: string,
   const key = identifierIndexKey(tablePath, identifier);
   try {
     const obj = await store.get(key);
-    const index = JSON.parse(fromUtf8(obj.body)) as IdentifierIndex;
-    if (index.identifier !== identifier || !Number.isInteger(index.attempt)) throw new CorruptMetadataError(`identifier index ${key} does not describe identifier ${identifier}`);
+    const index = parseJsonObject(store, key, obj.body, IdentifierIndexSchema);
+    if (index.identifier !== identifier) throw new CorruptMetadataError(`identifier index ${objectLocation(store, key)} does not describe identifier ${identifier}`);
     return { index, etag: obj.etag };
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
-    if (e instanceof SyntaxError) throw new CorruptMetadataError(`identifier index ${key} is not valid JSON`, { cause: e });
     throw e;
   }
 }

@@ -3,8 +3,11 @@
  * snapshot the consumer still needs — every snapshot below it has been fully delivered to its
  * sink. Expiry never removes a snapshot at or after the smallest live consumer's `nextSnapshot`.
  */
-import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError } from '../errors.js';
-import { fromUtf8, listAll, utf8, type ObjectStore } from '../store/object-store.js';
+import * as v from 'valibot';
+import { InvalidArgumentError, ObjectNotFoundError } from '../errors.js';
+import { jsonInt, jsonIntMap, jsonTime, type JsonSchema } from '../json.js';
+import { parseJsonObject } from '../store/json-file.js';
+import { listAll, utf8, type ObjectStore } from '../store/object-store.js';
 
 /** A bucket with planned splits not yet known to be delivered. */
 export interface ConsumerBucketProgress {
@@ -69,6 +72,21 @@ export function describeGap(gap: Pick<ConsumerGap, 'from' | 'to'>): string {
   return gap.to - 1 > gap.from ? `${gap.from}..${gap.to - 1}` : `${gap.from}`;
 }
 
+/** A consumer file as saved; `lastUpdated` is absent in files of early versions (the object's time stands in). */
+const ConsumerStateSchema: JsonSchema<Omit<ConsumerState, 'lastUpdated'> & { lastUpdated?: number }> = v.looseObject({
+  nextSnapshot: jsonInt,
+  lastUpdated: v.optional(jsonTime),
+  plannedSnapshot: v.optional(jsonInt),
+  buckets: v.optional(v.record(v.string(), v.looseObject({ nextSnapshot: jsonInt, lastPlanned: jsonInt }))),
+  run: v.optional(v.string()),
+  fullSnapshot: v.optional(jsonInt),
+  splitRefs: v.optional(v.array(jsonInt)),
+  tableUuid: v.optional(v.string()),
+  gaps: v.optional(
+    v.array(v.looseObject({ from: jsonInt, to: jsonInt, at: jsonTime, reason: v.picklist(['consumer-expired', 'snapshot-expired']) })),
+  ),
+});
+
 export interface Consumer extends ConsumerState {
   id: string;
   etag: string;
@@ -101,13 +119,7 @@ export async function readConsumer(store: ObjectStore, tablePath: string, id: st
   const key = consumerKeyOf(tablePath, id);
   try {
     const obj = await store.get(key);
-    let state: ConsumerState;
-    try {
-      state = JSON.parse(fromUtf8(obj.body)) as ConsumerState;
-    } catch (e) {
-      throw new CorruptMetadataError(`consumer file ${key} is not valid JSON`, { cause: e });
-    }
-    if (!Number.isInteger(state.nextSnapshot)) throw new CorruptMetadataError(`consumer file ${key} has no integer nextSnapshot`);
+    const state = parseJsonObject(store, key, obj.body, ConsumerStateSchema);
     return { ...state, lastUpdated: state.lastUpdated ?? obj.lastModified, id, etag: obj.etag };
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
@@ -189,6 +201,18 @@ export interface ConsumerTombstone {
   run?: string;
 }
 
+export const ConsumerTombstoneSchema: JsonSchema<ConsumerTombstone> = v.looseObject({
+  id: v.string(),
+  nextSnapshot: jsonInt,
+  lastUpdated: jsonTime,
+  expiredAt: jsonTime,
+  reason: v.string(),
+  delivered: v.optional(jsonIntMap),
+  fullSnapshot: v.optional(jsonInt),
+  leaseToken: v.optional(jsonInt),
+  run: v.optional(v.string()),
+});
+
 /** Key of a consumer's tombstone ('@' never occurs in a consumer id). */
 export function tombstoneKey(tablePath: string, id: string): string {
   return `${tablePath}/consumer/consumer-${id}@expired`;
@@ -199,10 +223,9 @@ export async function readTombstone(store: ObjectStore, tablePath: string, id: s
   checkConsumerId(id);
   const key = tombstoneKey(tablePath, id);
   try {
-    return JSON.parse(fromUtf8((await store.get(key)).body)) as ConsumerTombstone;
+    return parseJsonObject(store, key, (await store.get(key)).body, ConsumerTombstoneSchema);
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
-    if (e instanceof SyntaxError) throw new CorruptMetadataError(`consumer tombstone ${key} is not valid JSON`, { cause: e });
     throw e;
   }
 }

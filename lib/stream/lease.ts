@@ -9,9 +9,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { ConsumerLeaseHeldError, ConsumerLeaseLostError, CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
+import * as v from 'valibot';
+import { ConsumerLeaseHeldError, ConsumerLeaseLostError, ObjectNotFoundError } from '../errors.js';
+import { jsonInt, jsonTime, type JsonSchema } from '../json.js';
+import { parseJsonObject } from '../store/json-file.js';
 import { checkConsumerId, readTombstone } from '../snapshot/consumer.js';
-import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
+import { utf8, type ObjectStore } from '../store/object-store.js';
 
 /** Who holds a lease. */
 export interface LeaseHolder {
@@ -32,6 +35,14 @@ export interface ConsumerLease {
   tableUuid?: string;
 }
 
+const ConsumerLeaseSchema: JsonSchema<ConsumerLease> = v.looseObject({
+  holder: v.looseObject({ host: v.string(), pid: jsonInt, readerId: v.string() }),
+  token: jsonInt,
+  expiresAt: jsonTime,
+  acquiredAt: jsonTime,
+  tableUuid: v.optional(v.string()),
+});
+
 /** Key of a consumer's lease ('@' never occurs in a consumer id). */
 export function leaseKey(tablePath: string, consumerId: string): string {
   return `${tablePath}/consumer/consumer-${consumerId}@lease`;
@@ -48,12 +59,10 @@ export async function readLease(store: ObjectStore, tablePath: string, consumerI
   const key = leaseKey(tablePath, consumerId);
   try {
     const obj = await store.get(key);
-    const lease = JSON.parse(fromUtf8(obj.body)) as ConsumerLease;
-    if (!Number.isInteger(lease.token)) throw new CorruptMetadataError(`lease ${key} has no integer token`);
+    const lease = parseJsonObject(store, key, obj.body, ConsumerLeaseSchema);
     return { lease, etag: obj.etag };
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
-    if (e instanceof SyntaxError) throw new CorruptMetadataError(`lease ${key} is not valid JSON`, { cause: e });
     throw e;
   }
 }

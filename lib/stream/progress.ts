@@ -6,8 +6,11 @@
  * that still have undelivered planned splits, of where each bucket stands. A bucket with no new
  * data is never in that set, so it never holds the consumer back.
  */
+import * as v from 'valibot';
 import { ConsumerLeaseLostError, CorruptMetadataError, ObjectNotFoundError, SplitFenceLostError } from '../errors.js';
-import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
+import { jsonInt, jsonTime, type JsonSchema } from '../json.js';
+import { parseJsonObject } from '../store/json-file.js';
+import { utf8, type ObjectStore } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import { readConsumer, type ConsumerState } from '../snapshot/consumer.js';
 
@@ -32,6 +35,15 @@ export interface BucketProgress {
    */
   splitFence?: number;
 }
+
+const BucketProgressSchema: JsonSchema<BucketProgress> = v.looseObject({
+  run: v.string(),
+  snapshot: jsonInt,
+  updated: jsonTime,
+  token: v.optional(jsonInt),
+  tableUuid: v.optional(v.string()),
+  splitFence: v.optional(jsonInt),
+});
 
 /** The key of a bucket in the consumer's `buckets` map and in progress object names. */
 export function bucketKey(partition: string, bucket: number): string {
@@ -61,12 +73,9 @@ export async function readBucketProgress(
 ): Promise<BucketProgress | undefined> {
   const key = progressKey(tablePath, consumerId, partition, bucket);
   try {
-    const p = JSON.parse(fromUtf8((await store.get(key)).body)) as BucketProgress;
-    if (!Number.isInteger(p.snapshot)) throw new CorruptMetadataError(`progress object ${key} has no integer snapshot`);
-    return p;
+    return parseJsonObject(store, key, (await store.get(key)).body, BucketProgressSchema);
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
-    if (e instanceof SyntaxError) throw new CorruptMetadataError(`progress object ${key} is not valid JSON`, { cause: e });
     throw e;
   }
 }
@@ -82,12 +91,9 @@ export async function readBucketProgressEntry(
   const key = progressKey(tablePath, consumerId, partition, bucket);
   try {
     const obj = await store.get(key);
-    const p = JSON.parse(fromUtf8(obj.body)) as BucketProgress;
-    if (!Number.isInteger(p.snapshot)) throw new CorruptMetadataError(`progress object ${key} has no integer snapshot`);
-    return { progress: p, etag: obj.etag };
+    return { progress: parseJsonObject(store, key, obj.body, BucketProgressSchema), etag: obj.etag };
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
-    if (e instanceof SyntaxError) throw new CorruptMetadataError(`progress object ${key} is not valid JSON`, { cause: e });
     throw e;
   }
 }

@@ -20,8 +20,11 @@
  * outcome and counts it as an own failure. A counted failure clears the note; a delivered split
  * leaves it behind harmlessly (its snapshot is never attempted again).
  */
-import { CorruptMetadataError, ObjectNotFoundError, VarveError } from '../errors.js';
-import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
+import * as v from 'valibot';
+import { ObjectNotFoundError, VarveError } from '../errors.js';
+import { jsonInt, jsonTime, type JsonSchema } from '../json.js';
+import { parseJsonObject } from '../store/json-file.js';
+import { utf8, type ObjectStore } from '../store/object-store.js';
 import { bucketKey } from './progress.js';
 
 /** Own failures a split may have; the one that reaches it moves the split to the dead-letter queue. */
@@ -51,6 +54,16 @@ export interface SplitFailures {
   attempt?: number;
 }
 
+const SplitFailuresSchema: JsonSchema<SplitFailures> = v.looseObject({
+  run: v.string(),
+  snapshot: jsonInt,
+  failures: jsonInt,
+  lastError: v.string(),
+  updated: jsonTime,
+  deadLettered: v.optional(v.boolean()),
+  attempt: v.optional(jsonInt),
+});
+
 /** The split a failure record is about. */
 export interface FailedSplit {
   run: string;
@@ -67,12 +80,9 @@ export function splitFailuresKey(tablePath: string, consumerId: string, partitio
 /** The bucket's failure record, or undefined. */
 export async function readSplitFailures(store: ObjectStore, key: string): Promise<SplitFailures | undefined> {
   try {
-    const r = JSON.parse(fromUtf8((await store.get(key)).body)) as SplitFailures;
-    if (!Number.isInteger(r.failures) || !Number.isInteger(r.snapshot)) throw new CorruptMetadataError(`split failure record ${key} has no integer failures / snapshot`);
-    return r;
+    return parseJsonObject(store, key, (await store.get(key)).body, SplitFailuresSchema);
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
-    if (e instanceof SyntaxError) throw new CorruptMetadataError(`split failure record ${key} is not valid JSON`, { cause: e });
     throw e;
   }
 }

@@ -11,8 +11,11 @@
  * refuses a smaller one), so a holder that was fenced off can no longer move progress.
  */
 import { randomUUID } from 'node:crypto';
-import { CorruptMetadataError, ObjectNotFoundError, SplitFenceHeldError, SplitFenceLostError } from '../errors.js';
-import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
+import * as v from 'valibot';
+import { ObjectNotFoundError, SplitFenceHeldError, SplitFenceLostError } from '../errors.js';
+import { jsonInt, jsonTime, type JsonSchema } from '../json.js';
+import { parseJsonObject } from '../store/json-file.js';
+import { utf8, type ObjectStore } from '../store/object-store.js';
 import { bucketKey } from './progress.js';
 
 /** The JSON content of a fence object. */
@@ -26,6 +29,8 @@ export interface SplitFence {
   acquiredAt: number;
 }
 
+const SplitFenceSchema: JsonSchema<SplitFence> = v.looseObject({ token: jsonInt, holder: v.string(), expiresAt: jsonTime, acquiredAt: jsonTime });
+
 /** Key of a bucket's fence ('@' never occurs in a consumer id). */
 export function splitFenceKey(tablePath: string, consumerId: string, partition: string, bucket: number): string {
   return `${tablePath}/consumer/consumer-${consumerId}@fence/${bucketKey(partition, bucket)}`;
@@ -35,12 +40,9 @@ export function splitFenceKey(tablePath: string, consumerId: string, partition: 
 export async function readSplitFence(store: ObjectStore, key: string): Promise<{ fence: SplitFence; etag: string } | undefined> {
   try {
     const obj = await store.get(key);
-    const fence = JSON.parse(fromUtf8(obj.body)) as SplitFence;
-    if (!Number.isInteger(fence.token)) throw new CorruptMetadataError(`split fence ${key} has no integer token`);
-    return { fence, etag: obj.etag };
+    return { fence: parseJsonObject(store, key, obj.body, SplitFenceSchema), etag: obj.etag };
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
-    if (e instanceof SyntaxError) throw new CorruptMetadataError(`split fence ${key} is not valid JSON`, { cause: e });
     throw e;
   }
 }
