@@ -83,6 +83,16 @@ export class StoreUnavailableError extends VarveError {
   }
 }
 
+/**
+ * The store refused a write for a reason no retry heals: a full disk (ENOSPC, EDQUOT), a read-only
+ * file system (EROFS), missing permission (EACCES, EPERM). Names the cause (`code`) and the path.
+ */
+export class StoreRefusedError extends VarveError {
+  constructor(message: string, readonly code: string, readonly path: string, opts: { cause?: unknown } = {}) {
+    super(message, { kind: 'unavailable', retryable: false, ...opts });
+  }
+}
+
 /** A key that is not a safe relative path inside the store root. */
 export class InvalidKeyError extends InvalidArgumentError {}
 
@@ -103,12 +113,18 @@ export class SchemaChangedError extends CommitConflictError {
   }
 }
 
-/** A commit that kept losing the race for the next snapshot id until its retry budget ran out. */
-export class CommitRetriesExhaustedError extends VarveError {
-  constructor(message: string, opts: { cause?: unknown } = {}) {
+/**
+ * A retried step (lib/retry-budget.ts) that kept failing for reasons a retry may heal (a lost race,
+ * a busy store) until its budget of retries or time ran out; `retries` is the number it made.
+ */
+export class RetriesExhaustedError extends VarveError {
+  constructor(message: string, readonly retries: number, opts: { cause?: unknown } = {}) {
     super(message, { kind: 'conflict', retryable: true, ...opts });
   }
 }
+
+/** A commit that kept losing the race for the next snapshot id until its retry budget ran out. */
+export class CommitRetriesExhaustedError extends RetriesExhaustedError {}
 
 /**
  * A commit identifier whose earlier attempt cannot be confirmed or ruled out any more (the snapshot

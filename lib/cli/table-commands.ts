@@ -122,8 +122,10 @@ export function registerTableCommands(program: Command, globals: () => GlobalOpt
       return;
     }
     const rejectedText = rejected ? `, ${rejected} rejected (see ${o.skipInvalid})` : '';
-    if (result.alreadyCommitted) out(`already committed as snapshot ${result.snapshot?.id}: nothing written twice\n`);
-    else out(`${deletes ? 'deleted' : overwrite ? `overwrote ${overwrite === 'all' ? 'the table' : 'the partitions written to'} with` : 'wrote'} ${result.rows} rows in ${result.files} files, snapshot ${result.snapshot?.id}${rejectedText}\n`);
+    if (result.alreadyCommitted) {
+      const where = result.snapshot ? `as snapshot ${result.snapshot.id}` : `as snapshot ${result.expiredSnapshotId}, which has expired since`;
+      out(`already committed ${where}: nothing written twice\n`);
+    } else out(`${deletes ? 'deleted' : overwrite ? `overwrote ${overwrite === 'all' ? 'the table' : 'the partitions written to'} with` : 'wrote'} ${result.rows} rows in ${result.files} files, snapshot ${result.snapshot?.id}${rejectedText}\n`);
   };
 
   program

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { CommitConflictError, CommitRetriesExhaustedError, InvalidArgumentError, SnapshotNotFoundError, isRetryable } from '../errors.js';
 import { MetadataFileNamer } from '../manifest/file-names.js';
 import type { Snapshot } from './snapshot.js';
-import { decorrelatedBackoff, sleep } from '../store/backoff.js';
+import { RetryBudget } from '../retry-budget.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { COMMIT_UUID_PROPERTY, PARENT_COMMIT_PROPERTY, planCommit, type CommitContext } from './commit-plan.js';
 import { BATCH_IDENTIFIERS_PROPERTY, IdentifierClaim, carriesIdentifier } from './commit-identifier.js';
@@ -33,11 +33,23 @@ export interface CommitResult {
   /** Attempts at creating a snapshot file (1 when nothing raced). */
   attempts: number;
   /**
-   * With batchIdentifiers: the batches (by index in the request) whose identifier had already
-   * landed, each with the snapshot holding it (undefined: that snapshot has expired). They were
-   * left out of this commit.
+   * Set when the commit had landed earlier (alreadyCommitted) in a snapshot that has expired
+   * since: that snapshot's id (`snapshot` is then the latest one, which does not hold it).
    */
-  landedBefore?: Map<number, Snapshot | undefined>;
+  expiredSnapshotId?: number;
+  /**
+   * With batchIdentifiers: the batches (by index in the request) whose identifier had already
+   * landed, each with the id of the snapshot holding it and that snapshot (undefined: it has
+   * expired). They were left out of this commit.
+   */
+  landedBefore?: Map<number, LandedBatch>;
+}
+
+/** Where a batch of a group commit had landed before (CommitResult.landedBefore). */
+export interface LandedBatch {
+  snapshotId: number;
+  /** Undefined when that snapshot has expired. */
+  snapshot?: Snapshot;
 }
 
 const DEDUP_READ_CHUNK = 16;
@@ -90,33 +102,18 @@ async function confirmed(sm: SnapshotManager, s: Snapshot): Promise<Snapshot | u
   return fresh.properties?.[COMMIT_UUID_PROPERTY] === uuid ? fresh : undefined;
 }
 
-/** Retry bookkeeping: counts retries against maxRetries / timeoutMs and sleeps with backoff. */
-class RetryBudget {
-  retries = 0;
-  private readonly started = performance.now();
-  private lastWaitMs: number | undefined;
-
-  constructor(private readonly opts: CommitOptions) {}
-
-  async next(reason: string, cause?: unknown): Promise<void> {
-    this.retries++;
-    const max = this.opts.maxRetries ?? 10;
-    const elapsed = performance.now() - this.started;
-    if (this.retries > max || (this.opts.timeoutMs !== undefined && elapsed >= this.opts.timeoutMs)) {
-      throw new CommitRetriesExhaustedError(
-        `commit gave up after ${this.retries} retries in ${Math.round(elapsed)} ms (last: ${reason}); ` +
-          'the table is busy — retry later, raise commit.max-retries / commit.timeout, or batch commits (group commit)',
-        { cause },
-      );
-    }
-    this.opts.onRetry?.(this.retries, reason);
-    const minWait = this.opts.minRetryWaitMs ?? 10;
-    const maxWait = this.opts.maxRetryWaitMs ?? 10_000;
-    // Jittered: racing committers spread out instead of colliding again in lockstep; decorrelated,
-    // so a committer that lost often is not parked at the cap while fresh commits take every id.
-    this.lastWaitMs = decorrelatedBackoff(this.lastWaitMs, minWait, maxWait);
-    await sleep(this.lastWaitMs);
-  }
+/** The retry budget of one commit call (commit.max-retries, commit.timeout, the backoff waits). */
+function commitBudget(tablePath: string, opts: CommitOptions): RetryBudget {
+  return new RetryBudget({
+    what: `commit to ${displayTableName(tablePath)}`,
+    maxRetries: opts.maxRetries,
+    timeoutMs: opts.timeoutMs,
+    minWaitMs: opts.minRetryWaitMs,
+    maxWaitMs: opts.maxRetryWaitMs,
+    onRetry: opts.onRetry,
+    advice: 'the table is busy — retry later, raise commit.max-retries / commit.timeout, or batch commits (group commit)',
+    exhausted: (message, retries, cause) => new CommitRetriesExhaustedError(message, retries, { cause }),
+  });
 }
 
 type PublishOutcome = { committed: Snapshot } | { lostAt: number };
@@ -163,7 +160,7 @@ async function publish(ctx: CommitContext, sm: SnapshotManager, snapshot: Snapsh
       return there.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid ? { committed: there } : { lostAt: snapshot.id };
     }
     if (!isRetryable(error)) throw error;
-    await budget.next(`writing snapshot ${snapshot.id}: ${(error as Error).message}`, error);
+    await budget.retry(`writing snapshot ${snapshot.id}: ${(error as Error).message}`, error);
   }
 }
 
@@ -270,7 +267,7 @@ async function afterCommit(sm: SnapshotManager, s: Snapshot, lookedUp: boolean):
  */
 class BatchClaims {
   private live: number[];
-  readonly landedBefore = new Map<number, Snapshot | undefined>();
+  readonly landedBefore = new Map<number, LandedBatch>();
   private readonly claims: Array<IdentifierClaim | undefined>;
 
   constructor(
@@ -292,7 +289,7 @@ class BatchClaims {
   /** Newest snapshot holding a dropped batch (what an all-landed commit returns). */
   get newestLanded(): Snapshot | undefined {
     let newest: Snapshot | undefined;
-    for (const s of this.landedBefore.values()) if (s !== undefined && (newest === undefined || s.id > newest.id)) newest = s;
+    for (const { snapshot: s } of this.landedBefore.values()) if (s !== undefined && (newest === undefined || s.id > newest.id)) newest = s;
     return newest;
   }
 
@@ -318,7 +315,7 @@ class BatchClaims {
       return id !== undefined && carriesIdentifier(s, id);
     });
     if (landed.length === 0) return;
-    for (const i of landed) this.landedBefore.set(i, s);
+    for (const i of landed) this.landedBefore.set(i, { snapshotId: s.id, snapshot: s });
     this.live = this.live.filter((i) => !this.landedBefore.has(i));
     this.rebuild();
   };
@@ -336,7 +333,7 @@ class BatchClaims {
       let agree = true;
       outcomes.forEach((o, k) => {
         if (!o.held) {
-          this.landedBefore.set(pending[k], o.snapshot);
+          this.landedBefore.set(pending[k], { snapshotId: o.snapshotId, snapshot: o.snapshot });
           return;
         }
         if ((o.base?.id ?? 0) !== (base?.id ?? 0)) agree = false;
@@ -375,7 +372,7 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
     cache: opts.manifestCache ?? new Map(),
     now: opts.now ?? Date.now,
   };
-  const budget = new RetryBudget(opts);
+  const budget = commitBudget(tablePath, opts);
   const claim = req.identifierIndex ? new IdentifierClaim(store, sm, req.commitIdentifier, ctx.commitUuid, ctx.now) : undefined;
   const batchClaims = req.batchIdentifiers ? new BatchClaims(ctx, sm, req) : undefined;
   const landed = (r: CommitResult): CommitResult => (batchClaims && batchClaims.landedBefore.size > 0 ? { ...r, landedBefore: batchClaims.landedBefore } : r);
@@ -420,7 +417,9 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
         if (!held.held) {
           const snapshot = held.snapshot ?? (await sm.latest());
           if (snapshot === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(tablePath)} has no snapshot left; commit identifier ${req.commitIdentifier} landed in expired snapshot ${held.snapshotId}`);
-          return { snapshot, alreadyCommitted: true, committed: false, attempts };
+          // Landed in a snapshot expired since: say which, never pass the latest off as its holder.
+          const expired = held.snapshot === undefined ? { expiredSnapshotId: held.snapshotId } : {};
+          return { snapshot, alreadyCommitted: true, committed: false, attempts, ...expired };
         }
         if (held.base?.id !== latest?.id) {
           latest = held.base;
@@ -449,7 +448,7 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
         optimistic = false;
         lookedUp = true;
         baseReadAt = performance.now();
-        await budget.next(`snapshot ${outcome.committed.id} was planned on a snapshot a rollback removed; retrying on snapshot ${latest?.id ?? 0}`);
+        await budget.retry(`snapshot ${outcome.committed.id} was planned on a snapshot a rollback removed; retrying on snapshot ${latest?.id ?? 0}`);
         continue;
       }
       if ('committed' in outcome) {
@@ -458,7 +457,7 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
       }
       let reloaded = await reloadAfterLostRace(ctx, sm, outcome.lostAt, batchClaims?.passed);
       if (!reloaded.ours && !reloaded.duplicate) {
-        await budget.next(`lost the race for snapshot ${outcome.lostAt}; retrying after snapshot ${reloaded.latest.id}`);
+        await budget.retry(`lost the race for snapshot ${outcome.lostAt}; retrying after snapshot ${reloaded.latest.id}`);
         // Others kept committing during the wait: read forward to the newest snapshot after it, so
         // the next attempt starts on the current head. (Planning on the head read before the wait
         // lost again to whatever landed meanwhile, and every loss doubled the wait: a process that
@@ -487,7 +486,7 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
       if (!isRetryable(e) || e instanceof CommitRetriesExhaustedError) throw e;
       // A store hiccup before the commit point: the same step again (the base is reloaded only
       // if it was never read; a stale base just loses the race and reloads then).
-      await budget.next((e as Error).message, e);
+      await budget.retry((e as Error).message, e);
     }
   }
 }

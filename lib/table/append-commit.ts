@@ -31,6 +31,8 @@ export interface AppendCommitted {
   batches: readonly CommitBatch[];
   /** An earlier attempt had committed these batches; nothing was committed now. */
   alreadyCommitted: boolean;
+  /** With alreadyCommitted: the id of the snapshot they had landed in, when it has expired since (`snapshot` is then the latest). */
+  expiredSnapshotId?: number;
   /** Snapshot ids lost to other committers on the way. */
   conflicts: number;
   /** Milliseconds from the start of the call to the snapshot, when this call created it. */
@@ -79,6 +81,7 @@ export async function commitAppend(table: Table, batches: readonly CommitBatch[]
     snapshot: result.snapshot,
     batches,
     alreadyCommitted: result.alreadyCommitted,
+    ...(result.expiredSnapshotId !== undefined ? { expiredSnapshotId: result.expiredSnapshotId } : {}),
     // Every attempt after the first followed a lost race for the snapshot id.
     conflicts: Math.max(0, result.attempts - 1),
     latencyMs: result.committed ? Math.round(performance.now() - started) : undefined,

@@ -38,6 +38,8 @@ export interface PendingAppend {
 export interface SharedCommitOutcome {
   /** The snapshot holding the batch (undefined: it had landed in a snapshot since expired). */
   snapshot?: Snapshot;
+  /** The id of the expired snapshot the batch had landed in (when `snapshot` is undefined). */
+  expiredSnapshotId?: number;
   /** The identifier had landed before (an earlier call, or another writer in the same round). */
   alreadyCommitted: boolean;
   /** True for exactly one writer per new snapshot: the one that announces the commit. */
@@ -164,7 +166,12 @@ export class SharedCommitter {
     if (result.committed) this.rounds++;
     let announced = !result.committed;
     return appends.map((_, i) => {
-      if (result.landedBefore?.has(i)) return { snapshot: result.landedBefore.get(i), alreadyCommitted: true, announces: false, roundSize: appends.length };
+      const landed = result.landedBefore?.get(i);
+      if (landed !== undefined) {
+        const where = landed.snapshot !== undefined ? { snapshot: landed.snapshot } : { expiredSnapshotId: landed.snapshotId };
+        return { ...where, alreadyCommitted: true, announces: false, roundSize: appends.length };
+      }
+      if (result.expiredSnapshotId !== undefined) return { expiredSnapshotId: result.expiredSnapshotId, alreadyCommitted: true, announces: false, roundSize: appends.length };
       const announces = !announced;
       announced = true;
       return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, announces, roundSize: appends.length };

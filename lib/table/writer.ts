@@ -92,6 +92,8 @@ export interface CommitResult {
   snapshot?: Snapshot;
   /** True when the same commit identifier had already landed (any process, any commit user): nothing was written twice. */
   alreadyCommitted: boolean;
+  /** With alreadyCommitted: the id of the snapshot it had landed in, when that snapshot has expired since (`snapshot` is then unset). */
+  expiredSnapshotId?: number;
   /** Data files written by this commit. */
   files: number;
   /** Rows written, before merging. */
@@ -581,7 +583,8 @@ export class TableWriter {
         return { snapshot: result.snapshot, alreadyCommitted: false, files, rows, compactionError: e as Error };
       }
     }
-    return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, files, rows };
+    const expired = result.expiredSnapshotId !== undefined ? { expiredSnapshotId: result.expiredSnapshotId } : {};
+    return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, files, rows, ...expired };
   }
 
   /**
@@ -613,6 +616,7 @@ export class TableWriter {
       commitOptionsFor(this.table, fresh ? { dedupLookback: 0 } : {}),
     );
     if (!result.alreadyCommitted) publishCommit({ warehouse: this.table.store.uri, table: this.table.name, snapshot: result.snapshot });
+    if (result.expiredSnapshotId !== undefined) return { alreadyCommitted: true, expiredSnapshotId: result.expiredSnapshotId, files: batch.newFiles.length, rows };
     return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, files: batch.newFiles.length, rows };
   }
 

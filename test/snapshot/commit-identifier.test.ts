@@ -166,7 +166,7 @@ describe('indexed commit identifiers', () => {
     expect(holders('g1')).toEqual([3]);
     if (loserKind === 'single') expect(second).toMatchObject({ alreadyCommitted: true, committed: false });
     else {
-      expect(second.landedBefore?.get(0)?.id).toBe(3);
+      expect(second.landedBefore?.get(0)?.snapshot?.id).toBe(3);
       expect(holders('g3')).toEqual([4]);
     }
   });

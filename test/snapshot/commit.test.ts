@@ -189,7 +189,7 @@ describe('commit', () => {
     expect(await new SnapshotManager(store, T).latestId()).toBe(1);
     store.clearFaults();
     store.injectConflicts(100, 'snapshot-2');
-    await expect(commit(store, T, appendRequest('u', 'c2', [change('b')]), { ...opts, timeoutMs: 0 })).rejects.toThrow(/gave up after 1 retries/);
+    await expect(commit(store, T, appendRequest('u', 'c2', [change('b')]), { ...opts, timeoutMs: 0 })).rejects.toThrow(/gave up after 0 retries/);
   });
 
   it('retries a lost race on the snapshots that landed during its backoff: commits landing meanwhile do not starve it', async () => {
