@@ -40,10 +40,10 @@ function isVarve(node: IConstruct): boolean {
 /** The Fn::GetAtt logical id of a bucket ARN and the literal key pattern joined after it. */
 function objectResource(resource: unknown): { logicalId: string; suffix: string } | undefined {
   const join = (resource as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join'];
-  if (!join || join[0] !== '' || join[1].length !== 2) return undefined;
+  if (join?.[0] !== '' || join[1].length !== 2) return undefined;
   const [arn, suffix] = join[1];
   const getAtt = (arn as { 'Fn::GetAtt'?: [string, string] })['Fn::GetAtt'];
-  if (!getAtt || getAtt[1] !== 'Arn' || typeof suffix !== 'string') return undefined;
+  if (getAtt?.[1] !== 'Arn' || typeof suffix !== 'string') return undefined;
   return { logicalId: getAtt[0], suffix };
 }
 
@@ -59,7 +59,7 @@ function objectResource(resource: unknown): { logicalId: string; suffix: string 
  * Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
  * Aspects.of(app).add(new VarveNagAcknowledgments());
  */
-export class VarveNagAcknowledgments implements IAspect {
+class VarveNagAcknowledgments implements IAspect {
   /** Acknowledges the findings of one construct, if varve made it. */
   visit(node: IConstruct): void {
     if (!(node instanceof CfnResource)) return;

@@ -5,7 +5,7 @@
 import { Duration, Tags } from 'aws-cdk-lib';
 import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
-import { Construct } from 'constructs';
+import type { Construct } from 'constructs';
 import { VARVE_QUEUE_TAGS } from '../lib/aws-contract.js';
 import { SPLIT_FAILURE_BUDGET } from '../lib/stream/split-failures.js';
 

@@ -27,9 +27,6 @@ import type { Warehouse } from './warehouse.js';
 /** `queue`: writers send file lists to the commit FIFO queue (group commit); `direct`: writers commit themselves. */
 export type { CommitMode };
 
-/** The Powertools service name and metric namespace of every varve function (declared in lib/aws-contract.ts). */
-export { VARVE_METRICS_NAMESPACE, VARVE_SERVICE_NAME };
-
 /** How records reach the ingest function. */
 export interface IngestOptions {
   /** Messages per invocation from the ingest queue, 1–100. @default 100 */

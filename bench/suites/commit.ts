@@ -13,7 +13,7 @@ import { S3Store } from '../../lib/store/s3-store.js';
 import type { Table } from '../../lib/table/table.js';
 import { makeRows, range } from '../lib/data.js';
 import { assertChecksum, assertEqual, expectedChecksum, tableChecksum } from '../lib/checksum.js';
-import { AwsRequestCounts, countAwsRequests } from '../lib/aws-requests.js';
+import { type AwsRequestCounts, countAwsRequests } from '../lib/aws-requests.js';
 import { CountingStore, keyKind } from '../lib/counting-store.js';
 import { quantile, statsOf } from '../lib/harness.js';
 import type { Measurement, Ratio, SuiteContext, SuiteResult, TableSpec } from '../lib/results.js';

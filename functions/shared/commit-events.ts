@@ -24,7 +24,7 @@ export interface SnapshotCommittedDetail {
 }
 
 /** Puts one `Snapshot Committed` event on `busName`; throws when EventBridge refuses it. */
-export async function putSnapshotCommitted(busName: string, table: string, snapshot: Snapshot): Promise<void> {
+async function putSnapshotCommitted(busName: string, table: string, snapshot: Snapshot): Promise<void> {
   const detail: SnapshotCommittedDetail = {
     table,
     snapshotId: snapshot.id,

@@ -30,7 +30,7 @@ import type { ObjectStore } from '../../lib/store/object-store.js';
 import type { ByteSource } from '../../lib/format/row-group-reader.js';
 
 /** The bucket and key prefix a table's inbox files are dropped under. */
-export function inboxOf(store: ObjectStore, table: string): { bucket: string; prefix: string } {
+function inboxOf(store: ObjectStore, table: string): { bucket: string; prefix: string } {
   if (!(store instanceof S3Store)) {
     throw new InvalidArgumentError(`inbox files need an S3 warehouse; VARVE_WAREHOUSE is ${store.uri}`);
   }
@@ -46,7 +46,7 @@ export type InboxRead = { body: AsyncIterable<Uint8Array>; key: string; size?: n
  * does not exist, its decoded form is tried. A 412 means the object was overwritten since the
  * event (its own event follows); a 404 that it was deleted.
  */
-export async function readInboxObject(store: S3Store, bucket: string, key: string, etag: string): Promise<InboxRead> {
+async function readInboxObject(store: S3Store, bucket: string, key: string, etag: string): Promise<InboxRead> {
   const candidates = [key];
   if (/[%+]/.test(key)) {
     try {

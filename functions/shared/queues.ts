@@ -26,7 +26,7 @@ export async function sendCommitMessage(queueUrl: string, m: CommitMessage): Pro
 }
 
 /** The message group of a bucket's jobs: `<table>/<partition>/<bucket>`. */
-export function compactionGroupId(table: string, partition: string, bucket: number): string {
+function compactionGroupId(table: string, partition: string, bucket: number): string {
   return queueId(`${table}/${partition}/${bucket}`);
 }
 

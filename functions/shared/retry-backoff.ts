@@ -12,8 +12,8 @@ import { sqsClient } from './aws-clients.js';
 import { log } from './observability.js';
 
 /** The first retry's delay and the longest one, in seconds. */
-export const BACKOFF_BASE_SECONDS = 2;
-export const BACKOFF_MAX_SECONDS = 300;
+const BACKOFF_BASE_SECONDS = 2;
+const BACKOFF_MAX_SECONDS = 300;
 
 /** Seconds a message failed on its `receiveCount`-th receive stays invisible. */
 export function backoffSeconds(receiveCount: number): number {

@@ -48,7 +48,7 @@ export function awsTableSink(target: Table, settings: WriterSettings): StreamSin
 }
 
 /** The detail-type of the events the EventBridge sink puts, one per change. */
-export const ROW_CHANGED = 'Row Changed';
+const ROW_CHANGED = 'Row Changed';
 
 /** The detail of a `Row Changed` event: values in display form (BIGINT beyond 2^53 and DECIMAL as text, BYTES as base64). */
 export interface RowChangedDetail {

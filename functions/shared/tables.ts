@@ -52,7 +52,7 @@ export async function openTable(env: Env, who: string, name?: string): Promise<T
  * `num-sorted-run.stop-trigger` is compacted first (compact-trigger.ts). A write-only table is
  * left to the compaction function: refusing its commits would also stop the jobs they queue.
  */
-export const FUNCTION_COMMIT_HOOKS: AppendCommitHooks = {
+const FUNCTION_COMMIT_HOOKS: AppendCommitHooks = {
   beforeAppendCommit: async (table, touched) => {
     if (!compactionSettingsOf(table).writeOnly) await beforeAppendCommit(table, touched);
   },
@@ -76,7 +76,7 @@ export function manifestCacheOf(table: Table): LruManifestCache {
  * The container-lifetime snapshot manager of a table, keeping the snapshots it read: a commit's
  * search for its own identifier in the recent snapshots then reads only those it has not seen.
  */
-export function cachingSnapshotManagerOf(table: Table): SnapshotManager {
+function cachingSnapshotManagerOf(table: Table): SnapshotManager {
   const make = () => new SnapshotManager(table.store, table.path, { cacheSnapshots: true });
   const sm = perTableOf(snapshotManagers, table, make);
   if (sm.store === table.store) return sm;

@@ -169,7 +169,7 @@ function formatIds(ids: readonly number[]): string {
 }
 
 /** The one-line summary of an expiry run. */
-export function formatExpirySummary(table: string, r: ExpireSnapshotsResult): string {
+function formatExpirySummary(table: string, r: ExpireSnapshotsResult): string {
   const parts: string[] = [];
   if (r.expired.length === 0 && r.changelogsExpired.length === 0) parts.push(`${table}: nothing expired`);
   else if (r.expired.length === 0) parts.push(`${table}: deleted ${r.deletedFiles} files`);
@@ -199,7 +199,7 @@ export function formatExpirySummary(table: string, r: ExpireSnapshotsResult): st
 }
 
 /** The summary of an orphan cleanup: one line, then with a dry run one line per file. */
-export function formatOrphanSummary(table: string, r: RemoveOrphansResult): string {
+function formatOrphanSummary(table: string, r: RemoveOrphansResult): string {
   const verb = r.dryRun ? 'would remove' : 'removed';
   const recent = r.tooRecent > 0 ? `; ${r.tooRecent} newer unreferenced files left alone` : '';
   let scope = '';
@@ -217,7 +217,7 @@ export function formatOrphanSummary(table: string, r: RemoveOrphansResult): stri
 }
 
 /** The `varve verify` report. */
-export function formatVerification(table: string, r: TableVerification): string {
+function formatVerification(table: string, r: TableVerification): string {
   const head = `${table}: ${r.snapshots.length} snapshot(s)${r.tags.length ? `, ${r.tags.length} tag(s)` : ''}, ${r.checkedReferences} reference(s) checked: `;
   if (r.ok) return `${head}ok\n`;
   return `${head}${r.problems.length} problem(s)\n` + r.problems.map((p) => `  ${p.owner}: ${p.problem}${p.key ? ` (${p.key})` : ''}\n`).join('');

@@ -14,7 +14,7 @@ type Records = ArrayLike<Record<string, DisplayValue>>;
  * columns; a wider cell pushes its line out rather than holding every row back (psql's streaming
  * layout does the same with FETCH_COUNT).
  */
-export const TABLE_SAMPLE_ROWS = 1000;
+const TABLE_SAMPLE_ROWS = 1000;
 
 /** One string with every record rendered in the format, ending with a newline when non-empty. */
 export function renderRecords(columns: string[], records: Records, format: OutputFormat): string {
@@ -126,7 +126,7 @@ function csvCell(v: DisplayValue | string): string {
 
 function displayWidth(s: string): number {
   // Code points, not UTF-16 units; ASCII (the common case) needs no iteration.
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the ASCII range starts at U+0000 by definition
   return /^[\x00-\x7f]*$/.test(s) ? s.length : [...s].length;
 }
 

@@ -10,14 +10,14 @@ import { SchemaMismatchError } from '../errors.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField, type DataType, type TableSchema } from '../schema/types.js';
 
 /** Arrow field metadata key that carries a column's varve field id. */
-export const FIELD_ID_KEY = 'varve.field-id';
+const FIELD_ID_KEY = 'varve.field-id';
 /** Arrow field metadata key that parquet-rs turns into the Parquet field_id (Iceberg's column identity). */
-export const PARQUET_FIELD_ID_KEY = 'PARQUET:field_id';
+const PARQUET_FIELD_ID_KEY = 'PARQUET:field_id';
 
 /** Field id of `_SEQUENCE_NUMBER` (Paimon's SEQUENCE_NUMBER id: Integer.MAX_VALUE - 1). */
-export const SEQUENCE_FIELD_ID = 2147483646;
+const SEQUENCE_FIELD_ID = 2147483646;
 /** Field id of `_VALUE_KIND` (Paimon's VALUE_KIND id: Integer.MAX_VALUE - 2). */
-export const KIND_FIELD_ID = 2147483645;
+const KIND_FIELD_ID = 2147483645;
 
 /** `_SEQUENCE_NUMBER` as a DataField, so row-oriented helpers can read and write it like a column. */
 export const SEQUENCE_FIELD: DataField = {

@@ -4,7 +4,7 @@
  * without keeping a row object or a JS value per record. The values are the validated JS values
  * of lib/schema/types.ts; the column equals `columnFromRows` of the same values.
  */
-import * as arrow from 'apache-arrow';
+import type * as arrow from 'apache-arrow';
 import { SchemaMismatchError } from '../errors.js';
 import type { DataField, Value } from '../schema/types.js';
 import { toArrowType } from './arrow-schema.js';

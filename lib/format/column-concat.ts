@@ -88,7 +88,7 @@ function setBits(dst: Uint8Array, pos: number, len: number): void {
 }
 
 /** ORs `len` bits from `src` at bit `srcPos` into zeroed `dst` at bit `dstPos`. */
-export function copyBits(dst: Uint8Array, dstPos: number, src: Uint8Array, srcPos: number, len: number): void {
+function copyBits(dst: Uint8Array, dstPos: number, src: Uint8Array, srcPos: number, len: number): void {
   let i = 0;
   if ((dstPos & 7) === 0 && (srcPos & 7) === 0) {
     // Both byte-aligned (the usual case: 65536-row batches, unsliced): copy whole bytes.

@@ -49,7 +49,7 @@ export function gatherColumn(
  * Gathers bits (Bool values or validity) into `out`, which must be zeroed; a null entry in `bits`
  * stands for all ones (a chunk without nulls). Returns the number of ones written.
  */
-export function gatherBits(
+function gatherBits(
   bits: (Uint8Array | null)[],
   offsets: number[],
   source: Uint16Array | null,

@@ -3,7 +3,7 @@
  * come and leave as encoded row groups, so memory holds one row group being encoded and the
  * compressed bytes, never the file's decoded rows (compaction output, which may be hundreds of MB).
  */
-import * as arrow from 'apache-arrow';
+import type * as arrow from 'apache-arrow';
 import { Table as WasmTable, transformParquetStream, type RecordBatch as WasmBatch, type WriterProperties } from 'parquet-wasm';
 import { InvalidArgumentError } from '../errors.js';
 import { concatBytes } from '../store/object-store.js';

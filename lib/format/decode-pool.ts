@@ -22,9 +22,9 @@ import { WorkerSlots } from './worker-slots.js';
 /** Environment variable that sets the pool's thread count; 0 decodes on the calling thread. */
 export const DECODE_THREADS_ENV = 'VARVE_DECODE_THREADS';
 /** Environment variable that sets POOL_DECODE_BYTES's value for the process (bytes). */
-export const DECODE_MIN_BYTES_ENV = 'VARVE_DECODE_MIN_BYTES';
+const DECODE_MIN_BYTES_ENV = 'VARVE_DECODE_MIN_BYTES';
 /** Compressed bytes of a row group from which it decodes on a worker; smaller ones decode inline. */
-export const POOL_DECODE_BYTES = 16 * 1024;
+const POOL_DECODE_BYTES = 16 * 1024;
 
 /** The default thread count: `VARVE_DECODE_THREADS` when set, else as the encoder pool (cores ≤ 4, 0 on one core). */
 export function defaultDecodeThreads(env: NodeJS.ProcessEnv = process.env): number {

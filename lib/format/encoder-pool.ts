@@ -30,14 +30,14 @@ import { defaultPoolThreads, findWorkerEntry, remoteWorkerError, type WorkerEntr
 import { WorkerSlots } from './worker-slots.js';
 
 /** Environment variable that sets the pool's thread count; 0 encodes on the calling thread. */
-export const ENCODE_THREADS_ENV = 'VARVE_ENCODE_THREADS';
+const ENCODE_THREADS_ENV = 'VARVE_ENCODE_THREADS';
 /** Environment variable that sets PARALLEL_FLUSH_BYTES's value for the process (bytes). */
-export const ENCODE_MIN_FLUSH_BYTES_ENV = 'VARVE_ENCODE_MIN_FLUSH_BYTES';
+const ENCODE_MIN_FLUSH_BYTES_ENV = 'VARVE_ENCODE_MIN_FLUSH_BYTES';
 /**
  * Buffered bytes from which a flush encodes on the pool's threads; below it a flush encodes
  * inline, one bucket at a time, so a small commit starts no thread.
  */
-export const PARALLEL_FLUSH_BYTES = 8 * 1024 * 1024;
+const PARALLEL_FLUSH_BYTES = 8 * 1024 * 1024;
 /**
  * Pieces (row groups) per thread posted but not yet encoded: enough for a worker never to wait for
  * the calling thread, few enough that memory holds a couple of row groups per thread, not the buffer.
@@ -63,7 +63,7 @@ export function defaultEncodeThreads(env: NodeJS.ProcessEnv = process.env): numb
 }
 
 /** PARALLEL_FLUSH_BYTES, or `VARVE_ENCODE_MIN_FLUSH_BYTES` when set. */
-export function defaultMinFlushBytes(env: NodeJS.ProcessEnv = process.env): number {
+function defaultMinFlushBytes(env: NodeJS.ProcessEnv = process.env): number {
   const set = env[ENCODE_MIN_FLUSH_BYTES_ENV];
   if (set === undefined || set.trim() === '') return PARALLEL_FLUSH_BYTES;
   const n = Number(set);

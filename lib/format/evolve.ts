@@ -42,7 +42,7 @@ export function evolveTable(t: arrow.Table, fileFields: readonly DataField[], re
 }
 
 /** A column of `n` nulls. */
-export function nullColumn(type: arrow.DataType, n: number, name: string): arrow.Data {
+function nullColumn(type: arrow.DataType, n: number, name: string): arrow.Data {
   const layout = layoutOf(type, name);
   const validity = new Uint8Array((n + 7) >> 3);
   return makeColumn(type, n, allocValues(type, layout, n), n > 0 ? validity : null, n, layout.kind === 'var' ? new Int32Array(n + 1) : undefined);

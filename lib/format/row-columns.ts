@@ -3,7 +3,7 @@
  * in lib/schema/types.ts. Used by the row-oriented edges (CLI input and output, tests), never by
  * the merge path; each type still gets its own loop over typed arrays.
  */
-import * as arrow from 'apache-arrow';
+import type * as arrow from 'apache-arrow';
 import { SchemaMismatchError } from '../errors.js';
 import type { DataField, Row, Value } from '../schema/types.js';
 import { toArrowType } from './arrow-schema.js';
@@ -172,7 +172,8 @@ export function rowsFromColumn(d: arrow.Data, field: DataField, rows: Row[], bas
   switch (t.root) {
     case 'BOOLEAN': {
       const v = d.values as Uint8Array;
-      return put((i) => ((v[(off + i) >> 3] >> ((off + i) & 7)) & 1) === 1);
+      put((i) => ((v[(off + i) >> 3] >> ((off + i) & 7)) & 1) === 1);
+      return;
     }
     case 'TINYINT':
     case 'SMALLINT':
@@ -181,25 +182,29 @@ export function rowsFromColumn(d: arrow.Data, field: DataField, rows: Row[], bas
     case 'DOUBLE':
     case 'DATE': {
       const v = d.values as Int32Array | Float64Array;
-      return put((i) => v[i]);
+      put((i) => v[i]);
+      return;
     }
     case 'BIGINT':
     case 'TIMESTAMP': {
       const v = d.values as BigInt64Array;
-      return put((i) => v[i]);
+      put((i) => v[i]);
+      return;
     }
     case 'DECIMAL': {
       const v = d.values as Uint32Array;
       const words = new Int32Array(v.buffer, v.byteOffset, v.length);
       const scale = t.scale ?? 0;
-      return put((i) => readDecimal(words, i * 4, scale));
+      put((i) => readDecimal(words, i * 4, scale));
+      return;
     }
     case 'STRING':
     case 'BYTES': {
       const o = d.valueOffsets as Int32Array;
       const v = d.values as Uint8Array;
-      if (t.root === 'STRING') return put((i) => decoder.decode(v.subarray(o[i], o[i + 1])));
-      return put((i) => v.slice(o[i], o[i + 1]));
+      if (t.root === 'STRING') put((i) => decoder.decode(v.subarray(o[i], o[i + 1])));
+      else put((i) => v.slice(o[i], o[i + 1]));
+      return;
     }
   }
 }

@@ -292,7 +292,7 @@ function wholeBuffer(parts: readonly Uint8Array[], starts: readonly number[], i:
 }
 
 /** parquet-wasm's reader over `bytes` (typed for a Blob; see ParquetBytes for what it calls). */
-export function openParquetBytes(bytes: ParquetBytes | Blob): Promise<ParquetFile> {
+function openParquetBytes(bytes: ParquetBytes | Blob): Promise<ParquetFile> {
   return ParquetFile.fromFile(bytes as unknown as Blob);
 }
 
@@ -388,7 +388,7 @@ export async function decodeRowGroupIPC(blob: Blob | ParquetBytes, columns: read
  * A parquet-wasm batch as an Arrow JS table, the batch freed: copied out through the C Data
  * Interface into `memory`, or, for a column that way does not handle, through an IPC stream.
  */
-export function wasmBatchToArrow(batch: WasmRecordBatch, memory: BatchMemory): arrow.Table {
+function wasmBatchToArrow(batch: WasmRecordBatch, memory: BatchMemory): arrow.Table {
   let table: arrow.Table | undefined;
   const ffi = batch.toFFI();
   try {

@@ -200,19 +200,25 @@ class Writer {
     switch (type) {
       case T.TRUE:
       case T.FALSE: return; // carried in the field header
-      case T.BYTE: return this.byte(Number(v as bigint));
+      case T.BYTE:
+        this.byte(Number(v as bigint));
+        return;
       case T.I16:
       case T.I32:
-      case T.I64: return this.zigzag(v as bigint);
+      case T.I64:
+        this.zigzag(v as bigint);
+        return;
       case T.DOUBLE: {
         const b = new Uint8Array(8);
         new DataView(b.buffer).setFloat64(0, v as number, true);
-        return this.bytes(b);
+        this.bytes(b);
+        return;
       }
       case T.BINARY: {
         const b = v as Uint8Array;
         this.varint(BigInt(b.length));
-        return this.bytes(b);
+        this.bytes(b);
+        return;
       }
       case T.LIST:
       case T.SET: {
@@ -239,7 +245,9 @@ class Writer {
         }
         return;
       }
-      case T.STRUCT: return this.struct(v as ThriftStruct);
+      case T.STRUCT:
+        this.struct(v as ThriftStruct);
+        return;
       default: throw new ThriftDecodeError(`cannot encode compact type ${type}`);
     }
   }

@@ -22,7 +22,7 @@ const BIGINT_LONG = avro.types.LongType.__with({
 });
 
 /** The avsc type of `schema`, longs as bigint. */
-export function avroType(schema: AvroSchema): avro.Type {
+function avroType(schema: AvroSchema): avro.Type {
   return avro.Type.forSchema(schema as avro.Schema, { registry: { long: BIGINT_LONG } });
 }
 

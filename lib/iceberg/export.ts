@@ -78,7 +78,7 @@ export interface ExportIcebergResult {
 }
 
 /** The files of `live` an Iceberg reader must see: each bucket's highest level for a primary-key table, all files otherwise. */
-export function exportedFiles(table: Table, live: readonly ManifestEntry[]): ManifestEntry[] {
+function exportedFiles(table: Table, live: readonly ManifestEntry[]): ManifestEntry[] {
   if (table.schema.primaryKeys.length === 0) return [...live];
   const top = table.options.numLevels - 1;
   // A bucket's highest level is num-levels - 1, or higher when num-levels was lowered since.
@@ -115,7 +115,7 @@ async function schemaOf(table: Table, id: number): Promise<TableSchema> {
 }
 
 /** Iceberg's rule for field names Avro cannot hold: invalid characters become `_x<HEX>`. */
-export function avroCompatibleName(name: string): string {
+function avroCompatibleName(name: string): string {
   let out = '';
   for (let i = 0; i < name.length; i++) {
     const c = name[i];
@@ -377,7 +377,7 @@ async function trimHistory(store: ObjectStore, loc: IcebergLocation, dropped: re
   for (const s of dropped) {
     const listKey = storeKeyOf(store, s['manifest-list']);
     const keys = [metadataFileKey(loc, s['snapshot-id'])];
-    if (listKey !== undefined && listKey.startsWith(loc.metadataDir)) keys.push(listKey, manifestKeyForList(listKey));
+    if (listKey?.startsWith(loc.metadataDir)) keys.push(listKey, manifestKeyForList(listKey));
     for (const k of keys) {
       await store.delete(k);
       n++;

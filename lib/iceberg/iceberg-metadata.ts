@@ -101,7 +101,7 @@ export function metadataFileKey(loc: IcebergLocation, version: number): string {
 const METADATA_FILE = /^v(\d+)\.metadata\.json$/;
 
 /** Parses a metadata JSON; `what` names it in errors. */
-export function parseIcebergMetadata(bytes: Uint8Array, what: string): IcebergTableMetadata {
+function parseIcebergMetadata(bytes: Uint8Array, what: string): IcebergTableMetadata {
   let m: IcebergTableMetadata;
   try {
     m = JSON.parse(fromUtf8(bytes)) as IcebergTableMetadata;

@@ -39,7 +39,7 @@ export interface IcebergPartitionSpec {
 }
 
 /** The Iceberg type name of a varve column type. */
-export function icebergType(t: DataType): string {
+function icebergType(t: DataType): string {
   switch (t.root) {
     case 'BOOLEAN':
       return 'boolean';

@@ -24,7 +24,7 @@ export interface IcebergStatus {
 }
 
 /** The table's Iceberg export state. */
-export async function icebergStatus(table: Table): Promise<IcebergStatus> {
+async function icebergStatus(table: Table): Promise<IcebergStatus> {
   const storage = icebergStorageOf(table);
   const latest = await table.snapshots.latest();
   const none: IcebergStatus = {

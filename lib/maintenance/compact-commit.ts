@@ -37,7 +37,7 @@ export interface RunCommitResult {
  * Identifies a run's commit from what it compacts (every bucket's inputs), so that a retried
  * commit of the same run is recognised and not made twice.
  */
-export function runCommitIdentifier(buckets: readonly PreparedBucket[]): string {
+function runCommitIdentifier(buckets: readonly PreparedBucket[]): string {
   if (buckets.length === 1) return buckets[0].identifier;
   const ids = buckets.map((b) => b.identifier).sort();
   return `compact-${createHash('sha256').update(JSON.stringify(ids)).digest('hex').slice(0, 32)}`;

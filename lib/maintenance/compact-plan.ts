@@ -28,7 +28,7 @@ export interface BucketPlan {
 }
 
 /** The LSM levels of a bucket's live files. */
-export function levelsOf(entries: readonly ManifestEntry[], settings: CompactionSettings, compareKeys: KeyComparator): Levels {
+function levelsOf(entries: readonly ManifestEntry[], settings: CompactionSettings, compareKeys: KeyComparator): Levels {
   return new Levels(
     entries.map((e) => e.file),
     settings.numLevels,

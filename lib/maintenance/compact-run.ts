@@ -68,7 +68,7 @@ export function emptyResult(partition: string, bucket: number, attempts: number)
  * the bucket, the mode and every input file with its level (levels only grow, so the same set
  * never comes back).
  */
-export function compactCommitIdentifier(partition: string, bucket: number, plan: BucketPlan, full: boolean): string {
+function compactCommitIdentifier(partition: string, bucket: number, plan: BucketPlan, full: boolean): string {
   const inputs = plan.unit.files.map((f) => `${f.level}/${f.fileName}`).sort();
   const digest = createHash('sha256').update(JSON.stringify([partition, bucket, full, plan.unit.outputLevel, inputs])).digest('hex');
   return `compact-${digest.slice(0, 32)}`;

@@ -7,7 +7,7 @@
  * data), and `full-compaction.delta-commits` runs a full compaction every N APPEND commits.
  */
 import { CommitConflictError, CommitRetriesExhaustedError, WriteStallError } from '../errors.js';
-import { LruManifestCache } from '../manifest/manifest-file.js';
+import type { LruManifestCache } from '../manifest/manifest-file.js';
 import { readLiveFiles } from '../manifest/scan.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
@@ -120,7 +120,7 @@ async function sortedRunsOf(table: Table, snapshot: Snapshot, touched: readonly 
  * compacts what is due in those buckets, and runs the full compaction `full-compaction.delta-commits`
  * schedules.
  */
-export async function afterAppendCommit(table: Table, snapshot: Snapshot, touched: readonly TouchedBucket[]): Promise<void> {
+async function afterAppendCommit(table: Table, snapshot: Snapshot, touched: readonly TouchedBucket[]): Promise<void> {
   const settings = compactionSettingsOf(table);
   if (settings.writeOnly || touched.length === 0) return;
   if (settings.fullCompactionDeltaCommits !== undefined && (await fullCompactionDue(table, snapshot, settings.fullCompactionDeltaCommits))) {
@@ -141,7 +141,7 @@ const fullCompactionCounts = new WeakMap<Table, { upTo: number; appends: number 
  * back from `snapshot` (a history expired before a full compaction was found counts as due).
  * Snapshots are immutable, so each table object reads every snapshot at most once for this.
  */
-export async function fullCompactionDue(table: Table, snapshot: Snapshot, deltaCommits: number): Promise<boolean> {
+async function fullCompactionDue(table: Table, snapshot: Snapshot, deltaCommits: number): Promise<boolean> {
   const known = fullCompactionCounts.get(table);
   const floor = known && known.upTo <= snapshot.id ? known.upTo : 0;
   let appends = 0;

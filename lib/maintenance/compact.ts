@@ -19,7 +19,7 @@ import { addCounters, emptyResult, prepareBucketPlan, zeroCounters, type BucketC
 import { planBucketCompaction, sortedRunCount } from './compact-plan.js';
 import { compactionSettingsOf } from './compaction-settings.js';
 
-export { COMPACT_COMMIT_USER, FULL_COMPACTION_PROPERTY, compactCommitIdentifier, type BucketCompactionResult } from './compact-run.js';
+export { COMPACT_COMMIT_USER, FULL_COMPACTION_PROPERTY, type BucketCompactionResult } from './compact-run.js';
 
 export interface CompactBucketOptions {
   /** Compact every run into the max level (default: only what universal compaction picks). */

@@ -17,7 +17,7 @@ import { utf8 } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 
 /** The folder of the markers under a table; orphan cleanup never touches it. */
-export const COMPACTION_MARKER_DIR = 'compaction';
+const COMPACTION_MARKER_DIR = 'compaction';
 
 /**
  * How long a marker stands for a queued job: past this the next commit sends a job again (a

@@ -40,7 +40,7 @@ export interface CompactionSettings {
  * Paimon's `compaction.small-file-ratio` default: a non-overlapping file below this share of the
  * target size is rewritten with its neighbours instead of being moved up as it is.
  */
-export const SMALL_FILE_RATIO = 0.7;
+const SMALL_FILE_RATIO = 0.7;
 
 /** The table's compaction settings. */
 export function compactionSettingsOf(table: Table): CompactionSettings {

@@ -24,7 +24,7 @@ export interface ExpireIdentifiersResult {
 }
 
 /** Prefix of every identifier index object of a table. */
-export function identifierIndexPrefix(tablePath: string): string {
+function identifierIndexPrefix(tablePath: string): string {
   return `${tablePath}/commit/identifier-`;
 }
 

@@ -78,7 +78,7 @@ function strings(o: Record<string, unknown>, field: string, what: string): strin
 }
 
 /** Parses a journal's bytes; CorruptMetadataError when they are not one. */
-export function parseJournal(bytes: Uint8Array, what: string): ExpiryJournal {
+function parseJournal(bytes: Uint8Array, what: string): ExpiryJournal {
   const o = parseMetadataObject(bytes, what);
   if (intField(o, 'version', what) !== 1) throw new CorruptMetadataError(`${what} has an unknown version; upgrade varve`);
   const tags: Record<string, number> = {};

@@ -84,7 +84,7 @@ export function resolveChangelogRetention(table: Table, snapshots: Retention): C
 }
 
 /** The live consumer holding back expiry the most (smallest `nextSnapshot`), if any. */
-export function slowestConsumer(consumers: readonly Consumer[]): Consumer | undefined {
+function slowestConsumer(consumers: readonly Consumer[]): Consumer | undefined {
   let slowest: Consumer | undefined;
   for (const c of consumers) if (!slowest || c.nextSnapshot < slowest.nextSnapshot) slowest = c;
   return slowest;

@@ -215,7 +215,7 @@ export interface OrphanScanMarker {
 }
 
 /** The folder of the marker under a table; never an orphan candidate. */
-export const ORPHAN_SCAN_DIR = 'orphan';
+const ORPHAN_SCAN_DIR = 'orphan';
 
 /** The key of `table`'s scan marker. */
 export function orphanScanMarkerKey(table: Table): string {

@@ -75,7 +75,7 @@ export interface RollbackResult {
 const DELETE_PARALLELISM = 16;
 
 /** Key of a table's rollback journal. */
-export function rollbackJournalKey(tablePath: string): string {
+function rollbackJournalKey(tablePath: string): string {
   return `${tablePath}/rollback/rollback`;
 }
 

@@ -83,7 +83,7 @@ const HEADER = '{"version":1,"entries":[';
 const FOOTER = ']}';
 
 /** The summary row of a manifest (its ManifestFileMeta) computed from its entries. */
-export function summarizeManifest(fileName: string, fileSize: number, entries: readonly ManifestEntry[], schemaId: number): ManifestFileMeta {
+function summarizeManifest(fileName: string, fileSize: number, entries: readonly ManifestEntry[], schemaId: number): ManifestFileMeta {
   let added = 0;
   let deleted = 0;
   let minBucket = Infinity;
@@ -211,7 +211,7 @@ export async function writeManifestFiles(
  * Every reader of a list's manifests reads through this. CorruptMetadataError when the slice
  * lies outside the file.
  */
-export async function readManifestEntries(store: ObjectStore, tablePath: string, meta: ManifestFileMeta, cache?: ManifestCache): Promise<readonly ManifestEntry[]> {
+async function readManifestEntries(store: ObjectStore, tablePath: string, meta: ManifestFileMeta, cache?: ManifestCache): Promise<readonly ManifestEntry[]> {
   const entries = await readManifestFile(store, tablePath, meta.fileName, cache);
   if (meta.slice === undefined) return entries;
   const [from, to] = meta.slice;

@@ -16,9 +16,9 @@ import { DEFAULT_MANIFEST_TARGET_FILE_SIZE, encodeManifestFiles, encodeManifestW
 import type { ManifestEntry, ManifestFileMeta } from './types.js';
 
 /** `manifest.merge-min-count` default (Paimon: 30). */
-export const DEFAULT_MANIFEST_MERGE_MIN_COUNT = 30;
+const DEFAULT_MANIFEST_MERGE_MIN_COUNT = 30;
 /** `manifest.full-compaction-threshold-size` default (Paimon: 16 MB). */
-export const DEFAULT_MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE = 16 * 1024 * 1024;
+const DEFAULT_MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE = 16 * 1024 * 1024;
 
 /** How manifests are merged; every field defaults to Paimon's option default. */
 export interface ManifestMergeOptions {

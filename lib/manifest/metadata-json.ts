@@ -87,7 +87,7 @@ function keyField(o: Obj, field: string, what: string): JsonValue[] {
 }
 
 /** Validates one DataFileMeta read from JSON. */
-export function parseDataFileMeta(v: unknown, what: string): DataFileMeta {
+function parseDataFileMeta(v: unknown, what: string): DataFileMeta {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) fail(what, 'file', 'an object');
   const o = v as Obj;
   const fileSource = o.fileSource;

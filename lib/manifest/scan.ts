@@ -25,7 +25,7 @@ export interface ScanFilter {
 const READ_PARALLELISM = 16;
 
 /** True when the manifest may hold an entry matching the filter (false = safe to skip). */
-export function manifestMayMatch(m: ManifestFileMeta, filter: ScanFilter = {}): boolean {
+function manifestMayMatch(m: ManifestFileMeta, filter: ScanFilter = {}): boolean {
   if (filter.bucket !== undefined && (filter.bucket < m.minBucket || filter.bucket > m.maxBucket)) return false;
   if (filter.partitionRange && !filter.partitionRange(m.minPartition, m.maxPartition)) return false;
   if (filter.partition && m.minPartition === m.maxPartition && !filter.partition(m.minPartition)) return false;
@@ -33,7 +33,7 @@ export function manifestMayMatch(m: ManifestFileMeta, filter: ScanFilter = {}): 
 }
 
 /** True when an entry matches the filter. */
-export function entryMatches(e: ManifestEntry, filter: ScanFilter = {}): boolean {
+function entryMatches(e: ManifestEntry, filter: ScanFilter = {}): boolean {
   if (filter.bucket !== undefined && e.bucket !== filter.bucket) return false;
   if (filter.partition && !filter.partition(e.partition)) return false;
   return true;

@@ -20,7 +20,7 @@ export function manifestKey(tablePath: string, fileName: string): string {
 }
 
 /** `[partition/]bucket-<n>/`: the folder of a bucket's data and changelog files. */
-export function bucketDir(tablePath: string, partition: string, bucket: number): string {
+function bucketDir(tablePath: string, partition: string, bucket: number): string {
   return tableKey(tablePath, partition === '' ? `bucket-${bucket}/` : `${partition}/bucket-${bucket}/`);
 }
 

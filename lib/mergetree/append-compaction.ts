@@ -21,7 +21,7 @@ export interface AppendCompactionOptions {
 }
 
 /** Files of one bucket in the order their rows were written. */
-export function inSequenceOrder(files: readonly DataFileMeta[]): DataFileMeta[] {
+function inSequenceOrder(files: readonly DataFileMeta[]): DataFileMeta[] {
   return [...files].sort((a, b) => a.minSequenceNumber - b.minSequenceNumber || a.maxSequenceNumber - b.maxSequenceNumber);
 }
 

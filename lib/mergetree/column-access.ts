@@ -104,7 +104,7 @@ export function isNullAt(c: ColumnChunk, i: number): boolean {
 }
 
 /** Compares two non-null values of chunks of the same kind; strings and bytes compare bytewise. */
-export function compareNonNull(a: ColumnChunk, i: number, b: ColumnChunk, j: number): number {
+function compareNonNull(a: ColumnChunk, i: number, b: ColumnChunk, j: number): number {
   switch (a.kind) {
     case 'int': {
       const x = a.num![i], y = b.num![j];
@@ -184,7 +184,7 @@ const COMPARATORS: Record<ColumnKind, ChunkComparator> = {
 };
 
 /** Total order on doubles (Java's Double.compare): -0 before +0, NaN after everything. */
-export function compareFloat(x: number, y: number): number {
+function compareFloat(x: number, y: number): number {
   if (x < y) return -1;
   if (x > y) return 1;
   if (x === y) {
@@ -199,7 +199,7 @@ export function compareFloat(x: number, y: number): number {
 /** Lexicographic unsigned byte comparison; for UTF-8 this is Unicode code-point order. */
 export function compareBytes(a: Uint8Array, as: number, ae: number, b: Uint8Array, bs: number, be: number): number {
   const la = ae - as, lb = be - bs;
-  const n = la < lb ? la : lb;
+  const n = Math.min(la, lb);
   for (let k = 0; k < n; k++) {
     const x = a[as + k], y = b[bs + k];
     if (x !== y) return x < y ? -1 : 1;

@@ -190,7 +190,7 @@ function encodeColumn(c: ColumnChunk, i: number, out: Uint8Array, p: number, scr
 }
 
 /** Big-endian word of bytes [s+at, s+at+4) of a key ending at `e`, zero padded. */
-export function wordAt(bytes: Uint8Array, s: number, e: number, at: number): number {
+function wordAt(bytes: Uint8Array, s: number, e: number, at: number): number {
   let w = 0;
   for (let k = 0; k < 4; k++) {
     const q = s + at + k;

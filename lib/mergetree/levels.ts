@@ -13,7 +13,7 @@ export interface LevelSortedRun {
 }
 
 /** Level-0 order: larger maxSequenceNumber first, then minSequenceNumber, creationTime, fileName. */
-export function compareLevel0(a: DataFileMeta, b: DataFileMeta): number {
+function compareLevel0(a: DataFileMeta, b: DataFileMeta): number {
   if (a.maxSequenceNumber !== b.maxSequenceNumber) return b.maxSequenceNumber - a.maxSequenceNumber;
   if (a.minSequenceNumber !== b.minSequenceNumber) return a.minSequenceNumber - b.minSequenceNumber;
   if (a.creationTime !== b.creationTime) return a.creationTime - b.creationTime;

@@ -27,7 +27,7 @@ export interface SequencedTable {
 }
 
 /** Sorts a table whose rows are in arrival order into merge order (key, sequence fields, arrival). */
-export function sortVersions(table: arrow.Table, order: VersionOrder): KeySort {
+function sortVersions(table: arrow.Table, order: VersionOrder): KeySort {
   const seqChunks = sequenceChunks(table, order);
   const dir = order.sequenceDescending ? -1 : 1;
   const tieBreak = seqChunks.length
@@ -43,7 +43,7 @@ export function sortVersions(table: arrow.Table, order: VersionOrder): KeySort {
 }
 
 /** The versions of one table whose rows are in arrival order (a write buffer's contents). */
-export function versionsOfTable(schema: TableSchema, input: SequencedTable, order: VersionOrder): VersionSet {
+function versionsOfTable(schema: TableSchema, input: SequencedTable, order: VersionOrder): VersionSet {
   const { table, sequence } = input;
   const sorted = sortVersions(table, order);
   const n = sorted.order.length;

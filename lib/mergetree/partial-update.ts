@@ -142,7 +142,7 @@ class PartialUpdateRun {
       return createAggregator({ field, column: this.cols[c], fn, raw: opts.rawInput, delimiter }, plan.ignoreRetract[c]);
     });
     this.pick = new Int32Array(fields.length);
-    this.out = new ColumnsResult(versions.groupCount, this.aggs.map((a) => a !== null && a.computed), opts);
+    this.out = new ColumnsResult(versions.groupCount, this.aggs.map((a) => a?.computed === true), opts);
   }
 
   run(): ColumnsResult {

@@ -25,7 +25,7 @@ import { approximateBytes } from './write-buffer.js';
  * Rows of one merge step at most (over all runs): an aligned interval is cut into key intervals
  * of about this size, so the merge's own arrays and its output stay small beside the input chunks.
  */
-export const MERGE_STEP_ROWS = 65_536;
+const MERGE_STEP_ROWS = 65_536;
 
 /** One sorted run of a section: a data file, or a run spilled by an earlier pass. */
 export interface SectionRun {

@@ -27,7 +27,7 @@ import { alignRunStreams, type RunStream } from './stream-merge.js';
  */
 export const COALESCE_ROWS = 16_384;
 /** Rows of each piece a flush yields: the unit the Parquet encoder receives, and the most a flush holds beyond the buffer. */
-export const FLUSH_PIECE_ROWS = 65_536;
+const FLUSH_PIECE_ROWS = 65_536;
 
 /** Configuration of one write buffer, from the table's options. */
 export interface WriteBufferOptions {

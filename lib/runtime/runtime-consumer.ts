@@ -3,7 +3,7 @@
  * a run asks for one more run after it, like the reserved-concurrency-1 discovery Lambda) and a
  * few split-reader loops on the consumer's queue.
  */
-import { ConsumerExpiredError, ConsumerLeaseLostError, TableNotFoundError, VarveError } from '../errors.js';
+import { ConsumerExpiredError, ConsumerLeaseLostError, TableNotFoundError, type VarveError } from '../errors.js';
 import { checkOpenedTable, checkTableIdentity, openedTableUuid } from '../stream/table-identity.js';
 import { ConsumerLeaseHandle, type LeaseHolder } from '../stream/lease.js';
 import type { Table } from '../table/table.js';

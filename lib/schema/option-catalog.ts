@@ -59,9 +59,7 @@ export const SCAN_MODES = ['latest-full', 'latest', 'full', 'earliest', 'from-sn
 export type ScanMode = (typeof SCAN_MODES)[number];
 
 /** `file.compression` values (Parquet codecs). */
-export const FILE_COMPRESSIONS = ['zstd', 'lz4', 'snappy', 'uncompressed'] as const;
-/** A `file.compression` value. */
-export type FileCompression = (typeof FILE_COMPRESSIONS)[number];
+const FILE_COMPRESSIONS = ['zstd', 'lz4', 'snappy', 'uncompressed'] as const;
 
 /** `fields.<col>.aggregate-function` values. */
 export const AGGREGATE_FUNCTIONS = [

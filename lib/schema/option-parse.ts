@@ -103,14 +103,14 @@ function parseTyped(key: string, type: OptionDecl['type'], text: string, allowed
 }
 
 /** The OptionError for an unknown key, suggesting the closest known names. */
-export function unknownOption(key: string): OptionError {
+function unknownOption(key: string): OptionError {
   const close = suggestKeys(key);
   const hint = close.length ? ` (did you mean ${close.join(' or ')}?)` : '';
   return new OptionError(`unknown table option "${key}"${hint}; every option is listed in docs/OPTIONS.md`, key);
 }
 
 /** Up to three known option names closest to `key` (per-column options with `key`'s column). */
-export function suggestKeys(key: string): string[] {
+function suggestKeys(key: string): string[] {
   const candidates: string[] = TABLE_OPTIONS.map((d) => d.key);
   const m = /^fields\.(.+)\.[^.]+$/.exec(key);
   if (m) candidates.push(...FIELD_OPTIONS.map((d) => `fields.${m[1]}.${d.suffix}`));

@@ -9,7 +9,7 @@ import type { OptionValue } from './option-values.js';
 import type { DataField } from './types.js';
 
 export * from './option-catalog.js';
-export { parseDuration, parseMemory, type OptionType, type OptionValue } from './option-values.js';
+export { parseDuration, parseMemory, type OptionValue } from './option-values.js';
 export { renderOptionsMarkdown } from './options-doc.js';
 
 /**
@@ -35,21 +35,20 @@ export interface SequenceGroupDecl {
 }
 
 /** The property name of an option key (the run-time twin of CamelCase). */
-export function optionPropertyName(key: string): string {
+function optionPropertyName(key: string): string {
   return key.replace(/[-.]([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 }
 
 const LIST_KEYS = new Set<string>(TABLE_OPTIONS.filter((d) => d.type === 'list').map((d) => d.key));
 
 // Declaration merging: the class below gets one property per option (defined on its prototype after it).
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface TableOptions extends OptionProperties {}
 
 /**
  * A table's options, validated once, with defaults applied: `get(key)` typed by the option
  * catalog, and the same value as a property (`options.writeBufferSize`) for every option.
  */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface types the per-option properties defined on the prototype below
 export class TableOptions {
   private readonly parsed: ParsedOptions;
   private readonly raw: Record<string, string>;

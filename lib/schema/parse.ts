@@ -9,7 +9,6 @@ import { formatType, parseConstraintsAt, parseTypeAt, parseTypeText, TokenCursor
 import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField } from './types.js';
 
 export { formatType, parseTypeText };
-export { KNOWN_TYPES_TEXT } from './type-text.js';
 export { createTableSchema, deserializeSchema, serializeSchema, type CreateTableSchemaArgs } from './table-schema.js';
 
 const SCHEMA_EXAMPLE = '"order_id BIGINT NOT NULL, status STRING, amount DECIMAL(10,2)"';
@@ -121,7 +120,7 @@ export function formatSchemaText(fields: DataField[]): string {
 }
 
 /** A column name as schema text: bare when it is a plain identifier, else in backticks. */
-export function quoteIdentifier(name: string): string {
+function quoteIdentifier(name: string): string {
   if (PLAIN_IDENTIFIER.test(name) && !KEYWORDS.has(name.toUpperCase())) return name;
   return '`' + name.replaceAll('`', '``') + '`';
 }

@@ -32,7 +32,7 @@ export function unescapePathName(text: string): string {
 }
 
 /** The text a partition value stands for in a path (before escaping); the default name for NULL or "". */
-export function partitionValueText(type: DataType, v: Value, defaultName: string): string {
+function partitionValueText(type: DataType, v: Value, defaultName: string): string {
   const text = formatValue(type, v, '');
   return text === '' ? defaultName : text;
 }

@@ -22,7 +22,7 @@ export type SchemaChange =
   | { kind: 'update-comment'; comment: string | undefined };
 
 /** Why `key` cannot be set or reset by `alter`, or undefined when it can. */
-export function fixedOptionReason(key: string): string | undefined {
+function fixedOptionReason(key: string): string | undefined {
   if (FIXED_OPTIONS[key] !== undefined) return FIXED_OPTIONS[key];
   const field = matchFieldOption(key);
   if (field) return FIXED_FIELD_OPTIONS[field.decl.suffix];
@@ -195,7 +195,7 @@ export function applySchemaChanges(schema: TableSchema, changes: readonly Schema
 function optionsUsing(options: Record<string, string>, column: string): string | undefined {
   for (const [key, value] of Object.entries(options)) {
     const field = matchFieldOption(key);
-    if (field && field.target.split(',').map((s) => s.trim()).includes(column)) return key;
+    if (field?.target.split(',').map((s) => s.trim()).includes(column)) return key;
     if (field?.decl.columnList && value.split(',').map((s) => s.trim()).includes(column)) return key;
     if ((key === 'sequence.field' || key === 'bucket-key' || key === 'partial-update.remove-record-on-sequence-group') && value.split(',').map((s) => s.trim()).includes(column)) return key;
   }

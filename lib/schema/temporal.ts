@@ -10,7 +10,7 @@ export const MIN_DAY = daysFromCivil(1, 1, 1);
 export const MAX_DAY = daysFromCivil(9999, 12, 31);
 
 /** Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
-export function daysFromCivil(y: number, m: number, d: number): number {
+function daysFromCivil(y: number, m: number, d: number): number {
   y -= m <= 2 ? 1 : 0;
   const era = Math.floor(y / 400);
   const yoe = y - era * 400;
@@ -20,7 +20,7 @@ export function daysFromCivil(y: number, m: number, d: number): number {
 }
 
 /** [year, month, day] of a day number (inverse of daysFromCivil). */
-export function civilFromDays(days: number): [number, number, number] {
+function civilFromDays(days: number): [number, number, number] {
   const z = days + 719468;
   const era = Math.floor(z / 146097);
   const doe = z - era * 146097;
@@ -57,7 +57,7 @@ export function formatDate(days: number): string {
 }
 
 /** Units per second and per day of a TIMESTAMP precision (3 = ms, 6 = µs). */
-export function timestampUnits(precision: number): { perSecond: bigint; perDay: bigint } {
+function timestampUnits(precision: number): { perSecond: bigint; perDay: bigint } {
   const perSecond = precision === 3 ? 1000n : 1_000_000n;
   return { perSecond, perDay: perSecond * 86_400n };
 }

@@ -7,7 +7,7 @@ import { describeToken, tokenize, type Token } from './sql-lexer.js';
 import type { DataType, TypeRoot } from './types.js';
 
 /** Every type name the grammar accepts, with what it means; listed in "unknown type" errors. */
-export const TYPE_NAMES: Readonly<Record<string, TypeRoot>> = {
+const TYPE_NAMES: Readonly<Record<string, TypeRoot>> = {
   BOOLEAN: 'BOOLEAN',
   BOOL: 'BOOLEAN',
   TINYINT: 'TINYINT',
@@ -33,7 +33,7 @@ export const TYPE_NAMES: Readonly<Record<string, TypeRoot>> = {
 };
 
 /** The type names as a user would write them, for error messages. */
-export const KNOWN_TYPES_TEXT =
+const KNOWN_TYPES_TEXT =
   'BOOLEAN (BOOL), TINYINT, SMALLINT, INT (INTEGER), BIGINT, FLOAT (REAL), DOUBLE (DOUBLE PRECISION), ' +
   'DECIMAL(p,s) (NUMERIC), STRING (VARCHAR, VARCHAR(n), CHAR(n), TEXT), BYTES (BINARY, VARBINARY, BYTEA), ' +
   'DATE, TIMESTAMP, TIMESTAMP(3), TIMESTAMP(6)';
@@ -41,13 +41,13 @@ export const KNOWN_TYPES_TEXT =
 /** Names that take a length which varve ignores (strings and bytes are unbounded). */
 const LENGTH_TYPES = new Set(['VARCHAR', 'CHAR', 'BINARY', 'VARBINARY']);
 /** Precisions TIMESTAMP may have: milliseconds or microseconds, the units of its bigint value. */
-export const TIMESTAMP_PRECISIONS = [3, 6] as const;
+const TIMESTAMP_PRECISIONS = [3, 6] as const;
 /** DECIMAL alone means DECIMAL(10,0), as in Paimon and Flink. */
 const DEFAULT_DECIMAL = { precision: 10, scale: 0 };
 /** TIMESTAMP alone means TIMESTAMP(6), as in Paimon and Flink. */
 const DEFAULT_TIMESTAMP_PRECISION = 6;
 /** The largest DECIMAL precision (128-bit storage). */
-export const MAX_DECIMAL_PRECISION = 38;
+const MAX_DECIMAL_PRECISION = 38;
 
 /** A position in a token list, with the context errors are reported in. */
 export class TokenCursor {

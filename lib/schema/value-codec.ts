@@ -20,12 +20,12 @@ export function decodeBase64(text: string): Uint8Array | undefined {
 }
 
 /** Standard base64 text of bytes, padded. */
-export function encodeBase64(bytes: Uint8Array): string {
+function encodeBase64(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
 }
 
 /** Shortest decimal text that reads back as the same float32 (what a user wrote, not 0.10000000149011612). */
-export function float32Text(v: number): string {
+function float32Text(v: number): string {
   if (!Number.isFinite(v)) return String(v);
   if (Object.is(v, -0)) return '-0';
   for (let p = 1; p < 9; p++) {

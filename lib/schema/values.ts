@@ -11,8 +11,8 @@ import { formatType } from './type-text.js';
 import type { DataField, DataType, Row, Value } from './types.js';
 import { decodeBase64 } from './value-codec.js';
 
-export { compareKeyTuples, compareValues } from './compare.js';
-export { formatValue, fromJsonValue, toDisplayValue, toJsonValue, type DisplayValue } from './value-codec.js';
+export { compareKeyTuples } from './compare.js';
+export { formatValue, fromJsonValue, toDisplayValue, toJsonValue } from './value-codec.js';
 
 const INT_RANGES: Record<string, [number, number]> = {
   TINYINT: [-128, 127],

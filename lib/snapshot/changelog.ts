@@ -30,7 +30,7 @@ export interface LongLivedChangelog extends Snapshot {
 const CHANGELOG_NAME = /(?:^|\/)changelog\/changelog-(\d+)$/;
 
 /** Folder of a table's long-lived changelogs. */
-export function changelogDir(tablePath: string): string {
+function changelogDir(tablePath: string): string {
   return tableKey(tablePath, 'changelog/');
 }
 
@@ -47,7 +47,7 @@ function strings(o: Record<string, unknown>, field: string, what: string): strin
 }
 
 /** Parses a changelog file's bytes; CorruptMetadataError when they are not one with id `expectedId`. */
-export function parseChangelog(bytes: Uint8Array, what: string, expectedId?: number): LongLivedChangelog {
+function parseChangelog(bytes: Uint8Array, what: string, expectedId?: number): LongLivedChangelog {
   const o = parseMetadataObject(bytes, what);
   const s = snapshotFromJson(o, what);
   if (expectedId !== undefined && s.id !== expectedId) {

@@ -75,7 +75,7 @@ function carriesThisCommit(req: CommitRequest, s: Snapshot): boolean {
  * Searches the newest `lookback` snapshots (newest first, stopping at the earliest one still
  * present) for a commit with the request's identity.
  */
-export async function findCommitted(sm: SnapshotManager, latest: Snapshot | undefined, req: CommitRequest, lookback: number): Promise<Snapshot | undefined> {
+async function findCommitted(sm: SnapshotManager, latest: Snapshot | undefined, req: CommitRequest, lookback: number): Promise<Snapshot | undefined> {
   if (latest === undefined || lookback <= 0) return undefined;
   if (sameCommit(latest, req)) return confirmed(sm, latest);
   const lowest = Math.max(1, latest.id - lookback + 1);

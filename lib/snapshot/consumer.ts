@@ -60,7 +60,7 @@ export interface ConsumerGap {
 }
 
 /** How many gaps a consumer file keeps (the newest). */
-export const MAX_CONSUMER_GAPS = 20;
+const MAX_CONSUMER_GAPS = 20;
 
 /** `gaps` with `gap` added (the newest MAX_CONSUMER_GAPS kept). */
 export function withGap(gaps: ConsumerGap[] | undefined, gap: ConsumerGap): ConsumerGap[] {

@@ -21,13 +21,14 @@ export interface NamedTag {
 }
 
 /** Throws TagError ('invalid-argument') unless `name` can be a tag name. */
-export function validateTagName(name: string): void {
+function validateTagName(name: string): void {
   if (name === '' || name.trim() !== name || name.includes('/') || name.includes('\\') || name === '.' || name.includes('..')) {
     throw new TagError(
       `invalid tag name ${JSON.stringify(name)}: a tag name is non-empty, has no '/', '\\' or '..' and no surrounding spaces`,
       'invalid-argument',
     );
   }
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the check is for control characters
   if (/[\u0000-\u001f\u007f]/.test(name)) {
     throw new TagError(`invalid tag name ${JSON.stringify(name)}: control characters are not allowed`, 'invalid-argument');
   }

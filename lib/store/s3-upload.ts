@@ -17,7 +17,7 @@ import { InvalidArgumentError, StoreUnavailableError } from '../errors.js';
 import { concatBytes, type ObjectUpload } from './object-store.js';
 
 /** S3's smallest part (every part but the last must be at least this). */
-export const S3_MIN_PART_SIZE = 5 * 1024 * 1024;
+const S3_MIN_PART_SIZE = 5 * 1024 * 1024;
 /** Default part size of a varve upload. */
 export const S3_DEFAULT_PART_SIZE = 8 * 1024 * 1024;
 

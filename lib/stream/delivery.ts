@@ -94,7 +94,7 @@ type ProgressEntry = { progress: BucketProgress; etag: string } | undefined;
 export type DeliveryOutcome = 'delivered' | 'duplicate' | 'stale';
 
 /** The stable id of a split for a consumer. */
-export function splitIdOf(consumerId: string, snapshotId: number, partition: string, bucket: number): string {
+function splitIdOf(consumerId: string, snapshotId: number, partition: string, bucket: number): string {
   return `${consumerId}/${snapshotId}/${partition}/${bucket}`;
 }
 

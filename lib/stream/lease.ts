@@ -68,7 +68,7 @@ export async function readLease(store: ObjectStore, tablePath: string, consumerI
 }
 
 /** Describes a holder for messages: `reader tail-1a2b (host h, pid 42)`. */
-export function describeHolder(h: LeaseHolder): string {
+function describeHolder(h: LeaseHolder): string {
   return `reader ${h.readerId} (host ${h.host}, pid ${h.pid})`;
 }
 

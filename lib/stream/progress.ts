@@ -108,7 +108,7 @@ export function checkFence(consumerId: string, stored: BucketProgress | undefine
 }
 
 /** Throws SplitFenceLostError when the bucket's progress of this run was written under a newer split fence than `next`'s. */
-export function checkSplitFence(consumerId: string, stored: BucketProgress | undefined, next: BucketProgress): void {
+function checkSplitFence(consumerId: string, stored: BucketProgress | undefined, next: BucketProgress): void {
   if (stored?.splitFence === undefined || next.splitFence === undefined || stored.run !== next.run || stored.splitFence <= next.splitFence) return;
   throw new SplitFenceLostError(
     `consumer ${consumerId}: a newer delivery of this bucket (split fence ${stored.splitFence} > ${next.splitFence}) has recorded progress; this delivery was fenced off and records nothing`,

@@ -33,7 +33,7 @@ export const REDRIVE_QUEUES = ['commit', 'compaction', 'split', 'ingest'] as con
 export type RedriveQueue = (typeof REDRIVE_QUEUES)[number];
 
 /** The tags the varve constructs put on their queues (declared in lib/aws-contract.ts). */
-export const QUEUE_TAGS = VARVE_QUEUE_TAGS;
+const QUEUE_TAGS = VARVE_QUEUE_TAGS;
 
 /** The shape of a dead-lettered message. */
 export type DeadLetterShape = 'message' | 'lambda-async-failure' | 'eventbridge-failure' | 'unknown';
@@ -49,7 +49,7 @@ export interface RedriveResult {
 }
 
 /** The body to send back for `m` from the DLQ of `queue`, and the shape it had. */
-export function normaliseDeadLetter(queue: RedriveQueue, m: Message): { shape: DeadLetterShape; body?: string; reason?: string } {
+function normaliseDeadLetter(queue: RedriveQueue, m: Message): { shape: DeadLetterShape; body?: string; reason?: string } {
   const body = m.Body ?? '';
   if (queue !== 'ingest') return { shape: 'message', body };
   if (m.MessageAttributes?.ERROR_CODE || m.MessageAttributes?.RULE_ARN || m.MessageAttributes?.TARGET_ARN) return { shape: 'eventbridge-failure', body };

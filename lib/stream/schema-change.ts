@@ -18,7 +18,7 @@ export interface SchemaChangeEvent {
 }
 
 /** What changed from `from` to `to`, matched by field id, one readable line each. */
-export function describeSchemaChange(from: TableSchema, to: TableSchema): string[] {
+function describeSchemaChange(from: TableSchema, to: TableSchema): string[] {
   const out: string[] = [];
   const before = new Map(from.fields.map((f) => [f.id, f]));
   const after = new Map(to.fields.map((f) => [f.id, f]));

@@ -48,7 +48,7 @@ export async function readSplitFence(store: ObjectStore, key: string): Promise<{
 }
 
 /** A process's identity as a fence holder: one per process (a Lambda container), fixed for its lifetime. */
-export const PROCESS_HOLDER = `proc-${randomUUID().slice(0, 12)}`;
+const PROCESS_HOLDER = `proc-${randomUUID().slice(0, 12)}`;
 
 /** One hold on a bucket. */
 export interface HeldFence {

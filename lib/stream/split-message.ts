@@ -32,7 +32,7 @@ export interface SplitMessage extends Split {
 }
 
 /** Above this many bytes of JSON the file list goes by reference (SQS allows 256 KiB, or 1 MiB since 2025). */
-export const MAX_INLINE_MESSAGE_BYTES = 200 * 1024;
+const MAX_INLINE_MESSAGE_BYTES = 200 * 1024;
 
 interface WireMessage {
   v: 1;
@@ -53,7 +53,7 @@ interface WireMessage {
 }
 
 /** Key of the object holding a split's file list when it is sent by reference. */
-export function splitRefKey(tablePath: string, consumerId: string, snapshotId: number, partition: string, bucket: number): string {
+function splitRefKey(tablePath: string, consumerId: string, snapshotId: number, partition: string, bucket: number): string {
   return `${splitRefPrefix(tablePath, consumerId, snapshotId)}${partition ? `${partition}/` : ''}bucket-${bucket}.json`;
 }
 

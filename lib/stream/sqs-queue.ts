@@ -174,7 +174,7 @@ export class SqsSplitQueue implements SplitQueue {
 }
 
 /** A received SQS message as a QueueMessage (the receive count comes from its attributes). */
-export function queueMessageOf(m: Message): QueueMessage {
+function queueMessageOf(m: Message): QueueMessage {
   const a = m.Attributes ?? {};
   return {
     messageId: m.MessageId ?? '',

@@ -97,7 +97,7 @@ export async function resolveStart(table: Table, opts: ResolvedStreamOptions): P
  * (`full` false) when its long-lived changelog is kept; for an expired one a
  * SnapshotExpiredError naming the lost range, or the next readable one under `skip-to-earliest`.
  */
-export async function checkNotExpired(table: Table, id: number, opts: Pick<ResolvedStreamOptions, 'onExpired'>, what = 'its changes', full = false): Promise<number> {
+async function checkNotExpired(table: Table, id: number, opts: Pick<ResolvedStreamOptions, 'onExpired'>, what = 'its changes', full = false): Promise<number> {
   const earliest = await table.snapshots.earliestId();
   if (earliest !== undefined && id < earliest) {
     if (!full && (await tryReadChangelog(table.store, table.path, id)) !== undefined) return id;
@@ -137,7 +137,7 @@ export async function readForPlan(
 }
 
 /** The error for a stream position whose snapshot and changelog are gone; `next` is the first readable id after it. */
-export function expiredError(table: Table, id: number, next: number, what = 'its changes'): SnapshotExpiredError {
+function expiredError(table: Table, id: number, next: number, what = 'its changes'): SnapshotExpiredError {
   return new SnapshotExpiredError(
     `snapshot ${id} of ${table.name} has expired, so ${what} can no longer be read: snapshots ${id}..${next - 1} are lost ` +
       `(the next one left is ${next}). Use a consumer id (--consumer-id) so that expiry keeps what a stream still needs, ` +
@@ -213,7 +213,7 @@ async function planOverwrite(table: Table, snapshot: Snapshot): Promise<Split[]>
 }
 
 /** The highest LSM level, where full compaction writes (`num-levels` − 1). */
-export function maxLevelOf(table: Table): number {
+function maxLevelOf(table: Table): number {
   return Math.max(1, table.options.numLevels - 1);
 }
 

@@ -14,7 +14,7 @@ import { commitOptionsFor } from './commit-options.js';
 import type { Table } from './table.js';
 
 /** Snapshot property naming the schema a schema-change snapshot introduced. */
-export const SCHEMA_CHANGE_PROPERTY = 'varve.schema-change';
+const SCHEMA_CHANGE_PROPERTY = 'varve.schema-change';
 
 /** What an alter did. */
 export interface AlterResult {

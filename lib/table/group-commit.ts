@@ -49,7 +49,7 @@ export interface GroupCommitOptions {
 }
 
 /** Consecutive messages written with the same schema: each run is one snapshot (almost always one run). */
-export function schemaRuns(queued: readonly QueuedCommit[]): QueuedCommit[][] {
+function schemaRuns(queued: readonly QueuedCommit[]): QueuedCommit[][] {
   const runs: QueuedCommit[][] = [];
   for (const q of queued) {
     const last = runs[runs.length - 1];

@@ -47,7 +47,7 @@ function recordsOf(body: string): { records: unknown[] } | { error: string } {
 }
 
 /** Parses and validates the records of `messages` against `schema`. */
-export async function parseMessageRecords(messages: readonly RecordMessage[], schema: TableSchema): Promise<MessageRecords> {
+async function parseMessageRecords(messages: readonly RecordMessage[], schema: TableSchema): Promise<MessageRecords> {
   // One JSONL text for all messages (JSON.stringify never emits a newline): line i belongs to
   // message owner[i - 1], so a rejected line names its message.
   const lines: string[] = [];

@@ -22,7 +22,7 @@ import { KIND_COLUMN, type DataField, type Row, type RowKindByte, type TableSche
 import { RecordColumns, type ColumnChunk, type RejectedRecord } from './record-columns.js';
 import { ParquetColumns } from './parquet-columns.js';
 
-export { KIND_FIELD, type ColumnChunk, type RejectedRecord } from './record-columns.js';
+export type { ColumnChunk, RejectedRecord } from './record-columns.js';
 
 export type InputFormat = 'jsonl' | 'csv' | 'parquet';
 
@@ -84,7 +84,7 @@ export interface ParsedChunk extends ParsedRecords {
 }
 
 /** Records per chunk unless asked otherwise: a chunk's columns stay well under a MB per column. */
-export const DEFAULT_CHUNK_ROWS = 8192;
+const DEFAULT_CHUNK_ROWS = 8192;
 
 /**
  * `parseColumnChunks` with each chunk's rows as row objects (lib/schema/types.ts values): for

@@ -27,7 +27,7 @@ import type { FromMergeWorker, MergeRequest, ToMergeWorker } from './merge-proto
 import type { Table } from './table.js';
 
 /** A section goes to a worker when its files hold at least this many times the decode pool's `minBytes`. */
-export const MERGE_BYTES_PER_DECODE_BYTES = 64;
+const MERGE_BYTES_PER_DECODE_BYTES = 64;
 
 interface Task {
   table: Table;

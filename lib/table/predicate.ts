@@ -8,7 +8,7 @@
  * the versions of a key before merging could let an older version win), and `mayMatch` on what
  * is known before reading (a partition's values, a file's key range) to skip whole files.
  */
-import * as arrow from 'apache-arrow';
+import type * as arrow from 'apache-arrow';
 import { InvalidArgumentError } from '../errors.js';
 import { tableToRows, takeRows } from '../format/columns.js';
 import { compareValues } from '../schema/compare.js';

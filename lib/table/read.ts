@@ -210,7 +210,7 @@ export function project(t: arrow.Table, columns: string[] | undefined, keepSyste
 }
 
 /** A predicate over partition paths matching `spec`, checked against the partition keys. */
-export function partitionFilter(table: Table, spec?: Record<string, string>): ((p: string) => boolean) | undefined {
+function partitionFilter(table: Table, spec?: Record<string, string>): ((p: string) => boolean) | undefined {
   if (!spec || Object.keys(spec).length === 0) return undefined;
   for (const k of Object.keys(spec)) {
     if (!table.schema.partitionKeys.includes(k)) {
@@ -227,7 +227,7 @@ export function partitionFilter(table: Table, spec?: Record<string, string>): ((
 }
 
 /** Whether a file's key range meets [min, max]. */
-export function overlapsRange(table: Table, e: ManifestEntry, r: { min?: JsonValue[]; max?: JsonValue[] }): boolean {
+function overlapsRange(table: Table, e: ManifestEntry, r: { min?: JsonValue[]; max?: JsonValue[] }): boolean {
   if (r.min && table.compareKeys(e.file.maxKey, r.min) < 0) return false;
   if (r.max && table.compareKeys(e.file.minKey, r.max) > 0) return false;
   return true;

@@ -22,7 +22,7 @@ export const BATCHES_PROPERTY = 'varve.batches';
  */
 export const SOURCES_PROPERTY = 'varve.sources';
 /** The default window: longer than a writer's retries stretch (5 receives × the ingest queue's 6-minute visibility); the table option `ingest.deduplication-window`. */
-export const RECENT_WINDOW_MS = 30 * 60_000;
+const RECENT_WINDOW_MS = 30 * 60_000;
 /** Snapshots read back at most on a cold start. */
 const MAX_SCAN = 2000;
 const READ_CHUNK = 16;
@@ -89,7 +89,7 @@ export function batchesProperty(ids: readonly string[]): string {
 }
 
 /** The table's `ingest.deduplication-window`, in ms. */
-export function deduplicationWindowOf(table: Table): number {
+function deduplicationWindowOf(table: Table): number {
   return (table.options.get('ingest.deduplication-window') as number | undefined) ?? RECENT_WINDOW_MS;
 }
 

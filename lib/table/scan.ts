@@ -170,7 +170,7 @@ function hasRetract(piece: arrow.Table): boolean {
 }
 
 /** An append table's files of one bucket in the order their rows were written. */
-export function bySequence(files: readonly ManifestEntry[]): ManifestEntry[] {
+function bySequence(files: readonly ManifestEntry[]): ManifestEntry[] {
   return [...files].sort((a, b) => a.file.minSequenceNumber - b.file.minSequenceNumber || a.file.maxSequenceNumber - b.file.maxSequenceNumber);
 }
 

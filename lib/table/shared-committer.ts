@@ -21,9 +21,9 @@ import { commitOptionsFor } from './commit-options.js';
 import type { Table } from './table.js';
 
 /** Most batches one round folds into a snapshot (the rest wait for the next round). */
-export const MAX_BATCHES_PER_ROUND = 64;
+const MAX_BATCHES_PER_ROUND = 64;
 /** Commit user of a snapshot holding the batches of writers with different commit users. */
-export const SHARED_COMMIT_USER = 'writer-group';
+const SHARED_COMMIT_USER = 'writer-group';
 
 /** One writer's batch, handed to the committer. */
 export interface PendingAppend {

@@ -238,7 +238,7 @@ export class Table {
 }
 
 /** Rows of schema `from` as rows of the later schema `to`: values follow their field id (renamed, dropped, added columns). */
-export function rowsThroughSchema(rows: Row[], from: TableSchema, to: TableSchema): Row[] {
+function rowsThroughSchema(rows: Row[], from: TableSchema, to: TableSchema): Row[] {
   const oldName = new Map(from.fields.map((f) => [f.id, f.name]));
   const same = to.fields.length === from.fields.length && to.fields.every((f, i) => from.fields[i].id === f.id && from.fields[i].name === f.name);
   if (same) return rows;

@@ -4,7 +4,7 @@
  * for byte, and the same footer — row group offsets, ordinals, page locations, statistics and
  * key-value metadata (whose order parquet-rs varies per file).
  */
-import * as arrow from 'apache-arrow';
+import type * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { CorruptMetadataError } from '../../lib/errors.js';
 import { rowsToTable, tableToRows } from '../../lib/format/columns.js';

@@ -24,8 +24,8 @@ import type { Table } from '../../lib/table/table.js';
 import { freshBucket } from '../helpers/aws.js';
 
 export const sqs = new SQSClient({});
-export const dynamo = new DynamoDBClient({});
-export const events = new EventBridgeClient({});
+const dynamo = new DynamoDBClient({});
+const events = new EventBridgeClient({});
 
 /** Names unique to one test, so that suites never see each other's queues. */
 export function uniqueName(prefix: string): string {

@@ -6,7 +6,6 @@ import { vi, type MockInstance } from 'vitest';
  */
 export function recordCalls<T extends object>(order: string[], proto: T, method: keyof T & string, label: string): MockInstance {
   const original = proto[method] as unknown as (...args: unknown[]) => unknown;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   return (vi.spyOn(proto as any, method) as MockInstance).mockImplementation(function (this: unknown, ...args: unknown[]) {
     order.push(label);
     return original.apply(this, args);

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** Environment variable naming the per-run root (set by test/global-setup.ts). */
-export const CDK_OUT_ROOT_ENV = 'VARVE_TEST_CDK_OUT';
+const CDK_OUT_ROOT_ENV = 'VARVE_TEST_CDK_OUT';
 
 let ownRoot: string | undefined;
 

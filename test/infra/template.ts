@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { App, Stack, type CfnElement } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
+import type { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { PROJECT_ROOT } from '../../infra/lambda.js';
 import { cdkOutdir } from '../helpers/cdk-outdir.js';
@@ -17,7 +17,7 @@ export function cdkJsonContext(): Record<string, unknown> {
 }
 
 /** An App that skips esbuild (`aws:cdk:bundling-stacks: []`), with cdk.json's context under `extra`, synthesising into a temp folder removed after the run. */
-export function testApp(extra: Record<string, unknown> = {}): App {
+function testApp(extra: Record<string, unknown> = {}): App {
   return new App({ outdir: cdkOutdir(), context: { ...cdkJsonContext(), ...extra, 'aws:cdk:bundling-stacks': [] } });
 }
 

@@ -30,7 +30,7 @@ export async function newTable(options: Record<string, string>, store: ObjectSto
   });
 }
 
-export function keyOf(row: Row): string {
+function keyOf(row: Row): string {
   return `${row.region}|${row.id}`;
 }
 

@@ -29,7 +29,7 @@ class BeforeGetStore extends MemoryStore {
 
   override async get(key: string): Promise<StoredObject> {
     const armed = this.armed;
-    if (armed !== undefined && armed.picks(key)) {
+    if (armed?.picks(key)) {
       this.armed = undefined;
       this.fired++;
       await armed.hook();

@@ -17,7 +17,7 @@ export function compareKeys(a: JsonValue[], b: JsonValue[]): number {
 }
 
 /** A data file's metadata with plausible defaults. */
-export function dataFile(fileName: string, over: Partial<DataFileMeta> = {}): DataFileMeta {
+function dataFile(fileName: string, over: Partial<DataFileMeta> = {}): DataFileMeta {
   const rowCount = over.rowCount ?? 1;
   return {
     fileName,

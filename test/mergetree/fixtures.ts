@@ -46,11 +46,6 @@ export function recordsOf(schema: TableSchema, table: arrow.Table): Rec[] {
   });
 }
 
-/** Just the rows of a table, in order. */
-export function rowsOf(schema: TableSchema, table: arrow.Table): Row[] {
-  return recordsOf(schema, table).map((r) => r.row);
-}
-
 /** A write buffer with defaults suited to tests (large buffer, no spill). */
 export function bufferOf(schema: TableSchema, merge: Partial<MergeConfig>, opts: { writeBufferSize?: number; spillable?: boolean; keepRawChangelog?: boolean } = {}): WriteBuffer {
   return new WriteBuffer({

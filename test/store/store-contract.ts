@@ -8,7 +8,7 @@ import { InvalidArgumentError, InvalidKeyError, ObjectNotFoundError } from '../.
 import { fromUtf8, listAll, utf8, type ObjectStore } from '../../lib/store/object-store.js';
 
 /** Deterministic pseudo-random bytes (xorshift), so a failing comparison is reproducible. */
-export function bytes(n: number, seed = 1): Uint8Array {
+function bytes(n: number, seed = 1): Uint8Array {
   const out = new Uint8Array(n);
   let x = seed | 0 || 1;
   for (let i = 0; i < n; i++) {
@@ -21,7 +21,7 @@ export function bytes(n: number, seed = 1): Uint8Array {
 }
 
 /** Runs `fn(i)` for i in [0, n) with at most `concurrency` calls in flight. */
-export async function runPool(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
+async function runPool(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < n) await fn(next++);
@@ -193,17 +193,17 @@ export function storeContract(
     it('lists only the keys after startAfter, in order, also when startAfter is no key or a folder', async () => {
       const store = await makeStore();
       for (const key of ORDERED_KEYS) await store.put(key, utf8(key));
-      const after = async (prefix: string, startAfter: string) => {
+      const listAfter = async (prefix: string, startAfter: string) => {
         const out: string[] = [];
         for await (const o of store.list(prefix, { startAfter })) out.push(o.key);
         return out;
       };
 
-      expect(await after('', 'a/b/c')).toEqual(ORDERED_KEYS.slice(ORDERED_KEYS.indexOf('a/b/c') + 1));
-      expect(await after('a/', 'a/b/c')).toEqual(['a/b/d/e', 'a/c']);
-      expect(await after('a/', 'a/b/')).toEqual(['a/b/c', 'a/b/d/e', 'a/c']);
-      expect(await after('a/', 'a/c')).toEqual([]);
-      expect(await after('a/', '')).toEqual(['a/b/c', 'a/b/d/e', 'a/c']);
+      expect(await listAfter('', 'a/b/c')).toEqual(ORDERED_KEYS.slice(ORDERED_KEYS.indexOf('a/b/c') + 1));
+      expect(await listAfter('a/', 'a/b/c')).toEqual(['a/b/d/e', 'a/c']);
+      expect(await listAfter('a/', 'a/b/')).toEqual(['a/b/c', 'a/b/d/e', 'a/c']);
+      expect(await listAfter('a/', 'a/c')).toEqual([]);
+      expect(await listAfter('a/', '')).toEqual(['a/b/c', 'a/b/d/e', 'a/c']);
     });
 
     it('lists more than one page (1100 keys) completely and in order', async () => {

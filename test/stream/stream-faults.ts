@@ -20,7 +20,7 @@
  * yet, and the snapshots expire before the user resumes it (seed 1361768786's silent skip).
  */
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
-import { ConsumerExpiredError, ConsumerLeaseLostError, InjectedFaultError, SnapshotExpiredError, VarveError } from '../../lib/errors.js';
+import { ConsumerExpiredError, ConsumerLeaseLostError, InjectedFaultError, SnapshotExpiredError, type VarveError } from '../../lib/errors.js';
 import { tableToRows } from '../../lib/format/columns.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
 import { expireConsumers } from '../../lib/maintenance/expire-consumers.js';
@@ -37,7 +37,6 @@ import { MemoryQueue } from '../../lib/stream/memory-queue.js';
 import { changesOf } from '../../lib/stream/sinks.js';
 import type { QueueDepth, QueueMessage, ReceiveOptions, SendRequest, SendResult, SplitQueue } from '../../lib/stream/split-queue.js';
 import type { StreamOptions } from '../../lib/stream/stream-options.js';
-import type { Table } from '../../lib/table/table.js';
 import { rng, type Rng } from '../helpers/random.js';
 
 /** How much work one scenario does. */
@@ -495,4 +494,3 @@ export function describeReport(r: FaultScenarioReport): string {
   );
 }
 
-export type { Table };

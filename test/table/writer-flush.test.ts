@@ -5,7 +5,7 @@
  * buffer that outgrows `write-buffer-size` (spilled sorted runs, every bucket's in-memory part
  * spilled before the flush, the runs merged a batch at a time).
  */
-import * as arrow from 'apache-arrow';
+import type * as arrow from 'apache-arrow';
 import { parquetMetadata } from 'hyparquet';
 import { describe, expect, it, vi } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';

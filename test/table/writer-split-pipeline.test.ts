@@ -6,7 +6,7 @@
  * and `_VALUE_KIND`s of a writer fed row objects only (which never defers), with the pool on and
  * off, and the table reads back as a model of last-version-wins.
  */
-import * as arrow from 'apache-arrow';
+import type * as arrow from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { readDataFile } from '../../lib/format/data-file.js';

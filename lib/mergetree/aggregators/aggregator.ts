@@ -136,7 +136,7 @@ export abstract class ArithmeticAggregator extends ComputingAggregator {
 }
 
 /** The error for a -U/-D record reaching a function that cannot undo a value. */
-export function retractUnsupported(ctx: AggregatorContext): InvalidArgumentError {
+function retractUnsupported(ctx: AggregatorContext): InvalidArgumentError {
   return new InvalidArgumentError(
     `aggregate function '${ctx.fn}' of column ${ctx.field.name} cannot retract a value (-U/-D record); set 'fields.${ctx.field.name}.ignore-retract' = 'true' to ignore retractions for it`,
   );

@@ -100,7 +100,7 @@ function nonZero(b: Numeric, field: DataField, fn: string): Numeric {
 }
 
 /** a / b rounded half away from zero (BigDecimal HALF_UP). */
-export function divideHalfUp(a: bigint, b: bigint): bigint {
+function divideHalfUp(a: bigint, b: bigint): bigint {
   const q = a / b;
   const r = a % b;
   if (r === 0n) return q;

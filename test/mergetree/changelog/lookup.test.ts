@@ -88,6 +88,7 @@ describe('lookupChangelog', () => {
 });
 
 /** A file's chunks that fail when read. */
+// biome-ignore lint/correctness/useYield: it throws before yielding, as a file that fails when read
 async function* unreadable(name: string): AsyncGenerator<ReturnType<typeof physicalTable>> {
   throw new Error(`${name} was read`);
 }
