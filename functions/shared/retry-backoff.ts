@@ -2,8 +2,9 @@
  * Fast retries with backoff: Lambda leaves a failed SQS message invisible for the queue's whole
  * visibility timeout (6× the function's timeout: minutes), which stalls a FIFO group — a bucket's
  * splits, a table's commits — for that long after one transient failure. Before returning its
- * batch item failures a handler therefore resets each failed message's visibility to an
- * exponential backoff on its receive count: 2, 4, 8, 16, … seconds, at most 5 minutes.
+ * batch item failures a handler therefore resets each failed message's visibility: its delay when
+ * the caller gives one (a split reader: the split-delivery policy's, lib/stream/split-policy.ts),
+ * else an exponential backoff on its receive count: 2, 4, 8, 16, … seconds, at most 5 minutes.
  */
 import { ChangeMessageVisibilityBatchCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
@@ -21,11 +22,13 @@ export function backoffSeconds(receiveCount: number): number {
   return Math.min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** Math.min(n - 1, 20));
 }
 
-/** A failed record's visibility: its backoff (on `attempt`, else its receive count), or until `until` (epoch ms) when that is later. */
-function visibilityOf(record: SQSRecord, until: number | undefined, attempt: number | undefined): number {
-  const backoff = backoffSeconds(attempt ?? Number(record.attributes.ApproximateReceiveCount));
-  if (until === undefined) return backoff;
-  return Math.min(MAX_VISIBILITY_SECONDS, Math.max(backoff, Math.ceil((until - Date.now()) / 1000) + 1));
+/** SQS's longest visibility timeout, in seconds. */
+const MAX_VISIBILITY_SECONDS = 12 * 3600;
+
+/** A failed record's visibility in seconds: its delay when given, else its backoff on its receive count. */
+function visibilityOf(record: SQSRecord, delayMs: number | undefined): number {
+  if (delayMs === undefined) return backoffSeconds(Number(record.attributes.ApproximateReceiveCount));
+  return Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil(delayMs / 1000)));
 }
 
 const urls = new Map<string, Promise<string>>();
@@ -44,22 +47,11 @@ function queueUrlOf(arn: string): Promise<string> {
   return url;
 }
 
-/** SQS's longest visibility timeout, in seconds. */
-const MAX_VISIBILITY_SECONDS = 12 * 3600;
-
 /**
- * Sets the visibility of every failed record of `response` to its backoff, or longer for a record
- * `hideUntil` names (until then); best effort (a failure leaves the queue's own timeout). The
- * backoff follows the record's receive count, or the attempt number `attempts` gives it (a split
- * reader: its own failures, so a split that only waited behind a failed one is not backed off
- * further than that one).
+ * Sets the visibility of every failed record of `response`: its delay in `delaysMs` (by message
+ * id), else its backoff on its receive count; best effort (a failure leaves the queue's own timeout).
  */
-export async function backOffFailures(
-  records: readonly SQSRecord[],
-  response: SQSBatchResponse,
-  hideUntil?: ReadonlyMap<string, number>,
-  attempts?: ReadonlyMap<string, number>,
-): Promise<SQSBatchResponse> {
+export async function backOffFailures(records: readonly SQSRecord[], response: SQSBatchResponse, delaysMs?: ReadonlyMap<string, number>): Promise<SQSBatchResponse> {
   const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
   const back = records.filter((r) => failed.has(r.messageId));
   if (back.length === 0) return response;
@@ -70,7 +62,7 @@ export async function backOffFailures(
       const r = await sqsClient().send(
         new ChangeMessageVisibilityBatchCommand({
           QueueUrl: queueUrl,
-          Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.receiptHandle, VisibilityTimeout: visibilityOf(m, hideUntil?.get(m.messageId), attempts?.get(m.messageId)) })),
+          Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.receiptHandle, VisibilityTimeout: visibilityOf(m, delaysMs?.get(m.messageId)) })),
         }),
       );
       if (r.Failed?.length) log().warn('some failed messages keep the queue visibility timeout', { failed: r.Failed.map((f) => f.Message) });

@@ -16,6 +16,7 @@ import { consumerLag } from '../stream/progress.js';
 import type { StreamSink } from '../stream/delivery.js';
 import type { StreamOptions } from '../stream/stream-options.js';
 import { MemoryQueue } from '../stream/memory-queue.js';
+import { SPLIT_FAILURE_BUDGET } from '../stream/split-failures.js';
 import type { SplitQueue } from '../stream/split-queue.js';
 import { RuntimeConsumer } from './runtime-consumer.js';
 
@@ -43,12 +44,15 @@ export interface ConsumerSpec {
   stream?: StreamOptions;
   /** Concurrent split readers (buckets are read in parallel, each bucket by one reader at a time). @default 2 */
   readers?: number;
-  /** @default an in-process MemoryQueue (visibility 30 s, 5 receives before dead-lettering) */
+  /**
+   * @default an in-process MemoryQueue: visibility 30 s; its maxReceiveCount, 10 × SPLIT_FAILURE_BUDGET,
+   * is only a backstop (the reader dead-letters a split at its own failure budget, split-policy.ts)
+   */
   queue?: SplitQueue;
   /** The queue outlives this process (SQS). @default false: planning restarts at the consumer's position */
   durableQueue?: boolean;
-  /** The queue's receives before dead-lettering (read from a MemoryQueue itself). @default 5 */
-  maxReceiveCount?: number;
+  /** Own failures a split may have before its reader dead-letters it. @default SPLIT_FAILURE_BUDGET */
+  failureBudget?: number;
   /** Snapshots planned per discovery run. @default 64 */
   maxSnapshotsPerRun?: number;
   /** Hold the consumer id with a lease, so that a second reader group fails at once. @default true */
@@ -110,9 +114,9 @@ export class LocalRuntime {
   /** Adds and (when running) starts a consumer; its table is added too. */
   async addConsumer(spec: ConsumerSpec): Promise<RuntimeConsumer> {
     this.addTable(spec.table);
-    const queue = spec.queue ?? new MemoryQueue({ visibilityMs: 30_000, maxReceiveCount: 5 });
-    const maxReceiveCount = queue instanceof MemoryQueue ? queue.maxReceiveCount : spec.maxReceiveCount;
-    const consumer = new RuntimeConsumer({ ...spec, queue, maxReceiveCount, discoveryIntervalMs: this.opts.discoveryIntervalMs, log: this.log });
+    // As deployed (infra): the queue's own dead-lettering far above the reader's budget.
+    const queue = spec.queue ?? new MemoryQueue({ visibilityMs: 30_000, maxReceiveCount: 10 * SPLIT_FAILURE_BUDGET });
+    const consumer = new RuntimeConsumer({ ...spec, queue, discoveryIntervalMs: this.opts.discoveryIntervalMs, log: this.log });
     await consumer.init();
     this.consumers.push(consumer);
     if (this.running) await consumer.start();

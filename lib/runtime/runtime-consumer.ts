@@ -26,7 +26,8 @@ export interface RuntimeConsumerOptions {
   stream?: StreamOptions;
   readers?: number;
   maxSnapshotsPerRun?: number;
-  maxReceiveCount?: number;
+  /** Own failures a split may have before its reader dead-letters it. @default SPLIT_FAILURE_BUDGET */
+  failureBudget?: number;
   /** Hold the consumer id with a lease (one reader group at a time). @default true */
   lease?: boolean;
   /** Take the lease over from a live holder (which is fenced off). */
@@ -99,7 +100,7 @@ export class RuntimeConsumer {
       consumerId: opts.consumerId,
       queue: opts.queue,
       sink: opts.sink,
-      maxReceiveCount: opts.maxReceiveCount,
+      failureBudget: opts.failureBudget,
       log: opts.log,
       // A sink call may take as long as its message stays invisible, as Lambda's timeout allows.
       fence: { lease: this.lease, sinkTimeoutMs: Math.min(visibility, leaseMs) },

@@ -63,7 +63,7 @@ export class SinkTimeoutError extends VarveError {
      * True when the split used the time itself (its own sink call, or its own reads when no
      * other sink call of the batch ran before it); false when it found no time left after other
      * splits' sink calls, or the bucket's sink still busy with an earlier call that already failed.
-     * Only an own timeout counts toward the split's failure budget (stream-handler.ts).
+     * Only an own timeout counts toward the split's failure budget (split-policy.ts).
      */
     readonly own = true,
   ) {
@@ -108,9 +108,9 @@ export class BatchDelivery {
   private leaseVerified?: Promise<void>;
   /** Split fences this batch holds, per bucket key. */
   private readonly held = new Map<string, { partition: string; bucket: number; fence: Promise<HeldFence> }>();
-  /** Sink calls of this batch still running after their time limit, per bucket key. */
   /** Sink calls started in this batch (a split finding no time left after one did not use the time itself). */
   private sinkCalls = 0;
+  /** Sink calls of this batch still running after their time limit, per bucket key. */
   private readonly abandoned = new Map<string, { settled: Promise<void>; done: boolean }>();
 
   constructor(
@@ -150,23 +150,8 @@ export class BatchDelivery {
   private async deliverLocked(m: SplitEnvelope, key: string, lockKey: string, beforeAttempt?: (m: SplitEnvelope) => Promise<void>): Promise<DeliveryOutcome> {
     // The progress read once per batch, again when another delivery of this process moved it since.
     const version = progressWrites.get(lockKey) ?? 0;
-    // Held before the progress is read: what an earlier holder recorded is then seen.
-    let held = await this.holdSplit(m, key);
-    let cached = this.progress.get(key);
-    if (!cached || cached.version !== version) {
-      cached = { version, entry: readBucketProgressEntry(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket) };
-      this.progress.set(key, cached);
-    }
-    const entry = await cached.entry;
+    const { held, entry } = await this.holdAndReadProgress(m, key, version);
     const p = entry?.progress;
-    const token = this.fence.lease?.token;
-    // A reader that lost its lease neither delivers nor records anything.
-    this.fence.lease?.check();
-    checkFence(this.consumerId, p, token);
-    if (held && p?.run === m.run && p.splitFence !== undefined && p.splitFence >= held.token) {
-      // The fence object was removed while progress stayed: hold again above the recorded token.
-      held = await this.holdSplit(m, key, p.splitFence);
-    }
     const delivered = p?.run === m.run ? p.snapshot : undefined;
     // No progress of this run: the bucket's first split, or its progress was deleted because the
     // consumer expired while this batch ran (it read the consumer before). Delivered again, the
@@ -178,19 +163,7 @@ export class BatchDelivery {
     // Once per batch: the lease object still names this reader (a takeover fences it off here).
     if (this.fence.lease) await (this.leaseVerified ??= this.fence.lease.verify());
     await beforeAttempt?.(m);
-    const split = await loadSplitMessage(this.table.store, m);
-    // Rows come in the newest schema this reader has met (never an older one: files of older
-    // schemas read through a newer one by field id), from the snapshot that introduced it on.
-    const previous = this.table;
-    if (split.schemaId !== undefined && split.schemaId > this.table.schema.id) {
-      const schema = await this.table.schemaById(split.schemaId);
-      // A schema of another table at the same path (dropped and created again) is not adopted:
-      // the reader keeps its table's identity, and the identity checks stop it.
-      if (schema.tableUuid === this.table.schema.tableUuid) this.table = this.table.withSchema(schema);
-    }
-    if (split.files.some((f) => f.schemaId > this.table.schema.id)) this.table = await this.table.latest();
-    const schemaChange = this.table !== previous && this.table.schema.id > previous.schema.id ? schemaChangeEvent(m.snapshotId, previous.schema, this.table.schema) : undefined;
-    const data = await readSplit(this.table, split);
+    const { data, schemaChange } = await this.readSplitOf(m);
     await this.callSink({
       table: this.table,
       consumerId: this.consumerId,
@@ -204,6 +177,60 @@ export class BatchDelivery {
     });
     this.fence.lease?.check();
     if (held) this.fence.splits!.fences.check(m.partition, m.bucket, held);
+    const written = await this.recordProgress(m, held, entry);
+    if (written === undefined) {
+      this.progress.delete(key);
+      return 'duplicate';
+    }
+    progressWrites.set(lockKey, version + 1);
+    this.progress.set(key, { version: version + 1, entry: Promise.resolve(written) });
+    return 'delivered';
+  }
+
+  /**
+   * Holds the bucket's split fence, then reads its progress (what an earlier holder recorded is
+   * then seen) and checks this reader may still deliver: its lease, and the tokens progress carries.
+   */
+  private async holdAndReadProgress(m: SplitEnvelope, key: string, version: number): Promise<{ held?: HeldFence; entry: ProgressEntry }> {
+    let held = await this.holdSplit(m, key);
+    let cached = this.progress.get(key);
+    if (!cached || cached.version !== version) {
+      cached = { version, entry: readBucketProgressEntry(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket) };
+      this.progress.set(key, cached);
+    }
+    const entry = await cached.entry;
+    const p = entry?.progress;
+    // A reader that lost its lease neither delivers nor records anything.
+    this.fence.lease?.check();
+    checkFence(this.consumerId, p, this.fence.lease?.token);
+    if (held && p?.run === m.run && p.splitFence !== undefined && p.splitFence >= held.token) {
+      // The fence object was removed while progress stayed: hold again above the recorded token.
+      held = await this.holdSplit(m, key, p.splitFence);
+    }
+    return { held, entry };
+  }
+
+  /**
+   * Reads the split's rows in the newest schema this reader has met (never an older one: files of
+   * older schemas read through a newer one by field id), from the snapshot that introduced it on.
+   */
+  private async readSplitOf(m: SplitEnvelope): Promise<{ data: arrow.Table; schemaChange?: SchemaChangeEvent }> {
+    const split = await loadSplitMessage(this.table.store, m);
+    const previous = this.table;
+    if (split.schemaId !== undefined && split.schemaId > this.table.schema.id) {
+      const schema = await this.table.schemaById(split.schemaId);
+      // A schema of another table at the same path (dropped and created again) is not adopted:
+      // the reader keeps its table's identity, and the identity checks stop it.
+      if (schema.tableUuid === this.table.schema.tableUuid) this.table = this.table.withSchema(schema);
+    }
+    if (split.files.some((f) => f.schemaId > this.table.schema.id)) this.table = await this.table.latest();
+    const schemaChange = this.table !== previous && this.table.schema.id > previous.schema.id ? schemaChangeEvent(m.snapshotId, previous.schema, this.table.schema) : undefined;
+    return { data: await readSplit(this.table, split), ...(schemaChange ? { schemaChange } : {}) };
+  }
+
+  /** Moves the bucket's progress to the split (compare-and-swap); undefined when another delivery moved it first. */
+  private async recordProgress(m: SplitEnvelope, held: HeldFence | undefined, entry: ProgressEntry): Promise<ProgressEntry> {
+    const token = this.fence.lease?.token;
     const uuid = this.table.schema.tableUuid;
     const next: BucketProgress = {
       run: m.run,
@@ -231,13 +258,7 @@ export class BatchDelivery {
         throw e;
       }
     }
-    if (written === undefined) {
-      this.progress.delete(key);
-      return 'duplicate';
-    }
-    progressWrites.set(lockKey, version + 1);
-    this.progress.set(key, { version: version + 1, entry: Promise.resolve(written) });
-    return 'delivered';
+    return written;
   }
 
   /**

@@ -74,9 +74,14 @@ function describeHolder(h: LeaseHolder): string {
 
 /** True when the holder is a process of this host that no longer runs (a killed reader): its lease can be taken at once. */
 function holderIsDead(h: LeaseHolder): boolean {
-  if (h.host !== hostname() || h.pid === process.pid) return false;
+  return processIsGone(h.host, h.pid);
+}
+
+/** True when `pid` on `host` is a process of this host, not this one, that no longer runs. */
+export function processIsGone(host: string, pid: number): boolean {
+  if (host !== hostname() || pid === process.pid) return false;
   try {
-    process.kill(h.pid, 0);
+    process.kill(pid, 0);
     return false;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'ESRCH';

@@ -146,6 +146,20 @@ export class MemoryQueue implements SplitQueue {
     return { visible, inFlight, deadLettered: this.dead.length };
   }
 
+  async deadLetter(message: QueueMessage): Promise<void> {
+    const m = this.receipts.get(message.receiptHandle);
+    if (!m || m.receipt !== message.receiptHandle) {
+      throw new InvalidArgumentError(`message ${message.messageId} is not in flight under this receipt any more; it was not moved to the dead-letter queue`);
+    }
+    this.receipts.delete(message.receiptHandle);
+    m.receipt = undefined;
+    const g = this.groups.get(m.groupId)!;
+    g.splice(g.indexOf(m), 1);
+    if (g.length === 0) this.groups.delete(m.groupId);
+    this.toDeadLetter(m);
+    this.wake();
+  }
+
   /** The dead-letter queue's messages, oldest first. */
   deadLetters(): QueueMessage[] {
     return [...this.dead];

@@ -1,14 +1,20 @@
 /**
- * The in-process split reader: receives split messages, delivers each to the sink in order, and
- * acknowledges them. SQS FIFO partial-batch rules: when a split fails, it and every later message
- * of its group in the batch go back to the queue (released with a backoff) so the bucket never
- * skips ahead; other groups carry on. After `maxReceiveCount` attempts the queue dead-letters the
- * split, and the bucket stops advancing — visibly: an error line, and the consumer's lag.
+ * The in-process split reader: receives split messages from a SplitQueue and delivers them under
+ * the split-delivery policy (split-policy.ts), the same rules as the Lambda reader: groups in
+ * parallel, each in order, stopping at its first failure; split fences and the consumer lease;
+ * a durable own-failure budget; the reader moves a spent split to the queue's dead-letter queue
+ * itself; failed splits are released after the policy's backoff. A dead-lettered split stops its
+ * bucket visibly: an error line, and the consumer's lag.
  */
-import { ConsumerLeaseLostError } from '../errors.js';
-import { BatchDelivery, type DeliveryFence, type DeliveryOutcome, type StreamSink } from './delivery.js';
+import { randomUUID } from 'node:crypto';
+import type { ConsumerLeaseLostError } from '../errors.js';
+import type { DeliveryFence, DeliveryOutcome, StreamSink } from './delivery.js';
 import type { Table } from '../table/table.js';
+import { MemoryQueue } from './memory-queue.js';
+import { SplitFences } from './split-fence.js';
+import { SplitBatch, type SplitDeadLetterQueue, type SplitLog } from './split-policy.js';
 import type { QueueMessage, SplitQueue } from './split-queue.js';
+import { splitWindow } from './split-window.js';
 
 /** Options of a SplitReader. */
 export interface SplitReaderOptions {
@@ -16,15 +22,19 @@ export interface SplitReaderOptions {
   consumerId: string;
   queue: SplitQueue;
   sink: StreamSink;
-  /** The queue's maxReceiveCount, to say when a failure sends a split to the dead-letter queue. @default 5 */
-  maxReceiveCount?: number;
-  /** First redelivery delay after a failure; doubles per attempt, up to 30 s. @default 100 */
+  /** Own failures a split may have before this reader dead-letters it. @default SPLIT_FAILURE_BUDGET */
+  failureBudget?: number;
+  /** First redelivery delay after a failure; doubles per own failure, up to 30 s. @default 100 */
   retryDelayMs?: number;
   /** Where problems are reported. @default console.error */
   log?: (line: string) => void;
   now?: () => number;
-  /** The lease fencing this reader's deliveries and the time a sink call may take. */
-  fence?: DeliveryFence;
+  /**
+   * The lease fencing this reader's deliveries, and the time a sink call may take (`sinkTimeoutMs`:
+   * also the batch's window, as a message's visibility is on SQS). Without a time limit a batch has
+   * the policy's default window (5 minutes).
+   */
+  fence?: Pick<DeliveryFence, 'lease' | 'sinkTimeoutMs'>;
   /**
    * Called when a delivery finds this reader fenced off (ConsumerLeaseLostError: another reader
    * group holds the consumer id now, under a newer token). The split is not this reader's to retry:
@@ -40,19 +50,35 @@ export interface PollResult {
   delivered: number;
   duplicates: number;
   stale: number;
+  /** Splits this reader moved to the dead-letter queue. */
+  deadLettered: number;
   /** Messages given back to the queue: failed ones and those behind them in their group. */
   released: number;
 }
 
 /** Reads splits from a queue into a sink (see the file comment). */
 export class SplitReader {
-  private readonly log: (line: string) => void;
+  private readonly log: SplitLog;
   /** The table at the newest schema delivered so far: a schema change is announced once, not per batch. */
   private table: SplitReaderOptions['table'];
+  /** This reader's split fences on the consumer; a fence of this process is never waited for. */
+  private readonly fences: SplitFences;
+  private readonly holder: string;
+  private readonly deadLetterQueue?: SplitDeadLetterQueue;
 
   constructor(private readonly opts: SplitReaderOptions) {
-    this.log = opts.log ?? ((line) => console.error(line));
+    const print = opts.log ?? ((line) => console.error(line));
+    const prefix = `varve: consumer ${opts.consumerId} of ${opts.table.name}: `;
+    const line = (message: string, fields: Record<string, unknown>) => print(`${prefix}${message}${fields.error instanceof Error ? `: ${fields.error.message}` : ''}`);
+    this.log = { warn: line, error: line };
     this.table = opts.table;
+    this.fences = new SplitFences(opts.table.store, opts.table.path, opts.consumerId, undefined, opts.now, true);
+    this.holder = `${this.fences.processHolder}/reader-${randomUUID().slice(0, 8)}`;
+    const queue = opts.queue;
+    if (queue.deadLetter) {
+      const redrive = queue instanceof MemoryQueue ? 'redrive it (the local runtime: redriveDeadLetters(), or restart the consumer: planning starts again at its position)' : '`varve redrive <table> --queue split`';
+      this.deadLetterQueue = { name: 'the split queue\'s dead-letter queue', redrive, move: (s) => queue.deadLetter!(s as QueueMessage) };
+    }
   }
 
   /** Receives one batch (waiting up to `waitMs` for it) and processes it. */
@@ -63,70 +89,68 @@ export class SplitReader {
 
   /** Processes received messages: groups in parallel, each group in order, stopping at its first failure. */
   async process(messages: QueueMessage[]): Promise<PollResult> {
-    const result: PollResult = { received: messages.length, delivered: 0, duplicates: 0, stale: 0, released: 0 };
+    const result: PollResult = { received: messages.length, delivered: 0, duplicates: 0, stale: 0, deadLettered: 0, released: 0 };
     if (messages.length === 0) return result;
-    const delivery = new BatchDelivery(this.table, this.opts.consumerId, this.opts.sink, this.opts.now, this.opts.fence);
+    const now = (this.opts.now ?? Date.now)();
+    const limit = this.opts.fence?.sinkTimeoutMs;
+    const batch = new SplitBatch(this.table, {
+      consumerId: this.opts.consumerId,
+      sink: this.opts.sink,
+      // The time limit is the batch's visibility; late sink calls are not waited for (the reader
+      // loop goes on; their buckets keep their fences until the hold ends).
+      window: { ...splitWindow({ now, visibilityMs: limit }), lateCallsUntil: now },
+      fences: this.fences,
+      holder: this.holder,
+      lease: this.opts.fence?.lease,
+      sinkTimeoutMs: limit,
+      deadLetterQueue: this.deadLetterQueue,
+      budget: this.opts.failureBudget,
+      backoff: { baseMs: this.opts.retryDelayMs ?? 100, maxMs: 30_000 },
+      log: this.log,
+      now: this.opts.now,
+    });
     const groups = new Map<string, QueueMessage[]>();
-    for (const m of messages) {
-      const g = groups.get(m.groupId);
-      if (g) g.push(m);
-      else groups.set(m.groupId, [m]);
-    }
-    await Promise.all([...groups.values()].map((g) => this.processGroup(delivery, g, result)));
-    if (delivery.table.schema.id > this.table.schema.id) this.table = delivery.table;
+    for (const m of messages) groups.set(m.groupId, [...(groups.get(m.groupId) ?? []), m]);
+    const failed = (await Promise.all([...groups.values()].map((g) => this.processGroup(batch, g, result)))).flat();
+    if (batch.table.schema.id > this.table.schema.id) this.table = batch.table;
+    const retries = batch.retries(messages, failed.map((m) => m.messageId));
+    // Fenced off: stop first, so that this reader's other loops receive nothing more.
+    if (batch.leaseLost) this.opts.onLeaseLost?.(batch.leaseLost);
+    const handles = new Map(failed.map((m) => [m.messageId, m.receiptHandle]));
+    for (const r of retries) await this.opts.queue.release(handles.get(r.messageId)!, r.delayMs);
+    result.released += retries.length;
+    await batch.finish();
     return result;
   }
 
-  private async processGroup(delivery: BatchDelivery, group: QueueMessage[], result: PollResult): Promise<void> {
+  /** Delivers a group in order up to its first failure; acknowledges what is done and returns the failed rest. */
+  private async processGroup(batch: SplitBatch, group: QueueMessage[], result: PollResult): Promise<QueueMessage[]> {
     const done: string[] = [];
     let failedAt = group.length;
-    let fenced: ConsumerLeaseLostError | undefined;
-    for (let i = 0; i < group.length; i++) {
-      let outcome: DeliveryOutcome;
+    for (let i = 0; i < group.length && failedAt === group.length; i++) {
       try {
-        outcome = await delivery.deliver(group[i].body);
-      } catch (e) {
-        failedAt = i;
-        if (e instanceof ConsumerLeaseLostError) {
-          fenced = e;
-          this.log(`varve: consumer ${this.opts.consumerId} of ${this.opts.table.name}: this reader stops; split message ${group[i].messageId} (group ${group[i].groupId}) goes back to the queue at once for whichever reader holds the consumer now (no retry of its own, no backoff): ${e.message}`);
-          break;
+        const outcome = await batch.deliver(group[i]);
+        // A dead-lettered split is out of the queue already.
+        if (outcome === 'dead-lettered') result.deadLettered++;
+        else {
+          result[countOf(outcome)]++;
+          done.push(group[i].receiptHandle);
         }
-        this.reportFailure(group[i], e);
-        break;
+      } catch {
+        failedAt = i;
       }
-      result[outcome === 'delivered' ? 'delivered' : outcome === 'duplicate' ? 'duplicates' : 'stale']++;
-      done.push(group[i].receiptHandle);
     }
     try {
       await this.opts.queue.ack(done);
     } catch (e) {
       // Not acknowledged: they come back after their visibility timeout and are recognised as
       // duplicates by the bucket's progress.
-      this.log(`varve: acknowledging ${done.length} split(s) of group ${group[0].groupId} failed (${(e as Error).message}); they will be redelivered and skipped`);
+      this.log.warn(`acknowledging ${done.length} split(s) of group ${group[0].groupId} failed (${(e as Error).message}); they will be redelivered and skipped`, {});
     }
-    // The failed split and everything after it in its group go back, in order, after a backoff.
-    const back = group.slice(failedAt);
-    if (back.length === 0) return;
-    // Fenced off: stop first, so that this reader's other loops receive nothing more.
-    if (fenced) this.opts.onLeaseLost?.(fenced);
-    // A fenced-off reader's splits are visible again at once: they are the current holder's now.
-    const delay = fenced ? 0 : Math.min(30_000, (this.opts.retryDelayMs ?? 100) * 2 ** Math.max(0, back[0].receiveCount - 1));
-    for (const m of back) await this.opts.queue.release(m.receiptHandle, delay);
-    result.released += back.length;
+    return group.slice(failedAt);
   }
+}
 
-  private reportFailure(m: QueueMessage, e: unknown): void {
-    const max = this.opts.maxReceiveCount ?? 5;
-    const what = `varve: consumer ${this.opts.consumerId} of ${this.opts.table.name}: split message ${m.messageId} (group ${m.groupId})`;
-    const why = e instanceof Error ? e.message : String(e);
-    if (m.receiveCount >= max) {
-      this.log(
-        `${what} failed ${m.receiveCount} times and goes to the dead-letter queue; its bucket stops advancing and the ` +
-          `consumer's lag grows until the dead letter is redriven. Last error: ${why}`,
-      );
-    } else {
-      this.log(`${what} failed (attempt ${m.receiveCount} of ${max}), will be retried: ${why}`);
-    }
-  }
+function countOf(outcome: DeliveryOutcome): 'delivered' | 'duplicates' | 'stale' {
+  return outcome === 'delivered' ? 'delivered' : outcome === 'duplicate' ? 'duplicates' : 'stale';
 }

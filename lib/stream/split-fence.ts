@@ -8,14 +8,19 @@
  * a fencing token that grows with every hold. It is taken with put-if-absent / put-if-match,
  * refused while another holder's hold runs (SplitFenceHeldError), and released when the holder's
  * calls have settled. Every progress write carries the token (progress.ts: a bucket's progress
- * refuses a smaller one), so a holder that was fenced off can no longer move progress.
+ * refuses a smaller one), so a holder that was fenced off can no longer move progress. A local
+ * reader also names its host and pid: a fence of a process of this host that no longer runs (a
+ * killed `varve tail`) holds nothing, as its lease does not (lease.ts). A Lambda container names
+ * neither: containers may share a host name and pids, so only the fence's end frees it there.
  */
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import * as v from 'valibot';
 import { ObjectNotFoundError, SplitFenceHeldError, SplitFenceLostError } from '../errors.js';
 import { jsonInt, jsonTime, type JsonSchema } from '../json.js';
 import { parseJsonObject } from '../store/json-file.js';
 import { utf8, type ObjectStore } from '../store/object-store.js';
+import { processIsGone } from './lease.js';
 import { bucketKey } from './progress.js';
 
 /** The JSON content of a fence object. */
@@ -27,9 +32,19 @@ export interface SplitFence {
   /** Epoch ms until which the holder may deliver; 0 once released. */
   expiresAt: number;
   acquiredAt: number;
+  /** The holder's host and pid, when it is a local process (a fence of a gone process is free). */
+  host?: string;
+  pid?: number;
 }
 
-const SplitFenceSchema: JsonSchema<SplitFence> = v.looseObject({ token: jsonInt, holder: v.string(), expiresAt: jsonTime, acquiredAt: jsonTime });
+const SplitFenceSchema: JsonSchema<SplitFence> = v.looseObject({
+  token: jsonInt,
+  holder: v.string(),
+  expiresAt: jsonTime,
+  acquiredAt: jsonTime,
+  host: v.optional(v.string()),
+  pid: v.optional(jsonInt),
+});
 
 /** Key of a bucket's fence ('@' never occurs in a consumer id). */
 export function splitFenceKey(tablePath: string, consumerId: string, partition: string, bucket: number): string {
@@ -70,6 +85,8 @@ export class SplitFences {
     readonly consumerId: string,
     readonly processHolder: string = PROCESS_HOLDER,
     private readonly now: () => number = Date.now,
+    /** Record this process's host and pid in its holds (local readers; never on Lambda). */
+    private readonly local = false,
   ) {}
 
   /**
@@ -87,7 +104,7 @@ export class SplitFences {
       if (!trusted) found = await readSplitFence(this.store, key);
       trusted = false;
       const now = this.now();
-      const other = found && found.fence.expiresAt > now && !found.fence.holder.startsWith(`${this.processHolder}/`);
+      const other = found && found.fence.expiresAt > now && !found.fence.holder.startsWith(`${this.processHolder}/`) && !holderGone(found.fence);
       if (other && now + pauseMs < waitUntil) {
         // The holder usually finishes soon (a redelivery of a split whose first delivery is about
         // to end): waiting here costs a few reads, failing costs the message a receive.
@@ -104,7 +121,13 @@ export class SplitFences {
           found.fence.expiresAt,
         );
       }
-      const next: SplitFence = { token: Math.max(found?.fence.token ?? 0, floor) + 1, holder, expiresAt: until, acquiredAt: now };
+      const next: SplitFence = {
+        token: Math.max(found?.fence.token ?? 0, floor) + 1,
+        holder,
+        expiresAt: until,
+        acquiredAt: now,
+        ...(this.local ? { host: hostname(), pid: process.pid } : {}),
+      };
       const won = await this.write(key, next, found?.etag);
       if (won) {
         this.known.set(key, { fence: next, etag: won.etag });
@@ -142,4 +165,9 @@ export class SplitFences {
       throw e;
     }
   }
+}
+
+/** True when the fence names a local process of this host that no longer runs. */
+function holderGone(fence: SplitFence): boolean {
+  return fence.host !== undefined && typeof fence.pid === 'number' && processIsGone(fence.host, fence.pid);
 }

@@ -9,7 +9,8 @@
  * - A received message is invisible for the visibility timeout; not acknowledged by then (or
  *   released), it is delivered again with a higher receive count and a new receipt handle.
  * - A message received `maxReceiveCount` times that comes back once more goes to the dead-letter
- *   queue instead, which unblocks its group.
+ *   queue instead, which unblocks its group. That is the backstop: a reader moves a split whose own
+ *   failures reached its budget there itself (`deadLetter`, split-policy.ts), long before.
  */
 
 /** One message to send. */
@@ -39,6 +40,8 @@ export interface QueueMessage {
   receiveCount: number;
   /** Epoch ms of the send. */
   sentAt: number;
+  /** The deduplication id it was sent with, when the queue tells (SQS MessageDeduplicationId). */
+  dedupId?: string;
 }
 
 /** Options of one receive call. */
@@ -73,6 +76,12 @@ export interface SplitQueue {
   release(receiptHandle: string, delayMs?: number): Promise<void>;
   /** Approximate message counts. */
   depth(): Promise<QueueDepth>;
+  /**
+   * Moves a received message to the dead-letter queue at once, in its group (the reader spent the
+   * split's failure budget: split-policy.ts); throws when it could not. Absent when the queue has no
+   * dead-letter queue a reader can move to: its maxReceiveCount moves the message later.
+   */
+  deadLetter?(message: QueueMessage): Promise<void>;
 }
 
 /** SQS's limit on MessageGroupId and MessageDeduplicationId. */

@@ -12,6 +12,7 @@ import {
   GetQueueUrlCommand,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
+  SendMessageCommand,
   SQSClient,
   type BatchResultErrorEntry,
   type Message,
@@ -111,7 +112,7 @@ export class SqsSplitQueue implements SplitQueue {
         MaxNumberOfMessages: Math.max(1, Math.min(SQS_MAX_BATCH, opts.maxMessages ?? SQS_MAX_BATCH)),
         WaitTimeSeconds: Math.min(MAX_WAIT_SECONDS, Math.ceil((opts.waitMs ?? 0) / 1000)),
         VisibilityTimeout: opts.visibilityMs === undefined ? undefined : visibilitySeconds(opts.visibilityMs),
-        MessageSystemAttributeNames: ['ApproximateReceiveCount', 'SentTimestamp', 'MessageGroupId'],
+        MessageSystemAttributeNames: ['ApproximateReceiveCount', 'SentTimestamp', 'MessageGroupId', 'MessageDeduplicationId'],
       }),
     );
     return (r.Messages ?? []).map(queueMessageOf);
@@ -144,6 +145,13 @@ export class SqsSplitQueue implements SplitQueue {
     }
   }
 
+  async deadLetter(message: QueueMessage): Promise<void> {
+    const dlq = await (this.deadLetterUrl ??= this.findDeadLetterQueue());
+    if (!dlq) throw new InvalidArgumentError(`split queue ${this.queueUrl} has no dead-letter queue (RedrivePolicy); message ${message.messageId} stays in it`);
+    await sendToDeadLetterQueue(this.client, dlq, message);
+    await this.ack([message.receiptHandle]);
+  }
+
   async depth(): Promise<QueueDepth> {
     const attrs = await this.attributes(this.queueUrl, ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible']);
     const dlq = await (this.deadLetterUrl ??= this.findDeadLetterQueue());
@@ -173,6 +181,14 @@ export class SqsSplitQueue implements SplitQueue {
   }
 }
 
+/**
+ * Sends a received message to the FIFO dead-letter queue `url` with its group and deduplication
+ * id, so that a redrive brings it back in order (the caller then deletes it from its queue).
+ */
+export async function sendToDeadLetterQueue(client: SQSClient, url: string, m: Pick<QueueMessage, 'messageId' | 'groupId' | 'body' | 'dedupId'>): Promise<void> {
+  await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: m.body, MessageGroupId: m.groupId, MessageDeduplicationId: m.dedupId ?? m.messageId }));
+}
+
 /** A received SQS message as a QueueMessage (the receive count comes from its attributes). */
 function queueMessageOf(m: Message): QueueMessage {
   const a = m.Attributes ?? {};
@@ -183,6 +199,7 @@ function queueMessageOf(m: Message): QueueMessage {
     body: m.Body ?? '',
     receiveCount: Number(a.ApproximateReceiveCount ?? 1),
     sentAt: Number(a.SentTimestamp ?? 0),
+    ...(a.MessageDeduplicationId ? { dedupId: a.MessageDeduplicationId } : {}),
   };
 }
 

@@ -67,8 +67,9 @@ describe('discover', () => {
     // Prepare
     const t = await makeTable({ bucket: '2' });
     await ensureConsumer(t, 'c', { mode: 'latest' });
+    // Neither the queue nor the reader's own failure budget dead-letters the failing split here.
     const { queue, sink } = setup({ maxReceiveCount: 100 });
-    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, retryDelayMs: 0, log: () => {} });
+    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, retryDelayMs: 0, failureBudget: 100, log: () => {} });
     const keys = [1, 2, 3, 4, 5, 6, 7, 8];
     const first = await put(t, keys.map((k) => [k, 'a'] as [number, string]));
     await pump(t, queue, reader, 'c');

@@ -332,9 +332,6 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
       readers: r.int(1, 3),
       queue: new ProcessQueue(queue, life),
       durableQueue: true,
-      // The shared queue never dead-letters (the wrapper hides its setting from the runtime): say so,
-      // so that the log does not claim dead letters that do not happen.
-      maxReceiveCount: queue.maxReceiveCount,
       maxSnapshotsPerRun: r.int(1, 8),
       // The previous holder crashed: its lease is taken over, and its token fenced off.
       takeover: true,
