@@ -11,10 +11,14 @@ import type { Snapshot } from '../snapshot/snapshot.js';
 import type { AppendCommitHooks, TouchedBucket } from '../table/commit-hooks.js';
 import type { Table } from '../table/table.js';
 import { exportIceberg, type ExportIcebergResult } from './export.js';
+import { COMMIT_UUID_SUMMARY, commitUuidOf, currentIcebergSnapshot, onVarveChain } from './export-history.js';
 import { icebergLocation, readCurrentIcebergMetadata } from './iceberg-metadata.js';
 
-/** Per table object: snapshots (exported, checkedUpTo] are known to leave the exported view unchanged. */
-const checked = new WeakMap<Table, { exported: number; upTo: number }>();
+/**
+ * Per table object: snapshots (exported, upTo] are known to leave the exported view unchanged;
+ * each end named by commit uuid, since a rollback may have committed its id again since.
+ */
+const checked = new WeakMap<Table, { exported: string; upTo: number; upToUuid: string | undefined }>();
 
 /** True when a snapshot may change what Iceberg readers see (its delta touches the highest level). */
 async function changesExportedView(table: Table, s: Snapshot): Promise<boolean> {
@@ -25,9 +29,18 @@ async function changesExportedView(table: Table, s: Snapshot): Promise<boolean> 
   return delta.some((e) => e.file.level >= top);
 }
 
+/** The first snapshot id after `exported` not yet known to leave the view unchanged. */
+async function firstUnchecked(table: Table, exportedKey: string, exported: number): Promise<number> {
+  const known = checked.get(table);
+  if (known === undefined || known.exported !== exportedKey || known.upTo <= exported) return exported + 1;
+  const upTo = await table.snapshots.tryReadFresh(known.upTo);
+  return upTo !== undefined && commitUuidOf(upTo) === known.upToUuid ? known.upTo + 1 : exported + 1;
+}
+
 /**
  * The snapshot to export now, or undefined when the export is current: the latest snapshot when
- * any snapshot after the exported one changed the highest level (or the history in between is gone).
+ * any snapshot after the exported one changed the highest level, when the history in between is
+ * gone, or when the exported snapshot is no longer varve's (a rollback removed it).
  */
 export async function icebergExportDue(table: Table, latest?: Snapshot): Promise<Snapshot | undefined> {
   const loc = icebergLocation(table);
@@ -35,16 +48,15 @@ export async function icebergExportDue(table: Table, latest?: Snapshot): Promise
   latest ??= await table.snapshots.latest();
   if (latest === undefined) return undefined;
   const current = await readCurrentIcebergMetadata(table.store, loc);
-  const exported = current?.metadata['current-snapshot-id'] ?? 0;
+  const exportedSnapshot = current && currentIcebergSnapshot(current.metadata);
+  if (exportedSnapshot === undefined || !(await onVarveChain(table, exportedSnapshot))) return latest;
+  const exported = exportedSnapshot['snapshot-id'];
   if (exported >= latest.id) return undefined;
-  if (exported === 0) return latest;
-  const known = checked.get(table);
-  let from = exported + 1;
-  if (known && known.exported === exported && known.upTo >= exported) from = known.upTo + 1;
-  for (let id = from; id <= latest.id; id++) {
+  const exportedKey = `${exported}@${exportedSnapshot.summary[COMMIT_UUID_SUMMARY] ?? ''}`;
+  for (let id = await firstUnchecked(table, exportedKey, exported); id <= latest.id; id++) {
     const s = id === latest.id ? latest : await table.snapshots.tryRead(id);
     if (s === undefined || (await changesExportedView(table, s))) return latest;
-    checked.set(table, { exported, upTo: id });
+    checked.set(table, { exported: exportedKey, upTo: id, upToUuid: commitUuidOf(s) });
   }
   return undefined;
 }

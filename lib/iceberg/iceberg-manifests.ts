@@ -6,7 +6,7 @@
 import { IcebergExportError, ObjectNotFoundError } from '../errors.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { decodeAvroFile } from './avro-file.js';
-import { storeKeyOf, type IcebergTableMetadata } from './iceberg-metadata.js';
+import { storeKeyOf, type IcebergSnapshot, type IcebergTableMetadata } from './iceberg-metadata.js';
 
 /** Entry status (Iceberg spec): 0 EXISTING, 1 ADDED, 2 DELETED. */
 export const EntryStatus = { EXISTING: 0, ADDED: 1, DELETED: 2 } as const;
@@ -47,11 +47,9 @@ async function getAvro(store: ObjectStore, uri: string, what: string): Promise<u
   return (await decodeAvroFile(body, key)).records;
 }
 
-/** Every entry (all statuses) of the manifests of the current snapshot of `metadata`; [] without one. */
-export async function readCurrentEntries(store: ObjectStore, metadata: IcebergTableMetadata): Promise<ExportedFile[]> {
-  const current = metadata.snapshots.find((s) => s['snapshot-id'] === metadata['current-snapshot-id']);
-  if (current === undefined) return [];
-  const manifests = (await getAvro(store, current['manifest-list'], 'manifest list')) as Array<{ manifest_path: string }>;
+/** Every entry (all statuses) of the manifests of snapshot `s` of the metadata. */
+async function snapshotEntries(store: ObjectStore, s: IcebergSnapshot): Promise<ExportedFile[]> {
+  const manifests = (await getAvro(store, s['manifest-list'], 'manifest list')) as Array<{ manifest_path: string }>;
   const out: ExportedFile[] = [];
   for (const m of manifests) {
     const entries = (await getAvro(store, m.manifest_path, 'manifest')) as Array<{
@@ -65,9 +63,9 @@ export async function readCurrentEntries(store: ObjectStore, metadata: IcebergTa
       out.push({
         status: e.status,
         path: e.data_file.file_path,
-        snapshotId: e.snapshot_id ?? BigInt(current['snapshot-id']),
-        sequenceNumber: e.sequence_number ?? BigInt(current['sequence-number']),
-        fileSequenceNumber: e.file_sequence_number ?? e.sequence_number ?? BigInt(current['sequence-number']),
+        snapshotId: e.snapshot_id ?? BigInt(s['snapshot-id']),
+        sequenceNumber: e.sequence_number ?? BigInt(s['sequence-number']),
+        fileSequenceNumber: e.file_sequence_number ?? e.sequence_number ?? BigInt(s['sequence-number']),
         recordCount: e.data_file.record_count,
         fileSize: e.data_file.file_size_in_bytes,
         partition: e.data_file.partition,
@@ -77,10 +75,27 @@ export async function readCurrentEntries(store: ObjectStore, metadata: IcebergTa
   return out;
 }
 
+/** Every entry (all statuses) of the manifests of the current snapshot of `metadata`; [] without one. */
+export async function readCurrentEntries(store: ObjectStore, metadata: IcebergTableMetadata): Promise<ExportedFile[]> {
+  const current = metadata.snapshots.find((s) => s['snapshot-id'] === metadata['current-snapshot-id']);
+  return current === undefined ? [] : snapshotEntries(store, current);
+}
+
 /** Store keys of the data files the current Iceberg snapshot of `metadata` reads (not DELETED entries). */
 export async function currentDataFileKeys(store: ObjectStore, metadata: IcebergTableMetadata): Promise<string[]> {
+  return liveKeys(store, await readCurrentEntries(store, metadata));
+}
+
+/** Store keys of the data files any snapshot `metadata` lists reads (time travel reaches them all). */
+export async function listedDataFileKeys(store: ObjectStore, metadata: IcebergTableMetadata): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const s of metadata.snapshots) for (const k of liveKeys(store, await snapshotEntries(store, s))) out.add(k);
+  return out;
+}
+
+function liveKeys(store: ObjectStore, entries: readonly ExportedFile[]): string[] {
   const out: string[] = [];
-  for (const e of await readCurrentEntries(store, metadata)) {
+  for (const e of entries) {
     if (e.status === EntryStatus.DELETED) continue;
     const key = storeKeyOf(store, e.path);
     if (key !== undefined) out.push(key);

@@ -126,34 +126,41 @@ export async function readVersionHint(store: ObjectStore, loc: IcebergLocation):
   }
 }
 
-/** The current Iceberg metadata of a table (version, key, content), or undefined when none was exported. */
-export async function readCurrentIcebergMetadata(
-  store: ObjectStore,
-  loc: IcebergLocation,
-): Promise<{ version: number; key: string; metadata: IcebergTableMetadata } | undefined> {
-  const hint = await readVersionHint(store, loc);
-  if (hint !== undefined && hint.version > 0) {
-    const key = metadataFileKey(loc, hint.version);
-    try {
-      const { body } = await store.get(key);
-      return { version: hint.version, key, metadata: parseIcebergMetadata(body, key) };
-    } catch (e) {
-      if (!(e instanceof ObjectNotFoundError)) throw e;
-    }
-  }
-  // No hint, or one naming a missing version: the newest metadata file present is current.
-  const versions = (await listAll(store, loc.metadataDir))
-    .map((o) => METADATA_FILE.exec(o.key.slice(loc.metadataDir.length)))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => Number(m[1]))
-    .sort((a, b) => b - a);
-  if (versions.length === 0) return undefined;
-  const key = metadataFileKey(loc, versions[0]);
+type VersionedMetadata = { version: number; key: string; metadata: IcebergTableMetadata };
+
+/** Metadata version `version`, or undefined when it does not exist. */
+async function tryReadVersion(store: ObjectStore, loc: IcebergLocation, version: number): Promise<VersionedMetadata | undefined> {
+  const key = metadataFileKey(loc, version);
   try {
     const { body } = await store.get(key);
-    return { version: versions[0], key, metadata: parseIcebergMetadata(body, key) };
+    return { version, key, metadata: parseIcebergMetadata(body, key) };
   } catch (e) {
-    if (e instanceof ObjectNotFoundError) throw new IcebergExportError(`${key} disappeared while it was read; run again`, { cause: e });
+    if (e instanceof ObjectNotFoundError) return undefined;
     throw e;
   }
+}
+
+/**
+ * The current Iceberg metadata of a table (version, key, content), or undefined when none was
+ * exported: the version the hint names, else the newest listed; then, like Iceberg's Hadoop
+ * tables, every following version that exists (the hint is moved after the version is created).
+ */
+export async function readCurrentIcebergMetadata(store: ObjectStore, loc: IcebergLocation): Promise<VersionedMetadata | undefined> {
+  const hint = await readVersionHint(store, loc);
+  let found = hint !== undefined && hint.version > 0 ? await tryReadVersion(store, loc, hint.version) : undefined;
+  if (found === undefined) {
+    // No hint, or one naming a missing version: the newest metadata file present.
+    const versions = (await listAll(store, loc.metadataDir))
+      .map((o) => METADATA_FILE.exec(o.key.slice(loc.metadataDir.length)))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .map((m) => Number(m[1]))
+      .sort((a, b) => b - a);
+    if (versions.length === 0) return undefined;
+    found = await tryReadVersion(store, loc, versions[0]);
+    if (found === undefined) throw new IcebergExportError(`${metadataFileKey(loc, versions[0])} disappeared while it was read; run again`);
+  }
+  for (let next = await tryReadVersion(store, loc, found.version + 1); next !== undefined; next = await tryReadVersion(store, loc, found.version + 1)) {
+    found = next;
+  }
+  return found;
 }

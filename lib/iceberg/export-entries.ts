@@ -1,0 +1,156 @@
+/**
+ * The entries of one export's manifest: which varve files an Iceberg reader sees (exportedFiles)
+ * and, against the files the previous export listed, each one as ADDED (new), EXISTING (kept
+ * with its first snapshot and sequence number) or DELETED (left since the previous export). Data
+ * files only today (manifest content 0); position-delete files of deletion vectors would be
+ * planned beside them, in a delete manifest of their own (content 1).
+ */
+import { IcebergExportError } from '../errors.js';
+import type { ManifestEntry } from '../manifest/types.js';
+import { dataFileKey } from '../manifest/table-paths.js';
+import type { TableSchema } from '../schema/types.js';
+import type { ObjectStore } from '../store/object-store.js';
+import type { Table } from '../table/table.js';
+import type { PartitionAvroField } from './avro-schemas.js';
+import { EntryStatus, type ExportedFile } from './iceberg-manifests.js';
+import { storeUri } from './iceberg-metadata.js';
+import { partitionAvroFields, partitionAvroValue, partitionValuesOf, type IcebergPartitionSpec } from './iceberg-schema.js';
+
+/** Counts of one manifest's entries, as its manifest list row and the snapshot summary report them. */
+export interface EntryStats {
+  added: number;
+  existing: number;
+  deleted: number;
+  addedRows: bigint;
+  existingRows: bigint;
+  deletedRows: bigint;
+  /** Smallest data sequence number of the manifest's live entries. */
+  minSeq: bigint;
+}
+
+/** One export's planned data manifest. */
+export interface DataEntries {
+  /** Manifest entries in the Avro shape of manifestEntrySchema(avroFields). */
+  entries: unknown[];
+  stats: EntryStats;
+  /** The partition tuple's Avro fields (Avro-compatible names). */
+  avroFields: PartitionAvroField[];
+  /** Files an Iceberg reader of this snapshot reads. */
+  files: number;
+  records: number;
+}
+
+/** The files of `live` an Iceberg reader must see: each bucket's highest level for a primary-key table, all files otherwise. */
+export function exportedFiles(table: Table, live: readonly ManifestEntry[]): ManifestEntry[] {
+  if (table.schema.primaryKeys.length === 0) return [...live];
+  const top = table.options.numLevels - 1;
+  // A bucket's highest level is num-levels - 1, or higher when num-levels was lowered since.
+  const maxLevel = new Map<string, number>();
+  for (const e of live) {
+    const id = `${e.partition}\u0000${e.bucket}`;
+    maxLevel.set(id, Math.max(maxLevel.get(id) ?? top, e.file.level));
+  }
+  const out = live.filter((e) => e.file.level === maxLevel.get(`${e.partition}\u0000${e.bucket}`));
+  for (const e of out) {
+    if (e.file.deleteRowCount > 0) {
+      // Compaction drops retractions on its way to the highest level; a file there with some
+      // would make Iceberg readers return deleted rows.
+      throw new IcebergExportError(
+        `${table.name}: ${e.partition}/bucket-${e.bucket}/${e.file.fileName} sits on the highest level (${e.file.level}) but holds ${e.file.deleteRowCount} retract rows; run \`varve verify ${table.name}\` and a full compaction, then export again`,
+        { retryable: false },
+      );
+    }
+  }
+  return out;
+}
+
+/** Iceberg's rule for field names Avro cannot hold: invalid characters become `_x<HEX>`. */
+function avroCompatibleName(name: string): string {
+  let out = '';
+  for (let i = 0; i < name.length; i++) {
+    const c = name[i];
+    const ok = /[A-Za-z_]/.test(c) || (i > 0 && /[0-9]/.test(c));
+    out += ok ? c : /[0-9]/.test(c) ? `_${c}` : `_x${c.codePointAt(0)!.toString(16).toUpperCase()}`;
+  }
+  return out;
+}
+
+/** The Avro `data_file` record of a data file (no column statistics: see docs/ICEBERG.md). */
+function dataFileRecord(path: string, partition: Record<string, unknown>, records: bigint, size: bigint): Record<string, unknown> {
+  return {
+    content: 0, file_path: path, file_format: 'PARQUET', partition, record_count: records, file_size_in_bytes: size,
+    column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null, lower_bounds: null,
+    upper_bounds: null, key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
+  };
+}
+
+/** Builds each partition path's Avro tuple once. */
+function partitionTuples(table: Table, schema: TableSchema, avroFields: readonly PartitionAvroField[]): (partition: string) => Record<string, unknown> {
+  const types = schema.partitionKeys.map((k) => schema.fields.find((f) => f.name === k)!.type);
+  const tuples = new Map<string, Record<string, unknown>>();
+  return (partition) => {
+    let t = tuples.get(partition);
+    if (!t) {
+      const values = partitionValuesOf(schema, partition, table.options.partitionDefaultName);
+      t = Object.fromEntries(avroFields.map((f, i) => [f.name, partitionAvroValue(types[i], values[i])]));
+      tuples.set(partition, t);
+    }
+    return t;
+  };
+}
+
+/**
+ * The data manifest of Iceberg snapshot `id` (sequence number `seq`) holding `files`: a file the
+ * previous export listed (`before`, by absolute path) keeps its snapshot and sequence numbers.
+ */
+export function planDataEntries(
+  table: Table,
+  schema: TableSchema,
+  spec: IcebergPartitionSpec,
+  files: readonly ManifestEntry[],
+  before: ReadonlyMap<string, ExportedFile>,
+  at: { id: bigint; seq: bigint },
+): DataEntries {
+  const store: ObjectStore = table.store;
+  const avroFields = partitionAvroFields(schema, spec).map((f) => ({ ...f, name: avroCompatibleName(f.name) }));
+  const tupleOf = partitionTuples(table, schema, avroFields);
+  const entries: unknown[] = [];
+  const kept = new Set<string>();
+  const stats: EntryStats = { added: 0, existing: 0, deleted: 0, addedRows: 0n, existingRows: 0n, deletedRows: 0n, minSeq: at.seq };
+  let records = 0;
+  for (const e of files) {
+    const path = storeUri(store, dataFileKey(table.path, e.partition, e.bucket, e.file.fileName));
+    const old = before.get(path);
+    const rows = BigInt(e.file.rowCount);
+    records += e.file.rowCount;
+    kept.add(path);
+    if (old) {
+      stats.existing++;
+      stats.existingRows += rows;
+      if (old.sequenceNumber < stats.minSeq) stats.minSeq = old.sequenceNumber;
+    } else {
+      stats.added++;
+      stats.addedRows += rows;
+    }
+    entries.push({
+      status: old ? EntryStatus.EXISTING : EntryStatus.ADDED,
+      snapshot_id: old ? old.snapshotId : at.id,
+      sequence_number: old ? old.sequenceNumber : at.seq,
+      file_sequence_number: old ? old.fileSequenceNumber : at.seq,
+      data_file: dataFileRecord(path, tupleOf(e.partition), rows, BigInt(e.file.fileSize)),
+    });
+  }
+  for (const [path, old] of before) {
+    if (kept.has(path)) continue;
+    stats.deleted++;
+    stats.deletedRows += old.recordCount;
+    entries.push({
+      status: EntryStatus.DELETED,
+      snapshot_id: at.id,
+      sequence_number: old.sequenceNumber,
+      file_sequence_number: old.fileSequenceNumber,
+      data_file: dataFileRecord(path, old.partition, old.recordCount, old.fileSize),
+    });
+  }
+  return { entries, stats, avroFields, files: files.length, records };
+}
