@@ -25,7 +25,7 @@ export function commitUuidOf(s: Snapshot): string | undefined {
 }
 
 /** The metadata version that added `s` (exports before versions and snapshot ids parted wrote v<snapshot id>). */
-export function metadataVersionOf(s: IcebergSnapshot): number {
+function metadataVersionOf(s: IcebergSnapshot): number {
   const v = s.summary[METADATA_VERSION_SUMMARY];
   return v !== undefined && /^\d+$/.test(v) ? Number(v) : s['snapshot-id'];
 }

@@ -42,13 +42,13 @@ export interface ExportedVersion {
  * without changing rows (`replace`); otherwise by what the manifest adds and deletes. (A
  * primary-key table's compaction does change what Iceberg readers see: new rows reach the top level.)
  */
-export function icebergOperation(table: Table, snapshot: Snapshot, stats: EntryStats): string {
+function icebergOperation(table: Table, snapshot: Snapshot, stats: EntryStats): string {
   if (table.schema.primaryKeys.length === 0 && snapshot.commitKind === 'COMPACT' && (stats.added > 0 || stats.deleted > 0)) return 'replace';
   return stats.deleted === 0 ? 'append' : stats.added === 0 ? 'delete' : 'overwrite';
 }
 
 /** The Iceberg snapshot of one export. */
-export function exportedSnapshot(v: ExportedVersion): IcebergSnapshot {
+function exportedSnapshot(v: ExportedVersion): IcebergSnapshot {
   const { snapshot, stats } = v;
   const parent = v.kept.at(-1)?.['snapshot-id'];
   const uuid = commitUuidOf(snapshot);
@@ -116,7 +116,7 @@ export function exportedMetadata(v: ExportedVersion): IcebergTableMetadata {
 }
 
 /** A UUID derived from `text` (name-based, SHA-1, like RFC 4122 version 5), so a table keeps its Iceberg uuid. */
-export function nameUuid(text: string): string {
+function nameUuid(text: string): string {
   const h = createHash('sha1').update(text).digest();
   h[6] = (h[6] & 0x0f) | 0x50;
   h[8] = (h[8] & 0x3f) | 0x80;

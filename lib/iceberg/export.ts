@@ -16,8 +16,9 @@
  * current; the next export writes the missing one.
  */
 import { randomUUID } from 'node:crypto';
-import { IcebergExportError } from '../errors.js';
+import { RetriesExhaustedError } from '../errors.js';
 import { readLiveFiles } from '../manifest/scan.js';
+import { RetryBudget } from '../retry-budget.js';
 import { readSchema } from '../schema/schema-manager.js';
 import type { TableSchema } from '../schema/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
@@ -76,7 +77,7 @@ interface WriteCounter {
 }
 
 /** Exporters racing for one metadata version: each loss means another export committed meanwhile. */
-const MAX_VERSION_ATTEMPTS = 8;
+const MAX_VERSION_RETRIES = 7;
 
 type CurrentMetadata = Awaited<ReturnType<typeof readCurrentIcebergMetadata>>;
 
@@ -91,17 +92,18 @@ export async function exportIceberg(table: Table, opts: ExportIcebergOptions = {
   if (loc === undefined) return { status: 'disabled', ...counter, trimmed: 0 };
   const snapshot = opts.snapshot ?? (await table.snapshots.latest());
   if (snapshot === undefined) return { status: 'empty', ...counter, trimmed: 0 };
-  for (let attempt = 1; ; attempt++) {
+  const budget = new RetryBudget({
+    what: `the Iceberg export of ${table.name} (snapshot ${snapshot.id})`,
+    maxRetries: MAX_VERSION_RETRIES,
+    advice: `other exports kept committing Iceberg metadata versions; run \`varve export-iceberg ${table.name}\` again`,
+  });
+  for (;;) {
     const current = await readCurrentIcebergMetadata(table.store, loc);
     const standing = await exportStanding(table, current, snapshot);
     if (standing !== undefined) return { ...standing, ...counter, trimmed: 0 };
     const done = await exportVersion(table, loc, snapshot, current, opts, counter);
     if (done !== undefined) return done;
-    if (attempt === MAX_VERSION_ATTEMPTS) {
-      throw new IcebergExportError(
-        `${table.name}: ${attempt} other exports committed an Iceberg metadata version while this one exported snapshot ${snapshot.id}; run \`varve export-iceberg ${table.name}\` again`,
-      );
-    }
+    await budget.retry(`metadata version ${(current?.version ?? 0) + 1} was created by another export`);
   }
 }
 
@@ -245,7 +247,8 @@ async function put(store: ObjectStore, key: string, body: Uint8Array, counter: W
 /** Moves `version-hint.text` to `version` unless it already names a newer one (compare-and-swap). */
 async function advanceVersionHint(store: ObjectStore, loc: IcebergLocation, version: number, counter: WriteCounter): Promise<void> {
   const body = utf8(String(version));
-  for (let attempt = 0; attempt < 5; attempt++) {
+  const budget = new RetryBudget({ what: `moving ${versionHintKey(loc)} to ${version}`, maxRetries: 4, maxWaitMs: 200 });
+  for (;;) {
     const hint = await readVersionHint(store, loc);
     if (hint !== undefined && hint.version >= version) return;
     const done = hint === undefined ? await store.putIfAbsent(versionHintKey(loc), body) : await store.putIfMatch(versionHintKey(loc), body, hint.etag);
@@ -254,6 +257,12 @@ async function advanceVersionHint(store: ObjectStore, loc: IcebergLocation, vers
       counter.bytesWritten += body.byteLength;
       return;
     }
+    try {
+      await budget.retry('another export moved the hint');
+    } catch (e) {
+      // Only a hint: readers (and the next export) follow the versions past it.
+      if (e instanceof RetriesExhaustedError) return;
+      throw e;
+    }
   }
-  // Only a hint: readers (and the next export) fall back to listing the folder.
 }
