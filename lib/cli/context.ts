@@ -3,6 +3,7 @@
  * its catalog, plus the conversions from Arrow results to printable records.
  */
 import type * as arrow from 'apache-arrow';
+import type { Command } from 'commander';
 import type { Catalog } from '../catalog/catalog.js';
 import { openCatalog as openCatalogFor } from '../catalog/open-catalog.js';
 import { tableToRows } from '../format/columns.js';
@@ -10,6 +11,20 @@ import { fromArrowType } from '../format/arrow-schema.js';
 import { toDisplayValue } from '../schema/values.js';
 import { KIND_COLUMN, ROW_KIND_NAMES, SEQUENCE_COLUMN, type DataField } from '../schema/types.js';
 import type { DisplayValue } from './output.js';
+
+/** Where a command prints: stdout for its output, stderr for status lines. */
+export type Out = (text: string) => void;
+
+/** What every command gets when it registers itself with the program. */
+export interface CliContext {
+  program: Command;
+  /** The catalog of the warehouse the global flags name (read when the command runs). */
+  catalog(): Catalog;
+  /** The command's output (stdout). */
+  out: Out;
+  /** Status lines (stderr), so that stdout stays the command's output alone. */
+  status: Out;
+}
 
 /** The warehouse a command uses: the flag, else VARVE_WAREHOUSE, else ./warehouse. */
 export function warehouseUri(flag?: string): string {

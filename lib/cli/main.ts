@@ -6,13 +6,61 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { VarveError } from '../errors.js';
-import { registerIcebergCommands } from './iceberg-commands.js';
-import { registerExpiryCommands, registerMaintenanceCommands } from './maintenance-commands.js';
-import { registerRedriveCommand } from './redrive-command.js';
-import { registerStreamCommands } from './stream-commands.js';
-import { registerTableCommands } from './table-commands.js';
+import { registerAlter } from './commands/alter.js';
+import { registerAuditLog } from './commands/audit-log.js';
+import { registerCompact } from './commands/compact.js';
+import { registerCount } from './commands/count.js';
+import { registerCreate } from './commands/create.js';
+import { registerDelete } from './commands/delete.js';
+import { registerDemo } from './commands/demo.js';
+import { registerDescribe } from './commands/describe.js';
+import { registerDrop } from './commands/drop.js';
+import { registerDropPartition } from './commands/drop-partition.js';
+import { registerExpire } from './commands/expire.js';
+import { registerExportIceberg } from './commands/export-iceberg.js';
+import { registerRead } from './commands/read.js';
+import { registerRedrive } from './commands/redrive.js';
+import { registerRemoveOrphans } from './commands/remove-orphans.js';
+import { registerRescale } from './commands/rescale.js';
+import { registerRollback } from './commands/rollback.js';
+import { registerSys } from './commands/sys.js';
+import { registerTables } from './commands/tables.js';
+import { registerTag } from './commands/tag.js';
+import { registerTail } from './commands/tail.js';
+import { registerTruncate } from './commands/truncate.js';
+import { registerVerify } from './commands/verify.js';
+import { registerWrite } from './commands/write.js';
+import { openCatalog, warehouseUri, type CliContext } from './context.js';
 import { OutputClosedError, stdoutOutput } from './output.js';
 import type { GlobalOptions } from './parse-flags.js';
+
+/** The commands, one file each under lib/cli/commands/, in the order `varve --help` lists them. */
+const COMMANDS: ReadonlyArray<(ctx: CliContext) => void> = [
+  registerCreate,
+  registerWrite,
+  registerTruncate,
+  registerDropPartition,
+  registerRescale,
+  registerDelete,
+  registerRead,
+  registerCount,
+  registerAuditLog,
+  registerSys,
+  registerTag,
+  registerRollback,
+  registerTables,
+  registerDescribe,
+  registerAlter,
+  registerDrop,
+  registerCompact,
+  registerExpire,
+  registerVerify,
+  registerRemoveOrphans,
+  registerTail,
+  registerDemo,
+  registerRedrive,
+  registerExportIceberg,
+];
 
 /**
  * The package version: the nearest package.json named varve above this module (the sources, the
@@ -38,13 +86,14 @@ export function buildProgram(out: (text: string) => void = (t) => process.stdout
     .option('--warehouse <uri>', 'warehouse folder or s3://bucket/prefix (default: $VARVE_WAREHOUSE or ./warehouse)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  const globals = () => program.opts<GlobalOptions>();
-  registerTableCommands(program, globals, out);
-  registerMaintenanceCommands(program, globals, out);
-  registerExpiryCommands(program, globals, out);
-  registerStreamCommands(program, globals, out);
-  registerRedriveCommand(program, out);
-  registerIcebergCommands(program, globals, out);
+  const ctx: CliContext = {
+    program,
+    catalog: () => openCatalog(warehouseUri(program.opts<GlobalOptions>().warehouse)),
+    out,
+    // Looked up when a status line is printed: runCli configures the output after building the program.
+    status: (text) => program.configureOutput().writeErr?.(text),
+  };
+  for (const register of COMMANDS) register(ctx);
   return program;
 }
 

@@ -1,15 +1,18 @@
-/** Parsing of CLI flag values shared by the commands. */
+/** Parsing of CLI flag values, shared by the commands (lib/cli/commands/): one place for each kind of flag. */
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
 import { parseDuration } from '../schema/options.js';
+import type { StreamOptions } from '../stream/stream-options.js';
+import { formatFromFileName, type InputFormat } from '../table/input.js';
 import type { SnapshotSpec } from '../table/time-travel.js';
+import type { OutputFormat } from './output.js';
 
 export interface GlobalOptions {
   warehouse?: string;
 }
 
 /** Epoch ms from an ISO-8601 time or an integer of epoch milliseconds. */
-export function parseTimestamp(text: string): number {
+function parseTimestamp(text: string): number {
   if (/^\d+$/.test(text.trim())) return Number(text.trim());
   const ms = Date.parse(text);
   if (Number.isNaN(ms)) {
@@ -67,4 +70,61 @@ export function snapshotSpecOf(o: SnapshotFlags): SnapshotSpec {
   if (o.timestamp !== undefined) return { timestamp: parseTimestamp(o.timestamp) };
   if (o.tag !== undefined) return { tag: o.tag };
   return {};
+}
+
+/** The items of a comma-separated flag value, trimmed, empty ones dropped. */
+export function list(value: string): string[] {
+  return value.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** Commander's accumulator for a repeatable flag. */
+export function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+/** `key=value` pairs of repeated `-o`/`--set` flags. */
+export function parseOptionPairs(pairs: string[] = []): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of pairs) {
+    const i = p.indexOf('=');
+    if (i <= 0) throw new InvalidArgumentError(`option "${p}" must look like key=value, e.g. -o bucket=4`);
+    out[p.slice(0, i).trim()] = p.slice(i + 1).trim();
+  }
+  return out;
+}
+
+/** An integer flag value ≥ 0 (safe integer), or a clear error naming the flag. */
+export function parseNonNegativeInt(flag: string, text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n)) throw new InvalidArgumentError(`${flag} must be an integer ≥ 0, got "${text}"`);
+  return n;
+}
+
+/** The input format of `write`/`delete`: the flag, else from the file name, else JSONL. */
+export function inputFormat(file: string | undefined, flag: string | undefined): InputFormat {
+  const f = flag ?? (file && file !== '-' ? formatFromFileName(file) : undefined) ?? 'jsonl';
+  if (f !== 'jsonl' && f !== 'csv' && f !== 'parquet') throw new InvalidArgumentError(`--format must be jsonl, csv or parquet, got "${f}"`);
+  return f;
+}
+
+/** The output format of the reading commands (default: an aligned table). */
+export function outputFormat(flag: string | undefined): OutputFormat {
+  const f = flag ?? 'table';
+  if (f !== 'table' && f !== 'jsonl' && f !== 'csv') throw new InvalidArgumentError(`--format must be table, jsonl or csv, got "${f}"`);
+  return f;
+}
+
+/** `--from` of `varve tail`: latest-full | latest | earliest | full | snapshot:N | snapshot-full:N | timestamp:T. */
+export function parseFrom(text: string): StreamOptions {
+  if (text === 'latest-full' || text === 'latest' || text === 'earliest' || text === 'full') return { mode: text };
+  const m = /^(snapshot|snapshot-full|timestamp):(.+)$/.exec(text);
+  if (m && m[1] === 'timestamp') return { mode: 'from-timestamp', timestampMillis: parseTimestamp(m[2]) };
+  if (m) {
+    const id = Number(m[2]);
+    if (!Number.isInteger(id) || id < 1) throw new InvalidArgumentError(`--from ${text}: the snapshot id must be an integer ≥ 1`);
+    return { mode: m[1] === 'snapshot' ? 'from-snapshot' : 'from-snapshot-full', snapshotId: id };
+  }
+  throw new InvalidArgumentError(
+    `--from "${text}" is not a start position; use latest-full, latest, earliest, snapshot:N, snapshot-full:N or timestamp:T (ISO-8601 or epoch ms)`,
+  );
 }

@@ -5,7 +5,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { parseFrom } from '../../lib/cli/stream-commands.js';
+import { parseFrom } from '../../lib/cli/parse-flags.js';
 import { InvalidArgumentError } from '../../lib/errors.js';
 import { runVarve } from '../helpers/cli-process.js';
 

@@ -3,12 +3,10 @@
  * deployed table's dead-letter queue back to their queue (lib/stream/redrive.ts), once what made
  * them fail is fixed. The queues are found by their varve tags, or given by URL.
  */
-import type { Command } from 'commander';
-import { InvalidArgumentError } from '../errors.js';
-import { findVarveQueue, redrive, REDRIVE_QUEUES, type RedriveQueue } from '../stream/redrive.js';
-import { defaultSqsClient } from '../stream/sqs-queue.js';
-
-type Out = (text: string) => void;
+import { InvalidArgumentError } from '../../errors.js';
+import { findVarveQueue, redrive, REDRIVE_QUEUES, type RedriveQueue } from '../../stream/redrive.js';
+import { defaultSqsClient } from '../../stream/sqs-queue.js';
+import type { CliContext } from '../context.js';
 
 interface RedriveFlags {
   queue: string;
@@ -17,8 +15,8 @@ interface RedriveFlags {
   toUrl?: string;
 }
 
-/** Registers `redrive` on `program`. */
-export function registerRedriveCommand(program: Command, out: Out): void {
+/** Registers `redrive`. */
+export function registerRedrive({ program, out }: CliContext): void {
   program
     .command('redrive')
     .description("move a deployed table's dead-letter queue messages back to their queue (AWS; the ingest DLQ's three shapes are normalised)")

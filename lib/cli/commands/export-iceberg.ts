@@ -2,23 +2,19 @@
  * `varve export-iceberg <table>`: writes the table's Iceberg metadata now (normally it follows
  * every commit that changes the highest level); a no-op when the export is current.
  */
-import type { Command } from 'commander';
-import { InvalidArgumentError } from '../errors.js';
-import { exportIceberg } from '../iceberg/export.js';
-import { openCatalog, warehouseUri } from './context.js';
-import type { GlobalOptions } from './parse-flags.js';
-import { formatSize } from './output.js';
+import { InvalidArgumentError } from '../../errors.js';
+import { exportIceberg } from '../../iceberg/export.js';
+import type { CliContext } from '../context.js';
+import { formatSize } from '../output.js';
 
-type Out = (text: string) => void;
-
-/** Registers `export-iceberg` on `program`. */
-export function registerIcebergCommands(program: Command, globals: () => GlobalOptions, out: Out): void {
+/** Registers `export-iceberg`. */
+export function registerExportIceberg({ program, catalog, out }: CliContext): void {
   program
     .command('export-iceberg')
     .description('write the Iceberg metadata of the latest snapshot now (metadata.iceberg.storage must be set)')
     .argument('<table>', 'DB.TABLE')
     .action(async (name: string) => {
-      const table = await openCatalog(warehouseUri(globals().warehouse)).getTable(name);
+      const table = await catalog().getTable(name);
       const r = await exportIceberg(table);
       switch (r.status) {
         case 'disabled':

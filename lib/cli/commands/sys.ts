@@ -1,0 +1,23 @@
+/** `varve sys`: the system tables of a table (snapshots, files, consumers, …). */
+import { icebergSystemTable } from '../../iceberg/iceberg-status.js';
+import { readSystemTable, SYSTEM_TABLES } from '../../table/system-tables.js';
+import type { CliContext } from '../context.js';
+import { renderRecords } from '../output.js';
+import { outputFormat } from '../parse-flags.js';
+
+/** Registers `sys`. */
+export function registerSys({ program, catalog, out }: CliContext): void {
+  program
+    .command('sys')
+    .description(`system tables: ${[...SYSTEM_TABLES, 'iceberg'].join(', ')}`)
+    .argument('<table>', 'DB.TABLE')
+    .argument('<name>', [...SYSTEM_TABLES, 'iceberg'].join('|'))
+    .option('--snapshot <id>', 'for files, manifests, buckets, partitions and statistics: at this snapshot', Number)
+    .option('--format <format>', 'table, jsonl or csv', 'table')
+    .action(async (name: string, sys: string, o: { snapshot?: number; format?: string }) => {
+      const table = await catalog().getTable(name);
+      // `iceberg` lives above the table layer (lib/iceberg), so it is dispatched here.
+      const { columns, records } = sys === 'iceberg' ? await icebergSystemTable(table) : await readSystemTable(table, sys, { snapshotId: o.snapshot });
+      out(renderRecords(columns, records, outputFormat(o.format)));
+    });
+}

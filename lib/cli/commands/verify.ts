@@ -1,0 +1,26 @@
+/** `varve verify`: every snapshot's and tag's files exist and read back (exit 1 when not). */
+import { CorruptMetadataError } from '../../errors.js';
+import { verifyTable, type TableVerification } from '../../maintenance/verify-table.js';
+import type { CliContext } from '../context.js';
+
+/** Registers `verify`. */
+export function registerVerify({ program, catalog, out }: CliContext): void {
+  program
+    .command('verify')
+    .description('check that every snapshot and tag of a table references only files that exist and read back (exit 1 when not)')
+    .argument('<table>', 'DB.TABLE')
+    .action(async (name: string) => {
+      const table = await catalog().getTable(name);
+      const result = await verifyTable(table);
+      out(formatVerification(table.name, result));
+      // The problems are printed above; the error makes the exit code say so.
+      if (!result.ok) throw new CorruptMetadataError(`${table.name} has ${result.problems.length} problem(s), listed above; restore the missing files, or roll back to a snapshot that verifies`);
+    });
+}
+
+/** The `varve verify` report. */
+function formatVerification(table: string, r: TableVerification): string {
+  const head = `${table}: ${r.snapshots.length} snapshot(s)${r.tags.length ? `, ${r.tags.length} tag(s)` : ''}, ${r.checkedReferences} reference(s) checked: `;
+  if (r.ok) return `${head}ok\n`;
+  return `${head}${r.problems.length} problem(s)\n` + r.problems.map((p) => `  ${p.owner}: ${p.problem}${p.key ? ` (${p.key})` : ''}\n`).join('');
+}
