@@ -119,7 +119,7 @@ export class RuntimeConsumer {
     // First the lease: a second reader group fails here, before it touches the position.
     await this.lease?.acquire();
     try {
-      if (this.opts.stream?.ignoreProgress) await resetConsumer(this.table, this.consumerId, this.opts.stream);
+      if (this.opts.stream?.ignoreProgress) await resetConsumer(this.table, this.consumerId, this.opts.stream, Date.now, (g) => this.reportGap(g));
       else if (this.opts.durableQueue) await ensureConsumer(this.table, this.consumerId, this.opts.stream, Date.now, (g) => this.reportGap(g));
       else await rewindPlanning(this.table, this.consumerId, this.opts.stream, Date.now, (g) => this.reportGap(g));
     } catch (e) {
@@ -255,7 +255,7 @@ export class RuntimeConsumer {
     this.gaps.push(gap);
     this.opts.log(
       `varve: consumer ${this.consumerId} of ${this.table.name} skipped snapshots ${describeGap(gap)}: they had expired before it read them ` +
-        `(${gap.reason === 'consumer-expired' ? 'its id had expired and was resumed' : 'its next snapshot had expired'}), so their changes are LOST to it; ` +
+        `(${gap.reason === 'consumer-expired' ? 'its id had expired and was resumed' : 'its start or next snapshot had expired'}), so their changes are LOST to it; ` +
         'accepted with scan.on-expired=skip-to-earliest. Rebuild what it feeds from a full read (--ignore-progress --from latest-full) if that needs them',
     );
   }

@@ -144,9 +144,17 @@ async function resumeExpired(table: Table, t: ConsumerTombstone, opts: StreamOpt
  * Starts the consumer's stream again from the scan mode, ignoring its position (Paimon's
  * `consumer.ignore-progress`): a new run, so readers drop messages and progress of the old one.
  */
-export async function resetConsumer(table: Table, consumerId: string, opts: StreamOptions = {}, now = Date.now): Promise<Consumer> {
+export async function resetConsumer(
+  table: Table,
+  consumerId: string,
+  opts: StreamOptions = {},
+  now = Date.now,
+  /** Told when the start had expired and was skipped (skip-to-earliest; recorded in the consumer's `gaps` too). */
+  onGap?: (gap: ConsumerGap) => void,
+): Promise<Consumer> {
   const state = await startState(table, resolveStreamOptions(table, opts), now());
   await writeConsumer(table.store, table.path, consumerId, state);
+  for (const gap of state.gaps ?? []) onGap?.(gap);
   const tombstone = await readTombstone(table.store, table.path, consumerId);
   if (tombstone) await forgetTombstone(table, tombstone);
   return (await readConsumer(table.store, table.path, consumerId))!;
@@ -183,7 +191,10 @@ async function forgetTombstone(table: Table, t: ConsumerTombstone): Promise<void
 
 async function startState(table: Table, opts: ResolvedStreamOptions, now: number): Promise<ConsumerState> {
   const start = await resolveStart(table, opts);
+  // A start that had expired, skipped with the user's consent: recorded and reported, never silent.
+  const gaps: ConsumerGap[] | undefined = start.skipped ? [{ ...start.skipped, at: now, reason: 'snapshot-expired' }] : undefined;
   return {
+    ...(gaps ? { gaps } : {}),
     nextSnapshot: start.snapshotId,
     plannedSnapshot: start.snapshotId - 1,
     lastUpdated: now,

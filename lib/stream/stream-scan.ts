@@ -22,6 +22,11 @@ import { resolveStreamOptions, type ResolvedStreamOptions, type StreamOptions } 
 export interface StreamStart {
   snapshotId: number;
   full: boolean;
+  /**
+   * Set when the asked-for start had expired and `scan.on-expired = skip-to-earliest` moved it on:
+   * snapshots `from`..`to − 1` are skipped, and whoever starts the stream must say so.
+   */
+  skipped?: { from: number; to: number };
 }
 
 /** The splits one snapshot contributes to a stream (possibly none). */
@@ -69,7 +74,7 @@ export async function resolveStart(table: Table, opts: ResolvedStreamOptions): P
       // A tag keeps its snapshot's files, but a stream also needs the snapshots after it.
       const wanted = opts.snapshotId ?? (await readTag(table.store, table.path, opts.tag!)).id;
       const id = await checkNotExpired(table, wanted, opts, full ? 'its full state' : 'its changes', full);
-      return { snapshotId: id, full };
+      return { snapshotId: id, full, ...(id > wanted ? { skipped: { from: wanted, to: id } } : {}) };
     }
     case 'from-timestamp': {
       const ts = opts.timestampMillis!;
@@ -87,7 +92,8 @@ export async function resolveStart(table: Table, opts: ResolvedStreamOptions): P
           { from: 1, to: earliest.id },
         );
       }
-      return { snapshotId: earliest.id, full: false };
+      // Accepted (skip-to-earliest), never silently: the expired snapshots may have held changes after ts.
+      return { snapshotId: earliest.id, full: false, ...(earliest.id > 1 ? { skipped: { from: 1, to: earliest.id } } : {}) };
     }
   }
 }
@@ -308,6 +314,9 @@ export class StreamScan {
         return { snapshotId, full };
       }
     }
-    return resolveStart(this.table, this.options);
+    const start = await resolveStart(this.table, this.options);
+    // An expired start skipped under skip-to-earliest: the first plan names it.
+    if (start.skipped) this.skipped = start.skipped;
+    return start;
   }
 }
