@@ -1,9 +1,12 @@
 /**
  * `varve export-iceberg <table>`: writes the table's Iceberg metadata now (normally it follows
- * every commit that changes the highest level); a no-op when the export is current.
+ * every commit that changes the highest level); a no-op when the latest snapshot is exported.
+ * Either way it says what Iceberg readers still do not see (a primary-key table's files below the
+ * highest level), never calling a stale view current.
  */
 import { InvalidArgumentError } from '../../errors.js';
 import { exportIceberg } from '../../iceberg/export.js';
+import { icebergStatus, icebergViewGapText } from '../../iceberg/iceberg-status.js';
 import type { CliContext } from '../context.js';
 import { formatSize } from '../output.js';
 
@@ -16,6 +19,9 @@ export function registerExportIceberg({ program, catalog, out }: CliContext): vo
     .action(async (name: string) => {
       const table = await catalog().getTable(name);
       const r = await exportIceberg(table);
+      // Never call a stale view current: say what Iceberg readers still miss.
+      const gap = r.status === 'disabled' || r.status === 'empty' ? undefined : icebergViewGapText(table, await icebergStatus(table));
+      const note = gap === undefined ? '' : `${name}: ${gap}\n`;
       switch (r.status) {
         case 'disabled':
           throw new InvalidArgumentError(
@@ -25,10 +31,10 @@ export function registerExportIceberg({ program, catalog, out }: CliContext): vo
           out(`${name}: no snapshot yet, nothing to export\n`);
           return;
         case 'exported':
-          out(`${name}: exported snapshot ${r.snapshotId} (${r.files!.exported} data files, ${r.records} records; ${r.writes} objects, ${formatSize(r.bytesWritten)} written) to ${r.metadataLocation}\n`);
+          out(`${name}: exported snapshot ${r.snapshotId} (${r.files!.exported} data files, ${r.records} records; ${r.writes} objects, ${formatSize(r.bytesWritten)} written) to ${r.metadataLocation}\n${note}`);
           return;
         default:
-          out(`${name}: the Iceberg metadata is current (snapshot ${r.snapshotId}) at ${r.metadataLocation}\n`);
+          out(`${name}: the Iceberg metadata already exports snapshot ${r.snapshotId}${r.status === 'newer-exported' ? ' (newer than the latest one read here)' : ''} at ${r.metadataLocation}\n${note}`);
       }
     });
 }
