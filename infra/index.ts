@@ -7,3 +7,4 @@ export { Warehouse, type WarehouseProps, type WarehouseEventBus } from './wareho
 export { VarveTable, type VarveTableProps, type IngestOptions, type CompactionOptions, type CommitMode } from './table.js';
 export { StreamConsumer, type StreamConsumerProps, type StreamSink } from './stream-consumer.js';
 export { VarveAlarms, type VarveAlarmsProps, type VarveAlarmThresholds } from './alarms.js';
+export { VarveDeployRules, DEPLOY_RULES, checkDeployRules, type DeployRule, type DeployRuleViolation } from './deploy-rules.js';

@@ -10,8 +10,7 @@ import { CfnPolicy } from 'aws-cdk-lib/aws-iam';
 import { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import type { CfnBucket } from 'aws-cdk-lib/aws-s3';
 import type { Construct, IConstruct } from 'constructs';
-import { StreamConsumer } from './stream-consumer.js';
-import { VarveTable } from './table.js';
+import { isVarveConstruct } from './deploy-rules.js';
 import { Warehouse } from './warehouse.js';
 
 const PACK = 'AwsSolutions::AwsSolutions';
@@ -28,14 +27,12 @@ const REASONS = {
     'The rejects queue is itself a terminal queue: ingest puts invalid records there with their reasons for operators to inspect; nothing consumes it, so a DLQ behind it would never receive a message.',
   failures:
     'The expiry failure queue is itself a dead-letter queue: the on-failure destination of the scheduled expiry function and the dead-letter queue of its EventBridge target, read by operators; a DLQ behind it would never receive a message.',
+  triggerFailures:
+    'The discovery trigger failure queue is itself a dead-letter queue: the dead-letter queue of the EventBridge targets that feed discovery (EventBridge takes standard queues only), read by operators; a DLQ behind it would never receive a message.',
   notifications:
     "CDK's own BucketNotificationsHandler (a singleton Lambda that turns on EventBridge notifications for the warehouse bucket at deploy time) comes with the managed basic execution role and offers no way to replace it; varve's own functions carry no managed policy, only an inline policy scoped to their own log group.",
 };
 
-/** True when the construct lies inside a varve construct. */
-function isVarve(node: IConstruct): boolean {
-  return node.node.scopes.some((s) => s instanceof Warehouse || s instanceof VarveTable || s instanceof StreamConsumer);
-}
 
 /** The Fn::GetAtt logical id of a bucket ARN and the literal key pattern joined after it. */
 function objectResource(resource: unknown): { logicalId: string; suffix: string } | undefined {
@@ -70,13 +67,16 @@ class VarveNagAcknowledgments implements IAspect {
       }
       return;
     }
-    if (!isVarve(node)) return;
+    if (!isVarveConstruct(node)) return;
     if (node instanceof CfnFunction) this.ack(node, 'L1', REASONS.runtime);
     if (node.cfnResourceType === 'AWS::SQS::Queue' && node.node.path.endsWith('/RejectsQueue/Resource')) {
       this.ack(node, 'SQS3', REASONS.rejects);
     }
     if (node.cfnResourceType === 'AWS::SQS::Queue' && node.node.path.endsWith('/ExpireDlq/Resource')) {
       this.ack(node, 'SQS3', REASONS.failures);
+    }
+    if (node.cfnResourceType === 'AWS::SQS::Queue' && node.node.path.endsWith('/DiscoverTriggerDlq/Resource')) {
+      this.ack(node, 'SQS3', REASONS.triggerFailures);
     }
     if (node instanceof CfnPolicy) this.policy(node);
   }

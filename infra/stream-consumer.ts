@@ -3,7 +3,7 @@
  * splits of new snapshots into a FIFO queue (one message group per partition and bucket), and
  * reader functions on that queue that hand each split's rows to a sink.
  */
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import { Rule, Schedule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import type { Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import { SqsQueue } from 'aws-cdk-lib/aws-events-targets';
@@ -18,7 +18,8 @@ import { VarveAlarms, type VarveAlarmThresholds } from './alarms.js';
 import { createConsumerDashboard } from './dashboard.js';
 import type { Function as VarveLambda } from 'aws-cdk-lib/aws-lambda';
 import { createVarveFunction, handlerEntry } from './lambda.js';
-import { createQueueWithDlq, SPLIT_MAX_RECEIVE_COUNT, VISIBILITY_FACTOR } from './queues.js';
+import { createFailureQueue, createQueueWithDlq, SPLIT_MAX_RECEIVE_COUNT, VISIBILITY_FACTOR } from './queues.js';
+import { addVarveDeployRules } from './deploy-rules.js';
 import { grantObjectPattern } from './table-access.js';
 import { NAME, tagAll, type VarveTable } from './table.js';
 
@@ -86,7 +87,7 @@ export class StreamConsumer extends Construct {
   readonly consumerId: string;
   /** Split messages; group = partition and bucket, dedup id = consumer, snapshot, partition, bucket. */
   readonly splitQueue: Queue;
-  /** Every dead-letter queue of the consumer. */
+  /** Every dead-letter queue of the consumer: split, discovery and discovery triggers EventBridge could not deliver. */
   readonly deadLetterQueues: IQueue[];
   /** Discovery triggers (schedule and commit events), one message group: one planner at a time. */
   readonly discoverQueue: Queue;
@@ -111,6 +112,7 @@ export class StreamConsumer extends Construct {
       );
     }
     const { table } = props;
+    addVarveDeployRules(Stack.of(this));
     this.table = table;
     this.consumerId = props.consumerId;
     tagAll(this, { ...table.warehouse.tags, 'varve:table': table.name, 'varve:consumer': props.consumerId, ...props.tags });
@@ -133,18 +135,21 @@ export class StreamConsumer extends Construct {
     this.deadLetterQueues = [split.deadLetterQueue];
 
     // One message group: FIFO keeps one batch of a group in flight, so discovery is serialised
-    // (two planners would race on the consumer file). A failing run is retried soon (visibility
-    // just above the timeout), and after MAX_RECEIVE_COUNT its triggers land in the DLQ; none is
-    // worth redriving, since each run plans from the consumer file up to the latest snapshot.
+    // (two planners would race on the consumer file). The visibility is Lambda's 6x the timeout
+    // like every queue varve consumes (infra/deploy-rules.ts): a run that fails holds the group
+    // that long before it is retried, and after MAX_RECEIVE_COUNT its triggers land in the DLQ;
+    // none is worth redriving, since each run plans from the consumer file up to the latest snapshot.
     const discover = createQueueWithDlq(this, 'DiscoverQueue', {
       fifo: true,
       contentBasedDeduplication: true,
       consumerTimeout: DISCOVER_TIMEOUT,
-      visibilityTimeout: DISCOVER_TIMEOUT.plus(Duration.seconds(30)),
       encryptionKey,
     });
     this.discoverQueue = discover.queue;
-    this.deadLetterQueues.push(discover.deadLetterQueue);
+    // EventBridge takes standard queues only as a target's DLQ: triggers it could not deliver to
+    // the FIFO discovery queue land in a standard queue of their own.
+    const triggerFailures = createFailureQueue(this, 'DiscoverTriggerDlq', encryptionKey);
+    this.deadLetterQueues.push(discover.deadLetterQueue, triggerFailures);
     this.discoverFunction = createVarveFunction(this, 'Discover', {
       ...table.functionDefaults(),
       entry: handlerEntry('discover'),
@@ -161,7 +166,7 @@ export class StreamConsumer extends Construct {
     const trigger = new SqsQueue(this.discoverQueue, {
       messageGroupId: 'discover',
       retryAttempts: 8,
-      deadLetterQueue: discover.deadLetterQueue,
+      deadLetterQueue: triggerFailures,
     });
     this.discoverEvery = props.discoverEvery ?? Duration.minutes(1);
     new Rule(this, 'DiscoverSchedule', {

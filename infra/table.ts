@@ -20,7 +20,8 @@ import { VarveAlarms, type VarveAlarmThresholds } from './alarms.js';
 import { createTableDashboard } from './dashboard.js';
 import type { Function as VarveLambda } from 'aws-cdk-lib/aws-lambda';
 import { createVarveFunction, handlerEntry, type VarveFunctionProps } from './lambda.js';
-import { createFailureQueue, createQueueWithDlq, encryptionOf } from './queues.js';
+import { createFailureQueue, createQueueWithDlq, encryptionOf, type QueueWithDlq } from './queues.js';
+import { addVarveDeployRules } from './deploy-rules.js';
 import { grantListUnder, grantObjects, grantTableDeletes } from './table-access.js';
 import type { Warehouse } from './warehouse.js';
 
@@ -190,6 +191,7 @@ export class VarveTable extends Construct {
       throw new InvalidArgumentError(`ingest.batchSize ${batchSize} is out of range: use an integer from 1 to 100`);
     }
     const { warehouse } = props;
+    addVarveDeployRules(Stack.of(this));
     this.warehouse = warehouse;
     this.database = props.database;
     this.table = props.table;
@@ -204,155 +206,23 @@ export class VarveTable extends Construct {
       POWERTOOLS_SERVICE_NAME: VARVE_SERVICE_NAME,
       POWERTOOLS_METRICS_NAMESPACE: VARVE_METRICS_NAMESPACE,
     };
-
     tagAll(this, { ...warehouse.tags, 'varve:table': this.name, ...props.tags });
-    const encryptionKey = warehouse.encryptionKey;
-    const ingestQ = createQueueWithDlq(this, 'IngestQueue', { fifo: false, consumerTimeout: INGEST_TIMEOUT, encryptionKey, tags: { table: this.name, queue: 'ingest' } });
-    this.ingestQueue = ingestQ.queue;
-    this.rejectsQueue = new Queue(this, 'RejectsQueue', {
-      ...encryptionOf(encryptionKey),
-      enforceSSL: true,
-      retentionPeriod: Duration.days(14),
-    });
-    const compactQ = createQueueWithDlq(this, 'CompactQueue', {
-      tags: { table: this.name, queue: 'compaction' },
-      fifo: true,
-      highThroughput: true,
-      consumerTimeout: COMPACT_TIMEOUT,
-      encryptionKey,
-    });
-    this.compactQueue = compactQ.queue;
-    this.expireFailures = createFailureQueue(this, 'ExpireDlq', encryptionKey);
-    this.deadLetterQueues = [ingestQ.deadLetterQueue, compactQ.deadLetterQueue, this.expireFailures];
 
-    if (this.commitMode === 'queue') {
-      // One message group per table: commits of a table are serialised and folded in order.
-      const commitQ = createQueueWithDlq(this, 'CommitQueue', { fifo: true, consumerTimeout: COMMIT_TIMEOUT, encryptionKey, tags: { table: this.name, queue: 'commit' } });
-      this.commitQueue = commitQ.queue;
-      this.deadLetterQueues.push(commitQ.deadLetterQueue);
-    }
+    const queues = this.createQueues();
+    this.ingestQueue = queues.ingest.queue;
+    this.rejectsQueue = queues.rejects;
+    this.compactQueue = queues.compact.queue;
+    this.expireFailures = queues.expireFailures;
+    this.commitQueue = queues.commit?.queue;
+    this.deadLetterQueues = [queues.ingest.deadLetterQueue, queues.compact.deadLetterQueue, queues.expireFailures];
+    if (queues.commit) this.deadLetterQueues.push(queues.commit.deadLetterQueue);
 
-    // Ingest: the queue path and the S3 inbox path.
-    this.ingestFunction = createVarveFunction(this, 'Ingest', {
-      ...this.functionDefaults(),
-      entry: handlerEntry('ingest'),
-      description: `varve ingest for ${this.name}`,
-      timeout: INGEST_TIMEOUT,
-      memorySize: ingest.memorySize ?? 1769,
-      environment: { ...this.baseEnvironment, ...this.writerEnvironment(), VARVE_REJECTS_QUEUE_URL: this.rejectsQueue.queueUrl },
-    });
-    this.grantWrite(this.ingestFunction);
-    // Reads inbox files, and deletes each once its rows landed (the inbox lifecycle rule is the backstop).
-    grantObjects(this.ingestFunction, warehouse.bucket, this.inboxPrefix.replace(/\/$/, ''), ['s3:GetObject', 's3:DeleteObject']);
-    this.rejectsQueue.grantSendMessages(this.ingestFunction);
-    this.ingestFunction.addEventSource(
-      new SqsEventSource(this.ingestQueue, {
-        batchSize,
-        maxBatchingWindow: ingest.maxBatchingWindow ?? Duration.seconds(2),
-        maxConcurrency: ingest.maxConcurrency,
-        reportBatchItemFailures: true,
-      }),
-    );
-    // S3 sends its EventBridge notifications to the account's default bus, whatever bus varve uses.
-    warehouse.bucket.enableEventBridgeNotification();
-    // An inbox event that ingest keeps failing on (async invoke: 2 retries) ends in the ingest DLQ.
-    this.ingestFunction.configureAsyncInvoke({ onFailure: new SqsDestination(ingestQ.deadLetterQueue), retryAttempts: 2 });
-    new Rule(this, 'InboxRule', {
-      description: `files dropped under ${this.inboxPrefix} → varve ingest`,
-      eventPattern: {
-        source: ['aws.s3'],
-        detailType: ['Object Created'],
-        detail: { bucket: { name: [warehouse.bucket.bucketName] }, object: { key: Match.prefix(this.inboxPrefix) } },
-      },
-      targets: [new LambdaFunction(this.ingestFunction, { deadLetterQueue: ingestQ.deadLetterQueue, retryAttempts: 8 })],
-    });
-
-    if (this.commitQueue) {
-      this.commitFunction = createVarveFunction(this, 'Commit', {
-      ...this.functionDefaults(),
-        entry: handlerEntry('commit'),
-        description: `varve group commit for ${this.name}`,
-        timeout: COMMIT_TIMEOUT,
-        environment: {
-          ...this.baseEnvironment,
-          VARVE_COMPACT_QUEUE_URL: this.compactQueue.queueUrl,
-          VARVE_EVENT_BUS_NAME: warehouse.eventBus.eventBusName,
-          // A commit message that can never be committed goes there instead of blocking the queue.
-          VARVE_REJECTS_QUEUE_URL: this.rejectsQueue.queueUrl,
-        },
-      });
-      this.grantCommit(this.commitFunction);
-      this.rejectsQueue.grantSendMessages(this.commitFunction);
-      this.commitFunction.addEventSource(
-        new SqsEventSource(this.commitQueue, { batchSize: 10, reportBatchItemFailures: true }),
-      );
-    }
-
-    this.compactFunction = createVarveFunction(this, 'Compact', {
-      ...this.functionDefaults(),
-      entry: handlerEntry('compact'),
-      description: `varve compaction for ${this.name}`,
-      timeout: COMPACT_TIMEOUT,
-      memorySize: props.compaction?.memorySize ?? 3008,
-      ephemeralStorageSize: props.compaction?.ephemeralStorageSize ?? Size.gibibytes(2),
-      environment: { ...this.baseEnvironment, VARVE_EVENT_BUS_NAME: warehouse.eventBus.eventBusName },
-    });
-    this.grantRead(this.compactFunction);
-    // Output files stream out as multipart uploads; a failed one is aborted so no parts stay billed.
-    grantObjects(this.compactFunction, warehouse.bucket, this.tablePrefix, ['s3:PutObject', 's3:AbortMultipartUpload']);
-    // A failed job removes the files it wrote; a lost commit race, the manifests it wrote; a job
-    // that starts, its bucket's "job queued" marker.
-    grantTableDeletes(this.compactFunction, warehouse.bucket, this.tablePrefix, ['data', 'manifest', 'compaction']);
-    warehouse.grantKeyWrite(this.compactFunction);
-    warehouse.eventBus.grantPutEventsTo(this.compactFunction);
-    // Up to 10 jobs (the FIFO maximum) per invocation, run as one compaction run: one COMPACT
-    // snapshot for all their buckets (functions/compact.ts). A busy table's jobs of many buckets
-    // then cost one snapshot, one discovery round and one expiry, not one each.
-    this.compactFunction.addEventSource(
-      new SqsEventSource(this.compactQueue, {
-        batchSize: 10,
-        maxConcurrency: props.compaction?.maxConcurrency,
-        reportBatchItemFailures: true,
-      }),
-    );
-
-    this.expireFunction = createVarveFunction(this, 'Expire', {
-      ...this.functionDefaults(),
-      entry: handlerEntry('expire'),
-      description: `varve snapshot expiry for ${this.name}`,
-      timeout: EXPIRE_TIMEOUT,
-      environment: { ...this.baseEnvironment },
-    });
-    this.grantRead(this.expireFunction);
-    grantObjects(this.expireFunction, warehouse.bucket, this.tablePrefix, ['s3:PutObject']);
-    // Expiry is the one function that deletes snapshots and what only they referenced.
-    grantTableDeletes(this.expireFunction, warehouse.bucket, this.tablePrefix, ['all']);
-    warehouse.grantKeyWrite(this.expireFunction);
-    // A scheduled EventBridge rule rather than EventBridge Scheduler: LocalStack's Scheduler
-    // stores schedules but never fires them, and rules need no extra role.
+    this.ingestFunction = this.createIngest(ingest, batchSize, queues.ingest.deadLetterQueue);
+    if (this.commitQueue) this.commitFunction = this.createCommit(this.commitQueue);
+    this.compactFunction = this.createCompaction(props.compaction ?? {});
     this.expireEvery = props.expireEvery ?? Duration.minutes(15);
-    // A run that fails twice more (async retries) lands in ExpireDlq with its error, and so does
-    // an event EventBridge could not deliver: a failed run is a message, not a log line.
-    this.expireFunction.configureAsyncInvoke({ onFailure: new SqsDestination(this.expireFailures), retryAttempts: 2 });
-    new Rule(this, 'ExpireSchedule', {
-      description: `varve snapshot expiry for ${this.name}`,
-      schedule: Schedule.rate(this.expireEvery),
-      targets: [new LambdaFunction(this.expireFunction, { retryAttempts: 2, deadLetterQueue: this.expireFailures })],
-    });
-    // The safety net for orphans no pending registration names: one bounded slice of a full
-    // listing per run, resumed by the next run (functions/expire.ts, `{ orphanScan: true }`).
     this.orphanScanEvery = props.orphanScanEvery ?? Duration.days(1);
-    new Rule(this, 'OrphanScanSchedule', {
-      description: `varve bounded orphan scan for ${this.name}`,
-      schedule: Schedule.rate(this.orphanScanEvery),
-      targets: [
-        new LambdaFunction(this.expireFunction, {
-          event: RuleTargetInput.fromObject({ orphanScan: true }),
-          retryAttempts: 2,
-          deadLetterQueue: this.expireFailures,
-        }),
-      ],
-    });
+    this.expireFunction = this.createExpiry();
 
     if (props.glue) {
       const committers = [this.commitFunction ?? this.ingestFunction, this.compactFunction];
@@ -364,6 +234,161 @@ export class VarveTable extends Construct {
     this.alarms = new VarveAlarms(this, 'Alarms', { topic: this.alarmTopic, thresholds: props.alarmThresholds });
     this.alarms.watchTable(this);
     this.dashboard = createTableDashboard(this, 'Dashboard', this, this.alarms);
+  }
+
+  /**
+   * The table's queues: ingest (standard), rejects (terminal), compaction (FIFO, a group per
+   * bucket), expiry failures, and in queue mode the group-commit FIFO queue (one message group
+   * per table: commits of a table are serialised and folded in order).
+   */
+  private createQueues(): { ingest: QueueWithDlq; rejects: Queue; compact: QueueWithDlq; expireFailures: Queue; commit?: QueueWithDlq } {
+    const encryptionKey = this.warehouse.encryptionKey;
+    const ingest = createQueueWithDlq(this, 'IngestQueue', { fifo: false, consumerTimeout: INGEST_TIMEOUT, encryptionKey, tags: { table: this.name, queue: 'ingest' } });
+    const rejects = new Queue(this, 'RejectsQueue', { ...encryptionOf(encryptionKey), enforceSSL: true, retentionPeriod: Duration.days(14) });
+    const compact = createQueueWithDlq(this, 'CompactQueue', {
+      tags: { table: this.name, queue: 'compaction' },
+      fifo: true,
+      highThroughput: true,
+      consumerTimeout: COMPACT_TIMEOUT,
+      encryptionKey,
+    });
+    const expireFailures = createFailureQueue(this, 'ExpireDlq', encryptionKey);
+    const commit =
+      this.commitMode === 'queue'
+        ? createQueueWithDlq(this, 'CommitQueue', { fifo: true, consumerTimeout: COMMIT_TIMEOUT, encryptionKey, tags: { table: this.name, queue: 'commit' } })
+        : undefined;
+    return { ingest, rejects, compact, expireFailures, commit };
+  }
+
+  /** The ingest function, fed by the ingest queue and by the S3 inbox (S3 → EventBridge → ingest). */
+  private createIngest(ingest: IngestOptions, batchSize: number, deadLetterQueue: Queue): VarveLambda {
+    const { warehouse } = this;
+    const fn = createVarveFunction(this, 'Ingest', {
+      ...this.functionDefaults(),
+      entry: handlerEntry('ingest'),
+      description: `varve ingest for ${this.name}`,
+      timeout: INGEST_TIMEOUT,
+      memorySize: ingest.memorySize ?? 1769,
+      environment: { ...this.baseEnvironment, ...this.writerEnvironment(), VARVE_REJECTS_QUEUE_URL: this.rejectsQueue.queueUrl },
+    });
+    this.grantWrite(fn);
+    // Reads inbox files, and deletes each once its rows landed (the inbox lifecycle rule is the backstop).
+    grantObjects(fn, warehouse.bucket, this.inboxPrefix.replace(/\/$/, ''), ['s3:GetObject', 's3:DeleteObject']);
+    this.rejectsQueue.grantSendMessages(fn);
+    fn.addEventSource(
+      new SqsEventSource(this.ingestQueue, {
+        batchSize,
+        maxBatchingWindow: ingest.maxBatchingWindow ?? Duration.seconds(2),
+        maxConcurrency: ingest.maxConcurrency,
+        reportBatchItemFailures: true,
+      }),
+    );
+    // S3 sends its EventBridge notifications to the account's default bus, whatever bus varve uses.
+    warehouse.bucket.enableEventBridgeNotification();
+    // An inbox event that ingest keeps failing on (async invoke: 2 retries) ends in the ingest DLQ
+    // (standard, as EventBridge and Lambda destinations require).
+    fn.configureAsyncInvoke({ onFailure: new SqsDestination(deadLetterQueue), retryAttempts: 2 });
+    new Rule(this, 'InboxRule', {
+      description: `files dropped under ${this.inboxPrefix} → varve ingest`,
+      eventPattern: {
+        source: ['aws.s3'],
+        detailType: ['Object Created'],
+        detail: { bucket: { name: [warehouse.bucket.bucketName] }, object: { key: Match.prefix(this.inboxPrefix) } },
+      },
+      targets: [new LambdaFunction(fn, { deadLetterQueue, retryAttempts: 8 })],
+    });
+    return fn;
+  }
+
+  /** The group-commit function on the commit FIFO queue (queue mode). */
+  private createCommit(commitQueue: Queue): VarveLambda {
+    const fn = createVarveFunction(this, 'Commit', {
+      ...this.functionDefaults(),
+      entry: handlerEntry('commit'),
+      description: `varve group commit for ${this.name}`,
+      timeout: COMMIT_TIMEOUT,
+      environment: {
+        ...this.baseEnvironment,
+        VARVE_COMPACT_QUEUE_URL: this.compactQueue.queueUrl,
+        VARVE_EVENT_BUS_NAME: this.warehouse.eventBus.eventBusName,
+        // A commit message that can never be committed goes there instead of blocking the queue.
+        VARVE_REJECTS_QUEUE_URL: this.rejectsQueue.queueUrl,
+      },
+    });
+    this.grantCommit(fn);
+    this.rejectsQueue.grantSendMessages(fn);
+    fn.addEventSource(new SqsEventSource(commitQueue, { batchSize: 10, reportBatchItemFailures: true }));
+    return fn;
+  }
+
+  /** The compaction function: one compaction run over up to 10 bucket jobs per invocation. */
+  private createCompaction(compaction: CompactionOptions): VarveLambda {
+    const { warehouse } = this;
+    const fn = createVarveFunction(this, 'Compact', {
+      ...this.functionDefaults(),
+      entry: handlerEntry('compact'),
+      description: `varve compaction for ${this.name}`,
+      timeout: COMPACT_TIMEOUT,
+      memorySize: compaction.memorySize ?? 3008,
+      ephemeralStorageSize: compaction.ephemeralStorageSize ?? Size.gibibytes(2),
+      environment: { ...this.baseEnvironment, VARVE_EVENT_BUS_NAME: warehouse.eventBus.eventBusName },
+    });
+    this.grantRead(fn);
+    // Output files stream out as multipart uploads; a failed one is aborted so no parts stay billed.
+    grantObjects(fn, warehouse.bucket, this.tablePrefix, ['s3:PutObject', 's3:AbortMultipartUpload']);
+    // A failed job removes the files it wrote; a lost commit race, the manifests it wrote; a job
+    // that starts, its bucket's "job queued" marker.
+    grantTableDeletes(fn, warehouse.bucket, this.tablePrefix, ['data', 'manifest', 'compaction']);
+    warehouse.grantKeyWrite(fn);
+    warehouse.eventBus.grantPutEventsTo(fn);
+    // Up to 10 jobs (the FIFO maximum) per invocation, run as one compaction run: one COMPACT
+    // snapshot for all their buckets (functions/compact.ts). A busy table's jobs of many buckets
+    // then cost one snapshot, one discovery round and one expiry, not one each.
+    fn.addEventSource(
+      new SqsEventSource(this.compactQueue, { batchSize: 10, maxConcurrency: compaction.maxConcurrency, reportBatchItemFailures: true }),
+    );
+    return fn;
+  }
+
+  /** The expiry function, on two schedules: snapshot expiry and the bounded orphan scan. */
+  private createExpiry(): VarveLambda {
+    const { warehouse } = this;
+    const fn = createVarveFunction(this, 'Expire', {
+      ...this.functionDefaults(),
+      entry: handlerEntry('expire'),
+      description: `varve snapshot expiry for ${this.name}`,
+      timeout: EXPIRE_TIMEOUT,
+      environment: { ...this.baseEnvironment },
+    });
+    this.grantRead(fn);
+    grantObjects(fn, warehouse.bucket, this.tablePrefix, ['s3:PutObject']);
+    // Expiry is the one function that deletes snapshots and what only they referenced.
+    grantTableDeletes(fn, warehouse.bucket, this.tablePrefix, ['all']);
+    warehouse.grantKeyWrite(fn);
+    // A scheduled EventBridge rule rather than EventBridge Scheduler: LocalStack's Scheduler
+    // stores schedules but never fires them, and rules need no extra role.
+    // A run that fails twice more (async retries) lands in ExpireDlq with its error, and so does
+    // an event EventBridge could not deliver: a failed run is a message, not a log line.
+    fn.configureAsyncInvoke({ onFailure: new SqsDestination(this.expireFailures), retryAttempts: 2 });
+    new Rule(this, 'ExpireSchedule', {
+      description: `varve snapshot expiry for ${this.name}`,
+      schedule: Schedule.rate(this.expireEvery),
+      targets: [new LambdaFunction(fn, { retryAttempts: 2, deadLetterQueue: this.expireFailures })],
+    });
+    // The safety net for orphans no pending registration names: one bounded slice of a full
+    // listing per run, resumed by the next run (functions/expire.ts, `{ orphanScan: true }`).
+    new Rule(this, 'OrphanScanSchedule', {
+      description: `varve bounded orphan scan for ${this.name}`,
+      schedule: Schedule.rate(this.orphanScanEvery),
+      targets: [
+        new LambdaFunction(fn, {
+          event: RuleTargetInput.fromObject({ orphanScan: true }),
+          retryAttempts: 2,
+          deadLetterQueue: this.expireFailures,
+        }),
+      ],
+    });
+    return fn;
   }
 
   /**

@@ -11,6 +11,7 @@ import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket } from 'aws-c
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { InvalidArgumentError } from '../lib/errors.js';
+import { addVarveDeployRules } from './deploy-rules.js';
 
 /** Which EventBridge bus varve's `Snapshot Committed` events go to. */
 export type WarehouseEventBus = 'dedicated' | 'default' | IEventBus;
@@ -89,6 +90,8 @@ export class Warehouse extends Construct {
 
   constructor(scope: Construct, id: string, props: WarehouseProps = {}) {
     super(scope, id);
+    // AWS's deploy-time rules fail `cdk synth` of any stack with varve in it (infra/deploy-rules.ts).
+    addVarveDeployRules(Stack.of(this));
     this.prefix = props.prefix ?? 'warehouse';
     if (!PREFIX.test(this.prefix)) {
       throw new InvalidArgumentError(

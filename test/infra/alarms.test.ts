@@ -115,8 +115,8 @@ describe('table and consumer alarms', () => {
   it('alarms on every dead-letter queue as soon as one message lands, expiry and discovery failures included', () => {
     const { template, table, consumer } = synthDefault();
     const dlqs = [...table.deadLetterQueues, ...consumer.deadLetterQueues];
-    // ingest, compact, expire failures, commit; split, discover
-    expect(dlqs).toHaveLength(6);
+    // ingest, compact, expire failures, commit; split, discover, discovery triggers
+    expect(dlqs).toHaveLength(7);
     const found = alarmsOn(template, 'ApproximateNumberOfMessagesVisible');
     expect(found.map(watched).sort()).toEqual(dlqs.map(logicalId).sort());
     for (const a of found) {
@@ -230,7 +230,8 @@ describe('failure destinations of scheduled work', () => {
     const fn = resourcesOf(template, 'AWS::Lambda::Function')[logicalId(consumer.discoverFunction)];
     expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
     const queue = resourcesOf(template, 'AWS::SQS::Queue')[logicalId(consumer.discoverQueue)];
-    expect(queue.Properties).toMatchObject({ FifoQueue: true, ContentBasedDeduplication: true, VisibilityTimeout: 150 });
+    // Lambda's 6x the discovery timeout (120 s), like every queue varve consumes.
+    expect(queue.Properties).toMatchObject({ FifoQueue: true, ContentBasedDeduplication: true, VisibilityTimeout: 720 });
     expect(queue.Properties.RedrivePolicy.deadLetterTargetArn['Fn::GetAtt'][0]).toBe(logicalId(consumer.deadLetterQueues[1]));
     const mappings = Object.values(resourcesOf(template, 'AWS::Lambda::EventSourceMapping')).filter(
       (m) => m.Properties.FunctionName.Ref === logicalId(consumer.discoverFunction),
@@ -242,9 +243,13 @@ describe('failure destinations of scheduled work', () => {
       (r.Properties.Targets ?? []).some((t: { Arn: { 'Fn::GetAtt': string[] } }) => t.Arn['Fn::GetAtt']?.[0] === logicalId(consumer.discoverQueue)),
     );
     expect(rules).toHaveLength(2);
+    // A trigger EventBridge could not deliver goes to a standard queue: EventBridge refuses a FIFO
+    // queue as a target's DLQ ("SQS FIFO is not supported by Dead Letter Queues").
+    const triggerDlq = consumer.deadLetterQueues[2];
+    expect(resourcesOf(template, 'AWS::SQS::Queue')[logicalId(triggerDlq)].Properties.FifoQueue).toBeUndefined();
     for (const r of rules) {
       expect(r.Properties.Targets[0].SqsParameters).toEqual({ MessageGroupId: 'discover' });
-      expect(r.Properties.Targets[0].DeadLetterConfig.Arn['Fn::GetAtt'][0]).toBe(logicalId(consumer.deadLetterQueues[1]));
+      expect(r.Properties.Targets[0].DeadLetterConfig.Arn['Fn::GetAtt'][0]).toBe(logicalId(triggerDlq));
     }
   });
 });

@@ -59,8 +59,8 @@ describe('StreamConsumer split queue', () => {
     // The reader moves a split that failed on its own SPLIT_FAILURE_BUDGET times to that DLQ itself.
     expect(envOf(template, consumer.readFunction).VARVE_SPLIT_DLQ_URL).toEqual({ Ref: dlqId });
     expect(granting(functionStatements(template, consumer.readFunction), 'sqs:SendMessage').flatMap(resourceList)).toEqual([{ 'Fn::GetAtt': [dlqId, 'Arn'] }]);
-    // the split DLQ and the discovery trigger DLQ
-    expect(consumer.deadLetterQueues).toHaveLength(2);
+    // the split DLQ, the discovery DLQ and the standard queue for triggers EventBridge could not deliver
+    expect(consumer.deadLetterQueues).toHaveLength(3);
   });
 
   it('keeps its visibility timeout at 6× the reader timeout, default or configured', () => {

@@ -56,7 +56,7 @@ describe('customer-managed KMS key', () => {
     const [catalog] = Object.values(resourcesOf(template, 'AWS::DynamoDB::Table'));
     expect(catalog.Properties.SSESpecification).toEqual({ SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: keyArn });
     const queues = Object.values(resourcesOf(template, 'AWS::SQS::Queue'));
-    expect(queues.length).toBe(12); // table 8, consumer 4
+    expect(queues.length).toBe(13); // table 8, consumer 5 (the discovery trigger DLQ, encrypted too)
     for (const q of queues) expect(q.Properties.KmsMasterKeyId).toEqual(keyArn);
     const logs = Object.values(resourcesOf(template, 'AWS::Logs::LogGroup'));
     expect(logs.length).toBe(6);
