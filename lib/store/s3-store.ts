@@ -195,12 +195,19 @@ export class S3Store implements ObjectStore {
     });
   }
 
+  /**
+   * DeleteObject with If-Match. S3 answers 409 ConditionalRequestConflict when a PUT or DELETE of
+   * the key is in flight at the same time: the delete had no effect, and is sent again until S3
+   * gives a definite answer. Should the conflicts outlast the retries, the other request wins as it
+   * would with a 412, and nothing is deleted (never the version being written).
+   */
   async deleteIfMatch(key: string, etag: string): Promise<boolean> {
     const Key = this.s3Key(key);
     try {
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key, IfMatch: etag }));
+      await this.resendingConflicts(key, () => this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key, IfMatch: etag })));
       return true;
     } catch (e) {
+      if (e instanceof ConditionalRequestConflictError) return false;
       // 412: rewritten since it was read; 404: gone (deleted by another, or by this call's first attempt).
       if (s3Status(e) === 412 || s3IsNoSuchKey(e) || s3Status(e) === 404) return false;
       throw this.mapError(e, 'deleteIfMatch', key);
@@ -214,24 +221,33 @@ export class S3Store implements ObjectStore {
   ): Promise<{ etag: string } | undefined> {
     const Key = this.s3Key(key);
     const op = 'IfMatch' in condition ? 'putIfMatch' : 'putIfAbsent';
+    try {
+      const r = await this.resendingConflicts(key, () => this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: body, ...condition })));
+      return { etag: this.etagOf(r.ETag, key) };
+    } catch (e) {
+      if (e instanceof ConditionalRequestConflictError) throw e;
+      if (s3Status(e) === 412) return this.afterPreconditionFailed(key, body, e);
+      if (op === 'putIfMatch' && s3IsNoSuchKey(e)) throw new ObjectNotFoundError(key, { cause: e });
+      throw this.mapError(e, op, key);
+    }
+  }
+
+  /**
+   * Sends a conditional request, again while S3 answers 409 ConditionalRequestConflict: another
+   * request on the key was in flight, this one had no effect, so sending it again as is is safe
+   * (an If-Match then meets the current ETag: a 412 if the other request changed the object).
+   * After `conflictRetries` resends, throws ConditionalRequestConflictError (retryable). 503
+   * SlowDown and other throttling answers are retried with backoff by the SDK's own retry
+   * strategy before they reach here (then mapped to StoreUnavailableError, retryable).
+   */
+  private async resendingConflicts<T>(key: string, send: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const r = await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: body, ...condition }));
-        return { etag: this.etagOf(r.ETag, key) };
+        return await send();
       } catch (e) {
-        const status = s3Status(e);
-        if (status === 412) return this.afterPreconditionFailed(key, body, e);
-        if (status === 409) {
-          // ConditionalRequestConflict: another request on the key was in flight; this one had no
-          // effect, so sending it again as is is safe.
-          if (attempt < this.conflictRetries) {
-            await sleep(jitteredBackoff(attempt, this.conflictBackoffMs, 2000));
-            continue;
-          }
-          throw new ConditionalRequestConflictError(key, { cause: e });
-        }
-        if (op === 'putIfMatch' && s3IsNoSuchKey(e)) throw new ObjectNotFoundError(key, { cause: e });
-        throw this.mapError(e, op, key);
+        if (s3Status(e) !== 409) throw e;
+        if (attempt >= this.conflictRetries) throw new ConditionalRequestConflictError(key, { cause: e });
+        await sleep(jitteredBackoff(attempt, this.conflictBackoffMs, 2000));
       }
     }
   }
@@ -280,6 +296,12 @@ export class S3Store implements ObjectStore {
           `s3:GetObject, s3:PutObject, s3:ListBucket and s3:DeleteObject (s3:AbortMultipartUpload where compaction writes)`,
         { cause: e },
       );
+    }
+    if (s3Status(e) === 409 && op === 'completeMultipartUpload') {
+      // A conflicting request on the key while the upload completed: S3's answer is to start the
+      // upload again (CreateMultipartUpload, every part), which only the writer of the bytes can
+      // do. The upload is aborted; the writer retries the file on this retryable conflict.
+      return new ConditionalRequestConflictError(key, { cause: e });
     }
     if (s3IsTransient(e)) {
       return new StoreUnavailableError(`S3 ${op} on ${where} failed: ${what}; S3 is unavailable or throttling, retry later`, {
