@@ -99,9 +99,13 @@ function gbs(fn: Fn, t: Tally): number {
 
 type SqsFn = (e: SQSEvent) => Promise<SQSBatchResponse>;
 
-/** S3 request classes at list price: PUT, COPY, POST, LIST ($0.005/1000) vs GET, HEAD and others ($0.0004/1000); DELETE is free. */
+/**
+ * S3 request classes at list price: PUT, COPY, POST, LIST ($0.005/1000) vs GET, HEAD and others
+ * ($0.0004/1000); DELETE is free. A conditional PUT (counted as `PutObject(if-none-match)` or
+ * `PutObject(if-match)`, bench/lib/aws-requests.ts) is a PUT: it was once counted GET-class.
+ */
 function s3Class(api: string): 'put' | 'get' | 'free' {
-  if (/^S3:(PutObject|ListObjectsV2|CopyObject|CreateMultipartUpload|UploadPart|CompleteMultipartUpload)$/.test(api)) return 'put';
+  if (/^S3:(PutObject(\(if-(none-)?match\))?|ListObjectsV2|CopyObject|CreateMultipartUpload|UploadPart|CompleteMultipartUpload)$/.test(api)) return 'put';
   if (/^S3:(DeleteObject|DeleteObjects)$/.test(api)) return 'free';
   return 'get';
 }
