@@ -94,7 +94,7 @@ interface Rendered {
   readonly construct: CfnResource;
   readonly id: string;
   readonly type: string;
-  readonly props: Record<string, any>;
+  readonly props: Record<string, unknown>;
   readonly varve: boolean;
 }
 
@@ -110,7 +110,7 @@ export interface DeployRuleViolation {
 }
 
 /** The message synth fails with. */
-export function formatViolation(v: DeployRuleViolation): string {
+function formatViolation(v: DeployRuleViolation): string {
   return `varve deploy rule ${v.rule.id} broken at ${v.path}: ${v.what}. AWS: ${v.rule.rule} (${v.rule.doc})`;
 }
 

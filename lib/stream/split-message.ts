@@ -32,7 +32,7 @@ export interface SplitMessage extends Split {
 }
 
 /** Above this many bytes of JSON the file list goes by reference (SQS allows 256 KiB, or 1 MiB since 2025). */
-const MAX_INLINE_MESSAGE_BYTES = 200 * 1024;
+export const MAX_INLINE_MESSAGE_BYTES = 200 * 1024;
 
 interface WireMessage {
   v: 1;

@@ -21,7 +21,7 @@ export interface CommitMessage {
 }
 
 /** SQS's message size limit (1 MiB since 2025), less room for the envelope. */
-const MAX_COMMIT_MESSAGE_BYTES = 1_000_000;
+export const MAX_COMMIT_MESSAGE_BYTES = 1_000_000;
 
 /** The body of a commit message; throws InvalidArgumentError when it is larger than a queue message holds. */
 export function encodeCommitMessage(m: CommitMessage): string {
