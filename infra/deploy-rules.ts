@@ -13,10 +13,6 @@
 import { Aspects, AspectPriority, CfnResource, Stack, type IAspect } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import { MAX_COMMIT_MESSAGE_BYTES } from '../lib/table/commit-message.js';
-// Used inside functions only (after every module is loaded): the cycle with warehouse.ts is benign.
-import { StreamConsumer } from './stream-consumer.js';
-import { VarveTable } from './table.js';
-import { Warehouse } from './warehouse.js';
 
 /** One rule AWS enforces at deploy time: what it says and where AWS says it. */
 export interface DeployRule {
@@ -128,15 +124,23 @@ export class VarveDeployRules implements IAspect {
   }
 }
 
-/** Adds the deploy rules to `stack` once, to run after every mutating aspect. */
-export function addVarveDeployRules(stack: Stack): void {
+/** The Warehouse, VarveTable and StreamConsumer constructs (each registers itself). */
+const varveConstructs = new WeakSet<IConstruct>();
+
+/**
+ * Registers a varve construct (a Warehouse, VarveTable or StreamConsumer) and adds the deploy
+ * rules to its stack once, to run after every mutating aspect.
+ */
+export function addVarveDeployRules(construct: IConstruct): void {
+  varveConstructs.add(construct);
+  const stack = Stack.of(construct);
   if (Aspects.of(stack).all.some((a) => a instanceof VarveDeployRules)) return;
   Aspects.of(stack).add(new VarveDeployRules(), { priority: AspectPriority.READONLY });
 }
 
 /** True when the construct lies inside a varve construct. */
 export function isVarveConstruct(c: IConstruct): boolean {
-  return c.node.scopes.some((s) => s instanceof Warehouse || s instanceof VarveTable || s instanceof StreamConsumer);
+  return c.node.scopes.some((s) => varveConstructs.has(s));
 }
 
 /** Every broken rule of `stack`, checking resources `isVarve` accepts and those touching them. */

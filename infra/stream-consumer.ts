@@ -3,7 +3,7 @@
  * splits of new snapshots into a FIFO queue (one message group per partition and bucket), and
  * reader functions on that queue that hand each split's rows to a sink.
  */
-import { Duration, Stack } from 'aws-cdk-lib';
+import { Duration } from 'aws-cdk-lib';
 import { Rule, Schedule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import type { Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import { SqsQueue } from 'aws-cdk-lib/aws-events-targets';
@@ -112,7 +112,7 @@ export class StreamConsumer extends Construct {
       );
     }
     const { table } = props;
-    addVarveDeployRules(Stack.of(this));
+    addVarveDeployRules(this);
     this.table = table;
     this.consumerId = props.consumerId;
     tagAll(this, { ...table.warehouse.tags, 'varve:table': table.name, 'varve:consumer': props.consumerId, ...props.tags });

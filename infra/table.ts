@@ -191,7 +191,7 @@ export class VarveTable extends Construct {
       throw new InvalidArgumentError(`ingest.batchSize ${batchSize} is out of range: use an integer from 1 to 100`);
     }
     const { warehouse } = props;
-    addVarveDeployRules(Stack.of(this));
+    addVarveDeployRules(this);
     this.warehouse = warehouse;
     this.database = props.database;
     this.table = props.table;

@@ -91,7 +91,7 @@ export class Warehouse extends Construct {
   constructor(scope: Construct, id: string, props: WarehouseProps = {}) {
     super(scope, id);
     // AWS's deploy-time rules fail `cdk synth` of any stack with varve in it (infra/deploy-rules.ts).
-    addVarveDeployRules(Stack.of(this));
+    addVarveDeployRules(this);
     this.prefix = props.prefix ?? 'warehouse';
     if (!PREFIX.test(this.prefix)) {
       throw new InvalidArgumentError(
