@@ -108,8 +108,41 @@ export function spliceParquetFiles(pieces: readonly Uint8Array[]): Uint8Array {
   if (pieces.length === 0) throw new CorruptMetadataError('no Parquet files to splice');
   if (pieces.length === 1) return pieces[0];
   const parsed = pieces.map((b, i) => parsePiece(b, `piece ${i} of a spliced Parquet file`));
-  // The row groups' bytes, one piece after another, behind the leading magic.
-  const dataLength = parsed.reduce((s, p) => s + (p.dataEnd - 4), 0);
+  // The row groups' bytes, one piece after another, behind the leading magic; then the page index.
+  const { rowGroups, numRows } = moveRowGroups(parsed);
+  const indexStart = 4 + parsed.reduce((s, p) => s + (p.dataEnd - 4), 0);
+  const index = movePageIndex(parsed, indexStart);
+  const footer = parsed[0].footer;
+  setInt(footer, FILE.NUM_ROWS, T.I64, numRows);
+  const rg = getField(footer, FILE.ROW_GROUPS);
+  if (rg === undefined) throw new CorruptMetadataError('piece 0 of a spliced Parquet file has a footer without row groups');
+  (rg.value as ThriftList).items = rowGroups;
+  const footerBytes = encodeStruct(footer);
+  const indexLength = index.reduce((s, entry) => s + entry.length, 0);
+  const out = new Uint8Array(indexStart + indexLength + footerBytes.length + 8);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, MAGIC, true);
+  let at = 4;
+  for (const p of parsed) {
+    out.set(p.bytes.subarray(4, p.dataEnd), at);
+    at += p.dataEnd - 4;
+  }
+  for (const entry of index) {
+    out.set(entry, at);
+    at += entry.length;
+  }
+  out.set(footerBytes, at);
+  at += footerBytes.length;
+  view.setUint32(at, footerBytes.length, true);
+  view.setUint32(at + 4, MAGIC, true);
+  return out;
+}
+
+/**
+ * The row groups of every piece, in order, with their offsets moved to where their bytes lie once
+ * the pieces' data follow one another behind the leading magic (renumbered), and their row count.
+ */
+function moveRowGroups(parsed: readonly Piece[]): { rowGroups: TStruct[]; numRows: bigint } {
   const rowGroups: TStruct[] = [];
   let at = 4;
   let numRows = 0n;
@@ -132,11 +165,17 @@ export function spliceParquetFiles(pieces: readonly Uint8Array[]): Uint8Array {
     }
     at += p.dataEnd - 4;
   }
-  // The page index, as parquet-rs lays it out: every column index (row group by row group, column
-  // by column), then every offset index, each offset index's page locations moved with its pages.
+  return { rowGroups, numRows };
+}
+
+/**
+ * The page index from `indexStart` on, as parquet-rs lays it out: every column index (row group
+ * by row group, column by column), then every offset index, each offset index's page locations
+ * moved with its pages. Points each chunk at its entry; returns the entries in file order.
+ */
+function movePageIndex(parsed: readonly Piece[], indexStart: number): Uint8Array[] {
   const index: Uint8Array[] = [];
   let indexLength = 0;
-  const indexStart = 4 + dataLength;
   for (const [kind, offsetId, lengthId] of [
     ['column', CHUNK.COLUMN_INDEX_OFFSET, CHUNK.COLUMN_INDEX_LENGTH],
     ['offset', CHUNK.OFFSET_INDEX_OFFSET, CHUNK.OFFSET_INDEX_LENGTH],
@@ -163,27 +202,5 @@ export function spliceParquetFiles(pieces: readonly Uint8Array[]): Uint8Array {
       base += p.dataEnd - 4;
     }
   }
-  const footer = parsed[0].footer;
-  setInt(footer, FILE.NUM_ROWS, T.I64, numRows);
-  const rg = getField(footer, FILE.ROW_GROUPS);
-  if (rg === undefined) throw new CorruptMetadataError('piece 0 of a spliced Parquet file has a footer without row groups');
-  (rg.value as ThriftList).items = rowGroups;
-  const footerBytes = encodeStruct(footer);
-  const out = new Uint8Array(indexStart + indexLength + footerBytes.length + 8);
-  const view = new DataView(out.buffer);
-  view.setUint32(0, MAGIC, true);
-  at = 4;
-  for (const p of parsed) {
-    out.set(p.bytes.subarray(4, p.dataEnd), at);
-    at += p.dataEnd - 4;
-  }
-  for (const entry of index) {
-    out.set(entry, at);
-    at += entry.length;
-  }
-  out.set(footerBytes, at);
-  at += footerBytes.length;
-  view.setUint32(at, footerBytes.length, true);
-  view.setUint32(at + 4, MAGIC, true);
-  return out;
+  return index;
 }

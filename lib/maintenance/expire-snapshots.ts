@@ -21,16 +21,16 @@
  * the files of just-expired snapshots for readers that opened them before they expired.
  */
 import { icebergReferencedKeys } from '../iceberg/iceberg-references.js';
-import { listConsumers } from '../snapshot/consumer.js';
-import { listTags } from '../snapshot/tags.js';
+import { listConsumers, type Consumer } from '../snapshot/consumer.js';
+import { listTags, type NamedTag } from '../snapshot/tags.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { Table } from '../table/table.js';
 import { advanceEarliestMarker, validEarliestMarker } from './earliest-marker.js';
 import { expireConsumers } from './expire-consumers.js';
 import { expireIdentifierIndexes } from './expire-identifiers.js';
 import { applyJournal, listJournals, writeJournal, journalKey, type ExpiryJournal, type JournalOutcome } from './expiry-journal.js';
-import { ExpiryRaceSignal, planDeletions } from './expiry-plan.js';
-import { expiryBound, resolveChangelogRetention, resolveRetention, type ExpiryHold, type RetentionOverrides } from './expiry-range.js';
+import { ExpiryRaceSignal, planDeletions, type DeletionPlan } from './expiry-plan.js';
+import { expiryBound, resolveChangelogRetention, resolveRetention, type ChangelogRetention, type ExpiryHold, type RetentionOverrides } from './expiry-range.js';
 import { changelogBound, expireChangelogs } from './expire-changelogs.js';
 import { changelogKeys, changelogRetained } from './snapshot-references.js';
 import { indexedIdentifiersOf } from '../snapshot/commit-identifier.js';
@@ -171,64 +171,51 @@ async function expireSnapshotRange(table: Table, opts: ExpireSnapshotsOptions): 
     if (marker === undefined) await advanceEarliestMarker(table, lowest);
     return result;
   }
+  const range: ExpiryRange = { lowest, end, latest, now, consumers, changelogRetention, read };
+  const planned = await planJournal(table, range, opts.graceMs ?? 0);
+  // undefined: another run or a new consumer changed the table under this one (see each step).
+  if (planned === undefined || !(await writeJournal(table, planned.journal))) {
+    result.raced = true;
+    return result;
+  }
+  record(result, await applyJournal(table, journalKey(table.path, end), planned.journal, now, planned.retained));
+  result.earliest = end;
+  return result;
+}
 
+/** The snapshots [lowest, end) one run expires, and what it read to choose them. */
+interface ExpiryRange {
+  lowest: number;
+  end: number;
+  latest: number;
+  now: number;
+  consumers: readonly Consumer[];
+  changelogRetention: ChangelogRetention;
+  /** Reads a snapshot once per run (undefined once it is gone). */
+  read: (id: number) => Promise<Snapshot | undefined>;
+}
+
+/**
+ * The journal of `range`'s expiry: the files only it references, less those a long-lived
+ * changelog or the current Iceberg export still reads, and the identifiers it indexed. Undefined
+ * when the table changed under the plan (the run reports `raced`).
+ */
+async function planJournal(table: Table, range: ExpiryRange, graceMs: number): Promise<{ journal: ExpiryJournal; retained: Map<number, ChangelogRetained> } | undefined> {
+  const { lowest, end, now } = range;
   const tags = await listTags(table.store, table.path);
-  let plan;
-  try {
-    plan = await planDeletions(table, lowest, end, tags, read);
-  } catch (e) {
-    if (!(e instanceof ExpiryRaceSignal)) {
-      // A snapshot expired under the plan means another run is at work; anything else is real.
-      if (await sm.exists(lowest)) throw e;
-    }
-    result.raced = true;
-    return result;
-  }
-  // A consumer registered since the bound was computed may need part of the range: leave it.
-  const before = new Map(consumers.map((c) => [c.id, c.nextSnapshot]));
-  const latecomer = (await listConsumers(table.store, table.path)).find(
-    (c) => c.nextSnapshot < end && c.nextSnapshot < (before.get(c.id) ?? Infinity),
-  );
-  if (latecomer) {
-    result.raced = true;
-    return result;
-  }
-  // Long-lived changelogs: snapshots [changelogFrom, end) leave one (written before each snapshot
-  // goes), and nothing any changelog keeps is deleted with the snapshots.
-  let changelogFrom: number | undefined;
-  const existing = await readExistingChangelogs(table, lowest);
-  if (changelogRetention.decoupled) {
-    const cEnd = await changelogBound(table, { changelogs: existing.map((c) => c.id), earliestSnapshot: lowest, latest, retention: changelogRetention, now, consumers });
-    if (cEnd < end) changelogFrom = Math.max(lowest, cEnd);
-  }
-  const retained = new Map<number, ChangelogRetained>();
-  if (changelogFrom !== undefined || existing.length > 0) {
-    const held = new Set<string>();
-    for (const c of existing) for (const k of changelogKeys(table, c)) held.add(k);
-    for (let id = changelogFrom ?? end; id < end; id++) {
-      const snapshot = await read(id);
-      if (snapshot === undefined) {
-        result.raced = true;
-        return result;
-      }
-      const r = await changelogRetained(table, snapshot);
-      retained.set(id, r);
-      for (const k of changelogKeys(table, { ...snapshot, retained: r })) held.add(k);
-    }
-    const free = (keys: string[]) => keys.filter((k) => !held.has(k));
-    plan = { dataFiles: free(plan.dataFiles), changelogFiles: free(plan.changelogFiles), manifests: free(plan.manifests), manifestLists: free(plan.manifestLists) };
-  }
+  const deletions = await planRangeDeletions(table, range, tags);
+  if (deletions === undefined) return undefined;
+  const kept = await keepChangelogFiles(table, range, deletions);
+  if (kept === undefined) return undefined;
+  let plan = kept.plan;
   // Files the current Iceberg snapshot reads stay until the export moves on (orphan cleanup then removes them).
   const exported = await icebergReferencedKeys(table);
   if (exported.size > 0) plan = { ...plan, dataFiles: plan.dataFiles.filter((k) => !exported.has(k)) };
   // The indexed identifiers of the snapshots that go (read by the plan already: no request).
   const marks: Array<[number, string]> = [];
   for (let id = lowest; id < end; id++) {
-    const snapshot = await read(id);
-    if (snapshot === undefined) {
-      result.raced = true;
-      return result;
-    }
+    const snapshot = await range.read(id);
+    if (snapshot === undefined) return undefined;
     for (const identifier of indexedIdentifiersOf(snapshot)) marks.push([id, identifier]);
   }
   const journal: ExpiryJournal = {
@@ -236,19 +223,66 @@ async function expireSnapshotRange(table: Table, opts: ExpireSnapshotsOptions): 
     from: lowest,
     end,
     createdAt: now,
-    deleteAfter: now + Math.max(0, opts.graceMs ?? 0),
+    deleteAfter: now + Math.max(0, graceMs),
     tags: Object.fromEntries(tags.map(({ name, tag }) => [name, tag.id])),
-    ...(changelogFrom === undefined ? {} : { changelogFrom }),
+    ...(kept.changelogFrom === undefined ? {} : { changelogFrom: kept.changelogFrom }),
     ...plan,
     ...(marks.length === 0 ? {} : { marks }),
   };
-  if (!(await writeJournal(table, journal))) {
-    result.raced = true;
-    return result;
+  return { journal, retained: kept.retained };
+}
+
+/** The files only `range` references (read-only); undefined when another run or a new consumer got there first. */
+async function planRangeDeletions(table: Table, range: ExpiryRange, tags: readonly NamedTag[]): Promise<DeletionPlan | undefined> {
+  const { lowest, end } = range;
+  let plan: DeletionPlan;
+  try {
+    plan = await planDeletions(table, lowest, end, tags, range.read);
+  } catch (e) {
+    if (!(e instanceof ExpiryRaceSignal)) {
+      // A snapshot expired under the plan means another run is at work; anything else is real.
+      if (await table.snapshots.exists(lowest)) throw e;
+    }
+    return undefined;
   }
-  record(result, await applyJournal(table, journalKey(table.path, end), journal, now, retained));
-  result.earliest = end;
-  return result;
+  // A consumer registered since the bound was computed may need part of the range: leave it.
+  const before = new Map(range.consumers.map((c) => [c.id, c.nextSnapshot]));
+  const latecomer = (await listConsumers(table.store, table.path)).find(
+    (c) => c.nextSnapshot < end && c.nextSnapshot < (before.get(c.id) ?? Infinity),
+  );
+  return latecomer ? undefined : plan;
+}
+
+/**
+ * Long-lived changelogs: snapshots [changelogFrom, end) leave one (written before each snapshot
+ * goes), and nothing any changelog keeps is deleted with the snapshots. Returns `plan` less those
+ * files, with what each leaving snapshot's changelog keeps; undefined when a snapshot is gone.
+ */
+async function keepChangelogFiles(table: Table, range: ExpiryRange, plan: DeletionPlan): Promise<{ plan: DeletionPlan; retained: Map<number, ChangelogRetained>; changelogFrom?: number } | undefined> {
+  const { lowest, end, latest, now, consumers, changelogRetention } = range;
+  let changelogFrom: number | undefined;
+  const existing = await readExistingChangelogs(table, lowest);
+  if (changelogRetention.decoupled) {
+    const cEnd = await changelogBound(table, { changelogs: existing.map((c) => c.id), earliestSnapshot: lowest, latest, retention: changelogRetention, now, consumers });
+    if (cEnd < end) changelogFrom = Math.max(lowest, cEnd);
+  }
+  const retained = new Map<number, ChangelogRetained>();
+  if (changelogFrom === undefined && existing.length === 0) return { plan, retained };
+  const held = new Set<string>();
+  for (const c of existing) for (const k of changelogKeys(table, c)) held.add(k);
+  for (let id = changelogFrom ?? end; id < end; id++) {
+    const snapshot = await range.read(id);
+    if (snapshot === undefined) return undefined;
+    const r = await changelogRetained(table, snapshot);
+    retained.set(id, r);
+    for (const k of changelogKeys(table, { ...snapshot, retained: r })) held.add(k);
+  }
+  const free = (keys: string[]) => keys.filter((k) => !held.has(k));
+  return {
+    plan: { dataFiles: free(plan.dataFiles), changelogFiles: free(plan.changelogFiles), manifests: free(plan.manifests), manifestLists: free(plan.manifestLists) },
+    retained,
+    changelogFrom,
+  };
 }
 
 /** The long-lived changelogs below snapshot `lowest` (others are being written by a running expiry). */

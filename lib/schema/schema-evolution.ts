@@ -89,106 +89,135 @@ export function parseTypeChange(text: string): Extract<SchemaChange, { kind: 'up
  */
 export function applySchemaChanges(schema: TableSchema, changes: readonly SchemaChange[], now = Date.now()): TableSchema {
   if (changes.length === 0) throw new SchemaError('no change given; pass --add, --rename, --drop, --type, --set, --reset or --comment');
-  let fields: DataField[] = schema.fields.map((f) => ({ ...f, type: { ...f.type } }));
-  let options = { ...schema.options };
-  let comment = schema.comment;
-  let highest = schema.highestFieldId;
-  const find = (name: string, what: string): DataField => {
-    const f = fields.find((x) => x.name === name);
-    if (f) return f;
-    throw new SchemaError(`${what}: column "${name}" does not exist; the columns are ${fields.map((x) => x.name).join(', ')}`, name);
-  };
   // The bucket key of an append table hashes stored rows like a key (docs/BUCKETING.md): its type and presence are fixed too.
   const bucketKey = schema.primaryKeys.length === 0 ? (schema.options['bucket-key'] ?? '').split(',').map((k) => k.trim()) : [];
-  const isKey = (name: string) => schema.primaryKeys.includes(name) || schema.partitionKeys.includes(name) || bucketKey.includes(name);
-  for (const c of changes) {
-    switch (c.kind) {
-      case 'add-column': {
-        checkColumnName(c.name, `add column ${c.name}`);
-        if (fields.some((f) => f.name.toLowerCase() === c.name.toLowerCase())) throw new SchemaError(`add column: "${c.name}" already exists; pick another name`, c.name);
-        if (!c.type.nullable) {
-          throw new SchemaError(`add column ${c.name}: a new column must be nullable (the rows already stored have no value for it); drop NOT NULL`, c.name);
-        }
-        const field: DataField = { id: ++highest, name: c.name, type: { ...c.type } };
-        if (c.description !== undefined) field.description = c.description;
-        if (c.first) fields = [field, ...fields];
-        else if (c.after !== undefined) {
-          const at = fields.indexOf(find(c.after, `add column ${c.name} AFTER`));
-          fields = [...fields.slice(0, at + 1), field, ...fields.slice(at + 1)];
-        } else fields = [...fields, field];
-        break;
-      }
-      case 'rename-column': {
-        const f = find(c.from, 'rename');
-        checkColumnName(c.to, `rename ${c.from}`);
-        if (isKey(c.from)) {
-          throw new SchemaError(`rename ${c.from}: it is a primary or partition key column; key names are part of file metadata and partition paths, so they cannot change`, c.from);
-        }
-        if (fields.some((x) => x !== f && x.name.toLowerCase() === c.to.toLowerCase())) throw new SchemaError(`rename ${c.from}: "${c.to}" already exists; pick another name`, c.to);
-        options = renameInOptions(options, c.from, c.to);
-        f.name = c.to;
-        break;
-      }
-      case 'drop-column': {
-        const f = find(c.name, 'drop');
-        if (isKey(c.name)) throw new SchemaError(`drop ${c.name}: it is a primary or partition key column; key columns cannot be dropped`, c.name);
-        const user = optionsUsing(options, c.name);
-        if (user !== undefined) throw new SchemaError(`drop ${c.name}: option ${user} uses it; a column the table's options name cannot be dropped`, c.name);
-        if (fields.length === 1) throw new SchemaError(`drop ${c.name}: it is the last column`, c.name);
-        fields = fields.filter((x) => x !== f);
-        break;
-      }
-      case 'update-column-type': {
-        const f = find(c.name, 'change type');
-        if (isKey(c.name)) {
-          throw new SchemaError(`change type of ${c.name}: it is a primary or partition key column; its type decides key order, hashing and paths, so it cannot change`, c.name);
-        }
-        const problem = wideningProblem(f.type, c.type);
-        if (problem !== undefined) throw new SchemaError(`change type of ${c.name} from ${formatType(f.type)} to ${formatType(c.type)}: ${problem}`, c.name);
-        f.type = { ...c.type };
-        break;
-      }
-      case 'set-option':
-      case 'reset-option': {
-        const reason = fixedOptionReason(c.key);
-        if (reason !== undefined) throw new OptionError(`option ${c.key} cannot change after the table is created: ${reason}`, c.key);
-        if (c.kind === 'set-option') options[c.key] = c.value;
-        else {
-          if (!OPTION_BY_KEY.has(c.key) && matchFieldOption(c.key) === undefined && options[c.key] === undefined) {
-            throw new OptionError(`--reset ${c.key}: unknown table option; every option is listed in docs/OPTIONS.md`, c.key);
-          }
-          delete options[c.key];
-        }
-        break;
-      }
-      case 'update-comment':
-        comment = c.comment;
-        break;
-    }
-  }
-  // `bucket` may change (new partitions take the new count; `varve rescale` rewrites old ones), but
-  // not between bucket-unaware and hashed: the stored rows of an unaware table have no bucket key.
-  const unaware = (o: Record<string, string>) => (o.bucket === undefined ? schema.primaryKeys.length === 0 : o.bucket.trim() === '-1');
-  if (unaware(schema.options) !== unaware(options)) {
-    throw new OptionError(
-      `option bucket cannot change between -1 (bucket-unaware) and a fixed count: ` +
-        'the table\'s files were not written by a bucket key; create a new table and copy the rows (varve read | varve write)',
-      'bucket',
-    );
-  }
+  const draft: SchemaDraft = {
+    fields: schema.fields.map((f) => ({ ...f, type: { ...f.type } })),
+    options: { ...schema.options },
+    comment: schema.comment,
+    highest: schema.highestFieldId,
+    isKey: (name) => schema.primaryKeys.includes(name) || schema.partitionKeys.includes(name) || bucketKey.includes(name),
+  };
+  for (const c of changes) applyChange(draft, c);
+  checkBucketMode(schema, draft.options);
   // Every rule of a new table holds for the evolved one (options valid for these columns, …).
   const next = createTableSchema({
-    fields,
+    fields: draft.fields,
     primaryKeys: schema.primaryKeys,
     partitionKeys: schema.partitionKeys,
-    options,
-    comment,
+    options: draft.options,
+    comment: draft.comment,
     id: schema.id + 1,
     now,
     tableUuid: schema.tableUuid,
   });
-  next.highestFieldId = Math.max(highest, next.highestFieldId);
+  next.highestFieldId = Math.max(draft.highest, next.highestFieldId);
   return next;
+}
+
+/** The schema being changed: each change edits it in place (its fields are copies). */
+interface SchemaDraft {
+  fields: DataField[];
+  options: Record<string, string>;
+  comment: string | undefined;
+  /** The highest field id ever given, so that a new column never reuses a dropped one's. */
+  highest: number;
+  /** Whether `name` is a primary, partition or (append table) bucket key column. */
+  isKey: (name: string) => boolean;
+}
+
+/** The draft's column `name`, or a SchemaError for `what` listing the columns. */
+function columnOf(d: SchemaDraft, name: string, what: string): DataField {
+  const f = d.fields.find((x) => x.name === name);
+  if (f) return f;
+  throw new SchemaError(`${what}: column "${name}" does not exist; the columns are ${d.fields.map((x) => x.name).join(', ')}`, name);
+}
+
+function applyChange(d: SchemaDraft, c: SchemaChange): void {
+  switch (c.kind) {
+    case 'add-column':
+      addColumn(d, c);
+      break;
+    case 'rename-column': {
+      const f = columnOf(d, c.from, 'rename');
+      checkColumnName(c.to, `rename ${c.from}`);
+      if (d.isKey(c.from)) {
+        throw new SchemaError(`rename ${c.from}: it is a primary or partition key column; key names are part of file metadata and partition paths, so they cannot change`, c.from);
+      }
+      if (d.fields.some((x) => x !== f && x.name.toLowerCase() === c.to.toLowerCase())) throw new SchemaError(`rename ${c.from}: "${c.to}" already exists; pick another name`, c.to);
+      d.options = renameInOptions(d.options, c.from, c.to);
+      f.name = c.to;
+      break;
+    }
+    case 'drop-column': {
+      const f = columnOf(d, c.name, 'drop');
+      if (d.isKey(c.name)) throw new SchemaError(`drop ${c.name}: it is a primary or partition key column; key columns cannot be dropped`, c.name);
+      const user = optionsUsing(d.options, c.name);
+      if (user !== undefined) throw new SchemaError(`drop ${c.name}: option ${user} uses it; a column the table's options name cannot be dropped`, c.name);
+      if (d.fields.length === 1) throw new SchemaError(`drop ${c.name}: it is the last column`, c.name);
+      d.fields = d.fields.filter((x) => x !== f);
+      break;
+    }
+    case 'update-column-type': {
+      const f = columnOf(d, c.name, 'change type');
+      if (d.isKey(c.name)) {
+        throw new SchemaError(`change type of ${c.name}: it is a primary or partition key column; its type decides key order, hashing and paths, so it cannot change`, c.name);
+      }
+      const problem = wideningProblem(f.type, c.type);
+      if (problem !== undefined) throw new SchemaError(`change type of ${c.name} from ${formatType(f.type)} to ${formatType(c.type)}: ${problem}`, c.name);
+      f.type = { ...c.type };
+      break;
+    }
+    case 'set-option':
+    case 'reset-option':
+      changeOption(d, c);
+      break;
+    case 'update-comment':
+      d.comment = c.comment;
+      break;
+  }
+}
+
+function addColumn(d: SchemaDraft, c: Extract<SchemaChange, { kind: 'add-column' }>): void {
+  checkColumnName(c.name, `add column ${c.name}`);
+  if (d.fields.some((f) => f.name.toLowerCase() === c.name.toLowerCase())) throw new SchemaError(`add column: "${c.name}" already exists; pick another name`, c.name);
+  if (!c.type.nullable) {
+    throw new SchemaError(`add column ${c.name}: a new column must be nullable (the rows already stored have no value for it); drop NOT NULL`, c.name);
+  }
+  const field: DataField = { id: ++d.highest, name: c.name, type: { ...c.type } };
+  if (c.description !== undefined) field.description = c.description;
+  if (c.first) d.fields = [field, ...d.fields];
+  else if (c.after !== undefined) {
+    const at = d.fields.indexOf(columnOf(d, c.after, `add column ${c.name} AFTER`));
+    d.fields = [...d.fields.slice(0, at + 1), field, ...d.fields.slice(at + 1)];
+  } else d.fields = [...d.fields, field];
+}
+
+function changeOption(d: SchemaDraft, c: Extract<SchemaChange, { kind: 'set-option' | 'reset-option' }>): void {
+  const reason = fixedOptionReason(c.key);
+  if (reason !== undefined) throw new OptionError(`option ${c.key} cannot change after the table is created: ${reason}`, c.key);
+  if (c.kind === 'set-option') {
+    d.options[c.key] = c.value;
+    return;
+  }
+  if (!OPTION_BY_KEY.has(c.key) && matchFieldOption(c.key) === undefined && d.options[c.key] === undefined) {
+    throw new OptionError(`--reset ${c.key}: unknown table option; every option is listed in docs/OPTIONS.md`, c.key);
+  }
+  delete d.options[c.key];
+}
+
+/**
+ * `bucket` may change (new partitions take the new count; `varve rescale` rewrites old ones), but
+ * not between bucket-unaware and hashed: the stored rows of an unaware table have no bucket key.
+ */
+function checkBucketMode(schema: TableSchema, options: Record<string, string>): void {
+  const unaware = (o: Record<string, string>) => (o.bucket === undefined ? schema.primaryKeys.length === 0 : o.bucket.trim() === '-1');
+  if (unaware(schema.options) === unaware(options)) return;
+  throw new OptionError(
+    `option bucket cannot change between -1 (bucket-unaware) and a fixed count: ` +
+      'the table\'s files were not written by a bucket key; create a new table and copy the rows (varve read | varve write)',
+    'bucket',
+  );
 }
 
 /** The first option that names `column` (per-column keys, column lists), or undefined. */

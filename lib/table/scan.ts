@@ -8,9 +8,10 @@ import type * as arrow from 'apache-arrow';
 import { emptyTable, takeRows } from '../format/columns.js';
 import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema.js';
 import { readDataFileRowGroups } from '../format/data-file.js';
-import type { ManifestEntry } from '../manifest/types.js';
+import type { DataFileMeta, ManifestEntry } from '../manifest/types.js';
 import { intervalPartition } from '../mergetree/interval-partition.js';
-import { mergeEngineFor } from '../mergetree/merge-function.js';
+import { mergeEngineFor, type MergeFunction } from '../mergetree/merge-function.js';
+import type { SortedRun } from '../mergetree/sorted-run.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
 import { alignRunStreams, type RunStream } from '../mergetree/stream-merge.js';
 import { columnChunk } from '../mergetree/column-access.js';
@@ -52,50 +53,20 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
   }
   const { entries: pruned, where, explain } = plan;
   let remaining = opts.limit ?? Infinity;
-  const groups = new Map<string, ManifestEntry[]>();
-  for (const e of pruned) {
-    const id = `${e.partition}\u0000${e.bucket}`;
-    const g = groups.get(id);
-    if (g) g.push(e);
-    else groups.set(id, [e]);
-  }
-  const engine = mergeEngineFor(mergeConfigFromOptions(table.options, table.schema.primaryKeys));
-  const dropDeletes = !opts.keepDeletes;
-  const appendOnly = table.schema.primaryKeys.length === 0;
+  const reader: SectionReader = {
+    table,
+    engine: mergeEngineFor(mergeConfigFromOptions(table.options, table.schema.primaryKeys)),
+    dropDeletes: !opts.keepDeletes,
+    appendOnly: table.schema.primaryKeys.length === 0,
+    reuseBuffers: opts.reuseBuffers === true,
+  };
   let yielded = false;
   try {
-    for (const id of [...groups.keys()].sort()) {
-      const files = groups.get(id)!;
-      const entryOf = new Map(files.map((f) => [f.file, f]));
-      const keyOf = (meta: ManifestEntry['file']) => {
-        const e = entryOf.get(meta)!;
-        return dataFileKey(table.path, e.partition, e.bucket, meta.fileName);
-      };
+    for (const files of bucketGroups(pruned)) {
       if (remaining <= 0) break;
-      // An append table's files are read one after another in sequence order (they never overlap
-      // in sequence numbers); a keyed table's are merged per section of overlapping key ranges.
-      const sections = appendOnly ? bySequence(files).map((e) => [[e.file]]) : intervalPartition(files.map((f) => f.file), table.compareKeys);
-      for (const section of sections) {
+      for (const section of sectionsOf(reader, files)) {
         if (remaining <= 0) break;
-        const sectionFiles = section.flat();
-        const plainRows = dropDeletes && engine.name === 'deduplicate';
-        let merged: AsyncIterable<arrow.Table>;
-        if (!appendOnly && plainRows && sectionFiles.length === 1 && sectionFiles[0].schemaId === table.schema.id) {
-          // One file alone in its key range: each key has one record there, so the merged rows are
-          // its rows without the retractions. Its sequence numbers are never needed (8 of the bytes
-          // a row decodes to): only the user columns and the kind are fetched and decoded.
-          const wanted = [...table.schema.fields.map((f) => f.name), KIND_COLUMN];
-          merged = withoutRetracts(readDataFileRowGroups(table.store, keyOf(sectionFiles[0]), sectionFiles[0].fileSize, { columns: wanted, reuseBuffers: opts.reuseBuffers === true }));
-        } else {
-          // Each file is its own run (one record per key, its own sequence base).
-          const runs = sectionFiles.map((meta) => {
-            const chunks = readDataFileRowGroups(table.store, keyOf(meta), meta.fileSize, { reuseBuffers: opts.reuseBuffers === true });
-            return { chunks: evolveChunks(table, meta, chunks), sequenceBase: meta.sequenceBase, oneRecordPerKey: true };
-          });
-          const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };
-          merged = appendOnly ? concatRuns(runs, mergeOpts) : mergeSection(runs, mergeOpts, plainRows);
-        }
-        for await (let piece of merged) {
+        for await (let piece of readSection(reader, files, section.flat())) {
           if (remaining <= 0) break;
           if (opts.keyRange) piece = filterKeyRange(table, piece, opts.keyRange);
           explain.mergedRows += piece.numRows;
@@ -121,6 +92,58 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
   opts.explain?.(explain);
   // A reader always learns the schema: an empty result is one empty batch.
   if (!yielded) yield* project(emptyTable(physicalArrowSchema(table.schema)), columns, opts.keepDeletes).batches;
+}
+
+/** The entries of each (partition, bucket), in partition then bucket order. */
+function bucketGroups(entries: readonly ManifestEntry[]): ManifestEntry[][] {
+  const groups = new Map<string, ManifestEntry[]>();
+  for (const e of entries) {
+    const id = `${e.partition}\u0000${e.bucket}`;
+    const g = groups.get(id);
+    if (g) g.push(e);
+    else groups.set(id, [e]);
+  }
+  return [...groups.keys()].sort().map((id) => groups.get(id)!);
+}
+
+/** What a scan reads sections with: the table at the scanned schema and its merge settings. */
+interface SectionReader {
+  table: Table;
+  engine: MergeFunction;
+  dropDeletes: boolean;
+  appendOnly: boolean;
+  reuseBuffers: boolean;
+}
+
+/**
+ * The sections of one bucket's files, each its sorted runs: an append table's files are read one
+ * after another in sequence order (they never overlap in sequence numbers); a keyed table's are
+ * merged per section of overlapping key ranges.
+ */
+function sectionsOf(r: SectionReader, files: readonly ManifestEntry[]): SortedRun[][] {
+  return r.appendOnly ? bySequence(files).map((e) => [[e.file]]) : intervalPartition(files.map((f) => f.file), r.table.compareKeys);
+}
+
+/** The merged rows of one section (`sectionFiles`, all of the bucket whose entries are `files`), piece by piece. */
+function readSection(r: SectionReader, files: readonly ManifestEntry[], sectionFiles: DataFileMeta[]): AsyncIterable<arrow.Table> {
+  const { table, engine, dropDeletes, appendOnly, reuseBuffers } = r;
+  // Every entry of `files` is of the same partition and bucket (bucketGroups).
+  const keyOf = (meta: DataFileMeta) => dataFileKey(table.path, files[0].partition, files[0].bucket, meta.fileName);
+  const plainRows = dropDeletes && engine.name === 'deduplicate';
+  if (!appendOnly && plainRows && sectionFiles.length === 1 && sectionFiles[0].schemaId === table.schema.id) {
+    // One file alone in its key range: each key has one record there, so the merged rows are
+    // its rows without the retractions. Its sequence numbers are never needed (8 of the bytes
+    // a row decodes to): only the user columns and the kind are fetched and decoded.
+    const wanted = [...table.schema.fields.map((f) => f.name), KIND_COLUMN];
+    return withoutRetracts(readDataFileRowGroups(table.store, keyOf(sectionFiles[0]), sectionFiles[0].fileSize, { columns: wanted, reuseBuffers }));
+  }
+  // Each file is its own run (one record per key, its own sequence base).
+  const runs = sectionFiles.map((meta) => {
+    const chunks = readDataFileRowGroups(table.store, keyOf(meta), meta.fileSize, { reuseBuffers });
+    return { chunks: evolveChunks(table, meta, chunks), sequenceBase: meta.sequenceBase, oneRecordPerKey: true };
+  });
+  const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };
+  return appendOnly ? concatRuns(runs, mergeOpts) : mergeSection(runs, mergeOpts, plainRows);
 }
 
 /**
