@@ -17,7 +17,7 @@ import {
   ObjectNotFoundError,
   StoreUnavailableError,
 } from '../errors.js';
-import { jitteredBackoff, sleep } from './backoff.js';
+import { RetryBudget } from '../retry-budget.js';
 import { checkByteRange } from './byte-range.js';
 import { checkKeyPrefix, checkObjectKey } from './object-key.js';
 import type { ListOptions, ObjectInfo, ObjectStore, ObjectUpload, StoredObject } from './object-store.js';
@@ -241,13 +241,17 @@ export class S3Store implements ObjectStore {
    * strategy before they reach here (then mapped to StoreUnavailableError, retryable).
    */
   private async resendingConflicts<T>(key: string, send: () => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
+    const budget = new RetryBudget({ what: `conditional request on ${this.uri}/${key}`, maxRetries: this.conflictRetries, minWaitMs: this.conflictBackoffMs, maxWaitMs: 2000 });
+    for (;;) {
       try {
         return await send();
       } catch (e) {
         if (s3Status(e) !== 409) throw e;
-        if (attempt >= this.conflictRetries) throw new ConditionalRequestConflictError(key, { cause: e });
-        await sleep(jitteredBackoff(attempt, this.conflictBackoffMs, 2000));
+        try {
+          await budget.retry('409 ConditionalRequestConflict', e);
+        } catch {
+          throw new ConditionalRequestConflictError(key, { cause: e });
+        }
       }
     }
   }
