@@ -14,6 +14,8 @@ export { createTableSchema, deserializeSchema, serializeSchema, type CreateTable
 const SCHEMA_EXAMPLE = '"order_id BIGINT NOT NULL, status STRING, amount DECIMAL(10,2)"';
 /** Column names that data files use for their own columns. */
 const RESERVED_NAMES = new Set([SEQUENCE_COLUMN, KIND_COLUMN]);
+/** The field of a JSONL record that carries its row kind (lib/table/record-columns.ts): a column of that name could not be written. */
+const INPUT_KIND_FIELD = '_kind';
 /** Prefix Paimon gives to key copies in data files; kept free so the layout can use it too. */
 const RESERVED_PREFIX = '_KEY_';
 const PLAIN_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]*$/;
@@ -134,6 +136,9 @@ export function checkColumnName(name: string, where: string): void {
       `${where}: column name "${name}" is reserved for data files' system columns (${[...RESERVED_NAMES].join(', ')}, ${RESERVED_PREFIX}*); rename it`,
       name,
     );
+  }
+  if (name === INPUT_KIND_FIELD) {
+    throw new SchemaError(`${where}: column name "${name}" is reserved: a JSONL record's "${name}" field is its row kind (+I, -U, +U, -D), so the column could never be written; rename it`, name);
   }
 }
 

@@ -50,7 +50,16 @@ export function createTableSchema(args: CreateTableSchemaArgs): TableSchema {
   const appendOnly = primaryKeys.length === 0;
   checkDistinct(primaryKeys, 'primary key');
   checkDistinct(partitionKeys, 'partition key');
-  primaryKeys.forEach((k) => find(k, 'primary key'));
+  for (const k of primaryKeys) {
+    const f = find(k, 'primary key');
+    if (f.type.root === 'FLOAT' || f.type.root === 'DOUBLE') {
+      throw new SchemaError(
+        `primary key column "${k}" is ${f.type.root}: floating-point keys match by bits, not by value (0.1 + 0.2 is another key than 0.3, -0.0 another than 0.0), ` +
+          'and Iceberg forbids float and double identifier fields; use DECIMAL(p,s) or an integer type for the key',
+        k,
+      );
+    }
+  }
   for (const k of partitionKeys) {
     const f = find(k, 'partition key');
     if (!appendOnly && !primaryKeys.includes(k)) {

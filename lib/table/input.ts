@@ -128,7 +128,7 @@ async function* byteStream(input: RecordInput): AsyncGenerator<Uint8Array> {
  * so its object dies with the line; chunks filled by a byte chunk are yielded after it.
  */
 async function* jsonlChunks(input: AsyncIterable<Uint8Array>, records: RecordColumns, chunkRows: number): AsyncGenerator<ColumnChunk> {
-  const decoder = new TextDecoder();
+  const decoder = new Utf8Lines();
   let rest = '';
   let lineNo = 0;
   let bytes = 0;
@@ -151,10 +151,10 @@ async function* jsonlChunks(input: AsyncIterable<Uint8Array>, records: RecordCol
   };
   for await (const chunk of input) {
     bytes += chunk.byteLength;
-    lines(rest + decoder.decode(chunk, { stream: true }), false);
+    lines(rest + decoder.decode(chunk, lineNo, rest), false);
     yield* ready.splice(0);
   }
-  lines(rest + decoder.decode(), true);
+  lines(rest + decoder.decode(undefined, lineNo, rest), true);
   yield* ready.splice(0);
   if (records.count > 0) yield records.take(bytes);
 }
@@ -172,19 +172,69 @@ function jsonlLine(records: RecordColumns, line: string, lineNo: number): void {
     records.reject(lineNo, line, 'expected a JSON object per line, e.g. {"id": 1, "name": "a"}');
     return;
   }
+  if (MAY_OVERFLOW.test(line)) {
+    const key = Object.keys(value).find((k) => typeof (value as Record<string, unknown>)[k] === 'number' && !Number.isFinite((value as Record<string, number>)[k]));
+    if (key !== undefined) {
+      records.reject(lineNo, line, `${key}: the number is beyond the DOUBLE range (about ±1.8e308) and would read as Infinity; write "Infinity" or "-Infinity" (a string) if that is meant`);
+      return;
+    }
+  }
   records.addObject(value as Record<string, unknown>, lineNo, line);
+}
+
+/**
+ * A line that may hold a JSON number beyond the double range (a 3-digit exponent, or 309 digits in
+ * a row): JSON.parse reads such a number as ±Infinity, which no JSON text can mean, so it is refused
+ * rather than stored. The test keeps the check off the common line.
+ */
+const MAY_OVERFLOW = /[eE][+]?\d{3}|\d{309}/;
+
+/** A streaming UTF-8 decoder that refuses invalid bytes, naming the line where they are. */
+class Utf8Lines {
+  private readonly decoder = new TextDecoder('utf-8', { fatal: true });
+
+  /** The text of `chunk` (undefined: the end); `linesBefore` lines were complete before it, `pending` is the text not yet split. */
+  decode(chunk: Uint8Array | undefined, linesBefore: number, pending: string): string {
+    try {
+      return chunk === undefined ? this.decoder.decode() : this.decoder.decode(chunk, { stream: true });
+    } catch {
+      // Where: the first replacement character of a lenient decode (approximate if the input also holds a real U+FFFD).
+      const lenient = pending + new TextDecoder().decode(chunk ?? new Uint8Array(0));
+      const before = lenient.slice(0, Math.max(0, lenient.indexOf('\uFFFD')));
+      const line = linesBefore + before.split('\n').length;
+      throw new RecordValidationError(
+        `line ${line}: the input is not valid UTF-8 (text columns are stored as UTF-8; nothing was written): convert it first, e.g. iconv -f latin1 -t utf-8`,
+        line,
+      );
+    }
+  }
 }
 
 /** CSV through csv-parse (a header row, then records), each record validated into the columns. */
 async function* csvChunks(input: AsyncIterable<Uint8Array>, records: RecordColumns, chunkRows: number): AsyncGenerator<ColumnChunk> {
   let bytes = 0;
+  // csv-parse would turn invalid UTF-8 into U+FFFD: the bytes are checked on the way in.
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  const checkUtf8 = (chunk?: Uint8Array): void => {
+    try {
+      if (chunk) utf8.decode(chunk, { stream: true });
+      else utf8.decode();
+    } catch {
+      throw new RecordValidationError(`the input is not valid UTF-8 within its first ${bytes} bytes (text columns are stored as UTF-8; nothing was written): convert it first, e.g. iconv -f latin1 -t utf-8`);
+    }
+  };
   const counted = async function* () {
     for await (const chunk of input) {
       bytes += chunk.byteLength;
+      checkUtf8(chunk);
       yield chunk;
     }
+    checkUtf8();
   };
-  const parser = Readable.from(counted()).pipe(parseCsvStream({ info: true, raw: true, skip_empty_lines: true, relax_column_count: false }));
+  const source = Readable.from(counted());
+  const parser = source.pipe(parseCsvStream({ info: true, raw: true, skip_empty_lines: true, relax_column_count: false }));
+  // pipe() does not pass a source error on: without this the parser would wait for more input forever.
+  source.once('error', (e) => parser.destroy(e));
   let header = false;
   try {
     for await (const { record, info, raw } of parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw?: string }>) {

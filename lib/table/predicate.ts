@@ -12,6 +12,7 @@ import type * as arrow from 'apache-arrow';
 import { InvalidArgumentError } from '../errors.js';
 import { tableToRows, takeRows } from '../format/columns.js';
 import { compareValues } from '../schema/compare.js';
+import { canonicalDecimal } from '../schema/decimal-text.js';
 import { coerceText, coerceValue, toDisplayValue } from '../schema/values.js';
 import type { DataField, DataType, Row, Value } from '../schema/types.js';
 
@@ -79,103 +80,207 @@ function tokenizePredicate(src: string): Tok[] {
   return out;
 }
 
+/** Nesting (parentheses and NOTs) a predicate may have: far beyond any written by hand, well within the stack. */
+const MAX_PREDICATE_DEPTH = 200;
+
 /**
  * Parses predicate text such as `status = 'paid' AND (amount >= 10.5 OR id IN (1, 2)) AND note IS
  * NOT NULL` against `fields`: column names must exist, and each literal must be a valid value of
  * its column's type (strings for DATE, TIMESTAMP, DECIMAL and base64 BYTES, TRUE/FALSE for
- * BOOLEAN). Throws InvalidArgumentError naming the position and what was expected.
+ * BOOLEAN). A DECIMAL column compares with any decimal literal, exactly (`d > 1.2345` on
+ * DECIMAL(5,2) is `d > 1.23`). Throws InvalidArgumentError naming the position and what was expected.
  */
 export function parsePredicate(text: string, fields: readonly DataField[]): Predicate {
-  const toks = tokenizePredicate(text);
-  let at = 0;
-  const peek = () => toks[at];
-  const isWord = (t: Tok, w: string) => t.kind === 'ident' && !t.quoted && t.text.toUpperCase() === w;
-  const err = (t: Tok, msg: string): never => {
-    throw new InvalidArgumentError(`predicate "${text}", position ${t.pos + 1}: ${msg}`);
-  };
-  const field = (t: Tok): DataField => {
+  return new PredicateParser(text, fields).parse();
+}
+
+/** A recursive-descent parser over the tokens: OR of ANDs of primaries, nesting bounded. */
+class PredicateParser {
+  private readonly toks: Tok[];
+  private at = 0;
+  private depth = 0;
+
+  constructor(
+    private readonly text: string,
+    private readonly fields: readonly DataField[],
+  ) {
+    this.toks = tokenizePredicate(text);
+  }
+
+  parse(): Predicate {
+    const p = this.or();
+    if (this.peek().kind !== 'end') this.err(this.peek(), `unexpected "${this.peek().text}"; combine conditions with AND / OR`);
+    return p;
+  }
+
+  private peek(): Tok {
+    return this.toks[this.at];
+  }
+
+  private isWord(t: Tok, w: string): boolean {
+    return t.kind === 'ident' && !t.quoted && t.text.toUpperCase() === w;
+  }
+
+  private err(t: Tok, msg: string): never {
+    throw new InvalidArgumentError(`predicate "${this.text}", position ${t.pos + 1}: ${msg}`);
+  }
+
+  private field(t: Tok): DataField {
+    const { fields } = this;
     const f = fields.find((x) => x.name === t.text) ?? fields.find((x) => x.name.toLowerCase() === t.text.toLowerCase());
-    return f ?? err(t, `unknown column "${t.text}"; the columns are ${fields.map((x) => x.name).join(', ')}`);
-  };
-  const literal = (f: DataField): Value => {
-    const t = toks[at++];
-    if (isWord(t, 'NULL')) return null;
-    if (t.kind !== 'string' && t.kind !== 'number' && !isWord(t, 'TRUE') && !isWord(t, 'FALSE')) {
-      err(t, `expected a value for ${f.name}, found ${t.kind === 'end' ? 'the end' : `"${t.text}"`}; write strings, dates and timestamps in single quotes`);
+    return f ?? this.err(t, `unknown column "${t.text}"; the columns are ${fields.map((x) => x.name).join(', ')}`);
+  }
+
+  /** The next token as a literal token for `f`, or a clear error. */
+  private literalToken(f: DataField): Tok {
+    const t = this.toks[this.at++];
+    if (t.kind !== 'string' && t.kind !== 'number' && !this.isWord(t, 'TRUE') && !this.isWord(t, 'FALSE') && !this.isWord(t, 'NULL')) {
+      this.err(t, `expected a value for ${f.name}, found ${t.kind === 'end' ? 'the end' : `"${t.text}"`}; write strings, dates and timestamps in single quotes`);
     }
-    if (f.type.root === 'STRING' && t.kind !== 'string') err(t, `${f.name} is a STRING: write the value in single quotes, e.g. '${t.text}'`);
+    if (f.type.root === 'STRING' && t.kind !== 'string' && !this.isWord(t, 'NULL')) this.err(t, `${f.name} is a STRING: write the value in single quotes, e.g. '${t.text}'`);
+    return t;
+  }
+
+  private coerce(f: DataField, t: Tok): Value {
+    if (this.isWord(t, 'NULL')) return null;
     try {
       return coerceText({ ...f, type: { ...f.type, nullable: true } }, t.text, undefined, { quoted: t.kind === 'string' });
     } catch (e) {
-      return err(t, (e as Error).message);
+      return this.err(t, (e as Error).message);
     }
-  };
-  const primary = (): Predicate => {
-    const t = peek();
-    if (isWord(t, 'NOT')) {
-      at++;
-      return { kind: 'not', arg: primary() };
+  }
+
+  /** `f op literal`; a DECIMAL literal beyond the column's scale or precision becomes the exact equivalent comparison. */
+  private comparison(f: DataField, op: CompareOp): Predicate {
+    const t = this.literalToken(f);
+    if (f.type.root === 'DECIMAL' && !this.isWord(t, 'NULL')) {
+      const exact = decimalComparison(f, op, t.text);
+      if (exact) return exact;
     }
-    if (t.kind === '(') {
-      at++;
-      const p = or();
-      if (peek().kind !== ')') err(peek(), 'expected ")"');
-      at++;
-      return p;
+    return { kind: 'compare', op, column: f.name, value: this.coerce(f, t) };
+  }
+
+  /** `f [NOT] IN (v, …)`, after the IN. A DECIMAL value the column cannot hold equals no row: it is left out. */
+  private inList(f: DataField, negated: boolean): Predicate {
+    if (this.peek().kind !== '(') this.err(this.peek(), 'expected "(" after IN');
+    this.at++;
+    const values: Value[] = [];
+    for (;;) {
+      const t = this.literalToken(f);
+      const exact = f.type.root === 'DECIMAL' && !this.isWord(t, 'NULL') ? decimalComparison(f, '=', t.text) : undefined;
+      if (exact?.kind !== 'in') values.push(exact?.kind === 'compare' ? exact.value : this.coerce(f, t));
+      if (this.peek().kind === ',') {
+        this.at++;
+        continue;
+      }
+      if (this.peek().kind !== ')') this.err(this.peek(), 'expected "," or ")" in the IN list');
+      this.at++;
+      return { kind: 'in', column: f.name, values, negated };
     }
-    if (t.kind !== 'ident') return err(t, `expected a column name, found ${t.kind === 'end' ? 'the end' : `"${t.text}"`}`);
-    at++;
-    const f = field(t);
-    const next = peek();
-    if (isWord(next, 'IS')) {
-      at++;
-      const negated = isWord(peek(), 'NOT');
-      if (negated) at++;
-      if (!isWord(peek(), 'NULL')) err(peek(), 'expected NULL after IS [NOT]');
-      at++;
+  }
+
+  /** A condition on one column, after its name. */
+  private condition(f: DataField): Predicate {
+    const next = this.peek();
+    if (this.isWord(next, 'IS')) {
+      this.at++;
+      const negated = this.isWord(this.peek(), 'NOT');
+      if (negated) this.at++;
+      if (!this.isWord(this.peek(), 'NULL')) this.err(this.peek(), 'expected NULL after IS [NOT]');
+      this.at++;
       return { kind: 'is-null', column: f.name, negated };
     }
-    const notIn = isWord(next, 'NOT') && isWord(toks[at + 1], 'IN');
-    if (isWord(next, 'IN') || notIn) {
-      at += notIn ? 2 : 1;
-      if (peek().kind !== '(') err(peek(), 'expected "(" after IN');
-      at++;
-      const values: Value[] = [];
-      for (;;) {
-        values.push(literal(f));
-        if (peek().kind === ',') {
-          at++;
-          continue;
-        }
-        if (peek().kind !== ')') err(peek(), 'expected "," or ")" in the IN list');
-        at++;
-        break;
-      }
-      return { kind: 'in', column: f.name, values, negated: notIn };
+    const notIn = this.isWord(next, 'NOT') && this.isWord(this.toks[this.at + 1], 'IN');
+    if (this.isWord(next, 'IN') || notIn) {
+      this.at += notIn ? 2 : 1;
+      return this.inList(f, notIn);
     }
-    if (next.kind !== 'op') return err(next, `expected an operator (= != <> < <= > >= IN IS) after ${f.name}`);
-    at++;
-    return { kind: 'compare', op: next.text as CompareOp, column: f.name, value: literal(f) };
-  };
-  const and = (): Predicate => {
-    const args = [primary()];
-    while (isWord(peek(), 'AND')) {
-      at++;
-      args.push(primary());
+    if (next.kind !== 'op') return this.err(next, `expected an operator (= != <> < <= > >= IN IS) after ${f.name}`);
+    this.at++;
+    return this.comparison(f, next.text as CompareOp);
+  }
+
+  /** NOT, a parenthesised predicate, or a condition on a column. */
+  private primary(): Predicate {
+    const t = this.peek();
+    if (this.isWord(t, 'NOT') || t.kind === '(') {
+      if (++this.depth > MAX_PREDICATE_DEPTH) this.err(t, `nests deeper than ${MAX_PREDICATE_DEPTH} levels of parentheses and NOTs; write it flatter (AND / OR / IN lists need no nesting)`);
+      this.at++;
+      const p: Predicate = t.kind === '(' ? this.or() : { kind: 'not', arg: this.primary() };
+      if (t.kind === '(') {
+        if (this.peek().kind !== ')') this.err(this.peek(), 'expected ")"');
+        this.at++;
+      }
+      this.depth--;
+      return p;
+    }
+    if (t.kind !== 'ident') return this.err(t, `expected a column name, found ${t.kind === 'end' ? 'the end' : `"${t.text}"`}`);
+    this.at++;
+    return this.condition(this.field(t));
+  }
+
+  private and(): Predicate {
+    const args = [this.primary()];
+    while (this.isWord(this.peek(), 'AND')) {
+      this.at++;
+      args.push(this.primary());
     }
     return args.length === 1 ? args[0] : { kind: 'and', args };
-  };
-  const or = (): Predicate => {
-    const args = [and()];
-    while (isWord(peek(), 'OR')) {
-      at++;
-      args.push(and());
+  }
+
+  private or(): Predicate {
+    const args = [this.and()];
+    while (this.isWord(this.peek(), 'OR')) {
+      this.at++;
+      args.push(this.and());
     }
     return args.length === 1 ? args[0] : { kind: 'or', args };
-  };
-  const p = or();
-  if (peek().kind !== 'end') err(peek(), `unexpected "${peek().text}"; combine conditions with AND / OR`);
-  return p;
+  }
+}
+
+/** Decimals a predicate literal is read to before it is compared with a DECIMAL column (any column has at most 38). */
+const LITERAL_SCALE = 76;
+
+/**
+ * `column op text` for a DECIMAL column when the literal has more decimals or digits than the
+ * column holds, as the exact equivalent over the values the column can hold: with x not a
+ * multiple of the column's unit, `d > x` and `d >= x` are `d > floor(x)`, `d < x` and `d <= x` are
+ * `d <= floor(x)`, `d = x` holds for no row and `d != x` for every non-null one. Undefined when the
+ * literal fits the column (the plain comparison) or is not a decimal number at all.
+ */
+function decimalComparison(f: DataField, op: CompareOp, text: string): Predicate | undefined {
+  const scale = f.type.scale ?? 0;
+  const precision = f.type.precision ?? 10;
+  if (!('error' in canonicalDecimal(text.trim(), precision, scale))) return undefined;
+  const wide = canonicalDecimal(text.trim(), LITERAL_SCALE * 2, LITERAL_SCALE);
+  if ('error' in wide) return undefined;
+  const unscaled = BigInt(wide.value.replace('.', ''));
+  const unit = 10n ** BigInt(LITERAL_SCALE - scale);
+  const exact = unscaled % unit === 0n;
+  // Floor division (BigInt division truncates toward zero).
+  const floor = unscaled / unit - (unscaled < 0n && !exact ? 1n : 0n);
+  const max = 10n ** BigInt(precision) - 1n;
+  const none: Predicate = { kind: 'in', column: f.name, values: [] };
+  const nonNull: Predicate = { kind: 'is-null', column: f.name, negated: true };
+  if (floor > max || floor < -max) {
+    // Beyond every value the column can hold: above them all, or below them all.
+    const above = floor > max;
+    if (op === '=') return none;
+    if (op === '!=') return nonNull;
+    return (op === '>' || op === '>=') === above ? none : nonNull;
+  }
+  const value = formatUnscaled(floor, scale);
+  if (exact) return { kind: 'compare', op, column: f.name, value };
+  if (op === '=') return none;
+  if (op === '!=') return nonNull;
+  return { kind: 'compare', op: op === '>' || op === '>=' ? '>' : '<=', column: f.name, value };
+}
+
+/** An unscaled integer as DECIMAL text with `scale` decimals (the canonical value form). */
+function formatUnscaled(unscaled: bigint, scale: number): string {
+  const digits = (unscaled < 0n ? -unscaled : unscaled).toString().padStart(scale + 1, '0');
+  const text = scale > 0 ? `${digits.slice(0, -scale)}.${digits.slice(-scale)}` : digits;
+  return unscaled < 0n ? `-${text}` : text;
 }
 
 /**

@@ -8,7 +8,9 @@ export function registerTables({ program, catalog, out }: CliContext): void {
     .description('list the tables of the warehouse')
     .option('--database <db>', 'only this database')
     .action(async (o: { database?: string }) => {
-      const names = await catalog().listTables(o.database);
-      out(names.length ? names.join('\n') + '\n' : 'no tables yet; create one with `varve create`\n');
+      const c = catalog();
+      const names = await c.listTables(o.database);
+      // The location is named: a mistyped --warehouse folder is created empty (as mkdir -p), and shows here.
+      out(names.length ? names.join('\n') + '\n' : `no tables yet in ${c.store.uri}; create one with \`varve create\`\n`);
     });
 }

@@ -2,6 +2,7 @@
 import { InvalidArgumentError } from '../../errors.js';
 import { checkConsumerId } from '../../snapshot/consumer.js';
 import type { StreamOptions } from '../../stream/stream-options.js';
+import type { Table } from '../../table/table.js';
 import type { CliContext } from '../context.js';
 import { addSnapshotFlags, parseDurationFlag, parseFrom, parsePositiveInt, snapshotSpecOf, type SnapshotFlags } from '../parse-flags.js';
 import { tailWithConsumer, tailWithoutConsumer } from '../tail.js';
@@ -33,8 +34,12 @@ export function registerTail({ program, catalog, out, status }: CliContext): voi
     .option('--max-changes <n>', 'without --consumer-id: stop once this many changes are printed')
     .option('--where <predicate>', 'only changes whose row matches a predicate (without --consumer-id)')
     .action(async (name: string, o: TailFlags) => {
+      if (o.consumerId === undefined && (o.takeover || o.ignoreProgress)) {
+        throw new InvalidArgumentError(`--${o.takeover ? 'takeover' : 'ignore-progress'} goes with --consumer-id: a tail without one holds no consumer and has no progress`);
+      }
       const table = await catalog().getTable(name);
       const stream = streamOptionsOf(o);
+      await checkStartExists(table, stream);
       const idleExitMs = o.idleExit !== undefined ? parseDurationFlag('--idle-exit', o.idleExit) : undefined;
       const maxChanges = o.maxChanges !== undefined ? parsePositiveInt('--max-changes', o.maxChanges) : undefined;
       // Status lines go to stderr, so stdout stays pure JSON lines.
@@ -49,6 +54,20 @@ export function registerTail({ program, catalog, out, status }: CliContext): voi
         await tailWithoutConsumer(table, stream, { follow: Boolean(o.follow), idleExitMs, maxChanges, status, where: o.where }, out);
       }
     });
+}
+
+/**
+ * A start snapshot beyond the next one to be committed is refused: it names a snapshot that does
+ * not exist, and the tail would print nothing (or, following, skip every commit before it).
+ */
+async function checkStartExists(table: Table, stream: StreamOptions): Promise<void> {
+  if (stream.snapshotId === undefined) return;
+  const latest = (await table.snapshots.latestId()) ?? 0;
+  if (stream.snapshotId <= latest + 1) return;
+  throw new InvalidArgumentError(
+    `${table.name} has no snapshot ${stream.snapshotId}: the latest is ${latest === 0 ? 'none yet' : latest}; start at most at ${latest + 1}, ` +
+      'the next commit (--from latest waits for it)',
+  );
 }
 
 /** The stream options of the flags: where it starts, whether progress is ignored, what an expired start does. */

@@ -1,0 +1,140 @@
+/**
+ * What a new user trips over (issue 33), each as the user meets it on the command line: a bad
+ * input refused with a message that says what was wrong and what to do, or an accept that is
+ * documented (docs/CLI-INPUT.md).
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { runVarve } from '../helpers/cli-process.js';
+
+let dir: string;
+const varve = (...args: string[]) => runVarve(join(dir, 'wh'), args);
+
+function file(name: string, content: string | Uint8Array): string {
+  const path = join(dir, name);
+  writeFileSync(path, content);
+  return path;
+}
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'varve-new-user-'));
+});
+
+describe('input values', () => {
+  beforeEach(async () => {
+    expect((await varve('create', 'db.t', '--schema', 'id BIGINT, x DOUBLE, s STRING', '--primary-key', 'id')).code).toBe(0);
+  });
+
+  it('refuses a JSON number beyond the DOUBLE range instead of storing Infinity', async () => {
+    const r = await varve('write', 'db.t', file('big.jsonl', '{"id": 1, "x": 1e400}\n'));
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('line 1');
+    expect(r.err).toMatch(/x: the number is beyond the DOUBLE range .* write "Infinity"/);
+    expect((await varve('count', 'db.t')).out.trim()).toBe('0');
+    // Meant as infinity: the string says so.
+    expect((await varve('write', 'db.t', file('inf.jsonl', '{"id": 1, "x": "Infinity"}\n'))).code).toBe(0);
+  });
+
+  it('refuses invalid UTF-8 (JSONL and CSV) naming it, instead of storing U+FFFD', async () => {
+    const bytes = new Uint8Array([...new TextEncoder().encode('{"id": 1, "s": "ok"}\n{"id": 2, "s": "caf'), 0xe9, ...new TextEncoder().encode('"}\n')]);
+    const jsonl = await varve('write', 'db.t', file('latin1.jsonl', bytes));
+    expect(jsonl.code).toBe(1);
+    expect(jsonl.err).toMatch(/line 2: the input is not valid UTF-8 .*iconv/);
+    const csv = await varve('write', 'db.t', file('latin1.csv', new Uint8Array([...new TextEncoder().encode('id,x,s\n1,1,caf'), 0xe9, 10])));
+    expect(csv.code).toBe(1);
+    expect(csv.err).toMatch(/not valid UTF-8/);
+    expect((await varve('count', 'db.t')).out.trim()).toBe('0');
+  });
+});
+
+describe('create', () => {
+  it('refuses a column named _kind: JSONL reads that field as the row kind', async () => {
+    const r = await varve('create', 'db.k', '--schema', 'id BIGINT, _kind STRING', '--primary-key', 'id');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/column name "_kind" is reserved: .*row kind.*rename it/);
+  });
+
+  it('refuses a DOUBLE or FLOAT primary key, pointing to DECIMAL', async () => {
+    for (const type of ['DOUBLE', 'FLOAT']) {
+      const r = await varve('create', `db.${type.toLowerCase()}`, '--schema', `k ${type}, v STRING`, '--primary-key', 'k');
+      expect(r.code).toBe(1);
+      expect(r.err).toMatch(new RegExp(`primary key column "k" is ${type}: .*use DECIMAL\\(p,s\\) or an integer type`));
+    }
+  });
+
+  it('refuses -o bucket=99999999 naming the range', async () => {
+    const r = await varve('create', 'db.b', '--schema', 'id BIGINT', '--primary-key', 'id', '-o', 'bucket=99999999');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/bucket.*from -1 to 32768/);
+  });
+
+  it('names the warehouse when it has no tables, so that a mistyped --warehouse shows', async () => {
+    const r = await runVarve(join(dir, 'typo'), ['tables']);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`no tables yet in file://${join(dir, 'typo')}`);
+  });
+});
+
+describe('tail', () => {
+  beforeEach(async () => {
+    expect((await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id')).code).toBe(0);
+    expect((await varve('write', 'db.t', file('a.jsonl', '{"id": 1, "v": "a"}\n'))).code).toBe(0);
+  });
+
+  it('refuses --takeover and --ignore-progress without --consumer-id', async () => {
+    for (const flag of ['--takeover', '--ignore-progress']) {
+      const r = await varve('tail', 'db.t', flag);
+      expect(r.code).toBe(1);
+      expect(r.err).toContain(`${flag} goes with --consumer-id`);
+    }
+  });
+
+  it('refuses a start snapshot beyond the next commit, and takes the next one', async () => {
+    const r = await varve('tail', 'db.t', '--from', 'snapshot:999');
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('db.t has no snapshot 999: the latest is 1; start at most at 2');
+    expect((await varve('tail', 'db.t', '--snapshot', '999')).code).toBe(1);
+    const next = await varve('tail', 'db.t', '--from', 'snapshot:2');
+    expect([next.code, next.out]).toEqual([0, '']);
+  });
+});
+
+describe('--where', () => {
+  beforeEach(async () => {
+    expect((await varve('create', 'db.d', '--schema', 'id BIGINT, d DECIMAL(5,2)', '--primary-key', 'id')).code).toBe(0);
+    const rows = ['1.23', '1.24', '-1.23', '-1.24', '999.99'].map((d, i) => JSON.stringify({ id: i, d }));
+    expect((await varve('write', 'db.d', file('d.jsonl', rows.join('\n') + '\n'))).code).toBe(0);
+  });
+
+  const ds = async (where: string) => {
+    const r = await varve('read', 'db.d', '--where', where, '--format', 'jsonl');
+    expect(r.code, r.err).toBe(0);
+    return r.out.trim() === '' ? [] : r.out.trim().split('\n').map((l) => JSON.parse(l).d as string).sort();
+  };
+
+  it('compares a DECIMAL column with a literal of more decimals or digits exactly', async () => {
+    expect(await ds('d > 1.2345')).toEqual(['1.24', '999.99']);
+    expect(await ds('d >= 1.2345')).toEqual(['1.24', '999.99']);
+    expect(await ds('d < 1.2345')).toEqual(['-1.23', '-1.24', '1.23']);
+    expect(await ds('d <= -1.2345')).toEqual(['-1.24']);
+    expect(await ds('d = 1.2345')).toEqual([]);
+    expect(await ds('d != 1.2345')).toHaveLength(5);
+    expect(await ds('NOT d = 1.2345')).toHaveLength(5);
+    expect(await ds('d IN (1.23, 1.2345)')).toEqual(['1.23']);
+    expect(await ds('d < 100000')).toHaveLength(5);
+    expect(await ds('d > 100000')).toEqual([]);
+    expect(await ds('d > -100000.5')).toHaveLength(5);
+  });
+
+  it('refuses 20,000 nested parentheses with a message, not a stack overflow', async () => {
+    const deep = `${'('.repeat(20_000)}d > 1${')'.repeat(20_000)}`;
+    const r = await varve('read', 'db.d', '--where', deep);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/nests deeper than 200 levels .*write it flatter/);
+    expect(r.err).not.toMatch(/call stack/);
+    // Nesting a person writes is fine.
+    expect(await ds(`${'('.repeat(50)}d > 1.235${')'.repeat(50)}`)).toEqual(['1.24', '999.99']);
+  });
+});
