@@ -11,13 +11,13 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { CorruptMetadataError } from '../lib/errors.js';
 import { parseCommitMessage } from '../lib/table/commit-message.js';
 import { GroupCommit, type QueuedCommit } from '../lib/table/group-commit.js';
-import { afterAppend } from './shared/after-commit.js';
-import type { Env } from './shared/env.js';
+import { afterAppend } from '../lib/aws/after-commit.js';
+import type { Env } from '../lib/aws/env.js';
 import { processFifoBatch } from './shared/fifo-batch.js';
-import { thenExport } from './shared/glue.js';
+import { thenExport } from '../lib/aws/glue.js';
 import { instrumented, log } from './shared/observability.js';
-import { sendRejects } from './shared/rejects.js';
-import { commitCachesOf, openTable } from './shared/tables.js';
+import { sendRejects } from '../lib/aws/rejects.js';
+import { commitCachesOf, openTable } from '../lib/aws/tables.js';
 export { GROUP_COMMIT_USER } from '../lib/table/group-commit.js';
 
 /** The commit handler for the environment `env` (VARVE_REJECTS_QUEUE_URL, VARVE_COMPACT_QUEUE_URL, VARVE_EVENT_BUS_NAME). */

@@ -9,12 +9,12 @@
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { releaseJobMarker } from '../lib/maintenance/compaction-job-marker.js';
 import { jobBucketKey, parseCompactionJob, runCompactionJobs, type CompactionJob } from '../lib/maintenance/compaction-jobs.js';
-import { announceSnapshotCommitted } from './shared/commit-events.js';
-import type { Env } from './shared/env.js';
+import { announceSnapshotCommitted } from '../lib/aws/commit-events.js';
+import type { Env } from '../lib/aws/env.js';
 import { processFifoBatch } from './shared/fifo-batch.js';
-import { thenExport } from './shared/glue.js';
+import { thenExport } from '../lib/aws/glue.js';
 import { emitMetric, instrumented, log, METRIC, UNIT } from './shared/observability.js';
-import { manifestCacheOf, openTable } from './shared/tables.js';
+import { manifestCacheOf, openTable } from '../lib/aws/tables.js';
 
 /** Share of the remaining time the run may start new rounds in; the budget without a Lambda context (tests). */
 const BUDGET_SHARE = 0.5;

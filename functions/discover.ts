@@ -12,12 +12,12 @@ import { checkConsumerId } from '../lib/snapshot/consumer.js';
 import { discoverUntilCaughtUp } from '../lib/stream/discover-until.js';
 import type { DiscoveryResult } from '../lib/stream/discovery.js';
 import { SqsSplitQueue } from '../lib/stream/sqs-queue.js';
-import { sqsClient } from './shared/aws-clients.js';
-import { SNAPSHOT_COMMITTED, type SnapshotCommittedDetail } from './shared/commit-events.js';
-import { requireEnv, type Env } from './shared/env.js';
+import { sqsClient } from '../lib/aws/clients.js';
+import { SNAPSHOT_COMMITTED, type SnapshotCommittedDetail } from '../lib/aws/commit-events.js';
+import { requireEnv, type Env } from '../lib/aws/env.js';
 import { reportIfExpired, reportLag, reportRuns } from './shared/consumer-report.js';
 import { instrumented } from './shared/observability.js';
-import { openTable } from './shared/tables.js';
+import { openTable } from '../lib/aws/tables.js';
 
 /** Time kept back from the invocation's budget for the lag report; runs without a Lambda context (tests) stop after 16. */
 const [RESERVE_MS, DEFAULT_RUNS] = [15_000, 16];

@@ -6,9 +6,9 @@
  */
 import type { Context, ScheduledEvent } from 'aws-lambda';
 import { runScheduledExpiry, type ScheduledExpiryResult } from '../lib/maintenance/scheduled-expiry.js';
-import type { Env } from './shared/env.js';
+import type { Env } from '../lib/aws/env.js';
 import { instrumented, log } from './shared/observability.js';
-import { openTable } from './shared/tables.js';
+import { openTable } from '../lib/aws/tables.js';
 
 /** What one scheduled run did. */
 export type ExpireResult = Omit<ScheduledExpiryResult, 'consumersNeverExpire'>;

@@ -1,6 +1,6 @@
 /**
  * The ingest Lambda: records from the table's ingest queue (each message one JSON record or an
- * array of them) or a file dropped in its inbox (S3 `Object Created`, functions/shared/inbox.ts).
+ * array of them) or a file dropped in its inbox (S3 `Object Created`, lib/aws/inbox.ts).
  * Invalid records go to the rejects queue; valid ones land (lib/table/ingest-messages.ts) once
  * per message or file, however they are redelivered: committed at once (VARVE_COMMIT_MODE=direct)
  * or sent to the commit queue (queue). Messages whose rows did not land come back after a backoff.
@@ -8,14 +8,14 @@
 import type { Context, S3ObjectCreatedNotificationEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { InvalidArgumentError } from '../lib/errors.js';
 import { ingestMessages } from '../lib/table/ingest-messages.js';
-import { landOptions } from './shared/after-commit.js';
-import { writerSettings, type Env } from './shared/env.js';
-import { exportAndRegister } from './shared/glue.js';
-import { inboxEventOf, ingestInboxObject, type IngestFileResult } from './shared/inbox.js';
+import { landOptions } from '../lib/aws/after-commit.js';
+import { writerSettings, type Env } from '../lib/aws/env.js';
+import { exportAndRegister } from '../lib/aws/glue.js';
+import { inboxEventOf, ingestInboxObject, type IngestFileResult } from '../lib/aws/inbox.js';
 import { instrumented, log } from './shared/observability.js';
-import { sendRejects } from './shared/rejects.js';
+import { sendRejects } from '../lib/aws/rejects.js';
 import { backOffFailures } from './shared/retry-backoff.js';
-import { openTable } from './shared/tables.js';
+import { openTable } from '../lib/aws/tables.js';
 
 export type { IngestFileResult };
 

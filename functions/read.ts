@@ -8,9 +8,9 @@
  */
 import type { SqsHandler } from './shared/stream-handler.js';
 import { createSplitHandler } from './shared/stream-handler.js';
-import { writerSettings, type Env } from './shared/env.js';
-import { awsTableSink, eventBridgeSink, parseSinkSpec } from './shared/sinks.js';
-import { openTable } from './shared/tables.js';
+import { writerSettings, type Env } from '../lib/aws/env.js';
+import { awsTableSink, eventBridgeSink, parseSinkSpec } from '../lib/aws/sinks.js';
+import { openTable } from '../lib/aws/tables.js';
 
 /** The reader handler for the environment `env` (VARVE_SINK chooses the sink). */
 export function createReadHandler(env: Env = process.env): SqsHandler {

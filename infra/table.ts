@@ -424,7 +424,7 @@ export class VarveTable extends Construct {
         name: tableName,
         description: `varve table ${this.name} (Iceberg export)`,
         tableType: 'EXTERNAL_TABLE',
-        // The first export replaces the folder with its v<N>.metadata.json (functions/shared/glue.ts).
+        // The first export replaces the folder with its v<N>.metadata.json (lib/aws/glue.ts).
         parameters: { table_type: 'ICEBERG', metadata_location: `${location}/metadata/` },
         storageDescriptor: { location },
       },

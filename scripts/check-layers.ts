@@ -4,7 +4,7 @@
  * each cycle named, so CI stops a layering slip the moment it is written.
  *
  *   store → schema → format → manifest → snapshot → mergetree → table → iceberg → maintenance | stream
- *   → catalog → runtime → cli, then functions/ and infra/ on top; e2e/, bench/ and test/ above all.
+ *   → catalog → aws → runtime → cli, then functions/ and infra/ on top; e2e/, bench/ and test/ above all.
  *
  * Files directly in lib/ (errors, concurrency, aws-contract) import nothing of varve and sit below
  * every layer.
@@ -29,6 +29,7 @@ const RANKS: Record<string, number> = {
   'lib/maintenance': 8,
   'lib/stream': 8,
   'lib/catalog': 9,
+  'lib/aws': 9.5,
   'lib/runtime': 10,
   'lib/cli': 11,
   'lib/index.ts': 12,

@@ -13,6 +13,7 @@ import { Tracer } from '@aws-lambda-powertools/tracer';
 import type { Context } from 'aws-lambda';
 import { VARVE_METRICS } from '../../lib/aws-contract.js';
 import { addAwsClientDecorator } from '../../lib/store/client-decorator.js';
+import { useTelemetry } from '../../lib/aws/telemetry.js';
 
 /** The custom metrics varve emits: the names infra/alarms.ts watches (declared in lib/aws-contract.ts). */
 export const METRIC = VARVE_METRICS;
@@ -46,6 +47,16 @@ export function trace(): Tracer {
 // Every SDK client made from here on (S3 store, DynamoDB catalog, SQS, EventBridge) is traced:
 // a disabled tracer returns the client untouched.
 addAwsClientDecorator((client) => trace().captureAWSv3Client(client));
+
+// The AWS side of lib (lib/aws) logs and counts through the functions' logger and metrics.
+useTelemetry({
+  log: {
+    info: (message, fields) => (fields ? log().info(message, fields) : log().info(message)),
+    warn: (message, fields) => (fields ? log().warn(message, fields) : log().warn(message)),
+    error: (message, fields) => (fields ? log().error(message, fields) : log().error(message)),
+  },
+  metric: (name, unit, value, dimensions) => emitMetric(name, unit, value, dimensions),
+});
 
 /**
  * Wraps a handler with the Lambda context: the logger gets the request id, function name and

@@ -9,7 +9,7 @@
 import { ChangeMessageVisibilityBatchCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { SQS_MAX_BATCH } from '../../lib/stream/sqs-queue.js';
-import { sqsClient } from './aws-clients.js';
+import { sqsClient } from '../../lib/aws/clients.js';
 import { log } from './observability.js';
 
 /** The first retry's delay and the longest one, in seconds. */

@@ -18,10 +18,10 @@ import { SplitBatch, type ReceivedSplit, type SplitDeadLetterQueue } from '../..
 import { splitWindow } from '../../lib/stream/split-window.js';
 import { sendToDeadLetterQueue } from '../../lib/stream/sqs-queue.js';
 import type { Table } from '../../lib/table/table.js';
-import { sqsClient } from './aws-clients.js';
+import { sqsClient } from '../../lib/aws/clients.js';
 import { processFifoBatch } from './fifo-batch.js';
 import { instrumented, log } from './observability.js';
-import { openTable } from './tables.js';
+import { openTable } from '../../lib/aws/tables.js';
 
 /** A Lambda handler for SQS events. */
 export type SqsHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;

@@ -320,7 +320,7 @@ export class SplitBatch {
 }
 
 /** The reason of each failed split of a batch, in batch order. */
-export function splitFailureReasons(
+function splitFailureReasons(
   received: readonly ReceivedSplit[],
   failed: ReadonlySet<string>,
   errors: ReadonlyMap<string, unknown>,

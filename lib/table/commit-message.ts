@@ -1,7 +1,7 @@
 /**
  * Commit messages: one writer's prepared batch (file metadata, never rows) handed to the group
  * commit of its table instead of committed by the writer. On AWS they travel on the table's commit
- * FIFO queue (functions/shared/queues.ts: MessageGroupId = the table, so one commit function folds
+ * FIFO queue (lib/aws/queues.ts: MessageGroupId = the table, so one commit function folds
  * them in order; MessageDeduplicationId = the batch's commit identifier).
  */
 import { CorruptMetadataError, InvalidArgumentError } from '../errors.js';

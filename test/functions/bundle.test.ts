@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { VARVE_METRICS } from '../../infra/alarms.js';
 import { SNAPSHOT_COMMITTED as INFRA_SNAPSHOT_COMMITTED } from '../../infra/stream-consumer.js';
-import { SNAPSHOT_COMMITTED } from '../../functions/shared/commit-events.js';
+import { SNAPSHOT_COMMITTED } from '../../lib/aws/commit-events.js';
 import { METRIC } from '../../functions/shared/observability.js';
 import { bundleFunction, functionNames, loadBundle, MAX_ZIPPED_BYTES } from '../../scripts/bundle-size.js';
 

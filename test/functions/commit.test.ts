@@ -8,7 +8,7 @@ import type { SQSBatchResponse } from 'aws-lambda';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCommitHandler } from '../../functions/commit.js';
 import { createIngestHandler } from '../../functions/ingest.js';
-import type { SnapshotCommittedDetail } from '../../functions/shared/commit-events.js';
+import type { SnapshotCommittedDetail } from '../../lib/aws/commit-events.js';
 import { BATCHES_PROPERTY } from '../../lib/table/recent-batches.js';
 import type { Table } from '../../lib/table/table.js';
 import { awsAvailable } from '../helpers/aws.js';

@@ -7,7 +7,7 @@ import type { SQSBatchResponse } from 'aws-lambda';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCompactHandler } from '../../functions/compact.js';
 import { createIngestHandler } from '../../functions/ingest.js';
-import type { SnapshotCommittedDetail } from '../../functions/shared/commit-events.js';
+import type { SnapshotCommittedDetail } from '../../lib/aws/commit-events.js';
 import { readBucketFiles } from '../../lib/maintenance/compact.js';
 import { sortedRunCount } from '../../lib/maintenance/compact-plan.js';
 import { compactionSettingsOf } from '../../lib/maintenance/compaction-settings.js';

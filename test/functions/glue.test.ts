@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createCommitHandler } from '../../functions/commit.js';
 import { createCompactHandler } from '../../functions/compact.js';
 import { createIngestHandler } from '../../functions/ingest.js';
-import { syncGlueMetadataLocation } from '../../functions/shared/glue.js';
+import { syncGlueMetadataLocation } from '../../lib/aws/glue.js';
 import { awsAvailable } from '../helpers/aws.js';
 import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, reopen, sqsEventOf, uniqueName, type Deployment } from './harness.js';
 

@@ -8,7 +8,7 @@ import { HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createCommitHandler } from '../../functions/commit.js';
 import { createIngestHandler, type IngestFileResult } from '../../functions/ingest.js';
-import { deleteInboxObject } from '../../functions/shared/inbox.js';
+import { deleteInboxObject } from '../../lib/aws/inbox.js';
 import type { S3Store } from '../../lib/store/s3-store.js';
 import { awsAvailable } from '../helpers/aws.js';
 import { captureMetrics, createOrders, deploy, drain, objectCreatedEvent, powertoolsEnv, reopen, type Deployment } from './harness.js';

@@ -8,7 +8,7 @@ import * as arrow from 'apache-arrow';
 import { Table as WasmTable, writeParquet } from 'parquet-wasm';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createIngestHandler, type IngestFileResult } from '../../functions/ingest.js';
-import type { RejectMessage } from '../../functions/shared/rejects.js';
+import type { RejectMessage } from '../../lib/aws/rejects.js';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { readLiveFiles } from '../../lib/manifest/scan.js';
 import { listAll } from '../../lib/store/object-store.js';

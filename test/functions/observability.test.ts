@@ -101,7 +101,7 @@ describe('tracing of SDK clients', () => {
     const { trace } = await import('../../functions/shared/observability.js');
     const { defaultS3Client } = await import('../../lib/store/s3-store.js');
     const { defaultSqsClient } = await import('../../lib/stream/sqs-queue.js');
-    const { eventBridgeClient } = await import('../../functions/shared/aws-clients.js');
+    const { eventBridgeClient } = await import('../../lib/aws/clients.js');
     const { DynamoCatalog } = await import('../../lib/catalog/dynamo-catalog.js');
     const { MemoryStore } = await import('../../lib/store/memory-store.js');
     // Act

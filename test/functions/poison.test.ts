@@ -9,7 +9,7 @@ import type { SQSBatchResponse } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createCommitHandler } from '../../functions/commit.js';
 import { createIngestHandler } from '../../functions/ingest.js';
-import type { RejectMessage } from '../../functions/shared/rejects.js';
+import type { RejectMessage } from '../../lib/aws/rejects.js';
 import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans.js';
 import { listAll } from '../../lib/store/object-store.js';
 import { listPending } from '../../lib/table/pending-commits.js';

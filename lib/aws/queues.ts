@@ -6,12 +6,12 @@
  * group per bucket).
  */
 import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import type { CompactionJob } from '../../lib/maintenance/compaction-jobs.js';
-import { encodeCompactionJob } from '../../lib/maintenance/compaction-jobs.js';
-import { queueId } from '../../lib/stream/split-message.js';
-import { QueueRequestError, SQS_MAX_BATCH } from '../../lib/stream/sqs-queue.js';
-import { encodeCommitMessage, type CommitMessage } from '../../lib/table/commit-message.js';
-import { sqsClient } from './aws-clients.js';
+import type { CompactionJob } from '../maintenance/compaction-jobs.js';
+import { encodeCompactionJob } from '../maintenance/compaction-jobs.js';
+import { queueId } from '../stream/split-message.js';
+import { QueueRequestError, SQS_MAX_BATCH } from '../stream/sqs-queue.js';
+import { encodeCommitMessage, type CommitMessage } from '../table/commit-message.js';
+import { sqsClient } from './clients.js';
 
 /** Sends one writer's batch to the table's commit queue. */
 export async function sendCommitMessage(queueUrl: string, m: CommitMessage): Promise<void> {

@@ -5,8 +5,8 @@
  */
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { decorateAwsClient } from '../../lib/store/client-decorator.js';
-import { defaultSqsClient } from '../../lib/stream/sqs-queue.js';
+import { decorateAwsClient } from '../store/client-decorator.js';
+import { defaultSqsClient } from '../stream/sqs-queue.js';
 
 let sqs: SQSClient | undefined;
 let events: EventBridgeClient | undefined;

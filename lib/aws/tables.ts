@@ -5,14 +5,14 @@
  * container's lifetime (manifests and snapshots are immutable, so each invocation reads only
  * those written since the last one).
  */
-import { openCatalog } from '../../lib/catalog/open-catalog.js';
-import { LruManifestCache } from '../../lib/manifest/manifest-file.js';
-import type { CommitOptions } from '../../lib/snapshot/commit.js';
-import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
-import { beforeAppendCommit } from '../../lib/maintenance/compact-trigger.js';
-import { compactionSettingsOf } from '../../lib/maintenance/compaction-settings.js';
-import type { AppendCommitHooks } from '../../lib/table/commit-hooks.js';
-import { Table } from '../../lib/table/table.js';
+import { openCatalog } from '../catalog/open-catalog.js';
+import { LruManifestCache } from '../manifest/manifest-file.js';
+import type { CommitOptions } from '../snapshot/commit.js';
+import { SnapshotManager } from '../snapshot/snapshot-manager.js';
+import { beforeAppendCommit } from '../maintenance/compact-trigger.js';
+import { compactionSettingsOf } from '../maintenance/compaction-settings.js';
+import type { AppendCommitHooks } from '../table/commit-hooks.js';
+import { Table } from '../table/table.js';
 import { requireEnv, type Env } from './env.js';
 
 /** How long a warm container keeps an opened table; a schema change is picked up after this. */

@@ -10,11 +10,11 @@
  * left alone, and UpdateTable carries the VersionId it read.
  */
 import { GlueClient, GetTableCommand, UpdateTableCommand, type TableInput } from '@aws-sdk/client-glue';
-import { icebergLocation, metadataFileKey, readCurrentIcebergMetadata, readVersionHint, storeUri } from '../../lib/iceberg/iceberg-metadata.js';
-import { exportIcebergAfterCommit } from '../../lib/iceberg/export-trigger.js';
-import type { Table } from '../../lib/table/table.js';
+import { icebergLocation, metadataFileKey, readCurrentIcebergMetadata, readVersionHint, storeUri } from '../iceberg/iceberg-metadata.js';
+import { exportIcebergAfterCommit } from '../iceberg/export-trigger.js';
+import type { Table } from '../table/table.js';
 import type { Env } from './env.js';
-import { log } from './observability.js';
+import { log } from './telemetry.js';
 
 let glue: GlueClient | undefined;
 

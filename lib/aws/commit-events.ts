@@ -4,11 +4,11 @@
  * "Streaming on AWS"). The schedule stays the backstop for an event that is lost.
  */
 import { PutEventsCommand } from '@aws-sdk/client-eventbridge';
-import { VarveError } from '../../lib/errors.js';
-import type { Snapshot } from '../../lib/snapshot/snapshot.js';
-import { eventBridgeClient } from './aws-clients.js';
-import { SNAPSHOT_COMMITTED, VARVE_EVENT_SOURCE } from '../../lib/aws-contract.js';
-import { log } from './observability.js';
+import { VarveError } from '../errors.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import { eventBridgeClient } from './clients.js';
+import { SNAPSHOT_COMMITTED, VARVE_EVENT_SOURCE } from '../aws-contract.js';
+import { log } from './telemetry.js';
 
 /** The detail-type of the event put after each commit (declared in lib/aws-contract.ts). */
 export { SNAPSHOT_COMMITTED };

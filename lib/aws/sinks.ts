@@ -5,14 +5,14 @@
  * `createStreamHandler(async changes => …)` from functions/shared/stream-handler.ts instead.
  */
 import { PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
-import { InvalidArgumentError, VarveError } from '../../lib/errors.js';
-import { toDisplayValue } from '../../lib/schema/values.js';
-import type { ChangeBatch, StreamSink } from '../../lib/stream/delivery.js';
-import { changesOf, rowsForTarget } from '../../lib/stream/sinks.js';
-import type { Table } from '../../lib/table/table.js';
-import { eventBridgeClient } from './aws-clients.js';
-import { VARVE_EVENT_SOURCE } from '../../lib/aws-contract.js';
-import { landRows } from '../../lib/table/land-rows.js';
+import { InvalidArgumentError, VarveError } from '../errors.js';
+import { toDisplayValue } from '../schema/values.js';
+import type { ChangeBatch, StreamSink } from '../stream/delivery.js';
+import { changesOf, rowsForTarget } from '../stream/sinks.js';
+import type { Table } from '../table/table.js';
+import { eventBridgeClient } from './clients.js';
+import { VARVE_EVENT_SOURCE } from '../aws-contract.js';
+import { landRows } from '../table/land-rows.js';
 import { landOptions } from './after-commit.js';
 import type { WriterSettings } from './env.js';
 

@@ -13,21 +13,21 @@
  * lifecycle rule (infra/warehouse.ts, 7 days) is the backstop for what a failed delete leaves.
  */
 import { DeleteObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
-import { InvalidArgumentError, RecordValidationError } from '../../lib/errors.js';
-import { formatFromFileName, parseColumnChunks, type RejectedRecord } from '../../lib/table/input.js';
-import { objectCommitIdentifier } from '../../lib/table/commit-identifiers.js';
-import { landedSources, objectSource } from '../../lib/table/ingested-sources.js';
-import { landRowChunks, type Landed } from '../../lib/table/land-rows.js';
-import type { Table } from '../../lib/table/table.js';
+import { InvalidArgumentError, RecordValidationError } from '../errors.js';
+import { formatFromFileName, parseColumnChunks, type RejectedRecord } from '../table/input.js';
+import { objectCommitIdentifier } from '../table/commit-identifiers.js';
+import { landedSources, objectSource } from '../table/ingested-sources.js';
+import { landRowChunks, type Landed } from '../table/land-rows.js';
+import type { Table } from '../table/table.js';
 import { landOptions } from './after-commit.js';
 import type { WriterSettings } from './env.js';
-import { log } from './observability.js';
+import { log } from './telemetry.js';
 import { sendRejects } from './rejects.js';
-import { parseTableIdentifier } from '../../lib/schema/parse.js';
-import { s3ErrorName, s3Status } from '../../lib/store/s3-errors.js';
-import { S3Store } from '../../lib/store/s3-store.js';
-import type { ObjectStore } from '../../lib/store/object-store.js';
-import type { ByteSource } from '../../lib/format/row-group-reader.js';
+import { parseTableIdentifier } from '../schema/parse.js';
+import { s3ErrorName, s3Status } from '../store/s3-errors.js';
+import { S3Store } from '../store/s3-store.js';
+import type { ObjectStore } from '../store/object-store.js';
+import type { ByteSource } from '../format/row-group-reader.js';
 
 /** The bucket and key prefix a table's inbox files are dropped under. */
 function inboxOf(store: ObjectStore, table: string): { bucket: string; prefix: string } {

@@ -3,8 +3,8 @@
  * warehouse, the catalog, the table, and where a writer's commits, compaction jobs and commit
  * events go. Read per invocation, so a test can hand each handler its own environment.
  */
-import { InvalidArgumentError } from '../../lib/errors.js';
-import type { CommitMode } from '../../lib/aws-contract.js';
+import { InvalidArgumentError } from '../errors.js';
+import type { CommitMode } from '../aws-contract.js';
 
 /** The process environment, or a test's stand-in for it. */
 export type Env = Readonly<Record<string, string | undefined>>;

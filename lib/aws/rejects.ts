@@ -5,9 +5,9 @@
  * invocation may send a reject twice, and `id` (source and line) lets the reader spot that.
  */
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { QueueRequestError, SQS_MAX_BATCH } from '../../lib/stream/sqs-queue.js';
-import { sqsClient } from './aws-clients.js';
-import { log } from './observability.js';
+import { QueueRequestError, SQS_MAX_BATCH } from '../stream/sqs-queue.js';
+import { sqsClient } from './clients.js';
+import { log } from './telemetry.js';
 
 /** Where a rejected record came from. */
 export type RejectSource = { messageId: string } | { bucket: string; key: string; etag: string };

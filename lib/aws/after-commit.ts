@@ -5,15 +5,15 @@
  * landed whatever happens here, discovery's schedule is the backstop for a lost event and the next
  * commit to a bucket enqueues its job again.
  */
-import type { AfterAppend } from '../../lib/table/append-commit.js';
-import { touchedBy } from '../../lib/table/append-commit.js';
-import type { LandOptions } from '../../lib/table/land-rows.js';
-import { claimCompactionJobs } from '../../lib/maintenance/compaction-job-marker.js';
-import { bucketStates } from '../../lib/maintenance/compaction-jobs.js';
-import type { Table } from '../../lib/table/table.js';
+import type { AfterAppend } from '../table/append-commit.js';
+import { touchedBy } from '../table/append-commit.js';
+import type { LandOptions } from '../table/land-rows.js';
+import { claimCompactionJobs } from '../maintenance/compaction-job-marker.js';
+import { bucketStates } from '../maintenance/compaction-jobs.js';
+import type { Table } from '../table/table.js';
 import { announceSnapshotCommitted } from './commit-events.js';
 import type { WriterSettings } from './env.js';
-import { emitMetric, log, METRIC, UNIT } from './observability.js';
+import { emitMetric, log, METRIC, UNIT } from './telemetry.js';
 import { sendCommitMessage, sendCompactionJobs } from './queues.js';
 import { commitCachesOf, manifestCacheOf } from './tables.js';
 
