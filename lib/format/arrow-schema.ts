@@ -14,10 +14,14 @@ const FIELD_ID_KEY = 'varve.field-id';
 /** Arrow field metadata key that parquet-rs turns into the Parquet field_id (Iceberg's column identity). */
 const PARQUET_FIELD_ID_KEY = 'PARQUET:field_id';
 
-/** Field id of `_SEQUENCE_NUMBER` (Paimon's SEQUENCE_NUMBER id: Integer.MAX_VALUE - 1). */
-const SEQUENCE_FIELD_ID = 2147483646;
-/** Field id of `_VALUE_KIND` (Paimon's VALUE_KIND id: Integer.MAX_VALUE - 2). */
-const KIND_FIELD_ID = 2147483645;
+/**
+ * Field id of `_SEQUENCE_NUMBER` in files written now: Integer.MAX_VALUE - 201, just below the
+ * ids Iceberg reserves for its metadata columns (MAX_VALUE - 200 and up; MAX_VALUE - 1 is `_file`).
+ * Files written before carry Paimon's MAX_VALUE - 1; readers find both system columns by name.
+ */
+const SEQUENCE_FIELD_ID = 2147483446;
+/** Field id of `_VALUE_KIND` in files written now: Integer.MAX_VALUE - 202 (before: Paimon's MAX_VALUE - 2, Iceberg's `_pos`). */
+const KIND_FIELD_ID = 2147483445;
 
 /** `_SEQUENCE_NUMBER` as a DataField, so row-oriented helpers can read and write it like a column. */
 export const SEQUENCE_FIELD: DataField = {

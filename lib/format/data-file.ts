@@ -24,6 +24,7 @@ import { singleBatch } from './columns.js';
 import { normalizeArrowTypes } from './normalize.js';
 import { decodePool } from './decode-pool.js';
 import { freshBatchMemory, ReusedBatchMemory } from './arrow-import.js';
+import { withIcebergSchema } from './iceberg-footer.js';
 import { decodeRowGroupIPC, readParquetFooter, readRowGroupsRanged, rowGroupFile, type ByteSource, type ParquetFooter } from './row-group-reader.js';
 
 /** Rows per row group unless the caller asks otherwise (~256k, per typescript-stack.md §7). */
@@ -119,7 +120,7 @@ export function dataFileWriterProperties(schema: arrow.Schema, opts: WriteDataFi
   if (opts.sortedBy !== undefined && sorted === undefined) {
     throw new InvalidArgumentError(`sortedBy names ${opts.sortedBy}, which is not a column of the data file (${schema.names.join(', ')}); pass the first primary-key column`);
   }
-  return writerProperties(codec, rowGroupSize, opts.metadata ?? {}, fields, sorted !== undefined && arrow.DataType.isInt(sorted.type) ? sorted.name : undefined);
+  return writerProperties(codec, rowGroupSize, withIcebergSchema(schema, opts.metadata ?? {}), fields, sorted !== undefined && arrow.DataType.isInt(sorted.type) ? sorted.name : undefined);
 }
 
 /**

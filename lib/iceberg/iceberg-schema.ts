@@ -2,10 +2,10 @@
  * varve's schema in Iceberg's terms: the table schema JSON (same field ids, types mapped), the
  * identity partition spec of the partition keys, the name mapping for data files written before
  * field ids were stored in Parquet, and partition values as Iceberg's Avro partition tuple wants
- * them. Type mapping: BOOLEAN boolean; TINYINT, SMALLINT, INT int; BIGINT long; FLOAT float;
- * DOUBLE double; DECIMAL(p,s) decimal(p,s); STRING string; BYTES binary; DATE date;
- * TIMESTAMP(3|6) timestamp (without zone, like varve's).
+ * them. The type mapping is lib/format/iceberg-footer.ts's icebergType (data file footers carry
+ * the same schema JSON).
  */
+import { icebergType } from '../format/iceberg-footer.js';
 import { unescapePathName } from '../schema/partition.js';
 import { unscaledDecimalText } from '../schema/decimal-text.js';
 import { coerceText } from '../schema/values.js';
@@ -36,34 +36,6 @@ export interface IcebergSchema {
 export interface IcebergPartitionSpec {
   'spec-id': number;
   fields: Array<{ name: string; transform: 'identity'; 'source-id': number; 'field-id': number }>;
-}
-
-/** The Iceberg type name of a varve column type. */
-function icebergType(t: DataType): string {
-  switch (t.root) {
-    case 'BOOLEAN':
-      return 'boolean';
-    case 'TINYINT':
-    case 'SMALLINT':
-    case 'INT':
-      return 'int';
-    case 'BIGINT':
-      return 'long';
-    case 'FLOAT':
-      return 'float';
-    case 'DOUBLE':
-      return 'double';
-    case 'DECIMAL':
-      return `decimal(${t.precision ?? 10}, ${t.scale ?? 0})`;
-    case 'STRING':
-      return 'string';
-    case 'BYTES':
-      return 'binary';
-    case 'DATE':
-      return 'date';
-    case 'TIMESTAMP':
-      return 'timestamp';
-  }
 }
 
 /** The Iceberg schema JSON of a varve schema: same id, same field ids; the primary key as identifier fields. */
