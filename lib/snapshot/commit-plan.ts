@@ -4,7 +4,6 @@
  * lists — all under fresh unique names — and build the snapshot that would reference them. Nothing
  * written here is visible until the snapshot file is created; a failed attempt leaves orphans only.
  */
-import { SchemaChangedError } from '../errors.js';
 import type { MetadataFileNamer } from '../manifest/file-names.js';
 import { encodeManifestFiles, putManifestFiles, type ManifestCache } from '../manifest/manifest-file.js';
 import { writeCombinedManifestList, writeManifestList } from '../manifest/manifest-list.js';
@@ -60,16 +59,6 @@ async function allOrFirstError<T extends readonly unknown[]>(promises: { [K in k
  */
 export async function planCommit(ctx: CommitContext, latest: Snapshot | undefined): Promise<Snapshot> {
   const { store, tablePath, req, opts, namer, cache } = ctx;
-  if (latest !== undefined && latest.schemaId > req.schemaId && !req.acceptOlderSchema) {
-    // An alter committed after this writer planned: its rows follow the old columns, so it must
-    // plan again with the new schema rather than land under it unseen.
-    throw new SchemaChangedError(
-      `the schema of ${tablePath} changed from ${req.schemaId} to ${latest.schemaId} (snapshot ${latest.id}) after this ${req.kind.toLowerCase()} was planned; ` +
-        'nothing was committed: reopen the table and write again with the new schema',
-      req.schemaId,
-      latest.schemaId,
-    );
-  }
   const changes = assignSequenceNumbers(req, latest?.nextSequenceNumber ?? 0);
   const previous = latest ? await readDataManifests(store, tablePath, latest, cache) : [];
   if (req.overwrite) {

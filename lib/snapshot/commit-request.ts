@@ -9,6 +9,7 @@ import type { DataFileMeta, ManifestEntry } from '../manifest/types.js';
 import type { JsonValue } from '../schema/value-codec.js';
 import type { ManifestCache } from '../manifest/manifest-file.js';
 import type { SnapshotManager } from './snapshot-manager.js';
+import type { Snapshot } from './snapshot.js';
 
 /** A data or changelog file of a commit, with where it lives. */
 export interface FileChange {
@@ -78,6 +79,17 @@ export interface CommitRequest {
   overwrite?: { partitions?: string[]; match?: Record<string, string> };
 }
 
+/**
+ * Work the commit loop runs around every commit of an action (the table layer passes the table's
+ * commit hooks, lib/table/table-commit.ts): `before` once before the first attempt (may refuse
+ * the commit: WriteStallError), `after` once the snapshot was created by this call (a failure
+ * there is reported in CommitResult.hookError, never makes the commit look failed).
+ */
+export interface CommitLoopHooks {
+  before?(action: string, changes: CommitRequest): Promise<void>;
+  after?(action: string, snapshot: Snapshot, changes: CommitRequest): Promise<void>;
+}
+
 /** How a commit retries, merges manifests and compares keys. */
 export interface CommitOptions {
   /** Retries after lost races and retryable store errors (default 10). */
@@ -105,6 +117,7 @@ export interface CommitOptions {
   snapshotManager?: SnapshotManager;
   /** Reuse across commits of one table to read each manifest once. */
   manifestCache?: ManifestCache;
+  hooks?: CommitLoopHooks;
 }
 
 /** The entries of a commit on one base, with sequence numbers made absolute. */

@@ -1,0 +1,269 @@
+/**
+ * One call of the commit loop (commit.ts runCommit): the state it carries from attempt to attempt
+ * — the base snapshot and how it was found, the action's current plan, its identifier claims, the
+ * one retry budget — and the step each outcome leads to.
+ */
+import { randomUUID } from 'node:crypto';
+import { CommitConflictError, InvalidArgumentError, RetriesExhaustedError, SchemaChangedError, SnapshotNotFoundError, isRetryable } from '../errors.js';
+import { MetadataFileNamer } from '../manifest/file-names.js';
+import type { RetryBudget } from '../retry-budget.js';
+import type { ObjectStore } from '../store/object-store.js';
+import type { ActionPlan, CommitAction } from './commit-action.js';
+import { BatchClaims } from './commit-claims.js';
+import { IdentifierClaim } from './commit-identifier.js';
+import { planCommit, type CommitContext } from './commit-plan.js';
+import { isEmptyRequest, validateCommitRequest, type CommitOptions } from './commit-request.js';
+import {
+  commitBudget,
+  findCommitted,
+  onCurrentChain,
+  publish,
+  readForward,
+  reloadAfterLostRace,
+  rememberCommit,
+  warmBase,
+  withdraw,
+  type CommitResult,
+} from './commit-steps.js';
+import { displayTableName } from './paths.js';
+import type { Snapshot } from './snapshot.js';
+import type { SnapshotManager } from './snapshot-manager.js';
+
+/** See the file comment. */
+export class CommitRun {
+  private readonly ctx: CommitContext;
+  private readonly budget: RetryBudget;
+  private plan!: ActionPlan;
+  private claim?: IdentifierClaim;
+  private batchClaims?: BatchClaims;
+  private attempts = 0;
+  /** The snapshot the next attempt commits on, and when it was last seen to exist (performance.now()). */
+  private base: Snapshot | undefined;
+  private baseSeenAt = 0;
+  /** The base is a warm guess (warmBase) that may be older than what the action planned on. */
+  private guessed = false;
+  /** This call looked the latest snapshot up (it then writes the LATEST hint). */
+  private lookedUp = false;
+  /** The next attempt loads the latest snapshot first (and, with `replan`, plans the action again). */
+  private reload = false;
+  private replan = false;
+
+  constructor(
+    store: ObjectStore,
+    tablePath: string,
+    private readonly sm: SnapshotManager,
+    private readonly action: CommitAction,
+    private readonly opts: CommitOptions,
+  ) {
+    this.ctx = {
+      store,
+      tablePath,
+      req: undefined as never,
+      opts,
+      namer: new MetadataFileNamer(),
+      commitUuid: randomUUID(),
+      cache: opts.manifestCache ?? new Map(),
+      now: opts.now ?? Date.now,
+    };
+    this.budget = commitBudget(tablePath, opts);
+  }
+
+  /** Loads the base (a warm guess allowed) and plans; the result when nothing is left to commit. */
+  async start(): Promise<CommitResult | undefined> {
+    await this.load(true);
+    this.adopt(await this.action.plan(this.base));
+    const done = await this.alreadyDone();
+    if (done === undefined) await this.opts.hooks?.before?.(this.action.name, this.plan.changes);
+    return done;
+  }
+
+  /** One attempt at creating the next snapshot: the result, or undefined to try again. */
+  async attempt(): Promise<CommitResult | undefined> {
+    if (this.reload) {
+      this.reload = false;
+      await this.load(false);
+      if (this.replan) {
+        this.replan = false;
+        this.adopt(await this.action.plan(this.base));
+      }
+      const done = await this.alreadyDone();
+      if (done !== undefined) return done;
+    }
+    const claimed = await this.claimIdentifiers();
+    if (claimed !== undefined) return claimed;
+    await this.checkRequirements();
+    const snapshot = await planCommit(this.ctx, this.base);
+    this.attempts++;
+    const outcome = await publish(this.ctx, this.sm, snapshot, this.budget, this.baseSeenAt);
+    if ('committed' in outcome) return this.created(outcome.committed);
+    return this.afterLostRace(outcome.lostAt);
+  }
+
+  /** After a failed attempt: what to do next, under the one budget; throws what no retry helps. */
+  async recover(e: unknown): Promise<void> {
+    if (e instanceof CommitConflictError && !(e instanceof SchemaChangedError) && this.guessed) {
+      // Checked against a guessed base that may be older than the action's plan (a compaction
+      // planned on a newer snapshot): not a real conflict until the latest says so.
+      this.reload = true;
+      return;
+    }
+    if (e instanceof CommitConflictError && !(e instanceof SchemaChangedError) && this.action.onConflict && (await this.action.onConflict(e))) {
+      await this.budget.retry(`re-planning the ${this.action.name} after a conflict: ${e.message}`, e);
+      this.reload = true;
+      this.replan = true;
+      return;
+    }
+    if (!isRetryable(e) || e instanceof RetriesExhaustedError) throw e;
+    // A store hiccup before the commit point: the same step again (the base is reloaded only if
+    // it was never read; a stale base just loses the race and reloads then).
+    await this.budget.retry((e as Error).message, e);
+  }
+
+  /** The result as returned: the batches that had landed before, the action settled, the after-commit hook run. */
+  async finish(r: CommitResult): Promise<CommitResult> {
+    const landedBefore = this.batchClaims?.landedBefore;
+    const result = landedBefore !== undefined && landedBefore.size > 0 ? { ...r, landedBefore } : r;
+    await this.action.settle?.({ alreadyCommitted: result.alreadyCommitted });
+    if (!result.committed || !this.opts.hooks?.after) return result;
+    try {
+      await this.opts.hooks.after(this.action.name, result.snapshot, this.plan.changes);
+      return result;
+    } catch (e) {
+      // The commit has landed: work after it never makes it look failed.
+      return { ...result, hookError: e as Error };
+    }
+  }
+
+  private async load(mayGuess: boolean): Promise<void> {
+    if (mayGuess) ({ base: this.base, optimistic: this.guessed, seenAt: this.baseSeenAt } = await warmBase(this.sm));
+    else {
+      this.baseSeenAt = performance.now();
+      this.base = await this.sm.latest();
+      this.guessed = false;
+    }
+    if (!this.guessed) this.lookedUp = true;
+  }
+
+  private moveBase(s: Snapshot | undefined): void {
+    this.base = s;
+    this.baseSeenAt = performance.now();
+  }
+
+  /** Takes a plan: validated, with the identifier claims its changes need. */
+  private adopt(plan: ActionPlan): void {
+    const req = plan.changes;
+    validateCommitRequest(req);
+    this.plan = plan;
+    this.ctx.req = req;
+    if (!req.identifierIndex) this.claim = undefined;
+    else if (this.claim?.identifier !== req.commitIdentifier) this.claim = new IdentifierClaim(this.ctx.store, this.sm, req.commitIdentifier, this.ctx.commitUuid, this.ctx.now);
+    this.batchClaims = req.batchIdentifiers ? new BatchClaims(this.ctx, this.sm, req) : undefined;
+  }
+
+  /** Nothing to commit (an empty request), or committed before (found in the dedup window). */
+  private async alreadyDone(): Promise<CommitResult | undefined> {
+    const req = this.plan.changes;
+    if (isEmptyRequest(req) && !req.allowEmpty) {
+      if (this.base === undefined) {
+        throw new InvalidArgumentError(
+          `nothing to commit to ${this.ctx.tablePath}: the request has no files and the table has no snapshot yet; pass allowEmpty: true to create an empty snapshot`,
+        );
+      }
+      return { snapshot: this.base, alreadyCommitted: false, committed: false, attempts: 0 };
+    }
+    // An indexed identifier is looked up in its index (claimIdentifiers), never in a window of snapshots.
+    const earlier = this.claim ? undefined : await findCommitted(this.sm, this.base, req, this.opts.dedupLookback ?? 100);
+    return earlier === undefined ? undefined : { snapshot: earlier, alreadyCommitted: true, committed: false, attempts: 0 };
+  }
+
+  /**
+   * Before creating snapshot N every identifier the commit carries has its index naming N
+   * (commit-identifier.ts): the rule that lets a retry in another process tell whether this commit
+   * landed, with O(1) reads. The result when they had all landed before.
+   */
+  private async claimIdentifiers(): Promise<CommitResult | undefined> {
+    const { tablePath, req } = this.ctx;
+    if (this.claim) {
+      const held = await this.claim.claim(this.base);
+      if (!held.held) {
+        const snapshot = held.snapshot ?? (await this.sm.latest());
+        if (snapshot === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(tablePath)} has no snapshot left; commit identifier ${req.commitIdentifier} landed in expired snapshot ${held.snapshotId}`);
+        // Landed in a snapshot expired since: say which, never pass the latest off as its holder.
+        const expired = held.snapshot === undefined ? { expiredSnapshotId: held.snapshotId } : {};
+        return { snapshot, alreadyCommitted: true, committed: false, attempts: this.attempts, ...expired };
+      }
+      if (held.base?.id !== this.base?.id) this.moveBase(held.base);
+    }
+    if (this.batchClaims) {
+      const base = await this.batchClaims.claimAll(this.base);
+      if (this.batchClaims.empty) {
+        const snapshot = this.batchClaims.newestLanded ?? (await this.sm.latest());
+        if (snapshot === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(tablePath)} has no snapshot left; every batch of this commit had landed in snapshots since expired`);
+        return { snapshot, alreadyCommitted: true, committed: false, attempts: this.attempts };
+      }
+      if (base?.id !== this.base?.id) this.moveBase(base);
+    }
+    return undefined;
+  }
+
+  /**
+   * The plan's requirements on the base (the file-level ones are checked with the writes:
+   * commit-plan.ts). A newer schema: the action plans again under it, or says it cannot.
+   */
+  private async checkRequirements(): Promise<void> {
+    if (this.meetsSchema()) return;
+    this.adopt(await this.action.plan(this.base));
+    if (this.meetsSchema()) return;
+    const { tablePath, req } = this.ctx;
+    const latest = this.base!;
+    // An alter committed after this action planned: its rows follow the old columns, so it must
+    // plan again with the new schema rather than land under it unseen.
+    throw new SchemaChangedError(
+      `the schema of ${tablePath} changed from ${req.schemaId} to ${latest.schemaId} (snapshot ${latest.id}) after this ${req.kind.toLowerCase()} was planned; ` +
+        'nothing was committed: reopen the table and write again with the new schema',
+      req.schemaId,
+      latest.schemaId,
+    );
+  }
+
+  private meetsSchema(): boolean {
+    const required = this.plan.requirements.schemaId;
+    return required === undefined || this.base === undefined || this.base.schemaId <= required;
+  }
+
+  /** Snapshot `s` was created by this call: kept, unless it was planned on a snapshot a rollback removed. */
+  private async created(s: Snapshot): Promise<CommitResult | undefined> {
+    if (!(await onCurrentChain(this.sm, s))) {
+      // Planned on a snapshot a rollback removed: withdraw it and plan again on the latest.
+      await withdraw(this.ctx, this.sm, s);
+      await this.load(false);
+      await this.budget.retry(`snapshot ${s.id} was planned on a snapshot a rollback removed; retrying on snapshot ${this.base?.id ?? 0}`);
+      return undefined;
+    }
+    await rememberCommit(this.sm, s, this.lookedUp);
+    return { snapshot: s, alreadyCommitted: false, committed: true, attempts: this.attempts };
+  }
+
+  /** After losing snapshot `lostAt`: ours after all, a duplicate that won, or a new base to retry on. */
+  private async afterLostRace(lostAt: number): Promise<CommitResult | undefined> {
+    const passed = this.batchClaims?.passed;
+    let reloaded = await reloadAfterLostRace(this.ctx, this.sm, lostAt, passed);
+    if (!reloaded.ours && !reloaded.duplicate) {
+      await this.budget.retry(`lost the race for snapshot ${lostAt}; retrying after snapshot ${reloaded.latest.id}`);
+      // Others kept committing during the wait: read forward to the newest snapshot after it, so
+      // the next attempt starts on the current head. (Planning on the head read before the wait
+      // lost again to whatever landed meanwhile, and every loss doubled the wait: a process that
+      // lost once was parked while the others took every id — the cross-process starvation.)
+      reloaded = await readForward(this.ctx, this.sm, reloaded.latest, passed);
+    }
+    if (reloaded.ours) {
+      await rememberCommit(this.sm, reloaded.ours, this.lookedUp);
+      return { snapshot: reloaded.ours, alreadyCommitted: false, committed: true, attempts: this.attempts };
+    }
+    if (reloaded.duplicate) return { snapshot: reloaded.duplicate, alreadyCommitted: true, committed: false, attempts: this.attempts };
+    if (this.batchClaims?.empty) return { snapshot: this.batchClaims.newestLanded!, alreadyCommitted: true, committed: false, attempts: this.attempts };
+    this.moveBase(reloaded.latest);
+    this.guessed = false;
+    return undefined;
+  }
+}

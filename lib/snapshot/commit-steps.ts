@@ -1,0 +1,255 @@
+/**
+ * The steps of the commit loop (commit-run.ts): the base it starts from, the duplicate checks,
+ * creating the snapshot file (the commit point), reading forward after a lost race, and the
+ * rollback checks after a snapshot was created. Each keeps one protocol invariant, named where it
+ * is kept.
+ */
+import { CommitRetriesExhaustedError, SnapshotNotFoundError, isRetryable } from '../errors.js';
+import { RetryBudget } from '../retry-budget.js';
+import { COMMIT_UUID_PROPERTY, PARENT_COMMIT_PROPERTY, type CommitContext } from './commit-plan.js';
+import { carriesIdentifier } from './commit-identifier.js';
+import type { CommitOptions, CommitRequest } from './commit-request.js';
+import type { Snapshot } from './snapshot.js';
+import { snapshotBytes } from './snapshot-file.js';
+import type { SnapshotManager } from './snapshot-manager.js';
+import { displayTableName } from './paths.js';
+
+/** What a commit call did. */
+export interface CommitResult {
+  /** The snapshot holding the commit (or, for a skipped empty commit, the latest snapshot). */
+  snapshot: Snapshot;
+  /** True when an earlier call with the same (commitUser, commitIdentifier, kind) had committed it. */
+  alreadyCommitted: boolean;
+  /** True when this call created the snapshot. */
+  committed: boolean;
+  /** Attempts at creating a snapshot file (1 when nothing raced). */
+  attempts: number;
+  /**
+   * Set when the commit had landed earlier (alreadyCommitted) in a snapshot that has expired
+   * since: that snapshot's id (`snapshot` is then the latest one, which does not hold it).
+   */
+  expiredSnapshotId?: number;
+  /**
+   * With batchIdentifiers: the batches (by index in the request) whose identifier had already
+   * landed, each with the id of the snapshot holding it and that snapshot (undefined: it has
+   * expired). They were left out of this commit.
+   */
+  landedBefore?: Map<number, LandedBatch>;
+  /** The after-commit hook failed (inline compaction, the Iceberg export): the commit has landed all the same. */
+  hookError?: Error;
+}
+
+/** Where a batch of a group commit had landed before (CommitResult.landedBefore). */
+export interface LandedBatch {
+  snapshotId: number;
+  /** Undefined when that snapshot has expired. */
+  snapshot?: Snapshot;
+}
+
+const DEDUP_READ_CHUNK = 16;
+/** An attempt slower than this re-checks that its base snapshot still exists before committing. */
+export const SLOW_ATTEMPT_MS = 1000;
+
+export function sameCommit(s: Snapshot, req: CommitRequest): boolean {
+  // An indexed identifier is unique in the table, whoever commits it (commit-identifier.ts), and
+  // a group commit may carry it as one of its batches'. A retry that took the index over races
+  // its holder for the same id; the loser must recognise the winner's snapshot here, since the
+  // holder writes the index no more after its snapshot (expiry marks it).
+  if (req.identifierIndex) return carriesIdentifier(s, req.commitIdentifier);
+  return s.commitUser === req.commitUser && s.commitIdentifier === req.commitIdentifier && s.commitKind === req.kind;
+}
+
+
+/** True when `s` holds this request's commit or one of its live batches' identifiers (a duplicate, or a batch to drop). */
+export function carriesThisCommit(req: CommitRequest, s: Snapshot): boolean {
+  return sameCommit(s, req) || (req.batchIdentifiers ?? []).some((id) => id !== undefined && carriesIdentifier(s, id));
+}
+
+/**
+ * Searches the newest `lookback` snapshots (newest first, stopping at the earliest one still
+ * present) for a commit with the request's identity.
+ */
+export async function findCommitted(sm: SnapshotManager, latest: Snapshot | undefined, req: CommitRequest, lookback: number): Promise<Snapshot | undefined> {
+  if (latest === undefined || lookback <= 0) return undefined;
+  if (sameCommit(latest, req)) return confirmed(sm, latest);
+  const lowest = Math.max(1, latest.id - lookback + 1);
+  for (let hi = latest.id - 1; hi >= lowest; hi -= DEDUP_READ_CHUNK) {
+    const ids: number[] = [];
+    for (let id = hi; id >= Math.max(lowest, hi - DEDUP_READ_CHUNK + 1); id--) ids.push(id);
+    const snapshots = await Promise.all(ids.map((id) => sm.tryRead(id)));
+    for (const s of snapshots) {
+      if (s === undefined) return undefined; // expired from here down: nothing older to search
+      if (sameCommit(s, req)) return confirmed(sm, s);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * `s` when it is still in the table as read: a cached snapshot may have been removed by a
+ * rollback (its id since reused), and then its commit is not in the table any more.
+ */
+async function confirmed(sm: SnapshotManager, s: Snapshot): Promise<Snapshot | undefined> {
+  const uuid = s.properties?.[COMMIT_UUID_PROPERTY];
+  const fresh = await sm.tryReadFresh(s.id);
+  if (fresh === undefined) return (await sm.latestId() ?? 0) < s.id ? undefined : s;
+  return fresh.properties?.[COMMIT_UUID_PROPERTY] === uuid ? fresh : undefined;
+}
+
+/** The retry budget of one commit call (commit.max-retries, commit.timeout, the backoff waits). */
+export function commitBudget(tablePath: string, opts: CommitOptions): RetryBudget {
+  return new RetryBudget({
+    what: `commit to ${displayTableName(tablePath)}`,
+    maxRetries: opts.maxRetries,
+    timeoutMs: opts.timeoutMs,
+    minWaitMs: opts.minRetryWaitMs,
+    maxWaitMs: opts.maxRetryWaitMs,
+    onRetry: opts.onRetry,
+    advice: 'the table is busy — retry later, raise commit.max-retries / commit.timeout, or batch commits (group commit)',
+    exhausted: (message, retries, cause) => new CommitRetriesExhaustedError(message, retries, { cause }),
+  });
+}
+
+export type PublishOutcome = { committed: Snapshot } | { lostAt: number };
+
+/**
+ * Creates the snapshot file. Retries the same bytes on retryable errors; after any error the
+ * outcome is unknown, so the store is asked what snapshot N now holds before anything else.
+ */
+export async function publish(ctx: CommitContext, sm: SnapshotManager, snapshot: Snapshot, budget: RetryBudget, baseSeenAt: number): Promise<PublishOutcome> {
+  const key = sm.snapshotKey(snapshot.id);
+  const bytes = snapshotBytes(snapshot);
+  let seenAt = baseSeenAt;
+  for (;;) {
+    // put-if-absent cannot tell a never-created id from an expired one: if the base (N-1) was
+    // last seen long enough ago for snapshot N to have been created and expired since, the base
+    // is gone too (expiry deletes in id order), so check it before creating N. Seen within
+    // SLOW_ATTEMPT_MS, it is not checked again: the one HEAD of a warm commit is this one or
+    // warmBase's, never both unless the attempt itself is slow.
+    if (snapshot.id > 1 && performance.now() - seenAt > SLOW_ATTEMPT_MS) {
+      const sent = performance.now();
+      if (!(await sm.exists(snapshot.id - 1))) return { lostAt: snapshot.id };
+      seenAt = sent;
+    }
+    let error: unknown;
+    try {
+      // THE COMMIT POINT. Everything this snapshot references was written before, under unique
+      // names; creating snapshot-N if absent is the one atomic step that makes the commit
+      // visible. Losing (undefined) means another commit took N: nothing of ours is referenced.
+      const sent = performance.now();
+      const created = await ctx.store.putIfAbsent(key, bytes);
+      if (created) sm.remember(snapshot, sent);
+      return created ? { committed: snapshot } : { lostAt: snapshot.id };
+    } catch (e) {
+      error = e;
+    }
+    // Ambiguous: the write may or may not have landed. Our commit uuid tells.
+    let there: Snapshot | undefined;
+    try {
+      there = await sm.tryRead(snapshot.id);
+    } catch {
+      throw error;
+    }
+    if (there !== undefined) {
+      return there.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid ? { committed: there } : { lostAt: snapshot.id };
+    }
+    if (!isRetryable(error)) throw error;
+    await budget.retry(`writing snapshot ${snapshot.id}: ${(error as Error).message}`, error);
+  }
+}
+
+/**
+ * After losing snapshot `lostAt`: the newest snapshot, read forward from `lostAt`. On the way,
+ * a snapshot carrying our commit uuid is ours (an earlier ambiguous write that landed late), and
+ * one with our identity but another uuid is a concurrent duplicate of this commit that won.
+ */
+export async function reloadAfterLostRace(
+  ctx: CommitContext,
+  sm: SnapshotManager,
+  lostAt: number,
+  passed?: (s: Snapshot) => void,
+): Promise<{ latest: Snapshot; ours?: Snapshot; duplicate?: Snapshot }> {
+  // Normally snapshot `lostAt` is the one that beat us; if it is gone (expired under a very slow
+  // attempt), start from the latest instead.
+  const current = (await sm.tryRead(lostAt)) ?? (await sm.latest());
+  if (current === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(ctx.tablePath)} lost all its snapshots during a commit; retry`);
+  return readForward(ctx, sm, current, passed);
+}
+
+/**
+ * From `current`, reads the next snapshots until the newest, stopping early at ours or a duplicate
+ * of this commit; `passed` sees every other snapshot on the way.
+ */
+export async function readForward(ctx: CommitContext, sm: SnapshotManager, current: Snapshot, passed?: (s: Snapshot) => void): Promise<{ latest: Snapshot; ours?: Snapshot; duplicate?: Snapshot }> {
+  for (;;) {
+    if (current.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid) return { latest: current, ours: current };
+    if (carriesThisCommit(ctx.req, current) && (await confirmed(sm, current)) === undefined) {
+      // A cached copy of a snapshot a rollback removed, its id since reused: what it carried is
+      // not in the table. Forget it (and everything cached above it) and read what the id holds.
+      sm.forgetFrom(current.id - 1);
+      const now = (await sm.tryRead(current.id)) ?? (await sm.latest());
+      if (now === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(ctx.tablePath)} lost all its snapshots during a commit; retry`);
+      current = now;
+      continue;
+    }
+    if (sameCommit(current, ctx.req)) return { latest: current, duplicate: current };
+    passed?.(current);
+    const next = await sm.tryRead(current.id + 1);
+    if (next === undefined) return { latest: current };
+    current = next;
+  }
+}
+
+/**
+ * The base a commit starts from, and when it was last seen to exist (`seenAt`, performance.now()).
+ * A warm committer (a caching SnapshotManager that read or made the newest snapshot it knows)
+ * bets that snapshot is still the latest: if others committed since, creating the next id loses
+ * the race and the loop reloads. What it must not bet on is that the snapshot still exists: if it
+ * expired, the next id may have expired too, and creating it again would resurrect an expired id.
+ * So a base not seen within SLOW_ATTEMPT_MS is checked (one HEAD) and, gone, replaced by the full
+ * lookup; one seen more recently (this process created it moments ago) is left to the check
+ * before the put (publish), which runs whenever the base was seen longer ago than that. A cold
+ * committer looks the latest up (hint, HEADs, a listing at worst).
+ */
+export async function warmBase(sm: SnapshotManager): Promise<{ base: Snapshot | undefined; optimistic: boolean; seenAt: number }> {
+  const known = sm.newestKnown();
+  const seenAt = sm.newestSeenAt();
+  if (known !== undefined && seenAt !== undefined && performance.now() - seenAt <= SLOW_ATTEMPT_MS) return { base: known, optimistic: true, seenAt };
+  const sent = performance.now();
+  if (known !== undefined && (await sm.exists(known.id))) return { base: known, optimistic: true, seenAt: sent };
+  return { base: await sm.latest(), optimistic: false, seenAt: sent };
+}
+
+/**
+ * After creating snapshot `s`: true when snapshot `s.id − 1` is still the one `s` was planned on.
+ * A rollback (maintenance/rollback.ts) removes snapshots newest first, and their ids are created
+ * again afterwards; a commit planned on a removed snapshot (read just before the rollback, or a
+ * stale cached one) would otherwise bring the removed state back under a fresh id, silently.
+ */
+export async function onCurrentChain(sm: SnapshotManager, s: Snapshot): Promise<boolean> {
+  const parentUuid = s.properties?.[PARENT_COMMIT_PROPERTY];
+  if (s.id <= 1 || parentUuid === undefined) return true;
+  const parent = await sm.tryReadFresh(s.id - 1);
+  if (parent !== undefined) return parent.properties?.[COMMIT_UUID_PROPERTY] === parentUuid;
+  // Gone: expiry deletes oldest first, so an expired parent has nothing left below it, while a
+  // rollback that removed it leaves at least its target below.
+  return !(await sm.listIds()).some((id) => id < s.id - 1);
+}
+
+/** Takes back snapshot `s` of this commit (planned on a removed snapshot), if it is still ours. */
+export async function withdraw(ctx: CommitContext, sm: SnapshotManager, s: Snapshot): Promise<void> {
+  const there = await sm.tryReadFresh(s.id);
+  if (there?.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid) await ctx.store.delete(sm.snapshotKey(s.id));
+  sm.forgetFrom(s.id - 1);
+}
+
+/**
+ * Remembers the new snapshot for this committer's next commit. A committer that had to look the
+ * latest snapshot up (`lookedUp`: cold, or its warm base was lost) writes the LATEST hint; a warm
+ * one does not: the hint saves readers a gallop, not correctness (snapshot-manager.ts), and a warm
+ * commit stays at three metadata PUTs.
+ */
+export async function rememberCommit(sm: SnapshotManager, s: Snapshot, lookedUp: boolean): Promise<void> {
+  sm.remember(s);
+  if (lookedUp) await sm.writeLatestHint(s.id);
+}
