@@ -11,7 +11,7 @@ import type { CommitOptions } from '../snapshot/commit.js';
 import { SnapshotManager } from '../snapshot/snapshot-manager.js';
 import { beforeAppendCommit } from '../maintenance/compact-trigger.js';
 import { compactionSettingsOf } from '../maintenance/compaction-settings.js';
-import type { AppendCommitHooks } from '../table/commit-hooks.js';
+import type { CommitHooks } from '../table/commit-hooks.js';
 import { Table } from '../table/table.js';
 import { requireEnv, type Env } from './env.js';
 
@@ -52,11 +52,11 @@ export async function openTable(env: Env, who: string, name?: string): Promise<T
  * `num-sorted-run.stop-trigger` is compacted first (compact-trigger.ts). A write-only table is
  * left to the compaction function: refusing its commits would also stop the jobs they queue.
  */
-const FUNCTION_COMMIT_HOOKS: AppendCommitHooks = {
-  beforeAppendCommit: async (table, touched) => {
-    if (!compactionSettingsOf(table).writeOnly) await beforeAppendCommit(table, touched);
+const FUNCTION_COMMIT_HOOKS: CommitHooks = {
+  beforeCommit: async (table, commit) => {
+    if (commit.action === 'append' && !compactionSettingsOf(table).writeOnly) await beforeAppendCommit(table, commit.touched);
   },
-  afterAppendCommit: async () => {},
+  afterCommit: async () => {},
 };
 
 /** `cache`'s value for `table`, made on first use and kept for the container's lifetime. */

@@ -8,7 +8,7 @@
 import { IcebergExportError } from '../errors.js';
 import { readDeltaEntries } from '../manifest/scan.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
-import type { AppendCommitHooks, TouchedBucket } from '../table/commit-hooks.js';
+import type { CommitHooks, CommitInfo } from '../table/commit-hooks.js';
 import type { Table } from '../table/table.js';
 import { exportIceberg, type ExportIcebergResult } from './export.js';
 import { COMMIT_UUID_SUMMARY, commitUuidOf, currentIcebergSnapshot, onVarveChain } from './export-history.js';
@@ -85,17 +85,18 @@ export async function exportIcebergAfterCommit(table: Table): Promise<IcebergExp
 }
 
 /**
- * `hooks` with the export after every APPEND commit (and after the compaction `hooks` ran). The
- * export never fails the write: its error is reported like a failed inline compaction (the
- * writer's `compactionError`), and the next commit or `varve export-iceberg` redoes it.
+ * `hooks` with the export after every commit, whatever the action (and after `hooks` ran: an
+ * inline compaction first). The export never fails the commit: its error is reported like a
+ * failed inline compaction (the writer's `compactionError`, CommitResult.hookError), and the next
+ * commit or `varve export-iceberg` redoes it.
  */
-export function withIcebergExport(hooks: AppendCommitHooks): AppendCommitHooks {
+export function withIcebergExport(hooks: CommitHooks): CommitHooks {
   return {
-    beforeAppendCommit: (table, touched) => hooks.beforeAppendCommit(table, touched),
-    afterAppendCommit: async (table: Table, snapshot: Snapshot, touched: readonly TouchedBucket[]) => {
+    beforeCommit: (table, commit) => hooks.beforeCommit(table, commit),
+    afterCommit: async (table: Table, snapshot: Snapshot, commit: CommitInfo) => {
       let first: unknown;
       try {
-        await hooks.afterAppendCommit(table, snapshot, touched);
+        await hooks.afterCommit(table, snapshot, commit);
       } catch (e) {
         first = e;
       }

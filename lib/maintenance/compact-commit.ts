@@ -12,10 +12,9 @@
 import { createHash } from 'node:crypto';
 import { CommitConflictError, SchemaChangedError } from '../errors.js';
 import type { ManifestCache } from '../manifest/manifest-file.js';
-import { commit } from '../snapshot/commit.js';
+import type { ActionPlan, CommitAction, CommitRequest } from '../snapshot/commit.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
-import { publishCommit } from '../table/commit-events.js';
-import { commitOptionsFor } from '../table/commit-options.js';
+import { commitToTable } from '../table/table-commit.js';
 import type { Table } from '../table/table.js';
 import { COMPACT_COMMIT_USER, FULL_COMPACTION_PROPERTY, type PreparedBucket } from './compact-run.js';
 
@@ -56,48 +55,78 @@ function bucketsNamedBy(e: CommitConflictError, buckets: readonly PreparedBucket
 }
 
 /**
- * Commits `prepared` as one COMPACT snapshot, dropping the buckets a conflict names until the
- * rest commits (or nothing is left). Errors other than conflicts are thrown as they come: the
- * commit may then have landed or not, so no output is deleted (orphan cleanup removes what no
- * snapshot references) and a re-run plans again from the latest snapshot.
+ * The `compact` action: the prepared buckets still in the run, as one COMPACT request; a conflict
+ * drops the buckets it names (their outputs deleted) and plans the rest again (see the file comment).
+ */
+class CompactAction implements CommitAction {
+  readonly name = 'compact';
+  remaining: PreparedBucket[];
+  readonly conflicted: PreparedBucket[] = [];
+  lastConflict?: CommitConflictError;
+
+  constructor(
+    private readonly table: Table,
+    prepared: readonly PreparedBucket[],
+  ) {
+    this.remaining = [...prepared];
+  }
+
+  async plan(): Promise<ActionPlan> {
+    const remaining = this.remaining;
+    const changes: CommitRequest = {
+      commitUser: COMPACT_COMMIT_USER,
+      commitIdentifier: runCommitIdentifier(remaining),
+      kind: 'COMPACT',
+      schemaId: this.table.schema.id,
+      compactBefore: remaining.flatMap((b) => b.changes.before),
+      compactAfter: remaining.flatMap((b) => b.changes.after),
+      compactChangelog: remaining.flatMap((b) => b.changes.changelog),
+      properties: remaining.some((b) => b.full) ? { [FULL_COMPACTION_PROPERTY]: 'true' } : undefined,
+    };
+    return { changes, requirements: { schemaId: this.table.schema.id } };
+  }
+
+  async onConflict(e: CommitConflictError): Promise<boolean> {
+    this.lastConflict = e;
+    await this.drop(e);
+    return this.remaining.length > 0;
+  }
+
+  /** Drops the buckets `e` names (every bucket when it names none of the run's files, or the schema changed). */
+  async drop(e: CommitConflictError): Promise<void> {
+    // A conflict means the snapshot was not created: what the dropped buckets wrote is unreferenced.
+    const named = e instanceof SchemaChangedError ? new Set<PreparedBucket>() : bucketsNamedBy(e, this.remaining);
+    const dropped = named.size > 0 ? this.remaining.filter((b) => named.has(b)) : this.remaining;
+    await Promise.all(dropped.map((b) => b.discard()));
+    this.conflicted.push(...dropped);
+    this.remaining = this.remaining.filter((b) => !dropped.includes(b));
+  }
+
+  async settle(outcome: { alreadyCommitted: boolean }): Promise<void> {
+    // An earlier attempt of this run committed other files for the same plans: ours are not referenced.
+    if (outcome.alreadyCommitted) await Promise.all(this.remaining.map((b) => b.discard()));
+  }
+}
+
+/**
+ * Commits `prepared` as one COMPACT snapshot (a `compact` action of the one commit loop, hooks
+ * included), dropping the buckets a conflict names until the rest commits (or nothing is left).
+ * Errors other than conflicts are thrown as they come: the commit may then have landed or not,
+ * so no output is deleted (orphan cleanup removes what no snapshot references) and a re-run plans
+ * again from the latest snapshot.
  */
 export async function commitCompactionRun(table: Table, prepared: readonly PreparedBucket[], cache: ManifestCache): Promise<RunCommitResult> {
-  let remaining = [...prepared];
-  const conflicted: PreparedBucket[] = [];
-  let lastConflict: CommitConflictError | undefined;
-  while (remaining.length > 0) {
-    const full = remaining.some((b) => b.full);
-    try {
-      const committed = await commit(
-        table.store,
-        table.path,
-        {
-          commitUser: COMPACT_COMMIT_USER,
-          commitIdentifier: runCommitIdentifier(remaining),
-          kind: 'COMPACT',
-          schemaId: table.schema.id,
-          compactBefore: remaining.flatMap((b) => b.changes.before),
-          compactAfter: remaining.flatMap((b) => b.changes.after),
-          compactChangelog: remaining.flatMap((b) => b.changes.changelog),
-          properties: full ? { [FULL_COMPACTION_PROPERTY]: 'true' } : undefined,
-        },
-        commitOptionsFor(table, { manifestCache: cache }),
-      );
-      // An earlier attempt of this run committed other files for the same plans: ours are not referenced.
-      if (committed.alreadyCommitted) await Promise.all(remaining.map((b) => b.discard()));
-      // Streams learn of the compaction's changelog (lookup, full-compaction) at once, not at the next poll.
-      else publishCommit({ warehouse: table.store.uri, table: table.name, snapshot: committed.snapshot });
-      return { snapshot: committed.snapshot, alreadyCommitted: committed.alreadyCommitted, committed: remaining, conflicted, lastConflict };
-    } catch (e) {
-      if (!(e instanceof CommitConflictError)) throw e;
-      lastConflict = e;
-      // A conflict means the snapshot was not created: what the dropped buckets wrote is unreferenced.
-      const named = e instanceof SchemaChangedError ? new Set<PreparedBucket>() : bucketsNamedBy(e, remaining);
-      const dropped = named.size > 0 ? remaining.filter((b) => named.has(b)) : remaining;
-      await Promise.all(dropped.map((b) => b.discard()));
-      conflicted.push(...dropped);
-      remaining = remaining.filter((b) => !dropped.includes(b));
+  const action = new CompactAction(table, prepared);
+  try {
+    const committed = await commitToTable(table, action, { manifestCache: cache });
+    return { snapshot: committed.snapshot, alreadyCommitted: committed.alreadyCommitted, committed: action.remaining, conflicted: action.conflicted, lastConflict: action.lastConflict };
+  } catch (e) {
+    if (!(e instanceof CommitConflictError)) throw e;
+    // Every bucket dropped (or a schema change): the caller re-plans them from the latest snapshot.
+    if (action.remaining.length > 0) {
+      action.lastConflict = e;
+      await action.drop(e instanceof SchemaChangedError ? e : new CommitConflictError(e.message));
     }
+    return { alreadyCommitted: false, committed: [], conflicted: action.conflicted, lastConflict: action.lastConflict };
   }
-  return { alreadyCommitted: false, committed: [], conflicted, lastConflict };
 }

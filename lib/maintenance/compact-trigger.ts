@@ -11,7 +11,7 @@ import type { LruManifestCache } from '../manifest/manifest-file.js';
 import { readLiveFiles } from '../manifest/scan.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
-import type { AppendCommitHooks, TouchedBucket } from '../table/commit-hooks.js';
+import type { CommitHooks, TouchedBucket } from '../table/commit-hooks.js';
 import type { Table } from '../table/table.js';
 import { FULL_COMPACTION_PROPERTY, compactBuckets, compactTable, groupByBucket } from './compact.js';
 import { sortedRunCount } from './compact-plan.js';
@@ -176,5 +176,17 @@ async function swallowContention(job: Promise<unknown>): Promise<void> {
   }
 }
 
-/** Inline compaction as the table's commit hooks: what the catalogs pass to every table they open. */
-export const INLINE_COMPACTION: AppendCommitHooks = { beforeAppendCommit, afterAppendCommit };
+/**
+ * Inline compaction as the table's commit hooks: what the catalogs pass to every table they open.
+ * It follows APPEND actions only (a writer's back-pressure and its compaction, as Paimon's writer):
+ * an overwrite, a rewrite or an alter leaves compaction to the next append or to `varve compact`,
+ * and a compaction's own commit must not start another.
+ */
+export const INLINE_COMPACTION: CommitHooks = {
+  beforeCommit: async (table, commit) => {
+    if (commit.action === 'append') await beforeAppendCommit(table, commit.touched);
+  },
+  afterCommit: async (table, snapshot, commit) => {
+    if (commit.action === 'append') await afterAppendCommit(table, snapshot, commit.touched);
+  },
+};

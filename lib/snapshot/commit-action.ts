@@ -72,8 +72,13 @@ export interface CommitAction {
   settle?(outcome: { alreadyCommitted: boolean }): Promise<void>;
 }
 
-/** The action committing a ready-made request as it is (schema check per `acceptOlderSchema`). */
-export function requestAction(req: CommitRequest): CommitAction {
+/**
+ * An action whose changes do not depend on the base (an append's batches, an overwrite's files, an
+ * alter's empty snapshot: the loop re-applies them on each base), committed as `name`. Its schema
+ * requirement is the request's schema unless `acceptOlderSchema`; planned again under a newer
+ * schema it stays the same, so the loop fails with SchemaChangedError.
+ */
+export function requestAction(req: CommitRequest, name: CommitActionName = 'request'): CommitAction {
   const plan: ActionPlan = { changes: req, requirements: { schemaId: req.acceptOlderSchema ? undefined : req.schemaId } };
-  return { name: 'request', plan: async () => plan };
+  return { name, plan: async () => plan };
 }

@@ -33,7 +33,8 @@ import type { SnapshotManager } from './snapshot-manager.js';
 export class CommitRun {
   private readonly ctx: CommitContext;
   private readonly budget: RetryBudget;
-  private plan!: ActionPlan;
+  /** The action's current plan (undefined until its first plan succeeded). */
+  private plan?: ActionPlan;
   private claim?: IdentifierClaim;
   private batchClaims?: BatchClaims;
   private attempts = 0;
@@ -47,6 +48,8 @@ export class CommitRun {
   /** The next attempt loads the latest snapshot first (and, with `replan`, plans the action again). */
   private reload = false;
   private replan = false;
+  /** What the before-commit hook threw, if it refused the commit. */
+  private refusal: unknown;
 
   constructor(
     store: ObjectStore,
@@ -68,26 +71,20 @@ export class CommitRun {
     this.budget = commitBudget(tablePath, opts);
   }
 
-  /** Loads the base (a warm guess allowed) and plans; the result when nothing is left to commit. */
-  async start(): Promise<CommitResult | undefined> {
-    await this.load(true);
-    this.adopt(await this.action.plan(this.base));
-    const done = await this.alreadyDone();
-    if (done === undefined) await this.opts.hooks?.before?.(this.action.name, this.plan.changes);
-    return done;
-  }
-
   /** One attempt at creating the next snapshot: the result, or undefined to try again. */
   async attempt(): Promise<CommitResult | undefined> {
-    if (this.reload) {
+    const first = this.plan === undefined;
+    if (first || this.reload) {
+      // The first attempt may start from a warm guess; a reload reads the latest snapshot.
+      await this.load(first && !this.reload);
       this.reload = false;
-      await this.load(false);
-      if (this.replan) {
+      if (first || this.replan) {
         this.replan = false;
         this.adopt(await this.action.plan(this.base));
       }
       const done = await this.alreadyDone();
       if (done !== undefined) return done;
+      if (first) await this.beforeHook();
     }
     const claimed = await this.claimIdentifiers();
     if (claimed !== undefined) return claimed;
@@ -99,9 +96,20 @@ export class CommitRun {
     return this.afterLostRace(outcome.lostAt);
   }
 
+  /** The before-commit hook, once: its refusal (WriteStallError) is the caller's to retry, never the loop's. */
+  private async beforeHook(): Promise<void> {
+    try {
+      await this.opts.hooks?.before?.(this.action.name, this.plan!.changes);
+    } catch (e) {
+      this.refusal = e;
+      throw e;
+    }
+  }
+
   /** After a failed attempt: what to do next, under the one budget; throws what no retry helps. */
   async recover(e: unknown): Promise<void> {
-    if (e instanceof CommitConflictError && !(e instanceof SchemaChangedError) && this.guessed) {
+    if (e === this.refusal) throw e;
+    if (e instanceof CommitConflictError && !(e instanceof SchemaChangedError) && this.guessed && this.plan !== undefined) {
       // Checked against a guessed base that may be older than the action's plan (a compaction
       // planned on a newer snapshot): not a real conflict until the latest says so.
       this.reload = true;
@@ -126,7 +134,7 @@ export class CommitRun {
     await this.action.settle?.({ alreadyCommitted: result.alreadyCommitted });
     if (!result.committed || !this.opts.hooks?.after) return result;
     try {
-      await this.opts.hooks.after(this.action.name, result.snapshot, this.plan.changes);
+      await this.opts.hooks.after(this.action.name, result.snapshot, this.plan!.changes);
       return result;
     } catch (e) {
       // The commit has landed: work after it never makes it look failed.
@@ -162,7 +170,7 @@ export class CommitRun {
 
   /** Nothing to commit (an empty request), or committed before (found in the dedup window). */
   private async alreadyDone(): Promise<CommitResult | undefined> {
-    const req = this.plan.changes;
+    const req = this.plan!.changes;
     if (isEmptyRequest(req) && !req.allowEmpty) {
       if (this.base === undefined) {
         throw new InvalidArgumentError(
@@ -227,7 +235,7 @@ export class CommitRun {
   }
 
   private meetsSchema(): boolean {
-    const required = this.plan.requirements.schemaId;
+    const required = this.plan!.requirements.schemaId;
     return required === undefined || this.base === undefined || this.base.schemaId <= required;
   }
 

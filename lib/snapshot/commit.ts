@@ -43,8 +43,6 @@ export async function runCommit(store: ObjectStore, tablePath: string, action: C
     throw new InvalidArgumentError(`opts.snapshotManager belongs to table ${sm.tablePath}, not ${tablePath}; pass one made for this table`);
   }
   const run = new CommitRun(store, tablePath, sm, action, opts);
-  const early = await run.start();
-  if (early !== undefined) return run.finish(early);
   for (;;) {
     try {
       const done = await run.attempt();

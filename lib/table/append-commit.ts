@@ -6,9 +6,9 @@
  * metrics, compaction jobs) is the caller's `AfterAppend`.
  */
 import type { Snapshot } from '../snapshot/snapshot.js';
-import { commit, type CommitBatch, type CommitOptions } from '../snapshot/commit.js';
+import { requestAction, type CommitBatch, type CommitOptions } from '../snapshot/commit.js';
 import type { TouchedBucket } from './commit-hooks.js';
-import { commitOptionsFor } from './commit-options.js';
+import { commitToTable, touchedBy as touchedByChanges } from './table-commit.js';
 import { dataFileKey } from './paths.js';
 import type { Table } from './table.js';
 
@@ -44,15 +44,10 @@ export interface AppendCommitted {
 /** Work after an APPEND commit landed: announcing it, metrics, compaction jobs (never makes the commit look failed). */
 export type AfterAppend = (committed: AppendCommitted) => Promise<void>;
 
-/** Commits `batches` as one APPEND snapshot of `table`. */
+/** Commits `batches` as one APPEND snapshot of `table` (an `append` action of the one loop, hooks included). */
 export async function commitAppend(table: Table, batches: readonly CommitBatch[], spec: AppendSpec): Promise<AppendCommitted> {
   const started = performance.now();
-  const touched = touchedBy(batches);
-  // Before the commit, as a writer's: may compact a bucket over the stop trigger first, or refuse (WriteStallError).
-  await table.commitHooks.beforeAppendCommit(table, touched);
-  const result = await commit(
-    table.store,
-    table.path,
+  const action = requestAction(
     {
       commitUser: spec.commitUser,
       commitIdentifier: spec.commitIdentifier,
@@ -65,19 +60,11 @@ export async function commitAppend(table: Table, batches: readonly CommitBatch[]
       // Files queued before an alter are already written: they land and are read by field id.
       acceptOlderSchema: true,
     },
-    commitOptionsFor(table, spec.commitOptions),
+    'append',
   );
-  let hookError: Error | undefined;
-  if (result.committed) {
-    try {
-      await table.commitHooks.afterAppendCommit(table, result.snapshot, touched);
-    } catch (e) {
-      // The data has landed: work after it never makes the commit look failed (a writer's rule).
-      hookError = e as Error;
-    }
-  }
+  const result = await commitToTable(table, action, spec.commitOptions);
   return {
-    ...(hookError ? { hookError } : {}),
+    ...(result.hookError ? { hookError: result.hookError } : {}),
     snapshot: result.snapshot,
     batches,
     alreadyCommitted: result.alreadyCommitted,
@@ -90,11 +77,7 @@ export async function commitAppend(table: Table, batches: readonly CommitBatch[]
 
 /** The (partition, bucket) pairs the batches write to. */
 export function touchedBy(batches: readonly CommitBatch[]): TouchedBucket[] {
-  const seen = new Map<string, TouchedBucket>();
-  for (const b of batches) {
-    for (const c of [...b.newFiles, ...b.changelogFiles]) seen.set(JSON.stringify([c.partition, c.bucket]), { partition: c.partition, bucket: c.bucket });
-  }
-  return [...seen.values()];
+  return touchedByChanges({ batches: [...batches] });
 }
 
 /** The object keys of the batches' data and changelog files. */

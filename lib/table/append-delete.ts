@@ -7,33 +7,32 @@
  * event), so a streaming reader does not see the deletion.
  */
 import { runLimited } from '../concurrency.js';
-import { CommitConflictError } from '../errors.js';
 import { takeRows } from '../format/columns.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
 import { mergeEngineFor } from '../mergetree/merge-function.js';
 import { mergeSortedRuns } from '../mergetree/sort-merge-reader.js';
-import { FileRewrite } from './file-rewrite.js';
+import { commitRewrite, FileRewrite } from './file-rewrite.js';
 import { planRead, readEntry } from './read.js';
 import { predicateMatches, toPredicate, type Predicate } from './predicate.js';
 import type { Table } from './table.js';
 import type { CommitResult } from './writer.js';
 
-/** Attempts when a compaction or another rewrite removed one of the files first. */
-const MAX_ATTEMPTS = 5;
-
-/** Removes the rows of append table `table` matching `where`; `rows` in the result is the number removed. */
+/**
+ * Removes the rows of append table `table` matching `where`; `rows` in the result is the number
+ * removed. A `rewrite` action of the commit loop: a compaction or another rewrite that removed one
+ * of the files first makes it plan again on the latest snapshot.
+ */
 export async function deleteWhereAppend(table: Table, where: string | Predicate, opts: { commitUser?: string; commitIdentifier?: string }): Promise<CommitResult> {
-  for (let attempt = 1; ; attempt++) {
+  let removed = 0;
+  const done = await commitRewrite(table, { commitUser: opts.commitUser ?? 'delete', commitIdentifier: opts.commitIdentifier }, async (base) => {
+    removed = 0;
+    if (base === undefined) return undefined;
     const t = await table.latest();
-    const snapshot = await t.snapshots.latest();
-    if (!snapshot) return { alreadyCommitted: false, files: 0, rows: 0 };
     const predicate = toPredicate(where, t.schema.fields);
     // Partitions the predicate rules out are not read (the same pruning as a read).
-    const { entries } = await planRead(t, snapshot, { where: predicate });
+    const { entries } = await planRead(t, base, { where: predicate });
     const engine = mergeEngineFor(mergeConfigFromOptions(t.options, t.schema.primaryKeys));
     const rewrite = new FileRewrite(t);
-    let removed = 0;
-    let committing = false;
     try {
       await runLimited(
         entries.map((e) => async () => {
@@ -54,17 +53,15 @@ export async function deleteWhereAppend(table: Table, where: string | Predicate,
         }),
         4,
       );
-      if (removed === 0) return { alreadyCommitted: false, files: 0, rows: 0 };
-      committing = true;
-      const result = await rewrite.commit({ commitUser: opts.commitUser ?? 'delete', commitIdentifier: opts.commitIdentifier });
-      return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, files: rewrite.counts.added, rows: removed };
     } catch (e) {
-      // Before the commit, or on a conflict, nothing references what was written. Any other
-      // commit failure is ambiguous: the files are left to orphan cleanup.
-      if (!committing || e instanceof CommitConflictError) await rewrite.abandon();
-      if (!(e instanceof CommitConflictError) || attempt >= MAX_ATTEMPTS) throw e;
+      // Nothing references what this plan wrote yet.
+      await rewrite.abandon();
+      throw e;
     }
-  }
+    return removed === 0 ? undefined : rewrite;
+  });
+  if (done.rewrite === undefined) return { alreadyCommitted: false, files: 0, rows: 0 };
+  return { snapshot: done.snapshot, alreadyCommitted: done.alreadyCommitted, files: done.rewrite.counts.added, rows: removed };
 }
 
 /** The indices 0..n-1 not in the ascending list `drop`. */

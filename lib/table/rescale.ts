@@ -18,7 +18,7 @@
  * ones. So a rescale is refused while a consumer has not read up to the latest snapshot, unless
  * forced; a consumer that has skips the OVERWRITE and loses nothing (the rows are the same).
  */
-import { CommitConflictError, InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError } from '../errors.js';
 import { concatTables, singleBatch, tableToRows, takeRows } from '../format/columns.js';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { readLiveFiles } from '../manifest/scan.js';
@@ -29,7 +29,7 @@ import { bucketOf } from '../schema/bucket.js';
 import { parsePartitionPath } from '../schema/partition.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { listConsumers } from '../snapshot/consumer.js';
-import { FileRewrite } from './file-rewrite.js';
+import { commitRewrite, FileRewrite } from './file-rewrite.js';
 import { mergeBuckets, readFailure } from './read.js';
 import type { Table } from './table.js';
 
@@ -58,8 +58,6 @@ export interface RescaleResult {
   /** True when the table's `bucket` option was changed (a rescale of the whole table). */
   optionChanged: boolean;
 }
-
-const MAX_ATTEMPTS = 3;
 
 /** Rewrites the table (or some partitions) into `opts.buckets` buckets as one OVERWRITE snapshot. */
 export async function rescaleTable(table: Table, opts: RescaleOptions): Promise<RescaleResult> {
@@ -96,20 +94,28 @@ export async function rescaleTable(table: Table, opts: RescaleOptions): Promise<
     t = (await t.alter([{ kind: 'set-option', key: 'bucket', value: String(n) }])).table;
     optionChanged = true;
   }
-  for (let attempt = 1; ; attempt++) {
-    const result = await rewriteOnce(t, n, spec, opts.commitUser ?? 'rescale');
-    if (result !== 'conflict') return { ...result, optionChanged };
-    if (attempt >= MAX_ATTEMPTS) {
-      throw new CommitConflictError(`${t.name}: the rescale conflicted ${attempt} times with concurrent writes or compactions of the same partitions; run it again when they are quieter`);
-    }
-    t = await t.latest();
-  }
+  // A `rewrite` action of the commit loop: a concurrent write or compaction of the same
+  // partitions makes it plan again on the latest snapshot, under the loop's one retry budget.
+  const empty = { partitions: [] as string[], unchanged: [] as string[], filesRemoved: 0, filesAdded: 0, rows: 0 };
+  let out = empty;
+  const done = await commitRewrite(t, { commitUser: opts.commitUser ?? 'rescale', properties: { [RESCALE_PROPERTY]: String(n) } }, async (base) => {
+    const planned = await planRescale(await t.latest(), base, n, spec);
+    out = planned.out;
+    return planned.rewrite;
+  });
+  if (done.rewrite === undefined) return { ...out, optionChanged };
+  return { ...out, snapshot: done.snapshot, filesRemoved: done.rewrite.counts.removed, filesAdded: done.rewrite.counts.added, optionChanged };
 }
 
-async function rewriteOnce(t: Table, n: number, spec: Record<string, string> | undefined, commitUser: string): Promise<Omit<RescaleResult, 'optionChanged'> | 'conflict'> {
-  const latest = await t.snapshots.latest();
-  const empty = { partitions: [], unchanged: [], filesRemoved: 0, filesAdded: 0, rows: 0 };
-  if (!latest) return empty;
+/** The rescale of `spec`'s partitions (or all) on `latest`: the rewrite (undefined: nothing to rewrite) and what it covers. */
+async function planRescale(
+  t: Table,
+  latest: Snapshot | undefined,
+  n: number,
+  spec: Record<string, string> | undefined,
+): Promise<{ rewrite?: FileRewrite; out: Omit<RescaleResult, 'optionChanged' | 'snapshot'> }> {
+  const out = { partitions: [] as string[], unchanged: [] as string[], filesRemoved: 0, filesAdded: 0, rows: 0 };
+  if (!latest) return { out };
   const matches = spec ? (p: string) => Object.entries(spec).every(([k, v]) => parsePartitionPath(p)[k] === v) : undefined;
   const live = await readLiveFiles(t.store, t.path, latest, { partition: matches }, t.manifestCache);
   if (spec && live.length === 0) {
@@ -118,8 +124,6 @@ async function rewriteOnce(t: Table, n: number, spec: Record<string, string> | u
   const byPartition = new Map<string, ManifestEntry[]>();
   for (const e of live) byPartition.set(e.partition, [...(byPartition.get(e.partition) ?? []), e]);
   const rewrite = new FileRewrite(t);
-  const out = { ...empty, partitions: [] as string[], unchanged: [] as string[] };
-  let committing = false;
   try {
     for (const [partition, entries] of [...byPartition].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       if (entries.every((e) => e.totalBuckets === n)) {
@@ -129,15 +133,12 @@ async function rewriteOnce(t: Table, n: number, spec: Record<string, string> | u
       out.partitions.push(partition);
       out.rows += await rewritePartition(t, latest, partition, entries, n, rewrite);
     }
-    if (out.partitions.length === 0) return out;
-    committing = true;
-    const committed = await rewrite.commit({ commitUser, properties: { [RESCALE_PROPERTY]: String(n) } });
-    return { ...out, snapshot: committed.snapshot, filesRemoved: rewrite.counts.removed, filesAdded: rewrite.counts.added };
   } catch (e) {
-    if (!committing || e instanceof CommitConflictError) await rewrite.abandon();
-    if (e instanceof CommitConflictError) return 'conflict';
+    // Nothing references what this plan wrote yet.
+    await rewrite.abandon();
     throw e;
   }
+  return { rewrite: out.partitions.length === 0 ? undefined : rewrite, out };
 }
 
 /**

@@ -13,11 +13,11 @@
  * in one round commit it once (the second is told it was already committed).
  */
 import { randomUUID } from 'node:crypto';
-import { VarveError } from '../errors.js';
-import { commit, type CommitBatch, type CommitResult as SnapshotCommitResult } from '../snapshot/commit.js';
+import { VarveError, WriteStallError } from '../errors.js';
+import { requestAction, type CommitBatch, type CommitResult as SnapshotCommitResult } from '../snapshot/commit.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { ObjectStore } from '../store/object-store.js';
-import { commitOptionsFor } from './commit-options.js';
+import { commitToTable } from './table-commit.js';
 import type { Table } from './table.js';
 
 /** Most batches one round folds into a snapshot (the rest wait for the next round). */
@@ -42,8 +42,10 @@ export interface SharedCommitOutcome {
   expiredSnapshotId?: number;
   /** The identifier had landed before (an earlier call, or another writer in the same round). */
   alreadyCommitted: boolean;
-  /** True for exactly one writer per new snapshot: the one that announces the commit. */
+  /** True for exactly one writer per new snapshot (the first of its batches). */
   announces: boolean;
+  /** The table's after-commit hook failed (inline compaction, the export): the batch has landed all the same. */
+  hookError?: Error;
   /** Batches in the snapshot this batch went into. */
   roundSize: number;
 }
@@ -120,7 +122,8 @@ export class SharedCommitter {
     try {
       outcomes = await this.commitTogether(leaders);
     } catch (e) {
-      if (leaders.length === 1 || !(e instanceof VarveError) || e.retryable) outcomes = leaders.map(() => ({ error: e }));
+      // A write stall names buckets some batches do not write to: alone, only those batches wait.
+      if (leaders.length === 1 || !(e instanceof VarveError) || (e.retryable && !(e instanceof WriteStallError))) outcomes = leaders.map(() => ({ error: e }));
       else {
         // One batch the others cannot land with (a schema changed under it, …): each alone, so
         // only the ones that fail alone fail.
@@ -146,9 +149,8 @@ export class SharedCommitter {
     const users = new Set(appends.map((a) => a.commitUser));
     const alone = appends.length === 1;
     const fresh = alone && appends[0].identifier === undefined;
-    const result: SnapshotCommitResult = await commit(
-      table.store,
-      table.path,
+    // One `append` action of the one loop: the table's hooks run around it once per snapshot.
+    const action = requestAction(
       {
         commitUser: users.size === 1 ? appends[0].commitUser : SHARED_COMMIT_USER,
         // Alone: the request a writer makes by itself. Together: a fresh identifier for the
@@ -160,9 +162,10 @@ export class SharedCommitter {
         schemaId: appends[0].schemaId,
         batches: appends.map((a) => a.batch),
       },
-      // A fresh identifier cannot have landed before: no need to search recent snapshots.
-      commitOptionsFor(table, alone && !fresh ? {} : { dedupLookback: 0 }),
+      'append',
     );
+    // A fresh identifier cannot have landed before: no need to search recent snapshots.
+    const result: SnapshotCommitResult = await commitToTable(table, action, alone && !fresh ? {} : { dedupLookback: 0 });
     if (result.committed) this.rounds++;
     let announced = !result.committed;
     return appends.map((_, i) => {
@@ -174,7 +177,8 @@ export class SharedCommitter {
       if (result.expiredSnapshotId !== undefined) return { expiredSnapshotId: result.expiredSnapshotId, alreadyCommitted: true, announces: false, roundSize: appends.length };
       const announces = !announced;
       announced = true;
-      return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, announces, roundSize: appends.length };
+      const hookError = result.hookError !== undefined ? { hookError: result.hookError } : {};
+      return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, announces, roundSize: appends.length, ...hookError };
     });
   }
 }

@@ -19,7 +19,7 @@ import { parsePartitionPath } from '../schema/partition.js';
 import { tableToRows } from '../format/columns.js';
 import type { Predicate } from './predicate.js';
 import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
-import { NO_COMMIT_HOOKS, type AppendCommitHooks } from './commit-hooks.js';
+import { NO_COMMIT_HOOKS, type CommitHooks } from './commit-hooks.js';
 import { latestSchema, readSchema } from '../schema/schema-manager.js';
 import { InvalidArgumentError, SchemaChangedError, TableNotFoundError } from '../errors.js';
 import type { SchemaChange } from '../schema/schema-evolution.js';
@@ -52,8 +52,8 @@ export class Table {
     /** Folder of the table in the warehouse. */
     readonly path: string,
     readonly schema: TableSchema,
-    /** Work around APPEND commits (the catalogs pass inline compaction). */
-    readonly commitHooks: AppendCommitHooks = NO_COMMIT_HOOKS,
+    /** Work around every commit (the catalogs pass inline compaction and the Iceberg export). */
+    readonly commitHooks: CommitHooks = NO_COMMIT_HOOKS,
   ) {
     this.options = new TableOptions(schema.options, schema.fields);
     this.snapshots = new SnapshotManager(store, path);

@@ -18,10 +18,9 @@ import { bucketOf, bucketOfInt32, bucketOfInt64Words } from '../schema/bucket.js
 import { chunkOfData } from '../mergetree/column-access.js';
 import { partitionPath } from '../schema/partition.js';
 import { KIND_COLUMN, RowKind, type DataField, type DataType, type Row, type Value } from '../schema/types.js';
-import { commit, type CommitBatch, type FileChange } from '../snapshot/commit.js';
+import { requestAction, type CommitBatch, type FileChange } from '../snapshot/commit.js';
 import { findPartitionTotalBuckets, readDataManifests } from '../manifest/scan.js';
-import { commitOptionsFor } from './commit-options.js';
-import { publishCommit } from './commit-events.js';
+import { commitToTable } from './table-commit.js';
 import { sharedCommitterOf } from './shared-committer.js';
 import { openLevel0File, writeLevel0Gathered } from './level0-file.js';
 import { encoderPool, type EncoderPool } from '../format/encoder-pool.js';
@@ -98,7 +97,7 @@ export interface CommitResult {
   files: number;
   /** Rows written, before merging. */
   rows: number;
-  /** Set when the inline compaction after the commit failed; the commit itself stands. */
+  /** Set when the table's after-commit hook failed (inline compaction, the Iceberg export); the commit itself stands. */
   compactionError?: Error;
 }
 
@@ -556,15 +555,13 @@ export class TableWriter {
     await this.releaseHeld({ keepDeferred: true });
     if (opts.overwrite !== undefined) return this.commitOverwrite(commitIdentifier, opts.overwrite);
     const rows = this.rows;
-    // Buckets this commit writes to: rows still buffered (or deferred), or already flushed to pending files.
-    const touched = [...this.buckets.values()].filter((bw) => this.hasRows(bw) || this.pendingData.some((f) => f.partition === bw.partition && f.bucket === bw.bucket));
-    await this.table.commitHooks.beforeAppendCommit(this.table, touched);
     const batch = await this.prepareCommit();
     this.rows = 0;
     const files = batch.newFiles.length;
     if (files === 0 && batch.changelogFiles.length === 0) return { alreadyCommitted: false, files: 0, rows };
     // Writers of this process on this table share one committer: their batches waiting at the
-    // same time land in one snapshot instead of racing each other for snapshot ids.
+    // same time land in one snapshot (one `append` action of the commit loop, hooks included)
+    // instead of racing each other for snapshot ids.
     const result = await sharedCommitterOf(this.table).submit(this.table, {
       batch,
       // A given identifier deduplicates table-wide through its index, however old the commit.
@@ -572,25 +569,16 @@ export class TableWriter {
       commitUser: this.commitUser,
       schemaId: this.table.schema.id,
     });
-    if (!result.alreadyCommitted) {
-      if (result.announces) publishCommit({ warehouse: this.table.store.uri, table: this.table.name, snapshot: result.snapshot! });
-      try {
-        await this.table.commitHooks.afterAppendCommit(this.table, result.snapshot!, touched);
-      } catch (e) {
-        // The data has landed: a compaction that fails afterwards must not make the write look
-        // failed (a retry would be a no-op anyway). It is reported, and the next write or the
-        // compaction job picks the bucket up again.
-        return { snapshot: result.snapshot, alreadyCommitted: false, files, rows, compactionError: e as Error };
-      }
-    }
     const expired = result.expiredSnapshotId !== undefined ? { expiredSnapshotId: result.expiredSnapshotId } : {};
-    return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, files, rows, ...expired };
+    const hook = result.hookError !== undefined ? { compactionError: result.hookError } : {};
+    return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, files, rows, ...expired, ...hook };
   }
 
   /**
-   * Commits everything written since the last commit as one OVERWRITE snapshot that replaces the
-   * whole table (`all`), the partitions the rows went to (`dynamic`), or the partitions matching
-   * a spec; with no rows written, `all` empties the table (truncate).
+   * Commits everything written since the last commit as one OVERWRITE snapshot (an `overwrite`
+   * action of the commit loop, hooks included) that replaces the whole table (`all`), the
+   * partitions the rows went to (`dynamic`), or the partitions matching a spec; with no rows
+   * written, `all` empties the table (truncate).
    */
   private async commitOverwrite(commitIdentifier: string | undefined, mode: OverwriteMode): Promise<CommitResult> {
     const fresh = commitIdentifier === undefined;
@@ -601,9 +589,7 @@ export class TableWriter {
     this.rows = 0;
     const overwrite = mode === 'all' ? {} : mode === 'dynamic' ? { partitions: [...touched] } : { match: mode.match };
     if (mode === 'dynamic' && touched.size === 0) return { alreadyCommitted: false, files: 0, rows };
-    const result = await commit(
-      this.table.store,
-      this.table.path,
+    const action = requestAction(
       {
         commitUser: this.commitUser,
         commitIdentifier: commitIdentifier ?? randomUUID(),
@@ -613,11 +599,13 @@ export class TableWriter {
         overwrite,
         allowEmpty: true,
       },
-      commitOptionsFor(this.table, fresh ? { dedupLookback: 0 } : {}),
+      'overwrite',
     );
-    if (!result.alreadyCommitted) publishCommit({ warehouse: this.table.store.uri, table: this.table.name, snapshot: result.snapshot });
-    if (result.expiredSnapshotId !== undefined) return { alreadyCommitted: true, expiredSnapshotId: result.expiredSnapshotId, files: batch.newFiles.length, rows };
-    return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, files: batch.newFiles.length, rows };
+    const result = await commitToTable(this.table, action, fresh ? { dedupLookback: 0 } : {});
+    const files = batch.newFiles.length;
+    const hook = result.hookError !== undefined ? { compactionError: result.hookError } : {};
+    if (result.expiredSnapshotId !== undefined) return { alreadyCommitted: true, expiredSnapshotId: result.expiredSnapshotId, files, rows };
+    return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, files, rows, ...hook };
   }
 
   /** Drops buffered rows and temporary spill files. */

@@ -11,7 +11,7 @@ import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind, type Row, type RowKindByte } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import type { CommitMessage } from '../../lib/table/commit-message.js';
-import type { AppendCommitHooks, TouchedBucket } from '../../lib/table/commit-hooks.js';
+import type { CommitHooks, TouchedBucket } from '../../lib/table/commit-hooks.js';
 import { GroupCommit } from '../../lib/table/group-commit.js';
 import { landRowChunks, type RowChunk } from '../../lib/table/land-rows.js';
 import { Table } from '../../lib/table/table.js';
@@ -36,12 +36,12 @@ async function kinds(table: Table): Promise<string[]> {
 function recorded(table: Table, fail: { before?: Error; after?: Error } = {}) {
   const calls: string[] = [];
   const show = (t: readonly TouchedBucket[]) => t.map((b) => `b${b.bucket}`).sort().join(',');
-  const hooks: AppendCommitHooks = {
-    beforeAppendCommit: async (_t, touched) => {
+  const hooks: CommitHooks = {
+    beforeCommit: async (_t, { touched }) => {
       calls.push(`before ${show(touched)}`);
       if (fail.before) throw fail.before;
     },
-    afterAppendCommit: async (_t, snapshot, touched) => {
+    afterCommit: async (_t, snapshot, { touched }) => {
       calls.push(`after ${snapshot.id} ${show(touched)}`);
       if (fail.after) throw fail.after;
     },
