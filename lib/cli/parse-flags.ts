@@ -12,7 +12,7 @@ export interface GlobalOptions {
 }
 
 /** Epoch ms from an ISO-8601 time or an integer of epoch milliseconds. */
-function parseTimestamp(text: string): number {
+export function parseTimestamp(text: string): number {
   if (/^\d+$/.test(text.trim())) return Number(text.trim());
   const ms = Date.parse(text);
   if (Number.isNaN(ms)) {
@@ -114,9 +114,9 @@ export function outputFormat(flag: string | undefined): OutputFormat {
   return f;
 }
 
-/** `--from` of `varve tail`: latest-full | latest | earliest | full | snapshot:N | snapshot-full:N | timestamp:T. */
+/** `--from` of `varve tail`: latest-full | latest | earliest | full | compacted-full | snapshot:N | snapshot-full:N | timestamp:T. */
 export function parseFrom(text: string): StreamOptions {
-  if (text === 'latest-full' || text === 'latest' || text === 'earliest' || text === 'full') return { mode: text };
+  if (text === 'latest-full' || text === 'latest' || text === 'earliest' || text === 'full' || text === 'compacted-full') return { mode: text };
   const m = /^(snapshot|snapshot-full|timestamp):(.+)$/.exec(text);
   if (m && m[1] === 'timestamp') return { mode: 'from-timestamp', timestampMillis: parseTimestamp(m[2]) };
   if (m) {
@@ -125,6 +125,6 @@ export function parseFrom(text: string): StreamOptions {
     return { mode: m[1] === 'snapshot' ? 'from-snapshot' : 'from-snapshot-full', snapshotId: id };
   }
   throw new InvalidArgumentError(
-    `--from "${text}" is not a start position; use latest-full, latest, earliest, snapshot:N, snapshot-full:N or timestamp:T (ISO-8601 or epoch ms)`,
+    `--from "${text}" is not a start position; use latest-full, latest, earliest, compacted-full, snapshot:N, snapshot-full:N or timestamp:T (ISO-8601 or epoch ms)`,
   );
 }

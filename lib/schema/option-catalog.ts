@@ -54,7 +54,7 @@ export const CHANGELOG_PRODUCERS = ['none', 'input', 'lookup', 'full-compaction'
 export type ChangelogProducer = (typeof CHANGELOG_PRODUCERS)[number];
 
 /** `scan.mode` values. */
-export const SCAN_MODES = ['latest-full', 'latest', 'full', 'earliest', 'from-snapshot', 'from-snapshot-full', 'from-timestamp'] as const;
+export const SCAN_MODES = ['latest-full', 'latest', 'full', 'earliest', 'compacted-full', 'from-snapshot', 'from-snapshot-full', 'from-timestamp'] as const;
 /** A `scan.mode` value. */
 export type ScanMode = (typeof SCAN_MODES)[number];
 
@@ -204,14 +204,14 @@ export const TABLE_OPTIONS = [
             : 'latest-full',
     },
     allowed: SCAN_MODES,
-    description: 'Where a read starts: the full latest state then changes (latest-full, full), only new changes (latest), the earliest snapshot, a given snapshot (then changes, or its full state then changes) or a timestamp.',
+    description: 'Where a read starts: the full latest state then changes (latest-full, full), only new changes (latest), the earliest snapshot, the full state of the latest compaction then changes (compacted-full: the latest COMPACT snapshot, else the latest), a given snapshot (then changes, or its full state then changes) or a timestamp.',
   },
   { key: 'scan.snapshot-id', type: 'long', min: 1, description: 'Snapshot a from-snapshot / from-snapshot-full read starts at (a batch read reads it: time travel).' },
   { key: 'scan.timestamp-millis', type: 'long', min: 0, description: 'Epoch milliseconds a from-timestamp read starts at: the first snapshot committed at or after it.' },
   { key: 'scan.tag-name', type: 'string', description: 'Tag a from-snapshot read starts at (time travel by tag).' },
   { key: 'scan.on-expired', type: 'enum', default: 'fail', allowed: ['fail', 'skip-to-earliest'], description: 'When a read\'s start or next snapshot has expired: fail naming the lost range, or explicitly accept the gap and continue at the earliest snapshot.' },
   { key: 'streaming-read-overwrite', type: 'boolean', default: 'false', description: 'Streams emit the changes of OVERWRITE snapshots (write --overwrite, truncate, drop-partition): -D/-U of the rows replaced, +I/+U of the new ones. false (Paimon\'s default): they are skipped, with an overwrite-skipped warning.' },
-  { key: 'incremental-between', type: 'list', check: incrementalBetween, description: 'Batch read of the changes between two snapshots (or tags), start exclusive: "s1,s2".' },
+  { key: 'incremental-between', type: 'list', check: incrementalBetween, description: 'Batch read of the changes between two snapshots (or tags), start exclusive: "s1,s2". `varve audit-log` reads them by default (`--incremental-between` per call, also with tags; `--incremental-between-timestamp T1,T2` by commit time); `read` and `count` refuse a table with it set, since in Paimon it makes a batch read a read of those changes.' },
   { key: 'incremental-between-scan-mode', type: 'enum', default: 'auto', allowed: ['auto', 'delta', 'changelog'], description: 'What `incremental-between` reads: changelog files when the table has a changelog producer (auto), the written delta, or the changelog.' },
   { key: 'continuous.discovery-interval', type: 'duration', default: '10 s', min: 1, description: 'How often the local runtime looks for new snapshots for streaming consumers (on AWS discovery also runs after each commit).' },
 ] as const satisfies readonly OptionDecl[];

@@ -68,6 +68,12 @@ export async function resolveStart(table: Table, opts: ResolvedStreamOptions): P
       const kept = earliest === undefined ? undefined : (await listChangelogIds(table.store, table.path)).find((c) => c < earliest);
       return { snapshotId: kept ?? earliest ?? 1, full: false };
     }
+    case 'compacted-full': {
+      // Paimon's CompactedStartingScanner: the latest COMPACT snapshot's full state, then the
+      // changes after it; the latest snapshot when no compaction is left.
+      const picked = await latestCompacted(table);
+      return picked === undefined ? { snapshotId: 1, full: false } : { snapshotId: picked, full: true };
+    }
     case 'from-snapshot':
     case 'from-snapshot-full': {
       const full = opts.mode === 'from-snapshot-full';
@@ -96,6 +102,16 @@ export async function resolveStart(table: Table, opts: ResolvedStreamOptions): P
       return { snapshotId: earliest.id, full: false, ...(earliest.id > 1 ? { skipped: { from: 1, to: earliest.id } } : {}) };
     }
   }
+}
+
+/** The newest snapshot a compaction committed, else the latest; undefined for a table without snapshots. */
+async function latestCompacted(table: Table): Promise<number | undefined> {
+  const ids = await table.snapshots.listIds();
+  for (let i = ids.length - 1; i >= 0; i--) {
+    const s = await table.snapshots.tryRead(ids[i]);
+    if (s?.commitKind === 'COMPACT') return s.id;
+  }
+  return ids.at(-1);
 }
 
 /**

@@ -15,6 +15,7 @@ import { mergeBuckets, readEntry, readTable } from './read.js';
 import type { Table } from './table.js';
 import { filterTable, toPredicate, type Predicate } from './predicate.js';
 import type { SnapshotSpec } from './time-travel.js';
+import { readTag } from '../snapshot/tags.js';
 
 export type IncrementalMode = 'delta' | 'changelog';
 
@@ -27,14 +28,31 @@ export interface AuditLogOptions extends SnapshotSpec {
   where?: string | Predicate;
 }
 
-/** Parses `A,B` (as given to `--incremental-between`). */
-export function parseIncrementalBetween(text: string): { from: number; to: number } {
-  const m = /^\s*(\d+)\s*,\s*(\d+)\s*$/.exec(text);
-  if (!m) throw new InvalidArgumentError(`incremental-between must be two snapshot ids "A,B" with A < B, got "${text}"`);
-  const from = Number(m[1]);
-  const to = Number(m[2]);
-  if (from >= to) throw new InvalidArgumentError(`incremental-between needs A < B, got ${from},${to}`);
+/**
+ * The range `A,B` names (as given to `--incremental-between` or the table option): each end a
+ * snapshot id or a tag name; the changes after A up to B. Throws InvalidArgumentError when it is
+ * not two ends with A before B, and for an unknown tag.
+ */
+export async function resolveIncrementalBetween(table: Table, text: string): Promise<{ from: number; to: number }> {
+  const ends = text.split(',').map((s) => s.trim());
+  if (ends.length !== 2 || ends.some((e) => e === '')) {
+    throw new InvalidArgumentError(`incremental-between must be two snapshot ids or tag names "A,B" (the changes after A up to B), got "${text}"`);
+  }
+  const [from, to] = await Promise.all(ends.map(async (e) => (/^\d+$/.test(e) ? Number(e) : (await readTag(table.store, table.path, e)).id)));
+  if (from >= to) throw new InvalidArgumentError(`incremental-between needs A before B, got "${text}" (snapshots ${from},${to})`);
   return { from, to };
+}
+
+/**
+ * The range of Paimon's `incremental-between-timestamp` `T1,T2` (epoch ms): the changes of the
+ * snapshots committed after T1 up to T2, as snapshot ids (after the last one at or before T1, up
+ * to the last one at or before T2).
+ */
+export async function resolveIncrementalBetweenTimestamp(table: Table, t1: number, t2: number): Promise<{ from: number; to: number }> {
+  if (t1 >= t2) throw new InvalidArgumentError(`incremental-between-timestamp needs T1 before T2, got ${t1},${t2}`);
+  const from = (await table.snapshots.snapshotAtOrBefore(t1))?.id ?? 0;
+  const to = (await table.snapshots.snapshotAtOrBefore(t2))?.id ?? 0;
+  return { from, to: Math.max(from, to) };
 }
 
 /** Rows with their kinds, as an Arrow table with the system columns `_SEQUENCE_NUMBER`, `_VALUE_KIND`. */

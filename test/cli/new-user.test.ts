@@ -138,3 +138,43 @@ describe('--where', () => {
     expect(await ds(`${'('.repeat(50)}d > 1.235${')'.repeat(50)}`)).toEqual(['1.24', '999.99']);
   });
 });
+
+describe('scan mode compacted-full and incremental-between', () => {
+  beforeEach(async () => {
+    expect((await varve('create', 'db.s', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id')).code).toBe(0);
+    for (const [id, v] of [[1, 'a'], [2, 'b']] as const) expect((await varve('write', 'db.s', file(`${id}.jsonl`, JSON.stringify({ id, v }) + '\n'))).code).toBe(0);
+    expect((await varve('compact', 'db.s', '--full')).out).toMatch(/snapshot 3/);
+    expect((await varve('write', 'db.s', file('3.jsonl', '{"id": 3, "v": "c"}\n'))).code).toBe(0);
+  });
+
+  const lines = (text: string) => text.trim().split('\n').map((l) => JSON.parse(l));
+
+  it('tail --from compacted-full starts at the latest compaction: its full state, then the changes after it', async () => {
+    const r = await varve('tail', 'db.s', '--from', 'compacted-full');
+    expect(r.code, r.err).toBe(0);
+    expect(lines(r.out).map((c) => [c.snapshot, c.kind, c.row.id])).toEqual([[3, '+I', 1], [3, '+I', 2], [4, '+I', 3]]);
+    // The table option too.
+    expect((await varve('alter', 'db.s', '--set', 'scan.mode=compacted-full')).code).toBe(0);
+    // (after the alter's schema-change event line, the same three changes)
+    expect(lines((await varve('tail', 'db.s')).out).filter((c) => c.kind !== undefined)).toHaveLength(3);
+  });
+
+  it('audit-log --incremental-between takes tags, times and the table option; read refuses the option clearly', async () => {
+    expect((await varve('tag', 'db.s', 'create', 'start', '--snapshot', '1')).code).toBe(0);
+    const byTag = await varve('audit-log', 'db.s', '--incremental-between', 'start,4', '--format', 'jsonl');
+    expect(byTag.code, byTag.err).toBe(0);
+    expect(lines(byTag.out).map((r) => r.id)).toEqual([2, 3]);
+    const t1 = (await varve('sys', 'db.s', 'snapshots', '--format', 'jsonl')).out;
+    const times = lines(t1).map((s) => s.commit_time);
+    expect(times.every((t) => t !== undefined), t1).toBe(true);
+    const byTime = await varve('audit-log', 'db.s', '--incremental-between-timestamp', `${times[0]},${times[3]}`, '--format', 'jsonl');
+    expect(byTime.code, byTime.err).toBe(0);
+    expect(lines(byTime.out).map((r) => r.id)).toEqual([2, 3]);
+    expect((await varve('alter', 'db.s', '--set', 'incremental-between=start,4')).code).toBe(0);
+    expect(lines((await varve('audit-log', 'db.s', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([2, 3]);
+    const read = await varve('read', 'db.s');
+    expect(read.code).toBe(1);
+    expect(read.err).toContain('db.s has the option incremental-between=start,4');
+    expect(read.err).toContain('varve alter db.s --reset incremental-between');
+  });
+});

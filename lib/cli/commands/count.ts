@@ -1,5 +1,6 @@
 /** `varve count`: the merged rows of a table, counted. */
 import type { CliContext } from '../context.js';
+import { refuseIncrementalOption } from './read.js';
 import { addSnapshotFlags, snapshotSpecOf, type SnapshotFlags } from '../parse-flags.js';
 
 /** Registers `count`. */
@@ -10,6 +11,7 @@ export function registerCount({ program, catalog, out }: CliContext): void {
     .option('--where <predicate>', 'only rows matching a predicate')
     .action(async (name: string, o: SnapshotFlags & { where?: string }) => {
       const table = await catalog().getTable(name);
+      refuseIncrementalOption(table, 'count');
       out(`${await table.count({ ...snapshotSpecOf(o), where: o.where })}\n`);
     });
 }

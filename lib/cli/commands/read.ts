@@ -1,5 +1,6 @@
 /** `varve read`: the merged rows of a table, printed as they are read. */
 import * as arrow from 'apache-arrow';
+import { InvalidArgumentError } from '../../errors.js';
 import { parsePartitionSpec } from '../../schema/partition.js';
 import { formatPredicate } from '../../table/predicate.js';
 import type { ReadExplain } from '../../table/read-pruning.js';
@@ -33,6 +34,7 @@ export function registerRead({ program, catalog, out }: CliContext): void {
     .option('--format <format>', 'table, jsonl or csv', 'table')
     .action(async (name: string, o: ReadFlags) => {
       const table = await catalog().getTable(name);
+      refuseIncrementalOption(table, 'read');
       const format = outputFormat(o.format);
       let explained: ReadExplain | undefined;
       const batches = table.scan({
@@ -60,6 +62,20 @@ export function registerRead({ program, catalog, out }: CliContext): void {
       }
       printer?.end();
     });
+}
+
+/**
+ * Refuses a state read of a table whose option incremental-between is set: in Paimon the option
+ * turns a batch read into a read of those changes, so reading the state instead would silently
+ * answer another question. The changes are audit-log's (which uses the option).
+ */
+export function refuseIncrementalOption(table: Table, command: string): void {
+  const range = table.options.get('incremental-between') as string[] | undefined;
+  if (range === undefined || range.length === 0) return;
+  throw new InvalidArgumentError(
+    `${table.name} has the option incremental-between=${range.join(',')}, which makes a batch read a read of the changes between those snapshots: ` +
+      `read them with varve audit-log ${table.name} (it uses the option); to ${command} the table's state, reset it first: varve alter ${table.name} --reset incremental-between`,
+  );
 }
 
 /** The `read --explain` report. */

@@ -25,7 +25,7 @@ export function registerTail({ program, catalog, out, status }: CliContext): voi
     .description('print the changes of a table as JSON lines {"snapshot", "kind", "row"}, as they come')
     .argument('<table>', 'DB.TABLE')
     .option('--consumer-id <id>', 'record progress under this consumer: a later tail resumes where this one stopped, and expiry keeps what it has not read')
-    .option('--from <position>', 'where a new stream starts: latest-full (default), latest, earliest, snapshot:N, snapshot-full:N, timestamp:T')
+    .option('--from <position>', 'where a new stream starts: latest-full (default), latest, earliest, compacted-full (the latest compaction\'s state, then changes), snapshot:N, snapshot-full:N, timestamp:T')
     .option('--ignore-progress', 'with --consumer-id: start from --from even when the consumer has progress')
     .option('--on-expired <what>', 'when the start or next snapshot, or the consumer id itself, has expired: fail (default) or skip-to-earliest (accept the gap)')
     .option('--takeover', 'with --consumer-id: take the consumer over from the reader holding it (that reader is fenced off and stops)')
