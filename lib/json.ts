@@ -28,8 +28,8 @@ export const jsonStringMap = v.record(v.string(), v.string());
 /** A JSON object of integer values (per-bucket snapshots). */
 export const jsonIntMap = v.record(v.string(), jsonInt);
 
-/** Any JSON object, its fields unchecked (the caller checks them). */
-export const jsonObject = v.looseObject({});
+/** Any JSON object (not an array: valibot's object schemas accept arrays), its fields unchecked (the caller checks them). */
+export const jsonObject = v.custom<Record<string, unknown>>((o) => typeof o === 'object' && o !== null && !Array.isArray(o), 'Object');
 
 const DEFAULT_FIX = 'the file is damaged or was not written by varve; restore it from a backup';
 
@@ -45,7 +45,8 @@ export function describeIssue(issue: v.BaseIssue<unknown>): string {
   const path = v.getDotPath(issue);
   const where = path === null || path === '' ? 'the top level' : path;
   if (issue.received === 'undefined') return `${where} is missing`;
-  return `${where}: expected ${issue.expected ?? issue.message}, got ${issue.received}`;
+  // A custom schema's expectation is its message (jsonObject: 'Object').
+  return `${where}: expected ${issue.type === 'custom' ? issue.message : (issue.expected ?? issue.message)}, got ${issue.received}`;
 }
 
 function parseOrFail<T>(text: string, schema: JsonSchema<T>, fail: (problem: string, cause?: unknown) => never): T {
@@ -60,14 +61,24 @@ function parseOrFail<T>(text: string, schema: JsonSchema<T>, fail: (problem: str
   return r.output;
 }
 
+/** How a file is named in errors, besides its location. */
+export interface JsonFileOptions {
+  /** What the file is ("snapshot file", "manifest list"), put before its location. */
+  what?: string;
+  /** What to do about it; by default, restore it from a backup. */
+  fix?: string;
+}
+
 /**
- * Parses the content of saved JSON file `file` (its full location: a path or a URI) against
- * `schema`. Throws CorruptMetadataError naming the file, what was wrong, and `fix` (what to do).
+ * Parses the content of saved JSON file `file` (its full location: a path or a URI; or, for JSON
+ * inside a file, what holds it) against `schema`. Throws CorruptMetadataError naming the file,
+ * what was wrong, and what to do.
  */
-export function parseJsonFile<T>(content: string | Uint8Array, schema: JsonSchema<T>, file: string, fix = DEFAULT_FIX): T {
+export function parseJsonFile<T>(content: string | Uint8Array, schema: JsonSchema<T>, file: string, opts: JsonFileOptions = {}): T {
   const text = typeof content === 'string' ? content : decoder.decode(content);
   return parseOrFail(text, schema, (problem, cause) => {
-    throw new CorruptMetadataError(`${file} is damaged: ${problem}; ${fix}`, { cause, file });
+    const name = opts.what === undefined ? file : `${opts.what} ${file}`;
+    throw new CorruptMetadataError(`${name} is damaged: ${problem}; ${opts.fix ?? DEFAULT_FIX}`, { cause, file });
   });
 }
 

@@ -13,7 +13,9 @@
  * lifecycle rule (infra/warehouse.ts, 7 days) is the backstop for what a failed delete leaves.
  */
 import { DeleteObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
+import * as v from 'valibot';
 import { InvalidArgumentError, RecordValidationError } from '../errors.js';
+import { parseJsonText } from '../json.js';
 import { formatFromFileName, parseColumnChunks, type RejectedRecord } from '../table/input.js';
 import { objectCommitIdentifier } from '../table/commit-identifiers.js';
 import { landedSources, objectSource } from '../table/ingested-sources.js';
@@ -207,15 +209,23 @@ function rangedInboxObject(
   };
 }
 
+/** An EventBridge `Object Created` event of S3, as far as the inbox reads it. */
+const ObjectCreatedEventSchema = v.looseObject({
+  'detail-type': v.literal('Object Created'),
+  detail: v.looseObject({ bucket: v.looseObject({ name: v.string() }), object: v.looseObject({ key: v.string(), etag: v.optional(v.unknown()) }) }),
+});
+
 /** The `Object Created` event a message body holds (an inbox event moved back from the ingest DLQ by `varve redrive`), if it is one. */
 export function inboxEventOf(body: string): { bucket: string; key: string; etag: string } | undefined {
   if (!body.includes('Object Created')) return undefined;
+  let value: unknown;
   try {
-    const e = JSON.parse(body) as { 'detail-type'?: unknown; detail?: { bucket?: { name?: unknown }; object?: { key?: unknown; etag?: unknown } } };
-    const { bucket, object } = e.detail ?? {};
-    if (e['detail-type'] !== 'Object Created' || typeof bucket?.name !== 'string' || typeof object?.key !== 'string') return undefined;
-    return { bucket: bucket.name, key: object.key, etag: typeof object.etag === 'string' ? object.etag : '' };
+    value = parseJsonText(body);
   } catch {
     return undefined;
   }
+  const r = v.safeParse(ObjectCreatedEventSchema, value);
+  if (!r.success) return undefined;
+  const { bucket, object } = r.output.detail;
+  return { bucket: bucket.name, key: object.key, etag: typeof object.etag === 'string' ? object.etag : '' };
 }

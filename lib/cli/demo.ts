@@ -10,7 +10,7 @@ import { LocalRuntime } from '../runtime/local-runtime.js';
 import { parseSchemaText } from '../schema/parse.js';
 import { RowKind, type Row } from '../schema/types.js';
 import { readConsumer } from '../snapshot/consumer.js';
-import { callbackSink, changeToJsonLine, type Change } from '../stream/sinks.js';
+import { callbackSink, displayRow, type Change } from '../stream/sinks.js';
 import type { Table } from '../table/table.js';
 import { expireSnapshots } from '../maintenance/expire-snapshots.js';
 
@@ -125,5 +125,5 @@ function row(id: number, item: string, qty: number): Row {
 }
 
 function rowText(table: Table, c: Change): string {
-  return JSON.stringify(JSON.parse(changeToJsonLine(table, c)).row);
+  return JSON.stringify(displayRow(table, c));
 }

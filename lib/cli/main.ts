@@ -5,7 +5,9 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import * as v from 'valibot';
 import { VarveError } from '../errors.js';
+import { parseJsonFile } from '../json.js';
 import { registerAlter } from './commands/alter.js';
 import { registerAuditLog } from './commands/audit-log.js';
 import { registerCompact } from './commands/compact.js';
@@ -62,6 +64,9 @@ const COMMANDS: ReadonlyArray<(ctx: CliContext) => void> = [
   registerExportIceberg,
 ];
 
+/** What the version lookup reads of a package.json. */
+const PackageJsonSchema = v.looseObject({ name: v.optional(v.unknown()), version: v.optional(v.unknown()) });
+
 /**
  * The package version: the nearest package.json named varve above this module (the sources, the
  * tsc output and the one-file CLI bundle all sit below the package root).
@@ -70,8 +75,8 @@ export function varveVersion(): string {
   for (let dir = new URL('.', import.meta.url); dir.pathname !== '/'; dir = new URL('..', dir)) {
     const file = new URL('package.json', dir);
     if (!existsSync(file)) continue;
-    const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
-    if (pkg.name === 'varve' && pkg.version) return pkg.version;
+    const pkg = parseJsonFile(readFileSync(file, 'utf8'), PackageJsonSchema, file.pathname, { fix: 'reinstall varve' });
+    if (pkg.name === 'varve' && typeof pkg.version === 'string' && pkg.version) return pkg.version;
   }
   return 'unknown';
 }

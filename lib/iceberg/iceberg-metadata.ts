@@ -6,8 +6,11 @@
  * names the current one (Iceberg's Hadoop tables convention). The hint is only a hint: a missing
  * or stale one is settled by listing the folder.
  */
-import { CorruptMetadataError, IcebergExportError, ObjectNotFoundError } from '../errors.js';
+import * as v from 'valibot';
+import { IcebergExportError, ObjectNotFoundError } from '../errors.js';
+import { jsonInt, jsonObject, jsonStringMap, jsonTime, parseJsonFile, type JsonSchema } from '../json.js';
 import { tableKey } from '../manifest/table-paths.js';
+import { objectLocation } from '../store/json-file.js';
 import { fromUtf8, listAll, type ObjectStore } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import type { IcebergPartitionSpec, IcebergSchema } from './iceberg-schema.js';
@@ -59,6 +62,51 @@ export interface IcebergTableMetadata {
   statistics: unknown[];
 }
 
+const IcebergTableMetadataSchema: JsonSchema<IcebergTableMetadata> = v.looseObject({
+  'format-version': v.literal(2),
+  'table-uuid': v.string(),
+  location: v.string(),
+  'last-sequence-number': jsonInt,
+  'last-updated-ms': jsonTime,
+  'last-column-id': jsonInt,
+  'current-schema-id': jsonInt,
+  schemas: v.array(
+    v.looseObject({
+      type: v.literal('struct'),
+      'schema-id': jsonInt,
+      'identifier-field-ids': v.optional(v.array(jsonInt)),
+      fields: v.array(v.looseObject({ id: jsonInt, name: v.string(), required: v.boolean(), type: v.string(), doc: v.optional(v.string()) })),
+    }),
+  ),
+  'default-spec-id': jsonInt,
+  'partition-specs': v.array(
+    v.looseObject({
+      'spec-id': jsonInt,
+      fields: v.array(v.looseObject({ name: v.string(), transform: v.literal('identity'), 'source-id': jsonInt, 'field-id': jsonInt })),
+    }),
+  ),
+  'last-partition-id': jsonInt,
+  'default-sort-order-id': jsonInt,
+  'sort-orders': v.array(v.looseObject({ 'order-id': jsonInt, fields: v.array(v.unknown()) })),
+  properties: jsonStringMap,
+  'current-snapshot-id': jsonInt,
+  refs: v.record(v.string(), v.looseObject({ 'snapshot-id': jsonInt, type: v.picklist(['branch', 'tag']) })),
+  snapshots: v.array(
+    v.looseObject({
+      'snapshot-id': jsonInt,
+      'parent-snapshot-id': v.optional(jsonInt),
+      'sequence-number': jsonInt,
+      'timestamp-ms': jsonTime,
+      'manifest-list': v.string(),
+      summary: v.objectWithRest({ operation: v.string() }, v.string()),
+      'schema-id': jsonInt,
+    }),
+  ),
+  'snapshot-log': v.array(v.looseObject({ 'timestamp-ms': jsonTime, 'snapshot-id': jsonInt })),
+  'metadata-log': v.array(v.looseObject({ 'timestamp-ms': jsonTime, 'metadata-file': v.string() })),
+  statistics: v.array(jsonObject),
+});
+
 /** The table's `metadata.iceberg.storage`. */
 export function icebergStorageOf(table: Table): IcebergStorage {
   return table.options.metadataIcebergStorage;
@@ -100,18 +148,12 @@ export function metadataFileKey(loc: IcebergLocation, version: number): string {
 
 const METADATA_FILE = /^v(\d+)\.metadata\.json$/;
 
-/** Parses a metadata JSON; `what` names it in errors. */
-function parseIcebergMetadata(bytes: Uint8Array, what: string): IcebergTableMetadata {
-  let m: IcebergTableMetadata;
-  try {
-    m = JSON.parse(fromUtf8(bytes)) as IcebergTableMetadata;
-  } catch (e) {
-    throw new CorruptMetadataError(`${what} is not JSON: ${(e as Error).message}; delete it and run \`varve export-iceberg\``, { cause: e });
-  }
-  if (m?.['format-version'] !== 2 || !Array.isArray(m.snapshots) || typeof m['current-snapshot-id'] !== 'number') {
-    throw new CorruptMetadataError(`${what} is not Iceberg v2 table metadata written by varve; delete it and run \`varve export-iceberg\``);
-  }
-  return m;
+/** Parses a metadata JSON; `file` (its location) names it in errors. */
+function parseIcebergMetadata(bytes: Uint8Array, file: string): IcebergTableMetadata {
+  return parseJsonFile(bytes, IcebergTableMetadataSchema, file, {
+    what: 'Iceberg table metadata',
+    fix: 'it is not Iceberg v2 table metadata written by varve; delete it and run `varve export-iceberg`',
+  });
 }
 
 /** The version the hint names, or undefined when there is no hint. */
@@ -133,7 +175,7 @@ async function tryReadVersion(store: ObjectStore, loc: IcebergLocation, version:
   const key = metadataFileKey(loc, version);
   try {
     const { body } = await store.get(key);
-    return { version, key, metadata: parseIcebergMetadata(body, key) };
+    return { version, key, metadata: parseIcebergMetadata(body, objectLocation(store, key)) };
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
     throw e;

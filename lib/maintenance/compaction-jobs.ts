@@ -7,7 +7,9 @@
  * budget allows; a commit that conflicts with another compaction is re-planned on what that one
  * left (compact.ts).
  */
+import * as v from 'valibot';
 import { CorruptMetadataError } from '../errors.js';
+import { jsonInt, parseJsonMessage, type JsonSchema } from '../json.js';
 import type { LruManifestCache, ManifestCache } from '../manifest/manifest-file.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { TouchedBucket } from '../table/commit-hooks.js';
@@ -55,21 +57,23 @@ export function encodeCompactionJob(job: CompactionJob): string {
   return JSON.stringify({ v: 1, ...job });
 }
 
+/** A compaction job message as sent (`v: 1`). */
+const CompactionJobSchema: JsonSchema<CompactionJob> = v.looseObject({
+  v: v.literal(1),
+  table: v.string(),
+  partition: v.string(),
+  bucket: v.pipe(jsonInt, v.minValue(0)),
+  full: v.optional(v.boolean()),
+  snapshotId: v.optional(jsonInt, 0),
+});
+
 /** Parses a compaction job message (of table `forTable`, when given); throws CorruptMetadataError for anything else. */
 export function parseCompactionJob(body: string, forTable?: string): CompactionJob {
-  let j: Partial<CompactionJob> & { v?: unknown };
-  try {
-    j = JSON.parse(body) as typeof j;
-  } catch (e) {
-    throw new CorruptMetadataError(`a compaction job is not JSON (${(e as Error).message}): ${body.slice(0, 80)}`, { cause: e });
-  }
-  if (j.v !== 1 || typeof j.table !== 'string' || typeof j.partition !== 'string' || !Number.isInteger(j.bucket) || j.bucket! < 0) {
-    throw new CorruptMetadataError(`not a varve compaction job (it needs v: 1, table, partition and bucket): ${body.slice(0, 120)}`);
-  }
+  const j = parseJsonMessage(body, CompactionJobSchema, 'compaction job');
   if (forTable !== undefined && j.table !== forTable) {
     throw new CorruptMetadataError(`a compaction job for ${j.table} reached the compaction queue of ${forTable}; each table needs its own queue`);
   }
-  return { table: j.table, partition: j.partition, bucket: j.bucket!, full: j.full === true, snapshotId: Number(j.snapshotId ?? 0) };
+  return { table: j.table, partition: j.partition, bucket: j.bucket, full: j.full === true, snapshotId: j.snapshotId };
 }
 
 /** How long and how often a batch of jobs may compact. */

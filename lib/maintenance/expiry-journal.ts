@@ -10,6 +10,7 @@ import { arrayField, intField, metadataBytes, objectField, optionalIntField, par
 import { changelogKey, writeChangelog, type ChangelogRetained } from '../snapshot/changelog.js';
 import { markIdentifierLanded } from '../snapshot/commit-identifier.js';
 import { listTags } from '../snapshot/tags.js';
+import { objectLocation } from '../store/json-file.js';
 import { listAll } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import { advanceEarliestMarker } from './earliest-marker.js';
@@ -122,7 +123,7 @@ export async function listJournals(table: Table): Promise<Array<{ key: string; j
   const out: Array<{ key: string; journal: ExpiryJournal }> = [];
   for (const o of await listAll(table.store, journalDir(table.path))) {
     try {
-      out.push({ key: o.key, journal: parseJournal((await table.store.get(o.key)).body, `expiry journal ${o.key}`) });
+      out.push({ key: o.key, journal: parseJournal((await table.store.get(o.key)).body, `expiry journal ${objectLocation(table.store, o.key)}`) });
     } catch (e) {
       // Finished and deleted by a concurrent run between the listing and the read.
       if (!(e instanceof ObjectNotFoundError)) throw e;

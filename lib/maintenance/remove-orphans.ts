@@ -30,11 +30,13 @@ import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError } from 
 import { runLimited } from '../concurrency.js';
 import { icebergReferencedKeys } from '../iceberg/iceberg-references.js';
 import { LruManifestCache } from '../manifest/manifest-file.js';
-import type { DataFileMeta } from '../manifest/types.js';
 import { listTags } from '../snapshot/tags.js';
 import { compareObjectKeys } from '../store/object-key.js';
-import { fromUtf8, listAll, utf8, type ObjectInfo } from '../store/object-store.js';
-import { listConsumers } from '../snapshot/consumer.js';
+import * as v from 'valibot';
+import { jsonInt, jsonTime, type JsonSchema } from '../json.js';
+import { objectLocation, parseJsonObject } from '../store/json-file.js';
+import { listAll, utf8, type ObjectInfo } from '../store/object-store.js';
+import { listConsumers, splitFileListSchema } from '../snapshot/consumer.js';
 import { splitRefPrefix } from '../snapshot/consumer.js';
 import { dataFileKey } from '../table/paths.js';
 import { listPending, PENDING_DIR } from '../table/pending-commits.js';
@@ -167,12 +169,14 @@ async function referencedKeys(table: Table, liveConsumers: readonly string[]): P
       if (!Number.isInteger(bucket)) continue;
       const partition = rel.slice(0, -1).join('/');
       try {
-        const files = JSON.parse(fromUtf8((await table.store.get(o.key)).body)) as DataFileMeta[];
+        const listed = parseJsonObject(table.store, o.key, (await table.store.get(o.key)).body, SPLIT_FILE_NAMES, { what: 'split file list' });
+        // An overwrite split's list also names the files it replaced (its before-image): both are still to be read.
+        const files = Array.isArray(listed) ? listed : [...listed.files, ...(listed.beforeFiles ?? [])];
         for (const f of files) used.add(dataFileKey(table.path, partition, bucket, f.fileName));
       } catch (e) {
         // Delivered and deleted by discovery since the listing: it references nothing any more.
         if (e instanceof ObjectNotFoundError) continue;
-        aborted(`split list ${o.key} of consumer ${id}`, e instanceof SyntaxError ? new CorruptMetadataError(e.message) : e);
+        aborted(`split list ${o.key} of consumer ${id}`, e);
       }
     }
   }
@@ -214,6 +218,17 @@ export interface OrphanScanMarker {
   listed: number;
 }
 
+/** What orphan cleanup reads of a by-reference split file list: the names of its files. */
+const SPLIT_FILE_NAMES = splitFileListSchema(v.looseObject({ fileName: v.string() }));
+
+/** A marker as saved; `cycleStartedAt` and `listed` were read as 0 when absent. */
+const OrphanScanMarkerSchema: JsonSchema<Pick<OrphanScanMarker, 'v' | 'startAfter'> & Partial<OrphanScanMarker>> = v.looseObject({
+  v: v.literal(1),
+  startAfter: v.string(),
+  cycleStartedAt: v.optional(jsonTime),
+  listed: v.optional(jsonInt),
+});
+
 /** The folder of the marker under a table; never an orphan candidate. */
 const ORPHAN_SCAN_DIR = 'orphan';
 
@@ -224,16 +239,17 @@ export function orphanScanMarkerKey(table: Table): string {
 
 /** The marker of an unfinished scan cycle, or undefined when the next scan starts at the beginning. */
 export async function readOrphanScanMarker(table: Table): Promise<OrphanScanMarker | undefined> {
-  let m: Partial<OrphanScanMarker>;
+  const key = orphanScanMarkerKey(table);
+  const fix = 'delete it and the next scan starts from the beginning';
+  let m: v.InferOutput<typeof OrphanScanMarkerSchema>;
   try {
-    m = JSON.parse(fromUtf8((await table.store.get(orphanScanMarkerKey(table))).body)) as Partial<OrphanScanMarker>;
+    m = parseJsonObject(table.store, key, (await table.store.get(key)).body, OrphanScanMarkerSchema, { what: 'the orphan scan marker', fix });
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
-    if (e instanceof SyntaxError) m = {};
-    else throw e;
+    throw e;
   }
-  if (m.v !== 1 || typeof m.startAfter !== 'string' || !m.startAfter.startsWith(`${table.path}/`)) {
-    throw new CorruptMetadataError(`the orphan scan marker ${orphanScanMarkerKey(table)} is not a varve scan marker; delete it and the next scan starts from the beginning`);
+  if (!m.startAfter.startsWith(`${table.path}/`)) {
+    throw new CorruptMetadataError(`the orphan scan marker ${objectLocation(table.store, key)} names a key outside the table; ${fix}`);
   }
   return { v: 1, startAfter: m.startAfter, cycleStartedAt: Number(m.cycleStartedAt ?? 0), listed: Number(m.listed ?? 0) };
 }

@@ -21,10 +21,12 @@
  * identifiers of removed snapshots can be committed again (commit-identifier.ts).
  */
 import { randomUUID } from 'node:crypto';
+import * as v from 'valibot';
 import { InvalidArgumentError, ObjectNotFoundError, RollbackInProgressError, SnapshotNotFoundError } from '../errors.js';
 import { icebergReferencedKeys } from '../iceberg/iceberg-references.js';
 import { LruManifestCache } from '../manifest/manifest-file.js';
-import { metadataBytes, parseMetadataObject } from '../manifest/metadata-json.js';
+import { jsonInt, jsonStringMap, jsonTime, type JsonSchema } from '../json.js';
+import { metadataBytes } from '../manifest/metadata-json.js';
 import { readEntries } from '../manifest/scan.js';
 import { runLimited } from '../concurrency.js';
 import { COMMIT_UUID_PROPERTY, PARENT_COMMIT_PROPERTY } from '../snapshot/commit.js';
@@ -34,6 +36,7 @@ import { changelogKey, listChangelogIds } from '../snapshot/changelog.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { listTags, readTag } from '../snapshot/tags.js';
 import { earliestHintKey, tagKey } from '../snapshot/paths.js';
+import { parseJsonObject } from '../store/json-file.js';
 import { fromUtf8, utf8 } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import { addReferences, entryFileKey, readSnapshotManifests, snapshotReferences } from './snapshot-references.js';
@@ -57,6 +60,19 @@ export interface RollbackJournal {
   manifests: string[];
   manifestLists: string[];
 }
+
+const RollbackJournalSchema: JsonSchema<RollbackJournal> = v.looseObject({
+  version: v.literal(1),
+  target: jsonInt,
+  targetCommit: v.optional(v.string()),
+  createdAt: jsonTime,
+  snapshots: jsonStringMap,
+  tags: v.array(v.string()),
+  dataFiles: v.array(v.string()),
+  changelogFiles: v.array(v.string()),
+  manifests: v.array(v.string()),
+  manifestLists: v.array(v.string()),
+});
 
 /** What a rollback did. */
 export interface RollbackResult {
@@ -87,7 +103,7 @@ async function readJournal(table: Table): Promise<{ journal: RollbackJournal; et
   const key = rollbackJournalKey(table.path);
   try {
     const obj = await table.store.get(key);
-    return { journal: parseMetadataObject(obj.body, `rollback journal ${key}`) as unknown as RollbackJournal, etag: obj.etag };
+    return { journal: parseJsonObject(table.store, key, obj.body, RollbackJournalSchema, { what: 'rollback journal' }), etag: obj.etag };
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
     throw e;

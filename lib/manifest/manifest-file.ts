@@ -5,6 +5,7 @@
  */
 import { CorruptMetadataError } from '../errors.js';
 import { parallelMap } from '../concurrency.js';
+import { objectLocation } from '../store/json-file.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { utf8 } from '../store/object-store.js';
 import type { MetadataFileNamer } from './file-names.js';
@@ -250,7 +251,7 @@ export async function readManifestFile(
   if (cached !== undefined) return cached;
   const key = manifestKey(tablePath, fileName);
   const { body } = await store.get(key);
-  const what = `manifest ${key}`;
+  const what = `manifest ${objectLocation(store, key)}`;
   const o = parseMetadataObject(body, what);
   checkVersion1(o, what);
   const entries = arrayField(o, 'entries', what).map((e) => parseManifestEntry(e, what));

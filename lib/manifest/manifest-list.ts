@@ -6,6 +6,7 @@
  * readSnapshotLists (scan.ts), never by concatenating the two names' contents.
  */
 import { CorruptMetadataError } from '../errors.js';
+import { objectLocation } from '../store/json-file.js';
 import type { ObjectStore } from '../store/object-store.js';
 import type { MetadataFileNamer } from './file-names.js';
 import type { ManifestCache } from './manifest-file.js';
@@ -94,7 +95,7 @@ export async function readManifestListContent(store: ObjectStore, tablePath: str
   if (cached !== undefined) return cached;
   const key = manifestKey(tablePath, name);
   const { body } = await store.get(key);
-  const what = `manifest list ${key}`;
+  const what = `manifest list ${objectLocation(store, key)}`;
   const o = parseMetadataObject(body, what);
   // Version 2 differs only in allowing sliced rows (listVersion).
   const version = intField(o, 'version', what);

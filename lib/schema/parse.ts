@@ -4,6 +4,7 @@
  * (`db.table`). Table schemas themselves (validation, files) live in table-schema.ts.
  */
 import { InvalidArgumentError, SchemaError } from '../errors.js';
+import { parseJsonText } from '../json.js';
 import { describeToken, tokenize } from './sql-lexer.js';
 import { formatType, parseConstraintsAt, parseTypeAt, parseTypeText, TokenCursor } from './type-text.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField } from './types.js';
@@ -70,7 +71,7 @@ export function parseSchemaJson(json: string | unknown): DataField[] {
   let value: unknown = json;
   if (typeof json === 'string') {
     try {
-      value = JSON.parse(json);
+      value = parseJsonText(json);
     } catch (e) {
       throw new SchemaError(`schema JSON is malformed (${(e as Error).message}); write [{"name": "id", "type": "BIGINT NOT NULL"}, …]`);
     }

@@ -2,7 +2,8 @@
  * Schema files of a table: `schema/schema-<id>`, JSON, created once with put-if-absent and never
  * rewritten. Creating `schema-0` is the commit point of creating a table.
  */
-import { CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
+import { ObjectNotFoundError } from '../errors.js';
+import { objectLocation } from '../store/json-file.js';
 import { fromUtf8, listAll, utf8, type ObjectStore } from '../store/object-store.js';
 import { deserializeSchema, serializeSchema } from './parse.js';
 import type { TableSchema } from './types.js';
@@ -19,11 +20,7 @@ export async function createSchemaFile(store: ObjectStore, tablePath: string, sc
 export async function readSchema(store: ObjectStore, tablePath: string, id: number): Promise<TableSchema> {
   const key = `${tablePath}/schema/${SCHEMA_PREFIX}${id}`;
   const { body } = await store.get(key);
-  try {
-    return deserializeSchema(fromUtf8(body));
-  } catch (e) {
-    throw new CorruptMetadataError(`schema file ${key} cannot be parsed: ${(e as Error).message}`, { cause: e });
-  }
+  return deserializeSchema(fromUtf8(body), `schema file ${objectLocation(store, key)}`);
 }
 
 /** Ids of every schema version of a table, ascending. */

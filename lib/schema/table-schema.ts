@@ -4,6 +4,7 @@
  * `schema/schema-<id>` (types written as text, like Paimon's SchemaSerializer).
  */
 import { CorruptMetadataError, OptionError, SchemaError } from '../errors.js';
+import { jsonObject, parseJsonFile } from '../json.js';
 import { checkAggregateFit } from './option-checks.js';
 import { TableOptions } from './options.js';
 import { formatType, parseTypeText } from './type-text.js';
@@ -225,19 +226,15 @@ export function serializeSchema(s: TableSchema): string {
   return JSON.stringify(doc, null, 2);
 }
 
-/** Parses a schema file; throws CorruptMetadataError when it is not a well-formed, self-consistent schema. */
-export function deserializeSchema(text: string): TableSchema {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (e) {
-    throw new CorruptMetadataError(`schema file is not JSON (${(e as Error).message})`, { cause: e });
-  }
+/**
+ * Parses a schema file (`file`: its location, for errors); throws CorruptMetadataError when it is not
+ * a well-formed, self-consistent schema.
+ */
+export function deserializeSchema(text: string, file = 'schema file'): TableSchema {
+  const d = parseJsonFile(text, jsonObject, file);
   const bad = (what: string): never => {
-    throw new CorruptMetadataError(`schema file is malformed: ${what}`);
+    throw new CorruptMetadataError(`${file} is malformed: ${what}; the file is damaged or was not written by varve, restore it from a backup`, { file });
   };
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) bad('expected a JSON object');
-  const d = doc as Record<string, unknown>;
   if (d.version !== 1) bad(`unsupported version ${JSON.stringify(d.version)} (this varve reads version 1)`);
   const isId = (v: unknown) => Number.isInteger(v) && (v as number) >= 0;
   if (!isId(d.id)) bad('"id" must be an integer ≥ 0');
@@ -251,7 +248,7 @@ export function deserializeSchema(text: string): TableSchema {
     try {
       type = parseTypeText(f.type, `schema field ${f.name}`).type;
     } catch (e) {
-      throw new CorruptMetadataError(`schema file is malformed: field ${f.name} has type "${f.type}": ${(e as Error).message}`, { cause: e });
+      throw new CorruptMetadataError(`${file} is malformed: field ${f.name} has type "${f.type}": ${(e as Error).message}`, { cause: e, file });
     }
     const field: DataField = { id: f.id as number, name: f.name, type };
     if (f.description !== undefined) field.description = f.description as string;

@@ -10,6 +10,7 @@
 import { CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
 import { arrayField, metadataBytes, objectField, parseMetadataObject } from '../manifest/metadata-json.js';
 import { tableKey } from '../manifest/table-paths.js';
+import { objectLocation } from '../store/json-file.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { snapshotFromJson } from './snapshot-file.js';
 import type { Snapshot } from './snapshot.js';
@@ -66,7 +67,7 @@ export async function writeChangelog(store: ObjectStore, tablePath: string, c: L
 export async function tryReadChangelog(store: ObjectStore, tablePath: string, id: number): Promise<LongLivedChangelog | undefined> {
   const key = changelogKey(tablePath, id);
   try {
-    return parseChangelog((await store.get(key)).body, `changelog ${key}`, id);
+    return parseChangelog((await store.get(key)).body, `changelog ${objectLocation(store, key)}`, id);
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
     throw e;

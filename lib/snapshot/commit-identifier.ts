@@ -88,7 +88,9 @@ export const BATCH_IDENTIFIERS_PROPERTY = 'varve.identifiers';
 export function batchIdentifiersOf(s: Snapshot): string[] {
   const raw = s.properties?.[BATCH_IDENTIFIERS_PROPERTY];
   if (raw === undefined) return [];
-  return parseJsonFile(raw, v.array(v.string()), `the ${BATCH_IDENTIFIERS_PROPERTY} property of snapshot ${s.id}`, 'the snapshot file is damaged; restore it from a backup');
+  return parseJsonFile(raw, v.array(v.string()), `the ${BATCH_IDENTIFIERS_PROPERTY} property of snapshot ${s.id}`, {
+    fix: 'the snapshot file is damaged; restore it from a backup',
+  });
 }
 
 /** The identifiers snapshot `s` holds whose index objects expiry must mark before deleting it. */

@@ -113,6 +113,15 @@ export function splitRefPrefix(tablePath: string, consumerId: string, snapshotId
   return `${tablePath}/consumer/consumer-${consumerId}@splits/${snapshotId === undefined ? '' : `${snapshotId}/`}`;
 }
 
+/**
+ * A by-reference split file list (`<splitRefPrefix>/<snapshot>/[<partition>/]bucket-<n>.json`,
+ * written by lib/stream/split-message.ts): the split's files (DataFileMeta; `file` checks what the
+ * reader uses of each), or an overwrite split's `{ files, beforeFiles }`.
+ */
+export function splitFileListSchema<T>(file: JsonSchema<T>): JsonSchema<T[] | { files: T[]; beforeFiles?: T[] }> {
+  return v.union([v.array(file), v.looseObject({ files: v.array(file), beforeFiles: v.optional(v.array(file)) })]);
+}
+
 /** Reads a consumer, or undefined when it does not exist. */
 export async function readConsumer(store: ObjectStore, tablePath: string, id: string): Promise<Consumer | undefined> {
   checkConsumerId(id);

@@ -14,6 +14,7 @@
  */
 import { ObjectNotFoundError, SnapshotNotFoundError } from '../errors.js';
 import type { Snapshot } from './snapshot.js';
+import { objectLocation } from '../store/json-file.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { fromUtf8, utf8 } from '../store/object-store.js';
 import { earliestHintKey, latestHintKey, snapshotDir, snapshotKey, displayTableName } from './paths.js';
@@ -122,7 +123,7 @@ export class SnapshotManager {
       if (e instanceof ObjectNotFoundError) return undefined;
       throw e;
     }
-    const s = parseSnapshot(body, `snapshot file ${key}`, id);
+    const s = parseSnapshot(body, `snapshot file ${objectLocation(this.store, key)}`, id);
     this.remember(s, sent);
     return s;
   }

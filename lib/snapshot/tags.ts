@@ -7,6 +7,7 @@ import { ObjectNotFoundError, TagError } from '../errors.js';
 import { intField, metadataBytes, parseMetadataObject } from '../manifest/metadata-json.js';
 import { tagDir, tagKey, displayTableName } from './paths.js';
 import type { Snapshot } from './snapshot.js';
+import { objectLocation } from '../store/json-file.js';
 import { listAll, type ObjectStore } from '../store/object-store.js';
 import { SnapshotManager } from './snapshot-manager.js';
 import { snapshotFromJson } from './snapshot-file.js';
@@ -72,7 +73,7 @@ export async function readTag(store: ObjectStore, tablePath: string, name: strin
     }
     throw e;
   }
-  const what = `tag file ${key}`;
+  const what = `tag file ${objectLocation(store, key)}`;
   const o = parseMetadataObject(body, what);
   return { ...snapshotFromJson(o, what), tagCreateTime: intField(o, 'tagCreateTime', what) };
 }

@@ -25,6 +25,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { VARVE_QUEUE_TAGS } from '../aws-contract.js';
 import { InvalidArgumentError } from '../errors.js';
+import { parseJsonText } from '../json.js';
 import { queueId } from './split-message.js';
 import { QueueRequestError, SQS_MAX_BATCH } from './sqs-queue.js';
 
@@ -55,7 +56,7 @@ function normaliseDeadLetter(queue: RedriveQueue, m: Message): { shape: DeadLett
   if (m.MessageAttributes?.ERROR_CODE || m.MessageAttributes?.RULE_ARN || m.MessageAttributes?.TARGET_ARN) return { shape: 'eventbridge-failure', body };
   let parsed: unknown;
   try {
-    parsed = JSON.parse(body);
+    parsed = parseJsonText(body);
   } catch {
     return { shape: 'message', body }; // not JSON: ingest rejects it with its reason, as it did before
   }

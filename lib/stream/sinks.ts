@@ -41,12 +41,17 @@ export function callbackSink(fn: (changes: Change[], batch: ChangeBatch) => unkn
 
 /** One JSON line per change: `{"snapshot": N, "kind": "+I", "row": {…}}`, values in display form. */
 export function changeToJsonLine(table: Table, change: Change): string {
+  return `${JSON.stringify({ snapshot: change.snapshot, kind: change.kind, row: displayRow(table, change) })}\n`;
+}
+
+/** The row of a change as a JSON line shows it (columns in schema order, display values). */
+export function displayRow(table: Table, change: Change): Record<string, unknown> {
   const row: Record<string, unknown> = {};
   for (const f of table.schema.fields) {
     const v = change.row[f.name];
     row[f.name] = v === null || v === undefined ? null : toDisplayValue(f.type, v);
   }
-  return `${JSON.stringify({ snapshot: change.snapshot, kind: change.kind, row })}\n`;
+  return row;
 }
 
 /** A sink writing one JSON line per change to `write` (e.g. stdout), a split at a time. */

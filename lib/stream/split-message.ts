@@ -7,10 +7,14 @@
  * partition and bucket, so planning a snapshot twice never delivers it twice.
  */
 import { createHash } from 'node:crypto';
+import * as v from 'valibot';
 import { CorruptMetadataError } from '../errors.js';
+import { jsonInt, jsonObject, parseJsonMessage, type JsonSchema } from '../json.js';
+import { parseDataFileMeta } from '../manifest/metadata-json.js';
 import type { DataFileMeta } from '../manifest/types.js';
-import { fromUtf8, utf8, type ObjectStore } from '../store/object-store.js';
-import { splitRefPrefix } from '../snapshot/consumer.js';
+import { objectLocation, readJsonFile } from '../store/json-file.js';
+import { utf8, type ObjectStore } from '../store/object-store.js';
+import { splitFileListSchema, splitRefPrefix } from '../snapshot/consumer.js';
 import { MAX_QUEUE_ID_LENGTH, type SendRequest } from './split-queue.js';
 import type { Split, SplitKind } from './split.js';
 
@@ -51,6 +55,27 @@ interface WireMessage {
   beforeFiles?: DataFileMeta[];
   filesRef?: string;
 }
+
+/** DataFileMeta objects of a split message, checked by parseDataFileMeta. */
+const files = v.array(v.pipe(jsonObject, v.transform((f): DataFileMeta => parseDataFileMeta(f, 'a split message'))));
+
+const WireMessageSchema: JsonSchema<WireMessage> = v.looseObject({
+  v: v.literal(1),
+  table: v.string(),
+  tablePath: v.pipe(v.string(), v.nonEmpty()),
+  consumerId: v.string(),
+  run: v.string(),
+  snapshotId: jsonInt,
+  partition: v.string(),
+  bucket: jsonInt,
+  totalBuckets: jsonInt,
+  kind: v.picklist(['full', 'delta', 'changelog', 'overwrite']),
+  prev: v.optional(jsonInt),
+  schemaId: v.optional(jsonInt),
+  files: v.optional(files),
+  beforeFiles: v.optional(files),
+  filesRef: v.optional(v.string()),
+});
 
 /** Key of the object holding a split's file list when it is sent by reference. */
 function splitRefKey(tablePath: string, consumerId: string, snapshotId: number, partition: string, bucket: number): string {
@@ -107,15 +132,7 @@ export type SplitEnvelope = Omit<SplitMessage, 'files'> & { files?: DataFileMeta
 
 /** Parses a split message body without fetching a by-reference file list. */
 export function parseSplitMessage(body: string): SplitEnvelope {
-  let wire: WireMessage;
-  try {
-    wire = JSON.parse(body) as WireMessage;
-  } catch (e) {
-    throw new CorruptMetadataError(`a split message is not valid JSON (${(e as Error).message}): ${body.slice(0, 80)}`, { cause: e });
-  }
-  if (wire.v !== 1 || typeof wire.snapshotId !== 'number' || typeof wire.bucket !== 'number' || !wire.tablePath) {
-    throw new CorruptMetadataError(`not a varve split message (version ${String(wire.v)}): ${body.slice(0, 80)}`);
-  }
+  const wire = parseJsonMessage(body, WireMessageSchema, 'split message');
   if (wire.files === undefined && !wire.filesRef) {
     throw new CorruptMetadataError(`split message of snapshot ${wire.snapshotId} has neither files nor filesRef`);
   }
@@ -127,13 +144,11 @@ export function parseSplitMessage(body: string): SplitEnvelope {
 export async function loadSplitMessage(store: ObjectStore, e: SplitEnvelope): Promise<SplitMessage> {
   const { filesRef, files, ...rest } = e;
   if (files !== undefined) return { ...rest, files };
-  try {
-    const listed = JSON.parse(fromUtf8((await store.get(filesRef!)).body)) as DataFileMeta[] | { files: DataFileMeta[]; beforeFiles: DataFileMeta[] };
-    return Array.isArray(listed) ? { ...rest, files: listed } : { ...rest, files: listed.files, beforeFiles: listed.beforeFiles };
-  } catch (err) {
-    if (err instanceof SyntaxError) throw new CorruptMetadataError(`split file list ${filesRef} is not valid JSON`, { cause: err });
-    throw err;
-  }
+  const listed = (await readJsonFile(store, filesRef!, splitFileListSchema(jsonObject), { what: 'split file list' })).value;
+  const what = `split file list ${objectLocation(store, filesRef!)}`;
+  const metas = (list: unknown[]) => list.map((f) => parseDataFileMeta(f, what));
+  if (Array.isArray(listed)) return { ...rest, files: metas(listed) };
+  return { ...rest, files: metas(listed.files), ...(listed.beforeFiles === undefined ? {} : { beforeFiles: metas(listed.beforeFiles) }) };
 }
 
 /** Parses a split message body, fetching a by-reference file list. */

@@ -17,7 +17,9 @@ import {
   type BatchResultErrorEntry,
   type Message,
 } from '@aws-sdk/client-sqs';
+import * as v from 'valibot';
 import { InvalidArgumentError, VarveError } from '../errors.js';
+import { parseJsonFile } from '../json.js';
 import { MAX_QUEUE_ID_LENGTH, type QueueDepth, type QueueMessage, type ReceiveOptions, type SendRequest, type SendResult, type SplitQueue } from './split-queue.js';
 import { decorateAwsClient } from '../store/client-decorator.js';
 
@@ -172,7 +174,7 @@ export class SqsSplitQueue implements SplitQueue {
   private async findDeadLetterQueue(): Promise<string | undefined> {
     const policy = (await this.attributes(this.queueUrl, ['RedrivePolicy'])).RedrivePolicy;
     if (!policy) return undefined;
-    const arn = (JSON.parse(policy) as { deadLetterTargetArn?: string }).deadLetterTargetArn;
+    const arn = parseJsonFile(policy, RedrivePolicySchema, `the RedrivePolicy attribute of ${this.queueUrl}`, { fix: 'set the redrive policy of the queue again' }).deadLetterTargetArn;
     // arn:aws:sqs:<region>:<account>:<name>
     const parts = arn?.split(':') ?? [];
     if (parts.length < 6) return undefined;
@@ -188,6 +190,9 @@ export class SqsSplitQueue implements SplitQueue {
 export async function sendToDeadLetterQueue(client: SQSClient, url: string, m: Pick<QueueMessage, 'messageId' | 'groupId' | 'body' | 'dedupId'>): Promise<void> {
   await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: m.body, MessageGroupId: m.groupId, MessageDeduplicationId: m.dedupId ?? m.messageId }));
 }
+
+/** SQS's RedrivePolicy queue attribute (JSON text). */
+const RedrivePolicySchema = v.looseObject({ deadLetterTargetArn: v.optional(v.string()) });
 
 /** A received SQS message as a QueueMessage (the receive count comes from its attributes). */
 function queueMessageOf(m: Message): QueueMessage {

@@ -11,8 +11,9 @@
  * for (`tableUuid`), and a consumer or lease left by a dropped table is never taken over by the
  * table created after it.
  */
-import { CorruptMetadataError, ObjectNotFoundError, TableNotFoundError } from '../errors.js';
+import { ObjectNotFoundError, TableNotFoundError } from '../errors.js';
 import { deserializeSchema } from '../schema/parse.js';
+import { objectLocation } from '../store/json-file.js';
 import { fromUtf8 } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 
@@ -34,12 +35,7 @@ export async function tableIdentity(table: Table): Promise<string> {
     if (!(e instanceof ObjectNotFoundError)) throw e;
     throw new TableNotFoundError(table.name, `table ${table.name} was dropped while it was being read; the reader stops (nothing is written into the dropped table)`);
   }
-  let uuid: string | undefined;
-  try {
-    uuid = deserializeSchema(fromUtf8(obj.body)).tableUuid;
-  } catch (e) {
-    throw new CorruptMetadataError(`${key} cannot be parsed: ${(e as Error).message}`, { cause: e });
-  }
+  const uuid = deserializeSchema(fromUtf8(obj.body), `schema file ${objectLocation(table.store, key)}`).tableUuid;
   return uuid ?? `schema-0@${obj.etag}`;
 }
 

@@ -4,7 +4,10 @@
  * FIFO queue (lib/aws/queues.ts: MessageGroupId = the table, so one commit function folds
  * them in order; MessageDeduplicationId = the batch's commit identifier).
  */
-import { CorruptMetadataError, InvalidArgumentError } from '../errors.js';
+import * as v from 'valibot';
+import { InvalidArgumentError } from '../errors.js';
+import { jsonInt, jsonObject, parseJsonMessage, type JsonSchema } from '../json.js';
+import { parseDataFileMeta } from '../manifest/metadata-json.js';
 import type { CommitBatch } from '../snapshot/commit.js';
 
 /** One writer's batch, addressed to a table's commit function. */
@@ -19,6 +22,25 @@ export interface CommitMessage {
   /** The sources whose rows the batch holds (`sqs:<message id>`, `s3:<key>@<etag>`), when the writer knows them. */
   sources?: string[];
 }
+
+const fileChanges = v.array(
+  v.looseObject({
+    partition: v.string(),
+    bucket: jsonInt,
+    totalBuckets: jsonInt,
+    file: v.pipe(jsonObject, v.transform((f) => parseDataFileMeta(f, 'a commit-queue message'))),
+  }),
+);
+
+/** A commit message as sent (`v: 1`); `sources` is absent in messages of older writers. */
+const CommitMessageSchema: JsonSchema<CommitMessage> = v.looseObject({
+  v: v.literal(1),
+  table: v.string(),
+  schemaId: jsonInt,
+  commitIdentifier: v.string(),
+  batch: v.looseObject({ rowCount: jsonInt, newFiles: fileChanges, changelogFiles: fileChanges }),
+  sources: v.optional(v.array(v.string())),
+});
 
 /** SQS's message size limit (1 MiB since 2025), less room for the envelope. */
 export const MAX_COMMIT_MESSAGE_BYTES = 1_000_000;
@@ -38,25 +60,8 @@ export function encodeCommitMessage(m: CommitMessage): string {
 
 /** Parses a commit message body; throws CorruptMetadataError for anything that is not one. */
 export function parseCommitMessage(body: string): CommitMessage {
-  let m: Partial<CommitMessage> & { v?: unknown };
-  try {
-    m = JSON.parse(body) as typeof m;
-  } catch (e) {
-    throw new CorruptMetadataError(`a commit-queue message is not JSON (${(e as Error).message}): ${body.slice(0, 80)}`, { cause: e });
-  }
+  const m = parseJsonMessage(body, CommitMessageSchema, 'commit-queue message');
   const b = m.batch;
-  if (
-    m.v !== 1 ||
-    typeof m.table !== 'string' ||
-    typeof m.commitIdentifier !== 'string' ||
-    !Number.isInteger(m.schemaId) ||
-    !b ||
-    !Number.isInteger(b.rowCount) ||
-    !Array.isArray(b.newFiles) ||
-    !Array.isArray(b.changelogFiles)
-  ) {
-    throw new CorruptMetadataError(`not a varve commit message (it needs v: 1, table, schemaId, commitIdentifier and batch): ${body.slice(0, 120)}`);
-  }
-  const sources = Array.isArray(m.sources) && m.sources.every((x) => typeof x === 'string') ? m.sources : undefined;
-  return { table: m.table, schemaId: m.schemaId!, commitIdentifier: m.commitIdentifier, batch: b, ...(sources ? { sources } : {}) };
+  const batch: CommitBatch = { rowCount: b.rowCount, newFiles: b.newFiles, changelogFiles: b.changelogFiles };
+  return { table: m.table, schemaId: m.schemaId, commitIdentifier: m.commitIdentifier, batch, ...(m.sources ? { sources: m.sources } : {}) };
 }

@@ -4,6 +4,7 @@
  * its message and its position there, so that a reject names where it came from; then landed
  * once per message (ingested-sources.ts), whatever batches the messages are redelivered in.
  */
+import { parseJsonText } from '../json.js';
 import type { TableSchema } from '../schema/types.js';
 import { messagesCommitIdentifier } from './commit-identifiers.js';
 import { landedSources, messageSource } from './ingested-sources.js';
@@ -39,7 +40,7 @@ export interface MessageRecords {
 function recordsOf(body: string): { records: unknown[] } | { error: string } {
   let value: unknown;
   try {
-    value = JSON.parse(body);
+    value = parseJsonText(body);
   } catch (e) {
     return { error: `the message body is not JSON (${(e as Error).message}); send one JSON record or a JSON array of records` };
   }

@@ -13,6 +13,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { parse as parseCsvStream } from 'csv-parse';
 import { CorruptMetadataError, RecordValidationError, VarveError } from '../errors.js';
+import { parseJsonText } from '../json.js';
 import { fromArrowType } from '../format/arrow-schema.js';
 import { tableToRows } from '../format/columns.js';
 import { readParquetFooter, readRowGroupsRanged, type ByteSource, type ParquetFooter } from '../format/row-group-reader.js';
@@ -163,7 +164,7 @@ function jsonlLine(records: RecordColumns, line: string, lineNo: number): void {
   if (!line) return;
   let value: unknown;
   try {
-    value = JSON.parse(line);
+    value = parseJsonText(line);
   } catch (e) {
     records.reject(lineNo, line, `malformed JSON (${(e as Error).message}); each line must be one JSON object`);
     return;

@@ -7,10 +7,13 @@
  * the group commit releases the registrations of the batches it committed.
  */
 import { createHash } from 'node:crypto';
+import * as v from 'valibot';
 import { runLimited } from '../concurrency.js';
 import { ObjectNotFoundError } from '../errors.js';
 import type { CommitBatch } from '../snapshot/commit.js';
-import { fromUtf8, listAll, utf8 } from '../store/object-store.js';
+import { jsonTime, type JsonSchema } from '../json.js';
+import { parseJsonObject } from '../store/json-file.js';
+import { listAll, utf8 } from '../store/object-store.js';
 import { batchFileKeys } from './append-commit.js';
 import type { Table } from './table.js';
 
@@ -25,6 +28,13 @@ export interface PendingBatch {
   sources?: string[];
   registeredAt: number;
 }
+
+const PendingBatchSchema: JsonSchema<PendingBatch> = v.looseObject({
+  commitIdentifier: v.string(),
+  files: v.array(v.string()),
+  sources: v.optional(v.array(v.string())),
+  registeredAt: jsonTime,
+});
 
 /** The key of the registration of batch `commitIdentifier` (identifiers may hold any character, so it is hashed). */
 export function pendingKey(table: Table, commitIdentifier: string): string {
@@ -48,7 +58,7 @@ export async function listPending(table: Table): Promise<Array<{ key: string; la
   return runLimited(
     objects.map((o) => async () => {
       try {
-        return { key: o.key, lastModified: o.lastModified, size: o.size, batch: JSON.parse(fromUtf8((await table.store.get(o.key)).body)) as PendingBatch };
+        return { key: o.key, lastModified: o.lastModified, size: o.size, batch: parseJsonObject(table.store, o.key, (await table.store.get(o.key)).body, PendingBatchSchema) };
       } catch (e) {
         // Released since the listing: it protects nothing any more.
         if (e instanceof ObjectNotFoundError) return { key: o.key, lastModified: o.lastModified, size: o.size };

@@ -10,6 +10,7 @@
  * One per table and process (recentBatchesOf): the first use reads back through the window, later
  * uses read only the snapshots committed since.
  */
+import { parseJsonText } from '../json.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { Table } from './table.js';
 
@@ -71,7 +72,7 @@ export class RecentBatches {
       if (!list) continue;
       let ids: unknown;
       try {
-        ids = JSON.parse(list);
+        ids = parseJsonText(list);
       } catch {
         continue; // not written by varve's writers
       }

@@ -123,8 +123,8 @@ describe('schema files', () => {
   });
 
   it.each([
-    ['not json', /not JSON/],
-    ['[]', /expected a JSON object/],
+    ['not json', /not valid JSON/],
+    ['[]', /expected Object, got Array/],
     ['{"version": 2}', /unsupported version 2/],
     ['{"version": 1, "id": 0, "fields": []}', /"fields" must be a non-empty array/],
     ['{"version": 1, "id": 0, "fields": [{"id": 0, "name": "a", "type": "WAT"}]}', /field a has type "WAT"/],
