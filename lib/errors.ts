@@ -257,6 +257,25 @@ export class CorruptMetadataError extends VarveError {
 }
 
 /**
+ * A data or changelog file whose bytes do not match the checksums recorded when it was written
+ * (its footer against its manifest entry, a column chunk against its footer): it was damaged at
+ * rest or in a copy. Never retryable: the bytes read back the same. Nothing is decoded from it.
+ */
+export class DataFileChecksumError extends VarveError {
+  constructor(
+    readonly file: string,
+    readonly table: string | undefined,
+    readonly detail: string,
+  ) {
+    super(
+      `data file ${file}${table === undefined ? '' : ` of table ${table}`} is damaged: ${detail}. Its bytes changed after varve wrote them; nothing was read from it. ` +
+        'Restore the file from a copy, or roll the table back to a snapshot that does not reference it (`varve verify` lists every damaged file)',
+      { kind: 'corrupt', retryable: false },
+    );
+  }
+}
+
+/**
  * A queued batch whose data files are gone (deleted by orphan cleanup or expiry while its commit
  * message waited, e.g. in a dead-letter queue): committing it would make a snapshot reference
  * missing files, so it is refused before it commits.

@@ -7,6 +7,7 @@ import type * as arrow from 'apache-arrow';
 import { Table as WasmTable, transformParquetStream, type RecordBatch as WasmBatch, type WriterProperties } from 'parquet-wasm';
 import { InvalidArgumentError } from '../errors.js';
 import { concatBytes } from '../store/object-store.js';
+import { checksum, ChunkChecksummer, sealDataFile, type DataFileChecksums } from './data-file-checksum.js';
 import { dataFileWriterProperties, type WriteDataFileOptions } from './data-file.js';
 import { tableIPCInto } from './ipc-buffer.js';
 
@@ -31,6 +32,9 @@ export type DataFileByteSink = (bytes: Uint8Array) => Promise<void>;
 /**
  * Writes one Parquet data file from key-sorted pieces. Without a sink, `finish` returns its
  * bytes; with one, every encoded row group goes to the sink at once and `end` returns the size.
+ * The file carries its column chunk checksums (data-file-checksum.ts), and `footerCrc32` is the
+ * checksum its manifest entry records; a piece for the encoder pool (`sealed` false) carries none:
+ * the spliced file is sealed.
  */
 export class DataFileStreamWriter {
   private readonly parts: Uint8Array[] = [];
@@ -41,8 +45,13 @@ export class DataFileStreamWriter {
   private closed = false;
   private rows = 0;
   private bytes = 0;
+  private sums: DataFileChecksums | undefined;
 
-  private constructor(props: WriterProperties, private readonly sink?: DataFileByteSink) {
+  private constructor(
+    props: WriterProperties,
+    private readonly sink: DataFileByteSink | undefined,
+    private readonly sealed: boolean,
+  ) {
     // highWaterMark 0: the encoder asks for a batch only when it wants one, and every batch is
     // handed over by `add` at that moment, so nothing queues up in front of it. The encoder asks
     // for the first batch (for the schema) before it returns its output stream.
@@ -64,22 +73,42 @@ export class DataFileStreamWriter {
     this.pump = transformParquetStream(input, props)
       .then(async (output) => {
         const reader = (output as ReadableStream<Uint8Array>).getReader();
+        const sink = this.sink;
+        // Streamed, the last piece is held back until the end: it holds the footer, which gets the chunk checksums.
+        const sums = sink && this.sealed ? new ChunkChecksummer() : undefined;
+        let held: Uint8Array | undefined;
+        let fileCrc: number | undefined;
+        const send = async (bytes: Uint8Array) => {
+          fileCrc = checksum(bytes, fileCrc);
+          await sink!(bytes);
+        };
         for (;;) {
           const { done, value } = await reader.read();
-          if (done) return;
+          if (done) break;
           this.bytes += value.byteLength;
-          if (!this.sink) {
+          if (!sink) {
             this.parts.push(value);
             continue;
           }
+          sums?.push(value);
+          const out = sums ? held : value;
+          held = sums ? value : undefined;
+          if (out === undefined) continue;
           try {
-            await this.sink(value);
+            await send(out);
           } catch (e) {
             // A failed sink ends the encoder: cancelling its output drops the wasm future (and the
             // row group it holds), which otherwise waits for its next batch forever.
             await reader.cancel(e).catch(() => undefined);
             throw e;
           }
+        }
+        if (sink && sums && held !== undefined) {
+          const { head, footer, footerCrc32 } = sums.seal(held);
+          this.bytes += footer.length - (held.length - head.length);
+          if (head.length > 0) await send(head);
+          await send(footer);
+          this.sums = { footerCrc32, fileCrc32: fileCrc! };
         }
       })
       .catch((e) => {
@@ -98,8 +127,13 @@ export class DataFileStreamWriter {
   }
 
   /** A writer for files of `schema` (the data file layout, checked here). */
-  static async open(schema: arrow.Schema, opts: WriteDataFileOptions, sink?: DataFileByteSink): Promise<DataFileStreamWriter> {
-    return new DataFileStreamWriter(dataFileWriterProperties(schema, opts), sink);
+  static async open(schema: arrow.Schema, opts: WriteDataFileOptions, sink?: DataFileByteSink, sealed = true): Promise<DataFileStreamWriter> {
+    return new DataFileStreamWriter(dataFileWriterProperties(schema, opts), sink, sealed);
+  }
+
+  /** The checksums of the finished file its manifest entry records; undefined before the end, or for an unsealed piece. */
+  get checksums(): DataFileChecksums | undefined {
+    return this.sums;
   }
 
   /** Rows written so far. */
@@ -145,7 +179,10 @@ export class DataFileStreamWriter {
     await this.close();
     const out = concatBytes(this.parts, this.bytes);
     this.parts.length = 0;
-    return out;
+    if (!this.sealed) return out;
+    const file = sealDataFile(out);
+    this.sums = { footerCrc32: file.footerCrc32, fileCrc32: file.fileCrc32 };
+    return file.bytes;
   }
 
   /** Ends the file (its last bytes, the footer, go to the sink) and returns its size in bytes. */

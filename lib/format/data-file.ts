@@ -25,6 +25,7 @@ import { normalizeArrowTypes } from './normalize.js';
 import { decodePool } from './decode-pool.js';
 import { freshBatchMemory, ReusedBatchMemory } from './arrow-import.js';
 import { withIcebergSchema } from './iceberg-footer.js';
+import { CHUNK_CRC_KEY, sealDataFile, type DataFileCheck } from './data-file-checksum.js';
 import { decodeRowGroupIPC, readParquetFooter, readRowGroupsRanged, rowGroupFile, type ByteSource, type ParquetFooter } from './row-group-reader.js';
 
 /** Rows per row group unless the caller asks otherwise (~256k, per typescript-stack.md §7). */
@@ -74,7 +75,8 @@ const CODECS: Record<DataFileCompression, Compression> = {
 
 /**
  * Parquet bytes of a table in the data file layout (its last two columns must be the system
- * columns). Chunk statistics on, dictionary encoding only for Utf8 columns.
+ * columns). Chunk statistics on, dictionary encoding only for Utf8 columns; sealed with its chunk
+ * checksums (`footerChecksum(bytes)` is what its manifest entry records).
  */
 export function writeDataFile(table: arrow.Table, opts: WriteDataFileOptions): Uint8Array {
   const props = dataFileWriterProperties(table.schema, opts);
@@ -86,7 +88,7 @@ export function writeDataFile(table: arrow.Table, opts: WriteDataFileOptions): U
     throw e;
   }
   // writeParquet takes ownership of (and frees) both wasm handles, even when it throws.
-  return writeParquet(wasmTable, props);
+  return sealDataFile(writeParquet(wasmTable, props)).bytes;
 }
 
 /**
@@ -111,6 +113,9 @@ export function dataFileWriterProperties(schema: arrow.Schema, opts: WriteDataFi
   }
   if (opts.metadata !== undefined && ARROW_SCHEMA_KEY in opts.metadata) {
     throw new InvalidArgumentError(`metadata key ${ARROW_SCHEMA_KEY} is reserved for the Arrow schema; pick another key`);
+  }
+  if (opts.metadata !== undefined && CHUNK_CRC_KEY in opts.metadata) {
+    throw new InvalidArgumentError(`metadata key ${CHUNK_CRC_KEY} is reserved for the column chunk checksums; pick another key`);
   }
   const rowGroupSize = opts.rowGroupSize ?? DEFAULT_ROW_GROUP_SIZE;
   if (!Number.isInteger(rowGroupSize) || rowGroupSize < 1) {
@@ -265,8 +270,8 @@ export async function openDataFile(bytes: Uint8Array): Promise<DataFileDecoder> 
  * holds the footer and the row groups being decoded, never the file. `size` (from the manifest) is
  * the object's size when known (else one head). Store errors stay the store's.
  */
-export async function openDataFileRanged(store: ObjectStore, key: string, size?: number): Promise<DataFileDecoder> {
-  const src = await storeSource(store, key, size);
+export async function openDataFileRanged(store: ObjectStore, key: string, size?: number, check: DataFileCheck = {}): Promise<DataFileDecoder> {
+  const src = await storeSource(store, key, size, check);
   const footer = await readParquetFooter(src);
   const rowGroupRows = footer.rowGroups.map((g) => g.numRows);
   const columns = footer.columns;
@@ -296,8 +301,8 @@ export async function openDataFileRanged(store: ObjectStore, key: string, size?:
  * its declared type; with `columns`, only those, in that order. Read by range (see
  * openDataFileRanged): the file's bytes are never held whole.
  */
-export async function readDataFileRanged(store: ObjectStore, key: string, size?: number, opts: { columns?: readonly string[] } = {}): Promise<arrow.Table> {
-  const decoder = await openDataFileRanged(store, key, size);
+export async function readDataFileRanged(store: ObjectStore, key: string, size?: number, opts: { columns?: readonly string[]; check?: DataFileCheck } = {}): Promise<arrow.Table> {
+  const decoder = await openDataFileRanged(store, key, size, opts.check);
   const names = opts.columns === undefined ? decoder.columns : [...opts.columns];
   const parts = await decoder.readRowGroups(names);
   if (parts.length === 0) {
@@ -334,7 +339,7 @@ async function decodeRowGroup(src: ByteSource, footer: ParquetFooter, g: number,
  * end of the object (the footer read, at most FOOTER_READ_BYTES) is kept, and later reads inside it
  * are answered from it: a small file costs one ranged GET, not one per row group and projection.
  */
-async function storeSource(store: ObjectStore, key: string, size?: number): Promise<ByteSource> {
+async function storeSource(store: ObjectStore, key: string, size?: number, check: DataFileCheck = {}): Promise<ByteSource> {
   let fileSize = size;
   if (fileSize === undefined) {
     const head = await store.head(key);
@@ -346,6 +351,7 @@ async function storeSource(store: ObjectStore, key: string, size?: number): Prom
   return {
     size: total,
     name: key,
+    ...check,
     read: async (start, end) => {
       if (tail !== undefined && start >= tail.start && end <= tail.start + tail.bytes.length) return tail.bytes.subarray(start - tail.start, end - tail.start);
       const bytes = await store.getRange(key, start, end);
@@ -404,7 +410,7 @@ export async function readDataFileMetadata(store: ObjectStore, key: string): Pro
   }
   const keyValueMetadata: Record<string, string> = {};
   for (const kv of md.key_value_metadata ?? []) {
-    if (kv.key !== ARROW_SCHEMA_KEY) keyValueMetadata[kv.key] = kv.value ?? '';
+    if (kv.key !== ARROW_SCHEMA_KEY && kv.key !== CHUNK_CRC_KEY) keyValueMetadata[kv.key] = kv.value ?? '';
   }
   return {
     numRows: Number(md.num_rows),
@@ -434,9 +440,11 @@ export async function* readDataFileRowGroups(
      * only until the generator has yielded two more; a caller that keeps one must copy it.
      */
     reuseBuffers?: boolean;
+    /** What the manifest entry says to check the file against (its footer CRC). */
+    check?: DataFileCheck;
   } = {},
 ): AsyncGenerator<arrow.Table> {
-  const src = await storeSource(store, key, size);
+  const src = await storeSource(store, key, size, opts.check);
   const footer = await readParquetFooter(src);
   const columns = opts.columns === undefined ? undefined : [...opts.columns];
   if (columns !== undefined) {

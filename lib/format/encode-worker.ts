@@ -36,7 +36,8 @@ async function handle(msg: EncoderRequest): Promise<void> {
     if (FAULT === 'exit') process.exit(70);
     if (FAULT === 'throw') throw new Error('injected encoder fault (VARVE_TEST_ENCODE_WORKER_FAULT=throw)');
     const schema = arrow.tableFromIPC(msg.schema).schema;
-    writer = await DataFileStreamWriter.open(schema, msg.opts);
+    // A piece: the calling thread splices the pieces and seals the file (its chunk checksums).
+    writer = await DataFileStreamWriter.open(schema, msg.opts, undefined, false);
     let stats: FileStats | undefined;
     if (msg.op === 'gather') {
       // The rows are gathered here from the shared buffered tables, then fed to the encoder as

@@ -25,6 +25,7 @@ import type { FileStats } from './file-stats.js';
 import type { GatherPiece } from './gather-piece.js';
 import { shareTable, type PackedTable } from './arrow-transfer.js';
 import { tableIPCInto } from './ipc-buffer.js';
+import { sealDataFile } from './data-file-checksum.js';
 import { spliceParquetFiles } from './parquet-splice.js';
 import { defaultPoolThreads, findWorkerEntry, remoteWorkerError, type WorkerEntry } from './worker-entry.js';
 import { WorkerSlots } from './worker-slots.js';
@@ -277,7 +278,7 @@ class PooledFile implements DataFileEncoder {
     // The last, short row group (or, for a file with no rows, the empty piece the inline encoder
     // would be asked to finish: it fails the same way).
     if (this.sliceRows > 0 || this.pieces.count === 0) await this.post().catch(() => undefined);
-    return spliceParquetFiles(await this.pieces.all());
+    return sealDataFile(spliceParquetFiles(await this.pieces.all())).bytes;
   }
 
   async discard(): Promise<void> {
@@ -342,7 +343,7 @@ export class GatheredFile {
     this.done = true;
     if (this.pieces.count === 0) throw new InvalidArgumentError('a gathered data file needs at least one row; write an empty file inline');
     const done = await this.pieces.all();
-    return { bytes: spliceParquetFiles(done.map((d) => d.bytes)), stats: done.map((d) => d.stats!) };
+    return { bytes: sealDataFile(spliceParquetFiles(done.map((d) => d.bytes))).bytes, stats: done.map((d) => d.stats!) };
   }
 
   async discard(): Promise<void> {

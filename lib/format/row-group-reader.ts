@@ -16,7 +16,8 @@
  */
 import * as arrow from 'apache-arrow';
 import { ParquetFile, wasmMemory, type RecordBatch as WasmRecordBatch } from 'parquet-wasm';
-import { CorruptMetadataError } from '../errors.js';
+import { CorruptMetadataError, DataFileChecksumError } from '../errors.js';
+import { checksum, CHUNK_CRC_KEY, parseChunkChecksums } from './data-file-checksum.js';
 import { freshBatchMemory, importWasmBatch, type BatchMemory } from './arrow-import.js';
 import {
   decodeStruct,
@@ -38,6 +39,10 @@ export interface ByteSource {
   read(start: number, end: number): Promise<Uint8Array>;
   /** Names the file in error messages. */
   name: string;
+  /** The CRC-32 of the footer its manifest entry records (data-file-checksum.ts): checked when set. */
+  footerCrc32?: number;
+  /** The table the file belongs to, for error messages. */
+  table?: string;
 }
 
 /** Rows per decoded batch of a row group: small enough that wasm and JS hold a few MB per batch. */
@@ -75,6 +80,10 @@ export interface ParquetFooter {
   meta: ThriftStruct;
   /** @internal */
   chunks: ChunkLayout[][];
+  /** CRC-32 of each chunk (by row group, chunk), when the file was written with checksums; checked on every fetch. */
+  chunkCrcs?: number[][];
+  /** The table named in the footer or by the reader, for error messages. */
+  table?: string;
 }
 
 const decoder = new TextDecoder();
@@ -113,6 +122,13 @@ export async function readParquetFooter(src: ByteSource): Promise<ParquetFooter>
   else {
     footer = await src.read(src.size - 8 - footerLength, src.size - 8);
     if (footer.length !== footerLength) throw new CorruptMetadataError(`${src.name} is shorter than its recorded size of ${src.size} bytes`);
+  }
+  // Checked before the footer is decoded: what it says about the chunks (their places, their CRCs) is then the writer's.
+  if (src.footerCrc32 !== undefined) {
+    const crc = checksum(end, checksum(footer));
+    if (crc !== src.footerCrc32) {
+      throw new DataFileChecksumError(src.name, src.table, `its footer has CRC-32 ${hex(crc)}, its manifest entry records ${hex(src.footerCrc32)}`);
+    }
   }
   let meta: ThriftStruct;
   try {
@@ -167,7 +183,40 @@ function describeFooter(meta: ThriftStruct, src: ByteSource): ParquetFooter {
     rowGroups.push({ numRows: i64(rg, 3) ?? 0, bytes: layout.reduce((n, c) => n + c.length, 0) });
     chunks.push(layout);
   }
-  return { name: src.name, numRows: i64(meta, 3) ?? 0, rowGroups, columns, meta, chunks };
+  const kv = keyValues(meta);
+  const table = src.table ?? kv.get('varve.table');
+  const chunkCrcs = parseChunkChecksums(kv.get(CHUNK_CRC_KEY), src.name, table);
+  if (chunkCrcs !== undefined && (chunkCrcs.length !== chunks.length || chunkCrcs.some((g, i) => g.length !== chunks[i].length))) {
+    throw new DataFileChecksumError(src.name, table, `its footer records checksums for ${chunkCrcs.length} row groups of ${chunkCrcs.map((g) => g.length).join('/')} chunks, but has ${chunks.length} of ${chunks.map((g) => g.length).join('/')}`);
+  }
+  return { name: src.name, numRows: i64(meta, 3) ?? 0, rowGroups, columns, meta, chunks, ...(chunkCrcs ? { chunkCrcs } : {}), ...(table !== undefined ? { table } : {}) };
+}
+
+/** The footer's key-value metadata (field 5), keys and values as strings. */
+function keyValues(meta: ThriftStruct): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const item of list(meta, 5)?.items ?? []) {
+    const kv = struct(item, 'key-value metadata');
+    const k = getField(kv, 1)?.value;
+    const v = getField(kv, 2)?.value;
+    if (k instanceof Uint8Array) out.set(decoder.decode(k), v instanceof Uint8Array ? decoder.decode(v) : '');
+  }
+  return out;
+}
+
+function hex(crc: number): string {
+  return crc.toString(16).padStart(8, '0');
+}
+
+/** Throws DataFileChecksumError unless chunk `c` of row group `g`, fetched as `bytes`, has the CRC its footer records. */
+function checkChunk(footer: ParquetFooter, g: number, c: number, bytes: Uint8Array): void {
+  const want = footer.chunkCrcs?.[g]?.[c];
+  if (want === undefined) return;
+  const got = checksum(bytes);
+  if (got !== want) {
+    const { column, start, length } = footer.chunks[g][c];
+    throw new DataFileChecksumError(footer.name, footer.table, `column ${column} of row group ${g} (bytes [${start}, ${start + length})) has CRC-32 ${hex(got)}, its footer records ${hex(want)}`);
+  }
 }
 
 /** A chunk's bytes as parquet-rs finds them: from the dictionary page when there is one, for total_compressed_size. */
@@ -219,7 +268,11 @@ export async function rowGroupFile(
     if (got.length !== r.end - r.start) throw new CorruptMetadataError(`${footer.name} row group ${g}: bytes [${r.start}, ${r.end}) are past the end of the file`);
     fetched += got.length;
     for (const c of sorted) {
-      if (c.start >= r.start && c.start + c.length <= r.end) parts.push(got.subarray(c.start - r.start, c.start - r.start + c.length));
+      if (c.start < r.start || c.start + c.length > r.end) continue;
+      const chunk = got.subarray(c.start - r.start, c.start - r.start + c.length);
+      // Before parquet-wasm sees a byte of it: a damaged page must fail here, not decode to other rows.
+      checkChunk(footer, g, c.i, chunk);
+      parts.push(chunk);
     }
   }
   parts.push(metaBytes, tail);

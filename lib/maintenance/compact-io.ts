@@ -15,7 +15,7 @@ import type { CompactFileIO } from '../mergetree/compact-task.js';
 import { RollingFileSink, type DataFileSink } from '../mergetree/rolling-writer.js';
 import { openUpload } from '../store/object-store.js';
 import { dataFileKey } from '../table/paths.js';
-import { evolveChunks } from '../table/read.js';
+import { dataFileCheck, evolveChunks } from '../table/read.js';
 import type { Table } from '../table/table.js';
 import { addFileStats, fileMetaOfStats, valueStatsFields } from '../mergetree/file-meta.js';
 
@@ -52,7 +52,8 @@ export class BucketFileIO implements CompactFileIO {
   /** The rows of a live file of the bucket, a row group at a time, through the table's schema. */
   chunks(file: DataFileMeta): AsyncIterable<arrow.Table> {
     const t = this.table;
-    return evolveChunks(t, file, readDataFileRowGroups(t.store, dataFileKey(t.path, this.partition, this.bucket, file.fileName), file.fileSize));
+    // Checked against its checksums before anything is decoded: a damaged input fails the job, never becomes output.
+    return evolveChunks(t, file, readDataFileRowGroups(t.store, dataFileKey(t.path, this.partition, this.bucket, file.fileName), file.fileSize, { check: dataFileCheck(t, file) }));
   }
 
   /**
@@ -97,7 +98,7 @@ export class BucketFileIO implements CompactFileIO {
         // Recorded before the upload completes: one that fails ambiguously may still have created the object.
         this.written.push(key);
         await upload.complete();
-        return fileMetaOfStats(stats!, { fileName, fileSize, schemaId: t.schema.id, level, source: 'COMPACT' });
+        return fileMetaOfStats(stats!, { fileName, fileSize, schemaId: t.schema.id, level, source: 'COMPACT', checksums: writer.checksums });
       },
       discard: async () => {
         await writer.discard();

@@ -100,7 +100,16 @@ export function parseDataFileMeta(v: unknown, what: string): DataFileMeta {
     deleteRowCount: intField(o, 'deleteRowCount', what),
     fileSource,
     ...(o.valueStats === undefined ? {} : { valueStats: valueStatsField(o, what) }),
+    ...(o.footerCrc32 === undefined ? {} : { footerCrc32: crcField(o, 'footerCrc32', what) }),
+    ...(o.fileCrc32 === undefined ? {} : { fileCrc32: crcField(o, 'fileCrc32', what) }),
   };
+}
+
+/** An optional checksum field of a DataFileMeta: an unsigned 32-bit integer. */
+function crcField(o: Obj, field: string, what: string): number {
+  const v = intField(o, field, what);
+  if (v < 0 || v > 0xffffffff) fail(what, field, 'an unsigned 32-bit integer');
+  return v;
 }
 
 /** The optional `valueStats` of a DataFileMeta: field id → { type, min, max, nullCount }. */

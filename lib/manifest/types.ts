@@ -40,6 +40,14 @@ export interface DataFileMeta {
   fileSource: FileSource;
   /** Per-column min / max / null count by field id (append tables; lib/format/value-stats.ts). */
   valueStats?: ValueStats;
+  /**
+   * CRC-32 of the file's footer (FileMetaData, its length, PAR1), which holds the CRC of every
+   * column chunk (lib/format/data-file-checksum.ts); readers check both before decoding. Absent
+   * for files written before checksums (read unchecked).
+   */
+  footerCrc32?: number;
+  /** CRC-32 of the whole file (`varve verify` reads files whole and checks it); absent like footerCrc32. */
+  fileCrc32?: number;
 }
 
 export type FileKind = 'ADD' | 'DELETE';

@@ -1,5 +1,6 @@
 /** The manifest metadata of a data file the merge tree writes (level 0 by a writer, higher by compaction). */
 import type * as arrow from 'apache-arrow';
+import type { DataFileChecksums } from '../format/data-file-checksum.js';
 import { fileStatsOf, type FileStats } from '../format/file-stats.js';
 import { mergeValueStats, storedValueStats } from '../format/value-stats.js';
 import type { DataFileMeta } from '../manifest/types.js';
@@ -17,7 +18,7 @@ export function valueStatsFields(schema: TableSchema): DataField[] | undefined {
 export function fileMetaOf(
   keyFields: DataField[],
   data: arrow.Table,
-  f: { fileName: string; fileSize: number; schemaId: number; level: number; source: 'APPEND' | 'COMPACT'; sequenceBase?: number; valueFields?: DataField[] },
+  f: { fileName: string; fileSize: number; schemaId: number; level: number; source: 'APPEND' | 'COMPACT'; sequenceBase?: number; valueFields?: DataField[]; checksums?: DataFileChecksums },
 ): DataFileMeta {
   return fileMetaOfStats(fileStatsOf(keyFields, data, f.valueFields), f);
 }
@@ -39,7 +40,7 @@ export function addFileStats(a: FileStats | null, b: FileStats): FileStats {
 /** Metadata of a file from its statistics (see `fileMetaOf`). */
 export function fileMetaOfStats(
   stats: FileStats,
-  f: { fileName: string; fileSize: number; schemaId: number; level: number; source: 'APPEND' | 'COMPACT'; sequenceBase?: number },
+  f: { fileName: string; fileSize: number; schemaId: number; level: number; source: 'APPEND' | 'COMPACT'; sequenceBase?: number; checksums?: DataFileChecksums },
 ): DataFileMeta {
   const base = f.sequenceBase ?? 0;
   return {
@@ -57,5 +58,6 @@ export function fileMetaOfStats(
     deleteRowCount: stats.deleteRowCount,
     fileSource: f.source,
     ...(stats.valueStats ? { valueStats: storedValueStats(stats.valueStats) } : {}),
+    ...(f.checksums !== undefined ? { footerCrc32: f.checksums.footerCrc32, fileCrc32: f.checksums.fileCrc32 } : {}),
   };
 }

@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type * as arrow from 'apache-arrow';
+import { dataFileChecksums } from '../format/data-file-checksum.js';
 import { writeDataFile } from '../format/data-file.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import { fileMetaOf, valueStatsFields } from '../mergetree/file-meta.js';
@@ -53,7 +54,7 @@ export class FileRewrite {
       // Recorded before the put: a put that fails ambiguously may still have created the object.
       this.written.push(key);
       await t.store.put(key, bytes);
-      const file = fileMetaOf(t.keyFields, rows, { fileName, fileSize: bytes.byteLength, schemaId: t.schema.id, level: at.level, source: 'APPEND', valueFields: valueStatsFields(t.schema) });
+      const file = fileMetaOf(t.keyFields, rows, { fileName, fileSize: bytes.byteLength, schemaId: t.schema.id, level: at.level, source: 'APPEND', valueFields: valueStatsFields(t.schema), checksums: dataFileChecksums(bytes) });
       this.after.push({ partition: at.partition, bucket: at.bucket, totalBuckets: at.totalBuckets, file });
     });
     await roller.add(data);

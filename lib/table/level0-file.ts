@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type * as arrow from 'apache-arrow';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { concatTables, singleBatch } from '../format/columns.js';
+import { dataFileChecksums } from '../format/data-file-checksum.js';
 import { DataFileStreamWriter } from '../format/data-file-stream.js';
 import type { DataFileEncoder, EncoderPool } from '../format/encoder-pool.js';
 import { kindColumn, sequenceColumn } from '../mergetree/arrow-build.js';
@@ -76,7 +77,7 @@ export async function openLevel0File(table: Table, target: Level0Target, prefix:
         partition: target.partition,
         bucket: target.bucket,
         totalBuckets: target.totalBuckets,
-        file: fileMetaOfStats(stats!, { fileName, fileSize: bytes.byteLength, schemaId: table.schema.id, level: 0, source: 'APPEND' }),
+        file: fileMetaOfStats(stats!, { fileName, fileSize: bytes.byteLength, schemaId: table.schema.id, level: 0, source: 'APPEND', checksums: dataFileChecksums(bytes) }),
       };
     },
     discard: async () => {
@@ -133,6 +134,6 @@ export async function writeLevel0Gathered(table: Table, target: Level0Target, pl
     partition: target.partition,
     bucket: target.bucket,
     totalBuckets: target.totalBuckets,
-    file: fileMetaOfStats(stats, { fileName, fileSize: encoded.bytes.byteLength, schemaId: table.schema.id, level: 0, source: 'APPEND' }),
+    file: fileMetaOfStats(stats, { fileName, fileSize: encoded.bytes.byteLength, schemaId: table.schema.id, level: 0, source: 'APPEND', checksums: dataFileChecksums(encoded.bytes) }),
   };
 }

@@ -10,6 +10,7 @@ import { formatType } from '../schema/type-text.js';
 import { runLimited } from '../concurrency.js';
 import { concatTables, emptyTable, tableToRows, takeRows } from '../format/columns.js';
 import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema.js';
+import type { DataFileCheck } from '../format/data-file-checksum.js';
 import { openDataFileRanged, readDataFileRanged, type DataFileDecoder } from '../format/data-file.js';
 import type { DataFileMeta, ManifestEntry } from '../manifest/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
@@ -152,7 +153,7 @@ async function mergeSectionKeyFirst(table: Table, entries: ManifestEntry[], opts
           return { keys: data, sequenceBase: file.sequenceBase, sequenceRange: ranges[i], rowGroupRows: [data.numRows], values: async (cols) => [data.select(cols)] };
         }
         // By range: the footer, then the chunks of the asked columns and row groups, never the file.
-        const decoder = await openDataFileRanged(table.store, dataFileKey(table.path, entry.partition, entry.bucket, file.fileName), file.fileSize);
+        const decoder = await openDataFileRanged(table.store, dataFileKey(table.path, entry.partition, entry.bucket, file.fileName), file.fileSize, dataFileCheck(table, file));
         decoders.push(decoder);
         const keys = concatTables(await decoder.readRowGroups(keyCols), physicalKeySchema(table, keyCols));
         return { keys, sequenceBase: file.sequenceBase, sequenceRange: ranges[i], rowGroupRows: decoder.rowGroupRows, values: (cols, groups) => decoder.readRowGroups(cols, groups) };
@@ -170,10 +171,15 @@ function physicalKeySchema(table: Table, names: string[]): arrow.Schema {
   return new arrow.Schema(names.map((n) => physical.fields.find((f) => f.name === n)!));
 }
 
+/** What a reader of one of the table's files checks it against (its manifest entry's footer CRC), and the table's name for errors. */
+export function dataFileCheck(table: Table, file: DataFileMeta): DataFileCheck {
+  return { footerCrc32: file.footerCrc32, table: table.name };
+}
+
 /** Reads one data or changelog file of the table (by range: footer, then row group by row group). */
 export async function readEntry(table: Table, entry: Pick<ManifestEntry, 'partition' | 'bucket' | 'file'>): Promise<arrow.Table> {
   // By range, one row group at a time: the file's bytes are never held whole.
-  const data = await readDataFileRanged(table.store, dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName), entry.file.fileSize);
+  const data = await readDataFileRanged(table.store, dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName), entry.file.fileSize, { check: dataFileCheck(table, entry.file) });
   const fileSchemaId = entry.file.schemaId;
   if (fileSchemaId === table.schema.id) return data;
   if (fileSchemaId > table.schema.id) {

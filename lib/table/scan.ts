@@ -18,7 +18,7 @@ import { columnChunk } from '../mergetree/column-access.js';
 import { isRetract, KIND_COLUMN } from '../schema/types.js';
 import { mergeSortedRuns, type MergeReadOptions } from '../mergetree/sort-merge-reader.js';
 import { dataFileKey } from './paths.js';
-import { checkColumns, evolveChunks, filterKeyRange, planRead, project, readFailure, type ReadOptions } from './read.js';
+import { checkColumns, dataFileCheck, evolveChunks, filterKeyRange, planRead, project, readFailure, type ReadOptions } from './read.js';
 import { filterTable } from './predicate.js';
 import type { Table } from './table.js';
 import { resolveSnapshot } from './time-travel.js';
@@ -135,11 +135,11 @@ function readSection(r: SectionReader, files: readonly ManifestEntry[], sectionF
     // its rows without the retractions. Its sequence numbers are never needed (8 of the bytes
     // a row decodes to): only the user columns and the kind are fetched and decoded.
     const wanted = [...table.schema.fields.map((f) => f.name), KIND_COLUMN];
-    return withoutRetracts(readDataFileRowGroups(table.store, keyOf(sectionFiles[0]), sectionFiles[0].fileSize, { columns: wanted, reuseBuffers }));
+    return withoutRetracts(readDataFileRowGroups(table.store, keyOf(sectionFiles[0]), sectionFiles[0].fileSize, { columns: wanted, reuseBuffers, check: dataFileCheck(table, sectionFiles[0]) }));
   }
   // Each file is its own run (one record per key, its own sequence base).
   const runs = sectionFiles.map((meta) => {
-    const chunks = readDataFileRowGroups(table.store, keyOf(meta), meta.fileSize, { reuseBuffers });
+    const chunks = readDataFileRowGroups(table.store, keyOf(meta), meta.fileSize, { reuseBuffers, check: dataFileCheck(table, meta) });
     return { chunks: evolveChunks(table, meta, chunks), sequenceBase: meta.sequenceBase, oneRecordPerKey: true };
   });
   const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };

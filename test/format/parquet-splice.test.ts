@@ -8,6 +8,7 @@ import type * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { CorruptMetadataError } from '../../lib/errors.js';
 import { rowsToTable, tableToRows } from '../../lib/format/columns.js';
+import { sealDataFile } from '../../lib/format/data-file-checksum.js';
 import { DataFileStreamWriter } from '../../lib/format/data-file-stream.js';
 import { readDataFile, readDataFileRanged, type WriteDataFileOptions } from '../../lib/format/data-file.js';
 import { spliceParquetFiles } from '../../lib/format/parquet-splice.js';
@@ -23,8 +24,9 @@ function physical(rows: Row[]): arrow.Table {
   return rowsToTable(FIELDS, rows, { sequence: rows.map((_, i) => i), kind: rows.map((_, i) => i % 4) });
 }
 
-async function encode(t: arrow.Table, opts: WriteDataFileOptions): Promise<Uint8Array> {
-  const w = await DataFileStreamWriter.open(t.schema, opts);
+/** A file as the inline writer makes it (sealed: with its chunk checksums), or a piece as a pool worker does (unsealed). */
+async function encode(t: arrow.Table, opts: WriteDataFileOptions, sealed = true): Promise<Uint8Array> {
+  const w = await DataFileStreamWriter.open(t.schema, opts, undefined, sealed);
   await w.add(t);
   return w.finish();
 }
@@ -43,8 +45,9 @@ describe('spliceParquetFiles', () => {
       // Act: the whole file, and each row group as a file of its own, spliced.
       const whole = await encode(t, opts);
       const pieces: Uint8Array[] = [];
-      for (let at = 0; at < t.numRows; at += rowGroupSize) pieces.push(await encode(t.slice(at, Math.min(t.numRows, at + rowGroupSize)), opts));
-      const spliced = spliceParquetFiles(pieces);
+      for (let at = 0; at < t.numRows; at += rowGroupSize) pieces.push(await encode(t.slice(at, Math.min(t.numRows, at + rowGroupSize)), opts, false));
+      // The pool seals the spliced file as the inline writer seals its own (data-file-checksum.ts).
+      const spliced = sealDataFile(spliceParquetFiles(pieces)).bytes;
       // Assess: the same pages and page index byte for byte, the same footer (its key-value
       // metadata in any order), and the rows read back whole and through the footer's offsets (ranged).
       expect(Buffer.from(dataPart(spliced)).equals(Buffer.from(dataPart(whole))), what).toBe(true);
