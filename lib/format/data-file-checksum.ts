@@ -270,6 +270,11 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
   return out;
 }
 
+/** A CRC as 8 hex digits, for messages. */
+export function crcHex(crc: number): string {
+  return crc.toString(16).padStart(8, '0');
+}
+
 // --- reading ---
 
 /** What a reader checks a data file against, from its manifest entry (absent fields: not checked). */

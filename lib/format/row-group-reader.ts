@@ -17,7 +17,7 @@
 import * as arrow from 'apache-arrow';
 import { ParquetFile, wasmMemory, type RecordBatch as WasmRecordBatch } from 'parquet-wasm';
 import { CorruptMetadataError, DataFileChecksumError } from '../errors.js';
-import { checksum, CHUNK_CRC_KEY, parseChunkChecksums } from './data-file-checksum.js';
+import { checksum, CHUNK_CRC_KEY, crcHex, parseChunkChecksums } from './data-file-checksum.js';
 import { freshBatchMemory, importWasmBatch, type BatchMemory } from './arrow-import.js';
 import {
   decodeStruct,
@@ -112,7 +112,7 @@ export async function readParquetFooter(src: ByteSource): Promise<ParquetFooter>
   if (src.size < 12) throw new CorruptMetadataError(`${src.name} has ${src.size} bytes, too few for a Parquet file`);
   const tailStart = Math.max(0, src.size - FOOTER_READ_BYTES);
   const tail = await src.read(tailStart, src.size);
-  if (tail.length !== src.size - tailStart) throw new CorruptMetadataError(`${src.name} is shorter than its recorded size of ${src.size} bytes`);
+  if (tail.length !== src.size - tailStart) throw new DataFileChecksumError(src.name, src.table, `it is shorter than its recorded size of ${src.size} bytes (cut short)`);
   const end = tail.subarray(tail.length - 8);
   if (!MAGIC.every((b, i) => end[4 + i] === b)) throw new CorruptMetadataError(`${src.name} does not end with the Parquet magic PAR1`);
   const footerLength = new DataView(end.buffer, end.byteOffset, 8).getUint32(0, true);
@@ -121,13 +121,13 @@ export async function readParquetFooter(src: ByteSource): Promise<ParquetFooter>
   if (footerLength + 8 <= tail.length) footer = tail.subarray(tail.length - 8 - footerLength, tail.length - 8);
   else {
     footer = await src.read(src.size - 8 - footerLength, src.size - 8);
-    if (footer.length !== footerLength) throw new CorruptMetadataError(`${src.name} is shorter than its recorded size of ${src.size} bytes`);
+    if (footer.length !== footerLength) throw new DataFileChecksumError(src.name, src.table, `it is shorter than its recorded size of ${src.size} bytes (cut short)`);
   }
   // Checked before the footer is decoded: what it says about the chunks (their places, their CRCs) is then the writer's.
   if (src.footerCrc32 !== undefined) {
     const crc = checksum(end, checksum(footer));
     if (crc !== src.footerCrc32) {
-      throw new DataFileChecksumError(src.name, src.table, `its footer has CRC-32 ${hex(crc)}, its manifest entry records ${hex(src.footerCrc32)}`);
+      throw new DataFileChecksumError(src.name, src.table, `its footer has CRC-32 ${crcHex(crc)}, its manifest entry records ${crcHex(src.footerCrc32)}`);
     }
   }
   let meta: ThriftStruct;
@@ -204,10 +204,6 @@ function keyValues(meta: ThriftStruct): Map<string, string> {
   return out;
 }
 
-function hex(crc: number): string {
-  return crc.toString(16).padStart(8, '0');
-}
-
 /** Throws DataFileChecksumError unless chunk `c` of row group `g`, fetched as `bytes`, has the CRC its footer records. */
 function checkChunk(footer: ParquetFooter, g: number, c: number, bytes: Uint8Array): void {
   const want = footer.chunkCrcs?.[g]?.[c];
@@ -215,7 +211,7 @@ function checkChunk(footer: ParquetFooter, g: number, c: number, bytes: Uint8Arr
   const got = checksum(bytes);
   if (got !== want) {
     const { column, start, length } = footer.chunks[g][c];
-    throw new DataFileChecksumError(footer.name, footer.table, `column ${column} of row group ${g} (bytes [${start}, ${start + length})) has CRC-32 ${hex(got)}, its footer records ${hex(want)}`);
+    throw new DataFileChecksumError(footer.name, footer.table, `column ${column} of row group ${g} (bytes [${start}, ${start + length})) has CRC-32 ${crcHex(got)}, its footer records ${crcHex(want)}`);
   }
 }
 
@@ -265,7 +261,7 @@ export async function rowGroupFile(
   let fetched = 0;
   for (const r of ranges) {
     const got = await fetch(r.start, r.end);
-    if (got.length !== r.end - r.start) throw new CorruptMetadataError(`${footer.name} row group ${g}: bytes [${r.start}, ${r.end}) are past the end of the file`);
+    if (got.length !== r.end - r.start) throw new DataFileChecksumError(footer.name, footer.table, `row group ${g}: bytes [${r.start}, ${r.end}) are past the end of the file (cut short)`);
     fetched += got.length;
     for (const c of sorted) {
       if (c.start < r.start || c.start + c.length > r.end) continue;

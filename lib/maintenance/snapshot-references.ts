@@ -7,7 +7,7 @@ import type { ManifestCache } from '../manifest/manifest-file.js';
 import { readManifestList } from '../manifest/manifest-list.js';
 import { foldLiveFiles, readEntries, readSnapshotLists } from '../manifest/scan.js';
 import { manifestKey, tableKey } from '../manifest/table-paths.js';
-import type { ManifestEntry, ManifestFileMeta } from '../manifest/types.js';
+import type { DataFileMeta, ManifestEntry, ManifestFileMeta } from '../manifest/types.js';
 import type { ChangelogRetained, LongLivedChangelog } from '../snapshot/changelog.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { followUpSource } from '../table/follow-up.js';
@@ -21,6 +21,8 @@ export interface SnapshotReferences {
   /** Live data files: base and delta folded (ADD minus DELETE). The delta's ADDs are among them. */
   dataFiles: string[];
   changelogFiles: string[];
+  /** The manifest entry's file metadata of each data and changelog file, by key (verify checks the files against it). */
+  files: Map<string, DataFileMeta>;
 }
 
 /** The manifest lists of a snapshot, read: names as stored and the manifests each holds. */
@@ -59,11 +61,13 @@ export async function snapshotReferences(table: Table, snapshot: Snapshot, cache
     foldLiveFiles(table.store, table.path, [...m.base, ...m.delta], {}, cache),
     readEntries(table.store, table.path, m.changelog, {}, cache),
   ]);
+  const adds = changelog.filter((e) => e.kind === 'ADD');
   return {
     manifestLists: m.listKeys,
     manifests: m.manifestKeys,
     dataFiles: live.map((e) => entryFileKey(table, e)),
-    changelogFiles: changelog.filter((e) => e.kind === 'ADD').map((e) => entryFileKey(table, e)),
+    changelogFiles: adds.map((e) => entryFileKey(table, e)),
+    files: new Map([...live, ...adds].map((e) => [entryFileKey(table, e), e.file])),
   };
 }
 

@@ -21,7 +21,7 @@ import type { Predicate } from './predicate.js';
 import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
 import { NO_COMMIT_HOOKS, type CommitHooks } from './commit-hooks.js';
 import { latestSchema, readSchema } from '../schema/schema-manager.js';
-import { InvalidArgumentError, SchemaChangedError, TableNotFoundError } from '../errors.js';
+import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError, SchemaChangedError, TableNotFoundError } from '../errors.js';
 import type { SchemaChange } from '../schema/schema-evolution.js';
 import { alterTable, type AlterResult } from './alter.js';
 import { deleteWhereAppend } from './append-delete.js';
@@ -73,11 +73,20 @@ export class Table {
     this.schemaVersions.set(schema.id, Promise.resolve(schema));
   }
 
-  /** Schema version `id` of this table (cached: schema files are never rewritten). */
+  /**
+   * Schema version `id` of this table (cached: schema files are never rewritten). A version that
+   * a snapshot or file names and whose file is gone is damage: CorruptMetadataError naming it.
+   */
   schemaById(id: number): Promise<TableSchema> {
     let s = this.schemaVersions.get(id);
     if (!s) {
-      s = readSchema(this.store, this.path, id);
+      s = readSchema(this.store, this.path, id).catch((e: unknown) => {
+        if (!(e instanceof ObjectNotFoundError)) throw e;
+        throw new CorruptMetadataError(
+          `schema ${id} of table ${this.name} is missing (${this.path}/schema/schema-${id}), yet a snapshot or data file was written under it; restore the schema file from a copy (\`varve verify\` names everything written under it)`,
+          { cause: e },
+        );
+      });
       s.catch(() => this.schemaVersions.delete(id));
       this.schemaVersions.set(id, s);
     }

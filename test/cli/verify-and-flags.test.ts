@@ -32,7 +32,7 @@ describe('varve verify', () => {
     const broken = await varve('verify', 'db.t');
     // Assess
     expect(healthy.code).toBe(0);
-    expect(healthy.out).toMatch(/^db\.t: 1 snapshot\(s\), \d+ reference\(s\) checked: ok$/m);
+    expect(healthy.out).toMatch(/^db\.t: 1 snapshot\(s\), \d+ reference\(s\) checked, 1 file\(s\) read back: ok$/m);
     expect(broken.code).toBe(1);
     expect(broken.out).toContain(data);
     expect(broken.err).toMatch(/db\.t has \d+ problem\(s\)/);

@@ -105,7 +105,7 @@ describe('data file checksums', () => {
       const paths: Array<[string, () => Promise<unknown>]> = [
         ['whole ranged read', () => readDataFileRanged(store, 'db/t/bucket-0/data-x.parquet', damaged.length, { check })],
         ['row groups', async () => { for await (const _ of readDataFileRowGroups(store, 'db/t/bucket-0/data-x.parquet', damaged.length, { check })); }],
-        ['decoder', async () => (await openDataFileRanged(store, 'db/t/bucket-0/data-x.parquet', damaged.length, check)).readRowGroups(t.schema.names)],
+        ['decoder', async () => (await openDataFileRanged(store, 'db/t/bucket-0/data-x.parquet', damaged.length, check)).readRowGroups(t.schema.names as string[])],
       ];
       for (const [name, read] of paths) {
         const err = await read().then(() => undefined, (x: unknown) => x);
