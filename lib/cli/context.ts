@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import type { Catalog } from '../catalog/catalog.js';
 import { openCatalog as openCatalogFor } from '../catalog/open-catalog.js';
 import { tableToRows } from '../format/columns.js';
-import { fromArrowType } from '../format/arrow-schema.js';
+import { arrowTypesEqual, fromArrowType, toArrowType } from '../format/arrow-schema.js';
 import { toDisplayValue } from '../schema/values.js';
 import { KIND_COLUMN, ROW_KIND_NAMES, SEQUENCE_COLUMN, type DataField } from '../schema/types.js';
 import type { DisplayValue } from './output.js';
@@ -39,10 +39,11 @@ export function openCatalog(uri: string): Catalog {
 /** Records of an Arrow result for printing; `_VALUE_KIND` becomes `rowkind`, sequence numbers stay numbers. */
 export function displayRecords(table: arrow.Table, fields: DataField[]): { columns: string[]; records: Array<Record<string, DisplayValue>> } {
   const names = table.schema.fields.map((f) => f.name);
-  // The result's own columns (a snapshot read through an older or newer schema has other ones).
+  // The result's own columns and types: a snapshot read through an older schema (time travel) has
+  // other names, or narrower types under the same names (before a widening), than `fields`.
   const used = table.schema.fields
     .filter((a) => a.name !== KIND_COLUMN && a.name !== SEQUENCE_COLUMN)
-    .map((a, i): DataField => fields.find((f) => f.name === a.name) ?? { id: -1 - i, name: a.name, type: fromArrowType(a.type, a.nullable, a.name) });
+    .map((a, i): DataField => fields.find((f) => f.name === a.name && arrowTypesEqual(toArrowType(f.type), a.type)) ?? { id: -1 - i, name: a.name, type: fromArrowType(a.type, a.nullable, a.name) });
   const rows = tableToRows(table.select(used.map((f) => f.name)), used);
   const hasKind = names.includes(KIND_COLUMN);
   const kinds = hasKind ? (table.getChild(KIND_COLUMN)!.toArray() as Int8Array) : undefined;

@@ -29,7 +29,7 @@ import { dataFileKey } from './paths.js';
 import { filterTable, toPredicate, type Predicate } from './predicate.js';
 import { ReadPruning, type ReadExplain } from './read-pruning.js';
 import type { Table } from './table.js';
-import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
+import { resolveSnapshot, tableForRead, type SnapshotSpec } from './time-travel.js';
 
 export interface ReadOptions extends SnapshotSpec {
   /** Columns to return, in this order (default: all). */
@@ -54,9 +54,8 @@ export interface ReadOptions extends SnapshotSpec {
 /** Reads the merged state of a table at a snapshot. */
 export async function readTable(table: Table, opts: ReadOptions = {}): Promise<arrow.Table> {
   const snapshot = await resolveSnapshot(table, opts);
-  // A snapshot is read through its own schema: time travel before an alter sees the old columns,
-  // a reader opened before an alter sees the new ones.
-  if (snapshot && snapshot.schemaId !== table.schema.id) table = table.withSchema(await table.schemaById(snapshot.schemaId));
+  // Time travel before an alter sees the old columns; the latest snapshot is read in the current schema (tableForRead).
+  table = await tableForRead(table, snapshot, opts);
   const columns = checkColumns(table, opts.columns);
   const { entries: pruned, where, explain } = await planRead(table, snapshot, opts);
   const outSchema = opts.keepDeletes ? physicalArrowSchema(table.schema) : tableArrowSchema(table.schema);
@@ -182,16 +181,24 @@ export async function readEntry(table: Table, entry: Pick<ManifestEntry, 'partit
   const data = await readDataFileRanged(table.store, dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName), entry.file.fileSize, { check: dataFileCheck(table, entry.file) });
   const fileSchemaId = entry.file.schemaId;
   if (fileSchemaId === table.schema.id) return data;
-  if (fileSchemaId > table.schema.id) {
-    // Reading a newer file through an older schema would silently drop its new columns.
-    throw new SchemaChangedError(
-      `${table.name}: data file ${entry.file.fileName} was written with schema ${fileSchemaId}, newer than schema ${table.schema.id} this reader uses; reopen the table and read again`,
-      table.schema.id,
-      fileSchemaId,
-    );
-  }
+  // Reading a newer file through an older schema would silently drop its new columns.
+  if (fileSchemaId > table.schema.id) throw await newerSchemaError(table, entry.file.fileName, fileSchemaId);
   const fileSchema = await table.schemaById(fileSchemaId);
   return sameLayout(fileSchema.fields, table.schema.fields) ? data : evolveTable(data, fileSchema.fields, table.schema.fields);
+}
+
+/**
+ * The error for a file written under a schema newer than the reader's: SchemaChangedError (reopen
+ * and read again), or, when that schema's file is missing (so reopening cannot help: the table
+ * opens at the newest schema file left), the CorruptMetadataError naming it.
+ */
+async function newerSchemaError(table: Table, fileName: string, schemaId: number): Promise<Error> {
+  await table.schemaById(schemaId);
+  return new SchemaChangedError(
+    `${table.name}: data file ${fileName} was written with schema ${schemaId}, newer than schema ${table.schema.id} this reader uses; reopen the table and read again`,
+    table.schema.id,
+    schemaId,
+  );
 }
 
 function sameLayout(a: DataField[], b: DataField[]): boolean {
@@ -290,13 +297,7 @@ export async function* evolveChunks(table: Table, file: DataFileMeta, chunks: As
     yield* chunks;
     return;
   }
-  if (file.schemaId > table.schema.id) {
-    throw new SchemaChangedError(
-      `${table.name}: data file ${file.fileName} was written with schema ${file.schemaId}, newer than schema ${table.schema.id} this reader uses; reopen the table and read again`,
-      table.schema.id,
-      file.schemaId,
-    );
-  }
+  if (file.schemaId > table.schema.id) throw await newerSchemaError(table, file.fileName, file.schemaId);
   const fileSchema = await table.schemaById(file.schemaId);
   const same = sameLayout(fileSchema.fields, table.schema.fields);
   for await (const c of chunks) yield same ? c : evolveTable(c, fileSchema.fields, table.schema.fields);

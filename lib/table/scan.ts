@@ -21,7 +21,7 @@ import { dataFileKey } from './paths.js';
 import { checkColumns, dataFileCheck, evolveChunks, filterKeyRange, planRead, project, readFailure, type ReadOptions } from './read.js';
 import { filterTable } from './predicate.js';
 import type { Table } from './table.js';
-import { resolveSnapshot } from './time-travel.js';
+import { resolveSnapshot, tableForRead } from './time-travel.js';
 
 export interface ScanOptions extends ReadOptions {
   /** Most rows per yielded batch (default 65,536). */
@@ -40,8 +40,8 @@ const DEFAULT_BATCH_ROWS = 65_536;
 /** Yields the merged rows of a table at a snapshot as RecordBatches, bucket by bucket, in key order. */
 export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGenerator<arrow.RecordBatch> {
   const snapshot = await resolveSnapshot(table, opts);
-  // A snapshot is read through its own schema (see readTable).
-  if (snapshot && snapshot.schemaId !== table.schema.id) table = table.withSchema(await table.schemaById(snapshot.schemaId));
+  // The schema the snapshot is read with (see tableForRead).
+  table = await tableForRead(table, snapshot, opts);
   const columns = checkColumns(table, opts.columns);
   const batchRows = Math.max(1, opts.batchRows ?? DEFAULT_BATCH_ROWS);
   const plan = await planRead(table, snapshot, opts);

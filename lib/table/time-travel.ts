@@ -45,6 +45,21 @@ export async function resolveSnapshot(table: Table, spec: SnapshotSpec): Promise
   return sm.latest();
 }
 
+/**
+ * The table seen through the schema a read of `snapshot` uses. Time travel (a snapshot id, time
+ * or tag in `spec`) reads a snapshot with the schema it was written under: the columns, names and
+ * types of that moment. A read of the latest snapshot reads it with the table's current schema
+ * (the newer of the handle's and the snapshot's), which is also the schema writes use: after a
+ * rollback to a snapshot written before an alter (a rollback leaves the schema alone, as Paimon's
+ * does), its files are read by field id into the current columns, so reads and writes agree.
+ */
+export async function tableForRead(table: Table, snapshot: Snapshot | undefined, spec: SnapshotSpec): Promise<Table> {
+  if (snapshot === undefined || snapshot.schemaId === table.schema.id) return table;
+  const travels = spec.snapshotId !== undefined || spec.timestamp !== undefined || spec.tag !== undefined;
+  if (!travels && snapshot.schemaId < table.schema.id) return table;
+  return table.withSchema(await table.schemaById(snapshot.schemaId));
+}
+
 async function notFound(table: Table, what: string): Promise<SnapshotNotFoundError> {
   const latest = await table.snapshots.latestId();
   const earliest = await table.snapshots.earliestId();

@@ -92,3 +92,36 @@ describe('damage at rest from the CLI', () => {
     }
   });
 });
+
+describe('schemas across time from the CLI (issue 30 §4)', () => {
+  it('time travel shows a snapshot in the schema it was written under; after a rollback reads and writes use the current schema', async () => {
+    // Prepare: a snapshot under INT, DECIMAL(10,2), FLOAT and v, then the types widened and v renamed.
+    await varve('create', 'db.t', '--schema', 'id BIGINT, i INT, d DECIMAL(10,2), f FLOAT, v STRING', '--primary-key', 'id');
+    const old = join(dir, 'old.jsonl');
+    const cur = join(dir, 'cur.jsonl');
+    writeFileSync(old, '{"id":1,"i":5,"d":"1.25","f":1.5,"v":"a"}\n');
+    writeFileSync(cur, '{"id":2,"i":6,"d":"2.25","f":2.5,"label":"b"}\n');
+    expect((await varve('write', 'db.t', old)).code).toBe(0);
+    expect((await varve('alter', 'db.t', '--type', 'i BIGINT', '--type', 'd DECIMAL(12,2)', '--type', 'f DOUBLE', '--rename', 'v=label')).code).toBe(0);
+    expect((await varve('write', 'db.t', cur)).code).toBe(0);
+    // Act: time travel to before the alter, then a rollback to it (the README tour's step).
+    const readOld = await varve('read', 'db.t', '--snapshot', '1', '--format', 'jsonl');
+    const auditOld = await varve('audit-log', 'db.t', '--snapshot', '1', '--format', 'jsonl');
+    expect((await varve('rollback', 'db.t', '--to-snapshot', '1')).code).toBe(0);
+    const afterRollback = await varve('read', 'db.t', '--format', 'jsonl');
+    const writeCurrent = await varve('write', 'db.t', cur);
+    const writeOld = await varve('write', 'db.t', old);
+    const latest = await varve('read', 'db.t', '--format', 'jsonl');
+    // Assess
+    expect(readOld.code).toBe(0);
+    expect(readOld.out).toBe('{"id":1,"i":5,"d":"1.25","f":1.5,"v":"a"}\n');
+    expect(auditOld.code).toBe(0);
+    expect(auditOld.out).toBe('{"rowkind":"+I","id":1,"i":5,"d":"1.25","f":1.5,"v":"a"}\n');
+    expect(afterRollback.code).toBe(0);
+    expect(afterRollback.out).toBe('{"id":1,"i":5,"d":"1.25","f":1.5,"label":"a"}\n');
+    expect(writeCurrent.code).toBe(0);
+    expect(writeOld.code).toBe(1);
+    expect(writeOld.err).toMatch(/unknown column "v"/);
+    expect(latest.out).toBe('{"id":1,"i":5,"d":"1.25","f":1.5,"label":"a"}\n{"id":2,"i":6,"d":"2.25","f":2.5,"label":"b"}\n');
+  });
+});

@@ -1,14 +1,17 @@
 /**
  * Randomized model test of schema evolution: seeded sequences of writes (upserts and deletes),
- * random alters (add, rename, drop, widen), compactions and a stream that follows the table,
- * compared with an in-memory model that keeps values by field id. After every step the latest
- * read equals the model; at the end every earlier snapshot (time travel, with its own schema)
- * equals the model's history, and the stream folded into a state equals the final model.
+ * random alters (add, rename, drop, widen), compactions, rollbacks and a stream that follows the
+ * table, compared with an in-memory model that keeps values by field id. After every step the
+ * latest read equals the model in the table's current schema (a rollback keeps the schema, as
+ * Paimon's does: the rolled-back state's files are read by field id into the current columns, and
+ * writes after it use the same columns); at the end every snapshot left (time travel, with its own
+ * schema) equals the model's history, and the stream folded into a state equals the final model.
  */
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { tableToRows } from '../../lib/format/columns.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
+import { rollbackTo } from '../../lib/maintenance/rollback.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import type { SchemaChange } from '../../lib/schema/schema-evolution.js';
 import { RowKind, type DataField, type Row, type TypeRoot, type Value } from '../../lib/schema/types.js';
@@ -58,11 +61,29 @@ function renderRows(rows: Row[]): string[] {
     .map((row) => JSON.stringify(Object.fromEntries(Object.entries(row).map(([k, v]) => [k, show(v)]))));
 }
 
+/** The rows a read returns, rendered: time travel in the snapshot's schema, the latest in the newer of the handle's and the snapshot's. */
 async function readRendered(table: Table, snapshotId?: number): Promise<string[]> {
   const t = await table.read({ snapshotId });
   const snapshot = await table.snapshotFor({ snapshotId });
-  const fields = snapshot ? (await table.schemaById(snapshot.schemaId)).fields : table.schema.fields;
+  const travels = snapshotId !== undefined;
+  const fields = snapshot && (travels || snapshot.schemaId > table.schema.id) ? (await table.schemaById(snapshot.schemaId)).fields : table.schema.fields;
   return renderRows(tableToRows(t, fields));
+}
+
+/** The model's state at a snapshot, as the current columns see it: dropped columns gone, widened values widened. */
+function projectState(state: ModelState, columns: ModelColumn[]): ModelState {
+  const out: ModelState = new Map();
+  for (const [k, values] of state) {
+    out.set(k, new Map(columns.map((c) => {
+      const v = values.get(c.id) ?? null;
+      return [c.id, c.root === 'BIGINT' && typeof v === 'number' ? BigInt(v) : v];
+    })));
+  }
+  return out;
+}
+
+function copyState(state: ModelState): ModelState {
+  return new Map([...state].map(([k, v]) => [k, new Map(v)]));
 }
 
 describe('schema evolution model test', () => {
@@ -82,8 +103,8 @@ describe('schema evolution model test', () => {
     ];
     let nextName = 0;
     const model: ModelState = new Map();
-    const history = new Map<number, { columns: ModelColumn[]; rows: string[] }>();
-    const scan = new StreamScan(table, { mode: 'earliest' });
+    const history = new Map<number, { columns: ModelColumn[]; rows: string[]; state: ModelState }>();
+    let scan = new StreamScan(table, { mode: 'earliest' });
     const streamed: ModelState = new Map();
     const drainStream = async () => {
       for (let plan = await scan.plan(); plan; plan = await scan.plan()) {
@@ -100,11 +121,24 @@ describe('schema evolution model test', () => {
     };
     const where = (step: number, what: string) => `step ${step} (${what}), seed ${seed}`;
 
-    for (let step = 0; step < 24; step++) {
+    for (let step = 0; step < 30; step++) {
       const op = r.next();
       let what: string;
       let snapshotId: number | undefined;
-      if (op < 0.55) {
+      if (op >= 0.9 && history.size > 0) {
+        // Back to a random snapshot: its rows, in the current columns (the schema stays).
+        const target = r.pick([...history.keys()]);
+        what = `rollback to ${target}`;
+        table = await table.latest();
+        await rollbackTo(table, { snapshotId: target });
+        const kept = projectState(history.get(target)!.state, columns);
+        model.clear();
+        for (const [k, v] of kept) model.set(k, v);
+        for (const id of [...history.keys()]) if (id > target) history.delete(id);
+        // A stream that had read removed snapshots cannot fold into the rolled-back state: start one afresh.
+        scan = new StreamScan(table, { mode: 'earliest' });
+        streamed.clear();
+      } else if (op < 0.5) {
         what = 'write';
         const rows: Row[] = [];
         const kinds: number[] = [];
@@ -130,7 +164,7 @@ describe('schema evolution model test', () => {
           }
         }
         snapshotId = (await table.write(rows, { kinds })).snapshot?.id;
-      } else if (op < 0.85) {
+      } else if (op < 0.78) {
         const changes: SchemaChange[] = [];
         const kind = r.int(0, 3);
         const widenable = columns.filter((c) => c.root === 'INT' || c.root === 'FLOAT');
@@ -171,7 +205,7 @@ describe('schema evolution model test', () => {
       }
       const expected = render(model, columns);
       expect(await readRendered(table), where(step, what)).toEqual(expected);
-      if (snapshotId !== undefined) history.set(snapshotId, { columns: [...columns], rows: expected });
+      if (snapshotId !== undefined) history.set(snapshotId, { columns: [...columns], rows: expected, state: copyState(model) });
       if (r.chance(0.3)) await drainStream();
     }
     for (const [id, h] of history) {
