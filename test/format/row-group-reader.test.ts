@@ -6,7 +6,7 @@ import { parquetMetadata } from 'hyparquet';
 import { readParquet } from 'parquet-wasm';
 import { describe, expect, it, vi } from 'vitest';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { CorruptMetadataError, ObjectNotFoundError, SchemaMismatchError, StoreUnavailableError } from '../../lib/errors.js';
+import { CorruptMetadataError, DataFileChecksumError, ObjectNotFoundError, SchemaMismatchError, StoreUnavailableError } from '../../lib/errors.js';
 import { KIND_FIELD, SEQUENCE_FIELD } from '../../lib/format/arrow-schema.js';
 import { rowsToTable, tableToRows } from '../../lib/format/columns.js';
 import { openDataFile, openDataFileRanged, readDataFile, readDataFileRanged, readDataFileRowGroups, writeDataFile, type DataFileCompression } from '../../lib/format/data-file.js';
@@ -158,7 +158,8 @@ describe('readDataFileRowGroups (ranged)', () => {
     await expect(collect(readDataFileRowGroups(store, 'missing.parquet'))).rejects.toThrow(ObjectNotFoundError);
     await expect(collect(readDataFileRowGroups(store, 'missing.parquet', 100))).rejects.toThrow(ObjectNotFoundError);
     // A recorded size that is not the object's, a file that is not Parquet, a footer that lies.
-    await expect(collect(readDataFileRowGroups(store, 'f.parquet', bytes.length + 10))).rejects.toThrow(CorruptMetadataError);
+    // A file shorter than its manifest entry says was cut short: damaged (data-file-checksum.ts).
+    await expect(collect(readDataFileRowGroups(store, 'f.parquet', bytes.length + 10))).rejects.toThrow(DataFileChecksumError);
     await expect(collect(readDataFileRowGroups(store, 'f.parquet', bytes.length - 10))).rejects.toThrow(CorruptMetadataError);
     await store.put('junk.parquet', new Uint8Array(100).fill(7));
     await expect(collect(readDataFileRowGroups(store, 'junk.parquet'))).rejects.toThrow(CorruptMetadataError);

@@ -212,7 +212,8 @@ describe('schema evolution model test', () => {
       expect(await readRendered(table, id), `time travel to snapshot ${id}, seed ${seed}`).toEqual(h.rows);
     }
     await drainStream();
-    expect(scan.table.schema.id).toBe((await table.latest()).schema.id);
+    // The stream reads the latest snapshot in the schema it was written under (after a rollback with no write since, an older one).
+    expect(scan.table.schema.id, `seed ${seed}`).toBe((await table.snapshots.latest())!.schemaId);
     // Rows streamed before a widening hold the narrow value; the stream's reader widens them itself.
     for (const values of streamed.values()) for (const c of columns) if (c.root === 'BIGINT' && typeof values.get(c.id) === 'number') values.set(c.id, BigInt(values.get(c.id) as number));
     expect(render(streamed, columns), `stream folded into a state, seed ${seed}`).toEqual(render(model, columns));
