@@ -5,7 +5,7 @@
  * fetched before decoding, so a damaged byte anywhere a read decodes fails it, naming the file.
  */
 import { crc32 } from 'node:zlib';
-import * as arrow from 'apache-arrow';
+import type * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { DataFileChecksumError } from '../../lib/errors.js';
 import { rowsToTable, tableToRows } from '../../lib/format/columns.js';
