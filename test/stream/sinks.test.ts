@@ -66,7 +66,8 @@ describe('tableSink', () => {
       },
     };
     const queue = new MemoryQueue({ maxReceiveCount: 1_000, faults: { ack: () => r.chance(0.2) }, visibilityMs: 10 });
-    const reader = new SplitReader({ table: source, consumerId: 'etl', queue, sink: crashing, retryDelayMs: 0, log: () => {} });
+    // The reader's own failure budget as high as the queue's: this test crashes readers, it never dead-letters.
+    const reader = new SplitReader({ table: source, consumerId: 'etl', queue, sink: crashing, retryDelayMs: 0, failureBudget: 1_000, log: () => {} });
     // Act
     for (let i = 0; i < 15; i++) {
       const entries: Array<[number, string | null]> = [];
