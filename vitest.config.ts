@@ -1,34 +1,23 @@
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { fileURLToPath } from 'node:url';
+import { readDurations } from './scripts/test-durations.js';
+import { UNIT } from './test/unit-files.js';
 
 /**
  * Files that take longest in wall time, mostly waiting (OS processes started through tsx, SQS
- * visibility timeouts on moto, worker pools), longest first, from the JSON report of an idle run.
- * They start first, so that the run does not end on one of them alone: in a fresh clone vitest has
- * no durations yet and starts the largest files first, which put tail-kill (≈ 65 s) last, alone.
+ * visibility timeouts on moto, worker pools), longest first, from the durations recorded in
+ * test/durations.json (`npm run test:durations` after a run that wrote vitest.json, as .ci/run
+ * does). They start first, so that the run does not end on one of them alone: in a fresh clone
+ * vitest has no durations yet and starts the largest files first, which put tail-kill (≈ 65 s)
+ * last, alone. A file with no recorded duration (a new one) keeps vitest's order after them.
  */
-const LONG_FILES = [
-  'test/cli/tail-kill.test.ts',
-  'test/table/writer-encoder-pool.test.ts',
-  'test/functions/split-crash-budget.test.ts',
-  'test/functions/split-fifo-compositions.test.ts',
-  'test/functions/pipeline.test.ts',
-  'test/maintenance/compact-upload.test.ts',
-  'test/cli/guarantees.test.ts',
-  'test/store/s3-store.test.ts',
-  'test/functions/commit.test.ts',
-  'test/functions/request-counts.test.ts',
-];
-
-/** The tests that run in shared forks (project `unit`). */
-const UNIT = [
-  ...['schema', 'manifest', 'mergetree', 'snapshot', 'iceberg', 'catalog', 'stream', 'maintenance'].map((d) => `test/${d}/**/*.test.ts`),
-  // The files of these directories that neither spy, mock, set env nor count or configure a pool.
-  ...['arrow-import', 'arrow-schema', 'arrow-transfer', 'columns', 'data-file-stream', 'decimal', 'ipc-buffer', 'parquet-splice'].map((f) => `test/format/${f}.test.ts`),
-  ...['local-store', 'open-store', 'upload'].map((f) => `test/store/${f}.test.ts`),
-  'test/runtime/local-runtime.test.ts',
-  ...['alter', 'append-commit-hooks', 'append-model', 'append-table', 'deduplication-window', 'input', 'land-rows', 'model', 'overwrite', 'predicate', 'record-columns', 'rescale', 'schema-model', 'shared-committer', 'value-stats-pruning', 'writer'].map((f) => `test/table/${f}.test.ts`),
-];
+const LONG_FILE_MS = 20_000;
+const DURATIONS = readDurations(fileURLToPath(new URL('./test/durations.json', import.meta.url)));
+const LONG_FILES = Object.entries(DURATIONS)
+  .filter(([, ms]) => ms >= LONG_FILE_MS)
+  .sort((a, b) => b[1] - a[1])
+  .map(([file]) => file);
 
 class LongFilesFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
@@ -59,7 +48,8 @@ export default defineConfig({
       // The model, stream and maintenance tests, and the other files with no module mocks, spies,
       // env or worker-pool settings (each on its own temp folder), share their forks too: a fresh
       // fork per file paid the imports and the decode and merge pools' worker start again (113
-      // files: 349 s → 182–199 s of CPU). Check a file added here with --sequence.shuffle.
+      // files: 349 s → 182–199 s of CPU). The list and its rule are in test/unit-files.ts, checked by
+      // test/unit-project.test.ts; check a file added there with --sequence.shuffle.
       { extends: true, test: { name: 'unit', include: UNIT, isolate: false } },
       // The CDK assertion tests share their forks (isolate: false): each file only builds new Apps
       // and reads their templates, and a fresh fork per file paid aws-cdk-lib's load and warm-up
