@@ -10,7 +10,7 @@ import { createReadStream, openAsBlob } from 'node:fs';
 import { mkdtemp, open, rm, stat, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { RecordValidationError, SchemaChangedError } from '../errors.js';
+import { InvalidArgumentError, RecordValidationError, SchemaChangedError } from '../errors.js';
 import type { TableSchema } from '../schema/types.js';
 import { parseColumnChunks, type InputFormat, type RecordInput } from './input.js';
 import type { Table } from './table.js';
@@ -61,7 +61,7 @@ const SCHEMA_CHANGE_ATTEMPTS = 4;
  * a chunk of records and the writer's buffer, not the input.
  */
 export async function runWriteJob(table: Table, source: WriteJobSource, opts: WriteJobOptions): Promise<WriteJobResult> {
-  const rereadable = 'file' in source && (await stat(source.file)).isFile();
+  const rereadable = 'file' in source && (await inputStat(source.file)).isFile();
   const spool = rereadable ? undefined : join(await mkdtemp(join(tmpdir(), 'varve-write-')), 'input');
   let current = table;
   try {
@@ -80,6 +80,15 @@ export async function runWriteJob(table: Table, source: WriteJobSource, opts: Wr
     }
   } finally {
     if (spool) await rm(dirname(spool), { recursive: true, force: true });
+  }
+}
+
+/** The input file's stat, or a clear error when it is missing or unreadable. */
+async function inputStat(file: string): Promise<Awaited<ReturnType<typeof stat>>> {
+  try {
+    return await stat(file);
+  } catch (e) {
+    throw new InvalidArgumentError(`cannot read the input file ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give an existing file, or - for stdin`);
   }
 }
 

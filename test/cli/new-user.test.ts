@@ -49,6 +49,15 @@ describe('input values', () => {
   });
 });
 
+describe('write', () => {
+  it('names a missing input file instead of an unexpected error', async () => {
+    expect((await varve('create', 'db.t', '--schema', 'id BIGINT', '--primary-key', 'id')).code).toBe(0);
+    const r = await varve('write', 'db.t', join(dir, 'in.jsonl'));
+    expect(r.code).toBe(1);
+    expect(r.err).toContain(`varve: cannot read the input file ${join(dir, 'in.jsonl')} (ENOENT); give an existing file, or - for stdin`);
+  });
+});
+
 describe('create', () => {
   it('refuses a column named _kind: JSONL reads that field as the row kind', async () => {
     const r = await varve('create', 'db.k', '--schema', 'id BIGINT, _kind STRING', '--primary-key', 'id');
