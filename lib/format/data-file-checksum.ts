@@ -84,7 +84,7 @@ export function combineChecksums(crcA: number, crcB: number, lengthB: number): n
 // --- the footer ---
 
 /** Where the footer of a complete Parquet file starts (its FileMetaData; the file ends with its length and PAR1). */
-export function footerStart(bytes: Uint8Array): number {
+function footerStart(bytes: Uint8Array): number {
   const n = bytes.length;
   if (n < 12 || !MAGIC.every((b, i) => bytes[n - 4 + i] === b)) throw new CorruptMetadataError(`a data file being written does not end with the Parquet magic PAR1`);
   const len = new DataView(bytes.buffer, bytes.byteOffset + n - 8, 4).getUint32(0, true);
