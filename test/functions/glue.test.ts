@@ -12,6 +12,7 @@ import { createCommitHandler } from '../../functions/commit.js';
 import { createCompactHandler } from '../../functions/compact.js';
 import { createIngestHandler } from '../../functions/ingest.js';
 import { syncGlueMetadataLocation } from '../../lib/aws/glue.js';
+import { icebergLocation, readCurrentIcebergMetadata } from '../../lib/iceberg/iceberg-metadata.js';
 import { awsAvailable } from '../helpers/aws.js';
 import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, reopen, sqsEventOf, uniqueName, type Deployment } from './harness.js';
 
@@ -84,7 +85,15 @@ describe.skipIf(!awsAvailable())('the Glue registration of the Iceberg export on
     const latest = (await (await reopen(d)).snapshots.latest())!;
     expect(latest.commitKind).toBe('COMPACT');
     const afterCompact = await glueParameters(glueEnv);
-    expect(afterCompact).toMatchObject({ table_type: 'ICEBERG', metadata_location: `${folder}v${latest.id}.metadata.json`, previous_metadata_location: `${folder}v1.metadata.json` });
+    // Metadata versions count exports, not snapshot ids (a rollback makes ids repeat): Glue names
+    // the current export, and that export's current snapshot is varve's latest (by commit uuid).
+    const table = await reopen(d);
+    const current = (await readCurrentIcebergMetadata(table.store, icebergLocation(table)!))!;
+    expect(current.version).toBeGreaterThan(1);
+    expect(afterCompact).toMatchObject({ table_type: 'ICEBERG', metadata_location: `${folder}v${current.version}.metadata.json` });
+    expect(afterCompact.previous_metadata_location).toBe(`${folder}v${current.version - 1}.metadata.json`);
+    const exported = current.metadata.snapshots?.find((s) => s['snapshot-id'] === current.metadata['current-snapshot-id']);
+    expect(exported?.summary?.['varve.commit-uuid']).toBe(latest.properties?.['varve.commit-uuid']);
     await exists(afterCompact.metadata_location);
   });
 
