@@ -41,7 +41,7 @@ export function parseJsonText(text: string): unknown {
 }
 
 /** What is wrong, from valibot's first issue: `buckets.bucket-0.snapshot: expected number, got "7"`. */
-export function describeIssue(issue: v.BaseIssue<unknown>): string {
+function describeIssue(issue: v.BaseIssue<unknown>): string {
   const path = v.getDotPath(issue);
   const where = path === null || path === '' ? 'the top level' : path;
   if (issue.received === 'undefined') return `${where} is missing`;

@@ -20,7 +20,7 @@ export function sleep(ms: number): Promise<void> {
  * writers take every id (the starvation plain exponential backoff shows across processes).
  * `previousMs` is undefined before the first retry.
  */
-export function decorrelatedBackoff(previousMs: number | undefined, baseMs: number, maxMs: number): number {
+function decorrelatedBackoff(previousMs: number | undefined, baseMs: number, maxMs: number): number {
   const prev = Math.max(baseMs, previousMs ?? baseMs);
   return Math.min(maxMs, baseMs + Math.random() * (prev * 3 - baseMs));
 }

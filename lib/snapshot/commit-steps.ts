@@ -48,9 +48,9 @@ export interface LandedBatch {
 
 const DEDUP_READ_CHUNK = 16;
 /** An attempt slower than this re-checks that its base snapshot still exists before committing. */
-export const SLOW_ATTEMPT_MS = 1000;
+const SLOW_ATTEMPT_MS = 1000;
 
-export function sameCommit(s: Snapshot, req: CommitRequest): boolean {
+function sameCommit(s: Snapshot, req: CommitRequest): boolean {
   // An indexed identifier is unique in the table, whoever commits it (commit-identifier.ts), and
   // a group commit may carry it as one of its batches'. A retry that took the index over races
   // its holder for the same id; the loser must recognise the winner's snapshot here, since the
@@ -61,7 +61,7 @@ export function sameCommit(s: Snapshot, req: CommitRequest): boolean {
 
 
 /** True when `s` holds this request's commit or one of its live batches' identifiers (a duplicate, or a batch to drop). */
-export function carriesThisCommit(req: CommitRequest, s: Snapshot): boolean {
+function carriesThisCommit(req: CommitRequest, s: Snapshot): boolean {
   return sameCommit(s, req) || (req.batchIdentifiers ?? []).some((id) => id !== undefined && carriesIdentifier(s, id));
 }
 

@@ -17,10 +17,10 @@ import type { CommitResult } from './commit-steps.js';
 import { SnapshotManager } from './snapshot-manager.js';
 
 export type { CommitBatch, CommitLoopHooks, CommitOptions, CommitRequest, FileChange } from './commit-request.js';
-export type { ActionPlan, CommitAction, CommitActionName, CommitRequirements } from './commit-action.js';
+export type { ActionPlan, CommitAction, CommitActionName } from './commit-action.js';
 export { COMMIT_ACTION_NAMES, requestAction } from './commit-action.js';
 export { COMMIT_UUID_PROPERTY, PARENT_COMMIT_PROPERTY } from './commit-plan.js';
-export type { CommitResult, LandedBatch } from './commit-steps.js';
+export type { CommitResult } from './commit-steps.js';
 
 /**
  * Commits `req` to the table at `tablePath` as it is (requestAction): see runCommit.

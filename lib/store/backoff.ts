@@ -1,5 +1,5 @@
 /** Waiting between retries inside the stores (S3 409s, local lock contention). */
-export { decorrelatedBackoff, sleep } from '../retry-budget.js';
+export { sleep } from '../retry-budget.js';
 
 /**
  * Milliseconds to wait before retry number `attempt` (0-based): exponential from `baseMs`, capped at
