@@ -55,7 +55,7 @@ describe.skipIf(!awsAvailable())('poison messages and queued files on moto', () 
     const rejects = (await takeAll(d.rejectsUrl)).map((b) => JSON.parse(b) as RejectMessage);
     expect(rejects).toHaveLength(1);
     expect(rejects[0]).toMatchObject({ table: 'shop.orders', line: 0, record: '{"not": "a commit"}' });
-    expect(rejects[0].reason).toMatch(/not a varve commit message/);
+    expect(rejects[0].reason).toMatch(/a commit-queue message is not one varve sent \(v is missing\)/);
   });
 
   it('keeps the files of a batch waiting in the commit queue from orphan cleanup until its registration outlives the DLQ', async () => {
