@@ -23,7 +23,7 @@ const LAYOUTS: { name: string; schema: string; keys: string[]; key(r: Rng): Row;
   { name: 'BIGINT key', schema: 'k BIGINT NOT NULL, v STRING, n INT', keys: ['k'], key: (r) => ({ k: BigInt(r.int(-300, 300)) * 4_000_000_007n }) },
   { name: 'INT key, sequence.field', schema: 'k INT NOT NULL, v STRING, n INT', keys: ['k'], key: (r) => ({ k: r.int(-300, 300) }), options: { 'sequence.field': 'n' } },
   { name: '(STRING, DATE) key', schema: 'ks STRING NOT NULL, kd DATE NOT NULL, v STRING, n INT', keys: ['ks', 'kd'], key: (r) => ({ ks: r.pick(['', 'a', 'long-common-prefix-1', 'long-common-prefix-2', '\u{1F600}']), kd: r.int(0, 60) }) },
-  { name: 'DOUBLE key, partial-update', schema: 'k DOUBLE NOT NULL, v STRING, n INT', keys: ['k'], key: (r) => ({ k: r.int(-300, 300) / 8 }), options: { 'merge-engine': 'partial-update' } },
+  { name: 'DECIMAL key, partial-update', schema: 'k DECIMAL(10,3) NOT NULL, v STRING, n INT', keys: ['k'], key: (r) => ({ k: (r.int(-300, 300) / 8).toFixed(3) }), options: { 'merge-engine': 'partial-update' } },
 ];
 
 afterAll(async () => {

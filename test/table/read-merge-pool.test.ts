@@ -54,10 +54,10 @@ const LAYOUTS: Layout[] = [
     reads: [{ where: 'v IS NULL' }],
   },
   {
-    name: 'partial-update, DOUBLE key',
-    schema: 'k DOUBLE NOT NULL, v STRING, n INT',
+    name: 'partial-update, DECIMAL key',
+    schema: 'k DECIMAL(10,3) NOT NULL, v STRING, n INT',
     keys: ['k'],
-    key: (at) => ({ k: (at - 300) / 8 }),
+    key: (at) => ({ k: ((at - 300) / 8).toFixed(3) }),
     options: { 'merge-engine': 'partial-update' },
     deletes: false,
     reads: [{ columns: ['k', 'n'] }],
