@@ -80,13 +80,8 @@ export async function readTable(table: Table, opts: ReadOptions = {}): Promise<a
   return project(result, columns, opts.keepDeletes);
 }
 
-/**
- * Merges the given live files per (partition, bucket); output tables keep system columns, one per
- * section, in (partition, bucket, key) order. Each section (files of one bucket whose key ranges
- * overlap) merges on its own: on the merge pool's workers (merge-pool.ts) when the read has several
- * sections large enough, else on this thread (row groups then decode on the decode pool).
- */
-export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropDeletes: boolean): Promise<arrow.Table[]> {
+/** The entries of each (partition, bucket), in partition then bucket order. */
+export function bucketGroups(entries: readonly ManifestEntry[]): ManifestEntry[][] {
   const groups = new Map<string, ManifestEntry[]>();
   for (const e of entries) {
     const id = `${e.partition}\u0000${e.bucket}`;
@@ -94,9 +89,18 @@ export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropD
     if (g) g.push(e);
     else groups.set(id, [e]);
   }
+  return [...groups.keys()].sort().map((id) => groups.get(id)!);
+}
+
+/**
+ * Merges the given live files per (partition, bucket); output tables keep system columns, one per
+ * section, in (partition, bucket, key) order. Each section (files of one bucket whose key ranges
+ * overlap) merges on its own: on the merge pool's workers (merge-pool.ts) when the read has several
+ * sections large enough, else on this thread (row groups then decode on the decode pool).
+ */
+export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropDeletes: boolean): Promise<arrow.Table[]> {
   const sections: ManifestEntry[][] = [];
-  for (const id of [...groups.keys()].sort()) {
-    const files = groups.get(id)!;
+  for (const files of bucketGroups(entries)) {
     // An append table has no key: its bucket is one section, merged by sequence number alone
     // (the append-only engine keeps every row), which is its files in the order written.
     if (table.schema.primaryKeys.length === 0) {

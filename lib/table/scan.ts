@@ -18,7 +18,7 @@ import { columnChunk } from '../mergetree/column-access.js';
 import { isRetract, KIND_COLUMN } from '../schema/types.js';
 import { mergeSortedRuns, type MergeReadOptions } from '../mergetree/sort-merge-reader.js';
 import { dataFileKey } from './paths.js';
-import { checkColumns, dataFileCheck, evolveChunks, filterKeyRange, planRead, project, readFailure, type ReadOptions } from './read.js';
+import { bucketGroups, checkColumns, dataFileCheck, evolveChunks, filterKeyRange, planRead, project, readFailure, type ReadOptions } from './read.js';
 import { filterTable } from './predicate.js';
 import type { Table } from './table.js';
 import { resolveSnapshot, tableForRead } from './time-travel.js';
@@ -92,18 +92,6 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
   opts.explain?.(explain);
   // A reader always learns the schema: an empty result is one empty batch.
   if (!yielded) yield* project(emptyTable(physicalArrowSchema(table.schema)), columns, opts.keepDeletes).batches;
-}
-
-/** The entries of each (partition, bucket), in partition then bucket order. */
-function bucketGroups(entries: readonly ManifestEntry[]): ManifestEntry[][] {
-  const groups = new Map<string, ManifestEntry[]>();
-  for (const e of entries) {
-    const id = `${e.partition}\u0000${e.bucket}`;
-    const g = groups.get(id);
-    if (g) g.push(e);
-    else groups.set(id, [e]);
-  }
-  return [...groups.keys()].sort().map((id) => groups.get(id)!);
 }
 
 /** What a scan reads sections with: the table at the scanned schema and its merge settings. */
