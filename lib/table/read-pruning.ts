@@ -13,6 +13,7 @@ import { compareValues } from '../schema/compare.js';
 import { coerceText, fromJsonValue } from '../schema/values.js';
 import type { DataField, DataType, Value } from '../schema/types.js';
 import { columnBounds } from '../format/value-stats.js';
+import { bucketOf } from '../schema/bucket.js';
 import { mayMatch, predicateColumns, type ColumnBounds, type Predicate } from './predicate.js';
 import type { Table } from './table.js';
 
@@ -25,6 +26,8 @@ export interface ReadExplain {
   /** Live files of the snapshot (in the requested partitions). */
   liveFiles: number;
   skippedByPartition: number;
+  /** Files of buckets the predicate's bucket-key values do not hash to (an equality or IN on every bucket-key column). */
+  skippedByBucket: number;
   skippedByKeyRange: number;
   /** Append tables: files whose column min / max / null counts cannot match. */
   skippedByValueStats: number;
@@ -42,6 +45,10 @@ export class ReadPruning {
   private readonly usesKey: boolean;
   /** Append table: the predicate's columns, for pruning by value statistics. */
   private readonly valueFields: DataField[];
+  /** The bucket-key tuples a matching row may have (undefined: any), and the buckets they hash to per bucket count. */
+  private readonly bucketTuples: Value[][] | undefined;
+  private readonly bucketsByCount = new Map<number, Set<number> | undefined>();
+  private readonly bucketTypes: DataType[];
 
   constructor(
     private readonly table: Table,
@@ -52,7 +59,43 @@ export class ReadPruning {
     this.usesPartition = table.schema.partitionKeys.some((k) => used.includes(k));
     this.usesKey = table.schema.primaryKeys.some((k) => used.includes(k) && !table.schema.partitionKeys.includes(k));
     const append = table.schema.primaryKeys.length === 0;
-    this.valueFields = append ? table.schema.fields.filter((f) => used.includes(f.name) && !table.schema.partitionKeys.includes(f.name)) : [];
+    this.valueFields = append
+      ? table.schema.fields.filter((f) => used.includes(f.name) && !table.schema.partitionKeys.includes(f.name))
+      : [];
+    const bucketFields = bucketKeyFields(table);
+    this.bucketTypes = bucketFields.map((f) => f.type);
+    this.bucketTuples =
+      bucketFields.length === 0
+        ? undefined
+        : keyTuples(
+            predicate,
+            bucketFields.map((f) => f.name),
+          );
+  }
+
+  /**
+   * False when the file's bucket is none of those the predicate's bucket-key values hash to (by the
+   * frozen bucket function, with the bucket count the file was written for: a rescaled partition
+   * has its own). Every version of a key is in its key's bucket, so skipping others changes no merge.
+   */
+  bucketMay = (e: ManifestEntry): boolean => {
+    if (this.bucketTuples === undefined || !(e.totalBuckets >= 1)) return true;
+    let buckets = this.bucketsByCount.get(e.totalBuckets);
+    if (!this.bucketsByCount.has(e.totalBuckets)) {
+      buckets = this.bucketsOf(e.totalBuckets);
+      this.bucketsByCount.set(e.totalBuckets, buckets);
+    }
+    return buckets === undefined || buckets.has(e.bucket);
+  };
+
+  private bucketsOf(count: number): Set<number> | undefined {
+    const out = new Set<number>();
+    try {
+      for (const t of this.bucketTuples!) out.add(bucketOf(this.bucketTypes, t, count));
+    } catch {
+      return undefined; // a literal the bucket function does not take (e.g. NULL in a typed slot): prune nothing
+    }
+    return out;
   }
 
   /** Append tables: false when the file's value statistics show no row can match. */
@@ -63,7 +106,11 @@ export class ReadPruning {
       const b = columnBounds(e.file.valueStats, f);
       if (b === undefined) continue; // no statistics for it in this file: know nothing
       const nonNull = b.nullCount < e.file.rowCount;
-      out.set(f.name, { ...(nonNull && f.type.root !== 'BYTES' ? { min: b.min, max: b.max } : {}), mayBeNull: b.nullCount > 0, mayBeNonNull: nonNull });
+      out.set(f.name, {
+        ...(nonNull && f.type.root !== 'BYTES' ? { min: b.min, max: b.max } : {}),
+        mayBeNull: b.nullCount > 0,
+        mayBeNonNull: nonNull,
+      });
     }
     return mayMatch(this.predicate, out, this.types);
   };
@@ -95,7 +142,12 @@ export class ReadPruning {
       if (text === undefined) continue;
       if (text === defaultName) {
         // The default name stands for NULL (and for '' of a STRING column).
-        out.set(k, f.type.root === 'STRING' ? { min: '', max: '', mayBeNull: true, mayBeNonNull: true } : { mayBeNull: true, mayBeNonNull: false });
+        out.set(
+          k,
+          f.type.root === 'STRING'
+            ? { min: '', max: '', mayBeNull: true, mayBeNonNull: true }
+            : { mayBeNull: true, mayBeNonNull: false },
+        );
         continue;
       }
       let v: Value;
@@ -122,4 +174,70 @@ export class ReadPruning {
     }
     return out;
   }
+}
+
+/**
+ * The columns whose hash picks a row's bucket, as the writer routes rows (lib/table/writer.ts):
+ * the `bucket-key` option, else the primary key minus the partition keys, else the primary key.
+ * None for a bucket-unaware table (`bucket = -1`): it hashes nothing.
+ */
+export function bucketKeyFields(table: Table): DataField[] {
+  const s = table.schema;
+  if (table.options.bucket === -1) return [];
+  const byName = (n: string) => s.fields.find((f) => f.name === n)!;
+  const configured = table.options.bucketKey;
+  let names = configured.length ? configured : s.primaryKeys.filter((k) => !s.partitionKeys.includes(k));
+  if (names.length === 0) names = s.primaryKeys;
+  return names.map(byName);
+}
+
+/** At most this many bucket-key tuples are hashed (an IN list on several columns multiplies). */
+const MAX_KEY_TUPLES = 1024;
+
+/**
+ * Every tuple of `columns` values a row satisfying `p` may have, when `p` fixes each of them to
+ * listed values (`=` or IN, through AND and OR); undefined when some column may hold anything.
+ * A superset is always safe: the tuples only decide which buckets are read.
+ */
+export function keyTuples(p: Predicate, columns: readonly string[]): Value[][] | undefined {
+  if (p.kind === 'or') {
+    const out: Value[][] = [];
+    for (const a of p.args) {
+      const t = keyTuples(a, columns);
+      if (t === undefined) return undefined;
+      out.push(...t);
+      if (out.length > MAX_KEY_TUPLES) return undefined;
+    }
+    return out;
+  }
+  const fixed = new Map<string, Value[]>();
+  const leaves = p.kind === 'and' ? p.args : [p];
+  for (const a of leaves) {
+    const values =
+      a.kind === 'compare' && a.op === '=' ? [a.value] : a.kind === 'in' && !a.negated ? a.values : undefined;
+    if (values === undefined || !columns.includes(a.kind === 'compare' || a.kind === 'in' ? a.column : '')) continue;
+    const column = (a as { column: string }).column;
+    const known = fixed.get(column);
+    if (known === undefined || values.length < known.length) fixed.set(column, values);
+  }
+  if (columns.every((c) => fixed.has(c))) return product(columns.map((c) => fixed.get(c)!));
+  // A conjunct that fixes them on its own (an OR of full keys inside an AND) is enough.
+  if (p.kind === 'and') {
+    for (const a of p.args) {
+      if (a.kind !== 'and' && a.kind !== 'or') continue;
+      const t = keyTuples(a, columns);
+      if (t !== undefined) return t;
+    }
+  }
+  return undefined;
+}
+
+/** Every combination of one value per list (undefined when more than MAX_KEY_TUPLES). */
+function product(lists: Value[][]): Value[][] | undefined {
+  let out: Value[][] = [[]];
+  for (const l of lists) {
+    if (out.length * l.length > MAX_KEY_TUPLES) return undefined;
+    out = out.flatMap((t) => l.map((v) => [...t, v]));
+  }
+  return out;
 }

@@ -274,7 +274,7 @@ export async function planRead(
 ): Promise<{ entries: ManifestEntry[]; where?: ReadPruning; explain: ReadExplain }> {
   if (opts.limit !== undefined && (!Number.isInteger(opts.limit) || opts.limit < 0)) throw new InvalidArgumentError(`limit must be an integer ≥ 0, got ${opts.limit}`);
   const where = opts.where === undefined ? undefined : new ReadPruning(table, toPredicate(opts.where, table.schema.fields));
-  const explain: ReadExplain = { snapshotId: snapshot?.id, schemaId: table.schema.id, predicate: where?.predicate, liveFiles: 0, skippedByPartition: 0, skippedByKeyRange: 0, skippedByValueStats: 0, filesRead: 0, mergedRows: 0, matchingRows: 0 };
+  const explain: ReadExplain = { snapshotId: snapshot?.id, schemaId: table.schema.id, predicate: where?.predicate, liveFiles: 0, skippedByPartition: 0, skippedByBucket: 0, skippedByKeyRange: 0, skippedByValueStats: 0, filesRead: 0, mergedRows: 0, matchingRows: 0 };
   if (!snapshot) return { entries: [], where, explain };
   const inSpec = partitionFilter(table, opts.partition);
   // With --explain the skipped files are counted, so the manifests are read without the predicate.
@@ -286,8 +286,10 @@ export async function planRead(
   if (where) {
     const inPartition = pruned.filter((e) => where.partitionMay(e.partition));
     explain.skippedByPartition = pruned.length - inPartition.length;
-    const inKeyRange = inPartition.filter(where.fileMay);
-    explain.skippedByKeyRange = inPartition.length - inKeyRange.length;
+    const inBucket = inPartition.filter(where.bucketMay);
+    explain.skippedByBucket = inPartition.length - inBucket.length;
+    const inKeyRange = inBucket.filter(where.fileMay);
+    explain.skippedByKeyRange = inBucket.length - inKeyRange.length;
     pruned = inKeyRange.filter(where.fileValuesMay);
     explain.skippedByValueStats = inKeyRange.length - pruned.length;
   }

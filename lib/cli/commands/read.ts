@@ -86,6 +86,7 @@ function explainText(e: ReadExplain, table: Table): string {
     `predicate           ${e.predicate ? formatPredicate(e.predicate, types) : '(none)'}`,
     `live files          ${e.liveFiles}`,
     `skipped: partition  ${e.skippedByPartition}`,
+    `skipped: bucket     ${e.skippedByBucket}`,
     `skipped: key range  ${e.skippedByKeyRange}`,
     `skipped: value stats ${e.skippedByValueStats} (append tables: column min/max/nulls)`,
     `files read          ${e.filesRead}`,
