@@ -111,6 +111,7 @@ export const TABLE_OPTIONS = [
   { key: 'merge-engine', type: 'enum', default: 'deduplicate', allowed: MERGE_ENGINES, description: 'How the versions of one primary key become one row: keep the last, merge non-null columns, aggregate, or keep the first.' },
   { key: 'sequence.field', type: 'list', description: 'Columns that order the versions of a key before the commit order (e.g. an event time), so late data cannot overwrite newer data.' },
   { key: 'sequence.field.sort-order', type: 'enum', default: 'ascending', allowed: ['ascending', 'descending'], description: 'Whether the largest (ascending) or the smallest (descending) `sequence.field` wins.' },
+  { key: 'deletion-vectors.enabled', type: 'boolean', default: 'false', description: 'Keep, per data file, a deletion vector (Iceberg `deletion-vector-v1` blobs in Puffin files) of the rows superseded by newer versions of their keys, exact at every snapshot, so reads decode each live file and drop its deleted rows instead of merging sorted runs. Primary-key tables with merge-engine deduplicate or first-row only (partial-update and aggregation combine several stored rows into one, so no stored row is the live one). Set it when creating the table (or on an empty one).' },
   { key: 'ignore-delete', type: 'boolean', default: 'false', description: 'Drop -D and -U records at write time instead of applying them.' },
   { key: 'partial-update.remove-record-on-delete', type: 'boolean', default: 'false', description: 'partial-update: a -D record removes the whole row (otherwise deletes are rejected unless ignore-delete).' },
   { key: 'partial-update.remove-record-on-sequence-group', type: 'list', description: 'partial-update: sequence fields of sequence groups whose -D record removes the whole row.' },
@@ -232,6 +233,7 @@ export const FIELD_OPTIONS: readonly FieldOptionDecl[] = [
 export const FIXED_OPTIONS: Readonly<Record<string, string>> = {
   'bucket-key': 'every stored key would hash to another bucket',
   'merge-engine': 'the stored versions of each key were written to be combined by the current engine',
+  'deletion-vectors.enabled': 'deletion vectors are kept from a table\'s first commit on; create a new table with the option and copy the rows into it (varve read … | varve write …)',
   'sequence.field': 'stored versions were ordered by it; a new order would change which version wins',
   'sequence.field.sort-order': 'stored versions were ordered by it; a new order would change which version wins',
   'partition.default-name': 'existing partition paths use the current name',
@@ -246,7 +248,6 @@ export const FIXED_FIELD_OPTIONS: Readonly<Record<string, string>> = {
 
 /** Paimon options that varve deliberately does not support, with the reason given to users. */
 export const UNSUPPORTED_OPTIONS: Readonly<Record<string, string>> = {
-  'deletion-vectors.enabled': 'varve has no deletion vectors; reads merge sorted runs',
   'dynamic-bucket.target-row-num': 'varve supports fixed buckets only; set `bucket` to a number ≥ 1',
   'dynamic-bucket.max-buckets': 'varve supports fixed buckets only; set `bucket` to a number ≥ 1',
   'bucket-function.type': 'the bucket function is frozen (docs/BUCKETING.md)',

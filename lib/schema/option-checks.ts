@@ -43,6 +43,12 @@ export function checkOptionCombinations(p: ParsedOptions): void {
       'changelog-producer',
     );
   }
+  if (get('deletion-vectors.enabled') && engine !== 'deduplicate' && engine !== 'first-row') {
+    throw new OptionError(
+      `deletion-vectors.enabled works with merge-engine deduplicate or first-row only: with ${engine} the live row of a key combines several stored rows, so no stored row can stand for it and deleting the others would lose data; use merge-engine deduplicate or first-row, or remove the option`,
+      'deletion-vectors.enabled',
+    );
+  }
   const needs: Array<[string, string[]]> = [];
   for (const k of p.table.keys()) {
     if (k.startsWith('partial-update.')) needs.push([k, ['partial-update']]);

@@ -154,6 +154,7 @@ const KEY_ONLY_OPTIONS: Readonly<Record<string, string>> = {
   'fields.default-aggregate-function': 'an append table has no merge engine',
   'changelog-producer': 'the changelog of an append table is its rows as written (every row is an insert); a stream reads them with changelog-producer none',
   'changelog-producer.row-deduplicate': 'an append table has no changelog producer',
+  'deletion-vectors.enabled': 'every row of an append table is live, so there is nothing to mark deleted; reads already need no merge',
 };
 
 /**

@@ -42,6 +42,7 @@ export function snapshotFromJson(o: Record<string, unknown>, what: string): Snap
   if (changelogRecordCount !== undefined) s.changelogRecordCount = changelogRecordCount;
   const watermark = optionalIntField(o, 'watermark', what);
   if (watermark !== undefined) s.watermark = watermark;
+  if (o.deletionVectors !== undefined) s.deletionVectors = stringField(o, 'deletionVectors', what);
   if (o.properties !== undefined) {
     const props = objectField(o, 'properties', what);
     for (const [k, v] of Object.entries(props)) {

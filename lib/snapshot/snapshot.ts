@@ -28,5 +28,11 @@ export interface Snapshot {
   /** Next sequence number to assign; every row committed so far has a smaller one. */
   nextSequenceNumber: number;
   watermark?: number;
+  /**
+   * Deletion-vector tables: the name (in the manifest folder) of the snapshot's deletion-vector
+   * index, the complete list of its live data files' vectors (lib/manifest/deletion-index.ts).
+   * Absent: no live file has one.
+   */
+  deletionVectors?: string;
   properties?: Record<string, string>;
 }

@@ -241,7 +241,14 @@ describe('option errors', () => {
   });
 
   it('refuses Paimon options varve does not support, saying why', () => {
-    expect(optionError({ 'deletion-vectors.enabled': 'true' }).message).toMatch(/not supported by varve: varve has no deletion vectors/);
+    expect(optionError({ 'dynamic-bucket.target-row-num': '100' }).message).toMatch(/not supported by varve: varve supports fixed buckets only/);
+  });
+
+  it('takes deletion-vectors.enabled with deduplicate and first-row only, saying why', () => {
+    expect(() => validateOptions({ 'deletion-vectors.enabled': 'true' }, FIELDS)).not.toThrow();
+    expect(() => validateOptions({ 'deletion-vectors.enabled': 'true', 'merge-engine': 'first-row' }, FIELDS)).not.toThrow();
+    expect(optionError({ 'deletion-vectors.enabled': 'true', 'merge-engine': 'partial-update' }).message).toMatch(/deduplicate or first-row only: with partial-update the live row of a key combines several stored rows/);
+    expect(optionError({ 'deletion-vectors.enabled': 'true', 'merge-engine': 'aggregation' }).message).toMatch(/deletion-vectors.enabled works with merge-engine deduplicate or first-row only/);
   });
 
   it('refuses values that are not strings', () => {
