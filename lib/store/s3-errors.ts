@@ -86,3 +86,39 @@ export function s3IsAccessDenied(e: unknown): boolean {
 export function s3IsNoSuchKey(e: unknown): boolean {
   return s3Status(e) === 404 && s3ErrorName(e) !== 'NoSuchBucket';
 }
+
+/** errno codes of a request that found no server to talk to (as opposed to one that broke off). */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT']);
+
+/** The endpoint an AWS client of `service` sends to, as the SDK takes it from the environment. */
+export function awsEndpoint(service: 'S3' | 'SQS'): string {
+  const override = process.env[`AWS_ENDPOINT_URL_${service}`] ?? process.env.AWS_ENDPOINT_URL;
+  if (override) return override;
+  return `https://${service.toLowerCase()}.${process.env.AWS_REGION ?? '<region>'}.amazonaws.com`;
+}
+
+/**
+ * What is missing or wrong in the AWS setup behind an SDK error of a `service` request, said so
+ * that a person can fix it: no region, no credentials, or an endpoint nothing answers at.
+ * Undefined when the error is an answer of the service (or anything else).
+ */
+export function awsSetupProblem(e: unknown, service: 'S3' | 'SQS'): string | undefined {
+  if (e instanceof Error && e.message === 'Region is missing') {
+    return 'no AWS region is configured: set AWS_REGION (e.g. export AWS_REGION=eu-west-1), or region in your profile of ~/.aws/config (AWS_PROFILE)';
+  }
+  if (s3ErrorName(e) === 'CredentialsProviderError') {
+    return (
+      'no AWS credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE ' +
+      '(aws configure, aws sso login); against moto or LocalStack (AWS_ENDPOINT_URL) any values do'
+    );
+  }
+  const code = shape(e).code;
+  if (typeof code === 'string' && UNREACHABLE.has(code)) {
+    const variable = [`AWS_ENDPOINT_URL_${service}`, 'AWS_ENDPOINT_URL'].find((v) => process.env[v] !== undefined);
+    const check = variable
+      ? `check that the server ${variable} names is running and reachable from here, or unset ${variable} to use AWS`
+      : 'check the network (proxy, VPN, DNS) and AWS_REGION';
+    return `cannot reach ${service} at ${awsEndpoint(service)} (${code}): ${check}`;
+  }
+  return undefined;
+}

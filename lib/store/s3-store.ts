@@ -22,7 +22,7 @@ import { checkByteRange } from './byte-range.js';
 import { checkKeyPrefix, checkObjectKey } from './object-key.js';
 import type { ListOptions, ObjectInfo, ObjectStore, ObjectUpload, StoredObject } from './object-store.js';
 import { checkPartSize, S3_DEFAULT_PART_SIZE, S3Upload } from './s3-upload.js';
-import { s3Attempts, s3ErrorName, s3IsAccessDenied, s3IsNoSuchKey, s3IsTransient, s3Status } from './s3-errors.js';
+import { awsSetupProblem, s3Attempts, s3ErrorName, s3IsAccessDenied, s3IsNoSuchKey, s3IsTransient, s3Status } from './s3-errors.js';
 import { decorateAwsClient } from './client-decorator.js';
 
 /** Where an `S3Store` keeps its objects, and how it retries 409 conflicts. */
@@ -289,6 +289,12 @@ export class S3Store implements ObjectStore {
   private mapError(e: unknown, op: string, key: string): unknown {
     const where = `${this.uri}/${key}`;
     const what = `${s3ErrorName(e)}${s3Status(e) ? ` (HTTP ${s3Status(e)})` : ''}`;
+    const setup = awsSetupProblem(e, 'S3');
+    if (setup !== undefined) {
+      // An endpoint nothing answers at may come back (a restart): retryable, like any network failure.
+      const Type = (e as { code?: unknown }).code !== undefined ? StoreUnavailableError : InvalidArgumentError;
+      return new Type(`S3 ${op} on ${where} failed: ${setup}`, { cause: e });
+    }
     if (s3ErrorName(e) === 'NoSuchBucket') {
       return new InvalidArgumentError(`S3 bucket ${this.bucket} does not exist: create it or fix the store URI ${this.uri}`, {
         cause: e,

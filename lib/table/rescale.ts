@@ -79,7 +79,7 @@ export async function rescaleTable(table: Table, opts: RescaleOptions): Promise<
     // A consumer whose next snapshot exists has changes before the rescale still to deliver
     // (planned splits in flight, on AWS): those are the ones the bucket change could reorder.
     const latestId = (await t.snapshots.latestId()) ?? 0;
-    const behind = (await listConsumers(t.store, t.path)).filter((c) => c.nextSnapshot <= latestId);
+    const behind = await consumersWithChangesToDeliver(t, latestId);
     if (behind.length > 0) {
       throw new InvalidArgumentError(
         `${t.name} has streaming consumers that have not read up to snapshot ${latestId} (${behind.map((c) => `${c.id} at snapshot ${c.nextSnapshot}`).join(', ')}): ` +
@@ -105,6 +105,34 @@ export async function rescaleTable(table: Table, opts: RescaleOptions): Promise<
   });
   if (done.rewrite === undefined) return { ...out, optionChanged };
   return { ...out, snapshot: done.snapshot, filesRemoved: done.rewrite.counts.removed, filesAdded: done.rewrite.counts.added, optionChanged };
+}
+
+/**
+ * The consumers that still have row changes to deliver before the rescale: those whose next
+ * snapshot is at most `latestId` and for which a snapshot from there on carries rows (a write,
+ * an overwrite, or a compaction with changelog). A consumer behind only by schema changes and
+ * compactions without changelog has no key change left that the new buckets could reorder (the
+ * README tour's `tail --consumer-id me`, followed by an alter and a full compaction). A snapshot
+ * already expired counts as carrying rows: that consumer fails on it, or skips it, either way not
+ * here.
+ */
+async function consumersWithChangesToDeliver(t: Table, latestId: number): Promise<Array<{ id: string; nextSnapshot: number }>> {
+  const consumers = (await listConsumers(t.store, t.path)).filter((c) => c.nextSnapshot <= latestId);
+  if (consumers.length === 0) return [];
+  const from = Math.min(...consumers.map((c) => c.nextSnapshot));
+  // The newest snapshot with rows: a consumer is behind when its next snapshot is at most that one.
+  for (let id = latestId; id >= from; id--) {
+    const s = await t.snapshots.tryRead(id);
+    if (s === undefined || carriesRowChanges(s)) return consumers.filter((c) => c.nextSnapshot <= id);
+  }
+  return [];
+}
+
+/** True when a stream reading `s` may deliver row changes (anything but a schema change or a compaction without changelog). */
+function carriesRowChanges(s: Snapshot): boolean {
+  if ((s.changelogRecordCount ?? 0) > 0) return true;
+  if (s.commitKind === 'COMPACT') return false;
+  return s.commitKind === 'OVERWRITE' || s.deltaRecordCount !== 0;
 }
 
 /** The rescale of `spec`'s partitions (or all) on `latest`: the rewrite (undefined: nothing to rewrite) and what it covers. */

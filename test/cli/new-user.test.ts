@@ -3,6 +3,7 @@
  * input refused with a message that says what was wrong and what to do, or an accept that is
  * documented (docs/CLI-INPUT.md).
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -185,5 +186,49 @@ describe('scan mode compacted-full and incremental-between', () => {
     expect(read.code).toBe(1);
     expect(read.err).toContain('db.s has the option incremental-between=start,4');
     expect(read.err).toContain('varve alter db.s --reset incremental-between');
+  });
+});
+
+describe('AWS setup, as a user without it meets it', () => {
+  const BIN = join(__dirname, '../../bin/varve.mjs');
+  /** `varve` in a process of its own whose AWS environment is only `aws` (no profile files either). */
+  const varveWithAws = (aws: Record<string, string>, ...args: string[]) => {
+    const env: Record<string, string> = { AWS_CONFIG_FILE: join(dir, 'none'), AWS_SHARED_CREDENTIALS_FILE: join(dir, 'none'), ...aws };
+    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('AWS_') && !k.startsWith('VARVE_') && v !== undefined) env[k] = v;
+    const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', cwd: dir, env, timeout: 600_000 });
+    return { code: r.status, out: r.stdout, err: r.stderr };
+  };
+  const sdkNote = (err: string) => {
+    // The SDK's 8-line Node-version warning never shows; under Node < 22 varve says it in one line.
+    expect(err).not.toMatch(/NodeVersionSupportWarning|a\.co\/|--trace-warnings/);
+    const notes = err.split('\n').filter((l) => l.startsWith('varve: note:'));
+    expect(notes).toHaveLength(Number(process.versions.node.split('.')[0]) < 22 ? 1 : 0);
+    for (const n of notes) expect(n).toMatch(/AWS SDK updates after January 2027 need Node ≥ 22/);
+  };
+
+  it('redrive without a region says to set AWS_REGION; on a local warehouse, that it needs the deployed one', async () => {
+    const r = varveWithAws({}, 'redrive', 'shop.orders', '--queue', 'ingest');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/^varve: redrive works on the table's SQS queues on AWS: no AWS region is configured: set AWS_REGION/m);
+    expect(r.err).not.toContain('unexpected error');
+    sdkNote(r.err);
+    const local = varveWithAws({}, 'redrive', 'shop.orders');
+    expect(local.code).toBe(1);
+    expect(local.err).toMatch(/shop\.orders is in the local warehouse file:\/\/.*no commit queue to redrive.*--warehouse s3:\/\/bucket\/prefix/);
+  });
+
+  it('redrive without credentials names the variables to set', async () => {
+    const r = varveWithAws({ AWS_REGION: 'eu-west-1' }, 'redrive', 'shop.orders', '--queue', 'split');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/no AWS credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE/);
+  });
+
+  it('an s3:// warehouse whose endpoint refuses connections says it cannot reach S3 there and what to check', async () => {
+    const aws = { AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'y', AWS_ENDPOINT_URL: 'http://127.0.0.1:1', AWS_MAX_ATTEMPTS: '1' };
+    const r = varveWithAws(aws, '--warehouse', 's3://bucket/wh', 'tables');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/cannot reach S3 at http:\/\/127\.0\.0\.1:1 \(ECONNREFUSED\): check that the server AWS_ENDPOINT_URL names is running/);
+    expect(r.err).not.toMatch(/unavailable or throttling/);
+    sdkNote(r.err);
   });
 });

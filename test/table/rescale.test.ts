@@ -123,6 +123,21 @@ describe('bucket rescale', () => {
     expect((await t.rescale({ buckets: 4, force: true })).snapshot).toBeDefined();
   });
 
+  it('is not held back by a consumer behind only by schema changes and compactions without changelog', async () => {
+    // Prepare: a consumer that read every row, then an alter and a full compaction (the README tour)
+    const t = await newTable();
+    await t.write(rows('a', [1, 2], 'x'));
+    await writeConsumer(t.store, t.path, 'me', { nextSnapshot: 2, lastUpdated: Date.now() });
+    const altered = (await t.alter([{ kind: 'set-option', key: 'snapshot.num-retained.min', value: '5' }])).table;
+    await compactTable(altered, { full: true });
+
+    // Act + Assess: nothing left to deliver that the new buckets could reorder
+    expect((await altered.rescale({ buckets: 3, partition: { dt: 'a' } })).snapshot).toBeDefined();
+    // A write after the consumer's position is a row change still to deliver: refused again.
+    await altered.write(rows('a', [3], 'y'));
+    await expect(altered.rescale({ buckets: 4, partition: { dt: 'a' } })).rejects.toThrow(/\(me at snapshot 2\)/);
+  });
+
   it('with the lookup changelog producer, a compaction after a rescale announces only real changes', async () => {
     const t = await newTable({ 'changelog-producer': 'lookup' });
     await t.write(rows('a', [1, 2, 3, 4], 'x'));

@@ -9,6 +9,7 @@
 import { InvalidArgumentError } from '../../errors.js';
 import { findVarveQueue, redrive, REDRIVE_QUEUES, type RedriveQueue } from '../../stream/redrive.js';
 import { redriveCommits, type CommitRedriveResult } from '../../stream/redrive-order.js';
+import { awsSetupProblem } from '../../store/s3-errors.js';
 import { defaultSqsClient } from '../../stream/sqs-queue.js';
 import type { CliContext } from '../context.js';
 
@@ -36,20 +37,40 @@ export function registerRedrive({ program, out, catalog }: CliContext): void {
         throw new InvalidArgumentError(`--queue is "${flags.queue}": use one of ${REDRIVE_QUEUES.join(', ')}`);
       }
       const queue = flags.queue as RedriveQueue;
-      const client = defaultSqsClient();
-      const find = (deadLetter: boolean) => findVarveQueue(client, table, queue, { consumer: flags.consumer, deadLetter });
-      const dlq = flags.dlqUrl ?? (await find(true));
-      const to = flags.toUrl ?? (await find(false));
       if (queue === 'commit') {
-        const r = await redriveCommits(client, await catalog().getTable(table), dlq, to, { ignoreOrder: flags.ignoreOrder });
-        printCommitRedrive(out, table, r);
-        return;
+        const uri = catalog().store.uri;
+        if (!uri.startsWith('s3://')) {
+          throw new InvalidArgumentError(
+            `${table} is in the local warehouse ${uri}, where writes commit directly: there is no commit queue to redrive. ` +
+              'redrive is for a table deployed on AWS (docs/AWS.md): give its warehouse with --warehouse s3://bucket/prefix (or VARVE_WAREHOUSE), and AWS_REGION and credentials',
+          );
+        }
       }
-      const r = await redrive(client, queue, dlq, to);
-      const shapes = Object.entries(r.byShape).filter(([, n]) => n > 0).map(([s, n]) => `${n} ${s}`).join(', ');
-      out(`${table}: moved ${r.moved} message(s) from ${dlq} to ${to}${shapes ? ` (${shapes})` : ''}\n`);
-      for (const l of r.left) out(`  left in the dead-letter queue: ${l.messageId}: ${l.reason}\n`);
+      try {
+        await redriveQueue(out, catalog, table, queue, flags);
+      } catch (e) {
+        const problem = awsSetupProblem(e, 'SQS');
+        if (problem === undefined) throw e;
+        throw new InvalidArgumentError(`redrive works on the table's SQS queues on AWS: ${problem}`, { cause: e });
+      }
     });
+}
+
+/** Finds the queues (by their tags, unless given) and redrives `queue`'s dead-letter queue, printing what it did. */
+async function redriveQueue(out: (text: string) => void, catalog: CliContext['catalog'], table: string, queue: RedriveQueue, flags: RedriveFlags): Promise<void> {
+  const client = defaultSqsClient();
+  const find = (deadLetter: boolean) => findVarveQueue(client, table, queue, { consumer: flags.consumer, deadLetter });
+  const dlq = flags.dlqUrl ?? (await find(true));
+  const to = flags.toUrl ?? (await find(false));
+  if (queue === 'commit') {
+    const r = await redriveCommits(client, await catalog().getTable(table), dlq, to, { ignoreOrder: flags.ignoreOrder });
+    printCommitRedrive(out, table, r);
+    return;
+  }
+  const r = await redrive(client, queue, dlq, to);
+  const shapes = Object.entries(r.byShape).filter(([, n]) => n > 0).map(([s, n]) => `${n} ${s}`).join(', ');
+  out(`${table}: moved ${r.moved} message(s) from ${dlq} to ${to}${shapes ? ` (${shapes})` : ''}\n`);
+  for (const l of r.left) out(`  left in the dead-letter queue: ${l.messageId}: ${l.reason}\n`);
 }
 
 /** One line per dead-lettered batch: what was committed, what was skipped and why, what was left. */
