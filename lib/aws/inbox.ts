@@ -16,7 +16,7 @@ import { DeleteObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
 import * as v from 'valibot';
 import { InvalidArgumentError, RecordValidationError } from '../errors.js';
 import { parseJsonText } from '../json.js';
-import { formatFromFileName, parseColumnChunks, type RejectedRecord } from '../table/input.js';
+import { type ColumnChunk, formatFromFileName, type InputFormat, parseColumnChunks, type RejectedRecord } from '../table/input.js';
 import { objectCommitIdentifier } from '../table/commit-identifiers.js';
 import { landedSources, objectSource } from '../table/ingested-sources.js';
 import { landRowChunks, type Landed } from '../table/land-rows.js';
@@ -130,11 +130,41 @@ export async function ingestInboxObject(table: Table, bucket: string, key: strin
     // Its first ingestion may have stopped between landing and the delete.
     return { key, skipped: 'duplicate', rows: 0, rejected: 0, deleted: await deleteInboxObject(table.store as S3Store, bucket, read.key, etag) };
   }
-  // The file streams through the parser into the writer chunk by chunk: memory holds a chunk and
-  // the write buffer, not the file. A read error of the body is the store's (Lambda retries the
-  // event); a parse error is the file's and fails the same way every time (malformed CSV, not
-  // Parquet, a Parquet column of a type the table cannot take): the file is the reject, and the
-  // files written so far are never committed (orphan cleanup removes them).
+  const parsed = parsedInboxChunks(table, bucket, read, etag, format);
+  let landed: Landed;
+  try {
+    // The identifier (key and etag) keeps a retried event to one commit.
+    landed = await landRowChunks(table, parsed.chunks, landOptions(table, to.settings, to.commitUser, objectCommitIdentifier(read.key, etag), [sourceId]));
+  } catch (e) {
+    if (!parsed.isParseError(e)) throw e;
+    const reason = `${key} cannot be read as ${format}: ${(e as Error).message}`;
+    await sendRejects(to.rejectsQueueUrl, table.name, [{ source, line: e instanceof RecordValidationError ? (e.line ?? 0) : 0, reason, raw: key }]);
+    return { key, rows: 0, rejected: 1 };
+  }
+  // After the commit (or hand-off): a retried event re-sends its rejects at worst, never loses them.
+  const { rejected } = parsed;
+  await sendRejects(to.rejectsQueueUrl, table.name, rejected.map((r) => ({ source, line: r.line, reason: r.reason, raw: r.raw })));
+  // Every row committed or queued, every invalid one in the rejects queue with its text.
+  const deleted = await deleteInboxObject(table.store as S3Store, bucket, read.key, etag);
+  return { key, rows: landed.rows, rejected: rejected.length, landed, deleted };
+}
+
+/** An inbox file's rows as column chunks, its invalid rows collected as they pass, and whether an error is the file's own. */
+interface ParsedInbox {
+  chunks: AsyncIterable<ColumnChunk>;
+  rejected: RejectedRecord[];
+  /** The parser threw `e` on the file's content (not a read error of the store, not the writer's). */
+  isParseError(e: unknown): boolean;
+}
+
+/**
+ * The file streams through the parser into the writer chunk by chunk: memory holds a chunk and
+ * the write buffer, not the file. A read error of the body is the store's (Lambda retries the
+ * event); a parse error is the file's and fails the same way every time (malformed CSV, not
+ * Parquet, a Parquet column of a type the table cannot take): the file is the reject, and the
+ * files written so far are never committed (orphan cleanup removes them).
+ */
+function parsedInboxChunks(table: Table, bucket: string, read: Extract<InboxRead, { body: unknown }>, etag: string, format: InputFormat): ParsedInbox {
   let readError: { error: unknown } | undefined;
   const body = (async function* () {
     try {
@@ -163,21 +193,7 @@ export async function ingestInboxObject(table: Table, bucket: string, key: strin
       throw e;
     }
   })();
-  let landed: Landed;
-  try {
-    // The identifier (key and etag) keeps a retried event to one commit.
-    landed = await landRowChunks(table, chunks, landOptions(table, to.settings, to.commitUser, objectCommitIdentifier(read.key, etag), [sourceId]));
-  } catch (e) {
-    if (parseError === undefined || parseError.error !== e) throw e;
-    const reason = `${key} cannot be read as ${format}: ${(e as Error).message}`;
-    await sendRejects(to.rejectsQueueUrl, table.name, [{ source, line: e instanceof RecordValidationError ? (e.line ?? 0) : 0, reason, raw: key }]);
-    return { key, rows: 0, rejected: 1 };
-  }
-  // After the commit (or hand-off): a retried event re-sends its rejects at worst, never loses them.
-  await sendRejects(to.rejectsQueueUrl, table.name, rejected.map((r) => ({ source, line: r.line, reason: r.reason, raw: r.raw })));
-  // Every row committed or queued, every invalid one in the rejects queue with its text.
-  const deleted = await deleteInboxObject(table.store as S3Store, bucket, read.key, etag);
-  return { key, rows: landed.rows, rejected: rejected.length, landed, deleted };
+  return { chunks, rejected, isParseError: (e) => parseError !== undefined && parseError.error === e };
 }
 
 async function* emptyBody(): AsyncGenerator<Uint8Array> {}

@@ -14,18 +14,28 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const INT_RANGES = { TINYINT: [-128, 127], SMALLINT: [-32768, 32767], INT: [-2147483648, 2147483647], DATE: [-2147483648, 2147483647] };
 
-/** Builds the Arrow column of `field` from `rows[*][field.name]` (missing keys read as null). */
-export function columnFromRows(field: DataField, rows: Row[]): arrow.Data {
+/** One column's cells as the builders read them: each null recorded in the validity bitmap and counted as it is read, a bad value thrown naming its row. */
+interface Cells {
+  n: number;
+  type: arrow.DataType;
+  validity: Uint8Array;
+  nulls(): number;
+  /** The row's value before null handling (to size a buffer). */
+  raw(i: number): Value | undefined;
+  /** The row's value, or undefined after recording a null (which a NOT NULL column refuses). */
+  valueAt(i: number): Exclude<Value, null> | undefined;
+  bad(i: number, v: unknown, expected: string): never;
+}
+
+function cellsOf(field: DataField, rows: Row[]): Cells {
   const n = rows.length;
   const { name, type: t } = field;
-  const type = toArrowType(t);
   const validity = new Uint8Array((n + 7) >> 3);
   let nulls = 0;
   const bad = (i: number, v: unknown, expected: string): never => {
     const shown = typeof v === 'bigint' ? `${v}n` : v instanceof Uint8Array ? `${v.length} bytes` : JSON.stringify(v);
     throw new SchemaMismatchError(`column ${name}, row ${i}: expected ${expected}, got ${shown}`, name);
   };
-  // Returns the row's value, or undefined after recording a null (which a NOT NULL column refuses).
   const valueAt = (i: number): Exclude<Value, null> | undefined => {
     const v = rows[i][name];
     if (v === null || v === undefined) {
@@ -36,101 +46,98 @@ export function columnFromRows(field: DataField, rows: Row[]): arrow.Data {
     validity[i >> 3] |= 1 << (i & 7);
     return v;
   };
+  return { n, type: toArrowType(t), validity, nulls: () => nulls, raw: (i) => rows[i][name], valueAt, bad };
+}
+
+/** Builds the Arrow column of `field` from `rows[*][field.name]` (missing keys read as null). */
+export function columnFromRows(field: DataField, rows: Row[]): arrow.Data {
+  const cells = cellsOf(field, rows);
+  const t = field.type;
   switch (t.root) {
-    case 'BOOLEAN': {
-      const values = new Uint8Array((n + 7) >> 3);
-      for (let i = 0; i < n; i++) {
-        const v = valueAt(i);
-        if (v === undefined) continue;
-        if (typeof v !== 'boolean') bad(i, v, 'a boolean');
-        if (v) values[i >> 3] |= 1 << (i & 7);
-      }
-      return makeColumn(type, n, values, validity, nulls);
-    }
+    case 'BOOLEAN':
+      return booleanColumn(cells);
     case 'TINYINT':
     case 'SMALLINT':
     case 'INT':
-    case 'DATE': {
-      const values = new (type.ArrayType as Int32ArrayConstructor)(n);
-      const [min, max] = INT_RANGES[t.root];
-      for (let i = 0; i < n; i++) {
-        const v = valueAt(i);
-        if (v === undefined) continue;
-        if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) bad(i, v, `an integer in [${min}, ${max}]`);
-        values[i] = v as number;
-      }
-      return makeColumn(type, n, values, validity, nulls);
-    }
+    case 'DATE':
+      return int32Column(cells, INT_RANGES[t.root]);
     case 'BIGINT':
-    case 'TIMESTAMP': {
-      const values = new BigInt64Array(n);
-      for (let i = 0; i < n; i++) {
-        const v = valueAt(i);
-        if (v === undefined) continue;
-        const b = typeof v === 'bigint' ? v : typeof v === 'number' && Number.isSafeInteger(v) ? BigInt(v) : bad(i, v, 'a bigint');
-        if (BigInt.asIntN(64, b) !== b) bad(i, v, 'a 64-bit integer');
-        values[i] = b;
-      }
-      return makeColumn(type, n, values, validity, nulls);
-    }
+    case 'TIMESTAMP':
+      return int64Column(cells);
     case 'FLOAT':
-    case 'DOUBLE': {
-      const values = new (type.ArrayType as Float64ArrayConstructor)(n);
-      for (let i = 0; i < n; i++) {
-        const v = valueAt(i);
-        if (v === undefined) continue;
-        if (typeof v !== 'number') bad(i, v, 'a number');
-        values[i] = v as number;
-      }
-      return makeColumn(type, n, values, validity, nulls);
-    }
-    case 'DECIMAL': {
-      const values = new Uint32Array(n * 4);
-      const words = new Int32Array(values.buffer);
-      const precision = t.precision ?? 10;
-      const scale = t.scale ?? 0;
-      for (let i = 0; i < n; i++) {
-        const v = valueAt(i);
-        if (v === undefined) continue;
-        if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'bigint') bad(i, v, 'a decimal string');
-        writeDecimal(String(v), precision, scale, words, i * 4, name);
-      }
-      return makeColumn(type, n, values, validity, nulls);
-    }
+    case 'DOUBLE':
+      return floatColumn(cells);
+    case 'DECIMAL':
+      return decimalColumn(cells, t.precision ?? 10, t.scale ?? 0, field.name);
     case 'STRING':
-      return stringColumn(type, n, valueAt, bad, validity, () => nulls);
-    case 'BYTES': {
-      let total = 0;
-      for (let i = 0; i < n; i++) {
-        const v = rows[i][name];
-        if (v instanceof Uint8Array) total += v.length;
-      }
-      const bytes = new Uint8Array(total);
-      const offsets = new Int32Array(n + 1);
-      let pos = 0;
-      for (let i = 0; i < n; i++) {
-        const v = valueAt(i);
-        if (v !== undefined) {
-          if (!(v instanceof Uint8Array)) bad(i, v, 'a Uint8Array');
-          bytes.set(v as Uint8Array, pos);
-          pos += (v as Uint8Array).length;
-        }
-        offsets[i + 1] = pos;
-      }
-      return makeColumn(type, n, bytes, validity, nulls, offsets);
-    }
+      return stringColumn(cells);
+    case 'BYTES':
+      return bytesColumn(cells);
   }
 }
 
+function booleanColumn({ n, type, validity, nulls, valueAt, bad }: Cells): arrow.Data {
+  const values = new Uint8Array((n + 7) >> 3);
+  for (let i = 0; i < n; i++) {
+    const v = valueAt(i);
+    if (v === undefined) continue;
+    if (typeof v !== 'boolean') bad(i, v, 'a boolean');
+    if (v) values[i >> 3] |= 1 << (i & 7);
+  }
+  return makeColumn(type, n, values, validity, nulls());
+}
+
+/** TINYINT, SMALLINT, INT and DATE: 32-bit integers (Arrow's narrower arrays for the small ones), each checked against its range. */
+function int32Column({ n, type, validity, nulls, valueAt, bad }: Cells, [min, max]: number[]): arrow.Data {
+  const values = new (type.ArrayType as Int32ArrayConstructor)(n);
+  for (let i = 0; i < n; i++) {
+    const v = valueAt(i);
+    if (v === undefined) continue;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) bad(i, v, `an integer in [${min}, ${max}]`);
+    values[i] = v as number;
+  }
+  return makeColumn(type, n, values, validity, nulls());
+}
+
+/** BIGINT and TIMESTAMP: a bigint, or a number that is a safe integer. */
+function int64Column({ n, type, validity, nulls, valueAt, bad }: Cells): arrow.Data {
+  const values = new BigInt64Array(n);
+  for (let i = 0; i < n; i++) {
+    const v = valueAt(i);
+    if (v === undefined) continue;
+    const b = typeof v === 'bigint' ? v : typeof v === 'number' && Number.isSafeInteger(v) ? BigInt(v) : bad(i, v, 'a bigint');
+    if (BigInt.asIntN(64, b) !== b) bad(i, v, 'a 64-bit integer');
+    values[i] = b;
+  }
+  return makeColumn(type, n, values, validity, nulls());
+}
+
+function floatColumn({ n, type, validity, nulls, valueAt, bad }: Cells): arrow.Data {
+  const values = new (type.ArrayType as Float64ArrayConstructor)(n);
+  for (let i = 0; i < n; i++) {
+    const v = valueAt(i);
+    if (v === undefined) continue;
+    if (typeof v !== 'number') bad(i, v, 'a number');
+    values[i] = v as number;
+  }
+  return makeColumn(type, n, values, validity, nulls());
+}
+
+/** DECIMAL(p, s) as 128-bit little-endian words, from a decimal string (or a number or bigint). */
+function decimalColumn({ n, type, validity, nulls, valueAt, bad }: Cells, precision: number, scale: number, name: string): arrow.Data {
+  const values = new Uint32Array(n * 4);
+  const words = new Int32Array(values.buffer);
+  for (let i = 0; i < n; i++) {
+    const v = valueAt(i);
+    if (v === undefined) continue;
+    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'bigint') bad(i, v, 'a decimal string');
+    writeDecimal(String(v), precision, scale, words, i * 4, name);
+  }
+  return makeColumn(type, n, values, validity, nulls());
+}
+
 /** UTF-8 encodes a STRING column; ASCII is written byte by byte, anything else by encodeInto. */
-function stringColumn(
-  type: arrow.DataType,
-  n: number,
-  valueAt: (i: number) => Exclude<Value, null> | undefined,
-  bad: (i: number, v: unknown, expected: string) => never,
-  validity: Uint8Array,
-  nulls: () => number,
-): arrow.Data {
+function stringColumn({ n, type, validity, nulls, valueAt, bad }: Cells): arrow.Data {
   const offsets = new Int32Array(n + 1);
   let bytes = new Uint8Array(Math.max(64, n * 16));
   let pos = 0;
@@ -157,6 +164,28 @@ function stringColumn(
     offsets[i + 1] = pos;
   }
   return makeColumn(type, n, bytes.subarray(0, pos), validity, nulls(), offsets);
+}
+
+/** BYTES: the values' total size first, then one copy each. */
+function bytesColumn({ n, type, validity, nulls, raw, valueAt, bad }: Cells): arrow.Data {
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    const v = raw(i);
+    if (v instanceof Uint8Array) total += v.length;
+  }
+  const bytes = new Uint8Array(total);
+  const offsets = new Int32Array(n + 1);
+  let pos = 0;
+  for (let i = 0; i < n; i++) {
+    const v = valueAt(i);
+    if (v !== undefined) {
+      if (!(v instanceof Uint8Array)) bad(i, v, 'a Uint8Array');
+      bytes.set(v as Uint8Array, pos);
+      pos += (v as Uint8Array).length;
+    }
+    offsets[i + 1] = pos;
+  }
+  return makeColumn(type, n, bytes, validity, nulls(), offsets);
 }
 
 /** Writes the JS values of column chunk `d` into `rows[base + i][field.name]`. */

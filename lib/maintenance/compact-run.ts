@@ -9,12 +9,12 @@ import type { DataFileMeta } from '../manifest/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { FullCompactionChangelog } from '../mergetree/changelog/full-compaction.js';
 import { lookupCandidates, lookupChangelogPieces } from '../mergetree/changelog/lookup.js';
-import { runCompactTask } from '../mergetree/compact-task.js';
+import { type CompactTaskResult, runCompactTask } from '../mergetree/compact-task.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
-import { mergeEngineFor } from '../mergetree/merge-function.js';
+import { type MergeFunction, mergeEngineFor } from '../mergetree/merge-function.js';
 import type { FileChange } from '../snapshot/commit.js';
 import type { Table } from '../table/table.js';
-import { BucketFileIO } from './compact-io.js';
+import { BucketFileIO, type ChangelogFileSink } from './compact-io.js';
 import type { BucketPlan } from './compact-plan.js';
 import type { CompactionSettings } from './compaction-settings.js';
 
@@ -101,25 +101,16 @@ export async function prepareBucketPlan(
   settings: CompactionSettings,
   job: { partition: string; bucket: number; plan: BucketPlan; full: boolean; attempt: number },
 ): Promise<PreparedBucket | undefined> {
-  const { partition, bucket, plan, full, attempt } = job;
-  const io = new BucketFileIO(table, partition, bucket);
+  const { plan } = job;
+  const io = new BucketFileIO(table, job.partition, job.bucket);
   const engine = mergeEngineFor(mergeConfigFromOptions(table.options, table.schema.primaryKeys));
   const { levels, unit } = plan;
   // Changelog rows stream into level-0 changelog files as a producer finds them.
   const unitRows = unit.files.reduce((s, f) => s + f.rowCount, 0);
   const bytesPerRow = unitRows > 0 ? plan.inputBytes / unitRows : 1;
   const changelog = io.changelogFiles(settings.targetFileSize, bytesPerRow);
-  let lookupFiles: DataFileMeta[] | undefined;
   try {
-    if (plan.lookupChangelog) {
-      const level0 = unit.files.filter((f) => f.level === 0);
-      const higher = lookupCandidates(level0, levels.allFiles(), table.compareKeys);
-      const runs = (files: typeof level0) => files.map((file) => ({ file, chunks: io.chunks(file) }));
-      const pieces = lookupChangelogPieces(runs(level0), runs(higher), { schema: table.schema, engine, rowDeduplicate: settings.rowDeduplicate, compareKeys: table.compareKeys });
-      for await (const log of pieces) await changelog.add(log);
-      // Its last file too is out before the rewrite starts.
-      lookupFiles = await changelog.finish();
-    }
+    const lookupFiles = plan.lookupChangelog ? await writeLookupChangelog(table, settings, io, plan, engine, changelog) : undefined;
     const fullLog = plan.fullChangelog
       ? new FullCompactionChangelog({ schema: table.schema, engine, maxLevel: levels.maxLevel, rowDeduplicate: settings.rowDeduplicate, chunks: (f) => io.chunks(f), emit: (log) => changelog.add(log) })
       : undefined;
@@ -143,28 +134,60 @@ export async function prepareBucketPlan(
       await io.deleteWritten();
       return undefined;
     }
-    const change = (file: FileChange['file']): FileChange => ({ partition, bucket, totalBuckets: plan.totalBuckets, file });
-    return {
-      partition,
-      bucket,
-      plan,
-      full,
-      changes: { before: result.before.map(change), after: result.after.map(change), changelog: changelogFiles.map(change) },
-      identifier: compactCommitIdentifier(partition, bucket, plan, full),
-      attempts: attempt,
-      discard: () => io.deleteWritten(),
-      filesIn: result.before.length,
-      filesOut: result.after.length,
-      upgradedFiles: result.upgradedFiles,
-      bytesIn: result.bytesRead,
-      bytesOut: result.bytesWritten,
-      changelogFiles: changelogFiles.length,
-      changelogRows: changelog.rows,
-    };
+    return preparedBucket(job, io, result, changelogFiles, changelog.rows);
   } catch (e) {
     // Nothing references what this bucket wrote: no commit has been tried yet.
     await changelog.discard();
     await io.deleteWritten();
     throw e;
   }
+}
+
+/**
+ * The lookup changelog, from the level-0 inputs and the higher-level files their keys may be in,
+ * written before the rewrite starts (its last file too); returns its files.
+ */
+async function writeLookupChangelog(
+  table: Table,
+  settings: CompactionSettings,
+  io: BucketFileIO,
+  plan: BucketPlan,
+  engine: MergeFunction,
+  changelog: ChangelogFileSink,
+): Promise<DataFileMeta[]> {
+  const level0 = plan.unit.files.filter((f) => f.level === 0);
+  const higher = lookupCandidates(level0, plan.levels.allFiles(), table.compareKeys);
+  const runs = (files: typeof level0) => files.map((file) => ({ file, chunks: io.chunks(file) }));
+  const pieces = lookupChangelogPieces(runs(level0), runs(higher), { schema: table.schema, engine, rowDeduplicate: settings.rowDeduplicate, compareKeys: table.compareKeys });
+  for await (const log of pieces) await changelog.add(log);
+  return changelog.finish();
+}
+
+/** The bucket's changes and counters once its plan ran. */
+function preparedBucket(
+  job: { partition: string; bucket: number; plan: BucketPlan; full: boolean; attempt: number },
+  io: BucketFileIO,
+  result: CompactTaskResult,
+  changelogFiles: DataFileMeta[],
+  changelogRows: number,
+): PreparedBucket {
+  const { partition, bucket, plan, full } = job;
+  const change = (file: FileChange['file']): FileChange => ({ partition, bucket, totalBuckets: plan.totalBuckets, file });
+  return {
+    partition,
+    bucket,
+    plan,
+    full,
+    changes: { before: result.before.map(change), after: result.after.map(change), changelog: changelogFiles.map(change) },
+    identifier: compactCommitIdentifier(partition, bucket, plan, full),
+    attempts: job.attempt,
+    discard: () => io.deleteWritten(),
+    filesIn: result.before.length,
+    filesOut: result.after.length,
+    upgradedFiles: result.upgradedFiles,
+    bytesIn: result.bytesRead,
+    bytesOut: result.bytesWritten,
+    changelogFiles: changelogFiles.length,
+    changelogRows,
+  };
 }

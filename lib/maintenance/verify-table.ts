@@ -59,84 +59,115 @@ const KINDS: Array<[Exclude<keyof SnapshotReferences, 'files'>, string]> = [
   ['changelogFiles', 'changelog file'],
 ];
 
+/** What verifyTable has found so far, and the listing it checks existence against. */
+interface Findings {
+  problems: TableProblem[];
+  /** Each live file once, with the first snapshot or tag that references it. */
+  files: Map<string, { owner: string; meta: DataFileMeta }>;
+  /** Each schema id a snapshot or file was written under, with the first that was. */
+  schemas: Map<number, string>;
+  /** Every key under the table: one listing answers every existence question, far fewer requests than a HEAD per file. */
+  existing: Set<string>;
+  checked: number;
+}
+
 /** Checks that every snapshot present and every tag of `table` references only objects that exist and read back intact. */
 export async function verifyTable(table: Table, opts: VerifyOptions = {}): Promise<TableVerification> {
-  const problems: TableProblem[] = [];
-  // Each live file once, with the first snapshot or tag that references it.
-  const files = new Map<string, { owner: string; meta: DataFileMeta }>();
-  const schemas = new Map<number, string>();
   const ids = await table.snapshots.listIds();
+  const found: Findings = {
+    problems: idGaps(ids),
+    files: new Map(),
+    schemas: new Map(),
+    existing: new Set((await listAll(table.store, `${table.path}/`)).map((o) => o.key)),
+    checked: 0,
+  };
+  const cache = new LruManifestCache();
+  for (const id of ids) {
+    const snapshot = await table.snapshots.tryRead(id);
+    if (snapshot === undefined) continue; // expired since the listing
+    await checkReferences(table, found, `snapshot ${id}`, snapshot, cache);
+  }
+  const tags = await listTags(table.store, table.path);
+  for (const { name, tag } of tags) await checkReferences(table, found, `tag ${name}`, tag, cache);
+  await checkChangelogs(table, found);
+  await checkSchemas(table, found);
+  const unchecked = opts.quick ? [] : await readBackFiles(table, found);
+  return {
+    ok: found.problems.length === 0,
+    snapshots: ids,
+    tags: tags.map((t) => t.name),
+    checkedReferences: found.checked,
+    problems: found.problems,
+    readBack: opts.quick ? 0 : found.files.size,
+    unchecked,
+  };
+}
+
+function idGaps(ids: number[]): TableProblem[] {
+  const problems: TableProblem[] = [];
   for (let i = 1; i < ids.length; i++) {
     if (ids[i] !== ids[i - 1] + 1) {
       problems.push({ owner: `snapshot ${ids[i - 1] + 1}`, problem: `snapshot ids present are not contiguous: ${ids[i - 1]} is followed by ${ids[i]}` });
     }
   }
-  // One listing answers every existence question: far fewer requests than a HEAD per file.
-  const existing = new Set((await listAll(table.store, `${table.path}/`)).map((o) => o.key));
-  const cache = new LruManifestCache();
-  let checked = 0;
-  const check = async (owner: string, snapshot: Snapshot) => {
-    let refs: SnapshotReferences;
-    try {
-      refs = await snapshotReferences(table, snapshot, cache);
-    } catch (e) {
-      const key = (e as { key?: string }).key;
-      problems.push({ owner, key, problem: `cannot be read: ${e instanceof VarveError ? e.message : String(e)}` });
-      return;
-    }
-    if (!schemas.has(snapshot.schemaId)) schemas.set(snapshot.schemaId, owner);
-    for (const [field, what] of KINDS) {
-      for (const key of refs[field]) {
-        checked++;
-        if (!existing.has(key)) problems.push({ owner, key, problem: `${what} ${key} is missing` });
-      }
-    }
-    for (const [key, meta] of refs.files) {
-      if (!files.has(key) && existing.has(key)) files.set(key, { owner, meta });
-      if (!schemas.has(meta.schemaId)) schemas.set(meta.schemaId, `${owner} (file ${key})`);
-    }
-  };
-  for (const id of ids) {
-    const snapshot = await table.snapshots.tryRead(id);
-    if (snapshot === undefined) continue; // expired since the listing
-    await check(`snapshot ${id}`, snapshot);
+  return problems;
+}
+
+/** Every object `snapshot` (or a tag) references exists; notes its live files and schemas. */
+async function checkReferences(table: Table, found: Findings, owner: string, snapshot: Snapshot, cache: LruManifestCache): Promise<void> {
+  let refs: SnapshotReferences;
+  try {
+    refs = await snapshotReferences(table, snapshot, cache);
+  } catch (e) {
+    const key = (e as { key?: string }).key;
+    found.problems.push({ owner, key, problem: `cannot be read: ${e instanceof VarveError ? e.message : String(e)}` });
+    return;
   }
-  const tags = await listTags(table.store, table.path);
-  for (const { name, tag } of tags) await check(`tag ${name}`, tag);
-  // A long-lived changelog must still hold everything a stream reads for it.
+  if (!found.schemas.has(snapshot.schemaId)) found.schemas.set(snapshot.schemaId, owner);
+  for (const [field, what] of KINDS) {
+    for (const key of refs[field]) {
+      found.checked++;
+      if (!found.existing.has(key)) found.problems.push({ owner, key, problem: `${what} ${key} is missing` });
+    }
+  }
+  for (const [key, meta] of refs.files) {
+    if (!found.files.has(key) && found.existing.has(key)) found.files.set(key, { owner, meta });
+    if (!found.schemas.has(meta.schemaId)) found.schemas.set(meta.schemaId, `${owner} (file ${key})`);
+  }
+}
+
+/** A long-lived changelog must still hold everything a stream reads for it. */
+async function checkChangelogs(table: Table, found: Findings): Promise<void> {
   for (const id of await listChangelogIds(table.store, table.path)) {
     const c = await tryReadChangelog(table.store, table.path, id);
     if (c === undefined) continue; // expired since the listing
     for (const key of changelogKeys(table, c)) {
-      checked++;
-      if (!existing.has(key)) problems.push({ owner: `changelog ${id}`, key, problem: `${key}, kept for the changelog of snapshot ${id}, is missing` });
+      found.checked++;
+      if (!found.existing.has(key)) found.problems.push({ owner: `changelog ${id}`, key, problem: `${key}, kept for the changelog of snapshot ${id}, is missing` });
     }
   }
-  // Every schema a snapshot or file was written under must read: reads, time travel and compaction evolve through it.
-  for (const [id, owner] of schemas) {
+}
+
+/** Every schema a snapshot or file was written under must read: reads, time travel and compaction evolve through it. */
+async function checkSchemas(table: Table, found: Findings): Promise<void> {
+  for (const [id, owner] of found.schemas) {
     try {
       await table.schemaById(id);
     } catch (e) {
-      problems.push({ owner, key: `${table.path}/schema/schema-${id}`, problem: `schema ${id}, which it was written under, cannot be read: ${e instanceof VarveError ? e.message : String(e)}` });
+      found.problems.push({ owner, key: `${table.path}/schema/schema-${id}`, problem: `schema ${id}, which it was written under, cannot be read: ${e instanceof VarveError ? e.message : String(e)}` });
     }
   }
+}
+
+/** Reads every live file back against its checksums; returns the files that carry none, sorted. */
+async function readBackFiles(table: Table, found: Findings): Promise<string[]> {
   const unchecked: string[] = [];
-  if (!opts.quick) {
-    await parallelMap([...files], READ_BACK_PARALLELISM, async ([key, { owner, meta }]) => {
-      const verdict = await readBack(table, key, meta);
-      if (verdict.status === 'unchecked') unchecked.push(key);
-      else if (verdict.status === 'damaged') problems.push({ owner, key, problem: `file ${key} is damaged: ${verdict.problem}` });
-    });
-  }
-  return {
-    ok: problems.length === 0,
-    snapshots: ids,
-    tags: tags.map((t) => t.name),
-    checkedReferences: checked,
-    problems,
-    readBack: opts.quick ? 0 : files.size,
-    unchecked: unchecked.sort(),
-  };
+  await parallelMap([...found.files], READ_BACK_PARALLELISM, async ([key, { owner, meta }]) => {
+    const verdict = await readBack(table, key, meta);
+    if (verdict.status === 'unchecked') unchecked.push(key);
+    else if (verdict.status === 'damaged') found.problems.push({ owner, key, problem: `file ${key} is damaged: ${verdict.problem}` });
+  });
+  return unchecked.sort();
 }
 
 /** Reads a live file whole and checks it against its manifest entry's checksums. */

@@ -83,26 +83,45 @@ export async function mergeKeyFirst(runs: KeyFirstRun[], opts: MergeReadOptions)
     throw new InvalidArgumentError('a key-first merge without _SEQUENCE_NUMBER needs runs whose sequence ranges do not overlap (see ordersByRunSequence)');
   }
   const merged = keyFirstColumns(opts, byRange);
-  const inputs = runs
-    .map((r, k) => {
-      const total = r.rowGroupRows.reduce((a, b) => a + b, 0);
-      if (total !== r.keys.numRows) {
-        throw new SchemaMismatchError(`sorted run ${k} has ${r.keys.numRows} rows but its row groups hold ${total}`);
-      }
-      const table = singleBatch(r.keys.select(merged));
-      const sequence = byRange ? new Float64Array(table.numRows).fill(r.sequenceRange!.min) : storedSequence(table, r.sequenceBase);
-      return { run: r, table, sequence };
-    })
-    .filter((r) => r.table.numRows > 0);
+  const inputs = runs.map((r, k) => keyInput(r, k, merged, byRange)).filter((r) => r.table.numRows > 0);
   if (inputs.length === 0) return emptyTable(physical);
   const winners = pickWinners(inputs, opts);
-  const { src, row, count } = winners;
+  const { src, count } = winners;
   if (count === 0) return emptyTable(physical);
-  const result = { kind: winners.kind, sequence: winners.sequence };
   const names = opts.schema.fields.map((f) => f.name);
+  const columns = await winnerColumns(inputs, names, merged, byRange, winners);
+  const children = names.map((n) => columns.get(n)!);
+  children.push(byRange ? winnerSequence(columns.get(SEQUENCE_COLUMN)!, inputs.map((x) => x.run.sequenceBase), src, count) : sequenceColumn(winners.sequence, count));
+  children.push(kindColumn(opts.dropDeletes && !opts.keepKinds ? new Uint8Array(count) : winners.kind, count));
+  return tableFromColumns(physical, children, count);
+}
+
+/** Run k's merge columns as one batch, with each row's sequence number (by range: its run's range start). */
+function keyInput(r: KeyFirstRun, k: number, merged: string[], byRange: boolean): SequencedTable & { run: KeyFirstRun } {
+  const total = r.rowGroupRows.reduce((a, b) => a + b, 0);
+  if (total !== r.keys.numRows) {
+    throw new SchemaMismatchError(`sorted run ${k} has ${r.keys.numRows} rows but its row groups hold ${total}`);
+  }
+  const table = singleBatch(r.keys.select(merged));
+  const sequence = byRange ? new Float64Array(table.numRows).fill(r.sequenceRange!.min) : storedSequence(table, r.sequenceBase);
+  return { run: r, table, sequence };
+}
+
+/**
+ * The winners' columns by name: those the merge read, gathered from the key tables; the value
+ * columns decoded from the row groups the winners lie in. By range, the winners' stored sequence
+ * numbers come with their values (relative to their run's base).
+ */
+async function winnerColumns(
+  inputs: Array<SequencedTable & { run: KeyFirstRun }>,
+  names: string[],
+  merged: string[],
+  byRange: boolean,
+  winners: { src: Uint16Array; row: Uint32Array; count: number },
+): Promise<Map<string, arrow.Data>> {
+  const { src, row, count } = winners;
   const fromKeys = names.filter((n) => merged.includes(n));
   const valueNames = names.filter((n) => !merged.includes(n));
-  // By range, the winners' stored sequence numbers come with their values (relative to their run's base).
   if (byRange) valueNames.push(SEQUENCE_COLUMN);
   const columns = new Map<string, arrow.Data>();
   if (fromKeys.length > 0) {
@@ -113,10 +132,7 @@ export async function mergeKeyFirst(runs: KeyFirstRun[], opts: MergeReadOptions)
     const gathered = await gatherValues(inputs.map((x) => x.run), valueNames, src, row, count);
     valueNames.forEach((n, i) => columns.set(n, gathered[i]));
   }
-  const children = names.map((n) => columns.get(n)!);
-  children.push(byRange ? winnerSequence(columns.get(SEQUENCE_COLUMN)!, inputs.map((x) => x.run.sequenceBase), src, count) : sequenceColumn(result.sequence, count));
-  children.push(kindColumn(opts.dropDeletes && !opts.keepKinds ? new Uint8Array(count) : result.kind, count));
-  return tableFromColumns(physical, children, count);
+  return columns;
 }
 
 /** Each winner's run and row (per run, rows rise with the output: runs are sorted by key), kind and sequence number. */

@@ -96,16 +96,51 @@ export function versionsOfRuns(schema: TableSchema, runs: SequencedTable[], orde
   const k = runs.length;
   if (k > 0xffff) throw new CorruptMetadataError(`cannot merge ${k} sorted runs at once; compact first`);
   const keys = runs.map((r) => keyIndex(r.table, order.keyColumns));
-  const seqs = runs.map((r) => r.sequence);
-  const seqCols = runs.map((r) => sequenceChunks(r.table, order));
   const kinds = runs.map((r) => kindValues(r.table));
   const allExact = keys.every((x) => x.exact);
+  if (allExact && order.sequenceFields.length === 0) return exactVersions(schema, runs, keys, kinds);
+  const seqs = runs.map((r) => r.sequence);
+  const his = keys.map((x) => x.hi), los = keys.map((x) => x.lo);
+  const compare = runRowOrder(runs, keys, order);
+  const heap = new RunHeap(runs, compare);
+  const total = heap.total;
+  const source = new Uint16Array(total), row = new Uint32Array(total);
+  const kind = new Uint8Array(total), seq = new Float64Array(total);
+  const groupEnd = new Uint32Array(total);
+  let groups = 0;
+  for (let out = 0; out < total; out++) {
+    const r = heap.top();
+    const i = heap.pos[r];
+    if (out > 0) {
+      const pr = source[out - 1], pi = row[out - 1];
+      const same = his[pr][pi] === his[r][i] && los[pr][pi] === los[r][i] && (allExact || compareKeysAt(keys[pr], pi, keys[r], i) === 0);
+      if (!same) groupEnd[groups++] = out;
+    }
+    source[out] = r;
+    row[out] = i;
+    kind[out] = kinds[r][i];
+    seq[out] = seqs[r][i];
+    heap.pos[r] = i + 1;
+    if (heap.pos[r] === heap.end[r]) heap.dropTop();
+    else if (compare(r, i, r, i + 1) >= 0) {
+      // Every invariant of the merge rests on each run being sorted: fail rather than mis-merge.
+      throw new CorruptMetadataError(`sorted run ${r} is out of order at row ${i + 1}: rows must be sorted by key and sequence`);
+    }
+    if (heap.size > 0) heap.siftDown(0);
+  }
+  if (total > 0) groupEnd[groups++] = total;
+  return new VersionSet(schema, runs.map((r) => r.table), source, row, kind, seq, groupEnd.slice(0, groups), groups);
+}
+
+/** Row i of run a against row j of run b in merge order: key, sequence fields, sequence number, then run (the earlier first). */
+type RunRowOrder = (a: number, i: number, b: number, j: number) => number;
+
+function runRowOrder(runs: SequencedTable[], keys: KeyIndex[], order: VersionOrder): RunRowOrder {
+  const seqs = runs.map((r) => r.sequence);
+  const seqCols = runs.map((r) => sequenceChunks(r.table, order));
   const dir = order.sequenceDescending ? -1 : 1;
   const hasSeqFields = order.sequenceFields.length > 0;
-
-  if (allExact && !hasSeqFields) return exactVersions(schema, runs, keys, kinds);
-  const his = keys.map((x) => x.hi), los = keys.map((x) => x.lo);
-  const compare = (a: number, i: number, b: number, j: number): number => {
+  return (a, i, b, j) => {
     const t = compareKeysAt(keys[a], i, keys[b], j);
     if (t !== 0) return t;
     if (hasSeqFields) {
@@ -119,57 +154,52 @@ export function versionsOfRuns(schema: TableSchema, runs: SequencedTable[], orde
     if (sa !== sb) return sa < sb ? -1 : 1;
     return a - b;
   };
+}
 
-  let total = 0;
-  const pos = new Uint32Array(k), end = new Uint32Array(k);
-  const heap = new Int32Array(k);
-  let size = 0;
-  for (let r = 0; r < k; r++) {
-    end[r] = runs[r].table.numRows;
-    total += end[r];
-    if (end[r] > 0) heap[size++] = r;
+/** A min-heap of the non-empty runs, ordered by each run's current row (`pos`) under `compare`. */
+class RunHeap {
+  readonly pos: Uint32Array;
+  readonly end: Uint32Array;
+  private readonly heap: Int32Array;
+  size = 0;
+  total = 0;
+
+  constructor(runs: SequencedTable[], private readonly compare: RunRowOrder) {
+    const k = runs.length;
+    this.pos = new Uint32Array(k);
+    this.end = new Uint32Array(k);
+    this.heap = new Int32Array(k);
+    for (let r = 0; r < k; r++) {
+      this.end[r] = runs[r].table.numRows;
+      this.total += this.end[r];
+      if (this.end[r] > 0) this.heap[this.size++] = r;
+    }
+    for (let at = (this.size >> 1) - 1; at >= 0; at--) this.siftDown(at);
   }
-  const less = (a: number, b: number) => compare(a, pos[a], b, pos[b]) < 0;
-  const siftDown = (at: number) => {
+
+  /** The run whose current row comes first. */
+  top(): number {
+    return this.heap[0];
+  }
+
+  /** Removes the top run (it is exhausted); the caller sifts slot 0 down. */
+  dropTop(): void {
+    this.heap[0] = this.heap[--this.size];
+  }
+
+  siftDown(at: number): void {
+    const { heap, pos, size } = this;
     const top = heap[at];
     for (;;) {
       let child = 2 * at + 1;
       if (child >= size) break;
-      if (child + 1 < size && less(heap[child + 1], heap[child])) child++;
-      if (!less(heap[child], top)) break;
+      if (child + 1 < size && this.compare(heap[child + 1], pos[heap[child + 1]], heap[child], pos[heap[child]]) < 0) child++;
+      if (!(this.compare(heap[child], pos[heap[child]], top, pos[top]) < 0)) break;
       heap[at] = heap[child];
       at = child;
     }
     heap[at] = top;
-  };
-  for (let at = (size >> 1) - 1; at >= 0; at--) siftDown(at);
-
-  const source = new Uint16Array(total), row = new Uint32Array(total);
-  const kind = new Uint8Array(total), seq = new Float64Array(total);
-  const groupEnd = new Uint32Array(total);
-  let groups = 0;
-  for (let out = 0; out < total; out++) {
-    const r = heap[0];
-    const i = pos[r];
-    if (out > 0) {
-      const pr = source[out - 1], pi = row[out - 1];
-      const same = his[pr][pi] === his[r][i] && los[pr][pi] === los[r][i] && (allExact || compareKeysAt(keys[pr], pi, keys[r], i) === 0);
-      if (!same) groupEnd[groups++] = out;
-    }
-    source[out] = r;
-    row[out] = i;
-    kind[out] = kinds[r][i];
-    seq[out] = seqs[r][i];
-    pos[r] = i + 1;
-    if (pos[r] === end[r]) heap[0] = heap[--size];
-    else if (compare(r, i, r, i + 1) >= 0) {
-      // Every invariant of the merge rests on each run being sorted: fail rather than mis-merge.
-      throw new CorruptMetadataError(`sorted run ${r} is out of order at row ${i + 1}: rows must be sorted by key and sequence`);
-    }
-    if (size > 0) siftDown(0);
   }
-  if (total > 0) groupEnd[groups++] = total;
-  return new VersionSet(schema, runs.map((r) => r.table), source, row, kind, seq, groupEnd.slice(0, groups), groups);
 }
 
 /**
@@ -342,30 +372,12 @@ function copyFolded(to: Folded, at: number, from: Folded, i: number): void {
  * group (`groups` entries) and groupEnd is empty; else every version, and groupEnd the groups' ends.
  */
 function exactMerge(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[], lastOnly: boolean) {
-  const k = runs.length;
-  const starts = new Uint32Array(k + 1);
-  for (let r = 0; r < k; r++) starts[r + 1] = starts[r] + keys[r].count;
-  const total = starts[k];
-  const H = new Uint32Array(total), L = new Uint32Array(total), S = new Float64Array(total), K = new Uint8Array(total);
-  for (let r = 0; r < k; r++) {
-    H.set(keys[r].hi, starts[r]);
-    L.set(keys[r].lo, starts[r]);
-    S.set(runs[r].sequence, starts[r]);
-    K.set(kinds[r], starts[r]);
-  }
+  const { starts, total, H, L, S, K } = concatRuns(runs, keys, kinds);
   // Heap slots: the cursor (global row) of a run, its end, and the run number. The loop keeps its
   // state in locals and calls only top-level functions: no closure over mutable state in the
   // hot path.
-  const cur = new Uint32Array(k), lim = new Uint32Array(k), run = new Uint16Array(k);
-  let size = 0;
-  for (let r = 0; r < k; r++) {
-    if (starts[r + 1] === starts[r]) continue;
-    cur[size] = starts[r];
-    lim[size] = starts[r + 1];
-    run[size++] = r;
-  }
-  for (let at = (size >> 1) - 1; at >= 0; at--) siftDownExact(H, L, S, cur, lim, run, size, at);
-
+  const { cur, lim, run } = exactHeap(H, L, S, starts);
+  let size = cur.length;
   const source = new Uint16Array(total), row = new Uint32Array(total);
   const kind = new Uint8Array(total), seq = new Float64Array(total);
   const groupEnd = new Uint32Array(lastOnly ? 0 : total);
@@ -411,24 +423,9 @@ function exactMerge(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[]
       g = next;
       if (second >= 0 && !lessExact(H, L, S, g, second)) break;
     }
-    if (exhausted) {
-      size--;
-      cur[0] = cur[size];
-      lim[0] = lim[size];
-      run[0] = run[size];
-      if (size > 1) siftDownExact(H, L, S, cur, lim, run, size, 0);
-    } else if (second < 0) {
-      cur[0] = g;
-    } else {
-      // The runner-up is below row g: it takes the root, and g sinks from the runner-up's slot.
-      cur[0] = second;
-      lim[0] = lim[secondSlot];
-      run[0] = run[secondSlot];
-      cur[secondSlot] = g;
-      lim[secondSlot] = end;
-      run[secondSlot] = r;
-      siftDownExact(H, L, S, cur, lim, run, size, secondSlot);
-    }
+    if (exhausted) size = dropExactRoot(H, L, S, cur, lim, run, size);
+    else if (second < 0) cur[0] = g;
+    else yieldExactRoot(H, L, S, cur, lim, run, size, secondSlot, g);
   }
   if (total > 0) {
     if (!lastOnly) groupEnd[groups++] = total;
@@ -440,6 +437,60 @@ function exactMerge(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[]
     }
   }
   return { source, row, kind, seq, groupEnd, groups };
+}
+
+/** The runs' key words, sequence numbers and kinds laid end to end; run r holds global rows starts[r] to starts[r + 1]. */
+function concatRuns(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[]) {
+  const k = runs.length;
+  const starts = new Uint32Array(k + 1);
+  for (let r = 0; r < k; r++) starts[r + 1] = starts[r] + keys[r].count;
+  const total = starts[k];
+  const H = new Uint32Array(total), L = new Uint32Array(total), S = new Float64Array(total), K = new Uint8Array(total);
+  for (let r = 0; r < k; r++) {
+    H.set(keys[r].hi, starts[r]);
+    L.set(keys[r].lo, starts[r]);
+    S.set(runs[r].sequence, starts[r]);
+    K.set(kinds[r], starts[r]);
+  }
+  return { starts, total, H, L, S, K };
+}
+
+/** The heap of exactMerge over the non-empty runs (as many slots as those runs), in heap order. */
+function exactHeap(H: Uint32Array, L: Uint32Array, S: Float64Array, starts: Uint32Array) {
+  let size = 0;
+  for (let r = 0; r + 1 < starts.length; r++) if (starts[r + 1] !== starts[r]) size++;
+  const cur = new Uint32Array(size), lim = new Uint32Array(size), run = new Uint16Array(size);
+  let at = 0;
+  for (let r = 0; r + 1 < starts.length; r++) {
+    if (starts[r + 1] === starts[r]) continue;
+    cur[at] = starts[r];
+    lim[at] = starts[r + 1];
+    run[at++] = r;
+  }
+  for (let i = (size >> 1) - 1; i >= 0; i--) siftDownExact(H, L, S, cur, lim, run, size, i);
+  return { cur, lim, run };
+}
+
+/** The root run is exhausted: the last slot takes its place and sinks; returns the heap's new size. */
+function dropExactRoot(H: Uint32Array, L: Uint32Array, S: Float64Array, cur: Uint32Array, lim: Uint32Array, run: Uint16Array, size: number): number {
+  size--;
+  cur[0] = cur[size];
+  lim[0] = lim[size];
+  run[0] = run[size];
+  if (size > 1) siftDownExact(H, L, S, cur, lim, run, size, 0);
+  return size;
+}
+
+/** The runner-up (at `secondSlot`) is below the root's row g: it takes the root, and g sinks from the runner-up's slot. */
+function yieldExactRoot(H: Uint32Array, L: Uint32Array, S: Float64Array, cur: Uint32Array, lim: Uint32Array, run: Uint16Array, size: number, secondSlot: number, g: number): void {
+  const end = lim[0], r = run[0];
+  cur[0] = cur[secondSlot];
+  lim[0] = lim[secondSlot];
+  run[0] = run[secondSlot];
+  cur[secondSlot] = g;
+  lim[secondSlot] = end;
+  run[secondSlot] = r;
+  siftDownExact(H, L, S, cur, lim, run, size, secondSlot);
 }
 
 /** Merge order of global rows x and y: key words, sequence number, then row (the earlier run first). */

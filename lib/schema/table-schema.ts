@@ -38,42 +38,8 @@ export function createTableSchema(args: CreateTableSchemaArgs): TableSchema {
   if (args.fields.length === 0) throw new SchemaError('empty schema: a table needs at least one column');
   checkFieldList(args.fields);
   const names = args.fields.map((f) => f.name);
-  const columns = names.join(', ');
-  const find = (name: string, role: string) => {
-    const f = args.fields.find((x) => x.name === name);
-    if (f) return f;
-    const near = args.fields.find((x) => x.name.toLowerCase() === name.toLowerCase());
-    throw new SchemaError(
-      `${role} column "${name}" is not in the schema; ${near ? `did you mean "${near.name}"? ` : ''}the columns are ${columns}`,
-      name,
-    );
-  };
   const appendOnly = primaryKeys.length === 0;
-  checkDistinct(primaryKeys, 'primary key');
-  checkDistinct(partitionKeys, 'partition key');
-  for (const k of primaryKeys) {
-    const f = find(k, 'primary key');
-    if (f.type.root === 'FLOAT' || f.type.root === 'DOUBLE') {
-      throw new SchemaError(
-        `primary key column "${k}" is ${f.type.root}: floating-point keys match by bits, not by value (0.1 + 0.2 is another key than 0.3, -0.0 another than 0.0), ` +
-          'and Iceberg forbids float and double identifier fields; use DECIMAL(p,s) or an integer type for the key',
-        k,
-      );
-    }
-  }
-  for (const k of partitionKeys) {
-    const f = find(k, 'partition key');
-    if (!appendOnly && !primaryKeys.includes(k)) {
-      throw new SchemaError(
-        `partition key "${k}" is not part of the primary key (${primaryKeys.join(', ')}): each key must map to exactly one partition, ` +
-          `otherwise an update that changes "${k}" would leave the old version alive in another partition; add "${k}" to the primary key`,
-        k,
-      );
-    }
-    if (f.type.root === 'BYTES') {
-      throw new SchemaError(`partition key "${k}" is BYTES, which has no readable text for a partition path; use a STRING, number or DATE column`, k);
-    }
-  }
+  checkKeyColumns(args.fields, primaryKeys, partitionKeys);
   // A table without a primary key is an append table (Paimon's append-only table): with no bucket
   // given it is bucket-unaware (`bucket = -1`), stored so that the choice never depends on a default.
   if (appendOnly && options.bucket === undefined) options.bucket = '-1';
@@ -105,6 +71,49 @@ export function createTableSchema(args: CreateTableSchemaArgs): TableSchema {
   if (args.comment !== undefined) schema.comment = args.comment;
   if (args.tableUuid !== undefined) schema.tableUuid = args.tableUuid;
   return schema;
+}
+
+/**
+ * The key columns exist and are listed once each; no floating-point primary key; on a
+ * primary-key table every partition key is part of the primary key; no BYTES partition key.
+ */
+function checkKeyColumns(fields: DataField[], primaryKeys: string[], partitionKeys: string[]): void {
+  const columns = fields.map((f) => f.name).join(', ');
+  const find = (name: string, role: string) => {
+    const f = fields.find((x) => x.name === name);
+    if (f) return f;
+    const near = fields.find((x) => x.name.toLowerCase() === name.toLowerCase());
+    throw new SchemaError(
+      `${role} column "${name}" is not in the schema; ${near ? `did you mean "${near.name}"? ` : ''}the columns are ${columns}`,
+      name,
+    );
+  };
+  const appendOnly = primaryKeys.length === 0;
+  checkDistinct(primaryKeys, 'primary key');
+  checkDistinct(partitionKeys, 'partition key');
+  for (const k of primaryKeys) {
+    const f = find(k, 'primary key');
+    if (f.type.root === 'FLOAT' || f.type.root === 'DOUBLE') {
+      throw new SchemaError(
+        `primary key column "${k}" is ${f.type.root}: floating-point keys match by bits, not by value (0.1 + 0.2 is another key than 0.3, -0.0 another than 0.0), ` +
+          'and Iceberg forbids float and double identifier fields; use DECIMAL(p,s) or an integer type for the key',
+        k,
+      );
+    }
+  }
+  for (const k of partitionKeys) {
+    const f = find(k, 'partition key');
+    if (!appendOnly && !primaryKeys.includes(k)) {
+      throw new SchemaError(
+        `partition key "${k}" is not part of the primary key (${primaryKeys.join(', ')}): each key must map to exactly one partition, ` +
+          `otherwise an update that changes "${k}" would leave the old version alive in another partition; add "${k}" to the primary key`,
+        k,
+      );
+    }
+    if (f.type.root === 'BYTES') {
+      throw new SchemaError(`partition key "${k}" is BYTES, which has no readable text for a partition path; use a STRING, number or DATE column`, k);
+    }
+  }
 }
 
 function checkFieldList(fields: DataField[]): void {

@@ -5,16 +5,16 @@
  * written here is visible until the snapshot file is created; a failed attempt leaves orphans only.
  */
 import type { MetadataFileNamer } from '../manifest/file-names.js';
-import { encodeManifestFiles, putManifestFiles, type ManifestCache } from '../manifest/manifest-file.js';
+import { type EncodedManifest, encodeManifestFiles, putManifestFiles, type ManifestCache } from '../manifest/manifest-file.js';
 import { writeCombinedManifestList, writeManifestList } from '../manifest/manifest-list.js';
 import { encodeMergeWithDelta, planManifestMerge } from '../manifest/merge.js';
 import { foldLiveFiles, readDataManifests } from '../manifest/scan.js';
 import { fileIdentity } from '../manifest/file-entries.js';
 import { parsePartitionPath } from '../schema/partition.js';
-import type { ManifestEntry } from '../manifest/types.js';
+import type { ManifestEntry, ManifestFileMeta } from '../manifest/types.js';
 import type { Snapshot } from './snapshot.js';
 import type { ObjectStore } from '../store/object-store.js';
-import { assignSequenceNumbers, type CommitOptions, type CommitRequest } from './commit-request.js';
+import { type AssignedChanges, assignSequenceNumbers, type CommitOptions, type CommitRequest } from './commit-request.js';
 import { checkCommitConflicts } from './conflicts.js';
 import { INDEXED_IDENTIFIER_PROPERTY } from './commit-identifier.js';
 
@@ -61,12 +61,7 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
   const { store, tablePath, req, opts, namer, cache } = ctx;
   const changes = assignSequenceNumbers(req, latest?.nextSequenceNumber ?? 0);
   const previous = latest ? await readDataManifests(store, tablePath, latest, cache) : [];
-  if (req.overwrite) {
-    // What the overwritten partitions hold on THIS base: a commit that landed since planning is replaced too.
-    const replaced = await foldLiveFiles(store, tablePath, previous, { partition: overwrittenPartition(req.overwrite) }, cache);
-    const removed = new Set(changes.deletes.map(fileIdentity));
-    for (const e of replaced) if (!removed.has(fileIdentity(e))) changes.deletes.push({ ...e, kind: 'DELETE' });
-  }
+  if (req.overwrite) await deleteOverwritten(ctx, previous, req.overwrite, changes);
 
   const writeOpts = { namer, targetFileSize: opts.manifestTargetFileSize, schemaId: req.schemaId };
   const deltaFiles = encodeManifestFiles([...changes.deletes, ...changes.adds], writeOpts);
@@ -85,26 +80,44 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
       cache,
     }),
     putManifestFiles(store, tablePath, changelogFiles, cache),
-    // base(N) = merged state of N-1 = merge(base(N-1) + delta(N-1)); base and delta go into one
-    // combined list (one PUT), named as both the base and the delta list of the snapshot. A merge
-    // that writes a manifest takes the delta's entries into it (encodeMergeWithDelta): a merging
-    // commit writes one manifest, as every other commit does.
-    planManifestMerge(store, tablePath, previous, {
-      targetFileSize: opts.manifestTargetFileSize,
-      mergeMinCount: opts.manifestMergeMinCount,
-      fullCompactionThresholdSize: opts.manifestFullCompactionThresholdSize,
-    }, cache).then(async (plan) => {
-      const data = encodeMergeWithDelta(plan, namer, deltaFiles, req.schemaId);
-      // The list may be written before its manifests: nothing is referenced until the snapshot is.
-      const [, list] = await allOrFirstError<[void, string]>([
-        putManifestFiles(store, tablePath, data.files, cache),
-        writeCombinedManifestList(store, tablePath, data.base, data.delta, namer, cache),
-      ]);
-      return list;
-    }),
+    writeDataManifestList(ctx, previous, deltaFiles),
     changelogFiles.length > 0 ? writeManifestList(store, tablePath, changelogFiles.map((f) => f.meta), namer) : Promise.resolve(undefined),
   ]);
+  return snapshotOf(ctx, latest, changes, dataManifestList, changelogManifestList);
+}
 
+/** An overwrite deletes what the overwritten partitions hold on THIS base: a commit that landed since planning is replaced too. */
+async function deleteOverwritten(ctx: CommitContext, previous: ManifestFileMeta[], overwrite: NonNullable<CommitRequest['overwrite']>, changes: AssignedChanges): Promise<void> {
+  const replaced = await foldLiveFiles(ctx.store, ctx.tablePath, previous, { partition: overwrittenPartition(overwrite) }, ctx.cache);
+  const removed = new Set(changes.deletes.map(fileIdentity));
+  for (const e of replaced) if (!removed.has(fileIdentity(e))) changes.deletes.push({ ...e, kind: 'DELETE' });
+}
+
+/**
+ * base(N) = merged state of N-1 = merge(base(N-1) + delta(N-1)); base and delta go into one
+ * combined list (one PUT), named as both the base and the delta list of the snapshot. A merge
+ * that writes a manifest takes the delta's entries into it (encodeMergeWithDelta): a merging
+ * commit writes one manifest, as every other commit does. Returns the list's name.
+ */
+async function writeDataManifestList(ctx: CommitContext, previous: ManifestFileMeta[], deltaFiles: EncodedManifest[]): Promise<string> {
+  const { store, tablePath, opts, namer, cache } = ctx;
+  const plan = await planManifestMerge(store, tablePath, previous, {
+    targetFileSize: opts.manifestTargetFileSize,
+    mergeMinCount: opts.manifestMergeMinCount,
+    fullCompactionThresholdSize: opts.manifestFullCompactionThresholdSize,
+  }, cache);
+  const data = encodeMergeWithDelta(plan, namer, deltaFiles, ctx.req.schemaId);
+  // The list may be written before its manifests: nothing is referenced until the snapshot is.
+  const [, list] = await allOrFirstError<[void, string]>([
+    putManifestFiles(store, tablePath, data.files, cache),
+    writeCombinedManifestList(store, tablePath, data.base, data.delta, namer, cache),
+  ]);
+  return list;
+}
+
+/** Snapshot `latest.id + 1` referencing the lists just written. */
+function snapshotOf(ctx: CommitContext, latest: Snapshot | undefined, changes: AssignedChanges, dataManifestList: string, changelogManifestList: string | undefined): Snapshot {
+  const { req } = ctx;
   const deltaRecordCount = rows(changes.adds) - rows(changes.deletes);
   const snapshot: Snapshot = {
     version: 1,

@@ -217,15 +217,72 @@ export async function discover(table: Table, queue: SplitQueue, consumerId: stri
   const streamOpts = resolveStreamOptions(table, opts);
   const gaps: ConsumerGap[] = [];
   const consumer = await ensureConsumer(table, consumerId, opts, now, (g) => gaps.push(g));
-  const run = consumer.run!;
-  const skipped: ConsumerGap[] = [];
-  let state: ConsumerState = await foldProgress(table.store, table.path, consumerId, stateOf(consumer));
+  const folded = await foldProgress(table.store, table.path, consumerId, stateOf(consumer));
+  const latest = (await table.snapshots.latestId()) ?? 0;
+  const firstPlanned = (folded.plannedSnapshot ?? folded.nextSnapshot - 1) + 1;
+  const plan = await planSnapshots(table, consumerId, consumer.run!, folded, latest, { ...opts, streamOpts }, now);
+  const { planned, buckets, skipped } = plan;
+
+  const { sent, duplicates, refSnapshots } = await sendAll(table, queue, plan.messages, opts.maxInlineBytes);
+  // Every snapshot below it is delivered: all its splits were planned and no bucket waits on it.
+  const nextSnapshot = nextSnapshotOf(plan.state.nextSnapshot, planned, buckets);
+  const splitRefs = [...new Set([...(plan.state.splitRefs ?? []), ...refSnapshots])];
+  // File lists by reference below nextSnapshot belong to delivered splits: safe to delete now,
+  // whatever happens to the write below (a later run deletes again, which is harmless).
+  const done = splitRefs.filter((s) => s < nextSnapshot);
+  await Promise.all(done.map((s) => deletePrefix(table, splitRefPrefix(table.path, consumerId, s))));
+  const state: ConsumerState = {
+    ...plan.state,
+    nextSnapshot,
+    plannedSnapshot: planned,
+    buckets,
+    splitRefs: splitRefs.filter((s) => s >= nextSnapshot),
+    lastUpdated: nextSnapshot !== consumer.nextSnapshot || planned !== consumer.plannedSnapshot ? now() : consumer.lastUpdated,
+  };
+  const changed = JSON.stringify(stateOf(consumer)) !== JSON.stringify(stateOf({ ...state, lastUpdated: consumer.lastUpdated }));
+  const won = !changed || (await writeConsumer(table.store, table.path, consumerId, stateOf(state), consumer.etag));
+  return {
+    planned: planned >= firstPlanned ? { from: firstPlanned, to: planned } : undefined,
+    sent,
+    duplicates,
+    nextSnapshot: won ? state.nextSnapshot : consumer.nextSnapshot,
+    plannedSnapshot: won ? planned : (consumer.plannedSnapshot ?? consumer.nextSnapshot - 1),
+    caughtUp: planned >= latest,
+    lostRace: !won,
+    overwritesSkipped: won ? plan.overwritesSkipped : [],
+    // Skips of a run that lost its race were not recorded: the run that won made (and reports) its own.
+    gaps: [...gaps, ...(won ? skipped : [])],
+  };
+}
+
+/** What one discovery run planned: the split messages, the consumer's state and buckets after them, the gaps it skipped. */
+interface SnapshotPlan {
+  state: ConsumerState;
+  /** The last snapshot planned. */
+  planned: number;
+  buckets: NonNullable<ConsumerState['buckets']>;
+  messages: SplitMessage[];
+  skipped: ConsumerGap[];
+  overwritesSkipped: number[];
+}
+
+/** Plans the splits of the snapshots after the consumer's last planned one, up to `maxSnapshotsPerRun` and the latest visible. */
+async function planSnapshots(
+  table: Table,
+  consumerId: string,
+  run: string,
+  folded: ConsumerState,
+  latest: number,
+  opts: { maxSnapshotsPerRun?: number; streamOpts: ResolvedStreamOptions },
+  now: () => number,
+): Promise<SnapshotPlan> {
+  const { streamOpts } = opts;
+  let state = folded;
   let planned = state.plannedSnapshot ?? state.nextSnapshot - 1;
   const buckets = { ...(state.buckets ?? {}) };
-  const latest = (await table.snapshots.latestId()) ?? 0;
   const bound = Math.min(latest, planned + (opts.maxSnapshotsPerRun ?? 64));
   const messages: SplitMessage[] = [];
-  const firstPlanned = planned + 1;
+  const skipped: ConsumerGap[] = [];
   const overwritesSkipped: number[] = [];
   for (let id = planned + 1; id <= bound; id++) {
     const full = state.fullSnapshot === id;
@@ -255,37 +312,7 @@ export async function discover(table: Table, queue: SplitQueue, consumerId: stri
     }
     planned = id;
   }
-
-  const { sent, duplicates, refSnapshots } = await sendAll(table, queue, messages, opts.maxInlineBytes);
-  // Every snapshot below it is delivered: all its splits were planned and no bucket waits on it.
-  const nextSnapshot = nextSnapshotOf(state.nextSnapshot, planned, buckets);
-  const splitRefs = [...new Set([...(state.splitRefs ?? []), ...refSnapshots])];
-  // File lists by reference below nextSnapshot belong to delivered splits: safe to delete now,
-  // whatever happens to the write below (a later run deletes again, which is harmless).
-  const done = splitRefs.filter((s) => s < nextSnapshot);
-  await Promise.all(done.map((s) => deletePrefix(table, splitRefPrefix(table.path, consumerId, s))));
-  state = {
-    ...state,
-    nextSnapshot,
-    plannedSnapshot: planned,
-    buckets,
-    splitRefs: splitRefs.filter((s) => s >= nextSnapshot),
-    lastUpdated: nextSnapshot !== consumer.nextSnapshot || planned !== consumer.plannedSnapshot ? now() : consumer.lastUpdated,
-  };
-  const changed = JSON.stringify(stateOf(consumer)) !== JSON.stringify(stateOf({ ...state, lastUpdated: consumer.lastUpdated }));
-  const won = !changed || (await writeConsumer(table.store, table.path, consumerId, stateOf(state), consumer.etag));
-  return {
-    planned: planned >= firstPlanned ? { from: firstPlanned, to: planned } : undefined,
-    sent,
-    duplicates,
-    nextSnapshot: won ? state.nextSnapshot : consumer.nextSnapshot,
-    plannedSnapshot: won ? planned : (consumer.plannedSnapshot ?? consumer.nextSnapshot - 1),
-    caughtUp: planned >= latest,
-    lostRace: !won,
-    overwritesSkipped: won ? overwritesSkipped : [],
-    // Skips of a run that lost its race were not recorded: the run that won made (and reports) its own.
-    gaps: [...gaps, ...(won ? skipped : [])],
-  };
+  return { state, planned, buckets, messages, skipped, overwritesSkipped };
 }
 
 /** The stored fields of a consumer, in a fixed order (so that unchanged state is not rewritten). */

@@ -133,16 +133,8 @@ export async function redriveCommits(sqs: SQSClient, table: Table, dlqUrl: strin
 }
 
 async function redriveOne(sqs: SQSClient, table: Table, m: Message, queueUrl: string, opts: CommitRedriveOptions): Promise<RedrivenBatch> {
-  let message: CommitMessage;
-  try {
-    message = parseCommitMessage(m.Body ?? '');
-    if (message.table !== table.name) throw new InvalidArgumentError(`a commit message of ${message.table} in the commit DLQ of ${table.name}`);
-  } catch (e) {
-    await sqs.send(
-      new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: m.Body ?? '', MessageGroupId: queueId(table.name), MessageDeduplicationId: queueId(`redrive/${m.MessageId}`) }),
-    );
-    return { messageId: m.MessageId!, commitIdentifier: '', writtenAt: 0, outcome: 'not-a-batch', committedRows: 0, skippedRows: 0, skippedKeys: [], reason: (e as Error).message };
-  }
+  const message = await readDeadLetter(sqs, table, m, queueUrl);
+  if ('outcome' in message) return message;
   const files = [...message.batch.newFiles, ...message.batch.changelogFiles];
   const writtenAt = Math.max(0, ...files.map((f) => f.file.creationTime));
   const base = { messageId: m.MessageId!, commitIdentifier: message.commitIdentifier, writtenAt, skippedKeys: [] as string[] };
@@ -166,15 +158,7 @@ async function redriveOne(sqs: SQSClient, table: Table, m: Message, queueUrl: st
     await releasePending(table, [message.commitIdentifier]).catch(() => undefined);
     return { ...base, outcome: 'all-skipped', committedRows: 0, skippedRows: kept.skipped, skippedKeys: kept.keys };
   }
-  const committed = await commitAppend(table, [kept.batch], {
-    commitUser: GROUP_COMMIT_USER,
-    commitIdentifier: message.commitIdentifier,
-    schemaId: message.schemaId,
-    properties: {
-      [BATCHES_PROPERTY]: batchesProperty([message.commitIdentifier]),
-      ...(message.sources?.length ? { [SOURCES_PROPERTY]: JSON.stringify(message.sources) } : {}),
-    },
-  });
+  const committed = await commitKept(table, message, kept.batch);
   // The rewritten batch replaced the written one: its files are no one's now.
   if (kept.batch !== message.batch && !committed.alreadyCommitted) await deleteFiles(table, files);
   await releasePending(table, [message.commitIdentifier]).catch(() => undefined);
@@ -186,6 +170,33 @@ async function redriveOne(sqs: SQSClient, table: Table, m: Message, queueUrl: st
     skippedKeys: kept.keys,
     snapshotId: committed.snapshot.id,
   };
+}
+
+/** The dead letter's commit message; a body that is none (or another table's) goes back to the commit queue as it is, and is reported so. */
+async function readDeadLetter(sqs: SQSClient, table: Table, m: Message, queueUrl: string): Promise<CommitMessage | RedrivenBatch> {
+  try {
+    const message = parseCommitMessage(m.Body ?? '');
+    if (message.table !== table.name) throw new InvalidArgumentError(`a commit message of ${message.table} in the commit DLQ of ${table.name}`);
+    return message;
+  } catch (e) {
+    await sqs.send(
+      new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: m.Body ?? '', MessageGroupId: queueId(table.name), MessageDeduplicationId: queueId(`redrive/${m.MessageId}`) }),
+    );
+    return { messageId: m.MessageId!, commitIdentifier: '', writtenAt: 0, outcome: 'not-a-batch', committedRows: 0, skippedRows: 0, skippedKeys: [], reason: (e as Error).message };
+  }
+}
+
+/** Commits the kept batch under the written batch's identifier, as the group committer would have. */
+function commitKept(table: Table, message: CommitMessage, batch: CommitBatch) {
+  return commitAppend(table, [batch], {
+    commitUser: GROUP_COMMIT_USER,
+    commitIdentifier: message.commitIdentifier,
+    schemaId: message.schemaId,
+    properties: {
+      [BATCHES_PROPERTY]: batchesProperty([message.commitIdentifier]),
+      ...(message.sources?.length ? { [SOURCES_PROPERTY]: JSON.stringify(message.sources) } : {}),
+    },
+  });
 }
 
 /**

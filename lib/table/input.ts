@@ -270,27 +270,8 @@ async function* parquetChunks(input: RecordInput, records: RecordColumns, chunkR
   if (typeof input === 'string') throw new RecordValidationError('Parquet input must be bytes, not text');
   let spill: string | undefined;
   try {
-    let src: ByteSource;
-    if (isRangedInput(input)) src = input;
-    else if (input instanceof Uint8Array) src = { size: input.length, name: 'input', read: async (s, e) => input.subarray(s, e) };
-    else {
-      let blob: Blob;
-      if (input instanceof Blob) blob = input;
-      else {
-        spill = await mkdtemp(join(tmpdir(), 'varve-parquet-input-'));
-        const path = join(spill, 'input.parquet');
-        await pipeline(Readable.from(input), createWriteStream(path));
-        blob = await openAsBlob(path);
-      }
-      src = { size: blob.size, name: 'input', read: async (s, e) => new Uint8Array(await blob.slice(s, e).arrayBuffer()) };
-    }
-    let footer: ParquetFooter;
-    try {
-      footer = await readParquetFooter(src);
-    } catch (e) {
-      if (e instanceof CorruptMetadataError) throw new RecordValidationError(`input is not a Parquet file: ${e.message}`);
-      throw e;
-    }
+    const src = await rangedSourceOf(input, (dir) => (spill = dir));
+    const footer = await inputFooter(src);
     let line = 0;
     let bytes = 0;
     let group = 0;
@@ -328,6 +309,32 @@ async function* parquetChunks(input: RecordInput, records: RecordColumns, chunkR
     if (records.count > 0) yield records.take(group === footer.rowGroups.length - 1 ? src.size : bytes);
   } finally {
     if (spill !== undefined) await rm(spill, { recursive: true, force: true });
+  }
+}
+
+/** The input as a source read by range; a byte stream is first copied to a file in a temporary directory, given to `spilled` to remove. */
+async function rangedSourceOf(input: Exclude<RecordInput, string>, spilled: (dir: string) => void): Promise<ByteSource> {
+  if (isRangedInput(input)) return input;
+  if (input instanceof Uint8Array) return { size: input.length, name: 'input', read: async (s, e) => input.subarray(s, e) };
+  let blob: Blob;
+  if (input instanceof Blob) blob = input;
+  else {
+    const dir = await mkdtemp(join(tmpdir(), 'varve-parquet-input-'));
+    spilled(dir);
+    const path = join(dir, 'input.parquet');
+    await pipeline(Readable.from(input), createWriteStream(path));
+    blob = await openAsBlob(path);
+  }
+  return { size: blob.size, name: 'input', read: async (s, e) => new Uint8Array(await blob.slice(s, e).arrayBuffer()) };
+}
+
+/** The input's Parquet footer; input that has none is the user's error, not corrupt table metadata. */
+async function inputFooter(src: ByteSource): Promise<ParquetFooter> {
+  try {
+    return await readParquetFooter(src);
+  } catch (e) {
+    if (e instanceof CorruptMetadataError) throw new RecordValidationError(`input is not a Parquet file: ${e.message}`);
+    throw e;
   }
 }
 
