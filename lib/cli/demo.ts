@@ -1,7 +1,7 @@
 /**
  * `varve demo`: the whole system on a local warehouse in a few seconds. A primary-key table with
  * two buckets and the lookup changelog producer, a streaming consumer printing each change as it
- * arrives (with the time since the start), then an insert, an update, a compaction, a delete, the
+ * arrives (with its delivery latency: commit to arrival), then an insert, an update, a compaction, a delete, the
  * snapshots this made, a consumer restart that resumes exactly, and expiry held back by the
  * consumer.
  */
@@ -18,13 +18,21 @@ type Out = (text: string) => void;
 
 const CONSUMER = 'demo';
 
+/** The demo's table, its consumer's sink, the running runtime, and how it prints. */
+interface Demo {
+  table: Table;
+  sink: ReturnType<typeof callbackSink>;
+  runtime: LocalRuntime;
+  say: (text?: string) => void;
+  /** A line of the script (no delivery latency: the column is blank). */
+  step: (text: string) => void;
+}
+
+const BLANK = ' '.repeat(10);
+
 /** Runs the demo against `catalog`'s warehouse, printing to `out`. */
 export async function runDemo(catalog: Catalog, name: string, out: Out): Promise<void> {
-  const started = performance.now();
-  const stamp = () => `[${String(Math.round(performance.now() - started)).padStart(5)} ms]`;
   const say = (text = '') => out(`${text}\n`);
-  const step = (text: string) => say(`${stamp()} ${text}`);
-
   if (await catalog.tableExists(name)) await catalog.dropTable(name);
   const table = await catalog.createTable(name, {
     fields: parseSchemaText('id BIGINT, item STRING, qty INT'),
@@ -35,52 +43,97 @@ export async function runDemo(catalog: Catalog, name: string, out: Out): Promise
   say();
   say(`table ${table.name} (id BIGINT, item STRING, qty INT), primary key id, 2 buckets, changelog-producer = lookup`);
   say(`consumer "${CONSUMER}": after every commit, discovery plans the new snapshot's splits (one per bucket) into a`);
-  say('FIFO queue grouped by bucket; a reader hands each split\'s changes to a sink that prints them here');
+  say("FIFO queue grouped by bucket; a reader hands each split's changes to a sink that prints them here, each with");
+  say('[ms]: the time from the commit of its snapshot to its arrival at the sink (its delivery latency)');
   say();
+  const sink = deliverySink(table, say);
+  const demo: Demo = {
+    table,
+    sink,
+    runtime: await startRuntime(table, sink),
+    say,
+    step: (text) => say(`${BLANK} ${text}`),
+  };
+  await changeRows(demo);
+  say();
+  say(
+    'the snapshots these made: each write is followed by the compaction of its level-0 files, which carries its changelog',
+  );
+  await printSnapshots(table, say);
+  await restart(demo);
+  await expiryHeldBack(demo);
+  say();
+  say(`next: varve tail ${table.name} --follow   ·   varve sys ${table.name} consumers   ·   varve read ${table.name}`);
+}
 
-  const sink = callbackSink((changes: Change[]) => {
-    for (const c of changes) step(`   consumer <- ${c.kind} ${rowText(table, c)}   (snapshot ${c.snapshot}, bucket ${c.bucket})`);
+/**
+ * The consumer's sink: prints each change with its delivery latency, the time from the commit of
+ * its snapshot (the snapshot file's commit time) to its arrival here.
+ */
+function deliverySink(table: Table, say: (text: string) => void): ReturnType<typeof callbackSink> {
+  return callbackSink(async (changes: Change[]) => {
+    const arrived = Date.now();
+    for (const c of changes) {
+      const latency = Math.max(0, arrived - (await table.snapshots.read(c.snapshot)).timeMillis);
+      say(
+        `[${String(latency).padStart(5)} ms]    consumer <- ${c.kind} ${rowText(table, c)}   (snapshot ${c.snapshot}, bucket ${c.bucket})`,
+      );
+    }
   });
-  let runtime = await startRuntime(table, sink);
+}
+
+/** Steps 1-4: inserts, an update, a compaction that streams nothing, a delete. */
+async function changeRows(demo: Demo): Promise<void> {
+  const { table, say, step } = demo;
   const write = async (what: string, rows: Row[], kinds?: Array<0 | 3>) => {
     const r = await table.write(rows, { kinds });
     step(`${what.padEnd(44)} -> snapshot ${r.snapshot?.id} (APPEND)`);
-    await runtime.idle();
+    await demo.runtime.idle();
   };
-
-  say('1. insert three rows: each bucket\'s compaction turns the write into changelog (+I)');
+  say("1. insert three rows: each bucket's compaction turns the write into changelog (+I)");
   await write('write 1 apple×3, 8 pear×1, 9 fig×7', [row(1, 'apple', 3), row(8, 'pear', 1), row(9, 'fig', 7)]);
   say('2. update one row: the lookup producer finds the old value (-U) and the new one (+U)');
   await write('write 8 pear×5', [row(8, 'pear', 5)]);
   say('3. compact everything: files are rewritten, no row changes, so the consumer gets nothing');
-  const compacted = await runtime.compact(table, { full: true });
-  step(`full compaction -> ${compacted.snapshots.length ? `snapshot(s) ${compacted.snapshots.join(', ')} (COMPACT)` : 'nothing to do'}`);
-  await runtime.idle();
+  const compacted = await demo.runtime.compact(table, { full: true });
+  step(
+    `full compaction -> ${compacted.snapshots.length ? `snapshot(s) ${compacted.snapshots.join(', ')} (COMPACT)` : 'nothing to do'}`,
+  );
+  await demo.runtime.idle();
   step('   (nothing reached the consumer)');
   say('4. delete one row (-D)');
   await write('delete 1', [{ id: 1n, item: null, qty: null }], [RowKind.DELETE]);
+}
 
-  say();
-  say('the snapshots these made: each write is followed by the compaction of its level-0 files, which carries its changelog');
-  await printSnapshots(table, say);
-
+/** Step 5: the consumer stops, a write lands meanwhile, a new runtime resumes at its position. */
+async function restart(demo: Demo): Promise<void> {
+  const { table, say, step } = demo;
   say();
   say('5. restart: the consumer stops; its position is a file in the table, not in memory');
-  await runtime.stop();
+  await demo.runtime.stop();
   const position = await readConsumer(table.store, table.path, CONSUMER);
   step(`consumer stopped, consumer/consumer-${CONSUMER} says nextSnapshot = ${position?.nextSnapshot}`);
   const down = await table.write([row(2, 'kiwi', 2)]);
   step(`while it is down: write 2 kiwi×2 -> snapshot ${down.snapshot?.id}`);
-  runtime = await startRuntime(table, sink);
-  step('a new runtime starts the consumer: it resumes there, repeating nothing');
-  await runtime.idle();
+  step(
+    'a new runtime starts the consumer: it resumes there, repeating nothing (the latency includes the time it was down)',
+  );
+  demo.runtime = await startRuntime(table, demo.sink);
+  await demo.runtime.idle();
+}
 
+/** Step 6: expiry keeps what the stopped consumer still needs, and expires it once read. */
+async function expiryHeldBack(demo: Demo): Promise<void> {
+  const { table, say, step } = demo;
   say();
   say('6. expiry never removes what a consumer still needs');
-  await runtime.stop();
+  await demo.runtime.stop();
   const held = await readConsumer(table.store, table.path, CONSUMER);
   step(`consumer stopped at nextSnapshot ${held?.nextSnapshot}`);
-  for (const [id, item] of [[12, 'plum'], [3, 'lime']] as const) {
+  for (const [id, item] of [
+    [12, 'plum'],
+    [3, 'lime'],
+  ] as const) {
     const r = await table.write([row(id, item, 1)]);
     step(`write ${id} ${item}×1 -> snapshot ${r.snapshot?.id}`);
   }
@@ -89,14 +142,14 @@ export async function runDemo(catalog: Catalog, name: string, out: Out): Promise
     `expire, keeping at most 1 snapshot: earliest is now ${held1.earliest} of ${held1.latest} ` +
       `(held by consumer ${held1.heldByConsumer?.id ?? '-'} at nextSnapshot ${held?.nextSnapshot})`,
   );
-  runtime = await startRuntime(table, sink);
   step('the consumer comes back and catches up on everything it missed:');
-  await runtime.idle();
-  await runtime.stop();
+  demo.runtime = await startRuntime(table, demo.sink);
+  await demo.runtime.idle();
+  await demo.runtime.stop();
   const after = await expireSnapshots(table, { retainMin: 1, retainMax: 1, olderThanMs: 0 });
-  step(`expire again, now that it has read them: earliest is ${after.earliest} (${after.expired.length} more snapshots expired)`);
-  say();
-  say(`next: varve tail ${table.name} --follow   ·   varve sys ${table.name} consumers   ·   varve read ${table.name}`);
+  step(
+    `expire again, now that it has read them: earliest is ${after.earliest} (${after.expired.length} more snapshots expired)`,
+  );
 }
 
 async function startRuntime(table: Table, sink: ReturnType<typeof callbackSink>): Promise<LocalRuntime> {

@@ -5,6 +5,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { runCli } from '../../lib/cli/main.js';
 import { parseFrom } from '../../lib/cli/parse-flags.js';
 import { InvalidArgumentError } from '../../lib/errors.js';
 import { runVarve } from '../helpers/cli-process.js';
@@ -115,6 +116,33 @@ describe('varve demo', () => {
     expect(received).toEqual(['+I', '+I', '+I', '-U', '+U', '-D', '+I', '+I', '+I']);
     expect(r.out).toMatch(/full compaction -> snapshot\(s\) \d+ \(COMPACT\)\n.*\(nothing reached the consumer\)/);
     expect(r.out).toMatch(/held by consumer demo at nextSnapshot (\d+)/);
+  }, 300_000);
+
+  it("[ms] is each change's delivery latency: from its commit (after its step began) to its arrival", async () => {
+    // Act: the demo, noting when each line is printed
+    const printed: Array<{ line: string; at: number }> = [];
+    const code = await runCli(['--warehouse', join(dir, 'wh'), 'demo'], {
+      out: (t) => {
+        for (const line of t.split('\n').filter(Boolean)) printed.push({ line, at: Date.now() });
+      },
+      err: () => {},
+    });
+
+    // Assess: a change was committed after the heading of its step was printed and had arrived
+    // when its line was printed, so its latency lies between 0 and the time since that heading
+    // (the time since the demo started, the column's old meaning, is more than that).
+    expect(code).toBe(0);
+    let heading: { line: string; at: number } | undefined;
+    let changes = 0;
+    for (const p of printed) {
+      if (/^\d\. /.test(p.line)) heading = p;
+      const m = /^\[ *(\d+) ms\] +consumer <- /.exec(p.line);
+      if (!m) continue;
+      changes++;
+      expect(heading, 'a change before any step').toBeDefined();
+      expect(Number(m[1]), `${p.line}\n(printed ${p.at - heading!.at} ms after "${heading!.line}")`).toBeLessThanOrEqual(p.at - heading!.at + 1);
+    }
+    expect(changes).toBe(9);
   }, 300_000);
 });
 
