@@ -235,13 +235,6 @@ export class TagError extends VarveError {
   }
 }
 
-/** Another rollback of the table started first (its journal exists); run again once it is done. */
-export class RollbackInProgressError extends VarveError {
-  constructor(message: string) {
-    super(message, { kind: 'conflict', retryable: true });
-  }
-}
-
 /**
  * Metadata (a file varve saved, or a message it sent itself) that cannot be parsed, has the wrong
  * shape, or is inconsistent with itself. Not retryable: reading it again gives the same bytes. The

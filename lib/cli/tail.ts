@@ -155,7 +155,7 @@ class StatelessTail {
       this.lastChange = Date.now();
     }
     if (plan.overwriteSkipped) {
-      out(`${JSON.stringify({ snapshot: plan.snapshot.id, event: 'overwrite-skipped', warning: 'an OVERWRITE snapshot (write --overwrite, truncate, drop-partition) replaced rows; its changes are not streamed: read the table again for its new state' })}\n`);
+      out(`${JSON.stringify({ snapshot: plan.snapshot.id, event: 'overwrite-skipped', warning: 'an OVERWRITE snapshot (write --overwrite, truncate, drop-partition, rollback) replaced rows; its changes are not streamed: read the table again for its new state' })}\n`);
       this.lastChange = Date.now();
     }
   }

@@ -231,7 +231,7 @@ export class RuntimeConsumer {
         for (const id of result.overwritesSkipped) {
           // Paimon's default: an OVERWRITE is not streamed. Never silently: say what the consumer did not get.
           this.opts.log(
-            `varve: consumer ${this.consumerId} of ${this.table.name} skipped OVERWRITE snapshot ${id} (write --overwrite, truncate, drop-partition): ` +
+            `varve: consumer ${this.consumerId} of ${this.table.name} skipped OVERWRITE snapshot ${id} (write --overwrite, truncate, drop-partition, rollback): ` +
               'the rows it replaced or added are not streamed; read the table again for its new state, or set streaming-read-overwrite=true',
           );
         }

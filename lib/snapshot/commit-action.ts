@@ -6,7 +6,8 @@
  * and backs off under one retry budget. A new operation is one file with one `plan`.
  *
  * A lost race does not call `plan` again: the loop re-applies the same changes on the new base
- * (sequence numbers, the partitions an overwrite replaces, the conflict checks: commit-plan.ts).
+ * (sequence numbers, the partitions an overwrite replaces, the conflict checks: commit-plan.ts),
+ * unless its plan requires the base it was made on (`baseSnapshotId`: a rollback).
  */
 import type { CommitConflictError } from '../errors.js';
 import type { CommitRequest } from './commit-request.js';
@@ -30,6 +31,8 @@ export const COMMIT_ACTION_NAMES = [
   'alter',
   /** A request built elsewhere, committed as it is (the commit function, tests). */
   'request',
+  /** varve rollback: a snapshot whose live files are a chosen earlier snapshot's (maintenance/rollback.ts). */
+  'rollback',
 ] as const;
 
 /** The kind of a commit action (COMMIT_ACTION_NAMES). */
@@ -44,6 +47,12 @@ export interface CommitRequirements {
    * count per partition) follow from the changes and are always checked (conflicts.ts).
    */
   schemaId?: number;
+  /**
+   * The changes hold on this base snapshot only (a rollback's delta is the difference between that
+   * base and its target): on any other base (a commit landed first) the loop asks the action to
+   * plan again before the put. Undefined: any base (the loop re-applies the changes).
+   */
+  baseSnapshotId?: number;
 }
 
 /** The changes of an action on one base, and what they rely on. */

@@ -21,9 +21,9 @@ import { INDEXED_IDENTIFIER_PROPERTY } from './commit-identifier.js';
 /** The property holding a random id per commit call, so an ambiguous write can recognise itself. */
 export const COMMIT_UUID_PROPERTY = 'varve.commit-uuid';
 /**
- * Snapshot property: the commit uuid of the snapshot this one was planned on (snapshot id − 1).
- * After a rollback removed snapshots and their ids are created again, it tells a snapshot built
- * on the current chain from one built on a removed snapshot (commit.ts verifyParent, rollback.ts).
+ * Snapshot property: the commit uuid of the snapshot this one was planned on (snapshot id − 1):
+ * the chain of commits, checkable without trusting ids (an earlier varve's rollback deleted
+ * snapshots, and their ids were created again).
  */
 export const PARENT_COMMIT_PROPERTY = 'varve.parent-commit';
 

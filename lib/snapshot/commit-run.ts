@@ -16,13 +16,11 @@ import { isEmptyRequest, validateCommitRequest, type CommitOptions } from './com
 import {
   commitBudget,
   findCommitted,
-  onCurrentChain,
   publish,
   readForward,
   reloadAfterLostRace,
   rememberCommit,
   warmBase,
-  withdraw,
   type CommitResult,
 } from './commit-steps.js';
 import { displayTableName } from './paths.js';
@@ -216,11 +214,15 @@ export class CommitRun {
 
   /**
    * The plan's requirements on the base (the file-level ones are checked with the writes:
-   * commit-plan.ts). A newer schema: the action plans again under it, or says it cannot.
+   * commit-plan.ts). A newer schema or another base than the plan requires: the action plans
+   * again on this base, or says it cannot.
    */
   private async checkRequirements(): Promise<void> {
-    if (this.meetsSchema()) return;
+    if (this.meetsSchema() && this.meetsBase()) return;
     this.adopt(await this.action.plan(this.base));
+    if (!this.meetsBase()) {
+      throw new InvalidArgumentError(`the ${this.action.name} action planned on snapshot ${this.plan!.requirements.baseSnapshotId} when asked to plan on snapshot ${this.base?.id ?? 'none'}; it must plan on the base it is given`);
+    }
     if (this.meetsSchema()) return;
     const { tablePath, req } = this.ctx;
     const latest = this.base!;
@@ -239,15 +241,13 @@ export class CommitRun {
     return required === undefined || this.base === undefined || this.base.schemaId <= required;
   }
 
-  /** Snapshot `s` was created by this call: kept, unless it was planned on a snapshot a rollback removed. */
-  private async created(s: Snapshot): Promise<CommitResult | undefined> {
-    if (!(await onCurrentChain(this.sm, s))) {
-      // Planned on a snapshot a rollback removed: withdraw it and plan again on the latest.
-      await withdraw(this.ctx, this.sm, s);
-      await this.load(false);
-      await this.budget.retry(`snapshot ${s.id} was planned on a snapshot a rollback removed; retrying on snapshot ${this.base?.id ?? 0}`);
-      return undefined;
-    }
+  private meetsBase(): boolean {
+    const required = this.plan!.requirements.baseSnapshotId;
+    return required === undefined || required === this.base?.id;
+  }
+
+  /** Snapshot `s` was created by this call. */
+  private async created(s: Snapshot): Promise<CommitResult> {
     await rememberCommit(this.sm, s, this.lookedUp);
     return { snapshot: s, alreadyCommitted: false, committed: true, attempts: this.attempts };
   }

@@ -1,12 +1,11 @@
 /**
  * The steps of the commit loop (commit-run.ts): the base it starts from, the duplicate checks,
- * creating the snapshot file (the commit point), reading forward after a lost race, and the
- * rollback checks after a snapshot was created. Each keeps one protocol invariant, named where it
- * is kept.
+ * creating the snapshot file (the commit point) and reading forward after a lost race. Each keeps
+ * one protocol invariant, named where it is kept.
  */
 import { CommitRetriesExhaustedError, SnapshotNotFoundError, isRetryable } from '../errors.js';
 import { RetryBudget } from '../retry-budget.js';
-import { COMMIT_UUID_PROPERTY, PARENT_COMMIT_PROPERTY, type CommitContext } from './commit-plan.js';
+import { COMMIT_UUID_PROPERTY, type CommitContext } from './commit-plan.js';
 import { carriesIdentifier } from './commit-identifier.js';
 import type { CommitOptions, CommitRequest } from './commit-request.js';
 import type { Snapshot } from './snapshot.js';
@@ -218,29 +217,6 @@ export async function warmBase(sm: SnapshotManager): Promise<{ base: Snapshot | 
   const sent = performance.now();
   if (known !== undefined && (await sm.exists(known.id))) return { base: known, optimistic: true, seenAt: sent };
   return { base: await sm.latest(), optimistic: false, seenAt: sent };
-}
-
-/**
- * After creating snapshot `s`: true when snapshot `s.id − 1` is still the one `s` was planned on.
- * A rollback (maintenance/rollback.ts) removes snapshots newest first, and their ids are created
- * again afterwards; a commit planned on a removed snapshot (read just before the rollback, or a
- * stale cached one) would otherwise bring the removed state back under a fresh id, silently.
- */
-export async function onCurrentChain(sm: SnapshotManager, s: Snapshot): Promise<boolean> {
-  const parentUuid = s.properties?.[PARENT_COMMIT_PROPERTY];
-  if (s.id <= 1 || parentUuid === undefined) return true;
-  const parent = await sm.tryReadFresh(s.id - 1);
-  if (parent !== undefined) return parent.properties?.[COMMIT_UUID_PROPERTY] === parentUuid;
-  // Gone: expiry deletes oldest first, so an expired parent has nothing left below it, while a
-  // rollback that removed it leaves at least its target below.
-  return !(await sm.listIds()).some((id) => id < s.id - 1);
-}
-
-/** Takes back snapshot `s` of this commit (planned on a removed snapshot), if it is still ours. */
-export async function withdraw(ctx: CommitContext, sm: SnapshotManager, s: Snapshot): Promise<void> {
-  const there = await sm.tryReadFresh(s.id);
-  if (there?.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid) await ctx.store.delete(sm.snapshotKey(s.id));
-  sm.forgetFrom(s.id - 1);
 }
 
 /**

@@ -207,7 +207,7 @@ export class SnapshotManager {
     const ids = await this.listIds();
     if (ids.length === 0) return undefined;
     // The newest id whose predecessor is listed too (or the only one): above a gap is a snapshot
-    // created on a removed base and about to be withdrawn (see gallopFrom). A commit may have
+    // created on a base an earlier varve's rollback removed (see gallopFrom). A commit may have
     // landed after the listing was taken: gallop on from there.
     let top = ids.length - 1;
     while (top > 0 && ids[top - 1] !== ids[top] - 1) top--;
@@ -225,10 +225,9 @@ export class SnapshotManager {
     const [here, next] = await Promise.all([this.exists(start), this.store.head(this.snapshotKey(start + 1)).then((h) => h !== undefined)]);
     if (!next) return here ? start : undefined;
     // `start` gone but `start + 1` there: either `start` expired (then the caller's slower path
-    // finds the same answer) or a rollback removed it and `start + 1` is a snapshot a writer
-    // created on a removed base and is about to withdraw (commit.ts onCurrentChain). Galloping
-    // on (or remembering `start + 1` as seen) would hand a reader that snapshot: removed rows,
-    // or a missing manifest.
+    // finds the same answer) or a rollback of an earlier varve (which deleted snapshots) removed
+    // it and `start + 1` was created on a removed base. Galloping on (or remembering `start + 1`
+    // as seen) would hand a reader that snapshot: removed rows, or a missing manifest.
     if (!here) return undefined;
     this.seen(start + 1, undefined, sent);
     let present = start + 1;

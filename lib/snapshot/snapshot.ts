@@ -36,3 +36,15 @@ export interface Snapshot {
   deletionVectors?: string;
   properties?: Record<string, string>;
 }
+
+/**
+ * Snapshot property of a rollback's snapshot (lib/maintenance/rollback.ts): the id of the snapshot
+ * whose live files it holds again. The snapshots between that one and the rollback's are undone.
+ */
+export const ROLLBACK_TARGET_PROPERTY = 'varve.rollback-to';
+
+/** The snapshot a rollback snapshot went back to; undefined for every other snapshot. */
+export function rollbackTargetOf(s: Pick<Snapshot, 'properties'>): number | undefined {
+  const raw = s.properties?.[ROLLBACK_TARGET_PROPERTY];
+  return raw === undefined ? undefined : Number(raw);
+}

@@ -20,7 +20,8 @@ import { bucketKey, foldProgress, nextSnapshotOf, parseBucketKey, writeBucketPro
 import { encodeSplitMessage, type SplitMessage } from './split-message.js';
 import { splitRefPrefix } from '../snapshot/consumer.js';
 import type { SendRequest, SplitQueue } from './split-queue.js';
-import { planFollowUp, planFull, readForPlan, readsOverwrite, resolveStart } from './stream-scan.js';
+import { planFollowUp, planFull, readForPlan, resolveStart } from './stream-scan.js';
+import { streamsOverwrite } from '../table/follow-up.js';
 import { resolveStreamOptions, type ResolvedStreamOptions, type StreamOptions } from './stream-options.js';
 
 /** Options of a discovery run. */
@@ -302,7 +303,7 @@ async function planSnapshots(
       continue;
     }
     const snapshot = found;
-    if (!full && snapshot.commitKind === 'OVERWRITE' && !readsOverwrite(table)) overwritesSkipped.push(id);
+    if (!full && snapshot.commitKind === 'OVERWRITE' && !streamsOverwrite(table, snapshot)) overwritesSkipped.push(id);
     const splits = full ? await planFull(table, snapshot) : await planFollowUp(table, snapshot);
     for (const split of splits) {
       const key = bucketKey(split.partition, split.bucket);

@@ -11,7 +11,7 @@ import type { Snapshot } from '../snapshot/snapshot.js';
 import { readChangelogFiles, readDeltaEntries, readLiveFiles } from '../manifest/scan.js';
 import { readTag } from '../snapshot/tags.js';
 import { listChangelogIds, snapshotOrChangelog, tryReadChangelog } from '../snapshot/changelog.js';
-import { followUpSource } from '../table/follow-up.js';
+import { followUpSource, streamsOverwrite } from '../table/follow-up.js';
 import type { Table } from '../table/table.js';
 import { readConsumer } from '../snapshot/consumer.js';
 import { splitsOf, type Split } from './split.js';
@@ -209,11 +209,6 @@ function withSchemaId(splits: Split[], snapshot: Snapshot): Split[] {
   return splits;
 }
 
-/** True when streams of the table emit the changes of OVERWRITE snapshots (`streaming-read-overwrite`). */
-export function readsOverwrite(table: Table): boolean {
-  return table.options.get('streaming-read-overwrite') === true;
-}
-
 /**
  * The splits of an OVERWRITE snapshot read as changes: per (partition, bucket) it touched, the
  * files it removed (the state before) and the files it added (the state after).
@@ -308,7 +303,7 @@ export class StreamScan {
         this.current = this.current.withSchema(schema);
       }
       this.planned = true;
-      const overwriteSkipped = !this.full && snapshot.commitKind === 'OVERWRITE' && !readsOverwrite(this.table);
+      const overwriteSkipped = !this.full && snapshot.commitKind === 'OVERWRITE' && !streamsOverwrite(this.table, snapshot);
       const splits = this.full ? await planFull(this.table, snapshot) : await planFollowUp(this.table, snapshot);
       this.full = false;
       this.next = id + 1;

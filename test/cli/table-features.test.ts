@@ -131,7 +131,7 @@ describe('filtered reads in the CLI', () => {
     }
   });
 
-  it('rollback --to-snapshot and --to-tag: newer snapshots and tags go, the table goes on from the target', async () => {
+  it('rollback --to-snapshot and --to-tag: one OVERWRITE snapshot with the target\'s rows, naming what it undid; the history and tags stay', async () => {
     await write('db.o', [{ dt: 'a', id: 1, status: 'x', amount: '1' }]);
     expect((await varve('tag', 'db.o', 'create', 'first')).code).toBe(0);
     await write('db.o', [{ dt: 'a', id: 2, status: 'x', amount: '2' }]);
@@ -139,12 +139,18 @@ describe('filtered reads in the CLI', () => {
     expect((await varve('tag', 'db.o', 'create', 'third')).code).toBe(0);
     const back = await varve('rollback', 'db.o', '--to-snapshot', '2');
     expect(back.code, back.err).toBe(0);
-    expect(back.out).toMatch(/rolled back db\.o to snapshot 2: removed snapshots 3\nremoved tags third\ndeleted 1 data files/);
+    expect(back.out).toMatch(/rolled back db\.o to snapshot 2 as snapshot 4 \(OVERWRITE\): undid snapshot 3\nremoved 1 files from the live set, restored 0;.*\ntags on undone snapshots \(kept\): third\n/);
     expect(lines((await varve('read', 'db.o', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([1, 2]);
-    expect((await varve('rollback', 'db.o', '--to-tag', 'first')).out).toMatch(/to snapshot 1: removed snapshots 2/);
+    expect((await varve('rollback', 'db.o', '--to-tag', 'first')).out).toMatch(/to snapshot 1 \(tag first\) as snapshot 5 \(OVERWRITE\): undid snapshots 2\.\.4/);
     expect(lines((await varve('read', 'db.o', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([1]);
     await write('db.o', [{ dt: 'a', id: 4, status: 'x', amount: '4' }]);
-    expect(lines((await varve('sys', 'db.o', 'snapshots', '--format', 'jsonl')).out).map((r) => r.snapshot_id)).toEqual([1, 2]);
+    expect(lines((await varve('read', 'db.o', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([1, 4]);
+    // The undone snapshots stay readable until they expire; the rollbacks are OVERWRITEs of varve-rollback.
+    expect(lines((await varve('read', 'db.o', '--snapshot', '3', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([1, 2, 3]);
+    const snaps = lines((await varve('sys', 'db.o', 'snapshots', '--format', 'jsonl')).out);
+    expect(snaps.map((r) => r.snapshot_id)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(snaps.filter((r) => r.commit_user === 'varve-rollback').map((r) => [r.snapshot_id, r.commit_kind])).toEqual([[4, 'OVERWRITE'], [5, 'OVERWRITE']]);
+    expect((await varve('rollback', 'db.o', '--to-snapshot', '6')).out).toMatch(/already holds the files of snapshot 6: nothing to roll back/);
     expect((await varve('rollback', 'db.o')).err).toMatch(/exactly one of --to-snapshot N or --to-tag NAME/);
     expect((await varve('rollback', 'db.o', '--to-snapshot', '7')).err).toMatch(/snapshot 7 does not exist/);
   });

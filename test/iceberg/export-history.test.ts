@@ -1,6 +1,6 @@
 /**
- * The Iceberg history against varve's (issue 31 §4): after a rollback the export follows the new
- * commits although their ids were used before (snapshots compared by commit uuid); after expiry
+ * The Iceberg history against varve's (issue 31 §4): a rollback is exported like any commit (a
+ * forward OVERWRITE holding its target's files), and the commits after it follow; after expiry
  * every snapshot the current Iceberg metadata lists still has its files; an append table's
  * compaction is an Iceberg `replace`.
  */
@@ -42,49 +42,34 @@ async function exportedRecords(table: Table): Promise<number> {
 }
 
 describe('the export after a rollback', () => {
-  it('exports the commits made after it, whose ids the removed snapshots had, and drops the removed ones from the history', async () => {
-    // Prepare: five exported commits, then a rollback to 2 and one new commit (id 3 again)
+  it('exports the rollback (a forward OVERWRITE) at once with the target\'s files, then the commits after it; the undone snapshots stay in the history', async () => {
+    // Prepare: five exported commits, then a rollback to 2 (snapshot 6) and one new commit (7)
     const store = new MemoryStore();
     const table = await appendTable(store);
     for (let i = 0; i < 5; i++) await table.write(rows(4, i * 10));
     expect((await current(table)).metadata['current-snapshot-id']).toBe(5);
-    await rollbackTo(table, { snapshotId: 2 });
+    const back = await rollbackTo(table, { snapshotId: 2 });
+    expect(back.hookError).toBeUndefined();
+    expect(back.snapshot!.id).toBe(6);
+    expect((await current(table)).metadata['current-snapshot-id']).toBe(6);
+    expect(await exportedRecords(table)).toBe(8);
     // Act
     const w = await table.write(rows(2, 100));
-    // Assess: Iceberg shows the new snapshot 3 (8 + 2 rows), named by its commit uuid
+    // Assess: Iceberg shows snapshot 7 (8 + 2 rows), named by its commit uuid, on top of the rollback
     expect(w.compactionError).toBeUndefined();
-    expect(w.snapshot!.id).toBe(3);
+    expect(w.snapshot!.id).toBe(7);
     const { metadata, version } = await current(table);
-    expect(metadata['current-snapshot-id']).toBe(3);
-    const snap3 = metadata.snapshots.find((s) => s['snapshot-id'] === 3)!;
-    expect(snap3.summary[COMMIT_UUID_PROPERTY]).toBe(w.snapshot!.properties![COMMIT_UUID_PROPERTY]);
-    expect(metadata.snapshots.map((s) => s['snapshot-id'])).toEqual([1, 2, 3]);
-    expect(snap3['parent-snapshot-id']).toBe(2);
+    expect(metadata['current-snapshot-id']).toBe(7);
+    const snap7 = metadata.snapshots.find((s) => s['snapshot-id'] === 7)!;
+    expect(snap7.summary[COMMIT_UUID_PROPERTY]).toBe(w.snapshot!.properties![COMMIT_UUID_PROPERTY]);
+    expect(metadata.snapshots.map((s) => s['snapshot-id'])).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(snap7['parent-snapshot-id']).toBe(6);
     expect(await exportedRecords(table)).toBe(10);
-    // the metadata versions went on from the five before (never back to v3)
-    expect(version).toBe(6);
-    expect(metadata['snapshot-log'].map((l) => l['snapshot-id'])).toEqual([1, 2, 3]);
-    // the removed snapshots' metadata versions are gone; the kept ones are still there
-    for (const v of [3, 4, 5]) expect(await store.head(metadataFileKey(icebergLocation(table)!, v)), `v${v}`).toBeUndefined();
-    for (const v of [1, 2, 6]) expect(await store.head(metadataFileKey(icebergLocation(table)!, v)), `v${v}`).toBeDefined();
+    // one metadata version per commit, the undone snapshots' versions kept
+    expect(version).toBe(7);
+    for (const v of [1, 2, 3, 4, 5, 6, 7]) expect(await store.head(metadataFileKey(icebergLocation(table)!, v)), `v${v}`).toBeDefined();
     expect(await icebergExportDue(table)).toBeUndefined();
     expect((await exportIceberg(table)).status).toBe('up-to-date');
-  });
-
-  it('is due after a rollback that left the Iceberg metadata on a removed snapshot, with no commit since', async () => {
-    // Prepare
-    const store = new MemoryStore();
-    const table = await appendTable(store);
-    for (let i = 0; i < 4; i++) await table.write(rows(4, i * 10));
-    // Act
-    await rollbackTo(table, { snapshotId: 2 });
-    // Assess: the exported snapshot 4 is gone, so the export is due and writes snapshot 2 again as current
-    expect((await icebergExportDue(table))?.id).toBe(2);
-    const r = await exportIceberg(table);
-    expect(r.status).toBe('exported');
-    expect(r.snapshotId).toBe(2);
-    expect((await current(table)).metadata.snapshots.map((s) => s['snapshot-id'])).toEqual([1, 2]);
-    expect(await exportedRecords(table)).toBe(8);
   });
 });
 

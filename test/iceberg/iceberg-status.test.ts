@@ -50,15 +50,16 @@ describe('icebergStatus', () => {
     expect(await icebergStatus(table)).toMatchObject({ up_to_date: true, files_not_visible: 0, rows_not_visible: 0, files_no_longer_live: 0, view_age_seconds: 0, export_due: false, snapshots_behind: 0 });
   });
 
-  it('reports an exported snapshot a rollback removed: not up to date, export due, no snapshots_behind', async () => {
+  it('is up to date right after a rollback: the rollback is a commit, exported at once with its target\'s files', async () => {
     // Prepare
     const store = new MemoryStore();
     const table = await appendTable(store);
     for (let i = 0; i < 3; i++) await table.write(rows(2, i * 10));
     // Act
-    await rollbackTo(table, { snapshotId: 1 });
+    const back = await rollbackTo(table, { snapshotId: 1 });
     const s = await icebergStatus(table);
-    // Assess: Iceberg still reads the files of snapshots 2 and 3
-    expect(s).toMatchObject({ exported_snapshot: 3, latest_snapshot: 1, snapshots_behind: null, up_to_date: false, files_no_longer_live: 2, export_due: true });
+    // Assess: Iceberg reads the rollback snapshot, which holds snapshot 1's files only
+    expect(back.snapshot!.id).toBe(4);
+    expect(s).toMatchObject({ exported_snapshot: 4, latest_snapshot: 4, snapshots_behind: 0, up_to_date: true, files_no_longer_live: 0, export_due: false });
   });
 });

@@ -1,33 +1,23 @@
 /**
- * Rollback to a snapshot or a tag: newer snapshots, tags and the files only they referenced go,
- * consumers past the target move back, commit identifiers of removed snapshots commit again, and
- * a writer that planned on a removed snapshot never brings it back.
+ * Rollback to a snapshot or a tag, as a forward commit: a new OVERWRITE snapshot holding the
+ * target's live files, later snapshots kept in the history, sequence numbers going on from the
+ * latest, the latest schema kept; writers racing it land before it (undone, and named) or after
+ * it (on its state); a journal of an earlier varve's rollback is finished first.
  */
 import { describe, expect, it } from 'vitest';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
-import { rollbackTo } from '../../lib/maintenance/rollback.js';
-import { snapshotReferences, addReferences } from '../../lib/maintenance/snapshot-references.js';
+import { ROLLBACK_COMMIT_USER, rollbackTo } from '../../lib/maintenance/rollback.js';
 import { readConsumer } from '../../lib/snapshot/consumer.js';
+import { rollbackTargetOf } from '../../lib/snapshot/snapshot.js';
 import { createTag, listTags } from '../../lib/snapshot/tags.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
-import { latestHintKey } from '../../lib/snapshot/paths.js';
-import { fromUtf8 } from '../../lib/store/object-store.js';
+import { utf8 } from '../../lib/store/object-store.js';
+import { parseAddColumn } from '../../lib/schema/schema-evolution.js';
+import { StreamScan } from '../../lib/stream/stream-scan.js';
 import { Table } from '../../lib/table/table.js';
 import { SnapshotNotFoundError, TagError } from '../../lib/errors.js';
 import { processView } from '../helpers/process-view.js';
 import { addConsumer, eightSnapshots, expectVerified, newTable, rowsAt, upsert } from './expiry-fixtures.js';
-
-/** Every data, changelog and manifest file key any snapshot or tag of the table references. */
-async function referencedFiles(table: Table): Promise<Set<string>> {
-  const keep = new Set<string>();
-  for (const id of await table.snapshots.listIds()) addReferences(keep, await snapshotReferences(table, await table.snapshots.read(id)));
-  for (const { tag } of await listTags(table.store, table.path)) addReferences(keep, await snapshotReferences(table, tag));
-  return keep;
-}
-
-function fileKeys(store: MemoryStore, table: Table): string[] {
-  return store.keys().filter((k) => k.startsWith(`${table.path}/bucket-`) || k.startsWith(`${table.path}/manifest/`));
-}
 
 /** A store whose next snapshot-file put first runs `onSnapshotPut` (another process acting meanwhile). */
 class RacingStore extends MemoryStore {
@@ -40,20 +30,8 @@ class RacingStore extends MemoryStore {
   }
 }
 
-/** A store that runs `afterSnapshotPut` once, right after a snapshot file was created (before its committer goes on). */
-class AfterPutStore extends MemoryStore {
-  afterSnapshotPut?: (key: string) => Promise<void>;
-  override async putIfAbsent(key: string, body: Uint8Array) {
-    const created = await super.putIfAbsent(key, body);
-    const hook = created && key.includes('/snapshot/snapshot-') ? this.afterSnapshotPut : undefined;
-    if (hook) this.afterSnapshotPut = undefined;
-    if (hook) await hook(key);
-    return created;
-  }
-}
-
 describe('rollbackTo', () => {
-  it('removes newer snapshots, their tags and files, resets consumers past the target, and the table goes on from there', async () => {
+  it("commits one OVERWRITE snapshot holding the target's rows; the undone snapshots, their tags and consumers stay; the table goes on from there", async () => {
     // Prepare: APPENDs 1–3, compactions 4–5, APPENDs 6–8; tags on 2 and 7; consumers at 8 and 3.
     const table = await newTable({ 'changelog-producer': 'input' });
     const history = await eightSnapshots(table);
@@ -61,46 +39,70 @@ describe('rollbackTo', () => {
     await createTag(table.store, table.path, 'seven', 7);
     await addConsumer(table, 'ahead', 8);
     await addConsumer(table, 'behind', 3);
+    const eight = await table.snapshots.read(8);
     // Act
     const r = await rollbackTo(table, { snapshotId: 5 });
-    // Assess
-    expect(r.removedSnapshots).toEqual([8, 7, 6]);
-    expect(r.removedTags).toEqual(['seven']);
-    expect(r.resetConsumers).toEqual([{ id: 'ahead', from: 8, to: 6 }]);
-    expect(r.deleted.dataFiles).toBeGreaterThan(0);
-    expect(r.deleted.changelogFiles).toBeGreaterThan(0);
-    expect(await table.snapshots.listIds()).toEqual([1, 2, 3, 4, 5]);
-    expect(await table.snapshots.latestId()).toBe(5);
-    expect(fromUtf8((await table.store.get(latestHintKey(table.path))).body)).toBe('5');
+    // Assess: snapshot 9 holds snapshot 5's rows and names 6..8 as undone; nothing was removed.
+    expect(r.snapshot!.id).toBe(9);
+    expect(r.snapshot!.commitKind).toBe('OVERWRITE');
+    expect(r.snapshot!.commitUser).toBe(ROLLBACK_COMMIT_USER);
+    expect(rollbackTargetOf(r.snapshot!)).toBe(5);
+    expect(r.undone).toEqual({ from: 6, to: 8 });
+    expect(r.removedFiles).toBeGreaterThan(0);
+    expect(r.tagsOnUndone).toEqual(['seven']);
+    expect(r.consumersPastTarget).toEqual([{ id: 'ahead', nextSnapshot: 8 }]);
+    // Later writes win over restored rows: the sequence numbers go on from the latest snapshot.
+    expect(r.snapshot!.nextSequenceNumber).toBe(eight.nextSequenceNumber);
+    expect(await table.snapshots.listIds()).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(await rowsAt(table)).toEqual(history.get(5));
-    expect(await rowsAt(table, { tag: 'two' })).toEqual(history.get(2));
-    expect((await readConsumer(table.store, table.path, 'behind'))!.nextSnapshot).toBe(3);
-    expect((await readConsumer(table.store, table.path, 'ahead'))!.nextSnapshot).toBe(6);
-    // Only files (data, changelog, manifests) a remaining snapshot or tag references are left.
-    expect(fileKeys(table.store as MemoryStore, table).sort()).toEqual([...(await referencedFiles(table))].sort());
+    for (const id of [2, 7, 8]) expect(await rowsAt(table, { snapshotId: id })).toEqual(history.get(id));
+    expect(await rowsAt(table, { tag: 'seven' })).toEqual(history.get(7));
+    expect((await listTags(table.store, table.path)).map((t) => t.name)).toEqual(['seven', 'two']);
+    expect((await readConsumer(table.store, table.path, 'ahead'))!.nextSnapshot).toBe(8);
     await expectVerified(table);
-    // The next commit is snapshot 6 again, on the rolled-back state.
-    expect(await upsert(table, [42], 'z')).toBe(6);
-    expect(await rowsAt(table)).toEqual([...history.get(5)!, '42=z'].sort());
+    // The next commit is snapshot 10, on the rolled-back state; a key updated after the target
+    // and written again now holds the new value (id 3 was 'e' at 7, 'a' at 5).
+    expect(await upsert(table, [3, 42], 'z')).toBe(10);
+    expect(await rowsAt(table)).toEqual(
+      [...history.get(5)!.filter((row) => !row.startsWith('3=')), '3=z', '42=z'].sort(),
+    );
     await expectVerified(table);
   });
 
-  it('goes back to a tag, writing back its snapshot when that has expired', async () => {
+  it('goes back to a tag, also when its snapshot has expired, and rolls a rollback back', async () => {
     const table = await newTable();
     const history = await eightSnapshots(table);
     await createTag(table.store, table.path, 'three', 3);
     await expireSnapshots(table, { retainMin: 2, olderThanMs: 0, now: Date.now() + 3_600_000 });
     expect(await table.snapshots.earliestId()).toBe(7);
     const r = await rollbackTo(table, { tag: 'three' });
-    expect(r.restoredFromTag).toBe(true);
-    expect(r.removedSnapshots).toEqual([8, 7]);
-    expect(await table.snapshots.listIds()).toEqual([3]);
-    expect(await table.snapshots.earliestId()).toBe(3);
+    expect(r.target).toBe(3);
+    expect(r.snapshot!.id).toBe(9);
+    expect(r.undone).toEqual({ from: 4, to: 8 });
     expect(await rowsAt(table)).toEqual(history.get(3));
     await expectVerified(table);
-    expect(await upsert(table, [99], 'y')).toBe(4);
-    expect(await rowsAt(table)).toEqual([...history.get(3)!, '99=y'].sort());
+    // Undo the rollback: back to 8.
+    const back = await rollbackTo(table, { snapshotId: 8 });
+    expect(back.snapshot!.id).toBe(10);
+    expect(back.undone).toEqual({ from: 9, to: 9 });
+    expect(await rowsAt(table)).toEqual(history.get(8));
+    expect(await upsert(table, [99], 'y')).toBe(11);
+    expect(await rowsAt(table)).toEqual([...history.get(8)!, '99=y'].sort());
     expect(await rowsAt(table, { tag: 'three' })).toEqual(history.get(3));
+    await expectVerified(table);
+  });
+
+  it('to the latest snapshot, or to one holding the same files, commits nothing', async () => {
+    const table = await newTable();
+    await upsert(table, [1], 'a');
+    await table.alter([{ kind: 'set-option', key: 'snapshot.num-retained.min', value: '5' }]);
+    const latest = (await table.snapshots.latestId())!;
+    for (const snapshotId of [latest, latest - 1]) {
+      const r = await rollbackTo(table, { snapshotId });
+      expect(r.snapshot).toBeUndefined();
+      expect(r.undone).toBeUndefined();
+    }
+    expect(await table.snapshots.latestId()).toBe(latest);
   });
 
   it('refuses a target that does not exist, naming what does', async () => {
@@ -111,143 +113,129 @@ describe('rollbackTo', () => {
     await expect(rollbackTo(table, { tag: 'nope' })).rejects.toThrow(TagError);
   });
 
-  it('lets a commit identifier of a removed snapshot commit again, and still deduplicates it after', async () => {
+  it('keeps the latest schema: the restored rows read in the current columns, writes take them', async () => {
+    const table = await newTable();
+    await upsert(table, [1], 'a');
+    await table.alter([parseAddColumn('extra STRING')]);
+    const altered = await (await table.latest()).write([{ id: 2, v: 'b', extra: 'x' }]);
+    const r = await rollbackTo(table, { snapshotId: 1 });
+    expect(r.snapshot!.schemaId).toBe(altered.snapshot!.schemaId);
+    const reopened = await table.latest();
+    expect(reopened.schema.fields.map((f) => f.name)).toEqual(['id', 'v', 'extra']);
+    await reopened.write([{ id: 3, v: 'c', extra: 'y' }]);
+    expect(await rowsAt(reopened)).toEqual(['1=a', '3=c']);
+    // Time travel reads the undone snapshot in its own schema.
+    expect(await rowsAt(reopened, { snapshotId: altered.snapshot!.id })).toEqual(['1=a', '2=b']);
+    await expectVerified(reopened);
+  });
+
+  it('a retry of an identifier whose commit a rollback undid is deduplicated: it landed once (write it under a new identifier to apply it again)', async () => {
     const table = await newTable();
     await upsert(table, [1], 'a');
     const first = await table.write([{ id: 2, v: 'b' }], { commitIdentifier: 'batch-7' });
     expect(first.snapshot!.id).toBe(2);
     await rollbackTo(table, { snapshotId: 1 });
     const again = await table.write([{ id: 2, v: 'b' }], { commitIdentifier: 'batch-7' });
-    expect(again.alreadyCommitted).toBe(false);
+    expect(again.alreadyCommitted).toBe(true);
     expect(again.snapshot!.id).toBe(2);
-    const third = await table.write([{ id: 2, v: 'b' }], { commitIdentifier: 'batch-7' });
-    expect(third.alreadyCommitted).toBe(true);
+    expect(await rowsAt(table)).toEqual(['1=a']);
+    const anew = await table.write([{ id: 2, v: 'b' }], { commitIdentifier: 'batch-7-again' });
+    expect(anew.alreadyCommitted).toBe(false);
     expect(await rowsAt(table)).toEqual(['1=a', '2=b']);
   });
 
-  it('a retry in the process that committed an identifier, after another process rolled that snapshot back and reused its id, commits again', async () => {
-    // Prepare: process A commits batch-7 as snapshot 2 (its snapshot cache keeps it); process B
-    // rolls back to 1 and commits another batch, which takes id 2 again.
-    const store = new MemoryStore();
-    const a = await newTable({}, store);
-    await upsert(a, [1], 'a');
-    expect((await a.write([{ id: 2, v: 'b' }], { commitIdentifier: 'batch-7' })).snapshot!.id).toBe(2);
-    const b = new Table(store, a.name, a.path, a.schema);
-    await rollbackTo(b, { snapshotId: 1 });
-    expect(await upsert(b, [3], 'c')).toBe(2);
-    // Act: A retries batch-7 (its earlier commit is not in the table any more).
-    const retry = await a.write([{ id: 2, v: 'b' }], { commitIdentifier: 'batch-7' });
-    // Assess: committed again, not "already committed" from A's cached snapshot 2.
-    expect(retry.alreadyCommitted).toBe(false);
-    expect(await rowsAt(b)).toEqual(['1=a', '2=b', '3=c']);
-    expect((await a.write([{ id: 2, v: 'b' }], { commitIdentifier: 'batch-7' })).alreadyCommitted).toBe(true);
-    await expectVerified(b);
-  });
-
-  it('a retry that loses the race for a reused id does not take its own cached, rolled-back snapshot there for the commit', async () => {
-    // Prepare: A commits batch-7 as snapshot 3 (cached); B rolls back to 1 and commits snapshot 2.
-    const store = new RacingStore();
-    const a = await newTable({}, store);
-    await upsert(a, [1], 'a');
-    await upsert(a, [2], 'removed');
-    expect((await a.write([{ id: 7, v: 'g' }], { commitIdentifier: 'batch-7' })).snapshot!.id).toBe(3);
-    const b = new Table(processView(store), a.name, a.path, a.schema);
-    await rollbackTo(b, { snapshotId: 1 });
-    expect(await upsert(b, [3], 'c')).toBe(2);
-    // Act: A's retry takes the index over for snapshot 3, but B creates 3 just before A's put.
-    store.onSnapshotPut = async () => void (await upsert(b, [4], 'd'));
-    const retry = await a.write([{ id: 7, v: 'g' }], { commitIdentifier: 'batch-7' });
-    // Assess: A read forward past B's snapshot 3 (not its cached old 3) and committed batch-7 as 4.
-    expect(retry.alreadyCommitted).toBe(false);
-    expect(retry.snapshot!.id).toBe(4);
-    expect(await rowsAt(b)).toEqual(['1=a', '3=c', '4=d', '7=g']);
-    await expectVerified(b);
-  });
-
-  it('a rollback right after a warm writer\'s commit: its next commit (base unchecked, seen moments ago) is withdrawn and lands on the target', async () => {
-    // Prepare: writer A commits snapshot 3; B rolls back to 1 at once, so A's base (3, made by A
-    // moments ago, which it does not HEAD again) is gone and its next id 4 is free.
+  it("a writer in another process whose cached base predates the rollback lands on the rollback's state", async () => {
     const store = new MemoryStore();
     const a = await newTable({}, store);
     await upsert(a, [1], 'a');
     await upsert(a, [2], 'b');
-    await upsert(a, [3], 'removed');
-    const b = new Table(store, a.name, a.path, a.schema);
-    await rollbackTo(b, { snapshotId: 1 });
-    // Act
-    const id = await upsert(a, [4], 'd');
-    // Assess: landed on the target, nothing of the removed snapshots is back, no gap left behind
-    expect(id).toBe(2);
-    expect(await b.snapshots.listIds()).toEqual([1, 2]);
-    expect(await rowsAt(b)).toEqual(['1=a', '4=d']);
-    await expectVerified(b);
-  });
-
-  it('while a writer\'s snapshot on a removed base exists (until it withdraws it), a reader that knew the removed latest does not take it for the latest', async () => {
-    // Prepare: reader C knows snapshot 3; B rolls back to 1; warm writer A (base 3, seen moments
-    // ago, not checked again) creates snapshot 4 on it and withdraws it after its parent check.
-    const store = new AfterPutStore();
-    const a = await newTable({}, store);
-    await upsert(a, [1], 'a');
-    await upsert(a, [2], 'b');
-    await upsert(a, [3], 'removed');
-    const c = new Table(processView(store), a.name, a.path, a.schema);
-    expect(await rowsAt(c)).toEqual(['1=a', '2=b', '3=removed']);
+    await upsert(a, [3], 'undone');
     await rollbackTo(new Table(processView(store), a.name, a.path, a.schema), { snapshotId: 1 });
-    const inWindow: Array<{ created: string; latest?: number; rows: string[] }> = [];
-    store.afterSnapshotPut = async (key) => {
-      inWindow.push({ created: key.slice(key.lastIndexOf('/') + 1), latest: await c.snapshots.latestId(), rows: await rowsAt(c) });
-      // A reader coming through a listing (no hint) sees the same.
-      await store.delete(latestHintKey(a.path));
-      const cold = new Table(processView(store), a.name, a.path, a.schema);
-      inWindow.push({ created: 'cold reader', latest: await cold.snapshots.latestId(), rows: await rowsAt(cold) });
-    };
-    // Act
     const id = await upsert(a, [4], 'd');
-    // Assess: in the window snapshot 4 existed, and both readers saw snapshot 1; A landed as 2.
-    expect(inWindow).toEqual([
-      { created: 'snapshot-4', latest: 1, rows: ['1=a'] },
-      { created: 'cold reader', latest: 1, rows: ['1=a'] },
-    ]);
-    expect(id).toBe(2);
-    expect(await rowsAt(c)).toEqual(['1=a', '4=d']);
+    expect(id).toBe(5);
+    expect(await rowsAt(a)).toEqual(['1=a', '4=d']);
+    await expectVerified(a);
   });
 
-  it('a writer holding a removed snapshot as its base does not bring it back, even once its id exists again', async () => {
-    // Prepare: writer A committed snapshot 3 and keeps it cached as its base.
-    const store = new MemoryStore();
-    const a = await newTable({}, store);
-    await upsert(a, [1], 'a');
-    await upsert(a, [2], 'b');
-    await upsert(a, [3], 'removed');
-    const b = new Table(store, a.name, a.path, a.schema);
-    // Act: B rolls back to 1 and commits twice (ids 2 and 3 exist again); A commits on its stale base.
-    await rollbackTo(b, { snapshotId: 1 });
-    await upsert(b, [4], 'd');
-    await upsert(b, [5], 'e');
-    const id = await upsert(a, [6], 'f');
-    // Assess: A's commit landed on B's snapshot 3; nothing of the removed snapshots is back.
-    expect(id).toBe(4);
-    expect(await rowsAt(b)).toEqual(['1=a', '4=d', '5=e', '6=f']);
-    await expectVerified(b);
+  it('a commit that lands first while the rollback plans is undone by it, and named', async () => {
+    // Prepare: the rollback's snapshot put lets a writer in another process commit first.
+    const store = new RacingStore();
+    const admin = await newTable({}, store);
+    await upsert(admin, [1], 'a');
+    await upsert(admin, [2], 'b');
+    const writer = new Table(processView(store), admin.name, admin.path, admin.schema);
+    store.onSnapshotPut = async () => void (await upsert(writer, [3], 'raced'));
+    // Act
+    const r = await rollbackTo(admin, { snapshotId: 1 });
+    // Assess: the rollback lost snapshot 3, planned again on it, and undid it too.
+    expect(r.snapshot!.id).toBe(4);
+    expect(r.undone).toEqual({ from: 2, to: 3 });
+    expect(await rowsAt(admin)).toEqual(['1=a']);
+    expect(await rowsAt(admin, { snapshotId: 3 })).toEqual(['1=a', '2=b', '3=raced']);
+    await expectVerified(admin);
   });
 
-  it('a commit racing the rollback on a removed snapshot is withdrawn by the writer and landed on the target', async () => {
-    // Prepare: the writer's snapshot-file put waits for a rollback that removes its base.
+  it("a commit racing the rollback's put lands after it, on the rolled-back state", async () => {
     const store = new RacingStore();
     const writer = await newTable({}, store);
     await upsert(writer, [1], 'a');
-    await upsert(writer, [2], 'removed');
-    const admin = new Table(store, writer.name, writer.path, writer.schema);
-    store.onSnapshotPut = async () => {
-      await rollbackTo(admin, { snapshotId: 1 });
-    };
-    // Act: the writer planned snapshot 3 on snapshot 2; the rollback removes 2 before the put.
+    await upsert(writer, [2], 'undone');
+    const admin = new Table(processView(store), writer.name, writer.path, writer.schema);
+    store.onSnapshotPut = async () => void (await rollbackTo(admin, { snapshotId: 1 }));
+    // Act: the writer planned snapshot 3 on snapshot 2; the rollback takes 3 before its put.
     const id = await upsert(writer, [3], 'c');
     // Assess
-    expect(id).toBe(2);
-    expect(await admin.snapshots.listIds()).toEqual([1, 2]);
+    expect(id).toBe(4);
     expect(await rowsAt(admin)).toEqual(['1=a', '3=c']);
     await expectVerified(admin);
+  });
+
+  it('streams skip the rollback snapshot with an overwrite-skipped plan, even with streaming-read-overwrite', async () => {
+    const table = await newTable({ 'streaming-read-overwrite': 'true' });
+    await upsert(table, [1], 'a');
+    await upsert(table, [2], 'b');
+    await rollbackTo(table, { snapshotId: 1 });
+    const scan = new StreamScan(table, { mode: 'from-snapshot', snapshotId: 3 });
+    const plan = await scan.plan();
+    expect(plan?.snapshot.id).toBe(3);
+    expect(plan?.overwriteSkipped).toBe(true);
+    expect(plan?.splits).toEqual([]);
+  });
+
+  it('finishes a journal an earlier varve left unfinished: its tags go, consumers past the latest move back, then the rollback runs', async () => {
+    // Prepare: an earlier varve's rollback to 3 had removed snapshots 8..6 (newest first) and crashed.
+    const table = await newTable();
+    const history = await eightSnapshots(table);
+    await createTag(table.store, table.path, 'seven', 7);
+    await addConsumer(table, 'ahead', 9);
+    const uuids: Record<string, string> = {};
+    for (const id of [4, 5, 6, 7, 8])
+      uuids[String(id)] = (await table.snapshots.read(id)).properties!['varve.commit-uuid'];
+    const journal = {
+      version: 1,
+      target: 3,
+      createdAt: Date.now(),
+      snapshots: uuids,
+      tags: ['seven'],
+      dataFiles: [],
+      changelogFiles: [],
+      manifests: [],
+      manifestLists: [],
+    };
+    await table.store.put(`${table.path}/rollback/rollback`, utf8(JSON.stringify(journal)));
+    for (const id of [8, 7, 6]) await table.store.delete(table.snapshots.snapshotKey(id));
+    const fresh = new Table(table.store, table.name, table.path, table.schema);
+    // Act
+    const r = await rollbackTo(fresh, { snapshotId: 3 });
+    // Assess
+    expect(r.legacy).toMatch(
+      /finished the rollback to snapshot 3 that an earlier varve left unfinished: it had removed snapshots 6\.\.8, the latest snapshot is 5; removed its tags seven; moved consumers back: ahead \(from 9 to 6\)/,
+    );
+    expect(await table.store.head(`${table.path}/rollback/rollback`)).toBeUndefined();
+    expect(r.snapshot!.id).toBe(6);
+    expect(r.undone).toEqual({ from: 4, to: 5 });
+    expect(await rowsAt(fresh)).toEqual(history.get(3));
+    expect((await readConsumer(table.store, table.path, 'ahead'))!.nextSnapshot).toBe(6);
+    await expectVerified(fresh);
   });
 });

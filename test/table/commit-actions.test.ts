@@ -7,6 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
+import { rollbackTo } from '../../lib/maintenance/rollback.js';
+import { createTag } from '../../lib/snapshot/tags.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { COMMIT_ACTION_NAMES, requestAction, type CommitActionName } from '../../lib/snapshot/commit.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
@@ -58,6 +60,17 @@ const SCENARIOS: Record<CommitActionName, Array<{ what: string; primaryKey: bool
       what: 'a ready-made request',
       primaryKey: true,
       run: (t) => commitToTable(t, requestAction({ commitUser: 'u', commitIdentifier: 'empty', kind: 'APPEND', schemaId: t.schema.id, batches: [], allowEmpty: true })),
+    },
+  ],
+  rollback: [
+    { what: 'rollback --to-snapshot', primaryKey: true, run: (t) => rollbackTo(t, { snapshotId: 1 }) },
+    {
+      what: 'rollback --to-tag',
+      primaryKey: true,
+      run: async (t) => {
+        await createTag(t.store, t.path, 'first', 1);
+        return rollbackTo(t, { tag: 'first' });
+      },
     },
   ],
 };
