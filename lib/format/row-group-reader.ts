@@ -165,6 +165,7 @@ function describeFooter(meta: ThriftStruct, src: ByteSource): ParquetFooter {
   const chunks: ChunkLayout[][] = [];
   for (const item of list(meta, 4)?.items ?? []) {
     const rg = struct(item, 'row group');
+    const groupRows = i64(rg, 3) ?? 0;
     const layout: ChunkLayout[] = [];
     for (const c of list(rg, 1)?.items ?? []) {
       const chunk = struct(c, 'column chunk');
@@ -175,12 +176,18 @@ function describeFooter(meta: ThriftStruct, src: ByteSource): ParquetFooter {
       const path = list(cmd, 3)?.items ?? [];
       const column = path[0] instanceof Uint8Array ? decoder.decode(path[0]) : '';
       const { start, length } = chunkRange(cmd);
+      if (groupRows === 0) {
+        // A row group of no rows has nothing to read (pyarrow writes one for an empty table, its
+        // chunks' data page offset 0): its chunks are kept as empty ones, and readers skip it.
+        layout.push({ column, start: 4, length: 0 });
+        continue;
+      }
       if (start < 4 || length < 0 || start + length > src.size) {
         throw new CorruptMetadataError(`${src.name}: column chunk of ${column} at [${start}, ${start + length}) lies outside the file (${src.size} bytes)`);
       }
       layout.push({ column, start, length });
     }
-    rowGroups.push({ numRows: i64(rg, 3) ?? 0, bytes: layout.reduce((n, c) => n + c.length, 0) });
+    rowGroups.push({ numRows: groupRows, bytes: layout.reduce((n, c) => n + c.length, 0) });
     chunks.push(layout);
   }
   const kv = keyValues(meta);
@@ -474,6 +481,7 @@ export async function* readRowGroupsRanged(
   const footer = opts.footer ?? (await readParquetFooter(src));
   const wanted = opts.columns === undefined ? undefined : new Set(opts.columns);
   for (let g = 0; g < footer.rowGroups.length; g++) {
+    if (footer.rowGroups[g].numRows === 0) continue;
     const { file } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
     opts.onRowGroup?.(g);
     try {

@@ -272,9 +272,11 @@ async function* parquetChunks(input: RecordInput, records: RecordColumns, chunkR
   try {
     const src = await rangedSourceOf(input, (dir) => (spill = dir));
     const footer = await inputFooter(src);
+    const rows = new ParquetRowLabels(footer);
     let line = 0;
     let bytes = 0;
     let group = 0;
+    const take = () => rows.relabelChunk(records.take(group === footer.rowGroups.length - 1 ? src.size : bytes));
     const rowGroups = readRowGroupsRanged(src, {
       footer,
       onRowGroup: (g) => {
@@ -289,7 +291,7 @@ async function* parquetChunks(input: RecordInput, records: RecordColumns, chunkR
       const direct = columns?.take(table);
       if (direct !== undefined) {
         const read = group === footer.rowGroups.length - 1 ? src.size : bytes;
-        if (records.count > 0) yield records.take(read);
+        if (records.count > 0) yield take();
         for (let at = 0; at < direct.numRows; at += chunkRows) yield { table: direct.slice(at, at + chunkRows), rejected: [], bytesRead: read };
         line += direct.numRows;
         continue;
@@ -301,14 +303,54 @@ async function* parquetChunks(input: RecordInput, records: RecordColumns, chunkR
           const values: Record<string, unknown> = {};
           for (const f of fields) values[f.name] = row[f.name] === null ? null : toJsonValue(f.type, row[f.name]);
           line++;
-          records.addObject(values, line, () => JSON.stringify(values));
-          if (records.count >= chunkRows) yield records.take(group === footer.rowGroups.length - 1 ? src.size : bytes);
+          try {
+            records.addObject(values, line, () => JSON.stringify(values));
+          } catch (e) {
+            throw rows.relabelError(e);
+          }
+          if (records.count >= chunkRows) yield take();
         }
       }
     }
-    if (records.count > 0) yield records.take(group === footer.rowGroups.length - 1 ? src.size : bytes);
+    if (records.count > 0) yield take();
   } finally {
     if (spill !== undefined) await rm(spill, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Parquet input has rows, not lines: a record's error says "row N (row group G)" (N 1-based
+ * across the file, G 0-based as Parquet tools count them) where text input says "line N".
+ */
+class ParquetRowLabels {
+  /** The 1-based number of each row group's first row. */
+  private readonly firstRows: number[] = [];
+
+  constructor(footer: ParquetFooter) {
+    let next = 1;
+    for (const g of footer.rowGroups) {
+      this.firstRows.push(next);
+      next += g.numRows;
+    }
+  }
+
+  /** `message` with its leading "line N" said as a Parquet row. */
+  relabel(message: string): string {
+    return message.replace(/^line (\d+)/, (_, n: string) => {
+      let g = 0;
+      while (g + 1 < this.firstRows.length && this.firstRows[g + 1] <= Number(n)) g++;
+      return `row ${n} (row group ${g})`;
+    });
+  }
+
+  relabelError(e: unknown): unknown {
+    if (!(e instanceof RecordValidationError)) return e;
+    return new RecordValidationError(this.relabel(e.message), e.line, e.field);
+  }
+
+  relabelChunk(chunk: ColumnChunk): ColumnChunk {
+    if (chunk.rejected.length === 0) return chunk;
+    return { ...chunk, rejected: chunk.rejected.map((r) => ({ ...r, reason: this.relabel(r.reason) })) };
   }
 }
 

@@ -4,7 +4,7 @@
  * documented (docs/CLI-INPUT.md).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -230,5 +230,31 @@ describe('AWS setup, as a user without it meets it', () => {
     expect(r.err).toMatch(/cannot reach S3 at http:\/\/127\.0\.0\.1:1 \(ECONNREFUSED\): check that the server AWS_ENDPOINT_URL names is running/);
     expect(r.err).not.toMatch(/unavailable or throttling/);
     sdkNote(r.err);
+  });
+});
+
+describe('Parquet input written by pyarrow (test/cli/fixtures/make-pyarrow-inputs.py)', () => {
+  const fixture = (name: string) => join(__dirname, 'fixtures', name);
+
+  it('takes a valid 0-row file: nothing to write, not "lies outside the file"', async () => {
+    expect((await varve('create', 'db.p', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id')).code).toBe(0);
+    const r = await varve('write', 'db.p', fixture('empty.parquet'));
+    expect({ code: r.code, err: r.err }).toEqual({ code: 0, err: '' });
+    expect(r.out).toBe('nothing to write\n');
+    expect((await varve('count', 'db.p')).out.trim()).toBe('0');
+  });
+
+  it('names a bad row as "row N (row group G)", not a line', async () => {
+    expect((await varve('create', 'db.q', '--schema', 'id BIGINT, qty INT', '--primary-key', 'id')).code).toBe(0);
+    const r = await varve('write', 'db.q', fixture('two-groups.parquet'));
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/^varve: row 3 \(row group 1\), field "qty" \(INT\)/m);
+    expect(r.err).not.toMatch(/line \d/);
+    // With --skip-invalid, the rejects file says the same.
+    const rejects = join(dir, 'rejects.jsonl');
+    const skipped = await varve('write', 'db.q', fixture('two-groups.parquet'), '--skip-invalid', rejects);
+    expect(skipped.code, skipped.err).toBe(0);
+    expect(JSON.parse(readFileSync(rejects, 'utf8').trim()).reason).toMatch(/^row 3 \(row group 1\), field "qty"/);
+    expect((await varve('count', 'db.q')).out.trim()).toBe('3');
   });
 });
