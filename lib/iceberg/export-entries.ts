@@ -1,18 +1,18 @@
 /**
- * The entries of one export's manifest: which varve files an Iceberg reader sees (exportedFiles)
+ * The entries of one export's manifests: which varve files an Iceberg reader sees (exportedFiles)
  * and, against the files the previous export listed, each one as ADDED (new), EXISTING (kept
  * with its first snapshot and sequence number) or DELETED (left since the previous export). Data
- * files only today (manifest content 0); position-delete files of deletion vectors would be
- * planned beside them, in a delete manifest of their own (content 1).
+ * files go in a data manifest (content 0); a deletion-vector table's position delete files
+ * (position-deletes.ts) in a delete manifest of their own (content 1), planned the same way.
  */
 import { IcebergExportError } from '../errors.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import { dataFileKey } from '../manifest/table-paths.js';
 import type { TableSchema } from '../schema/types.js';
-import type { ObjectStore } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import type { PartitionAvroField } from './avro-schemas.js';
-import { EntryStatus, type ExportedFile } from './iceberg-manifests.js';
+import { EntryStatus, FileContent, type ExportedFile } from './iceberg-manifests.js';
+import { POSITION_DELETE_FILE_PATH_ID } from './position-deletes.js';
 import { storeUri } from './iceberg-metadata.js';
 import { partitionAvroFields, partitionAvroValue, partitionValuesOf, type IcebergPartitionSpec } from './iceberg-schema.js';
 
@@ -40,9 +40,18 @@ export interface DataEntries {
   records: number;
 }
 
-/** The files of `live` an Iceberg reader must see: each bucket's highest level for a primary-key table, all files otherwise. */
+/** True for a table with deletion vectors: every live file minus its vector is exactly the table. */
+export function usesDeletionVectors(table: Table): boolean {
+  return table.schema.primaryKeys.length > 0 && table.options.get('deletion-vectors.enabled') === true;
+}
+
+/**
+ * The files of `live` an Iceberg reader must see: each bucket's highest level for a primary-key
+ * table, all files otherwise (a table without a primary key, or with deletion vectors, whose
+ * position deletes then drop the superseded and retract rows).
+ */
 export function exportedFiles(table: Table, live: readonly ManifestEntry[]): ManifestEntry[] {
-  if (table.schema.primaryKeys.length === 0) return [...live];
+  if (table.schema.primaryKeys.length === 0 || usesDeletionVectors(table)) return [...live];
   const top = table.options.numLevels - 1;
   // A bucket's highest level is num-levels - 1, or higher when num-levels was lowered since.
   const maxLevel = new Map<string, number>();
@@ -75,12 +84,29 @@ function avroCompatibleName(name: string): string {
   return out;
 }
 
-/** The Avro `data_file` record of a data file (no column statistics: see docs/ICEBERG.md). */
-function dataFileRecord(path: string, partition: Record<string, unknown>, records: bigint, size: bigint): Record<string, unknown> {
+/** A file one export lists: a data file or a position delete file. */
+export interface PlannedFile {
+  /** Absolute location. */
+  path: string;
+  /** The varve partition path of the file. */
+  partition: string;
+  records: number;
+  size: number;
+  /** Set for a position delete file: the location of the one data file it applies to. */
+  deletesFrom?: string;
+}
+
+/**
+ * The Avro `data_file` record of a data file or (with `deletesFrom`) of a position delete file,
+ * whose file_path bounds name the one data file it applies to, as Iceberg's writers record them
+ * (readers then match it to that file only). No column statistics otherwise: see docs/ICEBERG.md.
+ */
+function dataFileRecord(path: string, partition: Record<string, unknown>, records: bigint, size: bigint, deletesFrom?: string): Record<string, unknown> {
+  const bound = deletesFrom === undefined ? null : [{ key: POSITION_DELETE_FILE_PATH_ID, value: Buffer.from(deletesFrom, 'utf8') }];
   return {
-    content: 0, file_path: path, file_format: 'PARQUET', partition, record_count: records, file_size_in_bytes: size,
-    column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null, lower_bounds: null,
-    upper_bounds: null, key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
+    content: deletesFrom === undefined ? FileContent.DATA : FileContent.POSITION_DELETES, file_path: path, file_format: 'PARQUET', partition,
+    record_count: records, file_size_in_bytes: size, column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null,
+    lower_bounds: bound, upper_bounds: bound, key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
   };
 }
 
@@ -99,31 +125,40 @@ function partitionTuples(table: Table, schema: TableSchema, avroFields: readonly
   };
 }
 
+/** The data files of `files` (varve manifest entries) as planned files. */
+export function plannedDataFiles(table: Table, files: readonly ManifestEntry[]): PlannedFile[] {
+  return files.map((e) => ({
+    path: storeUri(table.store, dataFileKey(table.path, e.partition, e.bucket, e.file.fileName)),
+    partition: e.partition,
+    records: e.file.rowCount,
+    size: e.file.fileSize,
+  }));
+}
+
 /**
- * The data manifest of Iceberg snapshot `id` (sequence number `seq`) holding `files`: a file the
- * previous export listed (`before`, by absolute path) keeps its snapshot and sequence numbers.
+ * The manifest (data or deletes) of Iceberg snapshot `id` (sequence number `seq`) holding `files`:
+ * a file the previous export listed (`before`, by absolute path, of the same content) keeps its
+ * snapshot and sequence numbers; one it listed that `files` lacks is a DELETED entry.
  */
-export function planDataEntries(
+export function planEntries(
   table: Table,
   schema: TableSchema,
   spec: IcebergPartitionSpec,
-  files: readonly ManifestEntry[],
+  files: readonly PlannedFile[],
   before: ReadonlyMap<string, ExportedFile>,
   at: { id: bigint; seq: bigint },
 ): DataEntries {
-  const store: ObjectStore = table.store;
   const avroFields = partitionAvroFields(schema, spec).map((f) => ({ ...f, name: avroCompatibleName(f.name) }));
   const tupleOf = partitionTuples(table, schema, avroFields);
   const entries: unknown[] = [];
   const kept = new Set<string>();
   const stats: EntryStats = { added: 0, existing: 0, deleted: 0, addedRows: 0n, existingRows: 0n, deletedRows: 0n, minSeq: at.seq };
   let records = 0;
-  for (const e of files) {
-    const path = storeUri(store, dataFileKey(table.path, e.partition, e.bucket, e.file.fileName));
-    const old = before.get(path);
-    const rows = BigInt(e.file.rowCount);
-    records += e.file.rowCount;
-    kept.add(path);
+  for (const f of files) {
+    const old = before.get(f.path);
+    const rows = BigInt(f.records);
+    records += f.records;
+    kept.add(f.path);
     if (old) {
       stats.existing++;
       stats.existingRows += rows;
@@ -137,7 +172,7 @@ export function planDataEntries(
       snapshot_id: old ? old.snapshotId : at.id,
       sequence_number: old ? old.sequenceNumber : at.seq,
       file_sequence_number: old ? old.fileSequenceNumber : at.seq,
-      data_file: dataFileRecord(path, tupleOf(e.partition), rows, BigInt(e.file.fileSize)),
+      data_file: dataFileRecord(f.path, tupleOf(f.partition), rows, BigInt(f.size), f.deletesFrom),
     });
   }
   for (const [path, old] of before) {
@@ -149,7 +184,7 @@ export function planDataEntries(
       snapshot_id: at.id,
       sequence_number: old.sequenceNumber,
       file_sequence_number: old.fileSequenceNumber,
-      data_file: dataFileRecord(path, old.partition, old.recordCount, old.fileSize),
+      data_file: dataFileRecord(path, old.partition, old.recordCount, old.fileSize, old.deletesFrom),
     });
   }
   return { entries, stats, avroFields, files: files.length, records };

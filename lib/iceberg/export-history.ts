@@ -11,7 +11,7 @@ import { COMMIT_UUID_PROPERTY } from '../snapshot/commit-plan.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { ObjectStore } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
-import { manifestKeyForList } from './iceberg-manifests.js';
+import { manifestKeysForList } from './iceberg-manifests.js';
 import { metadataFileKey, storeKeyOf, type IcebergLocation, type IcebergSnapshot, type IcebergTableMetadata } from './iceberg-metadata.js';
 
 /** Summary key: the commit uuid of the varve snapshot an Iceberg snapshot exports. */
@@ -92,13 +92,18 @@ function versionOfUri(uri: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/** Deletes the metadata file, manifest list and manifest of Iceberg snapshots dropped from the history; how many objects. */
+/** Deletes the metadata file, manifest list and manifests of Iceberg snapshots dropped from the history; how many objects. */
 export async function trimHistory(store: ObjectStore, loc: IcebergLocation, dropped: readonly IcebergSnapshot[]): Promise<number> {
   let n = 0;
   for (const s of dropped) {
     const listKey = storeKeyOf(store, s['manifest-list']);
     const keys = [metadataFileKey(loc, metadataVersionOf(s))];
-    if (listKey?.startsWith(loc.metadataDir)) keys.push(listKey, manifestKeyForList(listKey));
+    if (listKey?.startsWith(loc.metadataDir)) {
+      const manifests = manifestKeysForList(listKey);
+      keys.push(listKey, manifests.data);
+      // Only a deletion-vector table's exports write a delete manifest.
+      if ((await store.head(manifests.deletes)) !== undefined) keys.push(manifests.deletes);
+    }
     for (const k of keys) {
       try {
         await store.delete(k);

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { TableSchema } from '../schema/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { Table } from '../table/table.js';
-import type { EntryStats } from './export-entries.js';
+import { usesDeletionVectors, type EntryStats } from './export-entries.js';
 import { COMMIT_UUID_SUMMARY, commitUuidOf, keptMetadataLog, METADATA_VERSION_SUMMARY } from './export-history.js';
 import { storeUri, type IcebergLocation, type IcebergSnapshot, type IcebergTableMetadata } from './iceberg-metadata.js';
 import { FIRST_PARTITION_FIELD_ID, nameMappingOf, type IcebergPartitionSpec, type IcebergSchema } from './iceberg-schema.js';
@@ -30,6 +30,8 @@ export interface ExportedVersion {
   stats: EntryStats;
   files: number;
   records: number;
+  /** A deletion-vector table's position delete files: their manifest's counts, how many files and deleted positions. */
+  deletes?: { stats: EntryStats; files: number; records: number };
   /** Snapshots of `prev` that stay in the history. */
   kept: IcebergSnapshot[];
   now: number;
@@ -38,13 +40,33 @@ export interface ExportedVersion {
 }
 
 /**
- * Iceberg's operation for the change: a compaction of a table without a primary key rewrites files
- * without changing rows (`replace`); otherwise by what the manifest adds and deletes. (A
- * primary-key table's compaction does change what Iceberg readers see: new rows reach the top level.)
+ * Iceberg's operation for the change: a compaction of a table without a primary key, or with
+ * deletion vectors, rewrites files without changing rows (`replace`); otherwise by what the
+ * manifests add and delete: only new data files is an `append`, only removed data files or new
+ * position deletes a `delete`, both an `overwrite`. (A primary-key table's compaction does change
+ * what Iceberg readers see of it without deletion vectors: new rows reach the top level.)
  */
-function icebergOperation(table: Table, snapshot: Snapshot, stats: EntryStats): string {
-  if (table.schema.primaryKeys.length === 0 && snapshot.commitKind === 'COMPACT' && (stats.added > 0 || stats.deleted > 0)) return 'replace';
-  return stats.deleted === 0 ? 'append' : stats.added === 0 ? 'delete' : 'overwrite';
+function icebergOperation(table: Table, snapshot: Snapshot, stats: EntryStats, deletes: EntryStats | undefined): string {
+  const rowsKept = table.schema.primaryKeys.length === 0 || usesDeletionVectors(table);
+  const changed = stats.added > 0 || stats.deleted > 0 || (deletes !== undefined && (deletes.added > 0 || deletes.deleted > 0));
+  if (rowsKept && snapshot.commitKind === 'COMPACT' && changed) return 'replace';
+  const removes = stats.deleted > 0 || (deletes?.added ?? 0) > 0;
+  return !removes ? 'append' : stats.added === 0 ? 'delete' : 'overwrite';
+}
+
+/** The summary's delete-file counts (zeros for a table without deletion vectors). */
+function deleteSummary(d: ExportedVersion['deletes']): Record<string, string> {
+  if (d === undefined) return { 'total-delete-files': '0', 'total-position-deletes': '0', 'total-equality-deletes': '0' };
+  const s = d.stats;
+  return {
+    'added-delete-files': String(s.added),
+    'removed-delete-files': String(s.deleted),
+    'added-position-deletes': String(s.addedRows),
+    'removed-position-deletes': String(s.deletedRows),
+    'total-delete-files': String(d.files),
+    'total-position-deletes': String(d.records),
+    'total-equality-deletes': '0',
+  };
 }
 
 /** The Iceberg snapshot of one export. */
@@ -59,16 +81,14 @@ function exportedSnapshot(v: ExportedVersion): IcebergSnapshot {
     'timestamp-ms': snapshot.timeMillis,
     'manifest-list': v.manifestListUri,
     summary: {
-      operation: icebergOperation(v.table, snapshot, stats),
+      operation: icebergOperation(v.table, snapshot, stats, v.deletes?.stats),
       'added-data-files': String(stats.added),
       'deleted-data-files': String(stats.deleted),
       'added-records': String(stats.addedRows),
       'deleted-records': String(stats.deletedRows),
       'total-data-files': String(v.files),
       'total-records': String(v.records),
-      'total-delete-files': '0',
-      'total-position-deletes': '0',
-      'total-equality-deletes': '0',
+      ...deleteSummary(v.deletes),
       'varve.commit-kind': snapshot.commitKind,
       ...(uuid !== undefined ? { [COMMIT_UUID_SUMMARY]: uuid } : {}),
       [METADATA_VERSION_SUMMARY]: String(v.version),

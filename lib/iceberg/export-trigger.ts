@@ -2,7 +2,7 @@
  * When the export runs: after a commit, never inside it. An APPEND of level-0 files leaves the
  * highest level — what Iceberg readers see of a primary-key table — unchanged, so only commits
  * that touch the highest level (a full or top-level compaction, an overwrite) start an export;
- * for a table without a primary key every commit does. The check looks at the snapshots since
+ * for a table without a primary key, or with deletion vectors, every commit does. The check looks at the snapshots since
  * the last export, so an export that failed or never ran is redone by the next commit.
  */
 import { IcebergExportError } from '../errors.js';
@@ -11,6 +11,7 @@ import type { Snapshot } from '../snapshot/snapshot.js';
 import type { CommitHooks, CommitInfo } from '../table/commit-hooks.js';
 import type { Table } from '../table/table.js';
 import { exportIceberg, type ExportIcebergResult } from './export.js';
+import { usesDeletionVectors } from './export-entries.js';
 import { COMMIT_UUID_SUMMARY, commitUuidOf, currentIcebergSnapshot, onVarveChain } from './export-history.js';
 import { icebergLocation, readCurrentIcebergMetadata } from './iceberg-metadata.js';
 
@@ -20,9 +21,13 @@ import { icebergLocation, readCurrentIcebergMetadata } from './iceberg-metadata.
  */
 const checked = new WeakMap<Table, { exported: string; upTo: number; upToUuid: string | undefined }>();
 
-/** True when a snapshot may change what Iceberg readers see (its delta touches the highest level). */
+/**
+ * True when a snapshot may change what Iceberg readers see: every commit of a table without a
+ * primary key or with deletion vectors (its live files and vectors are the view), otherwise one
+ * whose delta touches the highest level.
+ */
 async function changesExportedView(table: Table, s: Snapshot): Promise<boolean> {
-  if (table.schema.primaryKeys.length === 0) return true;
+  if (table.schema.primaryKeys.length === 0 || usesDeletionVectors(table)) return true;
   if (s.commitKind === 'APPEND') return false;
   const top = table.options.numLevels - 1;
   const delta = await readDeltaEntries(table.store, table.path, s, {}, table.manifestCache);

@@ -17,7 +17,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { RetriesExhaustedError } from '../errors.js';
+import { dvFileIdentity, loadDeletionVector, readDeletionIndex, refIdentity } from '../manifest/deletion-index.js';
 import { readLiveFiles } from '../manifest/scan.js';
+import { dataFileKey } from '../manifest/table-paths.js';
+import type { ManifestEntry } from '../manifest/types.js';
 import { RetryBudget } from '../retry-budget.js';
 import { readSchema } from '../schema/schema-manager.js';
 import type { TableSchema } from '../schema/types.js';
@@ -26,10 +29,11 @@ import { utf8, type ObjectStore } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import { encodeAvroFile } from './avro-file.js';
 import { manifestEntrySchema, manifestListSchema } from './avro-schemas.js';
-import { exportedFiles, planDataEntries, type DataEntries } from './export-entries.js';
+import { exportedFiles, planEntries, plannedDataFiles, usesDeletionVectors, type DataEntries, type EntryStats, type PlannedFile } from './export-entries.js';
 import { currentIcebergSnapshot, keptHistory, onVarveChain, commitUuidOf, trimHistory, COMMIT_UUID_SUMMARY } from './export-history.js';
 import { exportedMetadata, tableUuidOf } from './export-metadata.js';
-import { EntryStatus, manifestKeyForList, readCurrentEntries, type ExportedFile } from './iceberg-manifests.js';
+import { EntryStatus, FileContent, manifestKeysForList, readCurrentEntries, type ExportedFile } from './iceberg-manifests.js';
+import { encodePositionDeleteFile, positionDeleteFileKey } from './position-deletes.js';
 import {
   icebergLocation,
   metadataFileKey,
@@ -131,37 +135,58 @@ async function exportStanding(
   };
 }
 
-/** The manifest and manifest list of one export, written; the keys, for removal when the version is lost. */
+/** One export's plan: its data manifest, and its delete manifest for a deletion-vector table. */
+interface ExportPlan {
+  data: DataEntries;
+  deletes?: DataEntries;
+  icebergSchema: IcebergSchema;
+  spec: IcebergPartitionSpec;
+  seq: number;
+  parent?: number;
+}
+
+/** The manifest list row of a manifest written at `key`. */
+function manifestListRow(store: ObjectStore, key: string, bytes: number, content: number, plan: ExportPlan, snapshot: Snapshot, s: EntryStats): unknown {
+  return {
+    manifest_path: storeUri(store, key), manifest_length: BigInt(bytes), partition_spec_id: plan.spec['spec-id'],
+    content, sequence_number: BigInt(plan.seq), min_sequence_number: s.minSeq, added_snapshot_id: BigInt(snapshot.id),
+    added_files_count: s.added, existing_files_count: s.existing, deleted_files_count: s.deleted,
+    added_rows_count: s.addedRows, existing_rows_count: s.existingRows, deleted_rows_count: s.deletedRows,
+    partitions: null, key_metadata: null,
+  };
+}
+
+/** The manifests and manifest list of one export, written; the keys, for removal when the version is lost. */
 async function writeManifests(
   store: ObjectStore,
   loc: IcebergLocation,
   snapshot: Snapshot,
-  plan: { data: DataEntries; icebergSchema: IcebergSchema; spec: IcebergPartitionSpec; seq: number; parent?: number },
+  plan: ExportPlan,
   newId: () => string,
   counter: WriteCounter,
 ): Promise<{ listKey: string; manifestKeys: string[] }> {
-  const { data, icebergSchema, spec, seq } = plan;
+  const { icebergSchema, spec, seq } = plan;
   const listKey = `${loc.metadataDir}snap-${snapshot.id}-1-${newId()}.avro`;
-  const manifestKey = manifestKeyForList(listKey);
+  const keys = manifestKeysForList(listKey);
   const manifests: unknown[] = [];
-  if (data.entries.length > 0) {
-    const manifest = await encodeAvroFile(manifestEntrySchema(data.avroFields), data.entries, {
+  const manifestKeys: string[] = [];
+  const parts = [
+    { key: keys.data, entries: plan.data, content: FileContent.DATA, name: 'data' },
+    { key: keys.deletes, entries: plan.deletes, content: FileContent.POSITION_DELETES, name: 'deletes' },
+  ];
+  for (const part of parts) {
+    if (part.entries === undefined || part.entries.entries.length === 0) continue;
+    const manifest = await encodeAvroFile(manifestEntrySchema(part.entries.avroFields), part.entries.entries, {
       schema: JSON.stringify(icebergSchema),
       'schema-id': String(icebergSchema['schema-id']),
       'partition-spec': JSON.stringify(spec.fields),
       'partition-spec-id': String(spec['spec-id']),
       'format-version': '2',
-      content: 'data',
+      content: part.name,
     });
-    await put(store, manifestKey, manifest, counter);
-    const s = data.stats;
-    manifests.push({
-      manifest_path: storeUri(store, manifestKey), manifest_length: BigInt(manifest.byteLength), partition_spec_id: spec['spec-id'],
-      content: 0, sequence_number: BigInt(seq), min_sequence_number: s.minSeq, added_snapshot_id: BigInt(snapshot.id),
-      added_files_count: s.added, existing_files_count: s.existing, deleted_files_count: s.deleted,
-      added_rows_count: s.addedRows, existing_rows_count: s.existingRows, deleted_rows_count: s.deletedRows,
-      partitions: null, key_metadata: null,
-    });
+    await put(store, part.key, manifest, counter);
+    manifestKeys.push(part.key);
+    manifests.push(manifestListRow(store, part.key, manifest.byteLength, part.content, plan, snapshot, part.entries.stats));
   }
   const list = await encodeAvroFile(manifestListSchema(), manifests, {
     'snapshot-id': String(snapshot.id),
@@ -170,7 +195,7 @@ async function writeManifests(
     'format-version': '2',
   });
   await put(store, listKey, list, counter);
-  return { listKey, manifestKeys: manifests.length > 0 ? [manifestKey] : [] };
+  return { listKey, manifestKeys };
 }
 
 /**
@@ -193,14 +218,21 @@ async function exportVersion(
   const spec = icebergPartitionSpecOf(schema);
   const files = exportedFiles(table, await readLiveFiles(store, table.path, snapshot, {}, table.manifestCache));
   const seq = (prev?.['last-sequence-number'] ?? 0) + 1;
-  const data = planDataEntries(table, schema, spec, files, await previousFiles(store, prev), { id: BigInt(snapshot.id), seq: BigInt(seq) });
+  const at = { id: BigInt(snapshot.id), seq: BigInt(seq) };
+  const before = await previousFiles(store, prev);
+  const data = planEntries(table, schema, spec, plannedDataFiles(table, files), before.data, at);
+  const deletes = usesDeletionVectors(table)
+    ? planEntries(table, schema, spec, await positionDeleteFiles(table, snapshot, files, before.deletes, counter), before.deletes, at)
+    : undefined;
   const { kept, dropped } = await keptHistory(table, prev, snapshot);
   const parent = kept.at(-1)?.['snapshot-id'];
-  const { listKey, manifestKeys } = await writeManifests(store, loc, snapshot, { data, icebergSchema, spec, seq, parent }, opts.newId ?? randomUUID, counter);
+  const plan: ExportPlan = { data, deletes, icebergSchema, spec, seq, parent };
+  const { listKey, manifestKeys } = await writeManifests(store, loc, snapshot, plan, opts.newId ?? randomUUID, counter);
   const version = (current?.version ?? 0) + 1;
   const metadata = exportedMetadata({
     table, loc, snapshot, schema, icebergSchema, spec, prev, prevUri: current && storeUri(store, current.key), version, seq,
-    manifestListUri: storeUri(store, listKey), stats: data.stats, files: data.files, records: data.records, kept,
+    manifestListUri: storeUri(store, listKey), stats: data.stats, deletes: deletes && { stats: deletes.stats, files: deletes.files, records: deletes.records },
+    files: data.files, records: data.records, kept,
     now: opts.now ?? Date.now(), tableUuid: tableUuidOf(table, await schemaOf(table, 0).catch(() => schema)),
   });
   const metadataKey = metadataFileKey(loc, version);
@@ -227,11 +259,46 @@ async function exportVersion(
   };
 }
 
-/** The files the current Iceberg snapshot of `prev` reads, by absolute path. */
-async function previousFiles(store: ObjectStore, prev: IcebergTableMetadata | undefined): Promise<Map<string, ExportedFile>> {
-  const before = new Map<string, ExportedFile>();
-  if (prev !== undefined) for (const e of await readCurrentEntries(store, prev)) if (e.status !== EntryStatus.DELETED) before.set(e.path, e);
-  return before;
+/** The data and delete files the current Iceberg snapshot of `prev` reads, by absolute path. */
+async function previousFiles(store: ObjectStore, prev: IcebergTableMetadata | undefined): Promise<{ data: Map<string, ExportedFile>; deletes: Map<string, ExportedFile> }> {
+  const data = new Map<string, ExportedFile>();
+  const deletes = new Map<string, ExportedFile>();
+  if (prev === undefined) return { data, deletes };
+  for (const e of await readCurrentEntries(store, prev)) {
+    if (e.status !== EntryStatus.DELETED) (e.content === FileContent.DATA ? data : deletes).set(e.path, e);
+  }
+  return { data, deletes };
+}
+
+/**
+ * The position delete file of every exported data file with a deletion vector in `snapshot`: one
+ * the previous export listed is kept as it is (same vector blob, same key); the others are written
+ * now, from the vector.
+ */
+async function positionDeleteFiles(
+  table: Table,
+  snapshot: Snapshot,
+  files: readonly ManifestEntry[],
+  before: ReadonlyMap<string, ExportedFile>,
+  counter: WriteCounter,
+): Promise<PlannedFile[]> {
+  const exported = new Set(files.map((e) => dvFileIdentity(e.partition, e.bucket, e.file.fileName)));
+  const out: PlannedFile[] = [];
+  for (const ref of await readDeletionIndex(table.store, table.path, snapshot)) {
+    if (!exported.has(refIdentity(ref))) continue;
+    const key = positionDeleteFileKey(table.path, ref);
+    const path = storeUri(table.store, key);
+    const deletesFrom = storeUri(table.store, dataFileKey(table.path, ref.partition, ref.bucket, ref.fileName));
+    const old = before.get(path);
+    let size = Number(old?.fileSize ?? 0);
+    if (old === undefined) {
+      const bytes = encodePositionDeleteFile(deletesFrom, await loadDeletionVector(table.store, table.path, ref));
+      await put(table.store, key, bytes, counter);
+      size = bytes.byteLength;
+    }
+    out.push({ path, partition: ref.partition, records: ref.cardinality, size, deletesFrom });
+  }
+  return out;
 }
 
 async function schemaOf(table: Table, id: number): Promise<TableSchema> {

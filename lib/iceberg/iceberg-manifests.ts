@@ -6,14 +6,20 @@
 import { IcebergExportError, ObjectNotFoundError } from '../errors.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { decodeAvroFile } from './avro-file.js';
+import { POSITION_DELETE_FILE_PATH_ID } from './position-deletes.js';
 import { storeKeyOf, type IcebergSnapshot, type IcebergTableMetadata } from './iceberg-metadata.js';
 
 /** Entry status (Iceberg spec): 0 EXISTING, 1 ADDED, 2 DELETED. */
 export const EntryStatus = { EXISTING: 0, ADDED: 1, DELETED: 2 } as const;
 
-/** A data file entry of an exported manifest, as the export needs it back. */
+/** Manifest entry content (Iceberg spec): 0 data, 1 position deletes. */
+export const FileContent = { DATA: 0, POSITION_DELETES: 1 } as const;
+
+/** A data or delete file entry of an exported manifest, as the export needs it back. */
 export interface ExportedFile {
   status: number;
+  /** FileContent: a data file or a position delete file. */
+  content: number;
   path: string;
   snapshotId: bigint;
   sequenceNumber: bigint;
@@ -22,14 +28,19 @@ export interface ExportedFile {
   fileSize: bigint;
   /** The Avro partition tuple, as written. */
   partition: Record<string, unknown>;
+  /** A position delete file: the data file it applies to (its file_path bound). */
+  deletesFrom?: string;
 }
 
-/** The manifest file of a manifest list named `snap-<id>-1-<uuid>.avro`: `<uuid>-m0.avro` beside it. */
-export function manifestKeyForList(listKey: string): string {
+/**
+ * The manifest files of a manifest list named `snap-<id>-1-<uuid>.avro`, beside it: `<uuid>-m0.avro`
+ * (data files) and `<uuid>-m1.avro` (position delete files, written only for a deletion-vector table).
+ */
+export function manifestKeysForList(listKey: string): { data: string; deletes: string } {
   const slash = listKey.lastIndexOf('/') + 1;
   const m = /^snap-\d+-1-(.+)\.avro$/.exec(listKey.slice(slash));
   if (!m) throw new IcebergExportError(`${listKey} is not a manifest list the export wrote (snap-<id>-1-<uuid>.avro)`, { retryable: false });
-  return `${listKey.slice(0, slash)}${m[1]}-m0.avro`;
+  return { data: `${listKey.slice(0, slash)}${m[1]}-m0.avro`, deletes: `${listKey.slice(0, slash)}${m[1]}-m1.avro` };
 }
 
 async function getAvro(store: ObjectStore, uri: string, what: string): Promise<unknown[]> {
@@ -57,11 +68,19 @@ async function snapshotEntries(store: ObjectStore, s: IcebergSnapshot): Promise<
       snapshot_id: bigint | null;
       sequence_number: bigint | null;
       file_sequence_number: bigint | null;
-      data_file: { file_path: string; record_count: bigint; file_size_in_bytes: bigint; partition: Record<string, unknown> };
+      data_file: {
+        content: number;
+        file_path: string;
+        record_count: bigint;
+        file_size_in_bytes: bigint;
+        partition: Record<string, unknown>;
+        lower_bounds: Array<{ key: number; value: Uint8Array }> | null;
+      };
     }>;
     for (const e of entries) {
       out.push({
         status: e.status,
+        content: e.data_file.content,
         path: e.data_file.file_path,
         snapshotId: e.snapshot_id ?? BigInt(s['snapshot-id']),
         sequenceNumber: e.sequence_number ?? BigInt(s['sequence-number']),
@@ -69,10 +88,18 @@ async function snapshotEntries(store: ObjectStore, s: IcebergSnapshot): Promise<
         recordCount: e.data_file.record_count,
         fileSize: e.data_file.file_size_in_bytes,
         partition: e.data_file.partition,
+        ...deletesFromOf(e.data_file),
       });
     }
   }
   return out;
+}
+
+/** The data file a position delete entry applies to, from its file_path lower bound. */
+function deletesFromOf(f: { content: number; lower_bounds: Array<{ key: number; value: Uint8Array }> | null }): { deletesFrom?: string } {
+  if (f.content !== FileContent.POSITION_DELETES) return {};
+  const bound = f.lower_bounds?.find((b) => b.key === POSITION_DELETE_FILE_PATH_ID);
+  return bound ? { deletesFrom: Buffer.from(bound.value).toString('utf8') } : {};
 }
 
 /** Every entry (all statuses) of the manifests of the current snapshot of `metadata`; [] without one. */
@@ -81,12 +108,12 @@ export async function readCurrentEntries(store: ObjectStore, metadata: IcebergTa
   return current === undefined ? [] : snapshotEntries(store, current);
 }
 
-/** Store keys of the data files the current Iceberg snapshot of `metadata` reads (not DELETED entries). */
+/** Store keys of the data files (not delete files) the current Iceberg snapshot of `metadata` reads (not DELETED entries). */
 export async function currentDataFileKeys(store: ObjectStore, metadata: IcebergTableMetadata): Promise<string[]> {
-  return liveKeys(store, await readCurrentEntries(store, metadata));
+  return liveKeys(store, (await readCurrentEntries(store, metadata)).filter((e) => e.content === FileContent.DATA));
 }
 
-/** Store keys of the data files any snapshot `metadata` lists reads (time travel reaches them all). */
+/** Store keys of the data and delete files any snapshot `metadata` lists reads (time travel reaches them all). */
 export async function listedDataFileKeys(store: ObjectStore, metadata: IcebergTableMetadata): Promise<Set<string>> {
   const out = new Set<string>();
   for (const s of metadata.snapshots) for (const k of liveKeys(store, await snapshotEntries(store, s))) out.add(k);

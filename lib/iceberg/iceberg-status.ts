@@ -10,6 +10,7 @@ import { dataFileKey } from '../manifest/table-paths.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { DisplayValue } from '../table/system-tables.js';
 import type { Table } from '../table/table.js';
+import { usesDeletionVectors } from './export-entries.js';
 import { currentIcebergSnapshot, onVarveChain } from './export-history.js';
 import { icebergExportDue } from './export-trigger.js';
 import { currentDataFileKeys } from './iceberg-manifests.js';
@@ -89,7 +90,9 @@ export async function icebergStatus(table: Table, now = Date.now()): Promise<Ice
   const exportedAt = snap?.['timestamp-ms'];
   const onChain = snap !== undefined && (await onVarveChain(table, snap));
   const gap = await viewGap(table, latest, await currentDataFileKeys(table.store, m), exportedAt);
-  const upToDate = gap.notVisible === 0 && gap.noLongerLive === 0;
+  // With deletion vectors the same files can hold other deletes: the exported commit must be the latest.
+  const sameCommit = onChain && latest !== undefined && snap?.['snapshot-id'] === latest.id;
+  const upToDate = gap.notVisible === 0 && gap.noLongerLive === 0 && (sameCommit || !usesDeletionVectors(table));
   return {
     storage,
     metadata_location: storeUri(table.store, current.key),
@@ -117,12 +120,13 @@ export function icebergViewGapText(table: Table, s: IcebergStatus): string | und
   if (s.up_to_date !== false) return undefined;
   const parts: string[] = [];
   if (s.files_not_visible) {
-    const why = table.schema.primaryKeys.length > 0
+    const why = table.schema.primaryKeys.length > 0 && !usesDeletionVectors(table)
       ? `until a full compaction of their buckets (\`varve compact ${table.name} --full\`, or full-compaction.delta-commits)`
       : 'until the next export';
     parts.push(`do not see ${s.rows_not_visible} rows in ${s.files_not_visible} files written since, ${why}`);
   }
   if (s.files_no_longer_live) parts.push(`still read ${s.files_no_longer_live} files whose rows varve has since deleted or rewritten`);
+  if (parts.length === 0) parts.push(`do not see the deletes committed after snapshot ${s.exported_snapshot} yet (until the next export)`);
   return `the Iceberg view is stale: Iceberg readers ${parts.join(', and ')} (the oldest change they miss is ${Math.round(s.view_age_seconds ?? 0)} s old; \`varve sys ${table.name} iceberg\` shows the gap)`;
 }
 
