@@ -30,6 +30,8 @@ export interface RunCommitResult {
   conflicted: PreparedBucket[];
   /** The conflict that dropped the last bucket(s), for a caller that must report it. */
   lastConflict?: CommitConflictError;
+  /** The after-commit work (the Iceberg export) failed; the commit has landed. */
+  hookError?: Error;
 }
 
 /**
@@ -119,7 +121,7 @@ export async function commitCompactionRun(table: Table, prepared: readonly Prepa
   const action = new CompactAction(table, prepared);
   try {
     const committed = await commitToTable(table, action, { manifestCache: cache });
-    return { snapshot: committed.snapshot, alreadyCommitted: committed.alreadyCommitted, committed: action.remaining, conflicted: action.conflicted, lastConflict: action.lastConflict };
+    return { snapshot: committed.snapshot, alreadyCommitted: committed.alreadyCommitted, committed: action.remaining, conflicted: action.conflicted, lastConflict: action.lastConflict, hookError: committed.hookError };
   } catch (e) {
     if (!(e instanceof CommitConflictError)) throw e;
     // Every bucket dropped (or a schema change): the caller re-plans them from the latest snapshot.

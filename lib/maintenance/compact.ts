@@ -6,7 +6,6 @@
  * deleted, and it is planned again from the new latest snapshot, a bounded number of times. Input files are never deleted here (expiry does that once no snapshot needs them), so a
  * reader never finds a file missing, whatever happens to the job.
  */
-import { exportIcebergAfterCommit } from '../iceberg/export-trigger.js';
 import { SchemaChangedError, type CommitConflictError, InvalidArgumentError } from '../errors.js';
 import { LruManifestCache, type ManifestCache } from '../manifest/manifest-file.js';
 import { readLiveFiles } from '../manifest/scan.js';
@@ -76,6 +75,8 @@ export interface CompactionRunResult {
   conflicted: Array<{ partition: string; bucket: number; error: CommitConflictError }>;
   /** Buckets not started because `maxBytes` was reached. */
   notStarted: number;
+  /** The after-commit work of the last COMPACT commit (the Iceberg export) failed; the compaction landed. */
+  hookError?: Error;
 }
 
 /**
@@ -135,6 +136,7 @@ export async function compactBuckets(table: Table, buckets: readonly RunBucket[]
     if (prepared.length === 0) break;
     const r = await commitCompactionRun(table, prepared, cache);
     if (r.snapshot) {
+      out.hookError = r.hookError;
       if (!r.alreadyCommitted) out.snapshots.push(r.snapshot.id);
       for (const p of r.committed) out.results.push(resultOf(p, r.snapshot, r.alreadyCommitted));
     }
@@ -240,7 +242,8 @@ export async function compactTable(table: Table, opts: CompactTableOptions = {})
   summary.snapshots = run.snapshots;
   summary.conflicts = run.conflicted.length;
   summary.remainingBuckets = run.notStarted;
-  if (summary.snapshots.length > 0) summary.icebergExportError = await exportIcebergAfterCommit(table);
+  // The commit's after-commit hook exported (lib/iceberg/export-trigger.ts): report its failure, not export again.
+  if (run.hookError !== undefined) summary.icebergExportError = run.hookError;
   return summary;
 }
 
