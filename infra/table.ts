@@ -4,7 +4,8 @@
  * each with least-privilege access to the table's own key prefix.
  */
 import { Duration, Size, Stack, Tags } from 'aws-cdk-lib';
-import { CfnDatabase, CfnTable } from 'aws-cdk-lib/aws-glue';
+import { CfnDatabase } from 'aws-cdk-lib/aws-glue';
+import { AwsCustomResource, AwsCustomResourcePolicy, PhysicalResourceId } from 'aws-cdk-lib/custom-resources';
 import { PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import { Match, Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
@@ -29,6 +30,9 @@ import type { Warehouse } from './warehouse.js';
 export type { CommitMode };
 
 /** How records reach the ingest function. */
+/** The CloudFormation type of the Glue table a VarveTable registers (an AwsCustomResource). */
+export const GLUE_TABLE_RESOURCE_TYPE = 'Custom::VarveGlueTable';
+
 export interface IngestOptions {
   /** Messages per invocation from the ingest queue, 1–100. @default 100 */
   readonly batchSize?: number;
@@ -176,7 +180,7 @@ export class VarveTable extends Construct {
   /** Expires snapshots on a schedule. */
   readonly expireFunction: VarveLambda;
   /** The Glue Data Catalog table of the Iceberg export (when `glue` was given). */
-  readonly glueTable?: CfnTable;
+  readonly glueTable?: AwsCustomResource;
 
   constructor(scope: Construct, id: string, props: VarveTableProps) {
     super(scope, id);
@@ -402,9 +406,10 @@ export class VarveTable extends Construct {
   /**
    * The Glue database (unless it exists) and an Iceberg EXTERNAL_TABLE whose `metadata_location`
    * starts at the table's metadata folder; `committers` (the functions that export) get the Glue
-   * names in VARVE_GLUE_DATABASE / VARVE_GLUE_TABLE and glue:GetTable + glue:UpdateTable on it.
+   * names in VARVE_GLUE_DATABASE / VARVE_GLUE_TABLE and glue:GetTable, UpdateTable and CreateTable (to
+   * create it again when it is missing) on it.
    */
-  private registerInGlue(glue: VarveGlueOptions, committers: VarveLambda[]): CfnTable {
+  private registerInGlue(glue: VarveGlueOptions, committers: VarveLambda[]): AwsCustomResource {
     const tableName = glue.table ?? this.table;
     for (const [what, value] of [['glue.database', glue.database], ['glue.table', tableName]] as const) {
       if (!GLUE_NAME.test(value)) {
@@ -417,28 +422,45 @@ export class VarveTable extends Construct {
     if (!glue.databaseExists) {
       database = new CfnDatabase(this, 'GlueDatabase', { catalogId: stack.account, databaseInput: { name: glue.database } });
     }
-    const table = new CfnTable(this, 'GlueTable', {
-      catalogId: stack.account,
-      databaseName: glue.database,
-      tableInput: {
-        name: tableName,
-        description: `varve table ${this.name} (Iceberg export)`,
-        tableType: 'EXTERNAL_TABLE',
-        // The first export replaces the folder with its v<N>.metadata.json (lib/aws/glue.ts).
-        parameters: { table_type: 'ICEBERG', metadata_location: `${location}/metadata/` },
-        storageDescriptor: { location },
-      },
-    });
-    if (database) table.node.addDependency(database);
     const resources = [
       `arn:${stack.partition}:glue:${stack.region}:${stack.account}:catalog`,
       `arn:${stack.partition}:glue:${stack.region}:${stack.account}:database/${glue.database}`,
       `arn:${stack.partition}:glue:${stack.region}:${stack.account}:table/${glue.database}/${tableName}`,
     ];
+    // Not an AWS::Glue::Table: CloudFormation would put its TableInput back on every update of
+    // it, and with it the first metadata_location, while the functions move metadata_location to
+    // each new export at run time. Created once (CreateTable; an update creates it only when it
+    // is missing, e.g. under a new name), deleted with the stack.
+    const createTable = {
+      service: 'Glue',
+      action: 'createTable',
+      parameters: {
+        DatabaseName: glue.database,
+        TableInput: {
+          Name: tableName,
+          Description: `varve table ${this.name} (Iceberg export)`,
+          TableType: 'EXTERNAL_TABLE',
+          // The first export replaces the folder with its v<N>.metadata.json (lib/aws/glue.ts).
+          Parameters: { table_type: 'ICEBERG', metadata_location: `${location}/metadata/` },
+          StorageDescriptor: { Location: location },
+        },
+      },
+      physicalResourceId: PhysicalResourceId.of(`${glue.database}.${tableName}`),
+      ignoreErrorCodesMatching: 'AlreadyExistsException',
+    };
+    const table = new AwsCustomResource(this, 'GlueTable', {
+      resourceType: GLUE_TABLE_RESOURCE_TYPE,
+      onCreate: createTable,
+      onUpdate: createTable,
+      onDelete: { service: 'Glue', action: 'deleteTable', parameters: { DatabaseName: glue.database, Name: tableName }, ignoreErrorCodesMatching: 'EntityNotFoundException' },
+      policy: AwsCustomResourcePolicy.fromStatements([new PolicyStatement({ actions: ['glue:CreateTable', 'glue:DeleteTable', 'glue:GetDatabase'], resources })]),
+      installLatestAwsSdk: false,
+    });
+    if (database) table.node.addDependency(database);
     for (const fn of committers) {
       fn.addEnvironment('VARVE_GLUE_DATABASE', glue.database);
       fn.addEnvironment('VARVE_GLUE_TABLE', tableName);
-      fn.addToRolePolicy(new PolicyStatement({ actions: ['glue:GetTable', 'glue:UpdateTable'], resources }));
+      fn.addToRolePolicy(new PolicyStatement({ actions: ['glue:CreateTable', 'glue:GetTable', 'glue:UpdateTable'], resources }));
     }
     return table;
   }

@@ -7,9 +7,11 @@
  * latest export. Best effort: the commit has landed whatever happens here; a failure is logged
  * and the next invocation, which compares Glue with the current export again, repairs it. Glue
  * never moves back: an export older than the one Glue names (a slower concurrent function) is
- * left alone, and UpdateTable carries the VersionId it read.
+ * left alone, and UpdateTable carries the VersionId it read. A Glue table that is missing (deleted
+ * by hand, or by the cleanup of a stack update from the AWS::Glue::Table of older varve versions
+ * to the custom resource) is created again, at the current export.
  */
-import { GlueClient, GetTableCommand, UpdateTableCommand, type TableInput } from '@aws-sdk/client-glue';
+import { CreateTableCommand, GlueClient, GetTableCommand, UpdateTableCommand, type Table as GlueTable, type TableInput } from '@aws-sdk/client-glue';
 import { icebergLocation, metadataFileKey, readCurrentIcebergMetadata, readVersionHint, storeUri } from '../iceberg/iceberg-metadata.js';
 import { exportIcebergAfterCommit } from '../iceberg/export-trigger.js';
 import type { Table } from '../table/table.js';
@@ -56,7 +58,13 @@ export async function syncGlueMetadataLocation(env: Env, table: Table): Promise<
   try {
     const uri = await currentMetadataUri(table);
     if (uri === undefined || synced.get(key) === uri) return undefined;
-    const { Table: t } = await glueClient().send(new GetTableCommand({ DatabaseName, Name }));
+    const t = await getGlueTable(DatabaseName, Name);
+    if (t === undefined) {
+      await glueClient().send(new CreateTableCommand({ DatabaseName, TableInput: newGlueTable(table, Name, uri) }));
+      synced.set(key, uri);
+      log().warn('the Glue table was missing (deleted, or dropped by a stack update); it was created again at the current Iceberg export', { table: table.name, glueTable: key, metadataLocation: uri });
+      return uri;
+    }
     const previous = t?.Parameters?.metadata_location;
     if (previous === uri || versionOf(previous) > versionOf(uri)) {
       synced.set(key, uri);
@@ -79,6 +87,27 @@ export async function syncGlueMetadataLocation(env: Env, table: Table): Promise<
     log().warn('the Glue table was not pointed at the new Iceberg export; the next commit or compaction retries', { table: table.name, glueTable: key, error: e as Error });
     return undefined;
   }
+}
+
+/** The Glue table, or undefined when Glue has none of that name (EntityNotFoundException). */
+async function getGlueTable(DatabaseName: string, Name: string): Promise<GlueTable | undefined> {
+  try {
+    return (await glueClient().send(new GetTableCommand({ DatabaseName, Name }))).Table;
+  } catch (e) {
+    if ((e as { name?: string }).name === 'EntityNotFoundException') return undefined;
+    throw e;
+  }
+}
+
+/** The Glue table infra/table.ts registers (Custom::VarveGlueTable), pointed at `uri`. */
+function newGlueTable(table: Table, Name: string, uri: string): TableInput {
+  return {
+    Name,
+    Description: `varve table ${table.name} (Iceberg export)`,
+    TableType: 'EXTERNAL_TABLE',
+    Parameters: { table_type: 'ICEBERG', metadata_location: uri },
+    StorageDescriptor: { Location: storeUri(table.store, table.path) },
+  };
 }
 
 /**

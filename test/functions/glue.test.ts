@@ -98,22 +98,39 @@ describe.skipIf(!awsAvailable())('the Glue registration of the Iceberg export on
   });
 
   it('never fails a commit when Glue fails, and the next invocation points Glue at the export', async () => {
-    // Prepare: the Glue table does not exist yet
+    // Prepare: the Glue database does not exist yet (a missing table alone is created again: below)
     const d = await deploy();
     await createOrders(d, { 'metadata.iceberg.storage': 'table-location' });
-    const glueEnv = await glueTable(d, false);
+    const glueEnv = { VARVE_GLUE_DATABASE: uniqueName('db').replace(/-/g, '_'), VARVE_GLUE_TABLE: 'orders' };
     const folder = `${d.warehouse}/shop.db/orders/metadata/`;
 
-    // Act: a commit that exports v1 while GetTable fails; then the table appears, and an
-    // APPEND that exports nothing new
+    // Act: a commit that exports v1 while GetTable and CreateTable fail; then the database and
+    // table appear, and an APPEND that exports nothing new
     await ingestDirect(d, d.env('direct', glueEnv), 1);
     const committed = (await (await reopen(d)).snapshots.latest())!.id;
+    await glue.send(new CreateDatabaseCommand({ DatabaseInput: { Name: glueEnv.VARVE_GLUE_DATABASE } }));
     await createGlueTable(glueEnv.VARVE_GLUE_DATABASE, folder);
     await ingestDirect(d, d.env('direct', glueEnv), 1, 1);
 
     // Assess: the failed update left the commit in place and was redone by the next invocation
     expect(committed).toBe(1);
     expect(await glueParameters(glueEnv)).toMatchObject({ metadata_location: `${folder}v1.metadata.json`, previous_metadata_location: folder });
+  });
+
+  it('creates the Glue table again, at the current export, when it is missing (deleted, or dropped by a stack update)', async () => {
+    // Prepare: the database, but no table (an update from an older varve's AWS::Glue::Table deletes it in its cleanup)
+    const d = await deploy();
+    await createOrders(d, { 'metadata.iceberg.storage': 'table-location' });
+    const glueEnv = await glueTable(d, false);
+
+    // Act
+    await ingestDirect(d, d.env('direct', glueEnv), 1);
+
+    // Assess: the table infra/table.ts registers, pointing at the export
+    const { Table } = await glue.send(new GetTableCommand({ DatabaseName: glueEnv.VARVE_GLUE_DATABASE, Name: 'orders' }));
+    expect(Table).toMatchObject({ TableType: 'EXTERNAL_TABLE', Description: 'varve table shop.orders (Iceberg export)', StorageDescriptor: { Location: `${d.warehouse}/shop.db/orders` } });
+    expect(Table!.Parameters).toEqual({ table_type: 'ICEBERG', metadata_location: `${d.warehouse}/shop.db/orders/metadata/v1.metadata.json` });
+    await exists(Table!.Parameters!.metadata_location);
   });
 
   it('leaves Glue alone when it already names a newer export', async () => {

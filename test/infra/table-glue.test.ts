@@ -1,11 +1,12 @@
 /**
  * VarveTable's Glue registration (prop `glue`): the Glue database and Iceberg table, the Glue names
- * in the environment of the functions that commit, and glue:GetTable/UpdateTable on that table only.
+ * in the environment of the functions that commit, and glue:GetTable/UpdateTable/CreateTable on that table only;
+ * the table is a custom resource that a stack update never resets.
  */
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../lib/errors.js';
-import { VarveTable, type VarveTableProps } from '../../infra/table.js';
+import { GLUE_TABLE_RESOURCE_TYPE, VarveTable, type VarveTableProps } from '../../infra/table.js';
 import { Warehouse } from '../../infra/warehouse.js';
 import { allIdentityStatements, envOf, functionStatements, granting, resourceList, resourcesOf, testStack } from './template.js';
 
@@ -29,33 +30,58 @@ function flat(arn: unknown): string {
   return join[1].map((p) => (typeof p === 'string' ? p : `{${Object.values(p as object).join('')}}`)).join(join[0]);
 }
 
+/** An AwsCustomResource's SDK call (a JSON string, or a Fn::Join of it around refs), refs as {Ref}. */
+function sdkCall(property: unknown): any {
+  return JSON.parse(flat(property));
+}
+
 describe('VarveTable glue', () => {
   it('creates the Glue database and an Iceberg external table whose metadata_location is the table metadata folder', () => {
     const { template } = synthLake();
     template.hasResourceProperties('AWS::Glue::Database', { DatabaseInput: { Name: 'lake' } });
-    const tables = Object.values(resourcesOf(template, 'AWS::Glue::Table'));
+    const tables = Object.values(resourcesOf(template, GLUE_TABLE_RESOURCE_TYPE));
     expect(tables).toHaveLength(1);
-    const { DatabaseName, TableInput } = tables[0].Properties;
+    const create = sdkCall(tables[0].Properties.Create);
+    expect(create).toMatchObject({ service: 'Glue', action: 'createTable', physicalResourceId: { id: 'lake.orders' } });
+    const { DatabaseName, TableInput } = create.parameters;
     expect(DatabaseName).toBe('lake');
     expect(TableInput).toMatchObject({ Name: 'orders', TableType: 'EXTERNAL_TABLE', Parameters: { table_type: 'ICEBERG' } });
-    expect(flat(TableInput.Parameters.metadata_location)).toBe('s3://{WarehouseBucket56A35794}/warehouse/shop.db/orders/metadata/');
-    expect(flat(TableInput.StorageDescriptor.Location)).toBe('s3://{WarehouseBucket56A35794}/warehouse/shop.db/orders');
-    expect((tables[0] as { DependsOn?: string[] }).DependsOn).toHaveLength(1);
+    expect(TableInput.Parameters.metadata_location).toBe('s3://{WarehouseBucket56A35794}/warehouse/shop.db/orders/metadata/');
+    expect(TableInput.StorageDescriptor.Location).toBe('s3://{WarehouseBucket56A35794}/warehouse/shop.db/orders');
+    expect((tables[0] as { DependsOn?: string[] }).DependsOn?.filter((id) => id.includes('GlueDatabase'))).toHaveLength(1);
+    expect(sdkCall(tables[0].Properties.Delete)).toMatchObject({ action: 'deleteTable', parameters: { DatabaseName: 'lake', Name: 'orders' } });
+    template.resourceCountIs('AWS::Glue::Table', 0);
+  });
+
+  it('keeps the metadata_location the functions set across stack updates: an update only creates the table when it is missing', () => {
+    // A CloudFormation update of an AWS::Glue::Table puts its whole TableInput back, and with it
+    // the first metadata_location. The custom resource's update is a CreateTable that an existing
+    // table refuses (AlreadyExistsException, ignored): the table, and where it points, stay.
+    const { template } = synthLake();
+    const [glueTable] = Object.values(resourcesOf(template, GLUE_TABLE_RESOURCE_TYPE));
+    const update = sdkCall(glueTable.Properties.Update);
+    expect(update).toEqual(sdkCall(glueTable.Properties.Create));
+    expect(update).toMatchObject({ action: 'createTable', ignoreErrorCodesMatching: 'AlreadyExistsException' });
+    // A table deleted meanwhile (or by the cleanup of an update from an older varve's AWS::Glue::Table)
+    // is created again by the functions at the next export: they may create it.
+    const { table } = synthLake();
+    expect([...granting(functionStatements(template, table.commitFunction!), 'glue:CreateTable')[0].Action].sort()).toEqual(['glue:CreateTable', 'glue:GetTable', 'glue:UpdateTable']);
   });
 
   it('uses an existing database when told, and the table name given', () => {
     const { template } = synth({ glue: { database: 'lake', table: 'shop_orders', databaseExists: true } });
     template.resourceCountIs('AWS::Glue::Database', 0);
-    template.hasResourceProperties('AWS::Glue::Table', { DatabaseName: 'lake', TableInput: { Name: 'shop_orders' } });
+    const [glueTable] = Object.values(resourcesOf(template, GLUE_TABLE_RESOURCE_TYPE));
+    expect(sdkCall(glueTable.Properties.Create).parameters).toMatchObject({ DatabaseName: 'lake', TableInput: { Name: 'shop_orders' } });
   });
 
-  it('gives the commit and compact functions the Glue names and GetTable/UpdateTable on the catalog, database and table only', () => {
+  it('gives the commit and compact functions the Glue names and GetTable/UpdateTable/CreateTable on the catalog, database and table only', () => {
     const { table, template } = synthLake();
     for (const fn of [table.commitFunction!, table.compactFunction]) {
       expect(envOf(template, fn)).toMatchObject({ VARVE_GLUE_DATABASE: 'lake', VARVE_GLUE_TABLE: 'orders' });
       const stmts = granting(functionStatements(template, fn), 'glue:UpdateTable');
       expect(stmts).toHaveLength(1);
-      expect([...stmts[0].Action].sort()).toEqual(['glue:GetTable', 'glue:UpdateTable']);
+      expect([...stmts[0].Action].sort()).toEqual(['glue:CreateTable', 'glue:GetTable', 'glue:UpdateTable']);
       const glueArn = 'arn:{AWS::Partition}:glue:{AWS::Region}:{AWS::AccountId}:';
       expect(resourceList(stmts[0]).map(flat)).toEqual([`${glueArn}catalog`, `${glueArn}database/lake`, `${glueArn}table/lake/orders`]);
     }
@@ -70,7 +96,7 @@ describe('VarveTable glue', () => {
     expect(envOf(direct.template, direct.table.ingestFunction)).toMatchObject({ VARVE_GLUE_DATABASE: 'lake', VARVE_GLUE_TABLE: 'orders' });
     expect(granting(functionStatements(direct.template, direct.table.ingestFunction), 'glue:UpdateTable')).toHaveLength(1);
     const plain = synth();
-    plain.template.resourceCountIs('AWS::Glue::Table', 0);
+    plain.template.resourceCountIs(GLUE_TABLE_RESOURCE_TYPE, 0);
     expect(allIdentityStatements(plain.template).filter((s) => [s.Action].flat().some((a) => String(a).startsWith('glue:')))).toEqual([]);
   });
 
