@@ -4,8 +4,11 @@
  * backoff between retries, and one error when the budget runs out (RetriesExhaustedError, or the
  * loop's own subclass of it). A loop asks `retry(reason)` before each retry; only errors that say
  * a retry can help (VarveError.retryable) belong there: anything else is thrown at once.
+ * `run(attempt)` is that loop: an attempt returns its result, or a TryAgain saying why not yet.
+ * followSchemaChanges is the loop of work planned again under a newer schema (a write, a
+ * compaction) when an alter lands meanwhile.
  */
-import { RetriesExhaustedError } from './errors.js';
+import { RetriesExhaustedError, SchemaChangedError } from './errors.js';
 
 /** Resolves after `ms` milliseconds. */
 export function sleep(ms: number): Promise<void> {
@@ -45,6 +48,14 @@ export interface RetryBudgetOptions {
   exhausted?: (message: string, retries: number, cause: unknown) => RetriesExhaustedError;
 }
 
+/** What an attempt run by RetryBudget.run returns to be tried again: why (and the error that said so). */
+export class TryAgain {
+  constructor(
+    readonly reason: string,
+    readonly cause?: unknown,
+  ) {}
+}
+
 /** See the file comment. */
 export class RetryBudget {
   /** Retries made so far. */
@@ -75,4 +86,58 @@ export class RetryBudget {
     this.lastWaitMs = decorrelatedBackoff(this.lastWaitMs, this.opts.minWaitMs ?? 10, this.opts.maxWaitMs ?? 10_000);
     await sleep(this.lastWaitMs);
   }
+
+  /**
+   * Runs `attempt` until it returns a result: an attempt that returns a TryAgain runs again after
+   * `retry(reason)` (its wait, or the budget's error); one that throws ends the run with its
+   * error. `attempt` is given the number of retries made before it.
+   */
+  async run<T>(attempt: (retries: number) => Promise<T | TryAgain>): Promise<T> {
+    for (;;) {
+      const r = await attempt(this.retries);
+      if (!(r instanceof TryAgain)) return r;
+      await this.retry(r.reason, r.cause);
+    }
+  }
+}
+
+/** Schema changes (alters landing meanwhile) a write or a compaction follows before giving up: one cap for all of them. */
+export const SCHEMA_CHANGE_RETRIES = 5;
+
+/** The budget of schema changes followed by one write or compaction (see followSchemaChanges). */
+export function schemaChangeBudget(what: string): RetryBudget {
+  return new RetryBudget({
+    what,
+    maxRetries: SCHEMA_CHANGE_RETRIES,
+    minWaitMs: 0,
+    maxWaitMs: 0,
+    advice: 'alters kept landing while it was planned; run it again once the schema settles',
+  });
+}
+
+/**
+ * Runs `attempt` on `state`. When it fails with SchemaChangedError (an alter landed while it was
+ * planned under the old schema; nothing was committed), `reopen` moves the state to the newer
+ * schema and it runs again, at once (the new schema is there to be read), at most
+ * SCHEMA_CHANGE_RETRIES times; then RetriesExhaustedError (caused by the last schema change).
+ * Any other error is thrown as it is. `attempt` is given the number of schema changes followed.
+ */
+export async function followSchemaChanges<S, T>(
+  what: string,
+  state: S,
+  attempt: (state: S, retries: number) => Promise<T>,
+  reopen: (state: S, e: SchemaChangedError) => Promise<S>,
+): Promise<T> {
+  const budget = schemaChangeBudget(what);
+  let changed: SchemaChangedError | undefined;
+  return budget.run(async (retries) => {
+    if (changed !== undefined) state = await reopen(state, changed);
+    try {
+      return await attempt(state, retries);
+    } catch (e) {
+      if (!(e instanceof SchemaChangedError)) throw e;
+      changed = e;
+      return new TryAgain(e.message, e);
+    }
+  });
 }

@@ -7,6 +7,7 @@
  * reader never finds a file missing, whatever happens to the job.
  */
 import { SchemaChangedError, type CommitConflictError, InvalidArgumentError } from '../errors.js';
+import { schemaChangeBudget } from '../retry-budget.js';
 import { LruManifestCache, type ManifestCache } from '../manifest/manifest-file.js';
 import { readLiveFiles } from '../manifest/scan.js';
 import type { ManifestEntry } from '../manifest/types.js';
@@ -93,6 +94,7 @@ export async function compactBuckets(table: Table, buckets: readonly RunBucket[]
   const cache = opts.manifestCache ?? new LruManifestCache(100_000);
   const out: CompactionRunResult = { results: [], snapshots: [], conflicted: [], notStarted: 0 };
   let bytes = 0;
+  const schemaChanges = schemaChangeBudget(`compacting ${table.name}`);
   let round: Array<RunBucket & { attempt: number }> = buckets.map((b) => ({ ...b, attempt: 1 }));
   while (round.length > 0) {
     const latest = round.some((b) => !b.entries) ? await table.snapshots.latest() : undefined;
@@ -113,11 +115,9 @@ export async function compactBuckets(table: Table, buckets: readonly RunBucket[]
       } catch (e) {
         // A file written under a newer schema (an alter since this table was opened): the whole
         // round plans again through the new schema, so that its one commit has one schema.
-        if (!(e instanceof SchemaChangedError) || b.attempt >= maxAttempts) {
-          await Promise.all(prepared.map((q) => q.discard()));
-          throw e;
-        }
         await Promise.all(prepared.map((q) => q.discard()));
+        if (!(e instanceof SchemaChangedError)) throw e;
+        await schemaChanges.retry(e.message, e);
         table = await table.latest();
         schemaChanged = true;
         break;

@@ -4,11 +4,13 @@
  * with a compare-and-swap so that two expiry runs racing cannot move it backwards.
  */
 import { ConditionalRequestConflictError, ObjectNotFoundError } from '../errors.js';
+import { RetryBudget, TryAgain } from '../retry-budget.js';
 import { earliestHintKey } from '../snapshot/paths.js';
 import { fromUtf8, utf8 } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 
-const CAS_ATTEMPTS = 10;
+/** Compare-and-swap retries before giving up (each one means another expiry run moved the marker meanwhile). */
+const CAS_RETRIES = 9;
 
 /** The marker's value and etag as stored, or undefined when there is none (or it is not a number). */
 async function readMarker(table: Table): Promise<{ id?: number; etag?: string }> {
@@ -38,7 +40,8 @@ export async function validEarliestMarker(table: Table): Promise<number | undefi
  */
 export async function advanceEarliestMarker(table: Table, id: number): Promise<void> {
   const key = earliestHintKey(table.path);
-  for (let attempt = 1; ; attempt++) {
+  const budget = new RetryBudget({ what: `moving the EARLIEST marker of ${table.name} to ${id}`, maxRetries: CAS_RETRIES, minWaitMs: 1, maxWaitMs: 100 });
+  await budget.run(async () => {
     const current = await readMarker(table);
     // Another expiry run moved it further and that snapshot is still there: never move it back.
     if (current.id !== undefined && current.id >= id && (await table.snapshots.exists(current.id))) return;
@@ -47,12 +50,11 @@ export async function advanceEarliestMarker(table: Table, id: number): Promise<v
       const written =
         current.etag === undefined ? await table.store.putIfAbsent(key, body) : await table.store.putIfMatch(key, body, current.etag);
       if (written !== undefined) return;
+      return new TryAgain(`another writer changed ${key} since it was read`);
     } catch (e) {
       // Deleted since we read it, or a concurrent conditional write (S3 409): read again.
-      if (!(e instanceof ObjectNotFoundError || e instanceof ConditionalRequestConflictError) || attempt >= CAS_ATTEMPTS) throw e;
+      if (!(e instanceof ObjectNotFoundError || e instanceof ConditionalRequestConflictError)) throw e;
+      return new TryAgain((e as Error).message, e);
     }
-    if (attempt >= CAS_ATTEMPTS) {
-      throw new ConditionalRequestConflictError(key);
-    }
-  }
+  });
 }

@@ -10,6 +10,7 @@
  * table after the marker the previous scan left, so the full scan resumes across days instead of
  * growing with the table (remove-orphans.ts).
  */
+import { RetryBudget, TryAgain } from '../retry-budget.js';
 import type { Table } from '../table/table.js';
 import { expireConsumers } from './expire-consumers.js';
 import { expireSnapshots, type ExpireSnapshotsResult } from './expire-snapshots.js';
@@ -35,7 +36,7 @@ export interface ScheduledExpiryResult {
 }
 
 /** Another expiry (a CLI run) or a new consumer changed the table under the run: once more is enough. */
-const EXPIRE_ATTEMPTS = 2;
+const EXPIRE_RETRIES = 1;
 
 /** Runs consumer expiry, snapshot expiry and the orphan step (`scan` slice or `journal`) once. */
 export async function runScheduledExpiry(table: Table, opts: { orphanScan: boolean }): Promise<ScheduledExpiryResult> {
@@ -43,12 +44,14 @@ export async function runScheduledExpiry(table: Table, opts: { orphanScan: boole
   let snapshots: ExpireSnapshotsResult | undefined;
   const expired: number[] = [];
   let deletedFiles = 0;
-  for (let attempt = 1; attempt <= EXPIRE_ATTEMPTS; attempt++) {
+  // A run that raced the last time is not retried again: the next scheduled run takes over.
+  const budget = new RetryBudget({ what: `expiring snapshots of ${table.name}`, maxRetries: EXPIRE_RETRIES, minWaitMs: 0, maxWaitMs: 0 });
+  await budget.run(async (retries) => {
     snapshots = await expireSnapshots(table, { expireConsumers: false });
     expired.push(...snapshots.expired);
     deletedFiles += snapshots.deletedFiles;
-    if (!snapshots.raced) break;
-  }
+    return snapshots.raced && retries < EXPIRE_RETRIES ? new TryAgain('another expiry or a new consumer changed the table meanwhile') : undefined;
+  });
   const orphans = await removeOrphanFiles(table, { mode: opts.orphanScan ? 'scan' : 'journal' });
   return {
     expiredConsumers: consumers.expired,

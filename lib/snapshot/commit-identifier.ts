@@ -35,6 +35,7 @@ import { CommitIdentifierAmbiguousError, CorruptMetadataError, ObjectNotFoundErr
 import { jsonInt, jsonTime, parseJsonFile, type JsonSchema } from '../json.js';
 import { objectLocation, parseJsonObject } from '../store/json-file.js';
 import { utf8, type ObjectStore } from '../store/object-store.js';
+import { RetryBudget, TryAgain } from '../retry-budget.js';
 import type { Snapshot } from './snapshot.js';
 import type { SnapshotManager } from './snapshot-manager.js';
 
@@ -106,7 +107,14 @@ export function indexedIdentifiersOf(s: Snapshot): string[] {
  */
 export async function markIdentifierLanded(store: ObjectStore, tablePath: string, identifier: string, snapshotId: number): Promise<void> {
   const key = identifierIndexKey(tablePath, identifier);
-  for (let i = 0; i < 20; i++) {
+  const budget = new RetryBudget({
+    what: `marking commit identifier ${identifier} as landed in snapshot ${snapshotId}`,
+    maxRetries: MARK_RETRIES,
+    minWaitMs: 0,
+    maxWaitMs: 0,
+    advice: 'run expiry again',
+  });
+  await budget.run(async () => {
     const found = await readIdentifierIndex(store, tablePath, identifier);
     if (found === undefined || found.index.committed !== undefined) return;
     // Snapshot `snapshotId` carries the identifier, so it landed there, whatever attempt the
@@ -117,9 +125,12 @@ export async function markIdentifierLanded(store: ObjectStore, tablePath: string
     } catch (e) {
       if (!(e instanceof ObjectNotFoundError)) throw e;
     }
-  }
-  throw new CorruptMetadataError(`the index of commit identifier ${identifier} changed 20 times while expiry marked it as landed in snapshot ${snapshotId}; run expiry again`);
+    return new TryAgain('a commit changed the index since it was read');
+  });
 }
+
+/** Times expiry reads an identifier's index again after a commit changed it, before giving up. */
+const MARK_RETRIES = 19;
 
 /** True when snapshot `s` holds the commit of `identifier` (as its own identifier or as one of its batches'). */
 export function carriesIdentifier(s: Snapshot, identifier: string): boolean {
@@ -139,6 +150,9 @@ export async function readIdentifierIndex(store: ObjectStore, tablePath: string,
     throw e;
   }
 }
+
+/** Times a claim reads the index again after another commit changed it before giving up. */
+const CLAIM_RETRIES = 50;
 
 /** What claiming the index before creating a snapshot found. */
 export type ClaimOutcome =
@@ -171,7 +185,7 @@ export class IdentifierClaim {
    * Makes the index name our attempt on `base` (the latest snapshot this call read), or finds
    * that the identifier already landed. May move the base forward (a takeover plans on the latest).
    */
-  async claim(base: Snapshot | undefined, retries = 50): Promise<ClaimOutcome> {
+  async claim(base: Snapshot | undefined, retries = CLAIM_RETRIES): Promise<ClaimOutcome> {
     const attempt = (base?.id ?? 0) + 1;
     let won: { etag: string } | undefined;
     if (this.etag === undefined) won = await this.store.putIfAbsent(this.key, this.body(attempt));
@@ -180,7 +194,15 @@ export class IdentifierClaim {
       this.etag = won.etag;
       return { held: true, base };
     }
-    for (let i = 0; i < retries; i++) {
+    // Each retry reads the index another commit just changed, at once (no wait: it moved on).
+    const budget = new RetryBudget({
+      what: `settling the index of commit identifier ${this.identifier}`,
+      maxRetries: retries - 1,
+      minWaitMs: 0,
+      maxWaitMs: 0,
+      advice: 'retry the commit',
+    });
+    return budget.run(async (): Promise<ClaimOutcome | TryAgain> => {
       const found = await readIdentifierIndex(this.store, this.sm.tablePath, this.identifier);
       if (found === undefined) {
         // Removed meanwhile (never by varve itself): start over from absent.
@@ -189,7 +211,7 @@ export class IdentifierClaim {
           this.etag = created.etag;
           return { held: true, base };
         }
-        continue;
+        return new TryAgain('the index was removed, then created by another commit');
       }
       const settled = await this.settle(found.index);
       if (settled.landed) return { held: false, snapshot: settled.snapshot, snapshotId: settled.snapshotId };
@@ -199,8 +221,8 @@ export class IdentifierClaim {
         this.etag = taken.etag;
         return { held: true, base: settled.latest };
       }
-    }
-    throw new CorruptMetadataError(`the index of commit identifier ${this.identifier} changed ${retries} times while this commit settled it; retry the commit`);
+      return new TryAgain('another commit changed the index since it was read');
+    });
   }
 
   private async casOrUndefined(body: Uint8Array, etag: string): Promise<{ etag: string } | undefined> {

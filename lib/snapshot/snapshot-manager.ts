@@ -17,13 +17,14 @@ import type { Snapshot } from './snapshot.js';
 import { objectLocation } from '../store/json-file.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { fromUtf8, utf8 } from '../store/object-store.js';
+import { RetryBudget, TryAgain } from '../retry-budget.js';
 import { earliestHintKey, latestHintKey, snapshotDir, snapshotKey, displayTableName } from './paths.js';
 import { parseSnapshot } from './snapshot-file.js';
 
 const SNAPSHOT_NAME = /\/?snapshot-(\d+)$/;
 const CACHE_LIMIT = 1000;
 /** How often a lookup restarts when expiry deletes the snapshots it is looking at. */
-const EXPIRY_RACE_RETRIES = 5;
+const EXPIRY_RACE_RETRIES = 4;
 
 /** Options of a SnapshotManager. */
 export interface SnapshotManagerOptions {
@@ -257,26 +258,35 @@ export class SnapshotManager {
    * from the store, never from the cache (a decision that must see what the id holds now).
    */
   async latest(opts: { fresh?: boolean } = {}): Promise<Snapshot | undefined> {
-    for (let i = 0; i < EXPIRY_RACE_RETRIES; i++) {
+    return this.acrossExpiry('reading the latest snapshot', async () => {
       const id = await this.latestId();
       if (id === undefined) return undefined;
       // latestId checked that id+1 did not exist; a commit landing since makes this answer
       // stale, never wrong (a commit on it loses the race and reloads).
       const s = opts.fresh ? await this.tryReadFresh(id) : await this.tryRead(id);
-      if (s !== undefined) return s;
-    }
-    throw new SnapshotNotFoundError(`the latest snapshot of ${displayTableName(this.tablePath)} kept disappearing while being read; retry`);
+      return s ?? new TryAgain(`snapshot ${id}, the latest, disappeared while being read`);
+    });
   }
 
   /** The oldest snapshot still present, or undefined; retried when expiry deletes it meanwhile. */
   async earliest(): Promise<Snapshot | undefined> {
-    for (let i = 0; i < EXPIRY_RACE_RETRIES; i++) {
+    return this.acrossExpiry('reading the earliest snapshot', async () => {
       const id = await this.earliestId();
       if (id === undefined) return undefined;
-      const s = await this.tryRead(id);
-      if (s !== undefined) return s;
-    }
-    throw new SnapshotNotFoundError(`the earliest snapshot of ${displayTableName(this.tablePath)} kept expiring while being read; retry`);
+      return (await this.tryRead(id)) ?? new TryAgain(`snapshot ${id}, the earliest, expired while being read`);
+    });
+  }
+
+  /** A lookup that starts again, at once, when expiry deletes the snapshots it is looking at; RetriesExhaustedError after EXPIRY_RACE_RETRIES. */
+  private acrossExpiry<T>(what: string, attempt: () => Promise<T | TryAgain>): Promise<T> {
+    const budget = new RetryBudget({
+      what: `${what} of ${displayTableName(this.tablePath)}`,
+      maxRetries: EXPIRY_RACE_RETRIES,
+      minWaitMs: 0,
+      maxWaitMs: 0,
+      advice: 'expiry kept deleting the snapshots being read; retry',
+    });
+    return budget.run(attempt);
   }
 
   /**
@@ -298,7 +308,7 @@ export class SnapshotManager {
    * guarantees); restarts when expiry removes the snapshots under it.
    */
   async snapshotAtOrBefore(timeMillis: number): Promise<Snapshot | undefined> {
-    for (let attempt = 0; attempt < EXPIRY_RACE_RETRIES; attempt++) {
+    return this.acrossExpiry('a time lookup', async () => {
       const earliest = await this.earliest();
       if (earliest === undefined || earliest.timeMillis > timeMillis) return undefined;
       const latest = await this.latest();
@@ -307,19 +317,16 @@ export class SnapshotManager {
       // Invariant: time(lo) <= timeMillis < time(hi).
       let lo = earliest;
       let hi = latest.id;
-      let raced = false;
       while (hi - lo.id > 1) {
-        const mid = await this.tryRead(Math.floor((lo.id + hi) / 2));
-        if (mid === undefined) {
-          raced = true; // expired under us: the range moved, start again
-          break;
-        }
+        const at = Math.floor((lo.id + hi) / 2);
+        const mid = await this.tryRead(at);
+        // Expired under us: the range moved, start again.
+        if (mid === undefined) return new TryAgain(`snapshot ${at} expired during the search`);
         if (mid.timeMillis <= timeMillis) lo = mid;
         else hi = mid.id;
       }
-      if (!raced) return lo;
-    }
-    throw new SnapshotNotFoundError(`snapshots of ${displayTableName(this.tablePath)} kept expiring during a time lookup; retry`);
+      return lo;
+    });
   }
 
   private async writeHint(key: string, id: number): Promise<void> {

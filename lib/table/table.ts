@@ -21,11 +21,12 @@ import type { Predicate } from './predicate.js';
 import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
 import { NO_COMMIT_HOOKS, type CommitHooks } from './commit-hooks.js';
 import { latestSchema, readSchema } from '../schema/schema-manager.js';
-import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError, SchemaChangedError, TableNotFoundError } from '../errors.js';
+import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError, TableNotFoundError } from '../errors.js';
 import type { SchemaChange } from '../schema/schema-evolution.js';
 import { alterTable, type AlterResult } from './alter.js';
 import { deleteWhereAppend } from './append-delete.js';
 import { rescaleTable, type RescaleOptions, type RescaleResult } from './rescale.js';
+import { followSchemaChanges } from '../retry-budget.js';
 
 export class Table {
   readonly options: TableOptions;
@@ -184,22 +185,24 @@ export class Table {
   private async writeCommit(rows: Row[], opts: WriterOptions & { kinds?: ArrayLike<number>; commitIdentifier?: string }, overwrite?: OverwriteMode): Promise<CommitResult> {
     // A concurrent alter makes the commit fail with SchemaChangedError: the rows are then written
     // again under the new schema (mapped by field id), as if they had come just after the alter.
-    let table: Table = this;
-    for (let attempt = 0; ; attempt++) {
-      // An overwrite replaces whole partitions: they take the table's bucket count (Paimon's way to rescale).
-      const writer = table.newWriter(overwrite === undefined ? opts : { ...opts, tableBucketCount: true });
-      try {
-        await writer.write(rows, opts.kinds);
-        return await writer.commit(opts.commitIdentifier, overwrite === undefined ? {} : { overwrite });
-      } catch (e) {
-        if (!(e instanceof SchemaChangedError) || attempt >= 5) throw e;
+    return followSchemaChanges(
+      `writing to ${this.name}`,
+      { table: this as Table, rows },
+      async ({ table, rows }) => {
+        // An overwrite replaces whole partitions: they take the table's bucket count (Paimon's way to rescale).
+        const writer = table.newWriter(overwrite === undefined ? opts : { ...opts, tableBucketCount: true });
+        try {
+          await writer.write(rows, opts.kinds);
+          return await writer.commit(opts.commitIdentifier, overwrite === undefined ? {} : { overwrite });
+        } finally {
+          await writer.close();
+        }
+      },
+      async ({ table, rows }) => {
         const next = await table.latest();
-        rows = rowsThroughSchema(rows, table.schema, next.schema);
-        table = next;
-      } finally {
-        await writer.close();
-      }
-    }
+        return { table: next, rows: rowsThroughSchema(rows, table.schema, next.schema) };
+      },
+    );
   }
 
   /**

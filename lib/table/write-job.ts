@@ -10,7 +10,8 @@ import { createReadStream, openAsBlob } from 'node:fs';
 import { mkdtemp, open, rm, stat, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { InvalidArgumentError, RecordValidationError, SchemaChangedError } from '../errors.js';
+import { InvalidArgumentError, RecordValidationError } from '../errors.js';
+import { followSchemaChanges } from '../retry-budget.js';
 import type { TableSchema } from '../schema/types.js';
 import { parseColumnChunks, type InputFormat, type RecordInput } from './input.js';
 import type { Table } from './table.js';
@@ -53,9 +54,6 @@ export interface WriteJobResult {
   table: Table;
 }
 
-/** Schema changes a write job follows before giving up (each one means an alter landed during the write). */
-const SCHEMA_CHANGE_ATTEMPTS = 4;
-
 /**
  * Parses `source` into one commit of `table` (or none when it holds no valid record). Memory holds
  * a chunk of records and the writer's buffer, not the input.
@@ -63,21 +61,22 @@ const SCHEMA_CHANGE_ATTEMPTS = 4;
 export async function runWriteJob(table: Table, source: WriteJobSource, opts: WriteJobOptions): Promise<WriteJobResult> {
   const rereadable = 'file' in source && (await inputStat(source.file)).isFile();
   const spool = rereadable ? undefined : join(await mkdtemp(join(tmpdir(), 'varve-write-')), 'input');
-  let current = table;
   try {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const input = attempt === 0 || !spool ? source : { file: spool };
-        return await writeOnce(current, table, input, attempt === 0 ? spool : undefined, opts);
-      } catch (e) {
-        // An alter landed while this write was planned under the old schema (nothing was
-        // committed): plan it again under the new schema, checking the input against it.
-        if (!(e instanceof SchemaChangedError) || attempt >= SCHEMA_CHANGE_ATTEMPTS) throw e;
+    // An alter landed while this write was planned under the old schema (nothing was committed):
+    // it is planned again under the new schema, the input checked against it.
+    return await followSchemaChanges(
+      `writing to ${table.name}`,
+      table,
+      (current, retries) => {
+        const input = retries === 0 || !spool ? source : { file: spool };
+        return writeOnce(current, table, input, retries === 0 ? spool : undefined, opts);
+      },
+      async (current) => {
         const next = await current.latest();
         opts.onSchemaChange?.(current.schema, next.schema);
-        current = next;
-      }
-    }
+        return next;
+      },
+    );
   } finally {
     if (spool) await rm(dirname(spool), { recursive: true, force: true });
   }
