@@ -28,6 +28,7 @@
  */
 import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError } from '../errors.js';
 import { runLimited } from '../concurrency.js';
+import { icebergMetadataOrphans } from '../iceberg/iceberg-orphans.js';
 import { icebergReferencedKeys } from '../iceberg/iceberg-references.js';
 import { LruManifestCache } from '../manifest/manifest-file.js';
 import { listTags } from '../snapshot/tags.js';
@@ -66,7 +67,7 @@ export interface RemoveOrphansOptions {
 export type OrphanCleanupMode = 'full' | 'journal' | 'scan';
 
 /** Kinds of files orphan cleanup may delete. */
-export type OrphanKind = 'data' | 'changelog' | 'manifest' | 'manifest-list' | 'consumer' | 'pending';
+export type OrphanKind = 'data' | 'changelog' | 'manifest' | 'manifest-list' | 'consumer' | 'pending' | 'iceberg-manifest';
 
 /** An unreferenced file old enough to delete. */
 export interface OrphanFile {
@@ -326,8 +327,11 @@ export async function removeOrphanFiles(table: Table, opts: RemoveOrphansOptions
   const used = await referencedKeys(table, consumers);
   const expiredPending = await pendingReferences(table, used, now);
   const { orphans, tooRecent } = classify(table, objects, used, expiredPending, new Set(consumers), now - olderThanMs);
+  // The Iceberg export's manifests that no exported snapshot lists (lib/iceberg/iceberg-orphans.ts).
+  const iceberg = await icebergMetadataOrphans(table, now - olderThanMs);
+  for (const o of iceberg.orphans) orphans.push({ key: o.key, kind: 'iceberg-manifest', size: o.size, lastModified: o.lastModified });
   await deleteOrphans(table, orphans, opts.dryRun);
-  return resultOf(opts, mode, olderThanMs, orphans, tooRecent, objects.length);
+  return resultOf(opts, mode, olderThanMs, orphans, tooRecent + iceberg.tooRecent, objects.length);
 }
 
 /**

@@ -8,6 +8,7 @@ import { currentDataFileKeys } from '../../lib/iceberg/iceberg-manifests.js';
 import { decimalBytes, nameMappingOf, partitionValuesOf, twosComplement } from '../../lib/iceberg/iceberg-schema.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
+import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { listAll, type ObjectStore } from '../../lib/store/object-store.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
@@ -196,7 +197,6 @@ describe('expiry and orphan cleanup keep what the current Iceberg snapshot reads
     // Act
     const later = Date.now() + 60_000;
     await expireSnapshots(table, { now: later });
-    const { removeOrphanFiles } = await import('../../lib/maintenance/remove-orphans.js');
     await removeOrphanFiles(table, { olderThanMs: 0, now: later });
     // Assess: varve no longer references them, the Iceberg snapshot does: they are still there
     for (const k of exported) expect(await store.head(k), k).toBeDefined();
@@ -229,5 +229,31 @@ describe('two exporters of one snapshot', () => {
     expect(names.filter((n) => n.endsWith('-m0.avro')).length).toBe(1);
     const m = (await current(table))!;
     expect(await currentDataFileKeys(store, m)).toHaveLength(2);
+  });
+});
+
+describe('orphan cleanup of the Iceberg metadata folder', () => {
+  it('removes the manifests and lists of an export that failed before its metadata version, keeps the listed ones', async () => {
+    // Prepare: a commit exported, then an export whose metadata create fails (its manifests stay: the process "crashed")
+    const store = new MemoryStore();
+    const table = await newTable({}, store);
+    await table.write(await rows(4));
+    await compactTable(table, { full: true });
+    const dir = icebergLocation(table)!.metadataDir;
+    const before = new Set((await listAll(store, dir)).map((o) => o.key));
+    store.injectFault({ op: 'putIfAbsent', keyIncludes: '.metadata.json' });
+    await table.write(await rows(2, 50));
+    await compactTable(table, { full: true }).catch(() => undefined);
+    store.clearFaults();
+    const leftover = (await listAll(store, dir)).map((o) => o.key).filter((k) => !before.has(k) && k.endsWith('.avro'));
+    expect(leftover.length).toBeGreaterThan(0);
+    // Act
+    const r = await removeOrphanFiles(table, { olderThanMs: 0, now: Date.now() + 60_000 });
+    // Assess: the failed export's files are gone, the current metadata's are all there
+    expect(r.orphans.filter((o) => o.kind === 'iceberg-manifest').map((o) => o.key).sort()).toEqual(leftover.sort());
+    for (const k of leftover) expect(await store.head(k), k).toBeUndefined();
+    for (const s of (await current(table))!.snapshots) expect(await store.head(storeKeyOf(store, s['manifest-list'])!)).toBeDefined();
+    expect(await store.head(`${dir}version-hint.text`)).toBeDefined();
+    expect((await exportIceberg(table)).status).toMatch(/exported|up-to-date/);
   });
 });
