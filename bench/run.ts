@@ -24,6 +24,7 @@ import { runCommit } from './suites/commit.js';
 import { runCompaction } from './suites/compaction.js';
 import { runMergeRead } from './suites/merge-read.js';
 import { runPlanning } from './suites/planning.js';
+import { runPointRead } from './suites/point-read.js';
 import { runStreaming } from './suites/streaming.js';
 import { runUpsert } from './suites/upsert.js';
 import { runWrite } from './suites/write.js';
@@ -36,6 +37,7 @@ const SUITES: Array<[string, (ctx: SuiteContext) => Promise<SuiteResult>]> = [
   ['commit', runCommit],
   ['streaming', runStreaming],
   ['compaction', runCompaction],
+  ['point-read', runPointRead],
 ];
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));

@@ -26,7 +26,18 @@ import { decodePool } from './decode-pool.js';
 import { freshBatchMemory, ReusedBatchMemory } from './arrow-import.js';
 import { withIcebergSchema } from './iceberg-footer.js';
 import { CHUNK_CRC_KEY, sealDataFile, type DataFileCheck } from './data-file-checksum.js';
-import { decodeRowGroupIPC, readParquetFooter, readRowGroupsRanged, rowGroupFile, type ByteSource, type ParquetFooter } from './row-group-reader.js';
+import {
+  decodeRowGroupIPC,
+  readParquetFooter,
+  readRowGroupsRanged,
+  rowGroupFile,
+  rowGroupMay,
+  rowGroupSpan,
+  type ByteSource,
+  type ParquetFooter,
+  type RowSlice,
+  type RowSpanFilter,
+} from './row-group-reader.js';
 
 /** Rows per row group unless the caller asks otherwise (~256k, per typescript-stack.md §7). */
 export const DEFAULT_ROW_GROUP_SIZE = 262_144;
@@ -270,10 +281,12 @@ export async function openDataFile(bytes: Uint8Array): Promise<DataFileDecoder> 
  * holds the footer and the row groups being decoded, never the file. `size` (from the manifest) is
  * the object's size when known (else one head). Store errors stay the store's.
  */
-export async function openDataFileRanged(store: ObjectStore, key: string, size?: number, check: DataFileCheck = {}): Promise<DataFileDecoder> {
+export async function openDataFileRanged(store: ObjectStore, key: string, size?: number, check: DataFileCheck = {}, span?: RowSpanFilter): Promise<DataFileDecoder> {
   const src = await storeSource(store, key, size, check);
   const footer = await readParquetFooter(src);
-  const rowGroupRows = footer.rowGroups.map((g) => g.numRows);
+  // With a span, the decoder's row groups are the slices of the file's that hold wanted rows.
+  const slices = span === undefined ? footer.rowGroups.map((g, i) => ({ group: i, slice: undefined as RowSlice | undefined, rows: g.numRows })) : await spanSlices(src, footer, span);
+  const rowGroupRows = slices.map((s) => s.rows);
   const columns = footer.columns;
   let freed = false;
   return {
@@ -284,9 +297,9 @@ export async function openDataFileRanged(store: ObjectStore, key: string, size?:
       const wanted = new Set(names);
       const out: arrow.Table[] = [];
       for (const g of rowGroups ?? rowGroupRows.map((_, i) => i)) {
-        const rows = rowGroupRows[g];
-        if (rows === undefined) throw new InvalidArgumentError(`row group ${g} does not exist in ${key}; the file has ${rowGroupRows.length}`);
-        out.push(await decodeRowGroup(src, footer, g, names, wanted));
+        const s = slices[g];
+        if (s === undefined) throw new InvalidArgumentError(`row group ${g} does not exist in ${key}; the file has ${rowGroupRows.length}`);
+        out.push(await decodeRowGroup(src, footer, s.group, names, wanted, s.slice));
       }
       return out;
     },
@@ -296,15 +309,42 @@ export async function openDataFileRanged(store: ObjectStore, key: string, size?:
   };
 }
 
+/** The row groups of a file (each its rows in the span) that hold rows `span` wants. */
+async function spanSlices(src: ByteSource, footer: ParquetFooter, span: RowSpanFilter): Promise<{ group: number; slice: RowSlice | undefined; rows: number }[]> {
+  const out: { group: number; slice: RowSlice | undefined; rows: number }[] = [];
+  for (let g = 0; g < footer.rowGroups.length; g++) {
+    if (!rowGroupMay(footer, g, span)) continue;
+    const { file } = await rowGroupFile(footer, g, new Set(span.columns), (s, e) => src.read(s, e));
+    let slice: RowSlice | undefined;
+    try {
+      slice = await rowGroupSpan(file, footer, g, span);
+    } catch (e) {
+      throw rowGroupReadError(e, src.name);
+    }
+    if (slice !== undefined) out.push({ group: g, slice: slice.offset === 0 && slice.limit === footer.rowGroups[g].numRows ? undefined : slice, rows: slice.limit });
+  }
+  return out;
+}
+
 /**
  * The rows of a data file in a store as one Arrow table (one batch per row group), every column in
  * its declared type; with `columns`, only those, in that order. Read by range (see
  * openDataFileRanged): the file's bytes are never held whole.
  */
-export async function readDataFileRanged(store: ObjectStore, key: string, size?: number, opts: { columns?: readonly string[]; check?: DataFileCheck } = {}): Promise<arrow.Table> {
-  const decoder = await openDataFileRanged(store, key, size, opts.check);
+export async function readDataFileRanged(
+  store: ObjectStore,
+  key: string,
+  size?: number,
+  opts: { columns?: readonly string[]; check?: DataFileCheck; span?: RowSpanFilter } = {},
+): Promise<arrow.Table> {
+  const decoder = await openDataFileRanged(store, key, size, opts.check, opts.span);
   const names = opts.columns === undefined ? decoder.columns : [...opts.columns];
   const parts = await decoder.readRowGroups(names);
+  if (parts.length === 0 && opts.span !== undefined) {
+    // No wanted row: the schema from zero rows of the first row group, not from the whole file.
+    const empty = await emptyOf(store, key, size, opts.check, names);
+    if (empty !== undefined) return empty;
+  }
   if (parts.length === 0) {
     // A file without row groups: its schema from the footer's Arrow schema, read as an empty file.
     const src = await storeSource(store, key, size);
@@ -315,19 +355,28 @@ export async function readDataFileRanged(store: ObjectStore, key: string, size?:
   return new arrow.Table(schema, parts.flatMap((t) => t.batches));
 }
 
+/** Zero rows of the columns `names` of a file in varve's types (the schema of an empty span); undefined when it has no row group. */
+async function emptyOf(store: ObjectStore, key: string, size: number | undefined, check: DataFileCheck | undefined, names: string[]): Promise<arrow.Table | undefined> {
+  const src = await storeSource(store, key, size, check);
+  const footer = await readParquetFooter(src);
+  if (footer.rowGroups.length === 0) return undefined;
+  return decodeRowGroup(src, footer, 0, names, new Set(names), { offset: 0, limit: 0 });
+}
+
 /**
  * Row group `g` of the file, the columns `names` (in that order) as one single-batch table in
- * varve's types; decoded on the decode pool's workers when it has them and the row group is large
- * enough (decode-pool.ts), else inline.
+ * varve's types (with `slice`, only those rows); decoded on the decode pool's workers when it has
+ * them and the row group is large enough (decode-pool.ts), else inline.
  */
-async function decodeRowGroup(src: ByteSource, footer: ParquetFooter, g: number, names: string[], wanted: ReadonlySet<string>): Promise<arrow.Table> {
+async function decodeRowGroup(src: ByteSource, footer: ParquetFooter, g: number, names: string[], wanted: ReadonlySet<string>, slice?: RowSlice): Promise<arrow.Table> {
   const { file: bytes } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
   // A batch as large as the group: one batch, no concat.
   const rows = footer.rowGroups[g].numRows;
   try {
     const pool = decodePool();
     // A worker gets a Blob (posted without a copy); inline, parquet-wasm reads the fetched parts themselves.
-    const ipc = pool.takes(bytes.size) ? await pool.decode(bytes.blob(), names, rows) : await decodeRowGroupIPC(bytes, names, rows);
+    // A slice (a few rows of a key range) decodes inline: the post would cost more than the decode.
+    const ipc = slice === undefined && pool.takes(bytes.size) ? await pool.decode(bytes.blob(), names, rows) : await decodeRowGroupIPC(bytes, names, rows, slice);
     return normalizeArrowTypes(singleBatch(selectColumns(arrow.tableFromIPC(ipc), names)));
   } catch (e) {
     throw rowGroupReadError(e, src.name);
@@ -442,6 +491,8 @@ export async function* readDataFileRowGroups(
     reuseBuffers?: boolean;
     /** What the manifest entry says to check the file against (its footer CRC). */
     check?: DataFileCheck;
+    /** Only the rows of a key range of the sorted file (row groups skipped, rows outside not decoded). */
+    span?: RowSpanFilter;
   } = {},
 ): AsyncGenerator<arrow.Table> {
   const src = await storeSource(store, key, size, opts.check);
@@ -453,7 +504,7 @@ export async function* readDataFileRowGroups(
     }
   }
   const memory = opts.reuseBuffers ? new ReusedBatchMemory() : freshBatchMemory;
-  for await (const table of readRowGroupsRanged(src, { footer, columns, memory, decodeError: (e) => rowGroupReadError(e, key) })) {
+  for await (const table of readRowGroupsRanged(src, { footer, columns, memory, span: opts.span, decodeError: (e) => rowGroupReadError(e, key) })) {
     yield normalizeArrowTypes(columns === undefined ? table : selectColumns(table, columns));
   }
 }

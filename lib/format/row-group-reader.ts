@@ -19,6 +19,7 @@ import { ParquetFile, wasmMemory, type RecordBatch as WasmRecordBatch } from 'pa
 import { CorruptMetadataError, DataFileChecksumError } from '../errors.js';
 import { checksum, CHUNK_CRC_KEY, crcHex, parseChunkChecksums } from './data-file-checksum.js';
 import { freshBatchMemory, importWasmBatch, type BatchMemory } from './arrow-import.js';
+import { normalizeArrowTypes } from './normalize.js';
 import {
   decodeStruct,
   encodeStruct,
@@ -66,6 +67,73 @@ export interface RowGroupInfo {
   numRows: number;
   /** Bytes of its column chunks (compressed). */
   bytes: number;
+  /** Min and max of its INT32 / INT64 columns (by top-level name) whose chunk statistics record them. */
+  intStats: Map<string, IntRange>;
+}
+
+/** The smallest and largest value of an integer column chunk. */
+export interface IntRange {
+  min: bigint;
+  max: bigint;
+}
+
+/**
+ * The rows of a sorted file a read wants (a key range), decided row group by row group: first from
+ * the chunk statistics, then from the row group's decoded `columns` (the keys); only the rows in
+ * the span are then decoded (parquet-rs skips the pages before and after it).
+ */
+export interface RowSpanFilter {
+  /** The columns `span` reads, fetched and decoded before the others. */
+  readonly columns: readonly string[];
+  /** False when the row group's integer column ranges show that none of its rows is wanted. */
+  rowGroupMay(stats: ReadonlyMap<string, IntRange>): boolean;
+  /** Rows [start, end) of a row group, given its `columns` (varve types), that may be wanted. */
+  span(keys: arrow.Table): [number, number];
+  /** What the readers did, for `--explain` (they add to it). */
+  readonly counts: RowSpanCounts;
+}
+
+/** Row groups skipped by statistics or by their decoded keys, row groups read, and the rows decoded of them. */
+export interface RowSpanCounts {
+  skippedByStats: number;
+  skippedByKeys: number;
+  read: number;
+  rowsRead: number;
+}
+
+/** Rows [offset, offset + limit) of a row group. */
+export interface RowSlice {
+  offset: number;
+  limit: number;
+}
+
+/**
+ * The rows of row group `g` (its standalone file, which holds the filter's columns) that `filter`
+ * wants, or undefined when none (counted in the filter either way).
+ */
+export async function rowGroupSpan(file: ParquetBytes, footer: ParquetFooter, g: number, filter: RowSpanFilter): Promise<RowSlice | undefined> {
+  const rows = footer.rowGroups[g].numRows;
+  const keys = normalizeArrowTypes(arrow.tableFromIPC(await decodeRowGroupIPC(file, filter.columns, rows)));
+  const [start, end] = filter.span(keys);
+  if (end <= start) {
+    filter.counts.skippedByKeys++;
+    return undefined;
+  }
+  filter.counts.read++;
+  filter.counts.rowsRead += end - start;
+  return { offset: start, limit: end - start };
+}
+
+/** The chunk statistics check of `filter` for row group `g` (counted when it skips). */
+export function rowGroupMay(footer: ParquetFooter, g: number, filter: RowSpanFilter): boolean {
+  if (filter.rowGroupMay(footer.rowGroups[g].intStats)) return true;
+  filter.counts.skippedByStats++;
+  return false;
+}
+
+/** The columns to fetch of a row group for `wanted` (undefined: all) and the filter's columns. */
+export function withSpanColumns(wanted: ReadonlySet<string> | undefined, filter: RowSpanFilter | undefined): ReadonlySet<string> | undefined {
+  return wanted === undefined || filter === undefined ? wanted : new Set([...wanted, ...filter.columns]);
 }
 
 /** A parsed footer: the decoded FileMetaData and what callers need of it. */
@@ -167,6 +235,7 @@ function describeFooter(meta: ThriftStruct, src: ByteSource): ParquetFooter {
     const rg = struct(item, 'row group');
     const groupRows = i64(rg, 3) ?? 0;
     const layout: ChunkLayout[] = [];
+    const intStats = new Map<string, IntRange>();
     for (const c of list(rg, 1)?.items ?? []) {
       const chunk = struct(c, 'column chunk');
       if (getField(chunk, 1) !== undefined) throw new CorruptMetadataError(`${src.name} keeps column data in another file (file_path), which varve cannot read`);
@@ -186,8 +255,10 @@ function describeFooter(meta: ThriftStruct, src: ByteSource): ParquetFooter {
         throw new CorruptMetadataError(`${src.name}: column chunk of ${column} at [${start}, ${start + length}) lies outside the file (${src.size} bytes)`);
       }
       layout.push({ column, start, length });
+      const range = path.length === 1 ? intRange(cmd) : undefined;
+      if (range !== undefined) intStats.set(column, range);
     }
-    rowGroups.push({ numRows: groupRows, bytes: layout.reduce((n, c) => n + c.length, 0) });
+    rowGroups.push({ numRows: groupRows, bytes: layout.reduce((n, c) => n + c.length, 0), intStats });
     chunks.push(layout);
   }
   const kv = keyValues(meta);
@@ -197,6 +268,30 @@ function describeFooter(meta: ThriftStruct, src: ByteSource): ParquetFooter {
     throw new DataFileChecksumError(src.name, table, `its footer records checksums for ${chunkCrcs.length} row groups of ${chunkCrcs.map((g) => g.length).join('/')} chunks, but has ${chunks.length} of ${chunks.map((g) => g.length).join('/')}`);
   }
   return { name: src.name, numRows: i64(meta, 3) ?? 0, rowGroups, columns, meta, chunks, ...(chunkCrcs ? { chunkCrcs } : {}), ...(table !== undefined ? { table } : {}) };
+}
+
+/**
+ * The min and max of an INT32 / INT64 column chunk from its statistics (min_value / max_value, 6 and 5,
+ * else the older min / max, 2 and 1, which are the same for signed integers), little-endian; undefined
+ * when it records none or the column is of another physical type.
+ */
+function intRange(cmd: ThriftStruct): IntRange | undefined {
+  const physical = i64(cmd, 1);
+  const width = physical === 1 ? 4 : physical === 2 ? 8 : 0;
+  const stats = getField(cmd, 12)?.value;
+  if (width === 0 || typeof stats !== 'object' || stats === null || (stats as ThriftStruct).kind !== 'struct') return undefined;
+  const bytes = (id: number): Uint8Array | undefined => {
+    const v = getField(stats as ThriftStruct, id)?.value;
+    return v instanceof Uint8Array && v.length === width ? v : undefined;
+  };
+  const min = bytes(6) ?? bytes(2);
+  const max = bytes(5) ?? bytes(1);
+  if (min === undefined || max === undefined) return undefined;
+  const read = (b: Uint8Array) => {
+    const view = new DataView(b.buffer, b.byteOffset, width);
+    return width === 4 ? BigInt(view.getInt32(0, true)) : view.getBigInt64(0, true);
+  };
+  return { min: read(min), max: read(max) };
 }
 
 /** The footer's key-value metadata (field 5), keys and values as strings. */
@@ -406,12 +501,12 @@ function rewriteFooter(footer: ParquetFooter, g: number, newStart: Map<number, n
  * batch's buffers go into `memory` (see arrow-import.ts for what that means for
  * how long a batch stays valid).
  */
-export async function* decodeRowGroupBatches(bytes: ParquetBytes, columns?: readonly string[], memory: BatchMemory = freshBatchMemory): AsyncGenerator<arrow.Table> {
+export async function* decodeRowGroupBatches(bytes: ParquetBytes, columns?: readonly string[], memory: BatchMemory = freshBatchMemory, slice?: RowSlice): AsyncGenerator<arrow.Table> {
   const file = await openParquetBytes(bytes);
   let reader: ReadableStreamDefaultReader<WasmRecordBatch> | undefined;
   let done = false;
   try {
-    const stream = await file.stream({ batchSize: DECODE_BATCH_ROWS, ...(columns === undefined ? {} : { columns: [...columns] }) });
+    const stream = await file.stream({ batchSize: DECODE_BATCH_ROWS, ...(columns === undefined ? {} : { columns: [...columns] }), ...slice });
     reader = stream.getReader() as ReadableStreamDefaultReader<WasmRecordBatch>;
     for (;;) {
       const next = await reader.read();
@@ -431,10 +526,10 @@ export async function* decodeRowGroupBatches(bytes: ParquetBytes, columns?: read
  * rowGroupFile) of `rows` rows to Arrow IPC stream bytes, one batch: the step the decode pool's
  * workers run (decode-worker.ts), and the calling thread inline.
  */
-export async function decodeRowGroupIPC(blob: Blob | ParquetBytes, columns: readonly string[], rows: number): Promise<Uint8Array> {
+export async function decodeRowGroupIPC(blob: Blob | ParquetBytes, columns: readonly string[], rows: number, slice?: RowSlice): Promise<Uint8Array> {
   const file = await openParquetBytes(blob);
   try {
-    return (await file.read({ columns: [...columns], batchSize: Math.max(1, rows) })).intoIPCStream();
+    return (await file.read({ columns: [...columns], batchSize: Math.max(1, rows), ...slice })).intoIPCStream();
   } finally {
     file.free();
   }
@@ -476,16 +571,26 @@ export async function* readRowGroupsRanged(
     decodeError?: (e: unknown, group: number) => unknown;
     /** Where decoded batches go (default: a fresh buffer each); one memory serves every row group. */
     memory?: BatchMemory;
+    /** Only the rows of a key range (a sorted file): other row groups are skipped, and rows outside it not decoded. */
+    span?: RowSpanFilter;
   } = {},
 ): AsyncGenerator<arrow.Table> {
   const footer = opts.footer ?? (await readParquetFooter(src));
   const wanted = opts.columns === undefined ? undefined : new Set(opts.columns);
+  const span = opts.span;
   for (let g = 0; g < footer.rowGroups.length; g++) {
     if (footer.rowGroups[g].numRows === 0) continue;
-    const { file } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
+    if (span !== undefined && !rowGroupMay(footer, g, span)) continue;
+    const { file } = await rowGroupFile(footer, g, withSpanColumns(wanted, span), (s, e) => src.read(s, e));
+    let slice: RowSlice | undefined;
+    try {
+      if (span !== undefined && (slice = await rowGroupSpan(file, footer, g, span)) === undefined) continue;
+    } catch (e) {
+      throw opts.decodeError ? opts.decodeError(e, g) : e;
+    }
     opts.onRowGroup?.(g);
     try {
-      yield* decodeRowGroupBatches(file, opts.columns, opts.memory);
+      yield* decodeRowGroupBatches(file, opts.columns, opts.memory, slice);
     } catch (e) {
       throw opts.decodeError ? opts.decodeError(e, g) : e;
     }

@@ -14,6 +14,10 @@ import { coerceText, fromJsonValue } from '../schema/values.js';
 import type { DataField, DataType, Value } from '../schema/types.js';
 import { columnBounds } from '../format/value-stats.js';
 import { bucketOf } from '../schema/bucket.js';
+import { tableToRows } from '../format/columns.js';
+import type { IntRange, RowSpanFilter } from '../format/row-group-reader.js';
+import type * as arrow from 'apache-arrow';
+import type { JsonValue } from '../schema/value-codec.js';
 import { mayMatch, predicateColumns, type ColumnBounds, type Predicate } from './predicate.js';
 import type { Table } from './table.js';
 
@@ -32,6 +36,12 @@ export interface ReadExplain {
   /** Append tables: files whose column min / max / null counts cannot match. */
   skippedByValueStats: number;
   filesRead: number;
+  /**
+   * Row groups of the files read that a key range (from the predicate or `keyRange`) skipped by
+   * their key statistics or by their decoded keys, those read, and the rows decoded of them
+   * (undefined without a key range: every row group is read whole).
+   */
+  rowGroups?: { skippedByStats: number; skippedByKeys: number; read: number; rowsRead: number };
   /** Rows after the merge, and after the predicate. */
   mergedRows: number;
   matchingRows: number;
@@ -240,4 +250,118 @@ function product(lists: Value[][]): Value[][] | undefined {
     out = out.flatMap((t) => l.map((v) => [...t, v]));
   }
   return out;
+}
+
+/** Key-range bounds over the key columns outside the partition: inclusive prefixes of a key tuple. */
+interface KeyBounds {
+  lower: Value[];
+  upper: Value[];
+}
+
+/** Integer types whose Parquet chunk statistics (INT32 / INT64) are the values themselves. */
+const INT_STATS_TYPES = new Set(['TINYINT', 'SMALLINT', 'INT', 'DATE', 'BIGINT']);
+
+/**
+ * The rows of each sorted data file a read needs, when the predicate (or `keyRange`) bounds the
+ * primary key: row groups whose key statistics or decoded keys lie outside are skipped, and only
+ * the rows inside are decoded. Sound for any merge: every version of a key carries the key, so
+ * dropping rows of other keys before the merge changes no merged row a filter keeps. Undefined
+ * when nothing bounds the key (or the table has none).
+ */
+export function keySpanFilter(table: Table, predicate: Predicate | undefined, keyRange: { min?: JsonValue[]; max?: JsonValue[] } | undefined): RowSpanFilter | undefined {
+  const s = table.schema;
+  // In a file every row has the same partition values: its rows are sorted by the other key columns.
+  const fields = s.primaryKeys.filter((k) => !s.partitionKeys.includes(k)).map((k) => s.fields.find((f) => f.name === k)!);
+  if (fields.length === 0) return undefined;
+  let bounds = predicate === undefined ? undefined : predicateBounds(predicate, fields);
+  // keyRange tuples are whole keys: usable as prefixes only when no partition column is in them.
+  if (bounds === undefined && keyRange !== undefined && fields.length === s.primaryKeys.length) {
+    const typed = (k?: JsonValue[]) => (k ?? []).map((v, i) => fromJsonValue(fields[i].type, v));
+    bounds = { lower: typed(keyRange.min), upper: typed(keyRange.max) };
+  }
+  if (bounds === undefined || (bounds.lower.length === 0 && bounds.upper.length === 0)) return undefined;
+  return spanFilter(fields, bounds);
+}
+
+function spanFilter(fields: DataField[], { lower, upper }: KeyBounds): RowSpanFilter {
+  const types = fields.map((f) => f.type);
+  const prefix = (row: Value[], bound: Value[]): number => {
+    for (let i = 0; i < bound.length; i++) {
+      const c = compareValues(types[i], row[i], bound[i]);
+      if (c !== 0) return c;
+    }
+    return 0;
+  };
+  const first = fields[0];
+  const asBig = (v: Value) => (typeof v === 'bigint' ? v : BigInt(v as number));
+  return {
+    columns: fields.map((f) => f.name),
+    counts: { skippedByStats: 0, skippedByKeys: 0, read: 0, rowsRead: 0 },
+    rowGroupMay(stats: ReadonlyMap<string, IntRange>): boolean {
+      const r = INT_STATS_TYPES.has(first.type.root) ? stats.get(first.name) : undefined;
+      if (r === undefined) return true;
+      if (lower.length > 0 && lower[0] !== null && r.max < asBig(lower[0])) return false;
+      if (upper.length > 0 && upper[0] !== null && r.min > asBig(upper[0])) return false;
+      return true;
+    },
+    span(keys: arrow.Table): [number, number] {
+      const n = keys.numRows;
+      const ordered = keys.select(fields.map((f) => f.name));
+      const at = (i: number): Value[] => {
+        const row = tableToRows(ordered.slice(i, i + 1), fields)[0];
+        return fields.map((f) => row[f.name]);
+      };
+      // The first row at or after the lower bound, the first after the upper one (binary searches).
+      const search = (after: (row: Value[]) => boolean): number => {
+        let lo = 0;
+        let hi = n;
+        while (lo < hi) {
+          const mid = (lo + hi) >>> 1;
+          if (after(at(mid))) hi = mid;
+          else lo = mid + 1;
+        }
+        return lo;
+      };
+      const start = lower.length === 0 ? 0 : search((row) => prefix(row, lower) >= 0);
+      const end = upper.length === 0 ? n : search((row) => prefix(row, upper) > 0);
+      return [start, Math.max(start, end)];
+    },
+  };
+}
+
+/**
+ * Inclusive bounds on the key (`fields` in key order) that every row satisfying `p` lies in: from
+ * the comparisons and IN lists ANDed at its top, column by column while each earlier one is fixed
+ * to one value. Undefined when the first column is not bounded.
+ */
+function predicateBounds(p: Predicate, fields: DataField[]): KeyBounds | undefined {
+  const leaves = p.kind === 'and' ? p.args : [p];
+  const lower: Value[] = [];
+  const upper: Value[] = [];
+  for (const f of fields) {
+    let lo: Value | undefined;
+    let hi: Value | undefined;
+    const cmp = (a: Value, b: Value) => compareValues(f.type, a, b);
+    for (const a of leaves) {
+      if ((a.kind !== 'compare' && a.kind !== 'in') || a.column !== f.name) continue;
+      let l: Value | undefined;
+      let h: Value | undefined;
+      if (a.kind === 'in') {
+        if (a.negated || a.values.length === 0 || a.values.some((v) => v === null)) continue;
+        const sorted = [...a.values].sort(cmp);
+        [l, h] = [sorted[0], sorted[sorted.length - 1]];
+      } else if (a.value === null || a.op === '!=') {
+        continue;
+      } else {
+        if (a.op !== '<' && a.op !== '<=') l = a.value;
+        if (a.op !== '>' && a.op !== '>=') h = a.value;
+      }
+      if (l !== undefined && (lo === undefined || cmp(l, lo) > 0)) lo = l;
+      if (h !== undefined && (hi === undefined || cmp(h, hi) < 0)) hi = h;
+    }
+    if (lo !== undefined) lower.push(lo);
+    if (hi !== undefined) upper.push(hi);
+    if (lo === undefined || hi === undefined || cmp(lo, hi) !== 0 || lower.length !== upper.length) break;
+  }
+  return lower.length === 0 && upper.length === 0 ? undefined : { lower, upper };
 }

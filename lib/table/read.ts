@@ -27,7 +27,8 @@ import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField } from '../schema/types.js
 import { mergePool } from './merge-pool.js';
 import { dataFileKey } from './paths.js';
 import { filterTable, toPredicate, type Predicate } from './predicate.js';
-import { ReadPruning, type ReadExplain } from './read-pruning.js';
+import { keySpanFilter, ReadPruning, type ReadExplain } from './read-pruning.js';
+import type { RowSpanFilter } from '../format/row-group-reader.js';
 import type { Table } from './table.js';
 import { resolveSnapshot, tableForRead, type SnapshotSpec } from './time-travel.js';
 
@@ -57,7 +58,7 @@ export async function readTable(table: Table, opts: ReadOptions = {}): Promise<a
   // Time travel before an alter sees the old columns; the latest snapshot is read in the current schema (tableForRead).
   table = await tableForRead(table, snapshot, opts);
   const columns = checkColumns(table, opts.columns);
-  const { entries: pruned, where, explain } = await planRead(table, snapshot, opts);
+  const { entries: pruned, where, explain, span } = await planRead(table, snapshot, opts);
   const outSchema = opts.keepDeletes ? physicalArrowSchema(table.schema) : tableArrowSchema(table.schema);
   if (!snapshot) {
     opts.explain?.(explain);
@@ -65,7 +66,7 @@ export async function readTable(table: Table, opts: ReadOptions = {}): Promise<a
   }
   let merged: arrow.Table[];
   try {
-    merged = await mergeBuckets(table, pruned, !opts.keepDeletes);
+    merged = await mergeBuckets(table, pruned, !opts.keepDeletes, span);
   } catch (e) {
     throw await readFailure(table, snapshot.id, e);
   }
@@ -96,9 +97,10 @@ export function bucketGroups(entries: readonly ManifestEntry[]): ManifestEntry[]
  * Merges the given live files per (partition, bucket); output tables keep system columns, one per
  * section, in (partition, bucket, key) order. Each section (files of one bucket whose key ranges
  * overlap) merges on its own: on the merge pool's workers (merge-pool.ts) when the read has several
- * sections large enough, else on this thread (row groups then decode on the decode pool).
+ * sections large enough, else on this thread (row groups then decode on the decode pool). With
+ * `span` (a key range) only the rows of each file inside it are decoded, on this thread.
  */
-export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropDeletes: boolean): Promise<arrow.Table[]> {
+export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropDeletes: boolean, span?: RowSpanFilter): Promise<arrow.Table[]> {
   const sections: ManifestEntry[][] = [];
   for (const files of bucketGroups(entries)) {
     // An append table has no key: its bucket is one section, merged by sequence number alone
@@ -114,9 +116,9 @@ export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropD
   // decode and merge would run one after the other on one thread.
   const pool = mergePool();
   const onPool = (s: ManifestEntry[]) =>
-    sections.length > 1 && s.every((e) => e.file.schemaId === table.schema.id) && pool.takes(s.reduce((n, e) => n + e.file.fileSize, 0));
+    span === undefined && sections.length > 1 && s.every((e) => e.file.schemaId === table.schema.id) && pool.takes(s.reduce((n, e) => n + e.file.fileSize, 0));
   return runLimited(
-    sections.map((s) => () => (onPool(s) ? pool.merge(table, s, dropDeletes) : mergeSection(table, s, dropDeletes))),
+    sections.map((s) => () => (onPool(s) ? pool.merge(table, s, dropDeletes) : mergeSection(table, s, dropDeletes, span))),
     4,
   );
 }
@@ -126,14 +128,14 @@ export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropD
  * engine, key-first for engines that take whole versions. Runs on the calling thread or, the same
  * code, on a merge pool worker (merge-worker.ts).
  */
-export async function mergeSection(table: Table, section: ManifestEntry[], dropDeletes: boolean): Promise<arrow.Table> {
+export async function mergeSection(table: Table, section: ManifestEntry[], dropDeletes: boolean, span?: RowSpanFilter): Promise<arrow.Table> {
   const engine = mergeEngineFor(mergeConfigFromOptions(table.options, table.schema.primaryKeys));
   const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };
   // Engines that take whole versions merge on keys first and decode only the winners' values.
-  if (table.schema.primaryKeys.length > 0 && mergesKeyFirst(engine)) return mergeSectionKeyFirst(table, section, mergeOpts);
+  if (table.schema.primaryKeys.length > 0 && mergesKeyFirst(engine)) return mergeSectionKeyFirst(table, section, mergeOpts, span);
   // Each file is its own run: files are key-sorted with one record per key, and keeping them
   // apart lets every run carry its own sequence base.
-  const runs = await Promise.all(section.map(async (e) => ({ table: await readEntry(table, e), sequenceBase: e.file.sequenceBase })));
+  const runs = await Promise.all(section.map(async (e) => ({ table: await readEntry(table, e, span), sequenceBase: e.file.sequenceBase })));
   return mergeSortedRuns(runs, mergeOpts);
 }
 
@@ -142,7 +144,7 @@ export async function mergeSection(table: Table, section: ManifestEntry[], dropD
  * sequence fields and system columns, and later for the value columns of the row groups that hold
  * winners. A file written with an older schema is read whole and evolved instead.
  */
-async function mergeSectionKeyFirst(table: Table, entries: ManifestEntry[], opts: MergeReadOptions): Promise<arrow.Table> {
+async function mergeSectionKeyFirst(table: Table, entries: ManifestEntry[], opts: MergeReadOptions, span?: RowSpanFilter): Promise<arrow.Table> {
   const decoders: DataFileDecoder[] = [];
   try {
     const ranges = entries.map((e) => ({ min: e.file.minSequenceNumber, max: e.file.maxSequenceNumber }));
@@ -156,7 +158,7 @@ async function mergeSectionKeyFirst(table: Table, entries: ManifestEntry[], opts
           return { keys: data, sequenceBase: file.sequenceBase, sequenceRange: ranges[i], rowGroupRows: [data.numRows], values: async (cols) => [data.select(cols)] };
         }
         // By range: the footer, then the chunks of the asked columns and row groups, never the file.
-        const decoder = await openDataFileRanged(table.store, dataFileKey(table.path, entry.partition, entry.bucket, file.fileName), file.fileSize, dataFileCheck(table, file));
+        const decoder = await openDataFileRanged(table.store, dataFileKey(table.path, entry.partition, entry.bucket, file.fileName), file.fileSize, dataFileCheck(table, file), span);
         decoders.push(decoder);
         const keys = concatTables(await decoder.readRowGroups(keyCols), physicalKeySchema(table, keyCols));
         return { keys, sequenceBase: file.sequenceBase, sequenceRange: ranges[i], rowGroupRows: decoder.rowGroupRows, values: (cols, groups) => decoder.readRowGroups(cols, groups) };
@@ -179,10 +181,17 @@ export function dataFileCheck(table: Table, file: DataFileMeta): DataFileCheck {
   return { footerCrc32: file.footerCrc32, table: table.name };
 }
 
-/** Reads one data or changelog file of the table (by range: footer, then row group by row group). */
-export async function readEntry(table: Table, entry: Pick<ManifestEntry, 'partition' | 'bucket' | 'file'>): Promise<arrow.Table> {
+/**
+ * Reads one data or changelog file of the table (by range: footer, then row group by row group);
+ * with `span`, only its rows in that key range (a file of the current schema: the span names its columns).
+ */
+export async function readEntry(table: Table, entry: Pick<ManifestEntry, 'partition' | 'bucket' | 'file'>, span?: RowSpanFilter): Promise<arrow.Table> {
   // By range, one row group at a time: the file's bytes are never held whole.
-  const data = await readDataFileRanged(table.store, dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName), entry.file.fileSize, { check: dataFileCheck(table, entry.file) });
+  const check = dataFileCheck(table, entry.file);
+  const data = await readDataFileRanged(table.store, dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName), entry.file.fileSize, {
+    check,
+    ...(span !== undefined && entry.file.schemaId === table.schema.id ? { span } : {}),
+  });
   const fileSchemaId = entry.file.schemaId;
   if (fileSchemaId === table.schema.id) return data;
   // Reading a newer file through an older schema would silently drop its new columns.
@@ -271,7 +280,7 @@ export async function planRead(
   table: Table,
   snapshot: Snapshot | undefined,
   opts: ReadOptions,
-): Promise<{ entries: ManifestEntry[]; where?: ReadPruning; explain: ReadExplain }> {
+): Promise<{ entries: ManifestEntry[]; where?: ReadPruning; explain: ReadExplain; span?: RowSpanFilter }> {
   if (opts.limit !== undefined && (!Number.isInteger(opts.limit) || opts.limit < 0)) throw new InvalidArgumentError(`limit must be an integer ≥ 0, got ${opts.limit}`);
   const where = opts.where === undefined ? undefined : new ReadPruning(table, toPredicate(opts.where, table.schema.fields));
   const explain: ReadExplain = { snapshotId: snapshot?.id, schemaId: table.schema.id, predicate: where?.predicate, liveFiles: 0, skippedByPartition: 0, skippedByBucket: 0, skippedByKeyRange: 0, skippedByValueStats: 0, filesRead: 0, mergedRows: 0, matchingRows: 0 };
@@ -294,7 +303,10 @@ export async function planRead(
     explain.skippedByValueStats = inKeyRange.length - pruned.length;
   }
   explain.filesRead = pruned.length;
-  return { entries: pruned, where, explain };
+  // Counted while the files are read (the readers add to the filter's counts).
+  const span = keySpanFilter(table, where?.predicate, opts.keyRange);
+  if (span !== undefined) explain.rowGroups = span.counts;
+  return { entries: pruned, where, explain, span };
 }
 
 /** The chunks of a data file read through the table's schema (by field id) when the file was written with another. */

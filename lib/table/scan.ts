@@ -17,6 +17,7 @@ import { alignRunStreams, type RunStream } from '../mergetree/stream-merge.js';
 import { columnChunk } from '../mergetree/column-access.js';
 import { isRetract, KIND_COLUMN } from '../schema/types.js';
 import { mergeSortedRuns, type MergeReadOptions } from '../mergetree/sort-merge-reader.js';
+import type { RowSpanFilter } from '../format/row-group-reader.js';
 import { dataFileKey } from './paths.js';
 import { bucketGroups, checkColumns, dataFileCheck, evolveChunks, filterKeyRange, planRead, project, readFailure, type ReadOptions } from './read.js';
 import { filterTable } from './predicate.js';
@@ -59,6 +60,7 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
     dropDeletes: !opts.keepDeletes,
     appendOnly: table.schema.primaryKeys.length === 0,
     reuseBuffers: opts.reuseBuffers === true,
+    span: plan.span,
   };
   let yielded = false;
   try {
@@ -101,6 +103,8 @@ interface SectionReader {
   dropDeletes: boolean;
   appendOnly: boolean;
   reuseBuffers: boolean;
+  /** Only the rows of each file in this key range (planRead). */
+  span?: RowSpanFilter;
 }
 
 /**
@@ -115,6 +119,8 @@ function sectionsOf(r: SectionReader, files: readonly ManifestEntry[]): SortedRu
 /** The merged rows of one section (`sectionFiles`, all of the bucket whose entries are `files`), piece by piece. */
 function readSection(r: SectionReader, files: readonly ManifestEntry[], sectionFiles: DataFileMeta[]): AsyncIterable<arrow.Table> {
   const { table, engine, dropDeletes, appendOnly, reuseBuffers } = r;
+  // The span names the current schema's key columns: a file of an older schema is read whole.
+  const span = (meta: DataFileMeta) => (r.span !== undefined && meta.schemaId === table.schema.id ? { span: r.span } : {});
   // Every entry of `files` is of the same partition and bucket (bucketGroups).
   const keyOf = (meta: DataFileMeta) => dataFileKey(table.path, files[0].partition, files[0].bucket, meta.fileName);
   const plainRows = dropDeletes && engine.name === 'deduplicate';
@@ -123,11 +129,11 @@ function readSection(r: SectionReader, files: readonly ManifestEntry[], sectionF
     // its rows without the retractions. Its sequence numbers are never needed (8 of the bytes
     // a row decodes to): only the user columns and the kind are fetched and decoded.
     const wanted = [...table.schema.fields.map((f) => f.name), KIND_COLUMN];
-    return withoutRetracts(readDataFileRowGroups(table.store, keyOf(sectionFiles[0]), sectionFiles[0].fileSize, { columns: wanted, reuseBuffers, check: dataFileCheck(table, sectionFiles[0]) }));
+    return withoutRetracts(readDataFileRowGroups(table.store, keyOf(sectionFiles[0]), sectionFiles[0].fileSize, { columns: wanted, reuseBuffers, check: dataFileCheck(table, sectionFiles[0]), ...span(sectionFiles[0]) }));
   }
   // Each file is its own run (one record per key, its own sequence base).
   const runs = sectionFiles.map((meta) => {
-    const chunks = readDataFileRowGroups(table.store, keyOf(meta), meta.fileSize, { reuseBuffers, check: dataFileCheck(table, meta) });
+    const chunks = readDataFileRowGroups(table.store, keyOf(meta), meta.fileSize, { reuseBuffers, check: dataFileCheck(table, meta), ...span(meta) });
     return { chunks: evolveChunks(table, meta, chunks), sequenceBase: meta.sequenceBase, oneRecordPerKey: true };
   });
   const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };

@@ -90,6 +90,7 @@ function explainText(e: ReadExplain, table: Table): string {
     `skipped: key range  ${e.skippedByKeyRange}`,
     `skipped: value stats ${e.skippedByValueStats} (append tables: column min/max/nulls)`,
     `files read          ${e.filesRead}`,
+    `row groups          ${e.rowGroups ? `${e.rowGroups.read} read (${e.rowGroups.rowsRead} rows of them decoded), skipped ${e.rowGroups.skippedByStats} by key statistics and ${e.rowGroups.skippedByKeys} by decoded keys` : 'all read (no key range)'}`,
     `rows merged         ${e.mergedRows}`,
     `rows matching       ${e.matchingRows} (predicate applied after the merge)`,
   ].join('\n');
