@@ -21,7 +21,7 @@
 import { InvalidArgumentError } from '../errors.js';
 import { concatTables, singleBatch, tableToRows, takeRows } from '../format/columns.js';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
-import { readLiveFiles } from '../manifest/scan.js';
+import { readChangelogFiles, readDeltaEntries, readLiveFiles } from '../manifest/scan.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import { storedSequence } from '../mergetree/merge-plan.js';
 import { sortByKey } from '../mergetree/key-order.js';
@@ -79,7 +79,7 @@ export async function rescaleTable(table: Table, opts: RescaleOptions): Promise<
     // A consumer whose next snapshot exists has changes before the rescale still to deliver
     // (planned splits in flight, on AWS): those are the ones the bucket change could reorder.
     const latestId = (await t.snapshots.latestId()) ?? 0;
-    const behind = await consumersWithChangesToDeliver(t, latestId);
+    const behind = await consumersWithChangesToDeliver(t, latestId, spec && partitionMatcher(spec));
     if (behind.length > 0) {
       throw new InvalidArgumentError(
         `${t.name} has streaming consumers that have not read up to snapshot ${latestId} (${behind.map((c) => `${c.id} at snapshot ${c.nextSnapshot}`).join(', ')}): ` +
@@ -110,22 +110,40 @@ export async function rescaleTable(table: Table, opts: RescaleOptions): Promise<
 /**
  * The consumers that still have row changes to deliver before the rescale: those whose next
  * snapshot is at most `latestId` and for which a snapshot from there on carries rows (a write,
- * an overwrite, or a compaction with changelog). A consumer behind only by schema changes and
- * compactions without changelog has no key change left that the new buckets could reorder (the
- * README tour's `tail --consumer-id me`, followed by an alter and a full compaction). A snapshot
- * already expired counts as carrying rows: that consumer fails on it, or skips it, either way not
- * here.
+ * an overwrite, or a compaction with changelog) of a rescaled partition (`matches`; all when
+ * undefined). A consumer behind only by schema changes, compactions without changelog and changes
+ * of other partitions has no key change left that the new buckets could reorder (the README
+ * tour's `tail --consumer-id me`, followed by an alter, writes and a rollback of another day, and a
+ * full compaction). A snapshot already expired counts as carrying rows: that consumer fails on it,
+ * or skips it, either way not here.
  */
-async function consumersWithChangesToDeliver(t: Table, latestId: number): Promise<Array<{ id: string; nextSnapshot: number }>> {
+async function consumersWithChangesToDeliver(
+  t: Table,
+  latestId: number,
+  matches: ((partition: string) => boolean) | undefined,
+): Promise<Array<{ id: string; nextSnapshot: number }>> {
   const consumers = (await listConsumers(t.store, t.path)).filter((c) => c.nextSnapshot <= latestId);
   if (consumers.length === 0) return [];
   const from = Math.min(...consumers.map((c) => c.nextSnapshot));
-  // The newest snapshot with rows: a consumer is behind when its next snapshot is at most that one.
+  // The newest snapshot with such rows: a consumer is behind when its next snapshot is at most that one.
   for (let id = latestId; id >= from; id--) {
     const s = await t.snapshots.tryRead(id);
-    if (s === undefined || carriesRowChanges(s)) return consumers.filter((c) => c.nextSnapshot <= id);
+    if (s === undefined || (carriesRowChanges(s) && (await changesPartitions(t, s, matches)))) return consumers.filter((c) => c.nextSnapshot <= id);
   }
   return [];
+}
+
+/** The predicate of a partition spec over partition paths. */
+function partitionMatcher(spec: Record<string, string>): (partition: string) => boolean {
+  return (p) => Object.entries(spec).every(([k, v]) => parsePartitionPath(p)[k] === v);
+}
+
+/** True when snapshot `s` changed files (data or changelog) of a partition `matches` takes (any, when undefined). */
+async function changesPartitions(t: Table, s: Snapshot, matches: ((partition: string) => boolean) | undefined): Promise<boolean> {
+  if (matches === undefined) return true;
+  const filter = { partition: matches };
+  if ((await readDeltaEntries(t.store, t.path, s, filter, t.manifestCache)).length > 0) return true;
+  return (await readChangelogFiles(t.store, t.path, s, filter, t.manifestCache)).length > 0;
 }
 
 /** True when a stream reading `s` may deliver row changes (anything but a schema change or a compaction without changelog). */
@@ -144,7 +162,7 @@ async function planRescale(
 ): Promise<{ rewrite?: FileRewrite; out: Omit<RescaleResult, 'optionChanged' | 'snapshot'> }> {
   const out = { partitions: [] as string[], unchanged: [] as string[], filesRemoved: 0, filesAdded: 0, rows: 0 };
   if (!latest) return { out };
-  const matches = spec ? (p: string) => Object.entries(spec).every(([k, v]) => parsePartitionPath(p)[k] === v) : undefined;
+  const matches = spec ? partitionMatcher(spec) : undefined;
   const live = await readLiveFiles(t.store, t.path, latest, { partition: matches }, t.manifestCache);
   if (spec && live.length === 0) {
     throw new InvalidArgumentError(`${t.name} has no partition ${Object.entries(spec).map(([k, v]) => `${k}=${v}`).join(',')}; list partitions with \`varve sys ${t.name} partitions\``);
