@@ -102,7 +102,7 @@ export class RetryBudget {
 }
 
 /** Schema changes (alters landing meanwhile) a write or a compaction follows before giving up: one cap for all of them. */
-export const SCHEMA_CHANGE_RETRIES = 5;
+const SCHEMA_CHANGE_RETRIES = 5;
 
 /** The budget of schema changes followed by one write or compaction (see followSchemaChanges). */
 export function schemaChangeBudget(what: string): RetryBudget {
