@@ -66,10 +66,29 @@ export async function icebergExportDue(table: Table, latest?: Snapshot): Promise
   return undefined;
 }
 
-/** Exports the latest snapshot when due (see icebergExportDue); the result, or undefined when nothing was due. */
+/** Most snapshots a deletion-vector table's export writes in one go to fill its history (then the latest only). */
+const CATCH_UP_SNAPSHOTS = 16;
+
+/**
+ * Exports the latest snapshot when due (see icebergExportDue); the result, or undefined when
+ * nothing was due. A deletion-vector table's export first writes the commits since the exported
+ * one that have none (a failed export, or a concurrent commit's export that came first), up to
+ * CATCH_UP_SNAPSHOTS of them, so that Iceberg time travel finds every commit.
+ */
 export async function exportIcebergIfDue(table: Table): Promise<ExportIcebergResult | undefined> {
   const due = await icebergExportDue(table);
-  return due === undefined ? undefined : exportIceberg(table, { snapshot: due });
+  if (due === undefined) return undefined;
+  if (usesDeletionVectors(table)) {
+    const current = await readCurrentIcebergMetadata(table.store, icebergLocation(table)!);
+    const exported = current && currentIcebergSnapshot(current.metadata);
+    if (exported !== undefined && due.id - exported['snapshot-id'] - 1 <= CATCH_UP_SNAPSHOTS && (await onVarveChain(table, exported))) {
+      for (let id = exported['snapshot-id'] + 1; id < due.id; id++) {
+        const s = await table.snapshots.tryRead(id);
+        if (s !== undefined) await exportIceberg(table, { snapshot: s });
+      }
+    }
+  }
+  return exportIceberg(table, { snapshot: due });
 }
 
 /**

@@ -118,3 +118,31 @@ describe('Iceberg operations', () => {
     expect(last['added-records']).toBe(last['deleted-records']);
   });
 });
+
+describe('the export of a deletion-vector table', () => {
+  it('writes the commits whose own export failed before the latest, so time travel finds every commit', async () => {
+    // Prepare
+    const store = new MemoryStore();
+    const table = await new FolderCatalog(store).createTable('db.dv', {
+      fields: parseSchemaText('id INT NOT NULL, v BIGINT'),
+      primaryKeys: ['id'],
+      partitionKeys: [],
+      options: { 'metadata.iceberg.storage': 'table-location', bucket: '1', 'deletion-vectors.enabled': 'true' },
+    });
+    await table.write([{ id: 1, v: 1n }]);
+    store.injectFault({ op: 'putIfAbsent', keyIncludes: '.metadata.json', times: 2 });
+    const failed = await table.write([{ id: 2, v: 2n }]);
+    expect(failed.compactionError).toBeDefined();
+    store.clearFaults();
+    // Act
+    const w = await table.write([{ id: 1, v: 3n }]);
+    // Assess: snapshots 1, 2 and 3 are all in the Iceberg history, each its own varve commit
+    expect(w.compactionError).toBeUndefined();
+    const { metadata } = await current(table);
+    expect(metadata.snapshots.map((s) => s['snapshot-id'])).toEqual([1, 2, 3]);
+    for (const s of metadata.snapshots) {
+      expect(s.summary[COMMIT_UUID_PROPERTY]).toBe((await table.snapshots.tryRead(s['snapshot-id']))!.properties![COMMIT_UUID_PROPERTY]);
+    }
+    expect(metadata['current-snapshot-id']).toBe(3);
+  });
+});
