@@ -119,6 +119,8 @@ class RollbackAction implements CommitAction {
         compactBefore: deletes.map(fileChange),
         compactAfter: adds.map(fileChange),
         properties: { [ROLLBACK_TARGET_PROPERTY]: String(this.target.id) },
+        // A deletion-vector table: the target's vectors, exact for the files it holds again.
+        ...(this.target.deletionVectors !== undefined ? { deletionVectors: this.target.deletionVectors } : {}),
       },
       requirements: { baseSnapshotId: base.id },
     };

@@ -145,6 +145,7 @@ function snapshotOf(ctx: CommitContext, latest: Snapshot | undefined, changes: A
     snapshot.changelogManifestList = changelogManifestList;
     snapshot.changelogRecordCount = rows(changes.changelog);
   }
+  if (req.deletionVectors !== undefined) snapshot.deletionVectors = req.deletionVectors;
   const watermark = Math.max(latest?.watermark ?? -Infinity, req.watermark ?? -Infinity);
   if (Number.isFinite(watermark)) snapshot.watermark = watermark;
   return snapshot;

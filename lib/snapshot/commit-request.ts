@@ -77,6 +77,13 @@ export interface CommitRequest {
    * paths; `match`: partitions whose values equal these (a partial spec); neither: the whole table.
    */
   overwrite?: { partitions?: string[]; match?: Record<string, string> };
+  /**
+   * The deletion-vector index (Snapshot.deletionVectors) the snapshot takes as it is, instead of
+   * one computed for the changes: a rollback's, which holds its target's files again and so its
+   * target's vectors, exact for them (vectors of unchanged files may have to shrink again, which
+   * a computation over the added files' keys would not do).
+   */
+  deletionVectors?: string;
 }
 
 /**

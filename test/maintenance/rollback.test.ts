@@ -15,6 +15,8 @@ import { utf8 } from '../../lib/store/object-store.js';
 import { parseAddColumn } from '../../lib/schema/schema-evolution.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
 import { Table } from '../../lib/table/table.js';
+import { commitToTable } from '../../lib/table/table-commit.js';
+import { requestAction } from '../../lib/snapshot/commit.js';
 import { SnapshotNotFoundError, TagError } from '../../lib/errors.js';
 import { processView } from '../helpers/process-view.js';
 import { addConsumer, eightSnapshots, expectVerified, newTable, rowsAt, upsert } from './expiry-fixtures.js';
@@ -103,6 +105,28 @@ describe('rollbackTo', () => {
       expect(r.undone).toBeUndefined();
     }
     expect(await table.snapshots.latestId()).toBe(latest);
+  });
+
+  it("takes its target's deletion-vector index as it is (exact for the files it holds again)", async () => {
+    const table = await newTable();
+    await upsert(table, [1], 'a');
+    const indexed = await commitToTable(
+      table,
+      requestAction({
+        commitUser: 'u',
+        commitIdentifier: 'dv',
+        kind: 'APPEND',
+        schemaId: table.schema.id,
+        batches: [],
+        allowEmpty: true,
+        deletionVectors: 'deletion-index-of-2',
+      }),
+    );
+    expect(indexed.snapshot.deletionVectors).toBe('deletion-index-of-2');
+    await upsert(table, [2], 'b');
+    const r = await rollbackTo(table, { snapshotId: 2 });
+    expect(r.snapshot!.deletionVectors).toBe('deletion-index-of-2');
+    expect((await table.snapshots.read(r.snapshot!.id)).deletionVectors).toBe('deletion-index-of-2');
   });
 
   it('refuses a target that does not exist, naming what does', async () => {
