@@ -6,14 +6,17 @@
  * - changelog files of snapshots [from, end), minus files of tags;
  * - manifests and manifest lists of snapshots [from, end), minus those of snapshot `end` and of
  *   every tag. Manifests are shared only forward (a snapshot's base is built from its
- *   predecessor's), so a manifest a later snapshot uses is also used by `end`.
+ *   predecessor's), so a manifest a later snapshot uses is also used by `end`;
+ * - deletion-vector indexes and Puffin files of snapshots [from, end), minus those of `end` and of
+ *   every tag, by the same rule: a vector a later snapshot keeps is carried from `end`'s index (an
+ *   index counts with the manifests, a Puffin file with the data files).
  */
 import { LruManifestCache } from '../manifest/manifest-file.js';
 import { readEntries } from '../manifest/scan.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { NamedTag } from '../snapshot/tags.js';
 import type { Table } from '../table/table.js';
-import { entryFileKey, readSnapshotManifests, snapshotReferences } from './snapshot-references.js';
+import { deletionVectorKeys, entryFileKey, readSnapshotManifests, snapshotReferences } from './snapshot-references.js';
 
 /** The files one expiry run deletes. */
 export interface DeletionPlan {
@@ -48,10 +51,15 @@ export async function planDeletions(
   const changelog = new Set<string>();
   const manifests = new Set<string>();
   const lists = new Set<string>();
+  const dvIndexes = new Set<string>();
+  const dvFiles = new Set<string>();
   for (let id = from; id <= end; id++) {
     const snapshot = await read(id);
     if (snapshot === undefined) throw new ExpiryRaceSignal(id);
     const m = await readSnapshotManifests(table, snapshot);
+    const dv = await deletionVectorKeys(table, snapshot);
+    for (const k of dv.index) (id < end ? dvIndexes.add(k) : dvIndexes.delete(k));
+    for (const k of dv.puffins) (id < end ? dvFiles.add(k) : dvFiles.delete(k));
     if (id > from) {
       const delta = await readEntries(table.store, table.path, m.delta, {}, cache);
       const added = new Set(delta.filter((e) => e.kind === 'ADD').map((e) => entryFileKey(table, e)));
@@ -76,6 +84,9 @@ export async function planDeletions(
   }
   const data = new Set([...dead].filter(([, isDead]) => isDead).map(([k]) => k));
   for (const { tag } of tags) {
+    const dv = await deletionVectorKeys(table, tag);
+    for (const k of dv.index) dvIndexes.delete(k);
+    for (const k of dv.puffins) dvFiles.delete(k);
     if (tag.id < end) {
       // Only a tag older than `end` can hold a file that dies in the range.
       const refs = await snapshotReferences(table, tag, cache);
@@ -89,5 +100,5 @@ export async function planDeletions(
       for (const k of m.manifestKeys) manifests.delete(k);
     }
   }
-  return { dataFiles: [...data], changelogFiles: [...changelog], manifests: [...manifests], manifestLists: [...lists] };
+  return { dataFiles: [...data, ...dvFiles], changelogFiles: [...changelog], manifests: [...manifests, ...dvIndexes], manifestLists: [...lists] };
 }

@@ -30,6 +30,7 @@ import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError } from 
 import { runLimited } from '../concurrency.js';
 import { icebergMetadataOrphans } from '../iceberg/iceberg-orphans.js';
 import { icebergReferencedKeys } from '../iceberg/iceberg-references.js';
+import { DELETION_INDEX_PREFIX } from '../manifest/deletion-index.js';
 import { LruManifestCache } from '../manifest/manifest-file.js';
 import { listTags } from '../snapshot/tags.js';
 import { compareObjectKeys } from '../store/object-key.js';
@@ -118,7 +119,8 @@ function candidateKind(rel: string, liveConsumers: ReadonlySet<string>): OrphanK
   }
   if (top === 'manifest' && parts.length === 2) {
     if (parts[1].startsWith('manifest-list-')) return 'manifest-list';
-    return parts[1].startsWith('manifest-') ? 'manifest' : undefined;
+    // A deletion-vector index (lib/manifest/deletion-index.ts) is snapshot metadata like a manifest.
+    return parts[1].startsWith('manifest-') || parts[1].startsWith(DELETION_INDEX_PREFIX) ? 'manifest' : undefined;
   }
   // Data and changelog files sit directly in a bucket folder (after any partition folders);
   // schema/, snapshot/, tag/, expiry/ never hold a bucket folder at that depth.

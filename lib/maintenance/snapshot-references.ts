@@ -3,6 +3,7 @@
  * lists, the manifests they name, its live data files and its changelog files. Expiry, orphan
  * cleanup and table verification all reason in these keys.
  */
+import { readDeletionIndex } from '../manifest/deletion-index.js';
 import type { ManifestCache } from '../manifest/manifest-file.js';
 import { readManifestList } from '../manifest/manifest-list.js';
 import { foldLiveFiles, readEntries, readSnapshotLists } from '../manifest/scan.js';
@@ -21,6 +22,8 @@ export interface SnapshotReferences {
   /** Live data files: base and delta folded (ADD minus DELETE). The delta's ADDs are among them. */
   dataFiles: string[];
   changelogFiles: string[];
+  /** Deletion-vector tables: the snapshot's deletion-vector index and the Puffin files its vectors lie in. */
+  deletionVectorFiles: string[];
   /** The manifest entry's file metadata of each data and changelog file, by key (verify checks the files against it). */
   files: Map<string, DataFileMeta>;
 }
@@ -57,9 +60,10 @@ export async function readSnapshotManifests(table: Table, snapshot: Snapshot): P
 /** Every object a snapshot references; `cache` shares manifest contents across snapshots of one run. */
 export async function snapshotReferences(table: Table, snapshot: Snapshot, cache?: ManifestCache): Promise<SnapshotReferences> {
   const m = await readSnapshotManifests(table, snapshot);
-  const [live, changelog] = await Promise.all([
+  const [live, changelog, dv] = await Promise.all([
     foldLiveFiles(table.store, table.path, [...m.base, ...m.delta], {}, cache),
     readEntries(table.store, table.path, m.changelog, {}, cache),
+    deletionVectorKeys(table, snapshot),
   ]);
   const adds = changelog.filter((e) => e.kind === 'ADD');
   return {
@@ -67,13 +71,21 @@ export async function snapshotReferences(table: Table, snapshot: Snapshot, cache
     manifests: m.manifestKeys,
     dataFiles: live.map((e) => entryFileKey(table, e)),
     changelogFiles: adds.map((e) => entryFileKey(table, e)),
+    deletionVectorFiles: [...dv.index, ...dv.puffins],
     files: new Map([...live, ...adds].map((e) => [entryFileKey(table, e), e.file])),
   };
 }
 
 /** Adds every key of `refs` to `into`. */
 export function addReferences(into: Set<string>, refs: SnapshotReferences): void {
-  for (const list of [refs.manifestLists, refs.manifests, refs.dataFiles, refs.changelogFiles]) for (const k of list) into.add(k);
+  for (const list of [refs.manifestLists, refs.manifests, refs.dataFiles, refs.changelogFiles, refs.deletionVectorFiles]) for (const k of list) into.add(k);
+}
+
+/** Keys of a snapshot's deletion-vector index (none without) and of the Puffin files its vectors lie in. */
+export async function deletionVectorKeys(table: Table, snapshot: Snapshot): Promise<{ index: string[]; puffins: string[] }> {
+  if (snapshot.deletionVectors === undefined) return { index: [], puffins: [] };
+  const refs = await readDeletionIndex(table.store, table.path, snapshot);
+  return { index: [manifestKey(table.path, snapshot.deletionVectors)], puffins: [...new Set(refs.map((r) => tableKey(table.path, r.dvFile)))] };
 }
 
 /**

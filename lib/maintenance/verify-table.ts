@@ -12,6 +12,8 @@ import { verifyDataFileBytes } from '../format/data-file-verify.js';
 import type { DataFileMeta } from '../manifest/types.js';
 import { parallelMap } from '../concurrency.js';
 import { LruManifestCache } from '../manifest/manifest-file.js';
+import { loadDeletionVector, readDeletionIndex, type DeletionVectorRef } from '../manifest/deletion-index.js';
+import { tableKey } from '../manifest/table-paths.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { listTags } from '../snapshot/tags.js';
 import { listAll } from '../store/object-store.js';
@@ -57,6 +59,7 @@ const KINDS: Array<[Exclude<keyof SnapshotReferences, 'files'>, string]> = [
   ['manifests', 'manifest'],
   ['dataFiles', 'data file'],
   ['changelogFiles', 'changelog file'],
+  ['deletionVectorFiles', 'deletion-vector file'],
 ];
 
 /** What verifyTable has found so far, and the listing it checks existence against. */
@@ -69,6 +72,9 @@ interface Findings {
   /** Every key under the table: one listing answers every existence question, far fewer requests than a HEAD per file. */
   existing: Set<string>;
   checked: number;
+  /** Deletion-vector indexes seen, and each vector once (by Puffin file and offset) with the first snapshot or tag that references it. */
+  indexes: Set<string>;
+  vectors: Map<string, { owner: string; ref: DeletionVectorRef }>;
 }
 
 /** Checks that every snapshot present and every tag of `table` references only objects that exist and read back intact. */
@@ -80,6 +86,8 @@ export async function verifyTable(table: Table, opts: VerifyOptions = {}): Promi
     schemas: new Map(),
     existing: new Set((await listAll(table.store, `${table.path}/`)).map((o) => o.key)),
     checked: 0,
+    indexes: new Set(),
+    vectors: new Map(),
   };
   const cache = new LruManifestCache();
   for (const id of ids) {
@@ -92,6 +100,7 @@ export async function verifyTable(table: Table, opts: VerifyOptions = {}): Promi
   await checkChangelogs(table, found);
   await checkSchemas(table, found);
   const unchecked = opts.quick ? [] : await readBackFiles(table, found);
+  if (!opts.quick) await readBackVectors(table, found);
   return {
     ok: found.problems.length === 0,
     snapshots: ids,
@@ -128,6 +137,13 @@ async function checkReferences(table: Table, found: Findings, owner: string, sna
     for (const key of refs[field]) {
       found.checked++;
       if (!found.existing.has(key)) found.problems.push({ owner, key, problem: `${what} ${key} is missing` });
+    }
+  }
+  if (snapshot.deletionVectors !== undefined && !found.indexes.has(snapshot.deletionVectors)) {
+    found.indexes.add(snapshot.deletionVectors);
+    for (const ref of await readDeletionIndex(table.store, table.path, snapshot)) {
+      const id = `${ref.dvFile}@${ref.offset}`;
+      if (!found.vectors.has(id) && found.existing.has(tableKey(table.path, ref.dvFile))) found.vectors.set(id, { owner, ref });
     }
   }
   for (const [key, meta] of refs.files) {
@@ -168,6 +184,18 @@ async function readBackFiles(table: Table, found: Findings): Promise<string[]> {
     else if (verdict.status === 'damaged') found.problems.push({ owner, key, problem: `file ${key} is damaged: ${verdict.problem}` });
   });
   return unchecked.sort();
+}
+
+/** Every deletion vector decodes: length, magic, CRC-32 and bitmap, and its cardinality matches the index. */
+async function readBackVectors(table: Table, found: Findings): Promise<void> {
+  await parallelMap([...found.vectors.values()], READ_BACK_PARALLELISM, async ({ owner, ref }) => {
+    try {
+      await loadDeletionVector(table.store, table.path, ref);
+    } catch (e) {
+      const key = tableKey(table.path, ref.dvFile);
+      found.problems.push({ owner, key, problem: `the deletion vector of ${ref.fileName} in ${key} is damaged: ${e instanceof VarveError ? e.message : String(e)}` });
+    }
+  });
 }
 
 /** Reads a live file whole and checks it against its manifest entry's checksums. */

@@ -66,7 +66,7 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
   const writeOpts = { namer, targetFileSize: opts.manifestTargetFileSize, schemaId: req.schemaId };
   const deltaFiles = encodeManifestFiles([...changes.deletes, ...changes.adds], writeOpts);
   const changelogFiles = encodeManifestFiles(changes.changelog, writeOpts);
-  const [, , dataManifestList, changelogManifestList] = await allOrFirstError<[void, void, string, string | undefined]>([
+  const [, , dataManifestList, changelogManifestList, deletionVectors] = await allOrFirstError<[void, void, string, string | undefined, string | undefined]>([
     // First in the list: a real conflict is reported ahead of any write failure.
     checkCommitConflicts({
       store,
@@ -82,6 +82,9 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
     putManifestFiles(store, tablePath, changelogFiles, cache),
     writeDataManifestList(ctx, previous, deltaFiles),
     changelogFiles.length > 0 ? writeManifestList(store, tablePath, changelogFiles.map((f) => f.meta), namer) : Promise.resolve(undefined),
+    // Deletion vectors are planned on this attempt's base: what landed before this commit is looked up too.
+    // A request naming its index (a rollback: its target's, exact for the files it restores) takes it as it is.
+    req.deletionVectors === undefined && opts.deletionVectors ? opts.deletionVectors.plan(latest, changes, previous, cache) : Promise.resolve(req.deletionVectors),
   ]);
   return snapshotOf(ctx, latest, changes, dataManifestList, changelogManifestList);
 }
@@ -145,7 +148,7 @@ function snapshotOf(ctx: CommitContext, latest: Snapshot | undefined, changes: A
     snapshot.changelogManifestList = changelogManifestList;
     snapshot.changelogRecordCount = rows(changes.changelog);
   }
-  if (req.deletionVectors !== undefined) snapshot.deletionVectors = req.deletionVectors;
+  if (deletionVectors !== undefined) snapshot.deletionVectors = deletionVectors;
   const watermark = Math.max(latest?.watermark ?? -Infinity, req.watermark ?? -Infinity);
   if (Number.isFinite(watermark)) snapshot.watermark = watermark;
   return snapshot;

@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import { describeEntry, fileIdentity } from '../manifest/file-entries.js';
-import type { DataFileMeta, ManifestEntry } from '../manifest/types.js';
+import type { DataFileMeta, ManifestEntry, ManifestFileMeta } from '../manifest/types.js';
 import type { JsonValue } from '../schema/value-codec.js';
 import type { ManifestCache } from '../manifest/manifest-file.js';
 import type { SnapshotManager } from './snapshot-manager.js';
@@ -97,6 +97,21 @@ export interface CommitLoopHooks {
   after?(action: string, snapshot: Snapshot, changes: CommitRequest): Promise<void>;
 }
 
+/** The file changes of one commit attempt on its base: sequence numbers assigned, an overwrite's replaced files included. */
+export interface PlannedChanges {
+  adds: ManifestEntry[];
+  deletes: ManifestEntry[];
+}
+
+/**
+ * Keeps a table's deletion vectors (lib/table/deletion-maintenance.ts). Called on every attempt,
+ * with the attempt's base (so what other commits landed first is seen): writes the vectors the
+ * changes make and returns the name of the new snapshot's deletion-vector index.
+ */
+export interface DeletionVectorPlanner {
+  plan(base: Snapshot | undefined, changes: PlannedChanges, previous: readonly ManifestFileMeta[], cache: ManifestCache): Promise<string>;
+}
+
 /** How a commit retries, merges manifests and compares keys. */
 export interface CommitOptions {
   /** Retries after lost races and retryable store errors (default 10). */
@@ -125,6 +140,8 @@ export interface CommitOptions {
   /** Reuse across commits of one table to read each manifest once. */
   manifestCache?: ManifestCache;
   hooks?: CommitLoopHooks;
+  /** The table keeps deletion vectors: every snapshot gets its index (Snapshot.deletionVectors). */
+  deletionVectors?: DeletionVectorPlanner;
 }
 
 /** The entries of a commit on one base, with sequence numbers made absolute. */

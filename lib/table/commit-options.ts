@@ -1,5 +1,6 @@
 /** Commit-loop settings of a table, from its options (`commit.*`, `manifest.*`). */
 import type { CommitOptions } from '../snapshot/commit.js';
+import { deletionVectorPlanner } from './deletion-maintenance.js';
 import type { Table } from './table.js';
 
 /** The CommitOptions a table's commits run with. */
@@ -16,6 +17,7 @@ export function commitOptionsFor(table: Table, overrides: Partial<CommitOptions>
     compareKeys: table.compareKeys,
     snapshotManager: table.commitSnapshots,
     manifestCache: table.manifestCache,
+    deletionVectors: deletionVectorPlanner(table),
     ...overrides,
   };
 }

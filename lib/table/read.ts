@@ -24,6 +24,7 @@ import { mergeSortedRuns, type MergeReadOptions } from '../mergetree/sort-merge-
 import { parsePartitionPath } from '../schema/partition.js';
 import { toJsonValue } from '../schema/values.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField } from '../schema/types.js';
+import { readMergeFree, readsMergeFree } from './deletion-read.js';
 import { mergePool } from './merge-pool.js';
 import { dataFileKey } from './paths.js';
 import { filterTable, toPredicate, type Predicate } from './predicate.js';
@@ -50,6 +51,8 @@ export interface ReadOptions extends SnapshotSpec {
   limit?: number;
   /** Called with what the read pruned and read (`varve read --explain`). */
   explain?: (e: ReadExplain) => void;
+  /** Merge the files even when the snapshot has deletion vectors (tests comparing both reads). */
+  ignoreDeletionVectors?: boolean;
 }
 
 /** Reads the merged state of a table at a snapshot. */
@@ -63,6 +66,11 @@ export async function readTable(table: Table, opts: ReadOptions = {}): Promise<a
   if (!snapshot) {
     opts.explain?.(explain);
     return project(emptyTable(outSchema), columns, opts.keepDeletes);
+  }
+  if (readsMergeFree(snapshot, opts)) {
+    return readMergeFree(table, snapshot, { entries: pruned, where, explain }, columns, opts).catch(async (e) => {
+      throw await readFailure(table, snapshot.id, e);
+    });
   }
   let merged: arrow.Table[];
   try {

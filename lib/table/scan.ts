@@ -18,6 +18,7 @@ import { columnChunk } from '../mergetree/column-access.js';
 import { isRetract, KIND_COLUMN } from '../schema/types.js';
 import { mergeSortedRuns, type MergeReadOptions } from '../mergetree/sort-merge-reader.js';
 import type { RowSpanFilter } from '../format/row-group-reader.js';
+import { readsMergeFree, scanMergeFree } from './deletion-read.js';
 import { dataFileKey } from './paths.js';
 import { bucketGroups, checkColumns, dataFileCheck, evolveChunks, filterKeyRange, planRead, project, readFailure, type ReadOptions } from './read.js';
 import { filterTable } from './predicate.js';
@@ -50,6 +51,14 @@ export async function* scanTable(table: Table, opts: ScanOptions = {}): AsyncGen
     opts.explain?.(plan.explain);
     const schema = opts.keepDeletes ? physicalArrowSchema(table.schema) : tableArrowSchema(table.schema);
     yield* project(emptyTable(schema), columns, opts.keepDeletes).batches;
+    return;
+  }
+  if (readsMergeFree(snapshot, opts)) {
+    try {
+      yield* scanMergeFree(table, snapshot, plan, columns, opts, batchRows);
+    } catch (e) {
+      throw await readFailure(table, snapshot.id, e);
+    }
     return;
   }
   const { entries: pruned, where, explain } = plan;

@@ -5,6 +5,8 @@
  * `statistics`: per column, what the files' statistics say at a snapshot (Paimon's `$statistics`
  * shows what ANALYZE collected; varve's files carry it already).
  */
+import { dvFileIdentity, readDeletionIndex } from '../manifest/deletion-index.js';
+import { tableKey } from '../manifest/table-paths.js';
 import { InvalidArgumentError } from '../errors.js';
 import { runLimited } from '../concurrency.js';
 import { readLiveFiles, readSnapshotLists } from '../manifest/scan.js';
@@ -120,7 +122,7 @@ async function filesTable(table: Table, snapshot: Snapshot | undefined): Promise
   if (!snapshot) return { columns, records: [] };
   const entries = await readLiveFiles(table.store, table.path, snapshot);
   entries.sort((a, b) => a.partition.localeCompare(b.partition) || a.bucket - b.bucket || a.file.level - b.file.level || a.file.minSequenceNumber - b.file.minSequenceNumber);
-  const records = entries.map((e) => ({
+  const records: Array<Record<string, DisplayValue>> = entries.map((e) => ({
     partition: e.partition,
     bucket: e.bucket,
     file_path: dataFileKey(table.path, e.partition, e.bucket, e.file.fileName),
@@ -133,7 +135,14 @@ async function filesTable(table: Table, snapshot: Snapshot | undefined): Promise
     max_sequence_number: e.file.maxSequenceNumber,
     creation_time: iso(e.file.creationTime),
   }));
-  return { columns, records };
+  if (snapshot.deletionVectors === undefined) return { columns, records };
+  // A deletion-vector table: each file's vector (the Puffin file holding it) and how many of its rows it deletes.
+  const vectors = new Map((await readDeletionIndex(table.store, table.path, snapshot)).map((r) => [dvFileIdentity(r.partition, r.bucket, r.fileName), r]));
+  entries.forEach((e, i) => {
+    const ref = vectors.get(dvFileIdentity(e.partition, e.bucket, e.file.fileName));
+    records[i] = { ...records[i], deleted_record_count: ref?.cardinality ?? 0, deletion_vector_file: ref === undefined ? null : tableKey(table.path, ref.dvFile) };
+  });
+  return { columns: [...columns, 'deleted_record_count', 'deletion_vector_file'], records };
 }
 
 async function manifestsTable(table: Table, snapshot: Snapshot | undefined): Promise<SystemTableResult> {
