@@ -86,7 +86,7 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
     // A request naming its index (a rollback: its target's, exact for the files it restores) takes it as it is.
     req.deletionVectors === undefined && opts.deletionVectors ? opts.deletionVectors.plan(latest, changes, previous, cache) : Promise.resolve(req.deletionVectors),
   ]);
-  return snapshotOf(ctx, latest, changes, dataManifestList, changelogManifestList);
+  return snapshotOf(ctx, latest, changes, dataManifestList, changelogManifestList, deletionVectors);
 }
 
 /** An overwrite deletes what the overwritten partitions hold on THIS base: a commit that landed since planning is replaced too. */
@@ -119,7 +119,14 @@ async function writeDataManifestList(ctx: CommitContext, previous: ManifestFileM
 }
 
 /** Snapshot `latest.id + 1` referencing the lists just written. */
-function snapshotOf(ctx: CommitContext, latest: Snapshot | undefined, changes: AssignedChanges, dataManifestList: string, changelogManifestList: string | undefined): Snapshot {
+function snapshotOf(
+  ctx: CommitContext,
+  latest: Snapshot | undefined,
+  changes: AssignedChanges,
+  dataManifestList: string,
+  changelogManifestList: string | undefined,
+  deletionVectors: string | undefined,
+): Snapshot {
   const { req } = ctx;
   const deltaRecordCount = rows(changes.adds) - rows(changes.deletes);
   const snapshot: Snapshot = {
