@@ -25,7 +25,7 @@ export const COMMIT_UUID_PROPERTY = 'varve.commit-uuid';
  * the chain of commits, checkable without trusting ids (an earlier varve's rollback deleted
  * snapshots, and their ids were created again).
  */
-export const PARENT_COMMIT_PROPERTY = 'varve.parent-commit';
+const PARENT_COMMIT_PROPERTY = 'varve.parent-commit';
 
 /** What every attempt of one commit call shares. */
 export interface CommitContext {

@@ -19,7 +19,6 @@ import { SnapshotManager } from './snapshot-manager.js';
 export type { CommitBatch, CommitLoopHooks, CommitOptions, CommitRequest, FileChange } from './commit-request.js';
 export type { ActionPlan, CommitAction, CommitActionName } from './commit-action.js';
 export { COMMIT_ACTION_NAMES, requestAction } from './commit-action.js';
-export { COMMIT_UUID_PROPERTY, PARENT_COMMIT_PROPERTY } from './commit-plan.js';
 export type { CommitResult } from './commit-steps.js';
 
 /**

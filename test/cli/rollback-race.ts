@@ -1,7 +1,7 @@
 /**
  * Rollbacks while writers commit, as separate OS processes on a local warehouse (issue 30 §1),
  * shared by the small test in the default suite and its stress variant. Two writer processes
- * (rollback-writer.ts) commit with random 0–400 ms pauses while this process runs `varve
+ * (fixtures/rollback-writer.ts) commit with random 0–400 ms pauses while this process runs `varve
  * rollback` processes — to random earlier snapshots and to a tag — at random moments. Sized by
  * work: the writers commit at least `commits` times each and on until every rollback has run;
  * each rollback waits for a random number of new acknowledged commits (at least one), spreading
@@ -76,7 +76,7 @@ function startWriter(wh: string, writer: number, commits: number, seed: number, 
     [
       '--import',
       'tsx',
-      join(ROOT, 'test/cli/rollback-writer.ts'),
+      join(ROOT, 'test/cli/fixtures/rollback-writer.ts'),
       wh,
       String(writer),
       String(commits),
