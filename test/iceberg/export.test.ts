@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { IcebergExportError } from '../../lib/errors.js';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { decodeAvroFile } from '../../lib/iceberg/avro-file.js';
 import { exportIceberg } from '../../lib/iceberg/export.js';
 import { icebergLocation, readCurrentIcebergMetadata, storeKeyOf, versionHintKey } from '../../lib/iceberg/iceberg-metadata.js';
@@ -13,13 +12,15 @@ import { parseSchemaText } from '../../lib/schema/parse.js';
 import { listAll, type ObjectStore } from '../../lib/store/object-store.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import type { Table } from '../../lib/table/table.js';
+import { testTable } from '../helpers/tables.js';
 
-async function newTable(options: Record<string, string>, store: ObjectStore = new MemoryStore()): Promise<Table> {
-  return new FolderCatalog(store).createTable('db.t', {
-    fields: parseSchemaText('id INT NOT NULL, region STRING NOT NULL, v BIGINT'),
+function newTable(options: Record<string, string>, store: ObjectStore = new MemoryStore()): Promise<Table> {
+  return testTable({
+    schema: 'id INT NOT NULL, region STRING NOT NULL, v BIGINT',
     primaryKeys: ['region', 'id'],
     partitionKeys: ['region'],
     options: { 'metadata.iceberg.storage': 'table-location', ...options },
+    store,
   });
 }
 

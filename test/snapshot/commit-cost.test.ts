@@ -12,7 +12,6 @@ import { join } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
-import { parseSchemaText } from '../../lib/schema/parse.js';
 import { latestHintKey } from '../../lib/snapshot/paths.js';
 import { LocalStore } from '../../lib/store/local-store.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
@@ -20,6 +19,7 @@ import { fromUtf8, utf8, type ObjectStore } from '../../lib/store/object-store.j
 import { S3Store } from '../../lib/store/s3-store.js';
 import type { Table } from '../../lib/table/table.js';
 import { awsAvailable, freshBucket } from '../helpers/aws.js';
+import { testTable } from '../helpers/tables.js';
 
 /** Request name → count, e.g. "PUT manifest", "HEAD snapshot". */
 type Counts = Record<string, number>;
@@ -74,8 +74,8 @@ function countingS3Client(counts: Counts): S3Client {
  */
 const MERGE_MIN_COUNT = 4;
 
-async function newTable(store: ObjectStore): Promise<Table> {
-  return new FolderCatalog(store).createTable('db.t', { fields: parseSchemaText('id BIGINT, v STRING'), primaryKeys: ['id'], options: { bucket: '2', 'write-only': 'true', 'num-sorted-run.stop-trigger': '1000', 'manifest.merge-min-count': String(MERGE_MIN_COUNT) } });
+function newTable(store: ObjectStore): Promise<Table> {
+  return testTable({ store, schema: 'id BIGINT, v STRING', primaryKeys: ['id'], options: { bucket: '2', 'write-only': 'true', 'num-sorted-run.stop-trigger': '1000', 'manifest.merge-min-count': String(MERGE_MIN_COUNT) } });
 }
 
 /**

@@ -5,21 +5,19 @@
  * compaction, merge engines and streams read across the change.
  */
 import { describe, expect, it } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { OptionError, SchemaChangedError, SchemaError } from '../../lib/errors.js';
 import { tableToRows } from '../../lib/format/columns.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { applySchemaChanges, parseAddColumn, parseTypeChange, wideningProblem } from '../../lib/schema/schema-evolution.js';
-import { MemoryStore } from '../../lib/store/memory-store.js';
 import { readSplit } from '../../lib/stream/split.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
 import type { Table } from '../../lib/table/table.js';
 import { readAuditLog } from '../../lib/table/audit-log.js';
+import { testTable } from '../helpers/tables.js';
 
-async function newTable(options: Record<string, string> = {}, schema = 'id INT NOT NULL, qty INT, price FLOAT, name STRING, amt DECIMAL(5,2)'): Promise<Table> {
-  const catalog = new FolderCatalog(new MemoryStore());
-  return catalog.createTable('db.t', { fields: parseSchemaText(schema), primaryKeys: ['id'], options });
+function newTable(options: Record<string, string> = {}, schema = 'id INT NOT NULL, qty INT, price FLOAT, name STRING, amt DECIMAL(5,2)'): Promise<Table> {
+  return testTable({ schema, primaryKeys: ['id'], options });
 }
 
 

@@ -5,20 +5,17 @@
  * Iceberg export); a failing after-hook never makes the landed commit look failed.
  */
 import { describe, expect, it } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { WriteStallError } from '../../lib/errors.js';
-import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind, type Row, type RowKindByte } from '../../lib/schema/types.js';
-import { MemoryStore } from '../../lib/store/memory-store.js';
 import type { CommitMessage } from '../../lib/table/commit-message.js';
 import type { CommitHooks, TouchedBucket } from '../../lib/table/commit-hooks.js';
 import { GroupCommit } from '../../lib/table/group-commit.js';
 import { landRowChunks, type RowChunk } from '../../lib/table/land-rows.js';
 import { Table } from '../../lib/table/table.js';
+import { testTable } from '../helpers/tables.js';
 
-async function newTable(options: Record<string, string> = {}) {
-  const catalog = new FolderCatalog(new MemoryStore());
-  return catalog.createTable('db.t', { fields: parseSchemaText('id BIGINT, v STRING'), primaryKeys: ['id'], options: { bucket: '2', ...options } });
+function newTable(options: Record<string, string> = {}) {
+  return testTable({ schema: 'id BIGINT, v STRING', primaryKeys: ['id'], options: { bucket: '2', ...options } });
 }
 
 function chunk(ids: number[], v: string): RowChunk {

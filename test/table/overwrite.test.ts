@@ -5,17 +5,14 @@
  * warning flag.
  */
 import { describe, expect, it } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { InvalidArgumentError } from '../../lib/errors.js';
 import { tableToRows } from '../../lib/format/columns.js';
-import { parseSchemaText } from '../../lib/schema/parse.js';
-import { MemoryStore } from '../../lib/store/memory-store.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
 import type { Table } from '../../lib/table/table.js';
+import { testTable } from '../helpers/tables.js';
 
-async function newTable(options: Record<string, string> = {}): Promise<Table> {
-  const catalog = new FolderCatalog(new MemoryStore());
-  return catalog.createTable('db.t', { fields: parseSchemaText('dt STRING NOT NULL, id INT NOT NULL, v STRING'), primaryKeys: ['dt', 'id'], partitionKeys: ['dt'], options: { bucket: '2', ...options } });
+function newTable(options: Record<string, string> = {}): Promise<Table> {
+  return testTable({ schema: 'dt STRING NOT NULL, id INT NOT NULL, v STRING', primaryKeys: ['dt', 'id'], partitionKeys: ['dt'], options: { bucket: '2', ...options } });
 }
 
 const ids = async (t: Table, snapshotId?: number) => tableToRows(await t.read({ snapshotId }), t.schema.fields).map((r) => `${r.dt}/${r.id}/${r.v}`).sort();

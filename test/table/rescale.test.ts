@@ -23,10 +23,10 @@ import { readAuditLog } from '../../lib/table/audit-log.js';
 import { RESCALE_PROPERTY } from '../../lib/table/rescale.js';
 import type { Table } from '../../lib/table/table.js';
 import { runVarve } from '../helpers/cli-process.js';
+import { testTable } from '../helpers/tables.js';
 
-async function newTable(options: Record<string, string> = {}): Promise<Table> {
-  const catalog = new FolderCatalog(new MemoryStore());
-  return catalog.createTable('db.t', { fields: parseSchemaText('dt STRING NOT NULL, id INT NOT NULL, v STRING'), primaryKeys: ['dt', 'id'], partitionKeys: ['dt'], options: { bucket: '2', ...options } });
+function newTable(options: Record<string, string> = {}): Promise<Table> {
+  return testTable({ schema: 'dt STRING NOT NULL, id INT NOT NULL, v STRING', primaryKeys: ['dt', 'id'], partitionKeys: ['dt'], options: { bucket: '2', ...options } });
 }
 
 const state = async (t: Table, snapshotId?: number) => tableToRows(await t.read({ snapshotId }), t.schema.fields).map((r) => `${r.dt}/${r.id}/${r.v}`).sort();

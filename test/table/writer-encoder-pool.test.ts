@@ -22,12 +22,12 @@ import { allTypeFields, randomRows } from '../format/fixtures.js';
 import { runVarve, varveProcess } from '../helpers/cli-process.js';
 import { recordCalls } from '../helpers/call-order.js';
 import { rng, testSeed } from '../helpers/random.js';
+import { testTable } from '../helpers/tables.js';
 
 const FIELDS = allTypeFields();
 
-async function newTable(options: Record<string, string> = {}): Promise<Table> {
-  const catalog = new FolderCatalog(new MemoryStore());
-  return catalog.createTable('db.t', { fields: FIELDS, primaryKeys: ['id'], options: { bucket: '4', 'write-only': 'true', ...options } });
+function newTable(options: Record<string, string> = {}): Promise<Table> {
+  return testTable({ schema: FIELDS, primaryKeys: ['id'], options: { bucket: '4', 'write-only': 'true', ...options } });
 }
 
 /** Each bucket's one file after a single commit: its bytes before the footer, and its footer's metadata keys sorted. */

@@ -20,6 +20,7 @@ import type { Table } from '../../lib/table/table.js';
 import type { Row } from '../../lib/schema/types.js';
 import { allTypeFields, randomValue } from '../format/fixtures.js';
 import { rng, testSeed, type Rng } from '../helpers/random.js';
+import { testTable } from '../helpers/tables.js';
 
 const FIELDS = allTypeFields();
 
@@ -34,9 +35,8 @@ const SETUPS: { name: string; options: Record<string, string>; kinds: number[] }
   { name: 'aggregation', options: { 'merge-engine': 'aggregation', 'fields.i32.aggregate-function': 'max', 'fields.f64.aggregate-function': 'min', 'fields.i64.aggregate-function': 'count' }, kinds: [0, 0, 2] },
 ];
 
-async function newTable(options: Record<string, string>): Promise<Table> {
-  const catalog = new FolderCatalog(new MemoryStore());
-  return catalog.createTable('db.t', { fields: FIELDS, primaryKeys: ['id'], options: { 'write-only': 'true', ...options } });
+function newTable(options: Record<string, string>): Promise<Table> {
+  return testTable({ schema: FIELDS, primaryKeys: ['id'], options: { 'write-only': 'true', ...options } });
 }
 
 /** Every level-0 file's rows by (kind of file, bucket), all columns including the system ones. */

@@ -8,7 +8,6 @@
  */
 import type * as arrow from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { readDataFile } from '../../lib/format/data-file.js';
 import { rowsToTable, tableToRows } from '../../lib/format/columns.js';
 import { configureEncoderPool, EncoderPool } from '../../lib/format/encoder-pool.js';
@@ -16,11 +15,11 @@ import { readLiveFiles } from '../../lib/manifest/scan.js';
 import { COALESCE_ROWS, WriteBuffer } from '../../lib/mergetree/write-buffer.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import type { Row } from '../../lib/schema/types.js';
-import { MemoryStore } from '../../lib/store/memory-store.js';
 import { dataFileKey } from '../../lib/table/paths.js';
 import type { Table } from '../../lib/table/table.js';
 import { recordCalls } from '../helpers/call-order.js';
 import { rng, testSeed, type Rng } from '../helpers/random.js';
+import { testTable } from '../helpers/tables.js';
 
 const FIELDS = parseSchemaText('id BIGINT NOT NULL, v STRING, n INT');
 
@@ -31,8 +30,8 @@ afterAll(async () => {
   await configureEncoderPool({ restart: true });
 });
 
-async function newTable(options: Record<string, string> = {}): Promise<Table> {
-  return new FolderCatalog(new MemoryStore()).createTable('db.t', { fields: FIELDS, primaryKeys: ['id'], options: { bucket: '4', 'write-only': 'true', ...options } });
+function newTable(options: Record<string, string> = {}): Promise<Table> {
+  return testTable({ schema: FIELDS, primaryKeys: ['id'], options: { bucket: '4', 'write-only': 'true', ...options } });
 }
 
 function batch(r: Rng, n: number, keySpace: number): { rows: Row[]; kinds: number[] } {

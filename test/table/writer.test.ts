@@ -9,14 +9,10 @@ import { readLiveFiles } from '../../lib/manifest/scan.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
+import { testTable } from '../helpers/tables.js';
 
-async function newTable(options: Record<string, string> = {}) {
-  const catalog = new FolderCatalog(new MemoryStore());
-  return catalog.createTable('db.t', {
-    fields: parseSchemaText('id BIGINT, v STRING'),
-    primaryKeys: ['id'],
-    options: { bucket: '2', 'write-only': 'true', ...options },
-  });
+function newTable(options: Record<string, string> = {}) {
+  return testTable({ schema: 'id BIGINT, v STRING', primaryKeys: ['id'], options: { bucket: '2', 'write-only': 'true', ...options } });
 }
 
 describe('TableWriter', () => {
