@@ -4,7 +4,9 @@
  * SDK left to the runtime, parquet-wasm's .wasm copied next to the bundle, active tracing, a log
  * group kept one month). See reference/typescript-stack.md §4 for why each choice holds.
  */
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Duration, RemovalPolicy, type Size } from 'aws-cdk-lib';
@@ -39,6 +41,32 @@ export function handlerEntry(name: VarveHandlerName): string {
 
 /** The Node build of parquet-wasm loads this file from `__dirname`, i.e. the bundle's folder. */
 export const PARQUET_WASM = 'node_modules/parquet-wasm/node/parquet_wasm_bg.wasm';
+
+/** The pools' workers a bundle finds beside itself (encoder, decode and merge pools), by entry. */
+export const LAMBDA_WORKERS = [
+  { entry: 'lib/format/encode-worker.ts', file: 'encode-worker.js' },
+  { entry: 'lib/format/decode-worker.ts', file: 'decode-worker.js' },
+  { entry: 'lib/table/merge-worker.ts', file: 'merge-worker.js' },
+] as const;
+
+/**
+ * The asset folder of a prebuilt handler: the package ships `lambda/<name>/index.js`, the workers
+ * once in `lambda/shared/` and the .wasm once beside the CLI (scripts/build.ts), so the folder a
+ * function deploys (handler, workers, .wasm side by side) is assembled here, in a temporary folder
+ * named after the installed bundle's path, rewritten on every synth (CDK then copies it into the
+ * cloud assembly, named by its content hash). A folder that
+ * already holds the .wasm (an older build) is used as it is.
+ */
+export function prebuiltAsset(dir: string): string {
+  if (existsSync(path.join(dir, 'parquet_wasm_bg.wasm'))) return dir;
+  const dist = path.dirname(path.dirname(dir));
+  const out = path.join(os.tmpdir(), `varve-lambda-${createHash('sha256').update(path.resolve(dir)).digest('hex').slice(0, 16)}`);
+  mkdirSync(out, { recursive: true });
+  copyFileSync(path.join(dir, 'index.js'), path.join(out, 'index.js'));
+  for (const w of LAMBDA_WORKERS) copyFileSync(path.join(dist, 'lambda', 'shared', w.file), path.join(out, w.file));
+  copyFileSync(path.join(dist, 'parquet_wasm_bg.wasm'), path.join(out, 'parquet_wasm_bg.wasm'));
+  return out;
+}
 
 /**
  * The esbuild settings of every varve bundle (NodejsFunction at synth and the package's prebuilt
@@ -130,7 +158,7 @@ export function createVarveFunction(scope: Construct, id: string, props: VarveFu
   } satisfies Partial<FunctionProps>;
   if (!props.entry.endsWith('.ts') && !props.entry.endsWith('.js') && existsSync(path.join(props.entry, 'index.js'))) {
     // A prebuilt bundle (the installed package): the same esbuild output, made at package build.
-    return new LambdaFunction(scope, id, { ...common, code: Code.fromAsset(props.entry), handler: `index.${props.handler ?? 'handler'}` });
+    return new LambdaFunction(scope, id, { ...common, code: Code.fromAsset(prebuiltAsset(props.entry)), handler: `index.${props.handler ?? 'handler'}` });
   }
   // Inside this repository the lock file pins the bundle's dependencies; a user's own sink entry
   // outside it is bundled from the user's project (CDK finds its lock file).

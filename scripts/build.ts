@@ -4,15 +4,17 @@
  *   dist/cli.mjs                 the CLI in one minified esbuild bundle (+ parquet-wasm's .wasm):
  *                                one file to load is what makes `varve --help` start in a fraction
  *                                of a second (docs/BENCHMARKS.md)
- *   dist/lambda/<name>/          each built-in handler prebuilt with the constructs' own esbuild
+ *   dist/lambda/<name>/index.js  each built-in handler prebuilt with the constructs' own esbuild
  *                                settings, so `varve/cdk` synthesizes without the TypeScript sources
+ *   dist/lambda/shared/          the pools' workers for those bundles (one copy; with the CLI's .wasm,
+ *                                infra/lambda.ts puts them beside a handler when it makes its asset)
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { BUNDLE_SETTINGS, PARQUET_WASM } from '../infra/lambda.js';
+import { BUNDLE_SETTINGS, LAMBDA_WORKERS, PARQUET_WASM } from '../infra/lambda.js';
 import { functionNames } from './bundle-size.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -54,33 +56,30 @@ async function main(): Promise<void> {
   }
   copyFileSync(path.join(ROOT, PARQUET_WASM), path.join(DIST, 'parquet_wasm_bg.wasm'));
 
+  // The Lambda bundles: each handler alone in dist/lambda/<name>/index.js; the pools' workers (the
+  // same for every handler) once in dist/lambda/shared/, and parquet-wasm's .wasm once, the CLI's
+  // (dist/parquet_wasm_bg.wasm). infra/lambda.ts assembles a function's asset from the three at
+  // synth: the package ships each shared file once (the .wasm alone is 4.95 MB), not per handler.
+  const bundle = async (entry: string, outfile: string) =>
+    build({
+      entryPoints: [entry],
+      outfile,
+      bundle: true,
+      platform: 'node',
+      format: BUNDLE_SETTINGS.format,
+      target: BUNDLE_SETTINGS.target,
+      minify: BUNDLE_SETTINGS.minify,
+      keepNames: BUNDLE_SETTINGS.keepNames,
+      sourcemap: BUNDLE_SETTINGS.sourcemap,
+      external: [...BUNDLE_SETTINGS.external],
+      logOverride: { ...BUNDLE_SETTINGS.logOverride },
+      logLevel: 'warning',
+    });
+  for (const worker of LAMBDA_WORKERS) await bundle(path.join(ROOT, worker.entry), path.join(DIST, 'lambda', 'shared', worker.file));
   for (const name of functionNames()) {
     const outdir = path.join(DIST, 'lambda', name);
     mkdirSync(outdir, { recursive: true });
-    // The handler, and the encoder and decode pools' workers beside it (a bundle synthesized by
-    // NodejsFunction from the sources has none and encodes and decodes inline).
-    for (const [entry, outfile] of [
-      [path.join(ROOT, 'functions', `${name}.ts`), 'index.js'],
-      [path.join(ROOT, 'lib/format/encode-worker.ts'), 'encode-worker.js'],
-      [path.join(ROOT, 'lib/format/decode-worker.ts'), 'decode-worker.js'],
-      [path.join(ROOT, 'lib/table/merge-worker.ts'), 'merge-worker.js'],
-    ]) {
-      await build({
-        entryPoints: [entry],
-        outfile: path.join(outdir, outfile),
-        bundle: true,
-        platform: 'node',
-        format: BUNDLE_SETTINGS.format,
-        target: BUNDLE_SETTINGS.target,
-        minify: BUNDLE_SETTINGS.minify,
-        keepNames: BUNDLE_SETTINGS.keepNames,
-        sourcemap: BUNDLE_SETTINGS.sourcemap,
-        external: [...BUNDLE_SETTINGS.external],
-        logOverride: { ...BUNDLE_SETTINGS.logOverride },
-        logLevel: 'warning',
-      });
-    }
-    copyFileSync(path.join(ROOT, PARQUET_WASM), path.join(outdir, 'parquet_wasm_bg.wasm'));
+    await bundle(path.join(ROOT, 'functions', `${name}.ts`), path.join(outdir, 'index.js'));
   }
   console.log(`built ${path.relative(ROOT, DIST)}/: library (tsc), cli.mjs, lambda/{${functionNames().join(',')}}`);
 }

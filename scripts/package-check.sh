@@ -17,7 +17,11 @@ CDK_LIB=$(version aws-cdk-lib); CONSTRUCTS=$(version constructs); ESBUILD=$(vers
 echo "--- npm pack (prepack builds dist/)"
 npm pack --silent --pack-destination "$WORK" >/dev/null
 TARBALL=$(ls "$WORK"/varve-*.tgz)
-echo "packed $(basename "$TARBALL"): $(du -k "$TARBALL" | cut -f1) KiB"
+PACKED=$(wc -c < "$TARBALL"); UNPACKED=$(tar -xzOf "$TARBALL" | wc -c); FILES=$(tar -tzf "$TARBALL" | wc -l)
+echo "packed $(basename "$TARBALL"): $((PACKED / 1024)) KiB, unpacked $((UNPACKED / 1024)) KiB in $FILES files"
+# Sizes, not timings: deterministic for a given tree. parquet-wasm's .wasm (4.95 MB) ships once.
+if [ "$(tar -tzf "$TARBALL" | grep -c 'parquet_wasm_bg.wasm$')" -ne 1 ]; then echo "the tarball ships parquet_wasm_bg.wasm more than once:"; tar -tzf "$TARBALL" | grep 'wasm$'; exit 1; fi
+if [ "$PACKED" -gt $((6 * 1000 * 1000)) ] || [ "$UNPACKED" -gt $((20 * 1000 * 1000)) ]; then echo "the package is over its budget (tarball <= 6 MB, unpacked <= 20 MB)"; exit 1; fi
 if tar -tzf "$TARBALL" | grep -qE '^package/(lib|functions|infra|test|bench)/'; then
   echo "the tarball ships sources or tests:"; tar -tzf "$TARBALL" | grep -E '^package/(lib|functions|infra|test|bench)/' | head; exit 1
 fi
@@ -107,6 +111,17 @@ if (fns.length < 5) throw new Error(`expected the varve functions in the templat
 console.log(`cdk ok: ${fns.length} functions, assets in ${path.relative('.', assembly.directory)}`);
 JS
 node cdk-app.mjs
+# Every function asset holds its .wasm beside index.js; the built-in ones the pools' workers too
+# (the package ships them once; infra/lambda.ts assembles each asset at synth).
+WITH_WORKERS=0
+for d in cdk.out/asset.*/; do
+  [ -f "$d/index.js" ] || continue
+  [ -f "$d/parquet_wasm_bg.wasm" ] || { echo "asset $d has no parquet_wasm_bg.wasm"; ls "$d"; exit 1; }
+  if [ -f "$d/encode-worker.js" ] && [ -f "$d/decode-worker.js" ] && [ -f "$d/merge-worker.js" ]; then WITH_WORKERS=$((WITH_WORKERS + 1)); fi
+done
+# This app deploys 5 built-in handlers (ingest, commit, compact, expire, discover): 5 assets.
+[ "$WITH_WORKERS" -ge 5 ] || { echo "expected the 5 built-in function assets of this app with their workers, found $WITH_WORKERS"; exit 1; }
+echo "assets ok: $WITH_WORKERS built-in function assets with handler, workers and .wasm"
 
 echo "--- (d) the CLI from the installed package"
 npx --no-install varve --version
@@ -125,6 +140,11 @@ const median = (argv) => {
   for (let i = 0; i < 5; i++) { const s = process.hrtime.bigint(); execFileSync(process.execPath, argv, { stdio: 'ignore' }); t.push(Number(process.hrtime.bigint() - s) / 1e9); }
   return t.sort((a, b) => a - b)[2].toFixed(3);
 };
-console.log(`cli-start: node -e 0 ${median(['-e', '0'])} s; varve --help ${median([cli, '--help'])} s; small varve write ${median([cli, '--warehouse', './bench-wh', 'write', 'shop.small', 'small.csv'])} s`);
+const bin = (args) => {
+  const t = [];
+  for (let i = 0; i < 5; i++) { const s = process.hrtime.bigint(); execFileSync('node_modules/.bin/varve', args, { stdio: 'ignore' }); t.push(Number(process.hrtime.bigint() - s) / 1e9); }
+  return t.sort((a, b) => a - b)[2].toFixed(3);
+};
+console.log(`cli-start: node -e 0 ${median(['-e', '0'])} s; node_modules/.bin/varve --help ${bin(['--help'])} s; varve --help ${median([cli, '--help'])} s; small varve write ${median([cli, '--warehouse', './bench-wh', 'write', 'shop.small', 'small.csv'])} s`);
 JS
 echo "package check passed"

@@ -1,12 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App, Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { createVarveFunction, handlerEntry, PROJECT_ROOT } from '../../infra/lambda.js';
+import { createVarveFunction, handlerEntry, LAMBDA_WORKERS, prebuiltAsset, PROJECT_ROOT } from '../../infra/lambda.js';
 import { cdkJsonContext, logicalId, resourcesOf, testStack } from './template.js';
 
 const WASM_HANDLER = fileURLToPath(new URL('./fixtures/wasm-handler.ts', import.meta.url));
@@ -37,6 +37,27 @@ describe('createVarveFunction', () => {
     expect(logGroup.Properties.RetentionInDays).toBe(30);
     // no Custom::LogRetention Lambda: retention is a property of the log group
     template.resourceCountIs('Custom::LogRetention', 0);
+  });
+
+  it("assembles a prebuilt handler's asset from the package's one .wasm and one set of workers", () => {
+    // Prepare: the installed package's layout (scripts/build.ts): dist/lambda/<name>/index.js, dist/lambda/shared/, dist/parquet_wasm_bg.wasm
+    const dist = mkdtempSync(path.join(tmpdir(), 'varve-dist-'));
+    try {
+      mkdirSync(path.join(dist, 'lambda', 'commit'), { recursive: true });
+      mkdirSync(path.join(dist, 'lambda', 'shared'), { recursive: true });
+      writeFileSync(path.join(dist, 'lambda', 'commit', 'index.js'), 'handler');
+      for (const w of LAMBDA_WORKERS) writeFileSync(path.join(dist, 'lambda', 'shared', w.file), w.file);
+      writeFileSync(path.join(dist, 'parquet_wasm_bg.wasm'), 'wasm');
+      // Act
+      const asset = prebuiltAsset(path.join(dist, 'lambda', 'commit'));
+      // Assert: handler, workers and .wasm side by side, as the bundle looks for them
+      expect(readdirSync(asset).sort()).toEqual(['decode-worker.js', 'encode-worker.js', 'index.js', 'merge-worker.js', 'parquet_wasm_bg.wasm']);
+      expect(readFileSync(path.join(asset, 'parquet_wasm_bg.wasm'), 'utf8')).toBe('wasm');
+      expect(readFileSync(path.join(asset, 'index.js'), 'utf8')).toBe('handler');
+      rmSync(asset, { recursive: true, force: true });
+    } finally {
+      rmSync(dist, { recursive: true, force: true });
+    }
   });
 
   it('names the entries of the built-in handlers in functions/', () => {
