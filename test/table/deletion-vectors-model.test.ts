@@ -2,7 +2,8 @@
  * Deletion vectors are exact at EVERY snapshot (DV-CONTRACT.md): a randomized model test per merge
  * engine (deduplicate, deduplicate with a sequence.field, first-row) — upserts, deletes, two
  * writers on one warehouse committing at once (one loses the race and plans its vectors again on
- * the winner's snapshot), one-bucket and full compactions (also racing a write), overwrites. After
+ * the winner's snapshot), one-bucket and full compactions (also racing a write), overwrites,
+ * rollbacks. After
  * every step, every new snapshot is read merge-free (readTable and scanTable) and merged with the
  * vectors ignored, and both equal the model of that snapshot.
  */
@@ -12,6 +13,7 @@ import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { tableToRows } from '../../lib/format/columns.js';
 import { readDeletionIndex } from '../../lib/manifest/deletion-index.js';
 import { compactBucket, compactTable } from '../../lib/maintenance/compact.js';
+import { rollbackTo } from '../../lib/maintenance/rollback.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind, type Row } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
@@ -191,6 +193,13 @@ describe('deletion vectors: exact at every snapshot', () => {
           ]);
           applyBatch(engine, model, batch);
           if (res.snapshot) record(res.snapshot.id);
+        } else if (roll < 0.95 && checked > 1) {
+          // A rollback (a forward commit holding an earlier snapshot's files and vectors).
+          const target = r.int(1, checked - 1);
+          await rollbackTo(a, { snapshotId: target });
+          model = copyState(modelAt(target));
+          const latest = await a.snapshots.latest();
+          if (latest) record(latest.id);
         } else {
           // Overwrite of the partitions the rows go to.
           const batch = genBatch(r, { ...engine, deletes: false }, r.int(1, 10));
