@@ -15,6 +15,7 @@ import { utf8 } from '../../lib/store/object-store.js';
 import { parseAddColumn } from '../../lib/schema/schema-evolution.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
 import { Table } from '../../lib/table/table.js';
+import { tableToRows } from '../../lib/format/columns.js';
 import { commitToTable } from '../../lib/table/table-commit.js';
 import { requestAction } from '../../lib/snapshot/commit.js';
 import { SnapshotNotFoundError, TagError } from '../../lib/errors.js';
@@ -127,6 +128,24 @@ describe('rollbackTo', () => {
     const r = await rollbackTo(table, { snapshotId: 2 });
     expect(r.snapshot!.deletionVectors).toBe('deletion-index-of-2');
     expect((await table.snapshots.read(r.snapshot!.id)).deletionVectors).toBe('deletion-index-of-2');
+  });
+
+  it('on a deletion-vector table, a row superseded only by an undone commit is live again (merge-free read = merged read)', async () => {
+    const table = await newTable({ 'deletion-vectors.enabled': 'true' });
+    await upsert(table, [1, 2], 'a');
+    await upsert(table, [1], 'b', [2]);
+    await upsert(table, [3], 'c');
+    const r = await rollbackTo(table, { snapshotId: 1 });
+    expect(await rowsAt(table)).toEqual(['1=a', '2=a']);
+    expect(r.snapshot!.deletionVectors).toBe((await table.snapshots.read(1)).deletionVectors);
+    expect(
+      tableToRows(await table.read({ ignoreDeletionVectors: true }), table.schema.fields)
+        .map((row) => `${row.id}=${row.v}`)
+        .sort(),
+    ).toEqual(['1=a', '2=a']);
+    await upsert(table, [2], 'd');
+    expect(await rowsAt(table)).toEqual(['1=a', '2=d']);
+    await expectVerified(table);
   });
 
   it('refuses a target that does not exist, naming what does', async () => {
