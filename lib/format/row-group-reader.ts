@@ -91,6 +91,8 @@ export interface RowSpanFilter {
   span(keys: arrow.Table): [number, number];
   /** What the readers did, for `--explain` (they add to it). */
   readonly counts: RowSpanCounts;
+  /** Bounded on both sides (a point or a closed range): few rows, so worth reading on one thread. */
+  readonly closed: boolean;
 }
 
 /** Row groups skipped by statistics or by their decoded keys, row groups read, and the rows decoded of them. */

@@ -297,6 +297,7 @@ function spanFilter(fields: DataField[], { lower, upper }: KeyBounds): RowSpanFi
   return {
     columns: fields.map((f) => f.name),
     counts: { skippedByStats: 0, skippedByKeys: 0, read: 0, rowsRead: 0 },
+    closed: lower.length > 0 && upper.length > 0,
     rowGroupMay(stats: ReadonlyMap<string, IntRange>): boolean {
       const r = INT_STATS_TYPES.has(first.type.root) ? stats.get(first.name) : undefined;
       if (r === undefined) return true;

@@ -106,7 +106,8 @@ export function bucketGroups(entries: readonly ManifestEntry[]): ManifestEntry[]
  * section, in (partition, bucket, key) order. Each section (files of one bucket whose key ranges
  * overlap) merges on its own: on the merge pool's workers (merge-pool.ts) when the read has several
  * sections large enough, else on this thread (row groups then decode on the decode pool). With
- * `span` (a key range) only the rows of each file inside it are decoded, on this thread.
+ * `span` (a key range), a section merged here decodes only the rows of its files inside it; a
+ * closed range (a point) is read on this thread, an open one may still go to the pool, whole.
  */
 export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropDeletes: boolean, span?: RowSpanFilter): Promise<arrow.Table[]> {
   const sections: ManifestEntry[][] = [];
@@ -124,7 +125,7 @@ export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropD
   // decode and merge would run one after the other on one thread.
   const pool = mergePool();
   const onPool = (s: ManifestEntry[]) =>
-    span === undefined && sections.length > 1 && s.every((e) => e.file.schemaId === table.schema.id) && pool.takes(s.reduce((n, e) => n + e.file.fileSize, 0));
+    !span?.closed && sections.length > 1 && s.every((e) => e.file.schemaId === table.schema.id) && pool.takes(s.reduce((n, e) => n + e.file.fileSize, 0));
   return runLimited(
     sections.map((s) => () => (onPool(s) ? pool.merge(table, s, dropDeletes) : mergeSection(table, s, dropDeletes, span))),
     4,
