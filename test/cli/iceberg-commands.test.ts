@@ -7,16 +7,12 @@ import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { openStore } from '../../lib/store/open-store.js';
-import { runVarve } from '../helpers/cli-process.js';
+import { runVarve, varveOk } from '../helpers/cli-process.js';
 
 let warehouse: string;
 
 /** `varve ...args` through the shared in-process runner: what it printed, which must exit 0. */
-async function varve(...args: string[]): Promise<string> {
-  const r = await runVarve(warehouse, args);
-  expect(r, r.err).toMatchObject({ code: 0, err: '' });
-  return r.out;
-}
+const varve = (...args: string[]): Promise<string> => varveOk(warehouse, args);
 
 async function newTable(options: Record<string, string>) {
   return new FolderCatalog(openStore(warehouse)).createTable('db.t', {

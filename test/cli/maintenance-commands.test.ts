@@ -8,16 +8,12 @@ import { formatCompactionSummary } from '../../lib/cli/commands/compact.js';
 import { readLiveFiles } from '../../lib/manifest/scan.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { openStore } from '../../lib/store/open-store.js';
-import { runVarve } from '../helpers/cli-process.js';
+import { runVarve, varveOk } from '../helpers/cli-process.js';
 
 let warehouse: string;
 
 /** `varve ...args` through the shared in-process runner: what it printed, which must exit 0. */
-async function varve(...args: string[]): Promise<string> {
-  const r = await runVarve(warehouse, args);
-  expect(r, r.err).toMatchObject({ code: 0, err: '' });
-  return r.out;
-}
+const varve = (...args: string[]): Promise<string> => varveOk(warehouse, args);
 
 async function tableWithRuns(runs: number): Promise<void> {
   const table = await new FolderCatalog(openStore(warehouse)).createTable('db.t', {

@@ -4,6 +4,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { expect } from 'vitest';
 import { runCli } from '../../lib/cli/main.js';
 
 const ROOT = join(__dirname, '../..');
@@ -73,4 +74,11 @@ export async function runVarve(warehouse: string, args: string[], opts: { onErr?
     },
   });
   return { code, out: out.join(''), err };
+}
+
+/** `varve --warehouse <warehouse> ...args` in this process, which must succeed with nothing on stderr: its stdout. */
+export async function varveOk(warehouse: string, args: string[]): Promise<string> {
+  const r = await runVarve(warehouse, args);
+  expect(r, r.err).toMatchObject({ code: 0, err: '' });
+  return r.out;
 }

@@ -6,17 +6,13 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { openStore } from '../../lib/store/open-store.js';
 import { utf8 } from '../../lib/store/object-store.js';
 import type { Table } from '../../lib/table/table.js';
-import { runVarve } from '../helpers/cli-process.js';
+import { runVarve, varveOk } from '../helpers/cli-process.js';
 import { addConsumer, eightSnapshots, newTable } from './expiry-fixtures.js';
 
 let warehouse: string;
 
 /** `varve ...args` through the shared in-process runner: what it printed, which must exit 0. */
-async function varve(...args: string[]): Promise<string> {
-  const r = await runVarve(warehouse, args);
-  expect(r, r.err).toMatchObject({ code: 0, err: '' });
-  return r.out;
-}
+const varve = (...args: string[]): Promise<string> => varveOk(warehouse, args);
 
 /** `varve ...args`, which must fail as a usage error (exit 1, `varve: <message>` on stderr): that message. */
 async function refused(...args: string[]): Promise<string> {
