@@ -25,11 +25,10 @@ import {
   takeEvents,
   type Deployment,
 } from './harness.js';
+import { rowTexts } from '../helpers/tables.js';
 
 /** Sorted `id:status` of the table's latest state. */
-async function rowsOf(table: Table): Promise<string[]> {
-  return (await table.read()).toArray().map((r) => `${String(r.id)}:${String(r.status)}`).sort();
-}
+const rowsOf = (table: Table): Promise<string[]> => rowTexts(table, ['id', 'status']);
 
 /** `writers` ingest invocations running at once, each with its own records, in queue mode. */
 async function concurrentWriters(d: Deployment, writers: number, round = 0): Promise<void> {

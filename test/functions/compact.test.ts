@@ -14,11 +14,10 @@ import { compactionSettingsOf } from '../../lib/maintenance/compaction-settings.
 import type { Table } from '../../lib/table/table.js';
 import { awsAvailable } from '../helpers/aws.js';
 import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, receive, reopen, sqs, sqsEventOf, takeEvents, type Deployment } from './harness.js';
+import { rowTexts } from '../helpers/tables.js';
 
 /** Sorted `id:status` of the table's latest state. */
-async function rowsOf(table: Table): Promise<string[]> {
-  return (await table.read()).toArray().map((r) => `${String(r.id)}:${String(r.status)}`).sort();
-}
+const rowsOf = (table: Table): Promise<string[]> => rowTexts(table, ['id', 'status']);
 
 /** `commits` ingest invocations in direct mode, one commit each, updating keys 1..3. */
 async function commits(d: Deployment, n: number): Promise<void> {

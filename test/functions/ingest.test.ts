@@ -27,13 +27,12 @@ import {
   takeAll,
   type Deployment,
 } from './harness.js';
+import { rowTexts } from '../helpers/tables.js';
 
 const s3 = new S3Client({ forcePathStyle: true });
 
 /** The rows of the table's latest snapshot as `id:status`, sorted. */
-async function rowsOf(table: Table): Promise<string[]> {
-  return (await table.read()).toArray().map((r) => `${String(r.id)}:${String(r.status)}`).sort();
-}
+const rowsOf = (table: Table): Promise<string[]> => rowTexts(table, ['id', 'status']);
 
 /** Sends bodies to the ingest queue and receives them back as one event, the way the event source mapping would. */
 async function ingestEvent(d: Deployment, bodies: string[]): Promise<SQSEvent> {

@@ -38,3 +38,15 @@ export function testTable(spec: TestTableSpec): Promise<Table> {
 export async function readRows(table: Table, opts: Parameters<Table['read']>[0] = {}): Promise<Row[]> {
   return tableToRows(await table.read(opts), table.schema.fields);
 }
+
+/** The table's merged rows (latest snapshot unless `opts` says otherwise) as sorted texts of `columns` joined by ':' (`1:active`): states compared at a glance. */
+export async function rowTexts(
+  table: Table,
+  columns: string[],
+  opts: Parameters<Table['read']>[0] = {},
+): Promise<string[]> {
+  return (await table.read(opts))
+    .toArray()
+    .map((r) => columns.map((c) => String(r[c])).join(':'))
+    .sort();
+}
