@@ -12,7 +12,7 @@ import { commit, type CommitOptions, type CommitRequest, type FileChange } from 
 import { SnapshotManager } from '../../lib/snapshot/snapshot-manager.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import { appendRequest, change, entry, testCommitOptions } from './factories.js';
-import { seededRandom } from './random.js';
+import { rng, testSeed, type Rng } from '../helpers/random.js';
 
 const T = 't';
 
@@ -35,16 +35,16 @@ async function allEntries(store: MemoryStore, metas: readonly ManifestFileMeta[]
  * One random commit's entries, applied to `truth` (the live files by identity): up to 2 DELETEs of
  * live files (as compaction makes) and `adds` ADDs of new ones named by `name`.
  */
-function randomDelta(rnd: ReturnType<typeof seededRandom>, truth: Map<string, ManifestEntry>, adds: number, name: () => string): ManifestEntry[] {
+function randomDelta(rnd: Rng, truth: Map<string, ManifestEntry>, adds: number, name: () => string): ManifestEntry[] {
   const delta: ManifestEntry[] = [];
   const liveNow = [...truth.values()];
-  for (let d = rnd.int(3); d > 0 && liveNow.length > 0; d--) {
-    const victim = liveNow.splice(rnd.int(liveNow.length), 1)[0];
+  for (let d = rnd.int(0, 2); d > 0 && liveNow.length > 0; d--) {
+    const victim = liveNow.splice(rnd.int(0, liveNow.length - 1), 1)[0];
     delta.push({ ...victim, kind: 'DELETE' });
     truth.delete(fileIdentity(victim));
   }
   for (let a = adds; a > 0; a--) {
-    const e = entry('ADD', name(), { level: rnd.int(3) }, { partition: `p=${rnd.int(3)}`, bucket: rnd.int(2) });
+    const e = entry('ADD', name(), { level: rnd.int(0, 2) }, { partition: `p=${rnd.int(0, 2)}`, bucket: rnd.int(0, 1) });
     delta.push(e);
     truth.set(fileIdentity(e), e);
   }
@@ -118,20 +118,20 @@ describe('mergeManifests, full compaction', () => {
 
 describe('mergeManifests, randomized history', () => {
   it('keeps the live file set exact through many merges with random options', async () => {
-    const rnd = seededRandom('merge randomized');
+    const rnd = rng(testSeed('merge randomized'));
     for (let round = 0; round < 6; round++) {
       const store = new MemoryStore();
       const opts = {
-        targetFileSize: 300 + rnd.int(4000),
-        mergeMinCount: 2 + rnd.int(8),
-        fullCompactionThresholdSize: 500 + rnd.int(20000),
+        targetFileSize: 300 + rnd.int(0, 3999),
+        mergeMinCount: 2 + rnd.int(0, 7),
+        fullCompactionThresholdSize: 500 + rnd.int(0, 19999),
       };
       const truth = new Map<string, ManifestEntry>();
       let metas: ManifestFileMeta[] = [];
       let counter = 0;
       for (let commit = 0; commit < 60; commit++) {
         // One commit: a few ADDs of new files, maybe DELETEs of live ones (as compaction does).
-        const delta = randomDelta(rnd, truth, 1 + rnd.int(3), () => `f-${counter++}`);
+        const delta = randomDelta(rnd, truth, 1 + rnd.int(0, 2), () => `f-${counter++}`);
         const deltaMetas = await writeEach(store, [delta]);
         metas = await mergeManifests(store, T, [...metas, ...deltaMetas], new MetadataFileNamer(), opts);
       }
@@ -142,18 +142,18 @@ describe('mergeManifests, randomized history', () => {
 
 describe('a merge that takes a commit\'s delta into its manifest, randomized history', () => {
   it('keeps every state exact, reads back each delta as written, and writes no manifest for the delta', async () => {
-    const rnd = seededRandom('merge with delta randomized');
+    const rnd = rng(testSeed('merge with delta randomized'));
     let folded = 0;
     for (let round = 0; round < 6; round++) {
       const store = new MemoryStore();
-      const cache = rnd.int(2) === 0 ? new LruManifestCache() : undefined;
-      const opts = { targetFileSize: 300 + rnd.int(4000), mergeMinCount: 2 + rnd.int(8), fullCompactionThresholdSize: 500 + rnd.int(20000) };
+      const cache = rnd.int(0, 1) === 0 ? new LruManifestCache() : undefined;
+      const opts = { targetFileSize: 300 + rnd.int(0, 3999), mergeMinCount: 2 + rnd.int(0, 7), fullCompactionThresholdSize: 500 + rnd.int(0, 19999) };
       const label = `round ${round} with ${JSON.stringify(opts)}`;
       const truth = new Map<string, ManifestEntry>();
       let list: ManifestFileMeta[] = [];
       let counter = 0;
       for (let n = 0; n < 60; n++) {
-        const delta = randomDelta(rnd, truth, rnd.int(4), () => `f-${counter++}`);
+        const delta = randomDelta(rnd, truth, rnd.int(0, 3), () => `f-${counter++}`);
         // Act: one commit's manifests, as commit-plan.ts makes them.
         const namer = new MetadataFileNamer();
         const plan = await planManifestMerge(store, T, list, opts, cache);
