@@ -20,7 +20,7 @@ import { jsonInt, jsonStringMap, parseJsonFile } from '../json.js';
 import * as v from 'valibot';
 
 /** The Puffin blob type of a deletion vector. */
-export const DELETION_VECTOR_BLOB_TYPE = 'deletion-vector-v1';
+const DELETION_VECTOR_BLOB_TYPE = 'deletion-vector-v1';
 /** Iceberg's `_pos` metadata column, the field a deletion vector blob is about. */
 const ROW_POSITION_FIELD_ID = 2147483645;
 const DV_MAGIC = [0xd1, 0xd3, 0x39, 0x64] as const;

@@ -134,7 +134,7 @@ export function rowGroupMay(footer: ParquetFooter, g: number, filter: RowSpanFil
 }
 
 /** The columns to fetch of a row group for `wanted` (undefined: all) and the filter's columns. */
-export function withSpanColumns(wanted: ReadonlySet<string> | undefined, filter: RowSpanFilter | undefined): ReadonlySet<string> | undefined {
+function withSpanColumns(wanted: ReadonlySet<string> | undefined, filter: RowSpanFilter | undefined): ReadonlySet<string> | undefined {
   return wanted === undefined || filter === undefined ? wanted : new Set([...wanted, ...filter.columns]);
 }
 

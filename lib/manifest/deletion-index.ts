@@ -36,7 +36,7 @@ export interface DeletionVectorRef {
 /** The prefix of deletion-index file names in the manifest folder. */
 export const DELETION_INDEX_PREFIX = 'deletion-index-';
 /** The prefix of deletion-vector (Puffin) file names in a bucket folder. */
-export const DELETION_VECTOR_FILE_PREFIX = 'dv-';
+const DELETION_VECTOR_FILE_PREFIX = 'dv-';
 
 const refSchema = v.object({
   partition: v.string(),
@@ -60,7 +60,7 @@ export function refIdentity(r: DeletionVectorRef): string {
 }
 
 /** The vectors of the index file `name` (a snapshot's `deletionVectors`). */
-export async function readDeletionIndexFile(
+async function readDeletionIndexFile(
   store: ObjectStore,
   tablePath: string,
   name: string,

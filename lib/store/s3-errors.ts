@@ -91,7 +91,7 @@ export function s3IsNoSuchKey(e: unknown): boolean {
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT']);
 
 /** The endpoint an AWS client of `service` sends to, as the SDK takes it from the environment. */
-export function awsEndpoint(service: 'S3' | 'SQS'): string {
+function awsEndpoint(service: 'S3' | 'SQS'): string {
   const override = process.env[`AWS_ENDPOINT_URL_${service}`] ?? process.env.AWS_ENDPOINT_URL;
   if (override) return override;
   return `https://${service.toLowerCase()}.${process.env.AWS_REGION ?? '<region>'}.amazonaws.com`;

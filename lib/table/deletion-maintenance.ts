@@ -45,7 +45,7 @@ import { dataFileCheck, readEntry } from './read.js';
 import type { Table } from './table.js';
 
 /** True when the table keeps deletion vectors. */
-export function keepsDeletionVectors(table: Table): boolean {
+function keepsDeletionVectors(table: Table): boolean {
   return table.schema.primaryKeys.length > 0 && table.options.get('deletion-vectors.enabled') === true;
 }
 
@@ -73,7 +73,7 @@ const bucketId = (e: { partition: string; bucket: number }) => JSON.stringify([e
  * The deletion-vector index of the snapshot `changes` make on `base` (see the file comment): the
  * base's index name when no vector changes, else a new index, its Puffin files written first.
  */
-export async function planDeletionVectors(
+async function planDeletionVectors(
   table: Table,
   base: Snapshot | undefined,
   changes: PlannedChanges,

@@ -191,7 +191,7 @@ export class ReadPruning {
  * the `bucket-key` option, else the primary key minus the partition keys, else the primary key.
  * None for a bucket-unaware table (`bucket = -1`): it hashes nothing.
  */
-export function bucketKeyFields(table: Table): DataField[] {
+function bucketKeyFields(table: Table): DataField[] {
   const s = table.schema;
   if (table.options.bucket === -1) return [];
   const byName = (n: string) => s.fields.find((f) => f.name === n)!;
@@ -209,7 +209,7 @@ const MAX_KEY_TUPLES = 1024;
  * listed values (`=` or IN, through AND and OR); undefined when some column may hold anything.
  * A superset is always safe: the tuples only decide which buckets are read.
  */
-export function keyTuples(p: Predicate, columns: readonly string[]): Value[][] | undefined {
+function keyTuples(p: Predicate, columns: readonly string[]): Value[][] | undefined {
   if (p.kind === 'or') {
     const out: Value[][] = [];
     for (const a of p.args) {

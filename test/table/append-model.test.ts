@@ -15,8 +15,8 @@ import type { Row } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import { readSplit } from '../../lib/stream/split.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
-import type { Table } from '../../lib/table/table.js';
 import { rng, testSeed, type Rng } from '../helpers/random.js';
+import { readRows } from '../helpers/tables.js';
 
 const PARTS = ['a', 'b', 'c'];
 
@@ -57,10 +57,6 @@ function genPredicate(r: Rng): { text: string; test: (row: Row) => boolean } {
     default:
       return { text: `NOT (v >= ${k}) AND dt != '${dt}'`, test: (row) => row.v !== null && !((row.v as number) >= k) && row.dt !== dt };
   }
-}
-
-async function readRows(t: Table, snapshotId?: number): Promise<Row[]> {
-  return tableToRows(await t.read({ snapshotId }), t.schema.fields);
 }
 
 /** The read equals the model: same rows, and within each order unit the same order. */
@@ -150,7 +146,7 @@ describe('append tables against a model', () => {
       // two files step 14 writes, leaving the full compaction nothing: seed 1388908671).
       const snapshots = await Promise.all((await t.snapshots.listIds()).map((id) => t.snapshots.read(id)));
       expect(compactedFiles + snapshots.filter((s) => s.commitKind === 'COMPACT').length).toBeGreaterThan(0);
-      for (const [id, rows] of history) expectSame(cfg, await readRows(t, id), rows, `seed ${seed} time travel to ${id}`);
+      for (const [id, rows] of history) expectSame(cfg, await readRows(t, { snapshotId: id }), rows, `seed ${seed} time travel to ${id}`);
 
       // A stream from the first snapshot: every appended row, once, in order per bucket.
       const scan = new StreamScan(t, { mode: 'earliest' });
