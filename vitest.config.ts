@@ -26,7 +26,10 @@ class LongFilesFirst extends BaseSequencer {
       const i = LONG_FILES.findIndex((p) => f.moduleId.endsWith(`/${p}`));
       return i < 0 ? LONG_FILES.length : i;
     };
-    return sorted.map((f, i) => ({ f, i })).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({ f }) => f);
+    return sorted
+      .map((f, i) => ({ f, i }))
+      .sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i)
+      .map(({ f }) => f);
   }
 }
 

@@ -45,13 +45,23 @@ function utf8(values: (string | null)[]): arrow.Data {
   const validity = new Uint8Array((n + 7) >> 3);
   let nulls = 0;
   values.forEach((v, i) => (v === null ? nulls++ : (validity[i >> 3] |= 1 << (i & 7))));
-  return arrow.makeData({ type: new arrow.Utf8(), length: n, nullCount: nulls, nullBitmap: nulls ? validity : undefined, valueOffsets: offsets, data: bytes });
+  return arrow.makeData({
+    type: new arrow.Utf8(),
+    length: n,
+    nullCount: nulls,
+    nullBitmap: nulls ? validity : undefined,
+    valueOffsets: offsets,
+    data: bytes,
+  });
 }
 
 /** n rows with keys from `key(i)`, optionally with system columns (sequence i + seqFrom, kind +I). */
 function makeTable(n: number, key: (i: number) => bigint, system?: { seqFrom: number }): arrow.Table {
-  const ids = new BigInt64Array(n), qty = new Int32Array(n), price = new Float64Array(n);
-  const names: string[] = new Array(n), notes: (string | null)[] = new Array(n);
+  const ids = new BigInt64Array(n),
+    qty = new Int32Array(n),
+    price = new Float64Array(n);
+  const names: string[] = new Array(n),
+    notes: (string | null)[] = new Array(n);
   for (let i = 0; i < n; i++) {
     ids[i] = key(i);
     qty[i] = Math.floor(random() * 1000);
@@ -93,7 +103,9 @@ function measure<T>(label: string, prepare: () => T, act: (input: T) => unknown)
     times.push(performance.now() - t0);
   }
   times.sort((a, b) => a - b);
-  console.log(`${label.padEnd(70)} best ${times[0].toFixed(0).padStart(5)} ms   median ${times[REPEAT >> 1].toFixed(0).padStart(5)} ms`);
+  console.log(
+    `${label.padEnd(70)} best ${times[0].toFixed(0).padStart(5)} ms   median ${times[REPEAT >> 1].toFixed(0).padStart(5)} ms`,
+  );
   return out;
 }
 
@@ -152,13 +164,17 @@ function benchMergeRead(label: string, merge: MergeConfig): void {
   console.log(`  -> ${out.numRows} keys`);
 }
 
-console.log(`node ${process.version}, ${N} rows, best and median of ${REPEAT}${gc ? '' : ' (run with --expose-gc for steadier numbers)'}`);
+console.log(
+  `node ${process.version}, ${N} rows, best and median of ${REPEAT}${gc ? '' : ' (run with --expose-gc for steadier numbers)'}`,
+);
 const only = process.env.BENCH_ONLY;
 const aggregation = mergeConfig({ engine: 'aggregation', aggregateFunctions: { qty: 'sum', price: 'max' } });
 if (!only || 'benchWriteBuffer:deduplicate'.includes(only)) benchWriteBuffer('deduplicate', mergeConfig());
 if (!only || 'benchWriteBuffer:aggregation'.includes(only)) benchWriteBuffer('aggregation (sum, max)', aggregation);
-if (!only || 'benchWriteBuffer:partial-update'.includes(only)) benchWriteBuffer('partial-update', mergeConfig({ engine: 'partial-update' }));
+if (!only || 'benchWriteBuffer:partial-update'.includes(only))
+  benchWriteBuffer('partial-update', mergeConfig({ engine: 'partial-update' }));
 if (!only || 'benchSpill'.includes(only)) benchSpill();
 if (!only || 'benchMergeRead:deduplicate'.includes(only)) benchMergeRead('deduplicate', mergeConfig());
 if (!only || 'benchMergeRead:aggregation'.includes(only)) benchMergeRead('aggregation (sum, max)', aggregation);
-if (!only || 'benchMergeRead:partial-update'.includes(only)) benchMergeRead('partial-update', mergeConfig({ engine: 'partial-update' }));
+if (!only || 'benchMergeRead:partial-update'.includes(only))
+  benchMergeRead('partial-update', mergeConfig({ engine: 'partial-update' }));

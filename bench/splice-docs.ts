@@ -15,7 +15,8 @@ async function main(): Promise<void> {
   const file = process.argv[2];
   if (!file) throw new Error('usage: npx tsx bench/splice-docs.ts <results.json of a partial run>');
   const run = JSON.parse(await readFile(file, 'utf8')) as RunResult;
-  if (run.mode !== 'full') throw new Error(`${file} is a ${run.mode} run; only full-size runs go into docs/BENCHMARKS.md`);
+  if (run.mode !== 'full')
+    throw new Error(`${file} is a ${run.mode} run; only full-size runs go into docs/BENCHMARKS.md`);
   const previous = await readFile(join(REPO, 'docs/BENCHMARKS.md'), 'utf8');
   const { markdown, charts } = spliceReport(previous, run);
   await writeFile(join(REPO, 'docs/BENCHMARKS.md'), markdown);

@@ -36,7 +36,9 @@ async function main(): Promise<void> {
     options: {
       bucket: '4',
       'changelog-producer': producer,
-      ...(compaction === 'off' ? { 'num-sorted-run.compaction-trigger': '100000', 'num-sorted-run.stop-trigger': '100000' } : {}),
+      ...(compaction === 'off'
+        ? { 'num-sorted-run.compaction-trigger': '100000', 'num-sorted-run.stop-trigger': '100000' }
+        : {}),
     },
   });
   const committedAt = new Map<bigint, number>(); // n → time of its APPEND commit event
@@ -56,7 +58,12 @@ async function main(): Promise<void> {
     }
   });
   // A 1 s backstop: COMPACT commits (the lookup changelog) publish no commit event yet.
-  const runtime = new LocalRuntime({ discoveryIntervalMs: 1000, compactionIntervalMs: 0, expiryIntervalMs: 0, log: (l) => console.error(l) });
+  const runtime = new LocalRuntime({
+    discoveryIntervalMs: 1000,
+    compactionIntervalMs: 0,
+    expiryIntervalMs: 0,
+    log: (l) => console.error(l),
+  });
   await runtime.addConsumer({ table, consumerId: 'bench', sink, stream: { mode: 'latest' } });
   await runtime.start();
   const started = performance.now();
@@ -78,7 +85,9 @@ async function main(): Promise<void> {
       `${commits} commits (${gapMs} ms apart), local folder warehouse`,
   );
   console.log(`  received ${received} changes for ${latencies.length} commits in ${(elapsed / 1000).toFixed(1)} s`);
-  console.log(`  p50 ${f(percentile(sorted, 50))}  p90 ${f(percentile(sorted, 90))}  p99 ${f(percentile(sorted, 99))}  max ${f(sorted[sorted.length - 1])}`);
+  console.log(
+    `  p50 ${f(percentile(sorted, 50))}  p90 ${f(percentile(sorted, 90))}  p99 ${f(percentile(sorted, 99))}  max ${f(sorted[sorted.length - 1])}`,
+  );
 }
 
 main().catch((e) => {

@@ -72,7 +72,8 @@ export function relaunchArgs(args, execArgv, env, pid = process.pid) {
   if (!BULK_COMMANDS.has(command)) return null;
   return {
     args,
-    nodeFlags: command === 'write' || command === 'delete' ? [...CHILD_NODE_FLAGS, ...WRITE_NODE_FLAGS] : CHILD_NODE_FLAGS,
+    nodeFlags:
+      command === 'write' || command === 'delete' ? [...CHILD_NODE_FLAGS, ...WRITE_NODE_FLAGS] : CHILD_NODE_FLAGS,
     // A user's own MALLOC_ARENA_MAX wins.
     env: { ...env, MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? '2', [LAUNCHED_ENV]: String(pid) },
   };
@@ -102,14 +103,18 @@ export function runRelaunched(script, relaunch) {
   // The IPC channel carries nothing: it closes when this process dies, however it dies (kill -9
   // included), and the child then ends itself (exitWithLauncher), so a killed `varve write` stops
   // writing as it did in one process.
-  const child = spawn(process.execPath, [...relaunch.nodeFlags, script, ...relaunch.args], { stdio: ['inherit', 'inherit', 'inherit', 'ipc'], env: relaunch.env });
+  const child = spawn(process.execPath, [...relaunch.nodeFlags, script, ...relaunch.args], {
+    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+    env: relaunch.env,
+  });
   const forward = (signal) => {
     // A terminal's Ctrl-C reaches the whole process group, the child included; passing it on
     // again is harmless (the CLI keeps the default disposition) and reaches a child that
     // runs in its own group (a `kill` of this process alone).
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
   };
-  const signals = process.platform === 'win32' ? ['SIGINT', 'SIGTERM', 'SIGBREAK'] : ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
+  const signals =
+    process.platform === 'win32' ? ['SIGINT', 'SIGTERM', 'SIGBREAK'] : ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
   for (const s of signals) process.on(s, forward);
   child.on('error', (e) => {
     process.stderr.write(`varve: cannot start node (${process.execPath}) for the command: ${e.message}\n`);

@@ -13,7 +13,6 @@ import { VarveTable } from '../infra/table.js';
 import { Warehouse } from '../infra/warehouse.js';
 import { E2E_CONSUMER_ID, E2E_READ_TIMEOUT_SECONDS, E2E_STACK_NAME } from './names.js';
 
-
 const app = new App();
 const stack = new Stack(app, E2E_STACK_NAME);
 const warehouse = new Warehouse(stack, 'Warehouse', { removalPolicy: RemovalPolicy.DESTROY });

@@ -86,9 +86,14 @@ export async function runDay(opts: Options): Promise<DayResult> {
       // The same messages come back, in other batch compositions, after their visibility lapses.
       loseDelete: (mapping, messages) => {
         if (!/IngestSqsEventSource/.test(mapping.logicalId)) return false;
-        const batch = messages.map((m) => m.MessageId!).sort().join(',');
+        const batch = messages
+          .map((m) => m.MessageId!)
+          .sort()
+          .join(',');
         // A message whose delete was lost, back in a batch: evidence of the redelivery and its composition.
-        for (const m of messages) if (lostDeleteIds.has(m.MessageId!)) redelivered.push({ id: m.MessageId!, batch, first: firstBatch.get(m.MessageId!)! });
+        for (const m of messages)
+          if (lostDeleteIds.has(m.MessageId!))
+            redelivered.push({ id: m.MessageId!, batch, first: firstBatch.get(m.MessageId!)! });
         if (!loseDeletes) return false;
         const fresh = messages.filter((m) => !lostDeleteIds.has(m.MessageId!));
         if (fresh.length === 0) return false;
@@ -100,7 +105,8 @@ export async function runDay(opts: Options): Promise<DayResult> {
       },
     },
   });
-  const fnId = (re: RegExp) => functionsOf(emu.template).find((f) => re.test(f.logicalId) && emu.functions.has(f.logicalId))!.logicalId;
+  const fnId = (re: RegExp) =>
+    functionsOf(emu.template).find((f) => re.test(f.logicalId) && emu.functions.has(f.logicalId))!.logicalId;
   const queueId = (re: RegExp) => emu.queues().find((q) => re.test(q))!;
   const ingestFn = fnId(/Ingest/);
   const env = emu.envOf(ingestFn);
@@ -113,7 +119,13 @@ export async function runDay(opts: Options): Promise<DayResult> {
   const orders = await openCatalog(env.VARVE_WAREHOUSE, env).createTable('shop.orders', {
     fields: parseSchemaText('id BIGINT, v BIGINT, status STRING'),
     primaryKeys: ['id'],
-    options: { bucket: '4', 'num-sorted-run.compaction-trigger': '3', 'snapshot.num-retained.min': '3', 'snapshot.num-retained.max': '6', 'snapshot.time-retained': '1 s' },
+    options: {
+      bucket: '4',
+      'num-sorted-run.compaction-trigger': '3',
+      'snapshot.num-retained.min': '3',
+      'snapshot.num-retained.max': '6',
+      'snapshot.time-retained': '1 s',
+    },
   });
 
   const expected = new Map<string, number[]>(); // id → versions sent, in order
@@ -126,7 +138,12 @@ export async function runDay(opts: Options): Promise<DayResult> {
   };
   const sendRecords = async (bodies: string[]) => {
     for (let i = 0; i < bodies.length; i += 10) {
-      await sqs.send(new SendMessageBatchCommand({ QueueUrl: ingestUrl, Entries: bodies.slice(i, i + 10).map((b, k) => ({ Id: String(k), MessageBody: b })) }));
+      await sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: ingestUrl,
+          Entries: bodies.slice(i, i + 10).map((b, k) => ({ Id: String(k), MessageBody: b })),
+        }),
+      );
     }
   };
   const quiet = async (what: string, queues: RegExp, limitMs = opts.settleMs) => {
@@ -176,15 +193,31 @@ export async function runDay(opts: Options): Promise<DayResult> {
       if (fault === 1) {
         // A commit message no commit can make sense of, at the head of the table's one group,
         // with good work right behind it.
-        await sqs.send(new SendMessageCommand({ QueueUrl: commitUrl, MessageBody: '{"version":1,"table":"shop.orders","files":"garbage"}', MessageGroupId: 'shop.orders', MessageDeduplicationId: `poison-${round}` }));
+        await sqs.send(
+          new SendMessageCommand({
+            QueueUrl: commitUrl,
+            MessageBody: '{"version":1,"table":"shop.orders","files":"garbage"}',
+            MessageGroupId: 'shop.orders',
+            MessageDeduplicationId: `poison-${round}`,
+          }),
+        );
       }
       if (fault === 4) {
         // One file dropped in the inbox; EventBridge delivers its Object Created event twice.
         const key = `${env.VARVE_WAREHOUSE.split('/').slice(3).join('/')}/inbox/shop/orders/round-${round}.jsonl`;
         const lines = [next(400 + round), next(401 + round)].map((r) => JSON.stringify(r)).join('\n');
-        const put = await s3.send(new PutObjectCommand({ Bucket: emu.deployment.bucket, Key: key, Body: `${lines}\n` }));
+        const put = await s3.send(
+          new PutObjectCommand({ Bucket: emu.deployment.bucket, Key: key, Body: `${lines}\n` }),
+        );
         inboxFiles.add(objectSource(key, put.ETag!));
-        const detail = { version: '0', bucket: { name: emu.deployment.bucket }, object: { key, size: lines.length + 1, etag: put.ETag!.replace(/"/g, ''), sequencer: '0' }, 'request-id': 'e2e', requester: 'e2e', reason: 'PutObject' };
+        const detail = {
+          version: '0',
+          bucket: { name: emu.deployment.bucket },
+          object: { key, size: lines.length + 1, etag: put.ETag!.replace(/"/g, ''), sequencer: '0' },
+          'request-id': 'e2e',
+          requester: 'e2e',
+          reason: 'PutObject',
+        };
         await emu.putEvent('default', 'aws.s3', 'Object Created', detail);
         await emu.putEvent('default', 'aws.s3', 'Object Created', detail);
       }
@@ -208,7 +241,11 @@ export async function runDay(opts: Options): Promise<DayResult> {
           if (i > 0) await sleep(1000);
           n = (await snapshotsHolding(orders, [file])).get(file) ?? 0;
         }
-        prove('duplicate inbox event', n === 1, `the file's source ${file} is in ${n} snapshot(s), after 2 Object Created events`);
+        prove(
+          'duplicate inbox event',
+          n === 1,
+          `the file's source ${file} is in ${n} snapshot(s), after 2 Object Created events`,
+        );
       }
       if (fault === 5) {
         const ids = [...lostDeleteIds];
@@ -223,7 +260,11 @@ export async function runDay(opts: Options): Promise<DayResult> {
       }
       if (fault === 7) {
         const n = discoverMapping.records - discoverBefore;
-        prove('discovery triggered twice at once', n >= 2, `${n} discovery triggers handled by the discovery function (both sent in the same instant)`);
+        prove(
+          'discovery triggered twice at once',
+          n >= 2,
+          `${n} discovery triggers handled by the discovery function (both sent in the same instant)`,
+        );
       }
       emu.fireSchedule(/DiscoverSchedule/);
       if (round % 4 === 3) emu.fireSchedule(/ExpireSchedule/);
@@ -274,32 +315,61 @@ export async function runDay(opts: Options): Promise<DayResult> {
     dlq += n;
     if (n > 0) {
       dlqs.push(`${q} ${n}`);
-      for (const m of await receiveMessages(sqs, emu.ref(q), 3)) log(`dead letter in ${q} (received ${m.Attributes?.ApproximateReceiveCount} times): ${(m.Body ?? '').slice(0, 400)}`);
+      for (const m of await receiveMessages(sqs, emu.ref(q), 3))
+        log(
+          `dead letter in ${q} (received ${m.Attributes?.ApproximateReceiveCount} times): ${(m.Body ?? '').slice(0, 400)}`,
+        );
     }
   }
 
   // Evidence of the faults the function logs and queues keep.
   const rejects = await drainQueue(sqs, emu.ref(queueId(/Rejects/)));
   const rejected = (needle: string) => rejects.filter((r) => r.includes(needle)).length;
-  prove('poison record', rejected('not-a-number') >= 1 && rejected('this is not JSON') >= 1, `rejects queue: ${rejected('not-a-number')} invalid record, ${rejected('this is not JSON')} non-JSON body`);
-  prove('poison commit message', rejected('garbage') >= 1, `rejects queue: ${rejected('garbage')} poison commit message (${rejects.length} rejects in all)`);
+  prove(
+    'poison record',
+    rejected('not-a-number') >= 1 && rejected('this is not JSON') >= 1,
+    `rejects queue: ${rejected('not-a-number')} invalid record, ${rejected('this is not JSON')} non-JSON body`,
+  );
+  prove(
+    'poison commit message',
+    rejected('garbage') >= 1,
+    `rejects queue: ${rejected('garbage')} poison commit message (${rejects.length} rejects in all)`,
+  );
   const reader = emu.functions.get(fnId(/Read/))!;
   // The row carrying a sink fault reached the sink in the end (its tag is the round that sent it).
   const tagged = (f: Fault) => faultRound.has(f) && delivered.some((d) => d.tag === `r${faultRound.get(f)}`);
-  const fail3 = readdirOrEmpty(opts.stateDir).filter((f) => f.startsWith('fault-fail3')).map((f) => Number(readFileSync(path.join(opts.stateDir, f), 'utf8')));
-  prove('sink fails 3 times then succeeds', fail3.length > 0 && fail3.every((n) => n >= 4) && tagged('sink fails 3 times then succeeds'), `sink attempts ${fail3.join(', ') || 'none'}, then delivered`);
-  prove('sink slower than its timeout', reader.timeouts >= 1 && tagged('sink slower than its timeout'), `${reader.timeouts} reader invocation(s) stopped at the ${reader.spec.timeoutSeconds}-s timeout, then delivered`);
-  prove('handler crash mid-batch', reader.crashes >= 1 && tagged('handler crash mid-batch'), `${reader.crashes} reader runtime(s) died mid-batch, then delivered`);
+  const fail3 = readdirOrEmpty(opts.stateDir)
+    .filter((f) => f.startsWith('fault-fail3'))
+    .map((f) => Number(readFileSync(path.join(opts.stateDir, f), 'utf8')));
+  prove(
+    'sink fails 3 times then succeeds',
+    fail3.length > 0 && fail3.every((n) => n >= 4) && tagged('sink fails 3 times then succeeds'),
+    `sink attempts ${fail3.join(', ') || 'none'}, then delivered`,
+  );
+  prove(
+    'sink slower than its timeout',
+    reader.timeouts >= 1 && tagged('sink slower than its timeout'),
+    `${reader.timeouts} reader invocation(s) stopped at the ${reader.spec.timeoutSeconds}-s timeout, then delivered`,
+  );
+  prove(
+    'handler crash mid-batch',
+    reader.crashes >= 1 && tagged('handler crash mid-batch'),
+    `${reader.crashes} reader runtime(s) died mid-batch, then delivered`,
+  );
   const audit = await emu.audit.evaluate();
 
-  log(`${audit.calls} AWS calls audited (${audit.checks} distinct authorisations) from ${emu.functions.size} functions`);
+  log(
+    `${audit.calls} AWS calls audited (${audit.checks} distinct authorisations) from ${emu.functions.size} functions`,
+  );
   const oversized: string[] = [];
   const failedInit: string[] = [];
   for (const [fn, f] of emu.functions) {
     const zipped = zippedBundleBytes(path.dirname(f.spec.bundle));
     if (zipped > MAX_ZIPPED_BYTES) oversized.push(fn);
     if (f.initErrors > 0) failedInit.push(fn);
-    log(`${fn}: deployment package ${(zipped / 1048576).toFixed(2)} MB zipped (limit ${MAX_ZIPPED_BYTES / 1048576} MB)`);
+    log(
+      `${fn}: deployment package ${(zipped / 1048576).toFixed(2)} MB zipped (limit ${MAX_ZIPPED_BYTES / 1048576} MB)`,
+    );
     const cold = f.stats.map((s) => s.coldStartMs);
     const spawn = f.stats.map((s) => s.spawnMs);
     log(
@@ -307,15 +377,32 @@ export async function runDay(opts: Options): Promise<DayResult> {
         `median ${median(cold).toFixed(0)} ms, max ${Math.max(0, ...cold).toFixed(0)} ms; process start to ready median ${median(spawn).toFixed(0)} ms; memory ${f.spec.memoryMb} MB, timeout ${f.spec.timeoutSeconds} s`,
     );
   }
-  for (const m of emu.mappings) log(`${m.spec.logicalId}: ${m.batches} batches, ${m.failedBatches} failed whole, ${m.partialFailures} with partial failures`);
-  log(`async invocations that exhausted their retries: ${emu.asyncFailures}; dead-letter queues: ${dlqs.join(', ') || 'all empty'}`);
+  for (const m of emu.mappings)
+    log(
+      `${m.spec.logicalId}: ${m.batches} batches, ${m.failedBatches} failed whole, ${m.partialFailures} with partial failures`,
+    );
+  log(
+    `async invocations that exhausted their retries: ${emu.asyncFailures}; dead-letter queues: ${dlqs.join(', ') || 'all empty'}`,
+  );
   const missing = FAULTS.filter((f) => !evidence.get(f)?.ok);
-  for (const f of FAULTS) log(`fault ${evidence.get(f)?.ok ? 'exercised' : 'NOT EXERCISED'}: ${f}: ${evidence.get(f)?.what ?? `no round injected it (${opts.rounds} rounds; 8 are needed)`}`);
+  for (const f of FAULTS)
+    log(
+      `fault ${evidence.get(f)?.ok ? 'exercised' : 'NOT EXERCISED'}: ${f}: ${evidence.get(f)?.what ?? `no round injected it (${opts.rounds} rounds; 8 are needed)`}`,
+    );
   if (lost.length) log(`LOST (id/version): ${lost.slice(0, 30).join(' ')}${lost.length > 30 ? ' …' : ''}`);
   if (audit.denials.length) log(`IAM DENIALS: ${formatDenials(audit.denials).replace(/\n/g, ' | ')}`);
   log(`took ${Math.round((Date.now() - started) / 1000)} s`);
   const line = `e2e: changes delivered ${deliveredDistinct}/${total}, duplicates ${duplicates}, order violations ${orderViolations}, lost ${lost.length}, IAM denials ${audit.denials.length}, dlq ${dlq}`;
-  return { line, ok: lost.length === 0 && orderViolations === 0 && audit.denials.length === 0 && missing.length === 0 && oversized.length === 0 && failedInit.length === 0 };
+  return {
+    line,
+    ok:
+      lost.length === 0 &&
+      orderViolations === 0 &&
+      audit.denials.length === 0 &&
+      missing.length === 0 &&
+      oversized.length === 0 &&
+      failedInit.length === 0,
+  };
 }
 
 /** How many snapshots of `table` (of those still there) name each of `sources` in their varve.sources. */
@@ -338,7 +425,12 @@ async function drainQueue(sqs: SQSClient, url: string): Promise<string[]> {
     const messages = await receiveMessages(sqs, url, 10);
     if (messages.length === 0) return bodies;
     bodies.push(...messages.map((m) => m.Body ?? ''));
-    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: url,
+        Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+      }),
+    );
   }
 }
 

@@ -26,9 +26,12 @@ export const handler = createStreamHandler(async (changes) => {
   for (const c of changes) {
     const status = String(c.row.status ?? '');
     const [fault, tag] = status.split(':');
-    if (fault === 'fail3' && attempt(status) <= 3) throw new Error(`e2e fault: ${status} fails its first three attempts`);
+    if (fault === 'fail3' && attempt(status) <= 3)
+      throw new Error(`e2e fault: ${status} fails its first three attempts`);
     if (fault === 'slow' && attempt(status) === 1) await new Promise((r) => setTimeout(r, 60_000));
     if (fault === 'crash' && attempt(status) === 1) process.exit(137);
-    console.log(JSON.stringify({ e2e: 'change', kind: c.kind, id: String(c.row.id), v: String(c.row.v), tag: tag ?? '' }));
+    console.log(
+      JSON.stringify({ e2e: 'change', kind: c.kind, id: String(c.row.id), v: String(c.row.v), tag: tag ?? '' }),
+    );
   }
 });

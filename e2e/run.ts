@@ -28,7 +28,8 @@ const ASSEMBLY = path.join(ROOT, 'cdk.out.e2e');
 const log = (...a: unknown[]) => console.log('e2e:', ...a);
 
 function synth(): void {
-  if (process.env.VARVE_E2E_SKIP_SYNTH === '1' && existsSync(path.join(ASSEMBLY, `${E2E_STACK_NAME}.template.json`))) return;
+  if (process.env.VARVE_E2E_SKIP_SYNTH === '1' && existsSync(path.join(ASSEMBLY, `${E2E_STACK_NAME}.template.json`)))
+    return;
   log('synthesising e2e/app.ts into cdk.out.e2e (offline, local esbuild)');
   const r = spawnSync('npx', ['cdk', 'synth', '--app', 'npx tsx e2e/app.ts', '-o', ASSEMBLY, '--no-notices', '-q'], {
     cwd: ROOT,
@@ -40,7 +41,8 @@ function synth(): void {
 
 async function main(): Promise<number> {
   const moto = await ensureMoto();
-  if (!moto) throw new Error("moto not found: pip install 'moto[server]>=5.2,<5.3', or set AWS_ENDPOINT_URL to a running moto");
+  if (!moto)
+    throw new Error("moto not found: pip install 'moto[server]>=5.2,<5.3', or set AWS_ENDPOINT_URL to a running moto");
   log(moto.started ? `started moto on ${moto.url}` : `using moto at ${moto.url}`);
   try {
     synth();

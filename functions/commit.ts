@@ -29,26 +29,59 @@ export function createCommitHandler(env: Env = process.env) {
     for (const { messageId: id, body } of event.Records) {
       try {
         const message = parseCommitMessage(body);
-        if (message.table !== table.name) throw new CorruptMetadataError(`a commit message for ${message.table} reached the commit queue of ${table.name}; each table needs its own commit queue`);
+        if (message.table !== table.name)
+          throw new CorruptMetadataError(
+            `a commit message for ${message.table} reached the commit queue of ${table.name}; each table needs its own commit queue`,
+          );
         queued.push({ id, message });
       } catch (e) {
         invalid.set(id, e as Error);
       }
     }
-    const group = new GroupCommit(table, queued, { afterCommit: afterAppend(table, { compactQueueUrl: env.VARVE_COMPACT_QUEUE_URL, eventBusName: env.VARVE_EVENT_BUS_NAME }), commitOptions: commitCachesOf(table) });
-    return thenExport(env, table, processFifoBatch(event, async ({ messageId: id, body }) => {
-      try {
-        const outcome = invalid.has(id) ? undefined : await group.settle(id);
-        const refused = invalid.get(id) ?? outcome?.refused.get(id);
-        if (refused) {
-          log().error('a commit-queue message can never be committed; it goes to the rejects queue', { table: table.name, messageId: id, error: refused });
-          await sendRejects(env.VARVE_REJECTS_QUEUE_URL, table.name, [{ source: { messageId: id }, line: 0, reason: refused.message, raw: body }]);
-        } else if (outcome?.ids[0] === id) log().info('group commit', { table: table.name, batches: outcome.ids.length, skipped: outcome.skipped, snapshotId: outcome.committed?.snapshot.id });
-      } catch (e) {
-        log().error('a commit-queue message was not committed; it and every later one will be retried in order', { table: table.name, messageId: id, error: e as Error });
-        throw e;
-      }
-    }, context));
+    const group = new GroupCommit(table, queued, {
+      afterCommit: afterAppend(table, {
+        compactQueueUrl: env.VARVE_COMPACT_QUEUE_URL,
+        eventBusName: env.VARVE_EVENT_BUS_NAME,
+      }),
+      commitOptions: commitCachesOf(table),
+    });
+    return thenExport(
+      env,
+      table,
+      processFifoBatch(
+        event,
+        async ({ messageId: id, body }) => {
+          try {
+            const outcome = invalid.has(id) ? undefined : await group.settle(id);
+            const refused = invalid.get(id) ?? outcome?.refused.get(id);
+            if (refused) {
+              log().error('a commit-queue message can never be committed; it goes to the rejects queue', {
+                table: table.name,
+                messageId: id,
+                error: refused,
+              });
+              await sendRejects(env.VARVE_REJECTS_QUEUE_URL, table.name, [
+                { source: { messageId: id }, line: 0, reason: refused.message, raw: body },
+              ]);
+            } else if (outcome?.ids[0] === id)
+              log().info('group commit', {
+                table: table.name,
+                batches: outcome.ids.length,
+                skipped: outcome.skipped,
+                snapshotId: outcome.committed?.snapshot.id,
+              });
+          } catch (e) {
+            log().error('a commit-queue message was not committed; it and every later one will be retried in order', {
+              table: table.name,
+              messageId: id,
+              error: e as Error,
+            });
+            throw e;
+          }
+        },
+        context,
+      ),
+    );
   };
 }
 

@@ -8,7 +8,12 @@
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { releaseJobMarker } from '../lib/maintenance/compaction-job-marker.js';
-import { jobBucketKey, parseCompactionJob, runCompactionJobs, type CompactionJob } from '../lib/maintenance/compaction-jobs.js';
+import {
+  jobBucketKey,
+  parseCompactionJob,
+  runCompactionJobs,
+  type CompactionJob,
+} from '../lib/maintenance/compaction-jobs.js';
 import { announceSnapshotCommitted } from '../lib/aws/commit-events.js';
 import type { Env } from '../lib/aws/env.js';
 import { processFifoBatch } from './shared/fifo-batch.js';
@@ -26,24 +31,50 @@ export function createCompactHandler(env: Env = process.env) {
     const table = await openTable(env, 'compact');
     const budgetEnd = Date.now() + (context ? context.getRemainingTimeInMillis() * BUDGET_SHARE : DEFAULT_BUDGET_MS);
     const bus = env.VARVE_EVENT_BUS_NAME;
-    const jobs = new Map<string, CompactionJob | Error>(event.Records.map((r) => [r.messageId, parse(r.body, table.name)]));
+    const jobs = new Map<string, CompactionJob | Error>(
+      event.Records.map((r) => [r.messageId, parse(r.body, table.name)]),
+    );
     const valid = [...jobs.values()].filter((j): j is CompactionJob => !(j instanceof Error));
     const run = (async () => {
       // Before the buckets are read: a commit from now on queues the next job.
       await Promise.all(valid.map((j) => releaseJobMarker(table, j.partition, j.bucket)));
-      const result = await runCompactionJobs(table, valid, { budgetEnd, manifestCache: manifestCacheOf(table), onSnapshot: async (s) => (bus ? announceSnapshotCommitted(bus, table.name, s) : undefined) });
-      for (const b of result.buckets) if (b.sortedRuns !== undefined) emitMetric(METRIC.sortedRuns, UNIT.count, b.sortedRuns, { table: table.name });
-      log().info('compaction jobs done', { table: table.name, jobs: valid.length, snapshots: result.snapshots, rounds: result.rounds, buckets: result.buckets.map(({ error, ...b }) => ({ ...b, failed: error?.message })) });
+      const result = await runCompactionJobs(table, valid, {
+        budgetEnd,
+        manifestCache: manifestCacheOf(table),
+        onSnapshot: async (s) => (bus ? announceSnapshotCommitted(bus, table.name, s) : undefined),
+      });
+      for (const b of result.buckets)
+        if (b.sortedRuns !== undefined) emitMetric(METRIC.sortedRuns, UNIT.count, b.sortedRuns, { table: table.name });
+      log().info('compaction jobs done', {
+        table: table.name,
+        jobs: valid.length,
+        snapshots: result.snapshots,
+        rounds: result.rounds,
+        buckets: result.buckets.map(({ error, ...b }) => ({ ...b, failed: error?.message })),
+      });
       return new Map(result.buckets.map((b) => [jobBucketKey(b), b.error]));
     })().catch((e: unknown) => e as Error);
-    return thenExport(env, table, processFifoBatch(event, async (record) => {
-      const job = jobs.get(record.messageId)!;
-      const outcome = job instanceof Error ? job : await run;
-      const error = outcome instanceof Error ? outcome : outcome.get(jobBucketKey(job as CompactionJob));
-      if (!error) return;
-      log().error('compaction job failed; it will be retried', { table: table.name, messageId: record.messageId, error });
-      throw error;
-    }, context, { skipGroupOnError: true }));
+    return thenExport(
+      env,
+      table,
+      processFifoBatch(
+        event,
+        async (record) => {
+          const job = jobs.get(record.messageId)!;
+          const outcome = job instanceof Error ? job : await run;
+          const error = outcome instanceof Error ? outcome : outcome.get(jobBucketKey(job as CompactionJob));
+          if (!error) return;
+          log().error('compaction job failed; it will be retried', {
+            table: table.name,
+            messageId: record.messageId,
+            error,
+          });
+          throw error;
+        },
+        context,
+        { skipGroupOnError: true },
+      ),
+    );
   };
 }
 

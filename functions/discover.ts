@@ -33,17 +33,31 @@ export interface DiscoverResult {
 
 /** The discovery handler for the environment `env` (VARVE_CONSUMER_ID, VARVE_SPLIT_QUEUE_URL). */
 export function createDiscoverHandler(env: Env = process.env) {
-  return async (event: ScheduledEvent | EventBridgeEvent<typeof SNAPSHOT_COMMITTED, SnapshotCommittedDetail>, context?: Context): Promise<DiscoverResult> => {
-    const { VARVE_CONSUMER_ID: consumer, VARVE_SPLIT_QUEUE_URL: queueUrl, VARVE_TABLE: name } = requireEnv(env, ['VARVE_CONSUMER_ID', 'VARVE_SPLIT_QUEUE_URL', 'VARVE_TABLE'], 'discover');
+  return async (
+    event: ScheduledEvent | EventBridgeEvent<typeof SNAPSHOT_COMMITTED, SnapshotCommittedDetail>,
+    context?: Context,
+  ): Promise<DiscoverResult> => {
+    const {
+      VARVE_CONSUMER_ID: consumer,
+      VARVE_SPLIT_QUEUE_URL: queueUrl,
+      VARVE_TABLE: name,
+    } = requireEnv(env, ['VARVE_CONSUMER_ID', 'VARVE_SPLIT_QUEUE_URL', 'VARVE_TABLE'], 'discover');
     checkConsumerId(consumer);
     // The rule matches on the table already; a foreign event (a shared bus, a manual test) is ignored.
-    if (event['detail-type'] === SNAPSHOT_COMMITTED && (event.detail as SnapshotCommittedDetail).table !== name) return { skipped: 'other-table', runs: [] };
+    if (event['detail-type'] === SNAPSHOT_COMMITTED && (event.detail as SnapshotCommittedDetail).table !== name)
+      return { skipped: 'other-table', runs: [] };
     const table = await openTable(env, 'discover');
-    const mayGoOn = (runs: number) => (context ? context.getRemainingTimeInMillis() >= RESERVE_MS * 2 : runs < DEFAULT_RUNS);
+    const mayGoOn = (runs: number) =>
+      context ? context.getRemainingTimeInMillis() >= RESERVE_MS * 2 : runs < DEFAULT_RUNS;
     let runs: DiscoveryResult[] = [];
     let lagSnapshots: number | undefined;
     try {
-      runs = await discoverUntilCaughtUp(table, new SqsSplitQueue({ queueUrl, client: sqsClient() }), consumer, mayGoOn);
+      runs = await discoverUntilCaughtUp(
+        table,
+        new SqsSplitQueue({ queueUrl, client: sqsClient() }),
+        consumer,
+        mayGoOn,
+      );
     } catch (e) {
       reportIfExpired(e, table, consumer);
       throw e;

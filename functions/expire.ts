@@ -27,7 +27,9 @@ export function isOrphanScanEvent(event: unknown): event is OrphanScanEvent {
 export function createExpireHandler(env: Env = process.env) {
   return async (event: ScheduledEvent | OrphanScanEvent, _context?: Context): Promise<ExpireResult> => {
     const table = await openTable(env, 'expire');
-    const { consumersNeverExpire, ...result } = await runScheduledExpiry(table, { orphanScan: isOrphanScanEvent(event) });
+    const { consumersNeverExpire, ...result } = await runScheduledExpiry(table, {
+      orphanScan: isOrphanScanEvent(event),
+    });
     log().info('expiry', { table: table.name, ...result, consumersNeverExpire });
     return result;
   };

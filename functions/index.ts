@@ -10,4 +10,9 @@ export { createCompactHandler } from './compact.js';
 export { createDiscoverHandler } from './discover.js';
 export { createExpireHandler } from './expire.js';
 export { createReadHandler } from './read.js';
-export { createStreamHandler, createSplitHandler, type SqsHandler, type StreamHandlerEnv } from './shared/stream-handler.js';
+export {
+  createStreamHandler,
+  createSplitHandler,
+  type SqsHandler,
+  type StreamHandlerEnv,
+} from './shared/stream-handler.js';

@@ -144,11 +144,17 @@ export class VarveAlarms extends Construct {
     if (table.commitQueue) this.oldestMessage(scope, 'CommitQueue', table.commitQueue, 'commit', who);
     this.oldestMessage(scope, 'CompactQueue', table.compactQueue, 'compact', who);
     this.deadLetters(scope, table.deadLetterQueues, who);
-    this.add(scope, 'Rejects', 'rejects', `${who}: records were rejected (they are in the rejects queue with their reasons)`, {
-      metric: table.rejectsQueue.metricNumberOfMessagesSent({ period: Duration.minutes(5), statistic: 'Sum' }),
-      threshold: t.rejects ?? 0,
-      evaluationPeriods: 1,
-    });
+    this.add(
+      scope,
+      'Rejects',
+      'rejects',
+      `${who}: records were rejected (they are in the rejects queue with their reasons)`,
+      {
+        metric: table.rejectsQueue.metricNumberOfMessagesSent({ period: Duration.minutes(5), statistic: 'Sum' }),
+        threshold: t.rejects ?? 0,
+        evaluationPeriods: 1,
+      },
+    );
 
     const dims = { service: VARVE_SERVICE_NAME, table: table.name };
     // No data means no commits: nothing is wrong.
@@ -171,20 +177,32 @@ export class VarveAlarms extends Construct {
     // Above the compaction trigger for a whole window: compaction runs but does not bring the
     // bucket down (jobs failing, stuck behind a poison job, or slower than the writes).
     const stalledPeriods = Math.max(1, Math.ceil((t.stalledBucketAfter ?? Duration.minutes(30)).toMinutes() / 5));
-    this.add(scope, 'StalledBucket', 'stalled-bucket', `${who}: a bucket stays above the compaction trigger; compaction is not keeping up`, {
-      metric: varveMetric(VARVE_METRICS.sortedRuns, dims, 'Maximum'),
-      threshold: t.compactionTrigger ?? 5,
-      evaluationPeriods: stalledPeriods,
-    });
+    this.add(
+      scope,
+      'StalledBucket',
+      'stalled-bucket',
+      `${who}: a bucket stays above the compaction trigger; compaction is not keeping up`,
+      {
+        metric: varveMetric(VARVE_METRICS.sortedRuns, dims, 'Maximum'),
+        threshold: t.compactionTrigger ?? 5,
+        evaluationPeriods: stalledPeriods,
+      },
+    );
     // A schedule that stopped firing is silence: missing data is the incident here.
     const expirePeriod = alarmPeriod(table.expireEvery, Duration.hours(1));
-    this.add(scope, 'ExpiryNotRunning', 'expiry-not-running', `${who}: snapshot expiry has not run; the table's files and requests grow`, {
-      metric: table.expireFunction.metricInvocations({ period: expirePeriod, statistic: 'Sum' }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: ComparisonOperator.LESS_THAN_THRESHOLD,
-      treatMissingData: TreatMissingData.BREACHING,
-    });
+    this.add(
+      scope,
+      'ExpiryNotRunning',
+      'expiry-not-running',
+      `${who}: snapshot expiry has not run; the table's files and requests grow`,
+      {
+        metric: table.expireFunction.metricInvocations({ period: expirePeriod, statistic: 'Sum' }),
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.LESS_THAN_THRESHOLD,
+        treatMissingData: TreatMissingData.BREACHING,
+      },
+    );
   }
 
   /** A consumer's alarms: its functions, its split and discovery queues, its dead letters, and its lag. */
@@ -213,19 +231,31 @@ export class VarveAlarms extends Construct {
       treatMissingData: TreatMissingData.BREACHING,
     });
     // An expired consumer id has stopped for good: one data point is enough.
-    this.add(scope, 'Expired', 'consumer-lag', `${who}: the consumer id expired (consumer.expiration-time) and stopped; resume it or start it afresh`, {
-      metric: varveMetric(VARVE_METRICS.consumerExpired, dims, 'Sum', Duration.minutes(5)),
-      threshold: 0,
-      evaluationPeriods: 1,
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    });
+    this.add(
+      scope,
+      'Expired',
+      'consumer-lag',
+      `${who}: the consumer id expired (consumer.expiration-time) and stopped; resume it or start it afresh`,
+      {
+        metric: varveMetric(VARVE_METRICS.consumerExpired, dims, 'Sum', Duration.minutes(5)),
+        threshold: 0,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      },
+    );
     // Skipped expired snapshots (skip-to-earliest) are changes the consumer will never get.
-    this.add(scope, 'SkippedSnapshots', 'consumer-lag', `${who}: the consumer skipped expired snapshots (scan.on-expired skip-to-earliest); their changes are lost to it`, {
-      metric: varveMetric(VARVE_METRICS.consumerSnapshotsSkipped, dims, 'Sum', Duration.minutes(5)),
-      threshold: 0,
-      evaluationPeriods: 1,
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    });
+    this.add(
+      scope,
+      'SkippedSnapshots',
+      'consumer-lag',
+      `${who}: the consumer skipped expired snapshots (scan.on-expired skip-to-earliest); their changes are lost to it`,
+      {
+        metric: varveMetric(VARVE_METRICS.consumerSnapshotsSkipped, dims, 'Sum', Duration.minutes(5)),
+        threshold: 0,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      },
+    );
   }
 
   /** Errors and throttles of one function; no invocations is no data, which is fine. */
@@ -246,21 +276,33 @@ export class VarveAlarms extends Construct {
   /** The oldest message of a work queue: a stuck message group or consumers that do not keep up. */
   private oldestMessage(scope: Construct, id: string, queue: IQueue, role: WatchedQueue, who: string): void {
     const age = this.thresholds.oldestMessageAge?.[role] ?? OLDEST_MESSAGE_AGE[role];
-    this.add(scope, `${id}OldestMessage`, 'oldest-message', `${who}: the oldest message of the ${role} queue is older than ${age.toHumanString()}`, {
-      metric: queue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: 'Maximum' }),
-      threshold: age.toSeconds(),
-      evaluationPeriods: 5,
-    });
+    this.add(
+      scope,
+      `${id}OldestMessage`,
+      'oldest-message',
+      `${who}: the oldest message of the ${role} queue is older than ${age.toHumanString()}`,
+      {
+        metric: queue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: 'Maximum' }),
+        threshold: age.toSeconds(),
+        evaluationPeriods: 5,
+      },
+    );
   }
 
   /** One alarm per DLQ: any message there is a record, commit, job, split or run that gave up. */
   private deadLetters(scope: Construct, queues: IQueue[], who: string): void {
     for (const queue of queues) {
-      this.add(scope, `${queue.node.id}Depth`, 'dead-letters', `${who}: messages in dead-letter queue ${queue.node.id}`, {
-        metric: queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' }),
-        threshold: 0,
-        evaluationPeriods: 1,
-      });
+      this.add(
+        scope,
+        `${queue.node.id}Depth`,
+        'dead-letters',
+        `${who}: messages in dead-letter queue ${queue.node.id}`,
+        {
+          metric: queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' }),
+          threshold: 0,
+          evaluationPeriods: 1,
+        },
+      );
     }
   }
 

@@ -5,13 +5,7 @@
  * the table or consumer is shown as well, so the dashboard is where an on-call engineer lands.
  */
 import { Duration } from 'aws-cdk-lib';
-import {
-  AlarmStatusWidget,
-  Dashboard,
-  GraphWidget,
-  type IMetric,
-  type IWidget,
-} from 'aws-cdk-lib/aws-cloudwatch';
+import { AlarmStatusWidget, Dashboard, GraphWidget, type IMetric, type IWidget } from 'aws-cdk-lib/aws-cloudwatch';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
@@ -25,7 +19,8 @@ const PERIOD = Duration.minutes(1);
 /** The dashboard of one table. */
 export function createTableDashboard(scope: Construct, id: string, table: VarveTable, alarms: VarveAlarms): Dashboard {
   const dims = { service: VARVE_SERVICE_NAME, table: table.name };
-  const latency = (stat: string) => varveMetric(VARVE_METRICS.commitLatencyMs, dims, stat, PERIOD).with({ label: `commit latency ${stat}` });
+  const latency = (stat: string) =>
+    varveMetric(VARVE_METRICS.commitLatencyMs, dims, stat, PERIOD).with({ label: `commit latency ${stat}` });
   const queues: [string, IQueue | undefined][] = [
     ['ingest', table.ingestQueue],
     ['commit', table.commitQueue],
@@ -40,17 +35,31 @@ export function createTableDashboard(scope: Construct, id: string, table: VarveT
   ];
   const widgets: IWidget[][] = [
     [
-      graph('Commits per minute', [varveMetric(VARVE_METRICS.commitLatencyMs, dims, 'SampleCount', PERIOD).with({ label: 'commits' })]),
+      graph('Commits per minute', [
+        varveMetric(VARVE_METRICS.commitLatencyMs, dims, 'SampleCount', PERIOD).with({ label: 'commits' }),
+      ]),
       graph('Commit latency (ms)', [latency('p50'), latency('p99')]),
-      graph('Commit conflicts', [varveMetric(VARVE_METRICS.commitConflicts, dims, 'Sum', PERIOD).with({ label: 'lost races' })]),
+      graph('Commit conflicts', [
+        varveMetric(VARVE_METRICS.commitConflicts, dims, 'Sum', PERIOD).with({ label: 'lost races' }),
+      ]),
     ],
     [
       graph('Sorted runs (worst bucket reported)', [
         varveMetric(VARVE_METRICS.sortedRuns, dims, 'Maximum', PERIOD).with({ label: 'max sorted runs' }),
         varveMetric(VARVE_METRICS.sortedRuns, dims, 'Average', PERIOD).with({ label: 'mean sorted runs' }),
       ]),
-      graph('Queue depth', present.map(([n, q]) => q.metricApproximateNumberOfMessagesVisible({ period: PERIOD, statistic: 'Maximum', label: n }))),
-      graph('Oldest message (s)', present.map(([n, q]) => q.metricApproximateAgeOfOldestMessage({ period: PERIOD, statistic: 'Maximum', label: n }))),
+      graph(
+        'Queue depth',
+        present.map(([n, q]) =>
+          q.metricApproximateNumberOfMessagesVisible({ period: PERIOD, statistic: 'Maximum', label: n }),
+        ),
+      ),
+      graph(
+        'Oldest message (s)',
+        present.map(([n, q]) =>
+          q.metricApproximateAgeOfOldestMessage({ period: PERIOD, statistic: 'Maximum', label: n }),
+        ),
+      ),
     ],
     [
       graph('Dead letters and rejects', [
@@ -66,7 +75,12 @@ export function createTableDashboard(scope: Construct, id: string, table: VarveT
 }
 
 /** The dashboard of one consumer. */
-export function createConsumerDashboard(scope: Construct, id: string, consumer: StreamConsumer, alarms: VarveAlarms): Dashboard {
+export function createConsumerDashboard(
+  scope: Construct,
+  id: string,
+  consumer: StreamConsumer,
+  alarms: VarveAlarms,
+): Dashboard {
   const dims = { service: VARVE_SERVICE_NAME, table: consumer.table.name, consumer: consumer.consumerId };
   const functions: [string, IFunction | undefined][] = [
     ['discover', consumer.discoverFunction],
@@ -74,19 +88,39 @@ export function createConsumerDashboard(scope: Construct, id: string, consumer: 
   ];
   const widgets: IWidget[][] = [
     [
-      graph('Lag (snapshots)', [varveMetric(VARVE_METRICS.consumerLagSnapshots, dims, 'Maximum', PERIOD).with({ label: 'snapshots behind' })]),
-      graph('Lag (seconds)', [varveMetric(VARVE_METRICS.consumerLagSeconds, dims, 'Maximum', PERIOD).with({ label: 'seconds behind' })]),
+      graph('Lag (snapshots)', [
+        varveMetric(VARVE_METRICS.consumerLagSnapshots, dims, 'Maximum', PERIOD).with({ label: 'snapshots behind' }),
+      ]),
+      graph('Lag (seconds)', [
+        varveMetric(VARVE_METRICS.consumerLagSeconds, dims, 'Maximum', PERIOD).with({ label: 'seconds behind' }),
+      ]),
       graph('Split queue', [
-        consumer.splitQueue.metricApproximateNumberOfMessagesVisible({ period: PERIOD, statistic: 'Maximum', label: 'splits waiting' }),
-        consumer.splitQueue.metricApproximateAgeOfOldestMessage({ period: PERIOD, statistic: 'Maximum', label: 'oldest split (s)' }),
+        consumer.splitQueue.metricApproximateNumberOfMessagesVisible({
+          period: PERIOD,
+          statistic: 'Maximum',
+          label: 'splits waiting',
+        }),
+        consumer.splitQueue.metricApproximateAgeOfOldestMessage({
+          period: PERIOD,
+          statistic: 'Maximum',
+          label: 'oldest split (s)',
+        }),
       ]),
     ],
     [
       graph('Dead letters', deadLetterDepth(consumer.deadLetterQueues)),
       graph('Function errors', errorsOf(functions)),
-      graph('Reader duration (ms)', [consumer.readFunction.metricDuration({ period: PERIOD, statistic: 'p99', label: 'p99' })]),
+      graph('Reader duration (ms)', [
+        consumer.readFunction.metricDuration({ period: PERIOD, statistic: 'p99', label: 'p99' }),
+      ]),
     ],
-    [new AlarmStatusWidget({ title: `Alarms of ${consumer.table.name} / ${consumer.consumerId}`, alarms: alarms.alarms, width: 24 })],
+    [
+      new AlarmStatusWidget({
+        title: `Alarms of ${consumer.table.name} / ${consumer.consumerId}`,
+        alarms: alarms.alarms,
+        width: 24,
+      }),
+    ],
   ];
   return new Dashboard(scope, id, { widgets, defaultInterval: Duration.hours(3) });
 }
@@ -96,7 +130,9 @@ function graph(title: string, left: IMetric[]): GraphWidget {
 }
 
 function deadLetterDepth(queues: IQueue[]): IMetric[] {
-  return queues.map((q) => q.metricApproximateNumberOfMessagesVisible({ period: PERIOD, statistic: 'Maximum', label: q.node.id }));
+  return queues.map((q) =>
+    q.metricApproximateNumberOfMessagesVisible({ period: PERIOD, statistic: 'Maximum', label: q.node.id }),
+  );
 }
 
 function errorsOf(functions: [string, IFunction | undefined][]): IMetric[] {
@@ -104,5 +140,7 @@ function errorsOf(functions: [string, IFunction | undefined][]): IMetric[] {
 }
 
 function throttlesOf(functions: [string, IFunction | undefined][]): IMetric[] {
-  return functions.flatMap(([n, fn]) => (fn ? [fn.metricThrottles({ period: PERIOD, statistic: 'Sum', label: n })] : []));
+  return functions.flatMap(([n, fn]) =>
+    fn ? [fn.metricThrottles({ period: PERIOD, statistic: 'Sum', label: n })] : [],
+  );
 }

@@ -167,7 +167,8 @@ export function checkDeployRules(stack: Stack, isVarve: (c: IConstruct) => boole
   };
   const touchesVarve = (r: Rendered): boolean => r.varve || referencedIds(r.props).some((id) => byId.get(id)?.varve);
   const out: DeployRuleViolation[] = [];
-  const report = (rule: DeployRule, r: Rendered, what: string) => out.push({ rule, construct: r.construct, path: r.construct.node.path, what });
+  const report = (rule: DeployRule, r: Rendered, what: string) =>
+    out.push({ rule, construct: r.construct, path: r.construct.node.path, what });
   const checked = [...byId.values()].filter(touchesVarve);
   for (const r of checked) {
     if (r.type === 'AWS::Events::Rule') checkRuleTargets(r, target, report);
@@ -175,7 +176,8 @@ export function checkDeployRules(stack: Stack, isVarve: (c: IConstruct) => boole
     if (r.type === 'AWS::SQS::Queue') checkQueue(r, target, report);
     if (r.type === 'AWS::Lambda::Function') {
       const timeout = numberOr(r.props.Timeout, LAMBDA_DEFAULT_TIMEOUT_S);
-      if (timeout > LAMBDA_MAX_TIMEOUT_S) report(DEPLOY_RULES.lambdaTimeout, r, `the function's timeout is ${timeout} s`);
+      if (timeout > LAMBDA_MAX_TIMEOUT_S)
+        report(DEPLOY_RULES.lambdaTimeout, r, `the function's timeout is ${timeout} s`);
     }
   }
   return out;
@@ -187,7 +189,9 @@ type Report = (rule: DeployRule, r: Rendered, what: string) => void;
 function isFifo(t: Target): boolean | undefined {
   if (!t) return undefined;
   if ('arn' in t) return /^arn:[^:]+:sqs:/.test(t.arn) ? t.arn.endsWith('.fifo') : undefined;
-  return t.resource.type === 'AWS::SQS::Queue' ? t.resource.props.FifoQueue === true || t.resource.props.FifoQueue === 'true' : undefined;
+  return t.resource.type === 'AWS::SQS::Queue'
+    ? t.resource.props.FifoQueue === true || t.resource.props.FifoQueue === 'true'
+    : undefined;
 }
 
 function describe(t: Target): string {
@@ -196,17 +200,36 @@ function describe(t: Target): string {
 }
 
 function checkRuleTargets(r: Rendered, target: (v: unknown) => Target, report: Report): void {
-  for (const t of (r.props.Targets ?? []) as { Id?: string; Arn?: unknown; DeadLetterConfig?: { Arn?: unknown }; SqsParameters?: { MessageGroupId?: unknown } }[]) {
+  for (const t of (r.props.Targets ?? []) as {
+    Id?: string;
+    Arn?: unknown;
+    DeadLetterConfig?: { Arn?: unknown };
+    SqsParameters?: { MessageGroupId?: unknown };
+  }[]) {
     if (t.DeadLetterConfig?.Arn !== undefined) {
       const dlq = target(t.DeadLetterConfig.Arn);
-      if (isFifo(dlq)) report(DEPLOY_RULES.ruleDlqStandard, r, `target ${t.Id ?? '?'} has the FIFO queue ${describe(dlq)} as its dead-letter queue`);
+      if (isFifo(dlq))
+        report(
+          DEPLOY_RULES.ruleDlqStandard,
+          r,
+          `target ${t.Id ?? '?'} has the FIFO queue ${describe(dlq)} as its dead-letter queue`,
+        );
     }
     const queue = target(t.Arn);
     if (isFifo(queue)) {
-      if (!t.SqsParameters?.MessageGroupId) report(DEPLOY_RULES.fifoTarget, r, `target ${t.Id ?? '?'} is the FIFO queue ${describe(queue)} without a MessageGroupId`);
+      if (!t.SqsParameters?.MessageGroupId)
+        report(
+          DEPLOY_RULES.fifoTarget,
+          r,
+          `target ${t.Id ?? '?'} is the FIFO queue ${describe(queue)} without a MessageGroupId`,
+        );
       const q = queue && 'resource' in queue ? queue.resource : undefined;
       if (q && q.props.ContentBasedDeduplication !== true && q.props.ContentBasedDeduplication !== 'true') {
-        report(DEPLOY_RULES.fifoTarget, r, `target ${t.Id ?? '?'} is the FIFO queue ${describe(queue)}, which has no content-based deduplication`);
+        report(
+          DEPLOY_RULES.fifoTarget,
+          r,
+          `target ${t.Id ?? '?'} is the FIFO queue ${describe(queue)}, which has no content-based deduplication`,
+        );
       }
     }
   }
@@ -214,18 +237,26 @@ function checkRuleTargets(r: Rendered, target: (v: unknown) => Target, report: R
 
 function checkEventSource(r: Rendered, target: (v: unknown) => Target, report: Report): void {
   const source = target(r.props.EventSourceArn);
-  const queue = source && 'resource' in source && source.resource.type === 'AWS::SQS::Queue' ? source.resource : undefined;
+  const queue =
+    source && 'resource' in source && source.resource.type === 'AWS::SQS::Queue' ? source.resource : undefined;
   const fifo = isFifo(source);
   if (!queue && fifo === undefined) return; // not an SQS source (or one this stack cannot see)
   if (fifo) {
     const batch = numberOr(r.props.BatchSize, 10);
     if (batch > 10) report(DEPLOY_RULES.fifoBatch, r, `the FIFO source ${describe(source)} has batch size ${batch}`);
     if (r.props.MaximumBatchingWindowInSeconds !== undefined) {
-      report(DEPLOY_RULES.fifoBatch, r, `the FIFO source ${describe(source)} has a batching window of ${r.props.MaximumBatchingWindowInSeconds} s`);
+      report(
+        DEPLOY_RULES.fifoBatch,
+        r,
+        `the FIFO source ${describe(source)} has a batching window of ${r.props.MaximumBatchingWindowInSeconds} s`,
+      );
     }
   }
   const fnTarget = target(r.props.FunctionName);
-  const fn = fnTarget && 'resource' in fnTarget && fnTarget.resource.type === 'AWS::Lambda::Function' ? fnTarget.resource : undefined;
+  const fn =
+    fnTarget && 'resource' in fnTarget && fnTarget.resource.type === 'AWS::Lambda::Function'
+      ? fnTarget.resource
+      : undefined;
   if (!queue || !fn) return;
   const timeout = numberOr(fn.props.Timeout, LAMBDA_DEFAULT_TIMEOUT_S);
   const visibility = numberOr(queue.props.VisibilityTimeout, SQS_DEFAULT_VISIBILITY_S);
@@ -241,13 +272,18 @@ function checkQueue(r: Rendered, target: (v: unknown) => Target, report: Report)
     const fifo = isFifo({ resource: r });
     const dlqFifo = isFifo(dlq);
     if (dlqFifo !== undefined && dlqFifo !== fifo) {
-      report(DEPLOY_RULES.dlqType, r, `the ${fifo ? 'FIFO' : 'standard'} queue's dead-letter queue ${describe(dlq)} is ${dlqFifo ? 'FIFO' : 'standard'}`);
+      report(
+        DEPLOY_RULES.dlqType,
+        r,
+        `the ${fifo ? 'FIFO' : 'standard'} queue's dead-letter queue ${describe(dlq)} is ${dlqFifo ? 'FIFO' : 'standard'}`,
+      );
     }
   }
   if (r.props.MaximumMessageSize !== undefined) {
     const max = numberOr(r.props.MaximumMessageSize, SQS_MAX_MESSAGE_BYTES);
     if (max > SQS_MAX_MESSAGE_BYTES) report(DEPLOY_RULES.messageSize, r, `MaximumMessageSize is ${max} bytes`);
-    else if (r.varve && max < VARVE_MAX_MESSAGE_BYTES) report(DEPLOY_RULES.messageSize, r, `MaximumMessageSize is ${max} bytes, less than varve's largest message`);
+    else if (r.varve && max < VARVE_MAX_MESSAGE_BYTES)
+      report(DEPLOY_RULES.messageSize, r, `MaximumMessageSize is ${max} bytes, less than varve's largest message`);
   }
 }
 

@@ -38,7 +38,11 @@ export class VarveExampleStack extends Stack {
       removalPolicy: removal === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
     });
     topicKey.grant(new ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
-    this.alarmTopic = new Topic(this, 'AlarmTopic', { displayName: 'varve alarms', masterKey: topicKey, enforceSSL: true });
+    this.alarmTopic = new Topic(this, 'AlarmTopic', {
+      displayName: 'varve alarms',
+      masterKey: topicKey,
+      enforceSSL: true,
+    });
     const email = this.node.tryGetContext('varve:alarmEmail') as string | undefined;
     if (email) this.alarmTopic.addSubscription(new EmailSubscription(email));
     this.warehouse = new Warehouse(this, 'Warehouse', {

@@ -12,7 +12,14 @@ import { fileURLToPath } from 'node:url';
 import { type Duration, RemovalPolicy, type Size } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
-import { Architecture, Code, Function as LambdaFunction, Runtime, Tracing, type FunctionProps } from 'aws-cdk-lib/aws-lambda';
+import {
+  Architecture,
+  Code,
+  Function as LambdaFunction,
+  Runtime,
+  Tracing,
+  type FunctionProps,
+} from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
@@ -36,7 +43,9 @@ export function handlerEntry(name: VarveHandlerName): string {
   if (existsSync(source)) return source;
   const prebuilt = path.join(PROJECT_ROOT, 'lambda', name);
   if (existsSync(path.join(prebuilt, 'index.js'))) return prebuilt;
-  throw new Error(`varve: neither ${source} nor a prebuilt bundle in ${prebuilt} exists; reinstall the varve package (or run npm run build in a clone)`);
+  throw new Error(
+    `varve: neither ${source} nor a prebuilt bundle in ${prebuilt} exists; reinstall the varve package (or run npm run build in a clone)`,
+  );
 }
 
 /** The Node build of parquet-wasm loads this file from `__dirname`, i.e. the bundle's folder. */
@@ -60,7 +69,10 @@ export const LAMBDA_WORKERS = [
 export function prebuiltAsset(dir: string): string {
   if (existsSync(path.join(dir, 'parquet_wasm_bg.wasm'))) return dir;
   const dist = path.dirname(path.dirname(dir));
-  const out = path.join(os.tmpdir(), `varve-lambda-${createHash('sha256').update(path.resolve(dir)).digest('hex').slice(0, 16)}`);
+  const out = path.join(
+    os.tmpdir(),
+    `varve-lambda-${createHash('sha256').update(path.resolve(dir)).digest('hex').slice(0, 16)}`,
+  );
   mkdirSync(out, { recursive: true });
   copyFileSync(path.join(dir, 'index.js'), path.join(out, 'index.js'));
   for (const w of LAMBDA_WORKERS) copyFileSync(path.join(dist, 'lambda', 'shared', w.file), path.join(out, w.file));
@@ -158,7 +170,11 @@ export function createVarveFunction(scope: Construct, id: string, props: VarveFu
   } satisfies Partial<FunctionProps>;
   if (!props.entry.endsWith('.ts') && !props.entry.endsWith('.js') && existsSync(path.join(props.entry, 'index.js'))) {
     // A prebuilt bundle (the installed package): the same esbuild output, made at package build.
-    return new LambdaFunction(scope, id, { ...common, code: Code.fromAsset(prebuiltAsset(props.entry)), handler: `index.${props.handler ?? 'handler'}` });
+    return new LambdaFunction(scope, id, {
+      ...common,
+      code: Code.fromAsset(prebuiltAsset(props.entry)),
+      handler: `index.${props.handler ?? 'handler'}`,
+    });
   }
   // Inside this repository the lock file pins the bundle's dependencies; a user's own sink entry
   // outside it is bundled from the user's project (CDK finds its lock file).

@@ -33,7 +33,6 @@ const REASONS = {
     "CDK's own BucketNotificationsHandler (a singleton Lambda that turns on EventBridge notifications for the warehouse bucket at deploy time) comes with the managed basic execution role and offers no way to replace it; varve's own functions carry no managed policy, only an inline policy scoped to their own log group.",
 };
 
-
 /** The Fn::GetAtt logical id of a bucket ARN and the literal key pattern joined after it. */
 function objectResource(resource: unknown): { logicalId: string; suffix: string } | undefined {
   const join = (resource as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join'];
@@ -62,7 +61,11 @@ class VarveNagAcknowledgments implements IAspect {
     if (!(node instanceof CfnResource)) return;
     if (node.node.path.includes('/BucketNotificationsHandler') && node.cfnResourceType === 'AWS::IAM::Role') {
       // The handler is a stack-level singleton; it exists here because a Warehouse asked for it.
-      if (Stack.of(node).node.findAll().some((c) => c instanceof Warehouse)) {
+      if (
+        Stack.of(node)
+          .node.findAll()
+          .some((c) => c instanceof Warehouse)
+      ) {
         this.ack(node, `IAM4[${BASIC_EXECUTION}]`, REASONS.notifications);
       }
       return;
@@ -91,7 +94,9 @@ class VarveNagAcknowledgments implements IAspect {
         warehouses.set(stack.resolve((c.bucket.node.defaultChild as CfnBucket).logicalId) as string, c.prefix);
       }
     }
-    const doc = stack.resolve(policy.policyDocument) as { Statement: { Action: string | string[]; Resource: unknown }[] };
+    const doc = stack.resolve(policy.policyDocument) as {
+      Statement: { Action: string | string[]; Resource: unknown }[];
+    };
     for (const statement of doc.Statement) {
       const actions = ([] as string[]).concat(statement.Action);
       for (const resource of ([] as unknown[]).concat(statement.Resource)) {
@@ -102,7 +107,11 @@ class VarveNagAcknowledgments implements IAspect {
         const object = objectResource(resource);
         const prefix = object && warehouses.get(object.logicalId);
         if (object && prefix !== undefined && object.suffix.startsWith(`/${prefix}/`) && object.suffix.endsWith('*')) {
-          this.ack(policy, `IAM5[Resource::<${object.logicalId}.Arn>${object.suffix}]`, REASONS.objects(object.suffix.slice(1)));
+          this.ack(
+            policy,
+            `IAM5[Resource::<${object.logicalId}.Arn>${object.suffix}]`,
+            REASONS.objects(object.suffix.slice(1)),
+          );
         }
       }
     }

@@ -76,10 +76,14 @@ export function createQueueWithDlq(scope: Construct, id: string, props: QueueWit
   const deadLetterQueue = new Queue(scope, `${id}Dlq`, { ...common, retentionPeriod: Duration.days(14) });
   const queue = new Queue(scope, id, {
     ...common,
-    visibilityTimeout: props.visibilityTimeout ?? Duration.seconds(props.consumerTimeout.toSeconds() * VISIBILITY_FACTOR),
+    visibilityTimeout:
+      props.visibilityTimeout ?? Duration.seconds(props.consumerTimeout.toSeconds() * VISIBILITY_FACTOR),
     deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: props.maxReceiveCount ?? MAX_RECEIVE_COUNT },
     ...(props.fifo && props.highThroughput
-      ? { deduplicationScope: DeduplicationScope.MESSAGE_GROUP, fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID }
+      ? {
+          deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
+          fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+        }
       : {}),
   });
   if (props.tags) {
@@ -105,5 +109,7 @@ export function createFailureQueue(scope: Construct, id: string, encryptionKey?:
 
 /** SSE-SQS, or SSE-KMS with the given customer key. */
 export function encryptionOf(key?: IKey): { encryption: QueueEncryption; encryptionMasterKey?: IKey } {
-  return key ? { encryption: QueueEncryption.KMS, encryptionMasterKey: key } : { encryption: QueueEncryption.SQS_MANAGED };
+  return key
+    ? { encryption: QueueEncryption.KMS, encryptionMasterKey: key }
+    : { encryption: QueueEncryption.SQS_MANAGED };
 }

@@ -115,7 +115,12 @@ export class StreamConsumer extends Construct {
     addVarveDeployRules(this);
     this.table = table;
     this.consumerId = props.consumerId;
-    tagAll(this, { ...table.warehouse.tags, 'varve:table': table.name, 'varve:consumer': props.consumerId, ...props.tags });
+    tagAll(this, {
+      ...table.warehouse.tags,
+      'varve:table': table.name,
+      'varve:consumer': props.consumerId,
+      ...props.tags,
+    });
     const encryptionKey = table.warehouse.encryptionKey;
     const readTimeout = props.readTimeout ?? Duration.minutes(5);
     const consumerEnv = { ...table.baseEnvironment, VARVE_CONSUMER_ID: props.consumerId };
@@ -224,7 +229,10 @@ export class StreamConsumer extends Construct {
     );
 
     this.alarmTopic = props.alarmTopic ?? table.alarmTopic;
-    this.alarms = new VarveAlarms(this, 'Alarms', { topic: this.alarmTopic, thresholds: props.alarmThresholds ?? table.alarmThresholds });
+    this.alarms = new VarveAlarms(this, 'Alarms', {
+      topic: this.alarmTopic,
+      thresholds: props.alarmThresholds ?? table.alarmThresholds,
+    });
     this.alarms.watchConsumer(this);
     this.dashboard = createConsumerDashboard(this, 'Dashboard', this, this.alarms);
   }
@@ -251,9 +259,18 @@ export class StreamConsumer extends Construct {
    * itself, `'@…'` the files beside it (split lists, progress). Never `consumer-<id>*`, which
    * would also cover the consumer `<id>-v2`; '@' never occurs in a consumer id.
    */
-  private grantConsumerFiles(grantee: IGrantable, suffixes: string[], actions: ('s3:PutObject' | 's3:DeleteObject')[]): void {
+  private grantConsumerFiles(
+    grantee: IGrantable,
+    suffixes: string[],
+    actions: ('s3:PutObject' | 's3:DeleteObject')[],
+  ): void {
     for (const suffix of suffixes) {
-      grantObjectPattern(grantee, this.table.warehouse.bucket, `${this.table.tablePrefix}/consumer/consumer-${this.consumerId}${suffix}`, actions);
+      grantObjectPattern(
+        grantee,
+        this.table.warehouse.bucket,
+        `${this.table.tablePrefix}/consumer/consumer-${this.consumerId}${suffix}`,
+        actions,
+      );
     }
   }
 }

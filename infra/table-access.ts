@@ -15,8 +15,15 @@ export function grantObjects(grantee: IGrantable, bucket: IBucket, prefix: strin
 }
 
 /** Grants the given object actions on keys matching `pattern` exactly (may end in `*`). */
-export function grantObjectPattern(grantee: IGrantable, bucket: IBucket, pattern: string, actions: ObjectAction[]): void {
-  grantee.grantPrincipal.addToPrincipalPolicy(new PolicyStatement({ actions, resources: [bucket.arnForObjects(pattern)] }));
+export function grantObjectPattern(
+  grantee: IGrantable,
+  bucket: IBucket,
+  pattern: string,
+  actions: ObjectAction[],
+): void {
+  grantee.grantPrincipal.addToPrincipalPolicy(
+    new PolicyStatement({ actions, resources: [bucket.arnForObjects(pattern)] }),
+  );
 }
 
 /**

@@ -184,7 +184,10 @@ export class VarveTable extends Construct {
 
   constructor(scope: Construct, id: string, props: VarveTableProps) {
     super(scope, id);
-    for (const [what, value] of [['database', props.database], ['table', props.table]] as const) {
+    for (const [what, value] of [
+      ['database', props.database],
+      ['table', props.table],
+    ] as const) {
       if (!NAME.test(value)) {
         throw new InvalidArgumentError(`${what} name '${value}' is not allowed: use letters, digits, '_' or '-' only`);
       }
@@ -245,10 +248,25 @@ export class VarveTable extends Construct {
    * bucket), expiry failures, and in queue mode the group-commit FIFO queue (one message group
    * per table: commits of a table are serialised and folded in order).
    */
-  private createQueues(): { ingest: QueueWithDlq; rejects: Queue; compact: QueueWithDlq; expireFailures: Queue; commit?: QueueWithDlq } {
+  private createQueues(): {
+    ingest: QueueWithDlq;
+    rejects: Queue;
+    compact: QueueWithDlq;
+    expireFailures: Queue;
+    commit?: QueueWithDlq;
+  } {
     const encryptionKey = this.warehouse.encryptionKey;
-    const ingest = createQueueWithDlq(this, 'IngestQueue', { fifo: false, consumerTimeout: INGEST_TIMEOUT, encryptionKey, tags: { table: this.name, queue: 'ingest' } });
-    const rejects = new Queue(this, 'RejectsQueue', { ...encryptionOf(encryptionKey), enforceSSL: true, retentionPeriod: Duration.days(14) });
+    const ingest = createQueueWithDlq(this, 'IngestQueue', {
+      fifo: false,
+      consumerTimeout: INGEST_TIMEOUT,
+      encryptionKey,
+      tags: { table: this.name, queue: 'ingest' },
+    });
+    const rejects = new Queue(this, 'RejectsQueue', {
+      ...encryptionOf(encryptionKey),
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
     const compact = createQueueWithDlq(this, 'CompactQueue', {
       tags: { table: this.name, queue: 'compaction' },
       fifo: true,
@@ -259,7 +277,12 @@ export class VarveTable extends Construct {
     const expireFailures = createFailureQueue(this, 'ExpireDlq', encryptionKey);
     const commit =
       this.commitMode === 'queue'
-        ? createQueueWithDlq(this, 'CommitQueue', { fifo: true, consumerTimeout: COMMIT_TIMEOUT, encryptionKey, tags: { table: this.name, queue: 'commit' } })
+        ? createQueueWithDlq(this, 'CommitQueue', {
+            fifo: true,
+            consumerTimeout: COMMIT_TIMEOUT,
+            encryptionKey,
+            tags: { table: this.name, queue: 'commit' },
+          })
         : undefined;
     return { ingest, rejects, compact, expireFailures, commit };
   }
@@ -273,7 +296,11 @@ export class VarveTable extends Construct {
       description: `varve ingest for ${this.name}`,
       timeout: INGEST_TIMEOUT,
       memorySize: ingest.memorySize ?? 1769,
-      environment: { ...this.baseEnvironment, ...this.writerEnvironment(), VARVE_REJECTS_QUEUE_URL: this.rejectsQueue.queueUrl },
+      environment: {
+        ...this.baseEnvironment,
+        ...this.writerEnvironment(),
+        VARVE_REJECTS_QUEUE_URL: this.rejectsQueue.queueUrl,
+      },
     });
     this.grantWrite(fn);
     // Reads inbox files, and deletes each once its rows landed (the inbox lifecycle rule is the backstop).
@@ -349,7 +376,11 @@ export class VarveTable extends Construct {
     // snapshot for all their buckets (functions/compact.ts). A busy table's jobs of many buckets
     // then cost one snapshot, one discovery round and one expiry, not one each.
     fn.addEventSource(
-      new SqsEventSource(this.compactQueue, { batchSize: 10, maxConcurrency: compaction.maxConcurrency, reportBatchItemFailures: true }),
+      new SqsEventSource(this.compactQueue, {
+        batchSize: 10,
+        maxConcurrency: compaction.maxConcurrency,
+        reportBatchItemFailures: true,
+      }),
     );
     return fn;
   }
@@ -411,16 +442,24 @@ export class VarveTable extends Construct {
    */
   private registerInGlue(glue: VarveGlueOptions, committers: VarveLambda[]): AwsCustomResource {
     const tableName = glue.table ?? this.table;
-    for (const [what, value] of [['glue.database', glue.database], ['glue.table', tableName]] as const) {
+    for (const [what, value] of [
+      ['glue.database', glue.database],
+      ['glue.table', tableName],
+    ] as const) {
       if (!GLUE_NAME.test(value)) {
-        throw new InvalidArgumentError(`${what} '${value}' is not a Glue name Athena accepts: use lower-case letters, digits and '_' only`);
+        throw new InvalidArgumentError(
+          `${what} '${value}' is not a Glue name Athena accepts: use lower-case letters, digits and '_' only`,
+        );
       }
     }
     const stack = Stack.of(this);
     const location = `s3://${this.warehouse.bucket.bucketName}/${this.tablePrefix}`;
     let database: CfnDatabase | undefined;
     if (!glue.databaseExists) {
-      database = new CfnDatabase(this, 'GlueDatabase', { catalogId: stack.account, databaseInput: { name: glue.database } });
+      database = new CfnDatabase(this, 'GlueDatabase', {
+        catalogId: stack.account,
+        databaseInput: { name: glue.database },
+      });
     }
     const resources = [
       `arn:${stack.partition}:glue:${stack.region}:${stack.account}:catalog`,
@@ -452,15 +491,24 @@ export class VarveTable extends Construct {
       resourceType: GLUE_TABLE_RESOURCE_TYPE,
       onCreate: createTable,
       onUpdate: createTable,
-      onDelete: { service: 'Glue', action: 'deleteTable', parameters: { DatabaseName: glue.database, Name: tableName }, ignoreErrorCodesMatching: 'EntityNotFoundException' },
-      policy: AwsCustomResourcePolicy.fromStatements([new PolicyStatement({ actions: ['glue:CreateTable', 'glue:DeleteTable', 'glue:GetDatabase'], resources })]),
+      onDelete: {
+        service: 'Glue',
+        action: 'deleteTable',
+        parameters: { DatabaseName: glue.database, Name: tableName },
+        ignoreErrorCodesMatching: 'EntityNotFoundException',
+      },
+      policy: AwsCustomResourcePolicy.fromStatements([
+        new PolicyStatement({ actions: ['glue:CreateTable', 'glue:DeleteTable', 'glue:GetDatabase'], resources }),
+      ]),
       installLatestAwsSdk: false,
     });
     if (database) table.node.addDependency(database);
     for (const fn of committers) {
       fn.addEnvironment('VARVE_GLUE_DATABASE', glue.database);
       fn.addEnvironment('VARVE_GLUE_TABLE', tableName);
-      fn.addToRolePolicy(new PolicyStatement({ actions: ['glue:CreateTable', 'glue:GetTable', 'glue:UpdateTable'], resources }));
+      fn.addToRolePolicy(
+        new PolicyStatement({ actions: ['glue:CreateTable', 'glue:GetTable', 'glue:UpdateTable'], resources }),
+      );
     }
     return table;
   }

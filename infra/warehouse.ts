@@ -115,7 +115,11 @@ export class Warehouse extends Construct {
           principals: [new ServicePrincipal(`logs.${region}.amazonaws.com`)],
           actions: ['kms:Encrypt*', 'kms:Decrypt*', 'kms:ReEncrypt*', 'kms:GenerateDataKey*', 'kms:Describe*'],
           resources: ['*'],
-          conditions: { ArnLike: { 'kms:EncryptionContext:aws:logs:arn': `arn:${Stack.of(this).partition}:logs:${region}:${Stack.of(this).account}:log-group:*` } },
+          conditions: {
+            ArnLike: {
+              'kms:EncryptionContext:aws:logs:arn': `arn:${Stack.of(this).partition}:logs:${region}:${Stack.of(this).account}:log-group:*`,
+            },
+          },
         }),
       );
       props.encryptionKey.grant(new ServicePrincipal('events.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
@@ -141,7 +145,11 @@ export class Warehouse extends Construct {
           // A writer that died mid-upload leaves parts that cost storage and show up in no listing.
           { id: 'abort-incomplete-multipart-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
           // Inbox files are input, not table state: once ingested, the table holds their rows.
-          { id: 'expire-inbox', prefix: `${this.prefix}/inbox/`, expiration: props.inboxExpiration ?? Duration.days(7) },
+          {
+            id: 'expire-inbox',
+            prefix: `${this.prefix}/inbox/`,
+            expiration: props.inboxExpiration ?? Duration.days(7),
+          },
         ],
       });
     if (props.bucket) {
@@ -170,7 +178,9 @@ export class Warehouse extends Construct {
       billingMode: BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       removalPolicy,
-      ...(props.encryptionKey ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey } : {}),
+      ...(props.encryptionKey
+        ? { encryption: TableEncryption.CUSTOMER_MANAGED, encryptionKey: props.encryptionKey }
+        : {}),
     });
 
     const bus = props.eventBus ?? 'dedicated';

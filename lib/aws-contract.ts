@@ -49,4 +49,9 @@ export type CommitMode = 'direct' | 'queue';
  * The tags the constructs put on each queue that has a dead-letter queue (and on that DLQ, with
  * `varve:dead-letter` = `true`), so that `varve redrive` finds them by table and queue.
  */
-export const VARVE_QUEUE_TAGS = { table: 'varve:table', queue: 'varve:queue', consumer: 'varve:consumer', deadLetter: 'varve:dead-letter' } as const;
+export const VARVE_QUEUE_TAGS = {
+  table: 'varve:table',
+  queue: 'varve:queue',
+  consumer: 'varve:consumer',
+  deadLetter: 'varve:dead-letter',
+} as const;

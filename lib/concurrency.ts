@@ -13,6 +13,13 @@ export async function runLimited<T>(tasks: Array<() => Promise<T>>, limit: numbe
 }
 
 /** Maps `items` through `fn` with at most `limit` calls in flight; results keep the input order. */
-export function parallelMap<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  return runLimited(items.map((item, i) => () => fn(item, i)), limit);
+export function parallelMap<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
+  return runLimited(
+    items.map((item, i) => () => fn(item, i)),
+    limit,
+  );
 }

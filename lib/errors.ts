@@ -36,42 +36,62 @@ export class InvalidArgumentError extends VarveError {
 
 /** A schema text or JSON that cannot be parsed or is inconsistent (duplicate column, bad key, …). */
 export class SchemaError extends VarveError {
-  constructor(message: string, readonly field?: string, opts: { cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    readonly field?: string,
+    opts: { cause?: unknown } = {},
+  ) {
     super(message, { kind: 'invalid-argument', ...opts });
   }
 }
 
 /** An unknown table option or a value of the wrong type; names the option and what is allowed. */
 export class OptionError extends VarveError {
-  constructor(message: string, readonly option: string) {
+  constructor(
+    message: string,
+    readonly option: string,
+  ) {
     super(message, { kind: 'invalid-argument' });
   }
 }
 
 /** A record that does not fit the table's schema; carries the 1-based input line and the field. */
 export class RecordValidationError extends VarveError {
-  constructor(message: string, readonly line?: number, readonly field?: string) {
+  constructor(
+    message: string,
+    readonly line?: number,
+    readonly field?: string,
+  ) {
     super(message, { kind: 'invalid-argument' });
   }
 }
 
 /** A record's data does not match the schema it is read with (type or column mismatch). */
 export class SchemaMismatchError extends VarveError {
-  constructor(message: string, readonly field?: string) {
+  constructor(
+    message: string,
+    readonly field?: string,
+  ) {
     super(message, { kind: 'invalid-argument' });
   }
 }
 
 /** An object that does not exist in the store. */
 export class ObjectNotFoundError extends VarveError {
-  constructor(readonly key: string, opts: { cause?: unknown } = {}) {
+  constructor(
+    readonly key: string,
+    opts: { cause?: unknown } = {},
+  ) {
     super(`object not found: ${key}`, { kind: 'not-found', ...opts });
   }
 }
 
 /** S3 answered 409 ConditionalRequestConflict: a concurrent operation was in flight; retry as is. */
 export class ConditionalRequestConflictError extends VarveError {
-  constructor(readonly key: string, opts: { cause?: unknown } = {}) {
+  constructor(
+    readonly key: string,
+    opts: { cause?: unknown } = {},
+  ) {
     super(`concurrent conditional request on ${key}; retry`, { kind: 'conflict', retryable: true, ...opts });
   }
 }
@@ -88,7 +108,12 @@ export class StoreUnavailableError extends VarveError {
  * file system (EROFS), missing permission (EACCES, EPERM). Names the cause (`code`) and the path.
  */
 export class StoreRefusedError extends VarveError {
-  constructor(message: string, readonly code: string, readonly path: string, opts: { cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly path: string,
+    opts: { cause?: unknown } = {},
+  ) {
     super(message, { kind: 'unavailable', retryable: false, ...opts });
   }
 }
@@ -98,7 +123,10 @@ export class InvalidKeyError extends InvalidArgumentError {}
 
 /** A commit that truly conflicts with what another commit did (not a lost race): re-plan, never retry blindly. */
 export class CommitConflictError extends VarveError {
-  constructor(message: string, readonly details: { snapshotId?: number; files?: string[] } = {}) {
+  constructor(
+    message: string,
+    readonly details: { snapshotId?: number; files?: string[] } = {},
+  ) {
     super(message, { kind: 'conflict', retryable: false });
   }
 }
@@ -108,7 +136,11 @@ export class CommitConflictError extends VarveError {
  * is what it planned with, `toSchemaId` the table's schema now. Reopen the table and plan again.
  */
 export class SchemaChangedError extends CommitConflictError {
-  constructor(message: string, readonly fromSchemaId: number, readonly toSchemaId: number) {
+  constructor(
+    message: string,
+    readonly fromSchemaId: number,
+    readonly toSchemaId: number,
+  ) {
     super(message);
   }
 }
@@ -118,7 +150,11 @@ export class SchemaChangedError extends CommitConflictError {
  * a busy store) until its budget of retries or time ran out; `retries` is the number it made.
  */
 export class RetriesExhaustedError extends VarveError {
-  constructor(message: string, readonly retries: number, opts: { cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    readonly retries: number,
+    opts: { cause?: unknown } = {},
+  ) {
     super(message, { kind: 'conflict', retryable: true, ...opts });
   }
 }
@@ -131,14 +167,21 @@ export class CommitRetriesExhaustedError extends RetriesExhaustedError {}
  * it was creating has expired before the commit was recorded): retrying could commit twice.
  */
 export class CommitIdentifierAmbiguousError extends VarveError {
-  constructor(message: string, readonly identifier: string, readonly snapshotId: number) {
+  constructor(
+    message: string,
+    readonly identifier: string,
+    readonly snapshotId: number,
+  ) {
     super(message, { kind: 'precondition' });
   }
 }
 
 /** A snapshot id, timestamp or tag that does not resolve; names the available range. */
 export class SnapshotNotFoundError extends VarveError {
-  constructor(message: string, readonly available?: { earliest: number; latest: number }) {
+  constructor(
+    message: string,
+    readonly available?: { earliest: number; latest: number },
+  ) {
     super(message, { kind: 'not-found' });
   }
 }
@@ -148,7 +191,10 @@ export class SnapshotNotFoundError extends VarveError {
  * can no longer be read. Raised instead of silently skipping ahead.
  */
 export class SnapshotExpiredError extends VarveError {
-  constructor(message: string, readonly lostRange: { from: number; to: number }) {
+  constructor(
+    message: string,
+    readonly lostRange: { from: number; to: number },
+  ) {
     super(message, { kind: 'expired' });
   }
 }
@@ -214,10 +260,16 @@ export class SplitFenceLostError extends VarveError {
 
 /** A table name that does not exist in the catalog. */
 export class TableNotFoundError extends VarveError {
-  constructor(readonly table: string, detail?: string) {
-    super(detail ?? `table ${table} does not exist; list tables with \`varve tables\` or create it with \`varve create\``, {
-      kind: 'not-found',
-    });
+  constructor(
+    readonly table: string,
+    detail?: string,
+  ) {
+    super(
+      detail ?? `table ${table} does not exist; list tables with \`varve tables\` or create it with \`varve create\``,
+      {
+        kind: 'not-found',
+      },
+    );
   }
 }
 

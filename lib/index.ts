@@ -26,7 +26,13 @@ export { RowKind, type DataField, type DataType, type Row, type TableSchema, typ
 // Writing and reading.
 export { Table } from './table/table.js';
 export type { TableWriter, CommitResult, WriterOptions } from './table/writer.js';
-export { runWriteJob, type WriteJobSource, type WriteJobOptions, type WriteJobProgress, type WriteJobResult } from './table/write-job.js';
+export {
+  runWriteJob,
+  type WriteJobSource,
+  type WriteJobOptions,
+  type WriteJobProgress,
+  type WriteJobResult,
+} from './table/write-job.js';
 export { configureEncoderPool } from './format/encoder-pool.js';
 export type { ReadOptions } from './table/read.js';
 export type { SnapshotSpec } from './table/time-travel.js';
@@ -46,9 +52,21 @@ export { LocalRuntime, type ConsumerSpec, type LocalRuntimeOptions } from './run
 // Maintenance.
 export { compactTable, type CompactTableOptions, type CompactionSummary } from './maintenance/compact.js';
 export { rollbackTo, type RollbackTarget, type RollbackResult } from './maintenance/rollback.js';
-export { expireSnapshots, type ExpireSnapshotsOptions, type ExpireSnapshotsResult } from './maintenance/expire-snapshots.js';
-export { expireConsumers, type ExpireConsumersOptions, type ExpireConsumersResult } from './maintenance/expire-consumers.js';
-export { removeOrphanFiles, type RemoveOrphansOptions, type RemoveOrphansResult } from './maintenance/remove-orphans.js';
+export {
+  expireSnapshots,
+  type ExpireSnapshotsOptions,
+  type ExpireSnapshotsResult,
+} from './maintenance/expire-snapshots.js';
+export {
+  expireConsumers,
+  type ExpireConsumersOptions,
+  type ExpireConsumersResult,
+} from './maintenance/expire-consumers.js';
+export {
+  removeOrphanFiles,
+  type RemoveOrphansOptions,
+  type RemoveOrphansResult,
+} from './maintenance/remove-orphans.js';
 export { verifyTable, type TableVerification, type TableProblem } from './maintenance/verify-table.js';
 
 // Errors: every error varve throws is a VarveError with a `kind` and whether it is retryable.

@@ -29,7 +29,10 @@ export const jsonStringMap = v.record(v.string(), v.string());
 export const jsonIntMap = v.record(v.string(), jsonInt);
 
 /** Any JSON object (not an array: valibot's object schemas accept arrays), its fields unchecked (the caller checks them). */
-export const jsonObject = v.custom<Record<string, unknown>>((o) => typeof o === 'object' && o !== null && !Array.isArray(o), 'Object');
+export const jsonObject = v.custom<Record<string, unknown>>(
+  (o) => typeof o === 'object' && o !== null && !Array.isArray(o),
+  'Object',
+);
 
 const DEFAULT_FIX = 'the file is damaged or was not written by varve; restore it from a backup';
 
@@ -74,7 +77,12 @@ export interface JsonFileOptions {
  * inside a file, what holds it) against `schema`. Throws CorruptMetadataError naming the file,
  * what was wrong, and what to do.
  */
-export function parseJsonFile<T>(content: string | Uint8Array, schema: JsonSchema<T>, file: string, opts: JsonFileOptions = {}): T {
+export function parseJsonFile<T>(
+  content: string | Uint8Array,
+  schema: JsonSchema<T>,
+  file: string,
+  opts: JsonFileOptions = {},
+): T {
   const text = typeof content === 'string' ? content : decoder.decode(content);
   return parseOrFail(text, schema, (problem, cause) => {
     const name = opts.what === undefined ? file : `${opts.what} ${file}`;

@@ -77,7 +77,9 @@ export class RetryBudget {
       const message =
         `${this.opts.what} gave up after ${this.retries} ${this.retries === 1 ? 'retry' : 'retries'} in ${Math.round(elapsed)} ms (last: ${reason})` +
         (this.opts.advice ? `; ${this.opts.advice}` : '');
-      throw this.opts.exhausted ? this.opts.exhausted(message, this.retries, cause) : new RetriesExhaustedError(message, this.retries, { cause });
+      throw this.opts.exhausted
+        ? this.opts.exhausted(message, this.retries, cause)
+        : new RetriesExhaustedError(message, this.retries, { cause });
     }
     this.retries++;
     this.opts.onRetry?.(this.retries, reason);

@@ -22,7 +22,11 @@ const DIST = path.join(ROOT, 'dist');
 
 async function main(): Promise<void> {
   rmSync(DIST, { recursive: true, force: true });
-  execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')],
+    { stdio: 'inherit' },
+  );
 
   // The CLI and, next to it, the encoder, decode and merge pools' workers (lib/format/encoder-pool.ts,
   // decode-pool.ts and lib/table/merge-pool.ts look for encode-worker.js / decode-worker.js /
@@ -75,7 +79,8 @@ async function main(): Promise<void> {
       logOverride: { ...BUNDLE_SETTINGS.logOverride },
       logLevel: 'warning',
     });
-  for (const worker of LAMBDA_WORKERS) await bundle(path.join(ROOT, worker.entry), path.join(DIST, 'lambda', 'shared', worker.file));
+  for (const worker of LAMBDA_WORKERS)
+    await bundle(path.join(ROOT, worker.entry), path.join(DIST, 'lambda', 'shared', worker.file));
   for (const name of functionNames()) {
     const outdir = path.join(DIST, 'lambda', name);
     mkdirSync(outdir, { recursive: true });

@@ -102,11 +102,14 @@ function kib(n: number): string {
 async function main(): Promise<void> {
   const names = process.argv.slice(2).length > 0 ? process.argv.slice(2) : functionNames();
   let failed = false;
-  console.log(`${'function'.padEnd(10)} ${'index.js'.padStart(10)} ${'zipped'.padStart(10)}   (zip = index.js + parquet_wasm_bg.wasm, limit ${kib(MAX_ZIPPED_BYTES).trim()})`);
+  console.log(
+    `${'function'.padEnd(10)} ${'index.js'.padStart(10)} ${'zipped'.padStart(10)}   (zip = index.js + parquet_wasm_bg.wasm, limit ${kib(MAX_ZIPPED_BYTES).trim()})`,
+  );
   for (const name of names) {
     const b = await bundleFunction(name);
     const problems = [...b.warnings];
-    if (b.zippedBytes > MAX_ZIPPED_BYTES) problems.push(`zipped package is ${kib(b.zippedBytes).trim()}, above ${kib(MAX_ZIPPED_BYTES).trim()}`);
+    if (b.zippedBytes > MAX_ZIPPED_BYTES)
+      problems.push(`zipped package is ${kib(b.zippedBytes).trim()}, above ${kib(MAX_ZIPPED_BYTES).trim()}`);
     let loaded = '';
     try {
       loaded = loadBundle(b);

@@ -38,12 +38,18 @@ function sourceFiles(dir: string): string[] {
 function nameOf(node: ts.SignatureDeclaration, sf: ts.SourceFile): string {
   const own = node.name && !ts.isComputedPropertyName(node.name) ? node.name.getText(sf) : undefined;
   const parent = node.parent;
-  if (ts.isConstructorDeclaration(node) || ts.isMethodDeclaration(node) || ts.isGetAccessor(node) || ts.isSetAccessor(node)) {
+  if (
+    ts.isConstructorDeclaration(node) ||
+    ts.isMethodDeclaration(node) ||
+    ts.isGetAccessor(node) ||
+    ts.isSetAccessor(node)
+  ) {
     const cls = ts.isClassLike(parent) && parent.name ? `${parent.name.text}.` : '';
     return `${cls}${ts.isConstructorDeclaration(node) ? 'constructor' : (own ?? '<computed>')}`;
   }
   if (own) return own;
-  if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent)) return parent.name.getText(sf);
+  if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent))
+    return parent.name.getText(sf);
   return '<anonymous>';
 }
 
@@ -64,7 +70,9 @@ function functionSpans(file: string): FunctionSpan[] {
 
 const listArg = process.argv.indexOf('--list');
 const list = listArg >= 0 ? Number(process.argv[listArg + 1]) : 0;
-const spans = DIRS.flatMap(sourceFiles).flatMap(functionSpans).sort((a, b) => b.lines - a.lines);
+const spans = DIRS.flatMap(sourceFiles)
+  .flatMap(functionSpans)
+  .sort((a, b) => b.lines - a.lines);
 const long = spans.filter((s) => s.lines > LONG_LINES);
 const tooLong = spans.filter((s) => s.lines > MAX_LINES);
 const describe = (s: FunctionSpan) => `  ${String(s.lines).padStart(4)}  ${s.name}  (${s.file}:${s.line})`;
@@ -72,10 +80,15 @@ const describe = (s: FunctionSpan) => `  ${String(s.lines).padStart(4)}  ${s.nam
 for (const s of spans.slice(0, Math.max(list, long.length))) console.log(describe(s));
 const problems: string[] = [];
 if (tooLong.length > 0) problems.push(`${tooLong.length} function(s) over ${MAX_LINES} lines (none allowed)`);
-if (long.length > MAX_LONG) problems.push(`${long.length} functions over ${LONG_LINES} lines (at most ${MAX_LONG} allowed)`);
+if (long.length > MAX_LONG)
+  problems.push(`${long.length} functions over ${LONG_LINES} lines (at most ${MAX_LONG} allowed)`);
 if (problems.length > 0) {
   console.log(`function length check FAILED in ${DIRS.join('/, ')}/: ${problems.join('; ')}.`);
-  console.log(`Split the function by job (a helper per step, named after what it does), or keep a hot path whole and say why there.`);
+  console.log(
+    `Split the function by job (a helper per step, named after what it does), or keep a hot path whole and say why there.`,
+  );
   process.exit(1);
 }
-console.log(`function length check: ${long.length} of at most ${MAX_LONG} functions over ${LONG_LINES} lines, none over ${MAX_LINES}`);
+console.log(
+  `function length check: ${long.length} of at most ${MAX_LONG} functions over ${LONG_LINES} lines, none over ${MAX_LINES}`,
+);

@@ -46,7 +46,10 @@ const RANKS: Record<string, number> = {
  * its sink imports the stream handler a user would import from `varve/aws`. The benchmarks start
  * moto with the one moto starter of the repository (e2e/aws/moto.ts, also the tests').
  */
-const ALLOWED = new Set(['infra/example-sink.ts -> functions/shared/stream-handler.ts', 'bench/run.ts -> e2e/aws/moto.ts']);
+const ALLOWED = new Set([
+  'infra/example-sink.ts -> functions/shared/stream-handler.ts',
+  'bench/run.ts -> e2e/aws/moto.ts',
+]);
 
 function layerOf(file: string): string {
   const parts = file.split('/');
@@ -79,7 +82,10 @@ function importsOf(file: string): Import[] {
   for (const m of text.matchAll(IMPORT)) {
     const spec = m[2] ?? m[3];
     if (!spec.endsWith('.js')) continue;
-    out.push({ to: relative(ROOT, resolve(ROOT, dirname(file), spec.replace(/\.js$/, '.ts'))), typeOnly: /^type\s/.test(m[1] ?? '') });
+    out.push({
+      to: relative(ROOT, resolve(ROOT, dirname(file), spec.replace(/\.js$/, '.ts'))),
+      typeOnly: /^type\s/.test(m[1] ?? ''),
+    });
   }
   return out;
 }
@@ -149,7 +155,9 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   for (const e of backEdges) console.error(`back-edge: ${e}`);
   for (const c of cycles) console.error(`import cycle: ${c.join(' -> ')}`);
   if (backEdges.length || cycles.length) {
-    console.error(`layer check failed: ${backEdges.length} back-edge(s), ${cycles.length} cycle(s); see docs/ARCHITECTURE.md`);
+    console.error(
+      `layer check failed: ${backEdges.length} back-edge(s), ${cycles.length} cycle(s); see docs/ARCHITECTURE.md`,
+    );
     process.exit(1);
   }
   console.log('layer check: no back-edges, no cycles');

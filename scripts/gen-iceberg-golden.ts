@@ -26,7 +26,8 @@ async function dump(name: string, table: Table): Promise<void> {
   const out = join(OUT, name);
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
-  for (const o of await listAll(table.store, dir)) writeFileSync(join(out, o.key.slice(dir.length)), (await table.store.get(o.key)).body);
+  for (const o of await listAll(table.store, dir))
+    writeFileSync(join(out, o.key.slice(dir.length)), (await table.store.get(o.key)).body);
 }
 
 async function main(): Promise<void> {
@@ -44,8 +45,20 @@ async function main(): Promise<void> {
     options: opts,
   });
   const row = (region: string, day: number, id: bigint, v: number) => ({
-    region, day, id, b: v % 2 === 0, i8: v, i16: v * 100, i32: v * 100000, f32: v / 4, f64: -v / 8, dec: `${v}.0000000001`,
-    s: `s-${v}`, bin: new Uint8Array([v, 255 - v]), ts3: 1_700_000_000_000n + BigInt(v), ts6: 1_700_000_000_000_000n + BigInt(v),
+    region,
+    day,
+    id,
+    b: v % 2 === 0,
+    i8: v,
+    i16: v * 100,
+    i32: v * 100000,
+    f32: v / 4,
+    f64: -v / 8,
+    dec: `${v}.0000000001`,
+    s: `s-${v}`,
+    bin: new Uint8Array([v, 255 - v]),
+    ts3: 1_700_000_000_000n + BigInt(v),
+    ts6: 1_700_000_000_000_000n + BigInt(v),
   });
   await all.write([row('eu', 19000, 1n, 1), row('eu', 19000, 2n, 2), row('us/west', -1, 3n, 3)]);
   await compactTable(all, { full: true });
@@ -57,7 +70,11 @@ async function main(): Promise<void> {
     primaryKeys: ['id'],
     options: { ...opts, bucket: '2' },
   });
-  await plain.write([{ id: 1, name: 'a' }, { id: 2, name: 'b' }, { id: 3, name: null }]);
+  await plain.write([
+    { id: 1, name: 'a' },
+    { id: 2, name: 'b' },
+    { id: 3, name: null },
+  ]);
   await compactTable(plain, { full: true });
 
   await dump('all-types-partitioned', all);

@@ -14,13 +14,20 @@ import { MemoryStore, type StoreOp } from '../lib/store/memory-store.js';
 import { Table } from '../lib/table/table.js';
 
 function requests(store: MemoryStore): string {
-  return (Object.entries(store.calls) as Array<[StoreOp, number]>).filter(([, n]) => n > 0).map(([op, n]) => `${op} ${n}`).join(', ');
+  return (Object.entries(store.calls) as Array<[StoreOp, number]>)
+    .filter(([, n]) => n > 0)
+    .map(([op, n]) => `${op} ${n}`)
+    .join(', ');
 }
 
 async function main(): Promise<void> {
   console.log('| top-level files | export | requests | bytes written |');
   console.log('|---|---|---|---|');
-  for (const [partitions, buckets] of [[1, 1], [4, 4], [16, 4]] as const) {
+  for (const [partitions, buckets] of [
+    [1, 1],
+    [4, 4],
+    [16, 4],
+  ] as const) {
     const store = new MemoryStore({ uri: 's3://bucket/wh' });
     const table = await new FolderCatalog(store).createTable('db.t', {
       fields: parseSchemaText('p INT NOT NULL, id INT NOT NULL, v STRING'),
@@ -30,8 +37,12 @@ async function main(): Promise<void> {
     });
     // Writes and compactions go through a handle with the export off, so the exports below are
     // the only ones and are counted alone.
-    const writer = new Table(store, table.name, table.path, { ...table.schema, options: { ...table.schema.options, 'metadata.iceberg.storage': 'disabled' } });
-    const rows = (v: string) => Array.from({ length: partitions * buckets * 8 }, (_, i) => ({ p: i % partitions, id: i, v }));
+    const writer = new Table(store, table.name, table.path, {
+      ...table.schema,
+      options: { ...table.schema.options, 'metadata.iceberg.storage': 'disabled' },
+    });
+    const rows = (v: string) =>
+      Array.from({ length: partitions * buckets * 8 }, (_, i) => ({ p: i % partitions, id: i, v }));
     await writer.write(rows('a'));
     store.resetCallLog();
     const r0 = await exportIcebergIfDue(table);

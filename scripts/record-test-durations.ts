@@ -20,7 +20,9 @@ interface Report {
 
 const reportPath = path.resolve(process.argv[2] ?? path.join(ROOT, 'vitest.json'));
 if (!existsSync(reportPath)) {
-  console.error(`no vitest JSON report at ${reportPath}: run the suite with --reporter=json --outputFile.json=vitest.json (as .ci/run does) first`);
+  console.error(
+    `no vitest JSON report at ${reportPath}: run the suite with --reporter=json --outputFile.json=vitest.json (as .ci/run does) first`,
+  );
   process.exit(1);
 }
 const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
@@ -39,4 +41,6 @@ const kept = Object.keys(durations)
   .filter((f) => existsSync(path.join(ROOT, f)))
   .sort();
 writeFileSync(DURATIONS, `${JSON.stringify(Object.fromEntries(kept.map((f) => [f, durations[f]])), null, 2)}\n`);
-console.log(`test/durations.json: ${recorded} files recorded from ${path.relative(ROOT, reportPath)}, ${kept.length} files in all`);
+console.log(
+  `test/durations.json: ${recorded} files recorded from ${path.relative(ROOT, reportPath)}, ${kept.length} files in all`,
+);

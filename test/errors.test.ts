@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { CommitConflictError, ConditionalRequestConflictError, SnapshotExpiredError, VarveError, isRetryable } from '../lib/errors.js';
+import {
+  CommitConflictError,
+  ConditionalRequestConflictError,
+  SnapshotExpiredError,
+  VarveError,
+  isRetryable,
+} from '../lib/errors.js';
 
 describe('errors', () => {
   it('carry their name, kind and retryability', () => {

@@ -95,7 +95,17 @@ const KINDS: FileKind[] = [
     key: `${T}/consumer/consumer-c1@expired`,
     good: [
       { id: 'c1', nextSnapshot: 3, lastUpdated: 1, expiredAt: 2, reason: 'idle' },
-      { id: 'c1', nextSnapshot: 3, lastUpdated: 1, expiredAt: 2, reason: 'idle', delivered: { 'bucket-0': 4 }, fullSnapshot: 1, leaseToken: 7, run: 'r' },
+      {
+        id: 'c1',
+        nextSnapshot: 3,
+        lastUpdated: 1,
+        expiredAt: 2,
+        reason: 'idle',
+        delivered: { 'bucket-0': 4 },
+        fullSnapshot: 1,
+        leaseToken: 7,
+        run: 'r',
+      },
     ],
     read: (s) => readTombstone(s, T, 'c1'),
   },
@@ -149,8 +159,18 @@ const KINDS: FileKind[] = [
     read: (s) => readIdentifierIndex(s, T, 'batch-1'),
   },
   { kind: 'snapshot', key: `${T}/snapshot/snapshot-3`, good: [], read: (s) => new SnapshotManager(s, T).tryRead(3) },
-  { kind: 'manifest list', key: `${T}/manifest/manifest-list-a-1`, good: [], read: (s) => readManifestListContent(s, T, 'manifest-list-a-1') },
-  { kind: 'manifest', key: `${T}/manifest/manifest-a-0`, good: [], read: (s) => readManifestFile(s, T, 'manifest-a-0') },
+  {
+    kind: 'manifest list',
+    key: `${T}/manifest/manifest-list-a-1`,
+    good: [],
+    read: (s) => readManifestListContent(s, T, 'manifest-list-a-1'),
+  },
+  {
+    kind: 'manifest',
+    key: `${T}/manifest/manifest-a-0`,
+    good: [],
+    read: (s) => readManifestFile(s, T, 'manifest-a-0'),
+  },
   { kind: 'tag', key: `${T}/tag/tag-first`, good: [], read: (s) => readTag(s, T, 'first') },
   { kind: 'long-lived changelog', key: `${T}/changelog/changelog-4`, good: [], read: (s) => tryReadChangelog(s, T, 4) },
   { kind: 'expiry journal', key: `${T}/expiry/expiry-5`, good: [], read: (s) => listJournals(tableOn(s)) },
@@ -184,19 +204,37 @@ const KINDS: FileKind[] = [
     key: `${T}/consumer/consumer-c1@splits/3/bucket-0.json`,
     good: [{ files: [FILE], beforeFiles: [FILE] }, { files: [FILE] }],
     valid: '[]',
-    read: (s) => loadSplitMessage(s, { ...splitEnvelope(), filesRef: `${T}/consumer/consumer-c1@splits/3/bucket-0.json` }),
+    read: (s) =>
+      loadSplitMessage(s, { ...splitEnvelope(), filesRef: `${T}/consumer/consumer-c1@splits/3/bucket-0.json` }),
   },
   {
     kind: 'Iceberg table metadata',
     key: `${T}/metadata/v3.metadata.json`,
     good: [],
-    read: (s) => readCurrentIcebergMetadata(s, { storage: 'table-location', metadataDir: `${T}/metadata/`, tableUri: 'memory://warehouse/db.db/t' }),
+    read: (s) =>
+      readCurrentIcebergMetadata(s, {
+        storage: 'table-location',
+        metadataDir: `${T}/metadata/`,
+        tableUri: 'memory://warehouse/db.db/t',
+      }),
   },
 ];
 
 function splitEnvelope() {
   const { files: _files, ...rest } = parseSplitMessage(
-    JSON.stringify({ v: 1, table: 'db.t', tablePath: T, consumerId: 'c1', run: 'r', snapshotId: 3, partition: '', bucket: 0, totalBuckets: 1, kind: 'delta', files: [] }),
+    JSON.stringify({
+      v: 1,
+      table: 'db.t',
+      tablePath: T,
+      consumerId: 'c1',
+      run: 'r',
+      snapshotId: 3,
+      partition: '',
+      bucket: 0,
+      totalBuckets: 1,
+      kind: 'delta',
+      files: [],
+    }),
   );
   return rest;
 }
@@ -210,15 +248,16 @@ const DAMAGED = ['null', '[]', '{"wrong":"shape"}', '7', '"text"', '{"nextSnapsh
 
 describe('saved JSON files are validated against their shape', () => {
   for (const k of KINDS) {
-    if (k.good.length > 0) it(`${k.kind}: what varve writes reads back`, async () => {
-      for (const body of k.good) {
-        const store = new MemoryStore({ uri: 'memory://warehouse' });
-        await store.put(k.key, utf8(JSON.stringify(body)));
-        const read = await k.read(store);
-        expect(read, JSON.stringify(body)).toBeDefined();
-        if (Array.isArray(read)) expect(read).toHaveLength(1);
-      }
-    });
+    if (k.good.length > 0)
+      it(`${k.kind}: what varve writes reads back`, async () => {
+        for (const body of k.good) {
+          const store = new MemoryStore({ uri: 'memory://warehouse' });
+          await store.put(k.key, utf8(JSON.stringify(body)));
+          const read = await k.read(store);
+          expect(read, JSON.stringify(body)).toBeDefined();
+          if (Array.isArray(read)) expect(read).toHaveLength(1);
+        }
+      });
 
     it(`${k.kind}: null, [], a wrong shape or no JSON is a CorruptMetadataError naming the file`, async () => {
       for (const body of DAMAGED.filter((b) => b !== k.valid)) {
@@ -233,7 +272,8 @@ describe('saved JSON files are validated against their shape', () => {
         expect(location).toBe(`memory://warehouse/${k.key}`);
         expect((e as CorruptMetadataError).message).toContain(location);
         // The kinds read by hand-written checkers name the file in the message only, or as `<kind> <location>`.
-        if ((e as CorruptMetadataError).file !== undefined) expect((e as CorruptMetadataError).file).toContain(location);
+        if ((e as CorruptMetadataError).file !== undefined)
+          expect((e as CorruptMetadataError).file).toContain(location);
         expect((e as CorruptMetadataError).retryable).toBe(false);
       }
     });
@@ -241,7 +281,10 @@ describe('saved JSON files are validated against their shape', () => {
 
   it('a field of the wrong type is named with its path and what was expected', async () => {
     const store = new MemoryStore({ uri: 'memory://warehouse' });
-    await store.put(`${T}/consumer/consumer-c1`, utf8(JSON.stringify({ nextSnapshot: 2, buckets: { 'bucket-0': { nextSnapshot: '2', lastPlanned: 3 } } })));
+    await store.put(
+      `${T}/consumer/consumer-c1`,
+      utf8(JSON.stringify({ nextSnapshot: 2, buckets: { 'bucket-0': { nextSnapshot: '2', lastPlanned: 3 } } })),
+    );
     await expect(readConsumer(store, T, 'c1')).rejects.toThrow(
       /^memory:\/\/warehouse\/db\.db\/t\/consumer\/consumer-c1 is damaged: buckets\.bucket-0\.nextSnapshot: expected number, got "2"; /,
     );
@@ -255,7 +298,9 @@ describe('saved JSON files are validated against their shape', () => {
     expect(batchIdentifiersOf(snapshot('[]'))).toEqual([]);
     for (const body of [...DAMAGED.filter((b) => b !== '[]'), '[1]']) {
       expect(() => batchIdentifiersOf(snapshot(body)), body).toThrow(CorruptMetadataError);
-      expect(() => batchIdentifiersOf(snapshot(body)), body).toThrow(/the varve\.identifiers property of snapshot 9 is damaged/);
+      expect(() => batchIdentifiersOf(snapshot(body)), body).toThrow(
+        /the varve\.identifiers property of snapshot 9 is damaged/,
+      );
     }
   });
 
@@ -265,7 +310,9 @@ describe('saved JSON files are validated against their shape', () => {
     await store.put(key, utf8(JSON.stringify([FILE])));
     expect((await loadSplitMessage(store, { ...splitEnvelope(), filesRef: key })).files).toEqual([FILE]);
     await store.put(key, utf8(JSON.stringify([{ ...FILE, rowCount: 'one' }])));
-    await expect(loadSplitMessage(store, { ...splitEnvelope(), filesRef: key })).rejects.toThrow(`split file list memory://warehouse/${key}: field 'rowCount'`);
+    await expect(loadSplitMessage(store, { ...splitEnvelope(), filesRef: key })).rejects.toThrow(
+      `split file list memory://warehouse/${key}: field 'rowCount'`,
+    );
   });
 
   it('a local warehouse names the file by its path', async () => {
@@ -283,7 +330,11 @@ describe('messages varve sends itself are validated against their shape', () => 
         table: 'db.t',
         schemaId: 0,
         commitIdentifier: 'b1',
-        batch: { rowCount: 1, newFiles: [{ partition: '', bucket: 0, totalBuckets: 1, file: FILE }], changelogFiles: [] },
+        batch: {
+          rowCount: 1,
+          newFiles: [{ partition: '', bucket: 0, totalBuckets: 1, file: FILE }],
+          changelogFiles: [],
+        },
       }),
       parse: (body: string) => parseCommitMessage(body),
     },
@@ -294,7 +345,19 @@ describe('messages varve sends itself are validated against their shape', () => 
     },
     {
       kind: 'split message',
-      good: JSON.stringify({ v: 1, table: 'db.t', tablePath: T, consumerId: 'c1', run: 'r', snapshotId: 3, partition: '', bucket: 0, totalBuckets: 1, kind: 'delta', files: [FILE] }),
+      good: JSON.stringify({
+        v: 1,
+        table: 'db.t',
+        tablePath: T,
+        consumerId: 'c1',
+        run: 'r',
+        snapshotId: 3,
+        partition: '',
+        bucket: 0,
+        totalBuckets: 1,
+        kind: 'delta',
+        files: [FILE],
+      }),
       parse: (body: string) => parseSplitMessage(body),
     },
   ];
@@ -310,7 +373,20 @@ describe('messages varve sends itself are validated against their shape', () => 
 
   it('a split message sent by the encoder parses back to the same split', async () => {
     const store = new MemoryStore();
-    const split = { table: 'db.t', tablePath: T, consumerId: 'c1', run: 'r', snapshotId: 3, partition: 'p=1', bucket: 2, totalBuckets: 4, kind: 'overwrite' as const, files: [FILE], beforeFiles: [FILE], prev: 2 };
+    const split = {
+      table: 'db.t',
+      tablePath: T,
+      consumerId: 'c1',
+      run: 'r',
+      snapshotId: 3,
+      partition: 'p=1',
+      bucket: 2,
+      totalBuckets: 4,
+      kind: 'overwrite' as const,
+      files: [FILE],
+      beforeFiles: [FILE],
+      prev: 2,
+    };
     for (const maxInline of [1_000_000, 10]) {
       const { request } = await encodeSplitMessage(store, split, maxInline);
       expect(await loadSplitMessage(store, parseSplitMessage(request.body))).toEqual(split);

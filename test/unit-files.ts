@@ -12,10 +12,36 @@ const UNIT_DIRS = ['schema', 'manifest', 'mergetree', 'snapshot', 'iceberg', 'ca
 
 /** Single files of other folders in the unit project. */
 const UNIT_FILES = [
-  ...['arrow-import', 'arrow-schema', 'arrow-transfer', 'columns', 'data-file-stream', 'decimal', 'ipc-buffer', 'parquet-splice'].map((f) => `test/format/${f}.test.ts`),
+  ...[
+    'arrow-import',
+    'arrow-schema',
+    'arrow-transfer',
+    'columns',
+    'data-file-stream',
+    'decimal',
+    'ipc-buffer',
+    'parquet-splice',
+  ].map((f) => `test/format/${f}.test.ts`),
   ...['local-store', 'open-store', 'upload'].map((f) => `test/store/${f}.test.ts`),
   'test/runtime/local-runtime.test.ts',
-  ...['alter', 'append-commit-hooks', 'append-model', 'append-table', 'deduplication-window', 'input', 'land-rows', 'model', 'overwrite', 'predicate', 'record-columns', 'rescale', 'schema-model', 'shared-committer', 'value-stats-pruning', 'writer'].map((f) => `test/table/${f}.test.ts`),
+  ...[
+    'alter',
+    'append-commit-hooks',
+    'append-model',
+    'append-table',
+    'deduplication-window',
+    'input',
+    'land-rows',
+    'model',
+    'overwrite',
+    'predicate',
+    'record-columns',
+    'rescale',
+    'schema-model',
+    'shared-committer',
+    'value-stats-pruning',
+    'writer',
+  ].map((f) => `test/table/${f}.test.ts`),
 ];
 
 /** The unit project's include patterns (vitest.config.ts). */
@@ -23,9 +49,18 @@ export const UNIT = [...UNIT_DIRS.map((d) => `test/${d}/**/*.test.ts`), ...UNIT_
 
 /** What a file of the unit project (or a test helper it imports) must not do, and why. */
 const UNIT_BREAKERS: ReadonlyArray<{ pattern: RegExp; why: string }> = [
-  { pattern: /\bvi\.(mock|doMock|spyOn|stubEnv|stubGlobal|useFakeTimers)\b/, why: 'mocks, spies, stubs and fake timers patch modules and globals the next file of the fork shares' },
-  { pattern: /process\.env(\.\w+|\[[^\]]+\])\s*(=(?!=)|\?\?=|\|\|=)|delete process\.env/, why: 'an environment write outlives the file' },
-  { pattern: /\b(configureDecodePool|configureEncoderPool|decodePool|encoderPool|mergePool)\s*\(/, why: 'the worker pools are process-wide: their settings and counts are shared by the fork' },
+  {
+    pattern: /\bvi\.(mock|doMock|spyOn|stubEnv|stubGlobal|useFakeTimers)\b/,
+    why: 'mocks, spies, stubs and fake timers patch modules and globals the next file of the fork shares',
+  },
+  {
+    pattern: /process\.env(\.\w+|\[[^\]]+\])\s*(=(?!=)|\?\?=|\|\|=)|delete process\.env/,
+    why: 'an environment write outlives the file',
+  },
+  {
+    pattern: /\b(configureDecodePool|configureEncoderPool|decodePool|encoderPool|mergePool)\s*\(/,
+    why: 'the worker pools are process-wide: their settings and counts are shared by the fork',
+  },
 ];
 
 /** Every test file of the unit project, relative to the repository root `root`, sorted. */

@@ -22,6 +22,10 @@ describe('the unit project (shared forks)', () => {
   it('catches a file that breaks the rule, also through a helper it imports', () => {
     expect(unitRuleBreaks(ROOT, 'test/helpers/call-order.ts').join('\n')).toMatch(/vi\.spyOn/);
     // writer-split-pipeline records its stages' order through test/helpers/call-order.ts.
-    expect(unitRuleBreaks(ROOT, 'test/table/writer-split-pipeline.test.ts').some((b) => b.startsWith('test/helpers/call-order.ts (recordCalls): '))).toBe(true);
+    expect(
+      unitRuleBreaks(ROOT, 'test/table/writer-split-pipeline.test.ts').some((b) =>
+        b.startsWith('test/helpers/call-order.ts (recordCalls): '),
+      ),
+    ).toBe(true);
   });
 });

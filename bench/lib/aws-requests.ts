@@ -27,14 +27,15 @@ export function onAwsRequest(listener: (r: AwsRequest) => void): () => void {
   return addAwsClientDecorator((client) => {
     const service = client.constructor.name.replace(/Client$/, '');
     (client.middlewareStack as unknown as { add: (mw: unknown, opts: unknown) => void }).add(
-      (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: { input?: Record<string, unknown> }) => {
-        const input = args.input ?? {};
-        let command = (context.commandName ?? '?').replace(/Command$/, '');
-        if (command === 'PutObject' && input.IfNoneMatch !== undefined) command += '(if-none-match)';
-        else if (command === 'PutObject' && input.IfMatch !== undefined) command += '(if-match)';
-        listener({ service, command, input });
-        return next(args);
-      },
+      (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) =>
+        async (args: { input?: Record<string, unknown> }) => {
+          const input = args.input ?? {};
+          let command = (context.commandName ?? '?').replace(/Command$/, '');
+          if (command === 'PutObject' && input.IfNoneMatch !== undefined) command += '(if-none-match)';
+          else if (command === 'PutObject' && input.IfMatch !== undefined) command += '(if-match)';
+          listener({ service, command, input });
+          return next(args);
+        },
       { step: 'deserialize', name: 'varveRequestCount' },
     );
     return client;
@@ -67,7 +68,9 @@ export class AwsRequestCounts {
  * Counts every request of varve's AWS clients as `Service:Command`, or under the key `keyOf`
  * returns (undefined: not counted). `remove()` uninstalls it.
  */
-export function countAwsRequests(keyOf: (r: AwsRequest) => string | undefined = (r) => `${r.service}:${r.command}`): AwsRequestCounts & { remove: () => void } {
+export function countAwsRequests(
+  keyOf: (r: AwsRequest) => string | undefined = (r) => `${r.service}:${r.command}`,
+): AwsRequestCounts & { remove: () => void } {
   const counts = new AwsRequestCounts();
   const remove = onAwsRequest((r) => {
     const key = keyOf(r);

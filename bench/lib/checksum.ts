@@ -111,7 +111,8 @@ export function tableChecksum(t: arrow.Table): Checksum {
   const f = t.getChild('f');
   const s = t.getChild('s');
   const opt = t.getChild('opt');
-  if (!key || !i32 || !f || !s || !opt) throw new BenchCheckError(`result lacks benchmark columns: it has ${t.schema.names.join(', ')}`);
+  if (!key || !i32 || !f || !s || !opt)
+    throw new BenchCheckError(`result lacks benchmark columns: it has ${t.schema.names.join(', ')}`);
   let keySum = 0n;
   let mix = 0;
   let i32Sum = 0;
@@ -151,7 +152,16 @@ export function tableChecksum(t: arrow.Table): Checksum {
   for (const d of s.data) addNumbersOf(d, 5, sAcc);
   const oAcc = { sum: 0, count: 0 };
   for (const d of opt.data) addNumbersOf(d, 4, oAcc);
-  return { rows: t.numRows, keySum: keySum.toString(), mix, i32Sum, fUnits, sSum: sAcc.sum, optCount: oAcc.count, optSum: oAcc.sum };
+  return {
+    rows: t.numRows,
+    keySum: keySum.toString(),
+    mix,
+    i32Sum,
+    fUnits,
+    sSum: sAcc.sum,
+    optCount: oAcc.count,
+    optSum: oAcc.sum,
+  };
 }
 
 /** Adds checksums of disjoint row sets (or subtracts, with `signs` of -1: replacing rows). */
@@ -184,5 +194,6 @@ export function assertChecksum(what: string, actual: Checksum, expected: Checksu
 
 /** Throws BenchCheckError unless `actual === expected`. */
 export function assertEqual(what: string, actual: unknown, expected: unknown): void {
-  if (actual !== expected) throw new BenchCheckError(`WRONG RESULT in ${what}: got ${String(actual)}, expected ${String(expected)}`);
+  if (actual !== expected)
+    throw new BenchCheckError(`WRONG RESULT in ${what}: got ${String(actual)}, expected ${String(expected)}`);
 }

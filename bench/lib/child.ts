@@ -9,9 +9,16 @@ import { BenchCheckError } from './checksum.js';
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Runs `node --import tsx <script> ...args` in the repo root; rejects on a non-zero exit. */
-export function runChild<T>(script: string, args: string[], opts: { timeoutMs?: number; nodeArgs?: string[] } = {}): Promise<T> {
+export function runChild<T>(
+  script: string,
+  args: string[],
+  opts: { timeoutMs?: number; nodeArgs?: string[] } = {},
+): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', script, ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', script, ...args], {
+      cwd: REPO,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -21,7 +28,9 @@ export function runChild<T>(script: string, args: string[], opts: { timeoutMs?: 
       clearTimeout(timer);
       if (code !== 0) {
         const tail = err.trim().split('\n').slice(-15).join('\n');
-        const error = /WRONG RESULT/.test(err) ? new BenchCheckError(`${script} failed its check:\n${tail}`) : new Error(`${script} ${args.join(' ')} exited with ${code ?? signal}:\n${tail}`);
+        const error = /WRONG RESULT/.test(err)
+          ? new BenchCheckError(`${script} failed its check:\n${tail}`)
+          : new Error(`${script} ${args.join(' ')} exited with ${code ?? signal}:\n${tail}`);
         reject(error);
         return;
       }

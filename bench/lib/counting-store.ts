@@ -5,7 +5,16 @@
 import { deleteIfMatch, type ObjectInfo, type ObjectStore, type StoredObject } from '../../lib/store/object-store.js';
 
 /** The store operations, as counted. */
-export type CountedOp = 'get' | 'getRange' | 'head' | 'put' | 'putIfAbsent' | 'putIfMatch' | 'list' | 'delete' | 'deleteIfMatch';
+export type CountedOp =
+  | 'get'
+  | 'getRange'
+  | 'head'
+  | 'put'
+  | 'putIfAbsent'
+  | 'putIfMatch'
+  | 'list'
+  | 'delete'
+  | 'deleteIfMatch';
 
 /** Which part of a table an object key belongs to. */
 export function keyKind(key: string): string {

@@ -9,7 +9,8 @@ import type { DataField } from '../../lib/schema/types.js';
 import { mulberry32 } from './random.js';
 
 /** The table schema every benchmark uses (as `parseSchemaText` would return it). */
-export const BENCH_SCHEMA_TEXT = 'key BIGINT NOT NULL, i32 INT NOT NULL, f DOUBLE NOT NULL, s STRING NOT NULL, opt STRING';
+export const BENCH_SCHEMA_TEXT =
+  'key BIGINT NOT NULL, i32 INT NOT NULL, f DOUBLE NOT NULL, s STRING NOT NULL, opt STRING';
 
 /** Column names in schema order. */
 export const COLUMNS = ['key', 'i32', 'f', 's', 'opt'] as const;
@@ -146,10 +147,29 @@ export function makeRows(keys: ArrayLike<number>, version: number | ArrayLike<nu
     arrow.makeData({ type: types[0] as arrow.Int64, length: n, nullCount: 0, data: key }),
     arrow.makeData({ type: types[1] as arrow.Int32, length: n, nullCount: 0, data: i32 }),
     arrow.makeData({ type: types[2] as arrow.Float64, length: n, nullCount: 0, data: f }),
-    arrow.makeData({ type: types[3] as arrow.Utf8, length: n, nullCount: 0, valueOffsets: sOff, data: sBytes.subarray(0, sPos) }),
+    arrow.makeData({
+      type: types[3] as arrow.Utf8,
+      length: n,
+      nullCount: 0,
+      valueOffsets: sOff,
+      data: sBytes.subarray(0, sPos),
+    }),
     nulls > 0
-      ? arrow.makeData({ type: types[4] as arrow.Utf8, length: n, nullCount: nulls, nullBitmap: valid, valueOffsets: oOff, data: oBytes.subarray(0, oPos) })
-      : arrow.makeData({ type: types[4] as arrow.Utf8, length: n, nullCount: 0, valueOffsets: oOff, data: oBytes.subarray(0, oPos) }),
+      ? arrow.makeData({
+          type: types[4] as arrow.Utf8,
+          length: n,
+          nullCount: nulls,
+          nullBitmap: valid,
+          valueOffsets: oOff,
+          data: oBytes.subarray(0, oPos),
+        })
+      : arrow.makeData({
+          type: types[4] as arrow.Utf8,
+          length: n,
+          nullCount: 0,
+          valueOffsets: oOff,
+          data: oBytes.subarray(0, oPos),
+        }),
   ];
   const data = arrow.makeData({ type: new arrow.Struct(schema.fields), length: n, nullCount: 0, children });
   return new arrow.Table(schema, new arrow.RecordBatch(schema, data));

@@ -44,7 +44,9 @@ SELECT key, i32, f, s, opt FROM v JOIN newest USING (key, _seq) WHERE _VALUE_KIN
 
 /** Every version in the files, with its absolute sequence number as `_seq`. */
 function versionsOf(files: readonly LiveFile[]): string {
-  return files.map((f) => `SELECT *, ${f.sequenceBase}::BIGINT + _SEQUENCE_NUMBER AS _seq FROM read_parquet(${quote(f.path)})`).join('\n  UNION ALL ');
+  return files
+    .map((f) => `SELECT *, ${f.sequenceBase}::BIGINT + _SEQUENCE_NUMBER AS _seq FROM read_parquet(${quote(f.path)})`)
+    .join('\n  UNION ALL ');
 }
 
 /**
@@ -70,5 +72,14 @@ export async function duckChecksum(conn: DuckDBConnection, relation: string): Pr
     coalesce(sum(CAST(substr(opt, 5) AS BIGINT)), 0)::VARCHAR
     FROM ${relation}`);
   const [rows, keySum, mix, i32Sum, fUnits, sSum, optCount, optSum] = reader.getRows()[0].map((v) => String(v));
-  return { rows: Number(rows), keySum, mix: Number(mix), i32Sum: Number(i32Sum), fUnits: Number(fUnits), sSum: Number(sSum), optCount: Number(optCount), optSum: Number(optSum) };
+  return {
+    rows: Number(rows),
+    keySum,
+    mix: Number(mix),
+    i32Sum: Number(i32Sum),
+    fUnits: Number(fUnits),
+    sSum: Number(sSum),
+    optCount: Number(optCount),
+    optSum: Number(optSum),
+  };
 }

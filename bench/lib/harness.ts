@@ -31,7 +31,15 @@ export function quantile(sorted: readonly number[], q: number): number {
 /** Median, min/max and quartiles of the samples. */
 export function statsOf(samples: readonly number[]): Stats {
   const s = [...samples].sort((a, b) => a - b);
-  return { n: s.length, median: quantile(s, 0.5), min: s[0], max: s[s.length - 1], q1: quantile(s, 0.25), q3: quantile(s, 0.75), samples: [...samples] };
+  return {
+    n: s.length,
+    median: quantile(s, 0.5),
+    min: s[0],
+    max: s[s.length - 1],
+    q1: quantile(s, 0.25),
+    q3: quantile(s, 0.75),
+    samples: [...samples],
+  };
 }
 
 let gcFn: (() => void) | undefined;
@@ -78,7 +86,11 @@ export interface RepPlan {
  * Runs every variant once per repetition, rotating their order from one repetition to the next,
  * and returns each variant's timing stats. Checks every result, warm-up included.
  */
-export async function compare(plan: RepPlan, variants: Variant<any, any>[], onRep?: (line: string) => void): Promise<Timings> {
+export async function compare(
+  plan: RepPlan,
+  variants: Variant<any, any>[],
+  onRep?: (line: string) => void,
+): Promise<Timings> {
   const samples: Record<string, number[]> = Object.fromEntries(variants.map((v) => [v.id, []]));
   const total = plan.warmup + plan.reps;
   for (let rep = 0; rep < total; rep++) {

@@ -71,7 +71,11 @@ export function topFiles(profile: CpuProfile, count = 12): Array<{ share: number
   profile.samples.forEach((id, i) => {
     const cf = byNode.get(id)!.callFrame;
     const ms = (profile.timeDeltas[i] ?? 0) / 1000;
-    const file = cf.url.startsWith('wasm://') ? 'parquet-wasm (wasm)' : cf.url === '' ? cf.functionName || '(native)' : cf.url.replace(/^file:\/\/.*?\/(node_modules\/[^/]+|lib|bench)\//, '$1/');
+    const file = cf.url.startsWith('wasm://')
+      ? 'parquet-wasm (wasm)'
+      : cf.url === ''
+        ? cf.functionName || '(native)'
+        : cf.url.replace(/^file:\/\/.*?\/(node_modules\/[^/]+|lib|bench)\//, '$1/');
     byFile.set(file, (byFile.get(file) ?? 0) + ms);
     total += ms;
   });

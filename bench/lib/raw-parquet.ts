@@ -5,7 +5,14 @@
  */
 import { open } from 'node:fs/promises';
 import * as arrow from 'apache-arrow';
-import { Compression, EnabledStatistics, readParquet, Table as WasmTable, writeParquet, WriterPropertiesBuilder } from 'parquet-wasm';
+import {
+  Compression,
+  EnabledStatistics,
+  readParquet,
+  Table as WasmTable,
+  writeParquet,
+  WriterPropertiesBuilder,
+} from 'parquet-wasm';
 import { DEFAULT_ROW_GROUP_SIZE, READ_BATCH_SIZE } from '../../lib/format/data-file.js';
 
 const CODECS = { zstd: Compression.ZSTD, snappy: Compression.SNAPPY, uncompressed: Compression.UNCOMPRESSED } as const;
@@ -17,7 +24,8 @@ export function rawParquetBytes(table: arrow.Table, compression: keyof typeof CO
     .setMaxRowGroupSize(DEFAULT_ROW_GROUP_SIZE)
     .setStatisticsEnabled(EnabledStatistics.Chunk)
     .setDictionaryEnabled(false);
-  for (const f of table.schema.fields) if (arrow.DataType.isUtf8(f.type)) b = b.setColumnDictionaryEnabled(f.name, true);
+  for (const f of table.schema.fields)
+    if (arrow.DataType.isUtf8(f.type)) b = b.setColumnDictionaryEnabled(f.name, true);
   return writeParquet(WasmTable.fromIPCStream(arrow.tableToIPC(table, 'stream')), b.build());
 }
 
@@ -33,7 +41,11 @@ export async function writeFileSynced(path: string, bytes: Uint8Array): Promise<
 }
 
 /** Encodes and writes a table as one Parquet file (fsynced); returns its size. */
-export async function rawParquetWrite(path: string, table: arrow.Table, compression: keyof typeof CODECS = 'zstd'): Promise<number> {
+export async function rawParquetWrite(
+  path: string,
+  table: arrow.Table,
+  compression: keyof typeof CODECS = 'zstd',
+): Promise<number> {
   const bytes = rawParquetBytes(table, compression);
   await writeFileSynced(path, bytes);
   return bytes.byteLength;

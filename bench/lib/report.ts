@@ -25,7 +25,9 @@ function measurementTable(ms: Measurement[]): string {
     const unit = m.unit === 'ms' || m.unit === 'µs' || m.unit === 'MB' ? m.unit : m.unit;
     const spread = s.n > 1 ? `${num(s.min)} – ${num(s.max)}` : '–';
     const iqr = s.n > 3 ? `${num(s.q1)} – ${num(s.q3)}` : '–';
-    lines.push(`| ${m.label} | ${cell(s.median, m.unit)}${m.unit === 'ms' || m.unit === 'µs' || m.unit === 'MB' ? '' : ` ${unit}`} | ${spread} | ${iqr} | ${s.n} |`);
+    lines.push(
+      `| ${m.label} | ${cell(s.median, m.unit)}${m.unit === 'ms' || m.unit === 'µs' || m.unit === 'MB' ? '' : ` ${unit}`} | ${spread} | ${iqr} | ${s.n} |`,
+    );
   }
   return lines.join('\n');
 }
@@ -42,27 +44,41 @@ function verdict(r: Ratio): string {
  * with them too): the fair-report rule of issue 15 — no headline without its caveat.
  */
 export const CAVEATS: Record<string, string> = {
-  'write-vs-raw': 'raw writes one unsorted file on one thread and commits nothing; varve sorts by key, splits into 4 buckets, encodes their files on worker threads beside the sorting thread and commits a snapshot (one thread: next row)',
-  'write-1t-vs-raw': 'both on one thread; raw writes one unsorted file and commits nothing, varve sorts, splits into 4 buckets and commits',
-  'merge-vs-raw': 'raw decodes the same files without merging: the floor of any reader of this layout, not a competing engine',
-  'merge-vs-duckdb': 'DuckDB runs the query shown in §2 (the best we found for this layout) and materialises its result; one thread each',
-  'merge-vs-duckdb-default': 'varve merges on one JS thread while its decoder workers (one per core) decode row groups; DuckDB runs one thread per core',
-  'varve-growth': 'the upsert writes only the new rows: it defers the merge to reads (§2, §7: read cost grows with sorted runs until compaction)',
+  'write-vs-raw':
+    'raw writes one unsorted file on one thread and commits nothing; varve sorts by key, splits into 4 buckets, encodes their files on worker threads beside the sorting thread and commits a snapshot (one thread: next row)',
+  'write-1t-vs-raw':
+    'both on one thread; raw writes one unsorted file and commits nothing, varve sorts, splits into 4 buckets and commits',
+  'merge-vs-raw':
+    'raw decodes the same files without merging: the floor of any reader of this layout, not a competing engine',
+  'merge-vs-duckdb':
+    'DuckDB runs the query shown in §2 (the best we found for this layout) and materialises its result; one thread each',
+  'merge-vs-duckdb-default':
+    'varve merges on one JS thread while its decoder workers (one per core) decode row groups; DuckDB runs one thread per core',
+  'varve-growth':
+    'the upsert writes only the new rows: it defers the merge to reads (§2, §7: read cost grows with sorted runs until compaction)',
   'cow-vs-varve-1000000': 'copy-on-write pays at write time what varve pays at read and compaction time (§2, §7)',
   'cow-vs-varve-10000000': 'copy-on-write pays at write time what varve pays at read and compaction time (§2, §7)',
-  'compact-vs-raw': 'not like for like: the baseline reads and rewrites every input row, compaction writes only the merged (newest) rows — the same-output ratio is the next row',
-  'compact-vs-same-output': 'same rows out: DuckDB (one thread) deduplicates the same files with the §2 query and COPYs only the newest rows, sorted by key, one zstd file per bucket at varve\'s row-group size, fsynced; its own Parquet writer (encodings differ) and no commit',
-  'local-commit-vs-put': 'the latency includes the writer flush (up to 4 data files encoded and fsynced one bucket after another), most of it; the commit\'s own requests (index claim, manifest and list, snapshot; expiry marks the index later) take a few ms',
-  's3-commit-vs-put': 'the latency includes the writer flush (up to 4 data-file PUTs, one bucket after another) before the commit\'s own requests (index claim, manifest and list, snapshot; expiry marks the index later)',
-  'local-16-vs-1-writers': 'writers in one process share one committer (several commits per snapshot); separate processes race, see the spread below',
+  'compact-vs-raw':
+    'not like for like: the baseline reads and rewrites every input row, compaction writes only the merged (newest) rows — the same-output ratio is the next row',
+  'compact-vs-same-output':
+    "same rows out: DuckDB (one thread) deduplicates the same files with the §2 query and COPYs only the newest rows, sorted by key, one zstd file per bucket at varve's row-group size, fsynced; its own Parquet writer (encodings differ) and no commit",
+  'local-commit-vs-put':
+    "the latency includes the writer flush (up to 4 data files encoded and fsynced one bucket after another), most of it; the commit's own requests (index claim, manifest and list, snapshot; expiry marks the index later) take a few ms",
+  's3-commit-vs-put':
+    "the latency includes the writer flush (up to 4 data-file PUTs, one bucket after another) before the commit's own requests (index claim, manifest and list, snapshot; expiry marks the index later)",
+  'local-16-vs-1-writers':
+    'writers in one process share one committer (several commits per snapshot); separate processes race, see the spread below',
   'procs-spread': 'completion times of processes racing on a local folder, not throughput; one run',
 };
 
 function ratioTable(rs: Array<Ratio & { suite?: string }>, withSuite: boolean): string {
-  const head = withSuite ? '| benchmark | ratio | value | per-repetition spread | aim |' : '| ratio | value | per-repetition spread | aim |';
+  const head = withSuite
+    ? '| benchmark | ratio | value | per-repetition spread | aim |'
+    : '| ratio | value | per-repetition spread | aim |';
   const lines = [head, withSuite ? '|---|---|---:|---:|---|' : '|---|---:|---:|---|'];
   for (const r of rs) {
-    const spread = r.min === r.max || !Number.isFinite(r.min) || !Number.isFinite(r.max) ? '–' : `${num(r.min)}× – ${num(r.max)}×`;
+    const spread =
+      r.min === r.max || !Number.isFinite(r.min) || !Number.isFinite(r.max) ? '–' : `${num(r.min)}× – ${num(r.max)}×`;
     const caveat = CAVEATS[r.id];
     const cells = [caveat ? `${r.label} — _${caveat}_` : r.label, `**${num(r.value)}×**`, spread, verdict(r)];
     lines.push(`| ${withSuite ? `${r.suite} | ` : ''}${cells.join(' | ')} |`);
@@ -71,7 +87,13 @@ function ratioTable(rs: Array<Ratio & { suite?: string }>, withSuite: boolean): 
 }
 
 function freeTable(t: TableSpec): string {
-  return [`**${t.title}**`, '', `| ${t.columns.join(' | ')} |`, `|${t.columns.map(() => '---').join('|')}|`, ...t.rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+  return [
+    `**${t.title}**`,
+    '',
+    `| ${t.columns.join(' | ')} |`,
+    `|${t.columns.map(() => '---').join('|')}|`,
+    ...t.rows.map((r) => `| ${r.join(' | ')} |`),
+  ].join('\n');
 }
 
 function suiteSection(s: SuiteResult): string {

@@ -24,14 +24,22 @@ export function spliceReport(previous: string, run: RunResult): { markdown: stri
   for (const s of run.suites) {
     const from = sectionOf(fresh, s.title);
     const to = sectionOf(md, s.title);
-    if (!from || !to) throw new Error(`section "${s.title}" is missing from ${from ? 'docs/BENCHMARKS.md' : 'the rendered run'}; run the full bench instead`);
+    if (!from || !to)
+      throw new Error(
+        `section "${s.title}" is missing from ${from ? 'docs/BENCHMARKS.md' : 'the rendered run'}; run the full bench instead`,
+      );
     md = md.slice(0, to.start) + fresh.slice(from.start, from.end) + md.slice(to.end);
   }
   // Headline rows: those of the re-run suites are replaced, in place.
-  const freshRows = fresh.split('\n').filter((l) => l.startsWith('| ') && run.suites.some((s) => l.startsWith(`| ${s.title.replace(/^\d+\.\s*/, '')} | `)));
+  const freshRows = fresh
+    .split('\n')
+    .filter(
+      (l) => l.startsWith('| ') && run.suites.some((s) => l.startsWith(`| ${s.title.replace(/^\d+\.\s*/, '')} | `)),
+    );
   const headStart = md.indexOf('\n## Headline ratios\n');
   const headEnd = md.indexOf('\n## ', headStart + 1);
-  if (headStart < 0 || headEnd < 0) throw new Error('docs/BENCHMARKS.md has no headline table; run the full bench instead');
+  if (headStart < 0 || headEnd < 0)
+    throw new Error('docs/BENCHMARKS.md has no headline table; run the full bench instead');
   const lines = md.slice(headStart, headEnd).split('\n');
   const isRerun = (l: string) => run.suites.some((s) => l.startsWith(`| ${s.title.replace(/^\d+\.\s*/, '')} | `));
   const at = lines.findIndex(isRerun);

@@ -59,7 +59,9 @@ export function lineChart(spec: ChartSpec): string {
   x1 += padX;
   const yLog = spec.yLog === true;
   // A log y axis spans whole decades around the data; a linear one starts at 0.
-  const yTicks = yLog ? decades(Math.min(...ys.filter((y) => y > 0)), Math.max(...ys)) : niceTicks(0, Math.max(...ys) * 1.05);
+  const yTicks = yLog
+    ? decades(Math.min(...ys.filter((y) => y > 0)), Math.max(...ys))
+    : niceTicks(0, Math.max(...ys) * 1.05);
   const y0 = yLog ? Math.log10(yTicks[0]) : 0;
   const y1 = yLog ? Math.log10(yTicks[yTicks.length - 1]) : yTicks[yTicks.length - 1] || 1;
   const ty = (v: number) => (yLog ? Math.log10(Math.max(v, yTicks[0])) : v);
@@ -67,7 +69,9 @@ export function lineChart(spec: ChartSpec): string {
   const py = (v: number) => H - M.bottom - ((ty(v) - y0) / (y1 - y0)) * (H - M.top - M.bottom);
   const xTicks = xLog ? [...new Set(xs)].sort((a, b) => a - b) : niceTicks(Math.min(...xs), Math.max(...xs));
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="system-ui, sans-serif" font-size="12">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="system-ui, sans-serif" font-size="12">`,
+  );
   out.push(`<rect width="${W}" height="${H}" fill="white"/>`);
   out.push(`<text x="${W / 2}" y="22" text-anchor="middle" font-size="15" font-weight="600">${esc(spec.title)}</text>`);
   for (const t of yTicks) {
@@ -80,24 +84,38 @@ export function lineChart(spec: ChartSpec): string {
   }
   out.push(`<line x1="${M.left}" x2="${W - M.right}" y1="${H - M.bottom}" y2="${H - M.bottom}" stroke="#444"/>`);
   out.push(`<line x1="${M.left}" x2="${M.left}" y1="${M.top}" y2="${H - M.bottom}" stroke="#444"/>`);
-  out.push(`<text x="${(M.left + W - M.right) / 2}" y="${H - M.bottom + 36}" text-anchor="middle">${esc(spec.xLabel)}${xLog ? ' (log scale)' : ''}</text>`);
-  out.push(`<text transform="translate(16 ${(M.top + H - M.bottom) / 2}) rotate(-90)" text-anchor="middle">${esc(spec.yLabel)}${yLog ? ' (log scale)' : ''}</text>`);
+  out.push(
+    `<text x="${(M.left + W - M.right) / 2}" y="${H - M.bottom + 36}" text-anchor="middle">${esc(spec.xLabel)}${xLog ? ' (log scale)' : ''}</text>`,
+  );
+  out.push(
+    `<text transform="translate(16 ${(M.top + H - M.bottom) / 2}) rotate(-90)" text-anchor="middle">${esc(spec.yLabel)}${yLog ? ' (log scale)' : ''}</text>`,
+  );
   spec.series.forEach((s, i) => {
     const c = COLORS[i % COLORS.length];
     const sorted = [...s.points].sort((a, b) => a.x - b.x);
-    if (sorted.length > 1) out.push(`<polyline fill="none" stroke="${c}" stroke-width="2" points="${sorted.map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`).join(' ')}"/>`);
+    if (sorted.length > 1)
+      out.push(
+        `<polyline fill="none" stroke="${c}" stroke-width="2" points="${sorted.map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`).join(' ')}"/>`,
+      );
     // A series with labelled points names only those; otherwise every point shows its value.
     const labelledOnly = sorted.some((p) => p.label !== undefined);
     for (const p of sorted) {
       if (p.lo !== undefined && p.hi !== undefined) {
-        out.push(`<line x1="${px(p.x)}" x2="${px(p.x)}" y1="${py(p.lo)}" y2="${py(p.hi)}" stroke="${c}" stroke-width="1.5"/>`);
-        for (const v of [p.lo, p.hi]) out.push(`<line x1="${px(p.x) - 4}" x2="${px(p.x) + 4}" y1="${py(v)}" y2="${py(v)}" stroke="${c}" stroke-width="1.5"/>`);
+        out.push(
+          `<line x1="${px(p.x)}" x2="${px(p.x)}" y1="${py(p.lo)}" y2="${py(p.hi)}" stroke="${c}" stroke-width="1.5"/>`,
+        );
+        for (const v of [p.lo, p.hi])
+          out.push(
+            `<line x1="${px(p.x) - 4}" x2="${px(p.x) + 4}" y1="${py(v)}" y2="${py(v)}" stroke="${c}" stroke-width="1.5"/>`,
+          );
       }
       out.push(`<circle cx="${px(p.x)}" cy="${py(p.y)}" r="4" fill="${c}"/>`);
       if (labelledOnly && p.label === undefined) continue;
       const text = p.label ? `${p.label} ${fmt(p.y)}` : fmt(p.y);
       // Later series label below their points, so labels of coinciding points do not overlap.
-      out.push(`<text x="${px(p.x) + 7}" y="${py(p.y) + (i % 2 === 0 ? -7 : 15)}" fill="${c}" font-size="11">${esc(text)}</text>`);
+      out.push(
+        `<text x="${px(p.x) + 7}" y="${py(p.y) + (i % 2 === 0 ? -7 : 15)}" fill="${c}" font-size="11">${esc(text)}</text>`,
+      );
     }
     const ly = H - 18;
     const lx = M.left + i * 250;

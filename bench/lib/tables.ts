@@ -37,7 +37,11 @@ export function removeDir(dir: string): Promise<void> {
 }
 
 /** Creates the benchmark table `bench.<name>` in a store (a LocalStore on `dir` by default). */
-export async function createBenchTable(where: string | ObjectStore, name = 't', options: Record<string, string> = {}): Promise<Table> {
+export async function createBenchTable(
+  where: string | ObjectStore,
+  name = 't',
+  options: Record<string, string> = {},
+): Promise<Table> {
   const store = typeof where === 'string' ? new LocalStore(where) : where;
   return new FolderCatalog(store).createTable(`bench.${name}`, {
     fields: parseSchemaText(BENCH_SCHEMA_TEXT),
@@ -52,7 +56,12 @@ export function openBenchTable(store: ObjectStore, name = 't'): Promise<Table> {
 }
 
 /** Writes rows (keys[i], version) through writeArrow and commits them; returns the snapshot. */
-export async function writeVersion(table: Table, keys: Int32Array, version: number | Int32Array, chunk = 1_000_000): Promise<Snapshot> {
+export async function writeVersion(
+  table: Table,
+  keys: Int32Array,
+  version: number | Int32Array,
+  chunk = 1_000_000,
+): Promise<Snapshot> {
   const writer = table.newWriter();
   try {
     for (let from = 0; from < keys.length; from += chunk) {
@@ -82,7 +91,9 @@ export async function liveFiles(table: Table, snapshot: Snapshot): Promise<LiveF
   const store = table.store as LocalStore;
   if (!(store instanceof LocalStore)) throw new Error('liveFiles needs a table in a LocalStore');
   const entries = await readLiveFiles(table.store, table.path, snapshot);
-  entries.sort((a, b) => a.bucket - b.bucket || a.file.level - b.file.level || a.file.minSequenceNumber - b.file.minSequenceNumber);
+  entries.sort(
+    (a, b) => a.bucket - b.bucket || a.file.level - b.file.level || a.file.minSequenceNumber - b.file.minSequenceNumber,
+  );
   return entries.map((e) => ({
     path: join(store.root, dataFileKey(table.path, e.partition, e.bucket, e.file.fileName)),
     bucket: e.bucket,

@@ -45,7 +45,14 @@ async function setup(rows: number, runs: number, warehouse: string, budgetMB: st
   const table = await new FolderCatalog(new LocalStore(warehouse)).createTable(TABLE, {
     fields: parseSchemaText(BENCH_SCHEMA_TEXT),
     primaryKeys: ['key'],
-    options: { bucket: '1', 'write-only': 'true', 'write-buffer-size': '1 gb', 'target-file-size': '128 mb', 'compaction.memory-budget': `${budgetMB} mb`, 'num-sorted-run.stop-trigger': '50' },
+    options: {
+      bucket: '1',
+      'write-only': 'true',
+      'write-buffer-size': '1 gb',
+      'target-file-size': '128 mb',
+      'compaction.memory-budget': `${budgetMB} mb`,
+      'num-sorted-run.stop-trigger': '50',
+    },
   });
   // Each run updates a random `rows / runs` keys of a key space of `rows`: the runs overlap all over.
   const rnd = mulberry32(5);
@@ -113,7 +120,14 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ maxRssMB: scanPeakMB, ms, cpuMs, rows, ...scanPeaks }));
     return;
   } else throw new Error(`unknown mode ${mode}`);
-  console.log(JSON.stringify({ maxRssMB: process.resourceUsage().maxRSS / 1024, ms: performance.now() - t0, ...extra, ...peaks() }));
+  console.log(
+    JSON.stringify({
+      maxRssMB: process.resourceUsage().maxRSS / 1024,
+      ms: performance.now() - t0,
+      ...extra,
+      ...peaks(),
+    }),
+  );
 }
 
 main().catch((e) => {

@@ -73,11 +73,16 @@ function childPids(pid: number): number[] {
 function varveCli(args: string[], env: Record<string, string>): Promise<Rss> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const p = spawn('/usr/bin/time', ['-f', 'MAXRSS %M', process.execPath, 'bin/varve.mjs', ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn('/usr/bin/time', ['-f', 'MAXRSS %M', process.execPath, 'bin/varve.mjs', ...args], {
+      cwd: REPO,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     let launcherMB = 0;
     const sampler = setInterval(() => {
-      for (const launcher of childPids(p.pid!)) if (childPids(launcher).length > 0) launcherMB = Math.max(launcherMB, privateMB(launcher));
+      for (const launcher of childPids(p.pid!))
+        if (childPids(launcher).length > 0) launcherMB = Math.max(launcherMB, privateMB(launcher));
     }, 200);
     p.stderr.on('data', (d) => (err += d));
     p.on('close', (code) => {
@@ -98,7 +103,9 @@ function parseArgs(argv: string[]): { docs: boolean; writeOnly: boolean } {
     if (a === '--docs') docs = true;
     else if (a === '--write') writeOnly = true;
     else {
-      console.error(`unknown argument ${a}; use --docs or --write (the write case alone), and VARVE_BENCH_SCALE=<factor> for a smaller run`);
+      console.error(
+        `unknown argument ${a}; use --docs or --write (the write case alone), and VARVE_BENCH_SCALE=<factor> for a smaller run`,
+      );
       process.exit(2);
     }
   }
@@ -118,12 +125,33 @@ async function main(): Promise<void> {
   const cases: MemoryCase[] = [];
   const say = (s: string) => console.log(`[${((performance.now() - t0) / 1000).toFixed(0)} s] ${s}`);
   try {
-    say(`scale ${scale}: write ${WRITE_ROWS.toLocaleString('en')} rows, compaction/read ${COMPACT_ROWS.toLocaleString('en')} rows; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+    say(
+      `scale ${scale}: write ${WRITE_ROWS.toLocaleString('en')} rows, compaction/read ${COMPACT_ROWS.toLocaleString('en')} rows; load ${os
+        .loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}`,
+    );
     // 1. varve write through the CLI.
     const jsonl = join(tmp, 'input.jsonl');
     const gen = await child(['gen-jsonl', String(WRITE_ROWS), jsonl]);
     const wh = join(tmp, 'write-wh');
-    await varveCli(['create', 'bench.w', '--schema', 'key BIGINT NOT NULL, i32 INT NOT NULL, f DOUBLE NOT NULL, s STRING NOT NULL, opt STRING', '--primary-key', 'key', '--option', 'bucket=4', '--option', `write-buffer-size=${BUFFER_MB} mb`, '--option', 'write-only=true'], { VARVE_WAREHOUSE: wh });
+    await varveCli(
+      [
+        'create',
+        'bench.w',
+        '--schema',
+        'key BIGINT NOT NULL, i32 INT NOT NULL, f DOUBLE NOT NULL, s STRING NOT NULL, opt STRING',
+        '--primary-key',
+        'key',
+        '--option',
+        'bucket=4',
+        '--option',
+        `write-buffer-size=${BUFFER_MB} mb`,
+        '--option',
+        'write-only=true',
+      ],
+      { VARVE_WAREHOUSE: wh },
+    );
     const write = await varveCli(['write', 'bench.w', jsonl], { VARVE_WAREHOUSE: wh });
     const size = (await stat(jsonl)).size / 1e6;
     cases.push({
@@ -160,10 +188,33 @@ async function main(): Promise<void> {
         goalMB: 2 * BUDGET_MB,
         ms: compact.ms,
       });
-      cases.push({ what: `streamed read (\`table.scan()\`) of those ${n} rows`, rows, floorMB: floor.maxRssMB, peakMB: read.maxRssMB, goalMB: 128, ms: read.ms });
-      cases.push({ what: `reused-buffer streamed read (\`table.scan({ reuseBuffers: true })\`, as \`varve read\` and \`count\` do) of those ${n} rows`, rows, floorMB: floor.maxRssMB, peakMB: reuse.maxRssMB, goalMB: 128, ms: reuse.ms });
-      cases.push({ what: `\`varve count\` of those ${n} rows via the CLI (a reused-buffer scan; the launcher's memory included)`, rows, floorMB: floor.maxRssMB, peakMB: cliCount.maxRssMB, goalMB: 128, ms: cliCount.ms });
-      say(`${n} rows: varve count via the CLI ${mb(cliCount.maxRssMB)} (+${mb(cliCount.maxRssMB - floor.maxRssMB)}; goal ≤ +128 MB; of it the launcher's private memory ${mb(cliCount.launcherMB)}) in ${(cliCount.ms / 1000).toFixed(1)} s`);
+      cases.push({
+        what: `streamed read (\`table.scan()\`) of those ${n} rows`,
+        rows,
+        floorMB: floor.maxRssMB,
+        peakMB: read.maxRssMB,
+        goalMB: 128,
+        ms: read.ms,
+      });
+      cases.push({
+        what: `reused-buffer streamed read (\`table.scan({ reuseBuffers: true })\`, as \`varve read\` and \`count\` do) of those ${n} rows`,
+        rows,
+        floorMB: floor.maxRssMB,
+        peakMB: reuse.maxRssMB,
+        goalMB: 128,
+        ms: reuse.ms,
+      });
+      cases.push({
+        what: `\`varve count\` of those ${n} rows via the CLI (a reused-buffer scan; the launcher's memory included)`,
+        rows,
+        floorMB: floor.maxRssMB,
+        peakMB: cliCount.maxRssMB,
+        goalMB: 128,
+        ms: cliCount.ms,
+      });
+      say(
+        `${n} rows: varve count via the CLI ${mb(cliCount.maxRssMB)} (+${mb(cliCount.maxRssMB - floor.maxRssMB)}; goal ≤ +128 MB; of it the launcher's private memory ${mb(cliCount.launcherMB)}) in ${(cliCount.ms / 1000).toFixed(1)} s`,
+      );
       say(
         `${n} rows in 10 sorted runs: floor ${mb(floor.maxRssMB)}; full compaction (budget ${BUDGET_MB} MB) ${mb(compact.maxRssMB)} (+${mb(compact.maxRssMB - floor.maxRssMB)}; goal ≤ +${2 * BUDGET_MB} MB), ` +
           `${(compact.ms / 1000).toFixed(1)} s = ${((compact.ms * 1e6) / rows).toFixed(0)} ns/row, ${compact.filesIn} files in, ${compact.filesOut} out; ` +
@@ -175,12 +226,23 @@ async function main(): Promise<void> {
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
-  const run: MemoryRun = { scale, startedAt: startedAt.toISOString(), machine: { ...machine, loadAvgEnd: os.loadavg() }, durationS: (performance.now() - t0) / 1000, cases };
-  say(`done in ${run.durationS.toFixed(0)} s wall (load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')})`);
+  const run: MemoryRun = {
+    scale,
+    startedAt: startedAt.toISOString(),
+    machine: { ...machine, loadAvgEnd: os.loadavg() },
+    durationS: (performance.now() - t0) / 1000,
+    cases,
+  };
+  say(
+    `done in ${run.durationS.toFixed(0)} s wall (load ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')})`,
+  );
   if (args.docs) {
     const path = join(REPO, 'docs/BENCHMARKS.md');
     await writeFile(path, spliceMemorySection(await readFile(path, 'utf8'), run));
-    say("wrote the measured table of docs/BENCHMARKS.md §11 (the text below it is unchanged)");
+    say('wrote the measured table of docs/BENCHMARKS.md §11 (the text below it is unchanged)');
   }
 }
 

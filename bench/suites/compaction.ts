@@ -12,12 +12,28 @@ import { compactTable, type CompactionSummary } from '../../lib/maintenance/comp
 import { LocalStore } from '../../lib/store/local-store.js';
 import type { Table } from '../../lib/table/table.js';
 import { range, sampleKeys, shuffled } from '../lib/data.js';
-import { addChecksums, assertChecksum, assertEqual, expectedChecksum, tableChecksum, type Checksum } from '../lib/checksum.js';
+import {
+  addChecksums,
+  assertChecksum,
+  assertEqual,
+  expectedChecksum,
+  tableChecksum,
+  type Checksum,
+} from '../lib/checksum.js';
 import { compactCopy, duckChecksum, openDuckDB } from '../lib/duckdb.js';
 import { compare, ratioOf, statsOf, type RepPlan } from '../lib/harness.js';
 import { rawParquetBytes, rawParquetDecode, writeFileSynced } from '../lib/raw-parquet.js';
 import type { ChartSpec, Measurement, Ratio, SuiteContext, SuiteResult } from '../lib/results.js';
-import { BENCH_BUCKETS, createBenchTable, freshDir, liveFiles, openBenchTable, removeDir, warehouseDir, writeVersion } from '../lib/tables.js';
+import {
+  BENCH_BUCKETS,
+  createBenchTable,
+  freshDir,
+  liveFiles,
+  openBenchTable,
+  removeDir,
+  warehouseDir,
+  writeVersion,
+} from '../lib/tables.js';
 
 const RUNS = [1, 5, 10, 20];
 /** Each update commit rewrites this fraction of the keys. */
@@ -50,7 +66,9 @@ export async function runCompaction(ctx: SuiteContext): Promise<SuiteResult> {
   const inputs = await liveFiles(table, latest);
   const bytesIn = inputs.reduce((s, f) => s + f.bytes, 0);
   const allWritten = addChecksums(writtenSums);
-  ctx.log(`compaction: ${maxRuns} commits (${inputs.length} files, ${(bytesIn / 1e6).toFixed(1)} MB) built in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  ctx.log(
+    `compaction: ${maxRuns} commits (${inputs.length} files, ${(bytesIn / 1e6).toFixed(1)} MB) built in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  );
 
   let compacted: Table | undefined;
   const duck = await openDuckDB();
@@ -70,7 +88,11 @@ export async function runCompaction(ctx: SuiteContext): Promise<SuiteResult> {
         check: async (summary: CompactionSummary, t: Table) => {
           assertEqual('compaction: buckets compacted', summary.bucketsCompacted, BENCH_BUCKETS);
           assertEqual('compaction: input files', summary.filesIn, inputs.length);
-          assertChecksum('compaction: table after full compaction', tableChecksum(await t.read()), expectedAt.get(maxRuns)!);
+          assertChecksum(
+            'compaction: table after full compaction',
+            tableChecksum(await t.read()),
+            expectedAt.get(maxRuns)!,
+          );
         },
         teardown: async (t: Table) => {
           if (compacted) await removeDir(warehouseDir(compacted));
@@ -99,14 +121,24 @@ export async function runCompaction(ctx: SuiteContext): Promise<SuiteResult> {
         run: async (dir: string) => {
           for (const b of buckets) {
             const out = join(dir, `bucket-${b}.parquet`);
-            await duck.conn.run(compactCopy(inputs.filter((f) => f.bucket === b), out, COMPACT_ROW_GROUP_ROWS));
+            await duck.conn.run(
+              compactCopy(
+                inputs.filter((f) => f.bucket === b),
+                out,
+                COMPACT_ROW_GROUP_ROWS,
+              ),
+            );
             await fsyncFile(out);
           }
           return dir;
         },
         check: async (dir: string) => {
           const files = `read_parquet('${join(dir, 'bucket-*.parquet').replaceAll("'", "''")}')`;
-          assertChecksum('compaction: DuckDB same-output baseline', await duckChecksum(duck.conn, files), expectedAt.get(maxRuns)!);
+          assertChecksum(
+            'compaction: DuckDB same-output baseline',
+            await duckChecksum(duck.conn, files),
+            expectedAt.get(maxRuns)!,
+          );
         },
         teardown: (dir: string) => removeDir(dir),
       },
@@ -121,34 +153,95 @@ export async function runCompaction(ctx: SuiteContext): Promise<SuiteResult> {
   const readVariants = RUNS.map((runs) => ({
     id: `runs-${runs}`,
     run: () => table.read({ snapshotId: runs }),
-    check: (t: arrow.Table) => assertChecksum(`compaction: read at ${runs} sorted runs`, tableChecksum(t), expectedAt.get(runs)!),
+    check: (t: arrow.Table) =>
+      assertChecksum(`compaction: read at ${runs} sorted runs`, tableChecksum(t), expectedAt.get(runs)!),
   }));
   readVariants.push({
     id: 'compacted',
     run: () => compactedTable.read(),
-    check: (t: arrow.Table) => assertChecksum('compaction: read after compaction', tableChecksum(t), expectedAt.get(maxRuns)!),
+    check: (t: arrow.Table) =>
+      assertChecksum('compaction: read after compaction', tableChecksum(t), expectedAt.get(maxRuns)!),
   });
   const reads = await compare(plan, readVariants, ctx.log);
   await removeDir(warehouseDir(compactedTable));
 
   const mbps = (ms: number) => bytesIn / 1e6 / (ms / 1000);
   const measurements: Measurement[] = [
-    { id: 'compact', label: `varve full compaction (${inputs.length} files, ${(bytesIn / 1e6).toFixed(1)} MB in, ${(bytesOut / 1e6).toFixed(1)} MB out)`, unit: 'ms', stats: compactTimings.varve, params: { filesIn: inputs.length, MBin: +(bytesIn / 1e6).toFixed(1), MBout: +(bytesOut / 1e6).toFixed(1), filesOut: outFiles.length } },
-    { id: 'raw', label: 'raw: decode + re-encode + write every input file (no merge)', unit: 'ms', stats: compactTimings.raw },
-    { id: 'same-output', label: `same output: DuckDB (1 thread) dedups the same files and writes only the ${k.toLocaleString('en')} newest rows, one file per bucket`, unit: 'ms', stats: compactTimings.sameOutput },
-    { id: 'compact-mbps', label: 'varve compaction throughput (input MB/s)', unit: 'MB/s', stats: statsOf(compactTimings.varve.samples.map(mbps)) },
-    { id: 'raw-mbps', label: 'raw read + rewrite throughput (input MB/s)', unit: 'MB/s', stats: statsOf(compactTimings.raw.samples.map(mbps)) },
+    {
+      id: 'compact',
+      label: `varve full compaction (${inputs.length} files, ${(bytesIn / 1e6).toFixed(1)} MB in, ${(bytesOut / 1e6).toFixed(1)} MB out)`,
+      unit: 'ms',
+      stats: compactTimings.varve,
+      params: {
+        filesIn: inputs.length,
+        MBin: +(bytesIn / 1e6).toFixed(1),
+        MBout: +(bytesOut / 1e6).toFixed(1),
+        filesOut: outFiles.length,
+      },
+    },
+    {
+      id: 'raw',
+      label: 'raw: decode + re-encode + write every input file (no merge)',
+      unit: 'ms',
+      stats: compactTimings.raw,
+    },
+    {
+      id: 'same-output',
+      label: `same output: DuckDB (1 thread) dedups the same files and writes only the ${k.toLocaleString('en')} newest rows, one file per bucket`,
+      unit: 'ms',
+      stats: compactTimings.sameOutput,
+    },
+    {
+      id: 'compact-mbps',
+      label: 'varve compaction throughput (input MB/s)',
+      unit: 'MB/s',
+      stats: statsOf(compactTimings.varve.samples.map(mbps)),
+    },
+    {
+      id: 'raw-mbps',
+      label: 'raw read + rewrite throughput (input MB/s)',
+      unit: 'MB/s',
+      stats: statsOf(compactTimings.raw.samples.map(mbps)),
+    },
   ];
   for (const runs of RUNS) {
     const versionsRead = k + (runs - 1) * Math.round(k * UPDATE_FRACTION);
-    measurements.push({ id: `read-${runs}`, label: `read at ${runs} sorted run${runs > 1 ? 's' : ''} per bucket (${versionsRead.toLocaleString('en')} versions)`, unit: 'ms', stats: reads[`runs-${runs}`], params: { runs, versions: versionsRead } });
+    measurements.push({
+      id: `read-${runs}`,
+      label: `read at ${runs} sorted run${runs > 1 ? 's' : ''} per bucket (${versionsRead.toLocaleString('en')} versions)`,
+      unit: 'ms',
+      stats: reads[`runs-${runs}`],
+      params: { runs, versions: versionsRead },
+    });
   }
-  measurements.push({ id: 'read-compacted', label: 'read after full compaction (1 run per bucket)', unit: 'ms', stats: reads.compacted, params: { runs: 1 } });
+  measurements.push({
+    id: 'read-compacted',
+    label: 'read after full compaction (1 run per bucket)',
+    unit: 'ms',
+    stats: reads.compacted,
+    params: { runs: 1 },
+  });
   const ratios: Ratio[] = [
-    { id: 'compact-vs-raw', label: 'varve full compaction ÷ raw read + rewrite of the same input', ...ratioOf(compactTimings.varve, compactTimings.raw) },
-    { id: 'compact-vs-same-output', label: 'varve full compaction ÷ DuckDB dedup + write of the same merged rows (same output)', ...ratioOf(compactTimings.varve, compactTimings.sameOutput) },
-    { id: 'read20-vs-compacted', label: `read at ${maxRuns} runs ÷ read after compaction`, ...ratioOf(reads[`runs-${maxRuns}`], reads.compacted) },
-    { id: 'compacted-vs-1run', label: 'read after compaction ÷ read at 1 run (same key count, before any update)', ...ratioOf(reads.compacted, reads['runs-1']) },
+    {
+      id: 'compact-vs-raw',
+      label: 'varve full compaction ÷ raw read + rewrite of the same input',
+      ...ratioOf(compactTimings.varve, compactTimings.raw),
+    },
+    {
+      id: 'compact-vs-same-output',
+      label: 'varve full compaction ÷ DuckDB dedup + write of the same merged rows (same output)',
+      ...ratioOf(compactTimings.varve, compactTimings.sameOutput),
+    },
+    {
+      id: 'read20-vs-compacted',
+      label: `read at ${maxRuns} runs ÷ read after compaction`,
+      ...ratioOf(reads[`runs-${maxRuns}`], reads.compacted),
+    },
+    {
+      id: 'compacted-vs-1run',
+      label: 'read after compaction ÷ read at 1 run (same key count, before any update)',
+      ...ratioOf(reads.compacted, reads['runs-1']),
+    },
   ];
   const chart: ChartSpec = {
     file: 'read-vs-runs.svg',
@@ -156,8 +249,19 @@ export async function runCompaction(ctx: SuiteContext): Promise<SuiteResult> {
     xLabel: 'sorted runs per bucket',
     yLabel: 'ms (median, min–max)',
     series: [
-      { name: 'before compaction', points: RUNS.map((runs) => ({ x: runs, y: reads[`runs-${runs}`].median, lo: reads[`runs-${runs}`].min, hi: reads[`runs-${runs}`].max })) },
-      { name: `after full compaction of the ${maxRuns}-run table`, points: [{ x: 1, y: reads.compacted.median, lo: reads.compacted.min, hi: reads.compacted.max }] },
+      {
+        name: 'before compaction',
+        points: RUNS.map((runs) => ({
+          x: runs,
+          y: reads[`runs-${runs}`].median,
+          lo: reads[`runs-${runs}`].min,
+          hi: reads[`runs-${runs}`].max,
+        })),
+      },
+      {
+        name: `after full compaction of the ${maxRuns}-run table`,
+        points: [{ x: 1, y: reads.compacted.median, lo: reads.compacted.min, hi: reads.compacted.max }],
+      },
     ],
   };
   await removeDir(baseDir);
@@ -172,7 +276,7 @@ export async function runCompaction(ctx: SuiteContext): Promise<SuiteResult> {
       'Reads, timed: `table.read({ snapshotId: n })` for n = 1, 5, 10, 20 (time travel in the same table), and `table.read()` of the compacted copy.',
     ],
     checks: [
-      'Every read (and the compacted table, read back after each compaction) matches the generator\'s expected state at that snapshot (checksum).',
+      "Every read (and the compacted table, read back after each compaction) matches the generator's expected state at that snapshot (checksum).",
       'The compaction compacted every bucket and took every input file; the raw rewrite decodes to the sum of everything written; the DuckDB output files hold exactly the expected newest state (checksum in SQL).',
     ],
     measurements,

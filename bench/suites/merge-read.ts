@@ -23,7 +23,14 @@ const SPREAD_SHARE = 0.4;
 type Duck = Awaited<ReturnType<typeof openDuckDB>>;
 
 /** varve's merged read at one thread and at its default, and DuckDB's query at one thread and at its default, each checked against `expected`. */
-function mergeVariants(what: string, table: Table, sql: string, duck: Duck, duckDefault: Duck, expected: Checksum): Variant<any, any>[] {
+function mergeVariants(
+  what: string,
+  table: Table,
+  sql: string,
+  duck: Duck,
+  duckDefault: Duck,
+  expected: Checksum,
+): Variant<any, any>[] {
   const varve = (id: string, threads: number | undefined, label: string): Variant<undefined, arrow.Table> => ({
     id,
     run: async () => {
@@ -38,7 +45,12 @@ function mergeVariants(what: string, table: Table, sql: string, duck: Duck, duck
     check: async () => assertChecksum(`${what}: ${label}`, await duckChecksum(d.conn, 'merged'), expected),
     teardown: () => d.conn.run('DROP TABLE merged').then(() => undefined),
   });
-  return [varve('varve', 0, 'varve'), varve('varveDefault', undefined, 'varve (default threads)'), duckdb('duckdb', duck, 'DuckDB'), duckdb('duckdbDefault', duckDefault, 'DuckDB (default threads)')];
+  return [
+    varve('varve', 0, 'varve'),
+    varve('varveDefault', undefined, 'varve (default threads)'),
+    duckdb('duckdb', duck, 'DuckDB'),
+    duckdb('duckdbDefault', duckDefault, 'DuckDB (default threads)'),
+  ];
 }
 
 /**
@@ -46,7 +58,11 @@ function mergeVariants(what: string, table: Table, sql: string, duck: Duck, duck
  * 1–4 each a random 40 % of them, so a key's newest version sits in any of the 5 runs and every
  * file's value columns are decoded. Both engines at one thread and at their defaults.
  */
-async function spreadCase(ctx: SuiteContext, k: number, plan: RepPlan): Promise<{ timings: Timings; files: number; versions: number; MB: number }> {
+async function spreadCase(
+  ctx: SuiteContext,
+  k: number,
+  plan: RepPlan,
+): Promise<{ timings: Timings; files: number; versions: number; MB: number }> {
   const table = await createBenchTable(await freshDir(ctx.tmp, 'merge-spread'));
   const winner = new Int32Array(k);
   let versions = 0;
@@ -62,7 +78,9 @@ async function spreadCase(ctx: SuiteContext, k: number, plan: RepPlan): Promise<
   const duck = await openDuckDB();
   const duckDefault = await openDuckDB('default');
   try {
-    const timings = await compare(plan, mergeVariants('merge-read (spread)', table, sql, duck, duckDefault, expected), 
+    const timings = await compare(
+      plan,
+      mergeVariants('merge-read (spread)', table, sql, duck, duckDefault, expected),
       (line) => ctx.log(`spread: ${line}`),
     );
     return { timings, files: files.length, versions, MB: +(files.reduce((s, f) => s + f.bytes, 0) / 1e6).toFixed(1) };
@@ -81,7 +99,9 @@ export async function runMergeRead(ctx: SuiteContext): Promise<SuiteResult> {
   for (let v = 0; v < VERSIONS; v++) await writeVersion(table, shuffled(k, 100 + v), v);
   const snapshot = (await table.snapshots.latest())!;
   const files = await liveFiles(table, snapshot);
-  ctx.log(`merge-read: ${VERSIONS} versions of ${k} keys written in ${((performance.now() - t0) / 1000).toFixed(1)} s, ${files.length} files`);
+  ctx.log(
+    `merge-read: ${VERSIONS} versions of ${k} keys written in ${((performance.now() - t0) / 1000).toFixed(1)} s, ${files.length} files`,
+  );
   const all = range(k);
   const expectedMerged = expectedChecksum(all, VERSIONS - 1);
   const expectedRaw = addChecksums(Array.from({ length: VERSIONS }, (_, v) => expectedChecksum(all, v)));
@@ -90,7 +110,14 @@ export async function runMergeRead(ctx: SuiteContext): Promise<SuiteResult> {
   const duckDefault = await openDuckDB('default');
   const sql = mergeQuery(files);
 
-  const [varve, varveDefault, duckdb, duckdbDefault] = mergeVariants('merge-read', table, sql, duck, duckDefault, expectedMerged);
+  const [varve, varveDefault, duckdb, duckdbDefault] = mergeVariants(
+    'merge-read',
+    table,
+    sql,
+    duck,
+    duckDefault,
+    expectedMerged,
+  );
   try {
     const timings = await compare(
       plan,
@@ -99,8 +126,10 @@ export async function runMergeRead(ctx: SuiteContext): Promise<SuiteResult> {
         varveDefault,
         {
           id: 'raw',
-          run: async () => Promise.all(files.map(async (f) => rawParquetDecode(new Uint8Array(await readFile(f.path))))),
-          check: (ts: arrow.Table[]) => assertChecksum('merge-read: raw read of the files', addChecksums(ts.map(tableChecksum)), expectedRaw),
+          run: async () =>
+            Promise.all(files.map(async (f) => rawParquetDecode(new Uint8Array(await readFile(f.path))))),
+          check: (ts: arrow.Table[]) =>
+            assertChecksum('merge-read: raw read of the files', addChecksums(ts.map(tableChecksum)), expectedRaw),
         },
         duckdb,
         duckdbDefault,
@@ -125,22 +154,85 @@ export async function runMergeRead(ctx: SuiteContext): Promise<SuiteResult> {
         `raw: ${(k * VERSIONS).toLocaleString('en')} rows whose checksum equals the sum over all versions.`,
       ],
       measurements: [
-        { id: 'varve', label: `varve merge-read (${k.toLocaleString('en')} keys over ${VERSIONS} runs), one thread`, unit: 'ms', stats: timings.varve, params: { keys: k, versions: k * VERSIONS, files: files.length, MB: +(totalBytes / 1e6).toFixed(1) } },
-        { id: 'varve-default', label: `varve merge-read, default threads (${defaultDecodeThreads()} decode-and-merge workers)`, unit: 'ms', stats: timings.varveDefault },
+        {
+          id: 'varve',
+          label: `varve merge-read (${k.toLocaleString('en')} keys over ${VERSIONS} runs), one thread`,
+          unit: 'ms',
+          stats: timings.varve,
+          params: { keys: k, versions: k * VERSIONS, files: files.length, MB: +(totalBytes / 1e6).toFixed(1) },
+        },
+        {
+          id: 'varve-default',
+          label: `varve merge-read, default threads (${defaultDecodeThreads()} decode-and-merge workers)`,
+          unit: 'ms',
+          stats: timings.varveDefault,
+        },
         { id: 'raw', label: 'raw read + decode of the same files, no merge', unit: 'ms', stats: timings.raw },
-        { id: 'duckdb', label: 'DuckDB, 1 thread, dedup (newest sequence per key joined back) into a temp table', unit: 'ms', stats: timings.duckdb },
-        { id: 'duckdb-default', label: `DuckDB, default threads (${availableParallelism()} cores), the same query`, unit: 'ms', stats: timings.duckdbDefault },
-        { id: 'spread-varve', label: 'spread case: varve merge-read, one thread', unit: 'ms', stats: spread.timings.varve, params: { versions: spread.versions, files: spread.files, MB: spread.MB } },
-        { id: 'spread-varve-default', label: 'spread case: varve merge-read, default threads', unit: 'ms', stats: spread.timings.varveDefault },
+        {
+          id: 'duckdb',
+          label: 'DuckDB, 1 thread, dedup (newest sequence per key joined back) into a temp table',
+          unit: 'ms',
+          stats: timings.duckdb,
+        },
+        {
+          id: 'duckdb-default',
+          label: `DuckDB, default threads (${availableParallelism()} cores), the same query`,
+          unit: 'ms',
+          stats: timings.duckdbDefault,
+        },
+        {
+          id: 'spread-varve',
+          label: 'spread case: varve merge-read, one thread',
+          unit: 'ms',
+          stats: spread.timings.varve,
+          params: { versions: spread.versions, files: spread.files, MB: spread.MB },
+        },
+        {
+          id: 'spread-varve-default',
+          label: 'spread case: varve merge-read, default threads',
+          unit: 'ms',
+          stats: spread.timings.varveDefault,
+        },
         { id: 'spread-duckdb', label: 'spread case: DuckDB, 1 thread', unit: 'ms', stats: spread.timings.duckdb },
-        { id: 'spread-duckdb-default', label: 'spread case: DuckDB, default threads', unit: 'ms', stats: spread.timings.duckdbDefault },
+        {
+          id: 'spread-duckdb-default',
+          label: 'spread case: DuckDB, default threads',
+          unit: 'ms',
+          stats: spread.timings.duckdbDefault,
+        },
       ],
       ratios: [
-        { id: 'merge-vs-raw', label: 'varve merge-read ÷ raw read of the same files', ...ratioOf(timings.varve, timings.raw), target: 1.2 },
-        { id: 'merge-vs-duckdb', label: 'varve merge-read ÷ DuckDB (1 thread)', ...ratioOf(timings.varve, timings.duckdb), target: 1 },
-        { id: 'merge-vs-duckdb-default', label: 'varve merge-read ÷ DuckDB (both at their default thread counts: one decode-and-merge worker per core for varve, one thread per core for DuckDB)', ...ratioOf(timings.varveDefault, timings.duckdbDefault), target: 1 },
-        { id: 'merge-vs-duckdb-spread', label: 'spread case (winners in every run): varve merge-read ÷ DuckDB, 1 thread', ...ratioOf(spread.timings.varve, spread.timings.duckdb), target: 1 },
-        { id: 'merge-vs-duckdb-default-spread', label: 'spread case (winners in every run): varve merge-read ÷ DuckDB, default threads', ...ratioOf(spread.timings.varveDefault, spread.timings.duckdbDefault), target: 1 },
+        {
+          id: 'merge-vs-raw',
+          label: 'varve merge-read ÷ raw read of the same files',
+          ...ratioOf(timings.varve, timings.raw),
+          target: 1.2,
+        },
+        {
+          id: 'merge-vs-duckdb',
+          label: 'varve merge-read ÷ DuckDB (1 thread)',
+          ...ratioOf(timings.varve, timings.duckdb),
+          target: 1,
+        },
+        {
+          id: 'merge-vs-duckdb-default',
+          label:
+            'varve merge-read ÷ DuckDB (both at their default thread counts: one decode-and-merge worker per core for varve, one thread per core for DuckDB)',
+          ...ratioOf(timings.varveDefault, timings.duckdbDefault),
+          target: 1,
+        },
+        {
+          id: 'merge-vs-duckdb-spread',
+          label: 'spread case (winners in every run): varve merge-read ÷ DuckDB, 1 thread',
+          ...ratioOf(spread.timings.varve, spread.timings.duckdb),
+          target: 1,
+        },
+        {
+          id: 'merge-vs-duckdb-default-spread',
+          label: 'spread case (winners in every run): varve merge-read ÷ DuckDB, default threads',
+          ...ratioOf(spread.timings.varveDefault, spread.timings.duckdbDefault),
+          target: 1,
+        },
       ],
     };
   } finally {

@@ -68,13 +68,28 @@ class HistoryBuilder {
     const newFiles: FileChange[] = [];
     for (let j = 0; j < files; j++) {
       const bucket = (this.commits + j) % BUCKETS;
-      newFiles.push({ partition: '', bucket, totalBuckets: BUCKETS, file: fakeFile(`data-${this.files++}.parquet`, 0, rowsPerFile, j * rowsPerFile) });
+      newFiles.push({
+        partition: '',
+        bucket,
+        totalBuckets: BUCKETS,
+        file: fakeFile(`data-${this.files++}.parquet`, 0, rowsPerFile, j * rowsPerFile),
+      });
     }
     const batch: CommitBatch = { rowCount: files * rowsPerFile, newFiles, changelogFiles: [] };
-    const r = await commit(this.table.store, this.table.path, { commitUser: 'bench', commitIdentifier: `c${this.commits}`, kind: 'APPEND', schemaId: 0, batches: [batch] }, this.opts());
+    const r = await commit(
+      this.table.store,
+      this.table.path,
+      { commitUser: 'bench', commitIdentifier: `c${this.commits}`, kind: 'APPEND', schemaId: 0, batches: [batch] },
+      this.opts(),
+    );
     const base = r.snapshot.nextSequenceNumber - batch.rowCount;
     for (const c of newFiles) {
-      const file = { ...c.file, sequenceBase: base, minSequenceNumber: base + c.file.minSequenceNumber, maxSequenceNumber: base + c.file.maxSequenceNumber };
+      const file = {
+        ...c.file,
+        sequenceBase: base,
+        minSequenceNumber: base + c.file.minSequenceNumber,
+        maxSequenceNumber: base + c.file.maxSequenceNumber,
+      };
       this.live.set(file.fileName, { kind: 'ADD', partition: '', bucket: c.bucket, totalBuckets: BUCKETS, file });
     }
     this.commits++;
@@ -91,7 +106,14 @@ class HistoryBuilder {
     await commit(
       this.table.store,
       this.table.path,
-      { commitUser: 'compactor', commitIdentifier: `k${this.commits}`, kind: 'COMPACT', schemaId: 0, compactBefore: before.map((e) => change(e.file)), compactAfter: [change(after)] },
+      {
+        commitUser: 'compactor',
+        commitIdentifier: `k${this.commits}`,
+        kind: 'COMPACT',
+        schemaId: 0,
+        compactBefore: before.map((e) => change(e.file)),
+        compactAfter: [change(after)],
+      },
       this.opts(),
     );
     for (const e of before) this.live.delete(e.file.fileName);
@@ -102,7 +124,8 @@ class HistoryBuilder {
   /** Commits until `target` commits exist: one file per APPEND, a bucket compaction every COMPACT_EVERY. */
   async growTo(target: number): Promise<void> {
     while (this.commits < target) {
-      if (this.commits % COMPACT_EVERY === COMPACT_EVERY - 1) await this.compact(Math.floor(this.commits / COMPACT_EVERY) % BUCKETS);
+      if (this.commits % COMPACT_EVERY === COMPACT_EVERY - 1)
+        await this.compact(Math.floor(this.commits / COMPACT_EVERY) % BUCKETS);
       else await this.append(1);
     }
   }
@@ -133,8 +156,15 @@ function planVariant(table: Table, counting: CountingStore, expected: Map<string
       assertEqual('planning: live file count', entries.length, expected.size);
       for (const e of entries) {
         const want = expected.get(e.file.fileName);
-        if (!want || want.bucket !== e.bucket || want.file.level !== e.file.level || want.file.sequenceBase !== e.file.sequenceBase) {
-          throw new BenchCheckError(`WRONG RESULT in planning: live file ${e.file.fileName} (bucket ${e.bucket}, level ${e.file.level}) is not expected`);
+        if (
+          !want ||
+          want.bucket !== e.bucket ||
+          want.file.level !== e.file.level ||
+          want.file.sequenceBase !== e.file.sequenceBase
+        ) {
+          throw new BenchCheckError(
+            `WRONG RESULT in planning: live file ${e.file.fileName} (bucket ${e.bucket}, level ${e.file.level}) is not expected`,
+          );
         }
       }
     },
@@ -156,7 +186,10 @@ function rawParseVariant(table: Table, expected: Map<string, ManifestEntry>) {
       return entries;
     },
     check: (entries: number) => {
-      if (entries < expected.size) throw new BenchCheckError(`WRONG RESULT in planning raw parse: ${entries} entries for ${expected.size} live files`);
+      if (entries < expected.size)
+        throw new BenchCheckError(
+          `WRONG RESULT in planning raw parse: ${entries} entries for ${expected.size} live files`,
+        );
     },
   };
 }
@@ -180,16 +213,35 @@ export async function runPlanning(ctx: SuiteContext): Promise<SuiteResult> {
     await builder.growTo(n);
     // MemoryStore logs every call; drop the build's log so its garbage does not weigh on the plans.
     store.resetCallLog();
-    ctx.log(`planning: ${n} commits built in ${((performance.now() - t0) / 1000).toFixed(1)} s, ${builder.live.size} live files`);
+    ctx.log(
+      `planning: ${n} commits built in ${((performance.now() - t0) / 1000).toFixed(1)} s, ${builder.live.size} live files`,
+    );
     // Deep reads must find the manifest objects the builder wrote, not its cache.
     const requests: number[] = [];
     const t = await compare(plan, [planVariant(table, counting, builder.live, requests)], ctx.log);
     const manifests = (await readDataManifests(store, table.path, (await table.snapshots.latest())!)).length;
-    const m: Measurement = { id: `plan-${n}-commits`, label: `plan after ${n.toLocaleString('en')} commits (${builder.live.size} live files)`, unit: 'ms', stats: t.plan, params: { commits: n, liveFiles: builder.live.size, manifests, requests: requests[requests.length - 1] } };
+    const m: Measurement = {
+      id: `plan-${n}-commits`,
+      label: `plan after ${n.toLocaleString('en')} commits (${builder.live.size} live files)`,
+      unit: 'ms',
+      stats: t.plan,
+      params: { commits: n, liveFiles: builder.live.size, manifests, requests: requests[requests.length - 1] },
+    };
     measurements.push(m);
-    rows.push([n.toLocaleString('en'), builder.live.size, manifests, requests[requests.length - 1], t.plan.median.toFixed(2)]);
+    rows.push([
+      n.toLocaleString('en'),
+      builder.live.size,
+      manifests,
+      requests[requests.length - 1],
+      t.plan.median.toFixed(2),
+    ]);
     if (!first) first = m;
-    else ratios.push({ id: `plan-${n}-vs-${steps[0]}`, label: `plan after ${n.toLocaleString('en')} commits ÷ after ${steps[0]} commits`, ...ratioOf(m.stats, first.stats) });
+    else
+      ratios.push({
+        id: `plan-${n}-vs-${steps[0]}`,
+        label: `plan after ${n.toLocaleString('en')} commits ÷ after ${steps[0]} commits`,
+        ...ratioOf(m.stats, first.stats),
+      });
   }
 
   const bigStore = new MemoryStore();
@@ -197,17 +249,43 @@ export async function runPlanning(ctx: SuiteContext): Promise<SuiteResult> {
   const bigBuilder = new HistoryBuilder(big);
   const perCommit = 10_000;
   const t0 = performance.now();
-  for (let done = 0; done < bigFiles; done += perCommit) await bigBuilder.append(Math.min(perCommit, bigFiles - done), 100);
+  for (let done = 0; done < bigFiles; done += perCommit)
+    await bigBuilder.append(Math.min(perCommit, bigFiles - done), 100);
   bigStore.resetCallLog();
   ctx.log(`planning: ${bigFiles} live files built in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   const bigCounting = new CountingStore(bigStore);
   const bigRequests: number[] = [];
-  const bt = await compare(plan, [planVariant(big, bigCounting, bigBuilder.live, bigRequests), rawParseVariant(big, bigBuilder.live)], ctx.log);
+  const bt = await compare(
+    plan,
+    [planVariant(big, bigCounting, bigBuilder.live, bigRequests), rawParseVariant(big, bigBuilder.live)],
+    ctx.log,
+  );
   const bigManifests = (await readDataManifests(bigStore, big.path, (await big.snapshots.latest())!)).length;
-  measurements.push({ id: 'plan-wide', label: `plan with ${bigFiles.toLocaleString('en')} live files`, unit: 'ms', stats: bt.plan, params: { liveFiles: bigFiles, manifests: bigManifests } });
-  measurements.push({ id: 'raw-parse-wide', label: `fetch + JSON.parse of the same manifests (floor)`, unit: 'ms', stats: bt['raw-parse'] });
-  rows.push([`${bigBuilder.commits} (wide)`, bigFiles, bigManifests, bigRequests[bigRequests.length - 1], bt.plan.median.toFixed(2)]);
-  ratios.push({ id: 'plan-wide-vs-parse', label: `plan ${bigFiles.toLocaleString('en')} live files ÷ bare fetch + JSON.parse of its manifests`, ...ratioOf(bt.plan, bt['raw-parse']) });
+  measurements.push({
+    id: 'plan-wide',
+    label: `plan with ${bigFiles.toLocaleString('en')} live files`,
+    unit: 'ms',
+    stats: bt.plan,
+    params: { liveFiles: bigFiles, manifests: bigManifests },
+  });
+  measurements.push({
+    id: 'raw-parse-wide',
+    label: `fetch + JSON.parse of the same manifests (floor)`,
+    unit: 'ms',
+    stats: bt['raw-parse'],
+  });
+  rows.push([
+    `${bigBuilder.commits} (wide)`,
+    bigFiles,
+    bigManifests,
+    bigRequests[bigRequests.length - 1],
+    bt.plan.median.toFixed(2),
+  ]);
+  ratios.push({
+    id: 'plan-wide-vs-parse',
+    label: `plan ${bigFiles.toLocaleString('en')} live files ÷ bare fetch + JSON.parse of its manifests`,
+    ...ratioOf(bt.plan, bt['raw-parse']),
+  });
   const perFile = statsOf(bt.plan.samples.map((ms) => (ms * 1000) / bigFiles));
   measurements.push({ id: 'plan-per-file', label: 'plan cost per live file', unit: 'µs', stats: perFile });
 
@@ -220,9 +298,17 @@ export async function runPlanning(ctx: SuiteContext): Promise<SuiteResult> {
       `Wide case: ${bigFiles.toLocaleString('en')} live files from ${bigBuilder.commits} APPEND commits of ${perCommit.toLocaleString('en')} files; its floor is fetching and JSON.parse-ing the same manifests without folding.`,
       'MemoryStore = no I/O latency: this is the CPU cost. On S3 each manifest is one GET (16 in parallel); the request column gives the count.',
     ],
-    checks: ['Every plan returns exactly the files the builder committed and did not compact away (names, buckets, levels, sequence bases).'],
+    checks: [
+      'Every plan returns exactly the files the builder committed and did not compact away (names, buckets, levels, sequence bases).',
+    ],
     measurements,
     ratios,
-    tables: [{ title: 'Planning cost by history', columns: ['commits', 'live files', 'manifests read', 'store requests', 'median ms'], rows }],
+    tables: [
+      {
+        title: 'Planning cost by history',
+        columns: ['commits', 'live files', 'manifests read', 'store requests', 'median ms'],
+        rows,
+      },
+    ],
   };
 }

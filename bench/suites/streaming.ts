@@ -12,7 +12,14 @@ import { LocalStore } from '../../lib/store/local-store.js';
 import type { ChangeBatch, StreamSink } from '../../lib/stream/delivery.js';
 import type { Table } from '../../lib/table/table.js';
 import { keyIndexOf, makeRows, range } from '../lib/data.js';
-import { addChecksums, assertChecksum, assertEqual, expectedChecksum, tableChecksum, type Checksum } from '../lib/checksum.js';
+import {
+  addChecksums,
+  assertChecksum,
+  assertEqual,
+  expectedChecksum,
+  tableChecksum,
+  type Checksum,
+} from '../lib/checksum.js';
 import { quantile, statsOf } from '../lib/harness.js';
 import type { ChartSpec, SuiteContext, SuiteResult } from '../lib/results.js';
 import { createBenchTable, freshDir } from '../lib/tables.js';
@@ -21,7 +28,12 @@ import { createBenchTable, freshDir } from '../lib/tables.js';
 const WARMUP_COMMITS = 20;
 const ROWS_PER_COMMIT = 4;
 const PERCENTILES = [0.5, 0.9, 0.99];
-const LABELS = new Map([[0.5, 'p50'], [0.9, 'p90'], [0.99, 'p99'], [1, 'max']]);
+const LABELS = new Map([
+  [0.5, 'p50'],
+  [0.9, 'p90'],
+  [0.99, 'p99'],
+  [1, 'max'],
+]);
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 /** The aim for a change committed in one process to reach `varve tail` in another (local folder). */
 const CROSS_PROCESS_P50_AIM_MS = 100;
@@ -32,7 +44,10 @@ const CROSS_PROCESS_P50_AIM_MS = 100;
  * comes later (after the committer's bookkeeping), and a consumer woken by the folder watch can
  * be faster than it.
  */
-async function stampedTable(dir: string, options: Record<string, string> = {}): Promise<{ table: Table; createdAt: Map<number, number> }> {
+async function stampedTable(
+  dir: string,
+  options: Record<string, string> = {},
+): Promise<{ table: Table; createdAt: Map<number, number> }> {
   const createdAt = new Map<number, number>();
   const inner = new LocalStore(dir);
   const store = new Proxy(inner, {
@@ -79,9 +94,16 @@ class Arrivals {
 async function crossProcessTails(ctx: SuiteContext, commits: number, gapMs: number): Promise<Record<string, number[]>> {
   const dir = await freshDir(ctx.tmp, 'stream-tail');
   const { table, createdAt } = await stampedTable(dir);
-  const kinds: Record<string, string[]> = { 'tail (no consumer id)': [], 'tail --consumer-id': ['--consumer-id', 'bench'] };
+  const kinds: Record<string, string[]> = {
+    'tail (no consumer id)': [],
+    'tail --consumer-id': ['--consumer-id', 'bench'],
+  };
   const tails = Object.entries(kinds).map(([name, extra]) => {
-    const child = spawn(process.execPath, [join(REPO, 'bin/varve.mjs'), '--warehouse', dir, 'tail', table.name, '--from', 'latest', '--follow', ...extra], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [join(REPO, 'bin/varve.mjs'), '--warehouse', dir, 'tail', table.name, '--from', 'latest', '--follow', ...extra],
+      { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     const arrivals = new Arrivals();
     let buffered = '';
     let err = '';
@@ -114,7 +136,8 @@ async function crossProcessTails(ctx: SuiteContext, commits: number, gapMs: numb
     let i = 0;
     const deadline = Date.now() + 300_000;
     while (tails.some((t) => t.arrivals.doneAt.size === 0)) {
-      if (Date.now() > deadline || tails.some((t) => t.child.exitCode !== null)) throw new Error(`varve tail did not start: ${tails.map((t) => t.err()).join(' | ')}`);
+      if (Date.now() > deadline || tails.some((t) => t.child.exitCode !== null))
+        throw new Error(`varve tail did not start: ${tails.map((t) => t.err()).join(' | ')}`);
       await commitOne(i++);
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -133,7 +156,11 @@ async function crossProcessTails(ctx: SuiteContext, commits: number, gapMs: numb
       // Each tail prints every row it follows exactly once (the warm-up may start mid-way).
       const printed = t.lines();
       const fromFirstSeen = Math.min(...t.arrivals.doneAt.keys());
-      assertEqual(`streaming: ${t.name} printed each followed row once`, printed, (i - fromFirstSeen) * ROWS_PER_COMMIT);
+      assertEqual(
+        `streaming: ${t.name} printed each followed row once`,
+        printed,
+        (i - fromFirstSeen) * ROWS_PER_COMMIT,
+      );
       out[t.name] = [...range(commits, first)].map((c) => t.arrivals.doneAt.get(c)! - commitAt.get(c)!);
     }
     return out;
@@ -148,7 +175,10 @@ async function crossProcessTails(ctx: SuiteContext, commits: number, gapMs: numb
  * consumer reads the changelog of the COMPACT snapshot; latency from the APPEND's commit event.
  */
 async function lookupInProcess(ctx: SuiteContext, commits: number, gapMs: number): Promise<number[]> {
-  const { table, createdAt } = await stampedTable(await freshDir(ctx.tmp, 'stream-lookup'), { 'changelog-producer': 'lookup', 'write-only': 'false' });
+  const { table, createdAt } = await stampedTable(await freshDir(ctx.tmp, 'stream-lookup'), {
+    'changelog-producer': 'lookup',
+    'write-only': 'false',
+  });
   const arrivals = new Arrivals();
   const sums: Checksum[] = [];
   const seen = new Set<string>();
@@ -162,7 +192,12 @@ async function lookupInProcess(ctx: SuiteContext, commits: number, gapMs: number
       if (batch.data.numRows > 0) sums.push(tableChecksum(batch.data));
     },
   };
-  const runtime = new LocalRuntime({ discoveryIntervalMs: 1000, compactionIntervalMs: 0, expiryIntervalMs: 0, log: (l) => ctx.log(`runtime: ${l}`) });
+  const runtime = new LocalRuntime({
+    discoveryIntervalMs: 1000,
+    compactionIntervalMs: 0,
+    expiryIntervalMs: 0,
+    log: (l) => ctx.log(`runtime: ${l}`),
+  });
   await runtime.addConsumer({ table, consumerId: 'bench', sink, stream: { mode: 'latest' } });
   await runtime.start();
   const commitAt: number[] = [];
@@ -180,7 +215,11 @@ async function lookupInProcess(ctx: SuiteContext, commits: number, gapMs: number
     await runtime.stop();
   }
   // New keys only: the lookup changelog is one +I per row written, nothing lost or repeated.
-  assertChecksum('streaming (lookup): changelog rows delivered', addChecksums(sums), expectedChecksum(range(commits * ROWS_PER_COMMIT), 0));
+  assertChecksum(
+    'streaming (lookup): changelog rows delivered',
+    addChecksums(sums),
+    expectedChecksum(range(commits * ROWS_PER_COMMIT), 0),
+  );
   return commitAt.slice(WARMUP_COMMITS).map((at, k) => arrivals.doneAt.get(k + WARMUP_COMMITS)! - at);
 }
 
@@ -207,7 +246,12 @@ export async function runStreaming(ctx: SuiteContext): Promise<SuiteResult> {
       sums.push(tableChecksum(batch.data));
     },
   };
-  const runtime = new LocalRuntime({ discoveryIntervalMs: 1000, compactionIntervalMs: 0, expiryIntervalMs: 0, log: (l) => ctx.log(`runtime: ${l}`) });
+  const runtime = new LocalRuntime({
+    discoveryIntervalMs: 1000,
+    compactionIntervalMs: 0,
+    expiryIntervalMs: 0,
+    log: (l) => ctx.log(`runtime: ${l}`),
+  });
   await runtime.addConsumer({ table, consumerId: 'bench', sink, stream: { mode: 'latest' } });
   await runtime.start();
   const commitMs: number[] = [];
@@ -230,16 +274,28 @@ export async function runStreaming(ctx: SuiteContext): Promise<SuiteResult> {
   }
   const elapsed = performance.now() - started;
   // Every committed row arrived exactly once: the delivered rows are exactly the written ones.
-  assertChecksum('streaming: rows delivered to the consumer', addChecksums(sums), expectedChecksum(range(commits * ROWS_PER_COMMIT), 0));
+  assertChecksum(
+    'streaming: rows delivered to the consumer',
+    addChecksums(sums),
+    expectedChecksum(range(commits * ROWS_PER_COMMIT), 0),
+  );
   const measured = snapshotOfCommit.slice(WARMUP_COMMITS);
-  const latencies = measured.map((id) => (arrivedAt.has(id) && committedAt.has(id) ? arrivedAt.get(id)! - committedAt.get(id)! : undefined));
-  assertEqual('streaming: commits with a measured delivery', latencies.filter((x) => x !== undefined).length, measured.length);
+  const latencies = measured.map((id) =>
+    arrivedAt.has(id) && committedAt.has(id) ? arrivedAt.get(id)! - committedAt.get(id)! : undefined,
+  );
+  assertEqual(
+    'streaming: commits with a measured delivery',
+    latencies.filter((x) => x !== undefined).length,
+    measured.length,
+  );
   const lat = statsOf(latencies as number[]);
   const sorted = [...lat.samples].sort((a, b) => a - b);
   const commitStats = statsOf(commitMs.slice(WARMUP_COMMITS));
   const lookup = await lookupInProcess(ctx, ctx.quick ? 120 : 220, gapMs);
   const lookupSorted = [...lookup].sort((a, b) => a - b);
-  ctx.log(`streaming (lookup): latency p50 ${quantile(lookupSorted, 0.5).toFixed(1)} ms, p99 ${quantile(lookupSorted, 0.99).toFixed(1)} ms`);
+  ctx.log(
+    `streaming (lookup): latency p50 ${quantile(lookupSorted, 0.5).toFixed(1)} ms, p99 ${quantile(lookupSorted, 0.99).toFixed(1)} ms`,
+  );
   const crossCommits = ctx.quick ? 60 : 200;
   const crossGapMs = 20;
   const cross = await crossProcessTails(ctx, crossCommits, crossGapMs);
@@ -248,15 +304,37 @@ export async function runStreaming(ctx: SuiteContext): Promise<SuiteResult> {
   const crossRatios = [];
   for (const [name, lats] of Object.entries(cross)) {
     const sortedLats = [...lats].sort((a, b) => a - b);
-    ctx.log(`streaming (${name}, other process): latency p50 ${quantile(sortedLats, 0.5).toFixed(1)} ms, p99 ${quantile(sortedLats, 0.99).toFixed(1)} ms`);
-    crossRows.push([`varve ${name}, another process`, ...PERCENTILES.map((q) => quantile(sortedLats, q).toFixed(1)), Math.max(...lats).toFixed(1), lats.length, '–']);
+    ctx.log(
+      `streaming (${name}, other process): latency p50 ${quantile(sortedLats, 0.5).toFixed(1)} ms, p99 ${quantile(sortedLats, 0.99).toFixed(1)} ms`,
+    );
+    crossRows.push([
+      `varve ${name}, another process`,
+      ...PERCENTILES.map((q) => quantile(sortedLats, q).toFixed(1)),
+      Math.max(...lats).toFixed(1),
+      lats.length,
+      '–',
+    ]);
     const st = statsOf(lats);
     const id = name.includes('consumer') ? 'cross-tail-consumer' : 'cross-tail';
-    crossMeasurements.push({ id, label: `commit-to-\`varve ${name}\` latency, another OS process (local folder)`, unit: 'ms', stats: st });
-    crossRatios.push({ id: `${id}-p50-vs-aim`, label: `varve ${name} in another process: p50 latency ÷ ${CROSS_PROCESS_P50_AIM_MS} ms`, value: st.median / CROSS_PROCESS_P50_AIM_MS, min: st.min / CROSS_PROCESS_P50_AIM_MS, max: st.max / CROSS_PROCESS_P50_AIM_MS, target: 1 });
+    crossMeasurements.push({
+      id,
+      label: `commit-to-\`varve ${name}\` latency, another OS process (local folder)`,
+      unit: 'ms',
+      stats: st,
+    });
+    crossRatios.push({
+      id: `${id}-p50-vs-aim`,
+      label: `varve ${name} in another process: p50 latency ÷ ${CROSS_PROCESS_P50_AIM_MS} ms`,
+      value: st.median / CROSS_PROCESS_P50_AIM_MS,
+      min: st.min / CROSS_PROCESS_P50_AIM_MS,
+      max: st.max / CROSS_PROCESS_P50_AIM_MS,
+      target: 1,
+    });
   }
   const lookupStats = statsOf(lookup);
-  ctx.log(`streaming: ${commits} commits in ${(elapsed / 1000).toFixed(1)} s; latency p50 ${quantile(sorted, 0.5).toFixed(1)} ms, p99 ${quantile(sorted, 0.99).toFixed(1)} ms; ${redelivered} redelivered splits`);
+  ctx.log(
+    `streaming: ${commits} commits in ${(elapsed / 1000).toFixed(1)} s; latency p50 ${quantile(sorted, 0.5).toFixed(1)} ms, p99 ${quantile(sorted, 0.99).toFixed(1)} ms; ${redelivered} redelivered splits`,
+  );
   const chart: ChartSpec = {
     file: 'stream-latency.svg',
     title: `Commit-to-consumer latency, local runtime (${measured.length} commits)`,
@@ -265,7 +343,11 @@ export async function runStreaming(ctx: SuiteContext): Promise<SuiteResult> {
     series: [
       {
         name: 'latency',
-        points: [0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1].map((q) => ({ x: q * 100, y: quantile(sorted, q), label: LABELS.get(q) })),
+        points: [0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1].map((q) => ({
+          x: q * 100,
+          y: quantile(sorted, q),
+          label: LABELS.get(q),
+        })),
       },
     ],
   };
@@ -282,18 +364,52 @@ export async function runStreaming(ctx: SuiteContext): Promise<SuiteResult> {
     checks: [
       'The rows delivered (each split once; redeliveries are counted and ignored) sum exactly to the rows committed (checksum), and every recorded commit was delivered.',
       'Lookup: the changelog rows delivered sum exactly to the rows written (each a +I of a new key).',
-      'Cross-process: every measured commit\'s rows are printed by each tail, and each tail printed every row it followed exactly once.',
+      "Cross-process: every measured commit's rows are printed by each tail, and each tail printed every row it followed exactly once.",
     ],
     measurements: [
-      { id: 'latency', label: 'commit-to-consumer latency', unit: 'ms', stats: lat, params: Object.fromEntries(PERCENTILES.map((q) => [`p${q * 100}`, +quantile(sorted, q).toFixed(2)])) },
-      { id: 'commit', label: `the commit itself (writeArrow + commit of ${ROWS_PER_COMMIT} rows)`, unit: 'ms', stats: commitStats },
-      { id: 'latency-lookup', label: 'commit-to-consumer latency, changelog-producer lookup (includes the inline compaction)', unit: 'ms', stats: lookupStats },
+      {
+        id: 'latency',
+        label: 'commit-to-consumer latency',
+        unit: 'ms',
+        stats: lat,
+        params: Object.fromEntries(PERCENTILES.map((q) => [`p${q * 100}`, +quantile(sorted, q).toFixed(2)])),
+      },
+      {
+        id: 'commit',
+        label: `the commit itself (writeArrow + commit of ${ROWS_PER_COMMIT} rows)`,
+        unit: 'ms',
+        stats: commitStats,
+      },
+      {
+        id: 'latency-lookup',
+        label: 'commit-to-consumer latency, changelog-producer lookup (includes the inline compaction)',
+        unit: 'ms',
+        stats: lookupStats,
+      },
       ...crossMeasurements,
     ],
     ratios: [
-      { id: 'latency-vs-commit', label: 'median delivery latency ÷ median commit time', value: lat.median / commitStats.median, min: lat.min / commitStats.median, max: lat.max / commitStats.median },
-      { id: 'p99-vs-p50', label: 'latency p99 ÷ p50 (tail)', value: quantile(sorted, 0.99) / lat.median, min: quantile(sorted, 0.99) / lat.median, max: quantile(sorted, 0.99) / lat.median },
-      { id: 'lookup-vs-none', label: 'median latency, lookup ÷ none (the inline compaction that produces the changelog)', value: lookupStats.median / lat.median, min: lookupStats.min / lat.median, max: lookupStats.max / lat.median },
+      {
+        id: 'latency-vs-commit',
+        label: 'median delivery latency ÷ median commit time',
+        value: lat.median / commitStats.median,
+        min: lat.min / commitStats.median,
+        max: lat.max / commitStats.median,
+      },
+      {
+        id: 'p99-vs-p50',
+        label: 'latency p99 ÷ p50 (tail)',
+        value: quantile(sorted, 0.99) / lat.median,
+        min: quantile(sorted, 0.99) / lat.median,
+        max: quantile(sorted, 0.99) / lat.median,
+      },
+      {
+        id: 'lookup-vs-none',
+        label: 'median latency, lookup ÷ none (the inline compaction that produces the changelog)',
+        value: lookupStats.median / lat.median,
+        min: lookupStats.min / lat.median,
+        max: lookupStats.max / lat.median,
+      },
       ...crossRatios,
     ],
     tables: [
@@ -301,8 +417,20 @@ export async function runStreaming(ctx: SuiteContext): Promise<SuiteResult> {
         title: 'Latency percentiles',
         columns: ['path', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'commits recorded', 'redelivered splits'],
         rows: [
-          ['local runtime, same process, changelog-producer none', ...PERCENTILES.map((q) => quantile(sorted, q).toFixed(1)), lat.max.toFixed(1), measured.length, redelivered],
-          ['local runtime, same process, changelog-producer lookup', ...PERCENTILES.map((q) => quantile(lookupSorted, q).toFixed(1)), lookupStats.max.toFixed(1), lookup.length, '–'],
+          [
+            'local runtime, same process, changelog-producer none',
+            ...PERCENTILES.map((q) => quantile(sorted, q).toFixed(1)),
+            lat.max.toFixed(1),
+            measured.length,
+            redelivered,
+          ],
+          [
+            'local runtime, same process, changelog-producer lookup',
+            ...PERCENTILES.map((q) => quantile(lookupSorted, q).toFixed(1)),
+            lookupStats.max.toFixed(1),
+            lookup.length,
+            '–',
+          ],
           ...crossRows,
         ],
       },

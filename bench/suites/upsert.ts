@@ -12,7 +12,15 @@ import { readDeltaEntries } from '../../lib/manifest/scan.js';
 import { readEntry } from '../../lib/table/read.js';
 import type { Table } from '../../lib/table/table.js';
 import { keyOf, makeRows, range, sampleKeys, shuffled } from '../lib/data.js';
-import { BenchCheckError, addChecksums, assertChecksum, assertEqual, expectedChecksum, tableChecksum, type Checksum } from '../lib/checksum.js';
+import {
+  BenchCheckError,
+  addChecksums,
+  assertChecksum,
+  assertEqual,
+  expectedChecksum,
+  tableChecksum,
+  type Checksum,
+} from '../lib/checksum.js';
 import { compare, ratioUnpaired, type RepPlan, type Untimed } from '../lib/harness.js';
 import { rawParquetBytes, rawParquetDecode, rawParquetWrite, writeFileSynced } from '../lib/raw-parquet.js';
 import type { ChartSpec, Measurement, Ratio, SuiteContext, SuiteResult } from '../lib/results.js';
@@ -34,7 +42,10 @@ class ExpectedState {
 
   /** Applies a batch (keys at `version`): the checksum changes by the replaced rows only. */
   apply(keys: Int32Array, version: number): void {
-    const old = expectedChecksum(keys, Int32Array.from(keys, (k) => this.versions[k]));
+    const old = expectedChecksum(
+      keys,
+      Int32Array.from(keys, (k) => this.versions[k]),
+    );
     this.checksum = addChecksums([this.checksum, old, expectedChecksum(keys, version)], [1, -1, 1]);
     for (const k of keys) this.versions[k] = version;
   }
@@ -126,7 +137,10 @@ export async function runUpsert(ctx: SuiteContext): Promise<SuiteResult> {
         await writer.close();
         return r;
       },
-      check: async (r: Awaited<ReturnType<Table['write']>>, { keys, version }: { keys: Int32Array; version: number }) => {
+      check: async (
+        r: Awaited<ReturnType<Table['write']>>,
+        { keys, version }: { keys: Int32Array; version: number },
+      ) => {
         c.varveState.apply(keys, version);
         assertEqual('upsert: varve snapshot rows', r.snapshot?.deltaRecordCount, BATCH);
         // What the commit added is exactly the batch.
@@ -165,20 +179,50 @@ export async function runUpsert(ctx: SuiteContext): Promise<SuiteResult> {
     };
     if (size === sizes[0]) {
       // Once per run, the merged state of the smaller table: every upsert landed on its key.
-      assertChecksum('upsert: varve table after the upserts', tableChecksum(await c.table.read()), c.varveState.checksum);
+      assertChecksum(
+        'upsert: varve table after the upserts',
+        tableChecksum(await c.table.read()),
+        c.varveState.checksum,
+      );
     }
     const label = size.toLocaleString('en');
-    const varve: Measurement = { id: `varve-${size}`, label: `varve: write + commit ${BATCH.toLocaleString('en')} rows into ${label} rows`, unit: 'ms', stats: timings.varve, params: { tableRows: size } };
-    const cow: Measurement = { id: `cow-${size}`, label: `copy-on-write: rewrite ${label} rows for ${BATCH.toLocaleString('en')} updates`, unit: 'ms', stats: timings.cow, params: { tableRows: size, files: c.cowFiles.length } };
+    const varve: Measurement = {
+      id: `varve-${size}`,
+      label: `varve: write + commit ${BATCH.toLocaleString('en')} rows into ${label} rows`,
+      unit: 'ms',
+      stats: timings.varve,
+      params: { tableRows: size },
+    };
+    const cow: Measurement = {
+      id: `cow-${size}`,
+      label: `copy-on-write: rewrite ${label} rows for ${BATCH.toLocaleString('en')} updates`,
+      unit: 'ms',
+      stats: timings.cow,
+      params: { tableRows: size, files: c.cowFiles.length },
+    };
     measurements.push(varve, cow);
     byCase.push({ size, varve, cow });
-    ratios.push({ id: `cow-vs-varve-${size}`, label: `copy-on-write ÷ varve at ${label} rows (how much cheaper varve's upsert is)`, ...ratioUnpaired(timings.cow, timings.varve), lowerIsBetter: false });
+    ratios.push({
+      id: `cow-vs-varve-${size}`,
+      label: `copy-on-write ÷ varve at ${label} rows (how much cheaper varve's upsert is)`,
+      ...ratioUnpaired(timings.cow, timings.varve),
+      lowerIsBetter: false,
+    });
     await removeDir(c.cowDir);
     await removeDir(warehouseDir(c.table));
   }
   const [small, big] = byCase;
-  ratios.unshift({ id: 'varve-growth', label: `varve upsert at ${big.size.toLocaleString('en')} ÷ at ${small.size.toLocaleString('en')} rows (aim: flat)`, ...ratioUnpaired(big.varve.stats, small.varve.stats), target: 1.5 });
-  ratios.push({ id: 'cow-growth', label: `copy-on-write at ${big.size.toLocaleString('en')} ÷ at ${small.size.toLocaleString('en')} rows`, ...ratioUnpaired(big.cow.stats, small.cow.stats) });
+  ratios.unshift({
+    id: 'varve-growth',
+    label: `varve upsert at ${big.size.toLocaleString('en')} ÷ at ${small.size.toLocaleString('en')} rows (aim: flat)`,
+    ...ratioUnpaired(big.varve.stats, small.varve.stats),
+    target: 1.5,
+  });
+  ratios.push({
+    id: 'cow-growth',
+    label: `copy-on-write at ${big.size.toLocaleString('en')} ÷ at ${small.size.toLocaleString('en')} rows`,
+    ...ratioUnpaired(big.cow.stats, small.cow.stats),
+  });
   const chart: ChartSpec = {
     file: 'upsert-cost.svg',
     title: `Upsert of ${BATCH.toLocaleString('en')} rows vs table size`,
@@ -187,8 +231,19 @@ export async function runUpsert(ctx: SuiteContext): Promise<SuiteResult> {
     xLog: true,
     yLog: true,
     series: [
-      { name: 'varve (write + commit)', points: byCase.map((b) => ({ x: b.size, y: b.varve.stats.median, lo: b.varve.stats.min, hi: b.varve.stats.max })) },
-      { name: 'copy-on-write (read + rewrite)', points: byCase.map((b) => ({ x: b.size, y: b.cow.stats.median, lo: b.cow.stats.min, hi: b.cow.stats.max })) },
+      {
+        name: 'varve (write + commit)',
+        points: byCase.map((b) => ({
+          x: b.size,
+          y: b.varve.stats.median,
+          lo: b.varve.stats.min,
+          hi: b.varve.stats.max,
+        })),
+      },
+      {
+        name: 'copy-on-write (read + rewrite)',
+        points: byCase.map((b) => ({ x: b.size, y: b.cow.stats.median, lo: b.cow.stats.min, hi: b.cow.stats.max })),
+      },
     ],
   };
   return {
@@ -201,7 +256,7 @@ export async function runUpsert(ctx: SuiteContext): Promise<SuiteResult> {
       `copy-on-write, timed: for each ${FILE_ROWS.toLocaleString('en')}-row sorted Parquet file, read and decode it, find the batch's keys by binary search, replace those rows, re-encode (same settings) and rewrite it fsynced. With random keys every file is touched, as in any table whose updates are not clustered.`,
     ],
     checks: [
-      'varve: the snapshot adds exactly the batch, and the files it added decode to the batch\'s checksum; once per run the whole smaller table reads back to the expected merged state.',
+      "varve: the snapshot adds exactly the batch, and the files it added decode to the batch's checksum; once per run the whole smaller table reads back to the expected merged state.",
       'copy-on-write: the rewritten files sum to the checksum of the expected state (previous state with the batch applied).',
     ],
     measurements,

@@ -30,12 +30,17 @@ async function main(): Promise<void> {
       options: { bucket: '4', 'write-only': 'true', 'write-buffer-size': `${bufferArg} mb` },
     });
     const writer = table.newWriter();
-    for (let from = 0; from < rows; from += CHUNK) await writer.writeArrow(makeRows(order.subarray(from, from + CHUNK), 0));
+    for (let from = 0; from < rows; from += CHUNK)
+      await writer.writeArrow(makeRows(order.subarray(from, from + CHUNK), 0));
     const result = await writer.commit('rss');
     await writer.close();
     assertEqual('rss: committed rows', result.snapshot?.totalRecordCount, rows);
     const files = await readLiveFiles(table.store, table.path, result.snapshot!);
-    assertEqual('rss: rows in live files', files.reduce((n, e) => n + e.file.rowCount, 0), rows);
+    assertEqual(
+      'rss: rows in live files',
+      files.reduce((n, e) => n + e.file.rowCount, 0),
+      rows,
+    );
     extra = { files: files.length };
   }
   const ms = performance.now() - t0;

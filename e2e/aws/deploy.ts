@@ -8,7 +8,12 @@ import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateEventBusCommand, EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { CreateQueueCommand, GetQueueAttributesCommand, SetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  SetQueueAttributesCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { ACCOUNT, REGION, Resolver, type CfnTemplate, type Physical } from './template.js';
 
 /** Queue attributes CloudFormation passes through to CreateQueue. */
@@ -50,24 +55,40 @@ export async function deployTemplate(template: CfnTemplate, suffix = randomUUID(
     switch (r.Type) {
       case 'AWS::S3::Bucket': {
         const name = `varve-e2e-${suffix}-${short.toLowerCase()}`.slice(0, 63);
-        physical.set(id, { ref: name, attrs: { Arn: `arn:aws:s3:::${name}`, DomainName: `${name}.s3.amazonaws.com`, RegionalDomainName: `${name}.s3.${REGION}.amazonaws.com` } });
+        physical.set(id, {
+          ref: name,
+          attrs: {
+            Arn: `arn:aws:s3:::${name}`,
+            DomainName: `${name}.s3.amazonaws.com`,
+            RegionalDomainName: `${name}.s3.${REGION}.amazonaws.com`,
+          },
+        });
         bucket = name;
         break;
       }
       case 'AWS::DynamoDB::Table': {
         const name = `${short}-${suffix}`;
-        physical.set(id, { ref: name, attrs: { Arn: `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/${name}`, StreamArn: '' } });
+        physical.set(id, {
+          ref: name,
+          attrs: { Arn: `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/${name}`, StreamArn: '' },
+        });
         break;
       }
       case 'AWS::Events::EventBus': {
         const name = `${short}-${suffix}`;
-        physical.set(id, { ref: name, attrs: { Arn: `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/${name}`, Name: name } });
+        physical.set(id, {
+          ref: name,
+          attrs: { Arn: `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/${name}`, Name: name },
+        });
         break;
       }
       case 'AWS::SQS::Queue': {
         const name = `${short}-${suffix}${r.Properties?.FifoQueue ? '.fifo' : ''}`;
         const url = `${process.env.AWS_ENDPOINT_URL ?? `https://sqs.${REGION}.amazonaws.com`}/${ACCOUNT}/${name}`;
-        physical.set(id, { ref: url, attrs: { Arn: `arn:aws:sqs:${REGION}:${ACCOUNT}:${name}`, QueueName: name, QueueUrl: url } });
+        physical.set(id, {
+          ref: url,
+          attrs: { Arn: `arn:aws:sqs:${REGION}:${ACCOUNT}:${name}`, QueueName: name, QueueUrl: url },
+        });
         break;
       }
       case 'AWS::Lambda::Function': {
@@ -89,7 +110,12 @@ export async function deployTemplate(template: CfnTemplate, suffix = randomUUID(
     if (r.Type === 'AWS::DynamoDB::Table') {
       const p = resolver.resolve(r.Properties ?? {});
       await dynamo.send(
-        new CreateTableCommand({ TableName: name, KeySchema: p.KeySchema, AttributeDefinitions: p.AttributeDefinitions, BillingMode: 'PAY_PER_REQUEST' }),
+        new CreateTableCommand({
+          TableName: name,
+          KeySchema: p.KeySchema,
+          AttributeDefinitions: p.AttributeDefinitions,
+          BillingMode: 'PAY_PER_REQUEST',
+        }),
       );
     }
     if (r.Type === 'AWS::Events::EventBus') await events.send(new CreateEventBusCommand({ Name: name }));
@@ -105,12 +131,19 @@ export async function deployTemplate(template: CfnTemplate, suffix = randomUUID(
   for (const [id, r] of queues) {
     const p = resolver.resolve(r.Properties ?? {});
     if (p.RedrivePolicy) {
-      await sqs.send(new SetQueueAttributesCommand({ QueueUrl: physical.get(id)!.ref, Attributes: { RedrivePolicy: JSON.stringify(p.RedrivePolicy) } }));
+      await sqs.send(
+        new SetQueueAttributesCommand({
+          QueueUrl: physical.get(id)!.ref,
+          Attributes: { RedrivePolicy: JSON.stringify(p.RedrivePolicy) },
+        }),
+      );
     }
   }
   // moto's own URL and ARN are authoritative: check that ours match.
   for (const [id] of queues) {
-    const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: physical.get(id)!.ref, AttributeNames: ['QueueArn'] }));
+    const a = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: physical.get(id)!.ref, AttributeNames: ['QueueArn'] }),
+    );
     if (a.Attributes?.QueueArn !== physical.get(id)!.attrs.Arn) {
       throw new Error(`moto gave queue ${id} the ARN ${a.Attributes?.QueueArn}, not ${physical.get(id)!.attrs.Arn}`);
     }

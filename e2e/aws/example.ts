@@ -30,8 +30,13 @@ function logicalId(construct: IConstruct): string {
  * Synthesises the example stack (no bundling) and returns its template and function ids; `outdir`
  * is where the App synthesises (default: a new temp folder, as CDK does).
  */
-export function synthExample(context: Record<string, unknown> = {}, outdir?: string): { template: CfnTemplate; fns: ExampleFunctions } {
-  const cdkJson = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
+export function synthExample(
+  context: Record<string, unknown> = {},
+  outdir?: string,
+): { template: CfnTemplate; fns: ExampleFunctions } {
+  const cdkJson = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'cdk.json'), 'utf8')) as {
+    context: Record<string, unknown>;
+  };
   const app = new App({ outdir, context: { ...cdkJson.context, ...context, 'aws:cdk:bundling-stacks': [] } });
   const stack = new VarveExampleStack(app, 'VarveExample');
   const template = Template.fromStack(stack).toJSON() as CfnTemplate;

@@ -125,7 +125,8 @@ export class Resolver {
   private getAtt(id: string, attr: string): string {
     const p = this.physical.get(id);
     const v = p?.attrs[attr];
-    if (v === undefined) throw new Error(`the template reads ${id}.${attr}, which this emulated deployment does not provide`);
+    if (v === undefined)
+      throw new Error(`the template reads ${id}.${attr}, which this emulated deployment does not provide`);
     return v;
   }
 }
@@ -187,7 +188,9 @@ export function rolePolicies(t: CfnTemplate, roleId: string): { name: string; do
     if (roles.includes(roleId)) out.push({ name: id, document: r.Properties!.PolicyDocument as PolicyDocument });
   }
   const role = t.Resources[roleId];
-  for (const p of (role?.Properties?.Policies as { PolicyName: string; PolicyDocument: PolicyDocument }[] | undefined) ?? []) {
+  for (const p of (role?.Properties?.Policies as
+    | { PolicyName: string; PolicyDocument: PolicyDocument }[]
+    | undefined) ?? []) {
     out.push({ name: p.PolicyName, document: p.PolicyDocument });
   }
   return out;
@@ -200,7 +203,8 @@ export function resourcePolicies(t: CfnTemplate): Map<string, PolicyDocument[]> 
     if (!id) return;
     out.set(id, [...(out.get(id) ?? []), doc]);
   };
-  for (const [, r] of resourcesOfType(t, 'AWS::S3::BucketPolicy')) add(logicalIdOf(r.Properties!.Bucket), r.Properties!.PolicyDocument);
+  for (const [, r] of resourcesOfType(t, 'AWS::S3::BucketPolicy'))
+    add(logicalIdOf(r.Properties!.Bucket), r.Properties!.PolicyDocument);
   for (const [, r] of resourcesOfType(t, 'AWS::SQS::QueuePolicy')) {
     for (const q of r.Properties!.Queues as unknown[]) add(logicalIdOf(q), r.Properties!.PolicyDocument);
   }

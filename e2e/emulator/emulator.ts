@@ -12,9 +12,24 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { EventBridgeClient, PutEventsCommand, PutRuleCommand, PutTargetsCommand } from '@aws-sdk/client-eventbridge';
-import { CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { deployTemplate, type Deployment } from '../aws/deploy.js';
-import { ACCOUNT, functionsOf, logicalIdOf, readTemplate, REGION, resourcesOfType, type CfnTemplate } from '../aws/template.js';
+import {
+  ACCOUNT,
+  functionsOf,
+  logicalIdOf,
+  readTemplate,
+  REGION,
+  resourcesOfType,
+  type CfnTemplate,
+} from '../aws/template.js';
 import { IamAudit } from '../iam/audit.js';
 import { onCall } from '../iam/recorder.js';
 import type { RecordedCall } from '../iam/requests.js';
@@ -108,7 +123,9 @@ export class Emulator {
       const p = r.Properties!;
       invokeConfig.set(logicalIdOf(p.FunctionName)!, {
         retries: (p.MaximumRetryAttempts as number | undefined) ?? 2,
-        onFailure: p.DestinationConfig?.OnFailure?.Destination ? deployment.resolver.resolve(p.DestinationConfig.OnFailure.Destination) : undefined,
+        onFailure: p.DestinationConfig?.OnFailure?.Destination
+          ? deployment.resolver.resolve(p.DestinationConfig.OnFailure.Destination)
+          : undefined,
       });
     }
     this.invokeConfig = invokeConfig;
@@ -125,7 +142,10 @@ export class Emulator {
             handler: f.handler,
             memoryMb: f.memoryMb,
             timeoutSeconds: f.timeoutSeconds,
-            environment: { ...(deployment.resolver.resolve(f.environment) as Record<string, string>), ...options.extraEnv },
+            environment: {
+              ...(deployment.resolver.resolve(f.environment) as Record<string, string>),
+              ...options.extraEnv,
+            },
             reservedConcurrency: f.reservedConcurrency,
           },
           { onCall: (c) => this.record(c), onLog: (fn, line) => options.onLog?.(fn, line), logFile: options.logFile },
@@ -147,7 +167,9 @@ export class Emulator {
             fifo: Boolean(queue.Properties?.FifoQueue),
             batchSize: (p.BatchSize as number | undefined) ?? 10,
             windowSeconds: (p.MaximumBatchingWindowInSeconds as number | undefined) ?? 0,
-            reportBatchItemFailures: ((p.FunctionResponseTypes as string[] | undefined) ?? []).includes('ReportBatchItemFailures'),
+            reportBatchItemFailures: ((p.FunctionResponseTypes as string[] | undefined) ?? []).includes(
+              'ReportBatchItemFailures',
+            ),
             maxConcurrency: p.ScalingConfig?.MaximumConcurrency as number | undefined,
             visibilityTimeout: (queue.Properties?.VisibilityTimeout as number | undefined) ?? 30,
           },
@@ -162,7 +184,9 @@ export class Emulator {
       const targets: Target[] = (p.Targets as Record<string, any>[]).map((t) => ({
         arn: deployment.resolver.resolve(t.Arn) as string,
         messageGroupId: t.SqsParameters?.MessageGroupId as string | undefined,
-        deadLetterArn: t.DeadLetterConfig?.Arn ? (deployment.resolver.resolve(t.DeadLetterConfig.Arn) as string) : undefined,
+        deadLetterArn: t.DeadLetterConfig?.Arn
+          ? (deployment.resolver.resolve(t.DeadLetterConfig.Arn) as string)
+          : undefined,
       }));
       const rule: RuleSpec = { logicalId: id, targets };
       if (p.ScheduleExpression) rule.schedule = p.ScheduleExpression as string;
@@ -172,10 +196,20 @@ export class Emulator {
         const tap = `tap-${id.slice(0, 40)}-${randomUUID().slice(0, 6)}`;
         const q = await this.sqs.send(new CreateQueueCommand({ QueueName: tap }));
         rule.tapUrl = q.QueueUrl!;
-        const tapArn = (await this.sqs.send(new GetQueueAttributesCommand({ QueueUrl: rule.tapUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+        const tapArn = (
+          await this.sqs.send(new GetQueueAttributesCommand({ QueueUrl: rule.tapUrl, AttributeNames: ['QueueArn'] }))
+        ).Attributes!.QueueArn!;
         const ruleName = `${id.slice(0, 50)}-${randomUUID().slice(0, 6)}`;
-        await this.events.send(new PutRuleCommand({ Name: ruleName, EventBusName: rule.busName, EventPattern: JSON.stringify(deployment.resolver.resolve(p.EventPattern)) }));
-        await this.events.send(new PutTargetsCommand({ Rule: ruleName, EventBusName: rule.busName, Targets: [{ Id: 'tap', Arn: tapArn }] }));
+        await this.events.send(
+          new PutRuleCommand({
+            Name: ruleName,
+            EventBusName: rule.busName,
+            EventPattern: JSON.stringify(deployment.resolver.resolve(p.EventPattern)),
+          }),
+        );
+        await this.events.send(
+          new PutTargetsCommand({ Rule: ruleName, EventBusName: rule.busName, Targets: [{ Id: 'tap', Arn: tapArn }] }),
+        );
       }
       this.rules.push(rule);
     }
@@ -222,7 +256,11 @@ export class Emulator {
 
   /** Puts an event on a bus as a service would (S3's Object Created on the default bus). */
   async putEvent(busName: string, source: string, detailType: string, detail: unknown): Promise<void> {
-    const r = await this.events.send(new PutEventsCommand({ Entries: [{ EventBusName: busName, Source: source, DetailType: detailType, Detail: JSON.stringify(detail) }] }));
+    const r = await this.events.send(
+      new PutEventsCommand({
+        Entries: [{ EventBusName: busName, Source: source, DetailType: detailType, Detail: JSON.stringify(detail) }],
+      }),
+    );
     if (r.FailedEntryCount) throw new Error(`moto refused the event: ${JSON.stringify(r.Entries)}`);
   }
 
@@ -252,7 +290,13 @@ export class Emulator {
     if (t.arn.startsWith('arn:aws:sqs:')) {
       const id = [...this.deployment.physical].find(([, p]) => p.attrs.Arn === t.arn)?.[0];
       const url = this.ref(id!);
-      await this.sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: JSON.stringify(event), ...(t.messageGroupId ? { MessageGroupId: t.messageGroupId } : {}) }));
+      await this.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: url,
+          MessageBody: JSON.stringify(event),
+          ...(t.messageGroupId ? { MessageGroupId: t.messageGroupId } : {}),
+        }),
+      );
       return;
     }
     throw new Error(`rule target ${t.arn}: the emulator delivers to Lambda functions and SQS queues only`);
@@ -274,13 +318,24 @@ export class Emulator {
       const record = {
         version: '1.0',
         timestamp: new Date().toISOString(),
-        requestContext: { requestId: randomUUID(), functionArn: this.deployment.physical.get(fnId)!.attrs.Arn, condition: 'RetriesExhausted', approximateInvokeCount: cfg.retries + 1 },
+        requestContext: {
+          requestId: randomUUID(),
+          functionArn: this.deployment.physical.get(fnId)!.attrs.Arn,
+          condition: 'RetriesExhausted',
+          approximateInvokeCount: cfg.retries + 1,
+        },
         requestPayload: event,
         responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
         responsePayload: { errorType: last.error.name, errorMessage: last.error.message },
       };
       const fifo = this.ref(id!).endsWith('.fifo');
-      await this.sqs.send(new SendMessageCommand({ QueueUrl: this.ref(id!), MessageBody: JSON.stringify(record), ...(fifo ? { MessageGroupId: 'lambda', MessageDeduplicationId: randomUUID() } : {}) }));
+      await this.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: this.ref(id!),
+          MessageBody: JSON.stringify(record),
+          ...(fifo ? { MessageGroupId: 'lambda', MessageDeduplicationId: randomUUID() } : {}),
+        }),
+      );
     }
   }
 
@@ -290,14 +345,21 @@ export class Emulator {
       let any = false;
       for (const rule of this.rules) {
         if (!rule.tapUrl) continue;
-        const r = await this.sqs.send(new ReceiveMessageCommand({ QueueUrl: rule.tapUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
+        const r = await this.sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: rule.tapUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
+        );
         for (const m of r.Messages ?? []) {
           any = true;
           const event = JSON.parse(m.Body!) as Record<string, unknown>;
           for (const t of rule.targets) this.track(this.deliver(t, event));
         }
         if (r.Messages?.length) {
-          await this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: rule.tapUrl, Entries: r.Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+          await this.sqs.send(
+            new DeleteMessageBatchCommand({
+              QueueUrl: rule.tapUrl,
+              Entries: r.Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+            }),
+          );
         }
       }
       if (!any) await new Promise((r) => setTimeout(r, idleMs));
@@ -308,9 +370,20 @@ export class Emulator {
   /** Visible plus in-flight messages of a queue. */
   async depth(queueLogicalId: string): Promise<number> {
     const a = await this.sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl: this.ref(queueLogicalId), AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
+      new GetQueueAttributesCommand({
+        QueueUrl: this.ref(queueLogicalId),
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
+      }),
     );
-    return Number(a.Attributes!.ApproximateNumberOfMessages) + Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible) + Number(a.Attributes!.ApproximateNumberOfMessagesDelayed ?? 0);
+    return (
+      Number(a.Attributes!.ApproximateNumberOfMessages) +
+      Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible) +
+      Number(a.Attributes!.ApproximateNumberOfMessagesDelayed ?? 0)
+    );
   }
 
   /** Logical ids of the queues of the template. */

@@ -19,7 +19,12 @@
  * (each message's own: the handler's backoff or the queue's timeout), then released together with
  * ChangeMessageVisibility 0, after which moto hands the group out in order, as SQS does.
  */
-import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  SQSClient,
+  type Message,
+} from '@aws-sdk/client-sqs';
 import { withFunction } from '../iam/recorder.js';
 import type { RecordedCall } from '../iam/requests.js';
 import type { EmulatedFunction } from './lambda.js';
@@ -57,8 +62,10 @@ export const handlerVisibility = { timeScale: 1 };
 export function noteVisibilityChange(call: Pick<RecordedCall, 'service' | 'command' | 'input'>): void {
   if (call.service !== 'SQS' || !call.command.startsWith('ChangeMessageVisibility')) return;
   const lapses = (s: unknown) => Date.now() + ((Number(s) || 0) * 1000) / handlerVisibility.timeScale;
-  if (call.input.ReceiptHandle) handlerChangedVisibility.set(call.input.ReceiptHandle as string, lapses(call.input.VisibilityTimeout));
-  for (const e of (call.input.Entries as { ReceiptHandle?: string; VisibilityTimeout?: number }[] | undefined) ?? []) if (e.ReceiptHandle) handlerChangedVisibility.set(e.ReceiptHandle, lapses(e.VisibilityTimeout));
+  if (call.input.ReceiptHandle)
+    handlerChangedVisibility.set(call.input.ReceiptHandle as string, lapses(call.input.VisibilityTimeout));
+  for (const e of (call.input.Entries as { ReceiptHandle?: string; VisibilityTimeout?: number }[] | undefined) ?? [])
+    if (e.ReceiptHandle) handlerChangedVisibility.set(e.ReceiptHandle, lapses(e.VisibilityTimeout));
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -147,7 +154,8 @@ export class EmulatedMapping {
       failed = new Set(messages.map((m) => m.MessageId!));
       this.failedBatches++;
     } else if (this.spec.reportBatchItemFailures) {
-      const items = (result.value as { batchItemFailures?: { itemIdentifier?: string }[] } | null)?.batchItemFailures ?? [];
+      const items =
+        (result.value as { batchItemFailures?: { itemIdentifier?: string }[] } | null)?.batchItemFailures ?? [];
       const ids = new Set(messages.map((m) => m.MessageId!));
       // Lambda treats a response naming an unknown or empty identifier as a failure of the whole batch.
       const valid = items.every((f) => typeof f.itemIdentifier === 'string' && ids.has(f.itemIdentifier));
@@ -162,7 +170,10 @@ export class EmulatedMapping {
     const seconds = Math.max(1, Math.round(this.spec.visibilityTimeout / this.timeScale));
     if (this.spec.fifo) {
       await this.deleteDone(done);
-      await this.holdGroups(messages.filter((m) => failed.has(m.MessageId!)), seconds);
+      await this.holdGroups(
+        messages.filter((m) => failed.has(m.MessageId!)),
+        seconds,
+      );
       return;
     }
     const back = messages.filter((m) => failed.has(m.MessageId!) && !handlerChangedVisibility.has(m.ReceiptHandle!));
@@ -181,7 +192,12 @@ export class EmulatedMapping {
     await withFunction(this.fn.spec.logicalId, async () => {
       for (let i = 0; i < done.length; i += 10) {
         const chunk = done.slice(i, i + 10);
-        await this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: this.spec.queueUrl, Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.ReceiptHandle! })) }));
+        await this.sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: this.spec.queueUrl,
+            Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.ReceiptHandle! })),
+          }),
+        );
       }
     });
   }
@@ -199,14 +215,19 @@ export class EmulatedMapping {
     }
     const now = Date.now();
     for (const group of groups.values()) {
-      const releaseAt = Math.max(...group.map((m) => handlerChangedVisibility.get(m.ReceiptHandle!) ?? now + seconds * 1000));
+      const releaseAt = Math.max(
+        ...group.map((m) => handlerChangedVisibility.get(m.ReceiptHandle!) ?? now + seconds * 1000),
+      );
       for (const m of group) handlerChangedVisibility.delete(m.ReceiptHandle!);
       // Hidden past the release (a safety net should the emulator stop first), then released.
       await this.hide(group, Math.ceil((releaseAt - Date.now()) / 1000) + 30);
-      const t = setTimeout(() => {
-        this.releases.delete(t);
-        void this.hide(group, 0);
-      }, Math.max(0, releaseAt - Date.now()));
+      const t = setTimeout(
+        () => {
+          this.releases.delete(t);
+          void this.hide(group, 0);
+        },
+        Math.max(0, releaseAt - Date.now()),
+      );
       this.releases.add(t);
     }
   }
@@ -215,7 +236,16 @@ export class EmulatedMapping {
     for (let i = 0; i < messages.length; i += 10) {
       const chunk = messages.slice(i, i + 10);
       await this.sqs
-        .send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: this.spec.queueUrl, Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: seconds })) }))
+        .send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: this.spec.queueUrl,
+            Entries: chunk.map((m, k) => ({
+              Id: String(k),
+              ReceiptHandle: m.ReceiptHandle!,
+              VisibilityTimeout: seconds,
+            })),
+          }),
+        )
         .catch(() => undefined);
     }
   }

@@ -27,14 +27,25 @@ function runtimeFor(bundle: string): string {
   let out = builtRuntimes.get(assembly);
   if (!out) {
     out = path.join(assembly, 'e2e-runtime.mjs');
-    buildSync({ entryPoints: [RUNTIME_SOURCE], outfile: out, bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', logLevel: 'error' });
+    buildSync({
+      entryPoints: [RUNTIME_SOURCE],
+      outfile: out,
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      packages: 'external',
+      logLevel: 'error',
+    });
     builtRuntimes.set(assembly, out);
   }
   return out;
 }
 
 /** What an invocation returned. */
-export type InvokeResult = { ok: true; value: unknown } | { ok: false; error: { name?: string; message: string }; kind: 'error' | 'timeout' | 'crash' };
+export type InvokeResult =
+  | { ok: true; value: unknown }
+  | { ok: false; error: { name?: string; message: string }; kind: 'error' | 'timeout' | 'crash' };
 
 /** Settings of one emulated function. */
 export interface FunctionSpec {
@@ -115,7 +126,11 @@ export class EmulatedFunction {
       const timer = setTimeout(() => {
         // Lambda stops the runtime at the deadline; the next invocation gets a fresh one.
         this.kill(c);
-        resolve({ ok: false, kind: 'timeout', error: { name: 'Sandbox.Timedout', message: `Task timed out after ${this.spec.timeoutSeconds}.00 seconds` } });
+        resolve({
+          ok: false,
+          kind: 'timeout',
+          error: { name: 'Sandbox.Timedout', message: `Task timed out after ${this.spec.timeoutSeconds}.00 seconds` },
+        });
       }, timeoutMs);
       c.pending = { id, resolve, timer };
       c.child.send({ type: 'invoke', id, event, deadline: Date.now() + timeoutMs });
@@ -191,7 +206,12 @@ export class EmulatedFunction {
       },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
-    const c: Container = { child, busy: false, dead: false, stats: { fn: spec.logicalId, coldStartMs: 0, spawnMs: 0, invocations: 0 } };
+    const c: Container = {
+      child,
+      busy: false,
+      dead: false,
+      stats: { fn: spec.logicalId, coldStartMs: 0, spawnMs: 0, invocations: 0 },
+    };
     const onLine = (buf: Buffer) => {
       for (const line of buf.toString('utf8').split('\n')) {
         if (!line) continue;
@@ -226,9 +246,17 @@ export class EmulatedFunction {
         if (pending && !wasDead) {
           clearTimeout(pending.timer);
           // The runtime died mid-invocation (a crash, an OOM): Lambda reports Runtime.ExitError.
-          pending.resolve({ ok: false, kind: 'crash', error: { name: 'Runtime.ExitError', message: `RequestId: … Error: Runtime exited with error: ${signal ?? `exit status ${code}`}` } });
+          pending.resolve({
+            ok: false,
+            kind: 'crash',
+            error: {
+              name: 'Runtime.ExitError',
+              message: `RequestId: … Error: Runtime exited with error: ${signal ?? `exit status ${code}`}`,
+            },
+          });
         }
-        if (!c.stats.spawnMs) reject(new Error(`container of ${spec.logicalId} exited during init (${signal ?? code})`));
+        if (!c.stats.spawnMs)
+          reject(new Error(`container of ${spec.logicalId} exited during init (${signal ?? code})`));
       });
     });
   }

@@ -94,6 +94,7 @@ process.on('message', (m: InvokeMessage) => {
     .then(() => handler(m.event, context))
     .then(
       (value) => send({ type: 'result', id: m.id, ok: true, value: value ?? null }),
-      (e: Error) => send({ type: 'result', id: m.id, ok: false, error: { name: e?.name, message: e?.message ?? String(e) } }),
+      (e: Error) =>
+        send({ type: 'result', id: m.id, ok: false, error: { name: e?.name, message: e?.message ?? String(e) } }),
     );
 });

@@ -8,7 +8,12 @@ import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { ACCOUNT, REGION } from '../aws/template.js';
 
 /** Receives up to `max` (≤ 10) messages with their system attributes (receive count, group, sequence number). */
-export async function receiveMessages(sqs: SQSClient, queueUrl: string, max: number, waitSeconds = 0): Promise<Message[]> {
+export async function receiveMessages(
+  sqs: SQSClient,
+  queueUrl: string,
+  max: number,
+  waitSeconds = 0,
+): Promise<Message[]> {
   const r = await sqs.send(
     new ReceiveMessageCommand({
       QueueUrl: queueUrl,
@@ -43,7 +48,9 @@ export function sqsEventOf(queueArn: string, messages: Message[]): SQSEvent {
           SenderId: m.Attributes?.SenderId ?? 'AIDAEXAMPLE',
           ApproximateFirstReceiveTimestamp: m.Attributes?.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
           ...(m.Attributes?.MessageGroupId ? { MessageGroupId: m.Attributes.MessageGroupId } : {}),
-          ...(m.Attributes?.MessageDeduplicationId ? { MessageDeduplicationId: m.Attributes.MessageDeduplicationId } : {}),
+          ...(m.Attributes?.MessageDeduplicationId
+            ? { MessageDeduplicationId: m.Attributes.MessageDeduplicationId }
+            : {}),
           ...(m.Attributes?.SequenceNumber ? { SequenceNumber: m.Attributes.SequenceNumber } : {}),
         },
         messageAttributes: {},

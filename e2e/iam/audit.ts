@@ -5,7 +5,15 @@
  * AWS would refuse, and a 404 that AWS would turn into a 403, is a denial; the build fails on any.
  */
 import { runSimulation, type Simulation } from '@cloud-copilot/iam-simulate';
-import { ACCOUNT, functionsOf, resourcePolicies, rolePolicies, type CfnTemplate, type PolicyDocument, type Resolver } from '../aws/template.js';
+import {
+  ACCOUNT,
+  functionsOf,
+  resourcePolicies,
+  rolePolicies,
+  type CfnTemplate,
+  type PolicyDocument,
+  type Resolver,
+} from '../aws/template.js';
 import { iamRequestsOf, type IamRequest, type RecordedCall } from './requests.js';
 
 /** One authorisation AWS would refuse. */
@@ -46,7 +54,10 @@ export class IamAudit {
     for (const f of functionsOf(template)) {
       this.functions.set(f.logicalId, {
         role: `arn:aws:iam::${ACCOUNT}:role/${f.roleId}`,
-        identity: rolePolicies(template, f.roleId).map((p) => ({ name: p.name, policy: resolver.resolve(p.document) as PolicyDocument })),
+        identity: rolePolicies(template, f.roleId).map((p) => ({
+          name: p.name,
+          policy: resolver.resolve(p.document) as PolicyDocument,
+        })),
       });
     }
     for (const [id, docs] of resourcePolicies(template)) {
@@ -80,7 +91,14 @@ export class IamAudit {
         if (!fn) throw new Error(`the call was made by '${call.fn}', which is no function of the template`);
         requests = iamRequestsOf(call);
       } catch (e) {
-        denials.push({ fn: call.fn, call: what, action: '?', resource: '?', context: {}, result: (e as Error).message });
+        denials.push({
+          fn: call.fn,
+          call: what,
+          action: '?',
+          resource: '?',
+          context: {},
+          result: (e as Error).message,
+        });
         continue;
       }
       for (const r of requests) {
@@ -115,7 +133,12 @@ export class IamAudit {
         action: r.action,
         resource: { resource: r.resource, accountId: ACCOUNT },
         // Lambda calls AWS over TLS: the buckets' and queues' enforceSSL statements see true.
-        contextVariables: { 'aws:SecureTransport': 'true', 'aws:PrincipalArn': fn.role, 'aws:PrincipalAccount': ACCOUNT, ...r.context },
+        contextVariables: {
+          'aws:SecureTransport': 'true',
+          'aws:PrincipalArn': fn.role,
+          'aws:PrincipalAccount': ACCOUNT,
+          ...r.context,
+        },
       },
     } as unknown as Simulation;
     const out = await runSimulation(simulation, {});
@@ -145,6 +168,9 @@ function dedupe(denials: Denial[]): Denial[] {
 /** One line per denial, for failure messages. */
 export function formatDenials(denials: readonly Denial[]): string {
   return denials
-    .map((d) => `${d.fn}: ${d.call} → ${d.action} on ${d.resource} ${JSON.stringify(d.context)}: ${d.result}${d.why ? ` (${d.why})` : ''}`)
+    .map(
+      (d) =>
+        `${d.fn}: ${d.call} → ${d.action} on ${d.resource} ${JSON.stringify(d.context)}: ${d.result}${d.why ? ` (${d.why})` : ''}`,
+    )
     .join('\n');
 }

@@ -44,7 +44,12 @@ export function installAuditMiddleware(requireFrom: string = import.meta.url): v
   proto.send = function (this: SmithyClient, ...args: unknown[]) {
     if (!withAudit.has(this)) {
       withAudit.add(this);
-      this.middlewareStack.add(auditMiddleware, { step: 'initialize', name: 'varveIamAudit', override: true, priority: 'high' });
+      this.middlewareStack.add(auditMiddleware, {
+        step: 'initialize',
+        name: 'varveIamAudit',
+        override: true,
+        priority: 'high',
+      });
     }
     return send.apply(this, args);
   };
@@ -81,9 +86,12 @@ function snapshotInput(input: Record<string, any>): Record<string, any> {
   for (const [k, v] of Object.entries(input ?? {})) {
     if (k === 'Body' || k === 'MessageBody') continue;
     if (k === 'Entries' && Array.isArray(v)) {
-      out[k] = v.map((e: Record<string, unknown>) => ({ EventBusName: e?.EventBusName, ReceiptHandle: e?.ReceiptHandle, VisibilityTimeout: e?.VisibilityTimeout }));
-    }
-    else out[k] = v;
+      out[k] = v.map((e: Record<string, unknown>) => ({
+        EventBusName: e?.EventBusName,
+        ReceiptHandle: e?.ReceiptHandle,
+        VisibilityTimeout: e?.VisibilityTimeout,
+      }));
+    } else out[k] = v;
   }
   return out;
 }

@@ -43,7 +43,8 @@ export function queueArnOfUrl(url: string): string {
   return `arn:aws:sqs:${REGION}:${parts[parts.length - 2]}:${parts[parts.length - 1]}`;
 }
 
-const tableArn = (name: string) => (name.startsWith('arn:') ? name : `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/${name}`);
+const tableArn = (name: string) =>
+  name.startsWith('arn:') ? name : `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/${name}`;
 const busArn = (name: string | undefined) =>
   name?.startsWith('arn:') ? name : `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/${name ?? 'default'}`;
 
@@ -57,14 +58,21 @@ function s3Conditions(input: Record<string, any>): Record<string, string> {
 /** The authorisations of a call; throws for a call the table does not cover. */
 export function iamRequestsOf(call: RecordedCall): IamRequest[] {
   const { service, command, input } = call;
-  const one = (action: string, resource: string, context: Record<string, string> = {}): IamRequest[] => [{ action, resource, context }];
+  const one = (action: string, resource: string, context: Record<string, string> = {}): IamRequest[] => [
+    { action, resource, context },
+  ];
   switch (`${service}:${command}`) {
     case 'S3:GetObject':
     case 'S3:HeadObject': {
       const own = one('s3:GetObject', s3Object(input.Bucket, input.Key));
       // The missing-key rule: S3 answers 404 only to a caller that may list the bucket.
       if (call.status === 404 || call.error === 'NoSuchKey' || call.error === 'NotFound') {
-        own.push({ action: 's3:ListBucket', resource: s3Bucket(input.Bucket), context: {}, why: `${command} of a missing key answers 404 only with s3:ListBucket, else 403` });
+        own.push({
+          action: 's3:ListBucket',
+          resource: s3Bucket(input.Bucket),
+          context: {},
+          why: `${command} of a missing key answers 404 only with s3:ListBucket, else 403`,
+        });
       }
       return own;
     }
@@ -85,7 +93,11 @@ export function iamRequestsOf(call: RecordedCall): IamRequest[] {
     case 'S3:DeleteObject':
       return one('s3:DeleteObject', s3Object(input.Bucket, input.Key), s3Conditions(input));
     case 'S3:DeleteObjects':
-      return (input.Delete?.Objects ?? []).map((o: { Key: string }) => ({ action: 's3:DeleteObject', resource: s3Object(input.Bucket, o.Key), context: {} }));
+      return (input.Delete?.Objects ?? []).map((o: { Key: string }) => ({
+        action: 's3:DeleteObject',
+        resource: s3Object(input.Bucket, o.Key),
+        context: {},
+      }));
     case 'S3:ListObjectsV2':
     case 'S3:ListObjects': {
       const context: Record<string, string> = {};
@@ -108,7 +120,10 @@ export function iamRequestsOf(call: RecordedCall): IamRequest[] {
     case 'SQS:GetQueueAttributes':
       return one('sqs:GetQueueAttributes', queueArnOfUrl(input.QueueUrl));
     case 'SQS:GetQueueUrl':
-      return one('sqs:GetQueueUrl', `arn:aws:sqs:${REGION}:${input.QueueOwnerAWSAccountId ?? ACCOUNT}:${input.QueueName}`);
+      return one(
+        'sqs:GetQueueUrl',
+        `arn:aws:sqs:${REGION}:${input.QueueOwnerAWSAccountId ?? ACCOUNT}:${input.QueueName}`,
+      );
     case 'DynamoDB:GetItem':
     case 'DynamoDB:PutItem':
     case 'DynamoDB:DeleteItem':
@@ -118,17 +133,29 @@ export function iamRequestsOf(call: RecordedCall): IamRequest[] {
     case 'DynamoDB:DescribeTable':
       return one(`dynamodb:${command}`, tableArn(input.TableName));
     case 'DynamoDB:BatchGetItem':
-      return Object.keys(input.RequestItems ?? {}).map((t) => ({ action: 'dynamodb:BatchGetItem', resource: tableArn(t), context: {} }));
+      return Object.keys(input.RequestItems ?? {}).map((t) => ({
+        action: 'dynamodb:BatchGetItem',
+        resource: tableArn(t),
+        context: {},
+      }));
     case 'DynamoDB:BatchWriteItem':
-      return Object.keys(input.RequestItems ?? {}).map((t) => ({ action: 'dynamodb:BatchWriteItem', resource: tableArn(t), context: {} }));
+      return Object.keys(input.RequestItems ?? {}).map((t) => ({
+        action: 'dynamodb:BatchWriteItem',
+        resource: tableArn(t),
+        context: {},
+      }));
     case 'DynamoDB:TransactWriteItems':
       return (input.TransactItems ?? []).map((it: Record<string, { TableName: string }>) => {
         const [kind, body] = Object.entries(it)[0];
-        const action = { ConditionCheck: 'ConditionCheckItem', Put: 'PutItem', Delete: 'DeleteItem', Update: 'UpdateItem' }[kind] ?? kind;
+        const action =
+          { ConditionCheck: 'ConditionCheckItem', Put: 'PutItem', Delete: 'DeleteItem', Update: 'UpdateItem' }[kind] ??
+          kind;
         return { action: `dynamodb:${action}`, resource: tableArn(body.TableName), context: {} };
       });
     case 'EventBridge:PutEvents': {
-      const buses = new Set<string>((input.Entries ?? []).map((e: { EventBusName?: string }) => busArn(e.EventBusName)));
+      const buses = new Set<string>(
+        (input.Entries ?? []).map((e: { EventBusName?: string }) => busArn(e.EventBusName)),
+      );
       return [...buses].map((resource) => ({ action: 'events:PutEvents', resource, context: {} }));
     }
     case 'CloudWatch:PutMetricData':

@@ -66,7 +66,9 @@ useTelemetry({
  * @example
  * export const handler = instrumented(createExpireHandler());
  */
-export function instrumented<E, R>(handler: (event: E, context?: Context) => Promise<R>): (event: E, context?: Context) => Promise<R> {
+export function instrumented<E, R>(
+  handler: (event: E, context?: Context) => Promise<R>,
+): (event: E, context?: Context) => Promise<R> {
   return async (event, context) => {
     if (context) log().addContext(context);
     const t = trace();
@@ -95,7 +97,12 @@ export function instrumented<E, R>(handler: (event: E, context?: Context) => Pro
  * Emits one data point at once, with exactly `dimensions` (plus `service`): a single-metric
  * flush, so metrics of different dimension sets (a table's commits, a consumer's lag) never mix.
  */
-export function emitMetric(name: MetricName, unit: (typeof UNIT)[keyof typeof UNIT], value: number, dimensions: Record<string, string>): void {
+export function emitMetric(
+  name: MetricName,
+  unit: (typeof UNIT)[keyof typeof UNIT],
+  value: number,
+  dimensions: Record<string, string>,
+): void {
   metrics ??= new Metrics();
   const single = metrics.singleMetric();
   single.addDimensions(dimensions);

@@ -51,7 +51,11 @@ function queueUrlOf(arn: string): Promise<string> {
  * Sets the visibility of every failed record of `response`: its delay in `delaysMs` (by message
  * id), else its backoff on its receive count; best effort (a failure leaves the queue's own timeout).
  */
-export async function backOffFailures(records: readonly SQSRecord[], response: SQSBatchResponse, delaysMs?: ReadonlyMap<string, number>): Promise<SQSBatchResponse> {
+export async function backOffFailures(
+  records: readonly SQSRecord[],
+  response: SQSBatchResponse,
+  delaysMs?: ReadonlyMap<string, number>,
+): Promise<SQSBatchResponse> {
   const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
   const back = records.filter((r) => failed.has(r.messageId));
   if (back.length === 0) return response;
@@ -62,13 +66,23 @@ export async function backOffFailures(records: readonly SQSRecord[], response: S
       const r = await sqsClient().send(
         new ChangeMessageVisibilityBatchCommand({
           QueueUrl: queueUrl,
-          Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.receiptHandle, VisibilityTimeout: visibilityOf(m, delaysMs?.get(m.messageId)) })),
+          Entries: chunk.map((m, k) => ({
+            Id: String(k),
+            ReceiptHandle: m.receiptHandle,
+            VisibilityTimeout: visibilityOf(m, delaysMs?.get(m.messageId)),
+          })),
         }),
       );
-      if (r.Failed?.length) log().warn('some failed messages keep the queue visibility timeout', { failed: r.Failed.map((f) => f.Message) });
+      if (r.Failed?.length)
+        log().warn('some failed messages keep the queue visibility timeout', {
+          failed: r.Failed.map((f) => f.Message),
+        });
     }
   } catch (e) {
-    log().warn('the failed messages keep the queue visibility timeout (their backoff could not be set)', { messages: back.length, error: e as Error });
+    log().warn('the failed messages keep the queue visibility timeout (their backoff could not be set)', {
+      messages: back.length,
+      error: e as Error,
+    });
   }
   return response;
 }

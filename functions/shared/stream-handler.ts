@@ -42,7 +42,10 @@ export interface StreamHandlerEnv {
 const LAMBDA_BACKOFF = { baseMs: 2000, maxMs: 300_000 };
 
 /** A handler delivering each split message of the event to the sink `sinkFor` builds for the table. */
-export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promise<StreamSink>, env: StreamHandlerEnv = process.env): SqsHandler {
+export function createSplitHandler(
+  sinkFor: (table: Table) => StreamSink | Promise<StreamSink>,
+  env: StreamHandlerEnv = process.env,
+): SqsHandler {
   // One sink per opened table: the table cache hands out a new Table when it re-opens it.
   // `current`: the table at the newest schema delivered, so a schema change is announced once.
   // `fences`: this container's split fences on the consumer (held per bucket across containers).
@@ -50,7 +53,13 @@ export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promi
   return instrumented(async (event: SQSEvent, context?: Context) => {
     const consumerId = consumerIdOf(env);
     const table = await openTable(env as Record<string, string | undefined>, 'stream reader');
-    if (cached?.table !== table) cached = { table, current: table, sink: await sinkFor(table), fences: new SplitFences(table.store, table.path, consumerId) };
+    if (cached?.table !== table)
+      cached = {
+        table,
+        current: table,
+        sink: await sinkFor(table),
+        fences: new SplitFences(table.store, table.path, consumerId),
+      };
     const entry = cached;
     const splits = new Map(event.Records.map((r) => [r.messageId, receivedSplitOf(r)]));
     const batch = new SplitBatch(entry.current, {
@@ -67,7 +76,8 @@ export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promi
     try {
       return await processFifoBatch(event, (r) => batch.deliver(splits.get(r.messageId)!), context, {
         skipGroupOnError: true,
-        retryDelays: (failed) => new Map(batch.retries([...splits.values()], failed).map((r) => [r.messageId, r.delayMs])),
+        retryDelays: (failed) =>
+          new Map(batch.retries([...splits.values()], failed).map((r) => [r.messageId, r.delayMs])),
       });
     } finally {
       if (batch.table.schema.id > entry.current.schema.id) entry.current = batch.table;
@@ -86,7 +96,10 @@ export function createSplitHandler(sinkFor: (table: Table) => StreamSink | Promi
  *   for (const c of changes) console.log(c.kind, c.row);
  * });
  */
-export function createStreamHandler(fn: (changes: Change[], batch: ChangeBatch) => unknown, env: StreamHandlerEnv = process.env): SqsHandler {
+export function createStreamHandler(
+  fn: (changes: Change[], batch: ChangeBatch) => unknown,
+  env: StreamHandlerEnv = process.env,
+): SqsHandler {
   const sink = callbackSink(fn);
   return createSplitHandler(() => sink, env);
 }
@@ -94,15 +107,26 @@ export function createStreamHandler(fn: (changes: Change[], batch: ChangeBatch) 
 /** A record as the policy takes it. */
 function receivedSplitOf(r: SQSRecord): ReceivedSplit {
   const a = r.attributes;
-  return { messageId: r.messageId, groupId: a.MessageGroupId ?? '', body: r.body, receiveCount: Number(a.ApproximateReceiveCount) || 1, dedupId: a.MessageDeduplicationId };
+  return {
+    messageId: r.messageId,
+    groupId: a.MessageGroupId ?? '',
+    body: r.body,
+    receiveCount: Number(a.ApproximateReceiveCount) || 1,
+    dedupId: a.MessageDeduplicationId,
+  };
 }
 
 /** What the invocation knows of its time: Lambda's remaining time, the queue's visibility, when first receives began. */
 function windowInput(records: readonly SQSRecord[], context: Context | undefined, env: StreamHandlerEnv) {
   const now = Date.now();
-  const remainingMs = typeof context?.getRemainingTimeInMillis === 'function' ? context.getRemainingTimeInMillis() : undefined;
+  const remainingMs =
+    typeof context?.getRemainingTimeInMillis === 'function' ? context.getRemainingTimeInMillis() : undefined;
   // A first receive tells when its visibility started; a redelivered one only that it started before now.
-  const visibleSince = records.map((r) => (r.attributes.ApproximateReceiveCount === '1' ? Number(r.attributes.ApproximateFirstReceiveTimestamp) || now : undefined));
+  const visibleSince = records.map((r) =>
+    r.attributes.ApproximateReceiveCount === '1'
+      ? Number(r.attributes.ApproximateFirstReceiveTimestamp) || now
+      : undefined,
+  );
   return { now, remainingMs, visibilityMs: Number(env.VARVE_SPLIT_VISIBILITY_S) * 1000 || undefined, visibleSince };
 }
 
@@ -110,13 +134,19 @@ function windowInput(records: readonly SQSRecord[], context: Context | undefined
 function deadLetterQueueOf(url: string | undefined): SplitDeadLetterQueue | undefined {
   if (!url) return undefined;
   // Sent, then reported done: the event source mapping deletes it from the split queue.
-  return { name: url, redrive: '`varve redrive <table> --queue split`', move: (s) => sendToDeadLetterQueue(sqsClient(), url, s) };
+  return {
+    name: url,
+    redrive: '`varve redrive <table> --queue split`',
+    move: (s) => sendToDeadLetterQueue(sqsClient(), url, s),
+  };
 }
 
 function consumerIdOf(env: StreamHandlerEnv): string {
   const missing = (['VARVE_WAREHOUSE', 'VARVE_TABLE', 'VARVE_CONSUMER_ID'] as const).filter((k) => !env[k]);
   if (missing.length > 0) {
-    throw new InvalidArgumentError(`the stream handler needs ${missing.join(', ')} in its environment (the StreamConsumer construct sets them)`);
+    throw new InvalidArgumentError(
+      `the stream handler needs ${missing.join(', ')} in its environment (the StreamConsumer construct sets them)`,
+    );
   }
   checkConsumerId(env.VARVE_CONSUMER_ID!);
   return env.VARVE_CONSUMER_ID!;

@@ -18,10 +18,18 @@ import { sendCommitMessage, sendCompactionJobs } from './queues.js';
 import { commitCachesOf, manifestCacheOf } from './tables.js';
 
 /** The after-commit work of `table`'s APPEND commits under `settings` (see the file comment). */
-export function afterAppend(table: Table, settings: Pick<WriterSettings, 'compactQueueUrl' | 'eventBusName'>): AfterAppend {
+export function afterAppend(
+  table: Table,
+  settings: Pick<WriterSettings, 'compactQueueUrl' | 'eventBusName'>,
+): AfterAppend {
   return async ({ snapshot, batches, conflicts, latencyMs, hookError }) => {
     const dims = { table: table.name };
-    if (hookError) log().warn('the table\'s after-commit work failed; the commit has landed', { table: table.name, snapshotId: snapshot.id, error: hookError });
+    if (hookError)
+      log().warn("the table's after-commit work failed; the commit has landed", {
+        table: table.name,
+        snapshotId: snapshot.id,
+        error: hookError,
+      });
     emitMetric(METRIC.commitConflicts, UNIT.count, conflicts, dims);
     if (latencyMs !== undefined) emitMetric(METRIC.commitLatencyMs, UNIT.ms, latencyMs, dims);
     if (settings.eventBusName) await announceSnapshotCommitted(settings.eventBusName, table.name, snapshot);
@@ -31,17 +39,30 @@ export function afterAppend(table: Table, settings: Pick<WriterSettings, 'compac
       const due = states.filter((s) => s.due);
       if (due.length > 0 && settings.compactQueueUrl) {
         // One queued job per bucket: a bucket whose job still waits gets none (compaction-job-marker.ts).
-        const jobs = await claimCompactionJobs(table, due.map((s) => ({ table: table.name, partition: s.partition, bucket: s.bucket, snapshotId: snapshot.id })));
+        const jobs = await claimCompactionJobs(
+          table,
+          due.map((s) => ({ table: table.name, partition: s.partition, bucket: s.bucket, snapshotId: snapshot.id })),
+        );
         if (jobs.length > 0) await sendCompactionJobs(settings.compactQueueUrl, jobs);
       }
     } catch (e) {
-      log().warn('compaction jobs were not enqueued; the next commit to these buckets enqueues them', { table: table.name, snapshotId: snapshot.id, error: e as Error });
+      log().warn('compaction jobs were not enqueued; the next commit to these buckets enqueues them', {
+        table: table.name,
+        snapshotId: snapshot.id,
+        error: e as Error,
+      });
     }
   };
 }
 
 /** How a function's writer lands rows in `table` under `settings`: enqueued for the group commit, or committed directly. */
-export function landOptions(table: Table, settings: WriterSettings, commitUser: string, commitIdentifier: string, sources?: string[]): LandOptions {
+export function landOptions(
+  table: Table,
+  settings: WriterSettings,
+  commitUser: string,
+  commitIdentifier: string,
+  sources?: string[],
+): LandOptions {
   const queueUrl = settings.mode === 'queue' ? settings.commitQueueUrl : undefined;
   return {
     commitUser,

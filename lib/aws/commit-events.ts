@@ -33,15 +33,25 @@ async function putSnapshotCommitted(busName: string, table: string, snapshot: Sn
   };
   const r = await eventBridgeClient().send(
     new PutEventsCommand({
-      Entries: [{ EventBusName: busName, Source: VARVE_EVENT_SOURCE, DetailType: SNAPSHOT_COMMITTED, Detail: JSON.stringify(detail) }],
+      Entries: [
+        {
+          EventBusName: busName,
+          Source: VARVE_EVENT_SOURCE,
+          DetailType: SNAPSHOT_COMMITTED,
+          Detail: JSON.stringify(detail),
+        },
+      ],
     }),
   );
   if (r.FailedEntryCount) {
     const e = r.Entries?.find((x) => x.ErrorCode);
-    throw new VarveError(`EventBridge refused the Snapshot Committed event of ${table} snapshot ${snapshot.id}: ${e?.ErrorCode} ${e?.ErrorMessage}`, {
-      kind: 'unavailable',
-      retryable: true,
-    });
+    throw new VarveError(
+      `EventBridge refused the Snapshot Committed event of ${table} snapshot ${snapshot.id}: ${e?.ErrorCode} ${e?.ErrorMessage}`,
+      {
+        kind: 'unavailable',
+        retryable: true,
+      },
+    );
   }
 }
 
@@ -53,6 +63,10 @@ export async function announceSnapshotCommitted(busName: string, table: string, 
   try {
     await putSnapshotCommitted(busName, table, snapshot);
   } catch (e) {
-    log().warn('the Snapshot Committed event was not put; discovery will find the snapshot on its schedule', { table, snapshotId: snapshot.id, error: e as Error });
+    log().warn('the Snapshot Committed event was not put; discovery will find the snapshot on its schedule', {
+      table,
+      snapshotId: snapshot.id,
+      error: e as Error,
+    });
   }
 }

@@ -20,7 +20,6 @@ export function requireEnv<K extends string>(env: Env, names: readonly K[], who:
   return Object.fromEntries(names.map((n) => [n, env[n]!])) as Record<K, string>;
 }
 
-
 /** Where a writer's commits, compaction jobs and commit events go. */
 export interface WriterSettings {
   mode: CommitMode;
@@ -40,11 +39,15 @@ export interface WriterSettings {
 export function writerSettings(env: Env, prefix = 'VARVE_'): WriterSettings {
   const mode = env[`${prefix}COMMIT_MODE`] ?? 'direct';
   if (mode !== 'direct' && mode !== 'queue') {
-    throw new InvalidArgumentError(`${prefix}COMMIT_MODE is "${mode}": use "queue" (group commit through the commit queue) or "direct"`);
+    throw new InvalidArgumentError(
+      `${prefix}COMMIT_MODE is "${mode}": use "queue" (group commit through the commit queue) or "direct"`,
+    );
   }
   const commitQueueUrl = env[`${prefix}COMMIT_QUEUE_URL`] || undefined;
   if (mode === 'queue' && !commitQueueUrl) {
-    throw new InvalidArgumentError(`${prefix}COMMIT_MODE is "queue" but ${prefix}COMMIT_QUEUE_URL is not set: give the commit FIFO queue's URL, or use direct mode`);
+    throw new InvalidArgumentError(
+      `${prefix}COMMIT_MODE is "queue" but ${prefix}COMMIT_QUEUE_URL is not set: give the commit FIFO queue's URL, or use direct mode`,
+    );
   }
   return {
     mode,

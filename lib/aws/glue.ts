@@ -11,8 +11,21 @@
  * by hand, or by the cleanup of a stack update from the AWS::Glue::Table of older varve versions
  * to the custom resource) is created again, at the current export.
  */
-import { CreateTableCommand, GlueClient, GetTableCommand, UpdateTableCommand, type Table as GlueTable, type TableInput } from '@aws-sdk/client-glue';
-import { icebergLocation, metadataFileKey, readCurrentIcebergMetadata, readVersionHint, storeUri } from '../iceberg/iceberg-metadata.js';
+import {
+  CreateTableCommand,
+  GlueClient,
+  GetTableCommand,
+  UpdateTableCommand,
+  type Table as GlueTable,
+  type TableInput,
+} from '@aws-sdk/client-glue';
+import {
+  icebergLocation,
+  metadataFileKey,
+  readCurrentIcebergMetadata,
+  readVersionHint,
+  storeUri,
+} from '../iceberg/iceberg-metadata.js';
 import { exportIcebergAfterCommit } from '../iceberg/export-trigger.js';
 import type { Table } from '../table/table.js';
 import type { Env } from './env.js';
@@ -62,7 +75,10 @@ export async function syncGlueMetadataLocation(env: Env, table: Table): Promise<
     if (t === undefined) {
       await glueClient().send(new CreateTableCommand({ DatabaseName, TableInput: newGlueTable(table, Name, uri) }));
       synced.set(key, uri);
-      log().warn('the Glue table was missing (deleted, or dropped by a stack update); it was created again at the current Iceberg export', { table: table.name, glueTable: key, metadataLocation: uri });
+      log().warn(
+        'the Glue table was missing (deleted, or dropped by a stack update); it was created again at the current Iceberg export',
+        { table: table.name, glueTable: key, metadataLocation: uri },
+      );
       return uri;
     }
     const previous = t?.Parameters?.metadata_location;
@@ -77,14 +93,27 @@ export async function syncGlueMetadataLocation(env: Env, table: Table): Promise<
       TableType: t?.TableType ?? 'EXTERNAL_TABLE',
       StorageDescriptor: t?.StorageDescriptor,
       PartitionKeys: t?.PartitionKeys,
-      Parameters: { ...t?.Parameters, table_type: 'ICEBERG', metadata_location: uri, ...(previous ? { previous_metadata_location: previous } : {}) },
+      Parameters: {
+        ...t?.Parameters,
+        table_type: 'ICEBERG',
+        metadata_location: uri,
+        ...(previous ? { previous_metadata_location: previous } : {}),
+      },
     };
     await glueClient().send(new UpdateTableCommand({ DatabaseName, TableInput: input, VersionId: t?.VersionId }));
     synced.set(key, uri);
-    log().info('Glue table points at the new Iceberg export', { table: table.name, glueTable: key, metadataLocation: uri });
+    log().info('Glue table points at the new Iceberg export', {
+      table: table.name,
+      glueTable: key,
+      metadataLocation: uri,
+    });
     return uri;
   } catch (e) {
-    log().warn('the Glue table was not pointed at the new Iceberg export; the next commit or compaction retries', { table: table.name, glueTable: key, error: e as Error });
+    log().warn('the Glue table was not pointed at the new Iceberg export; the next commit or compaction retries', {
+      table: table.name,
+      glueTable: key,
+      error: e as Error,
+    });
     return undefined;
   }
 }
@@ -118,7 +147,11 @@ function newGlueTable(table: Table, Name: string, uri: string): TableInput {
  */
 export async function exportAndRegister(env: Env, table: Table): Promise<void> {
   const failed = await exportIcebergAfterCommit(table);
-  if (failed) log().warn('the Iceberg export failed; the next commit or compaction redoes it', { table: table.name, error: failed });
+  if (failed)
+    log().warn('the Iceberg export failed; the next commit or compaction redoes it', {
+      table: table.name,
+      error: failed,
+    });
   await syncGlueMetadataLocation(env, table);
 }
 

@@ -16,7 +16,13 @@ import { DeleteObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
 import * as v from 'valibot';
 import { InvalidArgumentError, RecordValidationError } from '../errors.js';
 import { parseJsonText } from '../json.js';
-import { type ColumnChunk, formatFromFileName, type InputFormat, parseColumnChunks, type RejectedRecord } from '../table/input.js';
+import {
+  type ColumnChunk,
+  formatFromFileName,
+  type InputFormat,
+  parseColumnChunks,
+  type RejectedRecord,
+} from '../table/input.js';
 import { objectCommitIdentifier } from '../table/commit-identifiers.js';
 import { landedSources, objectSource } from '../table/ingested-sources.js';
 import { landRowChunks, type Landed } from '../table/land-rows.js';
@@ -41,7 +47,9 @@ function inboxOf(store: ObjectStore, table: string): { bucket: string; prefix: s
 }
 
 /** What reading an inbox object found: its body as a stream of bytes (read as it is parsed). */
-export type InboxRead = { body: AsyncIterable<Uint8Array>; key: string; size?: number } | { missing: 'deleted' | 'superseded' };
+export type InboxRead =
+  | { body: AsyncIterable<Uint8Array>; key: string; size?: number }
+  | { missing: 'deleted' | 'superseded' };
 
 /**
  * Reads the object at the event's etag. S3 notifications URL-encode keys; when the key as given
@@ -59,7 +67,9 @@ async function readInboxObject(store: S3Store, bucket: string, key: string, etag
   }
   for (const k of candidates) {
     try {
-      const r = await store.client.send(new GetObjectCommand({ Bucket: bucket, Key: k, IfMatch: `"${etag.replace(/"/g, '')}"` }));
+      const r = await store.client.send(
+        new GetObjectCommand({ Bucket: bucket, Key: k, IfMatch: `"${etag.replace(/"/g, '')}"` }),
+      );
       return { body: (r.Body as AsyncIterable<Uint8Array> | undefined) ?? emptyBody(), key: k, size: r.ContentLength };
     } catch (e) {
       if (s3Status(e) === 412 || s3ErrorName(e) === 'PreconditionFailed') return { missing: 'superseded' };
@@ -87,12 +97,19 @@ export interface IngestFileResult {
  */
 export async function deleteInboxObject(store: S3Store, bucket: string, key: string, etag: string): Promise<boolean> {
   try {
-    await store.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key, IfMatch: `"${etag.replace(/"/g, '')}"` }));
+    await store.client.send(
+      new DeleteObjectCommand({ Bucket: bucket, Key: key, IfMatch: `"${etag.replace(/"/g, '')}"` }),
+    );
     return true;
   } catch (e) {
     if (s3Status(e) === 404) return true;
     const superseded = s3Status(e) === 412 || s3ErrorName(e) === 'PreconditionFailed';
-    log().warn(superseded ? 'inbox file overwritten since it was read: left to its own event' : 'inbox file not deleted; the inbox lifecycle rule removes it', { bucket, key, etag, error: e as Error });
+    log().warn(
+      superseded
+        ? 'inbox file overwritten since it was read: left to its own event'
+        : 'inbox file not deleted; the inbox lifecycle rule removes it',
+      { bucket, key, etag, error: e as Error },
+    );
     return false;
   }
 }
@@ -105,10 +122,21 @@ export interface InboxTargets {
 }
 
 /** Ingests the inbox object `bucket/key` at `etag` into `table`; thrown errors make Lambda retry the event. */
-export async function ingestInboxObject(table: Table, bucket: string, key: string, etag: string, to: InboxTargets): Promise<IngestFileResult> {
+export async function ingestInboxObject(
+  table: Table,
+  bucket: string,
+  key: string,
+  etag: string,
+  to: InboxTargets,
+): Promise<IngestFileResult> {
   const inbox = inboxOf(table.store, table.name);
   if (bucket !== inbox.bucket || !key.startsWith(inbox.prefix)) {
-    log().warn('an Object Created event outside the table inbox was ignored', { table: table.name, bucket, key, inbox: inbox.prefix });
+    log().warn('an Object Created event outside the table inbox was ignored', {
+      table: table.name,
+      bucket,
+      key,
+      inbox: inbox.prefix,
+    });
     return { key, skipped: 'outside-inbox', rows: 0, rejected: 0 };
   }
   const format = formatFromFileName(key);
@@ -126,24 +154,44 @@ export async function ingestInboxObject(table: Table, bucket: string, key: strin
   const source = { bucket, key: read.key, etag };
   const sourceId = objectSource(read.key, etag);
   if ((await landedSources(table, [sourceId], { queued: to.settings.mode === 'queue' })).size > 0) {
-    log().info('a duplicate event of an inbox file that has landed already was ignored', { table: table.name, key: read.key, etag });
+    log().info('a duplicate event of an inbox file that has landed already was ignored', {
+      table: table.name,
+      key: read.key,
+      etag,
+    });
     // Its first ingestion may have stopped between landing and the delete.
-    return { key, skipped: 'duplicate', rows: 0, rejected: 0, deleted: await deleteInboxObject(table.store as S3Store, bucket, read.key, etag) };
+    return {
+      key,
+      skipped: 'duplicate',
+      rows: 0,
+      rejected: 0,
+      deleted: await deleteInboxObject(table.store as S3Store, bucket, read.key, etag),
+    };
   }
   const parsed = parsedInboxChunks(table, bucket, read, etag, format);
   let landed: Landed;
   try {
     // The identifier (key and etag) keeps a retried event to one commit.
-    landed = await landRowChunks(table, parsed.chunks, landOptions(table, to.settings, to.commitUser, objectCommitIdentifier(read.key, etag), [sourceId]));
+    landed = await landRowChunks(
+      table,
+      parsed.chunks,
+      landOptions(table, to.settings, to.commitUser, objectCommitIdentifier(read.key, etag), [sourceId]),
+    );
   } catch (e) {
     if (!parsed.isParseError(e)) throw e;
     const reason = `${key} cannot be read as ${format}: ${(e as Error).message}`;
-    await sendRejects(to.rejectsQueueUrl, table.name, [{ source, line: e instanceof RecordValidationError ? (e.line ?? 0) : 0, reason, raw: key }]);
+    await sendRejects(to.rejectsQueueUrl, table.name, [
+      { source, line: e instanceof RecordValidationError ? (e.line ?? 0) : 0, reason, raw: key },
+    ]);
     return { key, rows: 0, rejected: 1 };
   }
   // After the commit (or hand-off): a retried event re-sends its rejects at worst, never loses them.
   const { rejected } = parsed;
-  await sendRejects(to.rejectsQueueUrl, table.name, rejected.map((r) => ({ source, line: r.line, reason: r.reason, raw: r.raw })));
+  await sendRejects(
+    to.rejectsQueueUrl,
+    table.name,
+    rejected.map((r) => ({ source, line: r.line, reason: r.reason, raw: r.raw })),
+  );
   // Every row committed or queued, every invalid one in the rejects queue with its text.
   const deleted = await deleteInboxObject(table.store as S3Store, bucket, read.key, etag);
   return { key, rows: landed.rows, rejected: rejected.length, landed, deleted };
@@ -164,7 +212,13 @@ interface ParsedInbox {
  * Parquet, a Parquet column of a type the table cannot take): the file is the reject, and the
  * files written so far are never committed (orphan cleanup removes them).
  */
-function parsedInboxChunks(table: Table, bucket: string, read: Extract<InboxRead, { body: unknown }>, etag: string, format: InputFormat): ParsedInbox {
+function parsedInboxChunks(
+  table: Table,
+  bucket: string,
+  read: Extract<InboxRead, { body: unknown }>,
+  etag: string,
+  format: InputFormat,
+): ParsedInbox {
   let readError: { error: unknown } | undefined;
   const body = (async function* () {
     try {
@@ -176,9 +230,18 @@ function parsedInboxChunks(table: Table, bucket: string, read: Extract<InboxRead
   })();
   // Parquet is read by range (the footer, then row group by row group), at the etag read: memory
   // holds a row group, not the file. A failed ranged GET is a read error, as a failed body is.
-  const input = format === 'parquet' && read.size !== undefined
-    ? rangedInboxObject(table.store as S3Store, bucket, read.key, etag, read.size, read.body, (e) => (readError = { error: e }))
-    : body;
+  const input =
+    format === 'parquet' && read.size !== undefined
+      ? rangedInboxObject(
+          table.store as S3Store,
+          bucket,
+          read.key,
+          etag,
+          read.size,
+          read.body,
+          (e) => (readError = { error: e }),
+        )
+      : body;
   const rejected: RejectedRecord[] = [];
   let parseError: { error: unknown } | undefined;
   const chunks = (async function* () {
@@ -215,7 +278,14 @@ function rangedInboxObject(
     async read(start, end) {
       if (end <= start) return new Uint8Array(0);
       try {
-        const r = await store.client.send(new GetObjectCommand({ Bucket: bucket, Key: key, Range: `bytes=${start}-${end - 1}`, IfMatch: `"${etag.replace(/"/g, '')}"` }));
+        const r = await store.client.send(
+          new GetObjectCommand({
+            Bucket: bucket,
+            Key: key,
+            Range: `bytes=${start}-${end - 1}`,
+            IfMatch: `"${etag.replace(/"/g, '')}"`,
+          }),
+        );
         return r.Body ? await r.Body.transformToByteArray() : new Uint8Array(0);
       } catch (e) {
         onError(e);
@@ -228,7 +298,10 @@ function rangedInboxObject(
 /** An EventBridge `Object Created` event of S3, as far as the inbox reads it. */
 const ObjectCreatedEventSchema = v.looseObject({
   'detail-type': v.literal('Object Created'),
-  detail: v.looseObject({ bucket: v.looseObject({ name: v.string() }), object: v.looseObject({ key: v.string(), etag: v.optional(v.unknown()) }) }),
+  detail: v.looseObject({
+    bucket: v.looseObject({ name: v.string() }),
+    object: v.looseObject({ key: v.string(), etag: v.optional(v.unknown()) }),
+  }),
 });
 
 /** The `Object Created` event a message body holds (an inbox event moved back from the ingest DLQ by `varve redrive`), if it is one. */

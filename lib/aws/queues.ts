@@ -44,12 +44,17 @@ export async function sendCompactionJobs(queueUrl: string, jobs: readonly Compac
           Id: String(k),
           MessageBody: encodeCompactionJob(j),
           MessageGroupId: compactionGroupId(j.table, j.partition, j.bucket),
-          MessageDeduplicationId: queueId(`${j.table}/${j.partition}/${j.bucket}/${j.full ? 'full' : 'due'}/${j.snapshotId}`),
+          MessageDeduplicationId: queueId(
+            `${j.table}/${j.partition}/${j.bucket}/${j.full ? 'full' : 'due'}/${j.snapshotId}`,
+          ),
         })),
       }),
     );
     if (r.Failed?.length) {
-      throw new QueueRequestError(`SQS refused ${r.Failed.length} compaction jobs: ${r.Failed.map((f) => `${f.Code}: ${f.Message}`).join('; ')}`, r.Failed);
+      throw new QueueRequestError(
+        `SQS refused ${r.Failed.length} compaction jobs: ${r.Failed.map((f) => `${f.Code}: ${f.Message}`).join('; ')}`,
+        r.Failed,
+      );
     }
   }
 }

@@ -60,7 +60,11 @@ function messageOf(table: string, r: Reject, now: string): RejectMessage {
  * Sends rejects to `queueUrl`; throws when SQS refuses any (the caller retries its input). Without
  * a queue the rejects are logged as errors, never dropped silently.
  */
-export async function sendRejects(queueUrl: string | undefined, table: string, rejects: readonly Reject[]): Promise<void> {
+export async function sendRejects(
+  queueUrl: string | undefined,
+  table: string,
+  rejects: readonly Reject[],
+): Promise<void> {
   if (rejects.length === 0) return;
   const now = new Date().toISOString();
   const messages = rejects.map((r) => messageOf(table, r, now));
@@ -74,10 +78,16 @@ export async function sendRejects(queueUrl: string | undefined, table: string, r
   const flush = async () => {
     if (chunk.length === 0) return;
     const r = await sqsClient().send(
-      new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: chunk.map((b, i) => ({ Id: String(i), MessageBody: b })) }),
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: chunk.map((b, i) => ({ Id: String(i), MessageBody: b })),
+      }),
     );
     if (r.Failed?.length) {
-      throw new QueueRequestError(`SQS refused ${r.Failed.length} rejected records: ${r.Failed.map((f) => `${f.Code}: ${f.Message}`).join('; ')}`, r.Failed);
+      throw new QueueRequestError(
+        `SQS refused ${r.Failed.length} rejected records: ${r.Failed.map((f) => `${f.Code}: ${f.Message}`).join('; ')}`,
+        r.Failed,
+      );
     }
     chunk = [];
     bytes = 0;

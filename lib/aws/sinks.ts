@@ -42,7 +42,12 @@ export function awsTableSink(target: Table, settings: WriterSettings): StreamSin
       if (batch.data.numRows === 0) return;
       const source = batch.table;
       const { rows, kinds } = rowsForTarget(target, batch);
-      await landRows(target, rows, kinds, landOptions(target, settings, `stream:${source.name}:${batch.consumerId}`, batch.splitId));
+      await landRows(
+        target,
+        rows,
+        kinds,
+        landOptions(target, settings, `stream:${source.name}:${batch.consumerId}`, batch.splitId),
+      );
     },
   };
 }
@@ -75,7 +80,9 @@ export function eventBridgeSink(bus: string): StreamSink {
       const fields = batch.table.schema.fields;
       const entries: PutEventsRequestEntry[] = changesOf(batch).map((c, index) => {
         const row: Record<string, unknown> = {};
-        for (const f of fields) row[f.name] = c.row[f.name] === null || c.row[f.name] === undefined ? null : toDisplayValue(f.type, c.row[f.name]);
+        for (const f of fields)
+          row[f.name] =
+            c.row[f.name] === null || c.row[f.name] === undefined ? null : toDisplayValue(f.type, c.row[f.name]);
         const detail: RowChangedDetail = {
           table: batch.table.name,
           consumer: batch.consumerId,
@@ -87,7 +94,12 @@ export function eventBridgeSink(bus: string): StreamSink {
           bucket: c.bucket,
           row,
         };
-        return { EventBusName: bus, Source: VARVE_EVENT_SOURCE, DetailType: ROW_CHANGED, Detail: JSON.stringify(detail) };
+        return {
+          EventBusName: bus,
+          Source: VARVE_EVENT_SOURCE,
+          DetailType: ROW_CHANGED,
+          Detail: JSON.stringify(detail),
+        };
       });
       let call: PutEventsRequestEntry[] = [];
       let bytes = 0;
@@ -96,10 +108,13 @@ export function eventBridgeSink(bus: string): StreamSink {
         const r = await eventBridgeClient().send(new PutEventsCommand({ Entries: call }));
         if (r.FailedEntryCount) {
           const e = r.Entries?.find((x) => x.ErrorCode);
-          throw new VarveError(`EventBridge refused ${r.FailedEntryCount} Row Changed events of split ${batch.splitId} (${e?.ErrorCode}: ${e?.ErrorMessage}); the split will be retried`, {
-            kind: 'unavailable',
-            retryable: true,
-          });
+          throw new VarveError(
+            `EventBridge refused ${r.FailedEntryCount} Row Changed events of split ${batch.splitId} (${e?.ErrorCode}: ${e?.ErrorMessage}); the split will be retried`,
+            {
+              kind: 'unavailable',
+              retryable: true,
+            },
+          );
         }
         call = [];
         bytes = 0;

@@ -54,7 +54,8 @@ export async function openTable(env: Env, who: string, name?: string): Promise<T
  */
 const FUNCTION_COMMIT_HOOKS: CommitHooks = {
   beforeCommit: async (table, commit) => {
-    if (commit.action === 'append' && !compactionSettingsOf(table).writeOnly) await beforeAppendCommit(table, commit.touched);
+    if (commit.action === 'append' && !compactionSettingsOf(table).writeOnly)
+      await beforeAppendCommit(table, commit.touched);
   },
   afterCommit: async () => {},
 };

@@ -27,7 +27,12 @@ export type MetricUnitName = (typeof UNIT)[keyof typeof UNIT];
 export interface Telemetry {
   log: AwsLog;
   /** One data point with exactly `dimensions`. */
-  metric(name: (typeof METRIC)[keyof typeof METRIC], unit: MetricUnitName, value: number, dimensions: Record<string, string>): void;
+  metric(
+    name: (typeof METRIC)[keyof typeof METRIC],
+    unit: MetricUnitName,
+    value: number,
+    dimensions: Record<string, string>,
+  ): void;
 }
 
 const line =
@@ -50,6 +55,11 @@ export function log(): AwsLog {
 }
 
 /** Emits one data point with exactly `dimensions` through the installed metrics. */
-export function emitMetric(name: (typeof METRIC)[keyof typeof METRIC], unit: MetricUnitName, value: number, dimensions: Record<string, string>): void {
+export function emitMetric(
+  name: (typeof METRIC)[keyof typeof METRIC],
+  unit: MetricUnitName,
+  value: number,
+  dimensions: Record<string, string>,
+): void {
   current.metric(name, unit, value, dimensions);
 }

@@ -126,7 +126,9 @@ export class DynamoCatalog implements Catalog {
           TableName: this.tableName,
           ProjectionExpression: '#n',
           ExpressionAttributeNames: { '#n': 'name' },
-          ...(database ? { FilterExpression: 'begins_with(#n, :db)', ExpressionAttributeValues: { ':db': { S: `${database}.` } } } : {}),
+          ...(database
+            ? { FilterExpression: 'begins_with(#n, :db)', ExpressionAttributeValues: { ':db': { S: `${database}.` } } }
+            : {}),
           ExclusiveStartKey: start,
           ConsistentRead: true,
         }),
@@ -147,7 +149,10 @@ export class DynamoCatalog implements Catalog {
     for (const o of await listAll(this.store, `${item.location}/schema/`)) await this.store.delete(o.key);
     await this.deleteItem(full);
     const rest = await listAll(this.store, `${item.location}/`);
-    await runLimited(rest.map((o) => () => this.store.delete(o.key)), 16);
+    await runLimited(
+      rest.map((o) => () => this.store.delete(o.key)),
+      16,
+    );
   }
 
   private async getItem(name: string): Promise<CatalogItem | undefined> {
@@ -198,7 +203,9 @@ function fromAttributes(a: Record<string, AttributeValue>): CatalogItem {
   const name = a.name?.S;
   const location = a.location?.S;
   if (!name || !location) {
-    throw new CorruptMetadataError(`a catalog item has no name or location (${JSON.stringify(a).slice(0, 200)}); fix or delete it in DynamoDB`);
+    throw new CorruptMetadataError(
+      `a catalog item has no name or location (${JSON.stringify(a).slice(0, 200)}); fix or delete it in DynamoDB`,
+    );
   }
   return { name, database: a.database?.S ?? name.split('.')[0], location, createdAt: Number(a.createdAt?.N ?? 0) };
 }

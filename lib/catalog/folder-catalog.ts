@@ -72,6 +72,9 @@ export class FolderCatalog implements Catalog {
     for (const o of schemaFiles) await this.store.delete(o.key);
     await this.store.delete(`${REGISTRY}${full}`);
     const rest = await listAll(this.store, `${path}/`);
-    await runLimited(rest.map((o) => () => this.store.delete(o.key)), 16);
+    await runLimited(
+      rest.map((o) => () => this.store.delete(o.key)),
+      16,
+    );
   }
 }

@@ -103,7 +103,10 @@ export function buildProgram(out: (text: string) => void = (t) => process.stdout
 }
 
 /** Runs the CLI with `argv` (user arguments only) and returns the exit code. */
-export async function runCli(argv: string[], io: { out?: (t: string) => void; err?: (t: string) => void } = {}): Promise<number> {
+export async function runCli(
+  argv: string[],
+  io: { out?: (t: string) => void; err?: (t: string) => void } = {},
+): Promise<number> {
   const err = io.err ?? ((t: string) => process.stderr.write(t));
   const out = io.out ?? stdoutOutput();
   const program = buildProgram(out);

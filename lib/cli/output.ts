@@ -94,8 +94,13 @@ export class RecordPrinter {
     const { columns, sample, sampleRecords } = this;
     // A loop, not Math.max(...cells): spreading a column of 100k+ cells overflows the stack.
     this.widths = columns.map((c) => displayWidth(c));
-    for (const row of sample) for (let i = 0; i < row.length; i++) this.widths[i] = Math.max(this.widths[i], displayWidth(row[i]));
-    this.numeric = columns.map((c) => sampleRecords.length > 0 && sampleRecords.every((r) => r[c] === null || r[c] === undefined || typeof r[c] === 'number'));
+    for (const row of sample)
+      for (let i = 0; i < row.length; i++) this.widths[i] = Math.max(this.widths[i], displayWidth(row[i]));
+    this.numeric = columns.map(
+      (c) =>
+        sampleRecords.length > 0 &&
+        sampleRecords.every((r) => r[c] === null || r[c] === undefined || typeof r[c] === 'number'),
+    );
     let text = this.line(columns) + '\n' + this.widths.map((w) => '-'.repeat(w)).join('  ') + '\n';
     for (const row of sample) text += this.line(row) + '\n';
     this.sample = [];
@@ -104,7 +109,10 @@ export class RecordPrinter {
   }
 
   private line(row: string[]): string {
-    return row.map((cell, i) => pad(cell, this.widths[i], this.numeric[i])).join('  ').trimEnd();
+    return row
+      .map((cell, i) => pad(cell, this.widths[i], this.numeric[i]))
+      .join('  ')
+      .trimEnd();
   }
 }
 

@@ -80,7 +80,12 @@ class CommitSignal {
 }
 
 /** A tail that keeps no state: a StreamScan pulled snapshot by snapshot, woken by commits. */
-export async function tailWithoutConsumer(table: Table, stream: StreamOptions, opts: TailOptions, out: Out): Promise<void> {
+export async function tailWithoutConsumer(
+  table: Table,
+  stream: StreamOptions,
+  opts: TailOptions,
+  out: Out,
+): Promise<void> {
   const scan = new StreamScan(table, stream);
   const tail = new StatelessTail(table, opts, out);
   const signal = new CommitSignal(table);
@@ -126,7 +131,16 @@ class StatelessTail {
     this.printEvents(plan);
     for (const split of plan.splits) {
       const data = this.filter(current, await readSplit(current, split));
-      const batch = { table: current, consumerId: '', snapshotId: split.snapshotId, partition: split.partition, bucket: split.bucket, kind: split.kind, data, splitId: '' };
+      const batch = {
+        table: current,
+        consumerId: '',
+        snapshotId: split.snapshotId,
+        partition: split.partition,
+        bucket: split.bucket,
+        kind: split.kind,
+        data,
+        splitId: '',
+      };
       let lines = changesOf(batch).map((c) => changeToJsonLine(current, c));
       if (this.opts.maxChanges !== undefined) lines = lines.slice(0, this.opts.maxChanges - this.printed);
       if (lines.length > 0) {
@@ -150,12 +164,18 @@ class StatelessTail {
     }
     if (plan.skipped) {
       const { from, to } = plan.skipped;
-      out(`${JSON.stringify({ snapshot: plan.snapshot.id, event: 'snapshots-skipped', from, to: to - 1, warning: `snapshots ${from}..${to - 1} expired before this stream read them (--on-expired skip-to-earliest): their changes are lost to it` })}\n`);
-      opts.status?.(`varve: snapshots ${from}..${to - 1} expired before this stream read them: their changes are lost to it (--on-expired skip-to-earliest)\n`);
+      out(
+        `${JSON.stringify({ snapshot: plan.snapshot.id, event: 'snapshots-skipped', from, to: to - 1, warning: `snapshots ${from}..${to - 1} expired before this stream read them (--on-expired skip-to-earliest): their changes are lost to it` })}\n`,
+      );
+      opts.status?.(
+        `varve: snapshots ${from}..${to - 1} expired before this stream read them: their changes are lost to it (--on-expired skip-to-earliest)\n`,
+      );
       this.lastChange = Date.now();
     }
     if (plan.overwriteSkipped) {
-      out(`${JSON.stringify({ snapshot: plan.snapshot.id, event: 'overwrite-skipped', warning: 'an OVERWRITE snapshot (write --overwrite, truncate, drop-partition, rollback) replaced rows; its changes are not streamed: read the table again for its new state' })}\n`);
+      out(
+        `${JSON.stringify({ snapshot: plan.snapshot.id, event: 'overwrite-skipped', warning: 'an OVERWRITE snapshot (write --overwrite, truncate, drop-partition, rollback) replaced rows; its changes are not streamed: read the table again for its new state' })}\n`,
+      );
       this.lastChange = Date.now();
     }
   }
@@ -164,13 +184,20 @@ class StatelessTail {
   private filter(t: Table, data: arrow.Table): arrow.Table {
     const where = this.opts.where;
     if (where === undefined) return data;
-    if (this.predicate?.schemaId !== t.schema.id) this.predicate = { schemaId: t.schema.id, p: parsePredicate(where, t.schema.fields) };
+    if (this.predicate?.schemaId !== t.schema.id)
+      this.predicate = { schemaId: t.schema.id, p: parsePredicate(where, t.schema.fields) };
     return filterTable(data, this.predicate.p, t.schema.fields);
   }
 }
 
 /** A tail through the local runtime: discovery, the split queue and a reader, progress in the consumer file. */
-export async function tailWithConsumer(table: Table, consumerId: string, stream: StreamOptions, opts: TailOptions, out: Out): Promise<void> {
+export async function tailWithConsumer(
+  table: Table,
+  consumerId: string,
+  stream: StreamOptions,
+  opts: TailOptions,
+  out: Out,
+): Promise<void> {
   let lastChange = Date.now();
   const runtime = new LocalRuntime({ discoveryIntervalMs: TAIL_POLL_MS, compactionIntervalMs: 0, expiryIntervalMs: 0 });
   const lines = jsonlSink((text) => {

@@ -9,15 +9,15 @@ import type { WriteJobProgress } from '../table/write-job.js';
 export function writeProgress(size: number | undefined): WriteJobProgress {
   if (!process.stderr.isTTY) return { update() {}, stop() {} };
   const started = Date.now();
-  const bar = new SingleBar(
-    {
-      stream: process.stderr,
-      format: size ? ' {bar} {percentage}% | {mb}/{totalMb} MB | {rows} rows | {rate} rows/s' : ' {mb} MB | {rows} rows | {rate} rows/s',
-      hideCursor: true,
-      clearOnComplete: true,
-      etaBuffer: 50,
-    },
-  );
+  const bar = new SingleBar({
+    stream: process.stderr,
+    format: size
+      ? ' {bar} {percentage}% | {mb}/{totalMb} MB | {rows} rows | {rate} rows/s'
+      : ' {mb} MB | {rows} rows | {rate} rows/s',
+    hideCursor: true,
+    clearOnComplete: true,
+    etaBuffer: 50,
+  });
   const mb = (b: number) => (b / 1e6).toFixed(1);
   bar.start(size ?? 1, 0, { mb: '0.0', totalMb: size ? mb(size) : '?', rows: 0, rate: 0 });
   return {

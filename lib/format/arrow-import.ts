@@ -86,7 +86,12 @@ const FLAG_NULLABLE = 2n;
  * not flat (see the header) so the caller decodes the batch another way. Nothing in wasm is
  * called in between, so `memory` cannot grow (and move) while it is read.
  */
-export function importWasmBatch(memory: ArrayBuffer, arrayAddr: number, schemaAddr: number, into: BatchMemory): arrow.Table | undefined {
+export function importWasmBatch(
+  memory: ArrayBuffer,
+  arrayAddr: number,
+  schemaAddr: number,
+  into: BatchMemory,
+): arrow.Table | undefined {
   const view = new DataView(memory);
   const top = readSchema(view, schemaAddr);
   if (top === undefined || top.format !== '+s' || top.dictionary !== 0) return undefined;
@@ -154,7 +159,14 @@ function planColumn(view: DataView, addr: number, field: arrow.Field, rows: numb
   const offset = int64(view, addr + 16);
   const nBuffers = int64(view, addr + 24);
   const buffers = view.getUint32(addr + 40, true);
-  if (length !== rows || nullCount < 0 || offset < 0 || int64(view, addr + 32) !== 0 || view.getUint32(addr + 48, true) !== 0) return undefined;
+  if (
+    length !== rows ||
+    nullCount < 0 ||
+    offset < 0 ||
+    int64(view, addr + 32) !== 0 ||
+    view.getUint32(addr + 48, true) !== 0
+  )
+    return undefined;
   const type = field.type;
   const end = offset + length;
   const buffer = (i: number): number => view.getUint32(buffers + 4 * i, true);
@@ -191,32 +203,58 @@ function byteWidth(type: arrow.DataType): number | undefined {
   return undefined;
 }
 
-const TIME_UNITS: Record<string, arrow.TimeUnit> = { s: arrow.TimeUnit.SECOND, m: arrow.TimeUnit.MILLISECOND, u: arrow.TimeUnit.MICROSECOND, n: arrow.TimeUnit.NANOSECOND };
+const TIME_UNITS: Record<string, arrow.TimeUnit> = {
+  s: arrow.TimeUnit.SECOND,
+  m: arrow.TimeUnit.MILLISECOND,
+  u: arrow.TimeUnit.MICROSECOND,
+  n: arrow.TimeUnit.NANOSECOND,
+};
 
 /** The Arrow type of a flat C Data format string, or undefined (nested, large, unknown). */
 function flatType(format: string): arrow.DataType | undefined {
   switch (format) {
-    case 'n': return new arrow.Null();
-    case 'b': return new arrow.Bool();
-    case 'c': return new arrow.Int8();
-    case 'C': return new arrow.Uint8();
-    case 's': return new arrow.Int16();
-    case 'S': return new arrow.Uint16();
-    case 'i': return new arrow.Int32();
-    case 'I': return new arrow.Uint32();
-    case 'l': return new arrow.Int64();
-    case 'L': return new arrow.Uint64();
-    case 'e': return new arrow.Float16();
-    case 'f': return new arrow.Float32();
-    case 'g': return new arrow.Float64();
-    case 'z': return new arrow.Binary();
-    case 'u': return new arrow.Utf8();
-    case 'tdD': return new arrow.DateDay();
-    case 'tdm': return new arrow.DateMillisecond();
-    case 'tts': return new arrow.TimeSecond();
-    case 'ttm': return new arrow.TimeMillisecond();
-    case 'ttu': return new arrow.TimeMicrosecond();
-    case 'ttn': return new arrow.TimeNanosecond();
+    case 'n':
+      return new arrow.Null();
+    case 'b':
+      return new arrow.Bool();
+    case 'c':
+      return new arrow.Int8();
+    case 'C':
+      return new arrow.Uint8();
+    case 's':
+      return new arrow.Int16();
+    case 'S':
+      return new arrow.Uint16();
+    case 'i':
+      return new arrow.Int32();
+    case 'I':
+      return new arrow.Uint32();
+    case 'l':
+      return new arrow.Int64();
+    case 'L':
+      return new arrow.Uint64();
+    case 'e':
+      return new arrow.Float16();
+    case 'f':
+      return new arrow.Float32();
+    case 'g':
+      return new arrow.Float64();
+    case 'z':
+      return new arrow.Binary();
+    case 'u':
+      return new arrow.Utf8();
+    case 'tdD':
+      return new arrow.DateDay();
+    case 'tdm':
+      return new arrow.DateMillisecond();
+    case 'tts':
+      return new arrow.TimeSecond();
+    case 'ttm':
+      return new arrow.TimeMillisecond();
+    case 'ttu':
+      return new arrow.TimeMicrosecond();
+    case 'ttn':
+      return new arrow.TimeNanosecond();
   }
   const ts = /^ts([smun]):(.*)$/.exec(format);
   if (ts) return new arrow.Timestamp(TIME_UNITS[ts[1]], ts[2] === '' ? null : ts[2]);

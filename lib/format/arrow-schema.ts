@@ -115,7 +115,15 @@ export function fromArrowType(t: arrow.DataType, nullable: boolean, column = '?'
 /** The Arrow field of a table column: its name, type, nullability and field id (varve's and Parquet's). */
 export function toArrowField(f: DataField): arrow.Field {
   const id = String(f.id);
-  return new arrow.Field(f.name, toArrowType(f.type), f.type.nullable, new Map([[FIELD_ID_KEY, id], [PARQUET_FIELD_ID_KEY, id]]));
+  return new arrow.Field(
+    f.name,
+    toArrowType(f.type),
+    f.type.nullable,
+    new Map([
+      [FIELD_ID_KEY, id],
+      [PARQUET_FIELD_ID_KEY, id],
+    ]),
+  );
 }
 
 /** The Arrow schema of a table's columns, in schema order (no system columns). */

@@ -56,9 +56,14 @@ export function packTable(t: arrow.Table): { packed: PackedTable; transfer: Arra
  * The table's layout with each buffer put where `place` puts it (undefined: no buffer); `plain`
  * says why a dictionary-encoded column is refused.
  */
-function packBuffers(t: arrow.Table, place: (v: ArrayBufferView | undefined) => ArrayBufferView | undefined, plain: string): PackedTable {
+function packBuffers(
+  t: arrow.Table,
+  place: (v: ArrayBufferView | undefined) => ArrayBufferView | undefined,
+  plain: string,
+): PackedTable {
   const pack = (d: arrow.Data): PackedData => {
-    if (d.dictionary !== undefined) throw new SchemaMismatchError(`column of type ${String(d.type)} is dictionary-encoded; ${plain}`);
+    if (d.dictionary !== undefined)
+      throw new SchemaMismatchError(`column of type ${String(d.type)} is dictionary-encoded; ${plain}`);
     return {
       length: d.length,
       offset: d.offset,
@@ -87,10 +92,12 @@ export function shareTable(t: arrow.Table): PackedTable {
     f(d.typeIds as ArrayBufferView | undefined);
     for (const c of d.children) visit(c, f);
   };
-  const unshared = (v: ArrayBufferView | undefined): v is ArrayBufferView => v !== undefined && v !== null && v.byteLength > 0 && !(v.buffer instanceof SharedArrayBuffer);
+  const unshared = (v: ArrayBufferView | undefined): v is ArrayBufferView =>
+    v !== undefined && v !== null && v.byteLength > 0 && !(v.buffer instanceof SharedArrayBuffer);
   // One region for every buffer that is not shared yet, each at an 8-byte aligned offset.
   let size = 0;
-  for (const b of t.batches) for (const d of b.data.children) visit(d, (v) => unshared(v) && (size += align8(v.byteLength)));
+  for (const b of t.batches)
+    for (const d of b.data.children) visit(d, (v) => unshared(v) && (size += align8(v.byteLength)));
   const region = new SharedArrayBuffer(size);
   let at = 0;
   const share = (v: ArrayBufferView | undefined): ArrayBufferView | undefined => {
@@ -112,7 +119,10 @@ function align8(n: number): number {
 export function unpackTable(p: PackedTable, schema: arrow.Schema): arrow.Table {
   const unpack = (d: PackedData, type: arrow.DataType): arrow.Data => {
     const childTypes = (type.children ?? []) as arrow.Field[];
-    if (childTypes.length !== d.children.length) throw new SchemaMismatchError(`a transferred column of type ${String(type)} has ${d.children.length} children, expected ${childTypes.length}`);
+    if (childTypes.length !== d.children.length)
+      throw new SchemaMismatchError(
+        `a transferred column of type ${String(type)} has ${d.children.length} children, expected ${childTypes.length}`,
+      );
     return arrow.makeData({
       type,
       length: d.length,
@@ -126,7 +136,10 @@ export function unpackTable(p: PackedTable, schema: arrow.Schema): arrow.Table {
     } as never) as arrow.Data;
   };
   const batches = p.batches.map((b) => {
-    if (b.columns.length !== schema.fields.length) throw new SchemaMismatchError(`a transferred batch has ${b.columns.length} columns, the schema ${schema.fields.length}`);
+    if (b.columns.length !== schema.fields.length)
+      throw new SchemaMismatchError(
+        `a transferred batch has ${b.columns.length} columns, the schema ${schema.fields.length}`,
+      );
     return tableFromColumns(
       schema,
       b.columns.map((c, i) => unpack(c, schema.fields[i].type)),
@@ -138,7 +151,10 @@ export function unpackTable(p: PackedTable, schema: arrow.Schema): arrow.Table {
 
 /** A view of the same kind as `v` over `region` from `byteOffset`. */
 function retype(v: ArrayBufferView, region: ArrayBufferLike, byteOffset: number): ArrayBufferView {
-  const Kind = v.constructor as { new (b: ArrayBufferLike, o: number, n: number): ArrayBufferView; BYTES_PER_ELEMENT?: number };
+  const Kind = v.constructor as {
+    new (b: ArrayBufferLike, o: number, n: number): ArrayBufferView;
+    BYTES_PER_ELEMENT?: number;
+  };
   const per = Kind.BYTES_PER_ELEMENT ?? 1;
   return new Kind(region, byteOffset, v.byteLength / per);
 }

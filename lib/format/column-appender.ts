@@ -54,7 +54,11 @@ export class ColumnAppender {
     if (this.length === this.capacity) this.grow(this.capacity * 2);
     const i = this.length++;
     if (v === null) {
-      if (!this.field.type.nullable) throw new SchemaMismatchError(`column ${this.field.name}, row ${i}: expected a value: ${this.field.name} is NOT NULL, got null`, this.field.name);
+      if (!this.field.type.nullable)
+        throw new SchemaMismatchError(
+          `column ${this.field.name}, row ${i}: expected a value: ${this.field.name} is NOT NULL, got null`,
+          this.field.name,
+        );
       this.nulls++;
       if (this.root === 'STRING' || this.root === 'BYTES') this.offsets[i + 1] = this.pos;
       return;
@@ -95,7 +99,14 @@ export class ColumnAppender {
     const validity = this.validity.slice(0, (n + 7) >> 3);
     let data: arrow.Data;
     if (this.root === 'STRING' || this.root === 'BYTES') {
-      data = makeColumn(this.type, n, this.bytes.slice(0, this.pos), validity, this.nulls, this.offsets.slice(0, n + 1));
+      data = makeColumn(
+        this.type,
+        n,
+        this.bytes.slice(0, this.pos),
+        validity,
+        this.nulls,
+        this.offsets.slice(0, n + 1),
+      );
     } else if (this.root === 'BOOLEAN') {
       data = makeColumn(this.type, n, (this.fixed as Uint8Array).slice(0, (n + 7) >> 3), validity, this.nulls);
     } else {

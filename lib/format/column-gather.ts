@@ -5,7 +5,16 @@
  */
 import type * as arrow from 'apache-arrow';
 import { InvalidArgumentError } from '../errors.js';
-import { allocValues, layoutOf, makeColumn, MAX_VAR_BYTES, ownMemory, validityOf, wordView, type Allocate } from './column-layout.js';
+import {
+  allocValues,
+  layoutOf,
+  makeColumn,
+  MAX_VAR_BYTES,
+  ownMemory,
+  validityOf,
+  wordView,
+  type Allocate,
+} from './column-layout.js';
 
 /**
  * Gathers one column from `chunks` (one Data per source) into a new Data of `row.length` rows,
@@ -26,11 +35,25 @@ export function gatherColumn(
   let nullCount = 0;
   if (bitmaps.some((b) => b !== null)) {
     validity = new Uint8Array(alloc((n + 7) >> 3));
-    nullCount = n - gatherBits(bitmaps, chunks.map((d) => d.offset), source, row, validity);
+    nullCount =
+      n -
+      gatherBits(
+        bitmaps,
+        chunks.map((d) => d.offset),
+        source,
+        row,
+        validity,
+      );
   }
   if (layout.kind === 'bool') {
     const values = new Uint8Array(alloc((n + 7) >> 3));
-    gatherBits(chunks.map((d) => d.values as Uint8Array), chunks.map((d) => d.offset), source, row, values);
+    gatherBits(
+      chunks.map((d) => d.values as Uint8Array),
+      chunks.map((d) => d.offset),
+      source,
+      row,
+      values,
+    );
     return makeColumn(type, n, values, validity, nullCount);
   }
   if (layout.kind === 'var') {
@@ -39,9 +62,28 @@ export function gatherColumn(
   }
   const values = allocValues(type, layout, n, alloc);
   const w = layout.width;
-  if (w === 1) gather8(chunks.map((d) => wordView(d.values, 1) as Uint8Array), source, row, wordView(values, 1) as Uint8Array);
-  else if (w === 2) gather16(chunks.map((d) => wordView(d.values, 2) as Uint16Array), source, row, wordView(values, 2) as Uint16Array);
-  else gather32(chunks.map((d) => wordView(d.values, w) as Int32Array), w >> 2, source, row, wordView(values, w) as Int32Array);
+  if (w === 1)
+    gather8(
+      chunks.map((d) => wordView(d.values, 1) as Uint8Array),
+      source,
+      row,
+      wordView(values, 1) as Uint8Array,
+    );
+  else if (w === 2)
+    gather16(
+      chunks.map((d) => wordView(d.values, 2) as Uint16Array),
+      source,
+      row,
+      wordView(values, 2) as Uint16Array,
+    );
+  else
+    gather32(
+      chunks.map((d) => wordView(d.values, w) as Int32Array),
+      w >> 2,
+      source,
+      row,
+      wordView(values, w) as Int32Array,
+    );
   return makeColumn(type, n, values, validity, nullCount);
 }
 
@@ -99,7 +141,13 @@ function gather16(src: Uint16Array[], source: Uint16Array | null, row: Uint32Arr
 }
 
 /** Gathers rows of `words` 32-bit words each (1: 4-byte types, 2: 8-byte, 4: Decimal128). */
-function gather32(src: Int32Array[], words: number, source: Uint16Array | null, row: Uint32Array, out: Int32Array): void {
+function gather32(
+  src: Int32Array[],
+  words: number,
+  source: Uint16Array | null,
+  row: Uint32Array,
+  out: Int32Array,
+): void {
   const n = row.length;
   if (words === 1) {
     if (source === null) {
@@ -190,7 +238,13 @@ function copyRuns(v: Uint8Array, starts: Int32Array, offsets: Int32Array, out: U
 }
 
 /** copyRuns over several sources: value i comes from `v[source[i]]`. */
-function copySourceRuns(v: Uint8Array[], source: Uint16Array, starts: Int32Array, offsets: Int32Array, out: Uint8Array): void {
+function copySourceRuns(
+  v: Uint8Array[],
+  source: Uint16Array,
+  starts: Int32Array,
+  offsets: Int32Array,
+  out: Uint8Array,
+): void {
   const n = starts.length;
   for (let i = 0; i < n; i++) {
     const b = v[source[i]];

@@ -42,10 +42,18 @@ export const ownMemory: Allocate = (bytes) => new ArrayBuffer(bytes);
 export const sharedMemory: Allocate = (bytes) => new SharedArrayBuffer(bytes);
 
 /** A fresh, zeroed values array of the type's own ArrayType for `n` rows (`n` bits for Bool). */
-export function allocValues(type: arrow.DataType, layout: ColumnLayout, n: number, alloc: Allocate = ownMemory): ArrayBufferView {
+export function allocValues(
+  type: arrow.DataType,
+  layout: ColumnLayout,
+  n: number,
+  alloc: Allocate = ownMemory,
+): ArrayBufferView {
   if (layout.kind === 'bool') return new Uint8Array(alloc((n + 7) >> 3));
   if (layout.kind === 'var') return new Uint8Array(alloc(n));
-  const ArrayType = type.ArrayType as unknown as { new (buffer: ArrayBufferLike): ArrayBufferView; BYTES_PER_ELEMENT: number };
+  const ArrayType = type.ArrayType as unknown as {
+    new (buffer: ArrayBufferLike): ArrayBufferView;
+    BYTES_PER_ELEMENT: number;
+  };
   return new ArrayType(alloc(n * layout.width));
 }
 
@@ -83,7 +91,14 @@ export function makeColumn(
 /** A zero-row column of the type. */
 export function emptyColumn(type: arrow.DataType, column: string): arrow.Data {
   const layout = layoutOf(type, column);
-  return makeColumn(type, 0, allocValues(type, layout, 0), null, 0, layout.kind === 'var' ? new Int32Array(1) : undefined);
+  return makeColumn(
+    type,
+    0,
+    allocValues(type, layout, 0),
+    null,
+    0,
+    layout.kind === 'var' ? new Int32Array(1) : undefined,
+  );
 }
 
 /** A table of one RecordBatch from per-column Data of `length` rows. */

@@ -37,7 +37,9 @@ export function rowsToTable(
     for (let i = 0; i < n; i++) {
       const s = sequence[i];
       if (!Number.isSafeInteger(s)) {
-        throw new InvalidArgumentError(`rowsToTable: row ${i} has sequence number ${s}; pass integers (a BigInt64Array for huge ones)`);
+        throw new InvalidArgumentError(
+          `rowsToTable: row ${i} has sequence number ${s}; pass integers (a BigInt64Array for huge ones)`,
+        );
       }
       seq[i] = BigInt(s);
     }
@@ -50,10 +52,7 @@ export function rowsToTable(
   }
   const kinds =
     kind instanceof Uint8Array ? new Int8Array(kind.buffer, kind.byteOffset, kind.length) : Int8Array.from(kind);
-  children.push(
-    makeColumn(new arrow.Int64(), n, seq, null, 0),
-    makeColumn(new arrow.Int8(), n, kinds, null, 0),
-  );
+  children.push(makeColumn(new arrow.Int64(), n, seq, null, 0), makeColumn(new arrow.Int8(), n, kinds, null, 0));
   return tableFromColumns(physicalArrowSchemaOf(fields), children, n);
 }
 
@@ -72,10 +71,16 @@ export function tableToRows(table: arrow.Table, fields: DataField[]): Row[] {
   for (const f of fields) {
     const vector = table.getChild(f.name);
     if (vector === null) {
-      throw new SchemaMismatchError(`column ${f.name} is not in the table (it has ${table.schema.names.join(', ')})`, f.name);
+      throw new SchemaMismatchError(
+        `column ${f.name} is not in the table (it has ${table.schema.names.join(', ')})`,
+        f.name,
+      );
     }
     if (!arrowTypesEqual(vector.type, toArrowType(f.type))) {
-      throw new SchemaMismatchError(`column ${f.name} is ${String(vector.type)} in the table but ${f.type.root} in the schema`, f.name);
+      throw new SchemaMismatchError(
+        `column ${f.name} is ${String(vector.type)} in the table but ${f.type.root} in the schema`,
+        f.name,
+      );
     }
     let base = 0;
     for (const d of vector.data) {
@@ -94,10 +99,13 @@ export function takeRows(table: arrow.Table, indices: Uint32Array, alloc: Alloca
   const flat = singleBatch(table);
   const n = flat.numRows;
   for (let i = 0; i < indices.length; i++) {
-    if (indices[i] >= n) throw new InvalidArgumentError(`takeRows: index ${indices[i]} at ${i} is out of range for ${n} rows`);
+    if (indices[i] >= n)
+      throw new InvalidArgumentError(`takeRows: index ${indices[i]} at ${i} is out of range for ${n} rows`);
   }
   const batch = flat.batches[0];
-  const children = flat.schema.fields.map((f, c) => gatherColumn(f.type, f.name, [batch.data.children[c]], null, indices, alloc));
+  const children = flat.schema.fields.map((f, c) =>
+    gatherColumn(f.type, f.name, [batch.data.children[c]], null, indices, alloc),
+  );
   return tableFromColumns(flat.schema, children, indices.length);
 }
 
@@ -108,7 +116,9 @@ export function takeRows(table: arrow.Table, indices: Uint32Array, alloc: Alloca
 export function gatherRows(sources: arrow.Table[], source: Uint16Array, row: Uint32Array): arrow.Table {
   if (sources.length === 0) throw new InvalidArgumentError('gatherRows: no source tables; pass at least one');
   if (source.length !== row.length) {
-    throw new InvalidArgumentError(`gatherRows: ${source.length} source indexes but ${row.length} row indexes; pass one of each per output row`);
+    throw new InvalidArgumentError(
+      `gatherRows: ${source.length} source indexes but ${row.length} row indexes; pass one of each per output row`,
+    );
   }
   const schema = sources[0].schema;
   const flat = sources.map((t, k) => {
@@ -119,11 +129,19 @@ export function gatherRows(sources: arrow.Table[], source: Uint16Array, row: Uin
   for (let i = 0; i < row.length; i++) {
     const s = source[i];
     if (s >= sizes.length || row[i] >= sizes[s]) {
-      throw new InvalidArgumentError(`gatherRows: output row ${i} points at source ${s} row ${row[i]}, which does not exist`);
+      throw new InvalidArgumentError(
+        `gatherRows: output row ${i} points at source ${s} row ${row[i]}, which does not exist`,
+      );
     }
   }
   const children = schema.fields.map((f, c) =>
-    gatherColumn(f.type, f.name, flat.map((t) => t.batches[0].data.children[c]), source, row),
+    gatherColumn(
+      f.type,
+      f.name,
+      flat.map((t) => t.batches[0].data.children[c]),
+      source,
+      row,
+    ),
   );
   return tableFromColumns(schema, children, row.length);
 }
@@ -132,7 +150,13 @@ export function gatherRows(sources: arrow.Table[], source: Uint16Array, row: Uin
 export function singleBatch(table: arrow.Table): arrow.Table {
   if (table.batches.length === 1) return table;
   if (table.batches.length === 0) return emptyTable(table.schema);
-  const children = table.schema.fields.map((f, c) => concatColumn(f.type, f.name, table.batches.map((b) => b.data.children[c])));
+  const children = table.schema.fields.map((f, c) =>
+    concatColumn(
+      f.type,
+      f.name,
+      table.batches.map((b) => b.data.children[c]),
+    ),
+  );
   return tableFromColumns(table.schema, children, table.numRows);
 }
 
@@ -149,7 +173,11 @@ export function concatTables(tables: arrow.Table[], schema: arrow.Schema): arrow
 
 /** A table of the schema with one zero-row batch. */
 export function emptyTable(schema: arrow.Schema): arrow.Table {
-  return tableFromColumns(schema, schema.fields.map((f) => emptyColumn(f.type, f.name)), 0);
+  return tableFromColumns(
+    schema,
+    schema.fields.map((f) => emptyColumn(f.type, f.name)),
+    0,
+  );
 }
 
 /** Rows [begin, end) of the table, sharing its buffers. */
@@ -160,11 +188,9 @@ export function sliceTable(table: arrow.Table, begin: number, end?: number): arr
 function assertSameTypes(expected: arrow.Schema, actual: arrow.Schema, what: string): void {
   const a = expected.fields;
   const b = actual.fields;
-  const same =
-    a.length === b.length && a.every((f, i) => f.name === b[i].name && arrowTypesEqual(f.type, b[i].type));
+  const same = a.length === b.length && a.every((f, i) => f.name === b[i].name && arrowTypesEqual(f.type, b[i].type));
   if (!same) {
     const show = (s: arrow.Schema) => s.fields.map((f) => `${f.name} ${String(f.type)}`).join(', ');
     throw new SchemaMismatchError(`${what} has columns (${show(actual)}) but (${show(expected)}) were expected`);
   }
 }
-

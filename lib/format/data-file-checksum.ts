@@ -16,7 +16,15 @@
  */
 import { crc32 } from 'node:zlib';
 import { CorruptMetadataError, DataFileChecksumError } from '../errors.js';
-import { decodeStruct, encodeStruct, getField, setField, T, type ThriftList, type ThriftStruct } from './thrift-compact.js';
+import {
+  decodeStruct,
+  encodeStruct,
+  getField,
+  setField,
+  T,
+  type ThriftList,
+  type ThriftStruct,
+} from './thrift-compact.js';
 
 /** Footer key-value metadata key holding the column chunk CRCs: row groups split by `;`, chunks by `,`, 8 hex digits each. */
 export const CHUNK_CRC_KEY = 'varve.chunk-crc32';
@@ -86,9 +94,11 @@ export function combineChecksums(crcA: number, crcB: number, lengthB: number): n
 /** Where the footer of a complete Parquet file starts (its FileMetaData; the file ends with its length and PAR1). */
 function footerStart(bytes: Uint8Array): number {
   const n = bytes.length;
-  if (n < 12 || !MAGIC.every((b, i) => bytes[n - 4 + i] === b)) throw new CorruptMetadataError(`a data file being written does not end with the Parquet magic PAR1`);
+  if (n < 12 || !MAGIC.every((b, i) => bytes[n - 4 + i] === b))
+    throw new CorruptMetadataError(`a data file being written does not end with the Parquet magic PAR1`);
   const len = new DataView(bytes.buffer, bytes.byteOffset + n - 8, 4).getUint32(0, true);
-  if (len + 12 > n) throw new CorruptMetadataError(`a data file being written has a footer of ${len} bytes, longer than the file`);
+  if (len + 12 > n)
+    throw new CorruptMetadataError(`a data file being written has a footer of ${len} bytes, longer than the file`);
   return n - 8 - len;
 }
 
@@ -111,7 +121,8 @@ function int(s: ThriftStruct, id: number): number | undefined {
 }
 
 function structOf(v: unknown): ThriftStruct {
-  if (typeof v !== 'object' || v === null || (v as ThriftStruct).kind !== 'struct') throw new CorruptMetadataError('a data file being written has a malformed footer');
+  if (typeof v !== 'object' || v === null || (v as ThriftStruct).kind !== 'struct')
+    throw new CorruptMetadataError('a data file being written has a malformed footer');
   return v as ThriftStruct;
 }
 
@@ -133,9 +144,20 @@ function chunkRanges(meta: ThriftStruct): Array<Array<[number, number]>> {
 function sealedFooter(meta: ThriftStruct, crcs: number[][]): Uint8Array {
   const value = crcs.map((g) => g.map((c) => c.toString(16).padStart(8, '0')).join(',')).join(';');
   const enc = new TextEncoder();
-  const kv: ThriftStruct = { kind: 'struct', fields: [{ id: 1, type: T.BINARY, value: enc.encode(CHUNK_CRC_KEY) }, { id: 2, type: T.BINARY, value: enc.encode(value) }] };
+  const kv: ThriftStruct = {
+    kind: 'struct',
+    fields: [
+      { id: 1, type: T.BINARY, value: enc.encode(CHUNK_CRC_KEY) },
+      { id: 2, type: T.BINARY, value: enc.encode(value) },
+    ],
+  };
   const list = getField(meta, FILE_KV)?.value as ThriftList | undefined;
-  if (list === undefined) setField(meta, { id: FILE_KV, type: T.LIST, value: { kind: 'list', wire: T.LIST, elemType: T.STRUCT, items: [kv] } });
+  if (list === undefined)
+    setField(meta, {
+      id: FILE_KV,
+      type: T.LIST,
+      value: { kind: 'list', wire: T.LIST, elemType: T.STRUCT, items: [kv] },
+    });
   else list.items.push(kv);
   const body = encodeStruct(meta);
   const out = new Uint8Array(body.length + 8);
@@ -149,7 +171,10 @@ function decodeFooter(footer: Uint8Array): ThriftStruct {
   try {
     return decodeStruct(footer).struct;
   } catch (e) {
-    throw new CorruptMetadataError(`a data file being written has a footer that cannot be decoded: ${(e as Error).message}`, { cause: e });
+    throw new CorruptMetadataError(
+      `a data file being written has a footer that cannot be decoded: ${(e as Error).message}`,
+      { cause: e },
+    );
   }
 }
 
@@ -254,7 +279,9 @@ export class ChunkChecksummer {
     for (let at = start; at < end; ) {
       const page = this.pages.get(at);
       if (page === undefined || at + page[0] > end) {
-        throw new CorruptMetadataError(`the column chunk at [${start}, ${end}) of a data file being written is not whole pages; its checksum cannot be computed`);
+        throw new CorruptMetadataError(
+          `the column chunk at [${start}, ${end}) of a data file being written is not whole pages; its checksum cannot be computed`,
+        );
       }
       crc = crc === undefined ? page[1] : combineChecksums(crc, page[1], page[0]);
       at += page[0];
@@ -286,14 +313,19 @@ export interface DataFileCheck {
 }
 
 /** The chunk CRCs a footer records (CHUNK_CRC_KEY), by row group and chunk; undefined when it records none. */
-export function parseChunkChecksums(value: string | undefined, file: string, table: string | undefined): number[][] | undefined {
+export function parseChunkChecksums(
+  value: string | undefined,
+  file: string,
+  table: string | undefined,
+): number[][] | undefined {
   if (value === undefined) return undefined;
   const groups = value === '' ? [] : value.split(';').map((g) => (g === '' ? [] : g.split(',')));
   const out: number[][] = [];
   for (const g of groups) {
     const row: number[] = [];
     for (const c of g) {
-      if (!/^[0-9a-f]{8}$/.test(c)) throw new DataFileChecksumError(file, table, `its footer's ${CHUNK_CRC_KEY} is malformed`);
+      if (!/^[0-9a-f]{8}$/.test(c))
+        throw new DataFileChecksumError(file, table, `its footer's ${CHUNK_CRC_KEY} is malformed`);
       row.push(parseInt(c, 16));
     }
     out.push(row);

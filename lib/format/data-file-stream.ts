@@ -4,7 +4,12 @@
  * compressed bytes, never the file's decoded rows (compaction output, which may be hundreds of MB).
  */
 import type * as arrow from 'apache-arrow';
-import { Table as WasmTable, transformParquetStream, type RecordBatch as WasmBatch, type WriterProperties } from 'parquet-wasm';
+import {
+  Table as WasmTable,
+  transformParquetStream,
+  type RecordBatch as WasmBatch,
+  type WriterProperties,
+} from 'parquet-wasm';
 import { InvalidArgumentError } from '../errors.js';
 import { concatBytes } from '../store/object-store.js';
 import { checksum, ChunkChecksummer, sealDataFile, type DataFileChecksums } from './data-file-checksum.js';
@@ -127,7 +132,12 @@ export class DataFileStreamWriter {
   }
 
   /** A writer for files of `schema` (the data file layout, checked here). */
-  static async open(schema: arrow.Schema, opts: WriteDataFileOptions, sink?: DataFileByteSink, sealed = true): Promise<DataFileStreamWriter> {
+  static async open(
+    schema: arrow.Schema,
+    opts: WriteDataFileOptions,
+    sink?: DataFileByteSink,
+    sealed = true,
+  ): Promise<DataFileStreamWriter> {
     return new DataFileStreamWriter(dataFileWriterProperties(schema, opts), sink, sealed);
   }
 

@@ -20,21 +20,37 @@ export type DataFileVerdict = { status: 'ok' } | { status: 'unchecked' } | { sta
  * file CRC, the footer CRC and the CRC of every column chunk. A file with none of them (written
  * before checksums) is 'unchecked' unless its size or footer is already wrong.
  */
-export async function verifyDataFileBytes(name: string, bytes: Uint8Array, expect: DataFileExpectation): Promise<DataFileVerdict> {
+export async function verifyDataFileBytes(
+  name: string,
+  bytes: Uint8Array,
+  expect: DataFileExpectation,
+): Promise<DataFileVerdict> {
   if (expect.fileSize !== undefined && bytes.length !== expect.fileSize) {
-    return { status: 'damaged', problem: `is ${bytes.length} bytes, its manifest entry records ${expect.fileSize} (cut short or replaced)` };
+    return {
+      status: 'damaged',
+      problem: `is ${bytes.length} bytes, its manifest entry records ${expect.fileSize} (cut short or replaced)`,
+    };
   }
   // The footer and every chunk against it first (the row-group reader's own checks, on bytes in hand): they say where.
   let chunked = false;
   try {
-    const footer = await readParquetFooter({ size: bytes.length, name, read: async (s, e) => bytes.subarray(s, e), footerCrc32: expect.footerCrc32 });
+    const footer = await readParquetFooter({
+      size: bytes.length,
+      name,
+      read: async (s, e) => bytes.subarray(s, e),
+      footerCrc32: expect.footerCrc32,
+    });
     const crcs = footer.chunkCrcs ?? [];
     chunked = footer.chunkCrcs !== undefined;
     for (let g = 0; g < crcs.length; g++) {
       for (let c = 0; c < crcs[g].length; c++) {
         const { column, start, length } = footer.chunks[g][c];
         const crc = checksum(bytes.subarray(start, start + length));
-        if (crc !== crcs[g][c]) return { status: 'damaged', problem: `column ${column} of row group ${g} has CRC-32 ${crcHex(crc)}, its footer records ${crcHex(crcs[g][c])}` };
+        if (crc !== crcs[g][c])
+          return {
+            status: 'damaged',
+            problem: `column ${column} of row group ${g} has CRC-32 ${crcHex(crc)}, its footer records ${crcHex(crcs[g][c])}`,
+          };
       }
     }
   } catch (e) {
@@ -45,8 +61,11 @@ export async function verifyDataFileBytes(name: string, bytes: Uint8Array, expec
   // Then the whole file: the bytes no reader decodes (the leading magic, the page indexes) too.
   if (expect.fileCrc32 !== undefined) {
     const crc = checksum(bytes);
-    if (crc !== expect.fileCrc32) return { status: 'damaged', problem: `has CRC-32 ${crcHex(crc)}, its manifest entry records ${crcHex(expect.fileCrc32)}` };
+    if (crc !== expect.fileCrc32)
+      return {
+        status: 'damaged',
+        problem: `has CRC-32 ${crcHex(crc)}, its manifest entry records ${crcHex(expect.fileCrc32)}`,
+      };
   }
   return chunked || expect.fileCrc32 !== undefined ? { status: 'ok' } : { status: 'unchecked' };
 }
-

@@ -17,7 +17,13 @@ import {
   WriterPropertiesBuilder,
   type WriterProperties,
 } from 'parquet-wasm';
-import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError, SchemaMismatchError, VarveError } from '../errors.js';
+import {
+  CorruptMetadataError,
+  InvalidArgumentError,
+  ObjectNotFoundError,
+  SchemaMismatchError,
+  VarveError,
+} from '../errors.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { singleBatch } from './columns.js';
@@ -111,8 +117,12 @@ export function dataFileWriterProperties(schema: arrow.Schema, opts: WriteDataFi
   const seq = fields[fields.length - 2];
   const kind = fields[fields.length - 1];
   if (
-    seq?.name !== SEQUENCE_COLUMN || !arrow.DataType.isInt(seq.type) || seq.type.bitWidth !== 64 ||
-    kind?.name !== KIND_COLUMN || !arrow.DataType.isInt(kind.type) || kind.type.bitWidth !== 8
+    seq?.name !== SEQUENCE_COLUMN ||
+    !arrow.DataType.isInt(seq.type) ||
+    seq.type.bitWidth !== 64 ||
+    kind?.name !== KIND_COLUMN ||
+    !arrow.DataType.isInt(kind.type) ||
+    kind.type.bitWidth !== 8
   ) {
     throw new SchemaMismatchError(
       `a data file must end with ${SEQUENCE_COLUMN} (Int64) and ${KIND_COLUMN} (Int8), but the table has (${schema.names.join(', ')}); build it with rowsToTable(fields, rows, system) or physicalArrowSchema`,
@@ -120,13 +130,19 @@ export function dataFileWriterProperties(schema: arrow.Schema, opts: WriteDataFi
   }
   const codec = CODECS[opts.compression];
   if (codec === undefined) {
-    throw new InvalidArgumentError(`unknown compression ${String(opts.compression)}; use zstd, lz4, snappy or uncompressed`);
+    throw new InvalidArgumentError(
+      `unknown compression ${String(opts.compression)}; use zstd, lz4, snappy or uncompressed`,
+    );
   }
   if (opts.metadata !== undefined && ARROW_SCHEMA_KEY in opts.metadata) {
-    throw new InvalidArgumentError(`metadata key ${ARROW_SCHEMA_KEY} is reserved for the Arrow schema; pick another key`);
+    throw new InvalidArgumentError(
+      `metadata key ${ARROW_SCHEMA_KEY} is reserved for the Arrow schema; pick another key`,
+    );
   }
   if (opts.metadata !== undefined && CHUNK_CRC_KEY in opts.metadata) {
-    throw new InvalidArgumentError(`metadata key ${CHUNK_CRC_KEY} is reserved for the column chunk checksums; pick another key`);
+    throw new InvalidArgumentError(
+      `metadata key ${CHUNK_CRC_KEY} is reserved for the column chunk checksums; pick another key`,
+    );
   }
   const rowGroupSize = opts.rowGroupSize ?? DEFAULT_ROW_GROUP_SIZE;
   if (!Number.isInteger(rowGroupSize) || rowGroupSize < 1) {
@@ -134,9 +150,17 @@ export function dataFileWriterProperties(schema: arrow.Schema, opts: WriteDataFi
   }
   const sorted = opts.sortedBy === undefined ? undefined : fields.find((f) => f.name === opts.sortedBy);
   if (opts.sortedBy !== undefined && sorted === undefined) {
-    throw new InvalidArgumentError(`sortedBy names ${opts.sortedBy}, which is not a column of the data file (${schema.names.join(', ')}); pass the first primary-key column`);
+    throw new InvalidArgumentError(
+      `sortedBy names ${opts.sortedBy}, which is not a column of the data file (${schema.names.join(', ')}); pass the first primary-key column`,
+    );
   }
-  return writerProperties(codec, rowGroupSize, withIcebergSchema(schema, opts.metadata ?? {}), fields, sorted !== undefined && arrow.DataType.isInt(sorted.type) ? sorted.name : undefined);
+  return writerProperties(
+    codec,
+    rowGroupSize,
+    withIcebergSchema(schema, opts.metadata ?? {}),
+    fields,
+    sorted !== undefined && arrow.DataType.isInt(sorted.type) ? sorted.name : undefined,
+  );
 }
 
 /**
@@ -192,7 +216,9 @@ export async function readDataFile(bytes: Uint8Array, opts: { columns?: string[]
     const file = await ParquetFile.fromFile(new Blob([bytes]));
     let table: arrow.Table;
     try {
-      table = arrow.tableFromIPC((await file.read({ columns: opts.columns, batchSize: READ_BATCH_SIZE })).intoIPCStream());
+      table = arrow.tableFromIPC(
+        (await file.read({ columns: opts.columns, batchSize: READ_BATCH_SIZE })).intoIPCStream(),
+      );
     } finally {
       file.free();
     }
@@ -225,7 +251,8 @@ export interface DataFileDecoder {
 function checkReadable(freed: boolean, columns: readonly string[], names: readonly string[], what: string): void {
   if (freed) throw new InvalidArgumentError('the data file decoder was freed; open the file again');
   for (const c of names) {
-    if (!columns.includes(c)) throw new SchemaMismatchError(`${what} has no column ${c}; it has ${columns.join(', ')}`, c);
+    if (!columns.includes(c))
+      throw new SchemaMismatchError(`${what} has no column ${c}; it has ${columns.join(', ')}`, c);
   }
 }
 
@@ -253,8 +280,11 @@ export async function openDataFile(bytes: Uint8Array): Promise<DataFileDecoder> 
           // One read per row group, with a batch as large as the group: one batch each, no concat.
           for (const g of groups) {
             const rows = rowGroupRows[g];
-            if (rows === undefined) throw new InvalidArgumentError(`row group ${g} does not exist; the file has ${rowGroupRows.length}`);
-            const t = arrow.tableFromIPC((await file.read({ columns: names, rowGroups: [g], batchSize: Math.max(1, rows) })).intoIPCStream());
+            if (rows === undefined)
+              throw new InvalidArgumentError(`row group ${g} does not exist; the file has ${rowGroupRows.length}`);
+            const t = arrow.tableFromIPC(
+              (await file.read({ columns: names, rowGroups: [g], batchSize: Math.max(1, rows) })).intoIPCStream(),
+            );
             out.push(normalizeArrowTypes(singleBatch(selectColumns(t, names))));
           }
         } catch (e) {
@@ -281,11 +311,20 @@ export async function openDataFile(bytes: Uint8Array): Promise<DataFileDecoder> 
  * holds the footer and the row groups being decoded, never the file. `size` (from the manifest) is
  * the object's size when known (else one head). Store errors stay the store's.
  */
-export async function openDataFileRanged(store: ObjectStore, key: string, size?: number, check: DataFileCheck = {}, span?: RowSpanFilter): Promise<DataFileDecoder> {
+export async function openDataFileRanged(
+  store: ObjectStore,
+  key: string,
+  size?: number,
+  check: DataFileCheck = {},
+  span?: RowSpanFilter,
+): Promise<DataFileDecoder> {
   const src = await storeSource(store, key, size, check);
   const footer = await readParquetFooter(src);
   // With a span, the decoder's row groups are the slices of the file's that hold wanted rows.
-  const slices = span === undefined ? footer.rowGroups.map((g, i) => ({ group: i, slice: undefined as RowSlice | undefined, rows: g.numRows })) : await spanSlices(src, footer, span);
+  const slices =
+    span === undefined
+      ? footer.rowGroups.map((g, i) => ({ group: i, slice: undefined as RowSlice | undefined, rows: g.numRows }))
+      : await spanSlices(src, footer, span);
   const rowGroupRows = slices.map((s) => s.rows);
   const columns = footer.columns;
   let freed = false;
@@ -298,7 +337,10 @@ export async function openDataFileRanged(store: ObjectStore, key: string, size?:
       const out: arrow.Table[] = [];
       for (const g of rowGroups ?? rowGroupRows.map((_, i) => i)) {
         const s = slices[g];
-        if (s === undefined) throw new InvalidArgumentError(`row group ${g} does not exist in ${key}; the file has ${rowGroupRows.length}`);
+        if (s === undefined)
+          throw new InvalidArgumentError(
+            `row group ${g} does not exist in ${key}; the file has ${rowGroupRows.length}`,
+          );
         out.push(await decodeRowGroup(src, footer, s.group, names, wanted, s.slice));
       }
       return out;
@@ -310,7 +352,11 @@ export async function openDataFileRanged(store: ObjectStore, key: string, size?:
 }
 
 /** The row groups of a file (each its rows in the span) that hold rows `span` wants. */
-async function spanSlices(src: ByteSource, footer: ParquetFooter, span: RowSpanFilter): Promise<{ group: number; slice: RowSlice | undefined; rows: number }[]> {
+async function spanSlices(
+  src: ByteSource,
+  footer: ParquetFooter,
+  span: RowSpanFilter,
+): Promise<{ group: number; slice: RowSlice | undefined; rows: number }[]> {
   const out: { group: number; slice: RowSlice | undefined; rows: number }[] = [];
   for (let g = 0; g < footer.rowGroups.length; g++) {
     if (!rowGroupMay(footer, g, span)) continue;
@@ -321,7 +367,12 @@ async function spanSlices(src: ByteSource, footer: ParquetFooter, span: RowSpanF
     } catch (e) {
       throw rowGroupReadError(e, src.name);
     }
-    if (slice !== undefined) out.push({ group: g, slice: slice.offset === 0 && slice.limit === footer.rowGroups[g].numRows ? undefined : slice, rows: slice.limit });
+    if (slice !== undefined)
+      out.push({
+        group: g,
+        slice: slice.offset === 0 && slice.limit === footer.rowGroups[g].numRows ? undefined : slice,
+        rows: slice.limit,
+      });
   }
   return out;
 }
@@ -352,11 +403,20 @@ export async function readDataFileRanged(
     return readDataFile(bytes, opts.columns === undefined ? {} : { columns: [...opts.columns] });
   }
   const schema = parts[0].schema;
-  return new arrow.Table(schema, parts.flatMap((t) => t.batches));
+  return new arrow.Table(
+    schema,
+    parts.flatMap((t) => t.batches),
+  );
 }
 
 /** Zero rows of the columns `names` of a file in varve's types (the schema of an empty span); undefined when it has no row group. */
-async function emptyOf(store: ObjectStore, key: string, size: number | undefined, check: DataFileCheck | undefined, names: string[]): Promise<arrow.Table | undefined> {
+async function emptyOf(
+  store: ObjectStore,
+  key: string,
+  size: number | undefined,
+  check: DataFileCheck | undefined,
+  names: string[],
+): Promise<arrow.Table | undefined> {
   const src = await storeSource(store, key, size, check);
   const footer = await readParquetFooter(src);
   if (footer.rowGroups.length === 0) return undefined;
@@ -368,7 +428,14 @@ async function emptyOf(store: ObjectStore, key: string, size: number | undefined
  * varve's types (with `slice`, only those rows); decoded on the decode pool's workers when it has
  * them and the row group is large enough (decode-pool.ts), else inline.
  */
-async function decodeRowGroup(src: ByteSource, footer: ParquetFooter, g: number, names: string[], wanted: ReadonlySet<string>, slice?: RowSlice): Promise<arrow.Table> {
+async function decodeRowGroup(
+  src: ByteSource,
+  footer: ParquetFooter,
+  g: number,
+  names: string[],
+  wanted: ReadonlySet<string>,
+  slice?: RowSlice,
+): Promise<arrow.Table> {
   const { file: bytes } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
   // A batch as large as the group: one batch, no concat.
   const rows = footer.rowGroups[g].numRows;
@@ -376,7 +443,10 @@ async function decodeRowGroup(src: ByteSource, footer: ParquetFooter, g: number,
     const pool = decodePool();
     // A worker gets a Blob (posted without a copy); inline, parquet-wasm reads the fetched parts themselves.
     // A slice (a few rows of a key range) decodes inline: the post would cost more than the decode.
-    const ipc = slice === undefined && pool.takes(bytes.size) ? await pool.decode(bytes.blob(), names, rows) : await decodeRowGroupIPC(bytes, names, rows, slice);
+    const ipc =
+      slice === undefined && pool.takes(bytes.size)
+        ? await pool.decode(bytes.blob(), names, rows)
+        : await decodeRowGroupIPC(bytes, names, rows, slice);
     return normalizeArrowTypes(singleBatch(selectColumns(arrow.tableFromIPC(ipc), names)));
   } catch (e) {
     throw rowGroupReadError(e, src.name);
@@ -388,7 +458,12 @@ async function decodeRowGroup(src: ByteSource, footer: ParquetFooter, g: number,
  * end of the object (the footer read, at most FOOTER_READ_BYTES) is kept, and later reads inside it
  * are answered from it: a small file costs one ranged GET, not one per row group and projection.
  */
-async function storeSource(store: ObjectStore, key: string, size?: number, check: DataFileCheck = {}): Promise<ByteSource> {
+async function storeSource(
+  store: ObjectStore,
+  key: string,
+  size?: number,
+  check: DataFileCheck = {},
+): Promise<ByteSource> {
   let fileSize = size;
   if (fileSize === undefined) {
     const head = await store.head(key);
@@ -402,7 +477,8 @@ async function storeSource(store: ObjectStore, key: string, size?: number, check
     name: key,
     ...check,
     read: async (start, end) => {
-      if (tail !== undefined && start >= tail.start && end <= tail.start + tail.bytes.length) return tail.bytes.subarray(start - tail.start, end - tail.start);
+      if (tail !== undefined && start >= tail.start && end <= tail.start + tail.bytes.length)
+        return tail.bytes.subarray(start - tail.start, end - tail.start);
       const bytes = await store.getRange(key, start, end);
       if (end === total && tail === undefined && bytes.length === end - start) tail = { start, bytes };
       return bytes;
@@ -415,21 +491,31 @@ function selectColumns(table: arrow.Table, names: string[]): arrow.Table {
   const current = table.schema.names;
   if (names.length === current.length && names.every((n, i) => n === current[i])) return table;
   const idx = names.map((n) => current.indexOf(n));
-  const schema = new arrow.Schema(idx.map((i) => table.schema.fields[i]), table.schema.metadata);
+  const schema = new arrow.Schema(
+    idx.map((i) => table.schema.fields[i]),
+    table.schema.metadata,
+  );
   const struct = new arrow.Struct(schema.fields);
   const batches = table.batches.map(
-    (b) => new arrow.RecordBatch(schema, arrow.makeData({ type: struct, length: b.numRows, nullCount: 0, children: idx.map((i) => b.data.children[i]) })),
+    (b) =>
+      new arrow.RecordBatch(
+        schema,
+        arrow.makeData({ type: struct, length: b.numRows, nullCount: 0, children: idx.map((i) => b.data.children[i]) }),
+      ),
   );
   return new arrow.Table(schema, batches);
 }
 
 // The WebAssembly global is missing from the project's type libs (ES2023 + node), not from Node.
-const WasmRuntimeError = (globalThis as unknown as { WebAssembly: { RuntimeError: ErrorConstructor } }).WebAssembly.RuntimeError;
+const WasmRuntimeError = (globalThis as unknown as { WebAssembly: { RuntimeError: ErrorConstructor } }).WebAssembly
+  .RuntimeError;
 
 /** varve errors pass through, a wasm trap (out of memory) stays fatal; anything else is a corrupt file. */
 function asReadError(e: unknown): unknown {
   if (e instanceof SchemaMismatchError || e instanceof InvalidArgumentError || e instanceof WasmRuntimeError) return e;
-  return new CorruptMetadataError(`data file cannot be read as Parquet: ${(e as Error)?.message ?? String(e)}`, { cause: e });
+  return new CorruptMetadataError(`data file cannot be read as Parquet: ${(e as Error)?.message ?? String(e)}`, {
+    cause: e,
+  });
 }
 
 /**
@@ -455,7 +541,9 @@ export async function readDataFileMetadata(store: ObjectStore, key: string): Pro
   } catch (e) {
     // Store failures (not found, throttled, injected) keep their own kind and retryability.
     if (e instanceof VarveError) throw e;
-    throw new CorruptMetadataError(`data file ${key} has no valid Parquet footer: ${(e as Error).message}`, { cause: e });
+    throw new CorruptMetadataError(`data file ${key} has no valid Parquet footer: ${(e as Error).message}`, {
+      cause: e,
+    });
   }
   const keyValueMetadata: Record<string, string> = {};
   for (const kv of md.key_value_metadata ?? []) {
@@ -500,11 +588,18 @@ export async function* readDataFileRowGroups(
   const columns = opts.columns === undefined ? undefined : [...opts.columns];
   if (columns !== undefined) {
     for (const c of columns) {
-      if (!footer.columns.includes(c)) throw new SchemaMismatchError(`data file ${key} has no column ${c}; it has ${footer.columns.join(', ')}`, c);
+      if (!footer.columns.includes(c))
+        throw new SchemaMismatchError(`data file ${key} has no column ${c}; it has ${footer.columns.join(', ')}`, c);
     }
   }
   const memory = opts.reuseBuffers ? new ReusedBatchMemory() : freshBatchMemory;
-  for await (const table of readRowGroupsRanged(src, { footer, columns, memory, span: opts.span, decodeError: (e) => rowGroupReadError(e, key) })) {
+  for await (const table of readRowGroupsRanged(src, {
+    footer,
+    columns,
+    memory,
+    span: opts.span,
+    decodeError: (e) => rowGroupReadError(e, key),
+  })) {
     yield normalizeArrowTypes(columns === undefined ? table : selectColumns(table, columns));
   }
 }

@@ -48,7 +48,7 @@ export function writeDecimal(
   }
   if (digits.length <= NUMBER_SAFE_DIGITS) {
     const n = digits === '' ? 0 : Number(digits);
-    out[at] = n % TWO_32 | 0;
+    out[at] = (n % TWO_32) | 0;
     out[at + 1] = Math.floor(n / TWO_32) | 0;
     out[at + 2] = 0;
     out[at + 3] = 0;
@@ -76,7 +76,10 @@ function negate128(w: Int32Array, at: number): void {
 
 /** The canonical text (exactly `scale` decimals) of the Decimal128 value at words [at, at+4). */
 export function readDecimal(words: Int32Array, at: number, scale: number): string {
-  const w0 = words[at], w1 = words[at + 1], w2 = words[at + 2], w3 = words[at + 3];
+  const w0 = words[at],
+    w1 = words[at + 1],
+    w2 = words[at + 2],
+    w3 = words[at + 3];
   let negative: boolean;
   let digits: string;
   const sign = w1 >> 31;

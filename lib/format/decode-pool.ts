@@ -36,7 +36,8 @@ export function defaultDecodeMinBytes(env: NodeJS.ProcessEnv = process.env): num
   const set = env[DECODE_MIN_BYTES_ENV];
   if (set === undefined || set.trim() === '') return POOL_DECODE_BYTES;
   const n = Number(set);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${DECODE_MIN_BYTES_ENV} must be a whole number of bytes, got "${set}"`);
+  if (!Number.isInteger(n) || n < 0)
+    throw new InvalidArgumentError(`${DECODE_MIN_BYTES_ENV} must be a whole number of bytes, got "${set}"`);
   return n;
 }
 
@@ -97,7 +98,8 @@ export class DecodePool {
 
   /** The Arrow IPC stream of `columns` (file order) of a one-row-group file of `rows` rows, decoded by a worker. */
   decode(blob: Blob, columns: readonly string[], rows: number): Promise<Uint8Array> {
-    if (!this.takes(Number.POSITIVE_INFINITY)) throw new InvalidArgumentError('the decode pool has no worker threads here; decode inline (decodeRowGroupIPC)');
+    if (!this.takes(Number.POSITIVE_INFINITY))
+      throw new InvalidArgumentError('the decode pool has no worker threads here; decode inline (decodeRowGroupIPC)');
     const id = this.nextId++;
     return new Promise<Uint8Array>((resolve, reject) => {
       const msg: DecodeRequest = { id, blob, columns: [...columns], rows };
@@ -137,9 +139,12 @@ export function onDecodePoolRestart(stop: () => Promise<void>): void {
  * first, the decode pool's and those of every pool registered with onDecodePoolRestart (new ones
  * read the environment afresh).
  */
-export async function configureDecodePool(opts: { threads?: number; minBytes?: number; restart?: boolean } = {}): Promise<void> {
+export async function configureDecodePool(
+  opts: { threads?: number; minBytes?: number; restart?: boolean } = {},
+): Promise<void> {
   const threads = opts.threads ?? defaultDecodeThreads();
-  if (!Number.isInteger(threads) || threads < 0 || threads > 64) throw new InvalidArgumentError(`decoder threads must be a whole number from 0 to 64, got ${threads}`);
+  if (!Number.isInteger(threads) || threads < 0 || threads > 64)
+    throw new InvalidArgumentError(`decoder threads must be a whole number from 0 to 64, got ${threads}`);
   if (opts.restart) await Promise.all([shared?.close(), ...[...restartHooks].map((stop) => stop())]);
   if (shared === null) shared = new DecodePool(threads);
   else shared.setThreads(threads);

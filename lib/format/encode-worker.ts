@@ -52,7 +52,10 @@ async function handle(msg: EncoderRequest): Promise<void> {
     // slice buffers, for the pool to fill again.
     const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
     const slices = msg.op === 'piece' ? [...new Set(msg.slices.map((s) => s.buffer as ArrayBuffer))] : [];
-    reply({ op: 'encoded', piece, bytes: own, slices, ...(stats ? { stats } : {}) }, [own.buffer as ArrayBuffer, ...slices]);
+    reply({ op: 'encoded', piece, bytes: own, slices, ...(stats ? { stats } : {}) }, [
+      own.buffer as ArrayBuffer,
+      ...slices,
+    ]);
   } catch (e) {
     await writer?.discard().catch(() => undefined);
     reply({ op: 'failed', piece, error: serializeWorkerError(e) });

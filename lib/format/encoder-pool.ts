@@ -68,7 +68,8 @@ function defaultMinFlushBytes(env: NodeJS.ProcessEnv = process.env): number {
   const set = env[ENCODE_MIN_FLUSH_BYTES_ENV];
   if (set === undefined || set.trim() === '') return PARALLEL_FLUSH_BYTES;
   const n = Number(set);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${ENCODE_MIN_FLUSH_BYTES_ENV} must be a whole number of bytes, got "${set}"`);
+  if (!Number.isInteger(n) || n < 0)
+    throw new InvalidArgumentError(`${ENCODE_MIN_FLUSH_BYTES_ENV} must be a whole number of bytes, got "${set}"`);
   return n;
 }
 
@@ -86,14 +87,21 @@ export class EncoderPool {
       this.answered(1);
       if (msg.op === 'encoded') {
         // Slice buffers come back for reuse: a few, not one per slice ever sent.
-        for (const b of msg.slices) if (this.openFiles > 0 && this.spare.length < IN_FLIGHT_PIECES * Math.max(1, this.maxThreads)) this.spare.push(b);
+        for (const b of msg.slices)
+          if (this.openFiles > 0 && this.spare.length < IN_FLIGHT_PIECES * Math.max(1, this.maxThreads))
+            this.spare.push(b);
         p.resolve({ bytes: msg.bytes, stats: msg.stats });
       } else p.reject(remoteWorkerError(msg.error, 'a Parquet encoder thread'));
     },
     died: (open, why, cause) => {
       this.answered(open.length);
       for (const p of open) {
-        p.reject(new EncoderWorkerError(`the Parquet encoder thread ${why} while it was encoding ${open.length} piece(s) of this write's data files; those files are lost and nothing of the write was committed — retry the write (set ${ENCODE_THREADS_ENV}=0 to encode on the calling thread)`, { cause }));
+        p.reject(
+          new EncoderWorkerError(
+            `the Parquet encoder thread ${why} while it was encoding ${open.length} piece(s) of this write's data files; those files are lost and nothing of the write was committed — retry the write (set ${ENCODE_THREADS_ENV}=0 to encode on the calling thread)`,
+            { cause },
+          ),
+        );
       }
     },
   });
@@ -146,7 +154,10 @@ export class EncoderPool {
    */
   open(schema: arrow.Schema, opts: WriteDataFileOptions): DataFileEncoder {
     dataFileWriterProperties(schema, opts).free();
-    if (!this.available) throw new InvalidArgumentError('the encoder pool has no worker threads here; encode inline (DataFileStreamWriter)');
+    if (!this.available)
+      throw new InvalidArgumentError(
+        'the encoder pool has no worker threads here; encode inline (DataFileStreamWriter)',
+      );
     this.openFiles++;
     return new PooledFile(this, schema, opts, () => {
       if (--this.openFiles === 0) this.spare.length = 0;
@@ -170,7 +181,8 @@ export class EncoderPool {
 
   /** Waits until fewer than IN_FLIGHT_PIECES per thread are posted and unanswered. */
   async room(): Promise<void> {
-    while (this.posted >= IN_FLIGHT_PIECES * Math.max(1, this.maxThreads)) await new Promise<void>((r) => this.waiting.push(r));
+    while (this.posted >= IN_FLIGHT_PIECES * Math.max(1, this.maxThreads))
+      await new Promise<void>((r) => this.waiting.push(r));
   }
 
   /**
@@ -189,15 +201,26 @@ export class EncoderPool {
    * bytes are those of the same rows added to `open`'s file (or the inline encoder) piece by
    * piece, provided each piece is one row group (`rowGroupSize` rows, the last one fewer).
    */
-  openGathered(schema: arrow.Schema, opts: WriteDataFileOptions, sources: arrow.Table[], keyFields: DataField[]): GatheredFile {
+  openGathered(
+    schema: arrow.Schema,
+    opts: WriteDataFileOptions,
+    sources: arrow.Table[],
+    keyFields: DataField[],
+  ): GatheredFile {
     dataFileWriterProperties(schema, opts).free();
-    if (!this.available) throw new InvalidArgumentError('the encoder pool has no worker threads here; encode inline (DataFileStreamWriter)');
+    if (!this.available)
+      throw new InvalidArgumentError(
+        'the encoder pool has no worker threads here; encode inline (DataFileStreamWriter)',
+      );
     return new GatheredFile(this, schema, opts, sources, keyFields);
   }
 
   /** Posts a request to the worker with the fewest pieces waiting; resolves with its answer. */
   post(request: (piece: number) => EncoderRequest, transfer: ArrayBuffer[]): Promise<Encoded> {
-    if (!this.available) return Promise.reject(new InvalidArgumentError('the encoder pool has no worker threads here; encode inline (DataFileStreamWriter)'));
+    if (!this.available)
+      return Promise.reject(
+        new InvalidArgumentError('the encoder pool has no worker threads here; encode inline (DataFileStreamWriter)'),
+      );
     const piece = this.nextPiece++;
     return new Promise<Encoded>((resolve, reject) => {
       this.posted++;
@@ -332,18 +355,39 @@ export class GatheredFile {
     if (piece.row.length === 0) return;
     await this.pool.room();
     this.pieces.check();
-    const body: GatherRequest = { sources: this.sources, source: piece.source, row: piece.row, sequence: piece.sequence, kind: piece.kind, keyFields: this.keyFields };
-    const transfer = [piece.row.buffer, piece.sequence.buffer, piece.kind.buffer, ...(piece.source ? [piece.source.buffer] : [])] as ArrayBuffer[];
-    this.pieces.push(this.pool.post((n) => ({ op: 'gather', piece: n, schema: this.schemaIPC, opts: this.opts, ...body }), [...new Set(transfer)]));
+    const body: GatherRequest = {
+      sources: this.sources,
+      source: piece.source,
+      row: piece.row,
+      sequence: piece.sequence,
+      kind: piece.kind,
+      keyFields: this.keyFields,
+    };
+    const transfer = [
+      piece.row.buffer,
+      piece.sequence.buffer,
+      piece.kind.buffer,
+      ...(piece.source ? [piece.source.buffer] : []),
+    ] as ArrayBuffer[];
+    this.pieces.push(
+      this.pool.post(
+        (n) => ({ op: 'gather', piece: n, schema: this.schemaIPC, opts: this.opts, ...body }),
+        [...new Set(transfer)],
+      ),
+    );
   }
 
   /** Ends the file: its bytes (the pieces spliced) and each piece's statistics, in order. */
   async finish(): Promise<{ bytes: Uint8Array; stats: FileStats[] }> {
     if (this.done) throw new InvalidArgumentError('the data file is finished already');
     this.done = true;
-    if (this.pieces.count === 0) throw new InvalidArgumentError('a gathered data file needs at least one row; write an empty file inline');
+    if (this.pieces.count === 0)
+      throw new InvalidArgumentError('a gathered data file needs at least one row; write an empty file inline');
     const done = await this.pieces.all();
-    return { bytes: sealDataFile(spliceParquetFiles(done.map((d) => d.bytes))).bytes, stats: done.map((d) => d.stats!) };
+    return {
+      bytes: sealDataFile(spliceParquetFiles(done.map((d) => d.bytes))).bytes,
+      stats: done.map((d) => d.stats!),
+    };
   }
 
   async discard(): Promise<void> {
@@ -391,7 +435,17 @@ class FilePieces<T> {
 
 /** A zero-row table of `schema` (its IPC stream carries the schema to the workers). */
 function emptyTable(schema: arrow.Schema): arrow.Table {
-  return new arrow.Table(schema, [new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(schema.fields), length: 0, nullCount: 0, children: schema.fields.map((f) => arrow.makeData({ type: f.type, length: 0 })) }))]);
+  return new arrow.Table(schema, [
+    new arrow.RecordBatch(
+      schema,
+      arrow.makeData({
+        type: new arrow.Struct(schema.fields),
+        length: 0,
+        nullCount: 0,
+        children: schema.fields.map((f) => arrow.makeData({ type: f.type, length: 0 })),
+      }),
+    ),
+  ]);
 }
 
 let shared: EncoderPool | null = null;
@@ -407,9 +461,12 @@ export function encoderPool(): EncoderPool {
  * default). Running workers are kept up to the new count; `restart` stops them all first (new ones
  * read the environment afresh).
  */
-export async function configureEncoderPool(opts: { threads?: number; minFlushBytes?: number; restart?: boolean } = {}): Promise<void> {
+export async function configureEncoderPool(
+  opts: { threads?: number; minFlushBytes?: number; restart?: boolean } = {},
+): Promise<void> {
   const threads = opts.threads ?? defaultEncodeThreads();
-  if (!Number.isInteger(threads) || threads < 0 || threads > 64) throw new InvalidArgumentError(`encoder threads must be a whole number from 0 to 64, got ${threads}`);
+  if (!Number.isInteger(threads) || threads < 0 || threads > 64)
+    throw new InvalidArgumentError(`encoder threads must be a whole number from 0 to 64, got ${threads}`);
   if (opts.restart) await shared?.close();
   if (shared === null) shared = new EncoderPool(threads);
   else shared.setThreads(threads);

@@ -14,7 +14,11 @@ import { allocValues, layoutOf, makeColumn, validityOf } from './column-layout.j
  * `t` (a data file's physical table, columns named as in `fileFields`) in the layout of
  * `readFields`: one column per read field in order, then `_SEQUENCE_NUMBER`, `_VALUE_KIND`.
  */
-export function evolveTable(t: arrow.Table, fileFields: readonly DataField[], readFields: readonly DataField[]): arrow.Table {
+export function evolveTable(
+  t: arrow.Table,
+  fileFields: readonly DataField[],
+  readFields: readonly DataField[],
+): arrow.Table {
   const schema = physicalArrowSchemaOf([...readFields]);
   const names = t.schema.names;
   const byId = new Map(fileFields.map((f) => [f.id, f]));
@@ -22,12 +26,17 @@ export function evolveTable(t: arrow.Table, fileFields: readonly DataField[], re
     const old = byId.get(f.id);
     if (old === undefined) return { field: f, index: -1 };
     const index = names.indexOf(old.name);
-    if (index < 0) throw new SchemaMismatchError(`data file has no column ${old.name} (field id ${old.id}) although its schema lists it; the file is damaged`, old.name);
+    if (index < 0)
+      throw new SchemaMismatchError(
+        `data file has no column ${old.name} (field id ${old.id}) although its schema lists it; the file is damaged`,
+        old.name,
+      );
     return { field: f, index };
   });
   const seq = names.indexOf(SEQUENCE_COLUMN);
   const kind = names.indexOf(KIND_COLUMN);
-  if (seq < 0 || kind < 0) throw new SchemaMismatchError(`data file lacks ${SEQUENCE_COLUMN} or ${KIND_COLUMN}; it has ${names.join(', ')}`);
+  if (seq < 0 || kind < 0)
+    throw new SchemaMismatchError(`data file lacks ${SEQUENCE_COLUMN} or ${KIND_COLUMN}; it has ${names.join(', ')}`);
   const struct = new arrow.Struct(schema.fields);
   const batches = t.batches.map((b) => {
     const n = b.numRows;
@@ -45,7 +54,14 @@ export function evolveTable(t: arrow.Table, fileFields: readonly DataField[], re
 function nullColumn(type: arrow.DataType, n: number, name: string): arrow.Data {
   const layout = layoutOf(type, name);
   const validity = new Uint8Array((n + 7) >> 3);
-  return makeColumn(type, n, allocValues(type, layout, n), n > 0 ? validity : null, n, layout.kind === 'var' ? new Int32Array(n + 1) : undefined);
+  return makeColumn(
+    type,
+    n,
+    allocValues(type, layout, n),
+    n > 0 ? validity : null,
+    n,
+    layout.kind === 'var' ? new Int32Array(n + 1) : undefined,
+  );
 }
 
 /** `d` as `type`: unchanged when the storage is equal, else widened value by value. */
@@ -53,7 +69,12 @@ function castColumn(d: arrow.Data, type: arrow.DataType, name: string): arrow.Da
   if (arrowTypesEqual(d.type, type)) return d;
   const n = d.length;
   // Same bytes, wider declared precision: only the type changes.
-  if (arrow.DataType.isDecimal(d.type) && arrow.DataType.isDecimal(type) && d.type.scale === type.scale && d.type.bitWidth === type.bitWidth) {
+  if (
+    arrow.DataType.isDecimal(d.type) &&
+    arrow.DataType.isDecimal(type) &&
+    d.type.scale === type.scale &&
+    d.type.bitWidth === type.bitWidth
+  ) {
     return d.clone(type);
   }
   const from = d.values as ArrayLike<number | bigint>;
@@ -64,12 +85,18 @@ function castColumn(d: arrow.Data, type: arrow.DataType, name: string): arrow.Da
     for (let i = 0; i < n; i++) out[i] = BigInt(from[i] as number);
     return makeColumn(type, n, out, bitmap, d.nullCount);
   }
-  if ((arrow.DataType.isInt(type) && arrow.DataType.isInt(d.type)) || (arrow.DataType.isFloat(type) && arrow.DataType.isFloat(d.type))) {
+  if (
+    (arrow.DataType.isInt(type) && arrow.DataType.isInt(d.type)) ||
+    (arrow.DataType.isFloat(type) && arrow.DataType.isFloat(d.type))
+  ) {
     const out = allocValues(type, layoutOf(type, name), n) as unknown as { [i: number]: number };
     for (let i = 0; i < n; i++) out[i] = from[i] as number;
     return makeColumn(type, n, out as unknown as ArrayBufferView, bitmap, d.nullCount);
   }
-  throw new SchemaMismatchError(`column ${name} is stored as ${String(d.type)} and cannot be read as ${String(type)}; only widenings are supported`, name);
+  throw new SchemaMismatchError(
+    `column ${name} is stored as ${String(d.type)} and cannot be read as ${String(type)}; only widenings are supported`,
+    name,
+  );
 }
 
 /** The `n` bits of `bits` starting at bit `offset`, as a fresh bitmap starting at bit 0. */

@@ -29,8 +29,14 @@ export interface GatherPiece {
 export function gatherPiece(schema: arrow.Schema, sources: arrow.Table[], piece: GatherPiece): arrow.Table {
   const count = piece.row.length;
   const nf = schema.fields.length - 2;
-  if (piece.sequence.length !== count || piece.kind.length !== count || (piece.source !== null && piece.source.length !== count)) {
-    throw new InvalidArgumentError(`a gathered piece of ${count} rows came with ${piece.sequence.length} sequence numbers and ${piece.kind.length} kinds; pass one of each per row`);
+  if (
+    piece.sequence.length !== count ||
+    piece.kind.length !== count ||
+    (piece.source !== null && piece.source.length !== count)
+  ) {
+    throw new InvalidArgumentError(
+      `a gathered piece of ${count} rows came with ${piece.sequence.length} sequence numbers and ${piece.kind.length} kinds; pass one of each per row`,
+    );
   }
   const indexes = Array.from({ length: nf }, (_, c) => c);
   const values =
@@ -42,8 +48,12 @@ export function gatherPiece(schema: arrow.Schema, sources: arrow.Table[], piece:
           piece.row,
         );
   const children = values.batches[0].data.children.slice();
-  children.push(arrow.makeData({ type: schema.fields[nf].type as arrow.Int64, length: count, nullCount: 0, data: piece.sequence }));
-  children.push(arrow.makeData({ type: schema.fields[nf + 1].type as arrow.Int8, length: count, nullCount: 0, data: piece.kind }));
+  children.push(
+    arrow.makeData({ type: schema.fields[nf].type as arrow.Int64, length: count, nullCount: 0, data: piece.sequence }),
+  );
+  children.push(
+    arrow.makeData({ type: schema.fields[nf + 1].type as arrow.Int8, length: count, nullCount: 0, data: piece.kind }),
+  );
   return tableFromColumns(schema, children, count);
 }
 
@@ -51,7 +61,10 @@ export function gatherPiece(schema: arrow.Schema, sources: arrow.Table[], piece:
 export function gatherSources(schema: arrow.Schema, sources: PackedTable[]): arrow.Table[] {
   const columns = new arrow.Schema(schema.fields.slice(0, schema.fields.length - 2));
   return sources.map((p) => {
-    if (p.batches.length !== 1) throw new InvalidArgumentError(`a shared source table came in ${p.batches.length} batches; share single-batch tables`);
+    if (p.batches.length !== 1)
+      throw new InvalidArgumentError(
+        `a shared source table came in ${p.batches.length} batches; share single-batch tables`,
+      );
     return unpackTable(p, columns);
   });
 }

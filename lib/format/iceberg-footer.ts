@@ -58,9 +58,18 @@ export function withIcebergSchema(schema: arrow.Schema, metadata: Record<string,
   for (const f of columns) {
     const id = arrowFieldId(f);
     if (id === undefined) return metadata;
-    fields.push({ id, name: f.name, required: !f.nullable, type: icebergType(fromArrowType(f.type, f.nullable, f.name)) });
+    fields.push({
+      id,
+      name: f.name,
+      required: !f.nullable,
+      type: icebergType(fromArrowType(f.type, f.nullable, f.name)),
+    });
   }
   const schemaId = metadata[SCHEMA_ID_KEY];
-  const json = { type: 'struct', ...(schemaId !== undefined && /^\d+$/.test(schemaId) ? { 'schema-id': Number(schemaId) } : {}), fields };
+  const json = {
+    type: 'struct',
+    ...(schemaId !== undefined && /^\d+$/.test(schemaId) ? { 'schema-id': Number(schemaId) } : {}),
+    fields,
+  };
   return { ...metadata, [ICEBERG_SCHEMA_KEY]: JSON.stringify(json) };
 }

@@ -33,7 +33,10 @@ const GRAIN = 1 << 20;
 export function tableIPCInto(table: arrow.Table, buffer?: ArrayBuffer): Uint8Array {
   const w = new PieceWriter();
   w.writeAll(table);
-  const target = buffer !== undefined && buffer.byteLength >= w.size ? buffer : new ArrayBuffer(Math.ceil(Math.max(w.size, 1) / GRAIN) * GRAIN);
+  const target =
+    buffer !== undefined && buffer.byteLength >= w.size
+      ? buffer
+      : new ArrayBuffer(Math.ceil(Math.max(w.size, 1) / GRAIN) * GRAIN);
   const out = new Uint8Array(target, 0, w.size);
   let at = 0;
   for (const p of w.pieces) {

@@ -75,7 +75,9 @@ function narrowOffsets(d: arrow.Data, type: arrow.DataType, column: string): arr
   const wide = d.valueOffsets as unknown as BigInt64Array;
   const start = Number(wide[0]);
   if (Number(wide[d.length]) - start > MAX_VAR_BYTES) {
-    throw new InvalidArgumentError(`column ${column}: more than 2 GiB of data in one batch; read the file with a smaller batch size`);
+    throw new InvalidArgumentError(
+      `column ${column}: more than 2 GiB of data in one batch; read the file with a smaller batch size`,
+    );
   }
   const offsets = new Int32Array(d.length + 1);
   for (let i = 0; i <= d.length; i++) offsets[i] = Number(wide[i]) - start;

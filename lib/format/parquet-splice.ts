@@ -11,7 +11,16 @@
  * keeps every field it does not know (and its type) as it was.
  */
 import { CorruptMetadataError } from '../errors.js';
-import { decodeStruct, encodeStruct, getField, setField, T, ThriftDecodeError, type ThriftList, type ThriftStruct } from './thrift-compact.js';
+import {
+  decodeStruct,
+  encodeStruct,
+  getField,
+  setField,
+  T,
+  ThriftDecodeError,
+  type ThriftList,
+  type ThriftStruct,
+} from './thrift-compact.js';
 
 type TStruct = ThriftStruct;
 
@@ -22,7 +31,8 @@ function readStruct(bytes: Uint8Array, what: string): TStruct {
   try {
     return decodeStruct(bytes).struct;
   } catch (e) {
-    if (e instanceof ThriftDecodeError) throw new CorruptMetadataError(`${what} cannot be decoded: ${e.message}`, { cause: e });
+    if (e instanceof ThriftDecodeError)
+      throw new CorruptMetadataError(`${what} cannot be decoded: ${e.message}`, { cause: e });
     throw e;
   }
 }
@@ -43,8 +53,21 @@ function setInt(s: TStruct, id: number, type: number, v: bigint): void {
 // Parquet footer field ids (parquet.thrift).
 const FILE = { ROW_GROUPS: 4, NUM_ROWS: 3 } as const;
 const ROW_GROUP = { COLUMNS: 1, NUM_ROWS: 3, FILE_OFFSET: 5, ORDINAL: 7 } as const;
-const CHUNK = { FILE_OFFSET: 2, META: 3, OFFSET_INDEX_OFFSET: 4, OFFSET_INDEX_LENGTH: 5, COLUMN_INDEX_OFFSET: 6, COLUMN_INDEX_LENGTH: 7 } as const;
-const META = { DATA_PAGE_OFFSET: 9, INDEX_PAGE_OFFSET: 10, DICTIONARY_PAGE_OFFSET: 11, BLOOM_FILTER_OFFSET: 14, BLOOM_FILTER_LENGTH: 15 } as const;
+const CHUNK = {
+  FILE_OFFSET: 2,
+  META: 3,
+  OFFSET_INDEX_OFFSET: 4,
+  OFFSET_INDEX_LENGTH: 5,
+  COLUMN_INDEX_OFFSET: 6,
+  COLUMN_INDEX_LENGTH: 7,
+} as const;
+const META = {
+  DATA_PAGE_OFFSET: 9,
+  INDEX_PAGE_OFFSET: 10,
+  DICTIONARY_PAGE_OFFSET: 11,
+  BLOOM_FILTER_OFFSET: 14,
+  BLOOM_FILTER_LENGTH: 15,
+} as const;
 const PAGE_LOCATION_OFFSET = 1;
 
 /** One piece: its footer, where its row groups' bytes are, and its page index entries. */
@@ -58,18 +81,24 @@ interface Piece {
 
 function parsePiece(bytes: Uint8Array, what: string): Piece {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (bytes.byteLength < 12 || view.getUint32(0, true) !== MAGIC || view.getUint32(bytes.byteLength - 4, true) !== MAGIC) {
+  if (
+    bytes.byteLength < 12 ||
+    view.getUint32(0, true) !== MAGIC ||
+    view.getUint32(bytes.byteLength - 4, true) !== MAGIC
+  ) {
     throw new CorruptMetadataError(`${what} is not a Parquet file (no PAR1 magic at both ends)`);
   }
   const footerLength = view.getUint32(bytes.byteLength - 8, true);
   const footerStart = bytes.byteLength - 8 - footerLength;
-  if (footerStart < 4) throw new CorruptMetadataError(`${what} has a footer length (${footerLength}) longer than the file`);
+  if (footerStart < 4)
+    throw new CorruptMetadataError(`${what} has a footer length (${footerLength}) longer than the file`);
   const footer = readStruct(bytes.subarray(footerStart, bytes.byteLength - 8), `${what}'s footer`);
   const rowGroups = ((getField(footer, FILE.ROW_GROUPS)?.value as ThriftList | undefined)?.items ?? []) as TStruct[];
   let dataEnd = footerStart;
   for (const g of rowGroups) {
     for (const c of chunksOf(g)) {
-      if (getField(meta(c), META.BLOOM_FILTER_OFFSET) !== undefined) throw new CorruptMetadataError(`${what} has bloom filters; splicing files with them is not supported`);
+      if (getField(meta(c), META.BLOOM_FILTER_OFFSET) !== undefined)
+        throw new CorruptMetadataError(`${what} has bloom filters; splicing files with them is not supported`);
       for (const id of [CHUNK.OFFSET_INDEX_OFFSET, CHUNK.COLUMN_INDEX_OFFSET]) {
         const at = getField(c, id)?.value as bigint | undefined;
         if (at !== undefined && Number(at) < dataEnd) dataEnd = Number(at);
@@ -85,7 +114,10 @@ function chunksOf(g: TStruct): TStruct[] {
 
 function meta(c: TStruct): TStruct {
   const m = getField(c, CHUNK.META)?.value as TStruct | undefined;
-  if (m === undefined) throw new CorruptMetadataError('a Parquet column chunk has no metadata (a file that keeps it elsewhere cannot be spliced)');
+  if (m === undefined)
+    throw new CorruptMetadataError(
+      'a Parquet column chunk has no metadata (a file that keeps it elsewhere cannot be spliced)',
+    );
   return m;
 }
 
@@ -95,7 +127,8 @@ function indexBytes(p: Piece, c: TStruct, offsetId: number, lengthId: number): U
   if (at === undefined) return undefined;
   const n = Number(getField(c, lengthId)?.value ?? -1n);
   const from = Number(at);
-  if (n < 0 || from < p.dataEnd || from + n > p.bytes.byteLength - 8) throw new CorruptMetadataError(`a Parquet page index entry [${from}, +${n}) lies outside its file's page index`);
+  if (n < 0 || from < p.dataEnd || from + n > p.bytes.byteLength - 8)
+    throw new CorruptMetadataError(`a Parquet page index entry [${from}, +${n}) lies outside its file's page index`);
   return p.bytes.subarray(from, from + n);
 }
 
@@ -115,7 +148,8 @@ export function spliceParquetFiles(pieces: readonly Uint8Array[]): Uint8Array {
   const footer = parsed[0].footer;
   setInt(footer, FILE.NUM_ROWS, T.I64, numRows);
   const rg = getField(footer, FILE.ROW_GROUPS);
-  if (rg === undefined) throw new CorruptMetadataError('piece 0 of a spliced Parquet file has a footer without row groups');
+  if (rg === undefined)
+    throw new CorruptMetadataError('piece 0 of a spliced Parquet file has a footer without row groups');
   (rg.value as ThriftList).items = rowGroups;
   const footerBytes = encodeStruct(footer);
   const indexLength = index.reduce((s, entry) => s + entry.length, 0);
@@ -190,7 +224,8 @@ function movePageIndex(parsed: readonly Piece[], indexStart: number): Uint8Array
           let entry = b;
           if (kind === 'offset') {
             const oi = readStruct(b, 'an offset index of a spliced Parquet file');
-            for (const loc of ((getField(oi, 1)?.value as ThriftList | undefined)?.items ?? []) as TStruct[]) shift(loc, PAGE_LOCATION_OFFSET, delta);
+            for (const loc of ((getField(oi, 1)?.value as ThriftList | undefined)?.items ?? []) as TStruct[])
+              shift(loc, PAGE_LOCATION_OFFSET, delta);
             entry = encodeStruct(oi);
           }
           setInt(c, offsetId, T.I64, BigInt(indexStart + indexLength));

@@ -12,7 +12,12 @@ import { readDecimal, writeDecimal } from './decimal.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-const INT_RANGES = { TINYINT: [-128, 127], SMALLINT: [-32768, 32767], INT: [-2147483648, 2147483647], DATE: [-2147483648, 2147483647] };
+const INT_RANGES = {
+  TINYINT: [-128, 127],
+  SMALLINT: [-32768, 32767],
+  INT: [-2147483648, 2147483647],
+  DATE: [-2147483648, 2147483647],
+};
 
 /** One column's cells as the builders read them: each null recorded in the validity bitmap and counted as it is read, a bad value thrown naming its row. */
 interface Cells {
@@ -93,7 +98,8 @@ function int32Column({ n, type, validity, nulls, valueAt, bad }: Cells, [min, ma
   for (let i = 0; i < n; i++) {
     const v = valueAt(i);
     if (v === undefined) continue;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) bad(i, v, `an integer in [${min}, ${max}]`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+      bad(i, v, `an integer in [${min}, ${max}]`);
     values[i] = v as number;
   }
   return makeColumn(type, n, values, validity, nulls());
@@ -105,7 +111,8 @@ function int64Column({ n, type, validity, nulls, valueAt, bad }: Cells): arrow.D
   for (let i = 0; i < n; i++) {
     const v = valueAt(i);
     if (v === undefined) continue;
-    const b = typeof v === 'bigint' ? v : typeof v === 'number' && Number.isSafeInteger(v) ? BigInt(v) : bad(i, v, 'a bigint');
+    const b =
+      typeof v === 'bigint' ? v : typeof v === 'number' && Number.isSafeInteger(v) ? BigInt(v) : bad(i, v, 'a bigint');
     if (BigInt.asIntN(64, b) !== b) bad(i, v, 'a 64-bit integer');
     values[i] = b;
   }
@@ -124,7 +131,12 @@ function floatColumn({ n, type, validity, nulls, valueAt, bad }: Cells): arrow.D
 }
 
 /** DECIMAL(p, s) as 128-bit little-endian words, from a decimal string (or a number or bigint). */
-function decimalColumn({ n, type, validity, nulls, valueAt, bad }: Cells, precision: number, scale: number, name: string): arrow.Data {
+function decimalColumn(
+  { n, type, validity, nulls, valueAt, bad }: Cells,
+  precision: number,
+  scale: number,
+  name: string,
+): arrow.Data {
   const values = new Uint32Array(n * 4);
   const words = new Int32Array(values.buffer);
   for (let i = 0; i < n; i++) {

@@ -113,7 +113,12 @@ export interface RowSlice {
  * The rows of row group `g` (its standalone file, which holds the filter's columns) that `filter`
  * wants, or undefined when none (counted in the filter either way).
  */
-export async function rowGroupSpan(file: ParquetBytes, footer: ParquetFooter, g: number, filter: RowSpanFilter): Promise<RowSlice | undefined> {
+export async function rowGroupSpan(
+  file: ParquetBytes,
+  footer: ParquetFooter,
+  g: number,
+  filter: RowSpanFilter,
+): Promise<RowSlice | undefined> {
   const rows = footer.rowGroups[g].numRows;
   const keys = normalizeArrowTypes(arrow.tableFromIPC(await decodeRowGroupIPC(file, filter.columns, rows)));
   const [start, end] = filter.span(keys);
@@ -134,7 +139,10 @@ export function rowGroupMay(footer: ParquetFooter, g: number, filter: RowSpanFil
 }
 
 /** The columns to fetch of a row group for `wanted` (undefined: all) and the filter's columns. */
-function withSpanColumns(wanted: ReadonlySet<string> | undefined, filter: RowSpanFilter | undefined): ReadonlySet<string> | undefined {
+function withSpanColumns(
+  wanted: ReadonlySet<string> | undefined,
+  filter: RowSpanFilter | undefined,
+): ReadonlySet<string> | undefined {
   return wanted === undefined || filter === undefined ? wanted : new Set([...wanted, ...filter.columns]);
 }
 
@@ -168,12 +176,14 @@ function i64(s: ThriftStruct, id: number): number | undefined {
 function list(s: ThriftStruct, id: number): ThriftList | undefined {
   const f = getField(s, id);
   if (f === undefined) return undefined;
-  if (typeof f.value !== 'object' || !('kind' in f.value) || f.value.kind !== 'list') throw new CorruptMetadataError(`footer field ${id} is not a list`);
+  if (typeof f.value !== 'object' || !('kind' in f.value) || f.value.kind !== 'list')
+    throw new CorruptMetadataError(`footer field ${id} is not a list`);
   return f.value;
 }
 
 function struct(v: unknown, what: string): ThriftStruct {
-  if (typeof v !== 'object' || v === null || !('kind' in v) || (v as ThriftStruct).kind !== 'struct') throw new CorruptMetadataError(`${what} is not a struct`);
+  if (typeof v !== 'object' || v === null || !('kind' in v) || (v as ThriftStruct).kind !== 'struct')
+    throw new CorruptMetadataError(`${what} is not a struct`);
   return v as ThriftStruct;
 }
 
@@ -182,36 +192,54 @@ export async function readParquetFooter(src: ByteSource): Promise<ParquetFooter>
   if (src.size < 12) throw new CorruptMetadataError(`${src.name} has ${src.size} bytes, too few for a Parquet file`);
   const tailStart = Math.max(0, src.size - FOOTER_READ_BYTES);
   const tail = await src.read(tailStart, src.size);
-  if (tail.length !== src.size - tailStart) throw new DataFileChecksumError(src.name, src.table, `it is shorter than its recorded size of ${src.size} bytes (cut short)`);
+  if (tail.length !== src.size - tailStart)
+    throw new DataFileChecksumError(
+      src.name,
+      src.table,
+      `it is shorter than its recorded size of ${src.size} bytes (cut short)`,
+    );
   const end = tail.subarray(tail.length - 8);
-  if (!MAGIC.every((b, i) => end[4 + i] === b)) throw new CorruptMetadataError(`${src.name} does not end with the Parquet magic PAR1`);
+  if (!MAGIC.every((b, i) => end[4 + i] === b))
+    throw new CorruptMetadataError(`${src.name} does not end with the Parquet magic PAR1`);
   const footerLength = new DataView(end.buffer, end.byteOffset, 8).getUint32(0, true);
-  if (footerLength + 12 > src.size) throw new CorruptMetadataError(`${src.name}: footer length ${footerLength} exceeds the file (${src.size} bytes)`);
+  if (footerLength + 12 > src.size)
+    throw new CorruptMetadataError(`${src.name}: footer length ${footerLength} exceeds the file (${src.size} bytes)`);
   let footer: Uint8Array;
   if (footerLength + 8 <= tail.length) footer = tail.subarray(tail.length - 8 - footerLength, tail.length - 8);
   else {
     footer = await src.read(src.size - 8 - footerLength, src.size - 8);
-    if (footer.length !== footerLength) throw new DataFileChecksumError(src.name, src.table, `it is shorter than its recorded size of ${src.size} bytes (cut short)`);
+    if (footer.length !== footerLength)
+      throw new DataFileChecksumError(
+        src.name,
+        src.table,
+        `it is shorter than its recorded size of ${src.size} bytes (cut short)`,
+      );
   }
   // Checked before the footer is decoded: what it says about the chunks (their places, their CRCs) is then the writer's.
   if (src.footerCrc32 !== undefined) {
     const crc = checksum(end, checksum(footer));
     if (crc !== src.footerCrc32) {
-      throw new DataFileChecksumError(src.name, src.table, `its footer has CRC-32 ${crcHex(crc)}, its manifest entry records ${crcHex(src.footerCrc32)}`);
+      throw new DataFileChecksumError(
+        src.name,
+        src.table,
+        `its footer has CRC-32 ${crcHex(crc)}, its manifest entry records ${crcHex(src.footerCrc32)}`,
+      );
     }
   }
   let meta: ThriftStruct;
   try {
     meta = decodeStruct(footer).struct;
   } catch (e) {
-    if (e instanceof ThriftDecodeError) throw new CorruptMetadataError(`${src.name}: the Parquet footer cannot be decoded: ${e.message}`, { cause: e });
+    if (e instanceof ThriftDecodeError)
+      throw new CorruptMetadataError(`${src.name}: the Parquet footer cannot be decoded: ${e.message}`, { cause: e });
     throw e;
   }
   return describeFooter(meta, src);
 }
 
 function describeFooter(meta: ThriftStruct, src: ByteSource): ParquetFooter {
-  if (getField(meta, 8) !== undefined) throw new CorruptMetadataError(`${src.name} is an encrypted Parquet file, which varve cannot read`);
+  if (getField(meta, 8) !== undefined)
+    throw new CorruptMetadataError(`${src.name} is an encrypted Parquet file, which varve cannot read`);
   // The schema is flattened depth-first; the root's children are the top-level columns.
   const schema = (list(meta, 2)?.items ?? []).map((s) => struct(s, 'schema element'));
   const columns: string[] = [];
@@ -240,9 +268,15 @@ function describeFooter(meta: ThriftStruct, src: ByteSource): ParquetFooter {
     const intStats = new Map<string, IntRange>();
     for (const c of list(rg, 1)?.items ?? []) {
       const chunk = struct(c, 'column chunk');
-      if (getField(chunk, 1) !== undefined) throw new CorruptMetadataError(`${src.name} keeps column data in another file (file_path), which varve cannot read`);
+      if (getField(chunk, 1) !== undefined)
+        throw new CorruptMetadataError(
+          `${src.name} keeps column data in another file (file_path), which varve cannot read`,
+        );
       const md = getField(chunk, 3);
-      if (md === undefined) throw new CorruptMetadataError(`${src.name} has a column chunk without metadata (encrypted columns are not supported)`);
+      if (md === undefined)
+        throw new CorruptMetadataError(
+          `${src.name} has a column chunk without metadata (encrypted columns are not supported)`,
+        );
       const cmd = struct(md.value, 'column metadata');
       const path = list(cmd, 3)?.items ?? [];
       const column = path[0] instanceof Uint8Array ? decoder.decode(path[0]) : '';
@@ -254,7 +288,9 @@ function describeFooter(meta: ThriftStruct, src: ByteSource): ParquetFooter {
         continue;
       }
       if (start < 4 || length < 0 || start + length > src.size) {
-        throw new CorruptMetadataError(`${src.name}: column chunk of ${column} at [${start}, ${start + length}) lies outside the file (${src.size} bytes)`);
+        throw new CorruptMetadataError(
+          `${src.name}: column chunk of ${column} at [${start}, ${start + length}) lies outside the file (${src.size} bytes)`,
+        );
       }
       layout.push({ column, start, length });
       const range = path.length === 1 ? intRange(cmd) : undefined;
@@ -266,10 +302,26 @@ function describeFooter(meta: ThriftStruct, src: ByteSource): ParquetFooter {
   const kv = keyValues(meta);
   const table = src.table ?? kv.get('varve.table');
   const chunkCrcs = parseChunkChecksums(kv.get(CHUNK_CRC_KEY), src.name, table);
-  if (chunkCrcs !== undefined && (chunkCrcs.length !== chunks.length || chunkCrcs.some((g, i) => g.length !== chunks[i].length))) {
-    throw new DataFileChecksumError(src.name, table, `its footer records checksums for ${chunkCrcs.length} row groups of ${chunkCrcs.map((g) => g.length).join('/')} chunks, but has ${chunks.length} of ${chunks.map((g) => g.length).join('/')}`);
+  if (
+    chunkCrcs !== undefined &&
+    (chunkCrcs.length !== chunks.length || chunkCrcs.some((g, i) => g.length !== chunks[i].length))
+  ) {
+    throw new DataFileChecksumError(
+      src.name,
+      table,
+      `its footer records checksums for ${chunkCrcs.length} row groups of ${chunkCrcs.map((g) => g.length).join('/')} chunks, but has ${chunks.length} of ${chunks.map((g) => g.length).join('/')}`,
+    );
   }
-  return { name: src.name, numRows: i64(meta, 3) ?? 0, rowGroups, columns, meta, chunks, ...(chunkCrcs ? { chunkCrcs } : {}), ...(table !== undefined ? { table } : {}) };
+  return {
+    name: src.name,
+    numRows: i64(meta, 3) ?? 0,
+    rowGroups,
+    columns,
+    meta,
+    chunks,
+    ...(chunkCrcs ? { chunkCrcs } : {}),
+    ...(table !== undefined ? { table } : {}),
+  };
 }
 
 /**
@@ -281,7 +333,8 @@ function intRange(cmd: ThriftStruct): IntRange | undefined {
   const physical = i64(cmd, 1);
   const width = physical === 1 ? 4 : physical === 2 ? 8 : 0;
   const stats = getField(cmd, 12)?.value;
-  if (width === 0 || typeof stats !== 'object' || stats === null || (stats as ThriftStruct).kind !== 'struct') return undefined;
+  if (width === 0 || typeof stats !== 'object' || stats === null || (stats as ThriftStruct).kind !== 'struct')
+    return undefined;
   const bytes = (id: number): Uint8Array | undefined => {
     const v = getField(stats as ThriftStruct, id)?.value;
     return v instanceof Uint8Array && v.length === width ? v : undefined;
@@ -315,7 +368,11 @@ function checkChunk(footer: ParquetFooter, g: number, c: number, bytes: Uint8Arr
   const got = checksum(bytes);
   if (got !== want) {
     const { column, start, length } = footer.chunks[g][c];
-    throw new DataFileChecksumError(footer.name, footer.table, `column ${column} of row group ${g} (bytes [${start}, ${start + length})) has CRC-32 ${crcHex(got)}, its footer records ${crcHex(want)}`);
+    throw new DataFileChecksumError(
+      footer.name,
+      footer.table,
+      `column ${column} of row group ${g} (bytes [${start}, ${start + length})) has CRC-32 ${crcHex(got)}, its footer records ${crcHex(want)}`,
+    );
   }
 }
 
@@ -346,7 +403,8 @@ export async function rowGroupFile(
   const ranges: { start: number; end: number }[] = [];
   for (const c of sorted) {
     const last = ranges[ranges.length - 1];
-    if (last !== undefined && c.start - last.end <= COALESCE_GAP_BYTES) last.end = Math.max(last.end, c.start + c.length);
+    if (last !== undefined && c.start - last.end <= COALESCE_GAP_BYTES)
+      last.end = Math.max(last.end, c.start + c.length);
     else ranges.push({ start: c.start, end: c.start + c.length });
   }
   // The rewritten footer is encoded before the buffer is sized; chunks go in file order from byte 4.
@@ -365,7 +423,12 @@ export async function rowGroupFile(
   let fetched = 0;
   for (const r of ranges) {
     const got = await fetch(r.start, r.end);
-    if (got.length !== r.end - r.start) throw new DataFileChecksumError(footer.name, footer.table, `row group ${g}: bytes [${r.start}, ${r.end}) are past the end of the file (cut short)`);
+    if (got.length !== r.end - r.start)
+      throw new DataFileChecksumError(
+        footer.name,
+        footer.table,
+        `row group ${g}: bytes [${r.start}, ${r.end}) are past the end of the file (cut short)`,
+      );
     fetched += got.length;
     for (const c of sorted) {
       if (c.start < r.start || c.start + c.length > r.end) continue;
@@ -413,7 +476,8 @@ export function parquetBytes(parts: readonly Uint8Array[]): ParquetBytes {
     return out.buffer;
   };
   // Blob.slice's clamping: negative positions count from the end.
-  const clamp = (x: number | undefined, dflt: number): number => (x === undefined ? dflt : x < 0 ? Math.max(size + x, 0) : Math.min(x, size));
+  const clamp = (x: number | undefined, dflt: number): number =>
+    x === undefined ? dflt : x < 0 ? Math.max(size + x, 0) : Math.min(x, size);
   return {
     size,
     blob: () => new Blob(parts as Uint8Array<ArrayBuffer>[]),
@@ -431,14 +495,21 @@ export function parquetBytes(parts: readonly Uint8Array[]): ParquetBytes {
  * asks for all the chunks of a row group in one read, and a store returns each range in its own
  * buffer, so that read needs no copy (wasm only reads it, into its own memory).
  */
-function wholeBuffer(parts: readonly Uint8Array[], starts: readonly number[], i: number, start: number, end: number): ArrayBuffer | undefined {
+function wholeBuffer(
+  parts: readonly Uint8Array[],
+  starts: readonly number[],
+  i: number,
+  start: number,
+  end: number,
+): ArrayBuffer | undefined {
   const first = parts[i];
   const buffer = first.buffer;
   if (!(buffer instanceof ArrayBuffer) || first.byteOffset + (start - starts[i]) !== 0) return undefined;
   let j = i;
   while (starts[j] + parts[j].length < end) {
     const next = parts[j + 1];
-    if (next === undefined || next.buffer !== buffer || next.byteOffset !== parts[j].byteOffset + parts[j].length) return undefined;
+    if (next === undefined || next.buffer !== buffer || next.byteOffset !== parts[j].byteOffset + parts[j].length)
+      return undefined;
     j++;
   }
   return parts[j].byteOffset + (end - starts[j]) === buffer.byteLength ? buffer : undefined;
@@ -480,7 +551,10 @@ function rewriteFooter(footer: ParquetFooter, g: number, newStart: Map<number, n
     newChunk.fields = newChunk.fields.map((f) => (f.id === 3 ? { ...f, value: newCmd } : f));
     return newChunk as ThriftStruct;
   });
-  const newRg: ThriftStruct = { kind: 'struct', fields: rg.fields.map((f) => (f.id === 1 ? { ...f, value: { ...(f.value as ThriftList), items: chunks } } : f)) };
+  const newRg: ThriftStruct = {
+    kind: 'struct',
+    fields: rg.fields.map((f) => (f.id === 1 ? { ...f, value: { ...(f.value as ThriftList), items: chunks } } : f)),
+  };
   if (i64(rg, 5) !== undefined) setI64(newRg, 5, 4n);
   if (getField(rg, 7) !== undefined) {
     removeField(newRg, 7);
@@ -489,7 +563,9 @@ function rewriteFooter(footer: ParquetFooter, g: number, newStart: Map<number, n
   }
   const meta: ThriftStruct = {
     kind: 'struct',
-    fields: footer.meta.fields.map((f) => (f.id === 4 ? { ...f, value: { ...(f.value as ThriftList), items: [newRg] } } : f)),
+    fields: footer.meta.fields.map((f) =>
+      f.id === 4 ? { ...f, value: { ...(f.value as ThriftList), items: [newRg] } } : f,
+    ),
   };
   setI64(meta, 3, BigInt(footer.rowGroups[g].numRows));
   return meta;
@@ -503,12 +579,21 @@ function rewriteFooter(footer: ParquetFooter, g: number, newStart: Map<number, n
  * batch's buffers go into `memory` (see arrow-import.ts for what that means for
  * how long a batch stays valid).
  */
-export async function* decodeRowGroupBatches(bytes: ParquetBytes, columns?: readonly string[], memory: BatchMemory = freshBatchMemory, slice?: RowSlice): AsyncGenerator<arrow.Table> {
+export async function* decodeRowGroupBatches(
+  bytes: ParquetBytes,
+  columns?: readonly string[],
+  memory: BatchMemory = freshBatchMemory,
+  slice?: RowSlice,
+): AsyncGenerator<arrow.Table> {
   const file = await openParquetBytes(bytes);
   let reader: ReadableStreamDefaultReader<WasmRecordBatch> | undefined;
   let done = false;
   try {
-    const stream = await file.stream({ batchSize: DECODE_BATCH_ROWS, ...(columns === undefined ? {} : { columns: [...columns] }), ...slice });
+    const stream = await file.stream({
+      batchSize: DECODE_BATCH_ROWS,
+      ...(columns === undefined ? {} : { columns: [...columns] }),
+      ...slice,
+    });
     reader = stream.getReader() as ReadableStreamDefaultReader<WasmRecordBatch>;
     for (;;) {
       const next = await reader.read();
@@ -528,7 +613,12 @@ export async function* decodeRowGroupBatches(bytes: ParquetBytes, columns?: read
  * rowGroupFile) of `rows` rows to Arrow IPC stream bytes, one batch: the step the decode pool's
  * workers run (decode-worker.ts), and the calling thread inline.
  */
-export async function decodeRowGroupIPC(blob: Blob | ParquetBytes, columns: readonly string[], rows: number, slice?: RowSlice): Promise<Uint8Array> {
+export async function decodeRowGroupIPC(
+  blob: Blob | ParquetBytes,
+  columns: readonly string[],
+  rows: number,
+  slice?: RowSlice,
+): Promise<Uint8Array> {
   const file = await openParquetBytes(blob);
   try {
     return (await file.read({ columns: [...columns], batchSize: Math.max(1, rows), ...slice })).intoIPCStream();

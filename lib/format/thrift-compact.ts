@@ -79,7 +79,8 @@ class Reader {
   /** A small unsigned varint as a number (lengths, sizes). */
   size(): number {
     const v = this.varint();
-    if (v > BigInt(this.buf.length)) throw new ThriftDecodeError(`length ${v} exceeds the footer (${this.buf.length} bytes)`);
+    if (v > BigInt(this.buf.length))
+      throw new ThriftDecodeError(`length ${v} exceeds the footer (${this.buf.length} bytes)`);
     return Number(v);
   }
 
@@ -89,7 +90,8 @@ class Reader {
   }
 
   bytes(n: number): Uint8Array {
-    if (this.pos + n > this.buf.length) throw new ThriftDecodeError(`footer ends early: ${n} bytes wanted at byte ${this.pos}`);
+    if (this.pos + n > this.buf.length)
+      throw new ThriftDecodeError(`footer ends early: ${n} bytes wanted at byte ${this.pos}`);
     const out = this.buf.subarray(this.pos, this.pos + n);
     this.pos += n;
     return out;
@@ -98,28 +100,33 @@ class Reader {
   value(type: number, depth: number): ThriftValue {
     if (depth > 64) throw new ThriftDecodeError('footer nests deeper than 64 levels');
     switch (type) {
-      case T.TRUE: return true;
-      case T.FALSE: return false;
+      case T.TRUE:
+        return true;
+      case T.FALSE:
+        return false;
       case T.BYTE: {
         const b = this.byte();
         return BigInt(b > 127 ? b - 256 : b);
       }
       case T.I16:
       case T.I32:
-      case T.I64: return this.zigzag();
+      case T.I64:
+        return this.zigzag();
       case T.DOUBLE: {
         const b = this.bytes(8);
         return new DataView(b.buffer, b.byteOffset, 8).getFloat64(0, true);
       }
-      case T.BINARY: return this.bytes(this.size());
+      case T.BINARY:
+        return this.bytes(this.size());
       case T.LIST:
       case T.SET: {
         const h = this.byte();
         const elemType = h & 0x0f;
-        const n = (h >> 4) === 0x0f ? this.size() : h >> 4;
+        const n = h >> 4 === 0x0f ? this.size() : h >> 4;
         const items: ThriftValue[] = [];
         // A bool element is one byte (1 = true) in a list, unlike a bool field.
-        for (let i = 0; i < n; i++) items.push(elemType === T.TRUE || elemType === T.FALSE ? this.byte() === 1 : this.value(elemType, depth + 1));
+        for (let i = 0; i < n; i++)
+          items.push(elemType === T.TRUE || elemType === T.FALSE ? this.byte() === 1 : this.value(elemType, depth + 1));
         return { kind: 'list', wire: type, elemType, items };
       }
       case T.MAP: {
@@ -132,8 +139,10 @@ class Reader {
         for (let i = 0; i < n; i++) entries.push([this.value(keyType, depth + 1), this.value(valueType, depth + 1)]);
         return { kind: 'map', keyType, valueType, entries };
       }
-      case T.STRUCT: return this.struct(depth + 1);
-      default: throw new ThriftDecodeError(`unknown compact type ${type} at byte ${this.pos}`);
+      case T.STRUCT:
+        return this.struct(depth + 1);
+      default:
+        throw new ThriftDecodeError(`unknown compact type ${type} at byte ${this.pos}`);
     }
   }
 
@@ -199,7 +208,8 @@ class Writer {
   value(type: number, v: ThriftValue): void {
     switch (type) {
       case T.TRUE:
-      case T.FALSE: return; // carried in the field header
+      case T.FALSE:
+        return; // carried in the field header
       case T.BYTE:
         this.byte(Number(v as bigint));
         return;
@@ -248,7 +258,8 @@ class Writer {
       case T.STRUCT:
         this.struct(v as ThriftStruct);
         return;
-      default: throw new ThriftDecodeError(`cannot encode compact type ${type}`);
+      default:
+        throw new ThriftDecodeError(`cannot encode compact type ${type}`);
     }
   }
 

@@ -33,7 +33,12 @@ export interface ValueStatsAcc {
 
 /** The statistics of `fields` over the rows of `data` (whose columns carry the fields' names). */
 export function valueStatsOf(fields: DataField[], data: arrow.Table): ValueStatsAcc {
-  const acc: ValueStatsAcc = { fields, min: fields.map(() => null), max: fields.map(() => null), nulls: fields.map(() => 0) };
+  const acc: ValueStatsAcc = {
+    fields,
+    min: fields.map(() => null),
+    max: fields.map(() => null),
+    nulls: fields.map(() => 0),
+  };
   const rows = tableToRows(data, fields);
   fields.forEach((f, i) => {
     const ordered = f.type.root !== 'BYTES';
@@ -54,7 +59,8 @@ export function valueStatsOf(fields: DataField[], data: arrow.Table): ValueStats
 /** The statistics of two pieces of one file. */
 export function mergeValueStats(a: ValueStatsAcc | undefined, b: ValueStatsAcc | undefined): ValueStatsAcc | undefined {
   if (a === undefined || b === undefined) return a ?? b;
-  const pick = (t: DataType, x: Value, y: Value, sign: number) => (x === null ? y : y === null ? x : compareValues(t, y, x) * sign < 0 ? y : x);
+  const pick = (t: DataType, x: Value, y: Value, sign: number) =>
+    x === null ? y : y === null ? x : compareValues(t, y, x) * sign < 0 ? y : x;
   return {
     fields: a.fields,
     min: a.fields.map((f, i) => pick(f.type, a.min[i], b.min[i], 1)),
@@ -67,7 +73,12 @@ export function mergeValueStats(a: ValueStatsAcc | undefined, b: ValueStatsAcc |
 export function storedValueStats(acc: ValueStatsAcc): ValueStats {
   const out: ValueStats = {};
   acc.fields.forEach((f, i) => {
-    out[String(f.id)] = { type: f.type.root, min: toJsonValue(f.type, acc.min[i]), max: toJsonValue(f.type, acc.max[i]), nullCount: acc.nulls[i] };
+    out[String(f.id)] = {
+      type: f.type.root,
+      min: toJsonValue(f.type, acc.min[i]),
+      max: toJsonValue(f.type, acc.max[i]),
+      nullCount: acc.nulls[i],
+    };
   });
   return out;
 }
@@ -76,7 +87,10 @@ export function storedValueStats(acc: ValueStatsAcc): ValueStats {
  * A column's bounds in a file, decoded for `field` as the reader's schema has it, or undefined
  * when the file has no statistics for it (written before statistics, or its type changed since).
  */
-export function columnBounds(stats: ValueStats | undefined, field: DataField): { min: Value; max: Value; nullCount: number } | undefined {
+export function columnBounds(
+  stats: ValueStats | undefined,
+  field: DataField,
+): { min: Value; max: Value; nullCount: number } | undefined {
   const s = stats?.[String(field.id)];
   if (s === undefined || s.type !== field.type.root) return undefined;
   return { min: fromJsonValue(field.type, s.min), max: fromJsonValue(field.type, s.max), nullCount: s.nullCount };

@@ -35,7 +35,10 @@ export function findWorkerEntry(name: string, dir?: string): WorkerEntry | null 
   if (!existsSync(ts)) return null;
   let api: string;
   try {
-    api = path.join(path.dirname(createRequire(path.join(here, 'noop.js')).resolve('tsx/package.json')), 'dist/esm/api/index.mjs');
+    api = path.join(
+      path.dirname(createRequire(path.join(here, 'noop.js')).resolve('tsx/package.json')),
+      'dist/esm/api/index.mjs',
+    );
   } catch {
     return null;
   }
@@ -54,7 +57,9 @@ export function defaultPoolThreads(envName: string, env: NodeJS.ProcessEnv = pro
   if (set !== undefined && set.trim() !== '') {
     const n = Number(set);
     if (!Number.isInteger(n) || n < 0 || n > 64) {
-      throw new InvalidArgumentError(`${envName} must be a whole number from 0 to 64 (0 works on the calling thread), got "${set}"`);
+      throw new InvalidArgumentError(
+        `${envName} must be a whole number from 0 to 64 (0 works on the calling thread), got "${set}"`,
+      );
     }
     return n;
   }
@@ -71,7 +76,8 @@ export function serializeWorkerError(e: unknown): SerializedError {
 }
 
 // The WebAssembly global is missing from the project's type libs (ES2023 + node), not from Node.
-const WasmRuntimeError = (globalThis as unknown as { WebAssembly: { RuntimeError: ErrorConstructor } }).WebAssembly.RuntimeError;
+const WasmRuntimeError = (globalThis as unknown as { WebAssembly: { RuntimeError: ErrorConstructor } }).WebAssembly
+  .RuntimeError;
 
 /** The classes a worker's error is rebuilt as, by name: what the inline encode and decode throw. */
 const REMOTE_ERRORS: Record<string, new (message: string) => Error> = {

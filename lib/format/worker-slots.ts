@@ -35,7 +35,14 @@ export class WorkerSlots<P, M> {
   }
 
   /** Sends `msg` as request `id` (held as `pending`) to the least busy of at most `threads` workers of `entry`. */
-  post(entry: WorkerEntry, threads: number, id: number, pending: P, msg: unknown, transfer: readonly ArrayBuffer[] = []): WorkerSlot<P> {
+  post(
+    entry: WorkerEntry,
+    threads: number,
+    id: number,
+    pending: P,
+    msg: unknown,
+    transfer: readonly ArrayBuffer[] = [],
+  ): WorkerSlot<P> {
     const slot = this.pick(entry, threads);
     if (slot.pending.size === 0) slot.worker.ref();
     slot.pending.set(id, pending);

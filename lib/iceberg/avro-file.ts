@@ -27,13 +27,20 @@ function avroType(schema: AvroSchema): avro.Type {
 }
 
 /** The bytes of an Avro container file holding `records` (deflate-compressed, as Iceberg writes by default). */
-export async function encodeAvroFile(schema: AvroSchema, records: readonly unknown[], metadata: Record<string, string>): Promise<Uint8Array> {
+export async function encodeAvroFile(
+  schema: AvroSchema,
+  records: readonly unknown[],
+  metadata: Record<string, string>,
+): Promise<Uint8Array> {
   const type = avroType(schema);
   const encoder = new avro.streams.BlockEncoder(type, {
     codec: 'deflate',
     metadata: Object.fromEntries(Object.entries(metadata).map(([k, v]) => [k, Buffer.from(v, 'utf8')])),
     writeHeader: 'never',
-  } as unknown as avro.EncoderOptions) as unknown as avro.streams.BlockEncoder & { _schema: unknown; _writeHeader(): void };
+  } as unknown as avro.EncoderOptions) as unknown as avro.streams.BlockEncoder & {
+    _schema: unknown;
+    _writeHeader(): void;
+  };
   // avsc 5.7 writes `_schema` into the header when set, else the parsed type's schema, which
   // drops Iceberg's `field-id` attributes; the parsed type (bigint longs) still encodes. The
   // header is written here, eagerly, so a file of no records is valid too. Pinned version; the
@@ -53,8 +60,13 @@ export async function encodeAvroFile(schema: AvroSchema, records: readonly unkno
 }
 
 /** The records and file metadata of an Avro container file; `what` names it in errors. */
-export async function decodeAvroFile(bytes: Uint8Array, what: string): Promise<{ records: unknown[]; metadata: Record<string, string> }> {
-  const decoder = new avro.streams.BlockDecoder({ parseHook: (s: avro.Schema) => avroType(s as AvroSchema) } as unknown as avro.DecoderOptions);
+export async function decodeAvroFile(
+  bytes: Uint8Array,
+  what: string,
+): Promise<{ records: unknown[]; metadata: Record<string, string> }> {
+  const decoder = new avro.streams.BlockDecoder({
+    parseHook: (s: avro.Schema) => avroType(s as AvroSchema),
+  } as unknown as avro.DecoderOptions);
   const records: unknown[] = [];
   let metadata: Record<string, string> = {};
   const done = new Promise<void>((resolve, reject) => {

@@ -14,7 +14,12 @@ import type { PartitionAvroField } from './avro-schemas.js';
 import { EntryStatus, FileContent, type ExportedFile } from './iceberg-manifests.js';
 import { POSITION_DELETE_FILE_PATH_ID } from './position-deletes.js';
 import { storeUri } from './iceberg-metadata.js';
-import { partitionAvroFields, partitionAvroValue, partitionValuesOf, type IcebergPartitionSpec } from './iceberg-schema.js';
+import {
+  partitionAvroFields,
+  partitionAvroValue,
+  partitionValuesOf,
+  type IcebergPartitionSpec,
+} from './iceberg-schema.js';
 
 /** Counts of one manifest's entries, as its manifest list row and the snapshot summary report them. */
 export interface EntryStats {
@@ -101,17 +106,41 @@ export interface PlannedFile {
  * whose file_path bounds name the one data file it applies to, as Iceberg's writers record them
  * (readers then match it to that file only). No column statistics otherwise: see docs/ICEBERG.md.
  */
-function dataFileRecord(path: string, partition: Record<string, unknown>, records: bigint, size: bigint, deletesFrom?: string): Record<string, unknown> {
-  const bound = deletesFrom === undefined ? null : [{ key: POSITION_DELETE_FILE_PATH_ID, value: Buffer.from(deletesFrom, 'utf8') }];
+function dataFileRecord(
+  path: string,
+  partition: Record<string, unknown>,
+  records: bigint,
+  size: bigint,
+  deletesFrom?: string,
+): Record<string, unknown> {
+  const bound =
+    deletesFrom === undefined ? null : [{ key: POSITION_DELETE_FILE_PATH_ID, value: Buffer.from(deletesFrom, 'utf8') }];
   return {
-    content: deletesFrom === undefined ? FileContent.DATA : FileContent.POSITION_DELETES, file_path: path, file_format: 'PARQUET', partition,
-    record_count: records, file_size_in_bytes: size, column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null,
-    lower_bounds: bound, upper_bounds: bound, key_metadata: null, split_offsets: null, equality_ids: null, sort_order_id: null,
+    content: deletesFrom === undefined ? FileContent.DATA : FileContent.POSITION_DELETES,
+    file_path: path,
+    file_format: 'PARQUET',
+    partition,
+    record_count: records,
+    file_size_in_bytes: size,
+    column_sizes: null,
+    value_counts: null,
+    null_value_counts: null,
+    nan_value_counts: null,
+    lower_bounds: bound,
+    upper_bounds: bound,
+    key_metadata: null,
+    split_offsets: null,
+    equality_ids: null,
+    sort_order_id: null,
   };
 }
 
 /** Builds each partition path's Avro tuple once. */
-function partitionTuples(table: Table, schema: TableSchema, avroFields: readonly PartitionAvroField[]): (partition: string) => Record<string, unknown> {
+function partitionTuples(
+  table: Table,
+  schema: TableSchema,
+  avroFields: readonly PartitionAvroField[],
+): (partition: string) => Record<string, unknown> {
   const types = schema.partitionKeys.map((k) => schema.fields.find((f) => f.name === k)!.type);
   const tuples = new Map<string, Record<string, unknown>>();
   return (partition) => {
@@ -152,7 +181,15 @@ export function planEntries(
   const tupleOf = partitionTuples(table, schema, avroFields);
   const entries: unknown[] = [];
   const kept = new Set<string>();
-  const stats: EntryStats = { added: 0, existing: 0, deleted: 0, addedRows: 0n, existingRows: 0n, deletedRows: 0n, minSeq: at.seq };
+  const stats: EntryStats = {
+    added: 0,
+    existing: 0,
+    deleted: 0,
+    addedRows: 0n,
+    existingRows: 0n,
+    deletedRows: 0n,
+    minSeq: at.seq,
+  };
   let records = 0;
   for (const f of files) {
     const old = before.get(f.path);

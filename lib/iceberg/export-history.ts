@@ -12,7 +12,13 @@ import type { Snapshot } from '../snapshot/snapshot.js';
 import type { ObjectStore } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import { manifestKeysForList } from './iceberg-manifests.js';
-import { metadataFileKey, storeKeyOf, type IcebergLocation, type IcebergSnapshot, type IcebergTableMetadata } from './iceberg-metadata.js';
+import {
+  metadataFileKey,
+  storeKeyOf,
+  type IcebergLocation,
+  type IcebergSnapshot,
+  type IcebergTableMetadata,
+} from './iceberg-metadata.js';
 
 /** Summary key: the commit uuid of the varve snapshot an Iceberg snapshot exports. */
 export const COMMIT_UUID_SUMMARY = COMMIT_UUID_PROPERTY;
@@ -93,7 +99,11 @@ function versionOfUri(uri: string): number | undefined {
 }
 
 /** Deletes the metadata file, manifest list and manifests of Iceberg snapshots dropped from the history; how many objects. */
-export async function trimHistory(store: ObjectStore, loc: IcebergLocation, dropped: readonly IcebergSnapshot[]): Promise<number> {
+export async function trimHistory(
+  store: ObjectStore,
+  loc: IcebergLocation,
+  dropped: readonly IcebergSnapshot[],
+): Promise<number> {
   let n = 0;
   for (const s of dropped) {
     const listKey = storeKeyOf(store, s['manifest-list']);

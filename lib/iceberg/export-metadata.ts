@@ -10,7 +10,12 @@ import type { Table } from '../table/table.js';
 import { usesDeletionVectors, type EntryStats } from './export-entries.js';
 import { COMMIT_UUID_SUMMARY, commitUuidOf, keptMetadataLog, METADATA_VERSION_SUMMARY } from './export-history.js';
 import { storeUri, type IcebergLocation, type IcebergSnapshot, type IcebergTableMetadata } from './iceberg-metadata.js';
-import { FIRST_PARTITION_FIELD_ID, nameMappingOf, type IcebergPartitionSpec, type IcebergSchema } from './iceberg-schema.js';
+import {
+  FIRST_PARTITION_FIELD_ID,
+  nameMappingOf,
+  type IcebergPartitionSpec,
+  type IcebergSchema,
+} from './iceberg-schema.js';
 
 /** What the metadata of one export is built from. */
 export interface ExportedVersion {
@@ -46,9 +51,15 @@ export interface ExportedVersion {
  * position deletes a `delete`, both an `overwrite`. (A primary-key table's compaction does change
  * what Iceberg readers see of it without deletion vectors: new rows reach the top level.)
  */
-function icebergOperation(table: Table, snapshot: Snapshot, stats: EntryStats, deletes: EntryStats | undefined): string {
+function icebergOperation(
+  table: Table,
+  snapshot: Snapshot,
+  stats: EntryStats,
+  deletes: EntryStats | undefined,
+): string {
   const rowsKept = table.schema.primaryKeys.length === 0 || usesDeletionVectors(table);
-  const changed = stats.added > 0 || stats.deleted > 0 || (deletes !== undefined && (deletes.added > 0 || deletes.deleted > 0));
+  const changed =
+    stats.added > 0 || stats.deleted > 0 || (deletes !== undefined && (deletes.added > 0 || deletes.deleted > 0));
   if (rowsKept && snapshot.commitKind === 'COMPACT' && changed) return 'replace';
   const removes = stats.deleted > 0 || (deletes?.added ?? 0) > 0;
   return !removes ? 'append' : stats.added === 0 ? 'delete' : 'overwrite';
@@ -56,7 +67,8 @@ function icebergOperation(table: Table, snapshot: Snapshot, stats: EntryStats, d
 
 /** The summary's delete-file counts (zeros for a table without deletion vectors). */
 function deleteSummary(d: ExportedVersion['deletes']): Record<string, string> {
-  if (d === undefined) return { 'total-delete-files': '0', 'total-position-deletes': '0', 'total-equality-deletes': '0' };
+  if (d === undefined)
+    return { 'total-delete-files': '0', 'total-position-deletes': '0', 'total-equality-deletes': '0' };
   const s = d.stats;
   return {
     'added-delete-files': String(s.added),
@@ -100,8 +112,10 @@ function exportedSnapshot(v: ExportedVersion): IcebergSnapshot {
 /** The table metadata JSON of one export. */
 export function exportedMetadata(v: ExportedVersion): IcebergTableMetadata {
   const { prev, snapshot, icebergSchema, spec, table } = v;
-  const schemas: IcebergSchema[] = [...(prev?.schemas ?? []).filter((s) => s['schema-id'] !== icebergSchema['schema-id']), icebergSchema]
-    .sort((a, b) => a['schema-id'] - b['schema-id']);
+  const schemas: IcebergSchema[] = [
+    ...(prev?.schemas ?? []).filter((s) => s['schema-id'] !== icebergSchema['schema-id']),
+    icebergSchema,
+  ].sort((a, b) => a['schema-id'] - b['schema-id']);
   const snapshots = [...v.kept, exportedSnapshot(v)];
   const keptIds = new Set(snapshots.map((s) => s['snapshot-id']));
   return {
@@ -127,7 +141,9 @@ export function exportedMetadata(v: ExportedVersion): IcebergTableMetadata {
     refs: { main: { 'snapshot-id': snapshot.id, type: 'branch' } },
     snapshots,
     'snapshot-log': [
-      ...(prev?.['snapshot-log'] ?? []).filter((l) => keptIds.has(l['snapshot-id']) && l['snapshot-id'] !== snapshot.id),
+      ...(prev?.['snapshot-log'] ?? []).filter(
+        (l) => keptIds.has(l['snapshot-id']) && l['snapshot-id'] !== snapshot.id,
+      ),
       { 'timestamp-ms': snapshot.timeMillis, 'snapshot-id': snapshot.id },
     ],
     'metadata-log': keptMetadataLog(prev, v.prevUri, snapshots),

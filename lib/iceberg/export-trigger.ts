@@ -81,7 +81,11 @@ export async function exportIcebergIfDue(table: Table): Promise<ExportIcebergRes
   if (usesDeletionVectors(table)) {
     const current = await readCurrentIcebergMetadata(table.store, icebergLocation(table)!);
     const exported = current && currentIcebergSnapshot(current.metadata);
-    if (exported !== undefined && due.id - exported['snapshot-id'] - 1 <= CATCH_UP_SNAPSHOTS && (await onVarveChain(table, exported))) {
+    if (
+      exported !== undefined &&
+      due.id - exported['snapshot-id'] - 1 <= CATCH_UP_SNAPSHOTS &&
+      (await onVarveChain(table, exported))
+    ) {
       for (let id = exported['snapshot-id'] + 1; id < due.id; id++) {
         const s = await table.snapshots.tryRead(id);
         if (s !== undefined) await exportIceberg(table, { snapshot: s });

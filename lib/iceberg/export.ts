@@ -29,10 +29,31 @@ import { utf8, type ObjectStore } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import { encodeAvroFile } from './avro-file.js';
 import { manifestEntrySchema, manifestListSchema } from './avro-schemas.js';
-import { exportedFiles, planEntries, plannedDataFiles, usesDeletionVectors, type DataEntries, type EntryStats, type PlannedFile } from './export-entries.js';
-import { currentIcebergSnapshot, keptHistory, onVarveChain, commitUuidOf, trimHistory, COMMIT_UUID_SUMMARY } from './export-history.js';
+import {
+  exportedFiles,
+  planEntries,
+  plannedDataFiles,
+  usesDeletionVectors,
+  type DataEntries,
+  type EntryStats,
+  type PlannedFile,
+} from './export-entries.js';
+import {
+  currentIcebergSnapshot,
+  keptHistory,
+  onVarveChain,
+  commitUuidOf,
+  trimHistory,
+  COMMIT_UUID_SUMMARY,
+} from './export-history.js';
 import { exportedMetadata, tableUuidOf } from './export-metadata.js';
-import { EntryStatus, FileContent, manifestKeysForList, readCurrentEntries, type ExportedFile } from './iceberg-manifests.js';
+import {
+  EntryStatus,
+  FileContent,
+  manifestKeysForList,
+  readCurrentEntries,
+  type ExportedFile,
+} from './iceberg-manifests.js';
 import { encodePositionDeleteFile, positionDeleteFileKey } from './position-deletes.js';
 import {
   icebergLocation,
@@ -44,7 +65,12 @@ import {
   type IcebergLocation,
   type IcebergTableMetadata,
 } from './iceberg-metadata.js';
-import { icebergPartitionSpecOf, icebergSchemaOf, type IcebergPartitionSpec, type IcebergSchema } from './iceberg-schema.js';
+import {
+  icebergPartitionSpecOf,
+  icebergSchemaOf,
+  type IcebergPartitionSpec,
+  type IcebergSchema,
+} from './iceberg-schema.js';
 
 /** Options of one export. */
 export interface ExportIcebergOptions {
@@ -146,13 +172,31 @@ interface ExportPlan {
 }
 
 /** The manifest list row of a manifest written at `key`. */
-function manifestListRow(store: ObjectStore, key: string, bytes: number, content: number, plan: ExportPlan, snapshot: Snapshot, s: EntryStats): unknown {
+function manifestListRow(
+  store: ObjectStore,
+  key: string,
+  bytes: number,
+  content: number,
+  plan: ExportPlan,
+  snapshot: Snapshot,
+  s: EntryStats,
+): unknown {
   return {
-    manifest_path: storeUri(store, key), manifest_length: BigInt(bytes), partition_spec_id: plan.spec['spec-id'],
-    content, sequence_number: BigInt(plan.seq), min_sequence_number: s.minSeq, added_snapshot_id: BigInt(snapshot.id),
-    added_files_count: s.added, existing_files_count: s.existing, deleted_files_count: s.deleted,
-    added_rows_count: s.addedRows, existing_rows_count: s.existingRows, deleted_rows_count: s.deletedRows,
-    partitions: null, key_metadata: null,
+    manifest_path: storeUri(store, key),
+    manifest_length: BigInt(bytes),
+    partition_spec_id: plan.spec['spec-id'],
+    content,
+    sequence_number: BigInt(plan.seq),
+    min_sequence_number: s.minSeq,
+    added_snapshot_id: BigInt(snapshot.id),
+    added_files_count: s.added,
+    existing_files_count: s.existing,
+    deleted_files_count: s.deleted,
+    added_rows_count: s.addedRows,
+    existing_rows_count: s.existingRows,
+    deleted_rows_count: s.deletedRows,
+    partitions: null,
+    key_metadata: null,
   };
 }
 
@@ -186,7 +230,9 @@ async function writeManifests(
     });
     await put(store, part.key, manifest, counter);
     manifestKeys.push(part.key);
-    manifests.push(manifestListRow(store, part.key, manifest.byteLength, part.content, plan, snapshot, part.entries.stats));
+    manifests.push(
+      manifestListRow(store, part.key, manifest.byteLength, part.content, plan, snapshot, part.entries.stats),
+    );
   }
   const list = await encodeAvroFile(manifestListSchema(), manifests, {
     'snapshot-id': String(snapshot.id),
@@ -222,7 +268,14 @@ async function exportVersion(
   const before = await previousFiles(store, prev);
   const data = planEntries(table, schema, spec, plannedDataFiles(table, files), before.data, at);
   const deletes = usesDeletionVectors(table)
-    ? planEntries(table, schema, spec, await positionDeleteFiles(table, snapshot, files, before.deletes, counter), before.deletes, at)
+    ? planEntries(
+        table,
+        schema,
+        spec,
+        await positionDeleteFiles(table, snapshot, files, before.deletes, counter),
+        before.deletes,
+        at,
+      )
     : undefined;
   const { kept, dropped } = await keptHistory(table, prev, snapshot);
   const parent = kept.at(-1)?.['snapshot-id'];
@@ -230,10 +283,24 @@ async function exportVersion(
   const { listKey, manifestKeys } = await writeManifests(store, loc, snapshot, plan, opts.newId ?? randomUUID, counter);
   const version = (current?.version ?? 0) + 1;
   const metadata = exportedMetadata({
-    table, loc, snapshot, schema, icebergSchema, spec, prev, prevUri: current && storeUri(store, current.key), version, seq,
-    manifestListUri: storeUri(store, listKey), stats: data.stats, deletes: deletes && { stats: deletes.stats, files: deletes.files, records: deletes.records },
-    files: data.files, records: data.records, kept,
-    now: opts.now ?? Date.now(), tableUuid: tableUuidOf(table, await schemaOf(table, 0).catch(() => schema)),
+    table,
+    loc,
+    snapshot,
+    schema,
+    icebergSchema,
+    spec,
+    prev,
+    prevUri: current && storeUri(store, current.key),
+    version,
+    seq,
+    manifestListUri: storeUri(store, listKey),
+    stats: data.stats,
+    deletes: deletes && { stats: deletes.stats, files: deletes.files, records: deletes.records },
+    files: data.files,
+    records: data.records,
+    kept,
+    now: opts.now ?? Date.now(),
+    tableUuid: tableUuidOf(table, await schemaOf(table, 0).catch(() => schema)),
   });
   const metadataKey = metadataFileKey(loc, version);
   const body = utf8(JSON.stringify(metadata, null, 2));
@@ -260,7 +327,10 @@ async function exportVersion(
 }
 
 /** The data and delete files the current Iceberg snapshot of `prev` reads, by absolute path. */
-async function previousFiles(store: ObjectStore, prev: IcebergTableMetadata | undefined): Promise<{ data: Map<string, ExportedFile>; deletes: Map<string, ExportedFile> }> {
+async function previousFiles(
+  store: ObjectStore,
+  prev: IcebergTableMetadata | undefined,
+): Promise<{ data: Map<string, ExportedFile>; deletes: Map<string, ExportedFile> }> {
   const data = new Map<string, ExportedFile>();
   const deletes = new Map<string, ExportedFile>();
   if (prev === undefined) return { data, deletes };
@@ -312,13 +382,25 @@ async function put(store: ObjectStore, key: string, body: Uint8Array, counter: W
 }
 
 /** Moves `version-hint.text` to `version` unless it already names a newer one (compare-and-swap). */
-async function advanceVersionHint(store: ObjectStore, loc: IcebergLocation, version: number, counter: WriteCounter): Promise<void> {
+async function advanceVersionHint(
+  store: ObjectStore,
+  loc: IcebergLocation,
+  version: number,
+  counter: WriteCounter,
+): Promise<void> {
   const body = utf8(String(version));
-  const budget = new RetryBudget({ what: `moving ${versionHintKey(loc)} to ${version}`, maxRetries: 4, maxWaitMs: 200 });
+  const budget = new RetryBudget({
+    what: `moving ${versionHintKey(loc)} to ${version}`,
+    maxRetries: 4,
+    maxWaitMs: 200,
+  });
   for (;;) {
     const hint = await readVersionHint(store, loc);
     if (hint !== undefined && hint.version >= version) return;
-    const done = hint === undefined ? await store.putIfAbsent(versionHintKey(loc), body) : await store.putIfMatch(versionHintKey(loc), body, hint.etag);
+    const done =
+      hint === undefined
+        ? await store.putIfAbsent(versionHintKey(loc), body)
+        : await store.putIfMatch(versionHintKey(loc), body, hint.etag);
     if (done) {
       counter.writes++;
       counter.bytesWritten += body.byteLength;

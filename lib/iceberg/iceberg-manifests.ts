@@ -39,19 +39,29 @@ export interface ExportedFile {
 export function manifestKeysForList(listKey: string): { data: string; deletes: string } {
   const slash = listKey.lastIndexOf('/') + 1;
   const m = /^snap-\d+-1-(.+)\.avro$/.exec(listKey.slice(slash));
-  if (!m) throw new IcebergExportError(`${listKey} is not a manifest list the export wrote (snap-<id>-1-<uuid>.avro)`, { retryable: false });
+  if (!m)
+    throw new IcebergExportError(`${listKey} is not a manifest list the export wrote (snap-<id>-1-<uuid>.avro)`, {
+      retryable: false,
+    });
   return { data: `${listKey.slice(0, slash)}${m[1]}-m0.avro`, deletes: `${listKey.slice(0, slash)}${m[1]}-m1.avro` };
 }
 
 async function getAvro(store: ObjectStore, uri: string, what: string): Promise<unknown[]> {
   const key = storeKeyOf(store, uri);
-  if (key === undefined) throw new IcebergExportError(`${what} ${uri} is outside the warehouse ${store.uri}; the export only reads its own files`, { retryable: false });
+  if (key === undefined)
+    throw new IcebergExportError(
+      `${what} ${uri} is outside the warehouse ${store.uri}; the export only reads its own files`,
+      { retryable: false },
+    );
   let body: Uint8Array;
   try {
     body = (await store.get(key)).body;
   } catch (e) {
     if (e instanceof ObjectNotFoundError) {
-      throw new IcebergExportError(`${what} ${key} of the current Iceberg metadata is missing; run \`varve export-iceberg\` to write the metadata again`, { cause: e });
+      throw new IcebergExportError(
+        `${what} ${key} of the current Iceberg metadata is missing; run \`varve export-iceberg\` to write the metadata again`,
+        { cause: e },
+      );
     }
     throw e;
   }
@@ -96,7 +106,9 @@ async function snapshotEntries(store: ObjectStore, s: IcebergSnapshot): Promise<
 }
 
 /** The data file a position delete entry applies to, from its file_path lower bound. */
-function deletesFromOf(f: { content: number; lower_bounds: Array<{ key: number; value: Uint8Array }> | null }): { deletesFrom?: string } {
+function deletesFromOf(f: { content: number; lower_bounds: Array<{ key: number; value: Uint8Array }> | null }): {
+  deletesFrom?: string;
+} {
   if (f.content !== FileContent.POSITION_DELETES) return {};
   const bound = f.lower_bounds?.find((b) => b.key === POSITION_DELETE_FILE_PATH_ID);
   return bound ? { deletesFrom: Buffer.from(bound.value).toString('utf8') } : {};
@@ -110,7 +122,10 @@ export async function readCurrentEntries(store: ObjectStore, metadata: IcebergTa
 
 /** Store keys of the data files (not delete files) the current Iceberg snapshot of `metadata` reads (not DELETED entries). */
 export async function currentDataFileKeys(store: ObjectStore, metadata: IcebergTableMetadata): Promise<string[]> {
-  return liveKeys(store, (await readCurrentEntries(store, metadata)).filter((e) => e.content === FileContent.DATA));
+  return liveKeys(
+    store,
+    (await readCurrentEntries(store, metadata)).filter((e) => e.content === FileContent.DATA),
+  );
 }
 
 /** Store keys of the data and delete files any snapshot `metadata` lists reads (time travel reaches them all). */

@@ -75,14 +75,29 @@ const IcebergTableMetadataSchema: JsonSchema<IcebergTableMetadata> = v.looseObje
       type: v.literal('struct'),
       'schema-id': jsonInt,
       'identifier-field-ids': v.optional(v.array(jsonInt)),
-      fields: v.array(v.looseObject({ id: jsonInt, name: v.string(), required: v.boolean(), type: v.string(), doc: v.optional(v.string()) })),
+      fields: v.array(
+        v.looseObject({
+          id: jsonInt,
+          name: v.string(),
+          required: v.boolean(),
+          type: v.string(),
+          doc: v.optional(v.string()),
+        }),
+      ),
     }),
   ),
   'default-spec-id': jsonInt,
   'partition-specs': v.array(
     v.looseObject({
       'spec-id': jsonInt,
-      fields: v.array(v.looseObject({ name: v.string(), transform: v.literal('identity'), 'source-id': jsonInt, 'field-id': jsonInt })),
+      fields: v.array(
+        v.looseObject({
+          name: v.string(),
+          transform: v.literal('identity'),
+          'source-id': jsonInt,
+          'field-id': jsonInt,
+        }),
+      ),
     }),
   ),
   'last-partition-id': jsonInt,
@@ -157,7 +172,10 @@ function parseIcebergMetadata(bytes: Uint8Array, file: string): IcebergTableMeta
 }
 
 /** The version the hint names, or undefined when there is no hint. */
-export async function readVersionHint(store: ObjectStore, loc: IcebergLocation): Promise<{ version: number; etag: string } | undefined> {
+export async function readVersionHint(
+  store: ObjectStore,
+  loc: IcebergLocation,
+): Promise<{ version: number; etag: string } | undefined> {
   try {
     const o = await store.get(versionHintKey(loc));
     const text = fromUtf8(o.body).trim();
@@ -171,7 +189,11 @@ export async function readVersionHint(store: ObjectStore, loc: IcebergLocation):
 type VersionedMetadata = { version: number; key: string; metadata: IcebergTableMetadata };
 
 /** Metadata version `version`, or undefined when it does not exist. */
-async function tryReadVersion(store: ObjectStore, loc: IcebergLocation, version: number): Promise<VersionedMetadata | undefined> {
+async function tryReadVersion(
+  store: ObjectStore,
+  loc: IcebergLocation,
+  version: number,
+): Promise<VersionedMetadata | undefined> {
   const key = metadataFileKey(loc, version);
   try {
     const { body } = await store.get(key);
@@ -187,7 +209,10 @@ async function tryReadVersion(store: ObjectStore, loc: IcebergLocation, version:
  * exported: the version the hint names, else the newest listed; then, like Iceberg's Hadoop
  * tables, every following version that exists (the hint is moved after the version is created).
  */
-export async function readCurrentIcebergMetadata(store: ObjectStore, loc: IcebergLocation): Promise<VersionedMetadata | undefined> {
+export async function readCurrentIcebergMetadata(
+  store: ObjectStore,
+  loc: IcebergLocation,
+): Promise<VersionedMetadata | undefined> {
   const hint = await readVersionHint(store, loc);
   let found = hint !== undefined && hint.version > 0 ? await tryReadVersion(store, loc, hint.version) : undefined;
   if (found === undefined) {
@@ -199,9 +224,14 @@ export async function readCurrentIcebergMetadata(store: ObjectStore, loc: Iceber
       .sort((a, b) => b - a);
     if (versions.length === 0) return undefined;
     found = await tryReadVersion(store, loc, versions[0]);
-    if (found === undefined) throw new IcebergExportError(`${metadataFileKey(loc, versions[0])} disappeared while it was read; run again`);
+    if (found === undefined)
+      throw new IcebergExportError(`${metadataFileKey(loc, versions[0])} disappeared while it was read; run again`);
   }
-  for (let next = await tryReadVersion(store, loc, found.version + 1); next !== undefined; next = await tryReadVersion(store, loc, found.version + 1)) {
+  for (
+    let next = await tryReadVersion(store, loc, found.version + 1);
+    next !== undefined;
+    next = await tryReadVersion(store, loc, found.version + 1)
+  ) {
     found = next;
   }
   return found;

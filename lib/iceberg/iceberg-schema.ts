@@ -81,7 +81,9 @@ export function nameMappingOf(schemas: readonly IcebergSchema[]): string {
       set.add(f.name);
     }
   }
-  return JSON.stringify([...names].sort((a, b) => a[0] - b[0]).map(([id, set]) => ({ 'field-id': id, names: [...set] })));
+  return JSON.stringify(
+    [...names].sort((a, b) => a[0] - b[0]).map(([id, set]) => ({ 'field-id': id, names: [...set] })),
+  );
 }
 
 /** The Avro type (Iceberg's Avro mapping) of a partition column's values. */
@@ -101,7 +103,14 @@ function avroTypeOf(t: DataType, fieldId: number): AvroSchema {
       return 'double';
     case 'DECIMAL':
       // Iceberg writes decimals as the smallest fixed that holds the precision.
-      return { type: 'fixed', name: `decimal_${fieldId}`, size: decimalBytes(t.precision ?? 10), logicalType: 'decimal', precision: t.precision ?? 10, scale: t.scale ?? 0 };
+      return {
+        type: 'fixed',
+        name: `decimal_${fieldId}`,
+        size: decimalBytes(t.precision ?? 10),
+        logicalType: 'decimal',
+        precision: t.precision ?? 10,
+        scale: t.scale ?? 0,
+      };
     case 'STRING':
       return 'string';
     case 'BYTES':
@@ -149,7 +158,9 @@ export function partitionAvroValue(t: DataType, v: Value): unknown {
       // Iceberg timestamps are microseconds.
       return t.precision === 6 ? (v as bigint) : (v as bigint) * 1000n;
     case 'DECIMAL':
-      return Buffer.from(twosComplement(BigInt(unscaledDecimalText(v as string, t.scale ?? 0)), decimalBytes(t.precision ?? 10)));
+      return Buffer.from(
+        twosComplement(BigInt(unscaledDecimalText(v as string, t.scale ?? 0)), decimalBytes(t.precision ?? 10)),
+      );
     case 'BYTES':
       return Buffer.from(v as Uint8Array);
     default:
@@ -168,7 +179,8 @@ export function partitionValuesOf(schema: TableSchema, path: string, defaultName
     const f = partitionSource(schema, k);
     const seg = segments[i] ?? '';
     const text = unescapePathName(seg.slice(seg.indexOf('=') + 1));
-    if (text === defaultName) return f.type.nullable ? null : f.type.root === 'STRING' ? '' : coerceText(f, text, undefined, { quoted: true });
+    if (text === defaultName)
+      return f.type.nullable ? null : f.type.root === 'STRING' ? '' : coerceText(f, text, undefined, { quoted: true });
     return coerceText(f, text, undefined, { quoted: true });
   });
 }

@@ -53,9 +53,15 @@ interface ViewGap {
 }
 
 /** Compares the files the current Iceberg snapshot reads with the live files of `latest`. */
-async function viewGap(table: Table, latest: Snapshot | undefined, icebergKeys: readonly string[], exportedAt: number | undefined): Promise<ViewGap> {
+async function viewGap(
+  table: Table,
+  latest: Snapshot | undefined,
+  icebergKeys: readonly string[],
+  exportedAt: number | undefined,
+): Promise<ViewGap> {
   const visible = new Set(icebergKeys);
-  const live = latest === undefined ? [] : await readLiveFiles(table.store, table.path, latest, {}, table.manifestCache);
+  const live =
+    latest === undefined ? [] : await readLiveFiles(table.store, table.path, latest, {}, table.manifestCache);
   const liveKeys = new Set<string>();
   const gap: ViewGap = { notVisible: 0, rowsNotVisible: 0, noLongerLive: 0, oldestMissed: undefined };
   for (const e of live) {
@@ -68,7 +74,8 @@ async function viewGap(table: Table, latest: Snapshot | undefined, icebergKeys: 
   }
   for (const k of visible) if (!liveKeys.has(k)) gap.noLongerLive++;
   // A file left after the exported snapshot; Iceberg still shows its rows since then at most.
-  if (gap.noLongerLive > 0 && exportedAt !== undefined) gap.oldestMissed = Math.min(gap.oldestMissed ?? Infinity, exportedAt);
+  if (gap.noLongerLive > 0 && exportedAt !== undefined)
+    gap.oldestMissed = Math.min(gap.oldestMissed ?? Infinity, exportedAt);
   return gap;
 }
 
@@ -77,9 +84,21 @@ export async function icebergStatus(table: Table, now = Date.now()): Promise<Ice
   const storage = icebergStorageOf(table);
   const latest = await table.snapshots.latest();
   const none: IcebergStatus = {
-    storage, metadata_location: null, exported_snapshot: null, exported_at: null, latest_snapshot: latest?.id ?? null,
-    snapshots_behind: null, seconds_behind: null, data_files: null, records: null, up_to_date: null,
-    files_not_visible: null, rows_not_visible: null, files_no_longer_live: null, view_age_seconds: null, export_due: null,
+    storage,
+    metadata_location: null,
+    exported_snapshot: null,
+    exported_at: null,
+    latest_snapshot: latest?.id ?? null,
+    snapshots_behind: null,
+    seconds_behind: null,
+    data_files: null,
+    records: null,
+    up_to_date: null,
+    files_not_visible: null,
+    rows_not_visible: null,
+    files_no_longer_live: null,
+    view_age_seconds: null,
+    export_due: null,
   };
   const loc = icebergLocation(table);
   if (loc === undefined) return none;
@@ -120,18 +139,23 @@ export function icebergViewGapText(table: Table, s: IcebergStatus): string | und
   if (s.up_to_date !== false) return undefined;
   const parts: string[] = [];
   if (s.files_not_visible) {
-    const why = table.schema.primaryKeys.length > 0 && !usesDeletionVectors(table)
-      ? `until a full compaction of their buckets (\`varve compact ${table.name} --full\`, or full-compaction.delta-commits)`
-      : 'until the next export';
+    const why =
+      table.schema.primaryKeys.length > 0 && !usesDeletionVectors(table)
+        ? `until a full compaction of their buckets (\`varve compact ${table.name} --full\`, or full-compaction.delta-commits)`
+        : 'until the next export';
     parts.push(`do not see ${s.rows_not_visible} rows in ${s.files_not_visible} files written since, ${why}`);
   }
-  if (s.files_no_longer_live) parts.push(`still read ${s.files_no_longer_live} files whose rows varve has since deleted or rewritten`);
-  if (parts.length === 0) parts.push(`do not see the deletes committed after snapshot ${s.exported_snapshot} yet (until the next export)`);
+  if (s.files_no_longer_live)
+    parts.push(`still read ${s.files_no_longer_live} files whose rows varve has since deleted or rewritten`);
+  if (parts.length === 0)
+    parts.push(`do not see the deletes committed after snapshot ${s.exported_snapshot} yet (until the next export)`);
   return `the Iceberg view is stale: Iceberg readers ${parts.join(', and ')} (the oldest change they miss is ${Math.round(s.view_age_seconds ?? 0)} s old; \`varve sys ${table.name} iceberg\` shows the gap)`;
 }
 
 /** `icebergStatus` as a system table of one record. */
-export async function icebergSystemTable(table: Table): Promise<{ columns: string[]; records: Array<Record<string, DisplayValue>> }> {
+export async function icebergSystemTable(
+  table: Table,
+): Promise<{ columns: string[]; records: Array<Record<string, DisplayValue>> }> {
   const status = await icebergStatus(table);
   return { columns: Object.keys(status), records: [status as unknown as Record<string, DisplayValue>] };
 }

@@ -117,11 +117,22 @@ class CompactAction implements CommitAction {
  * so no output is deleted (orphan cleanup removes what no snapshot references) and a re-run plans
  * again from the latest snapshot.
  */
-export async function commitCompactionRun(table: Table, prepared: readonly PreparedBucket[], cache: ManifestCache): Promise<RunCommitResult> {
+export async function commitCompactionRun(
+  table: Table,
+  prepared: readonly PreparedBucket[],
+  cache: ManifestCache,
+): Promise<RunCommitResult> {
   const action = new CompactAction(table, prepared);
   try {
     const committed = await commitToTable(table, action, { manifestCache: cache });
-    return { snapshot: committed.snapshot, alreadyCommitted: committed.alreadyCommitted, committed: action.remaining, conflicted: action.conflicted, lastConflict: action.lastConflict, hookError: committed.hookError };
+    return {
+      snapshot: committed.snapshot,
+      alreadyCommitted: committed.alreadyCommitted,
+      committed: action.remaining,
+      conflicted: action.conflicted,
+      lastConflict: action.lastConflict,
+      hookError: committed.hookError,
+    };
   } catch (e) {
     if (!(e instanceof CommitConflictError)) throw e;
     // Every bucket dropped (or a schema change): the caller re-plans them from the latest snapshot.

@@ -53,7 +53,13 @@ export class BucketFileIO implements CompactFileIO {
   chunks(file: DataFileMeta): AsyncIterable<arrow.Table> {
     const t = this.table;
     // Checked against its checksums before anything is decoded: a damaged input fails the job, never becomes output.
-    return evolveChunks(t, file, readDataFileRowGroups(t.store, dataFileKey(t.path, this.partition, this.bucket, file.fileName), file.fileSize, { check: dataFileCheck(t, file) }));
+    return evolveChunks(
+      t,
+      file,
+      readDataFileRowGroups(t.store, dataFileKey(t.path, this.partition, this.bucket, file.fileName), file.fileSize, {
+        check: dataFileCheck(t, file),
+      }),
+    );
   }
 
   /**
@@ -98,7 +104,14 @@ export class BucketFileIO implements CompactFileIO {
         // Recorded before the upload completes: one that fails ambiguously may still have created the object.
         this.written.push(key);
         await upload.complete();
-        return fileMetaOfStats(stats!, { fileName, fileSize, schemaId: t.schema.id, level, source: 'COMPACT', checksums: writer.checksums });
+        return fileMetaOfStats(stats!, {
+          fileName,
+          fileSize,
+          schemaId: t.schema.id,
+          level,
+          source: 'COMPACT',
+          checksums: writer.checksums,
+        });
       },
       discard: async () => {
         await writer.discard();
@@ -113,7 +126,13 @@ export class BucketFileIO implements CompactFileIO {
    */
   changelogFiles(targetFileSize: number, bytesPerRow: number): ChangelogFileSink {
     const files: DataFileMeta[] = [];
-    const roller = new RollingFileSink<DataFileMeta>(targetFileSize, bytesPerRow, 1, () => this.createFile(0, 'changelog'), (meta) => files.push(meta));
+    const roller = new RollingFileSink<DataFileMeta>(
+      targetFileSize,
+      bytesPerRow,
+      1,
+      () => this.createFile(0, 'changelog'),
+      (meta) => files.push(meta),
+    );
     let rows = 0;
     return {
       add: async (log) => {
@@ -139,5 +158,4 @@ export class BucketFileIO implements CompactFileIO {
       await this.table.store.delete(key).catch(() => undefined);
     }
   }
-
 }

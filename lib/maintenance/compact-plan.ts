@@ -8,7 +8,12 @@ import type { ManifestEntry } from '../manifest/types.js';
 import { Levels } from '../mergetree/levels.js';
 import type { KeyComparator } from '../mergetree/sorted-run.js';
 import { pickAppendCompaction, smallFileCount } from '../mergetree/append-compaction.js';
-import { UniversalCompaction, isUsefulUnit, pickFullCompaction, type CompactUnit } from '../mergetree/universal-compaction.js';
+import {
+  UniversalCompaction,
+  isUsefulUnit,
+  pickFullCompaction,
+  type CompactUnit,
+} from '../mergetree/universal-compaction.js';
 import type { CompactionSettings } from './compaction-settings.js';
 
 /** What compacting one bucket will do. */
@@ -47,10 +52,22 @@ export function planBucketCompaction(
   const levels = levelsOf(entries, settings, compareKeys);
   if (settings.append) {
     // An append table: adjacent small files into target-size ones, nothing merged, no levels.
-    const unit = pickAppendCompaction(entries.map((e) => e.file), settings.append, full);
+    const unit = pickAppendCompaction(
+      entries.map((e) => e.file),
+      settings.append,
+      full,
+    );
     if (!unit) return undefined;
     const inputBytes = unit.files.reduce((s, f) => s + f.fileSize, 0);
-    return { levels, unit, dropDeletes: false, totalBuckets: entries[0].totalBuckets, lookupChangelog: false, fullChangelog: false, inputBytes };
+    return {
+      levels,
+      unit,
+      dropDeletes: false,
+      totalBuckets: entries[0].totalBuckets,
+      lookupChangelog: false,
+      fullChangelog: false,
+      inputBytes,
+    };
   }
   const runs = levels.levelSortedRuns();
   const strategy = new UniversalCompaction(settings.universal);
@@ -61,7 +78,11 @@ export function planBucketCompaction(
       ? strategy.pickForceUpLevel0(n, runs)
       : strategy.pick(n, runs);
   if (!isUsefulUnit(unit)) return undefined;
-  if (settings.deleteResetsKey && !dropsDeletes(unit.outputLevel, levels) && unit.files.some((f) => f.deleteRowCount > 0)) {
+  if (
+    settings.deleteResetsKey &&
+    !dropsDeletes(unit.outputLevel, levels) &&
+    unit.files.some((f) => f.deleteRowCount > 0)
+  ) {
     // A delete that resets the key would be folded into a plain record above older data of the
     // same key, which would then count again: take everything into the max level instead, where
     // nothing older remains (varve departs from Paimon here, which merges and loses the reset).
@@ -80,9 +101,17 @@ export function planBucketCompaction(
 }
 
 /** Number of sorted runs of a bucket's live files (level-0 files plus non-empty levels). */
-export function sortedRunCount(entries: readonly ManifestEntry[], settings: CompactionSettings, compareKeys: KeyComparator): number {
+export function sortedRunCount(
+  entries: readonly ManifestEntry[],
+  settings: CompactionSettings,
+  compareKeys: KeyComparator,
+): number {
   // An append table is read by concatenation, not merged: only its small files call for work.
-  if (settings.append) return smallFileCount(entries.map((e) => e.file), settings.append);
+  if (settings.append)
+    return smallFileCount(
+      entries.map((e) => e.file),
+      settings.append,
+    );
   return levelsOf(entries, settings, compareKeys).numberOfSortedRuns();
 }
 

@@ -34,7 +34,15 @@ export interface CompactionCounters {
   changelogRows: number;
 }
 
-const COUNTER_KEYS = ['filesIn', 'filesOut', 'upgradedFiles', 'bytesIn', 'bytesOut', 'changelogFiles', 'changelogRows'] as const satisfies ReadonlyArray<keyof CompactionCounters>;
+const COUNTER_KEYS = [
+  'filesIn',
+  'filesOut',
+  'upgradedFiles',
+  'bytesIn',
+  'bytesOut',
+  'changelogFiles',
+  'changelogRows',
+] as const satisfies ReadonlyArray<keyof CompactionCounters>;
 
 /** All counters at zero. */
 export function zeroCounters(): CompactionCounters {
@@ -70,7 +78,9 @@ export function emptyResult(partition: string, bucket: number, attempts: number)
  */
 function compactCommitIdentifier(partition: string, bucket: number, plan: BucketPlan, full: boolean): string {
   const inputs = plan.unit.files.map((f) => `${f.level}/${f.fileName}`).sort();
-  const digest = createHash('sha256').update(JSON.stringify([partition, bucket, full, plan.unit.outputLevel, inputs])).digest('hex');
+  const digest = createHash('sha256')
+    .update(JSON.stringify([partition, bucket, full, plan.unit.outputLevel, inputs]))
+    .digest('hex');
   return `compact-${digest.slice(0, 32)}`;
 }
 
@@ -110,9 +120,18 @@ export async function prepareBucketPlan(
   const bytesPerRow = unitRows > 0 ? plan.inputBytes / unitRows : 1;
   const changelog = io.changelogFiles(settings.targetFileSize, bytesPerRow);
   try {
-    const lookupFiles = plan.lookupChangelog ? await writeLookupChangelog(table, settings, io, plan, engine, changelog) : undefined;
+    const lookupFiles = plan.lookupChangelog
+      ? await writeLookupChangelog(table, settings, io, plan, engine, changelog)
+      : undefined;
     const fullLog = plan.fullChangelog
-      ? new FullCompactionChangelog({ schema: table.schema, engine, maxLevel: levels.maxLevel, rowDeduplicate: settings.rowDeduplicate, chunks: (f) => io.chunks(f), emit: (log) => changelog.add(log) })
+      ? new FullCompactionChangelog({
+          schema: table.schema,
+          engine,
+          maxLevel: levels.maxLevel,
+          rowDeduplicate: settings.rowDeduplicate,
+          chunks: (f) => io.chunks(f),
+          emit: (log) => changelog.add(log),
+        })
       : undefined;
     const result = await runCompactTask(
       unit,
@@ -158,7 +177,12 @@ async function writeLookupChangelog(
   const level0 = plan.unit.files.filter((f) => f.level === 0);
   const higher = lookupCandidates(level0, plan.levels.allFiles(), table.compareKeys);
   const runs = (files: typeof level0) => files.map((file) => ({ file, chunks: io.chunks(file) }));
-  const pieces = lookupChangelogPieces(runs(level0), runs(higher), { schema: table.schema, engine, rowDeduplicate: settings.rowDeduplicate, compareKeys: table.compareKeys });
+  const pieces = lookupChangelogPieces(runs(level0), runs(higher), {
+    schema: table.schema,
+    engine,
+    rowDeduplicate: settings.rowDeduplicate,
+    compareKeys: table.compareKeys,
+  });
   for await (const log of pieces) await changelog.add(log);
   return changelog.finish();
 }
@@ -172,13 +196,22 @@ function preparedBucket(
   changelogRows: number,
 ): PreparedBucket {
   const { partition, bucket, plan, full } = job;
-  const change = (file: FileChange['file']): FileChange => ({ partition, bucket, totalBuckets: plan.totalBuckets, file });
+  const change = (file: FileChange['file']): FileChange => ({
+    partition,
+    bucket,
+    totalBuckets: plan.totalBuckets,
+    file,
+  });
   return {
     partition,
     bucket,
     plan,
     full,
-    changes: { before: result.before.map(change), after: result.after.map(change), changelog: changelogFiles.map(change) },
+    changes: {
+      before: result.before.map(change),
+      after: result.after.map(change),
+      changelog: changelogFiles.map(change),
+    },
     identifier: compactCommitIdentifier(partition, bucket, plan, full),
     attempts: job.attempt,
     discard: () => io.deleteWritten(),

@@ -17,7 +17,6 @@ import { FULL_COMPACTION_PROPERTY, compactBuckets, compactTable, groupByBucket }
 import { sortedRunCount } from './compact-plan.js';
 import { compactionSettingsOf, type CompactionSettings } from './compaction-settings.js';
 
-
 // Manifests are immutable, so the table object's cache serves every commit of a long-lived
 // writer process: each check reads only the manifests written since the last one.
 function cacheOf(table: Table): LruManifestCache {
@@ -92,7 +91,12 @@ const checkedRuns = new WeakMap<Table, { snapshotId: number; runs: Map<string, P
  * about five times per round, and each check folds the table's live files (its cost grows with
  * the table). A failed count is forgotten, so the next check reads again.
  */
-async function sortedRunsOf(table: Table, snapshot: Snapshot, touched: readonly TouchedBucket[], settings: CompactionSettings): Promise<number[]> {
+async function sortedRunsOf(
+  table: Table,
+  snapshot: Snapshot,
+  touched: readonly TouchedBucket[],
+  settings: CompactionSettings,
+): Promise<number[]> {
   let memo = checkedRuns.get(table);
   if (memo?.snapshotId !== snapshot.id) checkedRuns.set(table, (memo = { snapshotId: snapshot.id, runs: new Map() }));
   const { runs } = memo;
@@ -123,7 +127,10 @@ async function sortedRunsOf(table: Table, snapshot: Snapshot, touched: readonly 
 async function afterAppendCommit(table: Table, snapshot: Snapshot, touched: readonly TouchedBucket[]): Promise<void> {
   const settings = compactionSettingsOf(table);
   if (settings.writeOnly || touched.length === 0) return;
-  if (settings.fullCompactionDeltaCommits !== undefined && (await fullCompactionDue(table, snapshot, settings.fullCompactionDeltaCommits))) {
+  if (
+    settings.fullCompactionDeltaCommits !== undefined &&
+    (await fullCompactionDue(table, snapshot, settings.fullCompactionDeltaCommits))
+  ) {
     await compactTable(table, { full: true });
     return;
   }

@@ -15,7 +15,15 @@ import type { Snapshot } from '../snapshot/snapshot.js';
 import { parsePartitionPath } from '../schema/partition.js';
 import type { Table } from '../table/table.js';
 import { commitCompactionRun } from './compact-commit.js';
-import { addCounters, emptyResult, prepareBucketPlan, zeroCounters, type BucketCompactionResult, type CompactionCounters, type PreparedBucket } from './compact-run.js';
+import {
+  addCounters,
+  emptyResult,
+  prepareBucketPlan,
+  zeroCounters,
+  type BucketCompactionResult,
+  type CompactionCounters,
+  type PreparedBucket,
+} from './compact-run.js';
 import { planBucketCompaction, sortedRunCount } from './compact-plan.js';
 import { compactionSettingsOf } from './compaction-settings.js';
 
@@ -36,7 +44,13 @@ export interface CompactBucketOptions {
 }
 
 /** The live files of one bucket in a snapshot. */
-export async function readBucketFiles(table: Table, snapshot: Snapshot, partition: string, bucket: number, cache?: ManifestCache): Promise<ManifestEntry[]> {
+export async function readBucketFiles(
+  table: Table,
+  snapshot: Snapshot,
+  partition: string,
+  bucket: number,
+  cache?: ManifestCache,
+): Promise<ManifestEntry[]> {
   return readLiveFiles(
     table.store,
     table.path,
@@ -87,7 +101,11 @@ export interface CompactionRunResult {
  * further round (with the others that conflicted), at most `maxAttempts` plans per bucket; the
  * others land regardless.
  */
-export async function compactBuckets(table: Table, buckets: readonly RunBucket[], opts: CompactBucketsOptions = {}): Promise<CompactionRunResult> {
+export async function compactBuckets(
+  table: Table,
+  buckets: readonly RunBucket[],
+  opts: CompactBucketsOptions = {},
+): Promise<CompactionRunResult> {
   const settings = () => compactionSettingsOf(table);
   const full = opts.full ?? false;
   const maxAttempts = opts.maxAttempts ?? 3;
@@ -111,7 +129,15 @@ export async function compactBuckets(table: Table, buckets: readonly RunBucket[]
       const plan = planBucketCompaction(entries, settings(), table.compareKeys, full);
       let p: PreparedBucket | undefined;
       try {
-        p = plan ? await prepareBucketPlan(table, settings(), { partition: b.partition, bucket: b.bucket, plan, full, attempt: b.attempt }) : undefined;
+        p = plan
+          ? await prepareBucketPlan(table, settings(), {
+              partition: b.partition,
+              bucket: b.bucket,
+              plan,
+              full,
+              attempt: b.attempt,
+            })
+          : undefined;
       } catch (e) {
         // A file written under a newer schema (an alter since this table was opened): the whole
         // round plans again through the new schema, so that its one commit has one schema.
@@ -144,7 +170,8 @@ export async function compactBuckets(table: Table, buckets: readonly RunBucket[]
     if (r.lastConflict instanceof SchemaChangedError) table = await table.latest();
     round = [];
     for (const p of r.conflicted) {
-      if (p.attempts >= maxAttempts) out.conflicted.push({ partition: p.partition, bucket: p.bucket, error: r.lastConflict! });
+      if (p.attempts >= maxAttempts)
+        out.conflicted.push({ partition: p.partition, bucket: p.bucket, error: r.lastConflict! });
       else round.push({ partition: p.partition, bucket: p.bucket, attempt: p.attempts + 1 });
     }
   }
@@ -152,9 +179,37 @@ export async function compactBuckets(table: Table, buckets: readonly RunBucket[]
 }
 
 /** A prepared bucket's result, committed in `snapshot` or not (yet). */
-function resultOf(p: PreparedBucket, snapshot: Snapshot | undefined, alreadyCommitted: boolean): BucketCompactionResult {
-  const { partition, bucket, attempts, filesIn, filesOut, upgradedFiles, bytesIn, bytesOut, changelogFiles, changelogRows } = p;
-  return { partition, bucket, snapshot, alreadyCommitted, attempts, filesIn, filesOut, upgradedFiles, bytesIn, bytesOut, changelogFiles, changelogRows };
+function resultOf(
+  p: PreparedBucket,
+  snapshot: Snapshot | undefined,
+  alreadyCommitted: boolean,
+): BucketCompactionResult {
+  const {
+    partition,
+    bucket,
+    attempts,
+    filesIn,
+    filesOut,
+    upgradedFiles,
+    bytesIn,
+    bytesOut,
+    changelogFiles,
+    changelogRows,
+  } = p;
+  return {
+    partition,
+    bucket,
+    snapshot,
+    alreadyCommitted,
+    attempts,
+    filesIn,
+    filesOut,
+    upgradedFiles,
+    bytesIn,
+    bytesOut,
+    changelogFiles,
+    changelogRows,
+  };
 }
 
 /**
@@ -162,7 +217,12 @@ function resultOf(p: PreparedBucket, snapshot: Snapshot | undefined, alreadyComm
  * runs the unit, commits COMPACT. Returns an empty result when nothing is due. Throws
  * CommitConflictError only when every attempt conflicted.
  */
-export async function compactBucket(table: Table, partition: string, bucket: number, opts: CompactBucketOptions = {}): Promise<BucketCompactionResult> {
+export async function compactBucket(
+  table: Table,
+  partition: string,
+  bucket: number,
+  opts: CompactBucketOptions = {},
+): Promise<BucketCompactionResult> {
   const run = await compactBuckets(table, [{ partition, bucket, entries: opts.entries }], {
     full: opts.full,
     maxAttempts: opts.maxAttempts,
@@ -207,18 +267,33 @@ export interface CompactionSummary extends CompactionCounters {
 /** Compacts every (partition, bucket) of the table that has something due, most sorted runs first. */
 export async function compactTable(table: Table, opts: CompactTableOptions = {}): Promise<CompactionSummary> {
   const summary: CompactionSummary = {
-    bucketsChecked: 0, bucketsCompacted: 0, remainingBuckets: 0, conflicts: 0,
-    ...zeroCounters(), snapshots: [],
+    bucketsChecked: 0,
+    bucketsCompacted: 0,
+    remainingBuckets: 0,
+    conflicts: 0,
+    ...zeroCounters(),
+    snapshots: [],
   };
   const matches = partitionMatcher(table, opts.partition);
   const latest = await table.snapshots.latest();
   if (!latest) return summary;
   const cache = new LruManifestCache(1_000_000);
-  const entries = await readLiveFiles(table.store, table.path, latest, { partition: matches, bucket: opts.bucket }, cache);
+  const entries = await readLiveFiles(
+    table.store,
+    table.path,
+    latest,
+    { partition: matches, bucket: opts.bucket },
+    cache,
+  );
   const settings = compactionSettingsOf(table);
-  const groups = groupByBucket(entries).map((g) => ({ ...g, runs: sortedRunCount(g.entries, settings, table.compareKeys) }));
+  const groups = groupByBucket(entries).map((g) => ({
+    ...g,
+    runs: sortedRunCount(g.entries, settings, table.compareKeys),
+  }));
   // The buckets closest to a write stall go first: a budgeted call spends its bytes where they matter.
-  groups.sort((a, b) => b.runs - a.runs || (a.partition < b.partition ? -1 : a.partition > b.partition ? 1 : a.bucket - b.bucket));
+  groups.sort(
+    (a, b) => b.runs - a.runs || (a.partition < b.partition ? -1 : a.partition > b.partition ? 1 : a.bucket - b.bucket),
+  );
   summary.bucketsChecked = groups.length;
   let done = 0;
   const seen = new Set<string>();
@@ -248,7 +323,9 @@ export async function compactTable(table: Table, opts: CompactTableOptions = {})
 }
 
 /** Live files grouped per (partition, bucket). */
-export function groupByBucket(entries: readonly ManifestEntry[]): Array<{ partition: string; bucket: number; entries: ManifestEntry[] }> {
+export function groupByBucket(
+  entries: readonly ManifestEntry[],
+): Array<{ partition: string; bucket: number; entries: ManifestEntry[] }> {
   const groups = new Map<string, { partition: string; bucket: number; entries: ManifestEntry[] }>();
   for (const e of entries) {
     const id = JSON.stringify([e.partition, e.bucket]);

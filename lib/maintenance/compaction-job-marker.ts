@@ -46,7 +46,10 @@ export async function claimCompactionJobs<J extends { partition: string; bucket:
       const key = jobMarkerKey(table, j.partition, j.bucket);
       const marker = await table.store.head(key);
       if (marker && now - marker.lastModified < JOB_MARKER_FRESH_MS) return false;
-      await table.store.put(key, utf8(JSON.stringify({ partition: j.partition, bucket: j.bucket, snapshotId: j.snapshotId, queuedAt: now })));
+      await table.store.put(
+        key,
+        utf8(JSON.stringify({ partition: j.partition, bucket: j.bucket, snapshotId: j.snapshotId, queuedAt: now })),
+      );
       return true;
     }),
     8,

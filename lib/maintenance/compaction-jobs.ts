@@ -41,7 +41,12 @@ export interface BucketState extends TouchedBucket {
 }
 
 /** Sorted runs and due compaction of each touched bucket in `snapshot`. */
-export async function bucketStates(table: Table, snapshot: Snapshot, touched: readonly TouchedBucket[], cache?: LruManifestCache): Promise<BucketState[]> {
+export async function bucketStates(
+  table: Table,
+  snapshot: Snapshot,
+  touched: readonly TouchedBucket[],
+  cache?: LruManifestCache,
+): Promise<BucketState[]> {
   if (touched.length === 0) return [];
   const settings = compactionSettingsOf(table);
   return (await touchedBucketFiles(table, snapshot, touched, cache ?? table.manifestCache)).map((g) => ({
@@ -71,7 +76,9 @@ const CompactionJobSchema: JsonSchema<CompactionJob> = v.looseObject({
 export function parseCompactionJob(body: string, forTable?: string): CompactionJob {
   const j = parseJsonMessage(body, CompactionJobSchema, 'compaction job');
   if (forTable !== undefined && j.table !== forTable) {
-    throw new CorruptMetadataError(`a compaction job for ${j.table} reached the compaction queue of ${forTable}; each table needs its own queue`);
+    throw new CorruptMetadataError(
+      `a compaction job for ${j.table} reached the compaction queue of ${forTable}; each table needs its own queue`,
+    );
   }
   return { table: j.table, partition: j.partition, bucket: j.bucket, full: j.full === true, snapshotId: j.snapshotId };
 }
@@ -118,7 +125,11 @@ export function jobBucketKey(job: Pick<CompactionJob, 'partition' | 'bucket'>): 
  * committed, more is due and the budget allows; each covers every bucket still due. Full jobs
  * (`full: true`) are a run of their own.
  */
-export async function runCompactionJobs(table: Table, jobs: readonly CompactionJob[], opts: CompactionJobOptions): Promise<CompactionJobsResult> {
+export async function runCompactionJobs(
+  table: Table,
+  jobs: readonly CompactionJob[],
+  opts: CompactionJobOptions,
+): Promise<CompactionJobsResult> {
   const cache = opts.manifestCache ?? table.manifestCache;
   const buckets = new Map<string, CompactionJobBucket>();
   for (const j of jobs) {
@@ -142,7 +153,9 @@ export async function runCompactionJobs(table: Table, jobs: readonly CompactionJ
       for (const r of run.results) if (r.snapshot) seen.set(r.snapshot.id, r.snapshot);
       for (const s of [...seen.values()].sort((a, b) => a.id - b.id)) await opts.onSnapshot?.(s);
       // Go on with the buckets that committed now, while budget remains (a full compaction is one round).
-      const committed = new Set(run.results.filter((r) => r.snapshot !== undefined && !r.alreadyCommitted).map(jobBucketKey));
+      const committed = new Set(
+        run.results.filter((r) => r.snapshot !== undefined && !r.alreadyCommitted).map(jobBucketKey),
+      );
       if (full || modeRounds >= (opts.maxRounds ?? 8) || Date.now() >= opts.budgetEnd) break;
       pending = pending.filter((b) => committed.has(jobBucketKey(b)));
     }

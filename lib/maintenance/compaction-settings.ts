@@ -62,10 +62,16 @@ export function compactionSettingsOf(table: Table): CompactionSettings {
     writeOnly: o.writeOnly,
     deleteResetsKey:
       (o.mergeEngine === 'aggregation' && o.aggregationRemoveRecordOnDelete) ||
-      (o.mergeEngine === 'partial-update' && (o.partialUpdateRemoveRecordOnDelete || o.partialUpdateRemoveRecordOnSequenceGroup.length > 0)),
+      (o.mergeEngine === 'partial-update' &&
+        (o.partialUpdateRemoveRecordOnDelete || o.partialUpdateRemoveRecordOnSequenceGroup.length > 0)),
     append:
       table.schema.primaryKeys.length === 0
-        ? { targetFileSize: o.targetFileSize, compactionFileSize: o.targetFileSize * SMALL_FILE_RATIO, minFileNum: o.get('compaction.min.file-num'), maxFileNum: o.get('compaction.max.file-num') }
+        ? {
+            targetFileSize: o.targetFileSize,
+            compactionFileSize: o.targetFileSize * SMALL_FILE_RATIO,
+            minFileNum: o.get('compaction.min.file-num'),
+            maxFileNum: o.get('compaction.max.file-num'),
+          }
         : undefined,
   };
 }

@@ -40,7 +40,12 @@ export async function validEarliestMarker(table: Table): Promise<number | undefi
  */
 export async function advanceEarliestMarker(table: Table, id: number): Promise<void> {
   const key = earliestHintKey(table.path);
-  const budget = new RetryBudget({ what: `moving the EARLIEST marker of ${table.name} to ${id}`, maxRetries: CAS_RETRIES, minWaitMs: 1, maxWaitMs: 100 });
+  const budget = new RetryBudget({
+    what: `moving the EARLIEST marker of ${table.name} to ${id}`,
+    maxRetries: CAS_RETRIES,
+    minWaitMs: 1,
+    maxWaitMs: 100,
+  });
   await budget.run(async () => {
     const current = await readMarker(table);
     // Another expiry run moved it further and that snapshot is still there: never move it back.
@@ -48,7 +53,9 @@ export async function advanceEarliestMarker(table: Table, id: number): Promise<v
     try {
       const body = utf8(String(id));
       const written =
-        current.etag === undefined ? await table.store.putIfAbsent(key, body) : await table.store.putIfMatch(key, body, current.etag);
+        current.etag === undefined
+          ? await table.store.putIfAbsent(key, body)
+          : await table.store.putIfMatch(key, body, current.etag);
       if (written !== undefined) return;
       return new TryAgain(`another writer changed ${key} since it was read`);
     } catch (e) {

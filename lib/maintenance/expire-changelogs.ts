@@ -13,7 +13,12 @@
 import { icebergReferencedKeys } from '../iceberg/iceberg-references.js';
 import { LruManifestCache } from '../manifest/manifest-file.js';
 import { tableKey } from '../manifest/table-paths.js';
-import { listChangelogIds, snapshotOrChangelog, tryReadChangelog, type LongLivedChangelog } from '../snapshot/changelog.js';
+import {
+  listChangelogIds,
+  snapshotOrChangelog,
+  tryReadChangelog,
+  type LongLivedChangelog,
+} from '../snapshot/changelog.js';
 import { listConsumers, type Consumer } from '../snapshot/consumer.js';
 import { listTags } from '../snapshot/tags.js';
 import type { Table } from '../table/table.js';
@@ -47,20 +52,41 @@ async function readChangelogs(table: Table, ids: readonly number[]): Promise<Lon
  */
 export async function changelogBound(
   table: Table,
-  args: { changelogs: readonly number[]; earliestSnapshot: number; latest: number; retention: ChangelogRetention; now: number; consumers: readonly Consumer[] },
+  args: {
+    changelogs: readonly number[];
+    earliestSnapshot: number;
+    latest: number;
+    retention: ChangelogRetention;
+    now: number;
+    consumers: readonly Consumer[];
+  },
 ): Promise<number> {
   const read = async (id: number) => {
     const found = await snapshotOrChangelog(table.snapshots, table.store, table.path, id);
     if (found !== undefined) return found;
-    const next = args.changelogs.find((c) => c > id) ?? (id < args.earliestSnapshot ? args.earliestSnapshot : undefined);
+    const next =
+      args.changelogs.find((c) => c > id) ?? (id < args.earliestSnapshot ? args.earliestSnapshot : undefined);
     return next === undefined ? undefined : snapshotOrChangelog(table.snapshots, table.store, table.path, next);
   };
   const earliest = args.changelogs[0] ?? args.earliestSnapshot;
-  return (await expiryBound({ earliest, latest: args.latest, retention: args.retention, now: args.now, consumers: args.consumers, read })).end;
+  return (
+    await expiryBound({
+      earliest,
+      latest: args.latest,
+      retention: args.retention,
+      now: args.now,
+      consumers: args.consumers,
+      read,
+    })
+  ).end;
 }
 
 /** Expires long-lived changelogs of `table` by `retention` (see the file comment). */
-export async function expireChangelogs(table: Table, retention: ChangelogRetention, opts: { now: number; graceMs: number }): Promise<ExpireChangelogsResult> {
+export async function expireChangelogs(
+  table: Table,
+  retention: ChangelogRetention,
+  opts: { now: number; graceMs: number },
+): Promise<ExpireChangelogsResult> {
   const sEarliest = await table.snapshots.earliestId();
   const latest = await table.snapshots.latestId();
   if (sEarliest === undefined || latest === undefined) return { raced: false };
@@ -68,7 +94,17 @@ export async function expireChangelogs(table: Table, retention: ChangelogRetenti
   const ids = (await listChangelogIds(table.store, table.path)).filter((id) => id < sEarliest);
   if (ids.length === 0) return { raced: false };
   const consumers = await listConsumers(table.store, table.path);
-  const end = Math.min(sEarliest, await changelogBound(table, { changelogs: ids, earliestSnapshot: sEarliest, latest, retention, now: opts.now, consumers }));
+  const end = Math.min(
+    sEarliest,
+    await changelogBound(table, {
+      changelogs: ids,
+      earliestSnapshot: sEarliest,
+      latest,
+      retention,
+      now: opts.now,
+      consumers,
+    }),
+  );
   const all = await readChangelogs(table, ids);
   const expiring = all.filter((c) => c.id < end);
   if (expiring.length === 0) return { raced: false };
@@ -97,7 +133,9 @@ export async function expireChangelogs(table: Table, retention: ChangelogRetenti
   if ((await table.snapshots.earliestId()) !== sEarliest) return { raced: true };
   // A consumer registered since the bound was computed may need part of the range: leave it.
   const before = new Map(consumers.map((c) => [c.id, c.nextSnapshot]));
-  const latecomer = (await listConsumers(table.store, table.path)).find((c) => c.nextSnapshot < end && c.nextSnapshot < (before.get(c.id) ?? Infinity));
+  const latecomer = (await listConsumers(table.store, table.path)).find(
+    (c) => c.nextSnapshot < end && c.nextSnapshot < (before.get(c.id) ?? Infinity),
+  );
   if (latecomer) return { raced: true };
 
   const dataAndChangelog = live(files);
@@ -115,7 +153,10 @@ export async function expireChangelogs(table: Table, retention: ChangelogRetenti
     manifestLists: live(lists),
   };
   if (!(await writeJournal(table, journal))) return { raced: true };
-  return { outcome: await applyJournal(table, journalKey(table.path, journal.end, 'changelog'), journal, opts.now), raced: false };
+  return {
+    outcome: await applyJournal(table, journalKey(table.path, journal.end, 'changelog'), journal, opts.now),
+    raced: false,
+  };
 }
 
 /** A changelog file (`[partition/]bucket-<n>/changelog-…`), as opposed to a data file. */

@@ -100,7 +100,8 @@ async function removeConsumer(table: Table, c: Consumer, now: number, expiration
   // the listing is found by listing again. After its delete a reader's CAS fails, and it stops.
   let moved = false;
   for (let round = 0; round < 3; round++) {
-    for (const [key, etag] of seen) if (await dropProgress(table, c, progressPrefix, key, etag, delivered)) moved = true;
+    for (const [key, etag] of seen)
+      if (await dropProgress(table, c, progressPrefix, key, etag, delivered)) moved = true;
     const later = (await listAll(table.store, progressPrefix)).filter((o) => !seen.has(o.key));
     if (later.length === 0) break;
     seen.clear();
@@ -111,7 +112,10 @@ async function removeConsumer(table: Table, c: Consumer, now: number, expiration
   // The tombstone stays; the split and lease objects go too.
   const keep = new Set([tombstoneKey(table.path, c.id)]);
   const doomed = own.filter((o) => !keep.has(o.key) && !o.key.startsWith(progressPrefix));
-  await runLimited(doomed.map((o) => () => table.store.delete(o.key)), 16);
+  await runLimited(
+    doomed.map((o) => () => table.store.delete(o.key)),
+    16,
+  );
   await deleteConsumer(table.store, table.path, c.id);
 }
 
@@ -119,7 +123,13 @@ async function removeConsumer(table: Table, c: Consumer, now: number, expiration
  * Reads progress objects of the consumer's current run into `delivered` (bucket key → last
  * delivered snapshot); returns each object's etag (objects gone or unreadable are left out).
  */
-async function readProgress(table: Table, c: Consumer, progressPrefix: string, objects: ObjectInfo[], delivered: Record<string, number>): Promise<Map<string, string>> {
+async function readProgress(
+  table: Table,
+  c: Consumer,
+  progressPrefix: string,
+  objects: ObjectInfo[],
+  delivered: Record<string, number>,
+): Promise<Map<string, string>> {
   const etags = new Map<string, string>();
   await runLimited(
     objects.map((o) => async () => {
@@ -149,7 +159,14 @@ function note(c: Consumer, bucket: string, body: Uint8Array, delivered: Record<s
  * Deletes one progress object if it is still at `etag`; when a reader moved it meanwhile, takes
  * the new position into `delivered` and tries again. Returns true when the position moved.
  */
-async function dropProgress(table: Table, c: Consumer, progressPrefix: string, key: string, etag: string, delivered: Record<string, number>): Promise<boolean> {
+async function dropProgress(
+  table: Table,
+  c: Consumer,
+  progressPrefix: string,
+  key: string,
+  etag: string,
+  delivered: Record<string, number>,
+): Promise<boolean> {
   let moved = false;
   for (let current = etag, i = 0; ; i++) {
     if (i >= 50) {
@@ -180,7 +197,8 @@ const LeaseTokenSchema = v.looseObject({ token: jsonInt });
 /** The fencing token of a consumer's lease object (`consumer-<id>@lease`), if it has one. */
 async function leaseTokenOf(table: Table, id: string): Promise<number | undefined> {
   try {
-    return (await readJsonFile(table.store, `${table.path}/consumer/consumer-${id}@lease`, LeaseTokenSchema)).value.token;
+    return (await readJsonFile(table.store, `${table.path}/consumer/consumer-${id}@lease`, LeaseTokenSchema)).value
+      .token;
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
     throw e;
@@ -252,8 +270,13 @@ async function removeOldTombstones(table: Table, now: number, retentionMs: numbe
     if (!Number.isFinite(t.expiredAt) || now - t.expiredAt <= retentionMs) continue;
     // A live consumer of the id (resumed, its tombstone not yet deleted): its resume removes it.
     if (await readConsumer(table.store, table.path, id)) continue;
-    const leftovers = (await listAll(table.store, consumerObjectsPrefix(table.path, id))).filter((x) => x.key !== o.key);
-    await runLimited(leftovers.map((x) => () => table.store.delete(x.key)), 16);
+    const leftovers = (await listAll(table.store, consumerObjectsPrefix(table.path, id))).filter(
+      (x) => x.key !== o.key,
+    );
+    await runLimited(
+      leftovers.map((x) => () => table.store.delete(x.key)),
+      16,
+    );
     if (await deleteIfMatch(table.store, o.key, obj.etag)) removed.push(id);
   }
   return removed;

@@ -32,7 +32,10 @@ function identifierIndexPrefix(tablePath: string): string {
  * Deletes the identifier indexes of `table` past their lifetime (see the file comment). One LIST
  * of `commit/identifier-`; a GET only for objects older than the retention.
  */
-export async function expireIdentifierIndexes(table: Table, opts: { now?: number; retentionMs?: number } = {}): Promise<ExpireIdentifiersResult> {
+export async function expireIdentifierIndexes(
+  table: Table,
+  opts: { now?: number; retentionMs?: number } = {},
+): Promise<ExpireIdentifiersResult> {
   const now = opts.now ?? Date.now();
   const cutoff = now - (opts.retentionMs ?? table.options.commitIdentifierRetention);
   const result: ExpireIdentifiersResult = { deleted: 0, keptForSnapshot: 0 };

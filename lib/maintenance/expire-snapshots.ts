@@ -28,13 +28,32 @@ import type { Table } from '../table/table.js';
 import { advanceEarliestMarker, validEarliestMarker } from './earliest-marker.js';
 import { expireConsumers } from './expire-consumers.js';
 import { expireIdentifierIndexes } from './expire-identifiers.js';
-import { applyJournal, listJournals, writeJournal, journalKey, type ExpiryJournal, type JournalOutcome } from './expiry-journal.js';
+import {
+  applyJournal,
+  listJournals,
+  writeJournal,
+  journalKey,
+  type ExpiryJournal,
+  type JournalOutcome,
+} from './expiry-journal.js';
 import { ExpiryRaceSignal, planDeletions, type DeletionPlan } from './expiry-plan.js';
-import { expiryBound, resolveChangelogRetention, resolveRetention, type ChangelogRetention, type ExpiryHold, type RetentionOverrides } from './expiry-range.js';
+import {
+  expiryBound,
+  resolveChangelogRetention,
+  resolveRetention,
+  type ChangelogRetention,
+  type ExpiryHold,
+  type RetentionOverrides,
+} from './expiry-range.js';
 import { changelogBound, expireChangelogs } from './expire-changelogs.js';
 import { changelogKeys, changelogRetained } from './snapshot-references.js';
 import { indexedIdentifiersOf } from '../snapshot/commit-identifier.js';
-import { listChangelogIds, tryReadChangelog, type ChangelogRetained, type LongLivedChangelog } from '../snapshot/changelog.js';
+import {
+  listChangelogIds,
+  tryReadChangelog,
+  type ChangelogRetained,
+  type LongLivedChangelog,
+} from '../snapshot/changelog.js';
 
 /** Options of one expiry run; unset ones come from the table options. */
 export interface ExpireSnapshotsOptions extends RetentionOverrides {
@@ -125,7 +144,8 @@ export async function expireSnapshots(table: Table, opts: ExpireSnapshotsOptions
     if (c.outcome) record(result, c.outcome, 'changelog');
     result.raced = c.raced;
   }
-  if (opts.expireIdentifiers !== false) result.expiredIdentifiers = (await expireIdentifierIndexes(table, { now: opts.now })).deleted;
+  if (opts.expireIdentifiers !== false)
+    result.expiredIdentifiers = (await expireIdentifierIndexes(table, { now: opts.now })).deleted;
   return result;
 }
 
@@ -141,7 +161,8 @@ async function expireSnapshotRange(table: Table, opts: ExpireSnapshotsOptions): 
     result.removedTombstones = c.removedTombstones;
     result.consumersNeverExpire = c.neverExpire && c.remaining.length > 0;
   }
-  for (const { key, journal } of await listJournals(table)) record(result, await applyJournal(table, key, journal, now), journal.kind);
+  for (const { key, journal } of await listJournals(table))
+    record(result, await applyJournal(table, key, journal, now), journal.kind);
 
   const sm = table.snapshots;
   const ids = await sm.listIds();
@@ -200,7 +221,11 @@ interface ExpiryRange {
  * changelog or the current Iceberg export still reads, and the identifiers it indexed. Undefined
  * when the table changed under the plan (the run reports `raced`).
  */
-async function planJournal(table: Table, range: ExpiryRange, graceMs: number): Promise<{ journal: ExpiryJournal; retained: Map<number, ChangelogRetained> } | undefined> {
+async function planJournal(
+  table: Table,
+  range: ExpiryRange,
+  graceMs: number,
+): Promise<{ journal: ExpiryJournal; retained: Map<number, ChangelogRetained> } | undefined> {
   const { lowest, end, now } = range;
   const tags = await listTags(table.store, table.path);
   const deletions = await planRangeDeletions(table, range, tags);
@@ -233,7 +258,11 @@ async function planJournal(table: Table, range: ExpiryRange, graceMs: number): P
 }
 
 /** The files only `range` references (read-only); undefined when another run or a new consumer got there first. */
-async function planRangeDeletions(table: Table, range: ExpiryRange, tags: readonly NamedTag[]): Promise<DeletionPlan | undefined> {
+async function planRangeDeletions(
+  table: Table,
+  range: ExpiryRange,
+  tags: readonly NamedTag[],
+): Promise<DeletionPlan | undefined> {
   const { lowest, end } = range;
   let plan: DeletionPlan;
   try {
@@ -258,12 +287,23 @@ async function planRangeDeletions(table: Table, range: ExpiryRange, tags: readon
  * goes), and nothing any changelog keeps is deleted with the snapshots. Returns `plan` less those
  * files, with what each leaving snapshot's changelog keeps; undefined when a snapshot is gone.
  */
-async function keepChangelogFiles(table: Table, range: ExpiryRange, plan: DeletionPlan): Promise<{ plan: DeletionPlan; retained: Map<number, ChangelogRetained>; changelogFrom?: number } | undefined> {
+async function keepChangelogFiles(
+  table: Table,
+  range: ExpiryRange,
+  plan: DeletionPlan,
+): Promise<{ plan: DeletionPlan; retained: Map<number, ChangelogRetained>; changelogFrom?: number } | undefined> {
   const { lowest, end, latest, now, consumers, changelogRetention } = range;
   let changelogFrom: number | undefined;
   const existing = await readExistingChangelogs(table, lowest);
   if (changelogRetention.decoupled) {
-    const cEnd = await changelogBound(table, { changelogs: existing.map((c) => c.id), earliestSnapshot: lowest, latest, retention: changelogRetention, now, consumers });
+    const cEnd = await changelogBound(table, {
+      changelogs: existing.map((c) => c.id),
+      earliestSnapshot: lowest,
+      latest,
+      retention: changelogRetention,
+      now,
+      consumers,
+    });
     if (cEnd < end) changelogFrom = Math.max(lowest, cEnd);
   }
   const retained = new Map<number, ChangelogRetained>();
@@ -279,7 +319,12 @@ async function keepChangelogFiles(table: Table, range: ExpiryRange, plan: Deleti
   }
   const free = (keys: string[]) => keys.filter((k) => !held.has(k));
   return {
-    plan: { dataFiles: free(plan.dataFiles), changelogFiles: free(plan.changelogFiles), manifests: free(plan.manifests), manifestLists: free(plan.manifestLists) },
+    plan: {
+      dataFiles: free(plan.dataFiles),
+      changelogFiles: free(plan.changelogFiles),
+      manifests: free(plan.manifests),
+      manifestLists: free(plan.manifestLists),
+    },
     retained,
     changelogFrom,
   };

@@ -6,7 +6,14 @@
  */
 import { CorruptMetadataError, ObjectNotFoundError } from '../errors.js';
 import { runLimited } from '../concurrency.js';
-import { arrayField, intField, metadataBytes, objectField, optionalIntField, parseMetadataObject } from '../manifest/metadata-json.js';
+import {
+  arrayField,
+  intField,
+  metadataBytes,
+  objectField,
+  optionalIntField,
+  parseMetadataObject,
+} from '../manifest/metadata-json.js';
 import { changelogKey, writeChangelog, type ChangelogRetained } from '../snapshot/changelog.js';
 import { markIdentifierLanded } from '../snapshot/commit-identifier.js';
 import { listTags } from '../snapshot/tags.js';
@@ -73,7 +80,8 @@ export function journalKey(tablePath: string, end: number, kind?: 'changelog'): 
 
 function strings(o: Record<string, unknown>, field: string, what: string): string[] {
   return arrayField(o, field, what).map((v) => {
-    if (typeof v !== 'string') throw new CorruptMetadataError(`${what}: ${field} holds a non-string; the journal is damaged`);
+    if (typeof v !== 'string')
+      throw new CorruptMetadataError(`${what}: ${field} holds a non-string; the journal is damaged`);
     return v;
   });
 }
@@ -81,21 +89,29 @@ function strings(o: Record<string, unknown>, field: string, what: string): strin
 /** Parses a journal's bytes; CorruptMetadataError when they are not one. */
 function parseJournal(bytes: Uint8Array, what: string): ExpiryJournal {
   const o = parseMetadataObject(bytes, what);
-  if (intField(o, 'version', what) !== 1) throw new CorruptMetadataError(`${what} has an unknown version; upgrade varve`);
+  if (intField(o, 'version', what) !== 1)
+    throw new CorruptMetadataError(`${what} has an unknown version; upgrade varve`);
   const tags: Record<string, number> = {};
   for (const [name, id] of Object.entries(objectField(o, 'tags', what))) {
-    if (!Number.isInteger(id)) throw new CorruptMetadataError(`${what}: tag ${name} has no snapshot id; the journal is damaged`);
+    if (!Number.isInteger(id))
+      throw new CorruptMetadataError(`${what}: tag ${name} has no snapshot id; the journal is damaged`);
     tags[name] = id as number;
   }
   const kind = o.kind;
-  if (kind !== undefined && kind !== 'changelog') throw new CorruptMetadataError(`${what} has an unknown kind; upgrade varve`);
+  if (kind !== undefined && kind !== 'changelog')
+    throw new CorruptMetadataError(`${what} has an unknown kind; upgrade varve`);
   const changelogFrom = optionalIntField(o, 'changelogFrom', what);
-  const marks = o.marks === undefined ? undefined : arrayField(o, 'marks', what).map((m) => {
-    if (!Array.isArray(m) || m.length !== 2 || !Number.isInteger(m[0]) || typeof m[1] !== 'string') {
-      throw new CorruptMetadataError(`${what}: marks holds an entry that is not [snapshot id, identifier]; the journal is damaged`);
-    }
-    return [m[0], m[1]] as [number, string];
-  });
+  const marks =
+    o.marks === undefined
+      ? undefined
+      : arrayField(o, 'marks', what).map((m) => {
+          if (!Array.isArray(m) || m.length !== 2 || !Number.isInteger(m[0]) || typeof m[1] !== 'string') {
+            throw new CorruptMetadataError(
+              `${what}: marks holds an entry that is not [snapshot id, identifier]; the journal is damaged`,
+            );
+          }
+          return [m[0], m[1]] as [number, string];
+        });
   return {
     ...(marks === undefined ? {} : { marks }),
     version: 1,
@@ -115,7 +131,10 @@ function parseJournal(bytes: Uint8Array, what: string): ExpiryJournal {
 
 /** Writes a new journal with put-if-absent; false when one for the same `end` exists (another run has it). */
 export async function writeJournal(table: Table, journal: ExpiryJournal): Promise<boolean> {
-  return (await table.store.putIfAbsent(journalKey(table.path, journal.end, journal.kind), metadataBytes(journal))) !== undefined;
+  return (
+    (await table.store.putIfAbsent(journalKey(table.path, journal.end, journal.kind), metadataBytes(journal))) !==
+    undefined
+  );
 }
 
 /** Every journal of the table, oldest range first. */
@@ -123,7 +142,13 @@ export async function listJournals(table: Table): Promise<Array<{ key: string; j
   const out: Array<{ key: string; journal: ExpiryJournal }> = [];
   for (const o of await listAll(table.store, journalDir(table.path))) {
     try {
-      out.push({ key: o.key, journal: parseJournal((await table.store.get(o.key)).body, `expiry journal ${objectLocation(table.store, o.key)}`) });
+      out.push({
+        key: o.key,
+        journal: parseJournal(
+          (await table.store.get(o.key)).body,
+          `expiry journal ${objectLocation(table.store, o.key)}`,
+        ),
+      });
     } catch (e) {
       // Finished and deleted by a concurrent run between the listing and the read.
       if (!(e instanceof ObjectNotFoundError)) throw e;
@@ -138,7 +163,10 @@ export function journalFiles(j: ExpiryJournal): string[] {
 }
 
 async function deleteAll(table: Table, keys: readonly string[]): Promise<number> {
-  await runLimited(keys.map((k) => () => table.store.delete(k)), DELETE_PARALLELISM);
+  await runLimited(
+    keys.map((k) => () => table.store.delete(k)),
+    DELETE_PARALLELISM,
+  );
   return keys.length;
 }
 
@@ -188,7 +216,14 @@ export async function applyJournal(
       // Every mark before the first snapshot goes: a retry that finds an unmarked index whose
       // snapshot is gone concludes that the identifier never landed. Idempotent, so a crashed
       // run marks again.
-      await runLimited((j.marks ?? []).map(([id, identifier]) => () => markIdentifierLanded(table.store, table.path, identifier, id)), DELETE_PARALLELISM);
+      await runLimited(
+        (j.marks ?? []).map(
+          ([id, identifier]) =>
+            () =>
+              markIdentifierLanded(table.store, table.path, identifier, id),
+        ),
+        DELETE_PARALLELISM,
+      );
       // Oldest first: the snapshot files left at any moment are a contiguous range ending at the
       // latest, so a reader that lists them never sees a hole.
       for (let id = j.from; id < j.end; id++) {
@@ -207,7 +242,15 @@ export async function applyJournal(
       }
     }
   }
-  const outcome: JournalOutcome = { snapshots, changelogs, dataFiles: 0, changelogFiles: 0, manifests: 0, manifestLists: 0, pendingFiles: 0 };
+  const outcome: JournalOutcome = {
+    snapshots,
+    changelogs,
+    dataFiles: 0,
+    changelogFiles: 0,
+    manifests: 0,
+    manifestLists: 0,
+    pendingFiles: 0,
+  };
   if (now < j.deleteAfter) {
     outcome.pendingFiles = journalFiles(j).length;
     return outcome;

@@ -58,8 +58,8 @@ export async function planDeletions(
     if (snapshot === undefined) throw new ExpiryRaceSignal(id);
     const m = await readSnapshotManifests(table, snapshot);
     const dv = await deletionVectorKeys(table, snapshot);
-    for (const k of dv.index) (id < end ? dvIndexes.add(k) : dvIndexes.delete(k));
-    for (const k of dv.puffins) (id < end ? dvFiles.add(k) : dvFiles.delete(k));
+    for (const k of dv.index) id < end ? dvIndexes.add(k) : dvIndexes.delete(k);
+    for (const k of dv.puffins) id < end ? dvFiles.add(k) : dvFiles.delete(k);
     if (id > from) {
       const delta = await readEntries(table.store, table.path, m.delta, {}, cache);
       const added = new Set(delta.filter((e) => e.kind === 'ADD').map((e) => entryFileKey(table, e)));
@@ -100,5 +100,10 @@ export async function planDeletions(
       for (const k of m.manifestKeys) manifests.delete(k);
     }
   }
-  return { dataFiles: [...data, ...dvFiles], changelogFiles: [...changelog], manifests: [...manifests, ...dvIndexes], manifestLists: [...lists] };
+  return {
+    dataFiles: [...data, ...dvFiles],
+    changelogFiles: [...changelog],
+    manifests: [...manifests, ...dvIndexes],
+    manifestLists: [...lists],
+  };
 }

@@ -51,7 +51,9 @@ export function resolveRetention(table: Table, o: RetentionOverrides = {}): Rete
   const timeRetainedMs = o.olderThanMs ?? opts.snapshotTimeRetained;
   const limit = checkCount('expire limit', o.limit ?? opts.snapshotExpireLimit);
   if (!Number.isFinite(timeRetainedMs) || timeRetainedMs < 0) {
-    throw new InvalidArgumentError(`the time to retain snapshots must be a duration of 0 or more, got ${timeRetainedMs}`);
+    throw new InvalidArgumentError(
+      `the time to retain snapshots must be a duration of 0 or more, got ${timeRetainedMs}`,
+    );
   }
   if (retainMin > retainMax) {
     throw new InvalidArgumentError(
@@ -77,9 +79,13 @@ export function resolveChangelogRetention(table: Table, snapshots: Retention): C
   const opts = table.options;
   const pick = (key: string, snapshotValue: number, value: number) => (opts.has(key) ? value : snapshotValue);
   const retainMin = pick('changelog.num-retained.min', snapshots.retainMin, opts.changelogNumRetainedMin);
-  const retainMax = Math.max(pick('changelog.num-retained.max', snapshots.retainMax, opts.changelogNumRetainedMax), retainMin);
+  const retainMax = Math.max(
+    pick('changelog.num-retained.max', snapshots.retainMax, opts.changelogNumRetainedMax),
+    retainMin,
+  );
   const timeRetainedMs = pick('changelog.time-retained', snapshots.timeRetainedMs, opts.changelogTimeRetained);
-  const decoupled = retainMin > snapshots.retainMin || retainMax > snapshots.retainMax || timeRetainedMs > snapshots.timeRetainedMs;
+  const decoupled =
+    retainMin > snapshots.retainMin || retainMax > snapshots.retainMax || timeRetainedMs > snapshots.timeRetainedMs;
   return { retainMin, retainMax, timeRetainedMs, limit: snapshots.limit, decoupled };
 }
 
@@ -115,7 +121,11 @@ export async function expiryBound(args: {
   let bound: ExpiryBound = { end: latest - retention.retainMin + 1, heldBy: 'retain-min' };
   const slowest = slowestConsumer(args.consumers);
   if (slowest && slowest.nextSnapshot < bound.end) {
-    bound = { end: slowest.nextSnapshot, heldBy: 'consumer', consumer: { id: slowest.id, nextSnapshot: slowest.nextSnapshot } };
+    bound = {
+      end: slowest.nextSnapshot,
+      heldBy: 'consumer',
+      consumer: { id: slowest.id, nextSnapshot: slowest.nextSnapshot },
+    };
   }
   if (earliest + retention.limit < bound.end) bound = { end: earliest + retention.limit, heldBy: 'limit' };
   const threshold = now - retention.timeRetainedMs;

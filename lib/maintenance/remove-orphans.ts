@@ -68,7 +68,14 @@ export interface RemoveOrphansOptions {
 export type OrphanCleanupMode = 'full' | 'journal' | 'scan';
 
 /** Kinds of files orphan cleanup may delete. */
-export type OrphanKind = 'data' | 'changelog' | 'manifest' | 'manifest-list' | 'consumer' | 'pending' | 'iceberg-manifest';
+export type OrphanKind =
+  | 'data'
+  | 'changelog'
+  | 'manifest'
+  | 'manifest-list'
+  | 'consumer'
+  | 'pending'
+  | 'iceberg-manifest';
 
 /** An unreferenced file old enough to delete. */
 export interface OrphanFile {
@@ -124,7 +131,11 @@ function candidateKind(rel: string, liveConsumers: ReadonlySet<string>): OrphanK
   }
   // Data and changelog files sit directly in a bucket folder (after any partition folders);
   // schema/, snapshot/, tag/, expiry/ never hold a bucket folder at that depth.
-  if (parts.length >= 2 && BUCKET_DIR.test(parts[parts.length - 2]) && !['schema', 'snapshot', 'tag', 'expiry'].includes(top)) {
+  if (
+    parts.length >= 2 &&
+    BUCKET_DIR.test(parts[parts.length - 2]) &&
+    !['schema', 'snapshot', 'tag', 'expiry'].includes(top)
+  ) {
     return parts[parts.length - 1].startsWith('changelog-') ? 'changelog' : 'data';
   }
   return undefined;
@@ -172,7 +183,9 @@ async function referencedKeys(table: Table, liveConsumers: readonly string[]): P
       if (!Number.isInteger(bucket)) continue;
       const partition = rel.slice(0, -1).join('/');
       try {
-        const listed = parseJsonObject(table.store, o.key, (await table.store.get(o.key)).body, SPLIT_FILE_NAMES, { what: 'split file list' });
+        const listed = parseJsonObject(table.store, o.key, (await table.store.get(o.key)).body, SPLIT_FILE_NAMES, {
+          what: 'split file list',
+        });
         // An overwrite split's list also names the files it replaced (its before-image): both are still to be read.
         const files = Array.isArray(listed) ? listed : [...listed.files, ...(listed.beforeFiles ?? [])];
         for (const f of files) used.add(dataFileKey(table.path, partition, bucket, f.fileName));
@@ -225,12 +238,13 @@ export interface OrphanScanMarker {
 const SPLIT_FILE_NAMES = splitFileListSchema(v.looseObject({ fileName: v.string() }));
 
 /** A marker as saved; `cycleStartedAt` and `listed` were read as 0 when absent. */
-const OrphanScanMarkerSchema: JsonSchema<Pick<OrphanScanMarker, 'v' | 'startAfter'> & Partial<OrphanScanMarker>> = v.looseObject({
-  v: v.literal(1),
-  startAfter: v.string(),
-  cycleStartedAt: v.optional(jsonTime),
-  listed: v.optional(jsonInt),
-});
+const OrphanScanMarkerSchema: JsonSchema<Pick<OrphanScanMarker, 'v' | 'startAfter'> & Partial<OrphanScanMarker>> =
+  v.looseObject({
+    v: v.literal(1),
+    startAfter: v.string(),
+    cycleStartedAt: v.optional(jsonTime),
+    listed: v.optional(jsonInt),
+  });
 
 /** The folder of the marker under a table; never an orphan candidate. */
 const ORPHAN_SCAN_DIR = 'orphan';
@@ -246,15 +260,25 @@ export async function readOrphanScanMarker(table: Table): Promise<OrphanScanMark
   const fix = 'delete it and the next scan starts from the beginning';
   let m: v.InferOutput<typeof OrphanScanMarkerSchema>;
   try {
-    m = parseJsonObject(table.store, key, (await table.store.get(key)).body, OrphanScanMarkerSchema, { what: 'the orphan scan marker', fix });
+    m = parseJsonObject(table.store, key, (await table.store.get(key)).body, OrphanScanMarkerSchema, {
+      what: 'the orphan scan marker',
+      fix,
+    });
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
     throw e;
   }
   if (!m.startAfter.startsWith(`${table.path}/`)) {
-    throw new CorruptMetadataError(`the orphan scan marker ${objectLocation(table.store, key)} names a key outside the table; ${fix}`);
+    throw new CorruptMetadataError(
+      `the orphan scan marker ${objectLocation(table.store, key)} names a key outside the table; ${fix}`,
+    );
   }
-  return { v: 1, startAfter: m.startAfter, cycleStartedAt: Number(m.cycleStartedAt ?? 0), listed: Number(m.listed ?? 0) };
+  return {
+    v: 1,
+    startAfter: m.startAfter,
+    cycleStartedAt: Number(m.cycleStartedAt ?? 0),
+    listed: Number(m.listed ?? 0),
+  };
 }
 
 /** Classifies `objects` (listed before `used` was read) into orphans and too-recent files. */
@@ -294,11 +318,25 @@ function windowOf(table: Table, opts: RemoveOrphansOptions): number {
 /** Deletes `orphans` (files first, registrations last: a registration gone means its files are handled). */
 async function deleteOrphans(table: Table, orphans: readonly OrphanFile[], dryRun: boolean | undefined): Promise<void> {
   if (dryRun) return;
-  await runLimited(orphans.filter((o) => o.kind !== 'pending').map((o) => () => table.store.delete(o.key)), 16);
-  await runLimited(orphans.filter((o) => o.kind === 'pending').map((o) => () => table.store.delete(o.key)), 16);
+  await runLimited(
+    orphans.filter((o) => o.kind !== 'pending').map((o) => () => table.store.delete(o.key)),
+    16,
+  );
+  await runLimited(
+    orphans.filter((o) => o.kind === 'pending').map((o) => () => table.store.delete(o.key)),
+    16,
+  );
 }
 
-function resultOf(opts: RemoveOrphansOptions, mode: OrphanCleanupMode, olderThanMs: number, orphans: OrphanFile[], tooRecent: number, listed: number, extra: Partial<RemoveOrphansResult> = {}): RemoveOrphansResult {
+function resultOf(
+  opts: RemoveOrphansOptions,
+  mode: OrphanCleanupMode,
+  olderThanMs: number,
+  orphans: OrphanFile[],
+  tooRecent: number,
+  listed: number,
+  extra: Partial<RemoveOrphansResult> = {},
+): RemoveOrphansResult {
   return {
     mode,
     dryRun: Boolean(opts.dryRun),
@@ -331,7 +369,8 @@ export async function removeOrphanFiles(table: Table, opts: RemoveOrphansOptions
   const { orphans, tooRecent } = classify(table, objects, used, expiredPending, new Set(consumers), now - olderThanMs);
   // The Iceberg export's manifests that no exported snapshot lists (lib/iceberg/iceberg-orphans.ts).
   const iceberg = await icebergMetadataOrphans(table, now - olderThanMs);
-  for (const o of iceberg.orphans) orphans.push({ key: o.key, kind: 'iceberg-manifest', size: o.size, lastModified: o.lastModified });
+  for (const o of iceberg.orphans)
+    orphans.push({ key: o.key, kind: 'iceberg-manifest', size: o.size, lastModified: o.lastModified });
   await deleteOrphans(table, orphans, opts.dryRun);
   return resultOf(opts, mode, olderThanMs, orphans, tooRecent + iceberg.tooRecent, objects.length);
 }
@@ -358,7 +397,10 @@ async function removeJournalOrphans(table: Table, opts: RemoveOrphansOptions): P
   let tooRecent = 0;
   let listed = 0;
   for (const [registration, files] of expiredPending) {
-    const heads = await runLimited(files.map((k) => async () => ({ key: k, head: used.has(k) ? undefined : await table.store.head(k) })), 16);
+    const heads = await runLimited(
+      files.map((k) => async () => ({ key: k, head: used.has(k) ? undefined : await table.store.head(k) })),
+      16,
+    );
     listed += files.length;
     let keep = false;
     for (const { key, head } of heads) {
@@ -387,7 +429,8 @@ async function removeScannedOrphans(table: Table, opts: RemoveOrphansOptions): P
   const olderThanMs = windowOf(table, opts);
   const now = opts.now ?? Date.now();
   const maxKeys = opts.maxKeys ?? table.options.orphanFilesScanMaxKeys;
-  if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new InvalidArgumentError(`the orphan scan key budget must be an integer of 1 or more, got ${maxKeys}`);
+  if (!Number.isInteger(maxKeys) || maxKeys < 1)
+    throw new InvalidArgumentError(`the orphan scan key budget must be an integer of 1 or more, got ${maxKeys}`);
   const marker = await readOrphanScanMarker(table);
   const objects: ObjectInfo[] = [];
   let complete = true;

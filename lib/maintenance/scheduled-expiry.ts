@@ -45,12 +45,19 @@ export async function runScheduledExpiry(table: Table, opts: { orphanScan: boole
   const expired: number[] = [];
   let deletedFiles = 0;
   // A run that raced the last time is not retried again: the next scheduled run takes over.
-  const budget = new RetryBudget({ what: `expiring snapshots of ${table.name}`, maxRetries: EXPIRE_RETRIES, minWaitMs: 0, maxWaitMs: 0 });
+  const budget = new RetryBudget({
+    what: `expiring snapshots of ${table.name}`,
+    maxRetries: EXPIRE_RETRIES,
+    minWaitMs: 0,
+    maxWaitMs: 0,
+  });
   await budget.run(async (retries) => {
     snapshots = await expireSnapshots(table, { expireConsumers: false });
     expired.push(...snapshots.expired);
     deletedFiles += snapshots.deletedFiles;
-    return snapshots.raced && retries < EXPIRE_RETRIES ? new TryAgain('another expiry or a new consumer changed the table meanwhile') : undefined;
+    return snapshots.raced && retries < EXPIRE_RETRIES
+      ? new TryAgain('another expiry or a new consumer changed the table meanwhile')
+      : undefined;
   });
   const orphans = await removeOrphanFiles(table, { mode: opts.orphanScan ? 'scan' : 'journal' });
   return {

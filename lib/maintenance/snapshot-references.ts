@@ -48,7 +48,9 @@ export function entryFileKey(table: Table, e: Pick<ManifestEntry, 'partition' | 
 export async function readSnapshotManifests(table: Table, snapshot: Snapshot): Promise<SnapshotManifests> {
   const [{ base, delta }, changelog] = await Promise.all([
     readSnapshotLists(table.store, table.path, snapshot),
-    snapshot.changelogManifestList === undefined ? Promise.resolve([] as ManifestFileMeta[]) : readManifestList(table.store, table.path, snapshot.changelogManifestList),
+    snapshot.changelogManifestList === undefined
+      ? Promise.resolve([] as ManifestFileMeta[])
+      : readManifestList(table.store, table.path, snapshot.changelogManifestList),
   ]);
   // A combined list is named as both base and delta: one key.
   const names = new Set([snapshot.baseManifestList, snapshot.deltaManifestList, snapshot.changelogManifestList]);
@@ -58,7 +60,11 @@ export async function readSnapshotManifests(table: Table, snapshot: Snapshot): P
 }
 
 /** Every object a snapshot references; `cache` shares manifest contents across snapshots of one run. */
-export async function snapshotReferences(table: Table, snapshot: Snapshot, cache?: ManifestCache): Promise<SnapshotReferences> {
+export async function snapshotReferences(
+  table: Table,
+  snapshot: Snapshot,
+  cache?: ManifestCache,
+): Promise<SnapshotReferences> {
   const m = await readSnapshotManifests(table, snapshot);
   const [live, changelog, dv] = await Promise.all([
     foldLiveFiles(table.store, table.path, [...m.base, ...m.delta], {}, cache),
@@ -78,21 +84,38 @@ export async function snapshotReferences(table: Table, snapshot: Snapshot, cache
 
 /** Adds every key of `refs` to `into`. */
 export function addReferences(into: Set<string>, refs: SnapshotReferences): void {
-  for (const list of [refs.manifestLists, refs.manifests, refs.dataFiles, refs.changelogFiles, refs.deletionVectorFiles]) for (const k of list) into.add(k);
+  for (const list of [
+    refs.manifestLists,
+    refs.manifests,
+    refs.dataFiles,
+    refs.changelogFiles,
+    refs.deletionVectorFiles,
+  ])
+    for (const k of list) into.add(k);
 }
 
 /** Keys of a snapshot's deletion-vector index (none without) and of the Puffin files its vectors lie in. */
-export async function deletionVectorKeys(table: Table, snapshot: Snapshot): Promise<{ index: string[]; puffins: string[] }> {
+export async function deletionVectorKeys(
+  table: Table,
+  snapshot: Snapshot,
+): Promise<{ index: string[]; puffins: string[] }> {
   if (snapshot.deletionVectors === undefined) return { index: [], puffins: [] };
   const refs = await readDeletionIndex(table.store, table.path, snapshot);
-  return { index: [manifestKey(table.path, snapshot.deletionVectors)], puffins: [...new Set(refs.map((r) => tableKey(table.path, r.dvFile)))] };
+  return {
+    index: [manifestKey(table.path, snapshot.deletionVectors)],
+    puffins: [...new Set(refs.map((r) => tableKey(table.path, r.dvFile)))],
+  };
 }
 
 /**
  * What a long-lived changelog of `snapshot` must keep for a stream to read its changes (the
  * objects planFollowUp reads, by followUpSource), as keys relative to the table folder.
  */
-export async function changelogRetained(table: Table, snapshot: Snapshot, cache?: ManifestCache): Promise<ChangelogRetained> {
+export async function changelogRetained(
+  table: Table,
+  snapshot: Snapshot,
+  cache?: ManifestCache,
+): Promise<ChangelogRetained> {
   const source = followUpSource(table, snapshot);
   const rel = (key: string) => key.slice(tableKey(table.path, '').length);
   const out: ChangelogRetained = { manifestLists: [], manifests: [], files: [] };

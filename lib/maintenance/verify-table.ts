@@ -116,14 +116,23 @@ function idGaps(ids: number[]): TableProblem[] {
   const problems: TableProblem[] = [];
   for (let i = 1; i < ids.length; i++) {
     if (ids[i] !== ids[i - 1] + 1) {
-      problems.push({ owner: `snapshot ${ids[i - 1] + 1}`, problem: `snapshot ids present are not contiguous: ${ids[i - 1]} is followed by ${ids[i]}` });
+      problems.push({
+        owner: `snapshot ${ids[i - 1] + 1}`,
+        problem: `snapshot ids present are not contiguous: ${ids[i - 1]} is followed by ${ids[i]}`,
+      });
     }
   }
   return problems;
 }
 
 /** Every object `snapshot` (or a tag) references exists; notes its live files and schemas. */
-async function checkReferences(table: Table, found: Findings, owner: string, snapshot: Snapshot, cache: LruManifestCache): Promise<void> {
+async function checkReferences(
+  table: Table,
+  found: Findings,
+  owner: string,
+  snapshot: Snapshot,
+  cache: LruManifestCache,
+): Promise<void> {
   let refs: SnapshotReferences;
   try {
     refs = await snapshotReferences(table, snapshot, cache);
@@ -143,7 +152,8 @@ async function checkReferences(table: Table, found: Findings, owner: string, sna
     found.indexes.add(snapshot.deletionVectors);
     for (const ref of await readDeletionIndex(table.store, table.path, snapshot)) {
       const id = `${ref.dvFile}@${ref.offset}`;
-      if (!found.vectors.has(id) && found.existing.has(tableKey(table.path, ref.dvFile))) found.vectors.set(id, { owner, ref });
+      if (!found.vectors.has(id) && found.existing.has(tableKey(table.path, ref.dvFile)))
+        found.vectors.set(id, { owner, ref });
     }
   }
   for (const [key, meta] of refs.files) {
@@ -159,7 +169,12 @@ async function checkChangelogs(table: Table, found: Findings): Promise<void> {
     if (c === undefined) continue; // expired since the listing
     for (const key of changelogKeys(table, c)) {
       found.checked++;
-      if (!found.existing.has(key)) found.problems.push({ owner: `changelog ${id}`, key, problem: `${key}, kept for the changelog of snapshot ${id}, is missing` });
+      if (!found.existing.has(key))
+        found.problems.push({
+          owner: `changelog ${id}`,
+          key,
+          problem: `${key}, kept for the changelog of snapshot ${id}, is missing`,
+        });
     }
   }
 }
@@ -170,7 +185,11 @@ async function checkSchemas(table: Table, found: Findings): Promise<void> {
     try {
       await table.schemaById(id);
     } catch (e) {
-      found.problems.push({ owner, key: `${table.path}/schema/schema-${id}`, problem: `schema ${id}, which it was written under, cannot be read: ${e instanceof VarveError ? e.message : String(e)}` });
+      found.problems.push({
+        owner,
+        key: `${table.path}/schema/schema-${id}`,
+        problem: `schema ${id}, which it was written under, cannot be read: ${e instanceof VarveError ? e.message : String(e)}`,
+      });
     }
   }
 }
@@ -181,7 +200,8 @@ async function readBackFiles(table: Table, found: Findings): Promise<string[]> {
   await parallelMap([...found.files], READ_BACK_PARALLELISM, async ([key, { owner, meta }]) => {
     const verdict = await readBack(table, key, meta);
     if (verdict.status === 'unchecked') unchecked.push(key);
-    else if (verdict.status === 'damaged') found.problems.push({ owner, key, problem: `file ${key} is damaged: ${verdict.problem}` });
+    else if (verdict.status === 'damaged')
+      found.problems.push({ owner, key, problem: `file ${key} is damaged: ${verdict.problem}` });
   });
   return unchecked.sort();
 }
@@ -193,13 +213,21 @@ async function readBackVectors(table: Table, found: Findings): Promise<void> {
       await loadDeletionVector(table.store, table.path, ref);
     } catch (e) {
       const key = tableKey(table.path, ref.dvFile);
-      found.problems.push({ owner, key, problem: `the deletion vector of ${ref.fileName} in ${key} is damaged: ${e instanceof VarveError ? e.message : String(e)}` });
+      found.problems.push({
+        owner,
+        key,
+        problem: `the deletion vector of ${ref.fileName} in ${key} is damaged: ${e instanceof VarveError ? e.message : String(e)}`,
+      });
     }
   });
 }
 
 /** Reads a live file whole and checks it against its manifest entry's checksums. */
-async function readBack(table: Table, key: string, meta: DataFileMeta): Promise<Awaited<ReturnType<typeof verifyDataFileBytes>>> {
+async function readBack(
+  table: Table,
+  key: string,
+  meta: DataFileMeta,
+): Promise<Awaited<ReturnType<typeof verifyDataFileBytes>>> {
   let bytes: Uint8Array;
   try {
     bytes = (await table.store.get(key)).body;
@@ -208,5 +236,9 @@ async function readBack(table: Table, key: string, meta: DataFileMeta): Promise<
     if (e instanceof VarveError && e.kind === 'not-found') return { status: 'ok' };
     throw e;
   }
-  return verifyDataFileBytes(key, bytes, { fileSize: meta.fileSize, footerCrc32: meta.footerCrc32, fileCrc32: meta.fileCrc32 });
+  return verifyDataFileBytes(key, bytes, {
+    fileSize: meta.fileSize,
+    footerCrc32: meta.footerCrc32,
+    fileCrc32: meta.fileCrc32,
+  });
 }

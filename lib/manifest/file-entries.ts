@@ -23,7 +23,11 @@ export function describeEntry(e: ManifestEntry): string {
  * corruption; a DELETE of a present ADD cancels it; a DELETE of an absent identity stays, as the
  * signal that something deleted a file this state does not hold.
  */
-export function mergeEntriesInto(merged: Map<string, ManifestEntry>, entries: Iterable<ManifestEntry>, source = ''): void {
+export function mergeEntriesInto(
+  merged: Map<string, ManifestEntry>,
+  entries: Iterable<ManifestEntry>,
+  source = '',
+): void {
   for (const e of entries) {
     const id = fileIdentity(e);
     const present = merged.get(id);

@@ -84,7 +84,12 @@ const HEADER = '{"version":1,"entries":[';
 const FOOTER = ']}';
 
 /** The summary row of a manifest (its ManifestFileMeta) computed from its entries. */
-function summarizeManifest(fileName: string, fileSize: number, entries: readonly ManifestEntry[], schemaId: number): ManifestFileMeta {
+function summarizeManifest(
+  fileName: string,
+  fileSize: number,
+  entries: readonly ManifestEntry[],
+  schemaId: number,
+): ManifestFileMeta {
   let added = 0;
   let deleted = 0;
   let minBucket = Infinity;
@@ -166,7 +171,8 @@ export function encodeManifestWithDelta(
   delta: readonly ManifestEntry[],
   opts: ManifestWriteOptions,
 ): { body: Uint8Array; entries: readonly ManifestEntry[]; base: ManifestFileMeta; delta: ManifestFileMeta } {
-  if (base.length === 0 || delta.length === 0) throw new RangeError('encodeManifestWithDelta needs entries in both parts');
+  if (base.length === 0 || delta.length === 0)
+    throw new RangeError('encodeManifestWithDelta needs entries in both parts');
   const name = opts.namer.manifest();
   const baseText = base.map((e) => JSON.stringify(e)).join(',');
   const deltaText = delta.map((e) => JSON.stringify(e)).join(',');
@@ -182,7 +188,12 @@ export function encodeManifestWithDelta(
 }
 
 /** Writes encoded manifests (in parallel) and remembers their entries in `cache`. */
-export async function putManifestFiles(store: ObjectStore, tablePath: string, files: readonly EncodedManifest[], cache?: ManifestCache): Promise<void> {
+export async function putManifestFiles(
+  store: ObjectStore,
+  tablePath: string,
+  files: readonly EncodedManifest[],
+  cache?: ManifestCache,
+): Promise<void> {
   await Promise.all(
     files.map(async (f) => {
       await store.put(manifestKey(tablePath, f.meta.fileName), f.body);
@@ -212,12 +223,19 @@ export async function writeManifestFiles(
  * Every reader of a list's manifests reads through this. CorruptMetadataError when the slice
  * lies outside the file.
  */
-async function readManifestEntries(store: ObjectStore, tablePath: string, meta: ManifestFileMeta, cache?: ManifestCache): Promise<readonly ManifestEntry[]> {
+async function readManifestEntries(
+  store: ObjectStore,
+  tablePath: string,
+  meta: ManifestFileMeta,
+  cache?: ManifestCache,
+): Promise<readonly ManifestEntry[]> {
   const entries = await readManifestFile(store, tablePath, meta.fileName, cache);
   if (meta.slice === undefined) return entries;
   const [from, to] = meta.slice;
   if (to > entries.length) {
-    throw new CorruptMetadataError(`manifest ${manifestKey(tablePath, meta.fileName)} holds ${entries.length} entries, but a manifest list names entries ${from}..${to} of it; the metadata is damaged`);
+    throw new CorruptMetadataError(
+      `manifest ${manifestKey(tablePath, meta.fileName)} holds ${entries.length} entries, but a manifest list names entries ${from}..${to} of it; the metadata is damaged`,
+    );
   }
   return entries.slice(from, to);
 }
@@ -237,7 +255,11 @@ export async function readManifestsEntries(
   const files = await parallelMap(names, parallelism, (name) => readManifestFile(store, tablePath, name, cache));
   const byName = new Map(names.map((n, i) => [n, files[i]]));
   // The file is in hand: slicing it again through a one-entry cache reads nothing more.
-  return Promise.all(metas.map((m) => readManifestEntries(store, tablePath, m, { get: () => byName.get(m.fileName), set: () => undefined })));
+  return Promise.all(
+    metas.map((m) =>
+      readManifestEntries(store, tablePath, m, { get: () => byName.get(m.fileName), set: () => undefined }),
+    ),
+  );
 }
 
 /** Reads a manifest file's entries; CorruptMetadataError when the content is not a manifest. */

@@ -10,10 +10,16 @@ import { objectLocation } from '../store/json-file.js';
 import type { ObjectStore } from '../store/object-store.js';
 import type { MetadataFileNamer } from './file-names.js';
 import type { ManifestCache } from './manifest-file.js';
-import { arrayField, intField, metadataBytes, optionalIntField, parseMetadataObject, stringField } from './metadata-json.js';
+import {
+  arrayField,
+  intField,
+  metadataBytes,
+  optionalIntField,
+  parseMetadataObject,
+  stringField,
+} from './metadata-json.js';
 import { manifestKey } from './table-paths.js';
 import type { ManifestFileMeta, ManifestListContent } from './types.js';
-
 
 /**
  * Writes one list holding a snapshot's base manifests then its delta manifests, under a fresh
@@ -58,7 +64,9 @@ function listVersion(manifests: readonly ManifestFileMeta[]): 1 | 2 {
 function parseSlice(v: unknown, what: string): [number, number] | undefined {
   if (v === undefined || v === null) return undefined;
   if (!Array.isArray(v) || v.length !== 2 || !v.every((x) => Number.isSafeInteger(x)) || v[0] < 0 || v[0] >= v[1]) {
-    throw new CorruptMetadataError(`${what}: a manifest row's slice is not [from, to) with 0 ≤ from < to; the file is damaged`);
+    throw new CorruptMetadataError(
+      `${what}: a manifest row's slice is not [from, to) with 0 ≤ from < to; the file is damaged`,
+    );
   }
   return [v[0] as number, v[1] as number];
 }
@@ -90,7 +98,12 @@ function parseManifestFileMeta(v: unknown, what: string): ManifestFileMeta {
  * Reads a manifest list with its `deltaFrom` mark (lists are immutable, so `cache` may keep them);
  * CorruptMetadataError when the content is not one.
  */
-export async function readManifestListContent(store: ObjectStore, tablePath: string, name: string, cache?: ManifestCache): Promise<ManifestListContent> {
+export async function readManifestListContent(
+  store: ObjectStore,
+  tablePath: string,
+  name: string,
+  cache?: ManifestCache,
+): Promise<ManifestListContent> {
   const cached = cache?.getList?.(name);
   if (cached !== undefined) return cached;
   const key = manifestKey(tablePath, name);
@@ -99,11 +112,14 @@ export async function readManifestListContent(store: ObjectStore, tablePath: str
   const o = parseMetadataObject(body, what);
   // Version 2 differs only in allowing sliced rows (listVersion).
   const version = intField(o, 'version', what);
-  if (version !== 1 && version !== 2) throw new CorruptMetadataError(`${what} has version ${version}; this varve reads versions 1 and 2, upgrade varve`);
+  if (version !== 1 && version !== 2)
+    throw new CorruptMetadataError(`${what} has version ${version}; this varve reads versions 1 and 2, upgrade varve`);
   const manifests = arrayField(o, 'manifests', what).map((m) => parseManifestFileMeta(m, what));
   const deltaFrom = optionalIntField(o, 'deltaFrom', what);
   if (deltaFrom !== undefined && (deltaFrom < 0 || deltaFrom > manifests.length)) {
-    throw new CorruptMetadataError(`${what}: deltaFrom ${deltaFrom} is outside 0..${manifests.length}; the file is damaged`);
+    throw new CorruptMetadataError(
+      `${what}: deltaFrom ${deltaFrom} is outside 0..${manifests.length}; the file is damaged`,
+    );
   }
   const content: ManifestListContent = deltaFrom === undefined ? { manifests } : { manifests, deltaFrom };
   cache?.setList?.(name, content);
@@ -111,6 +127,11 @@ export async function readManifestListContent(store: ObjectStore, tablePath: str
 }
 
 /** Every manifest a list names (for a combined list: base and delta); CorruptMetadataError when the content is not one. */
-export async function readManifestList(store: ObjectStore, tablePath: string, name: string, cache?: ManifestCache): Promise<ManifestFileMeta[]> {
+export async function readManifestList(
+  store: ObjectStore,
+  tablePath: string,
+  name: string,
+  cache?: ManifestCache,
+): Promise<ManifestFileMeta[]> {
   return [...(await readManifestListContent(store, tablePath, name, cache)).manifests];
 }

@@ -12,7 +12,15 @@
 import type { ObjectStore } from '../store/object-store.js';
 import { danglingDeletes, fileIdentity, mergeEntriesInto } from './file-entries.js';
 import type { MetadataFileNamer } from './file-names.js';
-import { DEFAULT_MANIFEST_TARGET_FILE_SIZE, encodeManifestFiles, encodeManifestWithDelta, putManifestFiles, readManifestsEntries, type EncodedManifest, type ManifestCache } from './manifest-file.js';
+import {
+  DEFAULT_MANIFEST_TARGET_FILE_SIZE,
+  encodeManifestFiles,
+  encodeManifestWithDelta,
+  putManifestFiles,
+  readManifestsEntries,
+  type EncodedManifest,
+  type ManifestCache,
+} from './manifest-file.js';
 import type { ManifestEntry, ManifestFileMeta } from './types.js';
 
 /** `manifest.merge-min-count` default (Paimon: 30). */
@@ -62,15 +70,28 @@ export async function planManifestMerge(
   opts: ManifestMergeOptions = {},
   cache?: ManifestCache,
 ): Promise<ManifestMergePlan> {
-  const ctx: MergeContext = { store, tablePath, target: opts.targetFileSize ?? DEFAULT_MANIFEST_TARGET_FILE_SIZE, cache };
-  const full = await tryFullCompaction(ctx, input, opts.fullCompactionThresholdSize ?? DEFAULT_MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE);
+  const ctx: MergeContext = {
+    store,
+    tablePath,
+    target: opts.targetFileSize ?? DEFAULT_MANIFEST_TARGET_FILE_SIZE,
+    cache,
+  };
+  const full = await tryFullCompaction(
+    ctx,
+    input,
+    opts.fullCompactionThresholdSize ?? DEFAULT_MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE,
+  );
   const parts = full ?? (await minorCompaction(ctx, input, opts.mergeMinCount ?? DEFAULT_MANIFEST_MERGE_MIN_COUNT));
   return { parts, schemaId: input.reduce((m, f) => Math.max(m, f.schemaId), 0), targetFileSize: ctx.target };
 }
 
 /** The manifest files each written part of `plan` becomes (one list per part; empty for a kept row). */
 export function encodeMergedParts(plan: ManifestMergePlan, namer: MetadataFileNamer): EncodedManifest[][] {
-  return plan.parts.map((p) => ('write' in p ? encodeManifestFiles(p.write, { namer, targetFileSize: plan.targetFileSize, schemaId: plan.schemaId }) : []));
+  return plan.parts.map((p) =>
+    'write' in p
+      ? encodeManifestFiles(p.write, { namer, targetFileSize: plan.targetFileSize, schemaId: plan.schemaId })
+      : [],
+  );
 }
 
 /**
@@ -91,7 +112,11 @@ export async function mergeManifests(
   return plan.parts.flatMap((p, i) => ('kept' in p ? [p.kept] : files[i].map((f) => f.meta)));
 }
 
-async function minorCompaction(ctx: MergeContext, input: readonly ManifestFileMeta[], minCount: number): Promise<MergedPart[]> {
+async function minorCompaction(
+  ctx: MergeContext,
+  input: readonly ManifestFileMeta[],
+  minCount: number,
+): Promise<MergedPart[]> {
   const result: MergedPart[] = [];
   let candidates: ManifestFileMeta[] = [];
   let size = 0;
@@ -131,7 +156,11 @@ function mayHold(m: ManifestFileMeta, e: ManifestEntry): boolean {
   );
 }
 
-async function tryFullCompaction(ctx: MergeContext, input: readonly ManifestFileMeta[], threshold: number): Promise<MergedPart[] | undefined> {
+async function tryFullCompaction(
+  ctx: MergeContext,
+  input: readonly ManifestFileMeta[],
+  threshold: number,
+): Promise<MergedPart[] | undefined> {
   // The leading manifests that need no change (no DELETE, already full-sized) form the base.
   let i = 0;
   while (i < input.length && input[i].numDeletedFiles === 0 && input[i].fileSize >= ctx.target) i++;
@@ -182,13 +211,21 @@ export interface MergedWithDelta {
  * writes no more manifests than one that does not (Paimon writes the merged manifests beside the
  * delta's). Nothing is written here.
  */
-export function encodeMergeWithDelta(plan: ManifestMergePlan, namer: MetadataFileNamer, delta: readonly EncodedManifest[], deltaSchemaId: number): MergedWithDelta {
+export function encodeMergeWithDelta(
+  plan: ManifestMergePlan,
+  namer: MetadataFileNamer,
+  delta: readonly EncodedManifest[],
+  deltaSchemaId: number,
+): MergedWithDelta {
   const merged = encodeMergedParts(plan, namer);
   let foldedDelta: ManifestFileMeta | undefined;
   const last = merged.findLastIndex((files) => files.length > 0);
   if (last >= 0 && delta.length === 1) {
     const host = merged[last].pop()!;
-    const folded = encodeManifestWithDelta(host.entries, delta[0].entries, { namer, schemaId: Math.max(plan.schemaId, deltaSchemaId) });
+    const folded = encodeManifestWithDelta(host.entries, delta[0].entries, {
+      namer,
+      schemaId: Math.max(plan.schemaId, deltaSchemaId),
+    });
     merged[last].push({ meta: folded.base, body: folded.body, entries: folded.entries });
     foldedDelta = folded.delta;
   }

@@ -23,7 +23,9 @@ export function parseMetadataObject(bytes: Uint8Array, what: string): Obj {
 /** Throws CorruptMetadataError unless the object's `version` is 1, the one this varve reads. */
 export function checkVersion1(o: Obj, what: string): void {
   if (intField(o, 'version', what) !== 1) {
-    throw new CorruptMetadataError(`${what} has version ${String(o.version)}; this varve reads version 1, upgrade varve`);
+    throw new CorruptMetadataError(
+      `${what} has version ${String(o.version)}; this varve reads version 1, upgrade varve`,
+    );
   }
 }
 
@@ -118,7 +120,12 @@ function valueStatsField(o: Obj, what: string): ValueStats {
   for (const [id, v] of Object.entries(objectField(o, 'valueStats', what))) {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) fail(what, `valueStats.${id}`, 'an object');
     const c = v as Obj;
-    out[id] = { type: stringField(c, 'type', what), min: (c.min ?? null) as JsonValue, max: (c.max ?? null) as JsonValue, nullCount: intField(c, 'nullCount', what) };
+    out[id] = {
+      type: stringField(c, 'type', what),
+      min: (c.min ?? null) as JsonValue,
+      max: (c.max ?? null) as JsonValue,
+      nullCount: intField(c, 'nullCount', what),
+    };
   }
   return out;
 }

@@ -49,7 +49,12 @@ export interface SnapshotLists {
  * The base and delta manifests of a snapshot, from two lists or from one combined list named as
  * both (manifest-list.ts): the one way to read them that never counts a combined list twice.
  */
-export async function readSnapshotLists(store: ObjectStore, tablePath: string, snapshot: ManifestListPair, cache?: ManifestCache): Promise<SnapshotLists> {
+export async function readSnapshotLists(
+  store: ObjectStore,
+  tablePath: string,
+  snapshot: ManifestListPair,
+  cache?: ManifestCache,
+): Promise<SnapshotLists> {
   if (snapshot.baseManifestList === snapshot.deltaManifestList) {
     const { manifests, deltaFrom } = await readManifestListContent(store, tablePath, snapshot.deltaManifestList, cache);
     const at = deltaFrom ?? manifests.length;
@@ -63,7 +68,12 @@ export async function readSnapshotLists(store: ObjectStore, tablePath: string, s
 }
 
 /** The manifests holding the state of a snapshot: its base, then its delta. */
-export async function readDataManifests(store: ObjectStore, tablePath: string, snapshot: ManifestListPair, cache?: ManifestCache): Promise<ManifestFileMeta[]> {
+export async function readDataManifests(
+  store: ObjectStore,
+  tablePath: string,
+  snapshot: ManifestListPair,
+  cache?: ManifestCache,
+): Promise<ManifestFileMeta[]> {
   const { base, delta } = await readSnapshotLists(store, tablePath, snapshot, cache);
   return [...base, ...delta];
 }
@@ -126,7 +136,13 @@ export async function readDeltaEntries(
   filter?: ScanFilter,
   cache?: ManifestCache,
 ): Promise<ManifestEntry[]> {
-  return readEntries(store, tablePath, (await readSnapshotLists(store, tablePath, snapshot, cache)).delta, filter, cache);
+  return readEntries(
+    store,
+    tablePath,
+    (await readSnapshotLists(store, tablePath, snapshot, cache)).delta,
+    filter,
+    cache,
+  );
 }
 
 /** The changelog files a snapshot produced (none when it has no changelog list). */

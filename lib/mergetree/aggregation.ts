@@ -45,7 +45,11 @@ export class AggregationMergeFunction implements MergeFunction {
       checkAggregateFunction(fn, f);
       return fn;
     });
-    plan = { functions, ignoreRetract: schema.fields.map((f) => cfg.ignoreRetract.includes(f.name)), notNull: notNullColumns(schema) };
+    plan = {
+      functions,
+      ignoreRetract: schema.fields.map((f) => cfg.ignoreRetract.includes(f.name)),
+      notNull: notNullColumns(schema),
+    };
     this.plans.set(schema, plan);
     return plan;
   }
@@ -55,12 +59,22 @@ export class AggregationMergeFunction implements MergeFunction {
     const { kind, sequence, groupEnd, groupCount, schema } = versions;
     const aggs: FieldAggregator[] = schema.fields.map((field, c) =>
       createAggregator(
-        { field, column: versions.column(c), fn: plan.functions[c], raw: opts.rawInput, delimiter: this.config.listaggDelimiters[field.name] ?? ',' },
+        {
+          field,
+          column: versions.column(c),
+          fn: plan.functions[c],
+          raw: opts.rawInput,
+          delimiter: this.config.listaggDelimiters[field.name] ?? ',',
+        },
         plan.ignoreRetract[c],
       ),
     );
     const n = aggs.length;
-    const out = new ColumnsResult(groupCount, aggs.map((a) => a.computed), opts);
+    const out = new ColumnsResult(
+      groupCount,
+      aggs.map((a) => a.computed),
+      opts,
+    );
     const { ignoreDelete, aggregationRemoveRecordOnDelete: removeOnDelete } = this.config;
     let s = 0;
     for (let g = 0; g < groupCount; g++) {

@@ -22,7 +22,9 @@ export interface AppendCompactionOptions {
 
 /** Files of one bucket in the order their rows were written. */
 function inSequenceOrder(files: readonly DataFileMeta[]): DataFileMeta[] {
-  return [...files].sort((a, b) => a.minSequenceNumber - b.minSequenceNumber || a.maxSequenceNumber - b.maxSequenceNumber);
+  return [...files].sort(
+    (a, b) => a.minSequenceNumber - b.minSequenceNumber || a.maxSequenceNumber - b.maxSequenceNumber,
+  );
 }
 
 /** Number of small files of a bucket: what an append table's compaction can act on. */
@@ -36,7 +38,11 @@ export function smallFileCount(files: readonly DataFileMeta[], opts: AppendCompa
  * window, as Paimon's pickCompactBefore). Full: every file from the first small one on, when that
  * is at least two files (later large files are rewritten too, keeping the window contiguous).
  */
-export function pickAppendCompaction(files: readonly DataFileMeta[], opts: AppendCompactionOptions, full: boolean): CompactUnit | undefined {
+export function pickAppendCompaction(
+  files: readonly DataFileMeta[],
+  opts: AppendCompactionOptions,
+  full: boolean,
+): CompactUnit | undefined {
   const ordered = inSequenceOrder(files);
   if (full) {
     const first = ordered.findIndex((f) => f.fileSize < opts.compactionFileSize);

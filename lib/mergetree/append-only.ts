@@ -17,7 +17,8 @@ export class AppendOnlyMergeFunction implements MergeFunction {
 
   validate(schema: TableSchema): void {
     // A keyed table merged this way would keep every version of every key: never silently.
-    if (schema.primaryKeys.length > 0) throw new Error(`internal: append-only merge on a table with primary key ${schema.primaryKeys.join(', ')}`);
+    if (schema.primaryKeys.length > 0)
+      throw new Error(`internal: append-only merge on a table with primary key ${schema.primaryKeys.join(', ')}`);
   }
 
   merge(versions: VersionSet, opts: MergeOptions): TakeResult {

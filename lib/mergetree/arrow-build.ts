@@ -21,7 +21,12 @@ export function sequenceColumn(sequence: Float64Array, count: number): arrow.Dat
     words[2 * i] = s - hi * TWO_32;
     words[2 * i + 1] = hi;
   }
-  return arrow.makeData({ type: new arrow.Int64(), length: count, nullCount: 0, data: new BigInt64Array(words.buffer) });
+  return arrow.makeData({
+    type: new arrow.Int64(),
+    length: count,
+    nullCount: 0,
+    data: new BigInt64Array(words.buffer),
+  });
 }
 
 /** An Int8 column of `count` row kinds. */
@@ -58,7 +63,10 @@ export function valuesColumn(type: arrow.DataType, name: string, values: Value[]
     if (values[i] === null || values[i] === undefined) nullCount++;
     else validity[i >> 3] |= 1 << (i & 7);
   }
-  const base = { type, length: count, nullCount, nullBitmap: nullCount > 0 ? validity : undefined } as Record<string, unknown>;
+  const base = { type, length: count, nullCount, nullBitmap: nullCount > 0 ? validity : undefined } as Record<
+    string,
+    unknown
+  >;
   const make = (props: Record<string, unknown>) => arrow.makeData({ ...base, ...props } as unknown as MakeDataProps);
   if (arrow.DataType.isUtf8(type)) {
     const parts: Uint8Array[] = new Array(count);
@@ -89,7 +97,9 @@ export function valuesColumn(type: arrow.DataType, name: string, values: Value[]
     }
     return make({ data: words });
   }
-  const ArrayType = type.ArrayType as unknown as { new (n: number): ArrayLike<number | bigint> & { [i: number]: number | bigint } };
+  const ArrayType = type.ArrayType as unknown as {
+    new (n: number): ArrayLike<number | bigint> & { [i: number]: number | bigint };
+  };
   if (ArrayType === (BigInt64Array as unknown)) {
     const data = new BigInt64Array(count);
     for (let i = 0; i < count; i++) {
@@ -106,5 +116,8 @@ export function valuesColumn(type: arrow.DataType, name: string, values: Value[]
     }
     return make({ data });
   }
-  throw new SchemaMismatchError(`column ${name} has Arrow type ${String(type)}, for which computed values cannot be built`, name);
+  throw new SchemaMismatchError(
+    `column ${name} has Arrow type ${String(type)}, for which computed values cannot be built`,
+    name,
+  );
 }

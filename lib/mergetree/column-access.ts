@@ -42,7 +42,10 @@ export function columnChunk(table: arrow.Table, index: number): ColumnChunk {
   if (!vector) throw new SchemaMismatchError(`table has no column at position ${index}`);
   const name = table.schema.fields[index].name;
   if (vector.data.length !== 1) {
-    throw new SchemaMismatchError(`column ${name} has ${vector.data.length} chunks; merge input must be single-batch`, name);
+    throw new SchemaMismatchError(
+      `column ${name} has ${vector.data.length} chunks; merge input must be single-batch`,
+      name,
+    );
   }
   return chunkOfData(vector.data[0], name);
 }
@@ -76,23 +79,37 @@ export function chunkOfData(data: arrow.Data, name: string): ColumnChunk {
       }
       break;
     case arrow.Type.Float:
-      if (values instanceof Float32Array || values instanceof Float64Array) return { ...base, kind: 'float', num: values.subarray(0, data.length) };
+      if (values instanceof Float32Array || values instanceof Float64Array)
+        return { ...base, kind: 'float', num: values.subarray(0, data.length) };
       break;
     case arrow.Type.Decimal: {
       const dec = type as arrow.Decimal;
       if (dec.bitWidth === 128) {
         const v = values as Uint32Array;
-        return { ...base, kind: 'decimal', words: new Int32Array(v.buffer, v.byteOffset, data.length * 4), scale: dec.scale };
+        return {
+          ...base,
+          kind: 'decimal',
+          words: new Int32Array(v.buffer, v.byteOffset, data.length * 4),
+          scale: dec.scale,
+        };
       }
       break;
     }
     case arrow.Type.Utf8:
     case arrow.Type.Binary:
-      return { ...base, kind: 'bytes', bytes: data.values as Uint8Array, offsets: (data.valueOffsets as Int32Array).subarray(0, data.length + 1) };
+      return {
+        ...base,
+        kind: 'bytes',
+        bytes: data.values as Uint8Array,
+        offsets: (data.valueOffsets as Int32Array).subarray(0, data.length + 1),
+      };
     case arrow.Type.Bool:
       return { ...base, kind: 'bool', bits: data.values as Uint8Array };
   }
-  throw new SchemaMismatchError(`column ${name} has Arrow type ${String(type)}, which the merge path does not read`, name);
+  throw new SchemaMismatchError(
+    `column ${name} has Arrow type ${String(type)}, which the merge path does not read`,
+    name,
+  );
 }
 
 /** True when row `i` of the chunk is NULL. */
@@ -107,24 +124,31 @@ export function isNullAt(c: ColumnChunk, i: number): boolean {
 function compareNonNull(a: ColumnChunk, i: number, b: ColumnChunk, j: number): number {
   switch (a.kind) {
     case 'int': {
-      const x = a.num![i], y = b.num![j];
+      const x = a.num![i],
+        y = b.num![j];
       return x < y ? -1 : x > y ? 1 : 0;
     }
     case 'int64': {
-      const wa = a.words!, wb = b.words!;
-      const ha = wa[2 * i + 1], hb = wb[2 * j + 1];
+      const wa = a.words!,
+        wb = b.words!;
+      const ha = wa[2 * i + 1],
+        hb = wb[2 * j + 1];
       if (ha !== hb) return ha < hb ? -1 : 1;
-      const la = wa[2 * i] >>> 0, lb = wb[2 * j] >>> 0;
+      const la = wa[2 * i] >>> 0,
+        lb = wb[2 * j] >>> 0;
       return la < lb ? -1 : la > lb ? 1 : 0;
     }
     case 'float':
       return compareFloat(a.num![i], b.num![j]);
     case 'decimal': {
-      const wa = a.words!, wb = b.words!;
-      const ha = wa[4 * i + 3], hb = wb[4 * j + 3];
+      const wa = a.words!,
+        wb = b.words!;
+      const ha = wa[4 * i + 3],
+        hb = wb[4 * j + 3];
       if (ha !== hb) return ha < hb ? -1 : 1;
       for (let k = 2; k >= 0; k--) {
-        const x = wa[4 * i + k] >>> 0, y = wb[4 * j + k] >>> 0;
+        const x = wa[4 * i + k] >>> 0,
+          y = wb[4 * j + k] >>> 0;
         if (x !== y) return x < y ? -1 : 1;
       }
       return 0;
@@ -132,7 +156,8 @@ function compareNonNull(a: ColumnChunk, i: number, b: ColumnChunk, j: number): n
     case 'bytes':
       return compareBytes(a.bytes!, a.offsets![i], a.offsets![i + 1], b.bytes!, b.offsets![j], b.offsets![j + 1]);
     case 'bool': {
-      const x = boolAt(a, i) ? 1 : 0, y = boolAt(b, j) ? 1 : 0;
+      const x = boolAt(a, i) ? 1 : 0,
+        y = boolAt(b, j) ? 1 : 0;
       return x - y;
     }
   }
@@ -140,7 +165,8 @@ function compareNonNull(a: ColumnChunk, i: number, b: ColumnChunk, j: number): n
 
 /** Compares two values with NULL ordered before every non-null value. */
 export function compareAt(a: ColumnChunk, i: number, b: ColumnChunk, j: number): number {
-  const na = isNullAt(a, i), nb = isNullAt(b, j);
+  const na = isNullAt(a, i),
+    nb = isNullAt(b, j);
   if (na || nb) return na === nb ? 0 : na ? -1 : 1;
   return compareNonNull(a, i, b, j);
 }
@@ -157,7 +183,8 @@ export function comparatorFor(kind: ColumnKind): ChunkComparator {
 }
 
 const nullOrder = (a: ColumnChunk, i: number, b: ColumnChunk, j: number): number => {
-  const na = isNullAt(a, i), nb = isNullAt(b, j);
+  const na = isNullAt(a, i),
+    nb = isNullAt(b, j);
   return na === nb ? 0 : na ? -1 : 1;
 };
 
@@ -167,7 +194,8 @@ const COMPARATORS: Record<ColumnKind, ChunkComparator> = {
       const n = nullOrder(a, i, b, j);
       if (n !== 0 || isNullAt(a, i)) return n;
     }
-    const x = a.num![i], y = b.num![j];
+    const x = a.num![i],
+      y = b.num![j];
     return x < y ? -1 : x > y ? 1 : 0;
   },
   float: (a, i, b, j) => {
@@ -189,19 +217,23 @@ function compareFloat(x: number, y: number): number {
   if (x > y) return 1;
   if (x === y) {
     if (x !== 0) return 0;
-    const sx = Object.is(x, -0), sy = Object.is(y, -0);
+    const sx = Object.is(x, -0),
+      sy = Object.is(y, -0);
     return sx === sy ? 0 : sx ? -1 : 1;
   }
-  const nx = Number.isNaN(x), ny = Number.isNaN(y);
+  const nx = Number.isNaN(x),
+    ny = Number.isNaN(y);
   return nx === ny ? 0 : nx ? 1 : -1;
 }
 
 /** Lexicographic unsigned byte comparison; for UTF-8 this is Unicode code-point order. */
 export function compareBytes(a: Uint8Array, as: number, ae: number, b: Uint8Array, bs: number, be: number): number {
-  const la = ae - as, lb = be - bs;
+  const la = ae - as,
+    lb = be - bs;
   const n = Math.min(la, lb);
   for (let k = 0; k < n; k++) {
-    const x = a[as + k], y = b[bs + k];
+    const x = a[as + k],
+      y = b[bs + k];
     if (x !== y) return x < y ? -1 : 1;
   }
   return la - lb;

@@ -70,14 +70,27 @@ export interface CompactTaskResult {
 }
 
 /** Compacts `unit` into `unit.outputLevel`; nothing is committed here. */
-export async function runCompactTask(unit: CompactUnit, opts: CompactTaskOptions, io: CompactFileIO, observer: CompactObserver = {}): Promise<CompactTaskResult> {
+export async function runCompactTask(
+  unit: CompactUnit,
+  opts: CompactTaskOptions,
+  io: CompactFileIO,
+  observer: CompactObserver = {},
+): Promise<CompactTaskResult> {
   const task = new CompactTask(unit, opts, io, observer);
   await task.run();
   return task.result;
 }
 
 class CompactTask {
-  readonly result: CompactTaskResult = { before: [], after: [], upgradedFiles: 0, rewrittenFiles: 0, bytesRead: 0, bytesWritten: 0, spillPasses: 0 };
+  readonly result: CompactTaskResult = {
+    before: [],
+    after: [],
+    upgradedFiles: 0,
+    rewrittenFiles: 0,
+    bytesRead: 0,
+    bytesWritten: 0,
+    spillPasses: 0,
+  };
   private readonly outputLevel: number;
 
   constructor(

@@ -18,7 +18,16 @@ export function valueStatsFields(schema: TableSchema): DataField[] | undefined {
 export function fileMetaOf(
   keyFields: DataField[],
   data: arrow.Table,
-  f: { fileName: string; fileSize: number; schemaId: number; level: number; source: 'APPEND' | 'COMPACT'; sequenceBase?: number; valueFields?: DataField[]; checksums?: DataFileChecksums },
+  f: {
+    fileName: string;
+    fileSize: number;
+    schemaId: number;
+    level: number;
+    source: 'APPEND' | 'COMPACT';
+    sequenceBase?: number;
+    valueFields?: DataField[];
+    checksums?: DataFileChecksums;
+  },
 ): DataFileMeta {
   return fileMetaOfStats(fileStatsOf(keyFields, data, f.valueFields), f);
 }
@@ -40,7 +49,15 @@ export function addFileStats(a: FileStats | null, b: FileStats): FileStats {
 /** Metadata of a file from its statistics (see `fileMetaOf`). */
 export function fileMetaOfStats(
   stats: FileStats,
-  f: { fileName: string; fileSize: number; schemaId: number; level: number; source: 'APPEND' | 'COMPACT'; sequenceBase?: number; checksums?: DataFileChecksums },
+  f: {
+    fileName: string;
+    fileSize: number;
+    schemaId: number;
+    level: number;
+    source: 'APPEND' | 'COMPACT';
+    sequenceBase?: number;
+    checksums?: DataFileChecksums;
+  },
 ): DataFileMeta {
   const base = f.sequenceBase ?? 0;
   return {

@@ -48,7 +48,10 @@ export function mergesKeyFirst(engine: MergeFunction): boolean {
  * The columns the first decode needs: key columns, the engine's sequence fields, then the system
  * columns (without `_SEQUENCE_NUMBER` when `bySequenceRange`: see ordersByRunSequence).
  */
-export function keyFirstColumns(opts: Pick<MergeReadOptions, 'keyColumns' | 'engine'>, bySequenceRange = false): string[] {
+export function keyFirstColumns(
+  opts: Pick<MergeReadOptions, 'keyColumns' | 'engine'>,
+  bySequenceRange = false,
+): string[] {
   const cols = [...opts.keyColumns];
   for (const f of opts.engine.config.sequenceFields) if (!cols.includes(f)) cols.push(f);
   return bySequenceRange ? [...cols, KIND_COLUMN] : [...cols, SEQUENCE_COLUMN, KIND_COLUMN];
@@ -61,7 +64,10 @@ export function keyFirstColumns(opts: Pick<MergeReadOptions, 'keyColumns' | 'eng
  * sequence number to order them (level-0 files of separate commits, and compaction outputs, do
  * not overlap). The winners' sequence numbers are then decoded with their value columns.
  */
-export function ordersByRunSequence(ranges: readonly { min: number; max: number }[], opts: Pick<MergeReadOptions, 'engine' | 'repeatedKeys'>): boolean {
+export function ordersByRunSequence(
+  ranges: readonly { min: number; max: number }[],
+  opts: Pick<MergeReadOptions, 'engine' | 'repeatedKeys'>,
+): boolean {
   if (opts.repeatedKeys || opts.engine.config.sequenceFields.length > 0 || ranges.length < 2) return false;
   const sorted = [...ranges].sort((a, b) => a.min - b.min);
   for (let i = 1; i < sorted.length; i++) if (sorted[i].min <= sorted[i - 1].max) return false;
@@ -74,13 +80,26 @@ export function ordersByRunSequence(ranges: readonly { min: number; max: number 
  */
 export async function mergeKeyFirst(runs: KeyFirstRun[], opts: MergeReadOptions): Promise<arrow.Table> {
   if (!mergesKeyFirst(opts.engine)) {
-    throw new InvalidArgumentError(`the ${opts.engine.name} merge engine reads value columns while merging; merge its runs with mergeSortedRuns`);
+    throw new InvalidArgumentError(
+      `the ${opts.engine.name} merge engine reads value columns while merging; merge its runs with mergeSortedRuns`,
+    );
   }
   const physical = physicalArrowSchema(opts.schema);
   // Without stored sequence numbers in the keys, a run's versions all sort at its range's start.
   const byRange = runs.some((r) => r.keys.schema.fields.every((f) => f.name !== SEQUENCE_COLUMN));
-  if (byRange && !(runs.every((r) => r.sequenceRange !== undefined) && ordersByRunSequence(runs.map((r) => r.sequenceRange!), opts))) {
-    throw new InvalidArgumentError('a key-first merge without _SEQUENCE_NUMBER needs runs whose sequence ranges do not overlap (see ordersByRunSequence)');
+  if (
+    byRange &&
+    !(
+      runs.every((r) => r.sequenceRange !== undefined) &&
+      ordersByRunSequence(
+        runs.map((r) => r.sequenceRange!),
+        opts,
+      )
+    )
+  ) {
+    throw new InvalidArgumentError(
+      'a key-first merge without _SEQUENCE_NUMBER needs runs whose sequence ranges do not overlap (see ordersByRunSequence)',
+    );
   }
   const merged = keyFirstColumns(opts, byRange);
   const inputs = runs.map((r, k) => keyInput(r, k, merged, byRange)).filter((r) => r.table.numRows > 0);
@@ -91,19 +110,35 @@ export async function mergeKeyFirst(runs: KeyFirstRun[], opts: MergeReadOptions)
   const names = opts.schema.fields.map((f) => f.name);
   const columns = await winnerColumns(inputs, names, merged, byRange, winners);
   const children = names.map((n) => columns.get(n)!);
-  children.push(byRange ? winnerSequence(columns.get(SEQUENCE_COLUMN)!, inputs.map((x) => x.run.sequenceBase), src, count) : sequenceColumn(winners.sequence, count));
+  children.push(
+    byRange
+      ? winnerSequence(
+          columns.get(SEQUENCE_COLUMN)!,
+          inputs.map((x) => x.run.sequenceBase),
+          src,
+          count,
+        )
+      : sequenceColumn(winners.sequence, count),
+  );
   children.push(kindColumn(opts.dropDeletes && !opts.keepKinds ? new Uint8Array(count) : winners.kind, count));
   return tableFromColumns(physical, children, count);
 }
 
 /** Run k's merge columns as one batch, with each row's sequence number (by range: its run's range start). */
-function keyInput(r: KeyFirstRun, k: number, merged: string[], byRange: boolean): SequencedTable & { run: KeyFirstRun } {
+function keyInput(
+  r: KeyFirstRun,
+  k: number,
+  merged: string[],
+  byRange: boolean,
+): SequencedTable & { run: KeyFirstRun } {
   const total = r.rowGroupRows.reduce((a, b) => a + b, 0);
   if (total !== r.keys.numRows) {
     throw new SchemaMismatchError(`sorted run ${k} has ${r.keys.numRows} rows but its row groups hold ${total}`);
   }
   const table = singleBatch(r.keys.select(merged));
-  const sequence = byRange ? new Float64Array(table.numRows).fill(r.sequenceRange!.min) : storedSequence(table, r.sequenceBase);
+  const sequence = byRange
+    ? new Float64Array(table.numRows).fill(r.sequenceRange!.min)
+    : storedSequence(table, r.sequenceBase);
   return { run: r, table, sequence };
 }
 
@@ -125,19 +160,37 @@ async function winnerColumns(
   if (byRange) valueNames.push(SEQUENCE_COLUMN);
   const columns = new Map<string, arrow.Data>();
   if (fromKeys.length > 0) {
-    const gathered = gatherPlan(inputs.map((x) => x.table.select(fromKeys)), src, row, count);
+    const gathered = gatherPlan(
+      inputs.map((x) => x.table.select(fromKeys)),
+      src,
+      row,
+      count,
+    );
     fromKeys.forEach((n, i) => columns.set(n, gathered[i]));
   }
   if (valueNames.length > 0) {
-    const gathered = await gatherValues(inputs.map((x) => x.run), valueNames, src, row, count);
+    const gathered = await gatherValues(
+      inputs.map((x) => x.run),
+      valueNames,
+      src,
+      row,
+      count,
+    );
     valueNames.forEach((n, i) => columns.set(n, gathered[i]));
   }
   return columns;
 }
 
 /** Each winner's run and row (per run, rows rise with the output: runs are sorted by key), kind and sequence number. */
-function pickWinners(inputs: SequencedTable[], opts: MergeReadOptions): { src: Uint16Array; row: Uint32Array; kind: Uint8Array; sequence: Float64Array; count: number } {
-  const order = { keyColumns: opts.keyColumns, sequenceFields: opts.engine.config.sequenceFields, sequenceDescending: opts.engine.config.sequenceDescending };
+function pickWinners(
+  inputs: SequencedTable[],
+  opts: MergeReadOptions,
+): { src: Uint16Array; row: Uint32Array; kind: Uint8Array; sequence: Float64Array; count: number } {
+  const order = {
+    keyColumns: opts.keyColumns,
+    sequenceFields: opts.engine.config.sequenceFields,
+    sequenceDescending: opts.engine.config.sequenceDescending,
+  };
   const single = inputs.length === 1 && !opts.repeatedKeys;
   // Deduplicate keeps the newest version of each key: taken straight from the merge when the keys
   // allow (no array of every version; ignore-delete looks past retractions, so it takes the rest).
@@ -157,14 +210,24 @@ function pickWinners(inputs: SequencedTable[], opts: MergeReadOptions): { src: U
         }
         count = k;
       }
-      return { src: newest.source.subarray(0, count), row: newest.row.subarray(0, count), kind: newest.kind.subarray(0, count), sequence: newest.sequence.subarray(0, count), count };
+      return {
+        src: newest.source.subarray(0, count),
+        row: newest.row.subarray(0, count),
+        kind: newest.kind.subarray(0, count),
+        sequence: newest.sequence.subarray(0, count),
+        count,
+      };
     }
   }
   const versions = single ? singleRunVersions(opts.schema, inputs[0]) : versionsOfRuns(opts.schema, inputs, order);
   const result = opts.engine.merge(versions, { rawInput: opts.rawInput ?? false, dropRetracts: opts.dropDeletes });
-  if (result.mode !== 'take') throw new InvalidArgumentError(`the ${opts.engine.name} merge engine computed values; merge its runs with mergeSortedRuns`);
+  if (result.mode !== 'take')
+    throw new InvalidArgumentError(
+      `the ${opts.engine.name} merge engine computed values; merge its runs with mergeSortedRuns`,
+    );
   const count = result.count;
-  const src = new Uint16Array(count), row = new Uint32Array(count);
+  const src = new Uint16Array(count),
+    row = new Uint32Array(count);
   for (let k = 0; k < count; k++) {
     const v = result.version[k];
     src[k] = versions.source[v];
@@ -177,7 +240,13 @@ function pickWinners(inputs: SequencedTable[], opts: MergeReadOptions): { src: U
  * The value columns of the winners: decodes, per run, only the row groups some winner lies in,
  * then gathers from those row-group tables (each its own gather source, no concatenation).
  */
-async function gatherValues(runs: KeyFirstRun[], names: string[], src: Uint16Array, row: Uint32Array, count: number): Promise<arrow.Data[]> {
+async function gatherValues(
+  runs: KeyFirstRun[],
+  names: string[],
+  src: Uint16Array,
+  row: Uint32Array,
+  count: number,
+): Promise<arrow.Data[]> {
   // Every winner from one run, all its rows in order (the newest run rewrote every key): its
   // row groups' columns as they are, no plan per winner.
   const only = wholeRun(runs, src, row, count);
@@ -198,7 +267,9 @@ async function gatherValues(runs: KeyFirstRun[], names: string[], src: Uint16Arr
   const group = new Uint32Array(count);
   const cursor = new Uint32Array(runs.length);
   for (let k = 0; k < count; k++) {
-    const r = src[k], i = row[k], s = starts[r];
+    const r = src[k],
+      i = row[k],
+      s = starts[r];
     let g = cursor[r];
     // Rows of one run come in rising order, so the cursor only moves forward (binary search if not).
     if (i < s[g]) g = upperBound(s, i) - 1;
@@ -214,7 +285,9 @@ async function gatherValues(runs: KeyFirstRun[], names: string[], src: Uint16Arr
     runs.map((r, k) => {
       const groups: number[] = [];
       needed[k].forEach((on, g) => on && groups.push(g));
-      return groups.length === 0 ? Promise.resolve({ groups, tables: [] as arrow.Table[] }) : r.values(names, groups).then((t) => ({ groups, tables: t }));
+      return groups.length === 0
+        ? Promise.resolve({ groups, tables: [] as arrow.Table[] })
+        : r.values(names, groups).then((t) => ({ groups, tables: t }));
     }),
   );
   loaded.forEach(({ groups, tables: got }, k) => {
@@ -224,10 +297,13 @@ async function gatherValues(runs: KeyFirstRun[], names: string[], src: Uint16Arr
       tables.push(got[j]);
     });
   });
-  if (tables.length > 0xffff) throw new SchemaMismatchError(`a merge cannot gather from ${tables.length} row groups at once; compact first`);
-  const gsrc = new Uint16Array(count), grow = new Uint32Array(count);
+  if (tables.length > 0xffff)
+    throw new SchemaMismatchError(`a merge cannot gather from ${tables.length} row groups at once; compact first`);
+  const gsrc = new Uint16Array(count),
+    grow = new Uint32Array(count);
   for (let k = 0; k < count; k++) {
-    const r = src[k], g = group[k];
+    const r = src[k],
+      g = group[k];
     gsrc[k] = sourceOf[r][g];
     grow[k] = row[k] - starts[r][g];
   }
@@ -245,10 +321,13 @@ function wholeRun(runs: KeyFirstRun[], src: Uint16Array, row: Uint32Array, count
 
 /** Checks that run `k` returned one table per asked row group, with the group's rows. */
 function checkRowGroups(k: number, run: KeyFirstRun, groups: number[], got: arrow.Table[]): void {
-  if (got.length !== groups.length) throw new SchemaMismatchError(`sorted run ${k} returned ${got.length} row groups for ${groups.length} asked`);
+  if (got.length !== groups.length)
+    throw new SchemaMismatchError(`sorted run ${k} returned ${got.length} row groups for ${groups.length} asked`);
   groups.forEach((g, j) => {
     if (got[j].numRows !== run.rowGroupRows[g]) {
-      throw new SchemaMismatchError(`sorted run ${k} row group ${g} has ${got[j].numRows} rows of values but ${run.rowGroupRows[g]} keys`);
+      throw new SchemaMismatchError(
+        `sorted run ${k} row group ${g} has ${got[j].numRows} rows of values but ${run.rowGroupRows[g]} keys`,
+      );
     }
   });
 }
@@ -263,7 +342,8 @@ function winnerSequence(stored: arrow.Data, bases: number[], src: Uint16Array, c
 
 /** First index whose start is above `x`. */
 function upperBound(s: Uint32Array, x: number): number {
-  let lo = 0, hi = s.length;
+  let lo = 0,
+    hi = s.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     if (s[mid] <= x) lo = mid + 1;
@@ -287,14 +367,21 @@ function gatherPlan(tables: arrow.Table[], src: Uint16Array, row: Uint32Array, c
 function concatSources(tables: arrow.Table[]): arrow.Data[] {
   const data = tables.map((t) => singleBatch(t).batches[0].data.children);
   if (tables.length === 1) return data[0].slice();
-  return tables[0].schema.fields.map((f, c) => concatColumn(f.type, f.name, data.map((d) => d[c])));
+  return tables[0].schema.fields.map((f, c) =>
+    concatColumn(
+      f.type,
+      f.name,
+      data.map((d) => d[c]),
+    ),
+  );
 }
 
 /** The sources whose rows, each whole and in order, one source after another, are rows (src[k], row[k]); else null. */
 function wholeSources(tables: arrow.Table[], src: Uint16Array, row: Uint32Array, count: number): number[] | null {
   const out: number[] = [];
   for (let k = 0; k < count; ) {
-    const t = src[k], n = tables[t].numRows;
+    const t = src[k],
+      n = tables[t].numRows;
     if (k + n > count) return null;
     for (let i = 0; i < n; i++) if (src[k + i] !== t || row[k + i] !== i) return null;
     out.push(t);

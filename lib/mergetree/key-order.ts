@@ -39,17 +39,22 @@ export function keyIndex(table: arrow.Table, keyColumns: string[]): KeyIndex {
   for (let c = 0; c < chunks.length; c++) {
     // Keys are NOT NULL by the schema; a null here would make the order meaningless.
     if (chunks[c].validity !== null) {
-      throw new SchemaMismatchError(`primary key column ${keyColumns[c]} contains NULL; key columns must be NOT NULL`, keyColumns[c]);
+      throw new SchemaMismatchError(
+        `primary key column ${keyColumns[c]} contains NULL; key columns must be NOT NULL`,
+        keyColumns[c],
+      );
     }
   }
   const n = table.numRows;
-  if (chunks.length === 1 && chunks[0].kind !== 'bytes' && chunks[0].kind !== 'decimal') return fixedWidthIndex(chunks[0], n);
+  if (chunks.length === 1 && chunks[0].kind !== 'bytes' && chunks[0].kind !== 'decimal')
+    return fixedWidthIndex(chunks[0], n);
   return encodedIndex(chunks, n);
 }
 
 /** Fast path: one integer-like, float or boolean key column, whose normalized form is ≤ 8 bytes. */
 function fixedWidthIndex(c: ColumnChunk, n: number): KeyIndex {
-  const hi = new Uint32Array(n), lo = new Uint32Array(n);
+  const hi = new Uint32Array(n),
+    lo = new Uint32Array(n);
   if (c.kind === 'int64') {
     const w = c.words!;
     for (let i = 0; i < n; i++) {
@@ -118,7 +123,9 @@ function encodedIndex(chunks: ColumnChunk[], n: number): KeyIndex {
     let len = fixed;
     for (const c of chunks) {
       if (c.kind !== 'bytes') continue;
-      const s = c.offsets![i], e = c.offsets![i + 1], b = c.bytes!;
+      const s = c.offsets![i],
+        e = c.offsets![i + 1],
+        b = c.bytes!;
       len += e - s + 2;
       for (let k = s; k < e; k++) if (b[k] === 0) len++;
     }
@@ -134,7 +141,8 @@ function encodedIndex(chunks: ColumnChunk[], n: number): KeyIndex {
     const len = p - offsets[i];
     if (len > maxLen) maxLen = len;
   }
-  const hi = new Uint32Array(n), lo = new Uint32Array(n);
+  const hi = new Uint32Array(n),
+    lo = new Uint32Array(n);
   for (let i = 0; i < n; i++) {
     hi[i] = wordAt(bytes, offsets[i], offsets[i + 1], 0);
     lo[i] = wordAt(bytes, offsets[i], offsets[i + 1], 4);
@@ -201,9 +209,11 @@ function wordAt(bytes: Uint8Array, s: number, e: number, at: number): number {
 
 /** Compares key `i` of `a` with key `j` of `b` (both built over the same key columns and types). */
 export function compareKeysAt(a: KeyIndex, i: number, b: KeyIndex, j: number): number {
-  const ha = a.hi[i], hb = b.hi[j];
+  const ha = a.hi[i],
+    hb = b.hi[j];
   if (ha !== hb) return ha < hb ? -1 : 1;
-  const la = a.lo[i], lb = b.lo[j];
+  const la = a.lo[i],
+    lb = b.lo[j];
   if (la !== lb) return la < lb ? -1 : 1;
   if (a.exact && b.exact) return 0;
   return compareTail(a, i, b, j, 8);
@@ -211,7 +221,10 @@ export function compareKeysAt(a: KeyIndex, i: number, b: KeyIndex, j: number): n
 
 /** Compares two encoded keys from byte `depth` on (the bytes before are known equal). */
 function compareTail(a: KeyIndex, i: number, b: KeyIndex, j: number, depth: number): number {
-  const sa = a.offsets![i], ea = a.offsets![i + 1], sb = b.offsets![j], eb = b.offsets![j + 1];
+  const sa = a.offsets![i],
+    ea = a.offsets![i + 1],
+    sb = b.offsets![j],
+    eb = b.offsets![j + 1];
   return compareBytes(a.bytes!, Math.min(sa + depth, ea), ea, b.bytes!, Math.min(sb + depth, eb), eb);
 }
 
@@ -225,7 +238,11 @@ export interface KeySort {
 }
 
 /** Orders the rows of a single-batch table by key, then `tieBreak`, then row index (stable). */
-export function sortByKey(table: arrow.Table, keyColumns: string[], tieBreak?: (i: number, j: number) => number): KeySort {
+export function sortByKey(
+  table: arrow.Table,
+  keyColumns: string[],
+  tieBreak?: (i: number, j: number) => number,
+): KeySort {
   const keys = keyIndex(table, keyColumns);
   const n = keys.count;
   const identity = new Uint32Array(n);
@@ -243,8 +260,10 @@ export function sortByKey(table: arrow.Table, keyColumns: string[], tieBreak?: (
       groupEnd[groupCount++] = k;
       continue;
     }
-    const a = order[k - 1], b = order[k];
-    if (hi[a] !== hi[b] || lo[a] !== lo[b] || (!exact && compareKeysAt(keys, a, keys, b) !== 0)) groupEnd[groupCount++] = k;
+    const a = order[k - 1],
+      b = order[k];
+    if (hi[a] !== hi[b] || lo[a] !== lo[b] || (!exact && compareKeysAt(keys, a, keys, b) !== 0))
+      groupEnd[groupCount++] = k;
   }
   if (tieBreak) {
     const byTie = (x: number, y: number) => tieBreak(x, y) || x - y;
@@ -262,7 +281,8 @@ export function sortByKey(table: arrow.Table, keyColumns: string[], tieBreak?: (
 function inKeyOrder(keys: KeyIndex, rows: Uint32Array): boolean {
   const { hi, lo, exact } = keys;
   for (let k = 1; k < rows.length; k++) {
-    const a = rows[k - 1], b = rows[k];
+    const a = rows[k - 1],
+      b = rows[k];
     if (hi[a] !== hi[b]) {
       if (hi[a] > hi[b]) return false;
     } else if (lo[a] !== lo[b]) {
@@ -273,7 +293,11 @@ function inKeyOrder(keys: KeyIndex, rows: Uint32Array): boolean {
 }
 
 /** Orders the rows of a single-batch table by key, then `tieBreak`, then arrival. */
-export function sortPermutation(table: arrow.Table, keyColumns: string[], tieBreak?: (i: number, j: number) => number): Uint32Array {
+export function sortPermutation(
+  table: arrow.Table,
+  keyColumns: string[],
+  tieBreak?: (i: number, j: number) => number,
+): Uint32Array {
   return sortByKey(table, keyColumns, tieBreak).order;
 }
 
@@ -298,7 +322,8 @@ function refine(keys: KeyIndex, order: Uint32Array, s: number, e: number, depth:
         sub.sort((x, y) => compareTail(keys, x, keys, y, depth) || x - y);
       } else {
         const sub = order.subarray(runStart, k);
-        const h = new Uint32Array(len), l = new Uint32Array(len);
+        const h = new Uint32Array(len),
+          l = new Uint32Array(len);
         for (let q = 0; q < len; q++) {
           const r = sub[q];
           h[q] = wordAt(bytes!, offsets![r], offsets![r + 1], depth);
@@ -327,7 +352,9 @@ function longerThan(offsets: Uint32Array, order: Uint32Array, s: number, e: numb
 }
 
 /** A comparator of rows across tables by key, caching each table's key index. */
-export function keyComparator(keyColumns: string[]): { compareRows(a: arrow.Table, i: number, b: arrow.Table, j: number): number } {
+export function keyComparator(keyColumns: string[]): {
+  compareRows(a: arrow.Table, i: number, b: arrow.Table, j: number): number;
+} {
   const cache = new WeakMap<arrow.Table, KeyIndex>();
   const indexOf = (t: arrow.Table) => {
     let k = cache.get(t);

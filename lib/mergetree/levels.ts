@@ -43,7 +43,9 @@ export class Levels {
       this.runs.forEach((run, i) => {
         run.sort((a, b) => compareKeys(a.minKey, b.minKey));
         if (!isSortedRun(run, compareKeys)) {
-          throw new CorruptMetadataError(`level ${i + 1} has files with overlapping key ranges; every level above 0 must be one sorted run`);
+          throw new CorruptMetadataError(
+            `level ${i + 1} has files with overlapping key ranges; every level above 0 must be one sorted run`,
+          );
         }
       });
     }

@@ -22,7 +22,11 @@ export function notNullColumns(schema: TableSchema): boolean[] {
 }
 
 /** Checks that every per-column option of `record` names an existing column. */
-export function checkColumnOptions(schema: TableSchema, record: Record<string, unknown> | string[], optionOf: (col: string) => string): void {
+export function checkColumnOptions(
+  schema: TableSchema,
+  record: Record<string, unknown> | string[],
+  optionOf: (col: string) => string,
+): void {
   const names = Array.isArray(record) ? record : Object.keys(record);
   for (const n of names) columnPositions(schema, [n], optionOf(n));
 }

@@ -20,7 +20,12 @@ export interface MaterializeOptions {
  * The table of a merge result, with the sources' physical schema; with `range`, of its rows
  * [from, to) only (a flush that encodes its result a piece at a time).
  */
-export function materializeMerge(versions: VersionSet, result: MergeResult, opts: MaterializeOptions, range?: { from: number; to: number }): arrow.Table {
+export function materializeMerge(
+  versions: VersionSet,
+  result: MergeResult,
+  opts: MaterializeOptions,
+  range?: { from: number; to: number },
+): arrow.Table {
   const { sources } = versions;
   const schema = sources[0].schema;
   const nf = versions.schema.fields.length;
@@ -30,7 +35,13 @@ export function materializeMerge(versions: VersionSet, result: MergeResult, opts
   const children: arrow.Data[] =
     result.mode === 'take'
       ? takeColumns(versions, result.version.subarray(from, to), count, nf)
-      : columnsOf(versions, result.columns.map((c) => ('take' in c ? { take: c.take.subarray(from, to) } : { values: c.values.slice(from, to) })), count);
+      : columnsOf(
+          versions,
+          result.columns.map((c) =>
+            'take' in c ? { take: c.take.subarray(from, to) } : { values: c.values.slice(from, to) },
+          ),
+          count,
+        );
   children.push(sequenceColumn(result.sequence.subarray(from, to), count));
   children.push(kindColumn(opts.allInsert ? new Uint8Array(count) : result.kind.subarray(from, to), count));
   return tableFromColumns(schema, children, count);
@@ -103,7 +114,8 @@ function sameTake(a: Int32Array, b: Int32Array, count: number): boolean {
 function gatherTaken(versions: VersionSet, take: Int32Array, columns: number[], count: number): arrow.Data[] {
   const { sources, source, row } = versions;
   const nullSource = sources.length;
-  const src = new Uint16Array(count), rows = new Uint32Array(count);
+  const src = new Uint16Array(count),
+    rows = new Uint32Array(count);
   let needsNull = false;
   for (let k = 0; k < count; k++) {
     const v = take[k];
@@ -118,7 +130,13 @@ function gatherTaken(versions: VersionSet, take: Int32Array, columns: number[], 
   const projected = sources.map((t) => t.selectAt(columns));
   if (needsNull) {
     const fields = columns.map((c) => sources[0].schema.fields[c]);
-    projected.push(tableFromColumns(new arrow.Schema(fields), fields.map((f) => nullColumn(f.type)), 1));
+    projected.push(
+      tableFromColumns(
+        new arrow.Schema(fields),
+        fields.map((f) => nullColumn(f.type)),
+        1,
+      ),
+    );
   }
   return gatherRows(projected, src, rows).batches[0].data.children.slice();
 }

@@ -48,13 +48,23 @@ function versionsOfTable(schema: TableSchema, input: SequencedTable, order: Vers
   const sorted = sortVersions(table, order);
   const n = sorted.order.length;
   const kinds = kindValues(table);
-  const kind = new Uint8Array(n), seq = new Float64Array(n);
+  const kind = new Uint8Array(n),
+    seq = new Float64Array(n);
   for (let k = 0; k < n; k++) {
     const r = sorted.order[k];
     kind[k] = kinds[r];
     seq[k] = sequence[r];
   }
-  return new VersionSet(schema, [table], new Uint16Array(n), sorted.order, kind, seq, sorted.groupEnd, sorted.groupCount);
+  return new VersionSet(
+    schema,
+    [table],
+    new Uint16Array(n),
+    sorted.order,
+    kind,
+    seq,
+    sorted.groupEnd,
+    sorted.groupCount,
+  );
 }
 
 /**
@@ -78,7 +88,10 @@ export function versionsOfTables(schema: TableSchema, inputs: SequencedTable[], 
     at += input.table.numRows;
   });
   const kinds = inputs.map((i) => kindValues(i.table));
-  const source = new Uint16Array(n), row = new Uint32Array(n), kind = new Uint8Array(n), seq = new Float64Array(n);
+  const source = new Uint16Array(n),
+    row = new Uint32Array(n),
+    kind = new Uint8Array(n),
+    seq = new Float64Array(n);
   for (let k = 0; k < n; k++) {
     const g = sorted.order[k];
     const t = tableOf[g];
@@ -88,7 +101,16 @@ export function versionsOfTables(schema: TableSchema, inputs: SequencedTable[], 
     kind[k] = kinds[t][r];
     seq[k] = inputs[t].sequence[r];
   }
-  return new VersionSet(schema, inputs.map((i) => i.table), source, row, kind, seq, sorted.groupEnd, sorted.groupCount);
+  return new VersionSet(
+    schema,
+    inputs.map((i) => i.table),
+    source,
+    row,
+    kind,
+    seq,
+    sorted.groupEnd,
+    sorted.groupCount,
+  );
 }
 
 /** The versions of runs that are each sorted in merge order, merged by a k-way heap. */
@@ -100,20 +122,27 @@ export function versionsOfRuns(schema: TableSchema, runs: SequencedTable[], orde
   const allExact = keys.every((x) => x.exact);
   if (allExact && order.sequenceFields.length === 0) return exactVersions(schema, runs, keys, kinds);
   const seqs = runs.map((r) => r.sequence);
-  const his = keys.map((x) => x.hi), los = keys.map((x) => x.lo);
+  const his = keys.map((x) => x.hi),
+    los = keys.map((x) => x.lo);
   const compare = runRowOrder(runs, keys, order);
   const heap = new RunHeap(runs, compare);
   const total = heap.total;
-  const source = new Uint16Array(total), row = new Uint32Array(total);
-  const kind = new Uint8Array(total), seq = new Float64Array(total);
+  const source = new Uint16Array(total),
+    row = new Uint32Array(total);
+  const kind = new Uint8Array(total),
+    seq = new Float64Array(total);
   const groupEnd = new Uint32Array(total);
   let groups = 0;
   for (let out = 0; out < total; out++) {
     const r = heap.top();
     const i = heap.pos[r];
     if (out > 0) {
-      const pr = source[out - 1], pi = row[out - 1];
-      const same = his[pr][pi] === his[r][i] && los[pr][pi] === los[r][i] && (allExact || compareKeysAt(keys[pr], pi, keys[r], i) === 0);
+      const pr = source[out - 1],
+        pi = row[out - 1];
+      const same =
+        his[pr][pi] === his[r][i] &&
+        los[pr][pi] === los[r][i] &&
+        (allExact || compareKeysAt(keys[pr], pi, keys[r], i) === 0);
       if (!same) groupEnd[groups++] = out;
     }
     source[out] = r;
@@ -124,12 +153,23 @@ export function versionsOfRuns(schema: TableSchema, runs: SequencedTable[], orde
     if (heap.pos[r] === heap.end[r]) heap.dropTop();
     else if (compare(r, i, r, i + 1) >= 0) {
       // Every invariant of the merge rests on each run being sorted: fail rather than mis-merge.
-      throw new CorruptMetadataError(`sorted run ${r} is out of order at row ${i + 1}: rows must be sorted by key and sequence`);
+      throw new CorruptMetadataError(
+        `sorted run ${r} is out of order at row ${i + 1}: rows must be sorted by key and sequence`,
+      );
     }
     if (heap.size > 0) heap.siftDown(0);
   }
   if (total > 0) groupEnd[groups++] = total;
-  return new VersionSet(schema, runs.map((r) => r.table), source, row, kind, seq, groupEnd.slice(0, groups), groups);
+  return new VersionSet(
+    schema,
+    runs.map((r) => r.table),
+    source,
+    row,
+    kind,
+    seq,
+    groupEnd.slice(0, groups),
+    groups,
+  );
 }
 
 /** Row i of run a against row j of run b in merge order: key, sequence fields, sequence number, then run (the earlier first). */
@@ -144,13 +184,15 @@ function runRowOrder(runs: SequencedTable[], keys: KeyIndex[], order: VersionOrd
     const t = compareKeysAt(keys[a], i, keys[b], j);
     if (t !== 0) return t;
     if (hasSeqFields) {
-      const ca = seqCols[a], cb = seqCols[b];
+      const ca = seqCols[a],
+        cb = seqCols[b];
       for (let f = 0; f < ca.length; f++) {
         const c = compareAt(ca[f], i, cb[f], j);
         if (c !== 0) return dir * c;
       }
     }
-    const sa = seqs[a][i], sb = seqs[b][j];
+    const sa = seqs[a][i],
+      sb = seqs[b][j];
     if (sa !== sb) return sa < sb ? -1 : 1;
     return a - b;
   };
@@ -164,7 +206,10 @@ class RunHeap {
   size = 0;
   total = 0;
 
-  constructor(runs: SequencedTable[], private readonly compare: RunRowOrder) {
+  constructor(
+    runs: SequencedTable[],
+    private readonly compare: RunRowOrder,
+  ) {
     const k = runs.length;
     this.pos = new Uint32Array(k);
     this.end = new Uint32Array(k);
@@ -193,7 +238,8 @@ class RunHeap {
     for (;;) {
       let child = 2 * at + 1;
       if (child >= size) break;
-      if (child + 1 < size && this.compare(heap[child + 1], pos[heap[child + 1]], heap[child], pos[heap[child]]) < 0) child++;
+      if (child + 1 < size && this.compare(heap[child + 1], pos[heap[child + 1]], heap[child], pos[heap[child]]) < 0)
+        child++;
       if (!(this.compare(heap[child], pos[heap[child]], top, pos[top]) < 0)) break;
       heap[at] = heap[child];
       at = child;
@@ -209,7 +255,16 @@ class RunHeap {
  */
 function exactVersions(schema: TableSchema, runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[]): VersionSet {
   const m = exactMerge(runs, keys, kinds, false);
-  return new VersionSet(schema, runs.map((x) => x.table), m.source, m.row, m.kind, m.seq, m.groupEnd.slice(0, m.groups), m.groups);
+  return new VersionSet(
+    schema,
+    runs.map((x) => x.table),
+    m.source,
+    m.row,
+    m.kind,
+    m.seq,
+    m.groupEnd.slice(0, m.groups),
+    m.groups,
+  );
 }
 
 /** The newest version of each key of several runs, in key order (see newestOfRuns). */
@@ -229,7 +284,8 @@ export interface NewestVersions {
  * `sequence.field` orders versions (then build the VersionSet: versionsOfRuns).
  */
 export function newestOfRuns(runs: SequencedTable[], order: VersionOrder): NewestVersions | null {
-  if (runs.length > 0xffff) throw new CorruptMetadataError(`cannot merge ${runs.length} sorted runs at once; compact first`);
+  if (runs.length > 0xffff)
+    throw new CorruptMetadataError(`cannot merge ${runs.length} sorted runs at once; compact first`);
   if (order.sequenceFields.length > 0) return null;
   const keys = runs.map((r) => keyIndex(r.table, order.keyColumns));
   if (!keys.every((x) => x.exact)) return null;
@@ -256,13 +312,31 @@ function newestByPairs(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Arra
     .map((_, r) => r)
     .filter((r) => keys[r].count > 0)
     .sort((a, b) => keys[b].count - keys[a].count || lastSeq(b) - lastSeq(a) || b - a);
-  if (order.length === 0) return { source: new Uint16Array(0), row: new Uint32Array(0), kind: new Uint8Array(0), sequence: new Float64Array(0), count: 0 };
+  if (order.length === 0)
+    return {
+      source: new Uint16Array(0),
+      row: new Uint32Array(0),
+      kind: new Uint8Array(0),
+      sequence: new Float64Array(0),
+      count: 0,
+    };
   const first = order[0];
   const n = keys[first].count;
   const at = strictlyRising(keys[first].hi, keys[first].lo, n);
   if (at === 0) return null;
-  if (at > 0) throw new CorruptMetadataError(`sorted run ${first} is out of order at row ${at}: rows must be sorted by key and sequence`);
-  let acc: Folded = { H: keys[first].hi, L: keys[first].lo, S: runs[first].sequence.slice(), src: new Uint16Array(n).fill(first), row: new Uint32Array(n), kind: new Uint8Array(n), n };
+  if (at > 0)
+    throw new CorruptMetadataError(
+      `sorted run ${first} is out of order at row ${at}: rows must be sorted by key and sequence`,
+    );
+  let acc: Folded = {
+    H: keys[first].hi,
+    L: keys[first].lo,
+    S: runs[first].sequence.slice(),
+    src: new Uint16Array(n).fill(first),
+    row: new Uint32Array(n),
+    kind: new Uint8Array(n),
+    n,
+  };
   for (let i = 0; i < n; i++) acc.row[i] = i;
   acc.kind.set(kinds[first]);
   for (let o = 1; o < order.length; o++) {
@@ -271,7 +345,9 @@ function newestByPairs(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Arra
     if (added === 0) continue;
     if (added < 0) {
       if (added === -1) return null;
-      throw new CorruptMetadataError(`sorted run ${r} is out of order at row ${-added - 2}: rows must be sorted by key and sequence`);
+      throw new CorruptMetadataError(
+        `sorted run ${r} is out of order at row ${-added - 2}: rows must be sorted by key and sequence`,
+      );
     }
     acc = foldInterleaved(acc, r, keys[r].hi, keys[r].lo, runs[r].sequence, kinds[r], keys[r].count, added);
   }
@@ -292,10 +368,12 @@ interface Folded {
 /** -1 when the words rise strictly over [0, n); 0 when two rows share a key; else the first row below its predecessor. */
 function strictlyRising(H: Uint32Array, L: Uint32Array, n: number): number {
   for (let i = 1; i < n; i++) {
-    const ph = H[i - 1], h = H[i];
+    const ph = H[i - 1],
+      h = H[i];
     if (ph < h) continue;
     if (ph > h) return i;
-    const pl = L[i - 1], l = L[i];
+    const pl = L[i - 1],
+      l = L[i];
     if (pl === l) return 0;
     if (pl > l) return i;
   }
@@ -307,13 +385,29 @@ function strictlyRising(H: Uint32Array, L: Uint32Array, n: number): number {
  * the key in place. Returns the run's keys `acc` lacks; -1 when the run repeats a key; -(row + 2)
  * for a row out of key order.
  */
-function foldInPlace(acc: Folded, r: number, rH: Uint32Array, rL: Uint32Array, rS: Float64Array, rK: Int8Array, m: number): number {
-  const H = acc.H, L = acc.L, S = acc.S, src = acc.src, row = acc.row, kind = acc.kind, n = acc.n;
+function foldInPlace(
+  acc: Folded,
+  r: number,
+  rH: Uint32Array,
+  rL: Uint32Array,
+  rS: Float64Array,
+  rK: Int8Array,
+  m: number,
+): number {
+  const H = acc.H,
+    L = acc.L,
+    S = acc.S,
+    src = acc.src,
+    row = acc.row,
+    kind = acc.kind,
+    n = acc.n;
   let added = 0;
   let i = 0;
-  let ph = 0, pl = 0;
+  let ph = 0,
+    pl = 0;
   for (let j = 0; j < m; j++) {
-    const h = rH[j], l = rL[j];
+    const h = rH[j],
+      l = rL[j];
     if (j > 0 && (ph > h || (ph === h && pl >= l))) return ph === h && pl === l ? -1 : -(j + 2);
     ph = h;
     pl = l;
@@ -333,14 +427,34 @@ function foldInPlace(acc: Folded, r: number, rH: Uint32Array, rL: Uint32Array, r
 }
 
 /** `acc` with the `added` keys of run `r` it lacks interleaved (after foldInPlace took the rest). */
-function foldInterleaved(acc: Folded, r: number, rH: Uint32Array, rL: Uint32Array, rS: Float64Array, rK: Int8Array, m: number, added: number): Folded {
-  const H = acc.H, L = acc.L, n = acc.n;
+function foldInterleaved(
+  acc: Folded,
+  r: number,
+  rH: Uint32Array,
+  rL: Uint32Array,
+  rS: Float64Array,
+  rK: Int8Array,
+  m: number,
+  added: number,
+): Folded {
+  const H = acc.H,
+    L = acc.L,
+    n = acc.n;
   const size = n + added;
-  const next: Folded = { H: new Uint32Array(size), L: new Uint32Array(size), S: new Float64Array(size), src: new Uint16Array(size), row: new Uint32Array(size), kind: new Uint8Array(size), n: size };
+  const next: Folded = {
+    H: new Uint32Array(size),
+    L: new Uint32Array(size),
+    S: new Float64Array(size),
+    src: new Uint16Array(size),
+    row: new Uint32Array(size),
+    kind: new Uint8Array(size),
+    n: size,
+  };
   let out = 0;
   let i = 0;
   for (let j = 0; j < m; j++) {
-    const h = rH[j], l = rL[j];
+    const h = rH[j],
+      l = rL[j];
     while (i < n && (H[i] < h || (H[i] === h && L[i] < l))) copyFolded(next, out++, acc, i++);
     // A key `acc` holds: foldInPlace already kept its newer version.
     if (i < n && H[i] === h && L[i] === l) {
@@ -378,14 +492,19 @@ function exactMerge(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[]
   // hot path.
   const { cur, lim, run } = exactHeap(H, L, S, starts);
   let size = cur.length;
-  const source = new Uint16Array(total), row = new Uint32Array(total);
-  const kind = new Uint8Array(total), seq = new Float64Array(total);
+  const source = new Uint16Array(total),
+    row = new Uint32Array(total);
+  const kind = new Uint8Array(total),
+    seq = new Float64Array(total);
   const groupEnd = new Uint32Array(lastOnly ? 0 : total);
   let groups = 0;
-  let prev = 0, prevRun = 0;
+  let prev = 0,
+    prevRun = 0;
   let out = 0;
   while (size > 0) {
-    const r = run[0], end = lim[0], base = starts[r];
+    const r = run[0],
+      end = lim[0],
+      base = starts[r];
     // The runner-up: the smaller child of the root. The top run keeps the lead while its next row
     // is below it, so a stretch of one run costs one comparison per row and no heap moves.
     const secondSlot = size === 1 ? 0 : size === 2 || lessExact(H, L, S, cur[1], cur[2]) ? 1 : 2;
@@ -418,7 +537,9 @@ function exactMerge(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[]
       }
       if (!lessExact(H, L, S, g, next)) {
         // Every invariant of the merge rests on each run being sorted: fail rather than mis-merge.
-        throw new CorruptMetadataError(`sorted run ${r} is out of order at row ${next - base}: rows must be sorted by key and sequence`);
+        throw new CorruptMetadataError(
+          `sorted run ${r} is out of order at row ${next - base}: rows must be sorted by key and sequence`,
+        );
       }
       g = next;
       if (second >= 0 && !lessExact(H, L, S, g, second)) break;
@@ -445,7 +566,10 @@ function concatRuns(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[]
   const starts = new Uint32Array(k + 1);
   for (let r = 0; r < k; r++) starts[r + 1] = starts[r] + keys[r].count;
   const total = starts[k];
-  const H = new Uint32Array(total), L = new Uint32Array(total), S = new Float64Array(total), K = new Uint8Array(total);
+  const H = new Uint32Array(total),
+    L = new Uint32Array(total),
+    S = new Float64Array(total),
+    K = new Uint8Array(total);
   for (let r = 0; r < k; r++) {
     H.set(keys[r].hi, starts[r]);
     L.set(keys[r].lo, starts[r]);
@@ -459,7 +583,9 @@ function concatRuns(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[]
 function exactHeap(H: Uint32Array, L: Uint32Array, S: Float64Array, starts: Uint32Array) {
   let size = 0;
   for (let r = 0; r + 1 < starts.length; r++) if (starts[r + 1] !== starts[r]) size++;
-  const cur = new Uint32Array(size), lim = new Uint32Array(size), run = new Uint16Array(size);
+  const cur = new Uint32Array(size),
+    lim = new Uint32Array(size),
+    run = new Uint16Array(size);
   let at = 0;
   for (let r = 0; r + 1 < starts.length; r++) {
     if (starts[r + 1] === starts[r]) continue;
@@ -472,7 +598,15 @@ function exactHeap(H: Uint32Array, L: Uint32Array, S: Float64Array, starts: Uint
 }
 
 /** The root run is exhausted: the last slot takes its place and sinks; returns the heap's new size. */
-function dropExactRoot(H: Uint32Array, L: Uint32Array, S: Float64Array, cur: Uint32Array, lim: Uint32Array, run: Uint16Array, size: number): number {
+function dropExactRoot(
+  H: Uint32Array,
+  L: Uint32Array,
+  S: Float64Array,
+  cur: Uint32Array,
+  lim: Uint32Array,
+  run: Uint16Array,
+  size: number,
+): number {
   size--;
   cur[0] = cur[size];
   lim[0] = lim[size];
@@ -482,8 +616,19 @@ function dropExactRoot(H: Uint32Array, L: Uint32Array, S: Float64Array, cur: Uin
 }
 
 /** The runner-up (at `secondSlot`) is below the root's row g: it takes the root, and g sinks from the runner-up's slot. */
-function yieldExactRoot(H: Uint32Array, L: Uint32Array, S: Float64Array, cur: Uint32Array, lim: Uint32Array, run: Uint16Array, size: number, secondSlot: number, g: number): void {
-  const end = lim[0], r = run[0];
+function yieldExactRoot(
+  H: Uint32Array,
+  L: Uint32Array,
+  S: Float64Array,
+  cur: Uint32Array,
+  lim: Uint32Array,
+  run: Uint16Array,
+  size: number,
+  secondSlot: number,
+  g: number,
+): void {
+  const end = lim[0],
+    r = run[0];
   cur[0] = cur[secondSlot];
   lim[0] = lim[secondSlot];
   run[0] = run[secondSlot];
@@ -495,18 +640,32 @@ function yieldExactRoot(H: Uint32Array, L: Uint32Array, S: Float64Array, cur: Ui
 
 /** Merge order of global rows x and y: key words, sequence number, then row (the earlier run first). */
 function lessExact(H: Uint32Array, L: Uint32Array, S: Float64Array, x: number, y: number): boolean {
-  const hx = H[x], hy = H[y];
+  const hx = H[x],
+    hy = H[y];
   if (hx !== hy) return hx < hy;
-  const lx = L[x], ly = L[y];
+  const lx = L[x],
+    ly = L[y];
   if (lx !== ly) return lx < ly;
-  const sx = S[x], sy = S[y];
+  const sx = S[x],
+    sy = S[y];
   if (sx !== sy) return sx < sy;
   return x < y;
 }
 
 /** Moves heap slot `at` down to its place (slots: cursor, end, run). */
-function siftDownExact(H: Uint32Array, L: Uint32Array, S: Float64Array, cur: Uint32Array, lim: Uint32Array, run: Uint16Array, size: number, at: number): void {
-  const c0 = cur[at], l0 = lim[at], r0 = run[at];
+function siftDownExact(
+  H: Uint32Array,
+  L: Uint32Array,
+  S: Float64Array,
+  cur: Uint32Array,
+  lim: Uint32Array,
+  run: Uint16Array,
+  size: number,
+  at: number,
+): void {
+  const c0 = cur[at],
+    l0 = lim[at],
+    r0 = run[at];
   for (;;) {
     let child = 2 * at + 1;
     if (child >= size) break;
@@ -536,7 +695,10 @@ export function storedSequence(table: arrow.Table, base = 0): Float64Array {
   const n = table.numRows;
   const out = new Float64Array(n);
   if (n === 0) return out;
-  const words = columnChunk(table, table.schema.fields.findIndex((f) => f.name === SEQUENCE_COLUMN)).words!;
+  const words = columnChunk(
+    table,
+    table.schema.fields.findIndex((f) => f.name === SEQUENCE_COLUMN),
+  ).words!;
   for (let i = 0; i < n; i++) out[i] = base + words[2 * i + 1] * 4294967296 + (words[2 * i] >>> 0);
   return out;
 }

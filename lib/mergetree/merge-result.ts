@@ -80,7 +80,9 @@ export class ColumnsResult {
   ) {
     this.kind = new Uint8Array(capacity);
     this.sequence = new Float64Array(capacity);
-    this.columns = computed.map((c) => (c ? { values: new Array<Value>(capacity) } : { take: new Int32Array(capacity) }));
+    this.columns = computed.map((c) =>
+      c ? { values: new Array<Value>(capacity) } : { take: new Int32Array(capacity) },
+    );
   }
 
   /** Column `c` of the current row takes version `v`'s value (-1 for NULL). */

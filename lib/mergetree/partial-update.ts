@@ -54,7 +54,10 @@ export class PartialUpdateMergeFunction implements MergeFunction {
     if (plan) return plan;
     const cfg = this.config;
     if (cfg.partialUpdateRemoveRecordOnDelete && cfg.ignoreDelete) {
-      throw new OptionError('ignore-delete and partial-update.remove-record-on-delete contradict each other; set only one', 'partial-update.remove-record-on-delete');
+      throw new OptionError(
+        'ignore-delete and partial-update.remove-record-on-delete contradict each other; set only one',
+        'partial-update.remove-record-on-delete',
+      );
     }
     if (cfg.partialUpdateRemoveRecordOnDelete && cfg.sequenceGroups.length) {
       throw new OptionError(
@@ -63,14 +66,20 @@ export class PartialUpdateMergeFunction implements MergeFunction {
       );
     }
     if (cfg.partialUpdateRemoveRecordOnSequenceGroup.length && cfg.ignoreDelete) {
-      throw new OptionError('ignore-delete and partial-update.remove-record-on-sequence-group contradict each other; set only one', 'partial-update.remove-record-on-sequence-group');
+      throw new OptionError(
+        'ignore-delete and partial-update.remove-record-on-sequence-group contradict each other; set only one',
+        'partial-update.remove-record-on-sequence-group',
+      );
     }
     checkColumnOptions(schema, cfg.aggregateFunctions, (c) => `fields.${c}.aggregate-function`);
     checkColumnOptions(schema, cfg.ignoreRetract, (c) => `fields.${c}.ignore-retract`);
     const owner = new Map<number, string>();
     const claim = (c: number, option: string) => {
       if (owner.has(c) && owner.get(c) !== option) {
-        throw new OptionError(`column ${schema.fields[c].name} belongs to two sequence groups (${owner.get(c)} and ${option})`, option);
+        throw new OptionError(
+          `column ${schema.fields[c].name} belongs to two sequence groups (${owner.get(c)} and ${option})`,
+          option,
+        );
       }
       if (schema.primaryKeys.includes(schema.fields[c].name)) {
         throw new OptionError(`primary key column ${schema.fields[c].name} cannot be part of a sequence group`, option);
@@ -87,7 +96,10 @@ export class PartialUpdateMergeFunction implements MergeFunction {
     });
     for (const f of removing) {
       if (!cfg.sequenceGroups.some((g) => g.sequenceFields.includes(f))) {
-        throw new OptionError(`partial-update.remove-record-on-sequence-group names ${f}, which is not a sequence-group field`, 'partial-update.remove-record-on-sequence-group');
+        throw new OptionError(
+          `partial-update.remove-record-on-sequence-group names ${f}, which is not a sequence-group field`,
+          'partial-update.remove-record-on-sequence-group',
+        );
       }
     }
     const functions = schema.fields.map((f, c) => {
@@ -139,10 +151,17 @@ class PartialUpdateRun {
       const fn = plan.functions[c];
       if (fn === null) return null;
       const delimiter = cfg.listaggDelimiters[field.name] ?? ',';
-      return createAggregator({ field, column: this.cols[c], fn, raw: opts.rawInput, delimiter }, plan.ignoreRetract[c]);
+      return createAggregator(
+        { field, column: this.cols[c], fn, raw: opts.rawInput, delimiter },
+        plan.ignoreRetract[c],
+      );
     });
     this.pick = new Int32Array(fields.length);
-    this.out = new ColumnsResult(versions.groupCount, this.aggs.map((a) => a?.computed === true), opts);
+    this.out = new ColumnsResult(
+      versions.groupCount,
+      this.aggs.map((a) => a?.computed === true),
+      opts,
+    );
   }
 
   run(): ColumnsResult {

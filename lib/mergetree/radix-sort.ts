@@ -20,15 +20,20 @@ export function radixSortWords(hi: Uint32Array, lo: Uint32Array, index: Uint32Ar
   const count = countScratch;
   count.fill(0);
   for (let k = 0; k < n; k++) {
-    const l = lo[k], h = hi[k];
+    const l = lo[k],
+      h = hi[k];
     count[l & 0xffff]++;
     count[DIGITS + (l >>> 16)]++;
     count[2 * DIGITS + (h & 0xffff)]++;
     count[3 * DIGITS + (h >>> 16)]++;
   }
-  let h0: Uint32Array = hi, l0: Uint32Array = lo, i0: Uint32Array = index;
+  let h0: Uint32Array = hi,
+    l0: Uint32Array = lo,
+    i0: Uint32Array = index;
   const [h1s, l1s, i1s] = scratchFor(n);
-  let h1: Uint32Array = h1s, l1: Uint32Array = l1s, i1: Uint32Array = i1s;
+  let h1: Uint32Array = h1s,
+    l1: Uint32Array = l1s,
+    i1: Uint32Array = i1s;
   for (let pass = 0; pass < 4; pass++) {
     const base = pass * DIGITS;
     const shift = pass & 1 ? 16 : 0;
@@ -78,7 +83,8 @@ let scratch: Uint32Array[] = [];
 
 function scratchFor(n: number): Uint32Array[] {
   if (n > SCRATCH_MAX) return [new Uint32Array(n), new Uint32Array(n), new Uint32Array(n)];
-  if (scratch.length === 0 || scratch[0].length < n) scratch = [0, 1, 2].map(() => new Uint32Array(Math.min(SCRATCH_MAX, Math.max(n, 65_536))));
+  if (scratch.length === 0 || scratch[0].length < n)
+    scratch = [0, 1, 2].map(() => new Uint32Array(Math.min(SCRATCH_MAX, Math.max(n, 65_536))));
   return scratch.map((a) => a.subarray(0, n));
 }
 
@@ -86,7 +92,9 @@ function scratchFor(n: number): Uint32Array[] {
 function insertionSort(hi: Uint32Array, lo: Uint32Array, index: Uint32Array): Uint32Array {
   const n = index.length;
   for (let k = 1; k < n; k++) {
-    const h = hi[k], l = lo[k], x = index[k];
+    const h = hi[k],
+      l = lo[k],
+      x = index[k];
     let q = k - 1;
     while (q >= 0 && (hi[q] > h || (hi[q] === h && lo[q] > l))) {
       hi[q + 1] = hi[q];

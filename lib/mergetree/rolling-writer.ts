@@ -33,7 +33,8 @@ export class RollingFileWriter {
     if (this.pendingRows < this.rowsPerFile) return;
     const all = concatTables(this.pending, this.pending[0].schema);
     let start = 0;
-    for (; start + this.rowsPerFile <= all.numRows; start += this.rowsPerFile) await this.write(compactCopy(all.slice(start, start + this.rowsPerFile)));
+    for (; start + this.rowsPerFile <= all.numRows; start += this.rowsPerFile)
+      await this.write(compactCopy(all.slice(start, start + this.rowsPerFile)));
     // The tail (less than a file) waits for the next rows; it is copied when it is written.
     const rest = all.slice(start);
     this.pending = rest.numRows > 0 ? [rest] : [];

@@ -66,7 +66,10 @@ export interface SectionMergeOptions {
 }
 
 /** A data file as a run, read chunk by chunk; `fileSize`/`rowCount` size its estimate. */
-export function fileRun(file: { level: number; sequenceBase: number; rowCount: number; fileSize: number }, chunks: AsyncIterable<arrow.Table>): SectionRun {
+export function fileRun(
+  file: { level: number; sequenceBase: number; rowCount: number; fileSize: number },
+  chunks: AsyncIterable<arrow.Table>,
+): SectionRun {
   // Costed by the row group, although it arrives a read batch at a time: its decoder's wasm memory
   // grows with the row group, and costing by the batch (10 runs merged unspilled) measured +456 MB
   // over the floor at 10M rows against +316 MB spilled (docs/BENCHMARKS.md §11).
@@ -82,16 +85,34 @@ export function fileRun(file: { level: number; sequenceBase: number; rowCount: n
 }
 
 /** Merges the runs (in merge order: newest first) piece by piece, spilling first when they do not fit the budget. */
-export async function* mergeSection(runs: SectionRun[], opts: SectionMergeOptions): AsyncGenerator<{ pieces: SectionPiece[]; merged: arrow.Table }> {
+export async function* mergeSection(
+  runs: SectionRun[],
+  opts: SectionMergeOptions,
+): AsyncGenerator<{ pieces: SectionPiece[]; merged: arrow.Table }> {
   const spills = new SpillDirectory(opts.spillRoot);
   try {
     if (runs.length > 2) runs = await fitBudget(runs, opts, spills);
     const repeatedKeys = runs.some((r) => r.repeatedKeys);
-    const mergeOpts = { schema: opts.schema, keyColumns: opts.schema.primaryKeys, engine: opts.engine, dropDeletes: opts.dropDeletes, keepKinds: true, repeatedKeys };
+    const mergeOpts = {
+      schema: opts.schema,
+      keyColumns: opts.schema.primaryKeys,
+      engine: opts.engine,
+      dropDeletes: opts.dropDeletes,
+      keepKinds: true,
+      repeatedKeys,
+    };
     for await (const aligned of alignRunStreams(runs.map(asStream), opts.schema.primaryKeys)) {
       for (const pieces of cutPieces(aligned, opts.schema.primaryKeys, opts.stepRows ?? MERGE_STEP_ROWS)) {
         const merged = mergeSortedRuns(pieces, mergeOpts);
-        yield { pieces: pieces.map((p) => ({ table: p.table, sequenceBase: p.sequenceBase, level: runs[p.run].level, repeatedKeys: runs[p.run].repeatedKeys })), merged };
+        yield {
+          pieces: pieces.map((p) => ({
+            table: p.table,
+            sequenceBase: p.sequenceBase,
+            level: runs[p.run].level,
+            repeatedKeys: runs[p.run].repeatedKeys,
+          })),
+          merged,
+        };
       }
     }
   } finally {
@@ -111,7 +132,8 @@ async function fitBudget(runs: SectionRun[], opts: SectionMergeOptions, spills: 
   for (let i = 0; i < runs.length && rowBytes === 0; i++) {
     const peeked = await peek(runs[i].chunks);
     runs[i] = { ...runs[i], chunks: peeked.chunks };
-    if (peeked.first !== null && peeked.first.numRows > 0) rowBytes = approximateBytes(peeked.first) / peeked.first.numRows;
+    if (peeked.first !== null && peeked.first.numRows > 0)
+      rowBytes = approximateBytes(peeked.first) / peeked.first.numRows;
   }
   if (rowBytes === 0) return runs;
   // A chunk per run, and the merged piece of about the same size beside it.
@@ -149,7 +171,11 @@ async function fitBudget(runs: SectionRun[], opts: SectionMergeOptions, spills: 
  * sequence number, run), with absolute sequence numbers, so the run has base 0.
  */
 async function spillGroup(group: SectionRun[], opts: SectionMergeOptions, spills: SpillDirectory): Promise<SectionRun> {
-  const order: VersionOrder = { keyColumns: opts.schema.primaryKeys, sequenceFields: opts.engine.config.sequenceFields, sequenceDescending: opts.engine.config.sequenceDescending };
+  const order: VersionOrder = {
+    keyColumns: opts.schema.primaryKeys,
+    sequenceFields: opts.engine.config.sequenceFields,
+    sequenceDescending: opts.engine.config.sequenceDescending,
+  };
   const out = spills.openRun();
   let n: number;
   try {
@@ -182,7 +208,9 @@ async function spillGroup(group: SectionRun[], opts: SectionMergeOptions, spills
 }
 
 /** The first chunk of a stream, and the stream with that chunk still first. */
-async function peek(chunks: AsyncIterable<arrow.Table>): Promise<{ first: arrow.Table | null; chunks: AsyncIterable<arrow.Table> }> {
+async function peek(
+  chunks: AsyncIterable<arrow.Table>,
+): Promise<{ first: arrow.Table | null; chunks: AsyncIterable<arrow.Table> }> {
   const it = chunks[Symbol.asyncIterator]();
   const head = await it.next();
   const first = head.done ? null : head.value;
@@ -240,7 +268,8 @@ export function* cutPieces(pieces: AlignedPiece[], keyColumns: string[], maxRows
       }
       cuts = live.map((x) => boundAt(x.keys, x.start, x.piece.table.numRows, pivot.keys, pivotAt, false));
       // Every run starts at the pivot key (one key with many versions): take that key whole.
-      if (cuts.every((c, i) => c === live[i].start)) cuts = live.map((x) => boundAt(x.keys, x.start, x.piece.table.numRows, pivot.keys, pivotAt, true));
+      if (cuts.every((c, i) => c === live[i].start))
+        cuts = live.map((x) => boundAt(x.keys, x.start, x.piece.table.numRows, pivot.keys, pivotAt, true));
     }
     const out: AlignedPiece[] = [];
     live.forEach((x, i) => {
@@ -253,7 +282,8 @@ export function* cutPieces(pieces: AlignedPiece[], keyColumns: string[], maxRows
 
 /** The first row in [from, to) whose key is not below (`after`: is above) row `at` of `pivot`. */
 function boundAt(keys: KeyIndex, from: number, to: number, pivot: KeyIndex, at: number, after: boolean): number {
-  let lo = from, hi = to;
+  let lo = from,
+    hi = to;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     const c = compareKeysAt(keys, mid, pivot, at);

@@ -51,7 +51,10 @@ export function mergeSortedRuns(runs: RunInput[], opts: MergeReadOptions): arrow
  * The same merge, produced in key order as tables of about `batchRows` input versions each, so a
  * caller can write rolling files without holding the whole merged output at once.
  */
-export function* mergeSortedRunsBatched(runs: RunInput[], opts: MergeReadOptions & { batchRows: number }): Generator<arrow.Table> {
+export function* mergeSortedRunsBatched(
+  runs: RunInput[],
+  opts: MergeReadOptions & { batchRows: number },
+): Generator<arrow.Table> {
   const versions = planMerge(runs, opts);
   if (versions === null) return;
   const { groupEnd, groupCount } = versions;
@@ -77,8 +80,14 @@ function planMerge(runs: RunInput[], opts: MergeReadOptions): VersionSet | null 
     })
     .filter((r) => r.table.numRows > 0);
   if (inputs.length === 0) return null;
-  const order = { keyColumns: opts.keyColumns, sequenceFields: opts.engine.config.sequenceFields, sequenceDescending: opts.engine.config.sequenceDescending };
-  return inputs.length === 1 && !opts.repeatedKeys ? singleRunVersions(opts.schema, inputs[0]) : versionsOfRuns(opts.schema, inputs, order);
+  const order = {
+    keyColumns: opts.keyColumns,
+    sequenceFields: opts.engine.config.sequenceFields,
+    sequenceDescending: opts.engine.config.sequenceDescending,
+  };
+  return inputs.length === 1 && !opts.repeatedKeys
+    ? singleRunVersions(opts.schema, inputs[0])
+    : versionsOfRuns(opts.schema, inputs, order);
 }
 
 function mergeVersions(versions: VersionSet, opts: MergeReadOptions): arrow.Table {
@@ -104,7 +113,9 @@ function checkLayout(table: arrow.Table, physical: arrow.Schema, k: number): arr
   const names = table.schema.fields.map((f) => f.name);
   const expected = physical.fields.map((f) => f.name);
   if (names.length !== expected.length || names.some((n, i) => n !== expected[i])) {
-    throw new SchemaMismatchError(`sorted run ${k} has columns (${names.join(', ')}) but the table's data files have (${expected.join(', ')})`);
+    throw new SchemaMismatchError(
+      `sorted run ${k} has columns (${names.join(', ')}) but the table's data files have (${expected.join(', ')})`,
+    );
   }
   return table;
 }

@@ -93,14 +93,17 @@ export class SpillDirectory {
   read(n: number): arrow.Table {
     const batches: arrow.RecordBatch[] = [];
     // A run written by `openRun` is several IPC streams end to end.
-    for (const reader of arrow.RecordBatchReader.readAll(readFileSync(this.files[n]))) for (const b of reader) batches.push(b);
+    for (const reader of arrow.RecordBatchReader.readAll(readFileSync(this.files[n])))
+      for (const b of reader) batches.push(b);
     return new arrow.Table(batches);
   }
 
   /** Reads run `n` back a batch at a time (one table per batch), streaming from disk. */
   async *chunks(n: number): AsyncGenerator<arrow.Table> {
     // A run written by `openRun` is several IPC streams end to end; readAll reads each in turn.
-    for await (const reader of arrow.RecordBatchReader.readAll(createReadStream(this.files[n], { highWaterMark: 1 << 20 }))) {
+    for await (const reader of arrow.RecordBatchReader.readAll(
+      createReadStream(this.files[n], { highWaterMark: 1 << 20 }),
+    )) {
       for await (const batch of reader) yield new arrow.Table(batch.schema, [batch]);
     }
   }

@@ -57,7 +57,16 @@ export async function* mergeRunStreams(runs: RunStream[], opts: MergeReadOptions
  * key in two yields), intervals in key order. Merging each yield on its own is merging the runs.
  */
 export async function* alignRunStreams(runs: RunStream[], keyColumns: string[]): AsyncGenerator<AlignedPiece[]> {
-  const cursors: Cursor[] = runs.map((r, run) => ({ run, it: r.chunks[Symbol.asyncIterator](), keyColumns, sequenceBase: r.sequenceBase, chunk: null, keys: null, start: 0, last: false }));
+  const cursors: Cursor[] = runs.map((r, run) => ({
+    run,
+    it: r.chunks[Symbol.asyncIterator](),
+    keyColumns,
+    sequenceBase: r.sequenceBase,
+    chunk: null,
+    keys: null,
+    start: 0,
+    last: false,
+  }));
   // Every later row of a run with one record per key is above its last key: the bound key itself is complete.
   const inclusive = runs.length > 0 && runs.every((r) => r.oneRecordPerKey === true);
   try {
@@ -70,20 +79,28 @@ export async function* alignRunStreams(runs: RunStream[], keyColumns: string[]):
       let bound: Cursor | null = null;
       for (const c of live) {
         if (c.last) continue;
-        if (bound === null || compareKeysAt(c.keys!, c.chunk!.numRows - 1, bound.keys!, bound.chunk!.numRows - 1) < 0) bound = c;
+        if (bound === null || compareKeysAt(c.keys!, c.chunk!.numRows - 1, bound.keys!, bound.chunk!.numRows - 1) < 0)
+          bound = c;
       }
-      const cuts = live.map((c) => (bound === null ? c.chunk!.numRows : cutAt(c, bound.keys!, bound.chunk!.numRows - 1, inclusive)));
+      const cuts = live.map((c) =>
+        bound === null ? c.chunk!.numRows : cutAt(c, bound.keys!, bound.chunk!.numRows - 1, inclusive),
+      );
       if (cuts.every((cut, i) => cut === live[i].start)) {
         // Every unmerged row sits at the bound key: widen the runs that end on it by one chunk.
         const b = bound!;
         await Promise.all(
-          live.map((c) => (!c.last && compareKeysAt(c.keys!, c.chunk!.numRows - 1, b.keys!, b.chunk!.numRows - 1) === 0 ? advance(c, true) : undefined)),
+          live.map((c) =>
+            !c.last && compareKeysAt(c.keys!, c.chunk!.numRows - 1, b.keys!, b.chunk!.numRows - 1) === 0
+              ? advance(c, true)
+              : undefined,
+          ),
         );
         continue;
       }
       const pieces: AlignedPiece[] = [];
       live.forEach((c, i) => {
-        if (cuts[i] > c.start) pieces.push({ table: c.chunk!.slice(c.start, cuts[i]), sequenceBase: c.sequenceBase, run: c.run });
+        if (cuts[i] > c.start)
+          pieces.push({ table: c.chunk!.slice(c.start, cuts[i]), sequenceBase: c.sequenceBase, run: c.run });
         c.start = cuts[i];
       });
       yield pieces;
@@ -121,7 +138,8 @@ async function advance(c: Cursor, append: boolean): Promise<void> {
 
 /** The first row at or after `c.start` whose key is not below (`inclusive`: is above) row `at` of `keys`. */
 function cutAt(c: Cursor, keys: KeyIndex, at: number, inclusive: boolean): number {
-  let lo = c.start, hi = c.chunk!.numRows;
+  let lo = c.start,
+    hi = c.chunk!.numRows;
   const limit = inclusive ? 0 : -1;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;

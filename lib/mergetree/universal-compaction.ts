@@ -74,7 +74,12 @@ export class UniversalCompaction {
    * triggered if it sits on level 0 or 1 (merging it now is cheap and keeps levels low). Triggered
    * means at least two runs, or `forcePick`.
    */
-  pickForSizeRatioFrom(maxLevel: number, runs: readonly LevelSortedRun[], candidateCount: number, forcePick: boolean): CompactUnit | undefined {
+  pickForSizeRatioFrom(
+    maxLevel: number,
+    runs: readonly LevelSortedRun[],
+    candidateCount: number,
+    forcePick: boolean,
+  ): CompactUnit | undefined {
     let candidateSize = 0;
     for (let i = 0; i < candidateCount; i++) candidateSize += sortedRunSize(runs[i].run);
     let triggered = forcePick || candidateCount > 1;
@@ -136,5 +141,7 @@ export function pickFullCompaction(numLevels: number, runs: readonly LevelSorted
 
 /** False for a unit that would change nothing: one file already at the output level (Paimon's manager skips it). */
 export function isUsefulUnit(unit: CompactUnit | undefined): unit is CompactUnit {
-  return unit !== undefined && unit.files.length > 0 && (unit.files.length > 1 || unit.files[0].level !== unit.outputLevel);
+  return (
+    unit !== undefined && unit.files.length > 0 && (unit.files.length > 1 || unit.files[0].level !== unit.outputLevel)
+  );
 }

@@ -16,7 +16,13 @@ import { columnChunk } from './column-access.js';
 import type { MergeConfig } from './merge-config.js';
 import { mergeEngineFor, type MergeFunction } from './merge-function.js';
 import { materializeMerge } from './merge-output.js';
-import { storedSequence, versionsOfRuns, versionsOfTables, type SequencedTable, type VersionOrder } from './merge-plan.js';
+import {
+  storedSequence,
+  versionsOfRuns,
+  versionsOfTables,
+  type SequencedTable,
+  type VersionOrder,
+} from './merge-plan.js';
 import { SPILL_BATCH_ROWS, SpillDirectory } from './spill.js';
 import { alignRunStreams, type RunStream } from './stream-merge.js';
 
@@ -101,13 +107,19 @@ export class WriteBuffer {
 
   constructor(private readonly opts: WriteBufferOptions) {
     if (!(opts.writeBufferSize > 0)) {
-      throw new InvalidArgumentError(`write-buffer-size must be a positive number of bytes, got ${opts.writeBufferSize}`);
+      throw new InvalidArgumentError(
+        `write-buffer-size must be a positive number of bytes, got ${opts.writeBufferSize}`,
+      );
     }
     this.engine = mergeEngineFor(opts.merge);
     // Configuration mistakes surface when the writer is created, not at the first flush.
     this.engine.validate(opts.schema);
     this.physical = physicalArrowSchema(opts.schema);
-    this.order = { keyColumns: opts.schema.primaryKeys, sequenceFields: opts.merge.sequenceFields, sequenceDescending: opts.merge.sequenceDescending };
+    this.order = {
+      keyColumns: opts.schema.primaryKeys,
+      sequenceFields: opts.merge.sequenceFields,
+      sequenceDescending: opts.merge.sequenceDescending,
+    };
     this.spills = new SpillDirectory(opts.spillRoot);
     this.next = opts.firstSequence ?? 0;
   }
@@ -148,7 +160,9 @@ export class WriteBuffer {
    */
   restartSequence(first = 0): void {
     if (this.size > 0) {
-      throw new InvalidArgumentError(`cannot restart sequence numbers with ${this.size} records still buffered; flush first`);
+      throw new InvalidArgumentError(
+        `cannot restart sequence numbers with ${this.size} records still buffered; flush first`,
+      );
     }
     this.next = first;
   }
@@ -212,10 +226,14 @@ export class WriteBuffer {
     const batch = flat.batches[0];
     return this.opts.schema.fields.map((f, c) => {
       const i = flat.schema.fields.findIndex((x) => x.name === f.name);
-      if (i < 0) throw new SchemaMismatchError(`input has no column ${f.name}; it has ${flat.schema.names.join(', ')}`, f.name);
+      if (i < 0)
+        throw new SchemaMismatchError(`input has no column ${f.name}; it has ${flat.schema.names.join(', ')}`, f.name);
       const expected = this.physical.fields[c].type;
       if (!arrowTypesEqual(flat.schema.fields[i].type, expected)) {
-        throw new SchemaMismatchError(`column ${f.name} is ${String(flat.schema.fields[i].type)} in the input but ${String(expected)} in the table`, f.name);
+        throw new SchemaMismatchError(
+          `column ${f.name} is ${String(flat.schema.fields[i].type)} in the input but ${String(expected)} in the table`,
+          f.name,
+        );
       }
       return batch.data.children[i];
     });
@@ -230,7 +248,8 @@ export class WriteBuffer {
       const src = columnChunk(flat, kindAt).num!;
       for (let i = 0; i < n; i++) {
         const k = src[i];
-        if (k < 0 || k > 3) throw new InvalidArgumentError(`row ${i} has ${KIND_COLUMN} ${k}; use 0 (+I), 1 (-U), 2 (+U) or 3 (-D)`);
+        if (k < 0 || k > 3)
+          throw new InvalidArgumentError(`row ${i} has ${KIND_COLUMN} ${k}; use 0 (+I), 1 (-U), 2 (+U) or 3 (-D)`);
         kind[i] = k;
       }
     }
@@ -250,7 +269,12 @@ export class WriteBuffer {
       // An append table's buffer is already its file: rows in arrival order, nothing to sort or
       // merge (the writer never spills one).
       if (this.opts.merge.appendOnly && this.spills.runCount === 0 && memory) {
-        const table = singleBatch(concatTables(memory.map((m) => m.table), this.physical));
+        const table = singleBatch(
+          concatTables(
+            memory.map((m) => m.table),
+            this.physical,
+          ),
+        );
         return { data: table, changelog: undefined, rowCount: table.numRows, inputCount };
       }
       let versions;
@@ -296,7 +320,9 @@ export class WriteBuffer {
         const versions = versionsOfRuns(this.opts.schema, inputs, this.order);
         const result = this.engine.merge(versions, { rawInput: true, dropRetracts: false });
         const data = materializeMerge(versions, result, { allInsert: false });
-        const changelog = this.opts.keepRawChangelog ? gatherRows(versions.sources, versions.source, versions.row) : undefined;
+        const changelog = this.opts.keepRawChangelog
+          ? gatherRows(versions.sources, versions.source, versions.row)
+          : undefined;
         yield { data, changelog, rowCount: data.numRows, inputCount: versions.size };
       }
     } finally {
@@ -319,7 +345,8 @@ export class WriteBuffer {
         return;
       }
       if (this.opts.merge.appendOnly) {
-        for (const m of memory) yield { data: m.table, changelog: undefined, rowCount: m.table.numRows, inputCount: m.table.numRows };
+        for (const m of memory)
+          yield { data: m.table, changelog: undefined, rowCount: m.table.numRows, inputCount: m.table.numRows };
         return;
       }
       const versions = versionsOfTables(this.opts.schema, memory, this.order);
@@ -328,10 +355,14 @@ export class WriteBuffer {
       const size = this.opts.pieceRows ?? FLUSH_PIECE_ROWS;
       const pieces = Math.max(1, Math.ceil(result.count / size), raw ? Math.ceil(versions.size / size) : 0);
       for (let p = 0; p < pieces; p++) {
-        const from = Math.min(result.count, p * size), to = Math.min(result.count, from + size);
+        const from = Math.min(result.count, p * size),
+          to = Math.min(result.count, from + size);
         const data = materializeMerge(versions, result, { allInsert: false }, { from, to });
-        const vFrom = Math.min(versions.size, p * size), vTo = Math.min(versions.size, vFrom + size);
-        const changelog = raw ? gatherRows(versions.sources, versions.source.subarray(vFrom, vTo), versions.row.subarray(vFrom, vTo)) : undefined;
+        const vFrom = Math.min(versions.size, p * size),
+          vTo = Math.min(versions.size, vFrom + size);
+        const changelog = raw
+          ? gatherRows(versions.sources, versions.source.subarray(vFrom, vTo), versions.row.subarray(vFrom, vTo))
+          : undefined;
         yield { data, changelog, rowCount: data.numRows, inputCount: p === 0 ? inputCount : 0 };
       }
     } finally {
@@ -348,7 +379,8 @@ export class WriteBuffer {
    * afterwards otherwise.
    */
   takeGatherPlan(): GatherPlan | null {
-    if (this.spills.runCount > 0 || this.opts.merge.appendOnly || this.opts.keepRawChangelog || this.size === 0) return null;
+    if (this.spills.runCount > 0 || this.opts.merge.appendOnly || this.opts.keepRawChangelog || this.size === 0)
+      return null;
     const inputCount = this.size;
     const engine = this.engine;
     // The engines that emit whole versions (TakeResult); the others compute column-wise results.
@@ -357,7 +389,10 @@ export class WriteBuffer {
       const memory = this.takePending()!;
       const versions = versionsOfTables(this.opts.schema, memory, this.order);
       const result = engine.merge(versions, { rawInput: true, dropRetracts: false });
-      if (result.mode !== 'take') throw new InvalidArgumentError(`the ${engine.name} merge engine returned column-wise results where whole rows were expected; this is a bug in varve`);
+      if (result.mode !== 'take')
+        throw new InvalidArgumentError(
+          `the ${engine.name} merge engine returned column-wise results where whole rows were expected; this is a bug in varve`,
+        );
       const count = result.count;
       const source = versions.sources.length === 1 ? null : new Uint16Array(count);
       const row = new Uint32Array(count);
@@ -366,7 +401,15 @@ export class WriteBuffer {
         row[k] = versions.row[v];
         if (source !== null) source[k] = versions.source[v];
       }
-      return { sources: versions.sources, source, row, sequence: result.sequence.subarray(0, count), kind: result.kind.subarray(0, count), count, inputCount };
+      return {
+        sources: versions.sources,
+        source,
+        row,
+        sequence: result.sequence.subarray(0, count),
+        kind: result.kind.subarray(0, count),
+        count,
+        inputCount,
+      };
     } finally {
       this.reset();
     }
@@ -518,7 +561,8 @@ export function approximateBytes(table: arrow.Table): number {
         bytes += 4 * (n + 1) + (o[n] - o[0]);
       } else if (d.values) {
         const v = d.values as ArrayBufferView & { length: number };
-        bytes += d.typeId === arrow.Type.Bool ? (n + 7) >> 3 : (v.byteLength / Math.max(1, v.length)) * n * (d.stride || 1);
+        bytes +=
+          d.typeId === arrow.Type.Bool ? (n + 7) >> 3 : (v.byteLength / Math.max(1, v.length)) * n * (d.stride || 1);
       }
     }
   }

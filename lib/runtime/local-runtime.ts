@@ -10,7 +10,11 @@ import { VarveError } from '../errors.js';
 import { onCommit, type CommitEvent } from '../table/commit-events.js';
 import type { Table } from '../table/table.js';
 import { compactTable, type CompactionSummary } from '../maintenance/compact.js';
-import { expireSnapshots, type ExpireSnapshotsOptions, type ExpireSnapshotsResult } from '../maintenance/expire-snapshots.js';
+import {
+  expireSnapshots,
+  type ExpireSnapshotsOptions,
+  type ExpireSnapshotsResult,
+} from '../maintenance/expire-snapshots.js';
 import type { ConsumerLag } from '../stream/progress.js';
 import { consumerLag } from '../stream/progress.js';
 import type { StreamSink } from '../stream/delivery.js';
@@ -116,7 +120,12 @@ export class LocalRuntime {
     this.addTable(spec.table);
     // As deployed (infra): the queue's own dead-lettering far above the reader's budget.
     const queue = spec.queue ?? new MemoryQueue({ visibilityMs: 30_000, maxReceiveCount: 10 * SPLIT_FAILURE_BUDGET });
-    const consumer = new RuntimeConsumer({ ...spec, queue, discoveryIntervalMs: this.opts.discoveryIntervalMs, log: this.log });
+    const consumer = new RuntimeConsumer({
+      ...spec,
+      queue,
+      discoveryIntervalMs: this.opts.discoveryIntervalMs,
+      log: this.log,
+    });
     await consumer.init();
     this.consumers.push(consumer);
     if (this.running) await consumer.start();
@@ -134,7 +143,8 @@ export class LocalRuntime {
   async compact(table: Table, opts: { full?: boolean } = {}): Promise<CompactionSummary> {
     const summary = await compactTable(table, { full: opts.full });
     // COMPACT commits carry the changelog of lookup / full-compaction tables: plan it at once.
-    if (summary.snapshots.length > 0) this.consumersOf(table.store.uri, table.name).forEach((c) => c.scheduleDiscovery());
+    if (summary.snapshots.length > 0)
+      this.consumersOf(table.store.uri, table.name).forEach((c) => c.scheduleDiscovery());
     return summary;
   }
 
@@ -177,7 +187,10 @@ export class LocalRuntime {
       const compacting = [...this.tables.values()].some((t) => t.compacting !== undefined);
       if (states.every(Boolean) && !compacting) return;
       if (Date.now() > deadline) {
-        throw new VarveError(`the local runtime did not become idle within ${timeoutMs} ms; check its consumers' lag and log`, { kind: 'unavailable', retryable: true });
+        throw new VarveError(
+          `the local runtime did not become idle within ${timeoutMs} ms; check its consumers' lag and log`,
+          { kind: 'unavailable', retryable: true },
+        );
       }
       await new Promise((r) => setTimeout(r, 5));
     }

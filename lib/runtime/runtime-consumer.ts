@@ -119,8 +119,10 @@ export class RuntimeConsumer {
     // First the lease: a second reader group fails here, before it touches the position.
     await this.lease?.acquire();
     try {
-      if (this.opts.stream?.ignoreProgress) await resetConsumer(this.table, this.consumerId, this.opts.stream, Date.now, (g) => this.reportGap(g));
-      else if (this.opts.durableQueue) await ensureConsumer(this.table, this.consumerId, this.opts.stream, Date.now, (g) => this.reportGap(g));
+      if (this.opts.stream?.ignoreProgress)
+        await resetConsumer(this.table, this.consumerId, this.opts.stream, Date.now, (g) => this.reportGap(g));
+      else if (this.opts.durableQueue)
+        await ensureConsumer(this.table, this.consumerId, this.opts.stream, Date.now, (g) => this.reportGap(g));
       else await rewindPlanning(this.table, this.consumerId, this.opts.stream, Date.now, (g) => this.reportGap(g));
     } catch (e) {
       await this.lease?.release();
@@ -139,7 +141,11 @@ export class RuntimeConsumer {
     if (interval > 0) this.timer = setInterval(() => this.scheduleDiscovery(), interval).unref();
     // Commits of other processes on a local folder: the snapshot folder's change notification.
     this.unwatch = this.table.snapshots.watch(() => this.running && this.scheduleDiscovery());
-    if (this.lease) this.renewTimer = setInterval(() => void this.renewLease(), Math.max(10, Math.floor(this.lease.ttlMs / 3))).unref();
+    if (this.lease)
+      this.renewTimer = setInterval(
+        () => void this.renewLease(),
+        Math.max(10, Math.floor(this.lease.ttlMs / 3)),
+      ).unref();
     this.scheduleDiscovery();
   }
 
@@ -167,7 +173,9 @@ export class RuntimeConsumer {
     try {
       await discover(this.table, this.queue, this.consumerId, { ...this.runStream, maxSnapshotsPerRun: 0 });
     } catch (e) {
-      this.opts.log(`varve: recording the position of consumer ${this.consumerId} of ${this.table.name} failed: ${(e as Error).message}`);
+      this.opts.log(
+        `varve: recording the position of consumer ${this.consumerId} of ${this.table.name} failed: ${(e as Error).message}`,
+      );
     }
     await this.lease?.release();
   }
@@ -178,10 +186,18 @@ export class RuntimeConsumer {
     } catch (e) {
       if (e instanceof ConsumerLeaseLostError) {
         // A drop deletes the lease too: say that rather than a takeover.
-        const dropped = this.identity === undefined ? undefined : await checkTableIdentity(this.table, this.identity).then(() => undefined, (x: unknown) => x);
+        const dropped =
+          this.identity === undefined
+            ? undefined
+            : await checkTableIdentity(this.table, this.identity).then(
+                () => undefined,
+                (x: unknown) => x,
+              );
         this.halt(dropped instanceof TableNotFoundError ? dropped : e);
-      }
-      else this.opts.log(`varve: renewing the lease of consumer ${this.consumerId} failed (retried): ${(e as Error).message}`);
+      } else
+        this.opts.log(
+          `varve: renewing the lease of consumer ${this.consumerId} failed (retried): ${(e as Error).message}`,
+        );
     }
   }
 
@@ -239,13 +255,18 @@ export class RuntimeConsumer {
       this.lastError = undefined;
     } catch (e) {
       const err = e as Error;
-      if (err instanceof ConsumerExpiredError || err instanceof ConsumerLeaseLostError || err instanceof TableNotFoundError) {
+      if (
+        err instanceof ConsumerExpiredError ||
+        err instanceof ConsumerLeaseLostError ||
+        err instanceof TableNotFoundError
+      ) {
         // Never re-created silently: the consumer stops, and says why, until the user decides.
         this.halt(err);
         return;
       }
       // Once per distinct failure: the backstop timer retries every second.
-      if (this.lastError?.message !== err.message) this.opts.log(`varve: discovery for consumer ${this.consumerId} of ${this.table.name} failed: ${err.message}`);
+      if (this.lastError?.message !== err.message)
+        this.opts.log(`varve: discovery for consumer ${this.consumerId} of ${this.table.name} failed: ${err.message}`);
       this.lastError = err;
     }
   }

@@ -125,7 +125,9 @@ export function encodeBucketKey(types: DataType[], values: Value[]): Uint8Array 
 /** Writes the key's canonical bytes into `scratch` and returns their length. */
 function encodeInto(types: DataType[], values: Value[]): number {
   if (types.length !== values.length) {
-    throw new InvalidArgumentError(`bucket key has ${types.length} types but ${values.length} values; pass one value per bucket-key column`);
+    throw new InvalidArgumentError(
+      `bucket key has ${types.length} types but ${values.length} values; pass one value per bucket-key column`,
+    );
   }
   let p = 0;
   for (let i = 0; i < types.length; i++) {
@@ -218,7 +220,9 @@ function writeInt64(p: number, v: Value, root: string): void {
 }
 
 function wrongKind(v: Value, root: string): InvalidArgumentError {
-  return new InvalidArgumentError(`bucket key value ${String(v)} (${typeof v}) does not fit bucket-key type ${root}; coerce rows with lib/schema/values first`);
+  return new InvalidArgumentError(
+    `bucket key value ${String(v)} (${typeof v}) does not fit bucket-key type ${root}; coerce rows with lib/schema/values first`,
+  );
 }
 
 /** Writes a uint32 LE byte length then the UTF-8 bytes of `s`; returns the new end. */

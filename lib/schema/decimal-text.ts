@@ -13,9 +13,14 @@ const MAX_EXPONENT = 80;
  * The canonical text of `text` (plain or with an exponent, e.g. "1.5e3") as DECIMAL(precision,
  * scale), or an error text: extra decimals are accepted only when they are zeros (no rounding).
  */
-export function canonicalDecimal(text: string, precision: number, scale: number): { value: string } | { error: string } {
+export function canonicalDecimal(
+  text: string,
+  precision: number,
+  scale: number,
+): { value: string } | { error: string } {
   const m = DECIMAL_INPUT.exec(text);
-  if (m === null || (m[2] === '' && (m[3] === undefined || m[3] === ''))) return { error: 'is not a decimal number such as "12.50"' };
+  if (m === null || (m[2] === '' && (m[3] === undefined || m[3] === '')))
+    return { error: 'is not a decimal number such as "12.50"' };
   const exp = m[4] === undefined ? 0 : Number(m[4]);
   if (Math.abs(exp) > MAX_EXPONENT) return { error: `has an exponent too large for DECIMAL(${precision},${scale})` };
   let int = m[2];
@@ -38,7 +43,9 @@ export function canonicalDecimal(text: string, precision: number, scale: number)
   frac = frac.padEnd(scale, '0');
   int = int.replace(/^0+/, '');
   if (int.length > precision - scale) {
-    return { error: `does not fit DECIMAL(${precision},${scale}): at most ${precision - scale} digits before the point` };
+    return {
+      error: `does not fit DECIMAL(${precision},${scale}): at most ${precision - scale} digits before the point`,
+    };
   }
   const zero = int === '' && /^0*$/.test(frac);
   const sign = m[1] === '-' && !zero ? '-' : '';
@@ -82,7 +89,9 @@ function compareMagnitude(x: { int: string; frac: string }, y: { int: string; fr
 export function unscaledDecimalText(text: string, scale: number): string {
   const { negative, int, frac } = parts(text);
   if (frac.length > scale || !/^\d*$/.test(int + frac)) {
-    throw new InvalidArgumentError(`decimal value "${text}" is not a DECIMAL with scale ${scale}; coerce it with lib/schema/values first`);
+    throw new InvalidArgumentError(
+      `decimal value "${text}" is not a DECIMAL with scale ${scale}; coerce it with lib/schema/values first`,
+    );
   }
   const digits = (int + frac.padEnd(scale, '0')).replace(/^0+/, '');
   if (digits === '') return '0';

@@ -4,7 +4,12 @@
  * columns and that aggregate functions fit the column types.
  */
 import { OptionError } from '../errors.js';
-import { AGGREGATE_FUNCTION_TYPES, type AggregateFunction, type OptionKey, type OptionValueOf } from './option-catalog.js';
+import {
+  AGGREGATE_FUNCTION_TYPES,
+  type AggregateFunction,
+  type OptionKey,
+  type OptionValueOf,
+} from './option-catalog.js';
 import { resolveOption, type ParsedOptions } from './option-parse.js';
 import type { DataField } from './types.js';
 
@@ -26,13 +31,19 @@ export function checkOptionCombinations(p: ParsedOptions): void {
     const min = get(`${prefix as 'snapshot' | 'changelog'}.num-retained.min`);
     const max = get(`${prefix as 'snapshot' | 'changelog'}.num-retained.max`);
     if (min > max) {
-      throw new OptionError(`${prefix}.num-retained.min (${min}) is above ${prefix}.num-retained.max (${max}); make min ≤ max`, `${prefix}.num-retained.min`);
+      throw new OptionError(
+        `${prefix}.num-retained.min (${min}) is above ${prefix}.num-retained.max (${max}); make min ≤ max`,
+        `${prefix}.num-retained.min`,
+      );
     }
   }
   const minWait = get('commit.min-retry-wait');
   const maxWait = get('commit.max-retry-wait');
   if (minWait > maxWait) {
-    throw new OptionError(`commit.min-retry-wait (${minWait} ms) is above commit.max-retry-wait (${maxWait} ms); make min ≤ max`, 'commit.min-retry-wait');
+    throw new OptionError(
+      `commit.min-retry-wait (${minWait} ms) is above commit.max-retry-wait (${maxWait} ms); make min ≤ max`,
+      'commit.min-retry-wait',
+    );
   }
 
   const engine = get('merge-engine');
@@ -77,7 +88,10 @@ function checkScanStart(mode: string, isSet: (k: string) => boolean): void {
   }
   const bySnapshot = mode === 'from-snapshot' || mode === 'from-snapshot-full';
   if (bySnapshot && !isSet('scan.snapshot-id') && !isSet('scan.tag-name')) {
-    throw new OptionError(`scan.mode=${mode} needs scan.snapshot-id (or scan.tag-name) to say which snapshot`, 'scan.mode');
+    throw new OptionError(
+      `scan.mode=${mode} needs scan.snapshot-id (or scan.tag-name) to say which snapshot`,
+      'scan.mode',
+    );
   }
   if (mode === 'from-timestamp' && !isSet('scan.timestamp-millis')) {
     throw new OptionError('scan.mode=from-timestamp needs scan.timestamp-millis to say from when', 'scan.mode');
@@ -88,7 +102,10 @@ function checkScanStart(mode: string, isSet: (k: string) => boolean): void {
     ['scan.timestamp-millis', mode === 'from-timestamp'],
   ] as const) {
     if (isSet(key) && !ok) {
-      throw new OptionError(`option ${key} has no effect with scan.mode=${mode}; remove it or choose the matching scan.mode`, key);
+      throw new OptionError(
+        `option ${key} has no effect with scan.mode=${mode}; remove it or choose the matching scan.mode`,
+        key,
+      );
     }
   }
 }
@@ -102,7 +119,10 @@ function checkSequenceGroups(p: ParsedOptions): void {
     for (const col of f.value as string[]) {
       const other = owner.get(col);
       if (other !== undefined) {
-        throw new OptionError(`column ${col} is in two sequence groups (${other} and ${key}); a column belongs to at most one group`, key);
+        throw new OptionError(
+          `column ${col} is in two sequence groups (${other} and ${key}); a column belongs to at most one group`,
+          key,
+        );
       }
       owner.set(col, key);
     }
@@ -127,7 +147,10 @@ export function checkOptionsAgainstFields(p: ParsedOptions, fields: DataField[])
     if (f) return f;
     const other = fields.find((x) => x.name.toLowerCase() === col.toLowerCase());
     const hint = other ? `did you mean ${other.name}? ` : '';
-    throw new OptionError(`option ${key} names column ${col}, which the table does not have; ${hint}the columns are ${columnList}`, key);
+    throw new OptionError(
+      `option ${key} names column ${col}, which the table does not have; ${hint}the columns are ${columnList}`,
+      key,
+    );
   };
   for (const key of ['sequence.field', 'bucket-key', 'partial-update.remove-record-on-sequence-group']) {
     for (const col of (p.table.get(key) as string[] | undefined) ?? []) need(col, key);
@@ -139,7 +162,10 @@ export function checkOptionsAgainstFields(p: ParsedOptions, fields: DataField[])
     } else if (f.decl.suffix === 'aggregate-function') {
       checkAggregateFit(f.value as AggregateFunction, targets[0], key);
     } else if (f.decl.suffix === 'list-agg-delimiter' && targets[0].type.root !== 'STRING') {
-      throw new OptionError(`option ${key}: listagg delimiters apply to STRING columns, and ${targets[0].name} is ${targets[0].type.root}`, key);
+      throw new OptionError(
+        `option ${key}: listagg delimiters apply to STRING columns, and ${targets[0].name} is ${targets[0].type.root}`,
+        key,
+      );
     }
   }
 }

@@ -4,7 +4,13 @@
  * closest known names. Cross-option and schema checks are in option-checks.ts.
  */
 import { OptionError } from '../errors.js';
-import { FIELD_OPTIONS, TABLE_OPTIONS, UNSUPPORTED_OPTIONS, type FieldOptionDecl, type OptionDecl } from './option-catalog.js';
+import {
+  FIELD_OPTIONS,
+  TABLE_OPTIONS,
+  UNSUPPORTED_OPTIONS,
+  type FieldOptionDecl,
+  type OptionDecl,
+} from './option-catalog.js';
 import { editDistance, parseList, parseOptionValue, TYPE_FORMATS, type OptionValue } from './option-values.js';
 
 /** Table option declarations by key. */
@@ -42,10 +48,14 @@ export function matchFieldOption(key: string): { decl: FieldOptionDecl; target: 
 /** Type-checks every entry of `raw`; throws OptionError for an unknown key or an ill-typed value. */
 export function parseOptionMap(raw: Record<string, string>): ParsedOptions {
   const out: ParsedOptions = { table: new Map(), fields: new Map() };
-  if (raw === null || typeof raw !== 'object') throw new OptionError('table options must be a map of option name to text value', '');
+  if (raw === null || typeof raw !== 'object')
+    throw new OptionError('table options must be a map of option name to text value', '');
   for (const [key, text] of Object.entries(raw)) {
     if (typeof text !== 'string') {
-      throw new OptionError(`option ${key} must be given as text, e.g. "${key}": "${String(text)}"; got ${typeof text}`, key);
+      throw new OptionError(
+        `option ${key} must be given as text, e.g. "${key}": "${String(text)}"; got ${typeof text}`,
+        key,
+      );
     }
     const decl = OPTION_BY_KEY.get(key);
     if (decl) {
@@ -66,7 +76,8 @@ export function parseOptionMap(raw: Record<string, string>): ParsedOptions {
       continue;
     }
     const unsupported = UNSUPPORTED_OPTIONS[key];
-    if (unsupported !== undefined) throw new OptionError(`option ${key} is not supported by varve: ${unsupported}`, key);
+    if (unsupported !== undefined)
+      throw new OptionError(`option ${key} is not supported by varve: ${unsupported}`, key);
     throw unknownOption(key);
   }
   return out;
@@ -83,7 +94,10 @@ function parseDeclared(decl: OptionDecl, text: string): OptionValue {
   if (typeof value === 'number') {
     if ((decl.min !== undefined && value < decl.min) || (decl.max !== undefined && value > decl.max)) {
       const range = decl.max === undefined ? `at least ${decl.min}` : `from ${decl.min} to ${decl.max}`;
-      throw new OptionError(`option ${decl.key} = "${text}" is out of range; it must be ${range}${unitHint(decl)}`, decl.key);
+      throw new OptionError(
+        `option ${decl.key} = "${text}" is out of range; it must be ${range}${unitHint(decl)}`,
+        decl.key,
+      );
     }
   }
   const problem = decl.check?.(value);
@@ -131,7 +145,11 @@ function suggestKeys(key: string): string[] {
     .map((x) => x.c);
 }
 
-const words = (s: string) => s.toLowerCase().split(/[-._,]/).filter((w) => w.length > 0);
+const words = (s: string) =>
+  s
+    .toLowerCase()
+    .split(/[-._,]/)
+    .filter((w) => w.length > 0);
 
 /** True when every word of `key` (3+ letters) starts a word of `candidate` with its first 4 letters. */
 function sharesWords(key: string, candidate: string): boolean {
@@ -154,7 +172,9 @@ export function resolveOption(parsed: ParsedOptions, key: string): OptionValue |
   if (field) {
     const set = parsed.fields.get(key);
     if (set !== undefined) return set.value;
-    return field.decl.default === undefined ? undefined : parseOptionValue(field.decl.type, field.decl.default, field.decl.allowed);
+    return field.decl.default === undefined
+      ? undefined
+      : parseOptionValue(field.decl.type, field.decl.default, field.decl.allowed);
   }
   throw unknownOption(key);
 }

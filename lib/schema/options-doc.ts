@@ -1,5 +1,12 @@
 /** The options reference (docs/OPTIONS.md), rendered from the option declaration so it cannot drift. */
-import { FIELD_OPTIONS, FIXED_FIELD_OPTIONS, FIXED_OPTIONS, TABLE_OPTIONS, type FieldOptionDecl, type OptionDecl } from './option-catalog.js';
+import {
+  FIELD_OPTIONS,
+  FIXED_FIELD_OPTIONS,
+  FIXED_OPTIONS,
+  TABLE_OPTIONS,
+  type FieldOptionDecl,
+  type OptionDecl,
+} from './option-catalog.js';
 
 const TYPE_NAMES: Record<OptionDecl['type'], string> = {
   int: 'int',
@@ -55,13 +62,19 @@ function tableRow(d: OptionDecl): string {
 }
 
 function fieldRow(d: FieldOptionDecl): string {
-  return row(`\`${d.pattern}\``, typeText(d), d.default === undefined ? '(none)' : code(d.default), fixedNote(d.description, FIXED_FIELD_OPTIONS[d.suffix]));
+  return row(
+    `\`${d.pattern}\``,
+    typeText(d),
+    d.default === undefined ? '(none)' : code(d.default),
+    fixedNote(d.description, FIXED_FIELD_OPTIONS[d.suffix]),
+  );
 }
 
 function typeText(d: { type: OptionDecl['type']; allowed?: readonly string[]; min?: number; max?: number }): string {
   let t = TYPE_NAMES[d.type];
   if (d.allowed) t += `: ${d.allowed.map(code).join(', ')}`;
-  if (d.min !== undefined && (d.type === 'int' || d.type === 'long')) t += d.max === undefined ? ` (≥ ${d.min})` : ` (${d.min}..${d.max})`;
+  if (d.min !== undefined && (d.type === 'int' || d.type === 'long'))
+    t += d.max === undefined ? ` (≥ ${d.min})` : ` (${d.min}..${d.max})`;
   return t;
 }
 

@@ -2,7 +2,13 @@
  * Table options: validation of a raw option map and typed access with defaults applied. The
  * declaration of every option is lib/schema/option-catalog.ts; docs/OPTIONS.md is generated from it.
  */
-import { TABLE_OPTIONS, type AggregateFunction, type OptionKey, type OptionProperties, type OptionValueOf } from './option-catalog.js';
+import {
+  TABLE_OPTIONS,
+  type AggregateFunction,
+  type OptionKey,
+  type OptionProperties,
+  type OptionValueOf,
+} from './option-catalog.js';
 import { checkOptionCombinations, checkOptionsAgainstFields } from './option-checks.js';
 import { parseOptionMap, resolveOption, type ParsedOptions } from './option-parse.js';
 import type { OptionValue } from './option-values.js';
@@ -107,7 +113,9 @@ export class TableOptions {
 
   /** Columns with `fields.<col>.ignore-retract = true`. */
   ignoreRetractColumns(): string[] {
-    return Object.entries(this.perColumn('ignore-retract')).filter(([, v]) => v === true).map(([c]) => c);
+    return Object.entries(this.perColumn('ignore-retract'))
+      .filter(([, v]) => v === true)
+      .map(([c]) => c);
   }
 
   /** `fields.<col>.list-agg-delimiter` (default ","). */
@@ -124,7 +132,8 @@ export class TableOptions {
   sequenceGroups(): SequenceGroupDecl[] {
     const out: SequenceGroupDecl[] = [];
     for (const f of this.parsed.fields.values()) {
-      if (f.decl.suffix === 'sequence-group') out.push({ sequenceFields: [...f.columns], columns: [...(f.value as string[])] });
+      if (f.decl.suffix === 'sequence-group')
+        out.push({ sequenceFields: [...f.columns], columns: [...(f.value as string[])] });
     }
     return out;
   }

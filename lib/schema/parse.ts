@@ -35,7 +35,10 @@ export function parseSchemaText(text: string): DataField[] {
     c.column = undefined;
     const nameToken = c.peek();
     if (nameToken.kind !== 'word' && nameToken.kind !== 'quoted') {
-      throw c.error(nameToken, `expected a column name, found ${describeToken(nameToken)}; write columns like ${SCHEMA_EXAMPLE}`);
+      throw c.error(
+        nameToken,
+        `expected a column name, found ${describeToken(nameToken)}; write columns like ${SCHEMA_EXAMPLE}`,
+      );
     }
     c.next();
     c.column = nameToken.text;
@@ -55,7 +58,10 @@ export function parseSchemaText(text: string): DataField[] {
     const sep = c.peek();
     if (sep.kind === 'end') break;
     if (sep.kind !== ',') {
-      throw c.error(sep, `unexpected ${describeToken(sep)}; after a column's type come only NOT NULL, NULL, COMMENT '…' or a comma`);
+      throw c.error(
+        sep,
+        `unexpected ${describeToken(sep)}; after a column's type come only NOT NULL, NULL, COMMENT '…' or a comma`,
+      );
     }
     c.next();
   }
@@ -73,31 +79,47 @@ export function parseSchemaJson(json: string | unknown): DataField[] {
     try {
       value = parseJsonText(json);
     } catch (e) {
-      throw new SchemaError(`schema JSON is malformed (${(e as Error).message}); write [{"name": "id", "type": "BIGINT NOT NULL"}, …]`);
+      throw new SchemaError(
+        `schema JSON is malformed (${(e as Error).message}); write [{"name": "id", "type": "BIGINT NOT NULL"}, …]`,
+      );
     }
   }
   if (value !== null && typeof value === 'object' && !Array.isArray(value) && 'fields' in value) {
     value = (value as { fields: unknown }).fields;
   }
   if (!Array.isArray(value)) {
-    throw new SchemaError('schema JSON must be an array of columns (or {"fields": [...]}), e.g. [{"name": "id", "type": "BIGINT NOT NULL"}]');
+    throw new SchemaError(
+      'schema JSON must be an array of columns (or {"fields": [...]}), e.g. [{"name": "id", "type": "BIGINT NOT NULL"}]',
+    );
   }
-  if (value.length === 0) throw new SchemaError(`empty schema: declare at least one column, e.g. [{"name": "id", "type": "BIGINT NOT NULL"}]`);
+  if (value.length === 0)
+    throw new SchemaError(
+      `empty schema: declare at least one column, e.g. [{"name": "id", "type": "BIGINT NOT NULL"}]`,
+    );
   const fields = value.map((entry, i): DataField => {
     const where = `schema JSON, column ${i + 1}`;
     if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
       throw new SchemaError(`${where}: expected an object {"name": …, "type": …}, found ${JSON.stringify(entry)}`);
     }
     const e = entry as Record<string, unknown>;
-    if (typeof e.name !== 'string') throw new SchemaError(`${where}: "name" must be a string, found ${JSON.stringify(e.name)}`);
+    if (typeof e.name !== 'string')
+      throw new SchemaError(`${where}: "name" must be a string, found ${JSON.stringify(e.name)}`);
     if (typeof e.type !== 'string') {
-      throw new SchemaError(`${where} ("${e.name}"): "type" must be a type string like "BIGINT NOT NULL", found ${JSON.stringify(e.type)}`, e.name);
+      throw new SchemaError(
+        `${where} ("${e.name}"): "type" must be a type string like "BIGINT NOT NULL", found ${JSON.stringify(e.type)}`,
+        e.name,
+      );
     }
     checkColumnName(e.name, where);
     const { type, comment } = parseTypeText(e.type, `${where} ("${e.name}"), type "${e.type}"`, e.name);
     if (e.nullable !== undefined) {
-      if (typeof e.nullable !== 'boolean') throw new SchemaError(`${where} ("${e.name}"): "nullable" must be true or false`, e.name);
-      if (e.nullable && !type.nullable) throw new SchemaError(`${where} ("${e.name}"): "nullable": true contradicts NOT NULL in the type; keep one`, e.name);
+      if (typeof e.nullable !== 'boolean')
+        throw new SchemaError(`${where} ("${e.name}"): "nullable" must be true or false`, e.name);
+      if (e.nullable && !type.nullable)
+        throw new SchemaError(
+          `${where} ("${e.name}"): "nullable": true contradicts NOT NULL in the type; keep one`,
+          e.name,
+        );
       type.nullable = e.nullable;
     }
     const description = e.description ?? e.comment ?? comment;
@@ -131,7 +153,11 @@ function quoteIdentifier(name: string): string {
 /** Throws SchemaError for names a column cannot have: empty, control characters, system column names. */
 export function checkColumnName(name: string, where: string): void {
   if (name.length === 0) throw new SchemaError(`${where}: a column name cannot be empty`);
-  if (/\p{Cc}/u.test(name)) throw new SchemaError(`${where}: column name ${JSON.stringify(name)} contains a control character; rename it`, name);
+  if (/\p{Cc}/u.test(name))
+    throw new SchemaError(
+      `${where}: column name ${JSON.stringify(name)} contains a control character; rename it`,
+      name,
+    );
   if (RESERVED_NAMES.has(name) || name.startsWith(RESERVED_PREFIX)) {
     throw new SchemaError(
       `${where}: column name "${name}" is reserved for data files' system columns (${[...RESERVED_NAMES].join(', ')}, ${RESERVED_PREFIX}*); rename it`,
@@ -139,7 +165,10 @@ export function checkColumnName(name: string, where: string): void {
     );
   }
   if (name === INPUT_KIND_FIELD) {
-    throw new SchemaError(`${where}: column name "${name}" is reserved: a JSONL record's "${name}" field is its row kind (+I, -U, +U, -D), so the column could never be written; rename it`, name);
+    throw new SchemaError(
+      `${where}: column name "${name}" is reserved: a JSONL record's "${name}" field is its row kind (+I, -U, +U, -D), so the column could never be written; rename it`,
+      name,
+    );
   }
 }
 
@@ -164,7 +193,8 @@ const NAME_RULE =
 /** Splits `db.table` (a bare `table` is in database `default`); throws InvalidArgumentError for unsafe names. */
 export function parseTableIdentifier(name: string): { database: string; table: string } {
   if (typeof name !== 'string' || name.length === 0) throw new InvalidArgumentError(`empty table name; ${NAME_RULE}`);
-  if (/[/\\]/.test(name)) throw new InvalidArgumentError(`table name "${name}" contains a path separator; ${NAME_RULE}`);
+  if (/[/\\]/.test(name))
+    throw new InvalidArgumentError(`table name "${name}" contains a path separator; ${NAME_RULE}`);
   if (name.includes('..')) throw new InvalidArgumentError(`table name "${name}" contains ".."; ${NAME_RULE}`);
   const parts = name.split('.');
   if (parts.length > 2) {
@@ -176,10 +206,10 @@ export function parseTableIdentifier(name: string): { database: string; table: s
         p.length === 0
           ? 'has an empty part'
           : /\s/.test(p)
-              ? 'contains whitespace'
-              : p.length > 128
-                ? 'has a part longer than 128 characters'
-                : `has an invalid part "${p}"`;
+            ? 'contains whitespace'
+            : p.length > 128
+              ? 'has a part longer than 128 characters'
+              : `has an invalid part "${p}"`;
       throw new InvalidArgumentError(`table name "${name}" ${why}; ${NAME_RULE}`);
     }
   }

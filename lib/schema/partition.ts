@@ -40,7 +40,9 @@ function partitionValueText(type: DataType, v: Value, defaultName: string): stri
 /** The partition path of a row: `k1=v1/k2=v2` in key order, escaped; '' when there are no partition keys. */
 export function partitionPath(keys: string[], values: Value[], types: DataType[], defaultName: string): string {
   if (keys.length !== values.length || keys.length !== types.length) {
-    throw new InvalidArgumentError(`partitionPath got ${keys.length} keys, ${values.length} values and ${types.length} types; pass one of each per partition key`);
+    throw new InvalidArgumentError(
+      `partitionPath got ${keys.length} keys, ${values.length} values and ${types.length} types; pass one of each per partition key`,
+    );
   }
   let path = '';
   for (let i = 0; i < keys.length; i++) {
@@ -57,7 +59,8 @@ export function parsePartitionPath(path: string): Record<string, string> {
   for (const segment of path.split('/')) {
     const eq = segment.indexOf('=');
     // Keys are escaped, so the first raw "=" separates key from value.
-    if (eq <= 0) throw new InvalidArgumentError(`partition path "${path}" has a segment "${segment}" that is not key=value`);
+    if (eq <= 0)
+      throw new InvalidArgumentError(`partition path "${path}" has a segment "${segment}" that is not key=value`);
     out[unescapePathName(segment.slice(0, eq))] = unescapePathName(segment.slice(eq + 1));
   }
   return out;
@@ -74,7 +77,8 @@ export function parsePartitionSpec(spec: string): Record<string, string> {
   for (const part of spec.split(',')) {
     const eq = part.indexOf('=');
     const key = eq < 0 ? '' : part.slice(0, eq).trim();
-    if (key === '') throw new InvalidArgumentError(`partition filter "${spec}": "${part.trim()}" is not key=value; ${rule}`);
+    if (key === '')
+      throw new InvalidArgumentError(`partition filter "${spec}": "${part.trim()}" is not key=value; ${rule}`);
     if (key in out) throw new InvalidArgumentError(`partition filter "${spec}" gives ${key} twice; give each key once`);
     out[key] = part.slice(eq + 1).trim();
   }

@@ -41,16 +41,19 @@ export function wideningProblem(from: DataType, to: DataType): string | undefine
   if (from.nullable && !to.nullable) return 'a nullable column cannot become NOT NULL (old rows may hold nulls)';
   if (from.root === to.root) {
     if (from.root === 'DECIMAL') {
-      if ((to.scale ?? 0) !== (from.scale ?? 0)) return 'a DECIMAL keeps its scale (changing it would rescale every stored value)';
+      if ((to.scale ?? 0) !== (from.scale ?? 0))
+        return 'a DECIMAL keeps its scale (changing it would rescale every stored value)';
       if ((to.precision ?? 10) < (from.precision ?? 10)) return 'DECIMAL precision can only grow';
       return undefined;
     }
-    if (from.root === 'TIMESTAMP' && from.precision !== to.precision) return 'TIMESTAMP precision cannot change (stored values are in the old unit)';
+    if (from.root === 'TIMESTAMP' && from.precision !== to.precision)
+      return 'TIMESTAMP precision cannot change (stored values are in the old unit)';
     return undefined;
   }
   const a = INTEGER_WIDTH[from.root];
   const b = INTEGER_WIDTH[to.root];
-  if (a !== undefined && b !== undefined) return b > a ? undefined : 'an integer column can only widen (TINYINT → SMALLINT → INT → BIGINT)';
+  if (a !== undefined && b !== undefined)
+    return b > a ? undefined : 'an integer column can only widen (TINYINT → SMALLINT → INT → BIGINT)';
   if (from.root === 'FLOAT' && to.root === 'DOUBLE') return undefined;
   return `only safe widenings are allowed: TINYINT → SMALLINT → INT → BIGINT, FLOAT → DOUBLE, DECIMAL(p,s) → DECIMAL(p',s) with p' > p, VARCHAR(n) → VARCHAR(m) (stored as STRING)`;
 }
@@ -58,7 +61,10 @@ export function wideningProblem(from: DataType, to: DataType): string | undefine
 /** Parses the `"name TYPE [AFTER col | FIRST]"` text of `alter --add`. */
 export function parseAddColumn(text: string): Extract<SchemaChange, { kind: 'add-column' }> {
   const m = /^\s*(`[^`]+`|\S+)\s+(.+?)\s*$/s.exec(text);
-  if (!m) throw new SchemaError(`--add "${text}" must look like "name TYPE", e.g. --add "discount DECIMAL(10,2)" or --add "note STRING AFTER id"`);
+  if (!m)
+    throw new SchemaError(
+      `--add "${text}" must look like "name TYPE", e.g. --add "discount DECIMAL(10,2)" or --add "note STRING AFTER id"`,
+    );
   const name = m[1].startsWith('`') ? m[1].slice(1, -1) : m[1];
   let rest = m[2];
   let after: string | undefined;
@@ -72,7 +78,14 @@ export function parseAddColumn(text: string): Extract<SchemaChange, { kind: 'add
     rest = rest.replace(/\s+FIRST$/i, '');
   }
   const { type, comment } = parseTypeText(rest, `--add "${text}"`, name);
-  return { kind: 'add-column', name, type, ...(comment !== undefined ? { description: comment } : {}), ...(after !== undefined ? { after } : {}), ...(first ? { first } : {}) };
+  return {
+    kind: 'add-column',
+    name,
+    type,
+    ...(comment !== undefined ? { description: comment } : {}),
+    ...(after !== undefined ? { after } : {}),
+    ...(first ? { first } : {}),
+  };
 }
 
 /** Parses `"name NEWTYPE"` of `alter --type`. */
@@ -87,16 +100,23 @@ export function parseTypeChange(text: string): Extract<SchemaChange, { kind: 'up
  * The schema after `changes` (applied in order), with id `schema.id + 1`. Throws SchemaError or
  * OptionError naming what cannot change and why; the result passes every check of a new table.
  */
-export function applySchemaChanges(schema: TableSchema, changes: readonly SchemaChange[], now = Date.now()): TableSchema {
-  if (changes.length === 0) throw new SchemaError('no change given; pass --add, --rename, --drop, --type, --set, --reset or --comment');
+export function applySchemaChanges(
+  schema: TableSchema,
+  changes: readonly SchemaChange[],
+  now = Date.now(),
+): TableSchema {
+  if (changes.length === 0)
+    throw new SchemaError('no change given; pass --add, --rename, --drop, --type, --set, --reset or --comment');
   // The bucket key of an append table hashes stored rows like a key (docs/BUCKETING.md): its type and presence are fixed too.
-  const bucketKey = schema.primaryKeys.length === 0 ? (schema.options['bucket-key'] ?? '').split(',').map((k) => k.trim()) : [];
+  const bucketKey =
+    schema.primaryKeys.length === 0 ? (schema.options['bucket-key'] ?? '').split(',').map((k) => k.trim()) : [];
   const draft: SchemaDraft = {
     fields: schema.fields.map((f) => ({ ...f, type: { ...f.type } })),
     options: { ...schema.options },
     comment: schema.comment,
     highest: schema.highestFieldId,
-    isKey: (name) => schema.primaryKeys.includes(name) || schema.partitionKeys.includes(name) || bucketKey.includes(name),
+    isKey: (name) =>
+      schema.primaryKeys.includes(name) || schema.partitionKeys.includes(name) || bucketKey.includes(name),
   };
   for (const c of changes) applyChange(draft, c);
   checkBucketMode(schema, draft.options);
@@ -130,7 +150,10 @@ interface SchemaDraft {
 function columnOf(d: SchemaDraft, name: string, what: string): DataField {
   const f = d.fields.find((x) => x.name === name);
   if (f) return f;
-  throw new SchemaError(`${what}: column "${name}" does not exist; the columns are ${d.fields.map((x) => x.name).join(', ')}`, name);
+  throw new SchemaError(
+    `${what}: column "${name}" does not exist; the columns are ${d.fields.map((x) => x.name).join(', ')}`,
+    name,
+  );
 }
 
 function applyChange(d: SchemaDraft, c: SchemaChange): void {
@@ -142,18 +165,30 @@ function applyChange(d: SchemaDraft, c: SchemaChange): void {
       const f = columnOf(d, c.from, 'rename');
       checkColumnName(c.to, `rename ${c.from}`);
       if (d.isKey(c.from)) {
-        throw new SchemaError(`rename ${c.from}: it is a primary or partition key column; key names are part of file metadata and partition paths, so they cannot change`, c.from);
+        throw new SchemaError(
+          `rename ${c.from}: it is a primary or partition key column; key names are part of file metadata and partition paths, so they cannot change`,
+          c.from,
+        );
       }
-      if (d.fields.some((x) => x !== f && x.name.toLowerCase() === c.to.toLowerCase())) throw new SchemaError(`rename ${c.from}: "${c.to}" already exists; pick another name`, c.to);
+      if (d.fields.some((x) => x !== f && x.name.toLowerCase() === c.to.toLowerCase()))
+        throw new SchemaError(`rename ${c.from}: "${c.to}" already exists; pick another name`, c.to);
       d.options = renameInOptions(d.options, c.from, c.to);
       f.name = c.to;
       break;
     }
     case 'drop-column': {
       const f = columnOf(d, c.name, 'drop');
-      if (d.isKey(c.name)) throw new SchemaError(`drop ${c.name}: it is a primary or partition key column; key columns cannot be dropped`, c.name);
+      if (d.isKey(c.name))
+        throw new SchemaError(
+          `drop ${c.name}: it is a primary or partition key column; key columns cannot be dropped`,
+          c.name,
+        );
       const user = optionsUsing(d.options, c.name);
-      if (user !== undefined) throw new SchemaError(`drop ${c.name}: option ${user} uses it; a column the table's options name cannot be dropped`, c.name);
+      if (user !== undefined)
+        throw new SchemaError(
+          `drop ${c.name}: option ${user} uses it; a column the table's options name cannot be dropped`,
+          c.name,
+        );
       if (d.fields.length === 1) throw new SchemaError(`drop ${c.name}: it is the last column`, c.name);
       d.fields = d.fields.filter((x) => x !== f);
       break;
@@ -161,10 +196,17 @@ function applyChange(d: SchemaDraft, c: SchemaChange): void {
     case 'update-column-type': {
       const f = columnOf(d, c.name, 'change type');
       if (d.isKey(c.name)) {
-        throw new SchemaError(`change type of ${c.name}: it is a primary or partition key column; its type decides key order, hashing and paths, so it cannot change`, c.name);
+        throw new SchemaError(
+          `change type of ${c.name}: it is a primary or partition key column; its type decides key order, hashing and paths, so it cannot change`,
+          c.name,
+        );
       }
       const problem = wideningProblem(f.type, c.type);
-      if (problem !== undefined) throw new SchemaError(`change type of ${c.name} from ${formatType(f.type)} to ${formatType(c.type)}: ${problem}`, c.name);
+      if (problem !== undefined)
+        throw new SchemaError(
+          `change type of ${c.name} from ${formatType(f.type)} to ${formatType(c.type)}: ${problem}`,
+          c.name,
+        );
       f.type = { ...c.type };
       break;
     }
@@ -180,9 +222,13 @@ function applyChange(d: SchemaDraft, c: SchemaChange): void {
 
 function addColumn(d: SchemaDraft, c: Extract<SchemaChange, { kind: 'add-column' }>): void {
   checkColumnName(c.name, `add column ${c.name}`);
-  if (d.fields.some((f) => f.name.toLowerCase() === c.name.toLowerCase())) throw new SchemaError(`add column: "${c.name}" already exists; pick another name`, c.name);
+  if (d.fields.some((f) => f.name.toLowerCase() === c.name.toLowerCase()))
+    throw new SchemaError(`add column: "${c.name}" already exists; pick another name`, c.name);
   if (!c.type.nullable) {
-    throw new SchemaError(`add column ${c.name}: a new column must be nullable (the rows already stored have no value for it); drop NOT NULL`, c.name);
+    throw new SchemaError(
+      `add column ${c.name}: a new column must be nullable (the rows already stored have no value for it); drop NOT NULL`,
+      c.name,
+    );
   }
   const field: DataField = { id: ++d.highest, name: c.name, type: { ...c.type } };
   if (c.description !== undefined) field.description = c.description;
@@ -195,7 +241,8 @@ function addColumn(d: SchemaDraft, c: Extract<SchemaChange, { kind: 'add-column'
 
 function changeOption(d: SchemaDraft, c: Extract<SchemaChange, { kind: 'set-option' | 'reset-option' }>): void {
   const reason = fixedOptionReason(c.key);
-  if (reason !== undefined) throw new OptionError(`option ${c.key} cannot change after the table is created: ${reason}`, c.key);
+  if (reason !== undefined)
+    throw new OptionError(`option ${c.key} cannot change after the table is created: ${reason}`, c.key);
   if (c.kind === 'set-option') {
     d.options[c.key] = c.value;
     return;
@@ -211,11 +258,12 @@ function changeOption(d: SchemaDraft, c: Extract<SchemaChange, { kind: 'set-opti
  * not between bucket-unaware and hashed: the stored rows of an unaware table have no bucket key.
  */
 function checkBucketMode(schema: TableSchema, options: Record<string, string>): void {
-  const unaware = (o: Record<string, string>) => (o.bucket === undefined ? schema.primaryKeys.length === 0 : o.bucket.trim() === '-1');
+  const unaware = (o: Record<string, string>) =>
+    o.bucket === undefined ? schema.primaryKeys.length === 0 : o.bucket.trim() === '-1';
   if (unaware(schema.options) === unaware(options)) return;
   throw new OptionError(
     `option bucket cannot change between -1 (bucket-unaware) and a fixed count: ` +
-      'the table\'s files were not written by a bucket key; create a new table and copy the rows (varve read | varve write)',
+      "the table's files were not written by a bucket key; create a new table and copy the rows (varve read | varve write)",
     'bucket',
   );
 }
@@ -224,23 +272,51 @@ function checkBucketMode(schema: TableSchema, options: Record<string, string>): 
 function optionsUsing(options: Record<string, string>, column: string): string | undefined {
   for (const [key, value] of Object.entries(options)) {
     const field = matchFieldOption(key);
-    if (field?.target.split(',').map((s) => s.trim()).includes(column)) return key;
-    if (field?.decl.columnList && value.split(',').map((s) => s.trim()).includes(column)) return key;
-    if ((key === 'sequence.field' || key === 'bucket-key' || key === 'partial-update.remove-record-on-sequence-group') && value.split(',').map((s) => s.trim()).includes(column)) return key;
+    if (
+      field?.target
+        .split(',')
+        .map((s) => s.trim())
+        .includes(column)
+    )
+      return key;
+    if (
+      field?.decl.columnList &&
+      value
+        .split(',')
+        .map((s) => s.trim())
+        .includes(column)
+    )
+      return key;
+    if (
+      (key === 'sequence.field' || key === 'bucket-key' || key === 'partial-update.remove-record-on-sequence-group') &&
+      value
+        .split(',')
+        .map((s) => s.trim())
+        .includes(column)
+    )
+      return key;
   }
   return undefined;
 }
 
 /** Options with `from` renamed to `to` wherever they name it. */
 function renameInOptions(options: Record<string, string>, from: string, to: string): Record<string, string> {
-  const swap = (list: string) => list.split(',').map((s) => (s.trim() === from ? to : s.trim())).join(',');
+  const swap = (list: string) =>
+    list
+      .split(',')
+      .map((s) => (s.trim() === from ? to : s.trim()))
+      .join(',');
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(options)) {
     const field = matchFieldOption(key);
     if (field) {
       const target = field.decl.columnList ? swap(field.target) : field.target === from ? to : field.target;
       out[`fields.${target}.${field.decl.suffix}`] = field.decl.columnList ? swap(value) : value;
-    } else if (key === 'sequence.field' || key === 'bucket-key' || key === 'partial-update.remove-record-on-sequence-group') {
+    } else if (
+      key === 'sequence.field' ||
+      key === 'bucket-key' ||
+      key === 'partial-update.remove-record-on-sequence-group'
+    ) {
       out[key] = swap(value);
     } else out[key] = value;
   }

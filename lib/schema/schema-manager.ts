@@ -12,7 +12,10 @@ const SCHEMA_PREFIX = 'schema-';
 
 /** Writes `schema/schema-<id>` if absent; returns false when a schema with that id already exists. */
 export async function createSchemaFile(store: ObjectStore, tablePath: string, schema: TableSchema): Promise<boolean> {
-  const created = await store.putIfAbsent(`${tablePath}/schema/${SCHEMA_PREFIX}${schema.id}`, utf8(serializeSchema(schema)));
+  const created = await store.putIfAbsent(
+    `${tablePath}/schema/${SCHEMA_PREFIX}${schema.id}`,
+    utf8(serializeSchema(schema)),
+  );
   return created !== undefined;
 }
 

@@ -62,7 +62,9 @@ function readQuoted(source: string, start: number, what: string): { text: string
   for (;;) {
     const j = source.indexOf(q, i);
     if (j < 0) {
-      throw new SchemaError(`${what}: the quote ${q} opened at position ${start + 1} is never closed; close it with ${q}`);
+      throw new SchemaError(
+        `${what}: the quote ${q} opened at position ${start + 1} is never closed; close it with ${q}`,
+      );
     }
     text += source.slice(i, j);
     if (source[j + 1] === q) {

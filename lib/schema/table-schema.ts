@@ -44,7 +44,11 @@ export function createTableSchema(args: CreateTableSchemaArgs): TableSchema {
   // given it is bucket-unaware (`bucket = -1`), stored so that the choice never depends on a default.
   if (appendOnly && options.bucket === undefined) options.bucket = '-1';
   // Key columns are implicitly NOT NULL: a null key has no place in the key order.
-  const fields = args.fields.map((f) => (primaryKeys.includes(f.name) && f.type.nullable ? { ...f, type: { ...f.type, nullable: false } } : { ...f, type: { ...f.type } }));
+  const fields = args.fields.map((f) =>
+    primaryKeys.includes(f.name) && f.type.nullable
+      ? { ...f, type: { ...f.type, nullable: false } }
+      : { ...f, type: { ...f.type } },
+  );
   const opts = new TableOptions(options, fields);
   if (appendOnly) {
     checkAppendOnlyOptions(opts, options, partitionKeys, names);
@@ -111,7 +115,10 @@ function checkKeyColumns(fields: DataField[], primaryKeys: string[], partitionKe
       );
     }
     if (f.type.root === 'BYTES') {
-      throw new SchemaError(`partition key "${k}" is BYTES, which has no readable text for a partition path; use a STRING, number or DATE column`, k);
+      throw new SchemaError(
+        `partition key "${k}" is BYTES, which has no readable text for a partition path; use a STRING, number or DATE column`,
+        k,
+      );
     }
   }
 }
@@ -120,9 +127,18 @@ function checkFieldList(fields: DataField[]): void {
   const ids = new Set<number>();
   const names = new Set<string>();
   for (const f of fields) {
-    if (!Number.isInteger(f.id) || f.id < 0) throw new SchemaError(`column "${f.name}" has field id ${f.id}; ids are integers ≥ 0`, f.name);
-    if (ids.has(f.id)) throw new SchemaError(`field id ${f.id} is used twice (column "${f.name}"); ids identify columns and must be unique`, f.name);
-    if (names.has(f.name.toLowerCase())) throw new SchemaError(`duplicate column "${f.name}" (names are compared case-insensitively); give each column a distinct name`, f.name);
+    if (!Number.isInteger(f.id) || f.id < 0)
+      throw new SchemaError(`column "${f.name}" has field id ${f.id}; ids are integers ≥ 0`, f.name);
+    if (ids.has(f.id))
+      throw new SchemaError(
+        `field id ${f.id} is used twice (column "${f.name}"); ids identify columns and must be unique`,
+        f.name,
+      );
+    if (names.has(f.name.toLowerCase()))
+      throw new SchemaError(
+        `duplicate column "${f.name}" (names are compared case-insensitively); give each column a distinct name`,
+        f.name,
+      );
     ids.add(f.id);
     names.add(f.name.toLowerCase());
   }
@@ -161,9 +177,11 @@ const KEY_ONLY_OPTIONS: Readonly<Record<string, string>> = {
   'partial-update.remove-record-on-sequence-group': 'an append table has no merge engine',
   'aggregation.remove-record-on-delete': 'an append table has no merge engine',
   'fields.default-aggregate-function': 'an append table has no merge engine',
-  'changelog-producer': 'the changelog of an append table is its rows as written (every row is an insert); a stream reads them with changelog-producer none',
+  'changelog-producer':
+    'the changelog of an append table is its rows as written (every row is an insert); a stream reads them with changelog-producer none',
   'changelog-producer.row-deduplicate': 'an append table has no changelog producer',
-  'deletion-vectors.enabled': 'every row of an append table is live, so there is nothing to mark deleted; reads already need no merge',
+  'deletion-vectors.enabled':
+    'every row of an append table is live, so there is nothing to mark deleted; reads already need no merge',
 };
 
 /**
@@ -171,17 +189,32 @@ const KEY_ONLY_OPTIONS: Readonly<Record<string, string>> = {
  * mode that needs no key: `bucket = -1` (unaware: rows go to bucket 0, any number of files), or a
  * fixed count hashed on an explicit `bucket-key` of non-partition columns.
  */
-function checkAppendOnlyOptions(opts: TableOptions, raw: Record<string, string>, partitionKeys: string[], names: string[]): void {
+function checkAppendOnlyOptions(
+  opts: TableOptions,
+  raw: Record<string, string>,
+  partitionKeys: string[],
+  names: string[],
+): void {
   for (const key of Object.keys(raw)) {
-    const reason = KEY_ONLY_OPTIONS[key] ?? (/^fields\..+\.(aggregate-function|ignore-retract|list-agg-delimiter|sequence-group)$/.test(key) ? 'an append table has no merge engine' : undefined);
+    const reason =
+      KEY_ONLY_OPTIONS[key] ??
+      (/^fields\..+\.(aggregate-function|ignore-retract|list-agg-delimiter|sequence-group)$/.test(key)
+        ? 'an append table has no merge engine'
+        : undefined);
     if (reason === undefined) continue;
     if (key === 'changelog-producer' && raw[key].trim() === 'none') continue;
-    throw new OptionError(`option ${key} is set on a table without a primary key: ${reason}; remove the option, or give the table a primary key (--primary-key)`, key);
+    throw new OptionError(
+      `option ${key} is set on a table without a primary key: ${reason}; remove the option, or give the table a primary key (--primary-key)`,
+      key,
+    );
   }
   const bucketKey = opts.bucketKey;
   if (opts.bucket === -1) {
     if (bucketKey.length > 0) {
-      throw new OptionError('bucket-key is set on a bucket-unaware table (bucket = -1), which has no buckets to hash into; set bucket to a number ≥ 1 as well, or remove bucket-key', 'bucket-key');
+      throw new OptionError(
+        'bucket-key is set on a bucket-unaware table (bucket = -1), which has no buckets to hash into; set bucket to a number ≥ 1 as well, or remove bucket-key',
+        'bucket-key',
+      );
     }
     return;
   }
@@ -193,9 +226,16 @@ function checkAppendOnlyOptions(opts: TableOptions, raw: Record<string, string>,
   }
   checkDistinct(bucketKey, 'bucket-key');
   for (const k of bucketKey) {
-    if (!names.includes(k)) throw new OptionError(`bucket-key column "${k}" is not in the schema; the columns are ${names.join(', ')}`, 'bucket-key');
+    if (!names.includes(k))
+      throw new OptionError(
+        `bucket-key column "${k}" is not in the schema; the columns are ${names.join(', ')}`,
+        'bucket-key',
+      );
     if (partitionKeys.includes(k)) {
-      throw new OptionError(`bucket-key column "${k}" is a partition key, constant within a partition, so every row of a partition would share one bucket; use other columns`, 'bucket-key');
+      throw new OptionError(
+        `bucket-key column "${k}" is a partition key, constant within a partition, so every row of a partition would share one bucket; use other columns`,
+        'bucket-key',
+      );
     }
   }
 }
@@ -224,7 +264,11 @@ export function serializeSchema(s: TableSchema): string {
   const doc = {
     version: s.version,
     id: s.id,
-    fields: s.fields.map((f) => (f.description === undefined ? { id: f.id, name: f.name, type: formatType(f.type) } : { id: f.id, name: f.name, type: formatType(f.type), description: f.description })),
+    fields: s.fields.map((f) =>
+      f.description === undefined
+        ? { id: f.id, name: f.name, type: formatType(f.type) }
+        : { id: f.id, name: f.name, type: formatType(f.type), description: f.description },
+    ),
     highestFieldId: s.highestFieldId,
     partitionKeys: s.partitionKeys,
     primaryKeys: s.primaryKeys,
@@ -243,7 +287,10 @@ export function serializeSchema(s: TableSchema): string {
 export function deserializeSchema(text: string, file = 'schema file'): TableSchema {
   const d = parseJsonFile(text, jsonObject, file);
   const bad = (what: string): never => {
-    throw new CorruptMetadataError(`${file} is malformed: ${what}; the file is damaged or was not written by varve, restore it from a backup`, { file });
+    throw new CorruptMetadataError(
+      `${file} is malformed: ${what}; the file is damaged or was not written by varve, restore it from a backup`,
+      { file },
+    );
   };
   if (d.version !== 1) bad(`unsupported version ${JSON.stringify(d.version)} (this varve reads version 1)`);
   const isId = (v: unknown) => Number.isInteger(v) && (v as number) >= 0;
@@ -252,30 +299,43 @@ export function deserializeSchema(text: string, file = 'schema file'): TableSche
   const fields = (d.fields as unknown[]).map((raw, i): DataField => {
     if (raw === null || typeof raw !== 'object') return bad(`field ${i} is not an object`);
     const f = raw as Record<string, unknown>;
-    if (!isId(f.id) || typeof f.name !== 'string' || typeof f.type !== 'string') return bad(`field ${i} needs an integer "id", a "name" and a "type" string`);
-    if (f.description !== undefined && typeof f.description !== 'string') bad(`field ${f.name}: "description" must be a string`);
+    if (!isId(f.id) || typeof f.name !== 'string' || typeof f.type !== 'string')
+      return bad(`field ${i} needs an integer "id", a "name" and a "type" string`);
+    if (f.description !== undefined && typeof f.description !== 'string')
+      bad(`field ${f.name}: "description" must be a string`);
     let type;
     try {
       type = parseTypeText(f.type, `schema field ${f.name}`).type;
     } catch (e) {
-      throw new CorruptMetadataError(`${file} is malformed: field ${f.name} has type "${f.type}": ${(e as Error).message}`, { cause: e, file });
+      throw new CorruptMetadataError(
+        `${file} is malformed: field ${f.name} has type "${f.type}": ${(e as Error).message}`,
+        { cause: e, file },
+      );
     }
     const field: DataField = { id: f.id as number, name: f.name, type };
     if (f.description !== undefined) field.description = f.description as string;
     return field;
   });
-  if (!isId(d.highestFieldId) || (d.highestFieldId as number) < Math.max(...fields.map((f) => f.id))) bad('"highestFieldId" must be ≥ every field id');
+  if (!isId(d.highestFieldId) || (d.highestFieldId as number) < Math.max(...fields.map((f) => f.id)))
+    bad('"highestFieldId" must be ≥ every field id');
   const names = new Set(fields.map((f) => f.name));
-  if (names.size !== fields.length || new Set(fields.map((f) => f.id)).size !== fields.length) bad('field names and ids must be unique');
+  if (names.size !== fields.length || new Set(fields.map((f) => f.id)).size !== fields.length)
+    bad('field names and ids must be unique');
   const keyList = (k: string): string[] => {
     const v = d[k];
-    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string' || !names.has(x))) return bad(`"${k}" must be an array of column names`);
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string' || !names.has(x)))
+      return bad(`"${k}" must be an array of column names`);
     return v as string[];
   };
   const partitionKeys = keyList('partitionKeys');
   const primaryKeys = keyList('primaryKeys');
   const options = d.options;
-  if (options === null || typeof options !== 'object' || Array.isArray(options) || Object.values(options).some((v) => typeof v !== 'string')) {
+  if (
+    options === null ||
+    typeof options !== 'object' ||
+    Array.isArray(options) ||
+    Object.values(options).some((v) => typeof v !== 'string')
+  ) {
     bad('"options" must be an object of strings');
   }
   if (d.comment !== undefined && typeof d.comment !== 'string') bad('"comment" must be a string');

@@ -87,7 +87,9 @@ export function parseTimestampText(text: string, precision: number): { value: bi
   const frac = m[7] ?? '';
   if (frac.length > precision && !/^0*$/.test(frac.slice(precision))) {
     const unit = precision === 3 ? 'milliseconds' : 'microseconds';
-    return { error: `has more than ${precision} fractional digits, but TIMESTAMP(${precision}) keeps ${unit}; truncate it or declare a finer TIMESTAMP` };
+    return {
+      error: `has more than ${precision} fractional digits, but TIMESTAMP(${precision}) keeps ${unit}; truncate it or declare a finer TIMESTAMP`,
+    };
   }
   let offsetMinutes = 0;
   const zone = m[8];

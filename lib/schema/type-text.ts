@@ -95,7 +95,8 @@ export class TokenCursor {
 /** Parses a type (name and parameters, no nullability) at the cursor. */
 export function parseTypeAt(c: TokenCursor): DataType {
   const t = c.peek();
-  if (t.kind !== 'word') throw c.error(t, `expected a type, found ${describeToken(t)}; known types: ${KNOWN_TYPES_TEXT}`);
+  if (t.kind !== 'word')
+    throw c.error(t, `expected a type, found ${describeToken(t)}; known types: ${KNOWN_TYPES_TEXT}`);
   c.next();
   const name = t.text.toUpperCase();
   const root = TYPE_NAMES[name];
@@ -106,16 +107,21 @@ export function parseTypeAt(c: TokenCursor): DataType {
   const params = parseParams(c);
   const type: DataType = { root, nullable: true };
   if (root === 'DECIMAL') {
-    const [p, s] = params ? [params.values[0], params.values[1] ?? 0] : [DEFAULT_DECIMAL.precision, DEFAULT_DECIMAL.scale];
-    if (params && params.values.length > 2) throw c.error(params.at, `${name} takes (precision, scale), e.g. DECIMAL(10,2)`);
+    const [p, s] = params
+      ? [params.values[0], params.values[1] ?? 0]
+      : [DEFAULT_DECIMAL.precision, DEFAULT_DECIMAL.scale];
+    if (params && params.values.length > 2)
+      throw c.error(params.at, `${name} takes (precision, scale), e.g. DECIMAL(10,2)`);
     if (p < 1 || p > MAX_DECIMAL_PRECISION) {
       throw c.error(params!.at, `DECIMAL precision ${p} is out of range; use 1 to ${MAX_DECIMAL_PRECISION}`);
     }
-    if (s > p) throw c.error(params!.at, `DECIMAL(${p},${s}) has a scale larger than its precision; use a scale from 0 to ${p}`);
+    if (s > p)
+      throw c.error(params!.at, `DECIMAL(${p},${s}) has a scale larger than its precision; use a scale from 0 to ${p}`);
     type.precision = p;
     type.scale = s;
   } else if (root === 'TIMESTAMP') {
-    if (params && params.values.length !== 1) throw c.error(params.at, 'TIMESTAMP takes one precision, e.g. TIMESTAMP(3)');
+    if (params && params.values.length !== 1)
+      throw c.error(params.at, 'TIMESTAMP takes one precision, e.g. TIMESTAMP(3)');
     const p = params ? params.values[0] : DEFAULT_TIMESTAMP_PRECISION;
     if (!(TIMESTAMP_PRECISIONS as readonly number[]).includes(p)) {
       throw c.error(
@@ -171,7 +177,8 @@ export function parseConstraintsAt(c: TokenCursor): { nullable?: boolean; commen
 }
 
 function setNullable(c: TokenCursor, at: Token, out: { nullable?: boolean }, value: boolean): void {
-  if (out.nullable !== undefined && out.nullable !== value) throw c.error(at, 'the column is declared both NULL and NOT NULL; keep one');
+  if (out.nullable !== undefined && out.nullable !== value)
+    throw c.error(at, 'the column is declared both NULL and NOT NULL; keep one');
   out.nullable = value;
 }
 
@@ -182,7 +189,8 @@ export function parseTypeText(text: string, what: string, column?: string): { ty
   const type = parseTypeAt(c);
   const { nullable, comment } = parseConstraintsAt(c);
   const rest = c.peek();
-  if (rest.kind !== 'end') throw c.error(rest, `unexpected ${describeToken(rest)} after the type; write a type like "DECIMAL(10,2) NOT NULL"`);
+  if (rest.kind !== 'end')
+    throw c.error(rest, `unexpected ${describeToken(rest)} after the type; write a type like "DECIMAL(10,2) NOT NULL"`);
   if (nullable === false) type.nullable = false;
   return comment === undefined ? { type } : { type, comment };
 }
@@ -190,7 +198,8 @@ export function parseTypeText(text: string, what: string, column?: string): { ty
 /** The text of a type, e.g. `DECIMAL(10,2) NOT NULL` or `TIMESTAMP(3)`; parseTypeText reads it back. */
 export function formatType(t: DataType): string {
   let s: string = t.root;
-  if (t.root === 'DECIMAL') s = `DECIMAL(${t.precision ?? DEFAULT_DECIMAL.precision},${t.scale ?? DEFAULT_DECIMAL.scale})`;
+  if (t.root === 'DECIMAL')
+    s = `DECIMAL(${t.precision ?? DEFAULT_DECIMAL.precision},${t.scale ?? DEFAULT_DECIMAL.scale})`;
   else if (t.root === 'TIMESTAMP') s = `TIMESTAMP(${t.precision ?? DEFAULT_TIMESTAMP_PRECISION})`;
   return t.nullable ? s : `${s} NOT NULL`;
 }

@@ -72,14 +72,26 @@ function show(raw: unknown): string {
 
 function fail(field: DataField, raw: unknown, line: number | undefined, p: Problem): RecordValidationError {
   const where = `${line !== undefined ? `line ${line}, ` : ''}field "${field.name}" (${formatType(field.type)})`;
-  return new RecordValidationError(`${where}: ${show(raw)} ${p.why}; expected ${p.expected ?? expectation(field.type)}`, line, field.name);
+  return new RecordValidationError(
+    `${where}: ${show(raw)} ${p.why}; expected ${p.expected ?? expectation(field.type)}`,
+    line,
+    field.name,
+  );
 }
 
 /** The value of `field` from a JSON-parsed `raw` (null/undefined = NULL); throws RecordValidationError. */
 export function coerceValue(field: DataField, raw: unknown, line?: number): Value {
   if (raw === null || raw === undefined) {
     if (field.type.nullable) return null;
-    throw fail(field, raw, line, new Problem(raw === null ? 'is not allowed: the column is NOT NULL' : 'is given: the column is NOT NULL', 'a value'));
+    throw fail(
+      field,
+      raw,
+      line,
+      new Problem(
+        raw === null ? 'is not allowed: the column is NOT NULL' : 'is given: the column is NOT NULL',
+        'a value',
+      ),
+    );
   }
   const v = fromJson(field.type, raw);
   if (v instanceof Problem) throw fail(field, raw, line, v);
@@ -101,7 +113,12 @@ export function coerceText(field: DataField, text: string, line?: number, opts: 
       break;
     case 'BOOLEAN': {
       const b = text.trim().toLowerCase();
-      v = b === 'true' || b === '1' ? true : b === 'false' || b === '0' ? false : new Problem('is not a boolean', 'true or false');
+      v =
+        b === 'true' || b === '1'
+          ? true
+          : b === 'false' || b === '0'
+            ? false
+            : new Problem('is not a boolean', 'true or false');
       break;
     }
     default:
@@ -127,17 +144,20 @@ function fromJson(t: DataType, raw: unknown): Value | Problem {
     case 'BIGINT':
       if (typeof raw === 'number') {
         if (!Number.isInteger(raw)) return new Problem('is not an integer');
-        if (!Number.isSafeInteger(raw)) return new Problem('is beyond 2^53-1, where JSON numbers lose digits; write it as a string of digits');
+        if (!Number.isSafeInteger(raw))
+          return new Problem('is beyond 2^53-1, where JSON numbers lose digits; write it as a string of digits');
         return BigInt(raw);
       }
-      if (typeof raw === 'bigint') return raw >= INT64_MIN && raw <= INT64_MAX ? raw : new Problem('is out of the 64-bit range');
+      if (typeof raw === 'bigint')
+        return raw >= INT64_MIN && raw <= INT64_MAX ? raw : new Problem('is out of the 64-bit range');
       break;
     case 'FLOAT':
     case 'DOUBLE':
       if (typeof raw === 'number') return checkFloat(t, raw);
       break;
     case 'DECIMAL':
-      if (typeof raw === 'number') return Number.isFinite(raw) ? decimal(t, String(raw)) : new Problem('is not a finite number');
+      if (typeof raw === 'number')
+        return Number.isFinite(raw) ? decimal(t, String(raw)) : new Problem('is not a finite number');
       break;
     case 'BOOLEAN':
       if (typeof raw === 'boolean') return raw;
@@ -146,16 +166,21 @@ function fromJson(t: DataType, raw: unknown): Value | Problem {
       if (raw instanceof Uint8Array) return raw;
       break;
     case 'DATE':
-      if (typeof raw === 'number') return Number.isInteger(raw) ? checkDays(raw) : new Problem('is not a whole number of days');
+      if (typeof raw === 'number')
+        return Number.isInteger(raw) ? checkDays(raw) : new Problem('is not a whole number of days');
       break;
     case 'TIMESTAMP':
       if (typeof raw === 'number') {
-        return Number.isSafeInteger(raw) ? checkTimestamp(t, BigInt(raw)) : new Problem('is not a whole number within 2^53-1; write it as a string');
+        return Number.isSafeInteger(raw)
+          ? checkTimestamp(t, BigInt(raw))
+          : new Problem('is not a whole number within 2^53-1; write it as a string');
       }
       if (typeof raw === 'bigint') return checkTimestamp(t, raw);
       break;
     case 'STRING':
-      return new Problem(`is a ${typeof raw === 'object' ? (Array.isArray(raw) ? 'array' : 'object') : typeof raw}, not a string (numbers and booleans are not converted); quote it`);
+      return new Problem(
+        `is a ${typeof raw === 'object' ? (Array.isArray(raw) ? 'array' : 'object') : typeof raw}, not a string (numbers and booleans are not converted); quote it`,
+      );
   }
   return new Problem(`has the wrong kind of value (${Array.isArray(raw) ? 'array' : typeof raw})`);
 }
@@ -241,23 +266,39 @@ const namesCache = new WeakMap<DataField[], Set<string>>();
  * every primary key column must be present, missing nullable columns are NULL, each value is
  * coerced with coerceValue.
  */
-export function validateRecord(fields: DataField[], primaryKeys: string[], obj: Record<string, unknown>, line?: number): Row {
+export function validateRecord(
+  fields: DataField[],
+  primaryKeys: string[],
+  obj: Record<string, unknown>,
+  line?: number,
+): Row {
   const at = line !== undefined ? `line ${line}: ` : '';
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
-    throw new RecordValidationError(`${at}expected a JSON object of column values, e.g. {"${fields[0]?.name ?? 'id'}": …}`, line);
+    throw new RecordValidationError(
+      `${at}expected a JSON object of column values, e.g. {"${fields[0]?.name ?? 'id'}": …}`,
+      line,
+    );
   }
   let names = namesCache.get(fields);
   if (names === undefined) namesCache.set(fields, (names = new Set(fields.map((f) => f.name))));
   for (const key in obj) {
     if (!names.has(key)) {
-      throw new RecordValidationError(`${at}unknown column "${key}"; the table's columns are ${[...names].join(', ')}`, line, key);
+      throw new RecordValidationError(
+        `${at}unknown column "${key}"; the table's columns are ${[...names].join(', ')}`,
+        line,
+        key,
+      );
     }
   }
   const row: Row = {};
   for (const f of fields) {
     const raw = obj[f.name];
     if (raw === undefined && primaryKeys.includes(f.name)) {
-      throw new RecordValidationError(`${at}primary key column "${f.name}" is missing; every record needs its whole primary key (${primaryKeys.join(', ')})`, line, f.name);
+      throw new RecordValidationError(
+        `${at}primary key column "${f.name}" is missing; every record needs its whole primary key (${primaryKeys.join(', ')})`,
+        line,
+        f.name,
+      );
     }
     row[f.name] = coerceValue(f, raw, line);
   }

@@ -42,7 +42,8 @@ export function changelogKey(tablePath: string, id: number): string {
 
 function strings(o: Record<string, unknown>, field: string, what: string): string[] {
   return arrayField(o, field, what).map((v) => {
-    if (typeof v !== 'string') throw new CorruptMetadataError(`${what}: retained.${field} holds a non-string; the file is damaged`);
+    if (typeof v !== 'string')
+      throw new CorruptMetadataError(`${what}: retained.${field} holds a non-string; the file is damaged`);
     return v;
   });
 }
@@ -52,10 +53,19 @@ function parseChangelog(bytes: Uint8Array, what: string, expectedId?: number): L
   const o = parseMetadataObject(bytes, what);
   const s = snapshotFromJson(o, what);
   if (expectedId !== undefined && s.id !== expectedId) {
-    throw new CorruptMetadataError(`${what} holds changelog id ${s.id}, expected ${expectedId}; the file was misplaced`);
+    throw new CorruptMetadataError(
+      `${what} holds changelog id ${s.id}, expected ${expectedId}; the file was misplaced`,
+    );
   }
   const r = objectField(o, 'retained', what);
-  return { ...s, retained: { manifestLists: strings(r, 'manifestLists', what), manifests: strings(r, 'manifests', what), files: strings(r, 'files', what) } };
+  return {
+    ...s,
+    retained: {
+      manifestLists: strings(r, 'manifestLists', what),
+      manifests: strings(r, 'manifests', what),
+      files: strings(r, 'files', what),
+    },
+  };
 }
 
 /** Writes (or rewrites with the same content) changelog `c.id`; written before snapshot `c.id` is deleted. */
@@ -64,7 +74,11 @@ export async function writeChangelog(store: ObjectStore, tablePath: string, c: L
 }
 
 /** Changelog `id`, or undefined when there is none. */
-export async function tryReadChangelog(store: ObjectStore, tablePath: string, id: number): Promise<LongLivedChangelog | undefined> {
+export async function tryReadChangelog(
+  store: ObjectStore,
+  tablePath: string,
+  id: number,
+): Promise<LongLivedChangelog | undefined> {
   const key = changelogKey(tablePath, id);
   try {
     return parseChangelog((await store.get(key)).body, `changelog ${objectLocation(store, key)}`, id);

@@ -88,6 +88,9 @@ export interface CommitAction {
  * schema it stays the same, so the loop fails with SchemaChangedError.
  */
 export function requestAction(req: CommitRequest, name: CommitActionName = 'request'): CommitAction {
-  const plan: ActionPlan = { changes: req, requirements: { schemaId: req.acceptOlderSchema ? undefined : req.schemaId } };
+  const plan: ActionPlan = {
+    changes: req,
+    requirements: { schemaId: req.acceptOlderSchema ? undefined : req.schemaId },
+  };
   return { name, plan: async () => plan };
 }

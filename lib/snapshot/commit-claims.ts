@@ -25,7 +25,9 @@ export class BatchClaims {
     private readonly original: CommitRequest,
   ) {
     const ids = original.batchIdentifiers ?? [];
-    this.claims = ids.map((id) => (id === undefined ? undefined : new IdentifierClaim(ctx.store, sm, id, ctx.commitUuid, ctx.now)));
+    this.claims = ids.map((id) =>
+      id === undefined ? undefined : new IdentifierClaim(ctx.store, sm, id, ctx.commitUuid, ctx.now),
+    );
     this.live = ids.map((_, i) => i);
     this.rebuild();
   }
@@ -38,7 +40,8 @@ export class BatchClaims {
   /** Newest snapshot holding a dropped batch (what an all-landed commit returns). */
   get newestLanded(): Snapshot | undefined {
     let newest: Snapshot | undefined;
-    for (const { snapshot: s } of this.landedBefore.values()) if (s !== undefined && (newest === undefined || s.id > newest.id)) newest = s;
+    for (const { snapshot: s } of this.landedBefore.values())
+      if (s !== undefined && (newest === undefined || s.id > newest.id)) newest = s;
     return newest;
   }
 
@@ -50,7 +53,10 @@ export class BatchClaims {
       ...o,
       batches: this.live.map((i) => o.batches![i]),
       batchIdentifiers: ids,
-      properties: { ...o.properties, [BATCH_IDENTIFIERS_PROPERTY]: JSON.stringify(ids.filter((id) => id !== undefined)) },
+      properties: {
+        ...o.properties,
+        [BATCH_IDENTIFIERS_PROPERTY]: JSON.stringify(ids.filter((id) => id !== undefined)),
+      },
     };
   }
 

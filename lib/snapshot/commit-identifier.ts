@@ -105,7 +105,12 @@ export function indexedIdentifiersOf(s: Snapshot): string[] {
  * before expiry deletes that snapshot; idempotent. An index already marked, or gone, is left as
  * it is. Store errors propagate: the caller must not delete the snapshot then.
  */
-export async function markIdentifierLanded(store: ObjectStore, tablePath: string, identifier: string, snapshotId: number): Promise<void> {
+export async function markIdentifierLanded(
+  store: ObjectStore,
+  tablePath: string,
+  identifier: string,
+  snapshotId: number,
+): Promise<void> {
   const key = identifierIndexKey(tablePath, identifier);
   const budget = new RetryBudget({
     what: `marking commit identifier ${identifier} as landed in snapshot ${snapshotId}`,
@@ -138,12 +143,19 @@ export function carriesIdentifier(s: Snapshot, identifier: string): boolean {
 }
 
 /** The index object of `identifier` with its etag, or undefined. */
-export async function readIdentifierIndex(store: ObjectStore, tablePath: string, identifier: string): Promise<{ index: IdentifierIndex; etag: string } | undefined> {
+export async function readIdentifierIndex(
+  store: ObjectStore,
+  tablePath: string,
+  identifier: string,
+): Promise<{ index: IdentifierIndex; etag: string } | undefined> {
   const key = identifierIndexKey(tablePath, identifier);
   try {
     const obj = await store.get(key);
     const index = parseJsonObject(store, key, obj.body, IdentifierIndexSchema);
-    if (index.identifier !== identifier) throw new CorruptMetadataError(`identifier index ${objectLocation(store, key)} does not describe identifier ${identifier}`);
+    if (index.identifier !== identifier)
+      throw new CorruptMetadataError(
+        `identifier index ${objectLocation(store, key)} does not describe identifier ${identifier}`,
+      );
     return { index, etag: obj.etag };
   } catch (e) {
     if (e instanceof ObjectNotFoundError) return undefined;
@@ -177,7 +189,13 @@ export class IdentifierClaim {
   }
 
   private body(attempt: number): Uint8Array {
-    const index: IdentifierIndex = { identifier: this.identifier, holder: this.holder, attempt, updated: this.now(), expiryMarks: true };
+    const index: IdentifierIndex = {
+      identifier: this.identifier,
+      holder: this.holder,
+      attempt,
+      updated: this.now(),
+      expiryMarks: true,
+    };
     return utf8(JSON.stringify(index));
   }
 
@@ -240,10 +258,16 @@ export class IdentifierClaim {
    * elsewhere may have removed a snapshot cached here and a new commit reused its id, and a
    * cached copy carrying the identifier would report a commit that is not in the table.
    */
-  private async settle(index: IdentifierIndex): Promise<{ landed: true; snapshot: Snapshot | undefined; snapshotId: number } | { landed: false; latest: Snapshot | undefined }> {
+  private async settle(
+    index: IdentifierIndex,
+  ): Promise<
+    | { landed: true; snapshot: Snapshot | undefined; snapshotId: number }
+    | { landed: false; latest: Snapshot | undefined }
+  > {
     if (index.committed !== undefined) {
       const s = await this.sm.tryReadFresh(index.committed);
-      if (s !== undefined && carriesIdentifier(s, this.identifier)) return { landed: true, snapshot: s, snapshotId: s.id };
+      if (s !== undefined && carriesIdentifier(s, this.identifier))
+        return { landed: true, snapshot: s, snapshotId: s.id };
       // A rollback removed that snapshot (its id is above the latest, or holds another commit
       // now): the identifier is not in the table any more and may be committed again.
       const latest = await this.sm.latest({ fresh: true });
@@ -253,13 +277,14 @@ export class IdentifierClaim {
     const latest = await this.sm.latest({ fresh: true });
     if (latest === undefined || index.attempt > latest.id) return { landed: false, latest };
     const s = await this.sm.tryReadFresh(index.attempt);
-    if (s !== undefined && carriesIdentifier(s, this.identifier)) return { landed: true, snapshot: s, snapshotId: s.id };
+    if (s !== undefined && carriesIdentifier(s, this.identifier))
+      return { landed: true, snapshot: s, snapshotId: s.id };
     // Expired unmarked: expiry marks a landed identifier before deleting its snapshot (file comment).
     if (s === undefined && index.expiryMarks === true) return { landed: false, latest };
     if (s === undefined) {
       throw new CommitIdentifierAmbiguousError(
         `commit identifier ${this.identifier} of ${this.sm.tablePath} was being committed as snapshot ${index.attempt}, which has expired ` +
-          'before the commit was confirmed: whether it landed cannot be told any more. Check the table\'s data, then retry under a new identifier',
+          "before the commit was confirmed: whether it landed cannot be told any more. Check the table's data, then retry under a new identifier",
         this.identifier,
         index.attempt,
       );

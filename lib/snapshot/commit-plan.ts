@@ -5,7 +5,12 @@
  * written here is visible until the snapshot file is created; a failed attempt leaves orphans only.
  */
 import type { MetadataFileNamer } from '../manifest/file-names.js';
-import { type EncodedManifest, encodeManifestFiles, putManifestFiles, type ManifestCache } from '../manifest/manifest-file.js';
+import {
+  type EncodedManifest,
+  encodeManifestFiles,
+  putManifestFiles,
+  type ManifestCache,
+} from '../manifest/manifest-file.js';
 import { writeCombinedManifestList, writeManifestList } from '../manifest/manifest-list.js';
 import { encodeMergeWithDelta, planManifestMerge } from '../manifest/merge.js';
 import { foldLiveFiles, readDataManifests } from '../manifest/scan.js';
@@ -14,7 +19,12 @@ import { parsePartitionPath } from '../schema/partition.js';
 import type { ManifestEntry, ManifestFileMeta } from '../manifest/types.js';
 import type { Snapshot } from './snapshot.js';
 import type { ObjectStore } from '../store/object-store.js';
-import { type AssignedChanges, assignSequenceNumbers, type CommitOptions, type CommitRequest } from './commit-request.js';
+import {
+  type AssignedChanges,
+  assignSequenceNumbers,
+  type CommitOptions,
+  type CommitRequest,
+} from './commit-request.js';
 import { checkCommitConflicts } from './conflicts.js';
 import { INDEXED_IDENTIFIER_PROPERTY } from './commit-identifier.js';
 
@@ -66,7 +76,9 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
   const writeOpts = { namer, targetFileSize: opts.manifestTargetFileSize, schemaId: req.schemaId };
   const deltaFiles = encodeManifestFiles([...changes.deletes, ...changes.adds], writeOpts);
   const changelogFiles = encodeManifestFiles(changes.changelog, writeOpts);
-  const [, , dataManifestList, changelogManifestList, deletionVectors] = await allOrFirstError<[void, void, string, string | undefined, string | undefined]>([
+  const [, , dataManifestList, changelogManifestList, deletionVectors] = await allOrFirstError<
+    [void, void, string, string | undefined, string | undefined]
+  >([
     // First in the list: a real conflict is reported ahead of any write failure.
     checkCommitConflicts({
       store,
@@ -81,17 +93,37 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
     }),
     putManifestFiles(store, tablePath, changelogFiles, cache),
     writeDataManifestList(ctx, previous, deltaFiles),
-    changelogFiles.length > 0 ? writeManifestList(store, tablePath, changelogFiles.map((f) => f.meta), namer) : Promise.resolve(undefined),
+    changelogFiles.length > 0
+      ? writeManifestList(
+          store,
+          tablePath,
+          changelogFiles.map((f) => f.meta),
+          namer,
+        )
+      : Promise.resolve(undefined),
     // Deletion vectors are planned on this attempt's base: what landed before this commit is looked up too.
     // A request naming its index (a rollback: its target's, exact for the files it restores) takes it as it is.
-    req.deletionVectors === undefined && opts.deletionVectors ? opts.deletionVectors.plan(latest, changes, previous, cache) : Promise.resolve(req.deletionVectors),
+    req.deletionVectors === undefined && opts.deletionVectors
+      ? opts.deletionVectors.plan(latest, changes, previous, cache)
+      : Promise.resolve(req.deletionVectors),
   ]);
   return snapshotOf(ctx, latest, changes, dataManifestList, changelogManifestList, deletionVectors);
 }
 
 /** An overwrite deletes what the overwritten partitions hold on THIS base: a commit that landed since planning is replaced too. */
-async function deleteOverwritten(ctx: CommitContext, previous: ManifestFileMeta[], overwrite: NonNullable<CommitRequest['overwrite']>, changes: AssignedChanges): Promise<void> {
-  const replaced = await foldLiveFiles(ctx.store, ctx.tablePath, previous, { partition: overwrittenPartition(overwrite) }, ctx.cache);
+async function deleteOverwritten(
+  ctx: CommitContext,
+  previous: ManifestFileMeta[],
+  overwrite: NonNullable<CommitRequest['overwrite']>,
+  changes: AssignedChanges,
+): Promise<void> {
+  const replaced = await foldLiveFiles(
+    ctx.store,
+    ctx.tablePath,
+    previous,
+    { partition: overwrittenPartition(overwrite) },
+    ctx.cache,
+  );
   const removed = new Set(changes.deletes.map(fileIdentity));
   for (const e of replaced) if (!removed.has(fileIdentity(e))) changes.deletes.push({ ...e, kind: 'DELETE' });
 }
@@ -102,13 +134,23 @@ async function deleteOverwritten(ctx: CommitContext, previous: ManifestFileMeta[
  * that writes a manifest takes the delta's entries into it (encodeMergeWithDelta): a merging
  * commit writes one manifest, as every other commit does. Returns the list's name.
  */
-async function writeDataManifestList(ctx: CommitContext, previous: ManifestFileMeta[], deltaFiles: EncodedManifest[]): Promise<string> {
+async function writeDataManifestList(
+  ctx: CommitContext,
+  previous: ManifestFileMeta[],
+  deltaFiles: EncodedManifest[],
+): Promise<string> {
   const { store, tablePath, opts, namer, cache } = ctx;
-  const plan = await planManifestMerge(store, tablePath, previous, {
-    targetFileSize: opts.manifestTargetFileSize,
-    mergeMinCount: opts.manifestMergeMinCount,
-    fullCompactionThresholdSize: opts.manifestFullCompactionThresholdSize,
-  }, cache);
+  const plan = await planManifestMerge(
+    store,
+    tablePath,
+    previous,
+    {
+      targetFileSize: opts.manifestTargetFileSize,
+      mergeMinCount: opts.manifestMergeMinCount,
+      fullCompactionThresholdSize: opts.manifestFullCompactionThresholdSize,
+    },
+    cache,
+  );
   const data = encodeMergeWithDelta(plan, namer, deltaFiles, ctx.req.schemaId);
   // The list may be written before its manifests: nothing is referenced until the snapshot is.
   const [, list] = await allOrFirstError<[void, string]>([

@@ -109,7 +109,12 @@ export interface PlannedChanges {
  * changes make and returns the name of the new snapshot's deletion-vector index.
  */
 export interface DeletionVectorPlanner {
-  plan(base: Snapshot | undefined, changes: PlannedChanges, previous: readonly ManifestFileMeta[], cache: ManifestCache): Promise<string>;
+  plan(
+    base: Snapshot | undefined,
+    changes: PlannedChanges,
+    previous: readonly ManifestFileMeta[],
+    cache: ManifestCache,
+  ): Promise<string>;
 }
 
 /** How a commit retries, merges manifests and compares keys. */
@@ -200,13 +205,15 @@ function bad(message: string): never {
 }
 
 function checkFileChange(c: FileChange, where: string): void {
-  if (!Number.isSafeInteger(c.totalBuckets) || c.totalBuckets < 1) bad(`${where}: totalBuckets ${c.totalBuckets} must be an integer ≥ 1`);
+  if (!Number.isSafeInteger(c.totalBuckets) || c.totalBuckets < 1)
+    bad(`${where}: totalBuckets ${c.totalBuckets} must be an integer ≥ 1`);
   if (!Number.isSafeInteger(c.bucket) || c.bucket < 0 || c.bucket >= c.totalBuckets) {
     bad(`${where}: bucket ${c.bucket} is outside 0..${c.totalBuckets - 1}`);
   }
   if (typeof c.partition !== 'string') bad(`${where}: partition must be a string ('' when unpartitioned)`);
   const f = c.file;
-  if (typeof f?.fileName !== 'string' || f.fileName === '' || f.fileName.includes('/')) bad(`${where}: fileName must be a plain file name`);
+  if (typeof f?.fileName !== 'string' || f.fileName === '' || f.fileName.includes('/'))
+    bad(`${where}: fileName must be a plain file name`);
   if (!Number.isSafeInteger(f.level) || f.level < 0) bad(`${where}: level ${f.level} must be an integer ≥ 0`);
   if (!(f.minSequenceNumber <= f.maxSequenceNumber)) bad(`${where}: minSequenceNumber > maxSequenceNumber`);
 }
@@ -214,35 +221,52 @@ function checkFileChange(c: FileChange, where: string): void {
 /** Throws InvalidArgumentError unless the request is well formed for its kind. */
 export function validateCommitRequest(req: CommitRequest): void {
   if (typeof req.commitUser !== 'string' || req.commitUser === '') bad('commitUser must be a non-empty string');
-  if (typeof req.commitIdentifier !== 'string' || req.commitIdentifier === '') bad('commitIdentifier must be a non-empty string');
-  if (!['APPEND', 'COMPACT', 'OVERWRITE'].includes(req.kind)) bad(`kind ${JSON.stringify(req.kind)} is not APPEND, COMPACT or OVERWRITE`);
+  if (typeof req.commitIdentifier !== 'string' || req.commitIdentifier === '')
+    bad('commitIdentifier must be a non-empty string');
+  if (!['APPEND', 'COMPACT', 'OVERWRITE'].includes(req.kind))
+    bad(`kind ${JSON.stringify(req.kind)} is not APPEND, COMPACT or OVERWRITE`);
   if (!Number.isSafeInteger(req.schemaId) || req.schemaId < 0) bad(`schemaId ${req.schemaId} must be an integer ≥ 0`);
   const hasCompact = hasCompactFiles(req);
-  const hasBatches = (req.batches ?? []).some((b) => b.newFiles.length > 0 || b.changelogFiles.length > 0 || b.rowCount > 0);
-  if (req.kind === 'APPEND' && hasCompact) bad('an APPEND commit carries batches only; use COMPACT or OVERWRITE to remove or rewrite files');
-  if (req.kind === 'COMPACT' && hasBatches) bad('a COMPACT commit carries compactBefore/compactAfter only; commit new data with APPEND');
-  if (req.overwrite !== undefined && req.kind !== 'OVERWRITE') bad('only an OVERWRITE commit may name partitions to overwrite');
+  const hasBatches = (req.batches ?? []).some(
+    (b) => b.newFiles.length > 0 || b.changelogFiles.length > 0 || b.rowCount > 0,
+  );
+  if (req.kind === 'APPEND' && hasCompact)
+    bad('an APPEND commit carries batches only; use COMPACT or OVERWRITE to remove or rewrite files');
+  if (req.kind === 'COMPACT' && hasBatches)
+    bad('a COMPACT commit carries compactBefore/compactAfter only; commit new data with APPEND');
+  if (req.overwrite !== undefined && req.kind !== 'OVERWRITE')
+    bad('only an OVERWRITE commit may name partitions to overwrite');
   if (req.batchIdentifiers !== undefined) {
     if (req.kind !== 'APPEND') bad('batchIdentifiers are for APPEND commits');
-    if (req.identifierIndex) bad('a commit indexes either its own identifier (identifierIndex) or its batches\' (batchIdentifiers), not both');
-    if (req.batchIdentifiers.length !== (req.batches ?? []).length) bad(`batchIdentifiers has ${req.batchIdentifiers.length} entries for ${(req.batches ?? []).length} batches`);
+    if (req.identifierIndex)
+      bad("a commit indexes either its own identifier (identifierIndex) or its batches' (batchIdentifiers), not both");
+    if (req.batchIdentifiers.length !== (req.batches ?? []).length)
+      bad(`batchIdentifiers has ${req.batchIdentifiers.length} entries for ${(req.batches ?? []).length} batches`);
     const given = req.batchIdentifiers.filter((id): id is string => id !== undefined);
     if (given.some((id) => typeof id !== 'string' || id === '')) bad('a batch identifier must be a non-empty string');
-    if (new Set(given).size !== given.length) bad('two batches of one commit carry the same identifier; drop the duplicate before committing');
+    if (new Set(given).size !== given.length)
+      bad('two batches of one commit carry the same identifier; drop the duplicate before committing');
   }
   (req.batches ?? []).forEach((b, i) => {
-    if (!Number.isSafeInteger(b.rowCount) || b.rowCount < 0) bad(`batch ${i}: rowCount ${b.rowCount} must be an integer ≥ 0`);
+    if (!Number.isSafeInteger(b.rowCount) || b.rowCount < 0)
+      bad(`batch ${i}: rowCount ${b.rowCount} must be an integer ≥ 0`);
     for (const c of [...b.newFiles, ...b.changelogFiles]) {
       const where = `batch ${i}, file ${c.file?.fileName}`;
       checkFileChange(c, where);
       // Batch files number their rows 0..rowCount-1; the commit adds the base.
       if (c.file.sequenceBase !== 0) bad(`${where}: sequenceBase must be 0 before commit (the commit assigns it)`);
       if (c.file.minSequenceNumber < 0 || c.file.maxSequenceNumber >= b.rowCount) {
-        bad(`${where}: sequence numbers ${c.file.minSequenceNumber}..${c.file.maxSequenceNumber} fall outside the batch's 0..${b.rowCount - 1}`);
+        bad(
+          `${where}: sequence numbers ${c.file.minSequenceNumber}..${c.file.maxSequenceNumber} fall outside the batch's 0..${b.rowCount - 1}`,
+        );
       }
     }
   });
-  for (const [name, list] of [['compactBefore', req.compactBefore], ['compactAfter', req.compactAfter], ['compactChangelog', req.compactChangelog]] as const) {
+  for (const [name, list] of [
+    ['compactBefore', req.compactBefore],
+    ['compactAfter', req.compactAfter],
+    ['compactChangelog', req.compactChangelog],
+  ] as const) {
     for (const c of list ?? []) checkFileChange(c, `${name}, file ${c.file?.fileName}`);
   }
   // One commit names each file once: an ADD twice, or ADD and DELETE of one identity, is a bug.

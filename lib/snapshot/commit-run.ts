@@ -4,7 +4,14 @@
  * one retry budget — and the step each outcome leads to.
  */
 import { randomUUID } from 'node:crypto';
-import { CommitConflictError, InvalidArgumentError, RetriesExhaustedError, SchemaChangedError, SnapshotNotFoundError, isRetryable } from '../errors.js';
+import {
+  CommitConflictError,
+  InvalidArgumentError,
+  RetriesExhaustedError,
+  SchemaChangedError,
+  SnapshotNotFoundError,
+  isRetryable,
+} from '../errors.js';
 import { MetadataFileNamer } from '../manifest/file-names.js';
 import type { RetryBudget } from '../retry-budget.js';
 import type { ObjectStore } from '../store/object-store.js';
@@ -107,13 +114,23 @@ export class CommitRun {
   /** After a failed attempt: what to do next, under the one budget; throws what no retry helps. */
   async recover(e: unknown): Promise<void> {
     if (e === this.refusal) throw e;
-    if (e instanceof CommitConflictError && !(e instanceof SchemaChangedError) && this.guessed && this.plan !== undefined) {
+    if (
+      e instanceof CommitConflictError &&
+      !(e instanceof SchemaChangedError) &&
+      this.guessed &&
+      this.plan !== undefined
+    ) {
       // Checked against a guessed base that may be older than the action's plan (a compaction
       // planned on a newer snapshot): not a real conflict until the latest says so.
       this.reload = true;
       return;
     }
-    if (e instanceof CommitConflictError && !(e instanceof SchemaChangedError) && this.action.onConflict && (await this.action.onConflict(e))) {
+    if (
+      e instanceof CommitConflictError &&
+      !(e instanceof SchemaChangedError) &&
+      this.action.onConflict &&
+      (await this.action.onConflict(e))
+    ) {
       await this.budget.retry(`re-planning the ${this.action.name} after a conflict: ${e.message}`, e);
       this.reload = true;
       this.replan = true;
@@ -162,7 +179,14 @@ export class CommitRun {
     this.plan = plan;
     this.ctx.req = req;
     if (!req.identifierIndex) this.claim = undefined;
-    else if (this.claim?.identifier !== req.commitIdentifier) this.claim = new IdentifierClaim(this.ctx.store, this.sm, req.commitIdentifier, this.ctx.commitUuid, this.ctx.now);
+    else if (this.claim?.identifier !== req.commitIdentifier)
+      this.claim = new IdentifierClaim(
+        this.ctx.store,
+        this.sm,
+        req.commitIdentifier,
+        this.ctx.commitUuid,
+        this.ctx.now,
+      );
     this.batchClaims = req.batchIdentifiers ? new BatchClaims(this.ctx, this.sm, req) : undefined;
   }
 
@@ -178,8 +202,12 @@ export class CommitRun {
       return { snapshot: this.base, alreadyCommitted: false, committed: false, attempts: 0 };
     }
     // An indexed identifier is looked up in its index (claimIdentifiers), never in a window of snapshots.
-    const earlier = this.claim ? undefined : await findCommitted(this.sm, this.base, req, this.opts.dedupLookback ?? 100);
-    return earlier === undefined ? undefined : { snapshot: earlier, alreadyCommitted: true, committed: false, attempts: 0 };
+    const earlier = this.claim
+      ? undefined
+      : await findCommitted(this.sm, this.base, req, this.opts.dedupLookback ?? 100);
+    return earlier === undefined
+      ? undefined
+      : { snapshot: earlier, alreadyCommitted: true, committed: false, attempts: 0 };
   }
 
   /**
@@ -193,7 +221,10 @@ export class CommitRun {
       const held = await this.claim.claim(this.base);
       if (!held.held) {
         const snapshot = held.snapshot ?? (await this.sm.latest());
-        if (snapshot === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(tablePath)} has no snapshot left; commit identifier ${req.commitIdentifier} landed in expired snapshot ${held.snapshotId}`);
+        if (snapshot === undefined)
+          throw new SnapshotNotFoundError(
+            `table ${displayTableName(tablePath)} has no snapshot left; commit identifier ${req.commitIdentifier} landed in expired snapshot ${held.snapshotId}`,
+          );
         // Landed in a snapshot expired since: say which, never pass the latest off as its holder.
         const expired = held.snapshot === undefined ? { expiredSnapshotId: held.snapshotId } : {};
         return { snapshot, alreadyCommitted: true, committed: false, attempts: this.attempts, ...expired };
@@ -204,7 +235,10 @@ export class CommitRun {
       const base = await this.batchClaims.claimAll(this.base);
       if (this.batchClaims.empty) {
         const snapshot = this.batchClaims.newestLanded ?? (await this.sm.latest());
-        if (snapshot === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(tablePath)} has no snapshot left; every batch of this commit had landed in snapshots since expired`);
+        if (snapshot === undefined)
+          throw new SnapshotNotFoundError(
+            `table ${displayTableName(tablePath)} has no snapshot left; every batch of this commit had landed in snapshots since expired`,
+          );
         return { snapshot, alreadyCommitted: true, committed: false, attempts: this.attempts };
       }
       if (base?.id !== this.base?.id) this.moveBase(base);
@@ -221,7 +255,9 @@ export class CommitRun {
     if (this.meetsSchema() && this.meetsBase()) return;
     this.adopt(await this.action.plan(this.base));
     if (!this.meetsBase()) {
-      throw new InvalidArgumentError(`the ${this.action.name} action planned on snapshot ${this.plan!.requirements.baseSnapshotId} when asked to plan on snapshot ${this.base?.id ?? 'none'}; it must plan on the base it is given`);
+      throw new InvalidArgumentError(
+        `the ${this.action.name} action planned on snapshot ${this.plan!.requirements.baseSnapshotId} when asked to plan on snapshot ${this.base?.id ?? 'none'}; it must plan on the base it is given`,
+      );
     }
     if (this.meetsSchema()) return;
     const { tablePath, req } = this.ctx;
@@ -268,8 +304,15 @@ export class CommitRun {
       await rememberCommit(this.sm, reloaded.ours, this.lookedUp);
       return { snapshot: reloaded.ours, alreadyCommitted: false, committed: true, attempts: this.attempts };
     }
-    if (reloaded.duplicate) return { snapshot: reloaded.duplicate, alreadyCommitted: true, committed: false, attempts: this.attempts };
-    if (this.batchClaims?.empty) return { snapshot: this.batchClaims.newestLanded!, alreadyCommitted: true, committed: false, attempts: this.attempts };
+    if (reloaded.duplicate)
+      return { snapshot: reloaded.duplicate, alreadyCommitted: true, committed: false, attempts: this.attempts };
+    if (this.batchClaims?.empty)
+      return {
+        snapshot: this.batchClaims.newestLanded!,
+        alreadyCommitted: true,
+        committed: false,
+        attempts: this.attempts,
+      };
     this.moveBase(reloaded.latest);
     this.guessed = false;
     return undefined;

@@ -58,7 +58,6 @@ function sameCommit(s: Snapshot, req: CommitRequest): boolean {
   return s.commitUser === req.commitUser && s.commitIdentifier === req.commitIdentifier && s.commitKind === req.kind;
 }
 
-
 /** True when `s` holds this request's commit or one of its live batches' identifiers (a duplicate, or a batch to drop). */
 function carriesThisCommit(req: CommitRequest, s: Snapshot): boolean {
   return sameCommit(s, req) || (req.batchIdentifiers ?? []).some((id) => id !== undefined && carriesIdentifier(s, id));
@@ -68,7 +67,12 @@ function carriesThisCommit(req: CommitRequest, s: Snapshot): boolean {
  * Searches the newest `lookback` snapshots (newest first, stopping at the earliest one still
  * present) for a commit with the request's identity.
  */
-export async function findCommitted(sm: SnapshotManager, latest: Snapshot | undefined, req: CommitRequest, lookback: number): Promise<Snapshot | undefined> {
+export async function findCommitted(
+  sm: SnapshotManager,
+  latest: Snapshot | undefined,
+  req: CommitRequest,
+  lookback: number,
+): Promise<Snapshot | undefined> {
   if (latest === undefined || lookback <= 0) return undefined;
   if (sameCommit(latest, req)) return confirmed(sm, latest);
   const lowest = Math.max(1, latest.id - lookback + 1);
@@ -91,7 +95,7 @@ export async function findCommitted(sm: SnapshotManager, latest: Snapshot | unde
 async function confirmed(sm: SnapshotManager, s: Snapshot): Promise<Snapshot | undefined> {
   const uuid = s.properties?.[COMMIT_UUID_PROPERTY];
   const fresh = await sm.tryReadFresh(s.id);
-  if (fresh === undefined) return (await sm.latestId() ?? 0) < s.id ? undefined : s;
+  if (fresh === undefined) return ((await sm.latestId()) ?? 0) < s.id ? undefined : s;
   return fresh.properties?.[COMMIT_UUID_PROPERTY] === uuid ? fresh : undefined;
 }
 
@@ -104,7 +108,8 @@ export function commitBudget(tablePath: string, opts: CommitOptions): RetryBudge
     minWaitMs: opts.minRetryWaitMs,
     maxWaitMs: opts.maxRetryWaitMs,
     onRetry: opts.onRetry,
-    advice: 'the table is busy — retry later, raise commit.max-retries / commit.timeout, or batch commits (group commit)',
+    advice:
+      'the table is busy — retry later, raise commit.max-retries / commit.timeout, or batch commits (group commit)',
     exhausted: (message, retries, cause) => new CommitRetriesExhaustedError(message, retries, { cause }),
   });
 }
@@ -115,7 +120,13 @@ export type PublishOutcome = { committed: Snapshot } | { lostAt: number };
  * Creates the snapshot file. Retries the same bytes on retryable errors; after any error the
  * outcome is unknown, so the store is asked what snapshot N now holds before anything else.
  */
-export async function publish(ctx: CommitContext, sm: SnapshotManager, snapshot: Snapshot, budget: RetryBudget, baseSeenAt: number): Promise<PublishOutcome> {
+export async function publish(
+  ctx: CommitContext,
+  sm: SnapshotManager,
+  snapshot: Snapshot,
+  budget: RetryBudget,
+  baseSeenAt: number,
+): Promise<PublishOutcome> {
   const key = sm.snapshotKey(snapshot.id);
   const bytes = snapshotBytes(snapshot);
   let seenAt = baseSeenAt;
@@ -150,7 +161,9 @@ export async function publish(ctx: CommitContext, sm: SnapshotManager, snapshot:
       throw error;
     }
     if (there !== undefined) {
-      return there.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid ? { committed: there } : { lostAt: snapshot.id };
+      return there.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid
+        ? { committed: there }
+        : { lostAt: snapshot.id };
     }
     if (!isRetryable(error)) throw error;
     await budget.retry(`writing snapshot ${snapshot.id}: ${(error as Error).message}`, error);
@@ -171,7 +184,10 @@ export async function reloadAfterLostRace(
   // Normally snapshot `lostAt` is the one that beat us; if it is gone (expired under a very slow
   // attempt), start from the latest instead.
   const current = (await sm.tryRead(lostAt)) ?? (await sm.latest());
-  if (current === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(ctx.tablePath)} lost all its snapshots during a commit; retry`);
+  if (current === undefined)
+    throw new SnapshotNotFoundError(
+      `table ${displayTableName(ctx.tablePath)} lost all its snapshots during a commit; retry`,
+    );
   return readForward(ctx, sm, current, passed);
 }
 
@@ -179,7 +195,12 @@ export async function reloadAfterLostRace(
  * From `current`, reads the next snapshots until the newest, stopping early at ours or a duplicate
  * of this commit; `passed` sees every other snapshot on the way.
  */
-export async function readForward(ctx: CommitContext, sm: SnapshotManager, current: Snapshot, passed?: (s: Snapshot) => void): Promise<{ latest: Snapshot; ours?: Snapshot; duplicate?: Snapshot }> {
+export async function readForward(
+  ctx: CommitContext,
+  sm: SnapshotManager,
+  current: Snapshot,
+  passed?: (s: Snapshot) => void,
+): Promise<{ latest: Snapshot; ours?: Snapshot; duplicate?: Snapshot }> {
   for (;;) {
     if (current.properties?.[COMMIT_UUID_PROPERTY] === ctx.commitUuid) return { latest: current, ours: current };
     if (carriesThisCommit(ctx.req, current) && (await confirmed(sm, current)) === undefined) {
@@ -187,7 +208,10 @@ export async function readForward(ctx: CommitContext, sm: SnapshotManager, curre
       // not in the table. Forget it (and everything cached above it) and read what the id holds.
       sm.forgetFrom(current.id - 1);
       const now = (await sm.tryRead(current.id)) ?? (await sm.latest());
-      if (now === undefined) throw new SnapshotNotFoundError(`table ${displayTableName(ctx.tablePath)} lost all its snapshots during a commit; retry`);
+      if (now === undefined)
+        throw new SnapshotNotFoundError(
+          `table ${displayTableName(ctx.tablePath)} lost all its snapshots during a commit; retry`,
+        );
       current = now;
       continue;
     }
@@ -210,10 +234,13 @@ export async function readForward(ctx: CommitContext, sm: SnapshotManager, curre
  * before the put (publish), which runs whenever the base was seen longer ago than that. A cold
  * committer looks the latest up (hint, HEADs, a listing at worst).
  */
-export async function warmBase(sm: SnapshotManager): Promise<{ base: Snapshot | undefined; optimistic: boolean; seenAt: number }> {
+export async function warmBase(
+  sm: SnapshotManager,
+): Promise<{ base: Snapshot | undefined; optimistic: boolean; seenAt: number }> {
   const known = sm.newestKnown();
   const seenAt = sm.newestSeenAt();
-  if (known !== undefined && seenAt !== undefined && performance.now() - seenAt <= SLOW_ATTEMPT_MS) return { base: known, optimistic: true, seenAt };
+  if (known !== undefined && seenAt !== undefined && performance.now() - seenAt <= SLOW_ATTEMPT_MS)
+    return { base: known, optimistic: true, seenAt };
   const sent = performance.now();
   if (known !== undefined && (await sm.exists(known.id))) return { base: known, optimistic: true, seenAt: sent };
   return { base: await sm.latest(), optimistic: false, seenAt: sent };

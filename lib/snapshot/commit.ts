@@ -24,7 +24,12 @@ export type { CommitResult } from './commit-steps.js';
 /**
  * Commits `req` to the table at `tablePath` as it is (requestAction): see runCommit.
  */
-export async function commit(store: ObjectStore, tablePath: string, req: CommitRequest, opts: CommitOptions): Promise<CommitResult> {
+export async function commit(
+  store: ObjectStore,
+  tablePath: string,
+  req: CommitRequest,
+  opts: CommitOptions,
+): Promise<CommitResult> {
   return runCommit(store, tablePath, requestAction(req), opts);
 }
 
@@ -36,10 +41,17 @@ export async function commit(store: ObjectStore, tablePath: string, req: CommitR
  * (commit.max-retries, commit.timeout) runs out, and non-retryable store errors at once (the commit
  * may then have landed or not: call again with the same identity).
  */
-export async function runCommit(store: ObjectStore, tablePath: string, action: CommitAction, opts: CommitOptions): Promise<CommitResult> {
+export async function runCommit(
+  store: ObjectStore,
+  tablePath: string,
+  action: CommitAction,
+  opts: CommitOptions,
+): Promise<CommitResult> {
   const sm = opts.snapshotManager ?? new SnapshotManager(store, tablePath);
   if (sm.store !== store || sm.tablePath !== tablePath) {
-    throw new InvalidArgumentError(`opts.snapshotManager belongs to table ${sm.tablePath}, not ${tablePath}; pass one made for this table`);
+    throw new InvalidArgumentError(
+      `opts.snapshotManager belongs to table ${sm.tablePath}, not ${tablePath}; pass one made for this table`,
+    );
   }
   const run = new CommitRun(store, tablePath, sm, action, opts);
   for (;;) {

@@ -56,14 +56,21 @@ async function checkTotalBuckets(input: ConflictCheckInput): Promise<void> {
   }
   if (own.size === 0) return;
   const removed = new Set(input.deletes.map(fileIdentity));
-  const live = await findPartitionTotalBuckets(input.store, input.tablePath, input.manifests, new Set(own.keys()), removed, input.cache);
+  const live = await findPartitionTotalBuckets(
+    input.store,
+    input.tablePath,
+    input.manifests,
+    new Set(own.keys()),
+    removed,
+    input.cache,
+  );
   for (const [partition, e] of own) {
     const n = live.get(partition);
     if (n !== undefined && n !== e.totalBuckets) {
       throw new CommitConflictError(
         `partition '${partition}' has ${n} buckets in ${where(input.baseSnapshotId)} but the commit adds ${e.file.fileName} ` +
           `written for ${e.totalBuckets} buckets; the bucket count of a partition changes only by overwriting all of it — ` +
-          'write with the table\'s current bucket count',
+          "write with the table's current bucket count",
         { snapshotId: input.baseSnapshotId, files: [e.file.fileName] },
       );
     }
@@ -74,7 +81,11 @@ function bucketOf(e: ManifestEntry): string {
   return JSON.stringify([e.partition, e.bucket]);
 }
 
-function checkOverlaps(after: readonly ManifestEntry[], adds: readonly ManifestEntry[], input: ConflictCheckInput): void {
+function checkOverlaps(
+  after: readonly ManifestEntry[],
+  adds: readonly ManifestEntry[],
+  input: ConflictCheckInput,
+): void {
   const groupOf = (e: ManifestEntry): string => JSON.stringify([e.partition, e.bucket, e.file.level]);
   const touched = new Set(adds.filter((e) => e.file.level >= 1).map(groupOf));
   if (touched.size === 0) return;
@@ -144,6 +155,9 @@ export async function checkCommitConflicts(input: ConflictCheckInput): Promise<v
     );
   }
   const removed = new Set(input.deletes.map(fileIdentity));
-  const after = [...live.filter((e) => !removed.has(fileIdentity(e))), ...input.adds.filter((e) => touched.has(bucketOf(e)))];
+  const after = [
+    ...live.filter((e) => !removed.has(fileIdentity(e))),
+    ...input.adds.filter((e) => touched.has(bucketOf(e))),
+  ];
   checkOverlaps(after, input.adds, input);
 }

@@ -83,7 +83,14 @@ const ConsumerStateSchema: JsonSchema<Omit<ConsumerState, 'lastUpdated'> & { las
   splitRefs: v.optional(v.array(jsonInt)),
   tableUuid: v.optional(v.string()),
   gaps: v.optional(
-    v.array(v.looseObject({ from: jsonInt, to: jsonInt, at: jsonTime, reason: v.picklist(['consumer-expired', 'snapshot-expired']) })),
+    v.array(
+      v.looseObject({
+        from: jsonInt,
+        to: jsonInt,
+        at: jsonTime,
+        reason: v.picklist(['consumer-expired', 'snapshot-expired']),
+      }),
+    ),
   ),
 });
 
@@ -97,7 +104,9 @@ const CONSUMER_ID = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 /** Throws InvalidArgumentError unless `id` is a safe consumer id. */
 export function checkConsumerId(id: string): void {
   if (!CONSUMER_ID.test(id) || id.includes('..')) {
-    throw new InvalidArgumentError(`consumer id "${id}" is not valid; use letters, digits, '_', '-' and '.' (at most 128 characters)`);
+    throw new InvalidArgumentError(
+      `consumer id "${id}" is not valid; use letters, digits, '_', '-' and '.' (at most 128 characters)`,
+    );
   }
 }
 
@@ -228,7 +237,11 @@ export function tombstoneKey(tablePath: string, id: string): string {
 }
 
 /** The tombstone of an expired consumer id, or undefined. */
-export async function readTombstone(store: ObjectStore, tablePath: string, id: string): Promise<ConsumerTombstone | undefined> {
+export async function readTombstone(
+  store: ObjectStore,
+  tablePath: string,
+  id: string,
+): Promise<ConsumerTombstone | undefined> {
   checkConsumerId(id);
   const key = tombstoneKey(tablePath, id);
   try {

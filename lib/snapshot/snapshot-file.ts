@@ -21,7 +21,9 @@ export function snapshotFromJson(o: Record<string, unknown>, what: string): Snap
   checkVersion1(o, what);
   const commitKind = o.commitKind as CommitKind;
   if (!KINDS.includes(commitKind)) {
-    throw new CorruptMetadataError(`${what}: commitKind ${JSON.stringify(o.commitKind)} is not one of ${KINDS.join(', ')}`);
+    throw new CorruptMetadataError(
+      `${what}: commitKind ${JSON.stringify(o.commitKind)} is not one of ${KINDS.join(', ')}`,
+    );
   }
   const s: Snapshot = {
     version: 1,

@@ -76,7 +76,11 @@ export class SnapshotManager {
       this.newestId = id;
       this.newest = undefined;
       this.newestSeenSince = sent;
-    } else if (id === this.newestId && sent !== undefined && (this.newestSeenSince === undefined || sent > this.newestSeenSince)) {
+    } else if (
+      id === this.newestId &&
+      sent !== undefined &&
+      (this.newestSeenSince === undefined || sent > this.newestSeenSince)
+    ) {
       this.newestSeenSince = sent;
     }
     if (s !== undefined && id === this.newestId && this.cache) this.newest = s;
@@ -154,7 +158,9 @@ export class SnapshotManager {
     if (s !== undefined) return s;
     const [earliest, latest] = await Promise.all([this.earliestId(), this.latestId()]);
     if (earliest === undefined || latest === undefined) {
-      throw new SnapshotNotFoundError(`snapshot ${id} does not exist: table ${displayTableName(this.tablePath)} has no snapshot yet; commit data first`);
+      throw new SnapshotNotFoundError(
+        `snapshot ${id} does not exist: table ${displayTableName(this.tablePath)} has no snapshot yet; commit data first`,
+      );
     }
     const why = id < earliest ? 'it has expired' : 'it has not been committed';
     throw new SnapshotNotFoundError(
@@ -223,7 +229,10 @@ export class SnapshotManager {
    */
   private async gallopFrom(start: number): Promise<number | undefined> {
     const sent = performance.now();
-    const [here, next] = await Promise.all([this.exists(start), this.store.head(this.snapshotKey(start + 1)).then((h) => h !== undefined)]);
+    const [here, next] = await Promise.all([
+      this.exists(start),
+      this.store.head(this.snapshotKey(start + 1)).then((h) => h !== undefined),
+    ]);
     if (!next) return here ? start : undefined;
     // `start` gone but `start + 1` there: either `start` expired (then the caller's slower path
     // finds the same answer) or a rollback of an earlier varve (which deleted snapshots) removed

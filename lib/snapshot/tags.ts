@@ -23,7 +23,14 @@ export interface NamedTag {
 
 /** Throws TagError ('invalid-argument') unless `name` can be a tag name. */
 function validateTagName(name: string): void {
-  if (name === '' || name.trim() !== name || name.includes('/') || name.includes('\\') || name === '.' || name.includes('..')) {
+  if (
+    name === '' ||
+    name.trim() !== name ||
+    name.includes('/') ||
+    name.includes('\\') ||
+    name === '.' ||
+    name.includes('..')
+  ) {
     throw new TagError(
       `invalid tag name ${JSON.stringify(name)}: a tag name is non-empty, has no '/', '\\' or '..' and no surrounding spaces`,
       'invalid-argument',
@@ -31,7 +38,10 @@ function validateTagName(name: string): void {
   }
   // biome-ignore lint/suspicious/noControlCharactersInRegex: the check is for control characters
   if (/[\u0000-\u001f\u007f]/.test(name)) {
-    throw new TagError(`invalid tag name ${JSON.stringify(name)}: control characters are not allowed`, 'invalid-argument');
+    throw new TagError(
+      `invalid tag name ${JSON.stringify(name)}: control characters are not allowed`,
+      'invalid-argument',
+    );
   }
 }
 
@@ -55,7 +65,10 @@ export async function createTag(
   const tag: Tag = { ...snapshot, tagCreateTime: now() };
   const created = await store.putIfAbsent(tagKey(tablePath, name), metadataBytes(tag));
   if (created === undefined) {
-    throw new TagError(`tag '${name}' already exists on table ${displayTableName(tablePath)}; delete it first or pick another name`, 'already-exists');
+    throw new TagError(
+      `tag '${name}' already exists on table ${displayTableName(tablePath)}; delete it first or pick another name`,
+      'already-exists',
+    );
   }
   return tag;
 }
@@ -69,7 +82,9 @@ export async function readTag(store: ObjectStore, tablePath: string, name: strin
     body = (await store.get(key)).body;
   } catch (e) {
     if (e instanceof ObjectNotFoundError) {
-      throw new TagError(`tag '${name}' does not exist on table ${displayTableName(tablePath)}; list tags to see which do`);
+      throw new TagError(
+        `tag '${name}' does not exist on table ${displayTableName(tablePath)}; list tags to see which do`,
+      );
     }
     throw e;
   }

@@ -14,12 +14,23 @@ export function objectLocation(store: ObjectStore, key: string): string {
 }
 
 /** Parses the body of object `key` of `store` against `schema` (CorruptMetadataError naming its location otherwise). */
-export function parseJsonObject<T>(store: ObjectStore, key: string, body: Uint8Array, schema: JsonSchema<T>, opts?: JsonFileOptions): T {
+export function parseJsonObject<T>(
+  store: ObjectStore,
+  key: string,
+  body: Uint8Array,
+  schema: JsonSchema<T>,
+  opts?: JsonFileOptions,
+): T {
   return parseJsonFile(body, schema, objectLocation(store, key), opts);
 }
 
 /** Reads object `key` of `store` and parses it against `schema`; ObjectNotFoundError when it does not exist. */
-export async function readJsonFile<T>(store: ObjectStore, key: string, schema: JsonSchema<T>, opts?: JsonFileOptions): Promise<{ value: T; etag: string; lastModified: number }> {
+export async function readJsonFile<T>(
+  store: ObjectStore,
+  key: string,
+  schema: JsonSchema<T>,
+  opts?: JsonFileOptions,
+): Promise<{ value: T; etag: string; lastModified: number }> {
   const obj = await store.get(key);
   return { value: parseJsonObject(store, key, obj.body, schema, opts), etag: obj.etag, lastModified: obj.lastModified };
 }

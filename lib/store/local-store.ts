@@ -8,7 +8,14 @@ import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import { link, lstat, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { InvalidArgumentError, InvalidKeyError, ObjectNotFoundError, StoreRefusedError, StoreUnavailableError, VarveError } from '../errors.js';
+import {
+  InvalidArgumentError,
+  InvalidKeyError,
+  ObjectNotFoundError,
+  StoreRefusedError,
+  StoreUnavailableError,
+  VarveError,
+} from '../errors.js';
 import { checkByteRange, clampByteRange } from './byte-range.js';
 import { contentEtag, sameEtag } from './etag.js';
 import { errnoCode, isNotFound, unlinkIfPresent } from './local-fs.js';
@@ -217,7 +224,8 @@ export class LocalStore implements ObjectStore {
         checkOpen();
         const { fh } = await open_();
         try {
-          for (let done = 0; done < bytes.byteLength; ) done += (await fh.write(bytes, done, bytes.byteLength - done)).bytesWritten;
+          for (let done = 0; done < bytes.byteLength; )
+            done += (await fh.write(bytes, done, bytes.byteLength - done)).bytesWritten;
         } catch (e) {
           await drop();
           throw this.fsError(e, 'put', key);
@@ -471,8 +479,14 @@ export class LocalStore implements ObjectStore {
 const REFUSED: Record<string, { what: string; advice: string }> = {
   ENOSPC: { what: 'no space left on the device', advice: 'free space on the disk holding the warehouse, then retry' },
   EDQUOT: { what: 'the disk quota is used up', advice: 'free space or raise the quota, then retry' },
-  EFBIG: { what: 'the file is too large for the file system', advice: 'lower target-file-size or use another file system' },
-  EROFS: { what: 'the file system is read-only', advice: 'remount it read-write or point --warehouse at a writable folder' },
+  EFBIG: {
+    what: 'the file is too large for the file system',
+    advice: 'lower target-file-size or use another file system',
+  },
+  EROFS: {
+    what: 'the file system is read-only',
+    advice: 'remount it read-write or point --warehouse at a writable folder',
+  },
   EACCES: { what: 'permission denied', advice: 'give this user read and write access to the warehouse folder' },
   EPERM: { what: 'operation not permitted', advice: 'give this user read and write access to the warehouse folder' },
 };
@@ -487,7 +501,12 @@ export function folderStoreError(e: unknown, root: string, op: string, key: stri
   if (refused !== undefined) {
     // No retry heals these: failing at once keeps a commit from retrying for minutes and then
     // blaming a busy table (nothing is committed: the snapshot is created last).
-    return new StoreRefusedError(`folder store ${root}: ${op} ${key} failed: ${refused.what} (${code}) at ${path}; ${refused.advice}`, code!, path, { cause: e });
+    return new StoreRefusedError(
+      `folder store ${root}: ${op} ${key} failed: ${refused.what} (${code}) at ${path}; ${refused.advice}`,
+      code!,
+      path,
+      { cause: e },
+    );
   }
   return new StoreUnavailableError(
     `folder store ${root}: ${op} ${key} failed (${code ?? 'unknown error'}); check that the folder exists, is writable and the disk is not full`,

@@ -11,9 +11,28 @@ import { checkKeyPrefix, checkObjectKey, compareObjectKeys } from './object-key.
 import type { ListOptions, ObjectInfo, ObjectStore, StoredObject } from './object-store.js';
 
 /** The operations of a store, as counted and matched by fault injection. */
-export type StoreOp = 'get' | 'getRange' | 'head' | 'put' | 'putIfAbsent' | 'putIfMatch' | 'list' | 'delete' | 'deleteIfMatch';
+export type StoreOp =
+  | 'get'
+  | 'getRange'
+  | 'head'
+  | 'put'
+  | 'putIfAbsent'
+  | 'putIfMatch'
+  | 'list'
+  | 'delete'
+  | 'deleteIfMatch';
 
-const STORE_OPS: StoreOp[] = ['get', 'getRange', 'head', 'put', 'putIfAbsent', 'putIfMatch', 'list', 'delete', 'deleteIfMatch'];
+const STORE_OPS: StoreOp[] = [
+  'get',
+  'getRange',
+  'head',
+  'put',
+  'putIfAbsent',
+  'putIfMatch',
+  'list',
+  'delete',
+  'deleteIfMatch',
+];
 
 /** Which calls a fault hits, when, and with what error. */
 export interface FaultSpec {
@@ -58,7 +77,10 @@ let anonymousStores = 0;
 export class MemoryStore implements ObjectStore {
   readonly uri: string;
   /** How many times each operation was called (including calls that failed). */
-  readonly calls: Record<StoreOp, number> = Object.fromEntries(STORE_OPS.map((op) => [op, 0])) as Record<StoreOp, number>;
+  readonly calls: Record<StoreOp, number> = Object.fromEntries(STORE_OPS.map((op) => [op, 0])) as Record<
+    StoreOp,
+    number
+  >;
   /** Every call in order, with its key (a list's prefix). */
   readonly callLog: Array<{ op: StoreOp; key: string }> = [];
   private readonly objects = new Map<string, MemoryObject>();
@@ -253,7 +275,11 @@ export class MemoryStore implements ObjectStore {
     if (this.isCrashed) throw this.crashError(op, key);
     if (firing?.when === 'before') throw this.fire(firing, op, key);
     const after = firing;
-    return after ? () => { throw this.fire(after, op, key); } : () => {};
+    return after
+      ? () => {
+          throw this.fire(after, op, key);
+        }
+      : () => {};
   }
 
   private fire(f: ArmedFault, op: StoreOp, key: string): Error {
@@ -265,6 +291,8 @@ export class MemoryStore implements ObjectStore {
   }
 
   private crashError(op: StoreOp, key: string): StoreCrashedError {
-    return new StoreCrashedError(`memory store ${this.uri} crashed (injected) at ${op} ${key}; call restart() to continue`);
+    return new StoreCrashedError(
+      `memory store ${this.uri} crashed (injected) at ${op} ${key}; call restart() to continue`,
+    );
   }
 }

@@ -22,7 +22,15 @@ import { checkByteRange } from './byte-range.js';
 import { checkKeyPrefix, checkObjectKey } from './object-key.js';
 import type { ListOptions, ObjectInfo, ObjectStore, ObjectUpload, StoredObject } from './object-store.js';
 import { checkPartSize, S3_DEFAULT_PART_SIZE, S3Upload } from './s3-upload.js';
-import { awsSetupProblem, s3Attempts, s3ErrorName, s3IsAccessDenied, s3IsNoSuchKey, s3IsTransient, s3Status } from './s3-errors.js';
+import {
+  awsSetupProblem,
+  s3Attempts,
+  s3ErrorName,
+  s3IsAccessDenied,
+  s3IsNoSuchKey,
+  s3IsTransient,
+  s3Status,
+} from './s3-errors.js';
 import { decorateAwsClient } from './client-decorator.js';
 
 /** Where an `S3Store` keeps its objects, and how it retries 409 conflicts. */
@@ -158,7 +166,12 @@ export class S3Store implements ObjectStore {
       let page;
       try {
         page = await this.client.send(
-          new ListObjectsV2Command({ Bucket: this.bucket, Prefix: root + prefix || undefined, ContinuationToken, StartAfter: ContinuationToken ? undefined : StartAfter }),
+          new ListObjectsV2Command({
+            Bucket: this.bucket,
+            Prefix: root + prefix || undefined,
+            ContinuationToken,
+            StartAfter: ContinuationToken ? undefined : StartAfter,
+          }),
         );
       } catch (e) {
         throw this.mapError(e, 'list', prefix);
@@ -204,7 +217,9 @@ export class S3Store implements ObjectStore {
   async deleteIfMatch(key: string, etag: string): Promise<boolean> {
     const Key = this.s3Key(key);
     try {
-      await this.resendingConflicts(key, () => this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key, IfMatch: etag })));
+      await this.resendingConflicts(key, () =>
+        this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key, IfMatch: etag })),
+      );
       return true;
     } catch (e) {
       if (e instanceof ConditionalRequestConflictError) return false;
@@ -222,7 +237,9 @@ export class S3Store implements ObjectStore {
     const Key = this.s3Key(key);
     const op = 'IfMatch' in condition ? 'putIfMatch' : 'putIfAbsent';
     try {
-      const r = await this.resendingConflicts(key, () => this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: body, ...condition })));
+      const r = await this.resendingConflicts(key, () =>
+        this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: body, ...condition })),
+      );
       return { etag: this.etagOf(r.ETag, key) };
     } catch (e) {
       if (e instanceof ConditionalRequestConflictError) throw e;
@@ -241,7 +258,12 @@ export class S3Store implements ObjectStore {
    * strategy before they reach here (then mapped to StoreUnavailableError, retryable).
    */
   private async resendingConflicts<T>(key: string, send: () => Promise<T>): Promise<T> {
-    const budget = new RetryBudget({ what: `conditional request on ${this.uri}/${key}`, maxRetries: this.conflictRetries, minWaitMs: this.conflictBackoffMs, maxWaitMs: 2000 });
+    const budget = new RetryBudget({
+      what: `conditional request on ${this.uri}/${key}`,
+      maxRetries: this.conflictRetries,
+      minWaitMs: this.conflictBackoffMs,
+      maxWaitMs: 2000,
+    });
     for (;;) {
       try {
         return await send();
@@ -263,7 +285,11 @@ export class S3Store implements ObjectStore {
    * when bodies are unique per writer (a snapshot names its commit); two writers that put the same
    * bytes cannot be told apart, and both are told they won.
    */
-  private async afterPreconditionFailed(key: string, body: Uint8Array, e: unknown): Promise<{ etag: string } | undefined> {
+  private async afterPreconditionFailed(
+    key: string,
+    body: Uint8Array,
+    e: unknown,
+  ): Promise<{ etag: string } | undefined> {
     if (s3Attempts(e) <= 1) return undefined;
     let current: StoredObject;
     try {
@@ -296,9 +322,12 @@ export class S3Store implements ObjectStore {
       return new Type(`S3 ${op} on ${where} failed: ${setup}`, { cause: e });
     }
     if (s3ErrorName(e) === 'NoSuchBucket') {
-      return new InvalidArgumentError(`S3 bucket ${this.bucket} does not exist: create it or fix the store URI ${this.uri}`, {
-        cause: e,
-      });
+      return new InvalidArgumentError(
+        `S3 bucket ${this.bucket} does not exist: create it or fix the store URI ${this.uri}`,
+        {
+          cause: e,
+        },
+      );
     }
     if (s3IsAccessDenied(e)) {
       return new InvalidArgumentError(
@@ -314,9 +343,12 @@ export class S3Store implements ObjectStore {
       return new ConditionalRequestConflictError(key, { cause: e });
     }
     if (s3IsTransient(e)) {
-      return new StoreUnavailableError(`S3 ${op} on ${where} failed: ${what}; S3 is unavailable or throttling, retry later`, {
-        cause: e,
-      });
+      return new StoreUnavailableError(
+        `S3 ${op} on ${where} failed: ${what}; S3 is unavailable or throttling, retry later`,
+        {
+          cause: e,
+        },
+      );
     }
     return e;
   }

@@ -36,7 +36,9 @@ export interface S3UploadTarget {
 /** Checks a configured part size: S3 refuses parts under 5 MiB (the last part excepted). */
 export function checkPartSize(partSize: number): number {
   if (!Number.isInteger(partSize) || partSize < S3_MIN_PART_SIZE) {
-    throw new InvalidArgumentError(`S3 multipart part size must be an integer of at least ${S3_MIN_PART_SIZE} bytes (5 MiB), got ${partSize}`);
+    throw new InvalidArgumentError(
+      `S3 multipart part size must be an integer of at least ${S3_MIN_PART_SIZE} bytes (5 MiB), got ${partSize}`,
+    );
   }
   return partSize;
 }
@@ -79,7 +81,12 @@ export class S3Upload implements ObjectUpload {
       let r;
       try {
         r = await this.t.client.send(
-          new CompleteMultipartUploadCommand({ Bucket: this.t.bucket, Key: this.t.key, UploadId: this.uploadId, MultipartUpload: { Parts: this.parts } }),
+          new CompleteMultipartUploadCommand({
+            Bucket: this.t.bucket,
+            Key: this.t.key,
+            UploadId: this.uploadId,
+            MultipartUpload: { Parts: this.parts },
+          }),
         );
       } catch (e) {
         throw this.t.mapError(e, 'completeMultipartUpload');
@@ -128,7 +135,9 @@ export class S3Upload implements ObjectUpload {
     const Body = this.take();
     let r;
     try {
-      r = await this.t.client.send(new UploadPartCommand({ Bucket: this.t.bucket, Key: this.t.key, UploadId: this.uploadId, PartNumber, Body }));
+      r = await this.t.client.send(
+        new UploadPartCommand({ Bucket: this.t.bucket, Key: this.t.key, UploadId: this.uploadId, PartNumber, Body }),
+      );
     } catch (e) {
       throw this.t.mapError(e, 'uploadPart');
     }
@@ -148,6 +157,7 @@ export class S3Upload implements ObjectUpload {
   }
 
   private checkOpen(): void {
-    if (this.state !== 'open') throw new InvalidArgumentError(`the upload of ${this.t.where} is ${this.state}; start a new one`);
+    if (this.state !== 'open')
+      throw new InvalidArgumentError(`the upload of ${this.t.where} is ${this.state}; start a new one`);
   }
 }

@@ -11,7 +11,14 @@ import type { ConsumerLeaseHandle } from './lease.js';
 import type { HeldFence, SplitFences } from './split-fence.js';
 import type { Table } from '../table/table.js';
 import { readConsumer, readTombstone, type Consumer } from '../snapshot/consumer.js';
-import { advanceBucketProgress, bucketKey, checkFence, progressKey, readBucketProgressEntry, type BucketProgress } from './progress.js';
+import {
+  advanceBucketProgress,
+  bucketKey,
+  checkFence,
+  progressKey,
+  readBucketProgressEntry,
+  type BucketProgress,
+} from './progress.js';
 import { describeSplit, readSplit, type SplitKind } from './split.js';
 import { checkOpenedTable } from './table-identity.js';
 import { loadSplitMessage, parseSplitMessage, type SplitEnvelope } from './split-message.js';
@@ -147,7 +154,12 @@ export class BatchDelivery {
     return withBucketLock(lockKey, () => this.deliverLocked(m, key, lockKey, beforeAttempt));
   }
 
-  private async deliverLocked(m: SplitEnvelope, key: string, lockKey: string, beforeAttempt?: (m: SplitEnvelope) => Promise<void>): Promise<DeliveryOutcome> {
+  private async deliverLocked(
+    m: SplitEnvelope,
+    key: string,
+    lockKey: string,
+    beforeAttempt?: (m: SplitEnvelope) => Promise<void>,
+  ): Promise<DeliveryOutcome> {
     // The progress read once per batch, again when another delivery of this process moved it since.
     const version = progressWrites.get(lockKey) ?? 0;
     const { held, entry } = await this.holdAndReadProgress(m, key, version);
@@ -191,11 +203,18 @@ export class BatchDelivery {
    * Holds the bucket's split fence, then reads its progress (what an earlier holder recorded is
    * then seen) and checks this reader may still deliver: its lease, and the tokens progress carries.
    */
-  private async holdAndReadProgress(m: SplitEnvelope, key: string, version: number): Promise<{ held?: HeldFence; entry: ProgressEntry }> {
+  private async holdAndReadProgress(
+    m: SplitEnvelope,
+    key: string,
+    version: number,
+  ): Promise<{ held?: HeldFence; entry: ProgressEntry }> {
     let held = await this.holdSplit(m, key);
     let cached = this.progress.get(key);
     if (!cached || cached.version !== version) {
-      cached = { version, entry: readBucketProgressEntry(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket) };
+      cached = {
+        version,
+        entry: readBucketProgressEntry(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket),
+      };
       this.progress.set(key, cached);
     }
     const entry = await cached.entry;
@@ -224,12 +243,19 @@ export class BatchDelivery {
       if (schema.tableUuid === this.table.schema.tableUuid) this.table = this.table.withSchema(schema);
     }
     if (split.files.some((f) => f.schemaId > this.table.schema.id)) this.table = await this.table.latest();
-    const schemaChange = this.table !== previous && this.table.schema.id > previous.schema.id ? schemaChangeEvent(m.snapshotId, previous.schema, this.table.schema) : undefined;
+    const schemaChange =
+      this.table !== previous && this.table.schema.id > previous.schema.id
+        ? schemaChangeEvent(m.snapshotId, previous.schema, this.table.schema)
+        : undefined;
     return { data: await readSplit(this.table, split), ...(schemaChange ? { schemaChange } : {}) };
   }
 
   /** Moves the bucket's progress to the split (compare-and-swap); undefined when another delivery moved it first. */
-  private async recordProgress(m: SplitEnvelope, held: HeldFence | undefined, entry: ProgressEntry): Promise<ProgressEntry> {
+  private async recordProgress(
+    m: SplitEnvelope,
+    held: HeldFence | undefined,
+    entry: ProgressEntry,
+  ): Promise<ProgressEntry> {
     const token = this.fence.lease?.token;
     const uuid = this.table.schema.tableUuid;
     const next: BucketProgress = {
@@ -245,8 +271,15 @@ export class BatchDelivery {
     // deletes the consumer's objects, and this write must not bring one back into the dropped folder.
     // The table must still be the one this reader opened (its UUID): a table dropped and created
     // again at once exists, but its folder is not this consumer's any more.
-    const written = await advanceBucketProgress(this.table.store, this.table.path, this.consumerId, m.partition, m.bucket, next, entry, () =>
-      checkOpenedTable(this.table),
+    const written = await advanceBucketProgress(
+      this.table.store,
+      this.table.path,
+      this.consumerId,
+      m.partition,
+      m.bucket,
+      next,
+      entry,
+      () => checkOpenedTable(this.table),
     );
     if (written !== undefined && entry === undefined) {
       // A drop may have run between that check and the create: check again, and take back what
@@ -254,7 +287,9 @@ export class BatchDelivery {
       try {
         await checkOpenedTable(this.table);
       } catch (e) {
-        await this.table.store.delete(progressKey(this.table.path, this.consumerId, m.partition, m.bucket)).catch(() => undefined);
+        await this.table.store
+          .delete(progressKey(this.table.path, this.consumerId, m.partition, m.bucket))
+          .catch(() => undefined);
         throw e;
       }
     }
@@ -302,7 +337,10 @@ export class BatchDelivery {
     const running = [...this.abandoned.values()];
     if (running.some((c) => !c.done)) {
       let timer: NodeJS.Timeout | undefined;
-      const limit = until === undefined ? new Promise<void>(() => {}) : new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, until - this.now()))));
+      const limit =
+        until === undefined
+          ? new Promise<void>(() => {})
+          : new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, until - this.now()))));
       await Promise.race([Promise.all(running.map((c) => c.settled)), limit]);
       clearTimeout(timer);
     }
@@ -322,7 +360,10 @@ export class BatchDelivery {
    */
   private async callSink(batch: ChangeBatch): Promise<void> {
     const deadline = this.fence.sinkDeadline;
-    const limit = deadline === undefined ? this.fence.sinkTimeoutMs : Math.min(this.fence.sinkTimeoutMs ?? Infinity, deadline - this.now());
+    const limit =
+      deadline === undefined
+        ? this.fence.sinkTimeoutMs
+        : Math.min(this.fence.sinkTimeoutMs ?? Infinity, deadline - this.now());
     if (limit === undefined) return this.sink.write(batch);
     if (limit <= 0) {
       throw new SinkTimeoutError(
@@ -360,7 +401,9 @@ export class BatchDelivery {
       void settled.then(() => {
         if (running.get(key) === settled) running.delete(key);
       });
-      throw new SinkTimeoutError(`the sink of consumer ${this.consumerId} took longer than ${limit} ms on split ${batch.splitId}; it is delivered again`);
+      throw new SinkTimeoutError(
+        `the sink of consumer ${this.consumerId} took longer than ${limit} ms on split ${batch.splitId}; it is delivered again`,
+      );
     } finally {
       clearTimeout(timer);
     }

@@ -14,7 +14,17 @@ import { listAll } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import { ConsumerExpiredError } from '../errors.js';
 import { checkOpenedTable, openedTableUuid } from './table-identity.js';
-import { deleteTombstone, readConsumer, readTombstone, withGap, writeConsumer, type Consumer, type ConsumerGap, type ConsumerState, type ConsumerTombstone } from '../snapshot/consumer.js';
+import {
+  deleteTombstone,
+  readConsumer,
+  readTombstone,
+  withGap,
+  writeConsumer,
+  type Consumer,
+  type ConsumerGap,
+  type ConsumerState,
+  type ConsumerTombstone,
+} from '../snapshot/consumer.js';
 import { keepLeaseToken } from './lease.js';
 import { bucketKey, foldProgress, nextSnapshotOf, parseBucketKey, writeBucketProgress } from './progress.js';
 import { encodeSplitMessage, type SplitMessage } from './split-message.js';
@@ -105,7 +115,12 @@ export async function ensureConsumer(
  * user accepted); an explicit fresh start (`ignoreProgress`) starts at the scan mode. Without
  * either: ConsumerExpiredError naming the last position and what may be lost.
  */
-async function resumeExpired(table: Table, t: ConsumerTombstone, opts: StreamOptions, now: number): Promise<ConsumerState> {
+async function resumeExpired(
+  table: Table,
+  t: ConsumerTombstone,
+  opts: StreamOptions,
+  now: number,
+): Promise<ConsumerState> {
   const resolved = resolveStreamOptions(table, opts);
   if (resolved.ignoreProgress) return startState(table, resolved, now);
   const earliest = await table.snapshots.earliestId();
@@ -121,12 +136,26 @@ async function resumeExpired(table: Table, t: ConsumerTombstone, opts: StreamOpt
     await Promise.all(
       Object.entries(t.delivered ?? {}).map(([key, snapshot]) => {
         const { partition, bucket } = parseBucketKey(key);
-        return writeBucketProgress(table.store, table.path, t.id, partition, bucket, { run, snapshot, updated: now, ...uuidOf(table) });
+        return writeBucketProgress(table.store, table.path, t.id, partition, bucket, {
+          run,
+          snapshot,
+          updated: now,
+          ...uuidOf(table),
+        });
       }),
     );
     // A stream that had not delivered its first full state yet still starts with it.
     const full = t.fullSnapshot !== undefined && t.fullSnapshot === next ? { fullSnapshot: next } : {};
-    return { nextSnapshot: next, plannedSnapshot: next - 1, lastUpdated: now, run, buckets: {}, ...full, ...gaps, ...uuidOf(table) };
+    return {
+      nextSnapshot: next,
+      plannedSnapshot: next - 1,
+      lastUpdated: now,
+      run,
+      buckets: {},
+      ...full,
+      ...gaps,
+      ...uuidOf(table),
+    };
   }
   const when = new Date(t.expiredAt).toISOString();
   throw new ConsumerExpiredError(
@@ -177,7 +206,12 @@ export async function rewindPlanning(
   for (;;) {
     const c = await ensureConsumer(table, consumerId, opts, now, onGap);
     const folded = await foldProgress(table.store, table.path, consumerId, stateOf(c));
-    const rewound: ConsumerState = { ...folded, plannedSnapshot: folded.nextSnapshot - 1, buckets: {}, lastUpdated: now() };
+    const rewound: ConsumerState = {
+      ...folded,
+      plannedSnapshot: folded.nextSnapshot - 1,
+      buckets: {},
+      lastUpdated: now(),
+    };
     if (await writeConsumer(table.store, table.path, consumerId, stateOf(rewound), c.etag)) {
       return (await readConsumer(table.store, table.path, consumerId))!;
     }
@@ -186,14 +220,17 @@ export async function rewindPlanning(
 
 /** Deletes the tombstone of a resumed id, keeping its lease's fencing token (lease.ts keepLeaseToken). */
 async function forgetTombstone(table: Table, t: ConsumerTombstone): Promise<void> {
-  if (t.leaseToken !== undefined) await keepLeaseToken(table.store, table.path, t.id, t.leaseToken, openedTableUuid(table));
+  if (t.leaseToken !== undefined)
+    await keepLeaseToken(table.store, table.path, t.id, t.leaseToken, openedTableUuid(table));
   await deleteTombstone(table.store, table.path, t.id);
 }
 
 async function startState(table: Table, opts: ResolvedStreamOptions, now: number): Promise<ConsumerState> {
   const start = await resolveStart(table, opts);
   // A start that had expired, skipped with the user's consent: recorded and reported, never silent.
-  const gaps: ConsumerGap[] | undefined = start.skipped ? [{ ...start.skipped, at: now, reason: 'snapshot-expired' }] : undefined;
+  const gaps: ConsumerGap[] | undefined = start.skipped
+    ? [{ ...start.skipped, at: now, reason: 'snapshot-expired' }]
+    : undefined;
   return {
     ...(gaps ? { gaps } : {}),
     nextSnapshot: start.snapshotId,
@@ -213,7 +250,12 @@ function uuidOf(table: Table): { tableUuid?: string } {
 }
 
 /** One discovery run for `consumerId` of `table` (see the file comment). */
-export async function discover(table: Table, queue: SplitQueue, consumerId: string, opts: DiscoveryOptions = {}): Promise<DiscoveryResult> {
+export async function discover(
+  table: Table,
+  queue: SplitQueue,
+  consumerId: string,
+  opts: DiscoveryOptions = {},
+): Promise<DiscoveryResult> {
   const now = opts.now ?? Date.now;
   const streamOpts = resolveStreamOptions(table, opts);
   const gaps: ConsumerGap[] = [];
@@ -238,9 +280,11 @@ export async function discover(table: Table, queue: SplitQueue, consumerId: stri
     plannedSnapshot: planned,
     buckets,
     splitRefs: splitRefs.filter((s) => s >= nextSnapshot),
-    lastUpdated: nextSnapshot !== consumer.nextSnapshot || planned !== consumer.plannedSnapshot ? now() : consumer.lastUpdated,
+    lastUpdated:
+      nextSnapshot !== consumer.nextSnapshot || planned !== consumer.plannedSnapshot ? now() : consumer.lastUpdated,
   };
-  const changed = JSON.stringify(stateOf(consumer)) !== JSON.stringify(stateOf({ ...state, lastUpdated: consumer.lastUpdated }));
+  const changed =
+    JSON.stringify(stateOf(consumer)) !== JSON.stringify(stateOf({ ...state, lastUpdated: consumer.lastUpdated }));
   const won = !changed || (await writeConsumer(table.store, table.path, consumerId, stateOf(state), consumer.etag));
   return {
     planned: planned >= firstPlanned ? { from: firstPlanned, to: planned } : undefined,
@@ -308,7 +352,14 @@ async function planSnapshots(
     for (const split of splits) {
       const key = bucketKey(split.partition, split.bucket);
       const pending = buckets[key];
-      messages.push({ ...split, table: table.name, tablePath: table.path, consumerId, run, prev: pending?.lastPlanned });
+      messages.push({
+        ...split,
+        table: table.name,
+        tablePath: table.path,
+        consumerId,
+        run,
+        prev: pending?.lastPlanned,
+      });
       buckets[key] = { nextSnapshot: pending?.nextSnapshot ?? id, lastPlanned: id };
     }
     planned = id;

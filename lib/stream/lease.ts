@@ -54,7 +54,11 @@ export function localHolder(readerId = `reader-${randomUUID().slice(0, 8)}`): Le
 }
 
 /** A consumer's lease and its etag, or undefined. */
-export async function readLease(store: ObjectStore, tablePath: string, consumerId: string): Promise<{ lease: ConsumerLease; etag: string } | undefined> {
+export async function readLease(
+  store: ObjectStore,
+  tablePath: string,
+  consumerId: string,
+): Promise<{ lease: ConsumerLease; etag: string } | undefined> {
   checkConsumerId(consumerId);
   const key = leaseKey(tablePath, consumerId);
   try {
@@ -97,7 +101,13 @@ export function processIsGone(host: string, pid: number): boolean {
  * that took the id meanwhile took its token from the tombstone). A reader still holding the
  * expired lease finds it gone at its next renewal or verify, and stops.
  */
-export async function keepLeaseToken(store: ObjectStore, tablePath: string, consumerId: string, token: number, tableUuid?: string): Promise<void> {
+export async function keepLeaseToken(
+  store: ObjectStore,
+  tablePath: string,
+  consumerId: string,
+  token: number,
+  tableUuid?: string,
+): Promise<void> {
   const ended: ConsumerLease = {
     holder: { host: '', pid: 0, readerId: 'expired' },
     token,
@@ -151,7 +161,8 @@ export class ConsumerLeaseHandle {
 
   /** The fencing token held (after `acquire`). */
   get token(): number {
-    if (this.current === undefined) throw new ConsumerLeaseLostError(`consumer ${this.consumerId} has no lease yet; acquire it first`);
+    if (this.current === undefined)
+      throw new ConsumerLeaseLostError(`consumer ${this.consumerId} has no lease yet; acquire it first`);
     return this.current.token;
   }
 
@@ -167,8 +178,10 @@ export class ConsumerLeaseHandle {
       if (found) {
         const { lease } = found;
         // A lease taken on another table of this name (dropped since) holds nothing of this one.
-        const otherTable = lease.tableUuid !== undefined && this.tableUuid !== undefined && lease.tableUuid !== this.tableUuid;
-        const free = otherTable || lease.expiresAt <= now || holderIsDead(lease.holder) || sameHolder(lease.holder, this.holder);
+        const otherTable =
+          lease.tableUuid !== undefined && this.tableUuid !== undefined && lease.tableUuid !== this.tableUuid;
+        const free =
+          otherTable || lease.expiresAt <= now || holderIsDead(lease.holder) || sameHolder(lease.holder, this.holder);
         if (!free && !this.takeover) {
           throw new ConsumerLeaseHeldError(
             `consumer ${this.consumerId} is being read by ${describeHolder(lease.holder)}, whose lease runs until ` +
@@ -186,7 +199,9 @@ export class ConsumerLeaseHandle {
         acquiredAt: now,
         ...(this.tableUuid === undefined ? {} : { tableUuid: this.tableUuid }),
       };
-      const won = found ? await this.cas(key, next, found.etag) : await this.store.putIfAbsent(key, utf8(JSON.stringify(next)));
+      const won = found
+        ? await this.cas(key, next, found.etag)
+        : await this.store.putIfAbsent(key, utf8(JSON.stringify(next)));
       if (won) {
         this.etag = won.etag;
         this.current = next;
@@ -194,7 +209,11 @@ export class ConsumerLeaseHandle {
         return;
       }
     }
-    throw new ConsumerLeaseHeldError(`the lease of consumer ${this.consumerId} kept changing while this reader took it; retry`, this.holder, 0);
+    throw new ConsumerLeaseHeldError(
+      `the lease of consumer ${this.consumerId} kept changing while this reader took it; retry`,
+      this.holder,
+      0,
+    );
   }
 
   /** The last token of the id before its consumer expired and the lease was deleted (expire-consumers.ts), or 0. */
@@ -225,9 +244,12 @@ export class ConsumerLeaseHandle {
   /** Throws ConsumerLeaseLostError unless the lease is held and has not run out. */
   check(): void {
     if (this.lost) throw this.lost;
-    if (this.current === undefined) throw new ConsumerLeaseLostError(`consumer ${this.consumerId} has no lease yet; acquire it first`);
+    if (this.current === undefined)
+      throw new ConsumerLeaseLostError(`consumer ${this.consumerId} has no lease yet; acquire it first`);
     if (this.current.expiresAt <= this.now()) {
-      throw new ConsumerLeaseLostError(`consumer ${this.consumerId}: the lease of ${describeHolder(this.holder)} ran out before it was renewed; it stops delivering`);
+      throw new ConsumerLeaseLostError(
+        `consumer ${this.consumerId}: the lease of ${describeHolder(this.holder)} ran out before it was renewed; it stops delivering`,
+      );
     }
   }
 

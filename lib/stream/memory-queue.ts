@@ -81,7 +81,8 @@ export class MemoryQueue implements SplitQueue {
     for (const req of requests) {
       checkQueueId('group id', req.groupId);
       checkQueueId('deduplication id', req.dedupId);
-      if (this.opts.faults?.send?.(req)) throw new InjectedFaultError(`injected send failure for group ${req.groupId}`, { retryable: true });
+      if (this.opts.faults?.send?.(req))
+        throw new InjectedFaultError(`injected send failure for group ${req.groupId}`, { retryable: true });
       const dedupKey = this.dedupScope === 'queue' ? req.dedupId : `${req.groupId}\u0000${req.dedupId}`;
       const seen = this.dedup.get(dedupKey);
       if (seen) {
@@ -89,7 +90,14 @@ export class MemoryQueue implements SplitQueue {
         results.push({ messageId: seen.messageId, duplicate: true });
         continue;
       }
-      const m: StoredMessage = { messageId: randomUUID(), groupId: req.groupId, body: req.body, sentAt: now, receiveCount: 0, invisibleUntil: 0 };
+      const m: StoredMessage = {
+        messageId: randomUUID(),
+        groupId: req.groupId,
+        body: req.body,
+        sentAt: now,
+        receiveCount: 0,
+        invisibleUntil: 0,
+      };
       this.dedup.set(dedupKey, { messageId: m.messageId, expiresAt: now + this.dedupWindowMs });
       const g = this.groups.get(req.groupId);
       if (g) g.push(m);
@@ -116,7 +124,8 @@ export class MemoryQueue implements SplitQueue {
       const m = this.receipts.get(handle);
       // A stale receipt (the message came back and was received again) deletes nothing.
       if (!m || m.receipt !== handle) continue;
-      if (this.opts.faults?.ack?.(this.view(m))) throw new InjectedFaultError(`injected ack failure for message ${m.messageId}`, { retryable: true });
+      if (this.opts.faults?.ack?.(this.view(m)))
+        throw new InjectedFaultError(`injected ack failure for message ${m.messageId}`, { retryable: true });
       this.receipts.delete(handle);
       const g = this.groups.get(m.groupId)!;
       g.splice(g.indexOf(m), 1);
@@ -149,7 +158,9 @@ export class MemoryQueue implements SplitQueue {
   async deadLetter(message: QueueMessage): Promise<void> {
     const m = this.receipts.get(message.receiptHandle);
     if (!m || m.receipt !== message.receiptHandle) {
-      throw new InvalidArgumentError(`message ${message.messageId} is not in flight under this receipt any more; it was not moved to the dead-letter queue`);
+      throw new InvalidArgumentError(
+        `message ${message.messageId} is not in flight under this receipt any more; it was not moved to the dead-letter queue`,
+      );
     }
     this.receipts.delete(message.receiptHandle);
     m.receipt = undefined;
@@ -169,7 +180,14 @@ export class MemoryQueue implements SplitQueue {
   redrive(): number {
     const moved = this.dead.splice(0);
     for (const d of moved) {
-      const m: StoredMessage = { messageId: d.messageId, groupId: d.groupId, body: d.body, sentAt: d.sentAt, receiveCount: 0, invisibleUntil: 0 };
+      const m: StoredMessage = {
+        messageId: d.messageId,
+        groupId: d.groupId,
+        body: d.body,
+        sentAt: d.sentAt,
+        receiveCount: 0,
+        invisibleUntil: 0,
+      };
       const g = this.groups.get(d.groupId);
       if (g) g.push(m);
       else this.groups.set(d.groupId, [m]);
@@ -228,7 +246,14 @@ export class MemoryQueue implements SplitQueue {
   }
 
   private view(m: StoredMessage): QueueMessage {
-    return { messageId: m.messageId, receiptHandle: m.receipt ?? '', groupId: m.groupId, body: m.body, receiveCount: m.receiveCount, sentAt: m.sentAt };
+    return {
+      messageId: m.messageId,
+      receiptHandle: m.receipt ?? '',
+      groupId: m.groupId,
+      body: m.body,
+      receiveCount: m.receiveCount,
+      sentAt: m.sentAt,
+    };
   }
 
   private purgeDedup(now: number): void {
@@ -238,7 +263,8 @@ export class MemoryQueue implements SplitQueue {
   /** The earliest time an invisible message becomes visible again (Infinity when none). */
   private nextExpiry(now: number): number {
     let next = Infinity;
-    for (const g of this.groups.values()) for (const m of g) if (m.invisibleUntil > now && m.invisibleUntil < next) next = m.invisibleUntil;
+    for (const g of this.groups.values())
+      for (const m of g) if (m.invisibleUntil > now && m.invisibleUntil < next) next = m.invisibleUntil;
     return next;
   }
 
@@ -263,6 +289,8 @@ export class MemoryQueue implements SplitQueue {
 
 function checkQueueId(what: string, id: string): void {
   if (id.length === 0 || id.length > MAX_QUEUE_ID_LENGTH) {
-    throw new InvalidArgumentError(`a message ${what} must have 1..${MAX_QUEUE_ID_LENGTH} characters, got ${id.length}: "${id.slice(0, 40)}…"`);
+    throw new InvalidArgumentError(
+      `a message ${what} must have 1..${MAX_QUEUE_ID_LENGTH} characters, got ${id.length}: "${id.slice(0, 40)}…"`,
+    );
   }
 }

@@ -54,7 +54,8 @@ export function bucketKey(partition: string, bucket: number): string {
 export function parseBucketKey(key: string): { partition: string; bucket: number } {
   const slash = key.lastIndexOf('/');
   const bucket = Number(key.slice(slash + 1).replace(/^bucket-/, ''));
-  if (!Number.isInteger(bucket)) throw new CorruptMetadataError(`"${key}" is not a bucket key ([partition/]bucket-<n>)`);
+  if (!Number.isInteger(bucket))
+    throw new CorruptMetadataError(`"${key}" is not a bucket key ([partition/]bucket-<n>)`);
   return { partition: slash < 0 ? '' : key.slice(0, slash), bucket };
 }
 
@@ -109,7 +110,13 @@ export function checkFence(consumerId: string, stored: BucketProgress | undefine
 
 /** Throws SplitFenceLostError when the bucket's progress of this run was written under a newer split fence than `next`'s. */
 function checkSplitFence(consumerId: string, stored: BucketProgress | undefined, next: BucketProgress): void {
-  if (stored?.splitFence === undefined || next.splitFence === undefined || stored.run !== next.run || stored.splitFence <= next.splitFence) return;
+  if (
+    stored?.splitFence === undefined ||
+    next.splitFence === undefined ||
+    stored.run !== next.run ||
+    stored.splitFence <= next.splitFence
+  )
+    return;
   throw new SplitFenceLostError(
     `consumer ${consumerId}: a newer delivery of this bucket (split fence ${stored.splitFence} > ${next.splitFence}) has recorded progress; this delivery was fenced off and records nothing`,
   );
@@ -156,7 +163,9 @@ export async function advanceBucketProgress(
       );
     }
   }
-  throw new ConsumerLeaseLostError(`consumer ${consumerId}: the progress of ${bucketKey(partition, bucket)} kept changing under this reader; another reader is delivering it`);
+  throw new ConsumerLeaseLostError(
+    `consumer ${consumerId}: the progress of ${bucketKey(partition, bucket)} kept changing under this reader; another reader is delivering it`,
+  );
 }
 
 /** Records that a bucket's split of `progress.snapshot` was delivered (its only writer is the bucket's reader). */
@@ -176,7 +185,12 @@ export async function writeBucketProgress(
  * delivered leave the map, the others move their `nextSnapshot` past what they delivered, and
  * `nextSnapshot` becomes the smallest undelivered position (never smaller than before).
  */
-export async function foldProgress(store: ObjectStore, tablePath: string, consumerId: string, state: ConsumerState): Promise<ConsumerState> {
+export async function foldProgress(
+  store: ObjectStore,
+  tablePath: string,
+  consumerId: string,
+  state: ConsumerState,
+): Promise<ConsumerState> {
   const buckets = { ...(state.buckets ?? {}) };
   const keys = Object.keys(buckets);
   const delivered = await Promise.all(
@@ -197,7 +211,11 @@ export async function foldProgress(store: ObjectStore, tablePath: string, consum
 }
 
 /** min(planned + 1, every pending bucket's nextSnapshot), and never below `current`. */
-export function nextSnapshotOf(current: number, planned: number | undefined, buckets: Record<string, { nextSnapshot: number }>): number {
+export function nextSnapshotOf(
+  current: number,
+  planned: number | undefined,
+  buckets: Record<string, { nextSnapshot: number }>,
+): number {
   let next = planned === undefined ? current : planned + 1;
   for (const b of Object.values(buckets)) next = Math.min(next, b.nextSnapshot);
   return Math.max(current, next);
@@ -218,7 +236,11 @@ export interface ConsumerLag {
 }
 
 /** The consumer's lag (after folding the latest reader progress, without writing it). */
-export async function consumerLag(table: Table, consumerId: string, now = Date.now()): Promise<ConsumerLag | undefined> {
+export async function consumerLag(
+  table: Table,
+  consumerId: string,
+  now = Date.now(),
+): Promise<ConsumerLag | undefined> {
   const c = await readConsumer(table.store, table.path, consumerId);
   if (!c) return undefined;
   const folded = await foldProgress(table.store, table.path, consumerId, c);

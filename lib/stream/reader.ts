@@ -69,15 +69,23 @@ export class SplitReader {
   constructor(private readonly opts: SplitReaderOptions) {
     const print = opts.log ?? ((line) => console.error(line));
     const prefix = `varve: consumer ${opts.consumerId} of ${opts.table.name}: `;
-    const line = (message: string, fields: Record<string, unknown>) => print(`${prefix}${message}${fields.error instanceof Error ? `: ${fields.error.message}` : ''}`);
+    const line = (message: string, fields: Record<string, unknown>) =>
+      print(`${prefix}${message}${fields.error instanceof Error ? `: ${fields.error.message}` : ''}`);
     this.log = { warn: line, error: line };
     this.table = opts.table;
     this.fences = new SplitFences(opts.table.store, opts.table.path, opts.consumerId, undefined, opts.now, true);
     this.holder = `${this.fences.processHolder}/reader-${randomUUID().slice(0, 8)}`;
     const queue = opts.queue;
     if (queue.deadLetter) {
-      const redrive = queue instanceof MemoryQueue ? 'redrive it (the local runtime: redriveDeadLetters(), or restart the consumer: planning starts again at its position)' : '`varve redrive <table> --queue split`';
-      this.deadLetterQueue = { name: 'the split queue\'s dead-letter queue', redrive, move: (s) => queue.deadLetter!(s as QueueMessage) };
+      const redrive =
+        queue instanceof MemoryQueue
+          ? 'redrive it (the local runtime: redriveDeadLetters(), or restart the consumer: planning starts again at its position)'
+          : '`varve redrive <table> --queue split`';
+      this.deadLetterQueue = {
+        name: "the split queue's dead-letter queue",
+        redrive,
+        move: (s) => queue.deadLetter!(s as QueueMessage),
+      };
     }
   }
 
@@ -89,7 +97,14 @@ export class SplitReader {
 
   /** Processes received messages: groups in parallel, each group in order, stopping at its first failure. */
   async process(messages: QueueMessage[]): Promise<PollResult> {
-    const result: PollResult = { received: messages.length, delivered: 0, duplicates: 0, stale: 0, deadLettered: 0, released: 0 };
+    const result: PollResult = {
+      received: messages.length,
+      delivered: 0,
+      duplicates: 0,
+      stale: 0,
+      deadLettered: 0,
+      released: 0,
+    };
     if (messages.length === 0) return result;
     const now = (this.opts.now ?? Date.now)();
     const limit = this.opts.fence?.sinkTimeoutMs;
@@ -113,7 +128,10 @@ export class SplitReader {
     for (const m of messages) groups.set(m.groupId, [...(groups.get(m.groupId) ?? []), m]);
     const failed = (await Promise.all([...groups.values()].map((g) => this.processGroup(batch, g, result)))).flat();
     if (batch.table.schema.id > this.table.schema.id) this.table = batch.table;
-    const retries = batch.retries(messages, failed.map((m) => m.messageId));
+    const retries = batch.retries(
+      messages,
+      failed.map((m) => m.messageId),
+    );
     // Fenced off: stop first, so that this reader's other loops receive nothing more.
     if (batch.leaseLost) this.opts.onLeaseLost?.(batch.leaseLost);
     const handles = new Map(failed.map((m) => [m.messageId, m.receiptHandle]));
@@ -145,7 +163,10 @@ export class SplitReader {
     } catch (e) {
       // Not acknowledged: they come back after their visibility timeout and are recognised as
       // duplicates by the bucket's progress.
-      this.log.warn(`acknowledging ${done.length} split(s) of group ${group[0].groupId} failed (${(e as Error).message}); they will be redelivered and skipped`, {});
+      this.log.warn(
+        `acknowledging ${done.length} split(s) of group ${group[0].groupId} failed (${(e as Error).message}); they will be redelivered and skipped`,
+        {},
+      );
     }
     return group.slice(failedAt);
   }

@@ -110,7 +110,13 @@ class CommitGroupBusyError extends VarveError {
  * A message that is not a commit batch goes back to the commit queue as it was (the commit
  * function then rejects it with its reason).
  */
-export async function redriveCommits(sqs: SQSClient, table: Table, dlqUrl: string, queueUrl: string, opts: CommitRedriveOptions = {}): Promise<CommitRedriveResult> {
+export async function redriveCommits(
+  sqs: SQSClient,
+  table: Table,
+  dlqUrl: string,
+  queueUrl: string,
+  opts: CommitRedriveOptions = {},
+): Promise<CommitRedriveResult> {
   const letters = await receiveAll(sqs, dlqUrl);
   const result: CommitRedriveResult = { from: dlqUrl, to: queueUrl, batches: [], held: 0 };
   if (letters.length === 0) return result;
@@ -121,23 +127,39 @@ export async function redriveCommits(sqs: SQSClient, table: Table, dlqUrl: strin
     for (const m of letters) {
       const done = await redriveOne(sqs, table, m, queueUrl, opts);
       result.batches.push(done);
-      if (done.outcome !== 'left') await sqs.send(new DeleteMessageCommand({ QueueUrl: dlqUrl, ReceiptHandle: m.ReceiptHandle! }));
+      if (done.outcome !== 'left')
+        await sqs.send(new DeleteMessageCommand({ QueueUrl: dlqUrl, ReceiptHandle: m.ReceiptHandle! }));
     }
   } finally {
     await group.release();
     // Dead letters not handled (an error above, or left on purpose) become visible again.
     const handled = new Set(result.batches.filter((b) => b.outcome !== 'left').map((b) => b.messageId));
-    await releaseMessages(sqs, dlqUrl, letters.filter((m) => !handled.has(m.MessageId!)));
+    await releaseMessages(
+      sqs,
+      dlqUrl,
+      letters.filter((m) => !handled.has(m.MessageId!)),
+    );
   }
   return result;
 }
 
-async function redriveOne(sqs: SQSClient, table: Table, m: Message, queueUrl: string, opts: CommitRedriveOptions): Promise<RedrivenBatch> {
+async function redriveOne(
+  sqs: SQSClient,
+  table: Table,
+  m: Message,
+  queueUrl: string,
+  opts: CommitRedriveOptions,
+): Promise<RedrivenBatch> {
   const message = await readDeadLetter(sqs, table, m, queueUrl);
   if ('outcome' in message) return message;
   const files = [...message.batch.newFiles, ...message.batch.changelogFiles];
   const writtenAt = Math.max(0, ...files.map((f) => f.file.creationTime));
-  const base = { messageId: m.MessageId!, commitIdentifier: message.commitIdentifier, writtenAt, skippedKeys: [] as string[] };
+  const base = {
+    messageId: m.MessageId!,
+    commitIdentifier: message.commitIdentifier,
+    writtenAt,
+    skippedKeys: [] as string[],
+  };
   let newer = new Set<string>();
   if (!opts.ignoreOrder) {
     const found = await newerKeys(table, message.batch, writtenAt);
@@ -173,16 +195,36 @@ async function redriveOne(sqs: SQSClient, table: Table, m: Message, queueUrl: st
 }
 
 /** The dead letter's commit message; a body that is none (or another table's) goes back to the commit queue as it is, and is reported so. */
-async function readDeadLetter(sqs: SQSClient, table: Table, m: Message, queueUrl: string): Promise<CommitMessage | RedrivenBatch> {
+async function readDeadLetter(
+  sqs: SQSClient,
+  table: Table,
+  m: Message,
+  queueUrl: string,
+): Promise<CommitMessage | RedrivenBatch> {
   try {
     const message = parseCommitMessage(m.Body ?? '');
-    if (message.table !== table.name) throw new InvalidArgumentError(`a commit message of ${message.table} in the commit DLQ of ${table.name}`);
+    if (message.table !== table.name)
+      throw new InvalidArgumentError(`a commit message of ${message.table} in the commit DLQ of ${table.name}`);
     return message;
   } catch (e) {
     await sqs.send(
-      new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: m.Body ?? '', MessageGroupId: queueId(table.name), MessageDeduplicationId: queueId(`redrive/${m.MessageId}`) }),
+      new SendMessageCommand({
+        QueueUrl: queueUrl,
+        MessageBody: m.Body ?? '',
+        MessageGroupId: queueId(table.name),
+        MessageDeduplicationId: queueId(`redrive/${m.MessageId}`),
+      }),
     );
-    return { messageId: m.MessageId!, commitIdentifier: '', writtenAt: 0, outcome: 'not-a-batch', committedRows: 0, skippedRows: 0, skippedKeys: [], reason: (e as Error).message };
+    return {
+      messageId: m.MessageId!,
+      commitIdentifier: '',
+      writtenAt: 0,
+      outcome: 'not-a-batch',
+      committedRows: 0,
+      skippedRows: 0,
+      skippedKeys: [],
+      reason: (e as Error).message,
+    };
   }
 }
 
@@ -218,7 +260,13 @@ async function newerKeys(table: Table, batch: CommitBatch, writtenAt: number): P
     }
     if (snapshot.commitKind !== 'APPEND') continue;
     for (const e of await readDeltaEntries(table.store, table.path, snapshot)) {
-      if (e.kind !== 'ADD' || e.file.level !== 0 || e.file.creationTime <= writtenAt || !buckets.has(`${e.partition}/${e.bucket}`)) continue;
+      if (
+        e.kind !== 'ADD' ||
+        e.file.level !== 0 ||
+        e.file.creationTime <= writtenAt ||
+        !buckets.has(`${e.partition}/${e.bucket}`)
+      )
+        continue;
       for (const k of keysOf(table, await readEntry(table, e))) keys.add(k);
     }
   }
@@ -228,7 +276,11 @@ async function newerKeys(table: Table, batch: CommitBatch, writtenAt: number): P
 }
 
 /** The batch without the rows whose key is in `skip`: itself when none is, else rewritten files. */
-async function withoutKeys(table: Table, batch: CommitBatch, skip: Set<string>): Promise<{ batch: CommitBatch; rows: number; skipped: number; keys: string[] }> {
+async function withoutKeys(
+  table: Table,
+  batch: CommitBatch,
+  skip: Set<string>,
+): Promise<{ batch: CommitBatch; rows: number; skipped: number; keys: string[] }> {
   const rowsOf = (files: FileChange[]) => files.reduce((n, f) => n + f.file.rowCount, 0);
   if (skip.size === 0) return { batch, rows: rowsOf(batch.newFiles), skipped: 0, keys: [] };
   const skippedKeys = new Set<string>();
@@ -250,7 +302,11 @@ async function withoutKeys(table: Table, batch: CommitBatch, skip: Set<string>):
         continue;
       }
       if (keep.length === 0) continue;
-      const sink = await openLevel0File(table, { partition: f.partition, bucket: f.bucket, totalBuckets: f.totalBuckets }, batch.newFiles.includes(f) ? 'data' : 'changelog');
+      const sink = await openLevel0File(
+        table,
+        { partition: f.partition, bucket: f.bucket, totalBuckets: f.totalBuckets },
+        batch.newFiles.includes(f) ? 'data' : 'changelog',
+      );
       await sink.add(takeRows(data, Uint32Array.from(keep)));
       const written = await sink.finish();
       // The order token of the batch stays that of its writer.
@@ -261,7 +317,12 @@ async function withoutKeys(table: Table, batch: CommitBatch, skip: Set<string>):
   const newFiles = await rewrite(batch.newFiles);
   const changelogFiles = await rewrite(batch.changelogFiles);
   // rowCount keeps the batch's sequence range (the kept rows keep their relative sequence numbers).
-  return { batch: { rowCount: batch.rowCount, newFiles, changelogFiles }, rows: rowsOf(newFiles), skipped, keys: [...skippedKeys].slice(0, 20) };
+  return {
+    batch: { rowCount: batch.rowCount, newFiles, changelogFiles },
+    rows: rowsOf(newFiles),
+    skipped,
+    keys: [...skippedKeys].slice(0, 20),
+  };
 }
 
 /** The primary key of every row of a data file, as JSON. */
@@ -280,7 +341,15 @@ async function deleteFiles(table: Table, files: FileChange[]): Promise<void> {
 async function receiveAll(sqs: SQSClient, url: string): Promise<Message[]> {
   const out: Message[] = [];
   for (;;) {
-    const r = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: SQS_MAX_BATCH, WaitTimeSeconds: 0, VisibilityTimeout: HOLD_SECONDS, MessageSystemAttributeNames: ['All'] }));
+    const r = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: url,
+        MaxNumberOfMessages: SQS_MAX_BATCH,
+        WaitTimeSeconds: 0,
+        VisibilityTimeout: HOLD_SECONDS,
+        MessageSystemAttributeNames: ['All'],
+      }),
+    );
     const messages = r.Messages ?? [];
     if (messages.length === 0) return out;
     out.push(...messages);
@@ -290,7 +359,12 @@ async function receiveAll(sqs: SQSClient, url: string): Promise<Message[]> {
 async function releaseMessages(sqs: SQSClient, url: string, messages: Message[]): Promise<void> {
   for (let i = 0; i < messages.length; i += SQS_MAX_BATCH) {
     const chunk = messages.slice(i, i + SQS_MAX_BATCH);
-    await sqs.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: url, Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })) }));
+    await sqs.send(
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: url,
+        Entries: chunk.map((m, k) => ({ Id: String(k), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })),
+      }),
+    );
   }
 }
 
@@ -309,7 +383,15 @@ function holdCommitGroup(sqs: SQSClient, url: string, groupId: string, opts: Com
       const until = Date.now() + (opts.groupWaitMs ?? GROUP_WAIT_MS);
       let barrierSent = false;
       for (;;) {
-        const r = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: SQS_MAX_BATCH, WaitTimeSeconds: 1, VisibilityTimeout: HOLD_SECONDS, MessageSystemAttributeNames: ['All'] }));
+        const r = await sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: url,
+            MaxNumberOfMessages: SQS_MAX_BATCH,
+            WaitTimeSeconds: 1,
+            VisibilityTimeout: HOLD_SECONDS,
+            MessageSystemAttributeNames: ['All'],
+          }),
+        );
         const mine = (r.Messages ?? []).filter((m) => m.Attributes?.MessageGroupId === groupId);
         const others = (r.Messages ?? []).filter((m) => m.Attributes?.MessageGroupId !== groupId);
         if (others.length > 0) await releaseMessages(sqs, url, others);
@@ -317,14 +399,29 @@ function holdCommitGroup(sqs: SQSClient, url: string, groupId: string, opts: Com
           held = mine;
           return mine.filter((m) => !isBarrier(m));
         }
-        if (Date.now() > until) throw new CommitGroupBusyError(`the commit queue's group ${groupId} stayed busy for ${Math.round((opts.groupWaitMs ?? GROUP_WAIT_MS) / 1000)} s (a commit function holds it): redrive again`);
-        const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
+        if (Date.now() > until)
+          throw new CommitGroupBusyError(
+            `the commit queue's group ${groupId} stayed busy for ${Math.round((opts.groupWaitMs ?? GROUP_WAIT_MS) / 1000)} s (a commit function holds it): redrive again`,
+          );
+        const a = await sqs.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: url,
+            AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+          }),
+        );
         const visible = Number(a.Attributes?.ApproximateNumberOfMessages ?? 0);
         const inFlight = Number(a.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
         if (visible === 0 && inFlight === 0 && !barrierSent) {
           // Nothing to hold: a message of our own takes the group (a commit function that got it
           // first rejects it as not a batch, and the next look finds the group free again).
-          await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: JSON.stringify({ varveRedriveBarrier: barrierId }), MessageGroupId: groupId, MessageDeduplicationId: queueId(barrierId) }));
+          await sqs.send(
+            new SendMessageCommand({
+              QueueUrl: url,
+              MessageBody: JSON.stringify({ varveRedriveBarrier: barrierId }),
+              MessageGroupId: groupId,
+              MessageDeduplicationId: queueId(barrierId),
+            }),
+          );
           barrierSent = true;
           continue;
         }
@@ -333,8 +430,18 @@ function holdCommitGroup(sqs: SQSClient, url: string, groupId: string, opts: Com
     },
     async release(): Promise<void> {
       const barrier = held.filter(isBarrier);
-      await releaseMessages(sqs, url, held.filter((m) => !isBarrier(m)));
-      if (barrier.length > 0) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: barrier.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+      await releaseMessages(
+        sqs,
+        url,
+        held.filter((m) => !isBarrier(m)),
+      );
+      if (barrier.length > 0)
+        await sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: url,
+            Entries: barrier.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+          }),
+        );
       held = [];
     },
   };

@@ -50,10 +50,14 @@ export interface RedriveResult {
 }
 
 /** The body to send back for `m` from the DLQ of `queue`, and the shape it had. */
-function normaliseDeadLetter(queue: RedriveQueue, m: Message): { shape: DeadLetterShape; body?: string; reason?: string } {
+function normaliseDeadLetter(
+  queue: RedriveQueue,
+  m: Message,
+): { shape: DeadLetterShape; body?: string; reason?: string } {
   const body = m.Body ?? '';
   if (queue !== 'ingest') return { shape: 'message', body };
-  if (m.MessageAttributes?.ERROR_CODE || m.MessageAttributes?.RULE_ARN || m.MessageAttributes?.TARGET_ARN) return { shape: 'eventbridge-failure', body };
+  if (m.MessageAttributes?.ERROR_CODE || m.MessageAttributes?.RULE_ARN || m.MessageAttributes?.TARGET_ARN)
+    return { shape: 'eventbridge-failure', body };
   let parsed: unknown;
   try {
     parsed = parseJsonText(body);
@@ -63,14 +67,20 @@ function normaliseDeadLetter(queue: RedriveQueue, m: Message): { shape: DeadLett
   const p = parsed as { requestContext?: unknown; requestPayload?: unknown };
   if (p && typeof p === 'object' && !Array.isArray(p) && p.requestContext && 'requestPayload' in p) {
     const payload = p.requestPayload as { 'detail-type'?: string } | undefined;
-    if (payload?.['detail-type'] === 'Object Created') return { shape: 'lambda-async-failure', body: JSON.stringify(payload) };
+    if (payload?.['detail-type'] === 'Object Created')
+      return { shape: 'lambda-async-failure', body: JSON.stringify(payload) };
     return { shape: 'unknown', reason: 'a Lambda failure record whose request is not an S3 Object Created event' };
   }
   return { shape: 'message', body };
 }
 
 /** The URL of the varve queue (`deadLetter`: its DLQ) of `table`, found by its tags. */
-export async function findVarveQueue(client: SQSClient, table: string, queue: RedriveQueue, opts: { consumer?: string; deadLetter: boolean }): Promise<string> {
+export async function findVarveQueue(
+  client: SQSClient,
+  table: string,
+  queue: RedriveQueue,
+  opts: { consumer?: string; deadLetter: boolean },
+): Promise<string> {
   const found: string[] = [];
   let NextToken: string | undefined;
   do {
@@ -87,18 +97,42 @@ export async function findVarveQueue(client: SQSClient, table: string, queue: Re
     NextToken = page.NextToken;
   } while (NextToken);
   const what = `the ${queue} ${opts.deadLetter ? 'dead-letter ' : ''}queue of ${table}${opts.consumer ? ` (consumer ${opts.consumer})` : ''}`;
-  if (found.length === 0) throw new InvalidArgumentError(`no SQS queue is tagged as ${what}: deploy with the varve constructs, or pass --dlq-url and --to-url`);
-  if (found.length > 1) throw new InvalidArgumentError(`${found.length} SQS queues are tagged as ${what}: name the consumer with --consumer, or pass --dlq-url and --to-url`);
+  if (found.length === 0)
+    throw new InvalidArgumentError(
+      `no SQS queue is tagged as ${what}: deploy with the varve constructs, or pass --dlq-url and --to-url`,
+    );
+  if (found.length > 1)
+    throw new InvalidArgumentError(
+      `${found.length} SQS queues are tagged as ${what}: name the consumer with --consumer, or pass --dlq-url and --to-url`,
+    );
   return found[0];
 }
 
 /** Moves every message of `dlqUrl` back to `toUrl` (see the file comment); a message is deleted from the DLQ only once sent. */
-export async function redrive(client: SQSClient, queue: RedriveQueue, dlqUrl: string, toUrl: string): Promise<RedriveResult> {
-  const result: RedriveResult = { from: dlqUrl, to: toUrl, moved: 0, byShape: { message: 0, 'lambda-async-failure': 0, 'eventbridge-failure': 0, unknown: 0 }, left: [] };
+export async function redrive(
+  client: SQSClient,
+  queue: RedriveQueue,
+  dlqUrl: string,
+  toUrl: string,
+): Promise<RedriveResult> {
+  const result: RedriveResult = {
+    from: dlqUrl,
+    to: toUrl,
+    moved: 0,
+    byShape: { message: 0, 'lambda-async-failure': 0, 'eventbridge-failure': 0, unknown: 0 },
+    left: [],
+  };
   const fifo = toUrl.endsWith('.fifo');
   for (;;) {
     const r = await client.send(
-      new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: SQS_MAX_BATCH, WaitTimeSeconds: 0, VisibilityTimeout: 300, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'] }),
+      new ReceiveMessageCommand({
+        QueueUrl: dlqUrl,
+        MaxNumberOfMessages: SQS_MAX_BATCH,
+        WaitTimeSeconds: 0,
+        VisibilityTimeout: 300,
+        MessageSystemAttributeNames: ['All'],
+        MessageAttributeNames: ['All'],
+      }),
     );
     const messages = r.Messages ?? [];
     if (messages.length === 0) return result;
@@ -116,12 +150,26 @@ export async function redrive(client: SQSClient, queue: RedriveQueue, dlqUrl: st
         Entries: back.map(({ m, body }, i) => ({
           Id: String(i),
           MessageBody: body,
-          ...(fifo ? { MessageGroupId: m.Attributes?.MessageGroupId ?? 'redrive', MessageDeduplicationId: queueId(`redrive/${m.MessageId}`) } : {}),
+          ...(fifo
+            ? {
+                MessageGroupId: m.Attributes?.MessageGroupId ?? 'redrive',
+                MessageDeduplicationId: queueId(`redrive/${m.MessageId}`),
+              }
+            : {}),
         })),
       }),
     );
-    if (sent.Failed?.length) throw new QueueRequestError(`SQS refused ${sent.Failed.length} redriven messages (they stay in ${dlqUrl}): ${sent.Failed.map((f) => f.Message).join('; ')}`, sent.Failed);
-    await client.send(new DeleteMessageBatchCommand({ QueueUrl: dlqUrl, Entries: back.map(({ m }, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+    if (sent.Failed?.length)
+      throw new QueueRequestError(
+        `SQS refused ${sent.Failed.length} redriven messages (they stay in ${dlqUrl}): ${sent.Failed.map((f) => f.Message).join('; ')}`,
+        sent.Failed,
+      );
+    await client.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: dlqUrl,
+        Entries: back.map(({ m }, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+      }),
+    );
     result.moved += back.length;
   }
 }

@@ -30,10 +30,15 @@ function describeSchemaChange(from: TableSchema, to: TableSchema): string[] {
       continue;
     }
     if (old.name !== f.name) out.push(`rename column ${old.name} to ${f.name}`);
-    if (formatType(old.type) !== formatType(f.type)) out.push(`change column ${f.name} from ${formatType(old.type)} to ${formatType(f.type)}`);
+    if (formatType(old.type) !== formatType(f.type))
+      out.push(`change column ${f.name} from ${formatType(old.type)} to ${formatType(f.type)}`);
     if ((old.description ?? '') !== (f.description ?? '')) out.push(`set the comment of column ${f.name}`);
   }
-  const kept = (s: TableSchema) => s.fields.filter((f) => before.has(f.id) && after.has(f.id)).map((f) => f.id).join(',');
+  const kept = (s: TableSchema) =>
+    s.fields
+      .filter((f) => before.has(f.id) && after.has(f.id))
+      .map((f) => f.id)
+      .join(',');
   if (kept(from) !== kept(to)) out.push('reorder columns');
   for (const [k, v] of Object.entries(to.options)) if (from.options[k] !== v) out.push(`set option ${k}=${v}`);
   for (const k of Object.keys(from.options)) if (!(k in to.options)) out.push(`reset option ${k}`);

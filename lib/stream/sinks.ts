@@ -26,7 +26,13 @@ export interface Change {
 export function changesOf(batch: ChangeBatch): Change[] {
   const rows = tableToRows(batch.data, batch.table.schema.fields);
   const kinds = kindsOf(batch.data);
-  return rows.map((row, i) => ({ snapshot: batch.snapshotId, kind: ROW_KIND_NAMES[kinds[i]], row, partition: batch.partition, bucket: batch.bucket }));
+  return rows.map((row, i) => ({
+    snapshot: batch.snapshotId,
+    kind: ROW_KIND_NAMES[kinds[i]],
+    row,
+    partition: batch.partition,
+    bucket: batch.bucket,
+  }));
 }
 
 /** A sink calling `fn` with each split's changes (an empty split is not passed on). */
@@ -94,7 +100,10 @@ export function rowsForTarget(target: Table, batch: ChangeBatch): { rows: Row[];
   const source = batch.table;
   const fields = target.schema.fields.map((f) => {
     const s = source.schema.fields.find((x) => x.name === f.name);
-    if (!s) throw new InvalidArgumentError(`column ${f.name} of the sink table ${target.name} is not a column of ${source.name}; the sink writes the source's columns by name`);
+    if (!s)
+      throw new InvalidArgumentError(
+        `column ${f.name} of the sink table ${target.name} is not a column of ${source.name}; the sink writes the source's columns by name`,
+      );
     return s;
   });
   return { rows: tableToRows(batch.data, fields), kinds: Array.from(kindsOf(batch.data)) as RowKindByte[] };

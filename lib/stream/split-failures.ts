@@ -89,7 +89,12 @@ export async function readSplitFailures(store: ObjectStore, key: string): Promis
 
 /** The record when it still counts `split`'s failures (same run and snapshot, not dead-lettered: a redrive starts a new count). */
 function countOf(record: SplitFailures | undefined, split: FailedSplit): SplitFailures | undefined {
-  return record !== undefined && record.run === split.run && record.snapshot === split.snapshotId && record.deadLettered !== true ? record : undefined;
+  return record !== undefined &&
+    record.run === split.run &&
+    record.snapshot === split.snapshotId &&
+    record.deadLettered !== true
+    ? record
+    : undefined;
 }
 
 /** Counts one own failure of the split (`run`, `snapshot`) of a bucket; returns its own failures so far. */
@@ -104,14 +109,35 @@ export async function recordSplitFailure(
   const key = splitFailuresKey(tablePath, consumerId, split.partition, split.bucket);
   // A record that cannot be read is replaced: the count starts again rather than the split stalling.
   const before = countOf(await readSplitFailures(store, key).catch(() => undefined), split);
-  const next: SplitFailures = { run: split.run, snapshot: split.snapshotId, failures: (before?.failures ?? 0) + 1, lastError: error.slice(0, 1000), updated: now };
+  const next: SplitFailures = {
+    run: split.run,
+    snapshot: split.snapshotId,
+    failures: (before?.failures ?? 0) + 1,
+    lastError: error.slice(0, 1000),
+    updated: now,
+  };
   await store.put(key, utf8(JSON.stringify(next)));
   return next.failures;
 }
 
 /** Marks the split's failure record: the reader moved the split to the dead-letter queue after `failures` own failures. */
-export async function markSplitDeadLettered(store: ObjectStore, tablePath: string, consumerId: string, split: FailedSplit, failures: number, error: string, now = Date.now()): Promise<void> {
-  const record: SplitFailures = { run: split.run, snapshot: split.snapshotId, failures, lastError: error.slice(0, 1000), updated: now, deadLettered: true };
+export async function markSplitDeadLettered(
+  store: ObjectStore,
+  tablePath: string,
+  consumerId: string,
+  split: FailedSplit,
+  failures: number,
+  error: string,
+  now = Date.now(),
+): Promise<void> {
+  const record: SplitFailures = {
+    run: split.run,
+    snapshot: split.snapshotId,
+    failures,
+    lastError: error.slice(0, 1000),
+    updated: now,
+    deadLettered: true,
+  };
   await store.put(splitFailuresKey(tablePath, consumerId, split.partition, split.bucket), utf8(JSON.stringify(record)));
 }
 
@@ -120,7 +146,13 @@ export async function markSplitDeadLettered(store: ObjectStore, tablePath: strin
  * moved to the dead-letter queue, newer than the bucket's last delivered snapshot (`delivered`)
  * and older than `split`. Undefined when its gap has another cause.
  */
-export async function deadLetteredAhead(store: ObjectStore, tablePath: string, consumerId: string, split: FailedSplit, delivered: number | undefined): Promise<SplitFailures | undefined> {
+export async function deadLetteredAhead(
+  store: ObjectStore,
+  tablePath: string,
+  consumerId: string,
+  split: FailedSplit,
+  delivered: number | undefined,
+): Promise<SplitFailures | undefined> {
   const r = await readSplitFailures(store, splitFailuresKey(tablePath, consumerId, split.partition, split.bucket));
   if (r?.deadLettered !== true || r.run !== split.run) return undefined;
   if (r.snapshot >= split.snapshotId || (delivered !== undefined && r.snapshot <= delivered)) return undefined;
@@ -148,13 +180,26 @@ export async function beginSplitAttempt(
       ? `the invocation that received it (receive ${before.attempt}) ended without an outcome: it crashed, ran out of memory or reached Lambda's timeout`
       : undefined;
   const failures = (before?.failures ?? 0) + (died ? 1 : 0);
-  const next: SplitFailures = { run: split.run, snapshot: split.snapshotId, failures, lastError: died ?? before?.lastError ?? '', updated: now, attempt: receiveCount };
+  const next: SplitFailures = {
+    run: split.run,
+    snapshot: split.snapshotId,
+    failures,
+    lastError: died ?? before?.lastError ?? '',
+    updated: now,
+    attempt: receiveCount,
+  };
   await store.put(key, utf8(JSON.stringify(next)));
   return { failures, ...(died ? { died } : {}) };
 }
 
 /** Ends the split's noted attempt without counting it (a retry that was not the split's own failure). */
-export async function endSplitAttempt(store: ObjectStore, tablePath: string, consumerId: string, split: FailedSplit, now = Date.now()): Promise<void> {
+export async function endSplitAttempt(
+  store: ObjectStore,
+  tablePath: string,
+  consumerId: string,
+  split: FailedSplit,
+  now = Date.now(),
+): Promise<void> {
   const key = splitFailuresKey(tablePath, consumerId, split.partition, split.bucket);
   const before = countOf(await readSplitFailures(store, key), split);
   if (before?.attempt === undefined) return;

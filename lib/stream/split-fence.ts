@@ -52,7 +52,10 @@ export function splitFenceKey(tablePath: string, consumerId: string, partition: 
 }
 
 /** A bucket's fence with its etag, or undefined. */
-export async function readSplitFence(store: ObjectStore, key: string): Promise<{ fence: SplitFence; etag: string } | undefined> {
+export async function readSplitFence(
+  store: ObjectStore,
+  key: string,
+): Promise<{ fence: SplitFence; etag: string } | undefined> {
   try {
     const obj = await store.get(key);
     return { fence: parseJsonObject(store, key, obj.body, SplitFenceSchema), etag: obj.etag };
@@ -94,7 +97,14 @@ export class SplitFences {
    * progress carries). While another holder's hold runs, waits for its release up to `waitUntil`
    * (epoch ms), then throws SplitFenceHeldError.
    */
-  async hold(partition: string, bucket: number, holder: string, until: number, floor = 0, waitUntil = 0): Promise<HeldFence> {
+  async hold(
+    partition: string,
+    bucket: number,
+    holder: string,
+    until: number,
+    floor = 0,
+    waitUntil = 0,
+  ): Promise<HeldFence> {
     const key = splitFenceKey(this.tablePath, this.consumerId, partition, bucket);
     let found = this.known.get(key);
     // A fence this process released is usually still as it left it: try it without a read first.
@@ -104,7 +114,11 @@ export class SplitFences {
       if (!trusted) found = await readSplitFence(this.store, key);
       trusted = false;
       const now = this.now();
-      const other = found && found.fence.expiresAt > now && !found.fence.holder.startsWith(`${this.processHolder}/`) && !holderGone(found.fence);
+      const other =
+        found &&
+        found.fence.expiresAt > now &&
+        !found.fence.holder.startsWith(`${this.processHolder}/`) &&
+        !holderGone(found.fence);
       if (other && now + pauseMs < waitUntil) {
         // The holder usually finishes soon (a redelivery of a split whose first delivery is about
         // to end): waiting here costs a few reads, failing costs the message a receive.
@@ -134,7 +148,11 @@ export class SplitFences {
         return { token: next.token, expiresAt: until };
       }
     }
-    throw new SplitFenceHeldError(`the fence of ${bucketKey(partition, bucket)} of consumer ${this.consumerId} kept changing while this reader took it; retried later`, 'unknown', 0);
+    throw new SplitFenceHeldError(
+      `the fence of ${bucketKey(partition, bucket)} of consumer ${this.consumerId} kept changing while this reader took it; retried later`,
+      'unknown',
+      0,
+    );
   }
 
   /** Throws SplitFenceLostError when this process's hold of the bucket (token) ran out. */
@@ -159,7 +177,9 @@ export class SplitFences {
 
   private async write(key: string, fence: SplitFence, etag: string | undefined): Promise<{ etag: string } | undefined> {
     try {
-      return etag === undefined ? await this.store.putIfAbsent(key, utf8(JSON.stringify(fence))) : await this.store.putIfMatch(key, utf8(JSON.stringify(fence)), etag);
+      return etag === undefined
+        ? await this.store.putIfAbsent(key, utf8(JSON.stringify(fence)))
+        : await this.store.putIfMatch(key, utf8(JSON.stringify(fence)), etag);
     } catch (e) {
       if (e instanceof ObjectNotFoundError) return undefined;
       throw e;

@@ -57,7 +57,12 @@ interface WireMessage {
 }
 
 /** DataFileMeta objects of a split message, checked by parseDataFileMeta. */
-const files = v.array(v.pipe(jsonObject, v.transform((f): DataFileMeta => parseDataFileMeta(f, 'a split message'))));
+const files = v.array(
+  v.pipe(
+    jsonObject,
+    v.transform((f): DataFileMeta => parseDataFileMeta(f, 'a split message')),
+  ),
+);
 
 const WireMessageSchema: JsonSchema<WireMessage> = v.looseObject({
   v: v.literal(1),
@@ -78,7 +83,13 @@ const WireMessageSchema: JsonSchema<WireMessage> = v.looseObject({
 });
 
 /** Key of the object holding a split's file list when it is sent by reference. */
-function splitRefKey(tablePath: string, consumerId: string, snapshotId: number, partition: string, bucket: number): string {
+function splitRefKey(
+  tablePath: string,
+  consumerId: string,
+  snapshotId: number,
+  partition: string,
+  bucket: number,
+): string {
   return `${splitRefPrefix(tablePath, consumerId, snapshotId)}${partition ? `${partition}/` : ''}bucket-${bucket}.json`;
 }
 
@@ -110,7 +121,10 @@ export async function encodeSplitMessage(
     const key = splitRefKey(m.tablePath, m.consumerId, m.snapshotId, m.partition, m.bucket);
     // Written before the message is sent: a reader never sees a reference to nothing.
     // An overwrite split's two lists go together: { files, beforeFiles }.
-    await store.put(key, utf8(JSON.stringify(m.beforeFiles === undefined ? m.files : { files: m.files, beforeFiles: m.beforeFiles })));
+    await store.put(
+      key,
+      utf8(JSON.stringify(m.beforeFiles === undefined ? m.files : { files: m.files, beforeFiles: m.beforeFiles })),
+    );
     delete wire.files;
     delete wire.beforeFiles;
     wire.filesRef = key;
@@ -144,11 +158,16 @@ export function parseSplitMessage(body: string): SplitEnvelope {
 export async function loadSplitMessage(store: ObjectStore, e: SplitEnvelope): Promise<SplitMessage> {
   const { filesRef, files, ...rest } = e;
   if (files !== undefined) return { ...rest, files };
-  const listed = (await readJsonFile(store, filesRef!, splitFileListSchema(jsonObject), { what: 'split file list' })).value;
+  const listed = (await readJsonFile(store, filesRef!, splitFileListSchema(jsonObject), { what: 'split file list' }))
+    .value;
   const what = `split file list ${objectLocation(store, filesRef!)}`;
   const metas = (list: unknown[]) => list.map((f) => parseDataFileMeta(f, what));
   if (Array.isArray(listed)) return { ...rest, files: metas(listed) };
-  return { ...rest, files: metas(listed.files), ...(listed.beforeFiles === undefined ? {} : { beforeFiles: metas(listed.beforeFiles) }) };
+  return {
+    ...rest,
+    files: metas(listed.files),
+    ...(listed.beforeFiles === undefined ? {} : { beforeFiles: metas(listed.beforeFiles) }),
+  };
 }
 
 /** Parses a split message body, fetching a by-reference file list. */
@@ -166,7 +185,13 @@ export function splitGroupId(table: string, partition: string, bucket: number): 
  * The run's first 8 characters are in it so that a consumer reset re-planning the same snapshot
  * within the deduplication window is not taken for a duplicate of the old run's message.
  */
-export function splitDedupId(consumerId: string, run: string, snapshotId: number, partition: string, bucket: number): string {
+export function splitDedupId(
+  consumerId: string,
+  run: string,
+  snapshotId: number,
+  partition: string,
+  bucket: number,
+): string {
   return queueId(`${consumerId}/${run.slice(0, 8)}/${snapshotId}/${partition}/${bucket}`);
 }
 

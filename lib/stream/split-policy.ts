@@ -166,7 +166,10 @@ export class SplitBatch {
   async deliver(split: ReceivedSplit): Promise<SplitOutcome> {
     try {
       // Received again: the attempt is noted first, so that a reader dying in it is counted.
-      return await this.delivery.deliver(split.body, split.receiveCount > 1 ? (m) => this.beginAttempt(split, m) : undefined);
+      return await this.delivery.deliver(
+        split.body,
+        split.receiveCount > 1 ? (m) => this.beginAttempt(split, m) : undefined,
+      );
     } catch (e) {
       this.errors.set(split.messageId, e);
       return this.failed(split, e);
@@ -191,13 +194,18 @@ export class SplitBatch {
     // Behind a split a reader dead-lettered, a split can only fail on the gap: it follows at once.
     const ahead = e instanceof SplitGapError ? await this.deadLetteredAhead(split, e) : undefined;
     if (ahead !== undefined) {
-      if (await this.moveToDeadLetter(split, `behind the dead-lettered split of snapshot ${ahead}`, e)) return 'dead-lettered';
+      if (await this.moveToDeadLetter(split, `behind the dead-lettered split of snapshot ${ahead}`, e))
+        return 'dead-lettered';
       throw e;
     }
     // A reader that died in it was counted when the attempt was noted.
     const failures = e instanceof SplitBudgetSpentError ? e.failures : await this.countOwnFailure(split, e);
     this.attempts.set(split.messageId, failures);
-    if (failures < this.budget || !(await this.moveToDeadLetter(split, `after failing on its own ${failures} times`, e))) throw e;
+    if (
+      failures < this.budget ||
+      !(await this.moveToDeadLetter(split, `after failing on its own ${failures} times`, e))
+    )
+      throw e;
     await this.markDeadLettered(split, failures, e);
     return 'dead-lettered';
   }
@@ -217,7 +225,8 @@ export class SplitBatch {
       heads.set(s.groupId, head);
       out.push({ messageId: s.messageId, delayMs: this.delayOf(head) });
     }
-    for (const f of splitFailureReasons(received, failed, this.errors, this.attempts)) this.opts.log.warn(failureLine(f, this.budget), { ...f });
+    for (const f of splitFailureReasons(received, failed, this.errors, this.attempts))
+      this.opts.log.warn(failureLine(f, this.budget), { ...f });
     return out;
   }
 
@@ -242,25 +251,41 @@ export class SplitBatch {
     try {
       r = await beginSplitAttempt(store, path, this.opts.consumerId, m, split.receiveCount, this.now());
     } catch (err) {
-      this.opts.log.warn("the split's attempt could not be noted: should this reader die in it, that is not counted", { messageId: split.messageId, error: err as Error });
+      this.opts.log.warn("the split's attempt could not be noted: should this reader die in it, that is not counted", {
+        messageId: split.messageId,
+        error: err as Error,
+      });
       return;
     }
     this.begun.add(split.messageId);
     if (r.died === undefined) return;
     this.attempts.set(split.messageId, r.failures);
-    this.opts.log.warn(`an invocation died in the split of snapshot ${m.snapshotId} bucket ${m.bucket}: ${r.died} (own failure ${r.failures}/${this.budget})`, {
-      messageId: split.messageId,
-      receiveCount: split.receiveCount,
-    });
+    this.opts.log.warn(
+      `an invocation died in the split of snapshot ${m.snapshotId} bucket ${m.bucket}: ${r.died} (own failure ${r.failures}/${this.budget})`,
+      {
+        messageId: split.messageId,
+        receiveCount: split.receiveCount,
+      },
+    );
     if (r.failures >= this.budget) throw new SplitBudgetSpentError(r.died, r.failures);
   }
 
   /** Counts an own failure durably; when that cannot be kept (an unreadable body, the store failing), the receive count stands in. */
   private async countOwnFailure(split: ReceivedSplit, e: unknown): Promise<number> {
     try {
-      return await recordSplitFailure(this.table.store, this.table.path, this.opts.consumerId, parseSplitMessage(split.body), errorText(e), this.now());
+      return await recordSplitFailure(
+        this.table.store,
+        this.table.path,
+        this.opts.consumerId,
+        parseSplitMessage(split.body),
+        errorText(e),
+        this.now(),
+      );
     } catch (err) {
-      this.opts.log.warn('the own failures of a split could not be counted; its receive count stands in', { messageId: split.messageId, error: err as Error });
+      this.opts.log.warn('the own failures of a split could not be counted; its receive count stands in', {
+        messageId: split.messageId,
+        error: err as Error,
+      });
       return split.receiveCount;
     }
   }
@@ -268,9 +293,20 @@ export class SplitBatch {
   /** The snapshot of the dead-lettered split a split with a gap waits on, or undefined (another cause, or unreadable). */
   private async deadLetteredAhead(split: ReceivedSplit, e: SplitGapError): Promise<number | undefined> {
     try {
-      return (await deadLetteredAhead(this.table.store, this.table.path, this.opts.consumerId, parseSplitMessage(split.body), e.delivered))?.snapshot;
+      return (
+        await deadLetteredAhead(
+          this.table.store,
+          this.table.path,
+          this.opts.consumerId,
+          parseSplitMessage(split.body),
+          e.delivered,
+        )
+      )?.snapshot;
     } catch (err) {
-      this.opts.log.warn('whether a dead-lettered split is ahead of this one could not be read; the gap counts as its own failure', { messageId: split.messageId, error: err as Error });
+      this.opts.log.warn(
+        'whether a dead-lettered split is ahead of this one could not be read; the gap counts as its own failure',
+        { messageId: split.messageId, error: err as Error },
+      );
       return undefined;
     }
   }
@@ -278,18 +314,38 @@ export class SplitBatch {
   /** Ends the split's noted attempt without a count (a failure that was not its own). */
   private async endAttempt(split: ReceivedSplit): Promise<void> {
     try {
-      await endSplitAttempt(this.table.store, this.table.path, this.opts.consumerId, parseSplitMessage(split.body), this.now());
+      await endSplitAttempt(
+        this.table.store,
+        this.table.path,
+        this.opts.consumerId,
+        parseSplitMessage(split.body),
+        this.now(),
+      );
     } catch (err) {
-      this.opts.log.warn("the split's noted attempt could not be ended: its next receive counts it as a reader that died", { messageId: split.messageId, error: err as Error });
+      this.opts.log.warn(
+        "the split's noted attempt could not be ended: its next receive counts it as a reader that died",
+        { messageId: split.messageId, error: err as Error },
+      );
     }
   }
 
   /** Marks the split dead-lettered in its failure record, so the splits of its bucket behind it follow it at once. */
   private async markDeadLettered(split: ReceivedSplit, failures: number, e: unknown): Promise<void> {
     try {
-      await markSplitDeadLettered(this.table.store, this.table.path, this.opts.consumerId, parseSplitMessage(split.body), failures, errorText(e), this.now());
+      await markSplitDeadLettered(
+        this.table.store,
+        this.table.path,
+        this.opts.consumerId,
+        parseSplitMessage(split.body),
+        failures,
+        errorText(e),
+        this.now(),
+      );
     } catch (err) {
-      this.opts.log.warn('the dead-lettered split could not be marked; the splits behind it each use up their own budget on the gap before following it', { messageId: split.messageId, error: err as Error });
+      this.opts.log.warn(
+        'the dead-lettered split could not be marked; the splits behind it each use up their own budget on the gap before following it',
+        { messageId: split.messageId, error: err as Error },
+      );
     }
   }
 
@@ -302,19 +358,28 @@ export class SplitBatch {
     const dlq = this.opts.deadLetterQueue;
     if (!dlq) {
       const none = this.opts.noDeadLetterQueue ?? 'its queue has no dead-letter queue a reader can move it to';
-      this.opts.log.error(`split ${split.messageId}${where} cannot go on (${why}) and ${none}: it stays failed until the queue's maxReceiveCount moves it`, { error: e as Error });
+      this.opts.log.error(
+        `split ${split.messageId}${where} cannot go on (${why}) and ${none}: it stays failed until the queue's maxReceiveCount moves it`,
+        { error: e as Error },
+      );
       return false;
     }
     try {
       await dlq.move(split);
     } catch (err) {
-      this.opts.log.error(`split ${split.messageId}${where} cannot go on (${why}), and moving it to the dead-letter queue failed: it stays failed`, { error: err as Error });
+      this.opts.log.error(
+        `split ${split.messageId}${where} cannot go on (${why}), and moving it to the dead-letter queue failed: it stays failed`,
+        { error: err as Error },
+      );
       return false;
     }
-    this.opts.log.error(`split ${split.messageId}${where} MOVED TO THE DEAD-LETTER QUEUE ${why} (last: ${errorText(e)}); its bucket stops at it: fix the cause, then ${dlq.redrive}`, {
-      messageId: split.messageId,
-      deadLetterQueue: dlq.name,
-    });
+    this.opts.log.error(
+      `split ${split.messageId}${where} MOVED TO THE DEAD-LETTER QUEUE ${why} (last: ${errorText(e)}); its bucket stops at it: fix the cause, then ${dlq.redrive}`,
+      {
+        messageId: split.messageId,
+        deadLetterQueue: dlq.name,
+      },
+    );
     return true;
   }
 }
@@ -380,7 +445,9 @@ function whereOf(s: ReceivedSplit): Partial<SplitFailureReason> {
 /** ` (snapshot N, bucket [p/]b)`, or nothing for an unreadable body (moved as it is). */
 function describeAt(s: ReceivedSplit): string {
   const w = whereOf(s);
-  return w.snapshot === undefined ? '' : ` (snapshot ${w.snapshot}, bucket ${w.partition ? `${w.partition}/` : ''}${w.bucket})`;
+  return w.snapshot === undefined
+    ? ''
+    : ` (snapshot ${w.snapshot}, bucket ${w.partition ? `${w.partition}/` : ''}${w.bucket})`;
 }
 
 function errorText(e: unknown): string {

@@ -57,5 +57,9 @@ export function splitWindow(input: SplitWindowInput): SplitWindow {
   const margin = Math.min(5000, Math.max(200, window / 10));
   // The hold outlasts the reader by the clock skew another reader may have.
   const holdUntil = (readerEnd ?? now + window) + CLOCK_SKEW_MS;
-  return { sinkDeadline: now + window - margin, holdUntil, lateCallsUntil: readerEnd === undefined ? holdUntil : undefined };
+  return {
+    sinkDeadline: now + window - margin,
+    holdUntil,
+    lateCallsUntil: readerEnd === undefined ? holdUntil : undefined,
+  };
 }

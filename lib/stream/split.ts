@@ -46,10 +46,16 @@ export function splitsOf(snapshotId: number, kind: SplitKind, entries: readonly 
     if (e.kind !== 'ADD') continue;
     const id = `${e.partition}\u0000${e.bucket}`;
     let s = byBucket.get(id);
-    if (!s) byBucket.set(id, (s = { snapshotId, partition: e.partition, bucket: e.bucket, totalBuckets: e.totalBuckets, kind, files: [] }));
+    if (!s)
+      byBucket.set(
+        id,
+        (s = { snapshotId, partition: e.partition, bucket: e.bucket, totalBuckets: e.totalBuckets, kind, files: [] }),
+      );
     s.files.push(e.file);
   }
-  return [...byBucket.values()].sort((a, b) => (a.partition < b.partition ? -1 : a.partition > b.partition ? 1 : a.bucket - b.bucket));
+  return [...byBucket.values()].sort((a, b) =>
+    a.partition < b.partition ? -1 : a.partition > b.partition ? 1 : a.bucket - b.bucket,
+  );
 }
 
 /** A short readable name of a split, for logs and errors. */
@@ -73,7 +79,13 @@ export async function readSplit(table: Table, split: Split): Promise<arrow.Table
     return diffStates(table, before, after);
   }
   if (split.files.length === 0) return emptyTable(schema);
-  const entries = split.files.map((file) => ({ kind: 'ADD' as const, partition: split.partition, bucket: split.bucket, totalBuckets: split.totalBuckets, file }));
+  const entries = split.files.map((file) => ({
+    kind: 'ADD' as const,
+    partition: split.partition,
+    bucket: split.bucket,
+    totalBuckets: split.totalBuckets,
+    file,
+  }));
   if (split.kind === 'full') {
     const merged = await mergeBuckets(table, entries, true);
     if (merged.length === 0) return emptyTable(schema);
@@ -82,10 +94,16 @@ export async function readSplit(table: Table, split: Split): Promise<arrow.Table
     return singleBatch(new arrow.Table(merged.flatMap((t) => t.batches)));
   }
   // Files in sequence order; a file's rows are read whole, in file order.
-  const files = [...entries].sort((a, b) => a.file.minSequenceNumber - b.file.minSequenceNumber || a.file.maxSequenceNumber - b.file.maxSequenceNumber);
+  const files = [...entries].sort(
+    (a, b) =>
+      a.file.minSequenceNumber - b.file.minSequenceNumber || a.file.maxSequenceNumber - b.file.maxSequenceNumber,
+  );
   const tables = await Promise.all(files.map((e) => readEntry(table, e).then(singleBatch)));
   if (tables.every((t) => t.numRows === 0)) return emptyTable(schema);
-  return orderBySequence(tables, files.map((e) => e.file.sequenceBase));
+  return orderBySequence(
+    tables,
+    files.map((e) => e.file.sequenceBase),
+  );
 }
 
 /**
@@ -205,7 +223,9 @@ function sameValue(type: DataType, x: Value, y: Value): boolean {
 }
 
 function stableJson(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x instanceof Uint8Array ? Array.from(x) : x));
+  return JSON.stringify(v, (_k, x: unknown) =>
+    typeof x === 'bigint' ? `${x}n` : x instanceof Uint8Array ? Array.from(x) : x,
+  );
 }
 
 /** Row kinds of a split's rows (a view of the `_VALUE_KIND` column of a single-batch table). */

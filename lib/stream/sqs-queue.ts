@@ -20,7 +20,15 @@ import {
 import * as v from 'valibot';
 import { InvalidArgumentError, VarveError } from '../errors.js';
 import { parseJsonFile } from '../json.js';
-import { MAX_QUEUE_ID_LENGTH, type QueueDepth, type QueueMessage, type ReceiveOptions, type SendRequest, type SendResult, type SplitQueue } from './split-queue.js';
+import {
+  MAX_QUEUE_ID_LENGTH,
+  type QueueDepth,
+  type QueueMessage,
+  type ReceiveOptions,
+  type SendRequest,
+  type SendResult,
+  type SplitQueue,
+} from './split-queue.js';
 import { decorateAwsClient } from '../store/client-decorator.js';
 
 /** SQS's limit on the entries of one batch call. */
@@ -114,7 +122,12 @@ export class SqsSplitQueue implements SplitQueue {
         MaxNumberOfMessages: Math.max(1, Math.min(SQS_MAX_BATCH, opts.maxMessages ?? SQS_MAX_BATCH)),
         WaitTimeSeconds: Math.min(MAX_WAIT_SECONDS, Math.ceil((opts.waitMs ?? 0) / 1000)),
         VisibilityTimeout: opts.visibilityMs === undefined ? undefined : visibilitySeconds(opts.visibilityMs),
-        MessageSystemAttributeNames: ['ApproximateReceiveCount', 'SentTimestamp', 'MessageGroupId', 'MessageDeduplicationId'],
+        MessageSystemAttributeNames: [
+          'ApproximateReceiveCount',
+          'SentTimestamp',
+          'MessageGroupId',
+          'MessageDeduplicationId',
+        ],
       }),
     );
     return (r.Messages ?? []).map(queueMessageOf);
@@ -124,7 +137,10 @@ export class SqsSplitQueue implements SplitQueue {
     for (let i = 0; i < receiptHandles.length; i += SQS_MAX_BATCH) {
       const chunk = receiptHandles.slice(i, i + SQS_MAX_BATCH);
       const r = await this.client.send(
-        new DeleteMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: chunk.map((h, k) => ({ Id: String(k), ReceiptHandle: h })) }),
+        new DeleteMessageBatchCommand({
+          QueueUrl: this.queueUrl,
+          Entries: chunk.map((h, k) => ({ Id: String(k), ReceiptHandle: h })),
+        }),
       );
       // A stale receipt deletes nothing (the message came back and belongs to its new receiver).
       const failed = (r.Failed ?? []).filter((f) => !STALE_RECEIPT.has(f.Code ?? ''));
@@ -140,7 +156,11 @@ export class SqsSplitQueue implements SplitQueue {
   async release(receiptHandle: string, delayMs = 0): Promise<void> {
     try {
       await this.client.send(
-        new ChangeMessageVisibilityCommand({ QueueUrl: this.queueUrl, ReceiptHandle: receiptHandle, VisibilityTimeout: visibilitySeconds(delayMs) }),
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: this.queueUrl,
+          ReceiptHandle: receiptHandle,
+          VisibilityTimeout: visibilitySeconds(delayMs),
+        }),
       );
     } catch (e) {
       if (!STALE_RECEIPT.has((e as Error).name)) throw e;
@@ -149,13 +169,19 @@ export class SqsSplitQueue implements SplitQueue {
 
   async deadLetter(message: QueueMessage): Promise<void> {
     const dlq = await (this.deadLetterUrl ??= this.findDeadLetterQueue());
-    if (!dlq) throw new InvalidArgumentError(`split queue ${this.queueUrl} has no dead-letter queue (RedrivePolicy); message ${message.messageId} stays in it`);
+    if (!dlq)
+      throw new InvalidArgumentError(
+        `split queue ${this.queueUrl} has no dead-letter queue (RedrivePolicy); message ${message.messageId} stays in it`,
+      );
     await sendToDeadLetterQueue(this.client, dlq, message);
     await this.ack([message.receiptHandle]);
   }
 
   async depth(): Promise<QueueDepth> {
-    const attrs = await this.attributes(this.queueUrl, ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible']);
+    const attrs = await this.attributes(this.queueUrl, [
+      'ApproximateNumberOfMessages',
+      'ApproximateNumberOfMessagesNotVisible',
+    ]);
     const dlq = await (this.deadLetterUrl ??= this.findDeadLetterQueue());
     const dead = dlq ? await this.attributes(dlq, ['ApproximateNumberOfMessages']) : {};
     return {
@@ -165,7 +191,10 @@ export class SqsSplitQueue implements SplitQueue {
     };
   }
 
-  private async attributes(url: string, names: Array<'ApproximateNumberOfMessages' | 'ApproximateNumberOfMessagesNotVisible' | 'RedrivePolicy'>): Promise<Record<string, string>> {
+  private async attributes(
+    url: string,
+    names: Array<'ApproximateNumberOfMessages' | 'ApproximateNumberOfMessagesNotVisible' | 'RedrivePolicy'>,
+  ): Promise<Record<string, string>> {
     const r = await this.client.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: names }));
     return r.Attributes ?? {};
   }
@@ -174,7 +203,9 @@ export class SqsSplitQueue implements SplitQueue {
   private async findDeadLetterQueue(): Promise<string | undefined> {
     const policy = (await this.attributes(this.queueUrl, ['RedrivePolicy'])).RedrivePolicy;
     if (!policy) return undefined;
-    const arn = parseJsonFile(policy, RedrivePolicySchema, `the RedrivePolicy attribute of ${this.queueUrl}`, { fix: 'set the redrive policy of the queue again' }).deadLetterTargetArn;
+    const arn = parseJsonFile(policy, RedrivePolicySchema, `the RedrivePolicy attribute of ${this.queueUrl}`, {
+      fix: 'set the redrive policy of the queue again',
+    }).deadLetterTargetArn;
     // arn:aws:sqs:<region>:<account>:<name>
     const parts = arn?.split(':') ?? [];
     if (parts.length < 6) return undefined;
@@ -187,8 +218,19 @@ export class SqsSplitQueue implements SplitQueue {
  * Sends a received message to the FIFO dead-letter queue `url` with its group and deduplication
  * id, so that a redrive brings it back in order (the caller then deletes it from its queue).
  */
-export async function sendToDeadLetterQueue(client: SQSClient, url: string, m: Pick<QueueMessage, 'messageId' | 'groupId' | 'body' | 'dedupId'>): Promise<void> {
-  await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: m.body, MessageGroupId: m.groupId, MessageDeduplicationId: m.dedupId ?? m.messageId }));
+export async function sendToDeadLetterQueue(
+  client: SQSClient,
+  url: string,
+  m: Pick<QueueMessage, 'messageId' | 'groupId' | 'body' | 'dedupId'>,
+): Promise<void> {
+  await client.send(
+    new SendMessageCommand({
+      QueueUrl: url,
+      MessageBody: m.body,
+      MessageGroupId: m.groupId,
+      MessageDeduplicationId: m.dedupId ?? m.messageId,
+    }),
+  );
 }
 
 /** SQS's RedrivePolicy queue attribute (JSON text). */
@@ -233,7 +275,9 @@ function visibilitySeconds(ms: number): number {
 
 function checkId(what: string, id: string): string {
   if (id.length === 0 || id.length > MAX_QUEUE_ID_LENGTH) {
-    throw new InvalidArgumentError(`a message ${what} must have 1..${MAX_QUEUE_ID_LENGTH} characters, got ${id.length}: "${id.slice(0, 40)}…"`);
+    throw new InvalidArgumentError(
+      `a message ${what} must have 1..${MAX_QUEUE_ID_LENGTH} characters, got ${id.length}: "${id.slice(0, 40)}…"`,
+    );
   }
   return id;
 }

@@ -46,11 +46,21 @@ export function resolveStreamOptions(table: Table, overrides: StreamOptions = {}
   const tag = overrides.tag ?? o.scanTagName;
   const timestampMillis = overrides.timestampMillis ?? o.scanTimestampMillis;
   const resolved = mode === 'full' ? 'latest-full' : mode; // Paimon's deprecated alias
-  if ((resolved === 'from-snapshot' || resolved === 'from-snapshot-full') && snapshotId === undefined && tag === undefined) {
-    throw new OptionError(`scan.mode ${resolved} needs scan.snapshot-id (a snapshot id ≥ 1) or scan.tag-name`, 'scan.snapshot-id');
+  if (
+    (resolved === 'from-snapshot' || resolved === 'from-snapshot-full') &&
+    snapshotId === undefined &&
+    tag === undefined
+  ) {
+    throw new OptionError(
+      `scan.mode ${resolved} needs scan.snapshot-id (a snapshot id ≥ 1) or scan.tag-name`,
+      'scan.snapshot-id',
+    );
   }
   if (resolved === 'from-timestamp' && timestampMillis === undefined) {
-    throw new OptionError('scan.mode from-timestamp needs scan.timestamp-millis (epoch milliseconds)', 'scan.timestamp-millis');
+    throw new OptionError(
+      'scan.mode from-timestamp needs scan.timestamp-millis (epoch milliseconds)',
+      'scan.timestamp-millis',
+    );
   }
   return {
     mode: resolved,

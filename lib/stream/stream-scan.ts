@@ -65,7 +65,10 @@ export async function resolveStart(table: Table, opts: ResolvedStreamOptions): P
     case 'earliest': {
       // The oldest changes still readable: the first long-lived changelog, else the earliest snapshot.
       const earliest = await sm.earliestId();
-      const kept = earliest === undefined ? undefined : (await listChangelogIds(table.store, table.path)).find((c) => c < earliest);
+      const kept =
+        earliest === undefined
+          ? undefined
+          : (await listChangelogIds(table.store, table.path)).find((c) => c < earliest);
       return { snapshotId: kept ?? earliest ?? 1, full: false };
     }
     case 'compacted-full': {
@@ -99,7 +102,11 @@ export async function resolveStart(table: Table, opts: ResolvedStreamOptions): P
         );
       }
       // Accepted (skip-to-earliest), never silently: the expired snapshots may have held changes after ts.
-      return { snapshotId: earliest.id, full: false, ...(earliest.id > 1 ? { skipped: { from: 1, to: earliest.id } } : {}) };
+      return {
+        snapshotId: earliest.id,
+        full: false,
+        ...(earliest.id > 1 ? { skipped: { from: 1, to: earliest.id } } : {}),
+      };
     }
   }
 }
@@ -119,7 +126,13 @@ async function latestCompacted(table: Table): Promise<number | undefined> {
  * (`full` false) when its long-lived changelog is kept; for an expired one a
  * SnapshotExpiredError naming the lost range, or the next readable one under `skip-to-earliest`.
  */
-async function checkNotExpired(table: Table, id: number, opts: Pick<ResolvedStreamOptions, 'onExpired'>, what = 'its changes', full = false): Promise<number> {
+async function checkNotExpired(
+  table: Table,
+  id: number,
+  opts: Pick<ResolvedStreamOptions, 'onExpired'>,
+  what = 'its changes',
+  full = false,
+): Promise<number> {
   const earliest = await table.snapshots.earliestId();
   if (earliest !== undefined && id < earliest) {
     if (!full && (await tryReadChangelog(table.store, table.path, id)) !== undefined) return id;
@@ -149,7 +162,9 @@ export async function readForPlan(
   opts: Pick<ResolvedStreamOptions, 'onExpired'>,
   full = false,
 ): Promise<Snapshot | { skipTo: number } | undefined> {
-  const snapshot = full ? await table.snapshots.tryRead(id) : await snapshotOrChangelog(table.snapshots, table.store, table.path, id);
+  const snapshot = full
+    ? await table.snapshots.tryRead(id)
+    : await snapshotOrChangelog(table.snapshots, table.store, table.path, id);
   if (snapshot !== undefined) return snapshot;
   const earliest = await table.snapshots.earliestId();
   if (earliest === undefined || id >= earliest) return undefined; // not visible yet
@@ -193,11 +208,21 @@ export async function planFollowUp(table: Table, snapshot: Snapshot): Promise<Sp
       // Paimon's DeltaFollowUpScanner (changelog-producer none): only APPEND snapshots; a COMPACT
       // one rewrites files without changing a row.
       const delta = await readDeltaEntries(table.store, table.path, snapshot);
-      return withSchemaId(splitsOf(snapshot.id, 'delta', delta.filter((e) => e.kind === 'ADD' && e.file.level === 0)), snapshot);
+      return withSchemaId(
+        splitsOf(
+          snapshot.id,
+          'delta',
+          delta.filter((e) => e.kind === 'ADD' && e.file.level === 0),
+        ),
+        snapshot,
+      );
     }
     case 'changelog':
       // Paimon's ChangelogFollowUpScanner: any snapshot with changelog files, APPEND or COMPACT.
-      return withSchemaId(splitsOf(snapshot.id, 'changelog', await readChangelogFiles(table.store, table.path, snapshot)), snapshot);
+      return withSchemaId(
+        splitsOf(snapshot.id, 'changelog', await readChangelogFiles(table.store, table.path, snapshot)),
+        snapshot,
+      );
     case 'none':
       return [];
   }
@@ -225,7 +250,9 @@ async function planOverwrite(table: Table, snapshot: Snapshot): Promise<Split[]>
     if (s) s.beforeFiles = b.files;
     else byBucket.set(key, { ...b, files: [], beforeFiles: b.files });
   }
-  const splits = [...byBucket.values()].sort((a, b) => (a.partition < b.partition ? -1 : a.partition > b.partition ? 1 : a.bucket - b.bucket));
+  const splits = [...byBucket.values()].sort((a, b) =>
+    a.partition < b.partition ? -1 : a.partition > b.partition ? 1 : a.bucket - b.bucket,
+  );
   return withSchemaId(splits, snapshot);
 }
 
@@ -251,10 +278,7 @@ export class StreamScan {
   /** Expired snapshots skipped and not yet reported with a plan. */
   private skipped?: { from: number; to: number };
 
-  constructor(
-    table: Table,
-    opts: StreamOptions & { consumerId?: string } = {},
-  ) {
+  constructor(table: Table, opts: StreamOptions & { consumerId?: string } = {}) {
     this.current = table;
     this.options = resolveStreamOptions(table, opts);
     this.consumerId = opts.consumerId;
@@ -303,14 +327,21 @@ export class StreamScan {
         this.current = this.current.withSchema(schema);
       }
       this.planned = true;
-      const overwriteSkipped = !this.full && snapshot.commitKind === 'OVERWRITE' && !streamsOverwrite(this.table, snapshot);
+      const overwriteSkipped =
+        !this.full && snapshot.commitKind === 'OVERWRITE' && !streamsOverwrite(this.table, snapshot);
       const splits = this.full ? await planFull(this.table, snapshot) : await planFollowUp(this.table, snapshot);
       this.full = false;
       this.next = id + 1;
       const skipped = this.skipped;
       if (splits.length > 0 || schemaChange || overwriteSkipped || skipped) {
         this.skipped = undefined;
-        return { snapshot, splits, ...(schemaChange ? { schemaChange } : {}), ...(overwriteSkipped ? { overwriteSkipped } : {}), ...(skipped ? { skipped } : {}) };
+        return {
+          snapshot,
+          splits,
+          ...(schemaChange ? { schemaChange } : {}),
+          ...(overwriteSkipped ? { overwriteSkipped } : {}),
+          ...(skipped ? { skipped } : {}),
+        };
       }
     }
   }
@@ -320,7 +351,13 @@ export class StreamScan {
       const c = await readConsumer(this.table.store, this.table.path, this.consumerId);
       if (c) {
         const full = c.fullSnapshot === c.nextSnapshot;
-        const snapshotId = await checkNotExpired(this.table, c.nextSnapshot, this.options, full ? 'its full state' : 'its changes', full);
+        const snapshotId = await checkNotExpired(
+          this.table,
+          c.nextSnapshot,
+          this.options,
+          full ? 'its full state' : 'its changes',
+          full,
+        );
         if (snapshotId > c.nextSnapshot) this.skipped = { from: c.nextSnapshot, to: snapshotId };
         return { snapshotId, full };
       }

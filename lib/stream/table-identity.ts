@@ -33,7 +33,10 @@ export async function tableIdentity(table: Table): Promise<string> {
     obj = await table.store.get(key);
   } catch (e) {
     if (!(e instanceof ObjectNotFoundError)) throw e;
-    throw new TableNotFoundError(table.name, `table ${table.name} was dropped while it was being read; the reader stops (nothing is written into the dropped table)`);
+    throw new TableNotFoundError(
+      table.name,
+      `table ${table.name} was dropped while it was being read; the reader stops (nothing is written into the dropped table)`,
+    );
   }
   const uuid = deserializeSchema(fromUtf8(obj.body), `schema file ${objectLocation(table.store, key)}`).tableUuid;
   return uuid ?? `schema-0@${obj.etag}`;

@@ -46,7 +46,9 @@ class AlterAction implements CommitAction {
     const current = await this.table.latest();
     const next = applySchemaChanges(current.schema, this.changes, this.now ?? Date.now());
     if (!(await createSchemaFile(this.table.store, this.table.path, next))) {
-      throw new CommitConflictError(`${this.table.name}: another alter created schema ${next.id} first; the changes are applied again on top of it`);
+      throw new CommitConflictError(
+        `${this.table.name}: another alter created schema ${next.id} first; the changes are applied again on top of it`,
+      );
     }
     const changes: CommitRequest = {
       commitUser: 'varve-alter',
@@ -57,7 +59,11 @@ class AlterAction implements CommitAction {
       allowEmpty: true,
       properties: { [SCHEMA_CHANGE_PROPERTY]: String(next.id) },
     };
-    this.planned = { schema: next, view: this.table.withSchema(next), plan: { changes, requirements: { schemaId: next.id } } };
+    this.planned = {
+      schema: next,
+      view: this.table.withSchema(next),
+      plan: { changes, requirements: { schemaId: next.id } },
+    };
     return this.planned.plan;
   }
 
@@ -72,7 +78,11 @@ class AlterAction implements CommitAction {
  * commit loop, hooks included). A concurrent alter that took the next schema id first makes this
  * one re-apply its changes on top of it (or fail when they no longer apply).
  */
-export async function alterTable(table: Table, changes: readonly SchemaChange[], opts: { now?: number } = {}): Promise<AlterResult> {
+export async function alterTable(
+  table: Table,
+  changes: readonly SchemaChange[],
+  opts: { now?: number } = {},
+): Promise<AlterResult> {
   const action = new AlterAction(table, changes, opts.now);
   try {
     const result = await commitToTable(table, action);
@@ -80,7 +90,8 @@ export async function alterTable(table: Table, changes: readonly SchemaChange[],
     return { schema, table: view, snapshot: result.snapshot };
   } catch (e) {
     // A later alter's snapshot landed first: it records a schema that includes this change.
-    if (e instanceof SchemaChangedError && action.planned) return { schema: action.planned.schema, table: action.planned.view };
+    if (e instanceof SchemaChangedError && action.planned)
+      return { schema: action.planned.schema, table: action.planned.view };
     throw e;
   }
 }

@@ -45,7 +45,11 @@ export interface AppendCommitted {
 export type AfterAppend = (committed: AppendCommitted) => Promise<void>;
 
 /** Commits `batches` as one APPEND snapshot of `table` (an `append` action of the one loop, hooks included). */
-export async function commitAppend(table: Table, batches: readonly CommitBatch[], spec: AppendSpec): Promise<AppendCommitted> {
+export async function commitAppend(
+  table: Table,
+  batches: readonly CommitBatch[],
+  spec: AppendSpec,
+): Promise<AppendCommitted> {
   const started = performance.now();
   const action = requestAction(
     {
@@ -82,7 +86,9 @@ export function touchedBy(batches: readonly CommitBatch[]): TouchedBucket[] {
 
 /** The object keys of the batches' data and changelog files. */
 export function batchFileKeys(table: Table, batches: readonly CommitBatch[]): string[] {
-  return batches.flatMap((b) => [...b.newFiles, ...b.changelogFiles].map((c) => dataFileKey(table.path, c.partition, c.bucket, c.file.fileName)));
+  return batches.flatMap((b) =>
+    [...b.newFiles, ...b.changelogFiles].map((c) => dataFileKey(table.path, c.partition, c.bucket, c.file.fileName)),
+  );
 }
 
 /** Deletes the files of batches that no snapshot references (a retry whose commit had already landed). */

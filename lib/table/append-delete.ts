@@ -22,46 +22,63 @@ import type { CommitResult } from './writer.js';
  * removed. A `rewrite` action of the commit loop: a compaction or another rewrite that removed one
  * of the files first makes it plan again on the latest snapshot.
  */
-export async function deleteWhereAppend(table: Table, where: string | Predicate, opts: { commitUser?: string; commitIdentifier?: string }): Promise<CommitResult> {
+export async function deleteWhereAppend(
+  table: Table,
+  where: string | Predicate,
+  opts: { commitUser?: string; commitIdentifier?: string },
+): Promise<CommitResult> {
   let removed = 0;
-  const done = await commitRewrite(table, { commitUser: opts.commitUser ?? 'delete', commitIdentifier: opts.commitIdentifier }, async (base) => {
-    removed = 0;
-    if (base === undefined) return undefined;
-    const t = await table.latest();
-    const predicate = toPredicate(where, t.schema.fields);
-    // Partitions the predicate rules out are not read (the same pruning as a read).
-    const { entries } = await planRead(t, base, { where: predicate });
-    const engine = mergeEngineFor(mergeConfigFromOptions(t.options, t.schema.primaryKeys));
-    const rewrite = new FileRewrite(t);
-    try {
-      await runLimited(
-        entries.map((e) => async () => {
-          // Through the current schema, with absolute sequence numbers (written back with base 0).
-          const rows = mergeSortedRuns([{ table: await readEntry(t, e), sequenceBase: e.file.sequenceBase }], {
-            schema: t.schema,
-            keyColumns: [],
-            engine,
-            dropDeletes: false,
-            keepKinds: true,
-          });
-          const matches = predicateMatches(rows, predicate, t.schema.fields);
-          if (matches.length === 0) return;
-          const keep = complement(matches, rows.numRows);
-          removed += matches.length;
-          rewrite.remove(e);
-          await rewrite.add({ partition: e.partition, bucket: e.bucket, totalBuckets: e.totalBuckets, level: 0 }, takeRows(rows, keep), e.file.fileSize / Math.max(1, e.file.rowCount));
-        }),
-        4,
-      );
-    } catch (e) {
-      // Nothing references what this plan wrote yet.
-      await rewrite.abandon();
-      throw e;
-    }
-    return removed === 0 ? undefined : rewrite;
-  });
+  const done = await commitRewrite(
+    table,
+    { commitUser: opts.commitUser ?? 'delete', commitIdentifier: opts.commitIdentifier },
+    async (base) => {
+      removed = 0;
+      if (base === undefined) return undefined;
+      const t = await table.latest();
+      const predicate = toPredicate(where, t.schema.fields);
+      // Partitions the predicate rules out are not read (the same pruning as a read).
+      const { entries } = await planRead(t, base, { where: predicate });
+      const engine = mergeEngineFor(mergeConfigFromOptions(t.options, t.schema.primaryKeys));
+      const rewrite = new FileRewrite(t);
+      try {
+        await runLimited(
+          entries.map((e) => async () => {
+            // Through the current schema, with absolute sequence numbers (written back with base 0).
+            const rows = mergeSortedRuns([{ table: await readEntry(t, e), sequenceBase: e.file.sequenceBase }], {
+              schema: t.schema,
+              keyColumns: [],
+              engine,
+              dropDeletes: false,
+              keepKinds: true,
+            });
+            const matches = predicateMatches(rows, predicate, t.schema.fields);
+            if (matches.length === 0) return;
+            const keep = complement(matches, rows.numRows);
+            removed += matches.length;
+            rewrite.remove(e);
+            await rewrite.add(
+              { partition: e.partition, bucket: e.bucket, totalBuckets: e.totalBuckets, level: 0 },
+              takeRows(rows, keep),
+              e.file.fileSize / Math.max(1, e.file.rowCount),
+            );
+          }),
+          4,
+        );
+      } catch (e) {
+        // Nothing references what this plan wrote yet.
+        await rewrite.abandon();
+        throw e;
+      }
+      return removed === 0 ? undefined : rewrite;
+    },
+  );
   if (done.rewrite === undefined) return { alreadyCommitted: false, files: 0, rows: 0 };
-  return { snapshot: done.snapshot, alreadyCommitted: done.alreadyCommitted, files: done.rewrite.counts.added, rows: removed };
+  return {
+    snapshot: done.snapshot,
+    alreadyCommitted: done.alreadyCommitted,
+    files: done.rewrite.counts.added,
+    rows: removed,
+  };
 }
 
 /** The indices 0..n-1 not in the ascending list `drop`. */

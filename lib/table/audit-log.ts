@@ -36,10 +36,15 @@ export interface AuditLogOptions extends SnapshotSpec {
 export async function resolveIncrementalBetween(table: Table, text: string): Promise<{ from: number; to: number }> {
   const ends = text.split(',').map((s) => s.trim());
   if (ends.length !== 2 || ends.some((e) => e === '')) {
-    throw new InvalidArgumentError(`incremental-between must be two snapshot ids or tag names "A,B" (the changes after A up to B), got "${text}"`);
+    throw new InvalidArgumentError(
+      `incremental-between must be two snapshot ids or tag names "A,B" (the changes after A up to B), got "${text}"`,
+    );
   }
-  const [from, to] = await Promise.all(ends.map(async (e) => (/^\d+$/.test(e) ? Number(e) : (await readTag(table.store, table.path, e)).id)));
-  if (from >= to) throw new InvalidArgumentError(`incremental-between needs A before B, got "${text}" (snapshots ${from},${to})`);
+  const [from, to] = await Promise.all(
+    ends.map(async (e) => (/^\d+$/.test(e) ? Number(e) : (await readTag(table.store, table.path, e)).id)),
+  );
+  if (from >= to)
+    throw new InvalidArgumentError(`incremental-between needs A before B, got "${text}" (snapshots ${from},${to})`);
   return { from, to };
 }
 
@@ -48,7 +53,11 @@ export async function resolveIncrementalBetween(table: Table, text: string): Pro
  * snapshots committed after T1 up to T2, as snapshot ids (after the last one at or before T1, up
  * to the last one at or before T2).
  */
-export async function resolveIncrementalBetweenTimestamp(table: Table, t1: number, t2: number): Promise<{ from: number; to: number }> {
+export async function resolveIncrementalBetweenTimestamp(
+  table: Table,
+  t1: number,
+  t2: number,
+): Promise<{ from: number; to: number }> {
   if (t1 >= t2) throw new InvalidArgumentError(`incremental-between-timestamp needs T1 before T2, got ${t1},${t2}`);
   const from = (await table.snapshots.snapshotAtOrBefore(t1))?.id ?? 0;
   const to = (await table.snapshots.snapshotAtOrBefore(t2))?.id ?? 0;
@@ -57,7 +66,14 @@ export async function resolveIncrementalBetweenTimestamp(table: Table, t1: numbe
 
 /** Rows with their kinds, as an Arrow table with the system columns `_SEQUENCE_NUMBER`, `_VALUE_KIND`. */
 export async function readAuditLog(table: Table, opts: AuditLogOptions = {}): Promise<arrow.Table> {
-  if (!opts.incrementalBetween) return readTable(table, { snapshotId: opts.snapshotId, timestamp: opts.timestamp, tag: opts.tag, keepDeletes: true, where: opts.where });
+  if (!opts.incrementalBetween)
+    return readTable(table, {
+      snapshotId: opts.snapshotId,
+      timestamp: opts.timestamp,
+      tag: opts.tag,
+      keepDeletes: true,
+      where: opts.where,
+    });
   const log = await readIncremental(table, opts, opts.incrementalBetween);
   if (opts.where === undefined) return log;
   const end = await table.snapshotFor({ snapshotId: opts.incrementalBetween.to });
@@ -65,7 +81,11 @@ export async function readAuditLog(table: Table, opts: AuditLogOptions = {}): Pr
   return filterTable(log, toPredicate(opts.where, fields), fields);
 }
 
-async function readIncremental(table: Table, opts: AuditLogOptions, range: { from: number; to: number }): Promise<arrow.Table> {
+async function readIncremental(
+  table: Table,
+  opts: AuditLogOptions,
+  range: { from: number; to: number },
+): Promise<arrow.Table> {
   const { from, to } = range;
   // Both ends must exist: a range that reaches into expired snapshots would silently lose changes.
   // (0 means "from the table's beginning").
@@ -84,7 +104,9 @@ async function readIncremental(table: Table, opts: AuditLogOptions, range: { fro
       files.sort(byBucketThenSequence);
       for (const f of files) parts.push(await readEntry(table, f));
     }
-    return parts.length ? concatTables(parts, schema).select(columnsOf(table)) : emptyTable(schema).select(columnsOf(table));
+    return parts.length
+      ? concatTables(parts, schema).select(columnsOf(table))
+      : emptyTable(schema).select(columnsOf(table));
   }
   const added: ManifestEntry[] = [];
   for (let id = from + 1; id <= to; id++) {
@@ -102,5 +124,7 @@ function columnsOf(table: Table): string[] {
 }
 
 function byBucketThenSequence(a: ManifestEntry, b: ManifestEntry): number {
-  return a.partition.localeCompare(b.partition) || a.bucket - b.bucket || a.file.minSequenceNumber - b.file.minSequenceNumber;
+  return (
+    a.partition.localeCompare(b.partition) || a.bucket - b.bucket || a.file.minSequenceNumber - b.file.minSequenceNumber
+  );
 }

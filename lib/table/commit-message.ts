@@ -28,7 +28,10 @@ const fileChanges = v.array(
     partition: v.string(),
     bucket: jsonInt,
     totalBuckets: jsonInt,
-    file: v.pipe(jsonObject, v.transform((f) => parseDataFileMeta(f, 'a commit-queue message'))),
+    file: v.pipe(
+      jsonObject,
+      v.transform((f) => parseDataFileMeta(f, 'a commit-queue message')),
+    ),
   }),
 );
 
@@ -63,5 +66,11 @@ export function parseCommitMessage(body: string): CommitMessage {
   const m = parseJsonMessage(body, CommitMessageSchema, 'commit-queue message');
   const b = m.batch;
   const batch: CommitBatch = { rowCount: b.rowCount, newFiles: b.newFiles, changelogFiles: b.changelogFiles };
-  return { table: m.table, schemaId: m.schemaId, commitIdentifier: m.commitIdentifier, batch, ...(m.sources ? { sources: m.sources } : {}) };
+  return {
+    table: m.table,
+    schemaId: m.schemaId,
+    commitIdentifier: m.commitIdentifier,
+    batch,
+    ...(m.sources ? { sources: m.sources } : {}),
+  };
 }

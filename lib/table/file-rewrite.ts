@@ -44,17 +44,32 @@ export class FileRewrite {
    * order for a keyed table, sequence order for an append table) as files of about
    * `target-file-size` at `level`.
    */
-  async add(at: { partition: string; bucket: number; totalBuckets: number; level: number }, data: arrow.Table, bytesPerRow: number): Promise<void> {
+  async add(
+    at: { partition: string; bucket: number; totalBuckets: number; level: number },
+    data: arrow.Table,
+    bytesPerRow: number,
+  ): Promise<void> {
     if (data.numRows === 0) return;
     const t = this.table;
     const roller = new RollingFileWriter(t.options.targetFileSize, bytesPerRow, 1, async (rows) => {
       const fileName = `data-${randomUUID()}.parquet`;
-      const bytes = writeDataFile(rows, { compression: t.options.fileCompression, metadata: { 'varve.schema-id': String(t.schema.id), 'varve.table': t.name } });
+      const bytes = writeDataFile(rows, {
+        compression: t.options.fileCompression,
+        metadata: { 'varve.schema-id': String(t.schema.id), 'varve.table': t.name },
+      });
       const key = dataFileKey(t.path, at.partition, at.bucket, fileName);
       // Recorded before the put: a put that fails ambiguously may still have created the object.
       this.written.push(key);
       await t.store.put(key, bytes);
-      const file = fileMetaOf(t.keyFields, rows, { fileName, fileSize: bytes.byteLength, schemaId: t.schema.id, level: at.level, source: 'APPEND', valueFields: valueStatsFields(t.schema), checksums: dataFileChecksums(bytes) });
+      const file = fileMetaOf(t.keyFields, rows, {
+        fileName,
+        fileSize: bytes.byteLength,
+        schemaId: t.schema.id,
+        level: at.level,
+        source: 'APPEND',
+        valueFields: valueStatsFields(t.schema),
+        checksums: dataFileChecksums(bytes),
+      });
       this.after.push({ partition: at.partition, bucket: at.bucket, totalBuckets: at.totalBuckets, file });
     });
     await roller.add(data);
@@ -135,12 +150,20 @@ class RewriteAction implements CommitAction {
  * (hooks included); the rewrite that landed, or undefined when there was nothing to rewrite.
  * Throws what the loop throws; a conflict that outlasts the retry budget deletes what was written.
  */
-export async function commitRewrite(table: Table, identity: RewriteIdentity, planner: RewritePlanner): Promise<{ rewrite?: FileRewrite; snapshot?: Snapshot; alreadyCommitted: boolean }> {
+export async function commitRewrite(
+  table: Table,
+  identity: RewriteIdentity,
+  planner: RewritePlanner,
+): Promise<{ rewrite?: FileRewrite; snapshot?: Snapshot; alreadyCommitted: boolean }> {
   // An empty table has nothing to rewrite (and the loop commits nothing on no snapshot).
   if ((await table.snapshots.latest()) === undefined) return { alreadyCommitted: false };
   const action = new RewriteAction(table, identity, planner);
   try {
-    const result = await commitToTable(table, action, identity.commitIdentifier === undefined ? { dedupLookback: 0 } : {});
+    const result = await commitToTable(
+      table,
+      action,
+      identity.commitIdentifier === undefined ? { dedupLookback: 0 } : {},
+    );
     if (action.current === undefined) return { alreadyCommitted: false };
     return { rewrite: action.current, snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted };
   } catch (e) {

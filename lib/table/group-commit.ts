@@ -101,7 +101,10 @@ export class GroupCommit {
     const refused = new Map<string, Error>();
     // Checked before the commit: a snapshot must never reference a file that is gone.
     const missing = await Promise.all(fresh.map((q) => missingFiles(this.table, q.message.batch)));
-    fresh.forEach((q, i) => missing[i].length > 0 && refused.set(q.id, new CommitFilesMissingError(q.message.commitIdentifier, missing[i])));
+    fresh.forEach(
+      (q, i) =>
+        missing[i].length > 0 && refused.set(q.id, new CommitFilesMissingError(q.message.commitIdentifier, missing[i])),
+    );
     const ready = fresh.filter((q) => !refused.has(q.id));
     const outcome: RunOutcome = { ids, skipped: run.length - fresh.length, refused };
     if (ready.length === 0) return outcome;

@@ -42,7 +42,9 @@ function recordsOf(body: string): { records: unknown[] } | { error: string } {
   try {
     value = parseJsonText(body);
   } catch (e) {
-    return { error: `the message body is not JSON (${(e as Error).message}); send one JSON record or a JSON array of records` };
+    return {
+      error: `the message body is not JSON (${(e as Error).message}); send one JSON record or a JSON array of records`,
+    };
   }
   return { records: Array.isArray(value) ? value : [value] };
 }
@@ -69,7 +71,10 @@ async function parseMessageRecords(messages: readonly RecordMessage[], schema: T
   owner.forEach((m, i) => firstLine.has(m) || firstLine.set(m, i));
   const chunks: ColumnRowChunk[] = [];
   const rejected: RejectedRecord[] = [];
-  for await (const c of parseColumnChunks(lines.join('\n'), 'jsonl', schema, { skipInvalid: true, chunkRows: Infinity })) {
+  for await (const c of parseColumnChunks(lines.join('\n'), 'jsonl', schema, {
+    skipInvalid: true,
+    chunkRows: Infinity,
+  })) {
     chunks.push({ table: c.table });
     rejected.push(...c.rejected);
   }
@@ -110,11 +115,19 @@ export interface IngestMessagesResult {
 }
 
 /** Validates, rejects and lands the records of `messages` (see the file comment). */
-export async function ingestMessages(table: Table, messages: readonly IngestMessage[], opts: IngestMessagesOptions): Promise<IngestMessagesResult> {
+export async function ingestMessages(
+  table: Table,
+  messages: readonly IngestMessage[],
+  opts: IngestMessagesOptions,
+): Promise<IngestMessagesResult> {
   let fresh = messages;
   let duplicates: string[] = [];
   if (messages.some((m) => m.redelivered)) {
-    const landed = await landedSources(table, messages.map((m) => messageSource(m.id)), { queued: opts.queued });
+    const landed = await landedSources(
+      table,
+      messages.map((m) => messageSource(m.id)),
+      { queued: opts.queued },
+    );
     duplicates = messages.filter((m) => landed.has(messageSource(m.id))).map((m) => m.id);
     fresh = messages.filter((m) => !landed.has(messageSource(m.id)));
   }

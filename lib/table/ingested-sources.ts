@@ -23,7 +23,11 @@ export function objectSource(key: string, etag: string): string {
  * The sources among `sources` already landed: committed in a recent snapshot, or (with `queued`)
  * listed by a pending registration, i.e. on their way through the commit queue.
  */
-export async function landedSources(table: Table, sources: readonly string[], opts: { queued: boolean }): Promise<Set<string>> {
+export async function landedSources(
+  table: Table,
+  sources: readonly string[],
+  opts: { queued: boolean },
+): Promise<Set<string>> {
   const recent = recentBatchesOf(table);
   await recent.refresh();
   const landed = new Set(sources.filter((s) => recent.snapshotOf(s) !== undefined));

@@ -16,7 +16,12 @@ import { CorruptMetadataError, RecordValidationError, VarveError } from '../erro
 import { parseJsonText } from '../json.js';
 import { fromArrowType } from '../format/arrow-schema.js';
 import { tableToRows } from '../format/columns.js';
-import { readParquetFooter, readRowGroupsRanged, type ByteSource, type ParquetFooter } from '../format/row-group-reader.js';
+import {
+  readParquetFooter,
+  readRowGroupsRanged,
+  type ByteSource,
+  type ParquetFooter,
+} from '../format/row-group-reader.js';
 import { normalizeArrowTypes } from '../format/normalize.js';
 import { toJsonValue } from '../schema/values.js';
 import { KIND_COLUMN, type DataField, type Row, type RowKindByte, type TableSchema } from '../schema/types.js';
@@ -91,10 +96,20 @@ const DEFAULT_CHUNK_ROWS = 8192;
  * `parseColumnChunks` with each chunk's rows as row objects (lib/schema/types.ts values): for
  * callers that want rows (small inputs, tests); a bulk write takes the columns.
  */
-export async function* parseRecordChunks(input: RecordInput, format: InputFormat, schema: TableSchema, opts: ChunkOptions = {}): AsyncGenerator<ParsedChunk> {
+export async function* parseRecordChunks(
+  input: RecordInput,
+  format: InputFormat,
+  schema: TableSchema,
+  opts: ChunkOptions = {},
+): AsyncGenerator<ParsedChunk> {
   for await (const c of parseColumnChunks(input, format, schema, opts)) {
     const kinds = c.table.getChild(KIND_COLUMN)!.toArray() as Int8Array;
-    yield { rows: tableToRows(c.table, schema.fields), kinds: Array.from(kinds) as RowKindByte[], rejected: c.rejected, bytesRead: c.bytesRead };
+    yield {
+      rows: tableToRows(c.table, schema.fields),
+      kinds: Array.from(kinds) as RowKindByte[],
+      rejected: c.rejected,
+      bytesRead: c.bytesRead,
+    };
   }
 }
 
@@ -106,10 +121,21 @@ export async function* parseRecordChunks(input: RecordInput, format: InputFormat
  * outlives its record. A chunk holds `chunkRows` records, valid and rejected. Rejected records
  * keep their 1-based line (row number for Parquet); without skipInvalid the first one throws.
  */
-export async function* parseColumnChunks(input: RecordInput, format: InputFormat, schema: TableSchema, opts: ChunkOptions = {}): AsyncGenerator<ColumnChunk> {
+export async function* parseColumnChunks(
+  input: RecordInput,
+  format: InputFormat,
+  schema: TableSchema,
+  opts: ChunkOptions = {},
+): AsyncGenerator<ColumnChunk> {
   const chunkRows = Math.max(1, opts.chunkRows ?? DEFAULT_CHUNK_ROWS);
   const records = new RecordColumns(schema, opts, Math.min(chunkRows, DEFAULT_CHUNK_ROWS));
-  if (format === 'parquet') yield* parquetChunks(input, records, chunkRows, opts.parquetColumns === false ? undefined : new ParquetColumns(schema, opts));
+  if (format === 'parquet')
+    yield* parquetChunks(
+      input,
+      records,
+      chunkRows,
+      opts.parquetColumns === false ? undefined : new ParquetColumns(schema, opts),
+    );
   else if (format === 'csv') yield* csvChunks(byteStream(input), records, chunkRows);
   else yield* jsonlChunks(byteStream(input), records, chunkRows);
 }
@@ -128,7 +154,11 @@ async function* byteStream(input: RecordInput): AsyncGenerator<Uint8Array> {
  * JSONL, a byte chunk at a time: each line is JSON.parse'd and validated into the columns at once,
  * so its object dies with the line; chunks filled by a byte chunk are yielded after it.
  */
-async function* jsonlChunks(input: AsyncIterable<Uint8Array>, records: RecordColumns, chunkRows: number): AsyncGenerator<ColumnChunk> {
+async function* jsonlChunks(
+  input: AsyncIterable<Uint8Array>,
+  records: RecordColumns,
+  chunkRows: number,
+): AsyncGenerator<ColumnChunk> {
   const decoder = new Utf8Lines();
   let rest = '';
   let lineNo = 0;
@@ -174,9 +204,17 @@ function jsonlLine(records: RecordColumns, line: string, lineNo: number): void {
     return;
   }
   if (MAY_OVERFLOW.test(line)) {
-    const key = Object.keys(value).find((k) => typeof (value as Record<string, unknown>)[k] === 'number' && !Number.isFinite((value as Record<string, number>)[k]));
+    const key = Object.keys(value).find(
+      (k) =>
+        typeof (value as Record<string, unknown>)[k] === 'number' &&
+        !Number.isFinite((value as Record<string, number>)[k]),
+    );
     if (key !== undefined) {
-      records.reject(lineNo, line, `${key}: the number is beyond the DOUBLE range (about ±1.8e308) and would read as Infinity; write "Infinity" or "-Infinity" (a string) if that is meant`);
+      records.reject(
+        lineNo,
+        line,
+        `${key}: the number is beyond the DOUBLE range (about ±1.8e308) and would read as Infinity; write "Infinity" or "-Infinity" (a string) if that is meant`,
+      );
       return;
     }
   }
@@ -212,7 +250,11 @@ class Utf8Lines {
 }
 
 /** CSV through csv-parse (a header row, then records), each record validated into the columns. */
-async function* csvChunks(input: AsyncIterable<Uint8Array>, records: RecordColumns, chunkRows: number): AsyncGenerator<ColumnChunk> {
+async function* csvChunks(
+  input: AsyncIterable<Uint8Array>,
+  records: RecordColumns,
+  chunkRows: number,
+): AsyncGenerator<ColumnChunk> {
   let bytes = 0;
   // csv-parse would turn invalid UTF-8 into U+FFFD: the bytes are checked on the way in.
   const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -221,7 +263,9 @@ async function* csvChunks(input: AsyncIterable<Uint8Array>, records: RecordColum
       if (chunk) utf8.decode(chunk, { stream: true });
       else utf8.decode();
     } catch {
-      throw new RecordValidationError(`the input is not valid UTF-8 within its first ${bytes} bytes (text columns are stored as UTF-8; nothing was written): convert it first, e.g. iconv -f latin1 -t utf-8`);
+      throw new RecordValidationError(
+        `the input is not valid UTF-8 within its first ${bytes} bytes (text columns are stored as UTF-8; nothing was written): convert it first, e.g. iconv -f latin1 -t utf-8`,
+      );
     }
   };
   const counted = async function* () {
@@ -233,12 +277,18 @@ async function* csvChunks(input: AsyncIterable<Uint8Array>, records: RecordColum
     checkUtf8();
   };
   const source = Readable.from(counted());
-  const parser = source.pipe(parseCsvStream({ info: true, raw: true, skip_empty_lines: true, relax_column_count: false }));
+  const parser = source.pipe(
+    parseCsvStream({ info: true, raw: true, skip_empty_lines: true, relax_column_count: false }),
+  );
   // pipe() does not pass a source error on: without this the parser would wait for more input forever.
   source.once('error', (e) => parser.destroy(e));
   let header = false;
   try {
-    for await (const { record, info, raw } of parser as AsyncIterable<{ record: string[]; info: { lines: number }; raw?: string }>) {
+    for await (const { record, info, raw } of parser as AsyncIterable<{
+      record: string[];
+      info: { lines: number };
+      raw?: string;
+    }>) {
       if (!header) {
         records.setHeader(record.map((h) => h.trim()));
         header = true;
@@ -250,7 +300,10 @@ async function* csvChunks(input: AsyncIterable<Uint8Array>, records: RecordColum
   } catch (e) {
     if (e instanceof VarveError) throw e;
     const err = e as Error & { lines?: number };
-    throw new RecordValidationError(`malformed CSV${err.lines ? ` at line ${err.lines}` : ''}: ${err.message}`, err.lines);
+    throw new RecordValidationError(
+      `malformed CSV${err.lines ? ` at line ${err.lines}` : ''}: ${err.message}`,
+      err.lines,
+    );
   }
   if (records.count > 0) yield records.take(bytes);
 }
@@ -266,7 +319,12 @@ const PARQUET_SLICE_ROWS = 1024;
  * chunk as it is, its column buffers shared (parquet-columns.ts); any other batch goes row by row,
  * each row's values validated as JSON values are, rejects numbered by row (1-based, across row groups).
  */
-async function* parquetChunks(input: RecordInput, records: RecordColumns, chunkRows: number, columns?: ParquetColumns): AsyncGenerator<ColumnChunk> {
+async function* parquetChunks(
+  input: RecordInput,
+  records: RecordColumns,
+  chunkRows: number,
+  columns?: ParquetColumns,
+): AsyncGenerator<ColumnChunk> {
   if (typeof input === 'string') throw new RecordValidationError('Parquet input must be bytes, not text');
   let spill: string | undefined;
   try {
@@ -283,7 +341,10 @@ async function* parquetChunks(input: RecordInput, records: RecordColumns, chunkR
         group = g;
         bytes += footer.rowGroups[g].bytes;
       },
-      decodeError: (e, g) => (e instanceof VarveError ? e : new RecordValidationError(`row group ${g} of the Parquet input cannot be decoded: ${(e as Error).message}`)),
+      decodeError: (e, g) =>
+        e instanceof VarveError
+          ? e
+          : new RecordValidationError(`row group ${g} of the Parquet input cannot be decoded: ${(e as Error).message}`),
     });
     for await (const batch of rowGroups) {
       const table = normalizeArrowTypes(batch);
@@ -292,11 +353,16 @@ async function* parquetChunks(input: RecordInput, records: RecordColumns, chunkR
       if (direct !== undefined) {
         const read = group === footer.rowGroups.length - 1 ? src.size : bytes;
         if (records.count > 0) yield take();
-        for (let at = 0; at < direct.numRows; at += chunkRows) yield { table: direct.slice(at, at + chunkRows), rejected: [], bytesRead: read };
+        for (let at = 0; at < direct.numRows; at += chunkRows)
+          yield { table: direct.slice(at, at + chunkRows), rejected: [], bytesRead: read };
         line += direct.numRows;
         continue;
       }
-      const fields: DataField[] = table.schema.fields.map((f, i) => ({ id: i, name: f.name, type: fromArrowType(f.type, f.nullable) }));
+      const fields: DataField[] = table.schema.fields.map((f, i) => ({
+        id: i,
+        name: f.name,
+        type: fromArrowType(f.type, f.nullable),
+      }));
       // A slice of rows at a time, so a batch's row objects are never all alive at once.
       for (let at = 0; at < table.numRows; at += PARQUET_SLICE_ROWS) {
         for (const row of tableToRows(table.slice(at, at + PARQUET_SLICE_ROWS), fields)) {
@@ -355,9 +421,13 @@ class ParquetRowLabels {
 }
 
 /** The input as a source read by range; a byte stream is first copied to a file in a temporary directory, given to `spilled` to remove. */
-async function rangedSourceOf(input: Exclude<RecordInput, string>, spilled: (dir: string) => void): Promise<ByteSource> {
+async function rangedSourceOf(
+  input: Exclude<RecordInput, string>,
+  spilled: (dir: string) => void,
+): Promise<ByteSource> {
   if (isRangedInput(input)) return input;
-  if (input instanceof Uint8Array) return { size: input.length, name: 'input', read: async (s, e) => input.subarray(s, e) };
+  if (input instanceof Uint8Array)
+    return { size: input.length, name: 'input', read: async (s, e) => input.subarray(s, e) };
   let blob: Blob;
   if (input instanceof Blob) blob = input;
   else {
@@ -381,5 +451,11 @@ async function inputFooter(src: ByteSource): Promise<ParquetFooter> {
 }
 
 function isRangedInput(input: RecordInput): input is ByteSource {
-  return typeof input === 'object' && !(input instanceof Uint8Array) && !(input instanceof Blob) && typeof (input as ByteSource).read === 'function' && typeof (input as ByteSource).size === 'number';
+  return (
+    typeof input === 'object' &&
+    !(input instanceof Uint8Array) &&
+    !(input instanceof Blob) &&
+    typeof (input as ByteSource).read === 'function' &&
+    typeof (input as ByteSource).size === 'number'
+  );
 }

@@ -63,7 +63,11 @@ export async function landRows(table: Table, rows: Row[], kinds: RowKindByte[], 
  * chunk and the buffer, not the input. All chunks land as one batch, in one commit; a chunk source
  * that throws leaves nothing committed.
  */
-export async function landRowChunks(table: Table, chunks: Iterable<RowChunk | ColumnRowChunk> | AsyncIterable<RowChunk | ColumnRowChunk>, opts: LandOptions): Promise<Landed> {
+export async function landRowChunks(
+  table: Table,
+  chunks: Iterable<RowChunk | ColumnRowChunk> | AsyncIterable<RowChunk | ColumnRowChunk>,
+  opts: LandOptions,
+): Promise<Landed> {
   const writer = table.newWriter({ commitUser: opts.commitUser });
   let rowCount = 0;
   let batch;
@@ -92,7 +96,13 @@ export async function landRowChunks(table: Table, chunks: Iterable<RowChunk | Co
     // included), orphan cleanup keeps these files until the group commit has committed them.
     await registerPending(table, opts.commitIdentifier, batch, opts.sources);
     const sources = opts.sources?.length ? { sources: opts.sources } : {};
-    await opts.enqueue({ table: table.name, schemaId: table.schema.id, commitIdentifier: opts.commitIdentifier, batch, ...sources });
+    await opts.enqueue({
+      table: table.name,
+      schemaId: table.schema.id,
+      commitIdentifier: opts.commitIdentifier,
+      batch,
+      ...sources,
+    });
     return { rows: rowCount, files, queued: true };
   }
 

@@ -46,7 +46,12 @@ export interface Level0Target {
  * Opens a level-0 file that key-sorted rows stream into; `finish` puts it and returns its manifest
  * entry. With `pool`, a worker thread encodes it (same bytes) while this thread prepares the next rows.
  */
-export async function openLevel0File(table: Table, target: Level0Target, prefix: 'data' | 'changelog', pool?: EncoderPool): Promise<DataFileSink<FileChange>> {
+export async function openLevel0File(
+  table: Table,
+  target: Level0Target,
+  prefix: 'data' | 'changelog',
+  pool?: EncoderPool,
+): Promise<DataFileSink<FileChange>> {
   const fileName = `${prefix}-${randomUUID()}.parquet`;
   const schema = physicalArrowSchema(table.schema);
   const opts = level0Options(table);
@@ -77,7 +82,14 @@ export async function openLevel0File(table: Table, target: Level0Target, prefix:
         partition: target.partition,
         bucket: target.bucket,
         totalBuckets: target.totalBuckets,
-        file: fileMetaOfStats(stats!, { fileName, fileSize: bytes.byteLength, schemaId: table.schema.id, level: 0, source: 'APPEND', checksums: dataFileChecksums(bytes) }),
+        file: fileMetaOfStats(stats!, {
+          fileName,
+          fileSize: bytes.byteLength,
+          schemaId: table.schema.id,
+          level: 0,
+          source: 'APPEND',
+          checksums: dataFileChecksums(bytes),
+        }),
       };
     },
     discard: async () => {
@@ -105,10 +117,21 @@ function level0Options(table: Table) {
  * pieces: one row group each); null when the plan has no rows. `posted` is called once every row
  * group is posted, before the workers are done with them.
  */
-export async function writeLevel0Gathered(table: Table, target: Level0Target, plan: GatherPlan, pool: EncoderPool, posted?: () => void): Promise<FileChange | null> {
+export async function writeLevel0Gathered(
+  table: Table,
+  target: Level0Target,
+  plan: GatherPlan,
+  pool: EncoderPool,
+  posted?: () => void,
+): Promise<FileChange | null> {
   if (plan.count === 0) return null;
   const fileName = `data-${randomUUID()}.parquet`;
-  const file = pool.openGathered(physicalArrowSchema(table.schema), level0Options(table), plan.sources, table.keyFields);
+  const file = pool.openGathered(
+    physicalArrowSchema(table.schema),
+    level0Options(table),
+    plan.sources,
+    table.keyFields,
+  );
   // The workers read the shared copy from here on: the buffered tables may go.
   plan.sources = [];
   let encoded: { bytes: Uint8Array; stats: FileStats[] };
@@ -134,6 +157,13 @@ export async function writeLevel0Gathered(table: Table, target: Level0Target, pl
     partition: target.partition,
     bucket: target.bucket,
     totalBuckets: target.totalBuckets,
-    file: fileMetaOfStats(stats, { fileName, fileSize: encoded.bytes.byteLength, schemaId: table.schema.id, level: 0, source: 'APPEND', checksums: dataFileChecksums(encoded.bytes) }),
+    file: fileMetaOfStats(stats, {
+      fileName,
+      fileSize: encoded.bytes.byteLength,
+      schemaId: table.schema.id,
+      level: 0,
+      source: 'APPEND',
+      checksums: dataFileChecksums(encoded.bytes),
+    }),
   };
 }

@@ -48,7 +48,8 @@ export class MergePool {
         return;
       }
       this.workers.settle(slot, msg.id);
-      if (msg.op === 'failed') task.reject(task.storeError ?? remoteWorkerError(msg.error, 'a decode-and-merge thread'));
+      if (msg.op === 'failed')
+        task.reject(task.storeError ?? remoteWorkerError(msg.error, 'a decode-and-merge thread'));
       else {
         try {
           task.resolve(unpackTable(msg.table, physicalArrowSchema(task.table.schema)));
@@ -92,7 +93,15 @@ export class MergePool {
   merge(table: Table, entries: ManifestEntry[], dropDeletes: boolean): Promise<arrow.Table> {
     const id = this.nextId++;
     return new Promise<arrow.Table>((resolve, reject) => {
-      const msg: MergeRequest = { op: 'merge', id, name: table.name, path: table.path, schema: table.schema, entries, dropDeletes };
+      const msg: MergeRequest = {
+        op: 'merge',
+        id,
+        name: table.name,
+        path: table.path,
+        schema: table.schema,
+        entries,
+        dropDeletes,
+      };
       this.workers.post(this.entry!, this.threads, id, { table, resolve, reject }, msg);
     });
   }
@@ -108,7 +117,10 @@ export class MergePool {
     task.table.store.getRange(msg.key, msg.start, msg.end).then(
       (got) => {
         // The bytes move to the worker: a region of exactly the range, transferred.
-        const bytes = got.byteOffset === 0 && got.byteLength === got.buffer.byteLength && got.buffer instanceof ArrayBuffer ? got : got.slice();
+        const bytes =
+          got.byteOffset === 0 && got.byteLength === got.buffer.byteLength && got.buffer instanceof ArrayBuffer
+            ? got
+            : got.slice();
         send({ op: 'bytes', read: msg.read, bytes }, [bytes.buffer as ArrayBuffer]);
       },
       (e: unknown) => {

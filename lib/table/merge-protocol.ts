@@ -16,7 +16,9 @@ export interface MergeRequest {
 }
 
 /** Calling thread → worker: the bytes of a range read the worker asked for, or the store's error. */
-export type BytesReply = { op: 'bytes'; read: number; bytes: Uint8Array } | { op: 'bytes'; read: number; error: SerializedError };
+export type BytesReply =
+  | { op: 'bytes'; read: number; bytes: Uint8Array }
+  | { op: 'bytes'; read: number; error: SerializedError };
 
 export type ToMergeWorker = MergeRequest | BytesReply;
 
@@ -31,6 +33,8 @@ export interface ReadRequest {
 }
 
 /** Worker → calling thread: the merged section (buffers transferred), or the error. */
-export type MergeReply = { op: 'merged'; id: number; table: PackedTable } | { op: 'failed'; id: number; error: SerializedError };
+export type MergeReply =
+  | { op: 'merged'; id: number; table: PackedTable }
+  | { op: 'failed'; id: number; error: SerializedError };
 
 export type FromMergeWorker = ReadRequest | MergeReply;

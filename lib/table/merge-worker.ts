@@ -34,7 +34,12 @@ port.on('message', (msg: ToMergeWorker) => {
     const r = reads.get(msg.read);
     if (r === undefined) return;
     reads.delete(msg.read);
-    if ('error' in msg) r.reject(Object.assign(new VarveError(msg.error.message, { kind: 'unavailable', retryable: false }), { name: msg.error.name }));
+    if ('error' in msg)
+      r.reject(
+        Object.assign(new VarveError(msg.error.message, { kind: 'unavailable', retryable: false }), {
+          name: msg.error.name,
+        }),
+      );
     else r.resolve(msg.bytes);
     return;
   }

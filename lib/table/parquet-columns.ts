@@ -24,12 +24,18 @@ export class ParquetColumns {
   private readonly arrowSchema: arrow.Schema;
   private readonly types: arrow.DataType[];
 
-  constructor(schema: TableSchema, private readonly opts: { deletes?: boolean } = {}) {
+  constructor(
+    schema: TableSchema,
+    private readonly opts: { deletes?: boolean } = {},
+  ) {
     this.fields = schema.fields;
     this.isKey = this.fields.map((f) => schema.primaryKeys.includes(f.name));
     this.names = new Set(this.fields.map((f) => f.name));
     this.types = this.fields.map((f) => toArrowType(f.type));
-    this.arrowSchema = new arrow.Schema([...this.fields.map(toArrowField), new arrow.Field(KIND_COLUMN, new arrow.Int8(), false)]);
+    this.arrowSchema = new arrow.Schema([
+      ...this.fields.map(toArrowField),
+      new arrow.Field(KIND_COLUMN, new arrow.Int8(), false),
+    ]);
   }
 
   /**

@@ -42,23 +42,44 @@ export function pendingKey(table: Table, commitIdentifier: string): string {
 }
 
 /** Registers `batch`'s files as pending under `commitIdentifier` (before its commit message is sent). */
-export async function registerPending(table: Table, commitIdentifier: string, batch: CommitBatch, sources?: readonly string[], now = Date.now()): Promise<void> {
-  const entry: PendingBatch = { commitIdentifier, files: batchFileKeys(table, [batch]), ...(sources?.length ? { sources: [...sources] } : {}), registeredAt: now };
+export async function registerPending(
+  table: Table,
+  commitIdentifier: string,
+  batch: CommitBatch,
+  sources?: readonly string[],
+  now = Date.now(),
+): Promise<void> {
+  const entry: PendingBatch = {
+    commitIdentifier,
+    files: batchFileKeys(table, [batch]),
+    ...(sources?.length ? { sources: [...sources] } : {}),
+    registeredAt: now,
+  };
   await table.store.put(pendingKey(table, commitIdentifier), utf8(JSON.stringify(entry)));
 }
 
 /** Removes the registrations of batches that are committed now (their snapshot references the files). */
 export async function releasePending(table: Table, commitIdentifiers: readonly string[]): Promise<void> {
-  await runLimited(commitIdentifiers.map((id) => () => table.store.delete(pendingKey(table, id))), 8);
+  await runLimited(
+    commitIdentifiers.map((id) => () => table.store.delete(pendingKey(table, id))),
+    8,
+  );
 }
 
 /** Every registration of the table, with its object's key and age. */
-export async function listPending(table: Table): Promise<Array<{ key: string; lastModified: number; size: number; batch?: PendingBatch }>> {
+export async function listPending(
+  table: Table,
+): Promise<Array<{ key: string; lastModified: number; size: number; batch?: PendingBatch }>> {
   const objects = await listAll(table.store, `${table.path}/${PENDING_DIR}/`);
   return runLimited(
     objects.map((o) => async () => {
       try {
-        return { key: o.key, lastModified: o.lastModified, size: o.size, batch: parseJsonObject(table.store, o.key, (await table.store.get(o.key)).body, PendingBatchSchema) };
+        return {
+          key: o.key,
+          lastModified: o.lastModified,
+          size: o.size,
+          batch: parseJsonObject(table.store, o.key, (await table.store.get(o.key)).body, PendingBatchSchema),
+        };
       } catch (e) {
         // Released since the listing: it protects nothing any more.
         if (e instanceof ObjectNotFoundError) return { key: o.key, lastModified: o.lastModified, size: o.size };
@@ -72,6 +93,9 @@ export async function listPending(table: Table): Promise<Array<{ key: string; la
 /** The keys of `batch`'s files that do not exist. */
 export async function missingFiles(table: Table, batch: CommitBatch): Promise<string[]> {
   const keys = batchFileKeys(table, [batch]);
-  const present = await runLimited(keys.map((k) => async () => (await table.store.head(k)) !== undefined), 16);
+  const present = await runLimited(
+    keys.map((k) => async () => (await table.store.head(k)) !== undefined),
+    16,
+  );
   return keys.filter((_, i) => !present[i]);
 }

@@ -30,7 +30,12 @@ export type Predicate =
 
 const NEGATED: Record<CompareOp, CompareOp> = { '=': '!=', '!=': '=', '<': '>=', '<=': '>', '>': '<=', '>=': '<' };
 
-type Tok = { kind: 'ident' | 'string' | 'number' | 'op' | '(' | ')' | ',' | 'end'; text: string; pos: number; quoted?: boolean };
+type Tok = {
+  kind: 'ident' | 'string' | 'number' | 'op' | '(' | ')' | ',' | 'end';
+  text: string;
+  pos: number;
+  quoted?: boolean;
+};
 
 function tokenizePredicate(src: string): Tok[] {
   const out: Tok[] = [];
@@ -109,7 +114,8 @@ class PredicateParser {
 
   parse(): Predicate {
     const p = this.or();
-    if (this.peek().kind !== 'end') this.err(this.peek(), `unexpected "${this.peek().text}"; combine conditions with AND / OR`);
+    if (this.peek().kind !== 'end')
+      this.err(this.peek(), `unexpected "${this.peek().text}"; combine conditions with AND / OR`);
     return p;
   }
 
@@ -127,24 +133,37 @@ class PredicateParser {
 
   private field(t: Tok): DataField {
     const { fields } = this;
-    const f = fields.find((x) => x.name === t.text) ?? fields.find((x) => x.name.toLowerCase() === t.text.toLowerCase());
+    const f =
+      fields.find((x) => x.name === t.text) ?? fields.find((x) => x.name.toLowerCase() === t.text.toLowerCase());
     return f ?? this.err(t, `unknown column "${t.text}"; the columns are ${fields.map((x) => x.name).join(', ')}`);
   }
 
   /** The next token as a literal token for `f`, or a clear error. */
   private literalToken(f: DataField): Tok {
     const t = this.toks[this.at++];
-    if (t.kind !== 'string' && t.kind !== 'number' && !this.isWord(t, 'TRUE') && !this.isWord(t, 'FALSE') && !this.isWord(t, 'NULL')) {
-      this.err(t, `expected a value for ${f.name}, found ${t.kind === 'end' ? 'the end' : `"${t.text}"`}; write strings, dates and timestamps in single quotes`);
+    if (
+      t.kind !== 'string' &&
+      t.kind !== 'number' &&
+      !this.isWord(t, 'TRUE') &&
+      !this.isWord(t, 'FALSE') &&
+      !this.isWord(t, 'NULL')
+    ) {
+      this.err(
+        t,
+        `expected a value for ${f.name}, found ${t.kind === 'end' ? 'the end' : `"${t.text}"`}; write strings, dates and timestamps in single quotes`,
+      );
     }
-    if (f.type.root === 'STRING' && t.kind !== 'string' && !this.isWord(t, 'NULL')) this.err(t, `${f.name} is a STRING: write the value in single quotes, e.g. '${t.text}'`);
+    if (f.type.root === 'STRING' && t.kind !== 'string' && !this.isWord(t, 'NULL'))
+      this.err(t, `${f.name} is a STRING: write the value in single quotes, e.g. '${t.text}'`);
     return t;
   }
 
   private coerce(f: DataField, t: Tok): Value {
     if (this.isWord(t, 'NULL')) return null;
     try {
-      return coerceText({ ...f, type: { ...f.type, nullable: true } }, t.text, undefined, { quoted: t.kind === 'string' });
+      return coerceText({ ...f, type: { ...f.type, nullable: true } }, t.text, undefined, {
+        quoted: t.kind === 'string',
+      });
     } catch (e) {
       return this.err(t, (e as Error).message);
     }
@@ -167,7 +186,8 @@ class PredicateParser {
     const values: Value[] = [];
     for (;;) {
       const t = this.literalToken(f);
-      const exact = f.type.root === 'DECIMAL' && !this.isWord(t, 'NULL') ? decimalComparison(f, '=', t.text) : undefined;
+      const exact =
+        f.type.root === 'DECIMAL' && !this.isWord(t, 'NULL') ? decimalComparison(f, '=', t.text) : undefined;
       if (exact?.kind !== 'in') values.push(exact?.kind === 'compare' ? exact.value : this.coerce(f, t));
       if (this.peek().kind === ',') {
         this.at++;
@@ -204,7 +224,11 @@ class PredicateParser {
   private primary(): Predicate {
     const t = this.peek();
     if (this.isWord(t, 'NOT') || t.kind === '(') {
-      if (++this.depth > MAX_PREDICATE_DEPTH) this.err(t, `nests deeper than ${MAX_PREDICATE_DEPTH} levels of parentheses and NOTs; write it flatter (AND / OR / IN lists need no nesting)`);
+      if (++this.depth > MAX_PREDICATE_DEPTH)
+        this.err(
+          t,
+          `nests deeper than ${MAX_PREDICATE_DEPTH} levels of parentheses and NOTs; write it flatter (AND / OR / IN lists need no nesting)`,
+        );
       this.at++;
       const p: Predicate = t.kind === '(' ? this.or() : { kind: 'not', arg: this.primary() };
       if (t.kind === '(') {
@@ -214,7 +238,8 @@ class PredicateParser {
       this.depth--;
       return p;
     }
-    if (t.kind !== 'ident') return this.err(t, `expected a column name, found ${t.kind === 'end' ? 'the end' : `"${t.text}"`}`);
+    if (t.kind !== 'ident')
+      return this.err(t, `expected a column name, found ${t.kind === 'end' ? 'the end' : `"${t.text}"`}`);
     this.at++;
     return this.condition(this.field(t));
   }
@@ -291,7 +316,10 @@ export function toPredicate(where: string | Predicate, fields: readonly DataFiel
   if (typeof where === 'string') return parsePredicate(where, fields);
   const field = (name: string): DataField => {
     const f = fields.find((x) => x.name === name);
-    if (!f) throw new InvalidArgumentError(`predicate names unknown column "${name}"; the columns are ${fields.map((x) => x.name).join(', ')}`);
+    if (!f)
+      throw new InvalidArgumentError(
+        `predicate names unknown column "${name}"; the columns are ${fields.map((x) => x.name).join(', ')}`,
+      );
     return { ...f, type: { ...f.type, nullable: true } };
   };
   const walk = (p: Predicate): Predicate => {
@@ -425,7 +453,11 @@ export interface ColumnBounds {
  * False only when no row whose columns lie within `bounds` can satisfy `p` (a column without
  * bounds may hold anything): files or partitions for which it is false are skipped unread.
  */
-export function mayMatch(p: Predicate, bounds: ReadonlyMap<string, ColumnBounds>, types: ReadonlyMap<string, DataType>): boolean {
+export function mayMatch(
+  p: Predicate,
+  bounds: ReadonlyMap<string, ColumnBounds>,
+  types: ReadonlyMap<string, DataType>,
+): boolean {
   return may(pushNot(p, false), bounds, types);
 }
 
@@ -509,13 +541,19 @@ export function formatPredicate(p: Predicate, types: ReadonlyMap<string, DataTyp
     if (v === null) return 'NULL';
     const t = types.get(column);
     const text = t ? String(toDisplayValue(t, v)) : String(v);
-    return typeof v === 'string' || t?.root === 'DATE' || t?.root === 'TIMESTAMP' || t?.root === 'BYTES' ? `'${text.replaceAll("'", "''")}'` : text;
+    return typeof v === 'string' || t?.root === 'DATE' || t?.root === 'TIMESTAMP' || t?.root === 'BYTES'
+      ? `'${text.replaceAll("'", "''")}'`
+      : text;
   };
   const col = (c: string) => (/^[A-Za-z_][A-Za-z0-9_$]*$/.test(c) ? c : '`' + c.replaceAll('`', '``') + '`');
   switch (p.kind) {
     case 'and':
     case 'or':
-      return p.args.map((a) => (a.kind === 'and' || a.kind === 'or' ? `(${formatPredicate(a, types)})` : formatPredicate(a, types))).join(` ${p.kind.toUpperCase()} `);
+      return p.args
+        .map((a) =>
+          a.kind === 'and' || a.kind === 'or' ? `(${formatPredicate(a, types)})` : formatPredicate(a, types),
+        )
+        .join(` ${p.kind.toUpperCase()} `);
     case 'not':
       return `NOT (${formatPredicate(p.arg, types)})`;
     case 'is-null':

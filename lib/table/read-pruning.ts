@@ -268,10 +268,16 @@ const INT_STATS_TYPES = new Set(['TINYINT', 'SMALLINT', 'INT', 'DATE', 'BIGINT']
  * dropping rows of other keys before the merge changes no merged row a filter keeps. Undefined
  * when nothing bounds the key (or the table has none).
  */
-export function keySpanFilter(table: Table, predicate: Predicate | undefined, keyRange: { min?: JsonValue[]; max?: JsonValue[] } | undefined): RowSpanFilter | undefined {
+export function keySpanFilter(
+  table: Table,
+  predicate: Predicate | undefined,
+  keyRange: { min?: JsonValue[]; max?: JsonValue[] } | undefined,
+): RowSpanFilter | undefined {
   const s = table.schema;
   // In a file every row has the same partition values: its rows are sorted by the other key columns.
-  const fields = s.primaryKeys.filter((k) => !s.partitionKeys.includes(k)).map((k) => s.fields.find((f) => f.name === k)!);
+  const fields = s.primaryKeys
+    .filter((k) => !s.partitionKeys.includes(k))
+    .map((k) => s.fields.find((f) => f.name === k)!);
   if (fields.length === 0) return undefined;
   let bounds = predicate === undefined ? undefined : predicateBounds(predicate, fields);
   // keyRange tuples are whole keys: usable as prefixes only when no partition column is in them.

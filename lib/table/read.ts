@@ -19,7 +19,13 @@ import { readLiveFiles } from '../manifest/scan.js';
 import { intervalPartition } from '../mergetree/interval-partition.js';
 import { mergeEngineFor } from '../mergetree/merge-function.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
-import { keyFirstColumns, mergeKeyFirst, mergesKeyFirst, ordersByRunSequence, type KeyFirstRun } from '../mergetree/key-first-merge.js';
+import {
+  keyFirstColumns,
+  mergeKeyFirst,
+  mergesKeyFirst,
+  ordersByRunSequence,
+  type KeyFirstRun,
+} from '../mergetree/key-first-merge.js';
 import { mergeSortedRuns, type MergeReadOptions } from '../mergetree/sort-merge-reader.js';
 import { parsePartitionPath } from '../schema/partition.js';
 import { toJsonValue } from '../schema/values.js';
@@ -78,7 +84,9 @@ export async function readTable(table: Table, opts: ReadOptions = {}): Promise<a
   } catch (e) {
     throw await readFailure(table, snapshot.id, e);
   }
-  let result = merged.length ? concatTables(merged, physicalArrowSchema(table.schema)) : emptyTable(physicalArrowSchema(table.schema));
+  let result = merged.length
+    ? concatTables(merged, physicalArrowSchema(table.schema))
+    : emptyTable(physicalArrowSchema(table.schema));
   if (opts.keyRange) result = filterKeyRange(table, result, opts.keyRange);
   explain.mergedRows = result.numRows;
   // After the merge, never before: filtering versions would let an older one win.
@@ -109,7 +117,12 @@ export function bucketGroups(entries: readonly ManifestEntry[]): ManifestEntry[]
  * `span` (a key range), a section merged here decodes only the rows of its files inside it; a
  * closed range (a point) is read on this thread, an open one may still go to the pool, whole.
  */
-export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropDeletes: boolean, span?: RowSpanFilter): Promise<arrow.Table[]> {
+export async function mergeBuckets(
+  table: Table,
+  entries: ManifestEntry[],
+  dropDeletes: boolean,
+  span?: RowSpanFilter,
+): Promise<arrow.Table[]> {
   const sections: ManifestEntry[][] = [];
   for (const files of bucketGroups(entries)) {
     // An append table has no key: its bucket is one section, merged by sequence number alone
@@ -119,15 +132,24 @@ export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropD
       continue;
     }
     const entryOf = new Map(files.map((f) => [f.file, f]));
-    for (const section of intervalPartition(files.map((f) => f.file), table.compareKeys)) sections.push(section.flat().map((meta) => entryOf.get(meta)!));
+    for (const section of intervalPartition(
+      files.map((f) => f.file),
+      table.compareKeys,
+    ))
+      sections.push(section.flat().map((meta) => entryOf.get(meta)!));
   }
   // One section alone merges here while the decode pool decodes its row groups: on a worker, its
   // decode and merge would run one after the other on one thread.
   const pool = mergePool();
   const onPool = (s: ManifestEntry[]) =>
-    !span?.closed && sections.length > 1 && s.every((e) => e.file.schemaId === table.schema.id) && pool.takes(s.reduce((n, e) => n + e.file.fileSize, 0));
+    !span?.closed &&
+    sections.length > 1 &&
+    s.every((e) => e.file.schemaId === table.schema.id) &&
+    pool.takes(s.reduce((n, e) => n + e.file.fileSize, 0));
   return runLimited(
-    sections.map((s) => () => (onPool(s) ? pool.merge(table, s, dropDeletes) : mergeSection(table, s, dropDeletes, span))),
+    sections.map(
+      (s) => () => (onPool(s) ? pool.merge(table, s, dropDeletes) : mergeSection(table, s, dropDeletes, span)),
+    ),
     4,
   );
 }
@@ -137,14 +159,28 @@ export async function mergeBuckets(table: Table, entries: ManifestEntry[], dropD
  * engine, key-first for engines that take whole versions. Runs on the calling thread or, the same
  * code, on a merge pool worker (merge-worker.ts).
  */
-export async function mergeSection(table: Table, section: ManifestEntry[], dropDeletes: boolean, span?: RowSpanFilter): Promise<arrow.Table> {
+export async function mergeSection(
+  table: Table,
+  section: ManifestEntry[],
+  dropDeletes: boolean,
+  span?: RowSpanFilter,
+): Promise<arrow.Table> {
   const engine = mergeEngineFor(mergeConfigFromOptions(table.options, table.schema.primaryKeys));
-  const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };
+  const mergeOpts = {
+    schema: table.schema,
+    keyColumns: table.schema.primaryKeys,
+    engine,
+    dropDeletes,
+    keepKinds: !dropDeletes,
+  };
   // Engines that take whole versions merge on keys first and decode only the winners' values.
-  if (table.schema.primaryKeys.length > 0 && mergesKeyFirst(engine)) return mergeSectionKeyFirst(table, section, mergeOpts, span);
+  if (table.schema.primaryKeys.length > 0 && mergesKeyFirst(engine))
+    return mergeSectionKeyFirst(table, section, mergeOpts, span);
   // Each file is its own run: files are key-sorted with one record per key, and keeping them
   // apart lets every run carry its own sequence base.
-  const runs = await Promise.all(section.map(async (e) => ({ table: await readEntry(table, e, span), sequenceBase: e.file.sequenceBase })));
+  const runs = await Promise.all(
+    section.map(async (e) => ({ table: await readEntry(table, e, span), sequenceBase: e.file.sequenceBase })),
+  );
   return mergeSortedRuns(runs, mergeOpts);
 }
 
@@ -153,7 +189,12 @@ export async function mergeSection(table: Table, section: ManifestEntry[], dropD
  * sequence fields and system columns, and later for the value columns of the row groups that hold
  * winners. A file written with an older schema is read whole and evolved instead.
  */
-async function mergeSectionKeyFirst(table: Table, entries: ManifestEntry[], opts: MergeReadOptions, span?: RowSpanFilter): Promise<arrow.Table> {
+async function mergeSectionKeyFirst(
+  table: Table,
+  entries: ManifestEntry[],
+  opts: MergeReadOptions,
+  span?: RowSpanFilter,
+): Promise<arrow.Table> {
   const decoders: DataFileDecoder[] = [];
   try {
     const ranges = entries.map((e) => ({ min: e.file.minSequenceNumber, max: e.file.maxSequenceNumber }));
@@ -164,13 +205,31 @@ async function mergeSectionKeyFirst(table: Table, entries: ManifestEntry[], opts
         const file = entry.file;
         if (file.schemaId !== table.schema.id) {
           const data = await readEntry(table, entry);
-          return { keys: data, sequenceBase: file.sequenceBase, sequenceRange: ranges[i], rowGroupRows: [data.numRows], values: async (cols) => [data.select(cols)] };
+          return {
+            keys: data,
+            sequenceBase: file.sequenceBase,
+            sequenceRange: ranges[i],
+            rowGroupRows: [data.numRows],
+            values: async (cols) => [data.select(cols)],
+          };
         }
         // By range: the footer, then the chunks of the asked columns and row groups, never the file.
-        const decoder = await openDataFileRanged(table.store, dataFileKey(table.path, entry.partition, entry.bucket, file.fileName), file.fileSize, dataFileCheck(table, file), span);
+        const decoder = await openDataFileRanged(
+          table.store,
+          dataFileKey(table.path, entry.partition, entry.bucket, file.fileName),
+          file.fileSize,
+          dataFileCheck(table, file),
+          span,
+        );
         decoders.push(decoder);
         const keys = concatTables(await decoder.readRowGroups(keyCols), physicalKeySchema(table, keyCols));
-        return { keys, sequenceBase: file.sequenceBase, sequenceRange: ranges[i], rowGroupRows: decoder.rowGroupRows, values: (cols, groups) => decoder.readRowGroups(cols, groups) };
+        return {
+          keys,
+          sequenceBase: file.sequenceBase,
+          sequenceRange: ranges[i],
+          rowGroupRows: decoder.rowGroupRows,
+          values: (cols, groups) => decoder.readRowGroups(cols, groups),
+        };
       }),
     );
     return await mergeKeyFirst(runs, opts);
@@ -194,19 +253,30 @@ export function dataFileCheck(table: Table, file: DataFileMeta): DataFileCheck {
  * Reads one data or changelog file of the table (by range: footer, then row group by row group);
  * with `span`, only its rows in that key range (a file of the current schema: the span names its columns).
  */
-export async function readEntry(table: Table, entry: Pick<ManifestEntry, 'partition' | 'bucket' | 'file'>, span?: RowSpanFilter): Promise<arrow.Table> {
+export async function readEntry(
+  table: Table,
+  entry: Pick<ManifestEntry, 'partition' | 'bucket' | 'file'>,
+  span?: RowSpanFilter,
+): Promise<arrow.Table> {
   // By range, one row group at a time: the file's bytes are never held whole.
   const check = dataFileCheck(table, entry.file);
-  const data = await readDataFileRanged(table.store, dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName), entry.file.fileSize, {
-    check,
-    ...(span !== undefined && entry.file.schemaId === table.schema.id ? { span } : {}),
-  });
+  const data = await readDataFileRanged(
+    table.store,
+    dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName),
+    entry.file.fileSize,
+    {
+      check,
+      ...(span !== undefined && entry.file.schemaId === table.schema.id ? { span } : {}),
+    },
+  );
   const fileSchemaId = entry.file.schemaId;
   if (fileSchemaId === table.schema.id) return data;
   // Reading a newer file through an older schema would silently drop its new columns.
   if (fileSchemaId > table.schema.id) throw await newerSchemaError(table, entry.file.fileName, fileSchemaId);
   const fileSchema = await table.schemaById(fileSchemaId);
-  return sameLayout(fileSchema.fields, table.schema.fields) ? data : evolveTable(data, fileSchema.fields, table.schema.fields);
+  return sameLayout(fileSchema.fields, table.schema.fields)
+    ? data
+    : evolveTable(data, fileSchema.fields, table.schema.fields);
 }
 
 /**
@@ -224,7 +294,10 @@ async function newerSchemaError(table: Table, fileName: string, schemaId: number
 }
 
 function sameLayout(a: DataField[], b: DataField[]): boolean {
-  return a.length === b.length && a.every((f, i) => f.id === b[i].id && f.name === b[i].name && formatType(f.type) === formatType(b[i].type));
+  return (
+    a.length === b.length &&
+    a.every((f, i) => f.id === b[i].id && f.name === b[i].name && formatType(f.type) === formatType(b[i].type))
+  );
 }
 
 /** The requested columns, checked to exist in the table (undefined: all). */
@@ -232,7 +305,8 @@ export function checkColumns(table: Table, columns?: string[]): string[] | undef
   if (!columns || columns.length === 0) return undefined;
   const names = table.schema.fields.map((f) => f.name);
   for (const c of columns) {
-    if (!names.includes(c)) throw new InvalidArgumentError(`unknown column "${c}" in ${table.name}; its columns are ${names.join(', ')}`);
+    if (!names.includes(c))
+      throw new InvalidArgumentError(`unknown column "${c}" in ${table.name}; its columns are ${names.join(', ')}`);
   }
   return columns;
 }
@@ -290,9 +364,23 @@ export async function planRead(
   snapshot: Snapshot | undefined,
   opts: ReadOptions,
 ): Promise<{ entries: ManifestEntry[]; where?: ReadPruning; explain: ReadExplain; span?: RowSpanFilter }> {
-  if (opts.limit !== undefined && (!Number.isInteger(opts.limit) || opts.limit < 0)) throw new InvalidArgumentError(`limit must be an integer ≥ 0, got ${opts.limit}`);
-  const where = opts.where === undefined ? undefined : new ReadPruning(table, toPredicate(opts.where, table.schema.fields));
-  const explain: ReadExplain = { snapshotId: snapshot?.id, schemaId: table.schema.id, predicate: where?.predicate, liveFiles: 0, skippedByPartition: 0, skippedByBucket: 0, skippedByKeyRange: 0, skippedByValueStats: 0, filesRead: 0, mergedRows: 0, matchingRows: 0 };
+  if (opts.limit !== undefined && (!Number.isInteger(opts.limit) || opts.limit < 0))
+    throw new InvalidArgumentError(`limit must be an integer ≥ 0, got ${opts.limit}`);
+  const where =
+    opts.where === undefined ? undefined : new ReadPruning(table, toPredicate(opts.where, table.schema.fields));
+  const explain: ReadExplain = {
+    snapshotId: snapshot?.id,
+    schemaId: table.schema.id,
+    predicate: where?.predicate,
+    liveFiles: 0,
+    skippedByPartition: 0,
+    skippedByBucket: 0,
+    skippedByKeyRange: 0,
+    skippedByValueStats: 0,
+    filesRead: 0,
+    mergedRows: 0,
+    matchingRows: 0,
+  };
   if (!snapshot) return { entries: [], where, explain };
   const inSpec = partitionFilter(table, opts.partition);
   // With --explain the skipped files are counted, so the manifests are read without the predicate.
@@ -319,7 +407,11 @@ export async function planRead(
 }
 
 /** The chunks of a data file read through the table's schema (by field id) when the file was written with another. */
-export async function* evolveChunks(table: Table, file: DataFileMeta, chunks: AsyncIterable<arrow.Table>): AsyncGenerator<arrow.Table> {
+export async function* evolveChunks(
+  table: Table,
+  file: DataFileMeta,
+  chunks: AsyncIterable<arrow.Table>,
+): AsyncGenerator<arrow.Table> {
   if (file.schemaId === table.schema.id) {
     yield* chunks;
     return;

@@ -11,7 +11,15 @@ import { toArrowField } from '../format/arrow-schema.js';
 import { ColumnAppender } from '../format/column-appender.js';
 import { makeColumn, tableFromColumns } from '../format/column-layout.js';
 import { coerceText, coerceValue } from '../schema/values.js';
-import { KIND_COLUMN, ROW_KIND_NAMES, RowKind, type DataField, type RowKindByte, type TableSchema, type Value } from '../schema/types.js';
+import {
+  KIND_COLUMN,
+  ROW_KIND_NAMES,
+  RowKind,
+  type DataField,
+  type RowKindByte,
+  type TableSchema,
+  type Value,
+} from '../schema/types.js';
 
 /** The column that may carry a row kind in JSONL and CSV input. */
 export const KIND_FIELD = '_kind';
@@ -66,7 +74,10 @@ export class RecordColumns {
     this.keyIndexes = this.fields.flatMap((_, i) => (this.isKey[i] ? [i] : []));
     this.names = new Set(this.fields.map((f) => f.name));
     this.appenders = this.fields.map((f) => new ColumnAppender(f, initialRows));
-    this.arrowSchema = new arrow.Schema([...this.fields.map(toArrowField), new arrow.Field(KIND_COLUMN, new arrow.Int8(), false)]);
+    this.arrowSchema = new arrow.Schema([
+      ...this.fields.map(toArrowField),
+      new arrow.Field(KIND_COLUMN, new arrow.Int8(), false),
+    ]);
     this.values = new Array(this.fields.length).fill(null);
     this.kinds = new Int8Array(Math.max(8, initialRows));
   }
@@ -89,7 +100,8 @@ export class RecordColumns {
   /** Adds a record of JSON values (a JSON object, a Parquet row), `_kind` included. */
   addObject(obj: Record<string, unknown>, line: number, raw: RawText): void {
     try {
-      const kind = KIND_FIELD in obj ? this.kindOf(obj[KIND_FIELD], line) : this.opts.deletes ? RowKind.DELETE : RowKind.INSERT;
+      const kind =
+        KIND_FIELD in obj ? this.kindOf(obj[KIND_FIELD], line) : this.opts.deletes ? RowKind.DELETE : RowKind.INSERT;
       this.checkKind(kind, line);
       const values = this.values;
       if (kind === RowKind.DELETE) {
@@ -103,9 +115,11 @@ export class RecordColumns {
           if (this.isKey[i]) continue;
           const f = this.fields[i];
           const v = obj[f.name];
-          values[i] = v === undefined || v === null ? (f.type.nullable ? null : placeholder(f)) : coerceValue(f, v, line);
+          values[i] =
+            v === undefined || v === null ? (f.type.nullable ? null : placeholder(f)) : coerceValue(f, v, line);
         }
-        for (const name of Object.keys(obj)) if (name !== KIND_FIELD && !this.names.has(name)) throw this.unknownColumn(name, line);
+        for (const name of Object.keys(obj))
+          if (name !== KIND_FIELD && !this.names.has(name)) throw this.unknownColumn(name, line);
       } else {
         for (const name in obj) if (name !== KIND_FIELD && !this.names.has(name)) throw this.unknownColumn(name, line);
         for (let i = 0; i < this.fields.length; i++) {
@@ -144,7 +158,8 @@ export class RecordColumns {
   addText(record: string[], line: number, raw: RawText): void {
     const csv = this.csv!;
     try {
-      const kind = csv.kindAt >= 0 ? this.kindOf(record[csv.kindAt], line) : this.opts.deletes ? RowKind.DELETE : RowKind.INSERT;
+      const kind =
+        csv.kindAt >= 0 ? this.kindOf(record[csv.kindAt], line) : this.opts.deletes ? RowKind.DELETE : RowKind.INSERT;
       this.checkKind(kind, line);
       const values = this.values;
       const textOf = (i: number): string | undefined => (csv.at[i] < 0 ? undefined : record[csv.at[i]]);
@@ -167,8 +182,10 @@ export class RecordColumns {
           const f = this.fields[i];
           const text = textOf(i);
           if (text === undefined) {
-            if (this.isKey[i]) throw new RecordValidationError(`line ${line}: primary key column "${f.name}" is missing`, line, f.name);
-            if (!f.type.nullable) throw new RecordValidationError(`line ${line}: column "${f.name}" is NOT NULL but missing`, line, f.name);
+            if (this.isKey[i])
+              throw new RecordValidationError(`line ${line}: primary key column "${f.name}" is missing`, line, f.name);
+            if (!f.type.nullable)
+              throw new RecordValidationError(`line ${line}: column "${f.name}" is NOT NULL but missing`, line, f.name);
             values[i] = null;
             continue;
           }
@@ -186,7 +203,11 @@ export class RecordColumns {
     const n = this.rows;
     const children = this.appenders.map((a) => a.finish());
     children.push(makeColumn(new arrow.Int8(), n, this.kinds.slice(0, n), null, 0));
-    const chunk: ColumnChunk = { table: tableFromColumns(this.arrowSchema, children, n), rejected: this.rejected, bytesRead };
+    const chunk: ColumnChunk = {
+      table: tableFromColumns(this.arrowSchema, children, n),
+      rejected: this.rejected,
+      bytesRead,
+    };
     this.rows = 0;
     this.rejected = [];
     return chunk;
@@ -215,10 +236,18 @@ export class RecordColumns {
   private kindOf(k: unknown, line: number): RowKindByte {
     const idx = ROW_KIND_NAMES.indexOf(String(k) as never);
     if (idx < 0) {
-      throw new RecordValidationError(`line ${line}, field "${KIND_FIELD}": ${JSON.stringify(k)} is not a row kind; use one of ${ROW_KIND_NAMES.join(', ')}`, line, KIND_FIELD);
+      throw new RecordValidationError(
+        `line ${line}, field "${KIND_FIELD}": ${JSON.stringify(k)} is not a row kind; use one of ${ROW_KIND_NAMES.join(', ')}`,
+        line,
+        KIND_FIELD,
+      );
     }
     if (this.opts.deletes && idx !== RowKind.DELETE) {
-      throw new RecordValidationError(`line ${line}: \`delete\` only takes deletes, but the record has ${KIND_FIELD}=${String(k)}`, line, KIND_FIELD);
+      throw new RecordValidationError(
+        `line ${line}: \`delete\` only takes deletes, but the record has ${KIND_FIELD}=${String(k)}`,
+        line,
+        KIND_FIELD,
+      );
     }
     return idx as RowKindByte;
   }
@@ -233,11 +262,19 @@ export class RecordColumns {
   }
 
   private keyMissing(f: DataField, line: number): RecordValidationError {
-    return new RecordValidationError(`line ${line}: primary key column "${f.name}" is missing; a delete names the key of the row to delete`, line, f.name);
+    return new RecordValidationError(
+      `line ${line}: primary key column "${f.name}" is missing; a delete names the key of the row to delete`,
+      line,
+      f.name,
+    );
   }
 
   private unknownColumn(name: string, line: number): RecordValidationError {
-    return new RecordValidationError(`line ${line}: unknown column "${name}"; the table's columns are ${this.fields.map((f) => f.name).join(', ')}`, line, name);
+    return new RecordValidationError(
+      `line ${line}: unknown column "${name}"; the table's columns are ${this.fields.map((f) => f.name).join(', ')}`,
+      line,
+      name,
+    );
   }
 }
 

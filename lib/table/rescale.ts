@@ -65,13 +65,17 @@ export async function rescaleTable(table: Table, opts: RescaleOptions): Promise<
   if (!Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError(`--buckets must be an integer ≥ 1, got ${n}`);
   let t = await table.latest();
   if (t.options.bucket === -1) {
-    throw new InvalidArgumentError(`${t.name} is bucket-unaware (bucket = -1, an append table without bucket-key): it has no buckets to rescale; its partitions already hold any number of files`);
+    throw new InvalidArgumentError(
+      `${t.name} is bucket-unaware (bucket = -1, an append table without bucket-key): it has no buckets to rescale; its partitions already hold any number of files`,
+    );
   }
   const spec = opts.partition && Object.keys(opts.partition).length > 0 ? opts.partition : undefined;
   if (spec) {
     for (const k of Object.keys(spec)) {
       if (!t.schema.partitionKeys.includes(k)) {
-        throw new InvalidArgumentError(`"${k}" is not a partition key of ${t.name}; ${t.schema.partitionKeys.length ? `its partition keys are ${t.schema.partitionKeys.join(', ')}` : 'the table is not partitioned: rescale it whole'}`);
+        throw new InvalidArgumentError(
+          `"${k}" is not a partition key of ${t.name}; ${t.schema.partitionKeys.length ? `its partition keys are ${t.schema.partitionKeys.join(', ')}` : 'the table is not partitioned: rescale it whole'}`,
+        );
       }
     }
   }
@@ -83,7 +87,7 @@ export async function rescaleTable(table: Table, opts: RescaleOptions): Promise<
     if (behind.length > 0) {
       throw new InvalidArgumentError(
         `${t.name} has streaming consumers that have not read up to snapshot ${latestId} (${behind.map((c) => `${c.id} at snapshot ${c.nextSnapshot}`).join(', ')}): ` +
-          'a rescale is an OVERWRITE, which streams skip, and it moves keys to other buckets (other readers), so a consumer still behind it could deliver a key\'s changes out of order; ' +
+          "a rescale is an OVERWRITE, which streams skip, and it moves keys to other buckets (other readers), so a consumer still behind it could deliver a key's changes out of order; " +
           'let the consumers catch up (or expire), or pass --force',
       );
     }
@@ -98,13 +102,23 @@ export async function rescaleTable(table: Table, opts: RescaleOptions): Promise<
   // partitions makes it plan again on the latest snapshot, under the loop's one retry budget.
   const empty = { partitions: [] as string[], unchanged: [] as string[], filesRemoved: 0, filesAdded: 0, rows: 0 };
   let out = empty;
-  const done = await commitRewrite(t, { commitUser: opts.commitUser ?? 'rescale', properties: { [RESCALE_PROPERTY]: String(n) } }, async (base) => {
-    const planned = await planRescale(await t.latest(), base, n, spec);
-    out = planned.out;
-    return planned.rewrite;
-  });
+  const done = await commitRewrite(
+    t,
+    { commitUser: opts.commitUser ?? 'rescale', properties: { [RESCALE_PROPERTY]: String(n) } },
+    async (base) => {
+      const planned = await planRescale(await t.latest(), base, n, spec);
+      out = planned.out;
+      return planned.rewrite;
+    },
+  );
   if (done.rewrite === undefined) return { ...out, optionChanged };
-  return { ...out, snapshot: done.snapshot, filesRemoved: done.rewrite.counts.removed, filesAdded: done.rewrite.counts.added, optionChanged };
+  return {
+    ...out,
+    snapshot: done.snapshot,
+    filesRemoved: done.rewrite.counts.removed,
+    filesAdded: done.rewrite.counts.added,
+    optionChanged,
+  };
 }
 
 /**
@@ -128,7 +142,8 @@ async function consumersWithChangesToDeliver(
   // The newest snapshot with such rows: a consumer is behind when its next snapshot is at most that one.
   for (let id = latestId; id >= from; id--) {
     const s = await t.snapshots.tryRead(id);
-    if (s === undefined || (carriesRowChanges(s) && (await changesPartitions(t, s, matches)))) return consumers.filter((c) => c.nextSnapshot <= id);
+    if (s === undefined || (carriesRowChanges(s) && (await changesPartitions(t, s, matches))))
+      return consumers.filter((c) => c.nextSnapshot <= id);
   }
   return [];
 }
@@ -139,7 +154,11 @@ function partitionMatcher(spec: Record<string, string>): (partition: string) => 
 }
 
 /** True when snapshot `s` changed files (data or changelog) of a partition `matches` takes (any, when undefined). */
-async function changesPartitions(t: Table, s: Snapshot, matches: ((partition: string) => boolean) | undefined): Promise<boolean> {
+async function changesPartitions(
+  t: Table,
+  s: Snapshot,
+  matches: ((partition: string) => boolean) | undefined,
+): Promise<boolean> {
   if (matches === undefined) return true;
   const filter = { partition: matches };
   if ((await readDeltaEntries(t.store, t.path, s, filter, t.manifestCache)).length > 0) return true;
@@ -165,7 +184,11 @@ async function planRescale(
   const matches = spec ? partitionMatcher(spec) : undefined;
   const live = await readLiveFiles(t.store, t.path, latest, { partition: matches }, t.manifestCache);
   if (spec && live.length === 0) {
-    throw new InvalidArgumentError(`${t.name} has no partition ${Object.entries(spec).map(([k, v]) => `${k}=${v}`).join(',')}; list partitions with \`varve sys ${t.name} partitions\``);
+    throw new InvalidArgumentError(
+      `${t.name} has no partition ${Object.entries(spec)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',')}; list partitions with \`varve sys ${t.name} partitions\``,
+    );
   }
   const byPartition = new Map<string, ManifestEntry[]>();
   for (const e of live) byPartition.set(e.partition, [...(byPartition.get(e.partition) ?? []), e]);
@@ -191,7 +214,14 @@ async function planRescale(
  * Reads one partition's rows (a keyed table's merged state, an append table's rows), routes them
  * into `n` buckets and adds them to the rewrite; returns the number of rows.
  */
-async function rewritePartition(t: Table, snapshot: Snapshot, partition: string, entries: ManifestEntry[], n: number, rewrite: FileRewrite): Promise<number> {
+async function rewritePartition(
+  t: Table,
+  snapshot: Snapshot,
+  partition: string,
+  entries: ManifestEntry[],
+  n: number,
+  rewrite: FileRewrite,
+): Promise<number> {
   for (const e of entries) rewrite.remove(e);
   let parts;
   try {
@@ -204,14 +234,27 @@ async function rewritePartition(t: Table, snapshot: Snapshot, partition: string,
   if (rows.numRows === 0) return 0;
   const appendOnly = t.schema.primaryKeys.length === 0;
   const s = t.schema;
-  const keyNames = t.options.bucketKey.length ? t.options.bucketKey : s.primaryKeys.filter((k) => !s.partitionKeys.includes(k));
+  const keyNames = t.options.bucketKey.length
+    ? t.options.bucketKey
+    : s.primaryKeys.filter((k) => !s.partitionKeys.includes(k));
   const bucketFields = (keyNames.length ? keyNames : s.primaryKeys).map((k) => s.fields.find((f) => f.name === k)!);
   const types = bucketFields.map((f) => f.type);
   const bucketRows: number[][] = Array.from({ length: n }, () => []);
   tableToRows(rows.select(bucketFields.map((f) => f.name)), bucketFields).forEach((r, i) => {
-    bucketRows[bucketOf(types, bucketFields.map((f) => r[f.name]), n)].push(i);
+    bucketRows[
+      bucketOf(
+        types,
+        bucketFields.map((f) => r[f.name]),
+        n,
+      )
+    ].push(i);
   });
-  const bytesPerRow = entries.reduce((a, e) => a + e.file.fileSize, 0) / Math.max(1, entries.reduce((a, e) => a + e.file.rowCount, 0));
+  const bytesPerRow =
+    entries.reduce((a, e) => a + e.file.fileSize, 0) /
+    Math.max(
+      1,
+      entries.reduce((a, e) => a + e.file.rowCount, 0),
+    );
   const level = appendOnly ? 0 : t.options.numLevels - 1;
   for (let b = 0; b < n; b++) {
     if (bucketRows[b].length === 0) continue;

@@ -20,7 +20,17 @@ import { mergeSortedRuns, type MergeReadOptions } from '../mergetree/sort-merge-
 import type { RowSpanFilter } from '../format/row-group-reader.js';
 import { readsMergeFree, scanMergeFree } from './deletion-read.js';
 import { dataFileKey } from './paths.js';
-import { bucketGroups, checkColumns, dataFileCheck, evolveChunks, filterKeyRange, planRead, project, readFailure, type ReadOptions } from './read.js';
+import {
+  bucketGroups,
+  checkColumns,
+  dataFileCheck,
+  evolveChunks,
+  filterKeyRange,
+  planRead,
+  project,
+  readFailure,
+  type ReadOptions,
+} from './read.js';
 import { filterTable } from './predicate.js';
 import type { Table } from './table.js';
 import { resolveSnapshot, tableForRead } from './time-travel.js';
@@ -122,14 +132,24 @@ interface SectionReader {
  * merged per section of overlapping key ranges.
  */
 function sectionsOf(r: SectionReader, files: readonly ManifestEntry[]): SortedRun[][] {
-  return r.appendOnly ? bySequence(files).map((e) => [[e.file]]) : intervalPartition(files.map((f) => f.file), r.table.compareKeys);
+  return r.appendOnly
+    ? bySequence(files).map((e) => [[e.file]])
+    : intervalPartition(
+        files.map((f) => f.file),
+        r.table.compareKeys,
+      );
 }
 
 /** The merged rows of one section (`sectionFiles`, all of the bucket whose entries are `files`), piece by piece. */
-function readSection(r: SectionReader, files: readonly ManifestEntry[], sectionFiles: DataFileMeta[]): AsyncIterable<arrow.Table> {
+function readSection(
+  r: SectionReader,
+  files: readonly ManifestEntry[],
+  sectionFiles: DataFileMeta[],
+): AsyncIterable<arrow.Table> {
   const { table, engine, dropDeletes, appendOnly, reuseBuffers } = r;
   // The span names the current schema's key columns: a file of an older schema is read whole.
-  const span = (meta: DataFileMeta) => (r.span !== undefined && meta.schemaId === table.schema.id ? { span: r.span } : {});
+  const span = (meta: DataFileMeta) =>
+    r.span !== undefined && meta.schemaId === table.schema.id ? { span: r.span } : {};
   // Every entry of `files` is of the same partition and bucket (bucketGroups).
   const keyOf = (meta: DataFileMeta) => dataFileKey(table.path, files[0].partition, files[0].bucket, meta.fileName);
   const plainRows = dropDeletes && engine.name === 'deduplicate';
@@ -138,14 +158,31 @@ function readSection(r: SectionReader, files: readonly ManifestEntry[], sectionF
     // its rows without the retractions. Its sequence numbers are never needed (8 of the bytes
     // a row decodes to): only the user columns and the kind are fetched and decoded.
     const wanted = [...table.schema.fields.map((f) => f.name), KIND_COLUMN];
-    return withoutRetracts(readDataFileRowGroups(table.store, keyOf(sectionFiles[0]), sectionFiles[0].fileSize, { columns: wanted, reuseBuffers, check: dataFileCheck(table, sectionFiles[0]), ...span(sectionFiles[0]) }));
+    return withoutRetracts(
+      readDataFileRowGroups(table.store, keyOf(sectionFiles[0]), sectionFiles[0].fileSize, {
+        columns: wanted,
+        reuseBuffers,
+        check: dataFileCheck(table, sectionFiles[0]),
+        ...span(sectionFiles[0]),
+      }),
+    );
   }
   // Each file is its own run (one record per key, its own sequence base).
   const runs = sectionFiles.map((meta) => {
-    const chunks = readDataFileRowGroups(table.store, keyOf(meta), meta.fileSize, { reuseBuffers, check: dataFileCheck(table, meta), ...span(meta) });
+    const chunks = readDataFileRowGroups(table.store, keyOf(meta), meta.fileSize, {
+      reuseBuffers,
+      check: dataFileCheck(table, meta),
+      ...span(meta),
+    });
     return { chunks: evolveChunks(table, meta, chunks), sequenceBase: meta.sequenceBase, oneRecordPerKey: true };
   });
-  const mergeOpts = { schema: table.schema, keyColumns: table.schema.primaryKeys, engine, dropDeletes, keepKinds: !dropDeletes };
+  const mergeOpts = {
+    schema: table.schema,
+    keyColumns: table.schema.primaryKeys,
+    engine,
+    dropDeletes,
+    keepKinds: !dropDeletes,
+  };
   return appendOnly ? concatRuns(runs, mergeOpts) : mergeSection(runs, mergeOpts, plainRows);
 }
 
@@ -156,7 +193,11 @@ function readSection(r: SectionReader, files: readonly ManifestEntry[], sectionF
  * record there, so the merge would only copy them and compute sequence numbers and kinds the
  * caller drops. The system columns of such a piece are the stored ones (the caller must not keep them).
  */
-async function* mergeSection(runs: RunStream[], opts: MergeReadOptions, plainRows: boolean): AsyncGenerator<arrow.Table> {
+async function* mergeSection(
+  runs: RunStream[],
+  opts: MergeReadOptions,
+  plainRows: boolean,
+): AsyncGenerator<arrow.Table> {
   for await (const pieces of alignRunStreams(runs, opts.keyColumns)) {
     if (plainRows && pieces.length === 1 && !hasRetract(pieces[0].table)) {
       yield pieces[0].table;
@@ -197,7 +238,10 @@ function hasRetract(piece: arrow.Table): boolean {
 
 /** An append table's files of one bucket in the order their rows were written. */
 function bySequence(files: readonly ManifestEntry[]): ManifestEntry[] {
-  return [...files].sort((a, b) => a.file.minSequenceNumber - b.file.minSequenceNumber || a.file.maxSequenceNumber - b.file.maxSequenceNumber);
+  return [...files].sort(
+    (a, b) =>
+      a.file.minSequenceNumber - b.file.minSequenceNumber || a.file.maxSequenceNumber - b.file.maxSequenceNumber,
+  );
 }
 
 /**

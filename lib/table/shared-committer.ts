@@ -123,12 +123,19 @@ export class SharedCommitter {
       outcomes = await this.commitTogether(leaders);
     } catch (e) {
       // A write stall names buckets some batches do not write to: alone, only those batches wait.
-      if (leaders.length === 1 || !(e instanceof VarveError) || (e.retryable && !(e instanceof WriteStallError))) outcomes = leaders.map(() => ({ error: e }));
+      if (leaders.length === 1 || !(e instanceof VarveError) || (e.retryable && !(e instanceof WriteStallError)))
+        outcomes = leaders.map(() => ({ error: e }));
       else {
         // One batch the others cannot land with (a schema changed under it, …): each alone, so
         // only the ones that fail alone fail.
         outcomes = [];
-        for (const w of leaders) outcomes.push(await this.commitTogether([w]).then((o) => o[0], (error: unknown) => ({ error })));
+        for (const w of leaders)
+          outcomes.push(
+            await this.commitTogether([w]).then(
+              (o) => o[0],
+              (error: unknown) => ({ error }),
+            ),
+          );
       }
     }
     leaders.forEach((w, i) => {
@@ -165,20 +172,37 @@ export class SharedCommitter {
       'append',
     );
     // A fresh identifier cannot have landed before: no need to search recent snapshots.
-    const result: SnapshotCommitResult = await commitToTable(table, action, alone && !fresh ? {} : { dedupLookback: 0 });
+    const result: SnapshotCommitResult = await commitToTable(
+      table,
+      action,
+      alone && !fresh ? {} : { dedupLookback: 0 },
+    );
     if (result.committed) this.rounds++;
     let announced = !result.committed;
     return appends.map((_, i) => {
       const landed = result.landedBefore?.get(i);
       if (landed !== undefined) {
-        const where = landed.snapshot !== undefined ? { snapshot: landed.snapshot } : { expiredSnapshotId: landed.snapshotId };
+        const where =
+          landed.snapshot !== undefined ? { snapshot: landed.snapshot } : { expiredSnapshotId: landed.snapshotId };
         return { ...where, alreadyCommitted: true, announces: false, roundSize: appends.length };
       }
-      if (result.expiredSnapshotId !== undefined) return { expiredSnapshotId: result.expiredSnapshotId, alreadyCommitted: true, announces: false, roundSize: appends.length };
+      if (result.expiredSnapshotId !== undefined)
+        return {
+          expiredSnapshotId: result.expiredSnapshotId,
+          alreadyCommitted: true,
+          announces: false,
+          roundSize: appends.length,
+        };
       const announces = !announced;
       announced = true;
       const hookError = result.hookError !== undefined ? { hookError: result.hookError } : {};
-      return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, announces, roundSize: appends.length, ...hookError };
+      return {
+        snapshot: result.snapshot,
+        alreadyCommitted: result.alreadyCommitted,
+        announces,
+        roundSize: appends.length,
+        ...hookError,
+      };
     });
   }
 }

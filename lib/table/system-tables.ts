@@ -30,7 +30,19 @@ import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
 /** A cell of a system table record. */
 export type DisplayValue = string | number | boolean | null;
 
-export const SYSTEM_TABLES = ['snapshots', 'changelogs', 'files', 'manifests', 'schemas', 'options', 'tags', 'buckets', 'partitions', 'statistics', 'consumers'] as const;
+export const SYSTEM_TABLES = [
+  'snapshots',
+  'changelogs',
+  'files',
+  'manifests',
+  'schemas',
+  'options',
+  'tags',
+  'buckets',
+  'partitions',
+  'statistics',
+  'consumers',
+] as const;
 export type SystemTableName = (typeof SYSTEM_TABLES)[number];
 
 export interface SystemTableResult {
@@ -77,12 +89,25 @@ export async function readSystemTable(table: Table, name: string, spec: Snapshot
 
 async function allSnapshots(table: Table): Promise<Snapshot[]> {
   const ids = await table.snapshots.listIds();
-  const snaps = await runLimited(ids.map((id) => () => table.snapshots.tryRead(id)), 16);
+  const snaps = await runLimited(
+    ids.map((id) => () => table.snapshots.tryRead(id)),
+    16,
+  );
   return snaps.filter((s): s is Snapshot => s !== undefined);
 }
 
 async function snapshotsTable(table: Table): Promise<SystemTableResult> {
-  const columns = ['snapshot_id', 'schema_id', 'commit_user', 'commit_identifier', 'commit_kind', 'commit_time', 'total_record_count', 'delta_record_count', 'changelog_record_count'];
+  const columns = [
+    'snapshot_id',
+    'schema_id',
+    'commit_user',
+    'commit_identifier',
+    'commit_kind',
+    'commit_time',
+    'total_record_count',
+    'delta_record_count',
+    'changelog_record_count',
+  ];
   const records = (await allSnapshots(table)).map((s) => ({
     snapshot_id: s.id,
     schema_id: s.schemaId,
@@ -99,9 +124,21 @@ async function snapshotsTable(table: Table): Promise<SystemTableResult> {
 
 /** Long-lived changelogs: snapshots that expired while `changelog.*` retention keeps their changes readable by streams. */
 async function changelogsTable(table: Table): Promise<SystemTableResult> {
-  const columns = ['snapshot_id', 'schema_id', 'commit_kind', 'commit_time', 'delta_record_count', 'changelog_record_count', 'retained_files', 'retained_manifests'];
+  const columns = [
+    'snapshot_id',
+    'schema_id',
+    'commit_kind',
+    'commit_time',
+    'delta_record_count',
+    'changelog_record_count',
+    'retained_files',
+    'retained_manifests',
+  ];
   const ids = await listChangelogIds(table.store, table.path);
-  const found = await runLimited(ids.map((id) => () => tryReadChangelog(table.store, table.path, id)), 16);
+  const found = await runLimited(
+    ids.map((id) => () => tryReadChangelog(table.store, table.path, id)),
+    16,
+  );
   const records = found
     .filter((c): c is LongLivedChangelog => c !== undefined)
     .map((c) => ({
@@ -118,10 +155,28 @@ async function changelogsTable(table: Table): Promise<SystemTableResult> {
 }
 
 async function filesTable(table: Table, snapshot: Snapshot | undefined): Promise<SystemTableResult> {
-  const columns = ['partition', 'bucket', 'file_path', 'level', 'record_count', 'file_size_in_bytes', 'min_key', 'max_key', 'min_sequence_number', 'max_sequence_number', 'creation_time'];
+  const columns = [
+    'partition',
+    'bucket',
+    'file_path',
+    'level',
+    'record_count',
+    'file_size_in_bytes',
+    'min_key',
+    'max_key',
+    'min_sequence_number',
+    'max_sequence_number',
+    'creation_time',
+  ];
   if (!snapshot) return { columns, records: [] };
   const entries = await readLiveFiles(table.store, table.path, snapshot);
-  entries.sort((a, b) => a.partition.localeCompare(b.partition) || a.bucket - b.bucket || a.file.level - b.file.level || a.file.minSequenceNumber - b.file.minSequenceNumber);
+  entries.sort(
+    (a, b) =>
+      a.partition.localeCompare(b.partition) ||
+      a.bucket - b.bucket ||
+      a.file.level - b.file.level ||
+      a.file.minSequenceNumber - b.file.minSequenceNumber,
+  );
   const records: Array<Record<string, DisplayValue>> = entries.map((e) => ({
     partition: e.partition,
     bucket: e.bucket,
@@ -137,10 +192,19 @@ async function filesTable(table: Table, snapshot: Snapshot | undefined): Promise
   }));
   if (snapshot.deletionVectors === undefined) return { columns, records };
   // A deletion-vector table: each file's vector (the Puffin file holding it) and how many of its rows it deletes.
-  const vectors = new Map((await readDeletionIndex(table.store, table.path, snapshot)).map((r) => [dvFileIdentity(r.partition, r.bucket, r.fileName), r]));
+  const vectors = new Map(
+    (await readDeletionIndex(table.store, table.path, snapshot)).map((r) => [
+      dvFileIdentity(r.partition, r.bucket, r.fileName),
+      r,
+    ]),
+  );
   entries.forEach((e, i) => {
     const ref = vectors.get(dvFileIdentity(e.partition, e.bucket, e.file.fileName));
-    records[i] = { ...records[i], deleted_record_count: ref?.cardinality ?? 0, deletion_vector_file: ref === undefined ? null : tableKey(table.path, ref.dvFile) };
+    records[i] = {
+      ...records[i],
+      deleted_record_count: ref?.cardinality ?? 0,
+      deletion_vector_file: ref === undefined ? null : tableKey(table.path, ref.dvFile),
+    };
   });
   return { columns: [...columns, 'deleted_record_count', 'deletion_vector_file'], records };
 }
@@ -150,7 +214,9 @@ async function manifestsTable(table: Table, snapshot: Snapshot | undefined): Pro
   if (!snapshot) return { columns, records: [] };
   const records: Array<Record<string, DisplayValue>> = [];
   const { base, delta } = await readSnapshotLists(table.store, table.path, snapshot);
-  const changelog = snapshot.changelogManifestList ? await readManifestList(table.store, table.path, snapshot.changelogManifestList) : [];
+  const changelog = snapshot.changelogManifestList
+    ? await readManifestList(table.store, table.path, snapshot.changelogManifestList)
+    : [];
   const lists: Array<[string, ManifestFileMeta[]]> = [
     ['base', base],
     ['delta', delta],
@@ -158,7 +224,14 @@ async function manifestsTable(table: Table, snapshot: Snapshot | undefined): Pro
   ];
   for (const [list, manifests] of lists) {
     for (const m of manifests) {
-      records.push({ file_name: m.fileName, file_size: m.fileSize, num_added_files: m.numAddedFiles, num_deleted_files: m.numDeletedFiles, schema_id: m.schemaId, list });
+      records.push({
+        file_name: m.fileName,
+        file_size: m.fileSize,
+        num_added_files: m.numAddedFiles,
+        num_deleted_files: m.numDeletedFiles,
+        schema_id: m.schemaId,
+        list,
+      });
     }
   }
   return { columns, records };
@@ -198,7 +271,15 @@ async function tagsTable(table: Table): Promise<SystemTableResult> {
 }
 
 async function bucketsTable(table: Table, snapshot: Snapshot | undefined): Promise<SystemTableResult> {
-  const columns = ['partition', 'bucket', 'file_count', 'sorted_runs', 'record_count', 'file_size_in_bytes', 'max_level'];
+  const columns = [
+    'partition',
+    'bucket',
+    'file_count',
+    'sorted_runs',
+    'record_count',
+    'file_size_in_bytes',
+    'max_level',
+  ];
   if (!snapshot) return { columns, records: [] };
   const entries = await readLiveFiles(table.store, table.path, snapshot);
   const groups = new Map<string, typeof entries>();
@@ -210,7 +291,10 @@ async function bucketsTable(table: Table, snapshot: Snapshot | undefined): Promi
   }
   const records = [...groups.keys()].sort().map((id) => {
     const g = groups.get(id)!;
-    const levels = new Levels(g.map((e) => e.file), table.options.numLevels);
+    const levels = new Levels(
+      g.map((e) => e.file),
+      table.options.numLevels,
+    );
     return {
       partition: g[0].partition,
       bucket: g[0].bucket,
@@ -228,7 +312,10 @@ async function bucketsTable(table: Table, snapshot: Snapshot | undefined): Promi
 async function partitionsTable(table: Table, snapshot: Snapshot | undefined): Promise<SystemTableResult> {
   const columns = ['partition', 'record_count', 'file_size_in_bytes', 'file_count', 'last_update_time'];
   if (!snapshot) return { columns, records: [] };
-  const groups = new Map<string, { record_count: number; file_size_in_bytes: number; file_count: number; last: number }>();
+  const groups = new Map<
+    string,
+    { record_count: number; file_size_in_bytes: number; file_count: number; last: number }
+  >();
   for (const e of await readLiveFiles(table.store, table.path, snapshot)) {
     let g = groups.get(e.partition);
     if (!g) groups.set(e.partition, (g = { record_count: 0, file_size_in_bytes: 0, file_count: 0, last: 0 }));
@@ -239,7 +326,13 @@ async function partitionsTable(table: Table, snapshot: Snapshot | undefined): Pr
   }
   const records = [...groups.keys()].sort().map((partition) => {
     const g = groups.get(partition)!;
-    return { partition, record_count: g.record_count, file_size_in_bytes: g.file_size_in_bytes, file_count: g.file_count, last_update_time: iso(g.last) };
+    return {
+      partition,
+      record_count: g.record_count,
+      file_size_in_bytes: g.file_size_in_bytes,
+      file_count: g.file_count,
+      last_update_time: iso(g.last),
+    };
   });
   return { columns, records };
 }
@@ -253,7 +346,17 @@ async function partitionsTable(table: Table, snapshot: Snapshot | undefined): Pr
  * first key column's bounds come from the files' key ranges, other columns have none.
  */
 async function statisticsTable(table: Table, snapshot: Snapshot | undefined): Promise<SystemTableResult> {
-  const columns = ['snapshot_id', 'column', 'type', 'record_count', 'file_count', 'files_with_stats', 'null_count', 'min', 'max'];
+  const columns = [
+    'snapshot_id',
+    'column',
+    'type',
+    'record_count',
+    'file_count',
+    'files_with_stats',
+    'null_count',
+    'min',
+    'max',
+  ];
   if (!snapshot) return { columns, records: [] };
   const files = (await readLiveFiles(table.store, table.path, snapshot)).map((e) => e.file);
   const recordCount = files.reduce((n, f) => n + f.rowCount, 0);
@@ -294,8 +397,19 @@ async function statisticsTable(table: Table, snapshot: Snapshot | undefined): Pr
 /** Live consumers, then expired ones with their tombstone (when and why; resuming them fails loudly). */
 async function consumersTable(table: Table): Promise<SystemTableResult> {
   // skipped_snapshots: expired snapshots the consumer skipped under scan.on-expired=skip-to-earliest (lost to it).
-  const columns = ['consumer_id', 'next_snapshot_id', 'last_updated', 'status', 'expired_at', 'expired_reason', 'skipped_snapshots'];
-  const [consumers, tombstones] = await Promise.all([listConsumers(table.store, table.path), listTombstones(table.store, table.path)]);
+  const columns = [
+    'consumer_id',
+    'next_snapshot_id',
+    'last_updated',
+    'status',
+    'expired_at',
+    'expired_reason',
+    'skipped_snapshots',
+  ];
+  const [consumers, tombstones] = await Promise.all([
+    listConsumers(table.store, table.path),
+    listTombstones(table.store, table.path),
+  ]);
   const live = new Set(consumers.map((c) => c.id));
   return {
     columns,
@@ -311,7 +425,15 @@ async function consumersTable(table: Table): Promise<SystemTableResult> {
       })),
       ...tombstones
         .filter((t) => !live.has(t.id))
-        .map((t) => ({ consumer_id: t.id, next_snapshot_id: t.nextSnapshot, last_updated: iso(t.lastUpdated), status: 'expired', expired_at: iso(t.expiredAt), expired_reason: t.reason, skipped_snapshots: null })),
+        .map((t) => ({
+          consumer_id: t.id,
+          next_snapshot_id: t.nextSnapshot,
+          last_updated: iso(t.lastUpdated),
+          status: 'expired',
+          expired_at: iso(t.expiredAt),
+          expired_reason: t.reason,
+          skipped_snapshots: null,
+        })),
     ],
   };
 }

@@ -4,7 +4,14 @@
  * (commit-hooks.ts: inline compaction, the Iceberg export), and the in-process commit event
  * (commit-events.ts) published once per new snapshot.
  */
-import { runCommit, type CommitAction, type CommitLoopHooks, type CommitOptions, type CommitRequest, type CommitResult } from '../snapshot/commit.js';
+import {
+  runCommit,
+  type CommitAction,
+  type CommitLoopHooks,
+  type CommitOptions,
+  type CommitRequest,
+  type CommitResult,
+} from '../snapshot/commit.js';
 import type { CommitActionName } from '../snapshot/commit-action.js';
 import { publishCommit } from './commit-events.js';
 import type { CommitInfo, TouchedBucket } from './commit-hooks.js';
@@ -12,8 +19,16 @@ import { commitOptionsFor } from './commit-options.js';
 import type { Table } from './table.js';
 
 /** Commits `action` to `table` through the one loop, with the table's hooks; see the file comment. */
-export async function commitToTable(table: Table, action: CommitAction, overrides: Partial<CommitOptions> = {}): Promise<CommitResult> {
-  const info = (name: string, changes: CommitRequest): CommitInfo => ({ action: name as CommitActionName, kind: changes.kind, touched: touchedBy(changes) });
+export async function commitToTable(
+  table: Table,
+  action: CommitAction,
+  overrides: Partial<CommitOptions> = {},
+): Promise<CommitResult> {
+  const info = (name: string, changes: CommitRequest): CommitInfo => ({
+    action: name as CommitActionName,
+    kind: changes.kind,
+    touched: touchedBy(changes),
+  });
   const hooks: CommitLoopHooks = {
     before: (name, changes) => table.commitHooks.beforeCommit(table, info(name, changes)),
     after: async (name, snapshot, changes) => {
@@ -26,9 +41,16 @@ export async function commitToTable(table: Table, action: CommitAction, override
 }
 
 /** The (partition, bucket) pairs a commit adds data or changelog files to. */
-export function touchedBy(changes: Pick<CommitRequest, 'batches' | 'compactAfter' | 'compactChangelog'>): TouchedBucket[] {
+export function touchedBy(
+  changes: Pick<CommitRequest, 'batches' | 'compactAfter' | 'compactChangelog'>,
+): TouchedBucket[] {
   const seen = new Map<string, TouchedBucket>();
-  const files = [...(changes.batches ?? []).flatMap((b) => [...b.newFiles, ...b.changelogFiles]), ...(changes.compactAfter ?? []), ...(changes.compactChangelog ?? [])];
-  for (const c of files) seen.set(JSON.stringify([c.partition, c.bucket]), { partition: c.partition, bucket: c.bucket });
+  const files = [
+    ...(changes.batches ?? []).flatMap((b) => [...b.newFiles, ...b.changelogFiles]),
+    ...(changes.compactAfter ?? []),
+    ...(changes.compactChangelog ?? []),
+  ];
+  for (const c of files)
+    seen.set(JSON.stringify([c.partition, c.bucket]), { partition: c.partition, bucket: c.bucket });
   return [...seen.values()];
 }

@@ -116,7 +116,10 @@ export class Table {
   }
 
   /** Writes rows (with optional row kinds) and commits them as one snapshot. */
-  async write(rows: Row[], opts: WriterOptions & { kinds?: ArrayLike<number>; commitIdentifier?: string } = {}): Promise<CommitResult> {
+  async write(
+    rows: Row[],
+    opts: WriterOptions & { kinds?: ArrayLike<number>; commitIdentifier?: string } = {},
+  ): Promise<CommitResult> {
     return this.writeCommit(rows, opts);
   }
 
@@ -125,8 +128,17 @@ export class Table {
    * partitions they go to (`dynamic-partition-overwrite`, true by default as in Paimon) or, with
    * it false or on an unpartitioned table, the whole table.
    */
-  async overwrite(rows: Row[], opts: WriterOptions & { kinds?: ArrayLike<number>; commitIdentifier?: string; dynamicPartitionOverwrite?: boolean } = {}): Promise<CommitResult> {
-    const dynamic = (opts.dynamicPartitionOverwrite ?? (this.options.get('dynamic-partition-overwrite') as boolean)) && this.schema.partitionKeys.length > 0;
+  async overwrite(
+    rows: Row[],
+    opts: WriterOptions & {
+      kinds?: ArrayLike<number>;
+      commitIdentifier?: string;
+      dynamicPartitionOverwrite?: boolean;
+    } = {},
+  ): Promise<CommitResult> {
+    const dynamic =
+      (opts.dynamicPartitionOverwrite ?? (this.options.get('dynamic-partition-overwrite') as boolean)) &&
+      this.schema.partitionKeys.length > 0;
     return this.writeCommit(rows, opts, dynamic ? 'dynamic' : 'all');
   }
 
@@ -141,16 +153,25 @@ export class Table {
    */
   async dropPartition(spec: Record<string, string>, opts: { commitIdentifier?: string } = {}): Promise<CommitResult> {
     const keys = this.schema.partitionKeys;
-    if (keys.length === 0) throw new InvalidArgumentError(`${this.name} is not partitioned; use truncate to remove every row`);
+    if (keys.length === 0)
+      throw new InvalidArgumentError(`${this.name} is not partitioned; use truncate to remove every row`);
     for (const k of Object.keys(spec)) {
-      if (!keys.includes(k)) throw new InvalidArgumentError(`"${k}" is not a partition key of ${this.name}; its partition keys are ${keys.join(', ')}`);
+      if (!keys.includes(k))
+        throw new InvalidArgumentError(
+          `"${k}" is not a partition key of ${this.name}; its partition keys are ${keys.join(', ')}`,
+        );
     }
-    if (Object.keys(spec).length === 0) throw new InvalidArgumentError('name the partition to drop, e.g. dt=2024-05-01');
+    if (Object.keys(spec).length === 0)
+      throw new InvalidArgumentError('name the partition to drop, e.g. dt=2024-05-01');
     const latest = await this.snapshots.latest();
     const matches = (p: string) => Object.entries(spec).every(([k, v]) => parsePartitionPath(p)[k] === v);
     const live = latest ? await readLiveFiles(this.store, this.path, latest, { partition: matches }) : [];
     if (live.length === 0) {
-      throw new InvalidArgumentError(`${this.name} has no partition ${Object.entries(spec).map(([k, v]) => `${k}=${v}`).join(',')}; list partitions with \`varve sys ${this.name} partitions\``);
+      throw new InvalidArgumentError(
+        `${this.name} has no partition ${Object.entries(spec)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(',')}; list partitions with \`varve sys ${this.name} partitions\``,
+      );
     }
     return this.writeCommit([], opts, { match: spec });
   }
@@ -161,7 +182,10 @@ export class Table {
    * -D removes the row. On an append table (no primary key) the files holding matching rows are
    * rewritten without them, as one OVERWRITE snapshot (streams skip it); `rows` is the number removed.
    */
-  async deleteWhere(where: string | Predicate, opts: WriterOptions & { commitIdentifier?: string } = {}): Promise<CommitResult> {
+  async deleteWhere(
+    where: string | Predicate,
+    opts: WriterOptions & { commitIdentifier?: string } = {},
+  ): Promise<CommitResult> {
     // An append table has no key to write a -D for: its files are rewritten without the rows.
     if (this.schema.primaryKeys.length === 0) return deleteWhereAppend(this, where, opts);
     const engine = this.options.mergeEngine;
@@ -172,7 +196,9 @@ export class Table {
     if (!removes) {
       throw new InvalidArgumentError(
         `delete --where needs a merge engine where a -D record removes the row: ${this.name} has merge-engine=${engine}` +
-          (engine === 'first-row' ? ', which keeps the first version forever' : `; set ${engine}.remove-record-on-delete=true (varve alter --set)`),
+          (engine === 'first-row'
+            ? ', which keeps the first version forever'
+            : `; set ${engine}.remove-record-on-delete=true (varve alter --set)`),
       );
     }
     const latest = await this.latest();
@@ -182,7 +208,11 @@ export class Table {
     return latest.writeCommit(rows, { ...opts, kinds: new Uint8Array(rows.length).fill(RowKind.DELETE) });
   }
 
-  private async writeCommit(rows: Row[], opts: WriterOptions & { kinds?: ArrayLike<number>; commitIdentifier?: string }, overwrite?: OverwriteMode): Promise<CommitResult> {
+  private async writeCommit(
+    rows: Row[],
+    opts: WriterOptions & { kinds?: ArrayLike<number>; commitIdentifier?: string },
+    overwrite?: OverwriteMode,
+  ): Promise<CommitResult> {
     // A concurrent alter makes the commit fail with SchemaChangedError: the rows are then written
     // again under the new schema (mapped by field id), as if they had come just after the alter.
     return followSchemaChanges(
@@ -252,7 +282,9 @@ export class Table {
 /** Rows of schema `from` as rows of the later schema `to`: values follow their field id (renamed, dropped, added columns). */
 function rowsThroughSchema(rows: Row[], from: TableSchema, to: TableSchema): Row[] {
   const oldName = new Map(from.fields.map((f) => [f.id, f.name]));
-  const same = to.fields.length === from.fields.length && to.fields.every((f, i) => from.fields[i].id === f.id && from.fields[i].name === f.name);
+  const same =
+    to.fields.length === from.fields.length &&
+    to.fields.every((f, i) => from.fields[i].id === f.id && from.fields[i].name === f.name);
   if (same) return rows;
   return rows.map((r) => {
     const out: Row = {};

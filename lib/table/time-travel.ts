@@ -16,7 +16,9 @@ export interface SnapshotSpec {
 
 /** The snapshot a spec names, or the latest (undefined for a table with no commit yet). */
 export async function resolveSnapshot(table: Table, spec: SnapshotSpec): Promise<Snapshot | undefined> {
-  const given = [spec.snapshotId !== undefined, spec.timestamp !== undefined, spec.tag !== undefined].filter(Boolean).length;
+  const given = [spec.snapshotId !== undefined, spec.timestamp !== undefined, spec.tag !== undefined].filter(
+    Boolean,
+  ).length;
   if (given > 1) throw new InvalidArgumentError('give at most one of snapshot id, timestamp and tag');
   const sm = table.snapshots;
   if (spec.tag !== undefined) {
@@ -24,7 +26,9 @@ export async function resolveSnapshot(table: Table, spec: SnapshotSpec): Promise
       return await readTag(table.store, table.path, spec.tag);
     } catch (e) {
       if (e instanceof TagError && e.kind === 'not-found') {
-        throw new TagError(`tag "${spec.tag}" does not exist in ${table.name}; list tags with \`varve sys ${table.name} tags\``);
+        throw new TagError(
+          `tag "${spec.tag}" does not exist in ${table.name}; list tags with \`varve sys ${table.name} tags\``,
+        );
       }
       throw e;
     }

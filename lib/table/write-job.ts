@@ -58,7 +58,11 @@ export interface WriteJobResult {
  * Parses `source` into one commit of `table` (or none when it holds no valid record). Memory holds
  * a chunk of records and the writer's buffer, not the input.
  */
-export async function runWriteJob(table: Table, source: WriteJobSource, opts: WriteJobOptions): Promise<WriteJobResult> {
+export async function runWriteJob(
+  table: Table,
+  source: WriteJobSource,
+  opts: WriteJobOptions,
+): Promise<WriteJobResult> {
   const rereadable = 'file' in source && (await inputStat(source.file)).isFile();
   const spool = rereadable ? undefined : join(await mkdtemp(join(tmpdir(), 'varve-write-')), 'input');
   try {
@@ -87,7 +91,9 @@ async function inputStat(file: string): Promise<Awaited<ReturnType<typeof stat>>
   try {
     return await stat(file);
   } catch (e) {
-    throw new InvalidArgumentError(`cannot read the input file ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give an existing file, or - for stdin`);
+    throw new InvalidArgumentError(
+      `cannot read the input file ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give an existing file, or - for stdin`,
+    );
   }
 }
 
@@ -108,7 +114,13 @@ async function* teeTo(input: AsyncIterable<Uint8Array>, file: FileHandle): Async
 }
 
 /** One attempt: parse, validate and write chunk by chunk, then commit. `first` is the table the job started from. */
-async function writeOnce(table: Table, first: Table, source: WriteJobSource, spoolTo: string | undefined, opts: WriteJobOptions): Promise<WriteJobResult> {
+async function writeOnce(
+  table: Table,
+  first: Table,
+  source: WriteJobSource,
+  spoolTo: string | undefined,
+  opts: WriteJobOptions,
+): Promise<WriteJobResult> {
   const { input: raw, size } = await openSource(source, opts.format);
   const spoolFile = spoolTo ? await open(spoolTo, 'w') : undefined;
   const input = spoolFile ? teeTo(raw as AsyncIterable<Uint8Array>, spoolFile) : raw;
@@ -121,9 +133,13 @@ async function writeOnce(table: Table, first: Table, source: WriteJobSource, spo
   try {
     try {
       // Columns, not row objects: each chunk's records are validated straight into Arrow columns.
-      for await (const chunk of parseColumnChunks(input, opts.format, table.schema, { skipInvalid: rejects !== undefined, deletes: opts.deletes })) {
+      for await (const chunk of parseColumnChunks(input, opts.format, table.schema, {
+        skipInvalid: rejects !== undefined,
+        deletes: opts.deletes,
+      })) {
         if (chunk.table.numRows > 0) await writer.writeArrow(chunk.table);
-        if (rejects && chunk.rejected.length > 0) await rejects.write(chunk.rejected.map((r) => JSON.stringify(r) + '\n').join(''));
+        if (rejects && chunk.rejected.length > 0)
+          await rejects.write(chunk.rejected.map((r) => JSON.stringify(r) + '\n').join(''));
         records += chunk.table.numRows;
         rejected += chunk.rejected.length;
         progress?.update(records + rejected, chunk.bytesRead);

@@ -18,7 +18,16 @@ import type { CommitBatch, FileChange } from '../snapshot/commit.js';
 import { encoderPool, type EncoderPool } from '../format/encoder-pool.js';
 import type { Table } from './table.js';
 import { arrowValue, RowRouter } from './write-routing.js';
-import { flushBucket, flushPoolFor, newBucketWriter, PARALLEL_MIN_WRITE_BUFFER, sharedCopyBudget, spillBeforeFlush, type BucketWriter, type ByteBudget } from './write-flush.js';
+import {
+  flushBucket,
+  flushPoolFor,
+  newBucketWriter,
+  PARALLEL_MIN_WRITE_BUFFER,
+  sharedCopyBudget,
+  spillBeforeFlush,
+  type BucketWriter,
+  type ByteBudget,
+} from './write-flush.js';
 import { commitAppendBatch, commitOverwriteBatch, type CommitResult, type OverwriteMode } from './write-commit.js';
 
 export type { CommitResult, OverwriteMode } from './write-commit.js';
@@ -218,7 +227,9 @@ export class TableWriter {
     }
     for (const [id, idx] of groups) {
       const bw = this.bucketWriter(id);
-      bw.buffer.addTable(idx.length === n ? flat : takeRows(flat, idx instanceof Uint32Array ? idx : Uint32Array.from(idx)));
+      bw.buffer.addTable(
+        idx.length === n ? flat : takeRows(flat, idx instanceof Uint32Array ? idx : Uint32Array.from(idx)),
+      );
       await this.boundMemory();
     }
     this.rows += n;
@@ -238,7 +249,8 @@ export class TableWriter {
     this.held.push({ table: flat, buckets });
     this.heldRows += flat.numRows;
     this.heldBytes += approximateBytes(flat);
-    if (this.heldRows >= HOLD_ROWS || this.heldBytes >= this.table.options.writeBufferSize / 4) await this.releaseHeld();
+    if (this.heldRows >= HOLD_ROWS || this.heldBytes >= this.table.options.writeBufferSize / 4)
+      await this.releaseHeld();
   }
 
   /**
@@ -367,7 +379,8 @@ export class TableWriter {
     await this.pendingWrites;
     await this.releaseHeld({ keepDeferred: true });
     const filled = [...this.buckets.values()].filter((bw) => this.hasRows(bw));
-    const bytes = filled.reduce((s, bw) => s + bw.buffer.size * bw.buffer.bytesPerRecord, 0) + (this.deferred?.bytes ?? 0);
+    const bytes =
+      filled.reduce((s, bw) => s + bw.buffer.size * bw.buffer.bytesPerRecord, 0) + (this.deferred?.bytes ?? 0);
     const spilled = filled.some((bw) => bw.buffer.spilledRuns > 0);
     const pool = flushPoolFor(this.table, bytes);
     // The deferred table is split bucket by bucket only by the pooled flush of in-memory buffers.
@@ -425,7 +438,13 @@ export class TableWriter {
     for (const f of this.pendingData) touched.add(f.partition);
     const batch = await this.prepareCommit();
     this.rows = 0;
-    return commitOverwriteBatch(this.table, batch, { commitUser: this.commitUser, commitIdentifier, rows, mode, touched });
+    return commitOverwriteBatch(this.table, batch, {
+      commitUser: this.commitUser,
+      commitIdentifier,
+      rows,
+      mode,
+      touched,
+    });
   }
 
   /** Drops buffered rows and temporary spill files. */
@@ -470,5 +489,8 @@ export class TableWriter {
 
 /** True when two tables' columns have the same names and types in the same order (their rows can be gathered together). */
 function sameColumns(a: arrow.Schema, b: arrow.Schema): boolean {
-  return a.fields.length === b.fields.length && a.fields.every((f, i) => f.name === b.fields[i].name && arrowTypesEqual(f.type, b.fields[i].type));
+  return (
+    a.fields.length === b.fields.length &&
+    a.fields.every((f, i) => f.name === b.fields[i].name && arrowTypesEqual(f.type, b.fields[i].type))
+  );
 }

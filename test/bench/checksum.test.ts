@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { BenchCheckError, addChecksums, assertChecksum, expectedChecksum, tableChecksum } from '../../bench/lib/checksum.js';
+import {
+  BenchCheckError,
+  addChecksums,
+  assertChecksum,
+  expectedChecksum,
+  tableChecksum,
+} from '../../bench/lib/checksum.js';
 import { makeRows, range, sampleKeys, shuffled } from '../../bench/lib/data.js';
 import { concatTables } from '../../lib/format/columns.js';
 
@@ -41,7 +47,9 @@ describe('benchmark checksums', () => {
     const keys = range(100);
     keys[10] = 11;
     // Act / Assess
-    expect(() => assertChecksum('test', tableChecksum(makeRows(keys, 0)), expectedChecksum(range(100), 0))).toThrow(/keySum/);
+    expect(() => assertChecksum('test', tableChecksum(makeRows(keys, 0)), expectedChecksum(range(100), 0))).toThrow(
+      /keySum/,
+    );
   });
 
   it('adds and subtracts checksums of row sets', () => {

@@ -7,13 +7,13 @@ import { range, sampleKeys } from '../../bench/lib/data.js';
 import { duckChecksum, mergeQuery, openDuckDB } from '../../bench/lib/duckdb.js';
 import { createBenchTable, liveFiles, writeVersion } from '../../bench/lib/tables.js';
 
-describe('DuckDB merge query over a table\'s files', () => {
+describe("DuckDB merge query over a table's files", () => {
   let dir: string | undefined;
   afterEach(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('picks each key\'s newest version from relative sequence numbers and file bases, as varve does', async () => {
+  it("picks each key's newest version from relative sequence numbers and file bases, as varve does", async () => {
     // Prepare: every key at version 0, then two overlapping updates of sampled keys.
     dir = await mkdtemp(join(tmpdir(), 'varve-bench-duck-'));
     const table = await createBenchTable(dir);

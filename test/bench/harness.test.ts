@@ -25,7 +25,13 @@ describe('benchmark harness', () => {
 
   it('fails the comparison when a check fails, warm-up included', async () => {
     // Prepare
-    const wrong = { id: 'wrong', run: () => 41, check: (r: number) => { if (r !== 42) throw new BenchCheckError('WRONG RESULT'); } };
+    const wrong = {
+      id: 'wrong',
+      run: () => 41,
+      check: (r: number) => {
+        if (r !== 42) throw new BenchCheckError('WRONG RESULT');
+      },
+    };
     // Act / Assess
     await expect(compare({ warmup: 1, reps: 0 }, [wrong])).rejects.toThrow(BenchCheckError);
   });
@@ -35,7 +41,14 @@ describe('benchmark harness', () => {
     // work around a 60 ms check.
     let clock = 0;
     const now = vi.spyOn(performance, 'now').mockImplementation(() => clock);
-    const v = { id: 'v', run: (_: unknown, untimed: { exclude: <T>(fn: () => T) => T }) => { clock += 5; untimed.exclude(() => (clock += 60)); }, check: () => undefined };
+    const v = {
+      id: 'v',
+      run: (_: unknown, untimed: { exclude: <T>(fn: () => T) => T }) => {
+        clock += 5;
+        untimed.exclude(() => (clock += 60));
+      },
+      check: () => undefined,
+    };
     // Act
     const t = await compare({ warmup: 0, reps: 1 }, [v]).finally(() => now.mockRestore());
     // Assess

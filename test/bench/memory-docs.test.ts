@@ -7,14 +7,58 @@ function run(commit: string, readPeakMB: number, scale = 1): MemoryRun {
   return {
     scale,
     startedAt: '2026-12-02T05:00:00.000Z',
-    machine: { cpus: 2, cpuModel: 'cpu', memoryGiB: 8, node: 'v20', platform: 'linux', loadAvgStart: [0.5, 0.4, 0.3], loadAvgEnd: [1.1, 1, 0.9], gitCommit: commit },
+    machine: {
+      cpus: 2,
+      cpuModel: 'cpu',
+      memoryGiB: 8,
+      node: 'v20',
+      platform: 'linux',
+      loadAvgStart: [0.5, 0.4, 0.3],
+      loadAvgEnd: [1.1, 1, 0.9],
+      gitCommit: commit,
+    },
     durationS: 1500,
     cases: [
-      { what: '`varve write` of 2,000,000 JSONL rows', rows: 2_000_000, floorMB: 150, peakMB: 300, goalMB: 96, ms: 40_000 },
-      { what: 'full compaction of 1,000,000 rows in 10 sorted runs', rows: 1_000_000, floorMB: 120, peakMB: 300, goalMB: 512, ms: 20_000 },
-      { what: 'streamed read (`table.scan()`) of those 1,000,000 rows', rows: 1_000_000, floorMB: 120, peakMB: 200, goalMB: 128, ms: 2_000 },
-      { what: 'full compaction of 10,000,000 rows in 10 sorted runs', rows: 10_000_000, floorMB: 120, peakMB: 420, goalMB: 512, ms: 220_000 },
-      { what: 'streamed read (`table.scan()`) of those 10,000,000 rows', rows: 10_000_000, floorMB: 120, peakMB: readPeakMB, goalMB: 128, ms: 20_000 },
+      {
+        what: '`varve write` of 2,000,000 JSONL rows',
+        rows: 2_000_000,
+        floorMB: 150,
+        peakMB: 300,
+        goalMB: 96,
+        ms: 40_000,
+      },
+      {
+        what: 'full compaction of 1,000,000 rows in 10 sorted runs',
+        rows: 1_000_000,
+        floorMB: 120,
+        peakMB: 300,
+        goalMB: 512,
+        ms: 20_000,
+      },
+      {
+        what: 'streamed read (`table.scan()`) of those 1,000,000 rows',
+        rows: 1_000_000,
+        floorMB: 120,
+        peakMB: 200,
+        goalMB: 128,
+        ms: 2_000,
+      },
+      {
+        what: 'full compaction of 10,000,000 rows in 10 sorted runs',
+        rows: 10_000_000,
+        floorMB: 120,
+        peakMB: 420,
+        goalMB: 512,
+        ms: 220_000,
+      },
+      {
+        what: 'streamed read (`table.scan()`) of those 10,000,000 rows',
+        rows: 10_000_000,
+        floorMB: 120,
+        peakMB: readPeakMB,
+        goalMB: 128,
+        ms: 20_000,
+      },
     ],
   };
 }
@@ -37,8 +81,12 @@ describe('bench:memory --docs (spliceMemorySection)', () => {
       expect(md.indexOf(END_MARKER)).toBeLessThan(md.indexOf('What the numbers say'));
     }
     expect(once).toContain('commit aaa111');
-    expect(once).toContain('| streamed read (`table.scan()`) of those 10,000,000 rows | 120 MB | 260 MB | **+140 MB** | ≤ +128 MB: **not met** | 20.0 s | 2.0 µs |');
-    expect(once).toContain('| `varve write` of 2,000,000 JSONL rows | 150 MB | 300 MB | **+150 MB** | ≤ +96 MB: **not met** |');
+    expect(once).toContain(
+      '| streamed read (`table.scan()`) of those 10,000,000 rows | 120 MB | 260 MB | **+140 MB** | ≤ +128 MB: **not met** | 20.0 s | 2.0 µs |',
+    );
+    expect(once).toContain(
+      '| `varve write` of 2,000,000 JSONL rows | 150 MB | 300 MB | **+150 MB** | ≤ +96 MB: **not met** |',
+    );
     expect(once).toContain('≤ +512 MB: met');
     expect(once).toContain('load average 0.50 / 0.40 / 0.30 at start');
     expect(once).toContain('took 25.0 min');

@@ -20,7 +20,16 @@ function run(suites: SuiteResult[], commit: string): RunResult {
   return {
     mode: 'full',
     startedAt: '2026-12-02T00:00:00.000Z',
-    machine: { cpus: 2, cpuModel: 'cpu', memoryGiB: 8, node: 'v20', platform: 'linux', loadAvgStart: [1, 1, 1], loadAvgEnd: [2, 2, 2], gitCommit: commit },
+    machine: {
+      cpus: 2,
+      cpuModel: 'cpu',
+      memoryGiB: 8,
+      node: 'v20',
+      platform: 'linux',
+      loadAvgStart: [1, 1, 1],
+      loadAvgEnd: [2, 2, 2],
+      gitCommit: commit,
+    },
     suites,
     skipped: [],
     durationS: 10,
@@ -28,9 +37,11 @@ function run(suites: SuiteResult[], commit: string): RunResult {
 }
 
 describe('spliceReport (bench --only=… --docs)', () => {
-  it('replaces the re-run suites\' sections and headline rows, keeps the others, and says which run each comes from', () => {
+  it("replaces the re-run suites' sections and headline rows, keeps the others, and says which run each comes from", () => {
     // Prepare: a full run of three suites, and the hand-kept tail after it
-    const full = renderReport(run([suite(1, 'a', 2), suite(2, 'b', 3), suite(3, 'c', 4)], 'full111')).markdown + '## 9. Hand-kept\n\nkept text\n';
+    const full =
+      renderReport(run([suite(1, 'a', 2), suite(2, 'b', 3), suite(3, 'c', 4)], 'full111')).markdown +
+      '## 9. Hand-kept\n\nkept text\n';
     // Act: suite b re-run alone, twice (the second note replaces the first)
     const once = spliceReport(full, run([suite(2, 'b', 0.5)], 'only222')).markdown;
     const twice = spliceReport(once, run([suite(2, 'b', 0.25)], 'only333')).markdown;
@@ -43,7 +54,9 @@ describe('spliceReport (bench --only=… --docs)', () => {
     expect(twice.indexOf('| Suite a | ratio of a')).toBeLessThan(twice.indexOf('| Suite b | ratio of b'));
     expect(twice.indexOf('| Suite b | ratio of b')).toBeLessThan(twice.indexOf('| Suite c | ratio of c'));
     expect(twice.match(/Re-run with `--only`/g)).toHaveLength(1);
-    expect(twice).toMatch(/2 \(Suite b\) and their headline rows come from `npm run bench -- --only=b` .* varve commit only333/);
+    expect(twice).toMatch(
+      /2 \(Suite b\) and their headline rows come from `npm run bench -- --only=b` .* varve commit only333/,
+    );
     expect(twice).toContain('| varve commit | full111 |');
     expect(twice).toContain('kept text');
     expect(twice.match(/## 2\. Suite b/g)).toHaveLength(1);

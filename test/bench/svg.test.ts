@@ -17,7 +17,13 @@ describe('benchmark charts', () => {
       yLabel: 'ms',
       xLog: true,
       series: [
-        { name: 'a', points: [{ x: 1e5, y: 10, lo: 8, hi: 12 }, { x: 1e6, y: 12 }] },
+        {
+          name: 'a',
+          points: [
+            { x: 1e5, y: 10, lo: 8, hi: 12 },
+            { x: 1e6, y: 12 },
+          ],
+        },
         { name: 'b', points: [{ x: 1e5, y: 100 }] },
       ],
     });

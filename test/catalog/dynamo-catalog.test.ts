@@ -63,7 +63,12 @@ describe.skipIf(!awsAvailable())('DynamoCatalog on moto', () => {
   it('lets exactly one of many concurrent creators claim a name; the others are told it exists', async () => {
     // Prepare
     const { catalog, tableName, store } = await fresh();
-    const creators = Array.from({ length: 8 }, (_, i) => new DynamoCatalog(store, { tableName, client: new DynamoDBClient({}) }).createTable('shop.race', request(`c${i}`)));
+    const creators = Array.from({ length: 8 }, (_, i) =>
+      new DynamoCatalog(store, { tableName, client: new DynamoDBClient({}) }).createTable(
+        'shop.race',
+        request(`c${i}`),
+      ),
+    );
 
     // Act
     const outcomes = await Promise.allSettled(creators);
@@ -76,13 +81,15 @@ describe.skipIf(!awsAvailable())('DynamoCatalog on moto', () => {
     expect(table.schema.fields.map((f) => f.name)).toEqual(['k', `c${won[0]}`]);
   });
 
-  it('with ignoreIfExists, gives every concurrent creator the winner\'s table', async () => {
+  it("with ignoreIfExists, gives every concurrent creator the winner's table", async () => {
     // Prepare
     const { tableName, store } = await fresh();
 
     // Act
     const tables = await Promise.all(
-      Array.from({ length: 5 }, (_, i) => new DynamoCatalog(store, { tableName }).createTable('shop.same', request(`c${i}`), { ignoreIfExists: true })),
+      Array.from({ length: 5 }, (_, i) =>
+        new DynamoCatalog(store, { tableName }).createTable('shop.same', request(`c${i}`), { ignoreIfExists: true }),
+      ),
     );
 
     // Assess
@@ -108,7 +115,12 @@ describe.skipIf(!awsAvailable())('DynamoCatalog on moto', () => {
     const { catalog, tableName } = await fresh();
     const dynamo = new DynamoDBClient({});
     const put = (name: string, location: string) =>
-      dynamo.send(new PutItemCommand({ TableName: tableName, Item: { name: { S: name }, database: { S: 'shop' }, location: { S: location }, createdAt: { N: '0' } } }));
+      dynamo.send(
+        new PutItemCommand({
+          TableName: tableName,
+          Item: { name: { S: name }, database: { S: 'shop' }, location: { S: location }, createdAt: { N: '0' } },
+        }),
+      );
     await put('shop.half', 'shop.db/half');
     await put('shop.elsewhere', 'shop.db/other');
 

@@ -30,49 +30,165 @@ describe('varve CLI', () => {
     // Prepare
     expect((await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id')).code).toBe(0);
     // Act
-    const w = await varve('write', 'db.t', file('in.jsonl', jsonl([{ id: 1, v: 'A' }, { id: 2, v: 'B' }, { id: 1, v: 'C' }])));
+    const w = await varve(
+      'write',
+      'db.t',
+      file(
+        'in.jsonl',
+        jsonl([
+          { id: 1, v: 'A' },
+          { id: 2, v: 'B' },
+          { id: 1, v: 'C' },
+        ]),
+      ),
+    );
     const r = await varve('read', 'db.t', '--format', 'jsonl');
     const files = await varve('sys', 'db.t', 'files', '--format', 'jsonl');
     // Assess
     expect(w.code, w.err).toBe(0);
-    expect(r.out.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ id: 1, v: 'C' }, { id: 2, v: 'B' }]);
-    const fileRows = files.out.trim().split('\n').map((l) => JSON.parse(l));
+    expect(
+      r.out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([
+      { id: 1, v: 'C' },
+      { id: 2, v: 'B' },
+    ]);
+    const fileRows = files.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(fileRows).toHaveLength(1);
     expect(fileRows[0].record_count).toBe(2);
   });
 
   it('deduplicate: the same rows in two commits give 2 files, 3 records, the same read', async () => {
     await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id');
-    await varve('write', 'db.t', file('a.jsonl', jsonl([{ id: 1, v: 'A' }, { id: 2, v: 'B' }])));
+    await varve(
+      'write',
+      'db.t',
+      file(
+        'a.jsonl',
+        jsonl([
+          { id: 1, v: 'A' },
+          { id: 2, v: 'B' },
+        ]),
+      ),
+    );
     await varve('write', 'db.t', file('b.jsonl', jsonl([{ id: 1, v: 'C' }])));
     const r = await varve('read', 'db.t', '--format', 'jsonl');
-    const files = (await varve('sys', 'db.t', 'files', '--format', 'jsonl')).out.trim().split('\n').map((l) => JSON.parse(l));
-    expect(r.out.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ id: 1, v: 'C' }, { id: 2, v: 'B' }]);
+    const files = (await varve('sys', 'db.t', 'files', '--format', 'jsonl')).out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(
+      r.out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([
+      { id: 1, v: 'C' },
+      { id: 2, v: 'B' },
+    ]);
     expect(files).toHaveLength(2);
     expect(files.reduce((n: number, f: { record_count: number }) => n + f.record_count, 0)).toBe(3);
   });
 
   it('aggregation: amounts 10, 20, 5 for keys 1, 2, 1 in one commit store two records and read 1→15, 2→20', async () => {
-    await varve('create', 'db.agg', '--schema', 'id BIGINT, amount BIGINT', '--primary-key', 'id', '-o', 'merge-engine=aggregation', '-o', 'fields.amount.aggregate-function=sum');
-    await varve('write', 'db.agg', file('in.jsonl', jsonl([{ id: 1, amount: 10 }, { id: 2, amount: 20 }, { id: 1, amount: 5 }])));
+    await varve(
+      'create',
+      'db.agg',
+      '--schema',
+      'id BIGINT, amount BIGINT',
+      '--primary-key',
+      'id',
+      '-o',
+      'merge-engine=aggregation',
+      '-o',
+      'fields.amount.aggregate-function=sum',
+    );
+    await varve(
+      'write',
+      'db.agg',
+      file(
+        'in.jsonl',
+        jsonl([
+          { id: 1, amount: 10 },
+          { id: 2, amount: 20 },
+          { id: 1, amount: 5 },
+        ]),
+      ),
+    );
     const r = await varve('read', 'db.agg', '--format', 'jsonl');
-    const files = (await varve('sys', 'db.agg', 'files', '--format', 'jsonl')).out.trim().split('\n').map((l) => JSON.parse(l));
-    expect(r.out.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ id: 1, amount: 15 }, { id: 2, amount: 20 }]);
+    const files = (await varve('sys', 'db.agg', 'files', '--format', 'jsonl')).out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(
+      r.out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([
+      { id: 1, amount: 15 },
+      { id: 2, amount: 20 },
+    ]);
     expect(files[0].record_count).toBe(2);
   });
 
   it('changelog-producer=input keeps the raw records: a data file of 2 and a changelog of 3', async () => {
-    await varve('create', 'db.cl', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id', '-o', 'changelog-producer=input');
-    await varve('write', 'db.cl', file('in.jsonl', jsonl([{ id: 1, v: 'A' }, { id: 2, v: 'B' }, { id: 1, v: 'C' }])));
-    const files = (await varve('sys', 'db.cl', 'files', '--format', 'jsonl')).out.trim().split('\n').map((l) => JSON.parse(l));
-    const snaps = (await varve('sys', 'db.cl', 'snapshots', '--format', 'jsonl')).out.trim().split('\n').map((l) => JSON.parse(l));
+    await varve(
+      'create',
+      'db.cl',
+      '--schema',
+      'id BIGINT, v STRING',
+      '--primary-key',
+      'id',
+      '-o',
+      'changelog-producer=input',
+    );
+    await varve(
+      'write',
+      'db.cl',
+      file(
+        'in.jsonl',
+        jsonl([
+          { id: 1, v: 'A' },
+          { id: 2, v: 'B' },
+          { id: 1, v: 'C' },
+        ]),
+      ),
+    );
+    const files = (await varve('sys', 'db.cl', 'files', '--format', 'jsonl')).out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const snaps = (await varve('sys', 'db.cl', 'snapshots', '--format', 'jsonl')).out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     await varve('write', 'db.cl', file('b.jsonl', jsonl([{ id: 3, v: 'D' }])));
-    const changelog = await varve('audit-log', 'db.cl', '--incremental-between', '0,1', '--mode', 'changelog', '--format', 'jsonl');
+    const changelog = await varve(
+      'audit-log',
+      'db.cl',
+      '--incremental-between',
+      '0,1',
+      '--mode',
+      'changelog',
+      '--format',
+      'jsonl',
+    );
     expect(files).toHaveLength(1);
     expect(files[0].record_count).toBe(2);
     expect(snaps[0].changelog_record_count).toBe(3);
     expect(changelog.code, changelog.err).toBe(0);
-    expect(changelog.out.trim().split('\n').map((l) => JSON.parse(l))).toEqual([
+    expect(
+      changelog.out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([
       { rowkind: '+I', id: 1, v: 'A' },
       { rowkind: '+I', id: 1, v: 'C' },
       { rowkind: '+I', id: 2, v: 'B' },
@@ -81,7 +197,18 @@ describe('varve CLI', () => {
 
   it('deletes with _kind, time travel by snapshot and tag, audit log and system tables', async () => {
     await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id', '-o', 'bucket=2');
-    await varve('write', 'db.t', file('a.jsonl', jsonl([{ id: 1, v: 'A' }, { id: 2, v: 'B' }, { id: 3, v: 'C' }])));
+    await varve(
+      'write',
+      'db.t',
+      file(
+        'a.jsonl',
+        jsonl([
+          { id: 1, v: 'A' },
+          { id: 2, v: 'B' },
+          { id: 3, v: 'C' },
+        ]),
+      ),
+    );
     await varve('tag', 'db.t', 'create', 'before-delete');
     await varve('write', 'db.t', file('b.jsonl', jsonl([{ id: 2, _kind: '-D' }])));
     await varve('delete', 'db.t', file('c.csv', 'id\n3\n'));
@@ -90,7 +217,12 @@ describe('varve CLI', () => {
     const tagged = await varve('read', 'db.t', '--tag', 'before-delete', '--format', 'jsonl');
     const audit = await varve('audit-log', 'db.t', '--format', 'jsonl');
     const tags = await varve('sys', 'db.t', 'tags', '--format', 'jsonl');
-    expect(now.out.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ id: 1, v: 'A' }]);
+    expect(
+      now.out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([{ id: 1, v: 'A' }]);
     expect(old.out.trim().split('\n')).toHaveLength(3);
     expect(tagged.out).toBe(old.out);
     expect(audit.out).toContain('"rowkind":"-D"');
@@ -127,9 +259,25 @@ describe('varve CLI', () => {
   it('--skip-invalid commits the valid rows and writes the rejected ones with reasons', async () => {
     await varve('create', 'db.t', '--schema', 'id BIGINT, n INT', '--primary-key', 'id');
     const rejects = join(dir, 'rejects.jsonl');
-    const r = await varve('write', 'db.t', file('in.jsonl', jsonl([{ id: 1, n: 1 }, { id: 2, n: 'bad' }, { id: 3, n: 3 }])), '--skip-invalid', rejects);
+    const r = await varve(
+      'write',
+      'db.t',
+      file(
+        'in.jsonl',
+        jsonl([
+          { id: 1, n: 1 },
+          { id: 2, n: 'bad' },
+          { id: 3, n: 3 },
+        ]),
+      ),
+      '--skip-invalid',
+      rejects,
+    );
     expect(r.code, r.err).toBe(0);
-    const rejected = readFileSync(rejects, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const rejected = readFileSync(rejects, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(rejected).toHaveLength(1);
     expect(rejected[0].line).toBe(2);
     expect(rejected[0].reason).toMatch(/n/);
@@ -154,7 +302,11 @@ describe('varve CLI', () => {
   });
 
   it('runs as `npx varve` through the package bin', () => {
-    const r = spawnSync('npx', ['varve', '--warehouse', join(dir, 'wh2'), 'tables'], { encoding: 'utf8', cwd: join(__dirname, '../..'), timeout: 600_000 });
+    const r = spawnSync('npx', ['varve', '--warehouse', join(dir, 'wh2'), 'tables'], {
+      encoding: 'utf8',
+      cwd: join(__dirname, '../..'),
+      timeout: 600_000,
+    });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/no tables yet/);
   }, 300_000); // a new process through npx and tsx: slow to start on a loaded machine

@@ -13,6 +13,8 @@ for (let i = 0; i < 2000 && !existsSync(stop); i++) {
   const ks = [...new Set([i % keys, (i * 7 + 3) % keys])];
   const rows = ks.map((k) => ({ k: BigInt(k), v: `c${i}k${k}` }));
   const r = await table.write(rows);
-  process.stdout.write(`${JSON.stringify({ i, snapshot: r.snapshot!.id, rows: ks.map((k) => ({ k, v: `c${i}k${k}` })) })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ i, snapshot: r.snapshot!.id, rows: ks.map((k) => ({ k, v: `c${i}k${k}` })) })}\n`,
+  );
   await new Promise((res) => setTimeout(res, 150));
 }

@@ -14,7 +14,9 @@ let warehouse: string;
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'varve-corrupt-'));
   warehouse = join(dir, 'wh');
-  expect((await runVarve(warehouse, ['create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id'])).code).toBe(0);
+  expect(
+    (await runVarve(warehouse, ['create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id'])).code,
+  ).toBe(0);
   const input = join(dir, 'in.jsonl');
   writeFileSync(input, '{"id":1,"v":"a"}\n{"id":2,"v":"b"}\n');
   expect((await runVarve(warehouse, ['write', 'db.t', input])).code).toBe(0);

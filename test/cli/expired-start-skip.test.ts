@@ -42,7 +42,9 @@ beforeAll(async () => {
   }
   ok(await varve('tag', 'db.t', 'create', 't1', '--snapshot', '2'));
   ok(await varve('expire', 'db.t', '--retain-min', '1', '--older-than', '0s'));
-  expect(linesOf(ok(await varve('sys', 'db.t', 'snapshots', '--format', 'jsonl'))).map((s) => s.snapshot_id)).toEqual([4]);
+  expect(linesOf(ok(await varve('sys', 'db.t', 'snapshots', '--format', 'jsonl'))).map((s) => s.snapshot_id)).toEqual([
+    4,
+  ]);
 }, 300_000);
 
 describe('a stream whose start had expired, with --on-expired skip-to-earliest', () => {
@@ -50,17 +52,21 @@ describe('a stream whose start had expired, with --on-expired skip-to-earliest',
     ['--snapshot 1', ['--snapshot', '1'], 1],
     ['--from snapshot:1', ['--from', 'snapshot:1'], 1],
     ['--tag t1 (snapshot 2)', ['--tag', 't1'], 2],
-  ])('tail %s names the skipped snapshots on stdout and stderr, then streams from the earliest', async (_what, start, from) => {
-    // Act
-    const r = await varve('tail', 'db.t', ...start, '--on-expired', 'skip-to-earliest');
+  ])(
+    'tail %s names the skipped snapshots on stdout and stderr, then streams from the earliest',
+    async (_what, start, from) => {
+      // Act
+      const r = await varve('tail', 'db.t', ...start, '--on-expired', 'skip-to-earliest');
 
-    // Assess: the skip comes first, as an event, then the changes of snapshot 4
-    expect(r.code, r.err).toBe(0);
-    const lines = linesOf(r.out);
-    expect(lines[0]).toMatchObject({ event: 'snapshots-skipped', from, to: 3, snapshot: 4 });
-    expect(lines.slice(1).map((l) => (l.row as { id: number }).id)).toEqual([4]);
-    expect(r.err).toMatch(new RegExp(`snapshots ${from}\\.\\.3 expired before this stream read them`));
-  }, 120_000);
+      // Assess: the skip comes first, as an event, then the changes of snapshot 4
+      expect(r.code, r.err).toBe(0);
+      const lines = linesOf(r.out);
+      expect(lines[0]).toMatchObject({ event: 'snapshots-skipped', from, to: 3, snapshot: 4 });
+      expect(lines.slice(1).map((l) => (l.row as { id: number }).id)).toEqual([4]);
+      expect(r.err).toMatch(new RegExp(`snapshots ${from}\\.\\.3 expired before this stream read them`));
+    },
+    120_000,
+  );
 
   it('without it, the same start fails naming the lost range', async () => {
     const r = await varve('tail', 'db.t', '--snapshot', '1');
@@ -71,13 +77,24 @@ describe('a stream whose start had expired, with --on-expired skip-to-earliest',
 
   it('a new consumer id started there says so on stderr, and sys consumers shows the skipped snapshots', async () => {
     // Act: its own OS process (the local runtime reports on the process's stderr)
-    const r = varveProcess(wh, ['tail', 'db.t', '--consumer-id', 'fresh', '--from', 'snapshot:1', '--on-expired', 'skip-to-earliest']);
+    const r = varveProcess(wh, [
+      'tail',
+      'db.t',
+      '--consumer-id',
+      'fresh',
+      '--from',
+      'snapshot:1',
+      '--on-expired',
+      'skip-to-earliest',
+    ]);
     const consumers = linesOf(ok(await varve('sys', 'db.t', 'consumers', '--format', 'jsonl')));
 
     // Assess
     expect(r.code, r.err).toBe(0);
     expect(linesOf(r.out).map((l) => (l.row as { id: number }).id)).toEqual([4]);
     expect(r.err).toMatch(/consumer fresh of db\.t skipped snapshots 1\.\.3: they had expired before it read them/);
-    expect(consumers).toEqual([expect.objectContaining({ consumer_id: 'fresh', status: 'active', skipped_snapshots: '1..3' })]);
+    expect(consumers).toEqual([
+      expect.objectContaining({ consumer_id: 'fresh', status: 'active', skipped_snapshots: '1..3' }),
+    ]);
   }, 300_000);
 });

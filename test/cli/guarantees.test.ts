@@ -34,26 +34,66 @@ function ok(r: { code: number; out: string; err: string }): string {
 describe('repro 3: --commit-identifier across processes', () => {
   it('a second `varve write --commit-identifier retry-42` in another OS process commits nothing on an aggregation table', async () => {
     // Prepare
-    ok(await varve('create', 'db.agg', '--schema', 'k BIGINT, n BIGINT', '--primary-key', 'k', '-o', 'merge-engine=aggregation', '-o', 'fields.n.aggregate-function=sum'));
+    ok(
+      await varve(
+        'create',
+        'db.agg',
+        '--schema',
+        'k BIGINT, n BIGINT',
+        '--primary-key',
+        'k',
+        '-o',
+        'merge-engine=aggregation',
+        '-o',
+        'fields.n.aggregate-function=sum',
+      ),
+    );
     const input = file('in.jsonl', '{"k": 1, "n": 10}\n');
     // Act
     const first = ok(await varve('write', 'db.agg', input, '--commit-identifier', 'retry-42'));
     ok(await varve('write', 'db.agg', file('other.jsonl', '{"k": 2, "n": 1}\n'), '--commit-user', 'someone-else'));
-    const second = ok(varveProcess(wh, ['write', 'db.agg', input, '--commit-identifier', 'retry-42', '--commit-user', 'retrying-job']));
+    const second = ok(
+      varveProcess(wh, ['write', 'db.agg', input, '--commit-identifier', 'retry-42', '--commit-user', 'retrying-job']),
+    );
     const read = ok(await varve('read', 'db.agg', '--format', 'jsonl'));
     // Assess
     expect(first).toMatch(/snapshot 1/);
     expect(second).toMatch(/already committed as snapshot 1/);
-    expect(read.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ k: 1, n: 10 }, { k: 2, n: 1 }]);
-    const snapshots = ok(await varve('sys', 'db.agg', 'snapshots', '--format', 'jsonl')).trim().split('\n').map((l) => JSON.parse(l));
-    expect(snapshots.map((s: { commit_user: string }) => s.commit_user)).toEqual([expect.stringMatching(/^writer-/), 'someone-else']);
+    expect(
+      read
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([
+      { k: 1, n: 10 },
+      { k: 2, n: 1 },
+    ]);
+    const snapshots = ok(await varve('sys', 'db.agg', 'snapshots', '--format', 'jsonl'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(snapshots.map((s: { commit_user: string }) => s.commit_user)).toEqual([
+      expect.stringMatching(/^writer-/),
+      'someone-else',
+    ]);
   }, 300_000);
 });
 
 describe('repro 1: an expired consumer is never resumed silently', () => {
   it('tail --consumer-id etl after its expiry fails naming the last position and the lost range; sys consumers shows the tombstone', async () => {
     // Prepare: the issue's steps
-    ok(await varve('create', 'ops.q', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id', '-o', 'consumer.expiration-time=5 s'));
+    ok(
+      await varve(
+        'create',
+        'ops.q',
+        '--schema',
+        'id BIGINT, v STRING',
+        '--primary-key',
+        'id',
+        '-o',
+        'consumer.expiration-time=5 s',
+      ),
+    );
     ok(await varve('write', 'ops.q', file('a.jsonl', '{"id": 1, "v": "a"}\n')));
     expect(ok(await varve('tail', 'ops.q', '--consumer-id', 'etl'))).toMatch(/"id":1/);
     for (const id of [2, 3, 4]) ok(await varve('write', 'ops.q', file(`r${id}.jsonl`, `{"id": ${id}, "v": "x"}\n`)));
@@ -70,11 +110,26 @@ describe('repro 1: an expired consumer is never resumed silently', () => {
     expect(resumed.err).toMatch(/ConsumerExpiredError|consumer etl of ops\.q expired/);
     expect(resumed.err).toMatch(/last position was snapshot 2/);
     expect(resumed.err).toMatch(/Snapshots 2\.\.3 have expired/);
-    const rows = sys.trim().split('\n').map((l) => JSON.parse(l));
-    expect(rows).toEqual([expect.objectContaining({ consumer_id: 'etl', status: 'expired', next_snapshot_id: 2, expired_reason: expect.stringMatching(/consumer.expiration-time/) })]);
+    const rows = sys
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(rows).toEqual([
+      expect.objectContaining({
+        consumer_id: 'etl',
+        status: 'expired',
+        next_snapshot_id: 2,
+        expired_reason: expect.stringMatching(/consumer.expiration-time/),
+      }),
+    ]);
     // Opting in goes on from the earliest snapshot left: only what expiry removed is skipped, and it was named above.
     expect(accepted.code, accepted.err).toBe(0);
-    expect(accepted.out.trim().split('\n').map((l) => JSON.parse(l).row.id)).toEqual([4]);
+    expect(
+      accepted.out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).row.id),
+    ).toEqual([4]);
     expect(ok(await varve('sys', 'ops.q', 'consumers', '--format', 'jsonl'))).toMatch(/"status":"active"/);
   }, 300_000);
 });
@@ -94,14 +149,20 @@ describe('repro 2: one reader group per consumer id', () => {
       const code = await first.exited;
       // Assess
       expect(second.code).not.toBe(0);
-      expect(second.err).toMatch(new RegExp(`consumer c1 is being read by reader \\S+ \\(host \\S+, pid ${first.child.pid}\\), whose lease runs until`));
+      expect(second.err).toMatch(
+        new RegExp(
+          `consumer c1 is being read by reader \\S+ \\(host \\S+, pid ${first.child.pid}\\), whose lease runs until`,
+        ),
+      );
       expect(second.err).toMatch(/--takeover/);
       expect(second.out).toBe('');
       expect(taken.code, taken.err).toBe(0);
       // The fenced-off tail stops loudly (on its next renewal, or on the progress the new holder
       // recorded first: which comes first is timing) and never prints the change after the takeover.
       expect(code).not.toBe(0);
-      expect(first.err()).toMatch(/lost its lease|a reader with a newer lease \(token \d+ > \d+\) has recorded progress; this reader was fenced off/);
+      expect(first.err()).toMatch(
+        /lost its lease|a reader with a newer lease \(token \d+ > \d+\) has recorded progress; this reader was fenced off/,
+      );
       expect(first.out()).not.toMatch(/"id":2/);
     } finally {
       first.child.kill('SIGKILL');
@@ -121,12 +182,20 @@ describe('repro 4: a dropped table stays dropped', () => {
       // The tail prints a split before it records it: drop once the record exists, so the race
       // under test is the one against a recorded position (a drop racing the very first record
       // is covered by the UUID test below: the new table does not inherit it).
-      await until(() => existsSync(join(folder, 'consumer', 'consumer-c1@progress', 'bucket-0')), 'the tail to record its progress', tail);
+      await until(
+        () => existsSync(join(folder, 'consumer', 'consumer-c1@progress', 'bucket-0')),
+        'the tail to record its progress',
+        tail,
+      );
       // Act
       ok(await varve('drop', 'db.t'));
       const code = await tail.exited;
       // Files only: the local store may leave empty folders behind a drop.
-      const leftovers = existsSync(folder) ? readdirSync(folder, { recursive: true }).map(String).filter((f) => statSync(join(folder, f)).isFile()) : [];
+      const leftovers = existsSync(folder)
+        ? readdirSync(folder, { recursive: true })
+            .map(String)
+            .filter((f) => statSync(join(folder, f)).isFile())
+        : [];
       ok(await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id'));
       const consumers = ok(await varve('sys', 'db.t', 'consumers', '--format', 'jsonl'));
       // Assess
@@ -157,7 +226,11 @@ describe('drop and re-create under a running consumer: the table UUID', () => {
       const described = ok(await varve('describe', 'db.t'));
       const consumers = ok(await varve('sys', 'db.t', 'consumers', '--format', 'jsonl'));
       const folder = join(wh, 'db.db', 't', 'consumer');
-      const consumerFiles = existsSync(folder) ? readdirSync(folder, { recursive: true }).map(String).filter((f) => statSync(join(folder, f)).isFile()) : [];
+      const consumerFiles = existsSync(folder)
+        ? readdirSync(folder, { recursive: true })
+            .map(String)
+            .filter((f) => statSync(join(folder, f)).isFile())
+        : [];
       // Assess
       expect(code).not.toBe(0);
       expect(tail.err()).toMatch(/table db\.t was dropped/);

@@ -38,28 +38,52 @@ describe('varve sys <table> iceberg / varve export-iceberg', () => {
     // Assess: the APPEND after the full compaction leaves the exported view unchanged (no export
     // due), but stale: Iceberg readers do not see its level-0 file, and the status says so
     expect(sys).toMatchObject({
-      storage: 'table-location', exported_snapshot: 2, latest_snapshot: 3, snapshots_behind: 1, data_files: 1, records: 1,
-      up_to_date: false, files_not_visible: 1, rows_not_visible: 1, files_no_longer_live: 0, export_due: false,
+      storage: 'table-location',
+      exported_snapshot: 2,
+      latest_snapshot: 3,
+      snapshots_behind: 1,
+      data_files: 1,
+      records: 1,
+      up_to_date: false,
+      files_not_visible: 1,
+      rows_not_visible: 1,
+      files_no_longer_live: 0,
+      export_due: false,
     });
     expect(sys.view_age_seconds).toBeGreaterThanOrEqual(0);
     expect(sys.metadata_location).toMatch(/db\.db\/t\/metadata\/v2\.metadata\.json$/);
     expect(typeof sys.seconds_behind).toBe('number');
     // Act + Assess: an explicit export writes snapshot 3 (whose top level is unchanged) and says the view is still stale
-    const stale = /\ndb\.t: the Iceberg view is stale: Iceberg readers do not see 1 rows in 1 files written since, until a full compaction of their buckets \(`varve compact db\.t --full`.*\n$/;
+    const stale =
+      /\ndb\.t: the Iceberg view is stale: Iceberg readers do not see 1 rows in 1 files written since, until a full compaction of their buckets \(`varve compact db\.t --full`.*\n$/;
     const exported = await varve('export-iceberg', 'db.t');
-    expect(exported).toMatch(/^db\.t: exported snapshot 3 \(1 data files, 1 records; 4 objects, [\d.]+ (B|KiB) written\) to file:\/\/.*v3\.metadata\.json\n/);
+    expect(exported).toMatch(
+      /^db\.t: exported snapshot 3 \(1 data files, 1 records; 4 objects, [\d.]+ (B|KiB) written\) to file:\/\/.*v3\.metadata\.json\n/,
+    );
     expect(exported).toMatch(stale);
     const again = await varve('export-iceberg', 'db.t');
     expect(again).toMatch(/the Iceberg metadata already exports snapshot 3 at /);
     expect(again).toMatch(stale);
     expect(again).not.toMatch(/current/);
-    expect(JSON.parse(await varve('sys', 'db.t', 'iceberg', '--format', 'jsonl'))).toMatchObject({ exported_snapshot: 3, snapshots_behind: 0, up_to_date: false });
+    expect(JSON.parse(await varve('sys', 'db.t', 'iceberg', '--format', 'jsonl'))).toMatchObject({
+      exported_snapshot: 3,
+      snapshots_behind: 0,
+      up_to_date: false,
+    });
     // Act + Assess: a full compaction brings every row to the top level: now the view is exact
     await compactTable(table, { full: true });
     expect(JSON.parse(await varve('sys', 'db.t', 'iceberg', '--format', 'jsonl'))).toMatchObject({
-      exported_snapshot: 4, snapshots_behind: 0, up_to_date: true, files_not_visible: 0, rows_not_visible: 0, view_age_seconds: 0, export_due: false,
+      exported_snapshot: 4,
+      snapshots_behind: 0,
+      up_to_date: true,
+      files_not_visible: 0,
+      rows_not_visible: 0,
+      view_age_seconds: 0,
+      export_due: false,
     });
-    expect(await varve('export-iceberg', 'db.t')).toMatch(/^db\.t: the Iceberg metadata already exports snapshot 4 at \S+\n$/);
+    expect(await varve('export-iceberg', 'db.t')).toMatch(
+      /^db\.t: the Iceberg metadata already exports snapshot 4 at \S+\n$/,
+    );
   });
 
   it('refuses export-iceberg on a table that does not export, naming the option', async () => {
@@ -67,6 +91,9 @@ describe('varve sys <table> iceberg / varve export-iceberg', () => {
     const refused = await runVarve(warehouse, ['export-iceberg', 'db.t']);
     expect(refused.code).toBe(1);
     expect(refused.err).toMatch(/^varve: .*metadata\.iceberg\.storage=table-location/);
-    expect(JSON.parse(await varve('sys', 'db.t', 'iceberg', '--format', 'jsonl'))).toMatchObject({ storage: 'disabled', exported_snapshot: null });
+    expect(JSON.parse(await varve('sys', 'db.t', 'iceberg', '--format', 'jsonl'))).toMatchObject({
+      storage: 'disabled',
+      exported_snapshot: null,
+    });
   });
 });

@@ -22,7 +22,10 @@ beforeEach(() => {
 async function oneFileTable(): Promise<string> {
   await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id');
   const input = join(dir, 'in.jsonl');
-  writeFileSync(input, Array.from({ length: 2000 }, (_, i) => JSON.stringify({ id: i, v: `value-${i}` })).join('\n') + '\n');
+  writeFileSync(
+    input,
+    Array.from({ length: 2000 }, (_, i) => JSON.stringify({ id: i, v: `value-${i}` })).join('\n') + '\n',
+  );
   expect((await varve('write', 'db.t', input)).code).toBe(0);
   const bucket = join(dir, 'wh', 'db.db', 't', 'bucket-0');
   return join(bucket, readdirSync(bucket).find((f) => f.startsWith('data-'))!);
@@ -45,7 +48,11 @@ describe('damage at rest from the CLI', () => {
     const quick = await varve('verify', 'db.t', '--quick');
     const snapshots = await varve('sys', 'db.t', 'snapshots', '--format', 'jsonl');
     // Assess
-    for (const [what, r] of [['read', read], ['tail', tail], ['compact', compact]] as const) {
+    for (const [what, r] of [
+      ['read', read],
+      ['tail', tail],
+      ['compact', compact],
+    ] as const) {
       expect(r.code, what).not.toBe(0);
       expect(r.err, what).toContain(name);
       expect(r.err, what).toMatch(/of table db\.t is damaged/);
@@ -54,7 +61,9 @@ describe('damage at rest from the CLI', () => {
     expect(tail.out).toBe('');
     expect(snapshots.out.trim().split('\n')).toHaveLength(2);
     expect(verify.code).toBe(1);
-    expect(verify.out).toMatch(new RegExp(`snapshot 1: file \\S*${name} is damaged: column v of row group 0 has CRC-32`));
+    expect(verify.out).toMatch(
+      new RegExp(`snapshot 1: file \\S*${name} is damaged: column v of row group 0 has CRC-32`),
+    );
     expect(quick.code).toBe(0);
   });
 
@@ -65,7 +74,9 @@ describe('damage at rest from the CLI', () => {
     const verify = await varve('verify', 'db.t');
     const read = await varve('read', 'db.t');
     expect(verify.code).toBe(1);
-    expect(verify.out).toMatch(new RegExp(`${name} is damaged: is \\d+ bytes, its manifest entry records \\d+ \\(cut short`));
+    expect(verify.out).toMatch(
+      new RegExp(`${name} is damaged: is \\d+ bytes, its manifest entry records \\d+ \\(cut short`),
+    );
     expect(read.code).not.toBe(0);
     expect(read.err).toContain(name);
   });
@@ -85,8 +96,13 @@ describe('damage at rest from the CLI', () => {
     const read = await varve('read', 'db.t');
     // Assess
     expect(verify.code).toBe(1);
-    expect(verify.out).toMatch(/snapshot 2: schema 1, which it was written under, cannot be read: schema 1 of table db\.t is missing/);
-    for (const [what, r] of [['compact', compact], ['read', read]] as const) {
+    expect(verify.out).toMatch(
+      /snapshot 2: schema 1, which it was written under, cannot be read: schema 1 of table db\.t is missing/,
+    );
+    for (const [what, r] of [
+      ['compact', compact],
+      ['read', read],
+    ] as const) {
       expect(r.code, what).toBe(1);
       expect(r.err, what).toMatch(/schema 1 of table db\.t is missing \(\S*schema\/schema-1\)/);
     }
@@ -96,13 +112,35 @@ describe('damage at rest from the CLI', () => {
 describe('schemas across time from the CLI (issue 30 §4)', () => {
   it('time travel shows a snapshot in the schema it was written under; after a rollback reads and writes use the current schema', async () => {
     // Prepare: a snapshot under INT, DECIMAL(10,2), FLOAT and v, then the types widened and v renamed.
-    await varve('create', 'db.t', '--schema', 'id BIGINT, i INT, d DECIMAL(10,2), f FLOAT, v STRING', '--primary-key', 'id');
+    await varve(
+      'create',
+      'db.t',
+      '--schema',
+      'id BIGINT, i INT, d DECIMAL(10,2), f FLOAT, v STRING',
+      '--primary-key',
+      'id',
+    );
     const old = join(dir, 'old.jsonl');
     const cur = join(dir, 'cur.jsonl');
     writeFileSync(old, '{"id":1,"i":5,"d":"1.25","f":1.5,"v":"a"}\n');
     writeFileSync(cur, '{"id":2,"i":6,"d":"2.25","f":2.5,"label":"b"}\n');
     expect((await varve('write', 'db.t', old)).code).toBe(0);
-    expect((await varve('alter', 'db.t', '--type', 'i BIGINT', '--type', 'd DECIMAL(12,2)', '--type', 'f DOUBLE', '--rename', 'v=label')).code).toBe(0);
+    expect(
+      (
+        await varve(
+          'alter',
+          'db.t',
+          '--type',
+          'i BIGINT',
+          '--type',
+          'd DECIMAL(12,2)',
+          '--type',
+          'f DOUBLE',
+          '--rename',
+          'v=label',
+        )
+      ).code,
+    ).toBe(0);
     expect((await varve('write', 'db.t', cur)).code).toBe(0);
     // Act: time travel to before the alter, then a rollback to it (the README tour's step).
     const readOld = await varve('read', 'db.t', '--snapshot', '1', '--format', 'jsonl');
@@ -122,6 +160,8 @@ describe('schemas across time from the CLI (issue 30 §4)', () => {
     expect(writeCurrent.code).toBe(0);
     expect(writeOld.code).toBe(1);
     expect(writeOld.err).toMatch(/unknown column "v"/);
-    expect(latest.out).toBe('{"id":1,"i":5,"d":"1.25","f":1.5,"label":"a"}\n{"id":2,"i":6,"d":"2.25","f":2.5,"label":"b"}\n');
+    expect(latest.out).toBe(
+      '{"id":1,"i":5,"d":"1.25","f":1.5,"label":"a"}\n{"id":2,"i":6,"d":"2.25","f":2.5,"label":"b"}\n',
+    );
   });
 });

@@ -33,7 +33,9 @@ function pipeline(args: string, consumer: string): { code: number; out: string; 
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'varve-large-read-'));
-  expect((await varve('create', 'db.big', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id', '-o', 'bucket=2')).code).toBe(0);
+  expect(
+    (await varve('create', 'db.big', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id', '-o', 'bucket=2')).code,
+  ).toBe(0);
   const table = await openCatalog(join(dir, 'wh')).getTable('db.big');
   await table.write(Array.from({ length: ROWS }, (_, i) => ({ id: BigInt(i), v: `value-${i}` })));
 }, 120_000);
@@ -55,7 +57,10 @@ describe(`varve read of ${ROWS} rows`, () => {
     const c = await varve('read', 'db.big', '--format', 'csv');
     expect(j.code, j.err).toBe(0);
     expect(c.code, c.err).toBe(0);
-    const rows = j.out.trimEnd().split('\n').map((l) => JSON.parse(l) as { id: number; v: string });
+    const rows = j.out
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: number; v: string });
     expect(rows).toHaveLength(ROWS);
     expect(rows.every((r) => r.v === `value-${r.id}`)).toBe(true);
     const csv = c.out.trimEnd().split('\n');
@@ -63,24 +68,27 @@ describe(`varve read of ${ROWS} rows`, () => {
     expect(csv).toHaveLength(ROWS + 1);
   });
 
-  it.each(['table', 'jsonl', 'csv'])('read --format %s prints as it reads: a reader that stops after the first output stops the command with exit 0', async (format) => {
-    // The output callback goes away after its first text, as a closed pipe does (OutputClosedError).
-    let writes = 0;
-    let printed = 0;
-    let err = '';
-    const code = await runCli(['--warehouse', join(dir, 'wh'), 'read', 'db.big', '--format', format], {
-      out: (t) => {
-        if (writes++ > 0) throw new OutputClosedError();
-        printed += t.split('\n').length - 1;
-      },
-      err: (t) => void (err += t),
-    });
-    expect(err).toBe('');
-    expect(code).toBe(0);
-    // Only the first slice was printed, not the table.
-    expect(printed).toBeGreaterThan(0);
-    expect(printed).toBeLessThan(ROWS / 2);
-  });
+  it.each(['table', 'jsonl', 'csv'])(
+    'read --format %s prints as it reads: a reader that stops after the first output stops the command with exit 0',
+    async (format) => {
+      // The output callback goes away after its first text, as a closed pipe does (OutputClosedError).
+      let writes = 0;
+      let printed = 0;
+      let err = '';
+      const code = await runCli(['--warehouse', join(dir, 'wh'), 'read', 'db.big', '--format', format], {
+        out: (t) => {
+          if (writes++ > 0) throw new OutputClosedError();
+          printed += t.split('\n').length - 1;
+        },
+        err: (t) => void (err += t),
+      });
+      expect(err).toBe('');
+      expect(code).toBe(0);
+      // Only the first slice was printed, not the table.
+      expect(printed).toBeGreaterThan(0);
+      expect(printed).toBeLessThan(ROWS / 2);
+    },
+  );
 
   it('read | head -1 ends quietly with exit 0 (a real pipe, separate processes)', () => {
     const r = pipeline('read db.big --format jsonl', 'head -1');

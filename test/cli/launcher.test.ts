@@ -22,7 +22,8 @@ function children(pid: number): number[] {
   }
 }
 
-const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+const alive = (pid: number) =>
+  existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
 
 describe('relaunchArgs', () => {
   it('relaunches write, delete and count only, after the global options, once, and only without node flags of the user', () => {
@@ -36,7 +37,8 @@ describe('relaunchArgs', () => {
     expect(relaunchArgs(['delete', 'db.t'], [], env)?.nodeFlags).toEqual([...CHILD_NODE_FLAGS, ...WRITE_NODE_FLAGS]);
     expect(relaunchArgs(['--warehouse', '/w', 'count', 'db.t'], [], env)?.nodeFlags).toEqual(CHILD_NODE_FLAGS);
     expect(relaunchArgs(['write', 'db.t'], [], { MALLOC_ARENA_MAX: '8' }).env.MALLOC_ARENA_MAX).toBe('8');
-    for (const args of [['read', 'db.t'], ['tail', 'db.t'], ['create', 'write'], [], ['--help']]) expect(relaunchArgs(args, [], env)).toBeNull();
+    for (const args of [['read', 'db.t'], ['tail', 'db.t'], ['create', 'write'], [], ['--help']])
+      expect(relaunchArgs(args, [], env)).toBeNull();
     expect(relaunchArgs(['write', 'db.t'], ['--inspect'], env)).toBeNull();
     expect(relaunchArgs(['write', 'db.t'], [], { VARVE_LAUNCHED: '1' })).toBeNull();
     expect(relaunchArgs(['write', 'db.t'], [], { VARVE_NO_RELAUNCH: '1' })).toBeNull();
@@ -47,15 +49,23 @@ describe.skipIf(!hasProc)('varve write through the relaunch (separate OS process
   let wh: string;
   beforeEach(async () => {
     wh = join(mkdtempSync(join(tmpdir(), 'varve-launcher-')), 'wh');
-    expect((await runVarve(wh, ['create', 'db.t', '--schema', 'id BIGINT NOT NULL, v STRING', '--primary-key', 'id'])).code).toBe(0);
+    expect(
+      (await runVarve(wh, ['create', 'db.t', '--schema', 'id BIGINT NOT NULL, v STRING', '--primary-key', 'id'])).code,
+    ).toBe(0);
   });
 
   /** The launcher's child, once it runs node with the relaunch's flags. */
   async function childOf(w: ReturnType<typeof startVarve>): Promise<number> {
     let child = 0;
     const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    await until(() => (child = children(w.child.pid!)[0] ?? 0) > 0 && cmdline(child).includes(CHILD_NODE_FLAGS[0]), 'the launcher started its child with the flags', w);
-    expect(cmdline(child)).toEqual(expect.arrayContaining([...CHILD_NODE_FLAGS, ...WRITE_NODE_FLAGS, 'write', 'db.t', '-']));
+    await until(
+      () => (child = children(w.child.pid!)[0] ?? 0) > 0 && cmdline(child).includes(CHILD_NODE_FLAGS[0]),
+      'the launcher started its child with the flags',
+      w,
+    );
+    expect(cmdline(child)).toEqual(
+      expect.arrayContaining([...CHILD_NODE_FLAGS, ...WRITE_NODE_FLAGS, 'write', 'db.t', '-']),
+    );
     return child;
   }
 

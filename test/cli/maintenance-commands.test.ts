@@ -23,7 +23,12 @@ async function tableWithRuns(runs: number): Promise<void> {
     options: { 'write-only': 'true', bucket: '2' },
   });
   for (let i = 0; i < runs; i++) {
-    await table.write([1, 2, 3, 4].flatMap((id) => [{ id, region: 'eu', v: BigInt(i) }, { id, region: 'us', v: BigInt(i) }]));
+    await table.write(
+      [1, 2, 3, 4].flatMap((id) => [
+        { id, region: 'eu', v: BigInt(i) },
+        { id, region: 'us', v: BigInt(i) },
+      ]),
+    );
   }
 }
 
@@ -35,7 +40,9 @@ describe('varve compact', () => {
   it('compacts every bucket that is due and prints one summary line', async () => {
     await tableWithRuns(5);
     const out = await varve('compact', 'db.t');
-    expect(out).toMatch(/^db\.t: compacted 4 of 4 buckets, 20 files \(\d+(\.\d)? (B|KiB|MiB)\) -> 4 files .*, snapshot 6\n$/);
+    expect(out).toMatch(
+      /^db\.t: compacted 4 of 4 buckets, 20 files \(\d+(\.\d)? (B|KiB|MiB)\) -> 4 files .*, snapshot 6\n$/,
+    );
     expect(await varve('compact', 'db.t')).toBe('db.t: nothing to compact (4 buckets checked)\n');
   });
 
@@ -82,8 +89,18 @@ describe('varve compact', () => {
 describe('formatCompactionSummary', () => {
   it('names leftover and contended buckets', () => {
     const line = formatCompactionSummary('db.t', {
-      bucketsChecked: 5, bucketsCompacted: 2, remainingBuckets: 2, conflicts: 1,
-      filesIn: 9, filesOut: 2, upgradedFiles: 1, bytesIn: 3 << 20, bytesOut: 1 << 20, changelogFiles: 2, changelogRows: 40, snapshots: [7],
+      bucketsChecked: 5,
+      bucketsCompacted: 2,
+      remainingBuckets: 2,
+      conflicts: 1,
+      filesIn: 9,
+      filesOut: 2,
+      upgradedFiles: 1,
+      bytesIn: 3 << 20,
+      bytesOut: 1 << 20,
+      changelogFiles: 2,
+      changelogRows: 40,
+      snapshots: [7],
     });
     expect(line).toBe(
       'db.t: compacted 2 of 5 buckets, 9 files (3.0 MiB) -> 2 files (1.0 MiB), 1 upgraded without rewrite, 40 changelog rows in 2 files, ' +

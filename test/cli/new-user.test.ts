@@ -25,7 +25,9 @@ beforeEach(() => {
 
 describe('input values', () => {
   beforeEach(async () => {
-    expect((await varve('create', 'db.t', '--schema', 'id BIGINT, x DOUBLE, s STRING', '--primary-key', 'id')).code).toBe(0);
+    expect(
+      (await varve('create', 'db.t', '--schema', 'id BIGINT, x DOUBLE, s STRING', '--primary-key', 'id')).code,
+    ).toBe(0);
   });
 
   it('refuses a JSON number beyond the DOUBLE range instead of storing Infinity', async () => {
@@ -39,11 +41,19 @@ describe('input values', () => {
   });
 
   it('refuses invalid UTF-8 (JSONL and CSV) naming it, instead of storing U+FFFD', async () => {
-    const bytes = new Uint8Array([...new TextEncoder().encode('{"id": 1, "s": "ok"}\n{"id": 2, "s": "caf'), 0xe9, ...new TextEncoder().encode('"}\n')]);
+    const bytes = new Uint8Array([
+      ...new TextEncoder().encode('{"id": 1, "s": "ok"}\n{"id": 2, "s": "caf'),
+      0xe9,
+      ...new TextEncoder().encode('"}\n'),
+    ]);
     const jsonl = await varve('write', 'db.t', file('latin1.jsonl', bytes));
     expect(jsonl.code).toBe(1);
     expect(jsonl.err).toMatch(/line 2: the input is not valid UTF-8 .*iconv/);
-    const csv = await varve('write', 'db.t', file('latin1.csv', new Uint8Array([...new TextEncoder().encode('id,x,s\n1,1,caf'), 0xe9, 10])));
+    const csv = await varve(
+      'write',
+      'db.t',
+      file('latin1.csv', new Uint8Array([...new TextEncoder().encode('id,x,s\n1,1,caf'), 0xe9, 10])),
+    );
     expect(csv.code).toBe(1);
     expect(csv.err).toMatch(/not valid UTF-8/);
     expect((await varve('count', 'db.t')).out.trim()).toBe('0');
@@ -55,7 +65,9 @@ describe('write', () => {
     expect((await varve('create', 'db.t', '--schema', 'id BIGINT', '--primary-key', 'id')).code).toBe(0);
     const r = await varve('write', 'db.t', join(dir, 'in.jsonl'));
     expect(r.code).toBe(1);
-    expect(r.err).toContain(`varve: cannot read the input file ${join(dir, 'in.jsonl')} (ENOENT); give an existing file, or - for stdin`);
+    expect(r.err).toContain(
+      `varve: cannot read the input file ${join(dir, 'in.jsonl')} (ENOENT); give an existing file, or - for stdin`,
+    );
   });
 });
 
@@ -68,7 +80,14 @@ describe('create', () => {
 
   it('refuses a DOUBLE or FLOAT primary key, pointing to DECIMAL', async () => {
     for (const type of ['DOUBLE', 'FLOAT']) {
-      const r = await varve('create', `db.${type.toLowerCase()}`, '--schema', `k ${type}, v STRING`, '--primary-key', 'k');
+      const r = await varve(
+        'create',
+        `db.${type.toLowerCase()}`,
+        '--schema',
+        `k ${type}, v STRING`,
+        '--primary-key',
+        'k',
+      );
       expect(r.code).toBe(1);
       expect(r.err).toMatch(new RegExp(`primary key column "k" is ${type}: .*use DECIMAL\\(p,s\\) or an integer type`));
     }
@@ -113,7 +132,9 @@ describe('tail', () => {
 
 describe('--where', () => {
   beforeEach(async () => {
-    expect((await varve('create', 'db.d', '--schema', 'id BIGINT, d DECIMAL(5,2)', '--primary-key', 'id')).code).toBe(0);
+    expect((await varve('create', 'db.d', '--schema', 'id BIGINT, d DECIMAL(5,2)', '--primary-key', 'id')).code).toBe(
+      0,
+    );
     const rows = ['1.23', '1.24', '-1.23', '-1.24', '999.99'].map((d, i) => JSON.stringify({ id: i, d }));
     expect((await varve('write', 'db.d', file('d.jsonl', rows.join('\n') + '\n'))).code).toBe(0);
   });
@@ -121,7 +142,13 @@ describe('--where', () => {
   const ds = async (where: string) => {
     const r = await varve('read', 'db.d', '--where', where, '--format', 'jsonl');
     expect(r.code, r.err).toBe(0);
-    return r.out.trim() === '' ? [] : r.out.trim().split('\n').map((l) => JSON.parse(l).d as string).sort();
+    return r.out.trim() === ''
+      ? []
+      : r.out
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l).d as string)
+          .sort();
   };
 
   it('compares a DECIMAL column with a literal of more decimals or digits exactly', async () => {
@@ -152,17 +179,29 @@ describe('--where', () => {
 describe('scan mode compacted-full and incremental-between', () => {
   beforeEach(async () => {
     expect((await varve('create', 'db.s', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id')).code).toBe(0);
-    for (const [id, v] of [[1, 'a'], [2, 'b']] as const) expect((await varve('write', 'db.s', file(`${id}.jsonl`, JSON.stringify({ id, v }) + '\n'))).code).toBe(0);
+    for (const [id, v] of [
+      [1, 'a'],
+      [2, 'b'],
+    ] as const)
+      expect((await varve('write', 'db.s', file(`${id}.jsonl`, JSON.stringify({ id, v }) + '\n'))).code).toBe(0);
     expect((await varve('compact', 'db.s', '--full')).out).toMatch(/snapshot 3/);
     expect((await varve('write', 'db.s', file('3.jsonl', '{"id": 3, "v": "c"}\n'))).code).toBe(0);
   });
 
-  const lines = (text: string) => text.trim().split('\n').map((l) => JSON.parse(l));
+  const lines = (text: string) =>
+    text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
 
   it('tail --from compacted-full starts at the latest compaction: its full state, then the changes after it', async () => {
     const r = await varve('tail', 'db.s', '--from', 'compacted-full');
     expect(r.code, r.err).toBe(0);
-    expect(lines(r.out).map((c) => [c.snapshot, c.kind, c.row.id])).toEqual([[3, '+I', 1], [3, '+I', 2], [4, '+I', 3]]);
+    expect(lines(r.out).map((c) => [c.snapshot, c.kind, c.row.id])).toEqual([
+      [3, '+I', 1],
+      [3, '+I', 2],
+      [4, '+I', 3],
+    ]);
     // The table option too.
     expect((await varve('alter', 'db.s', '--set', 'scan.mode=compacted-full')).code).toBe(0);
     // (after the alter's schema-change event line, the same three changes)
@@ -176,8 +215,18 @@ describe('scan mode compacted-full and incremental-between', () => {
     expect(lines(byTag.out).map((r) => r.id)).toEqual([2, 3]);
     const t1 = (await varve('sys', 'db.s', 'snapshots', '--format', 'jsonl')).out;
     const times = lines(t1).map((s) => s.commit_time);
-    expect(times.every((t) => t !== undefined), t1).toBe(true);
-    const byTime = await varve('audit-log', 'db.s', '--incremental-between-timestamp', `${times[0]},${times[3]}`, '--format', 'jsonl');
+    expect(
+      times.every((t) => t !== undefined),
+      t1,
+    ).toBe(true);
+    const byTime = await varve(
+      'audit-log',
+      'db.s',
+      '--incremental-between-timestamp',
+      `${times[0]},${times[3]}`,
+      '--format',
+      'jsonl',
+    );
     expect(byTime.code, byTime.err).toBe(0);
     expect(lines(byTime.out).map((r) => r.id)).toEqual([2, 3]);
     expect((await varve('alter', 'db.s', '--set', 'incremental-between=start,4')).code).toBe(0);
@@ -193,8 +242,13 @@ describe('AWS setup, as a user without it meets it', () => {
   const BIN = join(__dirname, '../../bin/varve.mjs');
   /** `varve` in a process of its own whose AWS environment is only `aws` (no profile files either). */
   const varveWithAws = (aws: Record<string, string>, ...args: string[]) => {
-    const env: Record<string, string> = { AWS_CONFIG_FILE: join(dir, 'none'), AWS_SHARED_CREDENTIALS_FILE: join(dir, 'none'), ...aws };
-    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('AWS_') && !k.startsWith('VARVE_') && v !== undefined) env[k] = v;
+    const env: Record<string, string> = {
+      AWS_CONFIG_FILE: join(dir, 'none'),
+      AWS_SHARED_CREDENTIALS_FILE: join(dir, 'none'),
+      ...aws,
+    };
+    for (const [k, v] of Object.entries(process.env))
+      if (!k.startsWith('AWS_') && !k.startsWith('VARVE_') && v !== undefined) env[k] = v;
     const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', cwd: dir, env, timeout: 600_000 });
     return { code: r.status, out: r.stdout, err: r.stderr };
   };
@@ -209,25 +263,39 @@ describe('AWS setup, as a user without it meets it', () => {
   it('redrive without a region says to set AWS_REGION; on a local warehouse, that it needs the deployed one', async () => {
     const r = varveWithAws({}, 'redrive', 'shop.orders', '--queue', 'ingest');
     expect(r.code).toBe(1);
-    expect(r.err).toMatch(/^varve: redrive works on the table's SQS queues on AWS: no AWS region is configured: set AWS_REGION/m);
+    expect(r.err).toMatch(
+      /^varve: redrive works on the table's SQS queues on AWS: no AWS region is configured: set AWS_REGION/m,
+    );
     expect(r.err).not.toContain('unexpected error');
     sdkNote(r.err);
     const local = varveWithAws({}, 'redrive', 'shop.orders');
     expect(local.code).toBe(1);
-    expect(local.err).toMatch(/shop\.orders is in the local warehouse file:\/\/.*no commit queue to redrive.*--warehouse s3:\/\/bucket\/prefix/);
+    expect(local.err).toMatch(
+      /shop\.orders is in the local warehouse file:\/\/.*no commit queue to redrive.*--warehouse s3:\/\/bucket\/prefix/,
+    );
   });
 
   it('redrive without credentials names the variables to set', async () => {
     const r = varveWithAws({ AWS_REGION: 'eu-west-1' }, 'redrive', 'shop.orders', '--queue', 'split');
     expect(r.code).toBe(1);
-    expect(r.err).toMatch(/no AWS credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE/);
+    expect(r.err).toMatch(
+      /no AWS credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE/,
+    );
   });
 
   it('an s3:// warehouse whose endpoint refuses connections says it cannot reach S3 there and what to check', async () => {
-    const aws = { AWS_REGION: 'eu-west-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'y', AWS_ENDPOINT_URL: 'http://127.0.0.1:1', AWS_MAX_ATTEMPTS: '1' };
+    const aws = {
+      AWS_REGION: 'eu-west-1',
+      AWS_ACCESS_KEY_ID: 'x',
+      AWS_SECRET_ACCESS_KEY: 'y',
+      AWS_ENDPOINT_URL: 'http://127.0.0.1:1',
+      AWS_MAX_ATTEMPTS: '1',
+    };
     const r = varveWithAws(aws, '--warehouse', 's3://bucket/wh', 'tables');
     expect(r.code).toBe(1);
-    expect(r.err).toMatch(/cannot reach S3 at http:\/\/127\.0\.0\.1:1 \(ECONNREFUSED\): check that the server AWS_ENDPOINT_URL names is running/);
+    expect(r.err).toMatch(
+      /cannot reach S3 at http:\/\/127\.0\.0\.1:1 \(ECONNREFUSED\): check that the server AWS_ENDPOINT_URL names is running/,
+    );
     expect(r.err).not.toMatch(/unavailable or throttling/);
     sdkNote(r.err);
   });

@@ -24,11 +24,18 @@ async function write(table: string, rows: object[]): Promise<void> {
   expect((await varve('write', table, file)).code).toBe(0);
 }
 
-const lines = (out: string) => out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const lines = (out: string) =>
+  out
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'varve-tail-'));
-  expect((await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id', '-o', 'bucket=2')).code).toBe(0);
+  expect(
+    (await varve('create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id', '-o', 'bucket=2')).code,
+  ).toBe(0);
 });
 
 describe('varve tail', () => {
@@ -69,10 +76,22 @@ describe('varve tail', () => {
     // Act: write only once the tail says it follows (no race with its start, however busy the machine)
     let following!: () => void;
     const ready = new Promise<void>((r) => (following = r));
-    const tail = varveWatching((t) => t.includes('following db.t from snapshot 2') && following(), 'tail', 'db.t', '--from', 'latest', '--follow', '--max-changes', '2');
+    const tail = varveWatching(
+      (t) => t.includes('following db.t from snapshot 2') && following(),
+      'tail',
+      'db.t',
+      '--from',
+      'latest',
+      '--follow',
+      '--max-changes',
+      '2',
+    );
     await ready;
     await write('db.t', [{ id: 2, v: 'b' }]);
-    await write('db.t', [{ id: 3, v: 'c' }, { id: 4, v: 'd' }]);
+    await write('db.t', [
+      { id: 3, v: 'c' },
+      { id: 4, v: 'd' },
+    ]);
     const result = await tail;
     // Assess: the first change of snapshot 3 makes two; the tail stops there
     expect(result.code).toBe(0);
@@ -95,9 +114,12 @@ describe('varve tail', () => {
     expect(r.err).toMatch(/--max-changes works without --consumer-id/);
   });
 
-  it("says what is wrong with a bad --from", async () => {
+  it('says what is wrong with a bad --from', async () => {
     expect(() => parseFrom('yesterday')).toThrow(InvalidArgumentError);
-    expect(parseFrom('timestamp:2024-05-01T00:00:00Z')).toEqual({ mode: 'from-timestamp', timestampMillis: Date.parse('2024-05-01T00:00:00Z') });
+    expect(parseFrom('timestamp:2024-05-01T00:00:00Z')).toEqual({
+      mode: 'from-timestamp',
+      timestampMillis: Date.parse('2024-05-01T00:00:00Z'),
+    });
     const r = await varve('tail', 'db.t', '--from', 'nowhere');
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/--from "nowhere" is not a start position/);
@@ -112,7 +134,10 @@ describe('varve demo', () => {
     // Assess
     expect(r.code).toBe(0);
     expect(again.code).toBe(0); // re-runnable: the previous demo table is dropped first
-    const received = r.out.split('\n').filter((l) => l.includes('consumer <-')).map((l) => l.split('consumer <- ')[1].slice(0, 2));
+    const received = r.out
+      .split('\n')
+      .filter((l) => l.includes('consumer <-'))
+      .map((l) => l.split('consumer <- ')[1].slice(0, 2));
     expect(received).toEqual(['+I', '+I', '+I', '-U', '+U', '-D', '+I', '+I', '+I']);
     expect(r.out).toMatch(/full compaction -> snapshot\(s\) \d+ \(COMPACT\)\n.*\(nothing reached the consumer\)/);
     expect(r.out).toMatch(/held by consumer demo at nextSnapshot (\d+)/);
@@ -140,7 +165,10 @@ describe('varve demo', () => {
       if (!m) continue;
       changes++;
       expect(heading, 'a change before any step').toBeDefined();
-      expect(Number(m[1]), `${p.line}\n(printed ${p.at - heading!.at} ms after "${heading!.line}")`).toBeLessThanOrEqual(p.at - heading!.at + 1);
+      expect(
+        Number(m[1]),
+        `${p.line}\n(printed ${p.at - heading!.at} ms after "${heading!.line}")`,
+      ).toBeLessThanOrEqual(p.at - heading!.at + 1);
     }
     expect(changes).toBe(9);
   }, 300_000);
@@ -164,7 +192,10 @@ describe('varve alter', () => {
     expect(widen.out).toContain('schema 2, snapshot 3');
     expect(refused.code).toBe(1);
     expect(refused.err).toMatch(/merge-engine cannot change after the table is created: the stored versions/);
-    expect(lines(read.out)).toEqual([{ id: 1, label: 'a', n: null }, { id: 2, label: 'b', n: 7 }]);
+    expect(lines(read.out)).toEqual([
+      { id: 1, label: 'a', n: null },
+      { id: 2, label: 'b', n: 7 },
+    ]);
     expect(lines(old.out)).toEqual([{ id: 1, v: 'a' }]);
     expect(describe.out).toMatch(/schema id\s+2/);
     expect(describe.out).toMatch(/comment\s+demo table/);
@@ -190,7 +221,9 @@ describe('varve alter', () => {
       },
       { snapshot: 4, kind: '+I', row: { id: 2, label: 'b', n: 7 } },
     ]);
-    expect(tail.err).toContain('schema changed at snapshot 2: schema 0 -> 1 (rename column v to label; add column n INT; set the table comment)');
+    expect(tail.err).toContain(
+      'schema changed at snapshot 2: schema 0 -> 1 (rename column v to label; add column n INT; set the table comment)',
+    );
     // A consumer started after the change reads every change in the new schema: no change to announce.
     const consumed = await varve('tail', 'db.t', '--from', 'earliest', '--consumer-id', 'c1');
     expect(lines(consumed.out)).toEqual([

@@ -19,11 +19,25 @@ async function write(table: string, rows: object[]): Promise<void> {
   expect(w.code, w.err).toBe(0);
 }
 
-const lines = (out: string) => out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const lines = (out: string) =>
+  out
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'varve-features-'));
-  const c = await varve('create', 'db.o', '--schema', 'dt STRING, id BIGINT, status STRING, amount DECIMAL(10,2)', '--primary-key', 'dt,id', '--partition-keys', 'dt');
+  const c = await varve(
+    'create',
+    'db.o',
+    '--schema',
+    'dt STRING, id BIGINT, status STRING, amount DECIMAL(10,2)',
+    '--primary-key',
+    'dt,id',
+    '--partition-keys',
+    'dt',
+  );
   expect(c.code, c.err).toBe(0);
 });
 
@@ -43,7 +57,16 @@ describe('filtered reads in the CLI', () => {
     const explain = await varve('read', 'db.o', '--where', "dt = '2024-05-02' OR id > 100", '--explain');
     const count = await varve('count', 'db.o');
     const countWhere = await varve('count', 'db.o', '--where', "dt = '2024-05-01' AND NOT (status IN ('paid'))");
-    const audit = await varve('audit-log', 'db.o', '--incremental-between', '0,2', '--where', 'id = 1', '--format', 'jsonl');
+    const audit = await varve(
+      'audit-log',
+      'db.o',
+      '--incremental-between',
+      '0,2',
+      '--where',
+      'id = 1',
+      '--format',
+      'jsonl',
+    );
     const tail = await varve('tail', 'db.o', '--from', 'earliest', '--where', 'amount > 9');
     const bad = await varve('read', 'db.o', '--where', 'amount >> 3');
     // Assess
@@ -94,7 +117,11 @@ describe('filtered reads in the CLI', () => {
     expect(drop.code, drop.err).toBe(0);
     expect(lines((await varve('read', 'db.o', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([9]);
     const tail = await varve('tail', 'db.o', '--from', 'earliest');
-    expect(lines(tail.out).filter((l) => l.event === 'overwrite-skipped').map((l) => l.snapshot)).toEqual([2, 4]);
+    expect(
+      lines(tail.out)
+        .filter((l) => l.event === 'overwrite-skipped')
+        .map((l) => l.snapshot),
+    ).toEqual([2, 4]);
     expect((await varve('truncate', 'db.o')).code).toBe(0);
     expect((await varve('count', 'db.o')).out.trim()).toBe('0');
     expect((await varve('drop-partition', 'db.o', 'dt=zz')).err).toMatch(/has no partition dt=zz/);
@@ -109,15 +136,33 @@ describe('filtered reads in the CLI', () => {
     const set = await varve('alter', 'db.o', '--set', 'streaming-read-overwrite=true');
     expect(set.code, set.err).toBe(0);
     const inFile = join(dir, 'over.jsonl');
-    writeFileSync(inFile, [{ dt: 'a', id: 1, status: 'paid', amount: '1' }, { dt: 'a', id: 9, status: 'new', amount: '9' }].map((r) => JSON.stringify(r)).join('\n') + '\n');
+    writeFileSync(
+      inFile,
+      [
+        { dt: 'a', id: 1, status: 'paid', amount: '1' },
+        { dt: 'a', id: 9, status: 'new', amount: '9' },
+      ]
+        .map((r) => JSON.stringify(r))
+        .join('\n') + '\n',
+    );
     expect((await varve('write', 'db.o', inFile, '--overwrite')).code).toBe(0);
     expect((await varve('truncate', 'db.o')).code).toBe(0);
     const expected = [
-      '1 +I a/1 new', '1 +I a/2 new', '1 +I b/3 new',
-      '3 -U a/1 new', '3 +U a/1 paid', '3 -D a/2 new', '3 +I a/9 new',
-      '4 -D a/1 paid', '4 -D a/9 new', '4 -D b/3 new',
+      '1 +I a/1 new',
+      '1 +I a/2 new',
+      '1 +I b/3 new',
+      '3 -U a/1 new',
+      '3 +U a/1 paid',
+      '3 -D a/2 new',
+      '3 +I a/9 new',
+      '4 -D a/1 paid',
+      '4 -D a/9 new',
+      '4 -D b/3 new',
     ];
-    const show = (out: string) => lines(out).filter((l) => l.kind).map((l) => `${l.snapshot} ${l.kind} ${l.row.dt}/${l.row.id} ${l.row.status}`);
+    const show = (out: string) =>
+      lines(out)
+        .filter((l) => l.kind)
+        .map((l) => `${l.snapshot} ${l.kind} ${l.row.dt}/${l.row.id} ${l.row.status}`);
     const tail = await varve('tail', 'db.o', '--from', 'earliest');
     expect(lines(tail.out).filter((l) => l.event === 'overwrite-skipped')).toEqual([]);
     expect(show(tail.out)).toEqual(expected);
@@ -131,7 +176,7 @@ describe('filtered reads in the CLI', () => {
     }
   });
 
-  it('rollback --to-snapshot and --to-tag: one OVERWRITE snapshot with the target\'s rows, naming what it undid; the history and tags stay', async () => {
+  it("rollback --to-snapshot and --to-tag: one OVERWRITE snapshot with the target's rows, naming what it undid; the history and tags stay", async () => {
     await write('db.o', [{ dt: 'a', id: 1, status: 'x', amount: '1' }]);
     expect((await varve('tag', 'db.o', 'create', 'first')).code).toBe(0);
     await write('db.o', [{ dt: 'a', id: 2, status: 'x', amount: '2' }]);
@@ -139,24 +184,38 @@ describe('filtered reads in the CLI', () => {
     expect((await varve('tag', 'db.o', 'create', 'third')).code).toBe(0);
     const back = await varve('rollback', 'db.o', '--to-snapshot', '2');
     expect(back.code, back.err).toBe(0);
-    expect(back.out).toMatch(/rolled back db\.o to snapshot 2 as snapshot 4 \(OVERWRITE\): undid snapshot 3\nremoved 1 files from the live set, restored 0;.*\ntags on undone snapshots \(kept\): third\n/);
+    expect(back.out).toMatch(
+      /rolled back db\.o to snapshot 2 as snapshot 4 \(OVERWRITE\): undid snapshot 3\nremoved 1 files from the live set, restored 0;.*\ntags on undone snapshots \(kept\): third\n/,
+    );
     expect(lines((await varve('read', 'db.o', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([1, 2]);
-    expect((await varve('rollback', 'db.o', '--to-tag', 'first')).out).toMatch(/to snapshot 1 \(tag first\) as snapshot 5 \(OVERWRITE\): undid snapshots 2\.\.4/);
+    expect((await varve('rollback', 'db.o', '--to-tag', 'first')).out).toMatch(
+      /to snapshot 1 \(tag first\) as snapshot 5 \(OVERWRITE\): undid snapshots 2\.\.4/,
+    );
     expect(lines((await varve('read', 'db.o', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([1]);
     await write('db.o', [{ dt: 'a', id: 4, status: 'x', amount: '4' }]);
     expect(lines((await varve('read', 'db.o', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([1, 4]);
     // The undone snapshots stay readable until they expire; the rollbacks are OVERWRITEs of varve-rollback.
-    expect(lines((await varve('read', 'db.o', '--snapshot', '3', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([1, 2, 3]);
+    expect(lines((await varve('read', 'db.o', '--snapshot', '3', '--format', 'jsonl')).out).map((r) => r.id)).toEqual([
+      1, 2, 3,
+    ]);
     const snaps = lines((await varve('sys', 'db.o', 'snapshots', '--format', 'jsonl')).out);
     expect(snaps.map((r) => r.snapshot_id)).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(snaps.filter((r) => r.commit_user === 'varve-rollback').map((r) => [r.snapshot_id, r.commit_kind])).toEqual([[4, 'OVERWRITE'], [5, 'OVERWRITE']]);
-    expect((await varve('rollback', 'db.o', '--to-snapshot', '6')).out).toMatch(/already holds the files of snapshot 6: nothing to roll back/);
+    expect(snaps.filter((r) => r.commit_user === 'varve-rollback').map((r) => [r.snapshot_id, r.commit_kind])).toEqual([
+      [4, 'OVERWRITE'],
+      [5, 'OVERWRITE'],
+    ]);
+    expect((await varve('rollback', 'db.o', '--to-snapshot', '6')).out).toMatch(
+      /already holds the files of snapshot 6: nothing to roll back/,
+    );
     expect((await varve('rollback', 'db.o')).err).toMatch(/exactly one of --to-snapshot N or --to-tag NAME/);
     expect((await varve('rollback', 'db.o', '--to-snapshot', '7')).err).toMatch(/snapshot 7 does not exist/);
   });
 
   it('sys partitions: record count, size, file count and last update per partition', async () => {
-    await write('db.o', [{ dt: 'a', id: 1, status: 'x', amount: '1' }, { dt: 'b', id: 2, status: 'x', amount: '2' }]);
+    await write('db.o', [
+      { dt: 'a', id: 1, status: 'x', amount: '1' },
+      { dt: 'b', id: 2, status: 'x', amount: '2' },
+    ]);
     await write('db.o', [{ dt: 'a', id: 3, status: 'x', amount: '3' }]);
     const sys = lines((await varve('sys', 'db.o', 'partitions', '--format', 'jsonl')).out);
     expect(sys.map((r) => [r.partition, r.record_count, r.file_count])).toEqual([
@@ -171,11 +230,23 @@ describe('filtered reads in the CLI', () => {
     // An append table: every file has value statistics.
     const c = await varve('create', 'db.a', '--schema', 'id BIGINT, name STRING, score DOUBLE, at DATE');
     expect(c.code, c.err).toBe(0);
-    await write('db.a', [{ id: 5, name: 'eve', score: 2.5, at: '2026-01-02' }, { id: -3, name: null, score: null, at: '2026-03-01' }]);
+    await write('db.a', [
+      { id: 5, name: 'eve', score: 2.5, at: '2026-01-02' },
+      { id: -3, name: null, score: null, at: '2026-03-01' },
+    ]);
     await write('db.a', [{ id: 40, name: 'ann', score: -1, at: null }]);
     const stat = (out: string) => Object.fromEntries(lines(out).map((r) => [r.column, r]));
     const now = stat((await varve('sys', 'db.a', 'statistics', '--format', 'jsonl')).out);
-    expect(now.id).toMatchObject({ snapshot_id: 2, type: 'BIGINT', record_count: 3, file_count: 2, files_with_stats: 2, null_count: 0, min: -3, max: 40 });
+    expect(now.id).toMatchObject({
+      snapshot_id: 2,
+      type: 'BIGINT',
+      record_count: 3,
+      file_count: 2,
+      files_with_stats: 2,
+      null_count: 0,
+      min: -3,
+      max: 40,
+    });
     expect(now.name).toMatchObject({ null_count: 1, min: 'ann', max: 'eve' });
     expect(now.score).toMatchObject({ null_count: 1, min: -1, max: 2.5 });
     expect(now.at).toMatchObject({ type: 'DATE', null_count: 1, min: '2026-01-02', max: '2026-03-01' });
@@ -189,7 +260,10 @@ describe('filtered reads in the CLI', () => {
     expect(evolved.id).toMatchObject({ files_with_stats: 3, min: -3, max: 40 });
     // A primary-key table: the first key column's bounds come from the files' key ranges; values have none.
     expect((await varve('create', 'db.k', '--schema', 'k BIGINT, v STRING', '--primary-key', 'k')).code).toBe(0);
-    await write('db.k', [{ k: 7, v: 'a' }, { k: 2, v: 'b' }]);
+    await write('db.k', [
+      { k: 7, v: 'a' },
+      { k: 2, v: 'b' },
+    ]);
     await write('db.k', [{ k: 9, v: 'c' }]);
     const keyed = stat((await varve('sys', 'db.k', 'statistics', '--format', 'jsonl')).out);
     expect(keyed.k).toMatchObject({ record_count: 3, files_with_stats: 2, null_count: 0, min: 2, max: 9 });

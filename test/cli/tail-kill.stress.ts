@@ -10,7 +10,9 @@ describe('varve tail killed with SIGKILL while a writer commits', () => {
   it('20 kills: every change printed, duplicates only whole splits, in commit order per key', async () => {
     const seed = testSeed('tail-kill-stress');
     const report = await runTailKill(seed, 20);
-    console.log(`seed ${seed}: ${report.kills} kills, ${report.commits} commits, ${report.lines} lines printed, ${report.duplicateLines} duplicates`);
+    console.log(
+      `seed ${seed}: ${report.kills} kills, ${report.commits} commits, ${report.lines} lines printed, ${report.duplicateLines} duplicates`,
+    );
     expect(report.violations, `seed ${seed}`).toEqual([]);
     expect(report.commits).toBeGreaterThan(0);
   }, 900_000);

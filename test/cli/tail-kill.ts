@@ -42,10 +42,19 @@ export async function runTailKill(seed: number, kills: number): Promise<TailKill
   const wh = mkdtempSync(join(tmpdir(), 'varve-tail-kill-'));
   try {
     const catalog = openCatalog(wh);
-    const table = await catalog.createTable('db.t', { fields: parseSchemaText('k BIGINT, v STRING'), primaryKeys: ['k'], partitionKeys: [], options: { bucket: String(BUCKETS) } });
+    const table = await catalog.createTable('db.t', {
+      fields: parseSchemaText('k BIGINT, v STRING'),
+      primaryKeys: ['k'],
+      partitionKeys: [],
+      options: { bucket: String(BUCKETS) },
+    });
     const type = table.schema.fields[0].type;
     const stop = join(wh, 'stop-writer');
-    const writer = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/cli/commit-writer.ts'), wh, 'db.t', stop, String(KEYS)], { cwd: ROOT });
+    const writer = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'test/cli/commit-writer.ts'), wh, 'db.t', stop, String(KEYS)],
+      { cwd: ROOT },
+    );
     let writerOut = '';
     writer.stdout.setEncoding('utf8').on('data', (t: string) => (writerOut += t));
     const writerDone = new Promise<number | null>((res) => writer.on('close', res));
@@ -72,7 +81,11 @@ export async function runTailKill(seed: number, kills: number): Promise<TailKill
     if (last.code !== 0) violations.push(`the final tail failed (${last.code}): ${last.err.slice(0, 400)}`);
     outputs.push(last.out);
 
-    const commits = writerOut.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { i: number; snapshot: number; rows: Array<{ k: number; v: string }> });
+    const commits = writerOut
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { i: number; snapshot: number; rows: Array<{ k: number; v: string }> });
     const bucket = (k: number) => bucketOf([type], [BigInt(k)], BUCKETS);
     /** `<snapshot>/<bucket>` → the lines of that split, as `k=v`, sorted. */
     const splits = new Map<string, string[]>();
@@ -89,7 +102,10 @@ export async function runTailKill(seed: number, kills: number): Promise<TailKill
     let lines = 0;
     let duplicateLines = 0;
     outputs.forEach((out, p) => {
-      const parsed = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line);
+      const parsed = out
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Line);
       lines += parsed.length;
       const chunks = new Map<string, string[]>();
       for (const l of parsed) {
@@ -102,15 +118,18 @@ export async function runTailKill(seed: number, kills: number): Promise<TailKill
         const i = commitOf.get(kv);
         if (i === undefined) violations.push(`tail ${p} printed ${kv}, which no commit wrote`);
         const before = lastCommit.get(l.row.k);
-        if (i !== undefined && before !== undefined && i < before) violations.push(`tail ${p}: key ${l.row.k} went back from commit ${before} to ${i}`);
+        if (i !== undefined && before !== undefined && i < before)
+          violations.push(`tail ${p}: key ${l.row.k} went back from commit ${before} to ${i}`);
         if (i !== undefined) lastCommit.set(l.row.k, Math.max(i, before ?? i));
       }
       for (const [id, got] of chunks) {
         const want = splits.get(id) ?? [];
-        if (got.slice().sort().join() !== want.join()) violations.push(`tail ${p}: split ${id} printed as [${got}], not whole [${want}]`);
+        if (got.slice().sort().join() !== want.join())
+          violations.push(`tail ${p}: split ${id} printed as [${got}], not whole [${want}]`);
       }
     });
-    for (const kv of commitOf.keys()) if (!seen.has(kv)) violations.push(`change ${kv} (commit ${commitOf.get(kv)}) was never printed`);
+    for (const kv of commitOf.keys())
+      if (!seen.has(kv)) violations.push(`change ${kv} (commit ${commitOf.get(kv)}) was never printed`);
     return { kills, commits: commits.length, lines, duplicateLines, violations };
   } finally {
     rmSync(wh, { recursive: true, force: true });

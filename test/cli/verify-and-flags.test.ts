@@ -81,11 +81,21 @@ describe('time-travel flags shared by read, count, audit-log and tail', () => {
     const both = await varve('tail', 'db.t', '--snapshot', '2', '--from', 'latest');
     const bad = await varve('read', 'db.t', '--snapshot', 'x');
     // Assess
-    expect(readAt1.out.trim().split('\n').map((l) => JSON.parse(l).id)).toEqual([1]);
+    expect(
+      readAt1.out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).id),
+    ).toEqual([1]);
     expect(readTag.out).toBe(readAt1.out);
     expect(countAt1.out.trim()).toBe('1');
     expect(tailFrom2.code).toBe(0);
-    expect(tailFrom2.out.trim().split('\n').map((l) => JSON.parse(l).row.id)).toEqual([2]);
+    expect(
+      tailFrom2.out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).row.id),
+    ).toEqual([2]);
     expect(both.code).toBe(1);
     expect(both.err).toMatch(/give --from or one of --snapshot/);
     expect(bad.code).toBe(1);

@@ -18,7 +18,11 @@ let parquetInput: string;
 
 const varve = (...args: string[]) => runVarve(join(dir, 'wh'), args);
 
-const jsonLines = (text: string) => text.trim().split('\n').map((l) => JSON.parse(l));
+const jsonLines = (text: string) =>
+  text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'varve-write-buffer-'));
@@ -31,7 +35,13 @@ beforeAll(() => {
   const k = Int32Array.from({ length: 50_000 }, (_, i) => i % 10);
   const v = Int32Array.from({ length: 50_000 }, (_, i) => i);
   const t = new arrow.Table({ k: arrow.makeVector(k), v: arrow.makeVector(v) });
-  writeFileSync(parquetInput, writeParquet(WasmTable.fromIPCStream(arrow.tableToIPC(t, 'stream')), new WriterPropertiesBuilder().setMaxRowGroupSize(5_000).build()));
+  writeFileSync(
+    parquetInput,
+    writeParquet(
+      WasmTable.fromIPCStream(arrow.tableToIPC(t, 'stream')),
+      new WriterPropertiesBuilder().setMaxRowGroupSize(5_000).build(),
+    ),
+  );
 });
 
 describe('write-buffer-size bounds the writer (the seed experiment)', () => {
@@ -42,13 +52,30 @@ describe('write-buffer-size bounds the writer (the seed experiment)', () => {
   ])('write-buffer-spillable=%s %s; 10 rows read, k=1 → 49991 (%s input)', async (spillable, _what, format) => {
     // Prepare
     const name = `db.seed_${spillable}_${format}`;
-    const created = await varve('create', name, '--schema', 'k INT, v INT', '--primary-key', 'k',
-      '-o', 'bucket=1', '-o', 'write-buffer-size=256 kb', '-o', 'write-only=true', '-o', `write-buffer-spillable=${spillable}`);
+    const created = await varve(
+      'create',
+      name,
+      '--schema',
+      'k INT, v INT',
+      '--primary-key',
+      'k',
+      '-o',
+      'bucket=1',
+      '-o',
+      'write-buffer-size=256 kb',
+      '-o',
+      'write-only=true',
+      '-o',
+      `write-buffer-spillable=${spillable}`,
+    );
     expect(created.code, created.err).toBe(0);
 
     // Act
     const w = await varve('write', name, format === 'parquet' ? parquetInput : input);
-    const files = jsonLines((await varve('sys', name, 'files', '--format', 'jsonl')).out) as Array<{ record_count: number; level: number }>;
+    const files = jsonLines((await varve('sys', name, 'files', '--format', 'jsonl')).out) as Array<{
+      record_count: number;
+      level: number;
+    }>;
     const rows = jsonLines((await varve('read', name, '--format', 'jsonl')).out) as Array<{ k: number; v: number }>;
 
     // Assess

@@ -19,7 +19,10 @@ let dir: string;
 const varve = (...args: string[]) => runVarve(join(dir, 'wh'), args);
 
 /** Writes `lines` through a named pipe into `varve write`, running `alter` before the pipe closes. */
-async function writeAcrossAlter(lines: object[], changes: SchemaChange[]): Promise<{ code: number; out: string; err: string }> {
+async function writeAcrossAlter(
+  lines: object[],
+  changes: SchemaChange[],
+): Promise<{ code: number; out: string; err: string }> {
   const fifo = join(dir, `pipe-${Math.random()}`);
   execFileSync('mkfifo', [fifo]);
   const run = varve('write', 'db.t', fifo, '--format', 'jsonl');
@@ -38,18 +41,36 @@ beforeEach(async () => {
 
 describe('varve write across an alter', () => {
   it('plans the write again under the new schema when the input fits it', async () => {
-    const w = await writeAcrossAlter([{ id: 1, v: 'a' }, { id: 2, v: 'b' }], [parseAddColumn('n INT')]);
+    const w = await writeAcrossAlter(
+      [
+        { id: 1, v: 'a' },
+        { id: 2, v: 'b' },
+      ],
+      [parseAddColumn('n INT')],
+    );
     expect(w.code, w.err).toBe(0);
-    expect(w.err).toContain('the schema of db.t changed during the write (schema 0 -> 1: add column n INT); writing again under schema 1');
+    expect(w.err).toContain(
+      'the schema of db.t changed during the write (schema 0 -> 1: add column n INT); writing again under schema 1',
+    );
     expect(w.out).toMatch(/wrote 2 rows in \d+ files, snapshot 2/);
     const read = await varve('read', 'db.t', '--format', 'jsonl');
-    expect(read.out.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ id: 1, v: 'a', n: null }, { id: 2, v: 'b', n: null }]);
+    expect(
+      read.out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([
+      { id: 1, v: 'a', n: null },
+      { id: 2, v: 'b', n: null },
+    ]);
   });
 
   it('fails clearly, committing nothing, when the input no longer fits the new schema', async () => {
     const w = await writeAcrossAlter([{ id: 1, v: 'a' }], [{ kind: 'rename-column', from: 'v', to: 'label' }]);
     expect(w.code).toBe(1);
-    expect(w.err).toMatch(/changed during the write \(now schema 1\) and the input no longer fits it: .*unknown column "v".*nothing was committed/);
+    expect(w.err).toMatch(
+      /changed during the write \(now schema 1\) and the input no longer fits it: .*unknown column "v".*nothing was committed/,
+    );
     expect((await varve('count', 'db.t')).out.trim()).toBe('0');
   });
 });

@@ -26,7 +26,14 @@ import { TableNotFoundError } from '../../lib/errors.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import type { Change } from '../../lib/stream/sinks.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { captureMetrics, drain, objectCreatedEvent, powertoolsEnv, scheduledEvent, sendBodies } from '../functions/harness.js';
+import {
+  captureMetrics,
+  drain,
+  objectCreatedEvent,
+  powertoolsEnv,
+  scheduledEvent,
+  sendBodies,
+} from '../functions/harness.js';
 
 // The handlers' EMF metric lines stay off the test output.
 captureMetrics();
@@ -46,7 +53,12 @@ async function runPipeline(template: CfnTemplate, d: Deployment, fns: ExampleFun
   await openCatalog(env('ingest').VARVE_WAREHOUSE, env('ingest')).createTable('shop.orders', {
     fields: parseSchemaText('id BIGINT, status STRING, amount DOUBLE'),
     primaryKeys: ['id'],
-    options: { bucket: '2', 'num-sorted-run.compaction-trigger': '2', 'snapshot.num-retained.min': '1', 'snapshot.num-retained.max': '2' },
+    options: {
+      bucket: '2',
+      'num-sorted-run.compaction-trigger': '2',
+      'snapshot.num-retained.min': '1',
+      'snapshot.num-retained.max': '2',
+    },
   });
   const seen: Change[] = [];
   const ingest = createIngestHandler(env('ingest'));
@@ -56,7 +68,10 @@ async function runPipeline(template: CfnTemplate, d: Deployment, fns: ExampleFun
   for (let round = 0; round < 2; round++) {
     await sendBodies(ingestQueueUrl(template, d), [
       JSON.stringify({ id: round * 10 + 1, status: 'new', amount: round }),
-      JSON.stringify([{ id: round * 10 + 2, status: 'new', amount: 1 }, { id: 1, status: `r${round}`, amount: 2 }]),
+      JSON.stringify([
+        { id: round * 10 + 2, status: 'new', amount: 1 },
+        { id: 1, status: `r${round}`, amount: 2 },
+      ]),
     ]);
     // Lambda's event source mapping polls with the function's own role: attributed to it.
     await withFunction(fns.ingest, () => drain(ingestQueueUrl(template, d), ingest as never, 10));
@@ -67,12 +82,16 @@ async function runPipeline(template: CfnTemplate, d: Deployment, fns: ExampleFun
   // A file dropped in the inbox, as S3 → EventBridge → ingest delivers it.
   const key = `warehouse/inbox/shop/orders/batch-1.jsonl`;
   const s3 = new S3Client({ forcePathStyle: true });
-  const put = await s3.send(new PutObjectCommand({ Bucket: d.bucket, Key: key, Body: '{"id":100,"status":"file","amount":5}\n' }));
+  const put = await s3.send(
+    new PutObjectCommand({ Bucket: d.bucket, Key: key, Body: '{"id":100,"status":"file","amount":5}\n' }),
+  );
   s3.destroy();
   await withFunction(fns.ingest, () => ingest(objectCreatedEvent(d.bucket, key, put.ETag!.replace(/"/g, ''), 40)));
   await withFunction(fns.commit, () => drain(env('ingest').VARVE_COMMIT_QUEUE_URL, commit));
   // Compaction jobs the commits enqueued (batch size 1, as the mapping), then expiry.
-  await withFunction(fns.compact, () => drain(env('ingest').VARVE_COMPACT_QUEUE_URL, createCompactHandler(env('compact')), 1));
+  await withFunction(fns.compact, () =>
+    drain(env('ingest').VARVE_COMPACT_QUEUE_URL, createCompactHandler(env('compact')), 1),
+  );
   await withFunction(fns.expire, () => createExpireHandler(env('expire'))(scheduledEvent()));
   // The daily safety-net orphan scan (a bounded listing of the table and its resume marker).
   await withFunction(fns.expire, () => createExpireHandler(env('expire'))({ orphanScan: true }));
@@ -82,7 +101,9 @@ async function runPipeline(template: CfnTemplate, d: Deployment, fns: ExampleFun
 }
 
 function ingestQueueUrl(template: CfnTemplate, d: Deployment): string {
-  const [id] = Object.entries(template.Resources).find(([k, r]) => r.Type === 'AWS::SQS::Queue' && /IngestQueue(?!Dlq)/.test(k))!;
+  const [id] = Object.entries(template.Resources).find(
+    ([k, r]) => r.Type === 'AWS::SQS::Queue' && /IngestQueue(?!Dlq)/.test(k),
+  )!;
   return d.physical.get(id)!.ref;
 }
 
@@ -124,21 +145,35 @@ describe.skipIf(!awsAvailable())('IAM audit of the example stack', () => {
     // the folder catalog would still open it; the configured catalog says it does not exist.
     const env = envOf(template, d, fns.read);
     const catalog = openCatalog(env.VARVE_WAREHOUSE, env);
-    await catalog.createTable('shop.gone', { fields: parseSchemaText('id BIGINT'), primaryKeys: ['id'], options: { bucket: '1' } });
-    await new DynamoDBClient({}).send(new DeleteItemCommand({ TableName: env.VARVE_CATALOG_TABLE, Key: { name: { S: 'shop.gone' } } }));
+    await catalog.createTable('shop.gone', {
+      fields: parseSchemaText('id BIGINT'),
+      primaryKeys: ['id'],
+      options: { bucket: '1' },
+    });
+    await new DynamoDBClient({}).send(
+      new DeleteItemCommand({ TableName: env.VARVE_CATALOG_TABLE, Key: { name: { S: 'shop.gone' } } }),
+    );
     const read = createStreamHandler(() => undefined, { ...env, VARVE_TABLE: 'shop.gone' });
     await expect(withFunction(fns.read, () => read({ Records: [] }))).rejects.toThrow(TableNotFoundError);
   });
 
   it('holds 404s to 404s: a probe of a missing key is covered by s3:ListBucket (issue 11, repro 1)', () => {
-    const missing = audit.recorded().filter((c) => c.service === 'S3' && (c.command === 'HeadObject' || c.command === 'GetObject') && c.status === 404);
+    const missing = audit
+      .recorded()
+      .filter(
+        (c) => c.service === 'S3' && (c.command === 'HeadObject' || c.command === 'GetObject') && c.status === 404,
+      );
     // latestId() probes the snapshot after LATEST on every commit: the rule is exercised.
     expect(missing.length).toBeGreaterThan(0);
   });
 });
 
 /** The template with the statements `drop` picks removed from the policies of `roleFn`'s role. */
-function withoutStatement(template: CfnTemplate, roleFn: string, drop: (s: PolicyDocument['Statement'][number]) => boolean): CfnTemplate {
+function withoutStatement(
+  template: CfnTemplate,
+  roleFn: string,
+  drop: (s: PolicyDocument['Statement'][number]) => boolean,
+): CfnTemplate {
   const copy = structuredClone(template);
   const f = functionsOf(copy).find((x) => x.logicalId === roleFn)!;
   for (const r of Object.values(copy.Resources)) {
@@ -162,16 +197,36 @@ describe.skipIf(!awsAvailable())('IAM audit decisions', () => {
     d = await deployTemplate(template);
   }, 400_000);
 
-  async function decide(t: CfnTemplate, fn: string, action: string, resource: string, context: Record<string, string> = {}): Promise<string> {
+  async function decide(
+    t: CfnTemplate,
+    fn: string,
+    action: string,
+    resource: string,
+    context: Record<string, string> = {},
+  ): Promise<string> {
     return new IamAudit(t, d.resolver).check(fn, { action, resource, context });
   }
 
   it('catches a missing grant: the commit role without sqs:SendMessage is denied its compaction jobs', async () => {
-    const broken = withoutStatement(template, fns.commit, (s) => ([] as string[]).concat(s.Action ?? []).includes('sqs:SendMessage'));
+    const broken = withoutStatement(template, fns.commit, (s) =>
+      ([] as string[]).concat(s.Action ?? []).includes('sqs:SendMessage'),
+    );
     const audit = new IamAudit(broken, d.resolver);
     const queueUrl = envOf(template, d, fns.commit).VARVE_COMPACT_QUEUE_URL;
-    audit.record({ fn: fns.commit, service: 'SQS', command: 'SendMessageBatch', input: { QueueUrl: queueUrl }, status: 200 });
-    audit.record({ fn: fns.commit, service: 'S3', command: 'HeadObject', input: { Bucket: d.bucket, Key: `${tablePrefix}/snapshot/snapshot-9` }, status: 404 });
+    audit.record({
+      fn: fns.commit,
+      service: 'SQS',
+      command: 'SendMessageBatch',
+      input: { QueueUrl: queueUrl },
+      status: 200,
+    });
+    audit.record({
+      fn: fns.commit,
+      service: 'S3',
+      command: 'HeadObject',
+      input: { Bucket: d.bucket, Key: `${tablePrefix}/snapshot/snapshot-9` },
+      status: 404,
+    });
     const report = await audit.evaluate();
     expect(report.denials.map((x) => `${x.action} ${x.result}`)).toEqual(['sqs:SendMessage ImplicitlyDenied']);
     // The same calls under the real template pass.
@@ -183,12 +238,22 @@ describe.skipIf(!awsAvailable())('IAM audit decisions', () => {
   it('a GET/HEAD of a missing key needs s3:ListBucket without s3:prefix; a listing of another table stays denied (repro 1)', async () => {
     for (const fn of Object.values(fns)) {
       expect(await decide(template, fn, 's3:ListBucket', `arn:aws:s3:::${d.bucket}`), fn).toBe('Allowed');
-      expect(await decide(template, fn, 's3:ListBucket', `arn:aws:s3:::${d.bucket}`, { 's3:prefix': `${tablePrefix}/snapshot/` }), fn).toBe('Allowed');
-      expect(await decide(template, fn, 's3:ListBucket', `arn:aws:s3:::${d.bucket}`, { 's3:prefix': 'warehouse/other.db/t/' }), fn).toBe('ImplicitlyDenied');
+      expect(
+        await decide(template, fn, 's3:ListBucket', `arn:aws:s3:::${d.bucket}`, {
+          's3:prefix': `${tablePrefix}/snapshot/`,
+        }),
+        fn,
+      ).toBe('Allowed');
+      expect(
+        await decide(template, fn, 's3:ListBucket', `arn:aws:s3:::${d.bucket}`, {
+          's3:prefix': 'warehouse/other.db/t/',
+        }),
+        fn,
+      ).toBe('ImplicitlyDenied');
     }
   });
 
-  it('only expiry deletes snapshots and schemas; deletes stay in each function\'s own prefixes (repro 6)', async () => {
+  it("only expiry deletes snapshots and schemas; deletes stay in each function's own prefixes (repro 6)", async () => {
     for (const key of ['snapshot/snapshot-1', 'snapshot/LATEST', 'schema/schema-0']) {
       for (const fn of [fns.ingest, fns.commit, fns.compact, fns.discover, fns.read]) {
         expect(await decide(template, fn, 's3:DeleteObject', obj(key)), `${fn} ${key}`).toBe('ImplicitlyDenied');
@@ -199,19 +264,38 @@ describe.skipIf(!awsAvailable())('IAM audit decisions', () => {
     expect(await decide(template, fns.compact, 's3:DeleteObject', obj('bucket-0/data-abc-0.parquet'))).toBe('Allowed');
     // Nobody but expiry (snapshots) and the committers writes snapshots, and never without If-None-Match.
     expect(await decide(template, fns.commit, 's3:PutObject', obj('snapshot/snapshot-3'))).toBe('ExplicitlyDenied');
-    expect(await decide(template, fns.commit, 's3:PutObject', obj('snapshot/snapshot-3'), { 's3:if-none-match': '*' })).toBe('Allowed');
-    expect(await decide(template, fns.read, 's3:PutObject', obj('snapshot/snapshot-3'), { 's3:if-none-match': '*' })).toBe('ImplicitlyDenied');
+    expect(
+      await decide(template, fns.commit, 's3:PutObject', obj('snapshot/snapshot-3'), { 's3:if-none-match': '*' }),
+    ).toBe('Allowed');
+    expect(
+      await decide(template, fns.read, 's3:PutObject', obj('snapshot/snapshot-3'), { 's3:if-none-match': '*' }),
+    ).toBe('ImplicitlyDenied');
   });
 
   it('consumer grants are exact: consumer-<id> and consumer-<id>@…, never another consumer sharing the prefix (repro 6)', async () => {
     const id = 'orders-audit';
     expect(await decide(template, fns.discover, 's3:PutObject', obj(`consumer/consumer-${id}`))).toBe('Allowed');
-    expect(await decide(template, fns.discover, 's3:DeleteObject', obj(`consumer/consumer-${id}@splits/7/s-0`))).toBe('Allowed');
-    expect(await decide(template, fns.read, 's3:PutObject', obj(`consumer/consumer-${id}@progress/bucket-0`))).toBe('Allowed');
-    expect(await decide(template, fns.read, 's3:PutObject', obj(`consumer/consumer-${id}@fence/bucket-0`))).toBe('Allowed');
-    expect(await decide(template, fns.read, 's3:GetObject', obj(`consumer/consumer-${id}@fence/bucket-0`))).toBe('Allowed');
-    expect(await decide(template, fns.read, 's3:DeleteObject', obj(`consumer/consumer-${id}@fence/bucket-0`))).toBe('ImplicitlyDenied');
-    for (const other of [`consumer/consumer-${id}-v2`, `consumer/consumer-${id}2`, `consumer/consumer-${id}-v2@progress/bucket-0`, `consumer/consumer-${id}-v2@fence/bucket-0`]) {
+    expect(await decide(template, fns.discover, 's3:DeleteObject', obj(`consumer/consumer-${id}@splits/7/s-0`))).toBe(
+      'Allowed',
+    );
+    expect(await decide(template, fns.read, 's3:PutObject', obj(`consumer/consumer-${id}@progress/bucket-0`))).toBe(
+      'Allowed',
+    );
+    expect(await decide(template, fns.read, 's3:PutObject', obj(`consumer/consumer-${id}@fence/bucket-0`))).toBe(
+      'Allowed',
+    );
+    expect(await decide(template, fns.read, 's3:GetObject', obj(`consumer/consumer-${id}@fence/bucket-0`))).toBe(
+      'Allowed',
+    );
+    expect(await decide(template, fns.read, 's3:DeleteObject', obj(`consumer/consumer-${id}@fence/bucket-0`))).toBe(
+      'ImplicitlyDenied',
+    );
+    for (const other of [
+      `consumer/consumer-${id}-v2`,
+      `consumer/consumer-${id}2`,
+      `consumer/consumer-${id}-v2@progress/bucket-0`,
+      `consumer/consumer-${id}-v2@fence/bucket-0`,
+    ]) {
       expect(await decide(template, fns.discover, 's3:PutObject', obj(other)), other).toBe('ImplicitlyDenied');
       expect(await decide(template, fns.read, 's3:PutObject', obj(other)), other).toBe('ImplicitlyDenied');
     }

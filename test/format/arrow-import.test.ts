@@ -4,7 +4,13 @@
  * back to IPC; reused slabs are reused; ParquetBytes reads what the concatenated parts hold.
  */
 import * as arrow from 'apache-arrow';
-import { ParquetFile, Table as WasmTable, wasmMemory, writeParquet, type RecordBatch as WasmRecordBatch } from 'parquet-wasm';
+import {
+  ParquetFile,
+  Table as WasmTable,
+  wasmMemory,
+  writeParquet,
+  type RecordBatch as WasmRecordBatch,
+} from 'parquet-wasm';
 import { describe, expect, it } from 'vitest';
 import { freshBatchMemory, importWasmBatch, ReusedBatchMemory } from '../../lib/format/arrow-import.js';
 import { KIND_FIELD, SEQUENCE_FIELD } from '../../lib/format/arrow-schema.js';
@@ -49,14 +55,19 @@ describe('importWasmBatch', () => {
       const base = allTypeFields();
       const rows = [...edgeRows(), ...randomRows(r, base, r.int(1, 500))];
       const table = rowsToTable(base, rows, { sequence: rows.map((_, i) => i), kind: rows.map((_, i) => i % 4) });
-      const bytes = writeDataFile(table, { compression: r.pick(['zstd', 'uncompressed'] as const), rowGroupSize: r.int(30, 300) });
+      const bytes = writeDataFile(table, {
+        compression: r.pick(['zstd', 'uncompressed'] as const),
+        rowGroupSize: r.int(30, 300),
+      });
       let batches = 0;
       // Act / Assess: the imported batch equals the IPC decode of the same batch, types and values.
       await eachWasmBatch(bytes, r.int(7, 120), (b) => {
         const imported = importOf(b);
         const ipc = arrow.tableFromIPC(b.intoIPCStream());
         expect(imported, `seed ${seed} round ${round}`).toBeDefined();
-        expect(imported!.schema.fields.map((f) => `${f.name}:${f.type}:${f.nullable}`)).toEqual(ipc.schema.fields.map((f) => `${f.name}:${f.type}:${f.nullable}`));
+        expect(imported!.schema.fields.map((f) => `${f.name}:${f.type}:${f.nullable}`)).toEqual(
+          ipc.schema.fields.map((f) => `${f.name}:${f.type}:${f.nullable}`),
+        );
         expect(tableToRows(imported!, FIELDS), `seed ${seed} round ${round}`).toEqual(tableToRows(ipc, FIELDS));
         batches++;
       });
@@ -66,7 +77,10 @@ describe('importWasmBatch', () => {
 
   it('declines a nested column, and the row-group decoder then falls back to IPC', async () => {
     // Prepare: a list column beside a flat one.
-    const list = arrow.vectorFromArray([[1, 2], null, [3]], new arrow.List(new arrow.Field('item', new arrow.Int32(), true)));
+    const list = arrow.vectorFromArray(
+      [[1, 2], null, [3]],
+      new arrow.List(new arrow.Field('item', new arrow.Int32(), true)),
+    );
     const flat = arrow.vectorFromArray(['a', 'b', null], new arrow.Utf8());
     const source = new arrow.Table({ l: list, s: flat });
     const bytes = writeParquet(WasmTable.fromIPCStream(arrow.tableToIPC(source, 'stream')));
@@ -80,7 +94,9 @@ describe('importWasmBatch', () => {
     for await (const t of decodeRowGroupBatches(parquetBytes([bytes]))) decoded.push(t);
     // Assess
     expect(imported).toEqual([undefined]);
-    expect(decoded.flatMap((t) => t.toArray().map((row) => ({ l: row.l === null ? null : [...row.l], s: row.s })))).toEqual([
+    expect(
+      decoded.flatMap((t) => t.toArray().map((row) => ({ l: row.l === null ? null : [...row.l], s: row.s }))),
+    ).toEqual([
       { l: [1, 2], s: 'a' },
       { l: null, s: 'b' },
       { l: [3], s: null },
@@ -91,7 +107,10 @@ describe('importWasmBatch', () => {
     // Prepare: 4 batches of distinct ids.
     const rows = Array.from({ length: 40 }, (_, i) => ({ id: BigInt(i) }));
     const fields = allTypeFields().slice(0, 1);
-    const bytes = writeDataFile(rowsToTable(fields, rows, { sequence: rows.map((_, i) => i), kind: rows.map(() => 0) }), { compression: 'zstd', rowGroupSize: 40 });
+    const bytes = writeDataFile(
+      rowsToTable(fields, rows, { sequence: rows.map((_, i) => i), kind: rows.map(() => 0) }),
+      { compression: 'zstd', rowGroupSize: 40 },
+    );
     const memory = new ReusedBatchMemory();
     const got: arrow.Table[] = [];
     const idsWhenTaken: string[] = [];
@@ -128,7 +147,10 @@ describe('freshBatchMemory', () => {
     await eachWasmBatch(bytes, r.int(7, 40), (b) => {
       const t = importOf(b)!;
       b.free();
-      kept.push({ table: t, rowsWhenTaken: JSON.stringify(tableToRows(t, FIELDS), (_, v) => (typeof v === 'bigint' ? String(v) : v)) });
+      kept.push({
+        table: t,
+        rowsWhenTaken: JSON.stringify(tableToRows(t, FIELDS), (_, v) => (typeof v === 'bigint' ? String(v) : v)),
+      });
     });
     // Assess: each buffer is a whole ArrayBuffer no other buffer shares, and every kept batch still holds its rows.
     const seen = new Set<ArrayBufferLike>();
@@ -147,7 +169,9 @@ describe('freshBatchMemory', () => {
     }
     expect(kept.length).toBeGreaterThan(5);
     expect(buffers).toBeGreaterThan(kept.length * base.length);
-    expect(kept.map((k) => JSON.stringify(tableToRows(k.table, FIELDS), (_, v) => (typeof v === 'bigint' ? String(v) : v)))).toEqual(kept.map((k) => k.rowsWhenTaken));
+    expect(
+      kept.map((k) => JSON.stringify(tableToRows(k.table, FIELDS), (_, v) => (typeof v === 'bigint' ? String(v) : v))),
+    ).toEqual(kept.map((k) => k.rowsWhenTaken));
   });
 });
 
@@ -159,7 +183,12 @@ describe('parquetBytes', () => {
       // Prepare: parts that are views of a few buffers, some adjacent.
       const fetched = new Uint8Array(r.int(1, 60)).map(() => r.int(0, 255));
       const cut = r.int(0, fetched.length);
-      const parts = [new Uint8Array([1, 2, 3, 4]), fetched.subarray(0, cut), fetched.subarray(cut), new Uint8Array(r.int(0, 9)).fill(7)];
+      const parts = [
+        new Uint8Array([1, 2, 3, 4]),
+        fetched.subarray(0, cut),
+        fetched.subarray(cut),
+        new Uint8Array(r.int(0, 9)).fill(7),
+      ];
       const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
       let at = 0;
       for (const p of parts) {
@@ -170,8 +199,11 @@ describe('parquetBytes', () => {
       expect(bytes.size).toBe(all.length);
       // Act / Assess: random slices, negative positions too (Blob semantics).
       for (let k = 0; k < 10; k++) {
-        const s = r.int(-all.length - 2, all.length + 2), e = r.int(-all.length - 2, all.length + 2);
-        expect(new Uint8Array(await bytes.slice(s, e).arrayBuffer()), `seed ${seed} [${s}, ${e})`).toEqual(new Uint8Array(await new Blob([all]).slice(s, e).arrayBuffer()));
+        const s = r.int(-all.length - 2, all.length + 2),
+          e = r.int(-all.length - 2, all.length + 2);
+        expect(new Uint8Array(await bytes.slice(s, e).arrayBuffer()), `seed ${seed} [${s}, ${e})`).toEqual(
+          new Uint8Array(await new Blob([all]).slice(s, e).arrayBuffer()),
+        );
       }
       // The fetched range exactly: its own buffer, not a copy.
       expect(await bytes.slice(4, 4 + fetched.length).arrayBuffer()).toBe(fetched.buffer);

@@ -14,8 +14,14 @@ import { allTypeFields, field } from './fixtures.js';
 
 function tableSchema(): TableSchema {
   return {
-    version: 1, id: 0, fields: allTypeFields(), highestFieldId: 16, partitionKeys: [], primaryKeys: ['id'],
-    options: {}, timeMillis: 0,
+    version: 1,
+    id: 0,
+    fields: allTypeFields(),
+    highestFieldId: 16,
+    partitionKeys: [],
+    primaryKeys: ['id'],
+    options: {},
+    timeMillis: 0,
   };
 }
 
@@ -52,11 +58,20 @@ describe('toArrowType / fromArrowType', () => {
     expect(fromArrowType(new arrow.Utf8View(), true).root).toBe('STRING');
     expect(fromArrowType(new arrow.LargeBinary(), false)).toEqual({ root: 'BYTES', nullable: false });
     expect(fromArrowType(new arrow.DateMillisecond(), true).root).toBe('DATE');
-    expect(fromArrowType(new arrow.TimestampMicrosecond('UTC'), true)).toEqual({ root: 'TIMESTAMP', nullable: true, precision: 6 });
+    expect(fromArrowType(new arrow.TimestampMicrosecond('UTC'), true)).toEqual({
+      root: 'TIMESTAMP',
+      nullable: true,
+      precision: 6,
+    });
   });
 
   it('refuses types varve cannot store, naming the column', () => {
-    for (const t of [new arrow.Uint32(), new arrow.Float16(), new arrow.TimestampNanosecond(), new arrow.List(new arrow.Field('x', new arrow.Int32()))]) {
+    for (const t of [
+      new arrow.Uint32(),
+      new arrow.Float16(),
+      new arrow.TimestampNanosecond(),
+      new arrow.List(new arrow.Field('x', new arrow.Int32())),
+    ]) {
       expect(() => fromArrowType(t, true, 'col_x')).toThrow(SchemaMismatchError);
       expect(() => fromArrowType(t, true, 'col_x')).toThrow(/column col_x/);
     }

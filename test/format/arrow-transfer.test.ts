@@ -37,7 +37,8 @@ describe('arrow-transfer', () => {
     // Whole; sliced at random offsets (bitmaps and values views into larger regions); several batches.
     const cases: arrow.Table[] = [source];
     for (let i = 0; i < 5; i++) {
-      const from = r.int(0, rows.length - 1), to = r.int(from, rows.length);
+      const from = r.int(0, rows.length - 1),
+        to = r.int(from, rows.length);
       cases.push(source.slice(from, to));
     }
     cases.push(new arrow.Table(source.schema, [...source.slice(0, 7).batches, ...source.slice(7).batches]));
@@ -53,7 +54,10 @@ describe('arrow-transfer', () => {
   });
 
   it('a transferred region leaves the sending thread', () => {
-    const t = rowsToTable([field(1, 'a', 'INT', { nullable: false })], Array.from({ length: 1000 }, (_, i) => ({ a: i })));
+    const t = rowsToTable(
+      [field(1, 'a', 'INT', { nullable: false })],
+      Array.from({ length: 1000 }, (_, i) => ({ a: i })),
+    );
     const values = t.getChildAt(0)!.data[0].values as Int32Array;
     const got = roundTrip(t);
     expect(values.byteLength).toBe(0);
@@ -91,7 +95,11 @@ describe('arrow-transfer', () => {
             expect(v.buffer instanceof SharedArrayBuffer, `${label}: column ${c} ${key}`).toBe(true);
             if ((sent[key] as ArrayBufferView).buffer instanceof SharedArrayBuffer) {
               // The same memory: a write on this side is seen on the other.
-              const mine = new Uint8Array((sent[key] as ArrayBufferView).buffer, (sent[key] as ArrayBufferView).byteOffset, 1);
+              const mine = new Uint8Array(
+                (sent[key] as ArrayBufferView).buffer,
+                (sent[key] as ArrayBufferView).byteOffset,
+                1,
+              );
               const theirs = new Uint8Array(v.buffer, v.byteOffset, 1);
               mine[0] ^= 0xff;
               expect(theirs[0], `${label}: column ${c} ${key} is shared, not copied`).toBe(mine[0]);

@@ -1,7 +1,13 @@
 import * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError, SchemaMismatchError } from '../../lib/errors.js';
-import { arrowTypesEqual, KIND_FIELD, physicalArrowSchemaOf, SEQUENCE_FIELD, toArrowField } from '../../lib/format/arrow-schema.js';
+import {
+  arrowTypesEqual,
+  KIND_FIELD,
+  physicalArrowSchemaOf,
+  SEQUENCE_FIELD,
+  toArrowField,
+} from '../../lib/format/arrow-schema.js';
 import {
   concatTables,
   emptyTable,
@@ -52,7 +58,13 @@ describe('rowsToTable / tableToRows', () => {
       expect(f.metadata.get('varve.field-id')).toBe(expected.fields[i].metadata.get('varve.field-id'));
     });
     const sys = tableToRows(table, [SEQUENCE_FIELD, KIND_FIELD]);
-    expect(sys.map((r) => [r._SEQUENCE_NUMBER, r._VALUE_KIND])).toEqual([[10n, 0], [11n, 1], [12n, 2], [13n, 3], [14n, 0]]);
+    expect(sys.map((r) => [r._SEQUENCE_NUMBER, r._VALUE_KIND])).toEqual([
+      [10n, 0],
+      [11n, 1],
+      [12n, 2],
+      [13n, 3],
+      [14n, 0],
+    ]);
   });
 
   it('writes decimals as 128-bit unscaled integers and formats them with exactly `scale` decimals', () => {

@@ -10,7 +10,13 @@ import { describe, expect, it } from 'vitest';
 import { DataFileChecksumError } from '../../lib/errors.js';
 import { rowsToTable, tableToRows } from '../../lib/format/columns.js';
 import { combineChecksums, dataFileChecksums, type DataFileCheck } from '../../lib/format/data-file-checksum.js';
-import { openDataFileRanged, readDataFileRanged, readDataFileRowGroups, writeDataFile, type WriteDataFileOptions } from '../../lib/format/data-file.js';
+import {
+  openDataFileRanged,
+  readDataFileRanged,
+  readDataFileRowGroups,
+  writeDataFile,
+  type WriteDataFileOptions,
+} from '../../lib/format/data-file.js';
 import { DataFileStreamWriter } from '../../lib/format/data-file-stream.js';
 import { readParquetFooter } from '../../lib/format/row-group-reader.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
@@ -55,7 +61,10 @@ describe('data file checksums', () => {
     const r = rng(seed);
     for (let round = 0; round < 4; round++) {
       const t = physical(randomRows(r, FIELDS, r.int(1, 5000)));
-      const opts: WriteDataFileOptions = { compression: r.pick(['zstd', 'lz4', 'snappy', 'uncompressed'] as const), rowGroupSize: r.int(50, 3000) };
+      const opts: WriteDataFileOptions = {
+        compression: r.pick(['zstd', 'lz4', 'snappy', 'uncompressed'] as const),
+        rowGroupSize: r.int(50, 3000),
+      };
       const what = `round ${round}, ${t.numRows} rows, ${JSON.stringify(opts)}, seed ${seed}`;
       // Act: written whole, and streamed to a sink in the encoder's pieces.
       const w = await DataFileStreamWriter.open(t.schema, opts);
@@ -73,7 +82,9 @@ describe('data file checksums', () => {
       expect(s.checksums, what).toEqual(dataFileChecksums(whole));
       const store = new MemoryStore();
       await store.put('f.parquet', whole);
-      const back = await readDataFileRanged(store, 'f.parquet', whole.length, { check: { footerCrc32: s.checksums!.footerCrc32 } });
+      const back = await readDataFileRanged(store, 'f.parquet', whole.length, {
+        check: { footerCrc32: s.checksums!.footerCrc32 },
+      });
       expect(tableToRows(back, FIELDS), what).toEqual(tableToRows(t, FIELDS));
     }
   });
@@ -81,9 +92,15 @@ describe('data file checksums', () => {
   it('writeDataFile and sealDataFile record a CRC per column chunk that matches its bytes', async () => {
     const r = rng(testSeed('checksum chunks'));
     const bytes = writeDataFile(physical(randomRows(r, FIELDS, 2000)), { compression: 'zstd', rowGroupSize: 700 });
-    const footer = await readParquetFooter({ size: bytes.length, name: 'f', read: async (s, e) => bytes.subarray(s, e) });
+    const footer = await readParquetFooter({
+      size: bytes.length,
+      name: 'f',
+      read: async (s, e) => bytes.subarray(s, e),
+    });
     expect(footer.chunkCrcs?.length).toBe(3);
-    footer.chunks.forEach((g, gi) => g.forEach((c, ci) => expect(footer.chunkCrcs![gi][ci]).toBe(crc32(bytes.subarray(c.start, c.start + c.length)))));
+    footer.chunks.forEach((g, gi) =>
+      g.forEach((c, ci) => expect(footer.chunkCrcs![gi][ci]).toBe(crc32(bytes.subarray(c.start, c.start + c.length)))),
+    );
   });
 
   it('one damaged byte anywhere a read decodes fails every ranged read path before decoding, naming the file and table (randomized)', async () => {
@@ -103,12 +120,31 @@ describe('data file checksums', () => {
       await store.put('db/t/bucket-0/data-x.parquet', damaged);
       const what = `byte ${at} of [${s}, ${e}), seed ${seed}`;
       const paths: Array<[string, () => Promise<unknown>]> = [
-        ['whole ranged read', () => readDataFileRanged(store, 'db/t/bucket-0/data-x.parquet', damaged.length, { check })],
-        ['row groups', async () => { for await (const _ of readDataFileRowGroups(store, 'db/t/bucket-0/data-x.parquet', damaged.length, { check })); }],
-        ['decoder', async () => (await openDataFileRanged(store, 'db/t/bucket-0/data-x.parquet', damaged.length, check)).readRowGroups(t.schema.names as string[])],
+        [
+          'whole ranged read',
+          () => readDataFileRanged(store, 'db/t/bucket-0/data-x.parquet', damaged.length, { check }),
+        ],
+        [
+          'row groups',
+          async () => {
+            for await (const _ of readDataFileRowGroups(store, 'db/t/bucket-0/data-x.parquet', damaged.length, {
+              check,
+            }));
+          },
+        ],
+        [
+          'decoder',
+          async () =>
+            (await openDataFileRanged(store, 'db/t/bucket-0/data-x.parquet', damaged.length, check)).readRowGroups(
+              t.schema.names as string[],
+            ),
+        ],
       ];
       for (const [name, read] of paths) {
-        const err = await read().then(() => undefined, (x: unknown) => x);
+        const err = await read().then(
+          () => undefined,
+          (x: unknown) => x,
+        );
         expect(err, `${name}: ${what}`).toBeInstanceOf(DataFileChecksumError);
         expect((err as Error).message).toContain('db/t/bucket-0/data-x.parquet');
         expect((err as Error).message).toContain('db.t');
@@ -124,8 +160,14 @@ describe('data file checksums', () => {
     const bytes = await w.finish();
     const store = new MemoryStore();
     await store.put('f.parquet', bytes);
-    const footer = await readParquetFooter({ size: bytes.length, name: 'f', read: async (s, e) => bytes.subarray(s, e) });
+    const footer = await readParquetFooter({
+      size: bytes.length,
+      name: 'f',
+      read: async (s, e) => bytes.subarray(s, e),
+    });
     expect(footer.chunkCrcs).toBeUndefined();
-    expect(tableToRows(await readDataFileRanged(store, 'f.parquet', bytes.length), FIELDS)).toEqual(tableToRows(t, FIELDS));
+    expect(tableToRows(await readDataFileRanged(store, 'f.parquet', bytes.length), FIELDS)).toEqual(
+      tableToRows(t, FIELDS),
+    );
   });
 });

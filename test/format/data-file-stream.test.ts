@@ -20,13 +20,23 @@ function rows(n: number) {
 class SinkBroke extends Error {}
 
 /** A write whose sink fails on its `failAt`-th call; returns how the add and the end settled. */
-async function failingWrite(table: ReturnType<typeof rows>, failAt: number, rowGroupSize = 8_192): Promise<{ add: unknown; end: unknown; sinkCalls: number }> {
+async function failingWrite(
+  table: ReturnType<typeof rows>,
+  failAt: number,
+  rowGroupSize = 8_192,
+): Promise<{ add: unknown; end: unknown; sinkCalls: number }> {
   let sinkCalls = 0;
   const w = await DataFileStreamWriter.open(table.schema, { compression: 'zstd', rowGroupSize }, async () => {
     if (++sinkCalls >= failAt) throw new SinkBroke(`sink failed on call ${sinkCalls}`);
   });
-  const add = await w.add(table).then(() => 'ok', (e: unknown) => e);
-  const end = await w.end().then(() => 'ok', (e: unknown) => e);
+  const add = await w.add(table).then(
+    () => 'ok',
+    (e: unknown) => e,
+  );
+  const end = await w.end().then(
+    () => 'ok',
+    (e: unknown) => e,
+  );
   return { add, end, sinkCalls };
 }
 
@@ -34,13 +44,17 @@ describe('DataFileStreamWriter with a sink', () => {
   it('writes the rows to the sink as row groups, then the footer', async () => {
     const table = rows(30_000);
     const parts: Uint8Array[] = [];
-    const w = await DataFileStreamWriter.open(table.schema, { compression: 'zstd', rowGroupSize: 8_192 }, async (b) => void parts.push(b.slice()));
+    const w = await DataFileStreamWriter.open(
+      table.schema,
+      { compression: 'zstd', rowGroupSize: 8_192 },
+      async (b) => void parts.push(b.slice()),
+    );
     await w.add(table.slice(0, 10_000));
     await w.add(table.slice(10_000));
     const size = await w.end();
     const bytes = new Uint8Array(size);
     let at = 0;
-    for (const p of parts) (bytes.set(p, at), (at += p.length));
+    for (const p of parts) bytes.set(p, at), (at += p.length);
     expect(at).toBe(size);
     expect(parts.length).toBeGreaterThan(2);
     const back = await readDataFile(bytes);

@@ -5,7 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { openDuckDB } from '../../bench/lib/duckdb.js';
-import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError, SchemaMismatchError, StoreUnavailableError } from '../../lib/errors.js';
+import {
+  CorruptMetadataError,
+  InvalidArgumentError,
+  ObjectNotFoundError,
+  SchemaMismatchError,
+  StoreUnavailableError,
+} from '../../lib/errors.js';
 import { arrowTypesEqual, KIND_FIELD, physicalArrowSchemaOf, SEQUENCE_FIELD } from '../../lib/format/arrow-schema.js';
 import { emptyTable, rowsToTable, tableToRows } from '../../lib/format/columns.js';
 import { FOOTER_FETCH_BYTES, readDataFile, readDataFileMetadata, writeDataFile } from '../../lib/format/data-file.js';
@@ -30,29 +36,36 @@ function arrayBuffer(b: Uint8Array): ArrayBuffer {
 }
 
 describe('writeDataFile / readDataFile', () => {
-  it.each(['zstd', 'lz4', 'snappy', 'uncompressed'] as const)('round-trips every type and edge value exactly (%s)', async (compression) => {
-    // Prepare
-    const table = physical(FIELDS, edgeRows());
-    // Act
-    const bytes = writeDataFile(table, { compression });
-    const back = await readDataFile(bytes);
-    // Assess
-    const expected = physicalArrowSchemaOf(FIELDS);
-    expect(back.schema.names).toEqual(expected.names);
-    back.schema.fields.forEach((f, i) => {
-      const want = expected.fields[i];
-      expect(arrowTypesEqual(f.type, want.type), `${f.name}: ${f.type} vs ${want.type}`).toBe(true);
-      expect(f.nullable).toBe(want.nullable);
-      expect(f.metadata.get('varve.field-id')).toBe(want.metadata.get('varve.field-id'));
-    });
-    expect(tableToRows(back, WITH_SYSTEM)).toEqual(tableToRows(table, WITH_SYSTEM));
-    expect(Object.is(tableToRows(back, FIELDS)[3].f32, -0)).toBe(true);
-  });
+  it.each(['zstd', 'lz4', 'snappy', 'uncompressed'] as const)(
+    'round-trips every type and edge value exactly (%s)',
+    async (compression) => {
+      // Prepare
+      const table = physical(FIELDS, edgeRows());
+      // Act
+      const bytes = writeDataFile(table, { compression });
+      const back = await readDataFile(bytes);
+      // Assess
+      const expected = physicalArrowSchemaOf(FIELDS);
+      expect(back.schema.names).toEqual(expected.names);
+      back.schema.fields.forEach((f, i) => {
+        const want = expected.fields[i];
+        expect(arrowTypesEqual(f.type, want.type), `${f.name}: ${f.type} vs ${want.type}`).toBe(true);
+        expect(f.nullable).toBe(want.nullable);
+        expect(f.metadata.get('varve.field-id')).toBe(want.metadata.get('varve.field-id'));
+      });
+      expect(tableToRows(back, WITH_SYSTEM)).toEqual(tableToRows(table, WITH_SYSTEM));
+      expect(Object.is(tableToRows(back, FIELDS)[3].f32, -0)).toBe(true);
+    },
+  );
 
   it('writes row groups, key-value metadata, chunk statistics and dictionaries only for strings', async () => {
     const r = rng(testSeed('format.data-file.row-groups'));
     const rows = randomRows(r, FIELDS, 1000);
-    const bytes = writeDataFile(physical(FIELDS, rows), { compression: 'zstd', rowGroupSize: 300, metadata: { 'varve.sequence-base': '42' } });
+    const bytes = writeDataFile(physical(FIELDS, rows), {
+      compression: 'zstd',
+      rowGroupSize: 300,
+      metadata: { 'varve.sequence-base': '42' },
+    });
     const md = parquetMetadata(arrayBuffer(bytes));
     expect(md.row_groups.map((g) => Number(g.num_rows))).toEqual([300, 300, 300, 100]);
     expect(md.key_value_metadata?.find((kv) => kv.key === 'varve.sequence-base')?.value).toBe('42');
@@ -70,50 +83,59 @@ describe('writeDataFile / readDataFile', () => {
     ['id', ['id', '_SEQUENCE_NUMBER']],
     ['i16', ['i16', '_SEQUENCE_NUMBER']],
     ['s', ['_SEQUENCE_NUMBER']],
-  ] as const)('delta-packs _SEQUENCE_NUMBER and an integer sortedBy column (%s), and parquet-wasm, hyparquet and DuckDB read them back exactly', async (sortedBy, deltaColumns) => {
-    // Prepare: keys ascending, sequence numbers in no order (a key-sorted flush of shuffled
-    // arrivals) with jumps up to 2^52; i16 is nullable and unsorted.
-    const seed = testSeed(`format.data-file.delta.${sortedBy}`);
-    const r = rng(seed);
-    const n = 1000;
-    const rows = randomRows(r, FIELDS, n).sort((a, b) => ((a.id as bigint) < (b.id as bigint) ? -1 : (a.id as bigint) > (b.id as bigint) ? 1 : 0));
-    const sequence = Array.from({ length: n }, (_, i) => i);
-    for (let i = n - 1; i > 0; i--) {
-      const j = r.int(0, i);
-      [sequence[i], sequence[j]] = [sequence[j], sequence[i]];
-    }
-    for (let i = 0; i < n; i += 97) sequence[i] = Math.floor(r.next() * 2 ** 52);
-    const table = rowsToTable(FIELDS, rows, { sequence, kind: rows.map((_, i) => i % 4) });
-    // Act
-    const opts = { rowGroupSize: 300, ...(sortedBy ? { sortedBy } : {}) };
-    const bytes = writeDataFile(table, { compression: 'zstd', ...opts });
-    // Assess: only those columns are delta-packed, and every reader sees the same values.
-    const md = parquetMetadata(arrayBuffer(bytes));
-    for (const g of md.row_groups) {
-      for (const c of g.columns) {
-        const name = c.meta_data!.path_in_schema[0];
-        expect(c.meta_data!.encodings.includes('DELTA_BINARY_PACKED'), name).toBe((deltaColumns as readonly string[]).includes(name));
+  ] as const)(
+    'delta-packs _SEQUENCE_NUMBER and an integer sortedBy column (%s), and parquet-wasm, hyparquet and DuckDB read them back exactly',
+    async (sortedBy, deltaColumns) => {
+      // Prepare: keys ascending, sequence numbers in no order (a key-sorted flush of shuffled
+      // arrivals) with jumps up to 2^52; i16 is nullable and unsorted.
+      const seed = testSeed(`format.data-file.delta.${sortedBy}`);
+      const r = rng(seed);
+      const n = 1000;
+      const rows = randomRows(r, FIELDS, n).sort((a, b) =>
+        (a.id as bigint) < (b.id as bigint) ? -1 : (a.id as bigint) > (b.id as bigint) ? 1 : 0,
+      );
+      const sequence = Array.from({ length: n }, (_, i) => i);
+      for (let i = n - 1; i > 0; i--) {
+        const j = r.int(0, i);
+        [sequence[i], sequence[j]] = [sequence[j], sequence[i]];
       }
-    }
-    const cols = ['id', 'i16', '_SEQUENCE_NUMBER'];
-    const want = rows.map((row, i) => [row.id, row.i16, BigInt(sequence[i])]);
-    const back = await readDataFile(bytes);
-    expect(rows.map((_, i) => cols.map((c) => back.getChild(c)!.get(i)))).toEqual(want);
-    // (hyparquet has no zstd: it reads the same rows written with snappy.)
-    const snappy = writeDataFile(table, { compression: 'snappy', ...opts });
-    const objects = (await parquetReadObjects({ file: arrayBuffer(snappy), columns: cols })) as Row[];
-    expect(objects.map((o) => cols.map((c) => o[c]))).toEqual(want);
-    const dir = await mkdtemp(join(tmpdir(), 'varve-delta-'));
-    const duck = await openDuckDB();
-    try {
-      await writeFile(join(dir, 'f.parquet'), bytes);
-      const reader = await duck.conn.runAndReadAll(`SELECT id, i16, _SEQUENCE_NUMBER FROM read_parquet('${join(dir, 'f.parquet')}', file_row_number = true) ORDER BY file_row_number`);
-      expect(reader.getRows(), `seed ${seed}`).toEqual(want);
-    } finally {
-      duck.close();
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+      for (let i = 0; i < n; i += 97) sequence[i] = Math.floor(r.next() * 2 ** 52);
+      const table = rowsToTable(FIELDS, rows, { sequence, kind: rows.map((_, i) => i % 4) });
+      // Act
+      const opts = { rowGroupSize: 300, ...(sortedBy ? { sortedBy } : {}) };
+      const bytes = writeDataFile(table, { compression: 'zstd', ...opts });
+      // Assess: only those columns are delta-packed, and every reader sees the same values.
+      const md = parquetMetadata(arrayBuffer(bytes));
+      for (const g of md.row_groups) {
+        for (const c of g.columns) {
+          const name = c.meta_data!.path_in_schema[0];
+          expect(c.meta_data!.encodings.includes('DELTA_BINARY_PACKED'), name).toBe(
+            (deltaColumns as readonly string[]).includes(name),
+          );
+        }
+      }
+      const cols = ['id', 'i16', '_SEQUENCE_NUMBER'];
+      const want = rows.map((row, i) => [row.id, row.i16, BigInt(sequence[i])]);
+      const back = await readDataFile(bytes);
+      expect(rows.map((_, i) => cols.map((c) => back.getChild(c)!.get(i)))).toEqual(want);
+      // (hyparquet has no zstd: it reads the same rows written with snappy.)
+      const snappy = writeDataFile(table, { compression: 'snappy', ...opts });
+      const objects = (await parquetReadObjects({ file: arrayBuffer(snappy), columns: cols })) as Row[];
+      expect(objects.map((o) => cols.map((c) => o[c]))).toEqual(want);
+      const dir = await mkdtemp(join(tmpdir(), 'varve-delta-'));
+      const duck = await openDuckDB();
+      try {
+        await writeFile(join(dir, 'f.parquet'), bytes);
+        const reader = await duck.conn.runAndReadAll(
+          `SELECT id, i16, _SEQUENCE_NUMBER FROM read_parquet('${join(dir, 'f.parquet')}', file_row_number = true) ORDER BY file_row_number`,
+        );
+        expect(reader.getRows(), `seed ${seed}`).toEqual(want);
+      } finally {
+        duck.close();
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('rejects a sortedBy that names no column', () => {
     const table = physical(FIELDS, randomRows(rng(2), FIELDS, 3));
@@ -135,7 +157,7 @@ describe('writeDataFile / readDataFile', () => {
     await expect(readDataFile(bytes, { columns: ['id', 'nope'] })).rejects.toThrow(/no column nope/);
   });
 
-  it('writes each column\'s varve field id as the Parquet field_id (what Iceberg readers match columns by)', () => {
+  it("writes each column's varve field id as the Parquet field_id (what Iceberg readers match columns by)", () => {
     // Prepare
     const table = physical(FIELDS, randomRows(rng(1), FIELDS, 5));
     // Act
@@ -179,29 +201,58 @@ describe('writeDataFile / readDataFile', () => {
     const n = 3;
     const seq = arrow.makeData({ type: new arrow.Int64(), length: n, data: new BigInt64Array([1n, 2n, 3n]) });
     const kind = arrow.makeData({ type: new arrow.Int8(), length: n, data: new Int8Array(n) });
-    const ts = arrow.makeData({ type: new arrow.TimestampMicrosecond('UTC'), length: n, data: new BigInt64Array([-1n, 0n, 5n]) });
+    const ts = arrow.makeData({
+      type: new arrow.TimestampMicrosecond('UTC'),
+      length: n,
+      data: new BigInt64Array([-1n, 0n, 5n]),
+    });
     const d64 = arrow.makeData({
-      type: new arrow.DateMillisecond(), length: n, data: new BigInt64Array([-86_400_000n, 0n, 86_400_000n * 19_000n]),
-      nullBitmap: new Uint8Array([0b101]), nullCount: 1,
+      type: new arrow.DateMillisecond(),
+      length: n,
+      data: new BigInt64Array([-86_400_000n, 0n, 86_400_000n * 19_000n]),
+      nullBitmap: new Uint8Array([0b101]),
+      nullCount: 1,
     });
     const big = arrow.makeData({
-      type: new arrow.LargeUtf8(), length: n, data: new TextEncoder().encode('abcdé'),
+      type: new arrow.LargeUtf8(),
+      length: n,
+      data: new TextEncoder().encode('abcdé'),
       valueOffsets: new BigInt64Array([0n, 1n, 1n, 6n]),
     });
     const fields = [
-      new arrow.Field('ts', ts.type, true), new arrow.Field('d', d64.type, true), new arrow.Field('s', big.type, true),
-      new arrow.Field('_SEQUENCE_NUMBER', seq.type, false), new arrow.Field('_VALUE_KIND', kind.type, false),
+      new arrow.Field('ts', ts.type, true),
+      new arrow.Field('d', d64.type, true),
+      new arrow.Field('s', big.type, true),
+      new arrow.Field('_SEQUENCE_NUMBER', seq.type, false),
+      new arrow.Field('_VALUE_KIND', kind.type, false),
     ];
     const schema = new arrow.Schema(fields);
-    const table = new arrow.Table(schema, new arrow.RecordBatch(schema, arrow.makeData({
-      type: new arrow.Struct(fields), length: n, nullCount: 0, children: [ts, d64, big, seq, kind],
-    })));
+    const table = new arrow.Table(
+      schema,
+      new arrow.RecordBatch(
+        schema,
+        arrow.makeData({
+          type: new arrow.Struct(fields),
+          length: n,
+          nullCount: 0,
+          children: [ts, d64, big, seq, kind],
+        }),
+      ),
+    );
     // Act
     const back = await readDataFile(writeDataFile(table, { compression: 'snappy' }));
     // Assess
-    expect(back.schema.fields.slice(0, 3).map((f) => String(f.type))).toEqual(['Timestamp<MICROSECOND>', 'Date32<DAY>', 'Utf8']);
+    expect(back.schema.fields.slice(0, 3).map((f) => String(f.type))).toEqual([
+      'Timestamp<MICROSECOND>',
+      'Date32<DAY>',
+      'Utf8',
+    ]);
     expect((back.schema.fields[0].type as arrow.Timestamp).timezone ?? null).toBeNull();
-    const rows = tableToRows(back, [field(1, 'ts', 'TIMESTAMP', { precision: 6 }), field(2, 'd', 'DATE'), field(3, 's', 'STRING')]);
+    const rows = tableToRows(back, [
+      field(1, 'ts', 'TIMESTAMP', { precision: 6 }),
+      field(2, 'd', 'DATE'),
+      field(3, 's', 'STRING'),
+    ]);
     expect(rows).toEqual([
       { ts: -1n, d: -1, s: 'a' },
       { ts: 0n, d: null, s: '' },
@@ -215,7 +266,10 @@ describe('readDataFileMetadata', () => {
     // Prepare: a file well over the footer fetch size, so a whole-object read would show.
     const r = rng(testSeed('format.data-file.footer'));
     const rows = randomRows(r, FIELDS, 3000);
-    const bytes = writeDataFile(physical(FIELDS, rows), { compression: 'uncompressed', metadata: { owner: 'test', 'varve.sequence-base': '7' } });
+    const bytes = writeDataFile(physical(FIELDS, rows), {
+      compression: 'uncompressed',
+      metadata: { owner: 'test', 'varve.sequence-base': '7' },
+    });
     expect(bytes.length).toBeGreaterThan(4 * FOOTER_FETCH_BYTES);
     const store = new MemoryStore();
     await store.put('t/bucket-0/data-1.parquet', bytes);
@@ -227,7 +281,11 @@ describe('readDataFileMetadata', () => {
     expect(md).toEqual({
       numRows: 3000,
       // iceberg.schema: added by every data file write (lib/format/iceberg-footer.ts)
-      keyValueMetadata: { owner: 'test', 'varve.sequence-base': '7', 'iceberg.schema': expect.stringContaining('"type":"struct"') },
+      keyValueMetadata: {
+        owner: 'test',
+        'varve.sequence-base': '7',
+        'iceberg.schema': expect.stringContaining('"type":"struct"'),
+      },
       columns: physicalArrowSchemaOf(FIELDS).names,
       fileSize: bytes.length,
       numRowGroups: 1,
@@ -248,7 +306,10 @@ describe('readDataFileMetadata', () => {
 
   it('passes store failures through unchanged, so a retryable one stays retryable', async () => {
     const store = new MemoryStore();
-    await store.put('f.parquet', writeDataFile(physical([field(1, 'k', 'INT')], [{ k: 1 }]), { compression: 'snappy' }));
+    await store.put(
+      'f.parquet',
+      writeDataFile(physical([field(1, 'k', 'INT')], [{ k: 1 }]), { compression: 'snappy' }),
+    );
     store.injectFault({ op: 'getRange', error: ({ key }) => new StoreUnavailableError(`throttled on ${key}`) });
     await expect(readDataFileMetadata(store, 'f.parquet')).rejects.toThrow(StoreUnavailableError);
     expect((await readDataFileMetadata(store, 'f.parquet')).numRows).toBe(1);
@@ -259,7 +320,10 @@ describe('interop: hyparquet reads varve data files', () => {
   it.each(['snappy', 'uncompressed'] as const)('with the right column names and values (%s)', async (compression) => {
     // Prepare
     const r = rng(testSeed(`format.data-file.hyparquet.${compression}`));
-    const rows: Row[] = [...edgeRows(), ...randomRows(r, FIELDS, 200).map((row, i) => ({ ...row, id: BigInt(10 + i) }))];
+    const rows: Row[] = [
+      ...edgeRows(),
+      ...randomRows(r, FIELDS, 200).map((row, i) => ({ ...row, id: BigInt(10 + i) })),
+    ];
     const bytes = writeDataFile(physical(FIELDS, rows), { compression, rowGroupSize: 64 });
     // Act
     const objects = (await parquetReadObjects({ file: arrayBuffer(bytes), utf8: false })) as Row[];

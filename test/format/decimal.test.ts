@@ -12,7 +12,10 @@ function unscaled(text: string, scale: number): bigint {
 }
 
 function words(w: Int32Array): bigint {
-  return BigInt.asIntN(128, [...w].reduce((acc, x, k) => acc | (BigInt(x >>> 0) << BigInt(32 * k)), 0n));
+  return BigInt.asIntN(
+    128,
+    [...w].reduce((acc, x, k) => acc | (BigInt(x >>> 0) << BigInt(32 * k)), 0n),
+  );
 }
 
 describe('decimal', () => {

@@ -2,7 +2,12 @@ import * as arrow from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CorruptMetadataError, DecoderWorkerError } from '../../lib/errors.js';
 import { rowsToTable } from '../../lib/format/columns.js';
-import { configureDecodePool, decodePool, defaultDecodeMinBytes, defaultDecodeThreads } from '../../lib/format/decode-pool.js';
+import {
+  configureDecodePool,
+  decodePool,
+  defaultDecodeMinBytes,
+  defaultDecodeThreads,
+} from '../../lib/format/decode-pool.js';
 import { openDataFileRanged, writeDataFile } from '../../lib/format/data-file.js';
 import type { Row } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
@@ -36,10 +41,16 @@ describe('DecodePool', () => {
     for (let i = 0; i < 4; i++) {
       const t = physical([...(i === 0 ? edgeRows() : []), ...randomRows(r, FIELDS, r.int(1, 4000))]);
       const key = `f${i}.parquet`;
-      await store.put(key, writeDataFile(t, { compression: r.pick(['zstd', 'lz4'] as const), rowGroupSize: r.int(100, 3000) }));
+      await store.put(
+        key,
+        writeDataFile(t, { compression: r.pick(['zstd', 'lz4'] as const), rowGroupSize: r.int(100, 3000) }),
+      );
       const names = t.schema.fields.map((f) => f.name);
       const pick = names.filter(() => r.chance(0.4));
-      files.push({ key, columns: [names, pick.length ? pick.reverse() : ['id'], ['id', '_SEQUENCE_NUMBER', '_VALUE_KIND']] });
+      files.push({
+        key,
+        columns: [names, pick.length ? pick.reverse() : ['id'], ['id', '_SEQUENCE_NUMBER', '_VALUE_KIND']],
+      });
     }
     // Act: inline, then on two workers taking every row group (however small), all files at once.
     await configureDecodePool({ threads: 0 });
@@ -50,14 +61,19 @@ describe('DecodePool', () => {
     expect(pooled.length).toBe(inline.length);
     pooled.forEach((groups, i) => {
       expect(groups.length, `read ${i} (seed ${seed})`).toBe(inline[i].length);
-      groups.forEach((g, j) => expect(Buffer.from(g).equals(Buffer.from(inline[i][j])), `read ${i} row group ${j} (seed ${seed})`).toBe(true));
+      groups.forEach((g, j) =>
+        expect(Buffer.from(g).equals(Buffer.from(inline[i][j])), `read ${i} row group ${j} (seed ${seed})`).toBe(true),
+      );
     });
     expect(decodePool().started).toBe(2);
   });
 
   it('an error thrown inside a worker fails the read with its message', async () => {
     const store = new MemoryStore();
-    await store.put('f.parquet', writeDataFile(physical(randomRows(rng(6), FIELDS, 300)), { compression: 'zstd', rowGroupSize: 100 }));
+    await store.put(
+      'f.parquet',
+      writeDataFile(physical(randomRows(rng(6), FIELDS, 300)), { compression: 'zstd', rowGroupSize: 100 }),
+    );
     process.env.VARVE_TEST_DECODE_WORKER_FAULT = 'throw';
     await configureDecodePool({ threads: 1, minBytes: 0, restart: true });
     const failed = decodeAll(store, 'f.parquet', ['id']);
@@ -71,7 +87,10 @@ describe('DecodePool', () => {
 
   it('a worker that exits fails the read with DecoderWorkerError, and the pool starts a fresh one after', async () => {
     const store = new MemoryStore();
-    await store.put('f.parquet', writeDataFile(physical(randomRows(rng(7), FIELDS, 300)), { compression: 'zstd', rowGroupSize: 100 }));
+    await store.put(
+      'f.parquet',
+      writeDataFile(physical(randomRows(rng(7), FIELDS, 300)), { compression: 'zstd', rowGroupSize: 100 }),
+    );
     process.env.VARVE_TEST_DECODE_WORKER_FAULT = 'exit';
     await configureDecodePool({ threads: 1, minBytes: 0, restart: true });
     const failed = decodeAll(store, 'f.parquet', ['id', 's']);

@@ -47,9 +47,17 @@ describe('EncoderPool', () => {
     const r = rng(seed);
     const p = pool(2);
     expect(p.available).toBe(true);
-    const tables = [physical([...edgeRows(), ...randomRows(r, FIELDS, r.int(1, 3000))]), physical(randomRows(r, FIELDS, 70_000)), physical(randomRows(r, FIELDS, r.int(1, 200)))];
+    const tables = [
+      physical([...edgeRows(), ...randomRows(r, FIELDS, r.int(1, 3000))]),
+      physical(randomRows(r, FIELDS, 70_000)),
+      physical(randomRows(r, FIELDS, r.int(1, 200))),
+    ];
     for (const compression of ['zstd', 'lz4'] as const) {
-      const opts = { compression, metadata: { 'varve.schema-id': '0', seed: String(seed) }, rowGroupSize: r.pick([1000, r.int(50, 5000), 262_144]) };
+      const opts = {
+        compression,
+        metadata: { 'varve.schema-id': '0', seed: String(seed) },
+        rowGroupSize: r.pick([1000, r.int(50, 5000), 262_144]),
+      };
       const pieces = tables.map((t) => piecesOf(t, r));
       // Act: inline one after the other; on the pool all three at once (two workers, one holds two files).
       const inline: Uint8Array[] = [];
@@ -82,7 +90,11 @@ describe('EncoderPool', () => {
     const r = rng(seed);
     const p = pool(2);
     const t = physical(randomRows(r, FIELDS, r.int(3000, 8000)));
-    const opts = { compression: r.pick(['zstd', 'lz4'] as const), metadata: { seed: String(seed) }, rowGroupSize: r.int(200, 900) };
+    const opts = {
+      compression: r.pick(['zstd', 'lz4'] as const),
+      metadata: { seed: String(seed) },
+      rowGroupSize: r.int(200, 900),
+    };
     const pieces = piecesOf(t, r);
     // Act
     const inline = await DataFileStreamWriter.open(t.schema, opts);

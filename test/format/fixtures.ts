@@ -35,27 +35,94 @@ const MAX38 = '9999999999999999999999999999.9999999999';
 export function edgeRows(): Row[] {
   return [
     {
-      id: 1n, b: false, i8: -128, i16: -32768, i32: -2147483648, i64: -(2n ** 63n), f32: -Infinity, f64: NaN,
-      dec38: `-${MAX38}`, dec10: '-99999999.99', dec0: '-999999999999999999', s: '', bin: new Uint8Array(0),
-      day: -719162, ts3: -62135596800000n, ts6: -62135596800000000n,
+      id: 1n,
+      b: false,
+      i8: -128,
+      i16: -32768,
+      i32: -2147483648,
+      i64: -(2n ** 63n),
+      f32: -Infinity,
+      f64: NaN,
+      dec38: `-${MAX38}`,
+      dec10: '-99999999.99',
+      dec0: '-999999999999999999',
+      s: '',
+      bin: new Uint8Array(0),
+      day: -719162,
+      ts3: -62135596800000n,
+      ts6: -62135596800000000n,
     },
     {
-      id: 2n, b: true, i8: 127, i16: 32767, i32: 2147483647, i64: 2n ** 63n - 1n, f32: Infinity, f64: Infinity,
-      dec38: MAX38, dec10: '99999999.99', dec0: '999999999999999999', s: 'héllo 🌍 日本 \u0000 end',
-      bin: new Uint8Array([0, 255, 1, 128]), day: 2932896, ts3: 253402300799999n, ts6: 253402300799999999n,
+      id: 2n,
+      b: true,
+      i8: 127,
+      i16: 32767,
+      i32: 2147483647,
+      i64: 2n ** 63n - 1n,
+      f32: Infinity,
+      f64: Infinity,
+      dec38: MAX38,
+      dec10: '99999999.99',
+      dec0: '999999999999999999',
+      s: 'héllo 🌍 日本 \u0000 end',
+      bin: new Uint8Array([0, 255, 1, 128]),
+      day: 2932896,
+      ts3: 253402300799999n,
+      ts6: 253402300799999999n,
     },
     {
-      id: 3n, b: null, i8: null, i16: null, i32: null, i64: null, f32: null, f64: null, dec38: null, dec10: null,
-      dec0: null, s: null, bin: null, day: null, ts3: null, ts6: null,
+      id: 3n,
+      b: null,
+      i8: null,
+      i16: null,
+      i32: null,
+      i64: null,
+      f32: null,
+      f64: null,
+      dec38: null,
+      dec10: null,
+      dec0: null,
+      s: null,
+      bin: null,
+      day: null,
+      ts3: null,
+      ts6: null,
     },
     {
-      id: 4n, b: true, i8: 0, i16: -1, i32: 0, i64: 0n, f32: -0, f64: -0, dec38: '-0.0000000001', dec10: '-0.01',
-      dec0: '0', s: 'plain ascii', bin: new Uint8Array([7]), day: -1, ts3: -1n, ts6: -1n,
+      id: 4n,
+      b: true,
+      i8: 0,
+      i16: -1,
+      i32: 0,
+      i64: 0n,
+      f32: -0,
+      f64: -0,
+      dec38: '-0.0000000001',
+      dec10: '-0.01',
+      dec0: '0',
+      s: 'plain ascii',
+      bin: new Uint8Array([7]),
+      day: -1,
+      ts3: -1n,
+      ts6: -1n,
     },
     {
-      id: 5n, b: false, i8: 1, i16: 2, i32: 3, i64: 9007199254740993n, f32: Math.fround(1.1), f64: -Infinity,
-      dec38: '12345678901234567.8900000000', dec10: '0.50', dec0: '-1', s: 'x'.repeat(100), bin: new Uint8Array(40).fill(9),
-      day: 0, ts3: 0n, ts6: 1700000000123456n,
+      id: 5n,
+      b: false,
+      i8: 1,
+      i16: 2,
+      i32: 3,
+      i64: 9007199254740993n,
+      f32: Math.fround(1.1),
+      f64: -Infinity,
+      dec38: '12345678901234567.8900000000',
+      dec10: '0.50',
+      dec0: '-1',
+      s: 'x'.repeat(100),
+      bin: new Uint8Array(40).fill(9),
+      day: 0,
+      ts3: 0n,
+      ts6: 1700000000123456n,
     },
   ];
 }
@@ -64,20 +131,30 @@ export function edgeRows(): Row[] {
 export function randomValue(r: Rng, f: DataField): Row[string] {
   if (f.type.nullable && r.chance(0.2)) return null;
   switch (f.type.root) {
-    case 'BOOLEAN': return r.chance(0.5);
-    case 'TINYINT': return r.int(-128, 127);
-    case 'SMALLINT': return r.int(-32768, 32767);
-    case 'INT': return r.int(-2147483648, 2147483647);
-    case 'DATE': return r.int(-800000, 2900000);
+    case 'BOOLEAN':
+      return r.chance(0.5);
+    case 'TINYINT':
+      return r.int(-128, 127);
+    case 'SMALLINT':
+      return r.int(-32768, 32767);
+    case 'INT':
+      return r.int(-2147483648, 2147483647);
+    case 'DATE':
+      return r.int(-800000, 2900000);
     case 'TIMESTAMP': {
       // Within JS Date's range (±8.64e15 ms), so other readers' Date values can be compared.
       const ms = BigInt(r.int(-4e15, 4e15));
       return f.type.precision === 6 ? ms * 1000n + BigInt(r.int(0, 999)) : ms;
     }
     case 'BIGINT':
-      return BigInt.asIntN(64, (BigInt(r.int(0, 2 ** 31)) << 33n) ^ BigInt(r.int(0, 2 ** 31)) ^ (r.chance(0.5) ? -1n : 0n));
-    case 'FLOAT': return Math.fround((r.next() - 0.5) * 1e6);
-    case 'DOUBLE': return r.pick([NaN, -0, Infinity, (r.next() - 0.5) * 1e12]);
+      return BigInt.asIntN(
+        64,
+        (BigInt(r.int(0, 2 ** 31)) << 33n) ^ BigInt(r.int(0, 2 ** 31)) ^ (r.chance(0.5) ? -1n : 0n),
+      );
+    case 'FLOAT':
+      return Math.fround((r.next() - 0.5) * 1e6);
+    case 'DOUBLE':
+      return r.pick([NaN, -0, Infinity, (r.next() - 0.5) * 1e12]);
     case 'DECIMAL': {
       const p = f.type.precision ?? 10;
       const s = f.type.scale ?? 0;
@@ -89,8 +166,10 @@ export function randomValue(r: Rng, f: DataField): Row[string] {
       const text = s > 0 ? `${int}.${digits.slice(digits.length - s)}` : int;
       return r.chance(0.5) && /[1-9]/.test(text) ? `-${text}` : text;
     }
-    case 'STRING': return r.pick(['', 'a', 'ünï', '🌍🌍', 'key-' + r.int(0, 1e6), 'z'.repeat(r.int(30, 80))]);
-    case 'BYTES': return Uint8Array.from({ length: r.int(0, 40) }, () => r.int(0, 255));
+    case 'STRING':
+      return r.pick(['', 'a', 'ünï', '🌍🌍', 'key-' + r.int(0, 1e6), 'z'.repeat(r.int(30, 80))]);
+    case 'BYTES':
+      return Uint8Array.from({ length: r.int(0, 40) }, () => r.int(0, 255));
   }
 }
 

@@ -20,8 +20,13 @@ describe('tableIPCInto', () => {
     let buffer: ArrayBuffer | undefined;
     for (let round = 0; round < 20; round++) {
       // Prepare: a random table, sometimes several batches, sliced at random bounds (offsets inside batches).
-      const parts = Array.from({ length: r.int(1, 3) }, () => physical(round === 0 ? edgeRows() : randomRows(r, FIELDS, r.int(0, 800))));
-      const whole = new arrow.Table(parts[0].schema, parts.flatMap((p) => p.batches));
+      const parts = Array.from({ length: r.int(1, 3) }, () =>
+        physical(round === 0 ? edgeRows() : randomRows(r, FIELDS, r.int(0, 800))),
+      );
+      const whole = new arrow.Table(
+        parts[0].schema,
+        parts.flatMap((p) => p.batches),
+      );
       const from = r.int(0, whole.numRows);
       const t = whole.slice(from, r.int(from, whole.numRows));
       // Act

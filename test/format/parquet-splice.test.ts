@@ -40,12 +40,17 @@ describe('spliceParquetFiles', () => {
       const rows = round === 0 ? [...edgeRows(), ...randomRows(r, FIELDS, 500)] : randomRows(r, FIELDS, r.int(1, 6000));
       const t = physical(rows);
       const rowGroupSize = r.int(1, 2500);
-      const opts: WriteDataFileOptions = { compression: r.pick(['zstd', 'lz4'] as const), metadata: { 'varve.schema-id': '3', round: String(round) }, rowGroupSize };
+      const opts: WriteDataFileOptions = {
+        compression: r.pick(['zstd', 'lz4'] as const),
+        metadata: { 'varve.schema-id': '3', round: String(round) },
+        rowGroupSize,
+      };
       const what = `round ${round}: ${t.numRows} rows, row groups of ${rowGroupSize}, ${opts.compression}, seed ${seed}`;
       // Act: the whole file, and each row group as a file of its own, spliced.
       const whole = await encode(t, opts);
       const pieces: Uint8Array[] = [];
-      for (let at = 0; at < t.numRows; at += rowGroupSize) pieces.push(await encode(t.slice(at, Math.min(t.numRows, at + rowGroupSize)), opts, false));
+      for (let at = 0; at < t.numRows; at += rowGroupSize)
+        pieces.push(await encode(t.slice(at, Math.min(t.numRows, at + rowGroupSize)), opts, false));
       // The pool seals the spliced file as the inline writer seals its own (data-file-checksum.ts).
       const spliced = sealDataFile(spliceParquetFiles(pieces)).bytes;
       // Assess: the same pages and page index byte for byte, the same footer (its key-value

@@ -6,11 +6,30 @@ import { parquetMetadata } from 'hyparquet';
 import { readParquet } from 'parquet-wasm';
 import { describe, expect, it, vi } from 'vitest';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { CorruptMetadataError, DataFileChecksumError, ObjectNotFoundError, SchemaMismatchError, StoreUnavailableError } from '../../lib/errors.js';
+import {
+  CorruptMetadataError,
+  DataFileChecksumError,
+  ObjectNotFoundError,
+  SchemaMismatchError,
+  StoreUnavailableError,
+} from '../../lib/errors.js';
 import { KIND_FIELD, SEQUENCE_FIELD } from '../../lib/format/arrow-schema.js';
 import { rowsToTable, tableToRows } from '../../lib/format/columns.js';
-import { openDataFile, openDataFileRanged, readDataFile, readDataFileRanged, readDataFileRowGroups, writeDataFile, type DataFileCompression } from '../../lib/format/data-file.js';
-import { DECODE_BATCH_ROWS, FOOTER_READ_BYTES, readParquetFooter, readRowGroupsRanged } from '../../lib/format/row-group-reader.js';
+import {
+  openDataFile,
+  openDataFileRanged,
+  readDataFile,
+  readDataFileRanged,
+  readDataFileRowGroups,
+  writeDataFile,
+  type DataFileCompression,
+} from '../../lib/format/data-file.js';
+import {
+  DECODE_BATCH_ROWS,
+  FOOTER_READ_BYTES,
+  readParquetFooter,
+  readRowGroupsRanged,
+} from '../../lib/format/row-group-reader.js';
 import { decodeStruct, encodeStruct } from '../../lib/format/thrift-compact.js';
 import type { DataField, Row } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
@@ -55,24 +74,38 @@ describe('readDataFileRowGroups (ranged)', () => {
       const compression = r.pick<DataFileCompression>(['zstd', 'snappy', 'uncompressed']);
       const rows = randomRows(r, FIELDS, r.int(1, 700));
       const rowGroupSize = r.int(40, 400);
-      const bytes = writeDataFile(physical(FIELDS, rows), { compression, rowGroupSize, metadata: { 'varve.sequence-base': String(round) } });
+      const bytes = writeDataFile(physical(FIELDS, rows), {
+        compression,
+        rowGroupSize,
+        metadata: { 'varve.sequence-base': String(round) },
+      });
       const key = `t/f-${round}.parquet`;
       await store.put(key, bytes);
       const whole = await readDataFile(bytes);
       // Act
       const groups = await collect(readDataFileRowGroups(store, key, bytes.length));
       // Assess: one table per row group, the same rows and types as the whole-file read.
-      expect(groups.map((g) => g.numRows), `seed ${seed} round ${round}`).toEqual(
-        parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) as ArrayBuffer).row_groups.map((g) => Number(g.num_rows)),
+      expect(
+        groups.map((g) => g.numRows),
+        `seed ${seed} round ${round}`,
+      ).toEqual(
+        parquetMetadata(
+          bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) as ArrayBuffer,
+        ).row_groups.map((g) => Number(g.num_rows)),
       );
-      for (const g of groups) expect(g.schema.fields.map((f) => `${f.name}:${f.type}`)).toEqual(whole.schema.fields.map((f) => `${f.name}:${f.type}`));
+      for (const g of groups)
+        expect(g.schema.fields.map((f) => `${f.name}:${f.type}`)).toEqual(
+          whole.schema.fields.map((f) => `${f.name}:${f.type}`),
+        );
       expect(rowsOf(groups, WITH_SYSTEM), `seed ${seed} round ${round}`).toEqual(tableToRows(whole, WITH_SYSTEM));
       // A projection: only those columns, in the order asked.
       const columns = randomProjection(r, whole.schema.names as string[]);
       const projected = await collect(readDataFileRowGroups(store, key, undefined, { columns }));
       const wanted = columns.map((c) => WITH_SYSTEM.find((f) => f.name === c)!);
       for (const g of projected) expect(g.schema.names).toEqual(columns);
-      expect(rowsOf(projected, wanted), `seed ${seed} round ${round} columns ${columns.join(',')}`).toEqual(tableToRows(await readDataFile(bytes, { columns }), wanted));
+      expect(rowsOf(projected, wanted), `seed ${seed} round ${round} columns ${columns.join(',')}`).toEqual(
+        tableToRows(await readDataFile(bytes, { columns }), wanted),
+      );
     }
   });
 
@@ -82,7 +115,13 @@ describe('readDataFileRowGroups (ranged)', () => {
     const rows = randomRows(r, FIELDS, 4000);
     const bytes = writeDataFile(physical(FIELDS, rows), { compression: 'uncompressed', rowGroupSize: 500 });
     const md = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) as ArrayBuffer);
-    const largestGroup = Math.max(...md.row_groups.map((g) => Number(g.total_compressed_size ?? 0n) || g.columns.reduce((n, c) => n + Number(c.meta_data!.total_compressed_size), 0)));
+    const largestGroup = Math.max(
+      ...md.row_groups.map(
+        (g) =>
+          Number(g.total_compressed_size ?? 0n) ||
+          g.columns.reduce((n, c) => n + Number(c.meta_data!.total_compressed_size), 0),
+      ),
+    );
     expect(md.row_groups.length).toBe(8);
     expect(bytes.length).toBeGreaterThan(4 * largestGroup);
     const store = new MemoryStore();
@@ -107,7 +146,11 @@ describe('readDataFileRowGroups (ranged)', () => {
     const ids = await collect(readDataFileRowGroups(store, 'f.parquet', bytes.length, { columns: ['id'] }));
     expect(rowsOf(ids, [FIELDS[0]])).toEqual(rows.map((row) => ({ id: row.id })));
     const idBytes = md.row_groups.reduce((n, g) => n + Number(g.columns[0].meta_data!.total_compressed_size), 0);
-    expect(sizes().slice(1).reduce((a, b) => a + b, 0)).toBe(idBytes);
+    expect(
+      sizes()
+        .slice(1)
+        .reduce((a, b) => a + b, 0),
+    ).toBe(idBytes);
   });
 
   it('decodes a large row group in batches of at most DECODE_BATCH_ROWS rows, and a consumer may stop early', async () => {
@@ -136,7 +179,10 @@ describe('readDataFileRowGroups (ranged)', () => {
 
   it('reads a footer longer than the first footer read with a second read', async () => {
     const big = 'x'.repeat(FOOTER_READ_BYTES + 5000);
-    const bytes = writeDataFile(physical([field(1, 'k', 'INT')], [{ k: 1 }, { k: 2 }]), { compression: 'snappy', metadata: { big } });
+    const bytes = writeDataFile(physical([field(1, 'k', 'INT')], [{ k: 1 }, { k: 2 }]), {
+      compression: 'snappy',
+      metadata: { big },
+    });
     const store = new MemoryStore();
     await store.put('f.parquet', bytes);
     const ranges = vi.spyOn(store, 'getRange');
@@ -148,26 +194,40 @@ describe('readDataFileRowGroups (ranged)', () => {
   it('passes store failures through unchanged (a throttled read stays retryable) and reports missing and corrupt files', async () => {
     const store = new MemoryStore();
     // 160 KB in 5 row groups: the first ones lie before the footer read's 64 KiB.
-    const bytes = writeDataFile(physical([field(1, 'k', 'INT')], Array.from({ length: 40_000 }, (_, i) => ({ k: i }))), { compression: 'uncompressed', rowGroupSize: 8_000 });
+    const bytes = writeDataFile(
+      physical(
+        [field(1, 'k', 'INT')],
+        Array.from({ length: 40_000 }, (_, i) => ({ k: i })),
+      ),
+      { compression: 'uncompressed', rowGroupSize: 8_000 },
+    );
     expect(bytes.length).toBeGreaterThan(2 * FOOTER_READ_BYTES);
     await store.put('f.parquet', bytes);
     // The third ranged read (the second row group's) fails: the error is the store's, and a new read works.
     store.injectFault({ op: 'getRange', nth: 3, error: ({ key }) => new StoreUnavailableError(`throttled on ${key}`) });
-    await expect(collect(readDataFileRowGroups(store, 'f.parquet', bytes.length))).rejects.toThrow(StoreUnavailableError);
+    await expect(collect(readDataFileRowGroups(store, 'f.parquet', bytes.length))).rejects.toThrow(
+      StoreUnavailableError,
+    );
     expect((await collect(readDataFileRowGroups(store, 'f.parquet', bytes.length))).length).toBe(5);
     await expect(collect(readDataFileRowGroups(store, 'missing.parquet'))).rejects.toThrow(ObjectNotFoundError);
     await expect(collect(readDataFileRowGroups(store, 'missing.parquet', 100))).rejects.toThrow(ObjectNotFoundError);
     // A recorded size that is not the object's, a file that is not Parquet, a footer that lies.
     // A file shorter than its manifest entry says was cut short: damaged (data-file-checksum.ts).
-    await expect(collect(readDataFileRowGroups(store, 'f.parquet', bytes.length + 10))).rejects.toThrow(DataFileChecksumError);
-    await expect(collect(readDataFileRowGroups(store, 'f.parquet', bytes.length - 10))).rejects.toThrow(CorruptMetadataError);
+    await expect(collect(readDataFileRowGroups(store, 'f.parquet', bytes.length + 10))).rejects.toThrow(
+      DataFileChecksumError,
+    );
+    await expect(collect(readDataFileRowGroups(store, 'f.parquet', bytes.length - 10))).rejects.toThrow(
+      CorruptMetadataError,
+    );
     await store.put('junk.parquet', new Uint8Array(100).fill(7));
     await expect(collect(readDataFileRowGroups(store, 'junk.parquet'))).rejects.toThrow(CorruptMetadataError);
     const broken = bytes.slice();
     broken.fill(0xff, bytes.length - 40, bytes.length - 8); // the end of the footer
     await store.put('broken.parquet', broken);
     await expect(collect(readDataFileRowGroups(store, 'broken.parquet'))).rejects.toThrow(CorruptMetadataError);
-    await expect(collect(readDataFileRowGroups(store, 'f.parquet', undefined, { columns: ['nope'] }))).rejects.toThrow(SchemaMismatchError);
+    await expect(collect(readDataFileRowGroups(store, 'f.parquet', undefined, { columns: ['nope'] }))).rejects.toThrow(
+      SchemaMismatchError,
+    );
   });
 });
 
@@ -199,22 +259,35 @@ describe('openDataFileRanged / readDataFileRanged (the decoder of Table.read by 
         const msg = `seed ${seed} round ${round}`;
         expect(ranged.columns, msg).toEqual(whole.columns);
         expect(ranged.rowGroupRows, msg).toEqual(whole.rowGroupRows);
-        expect(all.batches.map((b) => b.numRows), msg).toEqual(whole.rowGroupRows);
+        expect(
+          all.batches.map((b) => b.numRows),
+          msg,
+        ).toEqual(whole.rowGroupRows);
         expect(tableToRows(all, WITH_SYSTEM), msg).toEqual(tableToRows(await readDataFile(bytes), WITH_SYSTEM));
         const wanted = columns.map((c) => WITH_SYSTEM.find((f) => f.name === c)!);
         const expected = await whole.readRowGroups(columns, groups);
-        expect(part.map((t) => t.schema.fields.map((f) => `${f.name}:${f.type}`)), msg).toEqual(expected.map((t) => t.schema.fields.map((f) => `${f.name}:${f.type}`)));
+        expect(
+          part.map((t) => t.schema.fields.map((f) => `${f.name}:${f.type}`)),
+          msg,
+        ).toEqual(expected.map((t) => t.schema.fields.map((f) => `${f.name}:${f.type}`)));
         expect(rowsOf(part, wanted), msg).toEqual(rowsOf(expected, wanted));
         // Only the asked chunks were fetched, and never the whole object.
-        const md = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) as ArrayBuffer);
+        const md = parquetMetadata(
+          bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) as ArrayBuffer,
+        );
         // Neighbouring chunks of one row group may be fetched together (a gap under 256 KiB), never
         // other row groups (chunks inside the footer read's last 64 KiB are not fetched again).
-        const groupBytes = groups.reduce((n, g) => n + md.row_groups[g].columns.reduce((m, c) => m + Number(c.meta_data!.total_compressed_size), 0), 0);
+        const groupBytes = groups.reduce(
+          (n, g) => n + md.row_groups[g].columns.reduce((m, c) => m + Number(c.meta_data!.total_compressed_size), 0),
+          0,
+        );
         expect(fetched, msg).toBeLessThanOrEqual(groupBytes);
         expect(gets, msg).not.toHaveBeenCalled();
         ranged.free();
         await expect(ranged.readRowGroups(columns)).rejects.toThrow(/freed/);
-        await expect(openDataFileRanged(store, key).then((d) => d.readRowGroups(['nope']))).rejects.toBeInstanceOf(SchemaMismatchError);
+        await expect(openDataFileRanged(store, key).then((d) => d.readRowGroups(['nope']))).rejects.toBeInstanceOf(
+          SchemaMismatchError,
+        );
       } finally {
         whole.free();
         gets.mockRestore();
@@ -225,7 +298,13 @@ describe('openDataFileRanged / readDataFileRanged (the decoder of Table.read by 
 
   it('passes store errors through unchanged and reports a missing file', async () => {
     const store = new MemoryStore();
-    const bytes = writeDataFile(physical([field(1, 'k', 'INT')], Array.from({ length: 40_000 }, (_, i) => ({ k: i }))), { compression: 'uncompressed', rowGroupSize: 8_000 });
+    const bytes = writeDataFile(
+      physical(
+        [field(1, 'k', 'INT')],
+        Array.from({ length: 40_000 }, (_, i) => ({ k: i })),
+      ),
+      { compression: 'uncompressed', rowGroupSize: 8_000 },
+    );
     await store.put('f.parquet', bytes);
     await expect(readDataFileRanged(store, 'missing.parquet')).rejects.toBeInstanceOf(ObjectNotFoundError);
     const d = await openDataFileRanged(store, 'f.parquet', bytes.length);
@@ -233,7 +312,13 @@ describe('openDataFileRanged / readDataFileRanged (the decoder of Table.read by 
     await expect(d.readRowGroups(['k'], [0])).rejects.toBeInstanceOf(StoreUnavailableError);
     expect((await d.readRowGroups(['k'], [0]))[0].numRows).toBe(8_000);
     // A small file is read in one ranged GET: its footer read holds every chunk.
-    const small = writeDataFile(physical([field(1, 'k', 'INT')], Array.from({ length: 500 }, (_, i) => ({ k: i }))), { compression: 'zstd', rowGroupSize: 100 });
+    const small = writeDataFile(
+      physical(
+        [field(1, 'k', 'INT')],
+        Array.from({ length: 500 }, (_, i) => ({ k: i })),
+      ),
+      { compression: 'zstd', rowGroupSize: 100 },
+    );
     await store.put('small.parquet', small);
     const ranges = vi.spyOn(store, 'getRange');
     expect((await readDataFileRanged(store, 'small.parquet', small.length)).numRows).toBe(500);
@@ -245,7 +330,11 @@ describe('openDataFileRanged / readDataFileRanged (the decoder of Table.read by 
 describe('thrift compact codec', () => {
   it('re-encodes a Parquet footer to the same bytes', () => {
     const r = rng(testSeed('format.thrift-compact.roundtrip'));
-    const bytes = writeDataFile(physical(FIELDS, randomRows(r, FIELDS, 300)), { compression: 'zstd', rowGroupSize: 70, metadata: { a: 'b' } });
+    const bytes = writeDataFile(physical(FIELDS, randomRows(r, FIELDS, 300)), {
+      compression: 'zstd',
+      rowGroupSize: 70,
+      metadata: { a: 'b' },
+    });
     const len = new DataView(bytes.buffer, bytes.byteOffset + bytes.length - 8, 4).getUint32(0, true);
     const footer = bytes.subarray(bytes.length - 8 - len, bytes.length - 8);
     const { struct, length } = decodeStruct(footer);
@@ -278,7 +367,10 @@ describe('readRowGroupsRanged on files other writers wrote', () => {
       expect(footer.columns).toEqual(['id', 'small', 's', 'd', 'ts', 'f']);
       const groups = await collect(readRowGroupsRanged(src, { footer }));
       const whole = arrow.tableFromIPC(readParquet(bytes).intoIPCStream());
-      const rows = (ts: arrow.Table[]) => ts.flatMap((t) => t.toArray().map((row) => JSON.stringify(row.toJSON(), (_, v) => (typeof v === 'bigint' ? String(v) : v))));
+      const rows = (ts: arrow.Table[]) =>
+        ts.flatMap((t) =>
+          t.toArray().map((row) => JSON.stringify(row.toJSON(), (_, v) => (typeof v === 'bigint' ? String(v) : v))),
+        );
       expect(rows(groups)).toEqual(rows([whole]));
       const projected = await collect(readRowGroupsRanged(src, { footer, columns: ['s', 'ts'] }));
       expect(projected[0].schema.names).toEqual(['s', 'ts']);

@@ -29,8 +29,13 @@ describe.skipIf(!awsAvailable())('an append table on the AWS path (moto)', () =>
 
     // Act: three commits, each with the same record twice
     for (let c = 0; c < 3; c++) {
-      const records = [{ id: 1, status: `v${c}`, amount: c }, { id: 1, status: `v${c}`, amount: c }];
-      const event = sqsEventOf(d.ingestUrl, [{ MessageId: `m-${c}`, ReceiptHandle: `r-${c}`, Body: JSON.stringify(records), Attributes: {} }]);
+      const records = [
+        { id: 1, status: `v${c}`, amount: c },
+        { id: 1, status: `v${c}`, amount: c },
+      ];
+      const event = sqsEventOf(d.ingestUrl, [
+        { MessageId: `m-${c}`, ReceiptHandle: `r-${c}`, Body: JSON.stringify(records), Attributes: {} },
+      ]);
       expect(((await ingest(event)) as SQSBatchResponse).batchItemFailures).toEqual([]);
     }
     const polls = await drain(d.compactUrl, createCompactHandler(d.env('direct')), 10);

@@ -96,7 +96,6 @@ function gbs(fn: Fn, t: Tally): number {
   return (t.wallMs / 1000) * (MEMORY_MB[fn] / 1024);
 }
 
-
 type SqsFn = (e: SQSEvent) => Promise<SQSBatchResponse>;
 
 /**
@@ -105,13 +104,20 @@ type SqsFn = (e: SQSEvent) => Promise<SQSBatchResponse>;
  * `PutObject(if-match)`, bench/lib/aws-requests.ts) is a PUT: it was once counted GET-class.
  */
 function s3Class(api: string): 'put' | 'get' | 'free' {
-  if (/^S3:(PutObject(\(if-(none-)?match\))?|ListObjectsV2|CopyObject|CreateMultipartUpload|UploadPart|CompleteMultipartUpload)$/.test(api)) return 'put';
+  if (
+    /^S3:(PutObject(\(if-(none-)?match\))?|ListObjectsV2|CopyObject|CreateMultipartUpload|UploadPart|CompleteMultipartUpload)$/.test(
+      api,
+    )
+  )
+    return 'put';
   if (/^S3:(DeleteObject|DeleteObjects)$/.test(api)) return 'free';
   return 'get';
 }
 
 /** Runs the bench; returns what it measured (also printed, and written to VARVE_BENCH_JSON when set). */
-async function measureTable(commits: number): Promise<{ requestsPerCommit: number; compactionJobs: number; rowsRead: number }> {
+async function measureTable(
+  commits: number,
+): Promise<{ requestsPerCommit: number; compactionJobs: number; rowsRead: number }> {
   const uninstall = installCounter();
   powertoolsEnv();
   try {
@@ -135,7 +141,9 @@ async function measureTable(commits: number): Promise<{ requestsPerCommit: numbe
     let jobsWaiting = 0;
     for (let i = 0; i < commits; i++) {
       const now = i;
-      await sendBodies(d.ingestUrl, [JSON.stringify(Array.from({ length: 20 }, (_, k) => ({ id: (i * 20 + k) % 500, status: `s${i}`, amount: k })))]);
+      await sendBodies(d.ingestUrl, [
+        JSON.stringify(Array.from({ length: 20 }, (_, k) => ({ id: (i * 20 + k) % 500, status: `s${i}`, amount: k }))),
+      ]);
       await drain(d.ingestUrl, (e) => invoke('ingest', () => ingest(e)));
       await drain(d.commitUrl, (e) => invoke('commit', () => commit(e)));
       await invoke('discover', () => discover(scheduledEvent()));
@@ -153,11 +161,11 @@ async function measureTable(commits: number): Promise<{ requestsPerCommit: numbe
     jobsWaiting = (await drain(d.compactUrl, (e) => invoke('compact', () => compact(e)), 1)).length;
     const busy = phase;
     const table = await reopen(d);
-    const keys = (await (async () => {
+    const keys = await (async () => {
       let n = 0;
       for await (const _ of table.store.list(`${table.path}/`)) n++;
       return n;
-    })());
+    })();
 
     // Act 2: the idle table
     const idle: Record<string, Map<Fn, Tally>> = {};
@@ -194,7 +202,10 @@ async function measureTable(commits: number): Promise<{ requestsPerCommit: numbe
       expire: 4 * perIdleRun['expire (15-minute schedule)'].requests,
       orphanScan: perIdleRun['expire (daily orphan scan)'].requests / 24,
     };
-    const idleGbsHour = 60 * perIdleRun['discover, nothing new'].gbs + 4 * perIdleRun['expire (15-minute schedule)'].gbs + perIdleRun['expire (daily orphan scan)'].gbs / 24;
+    const idleGbsHour =
+      60 * perIdleRun['discover, nothing new'].gbs +
+      4 * perIdleRun['expire (15-minute schedule)'].gbs +
+      perIdleRun['expire (daily orphan scan)'].gbs / 24;
     const s3PerCommit = { put: 0, get: 0 };
     for (const p of Object.values(perCommit)) {
       for (const [api, v] of Object.entries(p.byApi)) {
@@ -216,7 +227,8 @@ async function measureTable(commits: number): Promise<{ requestsPerCommit: numbe
       gbsPerCommit,
       idleRequestsPerHour: idleHour,
       idleRequestsPerHourTotal: idleHour.discover + idleHour.expire + idleHour.orphanScan,
-      oneCommitPerSecondRequestsPerHour: 3600 * reqPerCommit + idleHour.discover + idleHour.expire + idleHour.orphanScan,
+      oneCommitPerSecondRequestsPerHour:
+        3600 * reqPerCommit + idleHour.discover + idleHour.expire + idleHour.orphanScan,
       idleGbsPerHour: idleGbsHour,
       oneCommitPerSecondGbsPerHour: 3600 * gbsPerCommit + idleGbsHour,
     };
@@ -226,9 +238,21 @@ async function measureTable(commits: number): Promise<{ requestsPerCommit: numbe
       `AWS requests and Lambda GB-s on moto: ${commits} commits (1/s), ${result.compactionJobs} compaction jobs, table ${keys} keys, load ${result.loadAverage.toFixed(1)}`,
       '| function | invocations / commit | requests / commit | by API | wall ms | CPU ms | GB-s / commit |',
       '|---|---:|---:|---|---:|---:|---:|',
-      ...Object.entries(perCommit).map(([fn, p]) => `| ${fn} | ${p.invocations.toFixed(2)} | ${p.requests.toFixed(1)} | ${Object.entries(p.byApi).map(([k, v]) => `${k} ${v}`).join(', ')} | ${(p.wallMs / Math.max(p.invocations, 1e-9)).toFixed(0)} | ${(p.cpuMs / Math.max(p.invocations, 1e-9)).toFixed(0)} | ${p.gbs.toFixed(3)} |`),
+      ...Object.entries(perCommit).map(
+        ([fn, p]) =>
+          `| ${fn} | ${p.invocations.toFixed(2)} | ${p.requests.toFixed(1)} | ${Object.entries(p.byApi)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(
+              ', ',
+            )} | ${(p.wallMs / Math.max(p.invocations, 1e-9)).toFixed(0)} | ${(p.cpuMs / Math.max(p.invocations, 1e-9)).toFixed(0)} | ${p.gbs.toFixed(3)} |`,
+      ),
       '| idle run | | requests / run | by API | wall ms | CPU ms | GB-s / run |',
-      ...Object.entries(perIdleRun).map(([name, p]) => `| ${name} | | ${p.requests.toFixed(1)} | ${Object.entries(p.byApi).map(([k, v]) => `${k} ${v}`).join(', ')} | ${p.wallMs.toFixed(0)} | ${p.cpuMs.toFixed(0)} | ${p.gbs.toFixed(3)} |`),
+      ...Object.entries(perIdleRun).map(
+        ([name, p]) =>
+          `| ${name} | | ${p.requests.toFixed(1)} | ${Object.entries(p.byApi)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')} | ${p.wallMs.toFixed(0)} | ${p.cpuMs.toFixed(0)} | ${p.gbs.toFixed(3)} |`,
+      ),
       `requests per commit ${reqPerCommit.toFixed(1)} (S3 PUT-class ${s3PerCommit.put.toFixed(1)}, GET-class ${s3PerCommit.get.toFixed(1)}); GB-s per commit ${gbsPerCommit.toFixed(3)}`,
       `idle requests per hour ${result.idleRequestsPerHourTotal.toFixed(0)} (discover ${idleHour.discover.toFixed(0)}, expire ${idleHour.expire.toFixed(0)}, orphan scan ${idleHour.orphanScan.toFixed(1)}); 1 commit/s: ${result.oneCommitPerSecondRequestsPerHour.toFixed(0)} per hour`,
       `GB-s per hour: idle ${idleGbsHour.toFixed(1)}, 1 commit/s ${result.oneCommitPerSecondGbsPerHour.toFixed(0)}`,

@@ -16,16 +16,19 @@ describe('the Lambda bundles', () => {
     expect(functionNames()).toEqual(['commit', 'compact', 'discover', 'expire', 'ingest', 'read']);
   });
 
-  it.each(['commit', 'compact', 'discover', 'expire', 'ingest', 'read'])('%s bundles to clean CJS that loads and zips under 3 MB', async (name) => {
-    // Act
-    const b = await bundleFunction(name);
+  it.each(['commit', 'compact', 'discover', 'expire', 'ingest', 'read'])(
+    '%s bundles to clean CJS that loads and zips under 3 MB',
+    async (name) => {
+      // Act
+      const b = await bundleFunction(name);
 
-    // Assess
-    expect(b.warnings).toEqual([]);
-    expect(b.code).toMatch(/module\.exports/);
-    expect(b.zippedBytes).toBeLessThan(MAX_ZIPPED_BYTES);
-    expect(loadBundle(b)).toBe('function');
-  });
+      // Assess
+      expect(b.warnings).toEqual([]);
+      expect(b.code).toMatch(/module\.exports/);
+      expect(b.zippedBytes).toBeLessThan(MAX_ZIPPED_BYTES);
+      expect(loadBundle(b)).toBe('function');
+    },
+  );
 
   it('keep class names through minification, so an error logged by a handler names its class', async () => {
     // Act: the read handler's WARN/ERROR lines print `${e.name}: ${e.message}`, and VarveError's
@@ -33,7 +36,8 @@ describe('the Lambda bundles', () => {
     const b = await bundleFunction('read');
 
     // Assess: minified without keepNames, these read as two-letter names (`La`, `k_`).
-    for (const name of ['SinkTimeoutError', 'SplitGapError', 'ConsumerLeaseLostError']) expect(b.code).toContain(`"${name}"`);
+    for (const name of ['SinkTimeoutError', 'SplitGapError', 'ConsumerLeaseLostError'])
+      expect(b.code).toContain(`"${name}"`);
   });
 });
 

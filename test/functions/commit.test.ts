@@ -37,7 +37,9 @@ async function concurrentWriters(d: Deployment, writers: number, round = 0): Pro
     Array.from({ length: writers }, async (_, w) => {
       const records = [0, 1, 2].map((i) => ({ id: w * 10 + i, status: `w${w}`, amount: i }));
       const id = `writer-${w}-round-${round}`;
-      const event = sqsEventOf(d.ingestUrl, [{ MessageId: id, ReceiptHandle: id, Body: JSON.stringify(records), Attributes: {} }]);
+      const event = sqsEventOf(d.ingestUrl, [
+        { MessageId: id, ReceiptHandle: id, Body: JSON.stringify(records), Attributes: {} },
+      ]);
       expect(((await ingest(event)) as SQSBatchResponse).batchItemFailures).toEqual([]);
     }),
   );
@@ -106,12 +108,25 @@ describe.skipIf(!awsAvailable())('the commit function on moto', () => {
     await sqs.send(
       new ChangeMessageVisibilityBatchCommand({
         QueueUrl: d.commitUrl,
-        Entries: firstMessages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })),
+        Entries: firstMessages.map((m, i) => ({
+          Id: String(i),
+          ReceiptHandle: m.ReceiptHandle!,
+          VisibilityTimeout: 0,
+        })),
       }),
     );
     // A fourth writer's batch arrives behind them.
     const ingest = createIngestHandler(d.env('queue'));
-    await ingest(sqsEventOf(d.ingestUrl, [{ MessageId: 'late', ReceiptHandle: 'r', Body: JSON.stringify({ id: 99, status: 'late', amount: 9 }), Attributes: {} }]));
+    await ingest(
+      sqsEventOf(d.ingestUrl, [
+        {
+          MessageId: 'late',
+          ReceiptHandle: 'r',
+          Body: JSON.stringify({ id: 99, status: 'late', amount: 9 }),
+          Attributes: {},
+        },
+      ]),
+    );
 
     // Act: the redelivery is a different invocation batch (four messages, three received twice)
     const polls = await drain(d.commitUrl, commit);
@@ -159,7 +174,9 @@ describe.skipIf(!awsAvailable())('the commit function on moto', () => {
 
     // Assess
     const jobs = await receive(d.compactUrl, 10);
-    expect(jobs.map((j) => JSON.parse(j.Body!))).toEqual([{ v: 1, table: 'shop.orders', partition: '', bucket: 0, snapshotId: 2 }]);
+    expect(jobs.map((j) => JSON.parse(j.Body!))).toEqual([
+      { v: 1, table: 'shop.orders', partition: '', bucket: 0, snapshotId: 2 },
+    ]);
     expect(jobs[0].Attributes?.MessageGroupId).toBe('shop.orders//0');
     expect(metrics.points.filter((p) => p.name === 'SortedRuns').map((p) => p.value)).toEqual([1, 2]);
   });
@@ -175,7 +192,14 @@ describe.skipIf(!awsAvailable())('the commit function on moto', () => {
 
     // Assess
     expect(await receive(d.compactUrl, 10)).toEqual([]);
-    await sqs.send(new SendMessageCommand({ QueueUrl: d.compactUrl, MessageBody: 'x', MessageGroupId: 'g', MessageDeduplicationId: 'x' }));
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: d.compactUrl,
+        MessageBody: 'x',
+        MessageGroupId: 'g',
+        MessageDeduplicationId: 'x',
+      }),
+    );
     expect(await receive(d.compactUrl, 10)).toHaveLength(1); // the queue itself works
   });
 });

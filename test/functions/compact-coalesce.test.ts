@@ -13,7 +13,17 @@ import { readBucketFiles } from '../../lib/maintenance/compact.js';
 import { compactionSettingsOf } from '../../lib/maintenance/compaction-settings.js';
 import type { Table } from '../../lib/table/table.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, receive, reopen, sqsEventOf, type Deployment } from './harness.js';
+import {
+  captureMetrics,
+  createOrders,
+  deploy,
+  drain,
+  powertoolsEnv,
+  receive,
+  reopen,
+  sqsEventOf,
+  type Deployment,
+} from './harness.js';
 
 // The handlers' EMF metric lines stay off the test output.
 captureMetrics();
@@ -23,7 +33,9 @@ async function commits(d: Deployment, from: number, n: number): Promise<void> {
   const ingest = createIngestHandler(d.env('direct'));
   for (let c = from; c < from + n; c++) {
     const records = [1, 2, 3].map((id) => ({ id, status: `v${c}`, amount: c }));
-    const event = sqsEventOf(d.ingestUrl, [{ MessageId: `m-${c}`, ReceiptHandle: `r-${c}`, Body: JSON.stringify(records), Attributes: {} }]);
+    const event = sqsEventOf(d.ingestUrl, [
+      { MessageId: `m-${c}`, ReceiptHandle: `r-${c}`, Body: JSON.stringify(records), Attributes: {} },
+    ]);
     expect(((await ingest(event)) as SQSBatchResponse).batchItemFailures).toEqual([]);
   }
 }
@@ -38,7 +50,9 @@ describe.skipIf(!awsAvailable())('compaction jobs coalesced per bucket (moto)', 
 
   // Sized by work: each commit is a direct-mode ingest on moto (a few seconds on a loaded machine);
   // 8 commits past a trigger of 3 show the coalescing as well as 20 did.
-  it('queues one job for 8 commits to a busy bucket, which compacts them all; the next commit after it started queues the next', { timeout: 180_000 }, async () => {
+  it('queues one job for 8 commits to a busy bucket, which compacts them all; the next commit after it started queues the next', {
+    timeout: 180_000,
+  }, async () => {
     // Prepare: compaction due from 3 sorted runs on, one bucket
     const d = await deploy();
     await createOrders(d, { bucket: '1', 'num-sorted-run.compaction-trigger': '3' });
@@ -62,7 +76,12 @@ describe.skipIf(!awsAvailable())('compaction jobs coalesced per bucket (moto)', 
     const after = await reopen(d);
     expect((await after.snapshots.latest())!.commitKind).toBe('COMPACT');
     expect(await sortedRuns(after)).toBeLessThan(3);
-    expect((await after.read()).toArray().map((r) => `${String(r.id)}:${String(r.status)}`).sort()).toEqual(['1:v13', '2:v13', '3:v13']);
+    expect(
+      (await after.read())
+        .toArray()
+        .map((r) => `${String(r.id)}:${String(r.status)}`)
+        .sort(),
+    ).toEqual(['1:v13', '2:v13', '3:v13']);
   });
 
   it('sends a job again once the marker is stale (its job was lost), and none while it is fresh', async () => {

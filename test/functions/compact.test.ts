@@ -13,7 +13,19 @@ import { sortedRunCount } from '../../lib/maintenance/compact-plan.js';
 import { compactionSettingsOf } from '../../lib/maintenance/compaction-settings.js';
 import type { Table } from '../../lib/table/table.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, receive, reopen, sqs, sqsEventOf, takeEvents, type Deployment } from './harness.js';
+import {
+  captureMetrics,
+  createOrders,
+  deploy,
+  drain,
+  powertoolsEnv,
+  receive,
+  reopen,
+  sqs,
+  sqsEventOf,
+  takeEvents,
+  type Deployment,
+} from './harness.js';
 import { rowTexts } from '../helpers/tables.js';
 
 /** Sorted `id:status` of the table's latest state. */
@@ -24,13 +36,22 @@ async function commits(d: Deployment, n: number): Promise<void> {
   const ingest = createIngestHandler(d.env('direct'));
   for (let c = 0; c < n; c++) {
     const records = [1, 2, 3].map((id) => ({ id, status: `v${c}`, amount: c }));
-    const event = sqsEventOf(d.ingestUrl, [{ MessageId: `m-${c}`, ReceiptHandle: `r-${c}`, Body: JSON.stringify(records), Attributes: {} }]);
+    const event = sqsEventOf(d.ingestUrl, [
+      { MessageId: `m-${c}`, ReceiptHandle: `r-${c}`, Body: JSON.stringify(records), Attributes: {} },
+    ]);
     expect(((await ingest(event)) as SQSBatchResponse).batchItemFailures).toEqual([]);
   }
 }
 
 async function sendJob(d: Deployment, body: string, dedup: string): Promise<void> {
-  await sqs.send(new SendMessageCommand({ QueueUrl: d.compactUrl, MessageBody: body, MessageGroupId: 'shop.orders//0', MessageDeduplicationId: dedup }));
+  await sqs.send(
+    new SendMessageCommand({
+      QueueUrl: d.compactUrl,
+      MessageBody: body,
+      MessageGroupId: 'shop.orders//0',
+      MessageDeduplicationId: dedup,
+    }),
+  );
 }
 
 describe.skipIf(!awsAvailable())('the compaction function on moto', () => {
@@ -56,7 +77,9 @@ describe.skipIf(!awsAvailable())('the compaction function on moto', () => {
     expect(latest).toMatchObject({ id: 4, commitKind: 'COMPACT', commitUser: 'compactor' });
     expect(await rowsOf(table)).toEqual(['1:v2', '2:v2', '3:v2']);
     const events = await takeEvents<SnapshotCommittedDetail>(d.commitEventsUrl);
-    expect(events.map((e) => e.detail)).toEqual([{ table: 'shop.orders', snapshotId: 4, commitKind: 'COMPACT', changelog: false }]);
+    expect(events.map((e) => e.detail)).toEqual([
+      { table: 'shop.orders', snapshotId: 4, commitKind: 'COMPACT', changelog: false },
+    ]);
     expect(metrics.points.filter((p) => p.name === 'SortedRuns')).toEqual([
       { name: 'SortedRuns', value: 1, namespace: 'Varve', dimensions: { service: 'varve', table: 'shop.orders' } },
     ]);
@@ -84,16 +107,23 @@ describe.skipIf(!awsAvailable())('the compaction function on moto', () => {
     await commits(d, 3);
     await drainQueue(d);
     const job = JSON.stringify({ v: 1, table: 'shop.orders', partition: '', bucket: 0, snapshotId: 3 });
-    const event = (id: string) => sqsEventOf(d.compactUrl, [{ MessageId: id, ReceiptHandle: id, Body: job, Attributes: { MessageGroupId: 'shop.orders//0' } }]);
+    const event = (id: string) =>
+      sqsEventOf(d.compactUrl, [
+        { MessageId: id, ReceiptHandle: id, Body: job, Attributes: { MessageGroupId: 'shop.orders//0' } },
+      ]);
 
     // Act
-    const [a, b] = await Promise.all([createCompactHandler(d.env('direct'))(event('a')), createCompactHandler(d.env('direct'))(event('b'))]);
+    const [a, b] = await Promise.all([
+      createCompactHandler(d.env('direct'))(event('a')),
+      createCompactHandler(d.env('direct'))(event('b')),
+    ]);
 
     // Assess: a conflict re-plans on what the winner left, so neither fails and nothing is compacted twice
     expect([a.batchItemFailures, b.batchItemFailures]).toEqual([[], []]);
     const table = await reopen(d);
     const kinds = [];
-    for (let id = 1; id <= (await table.snapshots.latestId())!; id++) kinds.push((await table.snapshots.read(id)).commitKind);
+    for (let id = 1; id <= (await table.snapshots.latestId())!; id++)
+      kinds.push((await table.snapshots.read(id)).commitKind);
     expect(kinds.slice(0, 3)).toEqual(['APPEND', 'APPEND', 'APPEND']);
     expect(kinds.slice(3).every((k) => k === 'COMPACT')).toBe(true);
     expect(kinds.length).toBeGreaterThan(3);
@@ -107,7 +137,9 @@ describe.skipIf(!awsAvailable())('the compaction function on moto', () => {
     const ingest = createIngestHandler(d.env('direct'));
     for (let c = 0; c < 2; c++) {
       const records = Array.from({ length: 16 }, (_, i) => ({ id: i + 1, status: `v${c}`, amount: c }));
-      const event = sqsEventOf(d.ingestUrl, [{ MessageId: `m-${c}`, ReceiptHandle: `r-${c}`, Body: JSON.stringify(records), Attributes: {} }]);
+      const event = sqsEventOf(d.ingestUrl, [
+        { MessageId: `m-${c}`, ReceiptHandle: `r-${c}`, Body: JSON.stringify(records), Attributes: {} },
+      ]);
       expect(((await ingest(event)) as SQSBatchResponse).batchItemFailures).toEqual([]);
     }
     const before = await reopen(d);
@@ -142,13 +174,25 @@ describe.skipIf(!awsAvailable())('the compaction function on moto', () => {
     const ingest = createIngestHandler(d.env('direct'));
     for (let c = 0; c < 2; c++) {
       const records = Array.from({ length: 8 }, (_, i) => ({ id: i + 1, status: `v${c}`, amount: c }));
-      const event = sqsEventOf(d.ingestUrl, [{ MessageId: `m-${c}`, ReceiptHandle: `r-${c}`, Body: JSON.stringify(records), Attributes: {} }]);
+      const event = sqsEventOf(d.ingestUrl, [
+        { MessageId: `m-${c}`, ReceiptHandle: `r-${c}`, Body: JSON.stringify(records), Attributes: {} },
+      ]);
       expect(((await ingest(event)) as SQSBatchResponse).batchItemFailures).toEqual([]);
     }
     await drainQueue(d);
-    const job = (bucket: number) => JSON.stringify({ v: 1, table: 'shop.orders', partition: '', bucket, snapshotId: 2 });
-    const record = (id: string, body: string, group: string) => ({ MessageId: id, ReceiptHandle: id, Body: body, Attributes: { MessageGroupId: group } });
-    const event = sqsEventOf(d.compactUrl, [record('bad', 'not a job', 'shop.orders//0'), record('b0', job(0), 'shop.orders//0'), record('b1', job(1), 'shop.orders//1')]);
+    const job = (bucket: number) =>
+      JSON.stringify({ v: 1, table: 'shop.orders', partition: '', bucket, snapshotId: 2 });
+    const record = (id: string, body: string, group: string) => ({
+      MessageId: id,
+      ReceiptHandle: id,
+      Body: body,
+      Attributes: { MessageGroupId: group },
+    });
+    const event = sqsEventOf(d.compactUrl, [
+      record('bad', 'not a job', 'shop.orders//0'),
+      record('b0', job(0), 'shop.orders//0'),
+      record('b1', job(1), 'shop.orders//1'),
+    ]);
 
     // Act
     const response = await createCompactHandler(d.env('direct'))(event);
@@ -157,7 +201,15 @@ describe.skipIf(!awsAvailable())('the compaction function on moto', () => {
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(['bad', 'b0']);
     const table = await reopen(d);
     expect(await table.snapshots.latestId()).toBe(3);
-    const runs = await Promise.all([0, 1].map(async (b) => sortedRunCount(await readBucketFiles(table, (await table.snapshots.latest())!, '', b), compactionSettingsOf(table), table.compareKeys)));
+    const runs = await Promise.all(
+      [0, 1].map(async (b) =>
+        sortedRunCount(
+          await readBucketFiles(table, (await table.snapshots.latest())!, '', b),
+          compactionSettingsOf(table),
+          table.compareKeys,
+        ),
+      ),
+    );
     // The run compacted bucket 0 too (its good job was in the batch): a job is only a hint, and its retry finds nothing due.
     expect(runs).toEqual([1, 1]);
   });

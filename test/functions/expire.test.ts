@@ -13,13 +13,30 @@ import { readConsumer } from '../../lib/snapshot/consumer.js';
 import { createStreamHandler } from '../../functions/shared/stream-handler.js';
 import type { Change } from '../../lib/stream/sinks.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, reopen, scheduledEvent, sqsEventOf, type Deployment } from './harness.js';
+import {
+  captureMetrics,
+  createOrders,
+  deploy,
+  drain,
+  powertoolsEnv,
+  reopen,
+  scheduledEvent,
+  sqsEventOf,
+  type Deployment,
+} from './harness.js';
 
 /** Commits `ids` rounds in direct mode: round r upserts key r. */
 async function commitRounds(d: Deployment, rounds: number[]): Promise<void> {
   const ingest = createIngestHandler(d.env('direct'));
   for (const r of rounds) {
-    const event = sqsEventOf(d.ingestUrl, [{ MessageId: `m-${r}`, ReceiptHandle: `r-${r}`, Body: JSON.stringify({ id: r, status: `s${r}`, amount: r }), Attributes: {} }]);
+    const event = sqsEventOf(d.ingestUrl, [
+      {
+        MessageId: `m-${r}`,
+        ReceiptHandle: `r-${r}`,
+        Body: JSON.stringify({ id: r, status: `s${r}`, amount: r }),
+        Attributes: {},
+      },
+    ]);
     expect(((await ingest(event)) as SQSBatchResponse).batchItemFailures).toEqual([]);
   }
 }
@@ -51,7 +68,10 @@ describe.skipIf(!awsAvailable())('the expiry function on moto', () => {
     // Act 2: the consumer catches up (discovery plans, readers deliver, discovery folds), then expiry
     const seen: Change[] = [];
     await discover(scheduledEvent());
-    await drain(d.splitUrl, createStreamHandler(async (changes) => void seen.push(...changes), env));
+    await drain(
+      d.splitUrl,
+      createStreamHandler(async (changes) => void seen.push(...changes), env),
+    );
     await discover(scheduledEvent());
     const after = await expire(scheduledEvent());
 
@@ -72,7 +92,9 @@ describe.skipIf(!awsAvailable())('the expiry function on moto', () => {
     await createDiscoverHandler(env)(scheduledEvent());
     await commitRounds(d, [2, 3, 4]);
     const orphanKey = 'wh/shop.db/orders/bucket-0/data-orphan.parquet';
-    await new S3Client({ forcePathStyle: true }).send(new PutObjectCommand({ Bucket: d.bucket, Key: orphanKey, Body: 'left by a crashed writer' }));
+    await new S3Client({ forcePathStyle: true }).send(
+      new PutObjectCommand({ Bucket: d.bucket, Key: orphanKey, Body: 'left by a crashed writer' }),
+    );
     await new Promise((r) => setTimeout(r, 20));
 
     // Act: the frequent run (journal only), then the daily safety-net run
@@ -82,7 +104,13 @@ describe.skipIf(!awsAvailable())('the expiry function on moto', () => {
     const scan = await createExpireHandler(env)({ orphanScan: true });
 
     // Assess
-    expect(result).toMatchObject({ expiredConsumers: ['audit'], expiredSnapshots: [1, 2], earliest: 3, orphanMode: 'journal', orphanKeysListed: 0 });
+    expect(result).toMatchObject({
+      expiredConsumers: ['audit'],
+      expiredSnapshots: [1, 2],
+      earliest: 3,
+      orphanMode: 'journal',
+      orphanKeysListed: 0,
+    });
     expect(afterJournal).toBeDefined();
     expect(scan).toMatchObject({ orphanMode: 'scan', orphanScanComplete: true });
     expect(scan.orphansDeleted).toBeGreaterThanOrEqual(1);

@@ -29,7 +29,8 @@ import { put } from '../stream/fixtures.js';
 import { createQueue, queueArn, sqs, uniqueName } from './harness.js';
 
 /** The split queue's maxReceiveCount as deployed (infra/queues.ts). */
-const DEPLOYED_MAX_RECEIVES = (queues as { SPLIT_MAX_RECEIVE_COUNT?: number }).SPLIT_MAX_RECEIVE_COUNT ?? queues.MAX_RECEIVE_COUNT;
+const DEPLOYED_MAX_RECEIVES =
+  (queues as { SPLIT_MAX_RECEIVE_COUNT?: number }).SPLIT_MAX_RECEIVE_COUNT ?? queues.MAX_RECEIVE_COUNT;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -53,7 +54,17 @@ export interface CompositionResult {
   deadLettered: number;
   /** The reader's ERROR lines (a split moved to the dead-letter queue). */
   deadLetterLines: string[];
-  stats: { batches: number; records: number; partialFailures: number; ownFailures: number; behind: number; maxReceive: number; splits: number; buckets: number; reasons: Record<string, number> };
+  stats: {
+    batches: number;
+    records: number;
+    partialFailures: number;
+    ownFailures: number;
+    behind: number;
+    maxReceive: number;
+    splits: number;
+    buckets: number;
+    reasons: Record<string, number>;
+  };
 }
 
 /** A split's failure sequence, the same whatever order the splits are met in. */
@@ -82,9 +93,18 @@ export async function runComposition(o: CompositionOptions): Promise<Composition
   const dlqUrl = await createQueue(`${uniqueName('split-dlq')}.fifo`);
   const url = await createQueue(`${uniqueName('splits')}.fifo`, {
     VisibilityTimeout: '30',
-    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await queueArn(dlqUrl), maxReceiveCount: String(DEPLOYED_MAX_RECEIVES) }),
+    RedrivePolicy: JSON.stringify({
+      deadLetterTargetArn: await queueArn(dlqUrl),
+      maxReceiveCount: String(DEPLOYED_MAX_RECEIVES),
+    }),
   });
-  const env = { VARVE_WAREHOUSE: warehouse, VARVE_TABLE: 'db.t', VARVE_CONSUMER_ID: 'audit', VARVE_SPLIT_VISIBILITY_S: '30', VARVE_SPLIT_DLQ_URL: dlqUrl };
+  const env = {
+    VARVE_WAREHOUSE: warehouse,
+    VARVE_TABLE: 'db.t',
+    VARVE_CONSUMER_ID: 'audit',
+    VARVE_SPLIT_VISIBILITY_S: '30',
+    VARVE_SPLIT_DLQ_URL: dlqUrl,
+  };
 
   // The sink: per bucket, the snapshots it took in order; per key, the versions.
   const bySplit = new Map<string, number>(); // sink calls per split
@@ -118,10 +138,14 @@ export async function runComposition(o: CompositionOptions): Promise<Composition
       withFunction('Reader', () =>
         invocation.run({ lost: false }, async (): Promise<InvokeResult> => {
           const deadline = Date.now() + REMAINING_MS;
-          const context = { awsRequestId: uniqueName('req'), getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()) } as unknown as Context;
+          const context = {
+            awsRequestId: uniqueName('req'),
+            getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+          } as unknown as Context;
           try {
             const value: SQSBatchResponse = await handler(event, context);
-            if (invocation.getStore()!.lost) return { ok: false, kind: 'crash', error: { message: 'the runtime died after its sink calls' } };
+            if (invocation.getStore()!.lost)
+              return { ok: false, kind: 'crash', error: { message: 'the runtime died after its sink calls' } };
             return { ok: true, value };
           } catch (e) {
             return { ok: false, kind: 'error', error: { name: (e as Error).name, message: (e as Error).message } };
@@ -130,7 +154,17 @@ export async function runComposition(o: CompositionOptions): Promise<Composition
       ),
   } as unknown as EmulatedFunction;
   const mapping = new EmulatedMapping(
-    { logicalId: 'SplitMapping', queueUrl: url, queueArn: await queueArn(url), fifo: true, batchSize: 10, windowSeconds: 0, reportBatchItemFailures: true, maxConcurrency: r.int(2, 5), visibilityTimeout: 30 },
+    {
+      logicalId: 'SplitMapping',
+      queueUrl: url,
+      queueArn: await queueArn(url),
+      fifo: true,
+      batchSize: 10,
+      windowSeconds: 0,
+      reportBatchItemFailures: true,
+      maxConcurrency: r.int(2, 5),
+      visibilityTimeout: 30,
+    },
     fn,
     30,
   );
@@ -196,14 +230,27 @@ export async function runComposition(o: CompositionOptions): Promise<Composition
     for (let i = 1; i < got.length; i++) if (got[i] <= got[i - 1]) orderViolations.push(`k=${k}: ${got.join(',')}`);
   }
   for (const [b, snaps] of bucketOrder) {
-    for (let i = 1; i < snaps.length; i++) if (snaps[i] <= snaps[i - 1]) orderViolations.push(`bucket ${b}: snapshots ${snaps.join(',')}`);
+    for (let i = 1; i < snaps.length; i++)
+      if (snaps[i] <= snaps[i - 1]) orderViolations.push(`bucket ${b}: snapshots ${snaps.join(',')}`);
   }
-  const attrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  const attrs = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+  );
   return {
     missing,
     orderViolations,
     deadLettered: Number(attrs.Attributes?.ApproximateNumberOfMessages ?? 0),
     deadLetterLines,
-    stats: { batches: mapping.batches, records: mapping.records, partialFailures: mapping.partialFailures, ownFailures, behind, maxReceive, splits: bySplit.size, buckets, reasons },
+    stats: {
+      batches: mapping.batches,
+      records: mapping.records,
+      partialFailures: mapping.partialFailures,
+      ownFailures,
+      behind,
+      maxReceive,
+      splits: bySplit.size,
+      buckets,
+      reasons,
+    },
   };
 }

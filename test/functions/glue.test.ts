@@ -4,7 +4,13 @@
  * previous_metadata_location); a Glue failure never fails the commit and the next invocation
  * repairs it; Glue never moves back to an older export.
  */
-import { CreateDatabaseCommand, CreateTableCommand, GetTableCommand, GlueClient, UpdateTableCommand } from '@aws-sdk/client-glue';
+import {
+  CreateDatabaseCommand,
+  CreateTableCommand,
+  GetTableCommand,
+  GlueClient,
+  UpdateTableCommand,
+} from '@aws-sdk/client-glue';
 import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { SQSBatchResponse } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +20,17 @@ import { createIngestHandler } from '../../functions/ingest.js';
 import { syncGlueMetadataLocation } from '../../lib/aws/glue.js';
 import { icebergLocation, readCurrentIcebergMetadata } from '../../lib/iceberg/iceberg-metadata.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, reopen, sqsEventOf, uniqueName, type Deployment } from './harness.js';
+import {
+  captureMetrics,
+  createOrders,
+  deploy,
+  drain,
+  powertoolsEnv,
+  reopen,
+  sqsEventOf,
+  uniqueName,
+  type Deployment,
+} from './harness.js';
 
 // The handlers' EMF metric lines stay off the test output.
 captureMetrics();
@@ -35,13 +51,20 @@ async function createGlueTable(database: string, metadataLocation: string): Prom
   await glue.send(
     new CreateTableCommand({
       DatabaseName: database,
-      TableInput: { Name: 'orders', TableType: 'EXTERNAL_TABLE', Parameters: { table_type: 'ICEBERG', metadata_location: metadataLocation }, StorageDescriptor: { Location: metadataLocation.replace(/metadata\/$/, '') } },
+      TableInput: {
+        Name: 'orders',
+        TableType: 'EXTERNAL_TABLE',
+        Parameters: { table_type: 'ICEBERG', metadata_location: metadataLocation },
+        StorageDescriptor: { Location: metadataLocation.replace(/metadata\/$/, '') },
+      },
     }),
   );
 }
 
 async function glueParameters(env: Record<string, string>): Promise<Record<string, string>> {
-  const { Table } = await glue.send(new GetTableCommand({ DatabaseName: env.VARVE_GLUE_DATABASE, Name: env.VARVE_GLUE_TABLE }));
+  const { Table } = await glue.send(
+    new GetTableCommand({ DatabaseName: env.VARVE_GLUE_DATABASE, Name: env.VARVE_GLUE_TABLE }),
+  );
   return Table!.Parameters!;
 }
 
@@ -56,7 +79,9 @@ async function ingestDirect(d: Deployment, env: Record<string, string>, n: numbe
   const ingest = createIngestHandler(env);
   for (let c = from; c < from + n; c++) {
     const records = [1, 2, 3].map((id) => ({ id, status: `v${c}`, amount: c }));
-    const event = sqsEventOf(d.ingestUrl, [{ MessageId: `m-${c}`, ReceiptHandle: `r-${c}`, Body: JSON.stringify(records), Attributes: {} }]);
+    const event = sqsEventOf(d.ingestUrl, [
+      { MessageId: `m-${c}`, ReceiptHandle: `r-${c}`, Body: JSON.stringify(records), Attributes: {} },
+    ]);
     expect(((await ingest(event)) as SQSBatchResponse).batchItemFailures).toEqual([]);
   }
 }
@@ -67,13 +92,26 @@ describe.skipIf(!awsAvailable())('the Glue registration of the Iceberg export on
   it('points metadata_location at the export of each group commit and compaction', async () => {
     // Prepare: an exporting table, its Glue table at the metadata folder (as deployed)
     const d = await deploy();
-    await createOrders(d, { 'metadata.iceberg.storage': 'table-location', bucket: '1', 'num-sorted-run.compaction-trigger': '3' });
+    await createOrders(d, {
+      'metadata.iceberg.storage': 'table-location',
+      bucket: '1',
+      'num-sorted-run.compaction-trigger': '3',
+    });
     const glueEnv = await glueTable(d);
     const folder = `${d.warehouse}/shop.db/orders/metadata/`;
 
     // Act: one group commit (the first commit exports), then two more and a compaction
     const ingestQ = createIngestHandler(d.env('queue'));
-    await ingestQ(sqsEventOf(d.ingestUrl, [{ MessageId: 'q-1', ReceiptHandle: 'r', Body: JSON.stringify({ id: 1, status: 'new', amount: 1 }), Attributes: {} }]));
+    await ingestQ(
+      sqsEventOf(d.ingestUrl, [
+        {
+          MessageId: 'q-1',
+          ReceiptHandle: 'r',
+          Body: JSON.stringify({ id: 1, status: 'new', amount: 1 }),
+          Attributes: {},
+        },
+      ]),
+    );
     const polls = await drain(d.commitUrl, createCommitHandler(d.env('queue', glueEnv)));
     expect(polls.flatMap((p) => p.response.batchItemFailures)).toEqual([]);
     const afterCommit = await glueParameters(glueEnv);
@@ -81,7 +119,11 @@ describe.skipIf(!awsAvailable())('the Glue registration of the Iceberg export on
     await drain(d.compactUrl, createCompactHandler(d.env('direct', glueEnv)), 1);
 
     // Assess
-    expect(afterCommit).toMatchObject({ table_type: 'ICEBERG', metadata_location: `${folder}v1.metadata.json`, previous_metadata_location: folder });
+    expect(afterCommit).toMatchObject({
+      table_type: 'ICEBERG',
+      metadata_location: `${folder}v1.metadata.json`,
+      previous_metadata_location: folder,
+    });
     const latest = (await (await reopen(d)).snapshots.latest())!;
     expect(latest.commitKind).toBe('COMPACT');
     const afterCompact = await glueParameters(glueEnv);
@@ -90,9 +132,14 @@ describe.skipIf(!awsAvailable())('the Glue registration of the Iceberg export on
     const table = await reopen(d);
     const current = (await readCurrentIcebergMetadata(table.store, icebergLocation(table)!))!;
     expect(current.version).toBeGreaterThan(1);
-    expect(afterCompact).toMatchObject({ table_type: 'ICEBERG', metadata_location: `${folder}v${current.version}.metadata.json` });
+    expect(afterCompact).toMatchObject({
+      table_type: 'ICEBERG',
+      metadata_location: `${folder}v${current.version}.metadata.json`,
+    });
     expect(afterCompact.previous_metadata_location).toBe(`${folder}v${current.version - 1}.metadata.json`);
-    const exported = current.metadata.snapshots?.find((s) => s['snapshot-id'] === current.metadata['current-snapshot-id']);
+    const exported = current.metadata.snapshots?.find(
+      (s) => s['snapshot-id'] === current.metadata['current-snapshot-id'],
+    );
     expect(exported?.summary?.['varve.commit-uuid']).toBe(latest.properties?.['varve.commit-uuid']);
     await exists(afterCompact.metadata_location);
   });
@@ -114,7 +161,10 @@ describe.skipIf(!awsAvailable())('the Glue registration of the Iceberg export on
 
     // Assess: the failed update left the commit in place and was redone by the next invocation
     expect(committed).toBe(1);
-    expect(await glueParameters(glueEnv)).toMatchObject({ metadata_location: `${folder}v1.metadata.json`, previous_metadata_location: folder });
+    expect(await glueParameters(glueEnv)).toMatchObject({
+      metadata_location: `${folder}v1.metadata.json`,
+      previous_metadata_location: folder,
+    });
   });
 
   it('creates the Glue table again, at the current export, when it is missing (deleted, or dropped by a stack update)', async () => {
@@ -127,9 +177,18 @@ describe.skipIf(!awsAvailable())('the Glue registration of the Iceberg export on
     await ingestDirect(d, d.env('direct', glueEnv), 1);
 
     // Assess: the table infra/table.ts registers, pointing at the export
-    const { Table } = await glue.send(new GetTableCommand({ DatabaseName: glueEnv.VARVE_GLUE_DATABASE, Name: 'orders' }));
-    expect(Table).toMatchObject({ TableType: 'EXTERNAL_TABLE', Description: 'varve table shop.orders (Iceberg export)', StorageDescriptor: { Location: `${d.warehouse}/shop.db/orders` } });
-    expect(Table!.Parameters).toEqual({ table_type: 'ICEBERG', metadata_location: `${d.warehouse}/shop.db/orders/metadata/v1.metadata.json` });
+    const { Table } = await glue.send(
+      new GetTableCommand({ DatabaseName: glueEnv.VARVE_GLUE_DATABASE, Name: 'orders' }),
+    );
+    expect(Table).toMatchObject({
+      TableType: 'EXTERNAL_TABLE',
+      Description: 'varve table shop.orders (Iceberg export)',
+      StorageDescriptor: { Location: `${d.warehouse}/shop.db/orders` },
+    });
+    expect(Table!.Parameters).toEqual({
+      table_type: 'ICEBERG',
+      metadata_location: `${d.warehouse}/shop.db/orders/metadata/v1.metadata.json`,
+    });
     await exists(Table!.Parameters!.metadata_location);
   });
 
@@ -141,7 +200,16 @@ describe.skipIf(!awsAvailable())('the Glue registration of the Iceberg export on
     const folder = `${d.warehouse}/shop.db/orders/metadata/`;
     await ingestDirect(d, d.env('direct'), 1);
     const newer = `${folder}v9.metadata.json`;
-    await glue.send(new UpdateTableCommand({ DatabaseName: glueEnv.VARVE_GLUE_DATABASE, TableInput: { Name: 'orders', TableType: 'EXTERNAL_TABLE', Parameters: { table_type: 'ICEBERG', metadata_location: newer } } }));
+    await glue.send(
+      new UpdateTableCommand({
+        DatabaseName: glueEnv.VARVE_GLUE_DATABASE,
+        TableInput: {
+          Name: 'orders',
+          TableType: 'EXTERNAL_TABLE',
+          Parameters: { table_type: 'ICEBERG', metadata_location: newer },
+        },
+      }),
+    );
 
     // Act
     const moved = await syncGlueMetadataLocation({ ...d.env('direct'), ...glueEnv }, await reopen(d));

@@ -6,7 +6,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CreateEventBusCommand, EventBridgeClient, PutRuleCommand, PutTargetsCommand } from '@aws-sdk/client-eventbridge';
+import {
+  CreateEventBusCommand,
+  EventBridgeClient,
+  PutRuleCommand,
+  PutTargetsCommand,
+} from '@aws-sdk/client-eventbridge';
 import {
   ChangeMessageVisibilityBatchCommand,
   CreateQueueCommand,
@@ -16,7 +21,13 @@ import {
   SQSClient,
   type Message,
 } from '@aws-sdk/client-sqs';
-import type { EventBridgeEvent, S3ObjectCreatedNotificationEvent, ScheduledEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type {
+  EventBridgeEvent,
+  S3ObjectCreatedNotificationEvent,
+  ScheduledEvent,
+  SQSBatchResponse,
+  SQSEvent,
+} from 'aws-lambda';
 import { queueArnOfUrl, receiveMessages, sqsEventOf as sqsEventFor } from '../../e2e/emulator/sqs-event.js';
 import { openCatalog } from '../../lib/catalog/open-catalog.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
@@ -38,7 +49,11 @@ export async function createQueue(name: string, attrs: Record<string, string> = 
   const r = await sqs.send(
     new CreateQueueCommand({
       QueueName: name,
-      Attributes: { ...(fifo ? { FifoQueue: 'true', ContentBasedDeduplication: 'false' } : {}), VisibilityTimeout: '60', ...attrs },
+      Attributes: {
+        ...(fifo ? { FifoQueue: 'true', ContentBasedDeduplication: 'false' } : {}),
+        VisibilityTimeout: '60',
+        ...attrs,
+      },
     }),
   );
   return r.QueueUrl!;
@@ -91,8 +106,14 @@ export async function deploy(): Promise<Deployment> {
     createQueue(uniqueName('ingest')),
     createQueue(uniqueName('rejects')),
     createQueue(`${uniqueName('commit')}.fifo`),
-    createQueue(`${uniqueName('compact')}.fifo`, { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' }),
-    createQueue(`${uniqueName('splits')}.fifo`, { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' }),
+    createQueue(`${uniqueName('compact')}.fifo`, {
+      DeduplicationScope: 'messageGroup',
+      FifoThroughputLimit: 'perMessageGroupId',
+    }),
+    createQueue(`${uniqueName('splits')}.fifo`, {
+      DeduplicationScope: 'messageGroup',
+      FifoThroughputLimit: 'perMessageGroupId',
+    }),
     createQueue(uniqueName('commit-events')),
   ]);
   await events.send(new CreateEventBusCommand({ Name: busName }));
@@ -131,11 +152,17 @@ export async function deploy(): Promise<Deployment> {
 export async function routeEvents(bus: string, pattern: Record<string, unknown>, url: string): Promise<void> {
   const rule = uniqueName('rule');
   await events.send(new PutRuleCommand({ Name: rule, EventBusName: bus, EventPattern: JSON.stringify(pattern) }));
-  await events.send(new PutTargetsCommand({ Rule: rule, EventBusName: bus, Targets: [{ Id: 'q', Arn: await queueArn(url) }] }));
+  await events.send(
+    new PutTargetsCommand({ Rule: rule, EventBusName: bus, Targets: [{ Id: 'q', Arn: await queueArn(url) }] }),
+  );
 }
 
 /** `shop.orders (id BIGINT, dt STRING, status STRING, amount DOUBLE)`, keyed by id, through the deployment's catalog. */
-export async function createOrders(d: Deployment, options: Record<string, string> = {}, name = 'shop.orders'): Promise<Table> {
+export async function createOrders(
+  d: Deployment,
+  options: Record<string, string> = {},
+  name = 'shop.orders',
+): Promise<Table> {
   return openCatalog(d.warehouse, { VARVE_CATALOG_TABLE: d.catalogTable }).createTable(name, {
     fields: parseSchemaText('id BIGINT, status STRING, amount DOUBLE'),
     primaryKeys: ['id'],
@@ -186,7 +213,12 @@ export interface Poll {
  * succeeded and release what failed at once (ChangeMessageVisibility 0, in order: moto reorders
  * FIFO groups whose visibility merely expires). Returns undefined when the queue had nothing.
  */
-export async function pollOnce(url: string, handler: (e: SQSEvent) => Promise<SQSBatchResponse | void>, max = 10, waitSeconds = 0): Promise<Poll | undefined> {
+export async function pollOnce(
+  url: string,
+  handler: (e: SQSEvent) => Promise<SQSBatchResponse | void>,
+  max = 10,
+  waitSeconds = 0,
+): Promise<Poll | undefined> {
   const messages = await receive(url, max, waitSeconds);
   if (messages.length === 0) return undefined;
   const event = sqsEventOf(url, messages);
@@ -194,17 +226,31 @@ export async function pollOnce(url: string, handler: (e: SQSEvent) => Promise<SQ
   const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
   const done = messages.filter((m) => !failed.has(m.MessageId!));
   const back = messages.filter((m) => failed.has(m.MessageId!));
-  if (done.length) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+  if (done.length)
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: url,
+        Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+      }),
+    );
   if (back.length) {
     await sqs.send(
-      new ChangeMessageVisibilityBatchCommand({ QueueUrl: url, Entries: back.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })) }),
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: url,
+        Entries: back.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })),
+      }),
     );
   }
   return { event, response };
 }
 
 /** Polls until the queue has nothing to deliver (at most `limit` polls); returns every poll. */
-export async function drain(url: string, handler: (e: SQSEvent) => Promise<SQSBatchResponse | void>, max = 10, limit = 50): Promise<Poll[]> {
+export async function drain(
+  url: string,
+  handler: (e: SQSEvent) => Promise<SQSBatchResponse | void>,
+  max = 10,
+  limit = 50,
+): Promise<Poll[]> {
   const polls: Poll[] = [];
   for (let i = 0; i < limit; i++) {
     // An empty short poll does not prove the queue empty (SQS short polling samples a subset of its
@@ -223,7 +269,12 @@ export async function takeAll(url: string): Promise<string[]> {
     const messages = await receive(url, 10);
     if (messages.length === 0) return out;
     out.push(...messages.map((m) => m.Body ?? ''));
-    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: url,
+        Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+      }),
+    );
   }
 }
 
@@ -233,7 +284,12 @@ export async function takeEvents<D>(url: string): Promise<Array<EventBridgeEvent
 }
 
 /** The `Object Created` event S3 puts on EventBridge for a new object. */
-export function objectCreatedEvent(bucket: string, key: string, etag: string, size = 0): S3ObjectCreatedNotificationEvent {
+export function objectCreatedEvent(
+  bucket: string,
+  key: string,
+  etag: string,
+  size = 0,
+): S3ObjectCreatedNotificationEvent {
   return {
     version: '0',
     id: randomUUID(),
@@ -290,12 +346,17 @@ export function captureMetrics(): { points: EmfPoint[]; clear(): void } {
     const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
     if (!text.includes('"_aws"')) return (write as (...a: unknown[]) => boolean)(chunk, ...rest);
     for (const line of text.split('\n').filter(Boolean)) {
-      const emf = JSON.parse(line) as { _aws: { CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][]; Metrics: Array<{ Name: string }> }> } } & Record<string, unknown>;
+      const emf = JSON.parse(line) as {
+        _aws: {
+          CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][]; Metrics: Array<{ Name: string }> }>;
+        };
+      } & Record<string, unknown>;
       for (const cw of emf._aws.CloudWatchMetrics) {
         const dimensions = Object.fromEntries(cw.Dimensions[0].map((d) => [d, String(emf[d])]));
         for (const m of cw.Metrics) {
           const v = emf[m.Name];
-          for (const value of Array.isArray(v) ? v : [v]) points.push({ name: m.Name, value: Number(value), dimensions, namespace: cw.Namespace });
+          for (const value of Array.isArray(v) ? v : [v])
+            points.push({ name: m.Name, value: Number(value), dimensions, namespace: cw.Namespace });
         }
       }
     }

@@ -11,7 +11,16 @@ import { createIngestHandler, type IngestFileResult } from '../../functions/inge
 import { deleteInboxObject } from '../../lib/aws/inbox.js';
 import type { S3Store } from '../../lib/store/s3-store.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { captureMetrics, createOrders, deploy, drain, objectCreatedEvent, powertoolsEnv, reopen, type Deployment } from './harness.js';
+import {
+  captureMetrics,
+  createOrders,
+  deploy,
+  drain,
+  objectCreatedEvent,
+  powertoolsEnv,
+  reopen,
+  type Deployment,
+} from './harness.js';
 
 // The handlers' EMF metric lines stay off the test output.
 captureMetrics();
@@ -34,7 +43,10 @@ async function exists(d: Deployment, key: string): Promise<boolean> {
 }
 
 async function rowsOf(d: Deployment): Promise<string[]> {
-  return (await (await reopen(d)).read()).toArray().map((r) => `${String(r.id)}:${String(r.status)}`).sort();
+  return (await (await reopen(d)).read())
+    .toArray()
+    .map((r) => `${String(r.id)}:${String(r.status)}`)
+    .sort();
 }
 
 describe.skipIf(!awsAvailable())('inbox files deleted after their rows landed (moto)', () => {
@@ -48,8 +60,12 @@ describe.skipIf(!awsAvailable())('inbox files deleted after their rows landed (m
     const queued = await dropFile(d, 'queued.jsonl', '{"id": 2, "status": "q", "amount": 2}\n');
 
     // Act
-    const r1 = (await createIngestHandler(d.env('direct'))(objectCreatedEvent(d.bucket, direct.key, direct.etag))) as IngestFileResult;
-    const r2 = (await createIngestHandler(d.env('queue'))(objectCreatedEvent(d.bucket, queued.key, queued.etag))) as IngestFileResult;
+    const r1 = (await createIngestHandler(d.env('direct'))(
+      objectCreatedEvent(d.bucket, direct.key, direct.etag),
+    )) as IngestFileResult;
+    const r2 = (await createIngestHandler(d.env('queue'))(
+      objectCreatedEvent(d.bucket, queued.key, queued.etag),
+    )) as IngestFileResult;
     const queuedGoneBeforeCommit = !(await exists(d, queued.key));
     await drain(d.commitUrl, createCommitHandler(d.env('queue')));
 

@@ -43,7 +43,11 @@ async function ingestEvent(d: Deployment, bodies: string[]): Promise<SQSEvent> {
 }
 
 /** Puts a file in the table's inbox and returns its etag. */
-async function dropFile(d: Deployment, name: string, body: Uint8Array | string): Promise<{ key: string; etag: string }> {
+async function dropFile(
+  d: Deployment,
+  name: string,
+  body: Uint8Array | string,
+): Promise<{ key: string; etag: string }> {
   const key = `wh/inbox/shop/orders/${name}`;
   const r = await s3.send(new PutObjectCommand({ Bucket: d.bucket, Key: key, Body: body }));
   return { key, etag: r.ETag! };
@@ -67,7 +71,11 @@ describe.skipIf(!awsAvailable())('the ingest function on moto', () => {
     const event = await ingestEvent(d, [
       JSON.stringify({ id: 1, status: 'new', amount: 1.5 }),
       '{"id": 2, "status": "new", ', // not JSON at all
-      JSON.stringify([{ id: 3, status: 'new', amount: 3 }, { id: 4, status: 'new', amount: 'four' }, { status: 'no key' }]),
+      JSON.stringify([
+        { id: 3, status: 'new', amount: 3 },
+        { id: 4, status: 'new', amount: 'four' },
+        { status: 'no key' },
+      ]),
       JSON.stringify({ id: 5, status: 'new', amount: 5, colour: 'red' }),
     ]);
 
@@ -94,7 +102,12 @@ describe.skipIf(!awsAvailable())('the ingest function on moto', () => {
     const d = await deploy();
     await createOrders(d);
     const ingest = createIngestHandler(d.env('direct'));
-    const event = await ingestEvent(d, [JSON.stringify([{ id: 1, status: 'a', amount: 1 }, { id: 2, status: 'b', amount: 2 }])]);
+    const event = await ingestEvent(d, [
+      JSON.stringify([
+        { id: 1, status: 'a', amount: 1 },
+        { id: 2, status: 'b', amount: 2 },
+      ]),
+    ]);
 
     // Act: the same batch twice, as after a timeout that hid the first attempt's success
     await ingest(event);
@@ -107,10 +120,15 @@ describe.skipIf(!awsAvailable())('the ingest function on moto', () => {
     const latest = (await table.snapshots.latest())!;
     expect(latest.totalRecordCount).toBe(2);
     const live = await readLiveFiles(table.store, table.path, latest);
-    expect((await dataFiles(table)).sort()).toEqual(live.map((e) => `${table.path}/bucket-${e.bucket}/${e.file.fileName}`).sort());
+    expect((await dataFiles(table)).sort()).toEqual(
+      live.map((e) => `${table.path}/bucket-${e.bucket}/${e.file.fileName}`).sort(),
+    );
     // CommitLatencyMs once (the retry created nothing), CommitConflicts for both, dimension table.
     expect(metrics.points.filter((p) => p.name === 'CommitLatencyMs')).toHaveLength(1);
-    expect(metrics.points.find((p) => p.name === 'CommitConflicts')).toMatchObject({ value: 0, dimensions: { service: 'varve', table: 'shop.orders' } });
+    expect(metrics.points.find((p) => p.name === 'CommitConflicts')).toMatchObject({
+      value: 0,
+      dimensions: { service: 'varve', table: 'shop.orders' },
+    });
   });
 
   it('sends the prepared batch to the commit queue in queue mode, once for a retried invocation', async () => {
@@ -133,15 +151,24 @@ describe.skipIf(!awsAvailable())('the ingest function on moto', () => {
     expect(m).toMatchObject({ v: 1, table: 'shop.orders', schemaId: 0, batch: { rowCount: 1 } });
     expect(m.batch.newFiles).toHaveLength(1);
     expect(m.batch.newFiles[0].file).not.toHaveProperty('rows');
-    expect(queued[0].Attributes).toMatchObject({ MessageGroupId: 'shop.orders', MessageDeduplicationId: m.commitIdentifier });
+    expect(queued[0].Attributes).toMatchObject({
+      MessageGroupId: 'shop.orders',
+      MessageDeduplicationId: m.commitIdentifier,
+    });
   });
 
   it('reports the messages with rows as batch item failures when landing fails, and not the all-rejected ones', async () => {
     // Prepare: a commit queue that does not exist makes the hand-off fail
     const d = await deploy();
     await createOrders(d);
-    const env = d.env('queue', { VARVE_COMMIT_QUEUE_URL: `${d.commitUrl.replace(/commit-[^/]*$/, 'missing-queue.fifo')}` });
-    const event = await ingestEvent(d, [JSON.stringify({ id: 1, status: 'a', amount: 1 }), JSON.stringify({ nope: true }), JSON.stringify({ id: 2, status: 'b', amount: 2 })]);
+    const env = d.env('queue', {
+      VARVE_COMMIT_QUEUE_URL: `${d.commitUrl.replace(/commit-[^/]*$/, 'missing-queue.fifo')}`,
+    });
+    const event = await ingestEvent(d, [
+      JSON.stringify({ id: 1, status: 'a', amount: 1 }),
+      JSON.stringify({ nope: true }),
+      JSON.stringify({ id: 2, status: 'b', amount: 2 }),
+    ]);
 
     // Act
     const response = (await createIngestHandler(env)(event)) as SQSBatchResponse;
@@ -158,7 +185,11 @@ describe.skipIf(!awsAvailable())('the ingest function on moto', () => {
     const d = await deploy();
     await createOrders(d);
     const ingest = createIngestHandler(d.env('direct'));
-    const jsonl = await dropFile(d, '2024/orders-1.jsonl', '{"id": 1, "status": "j", "amount": 1}\n{"id": "x"}\n{"id": 2, "status": "j", "amount": 2}\n');
+    const jsonl = await dropFile(
+      d,
+      '2024/orders-1.jsonl',
+      '{"id": 1, "status": "j", "amount": 1}\n{"id": "x"}\n{"id": 2, "status": "j", "amount": 2}\n',
+    );
     const csv = await dropFile(d, 'orders 2.csv', 'id,status,amount\n3,c,3.5\n4,c,not-a-number\n5,c,5\n');
     const parquet = await dropFile(
       d,
@@ -180,18 +211,31 @@ describe.skipIf(!awsAvailable())('the ingest function on moto', () => {
 
     // Act: S3 → EventBridge delivers at least once: the CSV event twice, its key URL-encoded once
     const results: IngestFileResult[] = [];
-    for (const e of [event(jsonl), event(csv), event(parquet), objectCreatedEvent(d.bucket, csv.key.replace(' ', '+'), csv.etag)]) {
+    for (const e of [
+      event(jsonl),
+      event(csv),
+      event(parquet),
+      objectCreatedEvent(d.bucket, csv.key.replace(' ', '+'), csv.etag),
+    ]) {
       results.push((await ingest(e)) as IngestFileResult);
     }
 
     // Assess
-    expect(results.map((r) => [r.rows, r.rejected])).toEqual([[2, 1], [2, 1], [2, 0], [0, 0]]);
+    expect(results.map((r) => [r.rows, r.rejected])).toEqual([
+      [2, 1],
+      [2, 1],
+      [2, 0],
+      [0, 0],
+    ]);
     expect(results[3].skipped).toBe('deleted'); // deleted once its rows landed: nothing read into files again
     const table = await reopen(d);
     expect(await table.snapshots.latestId()).toBe(3);
     expect(await rowsOf(table)).toEqual(['1:j', '2:j', '3:c', '5:c', '6:p', '7:p']);
     const rejects = (await takeAll(d.rejectsUrl)).map((b) => JSON.parse(b) as RejectMessage);
-    expect(rejects.map((r) => [r.source, r.line])).toContainEqual([{ bucket: d.bucket, key: jsonl.key, etag: jsonl.etag.replace(/"/g, '') }, 2]);
+    expect(rejects.map((r) => [r.source, r.line])).toContainEqual([
+      { bucket: d.bucket, key: jsonl.key, etag: jsonl.etag.replace(/"/g, '') },
+      2,
+    ]);
     expect(rejects.filter((r) => 'key' in r.source && r.source.key === csv.key).map((r) => r.line)).toEqual([3]);
   });
 
@@ -206,13 +250,20 @@ describe.skipIf(!awsAvailable())('the ingest function on moto', () => {
     const garbage = await dropFile(d, 'broken.parquet', 'not a parquet file');
 
     // Act
-    const outside = (await ingest(objectCreatedEvent(d.bucket, 'wh/inbox/shop/other/a.jsonl', old.etag))) as IngestFileResult;
+    const outside = (await ingest(
+      objectCreatedEvent(d.bucket, 'wh/inbox/shop/other/a.jsonl', old.etag),
+    )) as IngestFileResult;
     const stale = (await ingest(objectCreatedEvent(d.bucket, old.key, old.etag))) as IngestFileResult;
     const unknown = (await ingest(objectCreatedEvent(d.bucket, txt.key, txt.etag))) as IngestFileResult;
     const broken = (await ingest(objectCreatedEvent(d.bucket, garbage.key, garbage.etag))) as IngestFileResult;
 
     // Assess
-    expect([outside.skipped, stale.skipped, unknown.rejected, broken.rejected]).toEqual(['outside-inbox', 'superseded', 1, 1]);
+    expect([outside.skipped, stale.skipped, unknown.rejected, broken.rejected]).toEqual([
+      'outside-inbox',
+      'superseded',
+      1,
+      1,
+    ]);
     expect(await (await reopen(d)).snapshots.latestId()).toBeUndefined();
     const rejects = (await takeAll(d.rejectsUrl)).map((b) => JSON.parse(b) as RejectMessage);
     const reasonOf = (key: string) => rejects.find((r) => 'key' in r.source && r.source.key === key)?.reason;

@@ -55,7 +55,10 @@ async function logLines(fn: () => Promise<unknown>): Promise<Record<string, unkn
   } finally {
     spy.mockRestore();
   }
-  return lines.flatMap((l) => l.split('\n')).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  return lines
+    .flatMap((l) => l.split('\n'))
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 describe('instrumented handlers', () => {
@@ -105,10 +108,16 @@ describe('tracing of SDK clients', () => {
     const { DynamoCatalog } = await import('../../lib/catalog/dynamo-catalog.js');
     const { MemoryStore } = await import('../../lib/store/memory-store.js');
     // Act
-    const clients = [defaultS3Client(), defaultSqsClient(), eventBridgeClient(), new DynamoCatalog(new MemoryStore(), { tableName: 'catalog' }).client];
+    const clients = [
+      defaultS3Client(),
+      defaultSqsClient(),
+      eventBridgeClient(),
+      new DynamoCatalog(new MemoryStore(), { tableName: 'catalog' }).client,
+    ];
     // Assess
     expect(trace().isTracingEnabled()).toBe(true);
-    for (const c of clients) expect(c.middlewareStack.identify().some((m) => m.startsWith('XRaySDKInstrumentation'))).toBe(true);
+    for (const c of clients)
+      expect(c.middlewareStack.identify().some((m) => m.startsWith('XRaySDKInstrumentation'))).toBe(true);
   });
 
   it('leaves clients untouched outside Lambda', async () => {
@@ -116,30 +125,60 @@ describe('tracing of SDK clients', () => {
     delete process.env.AWS_LAMBDA_FUNCTION_NAME;
     await import('../../functions/shared/observability.js');
     const { defaultS3Client } = await import('../../lib/store/s3-store.js');
-    expect(defaultS3Client().middlewareStack.identify().some((m) => m.startsWith('XRaySDKInstrumentation'))).toBe(false);
+    expect(
+      defaultS3Client()
+        .middlewareStack.identify()
+        .some((m) => m.startsWith('XRaySDKInstrumentation')),
+    ).toBe(false);
   });
 });
 
 /** A local warehouse with table shop.orders, its consumer orders-audit started at `earliest`, and `writes` committed. */
-async function ordersWithConsumer(options: Record<string, string>, writes: number): Promise<{ wh: string; table: Table }> {
+async function ordersWithConsumer(
+  options: Record<string, string>,
+  writes: number,
+): Promise<{ wh: string; table: Table }> {
   const wh = mkdtempSync(join(tmpdir(), 'varve-consumer-'));
-  const table = await openCatalog(wh).createTable('shop.orders', { fields: parseSchemaText('k BIGINT'), primaryKeys: ['k'], partitionKeys: [], options: { bucket: '1', 'consumer.expiration-time': '1 h', ...options } });
+  const table = await openCatalog(wh).createTable('shop.orders', {
+    fields: parseSchemaText('k BIGINT'),
+    primaryKeys: ['k'],
+    partitionKeys: [],
+    options: { bucket: '1', 'consumer.expiration-time': '1 h', ...options },
+  });
   await ensureConsumer(table, 'orders-audit', { mode: 'earliest' });
   for (let k = 1; k <= writes; k++) await table.write([{ k: BigInt(k) }]);
   return { wh, table };
 }
 
 /** Runs the discovery function once; its error and every JSON line it logged (Powertools: errors on stderr, metrics as EMF on stdout). */
-async function discoverOnce(wh: string, queueUrl: string): Promise<{ error: unknown; lines: Record<string, unknown>[] }> {
-  const env = { VARVE_WAREHOUSE: wh, VARVE_TABLE: 'shop.orders', VARVE_CONSUMER_ID: 'orders-audit', VARVE_SPLIT_QUEUE_URL: queueUrl };
+async function discoverOnce(
+  wh: string,
+  queueUrl: string,
+): Promise<{ error: unknown; lines: Record<string, unknown>[] }> {
+  const env = {
+    VARVE_WAREHOUSE: wh,
+    VARVE_TABLE: 'shop.orders',
+    VARVE_CONSUMER_ID: 'orders-audit',
+    VARVE_SPLIT_QUEUE_URL: queueUrl,
+  };
   const { createDiscoverHandler } = await import('../../functions/discover.js');
   let error: unknown;
   const errors: string[] = [];
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => errors.push(String(chunk)) > 0);
+  const err = vi
+    .spyOn(process.stderr, 'write')
+    .mockImplementation((chunk: string | Uint8Array) => errors.push(String(chunk)) > 0);
   const lines = await logLines(async () => {
-    error = await createDiscoverHandler(env)({ 'detail-type': 'Scheduled Event' } as never).then(() => undefined, (e: unknown) => e);
+    error = await createDiscoverHandler(env)({ 'detail-type': 'Scheduled Event' } as never).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
   }).finally(() => err.mockRestore());
-  lines.push(...errors.flatMap((l) => l.split('\n')).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>));
+  lines.push(
+    ...errors
+      .flatMap((l) => l.split('\n'))
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>),
+  );
   return { error, lines };
 }
 
@@ -166,8 +205,13 @@ describe('the discovery function meeting an expired consumer id', () => {
     const { error, lines } = await discoverOnce(wh, queue);
     // Assess: never silent. Snapshots 1 and 2 expired before the consumer read them.
     expect(error).toBeUndefined();
-    const skippedLog = lines.find((l) => l.level === 'ERROR' && String(l.message).includes('skipped expired snapshots'));
-    expect(skippedLog, JSON.stringify(lines)).toMatchObject({ consumer: 'orders-audit', skipped: [{ snapshots: '1..2', reason: 'consumer-expired' }] });
+    const skippedLog = lines.find(
+      (l) => l.level === 'ERROR' && String(l.message).includes('skipped expired snapshots'),
+    );
+    expect(skippedLog, JSON.stringify(lines)).toMatchObject({
+      consumer: 'orders-audit',
+      skipped: [{ snapshots: '1..2', reason: 'consumer-expired' }],
+    });
     const emf = lines.find((l) => l.ConsumerSnapshotsSkipped !== undefined);
     expect(emf).toMatchObject({ ConsumerSnapshotsSkipped: 2, table: 'shop.orders', consumer: 'orders-audit' });
   });

@@ -81,7 +81,10 @@ describe.skipIf(!awsAvailable())('the varve functions end to end on moto', () =>
       JSON.stringify(order(4, 'new', 40)),
     ]);
     await flow(d, env, read);
-    await sendBodies(d.ingestUrl, [JSON.stringify([order(2, 'paid', 21), order(3, 'x', 0, '-D')]), JSON.stringify(order(5, 'new', 50))]);
+    await sendBodies(d.ingestUrl, [
+      JSON.stringify([order(2, 'paid', 21), order(3, 'x', 0, '-D')]),
+      JSON.stringify(order(5, 'new', 50)),
+    ]);
     await flow(d, env, read);
     // The schedule's run folds what the readers delivered into the consumer's position.
     await createDiscoverHandler(env)(scheduledEvent());
@@ -109,7 +112,11 @@ describe.skipIf(!awsAvailable())('the varve functions end to end on moto', () =>
     expect(foreign).toEqual({ skipped: 'other-table', runs: [] });
     // Discovery reported the lag it left: none.
     const lag = metrics.points.filter((p) => p.name === 'ConsumerLagSnapshots');
-    expect(lag.at(-1)).toMatchObject({ value: 0, namespace: 'Varve', dimensions: { service: 'varve', table: 'shop.orders', consumer: 'audit' } });
+    expect(lag.at(-1)).toMatchObject({
+      value: 0,
+      namespace: 'Varve',
+      dimensions: { service: 'varve', table: 'shop.orders', consumer: 'audit' },
+    });
   });
 
   it('reports the failed split and every later one of its bucket, then delivers them in order', async () => {

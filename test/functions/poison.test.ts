@@ -14,7 +14,22 @@ import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans.js';
 import { listAll } from '../../lib/store/object-store.js';
 import { listPending } from '../../lib/table/pending-commits.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { captureMetrics, createOrders, createQueue, deploy, drain, powertoolsEnv, queueArn, receive, reopen, sqs, sqsEventOf, takeAll, uniqueName, type Deployment } from './harness.js';
+import {
+  captureMetrics,
+  createOrders,
+  createQueue,
+  deploy,
+  drain,
+  powertoolsEnv,
+  queueArn,
+  receive,
+  reopen,
+  sqs,
+  sqsEventOf,
+  takeAll,
+  uniqueName,
+  type Deployment,
+} from './harness.js';
 
 const DAY = 86_400_000;
 
@@ -22,7 +37,9 @@ const DAY = 86_400_000;
 async function writeBatch(d: Deployment, env: Record<string, string>, writer: number): Promise<void> {
   const records = [0, 1, 2].map((i) => ({ id: writer * 10 + i, status: `w${writer}`, amount: i }));
   const id = `writer-${writer}`;
-  const r = (await createIngestHandler(env)(sqsEventOf(d.ingestUrl, [{ MessageId: id, ReceiptHandle: id, Body: JSON.stringify(records), Attributes: {} }]))) as SQSBatchResponse;
+  const r = (await createIngestHandler(env)(
+    sqsEventOf(d.ingestUrl, [{ MessageId: id, ReceiptHandle: id, Body: JSON.stringify(records), Attributes: {} }]),
+  )) as SQSBatchResponse;
   expect(r.batchItemFailures).toEqual([]);
 }
 
@@ -39,9 +56,18 @@ describe.skipIf(!awsAvailable())('poison messages and queued files on moto', () 
     const d = await deploy();
     await createOrders(d);
     const dlqUrl = await createQueue(`${uniqueName('commit-dlq')}.fifo`);
-    const commitUrl = await createQueue(`${uniqueName('commit')}.fifo`, { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await queueArn(dlqUrl), maxReceiveCount: '2' }) });
+    const commitUrl = await createQueue(`${uniqueName('commit')}.fifo`, {
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await queueArn(dlqUrl), maxReceiveCount: '2' }),
+    });
     const env = d.env('queue', { VARVE_COMMIT_QUEUE_URL: commitUrl });
-    await sqs.send(new SendMessageCommand({ QueueUrl: commitUrl, MessageBody: '{"not": "a commit"}', MessageGroupId: 'shop.orders', MessageDeduplicationId: randomUUID() }));
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: commitUrl,
+        MessageBody: '{"not": "a commit"}',
+        MessageGroupId: 'shop.orders',
+        MessageDeduplicationId: randomUUID(),
+      }),
+    );
     await writeBatch(d, env, 1);
     await writeBatch(d, env, 2);
 
@@ -65,7 +91,8 @@ describe.skipIf(!awsAvailable())('poison messages and queued files on moto', () 
     const env = d.env('queue');
     await writeBatch(d, env, 1);
     const table = await reopen(d);
-    const dataFiles = async () => (await listAll(table.store, `${table.path}/`)).filter((o) => /\/bucket-\d+\/data-/.test(o.key)).length;
+    const dataFiles = async () =>
+      (await listAll(table.store, `${table.path}/`)).filter((o) => /\/bucket-\d+\/data-/.test(o.key)).length;
     const written = await dataFiles();
     expect(written).toBeGreaterThan(0);
 
@@ -112,7 +139,9 @@ describe.skipIf(!awsAvailable())('poison messages and queued files on moto', () 
     const d = await deploy();
     await createOrders(d);
     const dlqUrl = await createQueue(`${uniqueName('commit-dlq')}.fifo`);
-    const commitUrl = await createQueue(`${uniqueName('commit')}.fifo`, { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await queueArn(dlqUrl), maxReceiveCount: '2' }) });
+    const commitUrl = await createQueue(`${uniqueName('commit')}.fifo`, {
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await queueArn(dlqUrl), maxReceiveCount: '2' }),
+    });
     const env = d.env('queue', { VARVE_COMMIT_QUEUE_URL: commitUrl });
     for (const w of [1, 2, 3]) await writeBatch(d, env, w);
     const messages = await receive(commitUrl, 10);
@@ -128,7 +157,10 @@ describe.skipIf(!awsAvailable())('poison messages and queued files on moto', () 
     // Assess: nothing retried (so nothing can reach the DLQ), the good writers' rows read, only
     // the bad batch rejected, naming its message and why
     expect(response.batchItemFailures).toEqual([]);
-    const rows = (await (await reopen(d)).read()).toArray().map((r) => String(r.status)).sort();
+    const rows = (await (await reopen(d)).read())
+      .toArray()
+      .map((r) => String(r.status))
+      .sort();
     expect(rows).toEqual(['w1', 'w1', 'w1', 'w3', 'w3', 'w3']);
     const rejects = (await takeAll(d.rejectsUrl)).map((b) => JSON.parse(b) as RejectMessage);
     expect(rejects).toHaveLength(1);

@@ -12,7 +12,20 @@ import { createCommitHandler } from '../../functions/commit.js';
 import { createIngestHandler } from '../../functions/ingest.js';
 import { runCli } from '../../lib/cli/main.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { captureMetrics, createOrders, createQueue, deploy, drain, objectCreatedEvent, powertoolsEnv, receive, reopen, sqs, sqsEventOf, uniqueName } from './harness.js';
+import {
+  captureMetrics,
+  createOrders,
+  createQueue,
+  deploy,
+  drain,
+  objectCreatedEvent,
+  powertoolsEnv,
+  receive,
+  reopen,
+  sqs,
+  sqsEventOf,
+  uniqueName,
+} from './harness.js';
 
 const s3 = new S3Client({ forcePathStyle: true });
 
@@ -33,29 +46,63 @@ describe.skipIf(!awsAvailable())('varve redrive on moto', () => {
     await createOrders(d);
     const tagged = uniqueName('shop.tagged');
     const dlqUrl = await createQueue(uniqueName('ingest-dlq'));
-    await sqs.send(new TagQueueCommand({ QueueUrl: d.ingestUrl, Tags: { 'varve:table': tagged, 'varve:queue': 'ingest' } }));
-    await sqs.send(new TagQueueCommand({ QueueUrl: dlqUrl, Tags: { 'varve:table': tagged, 'varve:queue': 'ingest', 'varve:dead-letter': 'true' } }));
+    await sqs.send(
+      new TagQueueCommand({ QueueUrl: d.ingestUrl, Tags: { 'varve:table': tagged, 'varve:queue': 'ingest' } }),
+    );
+    await sqs.send(
+      new TagQueueCommand({
+        QueueUrl: dlqUrl,
+        Tags: { 'varve:table': tagged, 'varve:queue': 'ingest', 'varve:dead-letter': 'true' },
+      }),
+    );
     const file = async (name: string, id: number) => {
       const key = `wh/inbox/shop/orders/${name}`;
-      const r = await s3.send(new PutObjectCommand({ Bucket: d.bucket, Key: key, Body: `{"id": ${id}, "status": "${name}", "amount": 1}\n` }));
+      const r = await s3.send(
+        new PutObjectCommand({ Bucket: d.bucket, Key: key, Body: `{"id": ${id}, "status": "${name}", "amount": 1}\n` }),
+      );
       return objectCreatedEvent(d.bucket, key, r.ETag!);
     };
-    const asyncFailure = { version: '1.0', requestContext: { requestId: randomUUID(), functionArn: 'arn:aws:lambda:us-east-1:123456789012:function:ingest:$LATEST', condition: 'RetriesExhausted', approximateInvokeCount: 3 }, requestPayload: await file('async.jsonl', 2), responseContext: { statusCode: 200, functionError: 'Unhandled' }, responsePayload: { errorMessage: 'S3 unavailable' } };
+    const asyncFailure = {
+      version: '1.0',
+      requestContext: {
+        requestId: randomUUID(),
+        functionArn: 'arn:aws:lambda:us-east-1:123456789012:function:ingest:$LATEST',
+        condition: 'RetriesExhausted',
+        approximateInvokeCount: 3,
+      },
+      requestPayload: await file('async.jsonl', 2),
+      responseContext: { statusCode: 200, functionError: 'Unhandled' },
+      responsePayload: { errorMessage: 'S3 unavailable' },
+    };
     const attr = (v: string) => ({ DataType: 'String', StringValue: v });
-    await sqs.send(new SendMessageCommand({ QueueUrl: dlqUrl, MessageBody: JSON.stringify({ id: 1, status: 'queued', amount: 1 }) }));
+    await sqs.send(
+      new SendMessageCommand({ QueueUrl: dlqUrl, MessageBody: JSON.stringify({ id: 1, status: 'queued', amount: 1 }) }),
+    );
     await sqs.send(new SendMessageCommand({ QueueUrl: dlqUrl, MessageBody: JSON.stringify(asyncFailure) }));
     await sqs.send(
       new SendMessageCommand({
         QueueUrl: dlqUrl,
         MessageBody: JSON.stringify(await file('eventbridge.jsonl', 3)),
-        MessageAttributes: { ERROR_CODE: attr('SDK_CLIENT_ERROR'), RULE_ARN: attr('arn:aws:events:us-east-1:123456789012:rule/inbox'), TARGET_ARN: attr('arn:aws:lambda:us-east-1:123456789012:function:ingest') },
+        MessageAttributes: {
+          ERROR_CODE: attr('SDK_CLIENT_ERROR'),
+          RULE_ARN: attr('arn:aws:events:us-east-1:123456789012:rule/inbox'),
+          TARGET_ARN: attr('arn:aws:lambda:us-east-1:123456789012:function:ingest'),
+        },
       }),
     );
-    await sqs.send(new SendMessageCommand({ QueueUrl: dlqUrl, MessageBody: JSON.stringify({ ...asyncFailure, requestPayload: { Records: [] } }) }));
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: dlqUrl,
+        MessageBody: JSON.stringify({ ...asyncFailure, requestPayload: { Records: [] } }),
+      }),
+    );
 
     // Act
     const r = await redriveCli([tagged, '--queue', 'ingest']);
-    const polls = await drain(d.ingestUrl, async (e) => (await createIngestHandler(d.env('direct'))(e)) as SQSBatchResponse);
+    const polls = await drain(
+      d.ingestUrl,
+      async (e) => (await createIngestHandler(d.env('direct'))(e)) as SQSBatchResponse,
+    );
 
     // Assess: three moved and landed, the unknown shape left in the DLQ and named
     expect(r.err).toBe('');
@@ -63,7 +110,10 @@ describe.skipIf(!awsAvailable())('varve redrive on moto', () => {
     expect(r.out).toMatch(/moved 3 message\(s\).*1 message, 1 lambda-async-failure, 1 eventbridge-failure, 1 unknown/);
     expect(r.out).toMatch(/left in the dead-letter queue: .*not an S3 Object Created event/);
     expect(polls.flatMap((p) => p.response.batchItemFailures)).toEqual([]);
-    const rows = (await (await reopen(d)).read()).toArray().map((x) => `${String(x.id)}:${String(x.status)}`).sort();
+    const rows = (await (await reopen(d)).read())
+      .toArray()
+      .map((x) => `${String(x.id)}:${String(x.status)}`)
+      .sort();
     expect(rows).toEqual(['1:queued', '2:async.jsonl', '3:eventbridge.jsonl']);
   });
 
@@ -73,16 +123,46 @@ describe.skipIf(!awsAvailable())('varve redrive on moto', () => {
     await createOrders(d);
     const dlqUrl = await createQueue(`${uniqueName('commit-dlq')}.fifo`);
     const ingest = createIngestHandler(d.env('queue'));
-    await ingest(sqsEventOf(d.ingestUrl, [{ MessageId: 'm1', ReceiptHandle: 'r', Body: JSON.stringify({ id: 7, status: 'dlq', amount: 1 }), Attributes: {} }]));
+    await ingest(
+      sqsEventOf(d.ingestUrl, [
+        {
+          MessageId: 'm1',
+          ReceiptHandle: 'r',
+          Body: JSON.stringify({ id: 7, status: 'dlq', amount: 1 }),
+          Attributes: {},
+        },
+      ]),
+    );
     const [m] = await receive(d.commitUrl, 1);
-    await sqs.send(new SendMessageCommand({ QueueUrl: dlqUrl, MessageBody: m.Body!, MessageGroupId: m.Attributes!.MessageGroupId!, MessageDeduplicationId: m.Attributes!.MessageDeduplicationId! }));
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: dlqUrl,
+        MessageBody: m.Body!,
+        MessageGroupId: m.Attributes!.MessageGroupId!,
+        MessageDeduplicationId: m.Attributes!.MessageDeduplicationId!,
+      }),
+    );
     await sqs.send(new DeleteMessageCommand({ QueueUrl: d.commitUrl, ReceiptHandle: m.ReceiptHandle! }));
 
     // Act: the commit DLQ is redriven by committing its batches in order (lib/stream/redrive-order.ts),
     // so the CLI needs the table's warehouse; whatever it held of the commit queue meanwhile is drained after
     let out = '';
     let err = '';
-    const code = await runCli(['--warehouse', d.warehouse, 'redrive', 'shop.orders', '--queue', 'commit', '--dlq-url', dlqUrl, '--to-url', d.commitUrl], { out: (t) => (out += t), err: (t) => (err += t) });
+    const code = await runCli(
+      [
+        '--warehouse',
+        d.warehouse,
+        'redrive',
+        'shop.orders',
+        '--queue',
+        'commit',
+        '--dlq-url',
+        dlqUrl,
+        '--to-url',
+        d.commitUrl,
+      ],
+      { out: (t) => (out += t), err: (t) => (err += t) },
+    );
     const polls = await drain(d.commitUrl, createCommitHandler(d.env('queue')));
 
     // Assess

@@ -14,7 +14,16 @@ import { createExpireHandler } from '../../functions/expire.js';
 import { createIngestHandler } from '../../functions/ingest.js';
 import { countAwsRequests } from '../../bench/lib/aws-requests.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, scheduledEvent, sendBodies, takeAll } from './harness.js';
+import {
+  captureMetrics,
+  createOrders,
+  deploy,
+  drain,
+  powertoolsEnv,
+  scheduledEvent,
+  sendBodies,
+  takeAll,
+} from './harness.js';
 
 // The handlers' EMF metric lines stay off the test output.
 captureMetrics();
@@ -35,14 +44,19 @@ function total(m: Map<string, number>): number {
 }
 
 function show(name: string, runs: number, m: Map<string, number>): string {
-  const per = [...m].sort().map(([k, v]) => `${k} ${(v / runs).toFixed(1)}`).join(', ');
+  const per = [...m]
+    .sort()
+    .map(([k, v]) => `${k} ${(v / runs).toFixed(1)}`)
+    .join(', ');
   return `${name.padEnd(28)} ${(total(m) / runs).toFixed(1).padStart(6)} per run   (${per})`;
 }
 
 type SqsFn = (e: SQSEvent) => Promise<SQSBatchResponse>;
 
 describe.skipIf(!awsAvailable())('AWS requests per operation (moto)', () => {
-  it('counts the requests of ingest, group commit, discovery, compaction and expiry', { timeout: 240_000 }, async () => {
+  it('counts the requests of ingest, group commit, discovery, compaction and expiry', {
+    timeout: 240_000,
+  }, async () => {
     // Prepare: one table (one bucket) and the consumer's queues, functions in queue commit mode
     powertoolsEnv();
     const d = await deploy();
@@ -63,9 +77,12 @@ describe.skipIf(!awsAvailable())('AWS requests per operation (moto)', () => {
     const ingestCounts = new Map<string, number>();
     const commitCounts = new Map<string, number>();
     const discoverCounts = new Map<string, number>();
-    const add = (into: Map<string, number>, m: Map<string, number>) => m.forEach((v, k) => into.set(k, (into.get(k) ?? 0) + v));
+    const add = (into: Map<string, number>, m: Map<string, number>) =>
+      m.forEach((v, k) => into.set(k, (into.get(k) ?? 0) + v));
     for (let i = 0; i < COMMITS; i++) {
-      await sendBodies(d.ingestUrl, [JSON.stringify(Array.from({ length: 20 }, (_, k) => ({ id: i * 20 + k, status: 'new', amount: k })))]);
+      await sendBodies(d.ingestUrl, [
+        JSON.stringify(Array.from({ length: 20 }, (_, k) => ({ id: i * 20 + k, status: 'new', amount: k }))),
+      ]);
       add(ingestCounts, await measure(() => drain(d.ingestUrl, ingest)));
       add(commitCounts, await measure(() => drain(d.commitUrl, commit)));
       add(discoverCounts, await measure(() => discover(scheduledEvent())));

@@ -25,7 +25,14 @@ describe.skipIf(!awsAvailable())('failed messages on moto', () => {
     // Prepare: a split the handler fails on, received once (the queue's visibility timeout is 60 s)
     const d = await deploy();
     await createOrders(d);
-    await sqs.send(new SendMessageCommand({ QueueUrl: d.splitUrl, MessageBody: '{"not": "a split"}', MessageGroupId: 'shop.orders//0', MessageDeduplicationId: randomUUID() }));
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: d.splitUrl,
+        MessageBody: '{"not": "a split"}',
+        MessageGroupId: 'shop.orders//0',
+        MessageDeduplicationId: randomUUID(),
+      }),
+    );
     const first = await receive(d.splitUrl, 10);
     expect(first).toHaveLength(1);
     const handler = createStreamHandler(async () => {}, d.env('direct'));

@@ -26,22 +26,40 @@ captureMetrics();
 powertoolsEnv();
 
 async function depth(url: string): Promise<number> {
-  const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
-  return Number(a.Attributes!.ApproximateNumberOfMessages) + Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible);
+  const a = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(a.Attributes!.ApproximateNumberOfMessages) + Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible)
+  );
 }
 
 describe('split retry budget', () => {
-  it("moves a split to the DLQ after its own failures (counted across processes), loudly; the splits behind it follow at once; redrive brings them back in order with a new budget", async () => {
+  it('moves a split to the DLQ after its own failures (counted across processes), loudly; the splits behind it follow at once; redrive brings them back in order with a new budget', async () => {
     // Prepare: one bucket, three snapshots; the sink fails on snapshot 1 until healed
     // A folder warehouse: the second reader process (a fresh module instance) sees it too.
     const warehouse = mkdtempSync(path.join(tmpdir(), 'split-budget-'));
-    const table = await new FolderCatalog(openStore(warehouse)).createTable('db.t', { fields: parseSchemaText('k BIGINT, v STRING'), primaryKeys: ['k'], options: { bucket: '1' } });
+    const table = await new FolderCatalog(openStore(warehouse)).createTable('db.t', {
+      fields: parseSchemaText('k BIGINT, v STRING'),
+      primaryKeys: ['k'],
+      options: { bucket: '1' },
+    });
     await ensureConsumer(table, 'audit', { mode: 'earliest' });
     for (const v of ['a', 'b', 'c']) await put(table, [[1, v]]);
     const dlq = await createQueue(`${uniqueName('split-dlq')}.fifo`);
-    const url = await createQueue(`${uniqueName('splits')}.fifo`, { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await queueArn(dlq), maxReceiveCount: '50' }) });
+    const url = await createQueue(`${uniqueName('splits')}.fifo`, {
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await queueArn(dlq), maxReceiveCount: '50' }),
+    });
     await discover(table, new SqsSplitQueue({ queueUrl: url }), 'audit');
-    const env = { VARVE_WAREHOUSE: warehouse, VARVE_TABLE: 'db.t', VARVE_CONSUMER_ID: 'audit', VARVE_SPLIT_DLQ_URL: dlq };
+    const env = {
+      VARVE_WAREHOUSE: warehouse,
+      VARVE_TABLE: 'db.t',
+      VARVE_CONSUMER_ID: 'audit',
+      VARVE_SPLIT_DLQ_URL: dlq,
+    };
     let healed = false;
     const seen: string[] = [];
     const sink = (changes: { snapshot: number; row: Record<string, unknown> }[]) => {
@@ -66,7 +84,11 @@ describe('split retry budget', () => {
     }
     // Assess: the head failed on its own SPLIT_FAILURE_BUDGET times and is in the DLQ, reported loudly
     expect(received.map((r) => r.length)).toEqual(Array(SPLIT_FAILURE_BUDGET).fill(3));
-    expect(errors[0]).toMatch(new RegExp(`snapshot 1, bucket 0\\) MOVED TO THE DEAD-LETTER QUEUE after failing on its own ${SPLIT_FAILURE_BUDGET} times.*sink down for snapshot 1.*varve redrive`));
+    expect(errors[0]).toMatch(
+      new RegExp(
+        `snapshot 1, bucket 0\\) MOVED TO THE DEAD-LETTER QUEUE after failing on its own ${SPLIT_FAILURE_BUDGET} times.*sink down for snapshot 1.*varve redrive`,
+      ),
+    );
     // The followers were received as often as the head, but none of that was their own, and
     // behind the moved head they can only fail on its gap: they follow it to the DLQ at once, in
     // the same batch, naming it.
@@ -74,7 +96,12 @@ describe('split retry budget', () => {
     expect(await depth(url)).toBe(0);
     expect(await depth(dlq)).toBe(3);
     expect(errors).toHaveLength(3);
-    for (const [i, e] of errors.slice(1).entries()) expect(e).toMatch(new RegExp(`snapshot ${i + 2}, bucket 0\\) MOVED TO THE DEAD-LETTER QUEUE behind the dead-lettered split of snapshot 1.*redrive`));
+    for (const [i, e] of errors.slice(1).entries())
+      expect(e).toMatch(
+        new RegExp(
+          `snapshot ${i + 2}, bucket 0\\) MOVED TO THE DEAD-LETTER QUEUE behind the dead-lettered split of snapshot 1.*redrive`,
+        ),
+      );
     const record = await readSplitFailures(table.store, splitFailuresKey(table.path, 'audit', '', 0));
     expect(record).toMatchObject({ snapshot: 1, failures: SPLIT_FAILURE_BUDGET, deadLettered: true });
     expect(record!.lastError).toMatch(/sink down for snapshot 1/);
@@ -83,7 +110,10 @@ describe('split retry budget', () => {
     expect((await redrive(sqs, 'split', dlq, url)).moved).toBe(3);
     await pollOnce(url, handlers[0]);
     expect(await depth(dlq)).toBe(0);
-    expect(await readSplitFailures(table.store, splitFailuresKey(table.path, 'audit', '', 0))).toMatchObject({ snapshot: 1, failures: 1 });
+    expect(await readSplitFailures(table.store, splitFailuresKey(table.path, 'audit', '', 0))).toMatchObject({
+      snapshot: 1,
+      failures: 1,
+    });
     expect(seen).toEqual([]);
     healed = true;
     for (let i = 0; i < 10 && (await depth(url)) > 0; i++) await pollOnce(url, handlers[i % 2]);
@@ -94,13 +124,20 @@ describe('split retry budget', () => {
     expect(errors).toHaveLength(3);
   }, 120_000);
 
-  it("counts a deadline against the split whose own sink call used the time, not against the splits that found no time left after it", async () => {
+  it('counts a deadline against the split whose own sink call used the time, not against the splits that found no time left after it', async () => {
     // Prepare: two buckets, one snapshot: two splits in one batch; the first sink call outlives the deadline
     const warehouse = mkdtempSync(path.join(tmpdir(), 'split-budget-deadline-'));
-    const table = await new FolderCatalog(openStore(warehouse)).createTable('db.t', { fields: parseSchemaText('k BIGINT, v STRING'), primaryKeys: ['k'], options: { bucket: '2' } });
+    const table = await new FolderCatalog(openStore(warehouse)).createTable('db.t', {
+      fields: parseSchemaText('k BIGINT, v STRING'),
+      primaryKeys: ['k'],
+      options: { bucket: '2' },
+    });
     await ensureConsumer(table, 'audit', { mode: 'earliest' });
     const keys = [1, 2, 3, 4, 5, 6, 7, 8];
-    await put(table, keys.map((k) => [k, 'a']));
+    await put(
+      table,
+      keys.map((k) => [k, 'a']),
+    );
     const url = await createQueue(`${uniqueName('splits')}.fifo`);
     await discover(table, new SqsSplitQueue({ queueUrl: url }), 'audit');
     const env = { VARVE_WAREHOUSE: warehouse, VARVE_TABLE: 'db.t', VARVE_CONSUMER_ID: 'audit' };
@@ -110,16 +147,24 @@ describe('split retry budget', () => {
       if (batch.bucket === slowBucket) await new Promise((resolve) => setTimeout(resolve, 1500));
     }, env);
     const warns: { msg: string; fields: Record<string, unknown> }[] = [];
-    vi.spyOn(log(), 'warn').mockImplementation(((msg: unknown, fields: Record<string, unknown>) => void warns.push({ msg: String(msg), fields })) as never);
+    vi.spyOn(log(), 'warn').mockImplementation(
+      ((msg: unknown, fields: Record<string, unknown>) => void warns.push({ msg: String(msg), fields })) as never,
+    );
     // Act: one invocation with 1 s left (its sink deadline 0.8 s from the start)
     const end = Date.now() + 1000;
-    const context = { awsRequestId: uniqueName('req'), getRemainingTimeInMillis: () => Math.max(0, end - Date.now()) } as unknown as Context;
+    const context = {
+      awsRequestId: uniqueName('req'),
+      getRemainingTimeInMillis: () => Math.max(0, end - Date.now()),
+    } as unknown as Context;
     const p = await pollOnce(url, (e) => handler(e, context));
     // Assess: both splits failed; only the slow one counted a failure of its own
     expect(p!.event.Records).toHaveLength(2);
     expect(p!.response.batchItemFailures).toHaveLength(2);
     const other = 1 - slowBucket!;
-    expect(await readSplitFailures(table.store, splitFailuresKey(table.path, 'audit', '', slowBucket!))).toMatchObject({ snapshot: 1, failures: 1 });
+    expect(await readSplitFailures(table.store, splitFailuresKey(table.path, 'audit', '', slowBucket!))).toMatchObject({
+      snapshot: 1,
+      failures: 1,
+    });
     expect(await readSplitFailures(table.store, splitFailuresKey(table.path, 'audit', '', other))).toBeUndefined();
     const lines = warns.filter((w) => w.msg.startsWith('split of snapshot'));
     expect(lines.map((w) => [w.fields.bucket, w.fields.reason, w.fields.ownFailures])).toEqual(
@@ -128,6 +173,8 @@ describe('split retry budget', () => {
         [other, 'deadline', undefined],
       ]),
     );
-    expect(lines.find((w) => w.fields.bucket === other)!.fields.error).toMatch(/no time is left .* earlier sink call\(s\) of this batch used it/);
+    expect(lines.find((w) => w.fields.bucket === other)!.fields.error).toMatch(
+      /no time is left .* earlier sink call\(s\) of this batch used it/,
+    );
   }, 60_000);
 });

@@ -25,13 +25,24 @@ const ROOT = path.join(__dirname, '../..');
 const SPLIT_MAX_RECEIVES = 50;
 
 async function depth(url: string): Promise<number> {
-  const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
-  return Number(a.Attributes!.ApproximateNumberOfMessages) + Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible);
+  const a = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(a.Attributes!.ApproximateNumberOfMessages) + Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible)
+  );
 }
 
 /** One reader invocation in its own process; killed with SIGKILL once its sink call has begun on the hanging snapshot. */
 function invoke(url: string, env: Record<string, string>): Promise<{ out: string; killed: boolean }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/functions/fixtures/split-reader-child.ts'), url], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(ROOT, 'test/functions/fixtures/split-reader-child.ts'), url],
+    { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   let killed = false;
   child.stdout.setEncoding('utf8').on('data', (t: string) => {
@@ -50,7 +61,11 @@ describe('a split whose invocations die', () => {
     // Prepare: one bucket, two snapshots; the reader dies in the sink call of snapshot 1
     const warehouse = mkdtempSync(path.join(tmpdir(), 'split-crash-'));
     try {
-      const table = await new FolderCatalog(openStore(warehouse)).createTable('db.t', { fields: parseSchemaText('k BIGINT, v STRING'), primaryKeys: ['k'], options: { bucket: '1' } });
+      const table = await new FolderCatalog(openStore(warehouse)).createTable('db.t', {
+        fields: parseSchemaText('k BIGINT, v STRING'),
+        primaryKeys: ['k'],
+        options: { bucket: '1' },
+      });
       await ensureConsumer(table, 'audit', { mode: 'earliest' });
       await put(table, [[1, 'a']]);
       await put(table, [[1, 'b']]);
@@ -59,10 +74,19 @@ describe('a split whose invocations die', () => {
       // timeout and more), after its split fence (held to its end, 3 s, and 1 s of clock skew).
       const url = await createQueue(`${uniqueName('splits')}.fifo`, {
         VisibilityTimeout: '5',
-        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await queueArn(dlq), maxReceiveCount: String(SPLIT_MAX_RECEIVES) }),
+        RedrivePolicy: JSON.stringify({
+          deadLetterTargetArn: await queueArn(dlq),
+          maxReceiveCount: String(SPLIT_MAX_RECEIVES),
+        }),
       });
       await discover(table, new SqsSplitQueue({ queueUrl: url }), 'audit');
-      const env = { VARVE_WAREHOUSE: warehouse, VARVE_TABLE: 'db.t', VARVE_CONSUMER_ID: 'audit', VARVE_SPLIT_DLQ_URL: dlq, VARVE_SPLIT_VISIBILITY_S: '5' };
+      const env = {
+        VARVE_WAREHOUSE: warehouse,
+        VARVE_TABLE: 'db.t',
+        VARVE_CONSUMER_ID: 'audit',
+        VARVE_SPLIT_DLQ_URL: dlq,
+        VARVE_SPLIT_VISIBILITY_S: '5',
+      };
 
       // Act: invocations, each a new process, until the queue is empty (sized by work: each death is one invocation)
       let kills = 0;
@@ -80,8 +104,13 @@ describe('a split whose invocations die', () => {
       // it is the last of the budget only the dead-letter line names it.)
       const lines = log.split('\n');
       const deaths = lines.filter((l) => l.includes('an invocation died in the split of snapshot 1')).length;
-      const movedByDeadline = lines.filter((l) => l.includes('(snapshot 1, bucket 0) MOVED TO THE DEAD-LETTER QUEUE') && l.includes('(last: SinkTimeoutError')).length;
-      const ownDeadlines = lines.filter((l) => l.includes('split of snapshot 1 bucket 0 failed') && l.includes('no time is left')).length + movedByDeadline;
+      const movedByDeadline = lines.filter(
+        (l) =>
+          l.includes('(snapshot 1, bucket 0) MOVED TO THE DEAD-LETTER QUEUE') && l.includes('(last: SinkTimeoutError'),
+      ).length;
+      const ownDeadlines =
+        lines.filter((l) => l.includes('split of snapshot 1 bucket 0 failed') && l.includes('no time is left')).length +
+        movedByDeadline;
       expect(await depth(url), log).toBe(0);
       expect(deaths, log).toBeGreaterThanOrEqual(1);
       expect(deaths + ownDeadlines, log).toBe(SPLIT_FAILURE_BUDGET);
@@ -89,9 +118,19 @@ describe('a split whose invocations die', () => {
       expect(await depth(dlq), log).toBe(2);
       const errors = lines.filter((l) => l.includes('MOVED TO THE DEAD-LETTER QUEUE'));
       expect(errors, log).toHaveLength(2);
-      expect(errors[0]).toMatch(new RegExp(`snapshot 1, bucket 0\\) MOVED TO THE DEAD-LETTER QUEUE after failing on its own ${SPLIT_FAILURE_BUDGET} times \\(last: `));
-      expect(errors[1]).toMatch(/snapshot 2, bucket 0\) MOVED TO THE DEAD-LETTER QUEUE behind the dead-lettered split of snapshot 1/);
-      expect(await readSplitFailures(table.store, splitFailuresKey(table.path, 'audit', '', 0))).toMatchObject({ snapshot: 1, failures: SPLIT_FAILURE_BUDGET, deadLettered: true });
+      expect(errors[0]).toMatch(
+        new RegExp(
+          `snapshot 1, bucket 0\\) MOVED TO THE DEAD-LETTER QUEUE after failing on its own ${SPLIT_FAILURE_BUDGET} times \\(last: `,
+        ),
+      );
+      expect(errors[1]).toMatch(
+        /snapshot 2, bucket 0\) MOVED TO THE DEAD-LETTER QUEUE behind the dead-lettered split of snapshot 1/,
+      );
+      expect(await readSplitFailures(table.store, splitFailuresKey(table.path, 'audit', '', 0))).toMatchObject({
+        snapshot: 1,
+        failures: SPLIT_FAILURE_BUDGET,
+        deadLettered: true,
+      });
       expect(log).not.toMatch(/DELIVERED/);
 
       // Act: the cause is fixed; redrive, and invoke until the queue is empty
@@ -100,7 +139,10 @@ describe('a split whose invocations die', () => {
       for (let i = 0; i < 10 && (await depth(url)) > 0; i++) delivered += (await invoke(url, env)).out;
 
       // Assess: both, in order
-      expect(delivered.split('\n').filter((l) => l.startsWith('DELIVERED')), delivered).toEqual(['DELIVERED 1 1=a', 'DELIVERED 2 1=b']);
+      expect(
+        delivered.split('\n').filter((l) => l.startsWith('DELIVERED')),
+        delivered,
+      ).toEqual(['DELIVERED 1 1=a', 'DELIVERED 2 1=b']);
       expect(await depth(dlq)).toBe(0);
     } finally {
       rmSync(warehouse, { recursive: true, force: true });

@@ -15,7 +15,17 @@ import { readBucketProgress } from '../../lib/stream/progress.js';
 import { readSplitFence, splitFenceKey } from '../../lib/stream/split-fence.js';
 import { SqsSplitQueue } from '../../lib/stream/sqs-queue.js';
 import type { Change } from '../../lib/stream/sinks.js';
-import { captureMetrics, createOrders, createQueue, deploy, powertoolsEnv, receive, sqs, sqsEventOf, uniqueName } from './harness.js';
+import {
+  captureMetrics,
+  createOrders,
+  createQueue,
+  deploy,
+  powertoolsEnv,
+  receive,
+  sqs,
+  sqsEventOf,
+  uniqueName,
+} from './harness.js';
 
 // The handlers' EMF metric lines stay off the test output.
 captureMetrics();
@@ -27,7 +37,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A Lambda context whose remaining time counts down from `ms`. */
 function contextFor(ms: number): Context {
   const deadline = Date.now() + ms;
-  return { awsRequestId: uniqueName('req'), getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()) } as unknown as Context;
+  return {
+    awsRequestId: uniqueName('req'),
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+  } as unknown as Context;
 }
 
 type Handler = (e: SQSEvent, c?: Context) => Promise<SQSBatchResponse>;
@@ -43,7 +56,11 @@ async function setup(env: Record<string, string> = {}) {
   const d = await deploy();
   const table = await createOrders(d, { bucket: '1' });
   // The reader's split queue, with a visibility timeout shorter than the slow sink call.
-  const splitUrl = await createQueue(`${uniqueName('splits')}.fifo`, { VisibilityTimeout: '2', DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
+  const splitUrl = await createQueue(`${uniqueName('splits')}.fifo`, {
+    VisibilityTimeout: '2',
+    DeduplicationScope: 'messageGroup',
+    FifoThroughputLimit: 'perMessageGroupId',
+  });
   await ensureConsumer(table, d.consumerId, { mode: 'earliest' });
   for (const status of ['a', 'b', 'c']) await table.write([{ id: 1n, status, amount: 1 }]);
   await discover(table, new SqsSplitQueue({ queueUrl: splitUrl }), d.consumerId);
@@ -72,8 +89,20 @@ async function pollWith(url: string, handler: Handler, ctx: Context): Promise<SQ
   const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
   const done = messages.filter((m) => !failed.has(m.MessageId!));
   const back = messages.filter((m) => failed.has(m.MessageId!));
-  if (done.length) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
-  if (back.length) await sqs.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: url, Entries: back.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })) }));
+  if (done.length)
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: url,
+        Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+      }),
+    );
+  if (back.length)
+    await sqs.send(
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: url,
+        Entries: back.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })),
+      }),
+    );
   return response;
 }
 
@@ -102,7 +131,9 @@ async function race(s: Awaited<ReturnType<typeof setup>>, slowMs: number, ctxMs:
 }
 
 describe('split readers in two containers', () => {
-  it('a redelivery waits for the first delivery still in its sink: no split lands out of order, progress never moves back', { timeout: 180_000 }, async () => {
+  it('a redelivery waits for the first delivery still in its sink: no split lands out of order, progress never moves back', {
+    timeout: 180_000,
+  }, async () => {
     // Prepare: the first sink call takes 5 s, the visibility 2 s; the invocation has 60 s
     const s = await setup();
     // Act
@@ -119,7 +150,9 @@ describe('split readers in two containers', () => {
     expect(fence?.fence.expiresAt).toBe(0); // released
   });
 
-  it('bounds the sink call by the visibility: a first call that outlives it records nothing, and lands before the redelivery', { timeout: 180_000 }, async () => {
+  it('bounds the sink call by the visibility: a first call that outlives it records nothing, and lands before the redelivery', {
+    timeout: 180_000,
+  }, async () => {
     // Prepare: the reader knows the queue's visibility (2 s); its first sink call takes 5 s
     const s = await setup({ VARVE_SPLIT_VISIBILITY_S: '2' });
     // Act

@@ -14,7 +14,14 @@ powertoolsEnv();
 describe('split reader on SQS FIFO batch compositions', () => {
   it('delivers every change in order and dead-letters no split whose own failures stay within the budget', async () => {
     const seed = testSeed('split-fifo-compositions');
-    const r = await runComposition({ seed, snapshots: [8, 10], keys: 16, buckets: [2, 3], failChance: 0.6, limitMs: 100_000 });
+    const r = await runComposition({
+      seed,
+      snapshots: [8, 10],
+      keys: 16,
+      buckets: [2, 3],
+      failChance: 0.6,
+      limitMs: 100_000,
+    });
     console.log(`[split-fifo-compositions] seed=${seed}`, JSON.stringify(r.stats), r.deadLetterLines.join('\n'));
     expect(r.missing, `seed ${seed}`).toEqual([]);
     expect(r.orderViolations, `seed ${seed}`).toEqual([]);

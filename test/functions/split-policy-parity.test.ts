@@ -74,7 +74,8 @@ function scenarioSink(seed: number, spent: string) {
   const fn = (changes: Change[], batch: ChangeBatch) => {
     const id = `${batch.snapshotId}/${batch.bucket}`;
     calls[id] = (calls[id] ?? 0) + 1;
-    if (calls[id] <= failuresOf(seed, batch.snapshotId, batch.bucket, spent)) throw new Error(`sink fault ${calls[id]} on split ${id}`);
+    if (calls[id] <= failuresOf(seed, batch.snapshotId, batch.bucket, spent))
+      throw new Error(`sink fault ${calls[id]} on split ${id}`);
     (delivered[batch.bucket] ??= []).push(batch.snapshotId);
     for (const c of changes) versions.set(String(c.row.k), [...(versions.get(String(c.row.k)) ?? []), Number(c.row.v)]);
   };
@@ -82,13 +83,19 @@ function scenarioSink(seed: number, spent: string) {
     calls,
     delivered,
     deadLettered: deadLettered.sort(),
-    orderViolations: [...versions].filter(([, vs]) => vs.some((v, i) => i > 0 && v <= vs[i - 1])).map(([k, vs]) => `k=${k}: ${vs.join(',')}`),
+    orderViolations: [...versions]
+      .filter(([, vs]) => vs.some((v, i) => i > 0 && v <= vs[i - 1]))
+      .map(([k, vs]) => `k=${k}: ${vs.join(',')}`),
   });
   return { fn, result };
 }
 
 async function tableWith(warehouse: string, writes: Array<Array<[number, string]>>): Promise<Table> {
-  const table = await new FolderCatalog(openStore(warehouse)).createTable('db.t', { fields: parseSchemaText('k BIGINT, v STRING'), primaryKeys: ['k'], options: { bucket: String(BUCKETS) } });
+  const table = await new FolderCatalog(openStore(warehouse)).createTable('db.t', {
+    fields: parseSchemaText('k BIGINT, v STRING'),
+    primaryKeys: ['k'],
+    options: { bucket: String(BUCKETS) },
+  });
   for (const rows of writes) await put(table, rows);
   return table;
 }
@@ -99,12 +106,27 @@ const splitOf = (body: string) => {
 };
 
 /** The scenario through the local runtime: its reader loops over an in-process FIFO queue. */
-async function throughLocalRuntime(seed: number, spent: string, writes: Array<Array<[number, string]>>): Promise<PathResult> {
+async function throughLocalRuntime(
+  seed: number,
+  spent: string,
+  writes: Array<Array<[number, string]>>,
+): Promise<PathResult> {
   const table = await tableWith(`memory://parity-local-${seed}-${uniqueName('w')}`, writes);
   const { fn, result } = scenarioSink(seed, spent);
   const queue = new MemoryQueue({ visibilityMs: 60_000, maxReceiveCount: 10 * SPLIT_FAILURE_BUDGET });
-  const runtime = new LocalRuntime({ discoveryIntervalMs: 0, compactionIntervalMs: 0, expiryIntervalMs: 0, log: () => {} });
-  const consumer = await runtime.addConsumer({ table, consumerId: 'audit', sink: callbackSink(fn), queue, stream: { mode: 'earliest' } });
+  const runtime = new LocalRuntime({
+    discoveryIntervalMs: 0,
+    compactionIntervalMs: 0,
+    expiryIntervalMs: 0,
+    log: () => {},
+  });
+  const consumer = await runtime.addConsumer({
+    table,
+    consumerId: 'audit',
+    sink: callbackSink(fn),
+    queue,
+    stream: { mode: 'earliest' },
+  });
   await runtime.start();
   try {
     // Sized by work: until everything planned was delivered or dead-lettered.
@@ -121,21 +143,45 @@ async function throughLambda(seed: number, spent: string, writes: Array<Array<[n
   const table = await tableWith(warehouse, writes);
   await ensureConsumer(table, 'audit', { mode: 'earliest' });
   const dlq = await createQueue(`${uniqueName('split-dlq')}.fifo`);
-  const url = await createQueue(`${uniqueName('splits')}.fifo`, { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await queueArn(dlq), maxReceiveCount: String(10 * SPLIT_FAILURE_BUDGET) }) });
+  const url = await createQueue(`${uniqueName('splits')}.fifo`, {
+    RedrivePolicy: JSON.stringify({
+      deadLetterTargetArn: await queueArn(dlq),
+      maxReceiveCount: String(10 * SPLIT_FAILURE_BUDGET),
+    }),
+  });
   await discover(table, new SqsSplitQueue({ queueUrl: url }), 'audit');
   const { fn, result } = scenarioSink(seed, spent);
-  const handler = createStreamHandler(fn, { VARVE_WAREHOUSE: warehouse, VARVE_TABLE: 'db.t', VARVE_CONSUMER_ID: 'audit', VARVE_SPLIT_DLQ_URL: dlq });
+  const handler = createStreamHandler(fn, {
+    VARVE_WAREHOUSE: warehouse,
+    VARVE_TABLE: 'db.t',
+    VARVE_CONSUMER_ID: 'audit',
+    VARVE_SPLIT_DLQ_URL: dlq,
+  });
   // Sized by work: every poll delivers, fails or dead-letters a split; the queue is empty when a long poll finds nothing.
   for (let i = 0; i < 500 && ((await pollOnce(url, handler)) ?? (await pollOnce(url, handler, 10, 1))); i++);
-  const attrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
-  expect(Number(attrs.Attributes!.ApproximateNumberOfMessages) + Number(attrs.Attributes!.ApproximateNumberOfMessagesNotVisible)).toBe(0);
+  const attrs = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  expect(
+    Number(attrs.Attributes!.ApproximateNumberOfMessages) +
+      Number(attrs.Attributes!.ApproximateNumberOfMessagesNotVisible),
+  ).toBe(0);
   const dead: string[] = [];
-  for (let got = await receive(dlq, 10); got.length > 0; got = await receive(dlq, 10)) dead.push(...got.map((m) => splitOf(m.Body!)));
+  for (let got = await receive(dlq, 10); got.length > 0; got = await receive(dlq, 10))
+    dead.push(...got.map((m) => splitOf(m.Body!)));
   return result(dead);
 }
 
 /** What the policy says must happen, from the plan alone. */
-function expectedOf(seed: number, spent: string, writes: Array<Array<[number, string]>>, splits: string[]): Omit<PathResult, 'orderViolations'> {
+function expectedOf(
+  seed: number,
+  spent: string,
+  writes: Array<Array<[number, string]>>,
+  splits: string[],
+): Omit<PathResult, 'orderViolations'> {
   const calls: Record<string, number> = {};
   const delivered: Record<number, number[]> = {};
   const deadLettered: string[] = [];
@@ -175,11 +221,19 @@ describe('the split-delivery policy, local runtime and Lambda adapter alike', ()
 
     // Assess: both did what the policy says, so the same as each other
     const expected = expectedOf(seed, spent, writes, splits);
-    console.log(`[split-policy-parity] seed=${seed} splits=${splits.length} spent=${spent} dead=${expected.deadLettered.join(',')} failed calls=${Object.values(expected.calls).reduce((a, b) => a + b, 0) - splits.length}`);
+    console.log(
+      `[split-policy-parity] seed=${seed} splits=${splits.length} spent=${spent} dead=${expected.deadLettered.join(',')} failed calls=${Object.values(expected.calls).reduce((a, b) => a + b, 0) - splits.length}`,
+    );
     expect(local.orderViolations, `seed ${seed}`).toEqual([]);
     expect(lambda.orderViolations, `seed ${seed}`).toEqual([]);
-    expect({ calls: local.calls, delivered: local.delivered, deadLettered: local.deadLettered }, `seed ${seed}`).toEqual(expected);
-    expect({ calls: lambda.calls, delivered: lambda.delivered, deadLettered: lambda.deadLettered }, `seed ${seed}`).toEqual(expected);
+    expect(
+      { calls: local.calls, delivered: local.delivered, deadLettered: local.deadLettered },
+      `seed ${seed}`,
+    ).toEqual(expected);
+    expect(
+      { calls: lambda.calls, delivered: lambda.delivered, deadLettered: lambda.deadLettered },
+      `seed ${seed}`,
+    ).toEqual(expected);
     expect(expected.deadLettered.length, `seed ${seed}`).toBeGreaterThan(0);
   }, 300_000);
 });
@@ -191,9 +245,15 @@ async function allSplits(table: Table): Promise<string[]> {
   await discover(table, queue, 'all');
   while (!(await discover(table, queue, 'all')).caughtUp);
   const out: string[] = [];
-  for (let got = await queue.receive({ maxMessages: 10 }); got.length > 0; got = await queue.receive({ maxMessages: 10 })) {
+  for (
+    let got = await queue.receive({ maxMessages: 10 });
+    got.length > 0;
+    got = await queue.receive({ maxMessages: 10 })
+  ) {
     out.push(...got.map((m) => splitOf(m.body)));
     await queue.ack(got.map((m) => m.receiptHandle));
   }
-  return out.sort((a, b) => Number(a.split('/')[0]) - Number(b.split('/')[0]) || Number(a.split('/')[1]) - Number(b.split('/')[1]));
+  return out.sort(
+    (a, b) => Number(a.split('/')[0]) - Number(b.split('/')[0]) || Number(a.split('/')[1]) - Number(b.split('/')[1]),
+  );
 }

@@ -54,15 +54,23 @@ async function setup(name: string) {
 describe('createStreamHandler', () => {
   afterEach(() => vi.restoreAllMocks());
 
-  it('hands each split\'s changes to the function in order and reports no failure', async () => {
+  it("hands each split's changes to the function in order and reports no failure", async () => {
     // Prepare
     const { table, env } = await setup('ok');
-    await put(table, [[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd']]);
+    await put(table, [
+      [1, 'a'],
+      [2, 'b'],
+      [3, 'c'],
+      [4, 'd'],
+    ]);
     await put(table, [[1, 'A']]);
     const queue = new MemoryQueue();
     await discover(table, queue, 'audit');
     const seen: string[] = [];
-    const handler = createStreamHandler((changes) => void seen.push(...changes.map((c) => `${c.snapshot} ${c.kind} ${c.row.k}=${c.row.v}`)), env);
+    const handler = createStreamHandler(
+      (changes) => void seen.push(...changes.map((c) => `${c.snapshot} ${c.kind} ${c.row.k}=${c.row.v}`)),
+      env,
+    );
     // Act
     const response = await handler(sqsEvent(await queue.receive({ maxMessages: 10 })));
     // Assess
@@ -74,8 +82,14 @@ describe('createStreamHandler', () => {
     // Prepare: two snapshots touching both buckets
     const { table, env } = await setup('partial');
     const keys = [1, 2, 3, 4, 5, 6, 7, 8];
-    await put(table, keys.map((k) => [k, 'a'] as [number, string]));
-    await put(table, keys.map((k) => [k, 'b'] as [number, string]));
+    await put(
+      table,
+      keys.map((k) => [k, 'a'] as [number, string]),
+    );
+    await put(
+      table,
+      keys.map((k) => [k, 'b'] as [number, string]),
+    );
     const queue = new MemoryQueue();
     await discover(table, queue, 'audit');
     const messages = await queue.receive({ maxMessages: 10 });
@@ -93,13 +107,37 @@ describe('createStreamHandler', () => {
     const failed = messages.filter((m) => m.groupId === failing).map((m) => m.messageId);
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(failed);
     // One WARN per failed split saying why: the head its own error, the others behind it.
-    const why = warn.mock.calls.filter((c) => String(c[0]).startsWith('split of snapshot')).map((c) => c[1] as { messageId: string; reason: string; behind?: string; error?: string; bucket?: number; snapshot?: number });
+    const why = warn.mock.calls
+      .filter((c) => String(c[0]).startsWith('split of snapshot'))
+      .map(
+        (c) =>
+          c[1] as {
+            messageId: string;
+            reason: string;
+            behind?: string;
+            error?: string;
+            bucket?: number;
+            snapshot?: number;
+          },
+      );
     expect(why.map((w) => w.messageId)).toEqual(failed);
     expect(failed.length).toBeGreaterThan(1);
-    expect(why[0]).toMatchObject({ reason: 'error', error: 'Error: sink down', bucket: Number(failing.split('/').at(-1)), snapshot: 1 });
-    expect(String(warn.mock.calls.find((c) => (c[1] as { messageId?: string })?.messageId === failed[1])![0])).toContain(`behind failed head ${failed[0]}`);
+    expect(why[0]).toMatchObject({
+      reason: 'error',
+      error: 'Error: sink down',
+      bucket: Number(failing.split('/').at(-1)),
+      snapshot: 1,
+    });
+    expect(
+      String(warn.mock.calls.find((c) => (c[1] as { messageId?: string })?.messageId === failed[1])![0]),
+    ).toContain(`behind failed head ${failed[0]}`);
     for (const w of why.slice(1)) expect(w).toMatchObject({ reason: 'behind', behind: failed[0] });
-    expect(warn.mock.calls.filter((c) => !String(c[0]).startsWith('split of snapshot'))).toEqual([['the failed messages keep the queue visibility timeout (their backoff could not be set)', expect.objectContaining({ messages: failed.length })]]);
+    expect(warn.mock.calls.filter((c) => !String(c[0]).startsWith('split of snapshot'))).toEqual([
+      [
+        'the failed messages keep the queue visibility timeout (their backoff could not be set)',
+        expect.objectContaining({ messages: failed.length }),
+      ],
+    ]);
   });
 
   it('says which environment variables are missing', async () => {

@@ -18,8 +18,17 @@ const BIN = join(ROOT, 'bin/varve.mjs');
 const CHILD_BACKSTOP_MS = 600_000;
 
 /** Runs `varve --warehouse <warehouse> ...args` in a new process and waits for it. */
-export function varveProcess(warehouse: string, args: string[], input?: string): { code: number; out: string; err: string } {
-  const r = spawnSync(process.execPath, [BIN, '--warehouse', warehouse, ...args], { encoding: 'utf8', cwd: ROOT, input, timeout: CHILD_BACKSTOP_MS });
+export function varveProcess(
+  warehouse: string,
+  args: string[],
+  input?: string,
+): { code: number; out: string; err: string } {
+  const r = spawnSync(process.execPath, [BIN, '--warehouse', warehouse, ...args], {
+    encoding: 'utf8',
+    cwd: ROOT,
+    input,
+    timeout: CHILD_BACKSTOP_MS,
+  });
   return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
 }
 
@@ -48,7 +57,11 @@ export function startVarve(warehouse: string, args: string[]): BackgroundVarve {
  * is the backstop: a child's start may take a minute on a loaded machine). With `running`, fails
  * at once when that process has exited before the condition held, with what it printed.
  */
-export async function until(check: () => boolean | Promise<boolean>, what: string, running?: BackgroundVarve): Promise<void> {
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  running?: BackgroundVarve,
+): Promise<void> {
   for (;;) {
     if (await check()) return;
     if (running && running.child.exitCode !== null) {
@@ -63,7 +76,11 @@ export async function until(check: () => boolean | Promise<boolean>, what: strin
  * Runs the CLI in this process against `warehouse`, capturing what it prints (`onErr` sees each
  * stderr text as it comes, e.g. to act once a `tail --follow` says it is following).
  */
-export async function runVarve(warehouse: string, args: string[], opts: { onErr?: (text: string) => void } = {}): Promise<{ code: number; out: string; err: string }> {
+export async function runVarve(
+  warehouse: string,
+  args: string[],
+  opts: { onErr?: (text: string) => void } = {},
+): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
   let err = '';
   const code = await runCli(['--warehouse', warehouse, ...args], {

@@ -14,5 +14,9 @@ export function dataPart(b: Uint8Array): Uint8Array {
  */
 export function footerOf(b: Uint8Array): unknown {
   const md = parquetMetadata(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer);
-  return { ...md, key_value_metadata: [...(md.key_value_metadata ?? [])].sort((x, y) => (x.key < y.key ? -1 : 1)), metadata_length: undefined };
+  return {
+    ...md,
+    key_value_metadata: [...(md.key_value_metadata ?? [])].sort((x, y) => (x.key < y.key ? -1 : 1)),
+    metadata_length: undefined,
+  };
 }

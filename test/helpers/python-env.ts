@@ -41,7 +41,8 @@ function lock(): () => void {
       mkdirSync(LOCK);
       return () => rmSync(LOCK, { recursive: true, force: true });
     } catch {
-      if (Date.now() - statSync(LOCK, { throwIfNoEntry: false })!.mtimeMs > 600_000) rmSync(LOCK, { recursive: true, force: true });
+      if (Date.now() - statSync(LOCK, { throwIfNoEntry: false })!.mtimeMs > 600_000)
+        rmSync(LOCK, { recursive: true, force: true });
       else spawnSync('sleep', ['1']);
     }
   }
@@ -70,7 +71,9 @@ export function pythonWithPyarrow(): { python: string } | { unavailable: string 
     if (reason === undefined && ready(python)) return { python };
     reason ??= `the venv at ${VENV} cannot import ${PACKAGES.join(', ')}`;
     if (process.env.CI === 'true') {
-      throw new Error(`the independent Iceberg reader needs Python with ${PACKAGES.join(' and ')} from the package index: ${reason}`);
+      throw new Error(
+        `the independent Iceberg reader needs Python with ${PACKAGES.join(' and ')} from the package index: ${reason}`,
+      );
     }
     return { unavailable: reason };
   } finally {

@@ -7,7 +7,14 @@
 import { parse as parseCsv } from 'csv-parse/sync';
 import { RecordValidationError } from '../../lib/errors.js';
 import { coerceText, validateRecord } from '../../lib/schema/values.js';
-import { ROW_KIND_NAMES, RowKind, type DataField, type Row, type RowKindByte, type TableSchema } from '../../lib/schema/types.js';
+import {
+  ROW_KIND_NAMES,
+  RowKind,
+  type DataField,
+  type Row,
+  type RowKindByte,
+  type TableSchema,
+} from '../../lib/schema/types.js';
 import type { ParsedRecords } from '../../lib/table/input.js';
 
 const KIND_FIELD = '_kind';
@@ -20,7 +27,12 @@ interface RawRecord {
   error?: string;
 }
 
-export function oracleParse(text: string, format: 'jsonl' | 'csv', schema: TableSchema, opts: { skipInvalid?: boolean; deletes?: boolean } = {}): ParsedRecords {
+export function oracleParse(
+  text: string,
+  format: 'jsonl' | 'csv',
+  schema: TableSchema,
+  opts: { skipInvalid?: boolean; deletes?: boolean } = {},
+): ParsedRecords {
   const keyFields = schema.fields.filter((f) => schema.primaryKeys.includes(f.name));
   const out: ParsedRecords = { rows: [], kinds: [], rejected: [] };
   for (const rec of format === 'csv' ? csvRecords(text) : jsonlRecords(text)) {
@@ -33,11 +45,12 @@ export function oracleParse(text: string, format: 'jsonl' | 'csv', schema: Table
           rec.line,
         );
       }
-      const row = kind === RowKind.DELETE
-        ? deleteRow(schema, keyFields, values, rec.line, rec.text)
-        : rec.text
-          ? validateText(schema, values as Record<string, string>, rec.line)
-          : validateRecord(schema.fields, schema.primaryKeys, values, rec.line);
+      const row =
+        kind === RowKind.DELETE
+          ? deleteRow(schema, keyFields, values, rec.line, rec.text)
+          : rec.text
+            ? validateText(schema, values as Record<string, string>, rec.line)
+            : validateRecord(schema.fields, schema.primaryKeys, values, rec.line);
       out.rows.push(row);
       out.kinds.push(kind);
     } catch (e) {
@@ -57,11 +70,21 @@ function* jsonlRecords(text: string): Generator<RawRecord> {
     try {
       value = JSON.parse(line);
     } catch (e) {
-      yield { line: i + 1, raw: line, values: {}, error: `malformed JSON (${(e as Error).message}); each line must be one JSON object` };
+      yield {
+        line: i + 1,
+        raw: line,
+        values: {},
+        error: `malformed JSON (${(e as Error).message}); each line must be one JSON object`,
+      };
       continue;
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      yield { line: i + 1, raw: line, values: {}, error: 'expected a JSON object per line, e.g. {"id": 1, "name": "a"}' };
+      yield {
+        line: i + 1,
+        raw: line,
+        values: {},
+        error: 'expected a JSON object per line, e.g. {"id": 1, "name": "a"}',
+      };
       continue;
     }
     yield { line: i + 1, raw: line, values: value as Record<string, unknown> };
@@ -69,7 +92,12 @@ function* jsonlRecords(text: string): Generator<RawRecord> {
 }
 
 function* csvRecords(text: string): Generator<RawRecord> {
-  const records = parseCsv(text, { info: true, raw: true, skip_empty_lines: true, relax_column_count: false }) as unknown as { record: string[]; info: { lines: number }; raw?: string }[];
+  const records = parseCsv(text, {
+    info: true,
+    raw: true,
+    skip_empty_lines: true,
+    relax_column_count: false,
+  }) as unknown as { record: string[]; info: { lines: number }; raw?: string }[];
   let header: string[] | undefined;
   for (const { record, info, raw } of records) {
     if (!header) {
@@ -82,15 +110,27 @@ function* csvRecords(text: string): Generator<RawRecord> {
   }
 }
 
-function splitKind(values: Record<string, unknown>, line: number, deletes?: boolean): { kind: RowKindByte; values: Record<string, unknown> } {
+function splitKind(
+  values: Record<string, unknown>,
+  line: number,
+  deletes?: boolean,
+): { kind: RowKindByte; values: Record<string, unknown> } {
   if (!(KIND_FIELD in values)) return { kind: deletes ? RowKind.DELETE : RowKind.INSERT, values };
   const { [KIND_FIELD]: k, ...rest } = values;
   const idx = ROW_KIND_NAMES.indexOf(String(k) as never);
   if (idx < 0) {
-    throw new RecordValidationError(`line ${line}, field "${KIND_FIELD}": ${JSON.stringify(k)} is not a row kind; use one of ${ROW_KIND_NAMES.join(', ')}`, line, KIND_FIELD);
+    throw new RecordValidationError(
+      `line ${line}, field "${KIND_FIELD}": ${JSON.stringify(k)} is not a row kind; use one of ${ROW_KIND_NAMES.join(', ')}`,
+      line,
+      KIND_FIELD,
+    );
   }
   if (deletes && idx !== RowKind.DELETE) {
-    throw new RecordValidationError(`line ${line}: \`delete\` only takes deletes, but the record has ${KIND_FIELD}=${String(k)}`, line, KIND_FIELD);
+    throw new RecordValidationError(
+      `line ${line}: \`delete\` only takes deletes, but the record has ${KIND_FIELD}=${String(k)}`,
+      line,
+      KIND_FIELD,
+    );
   }
   return { kind: idx as RowKindByte, values: rest };
 }
@@ -101,8 +141,10 @@ function validateText(schema: TableSchema, values: Record<string, string>, line:
   for (const f of schema.fields) {
     const text = values[f.name];
     if (text === undefined) {
-      if (schema.primaryKeys.includes(f.name)) throw new RecordValidationError(`line ${line}: primary key column "${f.name}" is missing`, line, f.name);
-      if (!f.type.nullable) throw new RecordValidationError(`line ${line}: column "${f.name}" is NOT NULL but missing`, line, f.name);
+      if (schema.primaryKeys.includes(f.name))
+        throw new RecordValidationError(`line ${line}: primary key column "${f.name}" is missing`, line, f.name);
+      if (!f.type.nullable)
+        throw new RecordValidationError(`line ${line}: column "${f.name}" is NOT NULL but missing`, line, f.name);
       row[f.name] = null;
       continue;
     }
@@ -111,13 +153,25 @@ function validateText(schema: TableSchema, values: Record<string, string>, line:
   return row;
 }
 
-function deleteRow(schema: TableSchema, keyFields: DataField[], values: Record<string, unknown>, line: number, text?: boolean): Row {
+function deleteRow(
+  schema: TableSchema,
+  keyFields: DataField[],
+  values: Record<string, unknown>,
+  line: number,
+  text?: boolean,
+): Row {
   const row: Row = {};
   for (const f of keyFields) {
     if (values[f.name] === undefined || values[f.name] === null) {
-      throw new RecordValidationError(`line ${line}: primary key column "${f.name}" is missing; a delete names the key of the row to delete`, line, f.name);
+      throw new RecordValidationError(
+        `line ${line}: primary key column "${f.name}" is missing; a delete names the key of the row to delete`,
+        line,
+        f.name,
+      );
     }
-    row[f.name] = text ? coerceText(f, String(values[f.name]), line) : validateRecord([f], [f.name], { [f.name]: values[f.name] }, line)[f.name];
+    row[f.name] = text
+      ? coerceText(f, String(values[f.name]), line)
+      : validateRecord([f], [f.name], { [f.name]: values[f.name] }, line)[f.name];
   }
   for (const f of schema.fields) {
     if (f.name in row) continue;
@@ -150,7 +204,11 @@ function placeholder(f: DataField): Row[string] {
 function checkColumns(schema: TableSchema, values: Record<string, unknown>, line: number): void {
   for (const name of Object.keys(values)) {
     if (!schema.fields.some((f) => f.name === name)) {
-      throw new RecordValidationError(`line ${line}: unknown column "${name}"; the table's columns are ${schema.fields.map((f) => f.name).join(', ')}`, line, name);
+      throw new RecordValidationError(
+        `line ${line}: unknown column "${name}"; the table's columns are ${schema.fields.map((f) => f.name).join(', ')}`,
+        line,
+        name,
+      );
     }
   }
 }

@@ -29,7 +29,7 @@ function footer(bytes: Uint8Array) {
 }
 
 describe('data file footers for Iceberg readers', () => {
-  it('carry iceberg.schema with the names of the file, and system field ids outside Iceberg\'s reserved range', async () => {
+  it("carry iceberg.schema with the names of the file, and system field ids outside Iceberg's reserved range", async () => {
     // Prepare: a write, a rename of `name` to `label`, another write
     const store = new MemoryStore();
     const table = await new FolderCatalog(store).createTable('db.t', {
@@ -44,16 +44,32 @@ describe('data file footers for Iceberg readers', () => {
     // Act
     const live = await readLiveFiles(store, renamed.path, (await renamed.snapshots.latest())!, {});
     const footers = await Promise.all(
-      live.sort((a, b) => a.file.schemaId - b.file.schemaId).map(async (e) => footer((await store.get(dataFileKey(renamed.path, e.partition, e.bucket, e.file.fileName))).body)),
+      live
+        .sort((a, b) => a.file.schemaId - b.file.schemaId)
+        .map(async (e) =>
+          footer((await store.get(dataFileKey(renamed.path, e.partition, e.bucket, e.file.fileName))).body),
+        ),
     );
     // Assess
     expect(footers.map((f) => JSON.parse(f.kv[ICEBERG_SCHEMA_KEY] ?? 'null'))).toEqual([
-      { type: 'struct', 'schema-id': 0, fields: [
-        { id: 0, name: 'id', required: true, type: 'int' }, { id: 1, name: 'name', required: false, type: 'string' }, { id: 2, name: 'amount', required: false, type: 'decimal(9, 2)' },
-      ] },
-      { type: 'struct', 'schema-id': 1, fields: [
-        { id: 0, name: 'id', required: true, type: 'int' }, { id: 1, name: 'label', required: false, type: 'string' }, { id: 2, name: 'amount', required: false, type: 'decimal(9, 2)' },
-      ] },
+      {
+        type: 'struct',
+        'schema-id': 0,
+        fields: [
+          { id: 0, name: 'id', required: true, type: 'int' },
+          { id: 1, name: 'name', required: false, type: 'string' },
+          { id: 2, name: 'amount', required: false, type: 'decimal(9, 2)' },
+        ],
+      },
+      {
+        type: 'struct',
+        'schema-id': 1,
+        fields: [
+          { id: 0, name: 'id', required: true, type: 'int' },
+          { id: 1, name: 'label', required: false, type: 'string' },
+          { id: 2, name: 'amount', required: false, type: 'decimal(9, 2)' },
+        ],
+      },
     ]);
     for (const f of footers) {
       expect(f.fieldIds[SEQUENCE_COLUMN]).toBeLessThan(ICEBERG_RESERVED_FROM);
@@ -70,15 +86,48 @@ describe('data file footers for Iceberg readers', () => {
     const oldIds = [2147483646, 2147483645];
     const schema = new arrow.Schema([
       ...fields.map(toArrowField),
-      ...now.fields.slice(-2).map((f, i) => new arrow.Field(f.name, f.type, false, new Map([['varve.field-id', String(oldIds[i])], ['PARQUET:field_id', String(oldIds[i])]]))),
+      ...now.fields.slice(-2).map(
+        (f, i) =>
+          new arrow.Field(
+            f.name,
+            f.type,
+            false,
+            new Map([
+              ['varve.field-id', String(oldIds[i])],
+              ['PARQUET:field_id', String(oldIds[i])],
+            ]),
+          ),
+      ),
     ]);
-    const data = rowsToTable(fields, [{ id: 1, v: 'x' }, { id: 2, v: null }], { sequence: BigInt64Array.from([7n, 8n]), kind: [0, 3] });
-    const bytes = writeDataFile(new arrow.Table(schema, data.batches.map((b) => new arrow.RecordBatch(schema, b.data))), { compression: 'zstd' });
+    const data = rowsToTable(
+      fields,
+      [
+        { id: 1, v: 'x' },
+        { id: 2, v: null },
+      ],
+      { sequence: BigInt64Array.from([7n, 8n]), kind: [0, 3] },
+    );
+    const bytes = writeDataFile(
+      new arrow.Table(
+        schema,
+        data.batches.map((b) => new arrow.RecordBatch(schema, b.data)),
+      ),
+      { compression: 'zstd' },
+    );
     expect(footer(bytes).fieldIds[SEQUENCE_COLUMN]).toBe(2147483646);
     // Act
     const read = evolveTable(await readDataFile(bytes), fields, fields);
     // Assess
-    expect(tableToRows(read, read.schema.fields.map((f, i) => (i < 2 ? fields[i] : { id: 0, name: f.name, type: { root: i === 2 ? 'BIGINT' : 'TINYINT', nullable: false } } as DataField)))).toEqual([
+    expect(
+      tableToRows(
+        read,
+        read.schema.fields.map((f, i) =>
+          i < 2
+            ? fields[i]
+            : ({ id: 0, name: f.name, type: { root: i === 2 ? 'BIGINT' : 'TINYINT', nullable: false } } as DataField),
+        ),
+      ),
+    ).toEqual([
       { id: 1, v: 'x', [SEQUENCE_COLUMN]: 7n, [KIND_COLUMN]: 0 },
       { id: 2, v: null, [SEQUENCE_COLUMN]: 8n, [KIND_COLUMN]: 3 },
     ]);

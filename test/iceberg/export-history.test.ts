@@ -9,7 +9,12 @@ import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { exportIceberg } from '../../lib/iceberg/export.js';
 import { icebergExportDue } from '../../lib/iceberg/export-trigger.js';
 import { listedDataFileKeys, readCurrentEntries } from '../../lib/iceberg/iceberg-manifests.js';
-import { icebergLocation, metadataFileKey, readCurrentIcebergMetadata, storeKeyOf } from '../../lib/iceberg/iceberg-metadata.js';
+import {
+  icebergLocation,
+  metadataFileKey,
+  readCurrentIcebergMetadata,
+  storeKeyOf,
+} from '../../lib/iceberg/iceberg-metadata.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
 import { rollbackTo } from '../../lib/maintenance/rollback.js';
@@ -42,7 +47,7 @@ async function exportedRecords(table: Table): Promise<number> {
 }
 
 describe('the export after a rollback', () => {
-  it('exports the rollback (a forward OVERWRITE) at once with the target\'s files, then the commits after it; the undone snapshots stay in the history', async () => {
+  it("exports the rollback (a forward OVERWRITE) at once with the target's files, then the commits after it; the undone snapshots stay in the history", async () => {
     // Prepare: five exported commits, then a rollback to 2 (snapshot 6) and one new commit (7)
     const store = new MemoryStore();
     const table = await appendTable(store);
@@ -67,7 +72,8 @@ describe('the export after a rollback', () => {
     expect(await exportedRecords(table)).toBe(10);
     // one metadata version per commit, the undone snapshots' versions kept
     expect(version).toBe(7);
-    for (const v of [1, 2, 3, 4, 5, 6, 7]) expect(await store.head(metadataFileKey(icebergLocation(table)!, v)), `v${v}`).toBeDefined();
+    for (const v of [1, 2, 3, 4, 5, 6, 7])
+      expect(await store.head(metadataFileKey(icebergLocation(table)!, v)), `v${v}`).toBeDefined();
     expect(await icebergExportDue(table)).toBeUndefined();
     expect((await exportIceberg(table)).status).toBe('up-to-date');
   });
@@ -77,7 +83,11 @@ describe('the export and expiry', () => {
   it('never lists a snapshot whose files expiry deleted: expiry keeps them until the export trims its history', async () => {
     // Prepare: six exported commits, a compaction that rewrites every file (an Iceberg replace)
     const store = new MemoryStore();
-    const table = await appendTable(store, { 'snapshot.num-retained.min': '1', 'snapshot.num-retained.max': '2', 'snapshot.time-retained': '1 ms' });
+    const table = await appendTable(store, {
+      'snapshot.num-retained.min': '1',
+      'snapshot.num-retained.max': '2',
+      'snapshot.time-retained': '1 ms',
+    });
     for (let i = 0; i < 6; i++) await table.write(rows(3, i * 10));
     const c = await compactTable(table, { full: true });
     expect(c.icebergExportError).toBeUndefined();
@@ -96,13 +106,15 @@ describe('the export and expiry', () => {
     const after = (await current(table)).metadata;
     const earliest = (await table.snapshots.earliestId())!;
     // Assess
-    expect(after.snapshots.map((s) => s['snapshot-id'])).toEqual(after.snapshots.map((s) => s['snapshot-id']).filter((id) => id >= earliest));
+    expect(after.snapshots.map((s) => s['snapshot-id'])).toEqual(
+      after.snapshots.map((s) => s['snapshot-id']).filter((id) => id >= earliest),
+    );
     for (const k of await listedDataFileKeys(store, after)) expect(await store.head(k), k).toBeDefined();
   });
 });
 
 describe('Iceberg operations', () => {
-  it('exports an append table\'s compaction as replace, appends as append', async () => {
+  it("exports an append table's compaction as replace, appends as append", async () => {
     // Prepare
     const store = new MemoryStore();
     const table = await appendTable(store);
@@ -141,7 +153,9 @@ describe('the export of a deletion-vector table', () => {
     const { metadata } = await current(table);
     expect(metadata.snapshots.map((s) => s['snapshot-id'])).toEqual([1, 2, 3]);
     for (const s of metadata.snapshots) {
-      expect(s.summary[COMMIT_UUID_PROPERTY]).toBe((await table.snapshots.tryRead(s['snapshot-id']))!.properties![COMMIT_UUID_PROPERTY]);
+      expect(s.summary[COMMIT_UUID_PROPERTY]).toBe(
+        (await table.snapshots.tryRead(s['snapshot-id']))!.properties![COMMIT_UUID_PROPERTY],
+      );
     }
     expect(metadata['current-snapshot-id']).toBe(3);
   });

@@ -23,7 +23,12 @@ import { rng, testSeed } from '../helpers/random.js';
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-function f(id: number, name: string, root: DataField['type']['root'], extra: Partial<DataField['type']> = {}): DataField {
+function f(
+  id: number,
+  name: string,
+  root: DataField['type']['root'],
+  extra: Partial<DataField['type']> = {},
+): DataField {
   return { id, name, type: { root, nullable: true, ...extra } };
 }
 
@@ -84,7 +89,9 @@ async function varveRows(table: Table, snapshotId: number): Promise<string[]> {
 
 function icebergRows(python: string, table: Table): { snapshot: number; files: number; rows: string[] } {
   const loc = icebergLocation(table)!;
-  const out = JSON.parse(runPython(python, 'test/iceberg/read_iceberg.py', [join((table.store as LocalStore).root, loc.metadataDir)]));
+  const out = JSON.parse(
+    runPython(python, 'test/iceberg/read_iceberg.py', [join((table.store as LocalStore).root, loc.metadataDir)]),
+  );
   return { snapshot: out.snapshot, files: out.files, rows: sortedRows(out.rows) };
 }
 
@@ -93,47 +100,59 @@ describe('Iceberg export read by fastavro + pyarrow', () => {
   const skip = 'unavailable' in env;
   if (skip) console.warn(`SKIPPED the independent Iceberg reader test: ${env.unavailable} (under CI=true this fails)`);
 
-  it.skipIf(skip)('returns the rows of `varve read` at the exported snapshot, after every full compaction', { timeout: 300_000 }, async () => {
-    // Prepare
-    const python = (env as { python: string }).python;
-    const seed = testSeed('iceberg.export-reader');
-    const r = rng(seed);
-    const dir = mkdtempSync(join(tmpdir(), 'varve-iceberg-'));
-    dirs.push(dir);
-    const catalog = new FolderCatalog(new LocalStore(dir));
-    const table = await catalog.createTable('db.all_types', {
-      fields: FIELDS,
-      primaryKeys: ['p', 'pd', 'id'],
-      partitionKeys: ['p', 'pd'],
-      options: { 'metadata.iceberg.storage': 'table-location', bucket: '2', 'num-sorted-run.compaction-trigger': '3' },
-    });
-    const partitions: Array<[string, number]> = [['eu', 0], ['us/west', -1], ['ünï=x', 19000]];
-    let checks = 0;
-    // Act + Assess
-    for (let round = 0; round < 8; round++) {
-      const rows: Row[] = [];
-      const kinds: number[] = [];
-      for (let i = 0; i < 30; i++) {
-        const [p, pd] = r.pick(partitions);
-        const row: Row = { p, pd, id: r.int(0, 40) };
-        const del = r.chance(0.2);
-        for (const fl of FIELDS.slice(3)) row[fl.name] = del ? null : randomValue(r, fl);
-        rows.push(row);
-        kinds.push(del ? 3 : r.pick([0, 2]));
+  it.skipIf(skip)(
+    'returns the rows of `varve read` at the exported snapshot, after every full compaction',
+    { timeout: 300_000 },
+    async () => {
+      // Prepare
+      const python = (env as { python: string }).python;
+      const seed = testSeed('iceberg.export-reader');
+      const r = rng(seed);
+      const dir = mkdtempSync(join(tmpdir(), 'varve-iceberg-'));
+      dirs.push(dir);
+      const catalog = new FolderCatalog(new LocalStore(dir));
+      const table = await catalog.createTable('db.all_types', {
+        fields: FIELDS,
+        primaryKeys: ['p', 'pd', 'id'],
+        partitionKeys: ['p', 'pd'],
+        options: {
+          'metadata.iceberg.storage': 'table-location',
+          bucket: '2',
+          'num-sorted-run.compaction-trigger': '3',
+        },
+      });
+      const partitions: Array<[string, number]> = [
+        ['eu', 0],
+        ['us/west', -1],
+        ['ünï=x', 19000],
+      ];
+      let checks = 0;
+      // Act + Assess
+      for (let round = 0; round < 8; round++) {
+        const rows: Row[] = [];
+        const kinds: number[] = [];
+        for (let i = 0; i < 30; i++) {
+          const [p, pd] = r.pick(partitions);
+          const row: Row = { p, pd, id: r.int(0, 40) };
+          const del = r.chance(0.2);
+          for (const fl of FIELDS.slice(3)) row[fl.name] = del ? null : randomValue(r, fl);
+          rows.push(row);
+          kinds.push(del ? 3 : r.pick([0, 2]));
+        }
+        const w = await table.write(rows, { kinds });
+        expect(w.compactionError).toBeUndefined();
+        if (round % 3 === 2 || round === 7) {
+          const c = await compactTable(table, { full: true });
+          expect(c.icebergExportError).toBeUndefined();
+          const latest = (await table.snapshots.latest())!;
+          const ice = icebergRows(python, table);
+          expect(ice.snapshot).toBe(latest.id);
+          expect(ice.rows).toEqual(await varveRows(table, latest.id));
+          expect(ice.rows.length).toBeGreaterThan(0);
+          checks++;
+        }
       }
-      const w = await table.write(rows, { kinds });
-      expect(w.compactionError).toBeUndefined();
-      if (round % 3 === 2 || round === 7) {
-        const c = await compactTable(table, { full: true });
-        expect(c.icebergExportError).toBeUndefined();
-        const latest = (await table.snapshots.latest())!;
-        const ice = icebergRows(python, table);
-        expect(ice.snapshot).toBe(latest.id);
-        expect(ice.rows).toEqual(await varveRows(table, latest.id));
-        expect(ice.rows.length).toBeGreaterThan(0);
-        checks++;
-      }
-    }
-    expect(checks).toBe(3);
-  });
+      expect(checks).toBe(3);
+    },
+  );
 });

@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { IcebergExportError } from '../../lib/errors.js';
 import { decodeAvroFile } from '../../lib/iceberg/avro-file.js';
 import { exportIceberg } from '../../lib/iceberg/export.js';
-import { icebergLocation, readCurrentIcebergMetadata, storeKeyOf, versionHintKey } from '../../lib/iceberg/iceberg-metadata.js';
+import {
+  icebergLocation,
+  readCurrentIcebergMetadata,
+  storeKeyOf,
+  versionHintKey,
+} from '../../lib/iceberg/iceberg-metadata.js';
 import { currentDataFileKeys } from '../../lib/iceberg/iceberg-manifests.js';
 import { decimalBytes, nameMappingOf, partitionValuesOf, twosComplement } from '../../lib/iceberg/iceberg-schema.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
@@ -41,7 +46,9 @@ describe('exportIceberg', () => {
     await table.write(await rows(4));
     await compactTable(table, { full: true });
     // Assess
-    expect((await listAll(store, '')).filter((o) => o.key.includes('/metadata/') || o.key.startsWith('iceberg/'))).toEqual([]);
+    expect(
+      (await listAll(store, '')).filter((o) => o.key.includes('/metadata/') || o.key.startsWith('iceberg/')),
+    ).toEqual([]);
     expect((await exportIceberg(table)).status).toBe('disabled');
   });
 
@@ -69,9 +76,13 @@ describe('exportIceberg', () => {
     await compactTable(table, { full: true });
     const m = (await current(table))!;
     const snap = m.snapshots.find((s) => s['snapshot-id'] === m['current-snapshot-id'])!;
-    const list = await decodeAvroFile((await table.store.get(storeKeyOf(table.store, snap['manifest-list'])!)).body, 'list');
+    const list = await decodeAvroFile(
+      (await table.store.get(storeKeyOf(table.store, snap['manifest-list'])!)).body,
+      'list',
+    );
     const manifest = await decodeAvroFile(
-      (await table.store.get(storeKeyOf(table.store, (list.records[0] as { manifest_path: string }).manifest_path)!)).body,
+      (await table.store.get(storeKeyOf(table.store, (list.records[0] as { manifest_path: string }).manifest_path)!))
+        .body,
       'manifest',
     );
     // Assess: the eu file is EXISTING from the earlier export, the us file replaced (ADDED + DELETED)
@@ -80,7 +91,9 @@ describe('exportIceberg', () => {
       .sort();
     expect(statuses).toEqual(['eu:0', 'us:1', 'us:2']);
     expect(manifest.metadata['format-version']).toBe('2');
-    expect(JSON.parse(manifest.metadata['partition-spec'])).toEqual([{ name: 'region', transform: 'identity', 'source-id': 1, 'field-id': 1000 }]);
+    expect(JSON.parse(manifest.metadata['partition-spec'])).toEqual([
+      { name: 'region', transform: 'identity', 'source-id': 1, 'field-id': 1000 },
+    ]);
     expect(snap.summary.operation).toBe('overwrite');
     expect(m.snapshots.map((s) => s['sequence-number'])).toEqual([1, 2, 3]);
   });
@@ -127,7 +140,7 @@ describe('exportIceberg', () => {
     await table.store.delete(versionHintKey(icebergLocation(table)!));
     // Act + Assess
     expect((await current(table))!['current-snapshot-id']).toBe(latest.id);
-    expect((await exportIceberg(table, { snapshot: (await table.snapshots.read(1)) })).status).toBe('newer-exported');
+    expect((await exportIceberg(table, { snapshot: await table.snapshots.read(1) })).status).toBe('newer-exported');
     expect((await exportIceberg(table)).status).toBe('up-to-date');
   });
 
@@ -148,7 +161,11 @@ describe('exportIceberg', () => {
     // Assess
     const after = (await current(table))!;
     const earliest = (await table.snapshots.earliestId())!;
-    expect(after.snapshots.every((s) => s['snapshot-id'] >= earliest || s['snapshot-id'] === after.snapshots[0]['snapshot-id'])).toBe(true);
+    expect(
+      after.snapshots.every(
+        (s) => s['snapshot-id'] >= earliest || s['snapshot-id'] === after.snapshots[0]['snapshot-id'],
+      ),
+    ).toBe(true);
     expect(after.snapshots.length).toBeLessThan(before.snapshots.length + 1);
     const dir = icebergLocation(table)!.metadataDir;
     const files = (await listAll(store, dir)).map((o) => o.key.slice(dir.length));
@@ -158,7 +175,7 @@ describe('exportIceberg', () => {
 });
 
 describe('Iceberg schema mapping', () => {
-  it('encodes decimals in the fewest bytes, two\'s complement', () => {
+  it("encodes decimals in the fewest bytes, two's complement", () => {
     expect([1, 2, 9, 10, 18, 19, 38].map(decimalBytes)).toEqual([1, 1, 4, 5, 8, 9, 16]);
     expect([...twosComplement(-1n, 2)]).toEqual([255, 255]);
     expect([...twosComplement(300n, 3)]).toEqual([0, 1, 44]);
@@ -167,18 +184,45 @@ describe('Iceberg schema mapping', () => {
   it('maps every name a field had, so files written without Parquet field ids are read by name', () => {
     const mapping = nameMappingOf([
       { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'a', required: true, type: 'int' }] },
-      { type: 'struct', 'schema-id': 1, fields: [{ id: 1, name: 'b', required: true, type: 'int' }, { id: 2, name: 'c', required: false, type: 'string' }] },
+      {
+        type: 'struct',
+        'schema-id': 1,
+        fields: [
+          { id: 1, name: 'b', required: true, type: 'int' },
+          { id: 2, name: 'c', required: false, type: 'string' },
+        ],
+      },
     ]);
-    expect(JSON.parse(mapping)).toEqual([{ 'field-id': 1, names: ['a', 'b'] }, { 'field-id': 2, names: ['c'] }]);
+    expect(JSON.parse(mapping)).toEqual([
+      { 'field-id': 1, names: ['a', 'b'] },
+      { 'field-id': 2, names: ['c'] },
+    ]);
   });
 
   it('reads typed partition values back from escaped partition paths', () => {
     const schema = {
-      version: 1 as const, id: 0, highestFieldId: 3, primaryKeys: ['s', 'd', 'n'], partitionKeys: ['s', 'd', 'n'], options: {}, timeMillis: 0,
-      fields: parseSchemaText('s STRING NOT NULL, d DATE NOT NULL, n BIGINT NOT NULL').map((f, i) => ({ ...f, id: i + 1 })),
+      version: 1 as const,
+      id: 0,
+      highestFieldId: 3,
+      primaryKeys: ['s', 'd', 'n'],
+      partitionKeys: ['s', 'd', 'n'],
+      options: {},
+      timeMillis: 0,
+      fields: parseSchemaText('s STRING NOT NULL, d DATE NOT NULL, n BIGINT NOT NULL').map((f, i) => ({
+        ...f,
+        id: i + 1,
+      })),
     };
-    expect(partitionValuesOf(schema, 's=us%2Fwest/d=2024-01-02/n=-9007199254740993', '__DEFAULT_PARTITION__')).toEqual(['us/west', 19724, -9007199254740993n]);
-    expect(partitionValuesOf(schema, 's=__DEFAULT_PARTITION__/d=1970-01-01/n=0', '__DEFAULT_PARTITION__')).toEqual(['', 0, 0n]);
+    expect(partitionValuesOf(schema, 's=us%2Fwest/d=2024-01-02/n=-9007199254740993', '__DEFAULT_PARTITION__')).toEqual([
+      'us/west',
+      19724,
+      -9007199254740993n,
+    ]);
+    expect(partitionValuesOf(schema, 's=__DEFAULT_PARTITION__/d=1970-01-01/n=0', '__DEFAULT_PARTITION__')).toEqual([
+      '',
+      0,
+      0n,
+    ]);
   });
 });
 
@@ -217,7 +261,10 @@ describe('two exporters of one snapshot', () => {
     const store = new MemoryStore();
     const table = await newTable({ 'write-only': 'true' }, store);
     const { Table } = await import('../../lib/table/table.js');
-    const quiet = new Table(store, table.name, table.path, { ...table.schema, options: { ...table.schema.options, 'metadata.iceberg.storage': 'disabled' } });
+    const quiet = new Table(store, table.name, table.path, {
+      ...table.schema,
+      options: { ...table.schema.options, 'metadata.iceberg.storage': 'disabled' },
+    });
     await quiet.write(await rows(4));
     await compactTable(quiet, { full: true });
     // Act
@@ -251,9 +298,15 @@ describe('orphan cleanup of the Iceberg metadata folder', () => {
     // Act
     const r = await removeOrphanFiles(table, { olderThanMs: 0, now: Date.now() + 60_000 });
     // Assess: the failed export's files are gone, the current metadata's are all there
-    expect(r.orphans.filter((o) => o.kind === 'iceberg-manifest').map((o) => o.key).sort()).toEqual(leftover.sort());
+    expect(
+      r.orphans
+        .filter((o) => o.kind === 'iceberg-manifest')
+        .map((o) => o.key)
+        .sort(),
+    ).toEqual(leftover.sort());
     for (const k of leftover) expect(await store.head(k), k).toBeUndefined();
-    for (const s of (await current(table))!.snapshots) expect(await store.head(storeKeyOf(store, s['manifest-list'])!)).toBeDefined();
+    for (const s of (await current(table))!.snapshots)
+      expect(await store.head(storeKeyOf(store, s['manifest-list'])!)).toBeDefined();
     expect(await store.head(`${dir}version-hint.text`)).toBeDefined();
     expect((await exportIceberg(table)).status).toMatch(/exported|up-to-date/);
   });

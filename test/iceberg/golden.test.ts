@@ -35,21 +35,33 @@ describe('Iceberg metadata against the spec', () => {
     const dir = mkdtempSync(join(tmpdir(), 'varve-iceberg-golden-'));
     dirs.push(dir);
     const table = await new FolderCatalog(new LocalStore(dir)).createTable('db.t', {
-      fields: parseSchemaText('k STRING NOT NULL, d DECIMAL(20,4) NOT NULL, ts TIMESTAMP(6) NOT NULL, id INT NOT NULL, v BYTES'),
+      fields: parseSchemaText(
+        'k STRING NOT NULL, d DECIMAL(20,4) NOT NULL, ts TIMESTAMP(6) NOT NULL, id INT NOT NULL, v BYTES',
+      ),
       primaryKeys: ['k', 'd', 'ts', 'id'],
       partitionKeys: ['k', 'd', 'ts'],
       options: { 'metadata.iceberg.storage': 'table-location' },
     });
-    await table.write([{ k: 'a', d: '-1.5000', ts: -5n, id: 1, v: null }, { k: 'b', d: '99.0001', ts: 253402300799999999n, id: 2, v: new Uint8Array([1]) }]);
+    await table.write([
+      { k: 'a', d: '-1.5000', ts: -5n, id: 1, v: null },
+      { k: 'b', d: '99.0001', ts: 253402300799999999n, id: 2, v: new Uint8Array([1]) },
+    ]);
     await compactTable(table, { full: true });
-    expect(runPython(python, 'test/iceberg/validate_iceberg.py', [join(dir, icebergLocation(table)!.metadataDir)])).toMatch(/^ok [1-9]\d* files/);
+    expect(
+      runPython(python, 'test/iceberg/validate_iceberg.py', [join(dir, icebergLocation(table)!.metadataDir)]),
+    ).toMatch(/^ok [1-9]\d* files/);
   });
 
-  it.skipIf(skip)('rejects a manifest list whose field ids are not the spec\'s', async () => {
+  it.skipIf(skip)("rejects a manifest list whose field ids are not the spec's", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'varve-iceberg-bad-'));
     dirs.push(dir);
     const schema = JSON.parse(JSON.stringify(manifestListSchema()).replace('"field-id":504', '"field-id":599'));
-    writeFileSync(join(dir, 'snap-1-1-x.avro'), await encodeAvroFile(schema, [], { 'snapshot-id': '1', 'sequence-number': '1', 'format-version': '2' }));
-    expect(() => runPython(python, 'test/iceberg/validate_iceberg.py', [dir])).toThrow(/required field 504 added_files_count missing/);
+    writeFileSync(
+      join(dir, 'snap-1-1-x.avro'),
+      await encodeAvroFile(schema, [], { 'snapshot-id': '1', 'sequence-number': '1', 'format-version': '2' }),
+    );
+    expect(() => runPython(python, 'test/iceberg/validate_iceberg.py', [dir])).toThrow(
+      /required field 504 added_files_count missing/,
+    );
   });
 });

@@ -28,29 +28,58 @@ describe('icebergStatus', () => {
     const table = await appendTable(store);
     await table.write(rows(3, 0));
     const t0 = Date.now();
-    expect(await icebergStatus(table, t0)).toMatchObject({ up_to_date: true, files_not_visible: 0, files_no_longer_live: 0, view_age_seconds: 0, export_due: false });
+    expect(await icebergStatus(table, t0)).toMatchObject({
+      up_to_date: true,
+      files_not_visible: 0,
+      files_no_longer_live: 0,
+      view_age_seconds: 0,
+      export_due: false,
+    });
     store.injectFault({ op: 'putIfAbsent', keyIncludes: '.metadata.json', times: 100 });
     const w = await table.write(rows(2, 10));
     expect(w.compactionError).toBeDefined();
     // Act
     const afterWrite = await icebergStatus(table, w.snapshot!.timeMillis + 5000);
     // Assess: the second file is not visible, for about 5 s
-    expect(afterWrite).toMatchObject({ exported_snapshot: 1, latest_snapshot: 2, snapshots_behind: 1, up_to_date: false, files_not_visible: 1, rows_not_visible: 2, files_no_longer_live: 0, export_due: true });
+    expect(afterWrite).toMatchObject({
+      exported_snapshot: 1,
+      latest_snapshot: 2,
+      snapshots_behind: 1,
+      up_to_date: false,
+      files_not_visible: 1,
+      rows_not_visible: 2,
+      files_no_longer_live: 0,
+      export_due: true,
+    });
     expect(afterWrite.view_age_seconds).toBeGreaterThanOrEqual(4);
     expect(afterWrite.view_age_seconds).toBeLessThan(60);
     // Act: a compaction rewrites both files; its export fails too
     await compactTable(table, { full: true });
     const afterCompact = await icebergStatus(table);
     // Assess: Iceberg reads a file varve removed and misses the compacted one
-    expect(afterCompact).toMatchObject({ up_to_date: false, files_not_visible: 1, rows_not_visible: 5, files_no_longer_live: 1, export_due: true });
+    expect(afterCompact).toMatchObject({
+      up_to_date: false,
+      files_not_visible: 1,
+      rows_not_visible: 5,
+      files_no_longer_live: 1,
+      export_due: true,
+    });
     // Act: the export catches up
     store.clearFaults();
     expect((await exportIceberg(table)).status).toBe('exported');
     // Assess
-    expect(await icebergStatus(table)).toMatchObject({ up_to_date: true, files_not_visible: 0, rows_not_visible: 0, files_no_longer_live: 0, view_age_seconds: 0, export_due: false, snapshots_behind: 0 });
+    expect(await icebergStatus(table)).toMatchObject({
+      up_to_date: true,
+      files_not_visible: 0,
+      rows_not_visible: 0,
+      files_no_longer_live: 0,
+      view_age_seconds: 0,
+      export_due: false,
+      snapshots_behind: 0,
+    });
   });
 
-  it('is up to date right after a rollback: the rollback is a commit, exported at once with its target\'s files', async () => {
+  it("is up to date right after a rollback: the rollback is a commit, exported at once with its target's files", async () => {
     // Prepare
     const store = new MemoryStore();
     const table = await appendTable(store);
@@ -60,6 +89,13 @@ describe('icebergStatus', () => {
     const s = await icebergStatus(table);
     // Assess: Iceberg reads the rollback snapshot, which holds snapshot 1's files only
     expect(back.snapshot!.id).toBe(4);
-    expect(s).toMatchObject({ exported_snapshot: 4, latest_snapshot: 4, snapshots_behind: 0, up_to_date: true, files_no_longer_live: 0, export_due: false });
+    expect(s).toMatchObject({
+      exported_snapshot: 4,
+      latest_snapshot: 4,
+      snapshots_behind: 0,
+      up_to_date: true,
+      files_no_longer_live: 0,
+      export_due: false,
+    });
   });
 });

@@ -315,7 +315,13 @@ async function checkExport(
   }
 }
 
-async function runWorkload(keyed: boolean, storage: string, steps: number, ctx: { skip: () => void }, deletionVectors = false) {
+async function runWorkload(
+  keyed: boolean,
+  storage: string,
+  steps: number,
+  ctx: { skip: () => void },
+  deletionVectors = false,
+) {
   const py = reader();
   if (py === undefined) return ctx.skip();
   const seed = testSeed(`iceberg.outside-readers.${deletionVectors ? 'deletion-vectors' : keyed ? 'keyed' : 'append'}`);
@@ -351,7 +357,9 @@ describe('the Iceberg export read by pyiceberg and icebird', () => {
     await runWorkload(true, 'warehouse', 30, ctx);
   });
 
-  it('a deletion-vector table: every exported snapshot is varve read --snapshot, through every commit kind', { timeout: 600_000 }, async (ctx) => {
+  it('a deletion-vector table: every exported snapshot is varve read --snapshot, through every commit kind', {
+    timeout: 600_000,
+  }, async (ctx) => {
     await runWorkload(true, 'table-location', 30, ctx, true);
   });
 

@@ -14,7 +14,9 @@ import { logicalId, resourcesOf, testStack, type Resource } from './template.js'
 
 const SINK = fileURLToPath(new URL('./fixtures/sink.ts', import.meta.url));
 
-function synth(opts: { thresholds?: VarveAlarmThresholds; topic?: 'warehouse' | 'table' | 'none'; discoverEvery?: Duration } = {}) {
+function synth(
+  opts: { thresholds?: VarveAlarmThresholds; topic?: 'warehouse' | 'table' | 'none'; discoverEvery?: Duration } = {},
+) {
   const stack = testStack();
   const topic = opts.topic === 'none' ? undefined : new Topic(stack, 'Pager');
   const warehouse = new Warehouse(stack, 'Warehouse', { alarmTopic: opts.topic === 'table' ? undefined : topic });
@@ -80,7 +82,8 @@ describe('table and consumer alarms', () => {
 
   it('takes the topic from the table when the warehouse has none, and has no action without a topic', () => {
     const withTable = synth({ topic: 'table' });
-    for (const a of alarms(withTable.template)) expect(a.Properties.AlarmActions).toEqual([{ Ref: logicalId(withTable.topic!) }]);
+    for (const a of alarms(withTable.template))
+      expect(a.Properties.AlarmActions).toEqual([{ Ref: logicalId(withTable.topic!) }]);
     const without = synth({ topic: 'none' });
     expect(alarms(without.template).length).toBeGreaterThan(25);
     for (const a of alarms(without.template)) expect(a.Properties.AlarmActions).toBeUndefined();
@@ -88,18 +91,33 @@ describe('table and consumer alarms', () => {
 
   it('alarms on errors and throttles of every function', () => {
     const { template, table, consumer } = synthDefault();
-    const fns = [table.ingestFunction, table.commitFunction!, table.compactFunction, table.expireFunction, consumer.discoverFunction, consumer.readFunction];
+    const fns = [
+      table.ingestFunction,
+      table.commitFunction!,
+      table.compactFunction,
+      table.expireFunction,
+      consumer.discoverFunction,
+      consumer.readFunction,
+    ];
     for (const metric of ['Errors', 'Throttles']) {
       const found = alarmsOn(template, metric);
       expect(found.map(watched).sort()).toEqual(fns.map(logicalId).sort());
       for (const a of found) {
-        expect(a.Properties).toMatchObject({ Namespace: 'AWS/Lambda', Statistic: 'Sum', Threshold: 0, Period: 300, TreatMissingData: 'notBreaching' });
+        expect(a.Properties).toMatchObject({
+          Namespace: 'AWS/Lambda',
+          Statistic: 'Sum',
+          Threshold: 0,
+          Period: 300,
+          TreatMissingData: 'notBreaching',
+        });
       }
     }
   });
 
   it('alarms on the oldest message of every work queue, with a threshold per role', () => {
-    const { template, table, consumer } = synth({ thresholds: { oldestMessageAge: { compact: Duration.minutes(20) } } });
+    const { template, table, consumer } = synth({
+      thresholds: { oldestMessageAge: { compact: Duration.minutes(20) } },
+    });
     const expected = new Map([
       [logicalId(table.ingestQueue), 300],
       [logicalId(table.commitQueue!), 300],
@@ -109,7 +127,8 @@ describe('table and consumer alarms', () => {
     ]);
     const found = alarmsOn(template, 'ApproximateAgeOfOldestMessage');
     expect(new Map(found.map((a) => [watched(a), a.Properties.Threshold]))).toEqual(expected);
-    for (const a of found) expect(a.Properties).toMatchObject({ Namespace: 'AWS/SQS', Statistic: 'Maximum', EvaluationPeriods: 5 });
+    for (const a of found)
+      expect(a.Properties).toMatchObject({ Namespace: 'AWS/SQS', Statistic: 'Maximum', EvaluationPeriods: 5 });
   });
 
   it('alarms on every dead-letter queue as soon as one message lands, expiry and discovery failures included', () => {
@@ -120,7 +139,13 @@ describe('table and consumer alarms', () => {
     const found = alarmsOn(template, 'ApproximateNumberOfMessagesVisible');
     expect(found.map(watched).sort()).toEqual(dlqs.map(logicalId).sort());
     for (const a of found) {
-      expect(a.Properties).toMatchObject({ Namespace: 'AWS/SQS', Statistic: 'Maximum', Threshold: 0, ComparisonOperator: 'GreaterThanThreshold', Period: 60 });
+      expect(a.Properties).toMatchObject({
+        Namespace: 'AWS/SQS',
+        Statistic: 'Maximum',
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
+        Period: 60,
+      });
     }
   });
 
@@ -138,16 +163,32 @@ describe('table and consumer alarms', () => {
       { Name: 'table', Value: 'shop.orders' },
     ];
     const [latency] = alarmsOn(template, 'CommitLatencyMs');
-    expect(latency.Properties).toMatchObject({ Namespace: 'Varve', ExtendedStatistic: 'p99', Threshold: 10_000, Dimensions: dims, TreatMissingData: 'notBreaching' });
+    expect(latency.Properties).toMatchObject({
+      Namespace: 'Varve',
+      ExtendedStatistic: 'p99',
+      Threshold: 10_000,
+      Dimensions: dims,
+      TreatMissingData: 'notBreaching',
+    });
     const [conflicts] = alarmsOn(template, 'CommitConflicts');
-    expect(conflicts.Properties).toMatchObject({ Namespace: 'Varve', Statistic: 'Sum', Threshold: 20, Dimensions: dims });
+    expect(conflicts.Properties).toMatchObject({
+      Namespace: 'Varve',
+      Statistic: 'Sum',
+      Threshold: 20,
+      Dimensions: dims,
+    });
   });
 
   it('alarms when a bucket passes the stop trigger, and when one stays above the compaction trigger (stalled)', () => {
     const { template } = synth({ thresholds: { stalledBucketAfter: Duration.hours(1) } });
     const runs = alarmsOn(template, 'SortedRuns').sort((a, b) => a.Properties.Threshold - b.Properties.Threshold);
     expect(runs).toHaveLength(2);
-    expect(runs[0].Properties).toMatchObject({ Statistic: 'Maximum', Threshold: 5, EvaluationPeriods: 12, Period: 300 });
+    expect(runs[0].Properties).toMatchObject({
+      Statistic: 'Maximum',
+      Threshold: 5,
+      EvaluationPeriods: 12,
+      Period: 300,
+    });
     expect(runs[0].Properties.AlarmDescription).toMatch(/#stalled-bucket$/);
     expect(runs[1].Properties).toMatchObject({ Statistic: 'Maximum', Threshold: 8, EvaluationPeriods: 1 });
   });
@@ -178,8 +219,16 @@ describe('table and consumer alarms', () => {
     ] as const) {
       const found = alarmsOn(template, metric);
       expect(found).toHaveLength(1);
-      expect(found[0].Properties).toMatchObject({ Namespace: 'Varve', Statistic: 'Maximum', Threshold: threshold, Period: 300, TreatMissingData: 'breaching' });
-      const sorted = [...found[0].Properties.Dimensions].sort((a: { Name: string }, b: { Name: string }) => a.Name.localeCompare(b.Name));
+      expect(found[0].Properties).toMatchObject({
+        Namespace: 'Varve',
+        Statistic: 'Maximum',
+        Threshold: threshold,
+        Period: 300,
+        TreatMissingData: 'breaching',
+      });
+      const sorted = [...found[0].Properties.Dimensions].sort((a: { Name: string }, b: { Name: string }) =>
+        a.Name.localeCompare(b.Name),
+      );
       expect(sorted).toEqual(dims);
     }
   });
@@ -189,7 +238,14 @@ describe('table and consumer alarms', () => {
     for (const metric of ['ConsumerExpired', 'ConsumerSnapshotsSkipped']) {
       const found = alarmsOn(template, metric);
       expect(found, metric).toHaveLength(1);
-      expect(found[0].Properties).toMatchObject({ Namespace: 'Varve', Statistic: 'Sum', Threshold: 0, Period: 300, TreatMissingData: 'notBreaching', ComparisonOperator: 'GreaterThanThreshold' });
+      expect(found[0].Properties).toMatchObject({
+        Namespace: 'Varve',
+        Statistic: 'Sum',
+        Threshold: 0,
+        Period: 300,
+        TreatMissingData: 'notBreaching',
+        ComparisonOperator: 'GreaterThanThreshold',
+      });
     }
   });
 
@@ -200,11 +256,22 @@ describe('table and consumer alarms', () => {
 
   it('takes thresholds from the table, and the consumer inherits them', () => {
     const { template } = synth({
-      thresholds: { commitLatencyP99Ms: 2_000, commitConflicts: 3, sortedRunsStopTrigger: 12, consumerLagSnapshots: 5, consumerLagSeconds: 60, functionErrors: 2 },
+      thresholds: {
+        commitLatencyP99Ms: 2_000,
+        commitConflicts: 3,
+        sortedRunsStopTrigger: 12,
+        consumerLagSnapshots: 5,
+        consumerLagSeconds: 60,
+        functionErrors: 2,
+      },
     });
     expect(alarmsOn(template, 'CommitLatencyMs')[0].Properties.Threshold).toBe(2_000);
     expect(alarmsOn(template, 'CommitConflicts')[0].Properties.Threshold).toBe(3);
-    expect(alarmsOn(template, 'SortedRuns').map((a) => a.Properties.Threshold).sort((a, b) => a - b)).toEqual([5, 12]);
+    expect(
+      alarmsOn(template, 'SortedRuns')
+        .map((a) => a.Properties.Threshold)
+        .sort((a, b) => a - b),
+    ).toEqual([5, 12]);
     expect(alarmsOn(template, 'ConsumerLagSnapshots')[0].Properties.Threshold).toBe(5);
     expect(alarmsOn(template, 'ConsumerLagSeconds')[0].Properties.Threshold).toBe(60);
     for (const a of alarmsOn(template, 'Errors')) expect(a.Properties.Threshold).toBe(2);
@@ -216,13 +283,18 @@ describe('failure destinations of scheduled work', () => {
     const { template, table } = synthDefault();
     const configs = Object.values(resourcesOf(template, 'AWS::Lambda::EventInvokeConfig'));
     const expire = configs.find((c) => c.Properties.FunctionName.Ref === logicalId(table.expireFunction));
-    expect(expire?.Properties.DestinationConfig.OnFailure.Destination['Fn::GetAtt'][0]).toBe(logicalId(table.expireFailures));
+    expect(expire?.Properties.DestinationConfig.OnFailure.Destination['Fn::GetAtt'][0]).toBe(
+      logicalId(table.expireFailures),
+    );
     const rules = Object.values(resourcesOf(template, 'AWS::Events::Rule')).filter((r) =>
-      (r.Properties.Targets ?? []).some((t: { Arn: { 'Fn::GetAtt': string[] } }) => t.Arn['Fn::GetAtt']?.[0] === logicalId(table.expireFunction)),
+      (r.Properties.Targets ?? []).some(
+        (t: { Arn: { 'Fn::GetAtt': string[] } }) => t.Arn['Fn::GetAtt']?.[0] === logicalId(table.expireFunction),
+      ),
     );
     // The 15-minute expiry schedule and the daily orphan scan: both end in the expiry DLQ.
     expect(rules).toHaveLength(2);
-    for (const r of rules) expect(r.Properties.Targets[0].DeadLetterConfig.Arn['Fn::GetAtt'][0]).toBe(logicalId(table.expireFailures));
+    for (const r of rules)
+      expect(r.Properties.Targets[0].DeadLetterConfig.Arn['Fn::GetAtt'][0]).toBe(logicalId(table.expireFailures));
   });
 
   it('feeds discovery through a single-group FIFO queue with a DLQ instead of reserved concurrency 1 (no throttles)', () => {
@@ -231,8 +303,14 @@ describe('failure destinations of scheduled work', () => {
     expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
     const queue = resourcesOf(template, 'AWS::SQS::Queue')[logicalId(consumer.discoverQueue)];
     // Lambda's 6x the discovery timeout (120 s), like every queue varve consumes.
-    expect(queue.Properties).toMatchObject({ FifoQueue: true, ContentBasedDeduplication: true, VisibilityTimeout: 720 });
-    expect(queue.Properties.RedrivePolicy.deadLetterTargetArn['Fn::GetAtt'][0]).toBe(logicalId(consumer.deadLetterQueues[1]));
+    expect(queue.Properties).toMatchObject({
+      FifoQueue: true,
+      ContentBasedDeduplication: true,
+      VisibilityTimeout: 720,
+    });
+    expect(queue.Properties.RedrivePolicy.deadLetterTargetArn['Fn::GetAtt'][0]).toBe(
+      logicalId(consumer.deadLetterQueues[1]),
+    );
     const mappings = Object.values(resourcesOf(template, 'AWS::Lambda::EventSourceMapping')).filter(
       (m) => m.Properties.FunctionName.Ref === logicalId(consumer.discoverFunction),
     );
@@ -240,7 +318,9 @@ describe('failure destinations of scheduled work', () => {
     expect(mappings[0].Properties.EventSourceArn['Fn::GetAtt'][0]).toBe(logicalId(consumer.discoverQueue));
     // Both the schedule and the commit events go to the queue, in one message group.
     const rules = Object.values(resourcesOf(template, 'AWS::Events::Rule')).filter((r) =>
-      (r.Properties.Targets ?? []).some((t: { Arn: { 'Fn::GetAtt': string[] } }) => t.Arn['Fn::GetAtt']?.[0] === logicalId(consumer.discoverQueue)),
+      (r.Properties.Targets ?? []).some(
+        (t: { Arn: { 'Fn::GetAtt': string[] } }) => t.Arn['Fn::GetAtt']?.[0] === logicalId(consumer.discoverQueue),
+      ),
     );
     expect(rules).toHaveLength(2);
     // A trigger EventBridge could not deliver goes to a standard queue: EventBridge refuses a FIFO
@@ -259,12 +339,31 @@ describe('dashboards', () => {
     const { stack, template, table, consumer } = synthDefault();
     const dashboards = resourcesOf(template, 'AWS::CloudWatch::Dashboard');
     expect(Object.keys(dashboards).sort()).toEqual([logicalId(table.dashboard), logicalId(consumer.dashboard)].sort());
-    const body = (d: { node: unknown }) => JSON.stringify(stack.resolve((d as unknown as { node: { defaultChild: { dashboardBody: unknown } } }).node.defaultChild.dashboardBody));
+    const body = (d: { node: unknown }) =>
+      JSON.stringify(
+        stack.resolve(
+          (d as unknown as { node: { defaultChild: { dashboardBody: unknown } } }).node.defaultChild.dashboardBody,
+        ),
+      );
     const tableBody = body(table.dashboard);
-    for (const m of ['CommitLatencyMs', 'CommitConflicts', 'SortedRuns', 'ApproximateNumberOfMessagesVisible', 'ApproximateAgeOfOldestMessage', 'Errors', 'Alarms of shop.orders']) {
+    for (const m of [
+      'CommitLatencyMs',
+      'CommitConflicts',
+      'SortedRuns',
+      'ApproximateNumberOfMessagesVisible',
+      'ApproximateAgeOfOldestMessage',
+      'Errors',
+      'Alarms of shop.orders',
+    ]) {
       expect(tableBody).toContain(m);
     }
     const consumerBody = body(consumer.dashboard);
-    for (const m of ['ConsumerLagSnapshots', 'ConsumerLagSeconds', 'orders-audit', 'ApproximateNumberOfMessagesVisible']) expect(consumerBody).toContain(m);
+    for (const m of [
+      'ConsumerLagSnapshots',
+      'ConsumerLagSeconds',
+      'orders-audit',
+      'ApproximateNumberOfMessagesVisible',
+    ])
+      expect(consumerBody).toContain(m);
   });
 });

@@ -14,7 +14,12 @@ interface Violation {
   violatingConstructs: { constructPath: string }[];
 }
 interface NagReport {
-  pluginReports: { pluginName: string; conclusion: string; violations: Violation[]; suppressedViolations?: (Violation & { reason: string })[] }[];
+  pluginReports: {
+    pluginName: string;
+    conclusion: string;
+    violations: Violation[];
+    suppressedViolations?: (Violation & { reason: string })[];
+  }[];
 }
 
 const outdirs: string[] = [];
@@ -74,7 +79,9 @@ describe('example app under cdk-nag AwsSolutionsChecks', () => {
     const { error, report } = synthReport(app, outdir);
     // Assess
     expect(error).toBeDefined();
-    expect(unacknowledged(report).some((v) => v.startsWith('AwsSolutions-IAM5') && v.includes('/Orders/IngestRole/'))).toBe(true);
+    expect(
+      unacknowledged(report).some((v) => v.startsWith('AwsSolutions-IAM5') && v.includes('/Orders/IngestRole/')),
+    ).toBe(true);
   });
 });
 
@@ -101,9 +108,16 @@ describe('example stack', () => {
     expect(fns.filter((env) => env.VARVE_CONSUMER_ID === 'orders-audit')).toHaveLength(2);
     expect(stack.audit.consumerId).toBe('orders-audit');
     // the outputs docs/AWS.md uses
-    expect(Object.keys(template.findOutputs('*')).sort()).toEqual(
-      ['AlarmTopicArn', 'AuditLogGroup', 'BucketName', 'CatalogTable', 'InboxPrefix', 'IngestQueueUrl', 'RejectsQueueUrl', 'WarehouseUri'],
-    );
+    expect(Object.keys(template.findOutputs('*')).sort()).toEqual([
+      'AlarmTopicArn',
+      'AuditLogGroup',
+      'BucketName',
+      'CatalogTable',
+      'InboxPrefix',
+      'IngestQueueUrl',
+      'RejectsQueueUrl',
+      'WarehouseUri',
+    ]);
   });
 
   it('sends every alarm to its encrypted alarm topic, whose key CloudWatch may use', () => {

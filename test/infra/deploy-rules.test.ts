@@ -6,7 +6,12 @@ import { SqsQueue } from 'aws-cdk-lib/aws-events-targets';
 import type { CfnFunction, CfnEventSourceMapping } from 'aws-cdk-lib/aws-lambda';
 import { Queue, type CfnQueue } from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
-import { DEPLOY_RULES, SQS_MAX_MESSAGE_BYTES, VARVE_MAX_MESSAGE_BYTES, type DeployRule } from '../../infra/deploy-rules.js';
+import {
+  DEPLOY_RULES,
+  SQS_MAX_MESSAGE_BYTES,
+  VARVE_MAX_MESSAGE_BYTES,
+  type DeployRule,
+} from '../../infra/deploy-rules.js';
 import { StreamConsumer } from '../../infra/stream-consumer.js';
 import { VarveTable } from '../../infra/table.js';
 import { Warehouse } from '../../infra/warehouse.js';
@@ -21,7 +26,11 @@ function varveStack() {
   const stack = testStack();
   const warehouse = new Warehouse(stack, 'Warehouse');
   const table = new VarveTable(stack, 'Orders', { warehouse, database: 'shop', table: 'orders' });
-  const consumer = new StreamConsumer(stack, 'Audit', { table, consumerId: 'audit', sink: { kind: 'function', entry: SINK } });
+  const consumer = new StreamConsumer(stack, 'Audit', {
+    table,
+    consumerId: 'audit',
+    sink: { kind: 'function', entry: SINK },
+  });
   return { stack, warehouse, table, consumer };
 }
 
@@ -55,7 +64,10 @@ describe('varve deploy rules at synth', () => {
     const { stack, consumer } = varveStack();
     const rule = consumer.node.findChild('DiscoverSchedule') as Rule;
     const fifoDlq = consumer.deadLetterQueues[1] as Queue;
-    cfn<{ addPropertyOverride(p: string, v: unknown): void }>(rule).addPropertyOverride('Targets.0.DeadLetterConfig.Arn', fifoDlq.queueArn);
+    cfn<{ addPropertyOverride(p: string, v: unknown): void }>(rule).addPropertyOverride(
+      'Targets.0.DeadLetterConfig.Arn',
+      fifoDlq.queueArn,
+    );
     // Act / Assess
     expectBroken(synthError(stack), DEPLOY_RULES.ruleDlqStandard, rule.node.defaultChild!.node.path);
   });
@@ -72,13 +84,16 @@ describe('varve deploy rules at synth', () => {
     // 150 s for a 120-s function: what the discovery queue had.
     cfn<CfnQueue>(consumer.discoverQueue).visibilityTimeout = 150;
     const message = synthError(stack);
-    expect(message).toContain(`varve deploy rule ${DEPLOY_RULES.visibilitySixfold.id} broken at ${consumer.discoverFunction.node.path}/SqsEventSource`);
+    expect(message).toContain(
+      `varve deploy rule ${DEPLOY_RULES.visibilitySixfold.id} broken at ${consumer.discoverFunction.node.path}/SqsEventSource`,
+    );
     expect(message).toContain('(visibility timeout 150 s) feeds function');
   });
 
   it('refuses a FIFO source with a batch above 10 or a batching window', () => {
     const { stack, table } = varveStack();
-    const mapping = table.compactFunction.node.children.find((c) => c.node.id.startsWith('SqsEventSource'))!.node.defaultChild as CfnEventSourceMapping;
+    const mapping = table.compactFunction.node.children.find((c) => c.node.id.startsWith('SqsEventSource'))!.node
+      .defaultChild as CfnEventSourceMapping;
     mapping.batchSize = 20;
     mapping.maximumBatchingWindowInSeconds = 5;
     const message = synthError(stack);
@@ -98,7 +113,10 @@ describe('varve deploy rules at synth', () => {
   it('refuses a rule that targets a FIFO queue without a message group id, or one without content-based deduplication', () => {
     const { stack, table } = varveStack();
     // A user's rule feeding varve's commit queue (FIFO, explicit deduplication ids only).
-    const rule = new Rule(stack, 'Feed', { schedule: Schedule.rate(Duration.minutes(5)), targets: [new SqsQueue(table.commitQueue!)] });
+    const rule = new Rule(stack, 'Feed', {
+      schedule: Schedule.rate(Duration.minutes(5)),
+      targets: [new SqsQueue(table.commitQueue!)],
+    });
     const message = synthError(stack);
     expectBroken(message, DEPLOY_RULES.fifoTarget, rule.node.defaultChild!.node.path);
     expect(message).toContain('without a MessageGroupId');
@@ -133,7 +151,10 @@ describe('varve deploy rules at synth', () => {
     const { stack } = varveStack();
     // Broken, but not varve's business: AWS will say so at deploy.
     const fifoDlq = new Queue(stack, 'TheirFifoDlq', { fifo: true });
-    new Rule(stack, 'TheirRule', { schedule: Schedule.rate(Duration.minutes(5)), targets: [new SqsQueue(new Queue(stack, 'TheirQueue'), { deadLetterQueue: fifoDlq })] });
+    new Rule(stack, 'TheirRule', {
+      schedule: Schedule.rate(Duration.minutes(5)),
+      targets: [new SqsQueue(new Queue(stack, 'TheirQueue'), { deadLetterQueue: fifoDlq })],
+    });
     expect(() => Template.fromStack(stack)).not.toThrow();
   });
 });

@@ -1,5 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,7 +60,13 @@ describe('createVarveFunction', () => {
       // Act
       const asset = prebuiltAsset(path.join(dist, 'lambda', 'commit'));
       // Assert: handler, workers and .wasm side by side, as the bundle looks for them
-      expect(readdirSync(asset).sort()).toEqual(['decode-worker.js', 'encode-worker.js', 'index.js', 'merge-worker.js', 'parquet_wasm_bg.wasm']);
+      expect(readdirSync(asset).sort()).toEqual([
+        'decode-worker.js',
+        'encode-worker.js',
+        'index.js',
+        'merge-worker.js',
+        'parquet_wasm_bg.wasm',
+      ]);
       expect(readFileSync(path.join(asset, 'parquet_wasm_bg.wasm'), 'utf8')).toBe('wasm');
       expect(readFileSync(path.join(asset, 'index.js'), 'utf8')).toBe('handler');
       rmSync(asset, { recursive: true, force: true });
@@ -74,7 +89,9 @@ describe('createVarveFunction', () => {
       // Act
       app.synth();
       // Assess
-      const assets = readdirSync(outdir).filter((d) => d.startsWith('asset.') && statSync(path.join(outdir, d)).isDirectory());
+      const assets = readdirSync(outdir).filter(
+        (d) => d.startsWith('asset.') && statSync(path.join(outdir, d)).isDirectory(),
+      );
       expect(assets).toHaveLength(1);
       const dir = path.join(outdir, assets[0]);
       expect(readdirSync(dir).sort()).toEqual(['index.js', 'parquet_wasm_bg.wasm']);
@@ -84,7 +101,10 @@ describe('createVarveFunction', () => {
       // the bundle is CommonJS, loads the wasm from its own folder, and its handler runs
       const out = execFileSync(
         process.execPath,
-        ['-e', `require(${JSON.stringify(path.join(dir, 'index.js'))}).handler().then((r) => console.log(JSON.stringify(r)))`],
+        [
+          '-e',
+          `require(${JSON.stringify(path.join(dir, 'index.js'))}).handler().then((r) => console.log(JSON.stringify(r)))`,
+        ],
         { cwd: tmpdir(), encoding: 'utf8' },
       );
       expect(JSON.parse(out)).toEqual({ loaded: true });

@@ -58,7 +58,9 @@ describe('StreamConsumer split queue', () => {
     expect(queues[dlqId].Properties.FifoQueue).toBe(true);
     // The reader moves a split that failed on its own SPLIT_FAILURE_BUDGET times to that DLQ itself.
     expect(envOf(template, consumer.readFunction).VARVE_SPLIT_DLQ_URL).toEqual({ Ref: dlqId });
-    expect(granting(functionStatements(template, consumer.readFunction), 'sqs:SendMessage').flatMap(resourceList)).toEqual([{ 'Fn::GetAtt': [dlqId, 'Arn'] }]);
+    expect(
+      granting(functionStatements(template, consumer.readFunction), 'sqs:SendMessage').flatMap(resourceList),
+    ).toEqual([{ 'Fn::GetAtt': [dlqId, 'Arn'] }]);
     // the split DLQ, the discovery DLQ and the standard queue for triggers EventBridge could not deliver
     expect(consumer.deadLetterQueues).toHaveLength(3);
   });
@@ -66,8 +68,10 @@ describe('StreamConsumer split queue', () => {
   it('keeps its visibility timeout at 6× the reader timeout, default or configured', () => {
     for (const readTimeout of [undefined, Duration.minutes(2)]) {
       const { template, consumer } = synth({ readTimeout });
-      const visibility = resourcesOf(template, 'AWS::SQS::Queue')[logicalId(consumer.splitQueue)].Properties.VisibilityTimeout;
-      const timeout = resourcesOf(template, 'AWS::Lambda::Function')[logicalId(consumer.readFunction)].Properties.Timeout;
+      const visibility = resourcesOf(template, 'AWS::SQS::Queue')[logicalId(consumer.splitQueue)].Properties
+        .VisibilityTimeout;
+      const timeout = resourcesOf(template, 'AWS::Lambda::Function')[logicalId(consumer.readFunction)].Properties
+        .Timeout;
       expect(timeout).toBe(readTimeout?.toSeconds() ?? 300);
       expect(visibility).toBeGreaterThanOrEqual(6 * timeout);
     }
@@ -117,7 +121,9 @@ describe('StreamConsumer discovery', () => {
   it('reads the table, writes only its consumer file, and sends only to its split queue', () => {
     const { template, consumer } = synthDefault();
     const stmts = functionStatements(template, consumer.discoverFunction);
-    expect(granting(stmts, 's3:GetObject').flatMap(resourceList).map(objectSuffix)).toEqual(['/warehouse/shop.db/orders/*']);
+    expect(granting(stmts, 's3:GetObject').flatMap(resourceList).map(objectSuffix)).toEqual([
+      '/warehouse/shop.db/orders/*',
+    ]);
     // Exactly its own consumer file and the files beside it ('@' never occurs in a consumer id),
     // never `consumer-orders-audit*`, which would cover the consumer `orders-audit-v2` too.
     for (const action of ['s3:PutObject', 's3:DeleteObject']) {
@@ -194,7 +200,11 @@ describe('StreamConsumer reader', () => {
     const orders = new VarveTable(stack, 'Orders', { warehouse, database: 'shop', table: 'orders' });
     const history = new VarveTable(stack, 'History', { warehouse, database: 'shop', table: 'history' });
     // Act
-    const consumer = new StreamConsumer(stack, 'ToHistory', { table: orders, consumerId: 'to-history', sink: { kind: 'table', target: history } });
+    const consumer = new StreamConsumer(stack, 'ToHistory', {
+      table: orders,
+      consumerId: 'to-history',
+      sink: { kind: 'table', target: history },
+    });
     const template = Template.fromStack(stack);
     // Assess
     const env = envOf(template, consumer.readFunction);
@@ -211,7 +221,10 @@ describe('StreamConsumer reader', () => {
       '/warehouse/shop.db/orders/consumer/consumer-to-history@progress/*',
     ]);
     expect(granting(stmts, 'sqs:SendMessage').flatMap(resourceList)).toEqual(
-      expect.arrayContaining([{ 'Fn::GetAtt': [logicalId(history.commitQueue!), 'Arn'] }, { 'Fn::GetAtt': [logicalId(consumer.deadLetterQueues[0] as never), 'Arn'] }]),
+      expect.arrayContaining([
+        { 'Fn::GetAtt': [logicalId(history.commitQueue!), 'Arn'] },
+        { 'Fn::GetAtt': [logicalId(consumer.deadLetterQueues[0] as never), 'Arn'] },
+      ]),
     );
   });
 
@@ -221,9 +234,10 @@ describe('StreamConsumer reader', () => {
     const b = new Warehouse(stack, 'B');
     const orders = new VarveTable(stack, 'Orders', { warehouse: a, database: 'shop', table: 'orders' });
     const copy = new VarveTable(stack, 'Copy', { warehouse: b, database: 'shop', table: 'orders' });
-    expect(() => new StreamConsumer(stack, 'C', { table: orders, consumerId: 'copy', sink: { kind: 'table', target: copy } })).toThrow(
-      InvalidArgumentError,
-    );
+    expect(
+      () =>
+        new StreamConsumer(stack, 'C', { table: orders, consumerId: 'copy', sink: { kind: 'table', target: copy } }),
+    ).toThrow(InvalidArgumentError);
   });
 
   it('puts events on the warehouse bus, or a given one, for an EventBridge sink', () => {
@@ -232,9 +246,9 @@ describe('StreamConsumer reader', () => {
     expect(envOf(own.template, own.consumer.readFunction).VARVE_SINK).toEqual({
       'Fn::Join': ['', ['eventbridge:', { Ref: logicalId(own.warehouse.eventBus) }]],
     });
-    expect(granting(functionStatements(own.template, own.consumer.readFunction), 'events:PutEvents').flatMap(resourceList)).toEqual([
-      { 'Fn::GetAtt': [logicalId(own.warehouse.eventBus), 'Arn'] },
-    ]);
+    expect(
+      granting(functionStatements(own.template, own.consumer.readFunction), 'events:PutEvents').flatMap(resourceList),
+    ).toEqual([{ 'Fn::GetAtt': [logicalId(own.warehouse.eventBus), 'Arn'] }]);
     // a bus of the user's
     const stack = testStack();
     const warehouse = new Warehouse(stack, 'Warehouse');
@@ -245,9 +259,9 @@ describe('StreamConsumer reader', () => {
     expect(envOf(template, consumer.readFunction).VARVE_SINK).toEqual({
       'Fn::Join': ['', ['eventbridge:', { Ref: logicalId(bus) }]],
     });
-    expect(granting(functionStatements(template, consumer.readFunction), 'events:PutEvents').flatMap(resourceList)).toEqual([
-      { 'Fn::GetAtt': [logicalId(bus), 'Arn'] },
-    ]);
+    expect(
+      granting(functionStatements(template, consumer.readFunction), 'events:PutEvents').flatMap(resourceList),
+    ).toEqual([{ 'Fn::GetAtt': [logicalId(bus), 'Arn'] }]);
   });
 
   it.each(['', 'a b', 'x/y', 'a*'])('rejects the consumer id %j', (consumerId) => {

@@ -8,7 +8,15 @@ import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../lib/errors.js';
 import { GLUE_TABLE_RESOURCE_TYPE, VarveTable, type VarveTableProps } from '../../infra/table.js';
 import { Warehouse } from '../../infra/warehouse.js';
-import { allIdentityStatements, envOf, functionStatements, granting, resourceList, resourcesOf, testStack } from './template.js';
+import {
+  allIdentityStatements,
+  envOf,
+  functionStatements,
+  granting,
+  resourceList,
+  resourcesOf,
+  testStack,
+} from './template.js';
 
 function synth(props: Partial<VarveTableProps> = {}) {
   const stack = testStack();
@@ -45,11 +53,22 @@ describe('VarveTable glue', () => {
     expect(create).toMatchObject({ service: 'Glue', action: 'createTable', physicalResourceId: { id: 'lake.orders' } });
     const { DatabaseName, TableInput } = create.parameters;
     expect(DatabaseName).toBe('lake');
-    expect(TableInput).toMatchObject({ Name: 'orders', TableType: 'EXTERNAL_TABLE', Parameters: { table_type: 'ICEBERG' } });
-    expect(TableInput.Parameters.metadata_location).toBe('s3://{WarehouseBucket56A35794}/warehouse/shop.db/orders/metadata/');
+    expect(TableInput).toMatchObject({
+      Name: 'orders',
+      TableType: 'EXTERNAL_TABLE',
+      Parameters: { table_type: 'ICEBERG' },
+    });
+    expect(TableInput.Parameters.metadata_location).toBe(
+      's3://{WarehouseBucket56A35794}/warehouse/shop.db/orders/metadata/',
+    );
     expect(TableInput.StorageDescriptor.Location).toBe('s3://{WarehouseBucket56A35794}/warehouse/shop.db/orders');
-    expect((tables[0] as { DependsOn?: string[] }).DependsOn?.filter((id) => id.includes('GlueDatabase'))).toHaveLength(1);
-    expect(sdkCall(tables[0].Properties.Delete)).toMatchObject({ action: 'deleteTable', parameters: { DatabaseName: 'lake', Name: 'orders' } });
+    expect((tables[0] as { DependsOn?: string[] }).DependsOn?.filter((id) => id.includes('GlueDatabase'))).toHaveLength(
+      1,
+    );
+    expect(sdkCall(tables[0].Properties.Delete)).toMatchObject({
+      action: 'deleteTable',
+      parameters: { DatabaseName: 'lake', Name: 'orders' },
+    });
     template.resourceCountIs('AWS::Glue::Table', 0);
   });
 
@@ -65,14 +84,19 @@ describe('VarveTable glue', () => {
     // A table deleted meanwhile (or by the cleanup of an update from an older varve's AWS::Glue::Table)
     // is created again by the functions at the next export: they may create it.
     const { table } = synthLake();
-    expect([...granting(functionStatements(template, table.commitFunction!), 'glue:CreateTable')[0].Action].sort()).toEqual(['glue:CreateTable', 'glue:GetTable', 'glue:UpdateTable']);
+    expect(
+      [...granting(functionStatements(template, table.commitFunction!), 'glue:CreateTable')[0].Action].sort(),
+    ).toEqual(['glue:CreateTable', 'glue:GetTable', 'glue:UpdateTable']);
   });
 
   it('uses an existing database when told, and the table name given', () => {
     const { template } = synth({ glue: { database: 'lake', table: 'shop_orders', databaseExists: true } });
     template.resourceCountIs('AWS::Glue::Database', 0);
     const [glueTable] = Object.values(resourcesOf(template, GLUE_TABLE_RESOURCE_TYPE));
-    expect(sdkCall(glueTable.Properties.Create).parameters).toMatchObject({ DatabaseName: 'lake', TableInput: { Name: 'shop_orders' } });
+    expect(sdkCall(glueTable.Properties.Create).parameters).toMatchObject({
+      DatabaseName: 'lake',
+      TableInput: { Name: 'shop_orders' },
+    });
   });
 
   it('gives the commit and compact functions the Glue names and GetTable/UpdateTable/CreateTable on the catalog, database and table only', () => {
@@ -83,7 +107,11 @@ describe('VarveTable glue', () => {
       expect(stmts).toHaveLength(1);
       expect([...stmts[0].Action].sort()).toEqual(['glue:CreateTable', 'glue:GetTable', 'glue:UpdateTable']);
       const glueArn = 'arn:{AWS::Partition}:glue:{AWS::Region}:{AWS::AccountId}:';
-      expect(resourceList(stmts[0]).map(flat)).toEqual([`${glueArn}catalog`, `${glueArn}database/lake`, `${glueArn}table/lake/orders`]);
+      expect(resourceList(stmts[0]).map(flat)).toEqual([
+        `${glueArn}catalog`,
+        `${glueArn}database/lake`,
+        `${glueArn}table/lake/orders`,
+      ]);
     }
     for (const fn of [table.ingestFunction, table.expireFunction]) {
       expect(envOf(template, fn)).not.toHaveProperty('VARVE_GLUE_TABLE');
@@ -93,11 +121,18 @@ describe('VarveTable glue', () => {
 
   it('gives the ingest function the Glue names and grants in direct mode (it commits), and nothing Glue without the prop', () => {
     const direct = synth({ glue: { database: 'lake' }, commitMode: 'direct' });
-    expect(envOf(direct.template, direct.table.ingestFunction)).toMatchObject({ VARVE_GLUE_DATABASE: 'lake', VARVE_GLUE_TABLE: 'orders' });
-    expect(granting(functionStatements(direct.template, direct.table.ingestFunction), 'glue:UpdateTable')).toHaveLength(1);
+    expect(envOf(direct.template, direct.table.ingestFunction)).toMatchObject({
+      VARVE_GLUE_DATABASE: 'lake',
+      VARVE_GLUE_TABLE: 'orders',
+    });
+    expect(granting(functionStatements(direct.template, direct.table.ingestFunction), 'glue:UpdateTable')).toHaveLength(
+      1,
+    );
     const plain = synth();
     plain.template.resourceCountIs(GLUE_TABLE_RESOURCE_TYPE, 0);
-    expect(allIdentityStatements(plain.template).filter((s) => [s.Action].flat().some((a) => String(a).startsWith('glue:')))).toEqual([]);
+    expect(
+      allIdentityStatements(plain.template).filter((s) => [s.Action].flat().some((a) => String(a).startsWith('glue:'))),
+    ).toEqual([]);
   });
 
   it('refuses Glue names Athena cannot query', () => {

@@ -47,7 +47,13 @@ describe('VarveTable queues', () => {
   it('tags each queue with a DLQ, and the DLQ, with the table and queue kind, for varve redrive', () => {
     const { template, table } = synthDefault();
     const queues = resourcesOf(template, 'AWS::SQS::Queue');
-    const tagsOf = (q: { node: unknown }) => Object.fromEntries((queues[logicalId(q as never)].Properties.Tags ?? []).map((t: { Key: string; Value: string }) => [t.Key, t.Value]));
+    const tagsOf = (q: { node: unknown }) =>
+      Object.fromEntries(
+        (queues[logicalId(q as never)].Properties.Tags ?? []).map((t: { Key: string; Value: string }) => [
+          t.Key,
+          t.Value,
+        ]),
+      );
     expect(tagsOf(table.commitQueue!)).toMatchObject({ 'varve:table': 'shop.orders', 'varve:queue': 'commit' });
     expect(tagsOf(table.commitQueue!)['varve:dead-letter']).toBeUndefined();
     expect(tagsOf(table.ingestQueue)).toMatchObject({ 'varve:table': 'shop.orders', 'varve:queue': 'ingest' });
@@ -94,7 +100,8 @@ describe('VarveTable queues', () => {
 
   it('encrypts every queue and denies non-TLS access to it', () => {
     const { template } = synthDefault();
-    for (const q of Object.values(resourcesOf(template, 'AWS::SQS::Queue'))) expect(q.Properties.SqsManagedSseEnabled).toBe(true);
+    for (const q of Object.values(resourcesOf(template, 'AWS::SQS::Queue')))
+      expect(q.Properties.SqsManagedSseEnabled).toBe(true);
     const policies = Object.values(resourcesOf(template, 'AWS::SQS::QueuePolicy'));
     const queuesWithTlsDeny = policies
       .filter((p) =>
@@ -118,11 +125,17 @@ describe('VarveTable queues', () => {
 describe('VarveTable functions', () => {
   it('runs every function on Node.js 22, arm64, with active tracing and a one-month log group', () => {
     const { template } = synthDefault();
-    const fns = Object.values(resourcesOf(template, 'AWS::Lambda::Function')).filter((f) => f.Properties.Runtime?.startsWith('nodejs'));
+    const fns = Object.values(resourcesOf(template, 'AWS::Lambda::Function')).filter((f) =>
+      f.Properties.Runtime?.startsWith('nodejs'),
+    );
     expect(fns).toHaveLength(4);
     const logGroups = resourcesOf(template, 'AWS::Logs::LogGroup');
     for (const f of fns) {
-      expect(f.Properties).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], TracingConfig: { Mode: 'Active' } });
+      expect(f.Properties).toMatchObject({
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        TracingConfig: { Mode: 'Active' },
+      });
       expect(logGroups[f.Properties.LoggingConfig.LogGroup.Ref].Properties.RetentionInDays).toBe(30);
       expect(f.Properties.Environment.Variables.AWS_NODEJS_CONNECTION_REUSE_ENABLED).toBe('1');
     }
@@ -219,7 +232,9 @@ describe('VarveTable event sources and triggers', () => {
   });
 
   it('passes ingest batching options through and rejects batches above 100', () => {
-    const { template } = synth({ ingest: { batchSize: 50, maxBatchingWindow: Duration.seconds(10), maxConcurrency: 5 } });
+    const { template } = synth({
+      ingest: { batchSize: 50, maxBatchingWindow: Duration.seconds(10), maxConcurrency: 5 },
+    });
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       BatchSize: 50,
       MaximumBatchingWindowInSeconds: 10,
@@ -265,7 +280,9 @@ describe('VarveTable event sources and triggers', () => {
     expect(configs[0].Properties).toMatchObject({
       FunctionName: { Ref: logicalId(table.ingestFunction) },
       MaximumRetryAttempts: 2,
-      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [expect.stringMatching(/^OrdersIngestQueueDlq/), 'Arn'] } } },
+      DestinationConfig: {
+        OnFailure: { Destination: { 'Fn::GetAtt': [expect.stringMatching(/^OrdersIngestQueueDlq/), 'Arn'] } },
+      },
     });
   });
 
@@ -275,7 +292,9 @@ describe('VarveTable event sources and triggers', () => {
       [Duration.hours(1), Duration.hours(6), 'rate(1 hour)', 'rate(6 hours)'],
     ] as const) {
       const { template, table } = synth({ expireEvery, orphanScanEvery });
-      const rules = Object.values(resourcesOf(template, 'AWS::Events::Rule')).filter((r) => r.Properties.ScheduleExpression);
+      const rules = Object.values(resourcesOf(template, 'AWS::Events::Rule')).filter(
+        (r) => r.Properties.ScheduleExpression,
+      );
       expect(rules).toHaveLength(2);
       const expire = rules.find((r) => r.Properties.Targets[0].Input === undefined)!;
       const scan = rules.find((r) => r.Properties.Targets[0].Input !== undefined)!;
@@ -284,7 +303,10 @@ describe('VarveTable event sources and triggers', () => {
       expect(JSON.parse(scan.Properties.Targets[0].Input)).toEqual({ orphanScan: true });
       for (const r of [expire, scan]) {
         expect(r.Properties.Targets[0].Arn).toEqual({ 'Fn::GetAtt': [logicalId(table.expireFunction), 'Arn'] });
-        expect(r.Properties.Targets[0]).toMatchObject({ RetryPolicy: { MaximumRetryAttempts: 2 }, DeadLetterConfig: { Arn: { 'Fn::GetAtt': [expect.stringMatching(/^OrdersExpireDlq/), 'Arn'] } } });
+        expect(r.Properties.Targets[0]).toMatchObject({
+          RetryPolicy: { MaximumRetryAttempts: 2 },
+          DeadLetterConfig: { Arn: { 'Fn::GetAtt': [expect.stringMatching(/^OrdersExpireDlq/), 'Arn'] } },
+        });
       }
     }
   });
@@ -337,9 +359,13 @@ describe('VarveTable IAM', () => {
 
   it('gives each function exactly the object actions its role needs', () => {
     const { template, table } = synthDefault();
-    const has = (fn: typeof table.ingestFunction, action: string) => objectKeys(functionStatements(template, fn), action).includes(TABLE);
+    const has = (fn: typeof table.ingestFunction, action: string) =>
+      objectKeys(functionStatements(template, fn), action).includes(TABLE);
     // queue-mode ingest writes level-0 files; it commits nothing and deletes only inbox files it ingested
-    expect([has(table.ingestFunction, 's3:GetObject'), has(table.ingestFunction, 's3:PutObject')]).toEqual([true, true]);
+    expect([has(table.ingestFunction, 's3:GetObject'), has(table.ingestFunction, 's3:PutObject')]).toEqual([
+      true,
+      true,
+    ]);
     expect(objectKeys(functionStatements(template, table.ingestFunction), 's3:DeleteObject')).toEqual([INBOX]);
     for (const fn of [table.commitFunction!, table.compactFunction, table.expireFunction]) {
       expect([has(fn, 's3:GetObject'), has(fn, 's3:PutObject')]).toEqual([true, true]);
@@ -347,8 +373,14 @@ describe('VarveTable IAM', () => {
     // Deletes: committers and compaction only data files and manifests; expiry alone the whole
     // table (snapshots, schemas' neighbours, everything only expired snapshots referenced).
     // The committer also removes the pending registrations of what it committed (found by the e2e IAM audit).
-    expect(objectKeys(functionStatements(template, table.commitFunction!), 's3:DeleteObject').sort()).toEqual([DATA, MANIFESTS, PENDING]);
-    expect(objectKeys(functionStatements(template, table.compactFunction), 's3:DeleteObject').sort()).toEqual([DATA, COMPACTION_MARKERS, MANIFESTS].sort());
+    expect(objectKeys(functionStatements(template, table.commitFunction!), 's3:DeleteObject').sort()).toEqual([
+      DATA,
+      MANIFESTS,
+      PENDING,
+    ]);
+    expect(objectKeys(functionStatements(template, table.compactFunction), 's3:DeleteObject').sort()).toEqual(
+      [DATA, COMPACTION_MARKERS, MANIFESTS].sort(),
+    );
     expect(objectKeys(functionStatements(template, table.expireFunction), 's3:DeleteObject')).toEqual([TABLE]);
     // Compaction streams its output files as multipart uploads and aborts a failed one; no one else does.
     expect(objectKeys(functionStatements(template, table.compactFunction), 's3:AbortMultipartUpload')).toEqual([TABLE]);
@@ -392,16 +424,27 @@ describe('VarveTable IAM', () => {
   it('lets commit and compaction put events on the warehouse bus, and commit enqueue compaction and reject poison', () => {
     const { template, table } = synthDefault();
     const bus = { 'Fn::GetAtt': [logicalId(table.warehouse.eventBus), 'Arn'] };
-    expect(granting(functionStatements(template, table.commitFunction!), 'events:PutEvents').flatMap(resourceList)).toEqual([bus]);
-    expect(granting(functionStatements(template, table.compactFunction), 'events:PutEvents').flatMap(resourceList)).toEqual([bus]);
+    expect(
+      granting(functionStatements(template, table.commitFunction!), 'events:PutEvents').flatMap(resourceList),
+    ).toEqual([bus]);
+    expect(
+      granting(functionStatements(template, table.compactFunction), 'events:PutEvents').flatMap(resourceList),
+    ).toEqual([bus]);
     // compaction jobs, and commit messages that can never be committed go to the rejects queue
-    expect(granting(functionStatements(template, table.commitFunction!), 'sqs:SendMessage').flatMap(resourceList)).toEqual(
-      expect.arrayContaining([{ 'Fn::GetAtt': [logicalId(table.compactQueue), 'Arn'] }, { 'Fn::GetAtt': [logicalId(table.rejectsQueue), 'Arn'] }]),
+    expect(
+      granting(functionStatements(template, table.commitFunction!), 'sqs:SendMessage').flatMap(resourceList),
+    ).toEqual(
+      expect.arrayContaining([
+        { 'Fn::GetAtt': [logicalId(table.compactQueue), 'Arn'] },
+        { 'Fn::GetAtt': [logicalId(table.rejectsQueue), 'Arn'] },
+      ]),
     );
-    expect(granting(functionStatements(template, table.commitFunction!), 'sqs:SendMessage').flatMap(resourceList)).toHaveLength(2);
+    expect(
+      granting(functionStatements(template, table.commitFunction!), 'sqs:SendMessage').flatMap(resourceList),
+    ).toHaveLength(2);
     // expiry sends only its own failures (its on-failure destination)
-    expect(granting(functionStatements(template, table.expireFunction), 'sqs:SendMessage').flatMap(resourceList)).toEqual([
-      { 'Fn::GetAtt': [logicalId(table.expireFailures), 'Arn'] },
-    ]);
+    expect(
+      granting(functionStatements(template, table.expireFunction), 'sqs:SendMessage').flatMap(resourceList),
+    ).toEqual([{ 'Fn::GetAtt': [logicalId(table.expireFailures), 'Arn'] }]);
   });
 });

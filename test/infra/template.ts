@@ -12,7 +12,9 @@ import { cdkOutdir } from '../helpers/cdk-outdir.js';
 
 /** The feature flags and varve context of cdk.json, so tests synthesise what `cdk synth` does. */
 export function cdkJsonContext(): Record<string, unknown> {
-  const cdkJson = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
+  const cdkJson = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'cdk.json'), 'utf8')) as {
+    context: Record<string, unknown>;
+  };
   return cdkJson.context;
 }
 
@@ -67,7 +69,8 @@ export function resourceList(s: Statement): unknown[] {
 /** Every identity-policy statement in the template: AWS::IAM::Policy documents and role inline policies. */
 export function allIdentityStatements(template: Template): Statement[] {
   const out: Statement[] = [];
-  for (const p of Object.values(resourcesOf(template, 'AWS::IAM::Policy'))) out.push(...p.Properties.PolicyDocument.Statement);
+  for (const p of Object.values(resourcesOf(template, 'AWS::IAM::Policy')))
+    out.push(...p.Properties.PolicyDocument.Statement);
   for (const r of Object.values(resourcesOf(template, 'AWS::IAM::Role'))) {
     for (const p of r.Properties.Policies ?? []) out.push(...p.PolicyDocument.Statement);
   }
@@ -97,7 +100,10 @@ export function objectSuffix(resource: unknown): string | undefined {
 
 /** An IAM resource pattern (`*` any run of characters, `?` one) as a RegExp over object keys. */
 export function iamPattern(pattern: string): RegExp {
-  const body = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const body = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${body}$`);
 }
 

@@ -8,7 +8,16 @@ import { describe, expect, it } from 'vitest';
 import { StreamConsumer } from '../../infra/stream-consumer.js';
 import { VarveTable } from '../../infra/table.js';
 import { Warehouse, type WarehouseProps } from '../../infra/warehouse.js';
-import { actionsOf, allIdentityStatements, functionStatements, granting, logicalId, resourceList, resourcesOf, testStack } from './template.js';
+import {
+  actionsOf,
+  allIdentityStatements,
+  functionStatements,
+  granting,
+  logicalId,
+  resourceList,
+  resourcesOf,
+  testStack,
+} from './template.js';
 
 const SINK = fileURLToPath(new URL('./fixtures/sink.ts', import.meta.url));
 
@@ -17,8 +26,17 @@ function synth(props: WarehouseProps = {}, opts: { key?: boolean } = {}) {
   const stack = testStack();
   const key = opts.key ? new Key(stack, 'Key', { enableKeyRotation: true }) : undefined;
   const warehouse = new Warehouse(stack, 'Warehouse', { ...props, encryptionKey: key });
-  const table = new VarveTable(stack, 'Orders', { warehouse, database: 'shop', table: 'orders', tags: { team: 'orders' } });
-  const consumer = new StreamConsumer(stack, 'Audit', { table, consumerId: 'orders-audit', sink: { kind: 'function', entry: SINK } });
+  const table = new VarveTable(stack, 'Orders', {
+    warehouse,
+    database: 'shop',
+    table: 'orders',
+    tags: { team: 'orders' },
+  });
+  const consumer = new StreamConsumer(stack, 'Audit', {
+    table,
+    consumerId: 'orders-audit',
+    sink: { kind: 'function', entry: SINK },
+  });
   return { stack, key, warehouse, table, consumer, template: Template.fromStack(stack) };
 }
 
@@ -30,7 +48,11 @@ describe('lifecycle rules', () => {
     const [bucket] = Object.values(resourcesOf(template, 'AWS::S3::Bucket'));
     const rules = bucket.Properties.LifecycleConfiguration.Rules as Record<string, unknown>[];
     expect(rules).toEqual([
-      { Id: 'abort-incomplete-multipart-uploads', AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 }, Status: 'Enabled' },
+      {
+        Id: 'abort-incomplete-multipart-uploads',
+        AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
+        Status: 'Enabled',
+      },
       { Id: 'expire-inbox', Prefix: 'lake/inbox/', ExpirationInDays: 7, Status: 'Enabled' },
     ]);
   });
@@ -38,7 +60,10 @@ describe('lifecycle rules', () => {
   it('takes the inbox expiration from props', () => {
     const { template } = synth({ inboxExpiration: Duration.days(2) });
     const [bucket] = Object.values(resourcesOf(template, 'AWS::S3::Bucket'));
-    expect(bucket.Properties.LifecycleConfiguration.Rules[1]).toMatchObject({ Prefix: 'warehouse/inbox/', ExpirationInDays: 2 });
+    expect(bucket.Properties.LifecycleConfiguration.Rules[1]).toMatchObject({
+      Prefix: 'warehouse/inbox/',
+      ExpirationInDays: 2,
+    });
   });
 });
 
@@ -71,10 +96,25 @@ describe('customer-managed KMS key', () => {
       Action: string | string[];
     }[];
     expect(policy.find((s) => s.Sid === 'VarveCloudWatchLogs')).toBeDefined();
-    expect(policy.some((s) => s.Principal?.Service === 'events.amazonaws.com' && ([] as string[]).concat(s.Action).includes('kms:GenerateDataKey*'))).toBe(true);
-    const fns = [table.ingestFunction, table.commitFunction!, table.compactFunction, table.expireFunction, consumer.discoverFunction, consumer.readFunction];
+    expect(
+      policy.some(
+        (s) =>
+          s.Principal?.Service === 'events.amazonaws.com' &&
+          ([] as string[]).concat(s.Action).includes('kms:GenerateDataKey*'),
+      ),
+    ).toBe(true);
+    const fns = [
+      table.ingestFunction,
+      table.commitFunction!,
+      table.compactFunction,
+      table.expireFunction,
+      consumer.discoverFunction,
+      consumer.readFunction,
+    ];
     for (const fn of fns) {
-      expect(granting(functionStatements(template, fn), 'kms:Decrypt').flatMap(resourceList)).toContainEqual({ 'Fn::GetAtt': [logicalId(key!), 'Arn'] });
+      expect(granting(functionStatements(template, fn), 'kms:Decrypt').flatMap(resourceList)).toContainEqual({
+        'Fn::GetAtt': [logicalId(key!), 'Arn'],
+      });
     }
     // writers of table files may generate data keys
     for (const fn of [table.ingestFunction, table.commitFunction!, table.compactFunction, table.expireFunction]) {
@@ -85,8 +125,13 @@ describe('customer-managed KMS key', () => {
   it('keeps AWS-owned keys without one', () => {
     const { template } = synth();
     template.resourceCountIs('AWS::KMS::Key', 0);
-    for (const q of Object.values(resourcesOf(template, 'AWS::SQS::Queue'))) expect(q.Properties.SqsManagedSseEnabled).toBe(true);
-    expect(allIdentityStatements(template).flatMap(actionsOf).filter((a) => a.startsWith('kms:'))).toEqual([]);
+    for (const q of Object.values(resourcesOf(template, 'AWS::SQS::Queue')))
+      expect(q.Properties.SqsManagedSseEnabled).toBe(true);
+    expect(
+      allIdentityStatements(template)
+        .flatMap(actionsOf)
+        .filter((a) => a.startsWith('kms:')),
+    ).toEqual([]);
   });
 });
 
@@ -127,7 +172,12 @@ describe('tags', () => {
     // Assess: every resource type that takes Tags carries them
     const taggable = ['AWS::SQS::Queue', 'AWS::Lambda::Function', 'AWS::Logs::LogGroup', 'AWS::IAM::Role'];
     let checked = 0;
-    for (const [id, r] of Object.entries(template.toJSON().Resources as Record<string, { Type: string; Properties?: { Tags?: { Key: string; Value: string }[] } }>)) {
+    for (const [id, r] of Object.entries(
+      template.toJSON().Resources as Record<
+        string,
+        { Type: string; Properties?: { Tags?: { Key: string; Value: string }[] } }
+      >,
+    )) {
       // CDK's stack-level BucketNotificationsHandler is no varve resource.
       if (!taggable.includes(r.Type) || !/^(Orders|Audit)/.test(id)) continue;
       const tags = Object.fromEntries((r.Properties?.Tags ?? []).map((t) => [t.Key, t.Value]));
@@ -161,7 +211,14 @@ describe('log groups and execution roles', () => {
 
   it('gives every function a role without managed policies whose log permissions name only its own log group', () => {
     const { template, table, consumer } = synth();
-    const fns = [table.ingestFunction, table.commitFunction!, table.compactFunction, table.expireFunction, consumer.discoverFunction, consumer.readFunction];
+    const fns = [
+      table.ingestFunction,
+      table.commitFunction!,
+      table.compactFunction,
+      table.expireFunction,
+      consumer.discoverFunction,
+      consumer.readFunction,
+    ];
     const roles = resourcesOf(template, 'AWS::IAM::Role');
     const functions = resourcesOf(template, 'AWS::Lambda::Function');
     for (const fn of fns) {

@@ -31,7 +31,9 @@ describe('Warehouse bucket', () => {
       IgnorePublicAcls: true,
       RestrictPublicBuckets: true,
     });
-    expect(bucket.Properties.BucketEncryption.ServerSideEncryptionConfiguration[0].ServerSideEncryptionByDefault).toEqual({
+    expect(
+      bucket.Properties.BucketEncryption.ServerSideEncryptionConfiguration[0].ServerSideEncryptionByDefault,
+    ).toEqual({
       SSEAlgorithm: 'AES256',
     });
     expect(bucket.Properties.VersioningConfiguration).toBeUndefined();
@@ -50,7 +52,11 @@ describe('Warehouse bucket', () => {
     const stack = testStack();
     const logs = new Bucket(stack, 'Logs');
     // Act
-    new Warehouse(stack, 'Warehouse', { bucketName: 'my-lake', serverAccessLogsBucket: logs, serverAccessLogsPrefix: 'lake/' });
+    new Warehouse(stack, 'Warehouse', {
+      bucketName: 'my-lake',
+      serverAccessLogsBucket: logs,
+      serverAccessLogsPrefix: 'lake/',
+    });
     // Assess
     Template.fromStack(stack).hasResourceProperties('AWS::S3::Bucket', {
       BucketName: 'my-lake',

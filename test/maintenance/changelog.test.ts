@@ -13,7 +13,11 @@ import { ChangelogReplay, newTable, readState, sorted, writeChanges, type Change
 
 const ENGINES: Record<string, Record<string, string>> = {
   deduplicate: {},
-  aggregation: { 'merge-engine': 'aggregation', 'fields.v.aggregate-function': 'sum', 'aggregation.remove-record-on-delete': 'true' },
+  aggregation: {
+    'merge-engine': 'aggregation',
+    'fields.v.aggregate-function': 'sum',
+    'aggregation.remove-record-on-delete': 'true',
+  },
 };
 
 /** Commits per sequence: sized for the default suite on a busy machine; changelog.stress.ts runs the full 25 (20). */
@@ -31,7 +35,10 @@ function genBatch(r: Rng): Change[] {
     if (seen.has(`${region}|${id}`)) continue;
     seen.add(`${region}|${id}`);
     const del = r.chance(0.2);
-    out.push({ row: { id, region, v: del ? null : BigInt(r.int(0, 3)), s: del ? null : `s${r.int(0, 2)}` }, kind: del ? RowKind.DELETE : RowKind.INSERT });
+    out.push({
+      row: { id, region, v: del ? null : BigInt(r.int(0, 3)), s: del ? null : `s${r.int(0, 2)}` },
+      kind: del ? RowKind.DELETE : RowKind.INSERT,
+    });
   }
   return out;
 }
@@ -52,7 +59,14 @@ describe('lookup changelog producer', () => {
     it(`${engine}: the changelog follows every write at once and replays to the table`, async () => {
       const seed = testSeed(`changelog/lookup/${engine}`);
       const r = rng(seed);
-      const table = await newTable({ bucket: '2', 'changelog-producer': 'lookup', 'num-sorted-run.compaction-trigger': '3', 'target-file-size': '3 kb', 'compaction.memory-budget': '1 b', ...options });
+      const table = await newTable({
+        bucket: '2',
+        'changelog-producer': 'lookup',
+        'num-sorted-run.compaction-trigger': '3',
+        'target-file-size': '3 kb',
+        'compaction.memory-budget': '1 b',
+        ...options,
+      });
       const replay = new ChangelogReplay(table);
       for (let c = 0; c < COMMITS; c++) {
         await write(table, genBatch(r));
@@ -84,7 +98,12 @@ describe('full-compaction changelog producer', () => {
       const seed = testSeed(`changelog/full-compaction/${engine}`);
       const r = rng(seed);
       const deltaCommits = r.int(1, 4);
-      const table = await newTable({ bucket: '2', 'changelog-producer': 'full-compaction', 'full-compaction.delta-commits': String(deltaCommits), ...options });
+      const table = await newTable({
+        bucket: '2',
+        'changelog-producer': 'full-compaction',
+        'full-compaction.delta-commits': String(deltaCommits),
+        ...options,
+      });
       const replay = new ChangelogReplay(table);
       for (let c = 0; c < COMMITS; c++) {
         await write(table, genBatch(r));
@@ -101,14 +120,22 @@ describe('full-compaction changelog producer', () => {
 
 describe('changelog-producer.row-deduplicate', () => {
   async function changelogOfRewrite(producer: string, rowDeduplicate: boolean): Promise<number> {
-    const table = await newTable({ 'changelog-producer': producer, 'changelog-producer.row-deduplicate': String(rowDeduplicate), 'full-compaction.delta-commits': '1' });
-    const rows: Change[] = [1, 2, 3].map((id) => ({ row: { id, region: 'eu', v: 7n, s: 'same' }, kind: RowKind.INSERT }));
+    const table = await newTable({
+      'changelog-producer': producer,
+      'changelog-producer.row-deduplicate': String(rowDeduplicate),
+      'full-compaction.delta-commits': '1',
+    });
+    const rows: Change[] = [1, 2, 3].map((id) => ({
+      row: { id, region: 'eu', v: 7n, s: 'same' },
+      kind: RowKind.INSERT,
+    }));
     await writeChanges(table, rows);
     const before = (await table.snapshots.latestId())!;
     await writeChanges(table, rows);
     let logged = 0;
     for (let id = before + 1; id <= (await table.snapshots.latestId())!; id++) {
-      for (const e of await readChangelogFiles(table.store, table.path, await table.snapshots.read(id))) logged += e.file.rowCount;
+      for (const e of await readChangelogFiles(table.store, table.path, await table.snapshots.read(id)))
+        logged += e.file.rowCount;
     }
     return logged;
   }

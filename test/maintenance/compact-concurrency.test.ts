@@ -14,14 +14,19 @@ import type { Table } from '../../lib/table/table.js';
 import { rng, testSeed } from '../helpers/random.js';
 import { checkLevels, newTable, readState, sorted, writeChanges, type Change, type State } from './fixtures.js';
 
-const upserts = (ids: number[], v: bigint): Change[] => ids.map((id) => ({ row: { id, region: 'eu', v, s: null }, kind: RowKind.INSERT }));
+const upserts = (ids: number[], v: bigint): Change[] =>
+  ids.map((id) => ({ row: { id, region: 'eu', v, s: null }, kind: RowKind.INSERT }));
 
 /** Data and changelog files in the store that no snapshot references. */
 async function unreferencedFiles(table: Table): Promise<string[]> {
   const referenced = new Set<string>();
   for (let id = 1; id <= ((await table.snapshots.latestId()) ?? 0); id++) {
     const s = await table.snapshots.read(id);
-    for (const e of [...(await readLiveFiles(table.store, table.path, s)), ...(await readChangelogFiles(table.store, table.path, s))]) referenced.add(e.file.fileName);
+    for (const e of [
+      ...(await readLiveFiles(table.store, table.path, s)),
+      ...(await readChangelogFiles(table.store, table.path, s)),
+    ])
+      referenced.add(e.file.fileName);
   }
   const names = (await listAll(table.store, `${table.path}/`)).map((o) => o.key.split('/').pop()!);
   return names.filter((n) => /^(data|changelog)-/.test(n) && !referenced.has(n));
@@ -81,7 +86,15 @@ describe('APPEND commits racing compactions', () => {
     const seed = testSeed('compact-concurrency/append-race');
     const r = rng(seed);
     const store = new MemoryStore();
-    const table = await newTable({ 'write-only': 'true', bucket: '2', 'num-sorted-run.compaction-trigger': '2', 'num-sorted-run.stop-trigger': '1000' }, store);
+    const table = await newTable(
+      {
+        'write-only': 'true',
+        bucket: '2',
+        'num-sorted-run.compaction-trigger': '2',
+        'num-sorted-run.stop-trigger': '1000',
+      },
+      store,
+    );
     const compactor = await new FolderCatalog(store).getTable('db.t');
     const model: State = new Map();
     store.setLatency(1);
@@ -92,7 +105,10 @@ describe('APPEND commits racing compactions', () => {
         if (batch.some((c) => c.row.id === id)) continue;
         batch.push({ row: { id, region: 'eu', v: BigInt(r.int(0, 99)), s: null }, kind: RowKind.INSERT });
       }
-      const [written, compacted] = await Promise.all([writeChanges(table, batch), compactTable(compactor, { full: r.chance(0.3) })]);
+      const [written, compacted] = await Promise.all([
+        writeChanges(table, batch),
+        compactTable(compactor, { full: r.chance(0.3) }),
+      ]);
       for (const c of batch) model.set(`eu|${c.row.id}`, { v: c.row.v as bigint, s: null });
       expect(written.snapshot?.commitKind, `seed ${seed}, round ${round}`).toBe('APPEND');
       // A compaction planned before the append still commits after it: a lost race, not a conflict.
@@ -107,9 +123,22 @@ describe('APPEND commits racing compactions', () => {
 describe('a compaction run over several buckets racing a compaction of one of them', () => {
   async function threeBuckets(store: MemoryStore) {
     const table = await newTable({ 'write-only': 'true', bucket: '3' }, store);
-    for (let i = 0; i < 6; i++) await writeChanges(table, upserts(Array.from({ length: 30 }, (_, k) => k + 1), BigInt(i)));
+    for (let i = 0; i < 6; i++)
+      await writeChanges(
+        table,
+        upserts(
+          Array.from({ length: 30 }, (_, k) => k + 1),
+          BigInt(i),
+        ),
+      );
     const snapshot = (await table.snapshots.latest())!;
-    const groups = await Promise.all([0, 1, 2].map(async (bucket) => ({ partition: 'region=eu', bucket, entries: await readBucketFiles(table, snapshot, 'region=eu', bucket) })));
+    const groups = await Promise.all(
+      [0, 1, 2].map(async (bucket) => ({
+        partition: 'region=eu',
+        bucket,
+        entries: await readBucketFiles(table, snapshot, 'region=eu', bucket),
+      })),
+    );
     return { table, groups };
   }
 
@@ -141,7 +170,8 @@ describe('a compaction run over several buckets racing a compaction of one of th
     const { table, groups } = await threeBuckets(store);
     await compactBucket(table, 'region=eu', 1, { full: true });
     // Bucket 1 is due again: five more runs of one of its keys after its full compaction.
-    const inBucket1 = (await readBucketFiles(table, (await table.snapshots.latest())!, 'region=eu', 1))[0].file.minKey[1] as number;
+    const inBucket1 = (await readBucketFiles(table, (await table.snapshots.latest())!, 'region=eu', 1))[0].file
+      .minKey[1] as number;
     for (let i = 0; i < 5; i++) await writeChanges(table, upserts([inBucket1], 100n + BigInt(i)));
     const expected = sorted(await readState(table));
     const before = (await table.snapshots.latestId())!;

@@ -10,7 +10,16 @@ import { RowKind } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import type { Table } from '../../lib/table/table.js';
 import { rng, testSeed } from '../helpers/random.js';
-import { ChangelogReplay, checkLevels, liveFilesByBucket, newTable, readState, sorted, writeChanges, type Change } from './fixtures.js';
+import {
+  ChangelogReplay,
+  checkLevels,
+  liveFilesByBucket,
+  newTable,
+  readState,
+  sorted,
+  writeChanges,
+  type Change,
+} from './fixtures.js';
 
 /**
  * Level-0 files of the swept compaction: four overlapping ones (deletes included) in the default
@@ -34,7 +43,10 @@ async function prepared(): Promise<{ store: MemoryStore; table: Table }> {
 
 async function writeFiles(): Promise<{ store: MemoryStore; table: Table }> {
   const store = new MemoryStore();
-  const table = await newTable({ 'write-only': 'true', 'changelog-producer': 'lookup', 'target-file-size': '2 kb' }, store);
+  const table = await newTable(
+    { 'write-only': 'true', 'changelog-producer': 'lookup', 'target-file-size': '2 kb' },
+    store,
+  );
   for (let i = 0; i < FILES; i++) {
     const changes: Change[] = [];
     for (let id = 1; id <= 20; id++) {
@@ -89,14 +101,21 @@ describe('a crash during a compaction run over several buckets', () => {
     const store = new MemoryStore();
     const table = await newTable({ 'write-only': 'true', 'changelog-producer': 'lookup', bucket: '3' }, store);
     for (let i = 0; i < 6; i++) {
-      await writeChanges(table, Array.from({ length: 30 }, (_, k) => ({ row: { id: k + 1, region: 'eu', v: BigInt(i), s: null }, kind: RowKind.INSERT })));
+      await writeChanges(
+        table,
+        Array.from({ length: 30 }, (_, k) => ({
+          row: { id: k + 1, region: 'eu', v: BigInt(i), s: null },
+          kind: RowKind.INSERT,
+        })),
+      );
     }
     return { store, table };
   }
 
   async function compactSnapshots(table: Table): Promise<number[]> {
     const out: number[] = [];
-    for (let id = 1; id <= ((await table.snapshots.latestId()) ?? 0); id++) if ((await table.snapshots.read(id)).commitKind === 'COMPACT') out.push(id);
+    for (let id = 1; id <= ((await table.snapshots.latestId()) ?? 0); id++)
+      if ((await table.snapshots.read(id)).commitKind === 'COMPACT') out.push(id);
     return out;
   }
 
@@ -128,7 +147,11 @@ describe('a crash during a compaction run over several buckets', () => {
       expect(await compactSnapshots(table), context).toHaveLength(1);
       const byBucket = await liveFilesByBucket(table);
       expect(byBucket.size, context).toBe(3);
-      for (const files of byBucket.values()) expect(files.every((e) => e.file.level === table.options.numLevels - 1), context).toBe(true);
+      for (const files of byBucket.values())
+        expect(
+          files.every((e) => e.file.level === table.options.numLevels - 1),
+          context,
+        ).toBe(true);
       expect(sorted(await readState(table)), context).toEqual(expected);
       expect(sorted(await new ChangelogReplay(table).advance()), context).toEqual(expected);
       // And a third run has nothing to do.

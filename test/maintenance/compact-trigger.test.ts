@@ -11,11 +11,13 @@ import { RowKind } from '../../lib/schema/types.js';
 import { Table } from '../../lib/table/table.js';
 import { liveFilesByBucket, newTable, readState, writeChanges, type Change } from './fixtures.js';
 
-const upserts = (ids: number[], v: bigint): Change[] => ids.map((id) => ({ row: { id, region: 'eu', v, s: null }, kind: RowKind.INSERT }));
+const upserts = (ids: number[], v: bigint): Change[] =>
+  ids.map((id) => ({ row: { id, region: 'eu', v, s: null }, kind: RowKind.INSERT }));
 
 async function kinds(table: Table): Promise<CommitKind[]> {
   const out: CommitKind[] = [];
-  for (let id = 1; id <= ((await table.snapshots.latestId()) ?? 0); id++) out.push((await table.snapshots.read(id)).commitKind);
+  for (let id = 1; id <= ((await table.snapshots.latestId()) ?? 0); id++)
+    out.push((await table.snapshots.read(id)).commitKind);
   return out;
 }
 
@@ -29,7 +31,9 @@ describe('after an APPEND commit', () => {
   it('one lookup-producer write into 18 partition-buckets makes one APPEND and one COMPACT snapshot', async () => {
     const table = await newTable({ 'changelog-producer': 'lookup', bucket: '3' });
     const regions = ['eu', 'us', 'ap', 'sa', 'af', 'oc'];
-    const rows: Change[] = regions.flatMap((region) => Array.from({ length: 30 }, (_, i) => ({ row: { id: i, region, v: 1n, s: null }, kind: RowKind.INSERT })));
+    const rows: Change[] = regions.flatMap((region) =>
+      Array.from({ length: 30 }, (_, i) => ({ row: { id: i, region, v: 1n, s: null }, kind: RowKind.INSERT })),
+    );
 
     await writeChanges(table, rows);
 
@@ -37,7 +41,11 @@ describe('after an APPEND commit', () => {
     expect(await kinds(table)).toEqual(['APPEND', 'COMPACT']);
     const buckets = await liveFilesByBucket(table);
     expect(buckets.size).toBe(18);
-    for (const [bucket, files] of buckets) expect(files.every((e) => e.file.level > 0), bucket).toBe(true);
+    for (const [bucket, files] of buckets)
+      expect(
+        files.every((e) => e.file.level > 0),
+        bucket,
+      ).toBe(true);
     const compact = (await table.snapshots.latest())!;
     expect(compact.changelogRecordCount).toBe(180);
   });
@@ -85,7 +93,11 @@ describe('after an APPEND commit', () => {
 });
 
 describe('write stall (num-sorted-run.stop-trigger)', () => {
-  const stalling = { 'write-only': 'true', 'num-sorted-run.compaction-trigger': '2', 'num-sorted-run.stop-trigger': '3' };
+  const stalling = {
+    'write-only': 'true',
+    'num-sorted-run.compaction-trigger': '2',
+    'num-sorted-run.stop-trigger': '3',
+  };
 
   it('refuses a write into a bucket over the stop trigger on a write-only table, until compaction catches up', async () => {
     const table = await newTable(stalling);
@@ -104,7 +116,9 @@ describe('write stall (num-sorted-run.stop-trigger)', () => {
   it('stalls every concurrent writer into the bucket over the trigger, and only those, until a compaction lands', async () => {
     const table = await newTable(stalling);
     for (let i = 0; i < 4; i++) await writeChanges(table, upserts([1, 2], BigInt(i)));
-    const into = (region: string, v: bigint): Change[] => [{ row: { id: 7, region, v, s: null }, kind: RowKind.INSERT }];
+    const into = (region: string, v: bigint): Change[] => [
+      { row: { id: 7, region, v, s: null }, kind: RowKind.INSERT },
+    ];
 
     // Writers of one table object check the same snapshot side by side (the counts are shared).
     const results = await Promise.allSettled([
@@ -115,7 +129,8 @@ describe('write stall (num-sorted-run.stop-trigger)', () => {
     ]);
 
     expect(results.map((r) => r.status)).toEqual(['rejected', 'fulfilled', 'rejected', 'fulfilled']);
-    for (const r of [results[0], results[2]]) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(WriteStallError);
+    for (const r of [results[0], results[2]])
+      expect((r as PromiseRejectedResult).reason).toBeInstanceOf(WriteStallError);
     await compactTable(table);
     await Promise.all([writeChanges(table, into('eu', 14n)), writeChanges(table, into('us', 15n))]);
     const state = await readState(table);
@@ -126,7 +141,13 @@ describe('write stall (num-sorted-run.stop-trigger)', () => {
     const table = await newTable(stalling);
     for (let i = 0; i < 4; i++) await writeChanges(table, upserts([1, 2], BigInt(i)));
     // The same table seen by a writer that compacts (as if write-only were switched off).
-    const writer = new Table(table.store, table.name, table.path, { ...table.schema, options: { ...table.schema.options, 'write-only': 'false' } }, INLINE_COMPACTION);
+    const writer = new Table(
+      table.store,
+      table.name,
+      table.path,
+      { ...table.schema, options: { ...table.schema.options, 'write-only': 'false' } },
+      INLINE_COMPACTION,
+    );
 
     await beforeAppendCommit(writer, [{ partition: 'region=eu', bucket: 0 }]);
 

@@ -26,7 +26,10 @@ class FailingUploads extends LocalStore {
   completed = 0;
   /** File names of completed uploads, in completion order. */
   readonly order: string[] = [];
-  constructor(dir: string, private readonly failAt: number) {
+  constructor(
+    dir: string,
+    private readonly failAt: number,
+  ) {
     super(dir);
   }
   override upload(key: string): ObjectUpload {
@@ -68,7 +71,10 @@ describe('compaction output upload', () => {
       const store = new FailingUploads(root, failAt);
       const table = await newTable({ 'write-only': 'true', 'changelog-producer': 'lookup' }, store);
       for (let i = 0; i < 4; i++) {
-        const changes: Change[] = Array.from({ length: 300 }, (_, k) => ({ row: { id: k * 4 + i, region: 'eu', v: BigInt(i), s: `r${i}` }, kind: RowKind.INSERT }));
+        const changes: Change[] = Array.from({ length: 300 }, (_, k) => ({
+          row: { id: k * 4 + i, region: 'eu', v: BigInt(i), s: `r${i}` },
+          kind: RowKind.INSERT,
+        }));
         await writeChanges(table, changes);
       }
       const before = sorted(await readState(table));
@@ -98,13 +104,33 @@ describe('compaction output upload', () => {
     // and 2 kb files, so the changelog (1,200 rows of level 0 over 400 higher rows) needs many files.
     dir = await mkdtemp(join(os.tmpdir(), 'varve-compact-upload-'));
     const store = new FailingUploads(join(dir, 'lookup'), 0);
-    const table = await newTable({ 'write-only': 'true', 'changelog-producer': 'lookup', 'compaction.memory-budget': '1 b', 'target-file-size': '2 kb' }, store);
+    const table = await newTable(
+      {
+        'write-only': 'true',
+        'changelog-producer': 'lookup',
+        'compaction.memory-budget': '1 b',
+        'target-file-size': '2 kb',
+      },
+      store,
+    );
     const replay = new ChangelogReplay(table);
-    await writeChanges(table, Array.from({ length: 400 }, (_, k) => ({ row: { id: k, region: 'eu', v: 0n, s: 'first' }, kind: RowKind.INSERT })));
+    await writeChanges(
+      table,
+      Array.from({ length: 400 }, (_, k) => ({
+        row: { id: k, region: 'eu', v: 0n, s: 'first' },
+        kind: RowKind.INSERT,
+      })),
+    );
     await compactBucket(table, 'region=eu', 0, { full: true });
     store.order.length = 0;
     for (let i = 1; i <= 3; i++) {
-      await writeChanges(table, Array.from({ length: 400 }, (_, k) => ({ row: { id: k * 2 + i, region: 'eu', v: BigInt(i), s: `w${i}` }, kind: k % 7 === 0 ? RowKind.DELETE : RowKind.INSERT })));
+      await writeChanges(
+        table,
+        Array.from({ length: 400 }, (_, k) => ({
+          row: { id: k * 2 + i, region: 'eu', v: BigInt(i), s: `w${i}` },
+          kind: k % 7 === 0 ? RowKind.DELETE : RowKind.INSERT,
+        })),
+      );
     }
 
     // Act
@@ -130,7 +156,10 @@ function instrument(client: S3Client, fault: { uploadPart?: number }): Map<strin
       const name = context.commandName ?? '?';
       counts.set(name, (counts.get(name) ?? 0) + 1);
       if (name === UploadPartCommand.name && counts.get(name) === fault.uploadPart) {
-        throw Object.assign(new Error('injected: connection reset during UploadPart'), { name: 'InjectedFault', $metadata: {} });
+        throw Object.assign(new Error('injected: connection reset during UploadPart'), {
+          name: 'InjectedFault',
+          $metadata: {},
+        });
       }
       return next(args);
     },
@@ -158,12 +187,19 @@ describe.skipIf(!awsAvailable())('compaction output as an S3 multipart upload (m
     const client = defaultS3Client();
     const store = new S3Store({ bucket, prefix: 'wh', client, multipartPartSize: 5 * MiB });
     const table = await newTable({ bucket: '1', 'write-only': 'true' }, store);
-    await writeChanges(table, rows.map((row) => ({ row, kind: RowKind.INSERT })));
-    await writeChanges(table, updates.map((row) => ({ row, kind: RowKind.INSERT })));
+    await writeChanges(
+      table,
+      rows.map((row) => ({ row, kind: RowKind.INSERT })),
+    );
+    await writeChanges(
+      table,
+      updates.map((row) => ({ row, kind: RowKind.INSERT })),
+    );
     const before = sorted(await readState(table));
     const snapshotBefore = (await table.snapshots.latestId())!;
     const objectsBefore = await listAll(store, '');
-    const openUploads = async () => (await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? [];
+    const openUploads = async () =>
+      (await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? [];
     const fault: { uploadPart?: number } = { uploadPart: 2 };
     const counts = instrument(client, fault);
     const msg = `seed ${seed}`;

@@ -14,7 +14,8 @@ import { listAll } from '../../lib/store/object-store.js';
 import type { Table } from '../../lib/table/table.js';
 import { liveFilesByBucket, newTable, readState, sorted, writeChanges, type Change } from './fixtures.js';
 
-const upserts = (ids: number[], v: bigint, region = 'eu'): Change[] => ids.map((id) => ({ row: { id, region, v, s: `s${id}` }, kind: RowKind.INSERT }));
+const upserts = (ids: number[], v: bigint, region = 'eu'): Change[] =>
+  ids.map((id) => ({ row: { id, region, v, s: `s${id}` }, kind: RowKind.INSERT }));
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 /** Data and changelog files in the store that no snapshot references. */
@@ -26,7 +27,9 @@ async function unreferencedFiles(table: Table): Promise<string[]> {
     for (const e of await readLiveFiles(table.store, table.path, s)) referenced.add(e.file.fileName);
     for (const e of await readChangelogFiles(table.store, table.path, s)) referenced.add(e.file.fileName);
   }
-  const files = (await listAll(table.store, `${table.path}/`)).map((o) => o.key.split('/').pop()!).filter((n) => /^(data|changelog)-/.test(n));
+  const files = (await listAll(table.store, `${table.path}/`))
+    .map((o) => o.key.split('/').pop()!)
+    .filter((n) => /^(data|changelog)-/.test(n));
   return files.filter((n) => !referenced.has(n));
 }
 
@@ -34,10 +37,17 @@ describe('compactBucket', () => {
   it('upgrades non-overlapping files to the max level without rewriting them', async () => {
     // Tiny target size: every file counts as large, so nothing is rewritten for being small. The
     // flush rolls its output at that size too (one file per row), so writes must not stall.
-    const table = await newTable({ 'write-only': 'true', 'target-file-size': '1 b', 'num-sorted-run.stop-trigger': '100' });
+    const table = await newTable({
+      'write-only': 'true',
+      'target-file-size': '1 b',
+      'num-sorted-run.stop-trigger': '100',
+    });
     await writeChanges(table, upserts(range(1, 10), 1n));
     await writeChanges(table, upserts(range(11, 20), 2n));
-    const before = (await liveFilesByBucket(table)).get('region=eu#0')!.map((e) => e.file.fileName).sort();
+    const before = (await liveFilesByBucket(table))
+      .get('region=eu#0')!
+      .map((e) => e.file.fileName)
+      .sort();
     const store = table.store as MemoryStore;
     store.resetCallLog();
 
@@ -85,7 +95,7 @@ describe('compactBucket', () => {
     expect(first.snapshot?.commitUser).toBe(COMPACT_COMMIT_USER);
     expect(retry.alreadyCommitted).toBe(true);
     expect(retry.snapshot?.id).toBe(first.snapshot?.id);
-    expect((await table.snapshots.latestId())).toBe(first.snapshot?.id);
+    expect(await table.snapshots.latestId()).toBe(first.snapshot?.id);
     expect(await unreferencedFiles(table)).toEqual([]);
   });
 
@@ -112,7 +122,10 @@ describe('compaction output', () => {
     const files = (await liveFilesByBucket(table)).get('region=eu#0')!;
     expect(files).toHaveLength(1);
     const [file] = files;
-    const meta = await readDataFileMetadata(table.store, dataFileKey(table.path, file.partition, file.bucket, file.file.fileName));
+    const meta = await readDataFileMetadata(
+      table.store,
+      dataFileKey(table.path, file.partition, file.bucket, file.file.fileName),
+    );
     expect(meta.numRows).toBe(n);
     expect(meta.numRowGroups).toBe(2);
     expect(sorted(await readState(table))).toEqual(before);
@@ -142,7 +155,11 @@ describe('compactTable', () => {
     const snapshot = await table.snapshots.read(summary.snapshots[0]);
     expect(snapshot.commitKind).toBe('COMPACT');
     expect(await table.snapshots.latestId()).toBe(snapshot.id);
-    expect(progress).toEqual([[1, 3], [2, 3], [3, 3]]);
+    expect(progress).toEqual([
+      [1, 3],
+      [2, 3],
+      [3, 3],
+    ]);
     expect(sorted(await readState(table))).toEqual(expected);
   });
 
@@ -163,7 +180,8 @@ describe('compactTable', () => {
 
   it('compacts only the partition and bucket asked for', async () => {
     const table = await newTable({ 'write-only': 'true', bucket: '2' });
-    for (let i = 0; i < 6; i++) await writeChanges(table, [...upserts(range(1, 10), 1n, 'eu'), ...upserts(range(1, 10), 1n, 'us')]);
+    for (let i = 0; i < 6; i++)
+      await writeChanges(table, [...upserts(range(1, 10), 1n, 'eu'), ...upserts(range(1, 10), 1n, 'us')]);
 
     const summary = await compactTable(table, { partition: { region: 'us' }, bucket: 1 });
 

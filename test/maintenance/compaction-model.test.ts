@@ -10,7 +10,16 @@ import { compactBucket, compactTable } from '../../lib/maintenance/compact.js';
 import { RowKind } from '../../lib/schema/types.js';
 import { DEDUPLICATE_MODEL, SUM_AGGREGATION_MODEL, type ModelEngine } from '../helpers/model-engines.js';
 import { rng, testSeed, type Rng } from '../helpers/random.js';
-import { checkLevels, liveFilesByBucket, newTable, readState, sorted, writeChanges, type Change, type State } from './fixtures.js';
+import {
+  checkLevels,
+  liveFilesByBucket,
+  newTable,
+  readState,
+  sorted,
+  writeChanges,
+  type Change,
+  type State,
+} from './fixtures.js';
 
 const engines: ModelEngine[] = [DEDUPLICATE_MODEL, SUM_AGGREGATION_MODEL];
 
@@ -69,7 +78,14 @@ describe('compaction model test', () => {
               await writeChanges(table, batch);
               log.push('stalled');
             }
-            for (const c of batch) engine.apply(model, `${c.row.region}|${c.row.id}`, c.kind, c.row.v as bigint | null, c.row.s as string | null);
+            for (const c of batch)
+              engine.apply(
+                model,
+                `${c.row.region}|${c.row.id}`,
+                c.kind,
+                c.row.v as bigint | null,
+                c.row.s as string | null,
+              );
             log.push(`write ${batch.length}`);
           } else if (op < 0.75) {
             const buckets = [...(await liveFilesByBucket(table)).values()];
@@ -95,7 +111,9 @@ describe('compaction model test', () => {
         await compactTable(table, { full: true });
         expect(sorted(await readState(table)), `seed ${seed}, after the final full compaction`).toEqual(sorted(model));
         for (const [bucket, entries] of await liveFilesByBucket(table)) {
-          expect(new Set(entries.map((e) => e.file.level)), `${bucket} (seed ${seed})`).toEqual(new Set([table.options.numLevels - 1]));
+          expect(new Set(entries.map((e) => e.file.level)), `${bucket} (seed ${seed})`).toEqual(
+            new Set([table.options.numLevels - 1]),
+          );
         }
       });
     }

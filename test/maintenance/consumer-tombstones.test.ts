@@ -43,7 +43,10 @@ describe('consumer tombstones', () => {
   it('are removed after consumer.tombstone-retention with what the id left; the id then starts as a new consumer', async () => {
     // Prepare: a tombstone, and a progress object a late reader of the expired run wrote after expiry.
     const { table, t0 } = await expiredConsumer({ 'consumer.tombstone-retention': '7 d' });
-    await table.store.put(progressKey(table.path, 'c1', '', 0), utf8(JSON.stringify({ run: 'old', snapshot: 2, updated: t0 })));
+    await table.store.put(
+      progressKey(table.path, 'c1', '', 0),
+      utf8(JSON.stringify({ run: 'old', snapshot: 2, updated: t0 })),
+    );
     // Act: inside the retention, then after it.
     const inside = await expireSnapshots(table, { now: t0 + 6 * DAY, retainMin: 100 });
     const refused = await ensureConsumer(table, 'c1').catch((e) => e);
@@ -64,10 +67,13 @@ describe('consumer tombstones', () => {
     const store = new BeforeDeleteStore();
     const { table, t0 } = await expiredConsumer({ 'consumer.tombstone-retention': '7 d' }, store);
     const key = tombstoneKey(table.path, 'c1');
-    store.beforeDelete((k) => k === key, async () => {
-      const t = JSON.parse(fromUtf8((await store.get(key)).body)) as Record<string, unknown>;
-      await store.put(key, utf8(JSON.stringify({ ...t, reason: 'rewritten' })));
-    });
+    store.beforeDelete(
+      (k) => k === key,
+      async () => {
+        const t = JSON.parse(fromUtf8((await store.get(key)).body)) as Record<string, unknown>;
+        await store.put(key, utf8(JSON.stringify({ ...t, reason: 'rewritten' })));
+      },
+    );
     // Act
     const r = await expireSnapshots(table, { now: t0 + 8 * DAY, retainMin: 100 });
     // Assess
@@ -76,4 +82,3 @@ describe('consumer tombstones', () => {
     expect(await readTombstone(table.store, table.path, 'c1')).toMatchObject({ reason: 'rewritten' });
   });
 });
-

@@ -41,7 +41,10 @@ async function liveFiles(table: Table): Promise<{ data: string[]; changelog: str
 async function decodedRanges(bytes: Uint8Array): Promise<Array<[number, number]>> {
   const footer = await readParquetFooter({ size: bytes.length, name: 'f', read: async (s, e) => bytes.subarray(s, e) });
   const len = new DataView(bytes.buffer, bytes.byteOffset + bytes.length - 8, 4).getUint32(0, true);
-  return [...footer.chunks.flat().map((c): [number, number] => [c.start, c.start + c.length]), [bytes.length - 8 - len, bytes.length]];
+  return [
+    ...footer.chunks.flat().map((c): [number, number] => [c.start, c.start + c.length]),
+    [bytes.length - 8 - len, bytes.length],
+  ];
 }
 
 type Damage = { kind: 'flip'; at: number; decoded: boolean } | { kind: 'cut'; at: number };
@@ -72,7 +75,9 @@ async function outcome(read: () => Promise<string[]>): Promise<{ rows?: string[]
 }
 
 function rowsOf(table: Table, t: arrow.Table): string[] {
-  return tableToRows(t, table.schema.fields).map((r) => JSON.stringify(r, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)));
+  return tableToRows(t, table.schema.fields).map((r) =>
+    JSON.stringify(r, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
+  );
 }
 
 async function scanRows(table: Table): Promise<string[]> {
@@ -108,7 +113,12 @@ describe('damage at rest', () => {
       const paths: Array<[string, () => Promise<string[]>, string[], boolean]> = [
         ['read', async () => rowsOf(t, await t.read()), expected.read, isData],
         ['scan', () => scanRows(t), expected.scan, isData],
-        ['stream', () => drain(new StreamScan(t, { mode: 'from-snapshot', snapshotId: 1 }), t, true), expected.stream, false],
+        [
+          'stream',
+          () => drain(new StreamScan(t, { mode: 'from-snapshot', snapshotId: 1 }), t, true),
+          expected.stream,
+          false,
+        ],
       ];
       for (const [name, read, rows, mustFail] of paths) {
         const o = await outcome(read);
@@ -124,7 +134,10 @@ describe('damage at rest', () => {
       }
       // Compaction reads every byte a reader decodes of every live data file: a damaged one fails it, and nothing is committed.
       const before = await t.snapshots.latestId();
-      const compacted = await compactTable(t, { full: true }).then(() => undefined, (e: unknown) => e);
+      const compacted = await compactTable(t, { full: true }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       if (isData && loud) {
         expect(compacted, `compact: ${what}`).toBeInstanceOf(DataFileChecksumError);
         expect(await t.snapshots.latestId(), `compact committed: ${what}`).toBe(before);
@@ -134,8 +147,13 @@ describe('damage at rest', () => {
       // verify reads back every live file: it always names the damaged one (it was live before any compaction above).
       const v = await verifyTable(reopen(table, await restoreSnapshotsOf(store, copy)));
       expect(v.ok, what).toBe(false);
-      expect(v.problems.some((p) => p.key === victim && p.problem.includes('damaged')), `${what}: ${JSON.stringify(v.problems)}`).toBe(true);
-      expect((await verifyTable(reopen(table, await restoreSnapshotsOf(store, copy)), { quick: true })).ok, what).toBe(true);
+      expect(
+        v.problems.some((p) => p.key === victim && p.problem.includes('damaged')),
+        `${what}: ${JSON.stringify(v.problems)}`,
+      ).toBe(true);
+      expect((await verifyTable(reopen(table, await restoreSnapshotsOf(store, copy)), { quick: true })).ok, what).toBe(
+        true,
+      );
     }
   });
 });
@@ -143,6 +161,7 @@ describe('damage at rest', () => {
 /** The damaged copy's files with the original's metadata (a compaction on the copy may have added snapshots). */
 async function restoreSnapshotsOf(original: MemoryStore, copy: MemoryStore): Promise<MemoryStore> {
   const out = await cloneStore(original);
-  for (const key of copy.keys()) if (key.endsWith('.parquet') && original.keys().includes(key)) await out.put(key, (await copy.get(key)).body);
+  for (const key of copy.keys())
+    if (key.endsWith('.parquet') && original.keys().includes(key)) await out.put(key, (await copy.get(key)).body);
   return out;
 }

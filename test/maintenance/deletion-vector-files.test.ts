@@ -123,7 +123,9 @@ describe('deletion-vector files in expiry, orphan cleanup, verify', () => {
     // sys files lists each live file's vector and how many rows it deletes.
     const files = await readSystemTable(table, 'files');
     expect(files.columns).toContain('deletion_vector_file');
-    expect(files.records.reduce((n, r) => n + (r.deleted_record_count as number), 0)).toBe(refs.reduce((n, r) => n + r.cardinality, 0));
+    expect(files.records.reduce((n, r) => n + (r.deleted_record_count as number), 0)).toBe(
+      refs.reduce((n, r) => n + r.cardinality, 0),
+    );
     expect(files.records.some((r) => r.deletion_vector_file === `${table.path}/${ref.dvFile}`)).toBe(true);
     const key = `${table.path}/${ref.dvFile}`;
     const bytes = (await table.store.get(key)).body.slice();

@@ -37,18 +37,29 @@ async function twentyFourSnapshots(table: Table, from = 0): Promise<void> {
  */
 async function expectedKeys(table: Table, id: number): Promise<{ live: string[]; stream: string[] }> {
   const s = await table.snapshots.read(id);
-  const key = (e: { partition: string; bucket: number; file: { fileName: string } }) => dataFileKey(table.path, e.partition, e.bucket, e.file.fileName);
+  const key = (e: { partition: string; bucket: number; file: { fileName: string } }) =>
+    dataFileKey(table.path, e.partition, e.bucket, e.file.fileName);
   const m = await readSnapshotManifests(table, s);
   const live = [...(await readLiveFiles(table.store, table.path, s)).map(key), ...m.listKeys, ...m.manifestKeys];
   const stream: string[] = [];
   if (table.options.changelogProducer === 'none') {
     if (s.commitKind === 'APPEND') {
-      stream.push(...(await readDeltaEntries(table.store, table.path, s)).filter((e) => e.kind === 'ADD' && e.file.level === 0).map(key));
-      stream.push(`${table.path}/manifest/${s.deltaManifestList}`, ...m.delta.map((x) => `${table.path}/manifest/${x.fileName}`));
+      stream.push(
+        ...(await readDeltaEntries(table.store, table.path, s))
+          .filter((e) => e.kind === 'ADD' && e.file.level === 0)
+          .map(key),
+      );
+      stream.push(
+        `${table.path}/manifest/${s.deltaManifestList}`,
+        ...m.delta.map((x) => `${table.path}/manifest/${x.fileName}`),
+      );
     }
   } else if (s.changelogManifestList !== undefined) {
     stream.push(...(await readChangelogFiles(table.store, table.path, s)).map(key));
-    stream.push(`${table.path}/manifest/${s.changelogManifestList}`, ...m.changelog.map((x) => `${table.path}/manifest/${x.fileName}`));
+    stream.push(
+      `${table.path}/manifest/${s.changelogManifestList}`,
+      ...m.changelog.map((x) => `${table.path}/manifest/${x.fileName}`),
+    );
   }
   return { live, stream };
 }
@@ -64,7 +75,11 @@ function fileKeys(table: Table): string[] {
 describe.each(['input', 'none'] as const)('long-lived changelogs (changelog-producer %s)', (producer) => {
   it('the issue repro: 24 snapshots, snapshot.num-retained.min 2, changelog.num-retained.min 8 keeps 2 snapshots and 6 changelogs with exactly their files', async () => {
     // Prepare
-    const table = await newTable({ 'changelog-producer': producer, 'snapshot.num-retained.min': '2', 'changelog.num-retained.min': '8' });
+    const table = await newTable({
+      'changelog-producer': producer,
+      'snapshot.num-retained.min': '2',
+      'changelog.num-retained.min': '8',
+    });
     await twentyFourSnapshots(table);
     const keys = new Map<number, { live: string[]; stream: string[] }>();
     for (let id = 1; id <= 24; id++) keys.set(id, await expectedKeys(table, id));
@@ -74,7 +89,11 @@ describe.each(['input', 'none'] as const)('long-lived changelogs (changelog-prod
     // Assess: 2 snapshots and 6 changelogs (8 counting the snapshots), not 8 snapshots.
     expect(await table.snapshots.listIds()).toEqual([23, 24]);
     expect(await listChangelogIds(table.store, table.path)).toEqual([17, 18, 19, 20, 21, 22]);
-    expect(r).toMatchObject({ changelogDecoupled: true, changelogsWritten: [17, 18, 19, 20, 21, 22], changelogsExpired: [] });
+    expect(r).toMatchObject({
+      changelogDecoupled: true,
+      changelogsWritten: [17, 18, 19, 20, 21, 22],
+      changelogsExpired: [],
+    });
     const expected = new Set<string>();
     for (const id of [23, 24]) for (const k of keys.get(id)!.live) expected.add(k);
     for (let id = 17; id <= 24; id++) for (const k of keys.get(id)!.stream) expected.add(k);
@@ -83,7 +102,9 @@ describe.each(['input', 'none'] as const)('long-lived changelogs (changelog-prod
     const sys = await readSystemTable(table, 'changelogs');
     expect(sys.records.map((x) => x.snapshot_id)).toEqual([17, 18, 19, 20, 21, 22]);
     // A stream from an expired snapshot reads its changelog: the same changes as before expiry.
-    expect(await drain(new StreamScan(table, { mode: 'from-snapshot', snapshotId: 17 }), table, true)).toEqual(streamed);
+    expect(await drain(new StreamScan(table, { mode: 'from-snapshot', snapshotId: 17 }), table, true)).toEqual(
+      streamed,
+    );
     expect(streamed.length).toBeGreaterThan(0);
     await expect(drain(new StreamScan(table, { mode: 'from-snapshot', snapshotId: 16 }), table)).rejects.toMatchObject({
       name: 'SnapshotExpiredError',
@@ -108,7 +129,11 @@ describe.each(['input', 'none'] as const)('long-lived changelogs (changelog-prod
 
   it('orphan cleanup leaves every file a long-lived changelog keeps', async () => {
     // Prepare
-    const table = await newTable({ 'changelog-producer': producer, 'snapshot.num-retained.min': '1', 'changelog.num-retained.min': '20' });
+    const table = await newTable({
+      'changelog-producer': producer,
+      'snapshot.num-retained.min': '1',
+      'changelog.num-retained.min': '20',
+    });
     await twentyFourSnapshots(table);
     const streamed = await drain(new StreamScan(table, { mode: 'from-snapshot', snapshotId: 5 }), table, true);
     await expireSnapshots(table, { olderThanMs: 0, now: NOW() });
@@ -123,12 +148,20 @@ describe.each(['input', 'none'] as const)('long-lived changelogs (changelog-prod
 
   it('a consumer positioned in a changelog holds changelog expiry there', async () => {
     // Prepare
-    const table = await newTable({ 'changelog-producer': producer, 'snapshot.num-retained.min': '1', 'changelog.num-retained.min': '20' });
+    const table = await newTable({
+      'changelog-producer': producer,
+      'snapshot.num-retained.min': '1',
+      'changelog.num-retained.min': '20',
+    });
     await twentyFourSnapshots(table);
     await expireSnapshots(table, { olderThanMs: 0, now: NOW() });
     await addConsumer(table, 'slow', 9);
     // Act: a retention that would expire every changelog
-    const r = await expireChangelogs(table, { retainMin: 1, retainMax: 1, timeRetainedMs: 0, limit: 100, decoupled: true }, { now: NOW(), graceMs: 0 });
+    const r = await expireChangelogs(
+      table,
+      { retainMin: 1, retainMax: 1, timeRetainedMs: 0, limit: 100, decoupled: true },
+      { now: NOW(), graceMs: 0 },
+    );
     // Assess
     expect(r.outcome?.changelogs).toEqual([5, 6, 7, 8]);
     expect(await listChangelogIds(table.store, table.path)).toEqual(Array.from({ length: 15 }, (_, i) => i + 9));

@@ -20,7 +20,11 @@ describe('expireConsumers', () => {
     const table = await newTable({ 'consumer.expiration-time': '1 h' });
     await eightSnapshots(table);
     await addConsumer(table, 'etl', 3, 0);
-    for (let i = 0; i < 3; i++) await new ConsumerLeaseHandle(table.store, table.path, 'etl', { holder: localHolder(), takeover: true }).acquire();
+    for (let i = 0; i < 3; i++)
+      await new ConsumerLeaseHandle(table.store, table.path, 'etl', {
+        holder: localHolder(),
+        takeover: true,
+      }).acquire();
     // Act
     const r = await expireConsumers(table, { now: Date.now() + 2 * HOUR });
     const next = new ConsumerLeaseHandle(table.store, table.path, 'etl', { holder: localHolder() });
@@ -42,7 +46,10 @@ describe('expireConsumers', () => {
     await addConsumer(table, 'idle', 3, 0);
     // 'idle2' starts with 'idle': removing idle's objects must not touch its progress.
     await addConsumer(table, 'idle2', 3, now - 10 * 60_000);
-    const own = [`${table.path}/consumer/consumer-idle@progress/bucket-0`, `${table.path}/consumer/consumer-idle@splits/3/bucket-1.json`];
+    const own = [
+      `${table.path}/consumer/consumer-idle@progress/bucket-0`,
+      `${table.path}/consumer/consumer-idle@splits/3/bucket-1.json`,
+    ];
     for (const key of own) await table.store.put(key, utf8('{}'));
     await table.store.put(`${table.path}/consumer/consumer-idle2@progress/bucket-0`, utf8('{}'));
     // Act
@@ -52,8 +59,17 @@ describe('expireConsumers', () => {
     expect(r.remaining.map((c) => c.id)).toEqual(['idle2']);
     const keys = (table.store as MemoryStore).keys().filter((k) => k.includes('/consumer/'));
     // Only its tombstone stays: resuming 'idle' fails loudly instead of starting a new consumer.
-    expect(keys).toEqual([`${table.path}/consumer/consumer-idle2`, `${table.path}/consumer/consumer-idle2@progress/bucket-0`, `${table.path}/consumer/consumer-idle@expired`]);
-    expect(await readTombstone(table.store, table.path, 'idle')).toMatchObject({ id: 'idle', nextSnapshot: 3, expiredAt: now, reason: expect.stringMatching(/3600000 ms/) });
+    expect(keys).toEqual([
+      `${table.path}/consumer/consumer-idle2`,
+      `${table.path}/consumer/consumer-idle2@progress/bucket-0`,
+      `${table.path}/consumer/consumer-idle@expired`,
+    ]);
+    expect(await readTombstone(table.store, table.path, 'idle')).toMatchObject({
+      id: 'idle',
+      nextSnapshot: 3,
+      expiredAt: now,
+      reason: expect.stringMatching(/3600000 ms/),
+    });
   });
 
   it('keeps a caught-up consumer however long ago it moved: it holds no snapshot', async () => {

@@ -27,7 +27,8 @@ async function identified(more: number): Promise<Table> {
   return table;
 }
 
-const expireAll = (table: Table, now: number) => expireSnapshots(table, { now, retainMin: 1, retainMax: 1, olderThanMs: 0 });
+const expireAll = (table: Table, now: number) =>
+  expireSnapshots(table, { now, retainMin: 1, retainMax: 1, olderThanMs: 0 });
 
 describe('commit identifier indexes', () => {
   it('are kept while their snapshot exists, however old', async () => {
@@ -64,8 +65,8 @@ describe('commit identifier indexes', () => {
 
     // retry-42's snapshot (1) expired; `recent` is in the snapshot expiry kept (the latest).
     expect(r.expiredIdentifiers).toBe(1);
-    expect((await table.store.head(identifierIndexKey(table.path, 'retry-42')))).toBeUndefined();
-    expect((await table.store.head(identifierIndexKey(table.path, 'recent')))).toBeDefined();
+    expect(await table.store.head(identifierIndexKey(table.path, 'retry-42'))).toBeUndefined();
+    expect(await table.store.head(identifierIndexKey(table.path, 'recent'))).toBeDefined();
     const again = await table.write([{ id: 1, v: 'y' }], { commitIdentifier: 'retry-42' });
     expect(again.alreadyCommitted).toBe(false);
     expect(await rowsAt(table)).toContain('1=y');
@@ -99,8 +100,14 @@ describe('commit identifier indexes', () => {
     await table.write([{ id: 1, v: 'x' }], { commitIdentifier: 'retry-42' });
     for (let i = 0; i < 3; i++) await upsert(table, [100 + i], `v${i}`);
     const key = identifierIndexKey(table.path, 'retry-42');
-    const rewritten = JSON.stringify({ ...JSON.parse(fromUtf8((await store.get(key)).body)), updated: Date.now() + 8 * DAY });
-    store.beforeDelete((k) => k === key, async () => void (await store.put(key, utf8(rewritten))));
+    const rewritten = JSON.stringify({
+      ...JSON.parse(fromUtf8((await store.get(key)).body)),
+      updated: Date.now() + 8 * DAY,
+    });
+    store.beforeDelete(
+      (k) => k === key,
+      async () => void (await store.put(key, utf8(rewritten))),
+    );
     // Act
     const r = await expireAll(table, Date.now() + 8 * DAY);
     // Assess: the re-written index is still there, unchanged.
@@ -109,4 +116,3 @@ describe('commit identifier indexes', () => {
     expect(fromUtf8((await store.get(key)).body)).toBe(rewritten);
   });
 });
-

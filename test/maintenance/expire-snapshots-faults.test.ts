@@ -11,7 +11,15 @@ import { createTag } from '../../lib/snapshot/tags.js';
 import { StoreCrashedError, type MemoryStore } from '../../lib/store/memory-store.js';
 import { fromUtf8, utf8 } from '../../lib/store/object-store.js';
 import type { Table } from '../../lib/table/table.js';
-import { addConsumer, cloneStore, eightSnapshots, expectVerified, newTable, reopen, rowsAt } from './expiry-fixtures.js';
+import {
+  addConsumer,
+  cloneStore,
+  eightSnapshots,
+  expectVerified,
+  newTable,
+  reopen,
+  rowsAt,
+} from './expiry-fixtures.js';
 
 interface Base {
   table: Table;
@@ -36,7 +44,10 @@ beforeAll(async () => {
   const now = Date.now() + 3 * 3_600_000;
   await addConsumer(table, 'live', 6, now);
   await addConsumer(table, 'idle', 2, 0);
-  await table.store.put(`${table.path}/consumer/consumer-idle@progress/bucket-0`, utf8('{"run":"r","snapshot":1,"updated":0}'));
+  await table.store.put(
+    `${table.path}/consumer/consumer-idle@progress/bucket-0`,
+    utf8('{"run":"r","snapshot":1,"updated":0}'),
+  );
   const opts: ExpireSnapshotsOptions = { retainMin: 1, olderThanMs: 0, now };
   const store = table.store as MemoryStore;
   const clean = await cloneStore(store);
@@ -63,7 +74,8 @@ async function expectOpenableSnapshotsComplete(table: Table, history: Map<number
   const latest = await table.snapshots.latestId();
   expect(latest).toBe(8);
   // The oldest a reader can open is where a crash leaves half-done work, if anywhere: read it fully.
-  for (const id of new Set([earliest!, latest!])) expect(await rowsAt(table, { snapshotId: id })).toEqual(history.get(id));
+  for (const id of new Set([earliest!, latest!]))
+    expect(await rowsAt(table, { snapshotId: id })).toEqual(history.get(id));
   expect(await rowsAt(table, { tag: 'two' })).toEqual(history.get(2));
 }
 

@@ -13,7 +13,15 @@ import { earliestHintKey } from '../../lib/snapshot/paths.js';
 import { createTag, deleteTag } from '../../lib/snapshot/tags.js';
 import { fromUtf8 } from '../../lib/store/object-store.js';
 import type { MemoryStore } from '../../lib/store/memory-store.js';
-import { addConsumer, dataKeys, eightSnapshots, expectDeltaFilesExist, expectVerified, newTable, rowsAt } from './expiry-fixtures.js';
+import {
+  addConsumer,
+  dataKeys,
+  eightSnapshots,
+  expectDeltaFilesExist,
+  expectVerified,
+  newTable,
+  rowsAt,
+} from './expiry-fixtures.js';
 
 /** Retention that expires everything counts allow: keep 1, no age. */
 const aggressive = () => ({ retainMin: 1, olderThanMs: 0, now: Date.now() + 1000 });
@@ -56,7 +64,9 @@ describe('expireSnapshots', () => {
     // Assess: the level-0 files of snapshots 1–3 were compacted away in 4–5 and are now gone.
     expect(r.deleted.dataFiles).toBeGreaterThan(0);
     expect(dataKeys(store, table).length).toBe(before - r.deleted.dataFiles);
-    expect(r.deletedFiles).toBe(r.deleted.dataFiles + r.deleted.changelogFiles + r.deleted.manifests + r.deleted.manifestLists);
+    expect(r.deletedFiles).toBe(
+      r.deleted.dataFiles + r.deleted.changelogFiles + r.deleted.manifests + r.deleted.manifestLists,
+    );
     const orphans = await removeOrphanFiles(table, { olderThanMs: 0, dryRun: true, now: Date.now() + 1000 });
     expect(orphans.orphans).toEqual([]);
   });
@@ -178,7 +188,8 @@ describe('expireSnapshots', () => {
     // Prepare
     const table = await newTable({ 'changelog-producer': 'input' });
     await eightSnapshots(table);
-    const changelogOf = async (id: number) => readChangelogFiles(table.store, table.path, await table.snapshots.read(id));
+    const changelogOf = async (id: number) =>
+      readChangelogFiles(table.store, table.path, await table.snapshots.read(id));
     expect((await changelogOf(1)).length).toBeGreaterThan(0);
     // Act
     const r = await expireSnapshots(table, { ...aggressive(), retainMin: 2 });

@@ -38,7 +38,9 @@ describe('varve expire / remove-orphans', () => {
     // Act
     const out = await varve('expire', 'db.t', '--retain-min', '2', '--older-than', '0 ms');
     // Assess
-    expect(out).toMatch(/^db\.t: expired snapshots 1\.\.6, deleted \d+ files \(\d+ data, 0 changelog, \d+ manifests, \d+ manifest lists\); snapshots 7\.\.8 remain\n$/);
+    expect(out).toMatch(
+      /^db\.t: expired snapshots 1\.\.6, deleted \d+ files \(\d+ data, 0 changelog, \d+ manifests, \d+ manifest lists\); snapshots 7\.\.8 remain\n$/,
+    );
     expect(await table.snapshots.earliestId()).toBe(7);
   });
 
@@ -87,15 +89,20 @@ describe('varve expire / remove-orphans', () => {
     // Act
     const journal = await varve('remove-orphans', 'db.t', '--older-than', '10 ms', '--journal');
     const runs: string[] = [];
-    for (let i = 0; i < 40 && !runs.some((r) => r.includes('reached the end')); i++) runs.push(await varve('remove-orphans', 'db.t', '--older-than', '10 ms', '--max-keys', '5'));
+    for (let i = 0; i < 40 && !runs.some((r) => r.includes('reached the end')); i++)
+      runs.push(await varve('remove-orphans', 'db.t', '--older-than', '10 ms', '--max-keys', '5'));
     // Assess
-    expect(journal).toBe('db.t: removed 0 orphan files (0 B) older than 10 ms; looked at 0 files of expired pending registrations\n');
+    expect(journal).toBe(
+      'db.t: removed 0 orphan files (0 B) older than 10 ms; looked at 0 files of expired pending registrations\n',
+    );
     expect(runs.length).toBeGreaterThan(2);
     expect(runs[0]).toMatch(/; listed 5 keys, run again to resume after db\.db\/t\//);
     expect(runs.join('')).toMatch(/the scan reached the end of the table \(\d+ keys this cycle\)/);
     expect(runs.reduce((n, r) => n + Number(/removed (\d+) orphan/.exec(r)![1]), 0)).toBe(2);
     for (const k of junk) expect(await table.store.head(k)).toBeUndefined();
-    expect(await refused('remove-orphans', 'db.t', '--max-keys', '0')).toMatch(/--max-keys must be a whole number of 1 or more/);
+    expect(await refused('remove-orphans', 'db.t', '--max-keys', '0')).toMatch(
+      /--max-keys must be a whole number of 1 or more/,
+    );
   });
 
   it('rejects a duration it cannot read, naming the flag', async () => {
@@ -105,6 +112,8 @@ describe('varve expire / remove-orphans', () => {
     const run = await refused('expire', 'db.t', '--older-than', 'soon');
     // Assess
     expect(run).toMatch(/--older-than "soon" is not a duration/);
-    expect(await refused('remove-orphans', 'db.t', '--older-than', 'a while')).toMatch(/--older-than "a while" is not a duration/);
+    expect(await refused('remove-orphans', 'db.t', '--older-than', 'a while')).toMatch(
+      /--older-than "a while" is not a duration/,
+    );
   });
 });

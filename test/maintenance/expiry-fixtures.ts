@@ -14,7 +14,10 @@ import { dataFileKey } from '../../lib/table/paths.js';
 import { Table } from '../../lib/table/table.js';
 
 /** A 2-bucket primary-key table `db.t (id INT, v STRING)` on a memory store; compaction only when a test asks. */
-export async function newTable(options: Record<string, string> = {}, store: ObjectStore = new MemoryStore()): Promise<Table> {
+export async function newTable(
+  options: Record<string, string> = {},
+  store: ObjectStore = new MemoryStore(),
+): Promise<Table> {
   return new FolderCatalog(store).createTable('db.t', {
     fields: parseSchemaText('id INT NOT NULL, v STRING'),
     primaryKeys: ['id'],
@@ -44,7 +47,8 @@ export async function upsert(table: Table, ids: number[], v: string, deletes: nu
  */
 export async function compactAll(table: Table): Promise<number[]> {
   const out: number[] = [];
-  for (let bucket = 0; bucket < Number(table.schema.options.bucket ?? 2); bucket++) out.push(...(await compactTable(table, { full: true, bucket })).snapshots);
+  for (let bucket = 0; bucket < Number(table.schema.options.bucket ?? 2); bucket++)
+    out.push(...(await compactTable(table, { full: true, bucket })).snapshots);
   return out;
 }
 
@@ -69,8 +73,18 @@ export async function eightSnapshots(table: Table): Promise<Map<number, string[]
 }
 
 /** Registers consumer `id` at `nextSnapshot`, last moved at `lastUpdated`. */
-export async function addConsumer(table: Table, id: string, nextSnapshot: number, lastUpdated = Date.now()): Promise<void> {
-  await writeConsumer(table.store, table.path, id, { nextSnapshot, lastUpdated, plannedSnapshot: nextSnapshot - 1, buckets: {} });
+export async function addConsumer(
+  table: Table,
+  id: string,
+  nextSnapshot: number,
+  lastUpdated = Date.now(),
+): Promise<void> {
+  await writeConsumer(table.store, table.path, id, {
+    nextSnapshot,
+    lastUpdated,
+    plannedSnapshot: nextSnapshot - 1,
+    buckets: {},
+  });
 }
 
 /** A copy of a memory store (objects and their modification times), for replaying one state many times. */
@@ -101,7 +115,10 @@ export async function expectDeltaFilesExist(table: Table, id: number): Promise<v
   const snapshot = await table.snapshots.read(id);
   for (const e of await readDeltaEntries(table.store, table.path, snapshot)) {
     if (e.kind !== 'ADD') continue;
-    expect(await table.store.head(dataFileKey(table.path, e.partition, e.bucket, e.file.fileName)), `delta file of snapshot ${id}`).toBeDefined();
+    expect(
+      await table.store.head(dataFileKey(table.path, e.partition, e.bucket, e.file.fileName)),
+      `delta file of snapshot ${id}`,
+    ).toBeDefined();
   }
 }
 

@@ -83,10 +83,16 @@ async function step(w: World, n: number): Promise<void> {
       w.consumers.set(id, next);
     }
   } else if (roll < 0.82) {
-    const opts = { retainMin: r.int(1, 4), olderThanMs: 0, limit: r.int(1, 6), graceMs: r.chance(0.3) ? 5_000 : 0, now: now + 1 };
+    const opts = {
+      retainMin: r.int(1, 4),
+      olderThanMs: 0,
+      limit: r.int(1, 6),
+      graceMs: r.chance(0.3) ? 5_000 : 0,
+      now: now + 1,
+    };
     w.log.push(`${n}: expire ${JSON.stringify(opts)}`);
     const res = await expireSnapshots(table, opts);
-        w.stats.expired += res.expired.length;
+    w.stats.expired += res.expired.length;
     w.stats.deletedFiles += res.deletedFiles;
   } else if (roll < 0.9) {
     w.log.push(`${n}: remove orphans`);
@@ -120,7 +126,17 @@ describe('expiry, orphan cleanup and reads interleaved (randomized)', () => {
     const seed = testSeed('expiry-random');
     const r = rng(seed);
     const table = await newTable({ 'changelog-producer': r.chance(0.5) ? 'input' : 'none' });
-    const w: World = { table, store: table.store as MemoryStore, r, history: new Map(), tags: new Map(), consumers: new Map(), clock: 0, log: [], stats: { expired: 0, deletedFiles: 0, orphans: 0, crashes: 0 } };
+    const w: World = {
+      table,
+      store: table.store as MemoryStore,
+      r,
+      history: new Map(),
+      tags: new Map(),
+      consumers: new Map(),
+      clock: 0,
+      log: [],
+      stats: { expired: 0, deletedFiles: 0, orphans: 0, crashes: 0 },
+    };
     try {
       // Act and assess, step by step
       for (let n = 0; n < 60; n++) {

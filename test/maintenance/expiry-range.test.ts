@@ -1,7 +1,12 @@
 /** The range rules of expiry on synthetic timelines: counts, age of the successor, consumers, the limit. */
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../lib/errors.js';
-import { expiryBound, resolveChangelogRetention, resolveRetention, type Retention } from '../../lib/maintenance/expiry-range.js';
+import {
+  expiryBound,
+  resolveChangelogRetention,
+  resolveRetention,
+  type Retention,
+} from '../../lib/maintenance/expiry-range.js';
 import type { Snapshot } from '../../lib/snapshot/snapshot.js';
 import type { Consumer } from '../../lib/snapshot/consumer.js';
 import { newTable } from './expiry-fixtures.js';
@@ -25,7 +30,10 @@ describe('expiryBound', () => {
   const base = { earliest: 1, latest: 10, consumers: [] as Consumer[], now: 100_000, read: timeline() };
 
   it('keeps retain-min newest snapshots', async () => {
-    expect(await expiryBound({ ...base, retention: retention({ retainMin: 3 }) })).toEqual({ end: 8, heldBy: 'retain-min' });
+    expect(await expiryBound({ ...base, retention: retention({ retainMin: 3 }) })).toEqual({
+      end: 8,
+      heldBy: 'retain-min',
+    });
   });
 
   it('expires a snapshot only when its successor is older than the time window', async () => {
@@ -41,13 +49,25 @@ describe('expiryBound', () => {
   });
 
   it('stops at the slowest live consumer', async () => {
-    const b = await expiryBound({ ...base, consumers: [consumer('fast', 9), consumer('slow', 4)], retention: retention() });
+    const b = await expiryBound({
+      ...base,
+      consumers: [consumer('fast', 9), consumer('slow', 4)],
+      retention: retention(),
+    });
     expect(b).toEqual({ end: 4, heldBy: 'consumer', consumer: { id: 'slow', nextSnapshot: 4 } });
   });
 
   it('expires at most `limit` per run and never goes below the earliest', async () => {
-    expect(await expiryBound({ ...base, earliest: 3, retention: retention({ limit: 2 }) })).toEqual({ end: 5, heldBy: 'limit' });
-    const behind = await expiryBound({ ...base, earliest: 6, consumers: [consumer('lost', 2)], retention: retention() });
+    expect(await expiryBound({ ...base, earliest: 3, retention: retention({ limit: 2 }) })).toEqual({
+      end: 5,
+      heldBy: 'limit',
+    });
+    const behind = await expiryBound({
+      ...base,
+      earliest: 6,
+      consumers: [consumer('lost', 2)],
+      retention: retention(),
+    });
     expect(behind.end).toBe(6);
   });
 
@@ -61,7 +81,11 @@ describe('resolveRetention', () => {
   it('takes the table options, overridden per run', async () => {
     const table = await newTable({ 'snapshot.num-retained.min': '4', 'snapshot.time-retained': '2 h' });
     expect(resolveRetention(table)).toMatchObject({ retainMin: 4, timeRetainedMs: 7_200_000, limit: 50 });
-    expect(resolveRetention(table, { retainMin: 1, olderThanMs: 0, limit: 7 })).toMatchObject({ retainMin: 1, timeRetainedMs: 0, limit: 7 });
+    expect(resolveRetention(table, { retainMin: 1, olderThanMs: 0, limit: 7 })).toMatchObject({
+      retainMin: 1,
+      timeRetainedMs: 0,
+      limit: 7,
+    });
   });
 
   it('keeps snapshot retention to the snapshot options; an explicit, larger changelog retention decouples changelogs', async () => {
@@ -78,7 +102,9 @@ describe('resolveRetention', () => {
   it('rejects contradicting or invalid values with a clear message', async () => {
     const table = await newTable();
     expect(() => resolveRetention(table, { retainMax: 5 })).toThrow(InvalidArgumentError);
-    expect(() => resolveRetention(table, { retainMax: 5 })).toThrow(/retain-min \(10\) is larger than retain-max \(5\)/);
+    expect(() => resolveRetention(table, { retainMax: 5 })).toThrow(
+      /retain-min \(10\) is larger than retain-max \(5\)/,
+    );
     expect(() => resolveRetention(table, { retainMin: 0 })).toThrow(/retain-min must be a positive integer/);
     expect(() => resolveRetention(table, { olderThanMs: -1 })).toThrow(InvalidArgumentError);
   });

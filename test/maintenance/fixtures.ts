@@ -20,7 +20,10 @@ export type Value = { v: bigint | null; s: string | null };
 export type State = Map<string, Value>;
 
 /** A table `db.t (id INT, region STRING, v BIGINT, s STRING)`, key (region, id), partitioned by region. */
-export async function newTable(options: Record<string, string>, store: ObjectStore = new MemoryStore()): Promise<Table> {
+export async function newTable(
+  options: Record<string, string>,
+  store: ObjectStore = new MemoryStore(),
+): Promise<Table> {
   const catalog = new FolderCatalog(store);
   return catalog.createTable('db.t', {
     fields: parseSchemaText('id INT NOT NULL, region STRING NOT NULL, v BIGINT, s STRING'),
@@ -69,9 +72,14 @@ export async function liveFilesByBucket(table: Table): Promise<Map<string, Manif
 export async function checkLevels(table: Table, context: string): Promise<void> {
   for (const [bucket, entries] of await liveFilesByBucket(table)) {
     // Levels checks the overlap itself (CorruptMetadataError) when given the key order.
-    const levels = new Levels(entries.map((e) => e.file), table.options.numLevels, table.compareKeys);
+    const levels = new Levels(
+      entries.map((e) => e.file),
+      table.options.numLevels,
+      table.compareKeys,
+    );
     // Compaction never writes level 0: every level-0 file is a writer's flush.
-    for (const f of levels.level0) expect(f.fileSource, `${context}: ${bucket} level-0 file ${f.fileName}`).toBe('APPEND');
+    for (const f of levels.level0)
+      expect(f.fileSource, `${context}: ${bucket} level-0 file ${f.fileName}`).toBe('APPEND');
     for (const f of levels.runOfLevel(levels.maxLevel)) {
       expect(f.deleteRowCount, `${context}: ${bucket} max-level file ${f.fileName} holds deletes`).toBe(0);
     }
@@ -97,7 +105,8 @@ export class ChangelogReplay {
         const t = await readEntry(table, entry);
         const kinds = t.getChild(KIND_COLUMN)!.toArray() as Int8Array;
         tableToRows(t, table.schema.fields).forEach((row, i) => {
-          if (kinds[i] === RowKind.INSERT || kinds[i] === RowKind.UPDATE_AFTER) this.state.set(keyOf(row), { v: row.v as bigint | null, s: row.s as string | null });
+          if (kinds[i] === RowKind.INSERT || kinds[i] === RowKind.UPDATE_AFTER)
+            this.state.set(keyOf(row), { v: row.v as bigint | null, s: row.s as string | null });
           else this.state.delete(keyOf(row));
         });
       }

@@ -62,7 +62,8 @@ function expireAll(table: Table) {
 
 async function carrying(table: Table): Promise<number[]> {
   const out: number[] = [];
-  for (const id of await table.snapshots.listIds()) if ((await table.snapshots.read(id)).commitIdentifier === ID) out.push(id);
+  for (const id of await table.snapshots.listIds())
+    if ((await table.snapshots.read(id)).commitIdentifier === ID) out.push(id);
   return out;
 }
 
@@ -70,7 +71,7 @@ async function value99(table: Table): Promise<string | undefined> {
   return (await rowsAt(table)).find((r) => r.startsWith('99='))?.slice(3);
 }
 
-describe('identified commits with the mark in expiry\'s journal', () => {
+describe("identified commits with the mark in expiry's journal", () => {
   it('a crash at every storage call of the commit, then expiry, then a retry from a new process: exactly once', async () => {
     // Prepare: the call count of a clean identified commit.
     const clean = await prepared();
@@ -80,7 +81,9 @@ describe('identified commits with the mark in expiry\'s journal', () => {
     // One write to the index, before the snapshot; none after it.
     const indexWrites = calls.filter((c) => c.includes('/commit/identifier-') && !c.startsWith('get'));
     expect(indexWrites).toHaveLength(1);
-    expect(calls.indexOf(indexWrites[0])).toBeLessThan(calls.findIndex((c) => c.startsWith('putIfAbsent') && c.includes('/snapshot/snapshot-3')));
+    expect(calls.indexOf(indexWrites[0])).toBeLessThan(
+      calls.findIndex((c) => c.startsWith('putIfAbsent') && c.includes('/snapshot/snapshot-3')),
+    );
 
     const outcomes: string[] = [];
     for (let k = 1; k <= calls.length; k++) {
@@ -89,7 +92,10 @@ describe('identified commits with the mark in expiry\'s journal', () => {
         const { store, table } = await prepared();
         store.crashAt({ nth: k, when });
         // Act: the crashing commit, then other commits and an expiry of everything it may have made
-        const error = await write(table, 'first').then(() => undefined, (e: unknown) => e);
+        const error = await write(table, 'first').then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         store.restart();
         const other = await open(store);
         const landed = (await carrying(other)).length;
@@ -163,7 +169,10 @@ describe('identified commits with the mark in expiry\'s journal', () => {
     const retrier = await open(store);
     // The retry reads the index (unmarked, attempt 3) and the latest snapshot; right before it reads
     // snapshot 3, a whole expiry run marks the index and deletes snapshots 1..4.
-    store.beforeGet((key) => key.endsWith('/snapshot/snapshot-3'), async () => void (await expireAll(await open(store))));
+    store.beforeGet(
+      (key) => key.endsWith('/snapshot/snapshot-3'),
+      async () => void (await expireAll(await open(store))),
+    );
     // Act
     const retry = await write(retrier, 'retry');
     // Assess: its takeover of the index failed on the etag the mark changed; it read the mark.

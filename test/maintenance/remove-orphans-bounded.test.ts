@@ -20,20 +20,32 @@ import { eightSnapshots, expectVerified, newTable, rowsAt } from './expiry-fixtu
 const DAY = 86_400_000;
 
 /** Writes a batch and "sends" it to a commit queue that never delivers: registered under pending/, in no snapshot. */
-async function queuedBatch(table: Table, id: string, ids: number[]): Promise<{ files: string[]; message: CommitMessage }> {
+async function queuedBatch(
+  table: Table,
+  id: string,
+  ids: number[],
+): Promise<{ files: string[]; message: CommitMessage }> {
   let message: CommitMessage | undefined;
-  await landRows(table, ids.map((i) => ({ id: i, v: id })), ids.map(() => RowKind.INSERT), {
-    commitUser: 'writer',
-    commitIdentifier: id,
-    enqueue: async (m) => void (message = m),
-  });
+  await landRows(
+    table,
+    ids.map((i) => ({ id: i, v: id })),
+    ids.map(() => RowKind.INSERT),
+    {
+      commitUser: 'writer',
+      commitIdentifier: id,
+      enqueue: async (m) => void (message = m),
+    },
+  );
   const pending = (await listPending(table)).find((p) => p.batch?.commitIdentifier === id)!;
   return { files: pending.batch!.files, message: message! };
 }
 
 /** `n` files that look like data files of bucket 0 and that nothing references. */
 async function strayFiles(table: Table, n: number): Promise<string[]> {
-  const keys = Array.from({ length: n }, (_, i) => `${table.path}/bucket-0/data-stray-${String(i).padStart(3, '0')}.parquet`);
+  const keys = Array.from(
+    { length: n },
+    (_, i) => `${table.path}/bucket-0/data-stray-${String(i).padStart(3, '0')}.parquet`,
+  );
   for (const k of keys) await table.store.put(k, utf8('left by a crashed writer'));
   return keys;
 }
@@ -158,7 +170,11 @@ describe('removeOrphanFiles, bounded resumable scan', () => {
         const mode = !journalDone && (complete || random.chance(0.5)) ? 'journal' : 'scan';
         if (random.chance(0.5)) {
           const op = random.pick(['delete', 'put', 'list', 'get', 'head'] as const);
-          store.crashAt({ op, nth: random.int(1, op === 'delete' ? 6 : 2), when: random.chance(0.5) ? 'before' : 'after' });
+          store.crashAt({
+            op,
+            nth: random.int(1, op === 'delete' ? 6 : 2),
+            when: random.chance(0.5) ? 'before' : 'after',
+          });
         }
         try {
           const r = await removeOrphanFiles(table, { mode, maxKeys, now });

@@ -78,7 +78,9 @@ describe('removeOrphanFiles', () => {
     // Act
     const r = await removeOrphanFiles(table, { olderThanMs: 0, now });
     // Assess
-    expect(r.orphans.map((o) => [o.kind, o.key])).toEqual([['consumer', `${table.path}/consumer/consumer-gone@progress/bucket-1`]]);
+    expect(r.orphans.map((o) => [o.kind, o.key])).toEqual([
+      ['consumer', `${table.path}/consumer/consumer-gone@progress/bucket-1`],
+    ]);
     expect(store.keys()).toContain(orphanData);
     expect(store.keys()).toContain(`${table.path}/consumer/consumer-reader@progress/bucket-0`);
     expect(dataKeys(store, table).length).toBe(pendingData);
@@ -92,7 +94,12 @@ describe('removeOrphanFiles', () => {
     await eightSnapshots(table);
     await createTag(table.store, table.path, 't', 8);
     const store = table.store as MemoryStore;
-    const extra = [`${table.path}/README`, `${table.path}/snapshot/snapshot-8.tmp`, `${table.path}/manifest/notes.txt`, `${table.path}/index/x`];
+    const extra = [
+      `${table.path}/README`,
+      `${table.path}/snapshot/snapshot-8.tmp`,
+      `${table.path}/manifest/notes.txt`,
+      `${table.path}/index/x`,
+    ];
     for (const k of extra) await store.put(k, utf8('x'));
     for (const k of store.keys()) store.setLastModified(k, 0);
     const before = store.keys();
@@ -116,7 +123,9 @@ describe('removeOrphanFiles', () => {
     const run = removeOrphanFiles(table, { olderThanMs: 0, now: Date.now() + DAY });
     // Assess
     await expect(run).rejects.toThrow(CorruptMetadataError);
-    await expect(removeOrphanFiles(table, { olderThanMs: 0, now: Date.now() + DAY })).rejects.toThrow(/deleted nothing: snapshot \d+ cannot be read/);
+    await expect(removeOrphanFiles(table, { olderThanMs: 0, now: Date.now() + DAY })).rejects.toThrow(
+      /deleted nothing: snapshot \d+ cannot be read/,
+    );
     expect(store.keys()).toEqual(expect.arrayContaining(left));
   });
 });

@@ -38,19 +38,45 @@ function dataFile(fileName: string, over: Partial<DataFileMeta> = {}): DataFileM
 }
 
 /** Where a file goes and the file. */
-export function change(fileName: string, over: Partial<DataFileMeta> = {}, at: { partition?: string; bucket?: number; totalBuckets?: number } = {}): FileChange {
-  return { partition: at.partition ?? '', bucket: at.bucket ?? 0, totalBuckets: at.totalBuckets ?? 1, file: dataFile(fileName, over) };
+export function change(
+  fileName: string,
+  over: Partial<DataFileMeta> = {},
+  at: { partition?: string; bucket?: number; totalBuckets?: number } = {},
+): FileChange {
+  return {
+    partition: at.partition ?? '',
+    bucket: at.bucket ?? 0,
+    totalBuckets: at.totalBuckets ?? 1,
+    file: dataFile(fileName, over),
+  };
 }
 
 /** A manifest entry. */
-export function entry(kind: 'ADD' | 'DELETE', fileName: string, over: Partial<DataFileMeta> = {}, at: { partition?: string; bucket?: number } = {}): ManifestEntry {
-  return { kind, partition: at.partition ?? '', bucket: at.bucket ?? 0, totalBuckets: 1, file: dataFile(fileName, over) };
+export function entry(
+  kind: 'ADD' | 'DELETE',
+  fileName: string,
+  over: Partial<DataFileMeta> = {},
+  at: { partition?: string; bucket?: number } = {},
+): ManifestEntry {
+  return {
+    kind,
+    partition: at.partition ?? '',
+    bucket: at.bucket ?? 0,
+    totalBuckets: 1,
+    file: dataFile(fileName, over),
+  };
 }
 
 /** An APPEND of one batch holding the given files (relative sequence numbers within rowCount). */
 export function appendRequest(user: string, identifier: string, files: FileChange[], rowCount?: number): CommitRequest {
   const rows = rowCount ?? files.reduce((s, f) => Math.max(s, f.file.maxSequenceNumber + 1), 0);
-  return { commitUser: user, commitIdentifier: identifier, kind: 'APPEND', schemaId: 0, batches: [{ rowCount: rows, newFiles: files, changelogFiles: [] }] };
+  return {
+    commitUser: user,
+    commitIdentifier: identifier,
+    kind: 'APPEND',
+    schemaId: 0,
+    batches: [{ rowCount: rows, newFiles: files, changelogFiles: [] }],
+  };
 }
 
 /** Commit options for tests: fast retries, test key order. */

@@ -20,7 +20,10 @@ describe('manifest files', () => {
       entry('ADD', 'c', { level: 1, minKey: ['x', 1], maxKey: ['y', null] }, { partition: 'dt=3', bucket: 0 }),
     ];
     // Act
-    const [meta, ...rest] = await writeManifestFiles(store, T, entries, { namer: new MetadataFileNamer(), schemaId: 4 });
+    const [meta, ...rest] = await writeManifestFiles(store, T, entries, {
+      namer: new MetadataFileNamer(),
+      schemaId: 4,
+    });
     const back = await readManifestFile(store, T, meta.fileName);
     // Assess
     expect(rest).toEqual([]);
@@ -44,7 +47,11 @@ describe('manifest files', () => {
     const store = new MemoryStore();
     const entries = Array.from({ length: 40 }, (_, i) => entry('ADD', `f-${i}`));
     const target = 2000;
-    const metas = await writeManifestFiles(store, T, entries, { namer: new MetadataFileNamer(), schemaId: 0, targetFileSize: target });
+    const metas = await writeManifestFiles(store, T, entries, {
+      namer: new MetadataFileNamer(),
+      schemaId: 0,
+      targetFileSize: target,
+    });
     expect(metas.length).toBeGreaterThan(3);
     for (const m of metas.slice(0, -1)) expect(m.fileSize).toBeGreaterThanOrEqual(target);
     for (const m of metas) expect(m.fileSize).toBeLessThan(target + 600);
@@ -65,7 +72,10 @@ describe('manifest files', () => {
     ['an unknown version', '{"version":9,"entries":[]}'],
     ['entries not an array', '{"version":1,"entries":{}}'],
     ['a bad kind', '{"version":1,"entries":[{"kind":"MOVE","partition":"","bucket":0,"totalBuckets":1,"file":{}}]}'],
-    ['a file without a name', '{"version":1,"entries":[{"kind":"ADD","partition":"","bucket":0,"totalBuckets":1,"file":{"fileSource":"APPEND"}}]}'],
+    [
+      'a file without a name',
+      '{"version":1,"entries":[{"kind":"ADD","partition":"","bucket":0,"totalBuckets":1,"file":{"fileSource":"APPEND"}}]}',
+    ],
   ])('are CorruptMetadataError when %s', async (_what, text) => {
     const store = new MemoryStore();
     await store.put(manifestKey(T, 'manifest-bad-0'), utf8(text));
@@ -74,7 +84,10 @@ describe('manifest files', () => {
 
   it('are read once through a cache', async () => {
     const store = new MemoryStore();
-    const [m] = await writeManifestFiles(store, T, [entry('ADD', 'a')], { namer: new MetadataFileNamer(), schemaId: 0 });
+    const [m] = await writeManifestFiles(store, T, [entry('ADD', 'a')], {
+      namer: new MetadataFileNamer(),
+      schemaId: 0,
+    });
     const cache = new LruManifestCache(10);
     store.resetCallLog();
     await readManifestFile(store, T, m.fileName, cache);

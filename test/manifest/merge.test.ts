@@ -2,10 +2,28 @@ import { describe, expect, it } from 'vitest';
 import { fileIdentity } from '../../lib/manifest/file-entries.js';
 import { MetadataFileNamer } from '../../lib/manifest/file-names.js';
 import { CorruptMetadataError } from '../../lib/errors.js';
-import { encodeManifestFiles, LruManifestCache, putManifestFiles, readManifestFile, writeManifestFiles } from '../../lib/manifest/manifest-file.js';
+import {
+  encodeManifestFiles,
+  LruManifestCache,
+  putManifestFiles,
+  readManifestFile,
+  writeManifestFiles,
+} from '../../lib/manifest/manifest-file.js';
 import { writeCombinedManifestList } from '../../lib/manifest/manifest-list.js';
-import { encodeMergedParts, encodeMergeWithDelta, mergeManifests, planManifestMerge } from '../../lib/manifest/merge.js';
-import { foldLiveFiles, readDataManifests, readDeltaEntries, readEntries, readLiveFiles, readSnapshotLists } from '../../lib/manifest/scan.js';
+import {
+  encodeMergedParts,
+  encodeMergeWithDelta,
+  mergeManifests,
+  planManifestMerge,
+} from '../../lib/manifest/merge.js';
+import {
+  foldLiveFiles,
+  readDataManifests,
+  readDeltaEntries,
+  readEntries,
+  readLiveFiles,
+  readSnapshotLists,
+} from '../../lib/manifest/scan.js';
 import type { ManifestEntry, ManifestFileMeta } from '../../lib/manifest/types.js';
 import type { Snapshot } from '../../lib/snapshot/snapshot.js';
 import { commit, type CommitOptions, type CommitRequest, type FileChange } from '../../lib/snapshot/commit.js';
@@ -19,7 +37,8 @@ const T = 't';
 async function writeEach(store: MemoryStore, groups: ManifestEntry[][]): Promise<ManifestFileMeta[]> {
   const namer = new MetadataFileNamer();
   const out: ManifestFileMeta[] = [];
-  for (const g of groups) out.push(...(await writeManifestFiles(store, T, g, { namer, schemaId: 0, targetFileSize: 1 << 30 })));
+  for (const g of groups)
+    out.push(...(await writeManifestFiles(store, T, g, { namer, schemaId: 0, targetFileSize: 1 << 30 })));
   return out;
 }
 
@@ -44,7 +63,12 @@ function randomDelta(rnd: Rng, truth: Map<string, ManifestEntry>, adds: number, 
     truth.delete(fileIdentity(victim));
   }
   for (let a = adds; a > 0; a--) {
-    const e = entry('ADD', name(), { level: rnd.int(0, 2) }, { partition: `p=${rnd.int(0, 2)}`, bucket: rnd.int(0, 1) });
+    const e = entry(
+      'ADD',
+      name(),
+      { level: rnd.int(0, 2) },
+      { partition: `p=${rnd.int(0, 2)}`, bucket: rnd.int(0, 1) },
+    );
     delta.push(e);
     truth.set(fileIdentity(e), e);
   }
@@ -66,7 +90,13 @@ describe('mergeManifests, minor compaction', () => {
 
   it('merges the tail once it reaches merge-min-count, cancelling ADD/DELETE pairs', async () => {
     const store = new MemoryStore();
-    const input = await writeEach(store, [[entry('ADD', 'a')], [entry('ADD', 'b')], [entry('DELETE', 'a')], [entry('ADD', 'c')], [entry('DELETE', 'x')]]);
+    const input = await writeEach(store, [
+      [entry('ADD', 'a')],
+      [entry('ADD', 'b')],
+      [entry('DELETE', 'a')],
+      [entry('ADD', 'c')],
+      [entry('DELETE', 'x')],
+    ]);
     const out = await mergeManifests(store, T, input, new MetadataFileNamer(), { mergeMinCount: 5 });
     expect(out).toHaveLength(1);
     const entries = await allEntries(store, out);
@@ -79,7 +109,10 @@ describe('mergeManifests, minor compaction', () => {
     const big = Array.from({ length: 30 }, (_, i) => entry('ADD', `big-${i}`));
     const input = await writeEach(store, [big, [entry('ADD', 's1')], [entry('ADD', 's2')], [entry('ADD', 's3')]]);
     const target = input[0].fileSize;
-    const out = await mergeManifests(store, T, input, new MetadataFileNamer(), { targetFileSize: target, mergeMinCount: 3 });
+    const out = await mergeManifests(store, T, input, new MetadataFileNamer(), {
+      targetFileSize: target,
+      mergeMinCount: 3,
+    });
     expect(out[0].fileName).toBe(input[0].fileName);
     expect(out).toHaveLength(2);
     expect(await live(store, out)).toEqual(await live(store, input));
@@ -93,11 +126,19 @@ describe('mergeManifests, full compaction', () => {
     const store = new MemoryStore();
     const base1 = Array.from({ length: 20 }, (_, i) => entry('ADD', `a-${i}`, {}, { partition: 'p=1' }));
     const base2 = Array.from({ length: 20 }, (_, i) => entry('ADD', `b-${i}`, {}, { partition: 'p=2' }));
-    const input = await writeEach(store, [base1, base2, [entry('DELETE', 'a-3', {}, { partition: 'p=1' })], [entry('ADD', 'c', {}, { partition: 'p=1' })]]);
+    const input = await writeEach(store, [
+      base1,
+      base2,
+      [entry('DELETE', 'a-3', {}, { partition: 'p=1' })],
+      [entry('ADD', 'c', {}, { partition: 'p=1' })],
+    ]);
     const target = Math.min(input[0].fileSize, input[1].fileSize);
     store.resetCallLog();
     // Act
-    const out = await mergeManifests(store, T, input, new MetadataFileNamer(), { targetFileSize: target, fullCompactionThresholdSize: 1 });
+    const out = await mergeManifests(store, T, input, new MetadataFileNamer(), {
+      targetFileSize: target,
+      fullCompactionThresholdSize: 1,
+    });
     // Assess
     const reads = store.callLog.filter((c) => c.op === 'get').map((c) => c.key);
     expect(reads.some((k) => k.endsWith(input[1].fileName))).toBe(false); // pruned by partition range
@@ -111,7 +152,10 @@ describe('mergeManifests, full compaction', () => {
   it('does not run below the threshold', async () => {
     const store = new MemoryStore();
     const input = await writeEach(store, [[entry('ADD', 'a')], [entry('DELETE', 'a')]]);
-    const out = await mergeManifests(store, T, input, new MetadataFileNamer(), { fullCompactionThresholdSize: 1 << 20, mergeMinCount: 30 });
+    const out = await mergeManifests(store, T, input, new MetadataFileNamer(), {
+      fullCompactionThresholdSize: 1 << 20,
+      mergeMinCount: 30,
+    });
     expect(out).toEqual(input);
   });
 });
@@ -140,14 +184,18 @@ describe('mergeManifests, randomized history', () => {
   });
 });
 
-describe('a merge that takes a commit\'s delta into its manifest, randomized history', () => {
+describe("a merge that takes a commit's delta into its manifest, randomized history", () => {
   it('keeps every state exact, reads back each delta as written, and writes no manifest for the delta', async () => {
     const rnd = rng(testSeed('merge with delta randomized'));
     let folded = 0;
     for (let round = 0; round < 6; round++) {
       const store = new MemoryStore();
       const cache = rnd.int(0, 1) === 0 ? new LruManifestCache() : undefined;
-      const opts = { targetFileSize: 300 + rnd.int(0, 3999), mergeMinCount: 2 + rnd.int(0, 7), fullCompactionThresholdSize: 500 + rnd.int(0, 19999) };
+      const opts = {
+        targetFileSize: 300 + rnd.int(0, 3999),
+        mergeMinCount: 2 + rnd.int(0, 7),
+        fullCompactionThresholdSize: 500 + rnd.int(0, 19999),
+      };
       const label = `round ${round} with ${JSON.stringify(opts)}`;
       const truth = new Map<string, ManifestEntry>();
       let list: ManifestFileMeta[] = [];
@@ -165,13 +213,19 @@ describe('a merge that takes a commit\'s delta into its manifest, randomized his
           folded++;
           // The delta went into the merge's last file: the commit wrote only what the merge writes.
           const merged = encodeMergedParts(plan, new MetadataFileNamer()).flat();
-          expect(store.callLog.filter((c) => c.op === 'put'), label).toHaveLength(merged.length);
+          expect(
+            store.callLog.filter((c) => c.op === 'put'),
+            label,
+          ).toHaveLength(merged.length);
         }
         list = [...data.base, ...data.delta];
         // Assess: the state is exact, and the delta rows read back exactly this commit's entries.
         expect(await live(store, list), `${label}, commit ${n}`).toEqual([...truth.keys()].sort());
         const readBack = await readEntries(store, T, data.delta);
-        expect(readBack.map((e) => `${e.kind} ${fileIdentity(e)}`), `${label}, commit ${n}`).toEqual(delta.map((e) => `${e.kind} ${fileIdentity(e)}`));
+        expect(
+          readBack.map((e) => `${e.kind} ${fileIdentity(e)}`),
+          `${label}, commit ${n}`,
+        ).toEqual(delta.map((e) => `${e.kind} ${fileIdentity(e)}`));
       }
     }
     expect(folded).toBeGreaterThan(0);
@@ -182,16 +236,28 @@ describe('a merge that takes a commit\'s delta into its manifest, randomized his
     const namer = new MetadataFileNamer();
     const [m1, m2] = await writeEach(store, [[entry('ADD', 'a')], [entry('ADD', 'b')]]);
     const plan = await planManifestMerge(store, T, [m1, m2], { mergeMinCount: 2 });
-    const data = encodeMergeWithDelta(plan, namer, encodeManifestFiles([entry('ADD', 'c'), entry('DELETE', 'a')], { namer, schemaId: 0 }), 0);
+    const data = encodeMergeWithDelta(
+      plan,
+      namer,
+      encodeManifestFiles([entry('ADD', 'c'), entry('DELETE', 'a')], { namer, schemaId: 0 }),
+      0,
+    );
     await putManifestFiles(store, T, data.files);
     const name = await writeCombinedManifestList(store, T, data.base, data.delta, namer);
-    const body = JSON.parse(new TextDecoder().decode((await store.get(`${T}/manifest/${name}`)).body)) as { version: number };
+    const body = JSON.parse(new TextDecoder().decode((await store.get(`${T}/manifest/${name}`)).body)) as {
+      version: number;
+    };
     expect(body.version).toBe(2);
     const lists = await readSnapshotLists(store, T, { baseManifestList: name, deltaManifestList: name });
     expect(lists).toEqual({ base: data.base, delta: data.delta });
     expect(data.base[0].fileSize + data.delta[0].fileSize).toBe(data.files[0].body.length);
-    expect((await readEntries(store, T, lists.delta)).map((e) => `${e.kind} ${e.file.fileName}`)).toEqual(['ADD c', 'DELETE a']);
-    expect(await live(store, [...lists.base, ...lists.delta])).toEqual([entry('ADD', 'b'), entry('ADD', 'c')].map(fileIdentity).sort());
+    expect((await readEntries(store, T, lists.delta)).map((e) => `${e.kind} ${e.file.fileName}`)).toEqual([
+      'ADD c',
+      'DELETE a',
+    ]);
+    expect(await live(store, [...lists.base, ...lists.delta])).toEqual(
+      [entry('ADD', 'b'), entry('ADD', 'c')].map(fileIdentity).sort(),
+    );
     await expect(readEntries(store, T, [{ ...data.delta[0], slice: [2, 9] }])).rejects.toThrow(CorruptMetadataError);
   });
 });
@@ -215,8 +281,21 @@ describe('manifest merging over many commits', () => {
     for (let n = 1; n <= 1000; n++) {
       let req: CommitRequest;
       if (n % 20 === 0) {
-        const out = change(`l1-${n}`, { level: 1, minKey: [n * 10], maxKey: [n * 10 + 5], fileSource: 'COMPACT', rowCount: l0.length });
-        req = { commitUser: 'compactor', commitIdentifier: `k${n}`, kind: 'COMPACT', schemaId: 0, compactBefore: l0, compactAfter: [out] };
+        const out = change(`l1-${n}`, {
+          level: 1,
+          minKey: [n * 10],
+          maxKey: [n * 10 + 5],
+          fileSource: 'COMPACT',
+          rowCount: l0.length,
+        });
+        req = {
+          commitUser: 'compactor',
+          commitIdentifier: `k${n}`,
+          kind: 'COMPACT',
+          schemaId: 0,
+          compactBefore: l0,
+          compactAfter: [out],
+        };
         for (const f of l0) truth.delete(f.file.fileName);
         truth.add(out.file.fileName);
         l0 = [];
@@ -232,12 +311,21 @@ describe('manifest merging over many commits', () => {
       maxManifestPuts = Math.max(maxManifestPuts, puts);
       // Each snapshot's delta is exactly its own commit's entries, also when it merged.
       const delta = (await readDeltaEntries(store, T, last)).map((e) => `${e.kind} ${e.file.fileName}`);
-      const own = req.kind === 'COMPACT' ? [...req.compactBefore!.map((f) => `DELETE ${f.file.fileName}`), ...req.compactAfter!.map((f) => `ADD ${f.file.fileName}`)] : req.batches![0].newFiles.map((f) => `ADD ${f.file.fileName}`);
+      const own =
+        req.kind === 'COMPACT'
+          ? [
+              ...req.compactBefore!.map((f) => `DELETE ${f.file.fileName}`),
+              ...req.compactAfter!.map((f) => `ADD ${f.file.fileName}`),
+            ]
+          : req.batches![0].newFiles.map((f) => `ADD ${f.file.fileName}`);
       expect(delta.sort(), `snapshot ${last.id}`).toEqual(own.sort());
       // What a scan of this snapshot reads: its base and delta manifests.
       const manifests = await readDataManifests(store, T, last);
       maxRead = Math.max(maxRead, manifests.length);
-      maxBytes = Math.max(maxBytes, manifests.reduce((s, m) => s + m.fileSize, 0));
+      maxBytes = Math.max(
+        maxBytes,
+        manifests.reduce((s, m) => s + m.fileSize, 0),
+      );
     }
     // Assess
     const live = await readLiveFiles(store, T, last!);

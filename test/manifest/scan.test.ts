@@ -17,7 +17,11 @@ function names(entries: { file: { fileName: string } }[]): string[] {
 }
 
 function manifestReads(store: MemoryStore): string[] {
-  return store.callLog.filter((c) => c.op === 'get' && c.key.startsWith(manifestDir(T) + 'manifest-') && !c.key.includes('manifest-list-')).map((c) => c.key);
+  return store.callLog
+    .filter(
+      (c) => c.op === 'get' && c.key.startsWith(manifestDir(T) + 'manifest-') && !c.key.includes('manifest-list-'),
+    )
+    .map((c) => c.key);
 }
 
 describe('scan', () => {
@@ -36,7 +40,13 @@ describe('scan', () => {
         kind: 'COMPACT',
         schemaId: 0,
         compactBefore: [change('data-1', { rowCount: 2 }, { partition: 'p=1', bucket: 0, totalBuckets: 2 })],
-        compactAfter: [change('data-c', { rowCount: 2, level: 1, fileSource: 'COMPACT' }, { partition: 'p=1', bucket: 0, totalBuckets: 2 })],
+        compactAfter: [
+          change(
+            'data-c',
+            { rowCount: 2, level: 1, fileSource: 'COMPACT' },
+            { partition: 'p=1', bucket: 0, totalBuckets: 2 },
+          ),
+        ],
       },
       testCommitOptions(),
     );
@@ -67,7 +77,10 @@ describe('scan', () => {
     expect(names(b1)).toEqual(['data-2']);
     expect(manifestReads(store)).toHaveLength(1);
 
-    const ranged = await readLiveFiles(store, T, last, { partition: (p) => p >= 'p=2', partitionRange: (_min, max) => max >= 'p=2' });
+    const ranged = await readLiveFiles(store, T, last, {
+      partition: (p) => p >= 'p=2',
+      partitionRange: (_min, max) => max >= 'p=2',
+    });
     expect(names(ranged)).toEqual(['data-2', 'data-3', 'data-4']);
   });
 

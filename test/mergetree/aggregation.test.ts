@@ -4,15 +4,26 @@ import type { MergeConfig } from '../../lib/mergetree/merge-config.js';
 import { D, I, UA, UB, bufferOf, mergeRecords, recordsOf, schemaOf, writeAndFlush, type Rec } from './fixtures.js';
 
 type Agg = Partial<MergeConfig>;
-const agg = (aggregateFunctions: MergeConfig['aggregateFunctions'], more: Agg = {}): Agg => ({ engine: 'aggregation', aggregateFunctions, ...more });
+const agg = (aggregateFunctions: MergeConfig['aggregateFunctions'], more: Agg = {}): Agg => ({
+  engine: 'aggregation',
+  aggregateFunctions,
+  ...more,
+});
 
 describe('aggregation', () => {
   it('sums per key: amounts 10, 20, 5 for keys 1, 2, 1 → 1→15, 2→20', () => {
     const schema = schemaOf(['id INT', 'amount INT'], ['id']);
 
-    const out = writeAndFlush(schema, agg({ amount: 'sum' }), [{ id: 1, amount: 10 }, { id: 2, amount: 20 }, { id: 1, amount: 5 }]);
+    const out = writeAndFlush(schema, agg({ amount: 'sum' }), [
+      { id: 1, amount: 10 },
+      { id: 2, amount: 20 },
+      { id: 1, amount: 5 },
+    ]);
 
-    expect(out.map((r) => r.row)).toEqual([{ id: 1, amount: 15 }, { id: 2, amount: 20 }]);
+    expect(out.map((r) => r.row)).toEqual([
+      { id: 1, amount: 15 },
+      { id: 2, amount: 20 },
+    ]);
   });
 
   it('sums DECIMAL exactly and BIGINT beyond 2^53, keeping the column type', () => {
@@ -47,14 +58,33 @@ describe('aggregation', () => {
     const ints = schemaOf(['id INT', 'n INT', 't TINYINT'], ['id']);
     const dec = schemaOf(['id INT', 'p DECIMAL(4,2)'], ['id']);
 
-    expect(() => writeAndFlush(ints, agg({ n: 'sum' }), [{ id: 1, n: 2 ** 31 - 1, t: 0 }, { id: 1, n: 1, t: 0 }])).toThrow(/overflows INT/);
-    expect(() => writeAndFlush(ints, agg({ t: 'sum' }), [{ id: 1, n: 0, t: 100 }, { id: 1, n: 0, t: 100 }])).toThrow(/overflows TINYINT/);
-    expect(() => writeAndFlush(dec, agg({ p: 'sum' }), [{ id: 1, p: '99.99' }, { id: 1, p: '0.01' }])).toThrow(/overflows DECIMAL\(4,2\)/);
+    expect(() =>
+      writeAndFlush(ints, agg({ n: 'sum' }), [
+        { id: 1, n: 2 ** 31 - 1, t: 0 },
+        { id: 1, n: 1, t: 0 },
+      ]),
+    ).toThrow(/overflows INT/);
+    expect(() =>
+      writeAndFlush(ints, agg({ t: 'sum' }), [
+        { id: 1, n: 0, t: 100 },
+        { id: 1, n: 0, t: 100 },
+      ]),
+    ).toThrow(/overflows TINYINT/);
+    expect(() =>
+      writeAndFlush(dec, agg({ p: 'sum' }), [
+        { id: 1, p: '99.99' },
+        { id: 1, p: '0.01' },
+      ]),
+    ).toThrow(/overflows DECIMAL\(4,2\)/);
   });
 
   it('product multiplies in the column type (DECIMAL rounded half up) and divides on retraction', () => {
     const schema = schemaOf(['id INT', 'n INT', 'x DOUBLE', 'p DECIMAL(10,2)'], ['id']);
-    const rows = [{ id: 1, n: 3, x: 1.5, p: '1.05' }, { id: 1, n: 4, x: 2, p: '1.05' }, { id: 1, n: 2, x: 3, p: '2.00' }];
+    const rows = [
+      { id: 1, n: 3, x: 1.5, p: '1.05' },
+      { id: 1, n: 4, x: 2, p: '1.05' },
+      { id: 1, n: 2, x: 3, p: '2.00' },
+    ];
 
     const out = writeAndFlush(schema, agg({ n: 'product', x: 'product', p: 'product' }), rows, [I, I, UB]);
 
@@ -64,7 +94,11 @@ describe('aggregation', () => {
 
   it('min and max compare strings by code point, dates numerically, and skip NULLs', () => {
     const schema = schemaOf(['id INT', 's STRING', 'd DATE'], ['id']);
-    const rows = [{ id: 1, s: '\uFFFF', d: 10 }, { id: 1, s: '\u{1F600}', d: null }, { id: 1, s: null, d: -3 }];
+    const rows = [
+      { id: 1, s: '\uFFFF', d: 10 },
+      { id: 1, s: '\u{1F600}', d: null },
+      { id: 1, s: null, d: -3 },
+    ];
 
     const mins = writeAndFlush(schema, agg({ s: 'min', d: 'min' }), rows);
     const maxs = writeAndFlush(schema, agg({ s: 'max', d: 'max' }), rows);
@@ -76,7 +110,10 @@ describe('aggregation', () => {
   it('last_value takes NULL too; last_non_null_value (the default) keeps the last non-null', () => {
     const schema = schemaOf(['id INT', 'a STRING', 'b STRING'], ['id']);
 
-    const out = writeAndFlush(schema, agg({ a: 'last_value' }), [{ id: 1, a: 'x', b: 'x' }, { id: 1, a: null, b: null }]);
+    const out = writeAndFlush(schema, agg({ a: 'last_value' }), [
+      { id: 1, a: 'x', b: 'x' },
+      { id: 1, a: null, b: null },
+    ]);
 
     expect(out[0].row).toEqual({ id: 1, a: null, b: 'x' });
   });
@@ -95,27 +132,58 @@ describe('aggregation', () => {
 
   it('listagg joins non-blank strings with the column delimiter', () => {
     const schema = schemaOf(['id INT', 'tags STRING', 'other STRING'], ['id']);
-    const rows = [{ id: 1, tags: 'a', other: 'a' }, { id: 1, tags: '  ', other: null }, { id: 1, tags: '\u{1F600}', other: 'b' }];
+    const rows = [
+      { id: 1, tags: 'a', other: 'a' },
+      { id: 1, tags: '  ', other: null },
+      { id: 1, tags: '\u{1F600}', other: 'b' },
+    ];
 
-    const out = writeAndFlush(schema, agg({ tags: 'listagg', other: 'listagg' }, { listaggDelimiters: { tags: ' | ' } }), rows);
+    const out = writeAndFlush(
+      schema,
+      agg({ tags: 'listagg', other: 'listagg' }, { listaggDelimiters: { tags: ' | ' } }),
+      rows,
+    );
 
     expect(out[0].row).toEqual({ id: 1, tags: 'a | \u{1F600}', other: 'a,b' });
   });
 
   it('bool_and and bool_or', () => {
     const schema = schemaOf(['id INT', 'all BOOLEAN', 'any BOOLEAN'], ['id']);
-    const rows = [{ id: 1, all: true, any: false }, { id: 1, all: false, any: null }, { id: 1, all: null, any: true }, { id: 2, all: true, any: false }];
+    const rows = [
+      { id: 1, all: true, any: false },
+      { id: 1, all: false, any: null },
+      { id: 1, all: null, any: true },
+      { id: 2, all: true, any: false },
+    ];
 
     const out = writeAndFlush(schema, agg({ all: 'bool_and', any: 'bool_or' }), rows);
 
-    expect(out.map((r) => r.row)).toEqual([{ id: 1, all: false, any: true }, { id: 2, all: true, any: false }]);
+    expect(out.map((r) => r.row)).toEqual([
+      { id: 1, all: false, any: true },
+      { id: 2, all: true, any: false },
+    ]);
   });
 
   it('count counts non-null raw records when writing and sums stored counts when merging files', () => {
     const schema = schemaOf(['id INT', 'n BIGINT'], ['id']);
     const cfg = agg({ n: 'count' });
-    const first = writeAndFlush(schema, cfg, [{ id: 1, n: 7n }, { id: 1, n: null }, { id: 1, n: 9n }, { id: 2, n: 5n }]);
-    const second = writeAndFlush(schema, cfg, [{ id: 1, n: 1n }, { id: 2, n: 3n }, { id: 2, n: 3n }, { id: 3, n: 1n }], [I, UB, I, D]).map((r) => ({
+    const first = writeAndFlush(schema, cfg, [
+      { id: 1, n: 7n },
+      { id: 1, n: null },
+      { id: 1, n: 9n },
+      { id: 2, n: 5n },
+    ]);
+    const second = writeAndFlush(
+      schema,
+      cfg,
+      [
+        { id: 1, n: 1n },
+        { id: 2, n: 3n },
+        { id: 2, n: 3n },
+        { id: 3, n: 1n },
+      ],
+      [I, UB, I, D],
+    ).map((r) => ({
       ...r,
       seq: r.seq + 10,
     }));
@@ -124,7 +192,11 @@ describe('aggregation', () => {
 
     expect(first.map((r) => r.row.n)).toEqual([2n, 1n]);
     // key 2: 1 (first file) + (retract 1, add 1) = 1; key 3: a lone -D keeps its count as a retraction.
-    expect(merged.map((r) => [r.row.id, r.row.n, r.kind])).toEqual([[1, 3n, I], [2, 1n, I], [3, 1n, D]]);
+    expect(merged.map((r) => [r.row.id, r.row.n, r.kind])).toEqual([
+      [1, 3n, I],
+      [2, 1n, I],
+      [3, 1n, D],
+    ]);
   });
 
   it('retractions subtract from sum and clear last_non_null_value', () => {
@@ -151,7 +223,10 @@ describe('aggregation', () => {
 
   it('functions that cannot undo fail on retraction unless ignore-retract is set', () => {
     const schema = schemaOf(['id INT', 'm INT'], ['id']);
-    const rows = [{ id: 1, m: 4 }, { id: 1, m: 4 }];
+    const rows = [
+      { id: 1, m: 4 },
+      { id: 1, m: 4 },
+    ];
 
     const failing = () => writeAndFlush(schema, agg({ m: 'max' }), rows, [I, UB]);
     const ignoring = writeAndFlush(schema, agg({ m: 'max' }, { ignoreRetract: ['m'] }), rows, [I, UB]);
@@ -164,7 +239,13 @@ describe('aggregation', () => {
   it('aggregation.remove-record-on-delete: -D deletes the row, a later insert starts over', () => {
     const schema = schemaOf(['id INT', 'amount INT'], ['id']);
     const cfg = agg({ amount: 'sum' }, { aggregationRemoveRecordOnDelete: true });
-    const rows = [{ id: 1, amount: 10 }, { id: 1, amount: 99 }, { id: 2, amount: 1 }, { id: 2, amount: 1 }, { id: 2, amount: 7 }];
+    const rows = [
+      { id: 1, amount: 10 },
+      { id: 1, amount: 99 },
+      { id: 2, amount: 1 },
+      { id: 2, amount: 1 },
+      { id: 2, amount: 7 },
+    ];
 
     const out = writeAndFlush(schema, cfg, rows, [I, D, I, D, I]);
 

@@ -55,7 +55,13 @@ class MemoryFiles implements CompactFileIO {
     };
   }
 
-  private metaOf(fileName: string, table: arrow.Table, level: number, fileSize: number, sequenceBase: number): DataFileMeta {
+  private metaOf(
+    fileName: string,
+    table: arrow.Table,
+    level: number,
+    fileSize: number,
+    sequenceBase: number,
+  ): DataFileMeta {
     const recs = recordsOf(schema, table);
     const seqs = recs.map((r) => r.seq + sequenceBase);
     return {
@@ -83,7 +89,9 @@ function span(from: number, to: number, tag: string, seq: number, kind: number =
   return out;
 }
 
-const options = (o: { dropDeletes?: boolean; compactionFileSize?: number; targetFileSize?: number; maxLevel?: number } = {}) => ({
+const options = (
+  o: { dropDeletes?: boolean; compactionFileSize?: number; targetFileSize?: number; maxLevel?: number } = {},
+) => ({
   schema,
   engine: mergeEngineFor(mergeConfig()),
   compareKeys,
@@ -105,7 +113,10 @@ describe('runCompactTask', () => {
     expect(files.writes).toBe(0);
     expect(result.upgradedFiles).toBe(2);
     expect(result.before.map((f) => f.fileName).sort()).toEqual([a.fileName, b.fileName]);
-    expect(result.after.map((f) => [f.fileName, f.level]).sort()).toEqual([[a.fileName, 3], [b.fileName, 3]]);
+    expect(result.after.map((f) => [f.fileName, f.level]).sort()).toEqual([
+      [a.fileName, 3],
+      [b.fileName, 3],
+    ]);
     // An upgraded file keeps everything but its level, its sequence base included.
     expect(result.after.find((f) => f.fileName === a.fileName)).toEqual({ ...a, level: 3 });
   });
@@ -140,7 +151,9 @@ describe('runCompactTask', () => {
 
     expect(result.upgradedFiles).toBe(0);
     expect(result.after).toHaveLength(1);
-    expect(recordsOf(schema, files.tables.get(result.after[0].fileName)!).map((r) => r.row.id)).toEqual([1, 2, 3, 7, 8, 9]);
+    expect(recordsOf(schema, files.tables.get(result.after[0].fileName)!).map((r) => r.row.id)).toEqual([
+      1, 2, 3, 7, 8, 9,
+    ]);
   });
 
   it('upgrades a lone small file: there is nothing to merge it with', async () => {
@@ -173,9 +186,20 @@ describe('runCompactTask', () => {
     const kept = await runCompactTask(unit, options({ dropDeletes: false }), files);
     const dropped = await runCompactTask(unit, options({ dropDeletes: true }), files);
 
-    const kinds = (r: typeof kept) => recordsOf(schema, files.tables.get(r.after[0].fileName)!).map((x) => [x.row.id, x.kind]);
-    expect(kinds(kept)).toEqual([[1, 0], [2, 3], [3, 3], [4, 0], [5, 0]]);
-    expect(kinds(dropped)).toEqual([[1, 0], [4, 0], [5, 0]]);
+    const kinds = (r: typeof kept) =>
+      recordsOf(schema, files.tables.get(r.after[0].fileName)!).map((x) => [x.row.id, x.kind]);
+    expect(kinds(kept)).toEqual([
+      [1, 0],
+      [2, 3],
+      [3, 3],
+      [4, 0],
+      [5, 0],
+    ]);
+    expect(kinds(dropped)).toEqual([
+      [1, 0],
+      [4, 0],
+      [5, 0],
+    ]);
   });
 
   it('leaves a file already at the output level where it is', async () => {
@@ -196,7 +220,8 @@ describe('runCompactTask', () => {
     const result = await runCompactTask({ outputLevel: 1, files: [b, a] }, options({ targetFileSize: 1000 }), files);
 
     expect(result.after.map((f) => f.rowCount)).toEqual([10, 10, 10, 10, 10, 10, 4]);
-    for (let i = 1; i < result.after.length; i++) expect(compareKeys(result.after[i - 1].maxKey, result.after[i].minKey)).toBeLessThan(0);
+    for (let i = 1; i < result.after.length; i++)
+      expect(compareKeys(result.after[i - 1].maxKey, result.after[i].minKey)).toBeLessThan(0);
     const ids = result.after.flatMap((f) => recordsOf(schema, files.tables.get(f.fileName)!).map((r) => r.row.id));
     expect(ids).toEqual(Array.from({ length: 64 }, (_, i) => i + 1));
   });

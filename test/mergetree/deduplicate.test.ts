@@ -6,7 +6,11 @@ const schema = schemaOf(['id INT', 'name STRING'], ['id']);
 describe('deduplicate', () => {
   it('keeps the latest version of each key: (1,A),(2,B),(1,C) → 1→C, 2→B', () => {
     // Prepare
-    const rows = [{ id: 1, name: 'A' }, { id: 2, name: 'B' }, { id: 1, name: 'C' }];
+    const rows = [
+      { id: 1, name: 'A' },
+      { id: 2, name: 'B' },
+      { id: 1, name: 'C' },
+    ];
 
     // Act
     const out = writeAndFlush(schema, {}, rows);
@@ -19,23 +23,47 @@ describe('deduplicate', () => {
   });
 
   it('a final -D means the key is absent: level-0 output keeps the -D, a read drops it', () => {
-    const rows = [{ id: 1, name: 'A' }, { id: 2, name: 'B' }, { id: 1, name: 'A' }];
+    const rows = [
+      { id: 1, name: 'A' },
+      { id: 2, name: 'B' },
+      { id: 1, name: 'A' },
+    ];
 
     const flushed = writeAndFlush(schema, {}, rows, [I, I, D]);
     const read = mergeRecords(schema, {}, [flushed]);
 
-    expect(flushed.map((r) => [r.row.id, r.kind])).toEqual([[1, D], [2, I]]);
+    expect(flushed.map((r) => [r.row.id, r.kind])).toEqual([
+      [1, D],
+      [2, I],
+    ]);
     expect(read.map((r) => r.row)).toEqual([{ id: 2, name: 'B' }]);
   });
 
   it('-U then +U in one flush collapses to the +U', () => {
-    const out = writeAndFlush(schema, {}, [{ id: 1, name: 'A' }, { id: 1, name: 'B' }], [UB, UA]);
+    const out = writeAndFlush(
+      schema,
+      {},
+      [
+        { id: 1, name: 'A' },
+        { id: 1, name: 'B' },
+      ],
+      [UB, UA],
+    );
 
     expect(out).toEqual([{ row: { id: 1, name: 'B' }, kind: UA, seq: 1 }]);
   });
 
   it('ignore-delete drops retractions at write time', () => {
-    const out = writeAndFlush(schema, { ignoreDelete: true }, [{ id: 1, name: 'A' }, { id: 1, name: 'A' }, { id: 2, name: 'B' }], [I, D, UB]);
+    const out = writeAndFlush(
+      schema,
+      { ignoreDelete: true },
+      [
+        { id: 1, name: 'A' },
+        { id: 1, name: 'A' },
+        { id: 2, name: 'B' },
+      ],
+      [I, D, UB],
+    );
 
     expect(out.map((r) => [r.row, r.kind])).toEqual([[{ id: 1, name: 'A' }, I]]);
   });
@@ -50,7 +78,10 @@ describe('deduplicate', () => {
 
   it('sequence.field decides which version is latest, before arrival order', () => {
     const s = schemaOf(['id INT', 'ts BIGINT', 'name STRING'], ['id']);
-    const rows = [{ id: 1, ts: 5n, name: 'new' }, { id: 1, ts: 3n, name: 'old' }];
+    const rows = [
+      { id: 1, ts: 5n, name: 'new' },
+      { id: 1, ts: 3n, name: 'old' },
+    ];
 
     const asc = writeAndFlush(s, { sequenceFields: ['ts'] }, rows);
     const desc = writeAndFlush(s, { sequenceFields: ['ts'], sequenceDescending: true }, rows);
@@ -61,7 +92,12 @@ describe('deduplicate', () => {
 
   it('sequence.field with equal values falls back to arrival; NULL orders first', () => {
     const s = schemaOf(['id INT', 'ts BIGINT', 'name STRING'], ['id']);
-    const rows = [{ id: 1, ts: 5n, name: 'a' }, { id: 1, ts: 5n, name: 'b' }, { id: 2, ts: 1n, name: 'x' }, { id: 2, ts: null, name: 'y' }];
+    const rows = [
+      { id: 1, ts: 5n, name: 'a' },
+      { id: 1, ts: 5n, name: 'b' },
+      { id: 2, ts: 1n, name: 'x' },
+      { id: 2, ts: null, name: 'y' },
+    ];
 
     const out = writeAndFlush(s, { sequenceFields: ['ts'] }, rows);
 

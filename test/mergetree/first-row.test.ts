@@ -7,7 +7,11 @@ const FIRST_ROW = { engine: 'first-row' } as const;
 
 describe('first-row', () => {
   it('keeps the first version of each key: (1,A),(2,B),(1,C) → 1→A, 2→B', () => {
-    const out = writeAndFlush(schema, FIRST_ROW, [{ id: 1, name: 'A' }, { id: 2, name: 'B' }, { id: 1, name: 'C' }]);
+    const out = writeAndFlush(schema, FIRST_ROW, [
+      { id: 1, name: 'A' },
+      { id: 2, name: 'B' },
+      { id: 1, name: 'C' },
+    ]);
 
     expect(out).toEqual([
       { row: { id: 1, name: 'A' }, kind: I, seq: 0 },
@@ -23,7 +27,16 @@ describe('first-row', () => {
   });
 
   it('rejects -U/-D input by default, naming the option that allows it', () => {
-    const write = () => writeAndFlush(schema, FIRST_ROW, [{ id: 1, name: 'A' }, { id: 1, name: 'A' }], [I, D]);
+    const write = () =>
+      writeAndFlush(
+        schema,
+        FIRST_ROW,
+        [
+          { id: 1, name: 'A' },
+          { id: 1, name: 'A' },
+        ],
+        [I, D],
+      );
 
     expect(write).toThrow(InvalidArgumentError);
     expect(write).toThrow(/ignore-delete/);
@@ -38,7 +51,10 @@ describe('first-row', () => {
   it('takes "first" by sequence.field when one is set', () => {
     const s = schemaOf(['id INT', 'ts INT', 'name STRING'], ['id']);
 
-    const out = writeAndFlush(s, { ...FIRST_ROW, sequenceFields: ['ts'] }, [{ id: 1, ts: 9, name: 'late' }, { id: 1, ts: 2, name: 'early' }]);
+    const out = writeAndFlush(s, { ...FIRST_ROW, sequenceFields: ['ts'] }, [
+      { id: 1, ts: 9, name: 'late' },
+      { id: 1, ts: 2, name: 'early' },
+    ]);
 
     expect(out.map((r) => r.row.name)).toEqual(['early']);
   });

@@ -19,7 +19,16 @@ export function schemaOf(columns: string[], primaryKeys: string[]): TableSchema 
     if (m[4] !== undefined) type.scale = Number(m[4]);
     return { id: i + 1, name: m[1], type };
   });
-  return { version: 1, id: 0, fields, highestFieldId: fields.length, partitionKeys: [], primaryKeys, options: {}, timeMillis: 0 };
+  return {
+    version: 1,
+    id: 0,
+    fields,
+    highestFieldId: fields.length,
+    partitionKeys: [],
+    primaryKeys,
+    options: {},
+    timeMillis: 0,
+  };
 }
 
 /** A record as tests see it: the row plus its kind and sequence number. */
@@ -47,7 +56,11 @@ export function recordsOf(schema: TableSchema, table: arrow.Table): Rec[] {
 }
 
 /** A write buffer with defaults suited to tests (large buffer, no spill). */
-export function bufferOf(schema: TableSchema, merge: Partial<MergeConfig>, opts: { writeBufferSize?: number; spillable?: boolean; keepRawChangelog?: boolean } = {}): WriteBuffer {
+export function bufferOf(
+  schema: TableSchema,
+  merge: Partial<MergeConfig>,
+  opts: { writeBufferSize?: number; spillable?: boolean; keepRawChangelog?: boolean } = {},
+): WriteBuffer {
   return new WriteBuffer({
     schema,
     merge: mergeConfig(merge),
@@ -73,13 +86,22 @@ export function mergeRecords(
 ): Rec[] {
   const out = mergeSortedRuns(
     runs.map((recs) => ({ table: physicalTable(schema, recs), sequenceBase: 0 })),
-    { schema, keyColumns: schema.primaryKeys, engine: mergeEngineFor(mergeConfig(merge)), dropDeletes: opts.dropDeletes ?? true, keepKinds: opts.keepKinds },
+    {
+      schema,
+      keyColumns: schema.primaryKeys,
+      engine: mergeEngineFor(mergeConfig(merge)),
+      dropDeletes: opts.dropDeletes ?? true,
+      keepKinds: opts.keepKinds,
+    },
   );
   return recordsOf(schema, out);
 }
 
 /** `+I` etc. as kind bytes. */
-export const I = 0, UB = 1, UA = 2, D = 3;
+export const I = 0,
+  UB = 1,
+  UA = 2,
+  D = 3;
 
 /** A file covering keys [min, max]. */
 export function file(name: string, min: number, max: number, extra: Partial<DataFileMeta> = {}): DataFileMeta {

@@ -19,7 +19,10 @@ describe('intervalPartition', () => {
 
   it('groups overlapping files into one section and packs them into as few runs as the sweep finds', () => {
     // a [0,10] and b [5,15] overlap; c [11,20] fits after a; d [30,40] is its own section.
-    const sections = intervalPartition([file('a', 0, 10), file('b', 5, 15), file('c', 11, 20), file('d', 30, 40)], compareKeys);
+    const sections = intervalPartition(
+      [file('a', 0, 10), file('b', 5, 15), file('c', 11, 20), file('d', 30, 40)],
+      compareKeys,
+    );
 
     expect(names(sections)).toEqual([[['a', 'c'], ['b']], [['d']]]);
   });
@@ -39,7 +42,10 @@ describe('intervalPartition', () => {
 
       const sections = intervalPartition(files, compareKeys);
 
-      const all = sections.flat(2).map((f) => f.fileName).sort();
+      const all = sections
+        .flat(2)
+        .map((f) => f.fileName)
+        .sort();
       expect(all, `seed ${seed}`).toEqual(files.map((f) => f.fileName).sort());
       for (const section of sections) for (const run of section) expect(isSortedRun(run, compareKeys)).toBe(true);
       for (let s = 1; s < sections.length; s++) {

@@ -20,16 +20,24 @@ describe('sortPermutation', () => {
     const r = rng(seed);
     const values: bigint[] = [-(2n ** 63n), 2n ** 63n - 1n, 0n, -1n, 1n, 2n ** 32n, -(2n ** 32n)];
     for (let i = 0; i < 5000; i++) values.push(BigInt(r.int(-1e9, 1e9)) * BigInt(r.int(-1e9, 1e9)));
-    const t = tableOf(['k BIGINT'], values.map((k) => ({ k })));
+    const t = tableOf(
+      ['k BIGINT'],
+      values.map((k) => ({ k })),
+    );
 
     const order = sortPermutation(t, ['k']);
 
-    const expected = values.map((v, i) => [v, i] as const).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
+    const expected = values
+      .map((v, i) => [v, i] as const)
+      .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
     expect(Array.from(order)).toEqual(expected.map((e) => e[1]));
   });
 
   it('is stable: equal keys keep arrival order, and groups mark them', () => {
-    const t = tableOf(['k INT'], [3, 1, 3, 2, 1, 3].map((k) => ({ k })));
+    const t = tableOf(
+      ['k INT'],
+      [3, 1, 3, 2, 1, 3].map((k) => ({ k })),
+    );
 
     const sorted = sortByKey(t, ['k']);
 
@@ -38,7 +46,10 @@ describe('sortPermutation', () => {
   });
 
   it('orders DOUBLE keys with -0 before +0', () => {
-    const t = tableOf(['k DOUBLE'], [1.5, 0, -0, -2.25, Infinity, -Infinity].map((k) => ({ k })));
+    const t = tableOf(
+      ['k DOUBLE'],
+      [1.5, 0, -0, -2.25, Infinity, -Infinity].map((k) => ({ k })),
+    );
 
     const order = Array.from(sortPermutation(t, ['k']));
 
@@ -48,7 +59,10 @@ describe('sortPermutation', () => {
   it('orders STRING keys in code-point order, not UTF-16 order (non-BMP characters)', () => {
     // U+1F600 is a surrogate pair (0xD83D…) in UTF-16, so JS `<` puts it before U+FFFF; code-point order after.
     const keys = ['\u{1F600}', '\uFFFF', 'a', '', 'a\u0000', 'a\u0000b', 'ab', '\u00e9', 'z'];
-    const t = tableOf(['k STRING'], keys.map((k) => ({ k })));
+    const t = tableOf(
+      ['k STRING'],
+      keys.map((k) => ({ k })),
+    );
 
     const order = Array.from(sortPermutation(t, ['k'])).map((i) => keys[i]);
 
@@ -67,7 +81,10 @@ describe('sortPermutation', () => {
       for (let j = 0; j < len; j++) s += r.pick(alphabet);
       keys.push(s);
     }
-    const t = tableOf(['k STRING'], keys.map((k) => ({ k })));
+    const t = tableOf(
+      ['k STRING'],
+      keys.map((k) => ({ k })),
+    );
 
     const order = Array.from(sortPermutation(t, ['k']));
 
@@ -76,12 +93,29 @@ describe('sortPermutation', () => {
   });
 
   it('orders DECIMAL keys exactly, beyond double precision', () => {
-    const keys = ['12345678901234567890.12', '12345678901234567890.11', '-0.01', '0.00', '-12345678901234567890.12', '0.10'];
-    const t = tableOf(['k DECIMAL(22,2)'], keys.map((k) => ({ k })));
+    const keys = [
+      '12345678901234567890.12',
+      '12345678901234567890.11',
+      '-0.01',
+      '0.00',
+      '-12345678901234567890.12',
+      '0.10',
+    ];
+    const t = tableOf(
+      ['k DECIMAL(22,2)'],
+      keys.map((k) => ({ k })),
+    );
 
     const order = Array.from(sortPermutation(t, ['k'])).map((i) => keys[i]);
 
-    expect(order).toEqual(['-12345678901234567890.12', '-0.01', '0.00', '0.10', '12345678901234567890.11', '12345678901234567890.12']);
+    expect(order).toEqual([
+      '-12345678901234567890.12',
+      '-0.01',
+      '0.00',
+      '0.10',
+      '12345678901234567890.11',
+      '12345678901234567890.12',
+    ]);
   });
 
   it('orders composite (STRING, INT, DATE) keys column by column', () => {
@@ -102,7 +136,15 @@ describe('sortPermutation', () => {
   });
 
   it('applies the tie-break inside groups of equal keys only', () => {
-    const t = tableOf(['k INT', 'v INT'], [{ k: 1, v: 9 }, { k: 0, v: 5 }, { k: 1, v: 2 }, { k: 1, v: 2 }]);
+    const t = tableOf(
+      ['k INT', 'v INT'],
+      [
+        { k: 1, v: 9 },
+        { k: 0, v: 5 },
+        { k: 1, v: 2 },
+        { k: 1, v: 2 },
+      ],
+    );
     const v = [9, 5, 2, 2];
 
     const order = Array.from(sortPermutation(t, ['k'], (i, j) => v[j] - v[i]));
@@ -120,8 +162,15 @@ describe('sortPermutation', () => {
 describe('compareRows', () => {
   it('compares keys across tables, strings and decimals included', () => {
     const cols = ['s STRING', 'm DECIMAL(20,3)'];
-    const a = tableOf(cols, [{ s: 'abcdefghij', m: '1.000' }, { s: '\uFFFF', m: '0.000' }]);
-    const b = tableOf(cols, [{ s: 'abcdefghij', m: '1.001' }, { s: '\u{1F600}', m: '0.000' }, { s: 'abcdefghij', m: '1.000' }]);
+    const a = tableOf(cols, [
+      { s: 'abcdefghij', m: '1.000' },
+      { s: '\uFFFF', m: '0.000' },
+    ]);
+    const b = tableOf(cols, [
+      { s: 'abcdefghij', m: '1.001' },
+      { s: '\u{1F600}', m: '0.000' },
+      { s: 'abcdefghij', m: '1.000' },
+    ]);
     const { compareRows } = keyComparator(['s', 'm']);
 
     expect(compareRows(a, 0, b, 0)).toBeLessThan(0);

@@ -17,7 +17,8 @@ const INTEGER_ROOTS = new Set(['TINYINT', 'SMALLINT', 'INT', 'INTEGER']);
 export function naiveCompare(f: DataField, a: Value, b: Value): number {
   if (a === null || b === null) return a === b ? 0 : a === null ? -1 : 1;
   if (f.type.root === 'DECIMAL') {
-    const x = unscaled(a as string, f.type.scale ?? 0), y = unscaled(b as string, f.type.scale ?? 0);
+    const x = unscaled(a as string, f.type.scale ?? 0),
+      y = unscaled(b as string, f.type.scale ?? 0);
     return x < y ? -1 : x > y ? 1 : 0;
   }
   if (typeof a === 'string') return Buffer.compare(Buffer.from(a), Buffer.from(b as string));
@@ -35,7 +36,12 @@ function keyOf(schema: TableSchema, row: Row): string {
 }
 
 /** Merges records (any order, unique seqs) per key; `raw` = records are write input. */
-export function naiveMerge(schema: TableSchema, cfg: MergeConfig, recs: Rec[], opts: { raw: boolean; dropDeletes: boolean; keepKinds?: boolean }): Rec[] {
+export function naiveMerge(
+  schema: TableSchema,
+  cfg: MergeConfig,
+  recs: Rec[],
+  opts: { raw: boolean; dropDeletes: boolean; keepKinds?: boolean },
+): Rec[] {
   const fields = new Map(schema.fields.map((f) => [f.name, f]));
   const groups = new Map<string, Rec[]>();
   for (const r of recs) {
@@ -137,7 +143,11 @@ function aggregate(schema: TableSchema, cfg: MergeConfig, g: Rec[], raw: boolean
       const v = r.row[f.name];
       const a = acc[f.name];
       const fn = fnOf(f);
-      if (retract && !['keep', 'sum', 'count', 'last_value', 'last_non_null_value'].includes(fn) && !cfg.ignoreRetract.includes(f.name)) {
+      if (
+        retract &&
+        !['keep', 'sum', 'count', 'last_value', 'last_non_null_value'].includes(fn) &&
+        !cfg.ignoreRetract.includes(f.name)
+      ) {
         throw new Error(`${fn} retract`);
       }
       if (retract && cfg.ignoreRetract.includes(f.name)) continue;
@@ -159,18 +169,28 @@ function aggregate(schema: TableSchema, cfg: MergeConfig, g: Rec[], raw: boolean
           break;
         case 'max':
         case 'min':
-          if (v !== null && (a === null || (fn === 'max' ? naiveCompare(f, v, a) > 0 : naiveCompare(f, v, a) < 0))) acc[f.name] = v;
+          if (v !== null && (a === null || (fn === 'max' ? naiveCompare(f, v, a) > 0 : naiveCompare(f, v, a) < 0)))
+            acc[f.name] = v;
           break;
         case 'listagg':
-          if (v !== null && (v as string).trim() !== '') acc[f.name] = a === null || (a as string).trim() === '' ? v : `${a}${cfg.listaggDelimiters[f.name] ?? ','}${v}`;
+          if (v !== null && (v as string).trim() !== '')
+            acc[f.name] =
+              a === null || (a as string).trim() === '' ? v : `${a}${cfg.listaggDelimiters[f.name] ?? ','}${v}`;
           break;
         case 'sum':
         case 'count': {
           const x = fn === 'count' && raw ? asType(f, countOf(v)) : v;
           if (x === null) break;
           // An integer column has no -0 (Arrow stores 0): `-0 + 0` is +0.
-          const signed = retract ? (typeof x === 'bigint' ? -x : INTEGER_ROOTS.has(f.type.root) ? -(x as number) + 0 : -(x as number)) : x;
-          acc[f.name] = a === null ? signed : typeof a === 'bigint' ? a + (signed as bigint) : (a as number) + (signed as number);
+          const signed = retract
+            ? typeof x === 'bigint'
+              ? -x
+              : INTEGER_ROOTS.has(f.type.root)
+                ? -(x as number) + 0
+                : -(x as number)
+            : x;
+          acc[f.name] =
+            a === null ? signed : typeof a === 'bigint' ? a + (signed as bigint) : (a as number) + (signed as number);
           break;
         }
         default:

@@ -28,7 +28,12 @@ function lastOfGroups(runs: SequencedTable[]) {
 }
 
 function asPlain(n: NonNullable<ReturnType<typeof newestOfRuns>>) {
-  return { source: [...n.source.subarray(0, n.count)], row: [...n.row.subarray(0, n.count)], kind: [...n.kind.subarray(0, n.count)], sequence: [...n.sequence.subarray(0, n.count)] };
+  return {
+    source: [...n.source.subarray(0, n.count)],
+    row: [...n.row.subarray(0, n.count)],
+    kind: [...n.kind.subarray(0, n.count)],
+    sequence: [...n.sequence.subarray(0, n.count)],
+  };
 }
 
 /** Sorted runs of distinct keys each (drawn from a small key space so runs overlap), sequence numbers that tie across runs at times. */
@@ -61,10 +66,18 @@ describe('newestOfRuns', () => {
 
   it('keeps the later run on a sequence tie and the largest run folded first loses to a newer smaller run', () => {
     const big = runOf([1, 2, 3, 4].map((k) => ({ row: { k, v: 0 }, kind: 0, seq: 5 })));
-    const small = runOf([{ row: { k: 2, v: 1 }, kind: 2, seq: 9 }, { row: { k: 5, v: 1 }, kind: 0, seq: 1 }]);
+    const small = runOf([
+      { row: { k: 2, v: 1 }, kind: 2, seq: 9 },
+      { row: { k: 5, v: 1 }, kind: 0, seq: 1 },
+    ]);
     const tie = runOf([{ row: { k: 3, v: 2 }, kind: 0, seq: 5 }]);
     const got = asPlain(newestOfRuns([big, small, tie], order)!);
-    expect(got).toEqual({ source: [0, 1, 2, 0, 1], row: [0, 0, 0, 3, 1], kind: [0, 2, 0, 0, 0], sequence: [5, 9, 5, 5, 1] });
+    expect(got).toEqual({
+      source: [0, 1, 2, 0, 1],
+      row: [0, 0, 0, 3, 1],
+      kind: [0, 2, 0, 0, 0],
+      sequence: [5, 9, 5, 5, 1],
+    });
     // The tie goes the other way when the tying run comes first.
     expect(asPlain(newestOfRuns([tie, big], order)!).source).toEqual([1, 1, 1, 1]);
   });
@@ -74,6 +87,8 @@ describe('newestOfRuns', () => {
     const unsorted = runOf([3, 1].map((k) => ({ row: { k, v: 0 }, kind: 0, seq: 2 })));
     expect(() => newestOfRuns([sorted, unsorted], order)).toThrow(CorruptMetadataError);
     expect(() => newestOfRuns([unsorted, runOf([])], order)).toThrow(CorruptMetadataError);
-    expect(() => newestOfRuns([runOf([{ row: { k: 7, v: 0 }, kind: 0, seq: 1 }]), unsorted], order)).toThrow(/out of order/);
+    expect(() => newestOfRuns([runOf([{ row: { k: 7, v: 0 }, kind: 0, seq: 1 }]), unsorted], order)).toThrow(
+      /out of order/,
+    );
   });
 });

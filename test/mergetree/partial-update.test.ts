@@ -9,7 +9,11 @@ const pu = (more: Partial<MergeConfig> = {}): Partial<MergeConfig> => ({ engine:
 describe('partial-update', () => {
   it('non-null fields overwrite, NULLs keep the previous value', () => {
     const schema = schemaOf(['id INT', 'a STRING', 'b STRING', 'c INT'], ['id']);
-    const rows = [{ id: 1, a: 'a1', b: null, c: 1 }, { id: 1, a: null, b: 'b2', c: null }, { id: 1, a: 'a3', b: null, c: null }];
+    const rows = [
+      { id: 1, a: 'a1', b: null, c: 1 },
+      { id: 1, a: null, b: 'b2', c: null },
+      { id: 1, a: 'a3', b: null, c: null },
+    ];
 
     const out = writeAndFlush(schema, pu(), rows);
 
@@ -26,7 +30,12 @@ describe('partial-update', () => {
 
   it('sequence groups: a group moves only with a group sequence ≥ the accumulated one; NULL sequence skips it', () => {
     const schema = schemaOf(['id INT', 'a STRING', 'b STRING', 'g1 INT', 'c STRING', 'g2 INT'], ['id']);
-    const cfg = pu({ sequenceGroups: [{ sequenceFields: ['g1'], fields: ['a', 'b'] }, { sequenceFields: ['g2'], fields: ['c'] }] });
+    const cfg = pu({
+      sequenceGroups: [
+        { sequenceFields: ['g1'], fields: ['a', 'b'] },
+        { sequenceFields: ['g2'], fields: ['c'] },
+      ],
+    });
     const rows = [
       { id: 1, a: 'a@5', b: 'b@5', g1: 5, c: 'c@1', g2: 1 },
       // An older group-1 version arrives late: ignored. Group 2 moves, NULL included.
@@ -43,7 +52,11 @@ describe('partial-update', () => {
   it('a group with two sequence fields compares them in order', () => {
     const schema = schemaOf(['id INT', 'v STRING', 's1 INT', 's2 INT'], ['id']);
     const cfg = pu({ sequenceGroups: [{ sequenceFields: ['s1', 's2'], fields: ['v'] }] });
-    const rows = [{ id: 1, v: 'x', s1: 1, s2: 9 }, { id: 1, v: 'y', s1: 2, s2: 0 }, { id: 1, v: 'z', s1: 1, s2: 99 }];
+    const rows = [
+      { id: 1, v: 'x', s1: 1, s2: 9 },
+      { id: 1, v: 'y', s1: 2, s2: 0 },
+      { id: 1, v: 'z', s1: 1, s2: 99 },
+    ];
 
     expect(writeAndFlush(schema, cfg, rows)[0].row).toEqual({ id: 1, v: 'y', s1: 2, s2: 0 });
   });
@@ -54,14 +67,27 @@ describe('partial-update', () => {
       sequenceGroups: [{ sequenceFields: ['g'], fields: ['total', 'names'] }],
       aggregateFunctions: { total: 'sum', names: 'listagg' },
     });
-    const rows = [{ id: 1, total: 10, names: 'b', g: 2 }, { id: 1, total: 5, names: 'a', g: 1 }, { id: 1, total: 1, names: 'c', g: 3 }];
+    const rows = [
+      { id: 1, total: 10, names: 'b', g: 2 },
+      { id: 1, total: 5, names: 'a', g: 1 },
+      { id: 1, total: 1, names: 'c', g: 3 },
+    ];
 
     expect(writeAndFlush(schema, cfg, rows)[0].row).toEqual({ id: 1, total: 16, names: 'a,b,c', g: 3 });
   });
 
   it('rejects -U/-D by default and lists the ways to accept them', () => {
     const schema = schemaOf(['id INT', 'a STRING'], ['id']);
-    const write = () => writeAndFlush(schema, pu(), [{ id: 1, a: 'x' }, { id: 1, a: 'x' }], [I, D]);
+    const write = () =>
+      writeAndFlush(
+        schema,
+        pu(),
+        [
+          { id: 1, a: 'x' },
+          { id: 1, a: 'x' },
+        ],
+        [I, D],
+      );
 
     expect(write).toThrow(InvalidArgumentError);
     expect(write).toThrow(/ignore-delete.*remove-record-on-delete.*sequence groups/);
@@ -93,18 +119,37 @@ describe('partial-update', () => {
       [{ id: 2, a: 'keep', b: null }, I],
     ]);
     expect(read.length).toBe(2);
-    expect(writeAndFlush(schema, cfg, [{ id: 3, a: 'x', b: 'y' }, { id: 3, a: 'x', b: 'y' }], [I, D]).map((r) => [r.row, r.kind])).toEqual([
-      [{ id: 3, a: null, b: null }, D],
-    ]);
+    expect(
+      writeAndFlush(
+        schema,
+        cfg,
+        [
+          { id: 3, a: 'x', b: 'y' },
+          { id: 3, a: 'x', b: 'y' },
+        ],
+        [I, D],
+      ).map((r) => [r.row, r.kind]),
+    ).toEqual([[{ id: 3, a: null, b: null }, D]]);
   });
 
   it('with sequence groups a retraction clears the group; remove-record-on-sequence-group deletes the row', () => {
     const schema = schemaOf(['id INT', 'a STRING', 'g1 INT', 'c STRING', 'g2 INT'], ['id']);
-    const groups = [{ sequenceFields: ['g1'], fields: ['a'] }, { sequenceFields: ['g2'], fields: ['c'] }];
-    const rows = [{ id: 1, a: 'a', g1: 1, c: 'c', g2: 1 }, { id: 1, a: 'a', g1: 2, c: null, g2: null }];
+    const groups = [
+      { sequenceFields: ['g1'], fields: ['a'] },
+      { sequenceFields: ['g2'], fields: ['c'] },
+    ];
+    const rows = [
+      { id: 1, a: 'a', g1: 1, c: 'c', g2: 1 },
+      { id: 1, a: 'a', g1: 2, c: null, g2: null },
+    ];
 
     const cleared = writeAndFlush(schema, pu({ sequenceGroups: groups }), rows, [I, UB]);
-    const removed = writeAndFlush(schema, pu({ sequenceGroups: groups, partialUpdateRemoveRecordOnSequenceGroup: ['g1'] }), rows, [I, D]);
+    const removed = writeAndFlush(
+      schema,
+      pu({ sequenceGroups: groups, partialUpdateRemoveRecordOnSequenceGroup: ['g1'] }),
+      rows,
+      [I, D],
+    );
 
     expect(cleared.map((r) => [r.row, r.kind])).toEqual([[{ id: 1, a: null, g1: 2, c: 'c', g2: 1 }, I]]);
     expect(removed.map((r) => r.kind)).toEqual([D]);
@@ -115,7 +160,12 @@ describe('partial-update', () => {
     // rowsToTable refuses NULL in a NOT NULL column, so the input is built with a nullable twin schema.
     const twin = schemaOf(['id INT', 'a STRING', 'b STRING'], ['id']);
     const b = bufferOf(schema, pu());
-    b.addTable(rowsToTable(twin.fields, [{ id: 1, a: 'x', b: null }, { id: 1, a: null, b: 'y' }]));
+    b.addTable(
+      rowsToTable(twin.fields, [
+        { id: 1, a: 'x', b: null },
+        { id: 1, a: null, b: 'y' },
+      ]),
+    );
 
     expect(() => b.flush()).toThrow(/column a is NOT NULL/);
   });
@@ -123,9 +173,15 @@ describe('partial-update', () => {
   it('rejects contradictory or misplaced options', () => {
     const schema = schemaOf(['id INT', 'a INT', 'g INT'], ['id']);
 
-    expect(() => bufferOf(schema, pu({ ignoreDelete: true, partialUpdateRemoveRecordOnDelete: true }))).toThrow(OptionError);
+    expect(() => bufferOf(schema, pu({ ignoreDelete: true, partialUpdateRemoveRecordOnDelete: true }))).toThrow(
+      OptionError,
+    );
     expect(() => bufferOf(schema, pu({ aggregateFunctions: { a: 'sum' } }))).toThrow(/only inside a sequence group/);
-    expect(() => bufferOf(schema, pu({ sequenceGroups: [{ sequenceFields: ['g'], fields: ['id'] }] }))).toThrow(/primary key column id/);
-    expect(() => bufferOf(schema, pu({ sequenceGroups: [{ sequenceFields: ['nope'], fields: ['a'] }] }))).toThrow(/names column nope/);
+    expect(() => bufferOf(schema, pu({ sequenceGroups: [{ sequenceFields: ['g'], fields: ['id'] }] }))).toThrow(
+      /primary key column id/,
+    );
+    expect(() => bufferOf(schema, pu({ sequenceGroups: [{ sequenceFields: ['nope'], fields: ['a'] }] }))).toThrow(
+      /names column nope/,
+    );
   });
 });

@@ -18,7 +18,11 @@ describe('radixSortWords', () => {
         const expected = reference(hi, lo);
 
         // Act
-        const order = radixSortWords(hi.slice(), lo.slice(), Uint32Array.from({ length: n }, (_, i) => i));
+        const order = radixSortWords(
+          hi.slice(),
+          lo.slice(),
+          Uint32Array.from({ length: n }, (_, i) => i),
+        );
 
         // Assess
         expect(Array.from(order), `n=${n} spread=${spread} seed=${seed}`).toEqual(expected);
@@ -32,7 +36,13 @@ describe('radixSortWords', () => {
     const done: [Uint32Array, number[]][] = [];
     // Odd and even numbers of digit passes, sizes within the reused scratch and beyond it (300,000).
     // [rows, spread of the low word, of the high word]: 1, 2, 3 and 4 digit passes.
-    for (const [n, spread, hiSpread] of [[5000, 0xffff, 1], [5000, 0xffffffff, 1], [300_000, 0xffffffff, 0xffff], [70_000, 0xffffffff, 0xffffffff], [5000, 0xffff, 1]] as const) {
+    for (const [n, spread, hiSpread] of [
+      [5000, 0xffff, 1],
+      [5000, 0xffffffff, 1],
+      [300_000, 0xffffffff, 0xffff],
+      [70_000, 0xffffffff, 0xffffffff],
+      [5000, 0xffff, 1],
+    ] as const) {
       const hi = Uint32Array.from({ length: n }, () => Math.floor(r.next() * hiSpread) >>> 0);
       const lo = Uint32Array.from({ length: n }, () => Math.floor(r.next() * spread) >>> 0);
       const expected = reference(hi, lo);

@@ -22,11 +22,23 @@ export const SCENARIOS: Scenario[] = [
   { name: 'deduplicate', config: mergeConfig(), kinds: [0, 0, 0, 2, 1, 3] },
   { name: 'deduplicate ignore-delete', config: mergeConfig({ ignoreDelete: true }), kinds: [0, 0, 3, 1] },
   { name: 'deduplicate sequence.field', config: mergeConfig({ sequenceFields: ['ts'] }), kinds: [0, 0, 3] },
-  { name: 'deduplicate sequence.field desc', config: mergeConfig({ sequenceFields: ['ts'], sequenceDescending: true }), kinds: [0, 3] },
+  {
+    name: 'deduplicate sequence.field desc',
+    config: mergeConfig({ sequenceFields: ['ts'], sequenceDescending: true }),
+    kinds: [0, 3],
+  },
   { name: 'first-row', config: mergeConfig({ engine: 'first-row' }), kinds: [0] },
-  { name: 'first-row ignore-delete', config: mergeConfig({ engine: 'first-row', ignoreDelete: true }), kinds: [0, 0, 3, 1] },
+  {
+    name: 'first-row ignore-delete',
+    config: mergeConfig({ engine: 'first-row', ignoreDelete: true }),
+    kinds: [0, 0, 3, 1],
+  },
   { name: 'partial-update', config: mergeConfig({ engine: 'partial-update' }), kinds: [0, 2] },
-  { name: 'partial-update remove-record-on-delete', config: mergeConfig({ engine: 'partial-update', partialUpdateRemoveRecordOnDelete: true }), kinds: [0, 0, 3] },
+  {
+    name: 'partial-update remove-record-on-delete',
+    config: mergeConfig({ engine: 'partial-update', partialUpdateRemoveRecordOnDelete: true }),
+    kinds: [0, 0, 3],
+  },
   {
     name: 'aggregation',
     config: mergeConfig({
@@ -38,12 +50,27 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     name: 'aggregation first/last',
-    config: mergeConfig({ engine: 'aggregation', aggregateFunctions: { v: 'min', d: 'first_non_null_value', s: 'last_value' }, ignoreRetract: ['v', 'd'] }),
+    config: mergeConfig({
+      engine: 'aggregation',
+      aggregateFunctions: { v: 'min', d: 'first_non_null_value', s: 'last_value' },
+      ignoreRetract: ['v', 'd'],
+    }),
     kinds: [0, 2, 3],
   },
 ];
 
-const STRINGS = ['', 'a', 'b', 'ab', '\u{1F600}', '\uFFFF', 'é', 'x\u0000y', 'long-common-prefix-1', 'long-common-prefix-2'];
+const STRINGS = [
+  '',
+  'a',
+  'b',
+  'ab',
+  '\u{1F600}',
+  '\uFFFF',
+  'é',
+  'x\u0000y',
+  'long-common-prefix-1',
+  'long-common-prefix-2',
+];
 
 /** A random row of the layout for key number `key` (the key space is 0..keySpace-1). */
 export function randomRow(schema: TableSchema, r: Rng, key: number): Row {
@@ -84,7 +111,13 @@ export function randomRow(schema: TableSchema, r: Rng, key: number): Row {
  * Random sorted runs: each holds a random subset of keys (sorted, one record per key) with unique
  * absolute sequence numbers spread over all runs, so runs overlap in both keys and sequence.
  */
-export function randomRuns(schema: TableSchema, scenario: Scenario, r: Rng, runCount: number, keySpace: number): Rec[][] {
+export function randomRuns(
+  schema: TableSchema,
+  scenario: Scenario,
+  r: Rng,
+  runCount: number,
+  keySpace: number,
+): Rec[][] {
   const runs: Rec[][] = [];
   for (let k = 0; k < runCount; k++) {
     const keys: number[] = [];

@@ -34,7 +34,12 @@ describe('mergeSection', () => {
           const levels = tables.map((_, i) => (i >= tables.length - r.int(1, 2) ? 5 : Math.min(i, 4)));
           const bases = tables.map(() => (r.chance(0.3) ? r.int(1, 5) * 100_000 : 0));
           const runs = (): SectionRun[] =>
-            tables.map((t, i) => fileRun({ level: levels[i], sequenceBase: bases[i], rowCount: t.numRows, fileSize: 50 * t.numRows }, chunksOf(t, r)));
+            tables.map((t, i) =>
+              fileRun(
+                { level: levels[i], sequenceBase: bases[i], rowCount: t.numRows, fileSize: 50 * t.numRows },
+                chunksOf(t, r),
+              ),
+            );
           const dropDeletes = r.chance(0.5);
           const base = { schema: layout, engine: mergeEngineFor(scenario.config), dropDeletes, maxLevel: 5 };
           const context = `${layoutName} / ${scenario.name} / round ${round} (seed ${seed})`;
@@ -44,13 +49,24 @@ describe('mergeSection', () => {
             let passes = 0;
             const merged: arrow.Table[] = [];
             const top: arrow.Table[] = [];
-            for await (const { pieces, merged: m } of mergeSection(runs(), { ...base, memoryBudget, stepRows, onSpill: () => passes++ })) {
+            for await (const { pieces, merged: m } of mergeSection(runs(), {
+              ...base,
+              memoryBudget,
+              stepRows,
+              onSpill: () => passes++,
+            })) {
               merged.push(m);
               // Max-level rows stay apart from the rest through every spill pass.
               for (const p of pieces) if (p.level === 5) top.push(p.table);
             }
-            const topKeys = top.flatMap((t) => recordsOf(layout, t).map((x) => JSON.stringify(layout.primaryKeys.map((k) => String(x.row[k])))));
-            return { records: merged.flatMap((m) => recordsOf(layout, m)), passes, topKeys: [...new Set(topKeys)].sort() };
+            const topKeys = top.flatMap((t) =>
+              recordsOf(layout, t).map((x) => JSON.stringify(layout.primaryKeys.map((k) => String(x.row[k])))),
+            );
+            return {
+              records: merged.flatMap((m) => recordsOf(layout, m)),
+              passes,
+              topKeys: [...new Set(topKeys)].sort(),
+            };
           };
           const unbounded = await collect(Infinity, Infinity);
           const stepped = await collect(Infinity, r.int(1, 12));
@@ -77,7 +93,12 @@ describe('mergeSection', () => {
       // Prepare: runs of sorted keys with repeats (a spilled run holds several versions of a key).
       const runCount = r.int(1, 5);
       const keysOf = () => Array.from({ length: r.int(0, 60) }, () => r.int(0, 15)).sort((a, b) => a - b);
-      const tables = Array.from({ length: runCount }, () => physicalTable(schema, keysOf().map((k, i) => ({ row: { k: BigInt(k), v: i }, kind: 0, seq: i }))));
+      const tables = Array.from({ length: runCount }, () =>
+        physicalTable(
+          schema,
+          keysOf().map((k, i) => ({ row: { k: BigInt(k), v: i }, kind: 0, seq: i })),
+        ),
+      );
       const pieces = tables.map((table, run) => ({ table, sequenceBase: 0, run })).filter((p) => p.table.numRows > 0);
       const maxRows = r.int(1, 20);
       const context = `round ${round}, max ${maxRows} (seed ${seed})`;
@@ -87,7 +108,11 @@ describe('mergeSection', () => {
 
       // Assess: per run the steps concatenate to the input; keys of a step all lie below the next step's.
       const keys = (t: arrow.Table) => recordsOf(schema, t).map((x) => Number(x.row.k));
-      for (const p of pieces) expect(steps.flatMap((s) => s.filter((q) => q.run === p.run).flatMap((q) => keys(q.table))), context).toEqual(keys(p.table));
+      for (const p of pieces)
+        expect(
+          steps.flatMap((s) => s.filter((q) => q.run === p.run).flatMap((q) => keys(q.table))),
+          context,
+        ).toEqual(keys(p.table));
       let prevMax = -1;
       for (const step of steps) {
         const ks = step.flatMap((q) => keys(q.table));

@@ -8,12 +8,25 @@ import { naiveMerge } from './naive-merge.js';
 import { LAYOUTS, SCENARIOS, randomRuns } from './random-data.js';
 
 const schema = schemaOf(['id BIGINT', 'name STRING'], ['id']);
-const rec = (id: number, name: string | null, seq: number, kind = I): Rec => ({ row: { id: BigInt(id), name }, kind, seq });
+const rec = (id: number, name: string | null, seq: number, kind = I): Rec => ({
+  row: { id: BigInt(id), name },
+  kind,
+  seq,
+});
 
-function read(runs: { recs: Rec[]; base: number }[], opts: { dropDeletes?: boolean; keepKinds?: boolean; engine?: string } = {}) {
+function read(
+  runs: { recs: Rec[]; base: number }[],
+  opts: { dropDeletes?: boolean; keepKinds?: boolean; engine?: string } = {},
+) {
   const engine = mergeEngineFor(mergeConfig({ engine: (opts.engine ?? 'deduplicate') as 'deduplicate' }));
   const out = mergeSortedRuns(
-    runs.map((r) => ({ table: physicalTable(schema, r.recs.map((x) => ({ ...x, seq: x.seq - r.base }))), sequenceBase: r.base })),
+    runs.map((r) => ({
+      table: physicalTable(
+        schema,
+        r.recs.map((x) => ({ ...x, seq: x.seq - r.base })),
+      ),
+      sequenceBase: r.base,
+    })),
     { schema, keyColumns: ['id'], engine, dropDeletes: opts.dropDeletes ?? true, keepKinds: opts.keepKinds },
   );
   return recordsOf(schema, out);
@@ -33,17 +46,26 @@ describe('mergeSortedRuns', () => {
   });
 
   it('drops deleted keys by default; keeps -D with their kind when asked (compaction below the top level)', () => {
-    const runs = [{ recs: [rec(1, 'a', 1), rec(2, 'b', 2)], base: 0 }, { recs: [rec(1, 'a', 3, D)], base: 0 }];
+    const runs = [
+      { recs: [rec(1, 'a', 1), rec(2, 'b', 2)], base: 0 },
+      { recs: [rec(1, 'a', 3, D)], base: 0 },
+    ];
 
     const dropped = read(runs);
     const kept = read(runs, { dropDeletes: false });
 
     expect(dropped.map((r) => r.row.id)).toEqual([2n]);
-    expect(kept.map((r) => [r.row.id, r.kind])).toEqual([[1n, D], [2n, I]]);
+    expect(kept.map((r) => [r.row.id, r.kind])).toEqual([
+      [1n, D],
+      [2n, I],
+    ]);
   });
 
   it('writes +I for the merged state unless keepKinds (audit log) is set', () => {
-    const runs = [{ recs: [rec(1, 'a', 1)], base: 0 }, { recs: [rec(1, 'b', 2, UA)], base: 0 }];
+    const runs = [
+      { recs: [rec(1, 'a', 1)], base: 0 },
+      { recs: [rec(1, 'b', 2, UA)], base: 0 },
+    ];
 
     expect(read(runs)[0].kind).toBe(I);
     expect(read(runs, { keepKinds: true })[0].kind).toBe(UA);
@@ -57,14 +79,23 @@ describe('mergeSortedRuns', () => {
 
   it('returns an empty table for no runs or empty runs', () => {
     expect(read([])).toEqual([]);
-    expect(read([{ recs: [], base: 0 }, { recs: [], base: 4 }])).toEqual([]);
+    expect(
+      read([
+        { recs: [], base: 0 },
+        { recs: [], base: 4 },
+      ]),
+    ).toEqual([]);
   });
 
   it('merges DECIMAL and composite STRING keys in exact and code-point order', () => {
     const dec = schemaOf(['k DECIMAL(22,2)', 's STRING', 'v INT'], ['k', 's']);
     const r = (k: string, s: string, v: number, seq: number): Rec => ({ row: { k, s, v }, kind: I, seq });
     const a = [r('-12345678901234567890.12', 'x', 1, 1), r('0.10', '\uFFFF', 2, 2), r('0.10', '\u{1F600}', 3, 3)];
-    const b = [r('-12345678901234567890.12', 'x', 10, 10), r('0.10', '\u{1F600}', 30, 30), r('12345678901234567890.12', '', 40, 40)];
+    const b = [
+      r('-12345678901234567890.12', 'x', 10, 10),
+      r('0.10', '\u{1F600}', 30, 30),
+      r('12345678901234567890.12', '', 40, 40),
+    ];
 
     const out = mergeSortedRuns(
       [a, b].map((recs) => ({ table: physicalTable(dec, recs), sequenceBase: 0 })),
@@ -101,9 +132,21 @@ describe('mergeSortedRuns', () => {
           const out = mergeSortedRuns(
             runs.map((recs) => {
               const base = recs.length ? Math.min(...recs.map((x) => x.seq)) - r.int(0, 3) : 0;
-              return { table: physicalTable(layout, recs.map((x) => ({ ...x, seq: x.seq - base }))), sequenceBase: base };
+              return {
+                table: physicalTable(
+                  layout,
+                  recs.map((x) => ({ ...x, seq: x.seq - base })),
+                ),
+                sequenceBase: base,
+              };
             }),
-            { schema: layout, keyColumns: layout.primaryKeys, engine: mergeEngineFor(scenario.config), dropDeletes, keepKinds },
+            {
+              schema: layout,
+              keyColumns: layout.primaryKeys,
+              engine: mergeEngineFor(scenario.config),
+              dropDeletes,
+              keepKinds,
+            },
           );
 
           // Assess
@@ -119,13 +162,24 @@ describe('mergeSortedRuns', () => {
     const r = rng(seed);
     const layout = LAYOUTS.composite;
     for (const scenario of SCENARIOS.filter((x) => x.name !== 'first-row')) {
-      const runs = randomRuns(layout, scenario, r, r.int(1, 4), 50).map((recs) => ({ table: physicalTable(layout, recs), sequenceBase: 0 }));
-      const opts = { schema: layout, keyColumns: layout.primaryKeys, engine: mergeEngineFor(scenario.config), dropDeletes: r.chance(0.5) };
+      const runs = randomRuns(layout, scenario, r, r.int(1, 4), 50).map((recs) => ({
+        table: physicalTable(layout, recs),
+        sequenceBase: 0,
+      }));
+      const opts = {
+        schema: layout,
+        keyColumns: layout.primaryKeys,
+        engine: mergeEngineFor(scenario.config),
+        dropDeletes: r.chance(0.5),
+      };
 
       const batches = [...mergeSortedRunsBatched(runs, { ...opts, batchRows: r.int(1, 20) })];
 
       const whole = recordsOf(layout, mergeSortedRuns(runs, opts));
-      expect(batches.flatMap((b) => recordsOf(layout, b)), `${scenario.name} (seed ${seed})`).toEqual(whole);
+      expect(
+        batches.flatMap((b) => recordsOf(layout, b)),
+        `${scenario.name} (seed ${seed})`,
+      ).toEqual(whole);
       expect(batches.every((b) => b.numRows > 0)).toBe(true);
     }
   });

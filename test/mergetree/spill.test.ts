@@ -27,7 +27,11 @@ function piece(first: number, n: number, r: Rng): arrow.Table {
     f[i] = (first + i) / 7;
     s[i] = r.chance(0.1) ? null : `v${first + i}-${'x'.repeat(r.int(0, 12))}`;
   }
-  return new arrow.Table({ id: arrow.makeVector(id), f: arrow.makeVector(f), s: arrow.vectorFromArray(s, new arrow.Utf8()) });
+  return new arrow.Table({
+    id: arrow.makeVector(id),
+    f: arrow.makeVector(f),
+    s: arrow.vectorFromArray(s, new arrow.Utf8()),
+  });
 }
 
 /** The run's columns joined: ids and doubles whole, strings every 7th row (a batch is 16k rows, so a moved batch shows in every column). */
@@ -59,12 +63,23 @@ describe('SpillDirectory runs', () => {
     const expected = new Map<number, arrow.Table[]>();
     for (let round = 0; round < 2; round++) {
       // Two or three runs open at once, appended to in turn; one of them may be abandoned.
-      const open = Array.from({ length: r.int(2, 3) }, () => ({ run: spills.openRun(), pieces: [] as arrow.Table[], next: 0 }));
+      const open = Array.from({ length: r.int(2, 3) }, () => ({
+        run: spills.openRun(),
+        pieces: [] as arrow.Table[],
+        next: 0,
+      }));
       const appends = r.int(3, 6);
       for (let a = 0; a < appends; a++) {
         const o = r.pick(open);
         // Sizes around the batch size: empty, one row, exactly a batch, a batch and some, several batches.
-        const n = r.pick([0, 1, r.int(2, 500), SPILL_BATCH_ROWS, SPILL_BATCH_ROWS + r.int(1, 900), 2 * SPILL_BATCH_ROWS + r.int(0, 2000)]);
+        const n = r.pick([
+          0,
+          1,
+          r.int(2, 500),
+          SPILL_BATCH_ROWS,
+          SPILL_BATCH_ROWS + r.int(1, 900),
+          2 * SPILL_BATCH_ROWS + r.int(0, 2000),
+        ]);
         const p = piece(o.next, n, r);
         o.next += n;
         o.run.append(p);

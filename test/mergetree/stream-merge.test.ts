@@ -44,17 +44,40 @@ describe('mergeRunStreams', () => {
           const runs = recs.map((rs) => ({ table: physicalTable(layout, rs), sequenceBase: 0 }));
           // Runs that hold one record per key may say so (then, when all do, the bound key itself is cut).
           const declared = r.chance(0.5);
-          const oneRecordPerKey = runs.map((_, i) => declared && !(repeatedKeys && i === runs.length - 1) && r.chance(0.8));
-          const opts = { schema: layout, keyColumns: layout.primaryKeys, engine: mergeEngineFor(scenario.config), dropDeletes: r.chance(0.5), keepKinds: r.chance(0.5), repeatedKeys };
+          const oneRecordPerKey = runs.map(
+            (_, i) => declared && !(repeatedKeys && i === runs.length - 1) && r.chance(0.8),
+          );
+          const opts = {
+            schema: layout,
+            keyColumns: layout.primaryKeys,
+            engine: mergeEngineFor(scenario.config),
+            dropDeletes: r.chance(0.5),
+            keepKinds: r.chance(0.5),
+            repeatedKeys,
+          };
           const context = `${layoutName} / ${scenario.name} / round ${round} (seed ${seed})`;
 
           // Act
           const pieces: arrow.Table[] = [];
-          for await (const p of mergeRunStreams(runs.map((x, i) => ({ chunks: chunksOf(x.table, r), sequenceBase: x.sequenceBase, oneRecordPerKey: oneRecordPerKey[i] })), opts)) pieces.push(p);
+          for await (const p of mergeRunStreams(
+            runs.map((x, i) => ({
+              chunks: chunksOf(x.table, r),
+              sequenceBase: x.sequenceBase,
+              oneRecordPerKey: oneRecordPerKey[i],
+            })),
+            opts,
+          ))
+            pieces.push(p);
 
           // Assess
-          expect(pieces.flatMap((p) => recordsOf(layout, p)), context).toEqual(recordsOf(layout, mergeSortedRuns(runs, opts)));
-          expect(pieces.every((p) => p.numRows > 0), context).toBe(true);
+          expect(
+            pieces.flatMap((p) => recordsOf(layout, p)),
+            context,
+          ).toEqual(recordsOf(layout, mergeSortedRuns(runs, opts)));
+          expect(
+            pieces.every((p) => p.numRows > 0),
+            context,
+          ).toBe(true);
         }
       }
     }
@@ -65,19 +88,29 @@ describe('mergeRunStreams', () => {
     const layout = LAYOUTS[Object.keys(LAYOUTS)[0]];
     const scenario = SCENARIOS.find((s) => s.config.engine === 'deduplicate' && s.config.sequenceFields.length === 0)!;
     let recs: Rec[] = [];
-    for (let seed = 1; recs.length <= 50; seed++) recs = randomRuns(layout, scenario, rng(seed), 1, 2000)[0].map((x) => ({ ...x, kind: 0 }));
+    for (let seed = 1; recs.length <= 50; seed++)
+      recs = randomRuns(layout, scenario, rng(seed), 1, 2000)[0].map((x) => ({ ...x, kind: 0 }));
     const table = physicalTable(layout, recs);
     expect(table.numRows).toBeGreaterThan(20);
     async function* tens(): AsyncGenerator<arrow.Table> {
       for (let at = 0; at < table.numRows; at += 10) yield table.slice(at, at + 10);
     }
-    const opts = { schema: layout, keyColumns: layout.primaryKeys, engine: mergeEngineFor(scenario.config), dropDeletes: true, keepKinds: false };
+    const opts = {
+      schema: layout,
+      keyColumns: layout.primaryKeys,
+      engine: mergeEngineFor(scenario.config),
+      dropDeletes: true,
+      keepKinds: false,
+    };
     for (const oneRecordPerKey of [true, false]) {
       // Act
       const sizes: number[] = [];
-      for await (const p of mergeRunStreams([{ chunks: tens(), sequenceBase: 0, oneRecordPerKey }], opts)) sizes.push(p.numRows);
+      for await (const p of mergeRunStreams([{ chunks: tens(), sequenceBase: 0, oneRecordPerKey }], opts))
+        sizes.push(p.numRows);
       // Assess: declared, the pieces are the chunks; undeclared, each chunk's last key waits for the next chunk.
-      const chunks = Array.from({ length: Math.ceil(table.numRows / 10) }, (_, i) => Math.min(10, table.numRows - 10 * i));
+      const chunks = Array.from({ length: Math.ceil(table.numRows / 10) }, (_, i) =>
+        Math.min(10, table.numRows - 10 * i),
+      );
       if (oneRecordPerKey) expect(sizes).toEqual(chunks);
       else expect(sizes[0]).toBe(9);
       expect(sizes.reduce((a, b) => a + b, 0)).toBe(table.numRows);

@@ -45,7 +45,11 @@ function sizes(unit: CompactUnit | undefined): number[] | undefined {
   return unit?.files.map((f) => f.fileSize);
 }
 
-function universal(maxSizeAmplificationPercent: number, sizeRatio: number, numSortedRunCompactionTrigger: number): UniversalCompaction {
+function universal(
+  maxSizeAmplificationPercent: number,
+  sizeRatio: number,
+  numSortedRunCompactionTrigger: number,
+): UniversalCompaction {
   return new UniversalCompaction({ maxSizeAmplificationPercent, sizeRatio, numSortedRunCompactionTrigger });
 }
 
@@ -116,7 +120,11 @@ describe('UniversalCompaction.pick', () => {
 });
 
 /** Prepends a run of size 1 and applies one pick of `pickFn`, replacing the picked runs by their sum. */
-function step(current: number[], pickFn: (runs: LevelSortedRun[]) => CompactUnit | undefined, levels: (i: number) => number): number[] {
+function step(
+  current: number[],
+  pickFn: (runs: LevelSortedRun[]) => CompactUnit | undefined,
+  levels: (i: number) => number,
+): number[] {
   const next = [1, ...current];
   const unit = pickFn(next.map((s, i) => run(levels(i), s)));
   if (!unit) return next;
@@ -127,10 +135,32 @@ function step(current: number[], pickFn: (runs: LevelSortedRun[]) => CompactUnit
 describe('universal compaction over a stream of flushes', () => {
   it('bounds size amplification', () => {
     const c = universal(25, 0, 1);
-    const expected = [[2], [3], [4], [1, 4], [6], [1, 6], [8], [1, 8], [1, 1, 8], [11], [1, 11], [1, 1, 11], [14], [1, 14], [1, 1, 14], [1, 1, 1, 14], [18]];
+    const expected = [
+      [2],
+      [3],
+      [4],
+      [1, 4],
+      [6],
+      [1, 6],
+      [8],
+      [1, 8],
+      [1, 1, 8],
+      [11],
+      [1, 11],
+      [1, 1, 11],
+      [14],
+      [1, 14],
+      [1, 1, 14],
+      [1, 1, 1, 14],
+      [18],
+    ];
     let current = [1];
     for (const e of expected) {
-      current = step(current, (runs) => c.pickForSizeAmp(2, runs), () => 0);
+      current = step(
+        current,
+        (runs) => c.pickForSizeAmp(2, runs),
+        () => 0,
+      );
       expect(current).toEqual(e);
     }
   });
@@ -138,13 +168,37 @@ describe('universal compaction over a stream of flushes', () => {
   it('merges runs of similar size', () => {
     const c = universal(25, 1, 5);
     const expected = [
-      [5], [1, 5], [1, 1, 5], [1, 1, 1, 5], [4, 5], [1, 4, 5], [1, 1, 4, 5], [3, 4, 5], [1, 3, 4, 5], [2, 3, 4, 5],
-      [1, 2, 3, 4, 5], [16], [1, 16], [1, 1, 16], [1, 1, 1, 16], [4, 16], [1, 4, 16], [1, 1, 4, 16], [3, 4, 16],
-      [1, 3, 4, 16], [2, 3, 4, 16], [1, 2, 3, 4, 16], [11, 16],
+      [5],
+      [1, 5],
+      [1, 1, 5],
+      [1, 1, 1, 5],
+      [4, 5],
+      [1, 4, 5],
+      [1, 1, 4, 5],
+      [3, 4, 5],
+      [1, 3, 4, 5],
+      [2, 3, 4, 5],
+      [1, 2, 3, 4, 5],
+      [16],
+      [1, 16],
+      [1, 1, 16],
+      [1, 1, 1, 16],
+      [4, 16],
+      [1, 4, 16],
+      [1, 1, 4, 16],
+      [3, 4, 16],
+      [1, 3, 4, 16],
+      [2, 3, 4, 16],
+      [1, 2, 3, 4, 16],
+      [11, 16],
     ];
     let current = [1, 1, 1, 1];
     for (const e of expected) {
-      current = step(current, (runs) => c.pickForSizeRatio(runs.length, runs), (i) => i);
+      current = step(
+        current,
+        (runs) => c.pickForSizeRatio(runs.length, runs),
+        (i) => i,
+      );
       expect(current).toEqual(e);
     }
   });

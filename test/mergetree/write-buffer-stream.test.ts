@@ -21,17 +21,35 @@ describe('WriteBuffer.flushPieces', () => {
       for (const scenario of SCENARIOS) {
         const firstRowRetracts = scenario.config.engine === 'first-row' && !scenario.config.ignoreDelete;
         const recs: Rec[] = [];
-        for (let i = r.int(100, 300); i > 0; i--) recs.push({ row: randomRow(layout, r, r.int(0, 40)), kind: firstRowRetracts ? 0 : r.pick(scenario.kinds), seq: 0 });
-        const make = () => new WriteBuffer({ schema: layout, merge: scenario.config, writeBufferSize: 600, spillable: true, keepRawChangelog: true });
-        const whole = make(), pieces = make();
+        for (let i = r.int(100, 300); i > 0; i--)
+          recs.push({
+            row: randomRow(layout, r, r.int(0, 40)),
+            kind: firstRowRetracts ? 0 : r.pick(scenario.kinds),
+            seq: 0,
+          });
+        const make = () =>
+          new WriteBuffer({
+            schema: layout,
+            merge: scenario.config,
+            writeBufferSize: 600,
+            spillable: true,
+            keepRawChangelog: true,
+          });
+        const whole = make(),
+          pieces = make();
         for (let at = 0; at < recs.length; at += 10) {
-          for (const b of [whole, pieces]) b.add(recs.slice(at, at + 10).map((x) => x.row), recs.slice(at, at + 10).map((x) => x.kind));
+          for (const b of [whole, pieces])
+            b.add(
+              recs.slice(at, at + 10).map((x) => x.row),
+              recs.slice(at, at + 10).map((x) => x.kind),
+            );
         }
         const context = `${layoutName} / ${scenario.name} (seed ${seed})`;
         expect(pieces.spilledRuns, context).toBeGreaterThan(1);
 
         const expected = whole.flush();
-        const data: Rec[] = [], changelog: Rec[] = [];
+        const data: Rec[] = [],
+          changelog: Rec[] = [];
         for await (const p of pieces.flushPieces()) {
           data.push(...recordsOf(layout, p.data));
           changelog.push(...recordsOf(layout, p.changelog!));
@@ -52,17 +70,33 @@ describe('WriteBuffer.flushPieces, spilled runs and a large in-memory part', () 
     const layout = LAYOUTS.bigint;
     const scenario = SCENARIOS[0];
     const recs: Rec[] = [];
-    for (let i = 40_000; i > 0; i--) recs.push({ row: randomRow(layout, r, r.int(0, 30_000)), kind: r.pick(scenario.kinds), seq: 0 });
-    const make = () => new WriteBuffer({ schema: layout, merge: scenario.config, writeBufferSize: 1 << 30, spillable: true, keepRawChangelog: true });
-    const whole = make(), pieces = make();
+    for (let i = 40_000; i > 0; i--)
+      recs.push({ row: randomRow(layout, r, r.int(0, 30_000)), kind: r.pick(scenario.kinds), seq: 0 });
+    const make = () =>
+      new WriteBuffer({
+        schema: layout,
+        merge: scenario.config,
+        writeBufferSize: 1 << 30,
+        spillable: true,
+        keepRawChangelog: true,
+      });
+    const whole = make(),
+      pieces = make();
     // One spilled run of the first 5,000 rows; the other 35,000 (more than one 16,384-row batch) stay in memory.
     for (const b of [whole, pieces]) {
-      b.add(recs.slice(0, 5_000).map((x) => x.row), recs.slice(0, 5_000).map((x) => x.kind));
+      b.add(
+        recs.slice(0, 5_000).map((x) => x.row),
+        recs.slice(0, 5_000).map((x) => x.kind),
+      );
       expect(b.spillMemory()).toBe(true);
-      b.add(recs.slice(5_000).map((x) => x.row), recs.slice(5_000).map((x) => x.kind));
+      b.add(
+        recs.slice(5_000).map((x) => x.row),
+        recs.slice(5_000).map((x) => x.kind),
+      );
     }
     const expected = whole.flush();
-    const data: Rec[] = [], changelog: Rec[] = [];
+    const data: Rec[] = [],
+      changelog: Rec[] = [];
     for await (const p of pieces.flushPieces()) {
       data.push(...recordsOf(layout, p.data));
       changelog.push(...recordsOf(layout, p.changelog!));
@@ -102,17 +136,42 @@ describe('WriteBuffer in memory, several tables', () => {
         // Prepare: adds of 40 rows, each kept as its own table (coalesceRows 30): many sources.
         const firstRowRetracts = scenario.config.engine === 'first-row' && !scenario.config.ignoreDelete;
         const recs: Rec[] = [];
-        for (let i = r.int(200, 400); i > 0; i--) recs.push({ row: randomRow(layout, r, r.int(0, 150)), kind: firstRowRetracts ? 0 : r.pick(scenario.kinds), seq: 0 });
-        const whole = new WriteBuffer({ schema: layout, merge: scenario.config, writeBufferSize: 1 << 30, spillable: false, keepRawChangelog: true, coalesceRows: 1 << 20 });
-        const tables = new WriteBuffer({ schema: layout, merge: scenario.config, writeBufferSize: 1 << 30, spillable: false, keepRawChangelog: true, coalesceRows: 30, pieceRows: 25 });
+        for (let i = r.int(200, 400); i > 0; i--)
+          recs.push({
+            row: randomRow(layout, r, r.int(0, 150)),
+            kind: firstRowRetracts ? 0 : r.pick(scenario.kinds),
+            seq: 0,
+          });
+        const whole = new WriteBuffer({
+          schema: layout,
+          merge: scenario.config,
+          writeBufferSize: 1 << 30,
+          spillable: false,
+          keepRawChangelog: true,
+          coalesceRows: 1 << 20,
+        });
+        const tables = new WriteBuffer({
+          schema: layout,
+          merge: scenario.config,
+          writeBufferSize: 1 << 30,
+          spillable: false,
+          keepRawChangelog: true,
+          coalesceRows: 30,
+          pieceRows: 25,
+        });
         for (let at = 0; at < recs.length; at += 40) {
-          for (const b of [whole, tables]) b.add(recs.slice(at, at + 40).map((x) => x.row), recs.slice(at, at + 40).map((x) => x.kind));
+          for (const b of [whole, tables])
+            b.add(
+              recs.slice(at, at + 40).map((x) => x.row),
+              recs.slice(at, at + 40).map((x) => x.kind),
+            );
         }
         const context = `${layoutName} / ${scenario.name} (seed ${seed})`;
 
         // Act
         const expected = whole.flush();
-        const data: Rec[] = [], changelog: Rec[] = [];
+        const data: Rec[] = [],
+          changelog: Rec[] = [];
         let pieces = 0;
         for await (const p of tables.flushPieces()) {
           pieces++;
@@ -122,7 +181,9 @@ describe('WriteBuffer in memory, several tables', () => {
         }
 
         // Assess: the same records as one table merged whole, in pieces of at most 25 rows.
-        expect(pieces, context).toBe(Math.max(Math.ceil(expected.data.numRows / 25), Math.ceil(expected.changelog!.numRows / 25)));
+        expect(pieces, context).toBe(
+          Math.max(Math.ceil(expected.data.numRows / 25), Math.ceil(expected.changelog!.numRows / 25)),
+        );
         expect(data, context).toEqual(recordsOf(layout, expected.data));
         expect(changelog, context).toEqual(recordsOf(layout, expected.changelog!));
         expect(tables.size).toBe(0);

@@ -31,7 +31,10 @@ describe('WriteBuffer', () => {
   it('numbers records by arrival, continuing across flushes of the same batch', () => {
     // Prepare
     const b = bufferOf(schema, {});
-    b.add([{ id: 1, name: 'a', amount: 1n }, { id: 2, name: 'b', amount: 2n }]);
+    b.add([
+      { id: 1, name: 'a', amount: 1n },
+      { id: 2, name: 'b', amount: 2n },
+    ]);
 
     // Act
     const first = recordsOf(schema, b.flush().data);
@@ -45,7 +48,13 @@ describe('WriteBuffer', () => {
   });
 
   it('starts numbering at firstSequence', () => {
-    const b = new WriteBuffer({ schema, merge: mergeConfig(), writeBufferSize: 1 << 20, spillable: false, firstSequence: 40 });
+    const b = new WriteBuffer({
+      schema,
+      merge: mergeConfig(),
+      writeBufferSize: 1 << 20,
+      spillable: false,
+      firstSequence: 40,
+    });
     b.add([{ id: 1, name: 'a', amount: 1n }]);
 
     expect(recordsOf(schema, b.flush().data)[0].seq).toBe(40);
@@ -54,7 +63,12 @@ describe('WriteBuffer', () => {
   it('returns every raw record, kinds and arrival numbers intact, as the input changelog', () => {
     const b = bufferOf(schema, {}, { keepRawChangelog: true });
     b.add(
-      [{ id: 2, name: 'x', amount: 1n }, { id: 1, name: 'a', amount: 1n }, { id: 1, name: 'a', amount: 1n }, { id: 1, name: 'b', amount: 2n }],
+      [
+        { id: 2, name: 'x', amount: 1n },
+        { id: 1, name: 'a', amount: 1n },
+        { id: 1, name: 'a', amount: 1n },
+        { id: 1, name: 'b', amount: 2n },
+      ],
       [I, I, UB, UA],
     );
 
@@ -73,28 +87,46 @@ describe('WriteBuffer', () => {
   it('accepts Arrow tables, with or without _VALUE_KIND', () => {
     const b = bufferOf(schema, {});
     const plain = rowsToTable(schema.fields, [{ id: 3, name: 'c', amount: 3n }]);
-    const withKinds = rowsToTable(schema.fields, [{ id: 3, name: 'c', amount: 3n }, { id: 4, name: 'd', amount: 4n }], {
-      sequence: [0, 0],
-      kind: [D, I],
-    });
+    const withKinds = rowsToTable(
+      schema.fields,
+      [
+        { id: 3, name: 'c', amount: 3n },
+        { id: 4, name: 'd', amount: 4n },
+      ],
+      {
+        sequence: [0, 0],
+        kind: [D, I],
+      },
+    );
 
     b.addTable(plain);
     b.addTable(withKinds);
     const out = recordsOf(schema, b.flush().data);
 
-    expect(out.map((r) => [r.row.id, r.kind, r.seq])).toEqual([[3, D, 1], [4, I, 2]]);
+    expect(out.map((r) => [r.row.id, r.kind, r.seq])).toEqual([
+      [3, D, 1],
+      [4, I, 2],
+    ]);
   });
 
   it('rejects a table whose column type differs from the schema', () => {
     const b = bufferOf(schema, {});
-    const wrong = rowsToTable(schemaOf(['id BIGINT', 'name STRING', 'amount BIGINT'], ['id']).fields, [{ id: 1n, name: 'a', amount: 1n }]);
+    const wrong = rowsToTable(schemaOf(['id BIGINT', 'name STRING', 'amount BIGINT'], ['id']).fields, [
+      { id: 1n, name: 'a', amount: 1n },
+    ]);
 
     expect(() => b.addTable(wrong)).toThrow(/id is Int64 in the input but Int32/);
   });
 
   it('drops -U/-D at add time under ignore-delete, for rows and tables', () => {
     const b = bufferOf(schema, { ignoreDelete: true });
-    b.add([{ id: 1, name: 'a', amount: 1n }, { id: 2, name: 'b', amount: 1n }], [I, D]);
+    b.add(
+      [
+        { id: 1, name: 'a', amount: 1n },
+        { id: 2, name: 'b', amount: 1n },
+      ],
+      [I, D],
+    );
     b.addTable(rowsToTable(schema.fields, [{ id: 3, name: 'c', amount: 1n }], { sequence: [0], kind: [UB] }));
 
     expect(b.size).toBe(1);
@@ -117,7 +149,13 @@ describe('WriteBuffer', () => {
   it('counts only the rows of a sliced table towards write-buffer-size', () => {
     const rows = Array.from({ length: 2000 }, (_, i) => ({ id: i, name: `some longer name ${i}`, amount: BigInt(i) }));
     const big = rowsToTable(schema.fields, rows);
-    const b = new WriteBuffer({ schema, merge: mergeConfig(), writeBufferSize: 64 << 10, spillable: true, spillRoot: spillRoot() });
+    const b = new WriteBuffer({
+      schema,
+      merge: mergeConfig(),
+      writeBufferSize: 64 << 10,
+      spillable: true,
+      spillRoot: spillRoot(),
+    });
 
     b.addTable(big.slice(0, 100));
 
@@ -127,7 +165,14 @@ describe('WriteBuffer', () => {
   });
 
   it('stops spilling past write-buffer-spill.max-disk-size and asks for a flush instead', () => {
-    const b = new WriteBuffer({ schema, merge: mergeConfig(), writeBufferSize: 1024, spillable: true, spillMaxDiskSize: 1, spillRoot: spillRoot() });
+    const b = new WriteBuffer({
+      schema,
+      merge: mergeConfig(),
+      writeBufferSize: 1024,
+      spillable: true,
+      spillMaxDiskSize: 1,
+      spillRoot: spillRoot(),
+    });
     for (let i = 0; !b.isFull(); i++) b.add([{ id: i, name: `name-${i}`, amount: 1n }]);
 
     expect(b.spilledRuns).toBe(1);
@@ -159,11 +204,25 @@ describe('WriteBuffer', () => {
       // Prepare: the same input into a tiny spilling buffer and a large in-memory one.
       const layout = LAYOUTS.composite;
       const root = spillRoot();
-      const spilling = new WriteBuffer({ schema: layout, merge: scenario.config, writeBufferSize: 2048, spillable: true, keepRawChangelog: true, spillRoot: root });
-      const memory = new WriteBuffer({ schema: layout, merge: scenario.config, writeBufferSize: 1 << 30, spillable: true, keepRawChangelog: true });
+      const spilling = new WriteBuffer({
+        schema: layout,
+        merge: scenario.config,
+        writeBufferSize: 2048,
+        spillable: true,
+        keepRawChangelog: true,
+        spillRoot: root,
+      });
+      const memory = new WriteBuffer({
+        schema: layout,
+        merge: scenario.config,
+        writeBufferSize: 1 << 30,
+        spillable: true,
+        keepRawChangelog: true,
+      });
       let spilled = 0;
       for (let batch = 0; batch < 20; batch++) {
-        const rows: Row[] = [], kinds: number[] = [];
+        const rows: Row[] = [],
+          kinds: number[] = [];
         for (let i = r.int(1, 40); i > 0; i--) {
           rows.push(randomRow(layout, r, r.int(0, 80)));
           kinds.push(r.pick(scenario.kinds));
@@ -181,7 +240,9 @@ describe('WriteBuffer', () => {
       // Assess
       expect(spilled, scenario.name).toBeGreaterThan(2);
       expect(recordsOf(layout, a.data), `${scenario.name} (seed ${seed})`).toEqual(recordsOf(layout, b.data));
-      expect(recordsOf(layout, a.changelog!), `${scenario.name} changelog (seed ${seed})`).toEqual(recordsOf(layout, b.changelog!));
+      expect(recordsOf(layout, a.changelog!), `${scenario.name} changelog (seed ${seed})`).toEqual(
+        recordsOf(layout, b.changelog!),
+      );
       expect(readdirSync(root)).toEqual([]);
     }
   });
@@ -189,7 +250,13 @@ describe('WriteBuffer', () => {
   it('deletes its spill files when a flush fails', () => {
     const root = spillRoot();
     const pu = schemaOf(['id INT', 'name STRING'], ['id']);
-    const b = new WriteBuffer({ schema: pu, merge: mergeConfig({ engine: 'partial-update' }), writeBufferSize: 512, spillable: true, spillRoot: root });
+    const b = new WriteBuffer({
+      schema: pu,
+      merge: mergeConfig({ engine: 'partial-update' }),
+      writeBufferSize: 512,
+      spillable: true,
+      spillRoot: root,
+    });
     for (let i = 0; i < 200; i++) b.add([{ id: i % 7, name: `n${i}` }]);
     b.add([{ id: 1, name: null }], [D]);
     expect(b.spilledRuns).toBeGreaterThan(0);
@@ -220,9 +287,18 @@ describe('WriteBuffer', () => {
         const firstRowRetracts = scenario.config.engine === 'first-row' && !scenario.config.ignoreDelete;
         const recs: Rec[] = [];
         for (let i = r.int(0, 150); i > 0; i--) {
-          recs.push({ row: randomRow(layout, r, r.int(0, 40)), kind: firstRowRetracts ? I : r.pick(scenario.kinds), seq: recs.length });
+          recs.push({
+            row: randomRow(layout, r, r.int(0, 40)),
+            kind: firstRowRetracts ? I : r.pick(scenario.kinds),
+            seq: recs.length,
+          });
         }
-        const b = new WriteBuffer({ schema: layout, merge: scenario.config, writeBufferSize: r.chance(0.5) ? 1500 : 1 << 30, spillable: true });
+        const b = new WriteBuffer({
+          schema: layout,
+          merge: scenario.config,
+          writeBufferSize: r.chance(0.5) ? 1500 : 1 << 30,
+          spillable: true,
+        });
         b.add(
           recs.map((x) => x.row),
           recs.map((x) => x.kind),
@@ -243,7 +319,10 @@ describe('WriteBuffer', () => {
     const r = rng(seed);
     // Retraction-free inputs make every engine associative (count included, thanks to raw counting).
     const scenarios = SCENARIOS.filter((s) => s.name === 'deduplicate' || !s.kinds.some((k) => k === UB || k === D));
-    const agg = mergeConfig({ engine: 'aggregation', aggregateFunctions: { v: 'sum', c: 'count', d: 'max', s: 'listagg' } });
+    const agg = mergeConfig({
+      engine: 'aggregation',
+      aggregateFunctions: { v: 'sum', c: 'count', d: 'max', s: 'listagg' },
+    });
     for (const { name, config } of [...scenarios, { name: 'aggregation count', config: agg }]) {
       const layout = LAYOUTS.bigint;
       const raw: Rec[] = [];
@@ -271,7 +350,9 @@ describe('WriteBuffer', () => {
         dropDeletes: true,
       });
 
-      expect(recordsOf(layout, merged), `${name} (seed ${seed})`).toEqual(naiveMerge(layout, config, raw, { raw: true, dropDeletes: true }));
+      expect(recordsOf(layout, merged), `${name} (seed ${seed})`).toEqual(
+        naiveMerge(layout, config, raw, { raw: true, dropDeletes: true }),
+      );
     }
   });
 });

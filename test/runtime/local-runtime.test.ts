@@ -32,7 +32,12 @@ describe('LocalRuntime', () => {
   it('delivers a commit to its consumer through the commit event, with the backstop timer off', async () => {
     // Prepare
     const t = await makeTable();
-    const runtime = new LocalRuntime({ discoveryIntervalMs: 0, compactionIntervalMs: 0, expiryIntervalMs: 0, log: () => {} });
+    const runtime = new LocalRuntime({
+      discoveryIntervalMs: 0,
+      compactionIntervalMs: 0,
+      expiryIntervalMs: 0,
+      log: () => {},
+    });
     const sink = new RecordingSink();
     await runtime.addConsumer({ table: t, consumerId: 'c', sink, stream: { mode: 'latest' } });
     await runtime.start();
@@ -52,7 +57,12 @@ describe('LocalRuntime', () => {
   it('a consumer crossing an alter gets one schema-change event, then rows in the new schema', async () => {
     // Prepare
     const t = await makeTable();
-    const runtime = new LocalRuntime({ discoveryIntervalMs: 0, compactionIntervalMs: 0, expiryIntervalMs: 0, log: () => {} });
+    const runtime = new LocalRuntime({
+      discoveryIntervalMs: 0,
+      compactionIntervalMs: 0,
+      expiryIntervalMs: 0,
+      log: () => {},
+    });
     const sink = new RecordingSink();
     await runtime.addConsumer({ table: t, consumerId: 'c', sink, stream: { mode: 'latest' } });
     await runtime.start();
@@ -60,7 +70,10 @@ describe('LocalRuntime', () => {
       await put(t, [[1, 'a']]);
       await eventually(() => sink.changes.length === 1);
       // Act
-      const { table: altered } = await t.alter([parseAddColumn('n INT'), { kind: 'rename-column', from: 'v', to: 'label' }]);
+      const { table: altered } = await t.alter([
+        parseAddColumn('n INT'),
+        { kind: 'rename-column', from: 'v', to: 'label' },
+      ]);
       await altered.write([{ k: 2, label: 'b', n: 7 }]);
       await eventually(() => sink.changes.length === 2);
       await altered.write([{ k: 3, label: 'c', n: 8 }]);
@@ -70,7 +83,11 @@ describe('LocalRuntime', () => {
       expect(events.map(({ snapshot, from, to, changes }) => ({ snapshot, from, to, changes }))).toEqual([
         { snapshot: 3, from: 0, to: 1, changes: ['rename column v to label', 'add column n INT'] },
       ]);
-      expect(sink.changes.map((c) => c.row)).toEqual([{ k: 1n, v: 'a' }, { k: 2n, label: 'b', n: 7 }, { k: 3n, label: 'c', n: 8 }]);
+      expect(sink.changes.map((c) => c.row)).toEqual([
+        { k: 1n, v: 'a' },
+        { k: 2n, label: 'b', n: 7 },
+        { k: 3n, label: 'c', n: 8 },
+      ]);
     } finally {
       await runtime.stop();
     }
@@ -80,13 +97,22 @@ describe('LocalRuntime', () => {
     // Prepare: a warehouse folder, and a consumer in this process with no polling at all.
     const warehouse = mkdtempSync(join(tmpdir(), 'varve-watch-'));
     const t = await makeTable({}, { store: new LocalStore(warehouse) });
-    const runtime = new LocalRuntime({ discoveryIntervalMs: 0, compactionIntervalMs: 0, expiryIntervalMs: 0, log: () => {} });
+    const runtime = new LocalRuntime({
+      discoveryIntervalMs: 0,
+      compactionIntervalMs: 0,
+      expiryIntervalMs: 0,
+      log: () => {},
+    });
     const sink = new RecordingSink();
     await runtime.addConsumer({ table: t, consumerId: 'c', sink, stream: { mode: 'latest' } });
     await runtime.start();
     try {
       // Act: `varve write` in a child process (its commit event never reaches this process).
-      const w = varveProcess(warehouse, ['write', 'db.t', '--format', 'jsonl'], '{"k": 7, "v": "from-another-process"}\n');
+      const w = varveProcess(
+        warehouse,
+        ['write', 'db.t', '--format', 'jsonl'],
+        '{"k": 7, "v": "from-another-process"}\n',
+      );
       expect(w.code, w.err).toBe(0);
       // Assess
       await eventually(() => sink.changes.length === 1);
@@ -151,8 +177,22 @@ describe('LocalRuntime', () => {
     const first = slow(10);
     // The bucket of key 0 never gets through in process 1.
     first.failNext = (b) => (b.data.getChild('k')!.toArray() as BigInt64Array).includes(0n);
-    const p1 = { table: await open(), runtime: new LocalRuntime({ discoveryIntervalMs: 50, compactionIntervalMs: 0, expiryIntervalMs: 0, log: () => {} }) };
-    const consumer1 = await p1.runtime.addConsumer({ table: p1.table, consumerId: 'c', sink: first, stream: { mode: 'earliest' }, readers: 2 });
+    const p1 = {
+      table: await open(),
+      runtime: new LocalRuntime({
+        discoveryIntervalMs: 50,
+        compactionIntervalMs: 0,
+        expiryIntervalMs: 0,
+        log: () => {},
+      }),
+    };
+    const consumer1 = await p1.runtime.addConsumer({
+      table: p1.table,
+      consumerId: 'c',
+      sink: first,
+      stream: { mode: 'earliest' },
+      readers: 2,
+    });
     await p1.runtime.start();
     await writes(p1.table, 0, 12);
     const backlog = await consumer1.queue.depth();
@@ -162,7 +202,10 @@ describe('LocalRuntime', () => {
     const offline = await open();
     await writes(offline, 12, 6);
     const second = slow(8);
-    const p2 = { table: await open(), runtime: new LocalRuntime({ compactionIntervalMs: 0, expiryIntervalMs: 0, log: () => {} }) };
+    const p2 = {
+      table: await open(),
+      runtime: new LocalRuntime({ compactionIntervalMs: 0, expiryIntervalMs: 0, log: () => {} }),
+    };
     await p2.runtime.addConsumer({ table: p2.table, consumerId: 'c', sink: second, readers: 3 });
     await p2.runtime.start();
     await p2.runtime.idle(600_000);
@@ -189,7 +232,12 @@ describe('LocalRuntime and an expired consumer', () => {
     // Prepare
     const t = await makeTable({ 'consumer.expiration-time': '1 s' });
     const lines: string[] = [];
-    const runtime = new LocalRuntime({ discoveryIntervalMs: 0, compactionIntervalMs: 0, expiryIntervalMs: 0, log: (l) => lines.push(l) });
+    const runtime = new LocalRuntime({
+      discoveryIntervalMs: 0,
+      compactionIntervalMs: 0,
+      expiryIntervalMs: 0,
+      log: (l) => lines.push(l),
+    });
     const sink = new RecordingSink();
     const consumer = await runtime.addConsumer({ table: t, consumerId: 'c', sink, stream: { mode: 'earliest' } });
     await runtime.start();

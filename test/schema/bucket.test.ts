@@ -1,7 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../lib/errors.js';
-import { bucketOf, bucketOfInt32, bucketOfInt64Words, encodeBucketKey, murmurHash3x86_32 } from '../../lib/schema/bucket.js';
+import {
+  bucketOf,
+  bucketOfInt32,
+  bucketOfInt64Words,
+  encodeBucketKey,
+  murmurHash3x86_32,
+} from '../../lib/schema/bucket.js';
 import { parseSchemaText, parseTypeText } from '../../lib/schema/parse.js';
 import type { DataType, Value } from '../../lib/schema/types.js';
 import { fromJsonValue } from '../../lib/schema/values.js';
@@ -77,7 +83,8 @@ describe('bucketOf golden vectors (frozen: a change here moves keys between buck
     // Assess
     expect(hex(bytes)).toBe(g.hex);
     expect(murmurHash3x86_32(bytes, 42)).toBe(g.hash);
-    for (const [n, bucket] of Object.entries(g.buckets)) expect(bucketOf(types, values, Number(n)), `n=${n}`).toBe(bucket);
+    for (const [n, bucket] of Object.entries(g.buckets))
+      expect(bucketOf(types, values, Number(n)), `n=${n}`).toBe(bucket);
   });
 });
 
@@ -106,13 +113,17 @@ describe('bucketOf', () => {
   it('gives the fast one-column paths the same answer as the byte encoding', () => {
     const seed = testSeed('schema.bucket');
     const r = rng(seed);
-    const fixed = ALL_TYPES.filter((f) => ['TINYINT', 'SMALLINT', 'INT', 'DATE', 'BIGINT', 'TIMESTAMP'].includes(f.type.root));
+    const fixed = ALL_TYPES.filter((f) =>
+      ['TINYINT', 'SMALLINT', 'INT', 'DATE', 'BIGINT', 'TIMESTAMP'].includes(f.type.root),
+    );
     for (let k = 0; k < 2000; k++) {
       const f = r.pick(fixed);
       const v = randomValue(r, f);
       const n = r.int(1, 1000);
       const viaBytes = murmurHash3x86_32(encodeBucketKey([f.type], [v]), 42) | 0;
-      expect(bucketOf([f.type], [v], n), `${f.type.root} ${String(v)} n=${n} seed ${seed}`).toBe(((viaBytes % n) + n) % n);
+      expect(bucketOf([f.type], [v], n), `${f.type.root} ${String(v)} n=${n} seed ${seed}`).toBe(
+        ((viaBytes % n) + n) % n,
+      );
     }
   });
 
@@ -155,7 +166,9 @@ describe('bucketOf', () => {
     const s: DataType = { root: 'STRING', nullable: true };
     const long = 'x'.repeat(5000);
     const before = bucketOf([s], ['short'], 1000);
-    expect(bucketOf([s], [long], 1000)).toBe(((murmurHash3x86_32(encodeBucketKey([s], [long]), 42) | 0) % 1000 + 1000) % 1000);
+    expect(bucketOf([s], [long], 1000)).toBe(
+      (((murmurHash3x86_32(encodeBucketKey([s], [long]), 42) | 0) % 1000) + 1000) % 1000,
+    );
     expect(bucketOf([s], ['short'], 1000)).toBe(before);
   });
 
@@ -163,9 +176,13 @@ describe('bucketOf', () => {
     expect(() => bucketOf([bigint], [1n], 0)).toThrow(InvalidArgumentError);
     expect(() => bucketOf([bigint], [1n], 2.5)).toThrow(/integer ≥ 1/);
     expect(() => bucketOf([bigint], [], 4)).toThrow(/1 types but 0 values/);
-    expect(() => bucketOf([{ root: 'INT', nullable: false }], [1.5 as Value], 4)).toThrow(/does not fit bucket-key type INT/);
+    expect(() => bucketOf([{ root: 'INT', nullable: false }], [1.5 as Value], 4)).toThrow(
+      /does not fit bucket-key type INT/,
+    );
     expect(() => bucketOf([{ root: 'STRING', nullable: false }], [7], 4)).toThrow(InvalidArgumentError);
-    expect(() => bucketOf([{ root: 'DECIMAL', nullable: false, precision: 5, scale: 1 }], ['1.25'], 4)).toThrow(InvalidArgumentError);
+    expect(() => bucketOf([{ root: 'DECIMAL', nullable: false, precision: 5, scale: 1 }], ['1.25'], 4)).toThrow(
+      InvalidArgumentError,
+    );
   });
 });
 
@@ -178,12 +195,16 @@ describe('bucketOfInt64Words / bucketOfInt32 (a writer hashing a key column)', (
     for (const v of bigints) {
       view[0] = v;
       for (const buckets of [1, 4, 7, 128]) {
-        expect(bucketOfInt64Words(words[0], words[1], buckets), `${v} / ${buckets}`).toBe(bucketOf([parseTypeText('BIGINT NOT NULL', 'k').type], [v], buckets));
+        expect(bucketOfInt64Words(words[0], words[1], buckets), `${v} / ${buckets}`).toBe(
+          bucketOf([parseTypeText('BIGINT NOT NULL', 'k').type], [v], buckets),
+        );
       }
     }
     for (const v of [0, 1, -1, 127, -128, 32767, -32768, 2 ** 31 - 1, -(2 ** 31), 123456]) {
       for (const root of ['INT', 'SMALLINT', 'TINYINT'] as const) {
-        expect(bucketOfInt32(v, 5), `${root} ${v}`).toBe(bucketOf([parseTypeText(`${root} NOT NULL`, 'k').type], [v], 5));
+        expect(bucketOfInt32(v, 5), `${root} ${v}`).toBe(
+          bucketOf([parseTypeText(`${root} NOT NULL`, 'k').type], [v], 5),
+        );
       }
     }
   });

@@ -50,7 +50,9 @@ describe('compareValues', () => {
       for (const f of ALL_TYPES) {
         const a = randomValue(r, f);
         const b = r.chance(0.2) ? a : randomValue(r, f);
-        expect(sign(compareValues(f.type, a, b)), `${f.type.root} ${String(a)} vs ${String(b)} (seed ${seed})`).toBe(sign(reference(f, a, b)));
+        expect(sign(compareValues(f.type, a, b)), `${f.type.root} ${String(a)} vs ${String(b)} (seed ${seed})`).toBe(
+          sign(reference(f, a, b)),
+        );
       }
     }
   });
@@ -70,7 +72,9 @@ describe('compareValues', () => {
 
   it('compares decimals exactly, beyond double precision', () => {
     const t = type('DECIMAL(38,0)');
-    expect(compareValues(t, '12345678901234567890123456789012345678', '12345678901234567890123456789012345677')).toBeGreaterThan(0);
+    expect(
+      compareValues(t, '12345678901234567890123456789012345678', '12345678901234567890123456789012345677'),
+    ).toBeGreaterThan(0);
     expect(compareValues(type('DECIMAL(10,2)'), '-1.50', '-1.05')).toBeLessThan(0);
     expect(compareValues(type('DECIMAL(10,2)'), '0.00', '0.00')).toBe(0);
   });

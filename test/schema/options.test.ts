@@ -13,7 +13,9 @@ import {
 } from '../../lib/schema/options.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 
-const FIELDS = parseSchemaText('id BIGINT NOT NULL, name STRING, qty INT, price DECIMAL(10,2), ok BOOLEAN, ts TIMESTAMP(3), v1 INT, v2 INT');
+const FIELDS = parseSchemaText(
+  'id BIGINT NOT NULL, name STRING, qty INT, price DECIMAL(10,2), ok BOOLEAN, ts TIMESTAMP(3), v1 INT, v2 INT',
+);
 
 function optionError(raw: Record<string, string>, fields = FIELDS): OptionError {
   try {
@@ -88,20 +90,35 @@ describe('TableOptions defaults', () => {
     expect(o.snapshotNumRetainedMax).toBe(2147483647);
     expect(o.snapshotTimeRetained).toBe(3_600_000);
     expect(o.snapshotExpireLimit).toBe(50);
-    expect([o.changelogNumRetainedMin, o.changelogNumRetainedMax, o.changelogTimeRetained]).toEqual([10, 2147483647, 3_600_000]);
+    expect([o.changelogNumRetainedMin, o.changelogNumRetainedMax, o.changelogTimeRetained]).toEqual([
+      10, 2147483647, 3_600_000,
+    ]);
     expect(o.changelogDecoupled).toBe(false);
     expect(o.consumerExpirationTime).toBeUndefined();
     expect(o.consumerIgnoreProgress).toBe(false);
     expect(o.scanMode).toBe('latest-full');
     expect(o.scanOnExpired).toBe('fail');
-    expect([o.commitMaxRetries, o.commitMinRetryWait, o.commitMaxRetryWait, o.commitTimeout]).toEqual([30, 10, 10_000, undefined]);
-    expect([o.manifestTargetFileSize, o.manifestMergeMinCount, o.manifestFullCompactionThresholdSize]).toEqual([8 * 2 ** 20, 30, 16 * 2 ** 20]);
+    expect([o.commitMaxRetries, o.commitMinRetryWait, o.commitMaxRetryWait, o.commitTimeout]).toEqual([
+      30,
+      10,
+      10_000,
+      undefined,
+    ]);
+    expect([o.manifestTargetFileSize, o.manifestMergeMinCount, o.manifestFullCompactionThresholdSize]).toEqual([
+      8 * 2 ** 20,
+      30,
+      16 * 2 ** 20,
+    ]);
     expect(o.partitionDefaultName).toBe('__DEFAULT_PARTITION__');
     expect(o.orphanFilesOlderThan).toBe(86_400_000);
   });
 
   it('derives stop-trigger, num-levels and changelog retention from what is set', () => {
-    const o = new TableOptions({ 'num-sorted-run.compaction-trigger': '3', 'snapshot.num-retained.min': '4', 'snapshot.time-retained': '2 h' });
+    const o = new TableOptions({
+      'num-sorted-run.compaction-trigger': '3',
+      'snapshot.num-retained.min': '4',
+      'snapshot.time-retained': '2 h',
+    });
     expect(o.numSortedRunStopTrigger).toBe(6);
     expect(o.numLevels).toBe(4);
     expect(o.changelogNumRetainedMin).toBe(4);
@@ -109,7 +126,7 @@ describe('TableOptions defaults', () => {
     expect(new TableOptions({ 'changelog.time-retained': '1 d' }).changelogDecoupled).toBe(true);
   });
 
-  it('resolves scan.mode like Paimon\'s default mode', () => {
+  it("resolves scan.mode like Paimon's default mode", () => {
     expect(new TableOptions({ 'scan.snapshot-id': '5' }).scanMode).toBe('from-snapshot');
     expect(new TableOptions({ 'scan.timestamp-millis': '1700000000000' }).scanMode).toBe('from-timestamp');
     expect(new TableOptions({ 'scan.mode': 'from-snapshot-full', 'scan.snapshot-id': '2' }).scanSnapshotId).toBe(2);
@@ -174,7 +191,9 @@ describe('per-column options', () => {
     const e = optionError({ 'merge-engine': 'aggregation', 'fields.quantity.aggregate-function': 'sum' });
     expect(e.message).toMatch(/names column quantity, which the table does not have/);
     expect(e.message).toContain('id, name, qty');
-    expect(optionError({ 'merge-engine': 'partial-update', 'fields.v1.sequence-group': 'qty,nope' }).message).toMatch(/column nope/);
+    expect(optionError({ 'merge-engine': 'partial-update', 'fields.v1.sequence-group': 'qty,nope' }).message).toMatch(
+      /column nope/,
+    );
     expect(optionError({ 'sequence.field': 'updated_at' }).message).toMatch(/sequence.field names column updated_at/);
   });
 
@@ -185,7 +204,9 @@ describe('per-column options', () => {
     ['listagg', 'qty', /listagg does not fit/],
     ['max', 'ok', /max does not fit column ok of type BOOLEAN/],
   ])('rejects aggregate function %s on %s', (fn, col, message) => {
-    expect(optionError({ 'merge-engine': 'aggregation', [`fields.${col}.aggregate-function`]: fn }).message).toMatch(message);
+    expect(optionError({ 'merge-engine': 'aggregation', [`fields.${col}.aggregate-function`]: fn }).message).toMatch(
+      message,
+    );
   });
 
   it('accepts functions that fit their column', () => {
@@ -201,7 +222,11 @@ describe('per-column options', () => {
   });
 
   it('rejects a column in two sequence groups', () => {
-    const e = optionError({ 'merge-engine': 'partial-update', 'fields.v1.sequence-group': 'qty', 'fields.v2.sequence-group': 'qty,name' });
+    const e = optionError({
+      'merge-engine': 'partial-update',
+      'fields.v1.sequence-group': 'qty',
+      'fields.v2.sequence-group': 'qty,name',
+    });
     expect(e.message).toMatch(/column qty is in two sequence groups/);
   });
 });
@@ -213,7 +238,10 @@ describe('option errors', () => {
     ['compaction-trigger', /num-sorted-run\.compaction-trigger/],
     ['snapshot.time-retain', /snapshot\.time-retained/],
     ['fields.qty.agg-function', /fields\.qty\.aggregate-function/],
-    ['totally-unrelated-thing', /unknown table option "totally-unrelated-thing"; every option is listed in docs\/OPTIONS.md/],
+    [
+      'totally-unrelated-thing',
+      /unknown table option "totally-unrelated-thing"; every option is listed in docs\/OPTIONS.md/,
+    ],
   ])('names the unknown option %s and suggests the closest', (key, message) => {
     const e = optionError({ [key]: 'x' });
     expect(e.option).toBe(key);
@@ -222,11 +250,20 @@ describe('option errors', () => {
 
   it.each([
     [{ bucket: 'four' }, /bucket = "four" is not valid; expected an integer/],
-    [{ bucket: '0' }, /bucket = "0" is not valid: use a number ≥ 1, or -1 for a bucket-unaware table without a primary key/],
-    [{ 'merge-engine': 'dedup' }, /merge-engine = "dedup" is not valid; expected one of deduplicate, partial-update, aggregation, first-row/],
+    [
+      { bucket: '0' },
+      /bucket = "0" is not valid: use a number ≥ 1, or -1 for a bucket-unaware table without a primary key/,
+    ],
+    [
+      { 'merge-engine': 'dedup' },
+      /merge-engine = "dedup" is not valid; expected one of deduplicate, partial-update, aggregation, first-row/,
+    ],
     [{ 'write-only': 'yes' }, /write-only = "yes" is not valid; expected true or false/],
     [{ 'write-buffer-size': 'lots' }, /write-buffer-size = "lots" is not valid; expected a size such as "512 kb"/],
-    [{ 'snapshot.time-retained': '1 fortnight' }, /snapshot.time-retained = "1 fortnight" is not valid; expected a duration such as "10 s"/],
+    [
+      { 'snapshot.time-retained': '1 fortnight' },
+      /snapshot.time-retained = "1 fortnight" is not valid; expected a duration such as "10 s"/,
+    ],
     [{ 'sequence.field': 'qty,,price' }, /sequence.field = "qty,,price" is not valid; expected a comma-separated list/],
     [{ 'file.compression': 'brotli' }, /expected one of zstd, lz4, snappy, uncompressed/],
     [{ 'incremental-between': '1,2,3' }, /give exactly two snapshot ids/],
@@ -241,14 +278,22 @@ describe('option errors', () => {
   });
 
   it('refuses Paimon options varve does not support, saying why', () => {
-    expect(optionError({ 'dynamic-bucket.target-row-num': '100' }).message).toMatch(/not supported by varve: varve supports fixed buckets only/);
+    expect(optionError({ 'dynamic-bucket.target-row-num': '100' }).message).toMatch(
+      /not supported by varve: varve supports fixed buckets only/,
+    );
   });
 
   it('takes deletion-vectors.enabled with deduplicate and first-row only, saying why', () => {
     expect(() => validateOptions({ 'deletion-vectors.enabled': 'true' }, FIELDS)).not.toThrow();
-    expect(() => validateOptions({ 'deletion-vectors.enabled': 'true', 'merge-engine': 'first-row' }, FIELDS)).not.toThrow();
-    expect(optionError({ 'deletion-vectors.enabled': 'true', 'merge-engine': 'partial-update' }).message).toMatch(/deduplicate or first-row only: with partial-update the live row of a key combines several stored rows/);
-    expect(optionError({ 'deletion-vectors.enabled': 'true', 'merge-engine': 'aggregation' }).message).toMatch(/deletion-vectors.enabled works with merge-engine deduplicate or first-row only/);
+    expect(() =>
+      validateOptions({ 'deletion-vectors.enabled': 'true', 'merge-engine': 'first-row' }, FIELDS),
+    ).not.toThrow();
+    expect(optionError({ 'deletion-vectors.enabled': 'true', 'merge-engine': 'partial-update' }).message).toMatch(
+      /deduplicate or first-row only: with partial-update the live row of a key combines several stored rows/,
+    );
+    expect(optionError({ 'deletion-vectors.enabled': 'true', 'merge-engine': 'aggregation' }).message).toMatch(
+      /deletion-vectors.enabled works with merge-engine deduplicate or first-row only/,
+    );
   });
 
   it('refuses values that are not strings', () => {
@@ -257,17 +302,35 @@ describe('option errors', () => {
 
   it.each([
     [{ 'num-sorted-run.stop-trigger': '3' }, /stop-trigger \(3\) is below num-sorted-run.compaction-trigger \(5\)/],
-    [{ 'snapshot.num-retained.min': '20', 'snapshot.num-retained.max': '5' }, /snapshot.num-retained.min \(20\) is above/],
-    [{ 'commit.min-retry-wait': '1 min', 'commit.max-retry-wait': '1 s' }, /commit.min-retry-wait .* is above commit.max-retry-wait/],
-    [{ 'merge-engine': 'first-row', 'changelog-producer': 'input' }, /first-row works with changelog-producer none or lookup/],
-    [{ 'fields.qty.aggregate-function': 'sum' }, /only applies to merge-engine aggregation or partial-update, but the table's merge-engine is deduplicate/],
+    [
+      { 'snapshot.num-retained.min': '20', 'snapshot.num-retained.max': '5' },
+      /snapshot.num-retained.min \(20\) is above/,
+    ],
+    [
+      { 'commit.min-retry-wait': '1 min', 'commit.max-retry-wait': '1 s' },
+      /commit.min-retry-wait .* is above commit.max-retry-wait/,
+    ],
+    [
+      { 'merge-engine': 'first-row', 'changelog-producer': 'input' },
+      /first-row works with changelog-producer none or lookup/,
+    ],
+    [
+      { 'fields.qty.aggregate-function': 'sum' },
+      /only applies to merge-engine aggregation or partial-update, but the table's merge-engine is deduplicate/,
+    ],
     [{ 'partial-update.remove-record-on-delete': 'true' }, /only applies to merge-engine partial-update/],
-    [{ 'merge-engine': 'aggregation', 'fields.v1.sequence-group': 'qty' }, /sequence-group only applies to merge-engine partial-update/],
+    [
+      { 'merge-engine': 'aggregation', 'fields.v1.sequence-group': 'qty' },
+      /sequence-group only applies to merge-engine partial-update/,
+    ],
     [{ 'scan.mode': 'from-snapshot' }, /needs scan.snapshot-id/],
     [{ 'scan.mode': 'from-timestamp' }, /needs scan.timestamp-millis/],
     [{ 'scan.mode': 'latest', 'scan.snapshot-id': '3' }, /scan.snapshot-id has no effect with scan.mode=latest/],
     [{ 'scan.snapshot-id': '3', 'scan.tag-name': 't' }, /keep one/],
-    [{ 'merge-engine': 'partial-update', 'partial-update.remove-record-on-sequence-group': 'v1' }, /not the sequence field of any/],
+    [
+      { 'merge-engine': 'partial-update', 'partial-update.remove-record-on-sequence-group': 'v1' },
+      /not the sequence field of any/,
+    ],
   ])('refuses contradicting options %j', (raw, message) => {
     expect(optionError(raw).message).toMatch(message);
   });
@@ -277,7 +340,8 @@ describe('options reference', () => {
   it('declares every option once with a description', () => {
     const keys = TABLE_OPTIONS.map((d) => d.key);
     expect(new Set(keys).size).toBe(keys.length);
-    for (const d of [...TABLE_OPTIONS, ...FIELD_OPTIONS]) expect(d.description.length, JSON.stringify(d)).toBeGreaterThan(10);
+    for (const d of [...TABLE_OPTIONS, ...FIELD_OPTIONS])
+      expect(d.description.length, JSON.stringify(d)).toBeGreaterThan(10);
   });
 
   it('docs/OPTIONS.md is the generated text (regenerate with npx tsx scripts/gen-options-doc.ts)', () => {

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError, SchemaError } from '../../lib/errors.js';
-import { formatSchemaText, formatType, parseSchemaJson, parseSchemaText, parseTableIdentifier } from '../../lib/schema/parse.js';
+import {
+  formatSchemaText,
+  formatType,
+  parseSchemaJson,
+  parseSchemaText,
+  parseTableIdentifier,
+} from '../../lib/schema/parse.js';
 import type { DataType } from '../../lib/schema/types.js';
 
 /** The type of the single column of `text`. */
@@ -67,7 +73,9 @@ describe('parseSchemaText', () => {
   });
 
   it('reads NOT NULL, NULL and comments in any order', () => {
-    const [a, b, c] = parseSchemaText("a INT not null COMMENT 'the ''a''', b STRING NULL, c DATE COMMENT 'day' NOT NULL");
+    const [a, b, c] = parseSchemaText(
+      "a INT not null COMMENT 'the ''a''', b STRING NULL, c DATE COMMENT 'day' NOT NULL",
+    );
     expect(a).toEqual({ id: 0, name: 'a', type: { root: 'INT', nullable: false }, description: "the 'a'" });
     expect(b.type.nullable).toBe(true);
     expect(c).toMatchObject({ description: 'day', type: { nullable: false } });
@@ -157,7 +165,9 @@ describe('parseSchemaText errors', () => {
 
 describe('parseSchemaJson', () => {
   it('reads an array of {name, type} with the same type grammar', () => {
-    const fields = parseSchemaJson('[{"name":"a","type":"BIGINT NOT NULL"},{"name":"b","type":"decimal(10, 2)","description":"money"}]');
+    const fields = parseSchemaJson(
+      '[{"name":"a","type":"BIGINT NOT NULL"},{"name":"b","type":"decimal(10, 2)","description":"money"}]',
+    );
     expect(fields).toEqual([
       { id: 0, name: 'a', type: { root: 'BIGINT', nullable: false } },
       { id: 1, name: 'b', type: { root: 'DECIMAL', nullable: true, precision: 10, scale: 2 }, description: 'money' },

@@ -1,11 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { CorruptMetadataError, OptionError, SchemaError } from '../../lib/errors.js';
-import { createTableSchema, deserializeSchema, parseSchemaText, serializeSchema, type CreateTableSchemaArgs } from '../../lib/schema/parse.js';
+import {
+  createTableSchema,
+  deserializeSchema,
+  parseSchemaText,
+  serializeSchema,
+  type CreateTableSchemaArgs,
+} from '../../lib/schema/parse.js';
 
 const COLUMNS = 'dt DATE, region STRING, order_id BIGINT, status STRING, amount DECIMAL(10,2), payload BYTES';
 
 function args(over: Partial<CreateTableSchemaArgs> = {}): CreateTableSchemaArgs {
-  return { fields: parseSchemaText(COLUMNS), primaryKeys: ['dt', 'region', 'order_id'], partitionKeys: ['dt', 'region'], now: 1700000000000, ...over };
+  return {
+    fields: parseSchemaText(COLUMNS),
+    primaryKeys: ['dt', 'region', 'order_id'],
+    partitionKeys: ['dt', 'region'],
+    now: 1700000000000,
+    ...over,
+  };
 }
 
 function failure(f: () => unknown): Error {
@@ -23,7 +35,14 @@ describe('createTableSchema', () => {
     const s = createTableSchema(args({ options: { bucket: '4' }, comment: 'orders' }));
 
     // Assess
-    expect(s).toMatchObject({ version: 1, id: 0, highestFieldId: 5, timeMillis: 1700000000000, comment: 'orders', options: { bucket: '4' } });
+    expect(s).toMatchObject({
+      version: 1,
+      id: 0,
+      highestFieldId: 5,
+      timeMillis: 1700000000000,
+      comment: 'orders',
+      options: { bucket: '4' },
+    });
     expect(s.fields.filter((f) => !f.type.nullable).map((f) => f.name)).toEqual(['dt', 'region', 'order_id']);
     expect(s.primaryKeys).toEqual(['dt', 'region', 'order_id']);
     expect(s.partitionKeys).toEqual(['dt', 'region']);
@@ -53,11 +72,15 @@ describe('createTableSchema', () => {
     expect(s.options.bucket).toBe('-1');
     // Key columns stay as declared: there are none.
     expect(s.fields.find((f) => f.name === 'region')!.type.nullable).toBe(true);
-    expect(createTableSchema(args({ primaryKeys: [], options: { bucket: '3', 'bucket-key': 'order_id' } })).options.bucket).toBe('3');
+    expect(
+      createTableSchema(args({ primaryKeys: [], options: { bucket: '3', 'bucket-key': 'order_id' } })).options.bucket,
+    ).toBe('3');
     const e = failure(() => createTableSchema(args({ primaryKeys: [], options: { bucket: '3' } })));
     expect(e).toBeInstanceOf(OptionError);
     expect(e.message).toMatch(/needs bucket-key/);
-    expect(failure(() => createTableSchema(args({ options: { bucket: '-1' } }))).message).toMatch(/dynamic bucket mode\) is not supported/);
+    expect(failure(() => createTableSchema(args({ options: { bucket: '-1' } }))).message).toMatch(
+      /dynamic bucket mode\) is not supported/,
+    );
   });
 
   it('explains why the primary key must include every partition key', () => {
@@ -82,7 +105,11 @@ describe('createTableSchema', () => {
     const unknown = failure(() => createTableSchema(args({ options: { buckets: '2' } })));
     expect(unknown).toBeInstanceOf(OptionError);
     expect(unknown.message).toMatch(/unknown table option "buckets" \(did you mean bucket\b/);
-    const misfit = failure(() => createTableSchema(args({ options: { 'merge-engine': 'aggregation', 'fields.status.aggregate-function': 'sum' } })));
+    const misfit = failure(() =>
+      createTableSchema(
+        args({ options: { 'merge-engine': 'aggregation', 'fields.status.aggregate-function': 'sum' } }),
+      ),
+    );
     expect(misfit).toBeInstanceOf(OptionError);
     expect(misfit.message).toMatch(/sum does not fit column status of type STRING/);
   });
@@ -97,11 +124,21 @@ describe('createTableSchema', () => {
 
   it('refuses aggregate functions on key columns and default functions that misfit a value column', () => {
     const onKey = failure(() =>
-      createTableSchema(args({ options: { 'merge-engine': 'aggregation', 'fields.order_id.aggregate-function': 'max' } })),
+      createTableSchema(
+        args({ options: { 'merge-engine': 'aggregation', 'fields.order_id.aggregate-function': 'max' } }),
+      ),
     );
     expect(onKey.message).toMatch(/primary key column order_id/);
     const fallback = failure(() =>
-      createTableSchema(args({ options: { 'merge-engine': 'aggregation', 'fields.default-aggregate-function': 'sum', 'fields.status.aggregate-function': 'max' } })),
+      createTableSchema(
+        args({
+          options: {
+            'merge-engine': 'aggregation',
+            'fields.default-aggregate-function': 'sum',
+            'fields.status.aggregate-function': 'max',
+          },
+        }),
+      ),
     );
     // status has its own function; payload (BYTES) would fall back to sum.
     expect(fallback.message).toMatch(/sum does not fit column payload of type BYTES/);
@@ -111,8 +148,17 @@ describe('createTableSchema', () => {
 describe('schema files', () => {
   it('round-trips through serializeSchema / deserializeSchema with types as text', () => {
     // Prepare
-    const fields = parseSchemaText("id BIGINT NOT NULL COMMENT 'key', amount DECIMAL(10,2), ts TIMESTAMP(3), t6 TIMESTAMP");
-    const s = createTableSchema({ fields, primaryKeys: ['id'], options: { bucket: '2' }, comment: 'c', id: 3, now: 42 });
+    const fields = parseSchemaText(
+      "id BIGINT NOT NULL COMMENT 'key', amount DECIMAL(10,2), ts TIMESTAMP(3), t6 TIMESTAMP",
+    );
+    const s = createTableSchema({
+      fields,
+      primaryKeys: ['id'],
+      options: { bucket: '2' },
+      comment: 'c',
+      id: 3,
+      now: 42,
+    });
 
     // Act
     const text = serializeSchema(s);
@@ -128,9 +174,18 @@ describe('schema files', () => {
     ['{"version": 2}', /unsupported version 2/],
     ['{"version": 1, "id": 0, "fields": []}', /"fields" must be a non-empty array/],
     ['{"version": 1, "id": 0, "fields": [{"id": 0, "name": "a", "type": "WAT"}]}', /field a has type "WAT"/],
-    ['{"version": 1, "id": 0, "fields": [{"id": 0, "name": "a", "type": "INT"}], "highestFieldId": 0, "partitionKeys": [], "primaryKeys": ["b"], "options": {}, "timeMillis": 1}', /"primaryKeys" must be an array of column names/],
-    ['{"version": 1, "id": 0, "fields": [{"id": 0, "name": "a", "type": "INT"}], "highestFieldId": 0, "partitionKeys": [], "primaryKeys": ["a"], "options": {"bucket": 1}, "timeMillis": 1}', /"options" must be an object of strings/],
-    ['{"version": 1, "id": 0, "fields": [{"id": 3, "name": "a", "type": "INT"}], "highestFieldId": 0, "partitionKeys": [], "primaryKeys": ["a"], "options": {}, "timeMillis": 1}', /highestFieldId/],
+    [
+      '{"version": 1, "id": 0, "fields": [{"id": 0, "name": "a", "type": "INT"}], "highestFieldId": 0, "partitionKeys": [], "primaryKeys": ["b"], "options": {}, "timeMillis": 1}',
+      /"primaryKeys" must be an array of column names/,
+    ],
+    [
+      '{"version": 1, "id": 0, "fields": [{"id": 0, "name": "a", "type": "INT"}], "highestFieldId": 0, "partitionKeys": [], "primaryKeys": ["a"], "options": {"bucket": 1}, "timeMillis": 1}',
+      /"options" must be an object of strings/,
+    ],
+    [
+      '{"version": 1, "id": 0, "fields": [{"id": 3, "name": "a", "type": "INT"}], "highestFieldId": 0, "partitionKeys": [], "primaryKeys": ["a"], "options": {}, "timeMillis": 1}',
+      /highestFieldId/,
+    ],
   ])('refuses garbage %#', (text, message) => {
     const e = failure(() => deserializeSchema(text));
     expect(e).toBeInstanceOf(CorruptMetadataError);

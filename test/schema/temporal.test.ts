@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { formatDate, formatTimestamp, MAX_DAY, MIN_DAY, parseDateText, parseTimestampText } from '../../lib/schema/temporal.js';
+import {
+  formatDate,
+  formatTimestamp,
+  MAX_DAY,
+  MIN_DAY,
+  parseDateText,
+  parseTimestampText,
+} from '../../lib/schema/temporal.js';
 import { rng, testSeed } from '../helpers/random.js';
 
 const DAY_MS = 86_400_000;

@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { CorruptMetadataError } from '../../lib/errors.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import type { DataType, Value } from '../../lib/schema/types.js';
-import { coerceText, coerceValue, formatValue, fromJsonValue, toDisplayValue, toJsonValue } from '../../lib/schema/values.js';
+import {
+  coerceText,
+  coerceValue,
+  formatValue,
+  fromJsonValue,
+  toDisplayValue,
+  toJsonValue,
+} from '../../lib/schema/values.js';
 import { rng, testSeed } from '../helpers/random.js';
 import { ALL_TYPES, randomValue } from './values-random.js';
 

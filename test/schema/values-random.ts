@@ -61,7 +61,7 @@ export function randomValue(r: Rng, f: DataField): Value {
       const min = -719162n * perDay;
       const max = 2932897n * perDay - 1n;
       const span = max - min;
-      return r.pick([min, max, 0n, -1n, min + ((span * BigInt(r.int(0, 1_000_000))) / 1_000_000n)]);
+      return r.pick([min, max, 0n, -1n, min + (span * BigInt(r.int(0, 1_000_000))) / 1_000_000n]);
     }
   }
 }

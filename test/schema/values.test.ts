@@ -29,7 +29,9 @@ describe('coerceValue: integers', () => {
     expect(coerceValue(f, lo)).toBe(lo);
     expect(coerceValue(f, hi)).toBe(hi);
     expect(coerceValue(f, String(hi))).toBe(hi);
-    expect(rejection(() => coerceValue(f, hi + 1)).message).toMatch(new RegExp(`out of range for ${type}; expected an integer from ${lo} to ${hi}`));
+    expect(rejection(() => coerceValue(f, hi + 1)).message).toMatch(
+      new RegExp(`out of range for ${type}; expected an integer from ${lo} to ${hi}`),
+    );
     expect(rejection(() => coerceValue(f, lo - 1)).message).toMatch(/out of range/);
   });
 
@@ -101,7 +103,9 @@ describe('coerceValue: strings, booleans, bytes', () => {
 
   it('BOOLEAN takes booleans only', () => {
     expect(coerceValue(field('BOOLEAN'), false)).toBe(false);
-    expect(rejection(() => coerceValue(field('BOOLEAN'), 'true')).message).toMatch(/"true" is a string; expected true or false/);
+    expect(rejection(() => coerceValue(field('BOOLEAN'), 'true')).message).toMatch(
+      /"true" is a string; expected true or false/,
+    );
     expect(rejection(() => coerceValue(field('BOOLEAN'), 1)).message).toMatch(/wrong kind/);
   });
 
@@ -109,7 +113,9 @@ describe('coerceValue: strings, booleans, bytes', () => {
     expect(coerceValue(field('BYTES'), 'AP8=')).toEqual(new Uint8Array([0, 255]));
     expect(coerceValue(field('BYTES'), 'AP8')).toEqual(new Uint8Array([0, 255]));
     expect(coerceValue(field('BYTES'), '')).toEqual(new Uint8Array(0));
-    expect(rejection(() => coerceValue(field('BYTES'), 'not base64!')).message).toMatch(/not valid base64; expected base64 text/);
+    expect(rejection(() => coerceValue(field('BYTES'), 'not base64!')).message).toMatch(
+      /not valid base64; expected base64 text/,
+    );
   });
 });
 
@@ -119,7 +125,9 @@ describe('coerceValue: dates and timestamps', () => {
     expect(coerceValue(field('DATE'), '2024-02-29')).toBe(19782);
     expect(coerceValue(field('DATE'), '1969-12-31')).toBe(-1);
     expect(coerceValue(field('DATE'), 19723)).toBe(19723);
-    expect(rejection(() => coerceValue(field('DATE'), '2023-02-29')).message).toMatch(/"2023-02-29" is not a valid date/);
+    expect(rejection(() => coerceValue(field('DATE'), '2023-02-29')).message).toMatch(
+      /"2023-02-29" is not a valid date/,
+    );
     expect(rejection(() => coerceValue(field('DATE'), '01/02/2024')).message).toMatch(/expected a date "YYYY-MM-DD"/);
     expect(rejection(() => coerceValue(field('DATE'), 10_000_000)).message).toMatch(/outside years 0001-9999/);
   });
@@ -143,11 +151,19 @@ describe('coerceValue: dates and timestamps', () => {
     expect(rejection(() => coerceValue(field('TIMESTAMP(3)'), '2024-01-01T00:00:00.1234Z')).message).toMatch(
       /more than 3 fractional digits, but TIMESTAMP\(3\) keeps milliseconds/,
     );
-    expect(rejection(() => coerceValue(field('TIMESTAMP(3)'), '2024-13-01T00:00:00Z')).message).toMatch(/impossible date/);
-    expect(rejection(() => coerceValue(field('TIMESTAMP(3)'), '2024-01-01T24:00:00Z')).message).toMatch(/impossible time/);
-    expect(rejection(() => coerceValue(field('TIMESTAMP(3)'), 'yesterday')).message).toMatch(/not an ISO-8601 timestamp/);
+    expect(rejection(() => coerceValue(field('TIMESTAMP(3)'), '2024-13-01T00:00:00Z')).message).toMatch(
+      /impossible date/,
+    );
+    expect(rejection(() => coerceValue(field('TIMESTAMP(3)'), '2024-01-01T24:00:00Z')).message).toMatch(
+      /impossible time/,
+    );
+    expect(rejection(() => coerceValue(field('TIMESTAMP(3)'), 'yesterday')).message).toMatch(
+      /not an ISO-8601 timestamp/,
+    );
     expect(rejection(() => coerceValue(field('TIMESTAMP(3)'), 1.5)).message).toMatch(/not a whole number/);
-    expect(rejection(() => coerceValue(field('TIMESTAMP(6)'), '9223372036854775807')).message).toMatch(/outside years 0001-9999/);
+    expect(rejection(() => coerceValue(field('TIMESTAMP(6)'), '9223372036854775807')).message).toMatch(
+      /outside years 0001-9999/,
+    );
   });
 });
 
@@ -159,14 +175,18 @@ describe('coerceValue: nulls and error context', () => {
 
   it('refuses NULL in a NOT NULL column', () => {
     const e = rejection(() => coerceValue(field('INT NOT NULL', 'qty'), null, 3));
-    expect(e.message).toBe('line 3, field "qty" (INT NOT NULL): null is not allowed: the column is NOT NULL; expected a value');
+    expect(e.message).toBe(
+      'line 3, field "qty" (INT NOT NULL): null is not allowed: the column is NOT NULL; expected a value',
+    );
   });
 
   it('names the line, the field, the value and the expected type', () => {
     const e = rejection(() => coerceValue(field('TINYINT', 'level'), 300, 17));
     expect(e.line).toBe(17);
     expect(e.field).toBe('level');
-    expect(e.message).toBe('line 17, field "level" (TINYINT): 300 is out of range for TINYINT; expected an integer from -128 to 127');
+    expect(e.message).toBe(
+      'line 17, field "level" (TINYINT): 300 is out of range for TINYINT; expected an integer from -128 to 127',
+    );
   });
 });
 
@@ -190,7 +210,9 @@ describe('coerceText', () => {
   it('refuses bad text with the line and field', () => {
     const e = rejection(() => coerceText(field('BOOLEAN', 'ok'), 'maybe', 4));
     expect(e.message).toBe('line 4, field "ok" (BOOLEAN): "maybe" is not a boolean; expected true or false');
-    expect(rejection(() => coerceText(field('INT NOT NULL', 'n'), '', 2)).message).toMatch(/line 2, field "n".*NOT NULL/);
+    expect(rejection(() => coerceText(field('INT NOT NULL', 'n'), '', 2)).message).toMatch(
+      /line 2, field "n".*NOT NULL/,
+    );
   });
 });
 
@@ -208,11 +230,17 @@ describe('validateRecord', () => {
   });
 
   it('requires the primary key and NOT NULL columns', () => {
-    expect(rejection(() => validateRecord(fields, ['id'], { qty: 1 }, 2)).message).toMatch(/line 2: primary key column "id" is missing/);
-    expect(rejection(() => validateRecord(fields, ['id'], { id: 1 }, 2)).message).toMatch(/field "qty" \(INT NOT NULL\): nothing is given/);
+    expect(rejection(() => validateRecord(fields, ['id'], { qty: 1 }, 2)).message).toMatch(
+      /line 2: primary key column "id" is missing/,
+    );
+    expect(rejection(() => validateRecord(fields, ['id'], { id: 1 }, 2)).message).toMatch(
+      /field "qty" \(INT NOT NULL\): nothing is given/,
+    );
   });
 
   it('refuses a record that is not an object', () => {
-    expect(rejection(() => validateRecord(fields, ['id'], [1, 2] as unknown as Record<string, unknown>, 9)).message).toMatch(/line 9: expected a JSON object/);
+    expect(
+      rejection(() => validateRecord(fields, ['id'], [1, 2] as unknown as Record<string, unknown>, 9)).message,
+    ).toMatch(/line 9: expected a JSON object/);
   });
 });

@@ -56,7 +56,13 @@ function countingStore(inner: ObjectStore, counts: Counts): ObjectStore {
 /** An S3 client whose every command is counted into `counts` by an SDK middleware. */
 function countingS3Client(counts: Counts): S3Client {
   const client = new S3Client({ forcePathStyle: true });
-  const verb: Record<string, string> = { GetObjectCommand: 'GET', HeadObjectCommand: 'HEAD', PutObjectCommand: 'PUT', ListObjectsV2Command: 'LIST', DeleteObjectCommand: 'DELETE' };
+  const verb: Record<string, string> = {
+    GetObjectCommand: 'GET',
+    HeadObjectCommand: 'HEAD',
+    PutObjectCommand: 'PUT',
+    ListObjectsV2Command: 'LIST',
+    DeleteObjectCommand: 'DELETE',
+  };
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as { Key?: string; Prefix?: string };
@@ -75,7 +81,17 @@ function countingS3Client(counts: Counts): S3Client {
 const MERGE_MIN_COUNT = 4;
 
 function newTable(store: ObjectStore): Promise<Table> {
-  return testTable({ store, schema: 'id BIGINT, v STRING', primaryKeys: ['id'], options: { bucket: '2', 'write-only': 'true', 'num-sorted-run.stop-trigger': '1000', 'manifest.merge-min-count': String(MERGE_MIN_COUNT) } });
+  return testTable({
+    store,
+    schema: 'id BIGINT, v STRING',
+    primaryKeys: ['id'],
+    options: {
+      bucket: '2',
+      'write-only': 'true',
+      'num-sorted-run.stop-trigger': '1000',
+      'manifest.merge-min-count': String(MERGE_MIN_COUNT),
+    },
+  });
 }
 
 /**
@@ -83,12 +99,24 @@ function newTable(store: ObjectStore): Promise<Table> {
  * `identified` the writer's identifier is fresh (nothing to deduplicate); with it each commit has
  * its own identifier, which the identifier index (commit-identifier.ts) claims: 1 PUT more.
  */
-async function commitsOf(table: Table, counts: Counts, first: number, n: number, identified = false): Promise<Counts[]> {
+async function commitsOf(
+  table: Table,
+  counts: Counts,
+  first: number,
+  n: number,
+  identified = false,
+): Promise<Counts[]> {
   const out: Counts[] = [];
   for (let c = first; c < first + n; c++) {
     for (const k of Object.keys(counts)) delete counts[k];
     const started = performance.now();
-    const r = await table.write([{ id: BigInt(2 * c), v: `a${c}` }, { id: BigInt(2 * c + 1), v: `b${c}` }], { commitUser: 'w', ...(identified ? { commitIdentifier: `commit-${c}` } : {}) });
+    const r = await table.write(
+      [
+        { id: BigInt(2 * c), v: `a${c}` },
+        { id: BigInt(2 * c + 1), v: `b${c}` },
+      ],
+      { commitUser: 'w', ...(identified ? { commitIdentifier: `commit-${c}` } : {}) },
+    );
     expect(r.snapshot?.id).toBe(c + 1);
     out.push({ ...counts, [ELAPSED]: performance.now() - started });
   }
@@ -117,7 +145,13 @@ function total(c: Counts, verb: string, exceptData = true): number {
 /** Asserts the warm budget for every commit and prints the table of requests per commit. */
 function checkWarmCommits(label: string, perCommit: Counts[]): void {
   const kinds = [...new Set(perCommit.flatMap((c) => Object.keys(c)))].sort();
-  console.log(`${label}: requests per warm APPEND commit\n` + kinds.filter((k) => k !== ELAPSED).map((k) => `  ${k.padEnd(22)} ${perCommit.map((c) => c[k] ?? 0).join(' ')}`).join('\n'));
+  console.log(
+    `${label}: requests per warm APPEND commit\n` +
+      kinds
+        .filter((k) => k !== ELAPSED)
+        .map((k) => `  ${k.padEnd(22)} ${perCommit.map((c) => c[k] ?? 0).join(' ')}`)
+        .join('\n'),
+  );
   for (const c of perCommit) {
     // A warm committer never writes the LATEST hint (snapshot-manager.ts): exactly these three.
     expect(total(c, 'PUT'), JSON.stringify(c)).toBe(3);

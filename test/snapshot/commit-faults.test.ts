@@ -44,12 +44,24 @@ const mergingOpts = testCommitOptions({ maxRetries: 5, manifestMergeMinCount: 2 
 async function assertFoldedMerge(store: MemoryStore, label: string): Promise<void> {
   const latest = (await new SnapshotManager(store, T).latest())!;
   const { base, delta } = await readSnapshotLists(store, T, latest);
-  expect(base.map((m) => m.fileName), label).toEqual(delta.map((m) => m.fileName));
-  expect([base[0].slice, delta[0].slice], label).toEqual([[0, 2], [2, 3]]);
+  expect(
+    base.map((m) => m.fileName),
+    label,
+  ).toEqual(delta.map((m) => m.fileName));
+  expect([base[0].slice, delta[0].slice], label).toEqual([
+    [0, 2],
+    [2, 3],
+  ]);
   // The merged manifest's contents are the union: both earlier files, then the commit's own.
   const whole = await readManifestFile(store, T, base[0].fileName);
-  expect(whole.map((e) => `${e.kind} ${e.file.fileName}`), label).toEqual(['ADD data-first', 'ADD data-second', `ADD data-${THE_COMMIT}`]);
-  expect((await readDeltaEntries(store, T, latest)).map((e) => e.file.fileName), label).toEqual([`data-${THE_COMMIT}`]);
+  expect(
+    whole.map((e) => `${e.kind} ${e.file.fileName}`),
+    label,
+  ).toEqual(['ADD data-first', 'ADD data-second', `ADD data-${THE_COMMIT}`]);
+  expect(
+    (await readDeltaEntries(store, T, latest)).map((e) => e.file.fileName),
+    label,
+  ).toEqual([`data-${THE_COMMIT}`]);
 }
 
 async function assertReadable(store: MemoryStore): Promise<void> {
@@ -76,7 +88,10 @@ describe.each([
     const calls = clean.store.callLog.map((c) => `${c.op} ${c.key}`);
     // Either way three metadata PUTs beside the LATEST hint (this committer is cold): a merge
     // takes the commit's entries into its manifest.
-    expect(calls.filter((c) => /^put/.test(c) && !c.endsWith('/LATEST')), what).toHaveLength(3);
+    expect(
+      calls.filter((c) => /^put/.test(c) && !c.endsWith('/LATEST')),
+      what,
+    ).toHaveLength(3);
     if (opts === mergingOpts) await assertFoldedMerge(clean.store, 'clean run');
     const commitPoint = calls.findIndex((c) => c.startsWith('putIfAbsent') && c.includes('snapshot/snapshot-3'));
     expect(commitPoint).toBeGreaterThan(0);
@@ -91,7 +106,10 @@ describe.each([
         store.crashAt({ nth: k, when });
 
         // Act
-        const error = await commit(store, T, req, opts).then(() => undefined, (e: unknown) => e);
+        const error = await commit(store, T, req, opts).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         store.restart();
 
         // Assess: the crash either failed the commit, or came after the commit point (hint write).
@@ -111,10 +129,15 @@ describe.each([
         expect(rerun.alreadyCommitted, label).toBe(landed);
         expect(await carrying(store, THE_COMMIT), label).toBe(1);
         const after = await referencedKeys(store, T);
-        expect(orphans.filter((key) => after.has(key)), label).toEqual([]);
+        expect(
+          orphans.filter((key) => after.has(key)),
+          label,
+        ).toEqual([]);
         await assertReadable(store);
         if (opts === mergingOpts) await assertFoldedMerge(store, label);
-        outcomes.push(`${when} ${k}: ${error === undefined ? 'returned' : (error as Error).name}, landed=${landed}, orphans=${orphans.length}`);
+        outcomes.push(
+          `${when} ${k}: ${error === undefined ? 'returned' : (error as Error).name}, landed=${landed}, orphans=${orphans.length}`,
+        );
       }
     }
     console.log(`${what}: crash matrix (${outcomes.length} runs):\n  ${outcomes.join('\n  ')}`);
@@ -149,8 +172,18 @@ describe('commit under non-crash faults', () => {
     // The write landed but threw, and reading snapshot-3 back failed too: the commit retries,
     // loses the race for snapshot-3 to itself, and must recognise its own commit uuid there.
     const { store, req } = await preparedTable();
-    store.injectFault({ op: 'putIfAbsent', keyIncludes: 'snapshot/snapshot-3', when: 'after', error: () => new StoreUnavailableError('timeout') });
-    store.injectFault({ op: 'get', keyIncludes: 'snapshot/snapshot-3', nth: 1, error: () => new StoreUnavailableError('timeout') });
+    store.injectFault({
+      op: 'putIfAbsent',
+      keyIncludes: 'snapshot/snapshot-3',
+      when: 'after',
+      error: () => new StoreUnavailableError('timeout'),
+    });
+    store.injectFault({
+      op: 'get',
+      keyIncludes: 'snapshot/snapshot-3',
+      nth: 1,
+      error: () => new StoreUnavailableError('timeout'),
+    });
     const r = await commit(store, T, req, opts);
     expect(r).toMatchObject({ committed: true });
     expect(r.snapshot.id).toBe(3);
@@ -159,7 +192,12 @@ describe('commit under non-crash faults', () => {
 
   it('fails on a non-retryable error before the snapshot write, and the re-run lands', async () => {
     const { store, req } = await preparedTable();
-    store.injectFault({ op: 'putIfAbsent', keyIncludes: 'snapshot/snapshot-3', when: 'before', error: () => new InjectedFaultError('disk on fire') });
+    store.injectFault({
+      op: 'putIfAbsent',
+      keyIncludes: 'snapshot/snapshot-3',
+      when: 'before',
+      error: () => new InjectedFaultError('disk on fire'),
+    });
     await expect(commit(store, T, req, opts)).rejects.toThrow(InjectedFaultError);
     expect(await carrying(store, THE_COMMIT)).toBe(0);
     expect((await commit(store, T, req, opts)).committed).toBe(true);
@@ -230,11 +268,19 @@ describe('commit under non-crash faults', () => {
   it('retries a failed manifest write and leaves the half-written file unreferenced', async () => {
     const { store, req } = await preparedTable();
     const keysBefore = new Set(store.keys());
-    store.injectFault({ op: 'put', keyIncludes: 'manifest/manifest-', nth: 1, when: 'after', error: () => new StoreUnavailableError('slow down') });
+    store.injectFault({
+      op: 'put',
+      keyIncludes: 'manifest/manifest-',
+      nth: 1,
+      when: 'after',
+      error: () => new StoreUnavailableError('slow down'),
+    });
     const r = await commit(store, T, req, opts);
     expect(r.committed).toBe(true);
     const referenced = await referencedKeys(store, T);
-    const orphans = store.keys().filter((k) => !keysBefore.has(k) && k.startsWith(manifestDir(T)) && !referenced.has(k));
+    const orphans = store
+      .keys()
+      .filter((k) => !keysBefore.has(k) && k.startsWith(manifestDir(T)) && !referenced.has(k));
     expect(orphans.length).toBeGreaterThan(0);
     expect(await carrying(store, THE_COMMIT)).toBe(1);
   });

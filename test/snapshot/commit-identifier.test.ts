@@ -25,7 +25,8 @@ function indexed(user: string, identifier: string): CommitRequest {
 }
 
 async function others(store: MemoryStore, n: number): Promise<void> {
-  for (let i = 0; i < n; i++) await commit(store, T, appendRequest('other', `o-${files}`, [change(`f${files++}`)], 1), opts);
+  for (let i = 0; i < n; i++)
+    await commit(store, T, appendRequest('other', `o-${files}`, [change(`f${files++}`)], 1), opts);
 }
 
 async function carrying(store: MemoryStore, identifier: string): Promise<number[]> {
@@ -67,7 +68,10 @@ describe('indexed commit identifiers', () => {
     expect(again).toMatchObject({ alreadyCommitted: true });
     expect(await carrying(store, 'x')).toEqual([retry.snapshot.id]);
     // The index names the retry's snapshot; only expiry marks it `committed` (before deleting it).
-    expect((await readIdentifierIndex(store, T, 'x'))?.index).toMatchObject({ attempt: retry.snapshot.id, expiryMarks: true });
+    expect((await readIdentifierIndex(store, T, 'x'))?.index).toMatchObject({
+      attempt: retry.snapshot.id,
+      expiryMarks: true,
+    });
     expect((await readIdentifierIndex(store, T, 'x'))?.index.committed).toBeUndefined();
   });
 
@@ -75,7 +79,9 @@ describe('indexed commit identifiers', () => {
     const store = new MemoryStore();
     store.resetCallLog();
     expect((await commit(store, T, indexed('a', 'y'), opts)).committed).toBe(true);
-    expect(store.callLog.filter((c) => c.key.includes('/commit/identifier-')).map((c) => c.op)).toEqual(['putIfAbsent']);
+    expect(store.callLog.filter((c) => c.key.includes('/commit/identifier-')).map((c) => c.op)).toEqual([
+      'putIfAbsent',
+    ]);
     expect((await readIdentifierIndex(store, T, 'y'))?.index).toMatchObject({ attempt: 1 });
     expect((await readIdentifierIndex(store, T, 'y'))?.index.committed).toBeUndefined();
     await others(store, 120);
@@ -118,58 +124,61 @@ describe('indexed commit identifiers', () => {
   it.each([
     ['a single retry loses to a group commit carrying its identifier', 'group', 'single'],
     ['a group commit loses to the single retry of one of its batches', 'single', 'group'],
-    ['a group commit loses to another process\'s group commit carrying one of its batches', 'group', 'group'],
-  ] as const)('%s: the loser finds it, nothing twice (the holder writes the index no more after its snapshot)', async (_what, winnerKind, loserKind) => {
-    // Prepare: two committers in two processes, each paused right before creating its snapshot.
-    // The first (the winner) claims g1 naming snapshot 3; the second settles the index (3 is not
-    // created yet) and takes it over naming 3 too. A group commit carries g1 as a batch with g2/g3.
-    const store = new MemoryStore();
-    await others(store, 2);
-    const paused = (): { store: ObjectStore; reached: Promise<void>; release: () => void } => {
-      let reach!: () => void;
-      let release!: () => void;
-      const reached = new Promise<void>((r) => (reach = r));
-      const released = new Promise<void>((r) => (release = r));
-      const putIfAbsent = async (k: string, b: Uint8Array) => {
-        if (k.includes('/snapshot/snapshot-')) {
-          reach();
-          await released;
-        }
-        return store.putIfAbsent(k, b);
+    ["a group commit loses to another process's group commit carrying one of its batches", 'group', 'group'],
+  ] as const)(
+    '%s: the loser finds it, nothing twice (the holder writes the index no more after its snapshot)',
+    async (_what, winnerKind, loserKind) => {
+      // Prepare: two committers in two processes, each paused right before creating its snapshot.
+      // The first (the winner) claims g1 naming snapshot 3; the second settles the index (3 is not
+      // created yet) and takes it over naming 3 too. A group commit carries g1 as a batch with g2/g3.
+      const store = new MemoryStore();
+      await others(store, 2);
+      const paused = (): { store: ObjectStore; reached: Promise<void>; release: () => void } => {
+        let reach!: () => void;
+        let release!: () => void;
+        const reached = new Promise<void>((r) => (reach = r));
+        const released = new Promise<void>((r) => (release = r));
+        const putIfAbsent = async (k: string, b: Uint8Array) => {
+          if (k.includes('/snapshot/snapshot-')) {
+            reach();
+            await released;
+          }
+          return store.putIfAbsent(k, b);
+        };
+        return { store: { ...processView(store), putIfAbsent }, reached, release };
       };
-      return { store: { ...processView(store), putIfAbsent }, reached, release };
-    };
-    const request = (kind: 'group' | 'single', other: string): CommitRequest =>
-      kind === 'single'
-        ? indexed('retry', 'g1')
-        : {
-            ...appendRequest('group', `round-${other}`, []),
-            batches: [0, 1].map(() => ({ rowCount: 1, newFiles: [change(`f${files++}`)], changelogFiles: [] })),
-            batchIdentifiers: ['g1', other],
-          };
-    const winner = paused();
-    const loser = paused();
-    const won = commit(winner.store, T, request(winnerKind, 'g2'), opts);
-    await winner.reached;
-    const lost = commit(loser.store, T, request(loserKind, 'g3'), opts);
-    await loser.reached;
-    // Act: the winner creates snapshot 3, then the loser tries 3 and reloads.
-    winner.release();
-    const first = await won;
-    loser.release();
-    const second = await lost;
-    // Assess: g1 is in exactly one snapshot, the winner's; nothing else lost.
-    expect(first.snapshot.id).toBe(3);
-    const sm = new SnapshotManager(store, T);
-    const all = await Promise.all((await sm.listIds()).map((n) => sm.read(n)));
-    const holders = (id: string) => all.filter((x) => carriesIdentifier(x, id)).map((x) => x.id);
-    expect(holders('g1')).toEqual([3]);
-    if (loserKind === 'single') expect(second).toMatchObject({ alreadyCommitted: true, committed: false });
-    else {
-      expect(second.landedBefore?.get(0)?.snapshot?.id).toBe(3);
-      expect(holders('g3')).toEqual([4]);
-    }
-  });
+      const request = (kind: 'group' | 'single', other: string): CommitRequest =>
+        kind === 'single'
+          ? indexed('retry', 'g1')
+          : {
+              ...appendRequest('group', `round-${other}`, []),
+              batches: [0, 1].map(() => ({ rowCount: 1, newFiles: [change(`f${files++}`)], changelogFiles: [] })),
+              batchIdentifiers: ['g1', other],
+            };
+      const winner = paused();
+      const loser = paused();
+      const won = commit(winner.store, T, request(winnerKind, 'g2'), opts);
+      await winner.reached;
+      const lost = commit(loser.store, T, request(loserKind, 'g3'), opts);
+      await loser.reached;
+      // Act: the winner creates snapshot 3, then the loser tries 3 and reloads.
+      winner.release();
+      const first = await won;
+      loser.release();
+      const second = await lost;
+      // Assess: g1 is in exactly one snapshot, the winner's; nothing else lost.
+      expect(first.snapshot.id).toBe(3);
+      const sm = new SnapshotManager(store, T);
+      const all = await Promise.all((await sm.listIds()).map((n) => sm.read(n)));
+      const holders = (id: string) => all.filter((x) => carriesIdentifier(x, id)).map((x) => x.id);
+      expect(holders('g1')).toEqual([3]);
+      if (loserKind === 'single') expect(second).toMatchObject({ alreadyCommitted: true, committed: false });
+      else {
+        expect(second.landedBefore?.get(0)?.snapshot?.id).toBe(3);
+        expect(holders('g3')).toEqual([4]);
+      }
+    },
+  );
 
   it('concurrent retries of one identifier under different users, among other committers, land exactly once', async () => {
     const seed = testSeed('commit-identifier race');
@@ -181,7 +190,9 @@ describe('indexed commit identifiers', () => {
       const id = `race-${round}`;
       const jobs: Promise<unknown>[] = [];
       for (let i = 0; i < 6; i++) {
-        jobs.push(new Promise((r) => setTimeout(r, random.int(0, 4))).then(() => commit(store, T, indexed(`u${i}`, id), opts)));
+        jobs.push(
+          new Promise((r) => setTimeout(r, random.int(0, 4))).then(() => commit(store, T, indexed(`u${i}`, id), opts)),
+        );
         jobs.push(commit(store, T, appendRequest('other', `n-${round}-${i}`, [change(`f${files++}`)], 1), opts));
       }
       const results = (await Promise.all(jobs)).filter((_, i) => i % 2 === 0) as Awaited<ReturnType<typeof commit>>[];

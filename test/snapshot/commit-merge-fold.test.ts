@@ -29,14 +29,18 @@ function upsertBatch(r: Rng): Array<{ row: Row; kind: number }> {
   const out: Array<{ row: Row; kind: number }> = [];
   for (let i = r.int(1, 12); i > 0; i--) {
     const del = r.chance(0.25);
-    out.push({ row: { id: r.int(1, 30), region: r.pick(REGIONS), v: del ? null : BigInt(r.int(0, 999)) }, kind: del ? RowKind.DELETE : RowKind.INSERT });
+    out.push({
+      row: { id: r.int(1, 30), region: r.pick(REGIONS), v: del ? null : BigInt(r.int(0, 999)) },
+      kind: del ? RowKind.DELETE : RowKind.INSERT,
+    });
   }
   return out;
 }
 
 async function readState(table: Table, snapshotId: number): Promise<State> {
   const state: State = new Map();
-  for (const row of tableToRows(await table.read({ snapshotId }), table.schema.fields)) state.set(`${row.region}|${row.id}`, row.v as bigint);
+  for (const row of tableToRows(await table.read({ snapshotId }), table.schema.fields))
+    state.set(`${row.region}|${row.id}`, row.v as bigint);
   return state;
 }
 
@@ -76,7 +80,10 @@ async function committer(table: Table, r: Rng, ops: number, effects: Map<number,
       continue;
     }
     const batch = upsertBatch(r);
-    const result = await table.write(batch.map((b) => b.row), { kinds: batch.map((b) => b.kind as 0) });
+    const result = await table.write(
+      batch.map((b) => b.row),
+      { kinds: batch.map((b) => b.kind as 0) },
+    );
     record(effects, result.snapshot!.id, (state) => {
       for (const b of batch) {
         const key = `${b.row.region}|${b.row.id}`;
@@ -98,7 +105,12 @@ describe('commits that merge manifests, randomized with concurrent committers', 
       fields: parseSchemaText('id INT NOT NULL, region STRING NOT NULL, v BIGINT'),
       primaryKeys: ['region', 'id'],
       partitionKeys: ['region'],
-      options: { bucket: '2', 'write-only': 'true', 'num-sorted-run.stop-trigger': '1000', 'manifest.merge-min-count': String(mergeMinCount) },
+      options: {
+        bucket: '2',
+        'write-only': 'true',
+        'num-sorted-run.stop-trigger': '1000',
+        'manifest.merge-min-count': String(mergeMinCount),
+      },
     });
     // Each committer sees the store through an object of its own, as a separate process would:
     // writers sharing a store object share its group committer (table/shared-committer.ts) and
@@ -112,12 +124,17 @@ describe('commits that merge manifests, randomized with concurrent committers', 
     // Assess
     const label = `seed ${seed}, merge-min-count ${mergeMinCount}`;
     const snapshots = await allSnapshots(store, committers[0].path);
-    expect(snapshots.map((s) => s.id), label).toEqual([...effects.keys()].sort((a, b) => a - b));
+    expect(
+      snapshots.map((s) => s.id),
+      label,
+    ).toEqual([...effects.keys()].sort((a, b) => a - b));
     const model: State = new Map();
     let folded = 0;
     for (const s of snapshots) {
       effects.get(s.id)!(model);
-      expect(sorted(await readState(committers[0], s.id)), `snapshot ${s.id} (${s.commitKind}), ${label}`).toEqual(sorted(model));
+      expect(sorted(await readState(committers[0], s.id)), `snapshot ${s.id} (${s.commitKind}), ${label}`).toEqual(
+        sorted(model),
+      );
       const { delta } = await readSnapshotLists(store, committers[0].path, s);
       if (delta.some((m) => m.slice !== undefined)) folded++;
       if (s.commitKind === 'COMPACT') continue;
@@ -125,10 +142,16 @@ describe('commits that merge manifests, randomized with concurrent committers', 
       // a delta that also held base entries (the merged part of its manifest) would show older ones.
       const parentNext = s.id === 1 ? 0 : snapshots.find((p) => p.id === s.id - 1)!.nextSequenceNumber;
       for (const e of await readDeltaEntries(store, committers[0].path, s)) {
-        if (e.kind === 'ADD') expect(e.file.minSequenceNumber, `snapshot ${s.id} delta file ${e.file.fileName}, ${label}`).toBeGreaterThanOrEqual(parentNext);
+        if (e.kind === 'ADD')
+          expect(
+            e.file.minSequenceNumber,
+            `snapshot ${s.id} delta file ${e.file.fileName}, ${label}`,
+          ).toBeGreaterThanOrEqual(parentNext);
       }
     }
-    console.log(`${label}: ${snapshots.length} snapshots, ${folded} of them merged manifests with their delta folded in`);
+    console.log(
+      `${label}: ${snapshots.length} snapshots, ${folded} of them merged manifests with their delta folded in`,
+    );
     expect(folded, label).toBeGreaterThan(0);
   }, 120_000);
 });

@@ -45,14 +45,32 @@ export interface Waits {
 export function expectedAppends(size: RaceSize): ExpectedAppend[] {
   const out: ExpectedAppend[] = [];
   for (let i = 0; i < size.committers; i++) {
-    for (let c = 0; c < size.commits; c++) out.push({ identifier: `c${i}-${c}`, fileName: `data-c${i}-${c}`, rows: rowsOf(i, c) });
+    for (let c = 0; c < size.commits; c++)
+      out.push({ identifier: `c${i}-${c}`, fileName: `data-c${i}-${c}`, rows: rowsOf(i, c) });
   }
   return out;
 }
 
-function runCommitter(where: string, tablePath: string, i: number, commits: number, waits: Waits): Promise<CommitterReport> {
+function runCommitter(
+  where: string,
+  tablePath: string,
+  i: number,
+  commits: number,
+  waits: Waits,
+): Promise<CommitterReport> {
   return new Promise((resolve, reject) => {
-    const args = ['--import', 'tsx', 'test/snapshot/fixtures/committer.ts', where, tablePath, String(i), String(commits), String(waits.min), String(waits.max), ...(waits.maxRetries === undefined ? [] : [String(waits.maxRetries)])];
+    const args = [
+      '--import',
+      'tsx',
+      'test/snapshot/fixtures/committer.ts',
+      where,
+      tablePath,
+      String(i),
+      String(commits),
+      String(waits.min),
+      String(waits.max),
+      ...(waits.maxRetries === undefined ? [] : [String(waits.maxRetries)]),
+    ];
     const child = spawn(process.execPath, args, { cwd: REPO, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
@@ -71,7 +89,8 @@ export function summarise(label: string, reports: CommitterReport[], ms: number)
   const attempts = reports.flatMap((r) => r.attempts);
   const retries = reports.reduce((s, r) => s + r.retries, 0);
   const requests: Record<string, number> = {};
-  for (const r of reports) for (const [op, n] of Object.entries(r.requests ?? {})) requests[op] = (requests[op] ?? 0) + n;
+  for (const r of reports)
+    for (const [op, n] of Object.entries(r.requests ?? {})) requests[op] = (requests[op] ?? 0) + n;
   const times = reports.map((r) => r.ms).sort((a, b) => a - b);
   console.log(
     `${label}: ${attempts.length} commits in ${Math.round(ms)} ms (committers finished their commits in ${times[0]}..${times[times.length - 1]} ms); ` +
@@ -83,14 +102,25 @@ export function summarise(label: string, reports: CommitterReport[], ms: number)
 }
 
 /** Races `size.committers` committer processes against the store named by `where` (local:<dir> or s3:<bucket>). */
-export async function raceProcesses(where: string, tablePath: string, size: RaceSize, waits: Waits): Promise<{ reports: CommitterReport[]; ms: number }> {
+export async function raceProcesses(
+  where: string,
+  tablePath: string,
+  size: RaceSize,
+  waits: Waits,
+): Promise<{ reports: CommitterReport[]; ms: number }> {
   const started = performance.now();
-  const reports = await Promise.all(Array.from({ length: size.committers }, (_, i) => runCommitter(where, tablePath, i, size.commits, waits)));
+  const reports = await Promise.all(
+    Array.from({ length: size.committers }, (_, i) => runCommitter(where, tablePath, i, size.commits, waits)),
+  );
   return { reports, ms: performance.now() - started };
 }
 
 /** Races `size.committers` promises (each with its own snapshot and manifest caches) on a MemoryStore. */
-export async function racePromises(store: MemoryStore, tablePath: string, size: RaceSize): Promise<{ reports: CommitterReport[]; ms: number }> {
+export async function racePromises(
+  store: MemoryStore,
+  tablePath: string,
+  size: RaceSize,
+): Promise<{ reports: CommitterReport[]; ms: number }> {
   const started = performance.now();
   const reports = await Promise.all(
     Array.from({ length: size.committers }, async (_, i): Promise<CommitterReport> => {

@@ -69,7 +69,10 @@ describe('a non-retryable storage error during a commit', () => {
     const store = await tableWithTwoCommits();
     store.injectFault({ op: 'put', keyIncludes: '/manifest/manifest-', times: 2, error: fileSystemSays('EIO') });
     const retries: string[] = [];
-    const done = await commit(store, T, appendRequest('w', 'third', [change('c')]), { ...opts, onRetry: (_n, why) => retries.push(why) });
+    const done = await commit(store, T, appendRequest('w', 'third', [change('c')]), {
+      ...opts,
+      onRetry: (_n, why) => retries.push(why),
+    });
     expect(done.snapshot.id).toBe(3);
     expect(retries.length).toBeGreaterThanOrEqual(1);
     expect(retries[0]).toContain('EIO');
@@ -81,7 +84,12 @@ describe('the retry budget of a commit', () => {
     const store = await tableWithTwoCommits();
     store.injectConflicts(1_000, 'snapshot-3');
     let waits = 0;
-    const failure = await commit(store, T, appendRequest('w', 'third', [change('c')]), { ...opts, maxRetries: 30, maxRetryWaitMs: 2, onRetry: () => waits++ }).then(
+    const failure = await commit(store, T, appendRequest('w', 'third', [change('c')]), {
+      ...opts,
+      maxRetries: 30,
+      maxRetryWaitMs: 2,
+      onRetry: () => waits++,
+    }).then(
       () => undefined,
       (e: unknown) => e,
     );

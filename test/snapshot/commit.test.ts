@@ -1,9 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  CommitConflictError,
-  CommitRetriesExhaustedError,
-  InvalidArgumentError,
-} from '../../lib/errors.js';
+import { CommitConflictError, CommitRetriesExhaustedError, InvalidArgumentError } from '../../lib/errors.js';
 import { readDeltaEntries, readLiveFiles } from '../../lib/manifest/scan.js';
 import { latestHintKey } from '../../lib/snapshot/paths.js';
 import { commit, type CommitRequest, type FileChange } from '../../lib/snapshot/commit.js';
@@ -15,13 +11,34 @@ import { appendRequest, change, testCommitOptions } from '../manifest/factories.
 const T = 'db.db/commit';
 const opts = testCommitOptions();
 
-function compact(identifier: string, before: FileChange[], after: FileChange[], extra: Partial<CommitRequest> = {}): CommitRequest {
-  return { commitUser: 'compactor', commitIdentifier: identifier, kind: 'COMPACT', schemaId: 0, compactBefore: before, compactAfter: after, ...extra };
+function compact(
+  identifier: string,
+  before: FileChange[],
+  after: FileChange[],
+  extra: Partial<CommitRequest> = {},
+): CommitRequest {
+  return {
+    commitUser: 'compactor',
+    commitIdentifier: identifier,
+    kind: 'COMPACT',
+    schemaId: 0,
+    compactBefore: before,
+    compactAfter: after,
+    ...extra,
+  };
 }
 
 function l1(name: string, min: number, max: number, seq: [number, number] = [0, 0]): FileChange {
   const rowCount = seq[1] - seq[0] + 1;
-  return change(name, { level: 1, rowCount, minKey: [min], maxKey: [max], minSequenceNumber: seq[0], maxSequenceNumber: seq[1], fileSource: 'COMPACT' });
+  return change(name, {
+    level: 1,
+    rowCount,
+    minKey: [min],
+    maxKey: [max],
+    minSequenceNumber: seq[0],
+    maxSequenceNumber: seq[1],
+    fileSource: 'COMPACT',
+  });
 }
 
 describe('commit', () => {
@@ -56,12 +73,21 @@ describe('commit', () => {
       kind: 'APPEND',
       schemaId: 0,
       batches: [
-        { rowCount: 4, newFiles: [change('b1', { rowCount: 2, maxSequenceNumber: 1 }), change('b2', { rowCount: 2, minSequenceNumber: 2, maxSequenceNumber: 3 })], changelogFiles: [] },
+        {
+          rowCount: 4,
+          newFiles: [
+            change('b1', { rowCount: 2, maxSequenceNumber: 1 }),
+            change('b2', { rowCount: 2, minSequenceNumber: 2, maxSequenceNumber: 3 }),
+          ],
+          changelogFiles: [],
+        },
         { rowCount: 2, newFiles: [change('c1', { rowCount: 2, maxSequenceNumber: 1 })], changelogFiles: [] },
       ],
     };
     const { snapshot } = await commit(store, T, req, opts);
-    const files = Object.fromEntries((await readDeltaEntries(store, T, snapshot)).map((e) => [e.file.fileName, e.file]));
+    const files = Object.fromEntries(
+      (await readDeltaEntries(store, T, snapshot)).map((e) => [e.file.fileName, e.file]),
+    );
     expect(files.b1).toMatchObject({ sequenceBase: 5, minSequenceNumber: 5, maxSequenceNumber: 6 });
     expect(files.b2).toMatchObject({ sequenceBase: 5, minSequenceNumber: 7, maxSequenceNumber: 8 });
     expect(files.c1).toMatchObject({ sequenceBase: 9, minSequenceNumber: 9, maxSequenceNumber: 10 });
@@ -70,14 +96,29 @@ describe('commit', () => {
 
   it('keeps compaction output absolute and only raises nextSequenceNumber past it', async () => {
     const store = new MemoryStore();
-    await commit(store, T, appendRequest('u', 'c1', [change('a', { rowCount: 4, maxSequenceNumber: 3, maxKey: [3] })], 4), opts);
+    await commit(
+      store,
+      T,
+      appendRequest('u', 'c1', [change('a', { rowCount: 4, maxSequenceNumber: 3, maxKey: [3] })], 4),
+      opts,
+    );
     const { snapshot } = await commit(
       store,
       T,
-      compact('k1', [change('a', { rowCount: 4, sequenceBase: 0, maxSequenceNumber: 3, maxKey: [3] })], [l1('a-l1', 0, 3, [0, 3])], { compactChangelog: [] }),
+      compact(
+        'k1',
+        [change('a', { rowCount: 4, sequenceBase: 0, maxSequenceNumber: 3, maxKey: [3] })],
+        [l1('a-l1', 0, 3, [0, 3])],
+        { compactChangelog: [] },
+      ),
       opts,
     );
-    expect(snapshot).toMatchObject({ commitKind: 'COMPACT', nextSequenceNumber: 4, deltaRecordCount: 0, totalRecordCount: 4 });
+    expect(snapshot).toMatchObject({
+      commitKind: 'COMPACT',
+      nextSequenceNumber: 4,
+      deltaRecordCount: 0,
+      totalRecordCount: 4,
+    });
     const raised = await commit(store, T, compact('k2', [l1('a-l1', 0, 3, [0, 3])], [l1('a-l2', 0, 3, [0, 9])]), opts);
     expect(raised.snapshot.nextSequenceNumber).toBe(10);
   });
@@ -131,7 +172,10 @@ describe('commit', () => {
 
   it.each<[string, CommitRequest]>([
     ['an APPEND that removes files', { ...appendRequest('u', 'x', [change('a')]), compactBefore: [change('a')] }],
-    ['a COMPACT with new batches', { ...compact('x', [], [l1('b', 0, 1)]), batches: [{ rowCount: 1, newFiles: [change('a')], changelogFiles: [] }] }],
+    [
+      'a COMPACT with new batches',
+      { ...compact('x', [], [l1('b', 0, 1)]), batches: [{ rowCount: 1, newFiles: [change('a')], changelogFiles: [] }] },
+    ],
     ['a batch file numbered past its batch', appendRequest('u', 'x', [change('a', { maxSequenceNumber: 7 })], 3)],
     ['a batch file with a sequence base', appendRequest('u', 'x', [change('a', { sequenceBase: 4 })])],
     ['the same file twice', appendRequest('u', 'x', [change('a'), change('a')])],
@@ -145,13 +189,20 @@ describe('commit', () => {
     const store = new MemoryStore();
     const at = (bucket: number, totalBuckets: number) => ({ partition: 'dt=1', bucket, totalBuckets });
     await commit(store, T, appendRequest('u', 'c1', [change('a', {}, at(0, 2))]), opts);
-    await commit(store, T, appendRequest('u', 'c2', [change('other', {}, { partition: 'dt=2', bucket: 3, totalBuckets: 4 })]), opts);
+    await commit(
+      store,
+      T,
+      appendRequest('u', 'c2', [change('other', {}, { partition: 'dt=2', bucket: 3, totalBuckets: 4 })]),
+      opts,
+    );
     const wrong = commit(store, T, appendRequest('u', 'c3', [change('b', {}, at(1, 4))]), opts);
     await expect(wrong).rejects.toThrow(CommitConflictError);
-    await expect(commit(store, T, appendRequest('u', 'c3', [change('b', {}, at(1, 4))]), opts)).rejects.toThrow(/has 2 buckets.*4 buckets/);
-    await expect(commit(store, T, appendRequest('u', 'c4', [change('b', {}, at(0, 2)), change('c', {}, at(0, 4))]), opts)).rejects.toThrow(
-      CommitConflictError,
+    await expect(commit(store, T, appendRequest('u', 'c3', [change('b', {}, at(1, 4))]), opts)).rejects.toThrow(
+      /has 2 buckets.*4 buckets/,
     );
+    await expect(
+      commit(store, T, appendRequest('u', 'c4', [change('b', {}, at(0, 2)), change('c', {}, at(0, 4))]), opts),
+    ).rejects.toThrow(CommitConflictError);
     const overwrite: CommitRequest = {
       commitUser: 'u',
       commitIdentifier: 'ow',
@@ -170,7 +221,12 @@ describe('commit', () => {
   it('carries the watermark forward as a maximum', async () => {
     const store = new MemoryStore();
     await commit(store, T, { ...appendRequest('u', 'c1', [change('a')]), watermark: 50 }, opts);
-    const { snapshot: s2 } = await commit(store, T, { ...appendRequest('u', 'c2', [change('b')]), watermark: 20 }, opts);
+    const { snapshot: s2 } = await commit(
+      store,
+      T,
+      { ...appendRequest('u', 'c2', [change('b')]), watermark: 20 },
+      opts,
+    );
     const { snapshot: s3 } = await commit(store, T, appendRequest('u', 'c3', [change('c')]), opts);
     expect([s2.watermark, s3.watermark]).toEqual([50, 50]);
   });
@@ -179,7 +235,10 @@ describe('commit', () => {
     const store = new MemoryStore();
     store.injectConflicts(3, 'snapshot-1');
     const retries: string[] = [];
-    const ok = await commit(store, T, appendRequest('u', 'c1', [change('a')]), { ...opts, onRetry: (_n, why) => retries.push(why) });
+    const ok = await commit(store, T, appendRequest('u', 'c1', [change('a')]), {
+      ...opts,
+      onRetry: (_n, why) => retries.push(why),
+    });
     expect(ok.snapshot.id).toBe(1);
     expect(retries).toHaveLength(3);
     store.injectConflicts(100, 'snapshot-2');
@@ -189,7 +248,9 @@ describe('commit', () => {
     expect(await new SnapshotManager(store, T).latestId()).toBe(1);
     store.clearFaults();
     store.injectConflicts(100, 'snapshot-2');
-    await expect(commit(store, T, appendRequest('u', 'c2', [change('b')]), { ...opts, timeoutMs: 0 })).rejects.toThrow(/gave up after 0 retries/);
+    await expect(commit(store, T, appendRequest('u', 'c2', [change('b')]), { ...opts, timeoutMs: 0 })).rejects.toThrow(
+      /gave up after 0 retries/,
+    );
   });
 
   it('retries a lost race on the snapshots that landed during its backoff: commits landing meanwhile do not starve it', async () => {
@@ -242,7 +303,9 @@ describe('commit', () => {
   it('refuses a snapshot manager made for another table', async () => {
     const store = new MemoryStore();
     const other = new SnapshotManager(store, 'db.db/other');
-    await expect(commit(store, T, appendRequest('u', 'c1', [change('a')]), { ...opts, snapshotManager: other })).rejects.toThrow(InvalidArgumentError);
+    await expect(
+      commit(store, T, appendRequest('u', 'c1', [change('a')]), { ...opts, snapshotManager: other }),
+    ).rejects.toThrow(InvalidArgumentError);
   });
 });
 
@@ -257,9 +320,14 @@ describe('commit conflicts', () => {
     await tableWithL0(store);
     await commit(store, T, compact('k1', [change('a', { minKey: [0], maxKey: [10] })], [l1('x', 0, 10)]), opts);
     const retried: string[] = [];
-    const second = commit(store, T, compact('k2', [change('a', { minKey: [0], maxKey: [10] })], [l1('y', 0, 10)]), { ...opts, onRetry: (_n, r) => retried.push(r) });
+    const second = commit(store, T, compact('k2', [change('a', { minKey: [0], maxKey: [10] })], [l1('y', 0, 10)]), {
+      ...opts,
+      onRetry: (_n, r) => retried.push(r),
+    });
     await expect(second).rejects.toThrow(CommitConflictError);
-    await expect(commit(store, T, compact('k3', [change('a')], [l1('z', 0, 10)]), opts)).rejects.toThrow(/no longer live.*bucket-0\/a/);
+    await expect(commit(store, T, compact('k3', [change('a')], [l1('z', 0, 10)]), opts)).rejects.toThrow(
+      /no longer live.*bucket-0\/a/,
+    );
     expect(retried).toEqual([]);
     expect(await new SnapshotManager(store, T).latestId()).toBe(3);
   });

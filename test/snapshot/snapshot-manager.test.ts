@@ -49,20 +49,27 @@ describe('SnapshotManager', () => {
     expect(await sm.latestId()).toBe(5);
     expect(listed(store)).toBe(false);
     // 1 and 2 together, then 3, 5 and the absent 9, then 7 and 6 (absent) between 5 and 9
-    expect(store.callLog.filter((c) => c.op === 'head').map((c) => Number(/snapshot-(\d+)$/.exec(c.key)![1]))).toEqual([1, 2, 3, 5, 9, 7, 6]);
+    expect(store.callLog.filter((c) => c.op === 'head').map((c) => Number(/snapshot-(\d+)$/.exec(c.key)![1]))).toEqual([
+      1, 2, 3, 5, 9, 7, 6,
+    ]);
   });
 
-  it.each([1, 2, 3, 63, 64, 65, 1000, 4097])('finds the latest of a hint lagging by %i in about 2·log2 HEADs, never by listing', async (lag) => {
-    // Prepare: snapshot files 10 … 10 + lag (their content is never read: the lookup only HEADs)
-    const store = new MemoryStore();
-    for (let id = 10; id <= 10 + lag; id++) await store.put(snapshotKey(T, id), utf8('{}'));
-    await store.put(latestHintKey(T), utf8('10'));
-    store.resetCallLog();
-    // Act / Assess
-    expect(await new SnapshotManager(store, T).latestId()).toBe(10 + lag);
-    expect(listed(store)).toBe(false);
-    expect(store.callLog.filter((c) => c.op === 'head').length).toBeLessThanOrEqual(2 * Math.ceil(Math.log2(lag + 1)) + 3);
-  });
+  it.each([1, 2, 3, 63, 64, 65, 1000, 4097])(
+    'finds the latest of a hint lagging by %i in about 2·log2 HEADs, never by listing',
+    async (lag) => {
+      // Prepare: snapshot files 10 … 10 + lag (their content is never read: the lookup only HEADs)
+      const store = new MemoryStore();
+      for (let id = 10; id <= 10 + lag; id++) await store.put(snapshotKey(T, id), utf8('{}'));
+      await store.put(latestHintKey(T), utf8('10'));
+      store.resetCallLog();
+      // Act / Assess
+      expect(await new SnapshotManager(store, T).latestId()).toBe(10 + lag);
+      expect(listed(store)).toBe(false);
+      expect(store.callLog.filter((c) => c.op === 'head').length).toBeLessThanOrEqual(
+        2 * Math.ceil(Math.log2(lag + 1)) + 3,
+      );
+    },
+  );
 
   it('a manager that has seen snapshot N walks from N without reading the hint', async () => {
     const { store, sm } = await tableWith(3);
@@ -165,7 +172,12 @@ describe('SnapshotManager', () => {
   it('restarts a time lookup when expiry removes a snapshot under it', async () => {
     const { store, sm } = await tableWith(9);
     // The first read of snapshot-5 (the first probe) finds it gone, as if expiry had just run.
-    store.injectFault({ op: 'get', keyIncludes: 'snapshot/snapshot-5', nth: 1, error: () => new ObjectNotFoundError('snapshot-5') });
+    store.injectFault({
+      op: 'get',
+      keyIncludes: 'snapshot/snapshot-5',
+      nth: 1,
+      error: () => new ObjectNotFoundError('snapshot-5'),
+    });
     expect((await sm.snapshotAtOrBefore(650))?.id).toBe(6);
   });
 
@@ -181,7 +193,12 @@ describe('SnapshotManager', () => {
     const store = new MemoryStore();
     const times = [500, 300, 700];
     for (let i = 0; i < 3; i++) {
-      await commit(store, T, appendRequest('u', `c${i}`, [change(`f${i}`)]), testCommitOptions({ now: () => times[i] }));
+      await commit(
+        store,
+        T,
+        appendRequest('u', `c${i}`, [change(`f${i}`)]),
+        testCommitOptions({ now: () => times[i] }),
+      );
     }
     const sm = new SnapshotManager(store, T);
     expect((await Promise.all([1, 2, 3].map((id) => sm.read(id)))).map((s) => s.timeMillis)).toEqual([500, 500, 700]);

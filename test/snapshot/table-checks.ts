@@ -12,7 +12,8 @@ export async function allSnapshots(store: ObjectStore, tablePath: string): Promi
   const sm = new SnapshotManager(store, tablePath);
   const ids = await sm.listIds();
   const out: Snapshot[] = [];
-  for (let k = 0; k < ids.length; k += 32) out.push(...(await Promise.all(ids.slice(k, k + 32).map((id) => sm.read(id)))));
+  for (let k = 0; k < ids.length; k += 32)
+    out.push(...(await Promise.all(ids.slice(k, k + 32).map((id) => sm.read(id)))));
   return out;
 }
 
@@ -43,7 +44,11 @@ export interface ExpectedAppend {
  * exactly one snapshot, each file live exactly once, sequence ranges disjoint and covering
  * 0..total-1, and nextSequenceNumber / record counts consistent along the way.
  */
-export async function verifyAppends(store: ObjectStore, tablePath: string, expected: readonly ExpectedAppend[]): Promise<void> {
+export async function verifyAppends(
+  store: ObjectStore,
+  tablePath: string,
+  expected: readonly ExpectedAppend[],
+): Promise<void> {
   const snapshots = await allSnapshots(store, tablePath);
   expect(snapshots.map((s) => s.id)).toEqual(Array.from({ length: expected.length }, (_, k) => k + 1));
   const identifiers = snapshots.map((s) => s.commitIdentifier).sort();

@@ -11,7 +11,8 @@ const T = 'db.db/tags';
 
 async function tableWith(n: number): Promise<MemoryStore> {
   const store = new MemoryStore();
-  for (let i = 1; i <= n; i++) await commit(store, T, appendRequest('u', `c${i}`, [change(`f${i}`)]), testCommitOptions());
+  for (let i = 1; i <= n; i++)
+    await commit(store, T, appendRequest('u', `c${i}`, [change(`f${i}`)]), testCommitOptions());
   return store;
 }
 
@@ -53,7 +54,10 @@ describe('tags', () => {
     const store = await tableWith(3);
     await createTag(store, T, 'b', 3);
     await createTag(store, T, 'a', 1);
-    expect((await listTags(store, T)).map((t) => [t.name, t.tag.id])).toEqual([['a', 1], ['b', 3]]);
+    expect((await listTags(store, T)).map((t) => [t.name, t.tag.id])).toEqual([
+      ['a', 1],
+      ['b', 3],
+    ]);
     await deleteTag(store, T, 'a');
     expect((await listTags(store, T)).map((t) => t.name)).toEqual(['b']);
     expect(await store.head(tagKey(T, 'a'))).toBeUndefined();

@@ -18,7 +18,11 @@ describe('openStore', () => {
     const store = openStore('s3://my-bucket/warehouse/prod/');
 
     expect(store).toBeInstanceOf(S3Store);
-    expect(store).toMatchObject({ bucket: 'my-bucket', prefix: 'warehouse/prod', uri: 's3://my-bucket/warehouse/prod' });
+    expect(store).toMatchObject({
+      bucket: 'my-bucket',
+      prefix: 'warehouse/prod',
+      uri: 's3://my-bucket/warehouse/prod',
+    });
     expect(openStore('s3://my-bucket')).toMatchObject({ bucket: 'my-bucket', prefix: '' });
   });
 

@@ -115,7 +115,11 @@ describe('S3Store error mapping (fake client)', () => {
     const attempt = store.putIfAbsent('snap/1', utf8('x'));
 
     await expect(attempt).rejects.toBeInstanceOf(ConditionalRequestConflictError);
-    await expect(attempt).rejects.toMatchObject({ key: 'snap/1', retryable: true, cause: { name: 'ConditionalRequestConflict' } });
+    await expect(attempt).rejects.toMatchObject({
+      key: 'snap/1',
+      retryable: true,
+      cause: { name: 'ConditionalRequestConflict' },
+    });
     expect(sent).toHaveLength(4);
   });
 
@@ -144,7 +148,12 @@ describe('S3Store error mapping (fake client)', () => {
       const { store } = storeWith(() => {
         throw failure;
       });
-      for (const call of [store.get('k'), store.put('k', utf8('x')), store.putIfAbsent('k', utf8('x')), listAll(store, '')]) {
+      for (const call of [
+        store.get('k'),
+        store.put('k', utf8('x')),
+        store.putIfAbsent('k', utf8('x')),
+        listAll(store, ''),
+      ]) {
         const error = await call.then(
           () => undefined,
           (e: unknown) => e,
@@ -201,8 +210,16 @@ describe('S3Store error mapping (fake client)', () => {
 
   it('pages through ListObjectsV2 with the continuation token and strips the prefix', async () => {
     const pages = [
-      { Contents: [{ Key: 'wh/s/a', Size: 1, LastModified: new Date(1000) }], IsTruncated: true, NextContinuationToken: 't1' },
-      { Contents: [{ Key: 'wh/s/b', Size: 2, LastModified: new Date(2000) }], IsTruncated: true, NextContinuationToken: 't2' },
+      {
+        Contents: [{ Key: 'wh/s/a', Size: 1, LastModified: new Date(1000) }],
+        IsTruncated: true,
+        NextContinuationToken: 't1',
+      },
+      {
+        Contents: [{ Key: 'wh/s/b', Size: 2, LastModified: new Date(2000) }],
+        IsTruncated: true,
+        NextContinuationToken: 't2',
+      },
       { Contents: [{ Key: 'wh/s/c', Size: 3, LastModified: new Date(3000) }], IsTruncated: false },
     ];
     const { store, sent } = storeWith((_cmd, n) => pages[n - 1]);
@@ -242,7 +259,9 @@ describe('S3Store error mapping (fake client)', () => {
     await expect(store.putIfAbsent('a//b', utf8('x'))).rejects.toBeInstanceOf(InvalidKeyError);
 
     expect(sent).toEqual([]);
-    expect(() => new S3Store({ bucket: 'b', prefix: 'a/../b', client: fakeS3(() => ({})).client })).toThrow(InvalidKeyError);
+    expect(() => new S3Store({ bucket: 'b', prefix: 'a/../b', client: fakeS3(() => ({})).client })).toThrow(
+      InvalidKeyError,
+    );
     expect(() => new S3Store({ bucket: 'b/c' })).toThrow(InvalidArgumentError);
     expect(() => new S3Store({ bucket: '' })).toThrow(InvalidArgumentError);
   });

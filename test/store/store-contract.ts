@@ -294,7 +294,7 @@ export function storeContract(
       expect(winners.length).toBeLessThanOrEqual(1 + slack);
       const got = await store.get('race/snapshot-1');
       const last = winners.find((w) => fromUtf8(got.body) === `writer-${w.i}`);
-      expect(last, 'the stored body is a winner\'s').toBeDefined();
+      expect(last, "the stored body is a winner's").toBeDefined();
       expect(got.etag).toBe(last!.etag);
     });
 

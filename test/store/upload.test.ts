@@ -43,7 +43,10 @@ function instrument(client: S3Client, failAt?: number): Map<string, number> {
       const name = context.commandName ?? '?';
       counts.set(name, (counts.get(name) ?? 0) + 1);
       if (failAt !== undefined && name === UploadPartCommand.name && counts.get(name) === failAt) {
-        throw Object.assign(new Error('injected: connection reset during UploadPart'), { name: 'InjectedFault', $metadata: {} });
+        throw Object.assign(new Error('injected: connection reset during UploadPart'), {
+          name: 'InjectedFault',
+          $metadata: {},
+        });
       }
       return next(args);
     },

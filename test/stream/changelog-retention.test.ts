@@ -23,11 +23,24 @@ const NOW = () => Date.now() + 1000;
 describe.each(['input', 'none'] as const)('streams over long-lived changelogs (changelog-producer %s)', (producer) => {
   it('a consumer starting at an expired snapshot reads its changelog and gets every change', async () => {
     // Prepare: 12 commits with compactions among them, then expiry keeps 1 snapshot and 11 changelogs
-    const t = await makeTable({ 'changelog-producer': producer, 'write-only': 'true', 'num-sorted-run.stop-trigger': '1000', 'snapshot.num-retained.min': '1', 'changelog.num-retained.min': '50' });
+    const t = await makeTable({
+      'changelog-producer': producer,
+      'write-only': 'true',
+      'num-sorted-run.stop-trigger': '1000',
+      'snapshot.num-retained.min': '1',
+      'changelog.num-retained.min': '50',
+    });
     const expected: string[] = [];
     for (let i = 1; i <= 10; i++) {
-      const id = await put(t, [[i % 4, `v${i}`], [10 + i, `w${i}`]]);
-      expected.push(...(await drain(new StreamScan(t, { mode: 'from-snapshot', snapshotId: id }), t, true)).filter((c) => c.startsWith(`${id}:`)));
+      const id = await put(t, [
+        [i % 4, `v${i}`],
+        [10 + i, `w${i}`],
+      ]);
+      expected.push(
+        ...(await drain(new StreamScan(t, { mode: 'from-snapshot', snapshotId: id }), t, true)).filter((c) =>
+          c.startsWith(`${id}:`),
+        ),
+      );
       if (i % 5 === 0) await compactTable(t, { full: true, bucket: 0 });
     }
     const latest = (await t.snapshots.latestId())!;
@@ -53,14 +66,22 @@ describe('long-lived changelog model test', () => {
     const r = rng(seed);
     const producer = r.pick(['input', 'none'] as const);
     const cMin = r.int(2, 7);
-    const t = await makeTable({ 'changelog-producer': producer, 'write-only': 'true', 'num-sorted-run.stop-trigger': '1000', 'changelog.num-retained.min': String(cMin) });
+    const t = await makeTable({
+      'changelog-producer': producer,
+      'write-only': 'true',
+      'num-sorted-run.stop-trigger': '1000',
+      'changelog.num-retained.min': String(cMin),
+    });
     // Model: the changes a stream gets from each snapshot, and which ids are readable (snapshot or changelog).
     const changes = new Map<number, string[]>();
     const snapshots = new Set<number>();
     const changelogs = new Set<number>();
     const record = async (id: number) => {
       const all = await drain(new StreamScan(t, { mode: 'from-snapshot', snapshotId: id }), t, true);
-      changes.set(id, all.filter((c) => c.startsWith(`${id}:`)));
+      changes.set(
+        id,
+        all.filter((c) => c.startsWith(`${id}:`)),
+      );
       snapshots.add(id);
     };
     let latest = 0;
@@ -87,21 +108,30 @@ describe('long-lived changelog model test', () => {
           if (cMin > sMin && id >= cFloor) changelogs.add(id);
         }
         for (const id of [...changelogs]) if (id < Math.min(cFloor, sEnd)) changelogs.delete(id);
-        expect(await t.snapshots.listIds(), `snapshots after expiry at step ${step}`).toEqual([...snapshots].sort((a, b) => a - b));
-        expect(await listChangelogIds(t.store, t.path), `changelogs after expiry at step ${step}`).toEqual([...changelogs].sort((a, b) => a - b));
+        expect(await t.snapshots.listIds(), `snapshots after expiry at step ${step}`).toEqual(
+          [...snapshots].sort((a, b) => a - b),
+        );
+        expect(await listChangelogIds(t.store, t.path), `changelogs after expiry at step ${step}`).toEqual(
+          [...changelogs].sort((a, b) => a - b),
+        );
         const v = await verifyTable(t);
         expect(v.problems).toEqual([]);
       } else {
         // A stream from a random position: every change from there on, or the lost range.
         const from = r.int(1, latest);
-        const missing = Array.from({ length: latest - from + 1 }, (_, i) => from + i).find((id) => !snapshots.has(id) && !changelogs.has(id));
+        const missing = Array.from({ length: latest - from + 1 }, (_, i) => from + i).find(
+          (id) => !snapshots.has(id) && !changelogs.has(id),
+        );
         const read = drain(new StreamScan(t, { mode: 'from-snapshot', snapshotId: from }), t, true);
         if (missing === undefined) {
           const want: string[] = [];
           for (let id = from; id <= latest; id++) want.push(...changes.get(id)!);
           expect(await read, `stream from ${from} at step ${step}`).toEqual(want);
         } else {
-          await expect(read, `stream from ${from} at step ${step}`).rejects.toMatchObject({ name: 'SnapshotExpiredError', lostRange: { from: missing } });
+          await expect(read, `stream from ${from} at step ${step}`).rejects.toMatchObject({
+            name: 'SnapshotExpiredError',
+            lostRange: { from: missing },
+          });
         }
       }
     }

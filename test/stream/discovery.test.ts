@@ -26,7 +26,16 @@ describe('discover', () => {
     // Prepare
     const t = await makeTable({ bucket: '2' }, { partitioned: true });
     await ensureConsumer(t, 'c', { mode: 'latest' });
-    await put(t, [[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd']], { p: 'x' });
+    await put(
+      t,
+      [
+        [1, 'a'],
+        [2, 'b'],
+        [3, 'c'],
+        [4, 'd'],
+      ],
+      { p: 'x' },
+    );
     await put(t, [[1, 'a']], { p: 'y' });
     const { queue } = setup();
     // Act
@@ -52,7 +61,10 @@ describe('discover', () => {
     await ensureConsumer(t, 'c', { mode: 'latest' });
     const { queue, sink } = setup();
     const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, log: () => {} });
-    await put(t, [1, 2, 3, 4, 5, 6, 7, 8].map((k) => [k, 'v0'] as [number, string]));
+    await put(
+      t,
+      [1, 2, 3, 4, 5, 6, 7, 8].map((k) => [k, 'v0'] as [number, string]),
+    );
     await pump(t, queue, reader, 'c');
     // Act
     let last = 0;
@@ -69,9 +81,20 @@ describe('discover', () => {
     await ensureConsumer(t, 'c', { mode: 'latest' });
     // Neither the queue nor the reader's own failure budget dead-letters the failing split here.
     const { queue, sink } = setup({ maxReceiveCount: 100 });
-    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, retryDelayMs: 0, failureBudget: 100, log: () => {} });
+    const reader = new SplitReader({
+      table: t,
+      consumerId: 'c',
+      queue,
+      sink,
+      retryDelayMs: 0,
+      failureBudget: 100,
+      log: () => {},
+    });
     const keys = [1, 2, 3, 4, 5, 6, 7, 8];
-    const first = await put(t, keys.map((k) => [k, 'a'] as [number, string]));
+    const first = await put(
+      t,
+      keys.map((k) => [k, 'a'] as [number, string]),
+    );
     await pump(t, queue, reader, 'c');
     const stuckKey = 1n;
     let stuckBucket = -1;
@@ -81,8 +104,14 @@ describe('discover', () => {
       return keys.includes(stuckKey);
     };
     // Act
-    const s1 = await put(t, keys.map((k) => [k, 'x'] as [number, string]));
-    await put(t, keys.map((k) => [k, 'y'] as [number, string]));
+    const s1 = await put(
+      t,
+      keys.map((k) => [k, 'x'] as [number, string]),
+    );
+    await put(
+      t,
+      keys.map((k) => [k, 'y'] as [number, string]),
+    );
     for (let i = 0; i < 5; i++) {
       await discover(t, queue, 'c');
       await reader.poll();
@@ -140,7 +169,10 @@ describe('discover', () => {
     // Prepare
     const t = await makeTable({ bucket: '1' });
     await ensureConsumer(t, 'c', { mode: 'earliest' });
-    await put(t, [[1, 'a'], [2, 'b']]);
+    await put(t, [
+      [1, 'a'],
+      [2, 'b'],
+    ]);
     const { queue, sink } = setup();
     const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, log: () => {} });
     // Act
@@ -156,7 +188,7 @@ describe('discover', () => {
     expect((await readConsumer(t.store, t.path, 'c'))?.splitRefs).toBeUndefined();
   });
 
-  it('starts a new consumer at the scan mode, and a reset drops the old run\'s messages', async () => {
+  it("starts a new consumer at the scan mode, and a reset drops the old run's messages", async () => {
     // Prepare
     const t = await makeTable();
     await put(t, [[1, 'a']]);
@@ -183,7 +215,10 @@ describe('discover', () => {
     for (let id = 1; id < ids[2]; id++) await t.store.delete(t.snapshots.snapshotKey(id));
     const { queue } = setup();
     // Act / Assess
-    await expect(discover(t, queue, 'c')).rejects.toMatchObject({ name: SnapshotExpiredError.name, lostRange: { from: 1, to: ids[2] } });
+    await expect(discover(t, queue, 'c')).rejects.toMatchObject({
+      name: SnapshotExpiredError.name,
+      lostRange: { from: 1, to: ids[2] },
+    });
     const skipped = await discover(t, queue, 'c', { onExpired: 'skip-to-earliest' });
     expect(skipped.nextSnapshot).toBe(ids[2]);
     expect((await queue.receive()).map((m) => parseSplitMessage(m.body).snapshotId)).toEqual([ids[2], ids[3]]);

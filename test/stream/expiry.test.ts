@@ -17,12 +17,19 @@ const aggressive = { retainMin: 1, retainMax: 1, olderThanMs: 0 };
 describe('streams and expiry', () => {
   it('a consumer stopped at snapshot 3 resumes with every change of 3..8 after aggressive expiry; a stream from snapshot 3 without a consumer fails', async () => {
     // Prepare: the consumer reads snapshots 1 and 2, then stops
-    const t = await makeTable({ bucket: '2', 'num-sorted-run.compaction-trigger': '50', 'num-sorted-run.stop-trigger': '60' });
+    const t = await makeTable({
+      bucket: '2',
+      'num-sorted-run.compaction-trigger': '50',
+      'num-sorted-run.stop-trigger': '60',
+    });
     await ensureConsumer(t, 'c', { mode: 'earliest' });
     const sink = new RecordingSink();
     const queue = new MemoryQueue();
     const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink });
-    await put(t, [[1, 's1'], [8, 's1']]);
+    await put(t, [
+      [1, 's1'],
+      [8, 's1'],
+    ]);
     await put(t, [[2, 's2']]);
     await pump(t, queue, reader, 'c');
     expect((await readConsumer(t.store, t.path, 'c'))?.nextSnapshot).toBe(3);
@@ -33,7 +40,12 @@ describe('streams and expiry', () => {
     const afterResume = await expireSnapshots(t, aggressive);
     const noConsumer = drain(new StreamScan(t, { mode: 'from-snapshot', snapshotId: 3 }), t);
     // Assess
-    expect(whileStopped).toMatchObject({ earliest: 3, latest: 8, heldBy: 'consumer', heldByConsumer: { id: 'c', nextSnapshot: 3 } });
+    expect(whileStopped).toMatchObject({
+      earliest: 3,
+      latest: 8,
+      heldBy: 'consumer',
+      heldByConsumer: { id: 'c', nextSnapshot: 3 },
+    });
     expect(sink.changes.filter((c) => c.snapshot >= 3).map((c) => `${c.snapshot}: ${show(c)}`)).toEqual([
       '3: +I 3=s3',
       '4: +I 0=s4',

@@ -8,7 +8,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
-import { ConsumerExpiredError, ConsumerLeaseLostError, SnapshotExpiredError, TableNotFoundError } from '../../lib/errors.js';
+import {
+  ConsumerExpiredError,
+  ConsumerLeaseLostError,
+  SnapshotExpiredError,
+  TableNotFoundError,
+} from '../../lib/errors.js';
 import { ConsumerLeaseHandle } from '../../lib/stream/lease.js';
 import { listAll } from '../../lib/store/object-store.js';
 import { readConsumer, readTombstone, writeConsumer } from '../../lib/snapshot/consumer.js';
@@ -76,7 +81,7 @@ describe('a split received again while its first delivery still runs (same proce
   });
 });
 
-describe('a table dropped during the sink call of a bucket\'s first split', () => {
+describe("a table dropped during the sink call of a bucket's first split", () => {
   it('the delivery stops with TableNotFoundError and creates no progress object in the dropped folder', async () => {
     // Prepare
     const table = await makeTable({ bucket: '1' });
@@ -108,7 +113,9 @@ describe('a sink call that outlives its time limit', () => {
     let slow = true;
     const { sink, landed, open } = gatedSink((b) => b.snapshotId === 1 && slow && !(slow = false));
     // Act: the first call of snapshot 1 times out and keeps running; the split is delivered again.
-    const timedOut = await new BatchDelivery(table, 'c1', sink, Date.now, { sinkTimeoutMs: 30 }).deliver(m1.body).catch((e) => e);
+    const timedOut = await new BatchDelivery(table, 'c1', sink, Date.now, { sinkTimeoutMs: 30 })
+      .deliver(m1.body)
+      .catch((e) => e);
     const again = new BatchDelivery(table, 'c1', sink, Date.now, { sinkTimeoutMs: 300_000 }); // waits for the late call: no time limit in the way
     const retried = (async () => [await again.deliver(m1.body), await again.deliver(m2.body)])();
     await new Promise((r) => setTimeout(r, 50));
@@ -127,11 +134,21 @@ describe('an expired consumer resumed with skip-to-earliest', () => {
     const keys = await bucketKeys(table);
     await put(table, [[keys[0], 'a']]);
     await put(table, [[keys[0], 'b']]);
-    await put(table, [[keys[0], 'c'], [keys[1], 'x']]);
+    await put(table, [
+      [keys[0], 'c'],
+      [keys[1], 'x'],
+    ]);
     const queue = new MemoryQueue({ visibilityMs: 60_000 });
     const sink = new RecordingSink();
     sink.failNext = (b) => b.bucket === 1;
-    const reader = new SplitReader({ table, consumerId: 'c1', queue, sink, retryDelayMs: 60_000, log: () => undefined });
+    const reader = new SplitReader({
+      table,
+      consumerId: 'c1',
+      queue,
+      sink,
+      retryDelayMs: 60_000,
+      log: () => undefined,
+    });
     await discover(table, queue, 'c1', { mode: 'earliest' });
     await reader.poll();
     await discover(table, queue, 'c1');
@@ -171,9 +188,20 @@ describe('a runtime started with ignoreProgress', () => {
     // Prepare
     const table = await makeTable({ bucket: '1', 'consumer.expiration-time': '1 h' });
     await put(table, [[1, 'a']]);
-    const runtime = new LocalRuntime({ discoveryIntervalMs: 10, compactionIntervalMs: 0, expiryIntervalMs: 0, log: () => undefined });
+    const runtime = new LocalRuntime({
+      discoveryIntervalMs: 10,
+      compactionIntervalMs: 0,
+      expiryIntervalMs: 0,
+      log: () => undefined,
+    });
     const sink = new RecordingSink();
-    const consumer = await runtime.addConsumer({ table, consumerId: 'c1', sink, stream: { ignoreProgress: true, mode: 'latest-full' }, lease: false });
+    const consumer = await runtime.addConsumer({
+      table,
+      consumerId: 'c1',
+      sink,
+      stream: { ignoreProgress: true, mode: 'latest-full' },
+      lease: false,
+    });
     await runtime.start();
     try {
       await runtime.idle(600_000);
@@ -210,9 +238,19 @@ describe('skipping expired snapshots under skip-to-earliest is never silent (see
     // (the fault test's interleaving: the consumer's discovery ran between consumer and snapshot expiry).
     await expireSnapshots(table, { now: Date.now() + 1_000, retainMin: 1, olderThanMs: 0 });
     const lines: string[] = [];
-    const runtime = new LocalRuntime({ discoveryIntervalMs: 10, compactionIntervalMs: 0, expiryIntervalMs: 0, log: (l) => lines.push(l) });
+    const runtime = new LocalRuntime({
+      discoveryIntervalMs: 10,
+      compactionIntervalMs: 0,
+      expiryIntervalMs: 0,
+      log: (l) => lines.push(l),
+    });
     const sink = new RecordingSink();
-    const consumer = await runtime.addConsumer({ table, consumerId: 'c1', sink, stream: { onExpired: 'skip-to-earliest' } });
+    const consumer = await runtime.addConsumer({
+      table,
+      consumerId: 'c1',
+      sink,
+      stream: { onExpired: 'skip-to-earliest' },
+    });
     await runtime.start();
     try {
       await runtime.idle(30_000);
@@ -224,9 +262,13 @@ describe('skipping expired snapshots under skip-to-earliest is never silent (see
     expect((refused as ConsumerExpiredError).lostRange).toBeUndefined();
     expect(consumer.gaps).toEqual([expect.objectContaining({ from: 1, to: 3, reason: 'consumer-expired' })]);
     expect(lines.filter((l) => l.includes('skipped snapshots 1..2') && l.includes('LOST'))).toHaveLength(1);
-    expect((await readConsumer(table.store, table.path, 'c1'))?.gaps).toEqual([expect.objectContaining({ from: 1, to: 3 })]);
+    expect((await readConsumer(table.store, table.path, 'c1'))?.gaps).toEqual([
+      expect.objectContaining({ from: 1, to: 3 }),
+    ]);
     const sys = await readSystemTable(table, 'consumers');
-    expect(sys.records).toEqual([expect.objectContaining({ consumer_id: 'c1', status: 'active', skipped_snapshots: '1..2' })]);
+    expect(sys.records).toEqual([
+      expect.objectContaining({ consumer_id: 'c1', status: 'active', skipped_snapshots: '1..2' }),
+    ]);
     expect(sink.batches.map((b) => b.snapshotId)).toEqual([3]);
   });
 
@@ -237,14 +279,22 @@ describe('skipping expired snapshots under skip-to-earliest is never silent (see
     await put(table, [[2, 'b']]);
     await put(table, [[3, 'c']]);
     await expireSnapshots(table, { now: Date.now() + 1_000, retainMin: 1, olderThanMs: 0 });
-    await writeConsumer(table.store, table.path, 'c1', { nextSnapshot: 1, plannedSnapshot: 0, lastUpdated: Date.now(), run: 'r1', buckets: {} });
+    await writeConsumer(table.store, table.path, 'c1', {
+      nextSnapshot: 1,
+      plannedSnapshot: 0,
+      lastUpdated: Date.now(),
+      run: 'r1',
+      buckets: {},
+    });
     // Act
     const refused = await discover(table, new MemoryQueue(), 'c1').catch((e) => e);
     const result = await discover(table, new MemoryQueue(), 'c1', { onExpired: 'skip-to-earliest' });
     // Assess
     expect(refused).toBeInstanceOf(SnapshotExpiredError);
     expect(result.gaps).toEqual([expect.objectContaining({ from: 1, to: 3, reason: 'snapshot-expired' })]);
-    expect((await readConsumer(table.store, table.path, 'c1'))?.gaps).toEqual([expect.objectContaining({ from: 1, to: 3 })]);
+    expect((await readConsumer(table.store, table.path, 'c1'))?.gaps).toEqual([
+      expect.objectContaining({ from: 1, to: 3 }),
+    ]);
   });
 
   it('a stream scan that falls behind expiry names the snapshots it skipped in its next plan', async () => {
@@ -280,7 +330,10 @@ describe('consumer expiry racing a reader that still delivers', () => {
     await reader.poll();
     await put(table, [[1, 'b']]);
     await discover(table, queue, 'c1');
-    store.beforeDelete((k) => k.includes('@progress/'), async () => void (await reader.poll()));
+    store.beforeDelete(
+      (k) => k.includes('@progress/'),
+      async () => void (await reader.poll()),
+    );
     // Act: the consumer expires (clock jump) while its reader delivers snapshot 2, then is resumed.
     expect((await expireConsumers(table, { now: Date.now() + 2 * HOUR })).expired).toEqual(['c1']);
     const tombstone = await readTombstone(table.store, table.path, 'c1');
@@ -293,7 +346,6 @@ describe('consumer expiry racing a reader that still delivers', () => {
     expect(sink.batches.map((b) => b.snapshotId)).toEqual([1, 2]);
   });
 });
-
 
 describe('an expired consumer resumed while no lease object exists (stress seed 361671716)', () => {
   it('the fencing token never starts again at 1: a new reader group is not fenced off by progress of the old holder', async () => {
@@ -323,7 +375,13 @@ describe('an expired consumer resumed while no lease object exists (stress seed 
     await c.acquire();
     const q2 = new MemoryQueue();
     const fresh = new RecordingSink();
-    await pump(table, q2, new SplitReader({ table, consumerId: 'c1', queue: q2, sink: fresh, log: () => undefined, fence: { lease: c } }), 'c1', { maxRounds: 20 });
+    await pump(
+      table,
+      q2,
+      new SplitReader({ table, consumerId: 'c1', queue: q2, sink: fresh, log: () => undefined, fence: { lease: c } }),
+      'c1',
+      { maxRounds: 20 },
+    );
     // Assess: the new holder's token is above every earlier one, and it delivers the resumed run.
     expect(c.token).toBeGreaterThan(2);
     expect(fresh.batches.map((x) => x.snapshotId)).toEqual([1]);
@@ -332,15 +390,26 @@ describe('an expired consumer resumed while no lease object exists (stress seed 
   });
 });
 
-
 describe('a reader group fenced off by a takeover (stress seed 361671716, db.src//2)', () => {
   it('stops at its first fenced delivery and gives the split back at once, instead of retrying it into the dead-letter queue', async () => {
     // Prepare: runtime A holds the id (renewal only every 20 s); reader group B takes it over.
     const table = await makeTable({ bucket: '1' });
     const queue = new MemoryQueue({ visibilityMs: 60_000, maxReceiveCount: 2 });
     const lines: string[] = [];
-    const runtime = new LocalRuntime({ discoveryIntervalMs: 25, compactionIntervalMs: 0, expiryIntervalMs: 0, log: (l) => lines.push(l) });
-    const consumer = await runtime.addConsumer({ table, consumerId: 'c1', sink: new RecordingSink(), queue, leaseMs: 60_000, stream: { mode: 'earliest' } });
+    const runtime = new LocalRuntime({
+      discoveryIntervalMs: 25,
+      compactionIntervalMs: 0,
+      expiryIntervalMs: 0,
+      log: (l) => lines.push(l),
+    });
+    const consumer = await runtime.addConsumer({
+      table,
+      consumerId: 'c1',
+      sink: new RecordingSink(),
+      queue,
+      leaseMs: 60_000,
+      stream: { mode: 'earliest' },
+    });
     await runtime.start();
     const b = new ConsumerLeaseHandle(table.store, table.path, 'c1', { ttlMs: 60_000, takeover: true });
     await b.acquire();
@@ -356,22 +425,29 @@ describe('a reader group fenced off by a takeover (stress seed 361671716, db.src
   });
 });
 
-
 describe('a reader still delivering when its consumer expires (stress seeds 361671716, 361671729)', () => {
   it('a split whose bucket progress expiry deleted is stale, not delivered again behind newer ones', async () => {
     // Prepare: two buckets, snapshots 1 and 2 delivered in both; their acknowledgements were lost.
     const table = await makeTable({ bucket: '2', 'consumer.expiration-time': '1 h' });
     const [k0, k1] = await bucketKeys(table);
-    await put(table, [[k0, 'a'], [k1, 'a']]);
-    await put(table, [[k0, 'b'], [k1, 'b']]);
+    await put(table, [
+      [k0, 'a'],
+      [k1, 'a'],
+    ]);
+    await put(table, [
+      [k0, 'b'],
+      [k1, 'b'],
+    ]);
     const queue = new MemoryQueue({ visibilityMs: 60_000 });
     await discover(table, queue, 'c1', { mode: 'earliest' });
     const messages = await queue.receive({ maxMessages: 10 });
     const sink = new RecordingSink();
     const first = new BatchDelivery(table, 'c1', sink);
     for (const m of messages) expect(await first.deliver(m.body)).toBe('delivered');
-    const bucketOfMessage = (m: (typeof messages)[number]) => JSON.parse(m.body) as { bucket: number; snapshotId: number };
-    const copyOf = (bucket: number, snapshotId: number) => messages.find((m) => bucketOfMessage(m).bucket === bucket && bucketOfMessage(m).snapshotId === snapshotId)!;
+    const bucketOfMessage = (m: (typeof messages)[number]) =>
+      JSON.parse(m.body) as { bucket: number; snapshotId: number };
+    const copyOf = (bucket: number, snapshotId: number) =>
+      messages.find((m) => bucketOfMessage(m).bucket === bucket && bucketOfMessage(m).snapshotId === snapshotId)!;
     // Act: a redelivering batch has read the consumer (bucket 0's copy of 2 is a duplicate) when
     // the consumer expires, which deletes its progress; the batch goes on with bucket 1's copy of 1.
     const again = new BatchDelivery(table, 'c1', sink);
@@ -380,11 +456,12 @@ describe('a reader still delivering when its consumer expires (stress seeds 3616
     const outcome = await again.deliver(copyOf(1, 1).body);
     // Assess: the old split is not handed over after the newer one, and no progress is re-created.
     expect(outcome).toBe('stale');
-    expect(sink.batches.map((b) => `${b.snapshotId}/${b.bucket}`)).toEqual(messages.map((m) => `${bucketOfMessage(m).snapshotId}/${bucketOfMessage(m).bucket}`));
+    expect(sink.batches.map((b) => `${b.snapshotId}/${b.bucket}`)).toEqual(
+      messages.map((m) => `${bucketOfMessage(m).snapshotId}/${bucketOfMessage(m).bucket}`),
+    );
     expect(await readBucketProgress(table.store, table.path, 'c1', '', 1)).toBeUndefined();
   });
 });
-
 
 /** Two keys, the first in bucket 0 and the second in bucket 1 of a 2-bucket `(k, v)` table. */
 async function bucketKeys(table: Awaited<ReturnType<typeof makeTable>>): Promise<[number, number]> {

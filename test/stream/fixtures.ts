@@ -18,7 +18,10 @@ import type { StreamScan } from '../../lib/stream/stream-scan.js';
 import type { Table } from '../../lib/table/table.js';
 
 /** A `(k BIGINT, v STRING)` table keyed by k on a fresh memory warehouse (or `store`). */
-export async function makeTable(options: Record<string, string> = {}, opts: { store?: ObjectStore; name?: string; partitioned?: boolean } = {}): Promise<Table> {
+export async function makeTable(
+  options: Record<string, string> = {},
+  opts: { store?: ObjectStore; name?: string; partitioned?: boolean } = {},
+): Promise<Table> {
   const catalog = new FolderCatalog(opts.store ?? new MemoryStore());
   return catalog.createTable(opts.name ?? 'db.t', {
     fields: parseSchemaText(opts.partitioned ? 'p STRING, k BIGINT, v STRING' : 'k BIGINT, v STRING'),
@@ -29,7 +32,11 @@ export async function makeTable(options: Record<string, string> = {}, opts: { st
 }
 
 /** Upserts (or deletes, with `delete: true`) keys with values; one commit. */
-export async function put(table: Table, entries: Array<[number, string | null]>, opts: { delete?: boolean; p?: string } = {}): Promise<number> {
+export async function put(
+  table: Table,
+  entries: Array<[number, string | null]>,
+  opts: { delete?: boolean; p?: string } = {},
+): Promise<number> {
   const rows = entries.map(([k, v]) => ({ ...(opts.p !== undefined ? { p: opts.p } : {}), k: BigInt(k), v }));
   const kinds = entries.map(() => (opts.delete ? RowKind.DELETE : RowKind.INSERT)) as RowKindByte[];
   const r = await table.write(rows, { kinds });
@@ -58,8 +65,23 @@ export async function drain(scan: StreamScan, table: Table, withSnapshot = false
 }
 
 /** A ChangeBatch for tests that read splits themselves. */
-export function batchOf(table: Table, snapshotId: number, partition: string, bucket: number, data: ChangeBatch['data']): ChangeBatch {
-  return { table, consumerId: 'test', snapshotId, partition, bucket, kind: 'delta', data, splitId: `test/${snapshotId}/${partition}/${bucket}` };
+export function batchOf(
+  table: Table,
+  snapshotId: number,
+  partition: string,
+  bucket: number,
+  data: ChangeBatch['data'],
+): ChangeBatch {
+  return {
+    table,
+    consumerId: 'test',
+    snapshotId,
+    partition,
+    bucket,
+    kind: 'delta',
+    data,
+    splitId: `test/${snapshotId}/${partition}/${bucket}`,
+  };
 }
 
 /** A sink that records every change it is given (and can be told to fail). */

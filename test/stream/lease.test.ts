@@ -23,7 +23,12 @@ describe('ConsumerLeaseHandle', () => {
     // Act
     const b = new ConsumerLeaseHandle(store, T, 'c1', { holder: holder('b'), ttlMs: 30_000, now: () => now });
     const refused = await b.acquire().catch((e) => e);
-    const t = new ConsumerLeaseHandle(store, T, 'c1', { holder: holder('t'), ttlMs: 30_000, takeover: true, now: () => now });
+    const t = new ConsumerLeaseHandle(store, T, 'c1', {
+      holder: holder('t'),
+      ttlMs: 30_000,
+      takeover: true,
+      now: () => now,
+    });
     await t.acquire();
     // Assess
     expect(refused).toBeInstanceOf(ConsumerLeaseHeldError);

@@ -42,7 +42,10 @@ describe('MemoryQueue', () => {
     const others = await q.receive();
     // Assess
     expect(others.map((m) => m.groupId)).not.toContain(a.groupId);
-    expect(others.map((m) => m.body)).toEqual([`${a.groupId === 'a' ? 'b' : 'a'}:1`, `${a.groupId === 'a' ? 'b' : 'a'}:2`]);
+    expect(others.map((m) => m.body)).toEqual([
+      `${a.groupId === 'a' ? 'b' : 'a'}:1`,
+      `${a.groupId === 'a' ? 'b' : 'a'}:2`,
+    ]);
   });
 
   it('drops a send whose deduplication id was seen within the window, even after the first was consumed', async () => {
@@ -169,6 +172,8 @@ describe('MemoryQueue', () => {
     await q.ack([m.receiptHandle]);
     expect(await q.depth()).toEqual({ visible: 0, inFlight: 0, deadLettered: 0 });
     await expect(q.send([{ groupId: 'a', dedupId: 'z', body: 'boom' }])).rejects.toBeInstanceOf(InjectedFaultError);
-    await expect(q.send([{ groupId: 'g'.repeat(129), dedupId: 'x', body: '' }])).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(q.send([{ groupId: 'g'.repeat(129), dedupId: 'x', body: '' }])).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
   });
 });

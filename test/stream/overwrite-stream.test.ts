@@ -23,7 +23,8 @@ describe('streaming-read-overwrite on an append table', () => {
       expect(plan.overwriteSkipped).toBeUndefined();
       for (const split of plan.splits) {
         const data = await readSplit(scan.table, split);
-        for (const c of changesOf(batchOf(scan.table, split.snapshotId, split.partition, split.bucket, data))) seen.push(`${c.snapshot} ${c.kind} ${String(c.row.msg)}`);
+        for (const c of changesOf(batchOf(scan.table, split.snapshotId, split.partition, split.bucket, data)))
+          seen.push(`${c.snapshot} ${c.kind} ${String(c.row.msg)}`);
       }
     }
     expect(seen).toEqual(['1 +I a', '1 +I b', '2 -D a', '2 -D b', '2 +I c']);

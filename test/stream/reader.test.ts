@@ -50,7 +50,9 @@ describe.each(['none', 'lookup'] as const)('split readers under faults (changelo
     });
     const sink = new RecordingSink();
     sink.failNext = () => faults && r.chance(0.25);
-    const readers = [0, 1].map(() => new SplitReader({ table: t, consumerId: 'c', queue, sink, retryDelayMs: 1, log: () => {} }));
+    const readers = [0, 1].map(
+      () => new SplitReader({ table: t, consumerId: 'c', queue, sink, retryDelayMs: 1, log: () => {} }),
+    );
     // Act: commits interleaved with discovery (sometimes twice at once) and readers that may crash
     for (let commit = 0; commit < 25; commit++) {
       const partition = r.pick(['x', 'y']);
@@ -59,9 +61,12 @@ describe.each(['none', 'lookup'] as const)('split readers under faults (changelo
       await put(t, entries, { p: partition, delete: r.chance(0.2) });
       if (r.chance(0.1)) await compactTable(t, { full: true });
       const discoveries = r.chance(0.3) ? 2 : 1;
-      await Promise.all(Array.from({ length: discoveries }, () => discover(t, queue, 'c', { maxSnapshotsPerRun: r.int(1, 4) })));
+      await Promise.all(
+        Array.from({ length: discoveries }, () => discover(t, queue, 'c', { maxSnapshotsPerRun: r.int(1, 4) })),
+      );
       for (const reader of readers) {
-        if (r.chance(0.1)) await queue.receive({ maxMessages: r.int(1, 3) }); // a reader that crashed mid-batch
+        if (r.chance(0.1))
+          await queue.receive({ maxMessages: r.int(1, 3) }); // a reader that crashed mid-batch
         else await reader.poll({ maxMessages: r.int(1, 10) });
       }
     }
@@ -78,7 +83,9 @@ describe.each(['none', 'lookup'] as const)('split readers under faults (changelo
       const next = await t.snapshots.tryRead(id + 1);
       // A snapshot is settled when no changelog of its writes is still to come.
       if (next && next.commitKind !== 'APPEND') continue;
-      expect(replay(bySnapshot.filter((c) => c.snapshot <= id)), `state at snapshot ${id}`).toEqual(await stateAt(t, id));
+      expect(replay(bySnapshot.filter((c) => c.snapshot <= id)), `state at snapshot ${id}`).toEqual(
+        await stateAt(t, id),
+      );
     }
   });
 });
@@ -93,15 +100,32 @@ describe('dead-lettered splits', () => {
     const queue = new MemoryQueue({ maxReceiveCount: 20 });
     const sink = new RecordingSink();
     const log: string[] = [];
-    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, retryDelayMs: 0, failureBudget: 2, log: (l) => log.push(l) });
+    const reader = new SplitReader({
+      table: t,
+      consumerId: 'c',
+      queue,
+      sink,
+      retryDelayMs: 0,
+      failureBudget: 2,
+      log: (l) => log.push(l),
+    });
     const keys = [1, 2, 3, 4, 5, 6, 7, 8];
-    await put(t, keys.map((k) => [k, 'a'] as [number, string]));
+    await put(
+      t,
+      keys.map((k) => [k, 'a'] as [number, string]),
+    );
     await pump(t, queue, reader, 'c');
-    const bucketOf1 = sink.batches.find((b) => [...(b.data.getChild('k')!.toArray() as BigInt64Array)].includes(1n))!.bucket;
+    const bucketOf1 = sink.batches.find((b) =>
+      [...(b.data.getChild('k')!.toArray() as BigInt64Array)].includes(1n),
+    )!.bucket;
     let broken = true;
     sink.failNext = (b) => broken && b.bucket === bucketOf1;
     // Act
-    for (let i = 1; i <= 3; i++) await put(t, keys.map((k) => [k, `v${i}`] as [number, string]));
+    for (let i = 1; i <= 3; i++)
+      await put(
+        t,
+        keys.map((k) => [k, `v${i}`] as [number, string]),
+      );
     for (let i = 0; i < 12; i++) {
       await discover(t, queue, 'c');
       await reader.poll();
@@ -116,8 +140,12 @@ describe('dead-lettered splits', () => {
     }
     // Assess
     expect(new Set(sink.batches.map((b) => b.bucket)).size).toBe(2);
-    expect(log.filter((l) => l.includes('MOVED TO THE DEAD-LETTER QUEUE after failing on its own 2 times'))).toHaveLength(1);
-    expect(log.filter((l) => l.includes('MOVED TO THE DEAD-LETTER QUEUE behind the dead-lettered split'))).toHaveLength(2);
+    expect(
+      log.filter((l) => l.includes('MOVED TO THE DEAD-LETTER QUEUE after failing on its own 2 times')),
+    ).toHaveLength(1);
+    expect(log.filter((l) => l.includes('MOVED TO THE DEAD-LETTER QUEUE behind the dead-lettered split'))).toHaveLength(
+      2,
+    );
     expect(deadWhileBroken).toBe(3);
     expect(otherBucketValues.slice(-1)).toEqual(['v3']);
     expect(lag).toMatchObject({ blockingBuckets: [`bucket-${bucketOf1}`] });

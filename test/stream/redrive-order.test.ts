@@ -18,7 +18,11 @@ import { createQueue } from '../functions/harness.js';
 
 /** A table, its commit queue and commit DLQ (FIFO, the group per table), as the constructs make them. */
 async function setup() {
-  const table = await new FolderCatalog(new MemoryStore()).createTable('shop.orders', { fields: parseSchemaText('id BIGINT, status STRING'), primaryKeys: ['id'], options: { bucket: '2' } });
+  const table = await new FolderCatalog(new MemoryStore()).createTable('shop.orders', {
+    fields: parseSchemaText('id BIGINT, status STRING'),
+    primaryKeys: ['id'],
+    options: { bucket: '2' },
+  });
   const name = `redrive-${randomUUID().slice(0, 8)}`;
   const dlqUrl = await createQueue(`${name}-dlq.fifo`);
   const queueUrl = await createQueue(`${name}.fifo`);
@@ -26,14 +30,30 @@ async function setup() {
 }
 
 /** A writer's batch of `rows`, written now and handed over as its commit message. */
-async function writeBatch(table: Table, id: string, rows: Array<{ id: bigint; status: string }>): Promise<CommitMessage> {
+async function writeBatch(
+  table: Table,
+  id: string,
+  rows: Array<{ id: bigint; status: string }>,
+): Promise<CommitMessage> {
   let message: CommitMessage | undefined;
-  await landRows(table, rows, rows.map(() => 0), { commitUser: 'ingest', commitIdentifier: id, sources: [`sqs:${id}`], enqueue: async (m) => void (message = m) });
+  await landRows(
+    table,
+    rows,
+    rows.map(() => 0),
+    { commitUser: 'ingest', commitIdentifier: id, sources: [`sqs:${id}`], enqueue: async (m) => void (message = m) },
+  );
   return message!;
 }
 
 async function send(sqs: SQSClient, url: string, m: CommitMessage, dedup = m.commitIdentifier): Promise<void> {
-  await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: encodeCommitMessage(m), MessageGroupId: queueId(m.table), MessageDeduplicationId: queueId(dedup) }));
+  await sqs.send(
+    new SendMessageCommand({
+      QueueUrl: url,
+      MessageBody: encodeCommitMessage(m),
+      MessageGroupId: queueId(m.table),
+      MessageDeduplicationId: queueId(dedup),
+    }),
+  );
 }
 
 async function statusOf(table: Table): Promise<Map<bigint, string>> {
@@ -47,7 +67,10 @@ describe.skipIf(!awsAvailable())('commit DLQ redrive keeps per-key order (moto)'
   it('commits the dead-lettered batch without the keys a newer batch already committed, and says what it skipped', async () => {
     // Prepare: the older batch (1:new, 2:new) failed its receives and sits in the commit DLQ ...
     const { table, dlqUrl, queueUrl, sqs } = await setup();
-    const older = await writeBatch(table, 'ingest-m1', [{ id: 1n, status: 'new' }, { id: 2n, status: 'new' }]);
+    const older = await writeBatch(table, 'ingest-m1', [
+      { id: 1n, status: 'new' },
+      { id: 2n, status: 'new' },
+    ]);
     await send(sqs, dlqUrl, older);
     await tick();
     // ... while a newer batch of key 1 committed (the commit function, here through the same lib commit).
@@ -60,11 +83,24 @@ describe.skipIf(!awsAvailable())('commit DLQ redrive keeps per-key order (moto)'
     expect(status.get(1n)).toBe('paid');
     expect(status.get(2n)).toBe('new');
     expect(r.batches).toHaveLength(1);
-    expect(r.batches[0]).toMatchObject({ outcome: 'committed', committedRows: 1, skippedRows: 1, skippedKeys: ['[1]'], commitIdentifier: 'ingest-m1' });
+    expect(r.batches[0]).toMatchObject({
+      outcome: 'committed',
+      committedRows: 1,
+      skippedRows: 1,
+      skippedKeys: ['[1]'],
+      commitIdentifier: 'ingest-m1',
+    });
     // The DLQ is empty, the commit queue holds nothing (the barrier the redrive held is gone).
     const depth = async (url: string) => {
-      const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
-      return Number(a.Attributes!.ApproximateNumberOfMessages) + Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible);
+      const a = await sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: url,
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
+      );
+      return (
+        Number(a.Attributes!.ApproximateNumberOfMessages) + Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible)
+      );
     };
     expect(await depth(dlqUrl)).toBe(0);
     expect(await depth(queueUrl)).toBe(0);
@@ -104,7 +140,9 @@ describe.skipIf(!awsAvailable())('commit DLQ redrive keeps per-key order (moto)'
     expect(r.held).toBe(1);
     expect(r.batches[0]).toMatchObject({ outcome: 'committed', skippedRows: 0 });
     // The waiting batch is back at the head of the group for the commit function.
-    const back = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+    const back = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
     expect(back.Messages?.map((m) => JSON.parse(m.Body!).commitIdentifier)).toEqual(['ingest-waiting']);
   });
 
@@ -113,7 +151,11 @@ describe.skipIf(!awsAvailable())('commit DLQ redrive keeps per-key order (moto)'
     const dead = await writeBatch(table, 'ingest-old', [{ id: 4n, status: 'old' }]);
     await send(sqs, dlqUrl, dead);
     await tick();
-    for (let i = 0; i < 3; i++) await landRows(table, [{ id: BigInt(10 + i), status: 'x' }], [0], { commitUser: 'ingest', commitIdentifier: `later-${i}` });
+    for (let i = 0; i < 3; i++)
+      await landRows(table, [{ id: BigInt(10 + i), status: 'x' }], [0], {
+        commitUser: 'ingest',
+        commitIdentifier: `later-${i}`,
+      });
     // Expire the first snapshot, written after the dead batch: what it held can no longer be seen.
     const fresh = table;
     await fresh.store.delete(fresh.snapshots.snapshotKey(1));

@@ -35,61 +35,78 @@ describe('jsonlSink and callbackSink', () => {
     // Act
     await pump(t, queue, new SplitReader({ table: t, consumerId: 'c', queue, sink: both }), 'c');
     // Assess
-    expect(text).toBe('{"snapshot":1,"kind":"+I","row":{"k":1,"v":"a"}}\n{"snapshot":2,"kind":"-D","row":{"k":1,"v":null}}\n');
-    expect(seen.map((c) => [c.snapshot, c.kind, c.row.k, c.bucket])).toEqual([[1, '+I', 1n, 0], [2, '-D', 1n, 0]]);
+    expect(text).toBe(
+      '{"snapshot":1,"kind":"+I","row":{"k":1,"v":"a"}}\n{"snapshot":2,"kind":"-D","row":{"k":1,"v":null}}\n',
+    );
+    expect(seen.map((c) => [c.snapshot, c.kind, c.row.k, c.bucket])).toEqual([
+      [1, '+I', 1n, 0],
+      [2, '-D', 1n, 0],
+    ]);
   });
 });
 
 describe('tableSink', () => {
-  it.each(['none', 'lookup'] as const)('streams a %s table into another exactly once through crashes between commit and ack', async (producer) => {
-    // Prepare
-    const seed = testSeed(`table-sink-${producer}`);
-    const r = rng(seed);
-    const store = new MemoryStore();
-    const source = await makeTable({ bucket: '3', 'changelog-producer': producer }, { store, name: 'db.source' });
-    const target = await new FolderCatalog(store).createTable('db.target', {
-      fields: parseSchemaText('k BIGINT, v STRING'),
-      primaryKeys: ['k'],
-      options: { bucket: '2' },
-    });
-    await ensureConsumer(source, 'etl', { mode: 'earliest' });
-    let crashes = 0;
-    const inner = tableSink(target);
-    // A reader process that dies after the sink's commit, before progress and acknowledgement.
-    const crashing: StreamSink = {
-      async write(batch) {
-        await inner.write(batch);
-        if (r.chance(0.3)) {
-          crashes++;
-          throw new InjectedFaultError(`crash after committing ${batch.splitId}`);
-        }
-      },
-    };
-    const queue = new MemoryQueue({ maxReceiveCount: 1_000, faults: { ack: () => r.chance(0.2) }, visibilityMs: 10 });
-    // The reader's own failure budget as high as the queue's: this test crashes readers, it never dead-letters.
-    const reader = new SplitReader({ table: source, consumerId: 'etl', queue, sink: crashing, retryDelayMs: 0, failureBudget: 1_000, log: () => {} });
-    // Act
-    for (let i = 0; i < 15; i++) {
-      const entries: Array<[number, string | null]> = [];
-      for (let n = r.int(1, 6); n > 0; n--) entries.push([r.int(0, 15), `w${i}`]);
-      await put(source, entries, { delete: r.chance(0.25) });
-      await discover(source, queue, 'etl');
-      await reader.poll();
-    }
-    await pump(source, queue, reader, 'etl');
-    // Assess
-    expect(crashes).toBeGreaterThan(0);
-    expect(await stateOf(target)).toEqual(await stateOf(source));
-    const identifiers: string[] = [];
-    for (const id of await target.snapshots.listIds()) {
-      const s = await target.snapshots.read(id);
-      // Splits committed together by the in-process group commit are listed in varve.identifiers.
-      if (s.commitKind === 'APPEND') identifiers.push(...(batchIdentifiersOf(s).length > 0 ? batchIdentifiersOf(s) : [s.commitIdentifier]));
-    }
-    expect(identifiers.length).toBeGreaterThan(0);
-    expect(new Set(identifiers).size).toBe(identifiers.length);
-    expect(identifiers.every((id) => id.startsWith('etl/'))).toBe(true);
-  });
+  it.each(['none', 'lookup'] as const)(
+    'streams a %s table into another exactly once through crashes between commit and ack',
+    async (producer) => {
+      // Prepare
+      const seed = testSeed(`table-sink-${producer}`);
+      const r = rng(seed);
+      const store = new MemoryStore();
+      const source = await makeTable({ bucket: '3', 'changelog-producer': producer }, { store, name: 'db.source' });
+      const target = await new FolderCatalog(store).createTable('db.target', {
+        fields: parseSchemaText('k BIGINT, v STRING'),
+        primaryKeys: ['k'],
+        options: { bucket: '2' },
+      });
+      await ensureConsumer(source, 'etl', { mode: 'earliest' });
+      let crashes = 0;
+      const inner = tableSink(target);
+      // A reader process that dies after the sink's commit, before progress and acknowledgement.
+      const crashing: StreamSink = {
+        async write(batch) {
+          await inner.write(batch);
+          if (r.chance(0.3)) {
+            crashes++;
+            throw new InjectedFaultError(`crash after committing ${batch.splitId}`);
+          }
+        },
+      };
+      const queue = new MemoryQueue({ maxReceiveCount: 1_000, faults: { ack: () => r.chance(0.2) }, visibilityMs: 10 });
+      // The reader's own failure budget as high as the queue's: this test crashes readers, it never dead-letters.
+      const reader = new SplitReader({
+        table: source,
+        consumerId: 'etl',
+        queue,
+        sink: crashing,
+        retryDelayMs: 0,
+        failureBudget: 1_000,
+        log: () => {},
+      });
+      // Act
+      for (let i = 0; i < 15; i++) {
+        const entries: Array<[number, string | null]> = [];
+        for (let n = r.int(1, 6); n > 0; n--) entries.push([r.int(0, 15), `w${i}`]);
+        await put(source, entries, { delete: r.chance(0.25) });
+        await discover(source, queue, 'etl');
+        await reader.poll();
+      }
+      await pump(source, queue, reader, 'etl');
+      // Assess
+      expect(crashes).toBeGreaterThan(0);
+      expect(await stateOf(target)).toEqual(await stateOf(source));
+      const identifiers: string[] = [];
+      for (const id of await target.snapshots.listIds()) {
+        const s = await target.snapshots.read(id);
+        // Splits committed together by the in-process group commit are listed in varve.identifiers.
+        if (s.commitKind === 'APPEND')
+          identifiers.push(...(batchIdentifiersOf(s).length > 0 ? batchIdentifiersOf(s) : [s.commitIdentifier]));
+      }
+      expect(identifiers.length).toBeGreaterThan(0);
+      expect(new Set(identifiers).size).toBe(identifiers.length);
+      expect(identifiers.every((id) => id.startsWith('etl/'))).toBe(true);
+    },
+  );
 });
 
 describe('tableSink without a dedup window', () => {
@@ -97,7 +114,11 @@ describe('tableSink without a dedup window', () => {
     // Prepare
     const store = new MemoryStore();
     const catalog = new FolderCatalog(store);
-    const source = await catalog.createTable('db.src', { fields: parseSchemaText('k BIGINT, n BIGINT'), primaryKeys: ['k'], options: { bucket: '1' } });
+    const source = await catalog.createTable('db.src', {
+      fields: parseSchemaText('k BIGINT, n BIGINT'),
+      primaryKeys: ['k'],
+      options: { bucket: '1' },
+    });
     const target = await catalog.createTable('db.agg', {
       fields: parseSchemaText('k BIGINT, n BIGINT'),
       primaryKeys: ['k'],
@@ -107,7 +128,12 @@ describe('tableSink without a dedup window', () => {
     await source.write([{ k: 1n, n: 5n }]);
     const batches: Parameters<StreamSink['write']>[0][] = [];
     const queue = new MemoryQueue();
-    await pump(source, queue, new SplitReader({ table: source, consumerId: 'etl', queue, sink: { write: async (b) => void batches.push(b) } }), 'etl');
+    await pump(
+      source,
+      queue,
+      new SplitReader({ table: source, consumerId: 'etl', queue, sink: { write: async (b) => void batches.push(b) } }),
+      'etl',
+    );
     const sink = tableSink(target);
     await sink.write(batches[0]);
     for (let i = 0; i < 120; i++) await target.write([{ k: 2n, n: 1n }]);
@@ -115,6 +141,9 @@ describe('tableSink without a dedup window', () => {
     await sink.write(batches[0]);
     // Assess
     const rows = (await target.read()).toArray().map((r) => [r.k, r.n]);
-    expect(rows).toEqual([[1n, 5n], [2n, 120n]]);
+    expect(rows).toEqual([
+      [1n, 5n],
+      [2n, 120n],
+    ]);
   });
 });

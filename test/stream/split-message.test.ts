@@ -3,19 +3,46 @@ import { describe, expect, it } from 'vitest';
 import { CorruptMetadataError } from '../../lib/errors.js';
 import type { DataFileMeta } from '../../lib/manifest/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
-import { decodeSplitMessage, encodeSplitMessage, queueId, splitDedupId, splitGroupId, type SplitMessage } from '../../lib/stream/split-message.js';
+import {
+  decodeSplitMessage,
+  encodeSplitMessage,
+  queueId,
+  splitDedupId,
+  splitGroupId,
+  type SplitMessage,
+} from '../../lib/stream/split-message.js';
 
 function file(n: number): DataFileMeta {
   return {
-    fileName: `data-${n}.parquet`, fileSize: 100, rowCount: 3, minKey: [1], maxKey: [9], sequenceBase: n * 10,
-    minSequenceNumber: n * 10, maxSequenceNumber: n * 10 + 2, schemaId: 0, level: 0, creationTime: 0, deleteRowCount: 0, fileSource: 'APPEND',
+    fileName: `data-${n}.parquet`,
+    fileSize: 100,
+    rowCount: 3,
+    minKey: [1],
+    maxKey: [9],
+    sequenceBase: n * 10,
+    minSequenceNumber: n * 10,
+    maxSequenceNumber: n * 10 + 2,
+    schemaId: 0,
+    level: 0,
+    creationTime: 0,
+    deleteRowCount: 0,
+    fileSource: 'APPEND',
   };
 }
 
 function message(files: number): SplitMessage {
   return {
-    table: 'db.t', tablePath: 'db.db/t', consumerId: 'c', run: 'run-1234-abcd', snapshotId: 7, partition: 'dt=2024-05-01',
-    bucket: 3, totalBuckets: 4, kind: 'delta', prev: 5, files: Array.from({ length: files }, (_, i) => file(i)),
+    table: 'db.t',
+    tablePath: 'db.db/t',
+    consumerId: 'c',
+    run: 'run-1234-abcd',
+    snapshotId: 7,
+    partition: 'dt=2024-05-01',
+    bucket: 3,
+    totalBuckets: 4,
+    kind: 'delta',
+    prev: 5,
+    files: Array.from({ length: files }, (_, i) => file(i)),
   };
 }
 
@@ -29,7 +56,7 @@ describe('split messages', () => {
     expect(await decodeSplitMessage(store, request.body)).toEqual(message(2));
   });
 
-  it('send a large file list by reference, under the consumer file\'s name', async () => {
+  it("send a large file list by reference, under the consumer file's name", async () => {
     const store = new MemoryStore();
     const { request, byReference } = await encodeSplitMessage(store, message(50), 2000);
     expect(byReference).toBe(true);
@@ -38,9 +65,14 @@ describe('split messages', () => {
     expect(await decodeSplitMessage(store, request.body)).toEqual(message(50));
   });
 
-  it('carry an overwrite split\'s files before and after, and its schema id, inline and by reference', async () => {
+  it("carry an overwrite split's files before and after, and its schema id, inline and by reference", async () => {
     const store = new MemoryStore();
-    const overwrite: SplitMessage = { ...message(30), kind: 'overwrite', schemaId: 2, beforeFiles: Array.from({ length: 20 }, (_, i) => file(100 + i)) };
+    const overwrite: SplitMessage = {
+      ...message(30),
+      kind: 'overwrite',
+      schemaId: 2,
+      beforeFiles: Array.from({ length: 20 }, (_, i) => file(100 + i)),
+    };
     const inline = await encodeSplitMessage(store, overwrite);
     expect(inline.byReference).toBe(false);
     expect(await decodeSplitMessage(store, inline.request.body)).toEqual(overwrite);

@@ -114,19 +114,28 @@ describe.skipIf(!awsAvailable())('SqsSplitQueue on moto', () => {
   });
 
   it('refuses a queue URL that is not a FIFO queue', () => {
-    expect(() => new SqsSplitQueue({ queueUrl: 'http://127.0.0.1:1/123456789012/splits' })).toThrow(InvalidArgumentError);
+    expect(() => new SqsSplitQueue({ queueUrl: 'http://127.0.0.1:1/123456789012/splits' })).toThrow(
+      InvalidArgumentError,
+    );
   });
 
   it('carries a table stream from discovery to a reader, every key in order', async () => {
     // Prepare: a table on S3 with two buckets and a few commits
     const store = new S3Store({ bucket: await freshBucket('varve-sqs'), prefix: 'wh' });
     const table = await makeTable({ bucket: '2' }, { store });
-    await put(table, [[1, 'a'], [2, 'b'], [3, 'c']]);
+    await put(table, [
+      [1, 'a'],
+      [2, 'b'],
+      [3, 'c'],
+    ]);
     const queue = await freshQueue();
     const sink = new RecordingSink();
     const reader = new SplitReader({ table, consumerId: 'c', queue, sink });
     await discover(table, queue, 'c', { mode: 'earliest' });
-    await put(table, [[1, 'A'], [4, 'd']]);
+    await put(table, [
+      [1, 'A'],
+      [4, 'd'],
+    ]);
     await put(table, [[2, null]], { delete: true });
 
     // Act

@@ -16,7 +16,11 @@ describe('stream under faults, stress', () => {
     for (const seed of seeds) {
       let report;
       try {
-        report = await runStreamFaultScenario(seed, { steps: Number(process.env.VARVE_STRESS_STEPS ?? 200), keys: 20, buckets: 4 });
+        report = await runStreamFaultScenario(seed, {
+          steps: Number(process.env.VARVE_STRESS_STEPS ?? 200),
+          keys: 20,
+          buckets: 4,
+        });
       } catch (e) {
         // A scenario that throws (a consumer that never became idle, a failure it cannot recover
         // from) names its seed like a violation does; the other seeds still run.
@@ -24,8 +28,12 @@ describe('stream under faults, stress', () => {
         continue;
       }
       console.log(describeReport(report), report.violations.slice(0, 5), report.lossReports);
-      if (report.violations.length > 0 && process.env.VARVE_FAULT_TRACE) console.log(report.log.filter((l) => !l.startsWith('varve: ack')).join('\n'));
-      if (report.violations.length > 0) failed.push(`seed ${seed} (replay with VARVE_SEED=${seed}):\n  ${report.violations.slice(0, 8).join('\n  ')}\n  loss reports: ${report.lossReports.join(' | ')}`);
+      if (report.violations.length > 0 && process.env.VARVE_FAULT_TRACE)
+        console.log(report.log.filter((l) => !l.startsWith('varve: ack')).join('\n'));
+      if (report.violations.length > 0)
+        failed.push(
+          `seed ${seed} (replay with VARVE_SEED=${seed}):\n  ${report.violations.slice(0, 8).join('\n  ')}\n  loss reports: ${report.lossReports.join(' | ')}`,
+        );
     }
     expect(failed).toEqual([]);
   }, 900_000);

@@ -15,7 +15,10 @@ describe('stream under faults (several readers, slow sinks, crashes, lost acks, 
         throw Object.assign(e, { message: `seed ${seed} (replay with VARVE_SEED=${seed}): ${e.message}` });
       });
       console.log(describeReport(report));
-      expect(report.violations, `seed ${seed} (replay with VARVE_SEED=${seed})\n${report.lossReports.join('\n')}`).toEqual([]);
+      expect(
+        report.violations,
+        `seed ${seed} (replay with VARVE_SEED=${seed})\n${report.lossReports.join('\n')}`,
+      ).toEqual([]);
     }
   }, 300_000);
 });

@@ -20,7 +20,13 @@
  * yet, and the snapshots expire before the user resumes it (seed 1361768786's silent skip).
  */
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
-import { ConsumerExpiredError, ConsumerLeaseLostError, InjectedFaultError, SnapshotExpiredError, type VarveError } from '../../lib/errors.js';
+import {
+  ConsumerExpiredError,
+  ConsumerLeaseLostError,
+  InjectedFaultError,
+  SnapshotExpiredError,
+  type VarveError,
+} from '../../lib/errors.js';
 import { tableToRows } from '../../lib/format/columns.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
 import { expireConsumers } from '../../lib/maintenance/expire-consumers.js';
@@ -31,11 +37,24 @@ import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind, SEQUENCE_COLUMN, type RowKindByte } from '../../lib/schema/types.js';
 import { describeGap, type ConsumerGap } from '../../lib/snapshot/consumer.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
-import { deleteIfMatch, fromUtf8, type ObjectInfo, type ObjectStore, type StoredObject } from '../../lib/store/object-store.js';
+import {
+  deleteIfMatch,
+  fromUtf8,
+  type ObjectInfo,
+  type ObjectStore,
+  type StoredObject,
+} from '../../lib/store/object-store.js';
 import type { ChangeBatch, StreamSink } from '../../lib/stream/delivery.js';
 import { MemoryQueue } from '../../lib/stream/memory-queue.js';
 import { changesOf } from '../../lib/stream/sinks.js';
-import type { QueueDepth, QueueMessage, ReceiveOptions, SendRequest, SendResult, SplitQueue } from '../../lib/stream/split-queue.js';
+import type {
+  QueueDepth,
+  QueueMessage,
+  ReceiveOptions,
+  SendRequest,
+  SendResult,
+  SplitQueue,
+} from '../../lib/stream/split-queue.js';
 import type { StreamOptions } from '../../lib/stream/stream-options.js';
 import { rng, type Rng } from '../helpers/random.js';
 
@@ -170,7 +189,8 @@ class ProgressWatch implements ObjectStore {
     const p = JSON.parse(fromUtf8(body)) as { run: string; snapshot: number };
     const id = `${key}\u0000${p.run}`;
     const before = this.last.get(id);
-    if (before !== undefined && p.snapshot < before) this.violations.push(`progress of ${key} moved back from ${before} to ${p.snapshot} (run ${p.run})`);
+    if (before !== undefined && p.snapshot < before)
+      this.violations.push(`progress of ${key} moved back from ${before} to ${p.snapshot} (run ${p.run})`);
     this.last.set(id, Math.max(before ?? 0, p.snapshot));
   }
 }
@@ -244,7 +264,9 @@ class RecordingTarget {
       const before = this.lastSeq.get(c.k);
       // Equal: the same change again (a whole split handed over again); lower: order broken.
       if (before !== undefined && c.seq < before) {
-        this.violations.push(`key ${c.k}: change of sequence ${c.seq} (${batch.kind} split ${batch.splitId}) after sequence ${before}: per-key order broken`);
+        this.violations.push(
+          `key ${c.k}: change of sequence ${c.seq} (${batch.kind} split ${batch.splitId}) after sequence ${before}: per-key order broken`,
+        );
       }
       this.lastSeq.set(c.k, before === undefined || c.seq > before ? c.seq : before);
       if (batch.kind !== 'full') this.delivered.add(`${batch.snapshotId}:${c.k}:${c.kind}:${c.v}`);
@@ -268,13 +290,29 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
   const r: Rng = rng(seed);
   const violations: string[] = [];
   const log: string[] = [];
-  const report: FaultScenarioReport = { seed, writes: 0, crashes: 0, slowCalls: 0, lostAcks: 0, expiries: 0, lossReports: [], deliveredSplits: 0, violations, log };
+  const report: FaultScenarioReport = {
+    seed,
+    writes: 0,
+    crashes: 0,
+    slowCalls: 0,
+    lostAcks: 0,
+    expiries: 0,
+    lossReports: [],
+    deliveredSplits: 0,
+    violations,
+    log,
+  };
   const base = new ProgressWatch(new MemoryStore(), violations);
   const source = await new FolderCatalog(base).createTable('db.src', {
     fields: parseSchemaText('k BIGINT, v STRING'),
     primaryKeys: ['k'],
     partitionKeys: [],
-    options: { bucket: String(size.buckets), 'consumer.expiration-time': '1 h', 'snapshot.num-retained.min': '1', 'snapshot.num-retained.max': '1000' },
+    options: {
+      bucket: String(size.buckets),
+      'consumer.expiration-time': '1 h',
+      'snapshot.num-retained.min': '1',
+      'snapshot.num-retained.max': '1000',
+    },
   });
   let faults = true;
   const pSlow = r.pick([0, 0.05, 0.15]);
@@ -316,14 +354,23 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
           setTimeout(() => {
             inFlight.delete(end);
             if (life.dead) return end();
-            log.push(`sink p${procNo}: ${batch.kind} ${batch.splitId} ${changesOf(batch).map((c) => `${c.kind}${String(c.row.k)}=${String(c.row.v)}`).join(' ')}`);
+            log.push(
+              `sink p${procNo}: ${batch.kind} ${batch.splitId} ${changesOf(batch)
+                .map((c) => `${c.kind}${String(c.row.k)}=${String(c.row.v)}`)
+                .join(' ')}`,
+            );
             target.apply(batch);
             resolve();
           }, ms);
         });
       },
     };
-    const runtime = new LocalRuntime({ discoveryIntervalMs: 25, compactionIntervalMs: 0, expiryIntervalMs: 0, log: (l) => log.push(l) });
+    const runtime = new LocalRuntime({
+      discoveryIntervalMs: 25,
+      compactionIntervalMs: 0,
+      expiryIntervalMs: 0,
+      log: (l) => log.push(l),
+    });
     const consumer = await runtime.addConsumer({
       table,
       consumerId: CONSUMER,
@@ -345,7 +392,7 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
   const seenGaps = new Set<ConsumerGap>();
   const pendingGaps: ConsumerGap[] = [];
   const takeGaps = (p: ReaderProcess) => {
-    for (const g of p.consumer.gaps) if (!seenGaps.has(g)) (seenGaps.add(g), pendingGaps.push(g));
+    for (const g of p.consumer.gaps) if (!seenGaps.has(g)) seenGaps.add(g), pendingGaps.push(g);
     return pendingGaps.length > 0;
   };
   const crash = async (p: ReaderProcess) => {
@@ -391,7 +438,10 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
     report.lossReports.push(`${why.name}: ${why.message}`);
     log.push(`loss report: ${why.message.slice(0, 160)}`);
     if (lost === undefined && why instanceof ConsumerExpiredError) return { onExpired: 'skip-to-earliest' };
-    losses.push({ from: lost?.from ?? (why as ConsumerExpiredError).lastPosition ?? 0, reportedAfterFulls: target.fulls.length });
+    losses.push({
+      from: lost?.from ?? (why as ConsumerExpiredError).lastPosition ?? 0,
+      reportedAfterFulls: target.fulls.length,
+    });
     // Starting afresh, the user rebuilds the target from the full state that comes first.
     target.model.clear();
     return { ignoreProgress: true, mode: 'latest-full' };
@@ -404,7 +454,8 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
       if (takeGaps(proc)) proc = await recoverGap(proc);
       const failure = proc.consumer.failure;
       if (failure) {
-        if (failure instanceof ConsumerExpiredError || failure instanceof SnapshotExpiredError) proc = await recover(proc, failure);
+        if (failure instanceof ConsumerExpiredError || failure instanceof SnapshotExpiredError)
+          proc = await recover(proc, failure);
         else if (failure instanceof ConsumerLeaseLostError) proc = (await crash(proc), await startProcess({}));
         else throw failure;
       }
@@ -421,7 +472,9 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
         );
         const snapshot = res.snapshot!.id;
         log.push(`write ${snapshot}: ${keys.map((k, i) => `${k}=${values[i]}`).join(' ')}`);
-        keys.forEach((k, i) => written.push({ snapshot, key: `${snapshot}:${k}:${del[i] ? '-D' : '+I'}:${values[i]}` }));
+        keys.forEach((k, i) =>
+          written.push({ snapshot, key: `${snapshot}:${k}:${del[i] ? '-D' : '+I'}:${values[i]}` }),
+        );
         report.writes++;
       } else if (roll < 0.62) {
         await compactTable(source);
@@ -436,7 +489,9 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
         const res = await expireSnapshots(source, { now, retainMin: 1, olderThanMs: 0 });
         res.expiredConsumers.unshift(...early);
         if (res.expiredConsumers.length > 0) report.expiries++;
-        log.push(`expire jump=${jump}: consumers ${res.expiredConsumers.join(',')} earliest ${res.earliest} latest ${res.latest}`);
+        log.push(
+          `expire jump=${jump}: consumers ${res.expiredConsumers.join(',')} earliest ${res.earliest} latest ${res.latest}`,
+        );
       } else if (roll < 0.76) {
         report.crashes++;
         await crash(proc);
@@ -450,14 +505,16 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
     for (let round = 0; ; round++) {
       if (takeGaps(proc)) proc = await recoverGap(proc);
       const failure = proc.consumer.failure;
-      if (failure instanceof ConsumerExpiredError || failure instanceof SnapshotExpiredError) proc = await recover(proc, failure);
+      if (failure instanceof ConsumerExpiredError || failure instanceof SnapshotExpiredError)
+        proc = await recover(proc, failure);
       else if (failure instanceof ConsumerLeaseLostError) proc = (await crash(proc), await startProcess({}));
       else if (failure) throw failure;
       try {
         await proc.runtime.idle(60_000);
         if (!proc.consumer.failure && !takeGaps(proc)) break;
       } catch (e) {
-        if (!proc.consumer.failure && !(e instanceof ConsumerExpiredError || e instanceof SnapshotExpiredError)) throw e;
+        if (!proc.consumer.failure && !(e instanceof ConsumerExpiredError || e instanceof SnapshotExpiredError))
+          throw e;
         if (!proc.consumer.failure) proc.consumer.halt(e as VarveError);
       }
       if (round > 5) throw new Error('the consumer kept failing after the faults stopped');
@@ -472,12 +529,16 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
   const rows = tableToRows(await source.read(), source.schema.fields);
   const expected = new Map(rows.map((row) => [Number(row.k), (row.v as string | null) ?? null]));
   const got = new Map([...target.model].map(([k, e]) => [k, e.v]));
-  for (const [k, v] of expected) if (got.get(k) !== v) violations.push(`key ${k}: target has ${JSON.stringify(got.get(k))}, source has ${JSON.stringify(v)}`);
+  for (const [k, v] of expected)
+    if (got.get(k) !== v)
+      violations.push(`key ${k}: target has ${JSON.stringify(got.get(k))}, source has ${JSON.stringify(v)}`);
   for (const k of got.keys()) if (!expected.has(k)) violations.push(`key ${k}: in the target, deleted in the source`);
   // Every change delivered, unless a loss report named it and a full state replaced it.
-  const excused = (snapshot: number) => losses.some((l) => snapshot >= l.from && snapshot <= (target.fulls[l.reportedAfterFulls] ?? Infinity));
+  const excused = (snapshot: number) =>
+    losses.some((l) => snapshot >= l.from && snapshot <= (target.fulls[l.reportedAfterFulls] ?? Infinity));
   for (const w of written) {
-    if (!target.delivered.has(w.key) && !excused(w.snapshot)) violations.push(`change ${w.key} never reached the sink and no error named it as lost`);
+    if (!target.delivered.has(w.key) && !excused(w.snapshot))
+      violations.push(`change ${w.key} never reached the sink and no error named it as lost`);
   }
   report.deliveredSplits = target.splits;
   return report;
@@ -490,4 +551,3 @@ export function describeReport(r: FaultScenarioReport): string {
     `${r.lostAcks} lost acks, ${r.expiries} consumer expiries, ${r.lossReports.length} loss reports, ${r.violations.length} violations`
   );
 }
-

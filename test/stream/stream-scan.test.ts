@@ -22,7 +22,10 @@ describe('StreamScan first plan (scan.mode)', () => {
   it('latest-full (the default) delivers the latest state as +I, then follows', async () => {
     // Prepare
     const t = await makeTable();
-    await put(t, [[1, 'a'], [2, 'b']]);
+    await put(t, [
+      [1, 'a'],
+      [2, 'b'],
+    ]);
     await put(t, [[1, 'A']]);
     await put(t, [[2, null]], { delete: true });
     const scan = new StreamScan(t);
@@ -49,7 +52,10 @@ describe('StreamScan first plan (scan.mode)', () => {
     const scan = new StreamScan(t, { mode: 'latest' });
     // Act
     const before = await drain(scan, t);
-    await put(t, [[1, 'b'], [2, 'c']]);
+    await put(t, [
+      [1, 'b'],
+      [2, 'c'],
+    ]);
     // Assess
     expect(before).toEqual([]);
     expect(sorted(await drain(scan, t))).toEqual(['+I 1=b', '+I 2=c']);
@@ -68,13 +74,20 @@ describe('StreamScan first plan (scan.mode)', () => {
     await put(t, [[1, 'a']]);
     await put(t, [[1, 'b']]);
     await put(t, [[1, null]], { delete: true });
-    expect(await drain(new StreamScan(t, { mode: 'earliest' }), t, true)).toEqual(['1: +I 1=a', '2: +I 1=b', '3: -D 1=null']);
+    expect(await drain(new StreamScan(t, { mode: 'earliest' }), t, true)).toEqual([
+      '1: +I 1=a',
+      '2: +I 1=b',
+      '3: -D 1=null',
+    ]);
   });
 
   it('from-snapshot delivers the changes from that snapshot on; from-snapshot-full its state first', async () => {
     // Prepare
     const t = await makeTable();
-    await put(t, [[1, 'a'], [2, 'b']]);
+    await put(t, [
+      [1, 'a'],
+      [2, 'b'],
+    ]);
     await put(t, [[1, 'A']]);
     await put(t, [[3, 'c']]);
     // Act
@@ -103,7 +116,11 @@ describe('StreamScan first plan (scan.mode)', () => {
     const s2 = await t.snapshots.read(2);
     // Act
     const fromS2 = await drain(new StreamScan(t, { mode: 'from-timestamp', timestampMillis: s2.timeMillis }), t, true);
-    const fromBefore = await drain(new StreamScan(t, { mode: 'from-timestamp', timestampMillis: s1.timeMillis - 1000 }), t, true);
+    const fromBefore = await drain(
+      new StreamScan(t, { mode: 'from-timestamp', timestampMillis: s1.timeMillis - 1000 }),
+      t,
+      true,
+    );
     // Assess
     expect(fromS2).toEqual(['2: +I 1=b']);
     expect(fromBefore).toEqual(['1: +I 1=a', '2: +I 1=b']);
@@ -121,7 +138,10 @@ describe('StreamScan follow-up', () => {
     const t = await makeTable();
     const scan = new StreamScan(t, { mode: 'latest' });
     await drain(scan, t);
-    await put(t, [[1, 'a'], [2, 'b']]);
+    await put(t, [
+      [1, 'a'],
+      [2, 'b'],
+    ]);
     // Act
     const compaction = await compactTable(t, { full: true });
     await put(t, [[2, null]], { delete: true });
@@ -138,7 +158,10 @@ describe('StreamScan follow-up', () => {
     const scan = new StreamScan(t, { mode: 'latest' });
     await drain(scan, t);
     // Act
-    await put(t, [[1, 'a'], [2, 'b']]);
+    await put(t, [
+      [1, 'a'],
+      [2, 'b'],
+    ]);
     await put(t, [[1, 'A']]);
     await compactTable(t, { full: true });
     await put(t, [[2, null]], { delete: true });
@@ -153,7 +176,10 @@ describe('StreamScan follow-up', () => {
     const t = await makeTable({ 'changelog-producer': 'lookup', 'write-only': 'true' });
     await put(t, [[1, 'a']]);
     await compactTable(t);
-    await put(t, [[1, 'b'], [2, 'c']]);
+    await put(t, [
+      [1, 'b'],
+      [2, 'c'],
+    ]);
     const scan = new StreamScan(t);
     // Act
     const initial = await drain(scan, t);
@@ -170,7 +196,11 @@ describe('StreamScan follow-up', () => {
     await put(t, [[1, 'a']]);
     await put(t, [[1, 'b']]);
     await put(t, [[1, null]], { delete: true });
-    expect(await drain(new StreamScan(t, { mode: 'earliest' }), t, true)).toEqual(['1: +I 1=a', '2: +I 1=b', '3: -D 1=null']);
+    expect(await drain(new StreamScan(t, { mode: 'earliest' }), t, true)).toEqual([
+      '1: +I 1=a',
+      '2: +I 1=b',
+      '3: -D 1=null',
+    ]);
   });
 
   it('changelog-producer full-compaction: changes appear with the next full compaction', async () => {
@@ -192,7 +222,7 @@ describe('StreamScan follow-up', () => {
     expect(afterSecond).toEqual(['-U 1=a', '+U 1=b']);
   });
 
-  it('orders each key\'s changes by sequence across the files of one snapshot', async () => {
+  it("orders each key's changes by sequence across the files of one snapshot", async () => {
     // Prepare: a tiny write buffer, so one commit flushes several files per bucket
     const t = await makeTable({ 'write-buffer-size': '1 kb', 'write-buffer-spillable': 'false', bucket: '1' });
     const rows: Array<[number, string]> = [];
@@ -207,7 +237,12 @@ describe('StreamScan follow-up', () => {
     for (let k = 0; k < 7; k++) {
       const got = out.filter((s) => s.startsWith(`+I ${k}=`)).map((s) => Number(s.split('=v')[1]));
       expect(got).toEqual([...got].sort((a, b) => a - b));
-      expect(got.at(-1)).toBe(rows.filter((r) => r[0] === k).map((r) => Number(r[1].slice(1))).at(-1));
+      expect(got.at(-1)).toBe(
+        rows
+          .filter((r) => r[0] === k)
+          .map((r) => Number(r[1].slice(1)))
+          .at(-1),
+      );
     }
   });
 });
@@ -222,7 +257,11 @@ describe('StreamScan positions', () => {
     await writeConsumer(t.store, t.path, 'c1', { nextSnapshot: 3, lastUpdated: Date.now() });
     // Act
     const resumed = await drain(new StreamScan(t, { consumerId: 'c1', mode: 'earliest' }), t, true);
-    const ignored = await drain(new StreamScan(t, { consumerId: 'c1', mode: 'earliest', ignoreProgress: true }), t, true);
+    const ignored = await drain(
+      new StreamScan(t, { consumerId: 'c1', mode: 'earliest', ignoreProgress: true }),
+      t,
+      true,
+    );
     // Assess
     expect(resumed).toEqual(['3: +I 1=c']);
     expect(ignored).toEqual(['1: +I 1=a', '2: +I 1=b', '3: +I 1=c']);
@@ -236,7 +275,11 @@ describe('StreamScan positions', () => {
     await expireBelow(t, ids[4]);
     // Act
     const failing = drain(new StreamScan(t, { mode: 'from-snapshot', snapshotId: 3 }), t);
-    const skipping = await drain(new StreamScan(t, { mode: 'from-snapshot', snapshotId: 3, onExpired: 'skip-to-earliest' }), t, true);
+    const skipping = await drain(
+      new StreamScan(t, { mode: 'from-snapshot', snapshotId: 3, onExpired: 'skip-to-earliest' }),
+      t,
+      true,
+    );
     // Assess
     await expect(failing).rejects.toBeInstanceOf(SnapshotExpiredError);
     await expect(failing).rejects.toMatchObject({ lostRange: { from: 3, to: ids[4] } });

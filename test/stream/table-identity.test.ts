@@ -18,7 +18,10 @@ import { tableIdentity } from '../../lib/stream/table-identity.js';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 async function create(catalog: FolderCatalog) {
-  const table = await catalog.createTable('db.t', { fields: parseSchemaText('id INT NOT NULL, v STRING'), primaryKeys: ['id'] });
+  const table = await catalog.createTable('db.t', {
+    fields: parseSchemaText('id INT NOT NULL, v STRING'),
+    primaryKeys: ['id'],
+  });
   await table.write([{ id: 1, v: 'a' }]);
   return table;
 }
@@ -52,8 +55,26 @@ describe('a table UUID', () => {
     const catalog = new FolderCatalog(store);
     const table = await create(catalog);
     // What a dropped table of the same name could leave behind (a drop that did not finish).
-    await writeConsumer(store, table.path, 'c1', { nextSnapshot: 99, plannedSnapshot: 98, lastUpdated: Date.now(), run: 'old-run', buckets: {}, tableUuid: 'dropped-table' });
-    await store.put(leaseKey(table.path, 'c1'), utf8(JSON.stringify({ holder: { host: 'elsewhere', pid: 1, readerId: 'r' }, token: 7, expiresAt: Date.now() + 3_600_000, acquiredAt: Date.now(), tableUuid: 'dropped-table' })));
+    await writeConsumer(store, table.path, 'c1', {
+      nextSnapshot: 99,
+      plannedSnapshot: 98,
+      lastUpdated: Date.now(),
+      run: 'old-run',
+      buckets: {},
+      tableUuid: 'dropped-table',
+    });
+    await store.put(
+      leaseKey(table.path, 'c1'),
+      utf8(
+        JSON.stringify({
+          holder: { host: 'elsewhere', pid: 1, readerId: 'r' },
+          token: 7,
+          expiresAt: Date.now() + 3_600_000,
+          acquiredAt: Date.now(),
+          tableUuid: 'dropped-table',
+        }),
+      ),
+    );
 
     const consumer = await ensureConsumer(table, 'c1');
     const lease = new ConsumerLeaseHandle(store, table.path, 'c1', { tableUuid: table.schema.tableUuid });

@@ -9,26 +9,46 @@ import { OptionError, SchemaChangedError, SchemaError } from '../../lib/errors.j
 import { tableToRows } from '../../lib/format/columns.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
-import { applySchemaChanges, parseAddColumn, parseTypeChange, wideningProblem } from '../../lib/schema/schema-evolution.js';
+import {
+  applySchemaChanges,
+  parseAddColumn,
+  parseTypeChange,
+  wideningProblem,
+} from '../../lib/schema/schema-evolution.js';
 import { readSplit } from '../../lib/stream/split.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
 import type { Table } from '../../lib/table/table.js';
 import { readAuditLog } from '../../lib/table/audit-log.js';
 import { testTable } from '../helpers/tables.js';
 
-function newTable(options: Record<string, string> = {}, schema = 'id INT NOT NULL, qty INT, price FLOAT, name STRING, amt DECIMAL(5,2)'): Promise<Table> {
+function newTable(
+  options: Record<string, string> = {},
+  schema = 'id INT NOT NULL, qty INT, price FLOAT, name STRING, amt DECIMAL(5,2)',
+): Promise<Table> {
   return testTable({ schema, primaryKeys: ['id'], options });
 }
 
-
 describe('applySchemaChanges', () => {
   const base = applySchemaChanges(
-    { version: 1, id: 0, fields: parseSchemaText('id INT NOT NULL, a INT, b STRING'), highestFieldId: 2, partitionKeys: [], primaryKeys: ['id'], options: {}, timeMillis: 0 },
+    {
+      version: 1,
+      id: 0,
+      fields: parseSchemaText('id INT NOT NULL, a INT, b STRING'),
+      highestFieldId: 2,
+      partitionKeys: [],
+      primaryKeys: ['id'],
+      options: {},
+      timeMillis: 0,
+    },
     [{ kind: 'update-comment', comment: 'c' }],
   );
 
   it('adds with new ids (never reused after a drop), renames keep the id, AFTER places the column', () => {
-    const s = applySchemaChanges(base, [{ kind: 'drop-column', name: 'b' }, parseAddColumn('b STRING'), parseAddColumn('c BIGINT AFTER id')]);
+    const s = applySchemaChanges(base, [
+      { kind: 'drop-column', name: 'b' },
+      parseAddColumn('b STRING'),
+      parseAddColumn('c BIGINT AFTER id'),
+    ]);
     expect(s.id).toBe(2);
     expect(s.fields.map((f) => `${f.name}:${f.id}`)).toEqual(['id:0', 'c:4', 'a:1', 'b:3']);
     const r = applySchemaChanges(s, [{ kind: 'rename-column', from: 'a', to: 'z' }]);
@@ -42,11 +62,21 @@ describe('applySchemaChanges', () => {
     expect(() => applySchemaChanges(base, [parseAddColumn('x INT NOT NULL')])).toThrow(/nullable/);
     expect(() => applySchemaChanges(base, [parseTypeChange('a SMALLINT')])).toThrow(SchemaError);
     expect(() => applySchemaChanges(base, [parseTypeChange('b INT')])).toThrow(/only safe widenings/);
-    expect(() => applySchemaChanges(base, [{ kind: 'set-option', key: 'bucket-key', value: 'a' }])).toThrow(/cannot change/);
+    expect(() => applySchemaChanges(base, [{ kind: 'set-option', key: 'bucket-key', value: 'a' }])).toThrow(
+      /cannot change/,
+    );
     expect(applySchemaChanges(base, [{ kind: 'set-option', key: 'bucket', value: '4' }]).options.bucket).toBe('4');
-    expect(() => applySchemaChanges(base, [{ kind: 'set-option', key: 'merge-engine', value: 'first-row' }])).toThrow(OptionError);
-    expect(() => applySchemaChanges(base, [{ kind: 'set-option', key: 'no.such', value: '1' }])).toThrow(/unknown table option/);
-    expect(applySchemaChanges(base, [{ kind: 'set-option', key: 'snapshot.num-retained.min', value: '3' }]).options['snapshot.num-retained.min']).toBe('3');
+    expect(() => applySchemaChanges(base, [{ kind: 'set-option', key: 'merge-engine', value: 'first-row' }])).toThrow(
+      OptionError,
+    );
+    expect(() => applySchemaChanges(base, [{ kind: 'set-option', key: 'no.such', value: '1' }])).toThrow(
+      /unknown table option/,
+    );
+    expect(
+      applySchemaChanges(base, [{ kind: 'set-option', key: 'snapshot.num-retained.min', value: '3' }]).options[
+        'snapshot.num-retained.min'
+      ],
+    ).toBe('3');
   });
 
   it('widenings: integers up, FLOAT to DOUBLE, DECIMAL precision up at the same scale; VARCHAR(n) is STRING', () => {
@@ -65,7 +95,12 @@ describe('applySchemaChanges', () => {
 describe('alter on a table with data', () => {
   it('reads old files through the new schema by field id; time travel reads each snapshot with its own schema', async () => {
     const table = await newTable();
-    const s1 = (await table.write([{ id: 1, qty: 5, price: 1.5, name: 'a', amt: '1.25' }, { id: 2, qty: 7, price: 2.5, name: 'b', amt: '2.50' }])).snapshot!;
+    const s1 = (
+      await table.write([
+        { id: 1, qty: 5, price: 1.5, name: 'a', amt: '1.25' },
+        { id: 2, qty: 7, price: 2.5, name: 'b', amt: '2.50' },
+      ])
+    ).snapshot!;
     const altered = await table.alter([
       { kind: 'rename-column', from: 'name', to: 'label' },
       { kind: 'drop-column', name: 'price' },
@@ -121,9 +156,14 @@ describe('alter on a table with data', () => {
   it('partial-update merges old and new files by id; a renamed column keeps its values', async () => {
     const table = await newTable({ 'merge-engine': 'partial-update' });
     await table.write([{ id: 1, qty: 1, price: null, name: 'a', amt: null }]);
-    const { table: t2 } = await table.alter([{ kind: 'rename-column', from: 'name', to: 'label' }, parseAddColumn('extra STRING')]);
+    const { table: t2 } = await table.alter([
+      { kind: 'rename-column', from: 'name', to: 'label' },
+      parseAddColumn('extra STRING'),
+    ]);
     await t2.write([{ id: 1, qty: null, price: 9, label: null, amt: null, extra: 'x' }]);
-    expect(tableToRows(await table.read(), t2.schema.fields)).toEqual([{ id: 1, qty: 1, price: 9, label: 'a', amt: null, extra: 'x' }]);
+    expect(tableToRows(await table.read(), t2.schema.fields)).toEqual([
+      { id: 1, qty: 1, price: 9, label: 'a', amt: null, extra: 'x' },
+    ]);
   });
 
   it('a stream across the change reports it and emits later rows in the new schema; the audit log too', async () => {
@@ -135,11 +175,18 @@ describe('alter on a table with data', () => {
     const { table: t2 } = await table.alter([parseAddColumn('extra STRING'), { kind: 'drop-column', name: 'price' }]);
     await t2.write([{ id: 2, qty: 2, name: 'b', amt: '2.00', extra: 'e' }]);
     const change = await scan.plan();
-    expect(change!.schemaChange).toMatchObject({ snapshot: 2, from: 0, to: 1, changes: ['drop column price', 'add column extra STRING'] });
+    expect(change!.schemaChange).toMatchObject({
+      snapshot: 2,
+      from: 0,
+      to: 1,
+      changes: ['drop column price', 'add column extra STRING'],
+    });
     expect(change!.splits).toEqual([]);
     const next = await scan.plan();
     const data = await readSplit(scan.table, next!.splits[0]);
-    expect(tableToRows(data, scan.table.schema.fields)).toEqual([{ id: 2, qty: 2, name: 'b', amt: '2.00', extra: 'e' }]);
+    expect(tableToRows(data, scan.table.schema.fields)).toEqual([
+      { id: 2, qty: 2, name: 'b', amt: '2.00', extra: 'e' },
+    ]);
     const log = await readAuditLog(table, { incrementalBetween: { from: 0, to: 3 } });
     expect(log.schema.names.slice(0, 5)).toEqual(['id', 'qty', 'name', 'amt', 'extra']);
     expect(log.numRows).toBe(2);

@@ -25,14 +25,19 @@ function chunk(ids: number[], v: string): RowChunk {
 
 async function kinds(table: Table): Promise<string[]> {
   const out: string[] = [];
-  for (let id = 1; id <= ((await table.snapshots.latestId()) ?? 0); id++) out.push((await table.snapshots.read(id)).commitKind);
+  for (let id = 1; id <= ((await table.snapshots.latestId()) ?? 0); id++)
+    out.push((await table.snapshots.read(id)).commitKind);
   return out;
 }
 
 /** `table` with hooks that record their calls (and fail where asked). */
 function recorded(table: Table, fail: { before?: Error; after?: Error } = {}) {
   const calls: string[] = [];
-  const show = (t: readonly TouchedBucket[]) => t.map((b) => `b${b.bucket}`).sort().join(',');
+  const show = (t: readonly TouchedBucket[]) =>
+    t
+      .map((b) => `b${b.bucket}`)
+      .sort()
+      .join(',');
   const hooks: CommitHooks = {
     beforeCommit: async (_t, { touched }) => {
       calls.push(`before ${show(touched)}`);
@@ -49,12 +54,16 @@ function recorded(table: Table, fail: { before?: Error; after?: Error } = {}) {
 /** A commit message as the ingest function enqueues it (landRowChunks in queue mode). */
 async function message(table: Table, ids: number[], v: string, identifier: string): Promise<CommitMessage> {
   let sent: CommitMessage | undefined;
-  await landRowChunks(table, [chunk(ids, v)], { commitUser: 'ingest', commitIdentifier: identifier, enqueue: async (m) => void (sent = m) });
+  await landRowChunks(table, [chunk(ids, v)], {
+    commitUser: 'ingest',
+    commitIdentifier: identifier,
+    enqueue: async (m) => void (sent = m),
+  });
   return sent!;
 }
 
 describe('the commit hooks on the Lambda commit paths', () => {
-  it('a direct landing compacts inline as a local writer does (the catalog\'s hooks)', async () => {
+  it("a direct landing compacts inline as a local writer does (the catalog's hooks)", async () => {
     // Prepare: compaction due from 2 sorted runs on, one bucket
     const local = await newTable({ bucket: '1', 'num-sorted-run.compaction-trigger': '2' });
     const lambda = await newTable({ bucket: '1', 'num-sorted-run.compaction-trigger': '2' });
@@ -74,7 +83,15 @@ describe('the commit hooks on the Lambda commit paths', () => {
     const base = await newTable();
     const { table, calls } = recorded(base);
     const queued = [
-      { id: 'm1', message: await message(base, Array.from({ length: 20 }, (_, i) => i + 1), 'x', 'i1') },
+      {
+        id: 'm1',
+        message: await message(
+          base,
+          Array.from({ length: 20 }, (_, i) => i + 1),
+          'x',
+          'i1',
+        ),
+      },
       { id: 'm2', message: await message(base, [21], 'y', 'i2') },
     ];
     // Act
@@ -89,7 +106,9 @@ describe('the commit hooks on the Lambda commit paths', () => {
     const base = await newTable();
     const after = recorded(base, { after: new Error('export failed') });
     // Act
-    const landed = await new GroupCommit(after.table, [{ id: 'm1', message: await message(base, [1], 'x', 'i1') }]).settle('m1');
+    const landed = await new GroupCommit(after.table, [
+      { id: 'm1', message: await message(base, [1], 'x', 'i1') },
+    ]).settle('m1');
     // Assess
     expect(landed.committed?.hookError?.message).toBe('export failed');
     expect(await base.snapshots.latestId()).toBe(1);
@@ -97,7 +116,9 @@ describe('the commit hooks on the Lambda commit paths', () => {
     // Prepare: a write-only table over its stop trigger refuses
     const stall = recorded(base, { before: new WriteStallError('bucket 0 has 9 sorted runs') });
     // Act / Assess
-    await expect(landRowChunks(stall.table, [chunk([2], 'y')], { commitUser: 'ingest', commitIdentifier: 'c2' })).rejects.toBeInstanceOf(WriteStallError);
+    await expect(
+      landRowChunks(stall.table, [chunk([2], 'y')], { commitUser: 'ingest', commitIdentifier: 'c2' }),
+    ).rejects.toBeInstanceOf(WriteStallError);
     expect(await base.snapshots.latestId()).toBe(1);
     expect(stall.calls).toHaveLength(1);
   });

@@ -55,7 +55,10 @@ function genPredicate(r: Rng): { text: string; test: (row: Row) => boolean } {
     case 2:
       return { text: `v IS NULL OR id > ${id}`, test: (row) => row.v === null || (row.id as number) > id };
     default:
-      return { text: `NOT (v >= ${k}) AND dt != '${dt}'`, test: (row) => row.v !== null && !((row.v as number) >= k) && row.dt !== dt };
+      return {
+        text: `NOT (v >= ${k}) AND dt != '${dt}'`,
+        test: (row) => row.v !== null && !((row.v as number) >= k) && row.dt !== dt,
+      };
   }
 }
 
@@ -83,7 +86,12 @@ describe('append tables against a model', () => {
         fields: parseSchemaText('dt STRING NOT NULL, id INT, v INT, n BIGINT'),
         partitionKeys: ['dt'],
         // Small files and a low file count, so compaction picks windows often.
-        options: { ...cfg.options, 'target-file-size': '16 kb', 'compaction.min.file-num': '2', 'compaction.max.file-num': '4' },
+        options: {
+          ...cfg.options,
+          'target-file-size': '16 kb',
+          'compaction.min.file-num': '2',
+          'compaction.max.file-num': '4',
+        },
       });
       const counter = { n: 0 };
       let model: Row[] = [];
@@ -146,7 +154,8 @@ describe('append tables against a model', () => {
       // two files step 14 writes, leaving the full compaction nothing: seed 1388908671).
       const snapshots = await Promise.all((await t.snapshots.listIds()).map((id) => t.snapshots.read(id)));
       expect(compactedFiles + snapshots.filter((s) => s.commitKind === 'COMPACT').length).toBeGreaterThan(0);
-      for (const [id, rows] of history) expectSame(cfg, await readRows(t, { snapshotId: id }), rows, `seed ${seed} time travel to ${id}`);
+      for (const [id, rows] of history)
+        expectSame(cfg, await readRows(t, { snapshotId: id }), rows, `seed ${seed} time travel to ${id}`);
 
       // A stream from the first snapshot: every appended row, once, in order per bucket.
       const scan = new StreamScan(t, { mode: 'earliest' });
@@ -155,7 +164,12 @@ describe('append tables against a model', () => {
         if (plan.snapshot.commitKind === 'APPEND') expect(plan.overwriteSkipped).toBeUndefined();
         for (const split of plan.splits) {
           const data = await readSplit(scan.table, split);
-          expect(data.getChild('_VALUE_KIND')!.toArray().every((k: number) => k === 0)).toBe(true);
+          expect(
+            data
+              .getChild('_VALUE_KIND')!
+              .toArray()
+              .every((k: number) => k === 0),
+          ).toBe(true);
           streamed.push(...tableToRows(data, scan.table.schema.fields));
         }
       }

@@ -24,11 +24,15 @@ import { runVarve } from '../helpers/cli-process.js';
 
 const FIELDS = 'dt STRING NOT NULL, id INT, v STRING';
 
-async function newTable(options: Record<string, string> = {}, catalog = new FolderCatalog(new MemoryStore())): Promise<Table> {
+async function newTable(
+  options: Record<string, string> = {},
+  catalog = new FolderCatalog(new MemoryStore()),
+): Promise<Table> {
   return catalog.createTable('db.log', { fields: parseSchemaText(FIELDS), partitionKeys: ['dt'], options });
 }
 
-const rowsOf = async (t: Table, opts: Parameters<Table['read']>[0] = {}) => tableToRows(await t.read(opts), t.schema.fields).map((r) => `${r.dt}/${r.id}/${r.v}`);
+const rowsOf = async (t: Table, opts: Parameters<Table['read']>[0] = {}) =>
+  tableToRows(await t.read(opts), t.schema.fields).map((r) => `${r.dt}/${r.id}/${r.v}`);
 
 describe('append tables', () => {
   it('are created without a primary key: bucket-unaware by default, or hashed on a bucket-key', async () => {
@@ -40,8 +44,12 @@ describe('append tables', () => {
   });
 
   it('refuse merge and changelog options, a fixed bucket count without bucket-key, and -1 on a primary-key table', async () => {
-    await expect(newTable({ 'merge-engine': 'aggregation' })).rejects.toThrow(/merge-engine is set on a table without a primary key/);
-    await expect(newTable({ 'changelog-producer': 'lookup' })).rejects.toThrow(/changelog-producer is set on a table without a primary key/);
+    await expect(newTable({ 'merge-engine': 'aggregation' })).rejects.toThrow(
+      /merge-engine is set on a table without a primary key/,
+    );
+    await expect(newTable({ 'changelog-producer': 'lookup' })).rejects.toThrow(
+      /changelog-producer is set on a table without a primary key/,
+    );
     await expect(newTable({ 'sequence.field': 'id' })).rejects.toThrow(OptionError);
     await expect(newTable({ 'fields.id.aggregate-function': 'sum' })).rejects.toThrow(OptionError);
     await expect(newTable({ bucket: '4' })).rejects.toThrow(/needs bucket-key/);
@@ -50,13 +58,26 @@ describe('append tables', () => {
     await expect(newTable({ bucket: '0' })).rejects.toThrow(/bucket/);
     expect(await newTable({ 'changelog-producer': 'none' })).toBeDefined();
     const catalog = new FolderCatalog(new MemoryStore());
-    await expect(catalog.createTable('db.pk', { fields: parseSchemaText(FIELDS), primaryKeys: ['dt', 'id'], options: { bucket: '-1' } })).rejects.toThrow(/dynamic bucket mode\) is not supported/);
+    await expect(
+      catalog.createTable('db.pk', {
+        fields: parseSchemaText(FIELDS),
+        primaryKeys: ['dt', 'id'],
+        options: { bucket: '-1' },
+      }),
+    ).rejects.toThrow(/dynamic bucket mode\) is not supported/);
   });
 
   it('keep every row as written, duplicates included, in write order within a bucket; reads filter, count, limit and travel in time', async () => {
     const t = await newTable();
-    const first = await t.write([{ dt: 'a', id: 2, v: 'x' }, { dt: 'a', id: 1, v: 'y' }, { dt: 'a', id: 2, v: 'x' }]);
-    await t.write([{ dt: 'a', id: 0, v: 'z' }, { dt: 'b', id: 5, v: null }]);
+    const first = await t.write([
+      { dt: 'a', id: 2, v: 'x' },
+      { dt: 'a', id: 1, v: 'y' },
+      { dt: 'a', id: 2, v: 'x' },
+    ]);
+    await t.write([
+      { dt: 'a', id: 0, v: 'z' },
+      { dt: 'b', id: 5, v: null },
+    ]);
     expect(await rowsOf(t)).toEqual(['a/2/x', 'a/1/y', 'a/2/x', 'a/0/z', 'b/5/null']);
     expect(await rowsOf(t, { where: "v = 'x'" })).toEqual(['a/2/x', 'a/2/x']);
     expect(await t.count({ where: 'v IS NULL' })).toBe(1);
@@ -64,20 +85,29 @@ describe('append tables', () => {
     expect(await rowsOf(t, { snapshotId: first.snapshot!.id })).toEqual(['a/2/x', 'a/1/y', 'a/2/x']);
     // The streamed scan yields the same rows in the same order.
     const scanned: string[] = [];
-    for await (const b of t.scan({ batchRows: 2 })) for (const r of tableToRows(new arrow.Table(b), t.schema.fields)) scanned.push(`${r.dt}/${r.id}/${r.v}`);
+    for await (const b of t.scan({ batchRows: 2 }))
+      for (const r of tableToRows(new arrow.Table(b), t.schema.fields)) scanned.push(`${r.dt}/${r.id}/${r.v}`);
     expect(scanned).toEqual(await rowsOf(t));
   });
 
   it('take inserts only: a -D or -U record is refused with what to do instead', async () => {
     const t = await newTable();
-    await expect(t.write([{ dt: 'a', id: 1, v: 'x' }], { kinds: [RowKind.DELETE] })).rejects.toThrow(InvalidArgumentError);
-    await expect(t.write([{ dt: 'a', id: 1, v: 'x' }], { kinds: [RowKind.UPDATE_BEFORE] })).rejects.toThrow(/takes inserts only/);
+    await expect(t.write([{ dt: 'a', id: 1, v: 'x' }], { kinds: [RowKind.DELETE] })).rejects.toThrow(
+      InvalidArgumentError,
+    );
+    await expect(t.write([{ dt: 'a', id: 1, v: 'x' }], { kinds: [RowKind.UPDATE_BEFORE] })).rejects.toThrow(
+      /takes inserts only/,
+    );
     expect(await t.snapshots.latest()).toBeUndefined();
   });
 
   it('delete --where rewrites only the files holding matching rows, as one OVERWRITE; time travel still sees the rows', async () => {
     const t = await newTable();
-    const w = await t.write([{ dt: 'a', id: 1, v: 'x' }, { dt: 'a', id: 2, v: 'y' }, { dt: 'b', id: 3, v: 'x' }]);
+    const w = await t.write([
+      { dt: 'a', id: 1, v: 'x' },
+      { dt: 'a', id: 2, v: 'y' },
+      { dt: 'b', id: 3, v: 'x' },
+    ]);
     await t.write([{ dt: 'b', id: 4, v: 'y' }]);
     const before = new Set(await liveFileNames(t));
     const d = await t.deleteWhere("v = 'x' AND dt = 'a'");
@@ -110,8 +140,17 @@ describe('append tables', () => {
   });
 
   it('a stream with a consumer emits every appended row in order; expiry keeps what the consumer still needs', async () => {
-    const t = await newTable({ bucket: '2', 'bucket-key': 'id', 'snapshot.num-retained.min': '1', 'snapshot.num-retained.max': '1' });
-    for (let i = 0; i < 4; i++) await t.write([{ dt: 'a', id: 1, v: `r${i}` }, { dt: 'a', id: 2, v: `r${i}` }]);
+    const t = await newTable({
+      bucket: '2',
+      'bucket-key': 'id',
+      'snapshot.num-retained.min': '1',
+      'snapshot.num-retained.max': '1',
+    });
+    for (let i = 0; i < 4; i++)
+      await t.write([
+        { dt: 'a', id: 1, v: `r${i}` },
+        { dt: 'a', id: 2, v: `r${i}` },
+      ]);
     const scan = new StreamScan(t, { mode: 'earliest', consumerId: 'c1' });
     const first = await scan.plan();
     const rows = tableToRows(await readSplit(scan.table, first!.splits[0]), t.schema.fields);
@@ -122,7 +161,8 @@ describe('append tables', () => {
     expect(await t.snapshots.earliestId()).toBe(2);
     const seen: string[] = [];
     for (let p = await scan.plan(); p; p = await scan.plan()) {
-      for (const split of p.splits) for (const r of tableToRows(await readSplit(scan.table, split), t.schema.fields)) seen.push(`${r.id}/${r.v}`);
+      for (const split of p.splits)
+        for (const r of tableToRows(await readSplit(scan.table, split), t.schema.fields)) seen.push(`${r.id}/${r.v}`);
     }
     expect(seen.filter((x) => x.startsWith('1/'))).toEqual(['1/r1', '1/r2', '1/r3']);
     expect(seen.filter((x) => x.startsWith('2/'))).toEqual(['2/r1', '2/r2', '2/r3']);
@@ -130,9 +170,14 @@ describe('append tables', () => {
 
   it('system tables describe an append table', async () => {
     const t = await newTable();
-    await t.write([{ dt: 'a', id: 1, v: 'x' }, { dt: 'a', id: 1, v: 'x' }]);
+    await t.write([
+      { dt: 'a', id: 1, v: 'x' },
+      { dt: 'a', id: 1, v: 'x' },
+    ]);
     const { readSystemTable } = await import('../../lib/table/system-tables.js');
-    expect((await readSystemTable(t, 'partitions')).records).toMatchObject([{ partition: 'dt=a', record_count: 2, file_count: 1 }]);
+    expect((await readSystemTable(t, 'partitions')).records).toMatchObject([
+      { partition: 'dt=a', record_count: 2, file_count: 1 },
+    ]);
     expect((await readSystemTable(t, 'files')).records).toHaveLength(1);
     expect((await readSystemTable(t, 'schemas')).records[0]).toMatchObject({ primary_keys: '' });
   });
@@ -150,10 +195,18 @@ describe('append tables in the CLI', () => {
     const c = await varve('create', 'db.events', '--schema', 'ts BIGINT, kind STRING');
     expect(c.out).toMatch(/created db\.events \(append table, bucket-unaware\)/);
     const file = join(dir, 'in.jsonl');
-    writeFileSync(file, ['{"ts": 2, "kind": "click"}', '{"ts": 1, "kind": "view"}', '{"ts": 2, "kind": "click"}'].join('\n') + '\n');
+    writeFileSync(
+      file,
+      ['{"ts": 2, "kind": "click"}', '{"ts": 1, "kind": "view"}', '{"ts": 2, "kind": "click"}'].join('\n') + '\n',
+    );
     expect((await varve('write', 'db.events', file)).code).toBe(0);
     const read = await varve('read', 'db.events', '--format', 'jsonl');
-    expect(read.out.trim().split('\n').map((l) => JSON.parse(l).ts)).toEqual([2, 1, 2]);
+    expect(
+      read.out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).ts),
+    ).toEqual([2, 1, 2]);
     expect((await varve('delete', 'db.events', '--where', "kind = 'click'")).out).toMatch(/deleted 2 rows/);
     expect((await varve('count', 'db.events')).out.trim()).toBe('1');
     expect((await varve('describe', 'db.events')).out).toMatch(/primary key none \(append table/);

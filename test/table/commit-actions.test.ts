@@ -42,7 +42,10 @@ async function recordedTable(opts: { primaryKey: boolean }): Promise<{ table: Ta
 }
 
 /** Per action: the table operations that commit it, each run on a fresh table. */
-const SCENARIOS: Record<CommitActionName, Array<{ what: string; primaryKey: boolean; run: (t: Table) => Promise<unknown> }>> = {
+const SCENARIOS: Record<
+  CommitActionName,
+  Array<{ what: string; primaryKey: boolean; run: (t: Table) => Promise<unknown> }>
+> = {
   append: [{ what: 'write', primaryKey: true, run: (t) => t.write([{ id: 9n, dt: 'a', v: 'w' }]) }],
   overwrite: [
     { what: 'write --overwrite', primaryKey: true, run: (t) => t.overwrite([{ id: 9n, dt: 'a', v: 'w' }]) },
@@ -54,12 +57,29 @@ const SCENARIOS: Record<CommitActionName, Array<{ what: string; primaryKey: bool
     { what: 'rescale', primaryKey: true, run: (t) => t.rescale({ buckets: 3, force: true }) },
   ],
   compact: [{ what: 'compact --full', primaryKey: true, run: (t) => compactTable(t, { full: true }) }],
-  alter: [{ what: 'alter', primaryKey: true, run: (t) => t.alter([{ kind: 'set-option', key: 'snapshot.num-retained.min', value: '5' }]) }],
+  alter: [
+    {
+      what: 'alter',
+      primaryKey: true,
+      run: (t) => t.alter([{ kind: 'set-option', key: 'snapshot.num-retained.min', value: '5' }]),
+    },
+  ],
   request: [
     {
       what: 'a ready-made request',
       primaryKey: true,
-      run: (t) => commitToTable(t, requestAction({ commitUser: 'u', commitIdentifier: 'empty', kind: 'APPEND', schemaId: t.schema.id, batches: [], allowEmpty: true })),
+      run: (t) =>
+        commitToTable(
+          t,
+          requestAction({
+            commitUser: 'u',
+            commitIdentifier: 'empty',
+            kind: 'APPEND',
+            schemaId: t.schema.id,
+            batches: [],
+            allowEmpty: true,
+          }),
+        ),
     },
   ],
   rollback: [

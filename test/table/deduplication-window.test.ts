@@ -14,8 +14,16 @@ import type { Table } from '../../lib/table/table.js';
 const MIN = 60_000;
 
 async function tableWithSource(options: Record<string, string> = {}): Promise<{ table: Table; committedAt: number }> {
-  const table = await new FolderCatalog(new MemoryStore()).createTable('db.t', { fields: parseSchemaText('id BIGINT, v STRING'), primaryKeys: ['id'], options: { bucket: '1', ...options } });
-  const landed = await landRows(table, [{ id: 1n, v: 'a' }], [0], { commitUser: 'ingest', commitIdentifier: 'ingest-m1', sources: ['sqs:m1'] });
+  const table = await new FolderCatalog(new MemoryStore()).createTable('db.t', {
+    fields: parseSchemaText('id BIGINT, v STRING'),
+    primaryKeys: ['id'],
+    options: { bucket: '1', ...options },
+  });
+  const landed = await landRows(table, [{ id: 1n, v: 'a' }], [0], {
+    commitUser: 'ingest',
+    commitIdentifier: 'ingest-m1',
+    sources: ['sqs:m1'],
+  });
   return { table, committedAt: landed.snapshot!.timeMillis };
 }
 

@@ -11,7 +11,16 @@ import type { TableSchema } from '../../lib/schema/types.js';
 import { parseRecordChunks, parseRecords, type ParsedChunk, type RecordInput } from '../../lib/table/input.js';
 import { rng, testSeed } from '../helpers/random.js';
 
-const schema = { id: 0, version: 1, highestFieldId: 1, timeMillis: 0, fields: parseSchemaText('id BIGINT, v STRING'), primaryKeys: ['id'], partitionKeys: [], options: {} } as TableSchema;
+const schema = {
+  id: 0,
+  version: 1,
+  highestFieldId: 1,
+  timeMillis: 0,
+  fields: parseSchemaText('id BIGINT, v STRING'),
+  primaryKeys: ['id'],
+  partitionKeys: [],
+  options: {},
+} as TableSchema;
 
 async function* cut(bytes: Uint8Array, sizes: () => number): AsyncGenerator<Uint8Array> {
   for (let at = 0; at < bytes.length; ) {
@@ -32,16 +41,32 @@ describe('parseRecordChunks', () => {
     const seed = testSeed('input chunks');
     const r = rng(seed);
     const lines: string[] = [];
-    for (let i = 0; i < 60; i++) lines.push(r.chance(0.1) ? '{"id": oops' : i % 13 === 0 ? '' : JSON.stringify({ id: i, v: `é😀-${i}` }));
+    for (let i = 0; i < 60; i++)
+      lines.push(r.chance(0.1) ? '{"id": oops' : i % 13 === 0 ? '' : JSON.stringify({ id: i, v: `é😀-${i}` }));
     const jsonl = new TextEncoder().encode(lines.join('\n'));
-    const csvText = 'id,v\n' + Array.from({ length: 40 }, (_, i) => (i % 9 === 4 ? `x${i},bad` : `${i},"multi\nline ü ${i}"`)).join('\n') + '\n';
+    const csvText =
+      'id,v\n' +
+      Array.from({ length: 40 }, (_, i) => (i % 9 === 4 ? `x${i},bad` : `${i},"multi\nline ü ${i}"`)).join('\n') +
+      '\n';
     const csv = new TextEncoder().encode(csvText);
 
-    for (const [format, bytes] of [['jsonl', jsonl], ['csv', csv]] as const) {
+    for (const [format, bytes] of [
+      ['jsonl', jsonl],
+      ['csv', csv],
+    ] as const) {
       const whole = await parseRecords(bytes, format, schema, { skipInvalid: true });
-      const chunks = await all(cut(bytes, () => r.int(1, 40)), format);
-      expect(chunks.flatMap((c) => c.rows), `${format} seed ${seed}`).toEqual(whole.rows);
-      expect(chunks.flatMap((c) => c.rejected), `${format} seed ${seed}`).toEqual(whole.rejected);
+      const chunks = await all(
+        cut(bytes, () => r.int(1, 40)),
+        format,
+      );
+      expect(
+        chunks.flatMap((c) => c.rows),
+        `${format} seed ${seed}`,
+      ).toEqual(whole.rows);
+      expect(
+        chunks.flatMap((c) => c.rejected),
+        `${format} seed ${seed}`,
+      ).toEqual(whole.rejected);
       expect(chunks.every((c) => c.rows.length + c.rejected.length <= 7)).toBe(true);
       expect(chunks.at(-1)!.bytesRead).toBe(bytes.length);
     }
@@ -61,7 +86,13 @@ describe('parseRecordChunks', () => {
   it('reads a Parquet row group larger than its 1,024-row slices whole and in order', async () => {
     const n = 2500;
     const rows = Array.from({ length: n }, (_, i) => ({ id: BigInt(i), v: i % 7 === 0 ? null : `v${i}` }));
-    const table = new arrow.Table({ id: arrow.vectorFromArray(BigInt64Array.from(rows, (x) => x.id)), v: arrow.vectorFromArray(rows.map((x) => x.v), new arrow.Utf8()) });
+    const table = new arrow.Table({
+      id: arrow.vectorFromArray(BigInt64Array.from(rows, (x) => x.id)),
+      v: arrow.vectorFromArray(
+        rows.map((x) => x.v),
+        new arrow.Utf8(),
+      ),
+    });
     const bytes = writeParquet(WasmTable.fromIPCStream(arrow.tableToIPC(table, 'stream')));
     const chunks = await all(bytes, 'parquet', 1000);
     expect(chunks.flatMap((c) => c.rows)).toEqual(rows);
@@ -71,9 +102,21 @@ describe('parseRecordChunks', () => {
   it('reads Parquet row group by row group from a Blob, numbering rows across groups', async () => {
     const n = 1000;
     const rows = Array.from({ length: n }, (_, i) => ({ id: BigInt(i), v: `v${i}` }));
-    const table = new arrow.Table({ id: arrow.vectorFromArray(BigInt64Array.from(rows, (x) => x.id)), v: arrow.vectorFromArray(rows.map((x) => x.v), new arrow.Utf8()) });
-    const bytes = writeParquet(WasmTable.fromIPCStream(arrow.tableToIPC(table, 'stream')), new WriterPropertiesBuilder().setMaxRowGroupSize(128).build());
-    const bad = new arrow.Table({ id: arrow.vectorFromArray(BigInt64Array.from([1n])), w: arrow.vectorFromArray(['x'], new arrow.Utf8()) });
+    const table = new arrow.Table({
+      id: arrow.vectorFromArray(BigInt64Array.from(rows, (x) => x.id)),
+      v: arrow.vectorFromArray(
+        rows.map((x) => x.v),
+        new arrow.Utf8(),
+      ),
+    });
+    const bytes = writeParquet(
+      WasmTable.fromIPCStream(arrow.tableToIPC(table, 'stream')),
+      new WriterPropertiesBuilder().setMaxRowGroupSize(128).build(),
+    );
+    const bad = new arrow.Table({
+      id: arrow.vectorFromArray(BigInt64Array.from([1n])),
+      w: arrow.vectorFromArray(['x'], new arrow.Utf8()),
+    });
     const badBytes = writeParquet(WasmTable.fromIPCStream(arrow.tableToIPC(bad, 'stream')));
 
     const chunks = await all(new Blob([bytes]), 'parquet', 100);
@@ -89,14 +132,31 @@ describe('parseRecordChunks', () => {
   it('reads Parquet by range from a ranged source (no read larger than a row group or the footer), and from bytes and a stream alike', async () => {
     const n = 3000;
     const rows = Array.from({ length: n }, (_, i) => ({ id: BigInt(i), v: `value-${i}-${'x'.repeat(i % 50)}` }));
-    const table = new arrow.Table({ id: arrow.vectorFromArray(BigInt64Array.from(rows, (x) => x.id)), v: arrow.vectorFromArray(rows.map((x) => x.v), new arrow.Utf8()) });
-    const bytes = writeParquet(WasmTable.fromIPCStream(arrow.tableToIPC(table, 'stream')), new WriterPropertiesBuilder().setMaxRowGroupSize(250).build());
+    const table = new arrow.Table({
+      id: arrow.vectorFromArray(BigInt64Array.from(rows, (x) => x.id)),
+      v: arrow.vectorFromArray(
+        rows.map((x) => x.v),
+        new arrow.Utf8(),
+      ),
+    });
+    const bytes = writeParquet(
+      WasmTable.fromIPCStream(arrow.tableToIPC(table, 'stream')),
+      new WriterPropertiesBuilder().setMaxRowGroupSize(250).build(),
+    );
     const reads: number[] = [];
-    const ranged = { size: bytes.length, name: 'object', read: async (s: number, e: number) => (reads.push(e - s), bytes.slice(s, e)) };
+    const ranged = {
+      size: bytes.length,
+      name: 'object',
+      read: async (s: number, e: number) => (reads.push(e - s), bytes.slice(s, e)),
+    };
 
     const fromRanges = await all(ranged, 'parquet', 500);
     const fromBytes = await all(bytes, 'parquet', 500);
-    const fromStream = await all(cut(bytes, () => 777), 'parquet', 500);
+    const fromStream = await all(
+      cut(bytes, () => 777),
+      'parquet',
+      500,
+    );
 
     expect(fromRanges.flatMap((c) => c.rows)).toEqual(rows);
     expect(fromBytes.flatMap((c) => c.rows)).toEqual(rows);
@@ -106,7 +166,9 @@ describe('parseRecordChunks', () => {
     expect(Math.max(...reads.slice(1))).toBeLessThan(bytes.length / 6);
     expect(fromRanges.at(-1)!.bytesRead).toBe(bytes.length);
     // A ranged source that is not Parquet is a validation error naming the input, a failing read stays the reader's error.
-    await expect(all({ size: 100, name: 'object', read: async (s, e) => new Uint8Array(e - s) }, 'parquet')).rejects.toThrow(/not a Parquet file/);
+    await expect(
+      all({ size: 100, name: 'object', read: async (s, e) => new Uint8Array(e - s) }, 'parquet'),
+    ).rejects.toThrow(/not a Parquet file/);
     const boom = new Error('connection reset');
     await expect(all({ ...ranged, read: async () => Promise.reject(boom) }, 'parquet')).rejects.toBe(boom);
   });

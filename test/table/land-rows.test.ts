@@ -25,7 +25,8 @@ function chunk(from: number, n: number): RowChunk {
   return { rows, kinds: rows.map(() => RowKind.INSERT as RowKindByte) };
 }
 
-const dataFiles = async (store: MemoryStore) => (await listAll(store, '')).filter((o) => o.key.endsWith('.parquet')).length;
+const dataFiles = async (store: MemoryStore) =>
+  (await listAll(store, '')).filter((o) => o.key.endsWith('.parquet')).length;
 
 describe('landRowChunks', () => {
   it('writes each chunk into the writer as it arrives and commits all of them once', async () => {
@@ -55,7 +56,9 @@ describe('landRowChunks', () => {
       yield chunk(3000, 3000);
       throw new Error('malformed input at line 6001');
     }
-    await expect(landRowChunks(table, source(), { commitUser: 'u', commitIdentifier: 'c1' })).rejects.toThrow(/line 6001/);
+    await expect(landRowChunks(table, source(), { commitUser: 'u', commitIdentifier: 'c1' })).rejects.toThrow(
+      /line 6001/,
+    );
     expect(await table.snapshots.latestId()).toBeUndefined();
   });
 });

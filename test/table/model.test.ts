@@ -11,7 +11,12 @@ import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind, type Row } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import type { Table } from '../../lib/table/table.js';
-import { DEDUPLICATE_MODEL, SUM_AGGREGATION_MODEL, type ModelEngine, type ModelState } from '../helpers/model-engines.js';
+import {
+  DEDUPLICATE_MODEL,
+  SUM_AGGREGATION_MODEL,
+  type ModelEngine,
+  type ModelState,
+} from '../helpers/model-engines.js';
 import { rng, testSeed, type Rng } from '../helpers/random.js';
 
 interface Engine extends ModelEngine {
@@ -63,7 +68,10 @@ function genBatch(r: Rng, engine: Engine): Array<{ row: Row; kind: number }> {
     if (del) deletedInBatch.add(key);
     const v = engine.nullableValues && r.chance(0.2) ? null : BigInt(r.int(-50, 100));
     const s = r.chance(0.25) ? null : `s${r.int(0, 9)}-${'é名'.slice(0, r.int(0, 2))}`;
-    out.push({ row: { id, region, v: del ? null : v, s: del ? null : s }, kind: del ? RowKind.DELETE : RowKind.INSERT });
+    out.push({
+      row: { id, region, v: del ? null : v, s: del ? null : s },
+      kind: del ? RowKind.DELETE : RowKind.INSERT,
+    });
   }
   return out;
 }
@@ -126,8 +134,18 @@ function genPredicate(r: Rng, depth = 0): GenPredicate {
   }
   const op = r.pick(['=', '!=', '<', '<=', '>', '>='] as const);
   const v = lit();
-  const holds = { '=': (c: number) => c === 0, '!=': (c: number) => c !== 0, '<': (c: number) => c < 0, '<=': (c: number) => c <= 0, '>': (c: number) => c > 0, '>=': (c: number) => c >= 0 }[op];
-  return { text: `${col} ${op} ${v.text}`, test: (row) => (row[col] === null || v.value === null ? null : holds(cmp(row[col], v.value))) };
+  const holds = {
+    '=': (c: number) => c === 0,
+    '!=': (c: number) => c !== 0,
+    '<': (c: number) => c < 0,
+    '<=': (c: number) => c <= 0,
+    '>': (c: number) => c > 0,
+    '>=': (c: number) => c >= 0,
+  }[op];
+  return {
+    text: `${col} ${op} ${v.text}`,
+    test: (row) => (row[col] === null || v.value === null ? null : holds(cmp(row[col], v.value))),
+  };
 }
 
 function and3(a: Tri, b: Tri): Tri {
@@ -156,8 +174,18 @@ describe('primary-key table model test', () => {
       const history = new Map<number, ModelState>();
       for (let c = 0; c < 25; c++) {
         const batch = genBatch(r, engine);
-        const result = await table.write(batch.map((b) => b.row), { kinds: batch.map((b) => b.kind as 0) });
-        for (const b of batch) engine.apply(model, `${b.row.region}|${b.row.id}`, b.kind, b.row.v as bigint | null, b.row.s as string | null);
+        const result = await table.write(
+          batch.map((b) => b.row),
+          { kinds: batch.map((b) => b.kind as 0) },
+        );
+        for (const b of batch)
+          engine.apply(
+            model,
+            `${b.row.region}|${b.row.id}`,
+            b.kind,
+            b.row.v as bigint | null,
+            b.row.s as string | null,
+          );
         if (!result.snapshot) continue;
         history.set(result.snapshot.id, new Map(model));
         expect(sorted(await readState(table)), `after commit ${c} (seed ${seed})`).toEqual(sorted(model));
@@ -167,10 +195,15 @@ describe('primary-key table model test', () => {
           const [region, id] = key.split('|');
           return p.test({ id: Number(id), region, v, s }) === true;
         });
-        expect(sorted(await readState(table, undefined, p.text)), `where ${p.text} after commit ${c} (seed ${seed})`).toEqual(expected);
+        expect(
+          sorted(await readState(table, undefined, p.text)),
+          `where ${p.text} after commit ${c} (seed ${seed})`,
+        ).toEqual(expected);
       }
       for (const [id, expected] of history) {
-        expect(sorted(await readState(table, id)), `time travel to snapshot ${id} (seed ${seed})`).toEqual(sorted(expected));
+        expect(sorted(await readState(table, id)), `time travel to snapshot ${id} (seed ${seed})`).toEqual(
+          sorted(expected),
+        );
       }
     });
   }

@@ -12,15 +12,27 @@ import type { Table } from '../../lib/table/table.js';
 import { testTable } from '../helpers/tables.js';
 
 function newTable(options: Record<string, string> = {}): Promise<Table> {
-  return testTable({ schema: 'dt STRING NOT NULL, id INT NOT NULL, v STRING', primaryKeys: ['dt', 'id'], partitionKeys: ['dt'], options: { bucket: '2', ...options } });
+  return testTable({
+    schema: 'dt STRING NOT NULL, id INT NOT NULL, v STRING',
+    primaryKeys: ['dt', 'id'],
+    partitionKeys: ['dt'],
+    options: { bucket: '2', ...options },
+  });
 }
 
-const ids = async (t: Table, snapshotId?: number) => tableToRows(await t.read({ snapshotId }), t.schema.fields).map((r) => `${r.dt}/${r.id}/${r.v}`).sort();
+const ids = async (t: Table, snapshotId?: number) =>
+  tableToRows(await t.read({ snapshotId }), t.schema.fields)
+    .map((r) => `${r.dt}/${r.id}/${r.v}`)
+    .sort();
 
 describe('overwrite and bulk changes', () => {
   it('overwrite replaces the partitions written to (dynamic, the default) or the whole table', async () => {
     const t = await newTable();
-    const before = await t.write([{ dt: 'a', id: 1, v: 'x' }, { dt: 'a', id: 2, v: 'x' }, { dt: 'b', id: 1, v: 'x' }]);
+    const before = await t.write([
+      { dt: 'a', id: 1, v: 'x' },
+      { dt: 'a', id: 2, v: 'x' },
+      { dt: 'b', id: 1, v: 'x' },
+    ]);
     const dyn = await t.overwrite([{ dt: 'a', id: 3, v: 'y' }]);
     expect(dyn.snapshot!.commitKind).toBe('OVERWRITE');
     expect(await ids(t)).toEqual(['a/3/y', 'b/1/x']);
@@ -35,7 +47,10 @@ describe('overwrite and bulk changes', () => {
     await t.write([{ dt: 'a', id: 1, v: 'x' }]);
     const writer = t.newWriter();
     await writer.write([{ dt: 'a', id: 5, v: 'new' }]);
-    await t.write([{ dt: 'a', id: 2, v: 'concurrent' }, { dt: 'b', id: 2, v: 'other partition' }]);
+    await t.write([
+      { dt: 'a', id: 2, v: 'concurrent' },
+      { dt: 'b', id: 2, v: 'other partition' },
+    ]);
     await writer.commit(undefined, { overwrite: 'dynamic' });
     await writer.close();
     expect(await ids(t)).toEqual(['a/5/new', 'b/2/other partition']);
@@ -43,7 +58,11 @@ describe('overwrite and bulk changes', () => {
 
   it('truncate empties the table; drop-partition removes matching partitions; both refuse nonsense', async () => {
     const t = await newTable();
-    await t.write([{ dt: 'a', id: 1, v: 'x' }, { dt: 'b', id: 1, v: 'x' }, { dt: 'c', id: 1, v: 'x' }]);
+    await t.write([
+      { dt: 'a', id: 1, v: 'x' },
+      { dt: 'b', id: 1, v: 'x' },
+      { dt: 'c', id: 1, v: 'x' },
+    ]);
     await t.dropPartition({ dt: 'b' });
     expect(await ids(t)).toEqual(['a/1/x', 'c/1/x']);
     await expect(t.dropPartition({ dt: 'b' })).rejects.toThrow(/has no partition dt=b/);
@@ -56,8 +75,15 @@ describe('overwrite and bulk changes', () => {
 
   it('delete --where writes -D for the matching keys only; engines where -D does not remove are refused', async () => {
     const t = await newTable();
-    await t.write([{ dt: 'a', id: 1, v: 'keep' }, { dt: 'a', id: 2, v: 'drop' }, { dt: 'b', id: 3, v: 'drop' }]);
-    await t.write([{ dt: 'a', id: 1, v: 'drop' }, { dt: 'a', id: 1, v: 'keep' }]);
+    await t.write([
+      { dt: 'a', id: 1, v: 'keep' },
+      { dt: 'a', id: 2, v: 'drop' },
+      { dt: 'b', id: 3, v: 'drop' },
+    ]);
+    await t.write([
+      { dt: 'a', id: 1, v: 'drop' },
+      { dt: 'a', id: 1, v: 'keep' },
+    ]);
     const result = await t.deleteWhere("v = 'drop'");
     expect(result.rows).toBe(2);
     expect(result.snapshot!.commitKind).toBe('APPEND');

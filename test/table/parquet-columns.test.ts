@@ -18,7 +18,9 @@ const schema = {
   version: 1,
   highestFieldId: 7,
   timeMillis: 0,
-  fields: parseSchemaText('id BIGINT NOT NULL, i INT, s STRING NOT NULL, d DOUBLE, dt DATE, ts TIMESTAMP(6), b BYTES, f FLOAT'),
+  fields: parseSchemaText(
+    'id BIGINT NOT NULL, i INT, s STRING NOT NULL, d DOUBLE, dt DATE, ts TIMESTAMP(6), b BYTES, f FLOAT',
+  ),
   primaryKeys: ['id'],
   partitionKeys: [],
   options: {},
@@ -33,21 +35,42 @@ function randomColumn(r: Rng, name: string, n: number, bad: boolean): [arrow.Dat
   // `bad`: a type other than the table's (converted or rejected row by row) or values out of range.
   switch (name) {
     case 'id':
-      return bad ? [new arrow.Int32(), cell(() => r.int(0, 50))] : [new arrow.Int64(), (r.chance(0.8) ? Array.from({ length: n }, () => BigInt(r.int(0, 50))) : cell(() => BigInt(r.int(0, 50))))];
+      return bad
+        ? [new arrow.Int32(), cell(() => r.int(0, 50))]
+        : [
+            new arrow.Int64(),
+            r.chance(0.8) ? Array.from({ length: n }, () => BigInt(r.int(0, 50))) : cell(() => BigInt(r.int(0, 50))),
+          ];
     case 'i':
-      return bad ? [new arrow.Int64(), cell(() => BigInt(r.chance(0.9) ? r.int(-5, 5) : 2 ** 40))] : [new arrow.Int32(), cell(() => r.int(-1e9, 1e9))];
+      return bad
+        ? [new arrow.Int64(), cell(() => BigInt(r.chance(0.9) ? r.int(-5, 5) : 2 ** 40))]
+        : [new arrow.Int32(), cell(() => r.int(-1e9, 1e9))];
     case 's':
-      return bad ? [new arrow.Int32(), cell(() => r.int(0, 9))] : [new arrow.Utf8(), r.chance(0.8) ? Array.from({ length: n }, () => `s${r.int(0, 1e6)}é`) : cell(() => `s${r.int(0, 99)}`)];
+      return bad
+        ? [new arrow.Int32(), cell(() => r.int(0, 9))]
+        : [
+            new arrow.Utf8(),
+            r.chance(0.8) ? Array.from({ length: n }, () => `s${r.int(0, 1e6)}é`) : cell(() => `s${r.int(0, 99)}`),
+          ];
     case 'd':
-      return bad ? [new arrow.Utf8(), cell(() => (r.chance(0.7) ? String(r.next()) : 'nope'))] : [new arrow.Float64(), cell(() => (r.chance(0.05) ? -0 : r.next() * 1e6))];
+      return bad
+        ? [new arrow.Utf8(), cell(() => (r.chance(0.7) ? String(r.next()) : 'nope'))]
+        : [new arrow.Float64(), cell(() => (r.chance(0.05) ? -0 : r.next() * 1e6))];
     case 'dt':
-      return [new arrow.DateDay(), cell(() => (bad && r.chance(0.3) ? DAY_MAX + r.int(1, 100) : r.int(-700_000, 2_900_000)) * 86_400_000)];
+      return [
+        new arrow.DateDay(),
+        cell(() => (bad && r.chance(0.3) ? DAY_MAX + r.int(1, 100) : r.int(-700_000, 2_900_000)) * 86_400_000),
+      ];
     case 'ts':
-      return bad ? [new arrow.TimestampMillisecond(), cell(() => r.int(0, 2e12))] : [new arrow.TimestampMicrosecond(), cell(() => BigInt(r.int(-1e12, 1e12)) * 1000n + BigInt(r.int(0, 999)))];
+      return bad
+        ? [new arrow.TimestampMillisecond(), cell(() => r.int(0, 2e12))]
+        : [new arrow.TimestampMicrosecond(), cell(() => BigInt(r.int(-1e12, 1e12)) * 1000n + BigInt(r.int(0, 999)))];
     case 'b':
       return [new arrow.Binary(), cell(() => Uint8Array.from({ length: r.int(0, 6) }, () => r.int(0, 255)))];
     case 'f':
-      return bad ? [new arrow.Float64(), cell(() => (r.chance(0.2) ? 1e300 : r.next()))] : [new arrow.Float32(), cell(() => Math.fround(r.next() * 100))];
+      return bad
+        ? [new arrow.Float64(), cell(() => (r.chance(0.2) ? 1e300 : r.next()))]
+        : [new arrow.Float32(), cell(() => Math.fround(r.next() * 100))];
     case '_kind':
       return [new arrow.Utf8(), cell(() => r.pick(['+I', '+U', '-D', 'bogus']))];
     default:
@@ -70,7 +93,15 @@ function bigVector(type: arrow.DataType, values: unknown[]): arrow.Vector {
       else (data as Int32Array)[i] = Number(v);
     }
   });
-  return arrow.makeVector(arrow.makeData({ type: type as arrow.Int, length: n, nullCount: nulls, nullBitmap: nulls > 0 ? valid : null, data: data as never }));
+  return arrow.makeVector(
+    arrow.makeData({
+      type: type as arrow.Int,
+      length: n,
+      nullCount: nulls,
+      nullBitmap: nulls > 0 ? valid : null,
+      data: data as never,
+    }),
+  );
 }
 
 /** A random Parquet input: which columns, of which types, how many rows, how many per row group. */
@@ -78,19 +109,30 @@ function randomParquet(r: Rng): { bytes: Uint8Array; desc: string } {
   const n = r.int(0, 400);
   const cols: Record<string, arrow.Vector> = {};
   const desc: string[] = [];
-  const names = [...schema.fields.map((f) => f.name).filter((c) => c === 'id' || c === 's' || r.chance(0.85) || !r.chance(0.9))];
+  const names = [
+    ...schema.fields.map((f) => f.name).filter((c) => c === 'id' || c === 's' || r.chance(0.85) || !r.chance(0.9)),
+  ];
   if (r.chance(0.1)) names.push('extra');
   if (r.chance(0.1)) names.push('_kind');
   if (r.chance(0.05)) names.splice(names.indexOf('id'), 1);
   for (const name of names) {
     const bad = r.chance(0.12);
     const [type, values] = randomColumn(r, name, n, bad);
-    cols[name] = arrow.DataType.isTimestamp(type) || arrow.DataType.isInt(type) ? bigVector(type, values) : arrow.vectorFromArray(values, type);
+    cols[name] =
+      arrow.DataType.isTimestamp(type) || arrow.DataType.isInt(type)
+        ? bigVector(type, values)
+        : arrow.vectorFromArray(values, type);
     desc.push(`${name}:${String(type)}${bad ? '!' : ''}`);
   }
-  const table = n === 0 ? new arrow.Table(new arrow.Schema(Object.entries(cols).map(([k, v]) => new arrow.Field(k, v.type, true)))) : new arrow.Table(cols);
+  const table =
+    n === 0
+      ? new arrow.Table(new arrow.Schema(Object.entries(cols).map(([k, v]) => new arrow.Field(k, v.type, true))))
+      : new arrow.Table(cols);
   const groupRows = r.int(16, 300);
-  const bytes = writeParquet(WasmTable.fromIPCStream(arrow.tableToIPC(table, 'stream')), new WriterPropertiesBuilder().setMaxRowGroupSize(groupRows).build());
+  const bytes = writeParquet(
+    WasmTable.fromIPCStream(arrow.tableToIPC(table, 'stream')),
+    new WriterPropertiesBuilder().setMaxRowGroupSize(groupRows).build(),
+  );
   return { bytes, desc: `${n} rows, groups of ${groupRows}: ${desc.join(', ')}` };
 }
 
@@ -100,7 +142,11 @@ async function parse(bytes: Uint8Array, columns: boolean, skipInvalid: boolean) 
   const kinds: number[] = [];
   const rejected: unknown[] = [];
   try {
-    for await (const c of parseColumnChunks(bytes, 'parquet', schema, { skipInvalid, chunkRows: 100, parquetColumns: columns })) {
+    for await (const c of parseColumnChunks(bytes, 'parquet', schema, {
+      skipInvalid,
+      chunkRows: 100,
+      parquetColumns: columns,
+    })) {
       rows.push(...tableToRows(c.table, schema.fields));
       kinds.push(...(c.table.getChild(KIND_COLUMN)!.toArray() as Int8Array));
       rejected.push(...c.rejected);

@@ -73,7 +73,7 @@ describe('evalPredicate and mayMatch', () => {
     expect(may('NOT (n >= 10)')).toBe(false);
     expect(may('n IN (1, 2, 30)')).toBe(false);
     expect(may('n IS NULL')).toBe(false);
-    expect(may('n = 25 OR s = \'x\'')).toBe(true); // s has no bounds
+    expect(may("n = 25 OR s = 'x'")).toBe(true); // s has no bounds
     expect(may("n = 25 AND s = 'x'")).toBe(false);
   });
 });
@@ -96,7 +96,9 @@ describe('filtered reads', () => {
     await t.write([{ dt: 'a', id: 2, v: 1, s: 'x' }]);
     await t.write([{ dt: 'a', id: 2, v: null, s: null }], { kinds: [RowKind.DELETE] });
     expect(tableToRows(await t.read({ where: 'v = 1' }), t.schema.fields)).toEqual([]);
-    expect(tableToRows(await t.read({ where: "s = 'new'" }), t.schema.fields)).toEqual([{ dt: 'a', id: 1, v: 2, s: 'new' }]);
+    expect(tableToRows(await t.read({ where: "s = 'new'" }), t.schema.fields)).toEqual([
+      { dt: 'a', id: 1, v: 2, s: 'new' },
+    ]);
     expect(await t.count({ where: 'v IS NOT NULL' })).toBe(1);
   });
 
@@ -107,13 +109,33 @@ describe('filtered reads', () => {
       await t.write(Array.from({ length: 5 }, (_, i) => ({ dt, id: 100 + i, v: i, s: null })));
     }
     let e: ReadExplain | undefined;
-    const rows = tableToRows(await t.read({ where: "dt IN ('a', 'b') AND id < 100 AND v >= 20", explain: (x) => (e = x) }), t.schema.fields);
+    const rows = tableToRows(
+      await t.read({ where: "dt IN ('a', 'b') AND id < 100 AND v >= 20", explain: (x) => (e = x) }),
+      t.schema.fields,
+    );
     expect(rows.map((r) => `${r.dt}${r.id}`)).toEqual(['a2', 'a3', 'a4', 'b2', 'b3', 'b4']);
-    expect(e).toMatchObject({ liveFiles: 6, skippedByPartition: 2, skippedByKeyRange: 2, filesRead: 2, mergedRows: 10, matchingRows: 6 });
+    expect(e).toMatchObject({
+      liveFiles: 6,
+      skippedByPartition: 2,
+      skippedByKeyRange: 2,
+      filesRead: 2,
+      mergedRows: 10,
+      matchingRows: 6,
+    });
     expect((await t.read({ where: 'id >= 100', limit: 3 })).numRows).toBe(3);
     expect(await t.count({ where: "dt = 'c' OR s IS NULL" })).toBe(10 + 5 + 5); // all of c, and the null s of a and b
     // The same predicate as a tree (TypeScript API): literals are coerced like JSON input.
-    expect(await t.count({ where: { kind: 'and', args: [{ kind: 'compare', op: '=', column: 'dt', value: 'b' }, { kind: 'in', column: 'id', values: [1, 2, 3] }] } })).toBe(3);
+    expect(
+      await t.count({
+        where: {
+          kind: 'and',
+          args: [
+            { kind: 'compare', op: '=', column: 'dt', value: 'b' },
+            { kind: 'in', column: 'id', values: [1, 2, 3] },
+          ],
+        },
+      }),
+    ).toBe(3);
     const log = await readAuditLog(t, { incrementalBetween: { from: 0, to: 6 }, where: "dt = 'b' AND v > 20" });
     expect(log.numRows).toBe(2);
   });

@@ -19,12 +19,38 @@ import { MemoryStore } from '../../lib/store/memory-store.js';
 import { mergePool } from '../../lib/table/merge-pool.js';
 import { rng, testSeed, type Rng } from '../helpers/random.js';
 
-const LAYOUTS: { name: string; schema: string; keys: string[]; key(r: Rng): Row; options?: Record<string, string> }[] = [
-  { name: 'BIGINT key', schema: 'k BIGINT NOT NULL, v STRING, n INT', keys: ['k'], key: (r) => ({ k: BigInt(r.int(-300, 300)) * 4_000_000_007n }) },
-  { name: 'INT key, sequence.field', schema: 'k INT NOT NULL, v STRING, n INT', keys: ['k'], key: (r) => ({ k: r.int(-300, 300) }), options: { 'sequence.field': 'n' } },
-  { name: '(STRING, DATE) key', schema: 'ks STRING NOT NULL, kd DATE NOT NULL, v STRING, n INT', keys: ['ks', 'kd'], key: (r) => ({ ks: r.pick(['', 'a', 'long-common-prefix-1', 'long-common-prefix-2', '\u{1F600}']), kd: r.int(0, 60) }) },
-  { name: 'DECIMAL key, partial-update', schema: 'k DECIMAL(10,3) NOT NULL, v STRING, n INT', keys: ['k'], key: (r) => ({ k: (r.int(-300, 300) / 8).toFixed(3) }), options: { 'merge-engine': 'partial-update' } },
-];
+const LAYOUTS: { name: string; schema: string; keys: string[]; key(r: Rng): Row; options?: Record<string, string> }[] =
+  [
+    {
+      name: 'BIGINT key',
+      schema: 'k BIGINT NOT NULL, v STRING, n INT',
+      keys: ['k'],
+      key: (r) => ({ k: BigInt(r.int(-300, 300)) * 4_000_000_007n }),
+    },
+    {
+      name: 'INT key, sequence.field',
+      schema: 'k INT NOT NULL, v STRING, n INT',
+      keys: ['k'],
+      key: (r) => ({ k: r.int(-300, 300) }),
+      options: { 'sequence.field': 'n' },
+    },
+    {
+      name: '(STRING, DATE) key',
+      schema: 'ks STRING NOT NULL, kd DATE NOT NULL, v STRING, n INT',
+      keys: ['ks', 'kd'],
+      key: (r) => ({
+        ks: r.pick(['', 'a', 'long-common-prefix-1', 'long-common-prefix-2', '\u{1F600}']),
+        kd: r.int(0, 60),
+      }),
+    },
+    {
+      name: 'DECIMAL key, partial-update',
+      schema: 'k DECIMAL(10,3) NOT NULL, v STRING, n INT',
+      keys: ['k'],
+      key: (r) => ({ k: (r.int(-300, 300) / 8).toFixed(3) }),
+      options: { 'merge-engine': 'partial-update' },
+    },
+  ];
 
 afterAll(async () => {
   await mergePool().close();
@@ -44,10 +70,13 @@ describe('merged read on the decode pool', () => {
         options: { bucket: '2', 'write-only': 'true', ...layout.options },
       });
       for (let c = 0; c < 5; c++) {
-        const rows: Row[] = [], kinds: number[] = [];
+        const rows: Row[] = [],
+          kinds: number[] = [];
         for (let i = r.int(1, 400); i > 0; i--) {
           rows.push({ ...layout.key(r), v: r.chance(0.2) ? null : `c${c}-${i}`, n: r.int(0, 5) });
-          kinds.push(layout.options?.['merge-engine'] === undefined && r.chance(0.15) ? RowKind.DELETE : RowKind.INSERT);
+          kinds.push(
+            layout.options?.['merge-engine'] === undefined && r.chance(0.15) ? RowKind.DELETE : RowKind.INSERT,
+          );
         }
         await table.write(rows, { kinds });
       }
@@ -59,7 +88,10 @@ describe('merged read on the decode pool', () => {
       // Assess: the same Arrow bytes.
       const what = `${layout.name} (seed ${seed})`;
       expect(inline.numRows, what).toBeGreaterThan(0);
-      expect(Buffer.from(arrow.tableToIPC(pooled, 'stream')).equals(Buffer.from(arrow.tableToIPC(inline, 'stream'))), what).toBe(true);
+      expect(
+        Buffer.from(arrow.tableToIPC(pooled, 'stream')).equals(Buffer.from(arrow.tableToIPC(inline, 'stream'))),
+        what,
+      ).toBe(true);
     }
     // Two buckets: each a section, decoded and merged on a merge pool worker.
     expect(decodePool().started + mergePool().started).toBeGreaterThan(0);
@@ -87,7 +119,12 @@ describe('merged read on the decode pool', () => {
       ].join('\n'),
     );
     const run = (env: Record<string, string>) => {
-      const r = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8', cwd: join(__dirname, '../..'), env: { ...process.env, ...env }, timeout: 600_000 });
+      const r = spawnSync(process.execPath, ['--import', 'tsx', script], {
+        encoding: 'utf8',
+        cwd: join(__dirname, '../..'),
+        env: { ...process.env, ...env },
+        timeout: 600_000,
+      });
       return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
     };
     // Act

@@ -39,7 +39,10 @@ const LAYOUTS: Layout[] = [
     name: 'deduplicate, sequence.field, (STRING, DATE) key',
     schema: 'ks STRING NOT NULL, kd DATE NOT NULL, v STRING, n INT',
     keys: ['ks', 'kd'],
-    key: (at) => ({ ks: ['', 'a', 'long-common-prefix-1', 'long-common-prefix-2', '\u{1F600}'][at % 5], kd: Math.floor(at / 5) }),
+    key: (at) => ({
+      ks: ['', 'a', 'long-common-prefix-1', 'long-common-prefix-2', '\u{1F600}'][at % 5],
+      kd: Math.floor(at / 5),
+    }),
     options: { 'sequence.field': 'n' },
     deletes: true,
     reads: [{ columns: ['n'] }, { keepDeletes: true }],
@@ -67,7 +70,11 @@ const LAYOUTS: Layout[] = [
     schema: 'a INT NOT NULL, b STRING NOT NULL, v STRING, n INT',
     keys: ['a', 'b'],
     key: (at) => ({ a: at % 7, b: `b${Math.floor(at / 7)}` }),
-    options: { 'merge-engine': 'aggregation', 'fields.n.aggregate-function': 'sum', 'fields.v.aggregate-function': 'max' },
+    options: {
+      'merge-engine': 'aggregation',
+      'fields.n.aggregate-function': 'sum',
+      'fields.v.aggregate-function': 'max',
+    },
     deletes: false,
     reads: [{ where: 'n > 4' }],
   },
@@ -96,10 +103,16 @@ describe('merged read on the merge pool', () => {
         options: { bucket: String(r.int(1, 3)), 'write-only': 'true', ...layout.options },
       });
       for (let c = 0; c < 6; c++) {
-        const from = r.int(0, 500), width = r.int(20, 600 - from);
-        const rows: Row[] = [], kinds: number[] = [];
+        const from = r.int(0, 500),
+          width = r.int(20, 600 - from);
+        const rows: Row[] = [],
+          kinds: number[] = [];
         for (let i = r.int(1, 300); i > 0; i--) {
-          rows.push({ ...layout.key(from + r.int(0, width - 1), r), v: r.chance(0.2) ? null : `c${c}-${i}`, n: r.int(0, 5) });
+          rows.push({
+            ...layout.key(from + r.int(0, width - 1), r),
+            v: r.chance(0.2) ? null : `c${c}-${i}`,
+            n: r.int(0, 5),
+          });
           kinds.push(layout.deletes && r.chance(0.15) ? RowKind.DELETE : RowKind.INSERT);
         }
         await table.write(rows, { kinds });
@@ -122,17 +135,29 @@ describe('merged read on the merge pool', () => {
   it('a store error while a worker reads fails the read as it fails inline', async () => {
     // Prepare: two buckets of overlapping commits, then one data file removed from the store.
     const store = new MemoryStore();
-    const table = await new FolderCatalog(store).createTable('db.t', { fields: parseSchemaText('k INT NOT NULL, v STRING'), primaryKeys: ['k'], options: { bucket: '2', 'write-only': 'true' } });
-    for (let c = 0; c < 2; c++) await table.write(Array.from({ length: 200 }, (_, i) => ({ k: i * (c + 1), v: `v${c}` })));
+    const table = await new FolderCatalog(store).createTable('db.t', {
+      fields: parseSchemaText('k INT NOT NULL, v STRING'),
+      primaryKeys: ['k'],
+      options: { bucket: '2', 'write-only': 'true' },
+    });
+    for (let c = 0; c < 2; c++)
+      await table.write(Array.from({ length: 200 }, (_, i) => ({ k: i * (c + 1), v: `v${c}` })));
     const files: string[] = [];
-    for await (const o of store.list('')) if (o.key.endsWith('.parquet') && o.key.includes('bucket-')) files.push(o.key);
+    for await (const o of store.list(''))
+      if (o.key.endsWith('.parquet') && o.key.includes('bucket-')) files.push(o.key);
     expect(files.length).toBe(4);
     await store.delete(files[1]);
     // Act
     await configureDecodePool({ threads: 0 });
-    const inline = await table.read().then(() => null, (e: unknown) => e as Error);
+    const inline = await table.read().then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
     await configureDecodePool({ threads: 2, minBytes: 0 });
-    const pooled = await table.read().then(() => null, (e: unknown) => e as Error);
+    const pooled = await table.read().then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
     // Assess: the same error class and message, never rows.
     expect(inline).toBeInstanceOf(Error);
     expect(pooled?.constructor).toBe(inline!.constructor);
@@ -141,8 +166,13 @@ describe('merged read on the merge pool', () => {
 
   it('restarting the decode pool restarts the merge threads too: they read the environment afresh', async () => {
     // Prepare: two overlapping commits (one section to merge), merged once on a worker.
-    const table = await new FolderCatalog(new MemoryStore()).createTable('db.t', { fields: parseSchemaText('k INT NOT NULL, v STRING'), primaryKeys: ['k'], options: { bucket: '1', 'write-only': 'true' } });
-    for (let c = 0; c < 2; c++) await table.write(Array.from({ length: 200 }, (_, i) => ({ k: i * (c + 1), v: `v${c}` })));
+    const table = await new FolderCatalog(new MemoryStore()).createTable('db.t', {
+      fields: parseSchemaText('k INT NOT NULL, v STRING'),
+      primaryKeys: ['k'],
+      options: { bucket: '1', 'write-only': 'true' },
+    });
+    for (let c = 0; c < 2; c++)
+      await table.write(Array.from({ length: 200 }, (_, i) => ({ k: i * (c + 1), v: `v${c}` })));
     await configureDecodePool({ threads: 1, minBytes: 0 });
     expect((await table.read()).numRows).toBe(300);
     expect(mergePool().started).toBeGreaterThan(0);

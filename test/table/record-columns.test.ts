@@ -18,7 +18,17 @@ import { rng, testSeed, type Rng } from '../helpers/random.js';
 const FIELDS = parseSchemaText(
   'k BIGINT NOT NULL, b BOOLEAN, t TINYINT, sm SMALLINT, i INT NOT NULL, f FLOAT, d DOUBLE, dec DECIMAL(10,2), s STRING, by BYTES, dt DATE, ts TIMESTAMP(3), tu TIMESTAMP(6) NOT NULL',
 );
-const schemaOf = (primaryKeys: string[]): TableSchema => ({ id: 0, version: 1, highestFieldId: 13, timeMillis: 0, fields: FIELDS, primaryKeys, partitionKeys: [], options: {} }) as TableSchema;
+const schemaOf = (primaryKeys: string[]): TableSchema =>
+  ({
+    id: 0,
+    version: 1,
+    highestFieldId: 13,
+    timeMillis: 0,
+    fields: FIELDS,
+    primaryKeys,
+    partitionKeys: [],
+    options: {},
+  }) as TableSchema;
 
 /** JSON values per column: mostly valid, some of the wrong kind or out of range. */
 const JSON_VALUES: Record<string, unknown[]> = {
@@ -39,7 +49,10 @@ const JSON_VALUES: Record<string, unknown[]> = {
 };
 /** CSV text per column (empty = NULL). */
 const TEXT_VALUES: Record<string, string[]> = Object.fromEntries(
-  Object.entries(JSON_VALUES).map(([k, vs]) => [k, [...vs.filter((v) => typeof v !== 'object').map((v) => String(v)), '']]),
+  Object.entries(JSON_VALUES).map(([k, vs]) => [
+    k,
+    [...vs.filter((v) => typeof v !== 'object').map((v) => String(v)), ''],
+  ]),
 );
 
 function jsonlInput(r: Rng, n: number, crlf: boolean): string {
@@ -54,7 +67,12 @@ function jsonlInput(r: Rng, n: number, crlf: boolean): string {
       for (const f of FIELDS) {
         const q = r.next();
         if (q < 0.01) continue; // missing
-        rec[f.name] = q < (f.type.nullable ? 0.08 : 0.012) ? null : q < 0.97 ? JSON_VALUES[f.name][r.int(0, 2)] : r.pick(JSON_VALUES[f.name]);
+        rec[f.name] =
+          q < (f.type.nullable ? 0.08 : 0.012)
+            ? null
+            : q < 0.97
+              ? JSON_VALUES[f.name][r.int(0, 2)]
+              : r.pick(JSON_VALUES[f.name]);
       }
       if (r.chance(0.02)) rec.extra = 1;
       if (r.chance(0.15)) rec._kind = r.pick(['+I', '-D', '-U', '+U', '-D', 'X', 3]);
@@ -82,7 +100,18 @@ function csvInput(r: Rng, n: number, crlf: boolean): string {
     }
     lines.push(
       columns
-        .map((c) => csvField(r, c === '_kind' ? r.pick(['+I', '-D', '-U', 'bad']) : c === 'extra' ? 'e' : r.chance(0.97) ? TEXT_VALUES[c][r.int(0, 2)] : r.pick(TEXT_VALUES[c])))
+        .map((c) =>
+          csvField(
+            r,
+            c === '_kind'
+              ? r.pick(['+I', '-D', '-U', 'bad'])
+              : c === 'extra'
+                ? 'e'
+                : r.chance(0.97)
+                  ? TEXT_VALUES[c][r.int(0, 2)]
+                  : r.pick(TEXT_VALUES[c]),
+          ),
+        )
         .join(','),
     );
   }
@@ -97,7 +126,12 @@ async function* cut(bytes: Uint8Array, r: Rng): AsyncGenerator<Uint8Array> {
   }
 }
 
-async function collect(input: RecordInput, format: 'jsonl' | 'csv', schema: TableSchema, opts: { skipInvalid?: boolean; deletes?: boolean; chunkRows?: number }): Promise<ColumnChunk[]> {
+async function collect(
+  input: RecordInput,
+  format: 'jsonl' | 'csv',
+  schema: TableSchema,
+  opts: { skipInvalid?: boolean; deletes?: boolean; chunkRows?: number },
+): Promise<ColumnChunk[]> {
   const out: ColumnChunk[] = [];
   for await (const c of parseColumnChunks(input, format, schema, opts)) out.push(c);
   return out;
@@ -106,7 +140,9 @@ async function collect(input: RecordInput, format: 'jsonl' | 'csv', schema: Tabl
 function asRows(chunks: ColumnChunk[], schema: TableSchema): ParsedRecords {
   return {
     rows: chunks.flatMap((c) => tableToRows(c.table, schema.fields)),
-    kinds: chunks.flatMap((c) => Array.from(c.table.getChild(KIND_COLUMN)!.toArray() as Int8Array)) as ParsedRecords['kinds'],
+    kinds: chunks.flatMap((c) =>
+      Array.from(c.table.getChild(KIND_COLUMN)!.toArray() as Int8Array),
+    ) as ParsedRecords['kinds'],
     rejected: chunks.flatMap((c) => c.rejected),
   };
 }
@@ -127,7 +163,11 @@ describe('parseColumnChunks', () => {
       const where = `seed ${seed}, round ${round} (${format}, chunkRows ${chunkRows}, keys ${schema.primaryKeys.join('+') || 'none'}${deletes ? ', deletes' : ''})`;
 
       const expected = oracleParse(text, format, schema, { skipInvalid: true, deletes });
-      const chunks = await collect(cut(encoder.encode(text), r), format, schema, { skipInvalid: true, deletes, chunkRows });
+      const chunks = await collect(cut(encoder.encode(text), r), format, schema, {
+        skipInvalid: true,
+        deletes,
+        chunkRows,
+      });
       const got = asRows(chunks, schema);
       expect(got.rejected, where).toEqual(expected.rejected);
       expect(got.kinds, where).toEqual(expected.kinds);
@@ -138,7 +178,9 @@ describe('parseColumnChunks', () => {
         expect(c.table.numRows + c.rejected.length, where).toBeLessThanOrEqual(chunkRows);
         expect(c.table.batches.length, where).toBeLessThanOrEqual(1);
         expect(c.table.schema.names, where).toEqual([...schema.fields.map((f) => f.name), KIND_COLUMN]);
-        schema.fields.forEach((f, i) => expect(String(c.table.schema.fields[i].type), where).toBe(String(toArrowType(f.type))));
+        schema.fields.forEach((f, i) =>
+          expect(String(c.table.schema.fields[i].type), where).toBe(String(toArrowType(f.type))),
+        );
         expect(c.table.getChild(KIND_COLUMN)!.type, where).toBeInstanceOf(arrow.Int8);
       }
       expect(chunks.at(-1)?.bytesRead, where).toBe(encoder.encode(text).length);
@@ -182,7 +224,9 @@ describe('parseColumnChunks', () => {
       // Every chunk is out before more than one piece beyond its last record was read.
       rows += c.table.numRows;
       seenAt.push(pulled);
-      expect(pulled).toBeLessThanOrEqual(new TextEncoder().encode(lines.slice(0, Math.ceil(rows / 50) * 50).join('')).length);
+      expect(pulled).toBeLessThanOrEqual(
+        new TextEncoder().encode(lines.slice(0, Math.ceil(rows / 50) * 50).join('')).length,
+      );
     }
     expect(rows).toBe(2000);
     expect(seenAt.length).toBe(Math.ceil(2000 / 128));

@@ -26,15 +26,24 @@ import { runVarve } from '../helpers/cli-process.js';
 import { testTable } from '../helpers/tables.js';
 
 function newTable(options: Record<string, string> = {}): Promise<Table> {
-  return testTable({ schema: 'dt STRING NOT NULL, id INT NOT NULL, v STRING', primaryKeys: ['dt', 'id'], partitionKeys: ['dt'], options: { bucket: '2', ...options } });
+  return testTable({
+    schema: 'dt STRING NOT NULL, id INT NOT NULL, v STRING',
+    primaryKeys: ['dt', 'id'],
+    partitionKeys: ['dt'],
+    options: { bucket: '2', ...options },
+  });
 }
 
-const state = async (t: Table, snapshotId?: number) => tableToRows(await t.read({ snapshotId }), t.schema.fields).map((r) => `${r.dt}/${r.id}/${r.v}`).sort();
+const state = async (t: Table, snapshotId?: number) =>
+  tableToRows(await t.read({ snapshotId }), t.schema.fields)
+    .map((r) => `${r.dt}/${r.id}/${r.v}`)
+    .sort();
 
 /** Bucket counts of each partition's live files (a partition with two counts shows both). */
 async function layout(t: Table): Promise<Record<string, number[]>> {
   const out: Record<string, Set<number>> = {};
-  for (const e of await readLiveFiles(t.store, t.path, (await t.snapshots.latest())!)) (out[e.partition] ??= new Set()).add(e.totalBuckets);
+  for (const e of await readLiveFiles(t.store, t.path, (await t.snapshots.latest())!))
+    (out[e.partition] ??= new Set()).add(e.totalBuckets);
   return Object.fromEntries(Object.entries(out).map(([p, s]) => [p, [...s].sort()]));
 }
 
@@ -47,12 +56,25 @@ describe('bucket rescale', () => {
     t = (await t.alter([{ kind: 'set-option', key: 'bucket', value: '4' }])).table;
     // Without a rewrite, partition a keeps 2 buckets: this write must not fail or mix counts.
     await t.write([...rows('a', [1, 6, 7], 'y'), ...rows('c', [1, 2, 3, 4, 5, 6], 'y')]);
-    const arrowTable = new arrow.Table({ dt: arrow.vectorFromArray(['a', 'd'], new arrow.Utf8()), id: arrow.vectorFromArray([8, 1], new arrow.Int32()), v: arrow.vectorFromArray(['z', 'z'], new arrow.Utf8()) });
+    const arrowTable = new arrow.Table({
+      dt: arrow.vectorFromArray(['a', 'd'], new arrow.Utf8()),
+      id: arrow.vectorFromArray([8, 1], new arrow.Int32()),
+      v: arrow.vectorFromArray(['z', 'z'], new arrow.Utf8()),
+    });
     const w = t.newWriter();
     await w.writeArrow(arrowTable);
     await w.commit();
     expect(await layout(t)).toEqual({ 'dt=a': [2], 'dt=b': [2], 'dt=c': [4], 'dt=d': [4] });
-    expect((await state(t)).filter((r) => r.startsWith('a/'))).toEqual(['a/1/y', 'a/2/x', 'a/3/x', 'a/4/x', 'a/5/x', 'a/6/y', 'a/7/y', 'a/8/z']);
+    expect((await state(t)).filter((r) => r.startsWith('a/'))).toEqual([
+      'a/1/y',
+      'a/2/x',
+      'a/3/x',
+      'a/4/x',
+      'a/5/x',
+      'a/6/y',
+      'a/7/y',
+      'a/8/z',
+    ]);
     // Compaction of an old partition keeps its count too.
     await compactTable(t, { full: true });
     expect((await layout(t))['dt=a']).toEqual([2]);
@@ -61,7 +83,7 @@ describe('bucket rescale', () => {
     expect((await layout(t))['dt=b']).toEqual([4]);
   });
 
-  it('writes that wait for a partition\'s bucket count keep their call order, awaited or not', async () => {
+  it("writes that wait for a partition's bucket count keep their call order, awaited or not", async () => {
     let t = await newTable();
     await t.write(rows('a', [1], 'v0'));
     t = (await t.alter([{ kind: 'set-option', key: 'bucket', value: '3' }])).table;
@@ -88,10 +110,26 @@ describe('bucket rescale', () => {
     expect(t.options.bucket).toBe(2);
     // Sequence numbers were kept: a new version of a rescaled key wins, and the table still merges.
     await t.write(rows('a', [2, 9], 'z'));
-    expect((await state(t)).filter((x) => x.startsWith('a/'))).toEqual(['a/1/x', 'a/2/z', 'a/3/y', 'a/5/x', 'a/6/x', 'a/9/z']);
+    expect((await state(t)).filter((x) => x.startsWith('a/'))).toEqual([
+      'a/1/x',
+      'a/2/z',
+      'a/3/y',
+      'a/5/x',
+      'a/6/x',
+      'a/9/z',
+    ]);
     await compactTable(t, { full: true });
-    expect((await state(t)).filter((x) => x.startsWith('a/'))).toEqual(['a/1/x', 'a/2/z', 'a/3/y', 'a/5/x', 'a/6/x', 'a/9/z']);
-    expect(await state(t, first.snapshot!.id)).toEqual([...rows('a', [1, 2, 3, 4, 5, 6], 'x'), ...rows('b', [1, 2], 'x')].map((x) => `${x.dt}/${x.id}/${x.v}`).sort());
+    expect((await state(t)).filter((x) => x.startsWith('a/'))).toEqual([
+      'a/1/x',
+      'a/2/z',
+      'a/3/y',
+      'a/5/x',
+      'a/6/x',
+      'a/9/z',
+    ]);
+    expect(await state(t, first.snapshot!.id)).toEqual(
+      [...rows('a', [1, 2, 3, 4, 5, 6], 'x'), ...rows('b', [1, 2], 'x')].map((x) => `${x.dt}/${x.id}/${x.v}`).sort(),
+    );
     // Rescaling to the count a partition has is a no-op.
     expect((await t.rescale({ buckets: 3, partition: { dt: 'a' } })).snapshot).toBeUndefined();
     await expect(t.rescale({ buckets: 3, partition: { dt: 'zz' } })).rejects.toThrow(/has no partition dt=zz/);
@@ -115,7 +153,9 @@ describe('bucket rescale', () => {
     await t.write(rows('a', [1, 2], 'x'));
     await t.write(rows('a', [3], 'x'));
     await writeConsumer(t.store, t.path, 'reader', { nextSnapshot: 2, lastUpdated: Date.now() });
-    await expect(t.rescale({ buckets: 3 })).rejects.toThrow(/consumers that have not read up to snapshot 2 \(reader at snapshot 2\).*--force/);
+    await expect(t.rescale({ buckets: 3 })).rejects.toThrow(
+      /consumers that have not read up to snapshot 2 \(reader at snapshot 2\).*--force/,
+    );
     expect(await layout(t)).toEqual({ 'dt=a': [2] });
     await writeConsumer(t.store, t.path, 'reader', { nextSnapshot: 3, lastUpdated: Date.now() });
     expect((await t.rescale({ buckets: 3, partition: { dt: 'a' } })).snapshot).toBeDefined();
@@ -158,13 +198,22 @@ describe('bucket rescale', () => {
     const r = await t.rescale({ buckets: 3, partition: { dt: 'a' } });
     await t.write(rows('a', [2], 'y'));
     await compactTable(t);
-    const log = tableToRows(await readAuditLog(t, { incrementalBetween: { from: r.snapshot!.id, to: (await t.snapshots.latestId())! }, mode: 'changelog' }), [...t.schema.fields, { id: 99, name: '_VALUE_KIND', type: { root: 'TINYINT', nullable: false } }]);
+    const log = tableToRows(
+      await readAuditLog(t, {
+        incrementalBetween: { from: r.snapshot!.id, to: (await t.snapshots.latestId())! },
+        mode: 'changelog',
+      }),
+      [...t.schema.fields, { id: 99, name: '_VALUE_KIND', type: { root: 'TINYINT', nullable: false } }],
+    );
     expect(log.map((x) => `${x.id}/${x.v}/${x._VALUE_KIND}`)).toEqual(['2/x/1', '2/y/2']);
   });
 
-  it('an append table with a bucket-key keeps each key\'s rows in order; a bucket-unaware one has nothing to rescale', async () => {
+  it("an append table with a bucket-key keeps each key's rows in order; a bucket-unaware one has nothing to rescale", async () => {
     const catalog = new FolderCatalog(new MemoryStore());
-    const t = await catalog.createTable('db.log', { fields: parseSchemaText('id INT, n INT'), options: { bucket: '2', 'bucket-key': 'id' } });
+    const t = await catalog.createTable('db.log', {
+      fields: parseSchemaText('id INT, n INT'),
+      options: { bucket: '2', 'bucket-key': 'id' },
+    });
     for (let k = 0; k < 4; k++) await t.write([1, 2, 3, 4, 5].map((id) => ({ id, n: k })));
     await t.rescale({ buckets: 3 });
     const read = tableToRows(await t.read(), t.schema.fields);
@@ -172,13 +221,28 @@ describe('bucket rescale', () => {
     expect(await layout(t)).toEqual({ '': [3] });
     const unaware = await catalog.createTable('db.u', { fields: parseSchemaText('id INT') });
     await expect(unaware.rescale({ buckets: 2 })).rejects.toThrow(/bucket-unaware/);
-    await expect(unaware.alter([{ kind: 'set-option', key: 'bucket', value: '2' }])).rejects.toThrow(/between -1 \(bucket-unaware\) and a fixed count/);
+    await expect(unaware.alter([{ kind: 'set-option', key: 'bucket', value: '2' }])).rejects.toThrow(
+      /between -1 \(bucket-unaware\) and a fixed count/,
+    );
   });
 
   it('varve rescale in the CLI', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'varve-rescale-'));
     const varve = (...args: string[]) => runVarve(join(dir, 'wh'), args);
-    expect((await varve('create', 'db.o', '--schema', 'dt STRING, id BIGINT', '--primary-key', 'dt,id', '--partition-keys', 'dt')).code).toBe(0);
+    expect(
+      (
+        await varve(
+          'create',
+          'db.o',
+          '--schema',
+          'dt STRING, id BIGINT',
+          '--primary-key',
+          'dt,id',
+          '--partition-keys',
+          'dt',
+        )
+      ).code,
+    ).toBe(0);
     const file = join(dir, 'in.jsonl');
     writeFileSync(file, ['{"dt": "a", "id": 1}', '{"dt": "a", "id": 2}', '{"dt": "b", "id": 3}'].join('\n') + '\n');
     expect((await varve('write', 'db.o', file)).code).toBe(0);

@@ -37,7 +37,8 @@ describe('table.scan', () => {
     const r = rng(seed);
     const table = await newTable();
     for (let c = 0; c < 6; c++) {
-      const rows = [], kinds = [];
+      const rows = [],
+        kinds = [];
       for (let i = 0; i < r.int(1, 300); i++) {
         rows.push({ dt: r.pick(['a', 'b']), id: BigInt(r.int(0, 400)), v: `c${c}-${i}` });
         kinds.push(r.chance(0.15) ? RowKind.DELETE : RowKind.INSERT);
@@ -68,7 +69,14 @@ describe('table.scan', () => {
       options: { bucket: '1', 'write-only': 'true' },
     });
     await table.write(Array.from({ length: 10 }, (_, i) => ({ id: BigInt(i), v: `a${i}` })));
-    const kindOf = (i: number) => (i % 3 === 0 ? RowKind.DELETE : i === 104 ? RowKind.UPDATE_BEFORE : i === 105 ? RowKind.UPDATE_AFTER : RowKind.INSERT);
+    const kindOf = (i: number) =>
+      i % 3 === 0
+        ? RowKind.DELETE
+        : i === 104
+          ? RowKind.UPDATE_BEFORE
+          : i === 105
+            ? RowKind.UPDATE_AFTER
+            : RowKind.INSERT;
     const ids = Array.from({ length: 10 }, (_, i) => 100 + i);
     await table.write(
       ids.map((i) => ({ id: BigInt(i), v: `b${i}` })),
@@ -89,7 +97,10 @@ describe('table.scan', () => {
 
   it('projects columns, reads a partition, and yields one empty batch for an empty result', async () => {
     const table = await newTable();
-    await table.write([{ dt: 'a', id: 1n, v: 'x' }, { dt: 'b', id: 2n, v: 'y' }]);
+    await table.write([
+      { dt: 'a', id: 1n, v: 'x' },
+      { dt: 'b', id: 2n, v: 'y' },
+    ]);
 
     const projected = await collect(table.scan({ columns: ['v', 'id'], partition: { dt: 'b' } }));
     const empty = await collect((await newTable()).scan());
@@ -152,7 +163,11 @@ describe('table.scan over files of several row groups and decode batches', () =>
 
     // Assess: right as yielded; some kept batch no longer holds its rows (what the option warns of).
     expect(seen).toEqual(expected);
-    const changed = kept.filter(({ batch, from }) => JSON.stringify(tableToRows(new arrow.Table(batch), table.schema.fields).map((x) => String(x.v))) !== JSON.stringify(expected.slice(from, from + batch.numRows).map((x) => String(x.v))));
+    const changed = kept.filter(
+      ({ batch, from }) =>
+        JSON.stringify(tableToRows(new arrow.Table(batch), table.schema.fields).map((x) => String(x.v))) !==
+        JSON.stringify(expected.slice(from, from + batch.numRows).map((x) => String(x.v))),
+    );
     expect(changed.length).toBeGreaterThan(0);
   });
 });
@@ -163,7 +178,10 @@ describe('readDataFileRowGroups', () => {
     const table = await newTable();
     const n = 1000;
     const rows = Array.from({ length: n }, (_, i) => ({ dt: 'a', id: BigInt(i), v: `v${i}` }));
-    const bytes = writeDataFile(rowsToTable(table.schema.fields, rows, { sequence: new Float64Array(n), kind: new Uint8Array(n) }), { compression: 'zstd', rowGroupSize: 300 });
+    const bytes = writeDataFile(
+      rowsToTable(table.schema.fields, rows, { sequence: new Float64Array(n), kind: new Uint8Array(n) }),
+      { compression: 'zstd', rowGroupSize: 300 },
+    );
     const store = new MemoryStore();
     await store.put('f.parquet', bytes);
 
@@ -197,7 +215,11 @@ describe('Table.read fetches data files by range', () => {
         fields: parseSchemaText('dt STRING, id BIGINT, v STRING'),
         primaryKeys: keyed ? ['dt', 'id'] : [],
         partitionKeys: ['dt'],
-        options: { bucket: keyed ? '2' : '-1', 'write-only': 'true', ...(engine === 'partial-update' ? { 'merge-engine': 'partial-update' } : {}) },
+        options: {
+          bucket: keyed ? '2' : '-1',
+          'write-only': 'true',
+          ...(engine === 'partial-update' ? { 'merge-engine': 'partial-update' } : {}),
+        },
       });
       const model = new Map<string, Row>();
       const appended: Row[] = [];
@@ -220,7 +242,10 @@ describe('Table.read fetches data files by range', () => {
       const expected = keyed ? [...model.values()] : appended;
       expect(read.map(key).sort(), `seed ${seed} ${engine}`).toEqual(expected.map(key).sort());
       expect(audit.numRows, `seed ${seed} ${engine}`).toBe(expected.length);
-      expect(gets.mock.calls.filter(([k]) => k.endsWith('.parquet')), `seed ${seed} ${engine}`).toEqual([]);
+      expect(
+        gets.mock.calls.filter(([k]) => k.endsWith('.parquet')),
+        `seed ${seed} ${engine}`,
+      ).toEqual([]);
       gets.mockRestore();
     }
   });

@@ -48,7 +48,9 @@ function randomValue(r: Rng, root: TypeRoot): Value {
 function render(state: ModelState, columns: ModelColumn[]): string[] {
   return [...state.entries()]
     .sort(([a], [b]) => a - b)
-    .map(([k, values]) => JSON.stringify({ id: k, ...Object.fromEntries(columns.map((c) => [c.name, show(values.get(c.id) ?? null)])) }));
+    .map(([k, values]) =>
+      JSON.stringify({ id: k, ...Object.fromEntries(columns.map((c) => [c.name, show(values.get(c.id) ?? null)])) }),
+    );
 }
 
 function show(v: Value): unknown {
@@ -66,7 +68,10 @@ async function readRendered(table: Table, snapshotId?: number): Promise<string[]
   const t = await table.read({ snapshotId });
   const snapshot = await table.snapshotFor({ snapshotId });
   const travels = snapshotId !== undefined;
-  const fields = snapshot && (travels || snapshot.schemaId > table.schema.id) ? (await table.schemaById(snapshot.schemaId)).fields : table.schema.fields;
+  const fields =
+    snapshot && (travels || snapshot.schemaId > table.schema.id)
+      ? (await table.schemaById(snapshot.schemaId)).fields
+      : table.schema.fields;
   return renderRows(tableToRows(t, fields));
 }
 
@@ -74,10 +79,15 @@ async function readRendered(table: Table, snapshotId?: number): Promise<string[]
 function projectState(state: ModelState, columns: ModelColumn[]): ModelState {
   const out: ModelState = new Map();
   for (const [k, values] of state) {
-    out.set(k, new Map(columns.map((c) => {
-      const v = values.get(c.id) ?? null;
-      return [c.id, c.root === 'BIGINT' && typeof v === 'number' ? BigInt(v) : v];
-    })));
+    out.set(
+      k,
+      new Map(
+        columns.map((c) => {
+          const v = values.get(c.id) ?? null;
+          return [c.id, c.root === 'BIGINT' && typeof v === 'number' ? BigInt(v) : v];
+        }),
+      ),
+    );
   }
   return out;
 }
@@ -114,7 +124,11 @@ describe('schema evolution model test', () => {
           const kinds = kindsOf(data);
           tableToRows(data, fields).forEach((row, i) => {
             if (kinds[i] === RowKind.DELETE || kinds[i] === RowKind.UPDATE_BEFORE) streamed.delete(row.id as number);
-            else streamed.set(row.id as number, new Map(fields.filter((f) => f.name !== 'id').map((f) => [f.id, row[f.name]])));
+            else
+              streamed.set(
+                row.id as number,
+                new Map(fields.filter((f) => f.name !== 'id').map((f) => [f.id, row[f.name]])),
+              );
           });
         }
       }
@@ -152,16 +166,22 @@ describe('schema evolution model test', () => {
           // Rows follow the writing handle's schema, which may be older than the table's: the
           // write then fails with SchemaChangedError and Table.write maps them by field id.
           const row: Row = { id };
-          for (const f of table.schema.fields) if (f.name !== 'id') row[f.name] = del ? null : randomValue(r, f.type.root);
+          for (const f of table.schema.fields)
+            if (f.name !== 'id') row[f.name] = del ? null : randomValue(r, f.type.root);
           rows.push(row);
           kinds.push(del ? RowKind.DELETE : RowKind.INSERT);
           if (del) model.delete(id);
           else {
             const byId = new Map(table.schema.fields.map((f) => [f.id, row[f.name]]));
-            model.set(id, new Map(columns.map((c) => {
-              const v = byId.get(c.id) ?? null;
-              return [c.id, c.root === 'BIGINT' && typeof v === 'number' ? BigInt(v) : v];
-            })));
+            model.set(
+              id,
+              new Map(
+                columns.map((c) => {
+                  const v = byId.get(c.id) ?? null;
+                  return [c.id, c.root === 'BIGINT' && typeof v === 'number' ? BigInt(v) : v];
+                }),
+              ),
+            );
           }
         }
         snapshotId = (await table.write(rows, { kinds })).snapshot?.id;
@@ -189,14 +209,18 @@ describe('schema evolution model test', () => {
           const root = c.root === 'INT' ? 'BIGINT' : 'DOUBLE';
           changes.push({ kind: 'update-column-type', name: c.name, type: { root, nullable: true } });
           columns = columns.map((x) => (x === c ? { ...x, root } : x));
-          if (root === 'BIGINT') for (const values of model.values()) if (typeof values.get(c.id) === 'number') values.set(c.id, BigInt(values.get(c.id) as number));
+          if (root === 'BIGINT')
+            for (const values of model.values())
+              if (typeof values.get(c.id) === 'number') values.set(c.id, BigInt(values.get(c.id) as number));
         } else {
           changes.push({ kind: 'set-option', key: 'snapshot.num-retained.min', value: String(r.int(5, 20)) });
         }
         what = `alter ${JSON.stringify(changes)}`;
         const result = await table.alter(changes);
         // The model learns the new column's id from the schema (ids are the table's to assign).
-        columns = columns.map((c) => (c.id === -1 ? { ...c, id: result.schema.fields.find((f) => f.name === c.name)!.id } : c));
+        columns = columns.map((c) =>
+          c.id === -1 ? { ...c, id: result.schema.fields.find((f) => f.name === c.name)!.id } : c,
+        );
         if (r.chance(0.5)) table = result.table; // else: the stale handle must cope by itself
         snapshotId = result.snapshot?.id;
       } else {
@@ -206,7 +230,8 @@ describe('schema evolution model test', () => {
       }
       const expected = render(model, columns);
       expect(await readRendered(table), where(step, what)).toEqual(expected);
-      if (snapshotId !== undefined) history.set(snapshotId, { columns: [...columns], rows: expected, state: copyState(model) });
+      if (snapshotId !== undefined)
+        history.set(snapshotId, { columns: [...columns], rows: expected, state: copyState(model) });
       if (r.chance(0.3)) await drainStream();
     }
     for (const [id, h] of history) {
@@ -216,7 +241,10 @@ describe('schema evolution model test', () => {
     // The stream reads the latest snapshot in the schema it was written under (after a rollback with no write since, an older one).
     expect(scan.table.schema.id, `seed ${seed}`).toBe((await table.snapshots.latest())!.schemaId);
     // Rows streamed before a widening hold the narrow value; the stream's reader widens them itself.
-    for (const values of streamed.values()) for (const c of columns) if (c.root === 'BIGINT' && typeof values.get(c.id) === 'number') values.set(c.id, BigInt(values.get(c.id) as number));
+    for (const values of streamed.values())
+      for (const c of columns)
+        if (c.root === 'BIGINT' && typeof values.get(c.id) === 'number')
+          values.set(c.id, BigInt(values.get(c.id) as number));
     expect(render(streamed, columns), `stream folded into a state, seed ${seed}`).toEqual(render(model, columns));
   });
 });

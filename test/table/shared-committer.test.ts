@@ -29,7 +29,10 @@ async function openTable(store: ObjectStore, create: boolean): Promise<Table> {
 function rowsOf(first: number, n: number, tag: string): arrow.Table {
   return new arrow.Table({
     id: arrow.vectorFromArray(BigInt64Array.from({ length: n }, (_, i) => BigInt(first + i))),
-    v: arrow.vectorFromArray(Array.from({ length: n }, () => tag), new arrow.Utf8()),
+    v: arrow.vectorFromArray(
+      Array.from({ length: n }, () => tag),
+      new arrow.Utf8(),
+    ),
   });
 }
 
@@ -39,7 +42,10 @@ async function sequenceRanges(table: Table): Promise<Array<[number, number]>> {
   const ranges = new Map<number, [number, number]>();
   for (const e of await readLiveFiles(table.store, table.path, latest)) {
     const r = ranges.get(e.file.sequenceBase) ?? [Infinity, -Infinity];
-    ranges.set(e.file.sequenceBase, [Math.min(r[0], e.file.minSequenceNumber), Math.max(r[1], e.file.maxSequenceNumber)]);
+    ranges.set(e.file.sequenceBase, [
+      Math.min(r[0], e.file.minSequenceNumber),
+      Math.max(r[1], e.file.maxSequenceNumber),
+    ]);
   }
   return [...ranges.values()].sort((a, b) => a[0] - b[0]);
 }
@@ -89,7 +95,10 @@ describe('in-process group commit', () => {
     const landed = all.filter((o) => o.landed);
     const identifiers = new Set(all.map((o) => o.identifier));
     expect(landed.map((o) => o.identifier).sort()).toEqual([...identifiers].sort());
-    for (const o of all.filter((x) => !x.landed)) expect(o.snapshot, `duplicate ${o.identifier} names the snapshot holding it`).toBe(landed.find((l) => l.identifier === o.identifier)!.snapshot);
+    for (const o of all.filter((x) => !x.landed))
+      expect(o.snapshot, `duplicate ${o.identifier} names the snapshot holding it`).toBe(
+        landed.find((l) => l.identifier === o.identifier)!.snapshot,
+      );
     const rows = await table.read();
     const expected = new Map<bigint, string>();
     for (const o of landed) for (let i = 0; i < o.n; i++) expected.set(BigInt(o.first + i), o.identifier);
@@ -113,7 +122,9 @@ describe('in-process group commit', () => {
     expect(recorded.sort()).toEqual([...identifiers].sort());
     expect(deltaRows).toBe(expected.size);
     expect(committer.rounds - roundsBefore).toBe(latest.id - before);
-    console.log(`[shared-committer] ${writers} writers, ${all.length} commits (${landed.length} landed) in ${latest.id - before} snapshots`);
+    console.log(
+      `[shared-committer] ${writers} writers, ${all.length} commits (${landed.length} landed) in ${latest.id - before} snapshots`,
+    );
   });
 
   it('batches handed in while a round runs land together in the next snapshot, each identifier indexed', async () => {
@@ -127,18 +138,26 @@ describe('in-process group commit', () => {
     }
     const committer = sharedCommitterOf(table);
     // Act: all handed in at once; the first starts a round alone, the other nine wait for the next.
-    const outcomes = await Promise.all(batches.map((batch, i) => committer.submit(table, { batch, identifier: `b${i}`, commitUser: `u${i}`, schemaId: table.schema.id })));
+    const outcomes = await Promise.all(
+      batches.map((batch, i) =>
+        committer.submit(table, { batch, identifier: `b${i}`, commitUser: `u${i}`, schemaId: table.schema.id }),
+      ),
+    );
     // Assess
     expect(outcomes.map((o) => o.snapshot!.id)).toEqual([1, ...Array(9).fill(2)]);
     expect(outcomes.filter((o) => o.announces)).toHaveLength(2);
     const second = await table.snapshots.read(2);
     expect(second.commitUser).toBe('writer-group');
     expect(batchIdentifiersOf(second)).toEqual(Array.from({ length: 9 }, (_, i) => `b${i + 1}`));
-    for (let i = 1; i < 10; i++) expect((await readIdentifierIndex(table.store, table.path, `b${i}`))!.index).toMatchObject({ attempt: 2, expiryMarks: true });
+    for (let i = 1; i < 10; i++)
+      expect((await readIdentifierIndex(table.store, table.path, `b${i}`))!.index).toMatchObject({
+        attempt: 2,
+        expiryMarks: true,
+      });
     expect((await table.read()).numRows).toBe(100);
   });
 
-  it('an identifier landing through another process\'s committer is left out of the round and reported as already committed', async () => {
+  it("an identifier landing through another process's committer is left out of the round and reported as already committed", async () => {
     // Prepare: two "processes" = two store objects over the same objects, so two committers.
     const shared = new MemoryStore();
     const a = await openTable(shared, true);
@@ -156,12 +175,24 @@ describe('in-process group commit', () => {
     // Act: a round of three where the middle one carries the identifier that already landed.
     const committer = sharedCommitterOf(a);
     const ids = ['a0', 'dup', 'a2'];
-    const outcomes = await Promise.all(prepared.map((batch, i) => committer.submit(a, { batch, identifier: ids[i], commitUser: 'a', schemaId: a.schema.id })));
+    const outcomes = await Promise.all(
+      prepared.map((batch, i) =>
+        committer.submit(a, { batch, identifier: ids[i], commitUser: 'a', schemaId: a.schema.id }),
+      ),
+    );
     // Assess
     expect(outcomes[1]).toMatchObject({ alreadyCommitted: true });
     expect(outcomes[1].snapshot!.id).toBe(1);
     expect(outcomes[0].alreadyCommitted || outcomes[2].alreadyCommitted).toBe(false);
     const keys = [...((await a.read()).getChild('id')!.toArray() as BigInt64Array)].map(Number).sort((x, y) => x - y);
-    expect(keys).toEqual([...Array.from({ length: 10 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => 20 + i), 1000, 1001, 1002, 1003, 1004]);
+    expect(keys).toEqual([
+      ...Array.from({ length: 10 }, (_, i) => i),
+      ...Array.from({ length: 10 }, (_, i) => 20 + i),
+      1000,
+      1001,
+      1002,
+      1003,
+      1004,
+    ]);
   });
 });

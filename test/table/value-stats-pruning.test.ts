@@ -37,7 +37,9 @@ async function eightFiles(t: Table): Promise<Row[]> {
 
 async function readWhere(t: Table, where: string): Promise<{ rows: string[]; explain: ReadExplain }> {
   let explain: ReadExplain | undefined;
-  const rows = tableToRows(await t.read({ where, explain: (e) => (explain = e) }), t.schema.fields).map(show).sort();
+  const rows = tableToRows(await t.read({ where, explain: (e) => (explain = e) }), t.schema.fields)
+    .map(show)
+    .sort();
   return { rows, explain: explain! };
 }
 
@@ -47,14 +49,21 @@ const CASES: Array<{ where: string; model: (r: Row) => boolean; skipped: number 
   { where: 'note IS NULL', model: (r) => r.note === null, skipped: 7 },
   { where: "kind = 'x' OR ts = 0", model: (r) => r.kind === 'x' || r.ts === 0n, skipped: 6 },
   { where: 'amount > 75', model: (r) => r.amount !== null && r.amount > 75, skipped: 7 },
-  { where: "kind IN ('b', 'c') AND NOT (ts < 700)", model: (r) => (r.kind === 'b' || r.kind === 'c') && !(r.ts < 700n), skipped: 7 },
+  {
+    where: "kind IN ('b', 'c') AND NOT (ts < 700)",
+    model: (r) => (r.kind === 'b' || r.kind === 'c') && !(r.ts < 700n),
+    skipped: 7,
+  },
   { where: 'amount IS NULL', model: (r) => r.amount === null, skipped: 0 },
 ];
 
 describe('value-statistics pruning on append tables', () => {
   it('skips the files whose column ranges cannot match, and returns exactly the rows of an unpruned read', async () => {
     // Prepare
-    const t = await new FolderCatalog(new MemoryStore()).createTable('db.events', { fields: parseSchemaText('ts BIGINT, kind STRING, amount DOUBLE, note STRING'), options: {} });
+    const t = await new FolderCatalog(new MemoryStore()).createTable('db.events', {
+      fields: parseSchemaText('ts BIGINT, kind STRING, amount DOUBLE, note STRING'),
+      options: {},
+    });
     const all = await eightFiles(t);
     const files = await readLiveFiles(t.store, t.path, (await t.snapshots.latest())!);
     expect(files).toHaveLength(8);
@@ -83,26 +92,45 @@ describe('value-statistics pruning on append tables', () => {
     const files = await readLiveFiles(t.store, t.path, (await t.snapshots.latest())!);
     expect(files.length).toBeLessThan(8);
     expect(files.every((e) => e.file.valueStats !== undefined)).toBe(true);
-    for (const c of CASES) expect((await readWhere(t, c.where)).rows, c.where).toEqual(all.filter(c.model).map(show).sort());
+    for (const c of CASES)
+      expect((await readWhere(t, c.where)).rows, c.where).toEqual(all.filter(c.model).map(show).sort());
     const none = await readWhere(t, 'ts > 100000');
     expect(none.rows).toEqual([]);
     expect(none.explain.skippedByValueStats).toBe(files.length);
   });
 
   it('the statistics system table (TypeScript API) gives the bounds the pruning uses, equal to the rows', async () => {
-    const t = await new FolderCatalog(new MemoryStore()).createTable('db.events', { fields: parseSchemaText('ts BIGINT, kind STRING, amount DOUBLE, note STRING'), options: {} });
+    const t = await new FolderCatalog(new MemoryStore()).createTable('db.events', {
+      fields: parseSchemaText('ts BIGINT, kind STRING, amount DOUBLE, note STRING'),
+      options: {},
+    });
     const all = await eightFiles(t);
     const { records } = await readSystemTable(t, 'statistics');
     const by = Object.fromEntries(records.map((r) => [r.column, r]));
     const amounts = all.map((r) => r.amount).filter((a): a is number => a !== null);
-    expect(by.ts).toMatchObject({ record_count: 400, file_count: 8, files_with_stats: 8, null_count: 0, min: 0, max: 749 });
+    expect(by.ts).toMatchObject({
+      record_count: 400,
+      file_count: 8,
+      files_with_stats: 8,
+      null_count: 0,
+      min: 0,
+      max: 749,
+    });
     expect(by.kind).toMatchObject({ min: 'a', max: 'x', null_count: 0 });
-    expect(by.amount).toMatchObject({ null_count: all.length - amounts.length, min: Math.min(...amounts), max: Math.max(...amounts) });
+    expect(by.amount).toMatchObject({
+      null_count: all.length - amounts.length,
+      min: Math.min(...amounts),
+      max: Math.max(...amounts),
+    });
     expect(by.note).toMatchObject({ null_count: 50 });
   });
 
   it('a primary-key table never prunes by a value column', async () => {
-    const t = await new FolderCatalog(new MemoryStore()).createTable('db.kv', { fields: parseSchemaText('k INT NOT NULL, v INT'), primaryKeys: ['k'], options: { bucket: '1' } });
+    const t = await new FolderCatalog(new MemoryStore()).createTable('db.kv', {
+      fields: parseSchemaText('k INT NOT NULL, v INT'),
+      primaryKeys: ['k'],
+      options: { bucket: '1' },
+    });
     await t.write([{ k: 1, v: 1 }]);
     await t.write([{ k: 1, v: 100 }]);
     // v = 1 is in the first file only, but its key was updated in the second: nothing may be skipped.

@@ -15,7 +15,10 @@ import { runWriteJob } from '../../lib/table/write-job.js';
 
 async function newTable() {
   const dir = mkdtempSync(join(tmpdir(), 'varve-write-job-'));
-  const table = await openCatalog(join(dir, 'wh')).createTable('db.t', { fields: parseSchemaText('id BIGINT, v STRING'), primaryKeys: ['id'] });
+  const table = await openCatalog(join(dir, 'wh')).createTable('db.t', {
+    fields: parseSchemaText('id BIGINT, v STRING'),
+    primaryKeys: ['id'],
+  });
   return { dir, table };
 }
 
@@ -32,13 +35,20 @@ describe('runWriteJob', () => {
       yield bytes('{"id": 2, "v": "b"}\n');
     }
     const changes: Array<[number, number]> = [];
-    const result = await runWriteJob(table, { stream: input() }, { format: 'jsonl', onSchemaChange: (from: TableSchema, to: TableSchema) => changes.push([from.id, to.id]) });
+    const result = await runWriteJob(
+      table,
+      { stream: input() },
+      { format: 'jsonl', onSchemaChange: (from: TableSchema, to: TableSchema) => changes.push([from.id, to.id]) },
+    );
     expect(changes).toEqual([[0, 1]]);
     expect(result.records).toBe(2);
     expect(result.table.schema.id).toBe(1);
     expect(result.commit?.rows).toBe(2);
     const rows = (await (await table.latest()).read()).toArray().map((r) => ({ id: r.id, v: r.v, n: r.n }));
-    expect(rows).toEqual([{ id: 1n, v: 'a', n: null }, { id: 2n, v: 'b', n: null }]);
+    expect(rows).toEqual([
+      { id: 1n, v: 'a', n: null },
+      { id: 2n, v: 'b', n: null },
+    ]);
   });
 
   it('skips invalid records to the rejects file, and commits nothing when no record is valid', async () => {

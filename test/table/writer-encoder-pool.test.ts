@@ -84,7 +84,8 @@ describe('TableWriter on the encoder pool', () => {
       for (const engine of ['deduplicate', 'first-row']) {
         const writes = Array.from({ length: r.int(2, 5) }, () => {
           const rows = randomRows(r, FIELDS, r.int(500, 3000)).map((row) => ({ ...row, id: BigInt(r.int(0, 2500)) }));
-          const kinds = engine === 'first-row' ? undefined : rows.map(() => (r.chance(0.15) ? 3 : r.chance(0.1) ? 1 : 0));
+          const kinds =
+            engine === 'first-row' ? undefined : rows.map(() => (r.chance(0.15) ? 3 : r.chance(0.1) ? 1 : 0));
           return { rows, kinds };
         });
         const options = { 'merge-engine': engine };
@@ -114,10 +115,12 @@ describe('TableWriter on the encoder pool', () => {
         }
         // Checksums aside: they cover the footer, whose key-value metadata parquet-rs orders differently per file.
         const entries = async (t: Table) =>
-          new Map((await readLiveFiles(t.store, t.path, (await t.snapshots.latest())!)).map((e) => {
-            expect(e.file.footerCrc32 !== undefined && e.file.fileCrc32 !== undefined, context).toBe(true);
-            return [e.bucket, { ...e.file, fileName: '', creationTime: 0, footerCrc32: 0, fileCrc32: 0 }];
-          }));
+          new Map(
+            (await readLiveFiles(t.store, t.path, (await t.snapshots.latest())!)).map((e) => {
+              expect(e.file.footerCrc32 !== undefined && e.file.fileCrc32 !== undefined, context).toBe(true);
+              return [e.bucket, { ...e.file, fileName: '', creationTime: 0, footerCrc32: 0, fileCrc32: 0 }];
+            }),
+          );
         expect(await entries(pooled), context).toEqual(await entries(inline));
         expect(tableToRows(await pooled.read(), FIELDS), context).toEqual(tableToRows(await inline.read(), FIELDS));
       }
@@ -156,7 +159,12 @@ describe('TableWriter on the encoder pool', () => {
     }
     const rows = ids.map((id) => ({ id: BigInt(id), v: r.chance(0.1) ? null : `v${id % 977}` }));
     const fields = parseSchemaText('id BIGINT NOT NULL, v STRING');
-    const open = (name: string) => new FolderCatalog(new MemoryStore()).createTable(name, { fields, primaryKeys: ['id'], options: { bucket: '1', 'write-only': 'true' } });
+    const open = (name: string) =>
+      new FolderCatalog(new MemoryStore()).createTable(name, {
+        fields,
+        primaryKeys: ['id'],
+        options: { bucket: '1', 'write-only': 'true' },
+      });
     const inline = await open('db.inline');
     const pooled = await open('db.pooled');
     // Act
@@ -180,7 +188,12 @@ describe('TableWriter on the encoder pool', () => {
     const fields = parseSchemaText('id BIGINT NOT NULL, v STRING');
     const pad = 'x'.repeat(100);
     const rows = Array.from({ length: 140_000 }, (_, i) => ({ id: BigInt(r.int(0, 200_000)), v: `${pad}${i}` }));
-    const open = (name: string) => new FolderCatalog(new MemoryStore()).createTable(name, { fields, primaryKeys: ['id'], options: { bucket: '1', 'write-only': 'true', 'write-buffer-size': '64 mb' } });
+    const open = (name: string) =>
+      new FolderCatalog(new MemoryStore()).createTable(name, {
+        fields,
+        primaryKeys: ['id'],
+        options: { bucket: '1', 'write-only': 'true', 'write-buffer-size': '64 mb' },
+      });
     const inline = await open('db.inline');
     const pooled = await open('db.pooled');
     const gathered = vi.spyOn(EncoderPool.prototype, 'openGathered');
@@ -236,13 +249,31 @@ describe('TableWriter on the encoder pool', () => {
     // Prepare: a 4-bucket table; the child processes encode every multi-bucket flush on 2 workers.
     const dir = mkdtempSync(join(tmpdir(), 'varve-encoder-cli-'));
     const wh = join(dir, 'wh');
-    expect((await runVarve(wh, ['create', 'db.t', '--schema', 'id BIGINT, v STRING', '--primary-key', 'id', '-o', 'bucket=4'])).code).toBe(0);
+    expect(
+      (
+        await runVarve(wh, [
+          'create',
+          'db.t',
+          '--schema',
+          'id BIGINT, v STRING',
+          '--primary-key',
+          'id',
+          '-o',
+          'bucket=4',
+        ])
+      ).code,
+    ).toBe(0);
     const input = join(dir, 'in.jsonl');
-    writeFileSync(input, Array.from({ length: 500 }, (_, i) => JSON.stringify({ id: i, v: `v${i}` })).join('\n') + '\n');
+    writeFileSync(
+      input,
+      Array.from({ length: 500 }, (_, i) => JSON.stringify({ id: i, v: `v${i}` })).join('\n') + '\n',
+    );
     const env = { VARVE_ENCODE_THREADS: '2', VARVE_ENCODE_MIN_FLUSH_BYTES: '0' };
     // Act: a worker that dies, then a healthy write. A worker left referenced would keep the
     // second process alive until the spawn backstop kills it (code -1).
-    const crashed = withEnv({ ...env, VARVE_TEST_ENCODE_WORKER_FAULT: 'exit' }, () => varveProcess(wh, ['write', 'db.t', input]));
+    const crashed = withEnv({ ...env, VARVE_TEST_ENCODE_WORKER_FAULT: 'exit' }, () =>
+      varveProcess(wh, ['write', 'db.t', input]),
+    );
     const written = withEnv(env, () => varveProcess(wh, ['write', 'db.t', input]));
     // Assess
     expect(crashed.code, crashed.err).not.toBe(0);

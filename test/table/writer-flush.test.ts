@@ -28,11 +28,24 @@ const FIELDS = allTypeFields();
 const SETUPS: { name: string; options: Record<string, string>; kinds: number[] }[] = [
   { name: 'deduplicate', options: {}, kinds: [0, 0, 0, 2, 1, 3] },
   { name: 'deduplicate sequence.field', options: { 'sequence.field': 'i16' }, kinds: [0, 0, 3] },
-  { name: 'deduplicate sequence.field desc', options: { 'sequence.field': 'i8', 'sequence.field.sort-order': 'descending' }, kinds: [0, 3] },
+  {
+    name: 'deduplicate sequence.field desc',
+    options: { 'sequence.field': 'i8', 'sequence.field.sort-order': 'descending' },
+    kinds: [0, 3],
+  },
   { name: 'deduplicate ignore-delete', options: { 'ignore-delete': 'true' }, kinds: [0, 0, 3, 1] },
   { name: 'partial-update', options: { 'merge-engine': 'partial-update' }, kinds: [0, 2] },
   { name: 'first-row', options: { 'merge-engine': 'first-row' }, kinds: [0] },
-  { name: 'aggregation', options: { 'merge-engine': 'aggregation', 'fields.i32.aggregate-function': 'max', 'fields.f64.aggregate-function': 'min', 'fields.i64.aggregate-function': 'count' }, kinds: [0, 0, 2] },
+  {
+    name: 'aggregation',
+    options: {
+      'merge-engine': 'aggregation',
+      'fields.i32.aggregate-function': 'max',
+      'fields.f64.aggregate-function': 'min',
+      'fields.i64.aggregate-function': 'count',
+    },
+    kinds: [0, 0, 2],
+  },
 ];
 
 function newTable(options: Record<string, string>): Promise<Table> {
@@ -63,7 +76,8 @@ function randomBatch(r: Rng, n: number, keySpace: number, kinds: number[]): { ro
   const k: number[] = [];
   for (let i = 0; i < n; i++) {
     const row: Row = {};
-    for (const f of FIELDS) row[f.name] = f.name === 'id' ? BigInt(r.int(0, keySpace)) * 7919n - 1000n : randomValue(r, f);
+    for (const f of FIELDS)
+      row[f.name] = f.name === 'id' ? BigInt(r.int(0, keySpace)) * 7919n - 1000n : randomValue(r, f);
     rows.push(row);
     k.push(r.pick(kinds));
   }
@@ -81,7 +95,11 @@ describe('TableWriter flush of spilled buffers', () => {
       // tables (small ones are held and gathered per bucket at once) or a mix of both.
       const byRows = await newTable({ ...options, 'write-buffer-size': '32 mb' });
       const memory = await newTable({ ...options, 'write-buffer-size': '32 mb' });
-      const spilled = await newTable({ ...options, 'write-buffer-size': `${r.int(4, 24)} kb`, 'write-buffer-spillable': 'true' });
+      const spilled = await newTable({
+        ...options,
+        'write-buffer-size': `${r.int(4, 24)} kb`,
+        'write-buffer-spillable': 'true',
+      });
       const writers = [byRows.newWriter(), memory.newWriter(), spilled.newWriter()];
       const runs = vi.spyOn(SpillDirectory.prototype, 'openRun');
       const keySpace = r.int(50, 1500);
@@ -89,7 +107,10 @@ describe('TableWriter flush of spilled buffers', () => {
         const { rows, kinds } = randomBatch(r, r.int(100, 600), keySpace, setup.kinds);
         const asArrow = r.chance(0.6);
         for (const [k, w] of writers.entries()) {
-          if (k === 1 || (k === 2 && asArrow)) await w.writeArrow(rowsToTable(FIELDS, rows, { sequence: new Float64Array(rows.length), kind: Uint8Array.from(kinds) }));
+          if (k === 1 || (k === 2 && asArrow))
+            await w.writeArrow(
+              rowsToTable(FIELDS, rows, { sequence: new Float64Array(rows.length), kind: Uint8Array.from(kinds) }),
+            );
           else await w.write(rows, kinds);
         }
       }
@@ -102,7 +123,10 @@ describe('TableWriter flush of spilled buffers', () => {
       expect(runs.mock.calls.length, context).toBeGreaterThan(0);
       runs.mockRestore();
       const expected = await filesByBucket(byRows);
-      for (const [name, table] of [['arrow', memory], ['spilled', spilled]] as const) {
+      for (const [name, table] of [
+        ['arrow', memory],
+        ['spilled', spilled],
+      ] as const) {
         const actual = await filesByBucket(table);
         expect([...actual.keys()].sort(), `${context}, ${name}`).toEqual([...expected.keys()].sort());
         for (const [key, rows] of expected) expect(actual.get(key), `${context}, ${name}, ${key}`).toEqual(rows);
@@ -118,7 +142,8 @@ describe('level-0 and compacted data files', () => {
     for (const key of ['id', 's'] as const) {
       // Prepare: two commits of merging rows into 2 buckets, then a full compaction.
       const catalog = new FolderCatalog(new MemoryStore());
-      const fields = key === 's' ? FIELDS.map((f) => (f.name === 's' ? { ...f, type: { ...f.type, nullable: false } } : f)) : FIELDS;
+      const fields =
+        key === 's' ? FIELDS.map((f) => (f.name === 's' ? { ...f, type: { ...f.type, nullable: false } } : f)) : FIELDS;
       const table = await catalog.createTable('db.t', { fields, primaryKeys: [key], options: { bucket: '2' } });
       const written = new Map<unknown, Row>();
       for (let c = 0; c < 2; c++) {
@@ -142,7 +167,9 @@ describe('level-0 and compacted data files', () => {
             for (const col of g.columns) {
               const name = col.meta_data!.path_in_schema[0];
               const delta = name === '_SEQUENCE_NUMBER' || (key === 'id' && name === 'id');
-              expect(col.meta_data!.encodings.includes('DELTA_BINARY_PACKED'), `${key}: ${name} (seed ${seed})`).toBe(delta);
+              expect(col.meta_data!.encodings.includes('DELTA_BINARY_PACKED'), `${key}: ${name} (seed ${seed})`).toBe(
+                delta,
+              );
             }
           }
         }

@@ -70,7 +70,10 @@ async function run(table: Table, steps: Step[], feed: 'arrow' | 'rows'): Promise
   for (const s of steps) {
     if (s.op === 'commit') await w.commit(`c${c++}`);
     else if (feed === 'rows' || s.op === 'rows') await w.write(s.rows, s.kinds);
-    else await w.writeArrow(rowsToTable(FIELDS, s.rows, { sequence: new Float64Array(s.rows.length), kind: Uint8Array.from(s.kinds) }));
+    else
+      await w.writeArrow(
+        rowsToTable(FIELDS, s.rows, { sequence: new Float64Array(s.rows.length), kind: Uint8Array.from(s.kinds) }),
+      );
   }
   await w.close();
 }
@@ -81,7 +84,9 @@ async function filesByBucket(table: Table): Promise<Map<number, unknown[][]>> {
   entries.sort((a, b) => a.bucket - b.bucket || a.file.minSequenceNumber - b.file.minSequenceNumber);
   const out = new Map<number, unknown[][]>();
   for (const e of entries) {
-    const t = await readDataFile((await table.store.get(dataFileKey(table.path, e.partition, e.bucket, e.file.fileName))).body);
+    const t = await readDataFile(
+      (await table.store.get(dataFileKey(table.path, e.partition, e.bucket, e.file.fileName))).body,
+    );
     const columns = t.schema.fields.map((f) => [...t.getChild(f.name)!]);
     const rows = Array.from({ length: t.numRows }, (_, i) => columns.map((col) => col[i]));
     out.set(e.bucket, [...(out.get(e.bucket) ?? []), ...rows]);
@@ -94,7 +99,9 @@ function model(steps: Step[]): Row[] {
   const state = new Map<bigint, Row>();
   for (const s of steps) {
     if (s.op === 'commit') continue;
-    s.rows.forEach((row, i) => (s.kinds[i] === 1 || s.kinds[i] === 3 ? state.delete(row.id as bigint) : state.set(row.id as bigint, row)));
+    s.rows.forEach((row, i) =>
+      s.kinds[i] === 1 || s.kinds[i] === 3 ? state.delete(row.id as bigint) : state.set(row.id as bigint, row),
+    );
   }
   return [...state.values()].sort((a, b) => ((a.id as bigint) < (b.id as bigint) ? -1 : 1));
 }
@@ -119,10 +126,14 @@ describe('TableWriter: large Arrow tables split by bucket in the pooled flush', 
       await configureEncoderPool({ threads: 2, minFlushBytes: 0 });
       await run(pooled, steps, 'arrow');
       const expected = await filesByBucket(reference);
-      for (const [name, table] of [['inline', inline], ['pooled', pooled]] as const) {
+      for (const [name, table] of [
+        ['inline', inline],
+        ['pooled', pooled],
+      ] as const) {
         const actual = await filesByBucket(table);
         expect([...actual.keys()].sort(), `${name}, ${context}`).toEqual([...expected.keys()].sort());
-        for (const [bucket, rows] of expected) expect(actual.get(bucket), `${name}, bucket ${bucket}, ${context}`).toEqual(rows);
+        for (const [bucket, rows] of expected)
+          expect(actual.get(bucket), `${name}, bucket ${bucket}, ${context}`).toEqual(rows);
       }
       const want = model(steps);
       expect(sortedRead(await pooled.read()), context).toEqual(want);

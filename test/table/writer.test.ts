@@ -12,7 +12,11 @@ import { MemoryStore } from '../../lib/store/memory-store.js';
 import { testTable } from '../helpers/tables.js';
 
 function newTable(options: Record<string, string> = {}) {
-  return testTable({ schema: 'id BIGINT, v STRING', primaryKeys: ['id'], options: { bucket: '2', 'write-only': 'true', ...options } });
+  return testTable({
+    schema: 'id BIGINT, v STRING',
+    primaryKeys: ['id'],
+    options: { bucket: '2', 'write-only': 'true', ...options },
+  });
 }
 
 describe('TableWriter', () => {
@@ -22,7 +26,10 @@ describe('TableWriter', () => {
     const writer = table.newWriter();
     // Act
     for (let c = 0; c < 3; c++) {
-      await writer.write([{ id: 1n, v: `a${c}` }, { id: 2n, v: `b${c}` }]);
+      await writer.write([
+        { id: 1n, v: `a${c}` },
+        { id: 2n, v: `b${c}` },
+      ]);
       await writer.commit(`c${c}`);
     }
     // Assess
@@ -37,7 +44,8 @@ describe('TableWriter', () => {
   it('flushes a full buffer early into extra level-0 files when spilling is off, and the later flush is newer', async () => {
     const table = await newTable({ 'write-buffer-spillable': 'false', 'write-buffer-size': '1 kb', bucket: '1' });
     const writer = table.newWriter();
-    for (let i = 0; i < 20; i++) await writer.write(Array.from({ length: 10 }, (_, k) => ({ id: BigInt(k), v: `round ${i} `.repeat(5) })));
+    for (let i = 0; i < 20; i++)
+      await writer.write(Array.from({ length: 10 }, (_, k) => ({ id: BigInt(k), v: `round ${i} `.repeat(5) })));
     const result = await writer.commit('one');
     const files = await readLiveFiles(table.store, table.path, result.snapshot!);
     expect(files.length).toBeGreaterThan(1);
@@ -51,7 +59,10 @@ describe('TableWriter', () => {
     const writer = table.newWriter();
     const input = new arrow.Table({
       id: arrow.vectorFromArray(BigInt64Array.from({ length: 20 }, (_, i) => BigInt(i + 1))),
-      v: arrow.vectorFromArray(Array.from({ length: 20 }, (_, i) => `v${i + 1}`), new arrow.Utf8()),
+      v: arrow.vectorFromArray(
+        Array.from({ length: 20 }, (_, i) => `v${i + 1}`),
+        new arrow.Utf8(),
+      ),
     });
     await writer.writeArrow(input);
     await writer.commit('bulk');
@@ -63,9 +74,13 @@ describe('TableWriter', () => {
     await writer.writeArrow(deletes);
     await writer.commit('bulk-delete');
     // A read returns each bucket's rows in key order, bucket after bucket.
-    const ids = tableToRows(await table.read(), table.schema.fields).map((r) => r.id as bigint).sort((a, b) => (a < b ? -1 : 1));
+    const ids = tableToRows(await table.read(), table.schema.fields)
+      .map((r) => r.id as bigint)
+      .sort((a, b) => (a < b ? -1 : 1));
     expect(ids).toEqual(Array.from({ length: 20 }, (_, i) => BigInt(i + 1)).filter((id) => id !== 2n));
-    const buckets = new Set((await readLiveFiles(table.store, table.path, (await table.snapshots.latest())!)).map((e) => e.bucket));
+    const buckets = new Set(
+      (await readLiveFiles(table.store, table.path, (await table.snapshots.latest())!)).map((e) => e.bucket),
+    );
     expect(buckets.size).toBe(2);
   });
 });
@@ -80,7 +95,10 @@ describe('TableWriter.writeArrow of small tables', () => {
     });
     await writer.writeArrow(good);
     // A column of another type, and a row kind out of range: each call fails, nothing of it is buffered.
-    const wrongType = new arrow.Table({ id: arrow.vectorFromArray(BigInt64Array.from([4n])), v: arrow.vectorFromArray(Int32Array.from([4])) });
+    const wrongType = new arrow.Table({
+      id: arrow.vectorFromArray(BigInt64Array.from([4n])),
+      v: arrow.vectorFromArray(Int32Array.from([4])),
+    });
     await expect(writer.writeArrow(wrongType)).rejects.toThrow(/column v is Int32 in the input but Utf8 in the table/);
     const badKind = new arrow.Table({
       id: arrow.vectorFromArray(BigInt64Array.from([5n, 6n])),
@@ -90,7 +108,11 @@ describe('TableWriter.writeArrow of small tables', () => {
     await expect(writer.writeArrow(badKind)).rejects.toThrow(/row 1 has _VALUE_KIND 7/);
     const result = await writer.commit('c');
     expect(result.rows).toBe(3);
-    expect(tableToRows(await table.read(), table.schema.fields).map((r) => r.id).sort()).toEqual([1n, 2n, 3n]);
+    expect(
+      tableToRows(await table.read(), table.schema.fields)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual([1n, 2n, 3n]);
   });
 });
 
@@ -102,12 +124,18 @@ describe('level-0 files', () => {
     await writer.writeArrow(
       new arrow.Table({
         id: arrow.vectorFromArray(BigInt64Array.from({ length: n }, (_, i) => BigInt(i))),
-        v: arrow.vectorFromArray(Array.from({ length: n }, (_, i) => `v${i}`), new arrow.Utf8()),
+        v: arrow.vectorFromArray(
+          Array.from({ length: n }, (_, i) => `v${i}`),
+          new arrow.Utf8(),
+        ),
       }),
     );
     const result = await writer.commit('rg');
     const [entry] = await readLiveFiles(table.store, table.path, result.snapshot!);
-    const meta = await readDataFileMetadata(table.store, dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName));
+    const meta = await readDataFileMetadata(
+      table.store,
+      dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName),
+    );
     expect(meta.numRows).toBe(n);
     expect(meta.numRowGroups).toBe(2);
   });
@@ -131,7 +159,8 @@ describe('reads racing expiry', () => {
     const realGet = store.get.bind(store);
     store.get = async (key: string) => (key.endsWith('.parquet') ? expireUnder(key) : realGet(key));
     const realGetRange = store.getRange.bind(store);
-    store.getRange = async (key: string, start: number, end: number) => (key.endsWith('.parquet') ? expireUnder(key) : realGetRange(key, start, end));
+    store.getRange = async (key: string, start: number, end: number) =>
+      key.endsWith('.parquet') ? expireUnder(key) : realGetRange(key, start, end);
     // Act + Assess
     await expect(table.read({ snapshotId: snapshot.id })).rejects.toBeInstanceOf(SnapshotExpiredError);
   });

@@ -18,19 +18,31 @@ interface AlterFlags {
 export function registerAlter({ program, catalog, out }: CliContext): void {
   program
     .command('alter')
-    .description('change the schema: add, rename, drop or widen columns, set or reset options, set the comment (old files are read by field id)')
+    .description(
+      'change the schema: add, rename, drop or widen columns, set or reset options, set the comment (old files are read by field id)',
+    )
     .argument('<table>', 'DB.TABLE')
-    .option('--add <column>', 'add a nullable column: "name TYPE [COMMENT \'…\'] [AFTER col | FIRST]", repeatable', collect)
+    .option(
+      '--add <column>',
+      'add a nullable column: "name TYPE [COMMENT \'…\'] [AFTER col | FIRST]", repeatable',
+      collect,
+    )
     .option('--rename <old=new>', 'rename a column, repeatable', collect)
     .option('--drop <column>', 'drop a column (not a key or partition column), repeatable', collect)
-    .option('--type <column>', 'widen a column type: "name NEWTYPE" (INT→BIGINT, FLOAT→DOUBLE, DECIMAL precision up), repeatable', collect)
+    .option(
+      '--type <column>',
+      'widen a column type: "name NEWTYPE" (INT→BIGINT, FLOAT→DOUBLE, DECIMAL precision up), repeatable',
+      collect,
+    )
     .option('--set <key=value>', 'set a table option that may change after creation, repeatable', collect)
     .option('--reset <key>', 'reset a table option to its default, repeatable', collect)
     .option('--comment <text>', 'set the table comment')
     .action(async (name: string, o: AlterFlags) => {
       const table = await catalog().getTable(name);
       const result = await table.alter(schemaChangesOf(o));
-      out(`altered ${table.name}: schema ${result.schema.id}${result.snapshot ? `, snapshot ${result.snapshot.id}` : ''}\n`);
+      out(
+        `altered ${table.name}: schema ${result.schema.id}${result.snapshot ? `, snapshot ${result.snapshot.id}` : ''}\n`,
+      );
     });
 }
 
@@ -45,7 +57,9 @@ function schemaChangesOf(o: AlterFlags): SchemaChange[] {
     }),
     ...(o.drop ?? []).map((d): SchemaChange => ({ kind: 'drop-column', name: d.trim() })),
     ...(o.type ?? []).map(parseTypeChange),
-    ...Object.entries(parseOptionPairs(o.set)).map(([key, value]): SchemaChange => ({ kind: 'set-option', key, value })),
+    ...Object.entries(parseOptionPairs(o.set)).map(
+      ([key, value]): SchemaChange => ({ kind: 'set-option', key, value }),
+    ),
     ...(o.reset ?? []).map((key): SchemaChange => ({ kind: 'reset-option', key: key.trim() })),
     ...(o.comment !== undefined ? [{ kind: 'update-comment', comment: o.comment } as SchemaChange] : []),
   ];

@@ -17,7 +17,9 @@ interface CompactFlags {
 export function registerCompact({ program, catalog, out }: CliContext): void {
   program
     .command('compact')
-    .description('compact the LSM tree of each bucket (universal compaction, or everything into the top level with --full)')
+    .description(
+      'compact the LSM tree of each bucket (universal compaction, or everything into the top level with --full)',
+    )
     .argument('<table>', 'DB.TABLE')
     .option('--full', 'full compaction: every sorted run of each bucket into the highest level')
     .option('--partition <spec>', 'only this partition, e.g. dt=2024-01-01,region=eu')
@@ -47,7 +49,12 @@ export function registerCompact({ program, catalog, out }: CliContext): void {
 function compactionBar(): { update(done: number, total: number, bytesIn: number): void; stop(): void } {
   const bar = process.stdout.isTTY
     ? new cliProgress.SingleBar(
-        { format: 'compacting [{bar}] {value}/{total} buckets | {mb} MB in', stream: process.stdout, clearOnComplete: true, hideCursor: true },
+        {
+          format: 'compacting [{bar}] {value}/{total} buckets | {mb} MB in',
+          stream: process.stdout,
+          clearOnComplete: true,
+          hideCursor: true,
+        },
         cliProgress.Presets.shades_classic,
       )
     : undefined;

@@ -7,7 +7,10 @@ export function registerDelete(ctx: CliContext): void {
   ctx.program
     .command('delete')
     .description('delete the rows whose primary keys are given, or (--where) the rows matching a predicate')
-    .option('--where <predicate>', `delete the rows matching a predicate, e.g. "status = 'cancelled'" (writes a -D per matching key; an append table's files are rewritten without the rows)`)
+    .option(
+      '--where <predicate>',
+      `delete the rows matching a predicate, e.g. "status = 'cancelled'" (writes a -D per matching key; an append table's files are rewritten without the rows)`,
+    )
     .argument('<table>', 'DB.TABLE')
     .argument('[file]', 'input file with the keys, or - for stdin (default)')
     .option('--format <format>', 'jsonl, csv or parquet')

@@ -6,7 +6,9 @@ import { runDemo } from '../demo.js';
 export function registerDemo({ program, catalog, out }: CliContext): void {
   program
     .command('demo')
-    .description('the whole system in one minute: a streaming table, a consumer, updates, compaction, deletes, restart, expiry')
+    .description(
+      'the whole system in one minute: a streaming table, a consumer, updates, compaction, deletes, restart, expiry',
+    )
     .option('--table <name>', 'demo table (dropped first when it exists)', 'demo.orders')
     .action(async (o: { table: string }) => {
       await runDemo(catalog(), o.table, out);

@@ -13,7 +13,12 @@ export function registerDescribe({ program, catalog, out }: CliContext): void {
       const table = await catalog().getTable(name);
       const s = table.schema;
       const latest = await table.snapshots.latestId();
-      const columns = s.fields.map((f) => ({ column: f.name, type: formatType(f.type), 'field id': f.id, comment: f.description ?? '' }));
+      const columns = s.fields.map((f) => ({
+        column: f.name,
+        type: formatType(f.type),
+        'field id': f.id,
+        comment: f.description ?? '',
+      }));
       const lines = [
         `table       ${table.name}`,
         `location    ${table.store.uri}/${table.path}`,

@@ -8,7 +8,10 @@ export function registerDropPartition({ program, catalog, out }: CliContext): vo
     .command('drop-partition')
     .description('remove the partitions matching k=v[,k=v] (one OVERWRITE snapshot)')
     .argument('<table>', 'DB.TABLE')
-    .argument('<partition>', 'e.g. dt=2024-05-01 or dt=2024-05-01,region=eu (a partial spec drops every partition under it)')
+    .argument(
+      '<partition>',
+      'e.g. dt=2024-05-01 or dt=2024-05-01,region=eu (a partial spec drops every partition under it)',
+    )
     .action(async (name: string, spec: string) => {
       const result = await (await catalog().getTable(name)).dropPartition(parsePartitionSpec(spec));
       out(`dropped partition ${spec} of ${name}, snapshot ${result.snapshot?.id}\n`);

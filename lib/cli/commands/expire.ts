@@ -7,11 +7,16 @@ import { parseDurationFlag, parsePositiveInt } from '../parse-flags.js';
 export function registerExpire({ program, catalog, out }: CliContext): void {
   program
     .command('expire')
-    .description('expire old snapshots (snapshot.num-retained.*, snapshot.time-retained; consumers and tags are honoured) and delete their files')
+    .description(
+      'expire old snapshots (snapshot.num-retained.*, snapshot.time-retained; consumers and tags are honoured) and delete their files',
+    )
     .argument('<table>', 'DB.TABLE')
     .option('--retain-min <n>', 'keep at least this many newest snapshots (default: snapshot.num-retained.min)')
     .option('--retain-max <n>', 'keep at most this many snapshots (default: snapshot.num-retained.max)')
-    .option('--older-than <duration>', 'expire only snapshots replaced longer ago than this, e.g. 1 h, 30 min (default: snapshot.time-retained)')
+    .option(
+      '--older-than <duration>',
+      'expire only snapshots replaced longer ago than this, e.g. 1 h, 30 min (default: snapshot.time-retained)',
+    )
     .action(async (name: string, o: { retainMin?: string; retainMax?: string; olderThan?: string }) => {
       const table = await catalog().getTable(name);
       const result = await expireSnapshots(table, {
@@ -49,7 +54,9 @@ function expiredPart(table: string, r: ExpireSnapshotsResult): string[] {
     );
   }
   if (r.earliest !== undefined && r.latest !== undefined) {
-    parts.push(r.earliest === r.latest ? `snapshot ${r.latest} remains` : `snapshots ${r.earliest}..${r.latest} remain`);
+    parts.push(
+      r.earliest === r.latest ? `snapshot ${r.latest} remains` : `snapshots ${r.earliest}..${r.latest} remain`,
+    );
   }
   return parts;
 }
@@ -58,16 +65,24 @@ function expiredPart(table: string, r: ExpireSnapshotsResult): string[] {
 function formatExpirySummary(table: string, r: ExpireSnapshotsResult): string {
   const parts = expiredPart(table, r);
   if (r.heldBy === 'consumer' && r.heldByConsumer) {
-    parts.push(`held back by consumer ${r.heldByConsumer.id}, which still needs snapshot ${r.heldByConsumer.nextSnapshot}`);
+    parts.push(
+      `held back by consumer ${r.heldByConsumer.id}, which still needs snapshot ${r.heldByConsumer.nextSnapshot}`,
+    );
   } else if (r.heldBy === 'limit') parts.push('snapshot.expire.limit reached, run again for more');
-  if (r.changelogsWritten.length > 0) parts.push(`kept the changelogs of ${formatIds(r.changelogsWritten)} (changelog.* retention)`);
+  if (r.changelogsWritten.length > 0)
+    parts.push(`kept the changelogs of ${formatIds(r.changelogsWritten)} (changelog.* retention)`);
   if (r.changelogsExpired.length > 0) parts.push(`expired changelogs ${formatIds(r.changelogsExpired)}`);
   if (r.pendingFiles > 0) parts.push(`${r.pendingFiles} files wait for the grace period`);
   if (r.expiredConsumers.length > 0) parts.push(`removed idle consumers ${r.expiredConsumers.join(', ')}`);
-  if (r.removedTombstones.length > 0) parts.push(`removed the tombstones of expired consumers ${r.removedTombstones.join(', ')} (consumer.tombstone-retention)`);
+  if (r.removedTombstones.length > 0)
+    parts.push(
+      `removed the tombstones of expired consumers ${r.removedTombstones.join(', ')} (consumer.tombstone-retention)`,
+    );
   if (r.raced) parts.push('another expiry or a new consumer changed the table meanwhile, run again');
   if (r.consumersNeverExpire) {
-    parts.push('hint: consumers never expire on this table; set the option consumer.expiration-time (e.g. 7 d) so that abandoned ones stop holding snapshots');
+    parts.push(
+      'hint: consumers never expire on this table; set the option consumer.expiration-time (e.g. 7 d) so that abandoned ones stop holding snapshots',
+    );
   }
   return parts.join('; ') + '\n';
 }

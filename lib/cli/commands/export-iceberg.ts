@@ -20,7 +20,10 @@ export function registerExportIceberg({ program, catalog, out }: CliContext): vo
       const table = await catalog().getTable(name);
       const r = await exportIceberg(table);
       // Never call a stale view current: say what Iceberg readers still miss.
-      const gap = r.status === 'disabled' || r.status === 'empty' ? undefined : icebergViewGapText(table, await icebergStatus(table));
+      const gap =
+        r.status === 'disabled' || r.status === 'empty'
+          ? undefined
+          : icebergViewGapText(table, await icebergStatus(table));
       const note = gap === undefined ? '' : `${name}: ${gap}\n`;
       switch (r.status) {
         case 'disabled':
@@ -31,10 +34,14 @@ export function registerExportIceberg({ program, catalog, out }: CliContext): vo
           out(`${name}: no snapshot yet, nothing to export\n`);
           return;
         case 'exported':
-          out(`${name}: exported snapshot ${r.snapshotId} (${r.files!.exported} data files, ${r.records} records; ${r.writes} objects, ${formatSize(r.bytesWritten)} written) to ${r.metadataLocation}\n${note}`);
+          out(
+            `${name}: exported snapshot ${r.snapshotId} (${r.files!.exported} data files, ${r.records} records; ${r.writes} objects, ${formatSize(r.bytesWritten)} written) to ${r.metadataLocation}\n${note}`,
+          );
           return;
         default:
-          out(`${name}: the Iceberg metadata already exports snapshot ${r.snapshotId}${r.status === 'newer-exported' ? ' (newer than the latest one read here)' : ''} at ${r.metadataLocation}\n${note}`);
+          out(
+            `${name}: the Iceberg metadata already exports snapshot ${r.snapshotId}${r.status === 'newer-exported' ? ' (newer than the latest one read here)' : ''} at ${r.metadataLocation}\n${note}`,
+          );
       }
     });
 }

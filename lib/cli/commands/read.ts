@@ -7,7 +7,14 @@ import type { ReadExplain } from '../../table/read-pruning.js';
 import type { Table } from '../../table/table.js';
 import { displayRecords, type CliContext } from '../context.js';
 import { RecordPrinter } from '../output.js';
-import { addSnapshotFlags, list, outputFormat, parseNonNegativeInt, snapshotSpecOf, type SnapshotFlags } from '../parse-flags.js';
+import {
+  addSnapshotFlags,
+  list,
+  outputFormat,
+  parseNonNegativeInt,
+  snapshotSpecOf,
+  type SnapshotFlags,
+} from '../parse-flags.js';
 
 /** Rows per printed batch: the most row objects that exist at a time. */
 const PRINT_SLICE_ROWS = 8192;
@@ -28,7 +35,10 @@ export function registerRead({ program, catalog, out }: CliContext): void {
     .argument('<table>', 'DB.TABLE')
     .option('--columns <cols>', 'columns to print, comma separated')
     .option('--partition <spec>', 'only this partition, e.g. dt=2024-01-01,region=eu')
-    .option('--where <predicate>', `only rows matching a predicate, e.g. "amount >= 10 AND status IN ('paid', 'new')" (= != < <= > >= IN, IS [NOT] NULL, AND, OR, NOT)`)
+    .option(
+      '--where <predicate>',
+      `only rows matching a predicate, e.g. "amount >= 10 AND status IN ('paid', 'new')" (= != < <= > >= IN, IS [NOT] NULL, AND, OR, NOT)`,
+    )
     .option('--limit <n>', 'at most this many rows')
     .option('--explain', 'print what the read pruned (partitions, file key ranges) and read, instead of the rows')
     .option('--format <format>', 'table, jsonl or csv', 'table')

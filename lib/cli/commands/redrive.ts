@@ -25,13 +25,18 @@ interface RedriveFlags {
 export function registerRedrive({ program, out, catalog }: CliContext): void {
   program
     .command('redrive')
-    .description("move a deployed table's dead-letter queue messages back to their queue (AWS; the ingest DLQ's three shapes are normalised)")
+    .description(
+      "move a deployed table's dead-letter queue messages back to their queue (AWS; the ingest DLQ's three shapes are normalised)",
+    )
     .argument('<table>', 'DB.TABLE')
     .option('--queue <queue>', `which queue: ${REDRIVE_QUEUES.join(', ')}`, 'commit')
     .option('--consumer <id>', 'the consumer whose split queue to redrive (when the table has several)')
     .option('--dlq-url <url>', 'the dead-letter queue, instead of finding it by its tags')
     .option('--to-url <url>', 'the queue to move the messages to, instead of finding it by its tags')
-    .option('--ignore-order', 'commit: commit every dead-lettered batch as written, even over newer versions of its keys')
+    .option(
+      '--ignore-order',
+      'commit: commit every dead-lettered batch as written, even over newer versions of its keys',
+    )
     .action(async (table: string, flags: RedriveFlags) => {
       if (!(REDRIVE_QUEUES as readonly string[]).includes(flags.queue)) {
         throw new InvalidArgumentError(`--queue is "${flags.queue}": use one of ${REDRIVE_QUEUES.join(', ')}`);
@@ -57,18 +62,29 @@ export function registerRedrive({ program, out, catalog }: CliContext): void {
 }
 
 /** Finds the queues (by their tags, unless given) and redrives `queue`'s dead-letter queue, printing what it did. */
-async function redriveQueue(out: (text: string) => void, catalog: CliContext['catalog'], table: string, queue: RedriveQueue, flags: RedriveFlags): Promise<void> {
+async function redriveQueue(
+  out: (text: string) => void,
+  catalog: CliContext['catalog'],
+  table: string,
+  queue: RedriveQueue,
+  flags: RedriveFlags,
+): Promise<void> {
   const client = defaultSqsClient();
   const find = (deadLetter: boolean) => findVarveQueue(client, table, queue, { consumer: flags.consumer, deadLetter });
   const dlq = flags.dlqUrl ?? (await find(true));
   const to = flags.toUrl ?? (await find(false));
   if (queue === 'commit') {
-    const r = await redriveCommits(client, await catalog().getTable(table), dlq, to, { ignoreOrder: flags.ignoreOrder });
+    const r = await redriveCommits(client, await catalog().getTable(table), dlq, to, {
+      ignoreOrder: flags.ignoreOrder,
+    });
     printCommitRedrive(out, table, r);
     return;
   }
   const r = await redrive(client, queue, dlq, to);
-  const shapes = Object.entries(r.byShape).filter(([, n]) => n > 0).map(([s, n]) => `${n} ${s}`).join(', ');
+  const shapes = Object.entries(r.byShape)
+    .filter(([, n]) => n > 0)
+    .map(([s, n]) => `${n} ${s}`)
+    .join(', ');
   out(`${table}: moved ${r.moved} message(s) from ${dlq} to ${to}${shapes ? ` (${shapes})` : ''}\n`);
   for (const l of r.left) out(`  left in the dead-letter queue: ${l.messageId}: ${l.reason}\n`);
 }
@@ -78,12 +94,16 @@ function printCommitRedrive(out: (text: string) => void, table: string, r: Commi
   const committed = r.batches.reduce((n, b) => n + b.committedRows, 0);
   const skipped = r.batches.reduce((n, b) => n + b.skippedRows, 0);
   const left = r.batches.filter((b) => b.outcome === 'left').length;
-  out(`${table}: redrove ${r.batches.length} batch(es) from ${r.from}: committed ${committed} row(s), skipped ${skipped} row(s) whose key has a newer committed version, left ${left} batch(es) in the dead-letter queue (held ${r.held} newer message(s) of ${r.to} meanwhile)\n`);
+  out(
+    `${table}: redrove ${r.batches.length} batch(es) from ${r.from}: committed ${committed} row(s), skipped ${skipped} row(s) whose key has a newer committed version, left ${left} batch(es) in the dead-letter queue (held ${r.held} newer message(s) of ${r.to} meanwhile)\n`,
+  );
   for (const b of r.batches) {
     const what =
       b.outcome === 'left' || b.outcome === 'not-a-batch'
         ? `${b.outcome}: ${b.reason}`
         : `${b.outcome}${b.snapshotId !== undefined ? ` (snapshot ${b.snapshotId})` : ''}: ${b.committedRows} row(s) committed, ${b.skippedRows} skipped${b.skippedKeys.length ? ` (keys ${b.skippedKeys.join(' ')})` : ''}`;
-    out(`  ${b.messageId} ${b.commitIdentifier} written ${b.writtenAt ? new Date(b.writtenAt).toISOString() : '?'}: ${what}\n`);
+    out(
+      `  ${b.messageId} ${b.commitIdentifier} written ${b.writtenAt ? new Date(b.writtenAt).toISOString() : '?'}: ${what}\n`,
+    );
   }
 }

@@ -16,18 +16,31 @@ interface RemoveOrphansFlags {
 export function registerRemoveOrphans({ program, catalog, out }: CliContext): void {
   program
     .command('remove-orphans')
-    .description('delete files no snapshot, tag or consumer references (left by crashed commits), older than a safety window')
+    .description(
+      'delete files no snapshot, tag or consumer references (left by crashed commits), older than a safety window',
+    )
     .argument('<table>', 'DB.TABLE')
-    .option('--older-than <duration>', 'only files older than this, e.g. 1 d, 6 h (default: orphan-files.older-than, 1 d)')
+    .option(
+      '--older-than <duration>',
+      'only files older than this, e.g. 1 d, 6 h (default: orphan-files.older-than, 1 d)',
+    )
     .option('--dry-run', 'list the files that would be deleted, delete nothing')
-    .option('--max-keys <n>', 'list at most n keys, resuming after the last key the previous bounded run listed (the scheduled scan on AWS does the same); default: the whole table at once')
-    .option('--journal', 'look only at the files of expired pending registrations (what the 15-minute expiry run on AWS does); no listing of the table')
+    .option(
+      '--max-keys <n>',
+      'list at most n keys, resuming after the last key the previous bounded run listed (the scheduled scan on AWS does the same); default: the whole table at once',
+    )
+    .option(
+      '--journal',
+      'look only at the files of expired pending registrations (what the 15-minute expiry run on AWS does); no listing of the table',
+    )
     .action(async (name: string, o: RemoveOrphansFlags) => {
-      if (o.maxKeys !== undefined && o.journal) throw new InvalidArgumentError('--max-keys and --journal are two different modes: give one of them');
+      if (o.maxKeys !== undefined && o.journal)
+        throw new InvalidArgumentError('--max-keys and --journal are two different modes: give one of them');
       let maxKeys: number | undefined;
       if (o.maxKeys !== undefined) {
         maxKeys = Number(o.maxKeys);
-        if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new InvalidArgumentError(`--max-keys must be a whole number of 1 or more, got '${o.maxKeys}'`);
+        if (!Number.isInteger(maxKeys) || maxKeys < 1)
+          throw new InvalidArgumentError(`--max-keys must be a whole number of 1 or more, got '${o.maxKeys}'`);
       }
       const table = await catalog().getTable(name);
       const result = await removeOrphanFiles(table, {
@@ -42,7 +55,12 @@ export function registerRemoveOrphans({ program, catalog, out }: CliContext): vo
 
 /** `90000` → `1.5 min`: the largest unit that keeps the number readable. */
 function formatDuration(ms: number): string {
-  const units: Array<[number, string]> = [[86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'min'], [1000, 's']];
+  const units: Array<[number, string]> = [
+    [86_400_000, 'd'],
+    [3_600_000, 'h'],
+    [60_000, 'min'],
+    [1000, 's'],
+  ];
   for (const [size, unit] of units) if (ms >= size) return `${+(ms / size).toFixed(1)} ${unit}`;
   return `${ms} ms`;
 }
@@ -60,7 +78,8 @@ function formatOrphanSummary(table: string, r: RemoveOrphansResult): string {
   }
   let text = `${table}: ${verb} ${r.orphans.length} orphan files (${formatSize(r.bytes)}) older than ${formatDuration(r.olderThanMs)}${recent}${scope}\n`;
   if (r.dryRun) {
-    for (const o of r.orphans) text += `  ${o.kind}\t${o.key}\t${formatSize(o.size)}\t${new Date(o.lastModified).toISOString()}\n`;
+    for (const o of r.orphans)
+      text += `  ${o.kind}\t${o.key}\t${formatSize(o.size)}\t${new Date(o.lastModified).toISOString()}\n`;
   }
   return text;
 }

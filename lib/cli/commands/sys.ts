@@ -17,7 +17,10 @@ export function registerSys({ program, catalog, out }: CliContext): void {
     .action(async (name: string, sys: string, o: { snapshot?: number; format?: string }) => {
       const table = await catalog().getTable(name);
       // `iceberg` lives above the table layer (lib/iceberg), so it is dispatched here.
-      const { columns, records } = sys === 'iceberg' ? await icebergSystemTable(table) : await readSystemTable(table, sys, { snapshotId: o.snapshot });
+      const { columns, records } =
+        sys === 'iceberg'
+          ? await icebergSystemTable(table)
+          : await readSystemTable(table, sys, { snapshotId: o.snapshot });
       out(renderRecords(columns, records, outputFormat(o.format)));
     });
 }

@@ -11,6 +11,8 @@ export function registerTables({ program, catalog, out }: CliContext): void {
       const c = catalog();
       const names = await c.listTables(o.database);
       // The location is named: a mistyped --warehouse folder is created empty (as mkdir -p), and shows here.
-      out(names.length ? names.join('\n') + '\n' : `no tables yet in ${c.store.uri}; create one with \`varve create\`\n`);
+      out(
+        names.length ? names.join('\n') + '\n' : `no tables yet in ${c.store.uri}; create one with \`varve create\`\n`,
+      );
     });
 }

@@ -7,7 +7,9 @@ import type { CliContext } from '../context.js';
 export function registerVerify({ program, catalog, out }: CliContext): void {
   program
     .command('verify')
-    .description('check that every snapshot and tag of a table references only files that exist, and read every live file back against its checksums (exit 1 when not)')
+    .description(
+      'check that every snapshot and tag of a table references only files that exist, and read every live file back against its checksums (exit 1 when not)',
+    )
     .argument('<table>', 'DB.TABLE')
     .option('--quick', 'only check that every referenced file exists; read nothing back')
     .action(async (name: string, o: { quick?: boolean }) => {
@@ -15,15 +17,27 @@ export function registerVerify({ program, catalog, out }: CliContext): void {
       const result = await verifyTable(table, { quick: o.quick === true });
       out(formatVerification(table.name, result));
       // The problems are printed above; the error makes the exit code say so.
-      if (!result.ok) throw new CorruptMetadataError(`${table.name} has ${result.problems.length} problem(s), listed above; restore the missing or damaged files, or roll back to a snapshot that verifies`);
+      if (!result.ok)
+        throw new CorruptMetadataError(
+          `${table.name} has ${result.problems.length} problem(s), listed above; restore the missing or damaged files, or roll back to a snapshot that verifies`,
+        );
     });
 }
 
 /** The `varve verify` report. */
 function formatVerification(table: string, r: TableVerification): string {
-  const readBack = r.readBack > 0 ? `, ${r.readBack} file(s) read back${r.unchecked.length ? ` (${r.unchecked.length} unchecked: written before checksums)` : ''}` : '';
+  const readBack =
+    r.readBack > 0
+      ? `, ${r.readBack} file(s) read back${r.unchecked.length ? ` (${r.unchecked.length} unchecked: written before checksums)` : ''}`
+      : '';
   const head = `${table}: ${r.snapshots.length} snapshot(s)${r.tags.length ? `, ${r.tags.length} tag(s)` : ''}, ${r.checkedReferences} reference(s) checked${readBack}: `;
   const unchecked = r.unchecked.map((k) => `  unchecked (no checksums, written before them): ${k}\n`).join('');
   if (r.ok) return `${head}ok\n${unchecked}`;
-  return `${head}${r.problems.length} problem(s)\n` + r.problems.map((p) => `  ${p.owner}: ${p.problem}${p.key && !p.problem.includes(p.key) ? ` (${p.key})` : ''}\n`).join('') + unchecked;
+  return (
+    `${head}${r.problems.length} problem(s)\n` +
+    r.problems
+      .map((p) => `  ${p.owner}: ${p.problem}${p.key && !p.problem.includes(p.key) ? ` (${p.key})` : ''}\n`)
+      .join('') +
+    unchecked
+  );
 }

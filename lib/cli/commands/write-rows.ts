@@ -28,18 +28,33 @@ function overwriteModeOf(table: Table, o: WriteFlags): OverwriteMode | undefined
     if (flag !== undefined) throw new InvalidArgumentError('--dynamic-partition-overwrite goes with --overwrite');
     return undefined;
   }
-  if (flag !== undefined && flag !== 'true' && flag !== 'false') throw new InvalidArgumentError(`--dynamic-partition-overwrite must be true or false, got "${flag}"`);
-  const dynamic = (flag !== undefined ? flag === 'true' : (table.options.get('dynamic-partition-overwrite') as boolean)) && table.schema.partitionKeys.length > 0;
+  if (flag !== undefined && flag !== 'true' && flag !== 'false')
+    throw new InvalidArgumentError(`--dynamic-partition-overwrite must be true or false, got "${flag}"`);
+  const dynamic =
+    (flag !== undefined ? flag === 'true' : (table.options.get('dynamic-partition-overwrite') as boolean)) &&
+    table.schema.partitionKeys.length > 0;
   return dynamic ? 'dynamic' : 'all';
 }
 
 /** The line a finished write prints. */
-function writeSummary(result: CommitResult, deletes: boolean, overwrite: OverwriteMode | undefined, rejected: number, rejectsFile: string | undefined): string {
+function writeSummary(
+  result: CommitResult,
+  deletes: boolean,
+  overwrite: OverwriteMode | undefined,
+  rejected: number,
+  rejectsFile: string | undefined,
+): string {
   if (result.alreadyCommitted) {
-    const where = result.snapshot ? `as snapshot ${result.snapshot.id}` : `as snapshot ${result.expiredSnapshotId}, which has expired since`;
+    const where = result.snapshot
+      ? `as snapshot ${result.snapshot.id}`
+      : `as snapshot ${result.expiredSnapshotId}, which has expired since`;
     return `already committed ${where}: nothing written twice\n`;
   }
-  const verb = deletes ? 'deleted' : overwrite ? `overwrote ${overwrite === 'all' ? 'the table' : 'the partitions written to'} with` : 'wrote';
+  const verb = deletes
+    ? 'deleted'
+    : overwrite
+      ? `overwrote ${overwrite === 'all' ? 'the table' : 'the partitions written to'} with`
+      : 'wrote';
   const rejectedText = rejected ? `, ${rejected} rejected (see ${rejectsFile})` : '';
   return `${verb} ${result.rows} rows in ${result.files} files, snapshot ${result.snapshot?.id}${rejectedText}\n`;
 }
@@ -49,9 +64,17 @@ export function writeRowsAction({ catalog, out, status }: CliContext, deletes: b
   return async (name: string, file: string | undefined, o: WriteFlags): Promise<void> => {
     const table = await catalog().getTable(name);
     if (deletes && o.where !== undefined) {
-      if (file !== undefined) throw new InvalidArgumentError('give either --where or a file of keys to delete, not both');
-      const result = await table.deleteWhere(o.where, { commitUser: o.commitUser, commitIdentifier: o.commitIdentifier });
-      out(result.rows === 0 ? 'no row matches: nothing deleted\n' : `deleted ${result.rows} rows, snapshot ${result.snapshot?.id}\n`);
+      if (file !== undefined)
+        throw new InvalidArgumentError('give either --where or a file of keys to delete, not both');
+      const result = await table.deleteWhere(o.where, {
+        commitUser: o.commitUser,
+        commitIdentifier: o.commitIdentifier,
+      });
+      out(
+        result.rows === 0
+          ? 'no row matches: nothing deleted\n'
+          : `deleted ${result.rows} rows, snapshot ${result.snapshot?.id}\n`,
+      );
       return;
     }
     const overwrite = overwriteModeOf(table, o);
@@ -67,10 +90,15 @@ export function writeRowsAction({ catalog, out, status }: CliContext, deletes: b
       progress: writeProgress,
       onSchemaChange: (from, to) => {
         const event = schemaChangeEvent(0, from, to);
-        status(`the schema of ${table.name} changed during the write (schema ${event.from} -> ${event.to}: ${event.changes.join('; ') || 'options'}); writing again under schema ${event.to}\n`);
+        status(
+          `the schema of ${table.name} changed during the write (schema ${event.from} -> ${event.to}: ${event.changes.join('; ') || 'options'}); writing again under schema ${event.to}\n`,
+        );
       },
     });
     if (commit) out(writeSummary(commit, deletes, overwrite, rejected, o.skipInvalid));
-    else out(`nothing to ${deletes ? 'delete' : 'write'}${rejected ? ` (${rejected} rejected, see ${o.skipInvalid})` : ''}\n`);
+    else
+      out(
+        `nothing to ${deletes ? 'delete' : 'write'}${rejected ? ` (${rejected} rejected, see ${o.skipInvalid})` : ''}\n`,
+      );
   };
 }

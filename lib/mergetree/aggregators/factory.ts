@@ -21,7 +21,10 @@ export function checkAggregateFunction(fn: string, field: DataField): void {
   if (fn === KEEP_LAST) return;
   const option = `fields.${field.name}.aggregate-function`;
   if (!(AGGREGATE_FUNCTIONS as readonly string[]).includes(fn)) {
-    throw new OptionError(`unknown aggregate function '${fn}' for column ${field.name}; use one of ${AGGREGATE_FUNCTIONS.join(', ')}`, option);
+    throw new OptionError(
+      `unknown aggregate function '${fn}' for column ${field.name}; use one of ${AGGREGATE_FUNCTIONS.join(', ')}`,
+      option,
+    );
   }
   const accepts = AGGREGATE_FUNCTION_TYPES[fn as keyof typeof AGGREGATE_FUNCTION_TYPES];
   if (accepts && !accepts.includes(field.type.root)) {
@@ -67,5 +70,8 @@ function baseAggregator(ctx: AggregatorContext): FieldAggregator {
     case 'count':
       return new CountAggregator(ctx, arithmeticFor(ctx.field, ctx.fn)!);
   }
-  throw new OptionError(`unknown aggregate function '${ctx.fn}' for column ${ctx.field.name}`, `fields.${ctx.field.name}.aggregate-function`);
+  throw new OptionError(
+    `unknown aggregate function '${ctx.fn}' for column ${ctx.field.name}`,
+    `fields.${ctx.field.name}.aggregate-function`,
+  );
 }

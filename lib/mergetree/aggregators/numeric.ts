@@ -85,7 +85,11 @@ export function arithmeticFor(field: DataField, fn: string): Arithmetic | null {
       sub: (a, b) => check((a as bigint) - (b as bigint), () => `${a} - ${b} (unscaled)`),
       // The product of two scale-s values has scale 2s: rescale to s, rounding half away from zero.
       mul: (a, b) => check(divideHalfUp((a as bigint) * (b as bigint), unit), () => `${a} * ${b} (unscaled)`),
-      div: (a, b) => check(divideHalfUp((a as bigint) * unit, nonZero(b as bigint, field, fn) as bigint), () => `${a} / ${b} (unscaled)`),
+      div: (a, b) =>
+        check(
+          divideHalfUp((a as bigint) * unit, nonZero(b as bigint, field, fn) as bigint),
+          () => `${a} / ${b} (unscaled)`,
+        ),
       neg: (a) => -(a as bigint),
     };
   }
@@ -94,7 +98,9 @@ export function arithmeticFor(field: DataField, fn: string): Arithmetic | null {
 
 function nonZero(b: Numeric, field: DataField, fn: string): Numeric {
   if (b === 0 || b === 0n) {
-    throw new InvalidArgumentError(`${fn} of column ${field.name} cannot retract a zero factor; product retraction divides by it`);
+    throw new InvalidArgumentError(
+      `${fn} of column ${field.name} cannot retract a zero factor; product retraction divides by it`,
+    );
   }
   return b;
 }
@@ -107,5 +113,5 @@ function divideHalfUp(a: bigint, b: bigint): bigint {
   const twice = 2n * (r < 0n ? -r : r);
   const absB = b < 0n ? -b : b;
   if (twice < absB) return q;
-  return (a < 0n) !== (b < 0n) ? q - 1n : q + 1n;
+  return a < 0n !== b < 0n ? q - 1n : q + 1n;
 }

@@ -50,7 +50,9 @@ export class FullCompactionChangelog implements CompactObserver {
     // top-level record and logs nothing); the interval may hold untouched max-level keys too.
     const touched = this.merge(runs(false));
     const keys = this.opts.schema.primaryKeys;
-    await this.push(diffChangelog(rowsWithKeys(before, touched, keys), rowsWithKeys(merged, touched, keys), this.diffOptions()));
+    await this.push(
+      diffChangelog(rowsWithKeys(before, touched, keys), rowsWithKeys(merged, touched, keys), this.diffOptions()),
+    );
   }
 
   async upgraded(file: DataFileMeta, outputLevel: number): Promise<void> {
@@ -75,7 +77,14 @@ export class FullCompactionChangelog implements CompactObserver {
 
   private merge(runs: { table: arrow.Table; sequenceBase: number; repeatedKeys: boolean }[]): arrow.Table {
     const repeatedKeys = runs.some((r) => r.repeatedKeys);
-    return mergeSortedRuns(runs, { schema: this.opts.schema, keyColumns: this.opts.schema.primaryKeys, engine: this.opts.engine, dropDeletes: false, keepKinds: true, repeatedKeys });
+    return mergeSortedRuns(runs, {
+      schema: this.opts.schema,
+      keyColumns: this.opts.schema.primaryKeys,
+      engine: this.opts.engine,
+      dropDeletes: false,
+      keepKinds: true,
+      repeatedKeys,
+    });
   }
 
   private diffOptions() {

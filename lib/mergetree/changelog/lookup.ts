@@ -41,7 +41,11 @@ export interface LookupRun {
  * The level ≥ 1 files that may hold a key of `level0` (their key ranges overlap the level-0
  * files' overall range); only these need reading for the before images.
  */
-export function lookupCandidates(level0: DataFileMeta[], higher: DataFileMeta[], compareKeys: KeyComparator): DataFileMeta[] {
+export function lookupCandidates(
+  level0: DataFileMeta[],
+  higher: DataFileMeta[],
+  compareKeys: KeyComparator,
+): DataFileMeta[] {
   if (level0.length === 0) return [];
   let min = level0[0].minKey;
   let max = level0[0].maxKey;
@@ -62,7 +66,11 @@ export function lookupCandidates(level0: DataFileMeta[], higher: DataFileMeta[],
  * rows whose keys the current level-0 piece holds (a streamed sorted semi-join). Memory is one
  * row group per open file plus the piece, whatever the size of the higher levels.
  */
-export async function lookupChangelog(level0: LookupRun[], higher: LookupRun[], opts: LookupChangelogOptions): Promise<arrow.Table> {
+export async function lookupChangelog(
+  level0: LookupRun[],
+  higher: LookupRun[],
+  opts: LookupChangelogOptions,
+): Promise<arrow.Table> {
   const physical = physicalArrowSchema(opts.schema);
   const parts: arrow.Table[] = [];
   for await (const log of lookupChangelogPieces(level0, higher, opts)) parts.push(log);
@@ -74,7 +82,11 @@ export async function lookupChangelog(level0: LookupRun[], higher: LookupRun[], 
  * changelog files as it is found rather than be held until the end: its size is the size of the
  * level-0 data, which may be far larger than the memory budget.
  */
-export async function* lookupChangelogPieces(level0: LookupRun[], higher: LookupRun[], opts: LookupChangelogOptions): AsyncGenerator<arrow.Table> {
+export async function* lookupChangelogPieces(
+  level0: LookupRun[],
+  higher: LookupRun[],
+  opts: LookupChangelogOptions,
+): AsyncGenerator<arrow.Table> {
   if (level0.length === 0) return;
   const keys = opts.schema.primaryKeys;
   const keyFields = keys.map((k) => opts.schema.fields.find((f) => f.name === k)!);
@@ -84,7 +96,10 @@ export async function* lookupChangelogPieces(level0: LookupRun[], higher: Lookup
   const rowDeduplicate = opts.rowDeduplicate || opts.engine.name === 'first-row';
   const cursors = higher.map((h) => new ProbeCursor(h, keys));
   try {
-    for await (const piece of mergeRunStreams(level0.map((r) => ({ chunks: r.chunks, sequenceBase: r.file.sequenceBase })), mergeOpts)) {
+    for await (const piece of mergeRunStreams(
+      level0.map((r) => ({ chunks: r.chunks, sequenceBase: r.file.sequenceBase })),
+      mergeOpts,
+    )) {
       const fresh = singleBatch(piece);
       const freshKeys = keyIndex(fresh, keys);
       const last = fresh.numRows - 1;
@@ -167,7 +182,8 @@ class ProbeCursor {
         continue;
       }
       // The first row past the probe's last key.
-      let lo = this.start, hi = this.chunk.numRows;
+      let lo = this.start,
+        hi = this.chunk.numRows;
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
         if (compareKeysAt(this.keys!, mid, probe, last) <= 0) lo = mid + 1;

@@ -7,7 +7,10 @@ import { physicalTable, recordsOf, schemaOf, type Rec } from '../fixtures.js';
 const schema = schemaOf(['id INT NOT NULL', 'v STRING'], ['id']);
 
 function image(rows: Array<[number, string | null, number?]>, seq: number): ReturnType<typeof physicalTable> {
-  return physicalTable(schema, rows.map(([id, v, kind]): Rec => ({ row: { id, v }, kind: kind ?? RowKind.INSERT, seq })));
+  return physicalTable(
+    schema,
+    rows.map(([id, v, kind]): Rec => ({ row: { id, v }, kind: kind ?? RowKind.INSERT, seq })),
+  );
 }
 
 function log(t: ReturnType<typeof physicalTable>): string[] {
@@ -15,19 +18,47 @@ function log(t: ReturnType<typeof physicalTable>): string[] {
 }
 
 describe('diffChangelog', () => {
-  const before = image([[1, 'a'], [2, 'b'], [3, 'c'], [5, 'x', RowKind.DELETE]], 1);
-  const after = image([[1, null, RowKind.DELETE], [2, 'b'], [3, 'C'], [4, 'd'], [5, 'y']], 9);
+  const before = image(
+    [
+      [1, 'a'],
+      [2, 'b'],
+      [3, 'c'],
+      [5, 'x', RowKind.DELETE],
+    ],
+    1,
+  );
+  const after = image(
+    [
+      [1, null, RowKind.DELETE],
+      [2, 'b'],
+      [3, 'C'],
+      [4, 'd'],
+      [5, 'y'],
+    ],
+    9,
+  );
 
   it('logs inserts, updates (before then after) and deletes in key order', () => {
     expect(log(diffChangelog(before, after, { schema, rowDeduplicate: false }))).toEqual([
-      '-D1=a@1', '-U2=b@1', '+U2=b@9', '-U3=c@1', '+U3=C@9', '+I4=d@9',
+      '-D1=a@1',
+      '-U2=b@1',
+      '+U2=b@9',
+      '-U3=c@1',
+      '+U3=C@9',
+      '+I4=d@9',
       // A retraction in the before image means absent: the key comes back as an insert.
       '+I5=y@9',
     ]);
   });
 
   it('drops equal updates with row-deduplicate', () => {
-    expect(log(diffChangelog(before, after, { schema, rowDeduplicate: true }))).toEqual(['-D1=a@1', '-U3=c@1', '+U3=C@9', '+I4=d@9', '+I5=y@9']);
+    expect(log(diffChangelog(before, after, { schema, rowDeduplicate: true }))).toEqual([
+      '-D1=a@1',
+      '-U3=c@1',
+      '+U3=C@9',
+      '+I4=d@9',
+      '+I5=y@9',
+    ]);
   });
 
   it('treats NULL as a value when deduplicating', () => {
@@ -38,7 +69,30 @@ describe('diffChangelog', () => {
   });
 
   it('keeps only the rows whose key is probed', () => {
-    const t = image([[1, 'a'], [2, 'b'], [3, 'c'], [7, 'g']], 1);
-    expect(log(rowsWithKeys(t, image([[2, 'q'], [3, 'q'], [4, 'q']], 5), ['id']))).toEqual(['+I2=b@1', '+I3=c@1']);
+    const t = image(
+      [
+        [1, 'a'],
+        [2, 'b'],
+        [3, 'c'],
+        [7, 'g'],
+      ],
+      1,
+    );
+    expect(
+      log(
+        rowsWithKeys(
+          t,
+          image(
+            [
+              [2, 'q'],
+              [3, 'q'],
+              [4, 'q'],
+            ],
+            5,
+          ),
+          ['id'],
+        ),
+      ),
+    ).toEqual(['+I2=b@1', '+I3=c@1']);
   });
 });

@@ -12,7 +12,11 @@ import { ROW_KIND_NAMES, RowKind } from '../../../lib/schema/types.js';
 import { physicalTable, recordsOf, schemaOf, type Rec } from '../fixtures.js';
 
 const schema = schemaOf(['id INT NOT NULL', 'v STRING'], ['id']);
-const rec = (id: number, v: string | null, seq: number, kind: number = RowKind.INSERT): Rec => ({ row: { id, v }, kind, seq });
+const rec = (id: number, v: string | null, seq: number, kind: number = RowKind.INSERT): Rec => ({
+  row: { id, v },
+  kind,
+  seq,
+});
 
 function setup() {
   const tables = new Map<string, arrow.Table>();
@@ -21,9 +25,18 @@ function setup() {
     const fileName = `f${++n}`;
     tables.set(fileName, physicalTable(schema, recs));
     return {
-      fileName, fileSize, rowCount: recs.length, level, sequenceBase: 0, schemaId: 0, creationTime: 0, fileSource: 'APPEND',
-      minKey: [recs[0].row.id as number], maxKey: [recs[recs.length - 1].row.id as number],
-      minSequenceNumber: Math.min(...recs.map((r) => r.seq)), maxSequenceNumber: Math.max(...recs.map((r) => r.seq)),
+      fileName,
+      fileSize,
+      rowCount: recs.length,
+      level,
+      sequenceBase: 0,
+      schemaId: 0,
+      creationTime: 0,
+      fileSource: 'APPEND',
+      minKey: [recs[0].row.id as number],
+      maxKey: [recs[recs.length - 1].row.id as number],
+      minSequenceNumber: Math.min(...recs.map((r) => r.seq)),
+      maxSequenceNumber: Math.max(...recs.map((r) => r.seq)),
       deleteRowCount: recs.filter((r) => r.kind === RowKind.DELETE).length,
     };
   };
@@ -61,7 +74,16 @@ async function fullChangelog(rowDeduplicate: boolean, memoryBudget = Infinity): 
   const cmp = (a: JsonValue[], b: JsonValue[]) => (a[0] as number) - (b[0] as number);
   await runCompactTask(
     { outputLevel: 5, files: [apart, l0, mid, top] },
-    { schema, engine, compareKeys: cmp, maxLevel: 5, dropDeletes: true, targetFileSize: 1 << 30, compactionFileSize: 0, memoryBudget },
+    {
+      schema,
+      engine,
+      compareKeys: cmp,
+      maxLevel: 5,
+      dropDeletes: true,
+      targetFileSize: 1 << 30,
+      compactionFileSize: 0,
+      memoryBudget,
+    },
     io,
     log,
   );
@@ -77,12 +99,15 @@ describe('FullCompactionChangelog', () => {
   it('logs the difference between the old and the new max level, in key order', async () => {
     expect(await fullChangelog(false)).toEqual([
       // Key 1 had no record but the max level's: unchanged, not logged.
-      '-U2=a', '+U2=b',
-      '-U3=a', '+U3=a',
+      '-U2=a',
+      '+U2=b',
+      '-U3=a',
+      '+U3=a',
       '-D4=a',
       '+I6=new',
       // Moved into the max level without rewrite: every row is new there.
-      '+I20=x', '+I21=y',
+      '+I20=x',
+      '+I21=y',
     ]);
   });
 
