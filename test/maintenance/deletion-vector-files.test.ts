@@ -26,7 +26,14 @@ async function dvTable(): Promise<Table> {
   return catalog.createTable('db.t', {
     fields: parseSchemaText('id INT NOT NULL, v BIGINT'),
     primaryKeys: ['id'],
-    options: { bucket: '2', 'deletion-vectors.enabled': 'true', 'write-only': 'true' },
+    // write-only, so the runs pile up between the churn's random compactions: 14 commits may all
+    // land without one, past the default stop trigger (8 runs) that stalls a write-only writer.
+    options: {
+      bucket: '2',
+      'deletion-vectors.enabled': 'true',
+      'write-only': 'true',
+      'num-sorted-run.stop-trigger': '64',
+    },
   });
 }
 
