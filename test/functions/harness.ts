@@ -262,7 +262,7 @@ export async function drain(
   throw new Error(`${url} still had messages after ${limit} polls`);
 }
 
-/** Every message body waiting in a (standard) queue, deleted as read. */
+/** Every message body waiting in a queue, deleted as read (so a FIFO queue's message groups never block the rest). */
 export async function takeAll(url: string): Promise<string[]> {
   const out: string[] = [];
   for (;;) {

@@ -25,7 +25,7 @@ import { log } from '../../functions/shared/observability.js';
 import { createStreamHandler } from '../../functions/shared/stream-handler.js';
 import { mulberry32, rng as makeRng, testSeed } from '../helpers/random.js';
 import { put } from '../stream/fixtures.js';
-import { captureMetrics, createQueue, pollOnce, powertoolsEnv, queueArn, receive, sqs, uniqueName } from './harness.js';
+import { captureMetrics, createQueue, pollOnce, powertoolsEnv, queueArn, sqs, takeAll, uniqueName } from './harness.js';
 
 captureMetrics();
 powertoolsEnv();
@@ -169,10 +169,9 @@ async function throughLambda(seed: number, spent: string, writes: Array<Array<[n
     Number(attrs.Attributes!.ApproximateNumberOfMessages) +
       Number(attrs.Attributes!.ApproximateNumberOfMessagesNotVisible),
   ).toBe(0);
-  const dead: string[] = [];
-  for (let got = await receive(dlq, 10); got.length > 0; got = await receive(dlq, 10))
-    dead.push(...got.map((m) => splitOf(m.Body!)));
-  return result(dead);
+  // Deleted as read: a FIFO queue hides the rest of a message group while some of it is in flight,
+  // so receiving without deleting stopped at 10 and missed a bucket's 11th dead letter (seed 236655503).
+  return result((await takeAll(dlq)).map(splitOf));
 }
 
 /** What the policy says must happen, from the plan alone. */
