@@ -88,8 +88,9 @@ export function unitRuleBreaks(root: string, file: string): string[] {
     if (seen.has(f) || !existsSync(path.join(root, f))) return;
     seen.add(f);
     const text = readFileSync(path.join(root, f), 'utf8');
-    // Top-level declarations and statements start at column 0.
-    for (const chunk of text.split(/^(?=\S)/m)) {
+    // Top-level declarations and statements start at column 0 (a closing bracket there, as in a
+    // signature the formatter broke over lines, continues its declaration).
+    for (const chunk of text.split(/^(?=[^\s)\]}])/m)) {
       const name = /^(?:export\s+)?(?:async\s+)?(?:function\*?|const|let|class)\s+(\w+)/.exec(chunk)?.[1];
       if (caller !== undefined && name !== undefined && !new RegExp(`\\b${name}\\b`).test(caller)) continue;
       for (const { pattern, why } of UNIT_BREAKERS) {
