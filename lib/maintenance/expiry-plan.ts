@@ -9,14 +9,49 @@
  *   predecessor's), so a manifest a later snapshot uses is also used by `end`;
  * - deletion-vector indexes and Puffin files of snapshots [from, end), minus those of `end` and of
  *   every tag, by the same rule: a vector a later snapshot keeps is carried from `end`'s index (an
- *   index counts with the manifests, a Puffin file with the data files).
+ *   index counts with the manifests, a Puffin file with the data files);
+ * - less what a rollback after `end` restored (keepWhatLaterSnapshotsHold).
  */
 import { LruManifestCache } from '../manifest/manifest-file.js';
 import { readEntries } from '../manifest/scan.js';
-import type { Snapshot } from '../snapshot/snapshot.js';
+import { ROLLBACK_TARGET_PROPERTY, type Snapshot } from '../snapshot/snapshot.js';
 import type { NamedTag } from '../snapshot/tags.js';
 import type { Table } from '../table/table.js';
 import { deletionVectorKeys, entryFileKey, readSnapshotManifests, snapshotReferences } from './snapshot-references.js';
+
+/**
+ * A forward rollback (lib/maintenance/rollback.ts) after `end` breaks the forward-only rule above:
+ * its delta ADDs back files of its target that snapshots in the range DELETEd, and its
+ * deletion-vector index is its target's, so it and every snapshot after it may name vectors of
+ * the range. Removes from the candidates what the snapshots after `end` hold that way: the data
+ * files rollback snapshots add back, and the vector indexes and Puffin files any of them names.
+ */
+async function keepWhatLaterSnapshotsHold(
+  table: Table,
+  end: number,
+  read: (id: number) => Promise<Snapshot | undefined>,
+  cache: LruManifestCache,
+  data: Set<string>,
+  dvIndexes: Set<string>,
+  dvFiles: Set<string>,
+): Promise<void> {
+  if (data.size === 0 && dvIndexes.size === 0 && dvFiles.size === 0) return;
+  for (let id = end + 1; ; id++) {
+    const snapshot = await read(id);
+    if (snapshot === undefined) return;
+    if (dvIndexes.size > 0 || dvFiles.size > 0) {
+      const dv = await deletionVectorKeys(table, snapshot);
+      for (const k of dv.index) dvIndexes.delete(k);
+      for (const k of dv.puffins) dvFiles.delete(k);
+    }
+    if (data.size > 0 && snapshot.properties?.[ROLLBACK_TARGET_PROPERTY] !== undefined) {
+      const m = await readSnapshotManifests(table, snapshot);
+      for (const e of await readEntries(table.store, table.path, m.delta, {}, cache)) {
+        if (e.kind === 'ADD') data.delete(entryFileKey(table, e));
+      }
+    }
+  }
+}
 
 /** The files one expiry run deletes. */
 export interface DeletionPlan {
@@ -100,6 +135,7 @@ export async function planDeletions(
       for (const k of m.manifestKeys) manifests.delete(k);
     }
   }
+  await keepWhatLaterSnapshotsHold(table, end, read, cache, data, dvIndexes, dvFiles);
   return {
     dataFiles: [...data, ...dvFiles],
     changelogFiles: [...changelog],
