@@ -20,6 +20,7 @@ import type * as arrow from 'apache-arrow';
 import type { JsonValue } from '../schema/value-codec.js';
 import { mayMatch, predicateColumns, type ColumnBounds, type Predicate } from './predicate.js';
 import type { Table } from './table.js';
+import { bucketKeyFields } from './write-routing.js';
 
 /** What a read's pruning did, for `--explain`. */
 export interface ReadExplain {
@@ -72,7 +73,8 @@ export class ReadPruning {
     this.valueFields = append
       ? table.schema.fields.filter((f) => used.includes(f.name) && !table.schema.partitionKeys.includes(f.name))
       : [];
-    const bucketFields = bucketKeyFields(table);
+    // A bucket-unaware table (`bucket = -1`) hashes nothing: no bucket pruning.
+    const bucketFields = table.options.bucket === -1 ? [] : bucketKeyFields(table);
     this.bucketTypes = bucketFields.map((f) => f.type);
     this.bucketTuples =
       bucketFields.length === 0
@@ -184,21 +186,6 @@ export class ReadPruning {
     }
     return out;
   }
-}
-
-/**
- * The columns whose hash picks a row's bucket, as the writer routes rows (lib/table/writer.ts):
- * the `bucket-key` option, else the primary key minus the partition keys, else the primary key.
- * None for a bucket-unaware table (`bucket = -1`): it hashes nothing.
- */
-function bucketKeyFields(table: Table): DataField[] {
-  const s = table.schema;
-  if (table.options.bucket === -1) return [];
-  const byName = (n: string) => s.fields.find((f) => f.name === n)!;
-  const configured = table.options.bucketKey;
-  let names = configured.length ? configured : s.primaryKeys.filter((k) => !s.partitionKeys.includes(k));
-  if (names.length === 0) names = s.primaryKeys;
-  return names.map(byName);
 }
 
 /** At most this many bucket-key tuples are hashed (an IN list on several columns multiplies). */

@@ -11,6 +11,15 @@ import { partitionPath } from '../schema/partition.js';
 import type { DataField, DataType, Value } from '../schema/types.js';
 import type { Table } from './table.js';
 
+/** The columns a row's bucket is hashed from: `bucket-key`, else the primary key less the partition keys, else the whole primary key. */
+export function bucketKeyFields(table: Table): DataField[] {
+  const s = table.schema;
+  const byName = (n: string) => s.fields.find((f) => f.name === n)!;
+  const configured = table.options.bucketKey;
+  const names = configured.length ? configured : s.primaryKeys.filter((k) => !s.partitionKeys.includes(k));
+  return (names.length > 0 ? names : s.primaryKeys).map(byName);
+}
+
 /** See the file comment. */
 export class RowRouter {
   readonly partitionFields: DataField[];
@@ -33,11 +42,7 @@ export class RowRouter {
     const s = table.schema;
     const byName = (n: string) => s.fields.find((f) => f.name === n)!;
     this.partitionFields = s.partitionKeys.map(byName);
-    const bucketKey = table.options.bucketKey;
-    this.bucketFields = (bucketKey.length ? bucketKey : s.primaryKeys.filter((k) => !s.partitionKeys.includes(k))).map(
-      byName,
-    );
-    if (this.bucketFields.length === 0) this.bucketFields = s.primaryKeys.map(byName);
+    this.bucketFields = bucketKeyFields(table);
     this.bucketTypes = this.bucketFields.map((f) => f.type);
     this.partitionNames = this.partitionFields.map((f) => f.name);
     this.partitionTypes = this.partitionFields.map((f) => f.type);
