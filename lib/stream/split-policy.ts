@@ -21,7 +21,7 @@
  *   that failed behind it with it (a FIFO group stays locked while any of its messages is hidden);
  *   a split whose bucket another reader holds when that hold ends; a fenced-off reader's at once.
  */
-import { ConsumerLeaseLostError, SplitFenceHeldError, SplitFenceLostError } from '../errors.js';
+import { ConsumerLeaseLostError, SplitFenceHeldError, SplitFenceLostError, TableNotFoundError } from '../errors.js';
 import type { Table } from '../table/table.js';
 import { BatchDelivery, SinkTimeoutError, SplitGapError, type DeliveryOutcome, type StreamSink } from './delivery.js';
 import type { ConsumerLeaseHandle } from './lease.js';
@@ -33,11 +33,13 @@ import {
   recordSplitFailure,
   SplitBudgetSpentError,
   SPLIT_FAILURE_BUDGET,
+  splitFailuresKey,
   type FailedSplit,
 } from './split-failures.js';
 import type { SplitFences } from './split-fence.js';
 import { parseSplitMessage } from './split-message.js';
 import type { SplitWindow } from './split-window.js';
+import { checkOpenedTable } from './table-identity.js';
 
 /** A received split message, as every queue hands one over. */
 export interface ReceivedSplit {
@@ -245,11 +247,34 @@ export class SplitBatch {
     return until === undefined ? backoff : Math.max(backoff, until - this.now() + 1000);
   }
 
+  /**
+   * Runs a write of a split's failure record, then checks that the table is still the one this
+   * reader opened. A drop deletes the schema files first and everything under the table after, so
+   * a record written while (or after) the table was dropped is found here: it is deleted again and
+   * TableNotFoundError thrown, and no consumer state of the old reader is left in the folder of a
+   * dropped or re-created table.
+   */
+  private async inOpenedTable<T>(m: FailedSplit, write: () => Promise<T>): Promise<T> {
+    const result = await write();
+    try {
+      await checkOpenedTable(this.table);
+    } catch (e) {
+      if (e instanceof TableNotFoundError) {
+        const key = splitFailuresKey(this.table.path, this.opts.consumerId, m.partition, m.bucket);
+        await this.table.store.delete(key);
+      }
+      throw e;
+    }
+    return result;
+  }
+
   private async beginAttempt(split: ReceivedSplit, m: FailedSplit): Promise<void> {
     const { store, path } = this.table;
     let r: { failures: number; died?: string };
     try {
-      r = await beginSplitAttempt(store, path, this.opts.consumerId, m, split.receiveCount, this.now());
+      r = await this.inOpenedTable(m, () =>
+        beginSplitAttempt(store, path, this.opts.consumerId, m, split.receiveCount, this.now()),
+      );
     } catch (err) {
       this.opts.log.warn("the split's attempt could not be noted: should this reader die in it, that is not counted", {
         messageId: split.messageId,
@@ -273,13 +298,9 @@ export class SplitBatch {
   /** Counts an own failure durably; when that cannot be kept (an unreadable body, the store failing), the receive count stands in. */
   private async countOwnFailure(split: ReceivedSplit, e: unknown): Promise<number> {
     try {
-      return await recordSplitFailure(
-        this.table.store,
-        this.table.path,
-        this.opts.consumerId,
-        parseSplitMessage(split.body),
-        errorText(e),
-        this.now(),
+      const m = parseSplitMessage(split.body);
+      return await this.inOpenedTable(m, () =>
+        recordSplitFailure(this.table.store, this.table.path, this.opts.consumerId, m, errorText(e), this.now()),
       );
     } catch (err) {
       this.opts.log.warn('the own failures of a split could not be counted; its receive count stands in', {
@@ -314,12 +335,9 @@ export class SplitBatch {
   /** Ends the split's noted attempt without a count (a failure that was not its own). */
   private async endAttempt(split: ReceivedSplit): Promise<void> {
     try {
-      await endSplitAttempt(
-        this.table.store,
-        this.table.path,
-        this.opts.consumerId,
-        parseSplitMessage(split.body),
-        this.now(),
+      const m = parseSplitMessage(split.body);
+      await this.inOpenedTable(m, () =>
+        endSplitAttempt(this.table.store, this.table.path, this.opts.consumerId, m, this.now()),
       );
     } catch (err) {
       this.opts.log.warn(
@@ -332,14 +350,17 @@ export class SplitBatch {
   /** Marks the split dead-lettered in its failure record, so the splits of its bucket behind it follow it at once. */
   private async markDeadLettered(split: ReceivedSplit, failures: number, e: unknown): Promise<void> {
     try {
-      await markSplitDeadLettered(
-        this.table.store,
-        this.table.path,
-        this.opts.consumerId,
-        parseSplitMessage(split.body),
-        failures,
-        errorText(e),
-        this.now(),
+      const m = parseSplitMessage(split.body);
+      await this.inOpenedTable(m, () =>
+        markSplitDeadLettered(
+          this.table.store,
+          this.table.path,
+          this.opts.consumerId,
+          m,
+          failures,
+          errorText(e),
+          this.now(),
+        ),
       );
     } catch (err) {
       this.opts.log.warn(

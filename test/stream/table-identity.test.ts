@@ -9,9 +9,11 @@ import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { TableNotFoundError } from '../../lib/errors.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { readConsumer, writeConsumer } from '../../lib/snapshot/consumer.js';
-import { fromUtf8, utf8 } from '../../lib/store/object-store.js';
+import { fromUtf8, listAll, utf8 } from '../../lib/store/object-store.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
-import { ensureConsumer } from '../../lib/stream/discovery.js';
+import { discover, ensureConsumer } from '../../lib/stream/discovery.js';
+import { MemoryQueue } from '../../lib/stream/memory-queue.js';
+import { SplitReader } from '../../lib/stream/reader.js';
 import { ConsumerLeaseHandle, leaseKey, readLease } from '../../lib/stream/lease.js';
 import { tableIdentity } from '../../lib/stream/table-identity.js';
 
@@ -97,6 +99,32 @@ describe('a table UUID', () => {
     await expect(ensureConsumer(old, 'c1')).rejects.toThrow(TableNotFoundError);
     await expect(ensureConsumer(old, 'c1')).rejects.toThrow(/dropped and created again/);
     expect(await readConsumer(store, fresh.path, 'c1')).toBeUndefined();
+  });
+
+  it("a split that fails while its table is dropped and created again leaves no failure record in the new table's folder", async () => {
+    // Prepare: a consumer with one planned split, and a sink that drops and re-creates the table, then fails.
+    const store = new MemoryStore();
+    const catalog = new FolderCatalog(store);
+    const old = await create(catalog);
+    await ensureConsumer(old, 'c1', { mode: 'earliest' });
+    const queue = new MemoryQueue({ visibilityMs: 1, maxReceiveCount: 100 });
+    await discover(old, queue, 'c1');
+    const sink = {
+      write: async () => {
+        await catalog.dropTable('db.t');
+        await create(catalog);
+        throw new Error('the sink failed');
+      },
+    };
+    const lines: string[] = [];
+    const reader = new SplitReader({ table: old, consumerId: 'c1', queue, sink, log: (l) => lines.push(l) });
+    // Act
+    const polled = await reader.poll({ maxMessages: 10 });
+    // Assess: the split failed, its own failure was not recorded into the new table, and the log says why.
+    expect(polled.delivered).toBe(0);
+    const left = (await listAll(store, `${old.path}/consumer/`)).map((o) => o.key);
+    expect(left).toEqual([]);
+    expect(lines.join('\n')).toMatch(/dropped and created again/);
   });
 
   it('a table from before UUIDs stays readable and is identified by its schema-0 etag', async () => {
