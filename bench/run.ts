@@ -22,6 +22,7 @@ import { spliceReport } from './lib/splice.js';
 import type { RunResult, SuiteContext, SuiteResult } from './lib/results.js';
 import { runCommit } from './suites/commit.js';
 import { runCompaction } from './suites/compaction.js';
+import { runDeletionVectors } from './suites/deletion-vectors.js';
 import { runMergeRead } from './suites/merge-read.js';
 import { runPlanning } from './suites/planning.js';
 import { runPointRead } from './suites/point-read.js';
@@ -38,6 +39,7 @@ const SUITES: Array<[string, (ctx: SuiteContext) => Promise<SuiteResult>]> = [
   ['streaming', runStreaming],
   ['compaction', runCompaction],
   ['point-read', runPointRead],
+  ['deletion-vectors', runDeletionVectors],
 ];
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
