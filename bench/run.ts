@@ -23,6 +23,7 @@ import type { RunResult, SuiteContext, SuiteResult } from './lib/results.js';
 import { runCommit } from './suites/commit.js';
 import { runCompaction } from './suites/compaction.js';
 import { runDeletionVectors } from './suites/deletion-vectors.js';
+import { runCompactionCpu } from './suites/compaction-cpu.js';
 import { runMergeRead } from './suites/merge-read.js';
 import { runPlanning } from './suites/planning.js';
 import { runPointRead } from './suites/point-read.js';
@@ -40,6 +41,7 @@ const SUITES: Array<[string, (ctx: SuiteContext) => Promise<SuiteResult>]> = [
   ['compaction', runCompaction],
   ['point-read', runPointRead],
   ['deletion-vectors', runDeletionVectors],
+  ['compaction-cpu', runCompactionCpu],
 ];
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
