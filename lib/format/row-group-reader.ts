@@ -240,67 +240,95 @@ export async function readParquetFooter(src: ByteSource): Promise<ParquetFooter>
 function describeFooter(meta: ThriftStruct, src: ByteSource): ParquetFooter {
   if (getField(meta, 8) !== undefined)
     throw new CorruptMetadataError(`${src.name} is an encrypted Parquet file, which varve cannot read`);
-  // The schema is flattened depth-first; the root's children are the top-level columns.
-  const schema = (list(meta, 2)?.items ?? []).map((s) => struct(s, 'schema element'));
-  const columns: string[] = [];
-  {
-    const rootChildren = schema.length > 0 ? (i64(schema[0], 5) ?? 0) : 0;
-    let at = 1;
-    const skip = (): void => {
-      const el = schema[at++];
-      if (el === undefined) throw new CorruptMetadataError(`${src.name}: the Parquet schema is truncated`);
-      const n = i64(el, 5) ?? 0;
-      for (let i = 0; i < n; i++) skip();
-    };
-    for (let c = 0; c < rootChildren; c++) {
-      const el = schema[at];
-      const name = getField(el ?? { kind: 'struct', fields: [] }, 4)?.value;
-      columns.push(name instanceof Uint8Array ? decoder.decode(name) : '');
-      skip();
-    }
-  }
+  const columns = topLevelColumns(meta, src);
   const rowGroups: RowGroupInfo[] = [];
   const chunks: ChunkLayout[][] = [];
   for (const item of list(meta, 4)?.items ?? []) {
-    const rg = struct(item, 'row group');
-    const groupRows = i64(rg, 3) ?? 0;
-    const layout: ChunkLayout[] = [];
-    const intStats = new Map<string, IntRange>();
-    for (const c of list(rg, 1)?.items ?? []) {
-      const chunk = struct(c, 'column chunk');
-      if (getField(chunk, 1) !== undefined)
-        throw new CorruptMetadataError(
-          `${src.name} keeps column data in another file (file_path), which varve cannot read`,
-        );
-      const md = getField(chunk, 3);
-      if (md === undefined)
-        throw new CorruptMetadataError(
-          `${src.name} has a column chunk without metadata (encrypted columns are not supported)`,
-        );
-      const cmd = struct(md.value, 'column metadata');
-      const path = list(cmd, 3)?.items ?? [];
-      const column = path[0] instanceof Uint8Array ? decoder.decode(path[0]) : '';
-      const { start, length } = chunkRange(cmd);
-      if (groupRows === 0) {
-        // A row group of no rows has nothing to read (pyarrow writes one for an empty table, its
-        // chunks' data page offset 0): its chunks are kept as empty ones, and readers skip it.
-        layout.push({ column, start: 4, length: 0 });
-        continue;
-      }
-      if (start < 4 || length < 0 || start + length > src.size) {
-        throw new CorruptMetadataError(
-          `${src.name}: column chunk of ${column} at [${start}, ${start + length}) lies outside the file (${src.size} bytes)`,
-        );
-      }
-      layout.push({ column, start, length });
-      const range = path.length === 1 ? intRange(cmd) : undefined;
-      if (range !== undefined) intStats.set(column, range);
-    }
-    rowGroups.push({ numRows: groupRows, bytes: layout.reduce((n, c) => n + c.length, 0), intStats });
+    const { info, layout } = describeRowGroup(struct(item, 'row group'), src);
+    rowGroups.push(info);
     chunks.push(layout);
   }
   const kv = keyValues(meta);
   const table = src.table ?? kv.get('varve.table');
+  const chunkCrcs = chunkChecksumsOf(kv, chunks, src, table);
+  return {
+    name: src.name,
+    numRows: i64(meta, 3) ?? 0,
+    rowGroups,
+    columns,
+    meta,
+    chunks,
+    ...(chunkCrcs ? { chunkCrcs } : {}),
+    ...(table !== undefined ? { table } : {}),
+  };
+}
+
+/** The top-level column names in file order: the schema is flattened depth-first, the root's children are the columns. */
+function topLevelColumns(meta: ThriftStruct, src: ByteSource): string[] {
+  const schema = (list(meta, 2)?.items ?? []).map((s) => struct(s, 'schema element'));
+  const columns: string[] = [];
+  const rootChildren = schema.length > 0 ? (i64(schema[0], 5) ?? 0) : 0;
+  let at = 1;
+  const skip = (): void => {
+    const el = schema[at++];
+    if (el === undefined) throw new CorruptMetadataError(`${src.name}: the Parquet schema is truncated`);
+    const n = i64(el, 5) ?? 0;
+    for (let i = 0; i < n; i++) skip();
+  };
+  for (let c = 0; c < rootChildren; c++) {
+    const el = schema[at];
+    const name = getField(el ?? { kind: 'struct', fields: [] }, 4)?.value;
+    columns.push(name instanceof Uint8Array ? decoder.decode(name) : '');
+    skip();
+  }
+  return columns;
+}
+
+/** A row group's size and integer statistics, and where each of its column chunks lies (checked against the file). */
+function describeRowGroup(rg: ThriftStruct, src: ByteSource): { info: RowGroupInfo; layout: ChunkLayout[] } {
+  const groupRows = i64(rg, 3) ?? 0;
+  const layout: ChunkLayout[] = [];
+  const intStats = new Map<string, IntRange>();
+  for (const c of list(rg, 1)?.items ?? []) {
+    const chunk = struct(c, 'column chunk');
+    if (getField(chunk, 1) !== undefined)
+      throw new CorruptMetadataError(
+        `${src.name} keeps column data in another file (file_path), which varve cannot read`,
+      );
+    const md = getField(chunk, 3);
+    if (md === undefined)
+      throw new CorruptMetadataError(
+        `${src.name} has a column chunk without metadata (encrypted columns are not supported)`,
+      );
+    const cmd = struct(md.value, 'column metadata');
+    const path = list(cmd, 3)?.items ?? [];
+    const column = path[0] instanceof Uint8Array ? decoder.decode(path[0]) : '';
+    const { start, length } = chunkRange(cmd);
+    if (groupRows === 0) {
+      // A row group of no rows has nothing to read (pyarrow writes one for an empty table, its
+      // chunks' data page offset 0): its chunks are kept as empty ones, and readers skip it.
+      layout.push({ column, start: 4, length: 0 });
+      continue;
+    }
+    if (start < 4 || length < 0 || start + length > src.size) {
+      throw new CorruptMetadataError(
+        `${src.name}: column chunk of ${column} at [${start}, ${start + length}) lies outside the file (${src.size} bytes)`,
+      );
+    }
+    layout.push({ column, start, length });
+    const range = path.length === 1 ? intRange(cmd) : undefined;
+    if (range !== undefined) intStats.set(column, range);
+  }
+  return { info: { numRows: groupRows, bytes: layout.reduce((n, c) => n + c.length, 0), intStats }, layout };
+}
+
+/** The chunk checksums the footer records (undefined: none), which must cover exactly its row groups and chunks. */
+function chunkChecksumsOf(
+  kv: Map<string, string>,
+  chunks: ChunkLayout[][],
+  src: ByteSource,
+  table: string | undefined,
+): number[][] | undefined {
   const chunkCrcs = parseChunkChecksums(kv.get(CHUNK_CRC_KEY), src.name, table);
   if (
     chunkCrcs !== undefined &&
@@ -312,16 +340,7 @@ function describeFooter(meta: ThriftStruct, src: ByteSource): ParquetFooter {
       `its footer records checksums for ${chunkCrcs.length} row groups of ${chunkCrcs.map((g) => g.length).join('/')} chunks, but has ${chunks.length} of ${chunks.map((g) => g.length).join('/')}`,
     );
   }
-  return {
-    name: src.name,
-    numRows: i64(meta, 3) ?? 0,
-    rowGroups,
-    columns,
-    meta,
-    chunks,
-    ...(chunkCrcs ? { chunkCrcs } : {}),
-    ...(table !== undefined ? { table } : {}),
-  };
+  return chunkCrcs;
 }
 
 /**
