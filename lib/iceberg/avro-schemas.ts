@@ -1,7 +1,8 @@
 /**
- * The Avro schemas of Iceberg's manifest files and manifest lists, format version 2, as the
+ * The Avro schemas of Iceberg's manifest files and manifest lists, format versions 2 and 3, as the
  * Iceberg table spec defines them ("Manifests" and "Manifest Lists": field names, field ids,
- * optionality). Optional fields are unions with null first and a null default; maps with int keys
+ * optionality; v3 adds data_file's first_row_id, referenced_data_file, content_offset and
+ * content_size_in_bytes, and the manifest list's first_row_id). Optional fields are unions with null first and a null default; maps with int keys
  * are arrays of key/value records (`logicalType: map`), as the spec's Avro mapping requires.
  */
 
@@ -40,8 +41,22 @@ export interface PartitionAvroField {
   type: AvroSchema;
 }
 
-/** The Avro schema of a v2 manifest file whose partition tuple has `partition`'s fields. */
-export function manifestEntrySchema(partition: readonly PartitionAvroField[]): AvroSchema {
+/** An exported Iceberg format version. */
+export type IcebergFormatVersion = 2 | 3;
+
+/** The data_file fields v3 adds (spec "Data File Fields"): row lineage and deletion vectors. */
+const V3_DATA_FILE_FIELDS = [
+  optional('first_row_id', 142, 'long', 'The _row_id for the first row in the data file'),
+  optional('referenced_data_file', 143, 'string', 'Fully qualified location of a data file that all deletes reference'),
+  optional('content_offset', 144, 'long', 'The offset in the file where the content starts'),
+  optional('content_size_in_bytes', 145, 'long', 'The length of a referenced content stored in the file'),
+];
+
+/** The Avro schema of a manifest file (format `version`) whose partition tuple has `partition`'s fields. */
+export function manifestEntrySchema(
+  partition: readonly PartitionAvroField[],
+  version: IcebergFormatVersion = 2,
+): AvroSchema {
   return {
     type: 'record',
     name: 'manifest_entry',
@@ -99,14 +114,15 @@ export function manifestEntrySchema(partition: readonly PartitionAvroField[]): A
             'Equality comparison field IDs',
           ),
           optional('sort_order_id', 140, 'int', 'Sort order ID'),
+          ...(version === 3 ? V3_DATA_FILE_FIELDS : []),
         ],
       }),
     ],
   };
 }
 
-/** The Avro schema of a v2 manifest list. */
-export function manifestListSchema(): AvroSchema {
+/** The Avro schema of a manifest list of format `version`. */
+export function manifestListSchema(version: IcebergFormatVersion = 2): AvroSchema {
   return {
     type: 'record',
     name: 'manifest_file',
@@ -144,6 +160,9 @@ export function manifestListSchema(): AvroSchema {
         'Summary for each partition',
       ),
       optional('key_metadata', 519, 'bytes', 'Encryption key metadata blob'),
+      ...(version === 3
+        ? [optional('first_row_id', 520, 'long', 'The starting _row_id to assign to rows added by ADDED data files')]
+        : []),
     ],
   };
 }

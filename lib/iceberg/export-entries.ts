@@ -10,8 +10,8 @@ import type { ManifestEntry } from '../manifest/types.js';
 import { dataFileKey } from '../manifest/table-paths.js';
 import type { TableSchema } from '../schema/types.js';
 import type { Table } from '../table/table.js';
-import type { PartitionAvroField } from './avro-schemas.js';
-import { EntryStatus, FileContent, type ExportedFile } from './iceberg-manifests.js';
+import type { IcebergFormatVersion, PartitionAvroField } from './avro-schemas.js';
+import { EntryStatus, exportedFileId, FileContent, type ExportedFile } from './iceberg-manifests.js';
 import { POSITION_DELETE_FILE_PATH_ID } from './position-deletes.js';
 import { storeUri } from './iceberg-metadata.js';
 import {
@@ -43,6 +43,12 @@ export interface DataEntries {
   /** Files an Iceberg reader of this snapshot reads. */
   files: number;
   records: number;
+  /**
+   * v3 data manifest: the row ids it assigns by inheritance (spec "First Row ID Inheritance"): the
+   * records of its data files written without a first_row_id, which come first in entry order
+   * except DELETED ones, written last so they never shift a live file's ids. 0 otherwise.
+   */
+  assignedRowIds: bigint;
 }
 
 /** True for a table with deletion vectors: every live file minus its vector is exactly the table. */
@@ -97,31 +103,58 @@ export interface PlannedFile {
   partition: string;
   records: number;
   size: number;
-  /** Set for a position delete file: the location of the one data file it applies to. */
+  /** Set for a position delete file or deletion vector: the location of the one data file it applies to. */
   deletesFrom?: string;
+  /** Set for a deletion vector (v3): its blob's bytes in the Puffin file at `path`. */
+  blob?: { offset: number; length: number };
+}
+
+/** The file_format of a planned or exported file: a deletion vector lies in a Puffin file, everything else is Parquet. */
+function formatOf(isVector: boolean): string {
+  return isVector ? 'PUFFIN' : 'PARQUET';
+}
+
+/** What a data_file record says about one file (a data file, a position delete file, a deletion vector). */
+interface FileRecord {
+  path: string;
+  partition: Record<string, unknown>;
+  records: bigint;
+  size: bigint;
+  format: string;
+  deletesFrom?: string;
+  contentOffset?: bigint;
+  contentSize?: bigint;
+  firstRowId?: bigint;
 }
 
 /**
- * The Avro `data_file` record of a data file or (with `deletesFrom`) of a position delete file,
- * whose file_path bounds name the one data file it applies to, as Iceberg's writers record them
- * (readers then match it to that file only). No column statistics otherwise: see docs/ICEBERG.md.
+ * The Avro `data_file` record of a data file or (with `deletesFrom`) of a position delete file or
+ * deletion vector, whose file_path bounds name the one data file it applies to, as Iceberg's
+ * writers record them (readers then match it to that file only). No column statistics otherwise:
+ * see docs/ICEBERG.md. Format 3 adds (spec "Data File Fields") first_row_id (a data file's, null
+ * when inherited), referenced_data_file, and a deletion vector's content_offset and
+ * content_size_in_bytes, which must equal its blob's offset and length in the Puffin footer.
  */
-function dataFileRecord(
-  path: string,
-  partition: Record<string, unknown>,
-  records: bigint,
-  size: bigint,
-  deletesFrom?: string,
-): Record<string, unknown> {
+function dataFileRecord(f: FileRecord, version: IcebergFormatVersion): Record<string, unknown> {
+  const { deletesFrom } = f;
   const bound =
     deletesFrom === undefined ? null : [{ key: POSITION_DELETE_FILE_PATH_ID, value: Buffer.from(deletesFrom, 'utf8') }];
+  const v3 =
+    version === 3
+      ? {
+          first_row_id: f.firstRowId ?? null,
+          referenced_data_file: deletesFrom ?? null,
+          content_offset: f.contentOffset ?? null,
+          content_size_in_bytes: f.contentSize ?? null,
+        }
+      : {};
   return {
     content: deletesFrom === undefined ? FileContent.DATA : FileContent.POSITION_DELETES,
-    file_path: path,
-    file_format: 'PARQUET',
-    partition,
-    record_count: records,
-    file_size_in_bytes: size,
+    file_path: f.path,
+    file_format: f.format,
+    partition: f.partition,
+    record_count: f.records,
+    file_size_in_bytes: f.size,
     column_sizes: null,
     value_counts: null,
     null_value_counts: null,
@@ -132,6 +165,7 @@ function dataFileRecord(
     split_offsets: null,
     equality_ids: null,
     sort_order_id: null,
+    ...v3,
   };
 }
 
@@ -164,10 +198,25 @@ export function plannedDataFiles(table: Table, files: readonly ManifestEntry[]):
   }));
 }
 
+/** The data_file record of a planned file, its first row id left to the caller. */
+function plannedRecord(f: PlannedFile, partition: Record<string, unknown>): FileRecord {
+  return {
+    path: f.path,
+    partition,
+    records: BigInt(f.records),
+    size: BigInt(f.size),
+    format: formatOf(f.blob !== undefined),
+    deletesFrom: f.deletesFrom,
+    contentOffset: f.blob && BigInt(f.blob.offset),
+    contentSize: f.blob && BigInt(f.blob.length),
+  };
+}
+
 /**
- * The manifest (data or deletes) of Iceberg snapshot `id` (sequence number `seq`) holding `files`:
- * a file the previous export listed (`before`, by absolute path, of the same content) keeps its
- * snapshot and sequence numbers; one it listed that `files` lacks is a DELETED entry.
+ * The manifest (data or deletes) of Iceberg snapshot `id` (sequence number `seq`, format
+ * `version`) holding `files`: a file the previous export listed (`before`, by exportedFileId, of
+ * the same content) keeps its snapshot and sequence numbers (and in v3 its first row id); one it
+ * listed that `files` lacks is a DELETED entry, written after every live one.
  */
 export function planEntries(
   table: Table,
@@ -175,7 +224,7 @@ export function planEntries(
   spec: IcebergPartitionSpec,
   files: readonly PlannedFile[],
   before: ReadonlyMap<string, ExportedFile>,
-  at: { id: bigint; seq: bigint },
+  at: { id: bigint; seq: bigint; version: IcebergFormatVersion },
 ): DataEntries {
   const avroFields = partitionAvroFields(schema, spec).map((f) => ({ ...f, name: avroCompatibleName(f.name) }));
   const tupleOf = partitionTuples(table, schema, avroFields);
@@ -191,11 +240,18 @@ export function planEntries(
     minSeq: at.seq,
   };
   let records = 0;
+  let assignedRowIds = 0n;
+  // A v3 data file without a first row id gets the manifest's next ones on read (spec "First Row ID Inheritance").
+  const assigns = (isData: boolean, firstRowId: bigint | undefined, rows: bigint) => {
+    if (at.version === 3 && isData && firstRowId === undefined) assignedRowIds += rows;
+    return at.version === 3 && isData ? firstRowId : undefined;
+  };
   for (const f of files) {
-    const old = before.get(f.path);
+    const id = exportedFileId(f.path, f.blob?.offset);
+    const old = before.get(id);
     const rows = BigInt(f.records);
     records += f.records;
-    kept.add(f.path);
+    kept.add(id);
     if (old) {
       stats.existing++;
       stats.existingRows += rows;
@@ -204,25 +260,35 @@ export function planEntries(
       stats.added++;
       stats.addedRows += rows;
     }
+    const record: FileRecord = {
+      ...plannedRecord(f, tupleOf(f.partition)),
+      firstRowId: assigns(f.deletesFrom === undefined, old?.firstRowId, rows),
+    };
     entries.push({
       status: old ? EntryStatus.EXISTING : EntryStatus.ADDED,
       snapshot_id: old ? old.snapshotId : at.id,
       sequence_number: old ? old.sequenceNumber : at.seq,
       file_sequence_number: old ? old.fileSequenceNumber : at.seq,
-      data_file: dataFileRecord(f.path, tupleOf(f.partition), rows, BigInt(f.size), f.deletesFrom),
+      data_file: dataFileRecord(record, at.version),
     });
   }
-  for (const [path, old] of before) {
-    if (kept.has(path)) continue;
+  for (const [id, old] of before) {
+    if (kept.has(id)) continue;
     stats.deleted++;
     stats.deletedRows += old.recordCount;
+    const record: FileRecord = {
+      ...old,
+      records: old.recordCount,
+      size: old.fileSize,
+      firstRowId: assigns(old.content === FileContent.DATA, old.firstRowId, old.recordCount),
+    };
     entries.push({
       status: EntryStatus.DELETED,
       snapshot_id: at.id,
       sequence_number: old.sequenceNumber,
       file_sequence_number: old.fileSequenceNumber,
-      data_file: dataFileRecord(path, old.partition, old.recordCount, old.fileSize, old.deletesFrom),
+      data_file: dataFileRecord(record, at.version),
     });
   }
-  return { entries, stats, avroFields, files: files.length, records };
+  return { entries, stats, avroFields, files: files.length, records, assignedRowIds };
 }

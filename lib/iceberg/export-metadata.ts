@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { TableSchema } from '../schema/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { Table } from '../table/table.js';
+import type { IcebergFormatVersion } from './avro-schemas.js';
 import { usesDeletionVectors, type EntryStats } from './export-entries.js';
 import { COMMIT_UUID_SUMMARY, commitUuidOf, keptMetadataLog, METADATA_VERSION_SUMMARY } from './export-history.js';
 import { storeUri, type IcebergLocation, type IcebergSnapshot, type IcebergTableMetadata } from './iceberg-metadata.js';
@@ -30,6 +31,10 @@ export interface ExportedVersion {
   prevUri?: string;
   /** The metadata version being written (`v<version>.metadata.json`). */
   version: number;
+  /** The Iceberg format version (`metadata.iceberg.format-version`). */
+  formatVersion: IcebergFormatVersion;
+  /** v3: the snapshot's first-row-id and the row ids its data manifest assigns (`added-rows`). */
+  rowLineage?: { firstRowId: bigint; addedRows: bigint };
   seq: number;
   manifestListUri: string;
   stats: EntryStats;
@@ -106,6 +111,10 @@ function exportedSnapshot(v: ExportedVersion): IcebergSnapshot {
       [METADATA_VERSION_SUMMARY]: String(v.version),
     },
     'schema-id': v.icebergSchema['schema-id'],
+    // v3 (spec "Snapshots", "Snapshot Row IDs"): required on every snapshot a v3 writer adds.
+    ...(v.rowLineage !== undefined
+      ? { 'first-row-id': Number(v.rowLineage.firstRowId), 'added-rows': Number(v.rowLineage.addedRows) }
+      : {}),
   };
 }
 
@@ -119,7 +128,7 @@ export function exportedMetadata(v: ExportedVersion): IcebergTableMetadata {
   const snapshots = [...v.kept, exportedSnapshot(v)];
   const keptIds = new Set(snapshots.map((s) => s['snapshot-id']));
   return {
-    'format-version': 2,
+    'format-version': v.formatVersion,
     'table-uuid': prev?.['table-uuid'] ?? v.tableUuid,
     location: v.loc.tableUri,
     'last-sequence-number': v.seq,
@@ -148,6 +157,8 @@ export function exportedMetadata(v: ExportedVersion): IcebergTableMetadata {
     ],
     'metadata-log': keptMetadataLog(prev, v.prevUri, snapshots),
     statistics: [],
+    // v3: higher than every assigned row id (spec "Table Metadata Fields"); the next snapshot's first-row-id.
+    ...(v.rowLineage !== undefined ? { 'next-row-id': Number(v.rowLineage.firstRowId + v.rowLineage.addedRows) } : {}),
   };
 }
 

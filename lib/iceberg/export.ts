@@ -1,6 +1,6 @@
 /**
- * The Iceberg export (Paimon's Iceberg compatibility): writes Iceberg format-version 2 metadata
- * that references the table's data files in place, so Iceberg readers see the table without
+ * The Iceberg export (Paimon's Iceberg compatibility): writes Iceberg format-version 2 (default)
+ * or 3 (`metadata.iceberg.format-version`) metadata that references the table's data files in place, so Iceberg readers see the table without
  * varve. A primary-key table exports only the files of each bucket's highest level — the merged
  * state as of the bucket's last full compaction, with no retract rows (Paimon's rule); a table
  * without a primary key exports every file. Each export writes, in order:
@@ -16,10 +16,12 @@
  * current; the next export writes the missing one.
  */
 import { randomUUID } from 'node:crypto';
-import { RetriesExhaustedError } from '../errors.js';
+import { IcebergExportError, RetriesExhaustedError } from '../errors.js';
+import { readPuffinFooter, type PuffinBlobMeta } from '../format/deletion-vector.js';
 import { dvFileIdentity, loadDeletionVector, readDeletionIndex, refIdentity } from '../manifest/deletion-index.js';
 import { readLiveFiles } from '../manifest/scan.js';
-import { dataFileKey } from '../manifest/table-paths.js';
+import { dataFileKey, tableKey } from '../manifest/table-paths.js';
+import type { DeletionVectorRef } from '../manifest/deletion-index.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import { RetryBudget } from '../retry-budget.js';
 import { readSchema } from '../schema/schema-manager.js';
@@ -28,7 +30,7 @@ import type { Snapshot } from '../snapshot/snapshot.js';
 import { utf8, type ObjectStore } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import { encodeAvroFile } from './avro-file.js';
-import { manifestEntrySchema, manifestListSchema } from './avro-schemas.js';
+import { manifestEntrySchema, manifestListSchema, type IcebergFormatVersion } from './avro-schemas.js';
 import {
   exportedFiles,
   planEntries,
@@ -49,6 +51,7 @@ import {
 import { exportedMetadata, tableUuidOf } from './export-metadata.js';
 import {
   EntryStatus,
+  exportedFileId,
   FileContent,
   manifestKeysForList,
   readCurrentEntries,
@@ -169,6 +172,9 @@ interface ExportPlan {
   spec: IcebergPartitionSpec;
   seq: number;
   parent?: number;
+  version: IcebergFormatVersion;
+  /** v3: the snapshot's first-row-id (the table's next-row-id before it), given to the data manifest. */
+  firstRowId: bigint;
 }
 
 /** The manifest list row of a manifest written at `key`. */
@@ -197,6 +203,9 @@ function manifestListRow(
     deleted_rows_count: s.deletedRows,
     partitions: null,
     key_metadata: null,
+    // v3 (spec "First Row ID Assignment"): the one data manifest starts at the snapshot's
+    // first-row-id; a delete manifest has none.
+    ...(plan.version === 3 ? { first_row_id: content === FileContent.DATA ? plan.firstRowId : null } : {}),
   };
 }
 
@@ -220,12 +229,13 @@ async function writeManifests(
   ];
   for (const part of parts) {
     if (part.entries === undefined || part.entries.entries.length === 0) continue;
-    const manifest = await encodeAvroFile(manifestEntrySchema(part.entries.avroFields), part.entries.entries, {
+    const schema = manifestEntrySchema(part.entries.avroFields, plan.version);
+    const manifest = await encodeAvroFile(schema, part.entries.entries, {
       schema: JSON.stringify(icebergSchema),
       'schema-id': String(icebergSchema['schema-id']),
       'partition-spec': JSON.stringify(spec.fields),
       'partition-spec-id': String(spec['spec-id']),
-      'format-version': '2',
+      'format-version': String(plan.version),
       content: part.name,
     });
     await put(store, part.key, manifest, counter);
@@ -234,11 +244,12 @@ async function writeManifests(
       manifestListRow(store, part.key, manifest.byteLength, part.content, plan, snapshot, part.entries.stats),
     );
   }
-  const list = await encodeAvroFile(manifestListSchema(), manifests, {
+  const list = await encodeAvroFile(manifestListSchema(plan.version), manifests, {
     'snapshot-id': String(snapshot.id),
     ...(plan.parent !== undefined ? { 'parent-snapshot-id': String(plan.parent) } : {}),
     'sequence-number': String(seq),
-    'format-version': '2',
+    'format-version': String(plan.version),
+    ...(plan.version === 3 ? { 'first-row-id': String(plan.firstRowId) } : {}),
   });
   await put(store, listKey, list, counter);
   return { listKey, manifestKeys };
@@ -259,29 +270,26 @@ async function exportVersion(
 ): Promise<ExportIcebergResult | undefined> {
   const store = table.store;
   const prev = current?.metadata;
+  const version = formatVersionOf(table, prev);
   const schema = await schemaOf(table, snapshot.schemaId);
   const icebergSchema = icebergSchemaOf(schema);
   const spec = icebergPartitionSpecOf(schema);
   const files = exportedFiles(table, await readLiveFiles(store, table.path, snapshot, {}, table.manifestCache));
   const seq = (prev?.['last-sequence-number'] ?? 0) + 1;
-  const at = { id: BigInt(snapshot.id), seq: BigInt(seq) };
+  const at = { id: BigInt(snapshot.id), seq: BigInt(seq), version };
   const before = await previousFiles(store, prev);
   const data = planEntries(table, schema, spec, plannedDataFiles(table, files), before.data, at);
-  const deletes = usesDeletionVectors(table)
-    ? planEntries(
-        table,
-        schema,
-        spec,
-        await positionDeleteFiles(table, snapshot, files, before.deletes, counter),
-        before.deletes,
-        at,
-      )
+  const deleted = usesDeletionVectors(table)
+    ? await deleteFiles(table, snapshot, files, before.deletes, version, counter)
     : undefined;
+  const deletes = deleted && planEntries(table, schema, spec, deleted, before.deletes, at);
   const { kept, dropped } = await keptHistory(table, prev, snapshot);
   const parent = kept.at(-1)?.['snapshot-id'];
-  const plan: ExportPlan = { data, deletes, icebergSchema, spec, seq, parent };
+  // v3 row lineage (spec "Row Lineage"): an upgraded table starts at next-row-id 0.
+  const firstRowId = BigInt(prev?.['next-row-id'] ?? 0);
+  const plan: ExportPlan = { data, deletes, icebergSchema, spec, seq, parent, version, firstRowId };
   const { listKey, manifestKeys } = await writeManifests(store, loc, snapshot, plan, opts.newId ?? randomUUID, counter);
-  const version = (current?.version ?? 0) + 1;
+  const metadataVersion = (current?.version ?? 0) + 1;
   const metadata = exportedMetadata({
     table,
     loc,
@@ -291,7 +299,9 @@ async function exportVersion(
     spec,
     prev,
     prevUri: current && storeUri(store, current.key),
-    version,
+    version: metadataVersion,
+    formatVersion: version,
+    rowLineage: version === 3 ? { firstRowId, addedRows: data.assignedRowIds } : undefined,
     seq,
     manifestListUri: storeUri(store, listKey),
     stats: data.stats,
@@ -302,7 +312,7 @@ async function exportVersion(
     now: opts.now ?? Date.now(),
     tableUuid: tableUuidOf(table, await schemaOf(table, 0).catch(() => schema)),
   });
-  const metadataKey = metadataFileKey(loc, version);
+  const metadataKey = metadataFileKey(loc, metadataVersion);
   const body = utf8(JSON.stringify(metadata, null, 2));
   // Creating v<N> is the commit. Orphan cleanup never looks into the metadata folder, so the
   // loser of a race removes its own manifest and list.
@@ -312,7 +322,7 @@ async function exportVersion(
   }
   counter.writes++;
   counter.bytesWritten += body.byteLength;
-  await advanceVersionHint(store, loc, version, counter);
+  await advanceVersionHint(store, loc, metadataVersion, counter);
   const trimmed = await trimHistory(store, loc, dropped);
   return {
     status: 'exported',
@@ -326,7 +336,7 @@ async function exportVersion(
   };
 }
 
-/** The data and delete files the current Iceberg snapshot of `prev` reads, by absolute path. */
+/** The data and delete files the current Iceberg snapshot of `prev` reads, by exportedFileId (absolute path, and a vector's offset). */
 async function previousFiles(
   store: ObjectStore,
   prev: IcebergTableMetadata | undefined,
@@ -335,9 +345,111 @@ async function previousFiles(
   const deletes = new Map<string, ExportedFile>();
   if (prev === undefined) return { data, deletes };
   for (const e of await readCurrentEntries(store, prev)) {
-    if (e.status !== EntryStatus.DELETED) (e.content === FileContent.DATA ? data : deletes).set(e.path, e);
+    if (e.status !== EntryStatus.DELETED)
+      (e.content === FileContent.DATA ? data : deletes).set(exportedFileId(e.path, e.contentOffset), e);
   }
   return { data, deletes };
+}
+
+/**
+ * The Iceberg format version of this export: the table's `metadata.iceberg.format-version`. Going
+ * from 2 to 3 upgrades the metadata in place (old snapshots keep their v2 manifests, and their
+ * position delete files stay valid until the first v3 export replaces them with vectors); never back.
+ */
+function formatVersionOf(table: Table, prev: IcebergTableMetadata | undefined): IcebergFormatVersion {
+  const version = table.options.metadataIcebergFormatVersion === 3 ? 3 : 2;
+  if (prev !== undefined && prev['format-version'] > version) {
+    throw new IcebergExportError(
+      `${table.name}: the Iceberg metadata is format version ${prev['format-version']} and metadata.iceberg.format-version is ${version}; Iceberg format versions only go up: set it to ${prev['format-version']} (varve alter ${table.name} --set metadata.iceberg.format-version=${prev['format-version']}) and export again`,
+      { retryable: false },
+    );
+  }
+  return version;
+}
+
+/** A deletion-vector table's delete files: v2 position delete files, or v3 deletion vectors. */
+function deleteFiles(
+  table: Table,
+  snapshot: Snapshot,
+  files: readonly ManifestEntry[],
+  before: ReadonlyMap<string, ExportedFile>,
+  version: IcebergFormatVersion,
+  counter: WriteCounter,
+): Promise<PlannedFile[]> {
+  return version === 3
+    ? deletionVectorFiles(table, snapshot, files, before)
+    : positionDeleteFiles(table, snapshot, files, before, counter);
+}
+
+/** The refs of `snapshot`'s deletion index whose data file the export lists. */
+async function exportedRefs(
+  table: Table,
+  snapshot: Snapshot,
+  files: readonly ManifestEntry[],
+): Promise<DeletionVectorRef[]> {
+  const exported = new Set(files.map((e) => dvFileIdentity(e.partition, e.bucket, e.file.fileName)));
+  return (await readDeletionIndex(table.store, table.path, snapshot)).filter((r) => exported.has(refIdentity(r)));
+}
+
+/**
+ * The v3 deletion vectors of `snapshot` (spec "Deletion Vectors"): each manifest entry points INTO
+ * the table's own Puffin file — file_path the Puffin file, content_offset / content_size_in_bytes
+ * its blob, referenced_data_file the data file — so no vector is copied or re-encoded. A vector the
+ * previous export listed keeps its entry; a new one is checked against its Puffin footer first
+ * (the blob is there, of that length, and names the data file's location as the Puffin spec requires).
+ */
+async function deletionVectorFiles(
+  table: Table,
+  snapshot: Snapshot,
+  files: readonly ManifestEntry[],
+  before: ReadonlyMap<string, ExportedFile>,
+): Promise<PlannedFile[]> {
+  const footers = new Map<string, Promise<{ size: number; blobs: PuffinBlobMeta[] }>>();
+  const footerOf = (key: string) => {
+    let f = footers.get(key);
+    if (f === undefined) {
+      f = table.store.get(key).then((o) => ({ size: o.body.byteLength, blobs: readPuffinFooter(o.body, key) }));
+      footers.set(key, f);
+    }
+    return f;
+  };
+  const out: PlannedFile[] = [];
+  for (const ref of await exportedRefs(table, snapshot, files)) {
+    const key = tableKey(table.path, ref.dvFile);
+    const path = storeUri(table.store, key);
+    const deletesFrom = storeUri(table.store, dataFileKey(table.path, ref.partition, ref.bucket, ref.fileName));
+    let size = Number(before.get(exportedFileId(path, ref.offset))?.fileSize ?? -1);
+    if (size < 0) {
+      const footer = await footerOf(key);
+      checkVectorBlob(table, key, ref, deletesFrom, footer.blobs);
+      size = footer.size;
+    }
+    const blob = { offset: ref.offset, length: ref.length };
+    out.push({ path, partition: ref.partition, records: ref.cardinality, size, deletesFrom, blob });
+  }
+  return out;
+}
+
+/**
+ * Throws unless the Puffin footer lists `ref`'s blob as the Puffin spec's deletion-vector-v1 of
+ * the data file at `dataFileUri`: a v3 reader finds the blob by content_offset and length (Java)
+ * or by the footer's `referenced-data-file` (pyiceberg), so both must name it.
+ */
+function checkVectorBlob(
+  table: Table,
+  key: string,
+  ref: DeletionVectorRef,
+  dataFileUri: string,
+  blobs: readonly PuffinBlobMeta[],
+): void {
+  const blob = blobs.find((b) => b.offset === ref.offset);
+  let problem: string | undefined;
+  if (blob === undefined || blob.length !== ref.length || blob.type !== 'deletion-vector-v1')
+    problem = `its footer lists no deletion-vector-v1 blob of ${ref.length} bytes at ${ref.offset}, as the deletion index says; run \`varve verify ${table.name}\``;
+  else if (blob.properties['referenced-data-file'] !== dataFileUri)
+    problem = `its blob at ${ref.offset} names referenced-data-file ${blob.properties['referenced-data-file']}, not ${dataFileUri} (written before varve recorded locations, or the warehouse moved), so Iceberg v3 readers would not apply it; run \`varve compact ${table.name} --full\` to rewrite the files it covers, or export format version 2`;
+  if (problem !== undefined)
+    throw new IcebergExportError(`${table.name}: deletion vector file ${key}: ${problem}`, { retryable: false });
 }
 
 /**
@@ -352,10 +464,8 @@ async function positionDeleteFiles(
   before: ReadonlyMap<string, ExportedFile>,
   counter: WriteCounter,
 ): Promise<PlannedFile[]> {
-  const exported = new Set(files.map((e) => dvFileIdentity(e.partition, e.bucket, e.file.fileName)));
   const out: PlannedFile[] = [];
-  for (const ref of await readDeletionIndex(table.store, table.path, snapshot)) {
-    if (!exported.has(refIdentity(ref))) continue;
+  for (const ref of await exportedRefs(table, snapshot, files)) {
     const key = positionDeleteFileKey(table.path, ref);
     const path = storeUri(table.store, key);
     const deletesFrom = storeUri(table.store, dataFileKey(table.path, ref.partition, ref.bucket, ref.fileName));

@@ -28,8 +28,23 @@ export interface ExportedFile {
   fileSize: bigint;
   /** The Avro partition tuple, as written. */
   partition: Record<string, unknown>;
-  /** A position delete file: the data file it applies to (its file_path bound). */
+  /** A position delete file or deletion vector: the data file it applies to (file_path bound or referenced_data_file). */
   deletesFrom?: string;
+  /** The data_file's file_format as written (`PARQUET`, or `PUFFIN` for a deletion vector). */
+  format: string;
+  /** A deletion vector (v3): its blob's bytes in the Puffin file. */
+  contentOffset?: bigint;
+  contentSize?: bigint;
+  /** A data file of a v3 manifest: its first row id, as written or inherited (spec "First Row ID Inheritance"). */
+  firstRowId?: bigint;
+}
+
+/**
+ * What identifies an entry across exports: its path, and for a deletion vector also its blob's
+ * offset (one Puffin file holds the vectors of several data files).
+ */
+export function exportedFileId(path: string, contentOffset?: bigint | number): string {
+  return contentOffset === undefined || contentOffset === null ? path : `${path}#${contentOffset}`;
 }
 
 /**
@@ -70,9 +85,14 @@ async function getAvro(store: ObjectStore, uri: string, what: string): Promise<u
 
 /** Every entry (all statuses) of the manifests of snapshot `s` of the metadata. */
 async function snapshotEntries(store: ObjectStore, s: IcebergSnapshot): Promise<ExportedFile[]> {
-  const manifests = (await getAvro(store, s['manifest-list'], 'manifest list')) as Array<{ manifest_path: string }>;
+  const manifests = (await getAvro(store, s['manifest-list'], 'manifest list')) as Array<{
+    manifest_path: string;
+    first_row_id?: bigint | null;
+  }>;
   const out: ExportedFile[] = [];
   for (const m of manifests) {
+    // A v3 data manifest assigns each data file without a first_row_id the next ids, in entry order.
+    let nextRowId = m.first_row_id ?? undefined;
     const entries = (await getAvro(store, m.manifest_path, 'manifest')) as Array<{
       status: number;
       snapshot_id: bigint | null;
@@ -85,9 +105,20 @@ async function snapshotEntries(store: ObjectStore, s: IcebergSnapshot): Promise<
         file_size_in_bytes: bigint;
         partition: Record<string, unknown>;
         lower_bounds: Array<{ key: number; value: Uint8Array }> | null;
+        file_format: string;
+        first_row_id?: bigint | null;
+        referenced_data_file?: string | null;
+        content_offset?: bigint | null;
+        content_size_in_bytes?: bigint | null;
       };
     }>;
     for (const e of entries) {
+      const f = e.data_file;
+      let firstRowId = f.first_row_id ?? undefined;
+      if (firstRowId === undefined && nextRowId !== undefined && f.content === FileContent.DATA) {
+        firstRowId = nextRowId;
+        nextRowId += f.record_count;
+      }
       out.push({
         status: e.status,
         content: e.data_file.content,
@@ -98,18 +129,27 @@ async function snapshotEntries(store: ObjectStore, s: IcebergSnapshot): Promise<
         recordCount: e.data_file.record_count,
         fileSize: e.data_file.file_size_in_bytes,
         partition: e.data_file.partition,
+        format: f.file_format,
         ...deletesFromOf(e.data_file),
+        ...(f.content_offset != null ? { contentOffset: f.content_offset } : {}),
+        ...(f.content_size_in_bytes != null ? { contentSize: f.content_size_in_bytes } : {}),
+        ...(firstRowId !== undefined ? { firstRowId } : {}),
       });
     }
   }
   return out;
 }
 
-/** The data file a position delete entry applies to, from its file_path lower bound. */
-function deletesFromOf(f: { content: number; lower_bounds: Array<{ key: number; value: Uint8Array }> | null }): {
+/** The data file a position delete entry applies to: its referenced_data_file, or its file_path lower bound. */
+function deletesFromOf(f: {
+  content: number;
+  lower_bounds: Array<{ key: number; value: Uint8Array }> | null;
+  referenced_data_file?: string | null;
+}): {
   deletesFrom?: string;
 } {
   if (f.content !== FileContent.POSITION_DELETES) return {};
+  if (f.referenced_data_file != null) return { deletesFrom: f.referenced_data_file };
   const bound = f.lower_bounds?.find((b) => b.key === POSITION_DELETE_FILE_PATH_ID);
   return bound ? { deletesFrom: Buffer.from(bound.value).toString('utf8') } : {};
 }

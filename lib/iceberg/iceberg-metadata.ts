@@ -11,7 +11,7 @@ import { IcebergExportError, ObjectNotFoundError } from '../errors.js';
 import { jsonInt, jsonObject, jsonStringMap, jsonTime, parseJsonFile, type JsonSchema } from '../json.js';
 import { tableKey } from '../manifest/table-paths.js';
 import { objectLocation } from '../store/json-file.js';
-import { fromUtf8, listAll, type ObjectStore } from '../store/object-store.js';
+import { fromUtf8, listAll, objectUri, type ObjectStore } from '../store/object-store.js';
 import type { Table } from '../table/table.js';
 import type { IcebergPartitionSpec, IcebergSchema } from './iceberg-schema.js';
 
@@ -36,11 +36,14 @@ export interface IcebergSnapshot {
   'manifest-list': string;
   summary: Record<string, string> & { operation: string };
   'schema-id': number;
+  /** v3 row lineage (spec "Snapshot Row IDs"): the table's next-row-id when the snapshot was added, and the ids it assigned. */
+  'first-row-id'?: number;
+  'added-rows'?: number;
 }
 
-/** The Iceberg table metadata JSON (format version 2) the export writes. */
+/** The Iceberg table metadata JSON (format version 2 or 3) the export writes. */
 export interface IcebergTableMetadata {
-  'format-version': 2;
+  'format-version': 2 | 3;
   'table-uuid': string;
   location: string;
   'last-sequence-number': number;
@@ -60,10 +63,12 @@ export interface IcebergTableMetadata {
   'snapshot-log': Array<{ 'timestamp-ms': number; 'snapshot-id': number }>;
   'metadata-log': Array<{ 'timestamp-ms': number; 'metadata-file': string }>;
   statistics: unknown[];
+  /** v3: higher than every assigned row id; the next snapshot's first-row-id (spec "Row Lineage"). */
+  'next-row-id'?: number;
 }
 
 const IcebergTableMetadataSchema: JsonSchema<IcebergTableMetadata> = v.looseObject({
-  'format-version': v.literal(2),
+  'format-version': v.picklist([2, 3]),
   'table-uuid': v.string(),
   location: v.string(),
   'last-sequence-number': jsonInt,
@@ -115,11 +120,14 @@ const IcebergTableMetadataSchema: JsonSchema<IcebergTableMetadata> = v.looseObje
       'manifest-list': v.string(),
       summary: v.objectWithRest({ operation: v.string() }, v.string()),
       'schema-id': jsonInt,
+      'first-row-id': v.optional(jsonInt),
+      'added-rows': v.optional(jsonInt),
     }),
   ),
   'snapshot-log': v.array(v.looseObject({ 'timestamp-ms': jsonTime, 'snapshot-id': jsonInt })),
   'metadata-log': v.array(v.looseObject({ 'timestamp-ms': jsonTime, 'metadata-file': v.string() })),
   statistics: v.array(jsonObject),
+  'next-row-id': v.optional(jsonInt),
 });
 
 /** The table's `metadata.iceberg.storage`. */
@@ -142,7 +150,7 @@ export function icebergLocation(table: Table): IcebergLocation | undefined {
 
 /** The absolute URI of a store key (what Iceberg metadata holds for every file). */
 export function storeUri(store: ObjectStore, key: string): string {
-  return `${store.uri.replace(/\/+$/, '')}/${key}`;
+  return objectUri(store, key);
 }
 
 /** The store key of an absolute URI inside `store`, or undefined when it points elsewhere. */
@@ -167,7 +175,7 @@ const METADATA_FILE = /^v(\d+)\.metadata\.json$/;
 function parseIcebergMetadata(bytes: Uint8Array, file: string): IcebergTableMetadata {
   return parseJsonFile(bytes, IcebergTableMetadataSchema, file, {
     what: 'Iceberg table metadata',
-    fix: 'it is not Iceberg v2 table metadata written by varve; delete it and run `varve export-iceberg`',
+    fix: 'it is not Iceberg v2 or v3 table metadata written by varve; delete it and run `varve export-iceberg`',
   });
 }
 

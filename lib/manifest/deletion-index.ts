@@ -15,7 +15,7 @@ import {
   writeDeletionVectorPuffin,
 } from '../format/deletion-vector.js';
 import { jsonInt, parseJsonFile } from '../json.js';
-import type { ObjectStore } from '../store/object-store.js';
+import { objectUri, type ObjectStore } from '../store/object-store.js';
 import { dataFileKey, manifestKey, tableKey } from './table-paths.js';
 
 /** Where the deletion vector of one data file lies. */
@@ -144,7 +144,9 @@ export async function writeBucketVectors(
   const blobs = names.map((n) => ({
     bytes: encodeDeletionVectorBlob(b.vectors.get(n)!),
     properties: {
-      'referenced-data-file': relative(dataFileKey(tablePath, b.partition, b.bucket, n)),
+      // The Puffin spec: "must be equal to the data file's location in table metadata" — the
+      // absolute URI the Iceberg export lists, so a v3 export can point at this blob as it is.
+      'referenced-data-file': objectUri(store, dataFileKey(tablePath, b.partition, b.bucket, n)),
       cardinality: String(b.vectors.get(n)!.length),
     },
   }));

@@ -485,6 +485,15 @@ export const TABLE_OPTIONS = [
     description:
       'Write Iceberg metadata after every commit that changes the highest level (full compaction, overwrite), so Iceberg readers (Athena, Spark, Trino, DuckDB, pyiceberg) read the table: in `<table>/metadata/` (table-location), in `<warehouse>/iceberg/<database>/<table>/metadata/` (warehouse, an Iceberg Hadoop-catalog warehouse), or not at all. Primary-key tables export only the files of the highest level: the state as of the last full compaction.',
   },
+  {
+    key: 'metadata.iceberg.format-version',
+    type: 'int',
+    default: '2',
+    min: 2,
+    max: 3,
+    description:
+      "Iceberg format version of the exported metadata: 2 (the default; a deletion-vector table exports a Parquet position delete file per vector, read by every Iceberg v2 reader) or 3 (deletion vectors: the manifests point into the table's own Puffin files, and the metadata tracks row lineage; read by Iceberg v3 readers only, see docs/ICEBERG.md). It may go from 2 to 3 on a table with an export, never back.",
+  },
   // Consumers and streaming reads
   {
     key: 'consumer-id',

@@ -120,6 +120,7 @@ export function applySchemaChanges(
   };
   for (const c of changes) applyChange(draft, c);
   checkBucketMode(schema, draft.options);
+  checkIcebergFormatVersion(schema, draft.options);
   // Every rule of a new table holds for the evolved one (options valid for these columns, …).
   const next = createTableSchema({
     fields: draft.fields,
@@ -265,6 +266,20 @@ function checkBucketMode(schema: TableSchema, options: Record<string, string>): 
     `option bucket cannot change between -1 (bucket-unaware) and a fixed count: ` +
       "the table's files were not written by a bucket key; create a new table and copy the rows (varve read | varve write)",
     'bucket',
+  );
+}
+
+/**
+ * `metadata.iceberg.format-version` only goes up (2 → 3): Iceberg has no downgrade, and a v2
+ * export after v3 metadata would drop the row lineage v3 readers rely on (docs/ICEBERG.md).
+ */
+function checkIcebergFormatVersion(schema: TableSchema, options: Record<string, string>): void {
+  const key = 'metadata.iceberg.format-version';
+  const version = (o: Record<string, string>) => Number((o[key] ?? '2').trim());
+  if (!(version(options) < version(schema.options))) return;
+  throw new OptionError(
+    `option ${key} cannot go from ${version(schema.options)} down to ${options[key] ?? 'its default 2'}: Iceberg format versions only go up; keep ${version(schema.options)}, or create a new table with ${key}=2 and copy the rows into it (varve read … | varve write …)`,
+    key,
   );
 }
 

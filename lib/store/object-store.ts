@@ -164,3 +164,11 @@ export function utf8(text: string): Uint8Array {
 export function fromUtf8(bytes: Uint8Array): string {
   return decoder.decode(bytes);
 }
+
+/**
+ * The absolute URI of object `key` (`s3://bucket/prefix/key`, `file:///root/key`): how Iceberg
+ * metadata, and the `referenced-data-file` of a deletion vector, name a file.
+ */
+export function objectUri(store: ObjectStore, key: string): string {
+  return `${store.uri.replace(/\/+$/, '')}/${key}`;
+}

@@ -6,6 +6,9 @@
  * with varve's rows (canonicalValue). icebird decodes through hyparquet, which turns decimals into
  * doubles, timestamps into JS Dates (milliseconds) and binary into UTF-8 text: its rows compare in
  * a lossy form (lossyText) of the same canonical text.
+ * pyiceberg reads Iceberg v3 deletion vectors through test/iceberg/roaring/pyroaring.py (the
+ * machine's pip index has no pyroaring). icebird 0.3.1 reads every delete file as Parquet, so it
+ * cannot read a v3 deletion vector (a Puffin file).
  * Under CI=true a reader that cannot run throws; elsewhere the caller gets the reason and skips loudly.
  */
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -79,7 +82,9 @@ export class PyicebergReader {
     else reason = ensureVenv();
     if (reason === undefined) {
       const child = spawn(VENV_PYTHON, [join(ROOT, 'test/iceberg/read_pyiceberg.py')], {
-        env: { ...process.env, PYTHONPATH: `${src}:${join(src!, 'stubs')}` },
+        // test/iceberg/roaring holds a real Roaring decoder named pyroaring (v3 deletion vectors);
+        // it comes before the source's stubs, whose pyroaring cannot deserialize.
+        env: { ...process.env, PYTHONPATH: `${src}:${join(ROOT, 'test/iceberg/roaring')}:${join(src!, 'stubs')}` },
       });
       return new PyicebergReader(child);
     }

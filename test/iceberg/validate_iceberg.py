@@ -1,9 +1,14 @@
-"""Validates Iceberg metadata files against the Iceberg table spec, format version 2, with
+"""Validates Iceberg metadata files against the Iceberg table spec, format versions 2 and 3, with
 fastavro only (no varve code): each Avro file's embedded writer schema must declare the spec's
 fields (field id, name, type, optionality; the tables "Manifests", "Manifest Lists" of
 https://iceberg.apache.org/spec/ transcribed below), its records must validate against that
 schema, its file metadata must carry the keys the spec requires, and each metadata JSON must
-have every field a v2 table metadata requires.
+have every field a table metadata of its format version requires. v3 (each file by its own
+format-version): the data_file fields 142-145 and the manifest list's first_row_id (520); every
+data manifest of a v3 list has a first_row_id and no delete manifest has one; a deletion vector
+(file_format PUFFIN) names its referenced_data_file, content_offset and content_size_in_bytes;
+the metadata has next-row-id, and a snapshot whose manifest list is v3 has first-row-id and
+added-rows (snapshots from before an upgrade have neither).
 
 Usage: validate_iceberg.py <metadata folder>...   Prints "ok <n> files"; exits 1 naming each problem on stderr.
 """
@@ -64,6 +69,14 @@ MANIFEST_FILE_V2 = [
     (507, "partitions", "list:struct:field_summary", False),
     (519, "key_metadata", "binary", False),
 ]
+DATA_FILE_V3 = DATA_FILE_V2 + [
+    (142, "first_row_id", "long", False),
+    (143, "referenced_data_file", "string", False),
+    (144, "content_offset", "long", False),
+    (145, "content_size_in_bytes", "long", False),
+]
+MANIFEST_ENTRY_V3 = MANIFEST_ENTRY_V2
+MANIFEST_FILE_V3 = MANIFEST_FILE_V2 + [(520, "first_row_id", "long", False)]
 STRUCTS = {"data_file": DATA_FILE_V2, "field_summary": FIELD_SUMMARY}
 AVRO_PRIMITIVE = {"int": "int", "long": "long", "string": "string", "binary": "bytes", "boolean": "boolean"}
 METADATA_V2_REQUIRED = [
@@ -138,13 +151,34 @@ def check_fields(where, fields, spec):
             problems.append(f"{where}: field id {fid} is not in the spec")
 
 
-def check_avro(path, spec, required_meta):
+def check_v3_records(name, records, is_list):
+    for r in records:
+        if is_list:
+            if (r["content"] == 0) != (r.get("first_row_id") is not None):
+                problems.append(f"{name}: manifest {r['manifest_path']} (content {r['content']}) first_row_id {r.get('first_row_id')}")
+            continue
+        df = r["data_file"]
+        if df["content"] != 0 and df.get("first_row_id") is not None:
+            problems.append(f"{name}: delete file {df['file_path']} has a first_row_id")
+        if df["file_format"].upper() == "PUFFIN":
+            for k in ("referenced_data_file", "content_offset", "content_size_in_bytes"):
+                if df.get(k) is None:
+                    problems.append(f"{name}: deletion vector in {df['file_path']} lacks {k}")
+
+
+def check_avro(path, spec, required_meta, v3_spec=None):
     with open(path, "rb") as fh:
         reader = fastavro.reader(fh)
         records = list(reader)
         meta = reader.metadata
     schema = json.loads(meta["avro.schema"])
+    v3 = meta.get("format-version") == "3"
+    if v3:
+        STRUCTS["data_file"] = DATA_FILE_V3
+        spec = v3_spec
+        check_v3_records(os.path.basename(path), records, spec is MANIFEST_FILE_V3)
     check_fields(os.path.basename(path), schema["fields"], spec)
+    STRUCTS["data_file"] = DATA_FILE_V2
     for k in required_meta:
         if k not in meta:
             problems.append(f"{os.path.basename(path)}: file metadata lacks {k}")
@@ -161,10 +195,16 @@ def check_metadata(path):
     for k in METADATA_V2_REQUIRED:
         if k not in m:
             problems.append(f"{name}: lacks {k}")
-    if m.get("format-version") != 2:
+    if m.get("format-version") not in (2, 3):
         problems.append(f"{name}: format-version {m.get('format-version')}")
+    v3 = m.get("format-version") == 3
+    if v3 and not isinstance(m.get("next-row-id"), int):
+        problems.append(f"{name}: a v3 table metadata lacks next-row-id")
     for s in m.get("snapshots", []):
-        for k in SNAPSHOT_V2_REQUIRED:
+        required = list(SNAPSHOT_V2_REQUIRED)
+        if v3 and list_format_version(s.get("manifest-list", "")) == "3":
+            required += ["first-row-id", "added-rows"]
+        for k in required:
             if k not in s:
                 problems.append(f"{name}: snapshot {s.get('snapshot-id')} lacks {k}")
         if "operation" not in s.get("summary", {}):
@@ -179,6 +219,14 @@ def check_metadata(path):
         problems.append(f"{name}: current-snapshot-id {cur} is not among the snapshots")
 
 
+def list_format_version(uri):
+    path = uri[len("file://"):] if uri.startswith("file://") else uri
+    if not os.path.exists(path):
+        return None
+    with open(path, "rb") as fh:
+        return fastavro.reader(fh).metadata.get("format-version")
+
+
 def main():
     n = 0
     for folder in sys.argv[1:]:
@@ -187,9 +235,10 @@ def main():
             if f.endswith(".metadata.json"):
                 check_metadata(p)
             elif f.startswith("snap-") and f.endswith(".avro"):
-                check_avro(p, MANIFEST_FILE_V2, ["snapshot-id", "sequence-number", "format-version"])
+                check_avro(p, MANIFEST_FILE_V2, ["snapshot-id", "sequence-number", "format-version"], MANIFEST_FILE_V3)
             elif f.endswith(".avro"):
-                check_avro(p, MANIFEST_ENTRY_V2, ["schema", "partition-spec", "partition-spec-id", "format-version", "content"])
+                meta = ["schema", "partition-spec", "partition-spec-id", "format-version", "content"]
+                check_avro(p, MANIFEST_ENTRY_V2, meta, MANIFEST_ENTRY_V3)
             else:
                 continue
             n += 1
