@@ -1,9 +1,10 @@
 /**
  * `npm run build` (also run by `npm pack` through prepack): the package's dist/ folder.
  *   dist/{lib,functions,infra}/  ESM + .d.ts from tsc (the `varve`, `varve/aws`, `varve/cdk` entries)
- *   dist/cli.mjs                 the CLI in one minified esbuild bundle (+ parquet-wasm's .wasm):
- *                                one file to load is what makes `varve --help` start in a fraction
- *                                of a second (docs/BENCHMARKS.md)
+ *   dist/cli.mjs                 the CLI, minified by esbuild (scripts/build-cli.ts): the command
+ *   dist/cli-*.mjs               declarations in cli.mjs, what the commands run in chunks beside it
+ *                                that an action loads when it runs, so `varve --help` loads neither
+ *                                Arrow, parquet-wasm nor the AWS SDK (+ parquet-wasm's .wasm)
  *   dist/lambda/<name>/index.js  each built-in handler prebuilt with the constructs' own esbuild
  *                                settings, so `varve/cdk` synthesizes without the TypeScript sources
  *   dist/lambda/shared/          the pools' workers for those bundles (one copy; with the CLI's .wasm,
@@ -15,6 +16,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { BUNDLE_SETTINGS, LAMBDA_WORKERS, PARQUET_WASM } from '../infra/lambda.js';
+import { buildCli, buildWorker } from './build-cli.js';
 import { functionNames } from './bundle-size.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -28,36 +30,12 @@ async function main(): Promise<void> {
     { stdio: 'inherit' },
   );
 
-  // The CLI and, next to it, the encoder, decode and merge pools' workers (lib/format/encoder-pool.ts,
-  // decode-pool.ts and lib/table/merge-pool.ts look for encode-worker.js / decode-worker.js /
-  // merge-worker.js beside the module that holds them, here the bundle).
-  for (const [entry, outfile] of [
-    ['lib/cli/entry.ts', 'cli.mjs'],
-    ['lib/format/encode-worker.ts', 'encode-worker.js'],
-    ['lib/format/decode-worker.ts', 'decode-worker.js'],
-    ['lib/table/merge-worker.ts', 'merge-worker.js'],
-  ]) {
-    await build({
-      entryPoints: [path.join(ROOT, entry)],
-      outfile: path.join(DIST, outfile),
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      // Minified and with every dependency inlined: parsing one smaller file is most of the start
-      // (names kept, as in the Lambda bundles: errors print their class).
-      minify: true,
-      keepNames: BUNDLE_SETTINGS.keepNames,
-      // Bundled CommonJS dependencies call require(), and parquet-wasm's Node build reads its .wasm
-      // from __dirname (copied next to the bundle below): give the ESM bundle both.
-      banner: {
-        js:
-          "import { createRequire as __varveRequire } from 'node:module'; import { fileURLToPath as __varvePath } from 'node:url'; " +
-          "const require = __varveRequire(import.meta.url); const __filename = __varvePath(import.meta.url); const __dirname = __varvePath(new URL('.', import.meta.url));",
-      },
-      logLevel: 'warning',
-    });
-  }
+  // The CLI (cli.mjs and its chunks) and, next to it, the encoder, decode and merge pools' workers
+  // (lib/format/encoder-pool.ts, decode-pool.ts and lib/table/merge-pool.ts look for
+  // encode-worker.js / decode-worker.js / merge-worker.js beside the module that holds them, here
+  // a chunk of the CLI).
+  await buildCli(ROOT, DIST);
+  for (const worker of LAMBDA_WORKERS) await buildWorker(ROOT, worker.entry, path.join(DIST, worker.file));
   copyFileSync(path.join(ROOT, PARQUET_WASM), path.join(DIST, 'parquet_wasm_bg.wasm'));
 
   // The Lambda bundles: each handler alone in dist/lambda/<name>/index.js; the pools' workers (the

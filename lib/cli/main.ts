@@ -2,6 +2,12 @@
  * The `varve` command: create, write and read primary-key tables in a warehouse folder (default
  * `./warehouse`) or on S3 (`--warehouse s3://bucket/prefix`). Errors are one line on stderr with
  * a non-zero exit; set VARVE_DEBUG=1 for stack traces.
+ *
+ * This module and the command declarations it registers (lib/cli/commands/) load only commander
+ * and light helpers: each action imports what it runs (the catalog, the table, Arrow,
+ * parquet-wasm, the AWS SDK) when it runs, so `varve --help`, `varve X --help` and a mistyped
+ * flag answer without loading them (scripts/build-cli.ts bundles those imports into chunks;
+ * test/cli/help-loads.test.ts checks what help loads).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
@@ -32,7 +38,8 @@ import { registerTail } from './commands/tail.js';
 import { registerTruncate } from './commands/truncate.js';
 import { registerVerify } from './commands/verify.js';
 import { registerWrite } from './commands/write.js';
-import { openCatalog, warehouseUri, type CliContext } from './context.js';
+import type { Catalog } from '../catalog/catalog.js';
+import { warehouseUri, type CliContext } from './context.js';
 import { OutputClosedError, stdoutOutput } from './output.js';
 import type { GlobalOptions } from './parse-flags.js';
 
@@ -91,9 +98,17 @@ export function buildProgram(out: (text: string) => void = (t) => process.stdout
     .option('--warehouse <uri>', 'warehouse folder or s3://bucket/prefix (default: $VARVE_WAREHOUSE or ./warehouse)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
+  // The catalog's code (stores, the AWS SDK) is loaded before an action runs, not to declare it.
+  let openCatalog: ((uri: string) => Catalog) | undefined;
+  program.hook('preAction', async () => {
+    openCatalog ??= (await import('../catalog/open-catalog.js')).openCatalog;
+  });
   const ctx: CliContext = {
     program,
-    catalog: () => openCatalog(warehouseUri(program.opts<GlobalOptions>().warehouse)),
+    catalog: () => {
+      if (!openCatalog) throw new Error('the catalog is opened by a command action, after the preAction hook');
+      return openCatalog(warehouseUri(program.opts<GlobalOptions>().warehouse));
+    },
     out,
     // Looked up when a status line is printed: runCli configures the output after building the program.
     status: (text) => program.configureOutput().writeErr?.(text),

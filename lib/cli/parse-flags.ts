@@ -1,9 +1,12 @@
-/** Parsing of CLI flag values, shared by the commands (lib/cli/commands/): one place for each kind of flag. */
+/**
+ * Parsing of CLI flag values, shared by the commands (lib/cli/commands/): one place for each kind
+ * of flag. Loaded to declare the commands (`varve --help`): it imports no table code.
+ */
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
-import { parseDuration } from '../schema/options.js';
+import { parseDuration } from '../schema/option-values.js';
 import type { StreamOptions } from '../stream/stream-options.js';
-import { formatFromFileName, type InputFormat } from '../table/input.js';
+import type { InputFormat } from '../table/input.js';
 import type { SnapshotSpec } from '../table/time-travel.js';
 import type { OutputFormat } from './output.js';
 
@@ -112,7 +115,8 @@ export function parseNonNegativeInt(flag: string, text: string): number {
 }
 
 /** The input format of `write`/`delete`: the flag, else from the file name, else JSONL. */
-export function inputFormat(file: string | undefined, flag: string | undefined): InputFormat {
+export async function inputFormat(file: string | undefined, flag: string | undefined): Promise<InputFormat> {
+  const { formatFromFileName } = await import('../table/input.js');
   const f = flag ?? (file && file !== '-' ? formatFromFileName(file) : undefined) ?? 'jsonl';
   if (f !== 'jsonl' && f !== 'csv' && f !== 'parquet')
     throw new InvalidArgumentError(`--format must be jsonl, csv or parquet, got "${f}"`);

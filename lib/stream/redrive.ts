@@ -26,12 +26,9 @@ import {
 import { VARVE_QUEUE_TAGS } from '../aws-contract.js';
 import { InvalidArgumentError } from '../errors.js';
 import { parseJsonText } from '../json.js';
+import type { RedriveQueue } from './redrive-queues.js';
 import { queueId } from './split-message.js';
 import { QueueRequestError, SQS_MAX_BATCH } from './sqs-queue.js';
-
-/** The varve queues that have a dead-letter queue. */
-export const REDRIVE_QUEUES = ['commit', 'compaction', 'split', 'ingest'] as const;
-export type RedriveQueue = (typeof REDRIVE_QUEUES)[number];
 
 /** The tags the varve constructs put on their queues (declared in lib/aws-contract.ts). */
 const QUEUE_TAGS = VARVE_QUEUE_TAGS;

@@ -24,26 +24,14 @@ import { compareValues } from '../schema/compare.js';
 import type { DataField, Value } from '../schema/types.js';
 import { fromJsonValue, toDisplayValue } from '../schema/value-codec.js';
 import { dataFileKey } from './paths.js';
+import { SYSTEM_TABLES, type SystemTableName } from './system-table-names.js';
 import type { Table } from './table.js';
 import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
 
 /** A cell of a system table record. */
 export type DisplayValue = string | number | boolean | null;
 
-export const SYSTEM_TABLES = [
-  'snapshots',
-  'changelogs',
-  'files',
-  'manifests',
-  'schemas',
-  'options',
-  'tags',
-  'buckets',
-  'partitions',
-  'statistics',
-  'consumers',
-] as const;
-export type SystemTableName = (typeof SYSTEM_TABLES)[number];
+export { SYSTEM_TABLES, type SystemTableName };
 
 export interface SystemTableResult {
   columns: string[];

@@ -1,6 +1,6 @@
 /** `varve alter`: schema evolution (columns, options, comment). */
 import { InvalidArgumentError } from '../../errors.js';
-import { parseAddColumn, parseTypeChange, type SchemaChange } from '../../schema/schema-evolution.js';
+import type { SchemaChange } from '../../schema/schema-evolution.js';
 import type { CliContext } from '../context.js';
 import { collect, parseOptionPairs } from '../parse-flags.js';
 
@@ -39,7 +39,7 @@ export function registerAlter({ program, catalog, out }: CliContext): void {
     .option('--comment <text>', 'set the table comment')
     .action(async (name: string, o: AlterFlags) => {
       const table = await catalog().getTable(name);
-      const result = await table.alter(schemaChangesOf(o));
+      const result = await table.alter(await schemaChangesOf(o));
       out(
         `altered ${table.name}: schema ${result.schema.id}${result.snapshot ? `, snapshot ${result.snapshot.id}` : ''}\n`,
       );
@@ -47,7 +47,8 @@ export function registerAlter({ program, catalog, out }: CliContext): void {
 }
 
 /** The schema changes the flags ask for, in flag order by kind. */
-function schemaChangesOf(o: AlterFlags): SchemaChange[] {
+async function schemaChangesOf(o: AlterFlags): Promise<SchemaChange[]> {
+  const { parseAddColumn, parseTypeChange } = await import('../../schema/schema-evolution.js');
   return [
     ...(o.add ?? []).map(parseAddColumn),
     ...(o.rename ?? []).map((r): SchemaChange => {

@@ -1,14 +1,8 @@
 /** `varve audit-log`: rows with their row kind, at a snapshot or between two. */
 import { InvalidArgumentError } from '../../errors.js';
-import { SEQUENCE_COLUMN } from '../../schema/types.js';
-import {
-  readAuditLog,
-  resolveIncrementalBetween,
-  resolveIncrementalBetweenTimestamp,
-  type IncrementalMode,
-} from '../../table/audit-log.js';
+import type { IncrementalMode } from '../../table/audit-log.js';
 import type { Table } from '../../table/table.js';
-import { displayRecords, type CliContext } from '../context.js';
+import type { CliContext } from '../context.js';
 import { renderRecords } from '../output.js';
 import { addSnapshotFlags, outputFormat, parseTimestamp, snapshotSpecOf, type SnapshotFlags } from '../parse-flags.js';
 
@@ -40,6 +34,9 @@ export function registerAuditLog({ program, catalog, out }: CliContext): void {
     .option('--where <predicate>', 'only rows matching a predicate')
     .option('--format <format>', 'table, jsonl or csv', 'table')
     .action(async (name: string, o: AuditLogFlags) => {
+      const { readAuditLog } = await import('../../table/audit-log.js');
+      const { SEQUENCE_COLUMN } = await import('../../schema/types.js');
+      const { displayRecords } = await import('../display.js');
       const table = await catalog().getTable(name);
       const spec = snapshotSpecOf(o);
       const range = await rangeOf(table, o, Object.keys(spec).length > 0);
@@ -67,6 +64,7 @@ async function rangeOf(
     atSnapshot && 'a snapshot flag',
   ].filter(Boolean);
   if (given.length > 1) throw new InvalidArgumentError(`give one of ${given.join(', ')}: each says what to read`);
+  const { resolveIncrementalBetween, resolveIncrementalBetweenTimestamp } = await import('../../table/audit-log.js');
   if (o.incrementalBetween !== undefined) return resolveIncrementalBetween(table, o.incrementalBetween);
   if (o.incrementalBetweenTimestamp !== undefined) {
     const ends = o.incrementalBetweenTimestamp.split(',');

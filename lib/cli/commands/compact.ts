@@ -1,7 +1,5 @@
 /** `varve compact`: compact the LSM tree of each bucket, with a progress bar on a terminal. */
-import cliProgress from 'cli-progress';
-import { compactTable, type CompactionSummary } from '../../maintenance/compact.js';
-import { parsePartitionSpec } from '../../schema/partition.js';
+import type { CompactionSummary } from '../../maintenance/compact.js';
 import type { CliContext } from '../context.js';
 import { formatSize } from '../output.js';
 import { parsePositiveInt } from '../parse-flags.js';
@@ -26,8 +24,10 @@ export function registerCompact({ program, catalog, out }: CliContext): void {
     .option('--bucket <n>', 'only this bucket number')
     .option('--max-bytes <n>', 'start no further bucket once this many input bytes were compacted')
     .action(async (name: string, o: CompactFlags) => {
+      const { compactTable } = await import('../../maintenance/compact.js');
+      const { parsePartitionSpec } = await import('../../schema/partition.js');
       const table = await catalog().getTable(name);
-      const bar = compactionBar();
+      const bar = await compactionBar();
       try {
         const summary = await compactTable(table, {
           full: Boolean(o.full),
@@ -46,8 +46,9 @@ export function registerCompact({ program, catalog, out }: CliContext): void {
 }
 
 /** Buckets done and bytes read so far on stdout, when stdout is a terminal; else nothing. */
-function compactionBar(): { update(done: number, total: number, bytesIn: number): void; stop(): void } {
-  const bar = process.stdout.isTTY
+async function compactionBar(): Promise<{ update(done: number, total: number, bytesIn: number): void; stop(): void }> {
+  const cliProgress = process.stdout.isTTY ? (await import('cli-progress')).default : undefined;
+  const bar = cliProgress
     ? new cliProgress.SingleBar(
         {
           format: 'compacting [{bar}] {value}/{total} buckets | {mb} MB in',

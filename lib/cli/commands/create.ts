@@ -1,5 +1,4 @@
 /** `varve create`: a primary-key table, or without --primary-key an append table. */
-import { parseSchemaJson, parseSchemaText } from '../../schema/parse.js';
 import type { CliContext } from '../context.js';
 import { collect, list, parseOptionPairs } from '../parse-flags.js';
 
@@ -35,6 +34,7 @@ export function registerCreate({ program, catalog, out }: CliContext): void {
     .option('--comment <text>', 'table comment')
     .option('--if-not-exists', 'do nothing when the table exists')
     .action(async (name: string, o: CreateFlags) => {
+      const { parseSchemaJson, parseSchemaText } = await import('../../schema/parse.js');
       const text = String(o.schema).trim();
       const fields = text.startsWith('[') || text.startsWith('{') ? parseSchemaJson(text) : parseSchemaText(text);
       const table = await catalog().createTable(

@@ -1,6 +1,5 @@
 /** `varve demo`: the whole system in one minute on the warehouse (lib/cli/demo.ts is the script). */
 import type { CliContext } from '../context.js';
-import { runDemo } from '../demo.js';
 
 /** Registers `demo`. */
 export function registerDemo({ program, catalog, out }: CliContext): void {
@@ -11,6 +10,7 @@ export function registerDemo({ program, catalog, out }: CliContext): void {
     )
     .option('--table <name>', 'demo table (dropped first when it exists)', 'demo.orders')
     .action(async (o: { table: string }) => {
+      const { runDemo } = await import('../demo.js');
       await runDemo(catalog(), o.table, out);
     });
 }

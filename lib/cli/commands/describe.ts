@@ -1,5 +1,4 @@
 /** `varve describe`: the schema, keys and options of a table. */
-import { formatType } from '../../schema/parse.js';
 import type { CliContext } from '../context.js';
 import { renderRecords } from '../output.js';
 
@@ -10,6 +9,7 @@ export function registerDescribe({ program, catalog, out }: CliContext): void {
     .description('show the schema, keys and options of a table')
     .argument('<table>', 'DB.TABLE')
     .action(async (name: string) => {
+      const { formatType } = await import('../../schema/parse.js');
       const table = await catalog().getTable(name);
       const s = table.schema;
       const latest = await table.snapshots.latestId();

@@ -1,5 +1,5 @@
 /** `varve expire`: expire old snapshots and delete their files. */
-import { expireSnapshots, type ExpireSnapshotsResult } from '../../maintenance/expire-snapshots.js';
+import type { ExpireSnapshotsResult } from '../../maintenance/expire-snapshots.js';
 import type { CliContext } from '../context.js';
 import { parseDurationFlag, parsePositiveInt } from '../parse-flags.js';
 
@@ -18,6 +18,7 @@ export function registerExpire({ program, catalog, out }: CliContext): void {
       'expire only snapshots replaced longer ago than this, e.g. 1 h, 30 min (default: snapshot.time-retained)',
     )
     .action(async (name: string, o: { retainMin?: string; retainMax?: string; olderThan?: string }) => {
+      const { expireSnapshots } = await import('../../maintenance/expire-snapshots.js');
       const table = await catalog().getTable(name);
       const result = await expireSnapshots(table, {
         retainMin: o.retainMin !== undefined ? parsePositiveInt('--retain-min', o.retainMin) : undefined,

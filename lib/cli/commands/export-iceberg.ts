@@ -5,8 +5,6 @@
  * highest level), never calling a stale view current.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import { exportIceberg } from '../../iceberg/export.js';
-import { icebergStatus, icebergViewGapText } from '../../iceberg/iceberg-status.js';
 import type { CliContext } from '../context.js';
 import { formatSize } from '../output.js';
 
@@ -17,6 +15,8 @@ export function registerExportIceberg({ program, catalog, out }: CliContext): vo
     .description('write the Iceberg metadata of the latest snapshot now (metadata.iceberg.storage must be set)')
     .argument('<table>', 'DB.TABLE')
     .action(async (name: string) => {
+      const { exportIceberg } = await import('../../iceberg/export.js');
+      const { icebergStatus, icebergViewGapText } = await import('../../iceberg/iceberg-status.js');
       const table = await catalog().getTable(name);
       const r = await exportIceberg(table);
       // Never call a stale view current: say what Iceberg readers still miss.

@@ -1,11 +1,8 @@
 /** `varve read`: the merged rows of a table, printed as they are read. */
-import * as arrow from 'apache-arrow';
 import { InvalidArgumentError } from '../../errors.js';
-import { parsePartitionSpec } from '../../schema/partition.js';
-import { formatPredicate } from '../../table/predicate.js';
 import type { ReadExplain } from '../../table/read-pruning.js';
 import type { Table } from '../../table/table.js';
-import { displayRecords, type CliContext } from '../context.js';
+import type { CliContext } from '../context.js';
 import { RecordPrinter } from '../output.js';
 import {
   addSnapshotFlags,
@@ -43,6 +40,9 @@ export function registerRead({ program, catalog, out }: CliContext): void {
     .option('--explain', 'print what the read pruned (partitions, file key ranges) and read, instead of the rows')
     .option('--format <format>', 'table, jsonl or csv', 'table')
     .action(async (name: string, o: ReadFlags) => {
+      const arrow = await import('apache-arrow');
+      const { parsePartitionSpec } = await import('../../schema/partition.js');
+      const { displayRecords } = await import('../display.js');
       const table = await catalog().getTable(name);
       refuseIncrementalOption(table, 'read');
       const format = outputFormat(o.format);
@@ -67,7 +67,7 @@ export function registerRead({ program, catalog, out }: CliContext): void {
         printer.add(records);
       }
       if (explained) {
-        out(explainText(explained, table) + '\n');
+        out((await explainText(explained, table)) + '\n');
         return;
       }
       printer?.end();
@@ -89,7 +89,8 @@ export function refuseIncrementalOption(table: Table, command: string): void {
 }
 
 /** The `read --explain` report. */
-function explainText(e: ReadExplain, table: Table): string {
+async function explainText(e: ReadExplain, table: Table): Promise<string> {
+  const { formatPredicate } = await import('../../table/predicate.js');
   const types = new Map(table.schema.fields.map((f) => [f.name, f.type]));
   return [
     `snapshot            ${e.snapshotId ?? 'none (empty table)'} (schema ${e.schemaId})`,

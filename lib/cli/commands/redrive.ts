@@ -7,10 +7,8 @@
  * given by URL.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import { findVarveQueue, redrive, REDRIVE_QUEUES, type RedriveQueue } from '../../stream/redrive.js';
-import { redriveCommits, type CommitRedriveResult } from '../../stream/redrive-order.js';
-import { awsSetupProblem } from '../../store/s3-errors.js';
-import { defaultSqsClient } from '../../stream/sqs-queue.js';
+import { REDRIVE_QUEUES, type RedriveQueue } from '../../stream/redrive-queues.js';
+import type { CommitRedriveResult } from '../../stream/redrive-order.js';
 import type { CliContext } from '../context.js';
 
 interface RedriveFlags {
@@ -54,6 +52,7 @@ export function registerRedrive({ program, out, catalog }: CliContext): void {
       try {
         await redriveQueue(out, catalog, table, queue, flags);
       } catch (e) {
+        const { awsSetupProblem } = await import('../../store/s3-errors.js');
         const problem = awsSetupProblem(e, 'SQS');
         if (problem === undefined) throw e;
         throw new InvalidArgumentError(`redrive works on the table's SQS queues on AWS: ${problem}`, { cause: e });
@@ -69,6 +68,9 @@ async function redriveQueue(
   queue: RedriveQueue,
   flags: RedriveFlags,
 ): Promise<void> {
+  const { findVarveQueue, redrive } = await import('../../stream/redrive.js');
+  const { redriveCommits } = await import('../../stream/redrive-order.js');
+  const { defaultSqsClient } = await import('../../stream/sqs-queue.js');
   const client = defaultSqsClient();
   const find = (deadLetter: boolean) => findVarveQueue(client, table, queue, { consumer: flags.consumer, deadLetter });
   const dlq = flags.dlqUrl ?? (await find(true));

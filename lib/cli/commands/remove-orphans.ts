@@ -1,6 +1,6 @@
 /** `varve remove-orphans`: delete files nothing references, older than a safety window. */
 import { InvalidArgumentError } from '../../errors.js';
-import { removeOrphanFiles, type RemoveOrphansResult } from '../../maintenance/remove-orphans.js';
+import type { RemoveOrphansResult } from '../../maintenance/remove-orphans.js';
 import type { CliContext } from '../context.js';
 import { formatSize } from '../output.js';
 import { parseDurationFlag } from '../parse-flags.js';
@@ -42,6 +42,7 @@ export function registerRemoveOrphans({ program, catalog, out }: CliContext): vo
         if (!Number.isInteger(maxKeys) || maxKeys < 1)
           throw new InvalidArgumentError(`--max-keys must be a whole number of 1 or more, got '${o.maxKeys}'`);
       }
+      const { removeOrphanFiles } = await import('../../maintenance/remove-orphans.js');
       const table = await catalog().getTable(name);
       const result = await removeOrphanFiles(table, {
         olderThanMs: o.olderThan !== undefined ? parseDurationFlag('--older-than', o.olderThan) : undefined,

@@ -1,6 +1,5 @@
 /** `varve rescale`: rewrite the data into a new number of buckets. */
 import { InvalidArgumentError } from '../../errors.js';
-import { parsePartitionSpec } from '../../schema/partition.js';
 import type { CliContext } from '../context.js';
 
 /** Registers `rescale`. */
@@ -18,6 +17,7 @@ export function registerRescale({ program, catalog, out }: CliContext): void {
       const buckets = Number(o.buckets);
       if (!/^\d+$/.test(o.buckets.trim()) || buckets < 1)
         throw new InvalidArgumentError(`--buckets must be an integer ≥ 1, got "${o.buckets}"`);
+      const { parsePartitionSpec } = await import('../../schema/partition.js');
       const table = await catalog().getTable(name);
       const r = await table.rescale({
         buckets,

@@ -1,6 +1,6 @@
 /** `varve rollback`: a new snapshot holding the files of an earlier snapshot or tag again. */
 import { InvalidArgumentError } from '../../errors.js';
-import { rollbackTo, type RollbackResult } from '../../maintenance/rollback.js';
+import type { RollbackResult } from '../../maintenance/rollback.js';
 import type { CliContext } from '../context.js';
 import { parseNonNegativeInt } from '../parse-flags.js';
 
@@ -18,6 +18,7 @@ export function registerRollback({ program, catalog, out, status }: CliContext):
       if ((o.toSnapshot === undefined) === (o.toTag === undefined)) {
         throw new InvalidArgumentError('rollback needs exactly one of --to-snapshot N or --to-tag NAME');
       }
+      const { rollbackTo } = await import('../../maintenance/rollback.js');
       const table = await catalog().getTable(name);
       const target =
         o.toTag !== undefined ? { tag: o.toTag } : { snapshotId: parseNonNegativeInt('--to-snapshot', o.toSnapshot!) };

@@ -1,6 +1,5 @@
 /** `varve sys`: the system tables of a table (snapshots, files, consumers, …). */
-import { icebergSystemTable } from '../../iceberg/iceberg-status.js';
-import { readSystemTable, SYSTEM_TABLES } from '../../table/system-tables.js';
+import { SYSTEM_TABLES } from '../../table/system-table-names.js';
 import type { CliContext } from '../context.js';
 import { renderRecords } from '../output.js';
 import { outputFormat } from '../parse-flags.js';
@@ -15,6 +14,8 @@ export function registerSys({ program, catalog, out }: CliContext): void {
     .option('--snapshot <id>', 'for files, manifests, buckets, partitions and statistics: at this snapshot', Number)
     .option('--format <format>', 'table, jsonl or csv', 'table')
     .action(async (name: string, sys: string, o: { snapshot?: number; format?: string }) => {
+      const { icebergSystemTable } = await import('../../iceberg/iceberg-status.js');
+      const { readSystemTable } = await import('../../table/system-tables.js');
       const table = await catalog().getTable(name);
       // `iceberg` lives above the table layer (lib/iceberg), so it is dispatched here.
       const { columns, records } =

@@ -1,6 +1,5 @@
 /** `varve tag`: create or delete a tag (a named snapshot kept by expiry). */
 import { InvalidArgumentError } from '../../errors.js';
-import { createTag, deleteTag } from '../../snapshot/tags.js';
 import type { CliContext } from '../context.js';
 
 /** Registers `tag`. */
@@ -13,6 +12,7 @@ export function registerTag({ program, catalog, out }: CliContext): void {
     .argument('<name>', 'tag name')
     .option('--snapshot <id>', 'snapshot to tag (default: latest)', Number)
     .action(async (name: string, action: string, tag: string, o: { snapshot?: number }) => {
+      const { createTag, deleteTag } = await import('../../snapshot/tags.js');
       const table = await catalog().getTable(name);
       if (action === 'create') {
         const snapshot = await table.snapshotFor({ snapshotId: o.snapshot });

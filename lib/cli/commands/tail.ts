@@ -1,6 +1,5 @@
 /** `varve tail`: a table's changes as JSON lines, as they come (lib/cli/tail.ts runs it). */
 import { InvalidArgumentError } from '../../errors.js';
-import { checkConsumerId } from '../../snapshot/consumer.js';
 import type { StreamOptions } from '../../stream/stream-options.js';
 import type { Table } from '../../table/table.js';
 import type { CliContext } from '../context.js';
@@ -12,7 +11,6 @@ import {
   snapshotSpecOf,
   type SnapshotFlags,
 } from '../parse-flags.js';
-import { tailWithConsumer, tailWithoutConsumer } from '../tail.js';
 
 interface TailFlags extends SnapshotFlags {
   consumerId?: string;
@@ -58,6 +56,8 @@ export function registerTail({ program, catalog, out, status }: CliContext): voi
           `--${o.takeover ? 'takeover' : 'ignore-progress'} goes with --consumer-id: a tail without one holds no consumer and has no progress`,
         );
       }
+      const { checkConsumerId } = await import('../../snapshot/consumer.js');
+      const { tailWithConsumer, tailWithoutConsumer } = await import('../tail.js');
       const table = await catalog().getTable(name);
       const stream = streamOptionsOf(o);
       await checkStartExists(table, stream);

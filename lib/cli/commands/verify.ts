@@ -1,6 +1,6 @@
 /** `varve verify`: every snapshot's and tag's files exist and read back (exit 1 when not). */
 import { CorruptMetadataError } from '../../errors.js';
-import { verifyTable, type TableVerification } from '../../maintenance/verify-table.js';
+import type { TableVerification } from '../../maintenance/verify-table.js';
 import type { CliContext } from '../context.js';
 
 /** Registers `verify`. */
@@ -13,6 +13,7 @@ export function registerVerify({ program, catalog, out }: CliContext): void {
     .argument('<table>', 'DB.TABLE')
     .option('--quick', 'only check that every referenced file exists; read nothing back')
     .action(async (name: string, o: { quick?: boolean }) => {
+      const { verifyTable } = await import('../../maintenance/verify-table.js');
       const table = await catalog().getTable(name);
       const result = await verifyTable(table, { quick: o.quick === true });
       out(formatVerification(table.name, result));

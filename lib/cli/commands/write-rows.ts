@@ -3,13 +3,10 @@
  * (lib/table/write-job.ts) and its one-line summary.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import { schemaChangeEvent } from '../../stream/schema-change.js';
 import type { Table } from '../../table/table.js';
-import { runWriteJob } from '../../table/write-job.js';
 import type { CommitResult, OverwriteMode } from '../../table/writer.js';
 import type { CliContext } from '../context.js';
 import { inputFormat } from '../parse-flags.js';
-import { writeProgress } from '../write-progress.js';
 
 export interface WriteFlags {
   format?: string;
@@ -62,6 +59,9 @@ function writeSummary(
 /** The action of `write` (`deletes` false) and `delete` (true): rows from a file or stdin in one commit. */
 export function writeRowsAction({ catalog, out, status }: CliContext, deletes: boolean) {
   return async (name: string, file: string | undefined, o: WriteFlags): Promise<void> => {
+    const { runWriteJob } = await import('../../table/write-job.js');
+    const { schemaChangeEvent } = await import('../../stream/schema-change.js');
+    const { writeProgress } = await import('../write-progress.js');
     const table = await catalog().getTable(name);
     if (deletes && o.where !== undefined) {
       if (file !== undefined)
@@ -78,7 +78,7 @@ export function writeRowsAction({ catalog, out, status }: CliContext, deletes: b
       return;
     }
     const overwrite = overwriteModeOf(table, o);
-    const format = inputFormat(file, o.format);
+    const format = await inputFormat(file, o.format);
     const source = file && file !== '-' ? { file } : { stream: process.stdin as AsyncIterable<Uint8Array> };
     const { commit, rejected } = await runWriteJob(table, source, {
       format,
