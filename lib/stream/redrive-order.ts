@@ -181,8 +181,14 @@ async function redriveOne(
     return { ...base, outcome: 'all-skipped', committedRows: 0, skippedRows: kept.skipped, skippedKeys: kept.keys };
   }
   const committed = await commitKept(table, message, kept.batch);
-  // The rewritten batch replaced the written one: its files are no one's now.
-  if (kept.batch !== message.batch && !committed.alreadyCommitted) await deleteFiles(table, files);
+  // The rewritten files replaced written ones: those are no one's now (a file kept as written is committed).
+  if (kept.batch !== message.batch && !committed.alreadyCommitted) {
+    const committedNames = new Set([...kept.batch.newFiles, ...kept.batch.changelogFiles].map((f) => f.file.fileName));
+    await deleteFiles(
+      table,
+      files.filter((f) => !committedNames.has(f.file.fileName)),
+    );
+  }
   await releasePending(table, [message.commitIdentifier]).catch(() => undefined);
   return {
     ...base,

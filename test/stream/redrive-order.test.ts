@@ -106,6 +106,30 @@ describe.skipIf(!awsAvailable())('commit DLQ redrive keeps per-key order (moto)'
     expect(await depth(queueUrl)).toBe(0);
   });
 
+  it('keeps the files of buckets with nothing skipped: the committed snapshot reads whole', async () => {
+    // Prepare: an older batch over both buckets; a newer batch of key 1 only, so one bucket's file
+    // is rewritten without key 1 and the other bucket's file is committed as written.
+    const { table, dlqUrl, queueUrl, sqs } = await setup();
+    const ids = Array.from({ length: 16 }, (_, i) => BigInt(i + 1));
+    const older = await writeBatch(
+      table,
+      'ingest-m1',
+      ids.map((id) => ({ id, status: 'new' })),
+    );
+    expect(new Set(older.batch.newFiles.map((f) => f.bucket)).size).toBe(2);
+    await send(sqs, dlqUrl, older);
+    await tick();
+    await landRows(table, [{ id: 1n, status: 'paid' }], [0], { commitUser: 'ingest', commitIdentifier: 'ingest-m2' });
+    // Act
+    const r = await redriveCommits(sqs, table, dlqUrl, queueUrl, { pollMs: 100 });
+    // Assess: every key reads, key 1 at its newer value (the kept file was not deleted as a replaced one).
+    expect(r.batches[0]).toMatchObject({ outcome: 'committed', committedRows: ids.length - 1, skippedRows: 1 });
+    const status = await statusOf(table);
+    expect([...status.keys()].sort((a, b) => (a < b ? -1 : 1))).toEqual(ids);
+    expect(status.get(1n)).toBe('paid');
+    for (const id of ids.slice(1)) expect(status.get(id)).toBe('new');
+  });
+
   it('lets the older value win with ignoreOrder (what the plain redrive did): the check above is what keeps the order', async () => {
     const { table, dlqUrl, queueUrl, sqs } = await setup();
     const older = await writeBatch(table, 'ingest-m1', [{ id: 1n, status: 'new' }]);
