@@ -139,45 +139,65 @@ function readRoaring32Header(c: Cursor, bad: (p: string) => never): Array<{ key:
   return out;
 }
 
-/** Appends the values of one container (high bits `high`) to `out`. */
+/**
+ * Writes the values of one container (low 16 bits of the positions under key `h.key`) into `out`
+ * from `at`, and returns where the next container's values go. The positions need no further
+ * check: containers come in ascending key order and each one's values ascend.
+ */
 function readContainer(
   c: Cursor,
   h: { key: number; card: number; run: boolean },
-  high: number,
-  out: number[],
+  out: Uint32Array,
+  at: number,
   bad: (p: string) => never,
-): void {
-  const base = high * 2 ** 32 + h.key * 65536;
+): number {
+  const base = h.key * 65536;
+  const bytes = c.bytes;
+  let n = at;
   if (h.run) {
     const runs = c.u16();
+    c.need(4 * runs);
     let count = 0;
+    let next = 0;
     for (let r = 0; r < runs; r++) {
-      const start = c.u16();
-      const len = c.u16() + 1;
+      const p = c.pos + 4 * r;
+      const start = bytes[p] | (bytes[p + 1] << 8);
+      const len = (bytes[p + 2] | (bytes[p + 3] << 8)) + 1;
+      if (start < next) bad('the runs of a run container are not ascending');
       if (start + len > 65536) bad('a run container run goes past 65,535');
-      for (let x = start; x < start + len; x++) out.push(base + x);
       count += len;
+      if (count > h.card) bad(`a run container holds more values than its header says (${h.card})`);
+      for (let x = start; x < start + len; x++) out[n++] = base + x;
+      next = start + len;
     }
+    c.pos += 4 * runs;
     if (count !== h.card) bad(`a run container holds ${count} values, its header says ${h.card}`);
   } else if (h.card > ARRAY_MAX) {
     c.need(8192);
-    let count = 0;
+    const end = at + h.card;
     for (let b = 0; b < 8192; b++) {
-      const byte = c.bytes[c.pos + b];
-      if (byte === 0) continue;
-      for (let bit = 0; bit < 8; bit++) if (byte & (1 << bit)) out.push(base + b * 8 + bit), count++;
+      let byte = bytes[c.pos + b];
+      while (byte !== 0) {
+        const bit = 31 - Math.clz32(byte & -byte);
+        if (n === end) bad(`a bitmap container holds more values than its header says (${h.card})`);
+        out[n++] = base + b * 8 + bit;
+        byte &= byte - 1;
+      }
     }
     c.pos += 8192;
-    if (count !== h.card) bad(`a bitmap container holds ${count} values, its header says ${h.card}`);
+    if (n !== end) bad(`a bitmap container holds ${n - at} values, its header says ${h.card}`);
   } else {
+    c.need(2 * h.card);
     let prev = -1;
-    for (let i = 0; i < h.card; i++) {
-      const x = c.u16();
+    for (let i = 0, p = c.pos; i < h.card; i++, p += 2) {
+      const x = bytes[p] | (bytes[p + 1] << 8);
       if (x <= prev) bad('an array container is not sorted');
       prev = x;
-      out.push(base + x);
+      out[n++] = base + x;
     }
+    c.pos += 2 * h.card;
   }
+  return n;
 }
 
 /** The 64-bit Roaring portable serialization of `positions` (sorted ascending, unique, < 2^32). */
@@ -208,18 +228,16 @@ export function decodeRoaring64(bytes: Uint8Array, what: string): { positions: U
   c.need(8);
   const count = c.view.getUint32(0, true) + c.view.getUint32(4, true) * 2 ** 32;
   c.pos = 8;
-  const out: number[] = [];
-  let lastKey = -1;
-  for (let i = 0; i < count; i++) {
-    const high = c.u32();
-    if (high <= lastKey) bad("the 32-bit bitmaps' keys are not ascending");
-    lastKey = high;
-    const headers = readRoaring32Header(c, bad);
-    for (const h of headers) readContainer(c, h, high, out, bad);
-  }
-  if (out.length > 0 && out[out.length - 1] >= 2 ** 32)
-    bad(`position ${out[out.length - 1]} is past the 2^32 rows a data file can hold`);
-  return { positions: Uint32Array.from(out), length: c.pos };
+  // Positions are < 2^32: at most one 32-bit bitmap, under key 0; its header gives the cardinality.
+  if (count > 1) bad(`${count} 32-bit bitmaps: positions past the 2^32 rows a data file can hold`);
+  if (count === 0) return { positions: new Uint32Array(), length: c.pos };
+  const high = c.u32();
+  if (high !== 0) bad(`position ${high * 2 ** 32} is past the 2^32 rows a data file can hold`);
+  const headers = readRoaring32Header(c, bad);
+  const out = new Uint32Array(headers.reduce((s, h) => s + h.card, 0));
+  let at = 0;
+  for (const h of headers) at = readContainer(c, h, out, at, bad);
+  return { positions: out, length: c.pos };
 }
 
 function checkPositions(positions: Uint32Array): void {

@@ -13,7 +13,7 @@ import * as arrow from 'apache-arrow';
 import { runLimited } from '../concurrency.js';
 import { tableArrowSchema } from '../format/arrow-schema.js';
 import { concatTables, emptyTable, takeRows } from '../format/columns.js';
-import { readDataFileRanged, readDataFileRowGroups } from '../format/data-file.js';
+import { openDataFileRanged, readDataFileRanged, readDataFileRowGroups } from '../format/data-file.js';
 import { evolveTable } from '../format/evolve.js';
 import { SchemaChangedError } from '../errors.js';
 import {
@@ -87,30 +87,62 @@ function decodedColumns(table: Table, columns: string[] | undefined, opts: ReadO
   return columns === undefined || opts.where !== undefined ? all : columns;
 }
 
-/** The rows of `t` (whose first row is the file's row `offset`) less the deleted positions. */
-function dropDeleted(t: arrow.Table, deleted: Uint32Array, offset: number): arrow.Table {
-  if (deleted.length === 0) return t;
-  // First deleted position at or after `offset`.
-  let lo = 0,
-    hi = deleted.length;
+/** The index of the first deleted position at or after `position`. */
+function firstAtOrAfter(deleted: Uint32Array, position: number): number {
+  let lo = 0;
+  let hi = deleted.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (deleted[mid] < offset) lo = mid + 1;
+    if (deleted[mid] < position) lo = mid + 1;
     else hi = mid;
   }
+  return lo;
+}
+
+/**
+ * The rows of `t` (one batch, whose first row is the file's row `offset`) less the deleted
+ * positions: itself when none falls in it, else the kept rows gathered into one new batch.
+ */
+function dropDeleted(t: arrow.Table, deleted: Uint32Array, offset: number): arrow.Table {
   const end = offset + t.numRows;
-  if (lo >= deleted.length || deleted[lo] >= end) return t;
-  const keep = new Uint32Array(t.numRows);
-  let n = 0,
-    d = lo;
+  let d = firstAtOrAfter(deleted, offset);
+  if (d >= deleted.length || deleted[d] >= end) return t;
+  const last = firstAtOrAfter(deleted, end);
+  const keep = new Uint32Array(t.numRows - (last - d));
+  let n = 0;
   for (let i = 0; i < t.numRows; i++) {
-    if (d < deleted.length && deleted[d] === offset + i) {
-      d++;
-      continue;
-    }
-    keep[n++] = i;
+    if (d < last && deleted[d] === offset + i) d++;
+    else keep[n++] = i;
   }
-  return takeRows(t, keep.subarray(0, n));
+  return takeRows(t, keep);
+}
+
+/** The batches of `t` (the file's rows from its first) less the deleted positions, batch by batch (no concatenation). */
+function dropDeletedBatches(t: arrow.Table, deleted: Uint32Array): arrow.Table[] {
+  const out: arrow.Table[] = [];
+  let offset = 0;
+  for (const b of t.batches) {
+    out.push(dropDeleted(new arrow.Table(t.schema, [b]), deleted, offset));
+    offset += b.numRows;
+  }
+  return out;
+}
+
+/** The row groups of a file that hold a live row, and the file position of each one's first row. */
+function liveRowGroups(rowGroupRows: readonly number[], deleted: Uint32Array): { groups: number[]; offsets: number[] } {
+  const groups: number[] = [];
+  const offsets: number[] = [];
+  let start = 0;
+  for (let g = 0; g < rowGroupRows.length; g++) {
+    const end = start + rowGroupRows[g];
+    const dead = firstAtOrAfter(deleted, end) - firstAtOrAfter(deleted, start);
+    if (dead < end - start) {
+      groups.push(g);
+      offsets.push(start);
+    }
+    start = end;
+  }
+  return { groups, offsets };
 }
 
 /** The deleted positions of one live file (none without a vector). */
@@ -119,24 +151,32 @@ function deletedOf(table: Table, vectors: Map<string, DeletionVectorRef>, e: Man
   return ref === undefined ? Promise.resolve(new Uint32Array()) : loadDeletionVector(table.store, table.path, ref);
 }
 
-/** The live rows of one file, the `names` columns. */
+/**
+ * The live rows of one file, the `names` columns, a table per decoded row group: a row group whose
+ * rows are all deleted is not fetched (nor a wholly deleted file), the others have their deleted
+ * rows filtered out of their decoded batch.
+ */
 async function liveRowsOf(
   table: Table,
   vectors: Map<string, DeletionVectorRef>,
   e: ManifestEntry,
   names: string[],
-): Promise<arrow.Table> {
+): Promise<arrow.Table[]> {
   const key = dataFileKey(table.path, e.partition, e.bucket, e.file.fileName);
-  const same = e.file.schemaId === table.schema.id;
-  const [deleted, data] = await Promise.all([
-    deletedOf(table, vectors, e),
-    same
-      ? readDataFileRanged(table.store, key, e.file.fileSize, { columns: names, check: check(table, e) })
-      : readDataFileRanged(table.store, key, e.file.fileSize, { check: check(table, e) }).then(async (t) =>
-          (await evolved(table, e, t)).select(names),
-        ),
-  ]);
-  return dropDeleted(data, deleted, 0);
+  const deleted = await deletedOf(table, vectors, e);
+  if (deleted.length >= e.file.rowCount) return [];
+  if (e.file.schemaId !== table.schema.id) {
+    const t = await readDataFileRanged(table.store, key, e.file.fileSize, { check: check(table, e) });
+    return dropDeletedBatches((await evolved(table, e, t)).select(names), deleted);
+  }
+  const decoder = await openDataFileRanged(table.store, key, e.file.fileSize, check(table, e));
+  try {
+    const { groups, offsets } = liveRowGroups(decoder.rowGroupRows, deleted);
+    const parts = await decoder.readRowGroups(names, groups);
+    return parts.map((t, i) => dropDeleted(t, deleted, offsets[i]));
+  } finally {
+    decoder.free();
+  }
 }
 
 /** readTable of a snapshot with deletion vectors (see the file comment): the result before projection to `columns`. */
@@ -155,7 +195,8 @@ export async function readMergeFree(
     entries.map((e) => () => liveRowsOf(table, vectors, e, names)),
     FILES_AT_ONCE,
   );
-  let result = parts.length > 0 ? concatTables(parts, schema) : emptyTable(schema);
+  const live = parts.flat().filter((t) => t.numRows > 0);
+  let result = live.length > 0 ? concatTables(live, schema) : emptyTable(schema);
   explain.mergedRows = result.numRows;
   if (where) result = filterTable(result, where.predicate, table.schema.fields);
   if (opts.limit !== undefined && result.numRows > opts.limit) result = result.slice(0, opts.limit);

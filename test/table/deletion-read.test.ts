@@ -1,0 +1,91 @@
+/**
+ * The merge-free read of a deletion-vector table (lib/table/deletion-read.ts) skips what its
+ * vectors delete whole: a row group whose every row is deleted is never fetched, and the rows of
+ * the others are filtered batch by batch (the read equals the merged read).
+ */
+import * as arrow from 'apache-arrow';
+import { describe, expect, it } from 'vitest';
+import { readLiveFiles } from '../../lib/manifest/scan.js';
+import { readParquetFooter } from '../../lib/format/row-group-reader.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { dataFileKey } from '../../lib/table/paths.js';
+import type { Table } from '../../lib/table/table.js';
+import { testTable } from '../helpers/tables.js';
+
+/** Rows id = from … to - 1, v = `${tag}${id}`. */
+function rows(from: number, to: number, tag: string): arrow.Table {
+  const ids = new BigInt64Array(to - from);
+  const vs: string[] = [];
+  for (let i = from; i < to; i++) {
+    ids[i - from] = BigInt(i);
+    vs.push(`${tag}${i}`);
+  }
+  return new arrow.Table({ id: arrow.makeVector(ids), v: arrow.vectorFromArray(vs, new arrow.Utf8()) });
+}
+
+async function write(table: Table, t: arrow.Table): Promise<void> {
+  const w = table.newWriter();
+  try {
+    await w.writeArrow(t);
+    await w.commit();
+  } finally {
+    await w.close();
+  }
+}
+
+describe('merge-free read', () => {
+  it('fetches no row group whose rows are all deleted, and equals the merged read', async () => {
+    const store = new MemoryStore();
+    const fetched: Array<{ key: string; start: number; end: number }> = [];
+    const getRange = store.getRange.bind(store);
+    store.getRange = (key, start, end) => {
+      fetched.push({ key, start, end });
+      return getRange(key, start, end);
+    };
+    const table = await testTable({
+      schema: 'id BIGINT NOT NULL, v STRING',
+      primaryKeys: ['id'],
+      options: { bucket: '1', 'deletion-vectors.enabled': 'true', 'write-only': 'true' },
+      store,
+    });
+    await write(table, rows(0, 150_000, 'a'));
+    const first = (await readLiveFiles(store, table.path, (await table.snapshots.latest())!))[0];
+    const firstKey = dataFileKey(table.path, first.partition, first.bucket, first.file.fileName);
+    const footer = await readParquetFooter({
+      size: first.file.fileSize,
+      name: firstKey,
+      read: (s, e) => getRange(firstKey, s, e),
+    });
+    expect(footer.rowGroups.length, 'the first file has several row groups').toBeGreaterThan(1);
+    // Rewrite every key of the first row group and a few of the last: row group 0 is deleted whole.
+    const group0 = footer.rowGroups[0].numRows;
+    await write(table, rows(0, group0, 'b'));
+    await write(table, rows(149_990, 150_000, 'c'));
+
+    const merged = await table.read({ ignoreDeletionVectors: true });
+    fetched.length = 0;
+    const read = await table.read();
+    const text = (t: arrow.Table) => {
+      const ids = t.getChild('id')!.toArray() as BigInt64Array;
+      const vs = t.getChild('v')!.toArray() as string[];
+      return Array.from(ids, (id, i) => `${id}=${vs[i]}`).sort();
+    };
+    const got = text(read);
+    expect(got.length).toBe(150_000);
+    expect(got).toEqual(text(merged));
+    const expectedV = (id: number) => (id < group0 ? 'b' : id >= 149_990 ? 'c' : 'a') + id;
+    const wrong = got.filter((r) => {
+      const [id, v] = r.split('=');
+      return v !== expectedV(Number(id));
+    });
+    expect(wrong.slice(0, 5)).toEqual([]);
+
+    // No byte of row group 0's chunks was fetched from the first file (its footer and other groups were).
+    const chunks = footer.chunks[0];
+    const g0Start = Math.min(...chunks.map((c) => c.start));
+    const g0End = Math.max(...chunks.map((c) => c.start + c.length));
+    const ofFirst = fetched.filter((f) => f.key === firstKey);
+    expect(ofFirst.length, 'the first file was read').toBeGreaterThan(0);
+    for (const f of ofFirst) expect(f.end <= g0Start || f.start >= g0End, `fetched [${f.start}, ${f.end})`).toBe(true);
+  });
+});
