@@ -15,7 +15,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
-import { OptionError } from '../../lib/errors.js';
+import { IcebergExportError, OptionError } from '../../lib/errors.js';
+import { readPuffinFooter, writeDeletionVectorPuffin, type PuffinBlobMeta } from '../../lib/format/deletion-vector.js';
+import { exportIceberg } from '../../lib/iceberg/export.js';
 import { tableToRows } from '../../lib/format/columns.js';
 import { EntryStatus, FileContent, readCurrentEntries } from '../../lib/iceberg/iceberg-manifests.js';
 import { icebergLocation, readCurrentIcebergMetadata } from '../../lib/iceberg/iceberg-metadata.js';
@@ -24,9 +26,11 @@ import { compactBucket, compactTable } from '../../lib/maintenance/compact.js';
 import { rollbackTo } from '../../lib/maintenance/rollback.js';
 import { readDeletionIndex } from '../../lib/manifest/deletion-index.js';
 import { readLiveFiles } from '../../lib/manifest/scan.js';
+import { tableKey } from '../../lib/manifest/table-paths.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind, type Row } from '../../lib/schema/types.js';
 import { LocalStore } from '../../lib/store/local-store.js';
+import { objectUri } from '../../lib/store/object-store.js';
 import type { Table } from '../../lib/table/table.js';
 import { pythonWithPyarrow, runPython } from '../helpers/python-env.js';
 import { rng, testSeed, type Rng } from '../helpers/random.js';
@@ -287,6 +291,41 @@ describe('Iceberg v3 export of a deletion-vector table', () => {
     const { listed, icebirdFailed } = await checkEverySnapshot(env, table, `append table (seed ${seed})`);
     expect(listed.length).toBe((await table.snapshots.latestId())!);
     expect(icebirdFailed, 'icebird reads a v3 table without delete files').toBe(0);
+  });
+
+  it('refuses to point at a vector whose Puffin footer names the data file otherwise (written before locations)', {
+    timeout: 120_000,
+  }, async () => {
+    // Prepare: vectors written, then their footers rewritten to the table-relative name older varve wrote
+    const dir = mkdtempSync(join(tmpdir(), 'varve-dv-v3-old-'));
+    dirs.push(dir);
+    let table = await newTable(dir, { 'metadata.iceberg.format-version': '3', 'metadata.iceberg.storage': 'disabled' });
+    await table.write([1, 2, 3, 4].map((id) => ({ id, region: 'eu', amount: '1.00', note: null })));
+    await table.write([{ id: 2, region: 'eu', amount: '2.00', note: 'b' }], { kinds: [RowKind.UPDATE_AFTER] });
+    const refs = await readDeletionIndex(table.store, table.path, (await table.snapshots.latest())!);
+    expect(refs.length).toBeGreaterThan(0);
+    for (const dvFile of new Set(refs.map((ref) => ref.dvFile))) {
+      const key = tableKey(table.path, dvFile);
+      const bytes = (await table.store.get(key)).body;
+      const old = readPuffinFooter(bytes, key);
+      const relative = (b: PuffinBlobMeta) =>
+        b.properties['referenced-data-file'].slice(objectUri(table.store, tableKey(table.path, '')).length);
+      const rewritten = writeDeletionVectorPuffin(
+        old.map((b) => ({
+          bytes: bytes.subarray(b.offset, b.offset + b.length),
+          properties: { ...b.properties, 'referenced-data-file': relative(b) },
+        })),
+      );
+      expect(rewritten.blobs.map((b) => b.offset)).toEqual(old.map((b) => b.offset));
+      await table.store.put(key, rewritten.bytes);
+    }
+    table = (await table.alter([{ kind: 'set-option', key: 'metadata.iceberg.storage', value: 'table-location' }]))
+      .table;
+    // Act + Assess: the export fails saying why and what to do; a full compaction (no vectors left) then exports
+    await expect(exportIceberg(table)).rejects.toThrow(IcebergExportError);
+    await expect(exportIceberg(table)).rejects.toThrow(/names referenced-data-file .* compact .* --full/);
+    await compactTable(table, { full: true });
+    expect((await exportIceberg(table)).snapshotId).toBe(await table.snapshots.latestId());
   });
 
   it('accepts format versions 2 and 3 only', async () => {
