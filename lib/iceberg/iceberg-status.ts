@@ -19,6 +19,8 @@ import { icebergLocation, icebergStorageOf, readCurrentIcebergMetadata, storeUri
 /** The export's state as one system-table record. */
 export interface IcebergStatus {
   storage: string;
+  /** The Iceberg format version of the current metadata (2, or 3 with `metadata.iceberg.format-version=3`; docs/ICEBERG.md says which readers read 3). */
+  format_version: number | null;
   metadata_location: string | null;
   exported_snapshot: number | null;
   exported_at: string | null;
@@ -85,6 +87,7 @@ export async function icebergStatus(table: Table, now = Date.now()): Promise<Ice
   const latest = await table.snapshots.latest();
   const none: IcebergStatus = {
     storage,
+    format_version: null,
     metadata_location: null,
     exported_snapshot: null,
     exported_at: null,
@@ -114,6 +117,7 @@ export async function icebergStatus(table: Table, now = Date.now()): Promise<Ice
   const upToDate = gap.notVisible === 0 && gap.noLongerLive === 0 && (sameCommit || !usesDeletionVectors(table));
   return {
     storage,
+    format_version: m['format-version'],
     metadata_location: storeUri(table.store, current.key),
     exported_snapshot: m['current-snapshot-id'],
     exported_at: exportedAt === undefined ? null : new Date(exportedAt).toISOString(),

@@ -137,6 +137,7 @@ async function checkV3Export(table: Table, what: string): Promise<void> {
   }
   const status = await icebergStatus(table);
   expect(status.up_to_date, `${what}: sys iceberg`).toBe(true);
+  expect(status.format_version, `${what}: sys iceberg`).toBe(3);
 }
 
 /** No export-written position delete file anywhere in the table folder (v3 copies no vector). */
