@@ -12,10 +12,10 @@ import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { concatColumn } from '../format/column-concat.js';
 import { tableFromColumns } from '../format/column-layout.js';
 import { emptyTable, gatherRows, singleBatch } from '../format/columns.js';
-import { isRetract, KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
+import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
 import { kindColumn, sequenceColumn } from './arrow-build.js';
 import type { MergeFunction } from './merge-function.js';
-import { newestOfRuns, storedSequence, versionsOfRuns, type SequencedTable } from './merge-plan.js';
+import { dedupWinners, storedSequence, versionsOfRuns, type SequencedTable } from './merge-plan.js';
 import { singleRunVersions, type MergeReadOptions } from './sort-merge-reader.js';
 
 /** One sorted run decoded key-first: the merge columns now, the value columns on demand. */
@@ -194,30 +194,10 @@ function pickWinners(
   const single = inputs.length === 1 && !opts.repeatedKeys;
   // Deduplicate keeps the newest version of each key: taken straight from the merge when the keys
   // allow (no array of every version; ignore-delete looks past retractions, so it takes the rest).
-  if (!single && opts.engine.name === 'deduplicate' && !opts.engine.config.ignoreDelete) {
-    const newest = newestOfRuns(inputs, order);
-    if (newest !== null) {
-      let count = newest.count;
-      if (opts.dropDeletes) {
-        // Keys whose newest version is a retraction are absent.
-        let k = 0;
-        for (let i = 0; i < newest.count; i++) {
-          if (isRetract(newest.kind[i])) continue;
-          newest.source[k] = newest.source[i];
-          newest.row[k] = newest.row[i];
-          newest.kind[k] = newest.kind[i];
-          newest.sequence[k++] = newest.sequence[i];
-        }
-        count = k;
-      }
-      return {
-        src: newest.source.subarray(0, count),
-        row: newest.row.subarray(0, count),
-        kind: newest.kind.subarray(0, count),
-        sequence: newest.sequence.subarray(0, count),
-        count,
-      };
-    }
+  if (!single) {
+    const newest = dedupWinners(inputs, order, opts.engine, opts.dropDeletes);
+    if (newest !== null)
+      return { src: newest.source, row: newest.row, kind: newest.kind, sequence: newest.sequence, count: newest.count };
   }
   const versions = single ? singleRunVersions(opts.schema, inputs[0]) : versionsOfRuns(opts.schema, inputs, order);
   const result = opts.engine.merge(versions, { rawInput: opts.rawInput ?? false, dropRetracts: opts.dropDeletes });

@@ -48,6 +48,44 @@ export function materializeMerge(
 }
 
 /**
+ * The table of a deduplicate merge's winners (dedupWinners): row k is row `row[k]` of source
+ * `source[k]`, with the winner's kind and sequence number; the sources' physical schema.
+ */
+export function materializeWinners(
+  sources: arrow.Table[],
+  winners: { source: Uint16Array; row: Uint32Array; kind: Uint8Array; sequence: Float64Array; count: number },
+  opts: MaterializeOptions,
+): arrow.Table {
+  const { source, row, count } = winners;
+  const schema = sources[0].schema;
+  const nf = schema.fields.length - 2;
+  const children = winnerColumns(sources, source, row, count, nf);
+  children.push(sequenceColumn(winners.sequence, count));
+  children.push(kindColumn(opts.allInsert ? new Uint8Array(count) : winners.kind, count));
+  return tableFromColumns(schema, children, count);
+}
+
+/** The value columns of the winners; consecutive rows of one source (the newest run rewrote every key) are its own columns. */
+function winnerColumns(sources: arrow.Table[], source: Uint16Array, row: Uint32Array, count: number, nf: number) {
+  if (count > 0) {
+    const s = source[0],
+      first = row[0];
+    let consecutive = first + count <= sources[s].numRows;
+    for (let k = 1; k < count && consecutive; k++) consecutive = source[k] === s && row[k] === first + k;
+    if (consecutive) {
+      const own = sources[s].batches[0].data.children.slice(0, nf);
+      return first === 0 && count === sources[s].numRows ? own : own.map((d) => d.slice(first, count));
+    }
+  }
+  const indexes = Array.from({ length: nf }, (_, c) => c);
+  return gatherRows(
+    sources.map((t) => t.selectAt(indexes)),
+    source,
+    row,
+  ).batches[0].data.children.slice();
+}
+
+/**
  * Value columns of whole versions; when they are consecutive rows of one source, in order (a
  * buffer that arrived sorted, or all of a run), that source's own columns, not a copy.
  */

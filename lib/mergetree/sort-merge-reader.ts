@@ -11,8 +11,8 @@ import { emptyTable, singleBatch } from '../format/columns.js';
 import type { TableSchema } from '../schema/types.js';
 import { columnChunk } from './column-access.js';
 import type { MergeFunction } from './merge-function.js';
-import { materializeMerge } from './merge-output.js';
-import { storedSequence, versionsOfRuns, type SequencedTable } from './merge-plan.js';
+import { materializeMerge, materializeWinners } from './merge-output.js';
+import { dedupWinners, storedSequence, versionsOfRuns, type SequencedTable, type VersionOrder } from './merge-plan.js';
 import { VersionSet } from './version-set.js';
 
 /** One sorted run to merge: its rows and the base of its stored sequence numbers. */
@@ -42,9 +42,17 @@ export interface MergeReadOptions {
 
 /** Merges sorted runs into one table in the physical layout, sorted by key, one record per key. */
 export function mergeSortedRuns(runs: RunInput[], opts: MergeReadOptions): arrow.Table {
-  const versions = planMerge(runs, opts);
-  if (versions === null) return emptyTable(physicalArrowSchema(opts.schema));
-  return mergeVersions(versions, opts);
+  const inputs = sequencedInputs(runs, opts);
+  if (inputs.length === 0) return emptyTable(physicalArrowSchema(opts.schema));
+  // Deduplicate keeps each key's newest version: taken straight from the merge, no array of every version.
+  const newest = inputs.length > 1 ? dedupWinners(inputs, versionOrder(opts), opts.engine, opts.dropDeletes) : null;
+  if (newest !== null)
+    return materializeWinners(
+      inputs.map((x) => x.table),
+      newest,
+      { allInsert: opts.dropDeletes && !opts.keepKinds },
+    );
+  return mergeVersions(versionsOf(inputs, opts), opts);
 }
 
 /**
@@ -72,22 +80,34 @@ export function* mergeSortedRunsBatched(
 
 /** The versions of all runs in merge order, or null when there are none. */
 function planMerge(runs: RunInput[], opts: MergeReadOptions): VersionSet | null {
+  const inputs = sequencedInputs(runs, opts);
+  return inputs.length === 0 ? null : versionsOf(inputs, opts);
+}
+
+/** The non-empty runs as single batches in the physical layout, with their absolute sequence numbers. */
+function sequencedInputs(runs: RunInput[], opts: MergeReadOptions): SequencedTable[] {
   const physical = physicalArrowSchema(opts.schema);
-  const inputs = runs
+  return runs
     .map((r, k) => {
       const table = checkLayout(singleBatch(r.table), physical, k);
       return { table, sequence: storedSequence(table, r.sequenceBase) };
     })
     .filter((r) => r.table.numRows > 0);
-  if (inputs.length === 0) return null;
-  const order = {
+}
+
+function versionOrder(opts: MergeReadOptions): VersionOrder {
+  return {
     keyColumns: opts.keyColumns,
     sequenceFields: opts.engine.config.sequenceFields,
     sequenceDescending: opts.engine.config.sequenceDescending,
   };
+}
+
+/** The versions of non-empty runs in merge order. */
+function versionsOf(inputs: SequencedTable[], opts: MergeReadOptions): VersionSet {
   return inputs.length === 1 && !opts.repeatedKeys
     ? singleRunVersions(opts.schema, inputs[0])
-    : versionsOfRuns(opts.schema, inputs, order);
+    : versionsOfRuns(opts.schema, inputs, versionOrder(opts));
 }
 
 function mergeVersions(versions: VersionSet, opts: MergeReadOptions): arrow.Table {
