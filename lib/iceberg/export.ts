@@ -447,7 +447,7 @@ function checkVectorBlob(
   if (blob === undefined || blob.length !== ref.length || blob.type !== 'deletion-vector-v1')
     problem = `its footer lists no deletion-vector-v1 blob of ${ref.length} bytes at ${ref.offset}, as the deletion index says; run \`varve verify ${table.name}\``;
   else if (blob.properties['referenced-data-file'] !== dataFileUri)
-    problem = `its blob at ${ref.offset} names referenced-data-file ${blob.properties['referenced-data-file']}, not ${dataFileUri} (written before varve recorded locations, or the warehouse moved), so Iceberg v3 readers would not apply it; run \`varve compact ${table.name} --full\` to rewrite the files it covers, or export format version 2`;
+    problem = `its blob at ${ref.offset} names referenced-data-file ${blob.properties['referenced-data-file']}, not ${dataFileUri} (written before varve recorded locations, or the warehouse moved), so Iceberg v3 readers would not apply it; run \`varve compact ${table.name} --full\` to rewrite the files it covers (no vector is left on a fully compacted file), then export again`;
   if (problem !== undefined)
     throw new IcebergExportError(`${table.name}: deletion vector file ${key}: ${problem}`, { retryable: false });
 }
