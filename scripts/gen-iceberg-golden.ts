@@ -2,7 +2,8 @@
  * Writes the golden Iceberg metadata under test/iceberg/golden/<case>/: the metadata folder the
  * export writes for small fixed tables (a partitioned table of every column type after two full
  * compactions, so its last manifest holds ADDED, EXISTING and DELETED entries; an unpartitioned
- * table), as the commits and compactions export it on their own. The tables live in memory at
+ * table; a deletion-vector table exported in format 2, upgraded to format 3, whose v3 delete
+ * manifests point into its Puffin files), as the commits and compactions export it on their own. The tables live in memory at
  * s3://varve-golden/wh; reruns differ in file names, times and Avro sync markers, not in shape.
  * test/iceberg/golden.test.ts validates every file against the Iceberg spec.
  *
@@ -77,8 +78,22 @@ async function main(): Promise<void> {
   ]);
   await compactTable(plain, { full: true });
 
+  // A deletion-vector table: v2 exports with position delete files, then 2 -> 3 (deletion vectors, row lineage).
+  let dv = await catalog.createTable('db.deletion_vectors', {
+    fields: parseSchemaText('region STRING NOT NULL, id INT NOT NULL, v INT'),
+    primaryKeys: ['region', 'id'],
+    partitionKeys: ['region'],
+    options: { 'metadata.iceberg.storage': 'table-location', bucket: '1', 'deletion-vectors.enabled': 'true' },
+  });
+  await dv.write([1, 2, 3].map((id) => ({ region: 'eu', id, v: id })));
+  await dv.write([{ region: 'eu', id: 2, v: 20 }]);
+  dv = (await dv.alter([{ kind: 'set-option', key: 'metadata.iceberg.format-version', value: '3' }])).table;
+  await dv.write([{ region: 'eu', id: 3, v: 30 }]);
+  await dv.write([{ region: 'eu', id: 1, v: 10 }]);
+
   await dump('all-types-partitioned', all);
   await dump('unpartitioned', plain);
+  await dump('deletion-vectors-v3', dv);
   console.log(`wrote ${OUT}`);
 }
 

@@ -202,7 +202,7 @@ def check_metadata(path):
         problems.append(f"{name}: a v3 table metadata lacks next-row-id")
     for s in m.get("snapshots", []):
         required = list(SNAPSHOT_V2_REQUIRED)
-        if v3 and list_format_version(s.get("manifest-list", "")) == "3":
+        if v3 and list_format_version(s.get("manifest-list", ""), os.path.dirname(path)) == "3":
             required += ["first-row-id", "added-rows"]
         for k in required:
             if k not in s:
@@ -219,8 +219,11 @@ def check_metadata(path):
         problems.append(f"{name}: current-snapshot-id {cur} is not among the snapshots")
 
 
-def list_format_version(uri):
+def list_format_version(uri, folder):
+    """The format-version of a manifest list: at its location, or (golden files, s3:// locations) beside the metadata."""
     path = uri[len("file://"):] if uri.startswith("file://") else uri
+    if not os.path.exists(path):
+        path = os.path.join(folder, os.path.basename(uri))
     if not os.path.exists(path):
         return None
     with open(path, "rb") as fh:
