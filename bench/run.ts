@@ -29,6 +29,7 @@ import { runPlanning } from './suites/planning.js';
 import { runPointRead } from './suites/point-read.js';
 import { runStreaming } from './suites/streaming.js';
 import { runUpsert } from './suites/upsert.js';
+import { runUpsertStream } from './suites/upsert-stream.js';
 import { runWrite } from './suites/write.js';
 
 const SUITES: Array<[string, (ctx: SuiteContext) => Promise<SuiteResult>]> = [
@@ -42,6 +43,7 @@ const SUITES: Array<[string, (ctx: SuiteContext) => Promise<SuiteResult>]> = [
   ['point-read', runPointRead],
   ['deletion-vectors', runDeletionVectors],
   ['compaction-cpu', runCompactionCpu],
+  ['upsert-stream', runUpsertStream],
 ];
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
