@@ -71,9 +71,8 @@ export class RetryBudget {
    * attempt failed.
    */
   async retry(reason: string, cause?: unknown): Promise<void> {
-    const max = this.opts.maxRetries ?? 10;
     const elapsed = performance.now() - this.started;
-    if (this.retries >= max || (this.opts.timeoutMs !== undefined && elapsed >= this.opts.timeoutMs)) {
+    if (this.spent) {
       const message =
         `${this.opts.what} gave up after ${this.retries} ${this.retries === 1 ? 'retry' : 'retries'} in ${Math.round(elapsed)} ms (last: ${reason})` +
         (this.opts.advice ? `; ${this.opts.advice}` : '');
@@ -87,6 +86,18 @@ export class RetryBudget {
     // one that lost often is not parked at the cap while fresh ones take every turn.
     this.lastWaitMs = decorrelatedBackoff(this.lastWaitMs, this.opts.minWaitMs ?? 10, this.opts.maxWaitMs ?? 10_000);
     await sleep(this.lastWaitMs);
+  }
+
+  /**
+   * True when no retry is left (`retry` would throw the budget's error): for a loop that gives up
+   * with a result rather than an error (a compaction run reports the buckets it gave up).
+   */
+  get spent(): boolean {
+    const elapsed = performance.now() - this.started;
+    return (
+      this.retries >= (this.opts.maxRetries ?? 10) ||
+      (this.opts.timeoutMs !== undefined && elapsed >= this.opts.timeoutMs)
+    );
   }
 
   /**
@@ -107,7 +118,7 @@ export class RetryBudget {
 const SCHEMA_CHANGE_RETRIES = 5;
 
 /** The budget of schema changes followed by one write or compaction (see followSchemaChanges). */
-export function schemaChangeBudget(what: string): RetryBudget {
+function schemaChangeBudget(what: string): RetryBudget {
   return new RetryBudget({
     what,
     maxRetries: SCHEMA_CHANGE_RETRIES,

@@ -7,7 +7,7 @@
  * reader never finds a file missing, whatever happens to the job.
  */
 import { SchemaChangedError, type CommitConflictError, InvalidArgumentError } from '../errors.js';
-import { schemaChangeBudget } from '../retry-budget.js';
+import { followSchemaChanges, RetryBudget, TryAgain } from '../retry-budget.js';
 import { LruManifestCache, type ManifestCache } from '../manifest/manifest-file.js';
 import { readLiveFiles } from '../manifest/scan.js';
 import type { ManifestEntry } from '../manifest/types.js';
@@ -98,84 +98,120 @@ export interface CompactionRunResult {
  * One compaction run over `buckets`: plans and runs each bucket's compaction, then commits every
  * bucket that changed in ONE COMPACT snapshot (compact-commit.ts). A bucket a concurrent commit
  * changed is dropped from that commit, re-planned from the latest snapshot and committed in a
- * further round (with the others that conflicted), at most `maxAttempts` plans per bucket; the
- * others land regardless.
+ * further round (with the others that conflicted), at once (the snapshot that beat it is there to
+ * plan on), at most `maxAttempts` rounds under one RetryBudget; then the run gives those buckets up
+ * (`conflicted`) while the others land regardless. An alter met while preparing re-plans the round
+ * through the new schema (followSchemaChanges).
  */
 export async function compactBuckets(
   table: Table,
   buckets: readonly RunBucket[],
   opts: CompactBucketsOptions = {},
 ): Promise<CompactionRunResult> {
-  const settings = () => compactionSettingsOf(table);
-  const full = opts.full ?? false;
-  const maxAttempts = opts.maxAttempts ?? 3;
-  const cache = opts.manifestCache ?? new LruManifestCache(100_000);
-  const out: CompactionRunResult = { results: [], snapshots: [], conflicted: [], notStarted: 0 };
-  let bytes = 0;
-  const schemaChanges = schemaChangeBudget(`compacting ${table.name}`);
-  let round: Array<RunBucket & { attempt: number }> = buckets.map((b) => ({ ...b, attempt: 1 }));
-  while (round.length > 0) {
-    const latest = round.some((b) => !b.entries) ? await table.snapshots.latest() : undefined;
-    const prepared: PreparedBucket[] = [];
-    let schemaChanged = false;
-    const resultsBefore = out.results.length;
-    for (let i = 0; i < round.length; i++) {
-      const b = round[i];
-      if (opts.maxBytes !== undefined && bytes >= opts.maxBytes) {
-        out.notStarted += round.length - i;
-        break;
-      }
-      const entries = b.entries ?? (latest ? await readBucketFiles(table, latest, b.partition, b.bucket, cache) : []);
-      const plan = planBucketCompaction(entries, settings(), table.compareKeys, full);
-      let p: PreparedBucket | undefined;
-      try {
-        p = plan
-          ? await prepareBucketPlan(table, settings(), {
-              partition: b.partition,
-              bucket: b.bucket,
-              plan,
-              full,
-              attempt: b.attempt,
-            })
-          : undefined;
-      } catch (e) {
-        // A file written under a newer schema (an alter since this table was opened): the whole
-        // round plans again through the new schema, so that its one commit has one schema.
-        await Promise.all(prepared.map((q) => q.discard()));
-        if (!(e instanceof SchemaChangedError)) throw e;
-        await schemaChanges.retry(e.message, e);
-        table = await table.latest();
-        schemaChanged = true;
-        break;
-      }
-      if (p) {
-        bytes += p.bytesIn;
-        prepared.push(p);
-      } else out.results.push(emptyResult(b.partition, b.bucket, b.attempt));
-      opts.onBucket?.(p ? resultOf(p, undefined, false) : emptyResult(b.partition, b.bucket, b.attempt));
-    }
-    if (schemaChanged) {
-      out.results.length = resultsBefore;
-      round = round.map((b) => ({ partition: b.partition, bucket: b.bucket, attempt: b.attempt + 1 }));
-      continue;
-    }
-    if (prepared.length === 0) break;
-    const r = await commitCompactionRun(table, prepared, cache);
+  const run: CompactionRun = {
+    table,
+    opts,
+    full: opts.full ?? false,
+    cache: opts.manifestCache ?? new LruManifestCache(100_000),
+    out: { results: [], snapshots: [], conflicted: [], notStarted: 0 },
+    bytes: 0,
+  };
+  const conflicts = new RetryBudget({
+    what: `compacting ${table.name}`,
+    maxRetries: Math.max(0, (opts.maxAttempts ?? 3) - 1),
+    minWaitMs: 0,
+    maxWaitMs: 0,
+  });
+  let round: RoundBucket[] = buckets.map((b) => ({ ...b, attempt: 1 }));
+  await conflicts.run(async (): Promise<undefined | TryAgain> => {
+    const prepared = await followSchemaChanges(
+      `compacting ${table.name}`,
+      round,
+      (r) => prepareRound(run, r),
+      async (r) => {
+        run.table = await run.table.latest();
+        return r.map((b) => ({ partition: b.partition, bucket: b.bucket, attempt: b.attempt + 1 }));
+      },
+    );
+    if (prepared.length === 0) return undefined;
+    const r = await commitCompactionRun(run.table, prepared, run.cache);
     if (r.snapshot) {
-      out.hookError = r.hookError;
-      if (!r.alreadyCommitted) out.snapshots.push(r.snapshot.id);
-      for (const p of r.committed) out.results.push(resultOf(p, r.snapshot, r.alreadyCommitted));
+      run.out.hookError = r.hookError;
+      if (!r.alreadyCommitted) run.out.snapshots.push(r.snapshot.id);
+      for (const p of r.committed) run.out.results.push(resultOf(p, r.snapshot, r.alreadyCommitted));
     }
     // An alter since this table was opened: re-plan through the new schema.
-    if (r.lastConflict instanceof SchemaChangedError) table = await table.latest();
-    round = [];
-    for (const p of r.conflicted) {
-      if (p.attempts >= maxAttempts)
-        out.conflicted.push({ partition: p.partition, bucket: p.bucket, error: r.lastConflict! });
-      else round.push({ partition: p.partition, bucket: p.bucket, attempt: p.attempts + 1 });
+    if (r.lastConflict instanceof SchemaChangedError) run.table = await run.table.latest();
+    if (r.conflicted.length === 0) return undefined;
+    if (conflicts.spent) {
+      for (const p of r.conflicted)
+        run.out.conflicted.push({ partition: p.partition, bucket: p.bucket, error: r.lastConflict! });
+      return undefined;
     }
+    round = r.conflicted.map((p) => ({ partition: p.partition, bucket: p.bucket, attempt: p.attempts + 1 }));
+    return new TryAgain(`${round.length} bucket(s) conflicted with a concurrent commit`, r.lastConflict);
+  });
+  return run.out;
+}
+
+/** The state of one compaction run across its rounds. */
+interface CompactionRun {
+  /** The table at the newest schema met so far. */
+  table: Table;
+  opts: CompactBucketsOptions;
+  full: boolean;
+  cache: ManifestCache;
+  out: CompactionRunResult;
+  /** Compacted input so far (for `maxBytes`). */
+  bytes: number;
+}
+
+/** A bucket of a round, with the number of its plan. */
+type RoundBucket = RunBucket & { attempt: number };
+
+/**
+ * Plans and prepares each bucket of a round (up to the run's `maxBytes`). On an error (a file
+ * written under a newer schema: SchemaChangedError) what it prepared is discarded and its results
+ * and bytes taken back before the error is thrown.
+ */
+async function prepareRound(run: CompactionRun, round: readonly RoundBucket[]): Promise<PreparedBucket[]> {
+  const { table, opts, out } = run;
+  const settings = compactionSettingsOf(table);
+  const latest = round.some((b) => !b.entries) ? await table.snapshots.latest() : undefined;
+  const prepared: PreparedBucket[] = [];
+  const before = { results: out.results.length, bytes: run.bytes };
+  for (let i = 0; i < round.length; i++) {
+    const b = round[i];
+    if (opts.maxBytes !== undefined && run.bytes >= opts.maxBytes) {
+      out.notStarted += round.length - i;
+      break;
+    }
+    const entries = b.entries ?? (latest ? await readBucketFiles(table, latest, b.partition, b.bucket, run.cache) : []);
+    const plan = planBucketCompaction(entries, settings, table.compareKeys, run.full);
+    let p: PreparedBucket | undefined;
+    try {
+      p = plan
+        ? await prepareBucketPlan(table, settings, {
+            partition: b.partition,
+            bucket: b.bucket,
+            plan,
+            full: run.full,
+            attempt: b.attempt,
+          })
+        : undefined;
+    } catch (e) {
+      await Promise.all(prepared.map((q) => q.discard()));
+      out.results.length = before.results;
+      run.bytes = before.bytes;
+      throw e;
+    }
+    if (p) {
+      run.bytes += p.bytesIn;
+      prepared.push(p);
+    } else out.results.push(emptyResult(b.partition, b.bucket, b.attempt));
+    opts.onBucket?.(p ? resultOf(p, undefined, false) : emptyResult(b.partition, b.bucket, b.attempt));
   }
-  return out;
+  return prepared;
 }
 
 /** A prepared bucket's result, committed in `snapshot` or not (yet). */

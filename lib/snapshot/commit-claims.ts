@@ -2,7 +2,10 @@
  * The identifier claims of a group commit's batches (CommitRequest.batchIdentifiers): each batch
  * claims its own index object (commit-identifier.ts), so every batch lands exactly once table-wide.
  */
-import { BATCH_IDENTIFIERS_PROPERTY, IdentifierClaim, carriesIdentifier } from './commit-identifier.js';
+import { CommitRetriesExhaustedError } from '../errors.js';
+import { RetryBudget, TryAgain } from '../retry-budget.js';
+import { displayTableName } from './paths.js';
+import { BATCH_IDENTIFIERS_PROPERTY, CLAIM_RETRIES, IdentifierClaim, carriesIdentifier } from './commit-identifier.js';
 import type { CommitContext } from './commit-plan.js';
 import type { CommitRequest } from './commit-request.js';
 import type { LandedBatch } from './commit-steps.js';
@@ -77,10 +80,19 @@ export class BatchClaims {
 
   /**
    * Makes every live claim name `(base?.id ?? 0) + 1`; returns the base they agree on (a takeover
-   * may move it forward, and then every other claim is moved with it).
+   * may move it forward, and then every other claim is moved with it, at once: the newer base is
+   * known). At most CLAIM_RETRIES such moves, then CommitRetriesExhaustedError.
    */
   async claimAll(base: Snapshot | undefined): Promise<Snapshot | undefined> {
-    for (;;) {
+    const budget = new RetryBudget({
+      what: `claiming the batch identifiers of a group commit to ${displayTableName(this.ctx.tablePath)}`,
+      maxRetries: CLAIM_RETRIES,
+      minWaitMs: 0,
+      maxWaitMs: 0,
+      advice: 'other commits kept taking the claims over; retry the commit',
+      exhausted: (message, retries, cause) => new CommitRetriesExhaustedError(message, retries, { cause }),
+    });
+    return budget.run(async (): Promise<Snapshot | undefined | TryAgain> => {
       const pending = this.live.filter((i) => this.claims[i] !== undefined);
       if (pending.length === 0) return base;
       const outcomes = await Promise.all(pending.map((i) => this.claims[i]!.claim(base)));
@@ -101,6 +113,7 @@ export class BatchClaims {
       if (this.live.length === 0 || agree) return base;
       // A takeover planned on a newer snapshot: every claim must name the same id, so all move.
       base = target;
-    }
+      return new TryAgain(`a claim was taken over on snapshot ${target?.id ?? 'none'}: every claim moves there`);
+    });
   }
 }

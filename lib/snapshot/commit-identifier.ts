@@ -163,8 +163,11 @@ export async function readIdentifierIndex(
   }
 }
 
-/** Times a claim reads the index again after another commit changed it before giving up. */
-const CLAIM_RETRIES = 50;
+/**
+ * Times a claim reads the index again after another commit changed it before giving up; also the
+ * moves of a group commit's claims to a newer base (commit-claims.ts).
+ */
+export const CLAIM_RETRIES = 50;
 
 /** What claiming the index before creating a snapshot found. */
 export type ClaimOutcome =

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { CommitConflictError } from '../../lib/errors.js';
 import { compactBucket, compactBuckets, compactTable, readBucketFiles } from '../../lib/maintenance/compact.js';
 import { readChangelogFiles, readLiveFiles } from '../../lib/manifest/scan.js';
 import { RowKind } from '../../lib/schema/types.js';
@@ -163,6 +164,29 @@ describe('a compaction run over several buckets racing a compaction of one of th
     expect(sorted(await readState(table))).toEqual(expected);
     expect(await unreferencedFiles(table)).toEqual([]);
     await checkLevels(table, 'after the race');
+  });
+
+  it('gives the changed bucket up after maxAttempts plans: the others land, it is reported with its conflict', async () => {
+    const store = new MemoryStore();
+    const { table, groups } = await threeBuckets(store);
+    const expected = sorted(await readState(table));
+    await compactBucket(await new FolderCatalog(store).getTable('db.t'), 'region=eu', 1, { full: true });
+    const before = (await table.snapshots.latestId())!;
+
+    // One plan per bucket: bucket 1's conflict uses up the run's budget at once.
+    const run = await compactBuckets(table, groups, { maxAttempts: 1 });
+
+    expect(run.snapshots).toEqual([before + 1]);
+    expect(run.conflicted.map((c) => c.bucket)).toEqual([1]);
+    expect(run.conflicted[0].error).toBeInstanceOf(CommitConflictError);
+    expect(run.results.map((r) => r.bucket).sort()).toEqual([0, 2]);
+    expect(sorted(await readState(table))).toEqual(expected);
+    expect(await unreferencedFiles(table)).toEqual([]);
+    // A one-bucket run throws the conflict it gave up on: planned on bucket 0's files the run replaced.
+    const stale = groups[0].entries;
+    await expect(
+      compactBucket(table, 'region=eu', 0, { full: true, entries: stale, maxAttempts: 1 }),
+    ).rejects.toBeInstanceOf(CommitConflictError);
   });
 
   it('re-plans the changed bucket and commits it in a second snapshot when work remains', async () => {
