@@ -33,7 +33,7 @@ const RUNS = 10;
 export async function runCompactionCpu(ctx: SuiteContext): Promise<SuiteResult> {
   const k = ctx.quick ? 100_000 : 1_000_000;
   const perRun = k / 5;
-  const plan: RepPlan = ctx.quick ? { warmup: 1, reps: 2, clock: 'cpu' } : { warmup: 1, reps: 4, clock: 'cpu' };
+  const plan: RepPlan = ctx.quick ? { warmup: 1, reps: 2, clock: 'cpu' } : { warmup: 1, reps: 3, clock: 'cpu' };
   const baseDir = await freshDir(ctx.tmp, 'compact-cpu-base');
   const table = await createBenchTable(baseDir, 't', { bucket: '1' });
   const versions = new Int32Array(k).fill(-1);

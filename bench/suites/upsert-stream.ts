@@ -56,7 +56,7 @@ function workload(perCommit: number): { commits: Int32Array[]; expected: Checksu
 /** Runs benchmark 11. */
 export async function runUpsertStream(ctx: SuiteContext): Promise<SuiteResult> {
   const perCommit = ctx.quick ? 10_000 : 100_000;
-  const plan: RepPlan = ctx.quick ? { warmup: 0, reps: 1, clock: 'cpu' } : { warmup: 1, reps: 3, clock: 'cpu' };
+  const plan: RepPlan = ctx.quick ? { warmup: 0, reps: 1, clock: 'cpu' } : { warmup: 1, reps: 2, clock: 'cpu' };
   const w = workload(perCommit);
   const batches: arrow.Table[] = w.commits.map((keys, c) => makeRows(keys, c));
   // DuckDB reads each commit's rows from a Parquet file written here, untimed.
