@@ -48,7 +48,7 @@ export class CommitRun {
   private baseSeenAt = 0;
   /** The base is a warm guess (warmBase) that may be older than what the action planned on. */
   private guessed = false;
-  /** This call looked the latest snapshot up (it then writes the LATEST hint). */
+  /** This call looked the latest snapshot up (after losing a race it then writes the LATEST hint). */
   private lookedUp = false;
   /** The next attempt loads the latest snapshot first (and, with `replan`, plans the action again). */
   private reload = false;
@@ -284,7 +284,7 @@ export class CommitRun {
 
   /** Snapshot `s` was created by this call. */
   private async created(s: Snapshot): Promise<CommitResult> {
-    await rememberCommit(this.sm, s, this.lookedUp);
+    await rememberCommit(this.sm, s);
     return { snapshot: s, alreadyCommitted: false, committed: true, attempts: this.attempts };
   }
 

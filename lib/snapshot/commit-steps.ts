@@ -247,12 +247,15 @@ export async function warmBase(
 }
 
 /**
- * Remembers the new snapshot for this committer's next commit. A committer that had to look the
- * latest snapshot up (`lookedUp`: cold, or its warm base was lost) writes the LATEST hint; a warm
- * one does not: the hint saves readers a gallop, not correctness (snapshot-manager.ts), and a warm
- * commit stays at three metadata PUTs.
+ * Remembers the new snapshot for this committer's next commit, and writes the LATEST hint when the
+ * lookup of its base found the hint behind (or missing, or did not read it: a lost warm base), or
+ * when `behind` says so (a cold committer that lost a race: others committed after the hint it
+ * read). A committer whose base came from a current hint (a cold one: a new process, or a writer
+ * whose plan looked the latest up) or from its own last commit (a warm one) does not: the hint
+ * saves readers a gallop, not correctness (snapshot-manager.ts), and the commit stays at three
+ * metadata PUTs.
  */
-export async function rememberCommit(sm: SnapshotManager, s: Snapshot, lookedUp: boolean): Promise<void> {
+export async function rememberCommit(sm: SnapshotManager, s: Snapshot, behind = false): Promise<void> {
   sm.remember(s);
-  if (lookedUp) await sm.writeLatestHint(s.id);
+  if (sm.takeHintBehind() || behind) await sm.writeLatestHint(s.id);
 }

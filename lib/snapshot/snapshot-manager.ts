@@ -3,10 +3,12 @@
  * hints only save a listing and are checked before being trusted (Paimon's HintFileUtils):
  * LATEST = N is trusted only when snapshot-N exists and snapshot-(N+1) does not, EARLIEST = N only
  * when snapshot-N exists. Hint writes are best effort and never affect correctness.
- * **beyond**: Paimon writes LATEST on every commit; varve's warm committers never do (a commit is
- * then three metadata PUTs: manifest, manifest list, snapshot). A committer that had to look the
- * latest snapshot up (a cold one: a new process, a lost base) writes it, and so do expiry and
- * rollback; so the hint lags by at most the commits of the writers that stayed warm since. A
+ * **beyond**: Paimon writes LATEST on every commit; varve's committers write it only when the
+ * lookup of their base found it behind (or missing, or did not consult it: a lost warm base), so
+ * a commit is three metadata PUTs (manifest, manifest list, snapshot) whenever the hint was
+ * current; expiry and rollback write it too. The hint then lags by the commits of the writers
+ * that stayed warm since plus one per cold writer that found it current: a cold writer after such
+ * a one finds it one behind (one HEAD more) and writes it. A
  * lookup gallops forward from the hint, or from the newest id this manager has seen: HEADs at
  * +1, +2, +4, … until one is missing, then a binary search between the last present and the first
  * missing id (ids are contiguous), so a lag of G costs about 2·log2(G) HEADs and never a listing.
@@ -49,6 +51,11 @@ export class SnapshotManager {
    * HEAD, a GET, or this process's put creating it): it existed at that time or later.
    */
   private newestSeenSince?: number;
+  /**
+   * True once a lookup (latestId) found the LATEST hint behind the newest snapshot, found none, or
+   * galloped from a known id without reading it: the next commit writes the hint (takeHintBehind).
+   */
+  private hintBehind = false;
 
   constructor(
     readonly store: ObjectStore,
@@ -204,13 +211,20 @@ export class SnapshotManager {
     const known = this.newestId;
     if (known !== undefined) {
       const id = await this.gallopFrom(known);
-      if (id !== undefined) return id;
+      if (id !== undefined) {
+        this.hintBehind = true;
+        return id;
+      }
     }
     const hint = await this.readHint(latestHintKey(this.tablePath));
     if (hint !== undefined && hint > 0 && hint !== known) {
       const id = await this.gallopFrom(hint);
-      if (id !== undefined) return id;
+      if (id !== undefined) {
+        if (id !== hint) this.hintBehind = true;
+        return id;
+      }
     }
+    this.hintBehind = true;
     const ids = await this.listIds();
     if (ids.length === 0) return undefined;
     // The newest id whose predecessor is listed too (or the only one): above a gap is a snapshot
@@ -229,8 +243,12 @@ export class SnapshotManager {
    */
   private async gallopFrom(start: number): Promise<number | undefined> {
     const sent = performance.now();
+    // A caching manager reads `start` (its content is what the caller asks for next) rather than
+    // checking that it exists: one GET instead of a HEAD and then a GET.
     const [here, next] = await Promise.all([
-      this.exists(start),
+      this.cache !== undefined && !this.cache.has(start)
+        ? this.tryRead(start).then((s) => s !== undefined)
+        : this.exists(start),
       this.store.head(this.snapshotKey(start + 1)).then((h) => h !== undefined),
     ]);
     if (!next) return here ? start : undefined;
@@ -344,6 +362,16 @@ export class SnapshotManager {
     } catch {
       // Hints are best effort: a missing or stale hint only costs the next reader a listing.
     }
+  }
+
+  /**
+   * Whether a lookup since the last call found the LATEST hint behind (or missing, or did not read
+   * it): a committer then writes it after its commit. Resets the answer.
+   */
+  takeHintBehind(): boolean {
+    const behind = this.hintBehind;
+    this.hintBehind = false;
+    return behind;
   }
 
   /** Records `id` as the LATEST hint (best effort, errors swallowed). */

@@ -67,7 +67,9 @@ export class RowRouter {
       const t = this.table;
       // The newest snapshot this table object committed or read: a rescale since then makes the
       // commit fail on its bucket-count check (a conflict naming the partition), never mix counts.
-      const latest = t.commitSnapshots.newestKnown() ?? (await t.snapshots.latest());
+      // Looked up through the committer's caching manager: the commit then starts from the same
+      // base, read once (no second LATEST, HEADs and GET of it).
+      const latest = t.commitSnapshots.newestKnown() ?? (await t.commitSnapshots.latest());
       if (latest)
         found = await findPartitionTotalBuckets(
           t.store,

@@ -80,18 +80,24 @@ describe('SnapshotManager', () => {
     expect(store.callLog.map((c) => c.op).sort()).toEqual(['head', 'head', 'head']);
   });
 
-  it('a committer that looked the latest up writes the LATEST hint; a warm one does not', async () => {
-    // Prepare: a warm committer (a caching manager that made the newest snapshot it knows)
+  it('a committer writes the LATEST hint only when its lookup found it behind; a warm one does not', async () => {
+    // Prepare: a table whose hint is current (3), and a cold committer (a caching manager)
     const { store } = await tableWith(3);
-    const warm = new SnapshotManager(store, T, { cacheSnapshots: true });
-    const opts = testCommitOptions({ snapshotManager: warm });
-    // Act: its first commit is cold (it looks the latest up), the next ones warm
-    await commit(store, T, appendRequest('u', 'c4', [change('f4')]), opts);
-    const afterCold = fromUtf8((await store.get(latestHintKey(T))).body);
-    for (let i = 5; i <= 7; i++) await commit(store, T, appendRequest('u', `c${i}`, [change(`f${i}`)]), opts);
-    // Assess: the hint names the cold commit's snapshot, and a cold reader still finds 7
-    expect(afterCold).toBe('4');
-    expect(fromUtf8((await store.get(latestHintKey(T))).body)).toBe('4');
+    expect(fromUtf8((await store.get(latestHintKey(T))).body)).toBe('3');
+    const first = new SnapshotManager(store, T, { cacheSnapshots: true });
+    // Act: the cold commit over the current hint (three metadata PUTs: the hint is not written)
+    await commit(store, T, appendRequest('u', 'c4', [change('f4')]), testCommitOptions({ snapshotManager: first }));
+    const afterCurrent = fromUtf8((await store.get(latestHintKey(T))).body);
+    // Act: another cold committer now finds the hint one behind, commits, then stays warm
+    const second = new SnapshotManager(store, T, { cacheSnapshots: true });
+    const opts = testCommitOptions({ snapshotManager: second });
+    await commit(store, T, appendRequest('u', 'c5', [change('f5')]), opts);
+    const afterBehind = fromUtf8((await store.get(latestHintKey(T))).body);
+    for (let i = 6; i <= 7; i++) await commit(store, T, appendRequest('u', `c${i}`, [change(`f${i}`)]), opts);
+    // Assess: written by the commit that found it behind only, and a cold reader still finds 7
+    expect(afterCurrent).toBe('3');
+    expect(afterBehind).toBe('5');
+    expect(fromUtf8((await store.get(latestHintKey(T))).body)).toBe('5');
     expect(await new SnapshotManager(store, T).latestId()).toBe(7);
   });
 
