@@ -40,6 +40,7 @@ import {
   rowGroupMay,
   rowGroupSpan,
   type ByteSource,
+  type IntRange,
   type ParquetFooter,
   type RowSlice,
   type RowSpanFilter,
@@ -238,6 +239,8 @@ export interface DataFileDecoder {
   readonly columns: string[];
   /** Rows of each row group, in file order (row group g holds the rows after those of groups < g). */
   readonly rowGroupRows: number[];
+  /** Min and max of each row group's integer columns from its chunk statistics (ranged decoders only). */
+  readonly rowGroupStats?: ReadonlyArray<ReadonlyMap<string, IntRange>>;
   /**
    * The named columns (in that order, every one must exist) of the given row groups (default:
    * all), as one single-batch table per row group, each in the declared varve types.
@@ -331,6 +334,7 @@ export async function openDataFileRanged(
   return {
     columns,
     rowGroupRows,
+    rowGroupStats: slices.map((s) => footer.rowGroups[s.group].intStats),
     async readRowGroups(names, rowGroups) {
       checkReadable(freed, columns, names, `data file ${key}`);
       const wanted = new Set(names);

@@ -32,54 +32,64 @@ const ARRAY_MAX = 4096;
 
 // --- 32-bit Roaring (portable format) ---
 
-interface Container {
-  key: number;
-  /** Low 16 bits of the values, sorted. */
-  values: Uint16Array;
-}
-
-/** Splits sorted unique positions into containers by their high 16 bits. */
-function containersOf(positions: Uint32Array): Container[] {
-  const out: Container[] = [];
+/** Where each container's values start in sorted positions (by their high 16 bits), and the end. */
+function containerStarts(positions: Uint32Array): number[] {
+  const starts: number[] = [];
   let start = 0;
   while (start < positions.length) {
+    starts.push(start);
     const key = positions[start] >>> 16;
-    let end = start;
-    while (end < positions.length && positions[end] >>> 16 === key) end++;
-    const values = new Uint16Array(end - start);
-    for (let i = start; i < end; i++) values[i - start] = positions[i] & 0xffff;
-    out.push({ key, values });
-    start = end;
+    // The container ends at the first position of a higher key: binary search for (key + 1) << 16.
+    let lo = start + 1;
+    let hi = positions.length;
+    const next = (key + 1) * 65536;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (positions[mid] < next) lo = mid + 1;
+      else hi = mid;
+    }
+    start = lo;
   }
-  return out;
+  starts.push(positions.length);
+  return starts;
 }
 
-function containerBytes(c: Container): number {
-  return c.values.length > ARRAY_MAX ? 8192 : c.values.length * 2;
+function containerBytes(cardinality: number): number {
+  return cardinality > ARRAY_MAX ? 8192 : cardinality * 2;
 }
 
 /** The portable serialization of a 32-bit Roaring bitmap of `positions` (sorted, unique), without run containers. */
 function encodeRoaring32(positions: Uint32Array): Uint8Array {
-  const containers = containersOf(positions);
-  const n = containers.length;
+  const starts = containerStarts(positions);
+  const n = starts.length - 1;
   const header = 8 + 4 * n + 4 * n;
-  const size = header + containers.reduce((s, c) => s + containerBytes(c), 0);
+  let size = header;
+  for (let i = 0; i < n; i++) size += containerBytes(starts[i + 1] - starts[i]);
   const out = new Uint8Array(size);
   const view = new DataView(out.buffer);
   view.setUint32(0, SERIAL_COOKIE_NO_RUN, true);
   view.setUint32(4, n, true);
   let offset = header;
-  containers.forEach((c, i) => {
-    view.setUint16(8 + 4 * i, c.key, true);
-    view.setUint16(10 + 4 * i, c.values.length - 1, true);
+  for (let i = 0; i < n; i++) {
+    const from = starts[i];
+    const to = starts[i + 1];
+    const card = to - from;
+    view.setUint16(8 + 4 * i, positions[from] >>> 16, true);
+    view.setUint16(10 + 4 * i, card - 1, true);
     view.setUint32(8 + 4 * n + 4 * i, offset, true);
-    if (c.values.length > ARRAY_MAX) {
-      for (const x of c.values) out[offset + (x >>> 3)] |= 1 << (x & 7);
+    if (card > ARRAY_MAX) {
+      for (let j = from; j < to; j++) {
+        const x = positions[j] & 0xffff;
+        out[offset + (x >>> 3)] |= 1 << (x & 7);
+      }
     } else {
-      for (let j = 0; j < c.values.length; j++) view.setUint16(offset + 2 * j, c.values[j], true);
+      for (let j = from, at = offset; j < to; j++, at += 2) {
+        out[at] = positions[j] & 0xff;
+        out[at + 1] = (positions[j] >>> 8) & 0xff;
+      }
     }
-    offset += containerBytes(c);
-  });
+    offset += containerBytes(card);
+  }
   return out;
 }
 

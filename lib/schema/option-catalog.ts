@@ -298,7 +298,7 @@ export const TABLE_OPTIONS = [
     default: '256 mb',
     min: 1,
     description:
-      'Memory the merge of one compaction section (and the lookup changelog producer) may hold: one row group per input file; beyond it, sorted runs are spilled to local disk (Lambda /tmp) and merged from there.',
+      'Memory the merge of one compaction section (and the lookup changelog producer) may hold: one row group per input file; beyond it, sorted runs are spilled to local disk (Lambda /tmp) and merged from there. With deletion vectors, the cache of decoded keys their maintenance keeps between commits holds at most a quarter of it.',
   },
   {
     key: 'compaction.max-size-amplification-percent',

@@ -16,10 +16,10 @@
  * removed files go with them. A bucket whose vectors change gets one new Puffin file holding the
  * changed vectors; unchanged ones keep pointing at their earlier Puffin files.
  */
-import * as arrow from 'apache-arrow';
-import { concatTables, singleBatch, takeRows } from '../format/columns.js';
-import { physicalArrowSchema } from '../format/arrow-schema.js';
-import { openDataFileRanged } from '../format/data-file.js';
+import type * as arrow from 'apache-arrow';
+import { runLimited } from '../concurrency.js';
+import { takeRows } from '../format/columns.js';
+import type { RowSpanFilter } from '../format/row-group-reader.js';
 import {
   dvFileIdentity,
   loadDeletionVector,
@@ -40,9 +40,11 @@ import { storedSequence, versionsOfRuns } from '../mergetree/merge-plan.js';
 import { singleRunVersions } from '../mergetree/sort-merge-reader.js';
 import type { DeletionVectorPlanner, PlannedChanges } from '../snapshot/commit-request.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
-import { dataFileKey } from './paths.js';
-import { dataFileCheck, readEntry } from './read.js';
+import { addedKeyRange, lookupColumns } from './deletion-lookup.js';
 import type { Table } from './table.js';
+
+/** Older files of a bucket looked up at once (each one's decoded columns are held until its matches are taken). */
+const LOOKUP_FILES_AT_ONCE = 4;
 
 /** True when the table keeps deletion vectors. */
 function keepsDeletionVectors(table: Table): boolean {
@@ -134,7 +136,12 @@ async function bucketVectors(
         table.compareKeys(o.file.maxKey, a.file.minKey) >= 0 && table.compareKeys(o.file.minKey, a.file.maxKey) <= 0,
     ),
   );
-  const looked = await Promise.all(candidates.map((o) => probeKeys(table, o, columns, probes)));
+  // A few files at a time: each one's decoded columns are held only until its matching rows are taken.
+  const range = addedKeyRange(table, adds);
+  const looked = await runLimited(
+    candidates.map((o) => () => probeKeys(table, o, columns, probes, range)),
+    LOOKUP_FILES_AT_ONCE,
+  );
   const inputs = [...added, ...looked.filter((p) => p.positions.length > 0)];
   const live = winners(table, engine, inputs);
   const vectors = new Map<string, Uint32Array>();
@@ -159,24 +166,31 @@ async function bucketVectors(
   return { refs, replaced };
 }
 
-/** The vector of a probed file: its earlier one less the positions looked at, plus those that lost. */
+/**
+ * The vector of a probed file: its earlier one less the positions looked at, plus those that lost
+ * (a merge of the two ascending lists; an added file had no earlier vector).
+ */
 function nextVector(before: Uint32Array, p: Probed, live: Uint8Array): Uint32Array {
-  const out: number[] = [];
-  if (!p.whole) {
-    // Earlier deletions of rows whose keys were not looked up stay.
-    let j = 0;
-    for (const x of before) {
-      while (j < p.positions.length && p.positions[j] < x) j++;
-      if (j < p.positions.length && p.positions[j] === x) continue;
-      out.push(x);
-    }
+  const earlier = p.whole ? new Uint32Array() : before;
+  const positions = p.positions;
+  const out = new Uint32Array(earlier.length + positions.length);
+  let n = 0;
+  let i = 0;
+  for (let j = 0; j < positions.length; j++) {
+    const at = positions[j];
+    while (i < earlier.length && earlier[i] < at) out[n++] = earlier[i++];
+    // A position looked at is decided again: its earlier deletion does not carry over.
+    if (i < earlier.length && earlier[i] === at) i++;
+    if (live[j] === 0) out[n++] = at;
   }
-  for (let i = 0; i < p.positions.length; i++) if (live[i] === 0) out.push(p.positions[i]);
-  return Uint32Array.from(out.sort((a, b) => a - b));
+  while (i < earlier.length) out[n++] = earlier[i++];
+  return out.slice(0, n);
 }
 
 function sameVector(a: Uint32Array, b: Uint32Array): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /**
@@ -213,17 +227,27 @@ function winners(table: Table, engine: MergeFunction, inputs: Probed[]): Uint8Ar
 
 /** The merge columns of every row of an added file. */
 async function probeWhole(table: Table, entry: ManifestEntry, columns: string[]): Promise<Probed> {
-  const t = await readMergeColumns(table, entry, columns);
+  const { table: t } = await lookupColumns(table, entry, columns);
   const positions = new Uint32Array(t.numRows);
   for (let i = 0; i < positions.length; i++) positions[i] = i;
   return { entry, table: t, positions, whole: true };
 }
 
-/** The merge columns of the rows of `entry` whose key one of the probes holds (a sorted semi-join per probe). */
-async function probeKeys(table: Table, entry: ManifestEntry, columns: string[], probes: KeyIndex[]): Promise<Probed> {
-  const t = await readMergeColumns(table, entry, columns);
+/**
+ * The merge columns of the rows of `entry` whose key one of the probes holds (a sorted semi-join
+ * per probe), of the row groups whose key statistics overlap `range` (all without it).
+ */
+async function probeKeys(
+  table: Table,
+  entry: ManifestEntry,
+  columns: string[],
+  probes: KeyIndex[],
+  range: RowSpanFilter | undefined,
+): Promise<Probed> {
+  const { table: t, positions: filePositions } = await lookupColumns(table, entry, columns, range);
   const keys = keyIndex(t, table.schema.primaryKeys);
   const hit = new Uint8Array(t.numRows);
+  let hits = 0;
   for (const probe of probes) {
     let i = 0;
     let j = 0;
@@ -232,28 +256,15 @@ async function probeKeys(table: Table, entry: ManifestEntry, columns: string[], 
       if (c < 0) i++;
       else if (c > 0) j++;
       else {
+        if (hit[i] === 0) hits++;
         hit[i] = 1;
         i++;
         j++;
       }
     }
   }
-  const positions: number[] = [];
-  hit.forEach((h, i) => h && positions.push(i));
-  const pos = Uint32Array.from(positions);
-  return { entry, table: pos.length === t.numRows ? t : takeRows(t, pos), positions: pos, whole: false };
-}
-
-/** The given columns of a live data file, as one single-batch table (by range; a file of an older schema is read through the table's). */
-async function readMergeColumns(table: Table, entry: ManifestEntry, columns: string[]): Promise<arrow.Table> {
-  if (entry.file.schemaId !== table.schema.id) return singleBatch((await readEntry(table, entry)).select(columns));
-  const key = dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName);
-  const decoder = await openDataFileRanged(table.store, key, entry.file.fileSize, dataFileCheck(table, entry.file));
-  try {
-    const physical = physicalArrowSchema(table.schema);
-    const schema = new arrow.Schema(columns.map((c) => physical.fields.find((f) => f.name === c)!));
-    return singleBatch(concatTables(await decoder.readRowGroups(columns), schema));
-  } finally {
-    decoder.free();
-  }
+  const rows = new Uint32Array(hits);
+  for (let i = 0, n = 0; i < hit.length; i++) if (hit[i] === 1) rows[n++] = i;
+  const positions = filePositions === undefined ? rows : rows.map((r) => filePositions[r]);
+  return { entry, table: hits === t.numRows ? t : takeRows(t, rows), positions, whole: false };
 }

@@ -1,0 +1,154 @@
+/**
+ * The lookup of deletion-vector maintenance (deletion-maintenance.ts): the merge columns (key,
+ * `sequence.field`, `_SEQUENCE_NUMBER`, `_VALUE_KIND`) of a bucket's live data files, decoded by
+ * range, with
+ *   - row-group pruning: of an older file, only the row groups whose key statistics overlap the
+ *     key range of the commit's added files are decoded (a table whose first key column is an
+ *     integer; read-pruning.ts's key span filter);
+ *   - a decoded-column cache per data file: data files never change, so a file decoded whole
+ *     (an added file at its commit, an older file looked up whole) is not decoded again by the
+ *     next commits of the process. The cache is bounded, and counted in the table's
+ *     `compaction.memory-budget` (the memory the lookup may hold, as for the lookup changelog
+ *     producer): it holds at most a quarter of it, least recently used files evicted first.
+ */
+import * as arrow from 'apache-arrow';
+import { physicalArrowSchema } from '../format/arrow-schema.js';
+import { concatTables, emptyTable, singleBatch } from '../format/columns.js';
+import { openDataFileRanged } from '../format/data-file.js';
+import type { RowSpanFilter } from '../format/row-group-reader.js';
+import type { ManifestEntry } from '../manifest/types.js';
+import { approximateBytes } from '../mergetree/write-buffer.js';
+import type { ObjectStore } from '../store/object-store.js';
+import { dataFileKey } from './paths.js';
+import { dataFileCheck, readEntry } from './read.js';
+import { keySpanFilter } from './read-pruning.js';
+import type { Table } from './table.js';
+
+/** The share of `compaction.memory-budget` the decoded-column cache may hold. */
+const CACHE_SHARE = 4;
+
+/** A bounded cache of decoded merge columns by data file (least recently used evicted first). */
+class DecodedColumnCache {
+  private readonly entries = new Map<string, { table: arrow.Table; bytes: number }>();
+  /** Bytes the cached tables hold (their buffers, as the write buffer counts them). */
+  bytes = 0;
+
+  get(id: string): arrow.Table | undefined {
+    const e = this.entries.get(id);
+    if (e === undefined) return undefined;
+    this.entries.delete(id);
+    this.entries.set(id, e);
+    return e.table;
+  }
+
+  /** Keeps `table` unless it alone is over `limit`; evicts the oldest until everything fits in `limit`. */
+  put(id: string, table: arrow.Table, limit: number): void {
+    const old = this.entries.get(id);
+    if (old !== undefined) {
+      this.entries.delete(id);
+      this.bytes -= old.bytes;
+    }
+    const bytes = approximateBytes(table);
+    if (bytes <= limit) {
+      this.entries.set(id, { table, bytes });
+      this.bytes += bytes;
+    }
+    for (const [key, e] of this.entries) {
+      if (this.bytes <= limit) break;
+      this.entries.delete(key);
+      this.bytes -= e.bytes;
+    }
+  }
+}
+
+/** One cache per store: file keys are unique within a store, not across stores. */
+const caches = new WeakMap<ObjectStore, DecodedColumnCache>();
+
+function cacheOf(store: ObjectStore): DecodedColumnCache {
+  let c = caches.get(store);
+  if (c === undefined) caches.set(store, (c = new DecodedColumnCache()));
+  return c;
+}
+
+/** Bytes the lookup's decoded-column cache holds for the tables of `store` (tests, memory accounting). */
+export function lookupCacheBytes(store: ObjectStore): number {
+  return caches.get(store)?.bytes ?? 0;
+}
+
+/** The cache's bound for `table`: a quarter of its compaction.memory-budget. */
+function cacheLimit(table: Table): number {
+  return table.options.compactionMemoryBudget / CACHE_SHARE;
+}
+
+/** Merge columns of one data file: all its rows (`positions` undefined) or those of the row groups the pruning kept. */
+export interface LookedUp {
+  table: arrow.Table;
+  /** The file position of each row of `table`; undefined when row i is the file's row i. */
+  positions?: Uint32Array;
+}
+
+/**
+ * The key range of the files a commit adds to one bucket, as a row-group filter for the older
+ * files of the bucket (undefined when the table's keys cannot be pruned by statistics).
+ */
+export function addedKeyRange(table: Table, adds: readonly ManifestEntry[]): RowSpanFilter | undefined {
+  let min = adds[0].file.minKey;
+  let max = adds[0].file.maxKey;
+  for (const a of adds) {
+    if (table.compareKeys(a.file.minKey, min) < 0) min = a.file.minKey;
+    if (table.compareKeys(a.file.maxKey, max) > 0) max = a.file.maxKey;
+  }
+  return keySpanFilter(table, undefined, { min, max });
+}
+
+/**
+ * The `columns` of a live data file as one single-batch table: from the cache, or decoded by
+ * range (a file of an older schema through the table's). With `range`, row groups whose key
+ * statistics fall outside it are not decoded; a file decoded whole is cached.
+ */
+export async function lookupColumns(
+  table: Table,
+  entry: ManifestEntry,
+  columns: string[],
+  range?: RowSpanFilter,
+): Promise<LookedUp> {
+  const key = dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName);
+  const evolved = entry.file.schemaId !== table.schema.id;
+  const id = `${key}\n${columns.join('\n')}${evolved ? `\n${table.schema.id}` : ''}`;
+  const cache = cacheOf(table.store);
+  const hit = cache.get(id);
+  if (hit !== undefined) return { table: hit };
+  if (evolved) {
+    const t = singleBatch((await readEntry(table, entry)).select(columns));
+    cache.put(id, t, cacheLimit(table));
+    return { table: t };
+  }
+  const decoder = await openDataFileRanged(table.store, key, entry.file.fileSize, dataFileCheck(table, entry.file));
+  try {
+    const all = decoder.rowGroupRows.map((_, g) => g);
+    const stats = decoder.rowGroupStats;
+    const groups = range === undefined || stats === undefined ? all : all.filter((g) => range.rowGroupMay(stats[g]));
+    const physical = physicalArrowSchema(table.schema);
+    const schema = new arrow.Schema(columns.map((c) => physical.fields.find((f) => f.name === c)!));
+    const parts = groups.length === 0 ? [] : await decoder.readRowGroups(columns, groups);
+    const t = parts.length === 0 ? emptyTable(schema) : singleBatch(concatTables(parts, schema));
+    if (groups.length === all.length) {
+      cache.put(id, t, cacheLimit(table));
+      return { table: t };
+    }
+    return { table: t, positions: groupPositions(decoder.rowGroupRows, groups, t.numRows) };
+  } finally {
+    decoder.free();
+  }
+}
+
+/** The file positions of the rows of row groups `groups` (ascending) decoded one after another. */
+function groupPositions(rowGroupRows: readonly number[], groups: readonly number[], rows: number): Uint32Array {
+  const starts: number[] = [];
+  let at = 0;
+  for (const n of rowGroupRows) starts.push(at), (at += n);
+  const out = new Uint32Array(rows);
+  let i = 0;
+  for (const g of groups) for (let r = 0; r < rowGroupRows[g]; r++) out[i++] = starts[g] + r;
+  return out;
+}

@@ -1,0 +1,120 @@
+/**
+ * The lookup of deletion-vector maintenance (lib/table/deletion-lookup.ts): its decoded-column
+ * cache stays within its share of `compaction.memory-budget`, and an older file's row groups
+ * whose key statistics miss the commit's keys are not fetched. The vectors stay exact either way.
+ */
+import * as arrow from 'apache-arrow';
+import { describe, expect, it } from 'vitest';
+import { readParquetFooter } from '../../lib/format/row-group-reader.js';
+import { readLiveFiles } from '../../lib/manifest/scan.js';
+import { MemoryStore } from '../../lib/store/memory-store.js';
+import { lookupCacheBytes } from '../../lib/table/deletion-lookup.js';
+import { dataFileKey } from '../../lib/table/paths.js';
+import type { Table } from '../../lib/table/table.js';
+import { testTable } from '../helpers/tables.js';
+
+/** Rows id = from … to - 1 (every `step`-th), v = `${tag}${id}`. */
+function rows(from: number, to: number, tag: string, step = 1): arrow.Table {
+  const ids: bigint[] = [];
+  const vs: string[] = [];
+  for (let i = from; i < to; i += step) {
+    ids.push(BigInt(i));
+    vs.push(`${tag}${i}`);
+  }
+  return new arrow.Table({
+    id: arrow.makeVector(BigInt64Array.from(ids)),
+    v: arrow.vectorFromArray(vs, new arrow.Utf8()),
+  });
+}
+
+async function write(table: Table, t: arrow.Table): Promise<void> {
+  const w = table.newWriter();
+  try {
+    await w.writeArrow(t);
+    await w.commit();
+  } finally {
+    await w.close();
+  }
+}
+
+/** The rows as sorted `id=v` texts. */
+function texts(t: arrow.Table): string[] {
+  const ids = t.getChild('id')!.toArray() as BigInt64Array;
+  const vs = t.getChild('v')!.toArray() as string[];
+  return Array.from(ids, (id, i) => `${id}=${vs[i]}`).sort();
+}
+
+function dvTable(store: MemoryStore, budget: string): Promise<Table> {
+  return testTable({
+    schema: 'id BIGINT NOT NULL, v STRING',
+    primaryKeys: ['id'],
+    options: {
+      bucket: '1',
+      'deletion-vectors.enabled': 'true',
+      'write-only': 'true',
+      'compaction.memory-budget': budget,
+    },
+    store,
+  });
+}
+
+describe('deletion-vector lookup', () => {
+  it('keeps its decoded-column cache within a quarter of compaction.memory-budget', async () => {
+    const store = new MemoryStore();
+    const budget = 4 * 1024 * 1024;
+    const table = await dvTable(store, '4 mb');
+    const expected = new Map<number, string>();
+    let cachedOnce = false;
+    // Each commit's file decodes to ≈ 340 KB of merge columns: more commits than the 1 MB share holds.
+    for (let c = 0; c < 8; c++) {
+      const from = c * 5_000;
+      await write(table, rows(from, from + 20_000, `c${c}-`));
+      for (let i = from; i < from + 20_000; i++) expected.set(i, `c${c}-${i}`);
+      const cached = lookupCacheBytes(store);
+      expect(cached, `after commit ${c}`).toBeLessThanOrEqual(budget / 4);
+      cachedOnce ||= cached > 0;
+    }
+    expect(cachedOnce, 'the cache held files').toBe(true);
+    const want = [...expected].map(([id, v]) => `${id}=${v}`).sort();
+    expect(texts(await table.read())).toEqual(want);
+    expect(texts(await table.read({ ignoreDeletionVectors: true }))).toEqual(want);
+  });
+
+  it("does not fetch an older file's row groups whose key statistics miss the commit's keys", async () => {
+    const store = new MemoryStore();
+    const fetched: Array<{ key: string; start: number; end: number }> = [];
+    const getRange = store.getRange.bind(store);
+    store.getRange = (key, start, end) => {
+      fetched.push({ key, start, end });
+      return getRange(key, start, end);
+    };
+    // A budget whose cache share cannot hold the first file: its lookup decodes by range.
+    const table = await dvTable(store, '4 mb');
+    // Three whole row groups (65,536 rows each): the last one and the footer fill the footer read's 64 KiB.
+    await write(table, rows(0, 196_608, 'a'));
+    const first = (await readLiveFiles(store, table.path, (await table.snapshots.latest())!))[0];
+    const firstKey = dataFileKey(table.path, first.partition, first.bucket, first.file.fileName);
+    const footer = await readParquetFooter({
+      size: first.file.fileSize,
+      name: firstKey,
+      read: (s, e) => getRange(firstKey, s, e),
+    });
+    expect(footer.rowGroups.length, 'the first file has several row groups').toBe(3);
+
+    fetched.length = 0;
+    await write(table, rows(196_000, 196_608, 'b', 7));
+    const ofFirst = fetched.filter((f) => f.key === firstKey);
+    expect(ofFirst.length, 'the first file was looked up').toBeGreaterThan(0);
+    for (let g = 0; g < footer.rowGroups.length - 1; g++) {
+      const chunks = footer.chunks[g];
+      const start = Math.min(...chunks.map((c) => c.start));
+      const end = Math.max(...chunks.map((c) => c.start + c.length));
+      for (const f of ofFirst)
+        expect(f.end <= start || f.start >= end, `row group ${g}: fetched [${f.start}, ${f.end})`).toBe(true);
+    }
+    const got = texts(await table.read());
+    expect(got).toEqual(texts(await table.read({ ignoreDeletionVectors: true })));
+    expect(got.length).toBe(196_608);
+    expect(got.filter((r) => r.includes('=b')).length).toBe(Math.ceil(608 / 7));
+  });
+});
