@@ -8,9 +8,14 @@
  * Faults: a poison record and a non-JSON body (→ rejects), a poison commit message at the head of
  * the commit group, a split whose sink fails 3 times then succeeds, a sink slower than its
  * timeout, a duplicate inbox event, the same ingest messages redelivered in different batch
- * compositions (lost deletes), a handler crash mid-batch, discovery triggered twice at once.
- * Each is proven from what it left (rejects, attempt counts, timeouts and crashes, sources in
- * snapshots, redelivered batches, discovery triggers handled); one that did not happen fails the run.
+ * compositions (lost deletes), a handler crash mid-batch, discovery triggered twice at once, a
+ * commit batch dead-lettered while a newer batch of its keys commits and then brought back by
+ * `varve redrive` (redrive-round.ts), and a round of S3 409 / 503 SlowDown answers and Lambda
+ * throttling (the emulator's service faults, seeded by VARVE_E2E_SEED). Each is proven from what
+ * it left (rejects, attempt counts, timeouts and crashes, sources in snapshots, redelivered
+ * batches, discovery triggers handled, what the redrive printed, injected counts); one that did
+ * not happen fails the run. At the end the table itself is read: every key must hold the version
+ * sent last (a key holding an older one is a stale win).
  */
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { DeleteMessageBatchCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -21,7 +26,9 @@ import { openCatalog } from '../lib/catalog/open-catalog.js';
 import { parseSchemaText } from '../lib/schema/parse.js';
 import { SOURCES_PROPERTY } from '../lib/table/recent-batches.js';
 import { messageSource, objectSource } from '../lib/table/ingested-sources.js';
+import { readTable } from '../lib/table/read.js';
 import type { Table } from '../lib/table/table.js';
+import { DeadLetterFault, redriveRound } from './redrive-round.js';
 import { receiveMessages } from './emulator/sqs-event.js';
 import { functionsOf } from './aws/template.js';
 import { formatDenials } from './iam/audit.js';
@@ -37,7 +44,10 @@ export interface DayResult {
 interface Options {
   assembly: string;
   stateDir: string;
-  rounds: number;
+  /** Rounds of traffic, one fault each (default: one per fault). */
+  rounds?: number;
+  /** Seed of the service faults' draws (printed; VARVE_E2E_SEED repeats a run's draws). */
+  seed: number;
   /** How much faster than real time the queues' visibility timeouts pass (the emulator's only time change). */
   timeScale: number;
   /** How long a round may take to settle before the run goes on (and the count finds what is missing). */
@@ -54,14 +64,24 @@ export const FAULTS = [
   'redelivery in other batch compositions',
   'handler crash mid-batch',
   'discovery triggered twice at once',
+  'commit dead-lettered, newer batch committed, then redriven',
+  'S3 409 / 503 SlowDown and Lambda throttling',
 ] as const;
-type Fault = (typeof FAULTS)[number];
+export type Fault = (typeof FAULTS)[number];
+
+/** The service faults of the fault round: S3 409s on conditional requests, 503s on any, Lambda throttles. */
+const FAULT_ROUND_RATES = { s3ConflictRate: 0.25, s3SlowDownRate: 0.05, throttleRate: 0.2 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (...a: unknown[]) => console.log('e2e:', ...a);
 
 /** Runs the day; returns the closing line and whether it passed. */
 export async function runDay(opts: Options): Promise<DayResult> {
+  const rounds = opts.rounds ?? FAULTS.length;
+  log(`seed ${opts.seed} (VARVE_E2E_SEED=${opts.seed} repeats the service faults' draws)`);
+  const deadLetter = new DeadLetterFault();
+  /** Versions a newer one replaced before they committed (left out by the redrive): never delivered, not lost. */
+  const superseded = new Set<string>();
   const delivered: { id: string; v: number; tag: string }[] = [];
   let loseDeletes = false;
   const lostDeleteIds = new Set<string>();
@@ -103,6 +123,7 @@ export async function runDay(opts: Options): Promise<DayResult> {
         }
         return true;
       },
+      failInvocation: (mapping, messages) => deadLetter.fail(mapping, messages),
     },
   });
   const fnId = (re: RegExp) =>
@@ -167,11 +188,11 @@ export async function runDay(opts: Options): Promise<DayResult> {
   const started = Date.now();
   try {
     const KEYS = 24;
-    for (let round = 0; round < opts.rounds; round++) {
+    for (let round = 0; round < rounds; round++) {
       const ids = Array.from({ length: 8 }, (_, k) => ((round * 5 + k * 3) % KEYS) + 1);
       const recs = ids.map((id) => next(id));
       const bodies = [JSON.stringify(recs.slice(0, 3)), ...recs.slice(3).map((r) => JSON.stringify(r))];
-      const fault = round % 9;
+      const fault = round % (FAULTS.length + 1);
       if (fault < FAULTS.length && !faultRound.has(FAULTS[fault])) faultRound.set(FAULTS[fault], round);
       if (fault === 0) {
         bodies.push(JSON.stringify({ id: 'not-a-number', v: 1, status: 'poison' }), 'this is not JSON');
@@ -189,6 +210,8 @@ export async function runDay(opts: Options): Promise<DayResult> {
       if (fault === 6) {
         bodies.push(JSON.stringify([next(200 + round), next(300 + round, `crash:r${round}`)]));
       }
+      const injectedBefore = emu.injected();
+      if (fault === 9) emu.setFaults({ ...FAULT_ROUND_RATES, seed: opts.seed });
       await sendRecords(bodies);
       if (fault === 1) {
         // A commit message no commit can make sense of, at the head of the table's one group,
@@ -233,6 +256,23 @@ export async function runDay(opts: Options): Promise<DayResult> {
       await quiet(`round ${round} ingestion`, /Ingest|Commit/, round === 0 ? 2 * opts.settleMs : opts.settleMs);
       const ingestedMs = Date.now() - roundStart;
       loseDeletes = false;
+      if (fault === 8) {
+        const r = await redriveRound({
+          emu,
+          sqs,
+          env,
+          commitUrl,
+          round,
+          ids,
+          next,
+          sendRecords,
+          quiet,
+          deadLetter,
+          log,
+        });
+        for (const v of r.superseded) superseded.add(v);
+        prove('commit dead-lettered, newer batch committed, then redriven', r.ok, r.what);
+      }
       if (fault === 4) {
         const file = [...inboxFiles].at(-1)!;
         let n = 0;
@@ -269,8 +309,22 @@ export async function runDay(opts: Options): Promise<DayResult> {
       emu.fireSchedule(/DiscoverSchedule/);
       if (round % 4 === 3) emu.fireSchedule(/ExpireSchedule/);
       await quiet(`round ${round} delivery`, /./);
+      if (fault === 9) {
+        emu.setFaults(undefined);
+        const after = emu.injected();
+        const n = {
+          conflicts: after.conflicts - injectedBefore.conflicts,
+          slowDowns: after.slowDowns - injectedBefore.slowDowns,
+          throttles: after.throttles - injectedBefore.throttles,
+        };
+        prove(
+          'S3 409 / 503 SlowDown and Lambda throttling',
+          n.conflicts > 0 && n.slowDowns > 0 && n.throttles > 0,
+          `${n.conflicts} S3 409 ConditionalRequestConflict and ${n.slowDowns} S3 503 SlowDown answers injected in the containers, ${n.throttles} invocations refused with TooManyRequestsException (rates ${JSON.stringify(FAULT_ROUND_RATES)}, seed ${opts.seed})`,
+        );
+      }
       log(
-        `round ${round + 1}/${opts.rounds} (${fault < FAULTS.length ? FAULTS[fault] : 'no fault'}): ingested in ${(ingestedMs / 1000).toFixed(1)} s, ` +
+        `round ${round + 1}/${rounds} (${fault < FAULTS.length ? FAULTS[fault] : 'no fault'}): ingested in ${(ingestedMs / 1000).toFixed(1)} s, ` +
           `delivered in ${((Date.now() - roundStart - ingestedMs) / 1000).toFixed(1)} s; ${delivered.length} changes delivered so far, ${Math.round((Date.now() - started) / 1000)} s`,
       );
     }
@@ -303,11 +357,13 @@ export async function runDay(opts: Options): Promise<DayResult> {
   const lost: string[] = [];
   for (const [id, vs] of expected) {
     for (const v of vs) {
+      if (superseded.has(`${id}/${v}`)) continue;
       total++;
       if (!seen.has(`${id}/${v}`)) lost.push(`${id}/${v}`);
     }
   }
   const deliveredDistinct = total - lost.length;
+  const stale = await staleWins(orders, expected);
   let dlq = 0;
   const dlqs: string[] = [];
   for (const q of emu.queues().filter((q) => /Dlq/.test(q))) {
@@ -373,36 +429,58 @@ export async function runDay(opts: Options): Promise<DayResult> {
     const cold = f.stats.map((s) => s.coldStartMs);
     const spawn = f.stats.map((s) => s.spawnMs);
     log(
-      `${fn}: ${f.invocations} invocations, ${f.errors} failed (${f.timeouts} timed out, ${f.crashes} crashed, ${f.initErrors} failed init), ${f.stats.length} containers, cold start (module load + wasm init) ` +
+      `${fn}: ${f.invocations} invocations, ${f.errors} failed (${f.timeouts} timed out, ${f.crashes} crashed, ${f.initErrors} failed init), ${f.throttled} refused (throttled), S3 answers injected: ${f.injected.get('ConditionalRequestConflict') ?? 0} 409, ${f.injected.get('SlowDown') ?? 0} 503; ${f.stats.length} containers, cold start (module load + wasm init) ` +
         `median ${median(cold).toFixed(0)} ms, max ${Math.max(0, ...cold).toFixed(0)} ms; process start to ready median ${median(spawn).toFixed(0)} ms; memory ${f.spec.memoryMb} MB, timeout ${f.spec.timeoutSeconds} s`,
     );
   }
   for (const m of emu.mappings)
     log(
-      `${m.spec.logicalId}: ${m.batches} batches, ${m.failedBatches} failed whole, ${m.partialFailures} with partial failures`,
+      `${m.spec.logicalId}: ${m.batches} batches, ${m.failedBatches} failed whole, ${m.partialFailures} with partial failures, ${m.throttledInvocations} throttled invocations retried, ${m.throttleDrops} batches dropped back to the queue by throttling`,
     );
   log(
-    `async invocations that exhausted their retries: ${emu.asyncFailures}; dead-letter queues: ${dlqs.join(', ') || 'all empty'}`,
+    `async invocations that exhausted their retries: ${emu.asyncFailures}, throttled and tried again: ${emu.asyncThrottles}; dead-letter queues: ${dlqs.join(', ') || 'all empty'}`,
   );
   const missing = FAULTS.filter((f) => !evidence.get(f)?.ok);
   for (const f of FAULTS)
     log(
-      `fault ${evidence.get(f)?.ok ? 'exercised' : 'NOT EXERCISED'}: ${f}: ${evidence.get(f)?.what ?? `no round injected it (${opts.rounds} rounds; 8 are needed)`}`,
+      `fault ${evidence.get(f)?.ok ? 'exercised' : 'NOT EXERCISED'}: ${f}: ${evidence.get(f)?.what ?? `no round injected it (${rounds} rounds; ${FAULTS.length} are needed)`}`,
     );
   if (lost.length) log(`LOST (id/version): ${lost.slice(0, 30).join(' ')}${lost.length > 30 ? ' …' : ''}`);
+  log(
+    `the table holds ${stale.rows} rows; ${stale.wins.length} key(s) not at the version sent last${stale.wins.length ? ` (id: holds/sent last): ${stale.wins.slice(0, 30).join(' ')}` : ''}`,
+  );
+  const injected = emu.injected();
   if (audit.denials.length) log(`IAM DENIALS: ${formatDenials(audit.denials).replace(/\n/g, ' | ')}`);
   log(`took ${Math.round((Date.now() - started) / 1000)} s`);
-  const line = `e2e: changes delivered ${deliveredDistinct}/${total}, duplicates ${duplicates}, order violations ${orderViolations}, lost ${lost.length}, IAM denials ${audit.denials.length}, dlq ${dlq}`;
+  const line = `e2e: changes delivered ${deliveredDistinct}/${total}, duplicates ${duplicates}, order violations ${orderViolations}, lost ${lost.length}, stale wins ${stale.wins.length}, IAM denials ${audit.denials.length}, dlq ${dlq}; injected S3 409 ${injected.conflicts}, S3 503 ${injected.slowDowns}, Lambda throttles ${injected.throttles}`;
   return {
     line,
     ok:
       lost.length === 0 &&
       orderViolations === 0 &&
+      stale.wins.length === 0 &&
       audit.denials.length === 0 &&
       missing.length === 0 &&
       oversized.length === 0 &&
       failedInit.length === 0,
   };
+}
+
+/**
+ * The keys of `table` whose row is not the version sent last (`id: holds/sent`; a missing row
+ * holds '-'), read from the table's latest snapshot.
+ */
+async function staleWins(table: Table, expected: Map<string, number[]>): Promise<{ rows: number; wins: string[] }> {
+  const t = await readTable(table);
+  const ids = [...t.getChild('id')!.toArray()];
+  const versions = [...t.getChild('v')!.toArray()];
+  const held = new Map(ids.map((id, i) => [String(id), Number(versions[i])]));
+  const wins: string[] = [];
+  for (const [id, vs] of expected) {
+    const last = vs[vs.length - 1];
+    if (held.get(id) !== last) wins.push(`${id}: ${held.get(id) ?? '-'}/${last}`);
+  }
+  return { rows: t.numRows, wins };
 }
 
 /** How many snapshots of `table` (of those still there) name each of `sources` in their varve.sources. */

@@ -4,14 +4,16 @@
  * rules and schedules) over moto, with every AWS call audited against the synthesised IAM
  * policies. Ends with one line:
  *
- *   e2e: changes delivered X/X, duplicates D, order violations 0, lost 0, IAM denials 0, dlq N
+ *   e2e: changes delivered X/X, duplicates D, order violations 0, lost 0, stale wins 0, IAM denials 0,
+ *   dlq N; injected S3 409 A, S3 503 B, Lambda throttles C
  *
- * and exits non-zero on a lost change, an order violation, an IAM denial or a fault of the
- * scripted day that did not happen.
+ * and exits non-zero on a lost change, an order violation, a stale win (a key of the table not
+ * at the version sent last), an IAM denial or a fault of the scripted day that did not happen.
  *
  * Environment: AWS_ENDPOINT_URL (moto; started here when unset, reused when set),
- * VARVE_E2E_SKIP_SYNTH=1 to reuse cdk.out.e2e, VARVE_E2E_ROUNDS (default 8 rounds, one fault each;
- * 8 are needed for every fault), VARVE_E2E_TIME_SCALE (how much faster the queues' visibility
+ * VARVE_E2E_SKIP_SYNTH=1 to reuse cdk.out.e2e, VARVE_E2E_ROUNDS (default 10 rounds, one fault each;
+ * 10 are needed for every fault), VARVE_E2E_SEED (the service faults' draws; random by default,
+ * printed), VARVE_E2E_TIME_SCALE (how much faster the queues' visibility
  * timeouts pass, default 120), VARVE_E2E_SETTLE_SECONDS (how long a round may take to settle,
  * default 60).
  */
@@ -53,7 +55,8 @@ async function main(): Promise<number> {
       const r = await runDay({
         assembly: ASSEMBLY,
         stateDir,
-        rounds: Number(process.env.VARVE_E2E_ROUNDS ?? 8),
+        rounds: process.env.VARVE_E2E_ROUNDS ? Number(process.env.VARVE_E2E_ROUNDS) : undefined,
+        seed: process.env.VARVE_E2E_SEED ? Number(process.env.VARVE_E2E_SEED) : Math.floor(Math.random() * 2 ** 31),
         timeScale: Number(process.env.VARVE_E2E_TIME_SCALE ?? 120),
         settleMs: Number(process.env.VARVE_E2E_SETTLE_SECONDS ?? 60) * 1000,
       });

@@ -7,6 +7,15 @@
  * functions (asynchronous invoke with the EventInvokeConfig's retries and on-failure destination)
  * or SQS queues (with the target's message group). Every SDK call of every container, and every
  * poll the mappings make with a function's role, goes through the IAM audit.
+ *
+ * Service faults ({@link Emulator.setFaults}): S3's 409/503 answers inside the containers and the
+ * Lambda service's throttling. A throttled asynchronous invocation goes back to Lambda's event
+ * queue and is tried again, 1 s doubling up to 5 min, without counting as one of its retries, as
+ * AWS documents: "For throttling errors (429) and system errors (500-series), Lambda returns the
+ * event to the queue and attempts to run the function again for up to 6 hours by default. The
+ * retry interval increases exponentially from 1 second after the first attempt to a maximum of 5
+ * minutes." (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html);
+ * here the back-off is capped at 5 s, and ends when the emulator stops.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -34,7 +43,7 @@ import { IamAudit } from '../iam/audit.js';
 import { onCall } from '../iam/recorder.js';
 import type { RecordedCall } from '../iam/requests.js';
 import { EmulatedMapping, noteVisibilityChange, type MappingFaults } from './esm.js';
-import { EmulatedFunction } from './lambda.js';
+import { EmulatedFunction, type ServiceFaults } from './lambda.js';
 
 /** One EventBridge rule target, resolved. */
 interface Target {
@@ -79,7 +88,10 @@ export class Emulator {
   private running = false;
   private tapLoop?: Promise<void>;
   private stopAudit?: () => void;
+  private faultMode?: ServiceFaults;
   asyncFailures = 0;
+  /** Asynchronous invocations the service refused and tried again. */
+  asyncThrottles = 0;
 
   private constructor(
     readonly template: CfnTemplate,
@@ -148,7 +160,12 @@ export class Emulator {
             },
             reservedConcurrency: f.reservedConcurrency,
           },
-          { onCall: (c) => this.record(c), onLog: (fn, line) => options.onLog?.(fn, line), logFile: options.logFile },
+          {
+            onCall: (c) => this.record(c),
+            onLog: (fn, line) => options.onLog?.(fn, line),
+            logFile: options.logFile,
+            faults: () => this.faultMode,
+          },
         ),
       );
     }
@@ -234,6 +251,22 @@ export class Emulator {
     this.stopAudit?.();
   }
 
+  /** Turns the service faults on (S3 answers in the containers, Lambda throttling), or off with undefined. */
+  setFaults(mode: ServiceFaults | undefined): void {
+    this.faultMode = mode;
+  }
+
+  /** What the faults injected so far: S3 409s and 503s in the containers, invocations the Lambda service refused. */
+  injected(): { conflicts: number; slowDowns: number; throttles: number } {
+    const fns = [...this.functions.values()];
+    const sum = (f: (fn: EmulatedFunction) => number) => fns.reduce((n, fn) => n + f(fn), 0);
+    return {
+      conflicts: sum((f) => f.injected.get('ConditionalRequestConflict') ?? 0),
+      slowDowns: sum((f) => f.injected.get('SlowDown') ?? 0),
+      throttles: sum((f) => f.throttled),
+    };
+  }
+
   /** Fires the scheduled rule whose logical id matches `pattern` (its targets get a Scheduled Event). */
   fireSchedule(pattern: RegExp): void {
     const rules = this.rules.filter((r) => r.schedule && pattern.test(r.logicalId));
@@ -307,9 +340,16 @@ export class Emulator {
     if (!fn) throw new Error(`no emulated function ${fnId}`);
     const cfg = this.invokeConfig.get(fnId) ?? { retries: 2 };
     let last;
-    for (let attempt = 0; attempt <= cfg.retries; attempt++) {
+    for (let attempt = 0, throttleWaitMs = 1000; attempt <= cfg.retries; ) {
       last = await fn.invoke(event);
       if (last.ok) return;
+      if (last.kind === 'throttle' && this.running) {
+        this.asyncThrottles++;
+        await new Promise((r) => setTimeout(r, throttleWaitMs));
+        throttleWaitMs = Math.min(5000, 2 * throttleWaitMs);
+        continue;
+      }
+      attempt++;
     }
     this.asyncFailures++;
     if (cfg.onFailure && last && !last.ok) {

@@ -9,6 +9,15 @@
  * group at a time, and maxReceiveCount moves messages to the DLQ. The polling calls are made with
  * the function's role, as Lambda does, and are audited as the function's.
  *
+ * A throttled invocation (the Lambda service refused it: TooManyRequestsException) is retried by
+ * the mapping with a growing back-off while the batch's visibility timeout lasts, and dropped back
+ * to the queue when it runs out, as AWS documents for SQS event sources: "If the invocation fails
+ * due to throttling, Lambda gradually backs off retries by reducing the amount of concurrency
+ * allocated to your Amazon SQS event source mapping. Lambda continues to retry the message until
+ * the message's timestamp exceeds your queue's visibility timeout, at which point Lambda drops the
+ * message." (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html). A
+ * throttle is not a function error: the batch keeps its order and its receive count.
+ *
  * One correction of moto on FIFO queues: SQS keeps a message group locked while any of its
  * messages is in flight, and hands the group out again from its oldest message. moto instead
  * unlocks a group message by message as their visibility lapses, and when several messages of a
@@ -27,7 +36,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { withFunction } from '../iam/recorder.js';
 import type { RecordedCall } from '../iam/requests.js';
-import type { EmulatedFunction } from './lambda.js';
+import type { EmulatedFunction, InvokeResult } from './lambda.js';
 import { receiveMessages, sqsEventOf } from './sqs-event.js';
 
 /** The settings of one mapping, resolved. */
@@ -47,6 +56,8 @@ export interface MappingSpec {
 export interface MappingFaults {
   /** True: the batch's successful messages are not deleted (a lost delete): SQS redelivers them. */
   loseDelete?(mapping: MappingSpec, messages: Message[]): boolean;
+  /** An error: the batch's invocation fails with it (the handler does not run), e.g. to dead-letter a chosen message. */
+  failInvocation?(mapping: MappingSpec, messages: Message[]): { name: string; message: string } | undefined;
 }
 
 /** Receipt handles whose visibility a handler changed itself, with when it lapses (epoch ms; filled from the audited calls). */
@@ -80,6 +91,9 @@ export class EmulatedMapping {
   records = 0;
   failedBatches = 0;
   partialFailures = 0;
+  /** Invocations of a batch the Lambda service refused (retried), and batches dropped back to the queue by them. */
+  throttledInvocations = 0;
+  throttleDrops = 0;
   inFlight = 0;
   /** FIFO: failed messages held per group until the group is released (see the file's comment). */
   private readonly releases = new Set<ReturnType<typeof setTimeout>>();
@@ -148,9 +162,12 @@ export class EmulatedMapping {
   private async process(messages: Message[]): Promise<void> {
     this.batches++;
     this.records += messages.length;
-    const result = await this.fn.invoke(sqsEventOf(this.spec.queueArn, messages));
+    const result = await this.invokeThrottled(messages);
     let failed: Set<string>;
-    if (!result.ok) {
+    if (!result.ok && result.kind === 'throttle') {
+      failed = new Set(messages.map((m) => m.MessageId!));
+      this.throttleDrops++;
+    } else if (!result.ok) {
       failed = new Set(messages.map((m) => m.MessageId!));
       this.failedBatches++;
     } else if (this.spec.reportBatchItemFailures) {
@@ -186,6 +203,23 @@ export class EmulatedMapping {
     if (!lost) await this.deleteDone(done);
     await this.hide(back, seconds);
     await this.hide(late, seconds + 2 * this.spec.windowSeconds + 3);
+  }
+
+  /**
+   * Invokes the function with the batch; a throttled invocation is retried after 250 ms, doubling
+   * up to 2 s, while the batch's (compressed) visibility timeout lasts, then returned as it is.
+   */
+  private async invokeThrottled(messages: Message[]): Promise<InvokeResult> {
+    const event = sqsEventOf(this.spec.queueArn, messages);
+    const fail = this.faults.failInvocation?.(this.spec, messages);
+    const until = Date.now() + (this.spec.visibilityTimeout * 1000) / this.timeScale;
+    for (let waitMs = 250; ; waitMs = Math.min(2000, 2 * waitMs)) {
+      const result = await this.fn.invoke(event, fail);
+      if (result.ok || result.kind !== 'throttle') return result;
+      this.throttledInvocations++;
+      if (Date.now() + waitMs >= until) return result;
+      await sleep(waitMs);
+    }
   }
 
   private async deleteDone(done: Message[]): Promise<void> {

@@ -4,6 +4,12 @@
  * (the V8 heap limit) and timeout (the container is killed at the deadline, as Lambda does), and
  * its concurrency limit (reserved concurrency). A warm container is reused; a new one is a cold
  * start, whose module load (wasm init included) the container measures.
+ *
+ * Faults of the Lambda service (the emulator's fault round, {@link ServiceFaults}): invocations
+ * refused with TooManyRequestsException (429) as when the function's or the account's concurrency
+ * is exhausted (the first invocation of each function in the round, then at `throttleRate`), and
+ * S3's 409/503 answers injected inside the containers (s3-faults.ts). A scenario may also make
+ * one invocation fail with an error of its choosing (the handler does not run).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -12,6 +18,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
 import type { RecordedCall } from '../iam/requests.js';
+import { seededDraws, type S3Injected } from './s3-faults.js';
 
 const RUNTIME_SOURCE = fileURLToPath(new URL('./runtime.ts', import.meta.url));
 const builtRuntimes = new Map<string, string>();
@@ -45,7 +52,15 @@ function runtimeFor(bundle: string): string {
 /** What an invocation returned. */
 export type InvokeResult =
   | { ok: true; value: unknown }
-  | { ok: false; error: { name?: string; message: string }; kind: 'error' | 'timeout' | 'crash' };
+  | { ok: false; error: { name?: string; message: string }; kind: 'error' | 'timeout' | 'crash' | 'throttle' };
+
+/** The service faults of a fault round (rates in [0, 1]; `seed` seeds every draw). */
+export interface ServiceFaults {
+  s3ConflictRate: number;
+  s3SlowDownRate: number;
+  throttleRate: number;
+  seed: number;
+}
 
 /** Settings of one emulated function. */
 export interface FunctionSpec {
@@ -71,6 +86,8 @@ interface Container {
   child: ChildProcess;
   busy: boolean;
   stats: ContainerStats;
+  /** The container's number within its function (seeds its S3 fault draws). */
+  index: number;
   pending?: { id: string; resolve: (r: InvokeResult) => void; timer: NodeJS.Timeout };
   dead: boolean;
 }
@@ -82,6 +99,8 @@ export interface FunctionHooks {
   /** Every line a container printed (its CloudWatch Logs). */
   onLog(fn: string, line: string): void;
   logFile?: string;
+  /** The service faults in force (none outside the fault round). */
+  faults?(): ServiceFaults | undefined;
 }
 
 /** One function: a pool of containers. */
@@ -95,7 +114,13 @@ export class EmulatedFunction {
   timeouts = 0;
   crashes = 0;
   initErrors = 0;
-  throttles = 0;
+  /** Invocations that waited for a container at the reserved concurrency. */
+  slotWaits = 0;
+  /** Invocations the service refused (TooManyRequestsException), and S3 answers injected in the containers. */
+  throttled = 0;
+  readonly injected = new Map<S3Injected, number>();
+  private started = 0;
+  private throttleDraw?: { seed: number; draw: () => number; first: boolean };
 
   constructor(
     readonly spec: FunctionSpec,
@@ -106,8 +131,23 @@ export class EmulatedFunction {
     return this.spec.reservedConcurrency ?? Infinity;
   }
 
-  /** Invokes once (synchronously, as an event source mapping does); waits for a free slot. */
-  async invoke(event: unknown): Promise<InvokeResult> {
+  /**
+   * Invokes once (synchronously, as an event source mapping does); waits for a free slot. `fail`:
+   * the invocation fails with this error instead of running the handler.
+   */
+  async invoke(event: unknown, fail?: { name: string; message: string }): Promise<InvokeResult> {
+    const faults = this.hooks.faults?.();
+    if (faults && this.refuse(faults)) {
+      this.throttled++;
+      return {
+        ok: false,
+        kind: 'throttle',
+        error: {
+          name: 'TooManyRequestsException',
+          message: 'Rate Exceeded. (Reason: ConcurrentInvocationLimitExceeded)',
+        },
+      };
+    }
     let c: Container;
     try {
       c = await this.acquire();
@@ -133,7 +173,12 @@ export class EmulatedFunction {
         });
       }, timeoutMs);
       c.pending = { id, resolve, timer };
-      c.child.send({ type: 'invoke', id, event, deadline: Date.now() + timeoutMs });
+      const s3Faults = faults && {
+        conflictRate: faults.s3ConflictRate,
+        slowDownRate: faults.s3SlowDownRate,
+        seed: faults.seed * 1000 + c.index,
+      };
+      c.child.send({ type: 'invoke', id, event, deadline: Date.now() + timeoutMs, s3Faults, fail });
     });
     if (!result.ok) {
       this.errors++;
@@ -142,6 +187,20 @@ export class EmulatedFunction {
     }
     this.release(c);
     return result;
+  }
+
+  /** Whether the service refuses this invocation: the first of the fault round, then at its rate. */
+  private refuse(faults: ServiceFaults): boolean {
+    if (this.throttleDraw?.seed !== faults.seed)
+      this.throttleDraw = {
+        seed: faults.seed,
+        draw: seededDraws(`${faults.seed}/${this.spec.logicalId}`),
+        first: true,
+      };
+    const t = this.throttleDraw;
+    const refused = t.first || t.draw() < faults.throttleRate;
+    t.first = false;
+    return refused;
   }
 
   /** Stops every container. */
@@ -161,7 +220,7 @@ export class EmulatedFunction {
         c.busy = true;
         return c;
       }
-      this.throttles++;
+      this.slotWaits++;
       await new Promise<void>((r) => this.waiting.push(r));
     }
   }
@@ -211,6 +270,7 @@ export class EmulatedFunction {
       busy: false,
       dead: false,
       stats: { fn: spec.logicalId, coldStartMs: 0, spawnMs: 0, invocations: 0 },
+      index: this.started++,
     };
     const onLine = (buf: Buffer) => {
       for (const line of buf.toString('utf8').split('\n')) {
@@ -224,7 +284,10 @@ export class EmulatedFunction {
     return new Promise<Container>((resolve, reject) => {
       child.on('message', (m: { type: string; [k: string]: any }) => {
         if (m.type === 'call') hooks.onCall(m.call as RecordedCall);
-        else if (m.type === 'ready') {
+        else if (m.type === 'fault') {
+          const code = m.code as S3Injected;
+          this.injected.set(code, (this.injected.get(code) ?? 0) + 1);
+        } else if (m.type === 'ready') {
           c.stats.coldStartMs = m.coldStartMs as number;
           c.stats.spawnMs = performance.now() - t0;
           this.stats.push(c.stats);

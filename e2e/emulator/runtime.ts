@@ -15,6 +15,7 @@ import Module from 'node:module';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { installAuditMiddleware, onCall } from '../iam/recorder.js';
+import { installS3Faults, setS3Faults, type S3FaultMode } from './s3-faults.js';
 
 type Handler = (event: unknown, context: unknown) => Promise<unknown>;
 
@@ -23,6 +24,10 @@ interface InvokeMessage {
   id: string;
   event: unknown;
   deadline: number;
+  /** S3 faults to inject during this invocation (the emulator's fault round). */
+  s3Faults?: S3FaultMode;
+  /** An error the invocation fails with instead of running the handler (a scenario's chosen failure). */
+  fail?: { name: string; message: string };
 }
 
 function send(message: unknown): void {
@@ -35,6 +40,7 @@ const exportName = process.env.VARVE_E2E_HANDLER ?? 'handler';
 // inside the project), the same SDK copy the audit middleware hooks.
 installAuditMiddleware(bundle);
 onCall((call) => send({ type: 'call', call }));
+installS3Faults(bundle, (code, command) => send({ type: 'fault', code, command }));
 
 /**
  * Loads the bundle as CommonJS, as Lambda's runtime does with an `index.js` in /var/task (no
@@ -90,8 +96,12 @@ process.on('message', (m: InvokeMessage) => {
     fail: () => undefined,
     succeed: () => undefined,
   };
+  setS3Faults(m.s3Faults);
   Promise.resolve()
-    .then(() => handler(m.event, context))
+    .then(() => {
+      if (m.fail) throw Object.assign(new Error(m.fail.message), { name: m.fail.name });
+      return handler(m.event, context);
+    })
     .then(
       (value) => send({ type: 'result', id: m.id, ok: true, value: value ?? null }),
       (e: Error) =>
