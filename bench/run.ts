@@ -48,12 +48,16 @@ const SUITES: Array<[string, (ctx: SuiteContext) => Promise<SuiteResult>]> = [
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 
-/** What follows the generated report's closing "Reproduce:" paragraph in `markdown` (hand-written sections), or ''. */
+/**
+ * What follows the generated report's closing "Reproduce:" line in `markdown` (the hand-written
+ * sections), or ''. The line ends the generated part: the tail starts after it (blank lines
+ * dropped), so no hand-written heading or paragraph is taken for part of the report.
+ */
 export function handWrittenTail(markdown: string): string {
   const at = markdown.indexOf('\nReproduce: `npm run bench`');
   if (at < 0) return '';
-  const end = markdown.indexOf('\n\n', at + 1);
-  return end < 0 ? '' : markdown.slice(end + 2);
+  const end = markdown.indexOf('\n', at + 1);
+  return end < 0 ? '' : markdown.slice(end + 1).replace(/^\n+/, '');
 }
 
 function parseArgs(argv: string[]): { quick: boolean; only?: string[]; profile: boolean; docs: boolean } {
@@ -159,7 +163,8 @@ async function main(): Promise<void> {
     // The sections written by hand after the generated part (measured by other tools: memory,
     // AWS requests, CLI start) are kept as they are.
     const previous = await readFile(join(REPO, 'docs/BENCHMARKS.md'), 'utf8').catch(() => '');
-    await writeFile(join(REPO, 'docs/BENCHMARKS.md'), markdown + handWrittenTail(previous));
+    const tail = handWrittenTail(previous);
+    await writeFile(join(REPO, 'docs/BENCHMARKS.md'), tail === '' ? markdown : `${markdown}\n${tail}`);
     for (const [file, svg] of charts) await writeFile(join(REPO, 'docs/bench', file), svg);
     console.log(`[${clock()}] wrote docs/BENCHMARKS.md, ${charts.size} charts in docs/bench/ and bench/results.json`);
   } else {

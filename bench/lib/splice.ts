@@ -23,12 +23,17 @@ export function spliceReport(previous: string, run: RunResult): { markdown: stri
   let md = previous;
   for (const s of run.suites) {
     const from = sectionOf(fresh, s.title);
+    if (!from) throw new Error(`section "${s.title}" is missing from the rendered run; run the full bench instead`);
     const to = sectionOf(md, s.title);
-    if (!from || !to)
-      throw new Error(
-        `section "${s.title}" is missing from ${from ? 'docs/BENCHMARKS.md' : 'the rendered run'}; run the full bench instead`,
-      );
-    md = md.slice(0, to.start) + fresh.slice(from.start, from.end) + md.slice(to.end);
+    if (to) {
+      md = md.slice(0, to.start) + fresh.slice(from.start, from.end) + md.slice(to.end);
+      continue;
+    }
+    // A suite the report has no section for yet: its section goes after the last generated one.
+    const rule = md.indexOf('\n---\n');
+    if (rule < 0)
+      throw new Error(`docs/BENCHMARKS.md has no section "${s.title}" and no closing rule; run the full bench instead`);
+    md = `${md.slice(0, rule)}\n${fresh.slice(from.start, from.end).replace(/^\n+|\n+$/g, '')}\n${md.slice(rule)}`;
   }
   // Headline rows: those of the re-run suites are replaced, in place.
   const freshRows = fresh

@@ -1,5 +1,5 @@
 /**
- * Benchmark 10, the CPU of a full compaction against DuckDB and against varve's own codec floor:
+ * Benchmark 12, the CPU of a full compaction against DuckDB and against varve's own codec floor:
  * 10 overlapping sorted runs of 200,000 keys each (a random fifth of 1,000,000 keys per commit, so
  * about 892,000 keys survive), one bucket, merged into one zstd Parquet file sorted by key. CPU
  * time of the whole process (every thread), interleaved repetition by repetition.
@@ -29,7 +29,7 @@ import { createBenchTable, freshDir, liveFiles, openBenchTable, removeDir, write
 
 const RUNS = 10;
 
-/** Runs benchmark 10. */
+/** Runs benchmark 12. */
 export async function runCompactionCpu(ctx: SuiteContext): Promise<SuiteResult> {
   const k = ctx.quick ? 100_000 : 1_000_000;
   const perRun = k / 5;
@@ -169,7 +169,7 @@ export async function runCompactionCpu(ctx: SuiteContext): Promise<SuiteResult> 
   ];
   return {
     id: 'compaction-cpu',
-    title: '10. Full compaction CPU',
+    title: '12. Full compaction CPU',
     method: [
       `Table: 1 bucket, ${RUNS} commits, each writing a seeded random ${perRun.toLocaleString('en')} of ${k.toLocaleString('en')} keys (write-only: ${RUNS} overlapping level-0 sorted runs, ${(bytesIn / 1e6).toFixed(1)} MB of zstd Parquet); ${live.length.toLocaleString('en')} keys survive.`,
       "Every sample is the CPU time of the whole process (`process.cpuUsage`, user + system, every thread: varve's and DuckDB's worker threads count), not wall time; the three run interleaved, in rotating order, every repetition.",

@@ -1,5 +1,5 @@
 /**
- * Benchmark 11, an upsert stream: 2,000,000 rows in 20 commits of 100,000 (after the first, 30 %
+ * Benchmark 13, an upsert stream: 2,000,000 rows in 20 commits of 100,000 (after the first, 30 %
  * of each commit updates keys written before, 70 % are new keys), then a full read of the table.
  * varve write-only (the merge deferred to the read), varve with its default inline compaction,
  * and DuckDB's PRIMARY KEY table fed with INSERT OR REPLACE. CPU time of the whole process.
@@ -53,7 +53,7 @@ function workload(perCommit: number): { commits: Int32Array[]; expected: Checksu
   };
 }
 
-/** Runs benchmark 11. */
+/** Runs benchmark 13. */
 export async function runUpsertStream(ctx: SuiteContext): Promise<SuiteResult> {
   const perCommit = ctx.quick ? 10_000 : 100_000;
   const plan: RepPlan = ctx.quick ? { warmup: 0, reps: 1, clock: 'cpu' } : { warmup: 1, reps: 2, clock: 'cpu' };
@@ -185,7 +185,7 @@ export async function runUpsertStream(ctx: SuiteContext): Promise<SuiteResult> {
   ];
   return {
     id: 'upsert-stream',
-    title: '11. Upsert stream',
+    title: '13. Upsert stream',
     method: [
       `${COMMITS} commits of ${perCommit.toLocaleString('en')} rows (${rows} in all): the first all new keys, each later one ${UPDATE_SHARE * 100} % updates of random keys written before and ${100 - UPDATE_SHARE * 100} % new keys, shuffled; ${w.keys.toLocaleString('en')} keys at the end. Then a full read.`,
       `varve, timed: per commit \`newWriter()\`, \`writeArrow\`, \`commit\`, then \`table.read()\`; a fresh ${BENCH_BUCKETS}-bucket table per repetition, once write-only (no compaction: the read merges every sorted run) and once with the default options (inline compaction as the writer's triggers call for it).`,
