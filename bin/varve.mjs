@@ -10,7 +10,15 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { exitWithLauncher, relaunchArgs, runRelaunched } from './launch.mjs';
+import { unsupportedNode } from './node-version.mjs';
 
+// First, before anything of varve is loaded (only the launcher's own modules are, which need no
+// newer Node): an older Node stops here with one line saying what to install.
+const tooOld = unsupportedNode(process.versions.node);
+if (tooOld) {
+  process.stderr.write(`varve: ${tooOld}\n`);
+  process.exit(1);
+}
 const self = fileURLToPath(import.meta.url);
 const relaunch = relaunchArgs(process.argv.slice(2), process.execArgv, process.env);
 if (relaunch) {
