@@ -9,13 +9,16 @@
  *     (an added file at its commit, an older file looked up whole) is not decoded again by the
  *     next commits of the process. The cache is bounded, and counted in the table's
  *     `compaction.memory-budget` (the memory the lookup may hold, as for the lookup changelog
- *     producer): it holds at most a quarter of it, least recently used files evicted first.
+ *     producer): it holds at most a quarter of it, least recently used files evicted first;
+ *   - the same cache holds the deletion vectors a commit wrote or read, so the next commit of the
+ *     process takes a file's earlier vector without reading its Puffin blob back.
  */
 import * as arrow from 'apache-arrow';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { concatTables, emptyTable, singleBatch } from '../format/columns.js';
 import { openDataFileRanged } from '../format/data-file.js';
 import type { RowSpanFilter } from '../format/row-group-reader.js';
+import { loadDeletionVector, type DeletionVectorRef } from '../manifest/deletion-index.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import { approximateBytes } from '../mergetree/write-buffer.js';
 import type { ObjectStore } from '../store/object-store.js';
@@ -27,30 +30,33 @@ import type { Table } from './table.js';
 /** The share of `compaction.memory-budget` the decoded-column cache may hold. */
 const CACHE_SHARE = 4;
 
-/** A bounded cache of decoded merge columns by data file (least recently used evicted first). */
+/** What the cache holds: decoded merge columns of a data file, or the positions of a deletion vector. */
+type Cached = arrow.Table | Uint32Array;
+
+/** A bounded cache of decoded merge columns by data file and of deletion vectors by blob (least recently used evicted first). */
 class DecodedColumnCache {
-  private readonly entries = new Map<string, { table: arrow.Table; bytes: number }>();
-  /** Bytes the cached tables hold (their buffers, as the write buffer counts them). */
+  private readonly entries = new Map<string, { value: Cached; bytes: number }>();
+  /** Bytes the cached values hold (a table's buffers as the write buffer counts them, a vector's positions). */
   bytes = 0;
 
-  get(id: string): arrow.Table | undefined {
+  get(id: string): Cached | undefined {
     const e = this.entries.get(id);
     if (e === undefined) return undefined;
     this.entries.delete(id);
     this.entries.set(id, e);
-    return e.table;
+    return e.value;
   }
 
-  /** Keeps `table` unless it alone is over `limit`; evicts the oldest until everything fits in `limit`. */
-  put(id: string, table: arrow.Table, limit: number): void {
+  /** Keeps `value` unless it alone is over `limit`; evicts the oldest until everything fits in `limit`. */
+  put(id: string, value: Cached, limit: number): void {
     const old = this.entries.get(id);
     if (old !== undefined) {
       this.entries.delete(id);
       this.bytes -= old.bytes;
     }
-    const bytes = approximateBytes(table);
+    const bytes = value instanceof Uint32Array ? value.byteLength : approximateBytes(value);
     if (bytes <= limit) {
-      this.entries.set(id, { table, bytes });
+      this.entries.set(id, { value, bytes });
       this.bytes += bytes;
     }
     for (const [key, e] of this.entries) {
@@ -117,7 +123,7 @@ export async function lookupColumns(
   const id = `${key}\n${columns.join('\n')}${evolved ? `\n${table.schema.id}` : ''}`;
   const cache = cacheOf(table.store);
   const hit = cache.get(id);
-  if (hit !== undefined) return { table: hit };
+  if (hit instanceof arrow.Table) return { table: hit };
   if (evolved) {
     const t = singleBatch((await readEntry(table, entry)).select(columns));
     cache.put(id, t, cacheLimit(table));
@@ -151,4 +157,33 @@ function groupPositions(rowGroupRows: readonly number[], groups: readonly number
   let i = 0;
   for (const g of groups) for (let r = 0; r < rowGroupRows[g]; r++) out[i++] = starts[g] + r;
   return out;
+}
+
+/** The cache key of a deletion vector: its blob's place (Puffin files never change). */
+function vectorId(table: Table, ref: DeletionVectorRef): string {
+  return `${table.path}\n${ref.dvFile}@${ref.offset}`;
+}
+
+/** The positions of a deletion vector: from the cache (vectors this process wrote or read), else loaded and cached. */
+export async function lookupVector(table: Table, ref: DeletionVectorRef): Promise<Uint32Array> {
+  const cache = cacheOf(table.store);
+  const id = vectorId(table, ref);
+  const hit = cache.get(id);
+  if (hit instanceof Uint32Array) return hit;
+  const positions = await loadDeletionVector(table.store, table.path, ref);
+  cache.put(id, positions, cacheLimit(table));
+  return positions;
+}
+
+/** Caches the vectors a commit just wrote (`positions` by data file name), so the next commits need not read them back. */
+export function rememberVectors(
+  table: Table,
+  refs: readonly DeletionVectorRef[],
+  positions: Map<string, Uint32Array>,
+): void {
+  const cache = cacheOf(table.store);
+  for (const ref of refs) {
+    const p = positions.get(ref.fileName);
+    if (p !== undefined) cache.put(vectorId(table, ref), p, cacheLimit(table));
+  }
 }

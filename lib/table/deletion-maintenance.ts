@@ -22,7 +22,6 @@ import { takeRows } from '../format/columns.js';
 import type { RowSpanFilter } from '../format/row-group-reader.js';
 import {
   dvFileIdentity,
-  loadDeletionVector,
   readDeletionIndex,
   refIdentity,
   writeBucketVectors,
@@ -40,7 +39,7 @@ import { storedSequence, versionsOfRuns } from '../mergetree/merge-plan.js';
 import { singleRunVersions } from '../mergetree/sort-merge-reader.js';
 import type { DeletionVectorPlanner, PlannedChanges } from '../snapshot/commit-request.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
-import { addedKeyRange, lookupColumns } from './deletion-lookup.js';
+import { addedKeyRange, lookupColumns, lookupVector, rememberVectors } from './deletion-lookup.js';
 import type { Table } from './table.js';
 
 /** Older files of a bucket looked up at once (each one's decoded columns are held until its matches are taken). */
@@ -150,7 +149,7 @@ async function bucketVectors(
     inputs.map(async (p, i) => {
       const id = dvFileIdentity(p.entry.partition, p.entry.bucket, p.entry.file.fileName);
       const ref = refOf.get(id);
-      const before = ref === undefined ? new Uint32Array() : await loadDeletionVector(table.store, table.path, ref);
+      const before = ref === undefined ? new Uint32Array() : await lookupVector(table, ref);
       const after = nextVector(before, p, live[i]);
       if (sameVector(before, after)) return;
       replaced.push(id);
@@ -163,6 +162,7 @@ async function bucketVectors(
     bucket: adds[0].bucket,
     vectors,
   });
+  rememberVectors(table, refs, vectors);
   return { refs, replaced };
 }
 
