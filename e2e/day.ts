@@ -429,7 +429,7 @@ export async function runDay(opts: Options): Promise<DayResult> {
     const cold = f.stats.map((s) => s.coldStartMs);
     const spawn = f.stats.map((s) => s.spawnMs);
     log(
-      `${fn}: ${f.invocations} invocations, ${f.errors} failed (${f.timeouts} timed out, ${f.crashes} crashed, ${f.initErrors} failed init), ${f.throttled} refused (throttled), S3 answers injected: ${f.injected.get('ConditionalRequestConflict') ?? 0} 409, ${f.injected.get('SlowDown') ?? 0} 503; ${f.stats.length} containers, cold start (module load + wasm init) ` +
+      `${fn}: ${f.invocations} invocations, ${gbSeconds(f)}, ${f.errors} failed (${f.timeouts} timed out, ${f.crashes} crashed, ${f.initErrors} failed init), ${f.throttled} refused (throttled), S3 answers injected: ${f.injected.get('ConditionalRequestConflict') ?? 0} 409, ${f.injected.get('SlowDown') ?? 0} 503; ${f.stats.length} containers, cold start (module load + wasm init) ` +
         `median ${median(cold).toFixed(0)} ms, max ${Math.max(0, ...cold).toFixed(0)} ms; process start to ready median ${median(spawn).toFixed(0)} ms; memory ${f.spec.memoryMb} MB, timeout ${f.spec.timeoutSeconds} s`,
     );
   }
@@ -525,6 +525,26 @@ function zippedBundleBytes(dir: string): number {
     bytes += 76 + 2 * Buffer.byteLength(name) + deflateRawSync(readFileSync(file), { level: 9 }).length;
   }
   return bytes;
+}
+
+/**
+ * A function's Lambda compute: GB-s by the invocations' wall clock (what Lambda bills, on this
+ * machine's load) and by their CPU time plus 20 ms per AWS request the function's code made (the
+ * mapping's polls are not its; docs/AWS.md's cost model),
+ * with the per-invocation means behind them.
+ */
+function gbSeconds(f: {
+  spec: { memoryMb: number };
+  invocations: number;
+  durationMs: number;
+  cpuMs: number;
+  sdkCalls: number;
+}): string {
+  const calls = f.sdkCalls;
+  const gb = f.spec.memoryMb / 1024;
+  const n = Math.max(1, f.invocations);
+  const modelMs = f.cpuMs + 20 * calls;
+  return `wall ${((f.durationMs / 1000) * gb).toFixed(1)} GB-s (${(f.durationMs / n).toFixed(0)} ms per invocation), CPU + 20 ms per request ${((modelMs / 1000) * gb).toFixed(1)} GB-s (${(f.cpuMs / n).toFixed(0)} ms CPU and ${(calls / n).toFixed(1)} requests per invocation)`;
 }
 
 function readdirOrEmpty(dir: string): string[] {

@@ -119,6 +119,11 @@ export class EmulatedFunction {
   /** Invocations the service refused (TooManyRequestsException), and S3 answers injected in the containers. */
   throttled = 0;
   readonly injected = new Map<S3Injected, number>();
+  /** Wall-clock time of the invocations (from the event sent to the result, what Lambda bills), and their CPU time. */
+  durationMs = 0;
+  cpuMs = 0;
+  /** AWS SDK calls the containers made (not the mapping's polls). */
+  sdkCalls = 0;
   private started = 0;
   private throttleDraw?: { seed: number; draw: () => number; first: boolean };
 
@@ -162,6 +167,7 @@ export class EmulatedFunction {
     c.stats.invocations++;
     const id = randomUUID();
     const timeoutMs = this.spec.timeoutSeconds * 1000;
+    const sent = performance.now();
     const result = await new Promise<InvokeResult>((resolve) => {
       const timer = setTimeout(() => {
         // Lambda stops the runtime at the deadline; the next invocation gets a fresh one.
@@ -180,6 +186,7 @@ export class EmulatedFunction {
       };
       c.child.send({ type: 'invoke', id, event, deadline: Date.now() + timeoutMs, s3Faults, fail });
     });
+    this.durationMs += performance.now() - sent;
     if (!result.ok) {
       this.errors++;
       if (result.kind === 'timeout') this.timeouts++;
@@ -283,8 +290,10 @@ export class EmulatedFunction {
     child.stderr!.on('data', onLine);
     return new Promise<Container>((resolve, reject) => {
       child.on('message', (m: { type: string; [k: string]: any }) => {
-        if (m.type === 'call') hooks.onCall(m.call as RecordedCall);
-        else if (m.type === 'fault') {
+        if (m.type === 'call') {
+          this.sdkCalls++;
+          hooks.onCall(m.call as RecordedCall);
+        } else if (m.type === 'fault') {
           const code = m.code as S3Injected;
           this.injected.set(code, (this.injected.get(code) ?? 0) + 1);
         } else if (m.type === 'ready') {
@@ -297,6 +306,7 @@ export class EmulatedFunction {
         else if (m.type === 'result' && c.pending?.id === m.id) {
           const pending = c.pending!;
           clearTimeout(pending.timer);
+          this.cpuMs += Number(m.cpuMs ?? 0);
           pending.resolve(m.ok ? { ok: true, value: m.value } : { ok: false, kind: 'error', error: m.error });
         }
       });

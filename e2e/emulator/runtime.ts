@@ -97,14 +97,25 @@ process.on('message', (m: InvokeMessage) => {
     succeed: () => undefined,
   };
   setS3Faults(m.s3Faults);
+  const cpu = process.cpuUsage();
+  const cpuMs = () => {
+    const d = process.cpuUsage(cpu);
+    return (d.user + d.system) / 1000;
+  };
   Promise.resolve()
     .then(() => {
       if (m.fail) throw Object.assign(new Error(m.fail.message), { name: m.fail.name });
       return handler(m.event, context);
     })
     .then(
-      (value) => send({ type: 'result', id: m.id, ok: true, value: value ?? null }),
+      (value) => send({ type: 'result', id: m.id, ok: true, value: value ?? null, cpuMs: cpuMs() }),
       (e: Error) =>
-        send({ type: 'result', id: m.id, ok: false, error: { name: e?.name, message: e?.message ?? String(e) } }),
+        send({
+          type: 'result',
+          id: m.id,
+          ok: false,
+          error: { name: e?.name, message: e?.message ?? String(e) },
+          cpuMs: cpuMs(),
+        }),
     );
 });
