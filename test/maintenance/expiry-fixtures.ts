@@ -1,27 +1,27 @@
 /** Small factories shared by the expiry, consumer expiration and orphan cleanup tests. */
 import { expect } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { tableToRows } from '../../lib/format/columns.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
 import { verifyTable } from '../../lib/maintenance/verify-table.js';
 import { readDeltaEntries } from '../../lib/manifest/scan.js';
-import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind, type Row, type RowKindByte } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import type { ObjectStore } from '../../lib/store/object-store.js';
 import { writeConsumer } from '../../lib/snapshot/consumer.js';
 import { dataFileKey } from '../../lib/table/paths.js';
 import { Table } from '../../lib/table/table.js';
+import { testTable } from '../helpers/tables.js';
 
 /** A 2-bucket primary-key table `db.t (id INT, v STRING)` on a memory store; compaction only when a test asks. */
 export async function newTable(
   options: Record<string, string> = {},
   store: ObjectStore = new MemoryStore(),
 ): Promise<Table> {
-  return new FolderCatalog(store).createTable('db.t', {
-    fields: parseSchemaText('id INT NOT NULL, v STRING'),
+  return testTable({
+    schema: 'id INT NOT NULL, v STRING',
     primaryKeys: ['id'],
     options: { bucket: '2', 'write-only': 'true', 'num-sorted-run.stop-trigger': '1000', ...options },
+    store,
   });
 }
 

@@ -4,17 +4,16 @@
  * replayed from the first snapshot.
  */
 import { expect } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { tableToRows } from '../../lib/format/columns.js';
 import { readChangelogFiles, readLiveFiles } from '../../lib/manifest/scan.js';
 import type { ManifestEntry } from '../../lib/manifest/types.js';
 import { Levels } from '../../lib/mergetree/levels.js';
-import { parseSchemaText } from '../../lib/schema/parse.js';
 import { KIND_COLUMN, RowKind, type Row } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import type { ObjectStore } from '../../lib/store/object-store.js';
 import { readEntry } from '../../lib/table/read.js';
 import type { Table } from '../../lib/table/table.js';
+import { testTable } from '../helpers/tables.js';
 
 export type Value = { v: bigint | null; s: string | null };
 export type State = Map<string, Value>;
@@ -24,12 +23,12 @@ export async function newTable(
   options: Record<string, string>,
   store: ObjectStore = new MemoryStore(),
 ): Promise<Table> {
-  const catalog = new FolderCatalog(store);
-  return catalog.createTable('db.t', {
-    fields: parseSchemaText('id INT NOT NULL, region STRING NOT NULL, v BIGINT, s STRING'),
+  return testTable({
+    schema: 'id INT NOT NULL, region STRING NOT NULL, v BIGINT, s STRING',
     primaryKeys: ['region', 'id'],
     partitionKeys: ['region'],
     options,
+    store,
   });
 }
 

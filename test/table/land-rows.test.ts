@@ -1,20 +1,19 @@
 /** Landing rows that arrive in chunks: written as they come, committed once, or not at all. */
 import { describe, expect, it } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
-import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind, type Row, type RowKindByte } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import { listAll } from '../../lib/store/object-store.js';
 import { landRowChunks, type RowChunk } from '../../lib/table/land-rows.js';
+import { testTable } from '../helpers/tables.js';
 
 async function newTable() {
   const store = new MemoryStore();
-  const catalog = new FolderCatalog(store);
-  const table = await catalog.createTable('db.t', {
-    fields: parseSchemaText('id BIGINT, v STRING'),
+  const table = await testTable({
+    schema: 'id BIGINT, v STRING',
     primaryKeys: ['id'],
     // A buffer far smaller than the input, not spillable: it flushes level-0 files as it fills.
     options: { bucket: '1', 'write-only': 'true', 'write-buffer-size': '16 kb', 'write-buffer-spillable': 'false' },
+    store,
   });
   return { store, table };
 }

@@ -13,11 +13,11 @@ import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind, type Row } from '../../lib/schema/types.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import { rng, testSeed } from '../helpers/random.js';
+import { testTable } from '../helpers/tables.js';
 
 async function newTable(options: Record<string, string> = {}) {
-  const catalog = new FolderCatalog(new MemoryStore());
-  return catalog.createTable('db.t', {
-    fields: parseSchemaText('dt STRING, id BIGINT, v STRING'),
+  return testTable({
+    schema: 'dt STRING, id BIGINT, v STRING',
     primaryKeys: ['dt', 'id'],
     partitionKeys: ['dt'],
     options: { bucket: '3', 'write-only': 'true', ...options },
