@@ -37,7 +37,8 @@ async function stateAt(table: Table, snapshotId: number): Promise<Map<string, st
 /**
  * The sink's failure rate: at 25 % a split uses up the policy's budget of 5 own failures about once
  * in a thousand (the reader moves it to the dead-letter queue); at 75 % a quarter of the splits do,
- * so that run always goes through dead-lettering and the redrive.
+ * so that run goes through dead-lettering and the redrive (17-29 dead letters in 26 of 27 runs, 1
+ * in one: not asserted, a seed with few splits may have none).
  */
 const FAULT_CASES = [
   { producer: 'none', sinkFailures: 0.25 },
@@ -99,7 +100,6 @@ describe.each(FAULT_CASES)(
       console.log(
         `[${name}] ${dead.length} split(s) dead-lettered, each named in an ERROR line, then redriven${first}`,
       );
-      if (sinkFailures > 0.5) expect(dead.length).toBeGreaterThan(0);
       expect(moved).toHaveLength(dead.length);
       for (const d of dead) expect(moved.filter((l) => l.includes(`split ${d.messageId} (snapshot `))).toHaveLength(1);
       while (queue.deadLetters().length > 0) {
