@@ -62,8 +62,24 @@ describe('spliceReport (bench --only=… --docs)', () => {
     expect(twice.match(/## 2\. Suite b/g)).toHaveLength(1);
   });
 
-  it('refuses a suite the document has no section for', () => {
-    const full = renderReport(run([suite(1, 'a', 2)], 'full111')).markdown;
-    expect(() => spliceReport(full, run([suite(2, 'b', 1)], 'x'))).toThrow(/section "2\. Suite b" is missing/);
+  it('adds a suite the document has no section for after the last generated section, with its headline row', () => {
+    // Prepare: a full run of one suite, then a new suite run alone
+    const full = `${renderReport(run([suite(1, 'a', 2)], 'full111')).markdown}## 9. Hand-kept\n\nkept text\n`;
+    // Act
+    const md = spliceReport(full, run([suite(2, 'b', 0.5)], 'only222')).markdown;
+    // Assess: its section sits between the generated one and the closing rule; the hand-kept tail stays
+    expect(md.match(/\n## 2\. Suite b\n/g)).toHaveLength(1);
+    expect(md.indexOf('\n## 1. Suite a\n')).toBeLessThan(md.indexOf('\n## 2. Suite b\n'));
+    expect(md.indexOf('\n## 2. Suite b\n')).toBeLessThan(md.indexOf('\n---\n'));
+    expect(md).toContain('| Suite b | ratio of b | **0.50×**');
+    expect(md).toContain('| Suite a | ratio of a | **2.00×**');
+    expect(md).toContain('## 9. Hand-kept\n\nkept text');
+  });
+
+  it('refuses when the document has neither the section nor a closing rule to put it before', () => {
+    const full = renderReport(run([suite(1, 'a', 2)], 'full111')).markdown.replace(/\n---\n/g, '\n');
+    expect(() => spliceReport(full, run([suite(2, 'b', 1)], 'x'))).toThrow(
+      /no section "2\. Suite b" and no closing rule/,
+    );
   });
 });
