@@ -4,6 +4,7 @@
  */
 import { ObjectNotFoundError } from '../errors.js';
 import { objectLocation } from '../store/json-file.js';
+import { newestNumbered } from '../store/numbered-objects.js';
 import { fromUtf8, listAll, utf8, type ObjectStore } from '../store/object-store.js';
 import { deserializeSchema, serializeSchema } from './parse.js';
 import type { TableSchema } from './types.js';
@@ -51,19 +52,9 @@ export async function latestSchema(store: ObjectStore, tablePath: string): Promi
   const exists = async (id: number) => (await store.head(schemaKey(tablePath, id))) !== undefined;
   const [first, second] = await Promise.all([tryReadSchema(store, tablePath, 0), exists(1)]);
   if (first === undefined || !second) return first;
-  let present = 1;
-  let missing: number | undefined;
-  for (let id = 2; missing === undefined; id *= 2) {
-    if (await exists(id)) present = id;
-    else missing = id;
-  }
-  while (missing - present > 1) {
-    const mid = Math.floor((present + missing) / 2);
-    if (await exists(mid)) present = mid;
-    else missing = mid;
-  }
+  const newest = await newestNumbered(1, (step) => step, exists);
   // Gone since it was seen: a drop deleting the schema files.
-  return tryReadSchema(store, tablePath, present);
+  return tryReadSchema(store, tablePath, newest);
 }
 
 /** Schema `id`, or undefined when its file does not exist. */

@@ -17,6 +17,7 @@
 import { ObjectNotFoundError, SnapshotNotFoundError } from '../errors.js';
 import type { Snapshot } from './snapshot.js';
 import { objectLocation } from '../store/json-file.js';
+import { newestNumbered } from '../store/numbered-objects.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { fromUtf8, utf8 } from '../store/object-store.js';
 import { RetryBudget, TryAgain } from '../retry-budget.js';
@@ -258,18 +259,11 @@ export class SnapshotManager {
     // as seen) would hand a reader that snapshot: removed rows, or a missing manifest.
     if (!here) return undefined;
     this.seen(start + 1, undefined, sent);
-    let present = start + 1;
-    let missing: number | undefined;
-    for (let step = 2; missing === undefined; step *= 2) {
-      if (await this.exists(start + step)) present = start + step;
-      else missing = start + step;
-    }
-    while (missing - present > 1) {
-      const mid = Math.floor((present + missing) / 2);
-      if (await this.exists(mid)) present = mid;
-      else missing = mid;
-    }
-    return present;
+    return newestNumbered(
+      start + 1,
+      (step) => start + step,
+      (id) => this.exists(id),
+    );
   }
 
   /** Id of the oldest snapshot still present, or undefined for a table with none. */
