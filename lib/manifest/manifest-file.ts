@@ -5,6 +5,7 @@
  */
 import { CorruptMetadataError } from '../errors.js';
 import { parallelMap } from '../concurrency.js';
+import { SizedLru } from '../sized-lru.js';
 import { objectLocation } from '../store/json-file.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { utf8 } from '../store/object-store.js';
@@ -34,9 +35,8 @@ const CACHED_LISTS = 16;
  * only the manifests written since the last one.
  */
 export class LruManifestCache implements ManifestCache {
-  private readonly map = new Map<string, readonly ManifestEntry[]>();
+  private readonly manifests = new SizedLru<string, readonly ManifestEntry[]>();
   private readonly lists = new Map<string, ManifestListContent>();
-  private size = 0;
 
   constructor(private readonly maxEntries = 200_000) {}
 
@@ -52,23 +52,11 @@ export class LruManifestCache implements ManifestCache {
   }
 
   get(fileName: string): readonly ManifestEntry[] | undefined {
-    const entries = this.map.get(fileName);
-    if (entries !== undefined) {
-      this.map.delete(fileName);
-      this.map.set(fileName, entries);
-    }
-    return entries;
+    return this.manifests.get(fileName);
   }
 
   set(fileName: string, entries: readonly ManifestEntry[]): this {
-    if (this.map.has(fileName) || entries.length > this.maxEntries) return this;
-    this.map.set(fileName, entries);
-    this.size += entries.length;
-    for (const [name, old] of this.map) {
-      if (this.size <= this.maxEntries) break;
-      this.map.delete(name);
-      this.size -= old.length;
-    }
+    if (!this.manifests.has(fileName)) this.manifests.set(fileName, entries, entries.length, this.maxEntries);
     return this;
   }
 }

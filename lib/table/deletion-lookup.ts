@@ -21,6 +21,7 @@ import type { RowSpanFilter } from '../format/row-group-reader.js';
 import { loadDeletionVector, type DeletionVectorRef } from '../manifest/deletion-index.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import { approximateBytes } from '../mergetree/write-buffer.js';
+import { SizedLru } from '../sized-lru.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { dataFileKey } from './paths.js';
 import { dataFileCheck, readEntry } from './read.js';
@@ -33,38 +34,12 @@ const CACHE_SHARE = 4;
 /** What the cache holds: decoded merge columns of a data file, or the positions of a deletion vector. */
 type Cached = arrow.Table | Uint32Array;
 
-/** A bounded cache of decoded merge columns by data file and of deletion vectors by blob (least recently used evicted first). */
-class DecodedColumnCache {
-  private readonly entries = new Map<string, { value: Cached; bytes: number }>();
-  /** Bytes the cached values hold (a table's buffers as the write buffer counts them, a vector's positions). */
-  bytes = 0;
+/** A bounded cache of decoded merge columns by data file and of deletion vectors by blob (least recently used evicted first), sized in bytes (a table's buffers as the write buffer counts them, a vector's positions). */
+type DecodedColumnCache = SizedLru<string, Cached>;
 
-  get(id: string): Cached | undefined {
-    const e = this.entries.get(id);
-    if (e === undefined) return undefined;
-    this.entries.delete(id);
-    this.entries.set(id, e);
-    return e.value;
-  }
-
-  /** Keeps `value` unless it alone is over `limit`; evicts the oldest until everything fits in `limit`. */
-  put(id: string, value: Cached, limit: number): void {
-    const old = this.entries.get(id);
-    if (old !== undefined) {
-      this.entries.delete(id);
-      this.bytes -= old.bytes;
-    }
-    const bytes = value instanceof Uint32Array ? value.byteLength : approximateBytes(value);
-    if (bytes <= limit) {
-      this.entries.set(id, { value, bytes });
-      this.bytes += bytes;
-    }
-    for (const [key, e] of this.entries) {
-      if (this.bytes <= limit) break;
-      this.entries.delete(key);
-      this.bytes -= e.bytes;
-    }
-  }
+/** Bytes `value` holds in the cache. */
+function cachedBytes(value: Cached): number {
+  return value instanceof Uint32Array ? value.byteLength : approximateBytes(value);
 }
 
 /** One cache per store: file keys are unique within a store, not across stores. */
@@ -72,13 +47,13 @@ const caches = new WeakMap<ObjectStore, DecodedColumnCache>();
 
 function cacheOf(store: ObjectStore): DecodedColumnCache {
   let c = caches.get(store);
-  if (c === undefined) caches.set(store, (c = new DecodedColumnCache()));
+  if (c === undefined) caches.set(store, (c = new SizedLru<string, Cached>()));
   return c;
 }
 
 /** Bytes the lookup's decoded-column cache holds for the tables of `store` (tests, memory accounting). */
 export function lookupCacheBytes(store: ObjectStore): number {
-  return caches.get(store)?.bytes ?? 0;
+  return caches.get(store)?.size ?? 0;
 }
 
 /** The cache's bound for `table`: a quarter of its compaction.memory-budget. */
@@ -126,7 +101,7 @@ export async function lookupColumns(
   if (hit instanceof arrow.Table) return { table: hit };
   if (evolved) {
     const t = singleBatch((await readEntry(table, entry)).select(columns));
-    cache.put(id, t, cacheLimit(table));
+    cache.set(id, t, cachedBytes(t), cacheLimit(table));
     return { table: t };
   }
   const decoder = await openDataFileRanged(table.store, key, entry.file.fileSize, dataFileCheck(table, entry.file));
@@ -139,7 +114,7 @@ export async function lookupColumns(
     const parts = groups.length === 0 ? [] : await decoder.readRowGroups(columns, groups);
     const t = parts.length === 0 ? emptyTable(schema) : singleBatch(concatTables(parts, schema));
     if (groups.length === all.length) {
-      cache.put(id, t, cacheLimit(table));
+      cache.set(id, t, cachedBytes(t), cacheLimit(table));
       return { table: t };
     }
     return { table: t, positions: groupPositions(decoder.rowGroupRows, groups, t.numRows) };
@@ -171,7 +146,7 @@ export async function lookupVector(table: Table, ref: DeletionVectorRef): Promis
   const hit = cache.get(id);
   if (hit instanceof Uint32Array) return hit;
   const positions = await loadDeletionVector(table.store, table.path, ref);
-  cache.put(id, positions, cacheLimit(table));
+  cache.set(id, positions, cachedBytes(positions), cacheLimit(table));
   return positions;
 }
 
@@ -184,6 +159,6 @@ export function rememberVectors(
   const cache = cacheOf(table.store);
   for (const ref of refs) {
     const p = positions.get(ref.fileName);
-    if (p !== undefined) cache.put(vectorId(table, ref), p, cacheLimit(table));
+    if (p !== undefined) cache.set(vectorId(table, ref), p, cachedBytes(p), cacheLimit(table));
   }
 }
