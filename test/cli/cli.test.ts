@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { runVarve } from '../helpers/cli-process.js';
+import { jsonlRows, runVarve } from '../helpers/cli-process.js';
 
 let dir: string;
 
@@ -46,19 +46,11 @@ describe('varve CLI', () => {
     const files = await varve('sys', 'db.t', 'files', '--format', 'jsonl');
     // Assess
     expect(w.code, w.err).toBe(0);
-    expect(
-      r.out
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l)),
-    ).toEqual([
+    expect(jsonlRows(r.out)).toEqual([
       { id: 1, v: 'C' },
       { id: 2, v: 'B' },
     ]);
-    const fileRows = files.out
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
+    const fileRows = jsonlRows(files.out);
     expect(fileRows).toHaveLength(1);
     expect(fileRows[0].record_count).toBe(2);
   });
@@ -78,16 +70,8 @@ describe('varve CLI', () => {
     );
     await varve('write', 'db.t', file('b.jsonl', jsonl([{ id: 1, v: 'C' }])));
     const r = await varve('read', 'db.t', '--format', 'jsonl');
-    const files = (await varve('sys', 'db.t', 'files', '--format', 'jsonl')).out
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
-    expect(
-      r.out
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l)),
-    ).toEqual([
+    const files = jsonlRows<{ record_count: number }>((await varve('sys', 'db.t', 'files', '--format', 'jsonl')).out);
+    expect(jsonlRows(r.out)).toEqual([
       { id: 1, v: 'C' },
       { id: 2, v: 'B' },
     ]);
@@ -121,16 +105,8 @@ describe('varve CLI', () => {
       ),
     );
     const r = await varve('read', 'db.agg', '--format', 'jsonl');
-    const files = (await varve('sys', 'db.agg', 'files', '--format', 'jsonl')).out
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
-    expect(
-      r.out
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l)),
-    ).toEqual([
+    const files = jsonlRows((await varve('sys', 'db.agg', 'files', '--format', 'jsonl')).out);
+    expect(jsonlRows(r.out)).toEqual([
       { id: 1, amount: 15 },
       { id: 2, amount: 20 },
     ]);
@@ -160,14 +136,8 @@ describe('varve CLI', () => {
         ]),
       ),
     );
-    const files = (await varve('sys', 'db.cl', 'files', '--format', 'jsonl')).out
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
-    const snaps = (await varve('sys', 'db.cl', 'snapshots', '--format', 'jsonl')).out
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
+    const files = jsonlRows((await varve('sys', 'db.cl', 'files', '--format', 'jsonl')).out);
+    const snaps = jsonlRows((await varve('sys', 'db.cl', 'snapshots', '--format', 'jsonl')).out);
     await varve('write', 'db.cl', file('b.jsonl', jsonl([{ id: 3, v: 'D' }])));
     const changelog = await varve(
       'audit-log',
@@ -183,12 +153,7 @@ describe('varve CLI', () => {
     expect(files[0].record_count).toBe(2);
     expect(snaps[0].changelog_record_count).toBe(3);
     expect(changelog.code, changelog.err).toBe(0);
-    expect(
-      changelog.out
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l)),
-    ).toEqual([
+    expect(jsonlRows(changelog.out)).toEqual([
       { rowkind: '+I', id: 1, v: 'A' },
       { rowkind: '+I', id: 1, v: 'C' },
       { rowkind: '+I', id: 2, v: 'B' },
@@ -217,12 +182,7 @@ describe('varve CLI', () => {
     const tagged = await varve('read', 'db.t', '--tag', 'before-delete', '--format', 'jsonl');
     const audit = await varve('audit-log', 'db.t', '--format', 'jsonl');
     const tags = await varve('sys', 'db.t', 'tags', '--format', 'jsonl');
-    expect(
-      now.out
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l)),
-    ).toEqual([{ id: 1, v: 'A' }]);
+    expect(jsonlRows(now.out)).toEqual([{ id: 1, v: 'A' }]);
     expect(old.out.trim().split('\n')).toHaveLength(3);
     expect(tagged.out).toBe(old.out);
     expect(audit.out).toContain('"rowkind":"-D"');

@@ -99,3 +99,11 @@ export async function varveOk(warehouse: string, args: string[]): Promise<string
   expect(r, r.err).toMatchObject({ code: 0, err: '' });
   return r.out;
 }
+
+/** The rows of a command's `--format jsonl` output, one JSON object a line. */
+export function jsonlRows<T = Record<string, unknown>>(out: string): T[] {
+  return out
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as T);
+}
