@@ -4,12 +4,12 @@
  * APPEND snapshot (lib/table/group-commit.ts), then puts `Snapshot Committed` on the bus and
  * enqueues compaction jobs. A message that can never be committed (not a commit message of this
  * table, or a batch whose files are gone) goes to the rejects queue with its reason, so it never
- * holds back the messages behind it; any other failure reports the first message not committed
+ * holds back the messages behind it (a `varve redrive` barrier message is dropped); any other failure reports the first message not committed
  * and every later one (Powertools' FIFO processor), to be retried in order.
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { CorruptMetadataError } from '../lib/errors.js';
-import { parseCommitMessage } from '../lib/table/commit-message.js';
+import { isRedriveBarrier, parseCommitMessage } from '../lib/table/commit-message.js';
 import { GroupCommit, type QueuedCommit } from '../lib/table/group-commit.js';
 import { afterAppend } from '../lib/aws/after-commit.js';
 import type { Env } from '../lib/aws/env.js';
@@ -26,7 +26,12 @@ export function createCommitHandler(env: Env = process.env) {
     const table = await openTable(env, 'commit');
     const queued: QueuedCommit[] = [];
     const invalid = new Map<string, Error>();
+    const barriers = new Set<string>();
     for (const { messageId: id, body } of event.Records) {
+      if (isRedriveBarrier(body)) {
+        barriers.add(id);
+        continue;
+      }
       try {
         const message = parseCommitMessage(body);
         if (message.table !== table.name)
@@ -51,6 +56,11 @@ export function createCommitHandler(env: Env = process.env) {
       processFifoBatch(
         event,
         async ({ messageId: id, body }) => {
+          if (barriers.has(id)) {
+            // `varve redrive` sent it to hold the group and will send another: nothing to commit.
+            log().info('dropped a redrive barrier message', { table: table.name, messageId: id });
+            return;
+          }
           try {
             const outcome = invalid.has(id) ? undefined : await group.settle(id);
             const refused = invalid.get(id) ?? outcome?.refused.get(id);

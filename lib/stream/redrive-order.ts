@@ -20,9 +20,10 @@
  *   hands out no message of a group while one of its messages is in flight: the redrive receives
  *   (holds) the head of the group, or a barrier message it sends when the queue is empty, for the
  *   whole decision and commit, then releases what it held (those were sent after the dead-lettered
- *   batches: committing them afterwards is their order). A barrier the redrive could not delete
- *   (it crashed) reaches the commit function after its visibility timeout and goes to the rejects
- *   queue as not being a commit message.
+ *   batches: committing them afterwards is their order). The commit function polls the same group
+ *   and may receive a barrier first: it drops it, and the redrive, finding the group empty again,
+ *   sends another (each with its own id). A barrier the redrive could not delete (it crashed)
+ *   reaches the commit function after its visibility timeout and is dropped the same way.
  * - **Undecidable** batches stay in the DLQ: when the snapshots since a batch was written have been
  *   expired, the files that could hold newer versions are no longer listed, and the redrive says
  *   so instead of guessing (`ignoreOrder` commits it as written).
@@ -44,7 +45,7 @@ import { takeRows, tableToRows } from '../format/columns.js';
 import { readDeltaEntries } from '../manifest/scan.js';
 import type { CommitBatch, FileChange } from '../snapshot/commit-request.js';
 import { commitAppend } from '../table/append-commit.js';
-import { parseCommitMessage, type CommitMessage } from '../table/commit-message.js';
+import { parseCommitMessage, redriveBarrierBody, type CommitMessage } from '../table/commit-message.js';
 import { GROUP_COMMIT_USER } from '../table/group-commit.js';
 import { openLevel0File } from '../table/level0-file.js';
 import { dataFileKey } from '../table/paths.js';
@@ -343,6 +344,19 @@ async function deleteFiles(table: Table, files: FileChange[]): Promise<void> {
   for (const f of files) await table.store.delete(dataFileKey(table.path, f.partition, f.bucket, f.file.fileName));
 }
 
+/** Whether the queue holds no message, visible or in flight (SQS's approximate counts). */
+async function queueIsEmpty(sqs: SQSClient, url: string): Promise<boolean> {
+  const a = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  const visible = Number(a.Attributes?.ApproximateNumberOfMessages ?? 0);
+  const inFlight = Number(a.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
+  return visible === 0 && inFlight === 0;
+}
+
 /** Every message of a (dead-letter) queue, oldest first, kept invisible for the redrive. */
 async function receiveAll(sqs: SQSClient, url: string): Promise<Message[]> {
   const out: Message[] = [];
@@ -378,16 +392,22 @@ async function releaseMessages(sqs: SQSClient, url: string, messages: Message[])
  * The commit queue's message group, held: `take` receives the head of the group (waiting while a
  * commit function holds it; sending a barrier message when the queue is empty) and keeps it in
  * flight, so SQS hands no message of the group to the commit function; `release` makes the held
- * messages visible again, in their order, and deletes the barrier.
+ * messages visible again, in their order, and deletes the barriers it holds.
+ *
+ * The commit function long-polls the same queue, so it may receive a barrier before the redrive
+ * does (and drops it): whenever the queue is found empty again, a new barrier (a new id, so FIFO
+ * deduplication does not swallow it) is sent. A barrier left behind reaches the commit function
+ * and is dropped there.
  */
 function holdCommitGroup(sqs: SQSClient, url: string, groupId: string, opts: CommitRedriveOptions) {
-  const barrierId = `varve-redrive-barrier-${randomUUID()}`;
+  const barrierPrefix = `varve-redrive-barrier-${randomUUID()}`;
+  let barriersSent = 0;
   let held: Message[] = [];
-  const isBarrier = (m: Message) => (m.Body ?? '').includes(barrierId);
+  const isBarrier = (m: Message) => (m.Body ?? '').includes(barrierPrefix);
+  const waitMs = opts.groupWaitMs ?? GROUP_WAIT_MS;
   return {
     async take(): Promise<Message[]> {
-      const until = Date.now() + (opts.groupWaitMs ?? GROUP_WAIT_MS);
-      let barrierSent = false;
+      const until = Date.now() + waitMs;
       for (;;) {
         const r = await sqs.send(
           new ReceiveMessageCommand({
@@ -407,28 +427,21 @@ function holdCommitGroup(sqs: SQSClient, url: string, groupId: string, opts: Com
         }
         if (Date.now() > until)
           throw new CommitGroupBusyError(
-            `the commit queue's group ${groupId} stayed busy for ${Math.round((opts.groupWaitMs ?? GROUP_WAIT_MS) / 1000)} s (a commit function holds it): redrive again`,
+            `the commit queue's group ${groupId} stayed busy for ${Math.round(waitMs / 1000)} s ` +
+              `(a commit function holds it; ${barriersSent} barrier message(s) sent): redrive again`,
           );
-        const a = await sqs.send(
-          new GetQueueAttributesCommand({
-            QueueUrl: url,
-            AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-          }),
-        );
-        const visible = Number(a.Attributes?.ApproximateNumberOfMessages ?? 0);
-        const inFlight = Number(a.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
-        if (visible === 0 && inFlight === 0 && !barrierSent) {
-          // Nothing to hold: a message of our own takes the group (a commit function that got it
-          // first rejects it as not a batch, and the next look finds the group free again).
+        if (await queueIsEmpty(sqs, url)) {
+          // Nothing to hold (or a commit function took the last barrier and dropped it): a message
+          // of our own takes the group.
+          const id = `${barrierPrefix}-${barriersSent++}`;
           await sqs.send(
             new SendMessageCommand({
               QueueUrl: url,
-              MessageBody: JSON.stringify({ varveRedriveBarrier: barrierId }),
+              MessageBody: redriveBarrierBody(id),
               MessageGroupId: groupId,
-              MessageDeduplicationId: queueId(barrierId),
+              MessageDeduplicationId: queueId(id),
             }),
           );
-          barrierSent = true;
           continue;
         }
         await new Promise((r) => setTimeout(r, opts.pollMs ?? 2000));

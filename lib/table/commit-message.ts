@@ -61,6 +61,26 @@ export function encodeCommitMessage(m: CommitMessage): string {
   return body;
 }
 
+const RedriveBarrierSchema = v.object({ varveRedriveBarrier: v.string() });
+
+/**
+ * The body of a barrier message: `varve redrive` (lib/stream/redrive-order.ts) sends one to the
+ * table's commit group when the group is empty and holds it, so that no commit runs while it
+ * decides. A commit function that receives a barrier first (it polls the same group) drops it.
+ */
+export function redriveBarrierBody(id: string): string {
+  return JSON.stringify({ varveRedriveBarrier: id });
+}
+
+/** Whether a commit-queue message body is a redrive barrier (to drop, not to commit or reject). */
+export function isRedriveBarrier(body: string): boolean {
+  try {
+    return v.is(RedriveBarrierSchema, JSON.parse(body));
+  } catch {
+    return false;
+  }
+}
+
 /** Parses a commit message body; throws CorruptMetadataError for anything that is not one. */
 export function parseCommitMessage(body: string): CommitMessage {
   const m = parseJsonMessage(body, CommitMessageSchema, 'commit-queue message');

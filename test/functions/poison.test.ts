@@ -11,6 +11,7 @@ import { createCommitHandler } from '../../functions/commit.js';
 import { createIngestHandler } from '../../functions/ingest.js';
 import type { RejectMessage } from '../../lib/aws/rejects.js';
 import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans.js';
+import { redriveBarrierBody } from '../../lib/table/commit-message.js';
 import { listAll } from '../../lib/store/object-store.js';
 import { listPending } from '../../lib/table/pending-commits.js';
 import { awsAvailable } from '../helpers/aws.js';
@@ -82,6 +83,32 @@ describe.skipIf(!awsAvailable())('poison messages and queued files on moto', () 
     expect(rejects).toHaveLength(1);
     expect(rejects[0]).toMatchObject({ table: 'shop.orders', line: 0, record: '{"not": "a commit"}' });
     expect(rejects[0].reason).toMatch(/a commit-queue message is not one varve sent \(v is missing\)/);
+  });
+
+  it('drops a redrive barrier message without a reject and commits the batches behind it', async () => {
+    // Prepare: a barrier `varve redrive` sent to hold the group, received by the commit function first
+    const d = await deploy();
+    await createOrders(d);
+    const commitUrl = await createQueue(`${uniqueName('commit')}.fifo`);
+    const env = d.env('queue', { VARVE_COMMIT_QUEUE_URL: commitUrl });
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: commitUrl,
+        MessageBody: redriveBarrierBody(`varve-redrive-barrier-${randomUUID()}-0`),
+        MessageGroupId: 'shop.orders',
+        MessageDeduplicationId: randomUUID(),
+      }),
+    );
+    await writeBatch(d, env, 1);
+
+    // Act
+    const polls = await drain(commitUrl, createCommitHandler(env), 10, 6);
+
+    // Assess: the barrier is gone (deleted as processed), nothing rejected, the batch committed
+    expect(polls.flatMap((p) => p.response.batchItemFailures)).toEqual([]);
+    expect(await takeAll(d.rejectsUrl)).toEqual([]);
+    expect(await rowCount(d)).toBe(3);
+    expect(await receive(commitUrl, 10)).toEqual([]);
   });
 
   it('keeps the files of a batch waiting in the commit queue from orphan cleanup until its registration outlives the DLQ', async () => {

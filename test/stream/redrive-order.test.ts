@@ -3,14 +3,20 @@
  * newer batch of the same key commits; the redrive must not let the older value win.
  */
 import { randomUUID } from 'node:crypto';
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import { redriveCommits } from '../../lib/stream/redrive-order.js';
 import { queueId } from '../../lib/stream/split-message.js';
-import { encodeCommitMessage, type CommitMessage } from '../../lib/table/commit-message.js';
+import { encodeCommitMessage, isRedriveBarrier, type CommitMessage } from '../../lib/table/commit-message.js';
 import { landRows } from '../../lib/table/land-rows.js';
 import type { Table } from '../../lib/table/table.js';
 import { awsAvailable } from '../helpers/aws.js';
@@ -104,6 +110,44 @@ describe.skipIf(!awsAvailable())('commit DLQ redrive keeps per-key order (moto)'
     };
     expect(await depth(dlqUrl)).toBe(0);
     expect(await depth(queueUrl)).toBe(0);
+  });
+
+  it('sends a new barrier when the commit function took the first one (it polls the same group)', async () => {
+    // Prepare: the older batch in the DLQ, a newer batch of key 1 committed; and a commit function
+    // that receives the redrive's first barrier before the redrive does, and drops it.
+    const { table, dlqUrl, queueUrl, sqs } = await setup();
+    const older = await writeBatch(table, 'ingest-m1', [
+      { id: 1n, status: 'new' },
+      { id: 2n, status: 'new' },
+    ]);
+    await send(sqs, dlqUrl, older);
+    await tick();
+    await landRows(table, [{ id: 1n, status: 'paid' }], [0], { commitUser: 'ingest', commitIdentifier: 'ingest-m2' });
+    const commitFunction = new SQSClient({});
+    let dropped = 0;
+    const racing = Object.create(sqs) as SQSClient;
+    racing.send = (async (command: Parameters<SQSClient['send']>[0]) => {
+      const out = await sqs.send(command as SendMessageCommand);
+      if (command instanceof SendMessageCommand && dropped === 0 && isRedriveBarrier(command.input.MessageBody ?? '')) {
+        const r = await commitFunction.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, WaitTimeSeconds: 1 }));
+        for (const m of r.Messages ?? []) {
+          expect(isRedriveBarrier(m.Body ?? '')).toBe(true);
+          await commitFunction.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle! }));
+          dropped++;
+        }
+      }
+      return out;
+    }) as SQSClient['send'];
+
+    // Act
+    const r = await redriveCommits(racing, table, dlqUrl, queueUrl, { pollMs: 100, groupWaitMs: 20_000 });
+
+    // Assess: the first barrier was taken, the redrive held the group with another and committed
+    expect(dropped).toBe(1);
+    expect(r.batches[0]).toMatchObject({ outcome: 'committed', committedRows: 1, skippedRows: 1 });
+    const status = await statusOf(table);
+    expect(status.get(1n)).toBe('paid');
+    expect(status.get(2n)).toBe('new');
   });
 
   it('keeps the files of buckets with nothing skipped: the committed snapshot reads whole', async () => {
