@@ -585,6 +585,8 @@ export async function* readDataFileRowGroups(
     check?: DataFileCheck;
     /** Only the rows of a key range of the sorted file (row groups skipped, rows outside not decoded). */
     span?: RowSpanFilter;
+    /** False skips row group `group` (the file's rows [firstRow, firstRow + rows)) unfetched. */
+    rowGroupWanted?: (group: number, firstRow: number, rows: number) => boolean;
   } = {},
 ): AsyncGenerator<arrow.Table> {
   const src = await storeSource(store, key, size, opts.check);
@@ -602,6 +604,7 @@ export async function* readDataFileRowGroups(
     columns,
     memory,
     span: opts.span,
+    rowGroupWanted: opts.rowGroupWanted,
     decodeError: (e) => rowGroupReadError(e, key),
   })) {
     yield normalizeArrowTypes(columns === undefined ? table : selectColumns(table, columns));

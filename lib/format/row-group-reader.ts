@@ -679,6 +679,8 @@ export async function* readRowGroupsRanged(
     columns?: readonly string[];
     footer?: ParquetFooter;
     onRowGroup?: (group: number) => void;
+    /** False skips row group `group` (the file's rows [firstRow, firstRow + rows)) unfetched; default: every one is read. */
+    rowGroupWanted?: (group: number, firstRow: number, rows: number) => boolean;
     decodeError?: (e: unknown, group: number) => unknown;
     /** Where decoded batches go (default: a fresh buffer each); one memory serves every row group. */
     memory?: BatchMemory;
@@ -689,8 +691,12 @@ export async function* readRowGroupsRanged(
   const footer = opts.footer ?? (await readParquetFooter(src));
   const wanted = opts.columns === undefined ? undefined : new Set(opts.columns);
   const span = opts.span;
+  let firstRow = 0;
   for (let g = 0; g < footer.rowGroups.length; g++) {
-    if (footer.rowGroups[g].numRows === 0) continue;
+    const rows = footer.rowGroups[g].numRows;
+    firstRow += rows;
+    if (rows === 0) continue;
+    if (opts.rowGroupWanted !== undefined && !opts.rowGroupWanted(g, firstRow - rows, rows)) continue;
     if (span !== undefined && !rowGroupMay(footer, g, span)) continue;
     const { file } = await rowGroupFile(footer, g, withSpanColumns(wanted, span), (s, e) => src.read(s, e));
     let slice: RowSlice | undefined;

@@ -128,6 +128,11 @@ function dropDeletedBatches(t: arrow.Table, deleted: Uint32Array): arrow.Table[]
   return out;
 }
 
+/** True when rows [start, end) of a file hold a position `deleted` does not. */
+function holdsLive(deleted: Uint32Array, start: number, end: number): boolean {
+  return firstAtOrAfter(deleted, end) - firstAtOrAfter(deleted, start) < end - start;
+}
+
 /** The row groups of a file that hold a live row, and the file position of each one's first row. */
 function liveRowGroups(rowGroupRows: readonly number[], deleted: Uint32Array): { groups: number[]; offsets: number[] } {
   const groups: number[] = [];
@@ -135,8 +140,7 @@ function liveRowGroups(rowGroupRows: readonly number[], deleted: Uint32Array): {
   let start = 0;
   for (let g = 0; g < rowGroupRows.length; g++) {
     const end = start + rowGroupRows[g];
-    const dead = firstAtOrAfter(deleted, end) - firstAtOrAfter(deleted, start);
-    if (dead < end - start) {
+    if (holdsLive(deleted, start, end)) {
       groups.push(g);
       offsets.push(start);
     }
@@ -205,7 +209,10 @@ export async function readMergeFree(
   return columns === undefined ? result : result.select(columns);
 }
 
-/** The live rows of one file, a decoded batch at a time (row groups fetched by range). */
+/**
+ * The live rows of one file, a decoded batch at a time (row groups fetched by range): as in
+ * liveRowsOf, a row group whose rows are all deleted is not fetched, nor a wholly deleted file.
+ */
 async function* liveChunksOf(
   table: Table,
   vectors: Map<string, DeletionVectorRef>,
@@ -213,14 +220,20 @@ async function* liveChunksOf(
   names: string[],
 ): AsyncGenerator<arrow.Table> {
   const deleted = await deletedOf(table, vectors, e);
-  if (deleted.length === e.file.rowCount) return;
+  if (deleted.length >= e.file.rowCount) return;
   const key = dataFileKey(table.path, e.partition, e.bucket, e.file.fileName);
   const same = e.file.schemaId === table.schema.id;
+  // The file position of the next chunk's first row: a row group read starts at its own first row.
+  let offset = 0;
   const chunks = readDataFileRowGroups(table.store, key, e.file.fileSize, {
     ...(same ? { columns: names } : {}),
     check: check(table, e),
+    rowGroupWanted: (_g, firstRow, rows) => {
+      if (!holdsLive(deleted, firstRow, firstRow + rows)) return false;
+      offset = firstRow;
+      return true;
+    },
   });
-  let offset = 0;
   for await (const raw of chunks) {
     const chunk = same ? raw : (await evolved(table, e, raw)).select(names);
     const live = dropDeleted(chunk, deleted, offset);

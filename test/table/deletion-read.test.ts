@@ -1,7 +1,8 @@
 /**
  * The merge-free read of a deletion-vector table (lib/table/deletion-read.ts) skips what its
  * vectors delete whole: a row group whose every row is deleted is never fetched, and the rows of
- * the others are filtered batch by batch (the read equals the merged read).
+ * the others are filtered batch by batch (the read equals the merged read). The same holds for the
+ * batch read (readTable) and the streaming one (scanTable).
  */
 import * as arrow from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
@@ -33,8 +34,18 @@ async function write(table: Table, t: arrow.Table): Promise<void> {
   }
 }
 
+/** The rows of a scan, as one table. */
+async function scanned(table: Table): Promise<arrow.Table> {
+  const batches: arrow.RecordBatch[] = [];
+  for await (const b of table.scan({ batchRows: 10_000 })) batches.push(b);
+  return new arrow.Table(batches);
+}
+
 describe('merge-free read', () => {
-  it('fetches no row group whose rows are all deleted, and equals the merged read', async () => {
+  it.each([
+    ['read', (t: Table) => t.read()],
+    ['scan', scanned],
+  ] as const)('%s: fetches no row group whose rows are all deleted, and equals the merged read', async (_, readAll) => {
     const store = new MemoryStore();
     const fetched: Array<{ key: string; start: number; end: number }> = [];
     const getRange = store.getRange.bind(store);
@@ -64,7 +75,7 @@ describe('merge-free read', () => {
 
     const merged = await table.read({ ignoreDeletionVectors: true });
     fetched.length = 0;
-    const read = await table.read();
+    const read = await readAll(table);
     const text = (t: arrow.Table) => {
       const ids = t.getChild('id')!.toArray() as BigInt64Array;
       const vs = t.getChild('v')!.toArray() as string[];
