@@ -48,6 +48,7 @@ export { callbackSink, jsonlSink, tableSink, type Change, type TableSinkOptions 
 export type { ChangeBatch, StreamSink } from './stream/delivery.js';
 export { readConsumer, listConsumers, deleteConsumer, type Consumer } from './snapshot/consumer.js';
 export { LocalRuntime, type ConsumerSpec, type LocalRuntimeOptions } from './runtime/local-runtime.js';
+export { SPLIT_BACKOFF, type Backoff } from './stream/split-policy.js';
 
 // Maintenance.
 export { compactTable, type CompactTableOptions, type CompactionSummary } from './maintenance/compact.js';

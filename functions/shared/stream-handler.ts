@@ -38,9 +38,6 @@ export interface StreamHandlerEnv {
   VARVE_SPLIT_VISIBILITY_S?: string;
 }
 
-/** A failed split comes back after 2, 4, 8, … seconds of backoff on its own failures, at most 5 minutes (SQS visibility is in seconds). */
-const LAMBDA_BACKOFF = { baseMs: 2000, maxMs: 300_000 };
-
 /** A handler delivering each split message of the event to the sink `sinkFor` builds for the table. */
 export function createSplitHandler(
   sinkFor: (table: Table) => StreamSink | Promise<StreamSink>,
@@ -70,7 +67,6 @@ export function createSplitHandler(
       holder: `${entry.fences.processHolder}/${context?.awsRequestId ?? randomUUID()}`,
       deadLetterQueue: deadLetterQueueOf(env.VARVE_SPLIT_DLQ_URL),
       noDeadLetterQueue: 'no VARVE_SPLIT_DLQ_URL is set',
-      backoff: LAMBDA_BACKOFF,
       log: log(),
     });
     try {

@@ -21,6 +21,7 @@ import type { StreamSink } from '../stream/delivery.js';
 import type { StreamOptions } from '../stream/stream-options.js';
 import { MemoryQueue } from '../stream/memory-queue.js';
 import { SPLIT_FAILURE_BUDGET } from '../stream/split-failures.js';
+import type { Backoff } from '../stream/split-policy.js';
 import type { SplitQueue } from '../stream/split-queue.js';
 import { RuntimeConsumer } from './runtime-consumer.js';
 
@@ -57,6 +58,11 @@ export interface ConsumerSpec {
   durableQueue?: boolean;
   /** Own failures a split may have before its reader dead-letters it. @default SPLIT_FAILURE_BUDGET */
   failureBudget?: number;
+  /**
+   * When a failed split comes back: after `baseMs`, doubling per own failure, at most `maxMs`.
+   * @default SPLIT_BACKOFF, as on Lambda: 2, 4, 8, 16 s, so the budget spans a sink outage of about 30 s
+   */
+  backoff?: Backoff;
   /** Snapshots planned per discovery run. @default 64 */
   maxSnapshotsPerRun?: number;
   /** Hold the consumer id with a lease, so that a second reader group fails at once. @default true */

@@ -10,6 +10,7 @@ import type { Table } from '../table/table.js';
 import type { StreamSink } from '../stream/delivery.js';
 import { discover, ensureConsumer, resetConsumer, rewindPlanning, type DiscoveryResult } from '../stream/discovery.js';
 import { SplitReader } from '../stream/reader.js';
+import type { Backoff } from '../stream/split-policy.js';
 import { MemoryQueue } from '../stream/memory-queue.js';
 import type { SplitQueue } from '../stream/split-queue.js';
 import type { StreamOptions } from '../stream/stream-options.js';
@@ -28,6 +29,8 @@ export interface RuntimeConsumerOptions {
   maxSnapshotsPerRun?: number;
   /** Own failures a split may have before its reader dead-letters it. @default SPLIT_FAILURE_BUDGET */
   failureBudget?: number;
+  /** When a failed split comes back. @default SPLIT_BACKOFF (2, 4, 8, 16 … s) */
+  backoff?: Backoff;
   /** Hold the consumer id with a lease (one reader group at a time). @default true */
   lease?: boolean;
   /** Take the lease over from a live holder (which is fenced off). */
@@ -101,6 +104,7 @@ export class RuntimeConsumer {
       queue: opts.queue,
       sink: opts.sink,
       failureBudget: opts.failureBudget,
+      backoff: opts.backoff,
       log: opts.log,
       // A sink call may take as long as its message stays invisible, as Lambda's timeout allows.
       fence: { lease: this.lease, sinkTimeoutMs: Math.min(visibility, leaseMs) },

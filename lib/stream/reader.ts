@@ -12,7 +12,7 @@ import type { DeliveryFence, DeliveryOutcome, StreamSink } from './delivery.js';
 import type { Table } from '../table/table.js';
 import { MemoryQueue } from './memory-queue.js';
 import { SplitFences } from './split-fence.js';
-import { SplitBatch, type SplitDeadLetterQueue, type SplitLog } from './split-policy.js';
+import { type Backoff, SplitBatch, type SplitDeadLetterQueue, type SplitLog } from './split-policy.js';
 import type { QueueMessage, SplitQueue } from './split-queue.js';
 import { splitWindow } from './split-window.js';
 
@@ -24,8 +24,11 @@ export interface SplitReaderOptions {
   sink: StreamSink;
   /** Own failures a split may have before this reader dead-letters it. @default SPLIT_FAILURE_BUDGET */
   failureBudget?: number;
-  /** First redelivery delay after a failure; doubles per own failure, up to 30 s. @default 100 */
-  retryDelayMs?: number;
+  /**
+   * When a failed split comes back: after `baseMs`, doubling per own failure, at most `maxMs`.
+   * @default SPLIT_BACKOFF (2, 4, 8, 16 … s, as on Lambda)
+   */
+  backoff?: Backoff;
   /** Where problems are reported. @default console.error */
   log?: (line: string) => void;
   now?: () => number;
@@ -120,7 +123,7 @@ export class SplitReader {
       sinkTimeoutMs: limit,
       deadLetterQueue: this.deadLetterQueue,
       budget: this.opts.failureBudget,
-      backoff: { baseMs: this.opts.retryDelayMs ?? 100, maxMs: 30_000 },
+      backoff: this.opts.backoff,
       log: this.log,
       now: this.opts.now,
     });

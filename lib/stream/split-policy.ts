@@ -74,6 +74,14 @@ export interface Backoff {
   maxMs: number;
 }
 
+/**
+ * The backoff of every split reader, local and Lambda alike: a failed split comes back after 2, 4,
+ * 8, 16 … s on its own failures, at most 5 minutes (SQS visibility is set in seconds). The budget's
+ * 5 own failures thus span about 30 s, so a sink outage of a few seconds delays its splits and
+ * dead-letters none.
+ */
+export const SPLIT_BACKOFF: Readonly<Backoff> = { baseMs: 2000, maxMs: 300_000 };
+
 /** Options of a SplitBatch. */
 export interface SplitBatchOptions {
   consumerId: string;
@@ -93,7 +101,8 @@ export interface SplitBatchOptions {
   noDeadLetterQueue?: string;
   /** Own failures a split may have. @default SPLIT_FAILURE_BUDGET */
   budget?: number;
-  backoff: Backoff;
+  /** @default SPLIT_BACKOFF */
+  backoff?: Backoff;
   log: SplitLog;
   now?: () => number;
 }
@@ -240,7 +249,7 @@ export class SplitBatch {
   private delayOf(s: ReceivedSplit): number {
     // A fenced-off reader group's splits are the new holder's: visible again at once.
     if (this.errors.get(s.messageId) instanceof ConsumerLeaseLostError) return 0;
-    const { baseMs, maxMs } = this.opts.backoff;
+    const { baseMs, maxMs } = this.opts.backoff ?? SPLIT_BACKOFF;
     const attempt = Math.max(1, Math.floor(this.attempts.get(s.messageId) ?? s.receiveCount) || 1);
     const backoff = Math.min(maxMs, baseMs * 2 ** Math.min(attempt - 1, 20));
     const until = this.hidden.get(s.messageId);

@@ -126,6 +126,8 @@ async function throughLocalRuntime(
     sink: callbackSink(fn),
     queue,
     stream: { mode: 'earliest' },
+    // The Lambda path's polls skip the visibility backoff; here a failed split comes back soon.
+    backoff: { baseMs: 100, maxMs: 30_000 },
   });
   await runtime.start();
   try {

@@ -86,7 +86,7 @@ describe('discover', () => {
       consumerId: 'c',
       queue,
       sink,
-      retryDelayMs: 0,
+      backoff: { baseMs: 0, maxMs: 0 },
       failureBudget: 100,
       log: () => {},
     });

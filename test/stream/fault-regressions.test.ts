@@ -146,7 +146,7 @@ describe('an expired consumer resumed with skip-to-earliest', () => {
       consumerId: 'c1',
       queue,
       sink,
-      retryDelayMs: 60_000,
+      backoff: { baseMs: 60_000, maxMs: 60_000 },
       log: () => undefined,
     });
     await discover(table, queue, 'c1', { mode: 'earliest' });

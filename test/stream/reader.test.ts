@@ -12,6 +12,7 @@ import { discover, ensureConsumer } from '../../lib/stream/discovery.js';
 import { MemoryQueue } from '../../lib/stream/memory-queue.js';
 import { consumerLag } from '../../lib/stream/progress.js';
 import { SplitReader } from '../../lib/stream/reader.js';
+import type { Backoff } from '../../lib/stream/split-policy.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
 import type { Change } from '../../lib/stream/sinks.js';
 import type { Table } from '../../lib/table/table.js';
@@ -70,7 +71,15 @@ describe.each(FAULT_CASES)(
       sink.failNext = () => faults && f.chance(sinkFailures);
       const logs: string[] = [];
       const readers = [0, 1].map(
-        () => new SplitReader({ table: t, consumerId: 'c', queue, sink, retryDelayMs: 1, log: (l) => logs.push(l) }),
+        () =>
+          new SplitReader({
+            table: t,
+            consumerId: 'c',
+            queue,
+            sink,
+            backoff: { baseMs: 1, maxMs: 30_000 },
+            log: (l) => logs.push(l),
+          }),
       );
       // Act: commits interleaved with discovery (sometimes twice at once) and readers that may crash
       for (let commit = 0; commit < 25; commit++) {
@@ -140,7 +149,7 @@ describe('dead-lettered splits', () => {
       consumerId: 'c',
       queue,
       sink,
-      retryDelayMs: 0,
+      backoff: { baseMs: 0, maxMs: 0 },
       failureBudget: 2,
       log: (l) => log.push(l),
     });
@@ -187,5 +196,70 @@ describe('dead-lettered splits', () => {
     expect(lag!.snapshots).toBeGreaterThan(0);
     expect(sink.changes.filter((c) => c.row.k === 1n).map(show)).toEqual(['+I 1=a', '+I 1=v1', '+I 1=v2', '+I 1=v3']);
     expect((await consumerLag(t, 'c'))!.snapshots).toBe(0);
+  });
+});
+
+describe('a sink outage of a few seconds', () => {
+  const OUTAGE_MS = 5_000;
+
+  /**
+   * Two commits of keys 1..8 (two buckets, two splits each) through a sink that fails for the first
+   * OUTAGE_MS of a clock the test drives: 250 ms per round, the queue's and the reader's clock alike,
+   * so the run is sized by rounds, not by waiting.
+   */
+  async function throughOutage(backoff?: Backoff) {
+    const t = await makeTable({ bucket: '2' });
+    await ensureConsumer(t, 'c', { mode: 'latest' });
+    let clock = Date.now();
+    const now = () => clock;
+    const outageEnds = clock + OUTAGE_MS;
+    const queue = new MemoryQueue({ maxReceiveCount: 50, now });
+    const sink = new RecordingSink();
+    let failedCalls = 0;
+    sink.failNext = () => {
+      if (clock >= outageEnds) return false;
+      failedCalls++;
+      return true;
+    };
+    const log: string[] = [];
+    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, backoff, now, log: (l) => log.push(l) });
+    const keys = [1, 2, 3, 4, 5, 6, 7, 8];
+    for (const v of ['a', 'b'])
+      await put(
+        t,
+        keys.map((k) => [k, v] as [number, string]),
+      );
+    for (let round = 0; round < 2_000; round++) {
+      const d = await discover(t, queue, 'c');
+      await reader.poll();
+      const depth = await queue.depth();
+      if (d.caughtUp && depth.visible + depth.inFlight === 0) break;
+      clock += 250;
+    }
+    return { sink, queue, log, failedCalls, lag: await consumerLag(t, 'c') };
+  }
+
+  it('is waited out under the default backoff (2, 4, 8, 16 s, as on Lambda): everything delivered, nothing dead-lettered', async () => {
+    // Act
+    const { sink, queue, log, failedCalls, lag } = await throughOutage();
+    // Assess: each bucket's head failed at 0 s and 2 s (own failures 1 and 2 of 5) and was
+    // delivered at 6 s, its second split with it; nothing moved to the dead-letter queue.
+    expect(queue.deadLetters()).toEqual([]);
+    expect(log.filter((l) => l.includes('DEAD-LETTER'))).toEqual([]);
+    expect(failedCalls).toBe(4);
+    expect(log.filter((l) => /own failure [12]\/5/.test(l))).toHaveLength(4);
+    expect(replay(sink.changes)).toEqual(new Map([1, 2, 3, 4, 5, 6, 7, 8].map((k) => [`/${k}`, 'b'])));
+    expect(sink.changes.filter((c) => c.row.k === 1n).map(show)).toEqual(['+I 1=a', '+I 1=b']);
+    expect(lag!.snapshots).toBe(0);
+  });
+
+  it('dead-letters the head split of each bucket under a 100 ms backoff (the local default before): why the default is the Lambda one', async () => {
+    // Act
+    const { queue, log } = await throughOutage({ baseMs: 100, maxMs: 30_000 });
+    // Assess: the budget of 5 own failures was spent within 2 s of the outage.
+    expect(
+      log.filter((l) => l.includes('MOVED TO THE DEAD-LETTER QUEUE after failing on its own 5 times')),
+    ).toHaveLength(2);
+    expect(queue.deadLetters()).toHaveLength(4);
   });
 });

@@ -79,7 +79,7 @@ describe('tableSink', () => {
         consumerId: 'etl',
         queue,
         sink: crashing,
-        retryDelayMs: 0,
+        backoff: { baseMs: 0, maxMs: 0 },
         failureBudget: 1_000,
         log: () => {},
       });

@@ -380,6 +380,8 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
       queue: new ProcessQueue(queue, life),
       durableQueue: true,
       maxSnapshotsPerRun: r.int(1, 8),
+      // Faults, not outages: a failed split comes back soon (the default waits seconds).
+      backoff: { baseMs: 100, maxMs: 30_000 },
       // The previous holder crashed: its lease is taken over, and its token fenced off.
       takeover: true,
       leaseMs: 2_000,
