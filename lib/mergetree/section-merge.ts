@@ -121,7 +121,8 @@ export async function* mergeSection(
 }
 
 function asStream(run: SectionRun): RunStream {
-  return { chunks: run.chunks, sequenceBase: run.sequenceBase };
+  // A data file holds one record per key: its chunks are cut at their ends, never joined to the next.
+  return { chunks: run.chunks, sequenceBase: run.sequenceBase, oneRecordPerKey: !run.repeatedKeys };
 }
 
 /** Spill passes until the runs' working set fits the budget (or no pass can reduce it further). */
