@@ -11,15 +11,25 @@
  *     `compaction.memory-budget` (the memory the lookup may hold, as for the lookup changelog
  *     producer): it holds at most a quarter of it, least recently used files evicted first;
  *   - the same cache holds the deletion vectors a commit wrote or read, so the next commit of the
- *     process takes a file's earlier vector without reading its Puffin blob back.
+ *     process takes a file's earlier vector without reading its Puffin blob back;
+ *   - a writer of this process hands the merge columns of each level-0 file it writes to the cache
+ *     (it holds them sorted as it encodes the file: `level0Handover`), so the commit that adds the
+ *     file looks its keys up without reading it back. Files committed by the AWS commit function
+ *     (written by another process, handed over in a queue message as file names only) are read back.
  */
 import * as arrow from 'apache-arrow';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
-import { concatTables, emptyTable, singleBatch } from '../format/columns.js';
+import { tableFromColumns } from '../format/column-layout.js';
+import { concatTables, emptyTable, gatherRows, singleBatch, takeRows } from '../format/columns.js';
 import { openDataFileRanged } from '../format/data-file.js';
 import type { RowSpanFilter } from '../format/row-group-reader.js';
 import { loadDeletionVector, type DeletionVectorRef } from '../manifest/deletion-index.js';
 import type { ManifestEntry } from '../manifest/types.js';
+import { kindColumn, sequenceColumn } from '../mergetree/arrow-build.js';
+import { keyFirstColumns } from '../mergetree/key-first-merge.js';
+import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
+import { mergeEngineFor } from '../mergetree/merge-function.js';
+import type { GatherPlan } from '../mergetree/write-buffer.js';
 import { approximateBytes } from '../mergetree/write-buffer.js';
 import { SizedLru } from '../sized-lru.js';
 import type { ObjectStore } from '../store/object-store.js';
@@ -61,6 +71,80 @@ function cacheLimit(table: Table): number {
   return table.options.compactionMemoryBudget / CACHE_SHARE;
 }
 
+/** True when the table keeps deletion vectors. */
+export function keepsDeletionVectors(table: Table): boolean {
+  return table.schema.primaryKeys.length > 0 && table.options.get('deletion-vectors.enabled') === true;
+}
+
+/** The merge columns the lookup decodes: the key, the engine's sequence fields, `_SEQUENCE_NUMBER`, `_VALUE_KIND`. */
+export function mergeColumnsOf(table: Table): string[] {
+  const engine = mergeEngineFor(mergeConfigFromOptions(table.options, table.schema.primaryKeys));
+  return keyFirstColumns({ keyColumns: table.schema.primaryKeys, engine });
+}
+
+/** The cache key of a data file's `columns` (decoded through schema `schemaId` when it is not the file's). */
+function columnsId(key: string, columns: readonly string[], evolvedTo?: number): string {
+  return `${key}\n${columns.join('\n')}${evolvedTo !== undefined ? `\n${evolvedTo}` : ''}`;
+}
+
+/**
+ * What a writer hands over of one level-0 file: the merge columns of its rows, taken as they are
+ * encoded (`add`: pieces of the file's physical rows, in file order; `addGathered`: a gather plan,
+ * whose rows the encoder's workers gather). `finish` puts them in the cache under the file's key,
+ * the columns a lookup of the file would decode. Columns past the cache's bound are not kept (the
+ * cache could not hold them): the commit then reads that file back.
+ */
+export interface Level0Handover {
+  add(rows: arrow.Table): void;
+  addGathered(plan: GatherPlan): void;
+  finish(key: string): void;
+}
+
+/** The handover of a level-0 file `table`'s writer is writing; undefined for a table without deletion vectors. */
+export function level0Handover(table: Table): Level0Handover | undefined {
+  if (!keepsDeletionVectors(table)) return undefined;
+  const columns = mergeColumnsOf(table);
+  const physical = physicalArrowSchema(table.schema);
+  const schema = new arrow.Schema(columns.map((c) => physical.fields.find((f) => f.name === c)!));
+  const limit = cacheLimit(table);
+  let pieces: arrow.Table[] | undefined = [];
+  let bytes = 0;
+  const keep = (t: arrow.Table) => {
+    if (pieces === undefined) return;
+    bytes += approximateBytes(t);
+    if (bytes > limit) pieces = undefined;
+    else pieces.push(t);
+  };
+  return {
+    add: (rows) => keep(rows.select(columns)),
+    addGathered: (plan) => keep(gatheredColumns(plan, columns, schema)),
+    finish: (key) => {
+      if (pieces === undefined || pieces.length === 0) return;
+      const t = pieces.length === 1 ? singleBatch(pieces[0]) : singleBatch(concatTables(pieces, schema));
+      pieces = undefined;
+      cacheOf(table.store).set(columnsId(key, columns), t, cachedBytes(t), limit);
+    },
+  };
+}
+
+/**
+ * The merge columns of a gather plan's rows: the key and sequence fields gathered from its
+ * sources, `_SEQUENCE_NUMBER` and `_VALUE_KIND` as the plan numbers them (what the file stores).
+ */
+function gatheredColumns(plan: GatherPlan, columns: string[], schema: arrow.Schema): arrow.Table {
+  const fields = columns.slice(0, -2);
+  const sources = plan.sources.map((t) => t.select(fields));
+  const row = plan.row.subarray(0, plan.count);
+  const fieldRows =
+    plan.source === null ? takeRows(sources[0], row) : gatherRows(sources, plan.source.subarray(0, plan.count), row);
+  const children = [
+    ...fieldRows.batches[0].data.children,
+    sequenceColumn(plan.sequence, plan.count),
+    kindColumn(plan.kind, plan.count),
+  ];
+  return tableFromColumns(schema, children, plan.count);
+}
+
 /** Merge columns of one data file: all its rows (`positions` undefined) or those of the row groups the pruning kept. */
 export interface LookedUp {
   table: arrow.Table;
@@ -95,7 +179,7 @@ export async function lookupColumns(
 ): Promise<LookedUp> {
   const key = dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName);
   const evolved = entry.file.schemaId !== table.schema.id;
-  const id = `${key}\n${columns.join('\n')}${evolved ? `\n${table.schema.id}` : ''}`;
+  const id = columnsId(key, columns, evolved ? table.schema.id : undefined);
   const cache = cacheOf(table.store);
   const hit = cache.get(id);
   if (hit instanceof arrow.Table) return { table: hit };

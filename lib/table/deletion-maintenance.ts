@@ -31,7 +31,6 @@ import {
 import type { ManifestCache } from '../manifest/manifest-file.js';
 import { foldLiveFiles } from '../manifest/scan.js';
 import type { ManifestEntry, ManifestFileMeta } from '../manifest/types.js';
-import { keyFirstColumns } from '../mergetree/key-first-merge.js';
 import { compareKeysAt, keyIndex, type KeyIndex } from '../mergetree/key-order.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
 import { mergeEngineFor, type MergeFunction } from '../mergetree/merge-function.js';
@@ -39,16 +38,18 @@ import { storedSequence, versionsOfRuns } from '../mergetree/merge-plan.js';
 import { singleRunVersions } from '../mergetree/sort-merge-reader.js';
 import type { DeletionVectorPlanner, PlannedChanges } from '../snapshot/commit-request.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
-import { addedKeyRange, lookupColumns, lookupVector, rememberVectors } from './deletion-lookup.js';
+import {
+  addedKeyRange,
+  keepsDeletionVectors,
+  lookupColumns,
+  lookupVector,
+  mergeColumnsOf,
+  rememberVectors,
+} from './deletion-lookup.js';
 import type { Table } from './table.js';
 
 /** Older files of a bucket looked up at once (each one's decoded columns are held until its matches are taken). */
 const LOOKUP_FILES_AT_ONCE = 4;
-
-/** True when the table keeps deletion vectors. */
-function keepsDeletionVectors(table: Table): boolean {
-  return table.schema.primaryKeys.length > 0 && table.options.get('deletion-vectors.enabled') === true;
-}
 
 /** The planner the commit loop runs for a table that keeps deletion vectors (undefined for others). */
 export function deletionVectorPlanner(table: Table): DeletionVectorPlanner | undefined {
@@ -126,7 +127,7 @@ async function bucketVectors(
   others: ManifestEntry[],
   refOf: Map<string, DeletionVectorRef>,
 ): Promise<{ refs: DeletionVectorRef[]; replaced: string[] } | undefined> {
-  const columns = keyFirstColumns({ keyColumns: table.schema.primaryKeys, engine });
+  const columns = mergeColumnsOf(table);
   const added = await Promise.all(adds.map((e) => probeWhole(table, e, columns)));
   const probes = added.map((p) => keyIndex(p.table, table.schema.primaryKeys));
   const candidates = others.filter((o) =>

@@ -17,6 +17,7 @@ import { fileStatsOf, type FileStats } from '../format/file-stats.js';
 import { addFileStats, fileMetaOfStats, valueStatsFields } from '../mergetree/file-meta.js';
 import type { DataFileSink } from '../mergetree/rolling-writer.js';
 import type { FileChange } from '../snapshot/commit.js';
+import { level0Handover } from './deletion-lookup.js';
 import { dataFileKey } from './paths.js';
 import type { Table } from './table.js';
 
@@ -57,6 +58,8 @@ export async function openLevel0File(
   const opts = level0Options(table);
   const writer: DataFileEncoder = pool ? pool.open(schema, opts) : await DataFileStreamWriter.open(schema, opts);
   let stats: FileStats | null = null;
+  // A data file of a table with deletion vectors: its commit looks its keys up (handed over, not read back).
+  const handover = prefix === 'data' ? level0Handover(table) : undefined;
   let held: arrow.Table[] = [];
   let heldRows = 0;
   const encodeHeld = async () => {
@@ -70,6 +73,7 @@ export async function openLevel0File(
     add: async (rows) => {
       if (rows.numRows === 0) return;
       stats = addFileStats(stats, fileStatsOf(table.keyFields, rows, valueStatsFields(table.schema)));
+      handover?.add(rows);
       held.push(rows);
       heldRows += rows.numRows;
       if (heldRows >= ENCODE_ROWS) await encodeHeld();
@@ -77,7 +81,9 @@ export async function openLevel0File(
     finish: async () => {
       await encodeHeld();
       const bytes = await writer.finish();
-      await table.store.put(dataFileKey(table.path, target.partition, target.bucket, fileName), bytes);
+      const key = dataFileKey(table.path, target.partition, target.bucket, fileName);
+      await table.store.put(key, bytes);
+      handover?.finish(key);
       return {
         partition: target.partition,
         bucket: target.bucket,
@@ -132,6 +138,10 @@ export async function writeLevel0Gathered(
     plan.sources,
     table.keyFields,
   );
+  // A table with deletion vectors: its commit looks the file's keys up (handed over, not read back),
+  // gathered here once every row group is posted (the workers encode meanwhile).
+  const handover = level0Handover(table);
+  const handed = handover && { ...plan };
   // The workers read the shared copy from here on: the buffered tables may go.
   plan.sources = [];
   let encoded: { bytes: Uint8Array; stats: FileStats[] };
@@ -146,13 +156,16 @@ export async function writeLevel0Gathered(
       });
     }
     posted?.();
+    if (handed) handover?.addGathered(handed);
     encoded = await file.finish();
   } catch (e) {
     await file.discard();
     throw e;
   }
   const stats = encoded.stats.reduce<FileStats | null>((acc, s) => addFileStats(acc, s), null)!;
-  await table.store.put(dataFileKey(table.path, target.partition, target.bucket, fileName), encoded.bytes);
+  const key = dataFileKey(table.path, target.partition, target.bucket, fileName);
+  await table.store.put(key, encoded.bytes);
+  handover?.finish(key);
   return {
     partition: target.partition,
     bucket: target.bucket,

@@ -4,7 +4,8 @@
  * whose key statistics miss the commit's keys are not fetched. The vectors stay exact either way.
  */
 import * as arrow from 'apache-arrow';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { configureEncoderPool, encoderPool } from '../../lib/format/encoder-pool.js';
 import { readParquetFooter } from '../../lib/format/row-group-reader.js';
 import { readLiveFiles } from '../../lib/manifest/scan.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
@@ -44,7 +45,7 @@ function texts(t: arrow.Table): string[] {
   return Array.from(ids, (id, i) => `${id}=${vs[i]}`).sort();
 }
 
-function dvTable(store: MemoryStore, budget: string): Promise<Table> {
+function dvTable(store: MemoryStore, budget: string, more: Record<string, string> = {}): Promise<Table> {
   return testTable({
     schema: 'id BIGINT NOT NULL, v STRING',
     primaryKeys: ['id'],
@@ -53,10 +54,25 @@ function dvTable(store: MemoryStore, budget: string): Promise<Table> {
       'deletion-vectors.enabled': 'true',
       'write-only': 'true',
       'compaction.memory-budget': budget,
+      ...more,
     },
     store,
   });
 }
+
+/** Keys of the objects read (whole or by range) from `store` from now on. */
+function recordReads(store: MemoryStore): Set<string> {
+  const read = new Set<string>();
+  const get = store.get.bind(store);
+  const getRange = store.getRange.bind(store);
+  store.get = (key) => (read.add(key), get(key));
+  store.getRange = (key, start, end) => (read.add(key), getRange(key, start, end));
+  return read;
+}
+
+afterAll(async () => {
+  await configureEncoderPool({ restart: true });
+});
 
 describe('deletion-vector lookup', () => {
   it('keeps its decoded-column cache within a quarter of compaction.memory-budget', async () => {
@@ -79,6 +95,37 @@ describe('deletion-vector lookup', () => {
     expect(texts(await table.read())).toEqual(want);
     expect(texts(await table.read({ ignoreDeletionVectors: true }))).toEqual(want);
   });
+
+  // The writer held each level-0 file's merge columns sorted as it encoded the file (inline, or
+  // gathered for the encoder pool's workers): it hands them over, and the commit reads none back.
+  for (const pooled of [false, true]) {
+    it(`looks the keys of a commit's new files up without reading them back (${pooled ? 'encoder pool' : 'inline encoder'})`, async () => {
+      await configureEncoderPool(pooled ? { threads: 2, minFlushBytes: 0 } : { threads: 0 });
+      const store = new MemoryStore();
+      // A write buffer large enough for the pool's flush.
+      const table = await dvTable(store, '256 mb', { bucket: '2', 'write-buffer-size': '64 mb' });
+      await write(table, rows(0, 20_000, 'a'));
+      const before = new Set(
+        (await readLiveFiles(store, table.path, (await table.snapshots.latest())!)).map((e) => e.file.fileName),
+      );
+      const read = recordReads(store);
+      await write(table, rows(10_000, 30_000, 'b', 3));
+      if (pooled) expect(encoderPool().started, 'the pool encoded the files').toBeGreaterThan(0);
+      const snapshot = (await table.snapshots.latest())!;
+      const added = (await readLiveFiles(store, table.path, snapshot)).filter((e) => !before.has(e.file.fileName));
+      expect(added.length, 'the second commit added a file per bucket').toBe(2);
+      for (const e of added) {
+        const key = dataFileKey(table.path, e.partition, e.bucket, e.file.fileName);
+        expect(read.has(key), `${e.file.fileName} was read back`).toBe(false);
+      }
+      const want = [...rows(0, 20_000, 'a').toArray()].map((r) => `${r.id}=a${r.id}`);
+      const wantMap = new Map(want.map((t) => [t.split('=')[0], t]));
+      for (let i = 10_000; i < 30_000; i += 3) wantMap.set(String(i), `${i}=b${i}`);
+      const got = texts(await table.read());
+      expect(got).toEqual([...wantMap.values()].sort());
+      expect(got).toEqual(texts(await table.read({ ignoreDeletionVectors: true })));
+    });
+  }
 
   it("does not fetch an older file's row groups whose key statistics miss the commit's keys", async () => {
     const store = new MemoryStore();
