@@ -9,6 +9,7 @@ import { runCli } from '../../lib/cli/main.js';
 import { parseFrom } from '../../lib/cli/parse-flags.js';
 import { InvalidArgumentError } from '../../lib/errors.js';
 import { runVarve } from '../helpers/cli-process.js';
+import { LogLines } from '../helpers/log-lines.js';
 
 let dir: string;
 
@@ -146,11 +147,12 @@ describe('varve demo', () => {
   it("[ms] is each change's delivery latency: from its commit (after its step began) to its arrival", async () => {
     // Act: the demo, noting when each line is printed
     const printed: Array<{ line: string; at: number }> = [];
+    const log = new LogLines();
     const code = await runCli(['--warehouse', join(dir, 'wh'), 'demo'], {
       out: (t) => {
         for (const line of t.split('\n').filter(Boolean)) printed.push({ line, at: Date.now() });
       },
-      err: () => {},
+      err: (t) => t.split('\n').filter(Boolean).forEach(log.add),
     });
 
     // Assess: a change was committed after the heading of its step was printed and had arrived
@@ -171,6 +173,8 @@ describe('varve demo', () => {
       ).toBeLessThanOrEqual(p.at - heading!.at + 1);
     }
     expect(changes).toBe(9);
+    // Nothing went wrong on the way (its runtime logs failed splits, dead letters and skips there).
+    log.expectOnly();
   }, 300_000);
 });
 

@@ -24,6 +24,7 @@ import type { Table } from '../../lib/table/table.js';
 import { log } from '../../functions/shared/observability.js';
 import { createStreamHandler } from '../../functions/shared/stream-handler.js';
 import { mulberry32, rng as makeRng, testSeed } from '../helpers/random.js';
+import { DEAD_LETTER, LogLines, SPLIT_FAILED } from '../helpers/log-lines.js';
 import { put } from '../stream/fixtures.js';
 import { captureMetrics, createQueue, pollOnce, powertoolsEnv, queueArn, sqs, takeAll, uniqueName } from './harness.js';
 
@@ -110,6 +111,7 @@ async function throughLocalRuntime(
   seed: number,
   spent: string,
   writes: Array<Array<[number, string]>>,
+  log: LogLines,
 ): Promise<PathResult> {
   const table = await tableWith(`memory://parity-local-${seed}-${uniqueName('w')}`, writes);
   const { fn, result } = scenarioSink(seed, spent);
@@ -118,7 +120,7 @@ async function throughLocalRuntime(
     discoveryIntervalMs: 0,
     compactionIntervalMs: 0,
     expiryIntervalMs: 0,
-    log: () => {},
+    log: log.add,
   });
   const consumer = await runtime.addConsumer({
     table,
@@ -213,11 +215,12 @@ describe('the split-delivery policy, local runtime and Lambda adapter alike', ()
     const bucketOf = (s: string) => s.split('/')[1];
     const followed = splits.filter((s, i) => splits.slice(i + 1).some((t) => bucketOf(t) === bucketOf(s)));
     const spent = makeRng(seed).pick(followed.length > 0 ? followed : splits);
-    vi.spyOn(log(), 'warn').mockImplementation(() => {});
-    vi.spyOn(log(), 'error').mockImplementation(() => {});
+    const localLog = new LogLines();
+    const lambdaWarn = vi.spyOn(log(), 'warn').mockImplementation(() => {});
+    const lambdaError = vi.spyOn(log(), 'error').mockImplementation(() => {});
 
     // Act
-    const local = await throughLocalRuntime(seed, spent, writes);
+    const local = await throughLocalRuntime(seed, spent, writes, localLog);
     const lambda = await throughLambda(seed, spent, writes);
 
     // Assess: both did what the policy says, so the same as each other
@@ -236,6 +239,16 @@ describe('the split-delivery policy, local runtime and Lambda adapter alike', ()
       `seed ${seed}`,
     ).toEqual(expected);
     expect(expected.deadLettered.length, `seed ${seed}`).toBeGreaterThan(0);
+    // Both said so: one ERROR line per dead letter, a WARN line per failed split, nothing else.
+    expect(localLog.matching(DEAD_LETTER), `seed ${seed}`).toHaveLength(expected.deadLettered.length);
+    localLog.expectOnly(SPLIT_FAILED, DEAD_LETTER);
+    const lambdaLines = new LogLines();
+    for (const [message] of [...lambdaWarn.mock.calls, ...lambdaError.mock.calls]) lambdaLines.add(String(message));
+    expect(
+      lambdaError.mock.calls.map(([m]) => String(m)).filter((m) => m.includes(DEAD_LETTER)),
+      `seed ${seed}`,
+    ).toHaveLength(expected.deadLettered.length);
+    lambdaLines.expectOnly(SPLIT_FAILED, DEAD_LETTER);
   }, 300_000);
 });
 

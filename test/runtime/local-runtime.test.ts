@@ -18,6 +18,7 @@ import { StreamScan } from '../../lib/stream/stream-scan.js';
 import type { Table } from '../../lib/table/table.js';
 import { varveProcess } from '../helpers/cli-process.js';
 import { rng, testSeed } from '../helpers/random.js';
+import { DEAD_LETTER, LogLines, SPLIT_FAILED } from '../helpers/log-lines.js';
 import { drain, makeTable, put, RecordingSink, show } from '../stream/fixtures.js';
 
 /**
@@ -32,11 +33,12 @@ describe('LocalRuntime', () => {
   it('delivers a commit to its consumer through the commit event, with the backstop timer off', async () => {
     // Prepare
     const t = await makeTable();
+    const log = new LogLines();
     const runtime = new LocalRuntime({
       discoveryIntervalMs: 0,
       compactionIntervalMs: 0,
       expiryIntervalMs: 0,
-      log: () => {},
+      log: log.add,
     });
     const sink = new RecordingSink();
     await runtime.addConsumer({ table: t, consumerId: 'c', sink, stream: { mode: 'latest' } });
@@ -52,16 +54,18 @@ describe('LocalRuntime', () => {
     } finally {
       await runtime.stop();
     }
+    log.expectOnly();
   });
 
   it('a consumer crossing an alter gets one schema-change event, then rows in the new schema', async () => {
     // Prepare
     const t = await makeTable();
+    const log = new LogLines();
     const runtime = new LocalRuntime({
       discoveryIntervalMs: 0,
       compactionIntervalMs: 0,
       expiryIntervalMs: 0,
-      log: () => {},
+      log: log.add,
     });
     const sink = new RecordingSink();
     await runtime.addConsumer({ table: t, consumerId: 'c', sink, stream: { mode: 'latest' } });
@@ -91,17 +95,19 @@ describe('LocalRuntime', () => {
     } finally {
       await runtime.stop();
     }
+    log.expectOnly();
   });
 
   it('delivers a commit made by another OS process through the snapshot folder watch, with the backstop timer off', async () => {
     // Prepare: a warehouse folder, and a consumer in this process with no polling at all.
     const warehouse = mkdtempSync(join(tmpdir(), 'varve-watch-'));
     const t = await makeTable({}, { store: new LocalStore(warehouse) });
+    const log = new LogLines();
     const runtime = new LocalRuntime({
       discoveryIntervalMs: 0,
       compactionIntervalMs: 0,
       expiryIntervalMs: 0,
-      log: () => {},
+      log: log.add,
     });
     const sink = new RecordingSink();
     await runtime.addConsumer({ table: t, consumerId: 'c', sink, stream: { mode: 'latest' } });
@@ -120,13 +126,15 @@ describe('LocalRuntime', () => {
     } finally {
       await runtime.stop();
     }
+    log.expectOnly();
     // Sized by work: a CLI process on a busy 2-core machine can take a minute to start.
   }, 300_000);
 
   it('streams the changelog of a lookup table: +I, -U/+U, -D', async () => {
     // Prepare
     const t = await makeTable({ 'changelog-producer': 'lookup' });
-    const runtime = new LocalRuntime({ log: () => {} });
+    const log = new LogLines();
+    const runtime = new LocalRuntime({ log: log.add });
     const sink = new RecordingSink();
     await runtime.addConsumer({ table: t, consumerId: 'c', sink });
     await runtime.start();
@@ -142,6 +150,7 @@ describe('LocalRuntime', () => {
     } finally {
       await runtime.stop();
     }
+    log.expectOnly();
   });
 
   it('resumes a consumer restarted in a fresh process exactly: nothing acknowledged repeated, nothing skipped', async () => {
@@ -176,14 +185,20 @@ describe('LocalRuntime', () => {
     // Act: process 1 streams while writes go on (key 0's bucket failing), and stops in the middle of them
     const first = slow(10);
     // The bucket of key 0 never gets through in process 1.
-    first.failNext = (b) => (b.data.getChild('k')!.toArray() as BigInt64Array).includes(0n);
+    let bucketOf0 = -1;
+    first.failNext = (b) => {
+      const has0 = (b.data.getChild('k')!.toArray() as BigInt64Array).includes(0n);
+      if (has0) bucketOf0 = b.bucket;
+      return has0;
+    };
+    const log1 = new LogLines();
     const p1 = {
       table: await open(),
       runtime: new LocalRuntime({
         discoveryIntervalMs: 50,
         compactionIntervalMs: 0,
         expiryIntervalMs: 0,
-        log: () => {},
+        log: log1.add,
       }),
     };
     const consumer1 = await p1.runtime.addConsumer({
@@ -202,9 +217,10 @@ describe('LocalRuntime', () => {
     const offline = await open();
     await writes(offline, 12, 6);
     const second = slow(8);
+    const log2 = new LogLines();
     const p2 = {
       table: await open(),
-      runtime: new LocalRuntime({ compactionIntervalMs: 0, expiryIntervalMs: 0, log: () => {} }),
+      runtime: new LocalRuntime({ compactionIntervalMs: 0, expiryIntervalMs: 0, log: log2.add }),
     };
     await p2.runtime.addConsumer({ table: p2.table, consumerId: 'c', sink: second, readers: 3 });
     await p2.runtime.start();
@@ -224,6 +240,13 @@ describe('LocalRuntime', () => {
       const want = expected.filter((l) => l.split(' ')[2].startsWith(`${k}=`));
       expect(mine, `key ${k}`).toEqual(want);
     }
+    // Process 1 logged the failures of key 0's bucket (and dead-lettered its head, should the writes
+    // have outlasted its budget); nothing of another bucket. Process 2 logged nothing.
+    const failed = [...log1.matching(SPLIT_FAILED), ...log1.matching(DEAD_LETTER)];
+    expect(failed.length).toBeGreaterThan(0);
+    expect(failed.filter((l) => !l.includes(`bucket ${bucketOf0}`))).toEqual([]);
+    log1.expectOnly(SPLIT_FAILED, DEAD_LETTER);
+    log2.expectOnly();
   });
 });
 
@@ -231,12 +254,12 @@ describe('LocalRuntime and an expired consumer', () => {
   it('stops the consumer and says why instead of re-creating it when its id expires while it runs', async () => {
     // Prepare
     const t = await makeTable({ 'consumer.expiration-time': '1 s' });
-    const lines: string[] = [];
+    const log = new LogLines();
     const runtime = new LocalRuntime({
       discoveryIntervalMs: 0,
       compactionIntervalMs: 0,
       expiryIntervalMs: 0,
-      log: (l) => lines.push(l),
+      log: log.add,
     });
     const sink = new RecordingSink();
     const consumer = await runtime.addConsumer({ table: t, consumerId: 'c', sink, stream: { mode: 'earliest' } });
@@ -253,10 +276,11 @@ describe('LocalRuntime and an expired consumer', () => {
       // Assess
       expect(runtime.failure()?.name).toBe('ConsumerExpiredError');
       expect(await readConsumer(t.store, t.path, 'c')).toBeUndefined();
-      expect(lines.join('\n')).toMatch(/consumer c of db.t stopped: consumer c of db.t expired/);
+      expect(log.matching(/consumer c of db.t stopped: consumer c of db.t expired/)).toHaveLength(1);
       await expect(runtime.idle(600_000)).rejects.toThrow(/expired/);
     } finally {
       await runtime.stop();
     }
+    log.expectOnly(/consumer c of db.t stopped: consumer c of db.t expired/);
   });
 });

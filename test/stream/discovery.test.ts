@@ -13,6 +13,7 @@ import { consumerLag } from '../../lib/stream/progress.js';
 import { SplitReader } from '../../lib/stream/reader.js';
 import { parseSplitMessage } from '../../lib/stream/split-message.js';
 import { splitRefPrefix } from '../../lib/snapshot/consumer.js';
+import { LogLines, SPLIT_FAILED } from '../helpers/log-lines.js';
 import { makeTable, pump, put, RecordingSink, show } from './fixtures.js';
 
 function setup(queueOpts: ConstructorParameters<typeof MemoryQueue>[0] = {}) {
@@ -60,7 +61,8 @@ describe('discover', () => {
     const t = await makeTable({ bucket: '4' });
     await ensureConsumer(t, 'c', { mode: 'latest' });
     const { queue, sink } = setup();
-    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, log: () => {} });
+    const log = new LogLines();
+    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, log: log.add });
     await put(
       t,
       [1, 2, 3, 4, 5, 6, 7, 8].map((k) => [k, 'v0'] as [number, string]),
@@ -73,6 +75,7 @@ describe('discover', () => {
     const consumer = await readConsumer(t.store, t.path, 'c');
     // Assess
     expect(consumer).toMatchObject({ nextSnapshot: last + 1, plannedSnapshot: last, buckets: {} });
+    log.expectOnly();
   });
 
   it('holds nextSnapshot at the first split a failing bucket has not delivered, and shows it as lag', async () => {
@@ -81,6 +84,7 @@ describe('discover', () => {
     await ensureConsumer(t, 'c', { mode: 'latest' });
     // Neither the queue nor the reader's own failure budget dead-letters the failing split here.
     const { queue, sink } = setup({ maxReceiveCount: 100 });
+    const log = new LogLines();
     const reader = new SplitReader({
       table: t,
       consumerId: 'c',
@@ -88,7 +92,7 @@ describe('discover', () => {
       sink,
       backoff: { baseMs: 0, maxMs: 0 },
       failureBudget: 100,
-      log: () => {},
+      log: log.add,
     });
     const keys = [1, 2, 3, 4, 5, 6, 7, 8];
     const first = await put(
@@ -130,6 +134,10 @@ describe('discover', () => {
     expect(released?.nextSnapshot).toBe((await t.snapshots.latestId())! + 1);
     expect(sink.changes.filter((c) => c.row.k === 1n).map(show)).toEqual(['+I 1=a', '+I 1=x', '+I 1=y']);
     expect(sink.changes.filter((c) => c.row.k === 8n).map(show)).toEqual(['+I 8=a', '+I 8=x', '+I 8=y']);
+    // Only the stuck bucket's splits failed (its head, and the split behind it); none was dead-lettered.
+    expect(log.matching(SPLIT_FAILED).length).toBeGreaterThan(0);
+    expect(log.matching(SPLIT_FAILED).every((l) => l.includes(`bucket ${stuckBucket} `))).toBe(true);
+    log.expectOnly(SPLIT_FAILED);
   });
 
   it('two discoveries at once deliver every change exactly once', async () => {
@@ -137,7 +145,8 @@ describe('discover', () => {
     const t = await makeTable({ bucket: '3' });
     await ensureConsumer(t, 'c', { mode: 'latest' });
     const { queue, sink } = setup({ dedupWindowMs: 0 });
-    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, log: () => {} });
+    const log = new LogLines();
+    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, log: log.add });
     const expected: string[] = [];
     // Act
     for (let round = 0; round < 5; round++) {
@@ -152,6 +161,7 @@ describe('discover', () => {
     await pump(t, queue, reader, 'c');
     // Assess
     expect(sink.changes.map(show).sort()).toEqual(expected.sort());
+    log.expectOnly();
   });
 
   it('plans at most maxSnapshotsPerRun snapshots per run', async () => {
@@ -174,7 +184,8 @@ describe('discover', () => {
       [2, 'b'],
     ]);
     const { queue, sink } = setup();
-    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, log: () => {} });
+    const log = new LogLines();
+    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, log: log.add });
     // Act
     await discover(t, queue, 'c', { maxInlineBytes: 100 });
     const refsWhilePending = await listAll(t.store, splitRefPrefix(t.path, 'c'));
@@ -186,6 +197,7 @@ describe('discover', () => {
     expect(sink.changes.map(show)).toEqual(['+I 1=a', '+I 2=b']);
     expect(refsAfter).toEqual([]);
     expect((await readConsumer(t.store, t.path, 'c'))?.splitRefs).toBeUndefined();
+    log.expectOnly();
   });
 
   it("starts a new consumer at the scan mode, and a reset drops the old run's messages", async () => {
@@ -194,7 +206,8 @@ describe('discover', () => {
     await put(t, [[1, 'a']]);
     await put(t, [[1, 'b']]);
     const { queue, sink } = setup();
-    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, log: () => {} });
+    const log = new LogLines();
+    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, log: log.add });
     await discover(t, queue, 'c'); // latest-full: the state of snapshot 2
     // Act
     await resetConsumer(t, 'c', { mode: 'earliest' });
@@ -203,6 +216,7 @@ describe('discover', () => {
     // Assess
     expect(stale.stale).toBeGreaterThan(0);
     expect(sink.changes.map((c) => `${c.snapshot}: ${show(c)}`)).toEqual(['1: +I 1=a', '2: +I 1=b']);
+    log.expectOnly();
   });
 
   it('fails with the lost range when the consumer fell behind expiry, unless skip-to-earliest', async () => {

@@ -29,6 +29,7 @@ import { MemoryQueue } from '../../lib/stream/memory-queue.js';
 import { readBucketProgress } from '../../lib/stream/progress.js';
 import { bucketOf } from '../../lib/schema/bucket.js';
 import { SplitReader } from '../../lib/stream/reader.js';
+import { LogLines, SPLIT_FAILED } from '../helpers/log-lines.js';
 import { makeTable, pump, put, RecordingSink } from './fixtures.js';
 
 const HOUR = 3600_000;
@@ -141,13 +142,14 @@ describe('an expired consumer resumed with skip-to-earliest', () => {
     const queue = new MemoryQueue({ visibilityMs: 60_000 });
     const sink = new RecordingSink();
     sink.failNext = (b) => b.bucket === 1;
+    const firstLog = new LogLines();
     const reader = new SplitReader({
       table,
       consumerId: 'c1',
       queue,
       sink,
       backoff: { baseMs: 60_000, maxMs: 60_000 },
-      log: () => undefined,
+      log: firstLog.add,
     });
     await discover(table, queue, 'c1', { mode: 'earliest' });
     await reader.poll();
@@ -156,13 +158,18 @@ describe('an expired consumer resumed with skip-to-earliest', () => {
     const expired = await expireSnapshots(table, { now: Date.now() + 2 * HOUR, retainMin: 100 });
     const refused = await ensureConsumer(table, 'c1').catch((e) => e);
     sink.failNext = () => false;
-    const fresh = new SplitReader({ table, consumerId: 'c1', queue: new MemoryQueue(), sink, log: () => undefined });
+    const freshLog = new LogLines();
+    const fresh = new SplitReader({ table, consumerId: 'c1', queue: new MemoryQueue(), sink, log: freshLog.add });
     const q2 = (fresh as unknown as { opts: { queue: MemoryQueue } }).opts.queue;
     await pump(table, q2, fresh, 'c1', { onExpired: 'skip-to-earliest' });
     // Assess: bucket 0's snapshots 1..3 came once each; bucket 1's snapshot 3 came after the resume.
     expect(expired.expiredConsumers).toEqual(['c1']);
     expect(refused).toBeInstanceOf(ConsumerExpiredError);
     expect(sink.batches.map((b) => `${b.snapshotId}/${b.bucket}`)).toEqual(['1/0', '2/0', '3/0', '3/1']);
+    // The first reader logged bucket 1's failure (once: its backoff outlasts the test), the resumed one nothing.
+    expect(firstLog.matching(SPLIT_FAILED)).toEqual([expect.stringContaining('split of snapshot 3 bucket 1 failed')]);
+    firstLog.expectOnly(SPLIT_FAILED);
+    freshLog.expectOnly();
   });
 
   it('a stream that had not delivered its first full state yet starts with it', async () => {
@@ -175,11 +182,13 @@ describe('an expired consumer resumed with skip-to-earliest', () => {
     await expireSnapshots(table, { now: Date.now() + 2 * HOUR, retainMin: 100 });
     const queue = new MemoryQueue();
     const sink = new RecordingSink();
-    const reader = new SplitReader({ table, consumerId: 'c1', queue, sink, log: () => undefined });
+    const log = new LogLines();
+    const reader = new SplitReader({ table, consumerId: 'c1', queue, sink, log: log.add });
     await pump(table, queue, reader, 'c1', { onExpired: 'skip-to-earliest' });
     // Assess: the full state of snapshot 2 (both keys), not only the changes of snapshot 2.
     expect(sink.batches.map((b) => `${b.kind} ${b.snapshotId}`)).toEqual(['full 2']);
     expect(sink.changes.map((c) => String(c.row.k))).toEqual(['1', '2']);
+    log.expectOnly();
   });
 });
 
@@ -188,11 +197,12 @@ describe('a runtime started with ignoreProgress', () => {
     // Prepare
     const table = await makeTable({ bucket: '1', 'consumer.expiration-time': '1 h' });
     await put(table, [[1, 'a']]);
+    const log = new LogLines();
     const runtime = new LocalRuntime({
       discoveryIntervalMs: 10,
       compactionIntervalMs: 0,
       expiryIntervalMs: 0,
-      log: () => undefined,
+      log: log.add,
     });
     const sink = new RecordingSink();
     const consumer = await runtime.addConsumer({
@@ -218,6 +228,9 @@ describe('a runtime started with ignoreProgress', () => {
       expect(expired.expiredConsumers).toEqual(['c1']);
       expect(consumer.failure).toBeInstanceOf(ConsumerExpiredError);
       expect(runtime.failure()).toBeInstanceOf(ConsumerExpiredError);
+      // The failing split was logged, and the stop, once; nothing was dead-lettered.
+      expect(log.matching('stopped: ')).toHaveLength(1);
+      log.expectOnly(SPLIT_FAILED, 'stopped: ');
     } finally {
       await runtime.stop();
     }
@@ -324,7 +337,8 @@ describe('consumer expiry racing a reader that still delivers', () => {
     const table = await makeTable({ bucket: '1', 'consumer.expiration-time': '1 h' }, { store });
     const queue = new MemoryQueue({ visibilityMs: 60_000 });
     const sink = new RecordingSink();
-    const reader = new SplitReader({ table, consumerId: 'c1', queue, sink, log: () => undefined });
+    const log = new LogLines();
+    const reader = new SplitReader({ table, consumerId: 'c1', queue, sink, log: log.add });
     await put(table, [[1, 'a']]);
     await discover(table, queue, 'c1', { mode: 'earliest' });
     await reader.poll();
@@ -338,12 +352,13 @@ describe('consumer expiry racing a reader that still delivers', () => {
     expect((await expireConsumers(table, { now: Date.now() + 2 * HOUR })).expired).toEqual(['c1']);
     const tombstone = await readTombstone(table.store, table.path, 'c1');
     const q2 = new MemoryQueue();
-    const fresh = new SplitReader({ table, consumerId: 'c1', queue: q2, sink, log: () => undefined });
+    const fresh = new SplitReader({ table, consumerId: 'c1', queue: q2, sink, log: log.add });
     await pump(table, q2, fresh, 'c1', { onExpired: 'skip-to-earliest' });
     // Assess: the reader's delivery of 2 is in the tombstone, and the resumed id does not hand 2 over again.
     expect(store.fired).toBe(1);
     expect(tombstone?.delivered).toEqual({ 'bucket-0': 2 });
     expect(sink.batches.map((b) => b.snapshotId)).toEqual([1, 2]);
+    log.expectOnly();
   });
 });
 
@@ -375,16 +390,18 @@ describe('an expired consumer resumed while no lease object exists (stress seed 
     await c.acquire();
     const q2 = new MemoryQueue();
     const fresh = new RecordingSink();
+    const log = new LogLines();
     await pump(
       table,
       q2,
-      new SplitReader({ table, consumerId: 'c1', queue: q2, sink: fresh, log: () => undefined, fence: { lease: c } }),
+      new SplitReader({ table, consumerId: 'c1', queue: q2, sink: fresh, log: log.add, fence: { lease: c } }),
       'c1',
       { maxRounds: 20 },
     );
     // Assess: the new holder's token is above every earlier one, and it delivers the resumed run.
     expect(c.token).toBeGreaterThan(2);
     expect(fresh.batches.map((x) => x.snapshotId)).toEqual([1]);
+    log.expectOnly();
     // B was fenced off by the expiry: its lease is gone for good.
     await expect(b.renew()).rejects.toBeInstanceOf(ConsumerLeaseLostError);
   });

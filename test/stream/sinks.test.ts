@@ -14,6 +14,7 @@ import { MemoryQueue } from '../../lib/stream/memory-queue.js';
 import { SplitReader } from '../../lib/stream/reader.js';
 import { callbackSink, jsonlSink, tableSink, type Change } from '../../lib/stream/sinks.js';
 import { rng, testSeed } from '../helpers/random.js';
+import { LogLines, SPLIT_FAILED } from '../helpers/log-lines.js';
 import { makeTable, pump, put, stateOf } from './fixtures.js';
 
 describe('jsonlSink and callbackSink', () => {
@@ -74,6 +75,7 @@ describe('tableSink', () => {
       };
       const queue = new MemoryQueue({ maxReceiveCount: 1_000, faults: { ack: () => r.chance(0.2) }, visibilityMs: 10 });
       // The reader's own failure budget as high as the queue's: this test crashes readers, it never dead-letters.
+      const log = new LogLines();
       const reader = new SplitReader({
         table: source,
         consumerId: 'etl',
@@ -81,7 +83,7 @@ describe('tableSink', () => {
         sink: crashing,
         backoff: { baseMs: 0, maxMs: 0 },
         failureBudget: 1_000,
-        log: () => {},
+        log: log.add,
       });
       // Act
       for (let i = 0; i < 15; i++) {
@@ -105,6 +107,9 @@ describe('tableSink', () => {
       expect(identifiers.length).toBeGreaterThan(0);
       expect(new Set(identifiers).size).toBe(identifiers.length);
       expect(identifiers.every((id) => id.startsWith('etl/'))).toBe(true);
+      // Each crash was logged as its split's own failure; lost acknowledgements are logged; nothing else.
+      expect(log.matching(/its own error \(InjectedFaultError: crash after committing/)).toHaveLength(crashes);
+      log.expectOnly(SPLIT_FAILED, /acknowledging \d+ split\(s\) of group .* failed \(injected ack failure/);
     },
   );
 });
