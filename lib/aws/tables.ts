@@ -1,10 +1,13 @@
 /**
  * Opening tables in a function: through the catalog the environment names (the DynamoDB catalog
  * on AWS), kept for a minute in a warm container so that consecutive invocations skip the catalog
- * and schema reads, and with one manifest cache and one snapshot cache per table for the
- * container's lifetime (manifests and snapshots are immutable, so each invocation reads only
- * those written since the last one).
+ * and schema reads. Each table keeps one snapshot manager and one manifest cache for the
+ * container's lifetime (Table's caches, handed to every object the container opens for it):
+ * snapshots and manifests are immutable, so the group commit's deduplication window, the write's
+ * routing, the back-pressure check, the commit and the after-commit work of every invocation share
+ * them, and each invocation reads only what was written since the last one.
  */
+import type { Catalog } from '../catalog/catalog.js';
 import { openCatalog } from '../catalog/open-catalog.js';
 import { LruManifestCache } from '../manifest/manifest-file.js';
 import type { CommitOptions } from '../snapshot/commit.js';
@@ -12,18 +15,45 @@ import { SnapshotManager } from '../snapshot/snapshot-manager.js';
 import { beforeAppendCommit } from '../maintenance/compact-trigger.js';
 import { compactionSettingsOf } from '../maintenance/compaction-settings.js';
 import type { CommitHooks } from '../table/commit-hooks.js';
-import { Table } from '../table/table.js';
+import { Table, type TableCaches } from '../table/table.js';
 import { requireEnv, type Env } from './env.js';
 
 /** How long a warm container keeps an opened table; a schema change is picked up after this. */
 const TABLE_CACHE_MS = 60_000;
+/** Manifest entries a container keeps per table. */
+const MANIFEST_CACHE_ENTRIES = 500_000;
 
 const opened = new Map<string, { table: Promise<Table>; at: number }>();
-const manifestCaches = new Map<string, LruManifestCache>();
-const snapshotManagers = new Map<string, SnapshotManager>();
+/** One catalog (and so one store object) per warehouse and catalog table, for the container's lifetime. */
+const catalogs = new Map<string, Catalog>();
+/** Per table (store and path): the caches every object the container opens for it shares. */
+const tableCaches = new Map<string, TableCaches>();
 
 function cacheKey(env: Env, name: string): string {
   return JSON.stringify([env.VARVE_WAREHOUSE, env.VARVE_CATALOG_TABLE ?? '', name]);
+}
+
+function catalogOf(warehouse: string, env: Env): Catalog {
+  const key = JSON.stringify([warehouse, env.VARVE_CATALOG_TABLE ?? '']);
+  let catalog = catalogs.get(key);
+  if (!catalog) catalogs.set(key, (catalog = openCatalog(warehouse, env)));
+  return catalog;
+}
+
+/** The container-lifetime caches of the table at `path` in `t`'s store. */
+function cachesOf(t: Table): TableCaches {
+  const key = `${t.store.uri}\u0000${t.path}`;
+  let caches = tableCaches.get(key);
+  // A store object other than the one the caches were made for (never, with one catalog per
+  // warehouse) gets new ones: a snapshot manager commits only to its own store.
+  if (caches?.commitSnapshots.store !== t.store) {
+    caches = {
+      commitSnapshots: new SnapshotManager(t.store, t.path, { cacheSnapshots: true }),
+      manifestCache: new LruManifestCache(MANIFEST_CACHE_ENTRIES),
+    };
+    tableCaches.set(key, caches);
+  }
+  return caches;
 }
 
 /** Opens `name` (default VARVE_TABLE) in the warehouse VARVE_WAREHOUSE, through openCatalog. */
@@ -33,9 +63,9 @@ export async function openTable(env: Env, who: string, name?: string): Promise<T
   const key = cacheKey(env, tableName);
   const hit = opened.get(key);
   if (hit && Date.now() - hit.at < TABLE_CACHE_MS) return hit.table;
-  const table = openCatalog(warehouse, env)
+  const table = catalogOf(warehouse, env)
     .getTable(tableName)
-    .then((t) => new Table(t.store, t.name, t.path, t.schema, FUNCTION_COMMIT_HOOKS));
+    .then((t) => new Table(t.store, t.name, t.path, t.schema, FUNCTION_COMMIT_HOOKS, cachesOf(t)));
   opened.set(key, { table, at: Date.now() });
   // A failed open is not cached: the next invocation tries again.
   table.catch(() => {
@@ -60,35 +90,12 @@ const FUNCTION_COMMIT_HOOKS: CommitHooks = {
   afterCommit: async () => {},
 };
 
-/** `cache`'s value for `table`, made on first use and kept for the container's lifetime. */
-function perTableOf<T>(cache: Map<string, T>, table: Table, make: () => T): T {
-  const key = `${table.store.uri}\u0000${table.path}`;
-  let value = cache.get(key);
-  if (value === undefined) cache.set(key, (value = make()));
-  return value;
-}
-
-/** The container-lifetime manifest cache of a table. */
+/** The container-lifetime manifest cache of a table (the table's own: openTable shares it). */
 export function manifestCacheOf(table: Table): LruManifestCache {
-  return perTableOf(manifestCaches, table, () => new LruManifestCache(500_000));
+  return table.manifestCache;
 }
 
-/**
- * The container-lifetime snapshot manager of a table, keeping the snapshots it read: a commit's
- * search for its own identifier in the recent snapshots then reads only those it has not seen.
- */
-function cachingSnapshotManagerOf(table: Table): SnapshotManager {
-  const make = () => new SnapshotManager(table.store, table.path, { cacheSnapshots: true });
-  const sm = perTableOf(snapshotManagers, table, make);
-  if (sm.store === table.store) return sm;
-  // The table cache re-opened the table (a new store object): commit() refuses a snapshot
-  // manager of another store, so the manager follows the table.
-  const fresh = make();
-  snapshotManagers.set(`${table.store.uri}\u0000${table.path}`, fresh);
-  return fresh;
-}
-
-/** The commit settings that keep a table's caches across invocations. */
+/** The commit settings that keep a table's caches across invocations (the table's own: openTable shares them). */
 export function commitCachesOf(table: Table): Partial<CommitOptions> {
-  return { manifestCache: manifestCacheOf(table), snapshotManager: cachingSnapshotManagerOf(table) };
+  return { manifestCache: table.manifestCache, snapshotManager: table.commitSnapshots };
 }

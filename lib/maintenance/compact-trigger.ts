@@ -57,7 +57,8 @@ export async function beforeAppendCommit(table: Table, touched: readonly Touched
   const settings = compactionSettingsOf(table);
   // A warm writer checks against the newest snapshot it knows (no request): the stop trigger is
   // back-pressure, and runs other writers added since only delay it by a commit or so.
-  const latest = table.commitSnapshots.newestKnown() ?? (await table.snapshots.latest());
+  // A cold one looks it up through the committer's caching manager: the commit then starts from it.
+  const latest = table.commitSnapshots.newestKnown() ?? (await table.commitSnapshots.latest());
   if (!latest) return;
   const counts = await sortedRunsOf(table, latest, touched, settings);
   const over = touched.filter((_, i) => counts[i] > settings.stopTrigger);

@@ -54,7 +54,9 @@ export class SnapshotManager {
   private newestSeenSince?: number;
   /**
    * True once a lookup (latestId) found the LATEST hint behind the newest snapshot, found none, or
-   * galloped from a known id without reading it: the next commit writes the hint (takeHintBehind).
+   * galloped from a known id to a newer one without reading the hint: the next commit writes the
+   * hint (takeHintBehind). A lookup that finds the known id still the newest (a warm committer's
+   * check before its next commit) learns nothing of the hint and leaves it to the cold writers.
    */
   private hintBehind = false;
 
@@ -213,7 +215,7 @@ export class SnapshotManager {
     if (known !== undefined) {
       const id = await this.gallopFrom(known);
       if (id !== undefined) {
-        this.hintBehind = true;
+        if (id !== known) this.hintBehind = true;
         return id;
       }
     }

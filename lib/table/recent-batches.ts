@@ -34,7 +34,8 @@ export class RecentBatches {
   private scannedUpTo = 0;
 
   constructor(
-    private readonly table: Table,
+    /** The table object whose caching snapshot manager reads the snapshots (the newest one opened: recentBatchesOf). */
+    public table: Table,
     private readonly now: () => number = Date.now,
     /** How far back (ms) snapshots count: the table's `ingest.deduplication-window`. */
     public windowMs: number = deduplicationWindowOf(table),
@@ -42,14 +43,17 @@ export class RecentBatches {
 
   /** Reads the snapshots committed since the last call (back to the window's start on the first). */
   async refresh(): Promise<void> {
-    const latest = await this.table.snapshots.latestId();
+    // Through the committer's caching manager: the commit that follows starts from the snapshot
+    // found here (read once), and a warm container reads only the snapshots committed since.
+    const snapshots = this.table.commitSnapshots;
+    const latest = await snapshots.latestId();
     if (latest === undefined || latest <= this.scannedUpTo) return;
     const horizon = this.now() - this.windowMs;
     const lowest = Math.max(this.scannedUpTo + 1, latest - MAX_SCAN + 1, 1);
     scan: for (let hi = latest; hi >= lowest; hi -= READ_CHUNK) {
       const ids: number[] = [];
       for (let id = hi; id >= Math.max(lowest, hi - READ_CHUNK + 1); id--) ids.push(id);
-      for (const s of await Promise.all(ids.map((id) => this.table.snapshots.tryRead(id)))) {
+      for (const s of await Promise.all(ids.map((id) => snapshots.tryRead(id)))) {
         // Expired from here down, or older than any retry: nothing further back matters.
         if (s === undefined || s.timeMillis < horizon) break scan;
         this.note(s);
@@ -96,12 +100,14 @@ function deduplicationWindowOf(table: Table): number {
 
 /**
  * The process's RecentBatches of a table (by store and path: a re-opened table shares it), with
- * the window of the table as opened now (an altered window applies from the next refresh on).
+ * the window of the table as opened now (an altered window applies from the next refresh on),
+ * reading through that table object's snapshot manager.
  */
 export function recentBatchesOf(table: Table): RecentBatches {
   const key = `${table.store.uri}\u0000${table.path}`;
   let recent = perTable.get(key);
   if (!recent) perTable.set(key, (recent = new RecentBatches(table)));
+  recent.table = table;
   recent.windowMs = deduplicationWindowOf(table);
   return recent;
 }

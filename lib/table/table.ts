@@ -28,6 +28,16 @@ import { deleteWhereAppend } from './append-delete.js';
 import { rescaleTable, type RescaleOptions, type RescaleResult } from './rescale.js';
 import { followSchemaChanges } from '../retry-budget.js';
 
+/**
+ * What a table object keeps of its immutable metadata (snapshots read or committed, manifests):
+ * every view of the table shares it (withSchema), and a process that opens the table again
+ * (a function's warm container, lib/aws/tables.ts) passes it on, so nothing is read twice.
+ */
+export interface TableCaches {
+  commitSnapshots: SnapshotManager;
+  manifestCache: LruManifestCache;
+}
+
 export class Table {
   readonly options: TableOptions;
   readonly snapshots: SnapshotManager;
@@ -37,7 +47,7 @@ export class Table {
    */
   readonly commitSnapshots: SnapshotManager;
   /** Manifests read by this table object's commits and compactions (immutable, so cacheable). */
-  readonly manifestCache = new LruManifestCache(200_000);
+  readonly manifestCache: LruManifestCache;
   /** Primary key fields, in key order. */
   readonly keyFields: DataField[];
   readonly keyTypes: DataType[];
@@ -55,10 +65,17 @@ export class Table {
     readonly schema: TableSchema,
     /** Work around every commit (the catalogs pass inline compaction and the Iceberg export). */
     readonly commitHooks: CommitHooks = NO_COMMIT_HOOKS,
+    /** The caches of another object of this table (same store and path) to share; new ones by default. */
+    caches?: TableCaches,
   ) {
+    if (caches && (caches.commitSnapshots.store !== store || caches.commitSnapshots.tablePath !== path))
+      throw new InvalidArgumentError(
+        `the caches passed to table ${name} are another table's (${caches.commitSnapshots.tablePath}); share caches only between objects of one table on one store`,
+      );
     this.options = new TableOptions(schema.options, schema.fields);
     this.snapshots = new SnapshotManager(store, path);
-    this.commitSnapshots = new SnapshotManager(store, path, { cacheSnapshots: true });
+    this.commitSnapshots = caches?.commitSnapshots ?? new SnapshotManager(store, path, { cacheSnapshots: true });
+    this.manifestCache = caches?.manifestCache ?? new LruManifestCache(200_000);
     this.keyFields = schema.primaryKeys.map((k) => schema.fields.find((f) => f.name === k)!);
     this.keyTypes = this.keyFields.map((f) => f.type);
     const types = this.keyTypes;
@@ -94,10 +111,15 @@ export class Table {
     return s;
   }
 
+  /** The caches of this table object, to share with another object of the same table. */
+  caches(): TableCaches {
+    return { commitSnapshots: this.commitSnapshots, manifestCache: this.manifestCache };
+  }
+
   /** This table seen through another of its schema versions (time travel, or after an alter). */
   withSchema(schema: TableSchema): Table {
     if (schema.id === this.schema.id) return this;
-    const view = new Table(this.store, this.name, this.path, schema, this.commitHooks);
+    const view = new Table(this.store, this.name, this.path, schema, this.commitHooks, this.caches());
     view.schemaVersions = this.schemaVersions;
     this.schemaVersions.set(schema.id, Promise.resolve(schema));
     return view;

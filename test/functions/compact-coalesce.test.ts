@@ -53,9 +53,15 @@ describe.skipIf(!awsAvailable())('compaction jobs coalesced per bucket (moto)', 
   it('queues one job for 8 commits to a busy bucket, which compacts them all; the next commit after it started queues the next', {
     timeout: 180_000,
   }, async () => {
-    // Prepare: compaction due from 3 sorted runs on, one bucket
+    // Prepare: compaction due from 3 sorted runs on, one bucket; the writers' back-pressure (the
+    // stop trigger, 3 + 3 by default) out of the way: 8 commits with no compaction running would
+    // make the ingest compact the bucket itself before its 8th commit
     const d = await deploy();
-    await createOrders(d, { bucket: '1', 'num-sorted-run.compaction-trigger': '3' });
+    await createOrders(d, {
+      bucket: '1',
+      'num-sorted-run.compaction-trigger': '3',
+      'num-sorted-run.stop-trigger': '20',
+    });
 
     // Act: 8 commits with no compaction running, then the compaction function drains its queue
     await commits(d, 0, 8);
