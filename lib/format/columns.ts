@@ -114,6 +114,21 @@ export function takeRows(table: arrow.Table, indices: Uint32Array, alloc: Alloca
  * one schema (the first one's); multi-batch sources are flattened first.
  */
 export function gatherRows(sources: arrow.Table[], source: Uint16Array, row: Uint32Array): arrow.Table {
+  const schema = sources[0]?.schema;
+  const children = gatherRowColumns(sources, source, row, schema?.fields.length ?? 0);
+  return tableFromColumns(schema, children, row.length);
+}
+
+/**
+ * The first `columns` columns of gatherRows's table, gathered straight from the sources' batches
+ * (no projected table per source): the merge's value columns, beside which it builds its own.
+ */
+export function gatherRowColumns(
+  sources: arrow.Table[],
+  source: Uint16Array,
+  row: Uint32Array,
+  columns: number,
+): arrow.Data[] {
   if (sources.length === 0) throw new InvalidArgumentError('gatherRows: no source tables; pass at least one');
   if (source.length !== row.length) {
     throw new InvalidArgumentError(
@@ -134,7 +149,7 @@ export function gatherRows(sources: arrow.Table[], source: Uint16Array, row: Uin
       );
     }
   }
-  const children = schema.fields.map((f, c) =>
+  return schema.fields.slice(0, columns).map((f, c) =>
     gatherColumn(
       f.type,
       f.name,
@@ -143,7 +158,6 @@ export function gatherRows(sources: arrow.Table[], source: Uint16Array, row: Uin
       row,
     ),
   );
-  return tableFromColumns(schema, children, row.length);
 }
 
 /** The table as exactly one RecordBatch: itself when it already is, else a copy of its columns. */

@@ -31,10 +31,12 @@ export function fileStatsOf(keyFields: DataField[], data: arrow.Table, valueFiel
   let maxSeq = -1;
   let deletes = 0;
   for (const chunk of data.getChild(SEQUENCE_COLUMN)!.data) {
+    // Arrow has already applied the slice offset to `values`. Read as 32-bit word pairs (sequence
+    // numbers are below 2^53): a BigInt per row costs more than the rest of the statistics.
     const values = chunk.values as BigInt64Array;
+    const words = new Int32Array(values.buffer, values.byteOffset, 2 * chunk.length);
     for (let i = 0; i < chunk.length; i++) {
-      // Arrow has already applied the slice offset to `values`.
-      const v = Number(values[i]);
+      const v = words[2 * i + 1] * 4294967296 + (words[2 * i] >>> 0);
       if (v < minSeq) minSeq = v;
       if (v > maxSeq) maxSeq = v;
     }

@@ -207,6 +207,19 @@ function wordAt(bytes: Uint8Array, s: number, e: number, at: number): number {
   return w >>> 0;
 }
 
+/** The keys of rows [from, to) of the table `keys` indexes (views, no copy): the index of that slice of it. */
+export function sliceKeys(keys: KeyIndex, from: number, to: number): KeyIndex {
+  if (from === 0 && to === keys.count) return keys;
+  return {
+    count: to - from,
+    hi: keys.hi.subarray(from, to),
+    lo: keys.lo.subarray(from, to),
+    exact: keys.exact,
+    bytes: keys.bytes,
+    offsets: keys.offsets === null ? null : keys.offsets.subarray(from, to + 1),
+  };
+}
+
 /** Compares key `i` of `a` with key `j` of `b` (both built over the same key columns and types). */
 export function compareKeysAt(a: KeyIndex, i: number, b: KeyIndex, j: number): number {
   const ha = a.hi[i],

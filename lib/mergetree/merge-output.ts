@@ -5,7 +5,7 @@
  */
 import * as arrow from 'apache-arrow';
 import { tableFromColumns } from '../format/column-layout.js';
-import { gatherRows, takeRows } from '../format/columns.js';
+import { gatherRowColumns, gatherRows, takeRows } from '../format/columns.js';
 import { kindColumn, nullColumn, sequenceColumn, valuesColumn } from './arrow-build.js';
 import type { ColumnOutput, MergeResult } from './merge-result.js';
 import type { VersionSet } from './version-set.js';
@@ -66,7 +66,13 @@ export function materializeWinners(
 }
 
 /** The value columns of the winners; consecutive rows of one source (the newest run rewrote every key) are its own columns. */
-function winnerColumns(sources: arrow.Table[], source: Uint16Array, row: Uint32Array, count: number, nf: number) {
+function winnerColumns(
+  sources: arrow.Table[],
+  source: Uint16Array,
+  row: Uint32Array,
+  count: number,
+  nf: number,
+): arrow.Data[] {
   if (count > 0) {
     const s = source[0],
       first = row[0];
@@ -77,12 +83,8 @@ function winnerColumns(sources: arrow.Table[], source: Uint16Array, row: Uint32A
       return first === 0 && count === sources[s].numRows ? own : own.map((d) => d.slice(first, count));
     }
   }
-  const indexes = Array.from({ length: nf }, (_, c) => c);
-  return gatherRows(
-    sources.map((t) => t.selectAt(indexes)),
-    source,
-    row,
-  ).batches[0].data.children.slice();
+  // Straight from the sources' batches: no projected table per source and step.
+  return gatherRowColumns(sources, source, row, nf);
 }
 
 /**
@@ -105,11 +107,7 @@ function takeColumns(versions: VersionSet, version: Uint32Array, count: number, 
   if (sources.length === 1) return takeRows(sources[0].selectAt(indexes), rows).batches[0].data.children.slice();
   const src = new Uint16Array(count);
   for (let k = 0; k < count; k++) src[k] = source[version[k]];
-  return gatherRows(
-    sources.map((t) => t.selectAt(indexes)),
-    src,
-    rows,
-  ).batches[0].data.children.slice();
+  return gatherRowColumns(sources, src, rows, nf);
 }
 
 /**

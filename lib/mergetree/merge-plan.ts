@@ -24,6 +24,8 @@ export interface VersionOrder {
 export interface SequencedTable {
   table: arrow.Table;
   sequence: Float64Array;
+  /** The table's key index over the merge's key columns, when already built (else built here). */
+  keys?: KeyIndex;
 }
 
 /** Sorts a table whose rows are in arrival order into merge order (key, sequence fields, arrival). */
@@ -117,7 +119,7 @@ export function versionsOfTables(schema: TableSchema, inputs: SequencedTable[], 
 export function versionsOfRuns(schema: TableSchema, runs: SequencedTable[], order: VersionOrder): VersionSet {
   const k = runs.length;
   if (k > 0xffff) throw new CorruptMetadataError(`cannot merge ${k} sorted runs at once; compact first`);
-  const keys = runs.map((r) => keyIndex(r.table, order.keyColumns));
+  const keys = runs.map((r) => r.keys ?? keyIndex(r.table, order.keyColumns));
   const kinds = runs.map((r) => kindValues(r.table));
   const allExact = keys.every((x) => x.exact);
   if (allExact && order.sequenceFields.length === 0) return exactVersions(schema, runs, keys, kinds);
@@ -287,7 +289,7 @@ export function newestOfRuns(runs: SequencedTable[], order: VersionOrder): Newes
   if (runs.length > 0xffff)
     throw new CorruptMetadataError(`cannot merge ${runs.length} sorted runs at once; compact first`);
   if (order.sequenceFields.length > 0) return null;
-  const keys = runs.map((r) => keyIndex(r.table, order.keyColumns));
+  const keys = runs.map((r) => r.keys ?? keyIndex(r.table, order.keyColumns));
   if (!keys.every((x) => x.exact)) return null;
   const kinds = runs.map((r) => kindValues(r.table));
   const paired = newestByPairs(runs, keys, kinds);

@@ -17,7 +17,7 @@ import type { MergeFunction } from './merge-function.js';
 import { storedSequence, versionsOfRuns, type VersionOrder } from './merge-plan.js';
 import { mergeSortedRuns } from './sort-merge-reader.js';
 import { SPILL_BATCH_ROWS, SpillDirectory } from './spill.js';
-import { compareKeysAt, keyIndex, type KeyIndex } from './key-order.js';
+import { compareKeysAt, keyIndex, sliceKeys, type KeyIndex } from './key-order.js';
 import { alignRunStreams, type AlignedPiece, type RunStream } from './stream-merge.js';
 import { approximateBytes } from './write-buffer.js';
 
@@ -184,7 +184,7 @@ async function spillGroup(group: SectionRun[], opts: SectionMergeOptions, spills
       for (const pieces of cutPieces(aligned, opts.schema.primaryKeys, opts.stepRows ?? MERGE_STEP_ROWS)) {
         const inputs = pieces.map((p) => {
           const table = singleBatch(p.table);
-          return { table, sequence: storedSequence(table, p.sequenceBase) };
+          return { table, sequence: storedSequence(table, p.sequenceBase), keys: p.keys };
         });
         const versions = versionsOfRuns(opts.schema, inputs, order);
         const rows = gatherRows(versions.sources, versions.source, versions.row);
@@ -244,7 +244,7 @@ export function* cutPieces(pieces: AlignedPiece[], keyColumns: string[], maxRows
     yield pieces;
     return;
   }
-  const parts = pieces.map((p) => ({ piece: p, keys: keyIndex(p.table, keyColumns), start: 0 }));
+  const parts = pieces.map((p) => ({ piece: p, keys: p.keys ?? keyIndex(p.table, keyColumns), start: 0 }));
   const rowsLeft = (x: (typeof parts)[number]) => x.piece.table.numRows - x.start;
   for (;;) {
     const live = parts.filter((x) => rowsLeft(x) > 0);
@@ -274,7 +274,12 @@ export function* cutPieces(pieces: AlignedPiece[], keyColumns: string[], maxRows
     }
     const out: AlignedPiece[] = [];
     live.forEach((x, i) => {
-      if (cuts[i] > x.start) out.push({ ...x.piece, table: x.piece.table.slice(x.start, cuts[i]) });
+      if (cuts[i] > x.start)
+        out.push({
+          ...x.piece,
+          table: x.piece.table.slice(x.start, cuts[i]),
+          keys: sliceKeys(x.keys, x.start, cuts[i]),
+        });
       x.start = cuts[i];
     });
     yield out;

@@ -13,12 +13,15 @@ import { columnChunk } from './column-access.js';
 import type { MergeFunction } from './merge-function.js';
 import { materializeMerge, materializeWinners } from './merge-output.js';
 import { dedupWinners, storedSequence, versionsOfRuns, type SequencedTable, type VersionOrder } from './merge-plan.js';
+import type { KeyIndex } from './key-order.js';
 import { VersionSet } from './version-set.js';
 
 /** One sorted run to merge: its rows and the base of its stored sequence numbers. */
 export interface RunInput {
   table: arrow.Table;
   sequenceBase: number;
+  /** The key index of `table` over the merge's key columns, when the caller built it already (a chunk's, sliced). */
+  keys?: KeyIndex;
 }
 
 /** What a merge-read needs: the schema, the key, the engine and what to do with deletes. */
@@ -90,7 +93,7 @@ function sequencedInputs(runs: RunInput[], opts: MergeReadOptions): SequencedTab
   return runs
     .map((r, k) => {
       const table = checkLayout(singleBatch(r.table), physical, k);
-      return { table, sequence: storedSequence(table, r.sequenceBase) };
+      return { table, sequence: storedSequence(table, r.sequenceBase), keys: r.keys };
     })
     .filter((r) => r.table.numRows > 0);
 }

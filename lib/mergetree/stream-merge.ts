@@ -6,7 +6,7 @@
  */
 import type * as arrow from 'apache-arrow';
 import { concatTables, singleBatch } from '../format/columns.js';
-import { compareKeysAt, keyIndex, type KeyIndex } from './key-order.js';
+import { compareKeysAt, keyIndex, sliceKeys, type KeyIndex } from './key-order.js';
 import { mergeSortedRuns, type MergeReadOptions, type RunInput } from './sort-merge-reader.js';
 
 /** One sorted run, chunk by chunk (each chunk sorted, every chunk after the one before). */
@@ -100,7 +100,12 @@ export async function* alignRunStreams(runs: RunStream[], keyColumns: string[]):
       const pieces: AlignedPiece[] = [];
       live.forEach((c, i) => {
         if (cuts[i] > c.start)
-          pieces.push({ table: c.chunk!.slice(c.start, cuts[i]), sequenceBase: c.sequenceBase, run: c.run });
+          pieces.push({
+            table: c.chunk!.slice(c.start, cuts[i]),
+            keys: sliceKeys(c.keys!, c.start, cuts[i]),
+            sequenceBase: c.sequenceBase,
+            run: c.run,
+          });
         c.start = cuts[i];
       });
       yield pieces;
