@@ -37,6 +37,7 @@ const UNIT_FILES = [
     'predicate',
     'record-columns',
     'rescale',
+    'routing-reads',
     'schema-model',
     'shared-committer',
     'value-stats-pruning',

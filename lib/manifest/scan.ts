@@ -159,8 +159,9 @@ export async function readChangelogFiles(
 
 /**
  * The `totalBuckets` of each of `partitions` in the state of `manifests` after removing the files
- * in `ignored` (identities), for partitions that still hold a live file. Reads manifests newest
- * first and stops once every partition is resolved: a DELETE always follows its ADD in fold
+ * in `ignored` (identities), for partitions that still hold a live file. Reads the manifests whose
+ * partition range (the manifest list's statistics) holds one of `partitions`, newest first, and
+ * stops once every partition is resolved: a DELETE always follows its ADD in fold
  * order, so the first ADD met backwards that no later DELETE (or `ignored`) cancels is live.
  */
 export async function findPartitionTotalBuckets(
@@ -175,8 +176,12 @@ export async function findPartitionTotalBuckets(
   const deleted = new Set(ignored);
   const candidates = manifests.filter((m) => [...partitions].some((p) => p >= m.minPartition && p <= m.maxPartition));
   const CHUNK = 4;
-  for (let end = candidates.length; end > 0 && found.size < partitions.size; end -= CHUNK) {
-    const chunk = candidates.slice(Math.max(0, end - CHUNK), end);
+  // The newest candidate alone first: it is usually the last commit's, holding a live file of the
+  // partitions that commit wrote, so a write's routing reads one manifest, not four; then four at
+  // a time (one round trip more than before only when the newest does not answer).
+  let size = 1;
+  for (let end = candidates.length; end > 0 && found.size < partitions.size; end -= size, size = CHUNK) {
+    const chunk = candidates.slice(Math.max(0, end - size), end);
     const contents = await readManifestsEntries(store, tablePath, chunk, CHUNK, cache);
     for (let k = contents.length - 1; k >= 0; k--) {
       const entries = contents[k];
