@@ -11,6 +11,7 @@ import { readParquetFooter } from '../../lib/format/row-group-reader.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import { dataFileKey } from '../../lib/table/paths.js';
 import type { Table } from '../../lib/table/table.js';
+import { rng, testSeed } from '../helpers/random.js';
 import { testTable } from '../helpers/tables.js';
 
 /** Rows id = from … to - 1, v = `${tag}${id}`. */
@@ -98,5 +99,61 @@ describe('merge-free read', () => {
     const ofFirst = fetched.filter((f) => f.key === firstKey);
     expect(ofFirst.length, 'the first file was read').toBeGreaterThan(0);
     for (const f of ofFirst) expect(f.end <= g0Start || f.start >= g0End, `fetched [${f.start}, ${f.end})`).toBe(true);
+  });
+});
+
+describe('merge-free read, randomized', () => {
+  it('read and scan equal the merged read and the model after random rewrites, whole row groups among them', async () => {
+    const seed = testSeed('deletion-read/row-group-skip');
+    const r = rng(seed);
+    const store = new MemoryStore();
+    const table = await testTable({
+      schema: 'id BIGINT NOT NULL, v STRING',
+      primaryKeys: ['id'],
+      options: { bucket: '1', 'deletion-vectors.enabled': 'true', 'write-only': 'true' },
+      store,
+    });
+    const n = 150_000;
+    await write(table, rows(0, n, 'a'));
+    const first = (await readLiveFiles(store, table.path, (await table.snapshots.latest())!))[0];
+    const firstKey = dataFileKey(table.path, first.partition, first.bucket, first.file.fileName);
+    const footer = await readParquetFooter({
+      size: first.file.fileSize,
+      name: firstKey,
+      read: (s, e) => store.getRange(firstKey, s, e),
+    });
+    const starts = [0];
+    for (const g of footer.rowGroups) starts.push(starts[starts.length - 1] + g.numRows);
+    const model = new Map<number, string>();
+    const rewrite = async (from: number, to: number, tag: string) => {
+      await write(table, rows(from, to, tag));
+      for (let id = from; id < to; id++) model.set(id, `${tag}${id}`);
+    };
+    // One row group of the first file rewritten whole (its rows all deleted there), one that rows
+    // of the file follow (a scan must then resume at the right position), then random ranges.
+    expect(footer.rowGroups.length, 'the first file has several row groups').toBeGreaterThan(1);
+    const g = r.int(0, footer.rowGroups.length - 2);
+    await rewrite(starts[g], starts[g + 1], 'g');
+    const steps = r.int(2, 4);
+    for (let s = 0; s < steps; s++) {
+      const from = r.int(0, n - 1);
+      await rewrite(from, Math.min(n, from + r.int(1, 40_000)), `s${s}-`);
+    }
+    const where = r.chance(0.5) ? `id >= ${r.int(0, n - 1)}` : undefined;
+    const expected = Array.from({ length: n }, (_, id) => `${id}=${model.get(id) ?? `a${id}`}`)
+      .filter((row) => where === undefined || Number(row.split('=')[0]) >= Number(where.split(' ')[2]))
+      .sort();
+    const text = (t: arrow.Table) => {
+      const ids = t.getChild('id')!.toArray() as BigInt64Array;
+      const vs = t.getChild('v')!.toArray() as string[];
+      return Array.from(ids, (id, i) => `${id}=${vs[i]}`).sort();
+    };
+    const opts = where === undefined ? {} : { where };
+    const merged = text(await table.read({ ...opts, ignoreDeletionVectors: true }));
+    expect(merged, `merged read = model (seed ${seed}, where ${where})`).toEqual(expected);
+    expect(text(await table.read(opts)), `merge-free read = model (seed ${seed}, where ${where})`).toEqual(expected);
+    const batches: arrow.RecordBatch[] = [];
+    for await (const b of table.scan({ ...opts, batchRows: r.int(1_000, 70_000) })) batches.push(b);
+    expect(text(new arrow.Table(batches)), `merge-free scan = model (seed ${seed}, where ${where})`).toEqual(expected);
   });
 });
