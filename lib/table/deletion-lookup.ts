@@ -25,6 +25,7 @@ import { openDataFileRanged } from '../format/data-file.js';
 import type { RowSpanFilter } from '../format/row-group-reader.js';
 import { loadDeletionVector, type DeletionVectorRef } from '../manifest/deletion-index.js';
 import type { ManifestEntry } from '../manifest/types.js';
+import type { JsonValue } from '../schema/value-codec.js';
 import { kindColumn, sequenceColumn } from '../mergetree/arrow-build.js';
 import { keyFirstColumns } from '../mergetree/key-first-merge.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
@@ -153,16 +154,10 @@ export interface LookedUp {
 }
 
 /**
- * The key range of the files a commit adds to one bucket, as a row-group filter for the older
- * files of the bucket (undefined when the table's keys cannot be pruned by statistics).
+ * The key range `min` … `max` (stored keys) as a row-group filter for the older files of a bucket
+ * (undefined when the table's keys cannot be pruned by statistics).
  */
-export function addedKeyRange(table: Table, adds: readonly ManifestEntry[]): RowSpanFilter | undefined {
-  let min = adds[0].file.minKey;
-  let max = adds[0].file.maxKey;
-  for (const a of adds) {
-    if (table.compareKeys(a.file.minKey, min) < 0) min = a.file.minKey;
-    if (table.compareKeys(a.file.maxKey, max) > 0) max = a.file.maxKey;
-  }
+export function keyRangeFilter(table: Table, min: JsonValue[], max: JsonValue[]): RowSpanFilter | undefined {
   return keySpanFilter(table, undefined, { min, max });
 }
 
@@ -245,4 +240,81 @@ export function rememberVectors(
     const p = positions.get(ref.fileName);
     if (p !== undefined) cache.set(vectorId(table, ref), p, cachedBytes(p), cacheLimit(table));
   }
+}
+
+/** A data file's merge columns read a piece at a time, in file (key) order. */
+export interface ColumnPieces {
+  /** Pieces are left to read. */
+  readonly more: boolean;
+  /** The next piece (single batch): row groups read until it holds `share` bytes, or the next slice of a cached file. */
+  next(): Promise<arrow.Table>;
+  close(): void;
+}
+
+/**
+ * The merge columns of a live data file, a piece of about `share` bytes at a time (at least a row
+ * group): from the cache (a file handed over by its writer, or decoded before) in slices, else
+ * decoded row group by row group. A file read whole in one piece is cached as `lookupColumns` does.
+ */
+export async function lookupPieces(
+  table: Table,
+  entry: ManifestEntry,
+  columns: string[],
+  share: number,
+): Promise<ColumnPieces> {
+  const key = dataFileKey(table.path, entry.partition, entry.bucket, entry.file.fileName);
+  const cache = cacheOf(table.store);
+  const cached = cache.get(columnsId(key, columns));
+  if (cached instanceof arrow.Table || entry.file.schemaId !== table.schema.id) {
+    const whole = cached instanceof arrow.Table ? cached : (await lookupColumns(table, entry, columns)).table;
+    return slicedPieces(whole, share);
+  }
+  const decoder = await openDataFileRanged(table.store, key, entry.file.fileSize, dataFileCheck(table, entry.file));
+  const physical = physicalArrowSchema(table.schema);
+  const schema = new arrow.Schema(columns.map((c) => physical.fields.find((f) => f.name === c)!));
+  const groups = decoder.rowGroupRows.length;
+  let g = 0;
+  return {
+    get more() {
+      return g < groups;
+    },
+    next: async () => {
+      const first = g === 0;
+      const parts: arrow.Table[] = [];
+      let bytes = 0;
+      while (g < groups && (parts.length === 0 || bytes < share)) {
+        const part = await decoder.readRowGroups(columns, [g++]);
+        parts.push(...part);
+        bytes += part.reduce((sum, t) => sum + approximateBytes(t), 0);
+      }
+      const t = parts.length === 0 ? emptyTable(schema) : singleBatch(concatTables(parts, schema));
+      if (first && g === groups) cache.set(columnsId(key, columns), t, cachedBytes(t), cacheLimit(table));
+      return t;
+    },
+    close: () => decoder.free(),
+  };
+}
+
+/** The pieces of a table held whole: slices of about `share` bytes (copies, each a single batch from row 0). */
+function slicedPieces(whole: arrow.Table, share: number): ColumnPieces {
+  const perRow = Math.max(1, approximateBytes(whole) / Math.max(1, whole.numRows));
+  const rows = Math.max(1, Math.floor(share / perRow));
+  let at = 0;
+  let done = false;
+  return {
+    get more() {
+      return !done;
+    },
+    next: async () => {
+      const from = at;
+      at = Math.min(whole.numRows, at + rows);
+      done = at >= whole.numRows;
+      if (from === 0 && done) return whole;
+      return takeRows(
+        whole,
+        Uint32Array.from({ length: at - from }, (_, i) => from + i),
+      );
+    },
+    close: () => undefined,
+  };
 }

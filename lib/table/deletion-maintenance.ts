@@ -15,10 +15,14 @@
  * newer ones for first-row, and retractions). Rows of other keys keep their vectors. Vectors of
  * removed files go with them. A bucket whose vectors change gets one new Puffin file holding the
  * changed vectors; unchanged ones keep pointing at their earlier Puffin files.
+ *
+ * Memory: the added files' merge columns are held a piece at a time (forEachChunk: a commit larger
+ * than a quarter of `compaction.memory-budget` is looked up in ascending key-range chunks), those
+ * of a file its writer handed over come from the lookup's cache (deletion-lookup.ts).
  */
 import type * as arrow from 'apache-arrow';
 import { runLimited } from '../concurrency.js';
-import { takeRows } from '../format/columns.js';
+import { tableToRows, takeRows } from '../format/columns.js';
 import type { RowSpanFilter } from '../format/row-group-reader.js';
 import {
   dvFileIdentity,
@@ -37,16 +41,23 @@ import { mergeEngineFor, type MergeFunction } from '../mergetree/merge-function.
 import { storedSequence, versionsOfRuns } from '../mergetree/merge-plan.js';
 import { singleRunVersions } from '../mergetree/sort-merge-reader.js';
 import type { DeletionVectorPlanner, PlannedChanges } from '../snapshot/commit-request.js';
+import type { JsonValue } from '../schema/value-codec.js';
+import { toJsonValue } from '../schema/values.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import {
-  addedKeyRange,
   keepsDeletionVectors,
+  keyRangeFilter,
   lookupColumns,
+  lookupPieces,
   lookupVector,
   mergeColumnsOf,
   rememberVectors,
+  type ColumnPieces,
 } from './deletion-lookup.js';
 import type { Table } from './table.js';
+
+/** The share of `compaction.memory-budget` the added files' merge columns of a chunk may hold (all files together). */
+const CHUNK_SHARE = 4;
 
 /** Older files of a bucket looked up at once (each one's decoded columns are held until its matches are taken). */
 const LOOKUP_FILES_AT_ONCE = 4;
@@ -127,34 +138,30 @@ async function bucketVectors(
   others: ManifestEntry[],
   refOf: Map<string, DeletionVectorRef>,
 ): Promise<{ refs: DeletionVectorRef[]; replaced: string[] } | undefined> {
+  const decided = new Map<string, Decided>();
+  const decide = (p: Probed, live: Uint8Array) => {
+    const id = dvFileIdentity(p.entry.partition, p.entry.bucket, p.entry.file.fileName);
+    let d = decided.get(id);
+    if (d === undefined) decided.set(id, (d = { entry: p.entry, whole: p.whole, positions: [], live: [] }));
+    d.positions.push(p.positions);
+    d.live.push(live);
+  };
   const columns = mergeColumnsOf(table);
-  const added = await Promise.all(adds.map((e) => probeWhole(table, e, columns)));
-  const probes = added.map((p) => keyIndex(p.table, table.schema.primaryKeys));
-  const candidates = others.filter((o) =>
-    adds.some(
-      (a) =>
-        table.compareKeys(o.file.maxKey, a.file.minKey) >= 0 && table.compareKeys(o.file.minKey, a.file.maxKey) <= 0,
-    ),
-  );
-  // A few files at a time: each one's decoded columns are held only until its matching rows are taken.
-  const range = addedKeyRange(table, adds);
-  const looked = await runLimited(
-    candidates.map((o) => () => probeKeys(table, o, columns, probes, range)),
-    LOOKUP_FILES_AT_ONCE,
-  );
-  const inputs = [...added, ...looked.filter((p) => p.positions.length > 0)];
-  const live = winners(table, engine, inputs);
+  await forEachChunk(table, adds, columns, async (chunk) => {
+    const inputs = [...chunk, ...(await lookUpChunk(table, chunk, others, columns))];
+    const live = winners(table, engine, inputs);
+    inputs.forEach((p, i) => decide(p, live[i]));
+  });
   const vectors = new Map<string, Uint32Array>();
   const replaced: string[] = [];
   await Promise.all(
-    inputs.map(async (p, i) => {
-      const id = dvFileIdentity(p.entry.partition, p.entry.bucket, p.entry.file.fileName);
+    [...decided].map(async ([id, d]) => {
       const ref = refOf.get(id);
       const before = ref === undefined ? new Uint32Array() : await lookupVector(table, ref);
-      const after = nextVector(before, p, live[i]);
+      const after = nextVector(before, d.whole, concatU32(d.positions), concatU8(d.live));
       if (sameVector(before, after)) return;
       replaced.push(id);
-      if (after.length > 0) vectors.set(p.entry.file.fileName, after);
+      if (after.length > 0) vectors.set(d.entry.file.fileName, after);
     }),
   );
   if (replaced.length === 0) return undefined;
@@ -167,13 +174,156 @@ async function bucketVectors(
   return { refs, replaced };
 }
 
+/** What the chunks of a commit decided about one file: the positions looked at (ascending) and whether each is live. */
+interface Decided {
+  entry: ManifestEntry;
+  whole: boolean;
+  positions: Uint32Array[];
+  live: Uint8Array[];
+}
+
+/** An added file read a piece at a time: the piece in hand, from row `at` on not yet in a chunk. */
+interface AddedCursor {
+  entry: ManifestEntry;
+  pieces: ColumnPieces;
+  piece?: arrow.Table;
+  keys?: KeyIndex;
+  /** File position of the piece's row 0. */
+  start: number;
+  at: number;
+}
+
 /**
- * The vector of a probed file: its earlier one less the positions looked at, plus those that lost
- * (a merge of the two ascending lists; an added file had no earlier vector).
+ * Calls `fn` with the rows of the added files in key-range chunks, ascending and disjoint: the
+ * added files' merge columns are held a piece at a time (a quarter of compaction.memory-budget over
+ * all of them, at least a row group each), so a commit larger than the budget is looked up chunk
+ * by chunk. A chunk ends at the smallest last key in hand among files with pieces left to read
+ * (past it, their next rows are not known yet). A commit within the budget is one chunk.
  */
-function nextVector(before: Uint32Array, p: Probed, live: Uint8Array): Uint32Array {
-  const earlier = p.whole ? new Uint32Array() : before;
-  const positions = p.positions;
+async function forEachChunk(
+  table: Table,
+  adds: ManifestEntry[],
+  columns: string[],
+  fn: (chunk: Probed[]) => Promise<void>,
+): Promise<void> {
+  const share = table.options.compactionMemoryBudget / CHUNK_SHARE / adds.length;
+  const cursors: AddedCursor[] = [];
+  try {
+    for (const entry of adds)
+      cursors.push({ entry, pieces: await lookupPieces(table, entry, columns, share), start: 0, at: 0 });
+    for (;;) {
+      for (const c of cursors) {
+        while ((c.piece === undefined || c.at === c.piece.numRows) && c.pieces.more) {
+          c.start += c.piece?.numRows ?? 0;
+          c.piece = await c.pieces.next();
+          c.keys = keyIndex(c.piece, table.schema.primaryKeys);
+          c.at = 0;
+        }
+      }
+      const open = cursors.filter((c) => c.piece !== undefined && c.at < c.piece.numRows);
+      if (open.length === 0) return;
+      let bound: { keys: KeyIndex; row: number } | undefined;
+      for (const c of open) {
+        const last = c.piece!.numRows - 1;
+        if (c.pieces.more && (bound === undefined || compareKeysAt(c.keys!, last, bound.keys, bound.row) < 0))
+          bound = { keys: c.keys!, row: last };
+      }
+      const chunk: Probed[] = [];
+      for (const c of open) {
+        const end = bound === undefined ? c.piece!.numRows : upTo(c.keys!, c.at, c.piece!.numRows, bound);
+        if (end > c.at) chunk.push(takeChunk(c, end));
+      }
+      await fn(chunk);
+    }
+  } finally {
+    for (const c of cursors) c.pieces.close();
+  }
+}
+
+/** The first row in from … to - 1 of `keys` whose key is above the bound's (`to` when none is). */
+function upTo(keys: KeyIndex, from: number, to: number, bound: { keys: KeyIndex; row: number }): number {
+  let lo = from;
+  let hi = to;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareKeysAt(keys, mid, bound.keys, bound.row) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The cursor's rows at … end - 1 as a chunk input (the piece itself when it is all of it). */
+function takeChunk(c: AddedCursor, end: number): Probed {
+  const piece = c.piece!;
+  const rows = Uint32Array.from({ length: end - c.at }, (_, i) => c.at + i);
+  const positions = rows.map((r) => c.start + r);
+  const t = rows.length === piece.numRows ? piece : takeRows(piece, rows);
+  c.at = end;
+  return { entry: c.entry, table: t, positions, whole: true };
+}
+
+/**
+ * The rows of the bucket's older files (`others`) whose keys one chunk holds: files whose key
+ * range overlaps the chunk's, a few at a time, pruned to the row groups of the chunk's key range.
+ */
+async function lookUpChunk(
+  table: Table,
+  chunk: Probed[],
+  others: ManifestEntry[],
+  columns: string[],
+): Promise<Probed[]> {
+  let min: JsonValue[] | undefined;
+  let max: JsonValue[] | undefined;
+  for (const p of chunk) {
+    const first = keyAt(table, p.table, 0);
+    const last = keyAt(table, p.table, p.table.numRows - 1);
+    if (min === undefined || table.compareKeys(first, min) < 0) min = first;
+    if (max === undefined || table.compareKeys(last, max) > 0) max = last;
+  }
+  if (min === undefined || max === undefined) return [];
+  const lo = min;
+  const hi = max;
+  const candidates = others.filter(
+    (o) => table.compareKeys(o.file.maxKey, lo) >= 0 && table.compareKeys(o.file.minKey, hi) <= 0,
+  );
+  const probes = chunk.map((p) => keyIndex(p.table, table.schema.primaryKeys));
+  const range = keyRangeFilter(table, lo, hi);
+  // A few files at a time: each one's decoded columns are held only until its matching rows are taken.
+  const looked = await runLimited(
+    candidates.map((o) => () => probeKeys(table, o, columns, probes, range)),
+    LOOKUP_FILES_AT_ONCE,
+  );
+  return looked.filter((p) => p.positions.length > 0);
+}
+
+/** The stored key of row `row` of a table holding the key columns. */
+function keyAt(table: Table, t: arrow.Table, row: number): JsonValue[] {
+  const r = tableToRows(t.slice(row, row + 1), table.keyFields)[0];
+  return table.keyFields.map((k) => toJsonValue(k.type, r[k.name]));
+}
+
+function concatU32(parts: Uint32Array[]): Uint32Array {
+  if (parts.length === 1) return parts[0];
+  const out = new Uint32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) out.set(p, at), (at += p.length);
+  return out;
+}
+
+function concatU8(parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0];
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) out.set(p, at), (at += p.length);
+  return out;
+}
+
+/**
+ * The vector of a decided file: its earlier one (none for an added file, `whole`) less the
+ * positions looked at, plus those that lost (a merge of the two ascending lists).
+ */
+function nextVector(before: Uint32Array, whole: boolean, positions: Uint32Array, live: Uint8Array): Uint32Array {
+  const earlier = whole ? new Uint32Array() : before;
   const out = new Uint32Array(earlier.length + positions.length);
   let n = 0;
   let i = 0;
@@ -224,14 +374,6 @@ function winners(table: Table, engine: MergeFunction, inputs: Probed[]): Uint8Ar
     live[versions.source[v]][versions.row[v]] = 1;
   }
   return live;
-}
-
-/** The merge columns of every row of an added file. */
-async function probeWhole(table: Table, entry: ManifestEntry, columns: string[]): Promise<Probed> {
-  const { table: t } = await lookupColumns(table, entry, columns);
-  const positions = new Uint32Array(t.numRows);
-  for (let i = 0; i < positions.length; i++) positions[i] = i;
-  return { entry, table: t, positions, whole: true };
 }
 
 /**

@@ -12,6 +12,7 @@ import { MemoryStore } from '../../lib/store/memory-store.js';
 import { lookupCacheBytes } from '../../lib/table/deletion-lookup.js';
 import { dataFileKey } from '../../lib/table/paths.js';
 import type { Table } from '../../lib/table/table.js';
+import { rng, testSeed } from '../helpers/random.js';
 import { testTable } from '../helpers/tables.js';
 
 /** Rows id = from … to - 1 (every `step`-th), v = `${tag}${id}`. */
@@ -126,6 +127,50 @@ describe('deletion-vector lookup', () => {
       expect(got).toEqual(texts(await table.read({ ignoreDeletionVectors: true })));
     });
   }
+
+  it('looks up a commit larger than its memory budget in key-range chunks, exactly (random keys and file splits)', async () => {
+    const seed = testSeed('deletion-vector lookup in chunks');
+    const r = rng(seed);
+    const store = new MemoryStore();
+    // 1 MB budget: a chunk's added columns hold at most 256 KB (≈ 15,000 rows of id, _SEQUENCE_NUMBER,
+    // _VALUE_KIND) or a row group per file; each commit adds 250,000 rows in several level-0 files of
+    // several row groups (65,536 rows) each (an unspillable write buffer), whose key ranges overlap
+    // (keys in random order): the files are read a row group at a time, in many key-range chunks.
+    const table = await dvTable(store, '1 mb', { 'write-buffer-size': '3 mb', 'write-buffer-spillable': 'false' });
+    const model = new Map<number, string>();
+    const seen = new Set<string>();
+    for (let c = 0; c < 2; c++) {
+      const ids: number[] = [];
+      for (let i = 0; i < 250_000; i++) ids.push(r.int(0, 400_000));
+      const vs = ids.map((_, i) => `${c}.${i}`);
+      const w = table.newWriter();
+      try {
+        // In slices: the buffer fills and flushes a level-0 file several times per commit.
+        for (let at = 0; at < ids.length; at += 10_000) {
+          await w.writeArrow(
+            new arrow.Table({
+              id: arrow.makeVector(BigInt64Array.from(ids.slice(at, at + 10_000), BigInt)),
+              v: arrow.vectorFromArray(vs.slice(at, at + 10_000), new arrow.Utf8()),
+            }),
+          );
+        }
+        await w.commit();
+      } finally {
+        await w.close();
+      }
+      ids.forEach((id, i) => model.set(id, vs[i]));
+      const files = await readLiveFiles(store, table.path, (await table.snapshots.latest())!);
+      const added = files.filter((f) => !seen.has(f.file.fileName));
+      for (const f of files) seen.add(f.file.fileName);
+      expect(added.length, `commit ${c} wrote several files, seed ${seed}`).toBeGreaterThan(1);
+      expect(Math.max(...added.map((f) => f.file.rowCount)), 'a file of several row groups').toBeGreaterThan(65_536);
+      const want = [...model].map(([id, v]) => `${id}=${v}`).sort();
+      expect(texts(await table.read()), `commit ${c}, seed ${seed}`).toEqual(want);
+    }
+    expect(texts(await table.read({ ignoreDeletionVectors: true })), `seed ${seed}`).toEqual(
+      [...model].map(([id, v]) => `${id}=${v}`).sort(),
+    );
+  });
 
   it("does not fetch an older file's row groups whose key statistics miss the commit's keys", async () => {
     const store = new MemoryStore();
