@@ -6,7 +6,7 @@
  */
 import * as v from 'valibot';
 import { InvalidArgumentError } from '../errors.js';
-import { jsonInt, jsonObject, parseJsonMessage, type JsonSchema } from '../json.js';
+import { jsonInt, jsonObject, parseJsonMessage, parseJsonText, type JsonSchema } from '../json.js';
 import { parseDataFileMeta } from '../manifest/metadata-json.js';
 import type { CommitBatch } from '../snapshot/commit.js';
 
@@ -75,7 +75,7 @@ export function redriveBarrierBody(id: string): string {
 /** Whether a commit-queue message body is a redrive barrier (to drop, not to commit or reject). */
 export function isRedriveBarrier(body: string): boolean {
   try {
-    return v.is(RedriveBarrierSchema, JSON.parse(body));
+    return v.is(RedriveBarrierSchema, parseJsonText(body));
   } catch {
     return false;
   }
