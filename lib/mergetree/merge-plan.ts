@@ -528,16 +528,15 @@ function copyFolded(to: Folded, at: number, from: Folded, i: number): void {
  * group (`groups` entries) and groupEnd is empty; else every version, and groupEnd the groups' ends.
  */
 function exactMerge(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[], lastOnly: boolean) {
-  const { starts, total, H, L, S, K } = concatRuns(runs, keys, kinds);
+  const { starts, total, work } = concatRuns(runs, keys, kinds, lastOnly);
+  const { H, L, S, K } = work;
   // Heap slots: the cursor (global row) of a run, its end, and the run number. The loop keeps its
   // state in locals and calls only top-level functions: no closure over mutable state in the
   // hot path.
   const { cur, lim, run } = exactHeap(H, L, S, starts);
   let size = cur.length;
-  const source = new Uint16Array(total),
-    row = new Uint32Array(total);
-  const kind = new Uint8Array(total),
-    seq = new Float64Array(total);
+  // Every version is the caller's (a VersionSet); the last of each key is copied out at the end.
+  const { source, row, kind, seq } = lastOnly ? work : versionArrays(total);
   const groupEnd = new Uint32Array(lastOnly ? 0 : total);
   let groups = 0;
   let prev = 0,
@@ -599,26 +598,79 @@ function exactMerge(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[]
       seq[groups++] = S[prev];
     }
   }
-  return { source, row, kind, seq, groupEnd, groups };
+  const kept = lastOnly ? copiedVersions({ source, row, kind, seq }, groups) : { source, row, kind, seq };
+  return { ...kept, groupEnd, groups };
 }
 
-/** The runs' key words, sequence numbers and kinds laid end to end; run r holds global rows starts[r] to starts[r + 1]. */
-function concatRuns(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[]) {
+/** The first `n` versions, copied out of the reused working arrays. */
+function copiedVersions(v: VersionArrays, n: number): VersionArrays {
+  return { source: v.source.slice(0, n), row: v.row.slice(0, n), kind: v.kind.slice(0, n), seq: v.seq.slice(0, n) };
+}
+
+/** Per version: its run, its row in the run, its kind and sequence number. */
+interface VersionArrays {
+  source: Uint16Array;
+  row: Uint32Array;
+  kind: Uint8Array;
+  seq: Float64Array;
+}
+
+/** exactMerge's working arrays: the runs' words, sequence numbers and kinds end to end, and the versions kept. */
+interface MergeWork extends VersionArrays {
+  H: Uint32Array;
+  L: Uint32Array;
+  S: Float64Array;
+  K: Uint8Array;
+}
+
+/**
+ * Merges of at most this many versions (a compaction's merge step is at most 65,536) work in
+ * arrays kept for the next merge (32 bytes a version: at most 8 MB), not fresh ones per step:
+ * fresh ones were a sixth of a full compaction's allocations, and each ~30 MB of them costs a
+ * full garbage collection. A merge never awaits, so no two merges of a thread share them at once.
+ */
+const REUSED_MERGE_VERSIONS = 1 << 18;
+let reusedWork: MergeWork | undefined;
+
+/**
+ * Working arrays for `total` versions (`kept`: with the version arrays too): the reused ones when
+ * they are large enough (grown up to the cap), else fresh.
+ */
+function mergeWork(total: number, kept: boolean): MergeWork {
+  if (reusedWork !== undefined && reusedWork.H.length >= total) return reusedWork;
+  if (total > REUSED_MERGE_VERSIONS) return { ...versionArrays(kept ? total : 0), ...wordArrays(total) };
+  const size = Math.min(REUSED_MERGE_VERSIONS, Math.max(total, 2 * (reusedWork?.H.length ?? 0), 1024));
+  reusedWork = { ...versionArrays(size), ...wordArrays(size) };
+  return reusedWork;
+}
+
+function versionArrays(n: number): VersionArrays {
+  return { source: new Uint16Array(n), row: new Uint32Array(n), kind: new Uint8Array(n), seq: new Float64Array(n) };
+}
+
+function wordArrays(n: number): { H: Uint32Array; L: Uint32Array; S: Float64Array; K: Uint8Array } {
+  return { H: new Uint32Array(n), L: new Uint32Array(n), S: new Float64Array(n), K: new Uint8Array(n) };
+}
+
+/**
+ * The runs' key words, sequence numbers and kinds laid end to end in working arrays (mergeWork;
+ * `kept`: with version arrays) that may be longer than the `total` global rows used; run r holds
+ * global rows starts[r] to starts[r + 1].
+ */
+function concatRuns(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[], kept: boolean) {
   const k = runs.length;
   const starts = new Uint32Array(k + 1);
   for (let r = 0; r < k; r++) starts[r + 1] = starts[r] + keys[r].count;
   const total = starts[k];
-  const H = new Uint32Array(total),
-    L = new Uint32Array(total),
-    S = new Float64Array(total),
-    K = new Uint8Array(total);
+  const work = mergeWork(total, kept);
+  const { H, L, S, K } = work;
   for (let r = 0; r < k; r++) {
     H.set(keys[r].hi, starts[r]);
     L.set(keys[r].lo, starts[r]);
     S.set(runs[r].sequence, starts[r]);
     K.set(kinds[r], starts[r]);
   }
-  return { starts, total, H, L, S, K };
+  return { starts, total, work };
 }
 
 /** The heap of exactMerge over the non-empty runs (as many slots as those runs), in heap order. */

@@ -37,8 +37,8 @@ function asPlain(n: NonNullable<ReturnType<typeof newestOfRuns>>) {
 }
 
 /** Sorted runs of distinct keys each (drawn from a small key space so runs overlap), sequence numbers that tie across runs at times. */
-function randomRuns(r: Rng, repeat: boolean): Rec[][] {
-  const space = r.int(1, 40);
+function randomRuns(r: Rng, repeat: boolean, maxSpace = 40): Rec[][] {
+  const space = r.int(1, maxSpace);
   return Array.from({ length: r.int(1, 6) }, () => {
     const recs: Rec[] = [];
     const keep = r.next();
@@ -53,6 +53,18 @@ function randomRuns(r: Rng, repeat: boolean): Rec[][] {
 }
 
 describe('newestOfRuns', () => {
+  it('gives the same answer through merges of growing and shrinking sizes (its working arrays are reused between merges)', () => {
+    const seed = testSeed('newest-of-runs reuse');
+    const r = rng(seed);
+    for (let round = 0; round < 40; round++) {
+      // Large and small merges in turn: a small one runs in arrays a larger one filled before.
+      const runs = randomRuns(r, false, round % 2 === 0 ? 3000 : 40).map(runOf);
+      const newest = newestOfRuns(runs, order);
+      expect(newest, `round ${round} (seed ${seed})`).not.toBeNull();
+      expect(asPlain(newest!), `round ${round} (seed ${seed})`).toEqual(lastOfGroups(runs));
+    }
+  });
+
   it('takes the same version of each key as the heap merge of every version, over random runs (ties across runs, kinds, empty runs, repeated keys)', () => {
     const seed = testSeed('newest-of-runs');
     const r = rng(seed);
