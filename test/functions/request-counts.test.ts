@@ -103,7 +103,14 @@ describe.skipIf(!awsAvailable())('AWS requests per operation (moto)', () => {
     if (jobs > 0) lines.push(show('compaction job', jobs, compactCounts));
     lines.push(`compaction jobs sent for ${COMMITS} commits: ${jobs}`);
     console.log(`AWS requests per operation (moto)\n${lines.join('\n')}`);
-    expect(total(commitCounts) / COMMITS).toBeLessThan(40);
+    // A warm group commit is 10 requests (cold-invocation-requests.test.ts says which); on top,
+    // over the 6: the first commit's lookups of an empty table (a LIST each), the compaction job
+    // claims (a marker PUT and an SQS send), and up to 2 re-checks of the base per slow commit.
+    // Measured 12.0 (12.8 before 0314367: here every function shares one process and table object).
+    expect(total(commitCounts) / COMMITS).toBeLessThan(15);
+    // Warm: 2 data files, the registration, the commit message; the first one's lookups on top
+    // (measured 4.3; 5.2 before 0314367).
+    expect(total(ingestCounts) / COMMITS).toBeLessThan(6);
     expect(total(idleDiscover)).toBeLessThan(15);
     expect(total(idleExpire)).toBeGreaterThan(0);
     expect(jobs).toBeGreaterThan(0);
