@@ -1,84 +1,63 @@
 /**
- * A Python with pyarrow and fastavro for tests that check varve's output with an independent
- * reader. The venv is created once per checkout under node_modules/.cache (the first test run
- * pays `pip install`; every later run reuses it), from the first python3 that can make one (the
- * machine's pyenv Python is not on PATH for non-login shells, so it is searched explicitly, like
- * .ci/run does for moto). When pip cannot install the packages, CI (CI=true) fails with the
- * reason; elsewhere the caller gets `unavailable` and says loudly that it skipped.
+ * The Python of the tests that check varve's output with an independent reader: one venv for all
+ * of them, .ci/.venv, made by .ci/python-venv.sh (pyarrow and fastavro for the spec reader, and
+ * what pyiceberg needs; .ci/run makes it before the suite). A test process that finds it missing
+ * runs that script under a mkdir lock shared by test processes: the first run in a fresh clone
+ * pays `pip install`, every later run reuses it. When it cannot be made, CI (CI=true) fails with
+ * the reason; elsewhere the caller gets `unavailable` and says loudly that it skipped.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const VENV = join(ROOT, 'node_modules/.cache/varve-python-venv');
-const LOCK = `${VENV}.lock`;
+/** The venv's python. */
+export const VENV_PYTHON = join(ROOT, '.ci/.venv/bin/python');
+const LOCK = join(ROOT, '.ci/.venv.lock');
 const PACKAGES = ['pyarrow', 'fastavro'];
-
-/** A python3 able to create a venv with pip, or undefined. */
-function findPython(): string | undefined {
-  const pyenv = join(homedir(), '.pyenv/versions');
-  const candidates = ['python3', join(homedir(), '.pyenv/shims/python3'), '/usr/bin/python3', '/usr/local/bin/python3'];
-  if (existsSync(pyenv)) for (const v of readdirSync(pyenv)) candidates.push(join(pyenv, v, 'bin/python3'));
-  for (const p of candidates) {
-    const r = spawnSync(p, ['-c', 'import venv, ensurepip'], { stdio: 'ignore' });
-    if (r.status === 0) return p;
-  }
-  return undefined;
-}
 
 function ready(python: string): boolean {
   return existsSync(python) && spawnSync(python, ['-c', 'import pyarrow, fastavro'], { stdio: 'ignore' }).status === 0;
 }
 
-/** Waits for another test process that is creating the venv (a mkdir lock; a stale one is taken after 10 minutes). */
-function lock(): () => void {
+/**
+ * Makes .ci/.venv, or checks it, with .ci/python-venv.sh under a mkdir lock shared by test
+ * processes (a stale one is taken after 10 minutes). Undefined when it is ready, else why not.
+ */
+export function ensureVenv(): string | undefined {
   mkdirSync(dirname(LOCK), { recursive: true });
   for (;;) {
     try {
       mkdirSync(LOCK);
-      return () => rmSync(LOCK, { recursive: true, force: true });
+      break;
     } catch {
-      if (Date.now() - statSync(LOCK, { throwIfNoEntry: false })!.mtimeMs > 600_000)
-        rmSync(LOCK, { recursive: true, force: true });
+      const age = Date.now() - (statSync(LOCK, { throwIfNoEntry: false })?.mtimeMs ?? 0);
+      if (age > 600_000) rmSync(LOCK, { recursive: true, force: true });
       else spawnSync('sleep', ['1']);
     }
+  }
+  try {
+    const r = spawnSync('bash', [join(ROOT, '.ci/python-venv.sh')], { encoding: 'utf8', timeout: 900_000 });
+    return r.status === 0 ? undefined : `.ci/python-venv.sh failed (${r.status ?? r.signal}): ${r.stderr.trim()}`;
+  } finally {
+    rmSync(LOCK, { recursive: true, force: true });
   }
 }
 
 /** The venv's python path, or the reason there is none. Throws under CI=true instead of returning a reason. */
 export function pythonWithPyarrow(): { python: string } | { unavailable: string } {
-  const python = join(VENV, 'bin/python');
-  if (ready(python)) return { python };
-  const unlock = lock();
-  try {
-    if (ready(python)) return { python };
-    const base = findPython();
-    let reason: string | undefined;
-    if (base === undefined) reason = 'no python3 with venv and ensurepip found (tried python3, ~/.pyenv, /usr/bin)';
-    else {
-      try {
-        rmSync(VENV, { recursive: true, force: true });
-        execFileSync(base, ['-m', 'venv', VENV], { stdio: 'pipe' });
-        execFileSync(python, ['-m', 'pip', 'install', '--quiet', ...PACKAGES], { stdio: 'pipe', timeout: 600_000 });
-      } catch (e) {
-        const err = e as { stderr?: Buffer; message: string };
-        reason = `pip install ${PACKAGES.join(' ')} into ${VENV} failed: ${err.stderr?.toString().trim().split('\n').slice(-3).join(' ') || err.message}`;
-      }
-    }
-    if (reason === undefined && ready(python)) return { python };
-    reason ??= `the venv at ${VENV} cannot import ${PACKAGES.join(', ')}`;
-    if (process.env.CI === 'true') {
-      throw new Error(
-        `the independent Iceberg reader needs Python with ${PACKAGES.join(' and ')} from the package index: ${reason}`,
-      );
-    }
-    return { unavailable: reason };
-  } finally {
-    unlock();
+  // Ready: one import check, no script (as fast as the venv this replaced under node_modules/.cache).
+  if (ready(VENV_PYTHON)) return { python: VENV_PYTHON };
+  const reason =
+    ensureVenv() ?? (ready(VENV_PYTHON) ? undefined : `the venv .ci/.venv cannot import ${PACKAGES.join(', ')}`);
+  if (reason === undefined) return { python: VENV_PYTHON };
+  if (process.env.CI === 'true') {
+    throw new Error(
+      `the independent Iceberg reader needs Python with ${PACKAGES.join(' and ')} from the package index: ${reason}`,
+    );
   }
+  return { unavailable: reason };
 }
 
 /** Runs a Python script of test/ with the venv's python; returns stdout (throws with stderr on failure). */

@@ -11,18 +11,17 @@
  * cannot read a v3 deletion vector (a Puffin file).
  * Under CI=true a reader that cannot run throws; elsewhere the caller gets the reason and skips loudly.
  */
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { icebergRead } from 'icebird';
 import { unscaledDecimalText } from '../../lib/schema/decimal-text.js';
 import type { DataField, Value } from '../../lib/schema/types.js';
+import { ensureVenv, VENV_PYTHON } from '../helpers/python-env.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const VENV_PYTHON = join(ROOT, '.ci/.venv/bin/python');
-const LOCK = join(ROOT, '.ci/.venv.lock');
 
 /** Rows of one snapshot, as canonical text, by column. */
 export interface SnapshotRows {
@@ -38,27 +37,6 @@ function pyicebergSource(): string | undefined {
     '/work/shared/tools/pyiceberg',
   ];
   return candidates.find((d): d is string => d !== undefined && existsSync(join(d, 'pyiceberg/__init__.py')));
-}
-
-/** Runs .ci/python-venv.sh under a mkdir lock shared by test processes (a stale one is taken after 10 minutes). */
-function ensureVenv(): string | undefined {
-  mkdirSync(dirname(LOCK), { recursive: true });
-  for (;;) {
-    try {
-      mkdirSync(LOCK);
-      break;
-    } catch {
-      const age = Date.now() - (statSync(LOCK, { throwIfNoEntry: false })?.mtimeMs ?? 0);
-      if (age > 600_000) rmSync(LOCK, { recursive: true, force: true });
-      else spawnSync('sleep', ['1']);
-    }
-  }
-  try {
-    const r = spawnSync('bash', [join(ROOT, '.ci/python-venv.sh')], { encoding: 'utf8', timeout: 900_000 });
-    return r.status === 0 ? undefined : `.ci/python-venv.sh failed (${r.status ?? r.signal}): ${r.stderr.trim()}`;
-  } finally {
-    rmSync(LOCK, { recursive: true, force: true });
-  }
 }
 
 /** A running pyiceberg reader (one Python process answering requests in turn). */
