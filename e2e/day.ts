@@ -19,7 +19,7 @@
  */
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { DeleteMessageBatchCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { deflateRawSync } from 'node:zlib';
 import { openCatalog } from '../lib/catalog/open-catalog.js';
@@ -90,13 +90,16 @@ export async function runDay(opts: Options): Promise<DayResult> {
   /** Per fault, what shows it happened (or why it did not). */
   const evidence = new Map<Fault, { ok: boolean; what: string }>();
   const prove = (fault: Fault, ok: boolean, what: string) => evidence.set(fault, { ok, what });
+  // The functions' log holds this run only (the containers append to it).
+  const functionsLog = `${opts.assembly}/e2e-functions.log`;
+  writeFileSync(functionsLog, '');
   const emu = await Emulator.deploy({
     assembly: opts.assembly,
     stack: E2E_STACK_NAME,
     // Visibility timeouts pass faster (120×: 6 min → 3 s); function timeouts and backoffs are real.
     timeScale: opts.timeScale,
     extraEnv: { VARVE_E2E_STATE_DIR: opts.stateDir, POWERTOOLS_LOG_LEVEL: 'WARN', POWERTOOLS_METRICS_DISABLED: 'true' },
-    logFile: `${opts.assembly}/e2e-functions.log`,
+    logFile: functionsLog,
     onLog: (_fn, line) => {
       if (!line.startsWith('{"e2e":"change"')) return;
       const c = JSON.parse(line) as { id: string; v: string; tag: string };

@@ -5,14 +5,23 @@
  *    message it produces (the emulator's chosen failure: the invocation fails, the handler does not
  *    run) until SQS moves the message to the commit DLQ after maxReceiveCount receives.
  * 2. A newer batch of some of the same keys is sent and commits.
- * 3. `varve redrive shop.orders --queue commit` (the CLI's own code path, in this process, with
- *    the deployment's queue URLs) commits the dead-lettered batch without the rows whose key has a
- *    newer committed version, and prints what it committed and skipped.
+ * 3. `varve redrive shop.orders --queue commit` (the CLI's own code path, in this process) finds
+ *    the commit queue and its DLQ by their tags, as on AWS (the emulator tags the queues as
+ *    CloudFormation does), commits the dead-lettered batch without the rows whose key has a newer
+ *    committed version, and prints what it committed and skipped. Only when the moto is shared
+ *    with another deployment of shop.orders whose queues carry the same tags (a second run on the
+ *    same moto) would the lookup be ambiguous: the round then passes the URLs and says so.
  *
  * The old versions of the keys the newer batch replaced are superseded: the sink never gets them
  * (not lost), and the table must end with the newer ones (the day's stale-wins count).
  */
-import { GetQueueAttributesCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  GetQueueAttributesCommand,
+  ListQueuesCommand,
+  ListQueueTagsCommand,
+  type Message,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import { runCli } from '../lib/cli/main.js';
 import type { Emulator } from './emulator/emulator.js';
 import type { MappingSpec } from './emulator/esm.js';
@@ -85,9 +94,17 @@ export async function redriveRound(ctx: RoundContext): Promise<RoundResult> {
   await ctx.sendRecords([JSON.stringify(newer)]);
   await ctx.quiet(`round ${round} newer batch`, /Ingest|Commit/);
   log(`redrive round: newer batch of keys ${replaced.join(' ')} committed, ${at()}`);
-  // 3. The operator's redrive.
-  const printed = await redriveCli(ctx.env, ctx.commitUrl, dlqUrl);
+  // 3. The operator's redrive: the queues found by their tags, unless other queues carry them too.
+  const others = (await queuesTaggedAsCommit(sqs)).filter((u) => u !== ctx.commitUrl && u !== dlqUrl);
+  const byTags = others.length === 0;
+  if (!byTags)
+    log(
+      `redrive round: ${others.length} other queue(s) on this moto are tagged as shop.orders' commit queues (another deployment): the queues are passed by URL, the tag lookup is not exercised`,
+    );
+  const printed = await redriveCli(ctx.env, byTags ? undefined : { commitUrl: ctx.commitUrl, dlqUrl });
   for (const line of printed.text.split('\n').filter(Boolean)) log(`varve redrive: ${line}`);
+  // Found by tags: the output names the deployment's DLQ and commit queue.
+  const found = printed.text.includes(`from ${dlqUrl}`) && printed.text.includes(`of ${ctx.commitUrl}`);
   const summary = /committed (\d+) row\(s\), skipped (\d+) row\(s\)/.exec(printed.text);
   const committed = Number(summary?.[1] ?? -1);
   const skipped = Number(summary?.[2] ?? -1);
@@ -99,13 +116,15 @@ export async function redriveRound(ctx: RoundContext): Promise<RoundResult> {
     dead === 1 &&
     committed === onlyOld.length &&
     skipped === replaced.length &&
-    left === 0;
+    left === 0 &&
+    found;
   return {
     ok,
     what:
       `the commit failed ${deadLetter.failures} times (maxReceiveCount ${maxReceiveCount}), ${dead} message(s) dead-lettered; ` +
       `after a newer batch of keys ${replaced.join(' ')} committed, varve redrive (exit ${printed.code}) committed ${committed} row(s) ` +
-      `(keys ${onlyOld.join(' ')} expected) and skipped ${skipped} (keys ${replaced.join(' ')} expected); ${left} left in the DLQ`,
+      `(keys ${onlyOld.join(' ')} expected) and skipped ${skipped} (keys ${replaced.join(' ')} expected); ${left} left in the DLQ; ` +
+      `queues ${byTags ? 'found by their tags' : 'given by URL'}${found ? '' : ", NOT the deployment's (its output does not name them)"}`,
     superseded: old.filter((r) => replaced.includes(r.id)).map((r) => `${r.id}/${r.v}`),
   };
 }
@@ -129,19 +148,35 @@ async function commitDeadLetterQueue(
   return { dlqUrl: dlq.ref, maxReceiveCount: Number(policy.maxReceiveCount) };
 }
 
-/** Runs `varve redrive shop.orders --queue commit` as an operator would, with the deployment's catalog and queues. */
+/** The queues tagged as a commit queue or commit DLQ of shop.orders (what `varve redrive` looks for). */
+async function queuesTaggedAsCommit(sqs: SQSClient): Promise<string[]> {
+  const out: string[] = [];
+  let NextToken: string | undefined;
+  do {
+    const page = await sqs.send(new ListQueuesCommand({ NextToken, MaxResults: 1000 }));
+    for (const url of page.QueueUrls ?? []) {
+      const tags = (await sqs.send(new ListQueueTagsCommand({ QueueUrl: url }))).Tags ?? {};
+      if (tags['varve:table'] === 'shop.orders' && tags['varve:queue'] === 'commit') out.push(url);
+    }
+    NextToken = page.NextToken;
+  } while (NextToken);
+  return out;
+}
+
+/**
+ * Runs `varve redrive shop.orders --queue commit` as an operator would, with the deployment's
+ * catalog; the queues by their tags, or by `urls`.
+ */
 async function redriveCli(
   env: Record<string, string>,
-  commitUrl: string,
-  dlqUrl: string,
+  urls?: { commitUrl: string; dlqUrl: string },
 ): Promise<{ code: number; text: string }> {
   let text = '';
   const catalogTable = process.env.VARVE_CATALOG_TABLE;
   process.env.VARVE_CATALOG_TABLE = env.VARVE_CATALOG_TABLE;
   try {
-    // The queues by URL: on a moto shared with other tests, another stack's queues may carry the same tags.
     const argv = ['--warehouse', env.VARVE_WAREHOUSE, 'redrive', 'shop.orders', '--queue', 'commit'];
-    argv.push('--dlq-url', dlqUrl, '--to-url', commitUrl);
+    if (urls) argv.push('--dlq-url', urls.dlqUrl, '--to-url', urls.commitUrl);
     const code = await runCli(argv, { out: (t) => (text += t), err: (t) => (text += t) });
     return { code, text };
   } finally {

@@ -41,7 +41,22 @@ function synth(): void {
   if (r.status !== 0) throw new Error('cdk synth of e2e/app.ts failed');
 }
 
+/**
+ * The AWS SDK prints 8 lines on every process under Node < 22: this run and each emulated Lambda
+ * container (which sets the same switch, e2e/emulator/lambda.ts). Said once here, in one line, as
+ * varve's CLI does (lib/cli/entry.ts).
+ */
+function quietenSdkNodeWarning(): void {
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major >= 22 || process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED !== undefined) return;
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  log(
+    `note: Node ${process.version}; the AWS SDK's Node >= 22 warning is off in this run and its Lambda containers (Lambda runs nodejs22.x)`,
+  );
+}
+
 async function main(): Promise<number> {
+  quietenSdkNodeWarning();
   const moto = await ensureMoto();
   if (!moto)
     throw new Error("moto not found: pip install 'moto[server]>=5.2,<5.3', or set AWS_ENDPOINT_URL to a running moto");

@@ -38,8 +38,17 @@ export interface Deployment {
   bucket: string;
 }
 
-/** Creates the template's stateful resources on the configured endpoint (moto). */
-export async function deployTemplate(template: CfnTemplate, suffix = randomUUID().slice(0, 8)): Promise<Deployment> {
+/**
+ * Creates the template's stateful resources on the configured endpoint (moto). With `tagQueues`,
+ * each queue gets the template's tags, as CloudFormation tags it (what `varve redrive` finds the
+ * queues by); off by default, so that deployments of the same table by tests on a shared moto do
+ * not make that lookup ambiguous for the one run that checks it (e2e/redrive-round.ts).
+ */
+export async function deployTemplate(
+  template: CfnTemplate,
+  opts: { suffix?: string; tagQueues?: boolean } = {},
+): Promise<Deployment> {
+  const suffix = opts.suffix ?? randomUUID().slice(0, 8);
   const physical = new Map<string, Physical>();
   const resolver = new Resolver(template, physical);
   const s3 = new S3Client({ forcePathStyle: true });
@@ -126,7 +135,10 @@ export async function deployTemplate(template: CfnTemplate, suffix = randomUUID(
     const p = resolver.resolve(r.Properties ?? {});
     const Attributes: Record<string, string> = {};
     for (const a of QUEUE_ATTRS) if (p[a] !== undefined) Attributes[a] = String(p[a]);
-    await sqs.send(new CreateQueueCommand({ QueueName: physical.get(id)!.attrs.QueueName, Attributes }));
+    const tags = opts.tagQueues
+      ? Object.fromEntries(((p.Tags ?? []) as Array<{ Key: string; Value: string }>).map((t) => [t.Key, t.Value]))
+      : undefined;
+    await sqs.send(new CreateQueueCommand({ QueueName: physical.get(id)!.attrs.QueueName, Attributes, tags }));
   }
   for (const [id, r] of queues) {
     const p = resolver.resolve(r.Properties ?? {});

@@ -104,7 +104,8 @@ export class Emulator {
   /** Deploys the assembly's stack onto moto and prepares its functions, mappings and rules. */
   static async deploy(options: EmulatorOptions): Promise<Emulator> {
     const template = readTemplate(path.join(options.assembly, `${options.stack}.template.json`));
-    const deployment = await deployTemplate(template);
+    // Tagged as CloudFormation tags them: `varve redrive` finds the queues by their tags.
+    const deployment = await deployTemplate(template, { tagQueues: true });
     const emu = new Emulator(template, deployment, options);
     await emu.prepare();
     return emu;

@@ -264,6 +264,10 @@ export class EmulatedFunction {
         AWS_LAMBDA_FUNCTION_NAME: spec.logicalId,
         AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(spec.memoryMb),
         AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x',
+        // The runtime is nodejs22.x; the emulator's own Node may be older, and the AWS SDK's 8-line
+        // Node-version warning from every container would bury the functions' log (as varve's CLI
+        // turns it into one note, lib/cli/entry.ts; run.ts says it once for the whole run).
+        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
         LAMBDA_TASK_ROOT: path.dirname(spec.bundle),
         ...spec.environment,
         VARVE_E2E_FUNCTION: spec.logicalId,
