@@ -14,6 +14,7 @@ import { readConsumer } from '../../lib/snapshot/consumer.js';
 import { ensureConsumer } from '../../lib/stream/discovery.js';
 import { MemoryQueue } from '../../lib/stream/memory-queue.js';
 import { SplitReader } from '../../lib/stream/reader.js';
+import { LogLines } from '../helpers/log-lines.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
 import { rng, testSeed } from '../helpers/random.js';
 import { drain, makeTable, pump, put, RecordingSink, replay, show, stateOf } from './fixtures.js';
@@ -51,12 +52,14 @@ describe.each(['input', 'none'] as const)('streams over long-lived changelogs (c
     await ensureConsumer(t, 'late', { mode: 'from-snapshot', snapshotId: 1 });
     const sink = new RecordingSink();
     const queue = new MemoryQueue();
-    await pump(t, queue, new SplitReader({ table: t, consumerId: 'late', queue, sink }), 'late');
+    const log = new LogLines();
+    await pump(t, queue, new SplitReader({ table: t, consumerId: 'late', queue, sink, log: log.add }), 'late');
     // Assess: every change of every snapshot, in order, and the replayed state is the table's
     const got = sink.changes.map((c) => `${c.snapshot}: ${show(c)}`);
     expect(got.sort()).toEqual([...expected].sort());
     expect(replay(sink.changes)).toEqual(await stateOf(t));
     expect((await readConsumer(t.store, t.path, 'late'))?.nextSnapshot).toBe(latest + 1);
+    log.expectOnly();
   });
 });
 

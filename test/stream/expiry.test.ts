@@ -9,6 +9,7 @@ import { readConsumer } from '../../lib/snapshot/consumer.js';
 import { ensureConsumer } from '../../lib/stream/discovery.js';
 import { MemoryQueue } from '../../lib/stream/memory-queue.js';
 import { SplitReader } from '../../lib/stream/reader.js';
+import { LogLines } from '../helpers/log-lines.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
 import { drain, makeTable, pump, put, RecordingSink, show } from './fixtures.js';
 
@@ -25,7 +26,8 @@ describe('streams and expiry', () => {
     await ensureConsumer(t, 'c', { mode: 'earliest' });
     const sink = new RecordingSink();
     const queue = new MemoryQueue();
-    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink });
+    const log = new LogLines();
+    const reader = new SplitReader({ table: t, consumerId: 'c', queue, sink, log: log.add });
     await put(t, [
       [1, 's1'],
       [8, 's1'],
@@ -56,5 +58,6 @@ describe('streams and expiry', () => {
     ]);
     expect(afterResume.earliest).toBe(8);
     await expect(noConsumer).rejects.toMatchObject({ name: 'SnapshotExpiredError', lostRange: { from: 3, to: 8 } });
+    log.expectOnly();
   });
 });

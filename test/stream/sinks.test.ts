@@ -33,8 +33,9 @@ describe('jsonlSink and callbackSink', () => {
       },
     };
     const queue = new MemoryQueue();
+    const log = new LogLines();
     // Act
-    await pump(t, queue, new SplitReader({ table: t, consumerId: 'c', queue, sink: both }), 'c');
+    await pump(t, queue, new SplitReader({ table: t, consumerId: 'c', queue, sink: both, log: log.add }), 'c');
     // Assess
     expect(text).toBe(
       '{"snapshot":1,"kind":"+I","row":{"k":1,"v":"a"}}\n{"snapshot":2,"kind":"-D","row":{"k":1,"v":null}}\n',
@@ -43,6 +44,7 @@ describe('jsonlSink and callbackSink', () => {
       [1, '+I', 1n, 0],
       [2, '-D', 1n, 0],
     ]);
+    log.expectOnly();
   });
 });
 
@@ -133,12 +135,20 @@ describe('tableSink without a dedup window', () => {
     await source.write([{ k: 1n, n: 5n }]);
     const batches: Parameters<StreamSink['write']>[0][] = [];
     const queue = new MemoryQueue();
+    const log = new LogLines();
     await pump(
       source,
       queue,
-      new SplitReader({ table: source, consumerId: 'etl', queue, sink: { write: async (b) => void batches.push(b) } }),
+      new SplitReader({
+        table: source,
+        consumerId: 'etl',
+        queue,
+        sink: { write: async (b) => void batches.push(b) },
+        log: log.add,
+      }),
       'etl',
     );
+    log.expectOnly();
     const sink = tableSink(target);
     await sink.write(batches[0]);
     for (let i = 0; i < 120; i++) await target.write([{ k: 2n, n: 1n }]);

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../lib/errors.js';
 import { discover } from '../../lib/stream/discovery.js';
 import { SplitReader } from '../../lib/stream/reader.js';
+import { LogLines } from '../helpers/log-lines.js';
 import { SqsSplitQueue } from '../../lib/stream/sqs-queue.js';
 import type { SendRequest } from '../../lib/stream/split-queue.js';
 import { awsAvailable, freshBucket } from '../helpers/aws.js';
@@ -130,7 +131,8 @@ describe.skipIf(!awsAvailable())('SqsSplitQueue on moto', () => {
     ]);
     const queue = await freshQueue();
     const sink = new RecordingSink();
-    const reader = new SplitReader({ table, consumerId: 'c', queue, sink });
+    const log = new LogLines();
+    const reader = new SplitReader({ table, consumerId: 'c', queue, sink, log: log.add });
     await discover(table, queue, 'c', { mode: 'earliest' });
     await put(table, [
       [1, 'A'],
@@ -151,5 +153,6 @@ describe.skipIf(!awsAvailable())('SqsSplitQueue on moto', () => {
       ]),
     );
     expect((await discover(table, queue, 'c')).nextSnapshot).toBe(4);
+    log.expectOnly();
   });
 });
