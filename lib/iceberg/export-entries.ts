@@ -29,6 +29,9 @@ export interface EntryStats {
   addedRows: bigint;
   existingRows: bigint;
   deletedRows: bigint;
+  /** Deletion vectors (v3) among the added and the deleted entries (the others of a delete manifest are position delete files). */
+  addedVectors: number;
+  deletedVectors: number;
   /** Smallest data sequence number of the manifest's live entries. */
   minSeq: bigint;
 }
@@ -237,6 +240,8 @@ export function planEntries(
     addedRows: 0n,
     existingRows: 0n,
     deletedRows: 0n,
+    addedVectors: 0,
+    deletedVectors: 0,
     minSeq: at.seq,
   };
   let records = 0;
@@ -259,6 +264,7 @@ export function planEntries(
     } else {
       stats.added++;
       stats.addedRows += rows;
+      if (f.blob !== undefined) stats.addedVectors++;
     }
     const record: FileRecord = {
       ...plannedRecord(f, tupleOf(f.partition)),
@@ -276,6 +282,7 @@ export function planEntries(
     if (kept.has(id)) continue;
     stats.deleted++;
     stats.deletedRows += old.recordCount;
+    if (old.format === formatOf(true)) stats.deletedVectors++;
     const record: FileRecord = {
       ...old,
       records: old.recordCount,

@@ -70,14 +70,24 @@ function icebergOperation(
   return !removes ? 'append' : stats.added === 0 ? 'delete' : 'overwrite';
 }
 
-/** The summary's delete-file counts (zeros for a table without deletion vectors). */
+/**
+ * The summary's delete-file counts (spec "Snapshot Summary"; zeros for a table without deletion
+ * vectors), as Iceberg's own writers count them: every delete file in `added-delete-files` /
+ * `removed-delete-files`, and by kind: position delete files (v2, and those a v3 upgrade removes)
+ * in `added-position-delete-files` / `removed-position-delete-files`, deletion vectors (v3) in
+ * `added-dvs` / `removed-dvs`; their positions in the `*-position-deletes` counts either way.
+ */
 function deleteSummary(d: ExportedVersion['deletes']): Record<string, string> {
   if (d === undefined)
     return { 'total-delete-files': '0', 'total-position-deletes': '0', 'total-equality-deletes': '0' };
   const s = d.stats;
   return {
     'added-delete-files': String(s.added),
+    'added-position-delete-files': String(s.added - s.addedVectors),
+    'added-dvs': String(s.addedVectors),
     'removed-delete-files': String(s.deleted),
+    'removed-position-delete-files': String(s.deleted - s.deletedVectors),
+    'removed-dvs': String(s.deletedVectors),
     'added-position-deletes': String(s.addedRows),
     'removed-position-deletes': String(s.deletedRows),
     'total-delete-files': String(d.files),

@@ -30,6 +30,7 @@ import {
   snapshotColumnTypes,
   sortedRowTexts,
   type IcebergMetadataJson,
+  expectSummaryCounts,
 } from './outside-readers.js';
 
 const dirs: string[] = [];
@@ -60,6 +61,8 @@ async function checkAfter(py: PyicebergReader, table: Table, what: string, expor
   for (const id of exportedIds) expect(listed, `${what}: snapshot ${id} stays in the Iceberg history`).toContain(id);
   exportedIds.add(latest);
   const rows = await py.read(join((table.store as LocalStore).root, current.key), listed);
+  const summaries = await py.summaries(join((table.store as LocalStore).root, current.key), listed);
+  for (const id of listed) expectSummaryCounts(summaries.get(id)!, `${what}: snapshot ${id}`);
   expect(sortedRowTexts(rows.get(latest)!), `${what}: pyiceberg's scan = varve read`).toEqual(
     sortedRowTexts(await varveRows(table)),
   );

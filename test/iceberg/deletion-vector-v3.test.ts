@@ -43,6 +43,7 @@ import {
   sortedRowTexts,
   type IcebergMetadataJson,
   type SnapshotRows,
+  expectSummaryCounts,
 } from './outside-readers.js';
 
 const dirs: string[] = [];
@@ -95,6 +96,8 @@ async function checkEverySnapshot(env: { py: PyicebergReader; python: string }, 
   const listed = metadata.snapshots.map((s) => s['snapshot-id']);
   const spec = specReaderRows(env.python, table);
   const py = await env.py.read(join((table.store as LocalStore).root, current.key), listed);
+  const summaries = await env.py.summaries(join((table.store as LocalStore).root, current.key), listed);
+  for (const id of listed) expectSummaryCounts(summaries.get(id)!, `${what}: snapshot ${id}`);
   let icebirdFailed = 0;
   for (const id of listed) {
     const expected = sortedRowTexts(await varveRows(table, id));

@@ -17,6 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { icebergRead } from 'icebird';
+import { expect } from 'vitest';
 import { unscaledDecimalText } from '../../lib/schema/decimal-text.js';
 import type { DataField, Value } from '../../lib/schema/types.js';
 import { ensureVenv, VENV_PYTHON } from '../helpers/python-env.js';
@@ -40,6 +41,41 @@ function pyicebergSource(): string | undefined {
 }
 
 /** A running pyiceberg reader (one Python process answering requests in turn). */
+/** A snapshot's summary as pyiceberg reads it, and the counts pyiceberg derives from its manifests. */
+export interface SnapshotSummaries {
+  summary: Record<string, string>;
+  counted: Record<string, string>;
+}
+
+/**
+ * Checks a snapshot's summary against the counts pyiceberg derives from its manifests (spec
+ * "Snapshot Summary"): every added/removed count (file sizes aside: varve does not write them) and
+ * the totals. pyiceberg counts every position delete file alike; Iceberg's writers count a v3
+ * deletion vector in `added-dvs` / `removed-dvs` instead of the position-delete-file counts.
+ */
+export function expectSummaryCounts(s: SnapshotSummaries, what: string): void {
+  const n = (k: string) => Number(s.counted[k] ?? '0');
+  const expected: Record<string, string> = { ...s.counted };
+  delete expected['added-files-size'];
+  delete expected['removed-files-size'];
+  expected['added-position-delete-files'] = String(n('added-position-delete-files') - n('added-dvs'));
+  expected['removed-position-delete-files'] = String(n('removed-position-delete-files') - n('removed-dvs'));
+  const keys = new Set([
+    ...Object.keys(expected),
+    'added-data-files',
+    'deleted-data-files',
+    'added-records',
+    'deleted-records',
+    'added-delete-files',
+    'removed-delete-files',
+    'added-dvs',
+    'removed-dvs',
+    'added-position-deletes',
+    'removed-position-deletes',
+  ]);
+  for (const k of keys) expect(s.summary[k] ?? '0', `${what}: summary ${k}`).toBe(expected[k] ?? '0');
+}
+
 export class PyicebergReader {
   private readonly lines: Interface;
   private readonly pending: Array<(line: string) => void> = [];
@@ -72,6 +108,31 @@ export class PyicebergReader {
 
   /** The rows of each snapshot id, read through the metadata file at `metadataPath`. */
   async read(metadataPath: string, snapshots: readonly number[]): Promise<Map<number, SnapshotRows>> {
+    const answer = await this.ask<{ snapshots: Record<string, SnapshotRows> }>(
+      { metadata: metadataPath, snapshots },
+      `snapshots ${snapshots.join(', ')}`,
+    );
+    return new Map(Object.entries(answer.snapshots).map(([id, rows]) => [Number(id), rows]));
+  }
+
+  /**
+   * Each snapshot's summary as pyiceberg parses it, and `counted`: what pyiceberg's own writer puts
+   * in a summary for the entries that snapshot added and deleted (zeros left out), with the totals
+   * of its live entries (read_pyiceberg.py).
+   */
+  async summaries(metadataPath: string, snapshots: readonly number[]): Promise<Map<number, SnapshotSummaries>> {
+    const answer = await this.ask<{ summaries: Record<string, SnapshotSummaries> }>(
+      { metadata: metadataPath, summaries: snapshots },
+      `the summaries of snapshots ${snapshots.join(', ')}`,
+    );
+    return new Map(Object.entries(answer.summaries).map(([id, s]) => [Number(id), s]));
+  }
+
+  /** One request to the reader process, and its answer. */
+  private async ask<T>(
+    request: { metadata: string; snapshots?: readonly number[]; summaries?: readonly number[] },
+    what: string,
+  ): Promise<T> {
     const line = await new Promise<string>((ok, fail) => {
       const onExit = () => fail(new Error(`the pyiceberg reader exited: ${this.stderr}`));
       this.child.once('exit', onExit);
@@ -79,12 +140,12 @@ export class PyicebergReader {
         this.child.off('exit', onExit);
         ok(l);
       });
-      this.child.stdin.write(`${JSON.stringify({ metadata: metadataPath, snapshots })}\n`);
+      this.child.stdin.write(`${JSON.stringify(request)}\n`);
     });
-    const answer = JSON.parse(line) as { error?: string; snapshots?: Record<string, SnapshotRows> };
+    const answer = JSON.parse(line) as T & { error?: string };
     if (answer.error !== undefined)
-      throw new Error(`pyiceberg failed on ${metadataPath} (snapshots ${snapshots.join(', ')}): ${answer.error}`);
-    return new Map(Object.entries(answer.snapshots!).map(([id, rows]) => [Number(id), rows]));
+      throw new Error(`pyiceberg failed on ${request.metadata} (${what}): ${answer.error}`);
+    return answer;
   }
 
   close(): void {

@@ -5,6 +5,14 @@ each snapshot asked for. A server: one JSON request per stdin line,
 answered by one JSON line, {"snapshots": {"N": {"columns": [...], "rows": [[...], ...]}}} or
 {"error": "<exception>"}, so a test pays Python's start once.
 
+A request {"metadata": "...", "summaries": [N, ...]} is answered with each snapshot's summary as
+pyiceberg parses it and the counts pyiceberg derives from the snapshot's manifests:
+{"summaries": {"N": {"summary": {...}, "counted": {...}}}}, "counted" holding what pyiceberg's
+own writer puts in a summary for the entries the snapshot added and deleted (UpdateMetrics: the
+`added-*` / `removed-*` / `deleted-*` counts, zeros left out; it counts every position delete file
+alike), the deletion vectors (Puffin blobs) among them (`added-dvs` / `removed-dvs`) and the
+totals of its live entries.
+
 Values are canonical text (null stays null): ints and dates (days since 1970-01-01) and
 timestamps (microseconds) as decimal text, floats as the IEEE-754 hex bits of the double (NaN as
 "NaN"), decimals as their unscaled integer, binary as hex, booleans as "true"/"false".
@@ -16,7 +24,9 @@ import sys
 import traceback
 
 import pyarrow as pa
+from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 from pyiceberg.table import StaticTable
+from pyiceberg.table.snapshots import UpdateMetrics
 
 
 def unscaled(v, scale):
@@ -59,12 +69,58 @@ def read(request):
     return {"snapshots": out}
 
 
+def counted(table, snapshot):
+    metrics = UpdateMetrics()
+    totals = {"data-files": 0, "records": 0, "delete-files": 0, "position-deletes": 0}
+    # pyiceberg counts every position delete file alike; a v3 deletion vector (a Puffin blob) is
+    # counted apart too, as Iceberg's Java writer does (added-dvs / removed-dvs).
+    vectors = {"added-dvs": 0, "removed-dvs": 0}
+    for manifest in snapshot.manifests(table.io):
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+            f = entry.data_file
+            ours = entry.snapshot_id == snapshot.snapshot_id
+            vector = f.content == DataFileContent.POSITION_DELETES and str(f.file_format).upper().endswith("PUFFIN")
+            if ours and entry.status == ManifestEntryStatus.ADDED:
+                metrics.add_file(f)
+                vectors["added-dvs"] += 1 if vector else 0
+            if ours and entry.status == ManifestEntryStatus.DELETED:
+                metrics.remove_file(f)
+                vectors["removed-dvs"] += 1 if vector else 0
+            if entry.status == ManifestEntryStatus.DELETED:
+                continue
+            if f.content == DataFileContent.DATA:
+                totals["data-files"] += 1
+                totals["records"] += f.record_count
+            else:
+                totals["delete-files"] += 1
+                totals["position-deletes"] += f.record_count
+    out = metrics.to_dict()
+    for k, v in vectors.items():
+        if v > 0:
+            out[k] = str(v)
+    for k, v in totals.items():
+        out["total-" + k] = str(v)
+    return out
+
+
+def summaries(request):
+    table = StaticTable.from_metadata(request["metadata"])
+    out = {}
+    for sid in request["summaries"]:
+        snapshot = table.snapshot_by_id(sid)
+        summary = {k: str(v) for k, v in snapshot.summary.additional_properties.items()}
+        summary["operation"] = snapshot.summary.operation.value
+        out[str(sid)] = {"summary": summary, "counted": counted(table, snapshot)}
+    return {"summaries": out}
+
+
 def main():
     for line in sys.stdin:
         if not line.strip():
             continue
         try:
-            answer = read(json.loads(line))
+            request = json.loads(line)
+            answer = summaries(request) if "summaries" in request else read(request)
         except Exception as e:  # the test prints it as the reader's failure
             answer = {"error": f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"}
         sys.stdout.write(json.dumps(answer) + "\n")
