@@ -3,7 +3,7 @@
  * changelog producers' changes arrive, and a consumer restarted in a fresh process (new store
  * handle, catalog, queue and runtime over the same warehouse folder) resumes exactly.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ import { LocalStore } from '../../lib/store/local-store.js';
 import { readConsumer } from '../../lib/snapshot/consumer.js';
 import { StreamScan } from '../../lib/stream/stream-scan.js';
 import type { Table } from '../../lib/table/table.js';
-import { varveProcess } from '../helpers/cli-process.js';
+import { startVarve } from '../helpers/cli-process.js';
 import { rng, testSeed } from '../helpers/random.js';
 import { DEAD_LETTER, LogLines, SPLIT_FAILED } from '../helpers/log-lines.js';
 import { drain, makeTable, put, RecordingSink, show } from '../stream/fixtures.js';
@@ -113,13 +113,14 @@ describe('LocalRuntime', () => {
     await runtime.addConsumer({ table: t, consumerId: 'c', sink, stream: { mode: 'latest' } });
     await runtime.start();
     try {
-      // Act: `varve write` in a child process (its commit event never reaches this process).
-      const w = varveProcess(
-        warehouse,
-        ['write', 'db.t', '--format', 'jsonl'],
-        '{"k": 7, "v": "from-another-process"}\n',
-      );
-      expect(w.code, w.err).toBe(0);
+      // Act: `varve write` in a child process (its commit event never reaches this process). Waited
+      // for asynchronously, as another process runs: a blocking wait (spawnSync) stopped this
+      // process's timers, and a child slower than the 30 s lease (a loaded machine) left the lease
+      // unrenewed, so the consumer stopped and the test timed out (once, at load 23).
+      const rows = join(mkdtempSync(join(tmpdir(), 'varve-watch-rows-')), 'rows.jsonl');
+      writeFileSync(rows, '{"k": 7, "v": "from-another-process"}\n');
+      const w = startVarve(warehouse, ['write', 'db.t', '--format', 'jsonl', rows]);
+      expect(await w.exited, w.err()).toBe(0);
       // Assess
       await eventually(() => sink.changes.length === 1);
       expect(sink.changes.map(show)).toEqual(['+I 7=from-another-process']);
