@@ -85,7 +85,9 @@ export async function alterTable(
 ): Promise<AlterResult> {
   const action = new AlterAction(table, changes, opts.now);
   try {
-    const result = await commitToTable(table, action);
+    // The hooks after the alter's commit see the table it made: the Iceberg export of that commit
+    // already follows the new schema and options (metadata.iceberg.*).
+    const result = await commitToTable(table, action, {}, () => action.planned?.view ?? table);
     const { schema, view } = action.planned!;
     return { schema, table: view, snapshot: result.snapshot };
   } catch (e) {

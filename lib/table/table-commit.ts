@@ -18,11 +18,16 @@ import type { CommitInfo, TouchedBucket } from './commit-hooks.js';
 import { commitOptionsFor } from './commit-options.js';
 import type { Table } from './table.js';
 
-/** Commits `action` to `table` through the one loop, with the table's hooks; see the file comment. */
+/**
+ * Commits `action` to `table` through the one loop, with the table's hooks; see the file comment.
+ * `hooksOn`: the table the after-commit hooks see, when the action changes it (an alter: its new
+ * schema and options, so the export of its own commit already follows them).
+ */
 export async function commitToTable(
   table: Table,
   action: CommitAction,
   overrides: Partial<CommitOptions> = {},
+  hooksOn: () => Table = () => table,
 ): Promise<CommitResult> {
   const info = (name: string, changes: CommitRequest): CommitInfo => ({
     action: name as CommitActionName,
@@ -34,7 +39,8 @@ export async function commitToTable(
     after: async (name, snapshot, changes) => {
       // Streams learn of the commit at once, not at the next poll.
       publishCommit({ warehouse: table.store.uri, table: table.name, snapshot });
-      await table.commitHooks.afterCommit(table, snapshot, info(name, changes));
+      const at = hooksOn();
+      await at.commitHooks.afterCommit(at, snapshot, info(name, changes));
     },
   };
   return runCommit(table.store, table.path, action, commitOptionsFor(table, { ...overrides, hooks }));

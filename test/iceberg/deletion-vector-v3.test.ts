@@ -240,13 +240,16 @@ describe('Iceberg v3 export of a deletion-vector table', () => {
     const upserts = Array.from({ length: 10 }, () => row(r.int(0, 25)));
     await table.write(upserts, { kinds: upserts.map(() => RowKind.UPDATE_AFTER) });
     const loc = icebergLocation(table)!;
-    expect((await readCurrentIcebergMetadata(table.store, loc))!.metadata['format-version']).toBe(2);
-    expect(positionDeleteFiles(dir).length, `seed ${seed}: v2 wrote position delete files`).toBeGreaterThan(0);
-    // Act: 2 → 3 (the alter's own commit still exports v2), then a write
-    table = (await table.alter([{ kind: 'set-option', key: 'metadata.iceberg.format-version', value: '3' }])).table;
     const v2 = (await readCurrentIcebergMetadata(table.store, loc))!.metadata;
     expect(v2['format-version']).toBe(2);
     const v2Snapshots = v2.snapshots.length;
+    expect(positionDeleteFiles(dir).length, `seed ${seed}: v2 wrote position delete files`).toBeGreaterThan(0);
+    // Act: 2 → 3 (the alter's own commit already exports v3), then a write
+    const altered = await table.alter([{ kind: 'set-option', key: 'metadata.iceberg.format-version', value: '3' }]);
+    table = altered.table;
+    const afterAlter = (await readCurrentIcebergMetadata(table.store, loc))!.metadata;
+    expect(afterAlter['format-version'], "the alter's own commit exports with the new options").toBe(3);
+    expect(afterAlter['current-snapshot-id']).toBe(altered.snapshot!.id);
     const more = Array.from({ length: 10 }, () => row(r.int(0, 25)));
     expect((await table.write(more, { kinds: more.map(() => RowKind.UPDATE_AFTER) })).compactionError).toBeUndefined();
     // Assess: v3 metadata, the v2 history kept and readable, the position delete files replaced by vectors
@@ -254,7 +257,8 @@ describe('Iceberg v3 export of a deletion-vector table', () => {
     const { metadata } = (await readCurrentIcebergMetadata(table.store, loc))!;
     expect(metadata.snapshots.length, 'the v2 snapshots stay in the history').toBeGreaterThan(v2Snapshots);
     expect(metadata.snapshots.filter((s) => s['first-row-id'] === undefined).length).toBe(v2Snapshots);
-    const entries = await readCurrentEntries(table.store, metadata);
+    // The first v3 snapshot is the alter's.
+    const entries = await readCurrentEntries(table.store, afterAlter);
     const removed = entries.filter((e) => e.status === EntryStatus.DELETED && e.format === 'PARQUET' && e.deletesFrom);
     expect(removed.length, 'the v2 position delete files are DELETED entries of the first v3 snapshot').toBeGreaterThan(
       0,
