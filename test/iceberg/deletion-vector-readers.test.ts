@@ -26,19 +26,17 @@ import {
   canonicalValue,
   icebirdRows,
   lossyText,
-  PyicebergReader,
+  type PyicebergReader,
   snapshotColumnTypes,
   sortedRowTexts,
   type IcebergMetadataJson,
   expectSummaryCounts,
 } from './outside-readers.js';
+import { pyicebergSession } from '../helpers/pyiceberg-session.js';
 
 const dirs: string[] = [];
-let pyiceberg: PyicebergReader | { unavailable: string } | undefined;
-afterAll(() => {
-  if (pyiceberg instanceof PyicebergReader) pyiceberg.close();
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }));
-});
+const pyiceberg = pyicebergSession('the deletion-vector readers test');
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 /** `varve read --snapshot N` (or `varve read` without one) as canonical rows. */
 async function varveRows(table: Table, snapshotId?: number) {
@@ -86,12 +84,8 @@ describe('a deletion-vector table read by Iceberg readers at every commit', () =
   it('equals varve read after upsert, delete, one-bucket compaction, overwrite, delete --where, rollback and a later write', {
     timeout: 300_000,
   }, async (ctx) => {
-    pyiceberg ??= PyicebergReader.start();
-    if (!(pyiceberg instanceof PyicebergReader)) {
-      console.warn(`SKIPPED the deletion-vector readers test: ${pyiceberg.unavailable} (under CI=true this fails)`);
-      return ctx.skip();
-    }
-    const py = pyiceberg;
+    const py = pyiceberg();
+    if (py === undefined) return ctx.skip();
     // Prepare
     const seed = testSeed('iceberg.deletion-vector-readers');
     const r = rng(seed);

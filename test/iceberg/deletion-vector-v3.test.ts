@@ -38,31 +38,29 @@ import {
   canonicalValue,
   icebirdRows,
   lossyText,
-  PyicebergReader,
+  type PyicebergReader,
   snapshotColumnTypes,
   sortedRowTexts,
   type IcebergMetadataJson,
   type SnapshotRows,
   expectSummaryCounts,
 } from './outside-readers.js';
+import { pyicebergSession } from '../helpers/pyiceberg-session.js';
 
 const dirs: string[] = [];
-let pyiceberg: PyicebergReader | { unavailable: string } | undefined;
-afterAll(() => {
-  if (pyiceberg instanceof PyicebergReader) pyiceberg.close();
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }));
-});
+const pyiceberg = pyicebergSession('the Iceberg v3 deletion-vector test');
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 /** Both Python readers, or undefined after a loud skip (under CI=true they throw instead). */
 function readers(): { py: PyicebergReader; python: string } | undefined {
-  pyiceberg ??= PyicebergReader.start();
+  const py = pyiceberg();
+  if (py === undefined) return undefined;
   const env = pythonWithPyarrow();
-  if (!(pyiceberg instanceof PyicebergReader) || 'unavailable' in env) {
-    const why = 'unavailable' in env ? env.unavailable : (pyiceberg as { unavailable: string }).unavailable;
-    console.warn(`SKIPPED the Iceberg v3 deletion-vector test: ${why} (under CI=true this fails)`);
+  if ('unavailable' in env) {
+    console.warn(`SKIPPED the Iceberg v3 deletion-vector test: ${env.unavailable} (under CI=true this fails)`);
     return undefined;
   }
-  return { py: pyiceberg, python: env.python };
+  return { py, python: env.python };
 }
 
 /** `varve read --snapshot N` (or `varve read`) as canonical rows. */

@@ -44,27 +44,18 @@ import {
   canonicalValue,
   icebirdRows,
   lossyText,
-  PyicebergReader,
+  type PyicebergReader,
   snapshotColumnTypes,
   sortedRowTexts,
   type IcebergMetadataJson,
   type SnapshotRows,
 } from './outside-readers.js';
+import { pyicebergSession } from '../helpers/pyiceberg-session.js';
 
 const dirs: string[] = [];
-let pyiceberg: PyicebergReader | { unavailable: string } | undefined;
-afterAll(() => {
-  if (pyiceberg instanceof PyicebergReader) pyiceberg.close();
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }));
-});
-
 /** The pyiceberg reader, started once; undefined (after a loud line) when it cannot run outside CI. */
-function reader(): PyicebergReader | undefined {
-  pyiceberg ??= PyicebergReader.start();
-  if (pyiceberg instanceof PyicebergReader) return pyiceberg;
-  console.warn(`SKIPPED the outside Iceberg reader test: ${pyiceberg.unavailable} (under CI=true this fails)`);
-  return undefined;
-}
+const reader = pyicebergSession('the outside Iceberg reader test');
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 const PARTITIONS = ['eu', 'us/west', 'ünï=x'];
 const COLUMNS =
