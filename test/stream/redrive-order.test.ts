@@ -69,18 +69,26 @@ async function statusOf(table: Table): Promise<Map<bigint, string>> {
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
 
+/**
+ * The older batch (1:new, 2:new) failed its receives and sits in the commit DLQ, while a newer
+ * batch of key 1 (1:paid) committed (the commit function, here through the same lib commit).
+ */
+async function olderDeadLetteredNewerCommitted() {
+  const s = await setup();
+  const older = await writeBatch(s.table, 'ingest-m1', [
+    { id: 1n, status: 'new' },
+    { id: 2n, status: 'new' },
+  ]);
+  await send(s.sqs, s.dlqUrl, older);
+  await tick();
+  await landRows(s.table, [{ id: 1n, status: 'paid' }], [0], { commitUser: 'ingest', commitIdentifier: 'ingest-m2' });
+  return s;
+}
+
 describe.skipIf(!awsAvailable())('commit DLQ redrive keeps per-key order (moto)', () => {
   it('commits the dead-lettered batch without the keys a newer batch already committed, and says what it skipped', async () => {
-    // Prepare: the older batch (1:new, 2:new) failed its receives and sits in the commit DLQ ...
-    const { table, dlqUrl, queueUrl, sqs } = await setup();
-    const older = await writeBatch(table, 'ingest-m1', [
-      { id: 1n, status: 'new' },
-      { id: 2n, status: 'new' },
-    ]);
-    await send(sqs, dlqUrl, older);
-    await tick();
-    // ... while a newer batch of key 1 committed (the commit function, here through the same lib commit).
-    await landRows(table, [{ id: 1n, status: 'paid' }], [0], { commitUser: 'ingest', commitIdentifier: 'ingest-m2' });
+    // Prepare
+    const { table, dlqUrl, queueUrl, sqs } = await olderDeadLetteredNewerCommitted();
     expect((await statusOf(table)).get(1n)).toBe('paid');
     // Act
     const r = await redriveCommits(sqs, table, dlqUrl, queueUrl, { pollMs: 100 });
@@ -115,14 +123,7 @@ describe.skipIf(!awsAvailable())('commit DLQ redrive keeps per-key order (moto)'
   it('sends a new barrier when the commit function took the first one (it polls the same group)', async () => {
     // Prepare: the older batch in the DLQ, a newer batch of key 1 committed; and a commit function
     // that receives the redrive's first barrier before the redrive does, and drops it.
-    const { table, dlqUrl, queueUrl, sqs } = await setup();
-    const older = await writeBatch(table, 'ingest-m1', [
-      { id: 1n, status: 'new' },
-      { id: 2n, status: 'new' },
-    ]);
-    await send(sqs, dlqUrl, older);
-    await tick();
-    await landRows(table, [{ id: 1n, status: 'paid' }], [0], { commitUser: 'ingest', commitIdentifier: 'ingest-m2' });
+    const { table, dlqUrl, queueUrl, sqs } = await olderDeadLetteredNewerCommitted();
     const commitFunction = new SQSClient({});
     let dropped = 0;
     const racing = Object.create(sqs) as SQSClient;
