@@ -44,6 +44,7 @@ import type { DeletionVectorPlanner, PlannedChanges } from '../snapshot/commit-r
 import type { JsonValue } from '../schema/value-codec.js';
 import { toJsonValue } from '../schema/values.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
+import { concatBytes } from '../store/object-store.js';
 import {
   keepsDeletionVectors,
   keyRangeFilter,
@@ -158,7 +159,15 @@ async function bucketVectors(
     [...decided].map(async ([id, d]) => {
       const ref = refOf.get(id);
       const before = ref === undefined ? new Uint32Array() : await lookupVector(table, ref);
-      const after = nextVector(before, d.whole, concatU32(d.positions), concatU8(d.live));
+      const after = nextVector(
+        before,
+        d.whole,
+        concatU32(d.positions),
+        concatBytes(
+          d.live,
+          d.live.reduce((n, p) => n + p.length, 0),
+        ),
+      );
       if (sameVector(before, after)) return;
       replaced.push(id);
       if (after.length > 0) vectors.set(d.entry.file.fileName, after);
@@ -305,14 +314,6 @@ function keyAt(table: Table, t: arrow.Table, row: number): JsonValue[] {
 function concatU32(parts: Uint32Array[]): Uint32Array {
   if (parts.length === 1) return parts[0];
   const out = new Uint32Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) out.set(p, at), (at += p.length);
-  return out;
-}
-
-function concatU8(parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0];
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) out.set(p, at), (at += p.length);
   return out;
