@@ -15,14 +15,10 @@
  * The old versions of the keys the newer batch replaced are superseded: the sink never gets them
  * (not lost), and the table must end with the newer ones (the day's stale-wins count).
  */
-import {
-  GetQueueAttributesCommand,
-  ListQueuesCommand,
-  ListQueueTagsCommand,
-  type Message,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import { VARVE_QUEUE_TAGS } from '../lib/aws-contract.js';
 import { runCli } from '../lib/cli/main.js';
+import { queuesTaggedAs } from '../lib/stream/redrive.js';
 import type { Emulator } from './emulator/emulator.js';
 import type { MappingSpec } from './emulator/esm.js';
 
@@ -149,18 +145,11 @@ async function commitDeadLetterQueue(
 }
 
 /** The queues tagged as a commit queue or commit DLQ of shop.orders (what `varve redrive` looks for). */
-async function queuesTaggedAsCommit(sqs: SQSClient): Promise<string[]> {
-  const out: string[] = [];
-  let NextToken: string | undefined;
-  do {
-    const page = await sqs.send(new ListQueuesCommand({ NextToken, MaxResults: 1000 }));
-    for (const url of page.QueueUrls ?? []) {
-      const tags = (await sqs.send(new ListQueueTagsCommand({ QueueUrl: url }))).Tags ?? {};
-      if (tags['varve:table'] === 'shop.orders' && tags['varve:queue'] === 'commit') out.push(url);
-    }
-    NextToken = page.NextToken;
-  } while (NextToken);
-  return out;
+function queuesTaggedAsCommit(sqs: SQSClient): Promise<string[]> {
+  return queuesTaggedAs(
+    sqs,
+    (tags) => tags[VARVE_QUEUE_TAGS.table] === 'shop.orders' && tags[VARVE_QUEUE_TAGS.queue] === 'commit',
+  );
 }
 
 /**

@@ -71,6 +71,24 @@ function normaliseDeadLetter(
   return { shape: 'message', body };
 }
 
+/** The URLs of every SQS queue of the account and region whose tags `matches` accepts. */
+export async function queuesTaggedAs(
+  client: SQSClient,
+  matches: (tags: Record<string, string>) => boolean,
+): Promise<string[]> {
+  const found: string[] = [];
+  let NextToken: string | undefined;
+  do {
+    const page = await client.send(new ListQueuesCommand({ NextToken, MaxResults: 1000 }));
+    for (const url of page.QueueUrls ?? []) {
+      const tags = (await client.send(new ListQueueTagsCommand({ QueueUrl: url }))).Tags ?? {};
+      if (matches(tags)) found.push(url);
+    }
+    NextToken = page.NextToken;
+  } while (NextToken);
+  return found;
+}
+
 /** The URL of the varve queue (`deadLetter`: its DLQ) of `table`, found by its tags. */
 export async function findVarveQueue(
   client: SQSClient,
@@ -78,21 +96,14 @@ export async function findVarveQueue(
   queue: RedriveQueue,
   opts: { consumer?: string; deadLetter: boolean },
 ): Promise<string> {
-  const found: string[] = [];
-  let NextToken: string | undefined;
-  do {
-    const page = await client.send(new ListQueuesCommand({ NextToken, MaxResults: 1000 }));
-    for (const url of page.QueueUrls ?? []) {
-      const tags = (await client.send(new ListQueueTagsCommand({ QueueUrl: url }))).Tags ?? {};
-      const matches =
-        tags[QUEUE_TAGS.table] === table &&
-        tags[QUEUE_TAGS.queue] === queue &&
-        (tags[QUEUE_TAGS.deadLetter] === 'true') === opts.deadLetter &&
-        (opts.consumer === undefined || tags[QUEUE_TAGS.consumer] === opts.consumer);
-      if (matches) found.push(url);
-    }
-    NextToken = page.NextToken;
-  } while (NextToken);
+  const found = await queuesTaggedAs(client, (tags) => {
+    return (
+      tags[QUEUE_TAGS.table] === table &&
+      tags[QUEUE_TAGS.queue] === queue &&
+      (tags[QUEUE_TAGS.deadLetter] === 'true') === opts.deadLetter &&
+      (opts.consumer === undefined || tags[QUEUE_TAGS.consumer] === opts.consumer)
+    );
+  });
   const what = `the ${queue} ${opts.deadLetter ? 'dead-letter ' : ''}queue of ${table}${opts.consumer ? ` (consumer ${opts.consumer})` : ''}`;
   if (found.length === 0)
     throw new InvalidArgumentError(
