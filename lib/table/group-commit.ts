@@ -9,17 +9,24 @@
  * (`varve.batches`), so a batch seen again in another run is not committed again (RecentBatches).
  *
  * A bad batch never takes good ones down with it: a batch whose files are gone is refused before
- * the commit (CommitFilesMissingError), and when a run fails for a reason retrying cannot help,
+ * the commit (CommitFilesMissingError; only a batch old enough to have lost them is checked:
+ * filesMayBeGone), and when a run fails for a reason retrying cannot help,
  * its batches are committed one by one so that only the one that fails alone is refused. Refused
  * messages are the caller's to set aside (on AWS: the rejects queue); the others go on.
  */
 import { CommitFilesMissingError, VarveError } from '../errors.js';
-import type { CommitOptions } from '../snapshot/commit.js';
+import type { CommitBatch, CommitOptions } from '../snapshot/commit.js';
 import { commitAppend, type AfterAppend, type AppendCommitted } from './append-commit.js';
 import { messagesCommitIdentifier } from './commit-identifiers.js';
 import type { CommitMessage } from './commit-message.js';
 import { missingFiles, releasePending } from './pending-commits.js';
-import { BATCHES_PROPERTY, batchesProperty, recentBatchesOf, SOURCES_PROPERTY } from './recent-batches.js';
+import {
+  BATCHES_PROPERTY,
+  batchesProperty,
+  recentBatchesOf,
+  SOURCES_PROPERTY,
+  type RecentBatches,
+} from './recent-batches.js';
 import type { Table } from './table.js';
 
 /** The commit user of the group commit: one per table, stable across invocations. */
@@ -46,6 +53,38 @@ export interface RunOutcome {
 export interface GroupCommitOptions {
   afterCommit?: AfterAppend;
   commitOptions?: Partial<CommitOptions>;
+  /** The clock that tells a batch's age (filesMayBeGone). @default Date.now */
+  now?: () => number;
+}
+
+/**
+ * How far apart two clocks that wrote the table may be (a writer's, which stamps its files'
+ * `creationTime`; a committer's, which stamps `timeMillis`; S3's `LastModified`, which orphan
+ * cleanup ages registrations by). Lambda and S3 clocks are kept within milliseconds by the Amazon
+ * Time Sync Service; the deduplication window compares committer clocks with this one the same way.
+ */
+const CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * Whether the files of a queued batch may be gone, so that the commit must check them (a HEAD
+ * each) before a snapshot references them. Only orphan cleanup and expiry delete data files.
+ * Neither can have deleted those of a young batch, written (its newest file's `creationTime`)
+ * after the oldest snapshot `recent` still knows every successor of:
+ * - no snapshot holds it (the window, which knows every snapshot since before it was written,
+ *   found none; its commit would be newer than its files), so no snapshot ever referenced its
+ *   files and expiry, which deletes only files of expired snapshots, never saw them;
+ * - its pending registration, written after its files (land-rows.ts) and released only after its
+ *   commit, is younger than `orphan-files.pending-time-retained`, and orphan cleanup keeps every
+ *   file such a registration lists, whatever its own age window (remove-orphans.ts).
+ * An older batch (a commit redriven from the dead-letter queue days later), or one written before
+ * an expired snapshot the window met, is checked.
+ */
+function filesMayBeGone(table: Table, batch: CommitBatch, recent: RecentBatches, now: number): boolean {
+  const files = [...batch.newFiles, ...batch.changelogFiles];
+  if (files.length === 0) return false;
+  const written = Math.max(...files.map((f) => f.file.creationTime));
+  const registrationLive = now - written + CLOCK_SKEW_MS < table.options.orphanFilesPendingTimeRetained;
+  return !(registrationLive && recent.knowsEverySnapshotAfter(written - CLOCK_SKEW_MS));
 }
 
 /** Consecutive messages written with the same schema: each run is one snapshot (almost always one run). */
@@ -100,7 +139,12 @@ export class GroupCommit {
     const ids = run.map((q) => q.id);
     const refused = new Map<string, Error>();
     // Checked before the commit: a snapshot must never reference a file that is gone.
-    const missing = await Promise.all(fresh.map((q) => missingFiles(this.table, q.message.batch)));
+    const now = (this.opts.now ?? Date.now)();
+    const missing = await Promise.all(
+      fresh.map((q) =>
+        filesMayBeGone(this.table, q.message.batch, recent, now) ? missingFiles(this.table, q.message.batch) : [],
+      ),
+    );
     fresh.forEach(
       (q, i) =>
         missing[i].length > 0 && refused.set(q.id, new CommitFilesMissingError(q.message.commitIdentifier, missing[i])),

@@ -32,6 +32,14 @@ const READ_CHUNK = 16;
 export class RecentBatches {
   private readonly ids = new Map<string, { snapshot: number; time: number }>();
   private scannedUpTo = 0;
+  /**
+   * Every snapshot committed after this time (epoch ms, its `timeMillis`) up to `scannedUpTo` has
+   * been noted: the scans since the first reached back to it without meeting an expired snapshot
+   * (Infinity before the first refresh, -Infinity once a scan reached snapshot 1).
+   */
+  private completeAfter = Number.POSITIVE_INFINITY;
+  /** The window's start at the last refresh: older entries are forgotten. */
+  private horizon = Number.POSITIVE_INFINITY;
 
   constructor(
     /** The table object whose caching snapshot manager reads the snapshots (the newest one opened: recentBatchesOf). */
@@ -47,20 +55,43 @@ export class RecentBatches {
     // found here (read once), and a warm container reads only the snapshots committed since.
     const snapshots = this.table.commitSnapshots;
     const latest = await snapshots.latestId();
-    if (latest === undefined || latest <= this.scannedUpTo) return;
     const horizon = this.now() - this.windowMs;
+    this.horizon = horizon;
+    if (latest === undefined) this.completeAfter = Number.NEGATIVE_INFINITY; // no snapshot: nothing committed
+    if (latest === undefined || latest <= this.scannedUpTo) return;
     const lowest = Math.max(this.scannedUpTo + 1, latest - MAX_SCAN + 1, 1);
+    // The time of the oldest snapshot read, and whether the scan went on down to `lowest`.
+    let floor = Number.POSITIVE_INFINITY;
+    let reachedLowest = true;
     scan: for (let hi = latest; hi >= lowest; hi -= READ_CHUNK) {
       const ids: number[] = [];
       for (let id = hi; id >= Math.max(lowest, hi - READ_CHUNK + 1); id--) ids.push(id);
       for (const s of await Promise.all(ids.map((id) => snapshots.tryRead(id)))) {
+        if (s !== undefined) floor = s.timeMillis;
         // Expired from here down, or older than any retry: nothing further back matters.
-        if (s === undefined || s.timeMillis < horizon) break scan;
+        if (s === undefined || s.timeMillis < horizon) {
+          reachedLowest = false;
+          break scan;
+        }
         this.note(s);
       }
     }
+    // Snapshot times never decrease with the id, so a snapshot below the oldest one read is no
+    // newer than it. Down to `lowest` without a gap: complete as far as the scans before were
+    // (or, from snapshot 1, since the table began).
+    if (!reachedLowest || (lowest > this.scannedUpTo + 1 && lowest > 1)) this.completeAfter = floor;
+    else if (lowest === 1) this.completeAfter = Number.NEGATIVE_INFINITY;
     this.scannedUpTo = latest;
     for (const [id, v] of this.ids) if (v.time < horizon) this.ids.delete(id);
+  }
+
+  /**
+   * True when, as of the last refresh, every snapshot committed after `time` (epoch ms) was read
+   * and is still remembered: none was missing (expired) and none has left the window. A batch
+   * written after `time` that snapshotOf does not know was then in no snapshot at all.
+   */
+  knowsEverySnapshotAfter(time: number): boolean {
+    return time >= Math.max(this.completeAfter, this.horizon);
   }
 
   /** The snapshot that holds batch or source `id`, if a recent one does. */

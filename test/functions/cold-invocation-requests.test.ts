@@ -18,17 +18,19 @@
  *   (one per bucket), its pending registration (PUT), the commit message (SQS SendMessage).
  * warm ingest (4) — the 2 data files, the registration, the commit message: the table, its
  *   schema and the partitions' bucket counts are known.
- * cold commit (16) — open the table (3, as above); the deduplication window (RecentBatches)
+ * cold commit (14) — open the table (3, as above); the deduplication window (RecentBatches)
  *   looks the latest snapshot up: LATEST, snapshot-1, a HEAD of snapshot-2 (3), and the commit
- *   starts from that same snapshot; the batch's 2 data files still exist (2 HEADs); the
- *   back-pressure check (sorted runs of the touched buckets) reads the base's manifest list and
+ *   starts from that same snapshot; the batch's 2 data files are not checked (a batch younger
+ *   than its pending registration's retention, written after every snapshot the window knows,
+ *   cannot have lost them: lib/table/group-commit.ts filesMayBeGone; an old one, a redrive, is
+ *   checked: test/table/group-commit-file-checks.test.ts); the back-pressure check (sorted runs of the touched buckets) reads the base's manifest list and
  *   manifest (2), which the commit then takes from the same cache; the commit identifier's claim
  *   (conditional PUT), the manifest, the manifest list, snapshot-2 (3 PUTs: the LATEST hint was
  *   current, so it is not written); the `Snapshot Committed` event (EventBridge PutEvents); the
  *   registration released (DELETE).
- * warm commit (10) — the window's check for commits by others: snapshot-N still there and no
+ * warm commit (8) — the window's check for commits by others: snapshot-N still there and no
  *   snapshot-N+1 (2 HEADs, N being the container's own last commit, whose manifests it wrote and
- *   keeps); then as cold: 2 data-file HEADs, the claim, 3 metadata PUTs, the event, the release.
+ *   keeps); then as cold: the claim, 3 metadata PUTs, the event, the release.
  * Direct commit mode (the ingest function commits itself):
  * cold ingest (15) — open (3), the latest snapshot (3) and its manifests (2) for routing, which
  *   the back-pressure check and the commit then share; 2 data files, the claim, 3 metadata PUTs,
@@ -111,8 +113,6 @@ const LOOKUP = ['S3:GetObject LATEST', 'S3:GetObject snapshot-base', 'S3:HeadObj
 const MANIFESTS = ['S3:GetObject manifest-list', 'S3:GetObject manifest'];
 const BATCH = ['S3:PutObject data-file', 'S3:PutObject data-file', 'S3:PutObject pending', 'SQS:SendMessage'];
 const COMMIT = [
-  'S3:HeadObject data-file',
-  'S3:HeadObject data-file',
   'S3:PutObject(if-none-match) identifier',
   'S3:PutObject manifest',
   'S3:PutObject manifest-list',
