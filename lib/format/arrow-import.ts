@@ -289,10 +289,15 @@ function readSchema(view: DataView, addr: number): SchemaStruct | undefined {
   };
 }
 
-/** C Data metadata: int32 count, then per entry int32 key length, key, int32 value length, value. */
+/**
+ * C Data metadata: int32 count, then per entry int32 key length, key, int32 value length, value.
+ * Kept in key order, the order parquet-wasm's IPC stream carries it in (its C Data export gives
+ * its hash map's order): a row group decoded either way is then the same Arrow bytes
+ * (decode-pool.test.ts; the buffers, offsets and null bitmaps already were).
+ */
 function readMetadata(view: DataView, addr: number): Map<string, string> {
-  const out = new Map<string, string>();
-  if (addr === 0) return out;
+  if (addr === 0) return new Map<string, string>();
+  const entries: [string, string][] = [];
   const n = view.getInt32(addr, true);
   let at = addr + 4;
   const bytes = new Uint8Array(view.buffer);
@@ -303,9 +308,9 @@ function readMetadata(view: DataView, addr: number): Map<string, string> {
     const vl = view.getInt32(at, true);
     const value = UTF8.decode(bytes.subarray(at + 4, at + 4 + vl));
     at += 4 + vl;
-    out.set(key, value);
+    entries.push([key, value]);
   }
-  return out;
+  return new Map(entries.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
 }
 
 function cString(view: DataView, addr: number): string {

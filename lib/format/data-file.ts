@@ -33,7 +33,7 @@ import { freshBatchMemory, ReusedBatchMemory } from './arrow-import.js';
 import { withIcebergSchema } from './iceberg-footer.js';
 import { CHUNK_CRC_KEY, sealDataFile, type DataFileCheck } from './data-file-checksum.js';
 import {
-  decodeRowGroupIPC,
+  decodeRowGroupArrow,
   readParquetFooter,
   readRowGroupsRanged,
   rowGroupFile,
@@ -445,13 +445,15 @@ async function decodeRowGroup(
   const rows = footer.rowGroups[g].numRows;
   try {
     const pool = decodePool();
-    // A worker gets a Blob (posted without a copy); inline, parquet-wasm reads the fetched parts themselves.
-    // A slice (a few rows of a key range) decodes inline: the post would cost more than the decode.
-    const ipc =
+    // A worker gets a Blob (posted without a copy) and hands back IPC bytes; inline, parquet-wasm
+    // reads the fetched parts themselves and the batch leaves wasm through the C Data Interface
+    // (the same Arrow bytes, one copy fewer). A slice (a few rows of a key range) decodes inline:
+    // the post would cost more than the decode.
+    const decoded =
       slice === undefined && pool.takes(bytes.size)
-        ? await pool.decode(bytes.blob(), names, rows)
-        : await decodeRowGroupIPC(bytes, names, rows, slice);
-    return normalizeArrowTypes(singleBatch(selectColumns(arrow.tableFromIPC(ipc), names)));
+        ? arrow.tableFromIPC(await pool.decode(bytes.blob(), names, rows))
+        : await decodeRowGroupArrow(bytes, names, rows, slice);
+    return normalizeArrowTypes(singleBatch(selectColumns(decoded, names)));
   } catch (e) {
     throw rowGroupReadError(e, src.name);
   }

@@ -15,7 +15,7 @@
  * buffer per column buffer or, with a ReusedBatchMemory, into slabs reused batch after batch.
  */
 import * as arrow from 'apache-arrow';
-import { ParquetFile, wasmMemory, type RecordBatch as WasmRecordBatch } from 'parquet-wasm';
+import { ParquetFile, wasmMemory, type RecordBatch as WasmRecordBatch, type Table as WasmTable } from 'parquet-wasm';
 import { CorruptMetadataError, DataFileChecksumError } from '../errors.js';
 import { checksum, CHUNK_CRC_KEY, crcHex, parseChunkChecksums } from './data-file-checksum.js';
 import { freshBatchMemory, importWasmBatch, type BatchMemory } from './arrow-import.js';
@@ -642,6 +642,29 @@ export async function decodeRowGroupIPC(
   try {
     return (await file.read({ columns: [...columns], batchSize: Math.max(1, rows), ...slice })).intoIPCStream();
   } finally {
+    file.free();
+  }
+}
+
+/**
+ * Decodes the `columns` of a standalone one-row-group Parquet file (from rowGroupFile) of `rows`
+ * rows to one Arrow table, inline: as decodeRowGroupIPC, but its batch leaves wasm through the C
+ * Data Interface (wasmBatchToArrow) instead of an IPC stream built in wasm, copied and parsed.
+ */
+export async function decodeRowGroupArrow(
+  bytes: ParquetBytes,
+  columns: readonly string[],
+  rows: number,
+  slice?: RowSlice,
+): Promise<arrow.Table> {
+  const file = await openParquetBytes(bytes);
+  let table: WasmTable | undefined;
+  try {
+    table = await file.read({ columns: [...columns], batchSize: Math.max(1, rows), ...slice });
+    if (table.numBatches !== 1) return arrow.tableFromIPC(table.intoIPCStream());
+    return wasmBatchToArrow(table.recordBatch(0)!, freshBatchMemory);
+  } finally {
+    table?.free();
     file.free();
   }
 }
