@@ -39,6 +39,8 @@ export interface RuntimeConsumerOptions {
   holder?: LeaseHolder;
   /** Lease duration; also the limit of one sink call. @default the queue's visibility (MemoryQueue) or 30 s */
   leaseMs?: number;
+  /** The clock of the consumer's lease. @default Date.now (tests drive it to stand for a process blocked past its lease) */
+  now?: () => number;
   /** Backstop discovery interval; 0 disables. @default the table's `continuous.discovery-interval` */
   discoveryIntervalMs?: number;
   log: (line: string) => void;
@@ -96,6 +98,8 @@ export class RuntimeConsumer {
         ttlMs: leaseMs,
         takeover: opts.takeover,
         tableUuid: openedTableUuid(opts.table),
+        now: opts.now,
+        log: opts.log,
       });
     }
     this.reader = new SplitReader({
@@ -239,7 +243,8 @@ export class RuntimeConsumer {
   private async discoverOnce(): Promise<void> {
     try {
       let result: DiscoveryResult;
-      this.lease?.check();
+      // A lease that ran out while this process was blocked is taken back here when still free.
+      await this.lease?.ensure();
       if (this.identity !== undefined) await checkTableIdentity(this.table, this.identity);
       do {
         result = await discover(this.table, this.queue, this.consumerId, {

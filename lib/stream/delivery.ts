@@ -187,7 +187,8 @@ export class BatchDelivery {
       splitId: splitIdOf(this.consumerId, m.snapshotId, m.partition, m.bucket),
       ...(schemaChange ? { schemaChange } : {}),
     });
-    this.fence.lease?.check();
+    // A sink call longer than the lease: taken back here when nobody else took it meanwhile.
+    await this.fence.lease?.ensure();
     if (held) this.fence.splits!.fences.check(m.partition, m.bucket, held);
     const written = await this.recordProgress(m, held, entry);
     if (written === undefined) {
@@ -220,7 +221,7 @@ export class BatchDelivery {
     const entry = await cached.entry;
     const p = entry?.progress;
     // A reader that lost its lease neither delivers nor records anything.
-    this.fence.lease?.check();
+    await this.fence.lease?.ensure();
     checkFence(this.consumerId, p, this.fence.lease?.token);
     if (held && p?.run === m.run && p.splitFence !== undefined && p.splitFence >= held.token) {
       // The fence object was removed while progress stayed: hold again above the recorded token.

@@ -128,6 +128,8 @@ export interface LeaseOptions {
   now?: () => number;
   /** The UUID of the table read (recorded in the lease). */
   tableUuid?: string;
+  /** Where a lease taken back after it ran out is reported (a WARN line). @default console.error */
+  log?: (line: string) => void;
 }
 
 /** One reader group's hold on a consumer id: acquire, renew, check, release. */
@@ -140,6 +142,9 @@ export class ConsumerLeaseHandle {
   private readonly now: () => number;
   private readonly takeover: boolean;
   private readonly tableUuid?: string;
+  private readonly log: (line: string) => void;
+  /** The renewal under way: concurrent renewals share it (a second write with the same etag would fail). */
+  private renewing?: Promise<void>;
 
   constructor(
     private readonly store: ObjectStore,
@@ -152,6 +157,7 @@ export class ConsumerLeaseHandle {
     this.now = opts.now ?? Date.now;
     this.takeover = opts.takeover ?? false;
     this.tableUuid = opts.tableUuid;
+    this.log = opts.log ?? ((line) => console.error(line));
   }
 
   /** True between `acquire` and `release` (even if the lease was lost meanwhile). */
@@ -221,24 +227,58 @@ export class ConsumerLeaseHandle {
     return (await readTombstone(this.store, this.tablePath, this.consumerId))?.leaseToken ?? 0;
   }
 
-  /** Extends the lease; a lease taken over meanwhile makes this and every later `check()` throw ConsumerLeaseLostError. */
+  /**
+   * Extends the lease (one write at a time: a renewal during another one shares it). A lease that
+   * ran out before this renewal (the process was blocked past it, or could not reach the store) is
+   * taken back when nobody wrote the lease object since — the conditional write with this holder's
+   * etag proves it, and the token stays — with a WARN line. A lease another reader took meanwhile
+   * makes this and every later `check()` throw ConsumerLeaseLostError.
+   */
   async renew(): Promise<void> {
-    this.check();
+    this.renewing ??= this.renewOnce().finally(() => (this.renewing = undefined));
+    return this.renewing;
+  }
+
+  private async renewOnce(): Promise<void> {
+    if (this.lost) throw this.lost;
+    if (this.current === undefined)
+      throw new ConsumerLeaseLostError(`consumer ${this.consumerId} has no lease yet; acquire it first`);
     const now = this.now();
-    const next: ConsumerLease = { ...this.current!, expiresAt: now + this.ttlMs };
+    const late = now - this.current.expiresAt;
+    const next: ConsumerLease = { ...this.current, expiresAt: now + this.ttlMs };
     const won = await this.cas(leaseKey(this.tablePath, this.consumerId), next, this.etag!);
     if (won) {
       this.etag = won.etag;
       this.current = next;
+      if (late >= 0)
+        this.log(
+          `varve: consumer ${this.consumerId}: the lease of ${describeHolder(this.holder)} ran out ${late} ms before it was renewed ` +
+            '(this process was blocked, e.g. by a sink doing synchronous work, or could not reach the store); no other reader ' +
+            `had taken it, so this reader took it back (token ${next.token}) and goes on delivering. Keep sink calls shorter than the lease or raise leaseMs`,
+        );
       return;
     }
     const found = await readLease(this.store, this.tablePath, this.consumerId);
     this.lost = new ConsumerLeaseLostError(
       `consumer ${this.consumerId}: this reader (${describeHolder(this.holder)}) lost its lease` +
         (found ? ` to ${describeHolder(found.lease.holder)} (token ${found.lease.token})` : '') +
+        (late >= 0
+          ? `, which had run out ${late} ms before this reader renewed it (this process was blocked or could not reach the store)`
+          : '') +
         '; it stops delivering and recording progress',
     );
     throw this.lost;
+  }
+
+  /**
+   * Throws ConsumerLeaseLostError unless the lease is held; a lease that ran out is renewed first
+   * (`renew`: taken back when nobody else took it). The check a reader makes before it delivers or
+   * records progress.
+   */
+  async ensure(): Promise<void> {
+    if (this.lost) throw this.lost;
+    if (this.current !== undefined && this.current.expiresAt <= this.now()) await this.renew();
+    this.check();
   }
 
   /** Throws ConsumerLeaseLostError unless the lease is held and has not run out. */
@@ -259,7 +299,7 @@ export class ConsumerLeaseHandle {
    * a takeover stops at its next batch instead of its next renewal.
    */
   async verify(): Promise<void> {
-    this.check();
+    await this.ensure();
     const found = await readLease(this.store, this.tablePath, this.consumerId);
     if (found && found.lease.token === this.current!.token && sameHolder(found.lease.holder, this.holder)) return;
     this.lost = new ConsumerLeaseLostError(
@@ -272,6 +312,7 @@ export class ConsumerLeaseHandle {
 
   /** Gives the lease up (it expires now; the token stays, so the next holder's is larger). */
   async release(): Promise<void> {
+    await this.renewing?.catch(() => undefined);
     if (this.lost || this.current === undefined || this.etag === undefined) return;
     const next: ConsumerLease = { ...this.current, expiresAt: this.now() };
     await this.cas(leaseKey(this.tablePath, this.consumerId), next, this.etag).catch(() => undefined);

@@ -68,3 +68,60 @@ describe('advanceBucketProgress', () => {
     expect(await listAll(store, T)).toEqual([]);
   });
 });
+
+describe('a lease that ran out before it was renewed (a process blocked past its lease)', () => {
+  it('is taken back with its token when nobody wrote the lease object since, with a WARN line', async () => {
+    // Prepare
+    let now = 1_000;
+    const store = new MemoryStore();
+    const lines: string[] = [];
+    const a = new ConsumerLeaseHandle(store, T, 'c1', {
+      holder: holder('a'),
+      ttlMs: 30_000,
+      now: () => now,
+      log: (l) => lines.push(l),
+    });
+    await a.acquire();
+    // Act: 45 s pass without a renewal; two renewals and a verify race for it.
+    now += 45_000;
+    expect(() => a.check()).toThrow(/ran out/);
+    await Promise.all([a.renew(), a.renew(), a.verify()]);
+    // Assess: one write took it back; the token stays; a second reader is refused.
+    expect(a.token).toBe(1);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/lease of reader a \(host elsewhere, pid 1\) ran out 15000 ms before it was renewed/);
+    expect(lines[0]).toMatch(/no other reader had taken it, so this reader took it back \(token 1\)/);
+    const b = new ConsumerLeaseHandle(store, T, 'c1', { holder: holder('b'), ttlMs: 30_000, now: () => now });
+    await expect(b.acquire()).rejects.toBeInstanceOf(ConsumerLeaseHeldError);
+    expect(() => a.check()).not.toThrow();
+  });
+
+  it('is lost for good when another reader took it meanwhile, with a message naming both and the delay', async () => {
+    // Prepare
+    let now = 1_000;
+    const store = new MemoryStore();
+    const lines: string[] = [];
+    const a = new ConsumerLeaseHandle(store, T, 'c1', {
+      holder: holder('a'),
+      ttlMs: 30_000,
+      now: () => now,
+      log: (l) => lines.push(l),
+    });
+    await a.acquire();
+    now += 45_000;
+    const b = new ConsumerLeaseHandle(store, T, 'c1', { holder: holder('b'), ttlMs: 30_000, now: () => now });
+    await b.acquire();
+    // Act
+    const lost = await a.ensure().catch((e: unknown) => e);
+    // Assess: a stops; b keeps the lease under the larger token.
+    expect(lost).toBeInstanceOf(ConsumerLeaseLostError);
+    expect((lost as Error).message).toMatch(
+      /reader a \(host elsewhere, pid 1\)\) lost its lease to reader b \(host elsewhere, pid 1\) \(token 2\), which had run out 15000 ms before/,
+    );
+    await expect(a.verify()).rejects.toBe(lost);
+    await expect(a.renew()).rejects.toBe(lost);
+    expect(lines).toEqual([]);
+    await b.verify();
+    expect(b.token).toBe(2);
+  });
+});
