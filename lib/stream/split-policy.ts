@@ -17,6 +17,8 @@
  * - Dead-lettering. At the budget (SPLIT_FAILURE_BUDGET own failures) the reader moves the split to
  *   the dead-letter queue itself, loudly; the splits of its bucket behind it, which can only fail on
  *   the gap it left, follow it at once. The queue's own maxReceiveCount is a backstop far above it.
+ *   With no dead-letter queue configured, a split past its budget stays in its queue and is retried
+ *   forever after its backoff, each failure said in one ERROR line (never counted as a reader that died).
  * - Backoff. A failed split comes back after an exponential backoff on its own failures, the splits
  *   that failed behind it with it (a FIFO group stays locked while any of its messages is hidden);
  *   a split whose bucket another reader holds when that hold ends; a fenced-off reader's at once.
@@ -147,6 +149,8 @@ export class SplitBatch {
   private readonly hidden = new Map<string, number>();
   /** Splits that noted their attempt (received again). */
   private readonly begun = new Set<string>();
+  /** Splits past their budget with no dead-letter queue to move them to: their one line is said (no WARN line). */
+  private readonly spent = new Set<string>();
   private readonly budget: number;
   private readonly now: () => number;
 
@@ -190,6 +194,8 @@ export class SplitBatch {
   private async failed(split: ReceivedSplit, e: unknown): Promise<'dead-lettered'> {
     if (e instanceof ConsumerLeaseLostError) {
       this.leaseLost ??= e;
+      // The attempt ended (fenced off), it did not die: the new holder's receive must not count it.
+      if (this.begun.has(split.messageId)) await this.endAttempt(split);
       throw e;
     }
     if (e instanceof SplitFenceHeldError) {
@@ -212,13 +218,41 @@ export class SplitBatch {
     // A reader that died in it was counted when the attempt was noted.
     const failures = e instanceof SplitBudgetSpentError ? e.failures : await this.countOwnFailure(split, e);
     this.attempts.set(split.messageId, failures);
-    if (
-      failures < this.budget ||
-      !(await this.moveToDeadLetter(split, `after failing on its own ${failures} times`, e))
-    )
+    if (failures < this.budget) throw e;
+    if (!this.opts.deadLetterQueue) {
+      this.budgetSpent(split, failures, errorText(e));
       throw e;
+    }
+    if (!(await this.moveToDeadLetter(split, `after failing on its own ${failures} times`, e))) {
+      // Not moved: its next receive tries the move again, and must not take this attempt for one that died.
+      if (e instanceof SplitBudgetSpentError) await this.endAttempt(split);
+      throw e;
+    }
     await this.markDeadLettered(split, failures, e);
     return 'dead-lettered';
+  }
+
+  /**
+   * The one ERROR line of a split past its budget that no dead-letter queue can take (none is
+   * configured): it stays in its queue and is retried forever after its backoff, its bucket waiting
+   * behind it, until it succeeds or the queue's own maxReceiveCount (when set) moves it.
+   */
+  private budgetSpent(split: ReceivedSplit, failures: number, last: string): void {
+    this.spent.add(split.messageId);
+    const none = this.opts.noDeadLetterQueue ?? 'its queue has no dead-letter queue a reader can move it to';
+    const retryS = Math.round(this.backoffMs(failures) / 1000);
+    this.opts.log.error(
+      `split ${split.messageId}${describeAt(split)} has spent its failure budget (${failures} own failures, budget ${this.budget}; last: ${last}) ` +
+        `and there is no dead-letter queue to move it to (${none}): it is RETRIED FOREVER, next in ${retryS} s, its bucket waiting behind it, ` +
+        "until it succeeds or the queue's own maxReceiveCount moves it. Fix the cause, or give the split queue a dead-letter queue",
+      { messageId: split.messageId, receiveCount: split.receiveCount, ownFailures: failures },
+    );
+  }
+
+  /** The backoff after `failures` own failures. */
+  private backoffMs(failures: number): number {
+    const { baseMs, maxMs } = this.opts.backoff ?? SPLIT_BACKOFF;
+    return Math.min(maxMs, baseMs * 2 ** Math.min(Math.max(1, failures) - 1, 20));
   }
 
   /**
@@ -237,7 +271,7 @@ export class SplitBatch {
       out.push({ messageId: s.messageId, delayMs: this.delayOf(head) });
     }
     for (const f of splitFailureReasons(received, failed, this.errors, this.attempts))
-      this.opts.log.warn(failureLine(f, this.budget), { ...f });
+      if (!this.spent.has(f.messageId)) this.opts.log.warn(failureLine(f, this.budget), { ...f });
     return out;
   }
 
@@ -249,9 +283,8 @@ export class SplitBatch {
   private delayOf(s: ReceivedSplit): number {
     // A fenced-off reader group's splits are the new holder's: visible again at once.
     if (this.errors.get(s.messageId) instanceof ConsumerLeaseLostError) return 0;
-    const { baseMs, maxMs } = this.opts.backoff ?? SPLIT_BACKOFF;
     const attempt = Math.max(1, Math.floor(this.attempts.get(s.messageId) ?? s.receiveCount) || 1);
-    const backoff = Math.min(maxMs, baseMs * 2 ** Math.min(attempt - 1, 20));
+    const backoff = this.backoffMs(attempt);
     const until = this.hidden.get(s.messageId);
     return until === undefined ? backoff : Math.max(backoff, until - this.now() + 1000);
   }
@@ -294,6 +327,11 @@ export class SplitBatch {
     this.begun.add(split.messageId);
     if (r.died === undefined) return;
     this.attempts.set(split.messageId, r.failures);
+    if (r.failures >= this.budget && !this.opts.deadLetterQueue) {
+      // Nowhere to move it: said in one line, and this attempt goes on (retried forever).
+      this.budgetSpent(split, r.failures, r.died);
+      return;
+    }
     this.opts.log.warn(
       `an invocation died in the split of snapshot ${m.snapshotId} bucket ${m.bucket}: ${r.died} (own failure ${r.failures}/${this.budget})`,
       {
