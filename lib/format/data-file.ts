@@ -15,6 +15,7 @@ import {
   Table as WasmTable,
   writeParquet,
   WriterPropertiesBuilder,
+  WriterVersion,
   type WriterProperties,
 } from 'parquet-wasm';
 import {
@@ -24,6 +25,7 @@ import {
   SchemaMismatchError,
   VarveError,
 } from '../errors.js';
+import type { ParquetWriterOptions } from '../schema/options.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { singleBatch } from './columns.js';
@@ -70,6 +72,8 @@ export interface WriteDataFileOptions {
    * DELTA_BINARY_PACKED when it is an integer column, where sorted values pack into a few bits each.
    */
   sortedBy?: string;
+  /** The table's `parquet.*` options (TableOptions.parquetWriter()); absent: parquet-rs's page sizes, dictionaries for Utf8 columns. */
+  parquet?: ParquetWriterOptions;
 }
 
 /** What the footer of a data file says, read without downloading its data. */
@@ -93,7 +97,8 @@ const CODECS: Record<DataFileCompression, Compression> = {
 
 /**
  * Parquet bytes of a table in the data file layout (its last two columns must be the system
- * columns). Chunk statistics on, dictionary encoding only for Utf8 columns; sealed with its chunk
+ * columns). Chunk statistics on, dictionary encoding only for Utf8 columns unless `opts.parquet`
+ * says otherwise (with its page sizes and page format); sealed with its chunk
  * checksums (`footerChecksum(bytes)` is what its manifest entry records).
  */
 export function writeDataFile(table: arrow.Table, opts: WriteDataFileOptions): Uint8Array {
@@ -161,6 +166,7 @@ export function dataFileWriterProperties(schema: arrow.Schema, opts: WriteDataFi
     withIcebergSchema(schema, opts.metadata ?? {}),
     fields,
     sorted !== undefined && arrow.DataType.isInt(sorted.type) ? sorted.name : undefined,
+    opts.parquet,
   );
 }
 
@@ -174,6 +180,7 @@ function writerProperties(
   metadata: Record<string, string>,
   fields: arrow.Field[],
   deltaKey: string | undefined,
+  parquet: ParquetWriterOptions | undefined,
 ): WriterProperties {
   let b = new WriterPropertiesBuilder()
     .setCompression(codec)
@@ -191,7 +198,16 @@ function writerProperties(
   // plus zstd spends 8 bytes of input per value (bench write, 1M BIGINT keys: encode ≈ 0.84 →
   // 0.71 s CPU, file 19.2 → 18.1 MB).
   if (deltaKey !== undefined) b = b.setColumnEncoding(deltaKey, Encoding.DELTA_BINARY_PACKED);
-  for (const f of fields) if (arrow.DataType.isUtf8(f.type)) b = b.setColumnDictionaryEnabled(f.name, true);
+  // Dictionaries for the table's columns (never the system columns, the last two): by default for
+  // strings only; `parquet.enable.dictionary` (and its `#<col>` form) chooses otherwise.
+  for (const f of fields.slice(0, -2)) {
+    const on = parquet?.columnDictionary[f.name] ?? parquet?.dictionary ?? arrow.DataType.isUtf8(f.type);
+    if (on) b = b.setColumnDictionaryEnabled(f.name, true);
+  }
+  if (parquet !== undefined) {
+    b = b.setDictionaryPageSizeLimit(parquet.dictionaryPageSize).setDataPageSizeLimit(parquet.dataPageSize);
+    if (parquet.writerVersion === 2) b = b.setWriterVersion(WriterVersion.V2);
+  }
   const entries = Object.entries(metadata);
   if (entries.length > 0) b = b.setKeyValueMetadata(new Map(entries));
   return b.build();

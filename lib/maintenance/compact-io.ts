@@ -16,6 +16,7 @@ import { RollingFileSink, type DataFileSink } from '../mergetree/rolling-writer.
 import { openUpload } from '../store/object-store.js';
 import { dataFileKey } from '../table/paths.js';
 import { dataFileCheck, evolveChunks } from '../table/read.js';
+import { dataFileOptions } from '../table/data-file-options.js';
 import type { Table } from '../table/table.js';
 import { addFileStats, fileMetaOfStats, valueStatsFields } from '../mergetree/file-meta.js';
 
@@ -78,12 +79,7 @@ export class BucketFileIO implements CompactFileIO {
     const upload = openUpload(t.store, key);
     const writer = await DataFileStreamWriter.open(
       physicalArrowSchema(t.schema),
-      {
-        compression: t.options.fileCompression,
-        metadata: { 'varve.schema-id': String(t.schema.id), 'varve.table': t.name },
-        sortedBy: t.keyFields[0]?.name,
-        rowGroupSize: COMPACT_ROW_GROUP_ROWS,
-      },
+      { ...dataFileOptions(t), rowGroupSize: COMPACT_ROW_GROUP_ROWS },
       (bytes) => upload.write(bytes),
     );
     let stats: FileStats | null = null;

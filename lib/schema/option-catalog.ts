@@ -70,6 +70,9 @@ export type ScanMode = (typeof SCAN_MODES)[number];
 /** `file.compression` values (Parquet codecs). */
 const FILE_COMPRESSIONS = ['zstd', 'lz4', 'snappy', 'uncompressed'] as const;
 
+/** `parquet.writer.version` values: parquet-mr's short names and its enum names. */
+const PARQUET_WRITER_VERSIONS = ['v1', 'v2', 'PARQUET_1_0', 'PARQUET_2_0'] as const;
+
 /** `fields.<col>.aggregate-function` values. */
 export const AGGREGATE_FUNCTIONS = [
   'sum',
@@ -147,6 +150,40 @@ export const TABLE_OPTIONS = [
     allowed: FILE_COMPRESSIONS,
     description:
       'Parquet compression codec of data and changelog files. `zstd` writes the smallest files; `lz4` (Parquet LZ4_RAW) decodes about 2× faster and writes about 1.8× faster in varve (parquet-wasm) for about 1.5× the bytes (docs/BENCHMARKS.md §2); readers from before 2022 may lack LZ4_RAW. Files of any codec stay readable after a change.',
+  },
+  // Parquet writer: Paimon hands its `parquet.*` table options to parquet-mr; varve honours those
+  // parquet-wasm (parquet-rs) can, and refuses the others by name (UNSUPPORTED_OPTIONS).
+  {
+    key: 'parquet.enable.dictionary',
+    type: 'boolean',
+    description:
+      "Dictionary encoding of every column's pages in new data and changelog files (unset: STRING columns only, varve's default; Paimon's parquet-mr defaults to true for all). `parquet.enable.dictionary#<col>` sets one column. A dictionary shrinks repetitive columns, but a reader decodes a column chunk's whole dictionary page before any of its rows, so a key-range or point read of a few rows pays for it (docs/BENCHMARKS.md §8). The system columns never get one.",
+  },
+  {
+    key: 'parquet.dictionary.page.size',
+    type: 'memory',
+    default: '1 mb',
+    min: 1,
+    max: 2147483647,
+    description:
+      "Most bytes of a column chunk's dictionary page; the chunk's values past it are written as plain pages (parquet-rs and parquet-mr alike). Smaller makes a read of a few rows decode less of each chunk, and files of many distinct strings larger (docs/BENCHMARKS.md §8).",
+  },
+  {
+    key: 'parquet.page.size',
+    type: 'memory',
+    default: '1 mb',
+    min: 1,
+    max: 2147483647,
+    description:
+      "Target bytes of a data page, best effort: fixed-width columns are checked every 1,024 values, and a page also ends at about 20,000 rows (parquet-mr's `parquet.page.row.count.limit` default, which parquet-wasm does not let varve change).",
+  },
+  {
+    key: 'parquet.writer.version',
+    type: 'enum',
+    default: 'v1',
+    allowed: PARQUET_WRITER_VERSIONS,
+    description:
+      "Data page format of new files: v1 (DATA_PAGE, read by every Parquet reader) or v2 (DATA_PAGE_V2, and parquet-rs's v2 fallback encodings such as DELTA_BYTE_ARRAY for strings past their dictionary; older readers may lack them). parquet-mr's names PARQUET_1_0 and PARQUET_2_0 are accepted.",
   },
   {
     key: 'target-file-size',
@@ -621,6 +658,27 @@ export const FIELD_OPTIONS: readonly FieldOptionDecl[] = [
   },
 ];
 
+/** A Parquet writer option with a per-column form, `<key>#<col>` (parquet-mr's column form, which Paimon passes through). */
+export interface ColumnFormOptionDecl {
+  /** The table-wide option it narrows. */
+  key: string;
+  /** How the docs write the key, e.g. `parquet.enable.dictionary#<col>`. */
+  pattern: string;
+  type: OptionType;
+  description: string;
+}
+
+/** Every per-column form of a Parquet writer option. */
+export const COLUMN_FORM_OPTIONS: readonly ColumnFormOptionDecl[] = [
+  {
+    key: 'parquet.enable.dictionary',
+    pattern: 'parquet.enable.dictionary#<col>',
+    type: 'boolean',
+    description:
+      'Dictionary encoding of one column of the table in new files, over `parquet.enable.dictionary` (e.g. `parquet.enable.dictionary#name=false` for a column of mostly distinct strings read by key range). Follows a renamed column; removed with a dropped one.',
+  },
+];
+
 /**
  * Options that may not change once a table has data, with the reason shown to users: each one
  * changes where rows live or how the stored versions of a key combine, so old files would no
@@ -649,6 +707,15 @@ export const UNSUPPORTED_OPTIONS: Readonly<Record<string, string>> = {
   'dynamic-bucket.max-buckets': 'varve supports fixed buckets only; set `bucket` to a number ≥ 1',
   'bucket-function.type': 'the bucket function is frozen (docs/BUCKETING.md)',
   'rowkind.field': 'give the row kind per record (`_kind` in JSONL input) instead',
+  'parquet.compression': 'set the codec with `file.compression` (zstd, lz4, snappy or uncompressed)',
+  'parquet.block.size':
+    'varve ends row groups by row count (65,536 rows in written files, 131,072 in compacted ones), and parquet-wasm checks a byte limit only between the 65,536-row batches varve hands it, so the limit would mostly go unheeded',
+  'parquet.page.row.count.limit':
+    "parquet-wasm does not expose parquet-rs's page row limit; pages already end at about 20,000 rows, parquet-mr's default",
+  'parquet.bloom.filter.enabled': 'parquet-wasm does not write bloom filters',
+  'parquet.bloom.filter.expected.ndv': 'parquet-wasm does not write bloom filters',
+  'parquet.bloom.filter.fpp': 'parquet-wasm does not write bloom filters',
+  'parquet.bloom.filter.max.bytes': 'parquet-wasm does not write bloom filters',
 };
 
 /** The key of a table option (not a per-column `fields.<col>.…` one). */

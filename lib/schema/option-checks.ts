@@ -155,6 +155,7 @@ export function checkOptionsAgainstFields(p: ParsedOptions, fields: DataField[])
   for (const key of ['sequence.field', 'bucket-key', 'partial-update.remove-record-on-sequence-group']) {
     for (const col of (p.table.get(key) as string[] | undefined) ?? []) need(col, key);
   }
+  for (const [key, f] of p.columnForms) need(f.column, key);
   for (const [key, f] of p.fields) {
     const targets = f.columns.map((c) => need(c, key));
     if (f.decl.suffix === 'sequence-group') {

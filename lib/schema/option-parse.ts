@@ -5,9 +5,11 @@
  */
 import { OptionError } from '../errors.js';
 import {
+  COLUMN_FORM_OPTIONS,
   FIELD_OPTIONS,
   TABLE_OPTIONS,
   UNSUPPORTED_OPTIONS,
+  type ColumnFormOptionDecl,
   type FieldOptionDecl,
   type OptionDecl,
 } from './option-catalog.js';
@@ -26,11 +28,20 @@ export interface FieldOptionValue {
   value: OptionValue;
 }
 
+/** One `<key>#<col>` option (a Parquet writer option for one column), parsed. */
+export interface ColumnFormValue {
+  decl: ColumnFormOptionDecl;
+  column: string;
+  value: OptionValue;
+}
+
 /** A raw option map after type checks. */
 export interface ParsedOptions {
   table: Map<string, OptionValue>;
   /** Per-column options by full key. */
   fields: Map<string, FieldOptionValue>;
+  /** `<key>#<col>` options by full key. */
+  columnForms: Map<string, ColumnFormValue>;
 }
 
 /** The per-column declaration and target of `key`, or undefined when it is not a `fields.<col>.<suffix>` key. */
@@ -45,9 +56,24 @@ export function matchFieldOption(key: string): { decl: FieldOptionDecl; target: 
   return undefined;
 }
 
+/**
+ * The declaration and column of a `<key>#<col>` key, or undefined when `key` has no `#`. Throws
+ * OptionError for a `#` form of an option that has none, or one naming no column.
+ */
+export function matchColumnFormOption(key: string): { decl: ColumnFormOptionDecl; column: string } | undefined {
+  const at = key.indexOf('#');
+  if (at < 0) return undefined;
+  const base = key.slice(0, at);
+  const decl = COLUMN_FORM_OPTIONS.find((d) => d.key === base);
+  if (decl === undefined) return undefined;
+  const column = key.slice(at + 1);
+  if (column === '') throw new OptionError(`option ${key} names no column; write it like ${decl.pattern}`, key);
+  return { decl, column };
+}
+
 /** Type-checks every entry of `raw`; throws OptionError for an unknown key or an ill-typed value. */
 export function parseOptionMap(raw: Record<string, string>): ParsedOptions {
-  const out: ParsedOptions = { table: new Map(), fields: new Map() };
+  const out: ParsedOptions = { table: new Map(), fields: new Map(), columnForms: new Map() };
   if (raw === null || typeof raw !== 'object')
     throw new OptionError('table options must be a map of option name to text value', '');
   for (const [key, text] of Object.entries(raw)) {
@@ -75,12 +101,34 @@ export function parseOptionMap(raw: Record<string, string>): ParsedOptions {
       out.fields.set(key, { decl: field.decl, target: field.target, columns, value });
       continue;
     }
-    const unsupported = UNSUPPORTED_OPTIONS[key];
+    const column = matchColumnFormOption(key);
+    if (column) {
+      out.columnForms.set(key, { ...column, value: parseTyped(key, column.decl.type, text) });
+      continue;
+    }
+    const unsupported = UNSUPPORTED_OPTIONS[key] ?? UNSUPPORTED_OPTIONS[key.split('#')[0]];
     if (unsupported !== undefined)
       throw new OptionError(`option ${key} is not supported by varve: ${unsupported}`, key);
+    if (key.startsWith('parquet.')) throw unknownParquetOption(key);
     throw unknownOption(key);
   }
   return out;
+}
+
+/** The OptionError for a `parquet.*` key varve does not know: which Parquet writer options it supports. */
+function unknownParquetOption(key: string): OptionError {
+  const base = key.split('#')[0];
+  const supported = [
+    ...TABLE_OPTIONS.filter((d) => d.key.startsWith('parquet.')).map((d) => d.key),
+    ...COLUMN_FORM_OPTIONS.map((d) => d.pattern),
+  ];
+  const what = OPTION_BY_KEY.has(base)
+    ? `option ${base} has no per-column form`
+    : `${key} is not a Parquet writer option varve supports`;
+  return new OptionError(
+    `${what}; the parquet.* options varve supports are ${supported.join(', ')} (docs/OPTIONS.md)`,
+    key,
+  );
 }
 
 function parseDeclared(decl: OptionDecl, text: string): OptionValue {
@@ -168,6 +216,7 @@ export function resolveOption(parsed: ParsedOptions, key: string): OptionValue |
     if (typeof decl.default === 'string') return parseOptionValue(decl.type, decl.default, decl.allowed);
     return decl.default.compute((k) => resolveOption(parsed, k));
   }
+  if (matchColumnFormOption(key)) return parsed.columnForms.get(key)?.value;
   const field = matchFieldOption(key);
   if (field) {
     const set = parsed.fields.get(key);

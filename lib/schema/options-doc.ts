@@ -1,9 +1,11 @@
 /** The options reference (docs/OPTIONS.md), rendered from the option declaration so it cannot drift. */
 import {
+  COLUMN_FORM_OPTIONS,
   FIELD_OPTIONS,
   FIXED_FIELD_OPTIONS,
   FIXED_OPTIONS,
   TABLE_OPTIONS,
+  type ColumnFormOptionDecl,
   type FieldOptionDecl,
   type OptionDecl,
 } from './option-catalog.js';
@@ -52,6 +54,20 @@ export function renderOptionsMarkdown(): string {
     '|---|---|---|---|',
     ...FIELD_OPTIONS.map(fieldRow),
     '',
+    '## Parquet writer options',
+    '',
+    'Paimon passes its `parquet.*` table options to its Parquet writer (parquet-mr); varve takes the same keys and',
+    'applies those its Parquet encoder (parquet-wasm) can honour to every data and changelog file it writes from then',
+    'on: writes, compactions, changelogs and rescales. Files already written keep their encoding and stay readable,',
+    'so `varve alter <table> --set parquet.dictionary.page.size=64kb` takes effect as files are written or compacted.',
+    'Other `parquet.*` keys are refused with the reason (the codec is `file.compression`; parquet-wasm writes no bloom',
+    "filters; row groups are cut by row count). The table-wide options are in the first table; parquet-mr's per-column",
+    'form `<key>#<col>`, for a column of the table:',
+    '',
+    '| Option | Type | Default | Description |',
+    '|---|---|---|---|',
+    ...COLUMN_FORM_OPTIONS.map(columnFormRow),
+    '',
   ];
   return lines.join('\n');
 }
@@ -68,6 +84,10 @@ function fieldRow(d: FieldOptionDecl): string {
     d.default === undefined ? '(none)' : code(d.default),
     fixedNote(d.description, FIXED_FIELD_OPTIONS[d.suffix]),
   );
+}
+
+function columnFormRow(d: ColumnFormOptionDecl): string {
+  return row(`\`${d.pattern}\``, typeText(d), `\`${d.key}\``, d.description);
 }
 
 function typeText(d: { type: OptionDecl['type']; allowed?: readonly string[]; min?: number; max?: number }): string {

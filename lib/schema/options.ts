@@ -34,6 +34,23 @@ function parseAndCheck(raw: Record<string, string>, fields?: DataField[]): Parse
   return parsed;
 }
 
+/**
+ * How a table's data files are written, from its `parquet.*` options: what `writeDataFile` and
+ * the streaming writers build parquet-wasm's WriterProperties from (lib/format/data-file.ts).
+ */
+export interface ParquetWriterOptions {
+  /** Dictionary encoding of every table column; undefined: STRING columns only. */
+  dictionary?: boolean;
+  /** Dictionary encoding per column, over `dictionary`. */
+  columnDictionary: Record<string, boolean>;
+  /** Bytes of a dictionary page, past which a chunk falls back to plain pages. */
+  dictionaryPageSize: number;
+  /** Target bytes of a data page. */
+  dataPageSize: number;
+  /** Data page format: 1 (DATA_PAGE) or 2 (DATA_PAGE_V2). */
+  writerVersion: 1 | 2;
+}
+
 /** A sequence group of partial-update: `columns` change only with versions whose `sequenceFields` are not older. */
 export interface SequenceGroupDecl {
   sequenceFields: string[];
@@ -136,6 +153,22 @@ export class TableOptions {
         out.push({ sequenceFields: [...f.columns], columns: [...(f.value as string[])] });
     }
     return out;
+  }
+
+  /** The Parquet writer settings of the `parquet.*` options, for every data and changelog file the table writes. */
+  parquetWriter(): ParquetWriterOptions {
+    const columnDictionary: Record<string, boolean> = {};
+    for (const f of this.parsed.columnForms.values()) {
+      if (f.decl.key === 'parquet.enable.dictionary') columnDictionary[f.column] = f.value as boolean;
+    }
+    const version = this.parquetWriterVersion;
+    return {
+      dictionary: this.parquetEnableDictionary,
+      columnDictionary,
+      dictionaryPageSize: this.parquetDictionaryPageSize,
+      dataPageSize: this.parquetPageSize,
+      writerVersion: version === 'v2' || version === 'PARQUET_2_0' ? 2 : 1,
+    };
   }
 
   private perColumn(suffix: string): Record<string, OptionValue> {

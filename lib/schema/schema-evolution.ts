@@ -7,7 +7,7 @@
  */
 import { OptionError, SchemaError } from '../errors.js';
 import { FIXED_FIELD_OPTIONS, FIXED_OPTIONS } from './option-catalog.js';
-import { OPTION_BY_KEY, matchFieldOption } from './option-parse.js';
+import { OPTION_BY_KEY, matchColumnFormOption, matchFieldOption } from './option-parse.js';
 import { checkColumnName, createTableSchema, formatType, parseTypeText } from './parse.js';
 import type { DataField, DataType, TableSchema, TypeRoot } from './types.js';
 
@@ -192,6 +192,9 @@ function applyChange(d: SchemaDraft, c: SchemaChange): void {
         );
       if (d.fields.length === 1) throw new SchemaError(`drop ${c.name}: it is the last column`, c.name);
       d.fields = d.fields.filter((x) => x !== f);
+      // A Parquet writer option of the column only said how its pages were encoded: it goes with it.
+      for (const key of Object.keys(d.options))
+        if (matchColumnFormOption(key)?.column === c.name) delete d.options[key];
       break;
     }
     case 'update-column-type': {
@@ -248,7 +251,12 @@ function changeOption(d: SchemaDraft, c: Extract<SchemaChange, { kind: 'set-opti
     d.options[c.key] = c.value;
     return;
   }
-  if (!OPTION_BY_KEY.has(c.key) && matchFieldOption(c.key) === undefined && d.options[c.key] === undefined) {
+  if (
+    !OPTION_BY_KEY.has(c.key) &&
+    matchFieldOption(c.key) === undefined &&
+    matchColumnFormOption(c.key) === undefined &&
+    d.options[c.key] === undefined
+  ) {
     throw new OptionError(`--reset ${c.key}: unknown table option; every option is listed in docs/OPTIONS.md`, c.key);
   }
   delete d.options[c.key];
@@ -323,6 +331,11 @@ function renameInOptions(options: Record<string, string>, from: string, to: stri
       .join(',');
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(options)) {
+    const form = matchColumnFormOption(key);
+    if (form) {
+      out[form.column === from ? `${form.decl.key}#${to}` : key] = value;
+      continue;
+    }
     const field = matchFieldOption(key);
     if (field) {
       const target = field.decl.columnList ? swap(field.target) : field.target === from ? to : field.target;

@@ -19,6 +19,7 @@ import { CommitConflictError } from '../errors.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { commitToTable } from './table-commit.js';
 import { dataFileKey } from './paths.js';
+import { dataFileOptions } from './data-file-options.js';
 import type { Table } from './table.js';
 
 export class FileRewrite {
@@ -53,10 +54,7 @@ export class FileRewrite {
     const t = this.table;
     const roller = new RollingFileWriter(t.options.targetFileSize, bytesPerRow, 1, async (rows) => {
       const fileName = `data-${randomUUID()}.parquet`;
-      const bytes = writeDataFile(rows, {
-        compression: t.options.fileCompression,
-        metadata: { 'varve.schema-id': String(t.schema.id), 'varve.table': t.name },
-      });
+      const bytes = writeDataFile(rows, dataFileOptions(t));
       const key = dataFileKey(t.path, at.partition, at.bucket, fileName);
       // Recorded before the put: a put that fails ambiguously may still have created the object.
       this.written.push(key);

@@ -9,6 +9,7 @@ import type * as arrow from 'apache-arrow';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { concatTables, singleBatch } from '../format/columns.js';
 import { dataFileChecksums } from '../format/data-file-checksum.js';
+import type { WriteDataFileOptions } from '../format/data-file.js';
 import { DataFileStreamWriter } from '../format/data-file-stream.js';
 import type { DataFileEncoder, EncoderPool } from '../format/encoder-pool.js';
 import { kindColumn, sequenceColumn } from '../mergetree/arrow-build.js';
@@ -19,6 +20,7 @@ import type { DataFileSink } from '../mergetree/rolling-writer.js';
 import type { FileChange } from '../snapshot/commit.js';
 import { level0Handover } from './deletion-lookup.js';
 import { dataFileKey } from './paths.js';
+import { dataFileOptions } from './data-file-options.js';
 import type { Table } from './table.js';
 
 /**
@@ -106,13 +108,8 @@ export async function openLevel0File(
 }
 
 /** How level-0 files are encoded (the inline encoder and the pool's workers alike). */
-function level0Options(table: Table) {
-  return {
-    compression: table.options.fileCompression,
-    metadata: { 'varve.schema-id': String(table.schema.id), 'varve.table': table.name },
-    rowGroupSize: LEVEL0_ROW_GROUP_ROWS,
-    sortedBy: table.keyFields[0]?.name,
-  };
+function level0Options(table: Table): WriteDataFileOptions {
+  return { ...dataFileOptions(table), rowGroupSize: LEVEL0_ROW_GROUP_ROWS };
 }
 
 /**

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { OptionError } from '../../lib/errors.js';
 import {
+  COLUMN_FORM_OPTIONS,
   FIELD_OPTIONS,
   TABLE_OPTIONS,
   TableOptions,
@@ -12,6 +13,8 @@ import {
   validateOptions,
 } from '../../lib/schema/options.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
+import { applySchemaChanges } from '../../lib/schema/schema-evolution.js';
+import type { TableSchema } from '../../lib/schema/types.js';
 
 const FIELDS = parseSchemaText(
   'id BIGINT NOT NULL, name STRING, qty INT, price DECIMAL(10,2), ok BOOLEAN, ts TIMESTAMP(3), v1 INT, v2 INT',
@@ -336,6 +339,114 @@ describe('option errors', () => {
   });
 });
 
+describe('Parquet writer options (parquet.*)', () => {
+  it('reads the supported keys, per-column dictionary flags and their defaults', () => {
+    const dflt = new TableOptions({}, FIELDS).parquetWriter();
+    expect(dflt).toEqual({
+      dictionary: undefined,
+      columnDictionary: {},
+      dictionaryPageSize: 1024 * 1024,
+      dataPageSize: 1024 * 1024,
+      writerVersion: 1,
+    });
+    const o = new TableOptions(
+      {
+        'parquet.enable.dictionary': 'false',
+        'parquet.enable.dictionary#name': 'TRUE',
+        'parquet.enable.dictionary#qty': 'false',
+        'parquet.dictionary.page.size': '64 kb',
+        'parquet.page.size': '8192',
+        'parquet.writer.version': 'PARQUET_2_0',
+      },
+      FIELDS,
+    );
+    expect(o.parquetWriter()).toEqual({
+      dictionary: false,
+      columnDictionary: { name: true, qty: false },
+      dictionaryPageSize: 65536,
+      dataPageSize: 8192,
+      writerVersion: 2,
+    });
+    expect(o.get('parquet.enable.dictionary#name')).toBe(true);
+    expect(o.get('parquet.enable.dictionary#price')).toBeUndefined();
+    expect(new TableOptions({ 'parquet.writer.version': 'v2' }).parquetWriter().writerVersion).toBe(2);
+  });
+
+  it.each([
+    [{ 'parquet.enable.dictionary': 'yes' }, /parquet.enable.dictionary = "yes" is not valid; expected true or false/],
+    [
+      { 'parquet.enable.dictionary#name': '1' },
+      /parquet.enable.dictionary#name = "1" is not valid; expected true or false/,
+    ],
+    [{ 'parquet.dictionary.page.size': '64 kilo' }, /expected a size such as "512 kb"/],
+    [{ 'parquet.page.size': '0' }, /parquet.page.size = "0" is out of range; it must be from 1 to 2147483647 bytes/],
+    [{ 'parquet.page.size': '4 gb' }, /out of range/],
+    [{ 'parquet.writer.version': 'v3' }, /expected one of v1, v2, PARQUET_1_0, PARQUET_2_0/],
+    [{ 'parquet.enable.dictionary#': 'true' }, /names no column; write it like parquet.enable.dictionary#<col>/],
+    [
+      { 'parquet.enable.dictionary#nope': 'true' },
+      /parquet.enable.dictionary#nope names column nope, which the table does not have/,
+    ],
+    [{ 'parquet.enable.dictionary#Name': 'true' }, /did you mean name\?/],
+  ])('refuses a bad value or column, saying the expected form: %j', (raw, message) => {
+    expect(optionError(raw).message).toMatch(message);
+  });
+
+  it.each([
+    ['parquet.enable.dictionnary', 'parquet.enable.dictionnary is not a Parquet writer option varve supports'],
+    ['parquet.page.size#name', 'option parquet.page.size has no per-column form'],
+    ['parquet.writer.max-padding', 'parquet.writer.max-padding is not a Parquet writer option varve supports'],
+  ])('refuses unknown parquet.* key %s, listing the supported ones', (key, start) => {
+    const message = optionError({ [key]: '1' }).message;
+    expect(message).toContain(start);
+    expect(message).toContain(
+      'the parquet.* options varve supports are parquet.enable.dictionary, parquet.dictionary.page.size, parquet.page.size, parquet.writer.version, parquet.enable.dictionary#<col> (docs/OPTIONS.md)',
+    );
+  });
+
+  it.each([
+    ['parquet.compression', /set the codec with `file.compression`/],
+    ['parquet.block.size', /varve ends row groups by row count/],
+    ['parquet.page.row.count.limit', /pages already end at about 20,000 rows/],
+    ['parquet.bloom.filter.enabled', /parquet-wasm does not write bloom filters/],
+    ['parquet.bloom.filter.enabled#name', /parquet-wasm does not write bloom filters/],
+  ])("refuses parquet-mr's %s, saying why", (key, reason) => {
+    const message = optionError({ [key]: '1' }).message;
+    expect(message).toMatch(new RegExp(`option ${key.replaceAll('.', '\\.')} is not supported by varve`));
+    expect(message).toMatch(reason);
+  });
+});
+
+describe('Parquet writer options through schema changes', () => {
+  it('follow a renamed column, go with a dropped one, and reset per column', () => {
+    // Prepare
+    const base: TableSchema = {
+      version: 1,
+      id: 0,
+      fields: parseSchemaText('id INT NOT NULL, a STRING, b STRING'),
+      highestFieldId: 2,
+      partitionKeys: [],
+      primaryKeys: ['id'],
+      options: { 'parquet.enable.dictionary#a': 'false', 'parquet.enable.dictionary#b': 'false' },
+      timeMillis: 0,
+    };
+    // Act
+    const renamed = applySchemaChanges(base, [{ kind: 'rename-column', from: 'a', to: 'z' }]);
+    const dropped = applySchemaChanges(renamed, [{ kind: 'drop-column', name: 'b' }]);
+    const reset = applySchemaChanges(dropped, [
+      { kind: 'reset-option', key: 'parquet.enable.dictionary#z' },
+      { kind: 'reset-option', key: 'parquet.enable.dictionary#id' },
+    ]);
+    // Assess
+    expect(renamed.options).toEqual({ 'parquet.enable.dictionary#z': 'false', 'parquet.enable.dictionary#b': 'false' });
+    expect(dropped.options).toEqual({ 'parquet.enable.dictionary#z': 'false' });
+    expect(reset.options).toEqual({});
+    expect(() =>
+      applySchemaChanges(base, [{ kind: 'set-option', key: 'parquet.enable.dictionary#zz', value: 'true' }]),
+    ).toThrow(/parquet.enable.dictionary#zz names column zz, which the table does not have/);
+  });
+});
+
 describe('options reference', () => {
   it('declares every option once with a description', () => {
     const keys = TABLE_OPTIONS.map((d) => d.key);
@@ -352,6 +463,6 @@ describe('options reference', () => {
   it('lists every option in the rendered table', () => {
     const md = renderOptionsMarkdown();
     for (const d of TABLE_OPTIONS) expect(md).toContain(`| \`${d.key}\` |`);
-    for (const d of FIELD_OPTIONS) expect(md).toContain(`| \`${d.pattern}\` |`);
+    for (const d of [...FIELD_OPTIONS, ...COLUMN_FORM_OPTIONS]) expect(md).toContain(`| \`${d.pattern}\` |`);
   });
 });
