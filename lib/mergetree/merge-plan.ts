@@ -10,6 +10,7 @@ import { concatTables, singleBatch } from '../format/columns.js';
 import { isRetract, KIND_COLUMN, SEQUENCE_COLUMN, type TableSchema } from '../schema/types.js';
 import { columnChunk, compareAt, type ColumnChunk } from './column-access.js';
 import { columnIndexes, compareKeysAt, keyIndex, sortByKey, type KeyIndex, type KeySort } from './key-order.js';
+import { exactMerge, type ExactRun } from './exact-merge.js';
 import { VersionSet } from './version-set.js';
 
 /** What orders the versions of a key besides the key itself. */
@@ -256,7 +257,7 @@ class RunHeap {
  * typed-array elements by global row number, with no per-run indirection.
  */
 function exactVersions(schema: TableSchema, runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[]): VersionSet {
-  const m = exactMerge(runs, keys, kinds, false);
+  const m = exactMerge(exactRuns(runs, keys, kinds), false);
   return new VersionSet(
     schema,
     runs.map((x) => x.table),
@@ -294,7 +295,7 @@ export function newestOfRuns(runs: SequencedTable[], order: VersionOrder): Newes
   const kinds = runs.map((r) => kindValues(r.table));
   const paired = newestByPairs(runs, keys, kinds);
   if (paired !== null) return paired;
-  const m = exactMerge(runs, keys, kinds, true);
+  const m = exactMerge(exactRuns(runs, keys, kinds), true);
   return { source: m.source, row: m.row, kind: m.kind, sequence: m.seq, count: m.groups };
 }
 
@@ -523,256 +524,8 @@ function copyFolded(to: Folded, at: number, from: Folded, i: number): void {
   to.kind[at] = from.kind[i];
 }
 
-/**
- * The merge of exactVersions. `lastOnly`: source/row/kind/seq hold the last version of each key
- * group (`groups` entries) and groupEnd is empty; else every version, and groupEnd the groups' ends.
- */
-function exactMerge(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[], lastOnly: boolean) {
-  const { starts, total, work } = concatRuns(runs, keys, kinds, lastOnly);
-  const { H, L, S, K } = work;
-  // Heap slots: the cursor (global row) of a run, its end, and the run number. The loop keeps its
-  // state in locals and calls only top-level functions: no closure over mutable state in the
-  // hot path.
-  const { cur, lim, run } = exactHeap(H, L, S, starts);
-  let size = cur.length;
-  // Every version is the caller's (a VersionSet); the last of each key is copied out at the end.
-  const { source, row, kind, seq } = lastOnly ? work : versionArrays(total);
-  const groupEnd = new Uint32Array(lastOnly ? 0 : total);
-  let groups = 0;
-  let prev = 0,
-    prevRun = 0;
-  let out = 0;
-  while (size > 0) {
-    const r = run[0],
-      end = lim[0],
-      base = starts[r];
-    // The runner-up: the smaller child of the root. The top run keeps the lead while its next row
-    // is below it, so a stretch of one run costs one comparison per row and no heap moves.
-    const secondSlot = size === 1 ? 0 : size === 2 || lessExact(H, L, S, cur[1], cur[2]) ? 1 : 2;
-    const second = secondSlot === 0 ? -1 : cur[secondSlot];
-    let g = cur[0];
-    let exhausted = false;
-    for (;;) {
-      if (lastOnly) {
-        if (out > 0 && (H[g] !== H[prev] || L[g] !== L[prev])) {
-          // A new key: the previous row was the newest version of its key.
-          source[groups] = prevRun;
-          row[groups] = prev - starts[prevRun];
-          kind[groups] = K[prev];
-          seq[groups++] = S[prev];
-        }
-        prevRun = r;
-      } else {
-        if (out > 0 && (H[g] !== H[prev] || L[g] !== L[prev])) groupEnd[groups++] = out;
-        source[out] = r;
-        row[out] = g - base;
-        kind[out] = K[g];
-        seq[out] = S[g];
-      }
-      prev = g;
-      out++;
-      const next = g + 1;
-      if (next === end) {
-        exhausted = true;
-        break;
-      }
-      if (!lessExact(H, L, S, g, next)) {
-        // Every invariant of the merge rests on each run being sorted: fail rather than mis-merge.
-        throw new CorruptMetadataError(
-          `sorted run ${r} is out of order at row ${next - base}: rows must be sorted by key and sequence`,
-        );
-      }
-      g = next;
-      if (second >= 0 && !lessExact(H, L, S, g, second)) break;
-    }
-    if (exhausted) size = dropExactRoot(H, L, S, cur, lim, run, size);
-    else if (second < 0) cur[0] = g;
-    else yieldExactRoot(H, L, S, cur, lim, run, size, secondSlot, g);
-  }
-  if (total > 0) {
-    if (!lastOnly) groupEnd[groups++] = total;
-    else {
-      source[groups] = prevRun;
-      row[groups] = prev - starts[prevRun];
-      kind[groups] = K[prev];
-      seq[groups++] = S[prev];
-    }
-  }
-  const kept = lastOnly ? copiedVersions({ source, row, kind, seq }, groups) : { source, row, kind, seq };
-  return { ...kept, groupEnd, groups };
-}
-
-/** The first `n` versions, copied out of the reused working arrays. */
-function copiedVersions(v: VersionArrays, n: number): VersionArrays {
-  return { source: v.source.slice(0, n), row: v.row.slice(0, n), kind: v.kind.slice(0, n), seq: v.seq.slice(0, n) };
-}
-
-/** Per version: its run, its row in the run, its kind and sequence number. */
-interface VersionArrays {
-  source: Uint16Array;
-  row: Uint32Array;
-  kind: Uint8Array;
-  seq: Float64Array;
-}
-
-/** exactMerge's working arrays: the runs' words, sequence numbers and kinds end to end, and the versions kept. */
-interface MergeWork extends VersionArrays {
-  H: Uint32Array;
-  L: Uint32Array;
-  S: Float64Array;
-  K: Uint8Array;
-}
-
-/**
- * Merges of at most this many versions (a compaction's merge step is at most 65,536) work in
- * arrays kept for the next merge (32 bytes a version: at most 8 MB), not fresh ones per step:
- * fresh ones were a sixth of a full compaction's allocations, and each ~30 MB of them costs a
- * full garbage collection. A merge never awaits, so no two merges of a thread share them at once.
- */
-const REUSED_MERGE_VERSIONS = 1 << 18;
-let reusedWork: MergeWork | undefined;
-
-/**
- * Working arrays for `total` versions (`kept`: with the version arrays too): the reused ones when
- * they are large enough (grown up to the cap), else fresh.
- */
-function mergeWork(total: number, kept: boolean): MergeWork {
-  if (reusedWork !== undefined && reusedWork.H.length >= total) return reusedWork;
-  if (total > REUSED_MERGE_VERSIONS) return { ...versionArrays(kept ? total : 0), ...wordArrays(total) };
-  const size = Math.min(REUSED_MERGE_VERSIONS, Math.max(total, 2 * (reusedWork?.H.length ?? 0), 1024));
-  reusedWork = { ...versionArrays(size), ...wordArrays(size) };
-  return reusedWork;
-}
-
-function versionArrays(n: number): VersionArrays {
-  return { source: new Uint16Array(n), row: new Uint32Array(n), kind: new Uint8Array(n), seq: new Float64Array(n) };
-}
-
-function wordArrays(n: number): { H: Uint32Array; L: Uint32Array; S: Float64Array; K: Uint8Array } {
-  return { H: new Uint32Array(n), L: new Uint32Array(n), S: new Float64Array(n), K: new Uint8Array(n) };
-}
-
-/**
- * The runs' key words, sequence numbers and kinds laid end to end in working arrays (mergeWork;
- * `kept`: with version arrays) that may be longer than the `total` global rows used; run r holds
- * global rows starts[r] to starts[r + 1].
- */
-function concatRuns(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[], kept: boolean) {
-  const k = runs.length;
-  const starts = new Uint32Array(k + 1);
-  for (let r = 0; r < k; r++) starts[r + 1] = starts[r] + keys[r].count;
-  const total = starts[k];
-  const work = mergeWork(total, kept);
-  const { H, L, S, K } = work;
-  for (let r = 0; r < k; r++) {
-    H.set(keys[r].hi, starts[r]);
-    L.set(keys[r].lo, starts[r]);
-    S.set(runs[r].sequence, starts[r]);
-    K.set(kinds[r], starts[r]);
-  }
-  return { starts, total, work };
-}
-
-/** The heap of exactMerge over the non-empty runs (as many slots as those runs), in heap order. */
-function exactHeap(H: Uint32Array, L: Uint32Array, S: Float64Array, starts: Uint32Array) {
-  let size = 0;
-  for (let r = 0; r + 1 < starts.length; r++) if (starts[r + 1] !== starts[r]) size++;
-  const cur = new Uint32Array(size),
-    lim = new Uint32Array(size),
-    run = new Uint16Array(size);
-  let at = 0;
-  for (let r = 0; r + 1 < starts.length; r++) {
-    if (starts[r + 1] === starts[r]) continue;
-    cur[at] = starts[r];
-    lim[at] = starts[r + 1];
-    run[at++] = r;
-  }
-  for (let i = (size >> 1) - 1; i >= 0; i--) siftDownExact(H, L, S, cur, lim, run, size, i);
-  return { cur, lim, run };
-}
-
-/** The root run is exhausted: the last slot takes its place and sinks; returns the heap's new size. */
-function dropExactRoot(
-  H: Uint32Array,
-  L: Uint32Array,
-  S: Float64Array,
-  cur: Uint32Array,
-  lim: Uint32Array,
-  run: Uint16Array,
-  size: number,
-): number {
-  size--;
-  cur[0] = cur[size];
-  lim[0] = lim[size];
-  run[0] = run[size];
-  if (size > 1) siftDownExact(H, L, S, cur, lim, run, size, 0);
-  return size;
-}
-
-/** The runner-up (at `secondSlot`) is below the root's row g: it takes the root, and g sinks from the runner-up's slot. */
-function yieldExactRoot(
-  H: Uint32Array,
-  L: Uint32Array,
-  S: Float64Array,
-  cur: Uint32Array,
-  lim: Uint32Array,
-  run: Uint16Array,
-  size: number,
-  secondSlot: number,
-  g: number,
-): void {
-  const end = lim[0],
-    r = run[0];
-  cur[0] = cur[secondSlot];
-  lim[0] = lim[secondSlot];
-  run[0] = run[secondSlot];
-  cur[secondSlot] = g;
-  lim[secondSlot] = end;
-  run[secondSlot] = r;
-  siftDownExact(H, L, S, cur, lim, run, size, secondSlot);
-}
-
-/** Merge order of global rows x and y: key words, sequence number, then row (the earlier run first). */
-function lessExact(H: Uint32Array, L: Uint32Array, S: Float64Array, x: number, y: number): boolean {
-  const hx = H[x],
-    hy = H[y];
-  if (hx !== hy) return hx < hy;
-  const lx = L[x],
-    ly = L[y];
-  if (lx !== ly) return lx < ly;
-  const sx = S[x],
-    sy = S[y];
-  if (sx !== sy) return sx < sy;
-  return x < y;
-}
-
-/** Moves heap slot `at` down to its place (slots: cursor, end, run). */
-function siftDownExact(
-  H: Uint32Array,
-  L: Uint32Array,
-  S: Float64Array,
-  cur: Uint32Array,
-  lim: Uint32Array,
-  run: Uint16Array,
-  size: number,
-  at: number,
-): void {
-  const c0 = cur[at],
-    l0 = lim[at],
-    r0 = run[at];
-  for (;;) {
-    let child = 2 * at + 1;
-    if (child >= size) break;
-    if (child + 1 < size && lessExact(H, L, S, cur[child + 1], cur[child])) child++;
-    if (!lessExact(H, L, S, cur[child], c0)) break;
-    cur[at] = cur[child];
-    lim[at] = lim[child];
-    run[at] = run[child];
-    at = child;
-  }
-  cur[at] = c0;
-  lim[at] = l0;
-  run[at] = r0;
+function exactRuns(runs: SequencedTable[], keys: KeyIndex[], kinds: Int8Array[]): ExactRun[] {
+  return runs.map((r, i) => ({ keys: keys[i], sequence: r.sequence, kinds: kinds[i] }));
 }
 
 function sequenceChunks(table: arrow.Table, order: VersionOrder): ColumnChunk[] {
