@@ -268,23 +268,36 @@ function requestClass(op: string): 'PUT' | 'GET' | 'HEAD' | 'LIST' | undefined {
   return undefined;
 }
 
-/** The issue's goal per warm append commit, beside its data files: request class → most allowed. */
-const COMMIT_GOAL: Array<[string, (cls: string | undefined, kind: string) => boolean, number]> = [
-  ['metadata PUTs (any put of a non-data object)', (c, k) => c === 'PUT' && k !== 'data', 3],
-  ['GETs', (c) => c === 'GET', 2],
-  ['HEADs', (c) => c === 'HEAD', 1],
-  ['LISTs', (c) => c === 'LIST', 0],
+/**
+ * The issue's goal per warm append commit, beside its data files: request class → most allowed
+ * (by variant). An identified commit's 4th metadata PUT is its identifier's claim, which keeps
+ * "idempotence without a window" (lib/snapshot/commit-identifier.ts): the index must name the
+ * snapshot id before that snapshot is created, so that a retry in another process, however many
+ * commits later, settles with O(1) reads whether it landed; written after the snapshot it cannot
+ * tell a crashed attempt from a landed one (what older varve versions met as
+ * CommitIdentifierAmbiguousError). Folding it into another object would need the manifest list's
+ * key derived from the identifier and its lifetime tied to the index's, not the snapshot's.
+ */
+const COMMIT_GOAL: Array<
+  [string, (cls: string | undefined, kind: string) => boolean, Record<PerCommit['variant'], number>]
+> = [
+  ['metadata PUTs (any put of a non-data object)', (c, k) => c === 'PUT' && k !== 'data', { plain: 3, identified: 4 }],
+  ['GETs', (c) => c === 'GET', { plain: 2, identified: 2 }],
+  ['HEADs', (c) => c === 'HEAD', { plain: 1, identified: 1 }],
+  ['LISTs', (c) => c === 'LIST', { plain: 0, identified: 0 }],
 ];
 
 /** Requests per commit against the goal: rows of [class, measured per commit, goal, verdict]. */
-function goalRows(perCommit: Record<string, number>): Array<Array<string | number>> {
-  return COMMIT_GOAL.map(([name, matches, most]) => {
+function goalRows(variant: PerCommit['variant'], perCommit: Record<string, number>): Array<Array<string | number>> {
+  return COMMIT_GOAL.map(([name, matches, goal]) => {
+    const most = goal[variant];
     let n = 0;
     for (const [key, v] of Object.entries(perCommit)) {
       const [op, kind] = key.split(' ');
       if (matches(requestClass(op), kind ?? '')) n += v;
     }
-    return [name, n.toFixed(2), `≤ ${most}`, n <= most + 1e-9 ? 'met' : '**misses**'];
+    const why = variant === 'identified' && most !== goal.plain ? " (3 + the identifier's claim)" : '';
+    return [name, n.toFixed(2), `≤ ${most}${why}`, n <= most + 1e-9 ? 'met' : '**misses**'];
   });
 }
 
@@ -416,7 +429,7 @@ export async function runCommit(ctx: SuiteContext): Promise<SuiteResult> {
         for (const [k, v] of Object.entries(pc.store).sort()) breakdown.rows.push([label, pc.variant, k, v.toFixed(2)]);
         if (pc.sdk)
           for (const [k, v] of Object.entries(pc.sdk).sort()) sdkTable.rows.push([pc.variant, k, v.toFixed(2)]);
-        for (const row of goalRows(pc.sdk ?? pc.store)) {
+        for (const row of goalRows(pc.variant, pc.sdk ?? pc.store)) {
           goalTable.rows.push([label, pc.variant, ...row]);
           ctx.log(`commit: ${label} per warm ${pc.variant} append commit: ${row.join(' ')}`);
         }
@@ -491,7 +504,7 @@ export async function runCommit(ctx: SuiteContext): Promise<SuiteResult> {
       "Where a commit's time goes (--cpu-prof and process.cpuUsage per commit, local): one writer's commit is mostly main-thread CPU — its flush (up to 4 tiny Parquet files: Arrow to IPC, parquet-wasm encode, then per file a temp file, fsync, key lock and rename, about 12 file-system calls on libuv's 4-thread pool) and, once per snapshot, the commit's fold of the touched buckets' live files (checkAppendFiles), manifests and snapshot — and for the rest waits on those file-system calls. Several writers overlap the waiting, so 16 writers are bound by the one thread's CPU per commit and the pool's file-system calls: they beat 1 only by the per-snapshot work they share and the I/O they overlap. Each writer's flush is still its own (fsyncs per commit: 8 with 1 writer, about 5.5 with 16: its 4 data files plus the snapshot's 4 metadata puts shared by the round). Until the tenth landing each writer's write-stall check (num-sorted-run.stop-trigger, before the commit) also folded the table's live files against the same snapshot as the other writers of the round — a cost growing with the table, paid per writer rather than per snapshot (about 2 ms of the 17 ms of main-thread CPU per commit with 16 writers on a table of about 1,000 commits); now a bucket's sorted runs in a snapshot are counted once per table object and shared (lib/maintenance/compact-trigger.ts sortedRunsOf).",
       'Ratio: the median 1-writer commit latency in units of one bare create-only put of a small object on the same store (the floor of any commit: the put that publishes the snapshot).',
       "On S3 (moto, started by the bench unless AWS_ENDPOINT_URL names one) the requests of the last 1-writer round are also counted by an AWS SDK middleware on the S3Store's client (bench/lib/aws-requests.ts): every HTTP request sent, SDK retries included, by command (a create-only put is PutObject(if-none-match), a compare-and-swap PutObject(if-match)) and object kind, divided by the round's commits. The throughput rounds commit with a commit identifier each, so the identifier index's claim (a create-only put, before the snapshot) is in their count (identifier-index): the \"identified\" rows. The index is marked later by expiry, inside its journal, not by the commit.",
-      'Requests per commit are counted inside the round (the bench\'s own lookups of the latest snapshot around a round are not in them), for the last 1-writer round with identifiers ("identified") and for one more 1-writer round of plain commits without an identifier ("plain"), both on a warm writer. A warm commit never writes the LATEST hint (lib/snapshot/snapshot-manager.ts). Every manifest.merge-min-count (30) commits one commit merges the base\'s small manifests into one (Paimon\'s ManifestFileMerger) and appends its own new entries to that merged manifest (lib/manifest/merge.ts encodeMergeWithDelta), so it writes one manifest like any other commit: a plain commit above 3 metadata PUTs is a regression.',
+      "Requests per commit are counted inside the round (the bench's own lookups of the latest snapshot around a round are not in them), for the last 1-writer round with identifiers (\"identified\") and for one more 1-writer round of plain commits without an identifier (\"plain\"), both on a warm writer. A warm commit never writes the LATEST hint (lib/snapshot/snapshot-manager.ts). Every manifest.merge-min-count (30) commits one commit merges the base's small manifests into one (Paimon's ManifestFileMerger) and appends its own new entries to that merged manifest (lib/manifest/merge.ts encodeMergeWithDelta), so it writes one manifest like any other commit: a plain commit above 3 metadata PUTs is a regression. An identified commit's aim is 4 metadata PUTs, 3 plus its identifier's claim (a create-only put of commit/identifier-<hash> naming the snapshot id before the snapshot is created): that claim is what lets a retry in any process, however many commits later, tell with O(1) reads whether its commit landed (lib/snapshot/commit-identifier.ts), where Paimon scans recent snapshots; written after the snapshot instead, a crashed attempt could not be told from a landed one. The group commit on AWS is identified the same way (one claim per invocation, test/functions/cold-invocation-requests.test.ts).",
     ],
     checks: [
       'Each round: at least one and at most as many new snapshots as successful commits.',
