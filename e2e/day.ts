@@ -28,6 +28,7 @@ import { SOURCES_PROPERTY } from '../lib/table/recent-batches.js';
 import { messageSource, objectSource } from '../lib/table/ingested-sources.js';
 import { readTable } from '../lib/table/read.js';
 import type { Table } from '../lib/table/table.js';
+import { coldRequestReport } from './cold-requests.js';
 import { DeadLetterFault, redriveRound } from './redrive-round.js';
 import { receiveMessages } from './emulator/sqs-event.js';
 import { functionsOf } from './aws/template.js';
@@ -212,6 +213,12 @@ export async function runDay(opts: Options): Promise<DayResult> {
       }
       if (fault === 6) {
         bodies.push(JSON.stringify([next(200 + round), next(300 + round, `crash:r${round}`)]));
+      }
+      if (fault === 3 || fault === 7) {
+        // Lambda recycles idle containers: the ingest and commit functions start cold again on a
+        // table with history, whose requests the cold request report judges (cold-requests.ts).
+        const retired = [/Ingest/, /Commit/].map((re) => emu.functions.get(fnId(re))!.retireIdle());
+        log(`retired the idle containers of the ingest (${retired[0]}) and commit (${retired[1]}) functions`);
       }
       const injectedBefore = emu.injected();
       if (fault === 9) emu.setFaults({ ...FAULT_ROUND_RATES, seed: opts.seed });
@@ -436,6 +443,9 @@ export async function runDay(opts: Options): Promise<DayResult> {
         `median ${median(cold).toFixed(0)} ms, max ${Math.max(0, ...cold).toFixed(0)} ms; process start to ready median ${median(spawn).toFixed(0)} ms; memory ${f.spec.memoryMb} MB, timeout ${f.spec.timeoutSeconds} s`,
     );
   }
+  const coldRequests = coldRequestReport(emu.functions);
+  for (const l of coldRequests.lines) log(l);
+  for (const l of coldRequests.failures) log(`OVER THE COLD REQUEST BUDGET: ${l}`);
   for (const m of emu.mappings)
     log(
       `${m.spec.logicalId}: ${m.batches} batches, ${m.failedBatches} failed whole, ${m.partialFailures} with partial failures, ${m.throttledInvocations} throttled invocations retried, ${m.throttleDrops} batches dropped back to the queue by throttling`,
@@ -465,7 +475,8 @@ export async function runDay(opts: Options): Promise<DayResult> {
       audit.denials.length === 0 &&
       missing.length === 0 &&
       oversized.length === 0 &&
-      failedInit.length === 0,
+      failedInit.length === 0 &&
+      coldRequests.failures.length === 0,
   };
 }
 

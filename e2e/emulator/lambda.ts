@@ -80,6 +80,17 @@ export interface ContainerStats {
   coldStartMs: number;
   spawnMs: number;
   invocations: number;
+  /** The AWS calls of the container's first invocation (the cold one), once it ended. */
+  cold?: InvocationCalls;
+  /** AWS calls of its later (warm) invocations, and how many of those there were. */
+  warmCalls: number;
+}
+
+/** The AWS calls one invocation made, and whether service faults were in force or injected during it. */
+export interface InvocationCalls {
+  calls: RecordedCall[];
+  faulted: boolean;
+  ok: boolean;
 }
 
 interface Container {
@@ -90,6 +101,8 @@ interface Container {
   index: number;
   pending?: { id: string; resolve: (r: InvokeResult) => void; timer: NodeJS.Timeout };
   dead: boolean;
+  /** The calls of the invocation running now. */
+  current?: InvocationCalls;
 }
 
 /** Hooks the emulator gives each function. */
@@ -165,6 +178,7 @@ export class EmulatedFunction {
     }
     this.invocations++;
     c.stats.invocations++;
+    c.current = { calls: [], faulted: faults !== undefined, ok: false };
     const id = randomUUID();
     const timeoutMs = this.spec.timeoutSeconds * 1000;
     const sent = performance.now();
@@ -187,6 +201,11 @@ export class EmulatedFunction {
       c.child.send({ type: 'invoke', id, event, deadline: Date.now() + timeoutMs, s3Faults, fail });
     });
     this.durationMs += performance.now() - sent;
+    const done = c.current!;
+    c.current = undefined;
+    done.ok = result.ok;
+    if (c.stats.invocations === 1) c.stats.cold = done;
+    else c.stats.warmCalls += done.calls.length;
     if (!result.ok) {
       this.errors++;
       if (result.kind === 'timeout') this.timeouts++;
@@ -208,6 +227,16 @@ export class EmulatedFunction {
     const refused = t.first || t.draw() < faults.throttleRate;
     t.first = false;
     return refused;
+  }
+
+  /**
+   * Stops the containers that are not running an invocation, as Lambda recycles idle ones: the
+   * next invocation starts a new (cold) container on a table with history.
+   */
+  retireIdle(): number {
+    const idle = this.containers.filter((c) => !c.busy && !c.dead);
+    for (const c of idle) this.kill(c);
+    return idle.length;
   }
 
   /** Stops every container. */
@@ -280,7 +309,7 @@ export class EmulatedFunction {
       child,
       busy: false,
       dead: false,
-      stats: { fn: spec.logicalId, coldStartMs: 0, spawnMs: 0, invocations: 0 },
+      stats: { fn: spec.logicalId, coldStartMs: 0, spawnMs: 0, invocations: 0, warmCalls: 0 },
       index: this.started++,
     };
     const onLine = (buf: Buffer) => {
@@ -296,10 +325,12 @@ export class EmulatedFunction {
       child.on('message', (m: { type: string; [k: string]: any }) => {
         if (m.type === 'call') {
           this.sdkCalls++;
+          c.current?.calls.push(m.call as RecordedCall);
           hooks.onCall(m.call as RecordedCall);
         } else if (m.type === 'fault') {
           const code = m.code as S3Injected;
           this.injected.set(code, (this.injected.get(code) ?? 0) + 1);
+          if (c.current) c.current.faulted = true;
         } else if (m.type === 'ready') {
           c.stats.coldStartMs = m.coldStartMs as number;
           c.stats.spawnMs = performance.now() - t0;
