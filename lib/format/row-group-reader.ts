@@ -661,7 +661,12 @@ export async function decodeRowGroupArrow(
   let table: WasmTable | undefined;
   try {
     table = await file.read({ columns: [...columns], batchSize: Math.max(1, rows), ...slice });
-    if (table.numBatches !== 1) return arrow.tableFromIPC(table.intoIPCStream());
+    if (table.numBatches !== 1) {
+      // intoIPCStream consumes the handle: freeing it again below would fail ("null pointer passed to rust").
+      const whole = table;
+      table = undefined;
+      return arrow.tableFromIPC(whole.intoIPCStream());
+    }
     return wasmBatchToArrow(table.recordBatch(0)!, freshBatchMemory);
   } finally {
     table?.free();
