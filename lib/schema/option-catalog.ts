@@ -175,7 +175,7 @@ export const TABLE_OPTIONS = [
     min: 1,
     max: 2147483647,
     description:
-      "Target bytes of a data page, best effort: fixed-width columns are checked every 1,024 values, and a page also ends at about 20,000 rows (parquet-mr's `parquet.page.row.count.limit` default, which parquet-wasm does not let varve change).",
+      "Target bytes of a data page, best effort (checked every 1,024 values, and within them for long strings); a page also ends at about 20,000 rows (parquet-mr's `parquet.page.row.count.limit` default, which parquet-wasm does not let varve change).",
   },
   {
     key: 'parquet.writer.version',
