@@ -50,8 +50,11 @@ export class BucketFileIO implements CompactFileIO {
     readonly bucket: number,
   ) {}
 
-  /** The rows of a live file of the bucket, a row group at a time, through the table's schema. */
-  chunks(file: DataFileMeta): AsyncIterable<arrow.Table> {
+  /**
+   * The rows of a live file of the bucket, a row group at a time, through the table's schema
+   * (`reuseBuffers`: see CompactFileIO.chunks).
+   */
+  chunks(file: DataFileMeta, opts: { reuseBuffers?: boolean } = {}): AsyncIterable<arrow.Table> {
     const t = this.table;
     // Checked against its checksums before anything is decoded: a damaged input fails the job, never becomes output.
     return evolveChunks(
@@ -59,6 +62,7 @@ export class BucketFileIO implements CompactFileIO {
       file,
       readDataFileRowGroups(t.store, dataFileKey(t.path, this.partition, this.bucket, file.fileName), file.fileSize, {
         check: dataFileCheck(t, file),
+        reuseBuffers: opts.reuseBuffers === true,
       }),
     );
   }

@@ -19,8 +19,13 @@ import type { CompactUnit } from './universal-compaction.js';
 
 /** How the task reads input files and writes output files (the store layer lives above lib/mergetree). */
 export interface CompactFileIO {
-  /** The rows of a data file a row group at a time, in the physical layout, with the stored sequence numbers. */
-  chunks(file: DataFileMeta): AsyncIterable<arrow.Table>;
+  /**
+   * The rows of a data file a row group at a time, in the physical layout, with the stored sequence
+   * numbers. `reuseBuffers`: decoded into memory reused batch after batch, so a chunk is valid only
+   * until two more have been taken (the rewrite's merge holds one chunk per run and copies what it
+   * keeps).
+   */
+  chunks(file: DataFileMeta, opts?: { reuseBuffers?: boolean }): AsyncIterable<arrow.Table>;
   /** A new data file of `level` that key-sorted rows (absolute sequence numbers) stream into. */
   create(level: number): Promise<DataFileSink<DataFileMeta>>;
 }
@@ -172,7 +177,9 @@ class CompactTask {
         // Each file is its own run: it carries its own sequence base (an upgraded level-0 file
         // keeps the base its commit gave it), and a run of several files would need one.
         const sectionFiles = section.flat();
-        const runs = sectionFiles.map((file) => fileRun(file, this.io.chunks(file)));
+        // The merge steps hold one chunk per run and finish with a step (merged, observed, written
+        // out) before the next chunk is taken: the inputs decode into reused memory.
+        const runs = sectionFiles.map((file) => fileRun(file, this.io.chunks(file, { reuseBuffers: true })));
         const merged = mergeSection(runs, {
           schema: this.opts.schema,
           engine: this.opts.engine,

@@ -12,6 +12,9 @@ import { RowKind } from '../../lib/schema/types.js';
 import type { MemoryStore } from '../../lib/store/memory-store.js';
 import { listAll } from '../../lib/store/object-store.js';
 import type { Table } from '../../lib/table/table.js';
+import { DECODE_BATCH_ROWS } from '../../lib/format/row-group-reader.js';
+import { rng, testSeed } from '../helpers/random.js';
+import { testTable } from '../helpers/tables.js';
 import { liveFilesByBucket, newTable, readState, sorted, writeChanges, type Change } from './fixtures.js';
 
 const upserts = (ids: number[], v: bigint, region = 'eu'): Change[] =>
@@ -129,6 +132,47 @@ describe('compaction output', () => {
     expect(meta.numRows).toBe(n);
     expect(meta.numRowGroups).toBe(2);
     expect(sorted(await readState(table))).toEqual(before);
+  });
+});
+
+describe('compactBucket', () => {
+  it('merges runs of several decode batches each (decoded into memory reused batch after batch) into exactly the newest rows', async () => {
+    const seed = testSeed('compact reused decode memory');
+    const r = rng(seed);
+    const table = await testTable({
+      schema: 'id BIGINT NOT NULL, v BIGINT, s STRING',
+      primaryKeys: ['id'],
+      options: { bucket: '1', 'write-only': 'true' },
+    });
+    // The first run holds every key of 4 decode batches; the later ones (2 batches each) only keys
+    // from 50,000 on. Below that the first run's rows win alone, and the merge passes them on as
+    // views of its decoded memory, not copies: a chunk held past its turn would be overwritten.
+    const keys = 4 * DECODE_BATCH_ROWS;
+    const expected = new Map<bigint, { v: bigint; s: string }>();
+    for (let run = 0; run < 3; run++) {
+      const rows = [];
+      for (let id = run === 0 ? 0 : 50_000; id < keys; id++) {
+        if (run > 0 && !r.chance(0.8)) continue;
+        const row = { id: BigInt(id), v: BigInt(run * keys + id), s: `run${run}-${id}-${r.int(0, 1e6)}` };
+        rows.push(row);
+        expected.set(row.id, { v: row.v, s: row.s });
+      }
+      await table.write(rows);
+    }
+
+    await compactTable(table, { full: true });
+
+    const files = [...(await liveFilesByBucket(table)).values()].flat();
+    expect(files).toHaveLength(1);
+    const out = await table.read();
+    expect(out.numRows, `seed ${seed}`).toBe(expected.size);
+    const [id, v, str] = ['id', 'v', 's'].map((c) => out.getChild(c)!);
+    const wrong: number[] = [];
+    for (let i = 0; i < out.numRows && wrong.length < 5; i++) {
+      const want = expected.get(id.get(i) as bigint);
+      if (want === undefined || want.v !== v.get(i) || want.s !== str.get(i)) wrong.push(i);
+    }
+    expect(wrong, `rows of the compacted table that are not the newest (seed ${seed})`).toEqual([]);
   });
 });
 
