@@ -133,9 +133,7 @@ describe('compaction output', () => {
     expect(meta.numRowGroups).toBe(2);
     expect(sorted(await readState(table))).toEqual(before);
   });
-});
 
-describe('compactBucket', () => {
   it('merges runs of several decode batches each (decoded into memory reused batch after batch) into exactly the newest rows', async () => {
     const seed = testSeed('compact reused decode memory');
     const r = rng(seed);
