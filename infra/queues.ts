@@ -53,10 +53,16 @@ export interface QueueWithDlqProps {
   /** A customer-managed key for the queue and its DLQ. @default SSE-SQS */
   readonly encryptionKey?: IKey;
   /**
-   * What the queue is, for `varve redrive`: the table, the queue kind and the consumer
-   * (VARVE_QUEUE_TAGS); the DLQ gets the same tags plus `varve:dead-letter` = `true`.
+   * What the queue is, for `varve redrive`: the warehouse (its `s3://bucket/prefix` URI), the table,
+   * the queue kind and the consumer (VARVE_QUEUE_TAGS); the DLQ gets the same tags plus
+   * `varve:dead-letter` = `true`.
    */
-  readonly tags?: { table: string; queue: 'ingest' | 'commit' | 'compaction' | 'split'; consumer?: string };
+  readonly tags?: {
+    warehouse: string;
+    table: string;
+    queue: 'ingest' | 'commit' | 'compaction' | 'split';
+    consumer?: string;
+  };
 }
 
 /** A queue and the dead-letter queue its redrive policy points at. */
@@ -87,8 +93,9 @@ export function createQueueWithDlq(scope: Construct, id: string, props: QueueWit
       : {}),
   });
   if (props.tags) {
-    const { table, queue: kind, consumer } = props.tags;
+    const { warehouse, table, queue: kind, consumer } = props.tags;
     for (const q of [queue, deadLetterQueue]) {
+      Tags.of(q).add(VARVE_QUEUE_TAGS.warehouse, warehouse);
       Tags.of(q).add(VARVE_QUEUE_TAGS.table, table);
       Tags.of(q).add(VARVE_QUEUE_TAGS.queue, kind);
       if (consumer) Tags.of(q).add(VARVE_QUEUE_TAGS.consumer, consumer);

@@ -134,7 +134,7 @@ export class StreamConsumer extends Construct {
       // count also counts the receives a split spent behind a failed one, so it is a backstop.
       maxReceiveCount: SPLIT_MAX_RECEIVE_COUNT,
       encryptionKey,
-      tags: { table: table.name, queue: 'split', consumer: props.consumerId },
+      tags: { warehouse: table.warehouse.uri, table: table.name, queue: 'split', consumer: props.consumerId },
     });
     this.splitQueue = split.queue;
     this.deadLetterQueues = [split.deadLetterQueue];

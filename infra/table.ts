@@ -260,7 +260,7 @@ export class VarveTable extends Construct {
       fifo: false,
       consumerTimeout: INGEST_TIMEOUT,
       encryptionKey,
-      tags: { table: this.name, queue: 'ingest' },
+      tags: { warehouse: this.warehouse.uri, table: this.name, queue: 'ingest' },
     });
     const rejects = new Queue(this, 'RejectsQueue', {
       ...encryptionOf(encryptionKey),
@@ -268,7 +268,7 @@ export class VarveTable extends Construct {
       retentionPeriod: Duration.days(14),
     });
     const compact = createQueueWithDlq(this, 'CompactQueue', {
-      tags: { table: this.name, queue: 'compaction' },
+      tags: { warehouse: this.warehouse.uri, table: this.name, queue: 'compaction' },
       fifo: true,
       highThroughput: true,
       consumerTimeout: COMPACT_TIMEOUT,
@@ -281,7 +281,7 @@ export class VarveTable extends Construct {
             fifo: true,
             consumerTimeout: COMMIT_TIMEOUT,
             encryptionKey,
-            tags: { table: this.name, queue: 'commit' },
+            tags: { warehouse: this.warehouse.uri, table: this.name, queue: 'commit' },
           })
         : undefined;
     return { ingest, rejects, compact, expireFailures, commit };

@@ -47,9 +47,11 @@ export type CommitMode = 'direct' | 'queue';
 
 /**
  * The tags the constructs put on each queue that has a dead-letter queue (and on that DLQ, with
- * `varve:dead-letter` = `true`), so that `varve redrive` finds them by table and queue.
+ * `varve:dead-letter` = `true`), so that `varve redrive` finds them by warehouse, table and queue
+ * (two warehouses may hold tables of the same name in one account and region).
  */
 export const VARVE_QUEUE_TAGS = {
+  warehouse: 'varve:warehouse',
   table: 'varve:table',
   queue: 'varve:queue',
   consumer: 'varve:consumer',

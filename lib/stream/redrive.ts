@@ -11,8 +11,8 @@
  *     event, which is the body.
  * The ingest function takes an `Object Created` event as a message body and ingests that file.
  *
- * The queues are found by the tags the varve constructs put on them (`varve:table`, `varve:queue`,
- * `varve:consumer`, `varve:dead-letter`), or given by URL.
+ * The queues are found by the tags the varve constructs put on them (`varve:warehouse`,
+ * `varve:table`, `varve:queue`, `varve:consumer`, `varve:dead-letter`), or given by URL.
  */
 import {
   DeleteMessageBatchCommand,
@@ -89,31 +89,63 @@ export async function queuesTaggedAs(
   return found;
 }
 
-/** The URL of the varve queue (`deadLetter`: its DLQ) of `table`, found by its tags. */
+/** Which varve queue to find by its tags. */
+interface VarveQueueLookup {
+  /** The table's warehouse, `s3://bucket/prefix`: queues tagged with another warehouse are not its (untagged ones, deployed before the tag, may be). */
+  warehouse?: string;
+  consumer?: string;
+  deadLetter: boolean;
+}
+
+/** `s3://bucket/prefix` without trailing slashes, so that a flag with one matches the tag. */
+function warehouseKey(uri: string): string {
+  return uri.replace(/\/+$/, '');
+}
+
+/**
+ * The URL of the varve queue (`deadLetter`: its DLQ) of `table`, found by its tags: warehouse,
+ * table, queue kind and consumer. More than one match is an error that lists them and says how to
+ * choose.
+ */
 export async function findVarveQueue(
   client: SQSClient,
   table: string,
   queue: RedriveQueue,
-  opts: { consumer?: string; deadLetter: boolean },
+  opts: VarveQueueLookup,
 ): Promise<string> {
   const found = await queuesTaggedAs(client, (tags) => {
+    const tagged = tags[QUEUE_TAGS.warehouse];
     return (
       tags[QUEUE_TAGS.table] === table &&
       tags[QUEUE_TAGS.queue] === queue &&
       (tags[QUEUE_TAGS.deadLetter] === 'true') === opts.deadLetter &&
-      (opts.consumer === undefined || tags[QUEUE_TAGS.consumer] === opts.consumer)
+      (opts.consumer === undefined || tags[QUEUE_TAGS.consumer] === opts.consumer) &&
+      (opts.warehouse === undefined || tagged === undefined || warehouseKey(tagged) === warehouseKey(opts.warehouse))
     );
   });
-  const what = `the ${queue} ${opts.deadLetter ? 'dead-letter ' : ''}queue of ${table}${opts.consumer ? ` (consumer ${opts.consumer})` : ''}`;
+  const what = `the ${queue} ${opts.deadLetter ? 'dead-letter ' : ''}queue of ${table}${opts.consumer ? ` (consumer ${opts.consumer})` : ''}${opts.warehouse ? ` in warehouse ${opts.warehouse}` : ''}`;
+  const urlFlag = opts.deadLetter ? '--dlq-url' : '--to-url';
   if (found.length === 0)
     throw new InvalidArgumentError(
       `no SQS queue is tagged as ${what}: deploy with the varve constructs, or pass --dlq-url and --to-url`,
     );
-  if (found.length > 1)
+  if (found.length > 1) {
+    const listed = await Promise.all(found.map((url) => describeTaggedQueue(client, url)));
     throw new InvalidArgumentError(
-      `${found.length} SQS queues are tagged as ${what}: name the consumer with --consumer, or pass --dlq-url and --to-url`,
+      `${found.length} SQS queues are tagged as ${what}: ${listed.join('; ')}. Choose one: name the warehouse ` +
+        '(--warehouse s3://bucket/prefix, as its varve:warehouse tag; queues deployed before that tag have none: deploy again to add it), ' +
+        `the consumer (--consumer), or pass the queue itself (${urlFlag} <url>, with --dlq-url and --to-url for both)`,
     );
+  }
   return found[0];
+}
+
+/** `<url> (warehouse w, consumer c)`, from the queue's tags, for an error that lists queues. */
+async function describeTaggedQueue(client: SQSClient, url: string): Promise<string> {
+  const tags = (await client.send(new ListQueueTagsCommand({ QueueUrl: url }))).Tags ?? {};
+  const warehouse = tags[QUEUE_TAGS.warehouse] ?? 'no varve:warehouse tag';
+  const consumer = tags[QUEUE_TAGS.consumer];
+  return `${url} (warehouse ${warehouse}${consumer ? `, consumer ${consumer}` : ''})`;
 }
 
 /** Moves every message of `dlqUrl` back to `toUrl` (see the file comment); a message is deleted from the DLQ only once sent. */

@@ -4,6 +4,9 @@
  * failure records, EventBridge delivery failures) are normalised so that ingest takes each.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { DeleteMessageCommand, SendMessageCommand, TagQueueCommand } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse } from 'aws-lambda';
@@ -171,5 +174,46 @@ describe.skipIf(!awsAvailable())('varve redrive on moto', () => {
     expect(polls.flatMap((p) => p.response.batchItemFailures)).toEqual([]);
     expect(await receive(dlqUrl, 10)).toEqual([]);
     expect((await (await reopen(d)).read()).toArray().map((x) => String(x.status))).toEqual(['dlq']);
+  });
+
+  it('finds the queues of the table in the --warehouse given when two warehouses hold a table of that name', async () => {
+    // Prepare: one table name, ingest queue and DLQ in warehouses s3://<x>/a and s3://<x>/b, tagged as the constructs tag them
+    const table = uniqueName('shop.twin');
+    const bucket = uniqueName('twin');
+    const queues: Record<string, { queue: string; dlq: string }> = {};
+    for (const w of ['a', 'b']) {
+      const warehouse = `s3://${bucket}/${w}`;
+      const queue = await createQueue(uniqueName(`ingest-${w}`));
+      const dlq = await createQueue(uniqueName(`ingest-dlq-${w}`));
+      const tags = { 'varve:warehouse': warehouse, 'varve:table': table, 'varve:queue': 'ingest' };
+      await sqs.send(new TagQueueCommand({ QueueUrl: queue, Tags: tags }));
+      await sqs.send(new TagQueueCommand({ QueueUrl: dlq, Tags: { ...tags, 'varve:dead-letter': 'true' } }));
+      queues[w] = { queue, dlq };
+    }
+    await sqs.send(new SendMessageCommand({ QueueUrl: queues.b.dlq, MessageBody: '{"id": 1}' }));
+    const cli = async (warehouse: string) => {
+      let out = '';
+      let err = '';
+      const code = await runCli(['--warehouse', warehouse, 'redrive', table, '--queue', 'ingest'], {
+        out: (t) => (out += t),
+        err: (t) => (err += t),
+      });
+      return { code, out, err };
+    };
+
+    // Act
+    const local = await cli(mkdtempSync(path.join(tmpdir(), 'varve-local-')));
+    const b = await cli(`s3://${bucket}/b/`);
+
+    // Assess: without an s3:// warehouse both match: refused, each listed; with it, b's DLQ went to b's queue
+    expect(local.code).not.toBe(0);
+    expect(local.err).toContain(`2 SQS queues are tagged as the ingest dead-letter queue of ${table}`);
+    expect(local.err).toContain(`${queues.a.dlq} (warehouse s3://${bucket}/a)`);
+    expect(local.err).toContain(`${queues.b.dlq} (warehouse s3://${bucket}/b)`);
+    expect(local.err).toMatch(/--warehouse s3:\/\/bucket\/prefix/);
+    expect({ code: b.code, err: b.err }).toEqual({ code: 0, err: '' });
+    expect(b.out).toContain(`moved 1 message(s) from ${queues.b.dlq} to ${queues.b.queue}`);
+    expect((await receive(queues.b.queue, 10)).map((m) => m.Body)).toEqual(['{"id": 1}']);
+    expect(await receive(queues.a.queue, 10)).toEqual([]);
   });
 });

@@ -65,6 +65,26 @@ describe('StreamConsumer split queue', () => {
     expect(consumer.deadLetterQueues).toHaveLength(3);
   });
 
+  it('tags the split queue and its DLQ with the warehouse, table, queue kind and consumer, for varve redrive', () => {
+    const { template, consumer, stack, warehouse } = synthDefault();
+    const queues = resourcesOf(template, 'AWS::SQS::Queue');
+    const tagsOf = (id: string) =>
+      Object.fromEntries(
+        (queues[id].Properties.Tags ?? []).map((t: { Key: string; Value: unknown }) => [t.Key, t.Value]),
+      );
+    const splitId = logicalId(consumer.splitQueue);
+    const dlqId = queues[splitId].Properties.RedrivePolicy.deadLetterTargetArn['Fn::GetAtt'][0] as string;
+    const expected = {
+      'varve:warehouse': stack.resolve(warehouse.uri),
+      'varve:table': 'shop.orders',
+      'varve:queue': 'split',
+      'varve:consumer': 'orders-audit',
+    };
+    expect(tagsOf(splitId)).toMatchObject(expected);
+    expect(tagsOf(splitId)['varve:dead-letter']).toBeUndefined();
+    expect(tagsOf(dlqId)).toMatchObject({ ...expected, 'varve:dead-letter': 'true' });
+  });
+
   it('keeps its visibility timeout at 6× the reader timeout, default or configured', () => {
     for (const readTimeout of [undefined, Duration.minutes(2)]) {
       const { template, consumer } = synth({ readTimeout });

@@ -44,8 +44,8 @@ describe('VarveTable queues', () => {
     template.resourceCountIs('AWS::SQS::Queue', 8);
   });
 
-  it('tags each queue with a DLQ, and the DLQ, with the table and queue kind, for varve redrive', () => {
-    const { template, table } = synthDefault();
+  it('tags each queue with a DLQ, and the DLQ, with the warehouse, the table and queue kind, for varve redrive', () => {
+    const { template, table, stack, warehouse } = synthDefault();
     const queues = resourcesOf(template, 'AWS::SQS::Queue');
     const tagsOf = (q: { node: unknown }) =>
       Object.fromEntries(
@@ -60,6 +60,12 @@ describe('VarveTable queues', () => {
     expect(tagsOf(table.compactQueue)).toMatchObject({ 'varve:queue': 'compaction' });
     const dlqTags = table.deadLetterQueues.map((q) => tagsOf(q)['varve:dead-letter']);
     expect(dlqTags.filter((t) => t === 'true').length).toBeGreaterThanOrEqual(3);
+    // Two warehouses may hold a table of this name: each queue and DLQ names its warehouse (s3://bucket/prefix).
+    const uri = stack.resolve(warehouse.uri);
+    expect(JSON.stringify(uri)).toMatch(/s3:\/\/.*\/warehouse/);
+    const redriven = table.deadLetterQueues.filter((q) => tagsOf(q)['varve:dead-letter'] === 'true');
+    for (const q of [table.commitQueue!, table.ingestQueue, table.compactQueue, ...redriven])
+      expect(tagsOf(q)['varve:warehouse']).toEqual(uri);
   });
 
   it('makes the commit queue FIFO with explicit deduplication and a FIFO DLQ after 5 receives', () => {

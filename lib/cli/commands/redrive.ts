@@ -9,7 +9,7 @@
 import { InvalidArgumentError } from '../../errors.js';
 import { REDRIVE_QUEUES, type RedriveQueue } from '../../stream/redrive-queues.js';
 import type { CommitRedriveResult } from '../../stream/redrive-order.js';
-import type { CliContext } from '../context.js';
+import { warehouseUri, type CliContext } from '../context.js';
 
 interface RedriveFlags {
   queue: string;
@@ -50,7 +50,7 @@ export function registerRedrive({ program, out, catalog }: CliContext): void {
         }
       }
       try {
-        await redriveQueue(out, catalog, table, queue, flags);
+        await redriveQueue(program, out, catalog, table, queue, flags);
       } catch (e) {
         const { awsSetupProblem } = await import('../../store/s3-errors.js');
         const problem = awsSetupProblem(e, 'SQS');
@@ -62,6 +62,7 @@ export function registerRedrive({ program, out, catalog }: CliContext): void {
 
 /** Finds the queues (by their tags, unless given) and redrives `queue`'s dead-letter queue, printing what it did. */
 async function redriveQueue(
+  program: CliContext['program'],
   out: (text: string) => void,
   catalog: CliContext['catalog'],
   table: string,
@@ -72,7 +73,11 @@ async function redriveQueue(
   const { redriveCommits } = await import('../../stream/redrive-order.js');
   const { defaultSqsClient } = await import('../../stream/sqs-queue.js');
   const client = defaultSqsClient();
-  const find = (deadLetter: boolean) => findVarveQueue(client, table, queue, { consumer: flags.consumer, deadLetter });
+  // Queues are tagged with their warehouse: two warehouses may hold a table of this name.
+  const uri = warehouseUri(program.opts<{ warehouse?: string }>().warehouse);
+  const warehouse = uri.startsWith('s3://') ? uri : undefined;
+  const find = (deadLetter: boolean) =>
+    findVarveQueue(client, table, queue, { warehouse, consumer: flags.consumer, deadLetter });
   const dlq = flags.dlqUrl ?? (await find(true));
   const to = flags.toUrl ?? (await find(false));
   if (queue === 'commit') {
