@@ -10,7 +10,10 @@ import { createIngestHandler } from '../../functions/ingest.js';
 import { openCatalog } from '../../lib/catalog/open-catalog.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { captureMetrics, deploy, drain, powertoolsEnv, reopen, sqsEventOf } from './harness.js';
+import { captureMetrics, deploy, drain, powertoolsEnv, reopen, sqsEventOf, captureLogs } from './harness.js';
+
+/** The functions' log lines: an ERROR line fails the test that logged it (harness.ts). */
+captureLogs();
 
 // The handlers' EMF metric lines stay off the test output.
 captureMetrics();

@@ -13,7 +13,10 @@ import { sortedRunCount } from '../../lib/maintenance/compact-plan.js';
 import { readBucketFiles } from '../../lib/maintenance/compact.js';
 import { compactionSettingsOf } from '../../lib/maintenance/compaction-settings.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { captureMetrics, createOrders, deploy, powertoolsEnv, reopen, sqsEventOf } from './harness.js';
+import { captureMetrics, createOrders, deploy, powertoolsEnv, reopen, sqsEventOf, captureLogs } from './harness.js';
+
+/** The functions' log lines: an ERROR line fails the test that logged it (harness.ts). */
+captureLogs();
 
 // The handlers' EMF metric lines stay off the test output.
 captureMetrics();

@@ -24,8 +24,12 @@ import {
   sqsEventOf,
   takeEvents,
   type Deployment,
+  captureLogs,
 } from './harness.js';
 import { rowTexts } from '../helpers/tables.js';
+
+/** The functions' log lines: an ERROR line fails the test that logged it (harness.ts). */
+captureLogs();
 
 /** Sorted `id:status` of the table's latest state. */
 const rowsOf = (table: Table): Promise<string[]> => rowTexts(table, ['id', 'status']);

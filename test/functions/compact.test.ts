@@ -25,8 +25,12 @@ import {
   sqsEventOf,
   takeEvents,
   type Deployment,
+  captureLogs,
 } from './harness.js';
 import { rowTexts } from '../helpers/tables.js';
+
+/** The functions' log lines: an ERROR line no test expects fails it (harness.ts). */
+const logs = captureLogs();
 
 /** Sorted `id:status` of the table's latest state. */
 const rowsOf = (table: Table): Promise<string[]> => rowTexts(table, ['id', 'status']);
@@ -212,6 +216,12 @@ describe.skipIf(!awsAvailable())('the compaction function on moto', () => {
     );
     // The run compacted bucket 0 too (its good job was in the batch): a job is only a hint, and its retry finds nothing due.
     expect(runs).toEqual([1, 1]);
+    // One ERROR line for the bad job, saying it is retried; and a WARN line: the made-up receipt handles cannot take a retry delay.
+    expect(logs.matching(/^ERROR /)).toHaveLength(1);
+    logs.expectOnly(
+      /^ERROR compaction job failed; it will be retried: a compaction job is not one varve sent .*: not a job$/,
+      'WARN some failed messages keep the queue visibility timeout',
+    );
   });
 
   it('fails a job it cannot read, and every job after it in the batch', async () => {
@@ -227,6 +237,10 @@ describe.skipIf(!awsAvailable())('the compaction function on moto', () => {
 
     // Assess
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(messages.map((m) => m.MessageId));
+    expect(logs.matching(/^ERROR /)).toHaveLength(1);
+    logs.expectOnly(
+      /^ERROR compaction job failed; it will be retried: a compaction job is not one varve sent .*: not a job$/,
+    );
   });
 });
 

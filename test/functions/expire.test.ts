@@ -23,7 +23,11 @@ import {
   scheduledEvent,
   sqsEventOf,
   type Deployment,
+  captureLogs,
 } from './harness.js';
+
+/** The functions' log lines: an ERROR line fails the test that logged it (harness.ts). */
+captureLogs();
 
 /** Commits `ids` rounds in direct mode: round r upserts key r. */
 async function commitRounds(d: Deployment, rounds: number[]): Promise<void> {

@@ -30,7 +30,11 @@ import {
   sqsEventOf,
   uniqueName,
   type Deployment,
+  captureLogs,
 } from './harness.js';
+
+/** The functions' log lines: an ERROR line fails the test that logged it (harness.ts). */
+captureLogs();
 
 // The handlers' EMF metric lines stay off the test output.
 captureMetrics();

@@ -32,7 +32,9 @@ import { queueArnOfUrl, receiveMessages, sqsEventOf as sqsEventFor } from '../..
 import { openCatalog } from '../../lib/catalog/open-catalog.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import type { Table } from '../../lib/table/table.js';
+import { afterEach, beforeEach, expect } from 'vitest';
 import { freshBucket } from '../helpers/aws.js';
+import { LogLines } from '../helpers/log-lines.js';
 
 export const sqs = new SQSClient({});
 const dynamo = new DynamoDBClient({});
@@ -365,9 +367,57 @@ export function captureMetrics(): { points: EmfPoint[]; clear(): void } {
   return { points, clear: () => points.splice(0) };
 }
 
-/** Powertools settings every function gets from the CDK constructs; logs kept quiet unless asked. */
+/** The level the functions log at in this test file: WARN once `captureLogs` collects their lines. */
+let logLevel: 'WARN' | 'SILENT' = 'SILENT';
+
+/** Powertools settings every function gets from the CDK constructs; logs kept quiet unless asked or captured. */
 export function powertoolsEnv(): void {
   process.env.POWERTOOLS_SERVICE_NAME = 'varve';
   process.env.POWERTOOLS_METRICS_NAMESPACE = 'Varve';
-  process.env.POWERTOOLS_LOG_LEVEL = process.env.VARVE_TEST_LOG_LEVEL ?? 'SILENT';
+  process.env.POWERTOOLS_LOG_LEVEL = process.env.VARVE_TEST_LOG_LEVEL ?? logLevel;
+}
+
+/** `LEVEL message[: error]` of a Powertools JSON log line, or undefined for any other output. */
+function powertoolsLine(line: string): string | undefined {
+  if (!line.startsWith('{')) return undefined;
+  let entry: unknown;
+  try {
+    entry = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  const { level, message, error } = entry as { level?: unknown; message?: unknown; error?: { message?: unknown } };
+  if (typeof level !== 'string' || typeof message !== 'string') return undefined;
+  const cause = typeof error?.message === 'string' ? `: ${error.message}` : '';
+  return `${level} ${message}${cause}`;
+}
+
+/**
+ * Collects the functions' Powertools log lines at WARN and above (what they print as JSON, on
+ * stdout or stderr) as `LEVEL message[: error]` lines, and keeps them off the test output. Call at
+ * a test file's top level, before `powertoolsEnv()` runs. A test that expects lines (a dead letter,
+ * a rejected message) names them with `logs.expectOnly(...)`; after every other test, an ERROR
+ * line fails it: an error the test did not look at may hide a loss. Lines are cleared before each test.
+ */
+export function captureLogs(): LogLines {
+  const logs = new LogLines();
+  logLevel = 'WARN';
+  process.env.POWERTOOLS_LOG_LEVEL = process.env.VARVE_TEST_LOG_LEVEL ?? logLevel;
+  for (const stream of [process.stdout, process.stderr]) {
+    const write = stream.write.bind(stream) as (...a: unknown[]) => boolean;
+    stream.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+      const lines = text.split('\n').filter(Boolean);
+      const captured = lines.map(powertoolsLine);
+      if (lines.length === 0 || captured.some((l) => l === undefined)) return write(chunk, ...rest);
+      for (const l of captured) logs.add(l!);
+      return true;
+    }) as typeof stream.write;
+  }
+  beforeEach(() => logs.clear());
+  afterEach(() => {
+    if (!logs.checked)
+      expect(logs.matching(/^ERROR /), 'ERROR lines the functions logged that the test did not expect').toEqual([]);
+  });
+  return logs;
 }

@@ -22,7 +22,11 @@ import {
   reopen,
   sqsEventOf,
   type Deployment,
+  captureLogs,
 } from './harness.js';
+
+/** The functions' log lines: an ERROR line fails the test that logged it (harness.ts). */
+captureLogs();
 
 const s3 = new S3Client({ forcePathStyle: true });
 

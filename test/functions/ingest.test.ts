@@ -26,8 +26,12 @@ import {
   sqsEventOf,
   takeAll,
   type Deployment,
+  captureLogs,
 } from './harness.js';
 import { rowTexts } from '../helpers/tables.js';
+
+/** The functions' log lines: an ERROR line no test expects fails it (harness.ts). */
+const logs = captureLogs();
 
 const s3 = new S3Client({ forcePathStyle: true });
 
@@ -178,6 +182,10 @@ describe.skipIf(!awsAvailable())('the ingest function on moto', () => {
     expect(response.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual([first, third].sort());
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).not.toContain(second);
     expect(await takeAll(d.rejectsUrl)).toHaveLength(1);
+    expect(logs.matching(/^ERROR /)).toHaveLength(1);
+    logs.expectOnly(
+      /^ERROR the rows of some messages did not land; they will be retried: The specified queue does not exist/,
+    );
   });
 
   it('ingests JSONL, CSV and Parquet inbox files by extension, rejecting bad rows and landing each file once', async () => {

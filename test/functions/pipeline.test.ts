@@ -30,7 +30,12 @@ import {
   uniqueName,
   createQueue,
   type Deployment,
+  captureLogs,
 } from './harness.js';
+import { SPLIT_FAILED } from '../helpers/log-lines.js';
+
+/** The functions' log lines: an ERROR line no test expects fails it (harness.ts). */
+const logs = captureLogs();
 
 /** One order record as a producer sends it. */
 function order(id: number, status: string, amount: number, kind?: '-D'): Record<string, unknown> {
@@ -148,6 +153,12 @@ describe.skipIf(!awsAvailable())('the varve functions end to end on moto', () =>
     expect(first.event.Records.map((r) => failed.has(r.messageId))).toEqual([false, true, true]);
     expect(delivered).toEqual(['1:a', '2:b', '3:c']);
     expect(polls.at(-1)!.event.Records.map((r) => r.attributes.ApproximateReceiveCount)).toEqual(['2', '2']);
+    // One WARN line for the failed split (its own error, counted), one for the split behind it.
+    expect(logs.lines).toEqual([
+      'WARN split of snapshot 2 bucket 0 failed on receive 1: its own error (Error: the sink is down, own failure 1/5)',
+      expect.stringMatching(/^WARN split of snapshot 3 bucket 0 failed on receive 1: behind failed head \S+$/),
+    ]);
+    logs.expectOnly(SPLIT_FAILED);
   });
 
   it('with VARVE_SINK=eventbridge, puts one Row Changed event per change on the bus', async () => {

@@ -30,7 +30,11 @@ import {
   takeAll,
   uniqueName,
   type Deployment,
+  captureLogs,
 } from './harness.js';
+
+/** The functions' log lines: an ERROR line no test expects fails it (harness.ts). */
+const logs = captureLogs();
 
 const DAY = 86_400_000;
 
@@ -83,6 +87,10 @@ describe.skipIf(!awsAvailable())('poison messages and queued files on moto', () 
     expect(rejects).toHaveLength(1);
     expect(rejects[0]).toMatchObject({ table: 'shop.orders', line: 0, record: '{"not": "a commit"}' });
     expect(rejects[0].reason).toMatch(/a commit-queue message is not one varve sent \(v is missing\)/);
+    expect(logs.matching(/^ERROR /)).toHaveLength(1);
+    logs.expectOnly(
+      /^ERROR a commit-queue message can never be committed; it goes to the rejects queue: a commit-queue message is not one varve sent \(v is missing\)/,
+    );
   });
 
   it('drops a redrive barrier message without a reject and commits the batches behind it', async () => {
@@ -159,6 +167,10 @@ describe.skipIf(!awsAvailable())('poison messages and queued files on moto', () 
     const rejects = (await takeAll(d.rejectsUrl)).map((b) => JSON.parse(b) as RejectMessage);
     expect(rejects).toHaveLength(1);
     expect(rejects[0].reason).toMatch(/no longer exist.*refused so that no snapshot references missing files/);
+    expect(logs.matching(/^ERROR /)).toHaveLength(1);
+    logs.expectOnly(
+      /^ERROR a commit-queue message can never be committed; it goes to the rejects queue: the batch \S+ lists \d+ file\(s\) that no longer exist/,
+    );
   });
 
   it('isolates one bad writer batch of a commit invocation: the good batches around it commit, the bad one alone goes to the rejects queue', async () => {
@@ -196,5 +208,9 @@ describe.skipIf(!awsAvailable())('poison messages and queued files on moto', () 
     expect(rejects[0].source).toEqual({ messageId: messages[1].MessageId });
     expect(rejects[0].reason).toMatch(/totalBuckets 0 must be an integer ≥ 1/);
     expect(await receive(dlqUrl, 10)).toEqual([]);
+    expect(logs.matching(/^ERROR /)).toHaveLength(1);
+    logs.expectOnly(
+      /^ERROR a commit-queue message can never be committed; it goes to the rejects queue: invalid commit request: .*totalBuckets 0 must be an integer ≥ 1/,
+    );
   });
 });

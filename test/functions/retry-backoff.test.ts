@@ -8,7 +8,19 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { backoffSeconds } from '../../functions/shared/retry-backoff.js';
 import { createStreamHandler } from '../../functions/shared/stream-handler.js';
 import { awsAvailable } from '../helpers/aws.js';
-import { captureMetrics, createOrders, deploy, powertoolsEnv, receive, sqs, sqsEventOf } from './harness.js';
+import {
+  captureMetrics,
+  createOrders,
+  deploy,
+  powertoolsEnv,
+  receive,
+  sqs,
+  sqsEventOf,
+  captureLogs,
+} from './harness.js';
+
+/** The functions' log lines: an ERROR line fails the test that logged it (harness.ts). */
+captureLogs();
 
 describe('the retry backoff', () => {
   it('doubles from 2 seconds with each receive, up to 5 minutes', () => {

@@ -20,7 +20,19 @@ import { redrive } from '../../lib/stream/redrive.js';
 import { readSplitFailures, splitFailuresKey, SPLIT_FAILURE_BUDGET } from '../../lib/stream/split-failures.js';
 import { SqsSplitQueue } from '../../lib/stream/sqs-queue.js';
 import { put } from '../stream/fixtures.js';
-import { captureMetrics, createQueue, pollOnce, powertoolsEnv, queueArn, sqs, uniqueName } from './harness.js';
+import {
+  captureMetrics,
+  createQueue,
+  pollOnce,
+  powertoolsEnv,
+  queueArn,
+  sqs,
+  uniqueName,
+  captureLogs,
+} from './harness.js';
+
+/** The functions' log lines: an ERROR line fails the test that logged it (harness.ts). */
+captureLogs();
 
 captureMetrics();
 powertoolsEnv();

@@ -25,7 +25,11 @@ import {
   sqs,
   sqsEventOf,
   uniqueName,
+  captureLogs,
 } from './harness.js';
+
+/** The functions' log lines: an ERROR line fails the test that logged it (harness.ts). */
+captureLogs();
 
 // The handlers' EMF metric lines stay off the test output.
 captureMetrics();

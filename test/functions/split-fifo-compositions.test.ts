@@ -4,9 +4,12 @@
  * still arrives in order. Seeded (VARVE_SEED replays the plans; batch compositions follow timing).
  */
 import { describe, expect, it } from 'vitest';
-import { captureMetrics, powertoolsEnv } from './harness.js';
+import { captureMetrics, powertoolsEnv, captureLogs } from './harness.js';
 import { testSeed } from '../helpers/random.js';
 import { runComposition } from './fifo-compositions.js';
+
+/** The functions' log lines: an ERROR line fails the test that logged it (harness.ts). */
+captureLogs();
 
 captureMetrics();
 powertoolsEnv();

@@ -26,7 +26,20 @@ import { createStreamHandler } from '../../functions/shared/stream-handler.js';
 import { mulberry32, rng as makeRng, testSeed } from '../helpers/random.js';
 import { DEAD_LETTER, LogLines, SPLIT_FAILED } from '../helpers/log-lines.js';
 import { put } from '../stream/fixtures.js';
-import { captureMetrics, createQueue, pollOnce, powertoolsEnv, queueArn, sqs, takeAll, uniqueName } from './harness.js';
+import {
+  captureMetrics,
+  createQueue,
+  pollOnce,
+  powertoolsEnv,
+  queueArn,
+  sqs,
+  takeAll,
+  uniqueName,
+  captureLogs,
+} from './harness.js';
+
+/** The functions' log lines: an ERROR line fails the test that logged it (harness.ts). */
+captureLogs();
 
 captureMetrics();
 powertoolsEnv();

@@ -14,6 +14,10 @@ import { createStreamHandler } from '../../functions/shared/stream-handler.js';
 import { MemoryQueue } from '../../lib/stream/memory-queue.js';
 import type { QueueMessage } from '../../lib/stream/split-queue.js';
 import { put } from '../stream/fixtures.js';
+import { captureLogs } from './harness.js';
+
+/** The functions' log lines: an ERROR line fails the test that logged it (harness.ts). */
+captureLogs();
 
 function sqsEvent(messages: QueueMessage[]): SQSEvent {
   const records = messages.map(

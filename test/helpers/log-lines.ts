@@ -27,8 +27,18 @@ export class LogLines {
     return this.lines.filter((l) => (typeof pattern === 'string' ? l.includes(pattern) : pattern.test(l)));
   }
 
+  /** True once `expectOnly` looked at the lines (since the last `clear`). */
+  checked = false;
+
+  /** Forgets the lines so far (between tests). */
+  clear(): void {
+    this.lines.splice(0);
+    this.checked = false;
+  }
+
   /** Asserts that every line was expected: it contains or matches one of `expected` (none: no line was logged). */
   expectOnly(...expected: Array<string | RegExp>): void {
+    this.checked = true;
     const unexpected = this.lines.filter(
       (l) => !expected.some((p) => (typeof p === 'string' ? l.includes(p) : p.test(l))),
     );
