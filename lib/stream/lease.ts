@@ -5,7 +5,9 @@
  * a fencing token that grows by one with every new holder. It is created with put-if-absent and
  * taken over or renewed only with put-if-match, so two readers can never both believe they hold
  * it; every progress write carries the token, and a bucket's progress refuses a smaller token
- * (progress.ts), so a reader that lost its lease can no longer move a position.
+ * (progress.ts), so a reader that lost its lease can no longer move a position. A lease that ran
+ * out before its renewal (the process was blocked) is taken back by the same put-if-match when
+ * nobody wrote the lease object meanwhile; otherwise the reader has lost it.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';

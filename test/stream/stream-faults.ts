@@ -382,8 +382,8 @@ export async function runStreamFaultScenario(seed: number, size: FaultScenarioSi
       maxSnapshotsPerRun: r.int(1, 8),
       // Faults, not outages: a failed split comes back soon (the default waits seconds).
       backoff: { baseMs: 100, maxMs: 1_000 },
-      // No dead-letter queue here (ProcessQueue has none), so a spent budget would stop its bucket
-      // for good. Slow sink calls outlive the 120-ms visibility on purpose, and on a busy machine
+      // No dead-letter queue here (ProcessQueue has none), so a split past its budget is retried
+      // forever with an ERROR line per failure (split-budget-no-dlq.test.ts). Slow sink calls outlive the 120-ms visibility on purpose, and on a busy machine
       // ordinary calls do too: each is an own failure (the next receive finds its attempt open), so a
       // split could spend the 5 of SPLIT_FAILURE_BUDGET without any fault of the stream (CI of b8d9192,
       // VARVE_SEED=124941080 at load 20: 'did not become idle'). Budgets and dead letters are the
