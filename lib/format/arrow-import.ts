@@ -59,6 +59,87 @@ export class ReusedBatchMemory implements BatchMemory {
   }
 }
 
+/**
+ * Bytes of released regions a thread keeps for the next PooledBatchMemory (beyond: left to the
+ * GC). Measured on the 1M-key spread merge-read (docs/BENCHMARKS.md §2: 4 sections merged at
+ * once, some 140 MB of decoded row groups at the peak), one thread, process CPU, medians of 6-8
+ * against no pool in the same process: 32 MiB kept 2 % less, 64 MiB 12 %, 128 MiB 21-25 %.
+ */
+const POOLED_FREE_BYTES = 128 * 1024 * 1024;
+/** Kept regions are dropped when no memory has given any back for this long (a process between reads holds none). */
+const POOLED_IDLE_MS = 2000;
+/** A free region serves a batch of at least this share of its size (a small batch does not pin a large region). */
+const POOLED_MIN_SHARE = 4;
+/** This thread's regions given back by released PooledBatchMemory, for later ones. */
+const pooledFree: Uint8Array[] = [];
+let pooledFreeBytes = 0;
+let pooledDrop: ReturnType<typeof setTimeout> | undefined;
+
+/**
+ * One region per batch, taken from the regions earlier memories of this thread gave back (else a
+ * new one), for a task that decodes many batches it drops when it is done (a merged read's
+ * section): a decode then copies into memory already mapped instead of fresh pages, and the
+ * ArrayBuffers it would allocate do not drive the GC. `release(result)` gives back every region
+ * the result does not hold a buffer of (those stay the result's); call it only when nothing else
+ * still reads a batch taken here. A memory never released just leaves its regions to the GC. The
+ * thread keeps at most POOLED_FREE_BYTES of regions, and none once it has been idle POOLED_IDLE_MS.
+ */
+export class PooledBatchMemory implements BatchMemory {
+  private readonly taken = new Map<ArrayBufferLike, Uint8Array>();
+  private released = false;
+
+  take(bytes: number): Uint8Array {
+    const region = (this.released ? undefined : takeFree(bytes)) ?? new Uint8Array(grownSize(bytes));
+    if (!this.released) this.taken.set(region.buffer, region);
+    return region.subarray(0, bytes);
+  }
+
+  /** Gives back every region no buffer of `keep` lies in; later batches get fresh memory. */
+  release(keep: arrow.Table): void {
+    if (this.released) return;
+    this.released = true;
+    const held = new Set<ArrayBufferLike>();
+    for (const b of keep.batches) collectBuffers(b.data, held);
+    for (const [buffer, region] of this.taken) {
+      if (held.has(buffer) || pooledFreeBytes + region.length > POOLED_FREE_BYTES) continue;
+      pooledFree.push(region);
+      pooledFreeBytes += region.length;
+    }
+    this.taken.clear();
+    if (pooledDrop !== undefined) clearTimeout(pooledDrop);
+    pooledDrop = setTimeout(dropFree, POOLED_IDLE_MS);
+    pooledDrop.unref?.();
+  }
+}
+
+function dropFree(): void {
+  pooledFree.length = 0;
+  pooledFreeBytes = 0;
+  pooledDrop = undefined;
+}
+
+/** The smallest free region of at least `bytes` (and at most POOLED_MIN_SHARE times that), taken off the list. */
+function takeFree(bytes: number): Uint8Array | undefined {
+  let best = -1;
+  for (let i = 0; i < pooledFree.length; i++) {
+    const n = pooledFree[i].length;
+    if (n >= bytes && n <= bytes * POOLED_MIN_SHARE && (best < 0 || n < pooledFree[best].length)) best = i;
+  }
+  if (best < 0) return undefined;
+  const region = pooledFree[best];
+  pooledFree[best] = pooledFree[pooledFree.length - 1];
+  pooledFree.pop();
+  pooledFreeBytes -= region.length;
+  return region;
+}
+
+/** The ArrayBuffers under every buffer of `data` and its children. */
+function collectBuffers(data: arrow.Data, into: Set<ArrayBufferLike>): void {
+  for (const b of [data.values, data.valueOffsets, data.nullBitmap, data.typeIds] as (ArrayBufferView | undefined)[])
+    if (b) into.add(b.buffer);
+  for (const c of data.children) collectBuffers(c, into);
+}
+
 /** A slab is rounded up to 1/8 more than asked, to 64 KiB: batches of one file vary a little in size. */
 function grownSize(bytes: number): number {
   const want = bytes + (bytes >>> 3);

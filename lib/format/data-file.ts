@@ -31,7 +31,7 @@ import type { ObjectStore } from '../store/object-store.js';
 import { singleBatch } from './columns.js';
 import { normalizeArrowTypes } from './normalize.js';
 import { decodePool } from './decode-pool.js';
-import { freshBatchMemory, ReusedBatchMemory } from './arrow-import.js';
+import { freshBatchMemory, ReusedBatchMemory, type BatchMemory } from './arrow-import.js';
 import { withIcebergSchema } from './iceberg-footer.js';
 import { CHUNK_CRC_KEY, sealDataFile, type DataFileCheck } from './data-file-checksum.js';
 import {
@@ -328,7 +328,8 @@ export async function openDataFile(bytes: Uint8Array): Promise<DataFileDecoder> 
  * of the file, then each `readRowGroups` fetches only the asked columns' chunks of the asked row
  * groups and decodes them from a standalone one-row-group buffer (row-group-reader.ts). Memory
  * holds the footer and the row groups being decoded, never the file. `size` (from the manifest) is
- * the object's size when known (else one head). Store errors stay the store's.
+ * the object's size when known (else one head). Store errors stay the store's. Row groups decoded
+ * inline put their buffers into `memory` when given (see PooledBatchMemory), else fresh ones.
  */
 export async function openDataFileRanged(
   store: ObjectStore,
@@ -336,6 +337,7 @@ export async function openDataFileRanged(
   size?: number,
   check: DataFileCheck = {},
   span?: RowSpanFilter,
+  memory?: BatchMemory,
 ): Promise<DataFileDecoder> {
   const src = await storeSource(store, key, size, check);
   const footer = await readParquetFooter(src);
@@ -361,7 +363,7 @@ export async function openDataFileRanged(
           throw new InvalidArgumentError(
             `row group ${g} does not exist in ${key}; the file has ${rowGroupRows.length}`,
           );
-        out.push(await decodeRowGroup(src, footer, s.group, names, wanted, s.slice));
+        out.push(await decodeRowGroup(src, footer, s.group, names, wanted, s.slice, memory));
       }
       return out;
     },
@@ -446,7 +448,7 @@ async function emptyOf(
 /**
  * Row group `g` of the file, the columns `names` (in that order) as one single-batch table in
  * varve's types (with `slice`, only those rows); decoded on the decode pool's workers when it has
- * them and the row group is large enough (decode-pool.ts), else inline.
+ * them and the row group is large enough (decode-pool.ts), else inline (into `memory` when given).
  */
 async function decodeRowGroup(
   src: ByteSource,
@@ -455,6 +457,7 @@ async function decodeRowGroup(
   names: string[],
   wanted: ReadonlySet<string>,
   slice?: RowSlice,
+  memory?: BatchMemory,
 ): Promise<arrow.Table> {
   const { file: bytes } = await rowGroupFile(footer, g, wanted, (s, e) => src.read(s, e));
   // A batch as large as the group: one batch, no concat.
@@ -468,7 +471,7 @@ async function decodeRowGroup(
     const decoded =
       slice === undefined && pool.takes(bytes.size)
         ? arrow.tableFromIPC(await pool.decode(bytes.blob(), names, rows))
-        : await decodeRowGroupArrow(bytes, names, rows, slice);
+        : await decodeRowGroupArrow(bytes, names, rows, slice, memory);
     return normalizeArrowTypes(singleBatch(selectColumns(decoded, names)));
   } catch (e) {
     throw rowGroupReadError(e, src.name);

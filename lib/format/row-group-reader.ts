@@ -649,13 +649,15 @@ export async function decodeRowGroupIPC(
 /**
  * Decodes the `columns` of a standalone one-row-group Parquet file (from rowGroupFile) of `rows`
  * rows to one Arrow table, inline: as decodeRowGroupIPC, but its batch leaves wasm through the C
- * Data Interface (wasmBatchToArrow) instead of an IPC stream built in wasm, copied and parsed.
+ * Data Interface (wasmBatchToArrow) instead of an IPC stream built in wasm, copied and parsed;
+ * its buffers go into `memory` (default: an ArrayBuffer each).
  */
 export async function decodeRowGroupArrow(
   bytes: ParquetBytes,
   columns: readonly string[],
   rows: number,
   slice?: RowSlice,
+  memory: BatchMemory = freshBatchMemory,
 ): Promise<arrow.Table> {
   const file = await openParquetBytes(bytes);
   let table: WasmTable | undefined;
@@ -667,7 +669,7 @@ export async function decodeRowGroupArrow(
       table = undefined;
       return arrow.tableFromIPC(whole.intoIPCStream());
     }
-    return wasmBatchToArrow(table.recordBatch(0)!, freshBatchMemory);
+    return wasmBatchToArrow(table.recordBatch(0)!, memory);
   } finally {
     table?.free();
     file.free();

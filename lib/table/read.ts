@@ -11,6 +11,7 @@ import { runLimited } from '../concurrency.js';
 import { concatTables, emptyTable, tableToRows, takeRows } from '../format/columns.js';
 import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema.js';
 import type { DataFileCheck } from '../format/data-file-checksum.js';
+import { PooledBatchMemory } from '../format/arrow-import.js';
 import { openDataFileRanged, readDataFileRanged, type DataFileDecoder } from '../format/data-file.js';
 import type { DataFileMeta, ManifestEntry } from '../manifest/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
@@ -196,6 +197,9 @@ async function mergeSectionKeyFirst(
   span?: RowSpanFilter,
 ): Promise<arrow.Table> {
   const decoders: DataFileDecoder[] = [];
+  // The decoded row groups die with the merge (but for columns the result takes as they are):
+  // their memory goes to the next section's decode.
+  const memory = new PooledBatchMemory();
   try {
     const ranges = entries.map((e) => ({ min: e.file.minSequenceNumber, max: e.file.maxSequenceNumber }));
     const byRange = ordersByRunSequence(ranges, opts);
@@ -220,6 +224,7 @@ async function mergeSectionKeyFirst(
           file.fileSize,
           dataFileCheck(table, file),
           span,
+          memory,
         );
         decoders.push(decoder);
         const keys = concatTables(await decoder.readRowGroups(keyCols), physicalKeySchema(table, keyCols));
@@ -232,7 +237,10 @@ async function mergeSectionKeyFirst(
         };
       }),
     );
-    return await mergeKeyFirst(runs, opts);
+    const merged = await mergeKeyFirst(runs, opts);
+    // Only now: every decode of this section has finished, and the merge is the only survivor.
+    memory.release(merged);
+    return merged;
   } finally {
     for (const d of decoders) d.free();
   }

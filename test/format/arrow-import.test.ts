@@ -12,7 +12,12 @@ import {
   type RecordBatch as WasmRecordBatch,
 } from 'parquet-wasm';
 import { describe, expect, it } from 'vitest';
-import { freshBatchMemory, importWasmBatch, ReusedBatchMemory } from '../../lib/format/arrow-import.js';
+import {
+  freshBatchMemory,
+  importWasmBatch,
+  PooledBatchMemory,
+  ReusedBatchMemory,
+} from '../../lib/format/arrow-import.js';
 import { KIND_FIELD, SEQUENCE_FIELD } from '../../lib/format/arrow-schema.js';
 import { rowsToTable, tableToRows } from '../../lib/format/columns.js';
 import { writeDataFile } from '../../lib/format/data-file.js';
@@ -107,6 +112,24 @@ describe('importWasmBatch', () => {
         what,
       ).toBe(true);
     }
+  });
+
+  it('PooledBatchMemory gives back the regions a result does not hold, and a later memory takes them', () => {
+    // Prepare: two regions taken; the kept table holds a buffer of the second.
+    const first = new PooledBatchMemory();
+    const a = first.take(100_000);
+    const b = first.take(100_000);
+    const kept = new arrow.Table({ x: arrow.makeVector(new Int32Array(b.buffer, 0, 10)) });
+    // Act
+    first.release(kept);
+    const second = new PooledBatchMemory();
+    const c = second.take(90_000);
+    const d = second.take(90_000);
+    // Assess: a's region comes back, b's stays the kept table's; after release, fresh memory.
+    expect(c.buffer).toBe(a.buffer);
+    expect(d.buffer).not.toBe(b.buffer);
+    expect(first.take(10).buffer).not.toBe(a.buffer);
+    second.release(new arrow.Table({}));
   });
 
   it('declines a nested column, and the row-group decoder then falls back to IPC', async () => {
