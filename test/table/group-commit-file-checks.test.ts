@@ -19,6 +19,7 @@ import { GroupCommit } from '../../lib/table/group-commit.js';
 import { landRows } from '../../lib/table/land-rows.js';
 import { batchFileKeys } from '../../lib/table/append-commit.js';
 import type { Table } from '../../lib/table/table.js';
+import { processView } from '../helpers/process-view.js';
 import { readRows, testTable } from '../helpers/tables.js';
 
 const DAY = 86_400_000;
@@ -29,19 +30,12 @@ function committerProcess(store: MemoryStore, name: string): { store: ObjectStor
   return {
     fileHeads,
     store: {
+      ...processView(store),
       uri: `${store.uri}#${name}`,
-      get: (k) => store.get(k),
-      getRange: (k, a, b) => store.getRange(k, a, b),
       head: (k) => {
         if (/\/bucket-\d+\/data-/.test(k)) fileHeads.push(k);
         return store.head(k);
       },
-      put: (k, b) => store.put(k, b),
-      putIfAbsent: (k, b) => store.putIfAbsent(k, b),
-      putIfMatch: (k, b, e) => store.putIfMatch(k, b, e),
-      deleteIfMatch: (k, e) => store.deleteIfMatch(k, e),
-      delete: (k) => store.delete(k),
-      list: (p, o) => store.list(p, o),
     },
   };
 }
