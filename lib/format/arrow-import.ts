@@ -291,51 +291,57 @@ const TIME_UNITS: Record<string, arrow.TimeUnit> = {
   n: arrow.TimeUnit.NANOSECOND,
 };
 
-/** The Arrow type of a flat C Data format string, or undefined (nested, large, unknown). */
+/** C Data format characters of the integer types: signed, bit width. */
+const INT_FORMATS: Record<string, [boolean, 8 | 16 | 32 | 64]> = {
+  c: [true, 8],
+  C: [false, 8],
+  s: [true, 16],
+  S: [false, 16],
+  i: [true, 32],
+  I: [false, 32],
+  l: [true, 64],
+  L: [false, 64],
+};
+const FLOAT_FORMATS: Record<string, arrow.Precision> = {
+  e: arrow.Precision.HALF,
+  f: arrow.Precision.SINGLE,
+  g: arrow.Precision.DOUBLE,
+};
+/** `tt*`: the unit and bit width of a time of day. */
+const TIME_FORMATS: Record<string, [arrow.TimeUnit, 32 | 64]> = {
+  tts: [arrow.TimeUnit.SECOND, 32],
+  ttm: [arrow.TimeUnit.MILLISECOND, 32],
+  ttu: [arrow.TimeUnit.MICROSECOND, 64],
+  ttn: [arrow.TimeUnit.NANOSECOND, 64],
+};
+
+/**
+ * The Arrow type of a flat C Data format string, or undefined (nested, large, unknown). Built with
+ * the base classes (Int, Float, Date_, Time), as apache-arrow's IPC reader builds them, never the
+ * subclasses (Int64, Float64, DateDay, ...): arrow's schema comparison tests `instanceof` the first
+ * schema's type class, so a table whose batches came some through C Data and some through IPC (a
+ * row group the C Data import declines) must hold the same classes.
+ */
 function flatType(format: string): arrow.DataType | undefined {
+  const int = INT_FORMATS[format];
+  if (int) return new arrow.Int(int[0], int[1]);
+  const float = FLOAT_FORMATS[format];
+  if (float !== undefined) return new arrow.Float(float);
+  const time = TIME_FORMATS[format];
+  if (time) return new arrow.Time(time[0], time[1]);
   switch (format) {
     case 'n':
       return new arrow.Null();
     case 'b':
       return new arrow.Bool();
-    case 'c':
-      return new arrow.Int8();
-    case 'C':
-      return new arrow.Uint8();
-    case 's':
-      return new arrow.Int16();
-    case 'S':
-      return new arrow.Uint16();
-    case 'i':
-      return new arrow.Int32();
-    case 'I':
-      return new arrow.Uint32();
-    case 'l':
-      return new arrow.Int64();
-    case 'L':
-      return new arrow.Uint64();
-    case 'e':
-      return new arrow.Float16();
-    case 'f':
-      return new arrow.Float32();
-    case 'g':
-      return new arrow.Float64();
     case 'z':
       return new arrow.Binary();
     case 'u':
       return new arrow.Utf8();
     case 'tdD':
-      return new arrow.DateDay();
+      return new arrow.Date_(arrow.DateUnit.DAY);
     case 'tdm':
-      return new arrow.DateMillisecond();
-    case 'tts':
-      return new arrow.TimeSecond();
-    case 'ttm':
-      return new arrow.TimeMillisecond();
-    case 'ttu':
-      return new arrow.TimeMicrosecond();
-    case 'ttn':
-      return new arrow.TimeNanosecond();
+      return new arrow.Date_(arrow.DateUnit.MILLISECOND);
   }
   const ts = /^ts([smun]):(.*)$/.exec(format);
   if (ts) return new arrow.Timestamp(TIME_UNITS[ts[1]], ts[2] === '' ? null : ts[2]);

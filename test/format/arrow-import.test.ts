@@ -111,6 +111,10 @@ describe('importWasmBatch', () => {
         Buffer.from(arrow.tableToIPC(inline, 'stream')).equals(Buffer.from(arrow.tableToIPC(ipc, 'stream'))),
         what,
       ).toBe(true);
+      // and the same type classes: a file's row groups decoded some inline, some through IPC (a row
+      // group the import declines) form one table, whichever route the first one took.
+      expect(() => new arrow.Table(inline.schema, [...inline.batches, ...ipc.batches]), what).not.toThrow();
+      expect(() => new arrow.Table(ipc.schema, [...ipc.batches, ...inline.batches]), what).not.toThrow();
     }
   });
 
