@@ -69,21 +69,28 @@ describe('advanceBucketProgress', () => {
   });
 });
 
+/** Reader a holding c1's 30 s lease on a driven clock, logging into `lines`. */
+async function heldLease() {
+  const clock = { now: 1_000 };
+  const store = new MemoryStore();
+  const lines: string[] = [];
+  const a = new ConsumerLeaseHandle(store, T, 'c1', {
+    holder: holder('a'),
+    ttlMs: 30_000,
+    now: () => clock.now,
+    log: (l) => lines.push(l),
+  });
+  await a.acquire();
+  return { store, lines, a, clock };
+}
+
 describe('a lease that ran out before it was renewed (a process blocked past its lease)', () => {
   it('is taken back with its token when nobody wrote the lease object since, with a WARN line', async () => {
     // Prepare
-    let now = 1_000;
-    const store = new MemoryStore();
-    const lines: string[] = [];
-    const a = new ConsumerLeaseHandle(store, T, 'c1', {
-      holder: holder('a'),
-      ttlMs: 30_000,
-      now: () => now,
-      log: (l) => lines.push(l),
-    });
-    await a.acquire();
+    const { store, lines, a, clock } = await heldLease();
     // Act: 45 s pass without a renewal; two renewals and a verify race for it.
-    now += 45_000;
+    clock.now += 45_000;
+    const now = clock.now;
     expect(() => a.check()).toThrow(/ran out/);
     await Promise.all([a.renew(), a.renew(), a.verify()]);
     // Assess: one write took it back; the token stays; a second reader is refused.
@@ -98,17 +105,9 @@ describe('a lease that ran out before it was renewed (a process blocked past its
 
   it('is lost for good when another reader took it meanwhile, with a message naming both and the delay', async () => {
     // Prepare
-    let now = 1_000;
-    const store = new MemoryStore();
-    const lines: string[] = [];
-    const a = new ConsumerLeaseHandle(store, T, 'c1', {
-      holder: holder('a'),
-      ttlMs: 30_000,
-      now: () => now,
-      log: (l) => lines.push(l),
-    });
-    await a.acquire();
-    now += 45_000;
+    const { store, lines, a, clock } = await heldLease();
+    clock.now += 45_000;
+    const now = clock.now;
     const b = new ConsumerLeaseHandle(store, T, 'c1', { holder: holder('b'), ttlMs: 30_000, now: () => now });
     await b.acquire();
     // Act
