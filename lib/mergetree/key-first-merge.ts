@@ -6,7 +6,7 @@
  * never have their values decoded: in an upsert-heavy table most row groups of older runs
  * decode keys only.
  */
-import type * as arrow from 'apache-arrow';
+import * as arrow from 'apache-arrow';
 import { InvalidArgumentError, SchemaMismatchError } from '../errors.js';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { concatColumn } from '../format/column-concat.js';
@@ -74,17 +74,27 @@ export function ordersByRunSequence(
   return true;
 }
 
+/** Options of a key-first merge: those of any merged read, and whether the result keeps `_SEQUENCE_NUMBER`. */
+export interface KeyFirstOptions extends MergeReadOptions {
+  /**
+   * Leave `_SEQUENCE_NUMBER` out of the result (a read that returns no system columns): when the
+   * runs are ordered by sequence range, the winners' stored sequence numbers are then never decoded.
+   */
+  dropSequence?: boolean;
+}
+
 /**
- * Merges the runs as `mergeSortedRuns` would (same rows, same order, physical layout), decoding
- * value columns only for row groups that hold a winning version.
+ * Merges the runs as `mergeSortedRuns` would (same rows, same order, physical layout, without
+ * `_SEQUENCE_NUMBER` when `dropSequence`), decoding value columns only for row groups that hold a
+ * winning version.
  */
-export async function mergeKeyFirst(runs: KeyFirstRun[], opts: MergeReadOptions): Promise<arrow.Table> {
+export async function mergeKeyFirst(runs: KeyFirstRun[], opts: KeyFirstOptions): Promise<arrow.Table> {
   if (!mergesKeyFirst(opts.engine)) {
     throw new InvalidArgumentError(
       `the ${opts.engine.name} merge engine reads value columns while merging; merge its runs with mergeSortedRuns`,
     );
   }
-  const physical = physicalArrowSchema(opts.schema);
+  const physical = keyFirstSchema(opts);
   // Without stored sequence numbers in the keys, a run's versions all sort at its range's start.
   const byRange = runs.some((r) => r.keys.schema.fields.every((f) => f.name !== SEQUENCE_COLUMN));
   if (
@@ -108,20 +118,28 @@ export async function mergeKeyFirst(runs: KeyFirstRun[], opts: MergeReadOptions)
   const { src, count } = winners;
   if (count === 0) return emptyTable(physical);
   const names = opts.schema.fields.map((f) => f.name);
-  const columns = await winnerColumns(inputs, names, merged, byRange, winners);
+  // By range, the winners' stored sequence numbers are decoded with their values, unless dropped.
+  const columns = await winnerColumns(inputs, names, merged, byRange && !opts.dropSequence, winners);
   const children = names.map((n) => columns.get(n)!);
-  children.push(
-    byRange
-      ? winnerSequence(
-          columns.get(SEQUENCE_COLUMN)!,
-          inputs.map((x) => x.run.sequenceBase),
-          src,
-          count,
-        )
-      : sequenceColumn(winners.sequence, count),
-  );
+  if (!opts.dropSequence)
+    children.push(
+      byRange
+        ? winnerSequence(
+            columns.get(SEQUENCE_COLUMN)!,
+            inputs.map((x) => x.run.sequenceBase),
+            src,
+            count,
+          )
+        : sequenceColumn(winners.sequence, count),
+    );
   children.push(kindColumn(opts.dropDeletes && !opts.keepKinds ? new Uint8Array(count) : winners.kind, count));
   return tableFromColumns(physical, children, count);
+}
+
+/** The physical Arrow schema of a key-first merge's result (without `_SEQUENCE_NUMBER` when `dropSequence`). */
+export function keyFirstSchema(opts: Pick<KeyFirstOptions, 'schema' | 'dropSequence'>): arrow.Schema {
+  const physical = physicalArrowSchema(opts.schema);
+  return opts.dropSequence ? new arrow.Schema(physical.fields.filter((f) => f.name !== SEQUENCE_COLUMN)) : physical;
 }
 
 /** Run k's merge columns as one batch, with each row's sequence number (by range: its run's range start). */
@@ -144,20 +162,20 @@ function keyInput(
 
 /**
  * The winners' columns by name: those the merge read, gathered from the key tables; the value
- * columns decoded from the row groups the winners lie in. By range, the winners' stored sequence
- * numbers come with their values (relative to their run's base).
+ * columns decoded from the row groups the winners lie in. With `decodeSequence` (by range), the
+ * winners' stored sequence numbers come with their values (relative to their run's base).
  */
 async function winnerColumns(
   inputs: Array<SequencedTable & { run: KeyFirstRun }>,
   names: string[],
   merged: string[],
-  byRange: boolean,
+  decodeSequence: boolean,
   winners: { src: Uint16Array; row: Uint32Array; count: number },
 ): Promise<Map<string, arrow.Data>> {
   const { src, row, count } = winners;
   const fromKeys = names.filter((n) => merged.includes(n));
   const valueNames = names.filter((n) => !merged.includes(n));
-  if (byRange) valueNames.push(SEQUENCE_COLUMN);
+  if (decodeSequence) valueNames.push(SEQUENCE_COLUMN);
   const columns = new Map<string, arrow.Data>();
   if (fromKeys.length > 0) {
     const gathered = gatherPlan(

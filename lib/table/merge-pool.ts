@@ -17,13 +17,14 @@ import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import type * as arrow from 'apache-arrow';
 import { DecoderWorkerError } from '../errors.js';
-import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { unpackTable } from '../format/arrow-transfer.js';
 import { DECODE_THREADS_ENV, decodePool, onDecodePoolRestart } from '../format/decode-pool.js';
 import { findWorkerEntry, remoteWorkerError, serializeWorkerError, type WorkerEntry } from '../format/worker-entry.js';
 import { WorkerSlots } from '../format/worker-slots.js';
 import type { ManifestEntry } from '../manifest/types.js';
+import { keyFirstSchema } from '../mergetree/key-first-merge.js';
 import type { FromMergeWorker, MergeRequest, ToMergeWorker } from './merge-protocol.js';
+import type { SectionOptions } from './read.js';
 import type { Table } from './table.js';
 
 /** A section goes to a worker when its files hold at least this many times the decode pool's `minBytes`. */
@@ -33,6 +34,8 @@ interface Task {
   table: Table;
   resolve(t: arrow.Table): void;
   reject(e: unknown): void;
+  /** The section comes back without `_SEQUENCE_NUMBER`. */
+  dropSequence: boolean;
   /** The first error the store gave one of this task's reads: what the task then fails with. */
   storeError?: unknown;
 }
@@ -52,7 +55,9 @@ export class MergePool {
         task.reject(task.storeError ?? remoteWorkerError(msg.error, 'a decode-and-merge thread'));
       else {
         try {
-          task.resolve(unpackTable(msg.table, physicalArrowSchema(task.table.schema)));
+          task.resolve(
+            unpackTable(msg.table, keyFirstSchema({ schema: task.table.schema, dropSequence: task.dropSequence })),
+          );
         } catch (e) {
           task.reject(e);
         }
@@ -89,8 +94,8 @@ export class MergePool {
     return this.entry !== null;
   }
 
-  /** The merged section of `entries` (files of one bucket, current schema), with system columns, as read.ts mergeSection returns it. */
-  merge(table: Table, entries: ManifestEntry[], dropDeletes: boolean): Promise<arrow.Table> {
+  /** The merged section of `entries` (files of one bucket, current schema), with system columns, as read.ts mergeSection returns it (its key span aside: a section here is merged whole). */
+  merge(table: Table, entries: ManifestEntry[], opts: SectionOptions): Promise<arrow.Table> {
     const id = this.nextId++;
     return new Promise<arrow.Table>((resolve, reject) => {
       const msg: MergeRequest = {
@@ -100,9 +105,10 @@ export class MergePool {
         path: table.path,
         schema: table.schema,
         entries,
-        dropDeletes,
+        dropDeletes: opts.dropDeletes,
+        dropSequence: opts.dropSequence === true,
       };
-      this.workers.post(this.entry!, this.threads, id, { table, resolve, reject }, msg);
+      this.workers.post(this.entry!, this.threads, id, { table, resolve, reject, dropSequence: msg.dropSequence }, msg);
     });
   }
 

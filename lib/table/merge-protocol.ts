@@ -13,6 +13,8 @@ export interface MergeRequest {
   schema: TableSchema;
   entries: ManifestEntry[];
   dropDeletes: boolean;
+  /** Leave `_SEQUENCE_NUMBER` out of the merged section (read.ts SectionOptions). */
+  dropSequence: boolean;
 }
 
 /** Calling thread → worker: the bytes of a range read the worker asked for, or the store's error. */

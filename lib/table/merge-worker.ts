@@ -80,7 +80,10 @@ async function handle(msg: MergeRequest): Promise<void> {
     if (FAULT === 'throw') throw new Error('injected decoder fault (VARVE_TEST_DECODE_WORKER_FAULT=throw)');
     await configured;
     const table = new Table(remoteStore(msg.id), msg.name, msg.path, msg.schema);
-    const merged = await mergeSection(table, msg.entries, msg.dropDeletes);
+    const merged = await mergeSection(table, msg.entries, {
+      dropDeletes: msg.dropDeletes,
+      dropSequence: msg.dropSequence,
+    });
     const { packed, transfer } = packTable(merged);
     send({ op: 'merged', id: msg.id, table: packed }, transfer);
   } catch (e) {

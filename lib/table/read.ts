@@ -22,12 +22,14 @@ import { mergeEngineFor } from '../mergetree/merge-function.js';
 import { mergeConfigFromOptions } from '../mergetree/merge-config.js';
 import {
   keyFirstColumns,
+  keyFirstSchema,
   mergeKeyFirst,
   mergesKeyFirst,
   ordersByRunSequence,
+  type KeyFirstOptions,
   type KeyFirstRun,
 } from '../mergetree/key-first-merge.js';
-import { mergeSortedRuns, type MergeReadOptions } from '../mergetree/sort-merge-reader.js';
+import { mergeSortedRuns } from '../mergetree/sort-merge-reader.js';
 import { parsePartitionPath } from '../schema/partition.js';
 import { toJsonValue } from '../schema/values.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN, type DataField } from '../schema/types.js';
@@ -79,15 +81,16 @@ export async function readTable(table: Table, opts: ReadOptions = {}): Promise<a
       throw await readFailure(table, snapshot.id, e);
     });
   }
+  // Without keepDeletes the result drops the system columns: the merge leaves _SEQUENCE_NUMBER out.
+  const section: SectionOptions = { dropDeletes: !opts.keepDeletes, dropSequence: !opts.keepDeletes, span };
   let merged: arrow.Table[];
   try {
-    merged = await mergeBuckets(table, pruned, !opts.keepDeletes, span);
+    merged = await mergeBuckets(table, pruned, section);
   } catch (e) {
     throw await readFailure(table, snapshot.id, e);
   }
-  let result = merged.length
-    ? concatTables(merged, physicalArrowSchema(table.schema))
-    : emptyTable(physicalArrowSchema(table.schema));
+  const mergedSchema = sectionSchema(table, section);
+  let result = merged.length ? concatTables(merged, mergedSchema) : emptyTable(mergedSchema);
   if (opts.keyRange) result = filterKeyRange(table, result, opts.keyRange);
   explain.mergedRows = result.numRows;
   // After the merge, never before: filtering versions would let an older one win.
@@ -110,20 +113,36 @@ export function bucketGroups(entries: readonly ManifestEntry[]): ManifestEntry[]
   return [...groups.keys()].sort().map((id) => groups.get(id)!);
 }
 
+/** How a section merges: whether deletes (and `_SEQUENCE_NUMBER`) are dropped, and the key span read. */
+export interface SectionOptions {
+  dropDeletes: boolean;
+  /** Leave `_SEQUENCE_NUMBER` out of the merged tables (a read returning no system columns decodes none). */
+  dropSequence?: boolean;
+  /** Only rows in this key range (see mergeBuckets). */
+  span?: RowSpanFilter;
+}
+
+/** The physical Arrow schema of a merged section (without `_SEQUENCE_NUMBER` when `dropSequence`). */
+function sectionSchema(table: Table, opts: Pick<SectionOptions, 'dropSequence'>): arrow.Schema {
+  return keyFirstSchema({ schema: table.schema, dropSequence: opts.dropSequence });
+}
+
 /**
- * Merges the given live files per (partition, bucket); output tables keep system columns, one per
- * section, in (partition, bucket, key) order. Each section (files of one bucket whose key ranges
- * overlap) merges on its own: on the merge pool's workers (merge-pool.ts) when the read has several
- * sections large enough, else on this thread (row groups then decode on the decode pool). With
- * `span` (a key range), a section merged here decodes only the rows of its files inside it; a
- * closed range (a point) is read on this thread, an open one may still go to the pool, whole.
+ * Merges the given live files per (partition, bucket); output tables keep system columns
+ * (`_SEQUENCE_NUMBER` but with `dropSequence`), one per section, in (partition, bucket, key)
+ * order. Each section (files of one bucket whose key ranges overlap) merges on its own: on the
+ * merge pool's workers (merge-pool.ts) when the read has several sections large enough, else on
+ * this thread (row groups then decode on the decode pool). With `span` (a key range), a section
+ * merged here decodes only the rows of its files inside it; a closed range (a point) is read on
+ * this thread, an open one may still go to the pool, whole. `opts` as a boolean: `dropDeletes`.
  */
 export async function mergeBuckets(
   table: Table,
   entries: ManifestEntry[],
-  dropDeletes: boolean,
-  span?: RowSpanFilter,
+  opts: SectionOptions | boolean,
 ): Promise<arrow.Table[]> {
+  const section: SectionOptions = typeof opts === 'boolean' ? { dropDeletes: opts } : opts;
+  const span = section.span;
   const sections: ManifestEntry[][] = [];
   for (const files of bucketGroups(entries)) {
     // An append table has no key: its bucket is one section, merged by sequence number alone
@@ -148,9 +167,7 @@ export async function mergeBuckets(
     s.every((e) => e.file.schemaId === table.schema.id) &&
     pool.takes(s.reduce((n, e) => n + e.file.fileSize, 0));
   return runLimited(
-    sections.map(
-      (s) => () => (onPool(s) ? pool.merge(table, s, dropDeletes) : mergeSection(table, s, dropDeletes, span)),
-    ),
+    sections.map((s) => () => (onPool(s) ? pool.merge(table, s, section) : mergeSection(table, s, section))),
     4,
   );
 }
@@ -160,12 +177,8 @@ export async function mergeBuckets(
  * engine, key-first for engines that take whole versions. Runs on the calling thread or, the same
  * code, on a merge pool worker (merge-worker.ts).
  */
-export async function mergeSection(
-  table: Table,
-  section: ManifestEntry[],
-  dropDeletes: boolean,
-  span?: RowSpanFilter,
-): Promise<arrow.Table> {
+export async function mergeSection(table: Table, section: ManifestEntry[], opts: SectionOptions): Promise<arrow.Table> {
+  const { dropDeletes, dropSequence, span } = opts;
   const engine = mergeEngineFor(mergeConfigFromOptions(table.options, table.schema.primaryKeys));
   const mergeOpts = {
     schema: table.schema,
@@ -173,6 +186,7 @@ export async function mergeSection(
     engine,
     dropDeletes,
     keepKinds: !dropDeletes,
+    dropSequence,
   };
   // Engines that take whole versions merge on keys first and decode only the winners' values.
   if (table.schema.primaryKeys.length > 0 && mergesKeyFirst(engine))
@@ -182,7 +196,8 @@ export async function mergeSection(
   const runs = await Promise.all(
     section.map(async (e) => ({ table: await readEntry(table, e, span), sequenceBase: e.file.sequenceBase })),
   );
-  return mergeSortedRuns(runs, mergeOpts);
+  const merged = mergeSortedRuns(runs, mergeOpts);
+  return dropSequence ? merged.select(sectionSchema(table, opts).fields.map((f) => f.name)) : merged;
 }
 
 /**
@@ -193,7 +208,7 @@ export async function mergeSection(
 async function mergeSectionKeyFirst(
   table: Table,
   entries: ManifestEntry[],
-  opts: MergeReadOptions,
+  opts: KeyFirstOptions,
   span?: RowSpanFilter,
 ): Promise<arrow.Table> {
   const decoders: DataFileDecoder[] = [];
