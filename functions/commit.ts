@@ -17,13 +17,13 @@ import { processFifoBatch } from './shared/fifo-batch.js';
 import { thenExport } from '../lib/aws/glue.js';
 import { instrumented, log } from './shared/observability.js';
 import { sendRejects } from '../lib/aws/rejects.js';
-import { commitCachesOf, openTable } from '../lib/aws/tables.js';
+import { commitCachesOf, newestSeenSchema, openTable, tableNameOf } from '../lib/aws/tables.js';
 export { GROUP_COMMIT_USER } from '../lib/table/group-commit.js';
 
 /** The commit handler for the environment `env` (VARVE_REJECTS_QUEUE_URL, VARVE_COMPACT_QUEUE_URL, VARVE_EVENT_BUS_NAME). */
 export function createCommitHandler(env: Env = process.env) {
   return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
-    const table = await openTable(env, 'commit');
+    const tableName = tableNameOf(env, 'commit');
     const queued: QueuedCommit[] = [];
     const invalid = new Map<string, Error>();
     const barriers = new Set<string>();
@@ -34,15 +34,17 @@ export function createCommitHandler(env: Env = process.env) {
       }
       try {
         const message = parseCommitMessage(body);
-        if (message.table !== table.name)
+        if (message.table !== tableName)
           throw new CorruptMetadataError(
-            `a commit message for ${message.table} reached the commit queue of ${table.name}; each table needs its own commit queue`,
+            `a commit message for ${message.table} reached the commit queue of ${tableName}; each table needs its own commit queue`,
           );
         queued.push({ id, message });
       } catch (e) {
         invalid.set(id, e as Error);
       }
     }
+    // A cold container opens the table at the schema its newest writer found (tables.ts openAtSeenSchema).
+    const table = await openTable(env, 'commit', undefined, newestSeenSchema(queued.map((q) => q.message)));
     const group = new GroupCommit(table, queued, {
       afterCommit: afterAppend(table, {
         compactQueueUrl: env.VARVE_COMPACT_QUEUE_URL,

@@ -10,12 +10,13 @@ import { touchedBy } from '../table/append-commit.js';
 import type { LandOptions } from '../table/land-rows.js';
 import { claimCompactionJobs } from '../maintenance/compaction-job-marker.js';
 import { bucketStates } from '../maintenance/compaction-jobs.js';
+import type { CommitMessage } from '../table/commit-message.js';
 import type { Table } from '../table/table.js';
 import { announceSnapshotCommitted } from './commit-events.js';
 import type { WriterSettings } from './env.js';
 import { emitMetric, log, METRIC, UNIT } from './telemetry.js';
 import { sendCommitMessage, sendCompactionJobs } from './queues.js';
-import { commitCachesOf, manifestCacheOf } from './tables.js';
+import { commitCachesOf, manifestCacheOf, schemaSeenAt } from './tables.js';
 
 /** The after-commit work of `table`'s APPEND commits under `settings` (see the file comment). */
 export function afterAppend(
@@ -55,6 +56,12 @@ export function afterAppend(
   };
 }
 
+/** `m` with when the lookup that found its schema (`table`'s) newest started, when known. */
+function withSchemaSeenAt(table: Table, m: CommitMessage): CommitMessage {
+  const seenAt = schemaSeenAt(table);
+  return seenAt === undefined || m.schemaId !== table.schema.id ? m : { ...m, schemaSeenAt: seenAt };
+}
+
 /** How a function's writer lands rows in `table` under `settings`: enqueued for the group commit, or committed directly. */
 export function landOptions(
   table: Table,
@@ -68,7 +75,8 @@ export function landOptions(
     commitUser,
     commitIdentifier,
     sources,
-    enqueue: queueUrl ? (m) => sendCommitMessage(queueUrl, m) : undefined,
+    // With when its schema was found newest: the commit function, cold, opens the table at it (tables.ts).
+    enqueue: queueUrl ? (m) => sendCommitMessage(queueUrl, withSchemaSeenAt(table, m)) : undefined,
     afterCommit: afterAppend(table, settings),
     commitOptions: commitCachesOf(table),
   };

@@ -21,6 +21,12 @@ export interface CommitMessage {
   batch: CommitBatch;
   /** The sources whose rows the batch holds (`sqs:<message id>`, `s3:<key>@<etag>`), when the writer knows them. */
   sources?: string[];
+  /**
+   * When the writer's lookup that found `schemaId` the table's newest schema started (epoch ms),
+   * when the writer knows it (a function's, lib/aws/tables.ts): a cold commit function opens the
+   * table at that schema while the lookup is younger than a warm container's table cache.
+   */
+  schemaSeenAt?: number;
 }
 
 const fileChanges = v.array(
@@ -35,7 +41,7 @@ const fileChanges = v.array(
   }),
 );
 
-/** A commit message as sent (`v: 1`); `sources` is absent in messages of older writers. */
+/** A commit message as sent (`v: 1`); `sources` and `schemaSeenAt` are absent in messages of older writers. */
 const CommitMessageSchema: JsonSchema<CommitMessage> = v.looseObject({
   v: v.literal(1),
   table: v.string(),
@@ -43,6 +49,7 @@ const CommitMessageSchema: JsonSchema<CommitMessage> = v.looseObject({
   commitIdentifier: v.string(),
   batch: v.looseObject({ rowCount: jsonInt, newFiles: fileChanges, changelogFiles: fileChanges }),
   sources: v.optional(v.array(v.string())),
+  schemaSeenAt: v.optional(jsonInt),
 });
 
 /** SQS's message size limit (1 MiB since 2025), less room for the envelope. */
@@ -92,5 +99,6 @@ export function parseCommitMessage(body: string): CommitMessage {
     commitIdentifier: m.commitIdentifier,
     batch,
     ...(m.sources ? { sources: m.sources } : {}),
+    ...(m.schemaSeenAt !== undefined ? { schemaSeenAt: m.schemaSeenAt } : {}),
   };
 }

@@ -18,7 +18,12 @@
  *   (one per bucket), its pending registration (PUT), the commit message (SQS SendMessage).
  * warm ingest (4) — the 2 data files, the registration, the commit message: the table, its
  *   schema and the partitions' bucket counts are known.
- * cold commit (14) — open the table (3, as above); the deduplication window (RecentBatches)
+ * cold commit (12) — open the table at the schema the batch's writer found newest (its message
+ *   says which, and when the writer looked: less than a minute ago, the life of a warm container's
+ *   table), read from the table's standard folder: schema-0 (GET; no catalog item, no HEAD of
+ *   schema-1: lib/aws/tables.ts openAtSeenSchema has the argument; an older lookup or a message
+ *   without one opens through the catalog, 3 requests: the last test below); the deduplication
+ *   window (RecentBatches)
  *   looks the latest snapshot up: LATEST, snapshot-1, a HEAD of snapshot-2 (3), and the commit
  *   starts from that same snapshot; the batch's 2 data files are not checked (a batch younger
  *   than its pending registration's retention, written after every snapshot the window knows,
@@ -45,7 +50,9 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { describe, expect, it, vi } from 'vitest';
 import { awsAvailable } from '../helpers/aws.js';
-import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, sendBodies, takeAll } from './harness.js';
+import { alterTable } from '../../lib/table/alter.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, reopen, sendBodies, takeAll } from './harness.js';
 
 // The handlers' EMF metric lines stay off the test output.
 captureMetrics();
@@ -123,7 +130,7 @@ const COMMIT = [
 const QUEUED = {
   coldIngest: [...OPEN, ...LOOKUP, ...MANIFESTS, ...BATCH],
   warmIngest: BATCH,
-  coldCommit: [...OPEN, ...LOOKUP, ...MANIFESTS, ...COMMIT],
+  coldCommit: ['S3:GetObject schema-0', ...LOOKUP, ...MANIFESTS, ...COMMIT],
   warmCommit: ['S3:HeadObject snapshot-base', 'S3:HeadObject snapshot-new', ...COMMIT],
 };
 const DIRECT_COMMIT = [
@@ -221,5 +228,61 @@ describe.skipIf(!awsAvailable())('requests of a cold and a warm ingest and commi
     const rounds = await threeRounds('direct');
     // Assess
     assess('2 buckets, direct mode', rounds, ['ingest'], DIRECT);
+  });
+  it("a cold commit opens the table at its writer's schema only while that lookup is under a minute old", {
+    timeout: 240_000,
+  }, async () => {
+    // Prepare: a table altered to schema 1 after one commit; one batch at a time through a new
+    // ingest container, its commit message as sent (or changed), to a new commit container.
+    powertoolsEnv();
+    const d = await deploy();
+    await createOrders(d);
+    const env = d.env('queue');
+    const rows = (i: number) => JSON.stringify([{ id: i, status: 'new', amount: i }]);
+    const history = await coldContainer(env);
+    await sendBodies(d.ingestUrl, [rows(0)]);
+    await drain(d.ingestUrl, history.ingest);
+    await drain(d.commitUrl, history.commit);
+    await alterTable(await reopen(d), [
+      { kind: 'add-column', name: 'note', type: parseSchemaText('n STRING')[0].type },
+    ]);
+    const commitOf = async (i: number, change: (m: Record<string, unknown>) => void) => {
+      const ingest = await coldContainer(env);
+      await sendBodies(d.ingestUrl, [rows(i)]);
+      await drain(d.ingestUrl, ingest.ingest);
+      const [body] = await takeAll(d.commitUrl);
+      const message = JSON.parse(body) as Record<string, unknown>;
+      change(message);
+      await sendBodies(d.commitUrl, [JSON.stringify(message)]);
+      const commit = await coldContainer(env);
+      expect(await drain(d.commitUrl, commit.commit)).toHaveLength(1);
+      const opened = commit.requests.filter(
+        (r) => r.service === 'DynamoDB' || (r.service === 'S3' && r.key.includes('/schema/')),
+      );
+      return { message, opened: opened.map((r) => label(r, 0)) };
+    };
+
+    // Act
+    const young = await commitOf(1, () => {});
+    const old = await commitOf(2, (m) => {
+      m.schemaSeenAt = (m.schemaSeenAt as number) - 61_000;
+    });
+    const unknown = await commitOf(3, (m) => delete m.schemaSeenAt);
+    const future = await commitOf(4, (m) => {
+      m.schemaSeenAt = Date.now() + 60_000;
+    });
+
+    // Assess: the writer's own schema (1, after the alter), one GET, while its lookup is young;
+    // through the catalog (the item, schema-0, then the newest found by HEADs) otherwise.
+    expect(young.message.schemaId).toBe(1);
+    expect(young.opened).toEqual(['S3:GetObject schema-1']);
+    const throughCatalog = ['DynamoDB:GetItem', 'S3:GetObject schema-0', 'S3:GetObject schema-1'];
+    for (const { opened } of [old, unknown, future]) {
+      expect(opened.filter((l) => !l.startsWith('S3:HeadObject')).sort()).toEqual(throughCatalog);
+      expect(opened).toContain('S3:HeadObject schema-1');
+    }
+    const latest = await (await reopen(d)).commitSnapshots.latest();
+    expect(latest?.schemaId).toBe(1);
+    expect(latest?.totalRecordCount).toBe(5);
   });
 });
