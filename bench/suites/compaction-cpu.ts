@@ -11,7 +11,8 @@ import { COMPACT_ROW_GROUP_ROWS } from '../../lib/maintenance/compact-io.js';
 import { compactTable, type CompactionSummary } from '../../lib/maintenance/compact.js';
 import { LocalStore } from '../../lib/store/local-store.js';
 import type { Table } from '../../lib/table/table.js';
-import type * as arrow from 'apache-arrow';
+import * as arrow from 'apache-arrow';
+import { parquetMetadata } from 'hyparquet';
 import { range, sampleKeys } from '../lib/data.js';
 import {
   addChecksums,
@@ -57,8 +58,10 @@ export async function runCompactionCpu(ctx: SuiteContext): Promise<SuiteResult> 
     `${RUNS} runs × ${perRun.toLocaleString('en')} rows, ${(bytesIn / 1e6).toFixed(1)} MB in, ${live.length} keys out`,
   );
 
-  // The codec floor encodes exactly what the compaction wrote: its output, decoded once (untimed).
+  // The codec floor encodes exactly what the compaction wrote: its output, decoded once (untimed),
+  // with the same choice of string columns written without a dictionary (read from its footer).
   let output: arrow.Table | undefined;
+  let plainColumns: string[] = [];
   const duck = await openDuckDB();
   const timings = await compare(
     plan,
@@ -77,7 +80,9 @@ export async function runCompactionCpu(ctx: SuiteContext): Promise<SuiteResult> 
           assertChecksum('compaction CPU: table after compaction', tableChecksum(await c.table.read()), expected);
           if (output === undefined) {
             const [out] = await liveFiles(c.table, (await c.table.snapshots.latest())!);
-            output = await readDataFile(new Uint8Array(await readFile(out.path)));
+            const bytes = new Uint8Array(await readFile(out.path));
+            output = await readDataFile(bytes);
+            plainColumns = stringColumnsWithoutDictionary(bytes, output.schema);
           }
         },
         teardown: (c: { dir: string }) => removeDir(c.dir),
@@ -96,6 +101,7 @@ export async function runCompactionCpu(ctx: SuiteContext): Promise<SuiteResult> 
             compression: 'zstd',
             sortedBy: 'key',
             rowGroupSize: COMPACT_ROW_GROUP_ROWS,
+            uniqueColumns: plainColumns,
           });
           await writeFileSynced(join(dir, 'out.parquet'), bytes);
           return addChecksums(sums);
@@ -174,7 +180,7 @@ export async function runCompactionCpu(ctx: SuiteContext): Promise<SuiteResult> 
       `Table: 1 bucket, ${RUNS} commits, each writing a seeded random ${perRun.toLocaleString('en')} of ${k.toLocaleString('en')} keys (write-only: ${RUNS} overlapping level-0 sorted runs, ${(bytesIn / 1e6).toFixed(1)} MB of zstd Parquet); ${live.length.toLocaleString('en')} keys survive.`,
       "Every sample is the CPU time of the whole process (`process.cpuUsage`, user + system, every thread: varve's and DuckDB's worker threads count), not wall time; the three run interleaved, in rotating order, every repetition.",
       `varve, timed: \`compactTable(table, { full: true })\` on a fresh copy of the folder: read, merge, one zstd output file (${COMPACT_ROW_GROUP_ROWS.toLocaleString('en')}-row groups), fsynced, committed.`,
-      "floor, timed: parquet-wasm decodes every input file (the sync reader) and encodes the rows the compaction wrote (its output, decoded once untimed) with varve's own writer settings into one fsynced file: the codec work any compaction here does, with no merge.",
+      "floor, timed: parquet-wasm decodes every input file (the sync reader) and encodes the rows the compaction wrote (its output, decoded once untimed) with varve's own writer settings into one fsynced file: the codec work any compaction here does, with no merge. The floor writes without a dictionary exactly the string columns varve's output has none for (read from its footer): a compaction writes a string column plain when its first rows are at least 90 % distinct values (`opt` here; `s`, 50,000 values, keeps its dictionary).",
       `DuckDB, timed: one thread, \`COPY\` of the §2 dedup query over the ${RUNS} files (absolute \`_SEQUENCE_NUMBER\`, \`_VALUE_KIND\`, \`ORDER BY key\`) to one zstd Parquet file (\`ROW_GROUP_SIZE ${COMPACT_ROW_GROUP_ROWS}\`), fsynced: its own native codec, no commit.`,
     ],
     checks: [
@@ -184,6 +190,23 @@ export async function runCompactionCpu(ctx: SuiteContext): Promise<SuiteResult> 
     measurements,
     ratios,
   };
+}
+
+/** The Utf8 columns of a Parquet file none of whose chunks has a dictionary page. */
+function stringColumnsWithoutDictionary(bytes: Uint8Array, schema: arrow.Schema): string[] {
+  const meta = parquetMetadata(
+    bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer,
+  );
+  return schema.fields
+    .filter((f) => arrow.DataType.isUtf8(f.type))
+    .map((f) => f.name)
+    .filter((name) =>
+      meta.row_groups.every((g) =>
+        g.columns.every(
+          (c) => c.meta_data?.path_in_schema[0] !== name || c.meta_data.dictionary_page_offset === undefined,
+        ),
+      ),
+    );
 }
 
 /** Fsyncs a file written by another writer (DuckDB's COPY), as LocalStore does for every object. */

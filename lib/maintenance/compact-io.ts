@@ -9,6 +9,8 @@ import type * as arrow from 'apache-arrow';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { readDataFileRowGroups } from '../format/data-file.js';
 import { DataFileStreamWriter } from '../format/data-file-stream.js';
+import { uniqueStringColumns } from '../format/dictionary-choice.js';
+import type { DataFileChecksums } from '../format/data-file-checksum.js';
 import { fileStatsOf, type FileStats } from '../format/file-stats.js';
 import type { DataFileMeta } from '../manifest/types.js';
 import type { CompactFileIO } from '../mergetree/compact-task.js';
@@ -81,22 +83,30 @@ export class BucketFileIO implements CompactFileIO {
     const fileName = `${prefix}-${randomUUID()}.parquet`;
     const key = dataFileKey(t.path, this.partition, this.bucket, fileName);
     const upload = openUpload(t.store, key);
-    const writer = await DataFileStreamWriter.open(
-      physicalArrowSchema(t.schema),
-      { ...dataFileOptions(t), rowGroupSize: COMPACT_ROW_GROUP_ROWS },
-      (bytes) => upload.write(bytes),
-    );
+    const opts = { ...dataFileOptions(t), rowGroupSize: COMPACT_ROW_GROUP_ROWS };
+    // Opened at the first rows: which string columns go without a dictionary is judged from them.
+    let writer: DataFileStreamWriter | undefined;
+    const open = (first?: arrow.Table) =>
+      DataFileStreamWriter.open(
+        physicalArrowSchema(t.schema),
+        first === undefined ? opts : { ...opts, uniqueColumns: uniqueStringColumns(first) },
+        (bytes) => upload.write(bytes),
+      );
     let stats: FileStats | null = null;
     return {
       add: async (rows) => {
         if (rows.numRows === 0) return;
+        writer ??= await open(rows);
         stats = addFileStats(stats, fileStatsOf(t.keyFields, rows, valueStatsFields(t.schema)));
         await writer.add(rows);
       },
       finish: async () => {
         let fileSize: number;
+        let checksums: DataFileChecksums | undefined;
         try {
+          writer ??= await open();
           fileSize = await writer.end();
+          checksums = writer.checksums;
         } catch (e) {
           await upload.abort().catch(() => undefined);
           throw e;
@@ -110,11 +120,11 @@ export class BucketFileIO implements CompactFileIO {
           schemaId: t.schema.id,
           level,
           source: 'COMPACT',
-          checksums: writer.checksums,
+          checksums,
         });
       },
       discard: async () => {
-        await writer.discard();
+        await writer?.discard();
         await upload.abort().catch(() => undefined);
       },
     };

@@ -2,6 +2,7 @@
  * compactBucket / compactTable on a table: upgrades without rewrite, deletes kept below and
  * dropped at the highest level, idempotent retries, the byte budget and progress reports.
  */
+import { parquetMetadata } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
 import { readChangelogFiles, readLiveFiles } from '../../lib/manifest/scan.js';
 import { readDataFileMetadata } from '../../lib/format/data-file.js';
@@ -171,6 +172,61 @@ describe('compaction output', () => {
       if (want === undefined || want.v !== v.get(i) || want.s !== str.get(i)) wrong.push(i);
     }
     expect(wrong, `rows of the compacted table that are not the newest (seed ${seed})`).toEqual([]);
+  });
+});
+
+describe('compaction output encodings', () => {
+  /** Per column of the bucket's one live file: whether it has a dictionary. */
+  async function outputDictionaries(table: Table): Promise<Record<string, boolean>> {
+    const files = [...(await liveFilesByBucket(table)).values()].flat();
+    expect(files).toHaveLength(1);
+    const [f] = files;
+    const { body } = await table.store.get(dataFileKey(table.path, f.partition, f.bucket, f.file.fileName));
+    const meta = parquetMetadata(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer);
+    const out: Record<string, boolean> = {};
+    for (const g of meta.row_groups)
+      for (const c of g.columns) {
+        const name = c.meta_data!.path_in_schema.join('.');
+        out[name] = (out[name] ?? false) || c.meta_data!.dictionary_page_offset !== undefined;
+      }
+    return out;
+  }
+
+  it('writes a string column of distinct values without a dictionary, unless parquet.enable.dictionary#col asks for one', async () => {
+    const cases: Record<string, string>[] = [{}, { 'parquet.enable.dictionary#name': 'true' }];
+    for (const options of cases) {
+      const table = await testTable({
+        schema: 'id BIGINT NOT NULL, name STRING, tag STRING',
+        primaryKeys: ['id'],
+        options: { bucket: '1', 'write-only': 'true', ...options },
+      });
+      const expected = new Map<bigint, { name: string; tag: string }>();
+      for (let run = 0; run < 3; run++) {
+        const rows = [];
+        for (let id = run * 2_000; id < run * 2_000 + 6_000; id++) {
+          const row = { id: BigInt(id), name: `name-${run}-${id}`, tag: `tag-${id % 5}` };
+          rows.push(row);
+          expected.set(row.id, row);
+        }
+        await table.write(rows);
+      }
+
+      await compactTable(table, { full: true });
+
+      expect(await outputDictionaries(table)).toMatchObject({
+        name: 'parquet.enable.dictionary#name' in options,
+        tag: true,
+      });
+      const out = await table.read();
+      expect(out.numRows).toBe(expected.size);
+      const [id, name, tag] = ['id', 'name', 'tag'].map((c) => out.getChild(c)!);
+      const wrong: number[] = [];
+      for (let i = 0; i < out.numRows && wrong.length < 5; i++) {
+        const want = expected.get(id.get(i) as bigint);
+        if (want === undefined || want.name !== name.get(i) || want.tag !== tag.get(i)) wrong.push(i);
+      }
+      expect(wrong, 'rows of the compacted table that are not the newest').toEqual([]);
+    }
   });
 });
 
