@@ -187,6 +187,11 @@ class Writer {
   }
 
   varint(v: bigint): void {
+    // Offsets, sizes and counts fit in 32 bits: number arithmetic then, not a BigInt per byte.
+    if (v >= 0n && v <= 0xffffffffn) {
+      this.varint32(Number(v));
+      return;
+    }
     let x = BigInt.asUintN(64, v);
     while (x >= 0x80n) {
       this.byte(Number(x & 0x7fn) | 0x80);
@@ -195,7 +200,23 @@ class Writer {
     this.byte(Number(x));
   }
 
+  /** An unsigned varint of a number in [0, 2^32). */
+  varint32(v: number): void {
+    this.ensure(5);
+    let x = v;
+    while (x >= 0x80) {
+      this.buf[this.pos++] = (x & 0x7f) | 0x80;
+      x >>>= 7;
+    }
+    this.buf[this.pos++] = x;
+  }
+
   zigzag(v: bigint): void {
+    if (v >= -0x80000000n && v <= 0x7fffffffn) {
+      const n = Number(v);
+      this.varint32(n >= 0 ? 2 * n : -2 * n - 1);
+      return;
+    }
     this.varint((v << 1n) ^ (v >> 63n));
   }
 
@@ -226,7 +247,7 @@ class Writer {
       }
       case T.BINARY: {
         const b = v as Uint8Array;
-        this.varint(BigInt(b.length));
+        this.varint32(b.length);
         this.bytes(b);
         return;
       }
@@ -236,7 +257,7 @@ class Writer {
         if (l.items.length < 15) this.byte((l.items.length << 4) | l.elemType);
         else {
           this.byte(0xf0 | l.elemType);
-          this.varint(BigInt(l.items.length));
+          this.varint32(l.items.length);
         }
         for (const item of l.items) {
           if (l.elemType === T.TRUE || l.elemType === T.FALSE) this.byte(item ? 1 : 2);
@@ -246,7 +267,7 @@ class Writer {
       }
       case T.MAP: {
         const m = v as ThriftMap;
-        this.varint(BigInt(m.entries.length));
+        this.varint32(m.entries.length);
         if (m.entries.length === 0) return;
         this.byte((m.keyType << 4) | m.valueType);
         for (const [k, val] of m.entries) {
