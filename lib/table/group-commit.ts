@@ -6,7 +6,8 @@
  *
  * Idempotent twice over: a run's commit identifier is the hash of its messages' ids (a retried
  * run finds its snapshot), and each batch's own identifier is recorded in the snapshot
- * (`varve.batches`), so a batch seen again in another run is not committed again (RecentBatches).
+ * (`varve.batches`), so a batch seen again in another run is not committed again (RecentBatches;
+ * each snapshot also carries a checkpoint of that window, `varve.window`, for cold containers).
  *
  * A bad batch never takes good ones down with it: a batch whose files are gone is refused before
  * the commit (CommitFilesMissingError; only a batch old enough to have lost them is checked:
@@ -28,6 +29,7 @@ import {
   type RecentBatches,
 } from './recent-batches.js';
 import type { Table } from './table.js';
+import { WINDOW_PROPERTY } from './window-checkpoint.js';
 
 /** The commit user of the group commit: one per table, stable across invocations. */
 export const GROUP_COMMIT_USER = 'group-commit';
@@ -174,6 +176,8 @@ export class GroupCommit {
 
   private async commitBatches(batches: QueuedCommit[], commitIdentifier: string): Promise<AppendCommitted> {
     const sources = batches.flatMap((q) => q.message.sources ?? []);
+    // What this container knows of the window, for the next cold one to start from.
+    const window = recentBatchesOf(this.table).checkpoint();
     const committed = await commitAppend(
       this.table,
       batches.map((q) => q.message.batch),
@@ -184,6 +188,7 @@ export class GroupCommit {
         properties: {
           [BATCHES_PROPERTY]: batchesProperty(batches.map((q) => q.message.commitIdentifier)),
           ...(sources.length > 0 ? { [SOURCES_PROPERTY]: JSON.stringify(sources) } : {}),
+          ...(window !== undefined ? { [WINDOW_PROPERTY]: window } : {}),
         },
         commitOptions: this.opts.commitOptions,
       },

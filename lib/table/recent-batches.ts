@@ -8,11 +8,19 @@
  * docs/AWS.md, "Why per-source deduplication has a window".
  *
  * One per table and process (recentBatchesOf): the first use reads back through the window, later
- * uses read only the snapshots committed since.
+ * uses read only the snapshots committed since. The group commit's snapshots carry a checkpoint of
+ * the window (window-checkpoint.ts), so that the first use of a container usually reads only the
+ * latest snapshot, which the commit that follows reads anyway.
  */
 import { parseJsonText } from '../json.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { Table } from './table.js';
+import {
+  encodeWindowCheckpoint,
+  parseWindowCheckpoint,
+  type WindowCheckpoint,
+  type WindowEntry,
+} from './window-checkpoint.js';
 
 /** Snapshot property listing the batch identifiers a group commit folded in, as a JSON array. */
 export const BATCHES_PROPERTY = 'varve.batches';
@@ -27,6 +35,14 @@ const RECENT_WINDOW_MS = 30 * 60_000;
 /** Snapshots read back at most on a cold start. */
 const MAX_SCAN = 2000;
 const READ_CHUNK = 16;
+/** Snapshots read one by one before reading in parallel (scanDown). */
+const ONE_BY_ONE = 4;
+/**
+ * Ids are remembered this much longer than the window (not looked up there: snapshotOf), so that
+ * the checkpoint of a committer whose clock is ahead of a reader's (Lambda clocks agree within
+ * milliseconds: Amazon Time Sync Service) still reaches back to the reader's window start.
+ */
+const CLOCK_MARGIN_MS = 5 * 60_000;
 
 /** Batch identifiers of recent snapshots (see the file comment). */
 export class RecentBatches {
@@ -53,36 +69,86 @@ export class RecentBatches {
   async refresh(): Promise<void> {
     // Through the committer's caching manager: the commit that follows starts from the snapshot
     // found here (read once), and a warm container reads only the snapshots committed since.
-    const snapshots = this.table.commitSnapshots;
-    const latest = await snapshots.latestId();
-    const horizon = this.now() - this.windowMs;
-    this.horizon = horizon;
+    const latest = await this.table.commitSnapshots.latestId();
+    this.horizon = this.now() - this.windowMs;
     if (latest === undefined) this.completeAfter = Number.NEGATIVE_INFINITY; // no snapshot: nothing committed
-    if (latest === undefined || latest <= this.scannedUpTo) return;
-    const lowest = Math.max(this.scannedUpTo + 1, latest - MAX_SCAN + 1, 1);
-    // The time of the oldest snapshot read, and whether the scan went on down to `lowest`.
+    if (latest !== undefined && latest > this.scannedUpTo) {
+      // Every snapshot in [bottom, latest] committed after `after` is now noted.
+      const bottom = this.scannedUpTo + 1;
+      const after = await this.scanDown(latest, bottom);
+      // Down to snapshot 1: complete since the table began; down to the last scan's newest:
+      // complete as far as the scans before were; stopped on the way: complete after `after`.
+      this.completeAfter = after ?? (bottom === 1 ? Number.NEGATIVE_INFINITY : this.completeAfter);
+      this.scannedUpTo = latest;
+    }
+    const keep = this.horizon - CLOCK_MARGIN_MS;
+    for (const [id, v] of this.ids) if (v.time < keep) this.ids.delete(id);
+  }
+
+  /**
+   * Notes the snapshots from `top` down to `bottom`, newest first, until one is older than the
+   * window, is missing (expired), or MAX_SCAN were read; a checkpoint met on the
+   * way stands for the snapshots it lists. Returns undefined when every snapshot in [bottom, top]
+   * was noted, else the time after which every one was (times never decrease with the id, so a
+   * snapshot below the last one read is no newer than it).
+   */
+  private async scanDown(top: number, bottom: number): Promise<number | undefined> {
+    const snapshots = this.table.commitSnapshots;
+    let pending: WindowCheckpoint | undefined; // the checkpoint met reaching furthest down
+    let read = 0;
+    // One at a time at first: the latest usually carries a checkpoint of everything below, or
+    // one of the next few does (above it, a compaction's or another writer's); then in parallel.
+    let chunk = 1;
+    let sinceCheckpoint = 0;
     let floor = Number.POSITIVE_INFINITY;
-    let reachedLowest = true;
-    scan: for (let hi = latest; hi >= lowest; hi -= READ_CHUNK) {
+    for (let pos = top; pos >= bottom; ) {
+      if (pending && pending.to >= pos) {
+        // Everything in (pending.to, top] is noted: the checkpoint adds the rest it knows.
+        for (const [snapshot, time, ids] of pending.snapshots) for (const id of ids) this.remember(id, snapshot, time);
+        if (pending.from <= bottom) return undefined; // (a): all of [bottom, pos]
+        if (pending.after <= this.horizon) return pending.after; // (b): all the window needs
+        pos = pending.from - 1; // a longer window than the committer's: read on below
+        pending = undefined;
+        [chunk, sinceCheckpoint] = [1, 0];
+        continue;
+      }
+      if (read >= MAX_SCAN) return floor;
       const ids: number[] = [];
-      for (let id = hi; id >= Math.max(lowest, hi - READ_CHUNK + 1); id--) ids.push(id);
+      for (let id = pos; id >= Math.max(bottom, pos - chunk + 1); id--) ids.push(id);
+      read += ids.length;
+      sinceCheckpoint += ids.length;
+      if (sinceCheckpoint >= ONE_BY_ONE) chunk = Math.min(chunk * 2, READ_CHUNK);
       for (const s of await Promise.all(ids.map((id) => snapshots.tryRead(id)))) {
         if (s !== undefined) floor = s.timeMillis;
         // Expired from here down, or older than any retry: nothing further back matters.
-        if (s === undefined || s.timeMillis < horizon) {
-          reachedLowest = false;
-          break scan;
-        }
+        if (s === undefined || s.timeMillis < this.horizon) return floor;
         this.note(s);
+        const c = parseWindowCheckpoint(s.id, s.properties);
+        if (c && c.to >= bottom && (!pending || c.to > pending.to)) pending = c;
+        pos = s.id - 1;
       }
     }
-    // Snapshot times never decrease with the id, so a snapshot below the oldest one read is no
-    // newer than it. Down to `lowest` without a gap: complete as far as the scans before were
-    // (or, from snapshot 1, since the table began).
-    if (!reachedLowest || (lowest > this.scannedUpTo + 1 && lowest > 1)) this.completeAfter = floor;
-    else if (lowest === 1) this.completeAfter = Number.NEGATIVE_INFINITY;
-    this.scannedUpTo = latest;
-    for (const [id, v] of this.ids) if (v.time < horizon) this.ids.delete(id);
+    return undefined;
+  }
+
+  /**
+   * The value of the window checkpoint property for the next snapshot this container commits
+   * (window-checkpoint.ts), or undefined before the first refresh.
+   */
+  checkpoint(): string | undefined {
+    if (this.scannedUpTo === 0 || this.completeAfter === Number.POSITIVE_INFINITY) return undefined;
+    // Known: every snapshot up to scannedUpTo committed after `after`, and its ids (none forgotten:
+    // entries go only when older than the window's start less the margin).
+    const after = Math.max(this.completeAfter, this.horizon - CLOCK_MARGIN_MS);
+    const bySnapshot = new Map<number, WindowEntry>();
+    for (const [id, { snapshot, time }] of this.ids) {
+      if (snapshot > this.scannedUpTo || time <= after) continue;
+      let entry = bySnapshot.get(snapshot);
+      if (!entry) bySnapshot.set(snapshot, (entry = [snapshot, time, []]));
+      entry[2].push(id);
+    }
+    const known = [...bySnapshot.values()].sort((a, b) => b[0] - a[0]);
+    return encodeWindowCheckpoint(this.scannedUpTo, after, known);
   }
 
   /**
@@ -94,9 +160,10 @@ export class RecentBatches {
     return time >= Math.max(this.completeAfter, this.horizon);
   }
 
-  /** The snapshot that holds batch or source `id`, if a recent one does. */
+  /** The snapshot that holds batch or source `id`, if one within the window does. */
   snapshotOf(id: string): number | undefined {
-    return this.ids.get(id)?.snapshot;
+    const found = this.ids.get(id);
+    return found && found.time >= this.horizon ? found.snapshot : undefined;
   }
 
   /** Records a snapshot this container committed. */
@@ -112,8 +179,12 @@ export class RecentBatches {
         continue; // not written by varve's writers
       }
       if (!Array.isArray(ids)) continue;
-      for (const id of ids) if (typeof id === 'string') this.ids.set(id, { snapshot: s.id, time: s.timeMillis });
+      for (const id of ids) if (typeof id === 'string') this.remember(id, s.id, s.timeMillis);
     }
+  }
+
+  private remember(id: string, snapshot: number, time: number): void {
+    this.ids.set(id, { snapshot, time });
   }
 }
 
