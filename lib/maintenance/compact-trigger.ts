@@ -40,7 +40,7 @@ export async function touchedBucketFiles(
     {
       partition: (p) => partitions.has(p),
       partitionRange: (min, max) => [...partitions].some((p) => p >= min && p <= max),
-      bucket: buckets.size === 1 ? [...buckets][0] : undefined,
+      buckets,
     },
     cache,
   );

@@ -131,7 +131,7 @@ export async function checkCommitConflicts(input: ConflictCheckInput): Promise<v
       {
         partition: (p) => partitions.has(p),
         partitionRange: (min, max) => [...partitions].some((p) => p >= min && p <= max),
-        bucket: buckets.size === 1 ? [...buckets][0] : undefined,
+        buckets,
       },
       input.cache,
     )

@@ -84,6 +84,32 @@ describe('scan', () => {
     expect(names(ranged)).toEqual(['data-2', 'data-3', 'data-4']);
   });
 
+  it('filters by a set of buckets and skips the manifests whose bucket range holds none of them', async () => {
+    // Prepare: one manifest per bucket of 4 (as per-bucket compactions write), then one spanning 0..3
+    const store = new MemoryStore();
+    for (const b of [0, 1, 2, 3]) await appendTo(store, `b${b}`, '', b, 4);
+    const spanning = appendRequest('u', 'span', [
+      change('data-s0', { rowCount: 2 }, { partition: '', bucket: 0, totalBuckets: 4 }),
+      change('data-s3', { rowCount: 2 }, { partition: '', bucket: 3, totalBuckets: 4 }),
+    ]);
+    const last = (await commit(store, T, spanning, testCommitOptions())).snapshot;
+
+    // Act
+    store.resetCallLog();
+    const b12 = await readLiveFiles(store, T, last, { buckets: new Set([1, 2]) });
+    const reads12 = manifestReads(store).length;
+    store.resetCallLog();
+    const b13 = await readLiveFiles(store, T, last, { buckets: new Set([1, 3]) });
+    const reads13 = manifestReads(store).length;
+
+    // Assess: buckets 1 and 2 are in two manifests of their own and inside the spanning one's range
+    // (0..3), which is read and yields nothing of theirs; buckets 1 and 3 likewise
+    expect(names(b12)).toEqual(['data-b1', 'data-b2']);
+    expect(reads12).toBe(3);
+    expect(names(b13)).toEqual(['data-b1', 'data-b3', 'data-s3']);
+    expect(reads13).toBe(3);
+  });
+
   it('reads changelog files with absolute sequence numbers, and none when a snapshot has no changelog', async () => {
     const store = new MemoryStore();
     const first = await appendTo(store, '1', '', 0, 1);
