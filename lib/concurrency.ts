@@ -12,6 +12,30 @@ export async function runLimited<T>(tasks: Array<() => Promise<T>>, limit: numbe
   return out;
 }
 
+/**
+ * As runLimited, but a failure starts no further task and is thrown only once the tasks in flight
+ * have ended: nothing the tasks opened (a file being read) is still in use when the caller's
+ * error handling runs. The first failure is thrown.
+ */
+export async function runLimitedSettled<T>(tasks: Array<() => Promise<T>>, limit: number): Promise<T[]> {
+  const out = new Array<T>(tasks.length);
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async () => {
+    while (failure === undefined && next < tasks.length) {
+      const i = next++;
+      try {
+        out[i] = await tasks[i]();
+      } catch (e) {
+        failure ??= { error: e };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, tasks.length)) }, worker));
+  if (failure !== undefined) throw failure.error;
+  return out;
+}
+
 /** Maps `items` through `fn` with at most `limit` calls in flight; results keep the input order. */
 export function parallelMap<T, R>(
   items: readonly T[],
@@ -22,4 +46,16 @@ export function parallelMap<T, R>(
     items.map((item, i) => () => fn(item, i)),
     limit,
   );
+}
+
+/**
+ * Waits for every promise, then throws the first failure in array order, if any: unlike
+ * Promise.all, nothing is still running when the caller's cleanup starts (what a late task opens
+ * is registered before it is released).
+ */
+export async function settleAll<T>(promises: readonly Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(promises);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<T>).value);
 }

@@ -27,7 +27,7 @@ import {
 } from '../errors.js';
 import type { ParquetWriterOptions } from '../schema/options.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
-import type { ObjectStore } from '../store/object-store.js';
+import { openRanges, type ObjectStore } from '../store/object-store.js';
 import { singleBatch } from './columns.js';
 import { normalizeArrowTypes } from './normalize.js';
 import { decodePool } from './decode-pool.js';
@@ -274,8 +274,8 @@ export interface DataFileDecoder {
    * all), as one single-batch table per row group, each in the declared varve types.
    */
   readRowGroups(columns: string[], rowGroups?: number[]): Promise<arrow.Table[]>;
-  /** Releases the wasm handle; reads after this fail. */
-  free(): void;
+  /** Releases the wasm handle or the file's RangeReader; reads after this fail. Safe more than once. */
+  free(): Promise<void>;
 }
 
 /** The checks of a DataFileDecoder.readRowGroups call: the decoder is open and has every asked column. */
@@ -323,7 +323,7 @@ export async function openDataFile(bytes: Uint8Array): Promise<DataFileDecoder> 
         }
         return out;
       },
-      free() {
+      async free() {
         if (!freed) file.free();
         freed = true;
       },
@@ -352,12 +352,19 @@ export async function openDataFileRanged(
   memory?: BatchMemory,
 ): Promise<DataFileDecoder> {
   const src = await storeSource(store, key, size, check);
-  const footer = await readParquetFooter(src);
-  // With a span, the decoder's row groups are the slices of the file's that hold wanted rows.
-  const slices =
-    span === undefined
-      ? footer.rowGroups.map((g, i) => ({ group: i, slice: undefined as RowSlice | undefined, rows: g.numRows }))
-      : await spanSlices(src, footer, span);
+  let footer: ParquetFooter;
+  let slices: { group: number; slice: RowSlice | undefined; rows: number }[];
+  try {
+    footer = await readParquetFooter(src);
+    // With a span, the decoder's row groups are the slices of the file's that hold wanted rows.
+    slices =
+      span === undefined
+        ? footer.rowGroups.map((g, i) => ({ group: i, slice: undefined as RowSlice | undefined, rows: g.numRows }))
+        : await spanSlices(src, footer, span);
+  } catch (e) {
+    await src.close();
+    throw e;
+  }
   const rowGroupRows = slices.map((s) => s.rows);
   const columns = footer.columns;
   let freed = false;
@@ -381,6 +388,7 @@ export async function openDataFileRanged(
     },
     free() {
       freed = true;
+      return src.close();
     },
   };
 }
@@ -424,7 +432,12 @@ export async function readDataFileRanged(
 ): Promise<arrow.Table> {
   const decoder = await openDataFileRanged(store, key, size, opts.check, opts.span);
   const names = opts.columns === undefined ? decoder.columns : [...opts.columns];
-  const parts = await decoder.readRowGroups(names);
+  let parts: arrow.Table[];
+  try {
+    parts = await decoder.readRowGroups(names);
+  } finally {
+    await decoder.free();
+  }
   if (parts.length === 0 && opts.span !== undefined) {
     // No wanted row: the schema from zero rows of the first row group, not from the whole file.
     const empty = await emptyOf(store, key, size, opts.check, names);
@@ -432,8 +445,7 @@ export async function readDataFileRanged(
   }
   if (parts.length === 0) {
     // A file without row groups: its schema from the footer's Arrow schema, read as an empty file.
-    const src = await storeSource(store, key, size);
-    const bytes = await src.read(0, src.size);
+    const bytes = await withStoreSource(store, key, size, undefined, (src) => src.read(0, src.size));
     return readDataFile(bytes, opts.columns === undefined ? {} : { columns: [...opts.columns] });
   }
   const schema = parts[0].schema;
@@ -451,10 +463,11 @@ async function emptyOf(
   check: DataFileCheck | undefined,
   names: string[],
 ): Promise<arrow.Table | undefined> {
-  const src = await storeSource(store, key, size, check);
-  const footer = await readParquetFooter(src);
-  if (footer.rowGroups.length === 0) return undefined;
-  return decodeRowGroup(src, footer, 0, names, new Set(names), { offset: 0, limit: 0 });
+  return withStoreSource(store, key, size, check, async (src) => {
+    const footer = await readParquetFooter(src);
+    if (footer.rowGroups.length === 0) return undefined;
+    return decodeRowGroup(src, footer, 0, names, new Set(names), { offset: 0, limit: 0 });
+  });
 }
 
 /**
@@ -490,24 +503,24 @@ async function decodeRowGroup(
   }
 }
 
+/** A ByteSource over a store object, open until `close` (see storeSource). */
+type StoreSource = ByteSource & { close(): Promise<void> };
+
 /**
- * A ByteSource over a store object (`size` when known, else one head). The read that reaches the
- * end of the object (the footer read, at most FOOTER_READ_BYTES) is kept, and later reads inside it
- * are answered from it: a small file costs one ranged GET, not one per row group and projection.
+ * A ByteSource over a store object (`size` when known, else the store's), read through one
+ * RangeReader (a local file is opened once, not once per range) that `close` releases. The read
+ * that reaches the end of the object (the footer read, at most FOOTER_READ_BYTES) is kept, and
+ * later reads inside it are answered from it: a small file costs one ranged GET, not one per row
+ * group and projection.
  */
 async function storeSource(
   store: ObjectStore,
   key: string,
   size?: number,
   check: DataFileCheck = {},
-): Promise<ByteSource> {
-  let fileSize = size;
-  if (fileSize === undefined) {
-    const head = await store.head(key);
-    if (head === undefined) throw new ObjectNotFoundError(key);
-    fileSize = head.size;
-  }
-  const total = fileSize;
+): Promise<StoreSource> {
+  const reader = await openRanges(store, key, size);
+  const total = size ?? reader.size;
   let tail: { start: number; bytes: Uint8Array } | undefined;
   return {
     size: total,
@@ -516,11 +529,28 @@ async function storeSource(
     read: async (start, end) => {
       if (tail !== undefined && start >= tail.start && end <= tail.start + tail.bytes.length)
         return tail.bytes.subarray(start - tail.start, end - tail.start);
-      const bytes = await store.getRange(key, start, end);
+      const bytes = await reader.read(start, end);
       if (end === total && tail === undefined && bytes.length === end - start) tail = { start, bytes };
       return bytes;
     },
+    close: () => reader.close(),
   };
+}
+
+/** `fn` of a store source of `key`, closed after it (also when it throws). */
+async function withStoreSource<T>(
+  store: ObjectStore,
+  key: string,
+  size: number | undefined,
+  check: DataFileCheck | undefined,
+  fn: (src: ByteSource) => Promise<T>,
+): Promise<T> {
+  const src = await storeSource(store, key, size, check);
+  try {
+    return await fn(src);
+  } finally {
+    await src.close();
+  }
 }
 
 /** The table's columns in the order of `names` (the projection returns them in file order), without copying. */
@@ -622,25 +652,31 @@ export async function* readDataFileRowGroups(
     rowGroupWanted?: (group: number, firstRow: number, rows: number) => boolean;
   } = {},
 ): AsyncGenerator<arrow.Table> {
+  // Opened on the first next(): a generator never started holds nothing; one stopped early
+  // (return or throw, as for-await does on break) closes the file in the finally.
   const src = await storeSource(store, key, size, opts.check);
-  const footer = await readParquetFooter(src);
-  const columns = opts.columns === undefined ? undefined : [...opts.columns];
-  if (columns !== undefined) {
-    for (const c of columns) {
-      if (!footer.columns.includes(c))
-        throw new SchemaMismatchError(`data file ${key} has no column ${c}; it has ${footer.columns.join(', ')}`, c);
+  try {
+    const footer = await readParquetFooter(src);
+    const columns = opts.columns === undefined ? undefined : [...opts.columns];
+    if (columns !== undefined) {
+      for (const c of columns) {
+        if (!footer.columns.includes(c))
+          throw new SchemaMismatchError(`data file ${key} has no column ${c}; it has ${footer.columns.join(', ')}`, c);
+      }
     }
-  }
-  const memory = opts.reuseBuffers ? new ReusedBatchMemory() : freshBatchMemory;
-  for await (const table of readRowGroupsRanged(src, {
-    footer,
-    columns,
-    memory,
-    span: opts.span,
-    rowGroupWanted: opts.rowGroupWanted,
-    decodeError: (e) => rowGroupReadError(e, key),
-  })) {
-    yield normalizeArrowTypes(columns === undefined ? table : selectColumns(table, columns));
+    const memory = opts.reuseBuffers ? new ReusedBatchMemory() : freshBatchMemory;
+    for await (const table of readRowGroupsRanged(src, {
+      footer,
+      columns,
+      memory,
+      span: opts.span,
+      rowGroupWanted: opts.rowGroupWanted,
+      decodeError: (e) => rowGroupReadError(e, key),
+    })) {
+      yield normalizeArrowTypes(columns === undefined ? table : selectColumns(table, columns));
+    }
+  } finally {
+    await src.close();
   }
 }
 

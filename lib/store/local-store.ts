@@ -21,7 +21,15 @@ import { contentEtag, sameEtag } from './etag.js';
 import { errnoCode, isNotFound, unlinkIfPresent } from './local-fs.js';
 import { acquireKeyLock, type HeldKeyLock } from './local-key-lock.js';
 import { checkKeyPrefix, checkObjectKey, compareObjectKeys, isReservedSegment } from './object-key.js';
-import type { ListOptions, ObjectInfo, ObjectStore, ObjectUpload, StoredObject } from './object-store.js';
+import {
+  closedReaderError,
+  type ListOptions,
+  type ObjectInfo,
+  type ObjectStore,
+  type ObjectUpload,
+  type RangeReader,
+  type StoredObject,
+} from './object-store.js';
 
 /** How often a watch whose folder does not exist yet tries again to watch it. */
 const WATCH_RETRY_MS = 500;
@@ -83,27 +91,50 @@ export class LocalStore implements ObjectStore {
 
   async getRange(key: string, start: number, end: number): Promise<Uint8Array> {
     checkByteRange(key, start, end);
+    const reader = await this.openRanges(key);
+    try {
+      return await reader.read(start, end);
+    } finally {
+      await reader.close();
+    }
+  }
+
+  /**
+   * The file opened once for many ranged reads (one open and one fstat, then a pread per range).
+   * Reads go to the file that was opened: a put over the key renames a new file into place and
+   * leaves this one (its inode) readable until closed, so a reader sees one version whole.
+   */
+  async openRanges(key: string): Promise<RangeReader> {
     const path = this.pathOf(key);
     let fh: FileHandle | undefined;
+    let size: number;
     try {
       fh = await open(path, 'r');
       const st = await fh.stat();
       if (st.isDirectory()) throw new ObjectNotFoundError(key);
-      const [from, to] = clampByteRange(start, end, st.size);
-      const out = new Uint8Array(to - from);
-      for (let done = 0; done < out.length; ) {
-        const { bytesRead } = await fh.read(out, done, out.length - done, from + done);
-        if (bytesRead === 0) break; // objects are replaced by rename, never truncated in place
-        done += bytesRead;
-      }
-      return out;
+      size = st.size;
     } catch (e) {
+      await fh?.close().catch(() => undefined);
       if (e instanceof ObjectNotFoundError) throw e;
       if (isNotFound(e)) throw new ObjectNotFoundError(key, { cause: e });
       throw this.fsError(e, 'getRange', key);
-    } finally {
-      await fh?.close();
     }
+    const file = fh;
+    let closing: Promise<void> | undefined;
+    return {
+      size,
+      read: async (start, end) => {
+        checkByteRange(key, start, end);
+        if (closing !== undefined) throw closedReaderError(key);
+        try {
+          return await readFileRange(file, start, end, size);
+        } catch (e) {
+          throw this.fsError(e, 'getRange', key);
+        }
+      },
+      // A read-only descriptor loses nothing when its close fails: the error is dropped.
+      close: () => (closing ??= file.close().catch(() => undefined)),
+    };
   }
 
   async head(key: string): Promise<(ObjectInfo & { etag: string }) | undefined> {
@@ -512,6 +543,18 @@ export function folderStoreError(e: unknown, root: string, op: string, key: stri
     `folder store ${root}: ${op} ${key} failed (${code ?? 'unknown error'}); check that the folder exists, is writable and the disk is not full`,
     { cause: e },
   );
+}
+
+/** Bytes [start, end) of the open file of `size` bytes, clamped to it; raw fs errors. */
+async function readFileRange(fh: FileHandle, start: number, end: number, size: number): Promise<Uint8Array> {
+  const [from, to] = clampByteRange(start, end, size);
+  const out = new Uint8Array(to - from);
+  for (let done = 0; done < out.length; ) {
+    const { bytesRead } = await fh.read(out, done, out.length - done, from + done);
+    if (bytesRead === 0) return out.subarray(0, done); // objects are replaced by rename, never truncated in place
+    done += bytesRead;
+  }
+  return out;
 }
 
 /**

@@ -3,6 +3,7 @@
  * root (e.g. `db.db/orders/snapshot/snapshot-3`). Nothing above lib/store knows which store it
  * talks to: a local folder, S3, or memory.
  */
+import { InvalidArgumentError, ObjectNotFoundError } from '../errors.js';
 
 /** Listing entry. `lastModified` is epoch milliseconds. */
 export interface ObjectInfo {
@@ -33,6 +34,15 @@ export interface ObjectStore {
 
   /** Reads bytes [start, end) of an object (for Parquet footers). Throws `ObjectNotFoundError`. */
   getRange(key: string, start: number, end: number): Promise<Uint8Array>;
+
+  /**
+   * Opens an object for many ranged reads through one handle (a local file: one open and one stat
+   * for all of them, not one per range). Every read sees the version that was opened: an object
+   * put over the key meanwhile is not seen (the replaced file stays readable until closed), so a
+   * reader never mixes two versions. Throws `ObjectNotFoundError` when the key does not exist.
+   * Optional: callers go through {@link openRanges}, which falls back to one `getRange` per read.
+   */
+  openRanges?(key: string): Promise<RangeReader>;
 
   /** Size, etag and mtime of an object, or undefined when it does not exist. */
   head(key: string): Promise<(ObjectInfo & { etag: string }) | undefined>;
@@ -88,6 +98,48 @@ export interface ObjectStore {
    * callers keep polling. A notification is a hint to look, never the change itself.
    */
   watch?(prefix: string, onChange: () => void): () => void;
+}
+
+/** Ranged reads of one object (see {@link ObjectStore.openRanges}); `close` it when done, also after an error. */
+export interface RangeReader {
+  /** The object's size in bytes. */
+  readonly size: number;
+  /** Bytes [start, end) of the object, clamped to its size as `getRange`; throws once closed. */
+  read(start: number, end: number): Promise<Uint8Array>;
+  /** Releases the handle (after the reads in flight); safe more than once, never throws. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens `key` of `store` for ranged reads: through the store's own handle when it has one (a local
+ * file), else each read is a `getRange` of the object as it is then (S3, wrappers: with immutable
+ * data files the same bytes). `size`, when the caller knows it (a manifest entry), saves the
+ * fallback its head; the store's own handle reports the size it opened.
+ */
+export async function openRanges(store: ObjectStore, key: string, size?: number): Promise<RangeReader> {
+  if (store.openRanges) return store.openRanges(key);
+  let objectSize = size;
+  if (objectSize === undefined) {
+    const head = await store.head(key);
+    if (head === undefined) throw new ObjectNotFoundError(key);
+    objectSize = head.size;
+  }
+  let closed = false;
+  return {
+    size: objectSize,
+    read: async (start, end) => {
+      if (closed) throw closedReaderError(key);
+      return store.getRange(key, start, end);
+    },
+    close: async () => {
+      closed = true;
+    },
+  };
+}
+
+/** The error of a read through a closed RangeReader of `key`. */
+export function closedReaderError(key: string): InvalidArgumentError {
+  return new InvalidArgumentError(`the range reader of ${key} is closed; open the object again to read it`);
 }
 
 /** An object being written a part at a time (see {@link ObjectStore.upload}). */

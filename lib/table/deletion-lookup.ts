@@ -198,7 +198,7 @@ export async function lookupColumns(
     }
     return { table: t, positions: groupPositions(decoder.rowGroupRows, groups, t.numRows) };
   } finally {
-    decoder.free();
+    await decoder.free();
   }
 }
 
@@ -248,7 +248,8 @@ export interface ColumnPieces {
   readonly more: boolean;
   /** The next piece (single batch): row groups read until it holds `share` bytes, or the next slice of a cached file. */
   next(): Promise<arrow.Table>;
-  close(): void;
+  /** Releases the file being read (after a read in flight). */
+  close(): Promise<void>;
 }
 
 /**
@@ -315,6 +316,6 @@ function slicedPieces(whole: arrow.Table, share: number): ColumnPieces {
         Uint32Array.from({ length: at - from }, (_, i) => from + i),
       );
     },
-    close: () => undefined,
+    close: async () => undefined,
   };
 }

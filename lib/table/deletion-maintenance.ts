@@ -245,7 +245,7 @@ async function forEachChunk(
       await fn(chunk);
     }
   } finally {
-    for (const c of cursors) c.pieces.close();
+    await Promise.all(cursors.map((c) => c.pieces.close()));
   }
 }
 

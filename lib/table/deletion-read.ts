@@ -10,7 +10,7 @@
  * to ignore the vectors (tests comparing both) keep the merged read.
  */
 import * as arrow from 'apache-arrow';
-import { runLimited } from '../concurrency.js';
+import { runLimitedSettled } from '../concurrency.js';
 import { tableArrowSchema } from '../format/arrow-schema.js';
 import { concatTables, emptyTable, takeRows } from '../format/columns.js';
 import { openDataFileRanged, readDataFileRanged, readDataFileRowGroups } from '../format/data-file.js';
@@ -179,7 +179,7 @@ async function liveRowsOf(
     const parts = await decoder.readRowGroups(names, groups);
     return parts.map((t, i) => dropDeleted(t, deleted, offsets[i]));
   } finally {
-    decoder.free();
+    await decoder.free();
   }
 }
 
@@ -195,7 +195,7 @@ export async function readMergeFree(
   const names = decodedColumns(table, columns, opts);
   const schema = new arrow.Schema(names.map((n) => tableArrowSchema(table.schema).fields.find((f) => f.name === n)!));
   const vectors = await vectorsOf(table, snapshot);
-  const parts = await runLimited(
+  const parts = await runLimitedSettled(
     entries.map((e) => () => liveRowsOf(table, vectors, e, names)),
     FILES_AT_ONCE,
   );

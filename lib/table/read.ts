@@ -7,7 +7,7 @@ import * as arrow from 'apache-arrow';
 import { InvalidArgumentError, ObjectNotFoundError, SchemaChangedError, SnapshotExpiredError } from '../errors.js';
 import { evolveTable } from '../format/evolve.js';
 import { formatType } from '../schema/type-text.js';
-import { runLimited } from '../concurrency.js';
+import { runLimitedSettled, settleAll } from '../concurrency.js';
 import { concatTables, emptyTable, tableToRows, takeRows } from '../format/columns.js';
 import { physicalArrowSchema, tableArrowSchema } from '../format/arrow-schema.js';
 import type { DataFileCheck } from '../format/data-file-checksum.js';
@@ -166,7 +166,8 @@ export async function mergeBuckets(
     sections.length > 1 &&
     s.every((e) => e.file.schemaId === table.schema.id) &&
     pool.takes(s.reduce((n, e) => n + e.file.fileSize, 0));
-  return runLimited(
+  // Settled: a failed section leaves no other still reading its files when the read fails.
+  return runLimitedSettled(
     sections.map((s) => () => (onPool(s) ? pool.merge(table, s, section) : mergeSection(table, s, section))),
     4,
   );
@@ -193,7 +194,7 @@ export async function mergeSection(table: Table, section: ManifestEntry[], opts:
     return mergeSectionKeyFirst(table, section, mergeOpts, span);
   // Each file is its own run: files are key-sorted with one record per key, and keeping them
   // apart lets every run carry its own sequence base.
-  const runs = await Promise.all(
+  const runs = await settleAll(
     section.map(async (e) => ({ table: await readEntry(table, e, span), sequenceBase: e.file.sequenceBase })),
   );
   const merged = mergeSortedRuns(runs, mergeOpts);
@@ -219,7 +220,8 @@ async function mergeSectionKeyFirst(
     const ranges = entries.map((e) => ({ min: e.file.minSequenceNumber, max: e.file.maxSequenceNumber }));
     const byRange = ordersByRunSequence(ranges, opts);
     const keyCols = keyFirstColumns(opts, byRange);
-    const runs = await Promise.all(
+    // Settled, not all: on a failure every decoder opened is in `decoders` before the finally frees them.
+    const runs = await settleAll(
       entries.map(async (entry, i): Promise<KeyFirstRun> => {
         const file = entry.file;
         if (file.schemaId !== table.schema.id) {
@@ -257,7 +259,7 @@ async function mergeSectionKeyFirst(
     memory.release(merged);
     return merged;
   } finally {
-    for (const d of decoders) d.free();
+    await Promise.all(decoders.map((d) => d.free()));
   }
 }
 

@@ -5,11 +5,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { InvalidKeyError } from '../../lib/errors.js';
+import { InvalidKeyError, ObjectNotFoundError } from '../../lib/errors.js';
 import { contentEtag } from '../../lib/store/etag.js';
 import { LocalStore } from '../../lib/store/local-store.js';
 import { fromUtf8, listAll, utf8 } from '../../lib/store/object-store.js';
 import { openStore } from '../../lib/store/open-store.js';
+import { openFilesUnder } from '../helpers/open-files.js';
 import { storeContract } from './store-contract.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'varve-local-store-'));
@@ -214,6 +215,56 @@ describe('LocalStore on disk', () => {
 
     expect(await listAll(store, 'empty/')).toEqual([]);
     expect(await store.head('empty')).toBeUndefined();
+  });
+});
+
+describe('LocalStore.openRanges', () => {
+  it('reads the version it opened whole when the key is replaced or deleted meanwhile, then closes its file', async () => {
+    const root = freshRoot();
+    const store = new LocalStore(root);
+    const old = Uint8Array.from({ length: 4096 }, (_, i) => i % 251);
+    await store.put('v/k', old);
+
+    const reader = await store.openRanges('v/k');
+    expect(openFilesUnder(root)).toEqual([join(root, 'v', 'k')]);
+    expect(await reader.read(0, 100)).toEqual(old.slice(0, 100));
+    await store.put('v/k', utf8('a new, shorter version'));
+    // The old inode: the rest of the old bytes, at the old size, never a mix.
+    expect(reader.size).toBe(4096);
+    expect(Buffer.from(await reader.read(100, 4096)).equals(old.subarray(100))).toBe(true);
+    expect(fromUtf8(await store.getRange('v/k', 0, 100))).toBe('a new, shorter version');
+    await store.delete('v/k');
+    expect(await reader.read(4000, 5000)).toEqual(old.slice(4000));
+    expect(openFilesUnder(root)).toEqual([`${join(root, 'v', 'k')} (deleted)`]);
+
+    await reader.close();
+    expect(openFilesUnder(root)).toEqual([]);
+    await expect(reader.read(0, 1)).rejects.toThrow(/the range reader of v\/k is closed/);
+  });
+
+  it('reports a missing key and a folder as no object, holding no file after', async () => {
+    const root = freshRoot();
+    const store = new LocalStore(root);
+    await store.put('f/inner/x', utf8('x'));
+
+    await expect(store.openRanges('f/missing')).rejects.toBeInstanceOf(ObjectNotFoundError);
+    await expect(store.openRanges('f/inner')).rejects.toBeInstanceOf(ObjectNotFoundError);
+    await expect(store.getRange('f/inner', 0, 1)).rejects.toBeInstanceOf(ObjectNotFoundError);
+    expect(openFilesUnder(root)).toEqual([]);
+  });
+
+  it('closes after the reads in flight, which finish with their bytes', async () => {
+    const root = freshRoot();
+    const store = new LocalStore(root);
+    const body = Uint8Array.from({ length: 1 << 20 }, (_, i) => (i * 7) & 0xff);
+    await store.put('big', body);
+
+    const reader = await store.openRanges('big');
+    const reads = Array.from({ length: 8 }, (_, i) => reader.read(i << 17, (i + 1) << 17));
+    await reader.close();
+    const got = await Promise.all(reads);
+    got.forEach((b, i) => expect(Buffer.from(b).equals(body.subarray(i << 17, (i + 1) << 17)), `read ${i}`).toBe(true));
+    expect(openFilesUnder(root)).toEqual([]);
   });
 });
 

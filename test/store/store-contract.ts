@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { sleep } from '../../lib/store/backoff.js';
 import { InvalidArgumentError, InvalidKeyError, ObjectNotFoundError } from '../../lib/errors.js';
-import { fromUtf8, listAll, utf8, type ObjectStore } from '../../lib/store/object-store.js';
+import { fromUtf8, listAll, openRanges, utf8, type ObjectStore } from '../../lib/store/object-store.js';
 
 /** Deterministic pseudo-random bytes (xorshift), so a failing comparison is reproducible. */
 function bytes(n: number, seed = 1): Uint8Array {
@@ -128,6 +128,37 @@ export function storeContract(
       expect((await store.getRange('range/k', 10, 10)).length).toBe(0);
       await expect(store.getRange('range/k', 5, 2)).rejects.toBeInstanceOf(InvalidArgumentError);
       await expect(store.getRange('range/k', -1, 2)).rejects.toBeInstanceOf(InvalidArgumentError);
+    });
+
+    it('reads many ranges of an object through one openRanges reader, as getRange does', async () => {
+      const store = await makeStore();
+      const body = bytes(70_000, 3);
+      await store.put('ranges/k', body);
+
+      for (const size of [undefined, body.length]) {
+        const reader = await openRanges(store, 'ranges/k', size);
+        expect(reader.size).toBe(body.length);
+        for (const [a, b] of [
+          [0, 10],
+          [69_990, 70_000],
+          [65_000, 90_000],
+          [70_000, 70_010],
+          [5, 5],
+          [1000, 40_000],
+        ]) {
+          // Buffer comparison: toEqual walks 70,000 elements one by one.
+          const got = Buffer.from(await reader.read(a, b));
+          expect(got.equals(body.subarray(a, b)), `[${a}, ${b})`).toBe(true);
+          expect(got.equals(await store.getRange('ranges/k', a, b)), `[${a}, ${b})`).toBe(true);
+        }
+        await expect(reader.read(5, 2)).rejects.toBeInstanceOf(InvalidArgumentError);
+        await reader.close();
+        await reader.close(); // twice is fine
+        await expect(reader.read(0, 1)).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(reader.read(0, 1)).rejects.toThrow(/closed; open the object again/);
+      }
+      await expect(openRanges(store, 'ranges/missing')).rejects.toBeInstanceOf(ObjectNotFoundError);
+      await expect(openRanges(store, '../x')).rejects.toBeInstanceOf(InvalidKeyError);
     });
 
     it('heads an object: size, etag and mtime without the body', async () => {
