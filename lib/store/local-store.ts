@@ -545,13 +545,16 @@ export function folderStoreError(e: unknown, root: string, op: string, key: stri
   );
 }
 
-/** Bytes [start, end) of the open file of `size` bytes, clamped to it; raw fs errors. */
+/** Bytes [start, end) of the open file of `size` bytes, clamped to it (shorter if the file is); raw fs errors. */
 async function readFileRange(fh: FileHandle, start: number, end: number, size: number): Promise<Uint8Array> {
   const [from, to] = clampByteRange(start, end, size);
-  const out = new Uint8Array(to - from);
+  // Not zero-filled (the read overwrites it; a short read returns a copy of what was read) and not from
+  // Buffer's shared pool: a region of exactly the range, which a merge worker can be handed.
+  const out = asBytes(Buffer.allocUnsafeSlow(to - from));
   for (let done = 0; done < out.length; ) {
     const { bytesRead } = await fh.read(out, done, out.length - done, from + done);
-    if (bytesRead === 0) return out.subarray(0, done); // objects are replaced by rename, never truncated in place
+    // Objects are replaced by rename, never truncated in place; a copy keeps the unread rest unreachable.
+    if (bytesRead === 0) return out.slice(0, done);
     done += bytesRead;
   }
   return out;

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { mkdir, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat, truncate, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -240,6 +240,23 @@ describe('LocalStore.openRanges', () => {
     await reader.close();
     expect(openFilesUnder(root)).toEqual([]);
     await expect(reader.read(0, 1)).rejects.toThrow(/the range reader of v\/k is closed/);
+  });
+
+  it('answers shorter, with only the bytes there, when the file was cut in place by someone else', async () => {
+    const root = freshRoot();
+    const store = new LocalStore(root);
+    await store.put(
+      'cut',
+      Uint8Array.from({ length: 1000 }, (_, i) => i & 0xff),
+    );
+
+    const reader = await store.openRanges('cut');
+    await truncate(join(root, 'cut'), 300);
+    const got = await reader.read(200, 1000);
+    await reader.close();
+
+    expect(got).toEqual(Uint8Array.from({ length: 100 }, (_, i) => (200 + i) & 0xff));
+    expect(got.buffer.byteLength).toBe(100);
   });
 
   it('reports a missing key and a folder as no object, holding no file after', async () => {
