@@ -3,28 +3,45 @@
  * (PooledBatchMemory): a result never shares memory another read then writes into. Random
  * histories (upserts and deletes, winners in every run) of several tables, read inline one after
  * another and interleaved: every result equals a model of the newest version per key when read,
- * and still holds the same bytes after all the other reads.
+ * and still holds the same bytes after all the other reads. Tables in a folder (LocalStore) merge
+ * their sections one after another (each into the memory the one before gave back), tables in
+ * memory several at once: both are drawn.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import * as arrow from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { configureDecodePool } from '../../lib/format/decode-pool.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { RowKind, type Row } from '../../lib/schema/types.js';
+import { LocalStore } from '../../lib/store/local-store.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import type { Table } from '../../lib/table/table.js';
 import { rng, testSeed } from '../helpers/random.js';
 
+const dirs: string[] = [];
+
 afterAll(async () => {
   await configureDecodePool({ restart: true });
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
+
+/** A store in memory, or in a fresh folder. */
+function randomStore(r: ReturnType<typeof rng>): MemoryStore | LocalStore {
+  if (r.chance(0.5)) return new MemoryStore();
+  const dir = mkdtempSync(join(tmpdir(), 'varve-pooled-read-'));
+  dirs.push(dir);
+  return new LocalStore(dir);
+}
 
 /** A table with a random history; its model is the newest row per key (absent when deleted). */
 async function randomTable(
   r: ReturnType<typeof rng>,
   name: string,
 ): Promise<{ table: Table; model: Map<number, Row> }> {
-  const table = await new FolderCatalog(new MemoryStore()).createTable(`db.${name}`, {
+  const table = await new FolderCatalog(randomStore(r)).createTable(`db.${name}`, {
     fields: parseSchemaText('k INT NOT NULL, v STRING, n BIGINT, f DOUBLE'),
     primaryKeys: ['k'],
     options: { bucket: String(r.int(1, 3)), 'write-only': 'true' },
