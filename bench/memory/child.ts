@@ -6,12 +6,16 @@
  *   open <warehouse>                 the floor of compaction and read: loads varve and opens the table
  *   compact <warehouse>              a full compaction of the bucket (compaction.memory-budget set by setup)
  *   read <warehouse> [reuse]         a streamed read (table.scan) of every row; `reuse`: with reuseBuffers
+ *   batch-read <warehouse> <threads> a batch read (table.read) of every row with <threads> decode/merge
+ *                                    workers (0: on the calling thread); also reports the result's bytes
  */
 import { createWriteStream } from 'node:fs';
 import { wasmMemory } from 'parquet-wasm';
 import { once } from 'node:events';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { configureDecodePool } from '../../lib/format/decode-pool.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
+import { approximateBytes } from '../../lib/mergetree/write-buffer.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { LocalStore } from '../../lib/store/local-store.js';
 import { assertEqual } from '../lib/checksum.js';
@@ -118,6 +122,24 @@ async function main(): Promise<void> {
     const scanPeaks = peaks();
     assertEqual('memory read: rows', rows, await table.count());
     console.log(JSON.stringify({ maxRssMB: scanPeakMB, ms, cpuMs, rows, ...scanPeaks }));
+    return;
+  } else if (mode === 'batch-read') {
+    // The merged batch read decodes each section into PooledBatchMemory, whose regions a thread
+    // keeps (up to 128 MiB, 2 s) for the next section: the peak is the result, the sections being
+    // merged, and what each decoding thread keeps.
+    await configureDecodePool({ threads: Number(args[1]) });
+    const table = await openTable(args[0]);
+    const result = await table.read();
+    const peakMB = process.resourceUsage().maxRSS / 1024;
+    const ms = performance.now() - t0;
+    const scanPeaks = peaks();
+    const resultMB = approximateBytes(result) / 2 ** 20;
+    assertEqual('memory batch read: rows', result.numRows, await table.count());
+    // The rows the merge decoded (every version in the live files), in the result's bytes per row.
+    const inputRows = (await table.snapshots.latest())!.totalRecordCount;
+    const inputMB = (resultMB / Math.max(1, result.numRows)) * inputRows;
+    await configureDecodePool({ restart: true });
+    console.log(JSON.stringify({ maxRssMB: peakMB, ms, rows: result.numRows, resultMB, inputMB, ...scanPeaks }));
     return;
   } else throw new Error(`unknown mode ${mode}`);
   console.log(

@@ -6,6 +6,9 @@
  *   3. a streamed read (table.scan) of the M-row table (goal: ≤ floor + 128 MB), the same with
  *      reuseBuffers (what `varve read` and `count` do), and `varve count` through the CLI
  *      (relaunched with the launcher's memory settings),
+ *   4. a batch read (table.read, merged into one result) of the M-row table on the calling thread and
+ *      with 2 decode/merge workers (goal: ≤ floor + result + decoded input + 128 MB per decoding
+ *      thread + 64 MB: each thread that decodes keeps up to 128 MiB of pooled regions),
  * and compaction time per row at M/10 and M rows. Not part of the default test suite.
  *   npm run bench:memory                   N = 2,000,000, M = 10,000,000
  *   npm run bench:memory -- --docs         the same, then writes docs/BENCHMARKS.md §11's measured
@@ -221,6 +224,22 @@ async function main(): Promise<void> {
           `streamed read ${mb(read.maxRssMB)} (+${mb(read.maxRssMB - floor.maxRssMB)}; goal ≤ +128 MB), ${(read.ms / 1000).toFixed(1)} s = ${((read.ms * 1e6) / rows).toFixed(0)} ns/row, CPU ${(read.cpuMs / 1000).toFixed(1)} s; ` +
           `with reuseBuffers ${mb(reuse.maxRssMB)} (+${mb(reuse.maxRssMB - floor.maxRssMB)}), CPU ${(reuse.cpuMs / 1000).toFixed(1)} s`,
       );
+      for (const threads of [0, 2]) {
+        const batch = await child(['batch-read', dir, String(threads)]);
+        // The calling thread decodes too (small row groups, a section alone): threads + 1 pools at most.
+        const decoding = threads + 1;
+        cases.push({
+          what: `batch read (\`table.read()\`) of those ${n} rows, ${threads === 0 ? 'on the calling thread' : `${threads} decode/merge workers`} (result ${mb(batch.resultMB)}; decoded input ${mb(batch.inputMB)}; each decoding thread keeps up to 128 MiB of pooled regions for 2 s)`,
+          rows,
+          floorMB: floor.maxRssMB,
+          peakMB: batch.maxRssMB,
+          goalMB: Math.ceil(batch.resultMB + batch.inputMB + 128 * decoding + 64),
+          ms: batch.ms,
+        });
+        say(
+          `${n} rows: batch read, ${threads} workers: ${mb(batch.maxRssMB)} (+${mb(batch.maxRssMB - floor.maxRssMB)}; result ${mb(batch.resultMB)}, decoded input ${mb(batch.inputMB)}, ArrayBuffers peak ${mb(batch.arrayBuffersMB)}) in ${(batch.ms / 1000).toFixed(1)} s`,
+        );
+      }
       await rm(dir, { recursive: true, force: true });
     }
   } finally {
