@@ -157,7 +157,7 @@ export const TABLE_OPTIONS = [
     key: 'parquet.enable.dictionary',
     type: 'boolean',
     description:
-      "Dictionary encoding of every column's pages in new data and changelog files (unset: STRING columns only, varve's default; Paimon's parquet-mr defaults to true for all). `parquet.enable.dictionary#<col>` sets one column. A dictionary shrinks repetitive columns, but a reader decodes a column chunk's whole dictionary page before any of its rows, so a key-range or point read of a few rows pays for it (docs/BENCHMARKS.md §8). The system columns never get one.",
+      "Dictionary encoding of every column's pages in new data and changelog files (unset: STRING columns only, varve's default, and in a compaction's output not a STRING column whose first rows are at least 90 % distinct values: a dictionary of them costs its hashing and saves nothing; Paimon's parquet-mr defaults to true for all). `parquet.enable.dictionary#<col>` sets one column. A dictionary shrinks repetitive columns, but a reader decodes a column chunk's whole dictionary page before any of its rows, so a key-range or point read of a few rows pays for it (docs/BENCHMARKS.md §8). The system columns never get one.",
   },
   {
     key: 'parquet.dictionary.page.size',
