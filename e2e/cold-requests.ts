@@ -57,11 +57,22 @@ function snapshotHeadsAllowed(heads: readonly number[]): number {
 }
 
 /**
+ * Snapshots a cold invocation may read (GETs): the one a lagging LATEST hint names (the lookup of
+ * the latest reads it), the latest, and those above the newest snapshot carrying a checkpoint of
+ * the deduplication window (lib/table/window-checkpoint.ts): the compactions that landed since the
+ * last group commit, at most one per bucket of the day's 4-bucket table (a bucket's compaction
+ * job is not sent again while one waits). Without the checkpoint a cold container read every
+ * snapshot of the window (14 on the day before 2026-12-07).
+ */
+const COLD_SNAPSHOT_READS = 6;
+
+/**
  * The rules of issue 32 a cold ingest or commit invocation broke, empty when it kept them: no
  * LIST of a metadata folder once the table has a LATEST hint (a table nothing was committed to
  * yet has none, and only a listing tells it has no snapshot); each immutable metadata object read
  * at most once; the table opened with one catalog read, one schema read and one HEAD for a newer
- * schema; the latest snapshot found with the HEADs snapshotHeadsAllowed allows.
+ * schema; the latest snapshot found with the HEADs snapshotHeadsAllowed allows; at most
+ * COLD_SNAPSHOT_READS snapshots read.
  */
 function brokenRules(inv: InvocationCalls): string[] {
   const ok = inv.calls.filter((c) => c.error === undefined);
@@ -93,6 +104,11 @@ function brokenRules(inv: InvocationCalls): string[] {
   if (heads.length > allowed)
     broken.push(
       `${heads.length} HEADs of snapshots (ids ${Math.min(...heads)}–${Math.max(...heads)}: budget ${allowed})`,
+    );
+  const snapshotReads = count('S3:GetObject snapshot');
+  if (snapshotReads > COLD_SNAPSHOT_READS)
+    broken.push(
+      `${snapshotReads} snapshots read (budget ${COLD_SNAPSHOT_READS}: the deduplication window's checkpoint)`,
     );
   return broken;
 }

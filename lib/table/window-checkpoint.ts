@@ -88,7 +88,7 @@ export function encodeWindowCheckpoint(to: number, after: number, known: readonl
   let bytes = 100; // the envelope
   let bound = after;
   for (const entry of known) {
-    const size = JSON.stringify(entry).length + 1;
+    const size = Buffer.byteLength(JSON.stringify(entry)) + 1;
     if (bytes + size > WINDOW_CHECKPOINT_MAX_BYTES) {
       // Left out with every older one: (b) holds only after this snapshot's time (times never
       // decrease with the id), and (a) only from the oldest snapshot kept.
