@@ -54,7 +54,7 @@ export class RecentBatches {
    * (Infinity before the first refresh, -Infinity once a scan reached snapshot 1).
    */
   private completeAfter = Number.POSITIVE_INFINITY;
-  /** The window's start at the last refresh: older entries are forgotten. */
+  /** The window's start at the last refresh: older entries are not looked up, and forgotten past CLOCK_MARGIN_MS. */
   private horizon = Number.POSITIVE_INFINITY;
 
   constructor(
