@@ -12,14 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as arrow from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { configureDecodePool } from '../../lib/format/decode-pool.js';
-import { parseSchemaText } from '../../lib/schema/parse.js';
-import { RowKind, type Row } from '../../lib/schema/types.js';
+import type { Row } from '../../lib/schema/types.js';
 import { LocalStore } from '../../lib/store/local-store.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
-import type { Table } from '../../lib/table/table.js';
 import { rng, testSeed } from '../helpers/random.js';
+import { randomHistoryTable } from '../helpers/random-history.js';
 
 const dirs: string[] = [];
 
@@ -36,40 +34,6 @@ function randomStore(r: ReturnType<typeof rng>): MemoryStore | LocalStore {
   return new LocalStore(dir);
 }
 
-/** A table with a random history; its model is the newest row per key (absent when deleted). */
-async function randomTable(
-  r: ReturnType<typeof rng>,
-  name: string,
-): Promise<{ table: Table; model: Map<number, Row> }> {
-  const table = await new FolderCatalog(randomStore(r)).createTable(`db.${name}`, {
-    fields: parseSchemaText('k INT NOT NULL, v STRING, n BIGINT, f DOUBLE'),
-    primaryKeys: ['k'],
-    options: { bucket: String(r.int(1, 3)), 'write-only': 'true' },
-  });
-  const model = new Map<number, Row>();
-  const keys = r.int(50, 3000);
-  for (let c = 0, commits = r.int(2, 6); c < commits; c++) {
-    const rows: Row[] = [];
-    const kinds: number[] = [];
-    const seen = new Set<number>();
-    // Some commits rewrite every key: the newest run then wins whole, and the result takes its decoded columns as they are.
-    const whole = c === 0 || r.chance(0.3);
-    for (let i = whole ? keys : r.int(1, keys); i > 0; i--) {
-      const k = whole ? i : r.int(1, keys);
-      if (seen.has(k)) continue;
-      seen.add(k);
-      const row: Row = { k, v: r.chance(0.2) ? null : `${name}-${c}-${k}`, n: BigInt(c * 1000 + k), f: k / (c + 1) };
-      const del = c > 0 && !whole && r.chance(0.1);
-      rows.push(row);
-      kinds.push(del ? RowKind.DELETE : RowKind.INSERT);
-      if (del) model.delete(k);
-      else model.set(k, row);
-    }
-    await table.write(rows, { kinds });
-  }
-  return { table, model };
-}
-
 /** The rows in key order (a read returns them bucket by bucket). */
 function rowsOf(t: arrow.Table): Row[] {
   return t
@@ -83,7 +47,9 @@ describe('merged reads into pooled decode memory', () => {
     const seed = testSeed('read-pooled-memory');
     const r = rng(seed);
     await configureDecodePool({ threads: 0 });
-    const tables = await Promise.all([0, 1, 2].map((i) => randomTable(r, `t${i}`)));
+    const tables = await Promise.all(
+      [0, 1, 2].map((i) => randomHistoryTable(r, `t${i}`, randomStore(r), { minCommits: 2 })),
+    );
     const kept: { what: string; result: arrow.Table; bytes: Buffer }[] = [];
     for (let round = 0; round < 12; round++) {
       // Act: one read, or several at once (their sections' decodes interleave).
