@@ -183,7 +183,7 @@ export const TABLE_OPTIONS = [
     default: 'v1',
     allowed: PARQUET_WRITER_VERSIONS,
     description:
-      "Data page format of new files: v1 (DATA_PAGE, read by every Parquet reader) or v2 (DATA_PAGE_V2, and parquet-rs's v2 fallback encodings such as DELTA_BYTE_ARRAY for strings past their dictionary; older readers may lack them). parquet-mr's names PARQUET_1_0 and PARQUET_2_0 are accepted.",
+      "Data page format of new files: v1 (DATA_PAGE, read by every Parquet reader) or v2 (DATA_PAGE_V2, and parquet-rs's v2 fallback encodings such as DELTA_BYTE_ARRAY for strings past their dictionary; older readers may lack them; pyiceberg, through pyarrow, reads them in the Iceberg view, deletion vectors and compacted files included). parquet-mr's names PARQUET_1_0 and PARQUET_2_0 are accepted.",
   },
   {
     key: 'target-file-size',
