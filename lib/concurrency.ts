@@ -53,9 +53,9 @@ export function parallelMap<T, R>(
  * Promise.all, nothing is still running when the caller's cleanup starts (what a late task opens
  * is registered before it is released).
  */
-export async function settleAll<T>(promises: readonly Promise<T>[]): Promise<T[]> {
+export async function settleAll<T extends readonly unknown[]>(promises: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
   const settled = await Promise.allSettled(promises);
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
-  return settled.map((r) => (r as PromiseFulfilledResult<T>).value);
+  return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }

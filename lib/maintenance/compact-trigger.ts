@@ -8,7 +8,7 @@
  */
 import { CommitConflictError, CommitRetriesExhaustedError, WriteStallError } from '../errors.js';
 import type { LruManifestCache } from '../manifest/manifest-file.js';
-import { readLiveFiles } from '../manifest/scan.js';
+import { readLiveFiles, touchedFilter } from '../manifest/scan.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import type { CommitHooks, TouchedBucket } from '../table/commit-hooks.js';
@@ -33,17 +33,7 @@ export async function touchedBucketFiles(
   const wanted = new Set(touched.map((t) => JSON.stringify([t.partition, t.bucket])));
   const partitions = new Set(touched.map((t) => t.partition));
   const buckets = new Set(touched.map((t) => t.bucket));
-  const entries = await readLiveFiles(
-    table.store,
-    table.path,
-    snapshot,
-    {
-      partition: (p) => partitions.has(p),
-      partitionRange: (min, max) => [...partitions].some((p) => p >= min && p <= max),
-      buckets,
-    },
-    cache,
-  );
+  const entries = await readLiveFiles(table.store, table.path, snapshot, touchedFilter(partitions, buckets), cache);
   return groupByBucket(entries.filter((e) => wanted.has(JSON.stringify([e.partition, e.bucket]))));
 }
 

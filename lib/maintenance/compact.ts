@@ -9,7 +9,7 @@
 import { SchemaChangedError, type CommitConflictError, InvalidArgumentError } from '../errors.js';
 import { followSchemaChanges, RetryBudget, TryAgain } from '../retry-budget.js';
 import { LruManifestCache, type ManifestCache } from '../manifest/manifest-file.js';
-import { readLiveFiles } from '../manifest/scan.js';
+import { readLiveFiles, touchedFilter } from '../manifest/scan.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { parsePartitionPath } from '../schema/partition.js';
@@ -55,7 +55,7 @@ export async function readBucketFiles(
     table.store,
     table.path,
     snapshot,
-    { partition: (p) => p === partition, partitionRange: (min, max) => partition >= min && partition <= max, bucket },
+    touchedFilter(new Set([partition]), new Set([bucket])),
     cache,
   );
 }
@@ -318,7 +318,7 @@ export async function compactTable(table: Table, opts: CompactTableOptions = {})
     table.store,
     table.path,
     latest,
-    { partition: matches, bucket: opts.bucket },
+    { partition: matches, ...(opts.bucket === undefined ? {} : { buckets: new Set([opts.bucket]) }) },
     cache,
   );
   const settings = compactionSettingsOf(table);

@@ -19,19 +19,26 @@ export interface ScanFilter {
    * manifest without reading it. Without it, a manifest is skipped only when it holds one partition.
    */
   partitionRange?: (min: string, max: string) => boolean;
-  bucket?: number;
   /**
-   * Buckets to keep (with `bucket`, both must hold): a manifest whose bucket range holds none of
-   * them is skipped unread, e.g. another bucket's compaction.
+   * Buckets to keep: a manifest whose bucket range holds none of them is skipped unread, e.g.
+   * another bucket's compaction.
    */
   buckets?: ReadonlySet<number>;
+}
+
+/** The filter of the files of `buckets` in `partitions` (a commit's or a compaction's touched buckets, and others beside them). */
+export function touchedFilter(partitions: ReadonlySet<string>, buckets: ReadonlySet<number>): ScanFilter {
+  return {
+    partition: (p) => partitions.has(p),
+    partitionRange: (min, max) => [...partitions].some((p) => p >= min && p <= max),
+    buckets,
+  };
 }
 
 const READ_PARALLELISM = 16;
 
 /** True when the manifest may hold an entry matching the filter (false = safe to skip). */
 function manifestMayMatch(m: ManifestFileMeta, filter: ScanFilter = {}): boolean {
-  if (filter.bucket !== undefined && (filter.bucket < m.minBucket || filter.bucket > m.maxBucket)) return false;
   if (filter.buckets && ![...filter.buckets].some((b) => b >= m.minBucket && b <= m.maxBucket)) return false;
   if (filter.partitionRange && !filter.partitionRange(m.minPartition, m.maxPartition)) return false;
   if (filter.partition && m.minPartition === m.maxPartition && !filter.partition(m.minPartition)) return false;
@@ -40,7 +47,6 @@ function manifestMayMatch(m: ManifestFileMeta, filter: ScanFilter = {}): boolean
 
 /** True when an entry matches the filter. */
 function entryMatches(e: ManifestEntry, filter: ScanFilter = {}): boolean {
-  if (filter.bucket !== undefined && e.bucket !== filter.bucket) return false;
   if (filter.buckets && !filter.buckets.has(e.bucket)) return false;
   if (filter.partition && !filter.partition(e.partition)) return false;
   return true;

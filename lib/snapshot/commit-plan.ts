@@ -5,6 +5,7 @@
  * written here is visible until the snapshot file is created; a failed attempt leaves orphans only.
  */
 import type { MetadataFileNamer } from '../manifest/file-names.js';
+import { settleAll } from '../concurrency.js';
 import {
   type EncodedManifest,
   encodeManifestFiles,
@@ -53,15 +54,6 @@ function rows(entries: readonly ManifestEntry[]): number {
   return entries.reduce((s, e) => s + e.file.rowCount, 0);
 }
 
-/** Settles every promise, then throws the first failure in array order (most important first), if any. */
-async function allOrFirstError<T extends readonly unknown[]>(promises: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
-  // Waiting for all keeps a failed attempt from leaving writes running behind the caller's back.
-  const settled = await Promise.allSettled(promises);
-  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) throw failed.reason;
-  return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
-}
-
 /**
  * Writes everything snapshot `latest.id + 1` needs and returns that snapshot (not yet committed).
  * The conflict checks run alongside the writes, to keep the time between reading the base and
@@ -76,7 +68,7 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
   const writeOpts = { namer, targetFileSize: opts.manifestTargetFileSize, schemaId: req.schemaId };
   const deltaFiles = encodeManifestFiles([...changes.deletes, ...changes.adds], writeOpts);
   const changelogFiles = encodeManifestFiles(changes.changelog, writeOpts);
-  const [, , dataManifestList, changelogManifestList, deletionVectors] = await allOrFirstError<
+  const [, , dataManifestList, changelogManifestList, deletionVectors] = await settleAll<
     [void, void, string, string | undefined, string | undefined]
   >([
     // First in the list: a real conflict is reported ahead of any write failure.
@@ -153,7 +145,7 @@ async function writeDataManifestList(
   );
   const data = encodeMergeWithDelta(plan, namer, deltaFiles, ctx.req.schemaId);
   // The list may be written before its manifests: nothing is referenced until the snapshot is.
-  const [, list] = await allOrFirstError<[void, string]>([
+  const [, list] = await settleAll<[void, string]>([
     putManifestFiles(store, tablePath, data.files, cache),
     writeCombinedManifestList(store, tablePath, data.base, data.delta, namer, cache),
   ]);

@@ -10,7 +10,7 @@
 import { CommitConflictError } from '../errors.js';
 import { describeEntry, fileIdentity } from '../manifest/file-entries.js';
 import type { ManifestCache } from '../manifest/manifest-file.js';
-import { findPartitionTotalBuckets, foldLiveFiles } from '../manifest/scan.js';
+import { findPartitionTotalBuckets, foldLiveFiles, touchedFilter } from '../manifest/scan.js';
 import type { ManifestEntry, ManifestFileMeta } from '../manifest/types.js';
 import type { JsonValue } from '../schema/value-codec.js';
 import type { ObjectStore } from '../store/object-store.js';
@@ -124,17 +124,7 @@ export async function checkCommitConflicts(input: ConflictCheckInput): Promise<v
   const partitions = new Set(changed.map((e) => e.partition));
   const buckets = new Set(changed.map((e) => e.bucket));
   const live = (
-    await foldLiveFiles(
-      input.store,
-      input.tablePath,
-      input.manifests,
-      {
-        partition: (p) => partitions.has(p),
-        partitionRange: (min, max) => [...partitions].some((p) => p >= min && p <= max),
-        buckets,
-      },
-      input.cache,
-    )
+    await foldLiveFiles(input.store, input.tablePath, input.manifests, touchedFilter(partitions, buckets), input.cache)
   ).filter((e) => touched.has(bucketOf(e)));
   const liveIds = new Map(live.map((e) => [fileIdentity(e), e]));
 

@@ -87,7 +87,7 @@ export async function readSplit(table: Table, split: Split): Promise<arrow.Table
     file,
   }));
   if (split.kind === 'full') {
-    const merged = await mergeBuckets(table, entries, true);
+    const merged = await mergeBuckets(table, entries, { dropDeletes: true });
     if (merged.length === 0) return emptyTable(schema);
     if (merged.length === 1) return merged[0];
     // Sections are key-disjoint and come in key order: concatenating keeps the key order.

@@ -115,7 +115,7 @@ async function readIncremental(
     if (!snapshot || snapshot.commitKind === 'COMPACT') continue;
     for (const e of await readDeltaEntries(table.store, table.path, snapshot)) if (e.kind === 'ADD') added.push(e);
   }
-  const merged = await mergeBuckets(table, added, false);
+  const merged = await mergeBuckets(table, added, { dropDeletes: false });
   return (merged.length ? concatTables(merged, schema) : emptyTable(schema)).select(columnsOf(table));
 }
 

@@ -135,14 +135,13 @@ function sectionSchema(table: Table, opts: Pick<SectionOptions, 'dropSequence'>)
  * merge pool's workers (merge-pool.ts) when the read has several sections large enough, else on
  * this thread (row groups then decode on the decode pool). With `span` (a key range), a section
  * merged here decodes only the rows of its files inside it; a closed range (a point) is read on
- * this thread, an open one may still go to the pool, whole. `opts` as a boolean: `dropDeletes`.
+ * this thread, an open one may still go to the pool, whole.
  */
 export async function mergeBuckets(
   table: Table,
   entries: ManifestEntry[],
-  opts: SectionOptions | boolean,
+  section: SectionOptions,
 ): Promise<arrow.Table[]> {
-  const section: SectionOptions = typeof opts === 'boolean' ? { dropDeletes: opts } : opts;
   const span = section.span;
   const sections: ManifestEntry[][] = [];
   for (const files of bucketGroups(entries)) {

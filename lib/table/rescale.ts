@@ -225,7 +225,7 @@ async function rewritePartition(
   for (const e of entries) rewrite.remove(e);
   let parts;
   try {
-    parts = await mergeBuckets(t, entries, true);
+    parts = await mergeBuckets(t, entries, { dropDeletes: true });
   } catch (e) {
     throw await readFailure(t, snapshot.id, e);
   }

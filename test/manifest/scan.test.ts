@@ -73,7 +73,7 @@ describe('scan', () => {
     expect(manifestReads(store)).toHaveLength(2);
 
     store.resetCallLog();
-    const b1 = await readLiveFiles(store, T, last, { bucket: 1 });
+    const b1 = await readLiveFiles(store, T, last, { buckets: new Set([1]) });
     expect(names(b1)).toEqual(['data-2']);
     expect(manifestReads(store)).toHaveLength(1);
 

@@ -27,7 +27,9 @@ afterAll(async () => {
 /** The merge of every live file keeping `_SEQUENCE_NUMBER` (the reference). */
 async function fullMerge(table: Table): Promise<arrow.Table> {
   const snapshot = (await table.snapshots.latest())!;
-  const merged = await mergeBuckets(table, await readLiveFiles(table.store, table.path, snapshot), true);
+  const merged = await mergeBuckets(table, await readLiveFiles(table.store, table.path, snapshot), {
+    dropDeletes: true,
+  });
   return concatTables(merged, physicalArrowSchema(table.schema));
 }
 
@@ -58,7 +60,7 @@ describe('a read without system columns merges without _SEQUENCE_NUMBER', () => 
         // keepDeletes returns the system columns: the sequence numbers are still every winner's own.
         const audit = await table.read({ keepDeletes: true });
         const keptSeq = audit.getChild(SEQUENCE_COLUMN)!.toArray();
-        const reference2 = await mergeBuckets(table, entries, false);
+        const reference2 = await mergeBuckets(table, entries, { dropDeletes: false });
         const seq2 = concatTables(reference2, physicalArrowSchema(table.schema)).getChild(SEQUENCE_COLUMN)!.toArray();
         expect(Array.from(keptSeq), what).toEqual(Array.from(seq2));
         expect(
