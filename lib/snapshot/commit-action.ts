@@ -7,7 +7,9 @@
  *
  * A lost race does not call `plan` again: the loop re-applies the same changes on the new base
  * (sequence numbers, the partitions an overwrite replaces, the conflict checks: commit-plan.ts),
- * unless its plan requires the base it was made on (`baseSnapshotId`: a rollback).
+ * unless its plan requires the base it was made on (`baseSnapshotId`: a rollback, a group commit
+ * that re-checks its batches against the snapshots that landed first); a plan on the new base that
+ * holds nothing to commit ends the call without a snapshot.
  */
 import type { CommitConflictError } from '../errors.js';
 import type { CommitRequest } from './commit-request.js';
@@ -49,8 +51,10 @@ export interface CommitRequirements {
   schemaId?: number;
   /**
    * The changes hold on this base snapshot only (a rollback's delta is the difference between that
-   * base and its target): on any other base (a commit landed first) the loop asks the action to
-   * plan again before the put. Undefined: any base (the loop re-applies the changes).
+   * base and its target; a group commit's batches less those found landed up to it): on any other
+   * base (a commit landed first) the loop asks the action to plan again before the put, and a plan
+   * with nothing to commit ends the call without a snapshot. Undefined: any base (the loop
+   * re-applies the changes); 0: the table without a snapshot.
    */
   baseSnapshotId?: number;
 }

@@ -93,7 +93,8 @@ export class CommitRun {
     }
     const claimed = await this.claimIdentifiers();
     if (claimed !== undefined) return claimed;
-    await this.checkRequirements();
+    const nothingLeft = await this.checkRequirements();
+    if (nothingLeft !== undefined) return nothingLeft;
     const snapshot = await planCommit(this.ctx, this.base);
     this.attempts++;
     const outcome = await publish(this.ctx, this.sm, snapshot, this.budget, this.baseSeenAt);
@@ -249,17 +250,22 @@ export class CommitRun {
   /**
    * The plan's requirements on the base (the file-level ones are checked with the writes:
    * commit-plan.ts). A newer schema or another base than the plan requires: the action plans
-   * again on this base, or says it cannot.
+   * again on this base, or says it cannot. Returns the result when the plan on this base holds
+   * nothing to commit (a group commit whose batches all landed meanwhile in other commits).
    */
-  private async checkRequirements(): Promise<void> {
-    if (this.meetsSchema() && this.meetsBase()) return;
+  private async checkRequirements(): Promise<CommitResult | undefined> {
+    if (this.meetsSchema() && this.meetsBase()) return undefined;
     this.adopt(await this.action.plan(this.base));
     if (!this.meetsBase()) {
       throw new InvalidArgumentError(
         `the ${this.action.name} action planned on snapshot ${this.plan!.requirements.baseSnapshotId} when asked to plan on snapshot ${this.base?.id ?? 'none'}; it must plan on the base it is given`,
       );
     }
-    if (this.meetsSchema()) return;
+    if (this.meetsSchema()) {
+      const req = this.plan!.changes;
+      if (this.base === undefined || !isEmptyRequest(req) || req.allowEmpty) return undefined;
+      return { snapshot: this.base, alreadyCommitted: false, committed: false, attempts: this.attempts };
+    }
     const { tablePath, req } = this.ctx;
     const latest = this.base!;
     // An alter committed after this action planned: its rows follow the old columns, so it must
@@ -279,7 +285,7 @@ export class CommitRun {
 
   private meetsBase(): boolean {
     const required = this.plan!.requirements.baseSnapshotId;
-    return required === undefined || required === this.base?.id;
+    return required === undefined || required === (this.base?.id ?? 0);
   }
 
   /** Snapshot `s` was created by this call. */

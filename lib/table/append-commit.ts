@@ -6,7 +6,13 @@
  * metrics, compaction jobs) is the caller's `AfterAppend`.
  */
 import type { Snapshot } from '../snapshot/snapshot.js';
-import { requestAction, type CommitBatch, type CommitOptions } from '../snapshot/commit.js';
+import {
+  requestAction,
+  type CommitAction,
+  type CommitBatch,
+  type CommitOptions,
+  type CommitRequest,
+} from '../snapshot/commit.js';
 import type { TouchedBucket } from './commit-hooks.js';
 import { commitToTable, touchedBy as touchedByChanges } from './table-commit.js';
 import { dataFileKey } from './paths.js';
@@ -39,6 +45,8 @@ export interface AppendCommitted {
   latencyMs?: number;
   /** The table's after-commit hook failed (inline compaction, export): the commit has landed all the same. */
   hookError?: Error;
+  /** commitAppendOnBase: the plan on the last base held no batch, so nothing was committed (`snapshot` is that base). */
+  nothingLeft?: boolean;
 }
 
 /** Work after an APPEND commit landed: announcing it, metrics, compaction jobs (never makes the commit look failed). */
@@ -50,27 +58,66 @@ export async function commitAppend(
   batches: readonly CommitBatch[],
   spec: AppendSpec,
 ): Promise<AppendCommitted> {
-  const started = performance.now();
-  const action = requestAction(
-    {
-      commitUser: spec.commitUser,
-      commitIdentifier: spec.commitIdentifier,
-      // Derived from durable input (message ids, object key + etag): deduplicated without a window.
-      identifierIndex: true,
-      kind: 'APPEND',
-      schemaId: spec.schemaId ?? table.schema.id,
-      batches: [...batches],
-      properties: spec.properties,
-      // Files queued before an alter are already written: they land and are read by field id.
-      acceptOlderSchema: true,
+  const plan = { batches, properties: spec.properties };
+  return runAppend(table, spec, requestAction(appendRequest(table, plan, spec), 'append'), () => batches);
+}
+
+/** What an APPEND commit holds on a given base (commitAppendOnBase). */
+export interface AppendPlan {
+  batches: readonly CommitBatch[];
+  properties?: Record<string, string>;
+}
+
+/**
+ * Commits, as one APPEND snapshot, what `planOn` says on the base the commit lands on: called on
+ * the first base, and again on each base a lost race moves the commit to (a group commit leaves
+ * out the batches another committer landed meanwhile). A plan without batches commits nothing:
+ * the result is then the base, with `nothingLeft` set. `spec.properties` is unused.
+ */
+export async function commitAppendOnBase(
+  table: Table,
+  planOn: (base: Snapshot | undefined) => Promise<AppendPlan>,
+  spec: AppendSpec,
+): Promise<AppendCommitted> {
+  let last: AppendPlan = { batches: [] };
+  const action: CommitAction = {
+    name: 'append',
+    plan: async (base) => {
+      last = await planOn(base);
+      return { changes: appendRequest(table, last, spec), requirements: { baseSnapshotId: base?.id ?? 0 } };
     },
-    'append',
-  );
+  };
+  const committed = await runAppend(table, spec, action, () => last.batches);
+  return last.batches.length === 0 ? { ...committed, nothingLeft: true } : committed;
+}
+
+function appendRequest(table: Table, plan: AppendPlan, spec: AppendSpec): CommitRequest {
+  return {
+    commitUser: spec.commitUser,
+    commitIdentifier: spec.commitIdentifier,
+    // Derived from durable input (message ids, object key + etag): deduplicated without a window.
+    identifierIndex: true,
+    kind: 'APPEND',
+    schemaId: spec.schemaId ?? table.schema.id,
+    batches: [...plan.batches],
+    properties: plan.properties,
+    // Files queued before an alter are already written: they land and are read by field id.
+    acceptOlderSchema: true,
+  };
+}
+
+async function runAppend(
+  table: Table,
+  spec: AppendSpec,
+  action: CommitAction,
+  batches: () => readonly CommitBatch[],
+): Promise<AppendCommitted> {
+  const started = performance.now();
   const result = await commitToTable(table, action, spec.commitOptions);
   return {
     ...(result.hookError ? { hookError: result.hookError } : {}),
     snapshot: result.snapshot,
-    batches,
+    batches: batches(),
     alreadyCommitted: result.alreadyCommitted,
     ...(result.expiredSnapshotId !== undefined ? { expiredSnapshotId: result.expiredSnapshotId } : {}),
     // Every attempt after the first followed a lost race for the snapshot id.

@@ -17,7 +17,7 @@
  */
 import { CommitFilesMissingError, VarveError } from '../errors.js';
 import type { CommitBatch, CommitOptions } from '../snapshot/commit.js';
-import { commitAppend, type AfterAppend, type AppendCommitted } from './append-commit.js';
+import { commitAppendOnBase, type AfterAppend, type AppendCommitted } from './append-commit.js';
 import { messagesCommitIdentifier } from './commit-identifiers.js';
 import type { CommitMessage } from './commit-message.js';
 import { missingFiles, releasePending } from './pending-commits.js';
@@ -130,11 +130,10 @@ export class GroupCommit {
     const recent = recentBatchesOf(this.table);
     await recent.refresh();
     const seen = new Set<string>();
-    const known = (id: string) => recent.snapshotOf(id) !== undefined || seen.has(id);
     const fresh = run.filter(({ message: m }) => {
       // Committed before (a retry) or twice in this run (a re-send SQS did not deduplicate), or
       // every source it holds is (the same input redelivered in another batch composition).
-      if (known(m.commitIdentifier) || (m.sources?.length && m.sources.every(known))) return false;
+      if (landed(m, (id) => recent.snapshotOf(id) !== undefined || seen.has(id))) return false;
       for (const id of [m.commitIdentifier, ...(m.sources ?? [])]) seen.add(id);
       return true;
     });
@@ -154,14 +153,19 @@ export class GroupCommit {
     const ready = fresh.filter((q) => !refused.has(q.id));
     const outcome: RunOutcome = { ids, skipped: run.length - fresh.length, refused };
     if (ready.length === 0) return outcome;
+    const commit = async (batches: QueuedCommit[], identifier: string) => {
+      const { committed, leftOut } = await this.commitBatches(batches, identifier);
+      outcome.skipped += leftOut;
+      if (committed) outcome.committed = committed;
+    };
     try {
-      outcome.committed = await this.commitBatches(ready, messagesCommitIdentifier('commit', ids));
+      await commit(ready, messagesCommitIdentifier('commit', ids));
     } catch (e) {
       if (ready.length === 1 || !(e instanceof VarveError) || e.retryable) throw e;
       // One bad batch (or more) in the run: each alone, in order; the ones failing alone are refused.
       for (const q of ready) {
         try {
-          outcome.committed = await this.commitBatches([q], messagesCommitIdentifier('commit', [q.id]));
+          await commit([q], messagesCommitIdentifier('commit', [q.id]));
         } catch (one) {
           if (!(one instanceof VarveError) || one.retryable) throw one;
           refused.set(q.id, one);
@@ -174,27 +178,54 @@ export class GroupCommit {
     return outcome;
   }
 
-  private async commitBatches(batches: QueuedCommit[], commitIdentifier: string): Promise<AppendCommitted> {
-    const sources = batches.flatMap((q) => q.message.sources ?? []);
-    // What this container knows of the window, for the next cold one to start from.
-    const window = recentBatchesOf(this.table).checkpoint();
-    const committed = await commitAppend(
+  /**
+   * Commits `batches` as one snapshot, less the ones a snapshot landed before it holds: checked on
+   * every base the commit tries, since another committer (a second deployment, the CLI, a
+   * direct-mode ingest) may land the same batches or sources at the same moment, and the commit
+   * that loses the race for the snapshot id then finds them in the winner's snapshot. Returns the
+   * commit (undefined when every batch had landed) and how many batches were left out.
+   */
+  private async commitBatches(
+    batches: QueuedCommit[],
+    commitIdentifier: string,
+  ): Promise<{ committed?: AppendCommitted; leftOut: number }> {
+    const recent = recentBatchesOf(this.table);
+    let kept = batches;
+    const committed = await commitAppendOnBase(
       this.table,
-      batches.map((q) => q.message.batch),
+      async (base) => {
+        await recent.readUpTo(base?.id ?? 0);
+        kept = batches.filter((q) => !landed(q.message, (id) => recent.snapshotOf(id) !== undefined));
+        const sources = kept.flatMap((q) => q.message.sources ?? []);
+        // What this container knows of the window, for the next cold one to start from.
+        const window = recent.checkpoint();
+        return {
+          batches: kept.map((q) => q.message.batch),
+          properties: {
+            [BATCHES_PROPERTY]: batchesProperty(kept.map((q) => q.message.commitIdentifier)),
+            ...(sources.length > 0 ? { [SOURCES_PROPERTY]: JSON.stringify(sources) } : {}),
+            ...(window !== undefined ? { [WINDOW_PROPERTY]: window } : {}),
+          },
+        };
+      },
       {
         commitUser: GROUP_COMMIT_USER,
         commitIdentifier,
         schemaId: batches[0].message.schemaId,
-        properties: {
-          [BATCHES_PROPERTY]: batchesProperty(batches.map((q) => q.message.commitIdentifier)),
-          ...(sources.length > 0 ? { [SOURCES_PROPERTY]: JSON.stringify(sources) } : {}),
-          ...(window !== undefined ? { [WINDOW_PROPERTY]: window } : {}),
-        },
         commitOptions: this.opts.commitOptions,
       },
     );
-    recentBatchesOf(this.table).note(committed.snapshot);
+    if (committed.nothingLeft) return { leftOut: batches.length };
+    recent.note(committed.snapshot);
     await this.opts.afterCommit?.(committed);
-    return committed;
+    return { committed, leftOut: batches.length - kept.length };
   }
+}
+
+/**
+ * Whether a snapshot holds batch `m` already, by `known` (an id a snapshot holds): its identifier
+ * (a retry), or every source it holds (the same input redelivered in another batch composition).
+ */
+function landed(m: CommitMessage, known: (id: string) => boolean): boolean {
+  return known(m.commitIdentifier) || (m.sources !== undefined && m.sources.length > 0 && m.sources.every(known));
 }

@@ -71,18 +71,26 @@ export class RecentBatches {
     // found here (read once), and a warm container reads only the snapshots committed since.
     const latest = await this.table.commitSnapshots.latestId();
     this.horizon = this.now() - this.windowMs;
-    if (latest === undefined) this.completeAfter = Number.NEGATIVE_INFINITY; // no snapshot: nothing committed
-    if (latest !== undefined && latest > this.scannedUpTo) {
-      // Every snapshot in [bottom, latest] committed after `after` is now noted.
-      const bottom = this.scannedUpTo + 1;
-      const after = await this.scanDown(latest, bottom);
-      // Down to snapshot 1: complete since the table began; down to the last scan's newest:
-      // complete as far as the scans before were; stopped on the way: complete after `after`.
-      this.completeAfter = after ?? (bottom === 1 ? Number.NEGATIVE_INFINITY : this.completeAfter);
-      this.scannedUpTo = latest;
-    }
+    if (latest === undefined)
+      this.completeAfter = Number.NEGATIVE_INFINITY; // no snapshot: nothing committed
+    else await this.readUpTo(latest);
     const keep = this.horizon - CLOCK_MARGIN_MS;
     for (const [id, v] of this.ids) if (v.time < keep) this.ids.delete(id);
+  }
+
+  /**
+   * Notes the snapshots after the last one read, up to `id` (a commit's base after it lost a race:
+   * the commit loop read them on its way, so they come from its snapshot manager's cache).
+   */
+  async readUpTo(id: number): Promise<void> {
+    if (id <= this.scannedUpTo) return;
+    // Every snapshot in [bottom, id] committed after `after` is now noted.
+    const bottom = this.scannedUpTo + 1;
+    const after = await this.scanDown(id, bottom);
+    // Down to snapshot 1: complete since the table began; down to the last scan's newest:
+    // complete as far as the scans before were; stopped on the way: complete after `after`.
+    this.completeAfter = after ?? (bottom === 1 ? Number.NEGATIVE_INFINITY : this.completeAfter);
+    this.scannedUpTo = id;
   }
 
   /**
