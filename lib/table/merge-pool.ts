@@ -4,7 +4,10 @@
  * thread would inline (read.ts mergeSection), then transfers the merged Arrow buffers back (not
  * copied, not IPC-encoded: arrow-transfer.ts). The calling thread keeps the store: a worker asks it
  * for each byte range it reads, so a read on the pool fetches exactly the ranges the inline read
- * fetches, from any store. The calling thread only plans, serves reads and concatenates.
+ * fetches, from any store. A LocalStore's folder a worker reads itself (one handle per file, no
+ * round trip through the calling thread, which the workers' decoding keeps off the cores); a range
+ * it fails to read there it asks the calling thread for, so a store error is the store's own as
+ * inline. The calling thread only plans, serves reads and concatenates.
  *
  * It runs as many threads as the decode pool is configured with (`VARVE_DECODE_THREADS`,
  * configureDecodePool; 0: every section merges inline) and takes a section when its files hold at
@@ -23,6 +26,7 @@ import { findWorkerEntry, remoteWorkerError, serializeWorkerError, type WorkerEn
 import { WorkerSlots } from '../format/worker-slots.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import { keyFirstSchema } from '../mergetree/key-first-merge.js';
+import { LocalStore } from '../store/local-store.js';
 import type { FromMergeWorker, MergeRequest, ToMergeWorker } from './merge-protocol.js';
 import type { SectionOptions } from './read.js';
 import type { Table } from './table.js';
@@ -107,6 +111,8 @@ export class MergePool {
         entries,
         dropDeletes: opts.dropDeletes,
         dropSequence: opts.dropSequence === true,
+        // Exactly a LocalStore (not a subclass or a wrapper, which may change what a read returns).
+        ...(table.store.constructor === LocalStore ? { folder: (table.store as LocalStore).root } : {}),
       };
       this.workers.post(this.entry!, this.threads, id, { table, resolve, reject, dropSequence: msg.dropSequence }, msg);
     });

@@ -15,6 +15,11 @@ export interface MergeRequest {
   dropDeletes: boolean;
   /** Leave `_SEQUENCE_NUMBER` out of the merged section (read.ts SectionOptions). */
   dropSequence: boolean;
+  /**
+   * The table's store is a LocalStore over this folder: the worker reads the files itself (one
+   * handle per file, as the inline read), asking the calling thread only for a range it failed to read.
+   */
+  folder?: string;
 }
 
 /** Calling thread → worker: the bytes of a range read the worker asked for, or the store's error. */

@@ -2,7 +2,7 @@
  * The merge pool's worker thread (merge-pool.ts): merges whole sections of a read with the same
  * mergeSection the calling thread runs inline, decoding on this thread (its own parquet-wasm
  * instance, no nested pool), reading through the calling thread's store (each range asked for and
- * transferred back), and hands the merged table back as transferred buffers. Sections are merged
+ * transferred back; a folder store's files read here, see sectionStore), and hands the merged table back as transferred buffers. Sections are merged
  * one after another in arrival order (one section's working set at a time); a failure is reported
  * per section, never thrown out of the thread.
  */
@@ -11,7 +11,8 @@ import { InvalidArgumentError, VarveError } from '../errors.js';
 import { packTable } from '../format/arrow-transfer.js';
 import { configureDecodePool } from '../format/decode-pool.js';
 import { serializeWorkerError } from '../format/worker-entry.js';
-import type { ObjectStore } from '../store/object-store.js';
+import { LocalStore } from '../store/local-store.js';
+import type { ObjectStore, RangeReader } from '../store/object-store.js';
 import type { FromMergeWorker, MergeRequest, ToMergeWorker } from './merge-protocol.js';
 import { mergeSection } from './read.js';
 import { Table } from './table.js';
@@ -74,12 +75,52 @@ function remoteStore(id: number): ObjectStore {
   return store as unknown as ObjectStore;
 }
 
+/**
+ * The store a section reads through: the calling thread's (remoteStore), or, for a table in a
+ * folder, that folder opened here, each file once (openRanges). What fails here is asked of the
+ * calling thread's store: a missing file then fails the task with that store's own error
+ * (ObjectNotFoundError, which read.ts turns into SnapshotExpiredError), a range that failed
+ * transiently is read there; a file that failed to open here but opens there fails the task.
+ */
+function sectionStore(msg: MergeRequest): ObjectStore {
+  const remote = remoteStore(msg.id);
+  if (msg.folder === undefined) return remote;
+  const local = new LocalStore(msg.folder);
+  const openHere = async (key: string): Promise<RangeReader> => {
+    let reader: RangeReader;
+    try {
+      reader = await local.openRanges(key);
+    } catch (e) {
+      // Its own error (the task fails with it), or the bytes of a file this thread could not open.
+      await remote.getRange(key, 0, 1);
+      throw e;
+    }
+    let closed = false;
+    return {
+      size: reader.size,
+      // A read after close fails as it does inline (closedReaderError), not from the other thread.
+      read: (start, end) =>
+        reader.read(start, end).catch((e: unknown) => (closed ? Promise.reject(e) : remote.getRange(key, start, end))),
+      close: () => {
+        closed = true;
+        return reader.close();
+      },
+    };
+  };
+  return {
+    ...remote,
+    openRanges: openHere,
+    getRange: (key: string, start: number, end: number) =>
+      local.getRange(key, start, end).catch(() => remote.getRange(key, start, end)),
+  };
+}
+
 async function handle(msg: MergeRequest): Promise<void> {
   try {
     if (FAULT === 'exit') process.exit(70);
     if (FAULT === 'throw') throw new Error('injected decoder fault (VARVE_TEST_DECODE_WORKER_FAULT=throw)');
     await configured;
-    const table = new Table(remoteStore(msg.id), msg.name, msg.path, msg.schema);
+    const table = new Table(sectionStore(msg), msg.name, msg.path, msg.schema);
     const merged = await mergeSection(table, msg.entries, {
       dropDeletes: msg.dropDeletes,
       dropSequence: msg.dropSequence,
