@@ -33,8 +33,17 @@ export function columnIndexes(table: arrow.Table, names: string[]): number[] {
   });
 }
 
-/** Builds the key index of a single-batch table over the given key columns. */
-export function keyIndex(table: arrow.Table, keyColumns: string[]): KeyIndex {
+/** Word arrays a key index may be built in (each at least as long as the table). */
+export interface KeyWords {
+  hi: Uint32Array;
+  lo: Uint32Array;
+}
+
+/**
+ * Builds the key index of a single-batch table over the given key columns; a key of one
+ * fixed-width column goes into `into` when given (the index is then valid while `into` is).
+ */
+export function keyIndex(table: arrow.Table, keyColumns: string[], into?: KeyWords): KeyIndex {
   const chunks = columnIndexes(table, keyColumns).map((i) => columnChunk(table, i));
   for (let c = 0; c < chunks.length; c++) {
     // Keys are NOT NULL by the schema; a null here would make the order meaningless.
@@ -47,14 +56,16 @@ export function keyIndex(table: arrow.Table, keyColumns: string[]): KeyIndex {
   }
   const n = table.numRows;
   if (chunks.length === 1 && chunks[0].kind !== 'bytes' && chunks[0].kind !== 'decimal')
-    return fixedWidthIndex(chunks[0], n);
+    return fixedWidthIndex(chunks[0], n, into);
   return encodedIndex(chunks, n);
 }
 
 /** Fast path: one integer-like, float or boolean key column, whose normalized form is ≤ 8 bytes. */
-function fixedWidthIndex(c: ColumnChunk, n: number): KeyIndex {
-  const hi = new Uint32Array(n),
-    lo = new Uint32Array(n);
+function fixedWidthIndex(c: ColumnChunk, n: number, into?: KeyWords): KeyIndex {
+  const hi = into === undefined ? new Uint32Array(n) : into.hi.subarray(0, n),
+    lo = into === undefined ? new Uint32Array(n) : into.lo.subarray(0, n);
+  // Reused words hold an earlier index: the int and bool paths write `hi` only.
+  if (into !== undefined && c.kind !== 'int64' && c.kind !== 'float') lo.fill(0);
   if (c.kind === 'int64') {
     const w = c.words!;
     for (let i = 0; i < n; i++) {

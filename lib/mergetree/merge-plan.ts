@@ -537,10 +537,13 @@ export function kindValues(table: arrow.Table): Int8Array {
   return columnChunk(table, columnIndexes(table, [KIND_COLUMN])[0]).num as Int8Array;
 }
 
-/** Each row's `_SEQUENCE_NUMBER` plus `base`, as a double (exact below 2^53), of a single-batch physical-layout table. */
-export function storedSequence(table: arrow.Table, base = 0): Float64Array {
+/**
+ * Each row's `_SEQUENCE_NUMBER` plus `base`, as a double (exact below 2^53), of a single-batch
+ * physical-layout table; written into `into` (at least as long as the table) when given.
+ */
+export function storedSequence(table: arrow.Table, base = 0, into?: Float64Array): Float64Array {
   const n = table.numRows;
-  const out = new Float64Array(n);
+  const out = into === undefined ? new Float64Array(n) : into.subarray(0, n);
   if (n === 0) return out;
   const words = columnChunk(
     table,

@@ -6,7 +6,7 @@
  */
 import type * as arrow from 'apache-arrow';
 import { concatTables, singleBatch } from '../format/columns.js';
-import { compareKeysAt, keyIndex, sliceKeys, type KeyIndex } from './key-order.js';
+import { compareKeysAt, keyIndex, sliceKeys, type KeyIndex, type KeyWords } from './key-order.js';
 import { mergeSortedRuns, type MergeReadOptions, type RunInput } from './sort-merge-reader.js';
 
 /** One sorted run, chunk by chunk (each chunk sorted, every chunk after the one before). */
@@ -38,6 +38,8 @@ interface Cursor {
   start: number;
   /** No chunk after the current one. */
   last: boolean;
+  /** With `reuseKeys`: the two word slabs the chunks' keys are built in, in turn. */
+  words: KeyWords[] | null;
 }
 
 /**
@@ -52,11 +54,41 @@ export async function* mergeRunStreams(runs: RunStream[], opts: MergeReadOptions
   }
 }
 
+/** How alignRunStreams treats its pieces' key indexes. */
+interface AlignOptions {
+  /**
+   * Build each run's chunk keys in two slabs reused in turn (a chunk's keys, and its pieces',
+   * valid until the run's next chunk but one, as chunks decoded into reused memory are): for a
+   * consumer that is done with each yield before it asks for the next (a compaction's merge).
+   */
+  reuseKeys?: boolean;
+}
+
+function emptyWords(): KeyWords {
+  return { hi: new Uint32Array(0), lo: new Uint32Array(0) };
+}
+
+/** The cursor's next key slab, grown (replaced, 1/8 more) when `rows` do not fit. */
+function keyWords(ring: KeyWords[], rows: number): KeyWords {
+  const w = ring.shift()!;
+  ring.push(w);
+  if (w.hi.length < rows) {
+    const size = rows + (rows >> 3);
+    w.hi = new Uint32Array(size);
+    w.lo = new Uint32Array(size);
+  }
+  return w;
+}
+
 /**
  * The runs cut into aligned pieces: each yield holds, per run, the rows of one key interval (no
  * key in two yields), intervals in key order. Merging each yield on its own is merging the runs.
  */
-export async function* alignRunStreams(runs: RunStream[], keyColumns: string[]): AsyncGenerator<AlignedPiece[]> {
+export async function* alignRunStreams(
+  runs: RunStream[],
+  keyColumns: string[],
+  opts: AlignOptions = {},
+): AsyncGenerator<AlignedPiece[]> {
   const cursors: Cursor[] = runs.map((r, run) => ({
     run,
     it: r.chunks[Symbol.asyncIterator](),
@@ -66,6 +98,7 @@ export async function* alignRunStreams(runs: RunStream[], keyColumns: string[]):
     keys: null,
     start: 0,
     last: false,
+    words: opts.reuseKeys ? [emptyWords(), emptyWords()] : null,
   }));
   // Every later row of a run with one record per key is above its last key: the bound key itself is complete.
   const inclusive = runs.length > 0 && runs.every((r) => r.oneRecordPerKey === true);
@@ -135,7 +168,7 @@ async function advance(c: Cursor, append: boolean): Promise<void> {
     if (next.value.numRows === 0) continue;
     const rest = append && c.chunk !== null && c.start < c.chunk.numRows ? c.chunk.slice(c.start) : null;
     c.chunk = singleBatch(rest ? concatTables([rest, next.value], next.value.schema) : next.value);
-    c.keys = keyIndex(c.chunk, c.keyColumns);
+    c.keys = keyIndex(c.chunk, c.keyColumns, c.words === null ? undefined : keyWords(c.words, c.chunk.numRows));
     c.start = 0;
     return;
   }
