@@ -56,6 +56,8 @@ export class RecentBatches {
   private completeAfter = Number.POSITIVE_INFINITY;
   /** The window's start at the last refresh: older entries are not looked up, and forgotten past CLOCK_MARGIN_MS. */
   private horizon = Number.POSITIVE_INFINITY;
+  /** The window (ms) of the last refresh: a longer one may need snapshots the scans stopped above. */
+  private readBackFor = 0;
 
   constructor(
     /** The table object whose caching snapshot manager reads the snapshots (the newest one opened: recentBatchesOf). */
@@ -71,11 +73,22 @@ export class RecentBatches {
     // found here (read once), and a warm container reads only the snapshots committed since.
     const latest = await this.table.commitSnapshots.latestId();
     this.horizon = this.now() - this.windowMs;
-    if (latest === undefined)
+    if (latest === undefined) {
       this.completeAfter = Number.NEGATIVE_INFINITY; // no snapshot: nothing committed
-    else await this.readUpTo(latest);
+    } else {
+      if (this.windowMs > this.readBackFor && this.completeAfter > this.horizon) {
+        // The window grew past what the scans so far read back for (the table's option was
+        // raised): read it again from the top (the snapshots read before come from the cache).
+        this.scannedUpTo = 0;
+        this.completeAfter = Number.POSITIVE_INFINITY;
+      }
+      await this.readUpTo(latest);
+    }
+    this.readBackFor = this.windowMs;
     const keep = this.horizon - CLOCK_MARGIN_MS;
     for (const [id, v] of this.ids) if (v.time < keep) this.ids.delete(id);
+    // What is forgotten is no longer known: a longer window later reads it again.
+    this.completeAfter = Math.max(this.completeAfter, keep);
   }
 
   /**

@@ -3,13 +3,14 @@
  * snapshot (`varve.sources`) is found while that snapshot is younger than the window, and no
  * longer once it is older; the window is the table's option, 30 minutes by default.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import { landRows } from '../../lib/table/land-rows.js';
 import { RecentBatches, recentBatchesOf } from '../../lib/table/recent-batches.js';
 import type { Table } from '../../lib/table/table.js';
+import { rng, testSeed } from '../helpers/random.js';
 
 const MIN = 60_000;
 
@@ -48,5 +49,46 @@ describe('ingest.deduplication-window', () => {
     const after = new RecentBatches(short.table, () => short.committedAt + 6 * MIN);
     await after.refresh();
     expect(after.snapshotOf('sqs:m1')).toBeUndefined();
+  });
+});
+
+describe('a warm container follows the window as it changes (randomized, seed printed)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('a longer window reads back further, a shorter one forgets, against a model of every snapshot', async () => {
+    const seed = testSeed('deduplication-window change');
+    const r = rng(seed);
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now());
+    const table = await new FolderCatalog(new MemoryStore()).createTable('db.t', {
+      fields: parseSchemaText('id BIGINT, v STRING'),
+      primaryKeys: ['id'],
+      options: { bucket: '1' },
+    });
+    const history: Array<{ id: number; time: number; source: string }> = [];
+    const warm = new RecentBatches(table, Date.now, 30 * MIN);
+    for (let step = 0; step < 40; step++) {
+      vi.setSystemTime(Date.now() + r.int(0, 15 * MIN));
+      for (let n = r.int(0, 2); n > 0; n--) {
+        const source = `sqs:m${history.length}`;
+        const landed = await landRows(table, [{ id: BigInt(history.length), v: 'a' }], [0], {
+          commitUser: 'ingest',
+          commitIdentifier: `ingest-${source}`,
+          sources: [source],
+        });
+        history.push({ id: landed.snapshot!.id, time: landed.snapshot!.timeMillis, source });
+      }
+      // The table's option altered now and then (a warm container takes it at its next open).
+      if (r.chance(0.3)) warm.windowMs = r.pick([10, 30, 60, 120, 240]) * MIN;
+      await warm.refresh();
+      const horizon = Date.now() - warm.windowMs;
+      for (const h of history) {
+        const what = `seed ${seed}, step ${step}, a ${warm.windowMs / MIN}-minute window: ${h.source}`;
+        expect(warm.snapshotOf(h.source), what).toBe(h.time >= horizon ? h.id : undefined);
+      }
+    }
+    expect(history.length).toBeGreaterThan(10);
   });
 });
