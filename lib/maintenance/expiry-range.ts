@@ -4,6 +4,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
+import { EXPIRY_FLOOR_MS } from '../snapshot/commit-steps.js';
 import type { Consumer } from '../snapshot/consumer.js';
 import type { Table } from '../table/table.js';
 
@@ -28,7 +29,7 @@ export interface RetentionOverrides {
 }
 
 /** Why a run stopped where it did. */
-export type ExpiryHold = 'retain-min' | 'consumer' | 'time' | 'limit';
+export type ExpiryHold = 'retain-min' | 'consumer' | 'time' | 'limit' | 'floor';
 
 /** The end of the range a run expires: snapshots [earliest, end) go; `end` is the new earliest. */
 export interface ExpiryBound {
@@ -97,7 +98,8 @@ function slowestConsumer(consumers: readonly Consumer[]): Consumer | undefined {
 }
 
 /**
- * The end of the range to expire now (Paimon's rules, with one precise difference on time):
+ * The end of the range to expire now (Paimon's rules, with one precise difference on time and a
+ * floor):
  * - `min = max(latest − retainMax + 1, earliest)`: snapshots below it expire whatever their age;
  * - `end ≤ latest − retainMin + 1`, `≤` the smallest live consumer `nextSnapshot` (a consumer
  *   still needs that snapshot and every later one), `≤ earliest + limit`;
@@ -106,6 +108,13 @@ function slowestConsumer(consumers: readonly Consumer[]): Consumer | undefined {
  *   retention. Paimon tests the snapshot's own time instead, which expires the snapshot that was
  *   current at `now − timeRetained`; testing the successor keeps every instant of the retention
  *   window readable by time travel, at the cost of at most one more snapshot.
+ * - beyond Paimon: whatever the counts and the time option say, a snapshot whose successor is
+ *   younger than EXPIRY_FLOOR_MS (one minute) by `now` stays ('floor'). A committer bets that the
+ *   snapshot it builds on, if young, is still there, so that the id it creates was never created
+ *   and expired (lib/snapshot/commit-steps.ts): `snapshot.num-retained.max` or a zero
+ *   `snapshot.time-retained` would otherwise let a burst of commits and an expiry run remove that
+ *   id under the committer, whose commit would then land below the latest snapshot, unseen.
+ *   Ids below `min` are read too (the plan reads them anyway, through the same `read`).
  * `read` returns a snapshot by id (undefined when absent).
  */
 export async function expiryBound(args: {
@@ -129,11 +138,16 @@ export async function expiryBound(args: {
   }
   if (earliest + retention.limit < bound.end) bound = { end: earliest + retention.limit, heldBy: 'limit' };
   const threshold = now - retention.timeRetainedMs;
-  for (let id = min; id < bound.end; id++) {
+  const floor = now - EXPIRY_FLOOR_MS;
+  for (let id = earliest; id < bound.end; id++) {
     const successor = await args.read(id + 1);
     // A missing successor (a concurrent expiry got there first) is no evidence of age: stop.
-    if (successor === undefined || successor.timeMillis >= threshold) {
+    if (successor === undefined || (id >= min && successor.timeMillis >= threshold)) {
       bound = { end: id, heldBy: 'time' };
+      break;
+    }
+    if (successor.timeMillis >= floor) {
+      bound = { end: id, heldBy: 'floor' };
       break;
     }
   }

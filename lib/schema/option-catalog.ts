@@ -443,13 +443,15 @@ export const TABLE_OPTIONS = [
     type: 'int',
     default: '2147483647',
     min: 1,
-    description: 'Snapshots kept at most, however young.',
+    description:
+      'Snapshots kept at most, however young — except that expiry never removes a snapshot whose successor is less than a minute old (committers bet on a young snapshot still being there).',
   },
   {
     key: 'snapshot.time-retained',
     type: 'duration',
     default: '1 h',
-    description: 'Snapshots younger than this are kept (between the min and max counts).',
+    description:
+      'Snapshots younger than this are kept (between the min and max counts); whatever this says, a snapshot whose successor is less than a minute old is kept (the expiry floor).',
   },
   {
     key: 'snapshot.expire.limit',

@@ -23,6 +23,7 @@ import { isEmptyRequest, validateCommitRequest, type CommitOptions } from './com
 import {
   commitBudget,
   findCommitted,
+  lookUpBase,
   publish,
   readForward,
   reloadAfterLostRace,
@@ -43,9 +44,12 @@ export class CommitRun {
   private claim?: IdentifierClaim;
   private batchClaims?: BatchClaims;
   private attempts = 0;
-  /** The snapshot the next attempt commits on, and when it was last seen to exist (performance.now()). */
+  /**
+   * The snapshot the next attempt commits on, and since when (performance.now()) the id after it
+   * is known not to have been created (commit-steps.ts betHolds; undefined: no such evidence).
+   */
   private base: Snapshot | undefined;
-  private baseSeenAt = 0;
+  private absentSince: number | undefined;
   /** The base is a warm guess (warmBase) that may be older than what the action planned on. */
   private guessed = false;
   /** This call looked the latest snapshot up (after losing a race it then writes the LATEST hint). */
@@ -97,7 +101,7 @@ export class CommitRun {
     if (nothingLeft !== undefined) return nothingLeft;
     const snapshot = await planCommit(this.ctx, this.base);
     this.attempts++;
-    const outcome = await publish(this.ctx, this.sm, snapshot, this.budget, this.baseSeenAt);
+    const outcome = await publish(this.ctx, this.sm, snapshot, this.budget, this.base, this.absentSince);
     if ('committed' in outcome) return this.created(outcome.committed);
     return this.afterLostRace(outcome.lostAt);
   }
@@ -159,10 +163,10 @@ export class CommitRun {
   }
 
   private async load(mayGuess: boolean): Promise<void> {
-    if (mayGuess) ({ base: this.base, optimistic: this.guessed, seenAt: this.baseSeenAt } = await warmBase(this.sm));
+    if (mayGuess)
+      ({ base: this.base, optimistic: this.guessed, absentSince: this.absentSince } = await warmBase(this.sm));
     else {
-      this.baseSeenAt = performance.now();
-      this.base = await this.sm.latest();
+      ({ base: this.base, absentSince: this.absentSince } = await lookUpBase(this.sm));
       this.guessed = false;
     }
     if (!this.guessed) this.lookedUp = true;
@@ -170,7 +174,8 @@ export class CommitRun {
 
   private moveBase(s: Snapshot | undefined): void {
     this.base = s;
-    this.baseSeenAt = performance.now();
+    // Whatever evidence the reads that found it left; without, the put is checked (publish).
+    this.absentSince = s === undefined ? undefined : this.sm.nextAbsentSince(s.id);
   }
 
   /** Takes a plan: validated, with the identifier claims its changes need. */

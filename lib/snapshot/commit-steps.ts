@@ -46,8 +46,57 @@ export interface LandedBatch {
 }
 
 const DEDUP_READ_CHUNK = 16;
-/** An attempt slower than this re-checks that its base snapshot still exists before committing. */
+
+/*
+ * Never re-create an expired id. put-if-absent of snapshot-N cannot tell a never-created id from
+ * an expired one: had N been created and expired since the committer last looked, the put would
+ * land the commit below the latest snapshot, where no reader of the latest sees it. Two facts
+ * rule that out without a request in the common case:
+ * - expiry deletes snapshot files oldest first, so N gone means N-1 went before it;
+ * - expiry never deletes a snapshot whose successor's `timeMillis` is less than EXPIRY_FLOOR_MS
+ *   old, whatever the retention options say (expiry-range.ts), and `timeMillis` never decreases
+ *   with the id (commit-plan.ts).
+ * So N-1 (the base) stays until its successor is EXPIRY_FLOOR_MS old, hence at least until
+ * `base.timeMillis + EXPIRY_FLOOR_MS` on the expiry's clock. The bet (no check) holds when:
+ * - the base is young: committed less than YOUNG_BASE_MS ago by this clock. With clocks at most
+ *   MAX_CLOCK_SKEW_MS apart, the base is still there when the put lands (within
+ *   PUT_LANDS_WITHIN_MS), so N was not expired before it; or
+ * - N was shown not created at a time A (SnapshotManager.nextAbsentSince: this process created
+ *   N-1 at A, or saw N missing at A and then N-1 present) less than SLOW_ATTEMPT_MS ago: N created
+ *   after A has a successor stamped after A (less the skew), too young to let N go before the put.
+ * Otherwise the put is preceded by a HEAD of N (present: the race is lost) and then one of N-1
+ * (gone: reload), in that order, which makes A the first HEAD's send time. One HEAD of N-1 alone
+ * is not enough: a stale base and N could both have been old and expire between it and the put.
+ */
+/** Expiry keeps every snapshot whose successor's `timeMillis` is younger than this (expiry-range.ts). */
+export const EXPIRY_FLOOR_MS = 60_000;
+/** How far apart the clocks of committers and expiry runs may be, for the bet. */
+const MAX_CLOCK_SKEW_MS = 10_000;
+/** How long a put of a snapshot may take to land after it was decided on, for the bet. */
+const PUT_LANDS_WITHIN_MS = 10_000;
+/** A base committed less than this ago (by this clock) is still there when the put lands. */
+const YOUNG_BASE_MS = EXPIRY_FLOOR_MS - 2 * MAX_CLOCK_SKEW_MS - PUT_LANDS_WITHIN_MS;
+/** Evidence that N was not created (nextAbsentSince) younger than this lets the put go unchecked. */
 const SLOW_ATTEMPT_MS = 1000;
+
+/** Whether creating snapshot `base.id + 1` now cannot re-create an expired id (see above). */
+function betHolds(base: Snapshot | undefined, absentSince: number | undefined): boolean {
+  if (absentSince !== undefined && performance.now() - absentSince <= SLOW_ATTEMPT_MS) return true;
+  return base !== undefined && Date.now() - base.timeMillis <= YOUNG_BASE_MS;
+}
+
+/**
+ * The check before a put the bet does not cover: snapshot `id` missing, then its predecessor
+ * present, in that order; the send time of the first HEAD (the new evidence), or `lost` when `id`
+ * exists or the base is gone. For id 1 the base is "no snapshot": a table that had one always
+ * keeps its latest, so an empty lookup shows no snapshot 1 was created before it.
+ */
+async function checkBase(sm: SnapshotManager, id: number): Promise<{ absentSince: number } | 'lost'> {
+  const sent = performance.now();
+  if (id === 1) return (await sm.latestId()) === undefined ? { absentSince: sent } : 'lost';
+  if ((await sm.store.head(sm.snapshotKey(id))) !== undefined) return 'lost';
+  return (await sm.exists(id - 1)) ? { absentSince: sent } : 'lost';
+}
 
 function sameCommit(s: Snapshot, req: CommitRequest): boolean {
   // An indexed identifier is unique in the table, whoever commits it (commit-identifier.ts), and
@@ -119,27 +168,26 @@ export type PublishOutcome = { committed: Snapshot } | { lostAt: number };
 /**
  * Creates the snapshot file. Retries the same bytes on retryable errors; after any error the
  * outcome is unknown, so the store is asked what snapshot N now holds before anything else.
+ * `base` is the snapshot N is built on (undefined for the first one) and `absentSince` the
+ * evidence that N had not been created (see betHolds).
  */
 export async function publish(
   ctx: CommitContext,
   sm: SnapshotManager,
   snapshot: Snapshot,
   budget: RetryBudget,
-  baseSeenAt: number,
+  base: Snapshot | undefined,
+  absentSince: number | undefined,
 ): Promise<PublishOutcome> {
   const key = sm.snapshotKey(snapshot.id);
   const bytes = snapshotBytes(snapshot);
-  let seenAt = baseSeenAt;
+  let evidence = absentSince;
   for (;;) {
-    // put-if-absent cannot tell a never-created id from an expired one: if the base (N-1) was
-    // last seen long enough ago for snapshot N to have been created and expired since, the base
-    // is gone too (expiry deletes in id order), so check it before creating N. Seen within
-    // SLOW_ATTEMPT_MS, it is not checked again: the one HEAD of a warm commit is this one or
-    // warmBase's, never both unless the attempt itself is slow.
-    if (snapshot.id > 1 && performance.now() - seenAt > SLOW_ATTEMPT_MS) {
-      const sent = performance.now();
-      if (!(await sm.exists(snapshot.id - 1))) return { lostAt: snapshot.id };
-      seenAt = sent;
+    // Never re-create an expired id (see betHolds): the bet, or the ordered check.
+    if (!betHolds(base, evidence)) {
+      const checked = await checkBase(sm, snapshot.id);
+      if (checked === 'lost') return { lostAt: snapshot.id };
+      evidence = checked.absentSince;
     }
     let error: unknown;
     try {
@@ -148,7 +196,7 @@ export async function publish(
       // visible. Losing (undefined) means another commit took N: nothing of ours is referenced.
       const sent = performance.now();
       const created = await ctx.store.putIfAbsent(key, bytes);
-      if (created) sm.remember(snapshot, sent);
+      if (created) sm.created(snapshot, sent);
       return created ? { committed: snapshot } : { lostAt: snapshot.id };
     } catch (e) {
       error = e;
@@ -224,26 +272,35 @@ export async function readForward(
 }
 
 /**
- * The base a commit starts from, and when it was last seen to exist (`seenAt`, performance.now()).
- * A warm committer (a caching SnapshotManager that read or made the newest snapshot it knows)
- * bets that snapshot is still the latest: if others committed since, creating the next id loses
- * the race and the loop reloads. What it must not bet on is that the snapshot still exists: if it
- * expired, the next id may have expired too, and creating it again would resurrect an expired id.
- * So a base not seen within SLOW_ATTEMPT_MS is checked (one HEAD) and, gone, replaced by the full
- * lookup; one seen more recently (this process created it moments ago) is left to the check
- * before the put (publish), which runs whenever the base was seen longer ago than that. A cold
- * committer looks the latest up (hint, HEADs, a listing at worst).
+ * The base a commit starts from, and the evidence that its successor had not been created
+ * (`absentSince`, performance.now(); see betHolds). A warm committer (a caching SnapshotManager
+ * that read or made the newest snapshot it knows) bets that snapshot is still the latest: if
+ * others committed since, creating the next id loses the race and the loop reloads. It must not
+ * bet that the id after it was never created and expired: when neither the base's age nor fresh
+ * evidence rules that out, the ordered check (checkBase) runs here, and a base that is gone or
+ * behind is replaced by the full lookup, which galloping from it keeps short. A cold committer
+ * looks the latest up (hint, HEADs, a listing at worst); an empty table is evidence itself.
  */
 export async function warmBase(
   sm: SnapshotManager,
-): Promise<{ base: Snapshot | undefined; optimistic: boolean; seenAt: number }> {
+): Promise<{ base: Snapshot | undefined; optimistic: boolean; absentSince: number | undefined }> {
   const known = sm.newestKnown();
-  const seenAt = sm.newestSeenAt();
-  if (known !== undefined && seenAt !== undefined && performance.now() - seenAt <= SLOW_ATTEMPT_MS)
-    return { base: known, optimistic: true, seenAt };
+  if (known !== undefined) {
+    const absentSince = sm.nextAbsentSince(known.id);
+    if (betHolds(known, absentSince)) return { base: known, optimistic: true, absentSince };
+    const checked = await checkBase(sm, known.id + 1);
+    if (checked !== 'lost') return { base: known, optimistic: true, absentSince: checked.absentSince };
+  }
+  return { ...(await lookUpBase(sm)), optimistic: false };
+}
+
+/** The latest snapshot, looked up, with the evidence the lookup left (see warmBase). */
+export async function lookUpBase(
+  sm: SnapshotManager,
+): Promise<{ base: Snapshot | undefined; absentSince: number | undefined }> {
   const sent = performance.now();
-  if (known !== undefined && (await sm.exists(known.id))) return { base: known, optimistic: true, seenAt: sent };
-  return { base: await sm.latest(), optimistic: false, seenAt: sent };
+  const base = await sm.latest();
+  return { base, absentSince: base === undefined ? sent : sm.nextAbsentSince(base.id) };
 }
 
 /**

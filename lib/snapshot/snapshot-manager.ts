@@ -48,10 +48,13 @@ export class SnapshotManager {
   /** With cacheSnapshots: the content of snapshot `newestId`, when read or committed here. */
   private newest?: Snapshot;
   /**
-   * performance.now() when the request that last showed snapshot `newestId` to exist was sent (a
-   * HEAD, a GET, or this process's put creating it): it existed at that time or later.
+   * performance.now() before which snapshot `newestId + 1` had not been created: the send time of
+   * this process's put that created `newestId` (no id is created before its predecessor), or of a
+   * HEAD that found `newestId + 1` missing when a request sent after its answer found `newestId`
+   * (expiry deletes oldest first, so `newestId + 1` had not been created and expired before it).
+   * The evidence a committer's bet on `newestId` rests on (commit-steps.ts publish).
    */
-  private newestSeenSince?: number;
+  private nextAbsentAt?: number;
   /**
    * True once a lookup (latestId) found the LATEST hint behind the newest snapshot, found none, or
    * galloped from a known id to a newer one without reading the hint: the next commit writes the
@@ -75,34 +78,33 @@ export class SnapshotManager {
 
   /** True when `snapshot-<id>` exists now (never answered from the cache). */
   async exists(id: number): Promise<boolean> {
-    const sent = performance.now();
     const found = (await this.store.head(this.snapshotKey(id))) !== undefined;
-    if (found) this.seen(id, undefined, sent);
+    if (found) this.seen(id);
     return found;
   }
 
-  private seen(id: number, s?: Snapshot, sent?: number): void {
+  private seen(id: number, s?: Snapshot): void {
     if (this.newestId === undefined || id > this.newestId) {
       this.newestId = id;
       this.newest = undefined;
-      this.newestSeenSince = sent;
-    } else if (
-      id === this.newestId &&
-      sent !== undefined &&
-      (this.newestSeenSince === undefined || sent > this.newestSeenSince)
-    ) {
-      this.newestSeenSince = sent;
+      this.nextAbsentAt = undefined;
     }
     if (s !== undefined && id === this.newestId && this.cache) this.newest = s;
   }
 
   /**
-   * performance.now() at which snapshot `newestKnown()` was last shown to exist (it existed then or
-   * a little later), or undefined when unknown. A warm committer skips re-checking a base seen
-   * this recently (commit.ts).
+   * performance.now() before which snapshot `id + 1` had not been created, when this manager has
+   * such evidence for `id`, its newest known id (see nextAbsentAt); else undefined.
    */
-  newestSeenAt(): number | undefined {
-    return this.newest === undefined ? undefined : this.newestSeenSince;
+  nextAbsentSince(id: number): number | undefined {
+    return id === this.newestId ? this.nextAbsentAt : undefined;
+  }
+
+  /** Records snapshot `s` as created by this process's put-if-absent, sent at `sent`. */
+  created(s: Snapshot, sent: number): void {
+    this.remember(s);
+    if (s.id === this.newestId && (this.nextAbsentAt === undefined || sent > this.nextAbsentAt))
+      this.nextAbsentAt = sent;
   }
 
   /**
@@ -113,16 +115,13 @@ export class SnapshotManager {
     return this.newest;
   }
 
-  /**
-   * Records a snapshot known to exist (e.g. one this process just committed); `sent`: when the
-   * request that showed it (or created it) was sent.
-   */
-  remember(s: Snapshot, sent?: number): void {
+  /** Records a snapshot known to exist (e.g. one this process just committed). */
+  remember(s: Snapshot): void {
     if (this.cache) {
       if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value as number);
       this.cache.set(s.id, s);
     }
-    this.seen(s.id, s, sent);
+    this.seen(s.id, s);
   }
 
   /** Snapshot `id`, or undefined when it does not exist (never created, or expired). */
@@ -130,7 +129,6 @@ export class SnapshotManager {
     const cached = this.cache?.get(id);
     if (cached !== undefined) return cached;
     const key = this.snapshotKey(id);
-    const sent = performance.now();
     let body: Uint8Array;
     try {
       body = (await this.store.get(key)).body;
@@ -139,7 +137,7 @@ export class SnapshotManager {
       throw e;
     }
     const s = parseSnapshot(body, `snapshot file ${objectLocation(this.store, key)}`, id);
-    this.remember(s, sent);
+    this.remember(s);
     return s;
   }
 
@@ -158,7 +156,7 @@ export class SnapshotManager {
     if (this.newestId !== undefined && this.newestId > id) {
       this.newestId = undefined;
       this.newest = undefined;
-      this.newestSeenSince = undefined;
+      this.nextAbsentAt = undefined;
     }
   }
 
@@ -243,24 +241,32 @@ export class SnapshotManager {
    * newest), found by HEADs at start+1, start+2, start+4, … and then a binary search between the
    * last present and the first missing id; undefined when `start` does not exist.
    * The answer N was seen to exist and N + 1 seen missing (Paimon's check of a LATEST hint).
+   * `start + 1` is looked at first and `start` only after its answer: found missing and then
+   * `start` found present, `start + 1` had not been created by then (expiry deletes oldest first),
+   * which a committer's bet on `start` needs (nextAbsentSince). Asked at once, both may have
+   * expired between the two answers, and `start` be taken for the latest when it is long gone.
    */
   private async gallopFrom(start: number): Promise<number | undefined> {
     const sent = performance.now();
+    const next = (await this.store.head(this.snapshotKey(start + 1))) !== undefined;
     // A caching manager reads `start` (its content is what the caller asks for next) rather than
     // checking that it exists: one GET instead of a HEAD and then a GET.
-    const [here, next] = await Promise.all([
+    const here =
       this.cache !== undefined && !this.cache.has(start)
-        ? this.tryRead(start).then((s) => s !== undefined)
-        : this.exists(start),
-      this.store.head(this.snapshotKey(start + 1)).then((h) => h !== undefined),
-    ]);
-    if (!next) return here ? start : undefined;
+        ? (await this.tryRead(start)) !== undefined
+        : await this.exists(start);
+    if (!next) {
+      if (!here) return undefined;
+      if (start === this.newestId && (this.nextAbsentAt === undefined || sent > this.nextAbsentAt))
+        this.nextAbsentAt = sent;
+      return start;
+    }
     // `start` gone but `start + 1` there: either `start` expired (then the caller's slower path
     // finds the same answer) or a rollback of an earlier varve (which deleted snapshots) removed
     // it and `start + 1` was created on a removed base. Galloping on (or remembering `start + 1`
     // as seen) would hand a reader that snapshot: removed rows, or a missing manifest.
     if (!here) return undefined;
-    this.seen(start + 1, undefined, sent);
+    this.seen(start + 1);
     return newestNumbered(
       start + 1,
       (step) => start + step,

@@ -4,6 +4,7 @@
  * dropped table that stays dropped.
  */
 import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { afterFloor } from '../helpers/expiry-clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -98,7 +99,7 @@ describe('repro 1: an expired consumer is never resumed silently', () => {
     expect(ok(await varve('tail', 'ops.q', '--consumer-id', 'etl'))).toMatch(/"id":1/);
     for (const id of [2, 3, 4]) ok(await varve('write', 'ops.q', file(`r${id}.jsonl`, `{"id": ${id}, "v": "x"}\n`)));
     await new Promise((r) => setTimeout(r, 6000));
-    const expired = ok(await varve('expire', 'ops.q', '--retain-min', '1', '--older-than', '0s'));
+    const expired = ok(await afterFloor(() => varve('expire', 'ops.q', '--retain-min', '1', '--older-than', '0s')));
     // Act
     const resumed = await varve('tail', 'ops.q', '--consumer-id', 'etl', '--from', 'earliest');
     const sys = ok(await varve('sys', 'ops.q', 'consumers', '--format', 'jsonl'));

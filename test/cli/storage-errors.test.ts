@@ -4,6 +4,7 @@
  * committed; a retried write whose identifier landed in a snapshot expired since says so.
  */
 import { existsSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { afterFloor } from '../helpers/expiry-clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -62,7 +63,9 @@ describe('a retried write whose identifier landed in an expired snapshot', () =>
     expect((await varve('write', 'db.t', first, '--commit-identifier', 'load-1')).out).toMatch(/snapshot 1\b/);
     for (const n of [2, 3, 4])
       expect((await varve('write', 'db.t', input(`${n}.jsonl`, [{ id: n, v: 'x' }]))).code).toBe(0);
-    const expired = await varve('expire', 'db.t', '--retain-min', '1', '--retain-max', '1', '--older-than', '0');
+    const expired = await afterFloor(() =>
+      varve('expire', 'db.t', '--retain-min', '1', '--retain-max', '1', '--older-than', '0'),
+    );
     expect(expired.code).toBe(0);
     // Act
     const retried = await varve('write', 'db.t', first, '--commit-identifier', 'load-1');

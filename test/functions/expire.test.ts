@@ -4,6 +4,7 @@
  * than the window go.
  */
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { afterFloor } from '../helpers/expiry-clock.js';
 import type { SQSBatchResponse } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createDiscoverHandler } from '../../functions/discover.js';
@@ -77,7 +78,7 @@ describe.skipIf(!awsAvailable())('the expiry function on moto', () => {
       createStreamHandler(async (changes) => void seen.push(...changes), env),
     );
     await discover(scheduledEvent());
-    const after = await expire(scheduledEvent());
+    const after = await afterFloor(() => expire(scheduledEvent()));
 
     // Assess 2: everything was delivered before anything expired; two snapshots are left
     expect(seen.map((c) => Number(c.row.id)).sort()).toEqual([1, 2, 3, 4, 5]);
@@ -102,7 +103,7 @@ describe.skipIf(!awsAvailable())('the expiry function on moto', () => {
     await new Promise((r) => setTimeout(r, 20));
 
     // Act: the frequent run (journal only), then the daily safety-net run
-    const result = await createExpireHandler(env)(scheduledEvent());
+    const result = await afterFloor(() => createExpireHandler(env)(scheduledEvent()));
     const table = await reopen(d);
     const afterJournal = await table.store.head('shop.db/orders/bucket-0/data-orphan.parquet');
     const scan = await createExpireHandler(env)({ orphanScan: true });

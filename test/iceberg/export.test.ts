@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { pastFloor } from '../helpers/expiry-clock.js';
 import { IcebergExportError } from '../../lib/errors.js';
 import { decodeAvroFile } from '../../lib/iceberg/avro-file.js';
 import { exportIceberg } from '../../lib/iceberg/export.js';
@@ -155,7 +156,7 @@ describe('exportIceberg', () => {
     const before = (await current(table))!;
     expect(before.snapshots.length).toBeGreaterThan(2);
     // Act
-    await expireSnapshots(table, { now: Date.now() + 1000 });
+    await expireSnapshots(table, { now: pastFloor() });
     await table.write(await rows(2, 500));
     await compactTable(table, { full: true });
     // Assess

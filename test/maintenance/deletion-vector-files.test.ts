@@ -6,6 +6,7 @@
  * a damaged one; `sys files` lists them.
  */
 import { describe, expect, it } from 'vitest';
+import { pastFloor } from '../helpers/expiry-clock.js';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { tableToRows } from '../../lib/format/columns.js';
 import { readDeletionIndex } from '../../lib/manifest/deletion-index.js';
@@ -84,7 +85,7 @@ describe('deletion-vector files in expiry, orphan cleanup, verify', () => {
     for (let id = latest.id - 3; id <= latest.id; id++)
       before.set(id, rows(table, await table.read({ snapshotId: id })));
     expect((await dvKeys(table)).length, `seed ${seed}`).toBeGreaterThan(0);
-    await expireSnapshots(table, { retainMin: 4, retainMax: 4, olderThanMs: 0 });
+    await expireSnapshots(table, { retainMin: 4, retainMax: 4, olderThanMs: 0, now: pastFloor() });
     expect(await table.snapshots.listIds()).toEqual([latest.id - 3, latest.id - 2, latest.id - 1, latest.id]);
     // Nothing leaked, nothing needed lost.
     expect(await dvKeys(table), `seed ${seed}`).toEqual(await referencedDvKeys(table));

@@ -4,6 +4,7 @@
  * the snapshots; changelog expiry removes them later; orphan cleanup treats them as live.
  */
 import { describe, expect, it } from 'vitest';
+import { pastFloor } from '../helpers/expiry-clock.js';
 import { expireChangelogs } from '../../lib/maintenance/expire-changelogs.js';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
 import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans.js';
@@ -18,7 +19,7 @@ import type { Table } from '../../lib/table/table.js';
 import { drain } from '../stream/fixtures.js';
 import { addConsumer, compactAll, expectVerified, newTable, upsert } from './expiry-fixtures.js';
 
-const NOW = () => Date.now() + 1000;
+const NOW = () => pastFloor();
 
 /** 4 rounds of 4 upserts and a full compaction of each bucket (2 COMPACT snapshots): 24 snapshots. */
 async function twentyFourSnapshots(table: Table, from = 0): Promise<void> {

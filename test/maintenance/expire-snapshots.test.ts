@@ -4,6 +4,7 @@
  * changelog files and changelog retention.
  */
 import { describe, expect, it } from 'vitest';
+import { pastFloor } from '../helpers/expiry-clock.js';
 import { SnapshotNotFoundError } from '../../lib/errors.js';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
 import { journalDir } from '../../lib/maintenance/expiry-journal.js';
@@ -24,7 +25,7 @@ import {
 } from './expiry-fixtures.js';
 
 /** Retention that expires everything counts allow: keep 1, no age. */
-const aggressive = () => ({ retainMin: 1, olderThanMs: 0, now: Date.now() + 1000 });
+const aggressive = () => ({ retainMin: 1, olderThanMs: 0, now: pastFloor() });
 
 describe('expireSnapshots', () => {
   it('a lagging consumer at snapshot 3 holds expiry: only 1–2 go, and 3..8 stay readable with their delta files', async () => {
@@ -149,7 +150,12 @@ describe('expireSnapshots', () => {
     // Act: a 1 h window keeps everything committed in the last hour, whatever the counts say.
     const byTime = await expireSnapshots(table, { retainMin: 1, olderThanMs: 3_600_000 });
     const byCount = await expireSnapshots(table, { ...aggressive(), retainMin: 4 });
-    const byMax = await expireSnapshots(table, { retainMin: 1, retainMax: 2, olderThanMs: 3_600_000 });
+    const byMax = await expireSnapshots(table, {
+      retainMin: 1,
+      retainMax: 2,
+      olderThanMs: 3_600_000,
+      now: pastFloor(),
+    });
     // Assess
     expect(byTime.expired).toEqual([]);
     expect(byTime.heldBy).toBe('time');
@@ -164,7 +170,7 @@ describe('expireSnapshots', () => {
     const history = await eightSnapshots(table);
     const store = table.store as MemoryStore;
     const dataBefore = dataKeys(store, table).length;
-    const now = Date.now() + 1000;
+    const now = pastFloor();
     // Act
     const first = await expireSnapshots(table, { retainMin: 1, olderThanMs: 0, now, graceMs: 60_000 });
     const early = await expireSnapshots(table, { retainMin: 1, olderThanMs: 0, now: now + 30_000, graceMs: 60_000 });

@@ -5,6 +5,7 @@
  * rollback stays, must delete none of them: every kept snapshot reads, and verify is ok.
  */
 import { describe, expect, it } from 'vitest';
+import { pastFloor } from '../helpers/expiry-clock.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
 import { rollbackTo } from '../../lib/maintenance/rollback.js';
@@ -33,7 +34,7 @@ describe('expiry after a rollback', () => {
     expect(expected).toEqual(['1:a', '2:b', '3:c']);
 
     // Keep 3..5: the range [1, 3) ends before the rollback that restored what 3 deleted.
-    await expireSnapshots(table, { retainMin: 3, retainMax: 3, olderThanMs: 0 });
+    await expireSnapshots(table, { retainMin: 3, retainMax: 3, olderThanMs: 0, now: pastFloor() });
     expect((await table.snapshots.earliest())?.id).toBe(3);
     expect(await rowTexts(table, ['id', 'v'])).toEqual(expected);
     expect(await rowTexts(table, ['id', 'v'], { snapshotId: 4 })).toEqual(['1:a', '2:b']);

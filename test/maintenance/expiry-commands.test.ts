@@ -1,5 +1,6 @@
 /** `varve expire` and `varve remove-orphans` against a folder warehouse: summaries, dry run, bad flags. */
 import { mkdtempSync } from 'node:fs';
+import { afterFloor } from '../helpers/expiry-clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -36,7 +37,7 @@ describe('varve expire / remove-orphans', () => {
     const table = await folderTable();
     await eightSnapshots(table);
     // Act
-    const out = await varve('expire', 'db.t', '--retain-min', '2', '--older-than', '0 ms');
+    const out = await afterFloor(() => varve('expire', 'db.t', '--retain-min', '2', '--older-than', '0 ms'));
     // Assess
     expect(out).toMatch(
       /^db\.t: expired snapshots 1\.\.6, deleted \d+ files \(\d+ data, 0 changelog, \d+ manifests, \d+ manifest lists\); snapshots 7\.\.8 remain\n$/,
@@ -50,7 +51,7 @@ describe('varve expire / remove-orphans', () => {
     await eightSnapshots(table);
     await addConsumer(table, 'dashboard', 5);
     // Act
-    const out = await varve('expire', 'db.t', '--retain-min', '1', '--older-than', '0');
+    const out = await afterFloor(() => varve('expire', 'db.t', '--retain-min', '1', '--older-than', '0'));
     // Assess
     expect(out).toContain('expired snapshots 1..4');
     expect(out).toContain('held back by consumer dashboard, which still needs snapshot 5');

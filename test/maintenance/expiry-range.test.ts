@@ -10,6 +10,7 @@ import {
 import type { Snapshot } from '../../lib/snapshot/snapshot.js';
 import type { Consumer } from '../../lib/snapshot/consumer.js';
 import { newTable } from './expiry-fixtures.js';
+import { EXPIRY_FLOOR_MS } from '../../lib/snapshot/commit-steps.js';
 
 /** Snapshots `earliest..latest`, snapshot i committed at `times[i]` (default i * 1000). */
 function timeline(times: Record<number, number> = {}) {
@@ -37,10 +38,27 @@ describe('expiryBound', () => {
   });
 
   it('expires a snapshot only when its successor is older than the time window', async () => {
-    // Act: window 5.5 s before now=10.5 s → threshold 5 s; snapshot 4's successor (5 s) is not older.
-    const b = await expiryBound({ ...base, now: 10_500, retention: retention({ timeRetainedMs: 5_500 }) });
+    // Act: window 5.5 s (plus the floor) before now=10.5 s (plus the floor) → threshold 5 s;
+    // snapshot 4's successor (5 s) is not older.
+    const b = await expiryBound({
+      ...base,
+      now: 10_500 + EXPIRY_FLOOR_MS,
+      retention: retention({ timeRetainedMs: 5_500 + EXPIRY_FLOOR_MS }),
+    });
     // Assess: 1..3 go (successors at 2, 3, 4 s); 4 stays, it was the table's state until 5 s.
     expect(b).toEqual({ end: 4, heldBy: 'time' });
+  });
+
+  it('never expires a snapshot whose successor is younger than the floor, whatever the counts and time say', async () => {
+    // Prepare: snapshots 1..10 at 1..10 s; now is a floor after 6.5 s
+    const now = 6_500 + EXPIRY_FLOOR_MS;
+    // Act: keep at most 1, with no time window
+    const b = await expiryBound({ ...base, now, retention: retention({ retainMax: 1 }) });
+    // Assess: 1..5 go (successors at 2..6 s); 6 stays, its successor (7 s) is younger than the floor
+    expect(b).toEqual({ end: 6, heldBy: 'floor' });
+    // And below retain-max's minimum too: snapshot 1 stays when its successor is young
+    const young = await expiryBound({ ...base, now: 1_000 + EXPIRY_FLOOR_MS, retention: retention({ retainMax: 1 }) });
+    expect(young).toEqual({ end: 1, heldBy: 'floor' });
   });
 
   it('retain-max expires old snapshots whatever their age', async () => {

@@ -6,6 +6,7 @@
  * expiry, the identifier lands exactly once: a retry finds the earlier commit, or commits once.
  */
 import { describe, expect, it } from 'vitest';
+import { pastFloor } from '../helpers/expiry-clock.js';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
 import { journalDir } from '../../lib/maintenance/expiry-journal.js';
@@ -57,7 +58,7 @@ function write(table: Table, v: string) {
 
 /** Expires every snapshot but the latest. */
 function expireAll(table: Table) {
-  return expireSnapshots(table, { now: Date.now(), retainMin: 1, retainMax: 1, olderThanMs: 0 });
+  return expireSnapshots(table, { now: pastFloor(), retainMin: 1, retainMax: 1, olderThanMs: 0 });
 }
 
 async function carrying(table: Table): Promise<number[]> {

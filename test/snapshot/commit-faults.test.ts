@@ -18,6 +18,11 @@ import { allSnapshots, referencedKeys } from './table-checks.js';
 
 const T = 'db.db/faults';
 const opts = testCommitOptions({ maxRetries: 5 });
+/**
+ * Commits stamped ten minutes ago: expiry never removes a snapshot whose successor is younger than
+ * a minute (EXPIRY_FLOOR_MS), so a test that deletes snapshots as expiry would needs old ones.
+ */
+const stampedEarlier = testCommitOptions({ maxRetries: 5, now: () => Date.now() - 10 * 60_000 });
 const THE_COMMIT = 'the-commit';
 
 /** An APPEND whose data file is written to the store first, as a writer does. */
@@ -206,8 +211,9 @@ describe('commit under non-crash faults', () => {
 
   it('never re-creates an expired snapshot id after a very slow attempt', async () => {
     // Prepare: attempt A reads snapshot 2 as its base, then stalls before writing; meanwhile
-    // snapshots 3 and 4 land and expiry deletes 1..3, so "snapshot-3" is free again.
-    const { store, req } = await preparedTable();
+    // snapshots 3 and 4 land and expiry deletes 1..3, so "snapshot-3" is free again. All were
+    // committed long enough ago for expiry to delete them (stampedEarlier).
+    const { store, req } = await preparedTable(stampedEarlier);
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let stalled!: () => void;
@@ -229,10 +235,10 @@ describe('commit under non-crash faults', () => {
       delete: (k) => store.delete(k),
       list: (p) => store.list(p),
     };
-    const a = commit(slow, T, req, opts);
+    const a = commit(slow, T, req, stampedEarlier);
     await reached;
-    await commit(store, T, await appendWithData(store, 'b'), opts);
-    await commit(store, T, await appendWithData(store, 'c'), opts);
+    await commit(store, T, await appendWithData(store, 'b'), stampedEarlier);
+    await commit(store, T, await appendWithData(store, 'c'), stampedEarlier);
     for (const id of [1, 2, 3]) await store.delete(snapshotKey(T, id));
     // Act
     await new Promise((r) => setTimeout(r, 1100));
@@ -246,12 +252,13 @@ describe('commit under non-crash faults', () => {
   it('a warm committer idle while its known snapshot expired checks it first and lands on the latest, never on an expired id', async () => {
     // Prepare: a warm committer (caching manager) makes snapshot 3; others commit 4..6; expiry
     // deletes 1..4, so "snapshot-4" (its next id) is free again. It stays idle past the time a
-    // base is trusted unchecked (SLOW_ATTEMPT_MS, 1 s).
-    const { store, req } = await preparedTable();
+    // base is trusted unchecked (SLOW_ATTEMPT_MS, 1 s). All were committed long enough ago for
+    // expiry to delete them (stampedEarlier).
+    const { store, req } = await preparedTable(stampedEarlier);
     const sm = new SnapshotManager(store, T, { cacheSnapshots: true });
-    const warm = { ...opts, snapshotManager: sm };
+    const warm = { ...stampedEarlier, snapshotManager: sm };
     expect((await commit(store, T, await appendWithData(store, 'warm-1'), warm)).snapshot.id).toBe(3);
-    for (const id of ['o4', 'o5', 'o6']) await commit(store, T, await appendWithData(store, id), opts);
+    for (const id of ['o4', 'o5', 'o6']) await commit(store, T, await appendWithData(store, id), stampedEarlier);
     for (const id of [1, 2, 3, 4]) await store.delete(snapshotKey(T, id));
     await new Promise((r) => setTimeout(r, 1100));
     store.resetCallLog();

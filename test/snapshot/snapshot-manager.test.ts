@@ -48,9 +48,10 @@ describe('SnapshotManager', () => {
     // Act / Assess
     expect(await sm.latestId()).toBe(5);
     expect(listed(store)).toBe(false);
-    // 1 and 2 together, then 3, 5 and the absent 9, then 7 and 6 (absent) between 5 and 9
+    // 2, then 1 (asked after 2's answer: see gallopFrom), then 3, 5 and the absent 9, then 7 and 6
+    // (absent) between 5 and 9
     expect(store.callLog.filter((c) => c.op === 'head').map((c) => Number(/snapshot-(\d+)$/.exec(c.key)![1]))).toEqual([
-      1, 2, 3, 5, 9, 7, 6,
+      2, 1, 3, 5, 9, 7, 6,
     ]);
   });
 

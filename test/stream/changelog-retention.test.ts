@@ -5,6 +5,7 @@
  * stream reads from random positions, compared with a model of what must stay readable.
  */
 import { describe, expect, it } from 'vitest';
+import { pastFloor } from '../helpers/expiry-clock.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
 import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans.js';
@@ -19,7 +20,7 @@ import { StreamScan } from '../../lib/stream/stream-scan.js';
 import { rng, testSeed } from '../helpers/random.js';
 import { drain, makeTable, pump, put, RecordingSink, replay, show, stateOf } from './fixtures.js';
 
-const NOW = () => Date.now() + 1000;
+const NOW = () => pastFloor();
 
 describe.each(['input', 'none'] as const)('streams over long-lived changelogs (changelog-producer %s)', (producer) => {
   it('a consumer starting at an expired snapshot reads its changelog and gets every change', async () => {

@@ -4,6 +4,7 @@
  * that starts below the earliest snapshot fails naming the lost range instead of skipping it.
  */
 import { describe, expect, it } from 'vitest';
+import { pastFloor } from '../helpers/expiry-clock.js';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
 import { readConsumer } from '../../lib/snapshot/consumer.js';
 import { ensureConsumer } from '../../lib/stream/discovery.js';
@@ -37,9 +38,9 @@ describe('streams and expiry', () => {
     expect((await readConsumer(t.store, t.path, 'c'))?.nextSnapshot).toBe(3);
     // Act: snapshots 3..8 are written while it is stopped, and expiry runs as hard as it can
     for (let s = 3; s <= 8; s++) expect(await put(t, [[s % 4, `s${s}`]])).toBe(s);
-    const whileStopped = await expireSnapshots(t, aggressive);
+    const whileStopped = await expireSnapshots(t, { ...aggressive, now: pastFloor() });
     await pump(t, queue, reader, 'c');
-    const afterResume = await expireSnapshots(t, aggressive);
+    const afterResume = await expireSnapshots(t, { ...aggressive, now: pastFloor() });
     const noConsumer = drain(new StreamScan(t, { mode: 'from-snapshot', snapshotId: 3 }), t);
     // Assess
     expect(whileStopped).toMatchObject({

@@ -7,6 +7,7 @@
  * skip-to-earliest after more snapshots expired (the skip was silent: seed 1361768786).
  */
 import { describe, expect, it } from 'vitest';
+import { pastFloor } from '../helpers/expiry-clock.js';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import {
   ConsumerExpiredError,
@@ -249,7 +250,7 @@ describe('skipping expired snapshots under skip-to-earliest is never silent (see
     const refused = await ensureConsumer(table, 'c1').catch((e) => e);
     // Act: what the user was told could still be read expires before the user resumes with skip-to-earliest
     // (the fault test's interleaving: the consumer's discovery ran between consumer and snapshot expiry).
-    await expireSnapshots(table, { now: Date.now() + 1_000, retainMin: 1, olderThanMs: 0 });
+    await expireSnapshots(table, { now: pastFloor(), retainMin: 1, olderThanMs: 0 });
     const lines: string[] = [];
     const runtime = new LocalRuntime({
       discoveryIntervalMs: 10,
@@ -291,7 +292,7 @@ describe('skipping expired snapshots under skip-to-earliest is never silent (see
     await put(table, [[1, 'a']]);
     await put(table, [[2, 'b']]);
     await put(table, [[3, 'c']]);
-    await expireSnapshots(table, { now: Date.now() + 1_000, retainMin: 1, olderThanMs: 0 });
+    await expireSnapshots(table, { now: pastFloor(), retainMin: 1, olderThanMs: 0 });
     await writeConsumer(table.store, table.path, 'c1', {
       nextSnapshot: 1,
       plannedSnapshot: 0,
@@ -320,7 +321,7 @@ describe('skipping expired snapshots under skip-to-earliest is never silent (see
     await put(table, [[3, 'c']]);
     await put(table, [[4, 'd']]);
     // Act
-    await expireSnapshots(table, { now: Date.now() + 1_000, retainMin: 1, olderThanMs: 0 });
+    await expireSnapshots(table, { now: pastFloor(), retainMin: 1, olderThanMs: 0 });
     const earliest = (await table.snapshots.earliestId())!;
     const plan = await scan.plan();
     // Assess

@@ -4,6 +4,7 @@
  * compaction, streamed scan in bounded pieces, consumers and expiry, system tables, and the CLI.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { pastFloor } from '../helpers/expiry-clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as arrow from 'apache-arrow';
@@ -157,7 +158,7 @@ describe('append tables', () => {
     expect(rows).toHaveLength(1);
     // The consumer has delivered snapshot 1: expiry keeps 2 onwards for it.
     await writeConsumer(t.store, t.path, 'c1', { nextSnapshot: 2, lastUpdated: Date.now() });
-    await expireSnapshots(t);
+    await expireSnapshots(t, { now: pastFloor() });
     expect(await t.snapshots.earliestId()).toBe(2);
     const seen: string[] = [];
     for (let p = await scan.plan(); p; p = await scan.plan()) {

@@ -8,6 +8,7 @@
  * A checked batch whose files are gone is refused, and nothing references them.
  */
 import { describe, expect, it } from 'vitest';
+import { pastFloor } from '../helpers/expiry-clock.js';
 import { CommitFilesMissingError } from '../../lib/errors.js';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
@@ -127,7 +128,7 @@ describe('the group commit checks the files of a batch only when they may be gon
     const b2 = await queuedBatch(writer, 'b2', [3, 4]);
     await new GroupCommit(first, [{ id: 'm2', message: b2 }]).settle('m2');
     await compactTable(first, { full: true });
-    const expiry = await expireSnapshots(first, { retainMin: 1, retainMax: 1, olderThanMs: 0 });
+    const expiry = await expireSnapshots(first, { retainMin: 1, retainMax: 1, olderThanMs: 0, now: pastFloor() });
     expect(expiry.expired.length).toBeGreaterThan(0);
     expect(expiry.deleted.dataFiles).toBeGreaterThan(0);
     const p = committerProcess(store, 'second');

@@ -70,6 +70,8 @@ function formatExpirySummary(table: string, r: ExpireSnapshotsResult): string {
       `held back by consumer ${r.heldByConsumer.id}, which still needs snapshot ${r.heldByConsumer.nextSnapshot}`,
     );
   } else if (r.heldBy === 'limit') parts.push('snapshot.expire.limit reached, run again for more');
+  else if (r.heldBy === 'floor')
+    parts.push('kept snapshots whose successor is less than a minute old (the expiry floor), run again later for more');
   if (r.changelogsWritten.length > 0)
     parts.push(`kept the changelogs of ${formatIds(r.changelogsWritten)} (changelog.* retention)`);
   if (r.changelogsExpired.length > 0) parts.push(`expired changelogs ${formatIds(r.changelogsExpired)}`);
