@@ -45,7 +45,12 @@ import { takeRows, tableToRows } from '../format/columns.js';
 import { readDeltaEntries } from '../manifest/scan.js';
 import type { CommitBatch, FileChange } from '../snapshot/commit-request.js';
 import { commitAppend } from '../table/append-commit.js';
-import { parseCommitMessage, redriveBarrierBody, type CommitMessage } from '../table/commit-message.js';
+import {
+  parseCommitMessage,
+  redriveBarrierBody,
+  wrongTableInstance,
+  type CommitMessage,
+} from '../table/commit-message.js';
 import { GROUP_COMMIT_USER } from '../table/group-commit.js';
 import { openLevel0File } from '../table/level0-file.js';
 import { dataFileKey } from '../table/paths.js';
@@ -212,6 +217,9 @@ async function readDeadLetter(
     const message = parseCommitMessage(m.Body ?? '');
     if (message.table !== table.name)
       throw new InvalidArgumentError(`a commit message of ${message.table} in the commit DLQ of ${table.name}`);
+    // Written for a table dropped since: the group commit refuses it to the rejects queue.
+    const wrong = wrongTableInstance(table, message);
+    if (wrong) throw wrong;
     return message;
   } catch (e) {
     await sqs.send(

@@ -5,10 +5,11 @@
  * them in order; MessageDeduplicationId = the batch's commit identifier).
  */
 import * as v from 'valibot';
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, TableNotFoundError } from '../errors.js';
 import { jsonInt, jsonObject, parseJsonMessage, parseJsonText, type JsonSchema } from '../json.js';
 import { parseDataFileMeta } from '../manifest/metadata-json.js';
 import type { CommitBatch } from '../snapshot/commit.js';
+import type { Table } from './table.js';
 
 /** One writer's batch, addressed to a table's commit function. */
 export interface CommitMessage {
@@ -27,6 +28,12 @@ export interface CommitMessage {
    * table at that schema while the lookup is younger than a warm container's table cache.
    */
   schemaSeenAt?: number;
+  /**
+   * The UUID of the table the batch was written for (its schema-0's `tableUuid`), when it has one:
+   * a table dropped and created again at the same location has another, and the group commit
+   * refuses a batch of the dropped one (its files went with it: wrongTableInstance).
+   */
+  tableUuid?: string;
 }
 
 const fileChanges = v.array(
@@ -41,7 +48,7 @@ const fileChanges = v.array(
   }),
 );
 
-/** A commit message as sent (`v: 1`); `sources` and `schemaSeenAt` are absent in messages of older writers. */
+/** A commit message as sent (`v: 1`); `sources`, `schemaSeenAt` and `tableUuid` are absent in messages of older writers. */
 const CommitMessageSchema: JsonSchema<CommitMessage> = v.looseObject({
   v: v.literal(1),
   table: v.string(),
@@ -50,6 +57,7 @@ const CommitMessageSchema: JsonSchema<CommitMessage> = v.looseObject({
   batch: v.looseObject({ rowCount: jsonInt, newFiles: fileChanges, changelogFiles: fileChanges }),
   sources: v.optional(v.array(v.string())),
   schemaSeenAt: v.optional(jsonInt),
+  tableUuid: v.optional(v.string()),
 });
 
 /** SQS's message size limit (1 MiB since 2025), less room for the envelope. */
@@ -100,5 +108,25 @@ export function parseCommitMessage(body: string): CommitMessage {
     batch,
     ...(m.sources ? { sources: m.sources } : {}),
     ...(m.schemaSeenAt !== undefined ? { schemaSeenAt: m.schemaSeenAt } : {}),
+    ...(m.tableUuid !== undefined ? { tableUuid: m.tableUuid } : {}),
   };
+}
+
+/**
+ * Why commit message `m` can never be committed into `table` (as opened by its committer): it
+ * was written for another table at the same location, dropped since (another `tableUuid`), whose
+ * files the drop deleted. Undefined when it is this table's, or when either side has no UUID
+ * (an older writer's message, a table created before UUIDs): nothing tells them apart then.
+ */
+export function wrongTableInstance(table: Table, m: CommitMessage): TableNotFoundError | undefined {
+  const now = table.schema.tableUuid;
+  if (m.tableUuid === undefined || now === undefined || m.tableUuid === now) return undefined;
+  const files = [...m.batch.newFiles, ...m.batch.changelogFiles].map((c) => c.file.fileName);
+  const shown = files.length > 5 ? [...files.slice(0, 5), `and ${files.length - 5} more`] : files;
+  return new TableNotFoundError(
+    m.table,
+    `batch ${m.commitIdentifier} was written for table ${m.table} with UUID ${m.tableUuid}, which was dropped; ` +
+      `the table now at ${table.path} is another one (UUID ${now}). Its ${files.length} files (${shown.join(', ')}) ` +
+      'went with the dropped table: nothing was committed. Ingest its sources again if they belong in the new table',
+  );
 }

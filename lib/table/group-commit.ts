@@ -19,7 +19,7 @@ import { CommitFilesMissingError, VarveError } from '../errors.js';
 import type { CommitBatch, CommitOptions } from '../snapshot/commit.js';
 import { commitAppendOnBase, type AfterAppend, type AppendCommitted } from './append-commit.js';
 import { messagesCommitIdentifier } from './commit-identifiers.js';
-import type { CommitMessage } from './commit-message.js';
+import { wrongTableInstance, type CommitMessage } from './commit-message.js';
 import { missingFiles, releasePending } from './pending-commits.js';
 import {
   BATCHES_PROPERTY,
@@ -127,10 +127,19 @@ export class GroupCommit {
   }
 
   private async commitRun(run: QueuedCommit[]): Promise<RunOutcome> {
+    const refused = new Map<string, Error>();
+    // Written for a table dropped since at this location: its files went with it.
+    for (const q of run) {
+      const wrong = wrongTableInstance(this.table, q.message);
+      if (wrong) refused.set(q.id, wrong);
+    }
+    const wrongInstance = refused.size;
     const recent = recentBatchesOf(this.table);
     await recent.refresh();
     const seen = new Set<string>();
-    const fresh = run.filter(({ message: m }) => {
+    const fresh = run.filter((q) => {
+      const m = q.message;
+      if (refused.has(q.id)) return false;
       // Committed before (a retry) or twice in this run (a re-send SQS did not deduplicate), or
       // every source it holds is (the same input redelivered in another batch composition).
       if (landed(m, (id) => recent.snapshotOf(id) !== undefined || seen.has(id))) return false;
@@ -138,7 +147,6 @@ export class GroupCommit {
       return true;
     });
     const ids = run.map((q) => q.id);
-    const refused = new Map<string, Error>();
     // Checked before the commit: a snapshot must never reference a file that is gone.
     const now = (this.opts.now ?? Date.now)();
     const missing = await Promise.all(
@@ -151,7 +159,7 @@ export class GroupCommit {
         missing[i].length > 0 && refused.set(q.id, new CommitFilesMissingError(q.message.commitIdentifier, missing[i])),
     );
     const ready = fresh.filter((q) => !refused.has(q.id));
-    const outcome: RunOutcome = { ids, skipped: run.length - fresh.length, refused };
+    const outcome: RunOutcome = { ids, skipped: run.length - fresh.length - wrongInstance, refused };
     if (ready.length === 0) return outcome;
     const commit = async (batches: QueuedCommit[], identifier: string) => {
       const { committed, leftOut } = await this.commitBatches(batches, identifier);

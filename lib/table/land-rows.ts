@@ -102,6 +102,7 @@ export async function landRowChunks(
       commitIdentifier: opts.commitIdentifier,
       batch,
       ...sources,
+      ...(table.schema.tableUuid !== undefined ? { tableUuid: table.schema.tableUuid } : {}),
     });
     return { rows: rowCount, files, queued: true };
   }
