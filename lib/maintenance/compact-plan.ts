@@ -69,15 +69,8 @@ export function planBucketCompaction(
       inputBytes,
     };
   }
-  const runs = levels.levelSortedRuns();
-  const strategy = new UniversalCompaction(settings.universal);
-  const n = levels.numberOfLevels;
-  let unit = full
-    ? pickFullCompaction(n, runs)
-    : settings.changelogProducer === 'lookup'
-      ? strategy.pickForceUpLevel0(n, runs)
-      : strategy.pick(n, runs);
-  if (!isUsefulUnit(unit)) return undefined;
+  let unit = pickUnit(levels, settings, full);
+  if (!unit) return undefined;
   if (
     settings.deleteResetsKey &&
     !dropsDeletes(unit.outputLevel, levels) &&
@@ -86,7 +79,7 @@ export function planBucketCompaction(
     // A delete that resets the key would be folded into a plain record above older data of the
     // same key, which would then count again: take everything into the max level instead, where
     // nothing older remains (varve departs from Paimon here, which merges and loses the reset).
-    unit = pickFullCompaction(n, runs)!;
+    unit = pickFullCompaction(levels.numberOfLevels, levels.levelSortedRuns())!;
   }
   const out = unit.outputLevel;
   return {
@@ -98,6 +91,23 @@ export function planBucketCompaction(
     fullChangelog: settings.changelogProducer === 'full-compaction' && out === levels.maxLevel,
     inputBytes: unit.files.reduce((s, f) => s + f.fileSize, 0),
   };
+}
+
+/**
+ * The unit a primary-key bucket's `levels` call for: every run for a full compaction, else
+ * universal compaction's pick (force-level-0 under the lookup producer); undefined when none
+ * would change anything.
+ */
+export function pickUnit(levels: Levels, settings: CompactionSettings, full: boolean): CompactUnit | undefined {
+  const runs = levels.levelSortedRuns();
+  const strategy = new UniversalCompaction(settings.universal);
+  const n = levels.numberOfLevels;
+  const unit = full
+    ? pickFullCompaction(n, runs)
+    : settings.changelogProducer === 'lookup'
+      ? strategy.pickForceUpLevel0(n, runs)
+      : strategy.pick(n, runs);
+  return isUsefulUnit(unit) ? unit : undefined;
 }
 
 /** Number of sorted runs of a bucket's live files (level-0 files plus non-empty levels). */

@@ -16,6 +16,7 @@ import type { Table } from '../table/table.js';
 import { FULL_COMPACTION_PROPERTY, compactBuckets, compactTable, groupByBucket } from './compact.js';
 import { sortedRunCount } from './compact-plan.js';
 import { compactionSettingsOf, type CompactionSettings } from './compaction-settings.js';
+import { summaryRuns, usableSummary } from './summary-runs.js';
 
 // Manifests are immutable, so the table object's cache serves every commit of a long-lived
 // writer process: each check reads only the manifests written since the last one.
@@ -88,6 +89,9 @@ async function sortedRunsOf(
   touched: readonly TouchedBucket[],
   settings: CompactionSettings,
 ): Promise<number[]> {
+  // Carried by the snapshot: no manifest to read (summary-runs.ts).
+  const summary = usableSummary(snapshot, settings);
+  if (summary) return touched.map((t) => summaryRuns(summary, t, settings)?.sortedRuns ?? 0);
   let memo = checkedRuns.get(table);
   if (memo?.snapshotId !== snapshot.id) checkedRuns.set(table, (memo = { snapshotId: snapshot.id, runs: new Map() }));
   const { runs } = memo;

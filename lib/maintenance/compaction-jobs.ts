@@ -18,6 +18,7 @@ import { compactBuckets, readBucketFiles } from './compact.js';
 import { planBucketCompaction, sortedRunCount } from './compact-plan.js';
 import { touchedBucketFiles } from './compact-trigger.js';
 import { compactionSettingsOf } from './compaction-settings.js';
+import { summaryRuns, usableSummary } from './summary-runs.js';
 
 /** One bucket to compact. */
 export interface CompactionJob {
@@ -49,6 +50,14 @@ export async function bucketStates(
 ): Promise<BucketState[]> {
   if (touched.length === 0) return [];
   const settings = compactionSettingsOf(table);
+  const summary = usableSummary(snapshot, settings);
+  if (summary) {
+    // Carried by the snapshot: no manifest to read (summary-runs.ts); buckets without files left out, as below.
+    return touched.flatMap((t) => {
+      const runs = summaryRuns(summary, t, settings);
+      return runs ? [{ partition: t.partition, bucket: t.bucket, ...runs }] : [];
+    });
+  }
   return (await touchedBucketFiles(table, snapshot, touched, cache ?? table.manifestCache)).map((g) => ({
     partition: g.partition,
     bucket: g.bucket,

@@ -28,6 +28,7 @@ import {
 } from './commit-request.js';
 import { checkCommitConflicts } from './conflicts.js';
 import { INDEXED_IDENTIFIER_PROPERTY } from './commit-identifier.js';
+import { BUCKETS_PROPERTY, bucketSummaryOf, encodeBucketSummary, nextBucketSummary } from './bucket-summary.js';
 
 /** The property holding a random id per commit call, so an ambiguous write can recognise itself. */
 export const COMMIT_UUID_PROPERTY = 'varve.commit-uuid';
@@ -64,6 +65,7 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
   const changes = assignSequenceNumbers(req, latest?.nextSequenceNumber ?? 0);
   const previous = latest ? await readDataManifests(store, tablePath, latest, cache) : [];
   if (req.overwrite) await deleteOverwritten(ctx, previous, req.overwrite, changes);
+  const summary = bucketSummaryOf(latest);
 
   const writeOpts = { namer, targetFileSize: opts.manifestTargetFileSize, schemaId: req.schemaId };
   const deltaFiles = encodeManifestFiles([...changes.deletes, ...changes.adds], writeOpts);
@@ -80,6 +82,9 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
       adds: changes.adds,
       deletes: changes.deletes,
       checkAppendFiles: opts.checkAppendFiles ?? true,
+      // Only on the base the caller vouched for: a lost race's newer base may hold them.
+      addsUnseen: opts.addsUnseenThrough !== undefined && latest?.id === opts.addsUnseenThrough,
+      summary,
       compareKeys: opts.compareKeys,
       cache,
     }),
@@ -99,7 +104,14 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
       ? opts.deletionVectors.plan(latest, changes, previous, cache)
       : Promise.resolve(req.deletionVectors),
   ]);
-  return snapshotOf(ctx, latest, changes, dataManifestList, changelogManifestList, deletionVectors);
+  const snapshot = snapshotOf(ctx, latest, changes, dataManifestList, changelogManifestList, deletionVectors);
+  // This commit's changes on its base's summary: exact, as every removed file is one the base
+  // holds (else the conflict check above failed and this snapshot is never created).
+  const next = summary && nextBucketSummary(summary, changes.deletes, changes.adds);
+  const encoded = next && encodeBucketSummary(next);
+  if (encoded !== undefined) snapshot.properties![BUCKETS_PROPERTY] = encoded;
+  else delete snapshot.properties![BUCKETS_PROPERTY];
+  return snapshot;
 }
 
 /** An overwrite deletes what the overwritten partitions hold on THIS base: a commit that landed since planning is replaced too. */

@@ -138,6 +138,14 @@ export interface CommitOptions {
    * reading the manifests of the touched partitions.
    */
   checkAppendFiles?: boolean;
+  /**
+   * A snapshot id up to which no snapshot holds any file this commit adds, as its caller knows
+   * (the group commit: its deduplication window knows every snapshot since its batches were
+   * written, and none holds them: lib/table/group-commit.ts). An attempt on exactly that base
+   * skips checkAppendFiles' read of the live files (nothing it adds can be live); an attempt on a
+   * later one (a lost race) checks as usual.
+   */
+  addsUnseenThrough?: number;
   now?: () => number;
   onRetry?: (attempt: number, reason: string) => void;
   /** Reuse across commits of one table (with `cacheSnapshots`) to skip re-reading the dedup window. */

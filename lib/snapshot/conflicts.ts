@@ -14,6 +14,7 @@ import { findPartitionTotalBuckets, foldLiveFiles, touchedFilter } from '../mani
 import type { ManifestEntry, ManifestFileMeta } from '../manifest/types.js';
 import type { JsonValue } from '../schema/value-codec.js';
 import type { ObjectStore } from '../store/object-store.js';
+import { type BucketSummary, nextBucketSummary, summaryTotalBuckets } from './bucket-summary.js';
 
 /** The inputs of a conflict check. */
 export interface ConflictCheckInput {
@@ -26,6 +27,16 @@ export interface ConflictCheckInput {
   deletes: readonly ManifestEntry[];
   /** Check level-0 ADDs against live files too (see CommitOptions.checkAppendFiles). */
   checkAppendFiles: boolean;
+  /**
+   * The base's live files per bucket when it carries them (bucket-summary.ts): the partitions'
+   * bucket counts are then read there instead of in the manifests.
+   */
+  summary?: BucketSummary;
+  /**
+   * No snapshot up to the base holds any file the commit adds (CommitOptions.addsUnseenThrough
+   * named this base): none is live, so level-0 ADDs are not looked for among the live files.
+   */
+  addsUnseen?: boolean;
   compareKeys: (a: JsonValue[], b: JsonValue[]) => number;
   cache?: ManifestCache;
 }
@@ -56,14 +67,18 @@ async function checkTotalBuckets(input: ConflictCheckInput): Promise<void> {
   }
   if (own.size === 0) return;
   const removed = new Set(input.deletes.map(fileIdentity));
-  const live = await findPartitionTotalBuckets(
-    input.store,
-    input.tablePath,
-    input.manifests,
-    new Set(own.keys()),
-    removed,
-    input.cache,
-  );
+  // The base's summary less the removed files answers as the manifests would (bucket-summary.ts).
+  const left = input.summary && nextBucketSummary(input.summary, input.deletes, []);
+  const live = left
+    ? summaryTotalBuckets(left, own.keys())
+    : await findPartitionTotalBuckets(
+        input.store,
+        input.tablePath,
+        input.manifests,
+        new Set(own.keys()),
+        removed,
+        input.cache,
+      );
   for (const [partition, e] of own) {
     const n = live.get(partition);
     if (n !== undefined && n !== e.totalBuckets) {
@@ -117,7 +132,8 @@ function checkOverlaps(
 /** Throws CommitConflictError when the commit cannot follow the given base; see the file comment. */
 export async function checkCommitConflicts(input: ConflictCheckInput): Promise<void> {
   await checkTotalBuckets(input);
-  const relevantAdds = input.checkAppendFiles ? input.adds : input.adds.filter((e) => e.file.level >= 1);
+  const relevantAdds =
+    input.checkAppendFiles && !input.addsUnseen ? input.adds : input.adds.filter((e) => e.file.level >= 1);
   const changed = [...input.deletes, ...relevantAdds];
   const touched = new Set(changed.map(bucketOf));
   if (touched.size === 0) return;

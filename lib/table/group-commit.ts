@@ -89,6 +89,23 @@ function filesMayBeGone(table: Table, batch: CommitBatch, recent: RecentBatches,
   return !(registrationLive && recent.knowsEverySnapshotAfter(written - CLOCK_SKEW_MS));
 }
 
+/**
+ * The snapshot through which no snapshot holds a file of `batches` (CommitOptions.addsUnseenThrough:
+ * the commit on it then does not look for them among the live files), or undefined. The first
+ * point of filesMayBeGone, for each batch: written (its newest file) after the oldest snapshot
+ * `recent` knows every successor of, and found in none (the batches here are fresh), it is in no
+ * snapshot up to the newest one `recent` noted — one committed before its files were written
+ * cannot hold them, and a batch's files are committed only with its identifier in `varve.batches`.
+ */
+function addsUnseenThrough(batches: readonly CommitBatch[], recent: RecentBatches): number | undefined {
+  for (const batch of batches) {
+    if (batch.newFiles.length === 0) continue;
+    const written = Math.max(...batch.newFiles.map((f) => f.file.creationTime));
+    if (!recent.knowsEverySnapshotAfter(written - CLOCK_SKEW_MS)) return undefined;
+  }
+  return recent.notedThrough;
+}
+
 /** Consecutive messages written with the same schema: each run is one snapshot (almost always one run). */
 function schemaRuns(queued: readonly QueuedCommit[]): QueuedCommit[][] {
   const runs: QueuedCommit[][] = [];
@@ -199,6 +216,12 @@ export class GroupCommit {
   ): Promise<{ committed?: AppendCommitted; leftOut: number }> {
     const recent = recentBatchesOf(this.table);
     let kept = batches;
+    // Vouched for the base the window read before the first plan; a lost race's newer base is
+    // checked as before (addsUnseenThrough).
+    const unseenThrough = addsUnseenThrough(
+      batches.map((q) => q.message.batch),
+      recent,
+    );
     const committed = await commitAppendOnBase(
       this.table,
       async (base) => {
@@ -220,7 +243,10 @@ export class GroupCommit {
         commitUser: GROUP_COMMIT_USER,
         commitIdentifier,
         schemaId: batches[0].message.schemaId,
-        commitOptions: this.opts.commitOptions,
+        commitOptions:
+          unseenThrough === undefined
+            ? this.opts.commitOptions
+            : { ...this.opts.commitOptions, addsUnseenThrough: unseenThrough },
       },
     );
     if (committed.nothingLeft) return { leftOut: batches.length };

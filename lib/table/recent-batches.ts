@@ -181,6 +181,11 @@ export class RecentBatches {
     return time >= Math.max(this.completeAfter, this.horizon);
   }
 
+  /** The newest snapshot noted (0 before the first refresh, or while the table has none): what the answers above are as of. */
+  get notedThrough(): number {
+    return this.scannedUpTo;
+  }
+
   /** The snapshot that holds batch or source `id`, if one within the window does. */
   snapshotOf(id: string): number | undefined {
     const found = this.ids.get(id);

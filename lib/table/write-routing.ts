@@ -8,6 +8,7 @@ import { findPartitionTotalBuckets, readDataManifests } from '../manifest/scan.j
 import { chunkOfData } from '../mergetree/column-access.js';
 import { bucketOf, bucketOfInt32, bucketOfInt64Words } from '../schema/bucket.js';
 import { partitionPath } from '../schema/partition.js';
+import { bucketSummaryOf, summaryTotalBuckets } from '../snapshot/bucket-summary.js';
 import type { DataField, DataType, Value } from '../schema/types.js';
 import type { Table } from './table.js';
 
@@ -70,7 +71,10 @@ export class RowRouter {
       // Looked up through the committer's caching manager: the commit then starts from the same
       // base, read once (no second LATEST, HEADs and GET of it).
       const latest = t.commitSnapshots.newestKnown() ?? (await t.commitSnapshots.latest());
-      if (latest)
+      // What the snapshot carries per partition answers as its files would, without a manifest read.
+      const summary = latest && bucketSummaryOf(latest);
+      if (summary) found = summaryTotalBuckets(summary, unknown);
+      else if (latest)
         found = await findPartitionTotalBuckets(
           t.store,
           t.path,

@@ -11,14 +11,15 @@
  * The budget, request by request (issue 32: no LIST, each immutable object read at most once per
  * container, 3 metadata PUTs per commit):
  *
- * cold ingest (12) — open the table: the catalog item (DynamoDB GetItem), schema-0 (GET) and a
+ * cold ingest (10) — open the table: the catalog item (DynamoDB GetItem), schema-0 (GET) and a
  *   HEAD of schema-1 (none: the latest schema is found without listing); routing (each
  *   partition's bucket count is its files'): the LATEST hint, snapshot-1 (GET) and a HEAD of
- *   snapshot-2 (none: 1 is the latest), its manifest list and manifest; the batch: 2 data files
- *   (one per bucket), its pending registration (PUT), the commit message (SQS SendMessage).
+ *   snapshot-2 (none: 1 is the latest), no manifest: the snapshot carries each partition's bucket
+ *   count (lib/snapshot/bucket-summary.ts); the batch: 2 data files (one per bucket), its pending
+ *   registration (PUT), the commit message (SQS SendMessage).
  * warm ingest (4) — the 2 data files, the registration, the commit message: the table, its
  *   schema and the partitions' bucket counts are known.
- * cold commit (12) — open the table at the schema the batch's writer found newest (its message
+ * cold commit (11) — open the table at the schema the batch's writer found newest (its message
  *   says which, and when the writer looked: less than a minute ago, the life of a warm container's
  *   table), read from the table's standard folder: schema-0 (GET; no catalog item, no HEAD of
  *   schema-1: lib/aws/tables.ts openAtSeenSchema has the argument; an older lookup or a message
@@ -28,18 +29,23 @@
  *   starts from that same snapshot; the batch's 2 data files are not checked (a batch younger
  *   than its pending registration's retention, written after every snapshot the window knows,
  *   cannot have lost them: lib/table/group-commit.ts filesMayBeGone; an old one, a redrive, is
- *   checked: test/table/group-commit-file-checks.test.ts); the back-pressure check (sorted runs of the touched buckets) reads the base's manifest list and
- *   manifest (2), which the commit then takes from the same cache; the commit identifier's claim
- *   (conditional PUT), the manifest, the manifest list, snapshot-2 (3 PUTs: the LATEST hint was
- *   current, so it is not written); the `Snapshot Committed` event (EventBridge PutEvents); the
- *   registration released (DELETE).
+ *   checked: test/table/group-commit-file-checks.test.ts); no manifest is read: the back-pressure
+ *   check (sorted runs of the touched buckets), the partitions' bucket counts of the conflict
+ *   check and the compaction-job check after the commit read what the snapshots carry per bucket
+ *   (lib/snapshot/bucket-summary.ts), and the batch's files are not looked for among the live
+ *   ones (the window found no snapshot holding them: group-commit.ts addsUnseenThrough); the
+ *   commit reads the base's manifest list (1), to write the new one from it; the commit
+ *   identifier's claim (conditional PUT), the manifest, the manifest list, snapshot-2 (3 PUTs:
+ *   the LATEST hint was current, so it is not written); the `Snapshot Committed` event
+ *   (EventBridge PutEvents); the registration released (DELETE).
  * warm commit (8) — the window's check for commits by others: snapshot-N still there and no
  *   snapshot-N+1 (2 HEADs, N being the container's own last commit, whose manifests it wrote and
  *   keeps); then as cold: the claim, 3 metadata PUTs, the event, the release.
  * Direct commit mode (the ingest function commits itself):
- * cold ingest (15) — open (3), the latest snapshot (3) and its manifests (2) for routing, which
- *   the back-pressure check and the commit then share; 2 data files, the claim, 3 metadata PUTs,
- *   the event.
+ * cold ingest (15) — open (3), the latest snapshot (3) (routing and the back-pressure check read
+ *   what it carries per bucket), its manifest list and manifest (2): the commit looks the batch's
+ *   files up among the live ones (no deduplication window vouches for them in direct mode); 2
+ *   data files, the claim, 3 metadata PUTs, the event.
  * warm ingest (7, 8 with the check) — 2 data files, the claim, 3 metadata PUTs, the event: the
  *   commit bets on its own last snapshot being the latest (a lost race reloads), and checks that
  *   it still exists (the HEAD below: a second has passed since this container made it).
@@ -79,7 +85,11 @@ async function coldContainer(env: Record<string, string>) {
       key: r.service === 'S3' ? String(r.input.Key ?? r.input.Prefix) : '',
     }),
   );
-  return { requests, ingest: createIngestHandler(env) as SqsFn, commit: createCommitHandler(env) as SqsFn };
+  return {
+    requests,
+    ingest: createIngestHandler(env) as SqsFn,
+    commit: createCommitHandler(env) as SqsFn,
+  };
 }
 
 /** What a request is, named relative to the base snapshot `base` (the latest one before the invocation). */
@@ -128,9 +138,9 @@ const COMMIT = [
   'S3:DeleteObject pending',
 ];
 const QUEUED = {
-  coldIngest: [...OPEN, ...LOOKUP, ...MANIFESTS, ...BATCH],
+  coldIngest: [...OPEN, ...LOOKUP, ...BATCH],
   warmIngest: BATCH,
-  coldCommit: ['S3:GetObject schema-0', ...LOOKUP, ...MANIFESTS, ...COMMIT],
+  coldCommit: ['S3:GetObject schema-0', ...LOOKUP, 'S3:GetObject manifest-list', ...COMMIT],
   warmCommit: ['S3:HeadObject snapshot-base', 'S3:HeadObject snapshot-new', ...COMMIT],
 };
 const DIRECT_COMMIT = [

@@ -3,11 +3,17 @@
  * live files were written for, found in the manifests of the latest snapshot. A write touching 1
  * of N partitions reads only manifests whose partition range (the manifest list's statistics)
  * holds it, newest first, and stops at the first that names a live file of it: the newest one
- * when the last commit wrote that partition. Counted on the store under a fresh table object, in
- * queue mode (the ingest function's landing: files written, the batch handed on, no commit).
+ * when the last commit wrote that partition. That is the fall back: a snapshot carrying its
+ * partitions' bucket counts (lib/snapshot/bucket-summary.ts, every snapshot varve commits since
+ * 2026-12-07 unless over its size cap) answers without a manifest read; each case runs both ways,
+ * the latest snapshot's summary taken out for the second (as a table older than it). Counted on
+ * the store under a fresh table object, in queue mode (the ingest function's landing: files
+ * written, the batch handed on, no commit).
  */
 import { describe, expect, it } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
+import { BUCKETS_PROPERTY } from '../../lib/snapshot/bucket-summary.js';
+import { snapshotKey } from '../../lib/snapshot/paths.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import type { ObjectStore } from '../../lib/store/object-store.js';
 import type { CommitMessage } from '../../lib/table/commit-message.js';
@@ -72,9 +78,12 @@ describe('routing reads of a cold write to 1 of N partitions', () => {
     const all = await manifestSizes(store, t.path);
 
     // Act
+    const carried = await coldWrite(store, day(3));
+    await withoutSummary(store, t.path);
     const reads = await coldWrite(store, day(3));
 
-    // Assess: one manifest of the 4 (before: all 4, read as one chunk)
+    // Assess: none with the summary; without, one manifest of the 4 (before: all 4, read as one chunk)
+    expect(carried).toHaveLength(0);
     const bytes = reads.reduce((a, r) => a + r.bytes, 0);
     console.log(
       `cold write to 1 of ${N} partitions, interleaved: ${reads.length} of ${all.length} manifests, ${bytes} of ${all.reduce((a, b) => a + b, 0)} bytes`,
@@ -92,9 +101,12 @@ describe('routing reads of a cold write to 1 of N partitions', () => {
     const all = await manifestSizes(store, t.path);
 
     // Act
+    const carried = await coldWrite(store, day(3));
+    await withoutSummary(store, t.path);
     const reads = await coldWrite(store, day(3));
 
-    // Assess: the one manifest whose range holds the partition, whatever its age
+    // Assess: none with the summary; without, the one manifest whose range holds the partition, whatever its age
+    expect(carried).toHaveLength(0);
     const bytes = reads.reduce((a, r) => a + r.bytes, 0);
     console.log(
       `cold write to 1 of ${N} partitions, one per commit: ${reads.length} of ${all.length} manifests, ${bytes} of ${all.reduce((a, b) => a + b, 0)} bytes`,
@@ -110,4 +122,16 @@ async function manifestSizes(store: MemoryStore, tablePath: string): Promise<num
   for await (const o of store.list(`${tablePath}/manifest/`))
     if (!/manifest-list-/.test(o.key)) sizes.push((await store.get(o.key)).body.length);
   return sizes;
+}
+
+/** Takes the per-bucket summary out of the latest snapshot (as a table older than it has none). */
+async function withoutSummary(store: MemoryStore, tablePath: string): Promise<void> {
+  const table = await new FolderCatalog(store).getTable('db.t');
+  const latest = (await table.snapshots.latest())!;
+  expect(latest.properties?.[BUCKETS_PROPERTY]).toBeDefined();
+  const { [BUCKETS_PROPERTY]: _, ...rest } = latest.properties!;
+  await store.put(
+    snapshotKey(tablePath, latest.id),
+    new TextEncoder().encode(JSON.stringify({ ...latest, properties: rest })),
+  );
 }
