@@ -79,11 +79,16 @@ const CLOCK_SKEW_MS = 5 * 60_000;
  *   commit, is younger than `orphan-files.pending-time-retained`, and orphan cleanup keeps every
  *   file such a registration lists, whatever its own age window (remove-orphans.ts).
  * An older batch (a commit redriven from the dead-letter queue days later), or one written before
- * an expired snapshot the window met, is checked.
+ * an expired snapshot the window met, is checked. So is every batch when the latest snapshot (which
+ * the window has just read) names a newer schema than this table object's: the retention read here
+ * may be a minute old (a warm container keeps its table that long), and an ALTER lowering it, then
+ * orphan cleanup under the new value, may have deleted files this view still takes for protected.
  */
 function filesMayBeGone(table: Table, batch: CommitBatch, recent: RecentBatches, now: number): boolean {
   const files = [...batch.newFiles, ...batch.changelogFiles];
   if (files.length === 0) return false;
+  const newest = table.commitSnapshots.newestKnown();
+  if (newest !== undefined && newest.schemaId > table.schema.id) return true;
   const written = Math.max(...files.map((f) => f.file.creationTime));
   const registrationLive = now - written + CLOCK_SKEW_MS < table.options.orphanFilesPendingTimeRetained;
   return !(registrationLive && recent.knowsEverySnapshotAfter(written - CLOCK_SKEW_MS));

@@ -9,6 +9,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { pastFloor } from '../helpers/expiry-clock.js';
+import { rng, testSeed } from '../helpers/random.js';
+import { alterTable } from '../../lib/table/alter.js';
+import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans.js';
+import { verifyTable } from '../../lib/maintenance/verify-table.js';
 import { CommitFilesMissingError } from '../../lib/errors.js';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { compactTable } from '../../lib/maintenance/compact.js';
@@ -67,6 +71,47 @@ async function setUp() {
 }
 
 describe('the group commit checks the files of a batch only when they may be gone', () => {
+  it('checks every batch when an ALTER it has not seen may have lowered the registration retention, and refuses those orphan cleanup deleted (randomized)', async () => {
+    const seed = testSeed('group-commit stale retention');
+    const r = rng(seed);
+    for (let round = 0; round < 3; round++) {
+      // Prepare: young batches; a committer opened the table before an ALTER lowered
+      // orphan-files.pending-time-retained, and orphan cleanup ran under the new value
+      const { store, writer, open } = await setUp();
+      const batches: CommitMessage[] = [];
+      for (let i = 0, n = r.int(1, 3); i < n; i++) batches.push(await queuedBatch(writer, `b${i}`, [2 * i, 2 * i + 1]));
+      const p = committerProcess(store, 'committer');
+      const stale = await open(p.store);
+      await alterTable(writer, [
+        { kind: 'set-option', key: 'orphan-files.pending-time-retained', value: r.pick(['1 ms', '5 ms']) },
+      ]);
+      const later = Date.now() + r.int(1_000, 50_000);
+      const cleanup = await removeOrphanFiles(await open(store), { mode: 'journal', olderThanMs: 1, now: later });
+      expect(cleanup.deleted, `seed ${seed}`).toBeGreaterThan(0);
+
+      // Act
+      const queued = batches.map((message, i) => ({ id: `m${i}`, message }));
+      const outcome = await new GroupCommit(stale, queued).settle('m0');
+
+      // Assess: those whose files are gone refused, no snapshot names a missing file, every batch checked
+      for (const [i, m] of batches.entries()) {
+        const missing = (await Promise.all(batchFileKeys(stale, [m.batch]).map((k) => store.head(k)))).some(
+          (h) => h === undefined,
+        );
+        expect(outcome.refused.get(`m${i}`) instanceof CommitFilesMissingError, `seed ${seed} batch ${i}`).toBe(
+          missing,
+        );
+      }
+      await expect(verifyTable(await open(store))).resolves.toMatchObject({ ok: true });
+      expect(p.fileHeads.length, `seed ${seed}`).toBe(
+        batchFileKeys(
+          stale,
+          batches.map((m) => m.batch),
+        ).length,
+      );
+    }
+  });
+
   it('commits a young batch without checking its files', async () => {
     // Prepare: a batch written moments ago, in both buckets
     const { store, writer, open } = await setUp();
