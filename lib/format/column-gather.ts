@@ -11,6 +11,7 @@ import {
   makeColumn,
   MAX_VAR_BYTES,
   ownMemory,
+  typedFrom,
   validityOf,
   wordView,
   type Allocate,
@@ -34,7 +35,7 @@ export function gatherColumn(
   let validity: Uint8Array | null = null;
   let nullCount = 0;
   if (bitmaps.some((b) => b !== null)) {
-    validity = new Uint8Array(alloc((n + 7) >> 3));
+    validity = typedFrom(Uint8Array, alloc, (n + 7) >> 3);
     nullCount =
       n -
       gatherBits(
@@ -46,7 +47,7 @@ export function gatherColumn(
       );
   }
   if (layout.kind === 'bool') {
-    const values = new Uint8Array(alloc((n + 7) >> 3));
+    const values = typedFrom(Uint8Array, alloc, (n + 7) >> 3);
     gatherBits(
       chunks.map((d) => d.values as Uint8Array),
       chunks.map((d) => d.offset),
@@ -186,7 +187,7 @@ function gatherVar(
   const n = row.length;
   const srcOffsets = chunks.map((d) => d.valueOffsets as Int32Array);
   const srcBytes = chunks.map((d) => d.values as Uint8Array);
-  const offsets = new Int32Array(alloc(4 * (n + 1)));
+  const offsets = typedFrom(Int32Array, alloc, n + 1);
   // Where each value starts in its source, read once with its length: the copy pass reads these
   // in order instead of looking the source offsets up again at random.
   const starts = startsScratch(n);
@@ -216,7 +217,7 @@ function gatherVar(
       `column ${column}: gathering ${n} rows needs more than 2 GiB of string/bytes data in one batch; gather fewer rows at a time`,
     );
   }
-  const bytes = new Uint8Array(alloc(total));
+  const bytes = typedFrom(Uint8Array, alloc, total);
   if (source === null) copyRuns(srcBytes[0], starts, offsets, bytes);
   else copySourceRuns(srcBytes, source, starts, offsets, bytes);
   return { offsets, bytes };

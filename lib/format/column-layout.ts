@@ -30,10 +30,56 @@ export function layoutOf(type: arrow.DataType, column: string): ColumnLayout {
 }
 
 /**
- * Where a kernel's output buffers come from: zeroed memory of `bytes` bytes. `ownMemory` (the
- * default) is this thread's; `sharedMemory` is memory other threads can read without a copy.
+ * Where a kernel's output buffers come from: zeroed memory of `bytes` bytes, a buffer of its own
+ * or an 8-byte aligned region of a larger one (RegionRing). `ownMemory` (the default) is this
+ * thread's; `sharedMemory` is memory other threads can read without a copy.
  */
-export type Allocate = (bytes: number) => ArrayBufferLike;
+export type Allocate = (bytes: number) => ArrayBufferLike | Uint8Array;
+
+type TypedArrayOf<T> = {
+  new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): T;
+  BYTES_PER_ELEMENT: number;
+};
+
+/** A typed array of `length` elements over zeroed memory from `alloc`. */
+export function typedFrom<T>(Type: TypedArrayOf<T>, alloc: Allocate, length: number): T {
+  const m = alloc(length * Type.BYTES_PER_ELEMENT);
+  return ArrayBuffer.isView(m) ? new Type(m.buffer, m.byteOffset, length) : new Type(m);
+}
+
+/**
+ * Zeroed regions carved from two slabs used in turn, for output that is consumed before the
+ * one after next is made: `turn()` starts carving the other slab, so what one turn allocated
+ * stays valid through the next turn and is overwritten in the turn after. A slab too small for a
+ * turn is replaced by a larger one (the regions it gave out keep the old one alive), so after
+ * the first turns nothing is allocated: new ArrayBuffers are what set off V8's full collections.
+ */
+export class RegionRing {
+  private readonly slabs = [new Uint8Array(0), new Uint8Array(0)];
+  private current = 0;
+  private at = 0;
+
+  /** Starts the next turn; returns the allocator of its regions. */
+  turn(): Allocate {
+    this.current ^= 1;
+    this.at = 0;
+    return this.alloc;
+  }
+
+  private readonly alloc: Allocate = (bytes) => {
+    let start = (this.at + 7) & ~7;
+    let slab = this.slabs[this.current];
+    if (start + bytes > slab.length) {
+      slab = new Uint8Array(Math.max(2 * slab.length, bytes, 1 << 20));
+      this.slabs[this.current] = slab;
+      start = 0;
+    }
+    this.at = start + bytes;
+    const region = slab.subarray(start, start + bytes);
+    region.fill(0);
+    return region;
+  };
+}
 
 /** Fresh memory of this thread. */
 export const ownMemory: Allocate = (bytes) => new ArrayBuffer(bytes);
@@ -48,13 +94,10 @@ export function allocValues(
   n: number,
   alloc: Allocate = ownMemory,
 ): ArrayBufferView {
-  if (layout.kind === 'bool') return new Uint8Array(alloc((n + 7) >> 3));
-  if (layout.kind === 'var') return new Uint8Array(alloc(n));
-  const ArrayType = type.ArrayType as unknown as {
-    new (buffer: ArrayBufferLike): ArrayBufferView;
-    BYTES_PER_ELEMENT: number;
-  };
-  return new ArrayType(alloc(n * layout.width));
+  if (layout.kind === 'bool') return typedFrom(Uint8Array, alloc, (n + 7) >> 3);
+  if (layout.kind === 'var') return typedFrom(Uint8Array, alloc, n);
+  const ArrayType = type.ArrayType as unknown as TypedArrayOf<ArrayBufferView>;
+  return typedFrom(ArrayType, alloc, (n * layout.width) / ArrayType.BYTES_PER_ELEMENT);
 }
 
 /**

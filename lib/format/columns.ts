@@ -122,12 +122,14 @@ export function gatherRows(sources: arrow.Table[], source: Uint16Array, row: Uin
 /**
  * The first `columns` columns of gatherRows's table, gathered straight from the sources' batches
  * (no projected table per source): the merge's value columns, beside which it builds its own.
+ * Their buffers come from `alloc`.
  */
 export function gatherRowColumns(
   sources: arrow.Table[],
   source: Uint16Array,
   row: Uint32Array,
   columns: number,
+  alloc: Allocate = ownMemory,
 ): arrow.Data[] {
   if (sources.length === 0) throw new InvalidArgumentError('gatherRows: no source tables; pass at least one');
   if (source.length !== row.length) {
@@ -156,6 +158,7 @@ export function gatherRowColumns(
       flat.map((t) => t.batches[0].data.children[c]),
       source,
       row,
+      alloc,
     ),
   );
 }

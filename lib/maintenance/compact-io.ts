@@ -45,6 +45,8 @@ export const COMPACT_ROW_GROUP_ROWS = 131_072;
 export class BucketFileIO implements CompactFileIO {
   /** Keys of every file this job wrote, data and changelog. */
   readonly written: string[] = [];
+  /** A sink's `add` takes the rows' statistics and copies them into the encoder before it returns. */
+  readonly sinksCopyRows = true;
 
   constructor(
     private readonly table: Table,

@@ -6,14 +6,15 @@
 import * as arrow from 'apache-arrow';
 import { SchemaMismatchError } from '../errors.js';
 import type { Value } from '../schema/types.js';
+import { ownMemory, typedFrom, type Allocate } from '../format/column-layout.js';
 
 const encoder = new TextEncoder();
 type MakeDataProps = Parameters<typeof arrow.makeData>[0];
 const TWO_32 = 4294967296;
 
-/** An Int64 column of `count` sequence numbers (non-negative integers below 2^53). */
-export function sequenceColumn(sequence: Float64Array, count: number): arrow.Data {
-  const words = new Int32Array(count * 2);
+/** An Int64 column of `count` sequence numbers (non-negative integers below 2^53), in memory from `alloc`. */
+export function sequenceColumn(sequence: Float64Array, count: number, alloc: Allocate = ownMemory): arrow.Data {
+  const words = typedFrom(Int32Array, alloc, count * 2);
   for (let i = 0; i < count; i++) {
     const s = sequence[i];
     // Split into words arithmetically: BigInt per row would allocate a million objects.
@@ -25,13 +26,13 @@ export function sequenceColumn(sequence: Float64Array, count: number): arrow.Dat
     type: new arrow.Int64(),
     length: count,
     nullCount: 0,
-    data: new BigInt64Array(words.buffer),
+    data: new BigInt64Array(words.buffer, words.byteOffset, count),
   });
 }
 
-/** An Int8 column of `count` row kinds. */
-export function kindColumn(kind: Uint8Array, count: number): arrow.Data {
-  const data = new Int8Array(count);
+/** An Int8 column of `count` row kinds, in memory from `alloc`. */
+export function kindColumn(kind: Uint8Array, count: number, alloc: Allocate = ownMemory): arrow.Data {
+  const data = typedFrom(Int8Array, alloc, count);
   data.set(kind.subarray(0, count));
   return arrow.makeData({ type: new arrow.Int8(), length: count, nullCount: 0, data });
 }

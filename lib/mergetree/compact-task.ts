@@ -28,6 +28,11 @@ export interface CompactFileIO {
   chunks(file: DataFileMeta, opts?: { reuseBuffers?: boolean }): AsyncIterable<arrow.Table>;
   /** A new data file of `level` that key-sorted rows (absolute sequence numbers) stream into. */
   create(level: number): Promise<DataFileSink<DataFileMeta>>;
+  /**
+   * Every sink `create` returns is done with the rows given to `add` when it returns (encoded or
+   * copied, nothing kept), so the merge may build its next steps' rows in the same memory.
+   */
+  readonly sinksCopyRows?: boolean;
 }
 
 export type { SectionPiece };
@@ -188,6 +193,9 @@ class CompactTask {
           maxLevel: this.opts.maxLevel,
           spillRoot: this.opts.spillRoot,
           onSpill: () => this.result.spillPasses++,
+          // Reused only when no one keeps a step's rows: the sinks copy them (into the encoder)
+          // before out.add returns, and a changelog producer may keep them.
+          reuseOutput: this.io.sinksCopyRows === true && this.observer.rewritten === undefined,
         });
         for await (const { pieces, merged: rowsOut } of merged) {
           await this.observer.rewritten?.(pieces, rowsOut, this.outputLevel);

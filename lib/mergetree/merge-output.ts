@@ -4,7 +4,7 @@
  * `_SEQUENCE_NUMBER` and `_VALUE_KIND` from the result's arrays.
  */
 import * as arrow from 'apache-arrow';
-import { tableFromColumns } from '../format/column-layout.js';
+import { ownMemory, tableFromColumns, type Allocate } from '../format/column-layout.js';
 import { gatherRowColumns, gatherRows, takeRows } from '../format/columns.js';
 import { kindColumn, nullColumn, sequenceColumn, valuesColumn } from './arrow-build.js';
 import type { ColumnOutput, MergeResult } from './merge-result.js';
@@ -49,19 +49,21 @@ export function materializeMerge(
 
 /**
  * The table of a deduplicate merge's winners (dedupWinners): row k is row `row[k]` of source
- * `source[k]`, with the winner's kind and sequence number; the sources' physical schema.
+ * `source[k]`, with the winner's kind and sequence number; the sources' physical schema. The
+ * columns it builds take their memory from `alloc`.
  */
 export function materializeWinners(
   sources: arrow.Table[],
   winners: { source: Uint16Array; row: Uint32Array; kind: Uint8Array; sequence: Float64Array; count: number },
   opts: MaterializeOptions,
+  alloc: Allocate = ownMemory,
 ): arrow.Table {
   const { source, row, count } = winners;
   const schema = sources[0].schema;
   const nf = schema.fields.length - 2;
-  const children = winnerColumns(sources, source, row, count, nf);
-  children.push(sequenceColumn(winners.sequence, count));
-  children.push(kindColumn(opts.allInsert ? new Uint8Array(count) : winners.kind, count));
+  const children = winnerColumns(sources, source, row, count, nf, alloc);
+  children.push(sequenceColumn(winners.sequence, count, alloc));
+  children.push(kindColumn(opts.allInsert ? new Uint8Array(count) : winners.kind, count, alloc));
   return tableFromColumns(schema, children, count);
 }
 
@@ -72,6 +74,7 @@ function winnerColumns(
   row: Uint32Array,
   count: number,
   nf: number,
+  alloc: Allocate,
 ): arrow.Data[] {
   if (count > 0) {
     const s = source[0],
@@ -84,7 +87,7 @@ function winnerColumns(
     }
   }
   // Straight from the sources' batches: no projected table per source and step.
-  return gatherRowColumns(sources, source, row, nf);
+  return gatherRowColumns(sources, source, row, nf, alloc);
 }
 
 /**

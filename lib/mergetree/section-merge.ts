@@ -8,7 +8,7 @@
  * result is the one an unbounded merge gives.
  */
 import type * as arrow from 'apache-arrow';
-import { tableFromColumns } from '../format/column-layout.js';
+import { RegionRing, tableFromColumns } from '../format/column-layout.js';
 import { gatherRows, singleBatch } from '../format/columns.js';
 import { DEFAULT_ROW_GROUP_SIZE } from '../format/data-file.js';
 import type { TableSchema } from '../schema/types.js';
@@ -70,6 +70,11 @@ export interface SectionMergeOptions {
   stepRows?: number;
   /** Told of every spill pass: runs in, runs out. */
   onSpill?(runsIn: number, runsOut: number): void;
+  /**
+   * Build each step's merged table in memory reused two steps later (RegionRing), for a caller
+   * that is done with every yield before it asks for the one after next.
+   */
+  reuseOutput?: boolean;
 }
 
 /** A data file as a run, read chunk by chunk; `fileSize`/`rowCount` size its estimate. */
@@ -108,9 +113,10 @@ export async function* mergeSection(
       keepKinds: true,
       repeatedKeys,
     };
+    const regions = opts.reuseOutput ? new RegionRing() : null;
     for await (const aligned of alignRunStreams(runs.map(asStream), opts.schema.primaryKeys, REUSED_KEYS)) {
       for (const pieces of cutPieces(aligned, opts.schema.primaryKeys, opts.stepRows ?? MERGE_STEP_ROWS)) {
-        const merged = mergeSortedRuns(pieces, mergeOpts);
+        const merged = mergeSortedRuns(pieces, regions === null ? mergeOpts : { ...mergeOpts, alloc: regions.turn() });
         yield {
           pieces: pieces.map((p) => ({
             table: p.table,

@@ -8,6 +8,7 @@ import type * as arrow from 'apache-arrow';
 import { SchemaMismatchError } from '../errors.js';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { emptyTable, singleBatch } from '../format/columns.js';
+import type { Allocate } from '../format/column-layout.js';
 import type { TableSchema } from '../schema/types.js';
 import { columnChunk } from './column-access.js';
 import type { MergeFunction } from './merge-function.js';
@@ -41,6 +42,11 @@ export interface MergeReadOptions {
   repeatedKeys?: boolean;
   /** The runs hold raw input records (a write buffer's spilled runs), which `count` aggregates count one by one. */
   rawInput?: boolean;
+  /**
+   * Where the columns a deduplicate merge builds take their memory (a compaction's reused step
+   * memory, RegionRing: the caller is done with the result before the merge after next).
+   */
+  alloc?: Allocate;
 }
 
 /** Merges sorted runs into one table in the physical layout, sorted by key, one record per key. */
@@ -55,6 +61,7 @@ export function mergeSortedRuns(runs: RunInput[], opts: MergeReadOptions): arrow
       inputs.map((x) => x.table),
       newest,
       { allInsert: opts.dropDeletes && !opts.keepKinds },
+      opts.alloc,
     );
   return mergeVersions(versionsOf(inputs, opts), opts);
 }

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { takeRows } from '../../lib/format/columns.js';
 import { keyIndex } from '../../lib/mergetree/key-order.js';
 import { mergeEngineFor } from '../../lib/mergetree/merge-function.js';
+import { fileRun, mergeSection } from '../../lib/mergetree/section-merge.js';
 import { mergeSortedRuns } from '../../lib/mergetree/sort-merge-reader.js';
 import { alignRunStreams } from '../../lib/mergetree/stream-merge.js';
 import { rng, testSeed, type Rng } from '../helpers/random.js';
@@ -97,6 +98,47 @@ describe('reused merge memory', () => {
         merged.flatMap((m) => recordsOf(layout, m)),
         context,
       ).toEqual(expected);
+    }
+  });
+
+  it('a section merged step by step into reused output memory gives what fresh memory gives, each step intact through the next (randomized)', async () => {
+    const seed = testSeed('reused merge output');
+    const r = rng(seed);
+    for (let round = 0; round < 16; round++) {
+      const layout = round % 2 === 0 ? LAYOUTS.bigint : LAYOUTS.composite;
+      // Deduplicate (the merge whose output goes to reused memory) with and without deletes.
+      const scenario = SCENARIOS[round % 2];
+      const recs = randomRuns(layout, scenario, r, r.int(2, 7), round % 4 === 0 ? r.int(200, 500) : r.int(1, 60));
+      const tables = recs.map((rs) => physicalTable(layout, rs));
+      const dropDeletes = r.chance(0.5);
+      const stepRows = r.int(1, 50);
+      const collect = async (reuseOutput: boolean) => {
+        const runs = tables.map((t, i) =>
+          fileRun({ level: i, sequenceBase: 0, rowCount: t.numRows, fileSize: 50 * t.numRows }, reusedChunks(t, r)),
+        );
+        const out: ReturnType<typeof recordsOf>[] = [];
+        // The step before is read only after the next one is merged: a turn's memory outlives the next turn.
+        let previous: arrow.Table | null = null;
+        for await (const { merged } of mergeSection(runs, {
+          schema: layout,
+          engine: mergeEngineFor(scenario.config),
+          dropDeletes,
+          memoryBudget: Infinity,
+          maxLevel: 5,
+          stepRows,
+          reuseOutput,
+        })) {
+          if (previous !== null) out.push(recordsOf(layout, previous));
+          previous = merged;
+        }
+        if (previous !== null) out.push(recordsOf(layout, previous));
+        return out.flat();
+      };
+      const context = `round ${round}, ${scenario.name}, step ${stepRows} (seed ${seed})`;
+      const fresh = await collect(false);
+      expect(await collect(true), context).toEqual(fresh);
+      const expected = naiveMerge(layout, scenario.config, recs.flat(), { raw: false, dropDeletes, keepKinds: true });
+      expect(fresh, context).toEqual(expected);
     }
   });
 });
