@@ -177,7 +177,10 @@ type RoundBucket = RunBucket & { attempt: number };
 async function prepareRound(run: CompactionRun, round: readonly RoundBucket[]): Promise<PreparedBucket[]> {
   const { table, opts, out } = run;
   const settings = compactionSettingsOf(table);
-  const latest = round.some((b) => !b.entries) ? await table.snapshots.latest() : undefined;
+  // Through the committer's caching manager, which the commit then starts from: one lookup of the
+  // latest snapshot per round, each snapshot read once (a plan on a base since replaced fails the
+  // commit's conflict check and is planned again).
+  const latest = round.some((b) => !b.entries) ? await table.commitSnapshots.latest() : undefined;
   const prepared: PreparedBucket[] = [];
   const before = { results: out.results.length, bytes: run.bytes };
   for (let i = 0; i < round.length; i++) {

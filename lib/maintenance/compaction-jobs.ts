@@ -169,10 +169,17 @@ export async function runCompactionJobs(
       pending = pending.filter((b) => committed.has(jobBucketKey(b)));
     }
   }
-  const latest = await table.snapshots.latest();
+  // The sorted runs left (a metric): in the newest snapshot the committer's caching manager knows,
+  // usually this run's own (no lookup, no GET), from what it carries per bucket when it does.
+  const latest = table.commitSnapshots.newestKnown() ?? (await table.commitSnapshots.latest());
   const settings = compactionSettingsOf(table);
+  const summary = latest && usableSummary(latest, settings);
   for (const b of buckets.values()) {
     if (b.error) continue;
+    if (summary) {
+      b.sortedRuns = summaryRuns(summary, b, settings)?.sortedRuns ?? 0;
+      continue;
+    }
     const entries = latest ? await readBucketFiles(table, latest, b.partition, b.bucket, cache) : [];
     b.sortedRuns = sortedRunCount(entries, settings, table.compareKeys);
   }

@@ -49,6 +49,11 @@
  * warm ingest (7, 8 with the check) — 2 data files, the claim, 3 metadata PUTs, the event: the
  *   commit bets on its own last snapshot being the latest (a lost race reloads), and checks that
  *   it still exists (the HEAD below: a second has passed since this container made it).
+ * cold compaction (the last test: 2 buckets of 3 runs each, one job) — no metadata object read
+ *   twice and the LATEST hint once: the compaction rounds and their commit look the latest
+ *   snapshot up through the committer's caching manager (one lookup, each snapshot one GET; 44
+ *   requests before, 32 now), and the sorted runs left are read from what the committed snapshot
+ *   carries per bucket.
  * A commit checks its base again (one HEAD of snapshot-N) when a step took over a second since it
  * was last seen (lib/snapshot/commit-steps.ts: never re-create an expired id); on a busy machine
  * that can happen at warmBase and at publish, so up to 2 such HEADs are allowed beyond the budget.
@@ -77,6 +82,7 @@ async function coldContainer(env: Record<string, string>) {
   const { onAwsRequest } = await import('../../bench/lib/aws-requests.js');
   const { createCommitHandler } = await import('../../functions/commit.js');
   const { createIngestHandler } = await import('../../functions/ingest.js');
+  const { createCompactHandler } = await import('../../functions/compact.js');
   const requests: Request[] = [];
   onAwsRequest((r) =>
     requests.push({
@@ -89,6 +95,7 @@ async function coldContainer(env: Record<string, string>) {
     requests,
     ingest: createIngestHandler(env) as SqsFn,
     commit: createCommitHandler(env) as SqsFn,
+    compact: createCompactHandler(env) as SqsFn,
   };
 }
 
@@ -239,6 +246,43 @@ describe.skipIf(!awsAvailable())('requests of a cold and a warm ingest and commi
     // Assess
     assess('2 buckets, direct mode', rounds, ['ingest'], DIRECT);
   });
+  it('a cold compaction invocation reads each metadata object once and looks the latest snapshot up once', {
+    timeout: 240_000,
+  }, async () => {
+    // Prepare: a 2-bucket table where 2 sorted runs call for compaction, 3 commits into both
+    // buckets by one container (its jobs queued), then a new compaction container.
+    powertoolsEnv();
+    const d = await deploy();
+    await createOrders(d, { 'num-sorted-run.compaction-trigger': '2' });
+    const env = d.env('queue');
+    const rows = (i: number) =>
+      JSON.stringify(Array.from({ length: 20 }, (_, k) => ({ id: i * 20 + k, status: 'new', amount: k })));
+    const history = await coldContainer(env);
+    for (let i = 0; i < 3; i++) {
+      await sendBodies(d.ingestUrl, [rows(i)]);
+      await drain(d.ingestUrl, history.ingest);
+      await drain(d.commitUrl, history.commit);
+    }
+    const cold = await coldContainer(env);
+
+    // Act
+    const jobs = await drain(d.compactUrl, cold.compact, 10);
+
+    // Assess: the jobs ran; no LIST, no metadata object read twice, the LATEST hint read once
+    const shown = cold.requests.map((r) => `  ${label(r, 0)}  ${r.key.replace(/^.*?\/orders\//, '')}`).join('\n');
+    console.log(`requests of a cold compaction invocation (${jobs.length} jobs): ${cold.requests.length}\n${shown}`);
+    expect(jobs.length).toBeGreaterThan(0);
+    await expect((await reopen(d)).snapshots.latest()).resolves.toMatchObject({ commitKind: 'COMPACT' });
+    expect(cold.requests.filter((r) => r.command.startsWith('List'))).toEqual([]);
+    const gets = cold.requests
+      .filter((r) => r.command === 'GetObject' && /\/(snapshot|manifest|schema)\//.test(r.key))
+      .map((r) => r.key);
+    expect(
+      gets.filter((k, i) => gets.indexOf(k) !== i),
+      `read twice:\n${shown}`,
+    ).toEqual([]);
+  });
+
   it("a cold commit opens the table at its writer's schema only while that lookup is under a minute old", {
     timeout: 240_000,
   }, async () => {
