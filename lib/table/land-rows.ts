@@ -7,11 +7,18 @@
 import type * as arrow from 'apache-arrow';
 import type { Row, RowKindByte } from '../schema/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
-import { commitAppend, deleteBatchFiles, type AfterAppend } from './append-commit.js';
-import type { CommitOptions } from '../snapshot/commit.js';
+import {
+  commitAppend,
+  commitAppendOnBase,
+  deleteBatchFiles,
+  type AfterAppend,
+  type AppendCommitted,
+} from './append-commit.js';
+import type { CommitBatch, CommitOptions } from '../snapshot/commit.js';
 import type { CommitMessage } from './commit-message.js';
 import { registerPending } from './pending-commits.js';
-import { SOURCES_PROPERTY } from './recent-batches.js';
+import { recentBatchesOf, SOURCES_PROPERTY } from './recent-batches.js';
+import { WINDOW_PROPERTY } from './window-checkpoint.js';
 import type { Table } from './table.js';
 
 /** How a batch of rows is written and committed. */
@@ -107,15 +114,52 @@ export async function landRowChunks(
     return { rows: rowCount, files, queued: true };
   }
 
-  const committed = await commitAppend(table, [batch], {
-    commitUser: opts.commitUser,
-    commitIdentifier: opts.commitIdentifier,
-    properties: opts.sources?.length ? { [SOURCES_PROPERTY]: JSON.stringify(opts.sources) } : undefined,
-    commitOptions: opts.commitOptions,
-  });
+  const committed = await commitDirect(table, batch, opts);
   // A retry of a call that had committed: the files just written are referenced by nothing.
-  if (committed.alreadyCommitted) await deleteBatchFiles(table, [batch]);
+  if (committed.alreadyCommitted || committed.nothingLeft) await deleteBatchFiles(table, [batch]);
   // Run again on a retry too: the first attempt may have failed right after its commit.
   await opts.afterCommit?.(committed);
-  return { rows: rowCount, files, snapshot: committed.snapshot, alreadyCommitted: committed.alreadyCommitted };
+  const alreadyCommitted = committed.alreadyCommitted || committed.nothingLeft === true;
+  return { rows: rowCount, files, snapshot: committed.snapshot, alreadyCommitted };
+}
+
+/**
+ * The direct commit of one batch. With sources, when this process reads the table's deduplication
+ * window (an ingest checked its sources: ingested-sources.ts), the commit is planned on its base as
+ * the group commit's is: a batch whose every source landed meanwhile (another committer's, found
+ * after a lost race) commits nothing, and the snapshot carries the window's checkpoint, so that a
+ * cold container reads the window from it (window-checkpoint.ts) instead of snapshot by snapshot.
+ */
+async function commitDirect(table: Table, batch: CommitBatch, opts: LandOptions): Promise<AppendCommitted> {
+  const spec = {
+    commitUser: opts.commitUser,
+    commitIdentifier: opts.commitIdentifier,
+    commitOptions: opts.commitOptions,
+  };
+  const sources = opts.sources ?? [];
+  if (sources.length === 0) return commitAppend(table, [batch], spec);
+  const recent = recentBatchesOf(table);
+  const committed = await commitAppendOnBase(
+    table,
+    async (base) => {
+      await recent.readUpTo(base?.id ?? 0);
+      if (sources.every((s) => recent.snapshotOf(s) !== undefined)) return { batches: [] };
+      const window = recent.checkpoint();
+      return {
+        batches: [batch],
+        properties: {
+          [SOURCES_PROPERTY]: JSON.stringify(sources),
+          ...(window !== undefined ? { [WINDOW_PROPERTY]: window } : {}),
+        },
+      };
+    },
+    spec,
+  );
+  if (!committed.nothingLeft) {
+    recent.note(committed.snapshot);
+    return committed;
+  }
+  // Landed by another commit: the result names its snapshot, as a retry's names its own.
+  const holder = await table.commitSnapshots.tryRead(recent.snapshotOf(sources[0]) ?? committed.snapshot.id);
+  return { ...committed, snapshot: holder ?? committed.snapshot };
 }

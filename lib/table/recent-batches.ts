@@ -82,7 +82,7 @@ export class RecentBatches {
         this.scannedUpTo = 0;
         this.completeAfter = Number.POSITIVE_INFINITY;
       }
-      await this.readUpTo(latest);
+      await this.scanUpTo(latest);
     }
     this.readBackFor = this.windowMs;
     const keep = this.horizon - CLOCK_MARGIN_MS;
@@ -93,9 +93,15 @@ export class RecentBatches {
 
   /**
    * Notes the snapshots after the last one read, up to `id` (a commit's base after it lost a race:
-   * the commit loop read them on its way, so they come from its snapshot manager's cache).
+   * the commit loop read them on its way, so they come from its snapshot manager's cache); nothing
+   * before the first refresh.
    */
   async readUpTo(id: number): Promise<void> {
+    // Before the first refresh nothing is read here: the first refresh reads the window.
+    if (this.horizon !== Number.POSITIVE_INFINITY) await this.scanUpTo(id);
+  }
+
+  private async scanUpTo(id: number): Promise<void> {
     if (id <= this.scannedUpTo) return;
     // Every snapshot in [bottom, id] committed after `after` is now noted.
     const bottom = this.scannedUpTo + 1;
