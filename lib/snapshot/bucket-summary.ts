@@ -194,6 +194,10 @@ export function summaryTotalBuckets(summary: BucketSummary, partitions: Iterable
  * Stand-ins for a bucket's files with what the LSM levels and the compaction pick read of them
  * (level, sequence numbers, creation time, size; a level's bytes on its first file): the same
  * sorted runs, sizes and file counts, so the same pick. No keys: build Levels without a comparator.
+ * Level 0 is ordered by maxSequenceNumber, minSequenceNumber, creationTime and then the file name,
+ * which a stand-in does not have; no two live level-0 files of a bucket tie on the first: every
+ * row gets its own sequence number (a writer numbers its batch, the commit adds a base past every
+ * earlier one), and a primary-key table's compaction never writes level 0.
  */
 export function standInFiles(files: BucketFiles): DataFileMeta[] {
   const out: DataFileMeta[] = [];
