@@ -6,49 +6,18 @@
  * them in the winner's snapshot).
  */
 import { describe, expect, it } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
-import { MemoryStore } from '../../lib/store/memory-store.js';
-import type { ObjectStore } from '../../lib/store/object-store.js';
 import { landedSources } from '../../lib/table/ingested-sources.js';
 import { landRows } from '../../lib/table/land-rows.js';
 import { SOURCES_PROPERTY } from '../../lib/table/recent-batches.js';
-import type { Table } from '../../lib/table/table.js';
 import { WINDOW_PROPERTY } from '../../lib/table/window-checkpoint.js';
-import { processView } from '../helpers/process-view.js';
 import { rng, testSeed } from '../helpers/random.js';
-import { testTable } from '../helpers/tables.js';
-
-/** A container of its own on the store (its own window), recording the snapshots it GETs. */
-interface Container {
-  table: Table;
-  snapshotGets: number[];
-}
+import { type Container, windowTable } from '../helpers/window-containers.js';
 
 describe('direct-mode ingestion and the deduplication window (randomized, seed printed)', () => {
   it('cold checks read the latest snapshot only; twins landed at once land once', async () => {
     const seed = testSeed('direct-mode window');
     const r = rng(seed);
-    const store = new MemoryStore();
-    const writer = await testTable({
-      schema: 'id BIGINT, v STRING',
-      primaryKeys: ['id'],
-      options: { bucket: '1' },
-      store,
-    });
-    let opened = 0;
-    const open = async (): Promise<Container> => {
-      const snapshotGets: number[] = [];
-      const view: ObjectStore = {
-        ...processView(store),
-        uri: `${store.uri}#container-${++opened}`,
-        get: (k) => {
-          const m = /\/snapshot\/snapshot-(\d+)$/.exec(k);
-          if (m) snapshotGets.push(Number(m[1]));
-          return store.get(k);
-        },
-      };
-      return { table: await new FolderCatalog(view).getTable('db.t'), snapshotGets };
-    };
+    const { writer, open } = await windowTable();
     /** What an ingest of `keys` does in direct mode: check its sources, land the rest. */
     const ingest = async (c: Container, id: string, keys: number[]) => {
       const sources = keys.map((k) => `sqs:m${k}`);

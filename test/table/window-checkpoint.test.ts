@@ -6,11 +6,8 @@
  * commits), however the commits raced, whatever expiry removed and whatever window the reader has.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
 import type { Snapshot } from '../../lib/snapshot/snapshot.js';
-import { MemoryStore } from '../../lib/store/memory-store.js';
-import type { ObjectStore } from '../../lib/store/object-store.js';
 import { commitAppend } from '../../lib/table/append-commit.js';
 import { messagesCommitIdentifier } from '../../lib/table/commit-identifiers.js';
 import type { CommitMessage } from '../../lib/table/commit-message.js';
@@ -25,42 +22,10 @@ import {
 } from '../../lib/table/recent-batches.js';
 import type { Table } from '../../lib/table/table.js';
 import { WINDOW_PROPERTY } from '../../lib/table/window-checkpoint.js';
-import { processView } from '../helpers/process-view.js';
 import { rng, testSeed, type Rng } from '../helpers/random.js';
-import { testTable } from '../helpers/tables.js';
+import { type Container, windowTable } from '../helpers/window-containers.js';
 
 const MIN = 60_000;
-
-/** A container of its own on `store` (its own window), recording the snapshots it GETs. */
-interface Container {
-  table: Table;
-  snapshotGets: number[];
-}
-
-async function setUp() {
-  const store = new MemoryStore();
-  const writer = await testTable({
-    schema: 'id BIGINT, v STRING',
-    primaryKeys: ['id'],
-    options: { bucket: '1' },
-    store,
-  });
-  let containers = 0;
-  const open = async (): Promise<Container> => {
-    const snapshotGets: number[] = [];
-    const view: ObjectStore = {
-      ...processView(store),
-      uri: `${store.uri}#container-${++containers}`,
-      get: (k) => {
-        const m = /\/snapshot\/snapshot-(\d+)$/.exec(k);
-        if (m) snapshotGets.push(Number(m[1]));
-        return store.get(k);
-      },
-    };
-    return { table: await new FolderCatalog(view).getTable('db.t'), snapshotGets };
-  };
-  return { store, writer, open };
-}
 
 /** A writer's batch of one row per source (keys `keys`), handed to the group commit: its commit message. */
 async function queuedBatch(table: Table, id: string, keys: number[], sources: string[]): Promise<CommitMessage> {
@@ -117,7 +82,7 @@ afterEach(() => {
 describe('a cold container reads the window from a checkpoint', () => {
   it('reads only the latest snapshot of a table with 30 group commits, and knows all of them', async () => {
     // Prepare: 30 group commits by one container (and the inline compactions they trigger)
-    const { writer, open } = await setUp();
+    const { writer, open } = await windowTable();
     const committer = await open();
     const landedIn: number[] = [];
     for (let i = 0; i < 30; i++) {
@@ -154,7 +119,7 @@ describe('a cold container reads the window from a checkpoint', () => {
 
   it('reads on below snapshots without a checkpoint (older writers, other commits) to the nearest one with it', async () => {
     // Prepare: 3 group commits, then an older writer's commit and a plain write on top
-    const { writer, open } = await setUp();
+    const { writer, open } = await windowTable();
     const committer = await open();
     const landedIn: number[] = [];
     for (let i = 0; i < 3; i++) {
@@ -184,7 +149,7 @@ describe('a cold container reads the window from a checkpoint', () => {
 
   it('splits a large window over several checkpoints, each at most 32 KiB', async () => {
     // Prepare: 12 group commits of 300 sources each (~13 KiB of ids per snapshot)
-    const { writer, open } = await setUp();
+    const { writer, open } = await windowTable();
     const committer = await open();
     const sourcesOf = (i: number) => Array.from({ length: 300 }, (_, j) => `sqs:${i}-${j}-${'x'.repeat(30)}`);
     const landedIn: number[] = [];
@@ -224,7 +189,7 @@ describe('the window a cold container reads equals a scan of every snapshot (ran
     const r = rng(seed);
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(Date.now());
-    const { writer, open } = await setUp();
+    const { writer, open } = await windowTable();
     // Every snapshot ever committed, expired or not: id, time, ids.
     const history: Array<{ id: number; time: number; ids: string[] }> = [];
     const record = (s: Snapshot) => history.push({ id: s.id, time: s.timeMillis, ids: idsOf(s) });
@@ -326,7 +291,7 @@ describe('redelivered batches commit once across cold containers and older write
   it('runs redelivered after a crash past their commit, in other compositions, to warm, cold and older committers, two at once', async () => {
     const seed = testSeed('window-checkpoint redeliveries');
     const r = rng(seed);
-    const { writer, open } = await setUp();
+    const { writer, open } = await windowTable();
     // Prepare: batches of 1-3 sources (one row each); some written twice under two identifiers
     // (the same messages landed again in another composition)
     type Queued = { id: string; message: CommitMessage };
