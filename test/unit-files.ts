@@ -29,7 +29,6 @@ const UNIT_FILES = [
     'append-commit-hooks',
     'append-model',
     'append-table',
-    'deduplication-window',
     'input',
     'land-rows',
     'model',

@@ -13,6 +13,7 @@
  * or one a change does not fit (a removed file it does not hold). Each is dropped, never guessed:
  * the next commit on a base without it writes none either.
  */
+import { parseJsonText } from '../json.js';
 import type { DataFileMeta, ManifestEntry } from '../manifest/types.js';
 import type { Snapshot } from './snapshot.js';
 
@@ -139,7 +140,7 @@ function decodeBucketSummary(text: string | undefined): BucketSummary | undefine
   if (text === undefined) return undefined;
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = parseJsonText(text);
   } catch {
     return undefined;
   }

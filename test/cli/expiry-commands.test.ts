@@ -8,7 +8,7 @@ import { openStore } from '../../lib/store/open-store.js';
 import { utf8 } from '../../lib/store/object-store.js';
 import type { Table } from '../../lib/table/table.js';
 import { runVarve, varveOk } from '../helpers/cli-process.js';
-import { addConsumer, eightSnapshots, newTable } from './expiry-fixtures.js';
+import { addConsumer, eightSnapshots, newTable } from '../maintenance/expiry-fixtures.js';
 
 let warehouse: string;
 
