@@ -57,11 +57,14 @@ export function bucketSummaryOf(snapshot: Snapshot | undefined): BucketSummary |
   return parsed.get(snapshot);
 }
 
-/** The summary after removing `deletes` and adding `adds` to `base` (undefined when a removed file is not in it). */
-export function nextBucketSummary(
+/**
+ * A copy of `base` less `deletes` (undefined when a removed file is not in it): what the conflict
+ * check reads the partitions' bucket counts from, and, with the commit's adds (addBucketFiles),
+ * the summary of the snapshot it plans.
+ */
+export function bucketSummaryWithout(
   base: BucketSummary,
   deletes: readonly ManifestEntry[],
-  adds: readonly ManifestEntry[],
 ): BucketSummary | undefined {
   const next: BucketSummary = new Map();
   for (const [p, part] of base) {
@@ -71,8 +74,13 @@ export function nextBucketSummary(
     next.set(p, { totalBuckets: part.totalBuckets, buckets });
   }
   for (const e of deletes) if (!remove(next, e)) return undefined;
-  for (const e of adds) add(next, e);
   return next;
+}
+
+/** Adds `adds` to `summary` (in place). */
+export function addBucketFiles(summary: BucketSummary, adds: readonly ManifestEntry[]): BucketSummary {
+  for (const e of adds) add(summary, e);
+  return summary;
 }
 
 function remove(summary: BucketSummary, e: ManifestEntry): boolean {

@@ -28,7 +28,13 @@ import {
 } from './commit-request.js';
 import { checkCommitConflicts } from './conflicts.js';
 import { INDEXED_IDENTIFIER_PROPERTY } from './commit-identifier.js';
-import { BUCKETS_PROPERTY, bucketSummaryOf, encodeBucketSummary, nextBucketSummary } from './bucket-summary.js';
+import {
+  addBucketFiles,
+  BUCKETS_PROPERTY,
+  bucketSummaryOf,
+  bucketSummaryWithout,
+  encodeBucketSummary,
+} from './bucket-summary.js';
 
 /** The property holding a random id per commit call, so an ambiguous write can recognise itself. */
 export const COMMIT_UUID_PROPERTY = 'varve.commit-uuid';
@@ -65,7 +71,10 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
   const changes = assignSequenceNumbers(req, latest?.nextSequenceNumber ?? 0);
   const previous = latest ? await readDataManifests(store, tablePath, latest, cache) : [];
   if (req.overwrite) await deleteOverwritten(ctx, previous, req.overwrite, changes);
-  const summary = bucketSummaryOf(latest);
+  // The base's live files per bucket less this commit's removals (bucket-summary.ts): the conflict
+  // check's bucket counts, and with the adds the new snapshot's summary.
+  const base = bucketSummaryOf(latest);
+  const summaryLeft = base && bucketSummaryWithout(base, changes.deletes);
 
   const writeOpts = { namer, targetFileSize: opts.manifestTargetFileSize, schemaId: req.schemaId };
   const deltaFiles = encodeManifestFiles([...changes.deletes, ...changes.adds], writeOpts);
@@ -84,7 +93,7 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
       checkAppendFiles: opts.checkAppendFiles ?? true,
       // Only on the base the caller vouched for: a lost race's newer base may hold them.
       addsUnseen: opts.addsUnseenThrough !== undefined && latest?.id === opts.addsUnseenThrough,
-      summary,
+      summaryLeft,
       compareKeys: opts.compareKeys,
       cache,
     }),
@@ -107,8 +116,7 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
   const snapshot = snapshotOf(ctx, latest, changes, dataManifestList, changelogManifestList, deletionVectors);
   // This commit's changes on its base's summary: exact, as every removed file is one the base
   // holds (else the conflict check above failed and this snapshot is never created).
-  const next = summary && nextBucketSummary(summary, changes.deletes, changes.adds);
-  const encoded = next && encodeBucketSummary(next);
+  const encoded = summaryLeft && encodeBucketSummary(addBucketFiles(summaryLeft, changes.adds));
   if (encoded !== undefined) snapshot.properties![BUCKETS_PROPERTY] = encoded;
   else delete snapshot.properties![BUCKETS_PROPERTY];
   return snapshot;

@@ -14,7 +14,7 @@ import { findPartitionTotalBuckets, foldLiveFiles, touchedFilter } from '../mani
 import type { ManifestEntry, ManifestFileMeta } from '../manifest/types.js';
 import type { JsonValue } from '../schema/value-codec.js';
 import type { ObjectStore } from '../store/object-store.js';
-import { type BucketSummary, nextBucketSummary, summaryTotalBuckets } from './bucket-summary.js';
+import { type BucketSummary, summaryTotalBuckets } from './bucket-summary.js';
 
 /** The inputs of a conflict check. */
 export interface ConflictCheckInput {
@@ -28,10 +28,11 @@ export interface ConflictCheckInput {
   /** Check level-0 ADDs against live files too (see CommitOptions.checkAppendFiles). */
   checkAppendFiles: boolean;
   /**
-   * The base's live files per bucket when it carries them (bucket-summary.ts): the partitions'
-   * bucket counts are then read there instead of in the manifests.
+   * The base's live files per bucket less `deletes`, when the base carries them and holds every
+   * file removed (bucket-summary.ts bucketSummaryWithout): the partitions' bucket counts are then
+   * read there instead of in the manifests.
    */
-  summary?: BucketSummary;
+  summaryLeft?: BucketSummary;
   /**
    * No snapshot up to the base holds any file the commit adds (CommitOptions.addsUnseenThrough
    * named this base): none is live, so level-0 ADDs are not looked for among the live files.
@@ -68,9 +69,8 @@ async function checkTotalBuckets(input: ConflictCheckInput): Promise<void> {
   if (own.size === 0) return;
   const removed = new Set(input.deletes.map(fileIdentity));
   // The base's summary less the removed files answers as the manifests would (bucket-summary.ts).
-  const left = input.summary && nextBucketSummary(input.summary, input.deletes, []);
-  const live = left
-    ? summaryTotalBuckets(left, own.keys())
+  const live = input.summaryLeft
+    ? summaryTotalBuckets(input.summaryLeft, own.keys())
     : await findPartitionTotalBuckets(
         input.store,
         input.tablePath,

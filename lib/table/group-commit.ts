@@ -21,15 +21,8 @@ import { commitAppendOnBase, type AfterAppend, type AppendCommitted } from './ap
 import { messagesCommitIdentifier } from './commit-identifiers.js';
 import { wrongTableInstance, type CommitMessage } from './commit-message.js';
 import { missingFiles, releasePending } from './pending-commits.js';
-import {
-  BATCHES_PROPERTY,
-  batchesProperty,
-  recentBatchesOf,
-  SOURCES_PROPERTY,
-  type RecentBatches,
-} from './recent-batches.js';
+import { BATCHES_PROPERTY, batchesProperty, recentBatchesOf, type RecentBatches } from './recent-batches.js';
 import type { Table } from './table.js';
-import { WINDOW_PROPERTY } from './window-checkpoint.js';
 
 /** The commit user of the group commit: one per table, stable across invocations. */
 export const GROUP_COMMIT_USER = 'group-commit';
@@ -232,15 +225,11 @@ export class GroupCommit {
       async (base) => {
         await recent.readUpTo(base?.id ?? 0);
         kept = batches.filter((q) => !landed(q.message, (id) => recent.snapshotOf(id) !== undefined));
-        const sources = kept.flatMap((q) => q.message.sources ?? []);
-        // What this container knows of the window, for the next cold one to start from.
-        const window = recent.checkpoint();
         return {
           batches: kept.map((q) => q.message.batch),
           properties: {
             [BATCHES_PROPERTY]: batchesProperty(kept.map((q) => q.message.commitIdentifier)),
-            ...(sources.length > 0 ? { [SOURCES_PROPERTY]: JSON.stringify(sources) } : {}),
-            ...(window !== undefined ? { [WINDOW_PROPERTY]: window } : {}),
+            ...recent.commitProperties(kept.flatMap((q) => q.message.sources ?? [])),
           },
         };
       },

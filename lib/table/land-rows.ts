@@ -17,8 +17,7 @@ import {
 import type { CommitBatch, CommitOptions } from '../snapshot/commit.js';
 import type { CommitMessage } from './commit-message.js';
 import { registerPending } from './pending-commits.js';
-import { recentBatchesOf, SOURCES_PROPERTY } from './recent-batches.js';
-import { WINDOW_PROPERTY } from './window-checkpoint.js';
+import { recentBatchesOf } from './recent-batches.js';
 import type { Table } from './table.js';
 
 /** How a batch of rows is written and committed. */
@@ -144,14 +143,7 @@ async function commitDirect(table: Table, batch: CommitBatch, opts: LandOptions)
     async (base) => {
       await recent.readUpTo(base?.id ?? 0);
       if (sources.every((s) => recent.snapshotOf(s) !== undefined)) return { batches: [] };
-      const window = recent.checkpoint();
-      return {
-        batches: [batch],
-        properties: {
-          [SOURCES_PROPERTY]: JSON.stringify(sources),
-          ...(window !== undefined ? { [WINDOW_PROPERTY]: window } : {}),
-        },
-      };
+      return { batches: [batch], properties: recent.commitProperties(sources) };
     },
     spec,
   );

@@ -18,6 +18,7 @@ import type { Table } from './table.js';
 import {
   encodeWindowCheckpoint,
   parseWindowCheckpoint,
+  WINDOW_PROPERTY,
   type WindowCheckpoint,
   type WindowEntry,
 } from './window-checkpoint.js';
@@ -159,10 +160,22 @@ export class RecentBatches {
   }
 
   /**
+   * The properties of the next snapshot this container commits holding `sources`: those sources,
+   * and the window's checkpoint, for the next cold container to start from (checkpoint()).
+   */
+  commitProperties(sources: readonly string[]): Record<string, string> {
+    const window = this.checkpoint();
+    return {
+      ...(sources.length > 0 ? { [SOURCES_PROPERTY]: JSON.stringify(sources) } : {}),
+      ...(window !== undefined ? { [WINDOW_PROPERTY]: window } : {}),
+    };
+  }
+
+  /**
    * The value of the window checkpoint property for the next snapshot this container commits
    * (window-checkpoint.ts), or undefined before the first refresh.
    */
-  checkpoint(): string | undefined {
+  private checkpoint(): string | undefined {
     if (this.scannedUpTo === 0 || this.completeAfter === Number.POSITIVE_INFINITY) return undefined;
     // Known: every snapshot up to scannedUpTo committed after `after`, and its ids (none forgotten:
     // entries go only when older than the window's start less the margin).
