@@ -98,10 +98,11 @@ export function buildProgram(out: (text: string) => void = (t) => process.stdout
     .option('--warehouse <uri>', 'warehouse folder or s3://bucket/prefix (default: $VARVE_WAREHOUSE or ./warehouse)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  // The catalog's code (stores, the AWS SDK) is loaded before an action runs, not to declare it.
+  // The catalog's code (stores; the AWS SDK for S3 only) is loaded before an action runs, not to declare it.
   let openCatalog: ((uri: string) => Catalog) | undefined;
   program.hook('preAction', async () => {
-    openCatalog ??= (await import('../catalog/open-catalog.js')).openCatalog;
+    const uri = warehouseUri(program.opts<GlobalOptions>().warehouse);
+    openCatalog ??= await (await import('./open-warehouse.js')).catalogOpener(uri);
   });
   const ctx: CliContext = {
     program,

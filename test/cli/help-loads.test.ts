@@ -49,13 +49,16 @@ beforeAll(async () => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs the built CLI with `args`; returns its output and the bundle files it loaded (relative to dist/). */
-function runBuilt(args: string[]): { code: number; out: string; err: string; loaded: string[] } {
+function runBuilt(
+  args: string[],
+  env: Record<string, string> = {},
+): { code: number; out: string; err: string; loaded: string[] } {
   const log = path.join(dir, `loaded-${Math.random().toString(36).slice(2)}.log`);
   writeFileSync(log, '');
   const r = spawnSync(
     process.execPath,
     ['--import', pathToFileURL(path.join(dir, 'register.mjs')).href, path.join(dir, 'dist', CLI_ENTRY_FILE), ...args],
-    { encoding: 'utf8', cwd: dir, env: { ...process.env, VARVE_LOAD_LOG: log }, timeout: 300_000 },
+    { encoding: 'utf8', cwd: dir, env: { ...process.env, ...env, VARVE_LOAD_LOG: log }, timeout: 300_000 },
   );
   const dist = pathToFileURL(path.join(dir, 'dist')).href + '/';
   const loaded = readFileSync(log, 'utf8')
@@ -123,5 +126,59 @@ describe('varve --help (the CLI as the package builds it)', () => {
     expect(tables.code, tables.err).toBe(0);
     expect(tables.out).toMatch(/no tables yet/);
     expect(tables.loaded.length).toBeGreaterThan(files.length);
+  });
+
+  it('loads no AWS SDK for a command on a folder warehouse, and loads it for one on S3', () => {
+    // Prepare: which output files hold AWS SDK code (relative to dist/, as runBuilt lists them).
+    const out = path.join(dir, 'dist');
+    const sdk = new Set(
+      Object.entries(meta.outputs)
+        .filter(([, o]) => Object.keys(o.inputs).some((i) => /node_modules\/(@aws-sdk|@smithy)\//.test(i)))
+        .map(([file]) => path.relative(out, path.resolve(file))),
+    );
+    const withSdk = (loaded: string[]) => loaded.filter((f) => sdk.has(f));
+    expect(sdk.size).toBeGreaterThan(0);
+    const wh = path.join(dir, 'wh-folder');
+    const csv = path.join(dir, 'rows.csv');
+    writeFileSync(csv, 'id,name\n1,a\n2,b\n');
+
+    // Act: create, write and read a table in a folder; list the tables of an unreachable S3 warehouse.
+    const create = runBuilt([
+      '--warehouse',
+      wh,
+      'create',
+      'db.t',
+      '--schema',
+      'id BIGINT, name STRING',
+      '--primary-key',
+      'id',
+    ]);
+    const write = runBuilt(['--warehouse', wh, 'write', 'db.t', csv]);
+    const read = runBuilt(['--warehouse', wh, 'read', 'db.t', '--format', 'jsonl']);
+    const s3 = runBuilt(['--warehouse', 's3://bucket/wh', 'tables'], {
+      AWS_ENDPOINT_URL: 'http://127.0.0.1:1',
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      AWS_REGION: 'us-east-1',
+    });
+
+    // Assess: the folder commands ran (and loaded Arrow and parquet-wasm) without the SDK; S3 loads it.
+    for (const r of [create, write, read]) {
+      expect(r.code, r.err).toBe(0);
+      expect(withSdk(r.loaded)).toEqual([]);
+    }
+    expect(write.out).toMatch(/wrote 2 rows/);
+    expect(
+      read.out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([
+      { id: 1, name: 'a' },
+      { id: 2, name: 'b' },
+    ]);
+    expect(s3.code).not.toBe(0);
+    expect(s3.err).toMatch(/cannot reach S3 at http:\/\/127\.0\.0\.1:1/);
+    expect(withSdk(s3.loaded).length).toBeGreaterThan(0);
   });
 });
