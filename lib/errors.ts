@@ -146,6 +146,24 @@ export class SchemaChangedError extends CommitConflictError {
 }
 
 /**
+ * A commit adds a file written for another bucket count than its partition's live files have
+ * (`liveBuckets` in `snapshotId`): the writer routed the partition by a snapshot older than a
+ * rescale, rollback or truncate another writer committed. Nothing was committed; the rows are
+ * routed again by the snapshot named and written anew (Table.write does so by itself).
+ */
+export class StaleBucketCountError extends CommitConflictError {
+  constructor(
+    message: string,
+    readonly partition: string,
+    readonly liveBuckets: number,
+    readonly writtenBuckets: number,
+    details: { snapshotId?: number; files?: string[] },
+  ) {
+    super(message, details);
+  }
+}
+
+/**
  * A retried step (lib/retry-budget.ts) that kept failing for reasons a retry may heal (a lost race,
  * a busy store) until its budget of retries or time ran out; `retries` is the number it made.
  */

@@ -7,7 +7,7 @@
  * - per (partition, bucket, level ≥ 1), files must not overlap in key range after the commit;
  * - every live file of a partition has the same totalBuckets.
  */
-import { CommitConflictError } from '../errors.js';
+import { CommitConflictError, StaleBucketCountError } from '../errors.js';
 import { describeEntry, fileIdentity } from '../manifest/file-entries.js';
 import type { ManifestCache } from '../manifest/manifest-file.js';
 import { findPartitionTotalBuckets, foldLiveFiles, touchedFilter } from '../manifest/scan.js';
@@ -82,10 +82,13 @@ async function checkTotalBuckets(input: ConflictCheckInput): Promise<void> {
   for (const [partition, e] of own) {
     const n = live.get(partition);
     if (n !== undefined && n !== e.totalBuckets) {
-      throw new CommitConflictError(
+      throw new StaleBucketCountError(
         `partition '${partition}' has ${n} buckets in ${where(input.baseSnapshotId)} but the commit adds ${e.file.fileName} ` +
           `written for ${e.totalBuckets} buckets; the bucket count of a partition changes only by overwriting all of it — ` +
           "write with the table's current bucket count",
+        partition,
+        n,
+        e.totalBuckets,
         { snapshotId: input.baseSnapshotId, files: [e.file.fileName] },
       );
     }

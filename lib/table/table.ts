@@ -21,7 +21,13 @@ import type { Predicate } from './predicate.js';
 import { resolveSnapshot, type SnapshotSpec } from './time-travel.js';
 import { NO_COMMIT_HOOKS, type CommitHooks } from './commit-hooks.js';
 import { latestSchema, readSchema } from '../schema/schema-manager.js';
-import { CorruptMetadataError, InvalidArgumentError, ObjectNotFoundError, TableNotFoundError } from '../errors.js';
+import {
+  CorruptMetadataError,
+  InvalidArgumentError,
+  ObjectNotFoundError,
+  StaleBucketCountError,
+  TableNotFoundError,
+} from '../errors.js';
 import type { SchemaChange } from '../schema/schema-evolution.js';
 import { alterTable, type AlterResult } from './alter.js';
 import { deleteWhereAppend } from './append-delete.js';
@@ -241,13 +247,21 @@ export class Table {
       `writing to ${this.name}`,
       { table: this as Table, rows },
       async ({ table, rows }) => {
-        // An overwrite replaces whole partitions: they take the table's bucket count (Paimon's way to rescale).
-        const writer = table.newWriter(overwrite === undefined ? opts : { ...opts, tableBucketCount: true });
-        try {
-          await writer.write(rows, opts.kinds);
-          return await writer.commit(opts.commitIdentifier, overwrite === undefined ? {} : { overwrite });
-        } finally {
-          await writer.close();
+        for (let rerouted = 0; ; rerouted++) {
+          // An overwrite replaces whole partitions: they take the table's bucket count (Paimon's way to rescale).
+          const writer = table.newWriter(overwrite === undefined ? opts : { ...opts, tableBucketCount: true });
+          try {
+            await writer.write(rows, opts.kinds);
+            return await writer.commit(opts.commitIdentifier, overwrite === undefined ? {} : { overwrite });
+          } catch (e) {
+            // Routed by a snapshot older than another writer's rescale, rollback or truncate: the
+            // commit deleted the files and read the snapshot that has the partition's count, so a
+            // new writer routes the rows by it. Bounded: a count that keeps changing stays loud.
+            if (!(e instanceof StaleBucketCountError) || rerouted === STALE_ROUTING_RETRIES) throw e;
+            await knowSnapshot(table, e.details.snapshotId);
+          } finally {
+            await writer.close();
+          }
         }
       },
       async ({ table, rows }) => {
@@ -299,6 +313,18 @@ export class Table {
   async snapshotFor(spec: SnapshotSpec = {}): Promise<Snapshot | undefined> {
     return resolveSnapshot(this, spec);
   }
+}
+
+/** Times Table.write routes its rows again after a commit refused them for a stale bucket count. */
+const STALE_ROUTING_RETRIES = 3;
+
+/**
+ * Makes `table`'s committer know snapshot `id` (or a newer one), which the next writer's routing
+ * starts from (write-routing.ts resolveBuckets); the commit that named it has read it already.
+ */
+async function knowSnapshot(table: Table, id: number | undefined): Promise<void> {
+  const known = table.commitSnapshots.newestKnown();
+  if (known === undefined || id === undefined || known.id < id) await table.commitSnapshots.latest();
 }
 
 /** Rows of schema `from` as rows of the later schema `to`: values follow their field id (renamed, dropped, added columns). */
