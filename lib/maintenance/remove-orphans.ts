@@ -40,6 +40,9 @@ import { objectLocation, parseJsonObject } from '../store/json-file.js';
 import { listAll, utf8, type ObjectInfo } from '../store/object-store.js';
 import { listConsumers, splitFileListSchema } from '../snapshot/consumer.js';
 import { splitRefPrefix } from '../snapshot/consumer.js';
+import { TableOptions } from '../schema/options.js';
+import { latestSchema, readSchema } from '../schema/schema-manager.js';
+import type { TableSchema } from '../schema/types.js';
 import { dataFileKey } from '../table/paths.js';
 import { listPending, PENDING_DIR } from '../table/pending-commits.js';
 import type { Table } from '../table/table.js';
@@ -214,13 +217,33 @@ async function referencedKeys(table: Table, liveConsumers: readonly string[]): P
 
 /** Adds the files of live pending registrations to `used`; returns the expired registrations (their keys and files). */
 async function pendingReferences(table: Table, used: Set<string>, now: number): Promise<Map<string, string[]>> {
-  const retainedMs = table.options.orphanFilesPendingTimeRetained;
+  const pending = await listPending(table);
+  let retainedMs = table.options.orphanFilesPendingTimeRetained;
+  // Read from the table only when this view would expire one: a quiet table still costs one LIST.
+  if (pending.some((p) => p.lastModified < now - retainedMs)) retainedMs = await pendingTimeRetained(table);
   const expired = new Map<string, string[]>();
-  for (const p of await listPending(table)) {
+  for (const p of pending) {
     if (p.lastModified < now - retainedMs) expired.set(p.key, p.batch?.files ?? []);
     else for (const f of p.batch?.files ?? []) used.add(f);
   }
   return expired;
+}
+
+/**
+ * `orphan-files.pending-time-retained` at its longest among this table object's schema, the
+ * newest schema and the schema the latest snapshot names. An ALTER creates its schema file, then
+ * its snapshot, and a batch in flight may have been registered under either value: a cleanup
+ * running between the two, or with a view opened before the ALTER, keeps registrations as long as
+ * any of them asks (a shorter value takes effect once every view has it).
+ */
+async function pendingTimeRetained(table: Table): Promise<number> {
+  const [newest, latest] = await Promise.all([latestSchema(table.store, table.path), table.snapshots.latest()]);
+  const schemas: TableSchema[] = [table.schema];
+  if (newest !== undefined) schemas.push(newest);
+  const named = latest?.schemaId;
+  if (named !== undefined && !schemas.some((s) => s.id === named))
+    schemas.push(await readSchema(table.store, table.path, named));
+  return Math.max(...schemas.map((s) => new TableOptions(s.options, s.fields).orphanFilesPendingTimeRetained));
 }
 
 /** The marker of a bounded scan that stopped at its key budget: the next run lists the keys after `startAfter`. */
