@@ -5,8 +5,11 @@
  * feeding it bounded pieces is what keeps a large write's memory at the buffer plus one row group.
  */
 import { randomUUID } from 'node:crypto';
-import type * as arrow from 'apache-arrow';
+import * as arrow from 'apache-arrow';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
+import { gatherColumn } from '../format/column-gather.js';
+import { tableFromColumns } from '../format/column-layout.js';
+import { DICTIONARY_SAMPLE_ROWS, uniqueStringColumns } from '../format/dictionary-choice.js';
 import { concatTables, singleBatch } from '../format/columns.js';
 import { dataFileChecksums } from '../format/data-file-checksum.js';
 import type { WriteDataFileOptions } from '../format/data-file.js';
@@ -58,7 +61,12 @@ export async function openLevel0File(
   const fileName = `${prefix}-${randomUUID()}.parquet`;
   const schema = physicalArrowSchema(table.schema);
   const opts = level0Options(table);
-  const writer: DataFileEncoder = pool ? pool.open(schema, opts) : await DataFileStreamWriter.open(schema, opts);
+  // Opened at the first rows it encodes: which string columns go without a dictionary is judged from them.
+  let writer: DataFileEncoder | undefined;
+  const open = async (first?: arrow.Table) => {
+    const chosen = first === undefined ? opts : { ...opts, uniqueColumns: firstRowsUniqueColumns(opts, first) };
+    return pool ? pool.open(schema, chosen) : await DataFileStreamWriter.open(schema, chosen);
+  };
   let stats: FileStats | null = null;
   // A data file of a table with deletion vectors: its commit looks its keys up (handed over, not read back).
   const handover = prefix === 'data' ? level0Handover(table) : undefined;
@@ -69,6 +77,7 @@ export async function openLevel0File(
     const rows = held.length === 1 ? held[0] : singleBatch(concatTables(held, held[0].schema));
     held = [];
     heldRows = 0;
+    writer ??= await open(rows);
     await writer.add(rows);
   };
   return {
@@ -82,6 +91,7 @@ export async function openLevel0File(
     },
     finish: async () => {
       await encodeHeld();
+      writer ??= await open();
       const bytes = await writer.finish();
       const key = dataFileKey(table.path, target.partition, target.bucket, fileName);
       await table.store.put(key, bytes);
@@ -102,7 +112,7 @@ export async function openLevel0File(
     },
     discard: async () => {
       held = [];
-      await writer.discard();
+      await writer?.discard();
     },
   };
 }
@@ -110,6 +120,59 @@ export async function openLevel0File(
 /** How level-0 files are encoded (the inline encoder and the pool's workers alike). */
 function level0Options(table: Table): WriteDataFileOptions {
   return { ...dataFileOptions(table), rowGroupSize: LEVEL0_ROW_GROUP_ROWS };
+}
+
+/**
+ * The string columns whose dictionary the options leave to the data (no `parquet.enable.dictionary`
+ * for them): those the dictionary choice may write plain.
+ */
+function undecidedStringColumns(opts: WriteDataFileOptions, schema: arrow.Schema): number[] {
+  const parquet = opts.parquet;
+  const out: number[] = [];
+  if (parquet?.dictionary !== undefined) return out;
+  const fields = schema.fields;
+  for (let c = 0; c < fields.length - 2; c++)
+    if (arrow.DataType.isUtf8(fields[c].type) && parquet?.columnDictionary[fields[c].name] === undefined) out.push(c);
+  return out;
+}
+
+/**
+ * The string columns a level-0 file writes without a dictionary, judged as compaction output is
+ * (dictionary-choice.ts): from the file's first DICTIONARY_SAMPLE_ROWS rows, here the first rows
+ * the file encodes. Nearly unique strings (ids, names per key) otherwise cost a hash of every value
+ * into a dictionary of them all, and every read of the fresh file decodes through it.
+ */
+function firstRowsUniqueColumns(opts: WriteDataFileOptions, first: arrow.Table): string[] {
+  if (undecidedStringColumns(opts, first.schema).length === 0) return [];
+  const sample =
+    first.batches.length > 0 && first.batches[0].numRows >= Math.min(first.numRows, DICTIONARY_SAMPLE_ROWS)
+      ? first
+      : singleBatch(first.slice(0, DICTIONARY_SAMPLE_ROWS));
+  return uniqueStringColumns(sample);
+}
+
+/**
+ * firstRowsUniqueColumns for a file the pool's workers gather: the undecided string columns of
+ * its first DICTIONARY_SAMPLE_ROWS rows are gathered here from the plan (the same rows, so the
+ * same choice as the inline encoder's and the same bytes).
+ */
+function gatheredUniqueColumns(opts: WriteDataFileOptions, schema: arrow.Schema, plan: GatherPlan): string[] {
+  const columns = undecidedStringColumns(opts, schema);
+  if (columns.length === 0) return [];
+  const n = Math.min(plan.count, DICTIONARY_SAMPLE_ROWS);
+  const source = plan.source?.subarray(0, n) ?? null;
+  const row = plan.row.subarray(0, n);
+  const fields = columns.map((c) => schema.fields[c]);
+  const children = columns.map((c, k) =>
+    gatherColumn(
+      fields[k].type,
+      fields[k].name,
+      plan.sources.map((t) => t.batches[0].data.children[c]),
+      source,
+      row,
+    ),
+  );
+  return uniqueStringColumns(tableFromColumns(new arrow.Schema(fields), children, n), 0);
 }
 
 /**
@@ -129,12 +192,10 @@ export async function writeLevel0Gathered(
 ): Promise<FileChange | null> {
   if (plan.count === 0) return null;
   const fileName = `data-${randomUUID()}.parquet`;
-  const file = pool.openGathered(
-    physicalArrowSchema(table.schema),
-    level0Options(table),
-    plan.sources,
-    table.keyFields,
-  );
+  const schema = physicalArrowSchema(table.schema);
+  const opts = level0Options(table);
+  const uniqueColumns = gatheredUniqueColumns(opts, schema, plan);
+  const file = pool.openGathered(schema, { ...opts, uniqueColumns }, plan.sources, table.keyFields);
   // A table with deletion vectors: its commit looks the file's keys up (handed over, not read back),
   // gathered here once every row group is posted (the workers encode meanwhile).
   const handover = level0Handover(table);
