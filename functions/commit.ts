@@ -17,7 +17,7 @@ import { processFifoBatch } from './shared/fifo-batch.js';
 import { thenExport } from '../lib/aws/glue.js';
 import { instrumented, log } from './shared/observability.js';
 import { sendRejects } from '../lib/aws/rejects.js';
-import { commitCachesOf, newestSeenSchema, openTable, tableNameOf } from '../lib/aws/tables.js';
+import { commitCachesOf, messageTableUuids, newestSeenSchema, openTable, tableNameOf } from '../lib/aws/tables.js';
 export { GROUP_COMMIT_USER } from '../lib/table/group-commit.js';
 
 /** The commit handler for the environment `env` (VARVE_REJECTS_QUEUE_URL, VARVE_COMPACT_QUEUE_URL, VARVE_EVENT_BUS_NAME). */
@@ -43,8 +43,10 @@ export function createCommitHandler(env: Env = process.env) {
         invalid.set(id, e as Error);
       }
     }
-    // A cold container opens the table at the schema its newest writer found (tables.ts openAtSeenSchema).
-    const table = await openTable(env, 'commit', undefined, newestSeenSchema(queued.map((q) => q.message)));
+    // A cold container opens the table at the schema its newest writer found (tables.ts openAtSeenSchema);
+    // a warm one opens it again when a message names another table UUID (dropped and created again).
+    const messages = queued.map((q) => q.message);
+    const table = await openTable(env, 'commit', undefined, newestSeenSchema(messages), messageTableUuids(messages));
     const group = new GroupCommit(table, queued, {
       afterCommit: afterAppend(table, {
         compactQueueUrl: env.VARVE_COMPACT_QUEUE_URL,

@@ -6,7 +6,9 @@
  * container's lifetime (Table's caches, handed to every object the container opens for it):
  * snapshots and manifests are immutable, so the group commit's deduplication window, the write's
  * routing, the back-pressure check, the commit and the after-commit work of every invocation share
- * them, and each invocation reads only what was written since the last one.
+ * them, and each invocation reads only what was written since the last one. A table dropped and
+ * created again at the same location is another table (another UUID): it gets caches of its own,
+ * and a warm container given input for it opens it again at once (openTable `tableUuids`).
  */
 import type { Catalog } from '../catalog/catalog.js';
 import { openCatalog } from '../catalog/open-catalog.js';
@@ -47,9 +49,13 @@ function catalogOf(warehouse: string, env: Env): Catalog {
   return catalog;
 }
 
-/** The container-lifetime caches of the table at `path` in `t`'s store. */
-function cachesOf(t: Pick<Table, 'store' | 'path'>): TableCaches {
-  const key = `${t.store.uri}\u0000${t.path}`;
+/**
+ * The container-lifetime caches of the table at `path` in `t`'s store, of the table `schema`
+ * belongs to (its UUID): a table dropped and created again at the same location is another table,
+ * whose snapshot ids and manifests the old one's caches must never answer for.
+ */
+function cachesOf(t: Pick<Table, 'store' | 'path'>, schema: TableSchema): TableCaches {
+  const key = `${t.store.uri}\u0000${t.path}\u0000${schema.tableUuid ?? ''}`;
   let caches = tableCaches.get(key);
   // A store object other than the one the caches were made for (never, with one catalog per
   // warehouse) gets new ones: a snapshot manager commits only to its own store.
@@ -84,24 +90,60 @@ export function schemaSeenAt(table: Table): number | undefined {
  * Opens `name` (default VARVE_TABLE) in the warehouse VARVE_WAREHOUSE, through openCatalog: the
  * catalog item (DynamoDB GetItem), schema-0 and a HEAD of schema-1 (schema-manager.ts
  * latestSchema). With `seen`, a schema a writer found newest less than TABLE_CACHE_MS ago, a cold
- * container opens the table at that schema instead (openAtSeenSchema: one GET).
+ * container opens the table at that schema instead (openAtSeenSchema: one GET). With `tableUuids`,
+ * the UUIDs of the tables the caller's input was written for: a kept table with another UUID is
+ * opened again through the catalog (no request while they match: the warm path stays as it is).
  */
-export async function openTable(env: Env, who: string, name?: string, seen?: SeenSchema): Promise<Table> {
+export async function openTable(
+  env: Env,
+  who: string,
+  name?: string,
+  seen?: SeenSchema,
+  tableUuids?: ReadonlySet<string>,
+): Promise<Table> {
   const { VARVE_WAREHOUSE: warehouse } = requireEnv(env, ['VARVE_WAREHOUSE'], who);
   const tableName = name ?? requireEnv(env, ['VARVE_TABLE'], who).VARVE_TABLE;
   const key = cacheKey(env, tableName);
   const hit = opened.get(key);
   const now = Date.now();
-  if (hit && now - hit.at < TABLE_CACHE_MS) return hit.table;
+  if (hit && now - hit.at < TABLE_CACHE_MS) {
+    const table = await hit.table;
+    if (!otherTable(table, tableUuids)) return table;
+    // Input written for another table of this name: this one (or that one) was dropped and
+    // created again. Opened again through the catalog, which says which table is there now.
+    const reopened = openLatest(catalogOf(warehouse, env), tableName, now);
+    opened.set(key, { table: reopened, at: now });
+    forgetOnFailure(key, reopened);
+    return reopened;
+  }
   const catalog = catalogOf(warehouse, env);
   const fresh = seen !== undefined && seen.seenAt <= now && now - seen.seenAt < TABLE_CACHE_MS;
   const table = fresh ? openAtSeenSchema(catalog, tableName, seen) : openLatest(catalog, tableName, now);
   opened.set(key, { table, at: fresh ? seen.seenAt : now });
-  // A failed open is not cached: the next invocation tries again.
+  forgetOnFailure(key, table);
+  return table;
+}
+
+/** A failed open is not cached: the next invocation tries again. */
+function forgetOnFailure(key: string, table: Promise<Table>): void {
   table.catch(() => {
     if (opened.get(key)?.table === table) opened.delete(key);
   });
-  return table;
+}
+
+/** True when some UUID of `uuids` (the tables the input was written for) is not `table`'s. */
+function otherTable(table: Table, uuids: ReadonlySet<string> | undefined): boolean {
+  const own = table.schema.tableUuid;
+  if (own === undefined || uuids === undefined) return false;
+  for (const u of uuids) if (u !== own) return true;
+  return false;
+}
+
+/** The table UUIDs `messages` were written for (those that say). */
+export function messageTableUuids(messages: readonly CommitMessage[]): Set<string> {
+  const uuids = new Set<string>();
+  for (const m of messages) if (m.tableUuid !== undefined) uuids.add(m.tableUuid);
+  return uuids;
 }
 
 /** The `database.table` name of VARVE_TABLE (as commit messages name their table). */
@@ -130,7 +172,7 @@ export function newestSeenSchema(messages: readonly CommitMessage[]): SeenSchema
 /** The table through the catalog, at its newest schema; `lookupAt`: when the lookup starts. */
 async function openLatest(catalog: Catalog, name: string, lookupAt: number): Promise<Table> {
   const t = await catalog.getTable(name);
-  const table = new Table(t.store, t.name, t.path, t.schema, FUNCTION_COMMIT_HOOKS, cachesOf(t));
+  const table = new Table(t.store, t.name, t.path, t.schema, FUNCTION_COMMIT_HOOKS, cachesOf(t, t.schema));
   schemaLookups.set(table, lookupAt);
   return table;
 }
@@ -163,7 +205,7 @@ async function openAtSeenSchema(catalog: Catalog, name: string, seen: SeenSchema
     throw e;
   }
   const full = `${id.database}.${id.table}`;
-  const caches = cachesOf({ store: catalog.store, path });
+  const caches = cachesOf({ store: catalog.store, path }, schema);
   const table = new Table(catalog.store, full, path, schema, FUNCTION_COMMIT_HOOKS, caches);
   schemaLookups.set(table, seen.seenAt);
   return table;
