@@ -362,9 +362,15 @@ export class VarveTable extends Construct {
       timeout: COMPACT_TIMEOUT,
       memorySize: compaction.memorySize ?? 3008,
       ephemeralStorageSize: compaction.ephemeralStorageSize ?? Size.gibibytes(2),
-      environment: { ...this.baseEnvironment, VARVE_EVENT_BUS_NAME: warehouse.eventBus.eventBusName },
+      environment: {
+        ...this.baseEnvironment,
+        VARVE_EVENT_BUS_NAME: warehouse.eventBus.eventBusName,
+        // A run that leaves a bucket still due sends its next job (lib/snapshot/queued-jobs.ts).
+        VARVE_COMPACT_QUEUE_URL: this.compactQueue.queueUrl,
+      },
     });
     this.grantRead(fn);
+    this.compactQueue.grantSendMessages(fn);
     // Output files stream out as multipart uploads; a failed one is aborted so no parts stay billed.
     grantObjects(fn, warehouse.bucket, this.tablePrefix, ['s3:PutObject', 's3:AbortMultipartUpload']);
     // A failed job removes the files it wrote; a lost commit race, the manifests it wrote; a job

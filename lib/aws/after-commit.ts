@@ -1,7 +1,8 @@
 /**
  * What follows an APPEND commit a function makes, and how a function's writer commits: the
  * `Snapshot Committed` event, CommitLatencyMs / CommitConflicts, the sorted runs of every bucket
- * written, and compaction jobs for the buckets that need one and have none queued. Best effort after the commit: it has
+ * written, and compaction jobs for the buckets that need one and have none queued (the commit
+ * recorded which in its snapshot: lib/snapshot/queued-jobs.ts). Best effort after the commit: it has
  * landed whatever happens here, discovery's schedule is the backstop for a lost event and the next
  * commit to a bucket enqueues its job again.
  */
@@ -9,7 +10,12 @@ import type { AfterAppend } from '../table/append-commit.js';
 import { touchedBy } from '../table/append-commit.js';
 import type { LandOptions } from '../table/land-rows.js';
 import { claimCompactionJobs } from '../maintenance/compaction-job-marker.js';
-import { bucketStates } from '../maintenance/compaction-jobs.js';
+import { type BucketState, bucketStates } from '../maintenance/compaction-jobs.js';
+import { compactionSettingsOf } from '../maintenance/compaction-settings.js';
+import { summaryRuns } from '../maintenance/summary-runs.js';
+import { queuedJobsOf } from '../snapshot/queued-jobs.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import { sendsCompactionJobs } from '../table/commit-options.js';
 import type { CommitMessage } from '../table/commit-message.js';
 import type { Table } from '../table/table.js';
 import { announceSnapshotCommitted } from './commit-events.js';
@@ -23,6 +29,7 @@ export function afterAppend(
   table: Table,
   settings: Pick<WriterSettings, 'compactQueueUrl' | 'eventBusName'>,
 ): AfterAppend {
+  if (settings.compactQueueUrl) recordQueuedJobs(table);
   return async ({ snapshot, batches, conflicts, latencyMs, hookError }) => {
     const dims = { table: table.name };
     if (hookError)
@@ -37,15 +44,8 @@ export function afterAppend(
     try {
       const states = await bucketStates(table, snapshot, touchedBy(batches), manifestCacheOf(table));
       for (const s of states) emitMetric(METRIC.sortedRuns, UNIT.count, s.sortedRuns, dims);
-      const due = states.filter((s) => s.due);
-      if (due.length > 0 && settings.compactQueueUrl) {
-        // One queued job per bucket: a bucket whose job still waits gets none (compaction-job-marker.ts).
-        const jobs = await claimCompactionJobs(
-          table,
-          due.map((s) => ({ table: table.name, partition: s.partition, bucket: s.bucket, snapshotId: snapshot.id })),
-        );
-        if (jobs.length > 0) await sendCompactionJobs(settings.compactQueueUrl, jobs);
-      }
+      if (settings.compactQueueUrl)
+        await sendQueuedJobs(table, settings.compactQueueUrl, snapshot, new Set([snapshot.id]), states);
     } catch (e) {
       log().warn('compaction jobs were not enqueued; the next commit to these buckets enqueues them', {
         table: table.name,
@@ -54,6 +54,51 @@ export function afterAppend(
       });
     }
   };
+}
+
+/**
+ * Makes `table`'s commits record the buckets with a compaction job queued (queued-jobs.ts), due
+ * as the compaction-job check judges from what a snapshot carries per bucket. Not for an append
+ * table: its small-file compaction weighs each file, which the summary does not hold.
+ */
+export function recordQueuedJobs(table: Table): void {
+  const settings = compactionSettingsOf(table);
+  if (settings.append) return;
+  sendsCompactionJobs(
+    table,
+    (summary, partition, bucket) => summaryRuns(summary, { partition, bucket }, settings)?.due === true,
+  );
+}
+
+/**
+ * Sends the compaction jobs `latest` records as queued by one of the snapshots `setBy` (the
+ * sender's own commits: each sends what it queued). A snapshot without the record (its table
+ * carries no per-bucket summary) falls back to the "job queued" markers for the buckets of
+ * `fallback` that are due (compaction-job-marker.ts); none given, nothing is sent.
+ */
+export async function sendQueuedJobs(
+  table: Table,
+  queueUrl: string,
+  latest: Snapshot,
+  setBy: ReadonlySet<number>,
+  fallback?: readonly BucketState[],
+): Promise<void> {
+  const queued = queuedJobsOf(latest);
+  const job = (partition: string, bucket: number, snapshotId = latest.id) => ({
+    table: table.name,
+    partition,
+    bucket,
+    snapshotId,
+  });
+  const jobs =
+    queued !== undefined
+      ? queued.filter((j) => setBy.has(j[3])).map(([partition, bucket, , id]) => job(partition, bucket, id))
+      : // One queued job per bucket: a bucket whose job still waits gets none.
+        await claimCompactionJobs(
+          table,
+          (fallback ?? []).filter((s) => s.due).map((s) => job(s.partition, s.bucket)),
+        );
+  if (jobs.length > 0) await sendCompactionJobs(queueUrl, jobs);
 }
 
 /** `m` with when the lookup that found its schema (`table`'s) newest started, when known. */

@@ -35,6 +35,7 @@ import {
   bucketSummaryWithout,
   encodeBucketSummary,
 } from './bucket-summary.js';
+import { encodeQueuedJobs, nextQueuedJobs, QUEUED_JOBS_PROPERTY, queuedJobsOf } from './queued-jobs.js';
 
 /** The property holding a random id per commit call, so an ambiguous write can recognise itself. */
 export const COMMIT_UUID_PROPERTY = 'varve.commit-uuid';
@@ -116,9 +117,19 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
   const snapshot = snapshotOf(ctx, latest, changes, dataManifestList, changelogManifestList, deletionVectors);
   // This commit's changes on its base's summary: exact, as every removed file is one the base
   // holds (else the conflict check above failed and this snapshot is never created).
-  const encoded = summaryLeft && encodeBucketSummary(addBucketFiles(summaryLeft, changes.adds));
-  if (encoded !== undefined) snapshot.properties![BUCKETS_PROPERTY] = encoded;
-  else delete snapshot.properties![BUCKETS_PROPERTY];
+  const summary = summaryLeft && addBucketFiles(summaryLeft, changes.adds);
+  const encoded = summary && encodeBucketSummary(summary);
+  const props = snapshot.properties!;
+  delete props[BUCKETS_PROPERTY];
+  delete props[QUEUED_JOBS_PROPERTY];
+  if (summary === undefined || encoded === undefined) return snapshot;
+  props[BUCKETS_PROPERTY] = encoded;
+  // The buckets with a compaction job queued, when the committer sends them (queued-jobs.ts).
+  if (opts.compactionDue) {
+    const step = { snapshotId: snapshot.id, now: snapshot.timeMillis, summary, due: opts.compactionDue };
+    const jobs = nextQueuedJobs(queuedJobsOf(latest) ?? [], { ...step, adds: changes.adds, deletes: changes.deletes });
+    props[QUEUED_JOBS_PROPERTY] = encodeQueuedJobs(jobs);
+  }
   return snapshot;
 }
 

@@ -10,6 +10,7 @@ import type { JsonValue } from '../schema/value-codec.js';
 import type { ManifestCache } from '../manifest/manifest-file.js';
 import type { SnapshotManager } from './snapshot-manager.js';
 import type { Snapshot } from './snapshot.js';
+import type { CompactionDue } from './queued-jobs.js';
 
 /** A data or changelog file of a commit, with where it lives. */
 export interface FileChange {
@@ -155,6 +156,12 @@ export interface CommitOptions {
   hooks?: CommitLoopHooks;
   /** The table keeps deletion vectors: every snapshot gets its index (Snapshot.deletionVectors). */
   deletionVectors?: DeletionVectorPlanner;
+  /**
+   * Set by a committer that sends compaction jobs (the functions): whether a bucket is due in a
+   * summary. Each snapshot then records the buckets with a job queued, and which jobs its own
+   * committer sends after it lands (queued-jobs.ts).
+   */
+  compactionDue?: CompactionDue;
 }
 
 /** The entries of a commit on one base, with sequence numbers made absolute. */

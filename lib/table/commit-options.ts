@@ -2,6 +2,18 @@
 import type { CommitOptions } from '../snapshot/commit.js';
 import { deletionVectorPlanner } from './deletion-maintenance.js';
 import type { Table } from './table.js';
+import type { CompactionDue } from '../snapshot/queued-jobs.js';
+
+/** Per table object: how its committer judges a bucket due, when it sends compaction jobs (sendsCompactionJobs). */
+const jobSenders = new WeakMap<Table, CompactionDue>();
+
+/**
+ * Marks `table`'s committer as one that sends compaction jobs after its commits (the functions):
+ * its snapshots then record the buckets with a job queued (lib/snapshot/queued-jobs.ts).
+ */
+export function sendsCompactionJobs(table: Table, due: CompactionDue): void {
+  jobSenders.set(table, due);
+}
 
 /** The CommitOptions a table's commits run with. */
 export function commitOptionsFor(table: Table, overrides: Partial<CommitOptions> = {}): CommitOptions {
@@ -18,6 +30,7 @@ export function commitOptionsFor(table: Table, overrides: Partial<CommitOptions>
     snapshotManager: table.commitSnapshots,
     manifestCache: table.manifestCache,
     deletionVectors: deletionVectorPlanner(table),
+    compactionDue: jobSenders.get(table),
     ...overrides,
   };
 }

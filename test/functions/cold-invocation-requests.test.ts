@@ -38,6 +38,11 @@
  *   identifier's claim (conditional PUT), the manifest, the manifest list, snapshot-2 (3 PUTs:
  *   the LATEST hint was current, so it is not written); the `Snapshot Committed` event
  *   (EventBridge PutEvents); the registration released (DELETE).
+ * A commit that finds buckets due for compaction sends their jobs in one SendMessageBatch (+1),
+ *   only those no earlier snapshot records as queued: each snapshot records the buckets with a job
+ *   queued (lib/snapshot/queued-jobs.ts), so the check reads the base the commit already has (no
+ *   request); a "job queued" marker per bucket cost a HEAD per due bucket per commit and a PUT per
+ *   job sent before (cold commit 15 median, 17 at most in the e2e: 7 for 3 due buckets).
  * warm commit (8) — the window's check for commits by others: snapshot-N still there and no
  *   snapshot-N+1 (2 HEADs, N being the container's own last commit, whose manifests it wrote and
  *   keeps); then as cold: the claim, 3 metadata PUTs, the event, the release.
@@ -63,6 +68,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { awsAvailable } from '../helpers/aws.js';
 import { alterTable } from '../../lib/table/alter.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
+import { QUEUED_JOBS_PROPERTY } from '../../lib/snapshot/queued-jobs.js';
 import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, reopen, sendBodies, takeAll } from './harness.js';
 
 // The handlers' EMF metric lines stay off the test output.
@@ -246,6 +252,64 @@ describe.skipIf(!awsAvailable())('requests of a cold and a warm ingest and commi
     // Assess
     assess('2 buckets, direct mode', rounds, ['ingest'], DIRECT);
   });
+  it('compaction due: a cold commit sends the jobs it queues in one request and records them; later ones find them queued', {
+    timeout: 240_000,
+  }, async () => {
+    // Prepare: a 2-bucket table due for compaction from 2 sorted runs on (universal compaction's
+    // pick: a bucket is due at 2 or 3 runs, by its files' sizes), with one commit (one run per
+    // bucket); each batch through a new ingest container, each commit through a new one.
+    powertoolsEnv();
+    const d = await deploy();
+    await createOrders(d, { 'num-sorted-run.compaction-trigger': '2' });
+    const env = d.env('queue');
+    const rows = (i: number) =>
+      JSON.stringify(Array.from({ length: 20 }, (_, k) => ({ id: i * 20 + k, status: 'new', amount: k })));
+    const coldCommit = async (i: number): Promise<{ requests: Request[]; sent: number[] }> => {
+      const ingest = await coldContainer(env);
+      await sendBodies(d.ingestUrl, [rows(i)]);
+      expect(await drain(d.ingestUrl, ingest.ingest)).toHaveLength(1);
+      const commit = await coldContainer(env);
+      expect(await drain(d.commitUrl, commit.commit)).toHaveLength(1);
+      const sent = (await takeAll(d.compactUrl)).map((b) => (JSON.parse(b) as { bucket: number }).bucket);
+      return { requests: commit.requests, sent };
+    };
+    await coldCommit(0);
+
+    // Act: 3 more cold commits into both buckets, the jobs they send left in the queue
+    const commits = [await coldCommit(1), await coldCommit(2), await coldCommit(3)];
+
+    // Assess: each bucket's job sent once, by the commit that found it due first, in one
+    // SendMessageBatch with the others it queued; no "job queued" marker looked up or written (a
+    // HEAD per due bucket per commit, and a PUT per job sent, before): the snapshots record the
+    // jobs queued (lib/snapshot/queued-jobs.ts). The first commit's base is current (the hint
+    // names it): the cold commit's budget, and the send when it queued any.
+    const lines = commits.map(
+      ({ requests, sent }, i) =>
+        `cold commit ${i + 1} (jobs sent for buckets [${sent.join(', ')}]): ${requests.length} requests\n` +
+        requests.map((q) => `  ${label(q, i + 1)}  ${q.key.replace(/^.*?\/orders\//, '')}`).join('\n'),
+    );
+    console.log(lines.join('\n'));
+    expect(commits.flatMap((c) => c.sent).sort()).toEqual([0, 1]);
+    commits.forEach(({ requests, sent }, i) => {
+      expect(
+        requests.filter((r) => r.key.includes('/compaction/')),
+        lines[i],
+      ).toEqual([]);
+      const sends = requests.filter((r) => r.service === 'SQS').map((r) => r.command);
+      expect(sends, lines[i]).toEqual(sent.length > 0 ? ['SendMessageBatch'] : []);
+    });
+    const first = commits[0];
+    expect(labelled(first.requests, 1, 0, lines[0])).toEqual(
+      [...QUEUED.coldCommit, ...(first.sent.length > 0 ? ['SQS:SendMessageBatch'] : [])].sort(),
+    );
+    const latest = await (await reopen(d)).snapshots.latest();
+    expect(
+      JSON.parse(latest!.properties![QUEUED_JOBS_PROPERTY])
+        .map((j: unknown[]) => j[1])
+        .sort(),
+    ).toEqual([0, 1]);
+  });
+
   it('a cold compaction invocation reads each metadata object once and looks the latest snapshot up once', {
     timeout: 240_000,
   }, async () => {

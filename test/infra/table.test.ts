@@ -197,7 +197,12 @@ describe('VarveTable functions', () => {
       VARVE_EVENT_BUS_NAME: bus,
       VARVE_REJECTS_QUEUE_URL: r(table.rejectsQueue.queueUrl),
     });
-    expect(envOf(template, table.compactFunction)).toEqual({ ...base, VARVE_EVENT_BUS_NAME: bus });
+    // Compaction sends a bucket's next job when its run leaves the bucket still due (queued-jobs.ts).
+    expect(envOf(template, table.compactFunction)).toEqual({
+      ...base,
+      VARVE_EVENT_BUS_NAME: bus,
+      VARVE_COMPACT_QUEUE_URL: compactUrl,
+    });
     expect(envOf(template, table.expireFunction)).toEqual(base);
   });
 
@@ -427,7 +432,7 @@ describe('VarveTable IAM', () => {
     ]);
   });
 
-  it('lets commit and compaction put events on the warehouse bus, and commit enqueue compaction and reject poison', () => {
+  it('lets commit and compaction put events on the warehouse bus and enqueue compaction, and commit reject poison', () => {
     const { template, table } = synthDefault();
     const bus = { 'Fn::GetAtt': [logicalId(table.warehouse.eventBus), 'Arn'] };
     expect(
@@ -448,6 +453,10 @@ describe('VarveTable IAM', () => {
     expect(
       granting(functionStatements(template, table.commitFunction!), 'sqs:SendMessage').flatMap(resourceList),
     ).toHaveLength(2);
+    // compaction sends only a bucket's next job (a run that left it due), to its own queue
+    expect(
+      granting(functionStatements(template, table.compactFunction), 'sqs:SendMessage').flatMap(resourceList),
+    ).toEqual([{ 'Fn::GetAtt': [logicalId(table.compactQueue), 'Arn'] }]);
     // expiry sends only its own failures (its on-failure destination)
     expect(
       granting(functionStatements(template, table.expireFunction), 'sqs:SendMessage').flatMap(resourceList),
