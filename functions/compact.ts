@@ -18,8 +18,7 @@ import {
   type CompactionJob,
 } from '../lib/maintenance/compaction-jobs.js';
 import { announceSnapshotCommitted } from '../lib/aws/commit-events.js';
-import { recordQueuedJobs, sendQueuedJobs } from '../lib/aws/after-commit.js';
-import type { Snapshot } from '../lib/snapshot/snapshot.js';
+import { nextJobsOfRun } from '../lib/aws/after-commit.js';
 import type { Env } from '../lib/aws/env.js';
 import { processFifoBatch } from './shared/fifo-batch.js';
 import { thenExport } from '../lib/aws/glue.js';
@@ -34,8 +33,7 @@ const DEFAULT_BUDGET_MS = 5 * 60_000;
 export function createCompactHandler(env: Env = process.env) {
   return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     const table = await openTable(env, 'compact');
-    const queueUrl = env.VARVE_COMPACT_QUEUE_URL;
-    if (queueUrl) recordQueuedJobs(table);
+    const nextJobs = nextJobsOfRun(table, env.VARVE_COMPACT_QUEUE_URL);
     const budgetEnd = Date.now() + (context ? context.getRemainingTimeInMillis() * BUDGET_SHARE : DEFAULT_BUDGET_MS);
     const bus = env.VARVE_EVENT_BUS_NAME;
     const jobs = new Map<string, CompactionJob | Error>(
@@ -45,26 +43,15 @@ export function createCompactHandler(env: Env = process.env) {
     const run = (async () => {
       // Before the buckets are read: a commit from now on queues the next job.
       await Promise.all(valid.map((j) => releaseJobMarker(table, j.partition, j.bucket)));
-      const committed: Snapshot[] = [];
       const result = await runCompactionJobs(table, valid, {
         budgetEnd,
         manifestCache: manifestCacheOf(table),
         onSnapshot: async (s) => {
-          committed.push(s);
+          nextJobs.seen(s);
           if (bus) await announceSnapshotCommitted(bus, table.name, s);
         },
       });
-      // The jobs this run's snapshots queued, as the newest of them records them (an entry a
-      // later round cleared is not sent).
-      const newest = committed.reduce<Snapshot | undefined>((n, s) => (n && n.id > s.id ? n : s), undefined);
-      if (queueUrl && newest)
-        await sendQueuedJobs(table, queueUrl, newest, new Set(committed.map((s) => s.id))).catch((error: unknown) =>
-          // The entries go stale: the next commit to the table sends these jobs (queued-jobs.ts).
-          log().warn('the next compaction jobs were not sent; a later commit sends them', {
-            table: table.name,
-            error: error as Error,
-          }),
-        );
+      await nextJobs.send();
       for (const b of result.buckets)
         if (b.sortedRuns !== undefined) emitMetric(METRIC.sortedRuns, UNIT.count, b.sortedRuns, { table: table.name });
       log().info('compaction jobs done', {

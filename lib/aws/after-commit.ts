@@ -101,6 +101,34 @@ export async function sendQueuedJobs(
   if (jobs.length > 0) await sendCompactionJobs(queueUrl, jobs);
 }
 
+/**
+ * The compaction function's side of the record (queued-jobs.ts): its COMPACT commits record the
+ * buckets with a job queued, and a run that leaves a bucket still due (a commit landed while the
+ * job read it) queues the bucket's next job; `send` sends what the run's snapshots queued, as the
+ * newest of them records it (an entry a later round cleared is not sent). Best effort: an entry
+ * whose job was not sent goes stale, and a later commit sends it.
+ */
+export function nextJobsOfRun(
+  table: Table,
+  queueUrl: string | undefined,
+): { seen(s: Snapshot): void; send(): Promise<void> } {
+  if (queueUrl) recordQueuedJobs(table);
+  const committed: Snapshot[] = [];
+  return {
+    seen: (s) => committed.push(s),
+    send: async () => {
+      const newest = committed.reduce<Snapshot | undefined>((n, s) => (n && n.id > s.id ? n : s), undefined);
+      if (!queueUrl || !newest) return;
+      await sendQueuedJobs(table, queueUrl, newest, new Set(committed.map((s) => s.id))).catch((error: unknown) =>
+        log().warn('the next compaction jobs were not sent; a later commit sends them', {
+          table: table.name,
+          error: error as Error,
+        }),
+      );
+    },
+  };
+}
+
 /** `m` with when the lookup that found its schema (`table`'s) newest started, when known. */
 function withSchemaSeenAt(table: Table, m: CommitMessage): CommitMessage {
   const seenAt = schemaSeenAt(table);
