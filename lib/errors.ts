@@ -356,6 +356,36 @@ export class CommitFilesMissingError extends VarveError {
   }
 }
 
+/**
+ * A batch some of whose sources (not all) landed before in other batches: the same input delivered
+ * twice at once in two batch compositions (group-commit.ts "What is guaranteed"). A batch keeps no
+ * record of which rows came from which source, so it cannot be committed without landing those
+ * sources' rows twice; it is refused whole and committed nothing. `landed` maps each source that
+ * had landed to the snapshot holding it (undefined: an earlier batch of the same group commit);
+ * `others` are the sources whose rows are now in no snapshot and must be ingested again.
+ */
+export class PartiallyLandedError extends VarveError {
+  constructor(
+    readonly commitIdentifier: string,
+    readonly landed: ReadonlyMap<string, number | undefined>,
+    readonly others: readonly string[],
+  ) {
+    const where = [...landed].map(([s, at]) => (at === undefined ? s : `${s} (snapshot ${at})`));
+    super(
+      `the batch ${commitIdentifier} holds the rows of ${landed.size + others.length} sources, ${landed.size} of which ` +
+        `landed before in another batch: ${shortList(where)}. A batch's rows are not kept apart by source, so ` +
+        'committing it would land those rows twice (on a primary-key table, an older row would win over a newer ' +
+        `update of its key); it was refused and committed nothing. Ingest its other ${others.length} source(s) ` +
+        `again: ${shortList(others)}`,
+      { kind: 'conflict', retryable: false },
+    );
+  }
+}
+
+function shortList(xs: readonly string[]): string {
+  return xs.length > 10 ? `${xs.slice(0, 10).join(', ')} and ${xs.length - 10} more` : xs.join(', ');
+}
+
 /** A writer refused because a bucket has more sorted runs than `num-sorted-run.stop-trigger`. */
 export class WriteStallError extends VarveError {
   constructor(message: string) {

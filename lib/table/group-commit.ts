@@ -15,9 +15,9 @@
  * its batches are committed one by one so that only the one that fails alone is refused. Refused
  * messages are the caller's to set aside (on AWS: the rejects queue); the others go on.
  */
-import { CommitFilesMissingError, VarveError } from '../errors.js';
+import { CommitFilesMissingError, PartiallyLandedError, VarveError } from '../errors.js';
 import type { CommitBatch, CommitOptions } from '../snapshot/commit.js';
-import { commitAppendOnBase, type AfterAppend, type AppendCommitted } from './append-commit.js';
+import { commitAppendOnBase, deleteBatchFiles, type AfterAppend, type AppendCommitted } from './append-commit.js';
 import { messagesCommitIdentifier } from './commit-identifiers.js';
 import { wrongTableInstance, type CommitMessage } from './commit-message.js';
 import { missingFiles, releasePending } from './pending-commits.js';
@@ -148,18 +148,21 @@ export class GroupCommit {
       const wrong = wrongTableInstance(this.table, q.message);
       if (wrong) refused.set(q.id, wrong);
     }
-    const wrongInstance = refused.size;
     const recent = recentBatchesOf(this.table);
     await recent.refresh();
     const seen = new Set<string>();
+    let skipped = 0;
     const fresh = run.filter((q) => {
       const m = q.message;
       if (refused.has(q.id)) return false;
       // Committed before (a retry) or twice in this run (a re-send SQS did not deduplicate), or
-      // every source it holds is (the same input redelivered in another batch composition).
-      if (landed(m, (id) => recent.snapshotOf(id) !== undefined || seen.has(id))) return false;
-      for (const id of [m.commitIdentifier, ...(m.sources ?? [])]) seen.add(id);
-      return true;
+      // every source it holds is (the same input redelivered in another batch composition); some
+      // of its sources only: refused (see the file comment).
+      const was = landing(m, (id) => (seen.has(id) ? null : recent.snapshotOf(id)));
+      if (was instanceof Error) refused.set(q.id, was);
+      else if (was) skipped++;
+      else for (const id of [m.commitIdentifier, ...(m.sources ?? [])]) seen.add(id);
+      return was === false;
     });
     const ids = run.map((q) => q.id);
     // Checked before the commit: a snapshot must never reference a file that is gone.
@@ -174,11 +177,12 @@ export class GroupCommit {
         missing[i].length > 0 && refused.set(q.id, new CommitFilesMissingError(q.message.commitIdentifier, missing[i])),
     );
     const ready = fresh.filter((q) => !refused.has(q.id));
-    const outcome: RunOutcome = { ids, skipped: run.length - fresh.length - wrongInstance, refused };
+    const outcome: RunOutcome = { ids, skipped, refused };
     if (ready.length === 0) return outcome;
     const commit = async (batches: QueuedCommit[], identifier: string) => {
-      const { committed, leftOut } = await this.commitBatches(batches, identifier);
+      const { committed, leftOut, partial } = await this.commitBatches(batches, identifier);
       outcome.skipped += leftOut;
+      for (const [id, e] of partial) refused.set(id, e);
       if (committed) outcome.committed = committed;
     };
     try {
@@ -195,9 +199,19 @@ export class GroupCommit {
         }
       }
     }
-    // Committed (now or before): their files are referenced by a snapshot, the registrations can go.
+    // Committed (now or before): their files are referenced by a snapshot, the registrations can
+    // go. So can those of batches refused for their landed sources, and their files: no commit can
+    // take them any more (every later base holds those sources), and a registration kept would
+    // make a re-sent source look queued (ingested-sources.ts).
+    const partial = run.filter((q) => refused.get(q.id) instanceof PartiallyLandedError).map((q) => q.message);
     const done = run.filter((q) => !refused.has(q.id)).map((q) => q.message.commitIdentifier);
-    await releasePending(this.table, done).catch(() => undefined); // best effort: orphan cleanup ages them out
+    await Promise.all([
+      releasePending(this.table, [...done, ...partial.map((m) => m.commitIdentifier)]),
+      deleteBatchFiles(
+        this.table,
+        partial.map((m) => m.batch),
+      ),
+    ]).catch(() => undefined); // best effort: orphan cleanup ages them out
     return outcome;
   }
 
@@ -211,9 +225,10 @@ export class GroupCommit {
   private async commitBatches(
     batches: QueuedCommit[],
     commitIdentifier: string,
-  ): Promise<{ committed?: AppendCommitted; leftOut: number }> {
+  ): Promise<{ committed?: AppendCommitted; leftOut: number; partial: Map<string, PartiallyLandedError> }> {
     const recent = recentBatchesOf(this.table);
     let kept = batches;
+    let partial = new Map<string, PartiallyLandedError>();
     // Vouched for the base the window read before the first plan; a lost race's newer base is
     // checked as before (addsUnseenThrough).
     const unseenThrough = addsUnseenThrough(
@@ -224,7 +239,12 @@ export class GroupCommit {
       this.table,
       async (base) => {
         await recent.readUpTo(base?.id ?? 0);
-        kept = batches.filter((q) => !landed(q.message, (id) => recent.snapshotOf(id) !== undefined));
+        partial = new Map();
+        kept = batches.filter((q) => {
+          const was = landing(q.message, (id) => recent.snapshotOf(id));
+          if (was instanceof PartiallyLandedError) partial.set(q.id, was);
+          return was === false;
+        });
         return {
           batches: kept.map((q) => q.message.batch),
           properties: {
@@ -243,17 +263,35 @@ export class GroupCommit {
             : { ...this.opts.commitOptions, addsUnseenThrough: unseenThrough },
       },
     );
-    if (committed.nothingLeft) return { leftOut: batches.length };
+    if (committed.nothingLeft) return { leftOut: batches.length - partial.size, partial };
     recent.note(committed.snapshot);
     await this.opts.afterCommit?.(committed);
-    return { committed, leftOut: batches.length - kept.length };
+    return { committed, leftOut: batches.length - kept.length - partial.size, partial };
   }
 }
 
 /**
- * Whether a snapshot holds batch `m` already, by `known` (an id a snapshot holds): its identifier
- * (a retry), or every source it holds (the same input redelivered in another batch composition).
+ * Whether batch `m` landed already, by `landedIn` (the snapshot that holds an id, null for an
+ * earlier batch of this run, undefined when none does): true when its identifier did (a retry) or
+ * every source it holds did (the same input redelivered in another batch composition), false when
+ * none of them did, and the refusal to give it when some of its sources did and others did not.
  */
-function landed(m: CommitMessage, known: (id: string) => boolean): boolean {
-  return known(m.commitIdentifier) || (m.sources !== undefined && m.sources.length > 0 && m.sources.every(known));
+function landing(
+  m: CommitMessage,
+  landedIn: (id: string) => number | null | undefined,
+): boolean | PartiallyLandedError {
+  if (landedIn(m.commitIdentifier) !== undefined) return true;
+  const sources = m.sources ?? [];
+  const landed = new Map<string, number | undefined>();
+  for (const s of sources) {
+    const at = landedIn(s);
+    if (at !== undefined) landed.set(s, at ?? undefined);
+  }
+  if (landed.size === 0) return false;
+  if (landed.size === sources.length) return true;
+  return new PartiallyLandedError(
+    m.commitIdentifier,
+    landed,
+    sources.filter((s) => !landed.has(s)),
+  );
 }

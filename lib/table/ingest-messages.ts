@@ -4,6 +4,7 @@
  * its message and its position there, so that a reject names where it came from; then landed
  * once per message (ingested-sources.ts), whatever batches the messages are redelivered in.
  */
+import { PartiallyLandedError } from '../errors.js';
 import { parseJsonText } from '../json.js';
 import type { TableSchema } from '../schema/types.js';
 import { messagesCommitIdentifier } from './commit-identifiers.js';
@@ -139,12 +140,27 @@ export async function ingestMessages(
   } catch (e) {
     return { ...result, failed: fresh.map((m) => m.id), error: e };
   }
-  try {
-    const land = opts.land(messagesCommitIdentifier('ingest', parsed.withRows), parsed.withRows.map(messageSource));
-    result.landed = await landRowChunks(table, parsed.chunks, land);
-  } catch (e) {
-    // Messages that were all rejects are done; the ones with rows come back together.
-    return { ...result, failed: parsed.withRows, error: e };
+  let rows = parsed;
+  for (;;) {
+    try {
+      const land = opts.land(messagesCommitIdentifier('ingest', rows.withRows), rows.withRows.map(messageSource));
+      result.landed = await landRowChunks(table, rows.chunks, land);
+      return result;
+    } catch (e) {
+      if (!(e instanceof PartiallyLandedError) || e.landed.size === 0) {
+        // Messages that were all rejects are done; the ones with rows come back together.
+        return { ...result, failed: rows.withRows, error: e };
+      }
+      // Direct mode: some of these messages landed meanwhile in another invocation's batch (a
+      // message delivered twice at once), and this batch, whose rows are not kept apart by
+      // message, committed nothing. The others land again without them: their rows are parsed
+      // anew (their rejects went out already), so each message lands once.
+      const again = new Set(rows.withRows.filter((id) => !e.landed.has(messageSource(id))));
+      result.duplicates = [...result.duplicates, ...rows.withRows.filter((id) => !again.has(id))];
+      rows = await parseMessageRecords(
+        fresh.filter((m) => again.has(m.id)),
+        table.schema,
+      );
+    }
   }
-  return result;
 }

@@ -5,6 +5,7 @@
  * commit FIFO queue), which folds many writers' batches into one snapshot.
  */
 import type * as arrow from 'apache-arrow';
+import { PartiallyLandedError } from '../errors.js';
 import type { Row, RowKindByte } from '../schema/types.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import {
@@ -113,7 +114,11 @@ export async function landRowChunks(
     return { rows: rowCount, files, queued: true };
   }
 
-  const committed = await commitDirect(table, batch, opts);
+  const committed = await commitDirect(table, batch, opts).catch(async (e: unknown) => {
+    // Some sources landed in another batch: these files will never be committed.
+    if (e instanceof PartiallyLandedError) await deleteBatchFiles(table, [batch]);
+    throw e;
+  });
   // A retry of a call that had committed: the files just written are referenced by nothing.
   if (committed.alreadyCommitted || committed.nothingLeft) await deleteBatchFiles(table, [batch]);
   // Run again on a retry too: the first attempt may have failed right after its commit.
@@ -123,11 +128,12 @@ export async function landRowChunks(
 }
 
 /**
- * The direct commit of one batch. With sources, when this process reads the table's deduplication
- * window (an ingest checked its sources: ingested-sources.ts), the commit is planned on its base as
- * the group commit's is: a batch whose every source landed meanwhile (another committer's, found
- * after a lost race) commits nothing, and the snapshot carries the window's checkpoint, so that a
- * cold container reads the window from it (window-checkpoint.ts) instead of snapshot by snapshot.
+ * The direct commit of one batch. With sources, the commit reads the table's deduplication window
+ * (ingested-sources.ts; once per process) and is planned on its base as the group commit's is: a batch whose every source landed meanwhile (another committer's, found
+ * after a lost race) commits nothing, one only some of whose sources did throws
+ * PartiallyLandedError (its caller, which still holds the input, lands the others again:
+ * ingest-messages.ts), and the snapshot carries the window's checkpoint, so that a cold container
+ * reads the window from it (window-checkpoint.ts) instead of snapshot by snapshot.
  */
 async function commitDirect(table: Table, batch: CommitBatch, opts: LandOptions): Promise<AppendCommitted> {
   const spec = {
@@ -138,15 +144,29 @@ async function commitDirect(table: Table, batch: CommitBatch, opts: LandOptions)
   const sources = opts.sources ?? [];
   if (sources.length === 0) return commitAppend(table, [batch], spec);
   const recent = recentBatchesOf(table);
+  // A message delivered twice at once reaches two invocations unseen by the ingest's check (which
+  // looks only at redelivered messages): the window is read here in any case, from the latest
+  // snapshot the commit then starts from (read once, through the committer's cache).
+  await recent.readOnce();
+  let landed = new Map<string, number | undefined>();
   const committed = await commitAppendOnBase(
     table,
     async (base) => {
       await recent.readUpTo(base?.id ?? 0);
-      if (sources.every((s) => recent.snapshotOf(s) !== undefined)) return { batches: [] };
+      landed = new Map();
+      for (const s of sources) if (recent.snapshotOf(s) !== undefined) landed.set(s, recent.snapshotOf(s));
+      if (landed.size > 0) return { batches: [] };
       return { batches: [batch], properties: recent.commitProperties(sources) };
     },
     spec,
   );
+  if (committed.nothingLeft && landed.size < sources.length && !committed.alreadyCommitted) {
+    throw new PartiallyLandedError(
+      opts.commitIdentifier,
+      landed,
+      sources.filter((s) => !landed.has(s)),
+    );
+  }
   if (!committed.nothingLeft) {
     recent.note(committed.snapshot);
     return committed;

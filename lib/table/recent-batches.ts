@@ -92,6 +92,11 @@ export class RecentBatches {
     this.completeAfter = Math.max(this.completeAfter, keep);
   }
 
+  /** Reads the window as refresh() does unless this process has read it already (then readUpTo keeps it current). */
+  async readOnce(): Promise<void> {
+    if (this.horizon === Number.POSITIVE_INFINITY) await this.refresh();
+  }
+
   /**
    * Notes the snapshots after the last one read, up to `id` (a commit's base after it lost a race:
    * the commit loop read them on its way, so they come from its snapshot manager's cache); nothing
