@@ -358,7 +358,7 @@ export class CommitFilesMissingError extends VarveError {
 
 /**
  * A batch some of whose sources (not all) landed before in other batches: the same input delivered
- * twice at once in two batch compositions (group-commit.ts "What is guaranteed"). A batch keeps no
+ * twice at once in two batch compositions (lib/table/group-commit.ts, "What is guaranteed"). A batch keeps no
  * record of which rows came from which source, so it cannot be committed without landing those
  * sources' rows twice; it is refused whole and committed nothing. `landed` maps each source that
  * had landed to the snapshot holding it (undefined: an earlier batch of the same group commit);

@@ -9,6 +9,19 @@
  * (`varve.batches`), so a batch seen again in another run is not committed again (RecentBatches;
  * each snapshot also carries a checkpoint of that window, `varve.window`, for cold containers).
  *
+ * What is guaranteed for sources (`varve.sources`): each lands once. A batch whose every source
+ * landed is skipped like a re-sent one. A batch only some of whose sources landed — the same input
+ * delivered twice at once in two batch compositions (an SQS standard queue's duplicate delivery, a
+ * redelivery while the first invocation still runs: the ingest's check, ingested-sources.ts, sees
+ * neither) — cannot land without them: its files keep no record of which row came from which
+ * source (the writer merges a key's rows across sources, and numbers rows per bucket), so its
+ * copy of the landed sources' rows would land again: rows twice on an append table, on a
+ * primary-key table an older row winning over a newer update of its key. It is refused whole
+ * (PartiallyLandedError, naming the sources to ingest again), its files deleted: loud, and
+ * nothing committed is touched. Paimon and Flink avoid the case with checkpoint-aligned
+ * exactly-once sources, which SQS is not; a direct-mode ingest, which still holds its input,
+ * lands the other messages again instead (ingest-messages.ts).
+ *
  * A bad batch never takes good ones down with it: a batch whose files are gone is refused before
  * the commit (CommitFilesMissingError; only a batch old enough to have lost them is checked:
  * filesMayBeGone), and when a run fails for a reason retrying cannot help,

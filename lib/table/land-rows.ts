@@ -144,15 +144,14 @@ async function commitDirect(table: Table, batch: CommitBatch, opts: LandOptions)
   const sources = opts.sources ?? [];
   if (sources.length === 0) return commitAppend(table, [batch], spec);
   const recent = recentBatchesOf(table);
-  // A message delivered twice at once reaches two invocations unseen by the ingest's check (which
-  // looks only at redelivered messages): the window is read here in any case, from the latest
-  // snapshot the commit then starts from (read once, through the committer's cache).
-  await recent.readOnce();
   let landed = new Map<string, number | undefined>();
   const committed = await commitAppendOnBase(
     table,
     async (base) => {
-      await recent.readUpTo(base?.id ?? 0);
+      // A message delivered twice at once reaches two invocations unseen by the ingest's check
+      // (which looks only at redelivered messages): the window is read here in any case, down
+      // from the base (read already, through the committer's cache: no request of its own).
+      await recent.readThrough(base?.id);
       landed = new Map();
       for (const s of sources) if (recent.snapshotOf(s) !== undefined) landed.set(s, recent.snapshotOf(s));
       if (landed.size > 0) return { batches: [] };
@@ -160,7 +159,7 @@ async function commitDirect(table: Table, batch: CommitBatch, opts: LandOptions)
     },
     spec,
   );
-  if (committed.nothingLeft && landed.size < sources.length && !committed.alreadyCommitted) {
+  if (committed.nothingLeft && landed.size > 0 && landed.size < sources.length && !committed.alreadyCommitted) {
     throw new PartiallyLandedError(
       opts.commitIdentifier,
       landed,

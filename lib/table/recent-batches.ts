@@ -68,11 +68,15 @@ export class RecentBatches {
     public windowMs: number = deduplicationWindowOf(table),
   ) {}
 
-  /** Reads the snapshots committed since the last call (back to the window's start on the first). */
-  async refresh(): Promise<void> {
+  /**
+   * Reads the snapshots committed since the last call (back to the window's start on the first),
+   * up to the latest one, or up to `through.latest` when the caller has just found that latest
+   * (its id, undefined for a table with none).
+   */
+  async refresh(through?: { latest: number | undefined }): Promise<void> {
     // Through the committer's caching manager: the commit that follows starts from the snapshot
     // found here (read once), and a warm container reads only the snapshots committed since.
-    const latest = await this.table.commitSnapshots.latestId();
+    const latest = through ? through.latest : await this.table.commitSnapshots.latestId();
     this.horizon = this.now() - this.windowMs;
     if (latest === undefined) {
       this.completeAfter = Number.NEGATIVE_INFINITY; // no snapshot: nothing committed
@@ -92,9 +96,14 @@ export class RecentBatches {
     this.completeAfter = Math.max(this.completeAfter, keep);
   }
 
-  /** Reads the window as refresh() does unless this process has read it already (then readUpTo keeps it current). */
-  async readOnce(): Promise<void> {
-    if (this.horizon === Number.POSITIVE_INFINITY) await this.refresh();
+  /**
+   * Notes the snapshots up to `latest` (a commit's base: its loop has just found it the latest, or
+   * undefined for a table with none): read back through the window as refresh() does on this
+   * process's first read, else those after the last one read (readUpTo).
+   */
+  async readThrough(latest: number | undefined): Promise<void> {
+    if (this.horizon === Number.POSITIVE_INFINITY) await this.refresh({ latest });
+    else await this.readUpTo(latest ?? 0);
   }
 
   /**
