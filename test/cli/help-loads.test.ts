@@ -128,7 +128,7 @@ describe('varve --help (the CLI as the package builds it)', () => {
     expect(tables.loaded.length).toBeGreaterThan(files.length);
   });
 
-  it('loads no AWS SDK for a command on a folder warehouse, and loads it for one on S3', () => {
+  it('loads no AWS SDK for a command on a folder warehouse, the S3 client for one on S3, DynamoDB for the DynamoDB catalog only', () => {
     // Prepare: which output files hold AWS SDK code (relative to dist/, as runBuilt lists them).
     const out = path.join(dir, 'dist');
     const sdk = new Set(
@@ -137,6 +137,12 @@ describe('varve --help (the CLI as the package builds it)', () => {
         .map(([file]) => path.relative(out, path.resolve(file))),
     );
     const withSdk = (loaded: string[]) => loaded.filter((f) => sdk.has(f));
+    const dynamo = new Set(
+      Object.entries(meta.outputs)
+        .filter(([, o]) => Object.keys(o.inputs).some((i) => i.includes('node_modules/@aws-sdk/client-dynamodb/')))
+        .map(([file]) => path.relative(out, path.resolve(file))),
+    );
+    const withDynamo = (loaded: string[]) => loaded.filter((f) => dynamo.has(f));
     expect(sdk.size).toBeGreaterThan(0);
     const wh = path.join(dir, 'wh-folder');
     const csv = path.join(dir, 'rows.csv');
@@ -155,11 +161,17 @@ describe('varve --help (the CLI as the package builds it)', () => {
     ]);
     const write = runBuilt(['--warehouse', wh, 'write', 'db.t', csv]);
     const read = runBuilt(['--warehouse', wh, 'read', 'db.t', '--format', 'jsonl']);
-    const s3 = runBuilt(['--warehouse', 's3://bucket/wh', 'tables'], {
+    const aws = {
       AWS_ENDPOINT_URL: 'http://127.0.0.1:1',
       AWS_ACCESS_KEY_ID: 'test',
       AWS_SECRET_ACCESS_KEY: 'test',
       AWS_REGION: 'us-east-1',
+      AWS_MAX_ATTEMPTS: '1',
+    };
+    const s3 = runBuilt(['--warehouse', 's3://bucket/wh', 'tables'], aws);
+    const catalogTable = runBuilt(['--warehouse', 's3://bucket/wh', 'tables'], {
+      ...aws,
+      VARVE_CATALOG_TABLE: 'catalog',
     });
 
     // Assess: the folder commands ran (and loaded Arrow and parquet-wasm) without the SDK; S3 loads it.
@@ -180,5 +192,10 @@ describe('varve --help (the CLI as the package builds it)', () => {
     expect(s3.code).not.toBe(0);
     expect(s3.err).toMatch(/cannot reach S3 at http:\/\/127\.0\.0\.1:1/);
     expect(withSdk(s3.loaded).length).toBeGreaterThan(0);
+    // The DynamoDB client only for the DynamoDB catalog.
+    expect(dynamo.size).toBeGreaterThan(0);
+    expect(withDynamo(s3.loaded)).toEqual([]);
+    expect(catalogTable.code).not.toBe(0);
+    expect(withDynamo(catalogTable.loaded).length, catalogTable.err).toBeGreaterThan(0);
   });
 });
