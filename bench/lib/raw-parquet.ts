@@ -1,7 +1,7 @@
 /**
  * The raw baselines: parquet-wasm with the same writer settings varve's data files use
- * (lib/format/data-file.ts: row groups of 262,144, chunk statistics, dictionary only on strings),
- * with no table format around it.
+ * (lib/format/data-file.ts: row groups of 262,144, chunk statistics, dictionary only on strings
+ * that are not nearly all distinct), with no table format around it.
  */
 import { open } from 'node:fs/promises';
 import * as arrow from 'apache-arrow';
@@ -14,6 +14,7 @@ import {
   WriterPropertiesBuilder,
 } from 'parquet-wasm';
 import { DEFAULT_ROW_GROUP_SIZE, READ_BATCH_SIZE } from '../../lib/format/data-file.js';
+import { uniqueStringColumns } from '../../lib/format/dictionary-choice.js';
 
 const CODECS = { zstd: Compression.ZSTD, snappy: Compression.SNAPPY, uncompressed: Compression.UNCOMPRESSED } as const;
 
@@ -24,8 +25,11 @@ export function rawParquetBytes(table: arrow.Table, compression: keyof typeof CO
     .setMaxRowGroupSize(DEFAULT_ROW_GROUP_SIZE)
     .setStatisticsEnabled(EnabledStatistics.Chunk)
     .setDictionaryEnabled(false);
+  // Dictionaries on strings but those nearly all distinct, judged from the first rows (as varve's
+  // files choose theirs: lib/format/dictionary-choice.ts).
+  const plain = new Set(uniqueStringColumns(table, 0));
   for (const f of table.schema.fields)
-    if (arrow.DataType.isUtf8(f.type)) b = b.setColumnDictionaryEnabled(f.name, true);
+    if (arrow.DataType.isUtf8(f.type) && !plain.has(f.name)) b = b.setColumnDictionaryEnabled(f.name, true);
   return writeParquet(WasmTable.fromIPCStream(arrow.tableToIPC(table, 'stream')), b.build());
 }
 
