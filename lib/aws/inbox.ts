@@ -153,7 +153,10 @@ export async function ingestInboxObject(
   // The key as stored (an event's key may be URL-encoded): rejects and the identifier name it.
   const source = { bucket, key: read.key, etag };
   const sourceId = objectSource(read.key, etag);
-  if ((await landedSources(table, [sourceId], { queued: to.settings.mode === 'queue' })).size > 0) {
+  const land = landOptions(table, to.settings, to.commitUser, objectCommitIdentifier(read.key, etag), [sourceId]);
+  if (
+    (await landedSources(table, [sourceId], { queued: to.settings.mode === 'queue', resend: land.enqueue })).size > 0
+  ) {
     log().info('a duplicate event of an inbox file that has landed already was ignored', {
       table: table.name,
       key: read.key,
@@ -172,11 +175,7 @@ export async function ingestInboxObject(
   let landed: Landed;
   try {
     // The identifier (key and etag) keeps a retried event to one commit.
-    landed = await landRowChunks(
-      table,
-      parsed.chunks,
-      landOptions(table, to.settings, to.commitUser, objectCommitIdentifier(read.key, etag), [sourceId]),
-    );
+    landed = await landRowChunks(table, parsed.chunks, land);
   } catch (e) {
     if (!parsed.isParseError(e)) throw e;
     const reason = `${key} cannot be read as ${format}: ${(e as Error).message}`;

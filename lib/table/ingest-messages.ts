@@ -127,7 +127,10 @@ export async function ingestMessages(
     const landed = await landedSources(
       table,
       messages.map((m) => messageSource(m.id)),
-      { queued: opts.queued },
+      {
+        queued: opts.queued,
+        resend: async (m) => opts.land(m.commitIdentifier, m.sources ?? []).enqueue?.(m),
+      },
     );
     duplicates = messages.filter((m) => landed.has(messageSource(m.id))).map((m) => m.id);
     fresh = messages.filter((m) => !landed.has(messageSource(m.id)));

@@ -16,7 +16,7 @@ import {
   type AppendCommitted,
 } from './append-commit.js';
 import type { CommitBatch, CommitOptions } from '../snapshot/commit.js';
-import type { CommitMessage } from './commit-message.js';
+import { encodeCommitMessage, type CommitMessage } from './commit-message.js';
 import { registerPending } from './pending-commits.js';
 import { recentBatchesOf } from './recent-batches.js';
 import type { Table } from './table.js';
@@ -99,18 +99,22 @@ export async function landRowChunks(
   if (files === 0) return { rows: rowCount, files: 0 };
 
   if (opts.enqueue) {
-    // Registered before it is sent: however long the message waits (a dead-letter queue
-    // included), orphan cleanup keeps these files until the group commit has committed them.
-    await registerPending(table, opts.commitIdentifier, batch, opts.sources);
-    const sources = opts.sources?.length ? { sources: opts.sources } : {};
-    await opts.enqueue({
+    const message: CommitMessage = {
       table: table.name,
       schemaId: table.schema.id,
       commitIdentifier: opts.commitIdentifier,
       batch,
-      ...sources,
+      ...(opts.sources?.length ? { sources: opts.sources } : {}),
       ...(table.schema.tableUuid !== undefined ? { tableUuid: table.schema.tableUuid } : {}),
+    };
+    // Registered before it is sent: however long the message waits (a dead-letter queue
+    // included), orphan cleanup keeps these files until the group commit has committed them. With
+    // the message, for a redelivery of the input to send it should this writer stop before it does.
+    await registerPending(table, opts.commitIdentifier, batch, {
+      sources: opts.sources,
+      message: encodeCommitMessage(message),
     });
+    await opts.enqueue(message);
     return { rows: rowCount, files, queued: true };
   }
 

@@ -26,6 +26,12 @@ export interface PendingBatch {
   files: string[];
   /** The sources whose rows the batch holds: queued, so a redelivered source is not written again. */
   sources?: string[];
+  /**
+   * The batch's commit message as sent (encodeCommitMessage), absent in older writers'
+   * registrations: a writer that stopped between this registration and the send never sent it,
+   * and the redelivery of its input, which finds its sources here, sends it (ingested-sources.ts).
+   */
+  message?: string;
   registeredAt: number;
 }
 
@@ -33,6 +39,7 @@ const PendingBatchSchema: JsonSchema<PendingBatch> = v.looseObject({
   commitIdentifier: v.string(),
   files: v.array(v.string()),
   sources: v.optional(v.array(v.string())),
+  message: v.optional(v.string()),
   registeredAt: jsonTime,
 });
 
@@ -46,14 +53,14 @@ export async function registerPending(
   table: Table,
   commitIdentifier: string,
   batch: CommitBatch,
-  sources?: readonly string[],
-  now = Date.now(),
+  opts: { sources?: readonly string[]; message?: string; now?: number } = {},
 ): Promise<void> {
   const entry: PendingBatch = {
     commitIdentifier,
     files: batchFileKeys(table, [batch]),
-    ...(sources?.length ? { sources: [...sources] } : {}),
-    registeredAt: now,
+    ...(opts.sources?.length ? { sources: [...opts.sources] } : {}),
+    ...(opts.message !== undefined ? { message: opts.message } : {}),
+    registeredAt: opts.now ?? Date.now(),
   };
   await table.store.put(pendingKey(table, commitIdentifier), utf8(JSON.stringify(entry)));
 }

@@ -25,6 +25,8 @@ interface Input {
   bodies: Map<string, Array<{ k: number; v: string }>>;
   /** Refusals of the group commit, by the sources they name to send again. */
   refusals: PartiallyLandedError[];
+  /** Messages whose ingest failed (a commit message not sent): the queue delivers them again. */
+  retry: Set<string>;
 }
 
 /** Which snapshots each source landed in, over every snapshot of the table. */
@@ -47,23 +49,29 @@ async function run(seed: number, kind: Kind, mode: Mode): Promise<void> {
     ...(kind === 'primary-key' ? { primaryKeys: ['k'] } : {}),
     options: { bucket: kind === 'primary-key' ? String(r.int(1, 2)) : '-1' },
   });
-  const input: Input = { bodies: new Map(), refusals: [] };
+  const input: Input = { bodies: new Map(), refusals: [], retry: new Set() };
+  let sendFails = 0.15;
   const backlog: QueuedCommit[] = [];
   let queuedCount = 0;
+  // The send of a commit message fails now and then, after its batch's registration (a throttled
+  // queue, a writer stopped by its timeout): the ingest fails and its messages come back.
+  const enqueue = async (message: CommitMessage) => {
+    if (r.chance(sendFails)) throw new Error('injected: the commit message was not sent');
+    backlog.push({ id: `q${++queuedCount}`, message });
+  };
   const deliver = async (messages: IngestMessage[]) => {
     const result = await ingestMessages(table, messages, {
       land: (commitIdentifier, sources) => ({
         commitUser: 'ingest',
         commitIdentifier,
         sources,
-        ...(mode === 'queue'
-          ? { enqueue: async (message: CommitMessage) => void backlog.push({ id: `q${++queuedCount}`, message }) }
-          : {}),
+        ...(mode === 'queue' ? { enqueue } : {}),
       }),
       reject: async (rejects) => expect(rejects, `seed ${seed}`).toEqual([]),
       queued: mode === 'queue',
-    });
-    expect(result.failed, `seed ${seed}: ${String(result.error)}`).toEqual([]);
+    }).catch((e: unknown) => ({ failed: messages.map((m) => m.id), error: e }));
+    for (const id of result.failed) input.retry.add(id);
+    if (result.failed.length > 0) expect(String(result.error), `seed ${seed}`).toMatch(/injected/);
   };
   const commitSome = async (all: boolean) => {
     // The commit queue in order: a prefix of it, in one or two group commits (function invocations).
@@ -84,6 +92,11 @@ async function run(seed: number, kind: Kind, mode: Mode): Promise<void> {
   };
 
   await deliverRandomly(r, input, deliver, commitSome);
+  sendFails = 0;
+  const retried = [...input.retry];
+  input.retry.clear();
+  if (retried.length > 0)
+    await deliver(retried.map((id) => ({ id, body: JSON.stringify(input.bodies.get(id)), redelivered: true })));
   await commitSome(true);
   // The user sends again what a refusal named and did not land since, as new messages.
   const landedBefore = await landings(table);
@@ -123,6 +136,9 @@ async function deliverRandomly(
         ids.add(id);
       }
       for (let n = r.int(0, 2); n > 0 && sent.length > 0; n--) ids.add(r.pick(sent));
+      // Failed ones come back (receive count raised), in this delivery or a later one.
+      const back = new Set([...input.retry].filter(() => r.chance(0.7)));
+      for (const id of back) ids.add(id), input.retry.delete(id);
       const order = [...ids].sort(() => r.next() - 0.5);
       // A message sent before comes with its receive count raised (the ingest checks it) or, a
       // duplicate delivered at once or one whose first invocation had not yet queued it, unseen.
@@ -130,7 +146,7 @@ async function deliverRandomly(
         order.map((id) => ({
           id,
           body: JSON.stringify(input.bodies.get(id)),
-          redelivered: sent.includes(id) && r.chance(0.5),
+          redelivered: back.has(id) || (sent.includes(id) && r.chance(0.5)),
         })),
       );
       for (const id of order) if (!sent.includes(id)) sent.push(id);
