@@ -120,6 +120,7 @@ export async function planCommit(ctx: CommitContext, latest: Snapshot | undefine
   const summary = summaryLeft && addBucketFiles(summaryLeft, changes.adds);
   const encoded = summary && encodeBucketSummary(summary);
   const props = snapshot.properties!;
+  if (latest && opts.carriedProperties) Object.assign(props, opts.carriedProperties(latest, props));
   delete props[BUCKETS_PROPERTY];
   delete props[QUEUED_JOBS_PROPERTY];
   if (summary === undefined || encoded === undefined) return snapshot;

@@ -162,6 +162,11 @@ export interface CommitOptions {
    * committer sends after it lands (queued-jobs.ts).
    */
   compactionDue?: CompactionDue;
+  /**
+   * Properties a commit carries from its base `base`, given its own `properties` (the table's:
+   * the deduplication window's checkpoint for a commit holding no ids of its own).
+   */
+  carriedProperties?: (base: Snapshot, properties: Readonly<Record<string, string>>) => Record<string, string>;
 }
 
 /** The entries of a commit on one base, with sequence numbers made absolute. */

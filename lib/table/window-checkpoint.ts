@@ -13,11 +13,15 @@
  * snapshot it lists), so a checkpoint is as exact as the scan it replaces. Bounded in bytes
  * (WINDOW_CHECKPOINT_MAX_BYTES): the newest snapshots are kept and `after` is raised to the time
  * of the newest one left out, so that a reader whose window reaches further goes on reading below
- * `from` (where older snapshots carry their own checkpoints). Snapshots of older writers, and of
- * commits other than the group commit, carry none: a reader reads them one by one, as before.
+ * `from` (where older snapshots carry their own checkpoints). A commit that holds no ids of its
+ * own (a compaction, an alter, a write without sources) carries its base's checkpoint with the
+ * base added (carriedWindowCheckpoint), so that a cold container whose latest snapshot is a
+ * compaction still reads only that one. Snapshots of older writers carry none: a reader reads
+ * them one by one, as before.
  */
 import * as v from 'valibot';
 import { parseJsonText } from '../json.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
 
 /** Snapshot property holding a {@link WindowCheckpoint} as JSON. */
 export const WINDOW_PROPERTY = 'varve.window';
@@ -100,4 +104,31 @@ export function encodeWindowCheckpoint(to: number, after: number, known: readonl
   }
   const from = kept.length > 0 ? kept[kept.length - 1][0] : to + 1;
   return JSON.stringify({ v: 1, from, to, after: Number.isFinite(bound) ? bound : null, snapshots: kept });
+}
+
+/**
+ * The checkpoint a commit holding no ids of its own carries on its base `base`: the base's own
+ * checkpoint, with the base's ids (its properties `idProperties`, JSON lists) added. Exact as the
+ * base's: the base's checkpoint states (a) and (b) for the snapshots up to `base - 1`, and the
+ * base is listed with every id it holds. Undefined when the base carries none, or one that stops
+ * below `base - 1` (of a snapshot in between, this committer knows nothing).
+ */
+export function carriedWindowCheckpoint(base: Snapshot, idProperties: readonly string[]): string | undefined {
+  const c = parseWindowCheckpoint(base.id, base.properties);
+  if (c === undefined || c.to !== base.id - 1) return undefined;
+  const ids: string[] = [];
+  for (const property of idProperties) {
+    const list = base.properties?.[property];
+    if (list === undefined) continue;
+    let parsed: unknown;
+    try {
+      parsed = parseJsonText(list);
+    } catch {
+      return undefined; // not written by varve's writers: no checkpoint rather than a wrong one
+    }
+    if (!Array.isArray(parsed) || !parsed.every((id) => typeof id === 'string')) return undefined;
+    ids.push(...(parsed as string[]));
+  }
+  const own: WindowEntry[] = ids.length > 0 ? [[base.id, base.timeMillis, ids]] : [];
+  return encodeWindowCheckpoint(base.id, c.after, [...own, ...c.snapshots]);
 }

@@ -68,6 +68,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { awsAvailable } from '../helpers/aws.js';
 import { alterTable } from '../../lib/table/alter.js';
 import { parseSchemaText } from '../../lib/schema/parse.js';
+import { latestHintKey } from '../../lib/snapshot/paths.js';
 import { QUEUED_JOBS_PROPERTY } from '../../lib/snapshot/queued-jobs.js';
 import { captureMetrics, createOrders, deploy, drain, powertoolsEnv, reopen, sendBodies, takeAll } from './harness.js';
 
@@ -345,6 +346,60 @@ describe.skipIf(!awsAvailable())('requests of a cold and a warm ingest and commi
       gets.filter((k, i) => gets.indexOf(k) !== i),
       `read twice:\n${shown}`,
     ).toEqual([]);
+  });
+
+  it("a cold commit on a compaction's snapshot reads that one snapshot: it carries the window's checkpoint", {
+    timeout: 240_000,
+  }, async () => {
+    // Prepare: a 2-bucket table where 2 sorted runs call for compaction, 3 commits into both
+    // buckets, their jobs run: the latest snapshot is a compaction's
+    powertoolsEnv();
+    const d = await deploy();
+    await createOrders(d, { 'num-sorted-run.compaction-trigger': '2' });
+    const env = d.env('queue');
+    const rows = (i: number) =>
+      JSON.stringify(Array.from({ length: 20 }, (_, k) => ({ id: i * 20 + k, status: 'new', amount: k })));
+    const history = await coldContainer(env);
+    for (let i = 0; i < 3; i++) {
+      await sendBodies(d.ingestUrl, [rows(i)]);
+      await drain(d.ingestUrl, history.ingest);
+      await drain(d.commitUrl, history.commit);
+    }
+    await drain(d.compactUrl, history.compact, 10);
+    const table = await reopen(d);
+    const base = (await table.snapshots.latest())!;
+    expect(base.commitKind).toBe('COMPACT');
+    // The hint the cold lookup starts from (warm committers leave it behind): it reads that snapshot
+    const hint = Number(new TextDecoder().decode((await table.store.get(latestHintKey(table.path))).body));
+    const ingest = await coldContainer(env);
+    await sendBodies(d.ingestUrl, [rows(3)]);
+    expect(await drain(d.ingestUrl, ingest.ingest)).toHaveLength(1);
+
+    // Act
+    const cold = await coldContainer(env);
+    expect(await drain(d.commitUrl, cold.commit)).toHaveLength(1);
+    const sent = await takeAll(d.compactUrl);
+
+    // Assess: no snapshot read but the base (and the one the hint names, by the lookup): the
+    // deduplication window is read from the compaction's snapshot, which carries the last group
+    // commit's checkpoint (lib/table/window-checkpoint.ts carriedWindowCheckpoint); before, the
+    // window read the group commit's snapshot below it too (one GET more). Beside the lookup,
+    // the cold commit's budget (and the send when it queued jobs).
+    const shown = cold.requests.map((q) => `  ${label(q, base.id)}  ${q.key.replace(/^.*?\/orders\//, '')}`).join('\n');
+    console.log(`cold commit on a compaction's snapshot (hint ${hint}): ${cold.requests.length} requests\n${shown}`);
+    const snapshotGets = cold.requests
+      .filter((r) => r.command === 'GetObject' && /\/snapshot\/snapshot-\d+$/.test(r.key))
+      .map((r) => Number(/(\d+)$/.exec(r.key)![1]));
+    expect(snapshotGets.sort(), shown).toEqual([...new Set([hint, base.id])].sort());
+    const lookup = (l: string) => /snapshot|LATEST/.test(l);
+    expect(
+      cold.requests
+        .map((r) => label(r, base.id))
+        .filter((l) => !lookup(l))
+        .sort(),
+    ).toEqual(
+      [...QUEUED.coldCommit, ...(sent.length > 0 ? ['SQS:SendMessageBatch'] : [])].filter((l) => !lookup(l)).sort(),
+    );
   });
 
   it("a cold commit opens the table at its writer's schema only while that lookup is under a minute old", {

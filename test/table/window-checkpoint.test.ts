@@ -6,7 +6,10 @@
  * commits), however the commits raced, whatever expiry removed and whatever window the reader has.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { compactTable } from '../../lib/maintenance/compact.js';
 import { expireSnapshots } from '../../lib/maintenance/expire-snapshots.js';
+import { parseSchemaText } from '../../lib/schema/parse.js';
+import { alterTable } from '../../lib/table/alter.js';
 import type { Snapshot } from '../../lib/snapshot/snapshot.js';
 import { commitAppend } from '../../lib/table/append-commit.js';
 import { messagesCommitIdentifier } from '../../lib/table/commit-identifiers.js';
@@ -115,6 +118,38 @@ describe('a cold container reads the window from a checkpoint', () => {
     expect(coldCommit.snapshotGets.filter((id) => id !== latest)).toEqual([]);
     expect(outcome.skipped).toBe(1);
     expect(idsOf(outcome.committed!.snapshot)).toEqual(['b30', 'sqs:m30']);
+  });
+
+  it('reads only the latest snapshot when a compaction and an alter landed on the last group commit: they carry its checkpoint', async () => {
+    // Prepare: 3 group commits, then a full compaction and an alter on top (no ids of their own)
+    const { writer, open } = await windowTable();
+    const committer = await open();
+    const landedIn: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const m = await queuedBatch(writer, `b${i}`, [i], [`sqs:m${i}`]);
+      landedIn.push(
+        (await new GroupCommit(committer.table, [{ id: `q${i}`, message: m }]).settle(`q${i}`)).committed!.snapshot.id,
+      );
+    }
+    await compactTable(writer, { full: true });
+    await alterTable(writer, [{ kind: 'add-column', name: 'note', type: parseSchemaText('n STRING')[0].type }]);
+    const latest = (await writer.snapshots.latest())!;
+    expect(latest.id).toBe(landedIn[2] + 2);
+
+    // Act
+    const cold = await lookedUp(await open());
+    const recent = new RecentBatches(cold.table);
+    await recent.refresh();
+
+    // Assess: the latest read, nothing below it (before, the snapshots down to the last group
+    // commit were read), and the window known as from every snapshot
+    expect(cold.snapshotGets).toEqual([latest.id]);
+    expect(latest.properties?.[WINDOW_PROPERTY]).toBeDefined();
+    for (let i = 0; i < 3; i++) {
+      expect(recent.snapshotOf(`b${i}`)).toBe(landedIn[i]);
+      expect(recent.snapshotOf(`sqs:m${i}`)).toBe(landedIn[i]);
+    }
+    expect(recent.knowsEverySnapshotAfter(Date.now() - 29 * MIN)).toBe(true);
   });
 
   it('reads on below snapshots without a checkpoint (older writers, other commits) to the nearest one with it', async () => {
