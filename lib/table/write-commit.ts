@@ -4,10 +4,9 @@
  * `overwrite` action. Both run the table's commit hooks.
  */
 import { randomUUID } from 'node:crypto';
-import { runLimited } from '../concurrency.js';
 import { SchemaChangedError, StaleBucketCountError } from '../errors.js';
-import { requestAction, type CommitBatch, type FileChange } from '../snapshot/commit.js';
-import { dataFileKey } from './paths.js';
+import { requestAction, type CommitBatch } from '../snapshot/commit.js';
+import { deleteBatchFiles } from './append-commit.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { sharedCommitterOf } from './shared-committer.js';
 import type { Table } from './table.js';
@@ -58,7 +57,8 @@ export async function commitAppendBatch(table: Table, batch: CommitBatch, c: Bat
       // Refused before any snapshot was created (routed by a stale bucket count, written under
       // an older schema): its files are garbage now, deleted here rather than left to orphan
       // cleanup (a delete that fails is left to it). Table.write writes the rows again.
-      if (e instanceof StaleBucketCountError || e instanceof SchemaChangedError) await deleteBatchFiles(table, batch);
+      if (e instanceof StaleBucketCountError || e instanceof SchemaChangedError)
+        await deleteBatchFiles(table, [batch]).catch(() => undefined);
       throw e;
     });
   const expired = result.expiredSnapshotId !== undefined ? { expiredSnapshotId: result.expiredSnapshotId } : {};
@@ -105,14 +105,4 @@ export async function commitOverwriteBatch(
   if (result.expiredSnapshotId !== undefined)
     return { alreadyCommitted: true, expiredSnapshotId: result.expiredSnapshotId, files, rows };
   return { snapshot: result.snapshot, alreadyCommitted: result.alreadyCommitted, files, rows, ...hook };
-}
-
-/** Deletes the files of a batch that was not committed; a delete that fails leaves its file to orphan cleanup. */
-async function deleteBatchFiles(table: Table, batch: CommitBatch): Promise<void> {
-  const files = [...batch.newFiles, ...batch.changelogFiles];
-  const key = (f: FileChange) => dataFileKey(table.path, f.partition, f.bucket, f.file.fileName);
-  await runLimited(
-    files.map((f) => () => table.store.delete(key(f)).catch(() => undefined)),
-    16,
-  );
 }

@@ -21,6 +21,20 @@ export function bucketKeyFields(table: Table): DataField[] {
   return (names.length > 0 ? names : s.primaryKeys).map(byName);
 }
 
+/**
+ * How long the newest snapshot a table's committer knows routes new partitions without a look for
+ * a newer one: a warm function container keeps its snapshot manager for its lifetime, and would
+ * otherwise route by the bucket counts of its first lookup until it died, every batch after a
+ * rescale refused (the bound of a warm container's schema, lib/aws/tables.ts, for the same reason).
+ */
+const ROUTING_VIEW_MS = 60_000;
+
+/** True when snapshot `id + 1` was seen missing (or `id` made here) less than ROUTING_VIEW_MS ago. */
+function knownRecently(t: Table, id: number): boolean {
+  const since = t.commitSnapshots.nextAbsentSince(id);
+  return since !== undefined && performance.now() - since < ROUTING_VIEW_MS;
+}
+
 /** See the file comment. */
 export class RowRouter {
   readonly partitionFields: DataField[];
@@ -66,11 +80,13 @@ export class RowRouter {
     let found = new Map<string, number>();
     if (!this.tableBucketCount) {
       const t = this.table;
-      // The newest snapshot this table object committed or read: a rescale since then makes the
-      // commit fail on its bucket-count check (a conflict naming the partition), never mix counts.
+      // The newest snapshot this table object committed or read, when known recently enough
+      // (ROUTING_VIEW_MS), else the latest: a rescale since then makes the commit fail on its
+      // bucket-count check (StaleBucketCountError; Table.write routes again), never mix counts.
       // Looked up through the committer's caching manager: the commit then starts from the same
       // base, read once (no second LATEST, HEADs and GET of it).
-      const latest = t.commitSnapshots.newestKnown() ?? (await t.commitSnapshots.latest());
+      const known = t.commitSnapshots.newestKnown();
+      const latest = known && knownRecently(t, known.id) ? known : await t.commitSnapshots.latest();
       // What the snapshot carries per partition answers as its files would, without a manifest read.
       const summary = latest && bucketSummaryOf(latest);
       if (summary) found = summaryTotalBuckets(summary, unknown);

@@ -6,12 +6,13 @@
  * Random histories of two processes: every write of the stale one lands exactly its rows on top of
  * the snapshot before it, and no refused file is left behind.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FolderCatalog } from '../../lib/catalog/folder-catalog.js';
 import { StaleBucketCountError } from '../../lib/errors.js';
 import { rollbackTo } from '../../lib/maintenance/rollback.js';
 import { removeOrphanFiles } from '../../lib/maintenance/remove-orphans.js';
 import { RowKind } from '../../lib/schema/types.js';
+import { readLiveFiles } from '../../lib/manifest/scan.js';
 import { MemoryStore } from '../../lib/store/memory-store.js';
 import { rescaleTable } from '../../lib/table/rescale.js';
 import type { Table } from '../../lib/table/table.js';
@@ -66,6 +67,10 @@ async function otherProcess(r: Rng, b: Table): Promise<string> {
   await (await b.latest()).write(x.rows as never, { kinds: x.kinds });
   return 'write';
 }
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 describe('a write routed by a stale bucket count', () => {
   it('is routed again and lands, its refused files deleted, after random rescales, rollbacks and truncates', {
@@ -127,5 +132,28 @@ describe('a write routed by a stale bucket count', () => {
     expect([e.partition, e.liveBuckets, e.writtenBuckets]).toEqual(['region=eu', 3, 2]);
     const orphans = await removeOrphanFiles(await a.latest(), { dryRun: true, olderThanMs: 0 });
     expect(orphans.orphans.filter((o) => o.kind === 'data')).toEqual([]);
+  });
+  it('is not made by a writer whose table last looked over a minute ago: it looks for the latest first', async () => {
+    // Prepare: a table object that learned the latest snapshot, then another process rescales eu,
+    // and a minute passes (as in a warm function container between invocations).
+    const store = new MemoryStore();
+    const a = await newTable({ bucket: '2', 'write-only': 'true' }, store);
+    const b = await new FolderCatalog(processView(store)).getTable(a.name);
+    await a.write([{ id: 1, region: 'eu', v: 1n, s: 'a' }] as never);
+    await rescaleTable(await b.latest(), { buckets: 3, force: true, partition: { region: 'eu' } });
+    const now = performance.now.bind(performance);
+    vi.spyOn(performance, 'now').mockImplementation(() => now() + 61_000);
+
+    // Act: a streaming writer (no retry of its own)
+    const writer = a.newWriter();
+    await writer.write([{ id: 2, region: 'eu', v: 2n, s: 'b' }] as never);
+    const result = await writer.commit();
+    await writer.close();
+
+    // Assess: routed by the rescaled count, committed
+    const latest = await a.snapshots.latest({ fresh: true });
+    expect(result.snapshot?.id).toBe(latest!.id);
+    const live = await readLiveFiles(store, a.path, latest!);
+    expect(new Set(live.map((e) => e.totalBuckets))).toEqual(new Set([3]));
   });
 });
