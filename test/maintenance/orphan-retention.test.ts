@@ -58,8 +58,10 @@ describe('orphan cleanup of pending registrations during an ALTER of their reten
       // Act
       await removeOrphanFiles(view, { mode, now, olderThanMs: 0 });
 
-      // Assess: kept exactly while younger than the longest retention any of them names.
-      const kept = ageDays < Math.max(before, after);
+      // Assess: kept exactly while younger than the longest retention any of them names: the
+      // view's, the newest schema's (the ALTER's) and the latest snapshot's (the ALTER's once committed).
+      const viewDays = view.schema.id === 0 ? before : after;
+      const kept = ageDays < Math.max(viewDays, after, committed ? after : before);
       const where =
         `seed ${seed}, round ${round}: ${before} d → ${after} d (${committed ? 'committed' : 'schema file only'}), ` +
         `view at schema ${view.schema.id}, registration ${ageDays} d old, ${mode} cleanup`;
