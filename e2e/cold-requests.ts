@@ -151,6 +151,9 @@ export function coldRequestReport(functions: ReadonlyMap<string, EmulatedFunctio
           : 'none without faults') +
         `; warm: ${(warmCalls / Math.max(1, warmInvocations)).toFixed(1)} per invocation (${warmInvocations})`,
     );
+    // Each judged cold invocation of the ingest and commit functions (the budget's), not only the largest.
+    if (/Ingest|Commit/.test(fn) && judged.length > 1)
+      for (const c of judged) lines.push(`${fn}:   a cold invocation: ${c.calls.length} (${breakdown(c.calls)})`);
     if (!/Ingest|Commit/.test(fn)) continue;
     for (const c of judged) {
       const broken = brokenRules(c);
