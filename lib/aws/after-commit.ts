@@ -61,7 +61,7 @@ export function afterAppend(
  * as the compaction-job check judges from what a snapshot carries per bucket. Not for an append
  * table: its small-file compaction weighs each file, which the summary does not hold.
  */
-export function recordQueuedJobs(table: Table): void {
+function recordQueuedJobs(table: Table): void {
   const settings = compactionSettingsOf(table);
   if (settings.append) return;
   sendsCompactionJobs(
@@ -76,7 +76,7 @@ export function recordQueuedJobs(table: Table): void {
  * carries no per-bucket summary) falls back to the "job queued" markers for the buckets of
  * `fallback` that are due (compaction-job-marker.ts); none given, nothing is sent.
  */
-export async function sendQueuedJobs(
+async function sendQueuedJobs(
   table: Table,
   queueUrl: string,
   latest: Snapshot,

@@ -3,7 +3,7 @@
  * property `varve.queued-jobs`), so that a committer decides whether to send a bucket's job from
  * the base it already read: no request. An entry `[partition, bucket, queuedAt, snapshotId]` says
  * that the commit of snapshot `snapshotId` found the bucket due and sends its job right after it
- * lands (the sender sends the entries its own snapshot set: queuedJobsSetBy). The rule each commit
+ * lands (the sender sends the entries its own snapshots set: lib/aws/after-commit.ts). The rule each commit
  * follows (nextQueuedJobs), given the base's entries and this commit's new per-bucket summary:
  *
  * 1. Carried forward: every entry of the base younger than {@link QUEUED_JOB_FRESH_MS} whose
@@ -94,13 +94,6 @@ export function queuedJobsOf(snapshot: Snapshot | undefined): QueuedJob[] | unde
   if (snapshot === undefined) return undefined;
   if (!parsed.has(snapshot)) parsed.set(snapshot, decode(snapshot.properties?.[QUEUED_JOBS_PROPERTY]));
   return parsed.get(snapshot);
-}
-
-/** The buckets whose jobs the commit of `snapshot` queued (its sender sends them); undefined as queuedJobsOf. */
-export function queuedJobsSetBy(snapshot: Snapshot): Array<{ partition: string; bucket: number }> | undefined {
-  return queuedJobsOf(snapshot)
-    ?.filter((j) => j[3] === snapshot.id)
-    .map(([partition, bucket]) => ({ partition, bucket }));
 }
 
 /** The property value of `jobs`. */
