@@ -181,7 +181,9 @@ describe('deletion-vector lookup', () => {
       return getRange(key, start, end);
     };
     // A budget whose cache share cannot hold the first file: its lookup decodes by range.
-    const table = await dvTable(store, '4 mb');
+    // Dictionary pages kept for `v` (unique strings, written plain by default), so the file is large
+    // enough for the premise below.
+    const table = await dvTable(store, '4 mb', { 'parquet.enable.dictionary': 'true' });
     // Three whole row groups (65,536 rows each): the last one and the footer fill the footer read's 64 KiB.
     await write(table, rows(0, 196_608, 'a'));
     const first = (await readLiveFiles(store, table.path, (await table.snapshots.latest())!))[0];

@@ -162,7 +162,7 @@ describe('the group commit checks the files of a batch only when they may be gon
     expect((await readRows(table)).map((r) => Number(r.id)).sort()).toEqual([3, 4]);
   });
 
-  it('checks a young batch written before an expired snapshot the window met, and refuses it when expiry deleted its files', async () => {
+  it('skips a landed batch that comes back after compaction and expiry removed its snapshot and files', async () => {
     // Prepare: batch b1 committed (snapshot 1) by one committer, b2 after it; a full compaction
     // replaces b1's files and expiry keeps the latest snapshot only, deleting them. Then b1's
     // message comes back to another committer in another invocation batch (another run identifier).
@@ -182,10 +182,39 @@ describe('the group commit checks the files of a batch only when they may be gon
     // Act
     const outcome = await new GroupCommit(table, [{ id: 'm1-again', message: b1 }]).settle('m1-again');
 
-    // Assess: its files checked and found gone: refused, no snapshot made, the rows as before
-    expect([...p.fileHeads].sort()).toEqual([...batchFileKeys(table, [b1.batch])].sort());
-    expect(outcome.refused.get('m1-again')).toBeInstanceOf(CommitFilesMissingError);
+    // Assess: the compaction's snapshot carries the window's checkpoint (with b1's snapshot), so b1
+    // is known as landed: skipped (not a false reject), no file looked at, no snapshot made
+    expect([...p.fileHeads]).toEqual([]);
+    expect(outcome.refused.size).toBe(0);
+    expect(outcome.skipped).toBe(1);
     expect(outcome.committed).toBeUndefined();
     expect((await readRows(table)).map((r) => Number(r.id)).sort()).toEqual([1, 2, 3, 4]);
+  });
+
+  it('checks a young batch written before an expired snapshot the window met, and refuses it when its files are gone', async () => {
+    // Prepare: batch b1 written and queued but not committed; b2 committed, a full compaction and
+    // expiry keeping the latest snapshot only; b1's file lost meanwhile. Then b1's message reaches
+    // another committer, whose window meets the expired snapshots.
+    const { store, writer, open } = await setUp();
+    const b1 = await queuedBatch(writer, 'b1', [1, 2]);
+    const first = await open(committerProcess(store, 'first').store);
+    const b2 = await queuedBatch(writer, 'b2', [3, 4]);
+    await new GroupCommit(first, [{ id: 'm2', message: b2 }]).settle('m2');
+    await compactTable(first, { full: true });
+    const expiry = await expireSnapshots(first, { retainMin: 1, retainMax: 1, olderThanMs: 0, now: pastFloor() });
+    expect(expiry.expired.length).toBeGreaterThan(0);
+    const lost = batchFileKeys(first, [b1.batch])[0];
+    await store.delete(lost);
+    const p = committerProcess(store, 'second');
+    const table = await open(p.store);
+
+    // Act
+    const outcome = await new GroupCommit(table, [{ id: 'm1', message: b1 }]).settle('m1');
+
+    // Assess: its files checked and found gone: refused, no snapshot made, the rows as before
+    expect([...p.fileHeads].sort()).toEqual([...batchFileKeys(table, [b1.batch])].sort());
+    expect(outcome.refused.get('m1')).toBeInstanceOf(CommitFilesMissingError);
+    expect(outcome.committed).toBeUndefined();
+    expect((await readRows(table)).map((r) => Number(r.id)).sort()).toEqual([3, 4]);
   });
 });
