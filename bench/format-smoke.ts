@@ -91,7 +91,7 @@ async function main(): Promise<void> {
   }
   console.log(`node ${process.version}, ${n} rows x 5 columns (+2 system)`);
   await best('takeRows 1M, random permutation, 7 columns', 3, () => takeRows(table, perm));
-  const four = [0, 1, 2, 3].map((k) => table.slice(k * 250_000, (k + 1) * 250_000)).map((t) => singleBatch(t));
+  const four = [0, 1, 2, 3].map((k) => table.slice(k * 250_000, (k + 1) * 250_000)).map(singleBatch);
   const source = new Uint16Array(n),
     row = new Uint32Array(n);
   for (let i = 0; i < n; i++) {

@@ -86,13 +86,6 @@ export interface RepPlan {
    * and a second core's help do not change.
    */
   clock?: 'wall' | 'cpu';
-  /**
-   * A full garbage collection before each timed run (default true), so no run pays for the
-   * garbage of the one before. `false` for a suite where that collection itself costs the timed
-   * run: it is a memory-reducing collection, which also frees the hidden classes no live object
-   * has, and V8 then drops the optimized code built on them and compiles it again inside the run.
-   */
-  collect?: boolean;
 }
 
 /** CPU time of the whole process so far (user + system, every thread), in ms. */
@@ -118,7 +111,7 @@ export async function compare(
     const parts: string[] = [];
     for (const v of order) {
       const ctx = v.setup ? await v.setup() : undefined;
-      if (plan.collect !== false) collectGarbage();
+      collectGarbage();
       const inner = v.inner ?? 1;
       let excluded = 0;
       const now = plan.clock === 'cpu' ? processCpuMs : () => performance.now();

@@ -34,15 +34,7 @@ const RUNS = 10;
 export async function runCompactionCpu(ctx: SuiteContext): Promise<SuiteResult> {
   const k = ctx.quick ? 100_000 : 1_000_000;
   const perRun = k / 5;
-  // No forced collection before a timed run: it frees the hidden classes of the compaction's
-  // short-lived objects (Arrow tables and batches, IPC and Thrift writers), so V8 drops and
-  // recompiles some 100 optimized functions inside the next timed compaction (measured in one
-  // process, load 20: 2,677 ms CPU after a forced collection against 2,234 ms after a 0.2 s pause
-  // and 2,089 ms after a 12 s idle pause, whose collections keep them; the floor 1,611 against
-  // 1,766 ms, its large tables collected beforehand). A warm process compacting never collects so.
-  const plan: RepPlan = ctx.quick
-    ? { warmup: 1, reps: 2, clock: 'cpu', collect: false }
-    : { warmup: 1, reps: 3, clock: 'cpu', collect: false };
+  const plan: RepPlan = ctx.quick ? { warmup: 1, reps: 2, clock: 'cpu' } : { warmup: 1, reps: 3, clock: 'cpu' };
   const baseDir = await freshDir(ctx.tmp, 'compact-cpu-base');
   const table = await createBenchTable(baseDir, 't', { bucket: '1' });
   const versions = new Int32Array(k).fill(-1);
@@ -186,7 +178,7 @@ export async function runCompactionCpu(ctx: SuiteContext): Promise<SuiteResult> 
     title: '12. Full compaction CPU',
     method: [
       `Table: 1 bucket, ${RUNS} commits, each writing a seeded random ${perRun.toLocaleString('en')} of ${k.toLocaleString('en')} keys (write-only: ${RUNS} overlapping level-0 sorted runs, ${(bytesIn / 1e6).toFixed(1)} MB of zstd Parquet); ${live.length.toLocaleString('en')} keys survive.`,
-      "Every sample is the CPU time of the whole process (`process.cpuUsage`, user + system, every thread: varve's and DuckDB's worker threads count), not wall time; the three run interleaved, in rotating order, every repetition, with no forced garbage collection before a timed run (a memory-reducing one makes V8 recompile some 100 of varve's optimized functions inside the next run: +20 % CPU measured, where the floor gets 9 % cheaper).",
+      "Every sample is the CPU time of the whole process (`process.cpuUsage`, user + system, every thread: varve's and DuckDB's worker threads count), not wall time; the three run interleaved, in rotating order, every repetition.",
       `varve, timed: \`compactTable(table, { full: true })\` on a fresh copy of the folder: read, merge, one zstd output file (${COMPACT_ROW_GROUP_ROWS.toLocaleString('en')}-row groups), fsynced, committed.`,
       "floor, timed: parquet-wasm decodes every input file (the sync reader) and encodes the rows the compaction wrote (its output, decoded once untimed) with varve's own writer settings into one fsynced file: the codec work any compaction here does, with no merge. The floor writes without a dictionary exactly the string columns varve's output has none for (read from its footer): a compaction writes a string column plain when its first rows are at least 90 % distinct values (`opt` here; `s`, 50,000 values, keeps its dictionary).",
       `DuckDB, timed: one thread, \`COPY\` of the §2 dedup query over the ${RUNS} files (absolute \`_SEQUENCE_NUMBER\`, \`_VALUE_KIND\`, \`ORDER BY key\`) to one zstd Parquet file (\`ROW_GROUP_SIZE ${COMPACT_ROW_GROUP_ROWS}\`), fsynced: its own native codec, no commit.`,

@@ -5,28 +5,10 @@
  */
 import type * as arrow from 'apache-arrow';
 import { InvalidArgumentError } from '../errors.js';
-import {
-  allocValues,
-  layoutOf,
-  makeColumn,
-  MAX_VAR_BYTES,
-  ownMemory,
-  validityOf,
-  wordView,
-  type Allocate,
-} from './column-layout.js';
+import { allocValues, layoutOf, makeColumn, MAX_VAR_BYTES, validityOf, wordView } from './column-layout.js';
 
-/**
- * Concatenates the chunks of one column, in order, into a single new Data. The values of a
- * fixed-width column go into memory from `alloc` (they are written whole, so it need not be zeroed);
- * bitmaps and strings into fresh memory.
- */
-export function concatColumn(
-  type: arrow.DataType,
-  column: string,
-  chunks: arrow.Data[],
-  alloc: Allocate = ownMemory,
-): arrow.Data {
+/** Concatenates the chunks of one column, in order, into a single new Data. */
+export function concatColumn(type: arrow.DataType, column: string, chunks: arrow.Data[]): arrow.Data {
   const layout = layoutOf(type, column);
   let n = 0;
   let nullCount = 0;
@@ -80,7 +62,7 @@ export function concatColumn(
     }
     return makeColumn(type, n, bytes, validity, nullCount, offsets);
   }
-  const values = allocValues(type, layout, n, alloc);
+  const values = allocValues(type, layout, n);
   const out = wordView(values, layout.width);
   // Words per row in the view: 1 for 1- and 2-byte views, width/4 for the Int32 view.
   const perRow = layout.width <= 2 ? 1 : layout.width >> 2;

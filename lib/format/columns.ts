@@ -163,11 +163,8 @@ export function gatherRowColumns(
   );
 }
 
-/**
- * The table as exactly one RecordBatch: itself when it already is, else a copy of its columns
- * (fixed-width values into memory from `alloc`, see concatColumn).
- */
-export function singleBatch(table: arrow.Table, alloc?: Allocate): arrow.Table {
+/** The table as exactly one RecordBatch: itself when it already is, else a copy of its columns. */
+export function singleBatch(table: arrow.Table): arrow.Table {
   if (table.batches.length === 1) return table;
   if (table.batches.length === 0) return emptyTable(table.schema);
   const children = table.schema.fields.map((f, c) =>
@@ -175,7 +172,6 @@ export function singleBatch(table: arrow.Table, alloc?: Allocate): arrow.Table {
       f.type,
       f.name,
       table.batches.map((b) => b.data.children[c]),
-      alloc,
     ),
   );
   return tableFromColumns(table.schema, children, table.numRows);

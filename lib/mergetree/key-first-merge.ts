@@ -10,11 +10,10 @@ import * as arrow from 'apache-arrow';
 import { InvalidArgumentError, SchemaMismatchError } from '../errors.js';
 import { physicalArrowSchema } from '../format/arrow-schema.js';
 import { concatColumn } from '../format/column-concat.js';
-import { tableFromColumns, typedFrom, type Allocate } from '../format/column-layout.js';
+import { tableFromColumns } from '../format/column-layout.js';
 import { emptyTable, gatherRows, singleBatch } from '../format/columns.js';
 import { KIND_COLUMN, SEQUENCE_COLUMN } from '../schema/types.js';
 import { kindColumn, sequenceColumn } from './arrow-build.js';
-import { keyIndex } from './key-order.js';
 import type { MergeFunction } from './merge-function.js';
 import { dedupWinners, storedSequence, versionsOfRuns, type SequencedTable } from './merge-plan.js';
 import { singleRunVersions, type MergeReadOptions } from './sort-merge-reader.js';
@@ -82,13 +81,6 @@ export interface KeyFirstOptions extends MergeReadOptions {
    * runs are ordered by sequence range, the winners' stored sequence numbers are then never decoded.
    */
   dropSequence?: boolean;
-  /**
-   * Memory for the merge's working arrays (each run's keys as one batch, its key words, its
-   * sequence numbers by range), not zeroed: every array taken is written whole. The result may
-   * hold some of it (a run's key columns taken whole); once the merge has returned, the caller may
-   * reuse what the result does not hold (a read's PooledBatchMemory.release).
-   */
-  scratch?: Allocate;
 }
 
 /**
@@ -120,9 +112,7 @@ export async function mergeKeyFirst(runs: KeyFirstRun[], opts: KeyFirstOptions):
     );
   }
   const merged = keyFirstColumns(opts, byRange);
-  const inputs = runs
-    .map((r, k) => keyInput(r, k, merged, byRange, opts.keyColumns, opts.scratch))
-    .filter((r) => r.table.numRows > 0);
+  const inputs = runs.map((r, k) => keyInput(r, k, merged, byRange)).filter((r) => r.table.numRows > 0);
   if (inputs.length === 0) return emptyTable(physical);
   const winners = pickWinners(inputs, opts);
   const { src, count } = winners;
@@ -152,31 +142,22 @@ export function keyFirstSchema(opts: Pick<KeyFirstOptions, 'schema' | 'dropSeque
   return opts.dropSequence ? new arrow.Schema(physical.fields.filter((f) => f.name !== SEQUENCE_COLUMN)) : physical;
 }
 
-/**
- * Run k's merge columns as one batch, with each row's sequence number (by range: its run's range
- * start); with `scratch`, the batch's fixed-width columns, the sequence numbers by range and the
- * words of a one-column key are built in that memory.
- */
+/** Run k's merge columns as one batch, with each row's sequence number (by range: its run's range start). */
 function keyInput(
   r: KeyFirstRun,
   k: number,
   merged: string[],
   byRange: boolean,
-  keyColumns: string[],
-  scratch?: Allocate,
 ): SequencedTable & { run: KeyFirstRun } {
   const total = r.rowGroupRows.reduce((a, b) => a + b, 0);
   if (total !== r.keys.numRows) {
     throw new SchemaMismatchError(`sorted run ${k} has ${r.keys.numRows} rows but its row groups hold ${total}`);
   }
-  const table = singleBatch(r.keys.select(merged), scratch);
-  const n = table.numRows;
+  const table = singleBatch(r.keys.select(merged));
   const sequence = byRange
-    ? (scratch === undefined ? new Float64Array(n) : typedFrom(Float64Array, scratch, n)).fill(r.sequenceRange!.min)
+    ? new Float64Array(table.numRows).fill(r.sequenceRange!.min)
     : storedSequence(table, r.sequenceBase);
-  if (scratch === undefined || keyColumns.length !== 1) return { run: r, table, sequence };
-  const into = { hi: typedFrom(Uint32Array, scratch, n), lo: typedFrom(Uint32Array, scratch, n) };
-  return { run: r, table, sequence, keys: keyIndex(table, keyColumns, into) };
+  return { run: r, table, sequence };
 }
 
 /**

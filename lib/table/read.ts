@@ -265,9 +265,7 @@ async function mergeSectionKeyFirst(
         };
       }),
     );
-    // The merge's working arrays (a run's keys as one batch, its key words, its sequence numbers
-    // by range: about 25 bytes a version) come from the same memory instead of fresh ArrayBuffers.
-    const merged = await mergeKeyFirst(runs, { ...opts, scratch: (bytes) => memory.take(bytes) });
+    const merged = await mergeKeyFirst(runs, opts);
     // Only now: every decode of this section has finished, and the merge is the only survivor.
     memory.release(merged);
     return merged;
