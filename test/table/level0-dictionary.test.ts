@@ -81,7 +81,8 @@ describe('level-0 dictionary choice', () => {
     let plainSeen = 0;
     try {
       for (let round = 0; round < 3; round++) {
-        const n = r.pick([3_000, 12_000, 40_000, 90_000]);
+        // The first round large enough that some file has 4,096 non-null `name` values (the last assertion).
+        const n = round === 0 ? r.pick([40_000, 90_000]) : r.pick([3_000, 12_000, 40_000, 90_000]);
         const buckets = r.pick([1, 2]);
         const rows = randomWrite(r, n);
         const context = `round ${round}, ${n} rows, ${buckets} bucket(s), seed ${seed}`;
