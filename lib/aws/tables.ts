@@ -79,10 +79,6 @@ function cachesOf(t: Pick<Table, 'store' | 'path'>, schema: TableSchema): TableC
  * Then schema-0 is read (one GET, only on that miss; never on the warm path) and, for another
  * table, the lookup fails loudly, nothing committed, and the container forgets the table: the next
  * invocation opens the new one (whose commits refuse input written for the old: its UUID).
- * Not told apart, inside the minute a container keeps its table, for input naming the old UUID or
- * none: a new table already holding as many snapshots as this manager knew (the warm path's
- * HEADs find them; telling them apart needs the etags of the snapshots it made), and a direct-mode
- * commit betting on its own base younger than 20 s (commit-steps.ts warmBase: no lookup at all).
  */
 class IdentityCheckedSnapshots extends SnapshotManager {
   /** Set once the table was found dropped and created again: openTable opens it again. */
