@@ -12,12 +12,10 @@
  */
 import type { Catalog } from '../catalog/catalog.js';
 import { openCatalog } from '../catalog/open-catalog.js';
-import { ObjectNotFoundError, TableNotFoundError } from '../errors.js';
+import { ObjectNotFoundError } from '../errors.js';
 import { LruManifestCache } from '../manifest/manifest-file.js';
 import type { CommitOptions } from '../snapshot/commit.js';
-import { displayTableName } from '../snapshot/paths.js';
 import { SnapshotManager } from '../snapshot/snapshot-manager.js';
-import type { ObjectStore } from '../store/object-store.js';
 import { parseTableIdentifier } from '../schema/parse.js';
 import { readSchema } from '../schema/schema-manager.js';
 import type { TableSchema } from '../schema/types.js';
@@ -63,60 +61,12 @@ function cachesOf(t: Pick<Table, 'store' | 'path'>, schema: TableSchema): TableC
   // warehouse) gets new ones: a snapshot manager commits only to its own store.
   if (caches?.commitSnapshots.store !== t.store) {
     caches = {
-      commitSnapshots: new IdentityCheckedSnapshots(t.store, t.path, schema.tableUuid, () => tableCaches.delete(key)),
+      commitSnapshots: new SnapshotManager(t.store, t.path, { cacheSnapshots: true }),
       manifestCache: new LruManifestCache(MANIFEST_CACHE_ENTRIES),
     };
     tableCaches.set(key, caches);
   }
   return caches;
-}
-
-/**
- * A container's snapshot manager of one table (its UUID), which checks that the table is still
- * that one when its newest snapshot went missing: snapshots only expire from the oldest and a
- * rollback commits forward, so the newest id this manager knew being gone means the table was
- * dropped and created again at the same location (or an old varve's rollback deleted snapshots).
- * Then schema-0 is read (one GET, only on that miss; never on the warm path) and, for another
- * table, the lookup fails loudly, nothing committed, and the container forgets the table: the next
- * invocation opens the new one (whose commits refuse input written for the old: its UUID).
- */
-class IdentityCheckedSnapshots extends SnapshotManager {
-  /** Set once the table was found dropped and created again: openTable opens it again. */
-  replaced = false;
-
-  constructor(
-    store: ObjectStore,
-    tablePath: string,
-    private readonly tableUuid: string | undefined,
-    private readonly forget: () => void,
-  ) {
-    super(store, tablePath, { cacheSnapshots: true });
-  }
-
-  override async latestId(): Promise<number | undefined> {
-    const known = this.newestKnown()?.id;
-    const id = await super.latestId();
-    if (known !== undefined && (id === undefined || id < known) && this.tableUuid !== undefined) {
-      const now = await readSchema(this.store, this.tablePath, 0).then(
-        (s) => s.tableUuid,
-        (e: unknown) => {
-          if (e instanceof ObjectNotFoundError) return undefined; // dropped, not (yet) created again
-          throw e;
-        },
-      );
-      if (now !== this.tableUuid) {
-        this.replaced = true;
-        this.forget();
-        const name = displayTableName(this.tablePath);
-        throw new TableNotFoundError(
-          name,
-          `${name} (table UUID ${this.tableUuid}) was dropped${now === undefined ? '' : ` and created again (table UUID ${now})`} ` +
-            `since this container opened it: its snapshot ${known} is gone; nothing was committed, and the next invocation opens the table now there`,
-        );
-      }
-    }
-    return id;
-  }
 }
 
 /**
@@ -158,8 +108,7 @@ export async function openTable(
   const now = Date.now();
   if (hit && now - hit.at < TABLE_CACHE_MS) {
     const table = await hit.table;
-    const replaced = table.commitSnapshots instanceof IdentityCheckedSnapshots && table.commitSnapshots.replaced;
-    if (!replaced && !otherTable(table, tableUuids)) return table;
+    if (!otherTable(table, tableUuids)) return table;
     // Input written for another table of this name: this one (or that one) was dropped and
     // created again. Opened again through the catalog, which says which table is there now.
     const reopened = openLatest(catalogOf(warehouse, env), tableName, now);

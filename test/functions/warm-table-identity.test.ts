@@ -82,62 +82,6 @@ describe("a warm container's table after the table was dropped and created again
     }
   });
 
-  it('fails the lookup of a kept table whose newest snapshot is gone with another table there, and opens that one next', async () => {
-    // Prepare: inside the minute, input that names no UUID (or the old one): the container keeps
-    // the dropped table; the new table has fewer snapshots than the container last knew.
-    const seed = testSeed('warm-table-identity/miss');
-    const r = rng(seed);
-    vi.useFakeTimers({ toFake: ['Date'] });
-    for (let trial = 0; trial < TRIALS; trial++) {
-      vi.setSystemTime(NOW);
-      const warehouse = join(mkdtempSync(join(tmpdir(), 'varve-warm-identity-')), 'wh');
-      const other = openCatalog(warehouse);
-      const create = () =>
-        other.createTable('db.t', { fields: parseSchemaText('id BIGINT NOT NULL, v STRING'), primaryKeys: ['id'] });
-      await create();
-      vi.resetModules();
-      const tables = await import('../../lib/aws/tables.js');
-      // The container's own error classes (its modules were loaded afresh).
-      const { TableNotFoundError } = await import('../../lib/errors.js');
-      const env = { VARVE_WAREHOUSE: warehouse, VARVE_TABLE: 'db.t' };
-      const warm = await tables.openTable(env, 'commit');
-      const known = r.int(2, 6);
-      await writes(r, warm, known, 'old', new Map());
-      await other.dropTable('db.t');
-      const dropped = warm.schema.tableUuid!;
-      const recreated = r.chance(0.8) ? await create() : undefined;
-      const expected = new Map<bigint, string>();
-      const before = recreated ? r.int(0, known - 1) : 0;
-      if (recreated) await writes(r, recreated, before, 'new', expected);
-      vi.setSystemTime(NOW + r.int(0, MINUTE - 1));
-      const kept = await tables.openTable(
-        env,
-        'commit',
-        undefined,
-        undefined,
-        r.chance(0.5) ? new Set([dropped]) : undefined,
-      );
-      const where = `seed ${seed}, trial ${trial}: ${known} snapshots known, ${recreated ? `${before} in the new table` : 'not created again'}`;
-      expect(kept, where).toBe(warm);
-
-      // Act: the group commit's first step, the lookup of the latest snapshot.
-      const lookup = await kept.commitSnapshots.latest().then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-
-      // Assess: refused loudly, naming the drop; the next open is the table there now, whose next commit follows its own.
-      expect(lookup, where).toBeInstanceOf(TableNotFoundError);
-      expect(String(lookup), where).toMatch(/was dropped/);
-      if (!recreated) continue;
-      const next = await tables.openTable(env, 'commit');
-      expect(next.schema.tableUuid, where).toBe(recreated.schema.tableUuid);
-      await writes(r, next, 1, 'next', expected);
-      expect(await recreated.snapshots.listIds(), where).toEqual(Array.from({ length: before + 1 }, (_, i) => i + 1));
-      expect(await rowsOf(await recreated.latest()), where).toEqual(expected);
-    }
-  });
-
   it('keeps its table, without a request, while the input names its UUID or none', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(NOW);
