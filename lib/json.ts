@@ -43,6 +43,23 @@ export function parseJsonText(text: string): unknown {
   return JSON.parse(text);
 }
 
+/**
+ * A snapshot property varve wrote as JSON, parsed against `schema`; undefined when it is absent,
+ * not JSON or not of that shape (an optional property another writer got wrong is ignored: its
+ * reader falls back to what it would do without it).
+ */
+export function parseJsonProperty<T>(text: string | undefined, schema: JsonSchema<T>): T | undefined {
+  if (text === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const r = v.safeParse(schema, value);
+  return r.success ? r.output : undefined;
+}
+
 /** What is wrong, from valibot's first issue: `buckets.bucket-0.snapshot: expected number, got "7"`. */
 function describeIssue(issue: v.BaseIssue<unknown>): string {
   const path = v.getDotPath(issue);

@@ -13,7 +13,7 @@
  * or one a change does not fit (a removed file it does not hold). Each is dropped, never guessed:
  * the next commit on a base without it writes none either.
  */
-import { parseJsonText } from '../json.js';
+import { jsonObject, parseJsonProperty } from '../json.js';
 import type { DataFileMeta, ManifestEntry } from '../manifest/types.js';
 import type { Snapshot } from './snapshot.js';
 
@@ -145,14 +145,8 @@ const isInt = (x: unknown): x is number => Number.isSafeInteger(x);
 
 /** The summary a property value holds, undefined when it is absent or not one encodeBucketSummary wrote. */
 function decodeBucketSummary(text: string | undefined): BucketSummary | undefined {
-  if (text === undefined) return undefined;
-  let raw: unknown;
-  try {
-    raw = parseJsonText(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
+  const raw = parseJsonProperty(text, jsonObject);
+  if (raw === undefined) return undefined;
   const summary: BucketSummary = new Map();
   for (const [p, value] of Object.entries(raw)) {
     if (!Array.isArray(value) || value.length !== 2 || !isCount(value[0])) return undefined;

@@ -33,7 +33,8 @@
  * test/snapshot/queued-jobs.test.ts checks this with commits, sends lost, jobs started and
  * finished in random orders.
  */
-import { parseJsonText } from '../json.js';
+import * as v from 'valibot';
+import { jsonInt, parseJsonProperty } from '../json.js';
 import type { ManifestEntry } from '../manifest/types.js';
 import { type BucketSummary, summaryBucketFiles } from './bucket-summary.js';
 import type { Snapshot } from './snapshot.js';
@@ -101,21 +102,10 @@ export function encodeQueuedJobs(jobs: readonly QueuedJob[]): string {
   return JSON.stringify(jobs);
 }
 
-const isCount = (x: unknown): x is number => Number.isSafeInteger(x) && (x as number) >= 0;
+const QueuedJobsSchema = v.array(
+  v.tuple([v.string(), v.pipe(jsonInt, v.minValue(0)), v.pipe(jsonInt, v.minValue(0)), v.pipe(jsonInt, v.minValue(0))]),
+);
 
 function decode(text: string | undefined): QueuedJob[] | undefined {
-  if (text === undefined) return undefined;
-  let raw: unknown;
-  try {
-    raw = parseJsonText(text);
-  } catch {
-    return undefined;
-  }
-  if (!Array.isArray(raw)) return undefined;
-  const jobs: QueuedJob[] = [];
-  for (const j of raw as unknown[]) {
-    if (!Array.isArray(j) || j.length !== 4 || typeof j[0] !== 'string' || !j.slice(1).every(isCount)) return undefined;
-    jobs.push(j as QueuedJob);
-  }
-  return jobs;
+  return parseJsonProperty(text, QueuedJobsSchema);
 }

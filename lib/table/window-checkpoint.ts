@@ -20,7 +20,7 @@
  * them one by one, as before.
  */
 import * as v from 'valibot';
-import { parseJsonText } from '../json.js';
+import { parseJsonProperty } from '../json.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 
 /** Snapshot property holding a {@link WindowCheckpoint} as JSON. */
@@ -53,6 +53,9 @@ const CheckpointSchema = v.object({
   snapshots: v.array(v.tuple([v.pipe(v.number(), v.integer()), v.number(), v.array(v.string())])),
 });
 
+/** A snapshot's list of batch or source ids (`varve.batches`, `varve.sources`). */
+const IdListSchema = v.array(v.string());
+
 /**
  * The checkpoint snapshot `snapshotId` carries, if any. One that is not well formed (not written by
  * varve) is ignored: the reader then reads the snapshots below one by one, as without checkpoints.
@@ -61,16 +64,8 @@ export function parseWindowCheckpoint(
   snapshotId: number,
   properties: Record<string, string> | undefined,
 ): WindowCheckpoint | undefined {
-  const raw = properties?.[WINDOW_PROPERTY];
-  if (raw === undefined) return undefined;
-  let parsed: v.InferOutput<typeof CheckpointSchema>;
-  try {
-    const r = v.safeParse(CheckpointSchema, parseJsonText(raw));
-    if (!r.success) return undefined;
-    parsed = r.output;
-  } catch {
-    return undefined;
-  }
+  const parsed = parseJsonProperty(properties?.[WINDOW_PROPERTY], CheckpointSchema);
+  if (parsed === undefined) return undefined;
   // A checkpoint speaks of the snapshots below its own, listed in [from, to].
   if (parsed.to >= snapshotId || parsed.from < 1 || parsed.from > parsed.to + 1) return undefined;
   if (parsed.snapshots.some(([id]) => id < parsed.from || id > parsed.to)) return undefined;
@@ -120,14 +115,9 @@ export function carriedWindowCheckpoint(base: Snapshot, idProperties: readonly s
   for (const property of idProperties) {
     const list = base.properties?.[property];
     if (list === undefined) continue;
-    let parsed: unknown;
-    try {
-      parsed = parseJsonText(list);
-    } catch {
-      return undefined; // not written by varve's writers: no checkpoint rather than a wrong one
-    }
-    if (!Array.isArray(parsed) || !parsed.every((id) => typeof id === 'string')) return undefined;
-    ids.push(...(parsed as string[]));
+    const parsed = parseJsonProperty(list, IdListSchema);
+    if (parsed === undefined) return undefined; // not written by varve's writers: no checkpoint rather than a wrong one
+    ids.push(...parsed);
   }
   const own: WindowEntry[] = ids.length > 0 ? [[base.id, base.timeMillis, ids]] : [];
   return encodeWindowCheckpoint(base.id, c.after, [...own, ...c.snapshots]);

@@ -17,6 +17,7 @@ import type { Metafile } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PARQUET_WASM } from '../../infra/lambda.js';
 import { buildCli, CLI_ENTRY_FILE, staticClosure } from '../../scripts/build-cli.js';
+import { jsonlRows } from '../helpers/cli-process.js';
 
 const ROOT = path.join(__dirname, '../..');
 
@@ -180,12 +181,7 @@ describe('varve --help (the CLI as the package builds it)', () => {
       expect(withSdk(r.loaded)).toEqual([]);
     }
     expect(write.out).toMatch(/wrote 2 rows/);
-    expect(
-      read.out
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l)),
-    ).toEqual([
+    expect(jsonlRows(read.out)).toEqual([
       { id: 1, name: 'a' },
       { id: 2, name: 'b' },
     ]);

@@ -170,6 +170,28 @@ const DIRECT = { coldIngest: [...OPEN, ...LOOKUP, ...MANIFESTS, ...DIRECT_COMMIT
 
 type Fn = 'ingest' | 'commit';
 
+/** Batch `i` of 20 orders (ids from i × 20, into both buckets) as one message body. */
+const orderRows = (i: number) =>
+  JSON.stringify(Array.from({ length: 20 }, (_, k) => ({ id: i * 20 + k, status: 'new', amount: k })));
+
+/**
+ * A 2-bucket table where 2 sorted runs call for compaction, with 3 commits into both buckets by
+ * one container (`history`; its jobs queued, left in the queue).
+ */
+async function compactionDueHistory() {
+  powertoolsEnv();
+  const d = await deploy();
+  await createOrders(d, { 'num-sorted-run.compaction-trigger': '2' });
+  const env = d.env('queue');
+  const history = await coldContainer(env);
+  for (let i = 0; i < 3; i++) {
+    await sendBodies(d.ingestUrl, [orderRows(i)]);
+    await drain(d.ingestUrl, history.ingest);
+    await drain(d.commitUrl, history.commit);
+  }
+  return { d, env, history };
+}
+
 /**
  * Three rounds of one batch through new ingest and commit containers (the commit one only in
  * queue mode) of a 2-bucket table with one earlier commit; the requests of each invocation.
@@ -179,17 +201,15 @@ async function threeRounds(mode: 'queue' | 'direct'): Promise<Array<Record<Fn, R
   const d = await deploy();
   await createOrders(d);
   const env = d.env(mode);
-  const rows = (i: number) =>
-    JSON.stringify(Array.from({ length: 20 }, (_, k) => ({ id: i * 20 + k, status: 'new', amount: k })));
   const history = await coldContainer(env);
-  await sendBodies(d.ingestUrl, [rows(0)]);
+  await sendBodies(d.ingestUrl, [orderRows(0)]);
   await drain(d.ingestUrl, history.ingest);
   await drain(d.commitUrl, history.commit);
   const ingest = await coldContainer(env);
   const commit = await coldContainer(env);
   const rounds: Array<Record<Fn, Request[]>> = [];
   for (let i = 1; i <= 3; i++) {
-    await sendBodies(d.ingestUrl, [rows(i)]);
+    await sendBodies(d.ingestUrl, [orderRows(i)]);
     ingest.requests.length = 0;
     expect(await drain(d.ingestUrl, ingest.ingest)).toHaveLength(1);
     const ingested = [...ingest.requests];
@@ -263,11 +283,9 @@ describe.skipIf(!awsAvailable())('requests of a cold and a warm ingest and commi
     const d = await deploy();
     await createOrders(d, { 'num-sorted-run.compaction-trigger': '2' });
     const env = d.env('queue');
-    const rows = (i: number) =>
-      JSON.stringify(Array.from({ length: 20 }, (_, k) => ({ id: i * 20 + k, status: 'new', amount: k })));
     const coldCommit = async (i: number): Promise<{ requests: Request[]; sent: number[] }> => {
       const ingest = await coldContainer(env);
-      await sendBodies(d.ingestUrl, [rows(i)]);
+      await sendBodies(d.ingestUrl, [orderRows(i)]);
       expect(await drain(d.ingestUrl, ingest.ingest)).toHaveLength(1);
       const commit = await coldContainer(env);
       expect(await drain(d.commitUrl, commit.commit)).toHaveLength(1);
@@ -316,18 +334,7 @@ describe.skipIf(!awsAvailable())('requests of a cold and a warm ingest and commi
   }, async () => {
     // Prepare: a 2-bucket table where 2 sorted runs call for compaction, 3 commits into both
     // buckets by one container (its jobs queued), then a new compaction container.
-    powertoolsEnv();
-    const d = await deploy();
-    await createOrders(d, { 'num-sorted-run.compaction-trigger': '2' });
-    const env = d.env('queue');
-    const rows = (i: number) =>
-      JSON.stringify(Array.from({ length: 20 }, (_, k) => ({ id: i * 20 + k, status: 'new', amount: k })));
-    const history = await coldContainer(env);
-    for (let i = 0; i < 3; i++) {
-      await sendBodies(d.ingestUrl, [rows(i)]);
-      await drain(d.ingestUrl, history.ingest);
-      await drain(d.commitUrl, history.commit);
-    }
+    const { d, env } = await compactionDueHistory();
     const cold = await coldContainer(env);
 
     // Act
@@ -353,18 +360,7 @@ describe.skipIf(!awsAvailable())('requests of a cold and a warm ingest and commi
   }, async () => {
     // Prepare: a 2-bucket table where 2 sorted runs call for compaction, 3 commits into both
     // buckets, their jobs run: the latest snapshot is a compaction's
-    powertoolsEnv();
-    const d = await deploy();
-    await createOrders(d, { 'num-sorted-run.compaction-trigger': '2' });
-    const env = d.env('queue');
-    const rows = (i: number) =>
-      JSON.stringify(Array.from({ length: 20 }, (_, k) => ({ id: i * 20 + k, status: 'new', amount: k })));
-    const history = await coldContainer(env);
-    for (let i = 0; i < 3; i++) {
-      await sendBodies(d.ingestUrl, [rows(i)]);
-      await drain(d.ingestUrl, history.ingest);
-      await drain(d.commitUrl, history.commit);
-    }
+    const { d, env, history } = await compactionDueHistory();
     await drain(d.compactUrl, history.compact, 10);
     const table = await reopen(d);
     const base = (await table.snapshots.latest())!;
@@ -372,7 +368,7 @@ describe.skipIf(!awsAvailable())('requests of a cold and a warm ingest and commi
     // The hint the cold lookup starts from (warm committers leave it behind): it reads that snapshot
     const hint = Number(new TextDecoder().decode((await table.store.get(latestHintKey(table.path))).body));
     const ingest = await coldContainer(env);
-    await sendBodies(d.ingestUrl, [rows(3)]);
+    await sendBodies(d.ingestUrl, [orderRows(3)]);
     expect(await drain(d.ingestUrl, ingest.ingest)).toHaveLength(1);
 
     // Act

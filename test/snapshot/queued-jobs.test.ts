@@ -128,12 +128,9 @@ function drain(m: Model): void {
   }
 }
 
-function dueBuckets(m: Model): number[] {
-  return [...Array(BUCKETS).keys()].filter((b) => due(m.summary, '', b));
-}
-
-function run(r: Rng, steps: number): void {
-  const m: Model = {
+/** A table with no commit yet, its BUCKETS buckets idle; `losses`: sends and jobs may be lost. */
+function newModel(r: Rng, losses: boolean): Model {
+  return {
     r,
     now: 1_000_000,
     id: 0,
@@ -144,8 +141,16 @@ function run(r: Rng, steps: number): void {
     queue: [...Array(BUCKETS)].map(() => []),
     running: Array(BUCKETS).fill(undefined),
     lost: new Set(),
-    losses: true,
+    losses,
   };
+}
+
+function dueBuckets(m: Model): number[] {
+  return [...Array(BUCKETS).keys()].filter((b) => due(m.summary, '', b));
+}
+
+function run(r: Rng, steps: number): void {
+  const m = newModel(r, true);
   for (let i = 0; i < steps; i++) {
     m.now += r.chance(0.02) ? r.int(QUEUED_JOB_FRESH_MS / 2, QUEUED_JOB_FRESH_MS * 2) : r.int(0, 5_000);
     const b = r.int(0, BUCKETS - 1);
@@ -178,19 +183,7 @@ describe('the record of queued compaction jobs', () => {
 
   it('sends one job for many commits to a due bucket, and the next once the job read it', () => {
     // Prepare: a bucket due after 3 appends
-    const m: Model = {
-      r: rng(1),
-      now: 1_000_000,
-      id: 0,
-      seq: 0,
-      live: [],
-      summary: new Map(),
-      jobs: [],
-      queue: [[], [], []],
-      running: [undefined, undefined, undefined],
-      lost: new Set(),
-      losses: false,
-    };
+    const m = newModel(rng(1), false);
 
     // Act: 6 appends, the job starts, 2 more land while it runs, it ends
     for (let i = 0; i < 6; i++) append(m, 0);

@@ -53,6 +53,18 @@ async function lookedUp(c: Container): Promise<Container> {
   return c;
 }
 
+/** Batches b0..b2 (sources sqs:m0..m2) group-committed by `committer`, one snapshot each: their ids. */
+async function threeGroupCommits(writer: Table, committer: Container): Promise<number[]> {
+  const landedIn: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const m = await queuedBatch(writer, `b${i}`, [i], [`sqs:m${i}`]);
+    landedIn.push(
+      (await new GroupCommit(committer.table, [{ id: `q${i}`, message: m }]).settle(`q${i}`)).committed!.snapshot.id,
+    );
+  }
+  return landedIn;
+}
+
 /** The batch and source ids a snapshot holds. */
 function idsOf(s: Snapshot): string[] {
   return [BATCHES_PROPERTY, SOURCES_PROPERTY].flatMap((p) =>
@@ -123,14 +135,7 @@ describe('a cold container reads the window from a checkpoint', () => {
   it('reads only the latest snapshot when a compaction and an alter landed on the last group commit: they carry its checkpoint', async () => {
     // Prepare: 3 group commits, then a full compaction and an alter on top (no ids of their own)
     const { writer, open } = await windowTable();
-    const committer = await open();
-    const landedIn: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const m = await queuedBatch(writer, `b${i}`, [i], [`sqs:m${i}`]);
-      landedIn.push(
-        (await new GroupCommit(committer.table, [{ id: `q${i}`, message: m }]).settle(`q${i}`)).committed!.snapshot.id,
-      );
-    }
+    const landedIn = await threeGroupCommits(writer, await open());
     await compactTable(writer, { full: true });
     await alterTable(writer, [{ kind: 'add-column', name: 'note', type: parseSchemaText('n STRING')[0].type }]);
     const latest = (await writer.snapshots.latest())!;
@@ -155,14 +160,7 @@ describe('a cold container reads the window from a checkpoint', () => {
   it('reads on below snapshots without a checkpoint (older writers, other commits) to the nearest one with it', async () => {
     // Prepare: 3 group commits, then an older writer's commit and a plain write on top
     const { writer, open } = await windowTable();
-    const committer = await open();
-    const landedIn: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const m = await queuedBatch(writer, `b${i}`, [i], [`sqs:m${i}`]);
-      landedIn.push(
-        (await new GroupCommit(committer.table, [{ id: `q${i}`, message: m }]).settle(`q${i}`)).committed!.snapshot.id,
-      );
-    }
+    const landedIn = await threeGroupCommits(writer, await open());
     const old = await oldWriterCommit(writer, [await queuedBatch(writer, 'old', [10], ['sqs:old'])], 'old-run');
     await landRows(writer, [{ id: 11n, v: 'plain' }], [0], {
       commitUser: 'cli',
